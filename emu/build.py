@@ -1,0 +1,82 @@
+"""Make a topology real: engines, ports and elements for the nodes of one domain.
+
+Both the main process and worker processes build their domain with :func:`build_domain`, from the
+same pure-data description, so every process agrees on link ids, capture interface numbers and
+which domain owns which node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nodes.host import HostEngine
+from switch.forward import SwitchEngine
+from topologies.base import Topology
+
+from .config import RunConfig
+from .domain import Domain
+from .element import Element
+from .port import InPort, OutPort
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything every process must agree on (picklable)."""
+
+    topology: Topology
+    run: RunConfig
+    cluster_id: int
+    owner: dict[str, int]
+    """Node name -> domain index."""
+    iface_base: dict[str, int]
+    """Node name -> capture interface number of its port 0."""
+
+    @classmethod
+    def make(cls, topology: Topology, run: RunConfig, cluster_id: int) -> "Plan":
+        names = list(topology.nodes)
+        p = run.processes
+        owner = {name: (i * p) // len(names) for i, name in enumerate(names)}
+        base, n = {}, 0
+        for name in names:
+            base[name] = n
+            n += topology.nports(name)
+        return cls(topology, run, cluster_id, owner, base)
+
+    def interfaces(self) -> list[str]:
+        """Capture interface names in interface-number order."""
+        t = self.topology
+        return [t.port_name(name, port) for name in t.nodes for port in range(t.nports(name))]
+
+
+def make_engine(topology: Topology, name: str):
+    node = topology.nodes[name]
+    routes = topology.routes[name]
+    if node.kind == "host":
+        host_ids = {h.name: h.id for h in topology.hosts}
+        return HostEngine(name, node.id, node.spec, routes, host_ids)
+    return SwitchEngine(name, node.id, node.spec, routes)
+
+
+def build_domain(plan: Plan, index: int) -> Domain:
+    t = plan.topology
+    dom = Domain(index, plan.run.processes, plan.run)
+    outs: dict[str, list[OutPort]] = {n: [] for n in t.nodes if plan.owner[n] == index}
+    ins: dict[str, list[InPort]] = {n: [] for n in outs}
+    for i, link in enumerate(t.links):
+        for (src, sport, dst, dport), link_id in (((link.a, link.a_port, link.b, link.b_port), 2 * i),
+                                                  ((link.b, link.b_port, link.a, link.a_port), 2 * i + 1)):
+            if src in outs:
+                outs[src].append(OutPort(sport, t.port_name(src, sport), plan.iface_base[src] + sport, link_id,
+                                         dst, t.port_name(dst, dport), link.spec.latency_ns,
+                                         link.spec.bandwidth_bps, peer_domain=plan.owner[dst]))
+            if dst in ins:
+                ins[dst].append(InPort(dport, t.port_name(dst, dport), plan.iface_base[dst] + dport, link_id,
+                                       src, t.port_name(src, sport), peer_domain=plan.owner[src]))
+    for name in outs:
+        o = sorted(outs[name], key=lambda p: p.index)
+        n = sorted(ins[name], key=lambda p: p.index)
+        node = t.nodes[name]
+        dom.add(Element(name, make_engine(t, name), cluster_id=plan.cluster_id, domain=dom, outs=o, ins=n,
+                        capture=plan.run.capture, seed=plan.run.seed * 1_000_003 + node.id,
+                        drop_rate=plan.run.socket_drop_rate))
+    return dom

@@ -1,0 +1,275 @@
+"""The user's front door: ``async with Cluster(topology) as net: ...``.
+
+One nursery owns the cluster: every element is a trio task started with ``nursery.start`` (it
+reports its socket address when ready), worker processes are children of the same nursery, and
+leaving the ``async with`` block -- normally, on an error or on Ctrl-C -- cancels them all, closes
+every socket and ends every process (DESIGN.md principle 6).
+
+Applications run in *episodes*: ``await net.run({...})`` starts the given applications together at
+the cluster's current virtual time and runs the emulation until nothing is left to do; the cluster's
+virtual clock then stays where the last event happened until the next episode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import trio
+
+from topologies.base import Topology
+
+from .build import Plan, build_domain
+from .config import ConfigError, RunConfig
+from .errors import AppError, DeadlockError, EmuError
+from .pcapng import capture_order, write_pcapng
+from .sync import LocalHandle, MsgStream, RemoteHandle, Synchroniser
+
+log = logging.getLogger(__name__)
+
+AppSpec = Callable | tuple
+
+
+class NodeHandle:
+    """``net["h3"]``: a node of a running cluster."""
+
+    def __init__(self, net: "Cluster", name: str):
+        self._net = net
+        self.name = name
+        self.node = net.topology.nodes[name]
+
+    async def ping(self, dst: str) -> int:
+        """Virtual round-trip time (ns) of an echo from this host to ``dst``."""
+        return await self._net.ping(self.name, dst)
+
+    def __repr__(self) -> str:
+        return f"<{self.node.kind} {self.name} id={self.node.id}>"
+
+
+async def _ping_app(host, dst):
+    return await host.ping(dst)
+
+
+class Cluster:
+    def __init__(self, topology: Topology, *, seed: int = 0, processes: int = 1,
+                 capture: str | os.PathLike | None = None, run: RunConfig | None = None,
+                 progress: Callable[[int, int], None] | None = None):
+        if not isinstance(topology, Topology):
+            raise ConfigError(f"Cluster needs a Topology, got {type(topology).__name__}; "
+                              "build one with topologies.star(...) or the topology registry")
+        topology.validate()
+        if run is None:
+            run = RunConfig(seed=seed, processes=processes, capture=capture is not None)
+        elif capture is not None and not run.capture:
+            run = replace(run, capture=True)
+        if run.processes > len(topology.nodes):
+            raise ConfigError(f"processes={run.processes} exceeds the {len(topology.nodes)} nodes of "
+                              f"{topology.name}; use at most one process per node")
+        self.topology = topology
+        self.run_config = run
+        self.capture_path = capture
+        self.cluster_id = secrets.randbits(32) | 1
+        self.plan = Plan.make(topology, run, self.cluster_id)
+        self.lookahead_ns = topology.min_latency_ns
+        self._progress = progress
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._lock = trio.Lock()
+        self._handles: list = []
+        self._sync: Synchroniser | None = None
+        self._local = None
+        self._captured: list[tuple[int, int, int, bytes]] = []
+
+    # -- names ----------------------------------------------------------------------------------
+    @property
+    def hosts(self) -> list[str]:
+        return [n.name for n in self.topology.hosts]
+
+    @property
+    def switches(self) -> list[str]:
+        return [n.name for n in self.topology.switches]
+
+    def __getitem__(self, name: str) -> NodeHandle:
+        if name not in self.topology.nodes:
+            raise KeyError(f"no node {name!r} in {self.topology.name}; hosts are {self.hosts[:8]}...")
+        return NodeHandle(self, name)
+
+    @property
+    def now(self) -> int:
+        """Virtual time (ns) of the last event processed."""
+        return self._sync.max_time if self._sync else 0
+
+    @property
+    def windows(self) -> int:
+        """Synchronisation windows run so far (a cost figure, not a model figure)."""
+        return self._sync.windows_run if self._sync else 0
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    async def __aenter__(self) -> "Cluster":
+        stack = contextlib.AsyncExitStack()
+        await stack.__aenter__()
+        try:
+            self._nursery = await stack.enter_async_context(trio.open_nursery())
+            await self._start()
+        except BaseException as e:
+            self._close_sockets()
+            await stack.__aexit__(type(e), e, e.__traceback__)
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(self, etype, exc, tb) -> bool:
+        stack, self._stack = self._stack, None
+        try:
+            if exc is None and self.capture_path is not None:
+                await self.write_capture(self.capture_path)
+        finally:
+            with trio.CancelScope(shield=True):
+                for h in self._handles:
+                    if isinstance(h, RemoteHandle):
+                        await h.close()
+            self._nursery.cancel_scope.cancel()
+            try:
+                await stack.__aexit__(etype, exc, tb)
+            except BaseExceptionGroup as eg:
+                leaves = [e for e in _leaves(eg) if not isinstance(e, trio.Cancelled)]
+                if len(leaves) == 1:
+                    raise leaves[0] from None
+                raise
+            finally:
+                self._close_sockets()
+        return False
+
+    def _close_sockets(self) -> None:
+        if self._local is not None:
+            for el in self._local.elements:
+                el.sock.close()
+
+    async def _start(self) -> None:
+        nursery = self._nursery
+        p = self.run_config.processes
+        self._local = build_domain(self.plan, 0)
+        handles: list = [LocalHandle(self._local)]
+        addrs: dict[str, tuple[str, int]] = {}
+        if p > 1:
+            listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+            port = listeners[0].socket.getsockname()[1]
+            tokens = {secrets.token_hex(16): d for d in range(1, p)}
+            for tok in tokens:
+                cmd = [sys.executable, "-m", "emu.worker", "127.0.0.1", str(port), tok]
+                nursery.start_soon(_run_worker, cmd, tokens[tok])
+            remotes: dict[int, RemoteHandle] = {}
+            with trio.fail_after(60):
+                while len(remotes) < p - 1:
+                    stream = await listeners[0].accept()
+                    chan = MsgStream(stream)
+                    tok = await chan.recv()
+                    d = tokens.get(tok) if isinstance(tok, str) else None
+                    if d is None or d in remotes:
+                        await stream.aclose()
+                        continue
+                    await chan.send(list(sys.path))
+                    await chan.send((self.plan, d))
+                    remotes[d] = RemoteHandle(d, chan)
+            for lst in listeners:
+                await lst.aclose()
+            for d in sorted(remotes):
+                handles.append(remotes[d])
+                with trio.fail_after(60):
+                    addrs.update(await remotes[d].chan.recv())
+        for el in self._local.elements:
+            addrs[el.name] = await nursery.start(el.serve)
+        self._handles = handles
+        for h in handles:
+            await h.call("set_addresses", addrs)
+        self._sync = Synchroniser(handles, self.lookahead_ns, self._progress)
+
+    # -- running applications -------------------------------------------------------------------
+    async def run(self, apps: dict[str, AppSpec]) -> dict[str, Any]:
+        """Start ``apps`` ({host: fn or (fn, args)}) together at ``self.now``; run until nothing is
+        left to do; return {host: value the app returned}. An app that raised raises AppError; apps
+        still waiting when nothing is left to do raise DeadlockError naming what they wait for."""
+        if self._sync is None:
+            raise EmuError("the cluster is not running; use 'async with Cluster(...) as net:'")
+        per_domain: dict[int, dict[str, tuple]] = {}
+        for host, spec in apps.items():
+            node = self.topology.nodes.get(host)
+            if node is None or node.kind != "host":
+                raise ConfigError(f"run: {host!r} is not a host of {self.topology.name}")
+            fn, args = (spec[0], tuple(spec[1:])) if isinstance(spec, tuple) else (spec, ())
+            if not callable(fn):
+                raise ConfigError(f"run: the application for {host} is not callable: {fn!r}")
+            per_domain.setdefault(self.plan.owner[host], {})[host] = (fn, args)
+        async with self._lock:
+            sync = self._sync
+            start = sync.max_time
+            for d, group in sorted(per_domain.items()):
+                sync.next_times[d] = min(sync.next_times[d], await self._handles[d].call("start_apps", start, group))
+            await sync.run_until_quiet()
+            states = []
+            for h in self._handles:
+                states.extend(await h.call("app_states"))
+        results: dict[str, Any] = {}
+        errors, waiting = [], []
+        for st in states:
+            if st.error is not None:
+                errors.append(f"{st.host} (at {st.finished_ns} ns):\n{st.error}")
+            elif not st.done:
+                waiting.append(f"{st.host} blocked in {st.waiting} since {st.since_ns} ns")
+            else:
+                results[st.host] = st.result
+        if errors:
+            raise AppError("application(s) failed: " + "\n".join(errors))
+        if waiting:
+            raise DeadlockError(f"no events left at {self.now} ns but applications still wait: "
+                                + "; ".join(waiting))
+        return results
+
+    async def ping(self, src: str, dst: str) -> int:
+        return (await self.run({src: (_ping_app, dst)}))[src]
+
+    # -- figures and captures -------------------------------------------------------------------
+    async def stats(self) -> list[dict[str, Any]]:
+        """Per element: element counters (drops of foreign/malformed input, recovery), engine
+        counters, and per port frames, bytes and peak queue occupancy."""
+        out = []
+        async with self._lock:
+            for h in self._handles:
+                out.extend(await h.call("stats"))
+        order = {name: i for i, name in enumerate(self.topology.nodes)}
+        return sorted(out, key=lambda s: order[s["name"]])
+
+    async def capture_records(self) -> list[tuple[int, int, int, bytes]]:
+        """Every frame recorded so far, in capture order (needs capture enabled)."""
+        if not self.run_config.capture:
+            raise EmuError("capture is off; create the cluster with capture=PATH or RunConfig(capture=True)")
+        async with self._lock:
+            for h in self._handles:
+                self._captured.extend(await h.call("capture"))
+        self._captured = capture_order(self._captured)
+        return self._captured
+
+    async def write_capture(self, path: str | os.PathLike) -> int:
+        """Write every frame recorded so far to a pcapng file; returns the number of frames."""
+        recs = await self.capture_records()
+        with open(path, "wb") as f:
+            return write_pcapng(f, self.plan.interfaces(), recs)
+
+
+async def _run_worker(cmd: list[str], index: int) -> None:
+    result = await trio.run_process(cmd, check=False)
+    if result.returncode not in (0, -15, -9):
+        raise EmuError(f"worker process for domain {index} exited with code {result.returncode}")
+
+
+def _leaves(eg: BaseException):
+    if isinstance(eg, BaseExceptionGroup):
+        for e in eg.exceptions:
+            yield from _leaves(e)
+    else:
+        yield eg

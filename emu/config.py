@@ -1,0 +1,83 @@
+"""Typed configuration, units in the names (DESIGN.md principle 7)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class ConfigError(ValueError):
+    """A topology or parameter is refused before anything starts; the message names the fix."""
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """One full-duplex link; both directions have the same figures."""
+
+    latency_ns: int = 100
+    """Propagation delay of one direction, first bit out to first bit in (ns). Must be >= 1: the
+    smallest link latency in a cluster is the conservative synchroniser's lookahead."""
+    bandwidth_bps: int = 100_000_000_000
+    """Line rate of one direction (bit/s); a frame of B bytes occupies the port ceil(8 B / rate) ns."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.latency_ns, int) or self.latency_ns < 1:
+            raise ConfigError(f"LinkSpec.latency_ns must be an integer >= 1 ns, got {self.latency_ns!r}")
+        if not isinstance(self.bandwidth_bps, int) or self.bandwidth_bps < 1_000:
+            raise ConfigError(f"LinkSpec.bandwidth_bps must be an integer >= 1000 bit/s, got {self.bandwidth_bps!r}")
+
+    def serialization_ns(self, nbytes: int) -> int:
+        return -((-nbytes * 8 * 1_000_000_000) // self.bandwidth_bps)
+
+
+@dataclass(frozen=True)
+class SwitchSpec:
+    """A switch or router."""
+
+    processing_delay_ns: int = 50
+    """Per-frame delay from a frame's arrival to its hand-off to the output port (ns)."""
+
+    def __post_init__(self) -> None:
+        if self.processing_delay_ns < 0:
+            raise ConfigError(f"SwitchSpec.processing_delay_ns must be >= 0, got {self.processing_delay_ns}")
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """A host and its NIC."""
+
+    nic_delay_ns: int = 100
+    """Per-frame NIC processing delay, on transmit (hand-off to the port) and on receive (ns)."""
+    mtu_bytes: int = 1024
+    """Largest message payload carried by one frame; the frame adds 46 header bytes (Ethernet 14,
+    fabric 16, message segment 16). Messages longer than this are segmented and reassembled."""
+
+    def __post_init__(self) -> None:
+        if self.nic_delay_ns < 0:
+            raise ConfigError(f"HostSpec.nic_delay_ns must be >= 0, got {self.nic_delay_ns}")
+        if not 1 <= self.mtu_bytes <= 16_000:
+            raise ConfigError(f"HostSpec.mtu_bytes must be within 1..16000, got {self.mtu_bytes}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """How a cluster runs (not what it models)."""
+
+    seed: int = 0
+    """Seeds every element's random generator (per element: seed and node id)."""
+    processes: int = 1
+    """OS processes the elements are spread over (1 = all in this process)."""
+    capture: bool = False
+    """Record every frame at every port for a pcapng capture."""
+    stall_timeout_s: float = 0.2
+    """Wall-clock wait for expected frames before asking senders to retransmit (recovery round)."""
+    max_recovery_rounds: int = 50
+    """Recovery rounds without progress before a loss is declared unrecoverable (run stops)."""
+    socket_drop_rate: float = 0.0
+    """Test hook: drop this fraction of datagrams just before sendto, as an overloaded OS would, to
+    exercise recovery. The model never sees it; results must not change."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.processes <= 64:
+            raise ConfigError(f"RunConfig.processes must be within 1..64, got {self.processes}")
+        if not 0.0 <= self.socket_drop_rate < 1.0:
+            raise ConfigError(f"RunConfig.socket_drop_rate must be within [0, 1), got {self.socket_drop_rate}")

@@ -1,0 +1,182 @@
+"""A domain: the elements that live in one OS process, and its side of the window protocol.
+
+The synchroniser (:mod:`emu.sync`) sends each domain ``window(w, t0, t1, expected)``; the domain
+
+1. waits until it has received ``expected`` DATA frames in all (everything any element anywhere sent
+   to it in earlier windows) -- draining its own sockets directly for frames sent inside the process,
+   letting the element tasks read the others, and asking senders to retransmit if a datagram went
+   missing;
+2. runs every element that has an event before ``t1``;
+3. reports what it sent to each domain, the earliest virtual time at which anything can happen next
+   here (including the arrival of frames it just sent), and the latest event time it processed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from collections import deque
+from typing import Any
+
+import trio
+
+from .config import RunConfig
+from .element import INF, Element
+from .errors import FrameLossError
+
+log = logging.getLogger(__name__)
+
+
+class Domain:
+    def __init__(self, index: int, n_domains: int, run: RunConfig):
+        self.index = index
+        self.n_domains = n_domains
+        self.run = run
+        self.elements: list[Element] = []
+        self.by_name: dict[str, Element] = {}
+        self._idx: dict[Element, int] = {}
+        self.received = 0
+        """DATA frames accepted by this domain's elements since the start."""
+        self.sent_to = [0] * n_domains
+        """DATA frames this domain's elements sent to each domain since the start."""
+        self._local_rx: dict[Element, None] = {}
+        self._heap: list[tuple[int, int]] = []
+        self._wake = trio.Event()
+        self._history: deque[tuple[int, list[Element]]] = deque()
+        self.max_time = 0
+
+    def add(self, el: Element) -> None:
+        self._idx[el] = len(self.elements)
+        self.elements.append(el)
+        self.by_name[el.name] = el
+
+    # -- callbacks from elements ----------------------------------------------------------------
+    def frames_sent(self, peer_domain: int, n: int, peer: str) -> None:
+        self.sent_to[peer_domain] += n
+        if peer_domain == self.index:
+            self._local_rx[self.by_name[peer]] = None
+
+    def frames_arrived(self, el: Element, n: int) -> None:
+        self.received += n
+        heapq.heappush(self._heap, (el.next_time(), self._idx[el]))
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def schedule(self, el: Element) -> None:
+        t = el.next_time()
+        if t < INF:
+            heapq.heappush(self._heap, (t, self._idx[el]))
+
+    # -- the window -----------------------------------------------------------------------------
+    def next_time(self) -> int:
+        heap = self._heap
+        while heap:
+            t, i = heap[0]
+            actual = self.elements[i].next_time()
+            if actual == t:
+                return t
+            heapq.heapreplace(heap, (actual, i)) if actual < INF else heapq.heappop(heap)
+        return INF
+
+    async def window(self, w: int, t0: int, t1: int, expected: int) -> tuple[list[int], int, int]:
+        if self.received != expected:
+            await self._collect(expected)
+        # what was sent two windows ago has been received everywhere (see emu.sync)
+        hist = self._history
+        while hist and hist[0][0] <= w - 2:
+            old_w, els = hist.popleft()
+            for el in els:
+                el.forget(old_w)
+        heap = self._heap
+        elements = self.elements
+        active: dict[Element, None] = {}
+        while heap and heap[0][0] < t1:
+            active[elements[heapq.heappop(heap)[1]]] = None
+        first_arrival = INF
+        sent: list[Element] = []
+        for el in active:
+            fa = el.run_window(t1, w)
+            if fa < first_arrival:
+                first_arrival = fa
+            if fa < INF:
+                sent.append(el)
+            if el.now > self.max_time:
+                self.max_time = el.now
+            if el.unsent:
+                await el.flush_unsent()
+            t = el.next_time()
+            if t < INF:
+                heapq.heappush(heap, (t, self._idx[el]))
+        if sent:
+            hist.append((w, sent))
+        nt = self.next_time()
+        return self.sent_to[:], (first_arrival if first_arrival < nt else nt), self.max_time
+
+    async def _collect(self, expected: int) -> None:
+        for el in self._local_rx:
+            el.drain()
+        self._local_rx.clear()
+        rounds = 0
+        while self.received < expected:
+            before = self.received
+            self._wake = trio.Event()
+            with trio.move_on_after(self.run.stall_timeout_s):
+                await self._wake.wait()
+            if self.received > before:
+                rounds = 0
+                continue
+            rounds += 1
+            if rounds > self.run.max_recovery_rounds:
+                raise FrameLossError(f"domain {self.index}: {expected - self.received} frame(s) never arrived "
+                                     f"after {rounds - 1} recovery rounds")
+            log.info("domain %d: waiting for %d frame(s); recovery round %d: asking senders to retransmit",
+                     self.index, expected - self.received, rounds)
+            for el in self.elements:
+                el.drain()
+                for inp in el.ins:
+                    el.send_nack(inp)
+        if self.received > expected:
+            raise FrameLossError(f"domain {self.index}: received {self.received} frames, only {expected} were sent "
+                                 "(a frame was accepted twice: sequence numbering is broken)")
+
+    # -- control (called by the synchroniser, locally or over the worker's RPC) ----------------
+    async def rpc_window(self, w: int, t0: int, t1: int, expected: int):
+        return await self.window(w, t0, t1, expected)
+
+    async def rpc_set_addresses(self, addrs: dict[str, tuple[str, int]]) -> None:
+        for el in self.elements:
+            for p in el.outs:
+                p.peer_addr = addrs[p.peer]
+            for p in el.ins:
+                p.peer_addr = addrs[p.peer]
+
+    async def rpc_start_apps(self, t: int, apps: dict[str, tuple[Any, tuple]]) -> int:
+        for host, (fn, args) in apps.items():
+            el = self.by_name[host]
+            el.engine.start_app(host, fn, args, t)
+            self.schedule(el)
+        return self.next_time()
+
+    async def rpc_app_states(self) -> list:
+        out = []
+        for el in self.elements:
+            if hasattr(el.engine, "app_states"):
+                out.extend(el.engine.app_states())
+        return out
+
+    async def rpc_stats(self) -> list[dict[str, Any]]:
+        return [{"name": el.name, "element": dict(el.stats), "engine": dict(el.engine.stats),
+                 "ports": el.port_stats()} for el in self.elements]
+
+    async def rpc_capture(self) -> list[tuple[int, int, int, bytes]]:
+        out: list[tuple[int, int, int, bytes]] = []
+        for el in self.elements:
+            if el.capture is not None:
+                out.extend(el.capture)
+                el.capture = []
+        return out
+
+    async def rpc_link_seqs(self) -> dict[str, dict[int, tuple[str, int]]]:
+        return {"out": {p.link_id: (f"{p.name} -> {p.peer_port_name}", p.seq) for el in self.elements for p in el.outs},
+                "in": {p.link_id: (f"{p.peer_port_name} -> {p.name}", p.expected) for el in self.elements for p in el.ins}}

@@ -1,0 +1,333 @@
+"""The element driver: a thin trio shell around a sans-I/O engine (DESIGN.md principle 1).
+
+An :class:`Element` owns one UDP socket on 127.0.0.1, the element's virtual-time event heap, its
+ports, and the outer encapsulation (sequence numbers, retransmission, batching). The engine (a host's
+NIC, a switch) only sees ``receive(frame, port, now)`` and ``on_timer(now)`` and returns
+``(port, frame, at)`` tuples; it never touches a socket or a clock.
+
+Ordering inside an element is fixed and independent of socket arrival order: events are processed in
+virtual-time order; at equal times the engine's timer runs first, then received frames by input port,
+then by sequence number (DESIGN.md principle 10).
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import random
+import socket
+from typing import TYPE_CHECKING, Any, Protocol
+
+import trio
+
+from .errors import CausalityError, EngineError
+from .port import InPort, OutPort
+from .wire.outer import MAGIC, OUTER, OUTER_LEN, VERSION, LinkKind
+
+if TYPE_CHECKING:
+    from .domain import Domain
+
+log = logging.getLogger(__name__)
+
+INF = 1 << 62
+SEQ_MASK = 0xFFFFFFFF
+MAX_DATAGRAM = 60_000
+"""Records are batched into one datagram up to this size (UDP allows 65507)."""
+RCVBUF = 4 << 20
+
+DIR_IN = 1   # pcapng epb_flags direction bits
+DIR_OUT = 2
+
+
+class Engine(Protocol):
+    """What an element runs: sans-I/O, time is an argument."""
+
+    timer: int | None
+    """Virtual time at which ``on_timer`` wants to run next, or None."""
+    stats: dict[str, int]
+
+    def receive(self, frame: bytes, port: int, now: int) -> list[tuple[int, bytes, int]]: ...
+
+    def on_timer(self, now: int) -> list[tuple[int, bytes, int]]: ...
+
+
+class Element:
+    def __init__(self, name: str, engine: Engine, *, cluster_id: int, domain: "Domain",
+                 outs: list[OutPort], ins: list[InPort], capture: bool, seed: int,
+                 drop_rate: float = 0.0):
+        self.name = name
+        self.engine = engine
+        self.cluster_id = cluster_id
+        self.domain = domain
+        self.outs = outs
+        self.ins = ins
+        self.in_by_link = {p.link_id: p for p in ins}
+        self.out_by_link = {p.link_id: p for p in outs}
+        self.heap: list[tuple[int, int, int, bytes]] = []
+        self.now = 0
+        self.safe_time = 0
+        """Every event before this virtual time has been processed: a frame stamped earlier is a
+        causality violation (a bug in the synchroniser, never the peer's fault)."""
+        self.busy: dict[OutPort, None] = {}
+        """Ports with frames waiting for their window (a dict: insertion order, never hash order)."""
+        self.capture = [] if capture else None
+        self.stats = {"bad_magic": 0, "foreign_cluster": 0, "bad_link": 0, "truncated": 0,
+                      "gaps": 0, "duplicates": 0, "nacks_sent": 0, "retransmitted": 0,
+                      "sock_dropped": 0}
+        self._drop_rate = drop_rate
+        self._drop_rng = random.Random(seed ^ 0x5EED)
+        self._hdr_cache = {}
+        self.unsent: list[tuple[bytes, tuple[str, int]]] = []
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, RCVBUF)
+            self.sock.bind(("127.0.0.1", 0))
+            self.sock.setblocking(False)
+        except BaseException:
+            self.sock.close()
+            raise
+        self.addr: tuple[str, int] = self.sock.getsockname()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    async def serve(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """The element's task: report the socket address, then read datagrams until cancelled."""
+        try:
+            task_status.started(self.addr)
+            while True:
+                await trio.lowlevel.wait_readable(self.sock)
+                if self.drain():
+                    self.domain.wake()
+        finally:
+            self.sock.close()
+
+    # -- receive side ---------------------------------------------------------------------------
+    def drain(self) -> int:
+        """Read every datagram waiting on the socket; return how many DATA frames were accepted."""
+        accepted = 0
+        recv = self.sock.recv
+        while True:
+            try:
+                data = recv(65536)
+            except BlockingIOError:
+                return accepted
+            except ConnectionRefusedError:  # ICMP from a peer that already closed (teardown)
+                continue
+            accepted += self.on_datagram(data)
+
+    def on_datagram(self, data: bytes) -> int:
+        """Parse the records of one datagram; foreign or malformed input is counted and dropped."""
+        n = len(data)
+        off = 0
+        accepted = 0
+        unpack = OUTER.struct.unpack_from
+        stats = self.stats
+        while off < n:
+            if n - off < OUTER_LEN:
+                stats["truncated"] += 1
+                _note(self.name, "truncated", f"{n - off} trailing bytes are shorter than an outer header")
+                break
+            magic, ver, kind, cid, link, seq, ts, length, _ = unpack(data, off)
+            if magic != MAGIC or ver != VERSION:
+                stats["bad_magic"] += 1
+                _note(self.name, "bad_magic", f"magic 0x{magic:04x} version {ver}: not an emulator frame")
+                break
+            if cid != self.cluster_id:
+                stats["foreign_cluster"] += 1
+                _note(self.name, "foreign_cluster", f"cluster id 0x{cid:08x} is not this cluster's")
+                break
+            end = off + OUTER_LEN + length
+            if end > n:
+                stats["truncated"] += 1
+                _note(self.name, "truncated", f"record says {length} bytes, datagram has {n - off - OUTER_LEN}")
+                break
+            if kind == LinkKind.DATA:
+                inp = self.in_by_link.get(link)
+                if inp is None:
+                    stats["bad_link"] += 1
+                    _note(self.name, "bad_link", f"frame for link {link}, which does not end here")
+                    break
+                d = (seq - inp.expected) & SEQ_MASK
+                if d == 0:
+                    if ts < self.safe_time:
+                        raise CausalityError(f"{inp.name}: frame stamped {ts} ns arrived after {self.safe_time} ns "
+                                             "was processed; the synchroniser let a window run too far")
+                    frame = data[off + OUTER_LEN:end]
+                    inp.expected = (seq + 1) & SEQ_MASK
+                    inp.rx_frames += 1
+                    inp.rx_bytes += length
+                    heapq.heappush(self.heap, (ts, inp.index, seq, frame))
+                    if self.capture is not None:
+                        self.capture.append((ts, inp.iface, DIR_IN, frame))
+                    accepted += 1
+                elif d < 0x80000000:
+                    # a datagram before this one was lost: go back N from what we expect
+                    stats["gaps"] += 1
+                    if inp.nacked != inp.expected:
+                        self.send_nack(inp)
+                    break
+                else:
+                    stats["duplicates"] += 1
+            elif kind == LinkKind.NACK:
+                outp = self.out_by_link.get(link)
+                if outp is None:
+                    stats["bad_link"] += 1
+                    _note(self.name, "bad_link", f"NACK for link {link}, which does not start here")
+                    break
+                self.retransmit(outp, seq)
+            else:
+                stats["bad_magic"] += 1
+                _note(self.name, "bad_magic", f"unknown record kind {kind}")
+                break
+            off = end
+        if accepted:
+            self.domain.frames_arrived(self, accepted)
+        return accepted
+
+    def send_nack(self, inp: InPort) -> None:
+        inp.nacked = inp.expected
+        self.stats["nacks_sent"] += 1
+        hdr = OUTER.struct.pack(MAGIC, VERSION, LinkKind.NACK, self.cluster_id, inp.link_id, inp.expected, 0, 0, 0)
+        self._sendto(hdr, inp.peer_addr)
+
+    def retransmit(self, outp: OutPort, from_seq: int) -> None:
+        """Go back N: resend every retained datagram that holds a record at or after ``from_seq``."""
+        for _, first, last, dgram in outp.retained:
+            if ((last - from_seq) & SEQ_MASK) < 0x80000000:
+                self.stats["retransmitted"] += 1
+                self._sendto(dgram, outp.peer_addr, lossy=False)
+
+    # -- the window -----------------------------------------------------------------------------
+    def next_time(self) -> int:
+        t = self.heap[0][0] if self.heap else INF
+        tt = self.engine.timer
+        if tt is not None and tt < t:
+            t = tt
+        for p in self.busy:
+            s = p.pending[0][0]
+            if s < t:
+                t = s
+        return t
+
+    def run_window(self, t_end: int, window: int) -> int:
+        """Process every event before ``t_end``; put frames whose transmission starts before
+        ``t_end`` on the wire. Returns the earliest arrival time of the frames sent (or INF)."""
+        heap = self.heap
+        eng = self.engine
+        outs = self.outs
+        while True:
+            tt = eng.timer
+            th = heap[0][0] if heap else INF
+            if tt is not None and tt <= th:
+                if tt >= t_end:
+                    break
+                if tt < self.now:
+                    raise EngineError(f"{self.name}: engine timer {tt} ns is before now ({self.now} ns)")
+                self.now = tt
+                result = eng.on_timer(tt)
+            else:
+                if th >= t_end:
+                    break
+                now, port, _, frame = heapq.heappop(heap)
+                self.now = now
+                result = eng.receive(frame, port, now)
+            for port, frame, at in result:
+                if at < self.now:
+                    raise EngineError(f"{self.name}: engine emitted a frame at {at} ns, before now ({self.now} ns)")
+                p = outs[port]
+                p.enqueue(frame, at)
+                self.busy[p] = None
+        self.safe_time = t_end
+        return self._transmit(t_end, window) if self.busy else INF
+
+    def _transmit(self, t_end: int, window: int) -> int:
+        first_arrival = INF
+        cap = self.capture
+        pack = OUTER.struct.pack
+        done = []
+        for p in self.busy:
+            pend = p.pending
+            if pend[0][0] >= t_end:
+                continue
+            batch = bytearray()
+            first = p.seq
+            seq = first
+            link = p.link_id
+            cid = self.cluster_id
+            sent = 0
+            while pend and pend[0][0] < t_end:
+                start, arrival, frame = pend.popleft()
+                if arrival < first_arrival:
+                    first_arrival = arrival
+                n = len(frame)
+                if len(batch) + OUTER_LEN + n > MAX_DATAGRAM and batch:
+                    self._emit(p, window, first, seq, bytes(batch))
+                    batch = bytearray()
+                    first = seq
+                batch += pack(MAGIC, VERSION, 0, cid, link, seq, arrival, n, 0)
+                batch += frame
+                seq = (seq + 1) & SEQ_MASK
+                sent += 1
+                p.tx_bytes += n
+                if cap is not None:
+                    cap.append((start, p.iface, DIR_OUT, frame))
+            self._emit(p, window, first, seq, bytes(batch))
+            p.seq = seq
+            p.tx_frames += sent
+            self.domain.frames_sent(p.peer_domain, sent, p.peer)
+            if not pend:
+                done.append(p)
+        for p in done:
+            del self.busy[p]
+        return first_arrival
+
+    def _emit(self, p: OutPort, window: int, first: int, end_seq: int, dgram: bytes) -> None:
+        p.retained.append((window, first, (end_seq - 1) & SEQ_MASK, dgram))
+        self._sendto(dgram, p.peer_addr)
+
+    def forget(self, upto_window: int) -> None:
+        """Drop retained datagrams of windows <= ``upto_window``: every receiver has them."""
+        for p in self.outs:
+            r = p.retained
+            while r and r[0][0] <= upto_window:
+                r.popleft()
+
+    def _sendto(self, data: bytes, addr: tuple[str, int], lossy: bool = True) -> None:
+        if lossy and self._drop_rate and self._drop_rng.random() < self._drop_rate:
+            self.stats["sock_dropped"] += 1
+            return
+        try:
+            self.sock.sendto(data, addr)
+        except BlockingIOError:
+            self.unsent.append((data, addr))
+
+    async def flush_unsent(self) -> None:
+        while self.unsent:
+            await trio.lowlevel.wait_writable(self.sock)
+            data, addr = self.unsent[0]
+            try:
+                self.sock.sendto(data, addr)
+            except BlockingIOError:
+                continue
+            self.unsent.pop(0)
+
+    # -- reporting ------------------------------------------------------------------------------
+    def port_stats(self) -> list[dict[str, Any]]:
+        out = []
+        for p in self.outs:
+            inp = self.ins[p.index]
+            out.append({"port": p.name, "peer": p.peer_port_name, "tx_frames": p.tx_frames,
+                        "tx_bytes": p.tx_bytes, "rx_frames": inp.rx_frames, "rx_bytes": inp.rx_bytes,
+                        "peak_queue_frames": p.peak_queue_frames, "peak_queue_bytes": p.peak_queue_bytes})
+        return out
+
+
+_noted: dict[tuple[str, str], int] = {}
+
+
+def _note(element: str, what: str, detail: str) -> None:
+    """Log a dropped frame: the first of each kind per element as a warning, the rest at debug."""
+    key = (element, what)
+    n = _noted.get(key, 0)
+    _noted[key] = n + 1
+    (log.warning if n == 0 else log.debug)("%s: dropped input (%s): %s", element, what, detail)

@@ -1,0 +1,81 @@
+"""Output and input port state of an element (sans-I/O).
+
+An output port is a FIFO with a line rate: a frame handed to it at virtual time ``at`` starts to leave
+at ``start = max(at, free)``, occupies the port for ``ceil(8 * bytes / rate)`` ns and arrives at the
+peer one latency after its last bit left: ``arrival = start + serialisation + latency``. The frame is
+put on the socket in the synchronisation window that contains ``start``, so what is in flight
+between two elements is bounded by what the port can serialise in one window.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+
+@dataclass(eq=False)
+class OutPort:
+    index: int
+    name: str
+    """Capture interface name, e.g. ``s0-p3``."""
+    iface: int
+    """Capture interface number (global, deterministic)."""
+    link_id: int
+    """Id of this direction of the link; carried in every outer header."""
+    peer: str
+    peer_port_name: str
+    latency_ns: int
+    bandwidth_bps: int
+    peer_domain: int = 0
+    peer_addr: tuple[str, int] | None = None
+    free_at: int = 0
+    seq: int = 0
+    pending: deque = field(default_factory=deque)
+    """(start, arrival, frame) waiting for the window that contains ``start``."""
+    queued: deque = field(default_factory=deque)
+    """(done, nbytes) of frames handed to the port whose last bit has not left yet (occupancy)."""
+    queued_bytes: int = 0
+    retained: deque = field(default_factory=deque)
+    """(window, first_seq, last_seq, datagram) kept for retransmission until two windows later."""
+    tx_frames: int = 0
+    tx_bytes: int = 0
+    peak_queue_frames: int = 0
+    peak_queue_bytes: int = 0
+
+    def serialization_ns(self, nbytes: int) -> int:
+        return -((-nbytes * 8_000_000_000) // self.bandwidth_bps)
+
+    def enqueue(self, frame: bytes, at: int) -> None:
+        """Hand ``frame`` to the port at virtual time ``at``."""
+        n = len(frame)
+        start = at if at > self.free_at else self.free_at
+        done = start + -((-n * 8_000_000_000) // self.bandwidth_bps)
+        self.free_at = done
+        q = self.queued
+        while q and q[0][0] <= at:
+            self.queued_bytes -= q.popleft()[1]
+        q.append((done, n))
+        self.queued_bytes += n
+        if len(q) > self.peak_queue_frames:
+            self.peak_queue_frames = len(q)
+        if self.queued_bytes > self.peak_queue_bytes:
+            self.peak_queue_bytes = self.queued_bytes
+        self.pending.append((start, done + self.latency_ns, frame))
+
+
+@dataclass(eq=False)
+class InPort:
+    index: int
+    name: str
+    iface: int
+    link_id: int
+    peer: str
+    peer_port_name: str
+    peer_domain: int = 0
+    peer_addr: tuple[str, int] | None = None
+    expected: int = 0
+    """Next sequence number this port accepts; anything else is a gap or a duplicate."""
+    nacked: int = -1
+    """``expected`` value at the last NACK, so that one gap asks for retransmission once."""
+    rx_frames: int = 0
+    rx_bytes: int = 0

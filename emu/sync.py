@@ -1,0 +1,193 @@
+"""Conservative synchronisation by global windows (SST-style), and the RPC that reaches domains.
+
+Why it is safe. Let ``L`` be the smallest link latency in the cluster (the lookahead). Every frame
+that leaves a port at virtual time ``t`` arrives at ``t + serialisation + latency >= t + L``. The
+synchroniser computes ``t0``, the global minimum over every domain of the next event time *and* of
+the arrival time of every frame still in flight (each sender reports the earliest arrival of what
+it sent), and lets every element process all its events in ``[t0, t0 + L)``. Nothing processed in
+that window can produce a frame that arrives inside it, so no element can receive, later, a frame
+stamped earlier than what it has already processed. Idle stretches cost nothing: ``t0`` jumps to the
+next event.
+
+Why nothing is lost. Each domain reports, cumulatively, how many DATA frames it sent to each domain.
+Before window ``w`` runs, a domain waits until it has accepted exactly as many frames as were sent
+to it (retransmission takes care of datagrams the OS dropped). Hence window ``w`` starts only after
+every frame of window ``w - 1`` was received everywhere, and a sender may forget what it sent in
+window ``w - 2`` when window ``w`` starts.
+
+Why it is deterministic. Inside a window each element orders its events by (time, port, sequence);
+elements do not interact within a window; the window boundaries depend only on virtual times. Wall
+clock, scheduling order and CPU load change how long a run takes, never its results.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import struct
+import time
+from typing import Any, Callable
+
+import trio
+
+from .element import INF
+from .errors import EmuError, FrameLossError
+
+log = logging.getLogger(__name__)
+
+
+class LocalHandle:
+    """A domain in this process: calls go straight to it."""
+
+    def __init__(self, domain):
+        self.domain = domain
+        self.index = domain.index
+
+    async def call(self, method: str, *args: Any) -> Any:
+        return await getattr(self.domain, "rpc_" + method)(*args)
+
+    async def close(self) -> None:
+        pass
+
+
+class MsgStream:
+    """Length-prefixed pickled messages over a trio stream (127.0.0.1 only, token-authenticated)."""
+
+    _LEN = struct.Struct("!Q")
+
+    def __init__(self, stream: trio.abc.Stream):
+        self.stream = stream
+        self._buf = bytearray()
+
+    async def send(self, obj: Any) -> None:
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        await self.stream.send_all(self._LEN.pack(len(data)) + data)
+
+    async def _read(self, n: int) -> bytes:
+        while len(self._buf) < n:
+            chunk = await self.stream.receive_some(1 << 20)
+            if not chunk:
+                raise EOFError("control connection closed")
+            self._buf += chunk
+        out = bytes(self._buf[:n])
+        del self._buf[:n]
+        return out
+
+    async def recv(self) -> Any:
+        (n,) = self._LEN.unpack(await self._read(8))
+        return pickle.loads(await self._read(n))
+
+
+class RemoteHandle:
+    """A domain in a worker process, reached over its control connection."""
+
+    def __init__(self, index: int, chan: MsgStream):
+        self.index = index
+        self.chan = chan
+        self._lock = trio.Lock()
+
+    async def call(self, method: str, *args: Any) -> Any:
+        async with self._lock:
+            try:
+                await self.chan.send((method, args))
+                status, value = await self.chan.recv()
+            except (EOFError, trio.BrokenResourceError, trio.ClosedResourceError) as e:
+                raise EmuError(f"worker process of domain {self.index} went away during {method}: {e}") from None
+        if status == "err":
+            raise value
+        return value
+
+    async def close(self) -> None:
+        try:
+            with trio.move_on_after(2):
+                await self.chan.send(("stop", ()))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        await self.chan.stream.aclose()
+
+
+class Synchroniser:
+    def __init__(self, handles: list, lookahead_ns: int, progress: Callable[[int, int], None] | None = None):
+        if lookahead_ns < 1:
+            raise ValueError("lookahead must be >= 1 ns")
+        self.handles = handles
+        self.lookahead = lookahead_ns
+        self.n = len(handles)
+        self.sent = [[0] * self.n for _ in range(self.n)]
+        self.next_times = [INF] * self.n
+        self.window = 0
+        self.max_time = 0
+        self.progress = progress
+        self.windows_run = 0
+
+    def expected(self, d: int) -> int:
+        return sum(row[d] for row in self.sent)
+
+    async def run_until_quiet(self) -> None:
+        """Run windows until no event is left anywhere and nothing is in flight."""
+        handles = self.handles
+        last_yield = time.perf_counter()
+        while True:
+            t0 = min(self.next_times)
+            if t0 >= INF:
+                return
+            t1 = t0 + self.lookahead
+            self.window = w = self.window + 1
+            self.windows_run += 1
+            try:
+                if self.n == 1:
+                    reports = [await handles[0].call("window", w, t0, t1, self.expected(0))]
+                else:
+                    reports = [None] * self.n
+                    async with trio.open_nursery() as nursery:
+                        for h in sorted(handles, key=lambda h: isinstance(h, LocalHandle)):
+                            nursery.start_soon(self._one, h, w, t0, t1, reports)
+            except BaseException as e:
+                loss = find_exception(e, FrameLossError)
+                if loss is None:
+                    raise
+                await self._diagnose_loss(loss)
+                raise loss from None
+            for d, (sent_to, nt, mt) in enumerate(reports):
+                self.sent[d] = sent_to
+                self.next_times[d] = nt
+                if mt > self.max_time:
+                    self.max_time = mt
+            if self.windows_run & 0xFF == 0:
+                now = time.perf_counter()
+                if now - last_yield > 0.05:
+                    last_yield = now
+                    if self.progress is not None:
+                        self.progress(w, t0)
+                await trio.lowlevel.checkpoint()
+
+    async def _one(self, h, w: int, t0: int, t1: int, reports: list) -> None:
+        reports[h.index] = await h.call("window", w, t0, t1, self.expected(h.index))
+
+    async def _diagnose_loss(self, err: FrameLossError) -> None:
+        """Name the links whose frames were lost: compare senders' and receivers' sequence numbers."""
+        outs: dict[int, tuple[str, int]] = {}
+        ins: dict[int, tuple[str, int]] = {}
+        for h in self.handles:
+            try:
+                seqs = await h.call("link_seqs")
+            except Exception:  # a domain that cannot answer does not hide the others' answers
+                continue
+            outs.update(seqs["out"])
+            ins.update(seqs["in"])
+        bad = [f"{name} (sent up to seq {outs[l][1]}, delivered up to {seq})"
+               for l, (name, seq) in sorted(ins.items()) if l in outs and outs[l][1] != seq]
+        if bad:
+            err.args = (f"{err.args[0]}; frames lost on link(s): " + ", ".join(bad[:10]),)
+
+
+def find_exception(e: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """The first ``kind`` in ``e`` or, if ``e`` is an exception group, among its leaves."""
+    if isinstance(e, kind):
+        return e
+    if isinstance(e, BaseExceptionGroup):
+        for sub in e.exceptions:
+            found = find_exception(sub, kind)
+            if found is not None:
+                return found
+    return None

@@ -1,0 +1,105 @@
+"""The inner frame: Ethernet, then the fabric routing header, then the mechanism's header(s).
+
+Layout (network byte order)::
+
+    Ethernet  dst MAC(6) src MAC(6) type(2)=0x88B5 (IEEE local experimental EtherType 1)
+    Fabric    src(4) dst(4) vc(1) prio(1) ptype(1) flags(1) hops(1) rsvd(1) length(2)
+    ...       mechanism header selected by ptype (see emu.wire.host and later specs)
+
+MAC addresses are locally administered and derived from node ids (``02:00:`` + 32-bit id); a
+broadcast-group frame (``flags.BCAST``) carries ``ff:ff:ff:ff:ff:ff``. Switches do not rewrite the
+Ethernet header; they increment ``hops`` once per switch crossed.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+
+from scapy.fields import ByteEnumField, ByteField, FlagsField, IntField, ShortField
+from scapy.layers.l2 import Ether
+from scapy.packet import Packet, bind_layers
+
+from .codec import StructCodec
+
+ETHERTYPE_FABRIC = 0x88B5
+ETH_LEN = 14
+BROADCAST_MAC = b"\xff" * 6
+
+
+class PacketType(enum.IntEnum):
+    """Values of the fabric header's ``ptype``; later mechanisms add theirs here."""
+
+    MSG = 1    # a segment of a host-to-host message (emu.wire.host.MsgSegment)
+    PING = 2   # echo request (emu.wire.host.Ping)
+    PONG = 3   # echo reply
+
+
+FLAG_NAMES = ["BCAST", "R1", "R2", "R3", "R4", "R5", "R6", "R7"]
+FLAG_BCAST = 0x01
+
+
+class Fabric(Packet):
+    name = "Fabric"
+    fields_desc = [
+        IntField("src", 0),
+        IntField("dst", 0),
+        ByteField("vc", 0),
+        ByteField("prio", 0),
+        ByteEnumField("ptype", PacketType.MSG, {p.value: p.name for p in PacketType}),
+        FlagsField("flags", 0, 8, FLAG_NAMES),
+        ByteField("hops", 0),
+        ByteField("rsvd", 0),
+        ShortField("length", None),
+    ]
+
+    def post_build(self, pkt: bytes, pay: bytes) -> bytes:
+        if self.length is None:
+            pkt = pkt[:14] + len(pay).to_bytes(2, "big") + pkt[16:]
+        return pkt + pay
+
+    def extract_padding(self, s: bytes):
+        return s[: self.length], s[self.length:]
+
+
+bind_layers(Ether, Fabric, type=ETHERTYPE_FABRIC)
+
+FABRIC = StructCodec(Fabric)
+FABRIC_LEN = FABRIC.size        # 16
+HDR_LEN = ETH_LEN + FABRIC_LEN  # 30: where the mechanism header starts
+# offsets into the whole inner frame, for the hot path of switches
+DST_OFF = ETH_LEN + 4
+HOPS_OFF = ETH_LEN + 12
+_ETH = struct.Struct("!6s6sH")
+
+
+def node_mac(node_id: int) -> bytes:
+    """Locally administered unicast MAC of a node: 02:00 followed by the 32-bit node id."""
+    return b"\x02\x00" + node_id.to_bytes(4, "big")
+
+
+def build_frame(src: int, dst: int, ptype: int, body: bytes, *, vc: int = 0, prio: int = 0,
+                flags: int = 0, hops: int = 0) -> bytes:
+    """Ethernet + fabric header + ``body`` (the mechanism header and its data), fast path."""
+    dmac = BROADCAST_MAC if flags & FLAG_BCAST else node_mac(dst)
+    return (_ETH.pack(dmac, node_mac(src), ETHERTYPE_FABRIC)
+            + FABRIC.pack(src, dst, vc, prio, ptype, flags, hops, 0, len(body)) + body)
+
+
+
+def parse_frame(frame: bytes) -> tuple[int, int, int, int, int, int, int, int, int]:
+    """Check the Ethernet type and decode the fabric header; raise DecodeError if malformed.
+
+    Returns the fabric header fields (src, dst, vc, prio, ptype, flags, hops, rsvd, length); the
+    body starts at ``HDR_LEN`` and is exactly ``length`` bytes long.
+    """
+    from .codec import DecodeError
+
+    if len(frame) < HDR_LEN:
+        raise DecodeError(f"frame of {len(frame)} bytes is shorter than the {HDR_LEN}-byte headers")
+    if frame[12] != ETHERTYPE_FABRIC >> 8 or frame[13] != ETHERTYPE_FABRIC & 0xFF:
+        raise DecodeError(f"EtherType 0x{frame[12]:02x}{frame[13]:02x} is not the fabric's 0x{ETHERTYPE_FABRIC:04x}")
+    f = FABRIC.unpack(frame, ETH_LEN)
+    if f[8] != len(frame) - HDR_LEN:
+        raise DecodeError(f"fabric length {f[8]} but {len(frame) - HDR_LEN} bytes follow the header")
+    return f

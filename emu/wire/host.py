@@ -1,0 +1,40 @@
+"""Headers of the minimal host API: message segments and echo (ping)."""
+
+from __future__ import annotations
+
+from scapy.fields import IntField, LongField
+from scapy.packet import Packet, bind_layers
+
+from .codec import StructCodec
+from .fabric import Fabric, PacketType
+
+
+class MsgSegment(Packet):
+    """One frame of a host-to-host message: ``total`` bytes in all, this frame's data at ``offset``."""
+
+    name = "MsgSegment"
+    fields_desc = [
+        IntField("msg_id", 0),
+        IntField("tag", 0),
+        IntField("total", 0),
+        IntField("offset", 0),
+    ]
+
+
+class Ping(Packet):
+    """Echo request/reply: the reply copies ``ident``, ``seq`` and the sender's ``t_sent_ns``."""
+
+    name = "Ping"
+    fields_desc = [
+        IntField("ident", 0),
+        IntField("seq", 0),
+        LongField("t_sent_ns", 0),
+    ]
+
+
+bind_layers(Fabric, MsgSegment, ptype=PacketType.MSG)
+bind_layers(Fabric, Ping, ptype=PacketType.PING)
+bind_layers(Fabric, Ping, ptype=PacketType.PONG)
+
+MSG = StructCodec(MsgSegment)
+PING = StructCodec(Ping)

@@ -1,0 +1,64 @@
+"""The outer encapsulation: the emulator's own link layer, carried as the UDP payload.
+
+Think of VXLAN: the inner frame (Ethernet + fabric headers) is what the model and the captures see;
+this header is plumbing between element sockets. One UDP datagram carries one or more *records*, each
+an ``EmuLink`` header followed by ``length`` bytes of inner frame, so that all the frames one port sends
+to its peer within a synchronisation window can travel in one datagram. Batching is invisible to the
+model: every record keeps its own sequence number and virtual time stamp.
+
+Kinds:
+
+* ``DATA``: ``seq`` is the per-link sequence number of the frame, ``ts_ns`` its virtual arrival time
+  (last bit received at the far end of the link), ``length`` the inner frame length.
+* ``NACK``: sent by a link's receiver back to its sender: "retransmit everything from ``seq`` on".
+  ``ts_ns`` and ``length`` are zero.
+
+Recovery is by gap detection (go-back-N from the sender's retention buffer), not credits: the window
+synchroniser already bounds what is in flight to what one port can serialise in one window.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from scapy.fields import ByteEnumField, ByteField, IntField, LongField, ShortField, XIntField, XShortField
+from scapy.packet import Packet
+
+from .codec import StructCodec
+
+MAGIC = 0xFAB1
+VERSION = 1
+
+
+class LinkKind(enum.IntEnum):
+    DATA = 0
+    NACK = 1
+
+
+class EmuLink(Packet):
+    name = "EmuLink"
+    fields_desc = [
+        XShortField("magic", MAGIC),
+        ByteField("version", VERSION),
+        ByteEnumField("kind", LinkKind.DATA, {k.value: k.name for k in LinkKind}),
+        XIntField("cluster", 0),
+        IntField("link", 0),
+        IntField("seq", 0),
+        LongField("ts_ns", 0),
+        ShortField("length", None),
+        ShortField("flags", 0),
+    ]
+
+    def post_build(self, pkt: bytes, pay: bytes) -> bytes:
+        if self.length is None:
+            n = len(pay)
+            pkt = pkt[:24] + n.to_bytes(2, "big") + pkt[26:]
+        return pkt + pay
+
+    def extract_padding(self, s: bytes):
+        # the payload is exactly `length` bytes; what follows is the next record of the datagram
+        return s[: self.length], s[self.length:]
+
+
+OUTER = StructCodec(EmuLink)
+OUTER_LEN = OUTER.size  # 28

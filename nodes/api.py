@@ -1,0 +1,134 @@
+"""What an application running on an emulated host sees.
+
+Applications are ``async def app(host, *args)`` coroutines. They run in *virtual* time: every
+``await`` on the host API is a request to the host's engine, which resumes the coroutine at the
+virtual time the request completes. They must not await trio (or anything else): a trio sleep would
+run on the wall clock and break determinism. Use ``await host.sleep(ns)`` instead.
+
+Example::
+
+    async def echo(host, peer):
+        await host.send(peer, b"hello")
+        msg = await host.recv(src=peer)
+        return msg.data, host.now
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generator
+
+if TYPE_CHECKING:
+    from .host import HostEngine
+
+
+@dataclass(frozen=True)
+class Message:
+    src: str
+    """Name of the sending host."""
+    tag: int
+    data: bytes
+    t_ns: int
+    """Virtual time the whole message was available to the receiver."""
+    hops: int
+    """Switches crossed by the message's last frame."""
+
+
+class Op:
+    """A request from an application to its host; awaiting it yields it to the engine."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator["Op", Any, Any]:
+        return (yield self)
+
+
+class Send(Op):
+    __slots__ = ("dst", "data", "tag")
+
+    def __init__(self, dst: int, data: bytes, tag: int):
+        self.dst, self.data, self.tag = dst, data, tag
+
+    def describe(self, names) -> str:
+        return f"send(dst={names[self.dst]}, {len(self.data)} bytes, tag={self.tag})"
+
+
+class Recv(Op):
+    __slots__ = ("src", "tag")
+
+    def __init__(self, src: int | None, tag: int | None):
+        self.src, self.tag = src, tag
+
+    def matches(self, src: int, tag: int) -> bool:
+        return (self.src is None or self.src == src) and (self.tag is None or self.tag == tag)
+
+    def describe(self, names) -> str:
+        src = "any" if self.src is None else names[self.src]
+        tag = "any" if self.tag is None else self.tag
+        return f"recv(src={src}, tag={tag})"
+
+
+class PingOp(Op):
+    __slots__ = ("dst",)
+
+    def __init__(self, dst: int):
+        self.dst = dst
+
+    def describe(self, names) -> str:
+        return f"ping({names[self.dst]})"
+
+
+class Sleep(Op):
+    __slots__ = ("ns",)
+
+    def __init__(self, ns: int):
+        self.ns = ns
+
+    def describe(self, names) -> str:
+        return f"sleep({self.ns} ns)"
+
+
+class HostAPI:
+    """The handle an application gets: ``host.send``, ``host.recv``, ``host.ping``, ``host.sleep``."""
+
+    def __init__(self, engine: "HostEngine"):
+        self._engine = engine
+
+    @property
+    def name(self) -> str:
+        return self._engine.name
+
+    @property
+    def now(self) -> int:
+        """Current virtual time (ns)."""
+        return self._engine.now
+
+    @property
+    def hosts(self) -> list[str]:
+        """Names of every host in the cluster, in address order."""
+        return list(self._engine.host_ids)
+
+    def _addr(self, host: str | int) -> int:
+        return self._engine.resolve(host)
+
+    def send(self, dst: str | int, data: bytes, tag: int = 0) -> Send:
+        """Send ``data`` (any size) to host ``dst``; returns once the NIC has the message."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"send: data must be bytes, got {type(data).__name__}")
+        if not 0 <= tag <= 0xFFFFFFFF:
+            raise ValueError(f"send: tag must fit in 32 bits, got {tag}")
+        return Send(self._addr(dst), bytes(data), tag)
+
+    def recv(self, src: str | int | None = None, tag: int | None = None) -> Recv:
+        """Wait for a whole message (from ``src`` / with ``tag`` if given); returns a :class:`Message`."""
+        return Recv(None if src is None else self._addr(src), tag)
+
+    def ping(self, dst: str | int) -> PingOp:
+        """Echo request to ``dst``; returns the virtual round-trip time in ns."""
+        return PingOp(self._addr(dst))
+
+    def sleep(self, ns: int) -> Sleep:
+        """Let ``ns`` nanoseconds of virtual time pass."""
+        if ns < 0:
+            raise ValueError(f"sleep: ns must be >= 0, got {ns}")
+        return Sleep(int(ns))

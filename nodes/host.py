@@ -1,0 +1,271 @@
+"""The host engine: NIC segmentation/reassembly, echo, and the applications that run on the host.
+
+Sans-I/O (DESIGN.md principle 1): ``receive(frame, port, now)`` and ``on_timer(now)`` return the
+frames to send as ``(port, frame, at)``; ``timer`` says when to call ``on_timer`` next.
+
+Timing of the minimal API (all virtual):
+
+* ``send``: the message is cut into frames of at most ``mtu_bytes`` of data; each frame is handed
+  to the port ``nic_delay_ns`` after the call; the application continues at once (local completion).
+* a message is delivered to ``recv`` ``nic_delay_ns`` after its last frame arrived.
+* ``ping``: the peer's NIC answers an echo request ``nic_delay_ns`` after it arrived; the round trip
+  ends ``nic_delay_ns`` after the reply arrived.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from emu.config import HostSpec
+from emu.wire import HDR_LEN, MSG, PING, DecodeError, PacketType, build_frame, parse_frame
+
+from .api import HostAPI, Message, Op, PingOp, Recv, Send, Sleep
+
+log = logging.getLogger(__name__)
+
+_MSG_LEN = MSG.size
+_PING_LEN = PING.size
+
+
+@dataclass(eq=False)
+class Proc:
+    """An application coroutine running on this host."""
+
+    key: str
+    coro: Any
+    started_ns: int
+    waiting: Op | None = None
+    since_ns: int = 0
+    done: bool = False
+    result: Any = None
+    error: str | None = None
+    finished_ns: int | None = None
+
+
+@dataclass(eq=False)
+class _Partial:
+    tag: int
+    buf: bytearray
+    got: int = 0
+    frames: int = 0
+
+
+@dataclass
+class AppState:
+    """What a finished run reports for one application (picklable)."""
+
+    host: str
+    done: bool
+    result: Any
+    error: str | None
+    waiting: str | None
+    since_ns: int
+    finished_ns: int | None
+
+
+@dataclass(eq=False)
+class HostEngine:
+    name: str
+    node_id: int
+    spec: HostSpec
+    routes: dict[int, int]
+    """Destination host id -> output port."""
+    host_ids: dict[str, int]
+    """Every host's name -> fabric address."""
+    timer: int | None = None
+    now: int = 0
+    stats: dict[str, int] = field(default_factory=lambda: {
+        "malformed": 0, "misdelivered": 0, "no_route": 0, "messages_sent": 0, "messages_received": 0,
+        "frames_sent": 0, "frames_received": 0, "pings_answered": 0})
+
+    def __post_init__(self) -> None:
+        self.names = {v: k for k, v in self.host_ids.items()}
+        self._timers: list[tuple[int, int, Callable, Any]] = []
+        self._tseq = 0
+        self._out: list[tuple[int, bytes, int]] = []
+        self._procs: list[Proc] = []
+        self._inbox: list[Message] = []
+        self._partial: dict[tuple[int, int], _Partial] = {}
+        self._msg_id = 0
+        self._ping_seq = 0
+        self._pings: dict[int, Proc] = {}
+        self.api = HostAPI(self)
+
+    # -- engine interface -----------------------------------------------------------------------
+    def receive(self, frame: bytes, port: int, now: int) -> list[tuple[int, bytes, int]]:
+        self.now = now
+        self._out = out = []
+        try:
+            src, dst, _vc, _prio, ptype, _flags, hops, _r, length = parse_frame(frame)
+            if dst != self.node_id:
+                self.stats["misdelivered"] += 1
+                log.debug("%s: frame for %d delivered here", self.name, dst)
+                return out
+            self.stats["frames_received"] += 1
+            if ptype == PacketType.MSG:
+                self._on_segment(src, hops, frame)
+            elif ptype == PacketType.PING:
+                ident, seq, t_sent = PING.unpack(frame, HDR_LEN)
+                self.stats["pings_answered"] += 1
+                self._emit(src, PacketType.PONG, PING.pack(ident, seq, t_sent), now + self.spec.nic_delay_ns)
+            elif ptype == PacketType.PONG:
+                ident, seq, t_sent = PING.unpack(frame, HDR_LEN)
+                proc = self._pings.pop(seq, None)
+                if proc is None:
+                    raise DecodeError(f"echo reply seq {seq} matches no outstanding ping")
+                t = now + self.spec.nic_delay_ns
+                self._at(t, self._resume, (proc, t - t_sent))
+            else:
+                raise DecodeError(f"packet type {ptype} is not handled by a host")
+        except DecodeError as e:
+            self.stats["malformed"] += 1
+            log.warning("%s: dropped malformed frame at %d ns: %s", self.name, now, e)
+        self._update_timer()
+        return out
+
+    def on_timer(self, now: int) -> list[tuple[int, bytes, int]]:
+        self.now = now
+        self._out = out = []
+        timers = self._timers
+        while timers and timers[0][0] <= now:
+            _, _, fn, arg = heapq.heappop(timers)
+            fn(arg)
+        self._update_timer()
+        return out
+
+    # -- applications ---------------------------------------------------------------------------
+    def start_app(self, key: str, fn: Callable, args: tuple, now: int) -> None:
+        coro = fn(self.api, *args)
+        if not hasattr(coro, "send"):
+            raise TypeError(f"{key}: the application {fn!r} must be an 'async def' function")
+        proc = Proc(key, coro, now)
+        self._procs.append(proc)
+        self._at(now, self._resume, (proc, None))
+        self._update_timer()
+
+    def app_states(self) -> list[AppState]:
+        out = []
+        for p in self._procs:
+            waiting = p.waiting.describe(self.names) if p.waiting is not None else None
+            out.append(AppState(p.key, p.done, p.result, p.error, waiting, p.since_ns, p.finished_ns))
+        self._procs = [p for p in self._procs if not p.done]
+        return out
+
+    def _resume(self, arg: tuple[Proc, Any]) -> None:
+        proc, value = arg
+        proc.waiting = None
+        while True:
+            try:
+                op = proc.coro.send(value)
+            except StopIteration as stop:
+                proc.done, proc.result, proc.finished_ns = True, stop.value, self.now
+                return
+            except Exception:
+                proc.done, proc.error, proc.finished_ns = True, traceback.format_exc(), self.now
+                return
+            try:
+                ready, value = self._dispatch(proc, op)
+            except Exception as e:  # misuse of the API inside the app: fail the app, not the host
+                proc.coro.close()
+                proc.done, proc.finished_ns = True, self.now
+                proc.error = f"{type(e).__name__}: {e}"
+                return
+            if not ready:
+                proc.waiting, proc.since_ns = op, self.now
+                return
+
+    def _dispatch(self, proc: Proc, op: Any) -> tuple[bool, Any]:
+        """Carry out one request; (True, value) if the app continues at once."""
+        if isinstance(op, Send):
+            self._send_message(op)
+            return True, None
+        if isinstance(op, Recv):
+            for i, m in enumerate(self._inbox):
+                if op.matches(self.host_ids[m.src], m.tag):
+                    del self._inbox[i]
+                    return True, m
+            return False, None
+        if isinstance(op, PingOp):
+            self._ping_seq = seq = (self._ping_seq + 1) & 0xFFFFFFFF
+            self._pings[seq] = proc
+            self._emit(op.dst, PacketType.PING, PING.pack(self.node_id, seq, self.now),
+                       self.now + self.spec.nic_delay_ns)
+            return False, None
+        if isinstance(op, Sleep):
+            self._at(self.now + op.ns, self._resume, (proc, None))
+            return False, None
+        raise TypeError(f"an application on {self.name} awaited {op!r}; only the host API "
+                        "(send, recv, ping, sleep) can be awaited in virtual time")
+
+    # -- NIC ------------------------------------------------------------------------------------
+    def resolve(self, host: str | int) -> int:
+        if isinstance(host, str):
+            try:
+                return self.host_ids[host]
+            except KeyError:
+                raise ValueError(f"unknown host {host!r}; hosts are {list(self.host_ids)[:8]}...") from None
+        if host not in self.names:
+            raise ValueError(f"unknown host address {host}")
+        return host
+
+    def _send_message(self, op: Send) -> None:
+        data = op.data
+        total = len(data)
+        mtu = self.spec.mtu_bytes
+        self._msg_id = msg_id = (self._msg_id + 1) & 0xFFFFFFFF
+        at = self.now + self.spec.nic_delay_ns
+        off = 0
+        while True:
+            chunk = data[off:off + mtu]
+            self._emit(op.dst, PacketType.MSG, MSG.pack(msg_id, op.tag, total, off) + chunk, at)
+            off += len(chunk)
+            if off >= total:
+                break
+        self.stats["messages_sent"] += 1
+
+    def _emit(self, dst: int, ptype: int, body: bytes, at: int) -> None:
+        port = self.routes.get(dst)
+        if port is None:
+            self.stats["no_route"] += 1
+            raise ValueError(f"{self.name} has no route to host address {dst}")
+        self._out.append((port, build_frame(self.node_id, dst, ptype, body), at))
+        self.stats["frames_sent"] += 1
+
+    def _on_segment(self, src: int, hops: int, frame: bytes) -> None:
+        msg_id, tag, total, offset = MSG.unpack(frame, HDR_LEN)
+        chunk = frame[HDR_LEN + _MSG_LEN:]
+        if offset + len(chunk) > total:
+            raise DecodeError(f"segment at {offset}+{len(chunk)} overruns message of {total} bytes")
+        key = (src, msg_id)
+        part = self._partial.get(key)
+        if part is None:
+            part = self._partial[key] = _Partial(tag, bytearray(total))
+        part.buf[offset:offset + len(chunk)] = chunk
+        part.got += len(chunk)
+        part.frames += 1
+        if part.got >= total:
+            del self._partial[key]
+            msg = Message(self.names.get(src, str(src)), tag, bytes(part.buf),
+                          self.now + self.spec.nic_delay_ns, hops)
+            self.stats["messages_received"] += 1
+            self._at(msg.t_ns, self._deliver, msg)
+
+    def _deliver(self, msg: Message) -> None:
+        src = self.host_ids.get(msg.src, -1)
+        for proc in self._procs:
+            if isinstance(proc.waiting, Recv) and proc.waiting.matches(src, msg.tag):
+                self._resume((proc, msg))
+                return
+        self._inbox.append(msg)
+
+    # -- timers ---------------------------------------------------------------------------------
+    def _at(self, t: int, fn: Callable, arg: Any) -> None:
+        self._tseq += 1
+        heapq.heappush(self._timers, (t, self._tseq, fn, arg))
+
+    def _update_timer(self) -> None:
+        self.timer = self._timers[0][0] if self._timers else None
