@@ -42,10 +42,25 @@ class Plan:
             n += topology.nports(name)
         return cls(topology, run, cluster_id, owner, base)
 
+    @property
+    def lookahead_ns(self) -> int:
+        """The synchroniser's lookahead: the least virtual time from an event at one element to the
+        arrival of a frame it causes at another, over every link direction (the sender's promised
+        minimum output delay plus the link latency)."""
+        t = self.topology
+        return min(min(link.spec.latency_ns + min_output_delay(t, link.a),
+                       link.spec.latency_ns + min_output_delay(t, link.b)) for link in t.links)
+
     def interfaces(self) -> list[str]:
         """Capture interface names in interface-number order."""
         t = self.topology
         return [t.port_name(name, port) for name in t.nodes for port in range(t.nports(name))]
+
+
+def min_output_delay(topology: Topology, name: str) -> int:
+    """The delay every frame a node emits has at least, from the event that caused it (ns)."""
+    node = topology.nodes[name]
+    return node.spec.nic_delay_ns if node.kind == "host" else node.spec.processing_delay_ns
 
 
 def make_engine(topology: Topology, name: str):

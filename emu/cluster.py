@@ -76,7 +76,7 @@ class Cluster:
         self.capture_path = capture
         self.cluster_id = secrets.randbits(32) | 1
         self.plan = Plan.make(topology, run, self.cluster_id)
-        self.lookahead_ns = topology.min_latency_ns
+        self.lookahead_ns = self.plan.lookahead_ns
         self._progress = progress
         self._stack: contextlib.AsyncExitStack | None = None
         self._lock = trio.Lock()

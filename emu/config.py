@@ -14,8 +14,8 @@ class LinkSpec:
     """One full-duplex link; both directions have the same figures."""
 
     latency_ns: int = 100
-    """Propagation delay of one direction, first bit out to first bit in (ns). Must be >= 1: the
-    smallest link latency in a cluster is the conservative synchroniser's lookahead."""
+    """Propagation delay of one direction, from the last bit out to the last bit in (ns). Must be
+    >= 1: link latency plus element delay is the conservative synchroniser's lookahead."""
     bandwidth_bps: int = 100_000_000_000
     """Line rate of one direction (bit/s); a frame of B bytes occupies the port ceil(8 B / rate) ns."""
 

@@ -44,6 +44,9 @@ class Engine(Protocol):
 
     timer: int | None
     """Virtual time at which ``on_timer`` wants to run next, or None."""
+    min_delay_ns: int
+    """Promise: every frame emitted while handling an event at ``now`` has ``at >= now + min_delay_ns``.
+    The synchroniser's lookahead is built on it; the element checks it."""
     stats: dict[str, int]
 
     def receive(self, frame: bytes, port: int, now: int) -> list[tuple[int, bytes, int]]: ...
@@ -215,6 +218,7 @@ class Element:
         heap = self.heap
         eng = self.engine
         outs = self.outs
+        min_delay = eng.min_delay_ns
         while True:
             tt = eng.timer
             th = heap[0][0] if heap else INF
@@ -232,8 +236,9 @@ class Element:
                 self.now = now
                 result = eng.receive(frame, port, now)
             for port, frame, at in result:
-                if at < self.now:
-                    raise EngineError(f"{self.name}: engine emitted a frame at {at} ns, before now ({self.now} ns)")
+                if at - self.now < min_delay:
+                    raise EngineError(f"{self.name}: engine emitted a frame at {at} ns while handling an event at "
+                                      f"{self.now} ns, earlier than its promised minimum delay of {min_delay} ns")
                 p = outs[port]
                 p.enqueue(frame, at)
                 self.busy[p] = None

@@ -1,7 +1,10 @@
 """Conservative synchronisation by global windows (SST-style), and the RPC that reaches domains.
 
-Why it is safe. Let ``L`` be the smallest link latency in the cluster (the lookahead). Every frame
-that leaves a port at virtual time ``t`` arrives at ``t + serialisation + latency >= t + L``. The
+Why it is safe. Every engine promises a minimum delay ``d`` between an event it handles at ``t`` and
+the hand-off of any frame that event causes to an output port (the NIC or switch processing delay);
+the element checks the promise. A frame so caused arrives at the peer at
+``t + d + queueing + serialisation + latency >= t + L``, where ``L``, the lookahead, is the least
+``d + latency`` over every link direction (``emu.build.Plan.lookahead_ns``). The
 synchroniser computes ``t0``, the global minimum over every domain of the next event time *and* of
 the arrival time of every frame still in flight (each sender reports the earliest arrival of what
 it sent), and lets every element process all its events in ``[t0, t0 + L)``. Nothing processed in

@@ -83,6 +83,7 @@ class HostEngine:
         "frames_sent": 0, "frames_received": 0, "pings_answered": 0})
 
     def __post_init__(self) -> None:
+        self.min_delay_ns = self.spec.nic_delay_ns
         self.names = {v: k for k, v in self.host_ids.items()}
         self._timers: list[tuple[int, int, Callable, Any]] = []
         self._tseq = 0

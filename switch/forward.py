@@ -25,6 +25,9 @@ class SwitchEngine:
     timer: int | None = None
     stats: dict[str, int] = field(default_factory=lambda: {"forwarded": 0, "malformed": 0, "no_route": 0})
 
+    def __post_init__(self) -> None:
+        self.min_delay_ns = self.spec.processing_delay_ns
+
     def receive(self, frame: bytes, port: int, now: int) -> list[tuple[int, bytes, int]]:
         if len(frame) < HDR_LEN or frame[12] != _ET_HI or frame[13] != _ET_LO:
             self.stats["malformed"] += 1

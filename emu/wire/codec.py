@@ -66,7 +66,8 @@ class StructCodec:
             raise TypeError(f"{cls.__name__}: trailing bit fields do not fill 8/16/32/64 bits")
         self.struct = struct.Struct(fmt)
         self.size: int = self.struct.size
-        self._flat = not self._bitgroups
+        # a "group" that is one whole-width field (e.g. an 8-bit FlagsField) needs no shifting
+        self._flat = all(len(sizes) == 1 for _, sizes in self._bitgroups)
 
     # -- encode ---------------------------------------------------------------------------------
     def _to_raw(self, values: Sequence[Any]) -> tuple:

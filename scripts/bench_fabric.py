@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Wall-clock speed of the fabric against a bare trio UDP pair, side by side in one run.
+
+(a) bare: one trio task sends N 1 KiB datagrams on loopback to another, which receives them;
+(b) fabric: host h0 sends N messages of one 1 KiB frame each through switch s0 to host h1
+    (star:n=2), with the full machinery: outer encapsulation, window synchronisation, port model,
+    switch forwarding, reassembly and delivery to an application.
+
+Prints datagrams/s of (a), emulated frames/s end to end of (b), the UDP datagrams (b) actually
+exchanged per second (frames are batched per port and window), and the ratio (b)/(a).
+
+    python scripts/bench_fabric.py [--frames N] [--repeat R] [--latency-ns L] [--bandwidth-gbps B]
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import time
+
+import trio
+from rich.console import Console
+from rich.table import Table
+
+import emu
+from emu.config import HostSpec, LinkSpec
+from topologies import star
+
+FRAME = 1024
+HEADERS = 46  # Ethernet 14 + fabric 16 + message segment 16
+
+
+async def bare_pair(n: int) -> tuple[float, int]:
+    rx = trio.socket.socket(trio.socket.AF_INET, trio.socket.SOCK_DGRAM)
+    tx = trio.socket.socket(trio.socket.AF_INET, trio.socket.SOCK_DGRAM)
+    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    await rx.bind(("127.0.0.1", 0))
+    await tx.bind(("127.0.0.1", 0))
+    addr = rx.getsockname()
+    payload = b"x" * FRAME
+    got = 0
+    done = trio.Event()
+
+    async def receiver():
+        nonlocal got
+        while got < n:
+            await rx.recv(65536)
+            got += 1
+        done.set()
+
+    async def sender():
+        for _ in range(n):
+            await tx.sendto(payload, addr)
+
+    t = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(receiver)
+        nursery.start_soon(sender)
+        with trio.move_on_after(max(5.0, n / 2000)):
+            await done.wait()
+        nursery.cancel_scope.cancel()
+    dt = time.perf_counter() - t
+    rx.close()
+    tx.close()
+    return dt, got
+
+
+async def _sender(host, dst, n, size):
+    chunk = b"y" * size
+    for _ in range(n):
+        await host.send(dst, chunk)
+    return host.now
+
+
+async def _receiver(host, n):
+    for _ in range(n):
+        await host.recv()
+    return host.now
+
+
+async def fabric(n: int, latency_ns: int, bandwidth_bps: int) -> dict:
+    topo = star(2, link=LinkSpec(latency_ns=latency_ns, bandwidth_bps=bandwidth_bps),
+                host=HostSpec(mtu_bytes=FRAME - HEADERS))
+    async with emu.Cluster(topo) as net:
+        t = time.perf_counter()
+        res = await net.run({"h0": (_sender, "h1", n, FRAME - HEADERS), "h1": (_receiver, n)})
+        dt = time.perf_counter() - t
+        stats = await net.stats()
+        windows = net.windows
+    dgrams = sum(el["element"]["retransmitted"] for el in stats)
+    frames_on_links = sum(p["tx_frames"] for el in stats for p in el["ports"])
+    return {"wall_s": dt, "frames": n, "virtual_ns": res["h1"], "windows": windows,
+            "frames_on_links": frames_on_links, "retransmitted": dgrams}
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--frames", type=int, default=20000)
+    ap.add_argument("--repeat", type=int, default=3, help="best of R runs of each")
+    ap.add_argument("--latency-ns", type=int, default=LinkSpec().latency_ns)
+    ap.add_argument("--bandwidth-gbps", type=float, default=LinkSpec().bandwidth_bps / 1e9)
+    args = ap.parse_args()
+    bw = int(args.bandwidth_gbps * 1e9)
+    bare = min([await bare_pair(args.frames) for _ in range(args.repeat)])
+    fab = min([await fabric(args.frames, args.latency_ns, bw) for _ in range(args.repeat)],
+              key=lambda r: r["wall_s"])
+    bare_rate = bare[1] / bare[0]
+    fab_rate = fab["frames"] / fab["wall_s"]
+    t = Table(title=f"{args.frames} frames of {FRAME} B, best of {args.repeat} "
+                    f"(links {args.latency_ns} ns, {args.bandwidth_gbps:g} Gbit/s)")
+    for c in ("path", "wall s", "datagrams/s", "frames/s end to end", "notes"):
+        t.add_column(c, justify="right" if c != "path" and c != "notes" else "left")
+    t.add_row("(a) bare trio UDP pair", f"{bare[0]:.3f}", f"{bare_rate:,.0f}", f"{bare_rate:,.0f}",
+              f"{bare[1]} of {args.frames} received")
+    t.add_row("(b) fabric h0 -> s0 -> h1", f"{fab['wall_s']:.3f}", "", f"{fab_rate:,.0f}",
+              f"{fab['windows']} windows, {fab['frames_on_links']} link crossings, "
+              f"virtual {fab['virtual_ns'] / 1e3:.1f} us")
+    Console().print(t)
+    print(f"ratio fabric/bare = {fab_rate / bare_rate:.2f}  (goal >= 0.5)")
+
+
+if __name__ == "__main__":
+    trio.run(main)
