@@ -93,5 +93,6 @@ def build_domain(plan: Plan, index: int) -> Domain:
         node = t.nodes[name]
         dom.add(Element(name, make_engine(t, name), cluster_id=plan.cluster_id, domain=dom, outs=o, ins=n,
                         capture=plan.run.capture, seed=plan.run.seed * 1_000_003 + node.id,
+                        lookahead_ns=plan.lookahead_ns,
                         drop_rate=plan.run.socket_drop_rate))
     return dom

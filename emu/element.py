@@ -56,7 +56,7 @@ class Engine(Protocol):
 
 class Element:
     def __init__(self, name: str, engine: Engine, *, cluster_id: int, domain: "Domain",
-                 outs: list[OutPort], ins: list[InPort], capture: bool, seed: int,
+                 outs: list[OutPort], ins: list[InPort], capture: bool, seed: int, lookahead_ns: int,
                  drop_rate: float = 0.0):
         self.name = name
         self.engine = engine
@@ -66,6 +66,7 @@ class Element:
         self.ins = ins
         self.in_by_link = {p.link_id: p for p in ins}
         self.out_by_link = {p.link_id: p for p in outs}
+        self.lookahead = lookahead_ns
         self.heap: list[tuple[int, int, int, bytes]] = []
         self.now = 0
         self.safe_time = 0
@@ -206,15 +207,26 @@ class Element:
         tt = self.engine.timer
         if tt is not None and tt < t:
             t = tt
+        la = self.lookahead
         for p in self.busy:
-            s = p.pending[0][0]
+            s = p.pending[0][1] - la
             if s < t:
                 t = s
         return t
 
     def run_window(self, t_end: int, window: int) -> int:
-        """Process every event before ``t_end``; put frames whose transmission starts before
-        ``t_end`` on the wire. Returns the earliest arrival time of the frames sent (or INF)."""
+        """Process every event before ``t_end``; put on the wire every frame that arrives before
+        ``t_end + lookahead``. Returns the earliest arrival time of the frames sent (or INF).
+
+        When to send a queued frame: the next window ends at ``t0' + L`` with ``t0' >= t_end``, and
+        every frame arriving before then must be at its receiver when that window starts. A frame
+        caused by a later event arrives at or after ``t0' + L`` (the lookahead promise), so what must
+        go now is exactly what arrives before ``t_end + L``. Such a frame arrives at or after
+        ``t_end``: it was not due earlier, because ``next_time`` reports a queued frame as due at
+        ``arrival - L``. (Sending by transmission *start* instead would be wrong: a frame queued
+        behind others starts long after the event that caused it, and its arrival is only one link
+        latency after its start.) What is in flight on a link is thus bounded by what the port can
+        serialise in one lookahead."""
         heap = self.heap
         eng = self.engine
         outs = self.outs
@@ -243,16 +255,16 @@ class Element:
                 p.enqueue(frame, at)
                 self.busy[p] = None
         self.safe_time = t_end
-        return self._transmit(t_end, window) if self.busy else INF
+        return self._transmit(t_end + self.lookahead, window) if self.busy else INF
 
-    def _transmit(self, t_end: int, window: int) -> int:
+    def _transmit(self, release: int, window: int) -> int:
         first_arrival = INF
         cap = self.capture
         pack = OUTER.struct.pack
         done = []
         for p in self.busy:
             pend = p.pending
-            if pend[0][0] >= t_end:
+            if pend[0][1] >= release:
                 continue
             batch = bytearray()
             first = p.seq
@@ -260,7 +272,7 @@ class Element:
             link = p.link_id
             cid = self.cluster_id
             sent = 0
-            while pend and pend[0][0] < t_end:
+            while pend and pend[0][1] < release:
                 start, arrival, frame = pend.popleft()
                 if arrival < first_arrival:
                     first_arrival = arrival

@@ -3,8 +3,9 @@
 An output port is a FIFO with a line rate: a frame handed to it at virtual time ``at`` starts to leave
 at ``start = max(at, free)``, occupies the port for ``ceil(8 * bytes / rate)`` ns and arrives at the
 peer one latency after its last bit left: ``arrival = start + serialisation + latency``. The frame is
-put on the socket in the synchronisation window that contains ``start``, so what is in flight
-between two elements is bounded by what the port can serialise in one window.
+put on the socket in the synchronisation window that ends less than one lookahead before its arrival
+(see ``Element.run_window``), so what is in flight between two elements is bounded by what the port
+can serialise in one lookahead.
 """
 
 from __future__ import annotations

@@ -15,8 +15,14 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
+from scapy import fields as F
 from scapy.fields import MACField, _BitField
 from scapy.packet import Packet
+
+
+# field classes whose value is one fixed-width integer in network byte order
+_FIXED = (F.ByteField, F.ShortField, F.IntField, F.LongField, F.SignedByteField, F.SignedShortField,
+          F.SignedIntField, F.SignedLongField, F._EnumField)
 
 
 class DecodeError(ValueError):
@@ -58,8 +64,8 @@ class StructCodec:
             if isinstance(f, MACField):
                 fmt += "6s"
                 continue
-            ffmt = getattr(f, "fmt", None)
-            if not ffmt or ffmt[0] not in "!>":
+            ffmt = getattr(f, "fmt", "")
+            if not isinstance(f, _FIXED) or len(ffmt) != 2 or ffmt[0] not in "!>":
                 raise TypeError(f"{cls.__name__}.{f.name}: field type {type(f).__name__} has no fixed struct format")
             fmt += ffmt[1:]
         if run is not None:

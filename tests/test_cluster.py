@@ -1,0 +1,178 @@
+"""Integration: real clusters on loopback, Mininet style."""
+
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import trio
+
+import apps
+import emu
+from emu.config import HostSpec, LinkSpec, RunConfig
+from emu.wire import MAGIC, OUTER, VERSION
+from helpers import EngineNet
+from topologies import star
+
+FRAME_DATA = 1024 - 46  # message payload that makes one 1 KiB frame
+
+
+async def test_ping_and_messages_match_the_direct_simulation():
+    topo = star(4, link=LinkSpec(latency_ns=300, bandwidth_bps=25 * 10**9))
+    scenario = {"h0": (apps.send_to, "h3", 7000, 1, 3), "h1": (apps.send_to, "h3", 2500, 2, 2),
+                "h3": (apps.recv_n, 5), "h2": (apps.ping, "h1")}
+    expected = EngineNet(topo).run(scenario)
+    async with emu.Cluster(topo) as net:
+        assert await net.run(scenario) == expected
+        assert net.now == max(r[-1][3] for r in [expected["h3"]])
+        # a second episode starts where the first ended
+        t_before = net.now
+        rtt = await net["h0"].ping("h1")
+        assert net.now == t_before + rtt
+
+
+async def test_exchange_over_two_processes_equals_one_process(tmp_path):
+    topo = star(6)
+    scenario = {"h0": (apps.exchange, "h5", 3000, 4), "h5": (apps.exchange, "h0", 3000, 4),
+                "h1": (apps.send_to, "h2", 50_000), "h3": (apps.send_to, "h2", 20_000), "h2": (apps.recv_n, 2),
+                "h4": (apps.ping, "h1")}
+    results, digests = [], []
+    for processes in (1, 2):
+        cap = tmp_path / f"p{processes}.pcapng"
+        async with emu.Cluster(topo, processes=processes, capture=cap) as net:
+            results.append(await net.run(scenario))
+            if processes == 2:
+                assert len(net._handles) == 2 and {net.plan.owner[h] for h in net.hosts} == {0, 1}
+        digests.append(hashlib.sha256(cap.read_bytes()).hexdigest())
+    assert results[0] == results[1] == EngineNet(topo).run(scenario)
+    assert digests[0] == digests[1]
+
+
+async def test_fan_in_63_hosts_500_frames_each_loses_nothing():
+    n, per = 64, 500
+    topo = star(n, host=HostSpec(mtu_bytes=FRAME_DATA))
+    scenario = {f"h{i}": (apps.send_to, "h0", FRAME_DATA, 0, per) for i in range(1, n)}
+    scenario["h0"] = (apps.recv_count, (n - 1) * per)
+    async with emu.Cluster(topo) as net:
+        res = await net.run(scenario)
+        stats = {s["name"]: s for s in await net.stats()}
+    total, t_done = res["h0"]
+    assert total == (n - 1) * per * FRAME_DATA
+    frames = (n - 1) * per
+    assert stats["h0"]["ports"][0]["rx_frames"] == frames
+    assert stats["s0"]["ports"][0]["tx_frames"] == frames
+    assert sum(stats[f"h{i}"]["ports"][0]["tx_frames"] for i in range(1, n)) == frames
+    assert stats["s0"]["engine"]["forwarded"] == frames
+    # the switch port toward h0 is the bottleneck: 31500 frames of 1 KiB at 100 Gbit/s back to back
+    assert t_done >= frames * 82
+    assert stats["s0"]["ports"][0]["peak_queue_frames"] > 1000
+
+
+async def test_recovery_from_datagrams_the_os_dropped():
+    topo = star(4)
+    scenario = {"h0": (apps.send_to, "h3", 40_000), "h1": (apps.send_to, "h3", 30_000), "h3": (apps.recv_n, 2),
+                "h2": (apps.exchange, "h1", 100, 3), "h1x": None}
+    scenario.pop("h1x")
+    scenario["h2"] = (apps.ping, "h0")
+    clean = EngineNet(topo).run(scenario)
+    run = RunConfig(socket_drop_rate=0.2, stall_timeout_s=0.02, seed=3)
+    async with emu.Cluster(topo, run=run) as net:
+        assert await net.run(scenario) == clean
+        stats = await net.stats()
+    assert sum(s["element"]["sock_dropped"] for s in stats) > 0
+    assert sum(s["element"]["retransmitted"] for s in stats) > 0
+
+
+async def test_unrecoverable_loss_stops_the_run_naming_the_link():
+    topo = star(2)
+    run = RunConfig(stall_timeout_s=0.01, max_recovery_rounds=3)
+    with pytest.raises(emu.FrameLossError, match=r"h0-nic0 -> s0-p0"):
+        async with emu.Cluster(topo, run=run) as net:
+            h0 = net._local.by_name["h0"]
+            h0._drop_rate, h0._sendto_orig = 1.0, h0._sendto
+            h0._sendto = lambda data, addr, lossy=True: h0._sendto_orig(data, addr, lossy=True)
+            await net.run({"h0": (apps.send_to, "h1", 100)})
+
+
+async def test_foreign_datagrams_are_counted_and_the_run_carries_on():
+    topo = star(3)
+    async with emu.Cluster(topo) as net:
+        addr = net._local.by_name["s0"].addr
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            s.sendto(b"\x00garbage" * 5, addr)
+            s.sendto(OUTER.pack(MAGIC, VERSION, 0, net.cluster_id ^ 1, 0, 0, 0, 0, 0), addr)
+            s.sendto(OUTER.pack(MAGIC, VERSION, 0, net.cluster_id, 9999, 0, 0, 0, 0), addr)
+            await trio.sleep(0.05)
+            rtt = await net["h0"].ping("h2")
+        finally:
+            s.close()
+        st = {x["name"]: x["element"] for x in await net.stats()}
+    assert rtt == EngineNet(topo).run({"h0": (apps.ping, "h2")})["h0"]
+    assert (st["s0"]["bad_magic"], st["s0"]["foreign_cluster"], st["s0"]["bad_link"]) == (1, 1, 1)
+
+
+async def test_app_errors_and_deadlocks_say_where():
+    async with emu.Cluster(star(2)) as net:
+        with pytest.raises(emu.AppError, match="(?s)h0.*boom in the app"):
+            await net.run({"h0": apps.crash})
+        with pytest.raises(emu.DeadlockError, match=r"h0 blocked in recv\(src=h1, tag=99\)"):
+            await net.run({"h0": apps.wait_forever})
+
+
+def test_bad_parameters_are_refused_before_anything_starts():
+    with pytest.raises(emu.ConfigError, match="latency_ns must be an integer >= 1"):
+        LinkSpec(latency_ns=0)
+    with pytest.raises(emu.ConfigError, match="processes=9 exceeds the 3 nodes"):
+        emu.Cluster(star(2), processes=9)
+    with pytest.raises(emu.ConfigError, match="star: n must be"):
+        star(1)
+    with pytest.raises(emu.ConfigError, match="mtu_bytes"):
+        HostSpec(mtu_bytes=0)
+
+
+async def test_everything_is_cleaned_up_also_on_error():
+    topo = star(3)
+    with pytest.raises(RuntimeError, match="user error"):
+        async with emu.Cluster(topo, processes=2) as net:
+            socks = [el.sock for el in net._local.elements]
+            await net["h0"].ping("h2")
+            raise RuntimeError("user error")
+    assert all(s.fileno() == -1 for s in socks)
+    # the worker process is gone: no child python left running emu.worker
+    out = subprocess.run(["pgrep", "-f", "emu.worker"], capture_output=True, text=True).stdout.split()
+    assert str(os.getpid()) not in out and not [p for p in out if _parent(p) == os.getpid()]
+
+
+def _parent(pid: str) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().split(")")[1].split()[1])
+    except OSError:
+        return -1
+
+
+CONTENDED = {f"h{i}": (apps.send_to, "h0", 3000, i, 20) for i in range(1, 8)}
+CONTENDED["h0"] = (apps.recv_n, 140)
+
+
+async def _contended(cap):
+    async with emu.Cluster(star(8), capture=cap) as net:
+        res = await net.run(CONTENDED)
+    return res["h0"], hashlib.sha256(cap.read_bytes()).hexdigest()
+
+
+async def test_determinism_under_cpu_load(tmp_path):
+    quiet = await _contended(tmp_path / "a.pcapng")
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        loaded = await _contended(tmp_path / "b.pcapng")
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert quiet == loaded
+    # every receive time, source order and hop count, and the capture bytes
+    assert len(quiet[0]) == 140
