@@ -244,6 +244,12 @@ class Cluster:
         order = {name: i for i, name in enumerate(self.topology.nodes)}
         return sorted(out, key=lambda s: order[s["name"]])
 
+    async def reset_peaks(self) -> None:
+        """Start measuring peak queue occupancy afresh (e.g. before an operation of interest)."""
+        async with self._lock:
+            for h in self._handles:
+                await h.call("reset_peaks")
+
     async def capture_records(self) -> list[tuple[int, int, int, bytes]]:
         """Every frame recorded so far, in capture order (needs capture enabled)."""
         if not self.run_config.capture:

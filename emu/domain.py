@@ -167,6 +167,11 @@ class Domain:
         return [{"name": el.name, "element": dict(el.stats), "engine": dict(el.engine.stats),
                  "ports": el.port_stats()} for el in self.elements]
 
+    async def rpc_reset_peaks(self) -> None:
+        for el in self.elements:
+            for p in el.outs:
+                p.peak_queue_frames = p.peak_queue_bytes = 0
+
     async def rpc_capture(self) -> list[tuple[int, int, int, bytes]]:
         out: list[tuple[int, int, int, bytes]] = []
         for el in self.elements:
