@@ -15,15 +15,13 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generator
+from typing import TYPE_CHECKING, Any, Generator, NamedTuple
 
 if TYPE_CHECKING:
     from .host import HostEngine
 
 
-@dataclass(frozen=True)
-class Message:
+class Message(NamedTuple):
     src: str
     """Name of the sending host."""
     tag: int

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from emu.config import HostSpec
-from emu.wire import HDR_LEN, MSG, PING, DecodeError, PacketType, build_frame, parse_frame
+from emu.wire import ETH_LEN, FABRIC, HDR_LEN, MSG, PING, DecodeError, PacketType, build_frame, parse_frame
 
 from .api import HostAPI, Message, Op, PingOp, Recv, Send, Sleep
 
@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 _MSG_LEN = MSG.size
 _PING_LEN = PING.size
+_FABRIC_PACK = FABRIC.struct.pack
 
 
 @dataclass(eq=False)
@@ -94,6 +95,7 @@ class HostEngine:
         self._msg_id = 0
         self._ping_seq = 0
         self._pings: dict[int, Proc] = {}
+        self._heads: dict[int, bytes] = {}
         self.api = HostAPI(self)
 
     # -- engine interface -----------------------------------------------------------------------
@@ -233,7 +235,10 @@ class HostEngine:
         if port is None:
             self.stats["no_route"] += 1
             raise ValueError(f"{self.name} has no route to host address {dst}")
-        self._out.append((port, build_frame(self.node_id, dst, ptype, body), at))
+        head = self._heads.get(dst)
+        if head is None:
+            head = self._heads[dst] = build_frame(self.node_id, dst, 0, b"")[:ETH_LEN]
+        self._out.append((port, head + _FABRIC_PACK(self.node_id, dst, 0, 0, ptype, 0, 0, 0, len(body)) + body, at))
         self.stats["frames_sent"] += 1
 
     def _on_segment(self, src: int, hops: int, frame: bytes) -> None:
@@ -241,6 +246,11 @@ class HostEngine:
         chunk = frame[HDR_LEN + _MSG_LEN:]
         if offset + len(chunk) > total:
             raise DecodeError(f"segment at {offset}+{len(chunk)} overruns message of {total} bytes")
+        if offset == 0 and len(chunk) == total:  # a one-frame message: nothing to reassemble
+            self.stats["messages_received"] += 1
+            t = self.now + self.spec.nic_delay_ns
+            self._at(t, self._deliver, Message(self.names.get(src, str(src)), tag, chunk, t, hops))
+            return
         key = (src, msg_id)
         part = self._partial.get(key)
         if part is None:
