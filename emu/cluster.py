@@ -17,6 +17,7 @@ import logging
 import os
 import secrets
 import sys
+from functools import partial
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -84,6 +85,7 @@ class Cluster:
         self._sync: Synchroniser | None = None
         self._local = None
         self._captured: list[tuple[int, int, int, bytes]] = []
+        self._workers: list[trio.Process] = []
 
     # -- names ----------------------------------------------------------------------------------
     @property
@@ -103,6 +105,11 @@ class Cluster:
     def now(self) -> int:
         """Virtual time (ns) of the last event processed."""
         return self._sync.max_time if self._sync else 0
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """Process ids of the worker processes (empty for a one-process cluster)."""
+        return [p.pid for p in self._workers]
 
     @property
     def windows(self) -> int:
@@ -162,7 +169,7 @@ class Cluster:
             tokens = {secrets.token_hex(16): d for d in range(1, p)}
             for tok in tokens:
                 cmd = [sys.executable, "-m", "emu.worker", "127.0.0.1", str(port), tok]
-                nursery.start_soon(_run_worker, cmd, tokens[tok])
+                self._workers.append(await nursery.start(partial(trio.run_process, cmd, check=False)))
             remotes: dict[int, RemoteHandle] = {}
             with trio.fail_after(60):
                 while len(remotes) < p - 1:
@@ -265,12 +272,6 @@ class Cluster:
         recs = await self.capture_records()
         with open(path, "wb") as f:
             return write_pcapng(f, self.plan.interfaces(), recs)
-
-
-async def _run_worker(cmd: list[str], index: int) -> None:
-    result = await trio.run_process(cmd, check=False)
-    if result.returncode not in (0, -15, -9):
-        raise EmuError(f"worker process for domain {index} exited with code {result.returncode}")
 
 
 def _leaves(eg: BaseException):

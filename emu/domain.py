@@ -57,9 +57,10 @@ class Domain:
         if peer_domain == self.index:
             self._local_rx[self.by_name[peer]] = None
 
-    def frames_arrived(self, el: Element, n: int) -> None:
+    def frames_arrived(self, el: Element, n: int, first_ts: int) -> None:
+        # an entry no later than the new frames suffices: the element's other events have theirs
         self.received += n
-        heapq.heappush(self._heap, (el.next_time(), self._idx[el]))
+        heapq.heappush(self._heap, (first_ts, self._idx[el]))
 
     def wake(self) -> None:
         self._wake.set()

@@ -16,6 +16,7 @@ import heapq
 import logging
 import random
 import socket
+import struct
 from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 
 INF = 1 << 62
 SEQ_MASK = 0xFFFFFFFF
+_SEQ_TS_LEN = struct.Struct("!IQHH")  # the outer header after its constant 12-byte prefix
 MAX_DATAGRAM = 60_000
 """Records are batched into one datagram up to this size (UDP allows 65507)."""
 RCVBUF = 4 << 20
@@ -77,7 +79,7 @@ class Element:
         self.capture = [] if capture else None
         self.stats = {"bad_magic": 0, "foreign_cluster": 0, "bad_link": 0, "truncated": 0,
                       "gaps": 0, "duplicates": 0, "nacks_sent": 0, "retransmitted": 0,
-                      "sock_dropped": 0}
+                      "sock_dropped": 0, "datagrams_sent": 0, "datagrams_received": 0}
         self._drop_rate = drop_rate
         self._drop_rng = random.Random(seed ^ 0x5EED)
         self._hdr_cache = {}
@@ -124,6 +126,8 @@ class Element:
         n = len(data)
         off = 0
         accepted = 0
+        self.stats["datagrams_received"] += 1
+        first_ts = INF
         unpack = OUTER.struct.unpack_from
         stats = self.stats
         while off < n:
@@ -161,6 +165,8 @@ class Element:
                     inp.rx_frames += 1
                     inp.rx_bytes += length
                     heapq.heappush(self.heap, (ts, inp.index, seq, frame))
+                    if ts < first_ts:
+                        first_ts = ts
                     if self.capture is not None:
                         self.capture.append((ts, inp.iface, DIR_IN, frame))
                     accepted += 1
@@ -185,7 +191,7 @@ class Element:
                 break
             off = end
         if accepted:
-            self.domain.frames_arrived(self, accepted)
+            self.domain.frames_arrived(self, accepted, first_ts)
         return accepted
 
     def send_nack(self, inp: InPort) -> None:
@@ -260,35 +266,39 @@ class Element:
     def _transmit(self, release: int, window: int) -> int:
         first_arrival = INF
         cap = self.capture
-        pack = OUTER.struct.pack
+        pack = _SEQ_TS_LEN.pack
         done = []
         for p in self.busy:
             pend = p.pending
             if pend[0][1] >= release:
                 continue
-            batch = bytearray()
-            first = p.seq
-            seq = first
-            link = p.link_id
-            cid = self.cluster_id
+            if pend[0][1] < first_arrival:  # arrivals are in order on a port
+                first_arrival = pend[0][1]
+            prefix = p.record_prefix
+            if prefix is None:
+                prefix = p.record_prefix = OUTER.pack(MAGIC, VERSION, 0, self.cluster_id, p.link_id, 0, 0, 0, 0)[:12]
+            parts = []
+            size = 0
+            first = seq = p.seq
             sent = 0
             while pend and pend[0][1] < release:
                 start, arrival, frame = pend.popleft()
-                if arrival < first_arrival:
-                    first_arrival = arrival
                 n = len(frame)
-                if len(batch) + OUTER_LEN + n > MAX_DATAGRAM and batch:
-                    self._emit(p, window, first, seq, bytes(batch))
-                    batch = bytearray()
+                if size + OUTER_LEN + n > MAX_DATAGRAM and parts:
+                    self._emit(p, window, first, seq, b"".join(parts))
+                    parts = []
+                    size = 0
                     first = seq
-                batch += pack(MAGIC, VERSION, 0, cid, link, seq, arrival, n, 0)
-                batch += frame
+                parts.append(prefix)
+                parts.append(pack(seq, arrival, n, 0))
+                parts.append(frame)
+                size += OUTER_LEN + n
                 seq = (seq + 1) & SEQ_MASK
                 sent += 1
                 p.tx_bytes += n
                 if cap is not None:
                     cap.append((start, p.iface, DIR_OUT, frame))
-            self._emit(p, window, first, seq, bytes(batch))
+            self._emit(p, window, first, seq, b"".join(parts))
             p.seq = seq
             p.tx_frames += sent
             self.domain.frames_sent(p.peer_domain, sent, p.peer)
@@ -313,6 +323,7 @@ class Element:
         if lossy and self._drop_rate and self._drop_rng.random() < self._drop_rate:
             self.stats["sock_dropped"] += 1
             return
+        self.stats["datagrams_sent"] += 1
         try:
             self.sock.sendto(data, addr)
         except BlockingIOError:

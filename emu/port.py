@@ -38,6 +38,8 @@ class OutPort:
     queued_bytes: int = 0
     retained: deque = field(default_factory=deque)
     """(window, first_seq, last_seq, datagram) kept for retransmission until two windows later."""
+    record_prefix: bytes | None = None
+    """The constant first 12 bytes of this link's outer headers (magic .. link id)."""
     tx_frames: int = 0
     tx_bytes: int = 0
     peak_queue_frames: int = 0

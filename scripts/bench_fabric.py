@@ -87,10 +87,11 @@ async def fabric(n: int, latency_ns: int, bandwidth_bps: int) -> dict:
         dt = time.perf_counter() - t
         stats = await net.stats()
         windows = net.windows
-    dgrams = sum(el["element"]["retransmitted"] for el in stats)
     frames_on_links = sum(p["tx_frames"] for el in stats for p in el["ports"])
     return {"wall_s": dt, "frames": n, "virtual_ns": res["h1"], "windows": windows,
-            "frames_on_links": frames_on_links, "retransmitted": dgrams}
+            "frames_on_links": frames_on_links,
+            "datagrams": sum(el["element"]["datagrams_received"] for el in stats),
+            "retransmitted": sum(el["element"]["retransmitted"] for el in stats)}
 
 
 async def main() -> None:
@@ -101,9 +102,12 @@ async def main() -> None:
     ap.add_argument("--bandwidth-gbps", type=float, default=LinkSpec().bandwidth_bps / 1e9)
     args = ap.parse_args()
     bw = int(args.bandwidth_gbps * 1e9)
-    bare = min([await bare_pair(args.frames) for _ in range(args.repeat)])
-    fab = min([await fabric(args.frames, args.latency_ns, bw) for _ in range(args.repeat)],
-              key=lambda r: r["wall_s"])
+    bares, fabs = [], []
+    for _ in range(args.repeat):  # interleaved, so that a noisy spell hits both alike
+        bares.append(await bare_pair(args.frames))
+        fabs.append(await fabric(args.frames, args.latency_ns, bw))
+    bare = min(bares)
+    fab = min(fabs, key=lambda r: r["wall_s"])
     bare_rate = bare[1] / bare[0]
     fab_rate = fab["frames"] / fab["wall_s"]
     t = Table(title=f"{args.frames} frames of {FRAME} B, best of {args.repeat} "
@@ -112,11 +116,14 @@ async def main() -> None:
         t.add_column(c, justify="right" if c != "path" and c != "notes" else "left")
     t.add_row("(a) bare trio UDP pair", f"{bare[0]:.3f}", f"{bare_rate:,.0f}", f"{bare_rate:,.0f}",
               f"{bare[1]} of {args.frames} received")
-    t.add_row("(b) fabric h0 -> s0 -> h1", f"{fab['wall_s']:.3f}", "", f"{fab_rate:,.0f}",
+    t.add_row("(b) fabric h0 -> s0 -> h1", f"{fab['wall_s']:.3f}", f"{fab['datagrams'] / fab['wall_s']:,.0f}",
+              f"{fab_rate:,.0f}",
               f"{fab['windows']} windows, {fab['frames_on_links']} link crossings, "
+              f"{fab['datagrams']} datagrams received, {fab['retransmitted']} retransmitted, "
               f"virtual {fab['virtual_ns'] / 1e3:.1f} us")
     Console().print(t)
-    print(f"ratio fabric/bare = {fab_rate / bare_rate:.2f}  (goal >= 0.5)")
+    print(f"ratio fabric/bare = {fab_rate / bare_rate:.2f}  (emulated frames delivered end to end per second, "
+          "over bare datagrams per second; goal >= 0.5)")
 
 
 if __name__ == "__main__":

@@ -176,3 +176,36 @@ async def test_determinism_under_cpu_load(tmp_path):
     assert quiet == loaded
     # every receive time, source order and hop count, and the capture bytes
     assert len(quiet[0]) == 140
+
+
+def test_ctrl_c_tears_down_processes_and_sockets():
+    import signal
+    import time
+
+    here = os.path.dirname(__file__)
+    proc = subprocess.Popen([sys.executable, os.path.join(here, "interrupt_me.py")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=os.path.dirname(here))
+    try:
+        line = proc.stdout.readline().split()
+        assert line and line[0] == "pids", proc.stderr.read()
+        workers = [int(p) for p in line[1:2]]
+        assert workers and os.path.exists(f"/proc/{workers[0]}")
+        time.sleep(1.0)  # let the run get going
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode != 0 and "KeyboardInterrupt" in proc.stderr.read()
+    for pid in workers:
+        deadline = time.time() + 10
+        while os.path.exists(f"/proc/{pid}") and _state(pid) != "Z" and time.time() < deadline:
+            time.sleep(0.1)
+        assert not os.path.exists(f"/proc/{pid}") or _state(pid) == "Z", f"worker {pid} still running"
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[1].split()[0]
+    except OSError:
+        return "gone"
