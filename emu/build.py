@@ -63,13 +63,20 @@ def min_output_delay(topology: Topology, name: str) -> int:
     return node.spec.nic_delay_ns if node.kind == "host" else node.spec.processing_delay_ns
 
 
-def make_engine(topology: Topology, name: str):
+def make_engine(topology: Topology, name: str, shared: tuple[dict[str, int], list[str]] | None = None):
+    """The engine of one node; ``shared`` (host ids and names) avoids a copy per host."""
     node = topology.nodes[name]
-    routes = topology.routes[name]
+    routes = topology.routes.get(name)
     if node.kind == "host":
-        host_ids = {h.name: h.id for h in topology.hosts}
-        return HostEngine(name, node.id, node.spec, routes, host_ids)
+        if shared is None:
+            shared = host_tables(topology)
+        return HostEngine(name, node.id, node.spec, routes, shared[0], shared[1])
     return SwitchEngine(name, node.id, node.spec, routes)
+
+
+def host_tables(topology: Topology) -> tuple[dict[str, int], list[str]]:
+    names = topology.host_names()
+    return {n: i for i, n in enumerate(names)}, names
 
 
 def build_domain(plan: Plan, index: int) -> Domain:
@@ -87,11 +94,16 @@ def build_domain(plan: Plan, index: int) -> Domain:
             if dst in ins:
                 ins[dst].append(InPort(dport, t.port_name(dst, dport), plan.iface_base[dst] + dport, link_id,
                                        src, t.port_name(src, sport), peer_domain=plan.owner[src]))
+    shared = host_tables(t)
     for name in outs:
-        o = sorted(outs[name], key=lambda p: p.index)
-        n = sorted(ins[name], key=lambda p: p.index)
+        o: list = [None] * t.nports(name)
+        n: list = [None] * t.nports(name)
+        for p in outs[name]:
+            o[p.index] = p
+        for p in ins[name]:
+            n[p.index] = p
         node = t.nodes[name]
-        dom.add(Element(name, make_engine(t, name), cluster_id=plan.cluster_id, domain=dom, outs=o, ins=n,
+        dom.add(Element(name, make_engine(t, name, shared), cluster_id=plan.cluster_id, domain=dom, outs=o, ins=n,
                         capture=plan.run.capture, seed=plan.run.seed * 1_000_003 + node.id,
                         lookahead_ns=plan.lookahead_ns,
                         drop_rate=plan.run.socket_drop_rate))

@@ -136,7 +136,7 @@ class Domain:
                      self.index, expected - self.received, rounds)
             for el in self.elements:
                 el.drain()
-                for inp in el.ins:
+                for inp in el.in_ports:
                     el.send_nack(inp)
 
     # -- control (called by the synchroniser, locally or over the worker's RPC) ----------------
@@ -145,9 +145,9 @@ class Domain:
 
     async def rpc_set_addresses(self, addrs: dict[str, tuple[str, int]]) -> None:
         for el in self.elements:
-            for p in el.outs:
+            for p in el.out_ports:
                 p.peer_addr = addrs[p.peer]
-            for p in el.ins:
+            for p in el.in_ports:
                 p.peer_addr = addrs[p.peer]
 
     async def rpc_start_apps(self, t: int, apps: dict[str, tuple[Any, tuple]]) -> int:
@@ -170,7 +170,7 @@ class Domain:
 
     async def rpc_reset_peaks(self) -> None:
         for el in self.elements:
-            for p in el.outs:
+            for p in el.out_ports:
                 p.peak_queue_frames = p.peak_queue_bytes = 0
 
     async def rpc_capture(self) -> list[tuple[int, int, int, bytes]]:
@@ -182,5 +182,5 @@ class Domain:
         return out
 
     async def rpc_link_seqs(self) -> dict[str, dict[int, tuple[str, int]]]:
-        return {"out": {p.link_id: (f"{p.name} -> {p.peer_port_name}", p.seq) for el in self.elements for p in el.outs},
-                "in": {p.link_id: (f"{p.peer_port_name} -> {p.name}", p.expected) for el in self.elements for p in el.ins}}
+        return {"out": {p.link_id: (f"{p.name} -> {p.peer_port_name}", p.seq) for el in self.elements for p in el.out_ports},
+                "in": {p.link_id: (f"{p.peer_port_name} -> {p.name}", p.expected) for el in self.elements for p in el.in_ports}}

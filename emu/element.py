@@ -65,9 +65,12 @@ class Element:
         self.cluster_id = cluster_id
         self.domain = domain
         self.outs = outs
+        """Output ports by port number (None where a port has no link)."""
         self.ins = ins
-        self.in_by_link = {p.link_id: p for p in ins}
-        self.out_by_link = {p.link_id: p for p in outs}
+        self.out_ports: list[OutPort] = [p for p in outs if p is not None]
+        self.in_ports: list[InPort] = [p for p in ins if p is not None]
+        self.in_by_link = {p.link_id: p for p in self.in_ports}
+        self.out_by_link = {p.link_id: p for p in self.out_ports}
         self.lookahead = lookahead_ns
         self.heap: list[tuple[int, int, int, bytes]] = []
         self.now = 0
@@ -257,7 +260,9 @@ class Element:
                 if at - self.now < min_delay:
                     raise EngineError(f"{self.name}: engine emitted a frame at {at} ns while handling an event at "
                                       f"{self.now} ns, earlier than its promised minimum delay of {min_delay} ns")
-                p = outs[port]
+                p = outs[port] if 0 <= port < len(outs) else None
+                if p is None:
+                    raise EngineError(f"{self.name}: engine sent a frame to port {port}, which has no link")
                 p.enqueue(frame, at)
                 self.busy[p] = None
         self.safe_time = t_end
@@ -314,7 +319,7 @@ class Element:
 
     def forget(self, upto_window: int) -> None:
         """Drop retained datagrams of windows <= ``upto_window``: every receiver has them."""
-        for p in self.outs:
+        for p in self.out_ports:
             r = p.retained
             while r and r[0][0] <= upto_window:
                 r.popleft()
@@ -342,7 +347,7 @@ class Element:
     # -- reporting ------------------------------------------------------------------------------
     def port_stats(self) -> list[dict[str, Any]]:
         out = []
-        for p in self.outs:
+        for p in self.out_ports:
             inp = self.ins[p.index]
             out.append({"port": p.name, "peer": p.peer_port_name, "tx_frames": p.tx_frames,
                         "tx_bytes": p.tx_bytes, "rx_frames": inp.rx_frames, "rx_bytes": inp.rx_bytes,

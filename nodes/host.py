@@ -73,10 +73,12 @@ class HostEngine:
     name: str
     node_id: int
     spec: HostSpec
-    routes: dict[int, int]
-    """Destination host id -> output port."""
+    routes: list[int] | None
+    """Output port per destination host address, or None: everything leaves on port 0."""
     host_ids: dict[str, int]
-    """Every host's name -> fabric address."""
+    """Every host's name -> fabric address (shared by all hosts of a process)."""
+    names: list[str]
+    """Host names by address (shared)."""
     timer: int | None = None
     now: int = 0
     stats: dict[str, int] = field(default_factory=lambda: {
@@ -85,7 +87,6 @@ class HostEngine:
 
     def __post_init__(self) -> None:
         self.min_delay_ns = self.spec.nic_delay_ns
-        self.names = {v: k for k, v in self.host_ids.items()}
         self._timers: list[tuple[int, int, Callable, Any]] = []
         self._tseq = 0
         self._out: list[tuple[int, bytes, int]] = []
@@ -211,7 +212,7 @@ class HostEngine:
                 return self.host_ids[host]
             except KeyError:
                 raise ValueError(f"unknown host {host!r}; hosts are {list(self.host_ids)[:8]}...") from None
-        if host not in self.names:
+        if not 0 <= host < len(self.names):
             raise ValueError(f"unknown host address {host}")
         return host
 
@@ -231,8 +232,8 @@ class HostEngine:
         self.stats["messages_sent"] += 1
 
     def _emit(self, dst: int, ptype: int, body: bytes, at: int) -> None:
-        port = self.routes.get(dst)
-        if port is None:
+        port = 0 if self.routes is None else (self.routes[dst] if 0 <= dst < len(self.routes) else -1)
+        if port < 0:
             self.stats["no_route"] += 1
             raise ValueError(f"{self.name} has no route to host address {dst}")
         head = self._heads.get(dst)
@@ -249,7 +250,7 @@ class HostEngine:
         if offset == 0 and len(chunk) == total:  # a one-frame message: nothing to reassemble
             self.stats["messages_received"] += 1
             t = self.now + self.spec.nic_delay_ns
-            self._at(t, self._deliver, Message(self.names.get(src, str(src)), tag, chunk, t, hops))
+            self._at(t, self._deliver, Message((self.names[src] if 0 <= src < len(self.names) else str(src)), tag, chunk, t, hops))
             return
         key = (src, msg_id)
         part = self._partial.get(key)
@@ -260,7 +261,7 @@ class HostEngine:
         part.frames += 1
         if part.got >= total:
             del self._partial[key]
-            msg = Message(self.names.get(src, str(src)), tag, bytes(part.buf),
+            msg = Message((self.names[src] if 0 <= src < len(self.names) else str(src)), tag, bytes(part.buf),
                           self.now + self.spec.nic_delay_ns, hops)
             self.stats["messages_received"] += 1
             self._at(msg.t_ns, self._deliver, msg)

@@ -20,8 +20,8 @@ class SwitchEngine:
     name: str
     node_id: int
     spec: SwitchSpec
-    routes: dict[int, int]
-    """Destination host id -> output port."""
+    routes: list[int]
+    """Output port per destination host address (-1: no route)."""
     timer: int | None = None
     stats: dict[str, int] = field(default_factory=lambda: {"forwarded": 0, "malformed": 0, "no_route": 0})
 
@@ -33,10 +33,12 @@ class SwitchEngine:
             self.stats["malformed"] += 1
             log.warning("%s: dropped malformed frame (%d bytes) on port %d at %d ns", self.name, len(frame), port, now)
             return []
-        out = self.routes.get(_U32.unpack_from(frame, DST_OFF)[0])
-        if out is None:
+        dst = _U32.unpack_from(frame, DST_OFF)[0]
+        table = self.routes
+        out = table[dst] if dst < len(table) else -1
+        if out < 0:
             self.stats["no_route"] += 1
-            log.warning("%s: no route for destination %d at %d ns", self.name, _U32.unpack_from(frame, DST_OFF)[0], now)
+            log.warning("%s: no route for destination %d at %d ns", self.name, dst, now)
             return []
         self.stats["forwarded"] += 1
         hops = frame[HOPS_OFF]

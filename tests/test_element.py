@@ -24,7 +24,7 @@ def make(capture=False):
     outs = [OutPort(i, f"s0-p{i}", i, 10 + 2 * i, f"h{i}", f"h{i}-nic0", 100, 10**11, peer_domain=1,
                     peer_addr=peer.getsockname()) for i in range(2)]
     ins = [InPort(i, f"s0-p{i}", i, 11 + 2 * i, f"h{i}", f"h{i}-nic0", peer_addr=peer.getsockname()) for i in range(2)]
-    el = Element("s0", SwitchEngine("s0", 5, SwitchSpec(), {0: 0, 1: 1}), cluster_id=CID, domain=dom,
+    el = Element("s0", SwitchEngine("s0", 5, SwitchSpec(), [0, 1]), cluster_id=CID, domain=dom,
                  outs=outs, ins=ins, capture=capture, seed=1,
                  lookahead_ns=150)
     dom.add(el)

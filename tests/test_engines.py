@@ -55,7 +55,7 @@ def test_fan_in_queues_at_the_switch_port():
 
 
 def _switch():
-    return SwitchEngine("s0", 9, SwitchSpec(), {1: 1, 2: 2})
+    return SwitchEngine("s0", 9, SwitchSpec(), [-1, 1, 2])
 
 
 def test_switch_counts_malformed_and_unroutable_frames_and_keeps_forwarding():
@@ -69,7 +69,7 @@ def test_switch_counts_malformed_and_unroutable_frames_and_keeps_forwarding():
 
 
 def _host():
-    return HostEngine("h1", 1, HostSpec(), {0: 0, 2: 0}, {"h0": 0, "h1": 1, "h2": 2})
+    return HostEngine("h1", 1, HostSpec(), None, {"h0": 0, "h1": 1, "h2": 2}, ["h0", "h1", "h2"])
 
 
 @given(st.binary(max_size=120))

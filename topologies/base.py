@@ -1,17 +1,23 @@
 """Topologies are pure data: named nodes, links between their ports, and routing tables.
 
 Nothing here opens a socket; ``emu.Cluster(topology)`` makes a topology real (DESIGN.md principle 9).
+
+Addresses: host ``i`` (in the order hosts were added) has fabric address ``i``; switches have
+``SWITCH_ID_BASE + j``, a separate range, so that routing tables are plain lists indexed by the
+destination host's address (``-1``: no route).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from emu.config import ConfigError, HostSpec, LinkSpec, SwitchSpec
 
 NodeKind = Literal["host", "switch"]
+SWITCH_ID_BASE = 0x80000
+NO_ROUTE = -1
 
 
 @dataclass(frozen=True)
@@ -21,6 +27,8 @@ class Node:
     id: int
     """Fabric address: the value of the routing header's src/dst fields for this node."""
     spec: HostSpec | SwitchSpec
+    info: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    """Family-specific facts: stage, coordinates, the physical router a switch is carved from..."""
 
 
 @dataclass(frozen=True)
@@ -39,34 +47,54 @@ class Topology:
     name: str = "custom"
     nodes: dict[str, Node] = field(default_factory=dict)
     links: list[Link] = field(default_factory=list)
-    routes: dict[str, dict[int, int]] = field(default_factory=dict)
-    """Per node: destination host id -> output port (filled by ``compute_routes``)."""
+    routes: dict[str, list[int]] = field(default_factory=dict)
+    """Switch name -> output port per destination host address (``NO_ROUTE`` where none). Hosts
+    without an entry send everything on their port 0."""
+    diameter: int | None = None
+    """Longest route between two hosts, in links (set by the family, checked by tests)."""
+    bisection: int | None = None
+    """Bisection width in links (the family's closed form)."""
     _ports: dict[str, int] = field(default_factory=dict)
+    _used: set[tuple[str, int]] = field(default_factory=set)
+    _nhosts: int = 0
+    _nswitches: int = 0
 
     # -- building -------------------------------------------------------------------------------
-    def add_host(self, name: str, spec: HostSpec | None = None) -> Node:
-        return self._add(name, "host", spec or HostSpec())
+    def add_host(self, name: str, spec: HostSpec | None = None, **info: Any) -> Node:
+        node = self._add(name, "host", self._nhosts, spec or HostSpec(), info)
+        self._nhosts += 1
+        return node
 
-    def add_switch(self, name: str, spec: SwitchSpec | None = None) -> Node:
-        return self._add(name, "switch", spec or SwitchSpec())
+    def add_switch(self, name: str, spec: SwitchSpec | None = None, **info: Any) -> Node:
+        node = self._add(name, "switch", SWITCH_ID_BASE + self._nswitches, spec or SwitchSpec(), info)
+        self._nswitches += 1
+        return node
 
-    def _add(self, name: str, kind: NodeKind, spec) -> Node:
+    def _add(self, name: str, kind: NodeKind, nid: int, spec, info) -> Node:
         if name in self.nodes:
             raise ConfigError(f"node name {name!r} is used twice; give every node a unique name")
-        node = Node(name, kind, len(self.nodes), spec)
+        node = Node(name, kind, nid, spec, info)
         self.nodes[name] = node
         self._ports[name] = 0
         return node
 
-    def add_link(self, a: str, b: str, spec: LinkSpec | None = None) -> Link:
+    def add_link(self, a: str, b: str, spec: LinkSpec | None = None, *, a_port: int | None = None,
+                 b_port: int | None = None) -> Link:
+        """Link two nodes; ports are the next free ones unless given (families with fixed port
+        roles, such as meshes, give them and may leave some unused)."""
         for n in (a, b):
             if n not in self.nodes:
                 raise ConfigError(f"link {a}<->{b}: unknown node {n!r}; add it before linking it")
         if a == b:
             raise ConfigError(f"link {a}<->{b}: a node cannot be linked to itself")
-        link = Link(a, self._ports[a], b, self._ports[b], spec or LinkSpec())
-        self._ports[a] += 1
-        self._ports[b] += 1
+        ap = self._ports[a] if a_port is None else a_port
+        bp = self._ports[b] if b_port is None else b_port
+        for n, p in ((a, ap), (b, bp)):
+            if (n, p) in self._used:
+                raise ConfigError(f"link {a}<->{b}: port {p} of {n} is already linked")
+            self._used.add((n, p))
+            self._ports[n] = max(self._ports[n], p + 1)
+        link = Link(a, ap, b, bp, spec or LinkSpec())
         self.links.append(link)
         return link
 
@@ -80,6 +108,7 @@ class Topology:
         return [n for n in self.nodes.values() if n.kind == "switch"]
 
     def nports(self, name: str) -> int:
+        """Ports of a node, numbered 0..nports-1 (some may be unlinked)."""
         return self._ports[name]
 
     def port_name(self, name: str, port: int) -> str:
@@ -96,21 +125,48 @@ class Topology:
             v.sort(key=lambda e: e[0])
         return nb
 
-    @property
-    def min_latency_ns(self) -> int:
-        return min(link.spec.latency_ns for link in self.links)
+    def host_names(self) -> list[str]:
+        """Host names in address order (address i is ``host_names()[i]``)."""
+        return [n.name for n in self.hosts]
+
+    def route(self, src: str, dst: str) -> list[str]:
+        """The nodes a frame from host ``src`` to host ``dst`` visits, following the tables.
+
+        Raises ConfigError on a missing route or a loop."""
+        nb = {n: {p: (peer, pp) for p, peer, pp, _ in e} for n, e in self.neighbours().items()}
+        d = self.nodes[dst].id
+        path = [src]
+        here, port = src, self.out_port(src, d)
+        for _ in range(2 * len(self.nodes) + 2):
+            if port == NO_ROUTE or port not in nb[here]:
+                raise ConfigError(f"{self.name}: no route from {src} to {dst} at {here} (port {port})")
+            here = nb[here][port][0]
+            path.append(here)
+            if here == dst:
+                return path
+            if self.nodes[here].kind == "host":
+                raise ConfigError(f"{self.name}: route from {src} to {dst} reaches host {here}")
+            port = self.out_port(here, d)
+        raise ConfigError(f"{self.name}: route from {src} to {dst} loops: {' '.join(path[:12])}...")
+
+    def out_port(self, name: str, dst_addr: int) -> int:
+        table = self.routes.get(name)
+        if table is None:
+            return 0 if self.nodes[name].kind == "host" else NO_ROUTE
+        return table[dst_addr] if 0 <= dst_addr < len(table) else NO_ROUTE
 
     # -- routing --------------------------------------------------------------------------------
     def compute_routes(self) -> None:
-        """Shortest-path routing: per node, destination host -> output port.
+        """Shortest-path routing for any graph: per switch, destination host -> output port.
 
         Ties are broken by the lowest port number, so the tables are deterministic. Hosts are
-        end points: a route never passes through a host. Topology families with their own routing
-        (up*/down*, dimension order) overwrite this.
+        end points: a route never passes through a host. Families with their own routing
+        (up*/down*, dimension order) fill ``routes`` themselves instead.
         """
         nb = self.neighbours()
-        self.routes = {n: {} for n in self.nodes}
-        for dst in self.hosts:
+        hosts = self.hosts
+        self.routes = {n.name: [NO_ROUTE] * len(hosts) for n in self.switches}
+        for dst in hosts:
             dist = {dst.name: 0}
             q = deque([dst.name])
             while q:
@@ -121,11 +177,10 @@ class Topology:
                     if v not in dist:
                         dist[v] = dist[u] + 1
                         q.append(v)
-            for n, entries in nb.items():
-                if n == dst.name or n not in dist:
-                    continue
-                best = min((dist[v], port) for port, v, _, _ in entries if v in dist)
-                self.routes[n][dst.id] = best[1]
+            for n in self.routes:
+                cands = [(dist[v], port) for port, v, _, _ in nb[n] if v in dist]
+                if cands:
+                    self.routes[n][dst.id] = min(cands)[1]
 
     def validate(self) -> None:
         """Refuse a topology that cannot run, naming the problem."""
@@ -139,8 +194,8 @@ class Topology:
                 raise ConfigError(f"topology {self.name!r}: node {n!r} has no links; link it or remove it")
         if not self.routes:
             self.compute_routes()
-        for h in self.hosts:
-            missing = [d.name for d in self.hosts if d is not h and d.id not in self.routes[h.name]]
-            if missing:
-                raise ConfigError(f"topology {self.name!r}: host {h.name!r} cannot reach {missing[:5]}; "
-                                  "connect the graph")
+        nh = len(self.hosts)
+        for s in self.switches:
+            table = self.routes.get(s.name)
+            if table is None or len(table) != nh:
+                raise ConfigError(f"topology {self.name!r}: switch {s.name} has no routing table for all {nh} hosts")

@@ -17,5 +17,6 @@ def star(n: int = 16, *, link: LinkSpec | None = None, host: HostSpec | None = N
     t.add_switch("s0", switch)
     for i in range(n):
         t.add_link(f"h{i}", "s0", link)
-    t.compute_routes()
+    t.routes = {"s0": list(range(n))}
+    t.diameter, t.bisection = 2, n // 2
     return t
