@@ -1,8 +1,17 @@
 """hpc-emu: a packet-level HPC interconnect emulator on loopback UDP with deterministic virtual time."""
 
-from .cluster import Cluster, NodeHandle
 from .config import ConfigError, HostSpec, LinkSpec, RunConfig, SwitchSpec
 from .errors import AppError, CausalityError, DeadlockError, EmuError, EngineError, FrameLossError
 
 __all__ = ["AppError", "CausalityError", "Cluster", "ConfigError", "DeadlockError", "EmuError", "EngineError",
            "FrameLossError", "HostSpec", "LinkSpec", "NodeHandle", "RunConfig", "SwitchSpec"]
+
+
+def __getattr__(name: str):
+    # the Cluster pulls in topologies/, nodes/ and switch/, which themselves use emu.config:
+    # import it on first use so that either package can be imported first
+    if name in ("Cluster", "NodeHandle"):
+        from . import cluster
+
+        return getattr(cluster, name)
+    raise AttributeError(f"module 'emu' has no attribute {name!r}")

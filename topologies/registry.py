@@ -1,0 +1,143 @@
+"""Topologies built by name: ``build("fattree:k=4,n=3,latency_ns=200")`` (DESIGN.md principle 8).
+
+A spec is ``NAME:PARAM=VALUE,...``. Each family has its own parameters (some required) and every
+family accepts the element and link figures below, which default to ``LinkSpec()``,
+``HostSpec()`` and ``SwitchSpec()``. A spec that is wrong in any way is refused with a
+``ConfigError`` naming the parameter and what it accepts, before anything starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from emu.config import ConfigError, HostSpec, LinkSpec, SwitchSpec
+
+from .base import Topology
+from .direct import mesh, torus
+from .star import star
+from .trees import clos, fattree, twolevel
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: type
+    required: bool
+    help: str
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    build: Callable[..., Topology]
+    params: tuple[Param, ...]
+    summary: str
+
+
+def _p(name: str, required: bool = True, help: str = "", kind: type = int) -> Param:
+    return Param(name, kind, required, help)
+
+
+FAMILIES: dict[str, Family] = {}
+
+
+def register(family: Family) -> None:
+    """Add a topology family (a builder taking its parameters and link/host/switch keywords)."""
+    FAMILIES[family.name] = family
+
+
+register(Family("star", star, (_p("n", help="hosts on the switch"),), "n hosts on one switch"))
+register(Family("fattree", fattree, (_p("k", help="arity: switch radix is 2k"), _p("n", help="stages")),
+                "k-ary n-tree: k^n hosts, n stages of k^(n-1) switches, up*/down* routing"))
+register(Family("clos", clos, (_p("radix", help="router ports"), _p("stages"),
+                               _p("nodes", False, "build a smaller two-stage network of this many hosts")),
+                "folded Clos of fixed-radix routers: r*(r/2)^(stages-1) hosts"))
+register(Family("twolevel", twolevel, (_p("ports", help="switch ports on each side"), _p("hosts"),
+                                       _p("spines", False, "spine switches (default: ports)")),
+                "two-level fat tree: leaves of `ports` hosts, spines linked to every leaf"))
+register(Family("mesh", mesh, (_p("k", help="side"), _p("n", help="dimensions")),
+                "k-ary n-mesh, a router per node, dimension-order routing"))
+register(Family("torus", torus, (_p("k", help="side, >= 3"), _p("n", help="dimensions")),
+                "k-ary n-torus, a router per node, dimension-order routing with wrap-around"))
+
+# element and link figures every family accepts: spec name -> (spec class, field, scale)
+COMMON: dict[str, tuple[type, str, float, type]] = {
+    "latency_ns": (LinkSpec, "latency_ns", 1, int),
+    "bandwidth_gbps": (LinkSpec, "bandwidth_bps", 1e9, float),
+    "switch_delay_ns": (SwitchSpec, "processing_delay_ns", 1, int),
+    "nic_delay_ns": (HostSpec, "nic_delay_ns", 1, int),
+    "mtu_bytes": (HostSpec, "mtu_bytes", 1, int),
+}
+
+
+def parse(spec: str) -> tuple[str, dict[str, str]]:
+    """Split ``name:a=1,b=2`` into the name and the raw parameter strings."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ConfigError(f"a topology spec is NAME:PARAM=VALUE,...; got {spec!r}. Known: {', '.join(FAMILIES)}")
+    name, _, rest = spec.strip().partition(":")
+    params: dict[str, str] = {}
+    for item in filter(None, (s.strip() for s in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key or not value:
+            raise ConfigError(f"{name}: {item!r} is not PARAM=VALUE (e.g. {name}:k=4,n=2)")
+        if key in params:
+            raise ConfigError(f"{name}: parameter {key!r} is given twice")
+        params[key.strip()] = value.strip()
+    return name.strip(), params
+
+
+def build(spec: str, **overrides) -> Topology:
+    """Build a topology from its spec; keyword ``overrides`` win over the spec's values
+    (``build("fattree:k=4,n=2", latency_ns=50)``)."""
+    name, raw = parse(spec)
+    fam = FAMILIES.get(name)
+    if fam is None:
+        raise ConfigError(f"unknown topology {name!r}; known: {', '.join(sorted(FAMILIES))}")
+    raw.update({k: str(v) for k, v in overrides.items()})
+    accepted = [p.name for p in fam.params] + list(COMMON)
+    kwargs: dict[str, object] = {}
+    specs: dict[type, dict[str, object]] = {LinkSpec: {}, HostSpec: {}, SwitchSpec: {}}
+    for key, value in raw.items():
+        param = next((p for p in fam.params if p.name == key), None)
+        if param is not None:
+            kwargs[key] = _convert(name, key, value, param.kind)
+        elif key in COMMON:
+            cls, fname, scale, kind = COMMON[key]
+            v = _convert(name, key, value, kind)
+            specs[cls][fname] = int(round(v * scale))
+        else:
+            raise ConfigError(f"{name}: unknown parameter {key!r}; accepted: {', '.join(accepted)}")
+    missing = [p.name for p in fam.params if p.required and p.name not in kwargs]
+    if missing:
+        need = ", ".join(f"{p.name} ({p.help})" if p.help else p.name for p in fam.params if p.required)
+        raise ConfigError(f"{name}: missing parameter {', '.join(missing)}; {name} needs {need}, "
+                          f"e.g. {example(name)}")
+    return fam.build(**kwargs, link=LinkSpec(**specs[LinkSpec]), host=HostSpec(**specs[HostSpec]),
+                     switch=SwitchSpec(**specs[SwitchSpec]))
+
+
+def _convert(family: str, key: str, value: str, kind: type):
+    try:
+        return kind(value)
+    except ValueError:
+        raise ConfigError(f"{family}: {key} must be {'an integer' if kind is int else 'a number'}, "
+                          f"got {value!r}") from None
+
+
+EXAMPLES = {"star": "star:n=16", "fattree": "fattree:k=4,n=3", "clos": "clos:radix=32,stages=2",
+            "twolevel": "twolevel:ports=8,hosts=64", "mesh": "mesh:k=8,n=2", "torus": "torus:k=4,n=3"}
+
+
+def example(name: str) -> str:
+    return EXAMPLES.get(name, name)
+
+
+def describe_families() -> list[tuple[str, str, str]]:
+    """(name, parameters, summary) for help texts."""
+    out = []
+    for fam in FAMILIES.values():
+        ps = ",".join(p.name + ("" if p.required else "?") for p in fam.params)
+        out.append((fam.name, ps, fam.summary))
+    return out
+
