@@ -13,7 +13,7 @@ from nodes.host import HostEngine
 from switch.forward import SwitchEngine
 from topologies.base import Topology
 
-from .config import RunConfig
+from .config import ConfigError, RunConfig
 from .domain import Domain
 from .element import Element
 from .port import InPort, OutPort
@@ -81,6 +81,7 @@ def host_tables(topology: Topology) -> tuple[dict[str, int], list[str]]:
 
 def build_domain(plan: Plan, index: int) -> Domain:
     t = plan.topology
+    raise_open_file_limit(sum(1 for n in t.nodes if plan.owner[n] == index) + 256)
     dom = Domain(index, plan.run.processes, plan.run)
     outs: dict[str, list[OutPort]] = {n: [] for n in t.nodes if plan.owner[n] == index}
     ins: dict[str, list[InPort]] = {n: [] for n in outs}
@@ -108,3 +109,18 @@ def build_domain(plan: Plan, index: int) -> Domain:
                         lookahead_ns=plan.lookahead_ns,
                         drop_rate=plan.run.socket_drop_rate))
     return dom
+
+
+def raise_open_file_limit(needed: int) -> None:
+    """Every element holds a socket: make sure the process may open enough of them."""
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        target = needed if hard == resource.RLIM_INFINITY else min(hard, needed)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        if target < needed:
+            raise ConfigError(f"{needed} open files are needed but the hard limit is {hard}; raise it "
+                              "(ulimit -Hn) or spread the cluster over more processes")

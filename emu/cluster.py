@@ -25,10 +25,12 @@ from typing import Any
 import trio
 
 from topologies.base import Topology
+from topologies.registry import build as build_topology
 
 from .build import Plan, build_domain
 from .config import ConfigError, RunConfig
 from .errors import AppError, DeadlockError, EmuError
+from .metrics import RunMetrics, diff, port_counters
 from .pcapng import capture_order, write_pcapng
 from .sync import LocalHandle, MsgStream, RemoteHandle, Synchroniser
 
@@ -58,12 +60,14 @@ async def _ping_app(host, dst):
 
 
 class Cluster:
-    def __init__(self, topology: Topology, *, seed: int = 0, processes: int = 1,
+    def __init__(self, topology: Topology | str, *, seed: int = 0, processes: int = 1,
                  capture: str | os.PathLike | None = None, run: RunConfig | None = None,
                  progress: Callable[[int, int], None] | None = None):
+        if isinstance(topology, str):
+            topology = build_topology(topology)
         if not isinstance(topology, Topology):
-            raise ConfigError(f"Cluster needs a Topology, got {type(topology).__name__}; "
-                              "build one with topologies.star(...) or the topology registry")
+            raise ConfigError(f"Cluster needs a Topology or a spec such as 'fattree:k=4,n=2', "
+                              f"got {type(topology).__name__}")
         topology.validate()
         if run is None:
             run = RunConfig(seed=seed, processes=processes, capture=capture is not None)
@@ -86,6 +90,8 @@ class Cluster:
         self._local = None
         self._captured: list[tuple[int, int, int, bytes]] = []
         self._workers: list[trio.Process] = []
+        self.metrics: RunMetrics | None = None
+        """Figures of the last ``run`` (completion time, frames, bytes, hop count, per link)."""
 
     # -- names ----------------------------------------------------------------------------------
     @property
@@ -215,12 +221,16 @@ class Cluster:
         async with self._lock:
             sync = self._sync
             start = sync.max_time
+            for h in self._handles:
+                await h.call("reset_peaks")
+            before = port_counters(await self._stats())
             for d, group in sorted(per_domain.items()):
                 sync.next_times[d] = min(sync.next_times[d], await self._handles[d].call("start_apps", start, group))
             await sync.run_until_quiet()
             states = []
             for h in self._handles:
                 states.extend(await h.call("app_states"))
+            self.metrics = diff(before, port_counters(await self._stats()), start, sync.max_time)
         results: dict[str, Any] = {}
         errors, waiting = [], []
         for st in states:
@@ -244,12 +254,38 @@ class Cluster:
     async def stats(self) -> list[dict[str, Any]]:
         """Per element: element counters (drops of foreign/malformed input, recovery), engine
         counters, and per port frames, bytes and peak queue occupancy."""
-        out = []
         async with self._lock:
-            for h in self._handles:
-                out.extend(await h.call("stats"))
+            return await self._stats()
+
+    async def _stats(self) -> list[dict[str, Any]]:
+        out = []
+        for h in self._handles:
+            out.extend(await h.call("stats"))
         order = {name: i for i, name in enumerate(self.topology.nodes)}
         return sorted(out, key=lambda s: order[s["name"]])
+
+    # -- faults ---------------------------------------------------------------------------------
+    async def link_down(self, a: str, b: str) -> None:
+        """Take the link(s) between nodes ``a`` and ``b`` down, both directions, at ``self.now``.
+        Frames handed to a down link are dropped, counted (``metrics.dropped``, port stats) and
+        written to the capture with the comment "dropped: link down"."""
+        await self._set_link(a, b, False)
+
+    async def link_up(self, a: str, b: str) -> None:
+        """Bring the link(s) between ``a`` and ``b`` back up."""
+        await self._set_link(a, b, True)
+
+    async def _set_link(self, a: str, b: str, up: bool) -> None:
+        ids = [lid for i, link in enumerate(self.topology.links) if {link.a, link.b} == {a, b}
+               for lid in (2 * i, 2 * i + 1)]
+        if not ids:
+            raise ConfigError(f"no link between {a!r} and {b!r} in {self.topology.name}")
+        async with self._lock:
+            n = 0
+            for h in self._handles:
+                n += await h.call("set_links", ids, up)
+        if n != len(ids):
+            raise EmuError(f"link {a}<->{b}: {n} of {len(ids)} directions found (a bug)")
 
     async def reset_peaks(self) -> None:
         """Start measuring peak queue occupancy afresh (e.g. before an operation of interest)."""

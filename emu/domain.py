@@ -165,8 +165,19 @@ class Domain:
         return out
 
     async def rpc_stats(self) -> list[dict[str, Any]]:
-        return [{"name": el.name, "element": dict(el.stats), "engine": dict(el.engine.stats),
+        return [{"name": el.name, "kind": el.engine.kind, "element": dict(el.stats), "engine": dict(el.engine.stats),
                  "ports": el.port_stats()} for el in self.elements]
+
+    async def rpc_set_links(self, link_ids: list[int], up: bool) -> int:
+        """Bring the output ports of these link directions up or down; returns how many are here."""
+        n = 0
+        for el in self.elements:
+            for lid in link_ids:
+                p = el.out_by_link.get(lid)
+                if p is not None:
+                    p.up = up
+                    n += 1
+        return n
 
     async def rpc_reset_peaks(self) -> None:
         for el in self.elements:

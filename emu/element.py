@@ -39,6 +39,7 @@ RCVBUF = 4 << 20
 
 DIR_IN = 1   # pcapng epb_flags direction bits
 DIR_OUT = 2
+DROPPED = 4  # capture record of a frame dropped on purpose (written with a comment)
 
 
 class Engine(Protocol):
@@ -263,6 +264,11 @@ class Element:
                 p = outs[port] if 0 <= port < len(outs) else None
                 if p is None:
                     raise EngineError(f"{self.name}: engine sent a frame to port {port}, which has no link")
+                if not p.up:
+                    p.dropped += 1
+                    if self.capture is not None:
+                        self.capture.append((at, p.iface, DIR_OUT | DROPPED, frame))
+                    continue
                 p.enqueue(frame, at)
                 self.busy[p] = None
         self.safe_time = t_end
@@ -351,6 +357,7 @@ class Element:
             inp = self.ins[p.index]
             out.append({"port": p.name, "peer": p.peer_port_name, "tx_frames": p.tx_frames,
                         "tx_bytes": p.tx_bytes, "rx_frames": inp.rx_frames, "rx_bytes": inp.rx_bytes,
+                        "dropped": p.dropped, "up": p.up,
                         "peak_queue_frames": p.peak_queue_frames, "peak_queue_bytes": p.peak_queue_bytes})
         return out
 

@@ -38,6 +38,9 @@ class OutPort:
     queued_bytes: int = 0
     retained: deque = field(default_factory=deque)
     """(window, first_seq, last_seq, datagram) kept for retransmission until two windows later."""
+    up: bool = True
+    """A link taken down (``Cluster.link_down``) drops what is handed to it, counted and captured."""
+    dropped: int = 0
     record_prefix: bytes | None = None
     """The constant first 12 bytes of this link's outer headers (magic .. link id)."""
     tx_frames: int = 0

@@ -81,6 +81,7 @@ class HostEngine:
     """Host names by address (shared)."""
     timer: int | None = None
     now: int = 0
+    kind = "host"
     stats: dict[str, int] = field(default_factory=lambda: {
         "malformed": 0, "misdelivered": 0, "no_route": 0, "messages_sent": 0, "messages_received": 0,
         "frames_sent": 0, "frames_received": 0, "pings_answered": 0})
@@ -152,15 +153,23 @@ class HostEngine:
         self._update_timer()
 
     def app_states(self) -> list[AppState]:
+        """Report every application of the run that just ended, and forget them: one still
+        waiting when nothing is left to do never wakes up, so it is closed."""
         out = []
         for p in self._procs:
             waiting = p.waiting.describe(self.names) if p.waiting is not None else None
             out.append(AppState(p.key, p.done, p.result, p.error, waiting, p.since_ns, p.finished_ns))
-        self._procs = [p for p in self._procs if not p.done]
+            if not p.done:
+                p.coro.close()
+                p.done, p.waiting = True, None
+        self._procs = []
+        self._pings = {}
         return out
 
     def _resume(self, arg: tuple[Proc, Any]) -> None:
         proc, value = arg
+        if proc.done:
+            return
         proc.waiting = None
         while True:
             try:

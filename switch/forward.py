@@ -23,6 +23,7 @@ class SwitchEngine:
     routes: list[int]
     """Output port per destination host address (-1: no route)."""
     timer: int | None = None
+    kind = "switch"
     stats: dict[str, int] = field(default_factory=lambda: {"forwarded": 0, "malformed": 0, "no_route": 0})
 
     def __post_init__(self) -> None:

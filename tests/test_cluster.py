@@ -1,6 +1,7 @@
 """Integration: real clusters on loopback, Mininet style."""
 
 import hashlib
+import shutil
 import os
 import socket
 import subprocess
@@ -209,3 +210,35 @@ def _state(pid: int) -> str:
             return f.read().split(")")[1].split()[0]
     except OSError:
         return "gone"
+
+
+async def test_run_metrics_count_frames_bytes_hops_and_links():
+    topo = star(4, host=HostSpec(mtu_bytes=1000))
+    scenario = {"h0": (apps.send_to, "h2", 5000), "h2": (apps.recv_n, 1)}
+    sim = EngineNet(topo).run(scenario)
+    async with emu.Cluster(topo) as net:
+        t0 = net.now
+        await net.run(scenario)
+        m = net.metrics
+    assert m.start_ns == t0 and m.completion_ns == sim["h2"][0][3]
+    assert (m.frames, m.bytes, m.hop_count) == (5, 5000 + 5 * 46, 10)
+    assert m.link_frames == {"h0-nic0": 5, "s0-p2": 5}
+    assert m.peak_queue_frames["h0-nic0"] == 5 and m.dropped == {}
+
+
+async def test_link_down_drops_counts_captures_and_comes_back(tmp_path):
+    cap = tmp_path / "down.pcapng"
+    async with emu.Cluster("star:n=3", capture=cap) as net:
+        await net.link_down("s0", "h1")
+        with pytest.raises(emu.DeadlockError, match=r"h0 blocked in ping\(h1\)"):
+            await net["h0"].ping("h1")
+        assert net.metrics.dropped == {"s0-p1": 1}
+        await net.link_up("h1", "s0")
+        assert await net["h2"].ping("h1") == 816
+        with pytest.raises(emu.ConfigError, match="no link between 'h0' and 'h1'"):
+            await net.link_down("h0", "h1")
+    out = subprocess.run(["tshark", "-r", str(cap), "-T", "fields", "-e", "frame.comment"],
+                         capture_output=True, text=True) if shutil.which("tshark") else None
+    if out is not None:
+        assert "dropped: link down" in out.stdout
+    assert b"dropped: link down" in cap.read_bytes()

@@ -58,6 +58,7 @@ class Topology:
     _used: set[tuple[str, int]] = field(default_factory=set)
     _nhosts: int = 0
     _nswitches: int = 0
+    _portmap: dict | None = None
 
     # -- building -------------------------------------------------------------------------------
     def add_host(self, name: str, spec: HostSpec | None = None, **info: Any) -> Node:
@@ -96,6 +97,7 @@ class Topology:
             self._ports[n] = max(self._ports[n], p + 1)
         link = Link(a, ap, b, bp, spec or LinkSpec())
         self.links.append(link)
+        self._portmap = None
         return link
 
     # -- queries --------------------------------------------------------------------------------
@@ -133,7 +135,9 @@ class Topology:
         """The nodes a frame from host ``src`` to host ``dst`` visits, following the tables.
 
         Raises ConfigError on a missing route or a loop."""
-        nb = {n: {p: (peer, pp) for p, peer, pp, _ in e} for n, e in self.neighbours().items()}
+        nb = self._portmap
+        if nb is None or len(nb) != len(self.nodes):
+            nb = self._portmap = {n: {p: (peer, pp) for p, peer, pp, _ in e} for n, e in self.neighbours().items()}
         d = self.nodes[dst].id
         path = [src]
         here, port = src, self.out_port(src, d)

@@ -1,0 +1,77 @@
+"""Per-run figures (spec 00 "Measuring collectives"), all in virtual time or counts.
+
+A run's figures are the difference of the elements' counters before and after it:
+
+* ``completion_ns``: from the run's start (every application starts then) to its last event;
+* ``frames`` / ``bytes``: what the hosts injected into the network;
+* ``hop_count``: link crossings, summed over frames (aggregate hop count);
+* ``link_frames`` / ``link_bytes``: per link direction, named by its sending port;
+* ``peak_queue_frames``: per output port, the most frames queued at once during the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class RunMetrics:
+    start_ns: int
+    end_ns: int
+    frames: int
+    bytes: int
+    hop_count: int
+    link_frames: dict[str, int] = field(default_factory=dict)
+    link_bytes: dict[str, int] = field(default_factory=dict)
+    peak_queue_frames: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)
+    """Frames dropped on purpose (link down), per port."""
+
+    @property
+    def completion_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+    @property
+    def max_queue_frames(self) -> int:
+        return max(self.peak_queue_frames.values(), default=0)
+
+    def summary(self) -> dict[str, Any]:
+        """The headline figures, JSON-ready."""
+        return {"completion_ns": self.completion_ns, "frames": self.frames, "bytes": self.bytes,
+                "hop_count": self.hop_count, "max_queue_frames": self.max_queue_frames,
+                "dropped": sum(self.dropped.values())}
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["completion_ns"] = self.completion_ns
+        return d
+
+
+def port_counters(stats: list[dict[str, Any]]) -> dict[str, tuple[int, int, int, bool, int]]:
+    """port name -> (tx_frames, tx_bytes, dropped, is_host_port, peak_queue_frames)."""
+    out = {}
+    for el in stats:
+        host = el["kind"] == "host"
+        for p in el["ports"]:
+            out[p["port"]] = (p["tx_frames"], p["tx_bytes"], p["dropped"], host, p["peak_queue_frames"])
+    return out
+
+
+def diff(before: dict, after: dict, start_ns: int, end_ns: int) -> RunMetrics:
+    m = RunMetrics(start_ns, end_ns, 0, 0, 0)
+    for port, (f1, b1, d1, host, peak) in after.items():
+        f0, b0, d0, _, _ = before.get(port, (0, 0, 0, host, 0))
+        df, db = f1 - f0, b1 - b0
+        if df:
+            m.link_frames[port] = df
+            m.link_bytes[port] = db
+            m.hop_count += df
+            if host:
+                m.frames += df
+                m.bytes += db
+        if d1 - d0:
+            m.dropped[port] = d1 - d0
+        if peak:
+            m.peak_queue_frames[port] = peak
+    return m
