@@ -1,18 +1,122 @@
-"""The ``emu`` command. The CLI decides what a person sees; library code only logs."""
+"""The ``emu`` command. The CLI decides what a person sees; library code only logs.
+
+    emu topo SPEC                       what a topology is made of
+    emu run --topo SPEC --test pingall[+TEST...] [--seed N] [--pcap FILE] [--json FILE]
+    emu demo                            the mechanisms side by side on a small cluster
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
+import time
+
+import trio
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .config import ConfigError
+from .errors import EmuError
+
+console = Console()
+
+
+def cmd_topo(args) -> int:
+    from topologies.registry import build
+
+    t = build(args.spec)
+    t.validate()
+    table = Table(title=t.name, show_header=False)
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_row("hosts", str(len(t.hosts)))
+    table.add_row("switches", str(len(t.switches)))
+    routers = {s.info["router"] for s in t.switches if "router" in s.info}
+    if routers:
+        table.add_row("  carved out of routers", str(len(routers)))
+    table.add_row("links", str(len(t.links)))
+    table.add_row("diameter (links, host to host)", str(t.diameter))
+    table.add_row("bisection width (links)", "n/a" if t.bisection is None else str(t.bisection))
+    specs = {(link.spec.latency_ns, link.spec.bandwidth_bps) for link in t.links}
+    table.add_row("link latency / bandwidth",
+                  ", ".join(f"{lat} ns / {bw / 1e9:g} Gbit/s" for lat, bw in sorted(specs)))
+    console.print(table)
+    return 0
+
+
+async def _run(args) -> int:
+    from .checks import Options, run_check
+    from .cluster import Cluster
+
+    names = [n for n in args.test.split("+") if n]
+    from .checks import CHECKS
+
+    unknown = [n for n in names if n not in CHECKS]
+    if unknown:
+        raise ConfigError(f"unknown test(s) {', '.join(unknown)}; known: {', '.join(sorted(CHECKS))}")
+    results = []
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task(f"starting {args.topo}")
+
+        def on_progress(window: int, t_ns: int) -> None:
+            progress.update(task, description=f"{current}: virtual {t_ns / 1000:,.1f} us, {window:,} windows")
+
+        current = "start"
+        async with Cluster(args.topo, seed=args.seed, processes=args.processes, capture=args.pcap,
+                           progress=on_progress) as net:
+            for name in names:
+                current = name
+                progress.update(task, description=f"{name}: running")
+                wall = time.perf_counter()
+                r = await run_check(net, name, Options(seed=args.seed))
+                r.figures["wall_s"] = round(time.perf_counter() - wall, 3)
+                results.append(r)
+    table = Table(title=f"{args.topo} (seed {args.seed}); figures in virtual time")
+    for col in ("test", "ok", "completion (ns)", "frames", "bytes", "hop count"):
+        table.add_column(col, justify="left" if col == "test" else "right", no_wrap=True)
+    for r in results:
+        table.add_row(r.name, "[green]yes[/]" if r.ok else "[red]NO[/]",
+                      "-" if r.completion_ns is None else f"{r.completion_ns:,}", f"{r.frames:,}",
+                      f"{r.bytes:,}", f"{r.hop_count:,}")
+    console.print(table)
+    for r in results:
+        console.print(f"[bold]{r.name}[/]: " + "  ".join(f"{k}={v}" for k, v in r.figures.items()))
+        if r.error:
+            console.print(f"[red]{r.name} failed:[/] {r.error}")
+    if args.pcap:
+        console.print(f"capture written to {args.pcap}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([{"topology": args.topo, "seed": args.seed, **r.as_dict()} for r in results], f, indent=2)
+        console.print(f"results written to {args.json}")
+    return 0 if all(r.ok for r in results) else 1
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="emu", description="Packet-level HPC interconnect emulator")
+    from topologies.registry import describe_families
+
+    fams = "\n".join(f"  {n}:{p}  {s}" for n, p, s in describe_families())
+    ap = argparse.ArgumentParser(prog="emu", description="Packet-level HPC interconnect emulator",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=f"topologies (? = optional; all also take latency_ns, bandwidth_gbps, "
+                                        f"switch_delay_ns, nic_delay_ns, mtu_bytes):\n{fams}")
     ap.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-v info, -vv debug)")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("demo", help="run a small cluster and print what the fabric does")
+    d = sub.add_parser("demo", help="run a small cluster and print the mechanisms side by side")
     d.add_argument("--hosts", type=int, default=8, help="hosts on the star (default 8)")
+    t = sub.add_parser("topo", help="print a topology's hosts, switches, links, diameter, bisection")
+    t.add_argument("spec", help="e.g. fattree:k=4,n=3")
+    r = sub.add_parser("run", help="build a cluster, run tests, print and save the figures")
+    r.add_argument("--topo", required=True, help="topology spec, e.g. fattree:k=4,n=3")
+    r.add_argument("--test", default="pingall", help="tests joined with '+', e.g. pingall")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--processes", type=int, default=1, help="OS processes to spread the elements over")
+    r.add_argument("--pcap", help="write a pcapng capture of the whole run")
+    r.add_argument("--json", help="write the results as JSON")
     args = ap.parse_args(argv)
     logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
                         format="%(levelname)s %(name)s: %(message)s")
@@ -21,8 +125,18 @@ def main(argv: list[str] | None = None) -> int:
             from .demo import main as demo_main
 
             return demo_main(args.hosts)
+        if args.cmd == "topo":
+            return cmd_topo(args)
+        if args.cmd == "run":
+            return trio.run(_run, args)
+    except ConfigError as e:
+        console.print(f"[red]refused:[/] {e}")
+        return 2
+    except EmuError as e:
+        console.print(f"[red]error:[/] {e}")
+        return 1
     except KeyboardInterrupt:
-        print("interrupted; the cluster was torn down", file=sys.stderr)
+        console.print("interrupted; the cluster was torn down")
         return 130
     return 2
 

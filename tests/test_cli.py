@@ -1,0 +1,70 @@
+"""The emu command and the pytest fixtures."""
+
+import json
+
+import pytest
+
+import apps
+from emu.cli import main
+
+DONE_WHEN = ["fattree:k=4,n=3", "mesh:k=8,n=2", "torus:k=4,n=3", "clos:radix=8,stages=3",
+             "twolevel:ports=8,hosts=64", "star:n=16"]
+
+
+@pytest.mark.parametrize("spec", DONE_WHEN)
+def test_emu_run_pingall_writes_json(spec, tmp_path):
+    out = tmp_path / "r.json"
+    assert main(["run", "--topo", spec, "--test", "pingall", "--json", str(out)]) == 0
+    [r] = json.loads(out.read_text())
+    assert (r["topology"], r["name"], r["ok"]) == (spec, "pingall", True)
+    from topologies import build
+
+    t = build(spec)
+    n = len(t.hosts)
+    pairs = n * (n - 1) if n <= 64 else 4 * n
+    assert r["pairs"] == pairs and ("sampled" in r) == (n > 64)
+    # each ping is a request and a reply: 2 frames of 46 bytes, each crossing route-length links
+    assert (r["frames"], r["bytes"]) == (2 * pairs, 2 * pairs * 46)
+    assert 2 * pairs * 2 <= r["hop_count"] <= 2 * pairs * t.diameter
+    assert r["completion_ns"] > 0 and r["rtt_min_ns"] <= r["rtt_mean_ns"] <= r["rtt_max_ns"]
+
+
+def test_emu_run_is_deterministic_and_sampled_beyond_64_hosts(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    for out in (a, b):
+        assert main(["run", "--topo", "fattree:k=9,n=2", "--test", "pingall", "--seed", "3", "--json", str(out)]) == 0
+    ra, rb = json.loads(a.read_text())[0], json.loads(b.read_text())[0]
+    ra.pop("wall_s"), rb.pop("wall_s")
+    assert ra == rb and ra["sampled"].startswith("4 random peers per host (81 hosts > 64)")
+
+
+def test_emu_refuses_bad_input_before_starting(capsys):
+    assert main(["run", "--topo", "fattree:k=4", "--test", "pingall"]) == 2
+    assert "missing parameter n" in capsys.readouterr().out
+    assert main(["run", "--topo", "star:n=4", "--test", "pingall+nosuch"]) == 2
+    assert "unknown test(s) nosuch; known: pingall" in capsys.readouterr().out
+
+
+def test_emu_topo_prints_the_figures(capsys):
+    assert main(["topo", "fattree:k=4,n=3"]) == 0
+    out = capsys.readouterr().out
+    for word in ("hosts", "64", "switches", "48", "links", "192", "diameter", "6", "bisection", "32"):
+        assert word in out
+
+
+async def test_cluster_fixture(cluster):
+    from helpers import EngineNet
+    from topologies import build
+
+    net = await cluster("fattree:k=2,n=2")
+    other = await cluster("star:n=3", processes=2)
+    assert await net["h0"].ping("h3") == EngineNet(build("fattree:k=2,n=2")).run({"h0": (apps.ping, "h3")})["h0"]
+    assert await other["h0"].ping("h2") == 816
+    assert net.hosts == ["h0", "h1", "h2", "h3"]
+
+
+@pytest.mark.topology("mesh:k=3,n=2", processes=2)
+async def test_net_fixture_with_marker(net):
+    assert len(net.switches) == 9 and len(net.worker_pids) == 1
+    res = await net.run({"h0": (apps.send_to, "h8", 3000), "h8": (apps.recv_n, 1)})
+    assert res["h8"][0][4] == 5  # switches crossed: 4 router hops + the first router
