@@ -30,6 +30,10 @@ class Plan:
     """Node name -> domain index."""
     iface_base: dict[str, int]
     """Node name -> capture interface number of its port 0."""
+    lookahead_ns: int
+    """The synchroniser's lookahead: the least virtual time from an event at one element to the
+    arrival of a frame it causes at another, over every link direction (the sender's promised
+    minimum output delay plus the link latency)."""
 
     @classmethod
     def make(cls, topology: Topology, run: RunConfig, cluster_id: int) -> "Plan":
@@ -40,16 +44,10 @@ class Plan:
         for name in names:
             base[name] = n
             n += topology.nports(name)
-        return cls(topology, run, cluster_id, owner, base)
-
-    @property
-    def lookahead_ns(self) -> int:
-        """The synchroniser's lookahead: the least virtual time from an event at one element to the
-        arrival of a frame it causes at another, over every link direction (the sender's promised
-        minimum output delay plus the link latency)."""
-        t = self.topology
-        return min(min(link.spec.latency_ns + min_output_delay(t, link.a),
-                       link.spec.latency_ns + min_output_delay(t, link.b)) for link in t.links)
+        t = topology
+        lookahead = min(link.spec.latency_ns + min(min_output_delay(t, link.a), min_output_delay(t, link.b))
+                        for link in t.links)
+        return cls(topology, run, cluster_id, owner, base, lookahead)
 
     def interfaces(self) -> list[str]:
         """Capture interface names in interface-number order."""
