@@ -21,7 +21,13 @@ from rich.table import Table
 from .config import ConfigError
 from .errors import EmuError
 
-console = Console()
+def make_console(stderr: bool = False) -> Console:
+    """A console that does not squeeze tables to 80 columns when the output is a pipe or a file."""
+    c = Console(stderr=stderr)
+    return c if c.is_terminal else Console(stderr=stderr, width=120)
+
+
+console = make_console()
 
 
 def cmd_topo(args) -> int:
@@ -59,7 +65,7 @@ async def _run(args) -> int:
         raise ConfigError(f"unknown test(s) {', '.join(unknown)}; known: {', '.join(sorted(CHECKS))}")
     results = []
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True) as progress:
+                  console=make_console(stderr=True), transient=True) as progress:
         task = progress.add_task(f"starting {args.topo}")
 
         def on_progress(window: int, t_ns: int) -> None:

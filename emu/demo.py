@@ -1,8 +1,8 @@
-"""``emu demo``: a small cluster showing what the fabric does, with virtual-time figures.
+"""``emu demo``: small clusters showing what is built so far, with virtual-time figures.
 
-So far the fabric alone (the mechanisms of specs 01-04 join this table as they are built): echo
-round trips, one large message, a fan-in through one switch port, each checked against the same
-scenario run over two OS processes.
+So far the fabric and the topologies (the mechanisms of specs 01-04 join as they are built): echo
+round trips, one large message and a fan-in through one switch port, each checked against the
+same scenario run over two OS processes; then pingall on four 16-host topologies side by side.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from __future__ import annotations
 import time
 
 import trio
-from rich.console import Console
 from rich.table import Table
 
 from topologies import star
 
+from .checks import Options, run_check
 from .cluster import Cluster
 from .config import HostSpec
 
@@ -51,20 +51,16 @@ async def _run_all(n: int, processes: int) -> list[tuple[str, int, int, int]]:
     out = []
     async with Cluster(topo, processes=processes) as net:
         for name, apps in scenarios(n):
-            t0 = net.now
-            before = await net.stats()
-            await net.reset_peaks()
             res = await net.run(apps)
-            after = await net.stats()
-            frames = sum(p["tx_frames"] for s in after for p in s["ports"]) - \
-                sum(p["tx_frames"] for s in before for p in s["ports"])
-            peak = max(p["peak_queue_frames"] for s in after for p in s["ports"])
-            out.append((name, net.now - t0, frames, peak, res))
+            m = net.metrics
+            out.append((name, m.completion_ns, m.hop_count, m.max_queue_frames, res))
     return out
 
 
 async def demo(n: int = 8) -> int:
-    console = Console()
+    from .cli import make_console
+
+    console = make_console()
     console.print(f"[bold]hpc-emu demo[/]: star:n={n}, links 100 ns / 100 Gbit/s, switch 50 ns, NIC 100 ns, "
                   "4 KiB frames")
     wall = time.perf_counter()
@@ -81,6 +77,16 @@ async def demo(n: int = 8) -> int:
         table.add_row(a[0], f"{a[1]:,}", f"{a[2]:,}", f"{a[3]} frames", "yes" if same else "[red]NO[/]")
     console.print(table)
     console.print(f"wall clock: {wall1:.2f} s in one process; figures are virtual time and identical run after run")
+    topo = Table(title="pingall on 16 hosts: topologies side by side")
+    for col in ("topology", "switches", "links", "completion ns", "crossings", "mean RTT ns", "max RTT ns"):
+        topo.add_column(col, justify="left" if col == "topology" else "right", no_wrap=True)
+    for spec in ("star:n=16", "fattree:k=4,n=2", "mesh:k=4,n=2", "torus:k=4,n=2"):
+        async with Cluster(spec) as net:
+            r = await run_check(net, "pingall", Options())
+            ok &= r.ok
+            topo.add_row(spec, str(len(net.switches)), str(len(net.topology.links)), f"{r.completion_ns:,}",
+                         f"{r.hop_count:,}", f"{r.figures['rtt_mean_ns']:,}", f"{r.figures['rtt_max_ns']:,}")
+    console.print(topo)
     return 0 if ok else 1
 
 
