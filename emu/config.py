@@ -50,12 +50,28 @@ class HostSpec:
     mtu_bytes: int = 1024
     """Largest message payload carried by one frame; the frame adds 46 header bytes (Ethernet 14,
     fabric 16, message segment 16). Messages longer than this are segmented and reassembled."""
+    send_overhead_ns: int = 300
+    """Host CPU time the messaging software spends per message sent (LogP's o on the sender):
+    the application continues, and the NIC gets the message, this long after ``send``."""
+    recv_overhead_ns: int = 300
+    """Host CPU time per message received: ``recv`` returns this long after the message is there."""
+    reduce_ps_per_byte: int = 250
+    """Host CPU time to combine one byte of reduction operands, in picoseconds (250 ps/B = 4 GB/s);
+    a reduction of B bytes costs ceil(B * this / 1000) ns."""
 
     def __post_init__(self) -> None:
         if self.nic_delay_ns < 0:
             raise ConfigError(f"HostSpec.nic_delay_ns must be >= 0, got {self.nic_delay_ns}")
+        for f in ("send_overhead_ns", "recv_overhead_ns", "reduce_ps_per_byte"):
+            if getattr(self, f) < 0:
+                raise ConfigError(f"HostSpec.{f} must be >= 0, got {getattr(self, f)}")
         if not 1 <= self.mtu_bytes <= 16_000:
             raise ConfigError(f"HostSpec.mtu_bytes must be within 1..16000, got {self.mtu_bytes}")
+
+
+    def reduce_ns(self, nbytes: int) -> int:
+        """Modelled host time to reduce ``nbytes`` of operands (ns)."""
+        return -((-nbytes * self.reduce_ps_per_byte) // 1000)
 
 
 @dataclass(frozen=True)

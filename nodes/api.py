@@ -86,6 +86,16 @@ class Sleep(Op):
         return f"sleep({self.ns} ns)"
 
 
+class Compute(Op):
+    __slots__ = ("ns",)
+
+    def __init__(self, ns: int):
+        self.ns = ns
+
+    def describe(self, names) -> str:
+        return f"compute({self.ns} ns)"
+
+
 class HostAPI:
     """The handle an application gets: ``host.send``, ``host.recv``, ``host.ping``, ``host.sleep``."""
 
@@ -100,6 +110,18 @@ class HostAPI:
     def now(self) -> int:
         """Current virtual time (ns)."""
         return self._engine.now
+
+    @property
+    def cpu_ns(self) -> int:
+        """Host CPU time this application has spent so far (modelled: send and receive overheads,
+        computation); time spent waiting is not CPU time."""
+        proc = self._engine.current
+        return proc.cpu_ns if proc is not None else 0
+
+    @property
+    def spec(self):
+        """The host's ``HostSpec`` (overheads, reduction cost, MTU)."""
+        return self._engine.spec
 
     @property
     def hosts(self) -> list[str]:
@@ -124,6 +146,16 @@ class HostAPI:
     def ping(self, dst: str | int) -> PingOp:
         """Echo request to ``dst``; returns the virtual round-trip time in ns."""
         return PingOp(self._addr(dst))
+
+    def compute(self, ns: int) -> Compute:
+        """Spend ``ns`` of host CPU time (counted in ``cpu_ns``)."""
+        if ns < 0:
+            raise ValueError(f"compute: ns must be >= 0, got {ns}")
+        return Compute(int(ns))
+
+    def reduce_cost(self, nbytes: int) -> Compute:
+        """Spend the modelled CPU time to combine ``nbytes`` of reduction operands."""
+        return Compute(self._engine.spec.reduce_ns(nbytes))
 
     def sleep(self, ns: int) -> Sleep:
         """Let ``ns`` nanoseconds of virtual time pass."""

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from emu.config import HostSpec
 from emu.wire import ETH_LEN, FABRIC, HDR_LEN, MSG, PING, DecodeError, PacketType, build_frame, parse_frame
 
-from .api import HostAPI, Message, Op, PingOp, Recv, Send, Sleep
+from .api import Compute, HostAPI, Message, Op, PingOp, Recv, Send, Sleep
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,7 @@ class Proc:
     result: Any = None
     error: str | None = None
     finished_ns: int | None = None
+    cpu_ns: int = 0
 
 
 @dataclass(eq=False)
@@ -66,6 +67,7 @@ class AppState:
     waiting: str | None
     since_ns: int
     finished_ns: int | None
+    cpu_ns: int = 0
 
 
 @dataclass(eq=False)
@@ -98,6 +100,8 @@ class HostEngine:
         self._ping_seq = 0
         self._pings: dict[int, Proc] = {}
         self._heads: dict[int, bytes] = {}
+        self.current: Proc | None = None
+        """The application being stepped (for ``HostAPI.cpu_ns``)."""
         self.api = HostAPI(self)
 
     # -- engine interface -----------------------------------------------------------------------
@@ -158,7 +162,7 @@ class HostEngine:
         out = []
         for p in self._procs:
             waiting = p.waiting.describe(self.names) if p.waiting is not None else None
-            out.append(AppState(p.key, p.done, p.result, p.error, waiting, p.since_ns, p.finished_ns))
+            out.append(AppState(p.key, p.done, p.result, p.error, waiting, p.since_ns, p.finished_ns, p.cpu_ns))
             if not p.done:
                 p.coro.close()
                 p.done, p.waiting = True, None
@@ -171,6 +175,7 @@ class HostEngine:
         if proc.done:
             return
         proc.waiting = None
+        self.current = proc
         while True:
             try:
                 op = proc.coro.send(value)
@@ -194,13 +199,24 @@ class HostEngine:
     def _dispatch(self, proc: Proc, op: Any) -> tuple[bool, Any]:
         """Carry out one request; (True, value) if the app continues at once."""
         if isinstance(op, Send):
-            self._send_message(op)
-            return True, None
+            o = self.spec.send_overhead_ns
+            self._send_message(op, self.now + o)
+            if o == 0:
+                return True, None
+            proc.cpu_ns += o
+            self._at(self.now + o, self._resume, (proc, None))
+            return False, None
         if isinstance(op, Recv):
             for i, m in enumerate(self._inbox):
                 if op.matches(self.host_ids[m.src], m.tag):
                     del self._inbox[i]
-                    return True, m
+                    return self._received(proc, m)
+            return False, None
+        if isinstance(op, Compute):
+            if op.ns == 0:
+                return True, None
+            proc.cpu_ns += op.ns
+            self._at(self.now + op.ns, self._resume, (proc, None))
             return False, None
         if isinstance(op, PingOp):
             self._ping_seq = seq = (self._ping_seq + 1) & 0xFFFFFFFF
@@ -225,12 +241,22 @@ class HostEngine:
             raise ValueError(f"unknown host address {host}")
         return host
 
-    def _send_message(self, op: Send) -> None:
+    def _received(self, proc: Proc, msg: Message) -> tuple[bool, Any]:
+        """A receive matched ``msg`` now: the app continues after the receive overhead."""
+        o = self.spec.recv_overhead_ns
+        if o == 0:
+            return True, msg
+        proc.cpu_ns += o
+        self._at(self.now + o, self._resume, (proc, msg))
+        return False, None
+
+    def _send_message(self, op: Send, t: int) -> None:
+        """The NIC takes the message at ``t`` (after the sender's software overhead)."""
         data = op.data
         total = len(data)
         mtu = self.spec.mtu_bytes
         self._msg_id = msg_id = (self._msg_id + 1) & 0xFFFFFFFF
-        at = self.now + self.spec.nic_delay_ns
+        at = t + self.spec.nic_delay_ns
         off = 0
         while True:
             chunk = data[off:off + mtu]
@@ -279,7 +305,11 @@ class HostEngine:
         src = self.host_ids.get(msg.src, -1)
         for proc in self._procs:
             if isinstance(proc.waiting, Recv) and proc.waiting.matches(src, msg.tag):
-                self._resume((proc, msg))
+                ready, value = self._received(proc, msg)
+                if ready:
+                    self._resume((proc, value))
+                else:
+                    proc.waiting = None
                 return
         self._inbox.append(msg)
 

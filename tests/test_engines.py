@@ -39,7 +39,7 @@ def test_messages_of_any_size_are_segmented_and_reassembled(size, mtu):
     sizes = [mtu + 46] * (frames - 1) + [last + 46]
     done1 = done2 = 0
     for s in sizes:
-        done1 = max(100, done1) + ser(s)          # handed to h0's port at nic delay 100
+        done1 = max(300 + 100, done1) + ser(s)    # handed to h0's port after send overhead + NIC delay
         done2 = max(done1 + 100 + 50, done2) + ser(s)  # latency 100, switch delay 50
     assert t_ns == done2 + 100 + 100                # latency, then the receiving NIC's delay
 
