@@ -1,0 +1,125 @@
+"""Communicators: a set of hosts with ranks, and the point-to-point layer collectives use.
+
+Inside an application::
+
+    comm = Comm(host, ["h0", "h2", "h5"])            # rank i is the i-th host
+    y = await comm.allreduce(x, op="sum")             # algorithm chosen by size, or algo="ring"
+
+Every rank must call the same collectives in the same order (as in MPI). Each message a collective
+sends carries a tag made of the communicator id, the collective's sequence number and the step, so
+messages of different steps or calls can never be confused.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import numpy as np
+
+from emu.config import ConfigError
+
+from .ops import Op, get_op
+from .select import ALGORITHMS, check, choose
+
+
+class Comm:
+    def __init__(self, host, members: list[str] | None = None, comm_id: int | None = None):
+        self.host = host
+        self.members = list(members) if members is not None else host.hosts
+        if len(set(self.members)) != len(self.members):
+            raise ConfigError("a communicator lists a host twice")
+        if host.name not in self.members:
+            raise ConfigError(f"{host.name} is not a member of this communicator {self.members[:8]}...")
+        self.rank = self.members.index(host.name)
+        self.size = len(self.members)
+        self.id = (zlib.crc32(",".join(self.members).encode()) if comm_id is None else comm_id) & 0xFF
+        self._seq = 0
+        self.last_algo: str | None = None
+        """The algorithm the last collective used (the default choice, if none was named)."""
+
+    # -- point to point (used by the algorithms) ------------------------------------------------
+    def _tag(self, step: int) -> int:
+        if step >= 4096:
+            raise ConfigError("a collective needs more than 4096 steps; communicators are limited to 2048 ranks")
+        return (self.id << 24) | ((self._seq & 0xFFF) << 12) | step
+
+    async def send(self, rank: int, data: np.ndarray | bytes, step: int) -> None:
+        buf = data.tobytes() if isinstance(data, np.ndarray) else data
+        await self.host.send(self.members[rank], buf, self._tag(step))
+
+    async def recv(self, rank: int, dtype: np.dtype, step: int) -> np.ndarray:
+        msg = await self.host.recv(self.members[rank], self._tag(step))
+        return np.frombuffer(msg.data, dtype=dtype).copy()
+
+    async def sendrecv(self, data: np.ndarray, dst: int, src: int, dtype: np.dtype, step: int) -> np.ndarray:
+        await self.send(dst, data, step)
+        return await self.recv(src, dtype, step)
+
+    async def combine(self, op: Op, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Reduce two operands on the host CPU, paying the modelled per-byte cost."""
+        await self.host.reduce_cost(a.nbytes)
+        with np.errstate(all="ignore"):
+            return op.combine(a, b)
+
+    # -- collectives ----------------------------------------------------------------------------
+    async def _run(self, kind: str, algo: str | None, nbytes: int, *args: Any) -> Any:
+        name = algo or choose(kind, nbytes, self.size)
+        check(kind, name, self.size)
+        fn = ALGORITHMS[kind][name]
+        self._seq += 1
+        self.last_algo = name
+        return await fn(self, *args)
+
+    async def allreduce(self, x: np.ndarray, op: str = "sum", algo: str | None = None) -> np.ndarray:
+        o = get_op(op)
+        o.check(x.dtype)
+        return await self._run("allreduce", algo, x.nbytes, o.prepare(np.ascontiguousarray(x).ravel(), self.rank), o)
+
+    async def reduce(self, x: np.ndarray, op: str = "sum", root: int = 0, algo: str | None = None):
+        """The reduction at ``root``; other ranks get None."""
+        o = get_op(op)
+        o.check(x.dtype)
+        self._check_root(root)
+        return await self._run("reduce", algo, x.nbytes, o.prepare(np.ascontiguousarray(x).ravel(), self.rank),
+                               o, root)
+
+    async def bcast(self, x: np.ndarray, root: int = 0, algo: str | None = None) -> np.ndarray:
+        """``root``'s array on every rank; others pass a buffer of the same size and type."""
+        self._check_root(root)
+        return await self._run("bcast", algo, x.nbytes, np.ascontiguousarray(x).ravel(), root)
+
+    async def barrier(self, algo: str | None = None) -> None:
+        await self._run("barrier", algo, 0)
+
+    async def allgather(self, x: np.ndarray, algo: str | None = None) -> np.ndarray:
+        """Every rank's array, stacked in rank order: shape (size, len(x))."""
+        return await self._run("allgather", algo, x.nbytes * self.size, np.ascontiguousarray(x).ravel())
+
+    async def reduce_scatter(self, x: np.ndarray, op: str = "sum", algo: str | None = None) -> np.ndarray:
+        """Reduce ``x`` (length size*c) over ranks; rank r gets elements [r*c, (r+1)*c)."""
+        o = get_op(op)
+        o.check(x.dtype)
+        if x.size % self.size:
+            raise ConfigError(f"reduce_scatter: length {x.size} is not a multiple of the {self.size} ranks")
+        return await self._run("reduce_scatter", algo, x.nbytes,
+                               o.prepare(np.ascontiguousarray(x).ravel(), self.rank), o)
+
+    async def alltoall(self, x: np.ndarray, algo: str | None = None) -> np.ndarray:
+        """Row d of ``x`` (shape (size, c)) goes to rank d; row s of the result came from rank s."""
+        if x.ndim != 2 or x.shape[0] != self.size:
+            raise ConfigError(f"alltoall: x must have shape ({self.size}, c), got {x.shape}")
+        return await self._run("alltoall", algo, x.nbytes, np.ascontiguousarray(x))
+
+    async def mcast(self, x: np.ndarray, root: int = 0, algo: str | None = None) -> np.ndarray:
+        """One-to-all multicast by unicasts: all-at-once or along a binomial tree."""
+        self._check_root(root)
+        return await self._run("mcast", algo, x.nbytes, np.ascontiguousarray(x).ravel(), root)
+
+    async def mcast_all(self, x: np.ndarray, algo: str | None = None) -> np.ndarray:
+        """All-to-all multicast: every rank's array to every rank, shape (size, len(x))."""
+        return await self._run("mcast_all", algo, x.nbytes * self.size, np.ascontiguousarray(x).ravel())
+
+    def _check_root(self, root: int) -> None:
+        if not 0 <= root < self.size:
+            raise ConfigError(f"root {root} is not a rank of this {self.size}-rank communicator")

@@ -1,0 +1,118 @@
+"""Reduction operators, registered by name (DESIGN.md principle 8), on numpy arrays.
+
+Integers reduce exactly (wrap-around arithmetic, so any order gives numpy's answer); floats within
+the usual reassociation tolerance. ``minloc``/``maxloc`` work on pairs: the operand becomes a
+structured array of ``value`` and ``index`` (the contributing rank), ties going to the lower index,
+as MPI_MINLOC/MPI_MAXLOC do. Logical and bitwise operators are defined on integer types only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from emu.config import ConfigError
+
+DTYPES = {name: np.dtype(name) for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                                            "uint64", "float16", "float32", "float64")}
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    combine: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    """Combine two operands of the wire dtype into a new array (never in place)."""
+    integer_only: bool = False
+    paired: bool = False
+    """Operands are (value, index) pairs (minloc/maxloc)."""
+
+    def wire_dtype(self, dtype: np.dtype) -> np.dtype:
+        if self.paired:
+            return np.dtype([("value", dtype), ("index", np.int32)])
+        return dtype
+
+    def check(self, dtype: np.dtype) -> None:
+        if dtype.name not in DTYPES:
+            raise ConfigError(f"element type {dtype.name} is not supported; use one of {', '.join(DTYPES)}")
+        if self.integer_only and dtype.kind == "f":
+            raise ConfigError(f"operator {self.name} is defined on integer types only, not {dtype.name}")
+
+    def prepare(self, x: np.ndarray, rank: int) -> np.ndarray:
+        """The operand this rank contributes: paired with its rank for minloc/maxloc, made 0/1 for
+        the logical operators (so that a single rank's result is a truth value too)."""
+        if self.name in ("land", "lor", "lxor"):
+            return (x != 0).astype(x.dtype)
+        if not self.paired:
+            return x
+        out = np.empty(x.shape, self.wire_dtype(x.dtype))
+        out["value"] = x
+        out["index"] = rank
+        return out
+
+
+def _logical(fn):
+    def combine(a, b):
+        return fn(a != 0, b != 0).astype(a.dtype)
+    return combine
+
+
+def _loc(better):
+    def combine(a, b):
+        take_b = better(b["value"], a["value"]) | ((b["value"] == a["value"]) & (b["index"] < a["index"]))
+        return np.where(take_b, b, a)
+    return combine
+
+
+OPS: dict[str, Op] = {}
+
+
+def register(op: Op) -> None:
+    OPS[op.name] = op
+
+
+for _op in (
+    Op("sum", np.add), Op("prod", np.multiply), Op("min", np.minimum), Op("max", np.maximum),
+    Op("minloc", _loc(np.less), paired=True), Op("maxloc", _loc(np.greater), paired=True),
+    Op("land", _logical(np.logical_and), integer_only=True), Op("lor", _logical(np.logical_or), integer_only=True),
+    Op("lxor", _logical(np.logical_xor), integer_only=True),
+    Op("band", np.bitwise_and, integer_only=True), Op("bor", np.bitwise_or, integer_only=True),
+    Op("bxor", np.bitwise_xor, integer_only=True),
+):
+    register(_op)
+
+
+def get_op(name: str) -> Op:
+    try:
+        return OPS[name]
+    except KeyError:
+        raise ConfigError(f"unknown operator {name!r}; known: {', '.join(OPS)}") from None
+
+
+def reference(op: Op, inputs: list[np.ndarray]) -> np.ndarray:
+    """What numpy says the reduction of ``inputs`` (rank order) is: the oracle for tests."""
+    ops = [op.prepare(x, r) for r, x in enumerate(inputs)]
+    if op.paired:
+        vals = np.stack([o["value"] for o in ops])
+        pick = np.argmin(vals, axis=0) if op.name == "minloc" else np.argmax(vals, axis=0)
+        out = np.empty(ops[0].shape, ops[0].dtype)
+        out["value"] = np.take_along_axis(vals, pick[None], 0)[0]
+        out["index"] = pick
+        return out
+    stack = np.stack(ops)
+    dt = stack.dtype
+    with np.errstate(all="ignore"):
+        if op.name == "sum":
+            return np.sum(stack, axis=0, dtype=dt)
+        if op.name == "prod":
+            return np.prod(stack, axis=0, dtype=dt)
+        if op.name == "min":
+            return np.min(stack, axis=0)
+        if op.name == "max":
+            return np.max(stack, axis=0)
+        if op.name in ("land", "lor", "lxor"):
+            fn = {"land": np.logical_and, "lor": np.logical_or, "lxor": np.logical_xor}[op.name]
+            return fn.reduce(stack != 0, axis=0).astype(dt)
+        fn = {"band": np.bitwise_and, "bor": np.bitwise_or, "bxor": np.bitwise_xor}[op.name]
+        return fn.reduce(stack, axis=0)

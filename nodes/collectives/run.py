@@ -1,0 +1,144 @@
+"""Run one collective on a cluster and measure it (spec 00 "Measuring collectives").
+
+Every rank enters at the same virtual time t0 (one ``net.run`` episode); the completion time runs
+from t0 until the last rank has its result. Inputs are generated inside each rank from the seed, so
+the same call gives the same data, figures and capture every time, in one process or several.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from emu.config import ConfigError
+
+from .comm import Comm
+from .ops import DTYPES, get_op, reference
+from .select import check
+
+OPERATIONS = ("allreduce", "reduce", "bcast", "barrier", "allgather", "reduce_scatter", "alltoall", "mcast",
+              "mcast_all")
+
+
+def make_input(seed: int, rank: int, count: int, dtype: str, op: str, size: int) -> np.ndarray:
+    """Rank ``rank``'s operand: reproducible random values suited to the operator and type."""
+    rng = np.random.default_rng([seed, rank])
+    dt = np.dtype(dtype)
+    shape = (size, count) if op == "alltoall" else (count,)
+    if op in ("land", "lor", "lxor"):
+        return (rng.random(shape) < 0.6).astype(dt) * rng.integers(1, 3, shape).astype(dt)
+    if dt.kind == "f":
+        lo, hi = (0.5, 1.5) if op == "prod" else (-1.0, 1.0)
+        return rng.uniform(lo, hi, shape).astype(dt)
+    info = np.iinfo(dt)
+    return rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
+
+
+async def collective_app(host, members, operation, algo, count, dtype, op, root, seed):
+    comm = Comm(host, members)
+    x = make_input(seed, comm.rank, count, dtype, op if operation != "alltoall" else "alltoall", comm.size)
+    if operation == "allreduce":
+        y = await comm.allreduce(x, op, algo)
+    elif operation == "reduce":
+        y = await comm.reduce(x, op, root, algo)
+    elif operation in ("bcast", "mcast"):
+        y = await getattr(comm, operation)(x, root, algo)
+    elif operation == "barrier":
+        y = await comm.barrier(algo)
+    elif operation in ("allgather", "mcast_all", "alltoall"):
+        y = await getattr(comm, operation)(x, algo)
+    elif operation == "reduce_scatter":
+        y = await comm.reduce_scatter(x, op, algo)
+    else:
+        raise ConfigError(f"unknown collective {operation!r}; known: {', '.join(OPERATIONS)}")
+    return y, host.now, host.cpu_ns, comm.last_algo
+
+
+@dataclass
+class CollectiveResult:
+    operation: str
+    algo: str
+    ranks: list[str]
+    results: dict[str, Any]
+    completion_ns: int
+    frames: int
+    bytes: int
+    hop_count: int
+    cpu_ns_total: int
+    cpu_ns_max: int
+    link_frames: dict[str, int] = field(default_factory=dict)
+    link_bytes: dict[str, int] = field(default_factory=dict)
+
+    def figures(self) -> dict[str, Any]:
+        return {"completion_ns": self.completion_ns, "frames": self.frames, "bytes": self.bytes,
+                "hop_count": self.hop_count, "cpu_ns_total": self.cpu_ns_total, "cpu_ns_max": self.cpu_ns_max}
+
+
+def expected(operation: str, ranks: int, count: int, dtype: str, op: str, root: int, seed: int) -> list:
+    """What numpy says each rank's result should be (None where a rank gets nothing)."""
+    kind = "alltoall" if operation == "alltoall" else op
+    inputs = [make_input(seed, r, count, dtype, kind, ranks) for r in range(ranks)]
+    if operation == "allreduce":
+        ref = reference(get_op(op), inputs)
+        return [ref] * ranks
+    if operation == "reduce":
+        ref = reference(get_op(op), inputs)
+        return [ref if r == root else None for r in range(ranks)]
+    if operation in ("bcast", "mcast"):
+        return [inputs[root]] * ranks
+    if operation == "barrier":
+        return [None] * ranks
+    if operation in ("allgather", "mcast_all"):
+        return [np.stack(inputs)] * ranks
+    if operation == "reduce_scatter":
+        ref = reference(get_op(op), inputs)
+        c = count // ranks
+        return [ref[r * c:(r + 1) * c] for r in range(ranks)]
+    if operation == "alltoall":
+        return [np.stack([inputs[s][r] for s in range(ranks)]) for r in range(ranks)]
+    raise ConfigError(f"unknown collective {operation!r}")
+
+
+def check_results(res: CollectiveResult, count: int, dtype: str, op: str, root: int, seed: int) -> None:
+    """Raise AssertionError naming the first rank whose result differs from numpy's."""
+    want = expected(res.operation, len(res.ranks), count, dtype, op, root, seed)
+    dt = np.dtype(dtype)
+    for r, host in enumerate(res.ranks):
+        got, ref = res.results[host], want[r]
+        if ref is None:
+            assert got is None, f"rank {r} ({host}) got a result, expected none"
+            continue
+        got = np.asarray(got).reshape(ref.shape)
+        if dt.kind == "f" and res.operation in ("allreduce", "reduce", "reduce_scatter") and op in ("sum", "prod"):
+            rtol = {2: 2e-2, 4: 1e-4, 8: 1e-10}[dt.itemsize] * max(1, len(res.ranks))
+            ok = np.allclose(got.astype(np.float64), ref.astype(np.float64), rtol=rtol, atol=rtol)
+        else:
+            ok = np.array_equal(got, ref)
+        assert ok, f"{res.operation}/{res.algo} {op} {dtype}: rank {r} ({host}) differs from numpy"
+
+
+async def run_collective(net, operation: str, *, count: int = 1024, dtype: str = "float32", op: str = "sum",
+                         algo: str | None = None, root: int = 0, ranks: list[str] | None = None,
+                         seed: int = 0) -> CollectiveResult:
+    """Run ``operation`` on ``ranks`` (default: every host, in address order) and measure it."""
+    if operation not in OPERATIONS:
+        raise ConfigError(f"unknown collective {operation!r}; known: {', '.join(OPERATIONS)}")
+    if dtype not in DTYPES:
+        raise ConfigError(f"unknown element type {dtype!r}; known: {', '.join(DTYPES)}")
+    members = list(ranks) if ranks is not None else list(net.hosts)
+    if operation == "reduce_scatter" and count % len(members):
+        raise ConfigError(f"reduce_scatter: count {count} must be a multiple of the {len(members)} ranks")
+    op_obj = get_op(op)
+    op_obj.check(np.dtype(dtype))
+    if algo is not None:
+        check(operation, algo, len(members))
+    t0 = net.now
+    apps = {h: (collective_app, members, operation, algo, count, dtype, op, root, seed) for h in members}
+    out = await net.run(apps)
+    m = net.metrics
+    return CollectiveResult(
+        operation, out[members[0]][3], members, {h: out[h][0] for h in members},
+        max(out[h][1] for h in members) - t0, m.frames, m.bytes, m.hop_count,
+        sum(out[h][2] for h in members), max(out[h][2] for h in members), m.link_frames, m.link_bytes)
