@@ -63,6 +63,18 @@ async def _run(args) -> int:
     unknown = [n for n in names if n not in CHECKS]
     if unknown:
         raise ConfigError(f"unknown test(s) {', '.join(unknown)}; known: {', '.join(sorted(CHECKS))}")
+    from topologies.registry import build
+
+    topo = build(args.topo)
+    extra = {"algo": args.algo, "size": args.size, "dtype": args.dtype, "op": args.op, "root": args.root,
+             "ranks": args.ranks.split(",") if args.ranks else None}
+    from nodes.collectives.select import ALGORITHMS
+
+    from .checks import collective_options
+
+    for name in names:  # refuse options a test cannot run with before anything starts
+        if name in ALGORITHMS:
+            collective_options(name, extra, topo.host_names())
     results = []
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=make_console(stderr=True), transient=True) as progress:
@@ -72,13 +84,13 @@ async def _run(args) -> int:
             progress.update(task, description=f"{current}: virtual {t_ns / 1000:,.1f} us, {window:,} windows")
 
         current = "start"
-        async with Cluster(args.topo, seed=args.seed, processes=args.processes, capture=args.pcap,
+        async with Cluster(topo, seed=args.seed, processes=args.processes, capture=args.pcap,
                            progress=on_progress) as net:
             for name in names:
                 current = name
                 progress.update(task, description=f"{name}: running")
                 wall = time.perf_counter()
-                r = await run_check(net, name, Options(seed=args.seed))
+                r = await run_check(net, name, Options(seed=args.seed, extra=extra))
                 r.figures["wall_s"] = round(time.perf_counter() - wall, 3)
                 results.append(r)
     table = Table(title=f"{args.topo} (seed {args.seed}); figures in virtual time")
@@ -114,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("demo", help="run a small cluster and print the mechanisms side by side")
     d.add_argument("--hosts", type=int, default=8, help="hosts on the star (default 8)")
+    d.add_argument("--plot", default="emu-demo-allreduce.png", help="where to write the PNG ('' for none)")
     t = sub.add_parser("topo", help="print a topology's hosts, switches, links, diameter, bisection")
     t.add_argument("spec", help="e.g. fattree:k=4,n=3")
     r = sub.add_parser("run", help="build a cluster, run tests, print and save the figures")
@@ -123,6 +136,14 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--processes", type=int, default=1, help="OS processes to spread the elements over")
     r.add_argument("--pcap", help="write a pcapng capture of the whole run")
     r.add_argument("--json", help="write the results as JSON")
+    c = r.add_argument_group("collectives (allreduce, reduce, bcast, barrier, allgather, reduce_scatter, "
+                             "alltoall, mcast, mcast_all)")
+    c.add_argument("--algo", help="algorithm by name (default: chosen by size, as MPI libraries do)")
+    c.add_argument("--size", default="1KiB", help="bytes per rank, e.g. 64KiB (alltoall: per destination)")
+    c.add_argument("--dtype", default="float32", help="int8..int64, uint8..uint64, float16/32/64")
+    c.add_argument("--op", default="sum", help="sum prod min max minloc maxloc land lor lxor band bor bxor")
+    c.add_argument("--root", type=int, default=0, help="root rank of reduce, bcast, mcast")
+    c.add_argument("--ranks", help="communicator: comma-separated hosts (default: all)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
                         format="%(levelname)s %(name)s: %(message)s")
@@ -130,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "demo":
             from .demo import main as demo_main
 
-            return demo_main(args.hosts)
+            return demo_main(args.hosts, args.plot or None)
         if args.cmd == "topo":
             return cmd_topo(args)
         if args.cmd == "run":

@@ -1,8 +1,9 @@
 """``emu demo``: small clusters showing what is built so far, with virtual-time figures.
 
-So far the fabric and the topologies (the mechanisms of specs 01-04 join as they are built): echo
-round trips, one large message and a fan-in through one switch port, each checked against the
-same scenario run over two OS processes; then pingall on four 16-host topologies side by side.
+So far the fabric, the topologies and the host software collectives (the offloads of specs 01-04
+join as they are built): echo round trips, one large message and a fan-in through one switch port,
+each checked against the same scenario run over two OS processes; pingall on four 16-host
+topologies side by side; allreduce algorithms across sizes and node counts (table and PNG).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ async def _run_all(n: int, processes: int) -> list[tuple[str, int, int, int]]:
     return out
 
 
-async def demo(n: int = 8) -> int:
+async def demo(n: int = 8, plot_path: str | None = "emu-demo-allreduce.png") -> int:
     from .cli import make_console
 
     console = make_console()
@@ -87,8 +88,34 @@ async def demo(n: int = 8) -> int:
             topo.add_row(spec, str(len(net.switches)), str(len(net.topology.links)), f"{r.completion_ns:,}",
                          f"{r.hop_count:,}", f"{r.figures['rtt_mean_ns']:,}", f"{r.figures['rtt_max_ns']:,}")
     console.print(topo)
+    ok &= await _collectives(console, plot_path)
     return 0 if ok else 1
 
 
-def main(n: int = 8) -> int:
-    return trio.run(demo, n)
+async def _collectives(console, plot_path: str | None) -> bool:
+    """Allreduce algorithms (host software, the baseline of every offload) across sizes and nodes."""
+    from nodes.collectives import ALGORITHMS
+    from nodes.collectives.sweep import plot, sweep
+
+    algos = list(ALGORITHMS["allreduce"])
+    sizes = [64, 4096, 65536]
+    rows = await sweep(["fattree:k=2,n=3", "fattree:k=2,n=4"], sizes, algos)
+    t = Table(title="allreduce, host software on binary fat trees: virtual completion (us); * = fastest")
+    t.add_column("nodes", justify="right")
+    t.add_column("size", justify="right")
+    for a in algos:
+        t.add_column(a, justify="right", no_wrap=True)
+    for n in sorted({r.nodes for r in rows}):
+        for s in sizes:
+            cells = {r.algo: r.completion_ns for r in rows if r.nodes == n and r.requested_bytes == s}
+            best = min(cells.values())
+            t.add_row(str(n), f"{s:,} B", *[f"{cells[a] / 1000:,.2f}{'*' if cells[a] == best else ''}" for a in algos])
+    console.print(t)
+    if plot_path:
+        plot(rows, plot_path, "allreduce, host software")
+        console.print(f"plot written to {plot_path}")
+    return True
+
+
+def main(n: int = 8, plot_path: str | None = "emu-demo-allreduce.png") -> int:
+    return trio.run(demo, n, plot_path)

@@ -42,7 +42,7 @@ def test_emu_refuses_bad_input_before_starting(capsys):
     assert main(["run", "--topo", "fattree:k=4", "--test", "pingall"]) == 2
     assert "missing parameter n" in capsys.readouterr().out
     assert main(["run", "--topo", "star:n=4", "--test", "pingall+nosuch"]) == 2
-    assert "unknown test(s) nosuch; known: pingall" in capsys.readouterr().out
+    assert "unknown test(s) nosuch; known: allgather, allreduce" in capsys.readouterr().out
 
 
 def test_emu_topo_prints_the_figures(capsys):
@@ -68,3 +68,40 @@ async def test_net_fixture_with_marker(net):
     assert len(net.switches) == 9 and len(net.worker_pids) == 1
     res = await net.run({"h0": (apps.send_to, "h8", 3000), "h8": (apps.recv_n, 1)})
     assert res["h8"][0][4] == 5  # switches crossed: 4 router hops + the first router
+
+
+def test_emu_run_collectives_with_figures(tmp_path):
+    out = tmp_path / "c.json"
+    args = ["run", "--topo", "fattree:k=2,n=3", "--test", "allreduce+bcast+barrier+alltoall", "--size", "64KiB",
+            "--dtype", "float32", "--op", "sum", "--json", str(out)]
+    assert main(args) == 0
+    rows = {r["name"]: r for r in json.loads(out.read_text())}
+    ar = rows["allreduce"]
+    assert ar["ok"] and ar["result"] == "equal to numpy" and ar["algo"] == "rabenseifner"
+    assert ar["size_bytes"] == 65536 and ar["ranks"] == 8 and ar["cpu_ns_max"] > 0
+    assert ar["frames"] > 0 and ar["hop_count"] >= 2 * ar["frames"]
+    assert rows["bcast"]["algo"] == "scatter_allgather" and rows["barrier"]["algo"] == "dissemination"
+    again = tmp_path / "d.json"
+    assert main(args[:-1] + [str(again)]) == 0
+    strip = [{k: v for k, v in r.items() if k != "wall_s"} for r in json.loads(again.read_text())]
+    assert strip == [{k: v for k, v in r.items() if k != "wall_s"} for r in json.loads(out.read_text())]
+
+
+def test_emu_run_named_algorithm_and_refusals(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["run", "--topo", "star:n=8", "--test", "allreduce", "--algo", "ring", "--size", "64KiB",
+                 "--dtype", "int64", "--op", "bxor", "--ranks", "h1,h3,h5,h7,h0", "--json", str(out)]) == 0
+    [r] = json.loads(out.read_text())
+    assert (r["algo"], r["ranks"], r["op"], r["dtype"]) == ("ring", 5, "bxor", "int64")
+    assert main(["run", "--topo", "star:n=6", "--test", "allgather", "--algo", "recursive_doubling"]) == 2
+    assert "needs a power-of-two number of ranks, not 6" in capsys.readouterr().out
+    assert main(["run", "--topo", "star:n=6", "--test", "allreduce", "--size", "3B"]) == 2
+    assert "size 3 B is not a whole number of float32 elements" in capsys.readouterr().out
+
+
+def test_parse_size():
+    from emu.checks import parse_size
+
+    assert [parse_size(s) for s in ("64KiB", "1MiB", "4096", "8B", "2kb")] == [65536, 1 << 20, 4096, 8, 2000]
+    with pytest.raises(Exception, match="not a number of bytes"):
+        parse_size("lots")

@@ -22,8 +22,12 @@ def test_python_api_example_prints_what_it_says(tmp_path):
     assert (tmp_path / "run.pcapng").stat().st_size > 0
 
 
+def block_with(text):
+    return next(b for b in blocks("python") if text in b)
+
+
 def test_pytest_example_passes(tmp_path):
-    (tmp_path / "test_example.py").write_text(blocks("python")[1])
+    (tmp_path / "test_example.py").write_text(block_with("import pytest"))
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_example.py"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "2 passed" in out.stdout, out.stdout + out.stderr
@@ -31,12 +35,13 @@ def test_pytest_example_passes(tmp_path):
 
 def test_cli_examples_run(tmp_path):
     cli = [line.split("#")[0].strip() for line in blocks("bash")[1].splitlines() if line.startswith("emu ")]
-    assert len(cli) == 4
+    assert len(cli) == 5
     emu = pathlib.Path(sys.executable).parent / "emu"
     for line in cli:
         out = subprocess.run([str(emu), *line.split()[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, line + "\n" + out.stdout + out.stderr
     assert (tmp_path / "r.json").exists() and (tmp_path / "mesh.pcapng").exists()
+    assert (tmp_path / "emu-demo-allreduce.png").stat().st_size > 10_000
     bad = subprocess.run([str(emu), "topo", "fattree:k=4"], capture_output=True, text=True)
     assert bad.returncode == 2 and "fattree: missing parameter n;" in bad.stdout
 
@@ -46,3 +51,16 @@ def test_ci_runs_the_readme_test_command():
     i = lines.index("# install and run the tests")
     assert "pytest" in lines[i + 1]
     assert "install and run the tests" in (ROOT / ".ci" / "run").read_text()
+
+
+async def test_collectives_example_runs(cluster):
+    import numpy as np
+
+    ns = {}
+    exec(block_with("from nodes.collectives import Comm"), ns)
+    net = await cluster("star:n=4")
+    members = ["h3", "h0", "h2"]
+    res = await net.run({h: (ns["app"], members) for h in members})
+    for h in members:
+        y, cpu = res[h]
+        assert (y == np.float32(0 + 1 + 2)).all() and cpu > 0
