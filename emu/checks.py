@@ -38,12 +38,15 @@ class CheckResult:
     hop_count: int
     figures: dict[str, Any]
     error: str | None = None
+    per_link: dict[str, list[int]] = field(default_factory=dict)
+    """Sending port -> [frames, bytes] over the run (JSON only; too long for a table)."""
 
     def as_dict(self) -> dict[str, Any]:
         d = {"name": self.name, "ok": self.ok, "completion_ns": self.completion_ns, "frames": self.frames,
              "bytes": self.bytes, "hop_count": self.hop_count, **self.figures}
         if self.error:
             d["error"] = self.error
+        d["per_link"] = self.per_link
         return d
 
 
@@ -68,7 +71,8 @@ async def run_check(net, name: str, options: Options) -> CheckResult:
         return CheckResult(name, ok, None, 0, 0, 0, figures, error)
     completion = figures.pop("completion_ns", m.completion_ns)  # a test may define its own end
     return CheckResult(name, ok, completion if ok else None, m.frames, m.bytes, m.hop_count,
-                       {**figures, "max_queue_frames": m.max_queue_frames}, error)
+                       {**figures, "max_queue_frames": m.max_queue_frames}, error,
+                       {p: [f, m.link_bytes[p]] for p, f in m.link_frames.items()})
 
 
 async def _ping_list(host, peers):

@@ -81,6 +81,9 @@ def test_emu_run_collectives_with_figures(tmp_path):
     assert ar["size_bytes"] == 65536 and ar["ranks"] == 8 and ar["cpu_ns_max"] > 0
     assert ar["frames"] > 0 and ar["hop_count"] >= 2 * ar["frames"]
     assert rows["bcast"]["algo"] == "scatter_allgather" and rows["barrier"]["algo"] == "dissemination"
+    per_link = ar["per_link"]
+    assert sum(f for f, _ in per_link.values()) == ar["hop_count"]
+    assert sum(b for p, (_, b) in per_link.items() if "-nic" in p) == ar["bytes"]
     again = tmp_path / "d.json"
     assert main(args[:-1] + [str(again)]) == 0
     strip = [{k: v for k, v in r.items() if k != "wall_s"} for r in json.loads(again.read_text())]
