@@ -42,6 +42,35 @@ class SwitchSpec:
 
 
 @dataclass(frozen=True)
+class NicSpec:
+    """Timing and sizes of the collective-offload NIC of spec 01 (triggered descriptors)."""
+
+    descriptor_ns: int = 40
+    """Request send unit: to turn a posted or triggered descriptor into one request message."""
+    queue_ns: int = 10
+    """One write or read of the request receive queue."""
+    alu_ns: int = 4
+    """One ALU operation (one operand pair combined)."""
+    completion_ns: int = 150
+    """Writing a completion (status and result) to host memory."""
+    post_ns: int = 80
+    """Host CPU time to post one 128-byte descriptor to the NIC."""
+    queue_capacity: int = 64
+    """Request receive queue entries, shared by all virtual ports (must hold a branch degree)."""
+    virtual_ports: int = 64
+    """Virtual ports (the descriptor's VP fields have 6 bits)."""
+
+    def __post_init__(self) -> None:
+        for f in ("descriptor_ns", "queue_ns", "alu_ns", "completion_ns", "post_ns"):
+            if getattr(self, f) < 0:
+                raise ConfigError(f"NicSpec.{f} must be >= 0, got {getattr(self, f)}")
+        if not 1 <= self.queue_capacity <= 4096:
+            raise ConfigError(f"NicSpec.queue_capacity must be within 1..4096, got {self.queue_capacity}")
+        if not 1 <= self.virtual_ports <= 64:
+            raise ConfigError(f"NicSpec.virtual_ports must be within 1..64, got {self.virtual_ports}")
+
+
+@dataclass(frozen=True)
 class HostSpec:
     """A host and its NIC."""
 
@@ -58,6 +87,8 @@ class HostSpec:
     reduce_ps_per_byte: int = 250
     """Host CPU time to combine one byte of reduction operands, in picoseconds (250 ps/B = 4 GB/s);
     a reduction of B bytes costs ceil(B * this / 1000) ns."""
+    nic: NicSpec = NicSpec()
+    """The collective-offload engine of the NIC (spec 01)."""
 
     def __post_init__(self) -> None:
         if self.nic_delay_ns < 0:

@@ -96,6 +96,36 @@ class Compute(Op):
         return f"compute({self.ns} ns)"
 
 
+class NicOpen(Op):
+    __slots__ = ("vp",)
+
+    def __init__(self, vp: int):
+        self.vp = vp
+
+    def describe(self, names) -> str:
+        return f"nic_open(vp={self.vp})"
+
+
+class NicPost(Op):
+    __slots__ = ("vp", "posted")
+
+    def __init__(self, vp: int, posted: list):
+        self.vp, self.posted = vp, posted
+
+    def describe(self, names) -> str:
+        return f"nic_post(vp={self.vp}, {len(self.posted)} descriptors)"
+
+
+class NicWait(Op):
+    __slots__ = ("region", "count", "timeout_ns")
+
+    def __init__(self, region: int, count: int, timeout_ns: int):
+        self.region, self.count, self.timeout_ns = region, count, timeout_ns
+
+    def describe(self, names) -> str:
+        return f"nic_wait(region={self.region}, {self.count} completions)"
+
+
 class HostAPI:
     """The handle an application gets: ``host.send``, ``host.recv``, ``host.ping``, ``host.sleep``."""
 
@@ -156,6 +186,21 @@ class HostAPI:
     def reduce_cost(self, nbytes: int) -> Compute:
         """Spend the modelled CPU time to combine ``nbytes`` of reduction operands."""
         return Compute(self._engine.spec.reduce_ns(nbytes))
+
+    # -- the collective-offload NIC (spec 01) ----------------------------------------------------
+    def nic_open(self, vp: int) -> NicOpen:
+        """Open virtual port ``vp`` of the NIC's collective engine (communicator setup)."""
+        return NicOpen(vp)
+
+    def nic_post(self, vp: int, posted: list) -> NicPost:
+        """Post descriptors (``nodes.nic.Posted``) to ``vp``; costs ``NicSpec.post_ns`` of CPU each."""
+        return NicPost(vp, list(posted))
+
+    def nic_wait(self, region: int, count: int = 1, timeout_ns: int = 1_000_000) -> NicWait:
+        """Wait until the NIC has written ``count`` completions of ``region`` to host memory; returns
+        them (``nodes.nic.Completion``). After ``timeout_ns`` without them, the region is aborted and
+        the completions so far are returned with a timeout one added."""
+        return NicWait(region, count, timeout_ns)
 
     def sleep(self, ns: int) -> Sleep:
         """Let ``ns`` nanoseconds of virtual time pass."""

@@ -23,7 +23,8 @@ from typing import Any, Callable
 from emu.config import HostSpec
 from emu.wire import ETH_LEN, FABRIC, HDR_LEN, MSG, PING, DecodeError, PacketType, build_frame, parse_frame
 
-from .api import Compute, HostAPI, Message, Op, PingOp, Recv, Send, Sleep
+from .api import Compute, HostAPI, Message, NicOpen, NicPost, NicWait, Op, PingOp, Recv, Send, Sleep
+from .nic import CollNIC, Completion
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,9 @@ class HostEngine:
         self._ping_seq = 0
         self._pings: dict[int, Proc] = {}
         self._heads: dict[int, bytes] = {}
+        self.nic = CollNIC(self)
+        self._nic_done: dict[int, list[Completion]] = {}
+        self._nic_waiters: dict[int, tuple[Proc, NicWait]] = {}
         self.current: Proc | None = None
         """The application being stepped (for ``HostAPI.cpu_ns``)."""
         self.api = HostAPI(self)
@@ -121,6 +125,8 @@ class HostEngine:
                 ident, seq, t_sent = PING.unpack(frame, HDR_LEN)
                 self.stats["pings_answered"] += 1
                 self._emit(src, PacketType.PONG, PING.pack(ident, seq, t_sent), now + self.spec.nic_delay_ns)
+            elif ptype == PacketType.COLL:
+                self.nic.receive(frame, src, now)
             elif ptype == PacketType.PONG:
                 ident, seq, t_sent = PING.unpack(frame, HDR_LEN)
                 proc = self._pings.pop(seq, None)
@@ -168,6 +174,7 @@ class HostEngine:
                 p.done, p.waiting = True, None
         self._procs = []
         self._pings = {}
+        self._nic_waiters = {}
         return out
 
     def _resume(self, arg: tuple[Proc, Any]) -> None:
@@ -223,6 +230,25 @@ class HostEngine:
             self._pings[seq] = proc
             self._emit(op.dst, PacketType.PING, PING.pack(self.node_id, seq, self.now),
                        self.now + self.spec.nic_delay_ns)
+            return False, None
+        if isinstance(op, NicOpen):
+            self.nic.open_vp(op.vp)
+            return True, None
+        if isinstance(op, NicPost):
+            cost = self.spec.nic.post_ns * len(op.posted)
+            proc.cpu_ns += cost
+            self.nic.post(op.vp, op.posted, self.now + cost)
+            if cost == 0:
+                return True, None
+            self._at(self.now + cost, self._resume, (proc, None))
+            return False, None
+        if isinstance(op, NicWait):
+            done = self._nic_done.get(op.region, [])
+            if len(done) >= op.count:
+                self._nic_done[op.region] = done[op.count:]
+                return True, done[:op.count]
+            self._nic_waiters[op.region] = (proc, op)
+            self._at(self.now + op.timeout_ns, self._nic_timeout, (proc, op))
             return False, None
         if isinstance(op, Sleep):
             self._at(self.now + op.ns, self._resume, (proc, None))
@@ -312,6 +338,28 @@ class HostEngine:
                     proc.waiting = None
                 return
         self._inbox.append(msg)
+
+    def _nic_completion(self, c: Completion) -> None:
+        """The NIC wrote a completion to host memory."""
+        done = self._nic_done.setdefault(c.region, [])
+        done.append(c)
+        w = self._nic_waiters.get(c.region)
+        if w is not None and len(done) >= w[1].count:
+            del self._nic_waiters[c.region]
+            self._nic_done[c.region] = done[w[1].count:]
+            self._resume((w[0], done[:w[1].count]))
+
+    def _nic_timeout(self, arg) -> None:
+        proc, op = arg
+        if self._nic_waiters.get(op.region) != (proc, op):
+            return  # it completed in time
+        del self._nic_waiters[op.region]
+        self.nic.abort(op.region)
+        done = self._nic_done.pop(op.region, [])
+        from emu.wire.coll import ErrBit
+
+        done.append(Completion(op.region, -1, ErrBit.TIMEOUT, None, None, self.now))
+        self._resume((proc, done))
 
     # -- timers ---------------------------------------------------------------------------------
     def _at(self, t: int, fn: Callable, arg: Any) -> None:

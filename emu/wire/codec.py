@@ -53,8 +53,9 @@ class StructCodec:
                     run, run_start = [], i
                 run.append(f.size)
                 total = sum(run)
-                if total in _BIT_GROUP_FMT and (i + 1 == len(cls.fields_desc)
-                                                or not isinstance(cls.fields_desc[i + 1], _BitField)):
+                # a group closes at a 64-bit word boundary, or where the run of bit fields ends
+                if total == 64 or (total in _BIT_GROUP_FMT and (
+                        i + 1 == len(cls.fields_desc) or not isinstance(cls.fields_desc[i + 1], _BitField))):
                     fmt += _BIT_GROUP_FMT[total]
                     self._bitgroups.append((run_start, run))
                     run = None

@@ -33,6 +33,7 @@ class PacketType(enum.IntEnum):
     MSG = 1    # a segment of a host-to-host message (emu.wire.host.MsgSegment)
     PING = 2   # echo request (emu.wire.host.Ping)
     PONG = 3   # echo reply
+    COLL = 4   # a collective descriptor message of spec 01 (emu.wire.coll.CollDesc)
 
 
 FLAG_NAMES = ["BCAST", "R1", "R2", "R3", "R4", "R5", "R6", "R7"]

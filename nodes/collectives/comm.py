@@ -36,6 +36,9 @@ class Comm:
         self.id = (zlib.crc32(",".join(self.members).encode()) if comm_id is None else comm_id) & 0xFF
         self._seq = 0
         self.last_algo: str | None = None
+        self.last_status = 0
+        self._offload_kind: str | None = None
+        """ErrVec bits the NICs reported for the last offloaded collective (0: none)."""
         """The algorithm the last collective used (the default choice, if none was named)."""
 
     # -- point to point (used by the algorithms) ------------------------------------------------
@@ -71,18 +74,45 @@ class Comm:
         self.last_algo = name
         return await fn(self, *args)
 
-    async def allreduce(self, x: np.ndarray, op: str = "sum", algo: str | None = None) -> np.ndarray:
+    async def allreduce(self, x: np.ndarray, op: str = "sum", algo: str | None = None, *,
+                        offload: str | None = None, branch: int = 2) -> np.ndarray | None:
+        """The reduction of every rank's ``x`` on every rank. ``offload="nic"`` runs it on the NICs
+        with triggered descriptors over a ``branch``-ary tree (``nic_setup`` first); then the result
+        is None when the NICs report an error, and ``last_status`` says which (ErrVec bits)."""
         o = get_op(op)
         o.check(x.dtype)
+        if offload is not None:
+            self._offload_kind = offload
+            return await self._offload("allreduce", x, op, 0, branch)
         return await self._run("allreduce", algo, x.nbytes, o.prepare(np.ascontiguousarray(x).ravel(), self.rank), o)
 
-    async def reduce(self, x: np.ndarray, op: str = "sum", root: int = 0, algo: str | None = None):
-        """The reduction at ``root``; other ranks get None."""
+    async def reduce(self, x: np.ndarray, op: str = "sum", root: int = 0, algo: str | None = None, *,
+                     offload: str | None = None, branch: int = 2):
+        """The reduction at ``root``; other ranks get None. ``offload="nic"`` as for allreduce."""
         o = get_op(op)
         o.check(x.dtype)
         self._check_root(root)
+        if offload is not None:
+            self._offload_kind = offload
+            return await self._offload("reduce", x, op, root, branch)
         return await self._run("reduce", algo, x.nbytes, o.prepare(np.ascontiguousarray(x).ravel(), self.rank),
                                o, root)
+
+    async def nic_setup(self, vp: int | None = None) -> None:
+        """Communicator setup for NIC-offloaded collectives: open this rank's virtual port."""
+        from .offload import DEFAULT_VP, setup
+
+        self.vp = DEFAULT_VP if vp is None else vp
+        await setup(self, self.vp)
+
+    async def _offload(self, kind: str, x: np.ndarray, op: str, root: int, branch: int):
+        from .offload import DEFAULT_TIMEOUT_NS, DEFAULT_VP, offloaded
+
+        if self._offload_kind != "nic":
+            raise ConfigError(f"offload {self._offload_kind!r} is not available; use offload='nic'")
+
+        self.last_algo = f"nic(branch={branch})"
+        return await offloaded(self, kind, x, op, root, branch, getattr(self, "vp", DEFAULT_VP), DEFAULT_TIMEOUT_NS)
 
     async def bcast(self, x: np.ndarray, root: int = 0, algo: str | None = None) -> np.ndarray:
         """``root``'s array on every rank; others pass a buffer of the same size and type."""

@@ -36,13 +36,17 @@ def make_input(seed: int, rank: int, count: int, dtype: str, op: str, size: int)
     return rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
 
 
-async def collective_app(host, members, operation, algo, count, dtype, op, root, seed):
+async def nic_setup_app(host, members):
+    await Comm(host, members).nic_setup()
+
+
+async def collective_app(host, members, operation, algo, count, dtype, op, root, seed, offload=None, branch=2):
     comm = Comm(host, members)
     x = make_input(seed, comm.rank, count, dtype, op if operation != "alltoall" else "alltoall", comm.size)
     if operation == "allreduce":
-        y = await comm.allreduce(x, op, algo)
+        y = await comm.allreduce(x, op, algo, offload=offload, branch=branch)
     elif operation == "reduce":
-        y = await comm.reduce(x, op, root, algo)
+        y = await comm.reduce(x, op, root, algo, offload=offload, branch=branch)
     elif operation in ("bcast", "mcast"):
         y = await getattr(comm, operation)(x, root, algo)
     elif operation == "barrier":
@@ -53,7 +57,7 @@ async def collective_app(host, members, operation, algo, count, dtype, op, root,
         y = await comm.reduce_scatter(x, op, algo)
     else:
         raise ConfigError(f"unknown collective {operation!r}; known: {', '.join(OPERATIONS)}")
-    return y, host.now, host.cpu_ns, comm.last_algo
+    return y, host.now, host.cpu_ns, comm.last_algo, comm.last_status
 
 
 @dataclass
@@ -70,6 +74,8 @@ class CollectiveResult:
     cpu_ns_max: int
     link_frames: dict[str, int] = field(default_factory=dict)
     link_bytes: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    """Ranks whose offloaded operation reported an error: host -> what (e.g. 'mismatch|timeout')."""
 
     def figures(self) -> dict[str, Any]:
         return {"completion_ns": self.completion_ns, "frames": self.frames, "bytes": self.bytes,
@@ -103,6 +109,7 @@ def expected(operation: str, ranks: int, count: int, dtype: str, op: str, root: 
 
 def check_results(res: CollectiveResult, count: int, dtype: str, op: str, root: int, seed: int) -> None:
     """Raise AssertionError naming the first rank whose result differs from numpy's."""
+    assert not res.errors, f"{res.operation}/{res.algo}: the NICs reported errors: {res.errors}"
     want = expected(res.operation, len(res.ranks), count, dtype, op, root, seed)
     dt = np.dtype(dtype)
     for r, host in enumerate(res.ranks):
@@ -121,8 +128,11 @@ def check_results(res: CollectiveResult, count: int, dtype: str, op: str, root: 
 
 async def run_collective(net, operation: str, *, count: int = 1024, dtype: str = "float32", op: str = "sum",
                          algo: str | None = None, root: int = 0, ranks: list[str] | None = None,
-                         seed: int = 0) -> CollectiveResult:
-    """Run ``operation`` on ``ranks`` (default: every host, in address order) and measure it."""
+                         seed: int = 0, offload: str | None = None, branch: int = 2) -> CollectiveResult:
+    """Run ``operation`` on ``ranks`` (default: every host, in address order) and measure it.
+
+    ``offload="nic"`` (allreduce and reduce) first sets the communicator up on the NICs in an
+    episode of its own, so that the measured one starts with every rank entering the operation."""
     if operation not in OPERATIONS:
         raise ConfigError(f"unknown collective {operation!r}; known: {', '.join(OPERATIONS)}")
     if dtype not in DTYPES:
@@ -134,11 +144,26 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
     op_obj.check(np.dtype(dtype))
     if algo is not None:
         check(operation, algo, len(members))
+    if offload is not None:
+        if offload != "nic":
+            raise ConfigError(f"offload {offload!r} is not available; known: nic")
+        if operation not in ("allreduce", "reduce"):
+            raise ConfigError(f"{operation} cannot be offloaded to the NIC; allreduce and reduce can")
+        from .. import alu
+        from .offload import errors_text
+
+        alu.type_code(np.dtype(dtype))
+        alu.op_code(op, np.dtype(dtype))
+        if not 1 <= branch <= 255:
+            raise ConfigError(f"branch degree must be within 1..255, got {branch}")
+        await net.run({h: (nic_setup_app, members) for h in members})
     t0 = net.now
-    apps = {h: (collective_app, members, operation, algo, count, dtype, op, root, seed) for h in members}
+    apps = {h: (collective_app, members, operation, algo, count, dtype, op, root, seed, offload, branch)
+            for h in members}
     out = await net.run(apps)
     m = net.metrics
+    errors = {h: errors_text(out[h][4]) for h in members if out[h][4]} if offload else {}
     return CollectiveResult(
         operation, out[members[0]][3], members, {h: out[h][0] for h in members},
         max(out[h][1] for h in members) - t0, m.frames, m.bytes, m.hop_count,
-        sum(out[h][2] for h in members), max(out[h][2] for h in members), m.link_frames, m.link_bytes)
+        sum(out[h][2] for h in members), max(out[h][2] for h in members), m.link_frames, m.link_bytes, errors)

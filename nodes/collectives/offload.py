@@ -1,0 +1,129 @@
+"""Allreduce and reduce offloaded to the NIC with triggered descriptors (spec 01), host side.
+
+Communicator setup computes a reduction tree of any branch degree (rank ``v``'s children are
+``k*v + 1 .. k*v + k``, ranks taken relative to the root) and opens a virtual port. Each call then
+posts, per 48-byte part of the message, a **reduce descriptor** (to the parent; leaves execute at
+once, inner nodes wait for their children's messages; the root's targets itself) and, for an
+allreduce, a **broadcast descriptor** triggered by one CP arrival (the root's own reduce message or
+the parent's broadcast) that swaps in the result and forwards it to the node's children. The host
+pays only for posting; the NICs do the rest and write the result to host memory.
+
+Parts are executed one after the other (each part's broadcast must fire before the next part's
+reduce can leave the queue head), so every 48 bytes more cost one more trip up and down the tree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from emu.config import ConfigError
+from emu.wire.coll import ErrBit, Head
+
+from .. import alu
+from ..nic import Posted
+from .ops import get_op
+
+DEFAULT_VP = 1
+DEFAULT_TIMEOUT_NS = 10_000_000
+
+
+def kary_tree(n: int, k: int) -> tuple[list[int], list[list[int]]]:
+    """Parents (-1 for the root) and children of relative ranks 0..n-1 in a k-ary tree."""
+    if k < 1:
+        raise ConfigError(f"branch degree must be >= 1, got {k}")
+    parents = [-1] + [(v - 1) // k for v in range(1, n)]
+    children = [[c for c in range(k * v + 1, k * v + k + 1) if c < n] for v in range(n)]
+    return parents, children
+
+
+def errors_text(err_vec: int) -> str:
+    return "|".join(b.name.lower() for b in ErrBit if err_vec & b) or "ok"
+
+
+async def setup(comm, vp: int = DEFAULT_VP) -> None:
+    """Communicator setup on this rank: open the virtual port the offloaded collectives use."""
+    await comm.host.nic_open(vp)
+
+
+def _region(comm) -> int:
+    return (comm.id * 37 + comm._seq) & 0x3FF
+
+
+def descriptors(comm, kind: str, x: np.ndarray, op: str, root: int, branch: int, vp: int
+                ) -> tuple[int, int, list[Posted]]:
+    """This rank's descriptors for one offloaded ``allreduce`` or ``reduce``: (region, parts, posted)."""
+    if branch < 1 or branch > 255:
+        raise ConfigError(f"branch degree must be within 1..255, got {branch}")
+    o = get_op(op)
+    dtype = x.dtype
+    rdtype, rbit = alu.type_code(dtype)
+    rop = alu.op_code(op, dtype)
+    vals = np.ascontiguousarray(x).ravel()
+    if o.name in ("land", "lor", "lxor"):
+        vals = (vals != 0).astype(dtype)
+    n, per = comm.size, alu.per_descriptor(dtype)
+    nseg = max(1, -(-len(vals) // per))
+    if nseg > 255:
+        raise ConfigError(f"{len(vals)} operands need {nseg} descriptors; at most 255 per call (Seg is 8 bits)")
+    comm._seq += 1
+    region = _region(comm)
+    v = (comm.rank - root) % n
+    parents, children = kary_tree(n, branch)
+    host_id = comm.host._engine.host_ids
+    addr = [host_id[comm.members[(r + root) % n]] for r in range(n)]
+    me, par = addr[v], (addr[parents[v]] if parents[v] >= 0 else None)
+    kids = [(addr[c], vp) for c in children[v]]
+    pbranch = len(children[parents[v]]) if parents[v] >= 0 else 0
+    is_root = par is None
+    posted = []
+    for s in range(nseg):
+        part = vals[s * per:(s + 1) * per]
+        data, loc = alu.pack(part, np.full(len(part), comm.rank))
+        common = dict(coll_region=region, rop=rop, rdtype=rdtype, rbit=rbit, seg=s, nseg=nseg, src_vp=vp,
+                      dest_vp=vp, data_num=len(part), err_vec=0, err=0, fen=0, rint=0, nocnct=0, rsvd=0,
+                      **{f"data{i}": data[i] for i in range(7)}, **{f"loc{i}": loc[i] for i in range(7)})
+        reduce_desc = dict(common, head=Head.REDUCE, type=1, sm=0, inst=1 if not children[v] else 0,
+                           swpmp=0 if is_root else 1, swpflag=1 if is_root else 0, cpcnt=0,
+                           lint=1 if kind == "reduce" else 0, node_id=(me if is_root else par) & 0xFFFFF,
+                           branch=len(children[v]), pbranch=pbranch, rflag=1, bflag=0)
+        dests = [(me, vp)] if is_root and kind == "allreduce" else ([] if is_root else [(par, vp)])
+        posted.append(Posted(reduce_desc, dests, completion=s))
+        if kind == "allreduce":
+            bcast_desc = dict(common, head=Head.BCAST, type=1, sm=1 if len(kids) > 1 else 0, inst=0, swpmp=0,
+                              swpflag=1, cpcnt=1, lint=1, node_id=(kids[0][0] if kids else me) & 0xFFFFF,
+                              branch=0, pbranch=0, rflag=0, bflag=1, data_num=0,
+                              **{f"data{i}": 0 for i in range(7)}, **{f"loc{i}": 0 for i in range(7)})
+            posted.append(Posted(bcast_desc, kids, completion=s))
+    return region, nseg, posted
+
+
+def assemble(comm, done: list, nseg: int, count: int, op: str, dtype: np.dtype) -> np.ndarray | None:
+    """The result from the completions the NIC wrote (None, with ``last_status`` set, on error)."""
+    status = 0
+    for c in done:
+        status |= c.err_vec
+    by_seg = {c.seg: c for c in done if c.seg >= 0}
+    if status or len(by_seg) != nseg or any(by_seg[s].values is None for s in range(nseg)):
+        comm.last_status = status or ErrBit.TIMEOUT
+        return None
+    comm.last_status = 0
+    out_vals = np.concatenate([by_seg[s].values for s in range(nseg)])[:count]
+    o = get_op(op)
+    if o.paired:
+        out = np.empty(count, o.wire_dtype(dtype))
+        out["value"] = out_vals
+        out["index"] = np.concatenate([by_seg[s].locations for s in range(nseg)])[:count]
+        return out
+    return out_vals
+
+
+async def offloaded(comm, kind: str, x: np.ndarray, op: str, root: int, branch: int, vp: int,
+                    timeout_ns: int) -> np.ndarray | None:
+    """Post this rank's descriptors, wait for the NIC's completions, assemble the result."""
+    region, nseg, posted = descriptors(comm, kind, x, op, root, branch, vp)
+    await comm.host.nic_post(vp, posted)
+    done = await comm.host.nic_wait(region, nseg, timeout_ns)  # one completion per part
+    result = assemble(comm, done, nseg, x.size, op, x.dtype)
+    if kind == "reduce" and comm.rank != root:
+        return None
+    return result
