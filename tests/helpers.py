@@ -64,7 +64,17 @@ class EngineNet:
             self.engines[host].start_app(host, fn, args, t0)
             self._push_timer(host)
 
-    def step_all(self, until: int = INF) -> None:
+    def step_until(self, predicate, limit: int = 100_000) -> int:
+        """Process events one at a time until ``predicate()`` holds; return the virtual time then."""
+        for _ in range(limit):
+            if predicate():
+                return self.now
+            if not self.heap:
+                raise AssertionError("no events left and the condition never held")
+            self.step_all(until=self.heap[0][0] + 1, one=True)
+        raise AssertionError("condition not reached")
+
+    def step_all(self, until: int = INF, one: bool = False) -> None:
         while self.heap and self.heap[0][0] < until:
             t, ni, kind, port, _, frame = heapq.heappop(self.heap)
             name = self.names[ni]
@@ -79,6 +89,8 @@ class EngineNet:
             self.now = max(self.now, t)
             self._emit(name, outs)
             self._push_timer(name)
+            if one:
+                return
 
     def run(self, apps: dict) -> dict:
         self.start(apps)

@@ -8,11 +8,11 @@ from hypothesis import strategies as st
 from scapy.fields import MACField, _BitField
 from scapy.layers.l2 import Ether
 
-from emu.wire import (MSG, OUTER, PING, DecodeError, EmuLink, Fabric, FABRIC, MsgSegment, PacketType, Ping,
-                      build_frame, parse_frame)
+from emu.wire import (DESC, MSG, OUTER, PING, CollDesc, DecodeError, EmuLink, Fabric, FABRIC, MsgSegment, PacketType,
+                      Ping, build_frame, parse_frame)
 from emu.wire.codec import StructCodec
 
-HEADERS = [(EmuLink, OUTER), (Fabric, FABRIC), (MsgSegment, MSG), (Ping, PING)]
+HEADERS = [(EmuLink, OUTER), (Fabric, FABRIC), (MsgSegment, MSG), (Ping, PING), (CollDesc, DESC)]
 
 
 def field_strategy(f):
@@ -62,6 +62,30 @@ GOLDEN = {
     "MsgSegment": (MSG, (1, 2, 3000, 1024), "00000001000000020000 0bb800000400".replace(" ", "")),
     "Ping": (PING, (5, 6, 1 << 40), "00000005000000060000010000000000"),
 }
+
+
+WORD0 = dict(head=1, type=1, sm=0, lint=1, rint=0, inst=1, err=0, fen=0, swpmp=1, coll_region=5, cpcnt=3,
+             swpflag=2, nocnct=0, src_vp=7, dest_vp=9, node_id=0xABCDE)
+WORD1 = dict(data_num=6, err_vec=0, branch=2, pbranch=3, rop=3, rdtype=0, rbit=1, rflag=1, bflag=0, seg=0, nseg=1,
+             rsvd=0)
+PAIRS = {f"{k}{i}": (0x1111111111111111 * (i + 1) if k == "data" else i) for i in range(7) for k in ("data", "loc")}
+GOLDEN["CollDesc"] = (DESC, tuple({**WORD0, **WORD1, **PAIRS}[n] for n in DESC.names),
+                      # word 0: 0001 1 0 1 0 | 1 0 0 1 0000000101 000011 010 0 000111 001001 0xABCDE
+                      "1a9014341c9abcde" "0600020330c00020"
+                      + "".join(f"{0x1111111111111111 * (i + 1):016x}{i:016x}" for i in range(7)))
+
+
+def test_descriptor_word0_bit_layout_is_the_specs():
+    # each field alone, at the bit position spec 01 gives (bit 63 first)
+    positions = {"head": 60, "type": 59, "sm": 58, "lint": 57, "rint": 56, "inst": 55, "err": 54, "fen": 53,
+                 "swpmp": 52, "coll_region": 42, "cpcnt": 36, "swpflag": 33, "nocnct": 32, "src_vp": 26,
+                 "dest_vp": 20, "node_id": 0}
+    for name, bit in positions.items():
+        values = {n: 0 for n in DESC.names}
+        values[name] = 1
+        word0 = int.from_bytes(DESC.pack(*(values[n] for n in DESC.names))[:8], "big")
+        assert word0 == 1 << bit, name
+    assert DESC.size == 128
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN))

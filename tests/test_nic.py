@@ -1,0 +1,195 @@
+"""Spec 01: the NIC offload engine, step by step, and offloaded collectives against numpy."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from emu.config import HostSpec, NicSpec
+from emu.wire.coll import ErrBit
+from helpers import EngineNet
+from nodes import alu
+from nodes.collectives import Comm
+from nodes.collectives.offload import descriptors, kary_tree
+from nodes.collectives.run import check_results, run_collective
+from topologies import star
+
+NIC_DTYPES = ["float64", "float32", "int64", "uint64", "int32", "uint32"]
+NIC_OPS = ["sum", "max", "min", "maxloc", "minloc", "land", "lor", "lxor", "band", "bor", "bxor"]
+
+
+@pytest.mark.parametrize("dtype", NIC_DTYPES)
+def test_alu_packs_both_widths_and_combines_like_numpy(dtype):
+    rng = np.random.default_rng(1)
+    dt = np.dtype(dtype)
+    n = alu.per_descriptor(dt)
+    assert n * dt.itemsize == 48
+    a = (rng.standard_normal(n) * 100).astype(dt) if dt.kind == "f" else rng.integers(0, 1000, n).astype(dt)
+    b = (rng.standard_normal(n) * 100).astype(dt) if dt.kind == "f" else rng.integers(0, 1000, n).astype(dt)
+    la, lb = np.zeros(n, np.int64), np.ones(n, np.int64)
+    data, loc = alu.pack(a, la)
+    assert len(data) == len(loc) == 7 and data[6] == 0      # the seventh pair is never filled
+    back, bl = alu.unpack(data, loc, n, dt)
+    assert back.tobytes() == a.tobytes() and (bl == la).all()
+    rt, rb = alu.type_code(dt)
+    assert (alu.combine(alu.op_code("sum", dt), a, la, b, lb)[0] == a + b).all()
+    v, l = alu.combine(alu.op_code("maxloc", dt), a, la, b, lb)
+    assert (v == np.maximum(a, b)).all() and (l == np.where(b > a, 1, 0)).all()
+
+
+def test_alu_refuses_what_it_cannot_do():
+    from emu.config import ConfigError
+
+    with pytest.raises(ConfigError, match="32- and 64-bit operands"):
+        alu.type_code(np.dtype("int16"))
+    with pytest.raises(ConfigError, match="integer operands only"):
+        alu.op_code("bxor", np.dtype("float32"))
+    with pytest.raises(ConfigError, match="no operation 'prod'"):
+        alu.op_code("prod", np.dtype("int32"))
+
+
+def test_kary_trees():
+    assert kary_tree(7, 2) == ([-1, 0, 0, 1, 1, 2, 2], [[1, 2], [3, 4], [5, 6], [], [], [], []])
+    assert kary_tree(5, 4)[1][0] == [1, 2, 3, 4]
+    assert kary_tree(4, 1)[0] == [-1, 0, 1, 2]
+
+
+async def _offload_app(host, members, x, op, branch):
+    comm = Comm(host, members)
+    await comm.nic_setup()
+    y = await comm.allreduce(x, op, offload="nic", branch=branch)
+    return y, comm.last_status, host.now
+
+
+def test_engine_follows_a_reduce_through_queue_register_and_trigger():
+    """Root h0 with leaves h1 and h2 (branch 2), one descriptor of 3 doubles each."""
+    net = EngineNet(star(3))
+    members = ["h0", "h1", "h2"]
+    xs = {h: np.array([i + 1.0, 10.0 * i, -i], np.float64) for i, h in enumerate(members)}
+    net.start({h: (_offload_app, members, xs[h], "sum", 2) for h in members})
+    root = net.engines["h0"].nic
+    spec = HostSpec().nic
+    vp = lambda: root.vps[1]  # noqa: E731
+    # posting: two descriptors (reduce, broadcast) reach the NIC after 2 * post_ns
+    t = net.step_until(lambda: 1 in root.vps and vp().reg is not None)
+    assert t == 2 * spec.post_ns and len(vp().posted) == 2 and vp().reg.rcnt == 0 and vp().reg.branch == 2
+    # the leaves' reduce descriptors execute at once (Inst); their messages land in the root's queue
+    net.step_until(lambda: len(root.queue) == 1)
+    assert root.queue[0][1]["swpmp"] == 1 and root.queue[0][1]["branch"] == 2
+    # the process unit reads it: Rcnt 1, the register holds h1's operands (no ALU pass yet)
+    net.step_until(lambda: vp().reg is not None and vp().reg.rcnt == 1)
+    assert vp().reg.values.tolist() in ([2.0, 10.0, -1.0], [3.0, 20.0, -2.0])
+    # the second child: Rcnt reaches the degree, the local data is combined, the descriptor fires to
+    # the root itself, the CP arrival triggers the broadcast descriptor, which is consumed
+    net.step_until(lambda: vp().reg is None and not vp().posted)
+    assert vp().cp_counter == 0 and root.stats["alu_ops"] == 2 * 3 and root.stats["queue_peak"] >= 1
+    net.step_all()
+    for h in members:
+        [st] = [s for s in net.engines[h].app_states()]
+        y, status, _ = st.result
+        assert status == 0 and y.tolist() == [6.0, 30.0, -3.0]
+    assert net.engines["h1"].nic.stats["messages_sent"] == 1 and root.stats["messages_sent"] == 2
+
+
+@pytest.mark.parametrize("branch", [1, 2, 3, 8])
+def test_offload_equals_software_reduction_bit_for_bit_on_integers(branch):
+    net = EngineNet(star(9))
+    members = [f"h{i}" for i in (4, 0, 8, 2, 6, 1)]  # a subset, out of order
+    rng = np.random.default_rng(branch)
+    xs = {h: rng.integers(-2**62, 2**62, 17).astype(np.int64) for h in members}
+    res = net.run({h: (_offload_app, members, xs[h], "sum", branch) for h in members})
+    want = np.sum(np.stack([xs[h] for h in members]), axis=0, dtype=np.int64)
+    for h in members:
+        assert res[h][1] == 0 and (res[h][0] == want).all()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(1, 10), branch=st.integers(1, 6), dtype=st.sampled_from(NIC_DTYPES),
+       op=st.sampled_from(NIC_OPS), count=st.integers(1, 40), seed=st.integers(0, 999), data=st.data())
+async def test_offloaded_allreduce_and_reduce_equal_numpy(cluster, n, branch, dtype, op, count, seed, data):
+    if op in ("land", "lor", "lxor", "band", "bor", "bxor") and dtype.startswith("float"):
+        op = "max"
+    if not hasattr(cluster, "net"):
+        cluster.net = await cluster("fattree:k=2,n=4")
+    net = cluster.net
+    ranks = data.draw(st.permutations([f"h{i}" for i in range(16)]))[:n]
+    kind = data.draw(st.sampled_from(["allreduce", "reduce"]))
+    root = data.draw(st.integers(0, n - 1)) if kind == "reduce" else 0
+    res = await run_collective(net, kind, count=count, dtype=dtype, op=op, ranks=ranks, root=root, seed=seed,
+                               offload="nic", branch=branch)
+    check_results(res, count, dtype, op, root, seed)
+
+
+async def test_offload_has_a_step_above_48_bytes_and_spares_the_host(cluster):
+    net = await cluster("fattree:k=4,n=2")
+    t = {}
+    for nbytes in (8, 16, 24, 32, 40, 48, 56, 96, 104):
+        r = await run_collective(net, "allreduce", count=nbytes // 8, dtype="float64", offload="nic", branch=4)
+        check_results(r, nbytes // 8, "float64", "sum", 0, 0)
+        t[nbytes] = r.completion_ns
+        parts = -(-nbytes // 48)
+        assert r.cpu_ns_max == 2 * parts * HostSpec().nic.post_ns  # the host only posts descriptors
+    within = [t[b] for b in (8, 16, 24, 32, 40, 48)]
+    assert max(within) - min(within) < 0.1 * t[48]        # one descriptor: only ALU passes differ
+    assert t[56] - t[48] > 0.8 * t[48]                     # a second descriptor: a second trip
+    assert t[104] - t[96] > 0.8 * t[48] and abs((t[96] - t[56]) - (t[48] - t[8])) < 0.1 * t[48]
+    sw = await run_collective(net, "allreduce", count=1, dtype="float64")
+    assert sw.cpu_ns_max > 5 * 2 * HostSpec().nic.post_ns
+
+
+async def _crafted(host, members, tamper, late_ns):
+    """An offloaded allreduce of 2 int64 whose descriptors ``tamper`` may alter on one rank."""
+    comm = Comm(host, members)
+    await comm.nic_setup()
+    if late_ns:
+        await host.sleep(late_ns if comm.rank == 0 else 0)
+    x = np.arange(2, dtype=np.int64) + comm.rank
+    region, nseg, posted = descriptors(comm, "allreduce", x, "sum", 0, 4, comm.vp)
+    if tamper:
+        tamper(comm.rank, posted)
+    await host.nic_post(comm.vp, posted)
+    from nodes.collectives.offload import assemble
+
+    done = await host.nic_wait(region, nseg, 200_000)
+    return assemble(comm, done, nseg, 2, "sum", x.dtype), comm.last_status
+
+
+def _status(res):
+    return {h: ErrBit(s) for h, (_, s) in res.items()}
+
+
+def test_mismatched_rtype_is_reported_to_every_rank():
+    def tamper(rank, posted):
+        if rank == 2:
+            posted[0].desc["rop"] = alu.op_code("max", np.dtype("int64"))
+    net = EngineNet(star(4))
+    members = ["h0", "h1", "h2", "h3"]
+    res = net.run({h: (_crafted, members, tamper, 0) for h in members})
+    assert all(s == ErrBit.MISMATCH and y is None for y, s in res.values())
+    assert net.engines["h0"].nic.stats["mismatch"] == 1
+
+
+def test_queue_overflow_is_an_error_not_a_hang():
+    net = EngineNet(star(5, host=HostSpec(nic=NicSpec(queue_capacity=1))))
+    members = [f"h{i}" for i in range(5)]
+    # the root posts late: its children's messages wait in a one-entry queue, three overflow
+    res = net.run({h: (_crafted, members, None, 5_000) for h in members})
+    assert all(s & ErrBit.OVERFLOW and y is None for y, s in res.values())
+    assert net.engines["h0"].nic.stats["queue_overflow"] == 3
+
+
+def test_unknown_virtual_port_is_counted_answered_and_times_out_elsewhere():
+    def tamper(rank, posted):
+        if rank == 3:
+            for p in posted:
+                p.dests = [(d, 33) for d, _ in p.dests]  # VP 33 is not open at the root
+    net = EngineNet(star(4))
+    members = ["h0", "h1", "h2", "h3"]
+    res = net.run({h: (_crafted, members, tamper, 0) for h in members})
+    st = _status(res)
+    assert st["h3"] & ErrBit.UNKNOWN_VP                 # the ERROR reply reached the sender
+    assert all(st[h] & ErrBit.TIMEOUT for h in ("h0", "h1", "h2"))
+    assert net.engines["h0"].nic.stats["unknown_vp"] == 1
+    # after the timeout the region is gone: the next offloaded allreduce works
+    res = net.run({h: (_offload_app, members, np.ones(3, np.int32), "sum", 2) for h in members})
+    assert all(s == 0 and (y == 4).all() for y, s, _ in res.values())
