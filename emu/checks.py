@@ -128,6 +128,8 @@ class CollectiveOptions:
     root: int
     algo: str | None
     ranks: list[str] | None
+    offload: str | None = None
+    branch: int = 2
 
 
 def collective_options(operation: str, extra: dict[str, Any], hosts: list[str]) -> CollectiveOptions:
@@ -161,7 +163,22 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str]) 
         raise ConfigError(f"reduce_scatter: {count} elements do not split evenly over {n} ranks")
     if extra.get("algo"):
         check(operation, extra["algo"], n)
-    return CollectiveOptions(dtype, size, count, op, root, extra.get("algo"), ranks)
+    offload = extra.get("offload") or None
+    branch = int(extra.get("branch") or 2)
+    if offload is not None:
+        from nodes import alu
+
+        if offload != "nic":
+            raise ConfigError(f"--offload {offload!r} is not available; known: nic")
+        if operation not in ("allreduce", "reduce"):
+            raise ConfigError(f"{operation} cannot be offloaded to the NIC; allreduce and reduce can")
+        if extra.get("algo"):
+            raise ConfigError("--algo names a host software algorithm; leave it out with --offload")
+        alu.type_code(np.dtype(dtype))
+        alu.op_code(op, np.dtype(dtype))
+        if not 1 <= branch <= 255:
+            raise ConfigError(f"--branch must be within 1..255, got {branch}")
+    return CollectiveOptions(dtype, size, count, op, root, extra.get("algo"), ranks, offload, branch)
 
 
 def _collective_check(operation: str) -> CheckFn:
@@ -170,7 +187,10 @@ def _collective_check(operation: str) -> CheckFn:
 
         o = collective_options(operation, options.extra, net.hosts)
         res = await run_collective(net, operation, count=o.count, dtype=o.dtype, op=o.op, algo=o.algo,
-                                   root=o.root, ranks=o.ranks, seed=options.seed)
+                                   root=o.root, ranks=o.ranks, seed=options.seed, offload=o.offload,
+                                   branch=o.branch)
+        if res.errors:
+            raise EmuError(f"the NICs reported errors: {res.errors}")
         try:
             check_results(res, o.count, o.dtype, o.op, o.root, options.seed)
         except AssertionError as e:

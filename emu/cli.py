@@ -67,7 +67,8 @@ async def _run(args) -> int:
 
     topo = build(args.topo)
     extra = {"algo": args.algo, "size": args.size, "dtype": args.dtype, "op": args.op, "root": args.root,
-             "ranks": args.ranks.split(",") if args.ranks else None}
+             "ranks": args.ranks.split(",") if args.ranks else None, "offload": args.offload,
+             "branch": args.branch}
     from nodes.collectives.select import ALGORITHMS
 
     from .checks import collective_options
@@ -144,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--op", default="sum", help="sum prod min max minloc maxloc land lor lxor band bor bxor")
     c.add_argument("--root", type=int, default=0, help="root rank of reduce, bcast, mcast")
     c.add_argument("--ranks", help="communicator: comma-separated hosts (default: all)")
+    c.add_argument("--offload", choices=["nic"], help="allreduce/reduce on the NICs (spec 01 triggered descriptors)")
+    c.add_argument("--branch", type=int, default=2, help="branch degree of the offload reduction tree (default 2)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
                         format="%(levelname)s %(name)s: %(message)s")

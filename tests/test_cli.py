@@ -108,3 +108,17 @@ def test_parse_size():
     assert [parse_size(s) for s in ("64KiB", "1MiB", "4096", "8B", "2kb")] == [65536, 1 << 20, 4096, 8, 2000]
     with pytest.raises(Exception, match="not a number of bytes"):
         parse_size("lots")
+
+
+def test_emu_run_allreduce_offloaded_to_the_nic(tmp_path, capsys):
+    out = tmp_path / "o.json"
+    assert main(["run", "--topo", "fattree:k=2,n=4", "--test", "allreduce+reduce", "--offload", "nic", "--branch",
+                 "4", "--size", "56B", "--dtype", "float64", "--op", "maxloc", "--root", "3", "--json", str(out)]) == 0
+    rows = {r["name"]: r for r in json.loads(out.read_text())}
+    assert rows["allreduce"]["algo"] == "nic(branch=4)" and rows["allreduce"]["result"] == "equal to numpy"
+    assert rows["allreduce"]["cpu_ns_max"] == 4 * 80   # two parts, two descriptors each, 80 ns to post one
+    assert rows["reduce"]["cpu_ns_max"] == 2 * 80
+    assert main(["run", "--topo", "star:n=4", "--test", "allreduce", "--offload", "nic", "--dtype", "int16"]) == 2
+    assert "32- and 64-bit operands" in capsys.readouterr().out
+    assert main(["run", "--topo", "star:n=4", "--test", "bcast", "--offload", "nic"]) == 2
+    assert "bcast cannot be offloaded to the NIC" in capsys.readouterr().out

@@ -134,7 +134,7 @@ def test_link_and_element_figures_from_the_spec():
     ("hypercube:n=4", r"unknown topology 'hypercube'; known: clos, fattree, mesh, star, torus, twolevel"),
     ("fattree:k=4", r"fattree: missing parameter n; fattree needs k \(.*\), n \(stages\), e.g. fattree:k=4,n=3"),
     ("fattree:k=1,n=2", r"fattree: k must be an integer within 2..64, got 1"),
-    ("fattree:k=4,n=9", r"fattree: n must be an integer within 1..6, got 9"),
+    ("fattree:k=4,n=9", r"fattree: n must be an integer within 1..8, got 9"),
     ("fattree:k=64,n=3", r"fattree: k\*\*n = 262144 hosts exceeds 65536"),
     ("fattree:k=four,n=2", r"fattree: k must be an integer, got 'four'"),
     ("fattree:k=4,n=2,m=3", r"fattree: unknown parameter 'm'; accepted: k, n, latency_ns, bandwidth_gbps"),

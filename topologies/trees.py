@@ -94,7 +94,7 @@ def fattree(k: int, n: int, *, link: LinkSpec | None = None, host: HostSpec | No
             switch: SwitchSpec | None = None) -> Topology:
     """``fattree:k=4,n=3``: the k-ary n-tree, k**n hosts, n stages of k**(n-1) switches."""
     _check_int("fattree", "k", k, 2, 64)
-    _check_int("fattree", "n", n, 1, 6)
+    _check_int("fattree", "n", n, 1, 8)
     if k ** n > 65536:
         raise ConfigError(f"fattree: k**n = {k ** n} hosts exceeds 65536; lower k or n")
     return _tree(f"fattree:k={k},n={n}", k, n, 1, link, host, switch)
