@@ -169,13 +169,36 @@ def test_mismatched_rtype_is_reported_to_every_rank():
     assert net.engines["h0"].nic.stats["mismatch"] == 1
 
 
+async def _two_at_once(host, members):
+    """Two offloaded allreduces on two virtual ports, both posted before waiting; the root late."""
+    from nodes.collectives.offload import assemble
+
+    comm = Comm(host, members)
+    await host.nic_open(1)
+    await host.nic_open(2)
+    if comm.rank == 0:
+        await host.sleep(5_000)
+    x = np.arange(2, dtype=np.int64) + comm.rank
+    regions = []
+    for vp in (1, 2):
+        region, nseg, posted = descriptors(comm, "allreduce", x, "sum", 0, 4, vp)
+        await host.nic_post(vp, posted)
+        regions.append((region, nseg))
+    out = []
+    for region, nseg in regions:
+        done = await host.nic_wait(region, nseg, 200_000)
+        assemble(comm, done, nseg, 2, "sum", x.dtype)
+        out.append(comm.last_status)
+    return out
+
+
 def test_queue_overflow_is_an_error_not_a_hang():
-    net = EngineNet(star(5, host=HostSpec(nic=NicSpec(queue_capacity=1))))
+    # a queue of 4 holds one branch degree; two reductions' messages arrive before the root posts
+    net = EngineNet(star(5, host=HostSpec(nic=NicSpec(queue_capacity=4))))
     members = [f"h{i}" for i in range(5)]
-    # the root posts late: its children's messages wait in a one-entry queue, three overflow
-    res = net.run({h: (_crafted, members, None, 5_000) for h in members})
-    assert all(s & ErrBit.OVERFLOW and y is None for y, s in res.values())
-    assert net.engines["h0"].nic.stats["queue_overflow"] == 3
+    res = net.run({h: (_two_at_once, members) for h in members})
+    assert net.engines["h0"].nic.stats["queue_overflow"] == 4
+    assert all(a == 0 and b & ErrBit.OVERFLOW for a, b in res.values())  # the first fits, the second does not
 
 
 def test_unknown_virtual_port_is_counted_answered_and_times_out_elsewhere():
@@ -193,3 +216,12 @@ def test_unknown_virtual_port_is_counted_answered_and_times_out_elsewhere():
     # after the timeout the region is gone: the next offloaded allreduce works
     res = net.run({h: (_offload_app, members, np.ones(3, np.int32), "sum", 2) for h in members})
     assert all(s == 0 and (y == 4).all() for y, s, _ in res.values())
+
+
+def test_branch_degree_must_fit_the_receive_queue():
+    net = EngineNet(star(3, host=HostSpec(nic=NicSpec(queue_capacity=2))))
+    members = ["h0", "h1", "h2"]
+    net.start({h: (_offload_app, members, np.ones(2, np.int64), "sum", 3) for h in members})
+    net.step_all()
+    [st] = net.engines["h0"].app_states()
+    assert "exceeds the NIC's request receive queue of 2 entries" in st.error

@@ -54,6 +54,10 @@ def descriptors(comm, kind: str, x: np.ndarray, op: str, root: int, branch: int,
     """This rank's descriptors for one offloaded ``allreduce`` or ``reduce``: (region, parts, posted)."""
     if branch < 1 or branch > 255:
         raise ConfigError(f"branch degree must be within 1..255, got {branch}")
+    capacity = comm.host.spec.nic.queue_capacity
+    if branch > capacity:
+        raise ConfigError(f"branch degree {branch} exceeds the NIC's request receive queue of {capacity} entries; "
+                          "the queue must hold a branch degree of messages (raise NicSpec.queue_capacity)")
     o = get_op(op)
     dtype = x.dtype
     rdtype, rbit = alu.type_code(dtype)
