@@ -115,6 +115,40 @@ async def _run(args) -> int:
     return 0 if all(r.ok for r in results) else 1
 
 
+def personal_plugin_dir() -> str:
+    """Wireshark's personal Lua plugin folder (as tshark reports it, else the Linux default)."""
+    import os
+    import shutil
+    import subprocess
+
+    if shutil.which("tshark"):
+        try:
+            out = subprocess.run(["tshark", "-G", "folders"], capture_output=True, text=True, timeout=20).stdout
+            for line in out.splitlines():
+                if line.startswith("Personal Lua Plugins:"):
+                    return line.split(":", 1)[1].strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return os.path.join(os.path.expanduser("~"), ".local", "lib", "wireshark", "plugins")
+
+
+def cmd_wireshark(args) -> int:
+    import pathlib
+    import shutil
+
+    from .dissector import GENERATED_PATH
+
+    src = pathlib.Path(__file__).resolve().parent / GENERATED_PATH
+    if args.action == "path":
+        print(src)
+        return 0
+    dest = pathlib.Path(args.dest or personal_plugin_dir())
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dest / src.name)
+    console.print(f"installed {dest / src.name}; restart Wireshark (or use tshark) to load it")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from topologies.registry import describe_families
 
@@ -130,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--plot", default="emu-demo-allreduce.png", help="where to write the PNG ('' for none)")
     t = sub.add_parser("topo", help="print a topology's hosts, switches, links, diameter, bisection")
     t.add_argument("spec", help="e.g. fattree:k=4,n=3")
+    w = sub.add_parser("wireshark", help="the Lua dissector for every header: where it is, or install it")
+    w.add_argument("action", choices=["path", "install"])
+    w.add_argument("--dest", help="install into this folder instead of Wireshark's personal Lua plugins folder")
     r = sub.add_parser("run", help="build a cluster, run tests, print and save the figures")
     r.add_argument("--topo", required=True, help="topology spec, e.g. fattree:k=4,n=3")
     r.add_argument("--test", default="pingall", help="tests joined with '+', e.g. pingall")
@@ -157,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
             return demo_main(args.hosts, args.plot or None)
         if args.cmd == "topo":
             return cmd_topo(args)
+        if args.cmd == "wireshark":
+            return cmd_wireshark(args)
         if args.cmd == "run":
             return trio.run(_run, args)
     except ConfigError as e:
