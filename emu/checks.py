@@ -166,18 +166,11 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str]) 
     offload = extra.get("offload") or None
     branch = int(extra.get("branch") or 2)
     if offload is not None:
-        from nodes import alu
+        from nodes.collectives.offload import validate
 
-        if offload != "nic":
-            raise ConfigError(f"--offload {offload!r} is not available; known: nic")
-        if operation not in ("allreduce", "reduce"):
-            raise ConfigError(f"{operation} cannot be offloaded to the NIC; allreduce and reduce can")
         if extra.get("algo"):
             raise ConfigError("--algo names a host software algorithm; leave it out with --offload")
-        alu.type_code(np.dtype(dtype))
-        alu.op_code(op, np.dtype(dtype))
-        if not 1 <= branch <= 255:
-            raise ConfigError(f"--branch must be within 1..255, got {branch}")
+        validate(operation, np.dtype(dtype), op, branch, offload)
     return CollectiveOptions(dtype, size, count, op, root, extra.get("algo"), ranks, offload, branch)
 
 

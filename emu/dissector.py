@@ -108,11 +108,9 @@ def generate() -> str:
         "  return UInt64.new(tvb:range(off, n):uint(), 0)",
         "end",
         "local function bits(word, shift, nbits)",
-        "  local v = word:rshift(shift):band(UInt64.new(0xFFFFFFFF, 0xFFFFFFFF):rshift(64 - nbits))",
-        "  return v",
-        "}",
+        "  return word:rshift(shift):band(UInt64.new(0xFFFFFFFF, 0xFFFFFFFF):rshift(64 - nbits))",
+        "end",
     ]
-    lines[-1] = "end"
     layouts = []
     for cls, prefix, _sel in HEADERS:
         fis = fields_of(cls)

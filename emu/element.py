@@ -137,27 +137,27 @@ class Element:
         while off < n:
             if n - off < OUTER_LEN:
                 stats["truncated"] += 1
-                _note(self.name, "truncated", f"{n - off} trailing bytes are shorter than an outer header")
+                self._note("truncated", f"{n - off} trailing bytes are shorter than an outer header")
                 break
             magic, ver, kind, cid, link, seq, ts, length, _ = unpack(data, off)
             if magic != MAGIC or ver != VERSION:
                 stats["bad_magic"] += 1
-                _note(self.name, "bad_magic", f"magic 0x{magic:04x} version {ver}: not an emulator frame")
+                self._note("bad_magic", f"magic 0x{magic:04x} version {ver}: not an emulator frame")
                 break
             if cid != self.cluster_id:
                 stats["foreign_cluster"] += 1
-                _note(self.name, "foreign_cluster", f"cluster id 0x{cid:08x} is not this cluster's")
+                self._note("foreign_cluster", f"cluster id 0x{cid:08x} is not this cluster's")
                 break
             end = off + OUTER_LEN + length
             if end > n:
                 stats["truncated"] += 1
-                _note(self.name, "truncated", f"record says {length} bytes, datagram has {n - off - OUTER_LEN}")
+                self._note("truncated", f"record says {length} bytes, datagram has {n - off - OUTER_LEN}")
                 break
             if kind == LinkKind.DATA:
                 inp = self.in_by_link.get(link)
                 if inp is None:
                     stats["bad_link"] += 1
-                    _note(self.name, "bad_link", f"frame for link {link}, which does not end here")
+                    self._note("bad_link", f"frame for link {link}, which does not end here")
                     break
                 d = (seq - inp.expected) & SEQ_MASK
                 if d == 0:
@@ -186,17 +186,22 @@ class Element:
                 outp = self.out_by_link.get(link)
                 if outp is None:
                     stats["bad_link"] += 1
-                    _note(self.name, "bad_link", f"NACK for link {link}, which does not start here")
+                    self._note("bad_link", f"NACK for link {link}, which does not start here")
                     break
                 self.retransmit(outp, seq)
             else:
                 stats["bad_magic"] += 1
-                _note(self.name, "bad_magic", f"unknown record kind {kind}")
+                self._note("bad_magic", f"unknown record kind {kind}")
                 break
             off = end
         if accepted:
             self.domain.frames_arrived(self, accepted, first_ts)
         return accepted
+
+    def _note(self, what: str, detail: str) -> None:
+        """Log a dropped input: the first of each kind as a warning, the rest at debug (the
+        counters in ``stats`` are the record)."""
+        (log.warning if self.stats[what] == 1 else log.debug)("%s: dropped input (%s): %s", self.name, what, detail)
 
     def send_nack(self, inp: InPort) -> None:
         inp.nacked = inp.expected
@@ -362,12 +367,3 @@ class Element:
         return out
 
 
-_noted: dict[tuple[str, str], int] = {}
-
-
-def _note(element: str, what: str, detail: str) -> None:
-    """Log a dropped frame: the first of each kind per element as a warning, the rest at debug."""
-    key = (element, what)
-    n = _noted.get(key, 0)
-    _noted[key] = n + 1
-    (log.warning if n == 0 else log.debug)("%s: dropped input (%s): %s", element, what, detail)

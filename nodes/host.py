@@ -204,57 +204,64 @@ class HostEngine:
                 return
 
     def _dispatch(self, proc: Proc, op: Any) -> tuple[bool, Any]:
-        """Carry out one request; (True, value) if the app continues at once."""
-        if isinstance(op, Send):
-            o = self.spec.send_overhead_ns
-            self._send_message(op, self.now + o)
-            if o == 0:
-                return True, None
-            proc.cpu_ns += o
-            self._at(self.now + o, self._resume, (proc, None))
-            return False, None
-        if isinstance(op, Recv):
-            for i, m in enumerate(self._inbox):
-                if op.matches(self.host_ids[m.src], m.tag):
-                    del self._inbox[i]
-                    return self._received(proc, m)
-            return False, None
-        if isinstance(op, Compute):
-            if op.ns == 0:
-                return True, None
-            proc.cpu_ns += op.ns
-            self._at(self.now + op.ns, self._resume, (proc, None))
-            return False, None
-        if isinstance(op, PingOp):
-            self._ping_seq = seq = (self._ping_seq + 1) & 0xFFFFFFFF
-            self._pings[seq] = proc
-            self._emit(op.dst, PacketType.PING, PING.pack(self.node_id, seq, self.now),
-                       self.now + self.spec.nic_delay_ns)
-            return False, None
-        if isinstance(op, NicOpen):
-            self.nic.open_vp(op.vp)
-            return True, None
-        if isinstance(op, NicPost):
-            cost = self.spec.nic.post_ns * len(op.posted)
-            proc.cpu_ns += cost
-            self.nic.post(op.vp, op.posted, self.now + cost)
-            if cost == 0:
-                return True, None
-            self._at(self.now + cost, self._resume, (proc, None))
-            return False, None
-        if isinstance(op, NicWait):
-            done = self._nic_done.get(op.region, [])
-            if len(done) >= op.count:
-                self._nic_done[op.region] = done[op.count:]
-                return True, done[:op.count]
-            self._nic_waiters[op.region] = (proc, op)
-            self._at(self.now + op.timeout_ns, self._nic_timeout, (proc, op))
-            return False, None
-        if isinstance(op, Sleep):
-            self._at(self.now + op.ns, self._resume, (proc, None))
-            return False, None
-        raise TypeError(f"an application on {self.name} awaited {op!r}; only the host API "
-                        "(send, recv, ping, sleep) can be awaited in virtual time")
+        """Carry out one request through the handler table; (True, value) if the app continues at
+        once, (False, None) if something resumes it later."""
+        handler = _HANDLERS.get(type(op))
+        if handler is None:
+            raise TypeError(f"an application on {self.name} awaited {op!r}; only the host API "
+                            "(send, recv, ping, sleep, compute, nic_*) can be awaited in virtual time")
+        return handler(self, proc, op)
+
+    def _busy(self, proc: Proc, ns: int, value: Any = None) -> tuple[bool, Any]:
+        """The app spends ``ns`` of host CPU time, then continues with ``value``."""
+        if ns == 0:
+            return True, value
+        proc.cpu_ns += ns
+        self._at(self.now + ns, self._resume, (proc, value))
+        return False, None
+
+    def _op_send(self, proc: Proc, op: Send) -> tuple[bool, Any]:
+        o = self.spec.send_overhead_ns
+        self._send_message(op, self.now + o)
+        return self._busy(proc, o)
+
+    def _op_recv(self, proc: Proc, op: Recv) -> tuple[bool, Any]:
+        for i, m in enumerate(self._inbox):
+            if op.matches(self.host_ids[m.src], m.tag):
+                del self._inbox[i]
+                return self._received(proc, m)
+        return False, None
+
+    def _op_compute(self, proc: Proc, op: Compute) -> tuple[bool, Any]:
+        return self._busy(proc, op.ns)
+
+    def _op_ping(self, proc: Proc, op: PingOp) -> tuple[bool, Any]:
+        self._ping_seq = seq = (self._ping_seq + 1) & 0xFFFFFFFF
+        self._pings[seq] = proc
+        self._emit(op.dst, PacketType.PING, PING.pack(self.node_id, seq, self.now), self.now + self.spec.nic_delay_ns)
+        return False, None
+
+    def _op_sleep(self, proc: Proc, op: Sleep) -> tuple[bool, Any]:
+        self._at(self.now + op.ns, self._resume, (proc, None))
+        return False, None
+
+    def _op_nic_open(self, proc: Proc, op: NicOpen) -> tuple[bool, Any]:
+        self.nic.open_vp(op.vp)
+        return True, None
+
+    def _op_nic_post(self, proc: Proc, op: NicPost) -> tuple[bool, Any]:
+        cost = self.spec.nic.post_ns * len(op.posted)
+        self.nic.post(op.vp, op.posted, self.now + cost)
+        return self._busy(proc, cost)
+
+    def _op_nic_wait(self, proc: Proc, op: NicWait) -> tuple[bool, Any]:
+        done = self._nic_done.get(op.region, [])
+        if len(done) >= op.count:
+            self._nic_done[op.region] = done[op.count:]
+            return True, done[:op.count]
+        self._nic_waiters[op.region] = (proc, op)
+        self._at(self.now + op.timeout_ns, self._nic_timeout, (proc, op))
+        return False, None
 
     # -- NIC ------------------------------------------------------------------------------------
     def resolve(self, host: str | int) -> int:
@@ -269,12 +276,7 @@ class HostEngine:
 
     def _received(self, proc: Proc, msg: Message) -> tuple[bool, Any]:
         """A receive matched ``msg`` now: the app continues after the receive overhead."""
-        o = self.spec.recv_overhead_ns
-        if o == 0:
-            return True, msg
-        proc.cpu_ns += o
-        self._at(self.now + o, self._resume, (proc, msg))
-        return False, None
+        return self._busy(proc, self.spec.recv_overhead_ns, msg)
 
     def _send_message(self, op: Send, t: int) -> None:
         """The NIC takes the message at ``t`` (after the sender's software overhead)."""
@@ -368,3 +370,9 @@ class HostEngine:
 
     def _update_timer(self) -> None:
         self.timer = self._timers[0][0] if self._timers else None
+
+
+# requests an application can await, dispatched by type (DESIGN.md principle 4)
+_HANDLERS = {Send: HostEngine._op_send, Recv: HostEngine._op_recv, Compute: HostEngine._op_compute,
+             PingOp: HostEngine._op_ping, Sleep: HostEngine._op_sleep, NicOpen: HostEngine._op_nic_open,
+             NicPost: HostEngine._op_nic_post, NicWait: HostEngine._op_nic_wait}

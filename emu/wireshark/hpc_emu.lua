@@ -8,8 +8,7 @@ local function u64(tvb, off, n)
   return UInt64.new(tvb:range(off, n):uint(), 0)
 end
 local function bits(word, shift, nbits)
-  local v = word:rshift(shift):band(UInt64.new(0xFFFFFFFF, 0xFFFFFFFF):rshift(64 - nbits))
-  return v
+  return word:rshift(shift):band(UInt64.new(0xFFFFFFFF, 0xFFFFFFFF):rshift(64 - nbits))
 end
 local vs_link_kind = {[0] = "DATA", [1] = "NACK"}
 local p_link = Proto("hpcemu_link", "hpc-emu EmuLink")

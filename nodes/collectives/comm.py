@@ -37,7 +37,6 @@ class Comm:
         self._seq = 0
         self.last_algo: str | None = None
         self.last_status = 0
-        self._offload_kind: str | None = None
         """ErrVec bits the NICs reported for the last offloaded collective (0: none)."""
         """The algorithm the last collective used (the default choice, if none was named)."""
 
@@ -82,8 +81,7 @@ class Comm:
         o = get_op(op)
         o.check(x.dtype)
         if offload is not None:
-            self._offload_kind = offload
-            return await self._offload("allreduce", x, op, 0, branch)
+            return await self._offload(offload, "allreduce", x, op, 0, branch)
         return await self._run("allreduce", algo, x.nbytes, o.prepare(np.ascontiguousarray(x).ravel(), self.rank), o)
 
     async def reduce(self, x: np.ndarray, op: str = "sum", root: int = 0, algo: str | None = None, *,
@@ -93,8 +91,7 @@ class Comm:
         o.check(x.dtype)
         self._check_root(root)
         if offload is not None:
-            self._offload_kind = offload
-            return await self._offload("reduce", x, op, root, branch)
+            return await self._offload(offload, "reduce", x, op, root, branch)
         return await self._run("reduce", algo, x.nbytes, o.prepare(np.ascontiguousarray(x).ravel(), self.rank),
                                o, root)
 
@@ -105,11 +102,11 @@ class Comm:
         self.vp = DEFAULT_VP if vp is None else vp
         await setup(self, self.vp)
 
-    async def _offload(self, kind: str, x: np.ndarray, op: str, root: int, branch: int):
+    async def _offload(self, where: str, kind: str, x: np.ndarray, op: str, root: int, branch: int):
         from .offload import DEFAULT_TIMEOUT_NS, DEFAULT_VP, offloaded
 
-        if self._offload_kind != "nic":
-            raise ConfigError(f"offload {self._offload_kind!r} is not available; use offload='nic'")
+        if where != "nic":
+            raise ConfigError(f"offload {where!r} is not available; use offload='nic'")
 
         self.last_algo = f"nic(branch={branch})"
         return await offloaded(self, kind, x, op, root, branch, getattr(self, "vp", DEFAULT_VP), DEFAULT_TIMEOUT_NS)

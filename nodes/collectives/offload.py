@@ -27,6 +27,18 @@ DEFAULT_VP = 1
 DEFAULT_TIMEOUT_NS = 10_000_000
 
 
+def validate(operation: str, dtype: np.dtype, op: str, branch: int, where: str = "nic") -> None:
+    """Refuse an offload request the NIC cannot carry out, before anything runs."""
+    if where != "nic":
+        raise ConfigError(f"offload {where!r} is not available; known: nic")
+    if operation not in ("allreduce", "reduce"):
+        raise ConfigError(f"{operation} cannot be offloaded to the NIC; allreduce and reduce can")
+    alu.type_code(np.dtype(dtype))
+    alu.op_code(op, np.dtype(dtype))
+    if not 1 <= branch <= 255:
+        raise ConfigError(f"branch degree must be within 1..255, got {branch}")
+
+
 def kary_tree(n: int, k: int) -> tuple[list[int], list[list[int]]]:
     """Parents (-1 for the root) and children of relative ranks 0..n-1 in a k-ary tree."""
     if k < 1:

@@ -16,6 +16,7 @@ from emu.config import ConfigError
 
 from .comm import Comm
 from .ops import DTYPES, get_op, reference
+from .offload import errors_text, validate
 from .select import check
 
 OPERATIONS = ("allreduce", "reduce", "bcast", "barrier", "allgather", "reduce_scatter", "alltoall", "mcast",
@@ -145,24 +146,14 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
     if algo is not None:
         check(operation, algo, len(members))
     if offload is not None:
-        if offload != "nic":
-            raise ConfigError(f"offload {offload!r} is not available; known: nic")
-        if operation not in ("allreduce", "reduce"):
-            raise ConfigError(f"{operation} cannot be offloaded to the NIC; allreduce and reduce can")
-        from .. import alu
-        from .offload import errors_text
-
-        alu.type_code(np.dtype(dtype))
-        alu.op_code(op, np.dtype(dtype))
-        if not 1 <= branch <= 255:
-            raise ConfigError(f"branch degree must be within 1..255, got {branch}")
+        validate(operation, np.dtype(dtype), op, branch, offload)
         await net.run({h: (nic_setup_app, members) for h in members})
     t0 = net.now
     apps = {h: (collective_app, members, operation, algo, count, dtype, op, root, seed, offload, branch)
             for h in members}
     out = await net.run(apps)
     m = net.metrics
-    errors = {h: errors_text(out[h][4]) for h in members if out[h][4]} if offload else {}
+    errors = {h: errors_text(out[h][4]) for h in members if out[h][4]}
     return CollectiveResult(
         operation, out[members[0]][3], members, {h: out[h][0] for h in members},
         max(out[h][1] for h in members) - t0, m.frames, m.bytes, m.hop_count,
