@@ -127,14 +127,17 @@ def test_live_loopback_capture_decodes(tmp_path):
                   "async def main():\n"
                   "    async with emu.Cluster('star:n=3') as net:\n"
                   "        await net['h0'].ping('h2')\n"
+                  "        print(hex(net.cluster_id))\n"
                   "trio.run(main)\n")
-        subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+        cid = subprocess.run([sys.executable, "-c", script], check=True, timeout=60, capture_output=True,
+                             text=True).stdout.strip()
         time.sleep(1.0)
     finally:
         cap.terminate()
         cap.wait(timeout=20)
+    # this cluster's datagrams only (other emulator runs on the machine have other cluster ids)
     rows = tshark_fields(pcap, ["hpcemu.link.magic", "hpcemu.link.seq", "hpcemu.fabric.ptype"],
-                         extra=["-Y", "hpcemu_link"])
+                         extra=["-Y", f"hpcemu.link.cluster == {cid}"])
     assert len(rows) == 4   # request and reply, each over two links
     assert {r[0] for r in rows} == {"0xfab1"} and sorted(r[2] for r in rows) == ["2", "2", "3", "3"]
 
