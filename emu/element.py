@@ -72,6 +72,8 @@ class Element:
         self.in_ports: list[InPort] = [p for p in ins if p is not None]
         self.in_by_link = {p.link_id: p for p in self.in_ports}
         self.out_by_link = {p.link_id: p for p in self.out_ports}
+        for p in self.out_ports:  # the constant first 12 bytes of every outer header of the link
+            p.record_prefix = OUTER.pack(MAGIC, VERSION, 0, cluster_id, p.link_id, 0, 0, 0, 0)[:12]
         self.lookahead = lookahead_ns
         self.heap: list[tuple[int, int, int, bytes]] = []
         self.now = 0
@@ -284,19 +286,19 @@ class Element:
         cap = self.capture
         pack = _SEQ_TS_LEN.pack
         done = []
+        domain = self.domain
         for p in self.busy:
             pend = p.pending
-            if pend[0][1] >= release:
+            head_arrival = pend[0][1]
+            if head_arrival >= release:
                 continue
-            if pend[0][1] < first_arrival:  # arrivals are in order on a port
-                first_arrival = pend[0][1]
+            if head_arrival < first_arrival:  # arrivals are in order on a port
+                first_arrival = head_arrival
             prefix = p.record_prefix
-            if prefix is None:
-                prefix = p.record_prefix = OUTER.pack(MAGIC, VERSION, 0, self.cluster_id, p.link_id, 0, 0, 0, 0)[:12]
+            first = seq = p.seq
+            sent = total = 0
             parts = []
             size = 0
-            first = seq = p.seq
-            sent = 0
             while pend and pend[0][1] < release:
                 start, arrival, frame = pend.popleft()
                 n = len(frame)
@@ -305,19 +307,18 @@ class Element:
                     parts = []
                     size = 0
                     first = seq
-                parts.append(prefix)
-                parts.append(pack(seq, arrival, n, 0))
-                parts.append(frame)
+                parts += (prefix, pack(seq, arrival, n, 0), frame)
                 size += OUTER_LEN + n
+                total += n
                 seq = (seq + 1) & SEQ_MASK
                 sent += 1
-                p.tx_bytes += n
                 if cap is not None:
                     cap.append((start, p.iface, DIR_OUT, frame))
             self._emit(p, window, first, seq, b"".join(parts))
             p.seq = seq
             p.tx_frames += sent
-            self.domain.frames_sent(p.peer_domain, sent, p.peer)
+            p.tx_bytes += total
+            domain.frames_sent(p.peer_domain, sent, p.peer)
             if not pend:
                 done.append(p)
         for p in done:
