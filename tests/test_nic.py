@@ -225,3 +225,34 @@ def test_branch_degree_must_fit_the_receive_queue():
     net.step_all()
     [st] = net.engines["h0"].app_states()
     assert "exceeds the NIC's request receive queue of 2 entries" in st.error
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=st.binary(min_size=128, max_size=128), head=st.sampled_from([1, 2, 15, 0, 7]),
+       rop=st.integers(0, 15), rdtype=st.integers(0, 15), rbit=st.integers(0, 1), num=st.integers(0, 255),
+       swpmp=st.integers(0, 1), vp=st.sampled_from([1, 2, 40]))
+def test_nic_survives_any_descriptor_message(body, head, rop, rdtype, rbit, num, swpmp, vp):
+    """A malformed or hostile descriptor message is the peer's fault: counted, never an exception."""
+    from emu.wire import DESC, PacketType, build_frame
+
+    from nodes.host import HostEngine
+    from nodes.nic import Posted
+
+    h = HostEngine("h1", 1, HostSpec(), None, {"h0": 0, "h1": 1, "h2": 2}, ["h0", "h1", "h2"])
+    h.nic.open_vp(1)
+    h.nic.open_vp(2)
+    fields = dict(DESC.as_dict(body))
+    fields.update(head=head, rop=rop, rdtype=rdtype, rbit=rbit, data_num=num, swpmp=swpmp, dest_vp=vp)
+    h.nic.post(1, [Posted(dict(fields, head=1, branch=2, inst=0, rflag=1, coll_region=fields["coll_region"],
+                                seg=fields["seg"], rdtype=0, rbit=1, rop=0, data_num=1), [(0, 1)])], 0)
+    frame = build_frame(0, 1, PacketType.COLL, DESC.pack(*(fields[n] for n in DESC.names)))
+    t = 0
+    for i in range(3):
+        t += 500
+        h.receive(frame, 0, t)
+        while h.timer is not None and h.timer <= t + 400:
+            h.on_timer(h.timer)
+    while h.timer is not None:
+        h.on_timer(h.timer)
+    s = h.nic.stats
+    assert h.stats["malformed"] + s["messages_received"] >= 3
