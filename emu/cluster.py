@@ -275,11 +275,30 @@ class Cluster:
         """Bring the link(s) between ``a`` and ``b`` back up."""
         await self._set_link(a, b, True)
 
-    async def _set_link(self, a: str, b: str, up: bool) -> None:
+    async def set_fault(self, a: str, b: str, *, drop: float = 0.0, corrupt: float = 0.0) -> None:
+        """Emulated faults on the link(s) between ``a`` and ``b``, both directions, from ``self.now``:
+        each frame is lost with probability ``drop``, else delivered with one bit flipped with
+        probability ``corrupt``. Seeded (cluster seed and link), so runs repeat exactly; counted in
+        ``metrics.dropped`` / ``metrics.corrupted`` and marked in the capture. 0, 0 clears them.
+        Nothing above the link recovers such a loss yet: an application waiting for a lost frame
+        ends in DeadlockError."""
+        for name, v in (("drop", drop), ("corrupt", corrupt)):
+            if not 0.0 <= v <= 1.0:
+                raise ConfigError(f"set_fault: {name} must be a probability within 0..1, got {v}")
+        ids = self._link_ids(a, b)
+        async with self._lock:
+            for h in self._handles:
+                await h.call("set_fault", ids, drop, corrupt, self.run_config.seed)
+
+    def _link_ids(self, a: str, b: str) -> list[int]:
         ids = [lid for i, link in enumerate(self.topology.links) if {link.a, link.b} == {a, b}
                for lid in (2 * i, 2 * i + 1)]
         if not ids:
             raise ConfigError(f"no link between {a!r} and {b!r} in {self.topology.name}")
+        return ids
+
+    async def _set_link(self, a: str, b: str, up: bool) -> None:
+        ids = self._link_ids(a, b)
         async with self._lock:
             n = 0
             for h in self._handles:

@@ -103,8 +103,9 @@ class Domain:
                 first_arrival = fa
             if fa < INF:
                 sent.append(el)
-            if el.now > self.max_time:
-                self.max_time = el.now
+            last = el.now if el.now > el.lost_until else el.lost_until
+            if last > self.max_time:
+                self.max_time = last
             if el.unsent:
                 await el.flush_unsent()
             t = el.next_time()
@@ -177,6 +178,20 @@ class Domain:
                 p = el.out_by_link.get(lid)
                 if p is not None:
                     p.up = up
+                    n += 1
+        return n
+
+    async def rpc_set_fault(self, link_ids: list[int], drop: float, corrupt: float, seed: int) -> int:
+        """Emulated faults on the output ports of these link directions (0, 0: none)."""
+        import random
+
+        n = 0
+        for el in self.elements:
+            for lid in link_ids:
+                p = el.out_by_link.get(lid)
+                if p is not None:
+                    p.fault_drop, p.fault_corrupt = drop, corrupt
+                    p.fault_rng = random.Random(seed * 1_000_003 + lid) if (drop or corrupt) else None
                     n += 1
         return n
 

@@ -40,6 +40,8 @@ RCVBUF = 4 << 20
 DIR_IN = 1   # pcapng epb_flags direction bits
 DIR_OUT = 2
 DROPPED = 4  # capture record of a frame dropped on purpose (written with a comment)
+FAULT_DROP = 8  # ... lost on the wire by an emulated fault
+FAULT_CORRUPT = 16  # ... sent intact, delivered with a bit flipped by an emulated fault
 
 
 class Engine(Protocol):
@@ -77,6 +79,8 @@ class Element:
         self.lookahead = lookahead_ns
         self.heap: list[tuple[int, int, int, bytes]] = []
         self.now = 0
+        self.lost_until = 0
+        """When the last frame lost to an emulated fault finished leaving (it has no arrival event)."""
         self.safe_time = 0
         """Every event before this virtual time has been processed: a frame stamped earlier is a
         causality violation (a bug in the synchroniser, never the peer's fault)."""
@@ -299,8 +303,15 @@ class Element:
             sent = total = 0
             parts = []
             size = 0
+            faulty = p.fault_rng is not None
             while pend and pend[0][1] < release:
                 start, arrival, frame = pend.popleft()
+                if faulty:
+                    frame, lost = self._fault(p, start, frame)
+                    if lost:  # the frame occupied the port, then vanished: that time still passed
+                        if arrival - p.latency_ns > self.lost_until:
+                            self.lost_until = arrival - p.latency_ns
+                        continue
                 n = len(frame)
                 if size + OUTER_LEN + n > MAX_DATAGRAM and parts:
                     self._emit(p, window, first, seq, b"".join(parts))
@@ -312,18 +323,39 @@ class Element:
                 total += n
                 seq = (seq + 1) & SEQ_MASK
                 sent += 1
-                if cap is not None:
+                if cap is not None and not faulty:
                     cap.append((start, p.iface, DIR_OUT, frame))
-            self._emit(p, window, first, seq, b"".join(parts))
-            p.seq = seq
-            p.tx_frames += sent
-            p.tx_bytes += total
-            domain.frames_sent(p.peer_domain, sent, p.peer)
+            if sent:  # (emulated faults may have lost every frame)
+                self._emit(p, window, first, seq, b"".join(parts))
+                p.seq = seq
+                p.tx_frames += sent
+                p.tx_bytes += total
+                domain.frames_sent(p.peer_domain, sent, p.peer)
             if not pend:
                 done.append(p)
         for p in done:
             del self.busy[p]
         return first_arrival
+
+    def _fault(self, p: OutPort, start: int, frame: bytes) -> tuple[bytes, bool]:
+        """Apply the port's emulated faults to one frame: (frame as it will arrive, lost?)."""
+        rng, cap = p.fault_rng, self.capture
+        if rng.random() < p.fault_drop:
+            p.fault_dropped += 1
+            if cap is not None:
+                cap.append((start, p.iface, DIR_OUT | FAULT_DROP, frame))
+            return frame, True
+        if rng.random() < p.fault_corrupt:
+            p.fault_corrupted += 1
+            if cap is not None:
+                cap.append((start, p.iface, DIR_OUT | FAULT_CORRUPT, frame))
+            bit = rng.randrange(8 * len(frame))
+            b = bytearray(frame)
+            b[bit // 8] ^= 0x80 >> (bit % 8)
+            return bytes(b), False
+        if cap is not None:
+            cap.append((start, p.iface, DIR_OUT, frame))
+        return frame, False
 
     def _emit(self, p: OutPort, window: int, first: int, end_seq: int, dgram: bytes) -> None:
         p.retained.append((window, first, (end_seq - 1) & SEQ_MASK, dgram))
@@ -363,7 +395,8 @@ class Element:
             inp = self.ins[p.index]
             out.append({"port": p.name, "peer": p.peer_port_name, "tx_frames": p.tx_frames,
                         "tx_bytes": p.tx_bytes, "rx_frames": inp.rx_frames, "rx_bytes": inp.rx_bytes,
-                        "dropped": p.dropped, "up": p.up,
+                        "dropped": p.dropped, "up": p.up, "fault_dropped": p.fault_dropped,
+                        "fault_corrupted": p.fault_corrupted,
                         "peak_queue_frames": p.peak_queue_frames, "peak_queue_bytes": p.peak_queue_bytes})
         return out
 

@@ -26,7 +26,9 @@ class RunMetrics:
     link_bytes: dict[str, int] = field(default_factory=dict)
     peak_queue_frames: dict[str, int] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
-    """Frames dropped on purpose (link down), per port."""
+    """Frames dropped on purpose (link down, emulated loss), per port."""
+    corrupted: dict[str, int] = field(default_factory=dict)
+    """Frames delivered with a bit flipped by an emulated fault, per port."""
 
     @property
     def completion_ns(self) -> int:
@@ -40,7 +42,7 @@ class RunMetrics:
         """The headline figures, JSON-ready."""
         return {"completion_ns": self.completion_ns, "frames": self.frames, "bytes": self.bytes,
                 "hop_count": self.hop_count, "max_queue_frames": self.max_queue_frames,
-                "dropped": sum(self.dropped.values())}
+                "dropped": sum(self.dropped.values()), "corrupted": sum(self.corrupted.values())}
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -49,19 +51,22 @@ class RunMetrics:
 
 
 def port_counters(stats: list[dict[str, Any]]) -> dict[str, tuple[int, int, int, bool, int]]:
-    """port name -> (tx_frames, tx_bytes, dropped, is_host_port, peak_queue_frames)."""
+    """port name -> (tx_frames, tx_bytes, dropped, is_host_port, peak_queue_frames, corrupted)."""
     out = {}
     for el in stats:
         host = el["kind"] == "host"
         for p in el["ports"]:
-            out[p["port"]] = (p["tx_frames"], p["tx_bytes"], p["dropped"], host, p["peak_queue_frames"])
+            out[p["port"]] = (p["tx_frames"], p["tx_bytes"], p["dropped"] + p["fault_dropped"], host,
+                              p["peak_queue_frames"], p["fault_corrupted"])
     return out
 
 
 def diff(before: dict, after: dict, start_ns: int, end_ns: int) -> RunMetrics:
     m = RunMetrics(start_ns, end_ns, 0, 0, 0)
-    for port, (f1, b1, d1, host, peak) in after.items():
-        f0, b0, d0, _, _ = before.get(port, (0, 0, 0, host, 0))
+    for port, (f1, b1, d1, host, peak, c1) in after.items():
+        f0, b0, d0, _, _, c0 = before.get(port, (0, 0, 0, host, 0, 0))
+        if c1 - c0:
+            m.corrupted[port] = c1 - c0
         df, db = f1 - f0, b1 - b0
         if df:
             m.link_frames[port] = df

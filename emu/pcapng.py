@@ -46,7 +46,10 @@ _EPB_HEAD = struct.Struct("<IIIII")
 _FLAGS_OPT = {1: _option(2, struct.pack("<I", 1)) + _option(0, b""),
               2: _option(2, struct.pack("<I", 2)) + _option(0, b""),
               # 4 marks a frame dropped on purpose (a link taken down): outbound, with a comment
-              6: _option(1, b"dropped: link down") + _option(2, struct.pack("<I", 2)) + _option(0, b"")}
+              6: _option(1, b"dropped: link down") + _option(2, struct.pack("<I", 2)) + _option(0, b""),
+              # 8: lost on the wire by an emulated fault; 16: delivered with a bit flipped
+              10: _option(1, b"dropped: fault") + _option(2, struct.pack("<I", 2)) + _option(0, b""),
+              18: _option(1, b"corrupted: fault") + _option(2, struct.pack("<I", 2)) + _option(0, b"")}
 
 
 def packet_block(iface: int, ts_ns: int, frame: bytes, direction: int) -> bytes:

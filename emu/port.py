@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(eq=False)
@@ -41,6 +42,14 @@ class OutPort:
     up: bool = True
     """A link taken down (``Cluster.link_down``) drops what is handed to it, counted and captured."""
     dropped: int = 0
+    fault_drop: float = 0.0
+    """Probability that a frame leaving this port is lost on the wire (an emulated fault)."""
+    fault_corrupt: float = 0.0
+    """Probability that a frame arrives with one bit flipped (an emulated fault)."""
+    fault_rng: Any = None
+    """The seeded generator of this port's faults (draws in frame order: deterministic)."""
+    fault_dropped: int = 0
+    fault_corrupted: int = 0
     record_prefix: bytes | None = None
     """The constant first 12 bytes of this link's outer headers (magic .. link id)."""
     tx_frames: int = 0

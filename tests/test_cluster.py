@@ -241,3 +241,38 @@ async def test_link_down_drops_counts_captures_and_comes_back(tmp_path):
     if out is not None:
         assert "dropped: link down" in out.stdout
     assert b"dropped: link down" in cap.read_bytes()
+
+
+async def _fault_run(tmp_path, seed, name):
+    cap = tmp_path / name
+    async with emu.Cluster(star(2), seed=seed, capture=cap) as net:
+        await net.set_fault("h0", "s0", drop=0.2, corrupt=0.3)
+        await net.run({"h0": (apps.send_to, "h1", 200, 0, 40)})
+        m = net.metrics
+        st = {s["name"]: s for s in await net.stats()}
+    return m, st, hashlib.sha256(cap.read_bytes()).hexdigest(), cap.read_bytes()
+
+
+async def test_seeded_faults_drop_and_corrupt_deterministically(tmp_path):
+    m1, st1, d1, raw = await _fault_run(tmp_path, 7, "a.pcapng")
+    m2, _, d2, _ = await _fault_run(tmp_path, 7, "b.pcapng")
+    m3, _, d3, _ = await _fault_run(tmp_path, 8, "c.pcapng")
+    assert d1 == d2 and d1 != d3 and m1.dropped == m2.dropped
+    lost, bad = m1.dropped["h0-nic0"], m1.corrupted["h0-nic0"]
+    assert 0 < lost < 40 and 0 < bad < 40
+    # what was lost never reached the switch; what was corrupted did, and was counted where it broke
+    assert st1["s0"]["ports"][0]["rx_frames"] == 40 - lost
+    h1, s0 = st1["h1"]["engine"], st1["s0"]["engine"]
+    assert h1["messages_received"] + h1["malformed"] + h1["misdelivered"] + s0["malformed"] + s0["no_route"] <= 40 - lost
+    assert raw.count(b"dropped: fault") == lost and raw.count(b"corrupted: fault") == bad
+
+
+async def test_faults_are_refused_when_out_of_range_and_can_be_cleared():
+    async with emu.Cluster("star:n=2") as net:
+        with pytest.raises(emu.ConfigError, match="drop must be a probability within 0..1"):
+            await net.set_fault("h0", "s0", drop=1.5)
+        await net.set_fault("h0", "s0", drop=1.0)
+        with pytest.raises(emu.DeadlockError, match="ping"):
+            await net["h0"].ping("h1")
+        await net.set_fault("h0", "s0")
+        assert await net["h0"].ping("h1") == 816
