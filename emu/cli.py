@@ -85,7 +85,7 @@ async def _run(args) -> int:
             progress.update(task, description=f"{current}: virtual {t_ns / 1000:,.1f} us, {window:,} windows")
 
         current = "start"
-        async with Cluster(topo, seed=args.seed, processes=args.processes, capture=args.pcap,
+        async with Cluster(topo, seed=args.seed, realtime_ns_per_s=args.realtime, processes=args.processes, capture=args.pcap,
                            progress=on_progress) as net:
             for name in names:
                 current = name
@@ -174,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--processes", type=int, default=1, help="OS processes to spread the elements over")
     r.add_argument("--pcap", help="write a pcapng capture of the whole run")
     r.add_argument("--json", help="write the results as JSON")
+    r.add_argument("--realtime", type=float, metavar="NS_PER_S",
+                   help="pace virtual time to the wall clock: virtual ns per second (1e9 = real time)")
     c = r.add_argument_group("collectives (allreduce, reduce, bcast, barrier, allgather, reduce_scatter, "
                              "alltoall, mcast, mcast_all)")
     c.add_argument("--algo", help="algorithm by name (default: chosen by size, as MPI libraries do)")

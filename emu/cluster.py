@@ -32,7 +32,7 @@ from .config import ConfigError, RunConfig
 from .errors import AppError, DeadlockError, EmuError
 from .metrics import RunMetrics, diff, port_counters
 from .pcapng import capture_order, write_pcapng
-from .sync import LocalHandle, MsgStream, RemoteHandle, Synchroniser
+from .sync import LocalHandle, MsgStream, Pacer, RemoteHandle, Synchroniser
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ async def _ping_app(host, dst):
 class Cluster:
     def __init__(self, topology: Topology | str, *, seed: int = 0, processes: int = 1,
                  capture: str | os.PathLike | None = None, run: RunConfig | None = None,
-                 progress: Callable[[int, int], None] | None = None):
+                 progress: Callable[[int, int], None] | None = None, realtime_ns_per_s: float | None = None):
         if isinstance(topology, str):
             topology = build_topology(topology)
         if not isinstance(topology, Topology):
@@ -70,7 +70,8 @@ class Cluster:
                               f"got {type(topology).__name__}")
         topology.validate()
         if run is None:
-            run = RunConfig(seed=seed, processes=processes, capture=capture is not None)
+            run = RunConfig(seed=seed, processes=processes, capture=capture is not None,
+                            realtime_ns_per_s=realtime_ns_per_s)
         elif capture is not None and not run.capture:
             run = replace(run, capture=True)
         if run.processes > len(topology.nodes):
@@ -200,7 +201,8 @@ class Cluster:
         self._handles = handles
         for h in handles:
             await h.call("set_addresses", addrs)
-        self._sync = Synchroniser(handles, self.lookahead_ns, self._progress)
+        pacer = Pacer(self.run_config.realtime_ns_per_s) if self.run_config.realtime_ns_per_s else None
+        self._sync = Synchroniser(handles, self.lookahead_ns, self._progress, pacer)
 
     # -- running applications -------------------------------------------------------------------
     async def run(self, apps: dict[str, AppSpec]) -> dict[str, Any]:

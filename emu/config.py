@@ -119,6 +119,9 @@ class RunConfig:
     """Wall-clock wait for expected frames before asking senders to retransmit (recovery round)."""
     max_recovery_rounds: int = 50
     """Recovery rounds without progress before a loss is declared unrecoverable (run stops)."""
+    realtime_ns_per_s: float | None = None
+    """Real-time mode: pace virtual time to the wall clock at this many virtual ns per second
+    (1e9 = real time). None: as fast as possible. Figures are the same either way."""
     socket_drop_rate: float = 0.0
     """Test hook: drop this fraction of datagrams just before sendto, as an overloaded OS would, to
     exercise recovery. The model never sees it; results must not change."""
@@ -126,5 +129,7 @@ class RunConfig:
     def __post_init__(self) -> None:
         if not 1 <= self.processes <= 64:
             raise ConfigError(f"RunConfig.processes must be within 1..64, got {self.processes}")
+        if self.realtime_ns_per_s is not None and not self.realtime_ns_per_s > 0:
+            raise ConfigError(f"RunConfig.realtime_ns_per_s must be > 0, got {self.realtime_ns_per_s}")
         if not 0.0 <= self.socket_drop_rate < 1.0:
             raise ConfigError(f"RunConfig.socket_drop_rate must be within [0, 1), got {self.socket_drop_rate}")

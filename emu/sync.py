@@ -109,8 +109,35 @@ class RemoteHandle:
         await self.chan.stream.aclose()
 
 
+class Pacer:
+    """Real-time mode: hold each window back until the wall clock has caught up with it.
+
+    ``virtual_ns_per_s`` virtual nanoseconds pass per wall-clock second (1e9: real time; 1e3: a
+    microsecond of the model takes a second, slow enough to watch). The same engines run, window by
+    window; only *when* a window starts changes, so every figure stays the same. The clock and the
+    sleep are injectable so that tests can check the pacing without waiting for it."""
+
+    def __init__(self, virtual_ns_per_s: float, clock: Callable[[], float] = time.perf_counter,
+                 sleep: Callable[[float], Any] = trio.sleep):
+        if not virtual_ns_per_s > 0:
+            raise ValueError(f"real-time rate must be > 0 virtual ns per second, got {virtual_ns_per_s}")
+        self.rate = virtual_ns_per_s
+        self.clock = clock
+        self.sleep = sleep
+        self.origin: tuple[int, float] | None = None
+
+    async def wait_for(self, t_ns: int) -> None:
+        if self.origin is None:
+            self.origin = (t_ns, self.clock())
+        v0, w0 = self.origin
+        ahead = w0 + (t_ns - v0) / self.rate - self.clock()
+        if ahead > 0:
+            await self.sleep(ahead)
+
+
 class Synchroniser:
-    def __init__(self, handles: list, lookahead_ns: int, progress: Callable[[int, int], None] | None = None):
+    def __init__(self, handles: list, lookahead_ns: int, progress: Callable[[int, int], None] | None = None,
+                 pacer: Pacer | None = None):
         if lookahead_ns < 1:
             raise ValueError("lookahead must be >= 1 ns")
         self.handles = handles
@@ -122,6 +149,7 @@ class Synchroniser:
         self.max_time = 0
         self.progress = progress
         self.windows_run = 0
+        self.pacer = pacer
 
     def expected(self, d: int) -> int:
         return sum(row[d] for row in self.sent)
@@ -135,6 +163,8 @@ class Synchroniser:
             if t0 >= INF:
                 return
             t1 = t0 + self.lookahead
+            if self.pacer is not None:
+                await self.pacer.wait_for(t0)
             self.window = w = self.window + 1
             self.windows_run += 1
             try:

@@ -276,3 +276,31 @@ async def test_faults_are_refused_when_out_of_range_and_can_be_cleared():
             await net["h0"].ping("h1")
         await net.set_fault("h0", "s0")
         assert await net["h0"].ping("h1") == 816
+
+
+async def test_real_time_mode_paces_windows_and_changes_no_figure():
+    from emu.sync import Pacer
+
+    clock = [100.0]
+    starts = []
+
+    async def fake_sleep(dt):
+        clock[0] += dt
+
+    async with emu.Cluster("star:n=4") as net:
+        pacer = Pacer(1e6, clock=lambda: clock[0], sleep=fake_sleep)  # 1 ms of model per wall second
+        net._sync.pacer = pacer
+        orig = pacer.wait_for
+
+        async def spy(t):
+            await orig(t)
+            starts.append((t, clock[0]))
+        pacer.wait_for = spy
+        rtt = await net["h0"].ping("h3")
+    assert rtt == 816
+    v0, w0 = starts[0]
+    assert all(abs(w - (w0 + (t - v0) / 1e6)) < 1e-9 for t, w in starts)  # each window waits for its time
+    assert len(starts) > 3 and starts[-1][0] > v0
+    # and the real clock: the same figure, paced
+    async with emu.Cluster("star:n=4", realtime_ns_per_s=1e7) as net:
+        assert await net["h0"].ping("h3") == 816
