@@ -2,9 +2,9 @@
 
 The synchroniser (:mod:`emu.sync`) sends each domain ``window(w, t0, t1, expected)``; the domain
 
-1. waits until it has received at least ``expected`` DATA frames in all (everything any element
-   anywhere sent to it in earlier windows; frames another process sends in this window may already be
-   here, stamped at or after ``t1``) -- draining its own sockets directly for frames sent inside the process,
+1. waits until it has received exactly ``expected`` DATA frames *of earlier windows* (everything any
+   element anywhere sent to it before this window; frames another process already sent in this
+   window may be here too, and are told apart by the window number every record carries) -- draining its own sockets directly for frames sent inside the process,
    letting the element tasks read the others, and asking senders to retransmit if a datagram went
    missing;
 2. runs every element that has an event before ``t1``;
@@ -38,6 +38,8 @@ class Domain:
         self._idx: dict[Element, int] = {}
         self.received = 0
         """DATA frames accepted by this domain's elements since the start."""
+        self._by_window: dict[int, int] = {}
+        """Accepted frames per sending window (mod 2**16), for the windows still being counted."""
         self.sent_to = [0] * n_domains
         """DATA frames this domain's elements sent to each domain since the start."""
         self._local_rx: dict[Element, None] = {}
@@ -57,9 +59,10 @@ class Domain:
         if peer_domain == self.index:
             self._local_rx[self.by_name[peer]] = None
 
-    def frames_arrived(self, el: Element, n: int, first_ts: int) -> None:
+    def frames_arrived(self, el: Element, n: int, first_ts: int, window: int) -> None:
         # an entry no later than the new frames suffices: the element's other events have theirs
         self.received += n
+        self._by_window[window] = self._by_window.get(window, 0) + n
         heapq.heappush(self._heap, (first_ts, self._idx[el]))
 
     def wake(self) -> None:
@@ -81,9 +84,20 @@ class Domain:
             heapq.heapreplace(heap, (actual, i)) if actual < INF else heapq.heappop(heap)
         return INF
 
+    def _received_before(self, w: int) -> int:
+        """Frames accepted that were sent in windows before ``w`` (another domain may already be
+        sending in ``w``; nothing of ``w + 1`` can exist yet, since that needs our report of ``w``)."""
+        return self.received - self._by_window.get(w & 0xFFFF, 0)
+
     async def window(self, w: int, t0: int, t1: int, expected: int) -> tuple[list[int], int, int]:
-        if self.received < expected:
-            await self._collect(expected)
+        if self._received_before(w) < expected:
+            await self._collect(expected, w)
+        got = self._received_before(w)
+        if got != expected:
+            raise FrameLossError(f"domain {self.index}: {got} frames of windows before {w} accepted, but "
+                                 f"{expected} were sent (a frame was counted twice: a bug)")
+        for old in [k for k in self._by_window if k != w & 0xFFFF]:
+            del self._by_window[old]  # counted in `received`; no longer needed apart
         # what was sent two windows ago has been received everywhere (see emu.sync)
         hist = self._history
         while hist and hist[0][0] <= w - 2:
@@ -116,25 +130,25 @@ class Domain:
         nt = self.next_time()
         return self.sent_to[:], (first_arrival if first_arrival < nt else nt), self.max_time
 
-    async def _collect(self, expected: int) -> None:
+    async def _collect(self, expected: int, w: int) -> None:
         for el in self._local_rx:
             el.drain()
         self._local_rx.clear()
         rounds = 0
-        while self.received < expected:
-            before = self.received
+        while self._received_before(w) < expected:
+            before = self._received_before(w)
             self._wake = trio.Event()
             with trio.move_on_after(self.run.stall_timeout_s):
                 await self._wake.wait()
-            if self.received > before:
+            if self._received_before(w) > before:
                 rounds = 0
                 continue
             rounds += 1
             if rounds > self.run.max_recovery_rounds:
-                raise FrameLossError(f"domain {self.index}: {expected - self.received} frame(s) never arrived "
+                raise FrameLossError(f"domain {self.index}: {expected - self._received_before(w)} frame(s) never arrived "
                                      f"after {rounds - 1} recovery rounds")
             log.info("domain %d: waiting for %d frame(s); recovery round %d: asking senders to retransmit",
-                     self.index, expected - self.received, rounds)
+                     self.index, expected - self._received_before(w), rounds)
             for el in self.elements:
                 el.drain()
                 for inp in el.in_ports:

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 INF = 1 << 62
 SEQ_MASK = 0xFFFFFFFF
-_SEQ_TS_LEN = struct.Struct("!IQHH")  # the outer header after its constant 12-byte prefix
+_SEQ_TS_LEN = struct.Struct("!IQHH")  # the outer header after its 12-byte prefix: seq, ts, length, window
 MAX_DATAGRAM = 60_000
 """Records are batched into one datagram up to this size (UDP allows 65507)."""
 RCVBUF = 4 << 20
@@ -145,7 +145,7 @@ class Element:
                 stats["truncated"] += 1
                 self._note("truncated", f"{n - off} trailing bytes are shorter than an outer header")
                 break
-            magic, ver, kind, cid, link, seq, ts, length, _ = unpack(data, off)
+            magic, ver, kind, cid, link, seq, ts, length, win = unpack(data, off)
             if magic != MAGIC or ver != VERSION:
                 stats["bad_magic"] += 1
                 self._note("bad_magic", f"magic 0x{magic:04x} version {ver}: not an emulator frame")
@@ -201,7 +201,7 @@ class Element:
                 break
             off = end
         if accepted:
-            self.domain.frames_arrived(self, accepted, first_ts)
+            self.domain.frames_arrived(self, accepted, first_ts, win)
         return accepted
 
     def _note(self, what: str, detail: str) -> None:
@@ -318,7 +318,7 @@ class Element:
                     parts = []
                     size = 0
                     first = seq
-                parts += (prefix, pack(seq, arrival, n, 0), frame)
+                parts += (prefix, pack(seq, arrival, n, window & 0xFFFF), frame)
                 size += OUTER_LEN + n
                 total += n
                 seq = (seq + 1) & SEQ_MASK

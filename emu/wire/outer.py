@@ -9,7 +9,9 @@ model: every record keeps its own sequence number and virtual time stamp.
 Kinds:
 
 * ``DATA``: ``seq`` is the per-link sequence number of the frame, ``ts_ns`` its virtual arrival time
-  (last bit received at the far end of the link), ``length`` the inner frame length.
+  (last bit received at the far end of the link), ``length`` the inner frame length, ``window``
+  the synchronisation window that sent it (mod 2**16): a domain counts, before each window, exactly
+  the frames of earlier windows, whatever frames of the current one already arrived.
 * ``NACK``: sent by a link's receiver back to its sender: "retransmit everything from ``seq`` on".
   ``ts_ns`` and ``length`` are zero.
 
@@ -46,7 +48,7 @@ class EmuLink(Packet):
         IntField("seq", 0),
         LongField("ts_ns", 0),
         ShortField("length", None),
-        ShortField("flags", 0),
+        ShortField("window", 0),
     ]
 
     def post_build(self, pkt: bytes, pay: bytes) -> bytes:

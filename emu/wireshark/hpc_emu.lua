@@ -21,7 +21,7 @@ local f_link = {
   seq = ProtoField.uint32("hpcemu.link.seq", "seq", base.DEC, nil),
   ts_ns = ProtoField.uint64("hpcemu.link.ts_ns", "ts_ns", base.DEC, nil),
   length = ProtoField.uint16("hpcemu.link.length", "length", base.DEC, nil),
-  flags = ProtoField.uint16("hpcemu.link.flags", "flags", base.DEC, nil),
+  window = ProtoField.uint16("hpcemu.link.window", "window", base.DEC, nil),
 }
 do local t = {} for _, v in pairs(f_link) do t[#t + 1] = v end
   p_link.fields = t end
@@ -34,7 +34,7 @@ local L_link = {
   {"seq", 12, 4, nil, 32},
   {"ts_ns", 16, 8, nil, 64},
   {"length", 24, 2, nil, 16},
-  {"flags", 26, 2, nil, 16},
+  {"window", 26, 2, nil, 16},
 }
 local vs_fabric_ptype = {[1] = "MSG", [2] = "PING", [3] = "PONG", [4] = "COLL"}
 local p_fabric = Proto("hpcemu_fabric", "hpc-emu Fabric")
