@@ -178,22 +178,28 @@ class Cluster:
                 cmd = [sys.executable, "-m", "emu.worker", "127.0.0.1", str(port), tok]
                 self._workers.append(await nursery.start(partial(trio.run_process, cmd, check=False)))
             remotes: dict[int, RemoteHandle] = {}
-            with trio.fail_after(60):
-                while len(remotes) < p - 1:
-                    stream = await listeners[0].accept()
-                    chan = MsgStream(stream)
-                    tok = await chan.recv()
-                    d = tokens.get(tok) if isinstance(tok, str) else None
-                    if d is None or d in remotes:
-                        await stream.aclose()
-                        continue
-                    await chan.send(list(sys.path))
-                    await chan.send((self.plan, d))
-                    remotes[d] = RemoteHandle(d, chan)
-            for lst in listeners:
-                await lst.aclose()
+            self._handles = handles  # so that teardown closes whatever connected, also on error
+            try:
+                with trio.fail_after(60):
+                    while len(remotes) < p - 1:
+                        stream = await listeners[0].accept()
+                        chan = MsgStream(stream)
+                        tok = await chan.recv()
+                        d = tokens.get(tok) if isinstance(tok, str) else None
+                        if d is None or d in remotes:
+                            await stream.aclose()
+                            continue
+                        await chan.send(list(sys.path))
+                        await chan.send((self.plan, d))
+                        remotes[d] = RemoteHandle(d, chan)
+                        handles.append(remotes[d])
+            except trio.TooSlowError:
+                raise EmuError(f"only {len(remotes)} of {p - 1} worker processes connected within 60 s") from None
+            finally:
+                for lst in listeners:
+                    await lst.aclose()
+            handles[1:] = [remotes[d] for d in sorted(remotes)]
             for d in sorted(remotes):
-                handles.append(remotes[d])
                 with trio.fail_after(60):
                     addrs.update(await remotes[d].chan.recv())
         for el in self._local.elements:
@@ -211,6 +217,8 @@ class Cluster:
         still waiting when nothing is left to do raise DeadlockError naming what they wait for."""
         if self._sync is None:
             raise EmuError("the cluster is not running; use 'async with Cluster(...) as net:'")
+        if self._sync.broken:
+            raise EmuError(f"the cluster cannot run any more: {self._sync.broken}; start a new one")
         per_domain: dict[int, dict[str, tuple]] = {}
         for host, spec in apps.items():
             node = self.topology.nodes.get(host)
@@ -228,7 +236,12 @@ class Cluster:
             before = port_counters(await self._stats())
             for d, group in sorted(per_domain.items()):
                 sync.next_times[d] = min(sync.next_times[d], await self._handles[d].call("start_apps", start, group))
-            await sync.run_until_quiet()
+            try:
+                await sync.run_until_quiet()
+            except BaseException as e:
+                # applications of an interrupted run are still in the engines: nothing more may run
+                sync.broken = sync.broken or f"a run was interrupted ({type(e).__name__})"
+                raise
             states = []
             for h in self._handles:
                 states.extend(await h.call("app_states"))

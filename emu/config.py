@@ -87,6 +87,8 @@ class HostSpec:
     reduce_ps_per_byte: int = 250
     """Host CPU time to combine one byte of reduction operands, in picoseconds (250 ps/B = 4 GB/s);
     a reduction of B bytes costs ceil(B * this / 1000) ns."""
+    max_message_bytes: int = 1 << 30
+    """Largest message a host accepts; a segment announcing more is malformed (counted, dropped)."""
     nic: NicSpec = NicSpec()
     """The collective-offload engine of the NIC (spec 01)."""
 

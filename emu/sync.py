@@ -88,25 +88,36 @@ class RemoteHandle:
         self.index = index
         self.chan = chan
         self._lock = trio.Lock()
+        self.broken: str | None = None
+        """Why the control connection can no longer be trusted (a call was cut off mid-way)."""
 
     async def call(self, method: str, *args: Any) -> Any:
         async with self._lock:
+            if self.broken:
+                raise EmuError(f"domain {self.index}: {self.broken}; the cluster cannot go on, start a new one")
             try:
                 await self.chan.send((method, args))
                 status, value = await self.chan.recv()
             except (EOFError, trio.BrokenResourceError, trio.ClosedResourceError) as e:
+                self.broken = f"the worker process went away during {method}"
                 raise EmuError(f"worker process of domain {self.index} went away during {method}: {e}") from None
+            except BaseException:
+                # cancelled (or failed) between request and reply: the reply may still come and
+                # would be taken for the answer to the next call
+                self.broken = f"a {method} call was interrupted before its reply"
+                raise
         if status == "err":
             raise value
         return value
 
     async def close(self) -> None:
-        try:
-            with trio.move_on_after(2):
-                await self.chan.send(("stop", ()))
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        await self.chan.stream.aclose()
+        if not self.broken:
+            try:
+                with trio.move_on_after(2):
+                    await self.chan.send(("stop", ()))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+        await self.chan.stream.aclose()  # a worker whose connection closes stops too
 
 
 class Pacer:
@@ -150,12 +161,17 @@ class Synchroniser:
         self.progress = progress
         self.windows_run = 0
         self.pacer = pacer
+        self.broken: str | None = None
+        """Set when a window was cut off half-way (cancelled, or an error): the model state is no
+        longer consistent, so nothing more may run."""
 
     def expected(self, d: int) -> int:
         return sum(row[d] for row in self.sent)
 
     async def run_until_quiet(self) -> None:
         """Run windows until no event is left anywhere and nothing is in flight."""
+        if self.broken:
+            raise EmuError(f"the cluster cannot run any more: {self.broken}; start a new one")
         handles = self.handles
         last_yield = time.perf_counter()
         while True:
@@ -176,6 +192,7 @@ class Synchroniser:
                         for h in sorted(handles, key=lambda h: isinstance(h, LocalHandle)):
                             nursery.start_soon(self._one, h, w, t0, t1, reports)
             except BaseException as e:
+                self.broken = f"window {w} was interrupted ({type(e).__name__})"
                 loss = find_exception(e, FrameLossError)
                 if loss is None:
                     raise

@@ -117,10 +117,10 @@ class NicPost(Op):
 
 
 class NicWait(Op):
-    __slots__ = ("region", "count", "timeout_ns")
+    __slots__ = ("region", "count", "timeout_ns", "vp")
 
-    def __init__(self, region: int, count: int, timeout_ns: int):
-        self.region, self.count, self.timeout_ns = region, count, timeout_ns
+    def __init__(self, region: int, count: int, timeout_ns: int, vp: int):
+        self.region, self.count, self.timeout_ns, self.vp = region, count, timeout_ns, vp
 
     def describe(self, names) -> str:
         return f"nic_wait(region={self.region}, {self.count} completions)"
@@ -196,11 +196,11 @@ class HostAPI:
         """Post descriptors (``nodes.nic.Posted``) to ``vp``; costs ``NicSpec.post_ns`` of CPU each."""
         return NicPost(vp, list(posted))
 
-    def nic_wait(self, region: int, count: int = 1, timeout_ns: int = 1_000_000) -> NicWait:
-        """Wait until the NIC has written ``count`` completions of ``region`` to host memory; returns
-        them (``nodes.nic.Completion``). After ``timeout_ns`` without them, the region is aborted and
-        the completions so far are returned with a timeout one added."""
-        return NicWait(region, count, timeout_ns)
+    def nic_wait(self, region: int, count: int = 1, timeout_ns: int = 1_000_000, vp: int = 1) -> NicWait:
+        """Wait until the NIC has written ``count`` completions of ``region`` on virtual port ``vp``
+        to host memory; returns them (``nodes.nic.Completion``). After ``timeout_ns`` without them,
+        the region is aborted and the completions so far are returned with a timeout one added."""
+        return NicWait(region, count, timeout_ns, vp)
 
     def sleep(self, ns: int) -> Sleep:
         """Let ``ns`` nanoseconds of virtual time pass."""

@@ -25,6 +25,7 @@ from emu.wire import ETH_LEN, FABRIC, HDR_LEN, MSG, PING, DecodeError, PacketTyp
 
 from .api import Compute, HostAPI, Message, NicOpen, NicPost, NicWait, Op, PingOp, Recv, Send, Sleep
 from .nic import CollNIC, Completion
+from emu.wire.coll import ErrBit
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,7 @@ class HostEngine:
     def __post_init__(self) -> None:
         self.min_delay_ns = self.spec.nic_delay_ns
         self._timers: list[tuple[int, int, Callable, Any]] = []
+        self._cancelled: set[int] = set()
         self._tseq = 0
         self._out: list[tuple[int, bytes, int]] = []
         self._procs: list[Proc] = []
@@ -102,8 +104,8 @@ class HostEngine:
         self._pings: dict[int, Proc] = {}
         self._heads: dict[int, bytes] = {}
         self.nic = CollNIC(self)
-        self._nic_done: dict[int, list[Completion]] = {}
-        self._nic_waiters: dict[int, tuple[Proc, NicWait]] = {}
+        self._nic_done: dict[tuple[int, int], list[Completion]] = {}
+        self._nic_waiters: dict[tuple[int, int], tuple[Proc, NicWait, int]] = {}
         self.current: Proc | None = None
         """The application being stepped (for ``HostAPI.cpu_ns``)."""
         self.api = HostAPI(self)
@@ -147,7 +149,10 @@ class HostEngine:
         self._out = out = []
         timers = self._timers
         while timers and timers[0][0] <= now:
-            _, _, fn, arg = heapq.heappop(timers)
+            _, tid, fn, arg = heapq.heappop(timers)
+            if tid in self._cancelled:
+                self._cancelled.discard(tid)
+                continue
             fn(arg)
         self._update_timer()
         return out
@@ -255,12 +260,13 @@ class HostEngine:
         return self._busy(proc, cost)
 
     def _op_nic_wait(self, proc: Proc, op: NicWait) -> tuple[bool, Any]:
-        done = self._nic_done.get(op.region, [])
+        key = (op.vp, op.region)
+        done = self._nic_done.get(key, [])
         if len(done) >= op.count:
-            self._nic_done[op.region] = done[op.count:]
+            self._nic_done[key] = done[op.count:]
             return True, done[:op.count]
-        self._nic_waiters[op.region] = (proc, op)
-        self._at(self.now + op.timeout_ns, self._nic_timeout, (proc, op))
+        tid = self._at(self.now + op.timeout_ns, self._nic_timeout, (proc, op))
+        self._nic_waiters[key] = (proc, op, tid)
         return False, None
 
     # -- NIC ------------------------------------------------------------------------------------
@@ -318,7 +324,13 @@ class HostEngine:
         key = (src, msg_id)
         part = self._partial.get(key)
         if part is None:
+            if total > self.spec.max_message_bytes:
+                raise DecodeError(f"message of {total} bytes announced, over max_message_bytes "
+                                  f"({self.spec.max_message_bytes})")
             part = self._partial[key] = _Partial(tag, bytearray(total))
+        elif part.tag != tag or len(part.buf) != total:
+            raise DecodeError(f"segment of message {msg_id} from {src} disagrees with the first one "
+                              f"(tag {tag}/{part.tag}, total {total}/{len(part.buf)})")
         part.buf[offset:offset + len(chunk)] = chunk
         part.got += len(chunk)
         part.frames += 1
@@ -343,33 +355,44 @@ class HostEngine:
 
     def _nic_completion(self, c: Completion) -> None:
         """The NIC wrote a completion to host memory."""
-        done = self._nic_done.setdefault(c.region, [])
+        key = (c.vp, c.region)
+        done = self._nic_done.setdefault(key, [])
         done.append(c)
-        w = self._nic_waiters.get(c.region)
+        w = self._nic_waiters.get(key)
         if w is not None and len(done) >= w[1].count:
-            del self._nic_waiters[c.region]
-            self._nic_done[c.region] = done[w[1].count:]
-            self._resume((w[0], done[:w[1].count]))
+            proc, op, tid = self._nic_waiters.pop(key)
+            self._cancel(tid)
+            self._nic_done[key] = done[op.count:]
+            self._resume((proc, done[:op.count]))
 
     def _nic_timeout(self, arg) -> None:
         proc, op = arg
-        if self._nic_waiters.get(op.region) != (proc, op):
-            return  # it completed in time
-        del self._nic_waiters[op.region]
-        self.nic.abort(op.region)
-        done = self._nic_done.pop(op.region, [])
-        from emu.wire.coll import ErrBit
-
-        done.append(Completion(op.region, -1, ErrBit.TIMEOUT, None, None, self.now))
+        key = (op.vp, op.region)
+        w = self._nic_waiters.get(key)
+        if w is None or w[0] is not proc:
+            return
+        del self._nic_waiters[key]
+        self.nic.abort(op.vp, op.region)
+        done = self._nic_done.pop(key, [])
+        done.append(Completion(op.region, -1, ErrBit.TIMEOUT, None, None, self.now, op.vp))
         self._resume((proc, done))
 
     # -- timers ---------------------------------------------------------------------------------
-    def _at(self, t: int, fn: Callable, arg: Any) -> None:
+    def _at(self, t: int, fn: Callable, arg: Any) -> int:
+        """Call ``fn(arg)`` at virtual time ``t``; returns an id for ``_cancel``."""
         self._tseq += 1
         heapq.heappush(self._timers, (t, self._tseq, fn, arg))
+        return self._tseq
+
+    def _cancel(self, timer_id: int) -> None:
+        """Forget a timer: it neither runs nor keeps the element (and the run) going."""
+        self._cancelled.add(timer_id)
 
     def _update_timer(self) -> None:
-        self.timer = self._timers[0][0] if self._timers else None
+        timers = self._timers
+        while timers and timers[0][1] in self._cancelled:
+            self._cancelled.discard(heapq.heappop(timers)[1])
+        self.timer = timers[0][0] if timers else None
 
 
 # requests an application can await, dispatched by type (DESIGN.md principle 4)

@@ -70,6 +70,7 @@ class Completion:
     values: np.ndarray | None
     locations: np.ndarray | None
     t_ns: int
+    vp: int = 1
 
 
 @dataclass(eq=False)
@@ -108,8 +109,9 @@ class CollNIC:
         self.queue: list[tuple[int, dict, np.ndarray, np.ndarray]] = []
         self.unit_free = 0
         self._kick_at: int | None = None
-        self.completions: list[Completion] = []
-        self.stats = {"posted": 0, "messages_sent": 0, "messages_received": 0, "alu_ops": 0, "mismatch": 0,
+        self.aborted: set[tuple[int, int]] = set()
+        """(VP, region) pairs given up on: their late messages are dropped, until posted again."""
+        self.stats = {"late_after_abort": 0, "posted": 0, "messages_sent": 0, "messages_received": 0, "alu_ops": 0, "mismatch": 0,
                       "queue_overflow": 0, "unknown_vp": 0, "errors_received": 0, "completions": 0, "aborted": 0,
                       "queue_peak": 0}
 
@@ -123,21 +125,28 @@ class CollNIC:
         """The descriptors reach the NIC at ``t`` (the host spent the posting time before)."""
         if vp not in self.vps:
             raise ValueError(f"virtual port {vp} is not open; open it first")
+        for p in posted:
+            self.aborted.discard((vp, p.desc["coll_region"]))
         self.vps[vp].posted.extend(posted)
         self.stats["posted"] += len(posted)
         self.host._at(t, self._advance, vp)
 
-    def abort(self, region: int) -> None:
-        """Forget every trace of ``region`` (after a host gave up waiting for it)."""
-        for v in self.vps.values():
-            before = len(v.posted)
-            v.posted = deque(p for p in v.posted if p.desc["coll_region"] != region)
-            self.stats["aborted"] += before - len(v.posted)
-            if v.reg is not None and v.reg.region == region:
-                v.reg = None
-            v.swaps = {k: s for k, s in v.swaps.items() if k[0] != region}
-            v.overflowed = [o for o in v.overflowed if o[0] != region]
-        self.queue = [q for q in self.queue if q[1]["coll_region"] != region]
+    def abort(self, vp: int, region: int) -> None:
+        """Forget every trace of ``region`` on ``vp`` (after a host gave up waiting for it); its
+        messages that arrive later are dropped and counted."""
+        self.aborted.add((vp, region))
+        v = self.vps.get(vp)
+        if v is None:
+            return
+        before = len(v.posted)
+        v.posted = deque(p for p in v.posted if p.desc["coll_region"] != region)
+        self.stats["aborted"] += before - len(v.posted)
+        if v.reg is not None and v.reg.region == region:
+            v.reg = None
+        v.swaps = {k: s for k, s in v.swaps.items() if k[0] != region}
+        v.overflowed = [o for o in v.overflowed if o[0] != region]
+        self.queue = [q for q in self.queue if (q[0], q[1]["coll_region"]) != (vp, region)]
+        self.host._at(self.host.now, self._advance, vp)  # what waited behind the region may go
 
     # -- network side ---------------------------------------------------------------------------
     def receive(self, frame: bytes, src: int, now: int) -> None:
@@ -152,9 +161,12 @@ class CollNIC:
     def _on_message(self, arg) -> None:
         d, src = arg
         now = self.host.now
+        if (d["dest_vp"], d["coll_region"]) in self.aborted:
+            self.stats["late_after_abort"] += 1
+            return
         if d["head"] == Head.ERROR:
             self.stats["errors_received"] += 1
-            self._fail_region(d["coll_region"], d["err_vec"] or ErrBit.UNKNOWN_VP, now)
+            self._fail_region(d["dest_vp"], d["coll_region"], d["err_vec"] or ErrBit.UNKNOWN_VP, now)
             return
         v = self.vps.get(d["dest_vp"])
         if v is None:
@@ -169,7 +181,14 @@ class CollNIC:
         if d["swpmp"]:
             if len(self.queue) >= self.spec.queue_capacity:
                 self.stats["queue_overflow"] += 1
-                v.overflowed.append((d["coll_region"], d["seg"]))
+                r = v.reg
+                if r is not None and (r.region, r.seg) == (d["coll_region"], d["seg"]):
+                    r.rcnt += 1  # an erroneous contribution to the reduction under way
+                    r.err_vec |= ErrBit.OVERFLOW
+                    if r.rcnt >= r.branch:
+                        self.host._at(max(now, self.unit_free), self._finish_at, (v.index, r.region, r.seg))
+                else:
+                    v.overflowed.append((d["coll_region"], d["seg"]))
                 self._kick(now)
                 return
             self.queue.append((v.index, d, vals, locs))
@@ -220,7 +239,7 @@ class CollNIC:
                 self._fire(v, p, vals, locs, err, now)
                 continue
             v.posted.popleft()  # a kind this NIC does not execute: complete it with an error
-            self._complete(p, None, None, ErrBit.MISMATCH, now)
+            self._complete(v.index, p, None, None, ErrBit.MISMATCH, now)
 
     # -- receive-and-process unit ---------------------------------------------------------------
     def _kick(self, t: int) -> None:
@@ -247,11 +266,11 @@ class CollNIC:
             t = now + self.spec.queue_ns
             r.rcnt += 1
             r.err_vec |= d["err_vec"]
-            if d["branch"] != r.branch or rtype_of(d) != r.rtype:
+            if d["branch"] != r.branch or rtype_of(d) != r.rtype or (r.values is not None and len(vals) != len(r.values)):
                 self.stats["mismatch"] += 1
                 r.err_vec |= ErrBit.MISMATCH
-                log.warning("%s: reduce message with Branch %d Rtype %s does not match the register's %d %s",
-                            self.host.name, d["branch"], rtype_of(d), r.branch, r.rtype)
+                log.warning("%s: reduce message with Branch %d Rtype %s (%d operands) does not match the "
+                            "register's %d %s", self.host.name, d["branch"], rtype_of(d), len(vals), r.branch, r.rtype)
             elif r.values is None:
                 r.values, r.locations = vals, locs
             else:
@@ -260,13 +279,18 @@ class CollNIC:
                 t += self.spec.alu_ns * len(vals)
             self.unit_free = t
             if r.rcnt >= r.branch:
-                self.host._at(t, self._finish_at, vp)
+                self.host._at(t, self._finish_at, (vp, r.region, r.seg))
             else:
                 self._kick(t)
             return
 
-    def _finish_at(self, vp: int) -> None:
-        self._finish_reduce(self.vps[vp], self.host.now)
+    def _finish_at(self, key: tuple[int, int, int]) -> None:
+        vp, region, seg = key
+        v = self.vps[vp]
+        r = v.reg
+        if r is None or (r.region, r.seg) != (region, seg) or not v.posted:
+            return  # the region was aborted or failed in the meantime
+        self._finish_reduce(v, self.host.now)
         self._advance(vp)
         self._kick(self.host.now)
 
@@ -307,14 +331,14 @@ class CollNIC:
             else:
                 self._send(dst, m, t)
         if d["lint"]:
-            self._complete(p, vals, locs, err_vec, t)
+            self._complete(v.index, p, vals, locs, err_vec, t)
 
     def _self_arrival(self, arg) -> None:
         dvp, m, vals, locs = arg
         v = self.vps.get(dvp)
         if v is None:
             self.stats["unknown_vp"] += 1
-            self._fail_region(m["coll_region"], ErrBit.UNKNOWN_VP, self.host.now)
+            self._fail_region(m["src_vp"], m["coll_region"], ErrBit.UNKNOWN_VP, self.host.now)
             return
         self._cp_arrival(v, m, vals, locs, self.host.now)
 
@@ -333,22 +357,26 @@ class CollNIC:
         return alu.unpack([d[f"data{i}"] for i in range(7)], [d[f"loc{i}"] for i in range(7)], n, dtype)
 
     # -- completion -----------------------------------------------------------------------------
-    def _complete(self, p: Posted, vals, locs, err_vec: int, t: int) -> None:
+    def _complete(self, vp: int, p: Posted, vals, locs, err_vec: int, t: int) -> None:
         d = p.desc
-        c = Completion(d["coll_region"], d["seg"], err_vec, vals, locs, t + self.spec.completion_ns)
+        c = Completion(d["coll_region"], d["seg"], err_vec, vals, locs, t + self.spec.completion_ns, vp)
         self.stats["completions"] += 1
         self.host._at(c.t_ns, self.host._nic_completion, c)
 
-    def _fail_region(self, region: int, err_vec: int, now: int) -> None:
-        """Complete every pending descriptor of ``region`` that would report to the host, in error."""
-        for v in self.vps.values():
-            keep = deque()
-            for p in v.posted:
-                if p.desc["coll_region"] == region:
-                    if p.desc["lint"]:
-                        self._complete(p, None, None, err_vec, now)
-                else:
-                    keep.append(p)
-            v.posted = keep
-            if v.reg is not None and v.reg.region == region:
-                v.reg = None
+    def _fail_region(self, vp: int, region: int, err_vec: int, now: int) -> None:
+        """Complete every pending descriptor of ``region`` on ``vp`` that would report to the host,
+        in error, and forget the region there."""
+        v = self.vps.get(vp)
+        if v is None:
+            return
+        keep = deque()
+        for p in v.posted:
+            if p.desc["coll_region"] == region:
+                if p.desc["lint"]:
+                    self._complete(vp, p, None, None, err_vec, now)
+            else:
+                keep.append(p)
+        v.posted = keep
+        if v.reg is not None and v.reg.region == region:
+            v.reg = None
+        self.host._at(now, self._advance, vp)

@@ -307,3 +307,14 @@ async def test_real_time_mode_paces_windows_and_changes_no_figure():
     # and the real clock: the same figure, paced
     async with emu.Cluster("star:n=4", realtime_ns_per_s=1e7) as net:
         assert await net["h0"].ping("h3") == 816
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+async def test_a_cancelled_run_leaves_a_clear_error_not_a_confused_cluster(processes):
+    scenario = {"h0": (apps.send_to, "h3", 2_000_000), "h1": (apps.send_to, "h3", 1_500_000), "h3": (apps.recv_n, 2)}
+    async with emu.Cluster(star(4), processes=processes) as net:
+        with trio.move_on_after(0.3) as cs:
+            await net.run(scenario)
+        assert cs.cancelled_caught
+        with pytest.raises(emu.EmuError, match="interrupted.*start a new one"):
+            await net.run({"h0": (apps.ping, "h1")})

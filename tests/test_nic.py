@@ -150,7 +150,7 @@ async def _crafted(host, members, tamper, late_ns):
     await host.nic_post(comm.vp, posted)
     from nodes.collectives.offload import assemble
 
-    done = await host.nic_wait(region, nseg, 200_000)
+    done = await host.nic_wait(region, nseg, 200_000, comm.vp)
     return assemble(comm, done, nseg, 2, "sum", x.dtype), comm.last_status
 
 
@@ -183,10 +183,10 @@ async def _two_at_once(host, members):
     for vp in (1, 2):
         region, nseg, posted = descriptors(comm, "allreduce", x, "sum", 0, 4, vp)
         await host.nic_post(vp, posted)
-        regions.append((region, nseg))
+        regions.append((vp, region, nseg))
     out = []
-    for region, nseg in regions:
-        done = await host.nic_wait(region, nseg, 200_000)
+    for vp, region, nseg in regions:
+        done = await host.nic_wait(region, nseg, 200_000, vp)
         assemble(comm, done, nseg, 2, "sum", x.dtype)
         out.append(comm.last_status)
     return out
@@ -256,3 +256,89 @@ def test_nic_survives_any_descriptor_message(body, head, rop, rdtype, rbit, num,
         h.on_timer(h.timer)
     s = h.nic.stats
     assert h.stats["malformed"] + s["messages_received"] >= 3
+
+
+# -- regressions found in review ---------------------------------------------------------------------
+
+async def test_an_offloaded_run_ends_when_the_operation_ends(cluster):
+    net = await cluster("fattree:k=2,n=3")
+    r = await run_collective(net, "allreduce", count=5, dtype="float64", offload="nic", branch=2)
+    # the wait's timeout timer is cancelled on completion: it no longer stretches the run to 10 ms
+    assert net.metrics.completion_ns == r.completion_ns < 100_000
+
+
+async def _lengths_app(host, members):
+    comm = Comm(host, members)
+    await comm.nic_setup()
+    x = np.ones(3 if comm.rank != 1 else 1, np.float64)
+    y = await comm.allreduce(x, "sum", offload="nic", branch=2)
+    return y, comm.last_status
+
+
+def test_contributions_of_different_lengths_are_a_mismatch_not_a_crash():
+    net = EngineNet(star(3))
+    res = net.run({h: (_lengths_app, ["h0", "h1", "h2"]) for h in ("h0", "h1", "h2")})
+    assert all(y is None and s & ErrBit.MISMATCH for y, s in res.values())
+
+
+async def _timeout_app(host, members, timeout):
+    from nodes.collectives.offload import assemble
+
+    comm = Comm(host, members)
+    await comm.nic_setup()
+    x = np.arange(3.0)
+    region, nseg, posted = descriptors(comm, "allreduce", x, "sum", 0, 2, comm.vp)
+    await host.nic_post(comm.vp, posted)
+    done = await host.nic_wait(region, nseg, timeout if comm.rank == 0 else 1_000_000, comm.vp)
+    assemble(comm, done, nseg, 3, "sum", x.dtype)
+    return comm.last_status
+
+
+@pytest.mark.parametrize("timeout", range(520, 580, 3))
+def test_a_timeout_racing_the_reduce_never_crashes_the_host(timeout):
+    net = EngineNet(star(3))
+    res = net.run({h: (_timeout_app, ["h0", "h1", "h2"], timeout) for h in ("h0", "h1", "h2")})
+    assert res["h0"] in (0, ErrBit.TIMEOUT)
+    assert net.engines["h0"].nic.vps[1].reg is None and not net.engines["h0"].nic.vps[1].posted
+
+
+async def _two_comms(host, members):
+    ca, cb = Comm(host, members, comm_id=7), Comm(host, members, comm_id=9)
+    await ca.nic_setup(1)
+    await cb.nic_setup(2)
+    x = np.arange(3.0)
+    ra, na, pa = descriptors(ca, "allreduce", x, "sum", 0, 2, 1)
+    rb, nb, pb = descriptors(cb, "allreduce", x, "sum", 0, 2, 2)
+    await host.nic_post(1, pa)
+    await host.nic_post(2, pb)
+    da = await host.nic_wait(ra, na, 1_000_000, 1)
+    db = await host.nic_wait(rb, nb, 1_000_000, 2)
+    return [c.err_vec for c in da], [c.err_vec for c in db]
+
+
+def test_overflow_while_the_register_counts_is_reported_as_overflow():
+    # slow queue reads: the second reduction's register exists when its second message overflows
+    net = EngineNet(star(3, host=HostSpec(nic=NicSpec(queue_capacity=2, queue_ns=2000))))
+    res = net.run({h: (_two_comms, ["h0", "h1", "h2"]) for h in ("h0", "h1", "h2")})
+    assert net.engines["h0"].nic.stats["queue_overflow"] == 1
+    assert all(a == [0] and b == [ErrBit.OVERFLOW] for a, b in res.values())
+
+
+def test_late_messages_of_an_aborted_region_are_dropped():
+    net = EngineNet(star(3))
+    members = ["h0", "h1", "h2"]
+    # the root gives up at once; the leaves' messages arrive afterwards and must not linger
+    net.run({h: (_timeout_app, members, 1) for h in members})
+    nic = net.engines["h0"].nic
+    assert nic.stats["late_after_abort"] >= 2 and not nic.queue and not nic.vps[1].swaps
+
+
+def test_a_segment_cannot_make_the_host_allocate_without_bound():
+    from emu.wire import MSG, PacketType, build_frame
+    from nodes.host import HostEngine
+
+    h = HostEngine("h1", 1, HostSpec(), None, {"h0": 0, "h1": 1}, ["h0", "h1"])
+    h.receive(build_frame(0, 1, PacketType.MSG, MSG.pack(1, 0, 0xFFFFFFF0, 0) + b"x"), 0, 10)
+    h.receive(build_frame(0, 1, PacketType.MSG, MSG.pack(2, 5, 100, 0) + b"y" * 10), 0, 11)
+    h.receive(build_frame(0, 1, PacketType.MSG, MSG.pack(2, 6, 100, 10) + b"y" * 10), 0, 12)  # other tag
+    assert h.stats["malformed"] == 2 and not h._partial.get((0, 1))

@@ -138,7 +138,7 @@ async def offloaded(comm, kind: str, x: np.ndarray, op: str, root: int, branch: 
     """Post this rank's descriptors, wait for the NIC's completions, assemble the result."""
     region, nseg, posted = descriptors(comm, kind, x, op, root, branch, vp)
     await comm.host.nic_post(vp, posted)
-    done = await comm.host.nic_wait(region, nseg, timeout_ns)  # one completion per part
+    done = await comm.host.nic_wait(region, nseg, timeout_ns, vp)  # one completion per part
     result = assemble(comm, done, nseg, x.size, op, x.dtype)
     if kind == "reduce" and comm.rank != root:
         return None
