@@ -132,7 +132,8 @@ class CollectiveOptions:
     branch: int = 2
 
 
-def collective_options(operation: str, extra: dict[str, Any], hosts: list[str]) -> CollectiveOptions:
+def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
+                       queue_capacity: int | None = None) -> CollectiveOptions:
     """Validate the collective options of ``emu run`` against the cluster's hosts (ConfigError)."""
     import numpy as np
 
@@ -149,6 +150,8 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str]) 
     if size % itemsize:
         raise ConfigError(f"size {size} B is not a whole number of {dtype} elements ({itemsize} B)")
     ranks = extra.get("ranks") or None
+    if ranks and len(set(ranks)) != len(ranks):
+        raise ConfigError(f"--ranks lists a host twice: {','.join(ranks)}")
     unknown = [h for h in ranks or [] if h not in hosts]
     if unknown:
         raise ConfigError(f"--ranks: {', '.join(unknown)} not hosts of this topology (h0..h{len(hosts) - 1})")
@@ -164,13 +167,13 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str]) 
     if extra.get("algo"):
         check(operation, extra["algo"], n)
     offload = extra.get("offload") or None
-    branch = int(extra.get("branch") or 2)
+    branch = 2 if extra.get("branch") is None else int(extra["branch"])
     if offload is not None:
         from nodes.collectives.offload import validate
 
         if extra.get("algo"):
             raise ConfigError("--algo names a host software algorithm; leave it out with --offload")
-        validate(operation, np.dtype(dtype), op, branch, offload)
+        validate(operation, np.dtype(dtype), op, branch, offload, count, queue_capacity)
     return CollectiveOptions(dtype, size, count, op, root, extra.get("algo"), ranks, offload, branch)
 
 
@@ -178,7 +181,8 @@ def _collective_check(operation: str) -> CheckFn:
     async def check(net, options: Options) -> dict[str, Any]:
         from nodes.collectives.run import check_results, run_collective
 
-        o = collective_options(operation, options.extra, net.hosts)
+        o = collective_options(operation, options.extra, net.hosts,
+                               net.topology.hosts[0].spec.nic.queue_capacity)
         res = await run_collective(net, operation, count=o.count, dtype=o.dtype, op=o.op, algo=o.algo,
                                    root=o.root, ranks=o.ranks, seed=options.seed, offload=o.offload,
                                    branch=o.branch)

@@ -60,9 +60,13 @@ async def _run(args) -> int:
     names = [n for n in args.test.split("+") if n]
     from .checks import CHECKS
 
+    if not names:
+        raise ConfigError(f"--test names no test; known: {', '.join(sorted(CHECKS))}")
     unknown = [n for n in names if n not in CHECKS]
     if unknown:
         raise ConfigError(f"unknown test(s) {', '.join(unknown)}; known: {', '.join(sorted(CHECKS))}")
+    if args.seed < 0:
+        raise ConfigError(f"--seed must be >= 0, got {args.seed}")
     from topologies.registry import build
 
     topo = build(args.topo)
@@ -73,9 +77,16 @@ async def _run(args) -> int:
 
     from .checks import collective_options
 
-    for name in names:  # refuse options a test cannot run with before anything starts
-        if name in ALGORITHMS:
-            collective_options(name, extra, topo.host_names())
+    given = [k for k, v in extra.items() if v is not None]
+    collectives = [n for n in names if n in ALGORITHMS]
+    if given and not collectives:
+        raise ConfigError(f"--{', --'.join(given)} apply to collective tests only; --test {args.test} has none")
+    if args.branch is not None and not args.offload:
+        raise ConfigError("--branch is the offload tree's degree: give --offload nic too")
+    if args.root is not None and not any(n in ("reduce", "bcast", "mcast") for n in names):
+        raise ConfigError("--root applies to reduce, bcast and mcast only")
+    for name in collectives:  # refuse options a test cannot run with before anything starts
+        collective_options(name, extra, topo.host_names(), topo.hosts[0].spec.nic.queue_capacity)
     results = []
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=make_console(stderr=True), transient=True) as progress:
@@ -179,13 +190,13 @@ def main(argv: list[str] | None = None) -> int:
     c = r.add_argument_group("collectives (allreduce, reduce, bcast, barrier, allgather, reduce_scatter, "
                              "alltoall, mcast, mcast_all)")
     c.add_argument("--algo", help="algorithm by name (default: chosen by size, as MPI libraries do)")
-    c.add_argument("--size", default="1KiB", help="bytes per rank, e.g. 64KiB (alltoall: per destination)")
-    c.add_argument("--dtype", default="float32", help="int8..int64, uint8..uint64, float16/32/64")
-    c.add_argument("--op", default="sum", help="sum prod min max minloc maxloc land lor lxor band bor bxor")
-    c.add_argument("--root", type=int, default=0, help="root rank of reduce, bcast, mcast")
+    c.add_argument("--size", help="bytes per rank, e.g. 64KiB (alltoall: per destination; default 1KiB)")
+    c.add_argument("--dtype", help="int8..int64, uint8..uint64, float16/32/64 (default float32)")
+    c.add_argument("--op", help="sum prod min max minloc maxloc land lor lxor band bor bxor (default sum)")
+    c.add_argument("--root", type=int, help="root rank of reduce, bcast, mcast (default 0)")
     c.add_argument("--ranks", help="communicator: comma-separated hosts (default: all)")
     c.add_argument("--offload", choices=["nic"], help="allreduce/reduce on the NICs (spec 01 triggered descriptors)")
-    c.add_argument("--branch", type=int, default=2, help="branch degree of the offload reduction tree (default 2)")
+    c.add_argument("--branch", type=int, help="branch degree of the offload reduction tree (default 2)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
                         format="%(levelname)s %(name)s: %(message)s")

@@ -129,6 +129,8 @@ class RunConfig:
     exercise recovery. The model never sees it; results must not change."""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise ConfigError(f"RunConfig.seed must be an integer >= 0, got {self.seed!r}")
         if not 1 <= self.processes <= 64:
             raise ConfigError(f"RunConfig.processes must be within 1..64, got {self.processes}")
         if self.realtime_ns_per_s is not None and not self.realtime_ns_per_s > 0:

@@ -122,3 +122,18 @@ def test_emu_run_allreduce_offloaded_to_the_nic(tmp_path, capsys):
     assert "32- and 64-bit operands" in capsys.readouterr().out
     assert main(["run", "--topo", "star:n=4", "--test", "bcast", "--offload", "nic"]) == 2
     assert "bcast cannot be offloaded to the NIC" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--test", ""], "--test names no test"),
+    (["--test", "pingall", "--algo", "ring"], "--algo apply to collective tests only; --test pingall has none"),
+    (["--test", "allreduce", "--branch", "4"], "--branch is the offload tree's degree: give --offload nic too"),
+    (["--test", "allreduce", "--root", "1"], "--root applies to reduce, bcast and mcast only"),
+    (["--test", "allreduce", "--offload", "nic", "--branch", "0"], "branch degree must be within 1..255, got 0"),
+    (["--test", "allreduce", "--ranks", "h0,h0,h1"], "--ranks lists a host twice"),
+    (["--test", "pingall", "--seed", "-1"], "--seed must be >= 0"),
+    (["--test", "reduce", "--offload", "nic", "--size", "4KiB"], "reduce keeps all its 86 parts in flight"),
+])
+def test_emu_run_refuses_options_it_would_ignore_or_fail_on(args, message, capsys):
+    assert main(["run", "--topo", "star:n=4", *args]) == 2
+    assert message in capsys.readouterr().out.replace("\n", " ")

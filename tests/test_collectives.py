@@ -106,3 +106,16 @@ async def test_bad_requests_are_refused_before_anything_runs(cluster):
     with pytest.raises(emu.ConfigError, match="unknown operator 'avg'"):
         await run_collective(net, "allreduce", op="avg")
     assert net.now == 0  # nothing ran
+
+
+# -- regressions found in review ---------------------------------------------------------------------
+
+def test_all_to_all_multicast_tree_beyond_256_ranks():
+    from helpers import EngineNet
+    from nodes.collectives.run import collective_app, expected
+
+    net = EngineNet(build("star:n=260"))
+    members = [f"h{i}" for i in range(260)]
+    res = net.run({h: (collective_app, members, "mcast_all", "tree", 1, "int32", "sum", 0, 1) for h in members})
+    want = expected("mcast_all", 260, 1, "int32", "sum", 0, 1)
+    assert all((res[h][0] == want[i]).all() for i, h in enumerate(members))

@@ -342,3 +342,26 @@ def test_a_segment_cannot_make_the_host_allocate_without_bound():
     h.receive(build_frame(0, 1, PacketType.MSG, MSG.pack(2, 5, 100, 0) + b"y" * 10), 0, 11)
     h.receive(build_frame(0, 1, PacketType.MSG, MSG.pack(2, 6, 100, 10) + b"y" * 10), 0, 12)  # other tag
     assert h.stats["malformed"] == 2 and not h._partial.get((0, 1))
+
+
+async def test_offload_limits_are_refused_before_anything_runs(cluster):
+    from emu.config import ConfigError
+
+    net = await cluster("star:n=4")
+    with pytest.raises(ConfigError, match=r"reduce keeps all its 86 parts in flight.*2 x 86 messages, over its queue of 64"):
+        await run_collective(net, "reduce", count=1024, dtype="float32", offload="nic", branch=2)
+    with pytest.raises(ConfigError, match="need 342 descriptors; at most 255 per call"):
+        await run_collective(net, "allreduce", count=4096, dtype="float32", offload="nic")
+    with pytest.raises(ConfigError, match="branch degree 65 exceeds the NIC's request receive queue of 64"):
+        await run_collective(net, "allreduce", count=4, dtype="float32", offload="nic", branch=65)
+    assert net.now == 0
+    r = await run_collective(net, "reduce", count=12 * 30, dtype="float32", offload="nic", branch=2, root=1)
+    check_results(r, 360, "float32", "sum", 1, 0)   # 30 parts x branch 2 fit the queue
+
+
+async def test_slow_links_and_long_messages_do_not_time_out(cluster):
+    # 255 parts one after another over a chain (branch 1) of 16 hosts and 500 ns links: ~10 ms of model time
+    net = await cluster("star:n=16,latency_ns=500")
+    r = await run_collective(net, "allreduce", count=3060, dtype="float32", offload="nic", branch=1)
+    check_results(r, 3060, "float32", "sum", 0, 0)
+    assert r.completion_ns > 10_000_000

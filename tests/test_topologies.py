@@ -148,6 +148,10 @@ def test_link_and_element_figures_from_the_spec():
     ("mesh:k=8,n=2,latency_ns=0", r"latency_ns must be an integer >= 1"),
     ("star:n=1", r"star: n must be an integer within 2..4096"),
     ("", r"a topology spec is NAME:PARAM=VALUE"),
+    ("star:n=4,bandwidth_gbps=nan", r"bandwidth_gbps must be a finite positive number"),
+    ("star:n=4,bandwidth_gbps=inf", r"bandwidth_gbps must be a finite positive number"),
+    ("star:n=4,bandwidth_gbps=1e300", r"bandwidth_gbps must be a finite positive number"),
+    ("star:n=4,n =5", r"parameter 'n' is given twice"),
 ])
 def test_bad_specs_are_refused_with_the_fix(spec, message):
     with pytest.raises(ConfigError, match=message):

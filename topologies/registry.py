@@ -8,6 +8,7 @@ family accepts the element and link figures below, which default to ``LinkSpec()
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -78,12 +79,12 @@ def parse(spec: str) -> tuple[str, dict[str, str]]:
     name, _, rest = spec.strip().partition(":")
     params: dict[str, str] = {}
     for item in filter(None, (s.strip() for s in rest.split(","))):
-        key, eq, value = item.partition("=")
+        key, eq, value = (x.strip() for x in item.partition("="))
         if not eq or not key or not value:
             raise ConfigError(f"{name}: {item!r} is not PARAM=VALUE (e.g. {name}:k=4,n=2)")
         if key in params:
             raise ConfigError(f"{name}: parameter {key!r} is given twice")
-        params[key.strip()] = value.strip()
+        params[key] = value
     return name.strip(), params
 
 
@@ -119,10 +120,13 @@ def build(spec: str, **overrides) -> Topology:
 
 def _convert(family: str, key: str, value: str, kind: type):
     try:
-        return kind(value)
+        v = kind(value)
     except ValueError:
         raise ConfigError(f"{family}: {key} must be {'an integer' if kind is int else 'a number'}, "
                           f"got {value!r}") from None
+    if kind is float and not (math.isfinite(v) and 0 < v < 1e7):
+        raise ConfigError(f"{family}: {key} must be a finite positive number below 1e7, got {value!r}")
+    return v
 
 
 EXAMPLES = {"star": "star:n=16", "fattree": "fattree:k=4,n=3", "clos": "clos:radix=32,stages=2",

@@ -103,13 +103,14 @@ class Comm:
         await setup(self, self.vp)
 
     async def _offload(self, where: str, kind: str, x: np.ndarray, op: str, root: int, branch: int):
-        from .offload import DEFAULT_TIMEOUT_NS, DEFAULT_VP, offloaded
+        from .offload import DEFAULT_VP, TIMEOUT_NS_PER_PART, offloaded, parts
 
         if where != "nic":
             raise ConfigError(f"offload {where!r} is not available; use offload='nic'")
 
         self.last_algo = f"nic(branch={branch})"
-        return await offloaded(self, kind, x, op, root, branch, getattr(self, "vp", DEFAULT_VP), DEFAULT_TIMEOUT_NS)
+        timeout = TIMEOUT_NS_PER_PART * parts(x.size, x.dtype)
+        return await offloaded(self, kind, x, op, root, branch, getattr(self, "vp", DEFAULT_VP), timeout)
 
     async def bcast(self, x: np.ndarray, root: int = 0, algo: str | None = None) -> np.ndarray:
         """``root``'s array on every rank; others pass a buffer of the same size and type."""

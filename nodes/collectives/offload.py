@@ -8,8 +8,10 @@ allreduce, a **broadcast descriptor** triggered by one CP arrival (the root's ow
 the parent's broadcast) that swaps in the result and forwards it to the node's children. The host
 pays only for posting; the NICs do the rest and write the result to host memory.
 
-Parts are executed one after the other (each part's broadcast must fire before the next part's
-reduce can leave the queue head), so every 48 bytes more cost one more trip up and down the tree.
+In an allreduce the parts are executed one after the other (each part's broadcast must fire before
+the next part's reduce can leave the queue head), so every 48 bytes more cost one more trip up and
+down the tree. An offloaded reduce has no broadcast to hold the parts back: they are all in flight
+at once, so a parent's receive queue must hold branch x parts messages (checked before it runs).
 """
 
 from __future__ import annotations
@@ -24,10 +26,13 @@ from ..nic import Posted
 from .ops import get_op
 
 DEFAULT_VP = 1
-DEFAULT_TIMEOUT_NS = 10_000_000
+TIMEOUT_NS_PER_PART = 10_000_000
+"""How long a host waits for the NIC, per 48-byte part, before it declares the operation failed.
+Generous on purpose: virtual time costs nothing while idle, and a healthy run must never hit it."""
 
 
-def validate(operation: str, dtype: np.dtype, op: str, branch: int, where: str = "nic") -> None:
+def validate(operation: str, dtype: np.dtype, op: str, branch: int, where: str = "nic", count: int | None = None,
+             queue_capacity: int | None = None) -> None:
     """Refuse an offload request the NIC cannot carry out, before anything runs."""
     if where != "nic":
         raise ConfigError(f"offload {where!r} is not available; known: nic")
@@ -37,6 +42,26 @@ def validate(operation: str, dtype: np.dtype, op: str, branch: int, where: str =
     alu.op_code(op, np.dtype(dtype))
     if not 1 <= branch <= 255:
         raise ConfigError(f"branch degree must be within 1..255, got {branch}")
+    if count is None:
+        return
+    nseg = parts(count, np.dtype(dtype))
+    if nseg > 255:
+        raise ConfigError(f"{count} {np.dtype(dtype).name} operands need {nseg} descriptors; at most 255 per "
+                          f"call (Seg is 8 bits): at most {255 * alu.per_descriptor(np.dtype(dtype))} operands")
+    if queue_capacity is None:
+        return
+    if branch > queue_capacity:
+        raise ConfigError(f"branch degree {branch} exceeds the NIC's request receive queue of {queue_capacity} "
+                          "entries; the queue must hold a branch degree of messages (raise NicSpec.queue_capacity)")
+    if operation == "reduce" and branch * nseg > queue_capacity:
+        raise ConfigError(f"an offloaded reduce keeps all its {nseg} parts in flight: a parent may hold "
+                          f"{branch} x {nseg} messages, over its queue of {queue_capacity}; use allreduce (parts one "
+                          "after another), a smaller branch degree or size, or a larger NicSpec.queue_capacity")
+
+
+def parts(count: int, dtype: np.dtype) -> int:
+    """Descriptors (48-byte parts) an operation on ``count`` operands needs."""
+    return max(1, -(-count // alu.per_descriptor(np.dtype(dtype))))
 
 
 def kary_tree(n: int, k: int) -> tuple[list[int], list[list[int]]]:
@@ -64,12 +89,7 @@ def _region(comm) -> int:
 def descriptors(comm, kind: str, x: np.ndarray, op: str, root: int, branch: int, vp: int
                 ) -> tuple[int, int, list[Posted]]:
     """This rank's descriptors for one offloaded ``allreduce`` or ``reduce``: (region, parts, posted)."""
-    if branch < 1 or branch > 255:
-        raise ConfigError(f"branch degree must be within 1..255, got {branch}")
-    capacity = comm.host.spec.nic.queue_capacity
-    if branch > capacity:
-        raise ConfigError(f"branch degree {branch} exceeds the NIC's request receive queue of {capacity} entries; "
-                          "the queue must hold a branch degree of messages (raise NicSpec.queue_capacity)")
+    validate(kind, x.dtype, op, branch, "nic", x.size, comm.host.spec.nic.queue_capacity)
     o = get_op(op)
     dtype = x.dtype
     rdtype, rbit = alu.type_code(dtype)
@@ -78,9 +98,7 @@ def descriptors(comm, kind: str, x: np.ndarray, op: str, root: int, branch: int,
     if o.name in ("land", "lor", "lxor"):
         vals = (vals != 0).astype(dtype)
     n, per = comm.size, alu.per_descriptor(dtype)
-    nseg = max(1, -(-len(vals) // per))
-    if nseg > 255:
-        raise ConfigError(f"{len(vals)} operands need {nseg} descriptors; at most 255 per call (Seg is 8 bits)")
+    nseg = parts(len(vals), dtype)
     comm._seq += 1
     region = _region(comm)
     v = (comm.rank - root) % n

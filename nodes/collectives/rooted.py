@@ -129,6 +129,6 @@ async def mcast_all_tree(comm, x: np.ndarray) -> np.ndarray:
     n = comm.size
     out = np.empty((n, len(x)), x.dtype)
     for src in range(n):
-        out[src] = await bcast_binomial(comm, x if src == comm.rank else np.empty_like(x), src,
-                                        base_step=src * 16)
+        comm._seq += 1  # every tree gets tags of its own (all ranks take the trees in the same order)
+        out[src] = await bcast_binomial(comm, x if src == comm.rank else np.empty_like(x), src)
     return out

@@ -146,7 +146,8 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
     if algo is not None:
         check(operation, algo, len(members))
     if offload is not None:
-        validate(operation, np.dtype(dtype), op, branch, offload)
+        spec = net.topology.nodes[members[0]].spec
+        validate(operation, np.dtype(dtype), op, branch, offload, count, spec.nic.queue_capacity)
         await net.run({h: (nic_setup_app, members) for h in members})
     t0 = net.now
     apps = {h: (collective_app, members, operation, algo, count, dtype, op, root, seed, offload, branch)
