@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from emu.config import ConfigError
+from emu.metrics import RunMetrics
 
 from .comm import Comm
 from .ops import DTYPES, get_op, reference
@@ -68,15 +69,19 @@ class CollectiveResult:
     ranks: list[str]
     results: dict[str, Any]
     completion_ns: int
-    frames: int
-    bytes: int
-    hop_count: int
+    """From the moment every rank entered until the last one had its result."""
     cpu_ns_total: int
     cpu_ns_max: int
-    link_frames: dict[str, int] = field(default_factory=dict)
-    link_bytes: dict[str, int] = field(default_factory=dict)
+    metrics: RunMetrics
+    """The run's network figures (frames and bytes the hosts injected, hop count, per link)."""
     errors: dict[str, str] = field(default_factory=dict)
     """Ranks whose offloaded operation reported an error: host -> what (e.g. 'mismatch|timeout')."""
+
+    frames = property(lambda self: self.metrics.frames)
+    bytes = property(lambda self: self.metrics.bytes)
+    hop_count = property(lambda self: self.metrics.hop_count)
+    link_frames = property(lambda self: self.metrics.link_frames)
+    link_bytes = property(lambda self: self.metrics.link_bytes)
 
     def figures(self) -> dict[str, Any]:
         return {"completion_ns": self.completion_ns, "frames": self.frames, "bytes": self.bytes,
@@ -157,5 +162,5 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
     errors = {h: errors_text(out[h][4]) for h in members if out[h][4]}
     return CollectiveResult(
         operation, out[members[0]][3], members, {h: out[h][0] for h in members},
-        max(out[h][1] for h in members) - t0, m.frames, m.bytes, m.hop_count,
-        sum(out[h][2] for h in members), max(out[h][2] for h in members), m.link_frames, m.link_bytes, errors)
+        max(out[h][1] for h in members) - t0, sum(out[h][2] for h in members), max(out[h][2] for h in members),
+        m, errors)
