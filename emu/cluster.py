@@ -121,7 +121,7 @@ class Cluster:
     @property
     def windows(self) -> int:
         """Synchronisation windows run so far (a cost figure, not a model figure)."""
-        return self._sync.windows_run if self._sync else 0
+        return self._sync.window if self._sync else 0
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def __aenter__(self) -> "Cluster":

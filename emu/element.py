@@ -92,7 +92,6 @@ class Element:
                       "sock_dropped": 0, "datagrams_sent": 0, "datagrams_received": 0}
         self._drop_rate = drop_rate
         self._drop_rng = random.Random(seed ^ 0x5EED)
-        self._hdr_cache = {}
         self.unsent: list[tuple[bytes, tuple[str, int]]] = []
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:

@@ -57,9 +57,6 @@ class OutPort:
     peak_queue_frames: int = 0
     peak_queue_bytes: int = 0
 
-    def serialization_ns(self, nbytes: int) -> int:
-        return -((-nbytes * 8_000_000_000) // self.bandwidth_bps)
-
     def enqueue(self, frame: bytes, at: int) -> None:
         """Hand ``frame`` to the port at virtual time ``at``."""
         n = len(frame)

@@ -159,7 +159,6 @@ class Synchroniser:
         self.window = 0
         self.max_time = 0
         self.progress = progress
-        self.windows_run = 0
         self.pacer = pacer
         self.broken: str | None = None
         """Set when a window was cut off half-way (cancelled, or an error): the model state is no
@@ -182,7 +181,6 @@ class Synchroniser:
             if self.pacer is not None:
                 await self.pacer.wait_for(t0)
             self.window = w = self.window + 1
-            self.windows_run += 1
             try:
                 if self.n == 1:
                     reports = [await handles[0].call("window", w, t0, t1, self.expected(0))]
@@ -203,7 +201,7 @@ class Synchroniser:
                 self.next_times[d] = nt
                 if mt > self.max_time:
                     self.max_time = mt
-            if self.windows_run & 0xFF == 0:
+            if w & 0xFF == 0:
                 now = time.perf_counter()
                 if now - last_yield > 0.05:
                     last_yield = now

@@ -55,7 +55,6 @@ class _Partial:
     tag: int
     buf: bytearray
     got: int = 0
-    frames: int = 0
 
 
 @dataclass
@@ -333,7 +332,6 @@ class HostEngine:
                               f"(tag {tag}/{part.tag}, total {total}/{len(part.buf)})")
         part.buf[offset:offset + len(chunk)] = chunk
         part.got += len(chunk)
-        part.frames += 1
         if part.got >= total:
             del self._partial[key]
             msg = Message((self.names[src] if 0 <= src < len(self.names) else str(src)), tag, bytes(part.buf),

@@ -20,7 +20,7 @@ from scapy.fields import ByteEnumField, ByteField, FlagsField, IntField, ShortFi
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, bind_layers
 
-from .codec import StructCodec
+from .codec import DecodeError, StructCodec
 
 ETHERTYPE_FABRIC = 0x88B5
 ETH_LEN = 14
@@ -94,8 +94,6 @@ def parse_frame(frame: bytes) -> tuple[int, int, int, int, int, int, int, int, i
     Returns the fabric header fields (src, dst, vc, prio, ptype, flags, hops, rsvd, length); the
     body starts at ``HDR_LEN`` and is exactly ``length`` bytes long.
     """
-    from .codec import DecodeError
-
     if len(frame) < HDR_LEN:
         raise DecodeError(f"frame of {len(frame)} bytes is shorter than the {HDR_LEN}-byte headers")
     if frame[12] != ETHERTYPE_FABRIC >> 8 or frame[13] != ETHERTYPE_FABRIC & 0xFF:
