@@ -78,7 +78,8 @@ class HostSpec:
     """Per-frame NIC processing delay, on transmit (hand-off to the port) and on receive (ns)."""
     mtu_bytes: int = 1024
     """Largest message payload carried by one frame; the frame adds 46 header bytes (Ethernet 14,
-    fabric 16, message segment 16). Messages longer than this are segmented and reassembled."""
+    fabric 16, message segment 16) and the 4-byte frame check sequence on the wire. Messages
+    longer than this are segmented and reassembled."""
     send_overhead_ns: int = 300
     """Host CPU time the messaging software spends per message sent (LogP's o on the sender):
     the application continues, and the NIC gets the message, this long after ``send``."""

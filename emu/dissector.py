@@ -198,7 +198,7 @@ def generate() -> str:
         "end",
         f"DissectorTable.get('ethertype'):add(0x{ETHERTYPE_FABRIC:04X}, p_fabric)",
         "",
-        "local eth = Dissector.get('eth_withoutfcs')",
+        "local eth = Dissector.get('eth_withfcs')  -- inner frames end with their FCS",
         "function p_link.dissector(tvb, pinfo, tree)",
         "  local off, n = 0, 0",
         f"  while tvb:len() - off >= {sizes['link']} do",

@@ -17,18 +17,21 @@ import logging
 import random
 import socket
 import struct
+import zlib
 from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
 from .errors import CausalityError, EngineError
 from .port import InPort, OutPort
+from .wire.fabric import FCS_RESIDUE, add_fcs
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, VERSION, LinkKind
 
 if TYPE_CHECKING:
     from .domain import Domain
 
 log = logging.getLogger(__name__)
+crc32 = zlib.crc32
 
 INF = 1 << 62
 SEQ_MASK = 0xFFFFFFFF
@@ -42,6 +45,7 @@ DIR_OUT = 2
 DROPPED = 4  # capture record of a frame dropped on purpose (written with a comment)
 FAULT_DROP = 8  # ... lost on the wire by an emulated fault
 FAULT_CORRUPT = 16  # ... sent intact, delivered with a bit flipped by an emulated fault
+FCS_ERROR = 32  # ... received with a bad frame check sequence, dropped by the receiving port
 
 
 class Engine(Protocol):
@@ -88,7 +92,7 @@ class Element:
         """Ports with frames waiting for their window (a dict: insertion order, never hash order)."""
         self.capture = [] if capture else None
         self.stats = {"bad_magic": 0, "foreign_cluster": 0, "bad_link": 0, "truncated": 0,
-                      "gaps": 0, "duplicates": 0, "nacks_sent": 0, "retransmitted": 0,
+                      "wrong_sender": 0, "gaps": 0, "duplicates": 0, "nacks_sent": 0, "retransmitted": 0,
                       "sock_dropped": 0, "datagrams_sent": 0, "datagrams_received": 0}
         self._drop_rate = drop_rate
         self._drop_rng = random.Random(seed ^ 0x5EED)
@@ -120,25 +124,33 @@ class Element:
     def drain(self) -> int:
         """Read every datagram waiting on the socket; return how many DATA frames were accepted."""
         accepted = 0
-        recv = self.sock.recv
+        recv = self.sock.recvfrom
         while True:
             try:
-                data = recv(65536)
+                data, sender = recv(65536)
             except BlockingIOError:
                 return accepted
             except ConnectionRefusedError:  # ICMP from a peer that already closed (teardown)
                 continue
-            accepted += self.on_datagram(data)
+            accepted += self.on_datagram(data, sender)
 
-    def on_datagram(self, data: bytes) -> int:
-        """Parse the records of one datagram; foreign or malformed input is counted and dropped."""
+    def on_datagram(self, data: bytes, sender: tuple[str, int]) -> int:
+        """Parse the records of one datagram from socket address ``sender``; foreign, forged or
+        malformed input is counted and dropped. A link's DATA records are accepted only from the
+        socket of the element at its sending end, its NACKs only from the socket at its receiving
+        end (``wrong_sender`` counts the rest): a stranger on the machine that guesses a cluster id,
+        a link id and the next sequence number still cannot take a genuine frame's place."""
         n = len(data)
         off = 0
         accepted = 0
-        self.stats["datagrams_received"] += 1
+        stats = self.stats
+        stats["datagrams_received"] += 1
+        if not n:
+            stats["truncated"] += 1
+            self._note("truncated", "an empty datagram")
+            return 0
         first_ts = INF
         unpack = OUTER.struct.unpack_from
-        stats = self.stats
         while off < n:
             if n - off < OUTER_LEN:
                 stats["truncated"] += 1
@@ -164,20 +176,29 @@ class Element:
                     stats["bad_link"] += 1
                     self._note("bad_link", f"frame for link {link}, which does not end here")
                     break
+                if sender != inp.peer_addr:
+                    stats["wrong_sender"] += 1
+                    self._note("wrong_sender", f"frame for link {link} from {sender}, not from {inp.peer}")
+                    break
                 d = (seq - inp.expected) & SEQ_MASK
                 if d == 0:
                     if ts < self.safe_time:
                         raise CausalityError(f"{inp.name}: frame stamped {ts} ns arrived after {self.safe_time} ns "
                                              "was processed; the synchroniser let a window run too far")
-                    frame = data[off + OUTER_LEN:end]
+                    wire = data[off + OUTER_LEN:end]
                     inp.expected = (seq + 1) & SEQ_MASK
                     inp.rx_frames += 1
                     inp.rx_bytes += length
-                    heapq.heappush(self.heap, (ts, inp.index, seq, frame))
+                    if crc32(wire) == FCS_RESIDUE:  # the port checks the FCS and strips it
+                        heapq.heappush(self.heap, (ts, inp.index, seq, wire[:-4]))
+                        if self.capture is not None:
+                            self.capture.append((ts, inp.iface, DIR_IN, wire))
+                    else:  # corrupted on the wire: dropped here; it still counts as received
+                        inp.fcs_errors += 1
+                        if self.capture is not None:
+                            self.capture.append((ts, inp.iface, DIR_IN | FCS_ERROR, wire))
                     if ts < first_ts:
                         first_ts = ts
-                    if self.capture is not None:
-                        self.capture.append((ts, inp.iface, DIR_IN, frame))
                     accepted += 1
                 elif d < 0x80000000:
                     # a datagram before this one was lost: go back N from what we expect
@@ -192,6 +213,10 @@ class Element:
                 if outp is None:
                     stats["bad_link"] += 1
                     self._note("bad_link", f"NACK for link {link}, which does not start here")
+                    break
+                if sender != outp.peer_addr:
+                    stats["wrong_sender"] += 1
+                    self._note("wrong_sender", f"NACK for link {link} from {sender}, not from {outp.peer}")
                     break
                 self.retransmit(outp, seq)
             else:
@@ -277,7 +302,7 @@ class Element:
                 if not p.up:
                     p.dropped += 1
                     if self.capture is not None:
-                        self.capture.append((at, p.iface, DIR_OUT | DROPPED, frame))
+                        self.capture.append((at, p.iface, DIR_OUT | DROPPED, add_fcs(frame)))
                     continue
                 p.enqueue(frame, at)
                 self.busy[p] = None
@@ -394,6 +419,7 @@ class Element:
             inp = self.ins[p.index]
             out.append({"port": p.name, "peer": p.peer_port_name, "tx_frames": p.tx_frames,
                         "tx_bytes": p.tx_bytes, "rx_frames": inp.rx_frames, "rx_bytes": inp.rx_bytes,
+                        "fcs_errors": inp.fcs_errors,
                         "dropped": p.dropped, "up": p.up, "fault_dropped": p.fault_dropped,
                         "fault_corrupted": p.fault_corrupted,
                         "peak_queue_frames": p.peak_queue_frames, "peak_queue_bytes": p.peak_queue_bytes})

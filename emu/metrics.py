@@ -28,7 +28,9 @@ class RunMetrics:
     dropped: dict[str, int] = field(default_factory=dict)
     """Frames dropped on purpose (link down, emulated loss), per port."""
     corrupted: dict[str, int] = field(default_factory=dict)
-    """Frames delivered with a bit flipped by an emulated fault, per port."""
+    """Frames delivered with a bit flipped by an emulated fault, per sending port."""
+    fcs_errors: dict[str, int] = field(default_factory=dict)
+    """Frames that failed their frame check sequence and were dropped, per receiving port."""
 
     @property
     def completion_ns(self) -> int:
@@ -42,7 +44,8 @@ class RunMetrics:
         """The headline figures, JSON-ready."""
         return {"completion_ns": self.completion_ns, "frames": self.frames, "bytes": self.bytes,
                 "hop_count": self.hop_count, "max_queue_frames": self.max_queue_frames,
-                "dropped": sum(self.dropped.values()), "corrupted": sum(self.corrupted.values())}
+                "dropped": sum(self.dropped.values()), "corrupted": sum(self.corrupted.values()),
+                "fcs_errors": sum(self.fcs_errors.values())}
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -50,23 +53,26 @@ class RunMetrics:
         return d
 
 
-def port_counters(stats: list[dict[str, Any]]) -> dict[str, tuple[int, int, int, bool, int]]:
-    """port name -> (tx_frames, tx_bytes, dropped, is_host_port, peak_queue_frames, corrupted)."""
+def port_counters(stats: list[dict[str, Any]]) -> dict[str, tuple[int, int, int, bool, int, int, int]]:
+    """port name -> (tx_frames, tx_bytes, dropped, is_host_port, peak_queue_frames, corrupted,
+    fcs_errors)."""
     out = {}
     for el in stats:
         host = el["kind"] == "host"
         for p in el["ports"]:
             out[p["port"]] = (p["tx_frames"], p["tx_bytes"], p["dropped"] + p["fault_dropped"], host,
-                              p["peak_queue_frames"], p["fault_corrupted"])
+                              p["peak_queue_frames"], p["fault_corrupted"], p["fcs_errors"])
     return out
 
 
 def diff(before: dict, after: dict, start_ns: int, end_ns: int) -> RunMetrics:
     m = RunMetrics(start_ns, end_ns, 0, 0, 0)
-    for port, (f1, b1, d1, host, peak, c1) in after.items():
-        f0, b0, d0, _, _, c0 = before.get(port, (0, 0, 0, host, 0, 0))
+    for port, (f1, b1, d1, host, peak, c1, e1) in after.items():
+        f0, b0, d0, _, _, c0, e0 = before.get(port, (0, 0, 0, host, 0, 0, 0))
         if c1 - c0:
             m.corrupted[port] = c1 - c0
+        if e1 - e0:
+            m.fcs_errors[port] = e1 - e0
         df, db = f1 - f0, b1 - b0
         if df:
             m.link_frames[port] = df

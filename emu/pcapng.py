@@ -1,8 +1,10 @@
 """pcapng writer: one interface per element port, nanosecond virtual time stamps, raw frames.
 
 Blocks written: Section Header, one Interface Description per port (``if_name`` like ``s3-p2``,
-``if_tsresol`` = 9, link type Ethernet) and one Enhanced Packet per frame seen at a port, with
-``epb_flags`` giving the direction (inbound at the receiving port, outbound at the sending one).
+``if_tsresol`` = 9, link type Ethernet, ``if_fcslen`` = 4: every frame ends with its frame check
+sequence) and one Enhanced Packet per frame seen at a port, with ``epb_flags`` giving the direction
+(inbound at the receiving port, outbound at the sending one) and, for a frame that failed its FCS
+check, the CRC-error bit (24).
 Frames are the raw bytes the elements exchanged; nothing is rebuilt with scapy.
 """
 
@@ -11,6 +13,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 from typing import BinaryIO
+
+from .wire.fabric import FCS_LEN
 
 LINKTYPE_ETHERNET = 1
 _SHB = 0x0A0D0D0A
@@ -38,7 +42,7 @@ def section_header(application: str = "hpc-emu") -> bytes:
 
 
 def interface_block(name: str, snaplen: int = 0) -> bytes:
-    opts = _option(2, name.encode()) + _option(9, bytes([9])) + _option(0, b"")
+    opts = _option(2, name.encode()) + _option(9, bytes([9])) + _option(13, bytes([FCS_LEN])) + _option(0, b"")
     return _block(_IDB, struct.pack("<HHI", LINKTYPE_ETHERNET, 0, snaplen) + opts)
 
 
@@ -49,7 +53,9 @@ _FLAGS_OPT = {1: _option(2, struct.pack("<I", 1)) + _option(0, b""),
               6: _option(1, b"dropped: link down") + _option(2, struct.pack("<I", 2)) + _option(0, b""),
               # 8: lost on the wire by an emulated fault; 16: delivered with a bit flipped
               10: _option(1, b"dropped: fault") + _option(2, struct.pack("<I", 2)) + _option(0, b""),
-              18: _option(1, b"corrupted: fault") + _option(2, struct.pack("<I", 2)) + _option(0, b"")}
+              18: _option(1, b"corrupted: fault") + _option(2, struct.pack("<I", 2)) + _option(0, b""),
+              # 32: received with a bad frame check sequence and dropped by the port (CRC-error bit)
+              33: _option(1, b"dropped: FCS error") + _option(2, struct.pack("<I", 1 | 1 << 24)) + _option(0, b"")}
 
 
 def packet_block(iface: int, ts_ns: int, frame: bytes, direction: int) -> bytes:

@@ -14,6 +14,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from .wire.fabric import add_fcs
+
 
 @dataclass(eq=False)
 class OutPort:
@@ -33,7 +35,7 @@ class OutPort:
     free_at: int = 0
     seq: int = 0
     pending: deque = field(default_factory=deque)
-    """(start, arrival, frame) waiting for the window that contains ``start``."""
+    """(start, arrival, frame with its FCS) waiting for the window that contains ``start``."""
     queued: deque = field(default_factory=deque)
     """(done, nbytes) of frames handed to the port whose last bit has not left yet (occupancy)."""
     queued_bytes: int = 0
@@ -58,7 +60,9 @@ class OutPort:
     peak_queue_bytes: int = 0
 
     def enqueue(self, frame: bytes, at: int) -> None:
-        """Hand ``frame`` to the port at virtual time ``at``."""
+        """Hand ``frame`` (a MAC client frame) to the port at virtual time ``at``; the port appends
+        its frame check sequence, which takes its time on the wire like every other byte."""
+        frame = add_fcs(frame)
         n = len(frame)
         start = at if at > self.free_at else self.free_at
         done = start + -((-n * 8_000_000_000) // self.bandwidth_bps)
@@ -91,3 +95,5 @@ class InPort:
     """``expected`` value at the last NACK, so that one gap asks for retransmission once."""
     rx_frames: int = 0
     rx_bytes: int = 0
+    fcs_errors: int = 0
+    """Frames received with a bad frame check sequence (corrupted on the wire), dropped here."""

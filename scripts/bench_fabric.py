@@ -28,7 +28,7 @@ from emu.config import HostSpec, LinkSpec
 from topologies import star
 
 FRAME = 1024
-HEADERS = 46  # Ethernet 14 + fabric 16 + message segment 16
+HEADERS = 50  # Ethernet 14 + fabric 16 + message segment 16 + FCS 4
 
 
 async def bare_pair(n: int) -> tuple[float, int]:

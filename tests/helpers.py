@@ -13,6 +13,7 @@ import random
 
 from emu.build import host_tables, make_engine
 from emu.port import OutPort
+from emu.wire import FCS_LEN, fcs_ok
 
 INF = 1 << 62
 
@@ -35,6 +36,7 @@ class EngineNet:
         self.rng = random.Random(seed)
         self.drop, self.corrupt = drop, corrupt
         self.delivered: list[tuple[int, str, int, bytes]] = []
+        self.fcs_errors = 0
         self.now = 0
 
     def _push_timer(self, name: str) -> None:
@@ -54,8 +56,11 @@ class EngineNet:
                 b = bytearray(frame)
                 b[self.rng.randrange(len(b))] ^= 0xFF
                 frame = bytes(b)
+            if not fcs_ok(frame):  # the receiving port checks the frame check sequence
+                self.fcs_errors += 1
+                continue
             self.seq += 1
-            heapq.heappush(self.heap, (arrival, self.index[peer], 1, pport, self.seq, frame))
+            heapq.heappush(self.heap, (arrival, self.index[peer], 1, pport, self.seq, frame[:-FCS_LEN]))
 
     def start(self, apps: dict, at: int | None = None) -> None:
         t0 = self.now if at is None else at

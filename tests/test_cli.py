@@ -23,8 +23,9 @@ def test_emu_run_pingall_writes_json(spec, tmp_path):
     n = len(t.hosts)
     pairs = n * (n - 1) if n <= 64 else 4 * n
     assert r["pairs"] == pairs and ("sampled" in r) == (n > 64)
-    # each ping is a request and a reply: 2 frames of 46 bytes, each crossing route-length links
-    assert (r["frames"], r["bytes"]) == (2 * pairs, 2 * pairs * 46)
+    # each ping is a request and a reply: 2 frames of 50 bytes (46 of headers, the FCS), each
+    # crossing route-length links
+    assert (r["frames"], r["bytes"]) == (2 * pairs, 2 * pairs * 50)
     assert 2 * pairs * 2 <= r["hop_count"] <= 2 * pairs * t.diameter
     assert r["completion_ns"] > 0 and r["rtt_min_ns"] <= r["rtt_mean_ns"] <= r["rtt_max_ns"]
 

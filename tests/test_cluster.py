@@ -17,7 +17,7 @@ from emu.wire import MAGIC, OUTER, VERSION
 from helpers import EngineNet
 from topologies import star
 
-FRAME_DATA = 1024 - 46  # message payload that makes one 1 KiB frame
+FRAME_DATA = 1024 - 50  # message payload that makes one 1 KiB frame (46 header bytes and the FCS)
 
 
 async def test_ping_and_messages_match_the_direct_simulation():
@@ -223,7 +223,7 @@ async def test_run_metrics_count_frames_bytes_hops_and_links():
         await net.run(scenario)
         m = net.metrics
     assert m.start_ns == t0 and m.completion_ns == sim["h2"][0][3] + HostSpec().recv_overhead_ns
-    assert (m.frames, m.bytes, m.hop_count) == (5, 5000 + 5 * 46, 10)
+    assert (m.frames, m.bytes, m.hop_count) == (5, 5000 + 5 * 50, 10)  # 46 header bytes + FCS per frame
     assert m.link_frames == {"h0-nic0": 5, "s0-p2": 5}
     assert m.peak_queue_frames["h0-nic0"] == 5 and m.dropped == {}
 
@@ -263,11 +263,19 @@ async def test_seeded_faults_drop_and_corrupt_deterministically(tmp_path):
     assert d1 == d2 and d1 != d3 and m1.dropped == m2.dropped
     lost, bad = m1.dropped["h0-nic0"], m1.corrupted["h0-nic0"]
     assert 0 < lost < 40 and 0 < bad < 40
-    # what was lost never reached the switch; what was corrupted did, and was counted where it broke
+    # what was lost never reached the switch; what was corrupted did, failed its FCS there and was
+    # dropped by the port: it never reached an engine, let alone an application
     assert st1["s0"]["ports"][0]["rx_frames"] == 40 - lost
+    assert st1["s0"]["ports"][0]["fcs_errors"] == bad and m1.fcs_errors == {"s0-p0": bad}
     h1, s0 = st1["h1"]["engine"], st1["s0"]["engine"]
-    assert h1["messages_received"] + h1["malformed"] + h1["misdelivered"] + s0["malformed"] + s0["no_route"] <= 40 - lost
+    assert s0["forwarded"] == 40 - lost - bad and s0["malformed"] == 0 and h1["malformed"] == 0
+    assert h1["messages_received"] == 40 - lost - bad
     assert raw.count(b"dropped: fault") == lost and raw.count(b"corrupted: fault") == bad
+    assert raw.count(b"dropped: FCS error") == bad
+    if shutil.which("tshark"):  # Wireshark checks every frame's FCS too: exactly the corrupted ones fail
+        out = subprocess.run(["tshark", "-r", str(tmp_path / "a.pcapng"), "-o", "eth.check_fcs:TRUE", "-T", "fields",
+                              "-e", "eth.fcs.status"], capture_output=True, text=True, check=True).stdout.split()
+        assert out.count("0") == bad and out.count("1") == len(out) - bad
 
 
 async def test_faults_are_refused_when_out_of_range_and_can_be_cleared():

@@ -90,7 +90,7 @@ async def test_figures_count_frames_bytes_links_and_cpu(cluster):
     net = await cluster("star:n=4")
     r = await run_collective(net, "bcast", count=2000, dtype="int8", algo="flat", root=2)
     # the root sends 3 messages of 2000 bytes: 2 frames each (1024 + 976 bytes of data)
-    assert (r.frames, r.bytes) == (6, 3 * (2000 + 2 * 46))
+    assert (r.frames, r.bytes) == (6, 3 * (2000 + 2 * 50))  # 46 header bytes + FCS per frame
     assert r.hop_count == 12 and r.link_frames["h2-nic0"] == 6
     assert r.cpu_ns_max == 3 * H.send_overhead_ns and r.cpu_ns_total == 3 * H.send_overhead_ns + 3 * H.recv_overhead_ns
 

@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from emu.config import HostSpec, LinkSpec, SwitchSpec
-from emu.wire import HDR_LEN, MSG, PacketType, build_frame
+from emu.wire import FCS_LEN, HDR_LEN, MSG, PacketType, build_frame
 from helpers import EngineNet
 from nodes.host import HostEngine
 from switch.forward import SwitchEngine
@@ -20,7 +20,7 @@ def test_ping_rtt_is_the_analytic_model():
     link, host, sw = LinkSpec(latency_ns=250, bandwidth_bps=10**10), HostSpec(nic_delay_ns=70), SwitchSpec(processing_delay_ns=30)
     net = EngineNet(star(3, link=link, host=host, switch=sw))
     rtt = net.run({"h0": (apps.ping, "h2")})["h0"]
-    one_way = host.nic_delay_ns + 2 * (ser(46, 10**10) + link.latency_ns) + sw.processing_delay_ns
+    one_way = host.nic_delay_ns + 2 * (ser(46 + FCS_LEN, 10**10) + link.latency_ns) + sw.processing_delay_ns
     assert rtt == 2 * one_way + host.nic_delay_ns
 
 
@@ -36,7 +36,7 @@ def test_messages_of_any_size_are_segmented_and_reassembled(size, mtu):
     assert net.engines["h0"].stats["frames_sent"] == frames
     # two FIFO stages in tandem (h0's port, then s0's port toward h1)
     last = size - (frames - 1) * mtu
-    sizes = [mtu + 46] * (frames - 1) + [last + 46]
+    sizes = [mtu + 46 + FCS_LEN] * (frames - 1) + [last + 46 + FCS_LEN]
     done1 = done2 = 0
     for s in sizes:
         done1 = max(300 + 100, done1) + ser(s)    # handed to h0's port after send overhead + NIC delay
@@ -50,8 +50,8 @@ def test_fan_in_queues_at_the_switch_port():
                    "h3": (apps.send_to, "h0", 10_000), "h0": (apps.recv_count, 3)})
     total, t_done = res["h0"]
     assert total == 30_000
-    # 30 frames of 1046 B leave s0 toward h0 back to back: the egress port is the bottleneck
-    assert t_done >= 30 * ser(1046)
+    # 30 frames of 1050 B (1000 + 46 + FCS) leave s0 toward h0 back to back: the egress port is the bottleneck
+    assert t_done >= 30 * ser(1050)
 
 
 def _switch():

@@ -11,7 +11,7 @@ import pytest
 
 import emu
 from emu.dissector import GENERATED_PATH, field_names, generate
-from emu.wire import DESC, FABRIC, HDR_LEN, MSG, OUTER, PING, PacketType
+from emu.wire import DESC, FABRIC, FCS_LEN, HDR_LEN, MSG, OUTER, PING, PacketType, add_fcs
 from nodes.collectives.run import run_collective
 
 LUA = pathlib.Path(emu.__file__).resolve().parent / GENERATED_PATH
@@ -65,7 +65,7 @@ async def test_tshark_decodes_every_header_of_a_run_frame_by_frame(tmp_path):
         got = {f: _int(v) for f, v in zip(fields, row[4:]) if v != ""}
         assert got == want, f"frame {row[0]}"
         body = HDR_LEN + SUB[want["hpcemu.fabric.ptype"]][1].size
-        assert bytes.fromhex(row[3].replace(":", "")) == frame[body:]
+        assert bytes.fromhex(row[3].replace(":", "")) == frame[body:-FCS_LEN]  # the FCS is Ethernet's
         seen.add(SUB[want["hpcemu.fabric.ptype"]][0] + str(want["hpcemu.fabric.ptype"]))
     assert seen == {"ping2", "ping3", "msg1", "coll4"}
 
@@ -85,15 +85,17 @@ def _outer_pcap(path, records):
 def test_tshark_decodes_the_outer_encapsulation_of_batched_datagrams(tmp_path):
     from emu.wire import MAGIC, VERSION, PacketType, build_frame
 
-    f1 = build_frame(1, 2, PacketType.PING, PING.pack(7, 8, 9))
-    f2 = build_frame(2, 1, PacketType.MSG, MSG.pack(1, 2, 3, 0) + b"abc")
+    f1 = add_fcs(build_frame(1, 2, PacketType.PING, PING.pack(7, 8, 9)))
+    f2 = add_fcs(build_frame(2, 1, PacketType.MSG, MSG.pack(1, 2, 3, 0) + b"abc"))
     dgram = (OUTER.pack(MAGIC, VERSION, 0, 0xC0FFEE, 5, 41, 1000, len(f1), 0) + f1
              + OUTER.pack(MAGIC, VERSION, 0, 0xC0FFEE, 5, 42, 2000, len(f2), 0) + f2)
     nack = OUTER.pack(MAGIC, VERSION, 1, 0xC0FFEE, 6, 17, 0, 0, 0)
     _outer_pcap(tmp_path / "udp.pcap", [dgram, nack])
     link = field_names()["link"]
-    rows = tshark_fields(tmp_path / "udp.pcap", ["_ws.malformed"] + link + ["hpcemu.fabric.ptype"])
+    rows = tshark_fields(tmp_path / "udp.pcap", ["_ws.malformed"] + link + ["hpcemu.fabric.ptype", "eth.fcs.status"],
+                         extra=["-o", "eth.check_fcs:TRUE"])
     assert rows[0][0] == "" and rows[1][0] == ""
+    assert rows[0][-1] == "1,1"  # both inner frames' FCS checked good
     got = [{f: v for f, v in zip(link + ["ptype"], r[1:])} for r in rows]
     assert got[0]["hpcemu.link.seq"] == "41,42" and got[0]["hpcemu.link.ts_ns"] == "1000,2000"
     assert got[0]["hpcemu.link.cluster"] == "0x00c0ffee,0x00c0ffee" and got[0]["ptype"] == "2,1"

@@ -5,6 +5,13 @@ Layout (network byte order)::
     Ethernet  dst MAC(6) src MAC(6) type(2)=0x88B5 (IEEE local experimental EtherType 1)
     Fabric    src(4) dst(4) vc(1) prio(1) ptype(1) flags(1) hops(1) rsvd(1) length(2)
     ...       mechanism header selected by ptype (see emu.wire.host and later specs)
+    FCS       CRC-32 of everything before it (4 bytes, least significant byte first, as Ethernet)
+
+The frame check sequence is link-layer: an output port appends it to every frame it sends and the
+receiving port checks it and strips it (a frame that fails is counted in ``fcs_errors``, marked in
+the capture and dropped), so engines build and parse MAC client frames (``Ether``/``Fabric``/...)
+while the wire and the captures carry ``EthernetFCS`` frames. A switch recomputes it per hop, as an
+Ethernet switch that rewrites a header does (it increments ``hops``).
 
 MAC addresses are locally administered and derived from node ids (``02:00:`` + 32-bit id); a
 broadcast-group frame (``flags.BCAST``) carries ``ff:ff:ff:ff:ff:ff``. Switches do not rewrite the
@@ -15,8 +22,9 @@ from __future__ import annotations
 
 import enum
 import struct
+import zlib
 
-from scapy.fields import ByteEnumField, ByteField, FlagsField, IntField, ShortField
+from scapy.fields import ByteEnumField, ByteField, FCSField, FlagsField, IntField, ShortField
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, bind_layers
 
@@ -63,7 +71,38 @@ class Fabric(Packet):
         return s[: self.length], s[self.length:]
 
 
+class EthernetFCS(Ether):
+    """An Ethernet frame as it is on the wire and in captures: the MAC client frame, then the frame
+    check sequence (IEEE 802.3 CRC-32 over the whole frame before it, least significant byte first;
+    ``fcs=None`` computes it)."""
+
+    name = "Ethernet+FCS"
+    fields_desc = Ether.fields_desc + [FCSField("fcs", None, fmt="<I")]
+
+    def post_build(self, pkt: bytes, pay: bytes) -> bytes:
+        pkt += pay  # the FCS field's placeholder is the last 4 bytes of `pay`
+        if self.fcs is None:
+            pkt = pkt[:-FCS_LEN] + _FCS.pack(zlib.crc32(pkt[:-FCS_LEN]))
+        return pkt
+
+
 bind_layers(Ether, Fabric, type=ETHERTYPE_FABRIC)
+bind_layers(EthernetFCS, Fabric, type=ETHERTYPE_FABRIC)
+
+FCS_LEN = 4
+FCS_RESIDUE = 0x2144DF1C
+"""CRC-32 of a frame followed by its own (little-endian) CRC-32: one call checks a received frame."""
+_FCS = struct.Struct("<I")
+
+
+def add_fcs(frame: bytes) -> bytes:
+    """The frame as it goes on the wire: ``frame`` + its CRC-32 (fast path of ``EthernetFCS``)."""
+    return frame + _FCS.pack(zlib.crc32(frame))
+
+
+def fcs_ok(wire: bytes) -> bool:
+    """Does a received frame (FCS included) pass its frame check sequence?"""
+    return zlib.crc32(wire) == FCS_RESIDUE
 
 FABRIC = StructCodec(Fabric)
 FABRIC_LEN = FABRIC.size        # 16

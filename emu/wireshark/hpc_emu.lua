@@ -238,7 +238,7 @@ function p_fabric.dissector(tvb, pinfo, tree)
 end
 DissectorTable.get('ethertype'):add(0x88B5, p_fabric)
 
-local eth = Dissector.get('eth_withoutfcs')
+local eth = Dissector.get('eth_withfcs')  -- inner frames end with their FCS
 function p_link.dissector(tvb, pinfo, tree)
   local off, n = 0, 0
   while tvb:len() - off >= 28 do

@@ -5,8 +5,8 @@ direction carrying at most one message at a time (e.g. a star, where every path 
 and no message queued behind another at its sender's port. Under those conditions the emulator's
 virtual completion times equal these formulas to the nanosecond (``tests/test_collectives.py``).
 
-Point to point, a message of ``m`` bytes cut into frames of ``s_1..s_F`` bytes (data + 46 header
-bytes) crosses ``h + 1`` links and ``h`` switches in
+Point to point, a message of ``m`` bytes cut into frames of ``s_1..s_F`` bytes on the wire (data
++ 46 header bytes + the 4-byte FCS) crosses ``h + 1`` links and ``h`` switches in
 
     T(m) = nic + sum(ser(s_i)) + h * max(ser(s_i)) + (h + 1) * L + h * d_sw + nic
 
@@ -17,8 +17,10 @@ it and the receiver ``o_r`` after it arrived.
 from __future__ import annotations
 
 from emu.config import HostSpec, LinkSpec, SwitchSpec
+from emu.wire import FCS_LEN
 
-HEADERS = 46
+HEADERS = 46 + FCS_LEN
+"""Bytes a frame carries besides message data: Ethernet 14, fabric 16, message segment 16, FCS 4."""
 
 
 def frame_sizes(nbytes: int, mtu: int) -> list[int]:
