@@ -1,6 +1,7 @@
 """The fast codecs and the scapy declarations produce and accept identical bytes."""
 
 import struct
+import zlib
 
 import pytest
 from hypothesis import given, settings
@@ -8,8 +9,8 @@ from hypothesis import strategies as st
 from scapy.fields import MACField, _BitField
 from scapy.layers.l2 import Ether
 
-from emu.wire import (DESC, MSG, OUTER, PING, CollDesc, DecodeError, EmuLink, Fabric, FABRIC, MsgSegment, PacketType,
-                      Ping, build_frame, parse_frame)
+from emu.wire import (DESC, FCS_LEN, MSG, OUTER, PING, CollDesc, DecodeError, EmuLink, EthernetFCS, Fabric, FABRIC,
+                      MsgSegment, PacketType, Ping, add_fcs, build_frame, fcs_ok, parse_frame)
 from emu.wire.codec import StructCodec
 
 HEADERS = [(EmuLink, OUTER), (Fabric, FABRIC), (MsgSegment, MSG), (Ping, PING), (CollDesc, DESC)]
@@ -105,6 +106,28 @@ def test_whole_frame_matches_scapy_stack(src, dst, vc, body, ptype):
     assert p[Fabric].length == len(body)
     assert bytes(p) == fast
     assert parse_frame(fast)[:3] == (src, dst, vc)
+
+
+@settings(max_examples=200, deadline=None)
+@given(src=st.integers(0, 2**32 - 1), dst=st.integers(0, 2**32 - 1), body=st.binary(max_size=300),
+       bit=st.integers(0, 10**6))
+def test_fcs_fast_path_matches_the_scapy_declaration(src, dst, body, bit):
+    fast = build_frame(src, dst, PacketType.MSG, body)
+    wire = add_fcs(fast)
+    mac = Ether(fast)
+    built = bytes(EthernetFCS(dst=mac.dst, src=mac.src, type=mac.type) / mac.payload)
+    assert built == wire and len(wire) == len(fast) + FCS_LEN
+    p = EthernetFCS(wire)
+    assert p.fcs == zlib.crc32(fast) and p[Fabric].src == src and bytes(p) == wire and fcs_ok(wire)
+    bad = bytearray(wire)
+    bad[(bit // 8) % len(bad)] ^= 1 << (bit % 8)
+    assert not fcs_ok(bytes(bad))  # CRC-32 catches every single-bit error
+
+
+def test_fcs_golden_vector():
+    frame = build_frame(1, 2, PacketType.PING, PING.pack(1, 2, 3))
+    assert add_fcs(frame)[-4:].hex() == "21b58630"  # zlib.crc32 = 0x3086b521, least significant byte first
+    assert EthernetFCS(add_fcs(frame)).fcs == 0x3086B521
 
 
 @given(st.binary(max_size=100))
