@@ -9,7 +9,7 @@ from scapy.utils import rdpcap
 import apps
 import emu
 from emu.wire import Fabric, MsgSegment, Ping, add_fcs, fcs_ok
-from helpers import EngineNet
+from emu.sim import EngineNet
 from topologies import star
 
 

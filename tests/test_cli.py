@@ -54,7 +54,7 @@ def test_emu_topo_prints_the_figures(capsys):
 
 
 async def test_cluster_fixture(cluster):
-    from helpers import EngineNet
+    from emu.sim import EngineNet
     from topologies import build
 
     net = await cluster("fattree:k=2,n=2")

@@ -14,7 +14,7 @@ import apps
 import emu
 from emu.config import HostSpec, LinkSpec, RunConfig
 from emu.wire import MAGIC, OUTER, VERSION
-from helpers import EngineNet
+from emu.sim import EngineNet
 from topologies import star
 
 FRAME_DATA = 1024 - 50  # message payload that makes one 1 KiB frame (46 header bytes and the FCS)

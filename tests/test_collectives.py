@@ -111,7 +111,7 @@ async def test_bad_requests_are_refused_before_anything_runs(cluster):
 # -- regressions found in review ---------------------------------------------------------------------
 
 def test_all_to_all_multicast_tree_beyond_256_ranks():
-    from helpers import EngineNet
+    from emu.sim import EngineNet
     from nodes.collectives.run import collective_app, expected
 
     net = EngineNet(build("star:n=260"))

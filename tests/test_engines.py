@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from emu.config import HostSpec, LinkSpec, SwitchSpec
 from emu.wire import FCS_LEN, HDR_LEN, MSG, PacketType, build_frame
-from helpers import EngineNet
+from emu.sim import EngineNet
 from nodes.host import HostEngine
 from switch.forward import SwitchEngine
 from topologies import star

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from emu.config import HostSpec, NicSpec
 from emu.wire.coll import ErrBit
-from helpers import EngineNet
+from emu.sim import EngineNet
 from nodes import alu
 from nodes.collectives import Comm
 from nodes.collectives.offload import descriptors, kary_tree
