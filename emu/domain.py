@@ -223,5 +223,5 @@ class Domain:
         return out
 
     async def rpc_link_seqs(self) -> dict[str, dict[int, tuple[str, int]]]:
-        return {"out": {p.link_id: (f"{p.name} -> {p.peer_port_name}", p.seq) for el in self.elements for p in el.out_ports},
-                "in": {p.link_id: (f"{p.peer_port_name} -> {p.name}", p.expected) for el in self.elements for p in el.in_ports}}
+        return {"out": {p.link_id: (f"{p.name} -> {p.peer_port_name}", p.link.seq) for el in self.elements for p in el.out_ports},
+                "in": {p.link_id: (f"{p.peer_port_name} -> {p.name}", p.link.expected) for el in self.elements for p in el.in_ports}}

@@ -16,13 +16,13 @@ import heapq
 import logging
 import random
 import socket
-import struct
 import zlib
 from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
 from .errors import CausalityError, EngineError
+from .link import ACCEPT, GAP, LinkReceiver, LinkSender
 from .port import InPort, OutPort
 from .wire.fabric import FCS_RESIDUE, add_fcs
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, VERSION, LinkKind
@@ -34,10 +34,6 @@ log = logging.getLogger(__name__)
 crc32 = zlib.crc32
 
 INF = 1 << 62
-SEQ_MASK = 0xFFFFFFFF
-_SEQ_TS_LEN = struct.Struct("!IQHH")  # the outer header after its 12-byte prefix: seq, ts, length, window
-MAX_DATAGRAM = 60_000
-"""Records are batched into one datagram up to this size (UDP allows 65507)."""
 RCVBUF = 4 << 20
 
 DIR_IN = 1   # pcapng epb_flags direction bits
@@ -78,8 +74,10 @@ class Element:
         self.in_ports: list[InPort] = [p for p in ins if p is not None]
         self.in_by_link = {p.link_id: p for p in self.in_ports}
         self.out_by_link = {p.link_id: p for p in self.out_ports}
-        for p in self.out_ports:  # the constant first 12 bytes of every outer header of the link
-            p.record_prefix = OUTER.pack(MAGIC, VERSION, 0, cluster_id, p.link_id, 0, 0, 0, 0)[:12]
+        for p in self.out_ports:
+            p.link = LinkSender(cluster_id, p.link_id)
+        for p in self.in_ports:
+            p.link = LinkReceiver(cluster_id, p.link_id)
         self.lookahead = lookahead_ns
         self.heap: list[tuple[int, int, int, bytes]] = []
         self.now = 0
@@ -180,13 +178,12 @@ class Element:
                     stats["wrong_sender"] += 1
                     self._note("wrong_sender", f"frame for link {link} from {sender}, not from {inp.peer}")
                     break
-                d = (seq - inp.expected) & SEQ_MASK
-                if d == 0:
+                verdict = inp.link.classify(seq)
+                if verdict == ACCEPT:
                     if ts < self.safe_time:
                         raise CausalityError(f"{inp.name}: frame stamped {ts} ns arrived after {self.safe_time} ns "
                                              "was processed; the synchroniser let a window run too far")
                     wire = data[off + OUTER_LEN:end]
-                    inp.expected = (seq + 1) & SEQ_MASK
                     inp.rx_frames += 1
                     inp.rx_bytes += length
                     if crc32(wire) == FCS_RESIDUE:  # the port checks the FCS and strips it
@@ -200,10 +197,10 @@ class Element:
                     if ts < first_ts:
                         first_ts = ts
                     accepted += 1
-                elif d < 0x80000000:
+                elif verdict == GAP:
                     # a datagram before this one was lost: go back N from what we expect
                     stats["gaps"] += 1
-                    if inp.nacked != inp.expected:
+                    if not inp.link.gap_reported:
                         self.send_nack(inp)
                     break
                 else:
@@ -234,17 +231,14 @@ class Element:
         (log.warning if self.stats[what] == 1 else log.debug)("%s: dropped input (%s): %s", self.name, what, detail)
 
     def send_nack(self, inp: InPort) -> None:
-        inp.nacked = inp.expected
         self.stats["nacks_sent"] += 1
-        hdr = OUTER.struct.pack(MAGIC, VERSION, LinkKind.NACK, self.cluster_id, inp.link_id, inp.expected, 0, 0, 0)
-        self._sendto(hdr, inp.peer_addr)
+        self._sendto(inp.link.nack(), inp.peer_addr)
 
     def retransmit(self, outp: OutPort, from_seq: int) -> None:
         """Go back N: resend every retained datagram that holds a record at or after ``from_seq``."""
-        for _, first, last, dgram in outp.retained:
-            if ((last - from_seq) & SEQ_MASK) < 0x80000000:
-                self.stats["retransmitted"] += 1
-                self._sendto(dgram, outp.peer_addr, lossy=False)
+        for dgram in outp.link.go_back(from_seq):
+            self.stats["retransmitted"] += 1
+            self._sendto(dgram, outp.peer_addr, lossy=False)
 
     # -- the window -----------------------------------------------------------------------------
     def next_time(self) -> int:
@@ -312,7 +306,6 @@ class Element:
     def _transmit(self, release: int, window: int) -> int:
         first_arrival = INF
         cap = self.capture
-        pack = _SEQ_TS_LEN.pack
         done = []
         domain = self.domain
         for p in self.busy:
@@ -322,11 +315,8 @@ class Element:
                 continue
             if head_arrival < first_arrival:  # arrivals are in order on a port
                 first_arrival = head_arrival
-            prefix = p.record_prefix
-            first = seq = p.seq
-            sent = total = 0
-            parts = []
-            size = 0
+            frames = []
+            total = 0
             faulty = p.fault_rng is not None
             while pend and pend[0][1] < release:
                 start, arrival, frame = pend.popleft()
@@ -336,25 +326,17 @@ class Element:
                         if arrival - p.latency_ns > self.lost_until:
                             self.lost_until = arrival - p.latency_ns
                         continue
-                n = len(frame)
-                if size + OUTER_LEN + n > MAX_DATAGRAM and parts:
-                    self._emit(p, window, first, seq, b"".join(parts))
-                    parts = []
-                    size = 0
-                    first = seq
-                parts += (prefix, pack(seq, arrival, n, window & 0xFFFF), frame)
-                size += OUTER_LEN + n
-                total += n
-                seq = (seq + 1) & SEQ_MASK
-                sent += 1
-                if cap is not None and not faulty:
+                elif cap is not None:
                     cap.append((start, p.iface, DIR_OUT, frame))
-            if sent:  # (emulated faults may have lost every frame)
-                self._emit(p, window, first, seq, b"".join(parts))
-                p.seq = seq
-                p.tx_frames += sent
+                frames.append((arrival, frame))
+                total += len(frame)
+            if frames:  # (emulated faults may have lost every frame)
+                addr = p.peer_addr
+                for dgram in p.link.datagrams(frames, window):
+                    self._sendto(dgram, addr)
+                p.tx_frames += len(frames)
                 p.tx_bytes += total
-                domain.frames_sent(p.peer_domain, sent, p.peer)
+                domain.frames_sent(p.peer_domain, len(frames), p.peer)
             if not pend:
                 done.append(p)
         for p in done:
@@ -381,16 +363,10 @@ class Element:
             cap.append((start, p.iface, DIR_OUT, frame))
         return frame, False
 
-    def _emit(self, p: OutPort, window: int, first: int, end_seq: int, dgram: bytes) -> None:
-        p.retained.append((window, first, (end_seq - 1) & SEQ_MASK, dgram))
-        self._sendto(dgram, p.peer_addr)
-
     def forget(self, upto_window: int) -> None:
         """Drop retained datagrams of windows <= ``upto_window``: every receiver has them."""
         for p in self.out_ports:
-            r = p.retained
-            while r and r[0][0] <= upto_window:
-                r.popleft()
+            p.link.forget(upto_window)
 
     def _sendto(self, data: bytes, addr: tuple[str, int], lossy: bool = True) -> None:
         if lossy and self._drop_rate and self._drop_rng.random() < self._drop_rate:

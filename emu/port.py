@@ -33,14 +33,13 @@ class OutPort:
     peer_domain: int = 0
     peer_addr: tuple[str, int] | None = None
     free_at: int = 0
-    seq: int = 0
     pending: deque = field(default_factory=deque)
     """(start, arrival, frame with its FCS) waiting for the window that contains ``start``."""
     queued: deque = field(default_factory=deque)
     """(done, nbytes) of frames handed to the port whose last bit has not left yet (occupancy)."""
     queued_bytes: int = 0
-    retained: deque = field(default_factory=deque)
-    """(window, first_seq, last_seq, datagram) kept for retransmission until two windows later."""
+    link: Any = None
+    """The sending end of the link layer (``emu.link.LinkSender``: sequence numbers, retention)."""
     up: bool = True
     """A link taken down (``Cluster.link_down``) drops what is handed to it, counted and captured."""
     dropped: int = 0
@@ -52,8 +51,6 @@ class OutPort:
     """The seeded generator of this port's faults (draws in frame order: deterministic)."""
     fault_dropped: int = 0
     fault_corrupted: int = 0
-    record_prefix: bytes | None = None
-    """The constant first 12 bytes of this link's outer headers (magic .. link id)."""
     tx_frames: int = 0
     tx_bytes: int = 0
     peak_queue_frames: int = 0
@@ -89,10 +86,8 @@ class InPort:
     peer_port_name: str
     peer_domain: int = 0
     peer_addr: tuple[str, int] | None = None
-    expected: int = 0
-    """Next sequence number this port accepts; anything else is a gap or a duplicate."""
-    nacked: int = -1
-    """``expected`` value at the last NACK, so that one gap asks for retransmission once."""
+    link: Any = None
+    """The receiving end of the link layer (``emu.link.LinkReceiver``: expected sequence number)."""
     rx_frames: int = 0
     rx_bytes: int = 0
     fcs_errors: int = 0

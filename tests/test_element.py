@@ -56,7 +56,7 @@ def el():
 
 def test_valid_records_are_accepted_in_sequence(el):
     assert feed(el, record(11, 0, 500, FRAME) + record(11, 1, 600, FRAME)) == 2
-    assert el.in_by_link[11].expected == 2 and len(el.heap) == 2
+    assert el.in_by_link[11].link.expected == 2 and len(el.heap) == 2
     assert feed(el, record(11, 1, 600, FRAME)) == 0
     assert el.stats["duplicates"] == 1
 
@@ -91,7 +91,7 @@ def test_records_from_a_socket_that_does_not_own_the_link_are_dropped(el):
     el.safe_time = 400
     assert feed(el, OUTER.pack(MAGIC, VERSION, 1, CID, 10, 0, 0, 0, 0), stranger) == 0  # a NACK
     assert el.stats["wrong_sender"] == 3 and el.stats["retransmitted"] == 0
-    assert not el.heap and el.in_by_link[11].expected == 0
+    assert not el.heap and el.in_by_link[11].link.expected == 0
     assert feed(el, record(11, 0, 500, FRAME)) == 1   # the genuine frame still gets its place
     assert el.heap[0][3] == FRAME
 
@@ -103,11 +103,11 @@ def test_frame_failing_its_fcs_is_counted_captured_and_dropped():
         for bit in (0, 8 * len(FRAME) + 3):  # a bit of the frame, a bit of the FCS itself
             bad = bytearray(good)
             bad[bit // 8] ^= 0x80 >> (bit % 8)
-            seq = e.in_by_link[11].expected
+            seq = e.in_by_link[11].link.expected
             dgram = OUTER.pack(MAGIC, VERSION, 0, CID, 11, seq, 500, len(bad), 0) + bytes(bad)
             assert feed(e, dgram) == 1  # received (the link's count goes on) ...
         assert not e.heap              # ... but never handed to the engine
-        assert e.in_by_link[11].fcs_errors == 2 and e.in_by_link[11].expected == 2
+        assert e.in_by_link[11].fcs_errors == 2 and e.in_by_link[11].link.expected == 2
         assert [c[2] for c in e.capture] == [1 | 32, 1 | 32]
         assert feed(e, record(11, 2, 600, FRAME)) == 1 and e.heap[0][3] == FRAME
         e.run_window(1000, 1)

@@ -22,7 +22,7 @@ async def _forge(net, sock: socket.socket, sent: list[int]) -> None:
         for el in net._local.elements:
             for inp in el.in_ports:
                 for ts in (el.safe_time + 10**6, 0):
-                    rec = OUTER.pack(MAGIC, VERSION, LinkKind.DATA, net.cluster_id, inp.link_id, inp.expected,
+                    rec = OUTER.pack(MAGIC, VERSION, LinkKind.DATA, net.cluster_id, inp.link_id, inp.link.expected,
                                      ts, len(forged), 0) + forged
                     sock.sendto(rec, el.addr)
                     sent[0] += 1

@@ -1,0 +1,113 @@
+"""The emulator's link layer, sans-I/O (DESIGN.md principle 1): what keeps a link lossless.
+
+Each link direction has a :class:`LinkSender` at its output port and a :class:`LinkReceiver` at its
+input port. The sender numbers every frame (a per-link sequence number in the outer ``EmuLink``
+record), batches the records of one window into datagrams, and keeps each datagram until every
+receiver is known to have it (two windows later, see ``emu.sync``). The receiver accepts records
+strictly in sequence: a record past the one it expects reveals a lost datagram and is answered with
+one NACK ("go back to ``expected``"), which the sender answers by resending every retained datagram
+from there on; a record before it is a duplicate. Neither touches a socket or a clock: the element
+driver (``emu.element``) hands them what it read and sends what they return, and the tests drive
+them directly.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+
+from .wire.outer import MAGIC, OUTER, OUTER_LEN, VERSION, LinkKind
+
+SEQ_MASK = 0xFFFFFFFF
+MAX_DATAGRAM = 60_000
+"""Records are batched into one datagram up to this size (UDP allows 65507)."""
+_SEQ_TS_LEN = struct.Struct("!IQHH")  # the outer header after its 12-byte prefix: seq, ts, length, window
+
+ACCEPT, GAP, DUPLICATE = 0, 1, 2
+"""What a receiver makes of a record's sequence number."""
+
+
+class LinkSender:
+    """The sending end of one link direction."""
+
+    __slots__ = ("link_id", "seq", "retained", "prefix")
+
+    def __init__(self, cluster_id: int, link_id: int):
+        self.link_id = link_id
+        self.seq = 0
+        """Sequence number of the next record."""
+        self.retained: deque[tuple[int, int, int, bytes]] = deque()
+        """(window, first_seq, last_seq, datagram) kept for retransmission."""
+        self.prefix = OUTER.pack(MAGIC, VERSION, LinkKind.DATA, cluster_id, link_id, 0, 0, 0, 0)[:12]
+        """The constant first 12 bytes of this link's DATA records (magic .. link id)."""
+
+    def datagrams(self, frames: list[tuple[int, bytes]], window: int) -> list[bytes]:
+        """DATA records for ``frames`` ((virtual arrival ns, frame) in sending order), numbered in
+        sequence and batched into datagrams of at most ``MAX_DATAGRAM`` bytes; each is retained."""
+        out: list[bytes] = []
+        pack = _SEQ_TS_LEN.pack
+        prefix = self.prefix
+        w16 = window & 0xFFFF
+        first = seq = self.seq
+        parts: list[bytes] = []
+        size = 0
+        for arrival, frame in frames:
+            n = len(frame)
+            if size + OUTER_LEN + n > MAX_DATAGRAM and parts:
+                out.append(self._keep(window, first, seq, b"".join(parts)))
+                parts = []
+                size = 0
+                first = seq
+            parts += (prefix, pack(seq, arrival, n, w16), frame)
+            size += OUTER_LEN + n
+            seq = (seq + 1) & SEQ_MASK
+        if parts:
+            out.append(self._keep(window, first, seq, b"".join(parts)))
+        self.seq = seq
+        return out
+
+    def _keep(self, window: int, first: int, end_seq: int, dgram: bytes) -> bytes:
+        self.retained.append((window, first, (end_seq - 1) & SEQ_MASK, dgram))
+        return dgram
+
+    def go_back(self, from_seq: int) -> list[bytes]:
+        """The retained datagrams holding a record at or after ``from_seq`` (answer to a NACK)."""
+        return [d for _, _, last, d in self.retained if ((last - from_seq) & SEQ_MASK) < 0x80000000]
+
+    def forget(self, upto_window: int) -> None:
+        """Drop retained datagrams of windows <= ``upto_window``: every receiver has them."""
+        r = self.retained
+        while r and r[0][0] <= upto_window:
+            r.popleft()
+
+
+class LinkReceiver:
+    """The receiving end of one link direction."""
+
+    __slots__ = ("link_id", "expected", "nacked", "_nack")
+
+    def __init__(self, cluster_id: int, link_id: int):
+        self.link_id = link_id
+        self.expected = 0
+        """Next sequence number this end accepts; anything else is a gap or a duplicate."""
+        self.nacked = -1
+        """``expected`` at the last NACK, so that one gap asks for retransmission once."""
+        self._nack = OUTER.struct.pack(MAGIC, VERSION, LinkKind.NACK, cluster_id, link_id, 0, 0, 0, 0)
+
+    def classify(self, seq: int) -> int:
+        """ACCEPT (and expect the next one), GAP (a record before this one is missing) or DUPLICATE."""
+        d = (seq - self.expected) & SEQ_MASK
+        if d == 0:
+            self.expected = (seq + 1) & SEQ_MASK
+            return ACCEPT
+        return GAP if d < 0x80000000 else DUPLICATE
+
+    @property
+    def gap_reported(self) -> bool:
+        """Was a NACK already sent for the record now expected?"""
+        return self.nacked == self.expected
+
+    def nack(self) -> bytes:
+        """The NACK record asking the sender to go back to ``expected``."""
+        self.nacked = self.expected
+        return self._nack[:12] + self.expected.to_bytes(4, "big") + self._nack[16:]
