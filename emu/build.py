@@ -3,20 +3,65 @@
 Both the main process and worker processes build their domain with :func:`build_domain`, from the
 same pure-data description, so every process agrees on link ids, capture interface numbers and
 which domain owns which node.
+
+Engines reach the runtime through a registry (DESIGN.md principle 8): a module that defines an
+engine kind calls :func:`register_engine` when it is imported (``nodes.host`` registers ``host``,
+``switch.forward`` registers ``switch``; these two are imported on first use); a node runs the kind
+named by ``node.info["engine"]``, else its ``kind``. The plan names the modules that registered the kinds it uses, so that a worker
+process imports them too. Nothing here imports ``nodes/`` or ``switch/``.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from nodes.host import HostEngine
-from switch.forward import SwitchEngine
-from topologies.base import Topology
+from topologies.base import Node, Topology
 
 from .config import ConfigError, RunConfig
 from .domain import Domain
 from .element import Element
 from .port import InPort, OutPort
+
+
+@dataclass(frozen=True)
+class EngineKind:
+    name: str
+    factory: Callable[[Node, Topology, dict], Any]
+    """``factory(node, topology, cache)`` -> the engine of ``node``; ``cache`` is one dict per domain
+    for what the engines of a process may share (e.g. tables every host reads)."""
+    min_delay: Callable[[Any], int]
+    """``min_delay(node.spec)``: the least delay from an event to any frame the engine emits (ns);
+    the lookahead is built on it before any engine exists."""
+
+    @property
+    def module(self) -> str:
+        return self.factory.__module__
+
+
+ENGINES: dict[str, EngineKind] = {}
+BUILT_IN = {"host": "nodes.host", "switch": "switch.forward"}
+"""Where the kinds that come with the emulator register themselves (imported on first use)."""
+
+
+def register_engine(name: str, factory: Callable[[Node, Topology, dict], Any],
+                    min_delay: Callable[[Any], int]) -> None:
+    """Make an engine kind available by name (see the module docstring)."""
+    ENGINES[name] = EngineKind(name, factory, min_delay)
+
+
+def engine_kind(node: Node) -> EngineKind:
+    name = node.info.get("engine", node.kind)
+    kind = ENGINES.get(name)
+    if kind is None and name in BUILT_IN:
+        importlib.import_module(BUILT_IN[name])
+        kind = ENGINES.get(name)
+    if kind is None:
+        raise ConfigError(f"node {node.name}: no engine kind {name!r} is registered (known: "
+                          f"{', '.join(sorted(ENGINES))}); import the module that registers it")
+    return kind
 
 
 @dataclass(frozen=True)
@@ -34,6 +79,8 @@ class Plan:
     """The synchroniser's lookahead: the least virtual time from an event at one element to the
     arrival of a frame it causes at another, over every link direction (the sender's promised
     minimum output delay plus the link latency)."""
+    engine_modules: tuple[str, ...] = ()
+    """Modules that register the engine kinds this plan uses (a worker imports them)."""
 
     @classmethod
     def make(cls, topology: Topology, run: RunConfig, cluster_id: int) -> "Plan":
@@ -45,9 +92,10 @@ class Plan:
             base[name] = n
             n += topology.nports(name)
         t = topology
-        lookahead = min(link.spec.latency_ns + min(min_output_delay(t, link.a), min_output_delay(t, link.b))
-                        for link in t.links)
-        return cls(topology, run, cluster_id, owner, base, lookahead)
+        delay = {name: engine_kind(node).min_delay(node.spec) for name, node in t.nodes.items()}
+        lookahead = min(link.spec.latency_ns + min(delay[link.a], delay[link.b]) for link in t.links)
+        modules = tuple(sorted({engine_kind(node).module for node in t.nodes.values()}))
+        return cls(topology, run, cluster_id, owner, base, lookahead, modules)
 
     def interfaces(self) -> list[str]:
         """Capture interface names in interface-number order."""
@@ -55,29 +103,16 @@ class Plan:
         return [t.port_name(name, port) for name in t.nodes for port in range(t.nports(name))]
 
 
-def min_output_delay(topology: Topology, name: str) -> int:
-    """The delay every frame a node emits has at least, from the event that caused it (ns)."""
+def make_engine(topology: Topology, name: str, cache: dict | None = None):
+    """The engine of one node, by its registered kind; pass one ``cache`` for every engine of a
+    process so that they share what they can."""
     node = topology.nodes[name]
-    return node.spec.nic_delay_ns if node.kind == "host" else node.spec.processing_delay_ns
-
-
-def make_engine(topology: Topology, name: str, shared: tuple[dict[str, int], list[str]] | None = None):
-    """The engine of one node; ``shared`` (host ids and names) avoids a copy per host."""
-    node = topology.nodes[name]
-    routes = topology.routes.get(name)
-    if node.kind == "host":
-        if shared is None:
-            shared = host_tables(topology)
-        return HostEngine(name, node.id, node.spec, routes, shared[0], shared[1])
-    return SwitchEngine(name, node.id, node.spec, routes)
-
-
-def host_tables(topology: Topology) -> tuple[dict[str, int], list[str]]:
-    names = topology.host_names()
-    return {n: i for i, n in enumerate(names)}, names
+    return engine_kind(node).factory(node, topology, {} if cache is None else cache)
 
 
 def build_domain(plan: Plan, index: int) -> Domain:
+    for module in plan.engine_modules:  # registers the engine kinds (a no-op where already imported)
+        importlib.import_module(module)
     t = plan.topology
     raise_open_file_limit(sum(1 for n in t.nodes if plan.owner[n] == index) + 256)
     dom = Domain(index, plan.run.processes, plan.run)
@@ -93,7 +128,7 @@ def build_domain(plan: Plan, index: int) -> Domain:
             if dst in ins:
                 ins[dst].append(InPort(dport, t.port_name(dst, dport), plan.iface_base[dst] + dport, link_id,
                                        src, t.port_name(src, sport), peer_domain=plan.owner[src]))
-    shared = host_tables(t)
+    cache: dict = {}
     for name in outs:
         o: list = [None] * t.nports(name)
         n: list = [None] * t.nports(name)
@@ -102,7 +137,7 @@ def build_domain(plan: Plan, index: int) -> Domain:
         for p in ins[name]:
             n[p.index] = p
         node = t.nodes[name]
-        dom.add(Element(name, make_engine(t, name, shared), cluster_id=plan.cluster_id, domain=dom, outs=o, ins=n,
+        dom.add(Element(name, make_engine(t, name, cache), cluster_id=plan.cluster_id, domain=dom, outs=o, ins=n,
                         capture=plan.run.capture, seed=plan.run.seed * 1_000_003 + node.id,
                         lookahead_ns=plan.lookahead_ns,
                         drop_rate=plan.run.socket_drop_rate))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 import random
 
-from emu.build import host_tables, make_engine
+from emu.build import make_engine
 from emu.config import ConfigError
 from emu.port import OutPort
 from emu.wire import FCS_LEN, fcs_ok
@@ -42,8 +42,8 @@ class EngineNet:
         self.t = topology
         self.names = list(topology.nodes)
         self.index = {n: i for i, n in enumerate(self.names)}
-        shared = host_tables(topology)
-        self.engines = {n: make_engine(topology, n, shared) for n in self.names}
+        cache: dict = {}
+        self.engines = {n: make_engine(topology, n, cache) for n in self.names}
         self.ports: dict[tuple[str, int], tuple[OutPort, str, int]] = {}
         for i, link in enumerate(topology.links):
             for a, ap, b, bp in ((link.a, link.a_port, link.b, link.b_port), (link.b, link.b_port, link.a, link.a_port)):

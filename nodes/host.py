@@ -20,6 +20,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from emu.build import register_engine
 from emu.config import HostSpec
 from emu.wire import ETH_LEN, FABRIC, HDR_LEN, MSG, PING, DecodeError, PacketType, build_frame, parse_frame
 
@@ -397,3 +398,20 @@ class HostEngine:
 _HANDLERS = {Send: HostEngine._op_send, Recv: HostEngine._op_recv, Compute: HostEngine._op_compute,
              PingOp: HostEngine._op_ping, Sleep: HostEngine._op_sleep, NicOpen: HostEngine._op_nic_open,
              NicPost: HostEngine._op_nic_post, NicWait: HostEngine._op_nic_wait}
+
+
+def host_tables(topology) -> tuple[dict[str, int], list[str]]:
+    """Every host's name -> address, and names by address (shared by the hosts of a process)."""
+    names = topology.host_names()
+    return {n: i for i, n in enumerate(names)}, names
+
+
+def make_host(node, topology, cache: dict) -> HostEngine:
+    shared = cache.get("host_tables")
+    if shared is None:
+        shared = cache["host_tables"] = host_tables(topology)
+    return HostEngine(node.name, node.id, node.spec, topology.routes.get(node.name), shared[0], shared[1])
+
+
+register_engine("host", make_host, min_delay=lambda spec: spec.nic_delay_ns)
+

@@ -6,6 +6,7 @@ import logging
 import struct
 from dataclasses import dataclass, field
 
+from emu.build import register_engine
 from emu.config import SwitchSpec
 from emu.wire import DST_OFF, ETHERTYPE_FABRIC, HDR_LEN, HOPS_OFF
 
@@ -48,3 +49,11 @@ class SwitchEngine:
 
     def on_timer(self, now: int) -> list[tuple[int, bytes, int]]:
         return []
+
+
+def make_switch(node, topology, cache: dict) -> SwitchEngine:
+    return SwitchEngine(node.name, node.id, node.spec, topology.routes.get(node.name))
+
+
+register_engine("switch", make_switch, min_delay=lambda spec: spec.processing_delay_ns)
+
