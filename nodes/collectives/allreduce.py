@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ops import Op
+from emu.reduce import Op
 
 
 def chunk_bounds(length: int, parts: int) -> list[int]:

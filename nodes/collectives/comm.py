@@ -19,7 +19,7 @@ import numpy as np
 
 from emu.config import ConfigError
 
-from .ops import Op, get_op
+from emu.reduce import Op, get_op
 from .select import ALGORITHMS, check, choose
 
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from emu.config import ConfigError
 
-from .ops import Op
+from emu.reduce import Op
 
 _EMPTY = np.empty(0, np.uint8)
 

@@ -23,7 +23,7 @@ from emu.wire.coll import ErrBit, Head
 
 from .. import alu
 from ..nic import Posted
-from .ops import get_op
+from emu.reduce import get_op
 
 DEFAULT_VP = 1
 TIMEOUT_NS_PER_PART = 10_000_000

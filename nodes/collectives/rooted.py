@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .allreduce import chunk_bounds
-from .ops import Op
+from emu.reduce import Op
 
 
 def _rel(comm, root: int) -> int:

@@ -16,7 +16,7 @@ from emu.config import ConfigError
 from emu.metrics import RunMetrics
 
 from .comm import Comm
-from .ops import DTYPES, get_op, reference
+from emu.reduce import DTYPES, get_op, reference
 from .offload import errors_text, validate
 from .select import check
 
