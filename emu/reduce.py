@@ -1,9 +1,14 @@
-"""Reduction operators, registered by name (DESIGN.md principle 8), on numpy arrays.
+"""Reduction operators, registered by name (DESIGN.md principle 8), on numpy arrays: the one
+kernel that host software, the NIC's ALU and (next) switch aggregation all combine operands with.
 
 Integers reduce exactly (wrap-around arithmetic, so any order gives numpy's answer); floats within
 the usual reassociation tolerance. ``minloc``/``maxloc`` work on pairs: the operand becomes a
 structured array of ``value`` and ``index`` (the contributing rank), ties going to the lower index,
 as MPI_MINLOC/MPI_MAXLOC do. Logical and bitwise operators are defined on integer types only.
+
+Two forms of the same operator: :meth:`Op.combine` on the operands host software holds (a
+structured array for the paired operators), :meth:`Op.combine_located` on the (values, locations)
+arrays hardware holds (the NIC's data and location words).
 """
 
 from __future__ import annotations
@@ -27,6 +32,16 @@ class Op:
     integer_only: bool = False
     paired: bool = False
     """Operands are (value, index) pairs (minloc/maxloc)."""
+
+    def combine_located(self, a: np.ndarray, al: np.ndarray, b: np.ndarray, bl: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """The operator on (values, locations) operands: a paired operator keeps the location of the
+        value it picks, any other keeps ``al``."""
+        with np.errstate(all="ignore"):
+            if self.paired:
+                take_b = _take_b(self.name, a, al, b, bl)
+                return np.where(take_b, b, a), np.where(take_b, bl, al)
+            return self.combine(a, b), al
 
     def wire_dtype(self, dtype: np.dtype) -> np.dtype:
         if self.paired:
@@ -58,10 +73,15 @@ def _logical(fn):
     return combine
 
 
-def _loc(better):
+def _take_b(name: str, a, al, b, bl):
+    """Where the second operand wins a minloc/maxloc: better value, or equal value and lower location."""
+    better = np.less if name == "minloc" else np.greater
+    return better(b, a) | ((b == a) & (bl < al))
+
+
+def _loc(name):
     def combine(a, b):
-        take_b = better(b["value"], a["value"]) | ((b["value"] == a["value"]) & (b["index"] < a["index"]))
-        return np.where(take_b, b, a)
+        return np.where(_take_b(name, a["value"], a["index"], b["value"], b["index"]), b, a)
     return combine
 
 
@@ -74,7 +94,7 @@ def register(op: Op) -> None:
 
 for _op in (
     Op("sum", np.add), Op("prod", np.multiply), Op("min", np.minimum), Op("max", np.maximum),
-    Op("minloc", _loc(np.less), paired=True), Op("maxloc", _loc(np.greater), paired=True),
+    Op("minloc", _loc("minloc"), paired=True), Op("maxloc", _loc("maxloc"), paired=True),
     Op("land", _logical(np.logical_and), integer_only=True), Op("lor", _logical(np.logical_or), integer_only=True),
     Op("lxor", _logical(np.logical_xor), integer_only=True),
     Op("band", np.bitwise_and, integer_only=True), Op("bor", np.bitwise_or, integer_only=True),

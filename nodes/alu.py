@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from emu.config import ConfigError
+from emu.reduce import OPS
 from emu.wire.coll import MAX_DATA_BYTES, PAIRS, RdType, RopCode
 
 NIC_TYPES: dict[tuple[int, int], np.dtype] = {
@@ -20,6 +21,7 @@ _CODES = {v.name: k for k, v in NIC_TYPES.items()}
 OP_CODES = {"sum": RopCode.SUM, "max": RopCode.MAX, "min": RopCode.MIN, "maxloc": RopCode.MAXLOC,
             "minloc": RopCode.MINLOC, "land": RopCode.LAND, "lor": RopCode.LOR, "lxor": RopCode.LXOR,
             "band": RopCode.BAND, "bor": RopCode.BOR, "bxor": RopCode.BXOR}
+_OP_NAMES = {code: name for name, code in OP_CODES.items()}
 _INTEGER_ONLY = {RopCode.LAND, RopCode.LOR, RopCode.LXOR, RopCode.BAND, RopCode.BOR, RopCode.BXOR}
 
 
@@ -76,18 +78,8 @@ def unpack(data: list[int], loc: list[int], n: int, dtype: np.dtype) -> tuple[np
 
 
 def combine(rop: int, a: np.ndarray, al: np.ndarray, b: np.ndarray, bl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One ALU pass over the operands: (values, locations)."""
-    with np.errstate(all="ignore"):
-        if rop == RopCode.SUM:
-            return a + b, al
-        if rop in (RopCode.MAX, RopCode.MIN, RopCode.MAXLOC, RopCode.MINLOC):
-            better = np.greater if rop in (RopCode.MAX, RopCode.MAXLOC) else np.less
-            take_b = better(b, a) | ((b == a) & (bl < al))
-            return np.where(take_b, b, a), np.where(take_b, bl, al)
-        if rop in (RopCode.LAND, RopCode.LOR, RopCode.LXOR):
-            fn = {RopCode.LAND: np.logical_and, RopCode.LOR: np.logical_or, RopCode.LXOR: np.logical_xor}[rop]
-            return fn(a != 0, b != 0).astype(a.dtype), al
-        if rop in (RopCode.BAND, RopCode.BOR, RopCode.BXOR):
-            fn = {RopCode.BAND: np.bitwise_and, RopCode.BOR: np.bitwise_or, RopCode.BXOR: np.bitwise_xor}[rop]
-            return fn(a, b), al
-    raise ValueError(f"unknown ALU operation {rop}")
+    """One ALU pass over the operands: (values, locations), by the shared reduction kernel."""
+    name = _OP_NAMES.get(rop)
+    if name is None:
+        raise ValueError(f"unknown ALU operation {rop}")
+    return OPS[name].combine_located(a, al, b, bl)
