@@ -1,6 +1,5 @@
 """What lives at the edge: hosts, their NICs and the applications that run on them."""
 
-from .api import HostAPI, Message
-from .host import AppState, HostEngine
+from .host import AppState, HostAPI, HostEngine, Message
 
 __all__ = ["AppState", "HostAPI", "HostEngine", "Message"]

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from emu.config import HostSpec, NicSpec
 from emu.wire.coll import ErrBit
 from emu.sim import EngineNet
-from nodes import alu
+from nodes.nic import alu
 from nodes.collectives import Comm
 from nodes.collectives.offload import descriptors, kary_tree
 from nodes.collectives.run import check_results, run_collective
@@ -236,7 +236,7 @@ def test_nic_survives_any_descriptor_message(body, head, rop, rdtype, rbit, num,
     from emu.wire import DESC, PacketType, build_frame
 
     from nodes.host import HostEngine
-    from nodes.nic import Posted
+    from nodes.nic.coll import Posted
 
     h = HostEngine("h1", 1, HostSpec(), None, {"h0": 0, "h1": 1, "h2": 2}, ["h0", "h1", "h2"])
     h.nic.open_vp(1)

@@ -21,8 +21,8 @@ import numpy as np
 from emu.config import ConfigError
 from emu.wire.coll import ErrBit, Head
 
-from .. import alu
-from ..nic import Posted
+from ..nic import alu
+from ..nic.coll import Posted
 from emu.reduce import get_op
 
 DEFAULT_VP = 1

@@ -41,7 +41,7 @@ from emu.wire.coll import ErrBit, Head
 from . import alu
 
 if TYPE_CHECKING:
-    from .host import HostEngine
+    from nodes.host.engine import HostEngine
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Generator, NamedTuple
 
 if TYPE_CHECKING:
-    from .host import HostEngine
+    from .engine import HostEngine
 
 
 class Message(NamedTuple):
@@ -193,12 +193,12 @@ class HostAPI:
         return NicOpen(vp)
 
     def nic_post(self, vp: int, posted: list) -> NicPost:
-        """Post descriptors (``nodes.nic.Posted``) to ``vp``; costs ``NicSpec.post_ns`` of CPU each."""
+        """Post descriptors (``nodes.nic.coll.Posted``) to ``vp``; costs ``NicSpec.post_ns`` of CPU each."""
         return NicPost(vp, list(posted))
 
     def nic_wait(self, region: int, count: int = 1, timeout_ns: int = 1_000_000, vp: int = 1) -> NicWait:
         """Wait until the NIC has written ``count`` completions of ``region`` on virtual port ``vp``
-        to host memory; returns them (``nodes.nic.Completion``). After ``timeout_ns`` without them,
+        to host memory; returns them (``nodes.nic.coll.Completion``). After ``timeout_ns`` without them,
         the region is aborted and the completions so far are returned with a timeout one added."""
         return NicWait(region, count, timeout_ns, vp)
 

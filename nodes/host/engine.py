@@ -25,7 +25,7 @@ from emu.config import HostSpec
 from emu.wire import ETH_LEN, FABRIC, HDR_LEN, MSG, PING, DecodeError, PacketType, build_frame, parse_frame
 
 from .api import Compute, HostAPI, Message, NicOpen, NicPost, NicWait, Op, PingOp, Recv, Send, Sleep
-from .nic import CollNIC, Completion
+from nodes.nic.coll import CollNIC, Completion
 from emu.wire.coll import ErrBit
 
 log = logging.getLogger(__name__)
