@@ -5,7 +5,7 @@ same pure-data description, so every process agrees on link ids, capture interfa
 which domain owns which node.
 
 Engines reach the runtime through a registry (DESIGN.md principle 8): a module that defines an
-engine kind calls :func:`register_engine` when it is imported (``nodes.host.engine`` registers ``host``,
+engine kind calls :func:`register_engine` when it is imported (``nodes.nic.engine`` registers ``host``,
 ``switch.forward`` registers ``switch``; these two are imported on first use); a node runs the kind
 named by ``node.info["engine"]``, else its ``kind``. The plan names the modules that registered the kinds it uses, so that a worker
 process imports them too. Nothing here imports ``nodes/`` or ``switch/``.
@@ -42,7 +42,7 @@ class EngineKind:
 
 
 ENGINES: dict[str, EngineKind] = {}
-BUILT_IN = {"host": "nodes.host.engine", "switch": "switch.forward"}
+BUILT_IN = {"host": "nodes.nic.engine", "switch": "switch.forward"}
 """Where the kinds that come with the emulator register themselves (imported on first use)."""
 
 

@@ -181,7 +181,7 @@ class Domain:
 
     async def rpc_stats(self) -> list[dict[str, Any]]:
         return [{"name": el.name, "kind": el.engine.kind, "element": dict(el.stats), "engine": dict(el.engine.stats),
-                 "nic": dict(el.engine.nic.stats) if hasattr(el.engine, "nic") else {},
+                 **(el.engine.extra_stats() if hasattr(el.engine, "extra_stats") else {}),
                  "ports": el.port_stats()} for el in self.elements]
 
     async def rpc_set_links(self, link_ids: list[int], up: bool) -> int:

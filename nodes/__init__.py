@@ -1,5 +1,6 @@
-"""What lives at the edge: hosts, their NICs and the applications that run on them."""
+"""What lives at the edge: hosts (applications and their API) and their NICs (the node's engine)."""
 
-from .host import AppState, HostAPI, HostEngine, Message
+from .host import AppState, Host, HostAPI, Message
+from .nic.engine import NicEngine
 
-__all__ = ["AppState", "HostAPI", "HostEngine", "Message"]
+__all__ = ["AppState", "Host", "HostAPI", "Message", "NicEngine"]

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from emu.config import HostSpec, LinkSpec, SwitchSpec
 from emu.wire import FCS_LEN, HDR_LEN, MSG, PacketType, build_frame
 from emu.sim import EngineNet
-from nodes.host import HostEngine
+from nodes.nic.engine import NicEngine
 from switch.forward import SwitchEngine
 from topologies import star
 import apps
@@ -69,7 +69,7 @@ def test_switch_counts_malformed_and_unroutable_frames_and_keeps_forwarding():
 
 
 def _host():
-    return HostEngine("h1", 1, HostSpec(), None, {"h0": 0, "h1": 1, "h2": 2}, ["h0", "h1", "h2"])
+    return NicEngine("h1", 1, HostSpec(), None, {"h0": 0, "h1": 1, "h2": 2}, ["h0", "h1", "h2"])
 
 
 @given(st.binary(max_size=120))

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Generator, NamedTuple
 
 if TYPE_CHECKING:
-    from .engine import HostEngine
+    from .engine import Host
 
 
 class Message(NamedTuple):
@@ -129,7 +129,7 @@ class NicWait(Op):
 class HostAPI:
     """The handle an application gets: ``host.send``, ``host.recv``, ``host.ping``, ``host.sleep``."""
 
-    def __init__(self, engine: "HostEngine"):
+    def __init__(self, engine: "Host"):
         self._engine = engine
 
     @property

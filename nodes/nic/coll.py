@@ -1,6 +1,7 @@
 """The collective-offload NIC of spec 01: posted descriptors, triggers, the receive-and-process unit.
 
-A sans-I/O part of the host engine (it emits frames and sets timers through its owner). Blocks:
+A sans-I/O part of the NIC engine (``nodes.nic.engine``: it emits frames and sets timers through
+it, and writes completions to the host's memory through it). Blocks:
 
 * **posted-descriptor queue** per virtual port (VP), executed in order from its head;
 * ``CP_Counter`` per VP: a message whose CP bit (the descriptor's ``type`` bit) is set increments
@@ -41,7 +42,7 @@ from emu.wire.coll import ErrBit, Head
 from . import alu
 
 if TYPE_CHECKING:
-    from nodes.host.engine import HostEngine
+    from .engine import NicEngine
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +103,8 @@ def rtype_of(d: dict[str, int]) -> tuple[int, int, int]:
 
 
 class CollNIC:
-    def __init__(self, owner: "HostEngine"):
-        self.host = owner
+    def __init__(self, owner: "NicEngine"):
+        self.nic = owner
         self.spec = owner.spec.nic
         self.vps: dict[int, _VP] = {}
         self.queue: list[tuple[int, dict, np.ndarray, np.ndarray]] = []
@@ -129,7 +130,7 @@ class CollNIC:
             self.aborted.discard((vp, p.desc["coll_region"]))
         self.vps[vp].posted.extend(posted)
         self.stats["posted"] += len(posted)
-        self.host._at(t, self._advance, vp)
+        self.nic.at(t, self._advance, vp)
 
     def abort(self, vp: int, region: int) -> None:
         """Forget every trace of ``region`` on ``vp`` (after a host gave up waiting for it); its
@@ -146,7 +147,7 @@ class CollNIC:
         v.swaps = {k: s for k, s in v.swaps.items() if k[0] != region}
         v.overflowed = [o for o in v.overflowed if o[0] != region]
         self.queue = [q for q in self.queue if (q[0], q[1]["coll_region"]) != (vp, region)]
-        self.host._at(self.host.now, self._advance, vp)  # what waited behind the region may go
+        self.nic.at(self.nic.now, self._advance, vp)  # what waited behind the region may go
 
     # -- network side ---------------------------------------------------------------------------
     def receive(self, frame: bytes, src: int, now: int) -> None:
@@ -156,11 +157,11 @@ class CollNIC:
             raise DecodeError(f"collective descriptor message of {len(frame) - HDR_LEN} bytes, not {DESC.size}")
         self._operands(d)  # malformed operand fields are the sender's fault: refuse now
         self.stats["messages_received"] += 1
-        self.host._at(now + self.host.spec.nic_delay_ns, self._on_message, (d, src))
+        self.nic.at(now + self.nic.spec.nic_delay_ns, self._on_message, (d, src))
 
     def _on_message(self, arg) -> None:
         d, src = arg
-        now = self.host.now
+        now = self.nic.now
         if (d["dest_vp"], d["coll_region"]) in self.aborted:
             self.stats["late_after_abort"] += 1
             return
@@ -171,7 +172,7 @@ class CollNIC:
         v = self.vps.get(d["dest_vp"])
         if v is None:
             self.stats["unknown_vp"] += 1
-            log.warning("%s: collective message from %d for virtual port %d, which is not open", self.host.name,
+            log.warning("%s: collective message from %d for virtual port %d, which is not open", self.nic.name,
                         src, d["dest_vp"])
             err = dict(d, head=Head.ERROR, err=1, err_vec=ErrBit.UNKNOWN_VP, dest_vp=d["src_vp"],
                        src_vp=d["dest_vp"], swpmp=0, type=0)
@@ -186,7 +187,7 @@ class CollNIC:
                     r.rcnt += 1  # an erroneous contribution to the reduction under way
                     r.err_vec |= ErrBit.OVERFLOW
                     if r.rcnt >= r.branch:
-                        self.host._at(max(now, self.unit_free), self._finish_at, (v.index, r.region, r.seg))
+                        self.nic.at(max(now, self.unit_free), self._finish_at, (v.index, r.region, r.seg))
                 else:
                     v.overflowed.append((d["coll_region"], d["seg"]))
                 self._kick(now)
@@ -202,12 +203,12 @@ class CollNIC:
             v.cp_counter += 1
         if d["swpflag"]:
             v.swaps[(d["coll_region"], d["seg"])] = (vals, locs, d["err_vec"])
-        self.host._at(t, self._advance, v.index)
+        self.nic.at(t, self._advance, v.index)
 
     # -- posted-descriptor queue ----------------------------------------------------------------
     def _advance(self, vp: int) -> None:
         """Execute what the head of ``vp``'s posted queue allows, as long as it allows."""
-        now = self.host.now
+        now = self.nic.now
         v = self.vps.get(vp)
         while v is not None and v.posted:
             p = v.posted[0]
@@ -247,10 +248,10 @@ class CollNIC:
         if self._kick_at is not None and self._kick_at <= t:
             return
         self._kick_at = t
-        self.host._at(t, self._unit, None)
+        self.nic.at(t, self._unit, None)
 
     def _unit(self, _arg: Any) -> None:
-        now = self.host.now
+        now = self.nic.now
         if self._kick_at is not None and self._kick_at > now:
             return  # superseded by an earlier kick
         self._kick_at = None
@@ -270,7 +271,7 @@ class CollNIC:
                 self.stats["mismatch"] += 1
                 r.err_vec |= ErrBit.MISMATCH
                 log.warning("%s: reduce message with Branch %d Rtype %s (%d operands) does not match the "
-                            "register's %d %s", self.host.name, d["branch"], rtype_of(d), len(vals), r.branch, r.rtype)
+                            "register's %d %s", self.nic.name, d["branch"], rtype_of(d), len(vals), r.branch, r.rtype)
             elif r.values is None:
                 r.values, r.locations = vals, locs
             else:
@@ -279,7 +280,7 @@ class CollNIC:
                 t += self.spec.alu_ns * len(vals)
             self.unit_free = t
             if r.rcnt >= r.branch:
-                self.host._at(t, self._finish_at, (vp, r.region, r.seg))
+                self.nic.at(t, self._finish_at, (vp, r.region, r.seg))
             else:
                 self._kick(t)
             return
@@ -290,9 +291,9 @@ class CollNIC:
         r = v.reg
         if r is None or (r.region, r.seg) != (region, seg) or not v.posted:
             return  # the region was aborted or failed in the meantime
-        self._finish_reduce(v, self.host.now)
+        self._finish_reduce(v, self.nic.now)
         self._advance(vp)
-        self._kick(self.host.now)
+        self._kick(self.nic.now)
 
     def _finish_reduce(self, v: _VP, now: int) -> None:
         """Rcnt reached the degree: combine the head descriptor's own data and fire it."""
@@ -320,14 +321,14 @@ class CollNIC:
         d = p.desc
         data, loc = alu.pack(vals, locs) if vals is not None else ([0] * 7, [0] * 7)
         msg = dict(d, err=1 if err_vec else 0, err_vec=err_vec, data_num=len(vals) if vals is not None else 0,
-                   branch=d["pbranch"], node_id=self.host.node_id & 0xFFFFF, src_vp=v.index, inst=0)
+                   branch=d["pbranch"], node_id=self.nic.node_id & 0xFFFFF, src_vp=v.index, inst=0)
         for i in range(7):
             msg[f"data{i}"], msg[f"loc{i}"] = data[i], loc[i]
         for dst, dvp in p.dests:
             t += self.spec.descriptor_ns
             m = dict(msg, dest_vp=dvp)
-            if dst == self.host.node_id:  # to itself: not reduced again, straight to the VP (CP, swap)
-                self.host._at(t + self.spec.queue_ns, self._self_arrival, (dvp, m, vals, locs))
+            if dst == self.nic.node_id:  # to itself: not reduced again, straight to the VP (CP, swap)
+                self.nic.at(t + self.spec.queue_ns, self._self_arrival, (dvp, m, vals, locs))
             else:
                 self._send(dst, m, t)
         if d["lint"]:
@@ -338,14 +339,14 @@ class CollNIC:
         v = self.vps.get(dvp)
         if v is None:
             self.stats["unknown_vp"] += 1
-            self._fail_region(m["src_vp"], m["coll_region"], ErrBit.UNKNOWN_VP, self.host.now)
+            self._fail_region(m["src_vp"], m["coll_region"], ErrBit.UNKNOWN_VP, self.nic.now)
             return
-        self._cp_arrival(v, m, vals, locs, self.host.now)
+        self._cp_arrival(v, m, vals, locs, self.nic.now)
 
     def _send(self, dst: int, d: dict, t: int) -> None:
         """The request message leaves through the NIC's transmit pipeline (``nic_delay_ns``)."""
         self.stats["messages_sent"] += 1
-        self.host._emit(dst, PacketType.COLL, DESC.pack(*(d[n] for n in DESC.names)), t + self.host.spec.nic_delay_ns)
+        self.nic.emit(dst, PacketType.COLL, DESC.pack(*(d[n] for n in DESC.names)), t + self.nic.spec.nic_delay_ns)
 
     def _operands(self, d: dict) -> tuple[np.ndarray | None, np.ndarray | None]:
         dtype = alu.NIC_TYPES.get((d["rdtype"], d["rbit"]))
@@ -361,7 +362,7 @@ class CollNIC:
         d = p.desc
         c = Completion(d["coll_region"], d["seg"], err_vec, vals, locs, t + self.spec.completion_ns, vp)
         self.stats["completions"] += 1
-        self.host._at(c.t_ns, self.host._nic_completion, c)
+        self.nic.at(c.t_ns, self.nic.host.completion, c)
 
     def _fail_region(self, vp: int, region: int, err_vec: int, now: int) -> None:
         """Complete every pending descriptor of ``region`` on ``vp`` that would report to the host,
@@ -379,4 +380,4 @@ class CollNIC:
         v.posted = keep
         if v.reg is not None and v.reg.region == region:
             v.reg = None
-        self.host._at(now, self._advance, vp)
+        self.nic.at(now, self._advance, vp)

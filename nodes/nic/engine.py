@@ -1,0 +1,220 @@
+"""The host's NIC: the engine of a host node (sans-I/O, DESIGN.md principle 1).
+
+``receive(frame, port, now)`` and ``on_timer(now)`` return the frames to send as ``(port, frame,
+at)``; ``timer`` says when to call ``on_timer`` next. The NIC segments the messages its host sends
+and reassembles those it receives, answers echo requests, and carries the collective-offload unit
+of spec 01 (``coll``, :mod:`nodes.nic.coll`). The host it serves (``host``,
+:class:`nodes.host.engine.Host`: the applications and their CPU time) reaches it through
+:meth:`send_message`, :meth:`ping` and ``coll``, and hears back through ``host.deliver``,
+``host.pong`` and ``host.completion``.
+
+Timing (all virtual):
+
+* a message is cut into frames of at most ``mtu_bytes`` of data; each frame is handed to the port
+  ``nic_delay_ns`` after the NIC took the message;
+* a message is delivered to the host ``nic_delay_ns`` after its last frame arrived;
+* the NIC answers an echo request ``nic_delay_ns`` after it arrived; a reply reaches the host
+  ``nic_delay_ns`` after it arrived.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from emu.build import register_engine
+from emu.config import HostSpec
+from emu.wire import ETH_LEN, FABRIC, HDR_LEN, MSG, PING, DecodeError, PacketType, build_frame, parse_frame
+
+from ..host.api import Message
+from ..host.engine import AppState, Host
+from ..timers import Timers
+from .coll import CollNIC
+
+log = logging.getLogger(__name__)
+
+_MSG_LEN = MSG.size
+_FABRIC_PACK = FABRIC.struct.pack
+
+
+@dataclass(eq=False)
+class _Partial:
+    tag: int
+    buf: bytearray
+    got: int = 0
+
+
+@dataclass(eq=False)
+class NicEngine:
+    name: str
+    node_id: int
+    spec: HostSpec
+    routes: list[int] | None
+    """Output port per destination host address, or None: everything leaves on port 0."""
+    host_ids: dict[str, int]
+    """Every host's name -> fabric address (shared by all hosts of a process)."""
+    names: list[str]
+    """Host names by address (shared)."""
+    timer: int | None = None
+    now: int = 0
+    kind = "host"
+    stats: dict[str, int] = field(default_factory=lambda: {
+        "malformed": 0, "misdelivered": 0, "no_route": 0, "messages_sent": 0, "messages_received": 0,
+        "frames_sent": 0, "frames_received": 0, "pings_answered": 0})
+
+    def __post_init__(self) -> None:
+        self.min_delay_ns = self.spec.nic_delay_ns
+        self.timers = Timers()
+        self._out: list[tuple[int, bytes, int]] = []
+        self._partial: dict[tuple[int, int], _Partial] = {}
+        self._msg_id = 0
+        self._ping_seq = 0
+        self._heads: dict[int, bytes] = {}
+        self.coll = CollNIC(self)
+        self.host = Host(self)
+
+    # -- engine interface -----------------------------------------------------------------------
+    def receive(self, frame: bytes, port: int, now: int) -> list[tuple[int, bytes, int]]:
+        self.now = now
+        self._out = out = []
+        try:
+            src, dst, _vc, _prio, ptype, _flags, hops, _r, length = parse_frame(frame)
+            if dst != self.node_id:
+                self.stats["misdelivered"] += 1
+                log.debug("%s: frame for %d delivered here", self.name, dst)
+                return out
+            self.stats["frames_received"] += 1
+            if ptype == PacketType.MSG:
+                self._on_segment(src, hops, frame)
+            elif ptype == PacketType.PING:
+                ident, seq, t_sent = PING.unpack(frame, HDR_LEN)
+                self.stats["pings_answered"] += 1
+                self.emit(src, PacketType.PONG, PING.pack(ident, seq, t_sent), now + self.spec.nic_delay_ns)
+            elif ptype == PacketType.COLL:
+                self.coll.receive(frame, src, now)
+            elif ptype == PacketType.PONG:
+                ident, seq, t_sent = PING.unpack(frame, HDR_LEN)
+                waiter = self.host.take_ping(seq)
+                if waiter is None:
+                    raise DecodeError(f"echo reply seq {seq} matches no outstanding ping")
+                t = now + self.spec.nic_delay_ns
+                self.at(t, self.host.resume, (waiter, t - t_sent))
+            else:
+                raise DecodeError(f"packet type {ptype} is not handled by a host")
+        except DecodeError as e:
+            self.stats["malformed"] += 1
+            log.warning("%s: dropped malformed frame at %d ns: %s", self.name, now, e)
+        self.timer = self.timers.next
+        return out
+
+    def on_timer(self, now: int) -> list[tuple[int, bytes, int]]:
+        self.now = now
+        self._out = out = []
+        self.timers.run_due(now)
+        self.timer = self.timers.next
+        return out
+
+    # applications run on the host this NIC serves
+    def start_app(self, key: str, fn: Callable, args: tuple, now: int) -> None:
+        self.host.start_app(key, fn, args, now)
+        self.timer = self.timers.next
+
+    def app_states(self) -> list[AppState]:
+        return self.host.app_states()
+
+    def extra_stats(self) -> dict[str, dict[str, int]]:
+        """Counters of the engine's parts, for ``Cluster.stats``."""
+        return {"nic": dict(self.coll.stats)}
+
+    # -- what the host asks of its NIC ----------------------------------------------------------
+    def at(self, t: int, fn: Callable, arg: Any) -> int:
+        return self.timers.at(t, fn, arg)
+
+    def resolve(self, host: str | int) -> int:
+        if isinstance(host, str):
+            try:
+                return self.host_ids[host]
+            except KeyError:
+                raise ValueError(f"unknown host {host!r}; hosts are {list(self.host_ids)[:8]}...") from None
+        if not 0 <= host < len(self.names):
+            raise ValueError(f"unknown host address {host}")
+        return host
+
+    def send_message(self, dst: int, tag: int, data: bytes, t: int) -> None:
+        """Take a message at ``t`` (after the sender's software overhead) and put its frames out."""
+        total = len(data)
+        mtu = self.spec.mtu_bytes
+        self._msg_id = msg_id = (self._msg_id + 1) & 0xFFFFFFFF
+        at = t + self.spec.nic_delay_ns
+        off = 0
+        while True:
+            chunk = data[off:off + mtu]
+            self.emit(dst, PacketType.MSG, MSG.pack(msg_id, tag, total, off) + chunk, at)
+            off += len(chunk)
+            if off >= total:
+                break
+        self.stats["messages_sent"] += 1
+
+    def ping(self, dst: int) -> int:
+        """Send an echo request now; returns its sequence number (the reply carries it back)."""
+        self._ping_seq = seq = (self._ping_seq + 1) & 0xFFFFFFFF
+        self.emit(dst, PacketType.PING, PING.pack(self.node_id, seq, self.now), self.now + self.spec.nic_delay_ns)
+        return seq
+
+    def emit(self, dst: int, ptype: int, body: bytes, at: int) -> None:
+        port = 0 if self.routes is None else (self.routes[dst] if 0 <= dst < len(self.routes) else -1)
+        if port < 0:
+            self.stats["no_route"] += 1
+            raise ValueError(f"{self.name} has no route to host address {dst}")
+        head = self._heads.get(dst)
+        if head is None:
+            head = self._heads[dst] = build_frame(self.node_id, dst, 0, b"")[:ETH_LEN]
+        self._out.append((port, head + _FABRIC_PACK(self.node_id, dst, 0, 0, ptype, 0, 0, 0, len(body)) + body, at))
+        self.stats["frames_sent"] += 1
+
+    # -- reassembly -----------------------------------------------------------------------------
+    def _on_segment(self, src: int, hops: int, frame: bytes) -> None:
+        msg_id, tag, total, offset = MSG.unpack(frame, HDR_LEN)
+        chunk = frame[HDR_LEN + _MSG_LEN:]
+        if offset + len(chunk) > total:
+            raise DecodeError(f"segment at {offset}+{len(chunk)} overruns message of {total} bytes")
+        name = self.names[src] if 0 <= src < len(self.names) else str(src)
+        if offset == 0 and len(chunk) == total:  # a one-frame message: nothing to reassemble
+            self.stats["messages_received"] += 1
+            t = self.now + self.spec.nic_delay_ns
+            self.at(t, self.host.deliver, Message(name, tag, chunk, t, hops))
+            return
+        key = (src, msg_id)
+        part = self._partial.get(key)
+        if part is None:
+            if total > self.spec.max_message_bytes:
+                raise DecodeError(f"message of {total} bytes announced, over max_message_bytes "
+                                  f"({self.spec.max_message_bytes})")
+            part = self._partial[key] = _Partial(tag, bytearray(total))
+        elif part.tag != tag or len(part.buf) != total:
+            raise DecodeError(f"segment of message {msg_id} from {src} disagrees with the first one "
+                              f"(tag {tag}/{part.tag}, total {total}/{len(part.buf)})")
+        part.buf[offset:offset + len(chunk)] = chunk
+        part.got += len(chunk)
+        if part.got >= total:
+            del self._partial[key]
+            msg = Message(name, tag, bytes(part.buf), self.now + self.spec.nic_delay_ns, hops)
+            self.stats["messages_received"] += 1
+            self.at(msg.t_ns, self.host.deliver, msg)
+
+
+def host_tables(topology) -> tuple[dict[str, int], list[str]]:
+    """Every host's name -> address, and names by address (shared by the hosts of a process)."""
+    names = topology.host_names()
+    return {n: i for i, n in enumerate(names)}, names
+
+
+def make_host(node, topology, cache: dict) -> NicEngine:
+    shared = cache.get("host_tables")
+    if shared is None:
+        shared = cache["host_tables"] = host_tables(topology)
+    return NicEngine(node.name, node.id, node.spec, topology.routes.get(node.name), shared[0], shared[1])
+
+
+register_engine("host", make_host, min_delay=lambda spec: spec.nic_delay_ns)
