@@ -127,7 +127,8 @@ def build_domain(plan: Plan, index: int) -> Domain:
                                          link.spec.bandwidth_bps, peer_domain=plan.owner[dst]))
             if dst in ins:
                 ins[dst].append(InPort(dport, t.port_name(dst, dport), plan.iface_base[dst] + dport, link_id,
-                                       src, t.port_name(src, sport), peer_domain=plan.owner[src]))
+                                       src, t.port_name(src, sport), peer_domain=plan.owner[src],
+                                       latency_ns=link.spec.latency_ns, bandwidth_bps=link.spec.bandwidth_bps))
     cache: dict = {}
     for name in outs:
         o: list = [None] * t.nports(name)

@@ -305,6 +305,37 @@ class Cluster:
             for h in self._handles:
                 await h.call("set_fault", ids, drop, corrupt, self.run_config.seed)
 
+    async def schedule(self, t_ns: int, action: str, *, link: tuple[str, str] | None = None,
+                       switch: str | None = None, rate: float = 0.0) -> None:
+        """Schedule a fault at virtual time ``t_ns`` (absolute, ``>= net.now``), to strike during the
+        next runs: ``"down"`` / ``"up"`` on ``link=(a, b)`` (both directions) or on every link of
+        ``switch=name``, or ``"ber"`` with ``rate`` on a link (a seeded bit-error rate from then on;
+        frames that catch an error fail their FCS at the receiver). Frames handed to a link while it
+        is down are dropped at the port (``metrics.dropped``); frames on the wire when it goes down
+        are lost (``metrics.lost_in_flight``); both are marked in the capture. Engines with an
+        ``on_link_change(port, up, now)`` method are told at ``t_ns`` on both ends."""
+        from .faults import Fault
+
+        f = Fault(t_ns, action, link, switch, rate)  # refuses a malformed fault
+        if t_ns < self.now:
+            raise ConfigError(f"schedule: {t_ns} ns is in the past (the cluster is at {self.now} ns); "
+                              "schedule at net.now + delay")
+        if switch is not None:
+            node = self.topology.nodes.get(switch)
+            if node is None or node.kind != "switch":
+                raise ConfigError(f"schedule: {switch!r} is not a switch of {self.topology.name}")
+            ids = [lid for i, lk in enumerate(self.topology.links) if switch in (lk.a, lk.b)
+                   for lid in (2 * i, 2 * i + 1)]
+        else:
+            ids = self._link_ids(*link)
+        changes = [(lid, "ber", f.rate) if action == "ber" else (lid, "state", action == "up") for lid in ids]
+        if self._sync is None:
+            raise EmuError("the cluster is not running; use 'async with Cluster(...) as net:'")
+        async with self._lock:
+            for d, h in enumerate(self._handles):
+                nt = await h.call("schedule", t_ns, changes, self.run_config.seed)
+                self._sync.next_times[d] = min(self._sync.next_times[d], nt)
+
     def _link_ids(self, a: str, b: str) -> list[int]:
         ids = [lid for i, link in enumerate(self.topology.links) if {link.a, link.b} == {a, b}
                for lid in (2 * i, 2 * i + 1)]

@@ -24,6 +24,7 @@ import trio
 from .config import RunConfig
 from .element import INF, Element
 from .errors import FrameLossError
+from .port import OutPort, Timeline
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ class Domain:
                 first_arrival = fa
             if fa < INF:
                 sent.append(el)
-            last = el.now if el.now > el.lost_until else el.lost_until
+            last = el.active_ns if el.active_ns > el.lost_until else el.lost_until
             if last > self.max_time:
                 self.max_time = last
             if el.unsent:
@@ -205,9 +206,37 @@ class Domain:
                 p = el.out_by_link.get(lid)
                 if p is not None:
                     p.fault_drop, p.fault_corrupt = drop, corrupt
-                    p.fault_rng = random.Random(seed * 1_000_003 + lid) if (drop or corrupt) else None
+                    bers = p.timeline is not None and p.timeline.bers
+                    p.fault_rng = random.Random(seed * 1_000_003 + lid) if (drop or corrupt or bers) else None
                     n += 1
         return n
+
+    async def rpc_schedule(self, t: int, changes: list[tuple[int, str, object]], seed: int) -> int:
+        """Scheduled changes at virtual time ``t`` of these link directions: ``(link id, "state",
+        up)`` or ``(link id, "ber", rate)``. Both ends of a link record them; an engine is told of
+        a state change of its port at ``t`` (``on_link_change``). Returns the next event time here."""
+        import random
+
+        for el in self.elements:
+            told: dict[int, bool] = {}
+            for lid, what, value in changes:
+                for p in (el.out_by_link.get(lid), el.in_by_link.get(lid)):
+                    if p is None:
+                        continue
+                    if p.timeline is None:
+                        p.timeline = Timeline()
+                    if what == "state":
+                        p.timeline.add_state(t, bool(value))
+                        told[p.index] = bool(value)
+                    else:
+                        p.timeline.add_ber(t, float(value))
+                        if isinstance(p, OutPort) and p.fault_rng is None:
+                            p.fault_rng = random.Random(seed * 1_000_003 + lid)
+            for port, up in sorted(told.items()):
+                heapq.heappush(el.link_events, (t, port, up))
+            if told:
+                self.schedule(el)
+        return self.next_time()
 
     async def rpc_reset_peaks(self) -> None:
         for el in self.elements:

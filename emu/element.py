@@ -23,7 +23,7 @@ import trio
 
 from .errors import CausalityError, EngineError
 from .link import ACCEPT, GAP, LinkReceiver, LinkSender
-from .port import InPort, OutPort
+from .port import InPort, OutPort, frame_error_probability
 from .wire.fabric import FCS_RESIDUE, add_fcs
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, VERSION, LinkKind
 
@@ -42,6 +42,7 @@ DROPPED = 4  # capture record of a frame dropped on purpose (written with a comm
 FAULT_DROP = 8  # ... lost on the wire by an emulated fault
 FAULT_CORRUPT = 16  # ... sent intact, delivered with a bit flipped by an emulated fault
 FCS_ERROR = 32  # ... received with a bad frame check sequence, dropped by the receiving port
+LOST_DOWN = 64  # ... was on the wire while its link was down (scheduled): lost
 
 
 class Engine(Protocol):
@@ -53,6 +54,8 @@ class Engine(Protocol):
     """Promise: every frame emitted while handling an event at ``now`` has ``at >= now + min_delay_ns``.
     The synchroniser's lookahead is built on it; the element checks it."""
     stats: dict[str, int]
+    ports: "PortView"
+    """Set by the runtime: a read-only view of the element's ports at the engine's ``now``."""
 
     def receive(self, frame: bytes, port: int, now: int) -> list[tuple[int, bytes, int]]: ...
 
@@ -80,7 +83,18 @@ class Element:
             p.link = LinkReceiver(cluster_id, p.link_id)
         self.lookahead = lookahead_ns
         self.heap: list[tuple[int, int, int, bytes]] = []
+        """Received frames (with their FCS) waiting for their virtual arrival time."""
+        self.link_events: list[tuple[int, int, bool]] = []
+        """(time, port, up): scheduled link changes the engine is told about (``on_link_change``)."""
+        self.ports = PortView(self)
+        try:  # the engine reads its ports through this view (engines with __slots__ may opt out)
+            engine.ports = self.ports
+        except AttributeError:
+            pass
         self.now = 0
+        self.active_ns = 0
+        """Time of the last event that did something: a timer, a frame, a link change the engine
+        answered (a scheduled change nobody answers does not stretch a run's completion time)."""
         self.lost_until = 0
         """When the last frame lost to an emulated fault finished leaving (it has no arrival event)."""
         self.safe_time = 0
@@ -186,10 +200,8 @@ class Element:
                     wire = data[off + OUTER_LEN:end]
                     inp.rx_frames += 1
                     inp.rx_bytes += length
-                    if crc32(wire) == FCS_RESIDUE:  # the port checks the FCS and strips it
-                        heapq.heappush(self.heap, (ts, inp.index, seq, wire[:-4]))
-                        if self.capture is not None:
-                            self.capture.append((ts, inp.iface, DIR_IN, wire))
+                    if crc32(wire) == FCS_RESIDUE:  # the port checks the FCS (and strips it when it is handled)
+                        heapq.heappush(self.heap, (ts, inp.index, seq, wire))
                     else:  # corrupted on the wire: dropped here; it still counts as received
                         inp.fcs_errors += 1
                         if self.capture is not None:
@@ -243,6 +255,8 @@ class Element:
     # -- the window -----------------------------------------------------------------------------
     def next_time(self) -> int:
         t = self.heap[0][0] if self.heap else INF
+        if self.link_events and self.link_events[0][0] < t:
+            t = self.link_events[0][0]
         tt = self.engine.timer
         if tt is not None and tt < t:
             t = tt
@@ -269,23 +283,46 @@ class Element:
         heap = self.heap
         eng = self.engine
         outs = self.outs
+        ins = self.ins
+        cap = self.capture
+        links = self.link_events
         min_delay = eng.min_delay_ns
         while True:
             tt = eng.timer
             th = heap[0][0] if heap else INF
-            if tt is not None and tt <= th:
+            if links and links[0][0] <= th and (tt is None or links[0][0] <= tt):
+                # a scheduled link change, told to the engine before anything else at that time
+                if links[0][0] >= t_end:
+                    break
+                self.now, port, up = heapq.heappop(links)
+                handler = getattr(eng, "on_link_change", None)
+                if handler is None:
+                    continue
+                result = handler(port, up, self.now)
+                if result:
+                    self.active_ns = self.now
+            elif tt is not None and tt <= th:
                 if tt >= t_end:
                     break
                 if tt < self.now:
                     raise EngineError(f"{self.name}: engine timer {tt} ns is before now ({self.now} ns)")
-                self.now = tt
+                self.now = self.active_ns = tt
                 result = eng.on_timer(tt)
             else:
                 if th >= t_end:
                     break
-                now, port, _, frame = heapq.heappop(heap)
-                self.now = now
-                result = eng.receive(frame, port, now)
+                now, port, _, wire = heapq.heappop(heap)
+                self.now = self.active_ns = now
+                inp = ins[port]
+                if inp.timeline is not None and inp.timeline.down_during(
+                        now - inp.latency_ns - -((-len(wire) * 8_000_000_000) // inp.bandwidth_bps), now):
+                    inp.lost_in_flight += 1  # it was on the wire while the link was down
+                    if cap is not None:
+                        cap.append((now, inp.iface, DIR_IN | LOST_DOWN, wire))
+                    continue
+                if cap is not None:
+                    cap.append((now, inp.iface, DIR_IN, wire))
+                result = eng.receive(wire[:-4], port, now)
             for port, frame, at in result:
                 if at - self.now < min_delay:
                     raise EngineError(f"{self.name}: engine emitted a frame at {at} ns while handling an event at "
@@ -293,10 +330,10 @@ class Element:
                 p = outs[port] if 0 <= port < len(outs) else None
                 if p is None:
                     raise EngineError(f"{self.name}: engine sent a frame to port {port}, which has no link")
-                if not p.up:
+                if not p.up or (p.timeline is not None and not p.timeline.up_at(at)):
                     p.dropped += 1
-                    if self.capture is not None:
-                        self.capture.append((at, p.iface, DIR_OUT | DROPPED, add_fcs(frame)))
+                    if cap is not None:
+                        cap.append((at, p.iface, DIR_OUT | DROPPED, add_fcs(frame)))
                     continue
                 p.enqueue(frame, at)
                 self.busy[p] = None
@@ -351,7 +388,12 @@ class Element:
             if cap is not None:
                 cap.append((start, p.iface, DIR_OUT | FAULT_DROP, frame))
             return frame, True
-        if rng.random() < p.fault_corrupt:
+        corrupt = p.fault_corrupt
+        if p.timeline is not None:  # a scheduled bit-error rate, in force when the frame starts
+            ber = p.timeline.ber_at(start)
+            if ber:
+                corrupt = 1 - (1 - corrupt) * (1 - frame_error_probability(ber, len(frame)))
+        if rng.random() < corrupt:
             p.fault_corrupted += 1
             if cap is not None:
                 cap.append((start, p.iface, DIR_OUT | FAULT_CORRUPT, frame))
@@ -395,10 +437,41 @@ class Element:
             inp = self.ins[p.index]
             out.append({"port": p.name, "peer": p.peer_port_name, "tx_frames": p.tx_frames,
                         "tx_bytes": p.tx_bytes, "rx_frames": inp.rx_frames, "rx_bytes": inp.rx_bytes,
-                        "fcs_errors": inp.fcs_errors,
+                        "fcs_errors": inp.fcs_errors, "lost_in_flight": inp.lost_in_flight,
                         "dropped": p.dropped, "up": p.up, "fault_dropped": p.fault_dropped,
                         "fault_corrupted": p.fault_corrupted,
                         "peak_queue_frames": p.peak_queue_frames, "peak_queue_bytes": p.peak_queue_bytes})
         return out
 
+
+class PortView:
+    """What an engine may read of its element's ports (``engine.ports``), at its own ``now``:
+    read-only, and a function of virtual time only (every event before ``now`` has been handled,
+    in the element's fixed order), so runs stay deterministic."""
+
+    __slots__ = ("_el",)
+
+    def __init__(self, element: Element):
+        self._el = element
+
+    def __len__(self) -> int:
+        return len(self._el.outs)
+
+    def linked(self, port: int) -> bool:
+        return 0 <= port < len(self._el.outs) and self._el.outs[port] is not None
+
+    def up(self, port: int, now: int) -> bool:
+        """Does the port take frames at ``now`` (not taken down, nor scheduled down)?"""
+        p = self._el.outs[port]
+        return p is not None and p.up and (p.timeline is None or p.timeline.up_at(now))
+
+    def queue(self, port: int, now: int) -> tuple[int, int]:
+        """(frames, bytes) handed to the port whose last bit has not left by ``now``."""
+        p = self._el.outs[port]
+        return (0, 0) if p is None else p.queue_at(now)
+
+    def free_at(self, port: int) -> int:
+        """When the port's line is free of every frame handed to it so far."""
+        p = self._el.outs[port]
+        return 0 if p is None else p.free_at
 

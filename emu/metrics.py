@@ -31,6 +31,8 @@ class RunMetrics:
     """Frames delivered with a bit flipped by an emulated fault, per sending port."""
     fcs_errors: dict[str, int] = field(default_factory=dict)
     """Frames that failed their frame check sequence and were dropped, per receiving port."""
+    lost_in_flight: dict[str, int] = field(default_factory=dict)
+    """Frames on the wire while their link was down (a scheduled fault), per receiving port."""
 
     @property
     def completion_ns(self) -> int:
@@ -45,7 +47,7 @@ class RunMetrics:
         return {"completion_ns": self.completion_ns, "frames": self.frames, "bytes": self.bytes,
                 "hop_count": self.hop_count, "max_queue_frames": self.max_queue_frames,
                 "dropped": sum(self.dropped.values()), "corrupted": sum(self.corrupted.values()),
-                "fcs_errors": sum(self.fcs_errors.values())}
+                "fcs_errors": sum(self.fcs_errors.values()), "lost_in_flight": sum(self.lost_in_flight.values())}
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -53,22 +55,24 @@ class RunMetrics:
         return d
 
 
-def port_counters(stats: list[dict[str, Any]]) -> dict[str, tuple[int, int, int, bool, int, int, int]]:
+def port_counters(stats: list[dict[str, Any]]) -> dict[str, tuple[int, int, int, bool, int, int, int, int]]:
     """port name -> (tx_frames, tx_bytes, dropped, is_host_port, peak_queue_frames, corrupted,
-    fcs_errors)."""
+    fcs_errors, lost_in_flight)."""
     out = {}
     for el in stats:
         host = el["kind"] == "host"
         for p in el["ports"]:
             out[p["port"]] = (p["tx_frames"], p["tx_bytes"], p["dropped"] + p["fault_dropped"], host,
-                              p["peak_queue_frames"], p["fault_corrupted"], p["fcs_errors"])
+                              p["peak_queue_frames"], p["fault_corrupted"], p["fcs_errors"], p["lost_in_flight"])
     return out
 
 
 def diff(before: dict, after: dict, start_ns: int, end_ns: int) -> RunMetrics:
     m = RunMetrics(start_ns, end_ns, 0, 0, 0)
-    for port, (f1, b1, d1, host, peak, c1, e1) in after.items():
-        f0, b0, d0, _, _, c0, e0 = before.get(port, (0, 0, 0, host, 0, 0, 0))
+    for port, (f1, b1, d1, host, peak, c1, e1, l1) in after.items():
+        f0, b0, d0, _, _, c0, e0, l0 = before.get(port, (0, 0, 0, host, 0, 0, 0, 0))
+        if l1 - l0:
+            m.lost_in_flight[port] = l1 - l0
         if c1 - c0:
             m.corrupted[port] = c1 - c0
         if e1 - e0:

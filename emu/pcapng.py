@@ -55,7 +55,9 @@ _FLAGS_OPT = {1: _option(2, struct.pack("<I", 1)) + _option(0, b""),
               10: _option(1, b"dropped: fault") + _option(2, struct.pack("<I", 2)) + _option(0, b""),
               18: _option(1, b"corrupted: fault") + _option(2, struct.pack("<I", 2)) + _option(0, b""),
               # 32: received with a bad frame check sequence and dropped by the port (CRC-error bit)
-              33: _option(1, b"dropped: FCS error") + _option(2, struct.pack("<I", 1 | 1 << 24)) + _option(0, b"")}
+              33: _option(1, b"dropped: FCS error") + _option(2, struct.pack("<I", 1 | 1 << 24)) + _option(0, b""),
+              # 64: on the wire while its link was down (a scheduled fault): lost
+              65: _option(1, b"lost: link down") + _option(2, struct.pack("<I", 1)) + _option(0, b"")}
 
 
 def packet_block(iface: int, ts_ns: int, frame: bytes, direction: int) -> bytes:

@@ -10,11 +10,53 @@ can serialise in one lookahead.
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from .wire.fabric import add_fcs
+
+
+class Timeline:
+    """A link direction's scheduled changes (``Cluster.schedule``): up/down and bit-error rate over
+    virtual time. Both ends hold the same timeline, so the sender knows whether a port takes a
+    frame at hand-off and the receiver whether a frame was on the wire while the link was down."""
+
+    __slots__ = ("ups", "bers")
+
+    def __init__(self) -> None:
+        self.ups: list[tuple[int, bool]] = []
+        """(time, up) changes, sorted by time (a later change at the same time wins)."""
+        self.bers: list[tuple[int, float]] = []
+        """(time, bit-error rate) changes, sorted by time."""
+
+    def add_state(self, t: int, up: bool) -> None:
+        bisect.insort(self.ups, (t, up), key=lambda c: c[0])
+
+    def add_ber(self, t: int, ber: float) -> None:
+        bisect.insort(self.bers, (t, ber), key=lambda c: c[0])
+
+    def up_at(self, t: int, base: bool = True) -> bool:
+        i = bisect.bisect_right(self.ups, t, key=lambda c: c[0])
+        return self.ups[i - 1][1] if i else base
+
+    def down_during(self, start: int, end: int) -> bool:
+        """Was the link down at any instant of ``[start, end]``?"""
+        if not self.up_at(start):
+            return True
+        i = bisect.bisect_right(self.ups, start, key=lambda c: c[0])
+        return any(not up for t, up in self.ups[i:] if t <= end)
+
+    def ber_at(self, t: int) -> float:
+        i = bisect.bisect_right(self.bers, t, key=lambda c: c[0])
+        return self.bers[i - 1][1] if i else 0.0
+
+
+def frame_error_probability(ber: float, nbytes: int) -> float:
+    """Probability that a frame of ``nbytes`` has at least one bit flipped at bit-error rate ``ber``."""
+    return -math.expm1(8 * nbytes * math.log1p(-ber)) if ber < 1 else 1.0
 
 
 @dataclass(eq=False)
@@ -51,10 +93,21 @@ class OutPort:
     """The seeded generator of this port's faults (draws in frame order: deterministic)."""
     fault_dropped: int = 0
     fault_corrupted: int = 0
+    timeline: Timeline | None = None
+    """Scheduled changes of this link direction (shared with the receiving end), or None."""
     tx_frames: int = 0
     tx_bytes: int = 0
     peak_queue_frames: int = 0
     peak_queue_bytes: int = 0
+
+    def queue_at(self, now: int) -> tuple[int, int]:
+        """(frames, bytes) handed to this port whose last bit has not left by ``now``."""
+        frames = nbytes = 0
+        for done, n in self.queued:
+            if done > now:
+                frames += 1
+                nbytes += n
+        return frames, nbytes
 
     def enqueue(self, frame: bytes, at: int) -> None:
         """Hand ``frame`` (a MAC client frame) to the port at virtual time ``at``; the port appends
@@ -88,6 +141,12 @@ class InPort:
     peer_addr: tuple[str, int] | None = None
     link: Any = None
     """The receiving end of the link layer (``emu.link.LinkReceiver``: expected sequence number)."""
+    latency_ns: int = 0
+    bandwidth_bps: int = 1
+    timeline: Timeline | None = None
+    """Scheduled changes of this link direction (the same as the sending end's), or None."""
+    lost_in_flight: int = 0
+    """Frames that were on the wire while the link was down (scheduled): lost, counted here."""
     rx_frames: int = 0
     rx_bytes: int = 0
     fcs_errors: int = 0

@@ -93,7 +93,7 @@ def test_records_from_a_socket_that_does_not_own_the_link_are_dropped(el):
     assert el.stats["wrong_sender"] == 3 and el.stats["retransmitted"] == 0
     assert not el.heap and el.in_by_link[11].link.expected == 0
     assert feed(el, record(11, 0, 500, FRAME)) == 1   # the genuine frame still gets its place
-    assert el.heap[0][3] == FRAME
+    assert el.heap[0][3] == add_fcs(FRAME)  # stripped when handled
 
 
 def test_frame_failing_its_fcs_is_counted_captured_and_dropped():
@@ -109,7 +109,7 @@ def test_frame_failing_its_fcs_is_counted_captured_and_dropped():
         assert not e.heap              # ... but never handed to the engine
         assert e.in_by_link[11].fcs_errors == 2 and e.in_by_link[11].link.expected == 2
         assert [c[2] for c in e.capture] == [1 | 32, 1 | 32]
-        assert feed(e, record(11, 2, 600, FRAME)) == 1 and e.heap[0][3] == FRAME
+        assert feed(e, record(11, 2, 600, FRAME)) == 1 and e.heap[0][3] == add_fcs(FRAME)
         e.run_window(1000, 1)
         assert e.port_stats()[0]["fcs_errors"] == 2
     finally:
