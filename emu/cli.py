@@ -160,6 +160,17 @@ def cmd_wireshark(args) -> int:
     return 0
 
 
+def version() -> str:
+    """The installed package's version (its metadata), as ``emu --version`` prints it."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("hpc-emu")
+    except PackageNotFoundError:
+        return "unknown (not installed; pip install -e . in the checkout)"
+
+
 def main(argv: list[str] | None = None) -> int:
     from topologies.registry import describe_families
 
@@ -168,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=f"topologies (? = optional; all also take latency_ns, bandwidth_gbps, "
                                         f"switch_delay_ns, nic_delay_ns, mtu_bytes):\n{fams}")
+    ap.add_argument("--version", action="version", version=f"emu (hpc-emu) {version()}")
     ap.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-v info, -vv debug)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("demo", help="run a small cluster and print the mechanisms side by side")

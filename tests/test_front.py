@@ -26,3 +26,26 @@ async def test_cluster_repr_says_topology_hosts_processes_and_virtual_time():
                              f"virtual time {net.now:,} ns, running>") and net.now >= rtt > 0
     assert repr(net).endswith(f"virtual time {net.now:,} ns, closed>")
     assert repr(Cluster("star:n=3")).startswith("<Cluster star:n=3: 3 hosts, 1 switch, 1 process,")
+
+
+def emu_cmd(*args, module=False, **kw):
+    import subprocess
+    import sys
+
+    exe = [sys.executable, "-m", "emu"] if module else [str(pathlib.Path(sys.executable).parent / "emu")]
+    return subprocess.run([*exe, *args], capture_output=True, text=True, timeout=120, **kw)
+
+
+def test_version_comes_from_the_installed_metadata():
+    from importlib.metadata import version
+
+    for module in (False, True):
+        out = emu_cmd("--version", module=module)
+        assert (out.returncode, out.stdout) == (0, f"emu (hpc-emu) {version('hpc-emu')}\n")
+
+
+def test_python_dash_m_emu_works_like_emu():
+    a, b = emu_cmd("topo", "star:n=5"), emu_cmd("topo", "star:n=5", module=True)
+    assert a.returncode == b.returncode == 0 and a.stdout == b.stdout and "hosts" in a.stdout
+    bad = emu_cmd("topo", "fattree:k=4", module=True)
+    assert bad.returncode == 2 and "fattree: missing parameter n;" in bad.stdout
