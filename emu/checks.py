@@ -131,7 +131,8 @@ class CollectiveOptions:
     algo: str | None
     ranks: list[str] | None
     offload: str | None = None
-    branch: int = 2
+    branch: int | None = None
+    """The offload tree's degree (None without an offload); given, or ``offload.default_branch``."""
 
 
 def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
@@ -169,12 +170,17 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
     if extra.get("algo"):
         check(operation, extra["algo"], n)
     offload = extra.get("offload") or None
-    branch = 2 if extra.get("branch") is None else int(extra["branch"])
+    branch = None if extra.get("branch") is None else int(extra["branch"])
     if offload is not None:
-        from nodes.collectives.offload import validate
+        from nodes.collectives.offload import default_branch, parts, validate
+
+        from .config import NicSpec
 
         if extra.get("algo"):
             raise ConfigError("--algo names a host software algorithm; leave it out with --offload")
+        if branch is None:
+            branch = default_branch(operation, n, parts(count, np.dtype(dtype)),
+                                    NicSpec().queue_capacity if queue_capacity is None else queue_capacity)
         validate(operation, np.dtype(dtype), op, branch, offload, count, queue_capacity)
     return CollectiveOptions(dtype, size, count, op, root, extra.get("algo"), ranks, offload, branch)
 

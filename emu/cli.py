@@ -247,7 +247,10 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--offload", choices=OFFLOADS,
                    help="where allreduce/reduce run: none = host software (default), nic = on the NICs (spec 01 "
                         "triggered descriptors); switch and hw are not built yet")
-    c.add_argument("--branch", type=int, help="branch degree of the offload reduction tree (default 2)")
+    c.add_argument("--branch", type=int,
+                   help="branch degree of the offload reduction tree (default: the shallowest tree the NIC's "
+                        "receive queue allows, as even as that depth permits: a level costs a fabric crossing "
+                        "each way, a child only tens of ns at its parent)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
                         format="%(levelname)s %(name)s: %(message)s")

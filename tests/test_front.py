@@ -119,3 +119,51 @@ def test_run_help_lists_every_test_with_a_summary(capsys):
     assert [line.split()[0] for line in listed if line.startswith("  ")] == list(CHECKS)
     assert "  pingall         Every host pings every other host" in out
     assert "  allreduce       Every rank gets the reduction of all ranks' data" in out
+
+
+def readme_offload_examples():
+    """The README's ``emu run ... --offload nic`` lines, without their ``--branch``, plus the
+    64-host case where the old default (2) lost to software."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    lines = [line.split("#")[0].split()[2:] for line in re.findall(r"^emu run .*--offload nic.*$", readme, re.M)]
+    out = []
+    for args in lines + [["--topo", "fattree:k=2,n=6", "--test", "allreduce", "--offload", "nic", "--size", "48B",
+                          "--dtype", "float64"]]:
+        if "--branch" in args:
+            i = args.index("--branch")
+            del args[i:i + 2]
+        out.append(args)
+    return out
+
+
+def test_default_branch_makes_the_offload_beat_software_on_the_readme_examples(capsys):
+    examples = readme_offload_examples()
+    assert len(examples) >= 2
+    for args in examples:
+        code, nic, _ = run_json(capsys, *args)
+        i = args.index("--offload")
+        code2, sw, _ = run_json(capsys, *args[:i + 1], "none", *args[i + 2:])
+        assert code == code2 == 0 and all(r["ok"] for r in nic + sw)
+        for a, b in zip(nic, sw):
+            assert a["algo"].startswith("nic(branch=") and not b["algo"].startswith("nic")
+            assert a["completion_ns"] <= b["completion_ns"], (args, a["algo"], a["completion_ns"], b["completion_ns"])
+    # the shallowest tree the queue (64 entries) allows: flat up to 65 ranks, then as even as depth 2 permits
+    assert [r["algo"] for r in nic] == ["nic(branch=63)"]
+
+
+def test_default_branch_is_the_shallowest_tree_the_queue_allows():
+    from nodes.collectives.offload import default_branch, depth
+
+    for op, parts, queue in (("allreduce", 1, 64), ("allreduce", 3, 64), ("reduce", 2, 64), ("reduce", 5, 16),
+                             ("allreduce", 1, 4096)):
+        cap = min(255, queue // parts if op == "reduce" else queue)
+        for n in (1, 2, 3, 8, 33, 64, 65, 66, 128, 256, 1000, 2048):
+            k = default_branch(op, n, parts, queue)
+            allowed = range(1, max(1, min(cap, n - 1)) + 1)
+            assert k in allowed and depth(n, k) == min(depth(n, j) for j in allowed)
+            assert all(depth(n, j) > depth(n, k) for j in allowed if j < k), (op, parts, queue, n, k)
+    assert (default_branch("allreduce", 64, 1, 64), default_branch("allreduce", 128, 1, 64)) == (63, 11)
+    assert default_branch("reduce", 64, 2, 64) == 8   # 2 parts in flight: at most 32 children, so depth 2
+    assert default_branch("reduce", 4, 86, 64) == 1   # nothing fits: validate refuses it, naming why

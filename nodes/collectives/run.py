@@ -17,7 +17,7 @@ from emu.metrics import RunMetrics
 
 from .comm import Comm
 from .ops import DTYPES, get_op, reference
-from .offload import errors_text, validate
+from .offload import default_branch, errors_text, parts, validate
 from .select import check
 
 OPERATIONS = ("allreduce", "reduce", "bcast", "barrier", "allgather", "reduce_scatter", "alltoall", "mcast",
@@ -42,7 +42,7 @@ async def nic_setup_app(host, members):
     await Comm(host, members).nic_setup()
 
 
-async def collective_app(host, members, operation, algo, count, dtype, op, root, seed, offload=None, branch=2):
+async def collective_app(host, members, operation, algo, count, dtype, op, root, seed, offload=None, branch=None):
     comm = Comm(host, members)
     x = make_input(seed, comm.rank, count, dtype, op if operation != "alltoall" else "alltoall", comm.size)
     if operation == "allreduce":
@@ -134,11 +134,12 @@ def check_results(res: CollectiveResult, count: int, dtype: str, op: str, root: 
 
 async def run_collective(net, operation: str, *, count: int = 1024, dtype: str = "float32", op: str = "sum",
                          algo: str | None = None, root: int = 0, ranks: list[str] | None = None,
-                         seed: int = 0, offload: str | None = None, branch: int = 2) -> CollectiveResult:
+                         seed: int = 0, offload: str | None = None, branch: int | None = None) -> CollectiveResult:
     """Run ``operation`` on ``ranks`` (default: every host, in address order) and measure it.
 
     ``offload="nic"`` (allreduce and reduce) first sets the communicator up on the NICs in an
-    episode of its own, so that the measured one starts with every rank entering the operation."""
+    episode of its own, so that the measured one starts with every rank entering the operation;
+    ``branch`` is the offload tree's degree (default: ``offload.default_branch``)."""
     if operation not in OPERATIONS:
         raise ConfigError(f"unknown collective {operation!r}; known: {', '.join(OPERATIONS)}")
     if dtype not in DTYPES:
@@ -152,6 +153,8 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
         check(operation, algo, len(members))
     if offload is not None:
         spec = net.topology.nodes[members[0]].spec
+        if branch is None:
+            branch = default_branch(operation, len(members), parts(count, np.dtype(dtype)), spec.nic.queue_capacity)
         validate(operation, np.dtype(dtype), op, branch, offload, count, spec.nic.queue_capacity)
         await net.run({h: (nic_setup_app, members) for h in members})
     t0 = net.now
