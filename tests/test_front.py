@@ -167,3 +167,32 @@ def test_default_branch_is_the_shallowest_tree_the_queue_allows():
     assert (default_branch("allreduce", 64, 1, 64), default_branch("allreduce", 128, 1, 64)) == (63, 11)
     assert default_branch("reduce", 64, 2, 64) == 8   # 2 parts in flight: at most 32 children, so depth 2
     assert default_branch("reduce", 4, 86, 64) == 1   # nothing fits: validate refuses it, naming why
+
+
+def terminal_stderr(monkeypatch):
+    """Make the CLI's stderr console a terminal writing into a buffer; returns the buffer."""
+    import io
+
+    from rich.console import Console
+
+    import emu.cli
+
+    buf = io.StringIO()
+    real = emu.cli.make_console
+    monkeypatch.setattr(emu.cli, "make_console",
+                        lambda stderr=False: Console(file=buf, force_terminal=True, width=120) if stderr else real())
+    return buf
+
+
+def test_demo_shows_a_transient_spinner_on_stderr_and_tables_on_stdout(monkeypatch, capsys, tmp_path):
+    from emu.cli import main
+
+    buf = terminal_stderr(monkeypatch)
+    assert main(["demo", "--hosts", "4", "--plot", ""]) == 0
+    out, spun = capsys.readouterr().out, buf.getvalue()
+    for stage in ("fabric: echo, 1 MiB, fan-in on star:n=4, one process", "fabric: the same over two processes",
+                  "pingall on torus:k=4,n=2", "allreduce algorithms across sizes",
+                  "allreduce of 56 B on fattree:k=2,n=6: host software vs NIC offload"):
+        assert stage in spun and stage not in out
+    assert "pingall on 16 hosts: topologies side by side" in out and "pingall on 16" not in spun
+    assert "\x1b[2K" in spun  # transient: the spinner's line is erased when a part ends
