@@ -42,23 +42,28 @@ async def nic_setup_app(host, members):
     await Comm(host, members).nic_setup()
 
 
+async def call(comm: Comm, operation: str, x: np.ndarray, algo: str | None, op: str, root: int,
+               offload: str | None = None, branch: int | None = None):
+    """``operation`` on this rank's operand ``x`` (shape (size, count) for alltoall)."""
+    if operation == "allreduce":
+        return await comm.allreduce(x, op, algo, offload=offload, branch=branch)
+    if operation == "reduce":
+        return await comm.reduce(x, op, root, algo, offload=offload, branch=branch)
+    if operation in ("bcast", "mcast"):
+        return await getattr(comm, operation)(x, root, algo)
+    if operation == "barrier":
+        return await comm.barrier(algo)
+    if operation in ("allgather", "mcast_all", "alltoall"):
+        return await getattr(comm, operation)(x, algo)
+    if operation == "reduce_scatter":
+        return await comm.reduce_scatter(x, op, algo)
+    raise ConfigError(f"unknown collective {operation!r}; known: {', '.join(OPERATIONS)}")
+
+
 async def collective_app(host, members, operation, algo, count, dtype, op, root, seed, offload=None, branch=None):
     comm = Comm(host, members)
     x = make_input(seed, comm.rank, count, dtype, op if operation != "alltoall" else "alltoall", comm.size)
-    if operation == "allreduce":
-        y = await comm.allreduce(x, op, algo, offload=offload, branch=branch)
-    elif operation == "reduce":
-        y = await comm.reduce(x, op, root, algo, offload=offload, branch=branch)
-    elif operation in ("bcast", "mcast"):
-        y = await getattr(comm, operation)(x, root, algo)
-    elif operation == "barrier":
-        y = await comm.barrier(algo)
-    elif operation in ("allgather", "mcast_all", "alltoall"):
-        y = await getattr(comm, operation)(x, algo)
-    elif operation == "reduce_scatter":
-        y = await comm.reduce_scatter(x, op, algo)
-    else:
-        raise ConfigError(f"unknown collective {operation!r}; known: {', '.join(OPERATIONS)}")
+    y = await call(comm, operation, x, algo, op, root, offload, branch)
     return y, host.now, host.cpu_ns, comm.last_algo, comm.last_status
 
 
