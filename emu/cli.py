@@ -116,6 +116,11 @@ async def _run(args) -> int:
         raise ConfigError("--root applies to reduce, bcast and mcast only")
     for name in collectives:  # refuse options a test cannot run with before anything starts
         collective_options(name, extra, topo.host_names(), topo.hosts[0].spec.nic.queue_capacity)
+    from .estimate import large_run_note
+
+    note = await large_run_note(names, topo, extra, args.seed)  # before it starts: a person may rather stop
+    if note:
+        make_console(stderr=True).print(f"[yellow]{note}[/]")
     results = []
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=make_console(stderr=True), transient=True) as progress:

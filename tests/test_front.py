@@ -196,3 +196,42 @@ def test_demo_shows_a_transient_spinner_on_stderr_and_tables_on_stdout(monkeypat
         assert stage in spun and stage not in out
     assert "pingall on 16 hosts: topologies side by side" in out and "pingall on 16" not in spun
     assert "\x1b[2K" in spun  # transient: the spinner's line is erased when a part ends
+
+
+def noted_frames(err: str) -> dict[str, int]:
+    """Per test, the frames the large-run note predicted ('about N frames to move (test: N (...); ...)')."""
+    import re
+
+    note = " ".join(err.split("frames to move (", 1)[1].split())
+    return {name: int(num.replace(",", "")) for name, num in re.findall(r"(\w+): ([\d,]+) \(", note)}
+
+
+def test_a_large_run_says_so_before_it_starts_and_the_estimate_is_the_measured_frames(monkeypatch, capsys):
+    import emu.estimate
+
+    code, rows, err = run_json(capsys, "--topo", "star:n=3", "--test", "pingall")
+    assert code == 0 and "large run" not in err   # small runs say nothing
+    monkeypatch.setattr(emu.estimate, "LARGE_RUN_FRAMES", 0)   # every run is large now
+    for args in (["--topo", "fattree:k=2,n=3", "--test", "pingall+allreduce+bcast+barrier", "--test",
+                  "alltoall+reduce_scatter+allgather", "--size", "24KiB"],
+                 ["--topo", "star:n=6", "--test", "allreduce+mcast_all+reduce", "--size", "5000B", "--dtype", "int8"],
+                 ["--topo", "fattree:k=2,n=4", "--test", "allreduce+reduce", "--offload", "nic", "--size", "56B",
+                  "--dtype", "float64"]):
+        code, rows, err = run_json(capsys, *args)
+        assert code == 0 and err.index("a large run: about") < err.index("completion (ns)")
+        predicted = noted_frames(err)
+        # stated in emu/estimate.py: exact unless the operands are scaled down or counting stops early
+        assert predicted == {r["name"]: r["frames"] for r in rows}, args
+
+
+async def test_scaled_down_counts_stay_within_one_percent():
+    from nodes.collectives.dryrun import count_messages
+
+    for operation, algo, ranks, count in (("allreduce", "ring", 16, 100_003), ("allreduce", None, 12, 50_001),
+                                          ("reduce_scatter", None, 8, 80_000), ("alltoall", None, 8, 7_001)):
+        full = await count_messages(operation, ranks, count, algo=algo)
+        scaled = await count_messages(operation, ranks, count, algo=algo, memory_bytes=ranks * count // 4)
+        assert full.complete and scaled.algo == full.algo and len(scaled.sizes) == len(full.sizes)
+        assert abs(scaled.frames(1024) - full.frames(1024)) <= full.frames(1024) / 100, (operation, algo)
+    stopped = await count_messages("alltoall", 64, 1, budget=1000)
+    assert not stopped.complete and 1000 <= len(stopped.sizes) < 64 * 63
