@@ -87,7 +87,8 @@ def default_branch(operation: str, ranks: int, nseg: int, queue_capacity: int) -
     of ns). What bounds the degree: a parent's receive queue must hold a branch degree of messages
     (branch x parts for a reduce, which keeps all its parts in flight; :func:`validate`), and the
     Branch field has 8 bits. Allreduce of 48 bytes of doubles on binary fat trees, default specs,
-    completion in ns (software / this default / the best degree of 2..64 measured / degree 2):
+    completion in ns (software / this default / the best of the degrees tried / degree 2; tried: 2, 4,
+    8, 16, 32, 63, 64 up to 64 ranks, 8, 11, 12, 16, 32, 64 on 128 and 8, 16, 32, 64 on 256):
     8 ranks 4,182 / 3,106 (7) / same / 5,592; 64 ranks 11,208 / 8,472 (63) / 7,598 (16) / 16,716;
     128 ranks 14,182 / 9,572 (11) / 9,130 (16) / -; 256 ranks 17,472 / 10,890 (16) / same / -.
     Beyond one 48-byte part an allreduce makes one more trip per part whatever the degree, and
