@@ -81,8 +81,10 @@ async def _ping_list(host, peers):
 
 @register("pingall")
 async def pingall(net, options: Options) -> dict[str, Any]:
-    """Every host pings every other host (a sample of peers beyond ``pingall_full_max_hosts``);
-    all hosts start together and ping their peers one after the other."""
+    """Every host pings every other host, all starting together (beyond 64 hosts: 4 random peers each).
+
+    Each host pings its peers one after the other; ``pingall_full_max_hosts`` and ``pingall_peers``
+    set when and how it samples."""
     hosts = net.hosts
     n = len(hosts)
     if n <= options.pingall_full_max_hosts:
@@ -129,7 +131,8 @@ class CollectiveOptions:
     algo: str | None
     ranks: list[str] | None
     offload: str | None = None
-    branch: int = 2
+    branch: int | None = None
+    """The offload tree's degree (None without an offload); given, or ``offload.default_branch``."""
 
 
 def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
@@ -167,12 +170,17 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
     if extra.get("algo"):
         check(operation, extra["algo"], n)
     offload = extra.get("offload") or None
-    branch = 2 if extra.get("branch") is None else int(extra["branch"])
+    branch = None if extra.get("branch") is None else int(extra["branch"])
     if offload is not None:
-        from nodes.collectives.offload import validate
+        from nodes.collectives.offload import default_branch, parts, validate
+
+        from .config import NicSpec
 
         if extra.get("algo"):
             raise ConfigError("--algo names a host software algorithm; leave it out with --offload")
+        if branch is None:
+            branch = default_branch(operation, n, parts(count, np.dtype(dtype)),
+                                    NicSpec().queue_capacity if queue_capacity is None else queue_capacity)
         validate(operation, np.dtype(dtype), op, branch, offload, count, queue_capacity)
     return CollectiveOptions(dtype, size, count, op, root, extra.get("algo"), ranks, offload, branch)
 
@@ -195,10 +203,23 @@ def _collective_check(operation: str) -> CheckFn:
         return {"completion_ns": res.completion_ns, "algo": res.algo, "ranks": len(res.ranks), "size_bytes": o.size,
                 "dtype": o.dtype, "op": o.op, "cpu_ns_total": res.cpu_ns_total, "cpu_ns_max": res.cpu_ns_max,
                 "result": "equal to numpy"}
-    check.__doc__ = f"host software {operation} (options: algo, size, dtype, op, root, ranks)"
+    check.__doc__ = (f"{COLLECTIVES[operation]}.\n\nThe result is checked against numpy; options: algo, size, "
+                     "dtype, op, root, ranks, offload, branch.")
     return check
 
 
-for _name in ("allreduce", "reduce", "bcast", "barrier", "allgather", "reduce_scatter", "alltoall", "mcast",
-              "mcast_all"):
+COLLECTIVES = {
+    "allreduce": "Every rank gets the reduction of all ranks' data (host software or --offload nic)",
+    "reduce": "The root gets the reduction of all ranks' data (host software or --offload nic)",
+    "bcast": "The root's data to every rank",
+    "barrier": "No rank leaves before every rank has entered",
+    "allgather": "Every rank gets every rank's data",
+    "reduce_scatter": "The reduction, split: rank r gets part r",
+    "alltoall": "A part of its own data from every rank to every rank",
+    "mcast": "One-to-all multicast by unicasts (spec 02's baseline)",
+    "mcast_all": "All-to-all multicast by unicasts (spec 02's baseline)",
+}
+"""The collective tests, each with the one line ``emu run --help`` shows."""
+
+for _name in COLLECTIVES:
     register(_name)(_collective_check(_name))

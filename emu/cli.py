@@ -1,7 +1,7 @@
 """The ``emu`` command. The CLI decides what a person sees; library code only logs.
 
     emu topo SPEC                       what a topology is made of
-    emu run --topo SPEC --test pingall[+TEST...] [--seed N] [--pcap FILE] [--json FILE]
+    emu run --topo SPEC --test pingall[+TEST...] [--test TEST] [--seed N] [--pcap FILE] [--json FILE|-]
     emu demo                            the mechanisms side by side on a small cluster
 """
 
@@ -53,25 +53,54 @@ def cmd_topo(args) -> int:
     return 0
 
 
-async def _run(args) -> int:
-    from .checks import Options, run_check
-    from .cluster import Cluster
+OFFLOADS = ("none", "nic", "switch", "hw")
+"""``--offload`` values: none = host software, nic = spec 01; switch and hw are not built yet and are
+refused before anything starts (they are listed so that the choices do not change under scripts)."""
 
-    names = [n for n in args.test.split("+") if n]
+
+def tests_named(given: list[str] | None) -> list[str]:
+    """The tests ``--test`` names, in order: each ``--test`` may join several with '+'. A test named
+    twice is refused (it would run twice on the same cluster and give two rows of the same name)."""
     from .checks import CHECKS
 
+    names = [n for text in (given or ["pingall"]) for n in text.split("+") if n]
     if not names:
         raise ConfigError(f"--test names no test; known: {', '.join(sorted(CHECKS))}")
     unknown = [n for n in names if n not in CHECKS]
     if unknown:
         raise ConfigError(f"unknown test(s) {', '.join(unknown)}; known: {', '.join(sorted(CHECKS))}")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(f"--test names {', '.join(twice)} more than once; each test runs once per command")
+    return names
+
+
+def run_epilog() -> str:
+    """What ``emu run --help`` shows below the options: the tests by name with a one-line summary
+    each (the first line of the test's docstring)."""
+    from .checks import CHECKS
+
+    width = max(map(len, CHECKS))
+    tests = "\n".join(f"  {name:<{width}}  {(fn.__doc__ or '-').strip().splitlines()[0].rstrip('.')}"
+                      for name, fn in CHECKS.items())
+    return f"tests (--test NAME; several: --test a+b or --test a --test b):\n{tests}"
+
+
+async def _run(args) -> int:
+    from .checks import Options, run_check
+    from .cluster import Cluster
+
+    names = tests_named(args.test)
+    offload = None if args.offload in (None, "none") else args.offload
+    if offload in ("switch", "hw"):
+        raise ConfigError(f"--offload {offload} is not built yet; choose none (host software) or nic")
     if args.seed < 0:
         raise ConfigError(f"--seed must be >= 0, got {args.seed}")
     from topologies.registry import build
 
     topo = build(args.topo)
     extra = {"algo": args.algo, "size": args.size, "dtype": args.dtype, "op": args.op, "root": args.root,
-             "ranks": args.ranks.split(",") if args.ranks else None, "offload": args.offload,
+             "ranks": args.ranks.split(",") if args.ranks else None, "offload": offload,
              "branch": args.branch}
     from nodes.collectives.select import ALGORITHMS
 
@@ -80,13 +109,18 @@ async def _run(args) -> int:
     given = [k for k, v in extra.items() if v is not None]
     collectives = [n for n in names if n in ALGORITHMS]
     if given and not collectives:
-        raise ConfigError(f"--{', --'.join(given)} apply to collective tests only; --test {args.test} has none")
-    if args.branch is not None and not args.offload:
+        raise ConfigError(f"--{', --'.join(given)} apply to collective tests only; --test {'+'.join(names)} has none")
+    if args.branch is not None and not offload:
         raise ConfigError("--branch is the offload tree's degree: give --offload nic too")
     if args.root is not None and not any(n in ("reduce", "bcast", "mcast") for n in names):
         raise ConfigError("--root applies to reduce, bcast and mcast only")
     for name in collectives:  # refuse options a test cannot run with before anything starts
         collective_options(name, extra, topo.host_names(), topo.hosts[0].spec.nic.queue_capacity)
+    from .estimate import large_run_note
+
+    note = await large_run_note(names, topo, extra, args.seed)  # before it starts: a person may rather stop
+    if note:
+        make_console(stderr=True).print(f"[yellow]{note}[/]")
     results = []
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=make_console(stderr=True), transient=True) as progress:
@@ -112,17 +146,23 @@ async def _run(args) -> int:
         table.add_row(r.name, "[green]yes[/]" if r.ok else "[red]NO[/]",
                       "-" if r.completion_ns is None else f"{r.completion_ns:,}", f"{r.frames:,}",
                       f"{r.bytes:,}", f"{r.hop_count:,}")
-    console.print(table)
+    out = make_console(stderr=True) if args.json == "-" else console  # stdout holds only the JSON then
+    out.print(table)
     for r in results:
-        console.print(f"[bold]{r.name}[/]: " + "  ".join(f"{k}={v}" for k, v in r.figures.items()))
+        out.print(f"[bold]{r.name}[/]: " + "  ".join(f"{k}={v}" for k, v in r.figures.items()))
         if r.error:
-            console.print(f"[red]{r.name} failed:[/] {r.error}")
+            out.print(f"[red]{r.name} failed:[/] {r.error}")
     if args.pcap:
-        console.print(f"capture written to {args.pcap}")
+        out.print(f"capture written to {args.pcap}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump([{"topology": args.topo, "seed": args.seed, **r.as_dict()} for r in results], f, indent=2)
-        console.print(f"results written to {args.json}")
+        rows = [{"topology": args.topo, "seed": args.seed, **r.as_dict()} for r in results]
+        if args.json == "-":
+            json.dump(rows, sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        else:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=2)
+            out.print(f"results written to {args.json}")
     return 0 if all(r.ok for r in results) else 1
 
 
@@ -160,6 +200,17 @@ def cmd_wireshark(args) -> int:
     return 0
 
 
+def version() -> str:
+    """The installed package's version (its metadata), as ``emu --version`` prints it."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("hpc-emu")
+    except PackageNotFoundError:
+        return "unknown (not installed; pip install -e . in the checkout)"
+
+
 def main(argv: list[str] | None = None) -> int:
     from topologies.registry import describe_families
 
@@ -168,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=f"topologies (? = optional; all also take latency_ns, bandwidth_gbps, "
                                         f"switch_delay_ns, nic_delay_ns, mtu_bytes):\n{fams}")
+    ap.add_argument("--version", action="version", version=f"emu (hpc-emu) {version()}")
     ap.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-v info, -vv debug)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("demo", help="run a small cluster and print the mechanisms side by side")
@@ -178,13 +230,15 @@ def main(argv: list[str] | None = None) -> int:
     w = sub.add_parser("wireshark", help="the Lua dissector for every header: where it is, or install it")
     w.add_argument("action", choices=["path", "install"])
     w.add_argument("--dest", help="install into this folder instead of Wireshark's personal Lua plugins folder")
-    r = sub.add_parser("run", help="build a cluster, run tests, print and save the figures")
+    r = sub.add_parser("run", help="build a cluster, run tests, print and save the figures",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=run_epilog())
     r.add_argument("--topo", required=True, help="topology spec, e.g. fattree:k=4,n=3")
-    r.add_argument("--test", default="pingall", help="tests joined with '+', e.g. pingall")
+    r.add_argument("--test", action="append", metavar="TEST[+TEST...]",
+                   help="tests to run, in order: joined with '+' or one --test each (default pingall; listed below)")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--processes", type=int, default=1, help="OS processes to spread the elements over")
     r.add_argument("--pcap", help="write a pcapng capture of the whole run")
-    r.add_argument("--json", help="write the results as JSON")
+    r.add_argument("--json", metavar="FILE", help="write the results as JSON ('-': to stdout, the table to stderr)")
     r.add_argument("--realtime", type=float, metavar="NS_PER_S",
                    help="pace virtual time to the wall clock: virtual ns per second (1e9 = real time)")
     c = r.add_argument_group("collectives (allreduce, reduce, bcast, barrier, allgather, reduce_scatter, "
@@ -195,8 +249,13 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--op", help="sum prod min max minloc maxloc land lor lxor band bor bxor (default sum)")
     c.add_argument("--root", type=int, help="root rank of reduce, bcast, mcast (default 0)")
     c.add_argument("--ranks", help="communicator: comma-separated hosts (default: all)")
-    c.add_argument("--offload", choices=["nic"], help="allreduce/reduce on the NICs (spec 01 triggered descriptors)")
-    c.add_argument("--branch", type=int, help="branch degree of the offload reduction tree (default 2)")
+    c.add_argument("--offload", choices=OFFLOADS,
+                   help="where allreduce/reduce run: none = host software (default), nic = on the NICs (spec 01 "
+                        "triggered descriptors); switch and hw are not built yet")
+    c.add_argument("--branch", type=int,
+                   help="branch degree of the offload reduction tree (default: the shallowest tree the NIC's "
+                        "receive queue allows, as even as that depth permits: a level costs a fabric crossing "
+                        "each way, a child only tens of ns at its parent)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
                         format="%(levelname)s %(name)s: %(message)s")

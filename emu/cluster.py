@@ -123,6 +123,21 @@ class Cluster:
         """Synchronisation windows run so far (a cost figure, not a model figure)."""
         return self._sync.window if self._sync else 0
 
+    def __repr__(self) -> str:
+        if self._sync is None:
+            state = "not started"
+        elif self._sync.broken:
+            state = "broken"
+        else:
+            state = "running" if self._stack is not None else "closed"
+        def count(n: int, what: str, plural: str) -> str:
+            return f"{n} {what if n == 1 else plural}"
+
+        t = self.topology
+        return (f"<Cluster {t.name}: {count(len(t.hosts), 'host', 'hosts')}, "
+                f"{count(len(t.switches), 'switch', 'switches')}, "
+                f"{count(self.run_config.processes, 'process', 'processes')}, virtual time {self.now:,} ns, {state}>")
+
     # -- lifecycle ------------------------------------------------------------------------------
     async def __aenter__(self) -> "Cluster":
         stack = contextlib.AsyncExitStack()

@@ -4,14 +4,18 @@ So far the fabric, the topologies, the host software collectives and the NIC off
 (the other mechanisms join as they are built): echo round trips, one large message and a fan-in through one switch port,
 each checked against the same scenario run over two OS processes; pingall on four 16-host
 topologies side by side; allreduce algorithms across sizes and node counts (table and PNG);
-software allreduce against the NIC offload.
+software allreduce against the NIC offload. While a part computes, a transient spinner on stderr
+says which; the tables go to stdout.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable, Iterator
 
 import trio
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from topologies import star
@@ -59,16 +63,35 @@ async def _run_all(n: int, processes: int) -> list[tuple[str, int, int, int]]:
     return out
 
 
+@contextlib.contextmanager
+def busy(what: str) -> Iterator[Callable[[str], None]]:
+    """A transient spinner on stderr (with the elapsed time) while a part of the demo computes;
+    yields a function that changes what it says. Nothing may print to stdout meanwhile. Silent when
+    stderr is not a terminal (a log file gets no spinner frames)."""
+    from .cli import make_console
+
+    err = make_console(stderr=True)
+    if not err.is_terminal:
+        yield lambda text: None
+        return
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
+                  transient=True, redirect_stdout=False, redirect_stderr=False) as progress:
+        task = progress.add_task(what)
+        yield lambda text: progress.update(task, description=text)
+
+
 async def demo(n: int = 8, plot_path: str | None = "emu-demo-allreduce.png") -> int:
     from .cli import make_console
 
     console = make_console()
     console.print(f"[bold]hpc-emu demo[/]: star:n={n}, links 100 ns / 100 Gbit/s, switch 50 ns, NIC 100 ns, "
                   "4 KiB frames")
-    wall = time.perf_counter()
-    one = await _run_all(n, 1)
-    wall1 = time.perf_counter() - wall
-    two = await _run_all(n, 2)
+    with busy(f"fabric: echo, 1 MiB, fan-in on star:n={n}, one process") as say:
+        wall = time.perf_counter()
+        one = await _run_all(n, 1)
+        wall1 = time.perf_counter() - wall
+        say("fabric: the same over two processes")
+        two = await _run_all(n, 2)
     table = Table(title="fabric: virtual-time figures (1 process vs 2 processes)")
     for col in ("scenario", "completion (ns)", "frames on links", "peak port queue", "2 processes agree"):
         table.add_column(col, justify="left" if col == "scenario" else "right")
@@ -82,12 +105,14 @@ async def demo(n: int = 8, plot_path: str | None = "emu-demo-allreduce.png") -> 
     topo = Table(title="pingall on 16 hosts: topologies side by side")
     for col in ("topology", "switches", "links", "completion ns", "crossings", "mean RTT ns", "max RTT ns"):
         topo.add_column(col, justify="left" if col == "topology" else "right", no_wrap=True)
-    for spec in ("star:n=16", "fattree:k=4,n=2", "mesh:k=4,n=2", "torus:k=4,n=2"):
-        async with Cluster(spec) as net:
-            r = await run_check(net, "pingall", Options())
-            ok &= r.ok
-            topo.add_row(spec, str(len(net.switches)), str(len(net.topology.links)), f"{r.completion_ns:,}",
-                         f"{r.hop_count:,}", f"{r.figures['rtt_mean_ns']:,}", f"{r.figures['rtt_max_ns']:,}")
+    with busy("pingall") as say:
+        for spec in ("star:n=16", "fattree:k=4,n=2", "mesh:k=4,n=2", "torus:k=4,n=2"):
+            say(f"pingall on {spec}")
+            async with Cluster(spec) as net:
+                r = await run_check(net, "pingall", Options())
+                ok &= r.ok
+                topo.add_row(spec, str(len(net.switches)), str(len(net.topology.links)), f"{r.completion_ns:,}",
+                             f"{r.hop_count:,}", f"{r.figures['rtt_mean_ns']:,}", f"{r.figures['rtt_max_ns']:,}")
     console.print(topo)
     ok &= await _collectives(console, plot_path)
     ok &= await _nic_offload(console)
@@ -101,16 +126,19 @@ async def _nic_offload(console) -> bool:
     t = Table(title="allreduce of doubles: host software vs NIC offload (triggered descriptors, branch 8)")
     for col in ("nodes", "size", "software us", "algorithm", "NIC offload us", "speedup", "host CPU sw / nic ns"):
         t.add_column(col, justify="right", no_wrap=True)
-    for spec in ("fattree:k=2,n=4", "fattree:k=2,n=6"):
-        async with Cluster(spec) as net:
-            for size in (8, 48, 56):
-                sw = await run_collective(net, "allreduce", count=size // 8, dtype="float64")
-                nic = await run_collective(net, "allreduce", count=size // 8, dtype="float64", offload="nic", branch=8)
-                for r in (sw, nic):
-                    check_results(r, size // 8, "float64", "sum", 0, 0)
-                t.add_row(str(len(net.hosts)), f"{size} B", f"{sw.completion_ns / 1000:.2f}", sw.algo,
-                          f"{nic.completion_ns / 1000:.2f}", f"x{sw.completion_ns / nic.completion_ns:.2f}",
-                          f"{sw.cpu_ns_max} / {nic.cpu_ns_max}")
+    with busy("allreduce: host software vs NIC offload") as say:
+        for spec in ("fattree:k=2,n=4", "fattree:k=2,n=6"):
+            async with Cluster(spec) as net:
+                for size in (8, 48, 56):
+                    say(f"allreduce of {size} B on {spec}: host software vs NIC offload")
+                    sw = await run_collective(net, "allreduce", count=size // 8, dtype="float64")
+                    nic = await run_collective(net, "allreduce", count=size // 8, dtype="float64", offload="nic",
+                                               branch=8)
+                    for r in (sw, nic):
+                        check_results(r, size // 8, "float64", "sum", 0, 0)
+                    t.add_row(str(len(net.hosts)), f"{size} B", f"{sw.completion_ns / 1000:.2f}", sw.algo,
+                              f"{nic.completion_ns / 1000:.2f}", f"x{sw.completion_ns / nic.completion_ns:.2f}",
+                              f"{sw.cpu_ns_max} / {nic.cpu_ns_max}")
     console.print(t)
     console.print("above 48 bytes a second descriptor is needed: a second trip up and down the tree")
     return True
@@ -123,7 +151,8 @@ async def _collectives(console, plot_path: str | None) -> bool:
 
     algos = list(ALGORITHMS["allreduce"])
     sizes = [64, 4096, 65536]
-    rows = await sweep(["fattree:k=2,n=3", "fattree:k=2,n=4"], sizes, algos)
+    with busy(f"allreduce algorithms across sizes on 8 and 16 hosts ({len(algos) * len(sizes) * 2} runs)"):
+        rows = await sweep(["fattree:k=2,n=3", "fattree:k=2,n=4"], sizes, algos)
     t = Table(title="allreduce, host software on binary fat trees: virtual completion (us); * = fastest")
     t.add_column("nodes", justify="right")
     t.add_column("size", justify="right")

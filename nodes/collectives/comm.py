@@ -74,9 +74,10 @@ class Comm:
         return await fn(self, *args)
 
     async def allreduce(self, x: np.ndarray, op: str = "sum", algo: str | None = None, *,
-                        offload: str | None = None, branch: int = 2) -> np.ndarray | None:
+                        offload: str | None = None, branch: int | None = None) -> np.ndarray | None:
         """The reduction of every rank's ``x`` on every rank. ``offload="nic"`` runs it on the NICs
-        with triggered descriptors over a ``branch``-ary tree (``nic_setup`` first); then the result
+        with triggered descriptors over a ``branch``-ary tree (``nic_setup`` first; default: the
+        shallowest tree the NIC's receive queue allows, ``offload.default_branch``); then the result
         is None when the NICs report an error, and ``last_status`` says which (ErrVec bits)."""
         o = get_op(op)
         o.check(x.dtype)
@@ -85,7 +86,7 @@ class Comm:
         return await self._run("allreduce", algo, x.nbytes, o.prepare(np.ascontiguousarray(x).ravel(), self.rank), o)
 
     async def reduce(self, x: np.ndarray, op: str = "sum", root: int = 0, algo: str | None = None, *,
-                     offload: str | None = None, branch: int = 2):
+                     offload: str | None = None, branch: int | None = None):
         """The reduction at ``root``; other ranks get None. ``offload="nic"`` as for allreduce."""
         o = get_op(op)
         o.check(x.dtype)
@@ -102,11 +103,13 @@ class Comm:
         self.vp = DEFAULT_VP if vp is None else vp
         await setup(self, self.vp)
 
-    async def _offload(self, where: str, kind: str, x: np.ndarray, op: str, root: int, branch: int):
-        from .offload import DEFAULT_VP, TIMEOUT_NS_PER_PART, offloaded, parts
+    async def _offload(self, where: str, kind: str, x: np.ndarray, op: str, root: int, branch: int | None):
+        from .offload import DEFAULT_VP, TIMEOUT_NS_PER_PART, default_branch, offloaded, parts
 
         if where != "nic":
             raise ConfigError(f"offload {where!r} is not available; use offload='nic'")
+        if branch is None:
+            branch = default_branch(kind, self.size, parts(x.size, x.dtype), self.host.spec.nic.queue_capacity)
 
         self.last_algo = f"nic(branch={branch})"
         timeout = TIMEOUT_NS_PER_PART * parts(x.size, x.dtype)

@@ -17,7 +17,7 @@ from emu.metrics import RunMetrics
 
 from .comm import Comm
 from emu.reduce import DTYPES, get_op, reference
-from .offload import errors_text, validate
+from .offload import default_branch, errors_text, parts, validate
 from .select import check
 
 OPERATIONS = ("allreduce", "reduce", "bcast", "barrier", "allgather", "reduce_scatter", "alltoall", "mcast",
@@ -42,23 +42,28 @@ async def nic_setup_app(host, members):
     await Comm(host, members).nic_setup()
 
 
-async def collective_app(host, members, operation, algo, count, dtype, op, root, seed, offload=None, branch=2):
+async def call(comm: Comm, operation: str, x: np.ndarray, algo: str | None, op: str, root: int,
+               offload: str | None = None, branch: int | None = None):
+    """``operation`` on this rank's operand ``x`` (shape (size, count) for alltoall)."""
+    if operation == "allreduce":
+        return await comm.allreduce(x, op, algo, offload=offload, branch=branch)
+    if operation == "reduce":
+        return await comm.reduce(x, op, root, algo, offload=offload, branch=branch)
+    if operation in ("bcast", "mcast"):
+        return await getattr(comm, operation)(x, root, algo)
+    if operation == "barrier":
+        return await comm.barrier(algo)
+    if operation in ("allgather", "mcast_all", "alltoall"):
+        return await getattr(comm, operation)(x, algo)
+    if operation == "reduce_scatter":
+        return await comm.reduce_scatter(x, op, algo)
+    raise ConfigError(f"unknown collective {operation!r}; known: {', '.join(OPERATIONS)}")
+
+
+async def collective_app(host, members, operation, algo, count, dtype, op, root, seed, offload=None, branch=None):
     comm = Comm(host, members)
     x = make_input(seed, comm.rank, count, dtype, op if operation != "alltoall" else "alltoall", comm.size)
-    if operation == "allreduce":
-        y = await comm.allreduce(x, op, algo, offload=offload, branch=branch)
-    elif operation == "reduce":
-        y = await comm.reduce(x, op, root, algo, offload=offload, branch=branch)
-    elif operation in ("bcast", "mcast"):
-        y = await getattr(comm, operation)(x, root, algo)
-    elif operation == "barrier":
-        y = await comm.barrier(algo)
-    elif operation in ("allgather", "mcast_all", "alltoall"):
-        y = await getattr(comm, operation)(x, algo)
-    elif operation == "reduce_scatter":
-        y = await comm.reduce_scatter(x, op, algo)
-    else:
-        raise ConfigError(f"unknown collective {operation!r}; known: {', '.join(OPERATIONS)}")
+    y = await call(comm, operation, x, algo, op, root, offload, branch)
     return y, host.now, host.cpu_ns, comm.last_algo, comm.last_status
 
 
@@ -134,11 +139,12 @@ def check_results(res: CollectiveResult, count: int, dtype: str, op: str, root: 
 
 async def run_collective(net, operation: str, *, count: int = 1024, dtype: str = "float32", op: str = "sum",
                          algo: str | None = None, root: int = 0, ranks: list[str] | None = None,
-                         seed: int = 0, offload: str | None = None, branch: int = 2) -> CollectiveResult:
+                         seed: int = 0, offload: str | None = None, branch: int | None = None) -> CollectiveResult:
     """Run ``operation`` on ``ranks`` (default: every host, in address order) and measure it.
 
     ``offload="nic"`` (allreduce and reduce) first sets the communicator up on the NICs in an
-    episode of its own, so that the measured one starts with every rank entering the operation."""
+    episode of its own, so that the measured one starts with every rank entering the operation;
+    ``branch`` is the offload tree's degree (default: ``offload.default_branch``)."""
     if operation not in OPERATIONS:
         raise ConfigError(f"unknown collective {operation!r}; known: {', '.join(OPERATIONS)}")
     if dtype not in DTYPES:
@@ -152,6 +158,8 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
         check(operation, algo, len(members))
     if offload is not None:
         spec = net.topology.nodes[members[0]].spec
+        if branch is None:
+            branch = default_branch(operation, len(members), parts(count, np.dtype(dtype)), spec.nic.queue_capacity)
         validate(operation, np.dtype(dtype), op, branch, offload, count, spec.nic.queue_capacity)
         await net.run({h: (nic_setup_app, members) for h in members})
     t0 = net.now

@@ -1,0 +1,8 @@
+"""``python -m emu``: the ``emu`` command, for when the script is not on PATH."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""How many frames a run of ``emu run`` will move, estimated before it starts.
+
+A run that is predicted to move more than :data:`LARGE_RUN_FRAMES` frames says so on stderr before
+the cluster starts (the emulator moves some thousands of frames per second of wall clock, so such
+a run takes a while). The estimate counts the frames the hosts inject, as ``frames`` in the results:
+
+* ``pingall``: a request and a reply per pair, one frame each;
+* an offloaded allreduce (reduce): one message per tree edge up and one down (up only), per
+  48-byte part, one frame each;
+* a host software collective: the messages of a dry run of the algorithm
+  (:mod:`nodes.collectives.dryrun`), each cut into frames of the hosts' MTU.
+
+It is exact on the cases the tests measure, but it is an estimate and says "about": runs with
+operands over 64 MiB in all are counted on a scaled-down copy (rounding), and counting stops at
+50,000 messages (then it says "more than").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+LARGE_RUN_FRAMES = 50_000
+"""Above this many frames (all tests of the command together) ``emu run`` says that the run is large."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    test: str
+    frames: int
+    how: str
+    """What the count rests on, e.g. 'ring, 130,560 messages'."""
+    at_least: bool = False
+    """True when counting stopped early: the run moves more than ``frames``."""
+
+
+async def estimate(name: str, topo, extra: dict[str, Any], options=None) -> Estimate | None:
+    """The frames test ``name`` will make the hosts inject on ``topo`` (None: no estimate known)."""
+    from .checks import Options, collective_options
+
+    options = options or Options()
+    hosts = topo.host_names()
+    n = len(hosts)
+    if name == "pingall":
+        pairs = n * (n - 1) if n <= options.pingall_full_max_hosts else n * min(options.pingall_peers, n - 1)
+        return Estimate(name, 2 * pairs, f"{pairs:,} pairs, a request and a reply each")
+    from nodes.collectives.run import OPERATIONS
+
+    if name not in OPERATIONS:
+        return None
+    spec = topo.hosts[0].spec
+    o = collective_options(name, extra, hosts, spec.nic.queue_capacity)
+    ranks = len(o.ranks) if o.ranks else n
+    if o.offload is not None:
+        import numpy as np
+
+        from nodes.collectives.offload import parts
+
+        nseg = parts(o.count, np.dtype(o.dtype))
+        per_edge, ways = (2, "up and down") if name == "allreduce" else (1, "up")
+        return Estimate(name, per_edge * (ranks - 1) * nseg,
+                        f"{o.offload} offload: {nseg} part{'s' if nseg > 1 else ''} x {ranks - 1} tree edges, {ways}")
+    from nodes.collectives.dryrun import count_messages
+
+    m = await count_messages(name, ranks, o.count, o.dtype, o.op, o.algo, o.root)
+    if m is None:
+        return None
+    return Estimate(name, m.frames(spec.mtu_bytes), f"{m.algo}, {len(m.sizes):,} messages", not m.complete)
+
+
+async def large_run_note(names: list[str], topo, extra: dict[str, Any], seed: int = 0) -> str | None:
+    """What to tell a person before a run predicted to move more than LARGE_RUN_FRAMES frames."""
+    from .checks import Options
+
+    found = [e for name in names if (e := await estimate(name, topo, extra, Options(seed=seed))) is not None]
+    total = sum(e.frames for e in found)
+    if total <= LARGE_RUN_FRAMES:
+        return None
+    more = "more than" if any(e.at_least for e in found) else "about"
+    parts = "; ".join(f"{e.test}: {'more than ' if e.at_least else ''}{e.frames:,} ({e.how})" for e in found)
+    return (f"a large run: {more} {total:,} frames to move ({parts}); it may take a while "
+            "(Ctrl-C stops it and tears the cluster down)")
