@@ -17,7 +17,6 @@ import logging
 import os
 import secrets
 import sys
-from functools import partial
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -32,6 +31,7 @@ from .config import ConfigError, RunConfig
 from .errors import AppError, DeadlockError, EmuError
 from .metrics import RunMetrics, diff, port_counters
 from .pcapng import capture_order, write_pcapng
+from .control import start_workers, worker_command
 from .sync import LocalHandle, MsgStream, Pacer, RemoteHandle, Synchroniser
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,9 @@ class Cluster:
         self._sync: Synchroniser | None = None
         self._local = None
         self._captured: list[tuple[int, int, int, bytes]] = []
-        self._workers: list[trio.Process] = []
+        self._workers: list = []
+        self._worker_command = worker_command
+        """How worker processes are started (a test hook: ``emu.control.worker_command``)."""
         self.metrics: RunMetrics | None = None
         """Figures of the last ``run`` (completion time, frames, bytes, hop count, per link)."""
 
@@ -147,7 +149,9 @@ class Cluster:
             await self._start()
         except BaseException as e:
             self._close_sockets()
-            await stack.__aexit__(type(e), e, e.__traceback__)
+            self._nursery.cancel_scope.cancel()  # workers and element tasks end with the failed start
+            with _one_error():
+                await stack.__aexit__(type(e), e, e.__traceback__)
             raise
         self._stack = stack
         return self
@@ -164,12 +168,8 @@ class Cluster:
                         await h.close()
             self._nursery.cancel_scope.cancel()
             try:
-                await stack.__aexit__(etype, exc, tb)
-            except BaseExceptionGroup as eg:
-                leaves = [e for e in _leaves(eg) if not isinstance(e, trio.Cancelled)]
-                if len(leaves) == 1:
-                    raise leaves[0] from None
-                raise
+                with _one_error():
+                    await stack.__aexit__(etype, exc, tb)
             finally:
                 self._close_sockets()
         return False
@@ -186,37 +186,22 @@ class Cluster:
         handles: list = [LocalHandle(self._local)]
         addrs: dict[str, tuple[str, int]] = {}
         if p > 1:
-            listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-            port = listeners[0].socket.getsockname()[1]
-            tokens = {secrets.token_hex(16): d for d in range(1, p)}
-            for tok in tokens:
-                cmd = [sys.executable, "-m", "emu.worker", "127.0.0.1", str(port), tok]
-                self._workers.append(await nursery.start(partial(trio.run_process, cmd, check=False)))
-            remotes: dict[int, RemoteHandle] = {}
             self._handles = handles  # so that teardown closes whatever connected, also on error
-            try:
-                with trio.fail_after(60):
-                    while len(remotes) < p - 1:
-                        stream = await listeners[0].accept()
-                        chan = MsgStream(stream)
-                        tok = await chan.recv()
-                        d = tokens.get(tok) if isinstance(tok, str) else None
-                        if d is None or d in remotes:
-                            await stream.aclose()
-                            continue
-                        await chan.send(list(sys.path))
-                        await chan.send((self.plan, d))
-                        remotes[d] = RemoteHandle(d, chan)
-                        handles.append(remotes[d])
-            except trio.TooSlowError:
-                raise EmuError(f"only {len(remotes)} of {p - 1} worker processes connected within 60 s") from None
-            finally:
-                for lst in listeners:
-                    await lst.aclose()
-            handles[1:] = [remotes[d] for d in sorted(remotes)]
+
+            async def send_plan(chan: MsgStream, d: int) -> None:
+                await chan.send(list(sys.path))
+                await chan.send((self.plan, d))
+
+            self._workers, chans = await start_workers(nursery, p - 1, send_plan, self._worker_command)
+            remotes = {d: RemoteHandle(d, chan) for d, chan in chans.items()}
+            handles.extend(remotes[d] for d in sorted(remotes))
             for d in sorted(remotes):
-                with trio.fail_after(60):
-                    addrs.update(await remotes[d].chan.recv())
+                try:
+                    with trio.fail_after(60):
+                        addrs.update(await remotes[d].chan.recv())
+                except (EOFError, trio.BrokenResourceError, trio.TooSlowError) as e:
+                    raise EmuError(f"worker process of domain {d} failed while starting its elements "
+                                   f"({type(e).__name__}); see its messages above") from None
         for el in self._local.elements:
             addrs[el.name] = await nursery.start(el.serve)
         self._handles = handles
@@ -388,6 +373,19 @@ class Cluster:
         recs = await self.capture_records()
         with open(path, "wb") as f:
             return write_pcapng(f, self.plan.interfaces(), recs)
+
+
+@contextlib.contextmanager
+def _one_error():
+    """Raise the one error an exception group from the cluster's nursery holds (cancellations
+    aside), so that callers and the CLI see an ``EmuError``, not a group; a group of several stays."""
+    try:
+        yield
+    except BaseExceptionGroup as eg:
+        leaves = [e for e in _leaves(eg) if not isinstance(e, trio.Cancelled)]
+        if len(leaves) == 1:
+            raise leaves[0] from None
+        raise
 
 
 def _leaves(eg: BaseException):

@@ -1,62 +1,128 @@
-"""A worker process hosting one domain of a cluster: ``python -m emu.worker HOST PORT TOKEN``.
+"""A worker process hosting one domain of a cluster: ``python -m emu.worker HOST PORT INDEX PARENT_PID``.
 
-It connects back to the cluster's control listener (127.0.0.1), proves it was started by that
-cluster with the token, receives the plan, starts its elements as trio tasks, reports their socket
-addresses, then serves the synchroniser's calls until told to stop or the connection closes.
+It reads the cluster secret from its standard input (never from its command line), connects back to
+the cluster's control listener (127.0.0.1), proves it holds the secret and checks that the listener
+does too (``emu.control``), receives the plan, starts its elements as trio tasks, reports their
+socket addresses, then serves the synchroniser's calls until told to stop or the connection closes.
+
+It exits quietly -- no traceback -- on SIGINT, SIGTERM, a closed control connection, or the death of
+the process that started it (Linux: ``PR_SET_PDEATHSIG``; elsewhere the closed connection).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import sys
 
 import trio
 
+from .control import SECRET, client_handshake
 from .sync import MsgStream
 
 log = logging.getLogger("emu.worker")
 
+_GONE = (EOFError, trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError)
 
-async def serve(host: str, port: int, token: str) -> None:
-    stream = await trio.open_tcp_stream(host, port)
-    chan = MsgStream(stream)
-    await chan.send(token)
-    paths = await chan.recv()  # the parent's sys.path, so applications unpickle here too
-    sys.path[:0] = [p for p in paths if p not in sys.path]
-    from .build import build_domain
 
-    plan, index = await chan.recv()
-    domain = build_domain(plan, index)
+async def main_task(host: str, port: int, index: int, secret: bytes) -> None:
+    """Serve the cluster until done; SIGTERM cancels everything cleanly (and quietly)."""
     async with trio.open_nursery() as nursery:
-        addrs = {}
-        for el in domain.elements:
-            addrs[el.name] = await nursery.start(el.serve)
-        await chan.send(addrs)
-        while True:
-            try:
-                method, args = await chan.recv()
-            except EOFError:
-                break
-            if method == "stop":
-                break
-            try:
-                result = await getattr(domain, "rpc_" + method)(*args)
-            except Exception as e:  # report to the synchroniser, which raises it in the main process
-                await chan.send(("err", e))
-            else:
-                await chan.send(("ok", result))
+        async def on_sigterm(task_status=trio.TASK_STATUS_IGNORED) -> None:
+            with trio.open_signal_receiver(signal.SIGTERM) as signals:
+                task_status.started()
+                async for _ in signals:
+                    nursery.cancel_scope.cancel()
+                    return
+
+        await nursery.start(on_sigterm)
+        await serve(host, port, index, secret)
         nursery.cancel_scope.cancel()
-    await stream.aclose()
 
 
-def main() -> None:
-    logging.basicConfig(level=logging.WARNING, format="worker %(name)s: %(message)s")
-    host, port, token = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+async def serve(host: str, port: int, index: int, secret: bytes) -> None:
+    stream = await trio.open_tcp_stream(host, port)
     try:
-        trio.run(serve, host, port, token)
-    except KeyboardInterrupt:
-        pass
+        with trio.fail_after(30):
+            await client_handshake(stream, secret, index)
+        chan = MsgStream(stream)
+        paths = await chan.recv()  # the parent's sys.path, so applications unpickle here too
+        sys.path[:0] = [p for p in paths if p not in sys.path]
+        from .build import build_domain
+
+        plan, index = await chan.recv()
+        domain = build_domain(plan, index)
+        async with trio.open_nursery() as nursery:
+            addrs = {}
+            for el in domain.elements:
+                addrs[el.name] = await nursery.start(el.serve)
+            await chan.send(addrs)
+            while True:
+                method, args = await chan.recv()
+                if method == "stop":
+                    break
+                try:
+                    result = await getattr(domain, "rpc_" + method)(*args)
+                except Exception as e:  # report to the synchroniser, which raises it in the main process
+                    await chan.send(("err", e))
+                else:
+                    await chan.send(("ok", result))
+            nursery.cancel_scope.cancel()
+    except _GONE:
+        pass  # the cluster went away: nothing left to serve
+    finally:
+        with trio.CancelScope(shield=True):
+            try:
+                await stream.aclose()
+            except OSError:
+                pass
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to send us SIGTERM when the process that started us dies."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return  # not Linux: a dead parent closes the control connection, which ends us too
+    if os.getppid() != parent:  # it died before we asked
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _quiet(e: BaseException) -> bool:
+    """Is ``e`` (or every leaf of it) a way of being told to stop?"""
+    if isinstance(e, BaseExceptionGroup):
+        return all(_quiet(x) for x in e.exceptions)
+    return isinstance(e, (KeyboardInterrupt, trio.Cancelled, *_GONE))
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.WARNING, format="worker %(name)s: %(message)s")
+    try:
+        host, port, index, parent = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    except (IndexError, ValueError):
+        print("usage: python -m emu.worker HOST PORT INDEX PARENT_PID (secret on stdin); started by "
+              "emu.Cluster(processes=N), not by hand", file=sys.stderr)
+        return 2
+    _die_with_parent(parent)
+    try:
+        secret = sys.stdin.buffer.read(SECRET)
+        if len(secret) != SECRET:
+            print("worker: no cluster secret on stdin", file=sys.stderr)
+            return 2
+        trio.run(main_task, host, port, index, secret)
+    except BaseException as e:  # noqa: BLE001 -- the one place that decides how a worker ends
+        if _quiet(e):
+            return 0
+        if isinstance(e, PermissionError):
+            print(f"worker: {e}", file=sys.stderr)
+            return 3
+        raise
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,0 +1,216 @@
+"""The control channel of a multi-process cluster: launching workers and letting only them in.
+
+Why it is safe. The main process listens on 127.0.0.1, where any local process (of any user) can
+connect while a cluster starts. Nothing that arrives there is deserialised before its sender has
+proved it holds the cluster's secret:
+
+1. the secret (32 random bytes) reaches each worker on its standard input, never its command line
+   or environment (``/proc/PID/cmdline`` is readable by every user);
+2. on each connection the main process sends a fresh 32-byte nonce and reads exactly
+   ``HELLO.size`` bytes: the worker's domain index, its own nonce and
+   ``HMAC-SHA256(secret, "worker" | server nonce | index)``, compared in constant time;
+3. it answers ``HMAC-SHA256(secret, "server" | worker nonce | index)``, so that a worker, too,
+   unpickles only what comes from the process that started it.
+
+Only then do pickled messages flow. Every connection is served by a task of its own with a
+deadline, so a silent or slow stranger cannot hold up the workers; a stranger that fails the
+handshake is logged and cut off, and the cluster starts anyway. A worker that dies before it
+connects is reported at once, with its exit status and the end of what it wrote to stderr.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+import secrets
+import struct
+import subprocess
+import sys
+from collections.abc import Callable
+
+import trio
+
+from .errors import EmuError
+from .sync import MsgStream
+
+log = logging.getLogger(__name__)
+
+NONCE = 32
+SECRET = 32
+HELLO = struct.Struct(f"!I{NONCE}s32s")
+"""What a worker sends first: domain index, its nonce, its proof."""
+HANDSHAKE_TIMEOUT_S = 5.0
+"""Wall-clock time a connection has to complete the handshake."""
+CONNECT_TIMEOUT_S = 60.0
+"""Wall-clock time every worker has to start and connect."""
+STDERR_TAIL = 2000
+
+
+def _proof(secret: bytes, who: bytes, nonce: bytes, index: int) -> bytes:
+    return hmac.new(secret, who + nonce + index.to_bytes(4, "big"), hashlib.sha256).digest()
+
+
+async def _read_exactly(stream: trio.abc.Stream, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = await stream.receive_some(n - len(buf))
+        if not chunk:
+            raise EOFError("connection closed during the handshake")
+        buf += chunk
+    return bytes(buf)
+
+
+async def server_handshake(stream: trio.abc.Stream, secret: bytes, expected: set[int]) -> int:
+    """Authenticate a connecting worker; returns its domain index. Raises PermissionError (a
+    stranger or a wrong proof), EOFError or trio errors; reads nothing beyond the fixed hello."""
+    nonce = secrets.token_bytes(NONCE)
+    await stream.send_all(nonce)
+    index, wnonce, proof = HELLO.unpack(await _read_exactly(stream, HELLO.size))
+    if not hmac.compare_digest(proof, _proof(secret, b"worker", nonce, index)):
+        raise PermissionError("wrong proof of the cluster secret")
+    if index not in expected:
+        raise PermissionError(f"domain {index} is not expected (again)")
+    await stream.send_all(_proof(secret, b"server", wnonce, index))
+    return index
+
+
+async def client_handshake(stream: trio.abc.Stream, secret: bytes, index: int) -> None:
+    """The worker's side: prove we hold the secret, and check that the server does too."""
+    nonce = await _read_exactly(stream, NONCE)
+    wnonce = secrets.token_bytes(NONCE)
+    await stream.send_all(HELLO.pack(index, wnonce, _proof(secret, b"worker", nonce, index)))
+    answer = await _read_exactly(stream, 32)
+    if not hmac.compare_digest(answer, _proof(secret, b"server", wnonce, index)):
+        raise PermissionError("the control listener does not hold the cluster secret")
+
+
+def worker_command(host: str, port: int, index: int) -> list[str]:
+    """How a worker is started (the secret follows on its standard input)."""
+    return [sys.executable, "-m", "emu.worker", host, str(port), str(index), str(os.getpid())]
+
+
+class Worker:
+    """A worker process: started with the secret on stdin; stderr passed through and its end kept."""
+
+    def __init__(self, index: int):
+        self.index = index
+        self.proc: trio.Process | None = None
+        self.tail = b""
+        self.exited = trio.Event()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    async def run(self, cmd: list[str], secret: bytes, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        proc = self.proc = await trio.lowlevel.open_process(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._feed, secret)
+                nursery.start_soon(self._drain)
+                task_status.started(self)
+                await proc.wait()
+                self.exited.set()
+        finally:
+            if proc.returncode is None:  # cancelled (teardown, error, Ctrl-C): end it
+                proc.terminate()
+                with trio.move_on_after(2) as scope:
+                    scope.shield = True
+                    await proc.wait()
+                if proc.returncode is None:
+                    proc.kill()
+            self.exited.set()
+
+    async def _feed(self, secret: bytes) -> None:
+        try:
+            await self.proc.stdin.send_all(secret)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # it died at once; the exit status says why
+        finally:
+            await self.proc.stdin.aclose()
+
+    async def _drain(self) -> None:
+        out = sys.stderr.buffer if hasattr(sys.stderr, "buffer") else None
+        while True:
+            try:
+                chunk = await self.proc.stderr.receive_some(1 << 14)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            if not chunk:
+                return
+            self.tail = (self.tail + chunk)[-STDERR_TAIL:]
+            if out is not None:
+                out.write(chunk)
+                out.flush()
+
+    def failure(self) -> str:
+        last = self.tail.decode(errors="replace").strip().splitlines()
+        why = f": {last[-1].strip()}" if last else ""
+        return f"worker process of domain {self.index} exited with status {self.proc.returncode} before connecting{why}"
+
+
+async def start_workers(nursery: trio.Nursery, count: int, send_plan: Callable[[MsgStream, int], object],
+                        command: Callable[[str, int, int], list[str]] = worker_command
+                        ) -> tuple[list[Worker], dict[int, MsgStream]]:
+    """Start ``count`` workers (domains 1..count), let them in, and hand each authenticated
+    connection to ``send_plan``. Returns the workers and their control streams by domain."""
+    secret = secrets.token_bytes(SECRET)
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    workers = [Worker(d) for d in range(1, count + 1)]
+    for w in workers:
+        await nursery.start(w.run, command("127.0.0.1", port, w.index), secret)
+    expected = {w.index for w in workers}
+    chans: dict[int, MsgStream] = {}
+    all_in = trio.Event()
+
+    async def serve(stream: trio.SocketStream) -> None:
+        try:
+            with trio.fail_after(HANDSHAKE_TIMEOUT_S):
+                index = await server_handshake(stream, secret, expected)
+        except (PermissionError, EOFError, trio.TooSlowError, trio.BrokenResourceError, struct.error) as e:
+            log.warning("control listener: refused a connection (%s)", e or type(e).__name__)
+            await stream.aclose()
+            return
+        expected.discard(index)
+        chan = MsgStream(stream)
+        await send_plan(chan, index)
+        chans[index] = chan
+        if len(chans) == count:
+            all_in.set()
+
+    async def accept(task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as conns:
+            task_status.started()
+            while True:
+                stream = await listeners[0].accept()
+                conns.start_soon(serve, stream)
+
+    async def watch(w: Worker) -> None:
+        await w.exited.wait()
+        if w.index not in chans:
+            raise EmuError(w.failure())
+
+    try:
+        async with trio.open_nursery() as waiting:
+            await waiting.start(accept)
+            for w in workers:
+                waiting.start_soon(watch, w)
+            with trio.move_on_after(CONNECT_TIMEOUT_S):
+                await all_in.wait()
+            waiting.cancel_scope.cancel()
+    except BaseExceptionGroup as eg:
+        errors = [e for e in eg.exceptions if isinstance(e, EmuError)]
+        if errors:
+            raise errors[0] from None
+        raise
+    finally:
+        for lst in listeners:
+            await lst.aclose()
+    if len(chans) < count:
+        missing = sorted(set(range(1, count + 1)) - set(chans))
+        raise EmuError(f"only {len(chans)} of {count} worker processes connected within {CONNECT_TIMEOUT_S:g} s "
+                       f"(missing domains {missing})")
+    return workers, chans
