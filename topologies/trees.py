@@ -19,6 +19,8 @@ router (``info["router"]`` names it; each carved switch is its own element).
 
 from __future__ import annotations
 
+import numpy as np
+
 from emu.config import ConfigError, HostSpec, LinkSpec, SwitchSpec
 
 from .base import NO_ROUTE, Topology
@@ -69,22 +71,21 @@ def _tree(name: str, k: int, n: int, halves: int, link: LinkSpec | None, host: H
                     else:
                         t.add_link(sw[(stage, half, w)], sw[(stage + 1, half, w2)], link, a_port=k + j,
                                    b_port=dw[stage - 1])
-    # up*/down* routing with destination-mod-k on the way up
+    # up*/down* routing with destination-mod-k on the way up (vectorised over destinations)
+    d = np.arange(nh)
+    dhalf, x = np.divmod(d, per_half)
+    dx = np.stack([(x // k ** i) % k for i in range(n)], axis=1) if n else np.zeros((nh, 0), np.int64)
+    top = (dhalf * k + dx[:, n - 1]).tolist()
     for (stage, half, w), sname in sw.items():
+        if stage == n:
+            t.routes[sname] = top
+            continue
         dw = _digits(w, k, n - 1)
-        table = []
-        for d in range(nh):
-            dhalf, x = divmod(d, per_half)
-            dx = _digits(x, k, n)
-            if stage == n:
-                table.append(dhalf * k + dx[n - 1])
-                continue
-            below = dhalf == half and all(dw[i] == dx[i + 1] for i in range(stage - 1, n - 1))
-            if below:
-                table.append(dx[0] if stage == 1 else dx[stage - 1])
-            else:
-                table.append(k + dx[stage - 1])
-        t.routes[sname] = table
+        below = dhalf == half
+        for i in range(stage - 1, n - 1):
+            below &= dx[:, i + 1] == dw[i]
+        down = dx[:, 0] if stage == 1 else dx[:, stage - 1]
+        t.routes[sname] = np.where(below, down, k + dx[:, stage - 1]).tolist()
     t.diameter = 2 * n if nh > 1 else 0
     t.bisection = nh // 2
     return t
