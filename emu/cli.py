@@ -8,6 +8,8 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import math
 import json
 import logging
 import sys
@@ -30,10 +32,31 @@ def make_console(stderr: bool = False) -> Console:
 console = make_console()
 
 
+def _settings(args) -> tuple[dict, dict]:
+    """(--config file, --set items) as settings layers: the file under the spec string, --set over it."""
+    from .config import load_settings, parse_settings
+
+    return (load_settings(args.config) if args.config else {}), parse_settings(args.set or [])
+
+
+def _writable(option: str, path: str | None) -> None:
+    """Refuse an output path whose folder does not exist, before anything runs."""
+    import os
+
+    if path in (None, "-"):
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ConfigError(f"{option} {path}: the folder {folder} does not exist; create it or write elsewhere")
+    if os.path.isdir(path):
+        raise ConfigError(f"{option} {path} is a folder; give a file name")
+
+
 def cmd_topo(args) -> int:
     from topologies.registry import build
 
-    t = build(args.spec)
+    defaults, settings = _settings(args)
+    t = build(args.spec, defaults=defaults, settings=settings)
     t.validate()
     table = Table(title=t.name, show_header=False)
     table.add_column("figure")
@@ -83,7 +106,14 @@ def run_epilog() -> str:
     width = max(map(len, CHECKS))
     tests = "\n".join(f"  {name:<{width}}  {(fn.__doc__ or '-').strip().splitlines()[0].rstrip('.')}"
                       for name, fn in CHECKS.items())
-    return f"tests (--test NAME; several: --test a+b or --test a --test b):\n{tests}"
+    from .config import settable_fields
+
+    rows = settable_fields()
+    fw = max(len(name) for name, *_ in rows)
+    fields = "\n".join(f"  {name:<{fw}}  {default!s:>12}  {doc}" for name, _, default, doc in rows)
+    return (f"tests (--test NAME; several: --test a+b or --test a --test b):\n{tests}\n\n"
+            f"settable fields (--set SECTION.FIELD=VALUE, or [section] field = value in --config FILE.toml;\n"
+            f"precedence: --config < the topology spec's parameters < --set), with their defaults:\n{fields}")
 
 
 async def _run(args) -> int:
@@ -94,11 +124,30 @@ async def _run(args) -> int:
     offload = None if args.offload in (None, "none") else args.offload
     if offload in ("switch", "hw"):
         raise ConfigError(f"--offload {offload} is not built yet; choose none (host software) or nic")
-    if args.seed < 0:
-        raise ConfigError(f"--seed must be >= 0, got {args.seed}")
+    if not 0 <= args.seed < 2**63:
+        raise ConfigError(f"--seed must be within 0..2**63-1, got {args.seed}")
+    if args.realtime is not None and not (math.isfinite(args.realtime) and args.realtime > 0):
+        raise ConfigError(f"--realtime must be a finite number of virtual ns per second > 0, got {args.realtime}")
+    if args.root is not None and not 0 <= args.root < 2**31:
+        raise ConfigError(f"--root {args.root} is not a rank")
+    _writable("--pcap", args.pcap)
+    _writable("--json", args.json)
     from topologies.registry import build
 
-    topo = build(args.topo)
+    from .faults import Fault
+
+    faults = [Fault.parse(f) for f in args.fault or []]
+    defaults, settings = _settings(args)
+    topo = build(args.topo, defaults=defaults, settings=settings)
+    topo.validate()
+    for f in faults:  # name real nodes and links before anything starts
+        for node in ([f.switch] if f.switch else list(f.link)):
+            if node not in topo.nodes:
+                raise ConfigError(f"--fault: no node {node!r} in {topo.name}")
+        if f.link and not any({lk.a, lk.b} == set(f.link) for lk in topo.links):
+            raise ConfigError(f"--fault: no link between {f.link[0]} and {f.link[1]} in {topo.name}")
+        if f.switch and topo.nodes[f.switch].kind != "switch":
+            raise ConfigError(f"--fault: {f.switch} is not a switch")
     extra = {"algo": args.algo, "size": args.size, "dtype": args.dtype, "op": args.op, "root": args.root,
              "ranks": args.ranks.split(",") if args.ranks else None, "offload": offload,
              "branch": args.branch}
@@ -115,7 +164,12 @@ async def _run(args) -> int:
     if args.root is not None and not any(n in ("reduce", "bcast", "mcast") for n in names):
         raise ConfigError("--root applies to reduce, bcast and mcast only")
     for name in collectives:  # refuse options a test cannot run with before anything starts
-        collective_options(name, extra, topo.host_names(), topo.hosts[0].spec.nic.queue_capacity)
+        opts = collective_options(name, extra, topo.host_names(), topo.hosts[0].spec.nic.queue_capacity)
+        limit = topo.hosts[0].spec.max_message_bytes
+        if opts.size > limit:
+            raise ConfigError(f"--size {opts.size:,} B is over what the hosts accept in one message "
+                              f"(host.max_message_bytes = {limit:,}); use a smaller size or --set "
+                              "host.max_message_bytes=...")
     from .estimate import large_run_note
 
     note = await large_run_note(names, topo, extra, args.seed)  # before it starts: a person may rather stop
@@ -135,6 +189,8 @@ async def _run(args) -> int:
             for name in names:
                 current = name
                 progress.update(task, description=f"{name}: running")
+                for f in faults:  # each test gets the faults, timed from its own start
+                    await net.schedule(net.now + f.at_ns, f.action, link=f.link, switch=f.switch, rate=f.rate)
                 wall = time.perf_counter()
                 r = await run_check(net, name, Options(seed=args.seed, extra=extra))
                 r.figures["wall_s"] = round(time.perf_counter() - wall, 3)
@@ -227,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--plot", default="emu-demo-allreduce.png", help="where to write the PNG ('' for none)")
     t = sub.add_parser("topo", help="print a topology's hosts, switches, links, diameter, bisection")
     t.add_argument("spec", help="e.g. fattree:k=4,n=3")
+    t.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE", help="as for emu run")
+    t.add_argument("--config", metavar="FILE.toml", help="as for emu run")
     w = sub.add_parser("wireshark", help="the Lua dissector for every header: where it is, or install it")
     w.add_argument("action", choices=["path", "install"])
     w.add_argument("--dest", help="install into this folder instead of Wireshark's personal Lua plugins folder")
@@ -239,6 +297,14 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--processes", type=int, default=1, help="OS processes to spread the elements over")
     r.add_argument("--pcap", help="write a pcapng capture of the whole run")
     r.add_argument("--json", metavar="FILE", help="write the results as JSON ('-': to stdout, the table to stderr)")
+    r.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE",
+                   help="set any field of the specs, e.g. --set host.send_overhead_ns=435 (see below); "
+                        "wins over the topology spec and --config")
+    r.add_argument("--config", metavar="FILE.toml",
+                   help="settings from a TOML file: [link] [host] [nic] [switch] sections of fields")
+    r.add_argument("--fault", action="append", metavar="at=TIME,link=A-B,down|up|ber=RATE",
+                   help="a fault during each test, TIME from the test's start, e.g. at=20us,link=s0-s4,down; "
+                        "or at=0,switch=s3,down; or at=0,link=h0-s0,ber=1e-6")
     r.add_argument("--realtime", type=float, metavar="NS_PER_S",
                    help="pace virtual time to the wall clock: virtual ns per second (1e9 = real time)")
     c = r.add_argument_group("collectives (allreduce, reduce, bcast, barrier, allgather, reduce_scatter, "
@@ -270,16 +336,53 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_wireshark(args)
         if args.cmd == "run":
             return trio.run(_run, args)
-    except ConfigError as e:
-        console.print(f"[red]refused:[/] {e}")
-        return 2
-    except EmuError as e:
-        console.print(f"[red]error:[/] {e}")
-        return 1
-    except KeyboardInterrupt:
-        console.print("interrupted; the cluster was torn down")
-        return 130
+    except BaseException as e:  # noqa: BLE001 -- the CLI turns every failure into one line
+        return report(e, stderr=getattr(args, "json", None) == "-")
     return 2
+
+
+def report(e: BaseException, stderr: bool = False) -> int:
+    """One line for a person, never a traceback: ``refused:`` (bad input, exit 2), ``error:`` (the
+    run failed, exit 1), or interrupted (130). An exception group from trio is reported by its
+    first meaningful leaf."""
+    if isinstance(e, BaseExceptionGroup):
+        leaves = [x for x in _leaves(e) if not isinstance(x, trio.Cancelled)]
+        if not leaves:
+            return report(KeyboardInterrupt(), stderr)
+        ki = [x for x in leaves if isinstance(x, KeyboardInterrupt)]
+        return report(ki[0] if ki else next((x for x in leaves if isinstance(x, (ConfigError, EmuError))), leaves[0]),
+                      stderr)
+    out = make_console(stderr=True) if stderr else console  # with --json -, stdout holds only JSON
+    if isinstance(e, ConfigError):
+        out.print(f"[red]refused:[/] {e}")
+        return 2
+    if isinstance(e, EmuError):
+        out.print(f"[red]error:[/] {e}")
+        return 1
+    if isinstance(e, KeyboardInterrupt):
+        out.print("interrupted; the cluster was torn down")
+        return 130
+    if isinstance(e, OSError) and e.errno == errno.EMFILE:
+        out.print("[red]error:[/] too many open files: every element holds a socket; raise the limit "
+                  "(ulimit -n), use a smaller topology or more --processes")
+        return 1
+    if isinstance(e, MemoryError):
+        out.print("[red]error:[/] out of memory; use a smaller topology")
+        return 1
+    if isinstance(e, OSError):
+        out.print(f"[red]error:[/] {e.strerror or e}" + (f": {e.filename}" if getattr(e, "filename", None) else ""))
+        return 1
+    if isinstance(e, SystemExit):
+        raise e
+    raise e  # a bug: the traceback is what a developer needs
+
+
+def _leaves(e: BaseException):
+    if isinstance(e, BaseExceptionGroup):
+        for x in e.exceptions:
+            yield from _leaves(x)
+    else:
+        yield e
 
 
 if __name__ == "__main__":

@@ -9,6 +9,17 @@ class ConfigError(ValueError):
     """A topology or parameter is refused before anything starts; the message names the fix."""
 
 
+MAX_DELAY_NS = 10**12
+"""Largest delay a spec may give (1000 s of virtual time): far from overflowing 64-bit time stamps."""
+
+
+def _check_delays(cls: str, spec, names: tuple[str, ...]) -> None:
+    for f in names:
+        v = getattr(spec, f)
+        if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= MAX_DELAY_NS:
+            raise ConfigError(f"{cls}.{f} must be an integer within 0..10**12, got {v!r}")
+
+
 @dataclass(frozen=True)
 class LinkSpec:
     """One full-duplex link; both directions have the same figures."""
@@ -20,10 +31,11 @@ class LinkSpec:
     """Line rate of one direction (bit/s); a frame of B bytes occupies the port ceil(8 B / rate) ns."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.latency_ns, int) or self.latency_ns < 1:
-            raise ConfigError(f"LinkSpec.latency_ns must be an integer >= 1 ns, got {self.latency_ns!r}")
-        if not isinstance(self.bandwidth_bps, int) or self.bandwidth_bps < 1_000:
-            raise ConfigError(f"LinkSpec.bandwidth_bps must be an integer >= 1000 bit/s, got {self.bandwidth_bps!r}")
+        if not isinstance(self.latency_ns, int) or not 1 <= self.latency_ns <= MAX_DELAY_NS:
+            raise ConfigError(f"LinkSpec.latency_ns must be an integer within 1..10**12 ns, got {self.latency_ns!r}")
+        if not isinstance(self.bandwidth_bps, int) or not 1_000 <= self.bandwidth_bps <= 10**16:
+            raise ConfigError(f"LinkSpec.bandwidth_bps must be an integer within 1000..10**16 bit/s, "
+                              f"got {self.bandwidth_bps!r}")
 
     def serialization_ns(self, nbytes: int) -> int:
         return -((-nbytes * 8 * 1_000_000_000) // self.bandwidth_bps)
@@ -37,8 +49,7 @@ class SwitchSpec:
     """Per-frame delay from a frame's arrival to its hand-off to the output port (ns)."""
 
     def __post_init__(self) -> None:
-        if self.processing_delay_ns < 0:
-            raise ConfigError(f"SwitchSpec.processing_delay_ns must be >= 0, got {self.processing_delay_ns}")
+        _check_delays("SwitchSpec", self, ("processing_delay_ns",))
 
 
 @dataclass(frozen=True)
@@ -61,9 +72,7 @@ class NicSpec:
     """Virtual ports (the descriptor's VP fields have 6 bits)."""
 
     def __post_init__(self) -> None:
-        for f in ("descriptor_ns", "queue_ns", "alu_ns", "completion_ns", "post_ns"):
-            if getattr(self, f) < 0:
-                raise ConfigError(f"NicSpec.{f} must be >= 0, got {getattr(self, f)}")
+        _check_delays("NicSpec", self, ("descriptor_ns", "queue_ns", "alu_ns", "completion_ns", "post_ns"))
         if not 1 <= self.queue_capacity <= 4096:
             raise ConfigError(f"NicSpec.queue_capacity must be within 1..4096, got {self.queue_capacity}")
         if not 1 <= self.virtual_ports <= 64:
@@ -94,11 +103,10 @@ class HostSpec:
     """The collective-offload engine of the NIC (spec 01)."""
 
     def __post_init__(self) -> None:
-        if self.nic_delay_ns < 0:
-            raise ConfigError(f"HostSpec.nic_delay_ns must be >= 0, got {self.nic_delay_ns}")
-        for f in ("send_overhead_ns", "recv_overhead_ns", "reduce_ps_per_byte"):
-            if getattr(self, f) < 0:
-                raise ConfigError(f"HostSpec.{f} must be >= 0, got {getattr(self, f)}")
+        _check_delays("HostSpec", self, ("nic_delay_ns", "send_overhead_ns", "recv_overhead_ns", "reduce_ps_per_byte"))
+        if not isinstance(self.max_message_bytes, int) or not 1 <= self.max_message_bytes <= 0xFFFFFFFF:
+            raise ConfigError(f"HostSpec.max_message_bytes must be within 1..2**32-1 (the segment header's "
+                              f"32-bit total), got {self.max_message_bytes!r}")
         if not 1 <= self.mtu_bytes <= 16_000:
             raise ConfigError(f"HostSpec.mtu_bytes must be within 1..16000, got {self.mtu_bytes}")
 
@@ -130,11 +138,155 @@ class RunConfig:
     exercise recovery. The model never sees it; results must not change."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.seed, int) or self.seed < 0:
-            raise ConfigError(f"RunConfig.seed must be an integer >= 0, got {self.seed!r}")
+        if not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
+            raise ConfigError(f"RunConfig.seed must be an integer within 0..2**63-1, got {self.seed!r}")
         if not 1 <= self.processes <= 64:
             raise ConfigError(f"RunConfig.processes must be within 1..64, got {self.processes}")
         if self.realtime_ns_per_s is not None and not self.realtime_ns_per_s > 0:
             raise ConfigError(f"RunConfig.realtime_ns_per_s must be > 0, got {self.realtime_ns_per_s}")
         if not 0.0 <= self.socket_drop_rate < 1.0:
             raise ConfigError(f"RunConfig.socket_drop_rate must be within [0, 1), got {self.socket_drop_rate}")
+
+
+# -- settings: every field of the specs, from the CLI (--set) and from TOML files (--config) ------
+SECTIONS: dict[str, type] = {"link": LinkSpec, "host": HostSpec, "nic": NicSpec, "switch": SwitchSpec}
+"""Settable sections by name; a later spec registers its own with :func:`register_section`."""
+MAX_INT = 1 << 62
+"""Largest integer a setting may take: virtual times are 64-bit on the wire."""
+
+
+def register_section(name: str, cls: type) -> None:
+    SECTIONS[name] = cls
+
+
+def _field_types(cls: type) -> dict[str, type]:
+    import dataclasses
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls) if hints[f.name] in (int, float, bool, str)}
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each field of a spec dataclass (the first sentence)."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError):
+        return {}
+    body = tree.body[0].body
+    docs = {}
+    for a, b in zip(body, body[1:]):
+        if (isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and isinstance(b, ast.Expr)
+                and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str)):
+            text = " ".join(b.value.value.split())
+            docs[a.target.id] = text.split(". ")[0].rstrip(".") + "."
+    return docs
+
+
+def settable_fields() -> list[tuple[str, str, object, str]]:
+    """(section.field, type name, default, doc) of every settable field, for help texts."""
+    out = []
+    for section, cls in SECTIONS.items():
+        docs = field_docs(cls)
+        defaults = cls()
+        for name, kind in _field_types(cls).items():
+            out.append((f"{section}.{name}", kind.__name__, getattr(defaults, name), docs.get(name, "")))
+    return out
+
+
+def _convert(where: str, value: object, kind: type) -> object:
+    """A setting's value as the field's type (strings from the CLI, TOML values from a file)."""
+    if isinstance(value, str) and kind is not str:
+        text = value.strip().replace("_", "")
+        try:
+            if kind is bool:
+                if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError
+                value = text.lower() in ("true", "1", "yes")
+            elif kind is int:
+                value = int(text, 0) if not any(c in text.lower() for c in ".e") or text.lower().startswith("0x") \
+                    else _int_from_float(where, float(text))
+            else:
+                value = float(text)
+        except ValueError:
+            raise ConfigError(f"{where} must be {'an integer' if kind is int else 'a number' if kind is float else 'true or false'}, "
+                              f"got {value!r}") from None
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if kind is int and isinstance(value, float):
+        value = _int_from_float(where, value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ConfigError(f"{where} must be of type {kind.__name__}, got {value!r}")
+    if kind is int and not -MAX_INT <= value <= MAX_INT:
+        raise ConfigError(f"{where}={value} is out of range (at most 2**62); use a smaller value")
+    if kind is float:
+        import math
+
+        if not math.isfinite(value) or abs(value) > MAX_INT:
+            raise ConfigError(f"{where}={value} must be a finite number of at most 2**62")
+    return value
+
+
+def _int_from_float(where: str, v: float) -> int:
+    import math
+
+    if not math.isfinite(v) or v != int(v):
+        raise ConfigError(f"{where} must be an integer, got {v!r}")
+    return int(v)
+
+
+def parse_settings(items: list[str]) -> dict[str, dict[str, object]]:
+    """``["host.send_overhead_ns=435", "link.latency_ns=100"]`` -> {section: {field: value}},
+    each value converted and checked against its field (ConfigError names the fix)."""
+    out: dict[str, dict[str, object]] = {}
+    for item in items:
+        key, eq, value = (x.strip() for x in str(item).partition("="))
+        section, dot, name = key.partition(".")
+        if not eq or not dot or not value:
+            raise ConfigError(f"--set {item!r} is not SECTION.FIELD=VALUE, e.g. --set host.send_overhead_ns=435")
+        _check_key(section, name, f"--set {key}")
+        out.setdefault(section, {})[name] = _convert(key, value, _field_types(SECTIONS[section])[name])
+    return out
+
+
+def _check_key(section: str, name: str, where: str) -> None:
+    cls = SECTIONS.get(section)
+    if cls is None:
+        raise ConfigError(f"{where}: unknown section {section!r}; sections: {', '.join(SECTIONS)}")
+    if name not in _field_types(cls):
+        raise ConfigError(f"{where}: {section} has no field {name!r}; fields: {', '.join(_field_types(cls))}")
+
+
+def load_settings(path: str) -> dict[str, dict[str, object]]:
+    """A TOML file of sections (``[link]``, ``[host]``, ``[nic]``, ``[switch]``) of fields."""
+    import tomllib
+
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"--config {path}: no such file") from None
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"--config {path}: cannot be read as TOML ({e})") from None
+    out: dict[str, dict[str, object]] = {}
+    for section, fields in data.items():
+        if not isinstance(fields, dict):
+            raise ConfigError(f"--config {path}: {section} = ... must be a [section] of fields "
+                              f"(sections: {', '.join(SECTIONS)})")
+        for name, value in fields.items():
+            _check_key(section, name, f"--config {path}")
+            out.setdefault(section, {})[name] = _convert(f"{section}.{name}", value, _field_types(SECTIONS[section])[name])
+    return out
+
+
+def merge_settings(*layers: dict[str, dict[str, object]] | None) -> dict[str, dict[str, object]]:
+    """Later layers win, field by field."""
+    out: dict[str, dict[str, object]] = {}
+    for layer in layers:
+        for section, fields in (layer or {}).items():
+            out.setdefault(section, {}).update(fields)
+    return out

@@ -132,7 +132,7 @@ def test_emu_run_allreduce_offloaded_to_the_nic(tmp_path, capsys):
     (["--test", "allreduce", "--root", "1"], "--root applies to reduce, bcast and mcast only"),
     (["--test", "allreduce", "--offload", "nic", "--branch", "0"], "branch degree must be within 1..255, got 0"),
     (["--test", "allreduce", "--ranks", "h0,h0,h1"], "--ranks lists a host twice"),
-    (["--test", "pingall", "--seed", "-1"], "--seed must be >= 0"),
+    (["--test", "pingall", "--seed", "-1"], "--seed must be within 0..2**63-1"),
     (["--test", "reduce", "--offload", "nic", "--size", "4KiB"], "reduce keeps all its 86 parts in flight"),
 ])
 def test_emu_run_refuses_options_it_would_ignore_or_fail_on(args, message, capsys):

@@ -12,9 +12,11 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from emu.config import ConfigError, HostSpec, LinkSpec, SwitchSpec
+from emu.config import ConfigError, HostSpec, LinkSpec, NicSpec, SwitchSpec, merge_settings
 
 from .base import Topology
+from .estimate import check as check_size
+from .estimate import estimate
 from .direct import mesh, torus
 from .star import star
 from .trees import clos, fattree, twolevel
@@ -88,9 +90,15 @@ def parse(spec: str) -> tuple[str, dict[str, str]]:
     return name.strip(), params
 
 
-def build(spec: str, **overrides) -> Topology:
+def build(spec: str, *, defaults: dict | None = None, settings: dict | None = None, **overrides) -> Topology:
     """Build a topology from its spec; keyword ``overrides`` win over the spec's values
-    (``build("fattree:k=4,n=2", latency_ns=50)``)."""
+    (``build("fattree:k=4,n=2", latency_ns=50)``).
+
+    ``defaults`` and ``settings`` ({section: {field: value}}, sections ``link``, ``host``, ``nic``,
+    ``switch``; see ``emu.config.parse_settings`` / ``load_settings``) set any field of the specs:
+    ``defaults`` (a ``--config`` file) under the spec string's parameters, ``settings`` (``--set``)
+    over them. A spec too large for this machine is refused before it is built
+    (``topologies.estimate``)."""
     name, raw = parse(spec)
     fam = FAMILIES.get(name)
     if fam is None:
@@ -114,8 +122,15 @@ def build(spec: str, **overrides) -> Topology:
         need = ", ".join(f"{p.name} ({p.help})" if p.help else p.name for p in fam.params if p.required)
         raise ConfigError(f"{name}: missing parameter {', '.join(missing)}; {name} needs {need}, "
                           f"e.g. {example(name)}")
-    return fam.build(**kwargs, link=LinkSpec(**specs[LinkSpec]), host=HostSpec(**specs[HostSpec]),
-                     switch=SwitchSpec(**specs[SwitchSpec]))
+    fields = merge_settings(defaults, {_SECTION_OF[cls]: f for cls, f in specs.items()}, settings)
+    link = LinkSpec(**fields.get("link", {}))
+    host = HostSpec(**fields.get("host", {}), nic=NicSpec(**fields.get("nic", {})))
+    switch = SwitchSpec(**fields.get("switch", {}))
+    check_size(spec.strip(), estimate(name, kwargs))
+    return fam.build(**kwargs, link=link, host=host, switch=switch)
+
+
+_SECTION_OF = {LinkSpec: "link", HostSpec: "host", SwitchSpec: "switch"}
 
 
 def _convert(family: str, key: str, value: str, kind: type):
