@@ -182,11 +182,12 @@ def _gone(pid: int, timeout: float = 10) -> bool:
     return False
 
 
-def test_a_worker_ends_quietly_on_sigterm():
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_worker_ends_quietly_on_a_signal(sig):
     proc, worker = _run_cluster_in_subprocess()
     try:
         time.sleep(0.5)
-        os.kill(worker, signal.SIGTERM)
+        os.kill(worker, sig)
         assert _gone(worker)
         proc.wait(timeout=30)  # the parent notices its worker went away and stops with an error
         err = proc.stderr.read()
