@@ -35,7 +35,7 @@ def test_pytest_example_passes(tmp_path):
 
 def test_cli_examples_run(tmp_path):
     cli = [line.split("#")[0].strip() for line in blocks("bash")[1].splitlines() if line.startswith("emu ")]
-    assert len(cli) == 6
+    assert len(cli) == 8
     emu = pathlib.Path(sys.executable).parent / "emu"
     for line in cli:
         out = subprocess.run([str(emu), *line.split()[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
