@@ -23,7 +23,7 @@ from topologies.base import Node, Topology
 from .config import ConfigError, RunConfig
 from .domain import Domain
 from .element import Element
-from .port import InPort, OutPort
+from .port import BufferState, CreditState, InPort, OutPort
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,12 @@ class Plan:
             n += topology.nports(name)
         t = topology
         delay = {name: engine_kind(node).min_delay(node.spec) for name, node in t.nodes.items()}
-        lookahead = min(link.spec.latency_ns + min(delay[link.a], delay[link.b]) for link in t.links)
+        if any(finite_buffers(node) for node in t.nodes.values()):
+            # a credit arriving at t may start a frame at t, and a frame leaving a buffer at t sends
+            # a credit at t: an event can cause an arrival one link latency later, no sooner
+            lookahead = min(link.spec.latency_ns for link in t.links)
+        else:
+            lookahead = min(link.spec.latency_ns + min(delay[link.a], delay[link.b]) for link in t.links)
         modules = tuple(sorted({engine_kind(node).module for node in t.nodes.values()}))
         return cls(topology, run, cluster_id, owner, base, lookahead, modules)
 
@@ -101,6 +106,11 @@ class Plan:
         """Capture interface names in interface-number order."""
         t = self.topology
         return [t.port_name(name, port) for name in t.nodes for port in range(t.nports(name))]
+
+
+def finite_buffers(node: Node) -> bool:
+    """Does this node's input side use credit flow control (finite buffers)?"""
+    return bool(getattr(node.spec, "vc_buffer_bytes", 0))
 
 
 def make_engine(topology: Topology, name: str, cache: dict | None = None):
@@ -121,14 +131,23 @@ def build_domain(plan: Plan, index: int) -> Domain:
     for i, link in enumerate(t.links):
         for (src, sport, dst, dport), link_id in (((link.a, link.a_port, link.b, link.b_port), 2 * i),
                                                   ((link.b, link.b_port, link.a, link.a_port), 2 * i + 1)):
+            rx = t.nodes[dst]
+            finite = finite_buffers(rx)
             if src in outs:
-                outs[src].append(OutPort(sport, t.port_name(src, sport), plan.iface_base[src] + sport, link_id,
-                                         dst, t.port_name(dst, dport), link.spec.latency_ns,
-                                         link.spec.bandwidth_bps, peer_domain=plan.owner[dst]))
+                op = OutPort(sport, t.port_name(src, sport), plan.iface_base[src] + sport, link_id,
+                             dst, t.port_name(dst, dport), link.spec.latency_ns,
+                             link.spec.bandwidth_bps, peer_domain=plan.owner[dst])
+                if finite:
+                    op.flow = CreditState(rx.spec.vcs, [rx.spec.vc_buffer_bytes] * rx.spec.vcs, rx.spec.pool_bytes)
+                outs[src].append(op)
             if dst in ins:
-                ins[dst].append(InPort(dport, t.port_name(dst, dport), plan.iface_base[dst] + dport, link_id,
-                                       src, t.port_name(src, sport), peer_domain=plan.owner[src],
-                                       latency_ns=link.spec.latency_ns, bandwidth_bps=link.spec.bandwidth_bps))
+                ip = InPort(dport, t.port_name(dst, dport), plan.iface_base[dst] + dport, link_id,
+                            src, t.port_name(src, sport), peer_domain=plan.owner[src],
+                            latency_ns=link.spec.latency_ns, bandwidth_bps=link.spec.bandwidth_bps)
+                if finite:
+                    ip.buf = BufferState(rx.spec.vcs, rx.spec.vc_buffer_bytes, rx.spec.pool_bytes,
+                                         rx.spec.credit_delay_ns)
+                ins[dst].append(ip)
     cache: dict = {}
     for name in outs:
         o: list = [None] * t.nports(name)
@@ -141,7 +160,7 @@ def build_domain(plan: Plan, index: int) -> Domain:
         dom.add(Element(name, make_engine(t, name, cache), cluster_id=plan.cluster_id, domain=dom, outs=o, ins=n,
                         capture=plan.run.capture, seed=plan.run.seed * 1_000_003 + node.id,
                         lookahead_ns=plan.lookahead_ns,
-                        drop_rate=plan.run.socket_drop_rate))
+                        drop_rate=plan.run.socket_drop_rate, node_id=node.id))
     return dom
 
 

@@ -39,6 +39,9 @@ class CheckResult:
     figures: dict[str, Any]
     error: str | None = None
     per_link: dict[str, list[int]] = field(default_factory=dict)
+    per_port_flow: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """With credit flow control (JSON only): per port, input-buffer peak and mean occupancy per VC
+    (bytes) and credit stalls (count, ns)."""
     """Sending port -> [frames, bytes] over the run (JSON only; too long for a table)."""
 
     def as_dict(self) -> dict[str, Any]:
@@ -47,6 +50,8 @@ class CheckResult:
         if self.error:
             d["error"] = self.error
         d["per_link"] = self.per_link
+        if self.per_port_flow:
+            d["per_port_flow"] = self.per_port_flow
         return d
 
 
@@ -70,9 +75,16 @@ async def run_check(net, name: str, options: Options) -> CheckResult:
     if m is None:
         return CheckResult(name, ok, None, 0, 0, 0, figures, error)
     completion = figures.pop("completion_ns", m.completion_ns)  # a test may define its own end
+    flow: dict[str, dict[str, Any]] = {}
+    for p, peaks in m.vc_peak_bytes.items():
+        flow.setdefault(p, {}).update(vc_peak_bytes=peaks, vc_mean_bytes=m.vc_mean_bytes.get(p))
+    for p, n in m.credit_stalls.items():
+        flow.setdefault(p, {}).update(credit_stalls=n, credit_stall_ns=m.credit_stall_ns.get(p, 0))
+    summary = m.summary()
+    extra = {k: summary[k] for k in ("max_vc_peak_bytes", "credit_stalls", "credit_stall_ns") if k in summary}
     return CheckResult(name, ok, completion if ok else None, m.frames, m.bytes, m.hop_count,
-                       {**figures, "max_queue_frames": m.max_queue_frames}, error,
-                       {p: [f, m.link_bytes[p]] for p, f in m.link_frames.items()})
+                       {**figures, "max_queue_frames": m.max_queue_frames, **extra}, error,
+                       {p: [f, m.link_bytes[p]] for p, f in m.link_frames.items()}, flow)
 
 
 async def _ping_list(host, peers):

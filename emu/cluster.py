@@ -29,7 +29,7 @@ from topologies.registry import build as build_topology
 from .build import Plan, build_domain
 from .config import ConfigError, RunConfig
 from .errors import AppError, DeadlockError, EmuError
-from .metrics import RunMetrics, diff, port_counters
+from .metrics import RunMetrics, add_flow, diff, port_counters
 from .pcapng import capture_order, write_pcapng
 from .control import start_workers, worker_command
 from .sync import LocalHandle, MsgStream, Pacer, RemoteHandle, Synchroniser
@@ -232,8 +232,9 @@ class Cluster:
             sync = self._sync
             start = sync.max_time
             for h in self._handles:
-                await h.call("reset_peaks")
-            before = port_counters(await self._stats())
+                await h.call("reset_peaks", start)
+            raw_before = await self._stats()
+            before = port_counters(raw_before)
             for d, group in sorted(per_domain.items()):
                 sync.next_times[d] = min(sync.next_times[d], await self._handles[d].call("start_apps", start, group))
             try:
@@ -245,7 +246,12 @@ class Cluster:
             states = []
             for h in self._handles:
                 states.extend(await h.call("app_states"))
-            self.metrics = diff(before, port_counters(await self._stats()), start, sync.max_time)
+            raw_after = await self._stats()
+            self.metrics = diff(before, port_counters(raw_after), start, sync.max_time)
+            add_flow(self.metrics, raw_before, raw_after)
+            stuck = sum(p.get("frames_waiting", 0) for s in raw_after for p in s["ports"])
+            if stuck:
+                await self._credit_deadlock(stuck)
         results: dict[str, Any] = {}
         errors, waiting = [], []
         for st in states:
@@ -352,11 +358,37 @@ class Cluster:
         if n != len(ids):
             raise EmuError(f"link {a}<->{b}: {n} of {len(ids)} directions found (a bug)")
 
+    async def _credit_deadlock(self, stuck: int) -> None:
+        """Nothing can move but frames wait for credit: name the cyclic wait (elements, ports, VCs)."""
+        blocked, held = [], []
+        for h in self._handles:
+            w = await h.call("credit_waits")
+            blocked += w["blocked"]
+            held += w["held"]
+        t = self.topology
+        # (node, out port, vc) waits for the peer's input buffer (peer, in port, vc), whose frames wait
+        # at the peer's output ports: an edge to each of those
+        by_buffer: dict[tuple[str, int, int], set] = {}
+        for node, inp, vc, outp, ovc in held:
+            by_buffer.setdefault((node, inp, vc), set()).add((node, outp, ovc))
+        edges: dict[tuple, set] = {}
+        for node, outp, vc, peer, peer_port, _ in blocked:
+            pin = int(peer_port.rsplit("p", 1)[1]) if t.nodes[peer].kind == "switch" else -1
+            edges[(node, outp, vc)] = by_buffer.get((peer, pin, vc), set())
+        cycle = _find_cycle(edges)
+        where = (" -> ".join(f"{t.port_name(n, p)} vc{v}" for n, p, v in cycle + cycle[:1]) if cycle
+                 else "no cycle found; " + ", ".join(f"{t.port_name(n, p)} vc{v} ({k} waiting)"
+                                                     for n, p, v, _, _, k in blocked[:8]))
+        self._sync.broken = "a credit deadlock"
+        raise DeadlockError(f"credit deadlock at {self.now} ns: {stuck} frame(s) wait for credit that can "
+                            f"never come; cyclic wait: {where}. Use more VCs with a deadlock-free VC policy "
+                            "(--set switch.vcs=2 --set switch.vc_policy=dateline on tori) or larger buffers")
+
     async def reset_peaks(self) -> None:
         """Start measuring peak queue occupancy afresh (e.g. before an operation of interest)."""
         async with self._lock:
             for h in self._handles:
-                await h.call("reset_peaks")
+                await h.call("reset_peaks", self.now)
 
     async def capture_records(self) -> list[tuple[int, int, int, bytes]]:
         """Every frame recorded so far, in capture order (needs capture enabled)."""
@@ -373,6 +405,31 @@ class Cluster:
         recs = await self.capture_records()
         with open(path, "wb") as f:
             return write_pcapng(f, self.plan.interfaces(), recs)
+
+
+def _find_cycle(edges: dict[tuple, set]) -> list[tuple]:
+    """A cycle in a wait-for graph (deterministic: nodes in sorted order), or []."""
+    state: dict[tuple, int] = {}
+    for root in sorted(edges):
+        if state.get(root):
+            continue
+        stack, path = [(root, iter(sorted(edges.get(root, ()))))], [root]
+        state[root] = 1
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[node] = 2
+                stack.pop()
+                path.pop()
+                continue
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):]
+            if not state.get(nxt):
+                state[nxt] = 1
+                stack.append((nxt, iter(sorted(edges.get(nxt, ())))))
+                path.append(nxt)
+    return []
 
 
 @contextlib.contextmanager

@@ -47,9 +47,39 @@ class SwitchSpec:
 
     processing_delay_ns: int = 50
     """Per-frame delay from a frame's arrival to its hand-off to the output port (ns)."""
+    vcs: int = 1
+    """Virtual channels per input port (a frame's VC is its fabric header's vc modulo this)."""
+    vc_buffer_bytes: int = 0
+    """Input buffer per port and VC, in bytes; 0: unbounded (no flow control, today's figures). Finite
+    buffers turn on credit flow control on every link into this switch: a sender transmits only
+    with credit for the bytes, returned when the frame leaves the buffer (starts on its way out)."""
+    pool_bytes: int = 0
+    """A shared pool per input port, used by a frame whose VC buffer is full (with finite buffers)."""
+    credit_delay_ns: int = 0
+    """From a frame leaving the input buffer to its credit leaving for the sender (ns)."""
+    vc_policy: str = "by_class"
+    """How a switch picks the VC on the next link: by_class (the frame's own vc), dateline (tori:
+    VC 0 until the frame crosses a dimension's wrap-around link, then 1; back to 0 in a new dimension)."""
 
     def __post_init__(self) -> None:
-        _check_delays("SwitchSpec", self, ("processing_delay_ns",))
+        _check_delays("SwitchSpec", self, ("processing_delay_ns", "credit_delay_ns"))
+        if not isinstance(self.vcs, int) or not 1 <= self.vcs <= 16:
+            raise ConfigError(f"SwitchSpec.vcs must be within 1..16, got {self.vcs!r}")
+        for f in ("vc_buffer_bytes", "pool_bytes"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or not 0 <= v <= 1 << 30:
+                raise ConfigError(f"SwitchSpec.{f} must be within 0..2**30 bytes, got {v!r}")
+        if self.pool_bytes and not self.vc_buffer_bytes:
+            raise ConfigError("SwitchSpec.pool_bytes needs finite VC buffers: set vc_buffer_bytes too")
+        if self.vc_policy not in VC_POLICIES:
+            raise ConfigError(f"SwitchSpec.vc_policy {self.vc_policy!r} is not one of {', '.join(VC_POLICIES)}")
+
+    @property
+    def finite(self) -> bool:
+        return self.vc_buffer_bytes > 0
+
+
+VC_POLICIES = ("by_class", "dateline")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from scapy.fields import MACField, _BitField, _EnumField
 
-from .wire import CollDesc, EmuLink, Fabric, MsgSegment, PacketType, Ping, StructCodec
+from .wire import CollDesc, EmuLink, Fabric, LinkCredit, MsgSegment, PacketType, Ping, StructCodec
+from .wire.credit import ETHERTYPE_CREDIT
 from .wire.fabric import ETHERTYPE_FABRIC, FLAG_NAMES
 from .wire.outer import MAGIC, VERSION
 
@@ -32,6 +33,7 @@ HEADERS: list[tuple[type, str, list[int] | None]] = [
     (MsgSegment, "msg", [PacketType.MSG]),
     (Ping, "ping", [PacketType.PING, PacketType.PONG]),
     (CollDesc, "coll", [PacketType.COLL]),
+    (LinkCredit, "credit", None),   # its own EtherType: link-control frames (credit flow control)
 ]
 
 
@@ -197,6 +199,16 @@ def generate() -> str:
         "  return tvb:len()",
         "end",
         f"DissectorTable.get('ethertype'):add(0x{ETHERTYPE_FABRIC:04X}, p_fabric)",
+        "",
+        "function p_credit.dissector(tvb, pinfo, tree)",
+        f"  if tvb:len() < {sizes['credit']} then return 0 end",
+        "  pinfo.cols.protocol = 'hpc-emu'",
+        f"  local t = tree:add(p_credit, tvb:range(0, {sizes['credit']}))",
+        "  local v = add_fields(t, tvb, 0, L_credit, f_credit, false)",
+        "  pinfo.cols.info = string.format('credit vc=%d%s %d bytes', v.vc, v.pool == 1 and ' pool' or '', v.bytes)",
+        f"  return {sizes['credit']}",
+        "end",
+        f"DissectorTable.get('ethertype'):add(0x{ETHERTYPE_CREDIT:04X}, p_credit)",
         "",
         "local eth = Dissector.get('eth_withfcs')  -- inner frames end with their FCS",
         "function p_link.dissector(tvb, pinfo, tree)",

@@ -238,10 +238,33 @@ class Domain:
                 self.schedule(el)
         return self.next_time()
 
-    async def rpc_reset_peaks(self) -> None:
+    async def rpc_reset_peaks(self, t: int = 0) -> None:
+        """Start measuring peaks (and time-weighted occupancy) afresh at virtual time ``t``."""
         for el in self.elements:
             for p in el.out_ports:
                 p.peak_queue_frames = p.peak_queue_bytes = 0
+            for p in el.in_ports:
+                if p.buf is not None:
+                    p.buf.reset(t)
+
+    async def rpc_credit_waits(self) -> dict[str, list]:
+        """Who waits for whom when frames are stuck (credit deadlock diagnosis): ``blocked``: (node,
+        out port, vc, peer node, peer's in port, frames waiting) for every port with frames no credit
+        covers; ``held``: (node, in port, vc, out port, out vc) for every frame sitting in an input
+        buffer while it waits at an output port of the same node."""
+        blocked, held = [], []
+        for el in self.elements:
+            for p in el.out_ports:
+                fl = p.flow
+                if fl is None:
+                    continue
+                for vc, q in enumerate(fl.queues):
+                    if q:
+                        blocked.append((el.name, p.index, vc, p.peer, p.peer_port_name, len(q)))
+                        for _, _, token in q:
+                            if token is not None:
+                                held.append((el.name, token[0].index, token[1], p.index, vc))
+        return {"blocked": blocked, "held": held}
 
     async def rpc_capture(self) -> list[tuple[int, int, int, bytes]]:
         out: list[tuple[int, int, int, bytes]] = []

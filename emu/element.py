@@ -23,8 +23,9 @@ import trio
 
 from .errors import CausalityError, EngineError
 from .link import ACCEPT, GAP, LinkReceiver, LinkSender
-from .port import InPort, OutPort, frame_error_probability
-from .wire.fabric import FCS_RESIDUE, add_fcs
+from .port import VC_OFF, InPort, OutPort, frame_error_probability
+from .wire.credit import CREDIT, build_credit, is_credit
+from .wire.fabric import ETH_LEN, FCS_RESIDUE, add_fcs, node_mac
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, VERSION, LinkKind
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ DIR_OUT = 2
 DROPPED = 4  # capture record of a frame dropped on purpose (written with a comment)
 FAULT_DROP = 8  # ... lost on the wire by an emulated fault
 FAULT_CORRUPT = 16  # ... sent intact, delivered with a bit flipped by an emulated fault
+WAKE, RELEASE = 0, 1  # kinds of port events
 FCS_ERROR = 32  # ... received with a bad frame check sequence, dropped by the receiving port
 LOST_DOWN = 64  # ... was on the wire while its link was down (scheduled): lost
 
@@ -65,8 +67,10 @@ class Engine(Protocol):
 class Element:
     def __init__(self, name: str, engine: Engine, *, cluster_id: int, domain: "Domain",
                  outs: list[OutPort], ins: list[InPort], capture: bool, seed: int, lookahead_ns: int,
-                 drop_rate: float = 0.0):
+                 drop_rate: float = 0.0, node_id: int = 0):
         self.name = name
+        self.mac = node_mac(node_id)
+        """Source MAC of the link-control frames this element sends."""
         self.engine = engine
         self.cluster_id = cluster_id
         self.domain = domain
@@ -84,6 +88,10 @@ class Element:
         self.lookahead = lookahead_ns
         self.heap: list[tuple[int, int, int, bytes]] = []
         """Received frames (with their FCS) waiting for their virtual arrival time."""
+        self.pevents: list[tuple[int, int, int, Any]] = []
+        """Port events of credit flow control: (time, seq, WAKE, out port) to start what a port can
+        start; (time, seq, RELEASE, token) a frame leaving its input buffer. Handled in time order."""
+        self._pseq = 0
         self.link_events: list[tuple[int, int, bool]] = []
         """(time, port, up): scheduled link changes the engine is told about (``on_link_change``)."""
         self.ports = PortView(self)
@@ -182,7 +190,7 @@ class Element:
                 stats["truncated"] += 1
                 self._note("truncated", f"record says {length} bytes, datagram has {n - off - OUTER_LEN}")
                 break
-            if kind == LinkKind.DATA:
+            if kind == LinkKind.DATA or kind == LinkKind.DATA_POOL:
                 inp = self.in_by_link.get(link)
                 if inp is None:
                     stats["bad_link"] += 1
@@ -197,15 +205,10 @@ class Element:
                     if ts < self.safe_time:
                         raise CausalityError(f"{inp.name}: frame stamped {ts} ns arrived after {self.safe_time} ns "
                                              "was processed; the synchroniser let a window run too far")
-                    wire = data[off + OUTER_LEN:end]
                     inp.rx_frames += 1
                     inp.rx_bytes += length
-                    if crc32(wire) == FCS_RESIDUE:  # the port checks the FCS (and strips it when it is handled)
-                        heapq.heappush(self.heap, (ts, inp.index, seq, wire))
-                    else:  # corrupted on the wire: dropped here; it still counts as received
-                        inp.fcs_errors += 1
-                        if self.capture is not None:
-                            self.capture.append((ts, inp.iface, DIR_IN | FCS_ERROR, wire))
+                    # handled at its virtual arrival: the port checks the FCS then (and strips it)
+                    heapq.heappush(self.heap, (ts, inp.index, seq, data[off + OUTER_LEN:end], kind))
                     if ts < first_ts:
                         first_ts = ts
                     accepted += 1
@@ -260,11 +263,18 @@ class Element:
         tt = self.engine.timer
         if tt is not None and tt < t:
             t = tt
+        if self.pevents and self.pevents[0][0] < t:
+            t = self.pevents[0][0]
         la = self.lookahead
         for p in self.busy:
-            s = p.pending[0][1] - la
-            if s < t:
-                t = s
+            if p.pending:
+                s = p.pending[0][1] - la
+                if s < t:
+                    t = s
+            if p.ctl:
+                s = p.ctl[0][1] - la
+                if s < t:
+                    t = s
         return t
 
     def run_window(self, t_end: int, window: int) -> int:
@@ -286,11 +296,13 @@ class Element:
         ins = self.ins
         cap = self.capture
         links = self.link_events
+        pev = self.pevents
         min_delay = eng.min_delay_ns
         while True:
             tt = eng.timer
             th = heap[0][0] if heap else INF
-            if links and links[0][0] <= th and (tt is None or links[0][0] <= tt):
+            tp = pev[0][0] if pev else INF
+            if links and links[0][0] <= th and links[0][0] <= tp and (tt is None or links[0][0] <= tt):
                 # a scheduled link change, told to the engine before anything else at that time
                 if links[0][0] >= t_end:
                     break
@@ -301,6 +313,17 @@ class Element:
                 result = handler(port, up, self.now)
                 if result:
                     self.active_ns = self.now
+                token = None
+            elif tp <= th and (tt is None or tp <= tt):
+                # credit flow control: a port may start frames, or a frame left its input buffer
+                if tp >= t_end:
+                    break
+                self.now, _, what, obj = heapq.heappop(pev)
+                if what == WAKE:
+                    self._wake(obj)
+                else:
+                    self._release(obj)
+                continue
             elif tt is not None and tt <= th:
                 if tt >= t_end:
                     break
@@ -308,20 +331,46 @@ class Element:
                     raise EngineError(f"{self.name}: engine timer {tt} ns is before now ({self.now} ns)")
                 self.now = self.active_ns = tt
                 result = eng.on_timer(tt)
+                token = None
             else:
                 if th >= t_end:
                     break
-                now, port, _, wire = heapq.heappop(heap)
+                now, port, _, wire, kind = heapq.heappop(heap)
                 self.now = self.active_ns = now
                 inp = ins[port]
+                buf = inp.buf
+                if crc32(wire) != FCS_RESIDUE:  # corrupted on the wire: the port drops it
+                    inp.fcs_errors += 1
+                    if cap is not None:
+                        cap.append((now, inp.iface, DIR_IN | FCS_ERROR, wire))
+                    if buf is not None and not is_credit(wire):
+                        self._return_credit(inp, wire, kind == LinkKind.DATA_POOL)
+                    continue
                 if inp.timeline is not None and inp.timeline.down_during(
                         now - inp.latency_ns - -((-len(wire) * 8_000_000_000) // inp.bandwidth_bps), now):
                     inp.lost_in_flight += 1  # it was on the wire while the link was down
                     if cap is not None:
                         cap.append((now, inp.iface, DIR_IN | LOST_DOWN, wire))
+                    if buf is not None and not is_credit(wire):
+                        self._return_credit(inp, wire, kind == LinkKind.DATA_POOL)
                     continue
                 if cap is not None:
                     cap.append((now, inp.iface, DIR_IN, wire))
+                if is_credit(wire):  # link control: credit for the reverse direction's sender
+                    vc, pool, _, nbytes = CREDIT.unpack(wire, ETH_LEN)
+                    outp = outs[port]
+                    if outp is not None and outp.flow is not None:
+                        outp.credit(vc, bool(pool), nbytes)
+                        self._wake(outp)
+                    continue
+                token = None
+                if buf is not None:
+                    vc = wire[VC_OFF] % buf.vcs if len(wire) > VC_OFF else 0
+                    try:
+                        buf.take(vc, kind == LinkKind.DATA_POOL, len(wire), now)
+                    except OverflowError as e:
+                        raise EngineError(f"{inp.name}: credit flow control broken: {e}") from None
+                    token = [inp, vc, kind == LinkKind.DATA_POOL, len(wire), 0]
                 result = eng.receive(wire[:-4], port, now)
             for port, frame, at in result:
                 if at - self.now < min_delay:
@@ -335,10 +384,57 @@ class Element:
                     if cap is not None:
                         cap.append((at, p.iface, DIR_OUT | DROPPED, add_fcs(frame)))
                     continue
-                p.enqueue(frame, at)
+                if token is not None:
+                    token[4] += 1
+                if p.flow is not None:  # the receiver's buffers take it when a credit covers it
+                    p.hand_over(frame, at, token)
+                    self._event(at, WAKE, p)
+                    continue
+                start = p.enqueue(frame, at)
                 self.busy[p] = None
+                if token is not None:  # it leaves its input buffer as it starts on its way out
+                    self._event(start, RELEASE, token)
+            if token is not None and token[4] == 0:  # consumed here, or dropped: the buffer is free now
+                token[4] = 1
+                self._release(token)
         self.safe_time = t_end
         return self._transmit(t_end + self.lookahead, window) if self.busy else INF
+
+    # -- credit flow control ---------------------------------------------------------------------
+    def _event(self, t: int, what: int, obj: Any) -> None:
+        self._pseq += 1
+        heapq.heappush(self.pevents, (t, self._pseq, what, obj))
+
+    def _wake(self, p: OutPort) -> None:
+        """Start what port ``p`` can start now; release the input buffers of what started."""
+        started, wake = p.start_ready(self.now)
+        if p.pending:
+            self.busy[p] = None
+        for token in started:
+            self._release(token)
+        if wake is not None:
+            self._event(wake, WAKE, p)
+
+    def _release(self, token: list) -> None:
+        """One of the frames a received frame caused has started on its way (or none will): when
+        the last has, the received frame's bytes leave the input buffer and their credit goes back."""
+        token[4] -= 1
+        if token[4] > 0:
+            return
+        inp, vc, pool, n, _ = token
+        inp.buf.free(vc, pool, n, self.now)
+        self._send_credit(inp, vc, pool, n)
+
+    def _return_credit(self, inp: InPort, wire: bytes, pool: bool) -> None:
+        """A frame that never entered the buffer (lost, corrupted): its credit goes straight back."""
+        vc = wire[VC_OFF] % inp.buf.vcs if len(wire) > VC_OFF else 0
+        self._send_credit(inp, vc, pool, len(wire))
+
+    def _send_credit(self, inp: InPort, vc: int, pool: bool, n: int) -> None:
+        outp = self.outs[inp.index]
+        start = self.now + inp.buf.credit_delay_ns
+        outp.ctl.append((start, start + outp.latency_ns, add_fcs(build_credit(self.mac, vc, pool, n)), False))
+        self.busy[outp] = None
 
     def _transmit(self, release: int, window: int) -> int:
         first_arrival = INF
@@ -347,6 +443,20 @@ class Element:
         domain = self.domain
         for p in self.busy:
             pend = p.pending
+            if p.ctl:  # credits first: they take no time on the wire
+                while p.ctl and p.ctl[0][1] < release:
+                    start, arrival, frame, _ = p.ctl.popleft()
+                    if arrival < first_arrival:
+                        first_arrival = arrival
+                    if cap is not None:
+                        cap.append((start, p.iface, DIR_OUT, frame))
+                    for dgram in p.link.datagrams([(arrival, frame, False)], window):
+                        self._sendto(dgram, p.peer_addr)
+                    domain.frames_sent(p.peer_domain, 1, p.peer)
+                if not pend:
+                    if not p.ctl:
+                        done.append(p)
+                    continue
             head_arrival = pend[0][1]
             if head_arrival >= release:
                 continue
@@ -356,7 +466,7 @@ class Element:
             total = 0
             faulty = p.fault_rng is not None
             while pend and pend[0][1] < release:
-                start, arrival, frame = pend.popleft()
+                start, arrival, frame, pool = pend.popleft()
                 if faulty:
                     frame, lost = self._fault(p, start, frame)
                     if lost:  # the frame occupied the port, then vanished: that time still passed
@@ -365,7 +475,7 @@ class Element:
                         continue
                 elif cap is not None:
                     cap.append((start, p.iface, DIR_OUT, frame))
-                frames.append((arrival, frame))
+                frames.append((arrival, frame, pool))
                 total += len(frame)
             if frames:  # (emulated faults may have lost every frame)
                 addr = p.peer_addr
@@ -374,7 +484,7 @@ class Element:
                 p.tx_frames += len(frames)
                 p.tx_bytes += total
                 domain.frames_sent(p.peer_domain, len(frames), p.peer)
-            if not pend:
+            if not pend and not p.ctl:
                 done.append(p)
         for p in done:
             del self.busy[p]
@@ -441,6 +551,13 @@ class Element:
                         "dropped": p.dropped, "up": p.up, "fault_dropped": p.fault_dropped,
                         "fault_corrupted": p.fault_corrupted,
                         "peak_queue_frames": p.peak_queue_frames, "peak_queue_bytes": p.peak_queue_bytes})
+            if inp.buf is not None:  # input buffers of this port (credit flow control)
+                inp.buf._advance(self.now)
+                out[-1].update(vc_peak_bytes=list(inp.buf.peak), vc_byte_ns=list(inp.buf.integral),
+                               vc_buffer_bytes=inp.buf.capacity, pool_peak_bytes=inp.buf.pool_peak)
+            if p.flow is not None:  # credits this port waits for
+                out[-1].update(credit_stalls=p.flow.stalls, credit_stall_ns=p.flow.stall_ns,
+                               frames_waiting=p.flow.waiting())
         return out
 
 

@@ -30,7 +30,7 @@ ACCEPT, GAP, DUPLICATE = 0, 1, 2
 class LinkSender:
     """The sending end of one link direction."""
 
-    __slots__ = ("link_id", "seq", "retained", "prefix")
+    __slots__ = ("link_id", "seq", "retained", "prefix", "prefix_pool")
 
     def __init__(self, cluster_id: int, link_id: int):
         self.link_id = link_id
@@ -40,25 +40,27 @@ class LinkSender:
         """(window, first_seq, last_seq, datagram) kept for retransmission."""
         self.prefix = OUTER.pack(MAGIC, VERSION, LinkKind.DATA, cluster_id, link_id, 0, 0, 0, 0)[:12]
         """The constant first 12 bytes of this link's DATA records (magic .. link id)."""
+        self.prefix_pool = OUTER.pack(MAGIC, VERSION, LinkKind.DATA_POOL, cluster_id, link_id, 0, 0, 0, 0)[:12]
 
-    def datagrams(self, frames: list[tuple[int, bytes]], window: int) -> list[bytes]:
-        """DATA records for ``frames`` ((virtual arrival ns, frame) in sending order), numbered in
-        sequence and batched into datagrams of at most ``MAX_DATAGRAM`` bytes; each is retained."""
+    def datagrams(self, frames: list[tuple[int, bytes, bool]], window: int) -> list[bytes]:
+        """DATA records for ``frames`` ((virtual arrival ns, frame, in the receiver's pool?) in
+        sending order), numbered in sequence and batched into datagrams of at most
+        ``MAX_DATAGRAM`` bytes; each is retained."""
         out: list[bytes] = []
         pack = _SEQ_TS_LEN.pack
-        prefix = self.prefix
+        prefix, prefix_pool = self.prefix, self.prefix_pool
         w16 = window & 0xFFFF
         first = seq = self.seq
         parts: list[bytes] = []
         size = 0
-        for arrival, frame in frames:
+        for arrival, frame, pool in frames:
             n = len(frame)
             if size + OUTER_LEN + n > MAX_DATAGRAM and parts:
                 out.append(self._keep(window, first, seq, b"".join(parts)))
                 parts = []
                 size = 0
                 first = seq
-            parts += (prefix, pack(seq, arrival, n, w16), frame)
+            parts += (prefix_pool if pool else prefix, pack(seq, arrival, n, w16), frame)
             size += OUTER_LEN + n
             seq = (seq + 1) & SEQ_MASK
         if parts:

@@ -33,6 +33,16 @@ class RunMetrics:
     """Frames that failed their frame check sequence and were dropped, per receiving port."""
     lost_in_flight: dict[str, int] = field(default_factory=dict)
     """Frames on the wire while their link was down (a scheduled fault), per receiving port."""
+    vc_peak_bytes: dict[str, list[int]] = field(default_factory=dict)
+    """With credit flow control: peak input-buffer occupancy per VC, per receiving port (bytes)."""
+    vc_mean_bytes: dict[str, list[float]] = field(default_factory=dict)
+    """... and its time-weighted mean over the run (bytes)."""
+    pool_peak_bytes: dict[str, int] = field(default_factory=dict)
+    """... and of its shared pool, where one was used (bytes)."""
+    credit_stalls: dict[str, int] = field(default_factory=dict)
+    """Times a sending port was free with a frame ready and no credit for it, per sending port."""
+    credit_stall_ns: dict[str, int] = field(default_factory=dict)
+    """Virtual time sending ports spent so, per sending port."""
 
     @property
     def completion_ns(self) -> int:
@@ -47,7 +57,10 @@ class RunMetrics:
         return {"completion_ns": self.completion_ns, "frames": self.frames, "bytes": self.bytes,
                 "hop_count": self.hop_count, "max_queue_frames": self.max_queue_frames,
                 "dropped": sum(self.dropped.values()), "corrupted": sum(self.corrupted.values()),
-                "fcs_errors": sum(self.fcs_errors.values()), "lost_in_flight": sum(self.lost_in_flight.values())}
+                "fcs_errors": sum(self.fcs_errors.values()), "lost_in_flight": sum(self.lost_in_flight.values()),
+                **({"max_vc_peak_bytes": max(max(v) for v in self.vc_peak_bytes.values()),
+                    "credit_stalls": sum(self.credit_stalls.values()),
+                    "credit_stall_ns": sum(self.credit_stall_ns.values())} if self.vc_peak_bytes else {})}
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -90,3 +103,26 @@ def diff(before: dict, after: dict, start_ns: int, end_ns: int) -> RunMetrics:
         if peak:
             m.peak_queue_frames[port] = peak
     return m
+
+
+def add_flow(m: RunMetrics, before: list[dict[str, Any]], after: list[dict[str, Any]]) -> None:
+    """Credit flow-control figures of a run: buffer peaks and means per VC, credit stalls."""
+    prev = {p["port"]: p for el in before for p in el["ports"]}
+    span = max(1, m.end_ns - m.start_ns)
+    for el in after:
+        for p in el["ports"]:
+            name = p["port"]
+            if "vc_peak_bytes" in p:
+                m.vc_peak_bytes[name] = p["vc_peak_bytes"]
+                m.vc_mean_bytes[name] = [round(x / span, 1) for x in p["vc_byte_ns"]]
+                if p["pool_peak_bytes"]:
+                    m.pool_peak_bytes[name] = p["pool_peak_bytes"]
+            if "credit_stalls" in p:
+                old = prev.get(name, {})
+                d = p["credit_stalls"] - old.get("credit_stalls", 0)
+                ns = p["credit_stall_ns"] - old.get("credit_stall_ns", 0)
+                if d:
+                    m.credit_stalls[name] = d
+                if ns:
+                    m.credit_stall_ns[name] = ns
+

@@ -95,6 +95,10 @@ class OutPort:
     fault_corrupted: int = 0
     timeline: Timeline | None = None
     """Scheduled changes of this link direction (shared with the receiving end), or None."""
+    flow: CreditState | None = None
+    """Credit flow control, when the receiving end has finite buffers (else None: unbounded)."""
+    ctl: deque = field(default_factory=deque)
+    """(start, arrival, frame, False) of link-control frames (credits) to send: no serialisation."""
     tx_frames: int = 0
     tx_bytes: int = 0
     peak_queue_frames: int = 0
@@ -109,9 +113,10 @@ class OutPort:
                 nbytes += n
         return frames, nbytes
 
-    def enqueue(self, frame: bytes, at: int) -> None:
+    def enqueue(self, frame: bytes, at: int) -> int:
         """Hand ``frame`` (a MAC client frame) to the port at virtual time ``at``; the port appends
-        its frame check sequence, which takes its time on the wire like every other byte."""
+        its frame check sequence, which takes its time on the wire like every other byte. Returns
+        when the frame starts to leave."""
         frame = add_fcs(frame)
         n = len(frame)
         start = at if at > self.free_at else self.free_at
@@ -126,7 +131,77 @@ class OutPort:
             self.peak_queue_frames = len(q)
         if self.queued_bytes > self.peak_queue_bytes:
             self.peak_queue_bytes = self.queued_bytes
-        self.pending.append((start, done + self.latency_ns, frame))
+        self.pending.append((start, done + self.latency_ns, frame, False))
+        return start
+
+    def hand_over(self, frame: bytes, at: int, token) -> None:
+        """With credit flow control: queue ``frame`` on its VC from ``at``; :meth:`start_ready`
+        starts it when the port is free and a credit covers it."""
+        wire = add_fcs(frame)
+        fl = self.flow
+        vc = frame[VC_OFF] % fl.vcs if len(frame) > VC_OFF else 0
+        fl.queues[vc].append((at, wire, token))
+        q = self.queued
+        while q and q[0][0] <= at:
+            self.queued_bytes -= q.popleft()[1]
+        waiting = fl.waiting()
+        if len(q) + waiting > self.peak_queue_frames:
+            self.peak_queue_frames = len(q) + waiting
+
+    def start_ready(self, now: int) -> tuple[list, int | None]:
+        """Start, at ``now``, every queued frame the port and the credits allow (the ready head of
+        the VC handed over first, ties to the lower VC). Returns the release tokens of the frames
+        started, and when to look again (None: not before a credit or a new frame arrives)."""
+        fl = self.flow
+        started = []
+        while self.free_at <= now:
+            best, blocked = -1, False
+            for v, qv in enumerate(fl.queues):
+                if qv and qv[0][0] <= now:
+                    n = len(qv[0][1])
+                    if fl.credits[v] >= n or fl.pool >= n:
+                        if best < 0 or qv[0][0] < fl.queues[best][0][0]:
+                            best = v
+                    else:
+                        blocked = True
+            if best < 0:
+                if blocked and fl.stalled_since is None:
+                    fl.stalled_since = now
+                    fl.stalls += 1
+                break
+            at, wire, token = fl.queues[best].popleft()
+            n = len(wire)
+            pool = fl.credits[best] < n
+            if pool:
+                fl.pool -= n
+            else:
+                fl.credits[best] -= n
+            if fl.stalled_since is not None:
+                fl.stall_ns += now - fl.stalled_since
+                fl.stalled_since = None
+            done = now + -((-n * 8_000_000_000) // self.bandwidth_bps)
+            self.free_at = done
+            self.queued.append((done, n))
+            self.queued_bytes += n
+            if self.queued_bytes > self.peak_queue_bytes:
+                self.peak_queue_bytes = self.queued_bytes
+            self.pending.append((now, done + self.latency_ns, wire, pool))
+            if token is not None:
+                started.append(token)
+        wake = None
+        for qv in fl.queues:
+            if qv:
+                t = qv[0][0] if qv[0][0] > now else (self.free_at if self.free_at > now else None)
+                if t is not None and (wake is None or t < wake):
+                    wake = t
+        return started, wake
+
+    def credit(self, vc: int, pool: bool, n: int) -> None:
+        """A credit arrived from the receiver."""
+        if pool:
+            self.flow.pool += n
+        else:
+            self.flow.credits[vc] += n
 
 
 @dataclass(eq=False)
@@ -147,7 +222,98 @@ class InPort:
     """Scheduled changes of this link direction (the same as the sending end's), or None."""
     lost_in_flight: int = 0
     """Frames that were on the wire while the link was down (scheduled): lost, counted here."""
+    buf: BufferState | None = None
+    """The input buffers, with credit flow control (else None: unbounded)."""
     rx_frames: int = 0
     rx_bytes: int = 0
     fcs_errors: int = 0
     """Frames received with a bad frame check sequence (corrupted on the wire), dropped here."""
+
+
+VC_OFF = 22
+"""Offset of the fabric header's vc byte in a frame (after the 14-byte Ethernet header)."""
+
+
+@dataclass(eq=False)
+class CreditState:
+    """The sending side of credit flow control on one link direction: what the receiver's input
+    buffers can still take, per VC and in its shared pool, and the frames waiting for credit."""
+
+    vcs: int
+    credits: list[int]
+    """Bytes the receiver can still take, per VC."""
+    pool: int = 0
+    """Bytes its shared pool can still take."""
+    queues: list = field(default_factory=list)
+    """Per VC: deque of (hand-off time, frame with FCS, release token or None), in hand-off order."""
+    stalled_since: int | None = None
+    stalls: int = 0
+    """Times the port was free with a frame ready that no credit covered."""
+    stall_ns: int = 0
+    """Virtual time the port spent free with ready frames and no credit for any of them."""
+
+    def __post_init__(self) -> None:
+        if not self.queues:
+            self.queues = [deque() for _ in range(self.vcs)]
+
+    def waiting(self) -> int:
+        return sum(len(q) for q in self.queues)
+
+
+@dataclass(eq=False)
+class BufferState:
+    """An input port's buffers under credit flow control: occupancy per VC and in the shared pool,
+    peaks and time integrals (for the time-weighted mean) since the last reset."""
+
+    vcs: int
+    capacity: int
+    """Bytes per VC buffer."""
+    pool_capacity: int
+    credit_delay_ns: int
+    occ: list[int] = field(default_factory=list)
+    pool_occ: int = 0
+    pool_peak: int = 0
+    peak: list[int] = field(default_factory=list)
+    integral: list[int] = field(default_factory=list)
+    """Occupancy x time (byte-ns) per VC (the pool's share counted under the frame's VC)."""
+    last_t: int = 0
+
+    def __post_init__(self) -> None:
+        self.occ = [0] * self.vcs
+        self.peak = [0] * self.vcs
+        self.integral = [0] * self.vcs
+
+    def _advance(self, t: int) -> None:
+        if t > self.last_t:
+            dt = t - self.last_t
+            for v, o in enumerate(self.occ):
+                if o:
+                    self.integral[v] += o * dt
+            self.last_t = t
+
+    def take(self, vc: int, pool: bool, n: int, t: int) -> None:
+        """A frame of ``n`` bytes arrived at ``t``; a sender that overran its credit is a bug."""
+        self._advance(t)
+        if pool:
+            if self.pool_occ + n > self.pool_capacity:
+                raise OverflowError(f"shared pool overrun: {self.pool_occ} + {n} > {self.pool_capacity} bytes")
+            self.pool_occ += n
+            if self.pool_occ > self.pool_peak:
+                self.pool_peak = self.pool_occ
+        elif self.occ[vc] + n > self.capacity:
+            raise OverflowError(f"VC {vc} buffer overrun: {self.occ[vc]} + {n} > {self.capacity} bytes")
+        self.occ[vc] += n  # the pool's bytes count toward the VC's occupancy figures too
+        if self.occ[vc] > self.peak[vc]:
+            self.peak[vc] = self.occ[vc]
+
+    def free(self, vc: int, pool: bool, n: int, t: int) -> None:
+        self._advance(t)
+        self.occ[vc] -= n
+        if pool:
+            self.pool_occ -= n
+
+    def reset(self, t: int) -> None:
+        self._advance(t)
+        self.peak = list(self.occ)
+        self.pool_peak = self.pool_occ
+        self.integral = [0] * self.vcs

@@ -69,7 +69,7 @@ class EngineNet:
         for port, frame, at in outs:
             op, peer, pport = self.ports[(name, port)]
             op.enqueue(frame, at)
-            start, arrival, frame = op.pending.popleft()
+            start, arrival, frame, _ = op.pending.popleft()
             op.tx_frames += 1
             rng, faults = self.rng, self.faults
             if self.drop and rng.random() < self.drop:

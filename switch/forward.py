@@ -10,6 +10,10 @@ from emu.build import register_engine
 from emu.config import SwitchSpec
 from emu.wire import DST_OFF, ETHERTYPE_FABRIC, HDR_LEN, HOPS_OFF
 
+from .vc import selector
+
+VC_OFF = DST_OFF + 4  # the fabric header's vc byte
+
 log = logging.getLogger(__name__)
 
 _U32 = struct.Struct("!I")
@@ -26,6 +30,9 @@ class SwitchEngine:
     timer: int | None = None
     kind = "switch"
     stats: dict[str, int] = field(default_factory=lambda: {"forwarded": 0, "malformed": 0, "no_route": 0})
+
+    vc_select: object = None
+    """``select(in_port, out_port, vc) -> vc`` (``switch.vc``), or None: frames keep their VC."""
 
     def __post_init__(self) -> None:
         self.min_delay_ns = self.spec.processing_delay_ns
@@ -44,7 +51,12 @@ class SwitchEngine:
             return []
         self.stats["forwarded"] += 1
         hops = frame[HOPS_OFF]
-        frame = b"".join((frame[:HOPS_OFF], bytes(((hops + 1) & 0xFF,)), frame[HOPS_OFF + 1:]))
+        if self.vc_select is not None:
+            vc = self.vc_select(port, out, frame[VC_OFF])
+            frame = b"".join((frame[:VC_OFF], bytes((vc,)), frame[VC_OFF + 1:HOPS_OFF],
+                              bytes(((hops + 1) & 0xFF,)), frame[HOPS_OFF + 1:]))
+        else:
+            frame = b"".join((frame[:HOPS_OFF], bytes(((hops + 1) & 0xFF,)), frame[HOPS_OFF + 1:]))
         return [(out, frame, now + self.spec.processing_delay_ns)]
 
     def on_timer(self, now: int) -> list[tuple[int, bytes, int]]:
@@ -52,7 +64,8 @@ class SwitchEngine:
 
 
 def make_switch(node, topology, cache: dict) -> SwitchEngine:
-    return SwitchEngine(node.name, node.id, node.spec, topology.routes.get(node.name))
+    return SwitchEngine(node.name, node.id, node.spec, topology.routes.get(node.name),
+                        vc_select=selector(node.spec.vc_policy, node, node.spec.vcs))
 
 
 register_engine("switch", make_switch, min_delay=lambda spec: spec.processing_delay_ns)

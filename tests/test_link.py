@@ -17,13 +17,14 @@ def records(dgram: bytes):
 
 def test_records_are_numbered_in_order_and_batched():
     tx = LinkSender(CID, 7)
-    frames = [(100 + i, bytes([i]) * 20_000) for i in range(7)]
+    frames = [(100 + i, bytes([i]) * 20_000, i == 3) for i in range(7)]
     dgrams = tx.datagrams(frames, window=3)
     # two 20 kB records fit in a datagram of at most 60,000 bytes, a third does not
     assert all(len(d) <= MAX_DATAGRAM for d in dgrams) and len(dgrams) == 4
     recs = [r for d in dgrams for r in records(d)]
     assert [r[3] for r in recs] == list(range(7)) and [r[4] for r in recs] == [f[0] for f in frames]
-    assert {(r[0], r[1], r[2], r[6]) for r in recs} == {(LinkKind.DATA, CID, 7, 3)}
+    assert [r[0] for r in recs] == [LinkKind.DATA_POOL if i == 3 else LinkKind.DATA for i in range(7)]
+    assert {(r[1], r[2], r[6]) for r in recs} == {(CID, 7, 3)}
     assert [r[5] for r in recs] == [f[1] for f in frames]
     assert tx.seq == 7 and len(tx.retained) == len(dgrams)
 
@@ -36,7 +37,7 @@ def test_receiver_accepts_in_sequence_and_tells_gaps_from_duplicates():
 
 def test_a_lost_datagram_is_recovered_by_one_nack_and_go_back():
     tx, rx = LinkSender(CID, 7), LinkReceiver(CID, 7)
-    dgrams = [tx.datagrams([(t, b"x" * 40_000)], window=t) for t in range(1, 5)]
+    dgrams = [tx.datagrams([(t, b"x" * 40_000, False)], window=t) for t in range(1, 5)]
     delivered = []
     for i, [d] in enumerate(dgrams):
         if i == 1:
@@ -61,7 +62,7 @@ def test_a_lost_datagram_is_recovered_by_one_nack_and_go_back():
 def test_sequence_numbers_wrap_around():
     tx, rx = LinkSender(CID, 1), LinkReceiver(CID, 1)
     tx.seq = rx.expected = 0xFFFFFFFE
-    [d] = tx.datagrams([(1, b"a"), (2, b"b"), (3, b"c")], window=1)
+    [d] = tx.datagrams([(1, b"a", False), (2, b"b", False), (3, b"c", False)], window=1)
     assert [r[3] for r in records(d)] == [0xFFFFFFFE, 0xFFFFFFFF, 0]
     assert [rx.classify(r[3]) for r in records(d)] == [ACCEPT] * 3 and rx.expected == 1
     assert rx.classify(0xFFFFFFFF) == DUPLICATE and rx.classify(5) == GAP

@@ -9,11 +9,12 @@ from hypothesis import strategies as st
 from scapy.fields import MACField, _BitField
 from scapy.layers.l2 import Ether
 
-from emu.wire import (DESC, FCS_LEN, MSG, OUTER, PING, CollDesc, DecodeError, EmuLink, EthernetFCS, Fabric, FABRIC,
+from emu.wire import (CREDIT, LinkCredit, DESC, FCS_LEN, MSG, OUTER, PING, CollDesc, DecodeError, EmuLink, EthernetFCS, Fabric, FABRIC,
                       MsgSegment, PacketType, Ping, add_fcs, build_frame, fcs_ok, parse_frame)
 from emu.wire.codec import StructCodec
 
-HEADERS = [(EmuLink, OUTER), (Fabric, FABRIC), (MsgSegment, MSG), (Ping, PING), (CollDesc, DESC)]
+HEADERS = [(EmuLink, OUTER), (Fabric, FABRIC), (MsgSegment, MSG), (Ping, PING), (CollDesc, DESC),
+           (LinkCredit, CREDIT)]
 
 
 def field_strategy(f):
@@ -56,6 +57,7 @@ def test_truncated_header_is_a_decode_error(cls, codec, cut):
 
 
 GOLDEN = {
+    "LinkCredit": (CREDIT, (1, 1, 0, 1074), "0101000000000432"),
     "EmuLink": (OUTER, (0xFAB1, 1, 0, 0xDEADBEEF, 7, 42, 123456789, 46, 0),
                 "fab10100deadbeef000000070000002a00000000075bcd15002e0000"),
     "Fabric": (FABRIC, (3, 9, 1, 2, PacketType.MSG, 1, 4, 0, 32),

@@ -3,7 +3,7 @@
 Node ``i`` has coordinates ``c_d = (i // k**d) % k``; host ``h{i}`` sits on port 0 of router
 ``s{i}``. Router port ``1 + 2d`` leads to the neighbour one step down in dimension ``d``, port
 ``2 + 2d`` one step up (on a mesh, border routers leave those ports unlinked; on a torus they wrap
-around). Routing is dimension order: dimension 0 first, then 1, ...; on a torus each dimension goes
+around, and ``info["wrap_ports"]`` names them: the dateline VC policy switches VC there). Routing is dimension order: dimension 0 first, then 1, ...; on a torus each dimension goes
 the shorter way round, the upward way when both are equally long.
 """
 
@@ -48,7 +48,14 @@ def _direct(family: str, k: int, n: int, wrap: bool, link, host, switch) -> Topo
     for i in range(size):
         t.add_host(f"h{i}", host, coords=coords(i, k, n))
     for i in range(size):
-        t.add_switch(f"s{i}", switch, coords=coords(i, k, n))
+        c = coords(i, k, n)
+        # the ports whose links wrap around (the datelines of a torus's dimensions)
+        wraps = tuple(sorted([2 + 2 * d for d in range(n) if wrap and c[d] == k - 1]
+                             + [1 + 2 * d for d in range(n) if wrap and c[d] == 0]))
+        if wrap:
+            t.add_switch(f"s{i}", switch, coords=c, wrap_ports=wraps)
+        else:
+            t.add_switch(f"s{i}", switch, coords=c)
     for i in range(size):
         t.add_link(f"h{i}", f"s{i}", link, a_port=0, b_port=0)
     for i in range(size):

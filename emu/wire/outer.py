@@ -14,6 +14,9 @@ Kinds:
   the frames of earlier windows, whatever frames of the current one already arrived.
 * ``NACK``: sent by a link's receiver back to its sender: "retransmit everything from ``seq`` on".
   ``ts_ns`` and ``length`` are zero.
+* ``DATA_POOL``: as DATA, for a frame the sender placed in the receiver's shared buffer pool (with
+  credit flow control the sender decides where a frame goes; the receiver must know to return the
+  credit to the pool).
 
 Recovery is by gap detection (go-back-N from the sender's retention buffer), not credits: the window
 synchroniser already bounds what is in flight to what one port can serialise in one window.
@@ -35,6 +38,8 @@ VERSION = 1
 class LinkKind(enum.IntEnum):
     DATA = 0
     NACK = 1
+    DATA_POOL = 2
+    """A DATA record whose frame the sender placed in the receiver's shared pool (credit flow control)."""
 
 
 class EmuLink(Packet):

@@ -10,7 +10,7 @@ end
 local function bits(word, shift, nbits)
   return word:rshift(shift):band(UInt64.new(0xFFFFFFFF, 0xFFFFFFFF):rshift(64 - nbits))
 end
-local vs_link_kind = {[0] = "DATA", [1] = "NACK"}
+local vs_link_kind = {[0] = "DATA", [1] = "NACK", [2] = "DATA_POOL"}
 local p_link = Proto("hpcemu_link", "hpc-emu EmuLink")
 local f_link = {
   magic = ProtoField.uint16("hpcemu.link.magic", "magic", base.HEX, nil),
@@ -185,6 +185,21 @@ local L_coll = {
   {"data6", 112, 8, nil, 64},
   {"loc6", 120, 8, nil, 64},
 }
+local p_credit = Proto("hpcemu_credit", "hpc-emu LinkCredit")
+local f_credit = {
+  vc = ProtoField.uint8("hpcemu.credit.vc", "vc", base.DEC, nil),
+  pool = ProtoField.uint8("hpcemu.credit.pool", "pool", base.DEC, nil),
+  rsvd = ProtoField.uint16("hpcemu.credit.rsvd", "rsvd", base.DEC, nil),
+  bytes = ProtoField.uint32("hpcemu.credit.bytes", "bytes", base.DEC, nil),
+}
+do local t = {} for _, v in pairs(f_credit) do t[#t + 1] = v end
+  p_credit.fields = t end
+local L_credit = {
+  {"vc", 0, 1, nil, 8},
+  {"pool", 1, 1, nil, 8},
+  {"rsvd", 2, 2, nil, 16},
+  {"bytes", 4, 4, nil, 32},
+}
 
 -- add every field of a header to `tree`, in declaration order; returns the values by name
 local function add_fields(tree, tvb, off, layout, fields, list_groups)
@@ -237,6 +252,16 @@ function p_fabric.dissector(tvb, pinfo, tree)
   return tvb:len()
 end
 DissectorTable.get('ethertype'):add(0x88B5, p_fabric)
+
+function p_credit.dissector(tvb, pinfo, tree)
+  if tvb:len() < 8 then return 0 end
+  pinfo.cols.protocol = 'hpc-emu'
+  local t = tree:add(p_credit, tvb:range(0, 8))
+  local v = add_fields(t, tvb, 0, L_credit, f_credit, false)
+  pinfo.cols.info = string.format('credit vc=%d%s %d bytes', v.vc, v.pool == 1 and ' pool' or '', v.bytes)
+  return 8
+end
+DissectorTable.get('ethertype'):add(0x88B6, p_credit)
 
 local eth = Dissector.get('eth_withfcs')  -- inner frames end with their FCS
 function p_link.dissector(tvb, pinfo, tree)

@@ -1,0 +1,51 @@
+"""Link-control frames: credits returned by a receiver's input buffer to the sender of the link.
+
+Layout (network byte order)::
+
+    Ethernet  dst 01:80:c2:00:00:01 (MAC control, never forwarded) src MAC of the sending node
+              type(2)=0x88B6 (IEEE local experimental EtherType 2)
+    Credit    vc(1) pool(1) rsvd(2) bytes(4): ``bytes`` of buffer space freed on ``vc`` (or in the
+              port's shared pool when ``pool`` is 1)
+
+A credit travels on the reverse direction of the link it is for, as a frame of its own: it is
+numbered, retransmitted and captured like data, but it takes no serialisation time (a side band, as
+InfiniBand's flow-control packets ride between data packets) and it never enters a buffer.
+"""
+
+from __future__ import annotations
+
+from scapy.fields import ByteField, IntField, ShortField
+from scapy.layers.l2 import Ether
+from scapy.packet import Packet, bind_layers
+
+from .codec import StructCodec
+from .fabric import ETH_LEN, EthernetFCS
+
+ETHERTYPE_CREDIT = 0x88B6
+CREDIT_MAC = bytes.fromhex("0180c2000001")
+
+
+class LinkCredit(Packet):
+    name = "LinkCredit"
+    fields_desc = [
+        ByteField("vc", 0),
+        ByteField("pool", 0),
+        ShortField("rsvd", 0),
+        IntField("bytes", 0),
+    ]
+
+
+bind_layers(Ether, LinkCredit, type=ETHERTYPE_CREDIT)
+bind_layers(EthernetFCS, LinkCredit, type=ETHERTYPE_CREDIT)
+
+CREDIT = StructCodec(LinkCredit)
+CREDIT_FRAME_LEN = ETH_LEN + CREDIT.size
+
+
+def build_credit(src_mac: bytes, vc: int, pool: bool, nbytes: int) -> bytes:
+    """A credit frame (without its FCS; the port appends it)."""
+    return CREDIT_MAC + src_mac + ETHERTYPE_CREDIT.to_bytes(2, "big") + CREDIT.pack(vc, int(pool), 0, nbytes)
+
+
+def is_credit(frame: bytes) -> bool:
+    return len(frame) >= CREDIT_FRAME_LEN and frame[12] == 0x88 and frame[13] == 0xB6
