@@ -93,6 +93,8 @@ class Plan:
             n += topology.nports(name)
         t = topology
         delay = {name: engine_kind(node).min_delay(node.spec) for name, node in t.nodes.items()}
+        if not t.candidates and any(getattr(n.spec, "routing", "static") != "static" for n in t.switches):
+            t.compute_candidates()  # the minimal next hops adaptive and dispersive routing choose from
         if any(finite_buffers(node) for node in t.nodes.values()):
             # a credit arriving at t may start a frame at t, and a frame leaving a buffer at t sends
             # a credit at t: an event can cause an arrival one link latency later, no sooner
@@ -148,7 +150,7 @@ def build_domain(plan: Plan, index: int) -> Domain:
                     ip.buf = BufferState(rx.spec.vcs, rx.spec.vc_buffer_bytes, rx.spec.pool_bytes,
                                          rx.spec.credit_delay_ns)
                 ins[dst].append(ip)
-    cache: dict = {}
+    cache: dict = {"seed": plan.run.seed}
     for name in outs:
         o: list = [None] * t.nports(name)
         n: list = [None] * t.nports(name)

@@ -57,6 +57,9 @@ class SwitchSpec:
     """A shared pool per input port, used by a frame whose VC buffer is full (with finite buffers)."""
     credit_delay_ns: int = 0
     """From a frame leaving the input buffer to its credit leaving for the sender (ns)."""
+    routing: str = "static"
+    """Routing policy by name: static (the table's port), adaptive (the least-loaded minimal next
+    hop), dispersive (a seeded random minimal next hop)."""
     vc_policy: str = "by_class"
     """How a switch picks the VC on the next link: by_class (the frame's own vc), dateline (tori:
     VC 0 until the frame crosses a dimension's wrap-around link, then 1; back to 0 in a new dimension)."""

@@ -587,6 +587,17 @@ class PortView:
         p = self._el.outs[port]
         return (0, 0) if p is None else p.queue_at(now)
 
+    def credits(self, port: int, vc: int = 0) -> int | None:
+        """Bytes the next hop's buffer on ``vc`` can still take (its pool aside); None when the
+        link has no credit flow control (unbounded buffers)."""
+        p = self._el.outs[port]
+        return None if p is None or p.flow is None else p.flow.credits[vc % p.flow.vcs]
+
+    def waiting(self, port: int) -> int:
+        """Frames queued at the port for want of credit or of the line."""
+        p = self._el.outs[port]
+        return 0 if p is None or p.flow is None else p.flow.waiting()
+
     def free_at(self, port: int) -> int:
         """When the port's line is free of every frame handed to it so far."""
         p = self._el.outs[port]

@@ -7,12 +7,14 @@ import struct
 from dataclasses import dataclass, field
 
 from emu.build import register_engine
-from emu.config import SwitchSpec
-from emu.wire import DST_OFF, ETHERTYPE_FABRIC, HDR_LEN, HOPS_OFF
+from emu.config import ConfigError, SwitchSpec
+from emu.wire import DST_OFF, ETHERTYPE_FABRIC, FLAG_BCAST, HDR_LEN, HOPS_OFF
 
+from .routing import policy
 from .vc import selector
 
 VC_OFF = DST_OFF + 4  # the fabric header's vc byte
+FLAGS_OFF = DST_OFF + 7  # ... and its flags
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,14 @@ class SwitchEngine:
     kind = "switch"
     stats: dict[str, int] = field(default_factory=lambda: {"forwarded": 0, "malformed": 0, "no_route": 0})
 
+    candidates: list = field(default_factory=list)
+    """Minimal next-hop ports per destination host address (for adaptive and dispersive routing)."""
+    groups: dict = field(default_factory=dict)
+    """Multicast group id -> the ports of its tree at this switch."""
+    choose: object = None
+    """The routing policy's ``choose(dst, static_port, now)`` (``switch.routing``), or None: static."""
+    ports: object = None
+    """The runtime's port view (what the adaptive policy reads)."""
     vc_select: object = None
     """``select(in_port, out_port, vc) -> vc`` (``switch.vc``), or None: frames keep their VC."""
 
@@ -43,29 +53,54 @@ class SwitchEngine:
             log.warning("%s: dropped malformed frame (%d bytes) on port %d at %d ns", self.name, len(frame), port, now)
             return []
         dst = _U32.unpack_from(frame, DST_OFF)[0]
+        if frame[FLAGS_OFF] & FLAG_BCAST:
+            return self._replicate(frame, port, dst, now)
         table = self.routes
         out = table[dst] if dst < len(table) else -1
         if out < 0:
             self.stats["no_route"] += 1
             log.warning("%s: no route for destination %d at %d ns", self.name, dst, now)
             return []
+        if self.choose is not None:
+            out = self.choose(dst, out, now)
         self.stats["forwarded"] += 1
+        return [(out, self._next_hop(frame, port, out), now + self.spec.processing_delay_ns)]
+
+    def _replicate(self, frame: bytes, port: int, gid: int, now: int) -> list[tuple[int, bytes, int]]:
+        """A group frame: a copy on every port of the group's tree but the one it came in on."""
+        tree = self.groups.get(gid)
+        if tree is None:
+            self.stats["no_route"] += 1
+            log.warning("%s: no group %d at %d ns", self.name, gid, now)
+            return []
+        at = now + self.spec.processing_delay_ns
+        out = [(p, self._next_hop(frame, port, p), at) for p in tree if p != port]
+        self.stats["replicated"] = self.stats.get("replicated", 0) + len(out)
+        return out
+
+    def _next_hop(self, frame: bytes, port: int, out: int) -> bytes:
+        """The frame as it leaves on ``out``: one more hop, and the VC the policy picks."""
         hops = frame[HOPS_OFF]
         if self.vc_select is not None:
             vc = self.vc_select(port, out, frame[VC_OFF])
-            frame = b"".join((frame[:VC_OFF], bytes((vc,)), frame[VC_OFF + 1:HOPS_OFF],
-                              bytes(((hops + 1) & 0xFF,)), frame[HOPS_OFF + 1:]))
-        else:
-            frame = b"".join((frame[:HOPS_OFF], bytes(((hops + 1) & 0xFF,)), frame[HOPS_OFF + 1:]))
-        return [(out, frame, now + self.spec.processing_delay_ns)]
+            return b"".join((frame[:VC_OFF], bytes((vc,)), frame[VC_OFF + 1:HOPS_OFF],
+                             bytes(((hops + 1) & 0xFF,)), frame[HOPS_OFF + 1:]))
+        return b"".join((frame[:HOPS_OFF], bytes(((hops + 1) & 0xFF,)), frame[HOPS_OFF + 1:]))
 
     def on_timer(self, now: int) -> list[tuple[int, bytes, int]]:
         return []
 
 
 def make_switch(node, topology, cache: dict) -> SwitchEngine:
-    return SwitchEngine(node.name, node.id, node.spec, topology.routes.get(node.name),
-                        vc_select=selector(node.spec.vc_policy, node, node.spec.vcs))
+    eng = SwitchEngine(node.name, node.id, node.spec, topology.routes.get(node.name),
+                       candidates=topology.candidates.get(node.name, []),
+                       groups=topology.group_ports.get(node.name, {}),
+                       vc_select=selector(node.spec.vc_policy, node, node.spec.vcs))
+    if node.spec.routing != "static" and not eng.candidates:
+        raise ConfigError(f"{node.name}: routing={node.spec.routing} needs the topology's candidate ports "
+                          "(Topology.compute_candidates; emu.Cluster computes them)")
+    eng.choose = policy(node.spec.routing, eng, cache.get("seed", 0))
+    return eng
 
 
 register_engine("switch", make_switch, min_delay=lambda spec: spec.processing_delay_ns)

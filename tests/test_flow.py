@@ -46,9 +46,16 @@ def _bottleneck(buffer_bytes):
     return t
 
 
+PORT_VIEW_CREDITS = []
+
+
 async def _starts_at_h0(buffer_bytes, n):
     async with emu.Cluster(_bottleneck(buffer_bytes), run=RunConfig(capture=True)) as net:
         await net.run({"h0": (apps.send_to, "h1", 1000, 0, n), "h1": (apps.recv_n, n)})
+        view = net._local.by_name["h0"].ports
+        if buffer_bytes == 1100:
+            PORT_VIEW_CREDITS[:] = [view.credits(0)]
+            assert view.waiting(0) == 0
         recs = await net.capture_records()
         iface = net.plan.iface_base["h0"]
         m = net.metrics
@@ -73,6 +80,7 @@ async def test_back_pressure_slows_a_sender_exactly_as_the_model_says():
         credit = out + lat
         s.append(start)
     assert got == s and got != free
+    assert PORT_VIEW_CREDITS == [1100]  # what an engine read: full credit once the run drained
     assert m.credit_stalls == {"h0-nic0": n - 1} and m.vc_peak_bytes["s0-p0"] == [wire]
 
 

@@ -48,6 +48,14 @@ class Topology:
     nodes: dict[str, Node] = field(default_factory=dict)
     links: list[Link] = field(default_factory=list)
     routes: dict[str, list[int]] = field(default_factory=dict)
+    candidates: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
+    """Switch name -> every minimal next-hop port per destination host address (adaptive and
+    dispersive routing choose among them); filled by :meth:`compute_candidates` when a routing
+    policy needs them. ``routes`` stays the deterministic default choice."""
+    groups: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    """Multicast group id -> member hosts (:meth:`add_group`)."""
+    group_ports: dict[str, dict[int, tuple[int, ...]]] = field(default_factory=dict)
+    """Switch name -> group id -> the ports of the group's tree at this switch."""
     """Switch name -> output port per destination host address (``NO_ROUTE`` where none). Hosts
     without an entry send everything on their port 0."""
     diameter: int | None = None
@@ -160,6 +168,94 @@ class Topology:
         return table[dst_addr] if 0 <= dst_addr < len(table) else NO_ROUTE
 
     # -- routing --------------------------------------------------------------------------------
+    def _distances_to(self, dst: str, nb) -> dict[str, int]:
+        """Links from every node to host ``dst``, never passing through another host (BFS)."""
+        dist = {dst: 0}
+        q = deque([dst])
+        while q:
+            u = q.popleft()
+            if u != dst and self.nodes[u].kind == "host":
+                continue
+            for _, v, _, _ in nb[u]:
+                if v not in dist:
+                    dist[v] = dist[u] + 1
+                    q.append(v)
+        return dist
+
+    def compute_candidates(self) -> None:
+        """Every minimal next hop per switch and destination host (ports in increasing order).
+
+        A breadth-first search per destination host: about ``hosts x links`` steps, fine for the
+        thousands of hosts this emulator runs."""
+        nb = self.neighbours()
+        hosts = self.hosts
+        cands: dict[str, list] = {n.name: [()] * len(hosts) for n in self.switches}
+        shared: dict[tuple[int, ...], tuple[int, ...]] = {}
+        for dst in hosts:
+            dist = self._distances_to(dst.name, nb)
+            for name, row in cands.items():
+                here = dist.get(name)
+                if here is None:
+                    continue
+                ports = tuple(p for p, v, _, _ in nb[name] if dist.get(v) == here - 1)
+                row[dst.id] = shared.setdefault(ports, ports)
+        self.candidates = cands
+
+    def add_group(self, gid: int, members: list[str]) -> None:
+        """A multicast group: frames to ``gid`` (fabric ``dst``, ``flags.BCAST``) reach every member.
+
+        Group ids live in their own space (the BCAST flag tells them from host addresses), 0..2**32-1.
+        The group's tree is a breadth-first spanning tree of the switches from the first member's
+        switch (ties by port), pruned to the branches that lead to members; a switch replicates a
+        group frame on every tree port but the one it came in on, so every member gets it once,
+        whichever member sends it."""
+        if not isinstance(gid, int) or not 0 <= gid < 2**32:
+            raise ConfigError(f"group id must be within 0..2**32-1, got {gid!r}")
+        bad = [m for m in members if m not in self.nodes or self.nodes[m].kind != "host"]
+        if bad or len(set(members)) != len(members) or len(members) < 2:
+            raise ConfigError(f"group {gid}: members must be two or more distinct hosts of {self.name}, got {members}")
+        nb = self.neighbours()
+        root = members[0]
+        parent: dict[str, tuple[str, int, int]] = {}   # node -> (parent node, port here, port there)
+        seen = {root}
+        q = deque([root])
+        while q:
+            u = q.popleft()
+            if u != root and self.nodes[u].kind == "host":
+                continue
+            for port, v, vport, _ in nb[u]:
+                if v not in seen:
+                    seen.add(v)
+                    parent[v] = (u, vport, port)
+                    q.append(v)
+        ports: dict[str, set[int]] = {}
+        for m in members[1:]:
+            if m not in parent:
+                raise ConfigError(f"group {gid}: {m} cannot be reached from {root}")
+            v = m
+            while v != root:
+                u, vport, uport = parent[v]
+                ports.setdefault(v, set()).add(vport)
+                ports.setdefault(u, set()).add(uport)
+                v = u
+        self.groups[gid] = tuple(members)
+        for node, ps in ports.items():
+            if self.nodes[node].kind == "switch":
+                self.group_ports.setdefault(node, {})[gid] = tuple(sorted(ps))
+
+    def to_networkx(self):
+        """The topology as a ``networkx.MultiGraph`` (nodes: kind, id, info; edges: ports, latency,
+        bandwidth) for users' own analysis."""
+        import networkx as nx
+
+        g = nx.MultiGraph(name=self.name)
+        for n in self.nodes.values():
+            g.add_node(n.name, kind=n.kind, id=n.id, info=dict(n.info))
+        for link in self.links:
+            g.add_edge(link.a, link.b, ports={link.a: link.a_port, link.b: link.b_port},
+                       latency_ns=link.spec.latency_ns, bandwidth_bps=link.spec.bandwidth_bps)
+        return g
+
     def compute_routes(self) -> None:
         """Shortest-path routing for any graph: per switch, destination host -> output port.
 

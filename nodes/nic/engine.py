@@ -25,7 +25,8 @@ from typing import Any, Callable
 
 from emu.build import register_engine
 from emu.config import HostSpec
-from emu.wire import ETH_LEN, FABRIC, HDR_LEN, MSG, PING, DecodeError, PacketType, build_frame, parse_frame
+from emu.wire import (ETH_LEN, FABRIC, FLAG_BCAST, HDR_LEN, MSG, PING, DecodeError, PacketType, build_frame,
+                      parse_frame)
 
 from ..host.api import Message
 from ..host.engine import AppState, Host
@@ -79,8 +80,8 @@ class NicEngine:
         self.now = now
         self._out = out = []
         try:
-            src, dst, _vc, _prio, ptype, _flags, hops, _r, length = parse_frame(frame)
-            if dst != self.node_id:
+            src, dst, _vc, _prio, ptype, flags, hops, _r, length = parse_frame(frame)
+            if dst != self.node_id and not flags & FLAG_BCAST:  # a group frame is for every member
                 self.stats["misdelivered"] += 1
                 log.debug("%s: frame for %d delivered here", self.name, dst)
                 return out
