@@ -220,18 +220,14 @@ def _collective_check(operation: str) -> CheckFn:
     return check
 
 
-COLLECTIVES = {
-    "allreduce": "Every rank gets the reduction of all ranks' data (host software or --offload nic)",
-    "reduce": "The root gets the reduction of all ranks' data (host software or --offload nic)",
-    "bcast": "The root's data to every rank",
-    "barrier": "No rank leaves before every rank has entered",
-    "allgather": "Every rank gets every rank's data",
-    "reduce_scatter": "The reduction, split: rank r gets part r",
-    "alltoall": "A part of its own data from every rank to every rank",
-    "mcast": "One-to-all multicast by unicasts (spec 02's baseline)",
-    "mcast_all": "All-to-all multicast by unicasts (spec 02's baseline)",
-}
-"""The collective tests, each with the one line ``emu run --help`` shows."""
+def _collectives() -> dict[str, str]:
+    from nodes.collectives.operations import OPERATIONS
+
+    return {name: op.summary for name, op in OPERATIONS.items()}
+
+
+COLLECTIVES = _collectives()
+"""The collective tests (``nodes.collectives.operations``), each with the line ``emu run --help`` shows."""
 
 for _name in COLLECTIVES:
     register(_name)(_collective_check(_name))

@@ -161,8 +161,10 @@ async def _run(args) -> int:
         raise ConfigError(f"--{', --'.join(given)} apply to collective tests only; --test {'+'.join(names)} has none")
     if args.branch is not None and not offload:
         raise ConfigError("--branch is the offload tree's degree: give --offload nic too")
-    if args.root is not None and not any(n in ("reduce", "bcast", "mcast") for n in names):
-        raise ConfigError("--root applies to reduce, bcast and mcast only")
+    from nodes.collectives.operations import rooted
+
+    if args.root is not None and not any(n in rooted() for n in names):
+        raise ConfigError(f"--root applies to {', '.join(rooted())} only")
     for name in collectives:  # refuse options a test cannot run with before anything starts
         opts = collective_options(name, extra, topo.host_names(), topo.hosts[0].spec.nic.queue_capacity)
         limit = topo.hosts[0].spec.max_message_bytes
@@ -307,8 +309,9 @@ def main(argv: list[str] | None = None) -> int:
                         "or at=0,switch=s3,down; or at=0,link=h0-s0,ber=1e-6")
     r.add_argument("--realtime", type=float, metavar="NS_PER_S",
                    help="pace virtual time to the wall clock: virtual ns per second (1e9 = real time)")
-    c = r.add_argument_group("collectives (allreduce, reduce, bcast, barrier, allgather, reduce_scatter, "
-                             "alltoall, mcast, mcast_all)")
+    from nodes.collectives.operations import OPERATIONS
+
+    c = r.add_argument_group(f"collectives ({', '.join(OPERATIONS)})")
     c.add_argument("--algo", help="algorithm by name (default: chosen by size, as MPI libraries do)")
     c.add_argument("--size", help="bytes per rank, e.g. 64KiB (alltoall: per destination; default 1KiB)")
     c.add_argument("--dtype", help="int8..int64, uint8..uint64, float16/32/64 (default float32)")

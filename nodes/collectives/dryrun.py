@@ -20,6 +20,7 @@ import trio.testing
 
 from .comm import Comm
 from emu.reduce import get_op
+from .operations import OPERATIONS
 from .select import choose
 
 MEMORY_BYTES = 64 << 20
@@ -109,7 +110,7 @@ async def count_messages(operation: str, ranks: int, count: int, dtype: str = "f
     from .run import call
 
     dt = np.dtype(dtype)
-    wide = operation in ("allgather", "mcast_all", "alltoall")
+    wide = OPERATIONS[operation].per_rank_operand
     nbytes = count * dt.itemsize * (ranks if wide else 1)  # what Comm passes to choose()
     algo = algo or choose(operation, nbytes, ranks)
     per_rank = count * dt.itemsize * (ranks if operation == "alltoall" else 1)

@@ -18,10 +18,10 @@ from emu.metrics import RunMetrics
 from .comm import Comm
 from emu.reduce import DTYPES, get_op, reference
 from .offload import default_branch, errors_text, parts, validate
+from .operations import OPERATIONS as OPS
 from .select import check
 
-OPERATIONS = ("allreduce", "reduce", "bcast", "barrier", "allgather", "reduce_scatter", "alltoall", "mcast",
-              "mcast_all")
+OPERATIONS = tuple(OPS)
 
 
 def make_input(seed: int, rank: int, count: int, dtype: str, op: str, size: int) -> np.ndarray:
@@ -95,27 +95,27 @@ class CollectiveResult:
 
 def expected(operation: str, ranks: int, count: int, dtype: str, op: str, root: int, seed: int) -> list:
     """What numpy says each rank's result should be (None where a rank gets nothing)."""
-    kind = "alltoall" if operation == "alltoall" else op
+    spec = OPS.get(operation)
+    if spec is None:
+        raise ConfigError(f"unknown collective {operation!r}; known: {', '.join(OPS)}")
+    kind = "alltoall" if spec.result == "exchanged" else op
     inputs = [make_input(seed, r, count, dtype, kind, ranks) for r in range(ranks)]
-    if operation == "allreduce":
+    result = spec.result
+    if result in ("reduced", "root_reduced", "scattered"):
         ref = reference(get_op(op), inputs)
-        return [ref] * ranks
-    if operation == "reduce":
-        ref = reference(get_op(op), inputs)
-        return [ref if r == root else None for r in range(ranks)]
-    if operation in ("bcast", "mcast"):
-        return [inputs[root]] * ranks
-    if operation == "barrier":
-        return [None] * ranks
-    if operation in ("allgather", "mcast_all"):
-        return [np.stack(inputs)] * ranks
-    if operation == "reduce_scatter":
-        ref = reference(get_op(op), inputs)
+        if result == "reduced":
+            return [ref] * ranks
+        if result == "root_reduced":
+            return [ref if r == root else None for r in range(ranks)]
         c = count // ranks
         return [ref[r * c:(r + 1) * c] for r in range(ranks)]
-    if operation == "alltoall":
-        return [np.stack([inputs[s][r] for s in range(ranks)]) for r in range(ranks)]
-    raise ConfigError(f"unknown collective {operation!r}")
+    if result == "same":
+        return [inputs[root]] * ranks
+    if result == "none":
+        return [None] * ranks
+    if result == "gathered":
+        return [np.stack(inputs)] * ranks
+    return [np.stack([inputs[s][r] for s in range(ranks)]) for r in range(ranks)]  # exchanged
 
 
 def check_results(res: CollectiveResult, count: int, dtype: str, op: str, root: int, seed: int) -> None:

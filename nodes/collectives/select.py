@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-ALGORITHMS: dict[str, dict[str, Callable]] = {k: {} for k in (
-    "allreduce", "reduce", "bcast", "barrier", "allgather", "reduce_scatter", "alltoall", "mcast", "mcast_all")}
+from .operations import OPERATIONS
+
+ALGORITHMS: dict[str, dict[str, Callable]] = {k: {} for k in OPERATIONS}
 
 
 POWER_OF_TWO_ONLY = {("allgather", "recursive_doubling"), ("reduce_scatter", "recursive_halving")}
