@@ -11,7 +11,7 @@ def __getattr__(name: str):
     # the Cluster pulls in topologies/, nodes/ and switch/, which themselves use emu.config:
     # import it on first use so that either package can be imported first
     if name in ("Cluster", "NodeHandle"):
-        from . import cluster
+        from .front import cluster
 
         return getattr(cluster, name)
     raise AttributeError(f"module 'emu' has no attribute {name!r}")

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 import emu
-from emu.checks import Options, run_check
+from emu.front.checks import Options, run_check
 from topologies import build
 
 

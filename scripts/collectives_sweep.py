@@ -16,7 +16,7 @@ import trio
 from rich.console import Console
 from rich.table import Table
 
-from emu.checks import parse_size
+from emu.front.checks import parse_size
 from nodes.collectives import ALGORITHMS
 from nodes.collectives.sweep import plot, sweep
 

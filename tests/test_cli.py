@@ -5,7 +5,7 @@ import json
 import pytest
 
 import apps
-from emu.cli import main
+from emu.front.cli import main
 
 DONE_WHEN = ["fattree:k=4,n=3", "mesh:k=8,n=2", "torus:k=4,n=3", "clos:radix=8,stages=3",
              "twolevel:ports=8,hosts=64", "star:n=16"]
@@ -104,7 +104,7 @@ def test_emu_run_named_algorithm_and_refusals(tmp_path, capsys):
 
 
 def test_parse_size():
-    from emu.checks import parse_size
+    from emu.front.checks import parse_size
 
     assert [parse_size(s) for s in ("64KiB", "1MiB", "4096", "8B", "2kb")] == [65536, 1 << 20, 4096, 8, 2000]
     with pytest.raises(Exception, match="not a number of bytes"):

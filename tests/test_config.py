@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from emu.cli import main
+from emu.front.cli import main
 from emu.config import ConfigError, parse_settings, settable_fields
 from topologies.estimate import estimate
 from topologies.registry import build, parse
@@ -124,7 +124,7 @@ def test_the_estimate_equals_the_built_counts(spec):
 def test_too_many_open_files_is_one_line_not_a_traceback(tmp_path):
     code = ("import resource, sys\n"
             "resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))\n"
-            "from emu.cli import main\n"
+            "from emu.front.cli import main\n"
             "sys.exit(main(['run', '--topo', 'star:n=200', '--test', 'pingall']))\n")
     env = {**os.environ, "EMU_MAX_ELEMENTS": "100000"}  # past the estimate: the start itself runs out
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)

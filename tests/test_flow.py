@@ -146,7 +146,7 @@ async def test_flow_settings_are_refused_when_they_cannot_work():
 def test_the_issue_example_reports_per_vc_peaks_and_stalls(tmp_path):
     import json
 
-    from emu.cli import main
+    from emu.front.cli import main
 
     out = tmp_path / "r.json"
     assert main(["run", "--topo", "fattree:k=4,n=3", "--set", "switch.vc_buffer_bytes=2048", "--set", "switch.vcs=2",

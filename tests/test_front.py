@@ -56,7 +56,7 @@ def run_json(capsys, *args):
     and what went to stderr."""
     import json
 
-    from emu.cli import main
+    from emu.front.cli import main
 
     code = main(["run", *args, "--json", "-"])
     out = capsys.readouterr()
@@ -77,7 +77,7 @@ def test_test_option_repeats_and_joins_in_order(capsys):
 
 
 def refusal(capsys, *args):
-    from emu.cli import main
+    from emu.front.cli import main
 
     assert main(["run", "--topo", "star:n=4", *args]) == 2
     return capsys.readouterr().out.replace("\n", " ")
@@ -108,8 +108,8 @@ def test_offloads_not_built_yet_are_refused_by_name(capsys):
 def test_run_help_lists_every_test_with_a_summary(capsys):
     import pytest
 
-    from emu.checks import CHECKS
-    from emu.cli import main
+    from emu.front.checks import CHECKS
+    from emu.front.cli import main
 
     with pytest.raises(SystemExit) as e:
         main(["run", "--help"])
@@ -175,17 +175,17 @@ def terminal_stderr(monkeypatch):
 
     from rich.console import Console
 
-    import emu.cli
+    import emu.front.cli
 
     buf = io.StringIO()
-    real = emu.cli.make_console
-    monkeypatch.setattr(emu.cli, "make_console",
+    real = emu.front.cli.make_console
+    monkeypatch.setattr(emu.front.cli, "make_console",
                         lambda stderr=False: Console(file=buf, force_terminal=True, width=120) if stderr else real())
     return buf
 
 
 def test_demo_shows_a_transient_spinner_on_stderr_and_tables_on_stdout(monkeypatch, capsys, tmp_path):
-    from emu.cli import main
+    from emu.front.cli import main
 
     buf = terminal_stderr(monkeypatch)
     assert main(["demo", "--hosts", "4", "--plot", ""]) == 0
@@ -207,11 +207,11 @@ def noted_frames(err: str) -> dict[str, int]:
 
 
 def test_a_large_run_says_so_before_it_starts_and_the_estimate_is_the_measured_frames(monkeypatch, capsys):
-    import emu.estimate
+    import emu.front.estimate
 
     code, rows, err = run_json(capsys, "--topo", "star:n=3", "--test", "pingall")
     assert code == 0 and "large run" not in err   # small runs say nothing
-    monkeypatch.setattr(emu.estimate, "LARGE_RUN_FRAMES", 0)   # every run is large now
+    monkeypatch.setattr(emu.front.estimate, "LARGE_RUN_FRAMES", 0)   # every run is large now
     for args in (["--topo", "fattree:k=2,n=3", "--test", "pingall+allreduce+bcast+barrier", "--test",
                   "alltoall+reduce_scatter+allgather", "--size", "24KiB"],
                  ["--topo", "star:n=6", "--test", "allreduce+mcast_all+reduce", "--size", "5000B", "--dtype", "int8"],
@@ -220,7 +220,7 @@ def test_a_large_run_says_so_before_it_starts_and_the_estimate_is_the_measured_f
         code, rows, err = run_json(capsys, *args)
         assert code == 0 and err.index("a large run: about") < err.index("completion (ns)")
         predicted = noted_frames(err)
-        # stated in emu/estimate.py: exact unless the operands are scaled down or counting stops early
+        # stated in emu/front/estimate.py: exact unless the operands are scaled down or counting stops early
         assert predicted == {r["name"]: r["frames"] for r in rows}, args
 
 

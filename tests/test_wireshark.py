@@ -145,7 +145,7 @@ def test_live_loopback_capture_decodes(tmp_path):
 
 
 def test_emu_wireshark_path_and_install(tmp_path, capsys):
-    from emu.cli import main
+    from emu.front.cli import main
 
     assert main(["wireshark", "path"]) == 0
     assert capsys.readouterr().out.strip() == str(LUA)

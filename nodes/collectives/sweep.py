@@ -27,7 +27,7 @@ async def sweep(specs: list[str], sizes: list[int], algos: list[str], operation:
     """Every (topology, size, algorithm); results are checked against numpy on the way."""
     import numpy as np
 
-    from emu.cluster import Cluster
+    from emu.front.cluster import Cluster
 
     rows = []
     itemsize = np.dtype(dtype).itemsize

@@ -20,8 +20,8 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .config import ConfigError
-from .errors import EmuError
+from ..config import ConfigError
+from ..errors import EmuError
 
 def make_console(stderr: bool = False) -> Console:
     """A console that does not squeeze tables to 80 columns when the output is a pipe or a file."""
@@ -34,7 +34,7 @@ console = make_console()
 
 def _settings(args) -> tuple[dict, dict]:
     """(--config file, --set items) as settings layers: the file under the spec string, --set over it."""
-    from .config import load_settings, parse_settings
+    from ..config import load_settings, parse_settings
 
     return (load_settings(args.config) if args.config else {}), parse_settings(args.set or [])
 
@@ -106,7 +106,7 @@ def run_epilog() -> str:
     width = max(map(len, CHECKS))
     tests = "\n".join(f"  {name:<{width}}  {(fn.__doc__ or '-').strip().splitlines()[0].rstrip('.')}"
                       for name, fn in CHECKS.items())
-    from .config import settable_fields
+    from ..config import settable_fields
 
     rows = settable_fields()
     fw = max(len(name) for name, *_ in rows)
@@ -134,7 +134,7 @@ async def _run(args) -> int:
     _writable("--json", args.json)
     from topologies.registry import build
 
-    from .faults import Fault
+    from ..faults import Fault
 
     faults = [Fault.parse(f) for f in args.fault or []]
     defaults, settings = _settings(args)
@@ -245,9 +245,9 @@ def cmd_wireshark(args) -> int:
     import pathlib
     import shutil
 
-    from .dissector import GENERATED_PATH
+    from ..dissector import GENERATED_PATH
 
-    src = pathlib.Path(__file__).resolve().parent / GENERATED_PATH
+    src = pathlib.Path(__file__).resolve().parents[1] / GENERATED_PATH
     if args.action == "path":
         print(src)
         return 0

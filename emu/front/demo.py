@@ -22,7 +22,7 @@ from topologies import star
 
 from .checks import Options, run_check
 from .cluster import Cluster
-from .config import HostSpec
+from ..config import HostSpec
 
 
 async def _ping(host, dst):

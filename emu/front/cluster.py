@@ -26,13 +26,13 @@ import trio
 from topologies.base import Topology
 from topologies.registry import build as build_topology
 
-from .build import Plan, build_domain
-from .config import ConfigError, RunConfig
-from .errors import AppError, DeadlockError, EmuError
-from .metrics import RunMetrics, add_flow, diff, port_counters
-from .pcapng import capture_order, write_pcapng
-from .control import start_workers, worker_command
-from .sync import LocalHandle, MsgStream, Pacer, RemoteHandle, Synchroniser
+from ..build import Plan, build_domain
+from ..config import ConfigError, RunConfig
+from ..errors import AppError, DeadlockError, EmuError
+from ..metrics import RunMetrics, add_flow, diff, port_counters
+from ..pcapng import capture_order, write_pcapng
+from ..control import start_workers, worker_command
+from ..sync import LocalHandle, MsgStream, Pacer, RemoteHandle, Synchroniser
 
 log = logging.getLogger(__name__)
 
@@ -320,7 +320,7 @@ class Cluster:
         is down are dropped at the port (``metrics.dropped``); frames on the wire when it goes down
         are lost (``metrics.lost_in_flight``); both are marked in the capture. Engines with an
         ``on_link_change(port, up, now)`` method are told at ``t_ns`` on both ends."""
-        from .faults import Fault
+        from ..faults import Fault
 
         f = Fault(t_ns, action, link, switch, rate)  # refuses a malformed fault
         if t_ns < self.now:

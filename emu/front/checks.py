@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import EmuError
+from ..errors import EmuError
 
 CheckFn = Callable[[Any, "Options"], Awaitable[dict[str, Any]]]
 CHECKS: dict[str, CheckFn] = {}
@@ -123,7 +123,7 @@ def parse_size(text: str) -> int:
     """'64KiB' -> 65536; accepts B, KiB, MiB, GiB, KB, MB (powers of 10) or a plain number of bytes."""
     import re
 
-    from .config import ConfigError
+    from ..config import ConfigError
 
     m = re.fullmatch(r"\s*(\d+)\s*([KMG]i?B|B)?\s*", str(text), re.I)
     if not m:
@@ -155,7 +155,7 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
     from nodes.collectives import DTYPES, get_op
     from nodes.collectives.select import check
 
-    from .config import ConfigError
+    from ..config import ConfigError
 
     dtype = extra.get("dtype") or "float32"
     if dtype not in DTYPES:
@@ -186,7 +186,7 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
     if offload is not None:
         from nodes.collectives.offload import default_branch, parts, validate
 
-        from .config import NicSpec
+        from ..config import NicSpec
 
         if extra.get("algo"):
             raise ConfigError("--algo names a host software algorithm; leave it out with --offload")

@@ -1,0 +1,6 @@
+"""The top floor: the only part of ``emu`` that imports ``nodes/``, ``switch/`` and ``topologies/``.
+
+The ``Cluster`` API that makes a topology real (as Mininet's ``net.py`` over ``topo.py``), the
+``emu`` command, the demo, the named checks and their option validation, the run-size estimate and
+the pytest plugin. Engines reach the runtime through the engine registry (``emu.build``).
+"""
