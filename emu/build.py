@@ -16,9 +16,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from topologies.base import Node, Topology
+if TYPE_CHECKING:  # the ground floor takes topologies as data; it imports nothing above it
+    from topologies.base import Node, Topology
 
 from .config import ConfigError, RunConfig
 from .domain import Domain

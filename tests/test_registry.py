@@ -74,3 +74,14 @@ async def test_a_registered_engines_frames_decode_in_wireshark(tmp_path):
     rows = [r.split("\t") for r in out if r]
     # the request out of h0, into s0, repeated to h1 and h2; the reply back the same way
     assert sum(1 for iface, _ in rows if iface.startswith("s0-")) == 6 and {p for _, p in rows} == {"2", "3"}
+
+
+def test_the_ground_floor_imports_nothing_above_it():
+    import subprocess
+    import sys
+
+    code = ("import sys, emu, emu.build, emu.element, emu.domain, emu.sync, emu.worker, emu.control, emu.link, "
+            "emu.port, emu.reduce, emu.faults, emu.pcapng, emu.dissector, emu.metrics, emu.config\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'nodes', 'switch', 'topologies'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
