@@ -31,5 +31,14 @@ class AppError(EmuError):
     """An application raised; the message names the host and carries the traceback."""
 
 
+def leaves(e: BaseException):
+    """The exceptions inside ``e``, through nested exception groups (``e`` itself if not a group)."""
+    if isinstance(e, BaseExceptionGroup):
+        for x in e.exceptions:
+            yield from leaves(x)
+    else:
+        yield e
+
+
 __all__ = ["AppError", "CausalityError", "ConfigError", "DeadlockError", "EmuError", "EngineError",
            "FrameLossError"]

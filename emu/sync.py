@@ -34,7 +34,7 @@ from typing import Any, Callable
 import trio
 
 from .element import INF
-from .errors import EmuError, FrameLossError
+from .errors import EmuError, FrameLossError, leaves
 
 log = logging.getLogger(__name__)
 
@@ -231,11 +231,4 @@ class Synchroniser:
 
 def find_exception(e: BaseException, kind: type[BaseException]) -> BaseException | None:
     """The first ``kind`` in ``e`` or, if ``e`` is an exception group, among its leaves."""
-    if isinstance(e, kind):
-        return e
-    if isinstance(e, BaseExceptionGroup):
-        for sub in e.exceptions:
-            found = find_exception(sub, kind)
-            if found is not None:
-                return found
-    return None
+    return next((x for x in leaves(e) if isinstance(x, kind)), None)

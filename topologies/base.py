@@ -267,16 +267,7 @@ class Topology:
         hosts = self.hosts
         self.routes = {n.name: [NO_ROUTE] * len(hosts) for n in self.switches}
         for dst in hosts:
-            dist = {dst.name: 0}
-            q = deque([dst.name])
-            while q:
-                u = q.popleft()
-                if u != dst.name and self.nodes[u].kind == "host":
-                    continue
-                for _, v, _, _ in nb[u]:
-                    if v not in dist:
-                        dist[v] = dist[u] + 1
-                        q.append(v)
+            dist = self._distances_to(dst.name, nb)
             for n in self.routes:
                 cands = [(dist[v], port) for port, v, _, _ in nb[n] if v in dist]
                 if cands:

@@ -21,7 +21,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..config import ConfigError
-from ..errors import EmuError
+from ..errors import EmuError, leaves
 
 def make_console(stderr: bool = False) -> Console:
     """A console that does not squeeze tables to 80 columns when the output is a pipe or a file."""
@@ -349,11 +349,11 @@ def report(e: BaseException, stderr: bool = False) -> int:
     run failed, exit 1), or interrupted (130). An exception group from trio is reported by its
     first meaningful leaf."""
     if isinstance(e, BaseExceptionGroup):
-        leaves = [x for x in _leaves(e) if not isinstance(x, trio.Cancelled)]
-        if not leaves:
+        inner = [x for x in leaves(e) if not isinstance(x, trio.Cancelled)]
+        if not inner:
             return report(KeyboardInterrupt(), stderr)
-        ki = [x for x in leaves if isinstance(x, KeyboardInterrupt)]
-        return report(ki[0] if ki else next((x for x in leaves if isinstance(x, (ConfigError, EmuError))), leaves[0]),
+        ki = [x for x in inner if isinstance(x, KeyboardInterrupt)]
+        return report(ki[0] if ki else next((x for x in inner if isinstance(x, (ConfigError, EmuError))), inner[0]),
                       stderr)
     out = make_console(stderr=True) if stderr else console  # with --json -, stdout holds only JSON
     if isinstance(e, ConfigError):
@@ -375,17 +375,7 @@ def report(e: BaseException, stderr: bool = False) -> int:
     if isinstance(e, OSError):
         out.print(f"[red]error:[/] {e.strerror or e}" + (f": {e.filename}" if getattr(e, "filename", None) else ""))
         return 1
-    if isinstance(e, SystemExit):
-        raise e
-    raise e  # a bug: the traceback is what a developer needs
-
-
-def _leaves(e: BaseException):
-    if isinstance(e, BaseExceptionGroup):
-        for x in e.exceptions:
-            yield from _leaves(x)
-    else:
-        yield e
+    raise e  # SystemExit, or a bug: then the traceback is what a developer needs
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from topologies.registry import build as build_topology
 
 from ..build import Plan, build_domain
 from ..config import ConfigError, RunConfig
-from ..errors import AppError, DeadlockError, EmuError
+from ..errors import AppError, DeadlockError, EmuError, leaves
 from ..metrics import RunMetrics, add_flow, diff, port_counters
 from ..pcapng import capture_order, write_pcapng
 from ..control import start_workers, worker_command
@@ -439,15 +439,7 @@ def _one_error():
     try:
         yield
     except BaseExceptionGroup as eg:
-        leaves = [e for e in _leaves(eg) if not isinstance(e, trio.Cancelled)]
-        if len(leaves) == 1:
-            raise leaves[0] from None
+        inner = [e for e in leaves(eg) if not isinstance(e, trio.Cancelled)]
+        if len(inner) == 1:
+            raise inner[0] from None
         raise
-
-
-def _leaves(eg: BaseException):
-    if isinstance(eg, BaseExceptionGroup):
-        for e in eg.exceptions:
-            yield from _leaves(e)
-    else:
-        yield eg
