@@ -582,10 +582,18 @@ class PortView:
         p = self._el.outs[port]
         return p is not None and p.up and (p.timeline is None or p.timeline.up_at(now))
 
-    def queue(self, port: int, now: int) -> tuple[int, int]:
-        """(frames, bytes) handed to the port whose last bit has not left by ``now``."""
+    def queue(self, port: int, now: int, vc: int | None = None) -> tuple[int, int]:
+        """(frames, bytes) handed to the port whose last bit has not left by ``now``; with ``vc``
+        (credit flow control), those still waiting on that VC for the line or a credit."""
         p = self._el.outs[port]
-        return (0, 0) if p is None else p.queue_at(now)
+        if p is None:
+            return (0, 0)
+        if vc is not None:
+            if p.flow is None:
+                return (0, 0)
+            q = p.flow.queues[vc % p.flow.vcs]
+            return len(q), sum(len(w) for _, w, _ in q)
+        return p.queue_at(now)
 
     def credits(self, port: int, vc: int = 0) -> int | None:
         """Bytes the next hop's buffer on ``vc`` can still take (its pool aside); None when the

@@ -55,7 +55,7 @@ async def _starts_at_h0(buffer_bytes, n):
         view = net._local.by_name["h0"].ports
         if buffer_bytes == 1100:
             PORT_VIEW_CREDITS[:] = [view.credits(0)]
-            assert view.waiting(0) == 0
+            assert view.waiting(0) == 0 and view.queue(0, net.now, vc=0) == (0, 0)
         recs = await net.capture_records()
         iface = net.plan.iface_base["h0"]
         m = net.metrics
