@@ -24,6 +24,7 @@ import trio
 from .errors import CausalityError, EngineError
 from .link import ACCEPT, GAP, LinkReceiver, LinkSender
 from .port import VC_OFF, InPort, OutPort, frame_error_probability
+from .portview import PortView
 from .wire.credit import CREDIT, build_credit, is_credit
 from .wire.fabric import ETH_LEN, FCS_RESIDUE, add_fcs, node_mac
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, VERSION, LinkKind
@@ -442,49 +443,41 @@ class Element:
         done = []
         domain = self.domain
         for p in self.busy:
-            pend = p.pending
-            if p.ctl:  # credits first: they take no time on the wire
-                while p.ctl and p.ctl[0][1] < release:
-                    start, arrival, frame, _ = p.ctl.popleft()
-                    if arrival < first_arrival:
-                        first_arrival = arrival
-                    if cap is not None:
-                        cap.append((start, p.iface, DIR_OUT, frame))
-                    for dgram in p.link.datagrams([(arrival, frame, False)], window):
-                        self._sendto(dgram, p.peer_addr)
-                    domain.frames_sent(p.peer_domain, 1, p.peer)
-                if not pend:
-                    if not p.ctl:
-                        done.append(p)
-                    continue
-            head_arrival = pend[0][1]
-            if head_arrival >= release:
-                continue
-            if head_arrival < first_arrival:  # arrivals are in order on a port
-                first_arrival = head_arrival
+            pend, ctl = p.pending, p.ctl
             frames = []
-            total = 0
-            faulty = p.fault_rng is not None
-            while pend and pend[0][1] < release:
-                start, arrival, frame, pool = pend.popleft()
-                if faulty:
-                    frame, lost = self._fault(p, start, frame)
-                    if lost:  # the frame occupied the port, then vanished: that time still passed
-                        if arrival - p.latency_ns > self.lost_until:
-                            self.lost_until = arrival - p.latency_ns
-                        continue
-                elif cap is not None:
+            while ctl and ctl[0][1] < release:  # credits: no time on the wire, never faulty
+                start, arrival, frame, _ = ctl.popleft()
+                if arrival < first_arrival:
+                    first_arrival = arrival
+                if cap is not None:
                     cap.append((start, p.iface, DIR_OUT, frame))
-                frames.append((arrival, frame, pool))
-                total += len(frame)
-            if frames:  # (emulated faults may have lost every frame)
+                frames.append((arrival, frame, False))
+            credits = len(frames)
+            total = 0
+            if pend and pend[0][1] < release:
+                if pend[0][1] < first_arrival:  # arrivals are in order on a port
+                    first_arrival = pend[0][1]
+                faulty = p.fault_rng is not None
+                while pend and pend[0][1] < release:
+                    start, arrival, frame, pool = pend.popleft()
+                    if faulty:
+                        frame, lost = self._fault(p, start, frame)
+                        if lost:  # the frame occupied the port, then vanished: that time still passed
+                            if arrival - p.latency_ns > self.lost_until:
+                                self.lost_until = arrival - p.latency_ns
+                            continue
+                    elif cap is not None:
+                        cap.append((start, p.iface, DIR_OUT, frame))
+                    frames.append((arrival, frame, pool))
+                    total += len(frame)
+            if frames:  # (emulated faults may have lost every frame); credits ride with the data
                 addr = p.peer_addr
                 for dgram in p.link.datagrams(frames, window):
                     self._sendto(dgram, addr)
-                p.tx_frames += len(frames)
+                p.tx_frames += len(frames) - credits
                 p.tx_bytes += total
                 domain.frames_sent(p.peer_domain, len(frames), p.peer)
-            if not pend and not p.ctl:
+            if not pend and not ctl:
                 done.append(p)
         for p in done:
             del self.busy[p]
@@ -559,55 +552,3 @@ class Element:
                 out[-1].update(credit_stalls=p.flow.stalls, credit_stall_ns=p.flow.stall_ns,
                                frames_waiting=p.flow.waiting())
         return out
-
-
-class PortView:
-    """What an engine may read of its element's ports (``engine.ports``), at its own ``now``:
-    read-only, and a function of virtual time only (every event before ``now`` has been handled,
-    in the element's fixed order), so runs stay deterministic."""
-
-    __slots__ = ("_el",)
-
-    def __init__(self, element: Element):
-        self._el = element
-
-    def __len__(self) -> int:
-        return len(self._el.outs)
-
-    def linked(self, port: int) -> bool:
-        return 0 <= port < len(self._el.outs) and self._el.outs[port] is not None
-
-    def up(self, port: int, now: int) -> bool:
-        """Does the port take frames at ``now`` (not taken down, nor scheduled down)?"""
-        p = self._el.outs[port]
-        return p is not None and p.up and (p.timeline is None or p.timeline.up_at(now))
-
-    def queue(self, port: int, now: int, vc: int | None = None) -> tuple[int, int]:
-        """(frames, bytes) handed to the port whose last bit has not left by ``now``; with ``vc``
-        (credit flow control), those still waiting on that VC for the line or a credit."""
-        p = self._el.outs[port]
-        if p is None:
-            return (0, 0)
-        if vc is not None:
-            if p.flow is None:
-                return (0, 0)
-            q = p.flow.queues[vc % p.flow.vcs]
-            return len(q), sum(len(w) for _, w, _ in q)
-        return p.queue_at(now)
-
-    def credits(self, port: int, vc: int = 0) -> int | None:
-        """Bytes the next hop's buffer on ``vc`` can still take (its pool aside); None when the
-        link has no credit flow control (unbounded buffers)."""
-        p = self._el.outs[port]
-        return None if p is None or p.flow is None else p.flow.credits[vc % p.flow.vcs]
-
-    def waiting(self, port: int) -> int:
-        """Frames queued at the port for want of credit or of the line."""
-        p = self._el.outs[port]
-        return 0 if p is None or p.flow is None else p.flow.waiting()
-
-    def free_at(self, port: int) -> int:
-        """When the port's line is free of every frame handed to it so far."""
-        p = self._el.outs[port]
-        return 0 if p is None else p.free_at
-

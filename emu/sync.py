@@ -54,7 +54,8 @@ class LocalHandle:
 
 
 class MsgStream:
-    """Length-prefixed pickled messages over a trio stream (127.0.0.1 only, token-authenticated)."""
+    """Length-prefixed pickled messages over a trio stream on 127.0.0.1. Used only after
+    ``emu.control``'s handshake has authenticated the peer: nothing from a stranger is unpickled."""
 
     _LEN = struct.Struct("!Q")
 
