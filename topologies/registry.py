@@ -18,6 +18,7 @@ from .base import Topology
 from .estimate import check as check_size
 from .estimate import estimate
 from .direct import mesh, torus
+from .qsnet import qsnet
 from .star import star
 from .trees import clos, fattree, twolevel
 
@@ -59,6 +60,9 @@ register(Family("clos", clos, (_p("radix", help="router ports"), _p("stages"),
 register(Family("twolevel", twolevel, (_p("ports", help="switch ports on each side"), _p("hosts"),
                                        _p("spines", False, "spine switches (default: ports)")),
                 "two-level fat tree: leaves of `ports` hosts, spines linked to every leaf"))
+register(Family("qsnet", qsnet, (_p("nodes", help="nodes, 2..4096 (node switches of 128)"),
+                                 _p("bisection", False, "1 (128 top switches, default) or 0.5 (64)", float)),
+                "QsNet federated network: node-switch chassis of radix-32 routers, top switches carved from routers"))
 register(Family("mesh", mesh, (_p("k", help="side"), _p("n", help="dimensions")),
                 "k-ary n-mesh, a router per node, dimension-order routing"))
 register(Family("torus", torus, (_p("k", help="side, >= 3"), _p("n", help="dimensions")),
@@ -144,7 +148,7 @@ def _convert(family: str, key: str, value: str, kind: type):
     return v
 
 
-EXAMPLES = {"star": "star:n=16", "fattree": "fattree:k=4,n=3", "clos": "clos:radix=32,stages=2",
+EXAMPLES = {"qsnet": "qsnet:nodes=1024", "star": "star:n=16", "fattree": "fattree:k=4,n=3", "clos": "clos:radix=32,stages=2",
             "twolevel": "twolevel:ports=8,hosts=64", "mesh": "mesh:k=8,n=2", "torus": "torus:k=4,n=3"}
 
 

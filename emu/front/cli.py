@@ -63,6 +63,14 @@ def cmd_topo(args) -> int:
     table.add_column("value", justify="right")
     table.add_row("hosts", str(len(t.hosts)))
     table.add_row("switches", str(len(t.switches)))
+    chassis = {s.info["chassis"] for s in t.switches if "chassis" in s.info}
+    if chassis:  # a federated network: node-switch chassis and top switches
+        tops = [s for s in t.switches if s.info.get("stage") == 3]
+        table.add_row("  node switches (chassis of routers)", f"{len(chassis)} x {(len(t.switches) - len(tops)) // len(chassis)}")
+        table.add_row("  top switches", f"{len(tops)}" + (f" of radix {tops[0].info['ports']}" if tops else ""))
+        cables = sum(1 for lk in t.links if t.nodes[lk.a].info.get("chassis") != t.nodes[lk.b].info.get("chassis")
+                     and t.nodes[lk.a].kind == t.nodes[lk.b].kind == "switch")
+        table.add_row("  cables between chassis", str(cables))
     routers = {s.info["router"] for s in t.switches if "router" in s.info}
     if routers:
         table.add_row("  carved out of routers", str(len(routers)))
