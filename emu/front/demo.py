@@ -123,7 +123,7 @@ async def _nic_offload(console) -> bool:
     """Spec 01: the same allreduce in host software and offloaded to the NICs."""
     from nodes.collectives.run import check_results, run_collective
 
-    t = Table(title="allreduce of doubles: host software vs NIC offload (triggered descriptors, branch 8)")
+    t = Table(title="allreduce of doubles: host software vs NIC offload (triggered descriptors, the default tree)")
     for col in ("nodes", "size", "software us", "algorithm", "NIC offload us", "speedup", "host CPU sw / nic ns"):
         t.add_column(col, justify="right", no_wrap=True)
     with busy("allreduce: host software vs NIC offload") as say:
@@ -132,8 +132,7 @@ async def _nic_offload(console) -> bool:
                 for size in (8, 48, 56):
                     say(f"allreduce of {size} B on {spec}: host software vs NIC offload")
                     sw = await run_collective(net, "allreduce", count=size // 8, dtype="float64")
-                    nic = await run_collective(net, "allreduce", count=size // 8, dtype="float64", offload="nic",
-                                               branch=8)
+                    nic = await run_collective(net, "allreduce", count=size // 8, dtype="float64", offload="nic")
                     for r in (sw, nic):
                         check_results(r, size // 8, "float64", "sum", 0, 0)
                     t.add_row(str(len(net.hosts)), f"{size} B", f"{sw.completion_ns / 1000:.2f}", sw.algo,
