@@ -48,6 +48,8 @@ class Topology:
     nodes: dict[str, Node] = field(default_factory=dict)
     links: list[Link] = field(default_factory=list)
     routes: dict[str, list[int]] = field(default_factory=dict)
+    """Switch name -> output port per destination host address (``NO_ROUTE`` where none). Hosts
+    without an entry send everything on their port 0."""
     candidates: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
     """Switch name -> every minimal next-hop port per destination host address (adaptive and
     dispersive routing choose among them); filled by :meth:`compute_candidates` when a routing
@@ -56,8 +58,6 @@ class Topology:
     """Multicast group id -> member hosts (:meth:`add_group`)."""
     group_ports: dict[str, dict[int, tuple[int, ...]]] = field(default_factory=dict)
     """Switch name -> group id -> the ports of the group's tree at this switch."""
-    """Switch name -> output port per destination host address (``NO_ROUTE`` where none). Hosts
-    without an entry send everything on their port 0."""
     diameter: int | None = None
     """Longest route between two hosts, in links (set by the family, checked by tests)."""
     bisection: int | None = None
@@ -168,38 +168,16 @@ class Topology:
         return table[dst_addr] if 0 <= dst_addr < len(table) else NO_ROUTE
 
     # -- routing --------------------------------------------------------------------------------
-    def _distances_to(self, dst: str, nb) -> dict[str, int]:
-        """Links from every node to host ``dst``, never passing through another host (BFS)."""
-        dist = {dst: 0}
-        q = deque([dst])
-        while q:
-            u = q.popleft()
-            if u != dst and self.nodes[u].kind == "host":
-                continue
-            for _, v, _, _ in nb[u]:
-                if v not in dist:
-                    dist[v] = dist[u] + 1
-                    q.append(v)
-        return dist
-
     def compute_candidates(self) -> None:
-        """Every minimal next hop per switch and destination host (ports in increasing order).
+        """Every minimal next hop per switch and destination host: ``candidates[switch][address]``
+        is the tuple of ports (increasing) on a shortest path that passes through no other host.
 
-        A breadth-first search per destination host: about ``hosts x links`` steps, fine for the
-        thousands of hosts this emulator runs."""
-        nb = self.neighbours()
-        hosts = self.hosts
-        cands: dict[str, list] = {n.name: [()] * len(hosts) for n in self.switches}
-        shared: dict[tuple[int, ...], tuple[int, ...]] = {}
-        for dst in hosts:
-            dist = self._distances_to(dst.name, nb)
-            for name, row in cands.items():
-                here = dist.get(name)
-                if here is None:
-                    continue
-                ports = tuple(p for p, v, _, _ in nb[name] if dist.get(v) == here - 1)
-                row[dst.id] = shared.setdefault(ports, ports)
-        self.candidates = cands
+        Vectorised over destinations (``topologies.paths``); rows and tuples that repeat are shared,
+        so treat them as read-only. ``routes`` is left as it is: the family's deterministic choice,
+        which is always one of the candidates."""
+        from .paths import candidate_rows
+
+        self.candidates = candidate_rows(self)
 
     def add_group(self, gid: int, members: list[str]) -> None:
         """A multicast group: frames to ``gid`` (fabric ``dst``, ``flags.BCAST``) reach every member.
@@ -259,19 +237,19 @@ class Topology:
     def compute_routes(self) -> None:
         """Shortest-path routing for any graph: per switch, destination host -> output port.
 
-        Ties are broken by the lowest port number, so the tables are deterministic. Hosts are
-        end points: a route never passes through a host. Families with their own routing
-        (up*/down*, dimension order) fill ``routes`` themselves instead.
+        Ties are broken by the lowest port number (the first candidate), so the tables are
+        deterministic. Hosts are end points: a route never passes through a host. Families with
+        their own routing (up*/down*, dimension order) fill ``routes`` themselves instead.
         """
-        nb = self.neighbours()
-        hosts = self.hosts
-        self.routes = {n.name: [NO_ROUTE] * len(hosts) for n in self.switches}
-        for dst in hosts:
-            dist = self._distances_to(dst.name, nb)
-            for n in self.routes:
-                cands = [(dist[v], port) for port, v, _, _ in nb[n] if v in dist]
-                if cands:
-                    self.routes[n][dst.id] = min(cands)[1]
+        from .paths import candidate_rows
+
+        firsts: dict[int, list[int]] = {}
+        self.routes = {}
+        for name, row in candidate_rows(self).items():
+            table = firsts.get(id(row))
+            if table is None:
+                table = firsts[id(row)] = [c[0] if c else NO_ROUTE for c in row]
+            self.routes[name] = table
 
     def validate(self) -> None:
         """Refuse a topology that cannot run, naming the problem."""
