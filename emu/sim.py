@@ -42,7 +42,7 @@ class EngineNet:
         self.t = topology
         self.names = list(topology.nodes)
         self.index = {n: i for i, n in enumerate(self.names)}
-        cache: dict = {}
+        cache: dict = {"seed": seed}  # as a cluster's run seed: engines seed their own generators by it
         self.engines = {n: make_engine(topology, n, cache) for n in self.names}
         self.ports: dict[tuple[str, int], tuple[OutPort, str, int]] = {}
         for i, link in enumerate(topology.links):
@@ -94,6 +94,11 @@ class EngineNet:
             for _ in range(copies):
                 self.seq += 1
                 heapq.heappush(self.heap, (arrival, self.index[peer], 1, pport, self.seq, frame[:-FCS_LEN]))
+
+    def send(self, name: str, port: int, frame: bytes, at: int | None = None) -> None:
+        """Hand ``frame`` to port ``port`` of node ``name`` at ``at`` (default: now), as if its engine
+        had sent it -- to inject a frame no application makes; ``step_all()`` then carries it."""
+        self._emit(name, [(port, frame, self.now if at is None else at)])
 
     def start(self, apps: dict, at: int | None = None) -> None:
         t0 = self.now if at is None else at

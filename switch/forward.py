@@ -7,10 +7,11 @@ import struct
 from dataclasses import dataclass, field
 
 from emu.build import register_engine
-from emu.config import ConfigError, SwitchSpec
+from emu.config import SwitchSpec
 from emu.wire import DST_OFF, ETHERTYPE_FABRIC, FLAG_BCAST, HDR_LEN, HOPS_OFF
 
-from .routing import policy
+from .routing import lookup as routing_policy
+from .routing import static
 from .vc import selector
 
 VC_OFF = DST_OFF + 4  # the fabric header's vc byte
@@ -38,7 +39,8 @@ class SwitchEngine:
     groups: dict = field(default_factory=dict)
     """Multicast group id -> the ports of its tree at this switch."""
     choose: object = None
-    """The routing policy's ``choose(dst, static_port, now)`` (``switch.routing``), or None: static."""
+    """The routing policy's ``choose(dst, static_port, frame, now)`` (``switch.routing``), or None:
+    static."""
     ports: object = None
     """The runtime's port view (what the adaptive policy reads)."""
     vc_select: object = None
@@ -62,7 +64,7 @@ class SwitchEngine:
             log.warning("%s: no route for destination %d at %d ns", self.name, dst, now)
             return []
         if self.choose is not None:
-            out = self.choose(dst, out, now)
+            out = self.choose(dst, out, frame, now)
         self.stats["forwarded"] += 1
         return [(out, self._next_hop(frame, port, out), now + self.spec.processing_delay_ns)]
 
@@ -96,10 +98,11 @@ def make_switch(node, topology, cache: dict) -> SwitchEngine:
                        candidates=topology.candidates.get(node.name, []),
                        groups=topology.group_ports.get(node.name, {}),
                        vc_select=selector(node.spec.vc_policy, node, node.spec.vcs))
-    if node.spec.routing != "static" and not eng.candidates:
-        raise ConfigError(f"{node.name}: routing={node.spec.routing} needs the topology's candidate ports "
-                          "(Topology.compute_candidates; emu.Cluster computes them)")
-    eng.choose = policy(node.spec.routing, eng, cache.get("seed", 0))
+    make = routing_policy(node.spec.routing)
+    if make is not static and not topology.candidates:
+        topology.compute_candidates()  # a plan computes them before the engines; a test harness may not
+        eng.candidates = topology.candidates.get(node.name, [])
+    eng.choose = make(eng, cache.get("seed", 0))
     return eng
 
 

@@ -1,0 +1,60 @@
+"""Routing policies, by name (``SwitchSpec.routing``; DESIGN.md principle 8).
+
+A policy chooses a frame's output port among the minimal next hops the topology lists for its
+destination (``Topology.candidates``; the runtime computes them when a switch's policy is not
+``static``):
+
+* ``static`` -- the routing table's one port (up*/down* with destination-mod-k on trees, dimension
+  order on meshes and tori): today's deterministic choice, and the default;
+* ``adaptive`` -- the least-loaded candidate at ``now``, read from the engine's port view
+  (:mod:`.adaptive`);
+* ``dispersive`` -- a random candidate from a generator seeded per switch (:mod:`.dispersive`).
+
+Writing one: ``register("mine", make)``, where ``make(engine, seed)`` is called once per switch as
+its engine is built and returns ``choose(dst, static, frame, now) -> port``, or None for "always
+the static port" (then nothing is called per frame). ``dst`` is the destination host address,
+``static`` the table's port (always one of the candidates), ``frame`` the bytes as received and
+``now`` the switch's virtual time. A policy reads ``engine.candidates[dst]`` (a tuple of ports,
+increasing; read-only, shared between switches), ``engine.ports`` (the port view: ``up``,
+``queue``, ``credits``...; None where no runtime drives the engine, e.g. a unit test) and
+``engine.node_id``; it draws any random number from a generator seeded by ``seed`` and the switch
+(DESIGN.md principle 10), so that runs repeat exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from emu.config import ConfigError
+
+from .adaptive import adaptive
+from .dispersive import dispersive
+
+Choose = Callable[[int, int, bytes, int], int]
+"""``choose(dst, static_port, frame, now) -> port``."""
+Make = Callable[..., "Choose | None"]
+"""``make(engine, seed) -> choose`` (or None: the static port)."""
+
+
+def static(engine, seed: int) -> None:
+    """The table's port: nothing to choose."""
+    return None
+
+
+POLICIES: dict[str, Make] = {"static": static, "adaptive": adaptive, "dispersive": dispersive}
+
+
+def register(name: str, make: Make) -> None:
+    """Add a policy by name (see the module docstring for ``make``)."""
+    POLICIES[name] = make
+
+
+def lookup(name: str) -> Make:
+    """The policy called ``name``; an unknown name is refused, naming the known ones."""
+    make = POLICIES.get(name)
+    if make is None:
+        raise ConfigError(f"unknown routing policy {name!r}; known: {', '.join(POLICIES)}")
+    return make
+
+
+__all__ = ["POLICIES", "Choose", "Make", "lookup", "register", "static", "adaptive", "dispersive"]

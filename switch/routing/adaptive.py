@@ -1,0 +1,40 @@
+"""``adaptive``: the least-loaded minimal next hop (spec 03: adaptive routing on the way up).
+
+Per frame with several candidates, the switch reads its port view at ``now`` and takes the
+candidate with, in this order of keys:
+
+1. the port up (a port taken down, or scheduled down, is chosen only when every candidate is);
+2. the fewest bytes queued: those on the line whose last bit has not left by ``now``, plus, under
+   credit flow control, those waiting for credit on the frame's VC;
+3. the static port (ties go to the routing table's choice, so an idle fabric routes exactly as
+   ``static`` does and the policy departs from it only under load);
+4. the lowest port.
+
+Without a port view (an engine driven by hand) it is the static port. QsNet's routers instead
+threshold the number of unacknowledged operations per link and pick among the lightly loaded by
+first free, round robin or random; those can register as policies of their own.
+"""
+
+from __future__ import annotations
+
+from emu.wire import DST_OFF
+
+VC_OFF = DST_OFF + 4  # the fabric header's vc byte
+
+
+def adaptive(engine, seed: int):
+    cands = engine.candidates
+
+    def choose(dst: int, static: int, frame: bytes, now: int) -> int:
+        ports = cands[dst] if dst < len(cands) else ()
+        view = engine.ports
+        if len(ports) < 2 or view is None:
+            return static
+        vc = frame[VC_OFF]
+        best, best_key = static, None
+        for p in ports:
+            key = (not view.up(p, now), view.queue(p, now)[1] + view.queue(p, now, vc)[1], p != static, p)
+            if best_key is None or key < best_key:
+                best, best_key = p, key
+        return best
+    return choose
