@@ -151,6 +151,22 @@ def test_a_switch_replicates_on_its_tree_ports_but_the_ingress_one():
     assert sw.receive(_group_frame(0, 6), 0, 200) == [] and sw.stats["no_route"] == 1   # no such group
 
 
+def test_groups_are_sets_and_redefining_one_replaces_its_tree():
+    a, b = build("fattree:k=2,n=3"), build("fattree:k=2,n=3")
+    a.add_group(1, ["h0", "h5", "h6"])
+    b.add_group(1, ["h6", "h0", "h5"])
+    assert a.group_ports == b.group_ports and a.groups[1] == ("h0", "h5", "h6")
+    a.add_group(1, ["h0", "h1"])
+    assert _deliveries(a, 1, "h0") == {"h1": 1}
+    assert [s for s, g in a.group_ports.items() if 1 in g] == ["s0"]   # the old tree is gone
+    for bad in (["h0", "h0"], ["h0"], ["h0", "s1"], ["h0", "nope"]):
+        with pytest.raises(ConfigError, match="two or more distinct hosts"):
+            a.add_group(2, bad)
+    for gid in (-1, 2**32, "1", True):
+        with pytest.raises(ConfigError, match="group id must be an integer within 0..2\\*\\*32-1"):
+            a.add_group(gid, ["h0", "h1"])
+
+
 # -- routing policies ---------------------------------------------------------------------------
 
 class _View:

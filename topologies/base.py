@@ -4,7 +4,8 @@ Nothing here opens a socket; ``emu.Cluster(topology)`` makes a topology real (DE
 
 Addresses: host ``i`` (in the order hosts were added) has fabric address ``i``; switches have
 ``SWITCH_ID_BASE + j``, a separate range, so that routing tables are plain lists indexed by the
-destination host's address (``-1``: no route).
+destination host's address (``-1``: no route). Multicast group ids (:meth:`Topology.add_group`)
+are a third space, told apart by the fabric header's BCAST flag rather than by value.
 """
 
 from __future__ import annotations
@@ -179,43 +180,57 @@ class Topology:
 
         self.candidates = candidate_rows(self)
 
-    def add_group(self, gid: int, members: list[str]) -> None:
-        """A multicast group: frames to ``gid`` (fabric ``dst``, ``flags.BCAST``) reach every member.
+    def add_group(self, gid: int, members) -> None:
+        """A multicast group: a frame whose fabric ``dst`` is ``gid`` and whose ``flags`` has BCAST
+        set reaches every member but its sender, once each (spec 03's hardware broadcast).
 
-        Group ids live in their own space (the BCAST flag tells them from host addresses), 0..2**32-1.
-        The group's tree is a breadth-first spanning tree of the switches from the first member's
-        switch (ties by port), pruned to the branches that lead to members; a switch replicates a
-        group frame on every tree port but the one it came in on, so every member gets it once,
-        whichever member sends it."""
-        if not isinstance(gid, int) or not 0 <= gid < 2**32:
-            raise ConfigError(f"group id must be within 0..2**32-1, got {gid!r}")
+        Group ids are their own space, 0..2**32-1: the BCAST flag, not the value, tells a group
+        from a host address (0..hosts-1) or a switch address (``SWITCH_ID_BASE`` + j), so group 3
+        and host 3 never meet. Defining a gid again replaces its tree.
+
+        The tree: breadth first from the member with the lowest address (ties by port), over
+        switches and the members' port 0 (a host sends on port 0), pruned to the branches that lead
+        to members -- every member reached on a shortest path from that root; on a fat tree, up to
+        the least common ancestor of the members, then down. A switch replicates a group frame on
+        every port of the tree but the one it came in on, so whichever member sends, the copies
+        follow the tree's unique paths and nothing loops."""
+        if not isinstance(gid, int) or isinstance(gid, bool) or not 0 <= gid < 2**32:
+            raise ConfigError(f"group id must be an integer within 0..2**32-1, got {gid!r}")
+        members = list(members)
         bad = [m for m in members if m not in self.nodes or self.nodes[m].kind != "host"]
         if bad or len(set(members)) != len(members) or len(members) < 2:
             raise ConfigError(f"group {gid}: members must be two or more distinct hosts of {self.name}, got {members}")
+        members.sort(key=lambda m: self.nodes[m].id)
         nb = self.neighbours()
+        hosts = set(members)
         root = members[0]
         parent: dict[str, tuple[str, int, int]] = {}   # node -> (parent node, port here, port there)
         seen = {root}
         q = deque([root])
         while q:
             u = q.popleft()
-            if u != root and self.nodes[u].kind == "host":
+            if u != root and u in hosts:
                 continue
             for port, v, vport, _ in nb[u]:
-                if v not in seen:
-                    seen.add(v)
-                    parent[v] = (u, vport, port)
-                    q.append(v)
+                if v in seen or (u == root and port != 0):
+                    continue
+                if self.nodes[v].kind == "host" and (v not in hosts or vport != 0):
+                    continue
+                seen.add(v)
+                parent[v] = (u, vport, port)
+                q.append(v)
         ports: dict[str, set[int]] = {}
         for m in members[1:]:
             if m not in parent:
-                raise ConfigError(f"group {gid}: {m} cannot be reached from {root}")
+                raise ConfigError(f"group {gid}: {m} cannot be reached from {root} over switches")
             v = m
             while v != root:
                 u, vport, uport = parent[v]
                 ports.setdefault(v, set()).add(vport)
                 ports.setdefault(u, set()).add(uport)
                 v = u
+        for table in self.group_ports.values():
+            table.pop(gid, None)
         self.groups[gid] = tuple(members)
         for node, ps in ports.items():
             if self.nodes[node].kind == "switch":
