@@ -13,7 +13,7 @@ from emu.wire import FLAG_BCAST, MSG, PacketType, build_frame
 from switch import routing
 from switch.forward import make_switch
 from topologies.base import NO_ROUTE, Topology
-from topologies.deadlock import dependency_cycle
+from topologies.deadlock import channel_dependencies, dependency_cycle
 from topologies.registry import build
 
 SPECS = ["star:n=4", "fattree:k=2,n=3", "fattree:k=3,n=2", "clos:radix=8,stages=2", "twolevel:ports=4,hosts=12",
@@ -274,5 +274,12 @@ def test_networkx_export_round_trips_nodes_links_and_figures():
 
 def test_the_channel_dependency_check():
     cycle = dependency_cycle(build("torus:k=4,n=2"))
-    assert len(cycle) == 4 and len({n for n, _ in cycle}) == 4     # the ring of one dimension
+    assert len(cycle) == 4 and len({n for n, _ in cycle}) == 4 and len({p for _, p in cycle}) == 1  # one ring
     assert dependency_cycle(build("mesh:k=4,n=2")) == [] and dependency_cycle(build("fattree:k=2,n=3")) == []
+    # every minimal next hop: up*/down* stays acyclic on trees; a mesh gets the turns DOR forbids
+    assert dependency_cycle(build("fattree:k=4,n=2"), adaptive=True) == []
+    assert dependency_cycle(build("qsnet:nodes=150"), adaptive=True) == []
+    assert len(dependency_cycle(build("mesh:k=3,n=2"), adaptive=True)) >= 4
+    assert dependency_cycle(build("torus:k=4,n=2")) == cycle                   # the same cycle every time
+    g = channel_dependencies(build("fattree:k=2,n=2"))
+    assert ("h0", 0) in g and all(g.out_degree((s, p)) == 0 for s in ("s0", "s1") for p in (0, 1))  # into hosts
