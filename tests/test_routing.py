@@ -236,10 +236,10 @@ async def test_an_unknown_policy_is_refused_before_the_cluster_runs():
             pass
 
 
-async def _two_flows(routing_name, seed=0):
+async def _two_flows(routing_name, seed=0, processes=1, *more):
     """h0 -> h4 and h1 -> h6 on fattree:k=2,n=3: destination-mod-k sends both up s0's port 2."""
-    t = build("fattree:k=2,n=3", settings=parse_settings([f"switch.routing={routing_name}"]))
-    async with emu.Cluster(t, seed=seed) as net:
+    t = build("fattree:k=2,n=3", settings=parse_settings([f"switch.routing={routing_name}", *more]))
+    async with emu.Cluster(t, seed=seed, processes=processes) as net:
         r = await net.run({"h0": (apps.send_to, "h4", 4096, 0, 8), "h1": (apps.send_to, "h6", 4096, 0, 8),
                            "h4": (apps.recv_count, 8), "h6": (apps.recv_count, 8)})
         assert r["h4"][0] == r["h6"][0] == 8 * 4096            # every byte arrived
@@ -253,6 +253,10 @@ async def test_policies_by_name_in_a_cluster_spread_a_hot_up_link():
     d1, d2, d3 = await _two_flows("dispersive", 1), await _two_flows("dispersive", 1), await _two_flows("dispersive", 2)
     assert static_up[3] == 0 and min(adaptive_up.values()) > 0 and adaptive_ns < static_ns
     assert d1 == d2 and d1 != d3 and min(d1[1].values()) > 0
+    assert await _two_flows("dispersive", 1, 2) == d1                   # whatever the number of processes
+    # with finite buffers and credits, adaptive also counts what waits for credit
+    _, credit_up = await _two_flows("adaptive", 0, 1, "switch.vc_buffer_bytes=2048")
+    assert min(credit_up.values()) > 0
 
 
 # -- networkx and the channel dependency graph --------------------------------------------------
