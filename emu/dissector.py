@@ -23,6 +23,7 @@ from .wire import CollDesc, EmuLink, Fabric, LinkCredit, MsgSegment, PacketType,
 from .wire.credit import ETHERTYPE_CREDIT
 from .wire.fabric import ETHERTYPE_FABRIC, FLAG_NAMES
 from .wire.outer import MAGIC, VERSION
+from .wire.qsnet import QsAck, QsCont, QsSegment, QsTrailer, QsTrap, QsTxn
 
 GENERATED_PATH = "wireshark/hpc_emu.lua"
 
@@ -34,6 +35,12 @@ HEADERS: list[tuple[type, str, list[int] | None]] = [
     (Ping, "ping", [PacketType.PING, PacketType.PONG]),
     (CollDesc, "coll", [PacketType.COLL]),
     (LinkCredit, "credit", None),   # its own EtherType: link-control frames (credit flow control)
+    (QsSegment, "qseg", [PacketType.QPKT]),  # a QsNet packet's first segment header; the rest below
+    (QsCont, "qcont", None),
+    (QsTxn, "qtxn", None),
+    (QsTrailer, "qtrailer", None),
+    (QsAck, "qack", [PacketType.QACK]),
+    (QsTrap, "qtrap", [PacketType.TRAP]),
 ]
 
 
@@ -167,6 +174,41 @@ def generate() -> str:
     ]
     sub = {sel_val: prefix for _c, prefix, sel in HEADERS if sel for sel_val in sel}
     sizes = {prefix: StructCodec(cls).size for cls, prefix, _ in HEADERS}
+    lines += [
+        "-- a QsNet packet (spec 03): after the first segment header, its payload (starting with the",
+        "-- transaction header), a continuation header before every further segment, the trailer",
+        "local function qsnet_segments(tvb, tree, off, info, seg)",
+        "  local n = tvb:len()",
+        f"  local tlen = {sizes['qtrailer']}",
+        "  local first = seg.length or 0",
+        "  if n - off < first + tlen then return off, info .. ' [truncated]' end",
+        f"  if first >= {sizes['qtxn']} then",
+        f"    local tt = tree:add(p_qtxn, tvb:range(off, {sizes['qtxn']}))",
+        "    local tv = add_fields(tt, tvb, off, L_qtxn, f_qtxn, false)",
+        "    info = info .. string.format(' %s xfer=%d offset=%d/%d', vs_qtxn_op[tv.op] or tv.op, tv.xfer, tv.offset, tv.total)",
+        "  end",
+        "  if first > 0 then tree:add(data_field, tvb:range(off, first)) end",
+        "  off = off + first",
+        "  local segs = 1",
+        f"  while n - off - tlen >= {sizes['qcont']} do",
+        f"    local ct = tree:add(p_qcont, tvb:range(off, {sizes['qcont']}))",
+        "    local cv = add_fields(ct, tvb, off, L_qcont, f_qcont, false)",
+        f"    off = off + {sizes['qcont']}",
+        "    local len = math.min(cv.length, n - off - tlen)",
+        "    if len > 0 then tree:add(data_field, tvb:range(off, len)) end",
+        "    off = off + len",
+        "    segs = segs + 1",
+        "  end",
+        "  if n - off >= tlen then",
+        "    local rt = tree:add(p_qtrailer, tvb:range(off, tlen))",
+        "    local rv = add_fields(rt, tvb, off, L_qtrailer, f_qtrailer, false)",
+        "    info = info .. string.format(' pkt=%d segments=%d', rv.pkt_id, segs)",
+        "    off = off + tlen",
+        "  end",
+        "  return off, info",
+        "end",
+        "",
+    ]
     lines.append("local by_ptype = {" + ", ".join(f"[{int(k)}] = {{p_{v}, f_{v}, L_{v}, {sizes[v]}, {str(v == 'coll').lower()}}}"
                                                  for k, v in sorted(sub.items())) + "}")
     lines += [
@@ -194,6 +236,7 @@ def generate() -> str:
         "    if sv.offset then info = info .. string.format(' offset=%d/%d', sv.offset, sv.total) end",
         "    if sv.coll_region then info = info .. string.format(' %s region=%d seg=%d/%d err=%d', vs_coll_head[sv.head] or sv.head, sv.coll_region, sv.seg, sv.nseg, sv.err) end",
         "  end",
+        f"  if v.ptype == {int(PacketType.QPKT)} and s and tvb:len() >= off then off, info = qsnet_segments(tvb, tree, off, info, sv) end",
         "  if tvb:len() > off then tree:add(data_field, tvb:range(off)) end",
         "  pinfo.cols.info = info",
         "  return tvb:len()",

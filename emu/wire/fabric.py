@@ -42,10 +42,18 @@ class PacketType(enum.IntEnum):
     PING = 2   # echo request (emu.wire.host.Ping)
     PONG = 3   # echo reply
     COLL = 4   # a collective descriptor message of spec 01 (emu.wire.coll.CollDesc)
+    QPKT = 5   # a QsNet packet of spec 03: segments, transaction header, trailer (emu.wire.qsnet)
+    QACK = 6   # a QsNet ACK/NACK token (emu.wire.qsnet.QsAck)
+    TRAP = 7   # a router's trap to the network manager (emu.wire.qsnet.QsTrap)
 
 
-FLAG_NAMES = ["BCAST", "R1", "R2", "R3", "R4", "R5", "R6", "R7"]
+FLAG_NAMES = ["BCAST", "SRCRT", "R2", "R3", "R4", "R5", "R6", "R7"]
 FLAG_BCAST = 0x01
+FLAG_SRCRT = 0x02
+"""Source-chosen route: ``rsvd`` carries a route id; a switch whose policy honours it (dispersive)
+takes, at the h-th switch crossed (``hops`` = h), digit h of the route id in the base of its number
+of minimal next hops."""
+RSVD_OFF = ETH_LEN + 13
 
 
 class Fabric(Packet):

@@ -36,7 +36,7 @@ local L_link = {
   {"length", 24, 2, nil, 16},
   {"window", 26, 2, nil, 16},
 }
-local vs_fabric_ptype = {[1] = "MSG", [2] = "PING", [3] = "PONG", [4] = "COLL"}
+local vs_fabric_ptype = {[1] = "MSG", [2] = "PING", [3] = "PONG", [4] = "COLL", [5] = "QPKT", [6] = "QACK", [7] = "TRAP"}
 local p_fabric = Proto("hpcemu_fabric", "hpc-emu Fabric")
 local f_fabric = {
   src = ProtoField.uint32("hpcemu.fabric.src", "src", base.DEC, nil),
@@ -200,6 +200,120 @@ local L_credit = {
   {"rsvd", 2, 2, nil, 16},
   {"bytes", 4, 4, nil, 32},
 }
+local p_qseg = Proto("hpcemu_qseg", "hpc-emu QsSegment")
+local f_qseg = {
+  vc = ProtoField.uint8("hpcemu.qseg.vc", "vc", base.DEC, nil),
+  prio = ProtoField.uint8("hpcemu.qseg.prio", "prio", base.DEC, nil),
+  rsvd = ProtoField.uint8("hpcemu.qseg.rsvd", "rsvd", base.DEC, nil),
+  length = ProtoField.uint8("hpcemu.qseg.length", "length", base.DEC, nil),
+  dest = ProtoField.uint16("hpcemu.qseg.dest", "dest", base.DEC, nil),
+  tstamp = ProtoField.uint16("hpcemu.qseg.tstamp", "tstamp", base.DEC, nil),
+  crc16 = ProtoField.uint16("hpcemu.qseg.crc16", "crc16", base.HEX, nil),
+}
+do local t = {} for _, v in pairs(f_qseg) do t[#t + 1] = v end
+  p_qseg.fields = t end
+local L_qseg = {
+  {"vc", 0, 2, 11, 5},
+  {"prio", 0, 2, 10, 1},
+  {"rsvd", 0, 2, 8, 2},
+  {"length", 0, 2, 0, 8},
+  {"dest", 2, 2, nil, 16},
+  {"tstamp", 4, 2, nil, 16},
+  {"crc16", 6, 2, nil, 16},
+}
+local p_qcont = Proto("hpcemu_qcont", "hpc-emu QsCont")
+local f_qcont = {
+  vc = ProtoField.uint8("hpcemu.qcont.vc", "vc", base.DEC, nil),
+  prio = ProtoField.uint8("hpcemu.qcont.prio", "prio", base.DEC, nil),
+  last = ProtoField.uint8("hpcemu.qcont.last", "last", base.DEC, nil),
+  rsvd = ProtoField.uint8("hpcemu.qcont.rsvd", "rsvd", base.DEC, nil),
+  length = ProtoField.uint8("hpcemu.qcont.length", "length", base.DEC, nil),
+  index = ProtoField.uint16("hpcemu.qcont.index", "index", base.DEC, nil),
+}
+do local t = {} for _, v in pairs(f_qcont) do t[#t + 1] = v end
+  p_qcont.fields = t end
+local L_qcont = {
+  {"vc", 0, 2, 11, 5},
+  {"prio", 0, 2, 10, 1},
+  {"last", 0, 2, 9, 1},
+  {"rsvd", 0, 2, 8, 1},
+  {"length", 0, 2, 0, 8},
+  {"index", 2, 2, nil, 16},
+}
+local vs_qtxn_op = {[1] = "PUT", [2] = "GET", [3] = "GET_REPLY", [4] = "FADD", [5] = "COND", [6] = "EVENT"}
+local p_qtxn = Proto("hpcemu_qtxn", "hpc-emu QsTxn")
+local f_qtxn = {
+  op = ProtoField.uint8("hpcemu.qtxn.op", "op", base.DEC, vs_qtxn_op),
+  flags = ProtoField.uint8("hpcemu.qtxn.flags", "flags", base.DEC, nil),
+  rank = ProtoField.uint16("hpcemu.qtxn.rank", "rank", base.DEC, nil),
+  xfer = ProtoField.uint32("hpcemu.qtxn.xfer", "xfer", base.DEC, nil),
+  offset = ProtoField.uint32("hpcemu.qtxn.offset", "offset", base.DEC, nil),
+  total = ProtoField.uint32("hpcemu.qtxn.total", "total", base.DEC, nil),
+  addr = ProtoField.uint64("hpcemu.qtxn.addr", "addr", base.HEX, nil),
+}
+do local t = {} for _, v in pairs(f_qtxn) do t[#t + 1] = v end
+  p_qtxn.fields = t end
+local L_qtxn = {
+  {"op", 0, 1, nil, 8},
+  {"flags", 1, 1, 0, 8},
+  {"rank", 2, 2, nil, 16},
+  {"xfer", 4, 4, nil, 32},
+  {"offset", 8, 4, nil, 32},
+  {"total", 12, 4, nil, 32},
+  {"addr", 16, 8, nil, 64},
+}
+local p_qtrailer = Proto("hpcemu_qtrailer", "hpc-emu QsTrailer")
+local f_qtrailer = {
+  crc32 = ProtoField.uint32("hpcemu.qtrailer.crc32", "crc32", base.HEX, nil),
+  pkt_id = ProtoField.uint32("hpcemu.qtrailer.pkt_id", "pkt_id", base.DEC, nil),
+}
+do local t = {} for _, v in pairs(f_qtrailer) do t[#t + 1] = v end
+  p_qtrailer.fields = t end
+local L_qtrailer = {
+  {"crc32", 0, 4, nil, 32},
+  {"pkt_id", 4, 4, nil, 32},
+}
+local vs_qack_kind = {[0] = "ACK", [1] = "NACK"}
+local vs_qack_reason = {[0] = "NONE", [1] = "CRC", [2] = "NO_ROUTE", [3] = "COND_FALSE", [4] = "BAD_ADDR"}
+local p_qack = Proto("hpcemu_qack", "hpc-emu QsAck")
+local f_qack = {
+  kind = ProtoField.uint8("hpcemu.qack.kind", "kind", base.DEC, vs_qack_kind),
+  reason = ProtoField.uint8("hpcemu.qack.reason", "reason", base.DEC, vs_qack_reason),
+  flags = ProtoField.uint8("hpcemu.qack.flags", "flags", base.DEC, nil),
+  rsvd = ProtoField.uint8("hpcemu.qack.rsvd", "rsvd", base.DEC, nil),
+  pkt_id = ProtoField.uint32("hpcemu.qack.pkt_id", "pkt_id", base.DEC, nil),
+  value = ProtoField.uint64("hpcemu.qack.value", "value", base.DEC, nil),
+}
+do local t = {} for _, v in pairs(f_qack) do t[#t + 1] = v end
+  p_qack.fields = t end
+local L_qack = {
+  {"kind", 0, 4, 24, 8},
+  {"reason", 0, 4, 16, 8},
+  {"flags", 0, 4, 8, 8},
+  {"rsvd", 0, 4, 0, 8},
+  {"pkt_id", 4, 4, nil, 32},
+  {"value", 8, 8, nil, 64},
+}
+local vs_qtrap_kind = {[1] = "LINK_DOWN", [2] = "INVALID_DEST"}
+local p_qtrap = Proto("hpcemu_qtrap", "hpc-emu QsTrap")
+local f_qtrap = {
+  kind = ProtoField.uint8("hpcemu.qtrap.kind", "kind", base.DEC, vs_qtrap_kind),
+  port = ProtoField.uint8("hpcemu.qtrap.port", "port", base.DEC, nil),
+  count = ProtoField.uint16("hpcemu.qtrap.count", "count", base.DEC, nil),
+  router = ProtoField.uint32("hpcemu.qtrap.router", "router", base.DEC, nil),
+  dest = ProtoField.uint32("hpcemu.qtrap.dest", "dest", base.DEC, nil),
+  t_ns = ProtoField.uint64("hpcemu.qtrap.t_ns", "t_ns", base.DEC, nil),
+}
+do local t = {} for _, v in pairs(f_qtrap) do t[#t + 1] = v end
+  p_qtrap.fields = t end
+local L_qtrap = {
+  {"kind", 0, 1, nil, 8},
+  {"port", 1, 1, 0, 8},
+  {"count", 2, 2, nil, 16},
+  {"router", 4, 4, nil, 32},
+  {"dest", 8, 4, nil, 32},
+  {"t_ns", 12, 8, nil, 64},
+}
 
 -- add every field of a header to `tree`, in declaration order; returns the values by name
 local function add_fields(tree, tvb, off, layout, fields, list_groups)
@@ -226,7 +340,40 @@ local function add_fields(tree, tvb, off, layout, fields, list_groups)
   return values
 end
 
-local by_ptype = {[1] = {p_msg, f_msg, L_msg, 16, false}, [2] = {p_ping, f_ping, L_ping, 16, false}, [3] = {p_ping, f_ping, L_ping, 16, false}, [4] = {p_coll, f_coll, L_coll, 128, true}}
+-- a QsNet packet (spec 03): after the first segment header, its payload (starting with the
+-- transaction header), a continuation header before every further segment, the trailer
+local function qsnet_segments(tvb, tree, off, info, seg)
+  local n = tvb:len()
+  local tlen = 8
+  local first = seg.length or 0
+  if n - off < first + tlen then return off, info .. ' [truncated]' end
+  if first >= 24 then
+    local tt = tree:add(p_qtxn, tvb:range(off, 24))
+    local tv = add_fields(tt, tvb, off, L_qtxn, f_qtxn, false)
+    info = info .. string.format(' %s xfer=%d offset=%d/%d', vs_qtxn_op[tv.op] or tv.op, tv.xfer, tv.offset, tv.total)
+  end
+  if first > 0 then tree:add(data_field, tvb:range(off, first)) end
+  off = off + first
+  local segs = 1
+  while n - off - tlen >= 4 do
+    local ct = tree:add(p_qcont, tvb:range(off, 4))
+    local cv = add_fields(ct, tvb, off, L_qcont, f_qcont, false)
+    off = off + 4
+    local len = math.min(cv.length, n - off - tlen)
+    if len > 0 then tree:add(data_field, tvb:range(off, len)) end
+    off = off + len
+    segs = segs + 1
+  end
+  if n - off >= tlen then
+    local rt = tree:add(p_qtrailer, tvb:range(off, tlen))
+    local rv = add_fields(rt, tvb, off, L_qtrailer, f_qtrailer, false)
+    info = info .. string.format(' pkt=%d segments=%d', rv.pkt_id, segs)
+    off = off + tlen
+  end
+  return off, info
+end
+
+local by_ptype = {[1] = {p_msg, f_msg, L_msg, 16, false}, [2] = {p_ping, f_ping, L_ping, 16, false}, [3] = {p_ping, f_ping, L_ping, 16, false}, [4] = {p_coll, f_coll, L_coll, 128, true}, [5] = {p_qseg, f_qseg, L_qseg, 8, false}, [6] = {p_qack, f_qack, L_qack, 16, false}, [7] = {p_qtrap, f_qtrap, L_qtrap, 20, false}}
 
 function p_fabric.dissector(tvb, pinfo, tree)
   if tvb:len() < 16 then return 0 end
@@ -235,6 +382,7 @@ function p_fabric.dissector(tvb, pinfo, tree)
   local v = add_fields(t, tvb, 0, L_fabric, f_fabric, false)
   local flags = {}
   if bit.band(v.flags, 1) ~= 0 then flags[#flags + 1] = "BCAST" end
+  if bit.band(v.flags, 2) ~= 0 then flags[#flags + 1] = "SRCRT" end
   if #flags > 0 then t:append_text(' [' .. table.concat(flags, ',') .. ']') end
   local off = 16
   local s = by_ptype[v.ptype]
@@ -247,6 +395,7 @@ function p_fabric.dissector(tvb, pinfo, tree)
     if sv.offset then info = info .. string.format(' offset=%d/%d', sv.offset, sv.total) end
     if sv.coll_region then info = info .. string.format(' %s region=%d seg=%d/%d err=%d', vs_coll_head[sv.head] or sv.head, sv.coll_region, sv.seg, sv.nseg, sv.err) end
   end
+  if v.ptype == 5 and s and tvb:len() >= off then off, info = qsnet_segments(tvb, tree, off, info, sv) end
   if tvb:len() > off then tree:add(data_field, tvb:range(off)) end
   pinfo.cols.info = info
   return tvb:len()
