@@ -112,6 +112,55 @@ class NicSpec:
             raise ConfigError(f"NicSpec.virtual_ports must be within 1..64, got {self.virtual_ports}")
 
 
+ROUTE_PICKS = ("round_robin", "random")
+
+
+@dataclass(frozen=True)
+class ElanSpec:
+    """The QsNet adapter of spec 03: reliable packets, put/get, atomics (``[elan]`` settings)."""
+
+    packet_bytes: int = 1024
+    """Data bytes per packet of a put or get (the 24-byte transaction header rides with them; the
+    payload may reach 4096 bytes): 1 KiB is the source's typical packet."""
+    mem_write_ns: int = 350
+    """Writing a packet's data to host memory at the target (the source: 300-400 ns)."""
+    issue_ns: int = 100
+    """Host CPU time to hand a put, get or atomic command to the adapter."""
+    window: int = 32
+    """Packets the adapter may have outstanding (sent, not yet acknowledged) on its link."""
+    retransmit_ns: int = 50_000
+    """A packet not acknowledged this long after it left is sent again (the ACK or the packet was
+    lost); a NACK resends at once."""
+    max_tries: int = 8
+    """Sends of one packet before its transfer fails (reported, never a hang)."""
+    routes: int = 1
+    """Routes the adapter spreads a destination's packets over (dispersive source routing when the
+    switches run ``routing=dispersive``; 1: the switches choose). A resent packet always takes the
+    next route id."""
+    route_pick: str = "round_robin"
+    """How the adapter picks a packet's route among ``routes``: round_robin or random (seeded)."""
+    vc: int = 0
+    """Virtual channel of bulk packets (ACK tokens and small control packets use ``vc + 1``)."""
+
+    def __post_init__(self) -> None:
+        _check_delays("ElanSpec", self, ("mem_write_ns", "issue_ns", "retransmit_ns"))
+        if not isinstance(self.packet_bytes, int) or not 8 <= self.packet_bytes <= 4096 - 24:
+            raise ConfigError(f"ElanSpec.packet_bytes must be within 8..4072 (a packet carries at most 4 KiB "
+                              f"with its 24-byte transaction header), got {self.packet_bytes!r}")
+        if not 1 <= self.window <= 32:
+            raise ConfigError(f"ElanSpec.window must be within 1..32 outstanding packets, got {self.window}")
+        if not 1 <= self.max_tries <= 1000:
+            raise ConfigError(f"ElanSpec.max_tries must be within 1..1000, got {self.max_tries}")
+        if self.retransmit_ns < 1:
+            raise ConfigError("ElanSpec.retransmit_ns must be >= 1 ns")
+        if not 1 <= self.routes <= 256:
+            raise ConfigError(f"ElanSpec.routes must be within 1..256 (an 8-bit route id), got {self.routes}")
+        if self.route_pick not in ROUTE_PICKS:
+            raise ConfigError(f"ElanSpec.route_pick {self.route_pick!r} is not one of {', '.join(ROUTE_PICKS)}")
+        if not 0 <= self.vc <= 30:
+            raise ConfigError(f"ElanSpec.vc must be within 0..30, got {self.vc}")
+
+
 @dataclass(frozen=True)
 class HostSpec:
     """A host and its NIC."""
@@ -134,6 +183,8 @@ class HostSpec:
     """Largest message a host accepts; a segment announcing more is malformed (counted, dropped)."""
     nic: NicSpec = NicSpec()
     """The collective-offload engine of the NIC (spec 01)."""
+    elan: ElanSpec = ElanSpec()
+    """The QsNet adapter of the NIC (spec 03): reliable packets, put/get, atomics."""
 
     def __post_init__(self) -> None:
         _check_delays("HostSpec", self, ("nic_delay_ns", "send_overhead_ns", "recv_overhead_ns", "reduce_ps_per_byte"))
@@ -182,7 +233,8 @@ class RunConfig:
 
 
 # -- settings: every field of the specs, from the CLI (--set) and from TOML files (--config) ------
-SECTIONS: dict[str, type] = {"link": LinkSpec, "host": HostSpec, "nic": NicSpec, "switch": SwitchSpec}
+SECTIONS: dict[str, type] = {"link": LinkSpec, "host": HostSpec, "nic": NicSpec, "elan": ElanSpec,
+                             "switch": SwitchSpec}
 """Settable sections by name; a later spec registers its own with :func:`register_section`."""
 MAX_INT = 1 << 62
 """Largest integer a setting may take: virtual times are 64-bit on the wire."""

@@ -37,7 +37,7 @@ def test_precedence_is_config_file_then_spec_string_then_set(tmp_path):
 
 @pytest.mark.parametrize("items,message", [
     (["host.nosuch=1"], "host has no field 'nosuch'; fields: nic_delay_ns"),
-    (["cpu.speed=1"], "unknown section 'cpu'; sections: link, host, nic, switch"),
+    (["cpu.speed=1"], "unknown section 'cpu'; sections: link, host, nic, elan, switch"),
     (["host.send_overhead_ns=fast"], "host.send_overhead_ns must be an integer"),
     (["host.send_overhead_ns"], "is not SECTION.FIELD=VALUE"),
     (["link.latency_ns=1e30"], "out of range"),

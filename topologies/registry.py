@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from emu.config import ConfigError, HostSpec, LinkSpec, NicSpec, SwitchSpec, merge_settings
+from emu.config import ConfigError, ElanSpec, HostSpec, LinkSpec, NicSpec, SwitchSpec, merge_settings
 
 from .base import Topology
 from .estimate import check as check_size
@@ -99,7 +99,7 @@ def build(spec: str, *, defaults: dict | None = None, settings: dict | None = No
     (``build("fattree:k=4,n=2", latency_ns=50)``).
 
     ``defaults`` and ``settings`` ({section: {field: value}}, sections ``link``, ``host``, ``nic``,
-    ``switch``; see ``emu.config.parse_settings`` / ``load_settings``) set any field of the specs:
+    ``elan``, ``switch``; see ``emu.config.parse_settings`` / ``load_settings``) set any field of the specs:
     ``defaults`` (a ``--config`` file) under the spec string's parameters, ``settings`` (``--set``)
     over them. A spec too large for this machine is refused before it is built
     (``topologies.estimate``)."""
@@ -128,7 +128,8 @@ def build(spec: str, *, defaults: dict | None = None, settings: dict | None = No
                           f"e.g. {example(name)}")
     fields = merge_settings(defaults, {_SECTION_OF[cls]: f for cls, f in specs.items()}, settings)
     link = LinkSpec(**fields.get("link", {}))
-    host = HostSpec(**fields.get("host", {}), nic=NicSpec(**fields.get("nic", {})))
+    host = HostSpec(**fields.get("host", {}), nic=NicSpec(**fields.get("nic", {})),
+                    elan=ElanSpec(**fields.get("elan", {})))
     switch = SwitchSpec(**fields.get("switch", {}))
     check_size(spec.strip(), estimate(name, kwargs))
     return fam.build(**kwargs, link=link, host=host, switch=switch)

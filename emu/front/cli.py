@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="set any field of the specs, e.g. --set host.send_overhead_ns=435 (see below); "
                         "wins over the topology spec and --config")
     r.add_argument("--config", metavar="FILE.toml",
-                   help="settings from a TOML file: [link] [host] [nic] [switch] sections of fields")
+                   help="settings from a TOML file: [link] [host] [nic] [elan] [switch] sections of fields")
     r.add_argument("--fault", action="append", metavar="at=TIME,link=A-B,down|up|ber=RATE",
                    help="a fault during each test, TIME from the test's start, e.g. at=20us,link=s0-s4,down; "
                         "or at=0,switch=s3,down; or at=0,link=h0-s0,ber=1e-6")

@@ -126,6 +126,33 @@ class NicWait(Op):
         return f"nic_wait(region={self.region}, {self.count} completions)"
 
 
+class QsOpReq(Op):
+    """A QsNet adapter command (spec 03): put, get, fadd, cond."""
+
+    __slots__ = ("kind", "rank", "a", "b", "n")
+
+    def __init__(self, kind: str, rank: int, a: int, b: int, n: int):
+        self.kind, self.rank, self.a, self.b, self.n = kind, rank, a, b, n
+
+    def describe(self, names) -> str:
+        return f"{self.kind}(rank={self.rank}, {self.a:#x}, {self.b:#x}, {self.n})"
+
+
+class WaitArrivals(Op):
+    __slots__ = ("count", "timeout_ns")
+
+    def __init__(self, count: int, timeout_ns: int):
+        self.count, self.timeout_ns = count, timeout_ns
+
+    def describe(self, names) -> str:
+        return f"wait_arrivals({self.count})"
+
+
+def _check_range(what: str, addr: int, size: int) -> None:
+    if not isinstance(addr, int) or not isinstance(size, int) or addr < 0 or size < 0 or addr + size > 1 << 64:
+        raise ValueError(f"{what}: address {addr!r} and size {size!r} must be a range of the 64-bit address space")
+
+
 class HostAPI:
     """The handle an application gets: ``host.send``, ``host.recv``, ``host.ping``, ``host.sleep``."""
 
@@ -201,6 +228,54 @@ class HostAPI:
         to host memory; returns them (``nodes.nic.coll.Completion``). After ``timeout_ns`` without them,
         the region is aborted and the completions so far are returned with a timeout one added."""
         return NicWait(region, count, timeout_ns, vp)
+
+    # -- the QsNet adapter (spec 03): memory-based communication ---------------------------------
+    @property
+    def rank(self) -> int:
+        """This host's rank in the job (its address unless the adapter's rank table says else)."""
+        qs = self._engine.nic.qs
+        return qs.rank_to_node.index(self._engine.nic.node_id)
+
+    def mem_write(self, addr: int, data: bytes) -> None:
+        """Write ``data`` to this node's memory at virtual address ``addr`` (at once, no time)."""
+        _check_range("mem_write", addr, len(data))
+        self._engine.nic.qs.mem.write(addr, bytes(data))
+
+    def mem_read(self, addr: int, size: int) -> bytes:
+        """Read ``size`` bytes of this node's memory at ``addr`` (at once, no time)."""
+        _check_range("mem_read", addr, size)
+        return self._engine.nic.qs.mem.read(addr, size)
+
+    def put(self, rank: int, local: int, remote: int, size: int) -> QsOpReq:
+        """Write ``size`` bytes at ``local`` to ``remote`` on ``rank``; returns a ``QsResult`` once
+        every packet is acknowledged and the data is in the target's memory."""
+        _check_range("put", local, size)
+        _check_range("put", remote, size)
+        return QsOpReq("put", rank, local, remote, size)
+
+    def get(self, rank: int, remote: int, local: int, size: int) -> QsOpReq:
+        """Read ``size`` bytes at ``remote`` on ``rank`` into ``local``; returns a ``QsResult`` once
+        they are in this node's memory."""
+        _check_range("get", local, size)
+        _check_range("get", remote, size)
+        return QsOpReq("get", rank, remote, local, size)
+
+    def fadd(self, rank: int, addr: int, value: int) -> QsOpReq:
+        """Add ``value`` to the 64-bit word at ``addr`` on ``rank`` (exactly once); the result's
+        ``value`` is the word before."""
+        _check_range("fadd", addr, 8)
+        return QsOpReq("fadd", rank, addr, value, 8)
+
+    def cond(self, rank: int, addr: int, expected: int) -> QsOpReq:
+        """Network conditional: does the 64-bit word at ``addr`` on ``rank`` equal ``expected``?
+        (the result's ``cond``; ``value`` is the word read)."""
+        _check_range("cond", addr, 8)
+        return QsOpReq("cond", rank, addr, expected, 8)
+
+    def wait_arrivals(self, count: int, timeout_ns: int = 10_000_000) -> WaitArrivals:
+        """Wait until ``count`` transfers (puts) into this node's memory have completed; returns
+        their ``Arrival`` records (fewer if ``timeout_ns`` passes first)."""
+        return WaitArrivals(count, timeout_ns)
 
     def sleep(self, ns: int) -> Sleep:
         """Let ``ns`` nanoseconds of virtual time pass."""

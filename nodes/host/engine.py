@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from emu.wire.coll import ErrBit
 from nodes.nic.coll import Completion
 
-from .api import Compute, HostAPI, Message, NicOpen, NicPost, NicWait, Op, PingOp, Recv, Send, Sleep
+from .api import (Compute, HostAPI, Message, NicOpen, NicPost, NicWait, Op, PingOp, QsOpReq, Recv, Send, Sleep,
+                  WaitArrivals)
 
 if TYPE_CHECKING:
     from nodes.nic.engine import NicEngine
@@ -191,6 +192,47 @@ class Host:
         self._nic_waiters[key] = (proc, op, tid)
         return False, None
 
+    def _op_qs(self, proc: Proc, op: QsOpReq) -> tuple[bool, Any]:
+        from emu.wire.qsnet import QsOp
+
+        qs = self.nic.qs
+        t = self.now + qs.spec.issue_ns
+        proc.cpu_ns += qs.spec.issue_ns
+        done = lambda res: self.resume((proc, res))  # noqa: E731
+        if op.kind == "put":
+            qs.put(op.rank, op.a, op.b, op.n, t, done)
+        elif op.kind == "get":
+            qs.get(op.rank, op.a, op.b, op.n, t, done)
+        else:
+            qs.atomic(QsOp.FADD if op.kind == "fadd" else QsOp.COND, op.rank, op.a, op.b, t, done)
+        return False, None
+
+    def _op_wait_arrivals(self, proc: Proc, op: WaitArrivals) -> tuple[bool, Any]:
+        qs = self.nic.qs
+        if len(qs.arrivals) >= op.count:
+            got, qs.arrivals[:] = qs.arrivals[:op.count], qs.arrivals[op.count:]
+            return True, got
+        state = {"done": False, "timer": None}
+
+        def check(_a=None) -> None:
+            if not state["done"] and len(qs.arrivals) >= op.count:
+                state["done"] = True
+                qs.on_arrival = None
+                self.nic.timers.cancel(state["timer"])
+                got, qs.arrivals[:] = qs.arrivals[:op.count], qs.arrivals[op.count:]
+                self.resume((proc, got))
+
+        def timeout(_a) -> None:
+            if not state["done"]:
+                state["done"] = True
+                qs.on_arrival = None
+                got, qs.arrivals[:] = list(qs.arrivals), []
+                self.resume((proc, got))
+
+        qs.on_arrival = check
+        state["timer"] = self.nic.at(self.now + op.timeout_ns, timeout, None)
+        return False, None
+
     def _received(self, proc: Proc, msg: Message) -> tuple[bool, Any]:
         """A receive matched ``msg`` now: the app continues after the receive overhead."""
         return self._busy(proc, self.spec.recv_overhead_ns, msg)
@@ -239,4 +281,5 @@ class Host:
 # requests an application can await, dispatched by type (DESIGN.md principle 4)
 _HANDLERS = {Send: Host._op_send, Recv: Host._op_recv, Compute: Host._op_compute,
              PingOp: Host._op_ping, Sleep: Host._op_sleep, NicOpen: Host._op_nic_open,
-             NicPost: Host._op_nic_post, NicWait: Host._op_nic_wait}
+             NicPost: Host._op_nic_post, NicWait: Host._op_nic_wait, QsOpReq: Host._op_qs,
+             WaitArrivals: Host._op_wait_arrivals}

@@ -28,10 +28,13 @@ from emu.config import HostSpec
 from emu.wire import (ETH_LEN, FABRIC, FLAG_BCAST, HDR_LEN, MSG, PING, DecodeError, PacketType, build_frame,
                       parse_frame)
 
+from emu.wire.qsnet import is_qsnet_packet
+
 from ..host.api import Message
 from ..host.engine import AppState, Host
 from ..timers import Timers
 from .coll import CollNIC
+from .qsnet import QsNIC
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +60,14 @@ class NicEngine:
     """Every host's name -> fabric address (shared by all hosts of a process)."""
     names: list[str]
     """Host names by address (shared)."""
+    seed: int = 0
+    """The run's seed (the adapter's random route picks draw from it and the node id)."""
     timer: int | None = None
     now: int = 0
     kind = "host"
+    passes_damaged = staticmethod(is_qsnet_packet)
+    """QsNet packets that fail the link's FCS still reach the adapter, which checks their own
+    CRCs and NACKs a damaged payload (spec 03)."""
     stats: dict[str, int] = field(default_factory=lambda: {
         "malformed": 0, "misdelivered": 0, "no_route": 0, "messages_sent": 0, "messages_received": 0,
         "frames_sent": 0, "frames_received": 0, "pings_answered": 0})
@@ -73,6 +81,7 @@ class NicEngine:
         self._ping_seq = 0
         self._heads: dict[int, bytes] = {}
         self.coll = CollNIC(self)
+        self.qs = QsNIC(self)
         self.host = Host(self)
 
     # -- engine interface -----------------------------------------------------------------------
@@ -94,6 +103,10 @@ class NicEngine:
                 self.emit(src, PacketType.PONG, PING.pack(ident, seq, t_sent), now + self.spec.nic_delay_ns)
             elif ptype == PacketType.COLL:
                 self.coll.receive(frame, src, now)
+            elif ptype == PacketType.QPKT:
+                self.qs.on_packet(frame, src, now)
+            elif ptype == PacketType.QACK:
+                self.qs.on_ack(frame, src, now)
             elif ptype == PacketType.PONG:
                 ident, seq, t_sent = PING.unpack(frame, HDR_LEN)
                 waiter = self.host.take_ping(seq)
@@ -126,7 +139,7 @@ class NicEngine:
 
     def extra_stats(self) -> dict[str, dict[str, int]]:
         """Counters of the engine's parts, for ``Cluster.stats``."""
-        return {"nic": dict(self.coll.stats)}
+        return {"nic": dict(self.coll.stats), "qsnet": dict(self.qs.stats)}
 
     # -- what the host asks of its NIC ----------------------------------------------------------
     def at(self, t: int, fn: Callable, arg: Any) -> int:
@@ -163,7 +176,8 @@ class NicEngine:
         self.emit(dst, PacketType.PING, PING.pack(self.node_id, seq, self.now), self.now + self.spec.nic_delay_ns)
         return seq
 
-    def emit(self, dst: int, ptype: int, body: bytes, at: int) -> None:
+    def emit(self, dst: int, ptype: int, body: bytes, at: int, *, vc: int = 0, prio: int = 0, flags: int = 0,
+             rsvd: int = 0) -> None:
         port = 0 if self.routes is None else (self.routes[dst] if 0 <= dst < len(self.routes) else -1)
         if port < 0:
             self.stats["no_route"] += 1
@@ -171,7 +185,7 @@ class NicEngine:
         head = self._heads.get(dst)
         if head is None:
             head = self._heads[dst] = build_frame(self.node_id, dst, 0, b"")[:ETH_LEN]
-        self._out.append((port, head + _FABRIC_PACK(self.node_id, dst, 0, 0, ptype, 0, 0, 0, len(body)) + body, at))
+        self._out.append((port, head + _FABRIC_PACK(self.node_id, dst, vc, prio, ptype, flags, 0, rsvd, len(body)) + body, at))
         self.stats["frames_sent"] += 1
 
     # -- reassembly -----------------------------------------------------------------------------
@@ -215,7 +229,8 @@ def make_host(node, topology, cache: dict) -> NicEngine:
     shared = cache.get("host_tables")
     if shared is None:
         shared = cache["host_tables"] = host_tables(topology)
-    return NicEngine(node.name, node.id, node.spec, topology.routes.get(node.name), shared[0], shared[1])
+    return NicEngine(node.name, node.id, node.spec, topology.routes.get(node.name), shared[0], shared[1],
+                     cache.get("seed", 0))
 
 
 register_engine("host", make_host, min_delay=lambda spec: spec.nic_delay_ns)
