@@ -299,6 +299,8 @@ class Element:
         links = self.link_events
         pev = self.pevents
         min_delay = eng.min_delay_ns
+        # engines that check their own CRCs (QsNet) take frames that fail the FCS (cut-through)
+        passes = getattr(eng, "passes_damaged", None)
         while True:
             tt = eng.timer
             th = heap[0][0] if heap else INF
@@ -344,9 +346,13 @@ class Element:
                     inp.fcs_errors += 1
                     if cap is not None:
                         cap.append((now, inp.iface, DIR_IN | FCS_ERROR, wire))
-                    if buf is not None and not is_credit(wire):
-                        self._return_credit(inp, wire, kind == LinkKind.DATA_POOL)
-                    continue
+                    if passes is None or not passes(wire):
+                        if buf is not None and not is_credit(wire):
+                            self._return_credit(inp, wire, kind == LinkKind.DATA_POOL)
+                        continue
+                    cap_done = True  # an engine that checks its own CRCs takes it (cut-through)
+                else:
+                    cap_done = False
                 if inp.timeline is not None and inp.timeline.down_during(
                         now - inp.latency_ns - -((-len(wire) * 8_000_000_000) // inp.bandwidth_bps), now):
                     inp.lost_in_flight += 1  # it was on the wire while the link was down
@@ -355,7 +361,7 @@ class Element:
                     if buf is not None and not is_credit(wire):
                         self._return_credit(inp, wire, kind == LinkKind.DATA_POOL)
                     continue
-                if cap is not None:
+                if cap is not None and not cap_done:
                     cap.append((now, inp.iface, DIR_IN, wire))
                 if is_credit(wire):  # link control: credit for the reverse direction's sender
                     vc, pool, _, nbytes = CREDIT.unpack(wire, ETH_LEN)

@@ -14,8 +14,10 @@ times, which the integration tests check. Use it to test an engine of your own i
 Faults are seeded (the same seed hurts the same frames) and apply to every link direction:
 ``drop`` loses a frame, ``duplicate`` delivers it twice, ``reorder`` delays it by 1..``reorder_ns``
 so that later frames overtake it, ``corrupt`` flips one bit. A corrupted frame fails its FCS at the
-receiving port and is dropped there, as on the real fabric; with ``check_fcs=False`` it is handed
-to the engine instead (to test what an engine does with damaged bytes).
+receiving port and is dropped there, as on the real fabric (unless the receiving engine's
+``passes_damaged(frame)`` says it checks such frames itself, as QsNet packets are), with
+``check_fcs=False`` it is handed to the engine instead (to test what an engine does with damaged
+bytes). ``net.tamper`` can change chosen frames by hand.
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ class EngineNet:
         """What the harness did to frames, and what the receiving ports caught."""
         self.delivered: list[tuple[int, str, int, bytes]] = []
         self.now = 0
+        self.tamper = None
+        """``tamper(node, port, frame) -> frame``: a hook that may change any frame (FCS included) as
+        it leaves a port, to hurt one frame on purpose in a step-by-step test."""
 
     def _push_timer(self, name: str) -> None:
         tt = self.engines[name].timer
@@ -88,9 +93,13 @@ class EngineNet:
                 b = bytearray(frame)
                 b[bit // 8] ^= 0x80 >> (bit % 8)
                 frame = bytes(b)
+            if self.tamper is not None:
+                frame = self.tamper(name, port, frame)
             if self.check_fcs and not fcs_ok(frame):  # the receiving port checks the frame check sequence
                 faults["fcs_errors"] += 1
-                continue
+                passes = getattr(self.engines[peer], "passes_damaged", None)
+                if passes is None or not passes(frame):
+                    continue
             for _ in range(copies):
                 self.seq += 1
                 heapq.heappush(self.heap, (arrival, self.index[peer], 1, pport, self.seq, frame[:-FCS_LEN]))

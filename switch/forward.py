@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 from emu.build import register_engine
 from emu.config import SwitchSpec
-from emu.wire import DST_OFF, ETHERTYPE_FABRIC, FLAG_BCAST, HDR_LEN, HOPS_OFF
+from emu.wire import DST_OFF, ETHERTYPE_FABRIC, FCS_LEN, FLAG_BCAST, HDR_LEN, HOPS_OFF, PacketType, build_frame
+from emu.wire.qsnet import ACK, AckKind, Reason, TRAP, TrapKind, is_qsnet_packet
 
 from .routing import lookup as routing_policy
 from .routing import static
@@ -16,6 +17,7 @@ from .vc import selector
 
 VC_OFF = DST_OFF + 4  # the fabric header's vc byte
 FLAGS_OFF = DST_OFF + 7  # ... and its flags
+PTYPE_OFF = DST_OFF + 6  # ... and its packet type
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +34,11 @@ class SwitchEngine:
     """Output port per destination host address (-1: no route)."""
     timer: int | None = None
     kind = "switch"
+    passes_damaged = staticmethod(is_qsnet_packet)
+    """Cut-through for QsNet packets: one that fails a link's FCS is forwarded all the same (its
+    head left before its tail was checked); the target adapter's CRC-32 catches it and NACKs."""
+    manager: int | None = None
+    """Fabric address of the network manager that receives this router's traps (None: counted only)."""
     stats: dict[str, int] = field(default_factory=lambda: {"forwarded": 0, "malformed": 0, "no_route": 0})
 
     candidates: list = field(default_factory=list)
@@ -65,8 +72,40 @@ class SwitchEngine:
             return []
         if self.choose is not None:
             out = self.choose(dst, out, frame, now)
+        view = self.ports
+        if view is not None and frame[PTYPE_OFF] == PacketType.QPKT and not view.up(out, now):
+            return self._unreachable(frame, port, dst, out, now)
         self.stats["forwarded"] += 1
         return [(out, self._next_hop(frame, port, out), now + self.spec.processing_delay_ns)]
+
+    def _unreachable(self, frame: bytes, port: int, dst: int, out: int, now: int) -> list[tuple[int, bytes, int]]:
+        """A QsNet packet this router cannot send on (its port toward ``dst`` is down, and the
+        policy had no live alternative): NACK it back to its source, which resends (possibly
+        another way), and raise an invalid-destination trap (spec 03)."""
+        self.stats["invalid_dest"] = self.stats.get("invalid_dest", 0) + 1
+        src = _U32.unpack_from(frame, DST_OFF - 4)[0]
+        at = now + self.spec.processing_delay_ns
+        res = []
+        back = self.routes[src] if src < len(self.routes) else -1
+        if back >= 0 and len(frame) >= HDR_LEN + 8:
+            pkt_id = _U32.unpack_from(frame, len(frame) - 4)[0]
+            nack = ACK.pack(AckKind.NACK, Reason.NO_ROUTE, 0, 0, pkt_id, 0)
+            res.append((back, build_frame(self.node_id, src, PacketType.QACK, nack, prio=1), at))
+        log.info("%s: no way to %d on port %d at %d ns: NACK to %d, invalid-destination trap", self.name, dst, out,
+                 now, src)
+        res.extend(self.trap(TrapKind.INVALID_DEST, out, dst, now))
+        return res
+
+    def trap(self, kind: TrapKind, port: int, dest: int, now: int) -> list[tuple[int, bytes, int]]:
+        """Raise a trap: counted, and sent to the network manager if there is one."""
+        key = "traps_" + kind.name.lower()
+        self.stats[key] = self.stats.get(key, 0) + 1
+        mgr = self.manager
+        if mgr is None or mgr >= len(self.routes) or self.routes[mgr] < 0:
+            return []
+        body = TRAP.pack(kind, port & 0xFF, 1, self.node_id, dest, now)
+        return [(self.routes[mgr], build_frame(self.node_id, mgr, PacketType.TRAP, body, prio=1),
+                 now + self.spec.processing_delay_ns)]
 
     def _replicate(self, frame: bytes, port: int, gid: int, now: int) -> list[tuple[int, bytes, int]]:
         """A group frame: a copy on every port of the group's tree but the one it came in on."""

@@ -1,5 +1,11 @@
-"""``dispersive``: a random minimal next hop per frame (oblivious spreading, as QsNet's dispersive
-mode, here chosen hop by hop by the switches rather than by the source adapter).
+"""``dispersive``: oblivious spreading over the minimal next hops (QsNet's dispersive routing).
+
+A frame whose source chose its route (fabric flag SRCRT, the QsNet adapter with ``elan.routes > 1``,
+or any resent packet) carries a route id in the fabric header's ``rsvd`` byte: the h-th switch it
+crosses (``hops`` = h) takes digit h of the route id in base k, k its number of minimal next hops
+for the destination -- so route ids 0..k^levels-1 name distinct paths up a tree, the adapter picks
+among them (round robin or seeded random) and a resend moves to the next. Other frames take a
+random minimal next hop, chosen hop by hop.
 
 Each switch draws from its own generator, seeded by the run's seed and the switch's fabric address:
 the same seed spreads the same frames the same way, run after run and whatever the number of
@@ -10,6 +16,9 @@ from __future__ import annotations
 
 import random
 
+from emu.wire.fabric import FLAG_SRCRT, HOPS_OFF, RSVD_OFF
+
+FLAGS_OFF = HOPS_OFF - 1
 
 def dispersive(engine, seed: int):
     cands = engine.candidates
@@ -17,5 +26,10 @@ def dispersive(engine, seed: int):
 
     def choose(dst: int, static: int, frame: bytes, now: int) -> int:
         ports = cands[dst] if dst < len(cands) else ()
-        return ports[rng.randrange(len(ports))] if len(ports) > 1 else static
+        k = len(ports)
+        if k < 2:
+            return static
+        if frame[FLAGS_OFF] & FLAG_SRCRT:
+            return ports[(frame[RSVD_OFF] // k ** frame[HOPS_OFF]) % k]
+        return ports[rng.randrange(k)]
     return choose
