@@ -8,13 +8,14 @@ adapter cuts it into 256-byte segments::
     QsCont      4 B  vc(5) prio(1) last(1) rsvd(1) | length(8) | index(16)
     payload        up to 252 B
     ...            one QsCont per further segment
-    QsTrailer   8 B  crc32(32) over the whole payload | pkt_id(32)
+    QsTrailer   8 B  crc32(32) over the whole payload and the packet id | pkt_id(32)
 
 so a 1 KiB payload takes 5 segments (248 + 3 x 252 + 20 bytes). Field widths are not published;
 these are ours: 5 bits of VC for 32 VCs, 8-bit segment length, 16-bit destination (4096 nodes and
 group ids fit), the sender's virtual time in ns modulo 2^16 as time stamp, CRC-16/CCITT (XMODEM:
 polynomial 0x1021, initial 0; ``binascii.crc_hqx``) over the segment header's first 6 bytes. The
-payload CRC is the IEEE CRC-32 (``zlib.crc32``); ``pkt_id`` is the source adapter's packet number.
+payload CRC is the IEEE CRC-32 (``zlib.crc32``) of the payload followed by the 4-byte packet id
+(:func:`payload_crc`); ``pkt_id`` is the source adapter's packet number.
 
 The payload starts with the 24-byte transaction header (:class:`QsTxn`: operation, flags, the
 source rank, transfer id, this packet's offset in the transfer, the transfer's size, the target
@@ -188,6 +189,11 @@ _SEG6 = struct.Struct("!BBHH")
 _TRAILER = TRAILER.struct
 
 
+def payload_crc(payload: bytes, pkt_id: int) -> int:
+    """The trailer's CRC-32: over the payload, then the packet id (big-endian)."""
+    return zlib.crc32(pkt_id.to_bytes(4, "big"), zlib.crc32(payload))
+
+
 def segments(payload_len: int) -> int:
     """Segments a payload of ``payload_len`` bytes takes (at least one)."""
     if payload_len <= FIRST_DATA:
@@ -216,7 +222,7 @@ def encode_packet(payload: bytes, *, vc: int, prio: int, dest: int, tstamp: int,
         parts.append(_BBH.pack(b0 | (0x02 if off >= n else 0), len(chunk), index))
         parts.append(chunk)
         index += 1
-    parts.append(_TRAILER.pack(zlib.crc32(payload), pkt_id))
+    parts.append(_TRAILER.pack(payload_crc(payload, pkt_id), pkt_id))
     return b"".join(parts)
 
 
@@ -264,7 +270,7 @@ def decode_packet(body: bytes | memoryview, offset: int = 0) -> tuple[int, int, 
         raise DecodeError("QsNet packet structure does not end at its trailer")
     payload = b"".join(parts)
     crc, pkt_id = _TRAILER.unpack_from(body, end)
-    if zlib.crc32(payload) != crc:
+    if payload_crc(payload, pkt_id) != crc:
         raise Damaged(f"QsNet packet {pkt_id} fails its payload CRC-32", pkt_id, dest)
     return vc, prio, dest, tstamp, payload, pkt_id
 
