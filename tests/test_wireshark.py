@@ -151,3 +151,44 @@ def test_emu_wireshark_path_and_install(tmp_path, capsys):
     assert capsys.readouterr().out.strip() == str(LUA)
     assert main(["wireshark", "install", "--dest", str(tmp_path / "plugins")]) == 0
     assert (tmp_path / "plugins" / "hpc_emu.lua").read_text() == LUA.read_text()
+
+
+@needs_tshark
+async def test_tshark_walks_the_segments_of_qsnet_packets(tmp_path):
+    """Every QsNet packet of a put/get run: the first segment header, the transaction header, one
+    continuation header per further segment and the trailer, as the codec made them."""
+    from emu.wire.qsnet import ACK, CONT_LEN, SEG, TRAILER, TXN, decode_packet, segments
+
+    cap = tmp_path / "qs.pcapng"
+
+    async def app(host):
+        host.mem_write(0, bytes(range(256)) * 12)
+        await host.put(3, 0, 0x800, 3000)
+        await host.get(3, 0x800, 0x4000, 600)
+        return (await host.fadd(3, 0x40, 5)).value
+
+    async with emu.Cluster("star:n=4", capture=cap) as net:
+        await net.run({"h0": app})
+        records = await net.capture_records()
+    rows = tshark_fields(cap, ["frame.number", "_ws.malformed", "hpcemu.fabric.ptype", "hpcemu.qseg.dest",
+                               "hpcemu.qseg.crc16", "hpcemu.qtxn.op", "hpcemu.qtxn.offset", "hpcemu.qcont.index",
+                               "hpcemu.qtrailer.pkt_id", "hpcemu.qtrailer.crc32", "hpcemu.qack.pkt_id"])
+    assert len(rows) == len(records)
+    seen = {PacketType.QPKT: 0, PacketType.QACK: 0}
+    for row, (_t, _i, _f, wire) in zip(rows, records):
+        frame = wire[:-FCS_LEN]
+        _n, malformed, pt, dest, crc16, op, offset, conts, pkt_id, crc32, ack_id = row
+        assert malformed == ""
+        assert int(pt) == FABRIC.unpack(frame, 14)[4]
+        if int(pt) == PacketType.QPKT:
+            seg = SEG.unpack(frame, HDR_LEN)
+            _vc, _p, d, _ts, payload, pid = decode_packet(frame, HDR_LEN)
+            txn = TXN.unpack(payload)
+            assert (int(dest), _int(crc16), int(op), int(offset)) == (d, seg[-1], txn[0], txn[4])
+            assert conts.split(",") == ([str(i) for i in range(1, segments(len(payload)))] if len(payload) > 248 else [""])
+            assert (int(pkt_id), _int(crc32)) == (pid, TRAILER.unpack(frame, len(frame) - 8)[0])
+            seen[PacketType.QPKT] += 1
+        elif int(pt) == PacketType.QACK:
+            assert int(ack_id) == ACK.unpack(frame, HDR_LEN)[4]
+            seen[PacketType.QACK] += 1
+    assert seen[PacketType.QPKT] >= 2 * 6 and seen[PacketType.QACK] >= 2 * 6  # both ends of each link

@@ -387,15 +387,16 @@ function p_fabric.dissector(tvb, pinfo, tree)
   local off = 16
   local s = by_ptype[v.ptype]
   local info = string.format('%d -> %d %s', v.src, v.dst, vs_fabric_ptype[v.ptype] or ('ptype ' .. v.ptype))
+  local sv = nil
   if s and tvb:len() >= off + s[4] then
     local st = tree:add(s[1], tvb:range(off, s[4]))
-    local sv = add_fields(st, tvb, off, s[3], s[2], s[5])
+    sv = add_fields(st, tvb, off, s[3], s[2], s[5])
     off = off + s[4]
     if sv.seq then info = info .. ' seq=' .. sv.seq end
     if sv.offset then info = info .. string.format(' offset=%d/%d', sv.offset, sv.total) end
     if sv.coll_region then info = info .. string.format(' %s region=%d seg=%d/%d err=%d', vs_coll_head[sv.head] or sv.head, sv.coll_region, sv.seg, sv.nseg, sv.err) end
   end
-  if v.ptype == 5 and s and tvb:len() >= off then off, info = qsnet_segments(tvb, tree, off, info, sv) end
+  if v.ptype == 5 and sv then off, info = qsnet_segments(tvb, tree, off, info, sv) end
   if tvb:len() > off then tree:add(data_field, tvb:range(off)) end
   pinfo.cols.info = info
   return tvb:len()
