@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from emu.wire import HDR_LEN, DecodeError, PacketType
-from emu.wire.fabric import FLAG_SRCRT
+from emu.wire.fabric import FLAG_SRCRT, HOPS_OFF, RSVD_OFF
 from emu.wire.qsnet import (ACK, ACK_DONE, TXN, TXN_LAST, TXN_LEN, AckKind, Damaged, QsOp, Reason, decode_packet,
                             encode_packet)
 
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from .engine import NicEngine
 
 log = logging.getLogger(__name__)
+FLAGS_OFF = HOPS_OFF - 1
 
 
 class TxState(enum.Enum):
@@ -160,11 +161,12 @@ class QsNIC:
         self.gets_served: set[tuple[int, int]] = set()
         self.atomics: dict[tuple[int, int], int] = {}
         self._gets: dict[int, Xfer] = {}
+        self._route_in: int | None = None
         self.arrivals: list[Arrival] = []
         self.on_arrival: Callable[[Arrival], None] | None = None
         self.stats = {"packets_sent": 0, "packets_resent": 0, "acks": 0, "nacks_crc": 0, "nacks_no_route": 0,
                       "nacks_cond": 0, "timeouts": 0, "stray_acks": 0, "crc_errors": 0, "replayed": 0,
-                      "transfers_done": 0, "transfers_failed": 0, "arrivals": 0}
+                      "transfers_done": 0, "transfers_failed": 0, "arrivals": 0, "peak_outstanding": 0}
 
     # -- the state table -------------------------------------------------------------------------
     @staticmethod
@@ -239,6 +241,8 @@ class QsNIC:
             if tx.state is not TxState.QUEUED:
                 continue
             self.outstanding += 1
+            if self.outstanding > self.stats["peak_outstanding"]:
+                self.stats["peak_outstanding"] = self.outstanding
             self.by_id[tx.pkt_id] = tx
             self._send(tx, t)
 
@@ -352,13 +356,18 @@ class QsNIC:
 
     def _ack(self, dst: int, pkt_id: int, now: int, *, at: int | None = None, done: bool = False,
              nack: Reason | None = None, value: int = 0) -> None:
+        """An ACK token back to the packet's source; it takes the route id the packet came with
+        (``self._route_in``), so the ACK of a resent packet tries another way back too."""
         body = ACK.pack(AckKind.NACK if nack is not None else AckKind.ACK, nack or 0, ACK_DONE if done else 0, 0,
                         pkt_id, value & ((1 << 64) - 1))
         t = now + self.nic.spec.nic_delay_ns if at is None else at
-        self.nic.emit(dst, PacketType.QACK, body, t, vc=self.spec.vc + 1, prio=1)
+        route = self._route_in
+        self.nic.emit(dst, PacketType.QACK, body, t, vc=self.spec.vc + 1, prio=1,
+                      flags=FLAG_SRCRT if route is not None else 0, rsvd=route or 0)
 
     # -- packets arriving ------------------------------------------------------------------------
     def on_packet(self, frame: bytes, src: int, now: int) -> None:
+        self._route_in = frame[RSVD_OFF] if frame[FLAGS_OFF] & FLAG_SRCRT else None
         try:
             _vc, _prio, dest, _ts, payload, pkt_id = decode_packet(frame, HDR_LEN)
         except Damaged as d:

@@ -6,8 +6,11 @@ candidate with, in this order of keys:
 1. the port up (a port taken down, or scheduled down, is chosen only when every candidate is);
 2. the fewest bytes queued: those on the line whose last bit has not left by ``now``, plus, under
    credit flow control, those waiting for credit on the frame's VC;
-3. the static port (ties go to the routing table's choice, so an idle fabric routes exactly as
-   ``static`` does and the policy departs from it only under load);
+3. the preferred port: the static one (ties go to the routing table's choice, so an idle fabric
+   routes exactly as ``static`` does and the policy departs from it only under load) -- or, for a
+   frame whose source chose a route (fabric flag SRCRT: a resent QsNet packet, or its ACK), the one
+   that route id names (as ``dispersive`` reads it), so that a resend tries another way even on an
+   idle fabric (a packet NACKed by a router that lost its way down goes round it);
 4. the lowest port.
 
 Without a port view (an engine driven by hand) it is the static port. QsNet's routers instead
@@ -18,8 +21,10 @@ first free, round robin or random; those can register as policies of their own.
 from __future__ import annotations
 
 from emu.wire import DST_OFF
+from emu.wire.fabric import FLAG_SRCRT, HOPS_OFF, RSVD_OFF
 
 VC_OFF = DST_OFF + 4  # the fabric header's vc byte
+FLAGS_OFF = HOPS_OFF - 1
 
 
 def adaptive(engine, seed: int):
@@ -31,6 +36,9 @@ def adaptive(engine, seed: int):
         if len(ports) < 2 or view is None:
             return static
         vc = frame[VC_OFF]
+        if frame[FLAGS_OFF] & FLAG_SRCRT:
+            k = len(ports)
+            static = ports[(frame[RSVD_OFF] // k ** frame[HOPS_OFF]) % k]
         best, best_key = static, None
         for p in ports:
             key = (not view.up(p, now), view.queue(p, now)[1] + view.queue(p, now, vc)[1], p != static, p)
