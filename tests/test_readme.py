@@ -64,3 +64,24 @@ async def test_collectives_example_runs(cluster):
     for h in members:
         y, cpu = res[h]
         assert (y == np.float32(0 + 1 + 2)).all() and cpu > 0
+
+
+def test_qsnet_examples_run(tmp_path):
+    block = next(b for b in blocks("bash") if "--test put" in b)
+    emu = pathlib.Path(sys.executable).parent / "emu"
+    for line in (ln for ln in block.splitlines() if ln.startswith("emu ")):
+        out = subprocess.run([str(emu), *line.split()[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0 and "every byte right" in out.stdout, line + "\n" + out.stdout + out.stderr
+
+
+def test_qsnet_api_example_runs():
+    from emu.sim import EngineNet
+    from topologies import build
+
+    code = next(b for b in blocks("python") if "host.put(" in b)
+    ns: dict = {}
+    exec(code + "\n    return r, old, ok\n", ns)
+    net = EngineNet(build("star:n=8"))
+    r, old, ok = net.run({"h0": ns["app"]})["h0"]
+    assert r.ok and old == 0 and ok is True
+    assert net.engines["h0"].qs.mem.read(0x2000, 10_000) == b"x" * 10_000

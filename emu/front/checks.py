@@ -231,3 +231,5 @@ COLLECTIVES = _collectives()
 
 for _name in COLLECTIVES:
     register(_name)(_collective_check(_name))
+
+from . import qsnet_checks  # noqa: E402,F401  (registers put and get)

@@ -165,6 +165,8 @@ async def _run(args) -> int:
 
     given = [k for k, v in extra.items() if v is not None]
     collectives = [n for n in names if n in ALGORITHMS]
+    if given == ["size"] and any(n in ("put", "get") for n in names):
+        given = []  # put and get take a size too
     if given and not collectives:
         raise ConfigError(f"--{', --'.join(given)} apply to collective tests only; --test {'+'.join(names)} has none")
     if args.branch is not None and not offload:
