@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from emu.build import register_engine
 from emu.config import SwitchSpec
 from emu.wire import DST_OFF, ETHERTYPE_FABRIC, FCS_LEN, FLAG_BCAST, HDR_LEN, HOPS_OFF, PacketType, build_frame
-from emu.wire.qsnet import ACK, AckKind, Reason, TRAP, TrapKind, is_qsnet_packet
+from emu.wire.qsnet import ACK, ACK_BCAST, AckKind, Reason, TRAP, TrapKind, is_qsnet_packet
 
 from .routing import lookup as routing_policy
 from .routing import static
@@ -37,6 +37,9 @@ class SwitchEngine:
     passes_damaged = staticmethod(is_qsnet_packet)
     """Cut-through for QsNet packets: one that fails a link's FCS is forwarded all the same (its
     head left before its tail was checked); the target adapter's CRC-32 catches it and NACKs."""
+    combining: dict = field(default_factory=dict)
+    """Broadcast packets replicated here whose ACKs are being combined: (source, packet id) ->
+    [in port, ports still to answer, any NACK, sum of values, NACK reason]."""
     manager: int | None = None
     """Fabric address of the network manager that receives this router's traps (None: counted only)."""
     stats: dict[str, int] = field(default_factory=lambda: {"forwarded": 0, "malformed": 0, "no_route": 0})
@@ -64,6 +67,11 @@ class SwitchEngine:
         dst = _U32.unpack_from(frame, DST_OFF)[0]
         if frame[FLAGS_OFF] & FLAG_BCAST:
             return self._replicate(frame, port, dst, now)
+        if frame[PTYPE_OFF] == PacketType.QACK and self.groups and len(frame) >= HDR_LEN + ACK.size \
+                and frame[HDR_LEN + 2] & ACK_BCAST:
+            combined = self._combine(frame, port, dst, now)
+            if combined is not None:
+                return combined
         table = self.routes
         out = table[dst] if dst < len(table) else -1
         if out < 0:
@@ -117,7 +125,37 @@ class SwitchEngine:
         at = now + self.spec.processing_delay_ns
         out = [(p, self._next_hop(frame, port, p), at) for p in tree if p != port]
         self.stats["replicated"] = self.stats.get("replicated", 0) + len(out)
+        if frame[PTYPE_OFF] == PacketType.QPKT and len(frame) >= HDR_LEN + 16:
+            # ACK combining (spec 03): expect one ACK per copy, send one back where it came from
+            src = _U32.unpack_from(frame, DST_OFF - 4)[0]
+            pkt_id = _U32.unpack_from(frame, len(frame) - 4)[0]
+            self.combining[(src, pkt_id)] = [port, {p for p, _f, _a in out}, False, 0, 0]
         return out
+
+    def _combine(self, frame: bytes, port: int, src: int, now: int) -> list[tuple[int, bytes, int]] | None:
+        """An ACK of a broadcast packet from one branch of the tree: when every branch this switch
+        sent a copy down has answered, one ACK (a NACK if any branch NACKed; ``value`` the sum of
+        the branches') goes back up toward the source. None: not a packet this switch replicated."""
+        kind, reason, flags, _r, pkt_id, value = ACK.unpack(frame, HDR_LEN)
+        entry = self.combining.get((src, pkt_id))
+        if entry is None or port not in entry[1]:
+            if self.groups:  # a member's ACK of a copy already answered (a duplicate): dropped
+                self.stats["stray_bcast_acks"] = self.stats.get("stray_bcast_acks", 0) + 1
+                return []
+            return None
+        entry[1].discard(port)
+        if kind == AckKind.NACK:
+            entry[2], entry[4] = True, reason
+        entry[3] += value
+        self.stats["acks_combined"] = self.stats.get("acks_combined", 0) + 1
+        if entry[1]:
+            return []
+        del self.combining[(src, pkt_id)]
+        nack = entry[2]
+        body = ACK.pack(AckKind.NACK if nack else AckKind.ACK, entry[4] if nack else 0,
+                        ACK_BCAST, 0, pkt_id, entry[3])
+        out = build_frame(self.node_id, src, PacketType.QACK, body, prio=1, vc=frame[VC_OFF])
+        return [(entry[0], out, now + self.spec.processing_delay_ns)]
 
     def _next_hop(self, frame: bytes, port: int, out: int) -> bytes:
         """The frame as it leaves on ``out``: one more hop, and the VC the policy picks."""

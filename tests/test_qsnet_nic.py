@@ -81,7 +81,7 @@ def test_the_packet_state_table_is_complete_and_closed():
     assert TX[TxState.SENT][TxEvent.NACK] is TxState.QUEUED
     assert TX[TxState.SENT][TxEvent.TIMEOUT] is TxState.QUEUED
     assert TX[TxState.QUEUED][TxEvent.SEND] is TxState.SENT
-    assert TX[TxState.ACKED] == {} and TX[TxState.FAILED] == {}
+    assert TX[TxState.ACKED] == {TxEvent.RECOUNT: TxState.QUEUED} and TX[TxState.FAILED] == {}
     assert set(TX) == set(TxState)
 
 
@@ -165,3 +165,52 @@ async def test_static_routing_loses_a_destination_behind_a_broken_link_adaptive_
     assert not all(static_ok)
     assert st["s0"]["engine"].get("invalid_dest", 0) > 0 and st["s0"]["engine"].get("traps_invalid_dest", 0) > 0
     assert out["adaptive"][0] == [True] * 4
+
+
+MEMBERS = ["h1", "h5", "h6", "h22", "h40", "h63"]  # scattered: an arbitrary subset, not a range
+
+
+def bcast_net(settings=None, **faults):
+    t = build("fattree:k=4,n=3", settings=settings)
+    t.add_group(7, MEMBERS)
+    return t, EngineNet(t, seed=faults.pop("seed", 0), **faults)
+
+
+async def bcast_root(host, data):
+    host.mem_write(0, data)
+    return await host.bcast_put(7, len(MEMBERS) - 1, 0, 0x7000, len(data))
+
+
+def test_hardware_broadcast_to_an_arbitrary_subset_combines_acks_in_the_switches():
+    data = bytes(i % 253 for i in range(5000))  # 5 packets
+    t, net = bcast_net()
+    res = net.run({"h1": (bcast_root, data), **{m: (wait_app, 1, 0x7000, len(data)) for m in MEMBERS[1:]}})
+    assert res["h1"].ok
+    for m in MEMBERS[1:]:
+        arrived, mem = res[m]
+        assert len(arrived) == 1 and mem == data
+    # the source hears one ACK per packet, whatever the number of members
+    acks = [f for _t, node, _p, f in net.delivered if node == "h1" and ptype(f) == PacketType.QACK]
+    assert len(acks) == 5 and net.engines["h1"].qs.stats["acks"] == 5
+    assert sum(ACK.unpack(f, HDR_LEN)[5] for f in acks) == len(MEMBERS) - 1  # every member counted done once
+    # each member sent 5 ACKs; every switch of the tree combined the ACKs of its branches
+    sent = sum(1 for _t, node, _p, f in net.delivered if ptype(f) == PacketType.QACK and node.startswith("s"))
+    assert sent > 0
+    combined = {n: e.stats.get("acks_combined", 0) for n, e in net.engines.items() if e.kind == "switch"}
+    tree = t.group_ports
+    for sw, n in combined.items():
+        branches = len(tree.get(sw, {}).get(7, ())) - 1  # ports of the tree but the one toward the source
+        assert n == (5 * branches if branches > 0 else 0), (sw, n, branches)
+    non_members = [h for h in t.host_names() if h not in MEMBERS]
+    assert all(net.engines[h].qs.stats["arrivals"] == 0 for h in non_members)
+
+
+@pytest.mark.parametrize("faults", [dict(duplicate=0.3, reorder=0.3), dict(drop=0.05),
+                                    dict(drop=0.02, corrupt=0.02, duplicate=0.1, reorder=0.2)])
+def test_hardware_broadcast_completes_once_everywhere_under_seeded_faults(faults):
+    data = bytes(i % 249 for i in range(5000))
+    _t, net = bcast_net({"elan": {"max_tries": 40}}, seed=3, **faults)
+    res = net.run({"h1": (bcast_root, data), **{m: (wait_app, 1, 0x7000, len(data)) for m in MEMBERS[1:]}})
+    assert res["h1"].ok
+    for m in MEMBERS[1:]:
+        assert net.engines[m].qs.stats["arrivals"] == 1 and res[m][1] == data

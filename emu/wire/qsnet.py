@@ -77,9 +77,12 @@ class Reason(enum.IntEnum):
 TXN_FLAGS = ["LAST", "BCAST", "R2", "R3", "R4", "R5", "R6", "R7"]
 TXN_LAST = 0x01
 TXN_BCAST = 0x02
-ACK_FLAGS = ["DONE", "R1", "R2", "R3", "R4", "R5", "R6", "R7"]
+ACK_FLAGS = ["DONE", "BCAST", "R2", "R3", "R4", "R5", "R6", "R7"]
 ACK_DONE = 0x01
 """The acknowledged packet's data is in the target's memory and its transfer is complete there."""
+ACK_BCAST = 0x02
+"""The ACK of a broadcast packet: switches of the group's tree combine these into one per packet;
+``value`` counts the members whose transfer this packet completed."""
 
 
 class QsSegment(Packet):

@@ -129,10 +129,10 @@ class NicWait(Op):
 class QsOpReq(Op):
     """A QsNet adapter command (spec 03): put, get, fadd, cond."""
 
-    __slots__ = ("kind", "rank", "a", "b", "n")
+    __slots__ = ("kind", "rank", "a", "b", "n", "m")
 
-    def __init__(self, kind: str, rank: int, a: int, b: int, n: int):
-        self.kind, self.rank, self.a, self.b, self.n = kind, rank, a, b, n
+    def __init__(self, kind: str, rank: int, a: int, b: int, n: int, m: int = 0):
+        self.kind, self.rank, self.a, self.b, self.n, self.m = kind, rank, a, b, n, m
 
     def describe(self, names) -> str:
         return f"{self.kind}(rank={self.rank}, {self.a:#x}, {self.b:#x}, {self.n})"
@@ -259,6 +259,16 @@ class HostAPI:
         _check_range("get", local, size)
         _check_range("get", remote, size)
         return QsOpReq("get", rank, remote, local, size)
+
+    def bcast_put(self, group: int, members: int, local: int, remote: int, size: int) -> QsOpReq:
+        """Hardware broadcast (spec 03): ``size`` bytes at ``local`` to ``remote`` on every member
+        of multicast group ``group`` (``Topology.add_group``), ``members`` of them besides this
+        node; returns a ``QsResult`` once the combined ACKs say every member has the data."""
+        _check_range("bcast_put", local, size)
+        _check_range("bcast_put", remote, size)
+        if members < 1:
+            raise ValueError(f"bcast_put: members must be >= 1, got {members}")
+        return QsOpReq("bcast", group, local, remote, size, members)
 
     def fadd(self, rank: int, addr: int, value: int) -> QsOpReq:
         """Add ``value`` to the 64-bit word at ``addr`` on ``rank`` (exactly once); the result's

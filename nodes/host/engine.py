@@ -203,6 +203,8 @@ class Host:
             qs.put(op.rank, op.a, op.b, op.n, t, done)
         elif op.kind == "get":
             qs.get(op.rank, op.a, op.b, op.n, t, done)
+        elif op.kind == "bcast":
+            qs.bcast(op.rank, op.m, op.a, op.b, op.n, t, done)
         else:
             qs.atomic(QsOp.FADD if op.kind == "fadd" else QsOp.COND, op.rank, op.a, op.b, t, done)
         return False, None

@@ -178,6 +178,12 @@ class NicEngine:
 
     def emit(self, dst: int, ptype: int, body: bytes, at: int, *, vc: int = 0, prio: int = 0, flags: int = 0,
              rsvd: int = 0) -> None:
+        if flags & FLAG_BCAST:  # a group frame (dst: the group id): out on port 0, Ethernet broadcast
+            head = build_frame(self.node_id, dst, ptype, b"", flags=FLAG_BCAST)[:ETH_LEN]
+            self._out.append((0, head + _FABRIC_PACK(self.node_id, dst, vc, prio, ptype, flags, 0, rsvd, len(body))
+                              + body, at))
+            self.stats["frames_sent"] += 1
+            return
         port = 0 if self.routes is None else (self.routes[dst] if 0 <= dst < len(self.routes) else -1)
         if port < 0:
             self.stats["no_route"] += 1

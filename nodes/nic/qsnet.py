@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from emu.wire import HDR_LEN, DecodeError, PacketType
-from emu.wire.fabric import FLAG_SRCRT, HOPS_OFF, RSVD_OFF
-from emu.wire.qsnet import (ACK, ACK_DONE, TXN, TXN_LAST, TXN_LEN, AckKind, Damaged, QsOp, Reason, decode_packet,
+from emu.wire.fabric import FLAG_BCAST, FLAG_SRCRT, HOPS_OFF, RSVD_OFF
+from emu.wire.qsnet import (ACK, ACK_BCAST, ACK_DONE, TXN, TXN_BCAST, TXN_LAST, TXN_LEN, AckKind, Damaged, QsOp, Reason, decode_packet,
                             encode_packet)
 
 from .memory import Memory
@@ -62,6 +62,7 @@ class TxEvent(enum.Enum):
     TIMEOUT = "timeout"
     GIVE_UP = "give_up"  # max_tries sends, or its transfer failed
     ANSWERED = "answered"  # a get's reply arrived: its request got there, whatever became of the ACK
+    RECOUNT = "recount"    # a broadcast whose ACKs did not count every member: send it all again
 
 
 TX: dict[TxState, dict[TxEvent, TxState]] = {
@@ -69,7 +70,7 @@ TX: dict[TxState, dict[TxEvent, TxState]] = {
                      TxEvent.ANSWERED: TxState.ACKED},
     TxState.SENT: {TxEvent.ACK: TxState.ACKED, TxEvent.NACK: TxState.QUEUED, TxEvent.TIMEOUT: TxState.QUEUED,
                    TxEvent.GIVE_UP: TxState.FAILED, TxEvent.ANSWERED: TxState.ACKED},
-    TxState.ACKED: {},
+    TxState.ACKED: {TxEvent.RECOUNT: TxState.QUEUED},
     TxState.FAILED: {},
 }
 """A packet's states and what moves it (an event a state does not list is a bug: raised)."""
@@ -108,6 +109,9 @@ class Xfer:
     finished: bool = False
     resent: int = 0
     deadline: int | None = None
+    members: int = 0
+    """A broadcast: the group's members but the source (0: a unicast transfer)."""
+    done_count: int = 0
 
 
 @dataclass(eq=False)
@@ -130,6 +134,9 @@ class Rx:
     got: set = field(default_factory=set)
     nbytes: int = 0
     done: bool = False
+    last: int = -1
+    """Offset of the packet that completed the transfer (its ACK, and only its, counts a broadcast
+    member as done)."""
 
 
 @dataclass
@@ -162,6 +169,7 @@ class QsNIC:
         self.atomics: dict[tuple[int, int], int] = {}
         self._gets: dict[int, Xfer] = {}
         self._route_in: int | None = None
+        self._bcast_in = False
         self.arrivals: list[Arrival] = []
         self.on_arrival: Callable[[Arrival], None] | None = None
         self.stats = {"packets_sent": 0, "packets_resent": 0, "acks": 0, "nacks_crc": 0, "nacks_no_route": 0,
@@ -187,6 +195,15 @@ class QsNIC:
         Memory.check(remote, size)
         return self._transfer(QsOp.PUT, self.node_of(rank), remote, data, t, on_done)
 
+    def bcast(self, gid: int, members: int, local: int, remote: int, size: int, t: int, on_done) -> Xfer:
+        """Hardware broadcast: ``size`` bytes at ``local`` to ``remote`` on every member of group
+        ``gid`` (``members`` of them besides this node); switches replicate each packet down the
+        group's tree and combine the members' ACKs, so the source gets one per packet, and the
+        transfer completes when the ACKs have counted every member done."""
+        data = self.mem.read(local, size)
+        Memory.check(remote, size)
+        return self._transfer(QsOp.PUT, gid, remote, data, t, on_done, members=members)
+
     def get(self, rank: int, remote: int, local: int, size: int, t: int, on_done) -> Xfer:
         Memory.check(remote, size)
         Memory.check(local, size)
@@ -209,8 +226,11 @@ class QsNIC:
         self._xid = (self._xid + 1) & 0xFFFFFFFF
         return Xfer(self._xid, op, dst, total, on_done, t)
 
-    def _transfer(self, op: QsOp, dst: int, addr: int, data: bytes, t: int, on_done, xid: int | None = None) -> Xfer:
+    def _transfer(self, op: QsOp, dst: int, addr: int, data: bytes, t: int, on_done, xid: int | None = None,
+                  members: int = 0) -> Xfer:
         x = self._new_xfer(op, dst, len(data), t, on_done)
+        x.members = members
+        bflag = TXN_BCAST if members else 0
         if xid is not None:
             x.xid = xid
         size, step = len(data), self.spec.packet_bytes
@@ -219,7 +239,8 @@ class QsNIC:
         while True:
             chunk = data[off:off + step]
             last = off + len(chunk) >= size
-            bodies.append(TXN.pack(op, TXN_LAST if last else 0, self.nic.node_id & 0xFFFF, x.xid, off, size, addr) + chunk)
+            bodies.append(TXN.pack(op, (TXN_LAST if last else 0) | bflag, self.nic.node_id & 0xFFFF, x.xid, off, size,
+                                   addr) + chunk)
             off += len(chunk)
             if last:
                 break
@@ -266,11 +287,11 @@ class QsNIC:
             if tx.tries == 1:
                 tx.xfer.resent += 1
         tx.tries += 1
-        srcrt = self.spec.routes > 1 or tx.tries > 1
+        srcrt = (self.spec.routes > 1 or tx.tries > 1) and not tx.xfer.members
         at = t + self.nic.spec.nic_delay_ns
         pkt = encode_packet(tx.payload, vc=self.spec.vc, prio=0, dest=tx.xfer.dst, tstamp=at, pkt_id=tx.pkt_id)
-        self.nic.emit(tx.xfer.dst, PacketType.QPKT, pkt, at, vc=self.spec.vc, flags=FLAG_SRCRT if srcrt else 0,
-                      rsvd=tx.route if srcrt else 0)
+        flags = (FLAG_SRCRT if srcrt else 0) | (FLAG_BCAST if tx.xfer.members else 0)
+        self.nic.emit(tx.xfer.dst, PacketType.QPKT, pkt, at, vc=self.spec.vc, flags=flags, rsvd=tx.route if srcrt else 0)
         self.stats["packets_sent"] += 1
         tx.timer = self.nic.at(at + self.spec.retransmit_ns, self._timeout, tx)
 
@@ -340,6 +361,12 @@ class QsNIC:
         if kind == AckKind.NACK:  # a conditional that compared unequal: answered, not an error
             self.stats["nacks_cond"] += 1
             x.cond, x.done_seen, x.value = False, True, value
+        elif x.members:  # a broadcast: the combined ACK counts the members this packet completed
+            x.done_count += value
+            x.done_seen = x.done_count >= x.members
+            if x.acked == len(x.txs) and not x.done_seen:
+                self._recount(x)
+                return
         elif flags & ACK_DONE:
             x.done_seen, x.value = True, value if x.op != QsOp.GET else x.value
         if x.op == QsOp.GET:
@@ -350,34 +377,53 @@ class QsNIC:
             self._finish(x, QsResult(True, x.value if x.op in (QsOp.FADD, QsOp.COND) else 0, cond=x.cond))
         self._pump(now)
 
+    def _recount(self, x: Xfer) -> None:
+        """Every packet of a broadcast is acknowledged, yet the combined ACKs counted fewer members
+        done than the group has (a member's ACK was lost where a switch could not tell): send the
+        whole transfer again under fresh packet ids (late ACKs of this round become strays) and
+        count afresh; members that have it answer as replays. Bounded by ``max_tries``."""
+        self.stats["recounts"] = self.stats.get("recounts", 0) + 1
+        x.acked, x.done_count = 0, 0
+        for tx in x.txs:
+            self._move(tx, TxEvent.RECOUNT)
+            self._pkt_id = (self._pkt_id + 1) & 0xFFFFFFFF
+            tx.pkt_id = self._pkt_id
+            if tx.tries >= self.spec.max_tries:
+                self._fail(x, f"broadcast to group {x.dst}: {x.members} members not all counted after {tx.tries} sends")
+                return
+            self.backlog.append(tx)
+        self._pump(self.nic.now)
+
     def _get_deadline(self, x: Xfer) -> None:
         if not x.finished:
             self._fail(x, f"get from {x.dst}: no reply")
 
     def _ack(self, dst: int, pkt_id: int, now: int, *, at: int | None = None, done: bool = False,
-             nack: Reason | None = None, value: int = 0) -> None:
+             nack: Reason | None = None, value: int = 0, bcast: bool = False) -> None:
         """An ACK token back to the packet's source; it takes the route id the packet came with
         (``self._route_in``), so the ACK of a resent packet tries another way back too."""
-        body = ACK.pack(AckKind.NACK if nack is not None else AckKind.ACK, nack or 0, ACK_DONE if done else 0, 0,
-                        pkt_id, value & ((1 << 64) - 1))
+        bcast = bcast or self._bcast_in
+        body = ACK.pack(AckKind.NACK if nack is not None else AckKind.ACK, nack or 0,
+                        (ACK_DONE if done else 0) | (ACK_BCAST if bcast else 0), 0, pkt_id, value & ((1 << 64) - 1))
         t = now + self.nic.spec.nic_delay_ns if at is None else at
-        route = self._route_in
+        route = None if bcast else self._route_in
         self.nic.emit(dst, PacketType.QACK, body, t, vc=self.spec.vc + 1, prio=1,
                       flags=FLAG_SRCRT if route is not None else 0, rsvd=route or 0)
 
     # -- packets arriving ------------------------------------------------------------------------
     def on_packet(self, frame: bytes, src: int, now: int) -> None:
         self._route_in = frame[RSVD_OFF] if frame[FLAGS_OFF] & FLAG_SRCRT else None
+        self._bcast_in = bcast = bool(frame[FLAGS_OFF] & FLAG_BCAST)
         try:
             _vc, _prio, dest, _ts, payload, pkt_id = decode_packet(frame, HDR_LEN)
         except Damaged as d:
-            if d.dest != self.nic.node_id & 0xFFFF:
+            if d.dest != self.nic.node_id & 0xFFFF and not bcast:
                 raise DecodeError(f"damaged packet {d.pkt_id} for {d.dest} arrived here") from None
             self.stats["crc_errors"] += 1
             log.info("%s: packet %d from %d failed its CRC-32: NACK", self.nic.name, d.pkt_id, src)
             self._ack(src, d.pkt_id, now, nack=Reason.CRC)
             return
-        if dest != self.nic.node_id & 0xFFFF:
+        if dest != self.nic.node_id & 0xFFFF and not bcast:
             raise DecodeError(f"packet {pkt_id} for destination {dest} arrived at {self.nic.node_id}")
         if len(payload) < TXN_LEN:
             raise DecodeError(f"packet {pkt_id}: payload of {len(payload)} bytes has no transaction header")
@@ -399,7 +445,8 @@ class QsNIC:
                               f"disagrees with the transfer ({rx.total} bytes at {rx.addr:#x})")
         if rx.done or offset in rx.got:  # a replay (its ACK was lost, or it was resent early)
             self.stats["replayed"] += 1
-            self._ack(src, pkt_id, now, done=rx.done)
+            completed = rx.done and offset == rx.last
+            self._ack(src, pkt_id, now, done=rx.done, value=1 if completed and self._bcast_in else 0)
             return
         rx.got.add(offset)
         rx.nbytes += len(data)
@@ -408,8 +455,8 @@ class QsNIC:
         if rx.nbytes < total:
             self._ack(src, pkt_id, now)  # early
             return
-        rx.done = True
-        self._ack(src, pkt_id, now, at=t_written, done=True)
+        rx.done, rx.last = True, offset
+        self._ack(src, pkt_id, now, at=t_written, done=True, value=1 if self._bcast_in else 0)
         self.nic.at(t_written, self._arrived, (src, op, key, rx))
 
     def _write(self, arg) -> None:
