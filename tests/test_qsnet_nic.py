@@ -214,3 +214,32 @@ def test_hardware_broadcast_completes_once_everywhere_under_seeded_faults(faults
     assert res["h1"].ok
     for m in MEMBERS[1:]:
         assert net.engines[m].qs.stats["arrivals"] == 1 and res[m][1] == data
+
+
+async def test_bcast_offloaded_to_the_hardware_from_the_collective_api():
+    import numpy as np
+
+    from nodes.collectives.hw import HW_GROUP
+    from nodes.collectives.run import check_results, run_collective
+
+    t = build("fattree:k=4,n=2")
+    t.add_group(HW_GROUP, t.host_names())
+    async with emu.Cluster(t) as net:
+        res = await run_collective(net, "bcast", count=3000, dtype="float64", root=5, offload="hw")
+        soft = await run_collective(net, "bcast", count=3000, dtype="float64", root=5)
+    check_results(res, 3000, np.dtype("float64"), "sum", 5, 0)
+    assert res.algo == "hw" and res.completion_ns < soft.completion_ns
+
+
+def test_emu_run_bcast_offload_hw_and_what_it_refuses():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = str(Path(sys.executable).parent / "emu")
+    out = subprocess.run([exe, "run", "--topo", "fattree:k=4,n=3", "--test", "bcast", "--offload", "hw", "--size", "16KiB"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "algo=hw" in out.stdout and "result=equal to" in out.stdout, out.stdout + out.stderr
+    bad = subprocess.run([exe, "run", "--topo", "star:n=4", "--test", "allgather", "--offload", "hw"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "allgather cannot be offloaded to the network hardware yet" in bad.stdout + bad.stderr

@@ -190,6 +190,9 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
 
         if extra.get("algo"):
             raise ConfigError("--algo names a host software algorithm; leave it out with --offload")
+        if branch is None and offload == "hw":
+            validate(operation, np.dtype(dtype), op, 1, offload)
+            return CollectiveOptions(dtype, size, count, op, root, None, ranks, offload, None)
         if branch is None:
             branch = default_branch(operation, n, parts(count, np.dtype(dtype)),
                                     NicSpec().queue_capacity if queue_capacity is None else queue_capacity)

@@ -130,8 +130,8 @@ async def _run(args) -> int:
 
     names = tests_named(args.test)
     offload = None if args.offload in (None, "none") else args.offload
-    if offload in ("switch", "hw"):
-        raise ConfigError(f"--offload {offload} is not built yet; choose none (host software) or nic")
+    if offload == "switch":
+        raise ConfigError(f"--offload {offload} is not built yet; choose none (host software), nic or hw")
     if not 0 <= args.seed < 2**63:
         raise ConfigError(f"--seed must be within 0..2**63-1, got {args.seed}")
     if args.realtime is not None and not (math.isfinite(args.realtime) and args.realtime > 0):
@@ -182,6 +182,10 @@ async def _run(args) -> int:
             raise ConfigError(f"--size {opts.size:,} B is over what the hosts accept in one message "
                               f"(host.max_message_bytes = {limit:,}); use a smaller size or --set "
                               "host.max_message_bytes=...")
+    if offload == "hw":  # hardware collectives use a multicast group over the run's ranks
+        from nodes.collectives.hw import HW_GROUP
+
+        topo.add_group(HW_GROUP, extra["ranks"] or topo.host_names())
     from .estimate import large_run_note
 
     note = await large_run_note(names, topo, extra, args.seed)  # before it starts: a person may rather stop

@@ -115,9 +115,18 @@ class Comm:
         timeout = TIMEOUT_NS_PER_PART * parts(x.size, x.dtype)
         return await offloaded(self, kind, x, op, root, branch, getattr(self, "vp", DEFAULT_VP), timeout)
 
-    async def bcast(self, x: np.ndarray, root: int = 0, algo: str | None = None) -> np.ndarray:
-        """``root``'s array on every rank; others pass a buffer of the same size and type."""
+    async def bcast(self, x: np.ndarray, root: int = 0, algo: str | None = None,
+                    offload: str | None = None) -> np.ndarray:
+        """``root``'s array on every rank; others pass a buffer of the same size and type.
+        ``offload="hw"``: the QsNet hardware broadcast (spec 03; ``nodes.collectives.hw``)."""
         self._check_root(root)
+        if offload is not None:
+            if offload != "hw":
+                raise ConfigError(f"bcast can be offloaded to hw (spec 03), not {offload!r}")
+            from .hw import bcast_hw
+
+            self.last_algo = "hw"
+            return await bcast_hw(self, x, root)
         return await self._run("bcast", algo, x.nbytes, np.ascontiguousarray(x).ravel(), root)
 
     async def barrier(self, algo: str | None = None) -> None:

@@ -37,8 +37,12 @@ Generous on purpose: virtual time costs nothing while idle, and a healthy run mu
 def validate(operation: str, dtype: np.dtype, op: str, branch: int, where: str = "nic", count: int | None = None,
              queue_capacity: int | None = None) -> None:
     """Refuse an offload request the NIC cannot carry out, before anything runs."""
+    if where == "hw":
+        if operation != "bcast":
+            raise ConfigError(f"{operation} cannot be offloaded to the network hardware yet; bcast can")
+        return
     if where != "nic":
-        raise ConfigError(f"offload {where!r} is not available; known: nic")
+        raise ConfigError(f"offload {where!r} is not available; known: nic, hw")
     if operation not in ("allreduce", "reduce"):
         raise ConfigError(f"{operation} cannot be offloaded to the NIC; allreduce and reduce can")
     alu.type_code(np.dtype(dtype))

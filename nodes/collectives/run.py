@@ -49,8 +49,10 @@ async def call(comm: Comm, operation: str, x: np.ndarray, algo: str | None, op: 
         return await comm.allreduce(x, op, algo, offload=offload, branch=branch)
     if operation == "reduce":
         return await comm.reduce(x, op, root, algo, offload=offload, branch=branch)
-    if operation in ("bcast", "mcast"):
-        return await getattr(comm, operation)(x, root, algo)
+    if operation == "bcast":
+        return await comm.bcast(x, root, algo, offload=offload)
+    if operation == "mcast":
+        return await comm.mcast(x, root, algo)
     if operation == "barrier":
         return await comm.barrier(algo)
     if operation in ("allgather", "mcast_all", "alltoall"):
