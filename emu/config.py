@@ -59,7 +59,14 @@ class SwitchSpec:
     """From a frame leaving the input buffer to its credit leaving for the sender (ns)."""
     routing: str = "static"
     """Routing policy by name: static (the table's port), adaptive (the least-loaded minimal next
-    hop), dispersive (a seeded random minimal next hop)."""
+    hop), dispersive (a seeded random minimal next hop), qsnet (QsNet's rule: a minimal next hop
+    below ``adaptive_threshold`` pending frames, picked by ``adaptive_pick``; none: the least loaded)."""
+    adaptive_threshold: int = 2
+    """Pending frames on a link below which it counts as lightly loaded (``routing=qsnet``): frames
+    on the line plus those waiting for credit; 0: no link is, always the least loaded."""
+    adaptive_pick: str = "first_free"
+    """How ``routing=qsnet`` picks among the lightly loaded links: first_free (the lowest-numbered),
+    next_free (round robin per switch) or random (seeded per switch)."""
     vc_policy: str = "by_class"
     """How a switch picks the VC on the next link: by_class (the frame's own vc), dateline (tori:
     VC 0 until the frame crosses a dimension's wrap-around link, then 1; back to 0 in a new dimension)."""
@@ -76,6 +83,13 @@ class SwitchSpec:
             raise ConfigError("SwitchSpec.pool_bytes needs finite VC buffers: set vc_buffer_bytes too")
         if self.vc_policy not in VC_POLICIES:
             raise ConfigError(f"SwitchSpec.vc_policy {self.vc_policy!r} is not one of {', '.join(VC_POLICIES)}")
+        if not isinstance(self.adaptive_threshold, int) or isinstance(self.adaptive_threshold, bool) \
+                or not 0 <= self.adaptive_threshold <= 1 << 20:
+            raise ConfigError(f"SwitchSpec.adaptive_threshold must be an integer within 0..2**20 pending frames, "
+                              f"got {self.adaptive_threshold!r}")
+        if self.adaptive_pick not in ("first_free", "next_free", "random"):  # switch.routing.qsnet.PICKS
+            raise ConfigError(f"SwitchSpec.adaptive_pick {self.adaptive_pick!r} is not one of "
+                              "first_free, next_free, random")
 
     @property
     def finite(self) -> bool:

@@ -8,7 +8,11 @@ destination (``Topology.candidates``; the runtime computes them when a switch's 
   order on meshes and tori): today's deterministic choice, and the default;
 * ``adaptive`` -- the least-loaded candidate at ``now``, read from the engine's port view
   (:mod:`.adaptive`);
-* ``dispersive`` -- a random candidate from a generator seeded per switch (:mod:`.dispersive`).
+* ``dispersive`` -- a random candidate from a generator seeded per switch (:mod:`.dispersive`);
+* ``qsnet`` -- QsNet's threshold rule: among the candidates with fewer than
+  ``SwitchSpec.adaptive_threshold`` pending frames, the first, the next after the last one chosen
+  (round robin) or a seeded random one (``SwitchSpec.adaptive_pick``); none below the threshold:
+  the least loaded (:mod:`.qsnet`).
 
 Writing one: ``register("mine", make)``, where ``make(engine, seed)`` is called once per switch as
 its engine is built and returns ``choose(dst, static, frame, now) -> port``, or None for "always
@@ -29,6 +33,7 @@ from emu.config import ConfigError
 
 from .adaptive import adaptive
 from .dispersive import dispersive
+from .qsnet import qsnet
 
 Choose = Callable[[int, int, bytes, int], int]
 """``choose(dst, static_port, frame, now) -> port``."""
@@ -41,7 +46,8 @@ def static(engine, seed: int) -> None:
     return None
 
 
-POLICIES: dict[str, Make] = {"static": static, "adaptive": adaptive, "dispersive": dispersive}
+POLICIES: dict[str, Make] = {"static": static, "adaptive": adaptive, "dispersive": dispersive,
+                           "qsnet": qsnet}
 
 
 def register(name: str, make: Make) -> None:
@@ -57,4 +63,4 @@ def lookup(name: str) -> Make:
     return make
 
 
-__all__ = ["POLICIES", "Choose", "Make", "lookup", "register", "static", "adaptive", "dispersive"]
+__all__ = ["POLICIES", "Choose", "Make", "lookup", "register", "static", "adaptive", "dispersive", "qsnet"]
