@@ -1,0 +1,346 @@
+#!/usr/bin/env python3
+"""Spec 03's measurement: per-node bandwidth under all-to-all and bisection as the network grows,
+static vs dispersive vs adaptive vs qsnet routing, with and without a broken up link.
+
+    python scripts/qsnet_alltoall.py [--topos 'fattree:k=4,n=1;fattree:k=4,n=2;...'] [--max-nodes 64]
+                                     [--routing static,dispersive,adaptive,qsnet,qsnet/random]
+                                     [--size 4KiB] [--seed 1] [--jobs 2] [--out results/qsnet_alltoall/]
+                                     [--set elan.retransmit_ns=10000 ...]
+
+Traffic is QsNet memory-based communication (spec 03) through each node's adapter (``host.put``:
+packets of ``elan.packet_bytes``, every packet acknowledged, a window of ``elan.window``, resends on
+NACK or timeout on the next route id; a put that fails ``elan.max_tries`` times returns ``ok=False``).
+A put blocks its node until its last packet is acknowledged. Every node moves ``(n - 1) x --size``
+bytes:
+
+* ``alltoall`` -- ``n - 1`` puts of ``--size``, put j to rank ``(i + j) mod n`` (the pairwise
+  exchange order): every node sends to, and receives from, every other node, one peer at a time;
+* ``bisection`` -- one put of ``(n - 1) x --size`` to the node's mirror ``(i + n/2) mod n``: the
+  lower half exchanges with the upper half, streaming at the adapter's window.
+
+A node's bandwidth is the data bytes of its puts that completed over its own completion time
+(virtual time, from the common start to its last put's acknowledgement); the table gives the
+average and the worst node, and ``alone``: node 0 doing the same puts to its mirror on an otherwise
+idle network (what the put protocol gives without contention). Beside them, the model: the per-node
+injection limit ``inj`` (the host link's rate times the data share of what the node's link carries:
+each 1 KiB of data travels as one QsNet packet -- 24-byte transaction header, 8-byte and 4-byte
+segment headers, CRC-32 and packet id, and the emulator's 34-byte Ethernet/fabric envelope with FCS
+-- and, since every node receives as much as it sends, one 50-byte ACK frame for a packet it received
+goes out beside it); and ``model``, that limit capped by the topology's bisection (bisection width x
+that rate over n/2 nodes; for all-to-all only a share (n/2)/(n-1) of a node's bytes crosses it).
+Small blocking puts pay a round trip each that the model leaves out: compare with ``alone``.
+
+The broken-link runs take the first up link of the switch of the first host down at half the
+model's time for the pattern (well inside every run), both directions; frames on the wire are lost
+(resent after ``elan.retransmit_ns``), packets that meet the dead link are NACKed by the router
+(invalid-destination trap) and resent on another route id. A put that still fails is counted, and
+its bytes are not; a run never hangs. Links default to QsNet's 20 Gbit/s of data
+(``bandwidth_gbps=20`` appended to specs that do not set it). The seed is fixed and printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import logging
+import multiprocessing
+import pathlib
+import sys
+import time
+from dataclasses import dataclass
+
+import trio
+
+DEFAULT_TOPOS = ("fattree:k=4,n=1;fattree:k=4,n=2;clos:radix=8,stages=2;fattree:k=4,n=3;"
+                 "qsnet:nodes=128")
+DEFAULT_ROUTING = "static,dispersive,adaptive,qsnet"
+PATTERNS = ("alltoall", "bisection")
+LOCAL = 0x1000_0000
+REMOTE = 0x4000_0000
+
+
+@dataclass(frozen=True)
+class Job:
+    spec: str
+    routing: str
+    """A policy name, or ``qsnet/PICK`` for qsnet with ``switch.adaptive_pick=PICK``."""
+    pattern: str
+    broken: bool
+    size: int
+    seed: int
+    settings: tuple[str, ...] = ()
+
+
+def with_bandwidth(spec: str, gbps: int = 20) -> str:
+    return spec if "bandwidth_gbps" in spec else f"{spec},bandwidth_gbps={gbps}"
+
+
+def routing_settings(routing: str) -> list[str]:
+    name, _, pick = routing.partition("/")
+    return [f"switch.routing={name}"] + ([f"switch.adaptive_pick={pick}"] if pick else [])
+
+
+def topology(job: Job):
+    from emu.config import merge_settings, parse_settings
+    from topologies.registry import build
+
+    return build(with_bandwidth(job.spec), settings=merge_settings(parse_settings(list(job.settings)),
+                                                                   parse_settings(routing_settings(job.routing))))
+
+
+# -- the model ----------------------------------------------------------------------------------
+
+def model(t, size: int) -> dict:
+    """Per-node injection and bisection limits (Gbit/s of data) for traffic in puts of ``size``
+    bytes or more on ``t`` (packet overhead only; the put's closing round trip is left out)."""
+    from emu.wire import FCS_LEN, PacketType, build_frame
+    from emu.wire.qsnet import ACK, TXN_LEN, packet_bytes
+
+    h0 = t.hosts[0].name
+    rate = next(lk.spec.bandwidth_bps for lk in t.links if h0 in (lk.a, lk.b))
+    spec = t.hosts[0].spec.elan
+    ack = len(build_frame(0, 1, PacketType.QACK, ACK.pack(0, 0, 0, 0, 0, 0))) + FCS_LEN
+    wire, left = 0, size
+    while left > 0:
+        p = min(left, spec.packet_bytes)
+        wire += 14 + 16 + packet_bytes(TXN_LEN + p) + FCS_LEN + ack
+        left -= p
+    inj = rate * size / wire / 1e9
+    n = len(t.hosts)
+    out = {"link_gbps": rate / 1e9, "inj_gbps": inj, "bis_links": t.bisection}
+    if t.bisection:
+        share = t.bisection / (n / 2)
+        out["bisection"] = min(inj, inj * share)
+        out["alltoall"] = min(inj, inj * share * (n - 1) / (n / 2))
+    else:
+        out["bisection"] = out["alltoall"] = inj
+    return out
+
+
+def broken_link(t) -> tuple[str, str] | None:
+    """The first up link of the first host's switch (None: a one-switch network has no up link)."""
+    t.compute_candidates()
+    nb = t.neighbours()
+    sw = nb[t.hosts[0].name][0][1]
+    far = t.hosts[-1].id
+    ports = t.candidates.get(sw, [])
+    ups = ports[far] if far < len(ports) else ()
+    peers = {p: peer for p, peer, _, _ in nb[sw]}
+    ups = [p for p in ups if t.nodes[peers[p]].kind == "switch"]
+    return (sw, peers[ups[0]]) if ups else None
+
+
+# -- one run ------------------------------------------------------------------------------------
+
+async def puts(host, n: int, size: int, pattern: str, peer: int | None = None):
+    """This node's part (see the module docstring); (time, bytes done, puts failed, packets resent).
+    ``peer``: the ``alone`` reference, the same puts to that one rank."""
+    me = host.rank
+    host.mem_write(LOCAL, bytes((me + i) & 0xFF for i in range(size)))
+    t0 = host.now
+    done = failed = resent = 0
+    steps = [((me + j) % n, size) for j in range(1, n)] if pattern == "alltoall" else [((me + n // 2) % n, size)]
+    for to, nbytes in steps:
+        r = await host.put(to if peer is None else peer, LOCAL, REMOTE + (me % 256) * size, nbytes)
+        if r.ok:
+            done += nbytes
+        else:
+            failed += 1
+        resent += r.resent
+    return host.now - t0, done, failed, resent
+
+
+async def _run(job: Job) -> dict:
+    import emu
+
+    t = topology(job)
+    m = model(t, job.size)
+    n = len(t.hosts)
+    row = {"topology": job.spec, "nodes": n, "pattern": job.pattern, "routing": job.routing,
+           "broken": "", "avg_gbps": None, "worst_gbps": None, "model_gbps": round(m[job.pattern], 3),
+           "inj_gbps": round(m["inj_gbps"], 3), "alone_gbps": None, "bis_links": m["bis_links"], "failed_puts": 0,
+           "resent": 0, "completion_ns": None, "frames": None, "status": "ok"}
+    link = broken_link(t) if job.broken else None
+    if job.broken and link is None:
+        row.update(status="no up link", broken="-")
+        return row
+    size = job.size * (n - 1) if job.pattern == "bisection" else job.size  # bytes per put
+    t_ideal = (n - 1) * job.size * 8 / m[job.pattern]  # ns
+    async with emu.Cluster(t, seed=job.seed) as net:
+        if not link:  # the reference: one node alone doing the same puts to its mirror
+            dt, done, _f, _r = (await net.run({net.hosts[0]: (puts, n, size, job.pattern, n // 2)}))[net.hosts[0]]
+            row["alone_gbps"] = round(done * 8 / dt, 3)
+        if link:
+            at = int(t_ideal / 2)
+            await net.schedule(net.now + at, "down", link=link)
+            row["broken"] = f"{link[0]}-{link[1]}@{at / 1000:.1f}us"
+        try:
+            res = await net.run({h: (puts, n, size, job.pattern) for h in net.hosts})
+        except Exception as e:  # DeadlockError/AppError: reported, not raised
+            row["status"] = f"{type(e).__name__}: {str(e)[:120]}"
+            return row
+        bws = [done * 8 / dt for dt, done, _f, _r in res.values()]
+        row.update(avg_gbps=round(sum(bws) / n, 3), worst_gbps=round(min(bws), 3),
+                   failed_puts=sum(v[2] for v in res.values()), resent=sum(v[3] for v in res.values()),
+                   completion_ns=net.metrics.completion_ns, frames=net.metrics.frames)
+        if row["failed_puts"]:
+            row["status"] = f"{row['failed_puts']} puts failed"
+    return row
+
+
+def run_job(job: Job) -> dict:
+    w = time.perf_counter()
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # failed transfers are counted in the row, not logged one by one
+    try:
+        row = trio.run(_run, job)
+    finally:
+        root.setLevel(level)
+    row["wall_s"] = round(time.perf_counter() - w, 2)
+    return row
+
+
+# -- output -------------------------------------------------------------------------------------
+
+COLUMNS = ["topology", "nodes", "pattern", "routing", "broken", "avg_gbps", "worst_gbps", "alone_gbps",
+           "model_gbps", "inj_gbps", "bis_links", "loss_pct", "failed_puts", "resent", "completion_ns", "frames", "status",
+           "wall_s"]
+
+
+def add_loss(rows: list[dict]) -> None:
+    """Average bandwidth lost with the broken link, per policy, against the same run unbroken."""
+    base = {(r["topology"], r["pattern"], r["routing"]): r["avg_gbps"] for r in rows if not r["broken"]}
+    for r in rows:
+        b = base.get((r["topology"], r["pattern"], r["routing"]))
+        r["loss_pct"] = (round(100 * (1 - r["avg_gbps"] / b), 1)
+                         if r["broken"] and r["broken"] != "-" and b and r["avg_gbps"] is not None else None)
+
+
+def table(rows: list[dict], seed: int, size: int):
+    from rich.table import Table
+
+    tb = Table(title=f"QsNet puts of {size} B, per-node bandwidth (Gbit/s of data, virtual time), seed {seed}")
+    for c in ("topology", "n", "pattern", "routing", "link", "avg", "worst", "alone", "model", "inj",
+              "loss %", "failed", "resent", "status"):
+        tb.add_column(c, justify="left" if c in ("topology", "pattern", "routing", "status") else "right")
+    f = lambda v: "-" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v)  # noqa: E731
+    for r in rows:
+        tb.add_row(r["topology"], str(r["nodes"]), r["pattern"], r["routing"], "broken" if r["broken"] else "ok",
+                   f(r["avg_gbps"]), f(r["worst_gbps"]), f(r["alone_gbps"]), f(r["model_gbps"]), f(r["inj_gbps"]), f(r["loss_pct"]),
+                   str(r["failed_puts"]), str(r["resent"]), r["status"])
+    return tb
+
+
+def write(rows: list[dict], out: pathlib.Path, seed: int, size: int) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "results.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    md = [f"# QsNet puts of {size} B per peer, seed {seed} (Gbit/s of data per node, virtual time)", "",
+          "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    md += ["| " + " | ".join("" if r.get(c) is None else str(r.get(c)) for c in COLUMNS) + " |" for r in rows]
+    (out / "results.md").write_text("\n".join(md) + "\n")
+    plot(rows, out / "qsnet_alltoall.png")
+
+
+def plot(rows: list[dict], path: pathlib.Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8), sharex=True, squeeze=False)
+    policies = list(dict.fromkeys(r["routing"] for r in rows))
+    for i, pattern in enumerate(PATTERNS):
+        for j, broken in enumerate((False, True)):
+            ax = axes[i][j]
+            sel = [r for r in rows if r["pattern"] == pattern and bool(r["broken"]) == broken
+                   and r["avg_gbps"] is not None]
+            for k, pol in enumerate(policies):
+                pts = sorted((r["nodes"], r["avg_gbps"], r["worst_gbps"]) for r in sel if r["routing"] == pol)
+                if pts:
+                    c = f"C{k}"
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=c, label=f"{pol} avg")
+                    ax.plot([p[0] for p in pts], [p[2] for p in pts], "x--", color=c, label=f"{pol} worst")
+            lim = sorted({(r["nodes"], r["model_gbps"]) for r in rows if r["pattern"] == pattern})
+            if lim:
+                ax.plot([p[0] for p in lim], [p[1] for p in lim], "k:", label="model limit")
+            ax.set_xscale("log", base=2)
+            ax.set_title(f"{pattern}, {'one up link broken' if broken else 'all links up'}")
+            ax.set_ylabel("Gbit/s per node")
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+    axes[1][0].set_xlabel("nodes")
+    axes[1][1].set_xlabel("nodes")
+    axes[0][0].legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# -- main ---------------------------------------------------------------------------------------
+
+def jobs_for(topos: list[str], routings: list[str], size: int, seed: int, settings: tuple[str, ...],
+             broken: bool) -> list[Job]:
+    return [Job(spec, r, p, b, size, seed, settings) for spec in topos for p in PATTERNS
+            for b in ((False, True) if broken else (False,)) for r in routings]
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    from rich.console import Console
+
+    from emu.config import parse_settings
+    from emu.front.checks import parse_size
+    from topologies.registry import build
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--topos", default=DEFAULT_TOPOS, help="topology specs separated by ';'")
+    ap.add_argument("--max-nodes", type=int, default=64, help="skip topologies with more hosts (default 64)")
+    ap.add_argument("--routing", default=DEFAULT_ROUTING, help="policies, comma separated; qsnet/PICK for a pick")
+    ap.add_argument("--size", default="4KiB", help="bytes per put (default 4KiB)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=2, help="runs in parallel OS processes (default 2)")
+    ap.add_argument("--no-broken", action="store_true", help="skip the broken-link runs")
+    ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                    help="a setting for every run, as emu run --set")
+    ap.add_argument("--out", default="results/qsnet_alltoall/")
+    a = ap.parse_args(argv)
+    console = Console(stderr=True)
+    size = parse_size(a.size)
+    parse_settings(a.set)  # refuse a bad setting before anything runs
+    routings = [r.strip() for r in a.routing.split(",") if r.strip()]
+    for r in routings:
+        parse_settings(routing_settings(r))
+    topos = []
+    for spec in (s.strip() for s in a.topos.split(";") if s.strip()):
+        n = len(build(with_bandwidth(spec)).hosts)
+        if n > a.max_nodes:
+            console.print(f"skipped {spec}: {n} nodes > --max-nodes {a.max_nodes}")
+        else:
+            topos.append(spec)
+    jobs = jobs_for(topos, routings, size, a.seed, tuple(a.set), not a.no_broken)
+    console.print(f"seed {a.seed}; {len(jobs)} runs on {a.jobs} process(es); puts of {size} B")
+    w = time.perf_counter()
+    if a.jobs > 1:
+        with multiprocessing.get_context("spawn").Pool(a.jobs) as pool:
+            rows = []
+            for row in pool.imap(run_job, jobs):
+                console.print(f"  {row['topology']} {row['pattern']} {row['routing']} "
+                              f"{'broken' if row['broken'] else 'ok'}: {row['avg_gbps']} Gbit/s ({row['wall_s']} s)")
+                rows.append(row)
+    else:
+        rows = [run_job(j) for j in jobs]
+    add_loss(rows)
+    Console(width=max(160, Console().width)).print(table(rows, a.seed, size))
+    out = pathlib.Path(a.out)
+    write(rows, out, a.seed, size)
+    console.print(f"{len(rows)} runs in {time.perf_counter() - w:.0f} s wall; wrote {out}/results.csv, "
+                  f"results.md, qsnet_alltoall.png")
+    return rows
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+    main()
