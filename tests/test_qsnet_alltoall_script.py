@@ -1,0 +1,46 @@
+"""Smoke test of scripts/qsnet_alltoall.py on its smallest configuration."""
+
+import importlib.util
+import pathlib
+import sys
+
+SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "scripts" / "qsnet_alltoall.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("qsnet_alltoall", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_script_measures_every_pattern_policy_and_link_state_below_the_model(tmp_path):
+    q = _load()
+    rows = q.main(["--topos", "fattree:k=2,n=2;star:n=4", "--routing", "static,qsnet,qsnet/next_free",
+                   "--jobs", "1", "--out", str(tmp_path)])
+    keys = [(r["topology"], r["pattern"], r["routing"], bool(r["broken"])) for r in rows]
+    assert sorted(keys) == sorted((t, p, r, b) for t in ("fattree:k=2,n=2", "star:n=4")
+                                  for p in ("alltoall", "bisection") for r in ("static", "qsnet", "qsnet/next_free")
+                                  for b in (False, True))
+    for r in rows:
+        assert r["nodes"] == 4 and 17.5 < r["inj_gbps"] < 17.7          # 20 Gbit/s less packet and ACK overhead
+        if r["broken"] == "-":                                         # a star has no up link to break
+            assert r["topology"] == "star:n=4" and r["avg_gbps"] is None and r["status"] == "no up link"
+            continue
+        assert r["status"] == "ok" or r["status"].endswith("puts failed"), r
+        assert 0 < r["avg_gbps"] <= r["inj_gbps"] and 0 <= r["worst_gbps"] <= r["avg_gbps"]
+        if not r["broken"]:
+            assert r["worst_gbps"] > 0 and r["failed_puts"] == 0 and 0 < r["alone_gbps"] <= r["inj_gbps"]
+    broken = {r["routing"]: r for r in rows if r["broken"] and r["broken"] != "-"}
+    assert broken and all(r["loss_pct"] is not None for r in broken.values())
+    assert any(r["failed_puts"] for r in rows if r["routing"] == "static" and r["broken"] not in ("", "-"))
+    assert all(r["failed_puts"] == 0 for r in rows if r["routing"].startswith("qsnet"))
+    # the same seed, the same figures
+    again = q.main(["--topos", "fattree:k=2,n=2", "--routing", "qsnet", "--jobs", "1", "--no-broken",
+                    "--out", str(tmp_path / "again")])
+    first = [r for r in rows if r["topology"] == "fattree:k=2,n=2" and r["routing"] == "qsnet" and not r["broken"]]
+    assert [(r["avg_gbps"], r["completion_ns"]) for r in again] == [(r["avg_gbps"], r["completion_ns"]) for r in first]
+    for name in ("results.csv", "results.md", "qsnet_alltoall.png"):
+        assert (tmp_path / name).stat().st_size > 0
+    assert len((tmp_path / "results.csv").read_text().splitlines()) == 1 + len(rows)
