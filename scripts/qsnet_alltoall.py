@@ -28,7 +28,8 @@ segment headers, CRC-32 and packet id, and the emulator's 34-byte Ethernet/fabri
 -- and, since every node receives as much as it sends, one 50-byte ACK frame for a packet it received
 goes out beside it); and ``model``, that limit capped by the topology's bisection (bisection width x
 that rate over n/2 nodes; for all-to-all only a share (n/2)/(n-1) of a node's bytes crosses it).
-Small blocking puts pay a round trip each that the model leaves out: compare with ``alone``.
+Small blocking puts pay a round trip each that the model leaves out: compare with ``alone``
+(which only sends, so no ACK frames share its link: it may pass ``inj`` by the ACK share, ~4 %).
 
 The broken-link runs take the first up link of the switch of the first host down at half the
 model's time for the pattern (well inside every run), both directions; frames on the wire are lost
