@@ -54,6 +54,17 @@ FLAG_SRCRT = 0x02
 takes, at the h-th switch crossed (``hops`` = h), digit h of the route id in the base of its number
 of minimal next hops."""
 RSVD_OFF = ETH_LEN + 13
+FLAGS_OFF = ETH_LEN + 11
+
+
+def source_route(frame: bytes, ports) -> int | None:
+    """The port a source-chosen route names among ``ports`` (a switch's minimal next hops for the
+    frame's destination), or None when the frame's source chose none (no SRCRT flag): digit
+    ``hops`` of the route id in base ``len(ports)``."""
+    if not frame[FLAGS_OFF] & FLAG_SRCRT:
+        return None
+    k = len(ports)
+    return ports[(frame[RSVD_OFF] // k ** frame[ETH_LEN + 12]) % k]
 
 
 class Fabric(Packet):

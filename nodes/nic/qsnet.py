@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from emu.wire import HDR_LEN, DecodeError, PacketType
-from emu.wire.fabric import FLAG_BCAST, FLAG_SRCRT, HOPS_OFF, RSVD_OFF
+from emu.wire.fabric import FLAG_BCAST, FLAG_SRCRT, FLAGS_OFF, RSVD_OFF
 from emu.wire.qsnet import (ACK, ACK_BCAST, ACK_DONE, TXN, TXN_BCAST, TXN_LAST, TXN_LEN, AckKind, Damaged, QsOp, Reason, decode_packet,
                             encode_packet)
 
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
     from .engine import NicEngine
 
 log = logging.getLogger(__name__)
-FLAGS_OFF = HOPS_OFF - 1
 
 
 class TxState(enum.Enum):

@@ -21,10 +21,9 @@ first free, round robin or random; those can register as policies of their own.
 from __future__ import annotations
 
 from emu.wire import DST_OFF
-from emu.wire.fabric import FLAG_SRCRT, HOPS_OFF, RSVD_OFF
+from emu.wire.fabric import source_route
 
 VC_OFF = DST_OFF + 4  # the fabric header's vc byte
-FLAGS_OFF = HOPS_OFF - 1
 
 
 def adaptive(engine, seed: int):
@@ -36,9 +35,9 @@ def adaptive(engine, seed: int):
         if len(ports) < 2 or view is None:
             return static
         vc = frame[VC_OFF]
-        if frame[FLAGS_OFF] & FLAG_SRCRT:
-            k = len(ports)
-            static = ports[(frame[RSVD_OFF] // k ** frame[HOPS_OFF]) % k]
+        chosen = source_route(frame, ports)
+        if chosen is not None:
+            static = chosen
         best, best_key = static, None
         for p in ports:
             key = (not view.up(p, now), view.queue(p, now)[1] + view.queue(p, now, vc)[1], p != static, p)

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import random
 
-from emu.wire.fabric import FLAG_SRCRT, HOPS_OFF, RSVD_OFF
-
-FLAGS_OFF = HOPS_OFF - 1
+from emu.wire.fabric import source_route
 
 def dispersive(engine, seed: int):
     cands = engine.candidates
@@ -29,7 +27,6 @@ def dispersive(engine, seed: int):
         k = len(ports)
         if k < 2:
             return static
-        if frame[FLAGS_OFF] & FLAG_SRCRT:
-            return ports[(frame[RSVD_OFF] // k ** frame[HOPS_OFF]) % k]
-        return ports[rng.randrange(k)]
+        chosen = source_route(frame, ports)
+        return chosen if chosen is not None else ports[rng.randrange(k)]
     return choose

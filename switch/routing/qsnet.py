@@ -43,9 +43,7 @@ from __future__ import annotations
 import random
 
 from emu.config import ConfigError
-from emu.wire.fabric import FLAG_SRCRT, HOPS_OFF, RSVD_OFF
-
-FLAGS_OFF = HOPS_OFF - 1
+from emu.wire.fabric import source_route
 
 PICKS = ("first_free", "next_free", "random")
 """The ways to pick among the lightly loaded links (``SwitchSpec.adaptive_pick``)."""
@@ -73,10 +71,8 @@ def qsnet(engine, seed: int):
         view = engine.ports
         if len(ports) < 2 or view is None:
             return static
-        preferred, source_chose = static, False
-        if frame[FLAGS_OFF] & FLAG_SRCRT:
-            k = len(ports)
-            preferred, source_chose = ports[(frame[RSVD_OFF] // k ** frame[HOPS_OFF]) % k], True
+        chosen = source_route(frame, ports)
+        preferred, source_chose = (static, False) if chosen is None else (chosen, True)
         light = []
         best, best_key = preferred, None
         for p in ports:
