@@ -179,7 +179,9 @@ class NicEngine:
     def emit(self, dst: int, ptype: int, body: bytes, at: int, *, vc: int = 0, prio: int = 0, flags: int = 0,
              rsvd: int = 0) -> None:
         if flags & FLAG_BCAST:  # a group frame (dst: the group id): out on port 0, Ethernet broadcast
-            head = build_frame(self.node_id, dst, ptype, b"", flags=FLAG_BCAST)[:ETH_LEN]
+            head = self._heads.get(-1)  # the same for every group: broadcast MAC, ours
+            if head is None:
+                head = self._heads[-1] = build_frame(self.node_id, dst, ptype, b"", flags=FLAG_BCAST)[:ETH_LEN]
             self._out.append((0, head + _FABRIC_PACK(self.node_id, dst, vc, prio, ptype, flags, 0, rsvd, len(body))
                               + body, at))
             self.stats["frames_sent"] += 1

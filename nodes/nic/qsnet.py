@@ -99,7 +99,6 @@ class Xfer:
     dst: int
     total: int
     on_done: Callable[[QsResult], None] | None
-    t_start: int
     txs: list = field(default_factory=list)
     acked: int = 0
     done_seen: bool = False
@@ -206,7 +205,7 @@ class QsNIC:
     def get(self, rank: int, remote: int, local: int, size: int, t: int, on_done) -> Xfer:
         Memory.check(remote, size)
         Memory.check(local, size)
-        x = self._new_xfer(QsOp.GET, self.node_of(rank), size, t, on_done)
+        x = self._new_xfer(QsOp.GET, self.node_of(rank), size, on_done)
         x.value = local
         self.rx[(x.dst, 1, x.xid)] = Rx(size, local)
         self._gets[x.xid] = x
@@ -216,18 +215,18 @@ class QsNIC:
 
     def atomic(self, op: QsOp, rank: int, addr: int, word: int, t: int, on_done) -> Xfer:
         Memory.check(addr, 8)
-        x = self._new_xfer(op, self.node_of(rank), 8, t, on_done)
+        x = self._new_xfer(op, self.node_of(rank), 8, on_done)
         body = TXN.pack(op, TXN_LAST, self.nic.node_id & 0xFFFF, x.xid, 0, 8, addr) + (word & ((1 << 64) - 1)).to_bytes(8, "big")
         self._queue(x, [body], t)
         return x
 
-    def _new_xfer(self, op: QsOp, dst: int, total: int, t: int, on_done) -> Xfer:
+    def _new_xfer(self, op: QsOp, dst: int, total: int, on_done) -> Xfer:
         self._xid = (self._xid + 1) & 0xFFFFFFFF
-        return Xfer(self._xid, op, dst, total, on_done, t)
+        return Xfer(self._xid, op, dst, total, on_done)
 
     def _transfer(self, op: QsOp, dst: int, addr: int, data: bytes, t: int, on_done, xid: int | None = None,
                   members: int = 0) -> Xfer:
-        x = self._new_xfer(op, dst, len(data), t, on_done)
+        x = self._new_xfer(op, dst, len(data), on_done)
         x.members = members
         bflag = TXN_BCAST if members else 0
         if xid is not None:
@@ -301,11 +300,27 @@ class QsNIC:
         self.stats["timeouts"] += 1
         self._retry(tx, TxEvent.TIMEOUT, "no acknowledgement")
 
-    def _retry(self, tx: Tx, event: TxEvent, why: str) -> None:
-        self._move(tx, event)
+    def _cancel_timer(self, tx: Tx) -> None:
         if tx.timer is not None:
             self.nic.timers.cancel(tx.timer)
             tx.timer = None
+
+    def _release(self, tx: Tx) -> None:
+        """``tx`` no longer holds a window slot (acknowledged, answered or given up)."""
+        if self.by_id.pop(tx.pkt_id, None) is not None:
+            self.outstanding -= 1
+
+    def _retire(self, x: Xfer, event: TxEvent) -> None:
+        """Close every packet of ``x`` still queued or on its way (``event``: given up, or answered)."""
+        for tx in x.txs:
+            if tx.state in (TxState.QUEUED, TxState.SENT):
+                self._cancel_timer(tx)
+                self._release(tx)
+                self._move(tx, event)
+
+    def _retry(self, tx: Tx, event: TxEvent, why: str) -> None:
+        self._move(tx, event)
+        self._cancel_timer(tx)
         if tx.tries >= self.spec.max_tries:
             self._fail(tx.xfer, f"packet {tx.pkt_id} to {self.nic.names[tx.xfer.dst] if tx.xfer.dst < len(self.nic.names) else tx.xfer.dst}: "
                                 f"{why} after {tx.tries} sends")
@@ -313,14 +328,7 @@ class QsNIC:
         self._send(tx, self.nic.now)
 
     def _fail(self, x: Xfer, why: str) -> None:
-        for tx in x.txs:
-            if tx.state in (TxState.QUEUED, TxState.SENT):
-                if tx.timer is not None:
-                    self.nic.timers.cancel(tx.timer)
-                    tx.timer = None
-                if self.by_id.pop(tx.pkt_id, None) is not None:
-                    self.outstanding -= 1
-                self._move(tx, TxEvent.GIVE_UP)
+        self._retire(x, TxEvent.GIVE_UP)
         self.stats["transfers_failed"] += 1
         log.warning("%s: transfer %d failed: %s", self.nic.name, x.xid, why)
         self._finish(x, QsResult(False, error=why))
@@ -351,11 +359,8 @@ class QsNIC:
             return
         self.stats["acks"] += 1
         self._move(tx, TxEvent.ACK)
-        if tx.timer is not None:
-            self.nic.timers.cancel(tx.timer)
-            tx.timer = None
-        del self.by_id[pkt_id]
-        self.outstanding -= 1
+        self._cancel_timer(tx)
+        self._release(tx)
         x.acked += 1
         if kind == AckKind.NACK:  # a conditional that compared unequal: answered, not an error
             self.stats["nacks_cond"] += 1
@@ -467,14 +472,7 @@ class QsNIC:
         if op == QsOp.GET_REPLY:  # our get is complete
             x = self._gets.pop(key[2], None)
             if x is not None:
-                for tx in x.txs:
-                    if tx.state in (TxState.QUEUED, TxState.SENT):
-                        if tx.timer is not None:
-                            self.nic.timers.cancel(tx.timer)
-                            tx.timer = None
-                        if self.by_id.pop(tx.pkt_id, None) is not None:
-                            self.outstanding -= 1
-                        self._move(tx, TxEvent.ANSWERED)
+                self._retire(x, TxEvent.ANSWERED)
                 if x.deadline is not None:
                     self.nic.timers.cancel(x.deadline)
                 self._finish(x, QsResult(True))
