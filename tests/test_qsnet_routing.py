@@ -4,13 +4,12 @@ import json
 
 import pytest
 
-import apps
-import emu
 from emu.config import ConfigError, SwitchSpec, parse_settings, settable_fields
 from emu.front.cli import main
 from emu.wire import MSG, PacketType, build_frame
 from emu.wire.fabric import FLAG_SRCRT, RSVD_OFF
 from switch.forward import make_switch
+from test_routing import _two_flows  # the same two flows the other policies are measured on
 from topologies.registry import build
 
 
@@ -161,29 +160,18 @@ def test_settings_from_the_cli_and_refusals(tmp_path, capsys):
     assert "refused: SwitchSpec.adaptive_pick 'zigzag' is not one of first_free, next_free, random" in capsys.readouterr().out
 
 
-async def _two_flows(*settings, seed=0, processes=1):
-    """h0 -> h4 and h1 -> h6 on fattree:k=2,n=3: destination-mod-k sends both up s0's port 2."""
-    t = build("fattree:k=2,n=3", settings=parse_settings(list(settings)))
-    async with emu.Cluster(t, seed=seed, processes=processes) as net:
-        r = await net.run({"h0": (apps.send_to, "h4", 4096, 0, 8), "h1": (apps.send_to, "h6", 4096, 0, 8),
-                           "h4": (apps.recv_count, 8), "h6": (apps.recv_count, 8)})
-        assert r["h4"][0] == r["h6"][0] == 8 * 4096            # every byte arrived
-        up = {p: net.metrics.link_frames.get(f"s0-p{p}", 0) for p in (2, 3)}
-        return max(r["h4"][1], r["h6"][1]), up
-
-
 async def test_qsnet_in_a_cluster_spreads_a_hot_up_link():
-    static_ns, static_up = await _two_flows("switch.routing=static")
+    static_ns, static_up = await _two_flows("static")
     assert static_up[3] == 0
     got = {}
     for pick in ("first_free", "next_free", "random"):
-        ns, up = await _two_flows("switch.routing=qsnet", f"switch.adaptive_pick={pick}", seed=1)
+        ns, up = await _two_flows("qsnet", 1, 1, f"switch.adaptive_pick={pick}")
         assert min(up.values()) > 8 and ns < static_ns, (pick, ns, static_ns, up)
         got[pick] = ns
     # virtual time, so exact: 64 frames in a row on one up link vs 32 and 32
     assert static_ns == 7584 and got == {"first_free": 4918, "next_free": 4832, "random": 4918}
-    r1 = await _two_flows("switch.routing=qsnet", "switch.adaptive_pick=random", seed=1)
-    assert await _two_flows("switch.routing=qsnet", "switch.adaptive_pick=random", seed=1, processes=2) == r1
+    r1 = await _two_flows("qsnet", 1, 1, "switch.adaptive_pick=random")
+    assert await _two_flows("qsnet", 1, 2, "switch.adaptive_pick=random") == r1
     # a huge threshold makes every link light: first_free then sends everything up the lowest port
-    ns, up = await _two_flows("switch.routing=qsnet", "switch.adaptive_threshold=100000")
+    ns, up = await _two_flows("qsnet", 0, 1, "switch.adaptive_threshold=100000")
     assert up[3] == 0 and up[2] == static_up[2] and ns == static_ns
