@@ -18,6 +18,7 @@ from .vc import selector
 VC_OFF = DST_OFF + 4  # the fabric header's vc byte
 FLAGS_OFF = DST_OFF + 7  # ... and its flags
 PTYPE_OFF = DST_OFF + 6  # ... and its packet type
+_QPKT, _QACK = int(PacketType.QPKT), int(PacketType.QACK)  # plain ints: compared per frame
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ class SwitchEngine:
         dst = _U32.unpack_from(frame, DST_OFF)[0]
         if frame[FLAGS_OFF] & FLAG_BCAST:
             return self._replicate(frame, port, dst, now)
-        if frame[PTYPE_OFF] == PacketType.QACK and self.groups and len(frame) >= HDR_LEN + ACK.size \
+        if self.groups and frame[PTYPE_OFF] == _QACK and len(frame) >= HDR_LEN + ACK.size \
                 and frame[HDR_LEN + 2] & ACK_BCAST:
             combined = self._combine(frame, port, dst, now)
             if combined is not None:
@@ -81,7 +82,7 @@ class SwitchEngine:
         if self.choose is not None:
             out = self.choose(dst, out, frame, now)
         view = self.ports
-        if view is not None and frame[PTYPE_OFF] == PacketType.QPKT and not view.up(out, now):
+        if view is not None and frame[PTYPE_OFF] == _QPKT and not view.up(out, now):
             return self._unreachable(frame, port, dst, out, now)
         self.stats["forwarded"] += 1
         return [(out, self._next_hop(frame, port, out), now + self.spec.processing_delay_ns)]
@@ -125,7 +126,7 @@ class SwitchEngine:
         at = now + self.spec.processing_delay_ns
         out = [(p, self._next_hop(frame, port, p), at) for p in tree if p != port]
         self.stats["replicated"] = self.stats.get("replicated", 0) + len(out)
-        if frame[PTYPE_OFF] == PacketType.QPKT and len(frame) >= HDR_LEN + 16:
+        if frame[PTYPE_OFF] == _QPKT and len(frame) >= HDR_LEN + 16:
             # ACK combining (spec 03): expect one ACK per copy, send one back where it came from
             src = _U32.unpack_from(frame, DST_OFF - 4)[0]
             pkt_id = _U32.unpack_from(frame, len(frame) - 4)[0]
