@@ -155,9 +155,12 @@ class ElanSpec:
     """How the adapter picks a packet's route among ``routes``: round_robin or random (seeded)."""
     vc: int = 0
     """Virtual channel of bulk packets (ACK tokens and small control packets use ``vc + 1``)."""
+    poll_ns: int = 1000
+    """The polled barrier: how long the root's adapter waits after a conditional came back false
+    before it sends the next."""
 
     def __post_init__(self) -> None:
-        _check_delays("ElanSpec", self, ("mem_write_ns", "issue_ns", "retransmit_ns"))
+        _check_delays("ElanSpec", self, ("mem_write_ns", "issue_ns", "retransmit_ns", "poll_ns"))
         if not isinstance(self.packet_bytes, int) or not 8 <= self.packet_bytes <= 4096 - 24:
             raise ConfigError(f"ElanSpec.packet_bytes must be within 8..4072 (a packet carries at most 4 KiB "
                               f"with its 24-byte transaction header), got {self.packet_bytes!r}")

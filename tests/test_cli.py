@@ -128,7 +128,7 @@ def test_emu_run_allreduce_offloaded_to_the_nic(tmp_path, capsys):
 @pytest.mark.parametrize("args,message", [
     (["--test", ""], "--test names no test"),
     (["--test", "pingall", "--algo", "ring"], "--algo apply to collective tests only; --test pingall has none"),
-    (["--test", "allreduce", "--branch", "4"], "--branch is the offload tree's degree: give --offload nic too"),
+    (["--test", "allreduce", "--branch", "4"], "--branch is the offload tree's degree: give --offload nic or hw too"),
     (["--test", "allreduce", "--root", "1"], "--root applies to reduce, bcast, mcast only"),
     (["--test", "allreduce", "--offload", "nic", "--branch", "0"], "branch degree must be within 1..255, got 0"),
     (["--test", "allreduce", "--ranks", "h0,h0,h1"], "--ranks lists a host twice"),

@@ -102,8 +102,8 @@ def test_offload_none_is_the_software_path(capsys):
 def test_offloads_not_built_yet_are_refused_by_name(capsys):
     assert "--offload switch is not built yet; choose none (host software), nic or hw" in refusal(
         capsys, "--test", "allreduce", "--offload", "switch")
-    assert "allreduce cannot be offloaded to the network hardware yet; bcast can" in refusal(
-        capsys, "--test", "allreduce", "--offload", "hw")
+    assert "reduce cannot be offloaded to the network hardware; bcast, barrier, allreduce can" in refusal(
+        capsys, "--test", "reduce", "--offload", "hw")
 
 
 def test_run_help_lists_every_test_with_a_summary(capsys):

@@ -148,7 +148,7 @@ class CollectiveOptions:
 
 
 def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
-                       queue_capacity: int | None = None) -> CollectiveOptions:
+                       queue_capacity: int | None = None, elan=None) -> CollectiveOptions:
     """Validate the collective options of ``emu run`` against the cluster's hosts (ConfigError)."""
     import numpy as np
 
@@ -179,20 +179,20 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
     count = size // itemsize
     if operation == "reduce_scatter" and count % n:
         raise ConfigError(f"reduce_scatter: {count} elements do not split evenly over {n} ranks")
-    if extra.get("algo"):
-        check(operation, extra["algo"], n)
     offload = extra.get("offload") or None
+    if extra.get("algo") and offload != "hw":
+        check(operation, extra["algo"], n)
     branch = None if extra.get("branch") is None else int(extra["branch"])
     if offload is not None:
         from nodes.collectives.offload import default_branch, parts, validate
 
         from ..config import NicSpec
 
+        if offload == "hw":  # --algo names the hardware algorithm (nodes.collectives.hw.HW_ALGOS)
+            validate(operation, np.dtype(dtype), op, branch or 1, offload, count, algo=extra.get("algo"), elan=elan)
+            return CollectiveOptions(dtype, size, count, op, root, extra.get("algo"), ranks, offload, branch)
         if extra.get("algo"):
-            raise ConfigError("--algo names a host software algorithm; leave it out with --offload")
-        if branch is None and offload == "hw":
-            validate(operation, np.dtype(dtype), op, 1, offload)
-            return CollectiveOptions(dtype, size, count, op, root, None, ranks, offload, None)
+            raise ConfigError("--algo names a host software algorithm; leave it out with --offload nic")
         if branch is None:
             branch = default_branch(operation, n, parts(count, np.dtype(dtype)),
                                     NicSpec().queue_capacity if queue_capacity is None else queue_capacity)
@@ -204,8 +204,8 @@ def _collective_check(operation: str) -> CheckFn:
     async def check(net, options: Options) -> dict[str, Any]:
         from nodes.collectives.run import check_results, run_collective
 
-        o = collective_options(operation, options.extra, net.hosts,
-                               net.topology.hosts[0].spec.nic.queue_capacity)
+        spec = net.topology.hosts[0].spec
+        o = collective_options(operation, options.extra, net.hosts, spec.nic.queue_capacity, spec.elan)
         res = await run_collective(net, operation, count=o.count, dtype=o.dtype, op=o.op, algo=o.algo,
                                    root=o.root, ranks=o.ranks, seed=options.seed, offload=o.offload,
                                    branch=o.branch)

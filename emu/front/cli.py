@@ -85,8 +85,9 @@ def cmd_topo(args) -> int:
 
 
 OFFLOADS = ("none", "nic", "switch", "hw")
-"""``--offload`` values: none = host software, nic = spec 01; switch and hw are not built yet and are
-refused before anything starts (they are listed so that the choices do not change under scripts)."""
+"""``--offload`` values: none = host software, nic = spec 01, hw = spec 03's network hardware (bcast,
+barrier, allreduce); switch (spec 04) is not built yet and is refused before anything starts (listed
+so that the choices do not change under scripts)."""
 
 
 def tests_named(given: list[str] | None) -> list[str]:
@@ -170,13 +171,14 @@ async def _run(args) -> int:
     if given and not collectives:
         raise ConfigError(f"--{', --'.join(given)} apply to collective tests only; --test {'+'.join(names)} has none")
     if args.branch is not None and not offload:
-        raise ConfigError("--branch is the offload tree's degree: give --offload nic too")
+        raise ConfigError("--branch is the offload tree's degree: give --offload nic or hw too")
     from nodes.collectives.operations import rooted
 
     if args.root is not None and not any(n in rooted() for n in names):
         raise ConfigError(f"--root applies to {', '.join(rooted())} only")
     for name in collectives:  # refuse options a test cannot run with before anything starts
-        opts = collective_options(name, extra, topo.host_names(), topo.hosts[0].spec.nic.queue_capacity)
+        opts = collective_options(name, extra, topo.host_names(), topo.hosts[0].spec.nic.queue_capacity,
+                                  topo.hosts[0].spec.elan)
         limit = topo.hosts[0].spec.max_message_bytes
         if opts.size > limit:
             raise ConfigError(f"--size {opts.size:,} B is over what the hosts accept in one message "
@@ -326,15 +328,17 @@ def main(argv: list[str] | None = None) -> int:
     from nodes.collectives.operations import OPERATIONS
 
     c = r.add_argument_group(f"collectives ({', '.join(OPERATIONS)})")
-    c.add_argument("--algo", help="algorithm by name (default: chosen by size, as MPI libraries do)")
+    c.add_argument("--algo", help="algorithm by name (default: chosen by size, as MPI libraries do); with "
+                                  "--offload hw the hardware's: barrier tree|polled")
     c.add_argument("--size", help="bytes per rank, e.g. 64KiB (alltoall: per destination; default 1KiB)")
     c.add_argument("--dtype", help="int8..int64, uint8..uint64, float16/32/64 (default float32)")
     c.add_argument("--op", help="sum prod min max minloc maxloc land lor lxor band bor bxor (default sum)")
     c.add_argument("--root", type=int, help="root rank of reduce, bcast, mcast (default 0)")
     c.add_argument("--ranks", help="communicator: comma-separated hosts (default: all)")
     c.add_argument("--offload", choices=OFFLOADS,
-                   help="where allreduce/reduce run: none = host software (default), nic = on the NICs (spec 01 "
-                        "triggered descriptors); switch and hw are not built yet")
+                   help="where a collective runs: none = host software (default), nic = on the NICs (spec 01 "
+                        "triggered descriptors: allreduce, reduce), hw = the QsNet network hardware (spec 03: bcast, "
+                        "barrier --algo tree|polled, allreduce of one packet); switch is not built yet")
     c.add_argument("--branch", type=int,
                    help="branch degree of the offload reduction tree (default: the shallowest tree the NIC's "
                         "receive queue allows, as even as that depth permits: a level costs a fabric crossing "

@@ -55,8 +55,8 @@ class QsOp(enum.IntEnum):
     GET = 2        # read `total` bytes at addr on the target; it puts them back (GET_REPLY)
     GET_REPLY = 3  # a get's data coming back: written at the requester's addr + offset
     FADD = 4       # fetch-and-add a 64-bit word at addr (the value in the data); the ACK carries the old one
-    COND = 5       # network conditional: read the 64-bit word at addr, ACK if equal to the data else NACK
-    EVENT = 6      # increment the counted event at addr (tree barrier)
+    COND = 5       # network conditional: read the 64-bit word at addr, ACK if equal to (GE: at least) the data else NACK
+    EVENT = 6      # count one at the counted event of the barrier at addr (tree barrier); data: seq, position, reduction part
 
 
 class AckKind(enum.IntEnum):
@@ -74,9 +74,12 @@ class Reason(enum.IntEnum):
     BAD_ADDR = 4    # the target has no memory at that address
 
 
-TXN_FLAGS = ["LAST", "BCAST", "R2", "R3", "R4", "R5", "R6", "R7"]
+TXN_FLAGS = ["LAST", "BCAST", "GE", "R3", "R4", "R5", "R6", "R7"]
 TXN_LAST = 0x01
 TXN_BCAST = 0x02
+TXN_GE = 0x04
+"""A conditional compares ``word >= data`` instead of ``==`` (the polled barrier's "every process
+reached sequence n")."""
 ACK_FLAGS = ["DONE", "BCAST", "R2", "R3", "R4", "R5", "R6", "R7"]
 ACK_DONE = 0x01
 """The acknowledged packet's data is in the target's memory and its transfer is complete there."""

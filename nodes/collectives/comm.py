@@ -20,6 +20,7 @@ import numpy as np
 from emu.config import ConfigError
 
 from emu.reduce import Op, get_op
+from .hw import HW_GROUP
 from .select import ALGORITHMS, check, choose
 
 
@@ -35,6 +36,10 @@ class Comm:
         self.size = len(self.members)
         self.id = (zlib.crc32(",".join(self.members).encode()) if comm_id is None else comm_id) & 0xFF
         self._seq = 0
+        self.hw_seq = 0
+        """Hardware barriers this rank has entered (``nodes.collectives.hw``)."""
+        self.hw_group = HW_GROUP
+        """The multicast group over this communicator's hosts that hardware collectives use."""
         self.last_algo: str | None = None
         self.last_status = 0
         """ErrVec bits the NICs reported for the last offloaded collective (0: none)."""
@@ -106,8 +111,14 @@ class Comm:
     async def _offload(self, where: str, kind: str, x: np.ndarray, op: str, root: int, branch: int | None):
         from .offload import DEFAULT_VP, TIMEOUT_NS_PER_PART, default_branch, offloaded, parts
 
+        if where == "hw" and kind == "allreduce":
+            from .hw import allreduce_hw
+
+            self.last_algo = "hw(tree)"
+            return await allreduce_hw(self, x, op, branch)
         if where != "nic":
-            raise ConfigError(f"offload {where!r} is not available; use offload='nic'")
+            raise ConfigError(f"{kind} cannot be offloaded to {where!r}; use offload='nic'"
+                              + (" or 'hw'" if kind == "allreduce" else ""))
         if branch is None:
             branch = default_branch(kind, self.size, parts(x.size, x.dtype), self.host.spec.nic.queue_capacity)
 
@@ -129,8 +140,33 @@ class Comm:
             return await bcast_hw(self, x, root)
         return await self._run("bcast", algo, x.nbytes, np.ascontiguousarray(x).ravel(), root)
 
-    async def barrier(self, algo: str | None = None) -> None:
+    async def barrier(self, algo: str | None = None, *, offload: str | None = None,
+                      branch: int | None = None) -> None:
+        """No rank leaves before every rank has entered. ``offload="hw"``: the QsNet adapters'
+        barrier, ``algo="tree"`` (counted events up a ``branch``-ary tree, default) or ``"polled"``
+        (the root's adapter polls a network conditional)."""
+        if offload is not None:
+            if offload != "hw":
+                raise ConfigError(f"barrier can be offloaded to hw (spec 03), not {offload!r}")
+            from .hw import barrier_hw, hw_algo
+
+            self.last_algo = f"hw({hw_algo('barrier', algo)})"
+            return await barrier_hw(self, algo, branch)
         await self._run("barrier", algo, 0)
+
+    async def ibarrier(self, algo: str = "tree", branch: int | None = None) -> int:
+        """Enter the next hardware barrier (spec 03) and go on at once: the adapters complete it.
+        Returns its sequence number for :meth:`barrier_wait`."""
+        from .hw import ibarrier_hw
+
+        return await ibarrier_hw(self, algo, branch)
+
+    async def barrier_wait(self, seq: int, timeout_ns: int = 100_000_000) -> None:
+        """Wait until every rank has reached hardware barrier ``seq`` (an older ``seq`` than the
+        last entered: "wait until every process reached sequence n")."""
+        from .hw import wait_hw
+
+        await wait_hw(self, seq, timeout_ns)
 
     async def allgather(self, x: np.ndarray, algo: str | None = None) -> np.ndarray:
         """Every rank's array, stacked in rank order: shape (size, len(x))."""

@@ -71,3 +71,82 @@ def binomial_bcast_ns(n: int, nbytes: int, host: HostSpec, link: LinkSpec, switc
             have[c] = have[v] + i * host.send_overhead_ns + t_msg
         finish[v] = have[v] + len(children) * host.send_overhead_ns
     return max(finish.values())
+
+
+# -- spec 03's hardware barriers on a star (every rank one switch from every other) ---------------
+def _qs_frames():
+    from emu.wire import HDR_LEN
+    from emu.wire.qsnet import ACK_LEN, TXN_LEN, packet_bytes
+
+    def frame(data: int) -> int:
+        """Bytes on the wire of a QsNet packet carrying ``data`` bytes after its transaction header."""
+        return HDR_LEN + packet_bytes(TXN_LEN + data) + FCS_LEN
+    return frame, HDR_LEN + ACK_LEN + FCS_LEN
+
+
+def hw_polled_barrier_ns(enter: list[int], host: HostSpec, link: LinkSpec, switch: SwitchSpec) -> list[int]:
+    """When each rank leaves a polled hardware barrier (``nodes.nic.qsbarrier``) entered at the
+    virtual times ``enter`` (rank 0 the root), on a star.
+
+    The root's adapter calls a conditional at c = enter[0] + issue; it reaches every member at
+    a = c + nic + 2 ser(cond) + 2 L + d_sw, which reads its ready word then; the switch combines
+    the members' ACKs (sent mem_write later) and the root learns the answer at c + R, R = 2 nic +
+    2 ser(cond) + 4 L + 2 d_sw + mem_write + 2 ser(ack). False (a member entered after a): the next
+    call at c + R + poll_ns. True: the root leaves, and broadcasts done, which each member has
+    nic + 2 ser(done) + 2 L + d_sw + mem_write later."""
+    frame, ack = _qs_frames()
+    e = host.elan
+    ser = link.serialization_ns
+    L, d, nic = link.latency_ns, switch.processing_delay_ns, host.nic_delay_ns
+    reach = nic + 2 * ser(frame(8)) + 2 * L + d
+    r = 2 * nic + 2 * ser(frame(8)) + 4 * L + 2 * d + e.mem_write_ns + 2 * ser(ack)
+    c = enter[0] + e.issue_ns
+    while any(t > c + reach for t in enter[1:]):
+        c += r + e.poll_ns
+    root = max(c + r, enter[0] + e.issue_ns)
+    done = root + nic + 2 * ser(frame(8)) + 2 * L + d + e.mem_write_ns
+    return [root] + [max(done, t + e.issue_ns) for t in enter[1:]]
+
+
+def hw_tree_barrier_ns(enter: list[int], branch: int, host: HostSpec, link: LinkSpec, switch: SwitchSpec,
+                       nbytes: int = 0) -> list[int]:
+    """When each rank leaves a tree hardware barrier (reducing ``nbytes`` per rank) entered at
+    ``enter``, on a star: a small recurrence, not a closed form, because the children's EVENTs
+    queue at the switch port toward their parent, and an adapter's EVENT up queues behind the ACK
+    it sends its last child.
+
+    Rank v counts its own entry at enter[v] and each child's EVENT when its tail arrives; full at
+    the last of them, it sends its EVENT up at (full + nic), after the last child's ACK if that
+    child was last (the ACK left first), or at enter[v] + issue + nic if it was. The root, full,
+    leaves and broadcasts done (with the result) the same way; a member has it nic + 2 ser(done)
+    + 2 L + d_sw + mem_write after it left the root's port (FIFO ports: ``start = max(at, free)``)."""
+    frame, ack = _qs_frames()
+    e = host.elan
+    ser = link.serialization_ns
+    L, d, nic = link.latency_ns, switch.processing_delay_ns, host.nic_delay_ns
+    n = len(enter)
+    ev = ser(frame(12 + nbytes))
+    up_start: dict[int, int] = {}
+    full: dict[int, int] = {}
+    for v in range(n - 1, -1, -1):  # children have higher positions than their parents
+        kids = [c for c in range(branch * v + 1, branch * v + branch + 1) if c < n]
+        free, arrivals = 0, []
+        for a, c in sorted((up_start[c] + ev + L, c) for c in kids):  # the switch port toward v
+            start = max(a + d, free)
+            free = start + ev
+            arrivals.append(start + ev + L)
+        full[v] = max([enter[v]] + arrivals)
+        # v's uplink: an ACK per child at arrival + nic, then the EVENT up (or the root's broadcast)
+        sends = sorted([(t + nic, 0, ser(ack)) for t in arrivals]
+                       + [(full[v] + nic if arrivals and full[v] > enter[v] else enter[v] + e.issue_ns + nic, 1, 0)])
+        free = 0
+        for at, kind, s in sends:
+            start = max(at, free)
+            if kind:
+                up_start[v] = start
+                break
+            free = start + s
+    bcast = ser(frame(8 + nbytes))  # the done word and the result
+    arrive = up_start[0] + 2 * bcast + 2 * L + d + e.mem_write_ns
+    root = max(full[0], enter[0] + e.issue_ns)
+    return [root] + [max(arrive, enter[v] + e.issue_ns) for v in range(1, n)]

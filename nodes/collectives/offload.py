@@ -35,11 +35,21 @@ Generous on purpose: virtual time costs nothing while idle, and a healthy run mu
 
 
 def validate(operation: str, dtype: np.dtype, op: str, branch: int, where: str = "nic", count: int | None = None,
-             queue_capacity: int | None = None) -> None:
-    """Refuse an offload request the NIC cannot carry out, before anything runs."""
+             queue_capacity: int | None = None, algo: str | None = None, elan=None) -> None:
+    """Refuse an offload request the NIC (``nic``) or the network hardware (``hw``) cannot carry
+    out, before anything runs."""
     if where == "hw":
-        if operation != "bcast":
-            raise ConfigError(f"{operation} cannot be offloaded to the network hardware yet; bcast can")
+        from .hw import hw_algo, max_reduce_bytes
+
+        hw_algo(operation, algo)
+        if not 1 <= branch <= 255:
+            raise ConfigError(f"branch degree must be within 1..255, got {branch}")
+        if operation == "allreduce":
+            if get_op(op).paired:
+                raise ConfigError(f"{op} cannot be reduced by the adapters (paired operands); use host software")
+            if elan is not None and max_reduce_bytes(elan) < np.dtype(dtype).itemsize:
+                raise ConfigError(f"elan.packet_bytes {elan.packet_bytes} leaves no room for one {np.dtype(dtype).name} "
+                                  "in a reduction block; raise it")
         return
     if where != "nic":
         raise ConfigError(f"offload {where!r} is not available; known: nic, hw")

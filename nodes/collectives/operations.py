@@ -30,13 +30,14 @@ class Operation:
 
 
 OPERATIONS: dict[str, Operation] = {op.name: op for op in (
-    Operation("allreduce", "Every rank gets the reduction of all ranks' data (host software or --offload nic)",
-              reduces=True, result="reduced", offloads=("nic",)),
+    Operation("allreduce", "Every rank gets the reduction of all ranks' data (host software, --offload nic or hw)",
+              reduces=True, result="reduced", offloads=("nic", "hw")),
     Operation("reduce", "The root gets the reduction of all ranks' data (host software or --offload nic)",
               rooted=True, reduces=True, result="root_reduced", offloads=("nic",)),
     Operation("bcast", "The root's data to every rank (host software or --offload hw)", rooted=True,
               offloads=("hw",)),
-    Operation("barrier", "No rank leaves before every rank has entered", result="none"),
+    Operation("barrier", "No rank leaves before every rank has entered (host software or --offload hw)",
+              result="none", offloads=("hw",)),
     Operation("allgather", "Every rank gets every rank's data", result="gathered", per_rank_operand=True),
     Operation("reduce_scatter", "The reduction, split: rank r gets part r", reduces=True, result="scattered"),
     Operation("alltoall", "A part of its own data from every rank to every rank", result="exchanged",

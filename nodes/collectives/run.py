@@ -54,7 +54,7 @@ async def call(comm: Comm, operation: str, x: np.ndarray, algo: str | None, op: 
     if operation == "mcast":
         return await comm.mcast(x, root, algo)
     if operation == "barrier":
-        return await comm.barrier(algo)
+        return await comm.barrier(algo, offload=offload, branch=branch)
     if operation in ("allgather", "mcast_all", "alltoall"):
         return await getattr(comm, operation)(x, algo)
     if operation == "reduce_scatter":
@@ -156,9 +156,12 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
         raise ConfigError(f"reduce_scatter: count {count} must be a multiple of the {len(members)} ranks")
     op_obj = get_op(op)
     op_obj.check(np.dtype(dtype))
-    if algo is not None:
+    if algo is not None and offload != "hw":
         check(operation, algo, len(members))
-    if offload is not None:
+    if offload == "hw":
+        validate(operation, np.dtype(dtype), op, branch or 1, offload, count, algo=algo,
+                 elan=net.topology.nodes[members[0]].spec.elan)
+    elif offload is not None:
         spec = net.topology.nodes[members[0]].spec
         if branch is None:
             branch = default_branch(operation, len(members), parts(count, np.dtype(dtype)), spec.nic.queue_capacity)

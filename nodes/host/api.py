@@ -148,6 +148,28 @@ class WaitArrivals(Op):
         return f"wait_arrivals({self.count})"
 
 
+class BarrierEnter(Op):
+    """Enter a hardware barrier (spec 03): the adapter takes it from here."""
+
+    __slots__ = ("spec", "seq", "data")
+
+    def __init__(self, spec, seq: int, data: bytes):
+        self.spec, self.seq, self.data = spec, seq, data
+
+    def describe(self, names) -> str:
+        return f"barrier_enter({self.spec.algo}, seq={self.seq})"
+
+
+class WaitWord(Op):
+    __slots__ = ("addr", "at_least", "timeout_ns")
+
+    def __init__(self, addr: int, at_least: int, timeout_ns: int):
+        self.addr, self.at_least, self.timeout_ns = addr, at_least, timeout_ns
+
+    def describe(self, names) -> str:
+        return f"wait_word({self.addr:#x} >= {self.at_least})"
+
+
 def _check_range(what: str, addr: int, size: int) -> None:
     if not isinstance(addr, int) or not isinstance(size, int) or addr < 0 or size < 0 or addr + size > 1 << 64:
         raise ValueError(f"{what}: address {addr!r} and size {size!r} must be a range of the 64-bit address space")
@@ -286,6 +308,24 @@ class HostAPI:
         """Wait until ``count`` transfers (puts) into this node's memory have completed; returns
         their ``Arrival`` records (fewer if ``timeout_ns`` passes first)."""
         return WaitArrivals(count, timeout_ns)
+
+    def barrier_enter(self, spec, seq: int, data: bytes = b"") -> BarrierEnter:
+        """Enter hardware barrier ``seq`` of the context ``spec`` (``nodes.nic.qsbarrier.BarrierSpec``)
+        with an optional reduction part ``data``; returns at once (a non-blocking barrier): the
+        adapters complete it, and ``wait_word(spec.base + 8, seq)`` waits for it.
+        Costs ``ElanSpec.issue_ns`` of CPU."""
+        if not isinstance(seq, int) or not 0 < seq < 1 << 63:
+            raise ValueError(f"barrier_enter: seq must be a positive 63-bit integer, got {seq!r}")
+        _check_range("barrier_enter", spec.base, 16 + len(data))
+        return BarrierEnter(spec, seq, bytes(data))
+
+    def wait_word(self, addr: int, at_least: int, timeout_ns: int = 100_000_000) -> WaitWord:
+        """Wait until the 64-bit word at ``addr`` in this node's memory is >= ``at_least`` (written by
+        the adapter); returns None, or why not (the adapter's failure, or the timeout)."""
+        _check_range("wait_word", addr, 8)
+        if timeout_ns < 0:
+            raise ValueError(f"wait_word: timeout_ns must be >= 0, got {timeout_ns}")
+        return WaitWord(addr, at_least, timeout_ns)
 
     def sleep(self, ns: int) -> Sleep:
         """Let ``ns`` nanoseconds of virtual time pass."""

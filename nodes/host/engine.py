@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from emu.wire.coll import ErrBit
 from nodes.nic.coll import Completion
 
-from .api import (Compute, HostAPI, Message, NicOpen, NicPost, NicWait, Op, PingOp, QsOpReq, Recv, Send, Sleep,
-                  WaitArrivals)
+from .api import (BarrierEnter, Compute, HostAPI, Message, NicOpen, NicPost, NicWait, Op, PingOp, QsOpReq, Recv,
+                  Send, Sleep, WaitArrivals, WaitWord)
 
 if TYPE_CHECKING:
     from nodes.nic.engine import NicEngine
@@ -235,6 +235,31 @@ class Host:
         state["timer"] = self.nic.at(self.now + op.timeout_ns, timeout, None)
         return False, None
 
+    def _op_barrier_enter(self, proc: Proc, op: BarrierEnter) -> tuple[bool, Any]:
+        qs = self.nic.qs
+        cost = qs.spec.issue_ns
+        qs.barriers.enter(op.spec, op.seq, op.data, self.now + cost)
+        return self._busy(proc, cost)
+
+    def _op_wait_word(self, proc: Proc, op: WaitWord) -> tuple[bool, Any]:
+        qs = self.nic.qs
+        state: dict[str, Any] = {"timer": None, "w": None}
+
+        def woken(why: str | None) -> None:
+            if state["timer"] is not None:
+                self.nic.timers.cancel(state["timer"])
+            self.nic.at(self.now, self.resume, (proc, why))
+
+        def timeout(_a) -> None:
+            qs.unwatch(state["w"])
+            self.resume((proc, f"word {op.addr:#x} still {qs.mem.read_u64(op.addr)} < {op.at_least} after "
+                               f"{op.timeout_ns} ns"))
+
+        state["w"] = qs.watch(op.addr, op.at_least, woken)
+        if state["w"] in qs.watchers:
+            state["timer"] = self.nic.at(self.now + op.timeout_ns, timeout, None)
+        return False, None
+
     def _received(self, proc: Proc, msg: Message) -> tuple[bool, Any]:
         """A receive matched ``msg`` now: the app continues after the receive overhead."""
         return self._busy(proc, self.spec.recv_overhead_ns, msg)
@@ -284,4 +309,5 @@ class Host:
 _HANDLERS = {Send: Host._op_send, Recv: Host._op_recv, Compute: Host._op_compute,
              PingOp: Host._op_ping, Sleep: Host._op_sleep, NicOpen: Host._op_nic_open,
              NicPost: Host._op_nic_post, NicWait: Host._op_nic_wait, QsOpReq: Host._op_qs,
-             WaitArrivals: Host._op_wait_arrivals}
+             WaitArrivals: Host._op_wait_arrivals, BarrierEnter: Host._op_barrier_enter,
+             WaitWord: Host._op_wait_word}

@@ -36,10 +36,11 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from emu.wire import HDR_LEN, DecodeError, PacketType
 from emu.wire.fabric import FLAG_BCAST, FLAG_SRCRT, FLAGS_OFF, RSVD_OFF
-from emu.wire.qsnet import (ACK, ACK_BCAST, ACK_DONE, TXN, TXN_BCAST, TXN_LAST, TXN_LEN, AckKind, Damaged, QsOp, Reason, decode_packet,
+from emu.wire.qsnet import (ACK, ACK_BCAST, ACK_DONE, TXN, TXN_BCAST, TXN_GE, TXN_LAST, TXN_LEN, AckKind, Damaged, QsOp, Reason, decode_packet,
                             encode_packet)
 
 from .memory import Memory
+from .qsbarrier import Barriers
 
 if TYPE_CHECKING:
     from .engine import NicEngine
@@ -165,6 +166,7 @@ class QsNIC:
         self.rx: dict[tuple[int, int, int], Rx] = {}
         self.gets_served: set[tuple[int, int]] = set()
         self.atomics: dict[tuple[int, int], int] = {}
+        self.events_seen: set[tuple[int, int]] = set()
         self._gets: dict[int, Xfer] = {}
         self._route_in: int | None = None
         self._bcast_in = False
@@ -173,6 +175,9 @@ class QsNIC:
         self.stats = {"packets_sent": 0, "packets_resent": 0, "acks": 0, "nacks_crc": 0, "nacks_no_route": 0,
                       "nacks_cond": 0, "timeouts": 0, "stray_acks": 0, "crc_errors": 0, "replayed": 0,
                       "transfers_done": 0, "transfers_failed": 0, "arrivals": 0, "peak_outstanding": 0}
+        self.watchers: list[list] = []
+        """Processes waiting for a 64-bit word to reach a value: [addr, at_least, callback]."""
+        self.barriers = Barriers(self)
 
     # -- the state table -------------------------------------------------------------------------
     @staticmethod
@@ -219,6 +224,57 @@ class QsNIC:
         body = TXN.pack(op, TXN_LAST, self.nic.node_id & 0xFFFF, x.xid, 0, 8, addr) + (word & ((1 << 64) - 1)).to_bytes(8, "big")
         self._queue(x, [body], t)
         return x
+
+    def bcast_cond(self, gid: int, members: int, addr: int, word: int, t: int, on_done) -> Xfer:
+        """Network conditional to every member of group ``gid``: "is the word at ``addr`` >=
+        ``word``?"; the switches combine the answers, so the result's ``cond`` is true only if it
+        held on every member (the polled barrier's test)."""
+        Memory.check(addr, 8)
+        x = self._new_xfer(QsOp.COND, gid, 8, on_done)
+        x.members = members
+        body = TXN.pack(QsOp.COND, TXN_LAST | TXN_BCAST | TXN_GE, self.nic.node_id & 0xFFFF, x.xid, 0, 8, addr) \
+            + (word & ((1 << 64) - 1)).to_bytes(8, "big")
+        self._queue(x, [body], t)
+        return x
+
+    def send_event(self, dst: int, addr: int, body: bytes, t: int, on_done) -> Xfer:
+        """One count (with ``body``: sequence, position, reduction part) to the counted event of
+        the barrier at ``addr`` on node ``dst``: a reliable single-packet transfer."""
+        if len(body) > self.spec.packet_bytes:
+            raise ValueError(f"an event carries at most {self.spec.packet_bytes} bytes (ElanSpec.packet_bytes), "
+                             f"not {len(body)}")
+        return self._transfer(QsOp.EVENT, dst, addr, body, t, on_done)
+
+    # -- this node's memory and the processes waiting on it --------------------------------------
+    def write_local(self, addr: int, data: bytes) -> None:
+        self.mem.write(addr, data)
+        if self.watchers:
+            self._check_watchers()
+
+    def watch(self, addr: int, at_least: int, callback: Callable[[str | None], None]) -> list:
+        """Call ``callback(None)`` once the 64-bit word at ``addr`` is >= ``at_least`` (at once if
+        it is), or ``callback(reason)`` if whatever should raise it failed."""
+        w = [addr, at_least, callback]
+        if self.mem.read_u64(addr) >= at_least:
+            callback(None)
+        else:
+            self.watchers.append(w)
+        return w
+
+    def unwatch(self, w: list) -> None:
+        if w in self.watchers:
+            self.watchers.remove(w)
+
+    def _check_watchers(self) -> None:
+        ready = [w for w in self.watchers if self.mem.read_u64(w[0]) >= w[1]]
+        for w in ready:
+            self.watchers.remove(w)
+            w[2](None)
+
+    def wake_watchers(self, addr: int, why: str) -> None:
+        for w in [w for w in self.watchers if w[0] == addr]:
+            self.watchers.remove(w)
+            w[2](why)
 
     def _new_xfer(self, op: QsOp, dst: int, total: int, on_done) -> Xfer:
         self._xid = (self._xid + 1) & 0xFFFFFFFF
@@ -365,6 +421,12 @@ class QsNIC:
         if kind == AckKind.NACK:  # a conditional that compared unequal: answered, not an error
             self.stats["nacks_cond"] += 1
             x.cond, x.done_seen, x.value = False, True, value
+        elif x.members and x.op == QsOp.COND:  # a combined ACK: true on every member
+            x.done_count += value
+            x.done_seen = True
+            if x.done_count < x.members:
+                self._recount(x)
+                return
         elif x.members:  # a broadcast: the combined ACK counts the members this packet completed
             x.done_count += value
             x.done_seen = x.done_count >= x.members
@@ -464,8 +526,7 @@ class QsNIC:
         self.nic.at(t_written, self._arrived, (src, op, key, rx))
 
     def _write(self, arg) -> None:
-        addr, data = arg
-        self.mem.write(addr, data)
+        self.write_local(*arg)
 
     def _arrived(self, arg) -> None:
         src, op, key, rx = arg
@@ -509,8 +570,8 @@ class QsNIC:
         t = now + self.spec.mem_write_ns
         if op == QsOp.COND:
             cur = self.mem.read_u64(addr)
-            if cur == word:
-                self._ack(src, pkt_id, now, at=t, done=True, value=cur)
+            if cur == word or (flags & TXN_GE and cur >= word):
+                self._ack(src, pkt_id, now, at=t, done=True, value=1 if self._bcast_in else cur)
             else:
                 self._ack(src, pkt_id, now, at=t, nack=Reason.COND_FALSE, value=cur)
             return
@@ -524,8 +585,21 @@ class QsNIC:
         self._ack(src, pkt_id, now, at=t, done=True, value=old)
 
 
+    def _rx_event(self, src, pkt_id, op, flags, xid, offset, total, addr, data, now) -> None:
+        if len(data) < 12 or offset != 0 or total != len(data):
+            raise DecodeError(f"event {pkt_id} carries {len(data)} bytes of a {total}-byte transfer at {offset}, "
+                              "not one whole sequence + position + data")
+        self._ack(src, pkt_id, now, done=True)
+        if (src, xid) in self.events_seen:  # a replay: counted once
+            self.stats["replayed"] += 1
+            return
+        self.events_seen.add((src, xid))
+        seq, pos = int.from_bytes(data[:8], "big"), int.from_bytes(data[8:12], "big")
+        self.barriers.on_event(src, addr, seq, pos, data[12:], now)
+
+
 _RX: dict[int, Callable[..., None]] = {
     QsOp.PUT: QsNIC._rx_data, QsOp.GET_REPLY: QsNIC._rx_data, QsOp.GET: QsNIC._rx_get,
-    QsOp.FADD: QsNIC._rx_atomic, QsOp.COND: QsNIC._rx_atomic,
+    QsOp.FADD: QsNIC._rx_atomic, QsOp.COND: QsNIC._rx_atomic, QsOp.EVENT: QsNIC._rx_event,
 }
 """Receive handlers by operation (DESIGN.md principle 4)."""
