@@ -74,6 +74,17 @@ def test_qsnet_examples_run(tmp_path):
         assert out.returncode == 0 and "every byte right" in out.stdout, line + "\n" + out.stdout + out.stderr
 
 
+def test_hardware_collectives_examples_run(tmp_path):
+    block = next(b for b in blocks("bash") if "--offload hw --algo tree" in b)
+    emu = pathlib.Path(sys.executable).parent / "emu"
+    lines = [ln for ln in block.splitlines() if ln.startswith("emu ")]
+    assert len(lines) == 3
+    for line in lines:
+        out = subprocess.run([str(emu), *line.split()[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0 and "algo=hw" in out.stdout and "result=equal" in out.stdout, \
+            line + "\n" + out.stdout + out.stderr
+
+
 def test_qsnet_api_example_runs():
     from emu.sim import EngineNet
     from topologies import build

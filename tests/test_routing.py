@@ -167,6 +167,36 @@ def test_groups_are_sets_and_redefining_one_replaces_its_tree():
             a.add_group(gid, ["h0", "h1"])
 
 
+def test_a_group_tree_is_rooted_at_the_lowest_live_switch_high_enough_and_moves_when_it_fails():
+    t = build("fattree:k=4,n=3")
+    tops = [n.name for n in t.switches if n.info["top"]]
+    everyone = t.host_names()
+    t.add_group(1, everyone)
+    assert t.group_roots[1] == tops[0]   # the whole machine: the lowest-numbered top switch
+    t.add_group(2, ["h0", "h5", "h13"])  # one pod: its lowest-numbered switch of stage 2, not a top one
+    assert t.nodes[t.group_roots[2]].info["stage"] == 2
+    t.add_group(3, ["h0", "h2"])         # one edge switch
+    assert t.group_roots[3] == "s0" and set(t.group_ports) >= {"s0"} and \
+        [s for s, g in t.group_ports.items() if 3 in g] == ["s0"]
+    t.add_group(1, everyone, avoid=[tops[0]])   # that top switch failed: the next one
+    assert t.group_roots[1] == tops[1] and 1 not in t.group_ports.get(tops[0], {})
+    assert _deliveries(t, 1, "h7") == {m: 1 for m in everyone if m != "h7"}
+    down = (t.group_roots[1], next(v for _p, v, _vp, _l in t.neighbours()[t.group_roots[1]]))
+    t.add_group(1, everyone, avoid=[tops[0], down])  # and a link of the new tree: around it
+    assert _deliveries(t, 1, "h40") == {m: 1 for m in everyone if m != "h40"}
+    assert not any(set(down) == {a, b} for a, b in _tree_links(t, 1))
+    with pytest.raises(ConfigError, match="h0's link .port 0. leads to no live switch"):
+        t.add_group(4, ["h0", "h9"], avoid=["s0"])
+    with pytest.raises(ConfigError, match="avoid names"):
+        t.add_group(4, ["h0", "h9"], avoid=["s999"])
+
+
+def _tree_links(t, gid):
+    far = {(lk.a, lk.a_port): (lk.b, lk.b_port) for lk in t.links}
+    far.update({(lk.b, lk.b_port): (lk.a, lk.a_port) for lk in t.links})
+    return {(sw, far[(sw, p)][0]) for sw, g in t.group_ports.items() if gid in g for p in g[gid]}
+
+
 # -- routing policies ---------------------------------------------------------------------------
 
 class _View:

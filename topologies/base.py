@@ -59,6 +59,8 @@ class Topology:
     """Multicast group id -> member hosts (:meth:`add_group`)."""
     group_ports: dict[str, dict[int, tuple[int, ...]]] = field(default_factory=dict)
     """Switch name -> group id -> the ports of the group's tree at this switch."""
+    group_roots: dict[int, str] = field(default_factory=dict)
+    """Multicast group id -> the switch its tree is rooted at."""
     diameter: int | None = None
     """Longest route between two hosts, in links (set by the family, checked by tests)."""
     bisection: int | None = None
@@ -180,7 +182,7 @@ class Topology:
 
         self.candidates = candidate_rows(self)
 
-    def add_group(self, gid: int, members) -> None:
+    def add_group(self, gid: int, members, avoid=()) -> None:
         """A multicast group: a frame whose fabric ``dst`` is ``gid`` and whose ``flags`` has BCAST
         set reaches every member but its sender, once each (spec 03's hardware broadcast).
 
@@ -188,41 +190,76 @@ class Topology:
         from a host address (0..hosts-1) or a switch address (``SWITCH_ID_BASE`` + j), so group 3
         and host 3 never meet. Defining a gid again replaces its tree.
 
-        The tree: breadth first from the member with the lowest address (ties by port), over
-        switches and the members' port 0 (a host sends on port 0), pruned to the branches that lead
-        to members -- every member reached on a shortest path from that root; on a fat tree, up to
-        the least common ancestor of the members, then down. A switch replicates a group frame on
-        every port of the tree but the one it came in on, so whichever member sends, the copies
-        follow the tree's unique paths and nothing loops."""
+        The tree (spec 03): rooted at a switch high enough to span every member -- among the live
+        switches whose farthest member is nearest (on a fat tree: the members' least common
+        ancestors; a group over the whole machine: the top switches), the lowest-numbered -- and
+        down from it on shortest paths (ties by port), over switches and the members' port 0 (a
+        host sends on port 0). ``avoid`` names switches and links (``("s4", "s9")``) that are
+        down: the tree moves to the next live root and around dead links, or the group is refused
+        if a member cannot be reached. A switch replicates a group frame on every port of the tree
+        but the one it came in on, so whichever member sends, the copies go up to the root and
+        down the tree's unique paths, and nothing loops. ``group_roots[gid]`` names the root."""
         if not isinstance(gid, int) or isinstance(gid, bool) or not 0 <= gid < 2**32:
             raise ConfigError(f"group id must be an integer within 0..2**32-1, got {gid!r}")
         members = list(members)
         bad = [m for m in members if m not in self.nodes or self.nodes[m].kind != "host"]
         if bad or len(set(members)) != len(members) or len(members) < 2:
             raise ConfigError(f"group {gid}: members must be two or more distinct hosts of {self.name}, got {members}")
+        dead = {a for a in avoid if isinstance(a, str)}
+        dead_links = {frozenset(a) for a in avoid if not isinstance(a, str)}
+        unknown = [a for a in dead if a not in self.nodes] + [tuple(lk) for lk in dead_links if not lk <= set(self.nodes)]
+        if unknown:
+            raise ConfigError(f"group {gid}: avoid names {unknown}, not nodes of {self.name}")
         members.sort(key=lambda m: self.nodes[m].id)
         nb = self.neighbours()
+
+        def hops(u: str):  # (port, peer, peer port) this tree may use from u
+            for port, v, vport, _ in nb[u]:
+                if v not in dead and frozenset((u, v)) not in dead_links:
+                    yield port, v, vport
+
+        leaf: dict[str, str] = {}
+        for m in members:
+            up = [v for port, v, _vp in hops(m) if port == 0 and self.nodes[v].kind == "switch"]
+            if not up:
+                raise ConfigError(f"group {gid}: {m}'s link (port 0) leads to no live switch")
+            leaf[m] = up[0]
+        far: dict[str, int] = {}   # switch -> hops to its farthest member's switch
+        reach: dict[str, int] = {}
+        for sw in sorted(set(leaf.values())):
+            dist = {sw: 0}
+            q = deque([sw])
+            while q:
+                u = q.popleft()
+                for _p, v, _vp in hops(u):
+                    if v not in dist and self.nodes[v].kind == "switch":
+                        dist[v] = dist[u] + 1
+                        q.append(v)
+            for v, d in dist.items():
+                far[v] = max(far.get(v, 0), d)
+                reach[v] = reach.get(v, 0) + 1
+        spans = [v for v, c in reach.items() if c == len(set(leaf.values()))]
+        if not spans:
+            raise ConfigError(f"group {gid}: no live switch reaches every member{' (avoiding ' + str(sorted(avoid)) + ')' if avoid else ''}")
+        root = min(spans, key=lambda v: (far[v], self.nodes[v].id))
         hosts = set(members)
-        root = members[0]
         parent: dict[str, tuple[str, int, int]] = {}   # node -> (parent node, port here, port there)
         seen = {root}
         q = deque([root])
         while q:
             u = q.popleft()
-            if u != root and u in hosts:
+            if u in hosts:
                 continue
-            for port, v, vport, _ in nb[u]:
-                if v in seen or (u == root and port != 0):
-                    continue
-                if self.nodes[v].kind == "host" and (v not in hosts or vport != 0):
+            for port, v, vport in hops(u):
+                if v in seen or (self.nodes[v].kind == "host" and (v not in hosts or vport != 0)):
                     continue
                 seen.add(v)
                 parent[v] = (u, vport, port)
                 q.append(v)
         ports: dict[str, set[int]] = {}
-        for m in members[1:]:
+        for m in members:
             if m not in parent:
-                raise ConfigError(f"group {gid}: {m} cannot be reached from {root} over switches")
+                raise ConfigError(f"group {gid}: {m} cannot be reached from {root} over live switches")
             v = m
             while v != root:
                 u, vport, uport = parent[v]
@@ -232,6 +269,7 @@ class Topology:
         for table in self.group_ports.values():
             table.pop(gid, None)
         self.groups[gid] = tuple(members)
+        self.group_roots[gid] = root
         for node, ps in ports.items():
             if self.nodes[node].kind == "switch":
                 self.group_ports.setdefault(node, {})[gid] = tuple(sorted(ps))

@@ -187,7 +187,9 @@ async def _run(args) -> int:
     if offload == "hw":  # hardware collectives use a multicast group over the run's ranks
         from nodes.collectives.hw import HW_GROUP
 
-        topo.add_group(HW_GROUP, extra["ranks"] or topo.host_names())
+        # a switch or link down from the start: the group's tree is rooted and routed around it
+        avoid = [f.switch or f.link for f in faults if f.action == "down" and f.at_ns == 0]
+        topo.add_group(HW_GROUP, extra["ranks"] or topo.host_names(), avoid=avoid)
     from .estimate import large_run_note
 
     note = await large_run_note(names, topo, extra, args.seed)  # before it starts: a person may rather stop
