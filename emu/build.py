@@ -43,7 +43,7 @@ class EngineKind:
 
 
 ENGINES: dict[str, EngineKind] = {}
-BUILT_IN = {"host": "nodes.nic.engine", "switch": "switch.forward"}
+BUILT_IN = {"host": "nodes.nic.engine", "switch": "switch.forward", "manager": "switch.manager"}
 """Where the kinds that come with the emulator register themselves (imported on first use)."""
 
 

@@ -249,9 +249,53 @@ class RunConfig:
             raise ConfigError(f"RunConfig.socket_drop_rate must be within [0, 1), got {self.socket_drop_rate}")
 
 
+MANAGER_ACTIONS = ("rewrite", "none")
+
+
+@dataclass(frozen=True)
+class ManagerSpec:
+    """The network manager element of spec 03 (``[manager]`` settings; ``emu run --manager``)."""
+
+    persist_ns: int = 20_000
+    """A link fault the manager hears of (trap) is acted on if it still stands this long after
+    the trap; a link back up meanwhile cancels it."""
+    action: str = "rewrite"
+    """rewrite: new routing tables (and multicast trees) for the routers that would send into the
+    dead end, and back when the link returns; none: count and log traps only."""
+    retry_ns: int = 20_000
+    """A command to a router not answered this long is sent again."""
+    max_tries: int = 5
+    """Sends of one command before the manager gives up on that router (logged, counted)."""
+    bringup: bool = False
+    """Bring every switch-to-switch link up in three steps before it joins the tables:
+    connectivity, cabling against the topology, a pseudo-random test pattern at line rate."""
+    test_frames: int = 64
+    """Frames of the bring-up test pattern each end sends on each link."""
+    test_bytes: int = 1024
+    """Bytes of each test-pattern frame."""
+    max_error_rate: float = 0.01
+    """A link whose test pattern lost or damaged more than this share of frames is taken out of
+    the tables where the network has another way (kept, and reported, where it is the only one)."""
+
+    def __post_init__(self) -> None:
+        _check_delays("ManagerSpec", self, ("persist_ns", "retry_ns"))
+        if self.action not in MANAGER_ACTIONS:
+            raise ConfigError(f"ManagerSpec.action {self.action!r} is not one of {', '.join(MANAGER_ACTIONS)}")
+        if not 1 <= self.max_tries <= 1000:
+            raise ConfigError(f"ManagerSpec.max_tries must be within 1..1000, got {self.max_tries}")
+        if self.retry_ns < 1:
+            raise ConfigError("ManagerSpec.retry_ns must be >= 1 ns")
+        if not 1 <= self.test_frames <= 100_000:
+            raise ConfigError(f"ManagerSpec.test_frames must be within 1..100000, got {self.test_frames}")
+        if not 16 <= self.test_bytes <= 9000:
+            raise ConfigError(f"ManagerSpec.test_bytes must be within 16..9000, got {self.test_bytes}")
+        if not 0.0 <= self.max_error_rate <= 1.0:
+            raise ConfigError(f"ManagerSpec.max_error_rate must be within 0..1, got {self.max_error_rate}")
+
+
 # -- settings: every field of the specs, from the CLI (--set) and from TOML files (--config) ------
 SECTIONS: dict[str, type] = {"link": LinkSpec, "host": HostSpec, "nic": NicSpec, "elan": ElanSpec,
-                             "switch": SwitchSpec}
+                             "switch": SwitchSpec, "manager": ManagerSpec}
 """Settable sections by name; a later spec registers its own with :func:`register_section`."""
 MAX_INT = 1 << 62
 """Largest integer a setting may take: virtual times are 64-bit on the wire."""

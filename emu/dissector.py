@@ -23,7 +23,7 @@ from .wire import CollDesc, EmuLink, Fabric, LinkCredit, MsgSegment, PacketType,
 from .wire.credit import ETHERTYPE_CREDIT
 from .wire.fabric import ETHERTYPE_FABRIC, FLAG_NAMES
 from .wire.outer import MAGIC, VERSION
-from .wire.qsnet import QsAck, QsCont, QsSegment, QsTrailer, QsTrap, QsTxn
+from .wire.qsnet import QsAck, QsCont, QsMgmt, QsSegment, QsTrailer, QsTrap, QsTxn
 
 GENERATED_PATH = "wireshark/hpc_emu.lua"
 
@@ -41,6 +41,7 @@ HEADERS: list[tuple[type, str, list[int] | None]] = [
     (QsTrailer, "qtrailer", None),
     (QsAck, "qack", [PacketType.QACK]),
     (QsTrap, "qtrap", [PacketType.TRAP]),
+    (QsMgmt, "qmgmt", [PacketType.MGMT]),
 ]
 
 

@@ -53,6 +53,8 @@ class Domain:
         self._idx[el] = len(self.elements)
         self.elements.append(el)
         self.by_name[el.name] = el
+        if el.engine.timer is not None:  # an engine with work of its own from the start (link bring-up)
+            self.schedule(el)
 
     # -- callbacks from elements ----------------------------------------------------------------
     def frames_sent(self, peer_domain: int, n: int, peer: str) -> None:

@@ -61,6 +61,8 @@ class EngineNet:
         """What the harness did to frames, and what the receiving ports caught."""
         self.delivered: list[tuple[int, str, int, bytes]] = []
         self.now = 0
+        self.down: set[tuple[str, int]] = set()
+        """(node, port) whose link is down: frames handed to it are dropped (``link_down``)."""
         self.tamper = None
         """``tamper(node, port, frame) -> frame``: a hook that may change any frame (FCS included) as
         it leaves a port, to hurt one frame on purpose in a step-by-step test."""
@@ -73,6 +75,9 @@ class EngineNet:
     def _emit(self, name: str, outs) -> None:
         for port, frame, at in outs:
             op, peer, pport = self.ports[(name, port)]
+            if (name, port) in self.down:
+                self.faults["dropped"] += 1
+                continue
             op.enqueue(frame, at)
             start, arrival, frame, _ = op.pending.popleft()
             op.tx_frames += 1
@@ -103,6 +108,20 @@ class EngineNet:
             for _ in range(copies):
                 self.seq += 1
                 heapq.heappush(self.heap, (arrival, self.index[peer], 1, pport, self.seq, frame[:-FCS_LEN]))
+
+    def link_down(self, a: str, b: str, up: bool = False) -> None:
+        """Take the link(s) between ``a`` and ``b`` down now (``up=True``: back up), both
+        directions; engines with ``on_link_change(port, up, now)`` are told, as a cluster's are."""
+        ends = [(x, xp) for lk in self.t.links if {lk.a, lk.b} == {a, b}
+                for x, xp in ((lk.a, lk.a_port), (lk.b, lk.b_port))]
+        if not ends:
+            raise ConfigError(f"EngineNet: no link between {a!r} and {b!r}")
+        for end in ends:
+            (self.down.discard if up else self.down.add)(end)
+        for x, xp in ends:
+            tell = getattr(self.engines[x], "on_link_change", None)
+            if tell is not None:
+                self._emit(x, tell(xp, up, self.now))
 
     def send(self, name: str, port: int, frame: bytes, at: int | None = None) -> None:
         """Hand ``frame`` to port ``port`` of node ``name`` at ``at`` (default: now), as if its engine

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from emu.build import register_engine
 from emu.config import SwitchSpec
 from emu.wire import DST_OFF, ETHERTYPE_FABRIC, FCS_LEN, FLAG_BCAST, HDR_LEN, HOPS_OFF, PacketType, build_frame
-from emu.wire.qsnet import ACK, ACK_BCAST, AckKind, Reason, TRAP, TrapKind, is_qsnet_packet
+from emu.wire.qsnet import ACK, ACK_BCAST, MGMT, ROUTE_ENTRY, AckKind, MgmtOp, Reason, TRAP, TrapKind, is_qsnet_packet
 
 from .routing import lookup as routing_policy
 from .routing import static
@@ -19,6 +19,8 @@ VC_OFF = DST_OFF + 4  # the fabric header's vc byte
 FLAGS_OFF = DST_OFF + 7  # ... and its flags
 PTYPE_OFF = DST_OFF + 6  # ... and its packet type
 _QPKT, _QACK = int(PacketType.QPKT), int(PacketType.QACK)  # plain ints: compared per frame
+_TRAP, _MGMT = int(PacketType.TRAP), int(PacketType.MGMT)
+_LINK_OPS = (MgmtOp.HELLO, MgmtOp.HELLO_ACK, MgmtOp.PATTERN, MgmtOp.END, MgmtOp.RESULT)
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +45,16 @@ class SwitchEngine:
     [in port, ports still to answer, any NACK, sum of values, NACK reason]."""
     manager: int | None = None
     """Fabric address of the network manager that receives this router's traps (None: counted only)."""
+    manager_port: int | None = None
+    """This router's port toward the manager (the manager tree); commands are taken from it only."""
+    trusted: frozenset = frozenset()
+    """Ports to other routers and the manager: management frames (traps, commands, answers) are
+    taken from them only, never from a host's port (a host cannot forge a command or a trap)."""
+    held: set = field(default_factory=set)
+    """Ports not in service: their bring-up is not over, or failed and the manager has not admitted
+    them (a QsNet packet routed there is NACKed, others dropped)."""
+    link_test: object = None
+    """``emu.bringup.LinkTest`` when links are brought up (``ManagerSpec.bringup``)."""
     stats: dict[str, int] = field(default_factory=lambda: {"forwarded": 0, "malformed": 0, "no_route": 0})
 
     candidates: list = field(default_factory=list)
@@ -66,6 +78,9 @@ class SwitchEngine:
             log.warning("%s: dropped malformed frame (%d bytes) on port %d at %d ns", self.name, len(frame), port, now)
             return []
         dst = _U32.unpack_from(frame, DST_OFF)[0]
+        pt = frame[PTYPE_OFF]
+        if pt == _MGMT or (pt == _TRAP and dst == self.manager):
+            return self._management(frame, port, dst, now)
         if frame[FLAGS_OFF] & FLAG_BCAST:
             return self._replicate(frame, port, dst, now)
         if self.groups and frame[PTYPE_OFF] == _QACK and len(frame) >= HDR_LEN + ACK.size \
@@ -82,7 +97,10 @@ class SwitchEngine:
         if self.choose is not None:
             out = self.choose(dst, out, frame, now)
         view = self.ports
-        if view is not None and frame[PTYPE_OFF] == _QPKT and not view.up(out, now):
+        if view is not None and pt == _QPKT and not view.up(out, now) or out in self.held:
+            if pt != _QPKT:
+                self.stats["held_drops"] = self.stats.get("held_drops", 0) + 1
+                return []
             return self._unreachable(frame, port, dst, out, now)
         self.stats["forwarded"] += 1
         return [(out, self._next_hop(frame, port, out), now + self.spec.processing_delay_ns)]
@@ -109,12 +127,115 @@ class SwitchEngine:
         """Raise a trap: counted, and sent to the network manager if there is one."""
         key = "traps_" + kind.name.lower()
         self.stats[key] = self.stats.get(key, 0) + 1
-        mgr = self.manager
-        if mgr is None or mgr >= len(self.routes) or self.routes[mgr] < 0:
+        return self._trap(kind, port, 1, dest, now)
+
+    def _trap(self, kind: TrapKind, port: int, count: int, dest: int, now: int) -> list[tuple[int, bytes, int]]:
+        if self.manager is None or self.manager_port is None:
             return []
-        body = TRAP.pack(kind, port & 0xFF, 1, self.node_id, dest, now)
-        return [(self.routes[mgr], build_frame(self.node_id, mgr, PacketType.TRAP, body, prio=1),
+        body = TRAP.pack(kind, port & 0xFF, min(count, 0xFFFF), self.node_id, dest & 0xFFFFFFFF, now)
+        return [(self.manager_port, build_frame(self.node_id, self.manager, PacketType.TRAP, body, prio=1),
                  now + self.spec.processing_delay_ns)]
+
+    def on_link_change(self, port: int, up: bool, now: int) -> list[tuple[int, bytes, int]]:
+        """A link of this router went down or came back: a trap to the manager."""
+        return self.trap(TrapKind.LINK_UP if up else TrapKind.LINK_DOWN, port, 0, now)
+
+    # -- management: traps up the manager tree, commands down it, link bring-up ------------------
+    def _management(self, frame: bytes, port: int, dst: int, now: int) -> list[tuple[int, bytes, int]]:
+        at = now + self.spec.processing_delay_ns
+        if dst == self.manager and self.manager_port is not None:  # a trap or an answer, on its way up
+            if port not in self.trusted:
+                return self._foreign(frame, port, now, "to the manager from a host's port")
+            if frame[PTYPE_OFF] == _MGMT and len(frame) > HDR_LEN + 3 and frame[HDR_LEN + 2]:
+                return self._source_routed(frame, port, now, back=False)  # an answer retracing its command
+            return [(self.manager_port, self._next_hop(frame, port, self.manager_port), at)]
+        if len(frame) < HDR_LEN + MGMT.size:
+            return self._foreign(frame, port, now, "too short")
+        op, hop, nhops, _r, seq, count = MGMT.unpack(frame, HDR_LEN)
+        if op in _LINK_OPS:
+            if self.link_test is None:
+                return self._foreign(frame, port, now, "bring-up frame, no bring-up here")
+            out = self.link_test.on_frame(frame, port, _U32.unpack_from(frame, DST_OFF - 4)[0], now)
+            self.timer = self.link_test.next_deadline()
+            return out
+        if port not in self.trusted:  # commands come from the manager through routers, never from a host
+            return self._foreign(frame, port, now, f"command {op} from a host's port")
+        if dst != self.node_id:  # on its way down: the next route byte
+            return self._source_routed(frame, port, now, back=True)
+        if len(frame) < HDR_LEN + MGMT.size + 2 * nhops:
+            return self._foreign(frame, port, now, "shorter than its routes")
+        routes = frame[HDR_LEN + MGMT.size:HDR_LEN + MGMT.size + 2 * nhops]
+        body = frame[HDR_LEN + MGMT.size + 2 * nhops:]
+        try:
+            self._command(op, count, body)
+        except (ValueError, IndexError, struct.error) as e:
+            return self._foreign(frame, port, now, f"bad command {op}: {e}")
+        self.stats["commands"] = self.stats.get("commands", 0) + 1
+        # the answer retraces the command: out the port it came in on, then the ports it entered by
+        back = bytes(reversed(routes[nhops:]))
+        answer = MGMT.pack(MgmtOp.DONE, 0, nhops, 0, seq, count) + back + bytes(nhops)
+        return [(port, build_frame(self.node_id, self.manager, PacketType.MGMT, answer, prio=1), at)]
+
+    def _source_routed(self, frame: bytes, port: int, now: int, back: bool) -> list[tuple[int, bytes, int]]:
+        """A management frame passing through: out the route byte for this hop. On the way down
+        the router also writes the port it came in by (the answer's way back)."""
+        hop, nhops = frame[HDR_LEN + 1], frame[HDR_LEN + 2]
+        if hop >= nhops or len(frame) < HDR_LEN + MGMT.size + 2 * nhops:
+            return self._foreign(frame, port, now, "source route exhausted")
+        out = frame[HDR_LEN + MGMT.size + hop]
+        if out not in self.trusted:
+            return self._foreign(frame, port, now, f"source route to port {out}, not a router's")
+        f = bytearray(self._next_hop(frame, port, out))
+        f[HDR_LEN + 1] = hop + 1
+        if back:
+            f[HDR_LEN + MGMT.size + nhops + hop] = port
+        return [(out, bytes(f), now + self.spec.processing_delay_ns)]
+
+    def _command(self, op: int, count: int, body: bytes) -> None:
+        if op == MgmtOp.SET_ROUTES:  # entries: dest u32, n u8, n ports (the first: the static choice)
+            routes = self.routes = list(self.routes)  # copy on write: tables are shared between routers
+            cands = self.candidates = list(self.candidates) if self.candidates else self.candidates
+            off = 0
+            for _ in range(count):
+                dest, n = ROUTE_ENTRY.unpack_from(body, off)
+                ports = tuple(body[off + ROUTE_ENTRY.size:off + ROUTE_ENTRY.size + n])
+                if len(ports) != n or dest >= len(routes):
+                    raise ValueError(f"entry for {dest} with {n} ports does not fit")
+                off += ROUTE_ENTRY.size + n
+                routes[dest] = ports[0] if ports else -1
+                if cands:
+                    cands[dest] = ports
+            self.stats["routes_rewritten"] = self.stats.get("routes_rewritten", 0) + count
+        elif op == MgmtOp.SET_GROUP:
+            gid = _U32.unpack_from(body)[0]
+            ports = tuple(body[4:4 + count])
+            self.groups = dict(self.groups)
+            if ports:
+                self.groups[gid] = ports
+            else:
+                self.groups.pop(gid, None)
+        elif op == MgmtOp.ADMIT:
+            self.held.discard(count)
+        else:
+            raise ValueError("unknown operation")
+
+    def _foreign(self, frame: bytes, port: int, now: int, why: str) -> list:
+        self.stats["foreign_mgmt"] = self.stats.get("foreign_mgmt", 0) + 1
+        log.warning("%s: dropped a management frame on port %d at %d ns: %s", self.name, port, now, why)
+        return []
+
+    def _bringup_done(self, port: int, outcome, errors: int, peer: int, peer_port: int, now: int) -> list:
+        from emu.bringup import Bringup
+
+        self.stats["bringup_" + outcome.value] = self.stats.get("bringup_" + outcome.value, 0) + 1
+        ok = outcome is Bringup.UP and errors <= self.max_errors
+        if ok:
+            self.held.discard(port)
+        if outcome is Bringup.MISCABLED:
+            return self._trap(TrapKind.MISCABLED, port, peer_port, peer, now)
+        if outcome is Bringup.DEAD:
+            return self._trap(TrapKind.LINK_DOWN, port, 0, peer, now)
+        return self._trap(TrapKind.BRINGUP, port, errors, peer, now)
 
     def _replicate(self, frame: bytes, port: int, gid: int, now: int) -> list[tuple[int, bytes, int]]:
         """A group frame: a copy on every port of the group's tree but the one it came in on."""
@@ -167,8 +288,17 @@ class SwitchEngine:
                              bytes(((hops + 1) & 0xFF,)), frame[HOPS_OFF + 1:]))
         return b"".join((frame[:HOPS_OFF], bytes(((hops + 1) & 0xFF,)), frame[HOPS_OFF + 1:]))
 
+    max_errors: int = 0
+    """Bring-up: lost or damaged test frames (both ways) a port may have and go into service at once."""
+
     def on_timer(self, now: int) -> list[tuple[int, bytes, int]]:
-        return []
+        lt = self.link_test
+        if lt is None:
+            self.timer = None
+            return []
+        out = lt.start(now) if not lt.ports else lt.on_timer(now)
+        self.timer = lt.next_deadline()
+        return out
 
 
 def make_switch(node, topology, cache: dict) -> SwitchEngine:
@@ -181,7 +311,38 @@ def make_switch(node, topology, cache: dict) -> SwitchEngine:
         topology.compute_candidates()  # a plan computes them before the engines; a test harness may not
         eng.candidates = topology.candidates.get(node.name, [])
     eng.choose = make(eng, cache.get("seed", 0))
+    if topology.manager is not None:
+        _managed(eng, node, topology)
     return eng
+
+
+def _managed(eng: SwitchEngine, node, topology) -> None:
+    """Wire a router to the network manager: its port up the manager tree, the ports of the routers
+    below, and link bring-up if the manager asks for it."""
+    mgr = topology.nodes[topology.manager]
+    eng.manager = mgr.id
+    eng.manager_port = topology.manager_ports.get(node.name)
+    nb = topology.neighbours()
+    eng.trusted = frozenset(p for p, v, _vp, _ in nb[node.name] if topology.nodes[v].kind == "switch")
+    spec = mgr.info["manager"]
+    if not spec.bringup:
+        return
+    from emu.bringup import LinkTest
+
+    plan = topology.cabling_plan
+    starts = {}
+    for p, v, vp, _ in nb[node.name]:
+        peer = topology.nodes[v]
+        if v == topology.manager or (peer.kind == "switch" and peer.id < node.id):
+            continue  # the lower address starts a switch-to-switch link; hosts never start
+        exp_name, exp_port = plan.get((node.name, p), (v, vp))
+        starts[p] = (topology.nodes[exp_name].id, exp_port)
+    eng.held = set(starts) | {p for p, v, vp, _ in nb[node.name]
+                              if v != topology.manager and topology.nodes[v].kind == "switch"}
+    eng.max_errors = int(spec.max_error_rate * 2 * spec.test_frames)
+    eng.link_test = LinkTest(node.id, eng.spec.processing_delay_ns, starts, eng._bringup_done,
+                             spec.test_frames, spec.test_bytes, answered=eng.held.discard)
+    eng.timer = 0
 
 
 register_engine("switch", make_switch, min_delay=lambda spec: spec.processing_delay_ns)

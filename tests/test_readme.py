@@ -85,6 +85,15 @@ def test_hardware_collectives_examples_run(tmp_path):
             line + "\n" + out.stdout + out.stderr
 
 
+def test_manager_example_runs(tmp_path):
+    block = next(b for b in blocks("bash") if "--manager" in b)
+    emu = pathlib.Path(sys.executable).parent / "emu"
+    line = next(ln for ln in block.splitlines() if ln.startswith("emu "))
+    out = subprocess.run([str(emu), *line.split()[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "link s0-s5" in out.stdout and "out of the tables" in out.stdout, \
+        out.stdout + out.stderr
+
+
 def test_qsnet_api_example_runs():
     from emu.sim import EngineNet
     from topologies import build

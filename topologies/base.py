@@ -61,6 +61,13 @@ class Topology:
     """Switch name -> group id -> the ports of the group's tree at this switch."""
     group_roots: dict[int, str] = field(default_factory=dict)
     """Multicast group id -> the switch its tree is rooted at."""
+    manager: str | None = None
+    """The network manager element's node name (:meth:`add_manager`), or None."""
+    manager_ports: dict[str, int] = field(default_factory=dict)
+    """Switch -> its port toward the manager (the manager tree: traps go up it, commands down)."""
+    cabling_plan: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
+    """(node, port) -> (peer, peer port) the operator meant to cable, where it differs from the
+    links as built: link bring-up checks each link against it (mis-cabling detection)."""
     diameter: int | None = None
     """Longest route between two hosts, in links (set by the family, checked by tests)."""
     bisection: int | None = None
@@ -273,6 +280,45 @@ class Topology:
         for node, ps in ports.items():
             if self.nodes[node].kind == "switch":
                 self.group_ports.setdefault(node, {})[gid] = tuple(sorted(ps))
+
+    def add_manager(self, name: str = "mgr", attach: str | None = None, spec=None, link: LinkSpec | None = None) -> Node:
+        """Attach spec 03's network manager element (``switch.manager``) by one link to switch
+        ``attach`` (default: the lowest-numbered top switch, or the first switch), and compute the
+        manager tree (``manager_ports``): each switch's port toward the manager, breadth first over
+        switches. Routers send their traps up that tree; the manager's commands come down it, and a
+        router takes commands only from its port toward the manager. ``spec``: ``ManagerSpec``."""
+        from emu.config import ManagerSpec
+
+        if self.manager is not None:
+            raise ConfigError(f"{self.name} has a network manager already ({self.manager})")
+        switches = self.switches
+        if not switches:
+            raise ConfigError(f"{self.name} has no switches for a network manager to manage")
+        if attach is None:
+            tops = [s for s in switches if s.info.get("top")]
+            attach = (tops or switches)[0].name
+        if attach not in self.nodes or self.nodes[attach].kind != "switch":
+            raise ConfigError(f"add_manager: {attach!r} is not a switch of {self.name}")
+        node = self._add(name, "switch", SWITCH_ID_BASE + self._nswitches,
+                         SwitchSpec(processing_delay_ns=self.nodes[attach].spec.processing_delay_ns),
+                         {"engine": "manager", "manager": spec or ManagerSpec()})
+        self._nswitches += 1
+        self.add_link(name, attach, link or self.links[0].spec)
+        if self.routes:
+            self.routes[name] = [0] * len(self.hosts)
+        self.manager = name
+        nb = self.neighbours()
+        self.manager_ports = {}
+        q = deque([name])
+        seen = {name}
+        while q:
+            u = q.popleft()
+            for _p, v, vport, _ in nb[u]:
+                if v not in seen and self.nodes[v].kind == "switch":
+                    seen.add(v)
+                    self.manager_ports[v] = vport
+                    q.append(v)
+        return node
 
     def to_networkx(self):
         """The topology as a ``networkx.MultiGraph`` (nodes: kind, id, info; edges: ports, latency,

@@ -184,6 +184,13 @@ async def _run(args) -> int:
             raise ConfigError(f"--size {opts.size:,} B is over what the hosts accept in one message "
                               f"(host.max_message_bytes = {limit:,}); use a smaller size or --set "
                               "host.max_message_bytes=...")
+    from ..config import ManagerSpec, merge_settings
+
+    mset = merge_settings(defaults, settings).get("manager", {})
+    if mset and not args.manager:
+        raise ConfigError("manager.* settings apply to the network manager: give --manager too")
+    if args.manager:
+        topo.add_manager(spec=ManagerSpec(**mset))
     if offload == "hw":  # hardware collectives use a multicast group over the run's ranks
         from nodes.collectives.hw import HW_GROUP
 
@@ -196,6 +203,7 @@ async def _run(args) -> int:
     if note:
         make_console(stderr=True).print(f"[yellow]{note}[/]")
     results = []
+    mgr_note: list[str] = []
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=make_console(stderr=True), transient=True) as progress:
         task = progress.add_task(f"starting {args.topo}")
@@ -206,6 +214,14 @@ async def _run(args) -> int:
         current = "start"
         async with Cluster(topo, seed=args.seed, realtime_ns_per_s=args.realtime, processes=args.processes, capture=args.pcap,
                            progress=on_progress) as net:
+            if args.manager and topo.nodes[topo.manager].info["manager"].bringup:
+                current = "link bring-up"
+                progress.update(task, description="link bring-up")
+                for f in faults:  # faults from the start are there for the link tests too
+                    if f.at_ns == 0:
+                        await net.schedule(net.now, f.action, link=f.link, switch=f.switch, rate=f.rate)
+                await net.run({})  # every link tested before the tests start
+                mgr_note.append(f"link bring-up over at {net.now:,} ns")
             for name in names:
                 current = name
                 progress.update(task, description=f"{name}: running")
@@ -215,6 +231,13 @@ async def _run(args) -> int:
                 r = await run_check(net, name, Options(seed=args.seed, extra=extra))
                 r.figures["wall_s"] = round(time.perf_counter() - wall, 3)
                 results.append(r)
+            if args.manager:
+                st = next(s for s in await net.stats() if s["name"] == topo.manager)
+                e = st["engine"]
+                mgr_note.append(f"traps {e['traps']}, links out {e['links_out']}, back {e['links_back']}, kept "
+                                f"{e['links_kept']}, commands {e['commands_sent']} ({e['commands_done']} done, "
+                                f"{e['commands_failed']} failed)")
+                mgr_note.extend(f"{t:,} ns: {what}" for t, what in st["actions"])
     table = Table(title=f"{args.topo} (seed {args.seed}); figures in virtual time")
     for col in ("test", "ok", "completion (ns)", "frames", "bytes", "hop count"):
         table.add_column(col, justify="left" if col == "test" else "right", no_wrap=True)
@@ -228,6 +251,8 @@ async def _run(args) -> int:
         out.print(f"[bold]{r.name}[/]: " + "  ".join(f"{k}={v}" for k, v in r.figures.items()))
         if r.error:
             out.print(f"[red]{r.name} failed:[/] {r.error}")
+    for line in mgr_note:
+        out.print(f"[bold]manager[/]: {line}")
     if args.pcap:
         out.print(f"capture written to {args.pcap}")
     if args.json:
@@ -315,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="tests to run, in order: joined with '+' or one --test each (default pingall; listed below)")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--processes", type=int, default=1, help="OS processes to spread the elements over")
+    r.add_argument("--manager", action="store_true",
+                   help="attach spec 03's network manager element: it hears the routers' traps and rewrites their "
+                        "tables around dead links (settings manager.*; manager.bringup=true tests every link first)")
     r.add_argument("--pcap", help="write a pcapng capture of the whole run")
     r.add_argument("--json", metavar="FILE", help="write the results as JSON ('-': to stdout, the table to stderr)")
     r.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE",

@@ -235,8 +235,8 @@ class Cluster:
                 await h.call("reset_peaks", start)
             raw_before = await self._stats()
             before = port_counters(raw_before)
-            for d, group in sorted(per_domain.items()):
-                sync.next_times[d] = min(sync.next_times[d], await self._handles[d].call("start_apps", start, group))
+            for d, h in enumerate(self._handles):  # apps, and engines with timers of their own
+                sync.next_times[d] = min(sync.next_times[d], await h.call("start_apps", start, per_domain.get(d, {})))
             try:
                 await sync.run_until_quiet()
             except BaseException as e:

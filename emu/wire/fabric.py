@@ -45,6 +45,7 @@ class PacketType(enum.IntEnum):
     QPKT = 5   # a QsNet packet of spec 03: segments, transaction header, trailer (emu.wire.qsnet)
     QACK = 6   # a QsNet ACK/NACK token (emu.wire.qsnet.QsAck)
     TRAP = 7   # a router's trap to the network manager (emu.wire.qsnet.QsTrap)
+    MGMT = 8   # a network manager's command to a router, or its answer (emu.wire.qsnet.QsMgmt)
 
 
 FLAG_NAMES = ["BCAST", "SRCRT", "R2", "R3", "R4", "R5", "R6", "R7"]

@@ -35,7 +35,8 @@ import enum
 import struct
 import zlib
 
-from scapy.fields import (BitEnumField, BitField, ByteEnumField, FlagsField, IntField, LongField, ShortField,
+from scapy.fields import (BitEnumField, BitField, ByteEnumField, ByteField, FlagsField, IntField, LongField,
+                          ShortField,
                           XIntField, XLongField, XShortField)
 from scapy.packet import Packet
 
@@ -162,8 +163,25 @@ class QsAck(Packet):
 
 
 class TrapKind(enum.IntEnum):
-    LINK_DOWN = 1     # a router's link failed (or came back: see ``QsTrap.up``)
+    LINK_DOWN = 1     # a router's link failed
     INVALID_DEST = 2  # a router could not reach a destination on the way down (it NACKed)
+    LINK_UP = 3       # a router's link came back
+    BRINGUP = 4       # a link's bring-up test: ``count`` frames of its pattern lost or damaged (both ways)
+    MISCABLED = 5     # bring-up found ``dest`` (port ``count``) on a port the cabling plan gives another peer
+
+
+class MgmtOp(enum.IntEnum):
+    """Network manager commands (``QsMgmt.op``), source-routed to a router."""
+
+    SET_ROUTES = 1  # body: ``count`` entries (dest u32, n u8, n ports): the router's table from now on
+    DONE = 2        # the router's answer to request ``seq``: installed
+    SET_GROUP = 3   # body: gid u32, then ``count`` ports: the group's tree at this router
+    HELLO = 4       # link bring-up, to the peer: body: node id u32, port u8; ``count``: pattern frames to come
+    HELLO_ACK = 5   # the peer's answer: body: its node id u32, its port u8
+    PATTERN = 6     # one test-pattern frame (``seq``: its index; body: the pattern)
+    END = 7         # the pattern is over: ``count`` frames were sent
+    RESULT = 8      # the peer's count of good pattern frames (``count``); it sends its own pattern next
+    ADMIT = 9       # the manager lets port ``count`` carry traffic although its bring-up failed
 
 
 class QsTrap(Packet):
@@ -180,12 +198,34 @@ class QsTrap(Packet):
     ]
 
 
+class QsMgmt(Packet):
+    """A network manager's command to a router, or the router's answer (ptype MGMT). Followed by
+    ``nhops`` route bytes (the output port at each router on the way; ``hop`` is the next one to
+    use), ``nhops`` back bytes (each router writes the port the command came in by: the answer's
+    route) and the body ``op`` names. A router answers DONE along the reversed back bytes. Link
+    bring-up frames (HELLO..RESULT) cross one link and carry no route bytes."""
+
+    name = "QsMgmt"
+    fields_desc = [
+        ByteEnumField("op", MgmtOp.SET_ROUTES, {k.value: k.name for k in MgmtOp}),
+        ByteField("hop", 0),
+        ByteField("nhops", 0),
+        ByteField("rsvd", 0),
+        ShortField("seq", 0),
+        ShortField("count", 0),
+    ]
+
+
 SEG = StructCodec(QsSegment)
 CONT = StructCodec(QsCont)
 TXN = StructCodec(QsTxn)
 TRAILER = StructCodec(QsTrailer)
 ACK = StructCodec(QsAck)
 TRAP = StructCodec(QsTrap)
+MGMT = StructCodec(QsMgmt)
+ROUTE_ENTRY = struct.Struct("!IB")
+"""One SET_ROUTES entry: destination address and a count n of ports, the n ports following (the
+first is the static choice, all are the adaptive candidates; none: no route)."""
 SEG_LEN, CONT_LEN, TXN_LEN, TRAILER_LEN, ACK_LEN = SEG.size, CONT.size, TXN.size, TRAILER.size, ACK.size
 assert (SEG_LEN, CONT_LEN, TXN_LEN, TRAILER_LEN, ACK_LEN) == (8, 4, 24, 8, 16)
 

@@ -36,7 +36,7 @@ local L_link = {
   {"length", 24, 2, nil, 16},
   {"window", 26, 2, nil, 16},
 }
-local vs_fabric_ptype = {[1] = "MSG", [2] = "PING", [3] = "PONG", [4] = "COLL", [5] = "QPKT", [6] = "QACK", [7] = "TRAP"}
+local vs_fabric_ptype = {[1] = "MSG", [2] = "PING", [3] = "PONG", [4] = "COLL", [5] = "QPKT", [6] = "QACK", [7] = "TRAP", [8] = "MGMT"}
 local p_fabric = Proto("hpcemu_fabric", "hpc-emu Fabric")
 local f_fabric = {
   src = ProtoField.uint32("hpcemu.fabric.src", "src", base.DEC, nil),
@@ -294,7 +294,7 @@ local L_qack = {
   {"pkt_id", 4, 4, nil, 32},
   {"value", 8, 8, nil, 64},
 }
-local vs_qtrap_kind = {[1] = "LINK_DOWN", [2] = "INVALID_DEST"}
+local vs_qtrap_kind = {[1] = "LINK_DOWN", [2] = "INVALID_DEST", [3] = "LINK_UP", [4] = "BRINGUP", [5] = "MISCABLED"}
 local p_qtrap = Proto("hpcemu_qtrap", "hpc-emu QsTrap")
 local f_qtrap = {
   kind = ProtoField.uint8("hpcemu.qtrap.kind", "kind", base.DEC, vs_qtrap_kind),
@@ -313,6 +313,26 @@ local L_qtrap = {
   {"router", 4, 4, nil, 32},
   {"dest", 8, 4, nil, 32},
   {"t_ns", 12, 8, nil, 64},
+}
+local vs_qmgmt_op = {[1] = "SET_ROUTES", [2] = "DONE", [3] = "SET_GROUP", [4] = "HELLO", [5] = "HELLO_ACK", [6] = "PATTERN", [7] = "END", [8] = "RESULT", [9] = "ADMIT"}
+local p_qmgmt = Proto("hpcemu_qmgmt", "hpc-emu QsMgmt")
+local f_qmgmt = {
+  op = ProtoField.uint8("hpcemu.qmgmt.op", "op", base.DEC, vs_qmgmt_op),
+  hop = ProtoField.uint8("hpcemu.qmgmt.hop", "hop", base.DEC, nil),
+  nhops = ProtoField.uint8("hpcemu.qmgmt.nhops", "nhops", base.DEC, nil),
+  rsvd = ProtoField.uint8("hpcemu.qmgmt.rsvd", "rsvd", base.DEC, nil),
+  seq = ProtoField.uint16("hpcemu.qmgmt.seq", "seq", base.DEC, nil),
+  count = ProtoField.uint16("hpcemu.qmgmt.count", "count", base.DEC, nil),
+}
+do local t = {} for _, v in pairs(f_qmgmt) do t[#t + 1] = v end
+  p_qmgmt.fields = t end
+local L_qmgmt = {
+  {"op", 0, 1, nil, 8},
+  {"hop", 1, 1, nil, 8},
+  {"nhops", 2, 1, nil, 8},
+  {"rsvd", 3, 1, nil, 8},
+  {"seq", 4, 2, nil, 16},
+  {"count", 6, 2, nil, 16},
 }
 
 -- add every field of a header to `tree`, in declaration order; returns the values by name
@@ -373,7 +393,7 @@ local function qsnet_segments(tvb, tree, off, info, seg)
   return off, info
 end
 
-local by_ptype = {[1] = {p_msg, f_msg, L_msg, 16, false}, [2] = {p_ping, f_ping, L_ping, 16, false}, [3] = {p_ping, f_ping, L_ping, 16, false}, [4] = {p_coll, f_coll, L_coll, 128, true}, [5] = {p_qseg, f_qseg, L_qseg, 8, false}, [6] = {p_qack, f_qack, L_qack, 16, false}, [7] = {p_qtrap, f_qtrap, L_qtrap, 20, false}}
+local by_ptype = {[1] = {p_msg, f_msg, L_msg, 16, false}, [2] = {p_ping, f_ping, L_ping, 16, false}, [3] = {p_ping, f_ping, L_ping, 16, false}, [4] = {p_coll, f_coll, L_coll, 128, true}, [5] = {p_qseg, f_qseg, L_qseg, 8, false}, [6] = {p_qack, f_qack, L_qack, 16, false}, [7] = {p_qtrap, f_qtrap, L_qtrap, 20, false}, [8] = {p_qmgmt, f_qmgmt, L_qmgmt, 8, false}}
 
 function p_fabric.dissector(tvb, pinfo, tree)
   if tvb:len() < 16 then return 0 end

@@ -20,6 +20,7 @@ Timing (all virtual):
 from __future__ import annotations
 
 import logging
+import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -90,6 +91,9 @@ class NicEngine:
         self._out = out = []
         try:
             src, dst, _vc, _prio, ptype, flags, hops, _r, length = parse_frame(frame)
+            if ptype == PacketType.MGMT:  # link bring-up: the switch starts, the NIC answers
+                out.extend(self._link_test().on_frame(frame, port, src, now))
+                return out
             if dst != self.node_id and not flags & FLAG_BCAST:  # a group frame is for every member
                 self.stats["misdelivered"] += 1
                 log.debug("%s: frame for %d delivered here", self.name, dst)
@@ -116,11 +120,19 @@ class NicEngine:
                 self.at(t, self.host.resume, (waiter, t - t_sent))
             else:
                 raise DecodeError(f"packet type {ptype} is not handled by a host")
-        except DecodeError as e:
+        except (DecodeError, struct.error) as e:
             self.stats["malformed"] += 1
             log.warning("%s: dropped malformed frame at %d ns: %s", self.name, now, e)
         self.timer = self.timers.next
         return out
+
+    def _link_test(self):
+        lt = getattr(self, "_lt", None)
+        if lt is None:
+            from emu.bringup import LinkTest
+
+            lt = self._lt = LinkTest(self.node_id, self.spec.nic_delay_ns, {}, lambda *a: [])
+        return lt
 
     def on_timer(self, now: int) -> list[tuple[int, bytes, int]]:
         self.now = now

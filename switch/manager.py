@@ -1,0 +1,317 @@
+"""The network manager of spec 03: a real element on the fabric, its own frames (sans-I/O).
+
+``Topology.add_manager`` links it to one switch and computes the *manager tree*; every router sends
+its traps up that tree (``emu.wire.qsnet.QsTrap``), and the manager's commands come down it,
+source-routed (``QsMgmt``: a port per router on the way), each answered DONE and resent after
+``ManagerSpec.retry_ns`` until it is (at most ``max_tries`` sends, then logged as failed).
+
+What it does with traps:
+
+* **link down** (a router saw its link fail, or bring-up found no one at the other end): if the
+  link is still down ``persist_ns`` after the first trap, the link is taken out of the tables: the
+  manager recomputes every router's minimal next hops without it and rewrites, in the routers whose
+  choice changes, the entries that would send into the dead end (``SET_ROUTES``: the static choice
+  and the adaptive candidates), and moves the multicast trees off it (``SET_GROUP``; a tree whose
+  root switch is gone moves to the next live one). A **link up** that persists puts it back.
+* **bring-up** results (``emu.bringup``): a link whose test pattern lost or damaged more than
+  ``max_error_rate`` of its frames, or that is mis-cabled, is taken out of the tables where the
+  network has another way between all hosts; where it is the only way (a node's only link), it is
+  kept and admitted into service (``ADMIT``), and the report says so.
+* **invalid destination** (a router NACKed a packet it could not deliver): counted; the link-down
+  trap that explains it drives the action.
+
+``actions`` lists what the manager did, in virtual time, for reports and tests.
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from emu.build import register_engine
+from emu.config import ConfigError, ManagerSpec, SwitchSpec
+from emu.wire import HDR_LEN, PacketType, build_frame
+from emu.wire.qsnet import MGMT, ROUTE_ENTRY, TRAP, MgmtOp, TrapKind
+
+log = logging.getLogger(__name__)
+
+ENTRIES_PER_COMMAND = 200
+"""SET_ROUTES entries per command frame (a table is rewritten in as many commands as it takes)."""
+
+
+@dataclass(eq=False)
+class ManagerEngine:
+    name: str
+    node_id: int
+    spec: SwitchSpec
+    topology: Any
+    mspec: ManagerSpec
+    timer: int | None = None
+    kind = "manager"
+    stats: dict[str, int] = field(default_factory=lambda: {
+        "traps": 0, "commands_sent": 0, "commands_resent": 0, "commands_done": 0, "commands_failed": 0,
+        "links_out": 0, "links_back": 0, "links_kept": 0, "foreign": 0})
+    actions: list = field(default_factory=list)
+    """(t_ns, what) for every decision, in order."""
+
+    def __post_init__(self) -> None:
+        from topologies.paths import candidate_rows
+
+        t = self.topology
+        self.min_delay_ns = self.spec.processing_delay_ns
+        self._timers: list[tuple[int, int, Any, Any]] = []
+        self._tseq = 0
+        self.switches = [s.name for s in t.switches if s.name != self.name]
+        self.ids = {n.id: n.name for n in t.nodes.values()}
+        nb = t.neighbours()
+        self.link_at = {(n, p): frozenset((n, v)) for n in t.nodes for p, v, _vp, _l in nb[n]}
+        self.dead: set[frozenset] = set()
+        self.down_since: dict[frozenset, int] = {}
+        self.up_since: dict[frozenset, int] = {}
+        # what the routers hold now, as the manager knows it
+        rows = candidate_rows(self._view())
+        self.routes = {s: list(t.routes.get(s, [])) for s in self.switches}
+        self.planned = {s: list(t.routes.get(s, [])) for s in self.switches}
+        """The family's own tables: the choice a rewrite goes back to wherever it is minimal again."""
+        self.cands = {s: [tuple(c) for c in rows.get(s, [])] for s in self.switches}
+        self.group_ports = {s: dict(g) for s, g in t.group_ports.items()}
+        self.attach = next(v for _p, v, _vp, _l in nb[self.name])
+        self._paths: dict[str, list[int]] = {}
+        self._paths_for: frozenset | None = None
+        self._seq = 0
+        self.pending: dict[int, list] = {}
+
+    # -- engine interface -----------------------------------------------------------------------
+    def receive(self, frame: bytes, port: int, now: int) -> list[tuple[int, bytes, int]]:
+        from emu.wire import parse_frame
+
+        try:
+            src, dst, _vc, _p, ptype, _f, _h, _r, _n = parse_frame(frame)
+            if dst != self.node_id:
+                raise ValueError(f"for {dst}")
+            if ptype == PacketType.TRAP:
+                return self._on_trap(TRAP.unpack(frame, HDR_LEN), now)
+            if ptype == PacketType.MGMT and MGMT.unpack(frame, HDR_LEN)[0] == MgmtOp.DONE:
+                seq = MGMT.unpack(frame, HDR_LEN)[4]
+                cmd = self.pending.pop(seq, None)
+                if cmd is not None and cmd[0] == self.ids.get(src):
+                    self.stats["commands_done"] += 1
+                elif cmd is not None:
+                    self.pending[seq] = cmd
+                return []
+            raise ValueError(f"packet type {ptype}")
+        except Exception as e:  # noqa: BLE001 -- foreign or malformed: counted, dropped, logged
+            self.stats["foreign"] += 1
+            log.warning("%s: dropped a frame on port %d at %d ns: %s", self.name, port, now, e)
+            return []
+
+    def on_timer(self, now: int) -> list[tuple[int, bytes, int]]:
+        out: list = []
+        while self._timers and self._timers[0][0] <= now:
+            _t, _s, fn, arg = heapq.heappop(self._timers)
+            out += fn(arg, now)
+        self.timer = self._timers[0][0] if self._timers else None
+        return out
+
+    def _at(self, t: int, fn, arg) -> None:
+        self._tseq += 1
+        heapq.heappush(self._timers, (t, self._tseq, fn, arg))
+        self.timer = self._timers[0][0]
+
+    # -- traps -----------------------------------------------------------------------------------
+    def _on_trap(self, trap, now: int) -> list:
+        kind, port, count, router, dest, _t = trap
+        self.stats["traps"] += 1
+        key = "traps_" + (TrapKind(kind).name.lower() if kind in TrapKind._value2member_map_ else str(kind))
+        self.stats[key] = self.stats.get(key, 0) + 1
+        name = self.ids.get(router)
+        link = self.link_at.get((name, port))
+        if link is None:
+            return []
+        if kind == TrapKind.LINK_DOWN:
+            self.up_since.pop(link, None)
+            if link not in self.down_since and link not in self.dead:
+                self.down_since[link] = now
+                self._at(now + self.mspec.persist_ns, self._persisted_down, link)
+        elif kind == TrapKind.LINK_UP:
+            self.down_since.pop(link, None)
+            if link in self.dead and link not in self.up_since:
+                self.up_since[link] = now
+                self._at(now + self.mspec.persist_ns, self._persisted_up, link)
+        elif kind in (TrapKind.BRINGUP, TrapKind.MISCABLED):
+            rate = count / (2 * self.mspec.test_frames) if kind == TrapKind.BRINGUP else 1.0
+            if rate > self.mspec.max_error_rate:
+                what = (f"mis-cabled (found {self.ids.get(dest, dest)} port {count})" if kind == TrapKind.MISCABLED
+                        else f"{count} of {2 * self.mspec.test_frames} test frames lost or damaged")
+                return self._bad_link(link, name, port, what, now)
+        return []
+
+    def _persisted_down(self, link: frozenset, now: int) -> list:
+        if self.down_since.pop(link, None) is None or link in self.dead:
+            return []  # it came back meanwhile
+        if not self._redundant(link):  # no other way: the tables have nothing better to say
+            self.stats["links_kept"] += 1
+            self._record(now, f"link {'-'.join(sorted(link))} down: the only way to a node, tables left as they are")
+            return []
+        return self._take_out(link, "down", now)
+
+    def _persisted_up(self, link: frozenset, now: int) -> list:
+        if self.up_since.pop(link, None) is None or link not in self.dead:
+            return []
+        self.dead.discard(link)
+        self.stats["links_back"] += 1
+        self._record(now, f"link {'-'.join(sorted(link))} back up: into the tables again")
+        return self._rewrite(now)
+
+    def _bad_link(self, link: frozenset, router: str, port: int, what: str, now: int) -> list:
+        if self._redundant(link):
+            return self._take_out(link, what, now)
+        self.stats["links_kept"] += 1
+        self._record(now, f"link {'-'.join(sorted(link))} {what}: kept, the only way to a node; admitted")
+        return self._command(router, MgmtOp.ADMIT, port, b"", now)
+
+    def _take_out(self, link: frozenset, why: str, now: int) -> list:
+        if self.mspec.action == "none":
+            self._record(now, f"link {'-'.join(sorted(link))} {why}: action none, tables left as they are")
+            return []
+        self.dead.add(link)
+        self.stats["links_out"] += 1
+        self._record(now, f"link {'-'.join(sorted(link))} {why}: out of the tables")
+        return self._rewrite(now)
+
+    def _record(self, now: int, what: str) -> None:
+        self.actions.append((now, what))
+        log.info("%s at %d ns: %s", self.name, now, what)
+
+    # -- tables ----------------------------------------------------------------------------------
+    def _view(self, extra: frozenset | None = None):
+        """The topology without the manager and without the dead links (and ``extra``)."""
+        t = self.topology
+        v = copy.copy(t)
+        dead = self.dead | ({extra} if extra else set())
+        v.nodes = {n: node for n, node in t.nodes.items() if n != self.name}
+        v.links = [lk for lk in t.links if self.name not in (lk.a, lk.b) and frozenset((lk.a, lk.b)) not in dead]
+        v._portmap = None
+        v.group_ports, v.groups, v.group_roots = {}, {}, {}
+        return v
+
+    def _redundant(self, link: frozenset) -> bool:
+        """Do all hosts still reach each other without ``link`` (and the links already out)?"""
+        v = self._view(link)
+        nb = v.neighbours()
+        hosts = [h.name for h in v.hosts]
+        seen, todo = {hosts[0]}, [hosts[0]]
+        while todo:
+            u = todo.pop()
+            if u != hosts[0] and v.nodes[u].kind == "host":
+                continue
+            for _p, w, _wp, _l in nb[u]:
+                if w not in seen:
+                    seen.add(w)
+                    todo.append(w)
+        return all(h in seen for h in hosts)
+
+    def _rewrite(self, now: int) -> list:
+        """New tables without the dead links: the entries that change, to the routers that hold them."""
+        from topologies.paths import candidate_rows
+
+        view = self._view()
+        rows = candidate_rows(view)
+        out: list = []
+        for s in self.switches:
+            row, cur_r, cur_c = rows.get(s, []), self.routes[s], self.cands[s]
+            entries = []
+            for d, new in enumerate(row):
+                plan = self.planned[s][d] if d < len(self.planned[s]) else -1
+                static = plan if plan in new else cur_r[d] if d < len(cur_r) and cur_r[d] in new else (
+                    new[0] if new else -1)
+                ports = ((static,) + tuple(p for p in new if p != static)) if static >= 0 else ()
+                if d >= len(cur_r) or static != cur_r[d] or set(ports) != set(cur_c[d] if d < len(cur_c) else ()):
+                    entries.append((d, ports))
+                    if d < len(cur_r):
+                        cur_r[d] = static
+                        cur_c[d] = ports
+            for i in range(0, len(entries), ENTRIES_PER_COMMAND):
+                chunk = entries[i:i + ENTRIES_PER_COMMAND]
+                body = b"".join(ROUTE_ENTRY.pack(d, len(p)) + bytes(p) for d, p in chunk)
+                out += self._command(s, MgmtOp.SET_ROUTES, len(chunk), body, now)
+        if self.topology.groups:
+            for gid, members in self.topology.groups.items():
+                try:
+                    view.add_group(gid, members)
+                except ConfigError as e:
+                    self._record(now, f"group {gid:#x}: no tree without the dead links ({e}); left as it is")
+            for s in self.switches:
+                for gid in self.topology.groups:
+                    new = view.group_ports.get(s, {}).get(gid, ())
+                    if tuple(self.group_ports.get(s, {}).get(gid, ())) != tuple(new):
+                        self.group_ports.setdefault(s, {})[gid] = new
+                        out += self._command(s, MgmtOp.SET_GROUP, len(new), gid.to_bytes(4, "big") + bytes(new), now)
+            for gid, root in view.group_roots.items():
+                if self.topology.group_roots.get(gid) != root:
+                    self._record(now, f"group {gid:#x}: tree root moved to {root}")
+                    self.topology.group_roots[gid] = root
+        return out
+
+    # -- commands --------------------------------------------------------------------------------
+    def path(self, switch: str) -> list[int] | None:
+        """The ports a command takes from the manager's switch to ``switch``, around the links
+        known dead (breadth first over routers, ties by port); None: unreachable."""
+        dead = frozenset(self.dead | set(self.down_since))
+        if self._paths_for != dead:
+            nb = self._view(None).neighbours()
+            self._paths = {self.attach: []}
+            q = [self.attach]
+            for u in q:
+                for p, v, _vp, _l in nb[u]:
+                    if v not in self._paths and self.topology.nodes[v].kind == "switch" \
+                            and frozenset((u, v)) not in dead:
+                        self._paths[v] = self._paths[u] + [p]
+                        q.append(v)
+            self._paths_for = dead
+        return self._paths.get(switch)
+
+    def _command(self, switch: str, op: MgmtOp, count: int, body: bytes, now: int) -> list:
+        route = self.path(switch)
+        if route is None:
+            self.stats["commands_failed"] += 1
+            self._record(now, f"{switch} cannot be reached around the dead links: command {MgmtOp(op).name} not sent")
+            return []
+        self._seq = (self._seq + 1) & 0xFFFF
+        head = MGMT.pack(op, 0, len(route), 0, self._seq, count)
+        frame = build_frame(self.node_id, self.topology.nodes[switch].id, PacketType.MGMT,
+                            head + bytes(route) + bytes(len(route)) + body, prio=1)
+        cmd = [switch, frame, 1]
+        self.pending[self._seq] = cmd
+        self.stats["commands_sent"] += 1
+        self._at(now + self.mspec.retry_ns, self._retry, self._seq)
+        return [(0, frame, now + self.min_delay_ns)]
+
+    def _retry(self, seq: int, now: int) -> list:
+        cmd = self.pending.get(seq)
+        if cmd is None:
+            return []
+        if cmd[2] >= self.mspec.max_tries:
+            del self.pending[seq]
+            self.stats["commands_failed"] += 1
+            self._record(now, f"command {seq} to {cmd[0]} unanswered after {cmd[2]} sends: given up")
+            return []
+        cmd[2] += 1
+        self.stats["commands_resent"] += 1
+        self._at(now + self.mspec.retry_ns, self._retry, seq)
+        return [(0, cmd[1], now + self.min_delay_ns)]
+
+
+    def extra_stats(self) -> dict[str, Any]:
+        """What the manager did (``Cluster.stats``): [(t_ns, what), ...]."""
+        return {"actions": list(self.actions)}
+
+
+def make_manager(node, topology, cache: dict) -> ManagerEngine:
+    return ManagerEngine(node.name, node.id, node.spec, topology, node.info["manager"])
+
+
+register_engine("manager", make_manager, min_delay=lambda spec: spec.processing_delay_ns)

@@ -1,0 +1,194 @@
+"""The network manager element and link bring-up of spec 03 (switch/manager.py, emu/bringup.py)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import emu
+from emu.bringup import BRINGUP, Bringup, BringupEvent
+from emu.config import ConfigError, ManagerSpec
+from emu.sim import EngineNet
+from emu.wire import DST_OFF, PacketType, build_frame
+from emu.wire.qsnet import MGMT, ROUTE_ENTRY, TRAP, MgmtOp, TrapKind
+from nodes.collectives.hw import HW_GROUP
+from topologies import build
+
+
+def managed(spec="fattree:k=4,n=2", routing="static", **mspec):
+    t = build(spec, settings={"switch": {"routing": routing}, "elan": {"max_tries": 8, "retransmit_ns": 5000}})
+    t.add_manager(spec=ManagerSpec(**{"persist_ns": 10_000, **mspec}))
+    return t
+
+
+async def puts(host, rank, n, gap):
+    host.mem_write(0x1000, b"q" * 3000)
+    out = []
+    for i in range(n):
+        r = await host.put(rank, 0x1000, 0x9000 + 0x10000 * i, 3000)
+        out.append(r.ok)
+        await host.sleep(gap)
+    return out
+
+
+def walk(t, routes, src, dst):
+    """The nodes a frame from host src to host dst visits following ``routes`` (None: stuck)."""
+    nb = t.neighbours()
+    far = {(u, p): v for u in t.nodes for p, v, _vp, _l in nb[u]}
+    node, seen = far[(src, 0)], [src]
+    while node != dst:
+        if node in seen or len(seen) > 20:
+            return None
+        seen.append(node)
+        port = routes[node][t.nodes[dst].id]
+        if port < 0:
+            return None
+        node = far[(node, port)]
+    return seen + [dst]
+
+
+def test_a_dead_link_is_written_out_of_exactly_the_tables_that_would_send_into_it():
+    t = managed()
+    old = {s: list(r) for s, r in t.routes.items()}
+    net = EngineNet(t)
+    net.link_down("s0", "s7")
+    res = net.run({f"h{i}": (puts, 12 + i, 4, 20_000) for i in range(4)})
+    assert all(all(v) for v in res.values())  # every put got through (resent until the tables moved)
+    mgr = net.engines["mgr"]
+    first_trap = min(tm for tm, node, _p, f in net.delivered if node == "mgr" and f[DST_OFF + 6] == PacketType.TRAP)
+    assert mgr.actions == [(first_trap + 10_000, "link s0-s7 down: out of the tables")]  # persist_ns after
+    assert mgr.stats["commands_done"] == mgr.stats["commands_sent"] and mgr.stats["commands_failed"] == 0
+    new = {s: net.engines[s].routes for s in old if s != "mgr"}
+    dead = {"s0", "s7"}
+    hosts = t.host_names()
+    for s in new:
+        for d in hosts:
+            before, after = old[s][t.nodes[d].id], new[s][t.nodes[d].id]
+            # a switch's entry changed iff its old route to d crossed the dead link
+            crossed = any({a, b} == dead for a, b in _pairs(_from_switch(t, old, s, d)))
+            assert (before != after) == crossed, (s, d, before, after)
+    for a in hosts:  # and every host reaches every other by the new tables, never over the dead link
+        for b in hosts:
+            if a != b:
+                path = walk(t, new, a, b)
+                assert path is not None and not any({x, y} == dead for x, y in _pairs(path)), (a, b, path)
+
+
+def _pairs(path):
+    return list(zip(path, path[1:])) if path else []
+
+
+def _from_switch(t, routes, s, dst):
+    nb = t.neighbours()
+    far = {(u, p): v for u in t.nodes for p, v, _vp, _l in nb[u]}
+    node, seen = s, []
+    while node != dst and len(seen) < 20:
+        seen.append(node)
+        node = far[(node, routes[node][t.nodes[dst].id])]
+    return seen + [dst]
+
+
+def test_a_link_that_comes_back_goes_back_into_the_tables_and_a_blip_changes_nothing():
+    t = managed()
+    old = {s: list(r) for s, r in t.routes.items()}
+    net = EngineNet(t)
+    net.link_down("s1", "s5")
+    net.step_all(until=5_000)
+    net.link_down("s1", "s5", up=True)  # back within persist_ns: nothing to do
+    net.step_all()
+    assert net.engines["mgr"].actions == [] and net.engines["mgr"].stats["traps"] == 4
+    net.link_down("s1", "s5")
+    net.step_all(until=net.now + 15_000)
+    net.link_down("s1", "s5", up=True)
+    net.step_all()
+    acts = [a for _t, a in net.engines["mgr"].actions]
+    assert acts == ["link s1-s5 down: out of the tables", "link s1-s5 back up: into the tables again"]
+    assert {s: net.engines[s].routes for s in old if s != "mgr"} == {s: r for s, r in old.items() if s != "mgr"}
+
+
+async def bcast_late(host, wait):
+    await host.sleep(wait)
+    host.mem_write(0, b"z" * 2000)
+    return await host.bcast_put(HW_GROUP, 15, 0, 0x7000, 2000)
+
+
+def test_a_broadcast_tree_moves_to_the_next_top_switch_when_its_root_loses_a_link():
+    t = managed()
+    t.add_group(HW_GROUP, t.host_names())
+    assert t.group_roots[HW_GROUP] == "s4"
+    net = EngineNet(t)
+    net.link_down("s0", "s4")
+    res = net.run({"h0": (bcast_late, 20_000), **{h: (_wait, ) for h in t.host_names()[1:]}})
+    assert res["h0"].ok
+    assert all(len(res[h]) == 1 for h in t.host_names()[1:])
+    acts = [a for _t, a in net.engines["mgr"].actions]
+    assert f"group {HW_GROUP:#x}: tree root moved to s5" in acts
+    assert HW_GROUP not in net.engines["s4"].groups and HW_GROUP in net.engines["s5"].groups
+
+
+async def _wait(host):
+    return await host.wait_arrivals(1, timeout_ns=200_000)
+
+
+def test_routers_take_commands_and_traps_from_routers_only_never_from_a_host():
+    t = managed()
+    net = EngineNet(t)
+    s0 = net.engines["s0"]
+    before = list(s0.routes)
+    forged = build_frame(0, t.nodes["s0"].id, PacketType.MGMT,
+                         MGMT.pack(MgmtOp.SET_ROUTES, 0, 0, 0, 1, 1) + ROUTE_ENTRY.pack(15, 1) + bytes([0]))
+    net.send("h0", 0, forged)
+    trap = build_frame(0, t.nodes["mgr"].id, PacketType.TRAP, TRAP.pack(TrapKind.LINK_DOWN, 4, 1, t.nodes["s0"].id, 0, 0))
+    net.send("h1", 0, trap)
+    net.step_all()
+    assert s0.routes == before and s0.stats["foreign_mgmt"] == 2
+    assert net.engines["mgr"].stats["traps"] == 0
+
+
+def test_the_bring_up_table_is_closed():
+    assert set(BRINGUP) == set(Bringup)
+    for s, moves in BRINGUP.items():
+        assert set(moves) <= set(BringupEvent) and set(moves.values()) <= set(Bringup)
+        assert (not moves) == (s in (Bringup.UP, Bringup.MISCABLED, Bringup.DEAD))
+
+
+async def put_app(host, rank):
+    host.mem_write(0x1000, b"w" * 4096)
+    r = await host.put(rank, 0x1000, 0x9000, 4096)
+    return r.ok, r.resent
+
+
+async def test_bring_up_takes_bad_and_mis_cabled_links_out_and_keeps_a_nodes_only_link():
+    t = build("fattree:k=4,n=2", settings={"switch": {"routing": "static"}})
+    t.add_manager(spec=ManagerSpec(bringup=True, test_frames=32))
+    t.cabling_plan[("s1", 4)] = ("s6", 1)   # the plan says s1 port 4 goes to s6; it goes to s4
+    async with emu.Cluster(t) as net:
+        await net.schedule(0, "ber", link=("s0", "s5"), rate=1e-4)
+        await net.schedule(0, "ber", link=("h5", "s1"), rate=1e-4)
+        await net.run({})
+        res = await net.run({f"h{i}": (put_app, 15 - i) for i in range(16)})
+        stats = {s["name"]: s for s in await net.stats()}
+    acts = [a for _t, a in stats["mgr"]["actions"]]
+    assert any(a.startswith("link s1-s4 mis-cabled (found s4 port 1)") and a.endswith("out of the tables") for a in acts)
+    assert any(a.startswith("link s0-s5 ") and "test frames lost or damaged: out of the tables" in a for a in acts)
+    assert any(a.startswith("link h5-s1 ") and "kept, the only way to a node; admitted" in a for a in acts)
+    assert stats["mgr"]["engine"]["links_out"] == 2 and stats["mgr"]["engine"]["links_kept"] == 1
+    assert all(ok for ok, _ in res.values())
+    assert sum(r for _ok, r in res.values() if _ok) == res["h5"][1] + res["h10"][1]  # resends only over h5's link
+    for s in ("s0", "s1", "s2", "s3"):
+        assert stats[s]["engine"]["bringup_up"] + stats[s]["engine"].get("bringup_miscabled", 0) == 8
+
+
+def test_emu_run_with_the_manager_and_what_it_refuses():
+    exe = str(Path(sys.executable).parent / "emu")
+    out = subprocess.run([exe, "run", "--topo", "fattree:k=4,n=2", "--test", "put", "--size", "16KiB", "--manager",
+                          "--set", "manager.bringup=true", "--set", "switch.routing=static",
+                          "--fault", "at=0,link=s0-s5,ber=1e-4"], capture_output=True, text=True, timeout=300)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0 and "packets_resent=0" in out.stdout and "link s0-s5" in out.stdout, text
+    bad = subprocess.run([exe, "run", "--topo", "star:n=4", "--test", "put", "--set", "manager.persist_ns=5"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "give --manager too" in bad.stdout + bad.stderr
+    with pytest.raises(ConfigError, match="ManagerSpec.action 'reset' is not one of rewrite, none"):
+        ManagerSpec(action="reset")
