@@ -91,20 +91,56 @@ def _tree(name: str, k: int, n: int, halves: int, link: LinkSpec | None, host: H
     return t
 
 
-def fattree(k: int, n: int, *, link: LinkSpec | None = None, host: HostSpec | None = None,
+def fattree(k: int, n: int, rails: int = 1, *, link: LinkSpec | None = None, host: HostSpec | None = None,
             switch: SwitchSpec | None = None) -> Topology:
-    """``fattree:k=4,n=3``: the k-ary n-tree, k**n hosts, n stages of k**(n-1) switches."""
+    """``fattree:k=4,n=3[,rails=2]``: the k-ary n-tree, k**n hosts, n stages of k**(n-1) switches."""
     _check_int("fattree", "k", k, 2, 64)
     _check_int("fattree", "n", n, 1, 8)
+    _check_int("fattree", "rails", rails, 1, 8)
     if k ** n > 65536:
         raise ConfigError(f"fattree: k**n = {k ** n} hosts exceeds 65536; lower k or n")
-    return _tree(f"fattree:k={k},n={n}", k, n, 1, link, host, switch)
+    return _railed(_tree(f"fattree:k={k},n={n}", k, n, 1, link, host, switch), rails)
 
 
-def clos(radix: int, stages: int, nodes: int | None = None, *, link: LinkSpec | None = None,
+def _railed(t: Topology, rails: int) -> Topology:
+    """Multi-rail (spec 03): ``rails`` separate copies of the switch network; host h's port r
+    links to rail r's copy of its switch, on the same switch port as rail 0. Rail r's switches
+    are numbered after rail r-1's (``info["rail"]``) and keep rail 0's tables."""
+    if rails == 1:
+        return t
+    t.name += f",rails={rails}"
+    base = list(t.switches)
+    nsw = len(base)
+    links = list(t.links)
+    for r in range(1, rails):
+        copy = {}
+        for j, sw in enumerate(base):
+            copy[sw.name] = f"s{j + r * nsw}"
+            t.add_switch(copy[sw.name], sw.spec, **{**sw.info, "rail": r})
+            t.routes[copy[sw.name]] = t.routes[sw.name]
+        for lk in links:
+            a_host, b_host = t.nodes[lk.a].kind == "host", t.nodes[lk.b].kind == "host"
+            if a_host or b_host:
+                h, hp, s_, sp = (lk.a, lk.a_port, lk.b, lk.b_port) if a_host else (lk.b, lk.b_port, lk.a, lk.a_port)
+                t.add_link(h, copy[s_], lk.spec, a_port=hp + r, b_port=sp)
+            else:
+                t.add_link(copy[lk.a], copy[lk.b], lk.spec, a_port=lk.a_port, b_port=lk.b_port)
+    for sw in base:
+        sw.info["rail"] = 0
+    if t.bisection is not None:
+        t.bisection *= rails
+    return t
+
+
+def clos(radix: int, stages: int, nodes: int | None = None, rails: int = 1, *, link: LinkSpec | None = None,
          host: HostSpec | None = None, switch: SwitchSpec | None = None) -> Topology:
-    """``clos:radix=32,stages=2[,nodes=N]``: folded Clos of radix-r routers, r*(r/2)**(stages-1)
+    """``clos:radix=32,stages=2[,nodes=N][,rails=2]``: folded Clos of radix-r routers, r*(r/2)**(stages-1)
     hosts; with ``nodes``, a smaller two-stage network with top switches carved out of routers."""
+    _check_int("clos", "rails", rails, 1, 8)
+    return _railed(_clos(radix, stages, nodes, link, host, switch), rails)
+
+
+def _clos(radix: int, stages: int, nodes: int | None, link, host, switch) -> Topology:
     _check_int("clos", "radix", radix, 4, 128)
     if radix % 2:
         raise ConfigError(f"clos: radix must be even (r/2 ports down, r/2 up), got {radix}")

@@ -4,7 +4,8 @@ Every rank writes a seeded pattern of ``--size`` bytes into its memory; rank i t
 gets it from) rank i + n/2 (mod n), all at once: a bisection pattern. Reported beside the
 measurement, the model of one adapter's bandwidth: packets of ``elan.packet_bytes`` of data carry
 the 24-byte transaction header, their segment headers and trailer (``emu.wire.qsnet.packet_bytes``)
-and the emulator's Ethernet/fabric envelope with its FCS (34 bytes), at the host link's rate.
+and the emulator's Ethernet/fabric envelope with its FCS (34 bytes), at the host link's rate, times
+the node's links (``rails=2``: packets striped over both networks).
 Before that, a lone 8-byte put from rank 0 to rank n-1 gives the latency.
 """
 
@@ -25,7 +26,8 @@ def pattern(seed: int, rank: int, size: int) -> bytes:
 
 
 def model_gbps(net, size: int) -> float:
-    """Data bandwidth of one adapter (Gbit/s) by the packet model, at its link's rate."""
+    """Data bandwidth of one adapter (Gbit/s) by the packet model, at its link's rate, times its
+    links (multi-rail: packets striped over one link to each network)."""
     from emu.wire.qsnet import TXN_LEN, packet_bytes
 
     spec = net.topology.hosts[0].spec.elan
@@ -38,7 +40,8 @@ def model_gbps(net, size: int) -> float:
         left -= n
         if left <= 0:
             break
-    return round(size * rate / wire / 1e9, 3)
+    rails = max(1, net.topology.nports(net.topology.hosts[0].name))
+    return round(size * rate / wire / 1e9 * rails, 3)
 
 
 async def _lone_put(host, peer):

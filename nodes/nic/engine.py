@@ -65,6 +65,8 @@ class NicEngine:
     """The run's seed (the adapter's random route picks draw from it and the node id)."""
     timer: int | None = None
     now: int = 0
+    rails: int = 1
+    """Links of this node (multi-rail: one to each network); QsNet packets are striped over them."""
     kind = "host"
     passes_damaged = staticmethod(is_qsnet_packet)
     """QsNet packets that fail the link's FCS still reach the adapter, which checks their own
@@ -108,6 +110,7 @@ class NicEngine:
             elif ptype == PacketType.COLL:
                 self.coll.receive(frame, src, now)
             elif ptype == PacketType.QPKT:
+                self.qs.port_in = port
                 self.qs.on_packet(frame, src, now)
             elif ptype == PacketType.QACK:
                 self.qs.on_ack(frame, src, now)
@@ -189,7 +192,8 @@ class NicEngine:
         return seq
 
     def emit(self, dst: int, ptype: int, body: bytes, at: int, *, vc: int = 0, prio: int = 0, flags: int = 0,
-             rsvd: int = 0) -> None:
+             rsvd: int = 0, port: int | None = None) -> None:
+        """A frame to ``dst`` (out the routed port, or ``port``: a rail of a multi-rail node)."""
         if flags & FLAG_BCAST:  # a group frame (dst: the group id): out on port 0, Ethernet broadcast
             head = self._heads.get(-1)  # the same for every group: broadcast MAC, ours
             if head is None:
@@ -198,7 +202,8 @@ class NicEngine:
                               + body, at))
             self.stats["frames_sent"] += 1
             return
-        port = 0 if self.routes is None else (self.routes[dst] if 0 <= dst < len(self.routes) else -1)
+        if port is None:
+            port = 0 if self.routes is None else (self.routes[dst] if 0 <= dst < len(self.routes) else -1)
         if port < 0:
             self.stats["no_route"] += 1
             raise ValueError(f"{self.name} has no route to host address {dst}")
@@ -250,7 +255,7 @@ def make_host(node, topology, cache: dict) -> NicEngine:
     if shared is None:
         shared = cache["host_tables"] = host_tables(topology)
     return NicEngine(node.name, node.id, node.spec, topology.routes.get(node.name), shared[0], shared[1],
-                     cache.get("seed", 0))
+                     cache.get("seed", 0), rails=max(1, topology.nports(node.name)))
 
 
 register_engine("host", make_host, min_delay=lambda spec: spec.nic_delay_ns)

@@ -169,6 +169,13 @@ class QsNIC:
         self.events_seen: set[tuple[int, int]] = set()
         self._gets: dict[int, Xfer] = {}
         self._route_in: int | None = None
+        self.rails = nic.rails
+        """Multi-rail: packets of unicast transfers go out round robin over the node's links (each
+        to its own network), a resend on the next; ACKs go back on the link their packet came in
+        on; broadcasts use rail 0 (the group's tree)."""
+        self._rail = 0
+        self.port_in = 0
+        """The link the packet being handled came in on (set by the engine)."""
         self._bcast_in = False
         self.arrivals: list[Arrival] = []
         self.on_arrival: Callable[[Arrival], None] | None = None
@@ -345,7 +352,13 @@ class QsNIC:
         at = t + self.nic.spec.nic_delay_ns
         pkt = encode_packet(tx.payload, vc=self.spec.vc, prio=0, dest=tx.xfer.dst, tstamp=at, pkt_id=tx.pkt_id)
         flags = (FLAG_SRCRT if srcrt else 0) | (FLAG_BCAST if tx.xfer.members else 0)
-        self.nic.emit(tx.xfer.dst, PacketType.QPKT, pkt, at, vc=self.spec.vc, flags=flags, rsvd=tx.route if srcrt else 0)
+        rail = None
+        if self.rails > 1 and not tx.xfer.members:
+            rail, self._rail = self._rail, (self._rail + 1) % self.rails
+            key = f"packets_rail{rail}"
+            self.stats[key] = self.stats.get(key, 0) + 1
+        self.nic.emit(tx.xfer.dst, PacketType.QPKT, pkt, at, vc=self.spec.vc, flags=flags, rsvd=tx.route if srcrt else 0,
+                      port=rail)
         self.stats["packets_sent"] += 1
         tx.timer = self.nic.at(at + self.spec.retransmit_ns, self._timeout, tx)
 
@@ -474,7 +487,8 @@ class QsNIC:
         t = now + self.nic.spec.nic_delay_ns if at is None else at
         route = None if bcast else self._route_in
         self.nic.emit(dst, PacketType.QACK, body, t, vc=self.spec.vc + 1, prio=1,
-                      flags=FLAG_SRCRT if route is not None else 0, rsvd=route or 0)
+                      flags=FLAG_SRCRT if route is not None else 0, rsvd=route or 0,
+                      port=self.port_in if self.rails > 1 and not bcast else None)
 
     # -- packets arriving ------------------------------------------------------------------------
     def on_packet(self, frame: bytes, src: int, now: int) -> None:

@@ -1,0 +1,83 @@
+"""Multi-rail (spec 03): a node's adapters on separate networks, QsNet packets striped over them."""
+
+import pytest
+
+from emu.config import ConfigError
+from emu.sim import EngineNet
+from emu.wire import PacketType, parse_frame
+from topologies import build
+
+DATA = bytes(i * 31 % 256 for i in range(64 * 1024))
+
+
+@pytest.mark.parametrize("spec,switches", [("fattree:k=4,n=2", 8), ("clos:radix=8,stages=2", 12),
+                                           ("clos:radix=8,stages=2,nodes=12", 7)])
+def test_rails_are_separate_copies_of_the_network_with_a_link_from_every_host_to_each(spec, switches):
+    one, two = build(spec), build(spec + ",rails=2")
+    two.validate()
+    assert two.name == spec + ",rails=2"
+    assert len(two.hosts) == len(one.hosts) and len(two.switches) == 2 * switches
+    assert len(two.links) == 2 * len(one.links)
+    rail = {s.name: s.info["rail"] for s in two.switches}
+    for lk in two.links:  # no link joins the rails; a host's port r is on rail r
+        a, b = two.nodes[lk.a], two.nodes[lk.b]
+        if a.kind == b.kind == "switch":
+            assert rail[lk.a] == rail[lk.b]
+        else:
+            h, hp, s = (lk.a, lk.a_port, lk.b) if a.kind == "host" else (lk.b, lk.b_port, lk.a)
+            assert rail[s] == hp
+    for s in two.switches:  # each rail routes every host, as rail 0 of the single network does
+        twin = f"s{int(s.name[1:]) % switches}"
+        assert two.routes[s.name] == one.routes[twin]
+    assert two.bisection == 2 * one.bisection
+    with pytest.raises(ConfigError, match="rails must be an integer within 1..8"):
+        build(spec + ",rails=9")
+
+
+async def put_app(host, rank, data):
+    host.mem_write(0x1000, data)
+    r = await host.put(rank, 0x1000, 0x100000, len(data))
+    return r.ok, r.t_ns, r.resent
+
+
+async def wait_app(host, addr, size):
+    await host.wait_arrivals(1)
+    return host.mem_read(addr, size)
+
+
+def run_put(spec, **kw):
+    t = build(spec)
+    net = EngineNet(t, **kw)
+    res = net.run({"h0": (put_app, 15, DATA), "h15": (wait_app, 0x100000, len(DATA))})
+    return t, net, res
+
+
+def test_packets_are_striped_over_the_rails_and_acks_come_back_on_their_packets_rail():
+    t, net, res = run_put("fattree:k=4,n=2,rails=2")
+    ok, t2, _ = res["h0"]
+    assert ok and res["h15"] == DATA
+    st = net.engines["h0"].qs.stats
+    assert st["packets_rail0"] == st["packets_rail1"] == 32
+    rail = {s.name: s.info["rail"] for s in t.switches}
+    data_on = {0: 0, 1: 0}
+    for _tm, node, port, f in net.delivered:
+        pt = parse_frame(f)[4]
+        if node in rail and pt == PacketType.QPKT:
+            data_on[rail[node]] += 1
+        if node == "h0" and pt == PacketType.QACK:
+            assert port in (0, 1)
+    assert data_on[0] == data_on[1] > 0  # the same number of switch crossings on each rail
+    acks = [port for _tm, node, port, f in net.delivered if node == "h0" and parse_frame(f)[4] == PacketType.QACK]
+    assert acks.count(0) == acks.count(1) == 32
+    _t, _n, single = run_put("fattree:k=4,n=2")
+    assert t2 < 0.75 * single["h0"][1]  # two links: the transfer takes much less time
+
+
+def test_a_rail_that_goes_down_leaves_the_other_to_carry_every_packet():
+    t = build("fattree:k=4,n=2,rails=2", settings={"elan": {"retransmit_ns": 5000}})
+    net = EngineNet(t)
+    rail1 = next(lk.b for lk in t.links if lk.a == "h0" and lk.a_port == 1)
+    net.link_down("h0", rail1)
+    res = net.run({"h0": (put_app, 15, DATA), "h15": (wait_app, 0x100000, len(DATA))})
+    ok, _t, resent = res["h0"]
+    assert ok and res["h15"] == DATA and resent == 32  # every rail-1 packet went again, on rail 0
