@@ -16,7 +16,10 @@ bytes:
 * ``alltoall`` -- ``n - 1`` puts of ``--size``, put j to rank ``(i + j) mod n`` (the pairwise
   exchange order): every node sends to, and receives from, every other node, one peer at a time;
 * ``bisection`` -- one put of ``(n - 1) x --size`` to the node's mirror ``(i + n/2) mod n``: the
-  lower half exchanges with the upper half, streaming at the adapter's window.
+  lower half exchanges with the upper half, streaming at the adapter's window;
+* ``permutation`` -- one put of ``(n - 1) x --size`` to ``perm[i]``, a random derangement drawn
+  from ``--seed`` (the same for every policy): the pattern static routing is known to suffer from
+  (several flows on one up link); its model is the bisection bound, an upper limit.
 
 A node's bandwidth is the data bytes of its puts that completed over its own completion time
 (virtual time, from the common start to its last put's acknowledgement); the table gives the
@@ -55,7 +58,7 @@ import trio
 DEFAULT_TOPOS = ("fattree:k=4,n=1;fattree:k=4,n=2;clos:radix=8,stages=2;fattree:k=4,n=3;"
                  "qsnet:nodes=128")
 DEFAULT_ROUTING = "static,dispersive,adaptive,qsnet"
-PATTERNS = ("alltoall", "bisection")
+PATTERNS = ("alltoall", "bisection", "permutation")
 LOCAL = 0x1000_0000
 REMOTE = 0x4000_0000
 
@@ -70,6 +73,8 @@ class Job:
     size: int
     seed: int
     settings: tuple[str, ...] = ()
+    ber: float = 0.0
+    """A seeded bit-error rate on every link from the start (0: none)."""
 
 
 def with_bandwidth(spec: str, gbps: int = 20) -> str:
@@ -111,10 +116,10 @@ def model(t, size: int) -> dict:
     out = {"link_gbps": rate / 1e9, "inj_gbps": inj, "bis_links": t.bisection}
     if t.bisection:
         share = t.bisection / (n / 2)
-        out["bisection"] = min(inj, inj * share)
+        out["bisection"] = out["permutation"] = min(inj, inj * share)
         out["alltoall"] = min(inj, inj * share * (n - 1) / (n / 2))
     else:
-        out["bisection"] = out["alltoall"] = inj
+        out["bisection"] = out["alltoall"] = out["permutation"] = inj
     return out
 
 
@@ -133,14 +138,31 @@ def broken_link(t) -> tuple[str, str] | None:
 
 # -- one run ------------------------------------------------------------------------------------
 
-async def puts(host, n: int, size: int, pattern: str, peer: int | None = None):
+def derangement(n: int, seed: int) -> list[int]:
+    """A random permutation of 0..n-1 with no fixed point, from ``seed``."""
+    import random
+
+    rng = random.Random(seed * 7_919 + n)
+    while True:
+        p = list(range(n))
+        rng.shuffle(p)
+        if all(p[i] != i for i in range(n)):
+            return p
+
+
+async def puts(host, n: int, size: int, pattern: str, peer: int | None = None, perm: list[int] | None = None):
     """This node's part (see the module docstring); (time, bytes done, puts failed, packets resent).
     ``peer``: the ``alone`` reference, the same puts to that one rank."""
     me = host.rank
     host.mem_write(LOCAL, bytes((me + i) & 0xFF for i in range(size)))
     t0 = host.now
     done = failed = resent = 0
-    steps = [((me + j) % n, size) for j in range(1, n)] if pattern == "alltoall" else [((me + n // 2) % n, size)]
+    if pattern == "alltoall":
+        steps = [((me + j) % n, size) for j in range(1, n)]
+    elif pattern == "permutation":
+        steps = [(perm[me] if peer is None else peer, size)]
+    else:
+        steps = [((me + n // 2) % n, size)]
     for to, nbytes in steps:
         r = await host.put(to if peer is None else peer, LOCAL, REMOTE + (me % 256) * size, nbytes)
         if r.ok:
@@ -158,16 +180,20 @@ async def _run(job: Job) -> dict:
     m = model(t, job.size)
     n = len(t.hosts)
     row = {"topology": job.spec, "nodes": n, "pattern": job.pattern, "routing": job.routing,
-           "broken": "", "avg_gbps": None, "worst_gbps": None, "model_gbps": round(m[job.pattern], 3),
+           "broken": "", "ber": job.ber, "avg_gbps": None, "worst_gbps": None, "model_gbps": round(m[job.pattern], 3),
            "inj_gbps": round(m["inj_gbps"], 3), "alone_gbps": None, "bis_links": m["bis_links"], "failed_puts": 0,
            "resent": 0, "completion_ns": None, "frames": None, "status": "ok"}
     link = broken_link(t) if job.broken else None
     if job.broken and link is None:
         row.update(status="no up link", broken="-")
         return row
-    size = job.size * (n - 1) if job.pattern == "bisection" else job.size  # bytes per put
+    size = job.size * (n - 1) if job.pattern != "alltoall" else job.size  # bytes per put
+    perm = derangement(n, job.seed)
     t_ideal = (n - 1) * job.size * 8 / m[job.pattern]  # ns
     async with emu.Cluster(t, seed=job.seed) as net:
+        if job.ber:
+            for lk in t.links:
+                await net.schedule(net.now, "ber", link=(lk.a, lk.b), rate=job.ber)
         if not link:  # the reference: one node alone doing the same puts to its mirror
             dt, done, _f, _r = (await net.run({net.hosts[0]: (puts, n, size, job.pattern, n // 2)}))[net.hosts[0]]
             row["alone_gbps"] = round(done * 8 / dt, 3)
@@ -176,7 +202,7 @@ async def _run(job: Job) -> dict:
             await net.schedule(net.now + at, "down", link=link)
             row["broken"] = f"{link[0]}-{link[1]}@{at / 1000:.1f}us"
         try:
-            res = await net.run({h: (puts, n, size, job.pattern) for h in net.hosts})
+            res = await net.run({h: (puts, n, size, job.pattern, None, perm) for h in net.hosts})
         except Exception as e:  # DeadlockError/AppError: reported, not raised
             row["status"] = f"{type(e).__name__}: {str(e)[:120]}"
             return row
@@ -204,18 +230,19 @@ def run_job(job: Job) -> dict:
 
 # -- output -------------------------------------------------------------------------------------
 
-COLUMNS = ["topology", "nodes", "pattern", "routing", "broken", "avg_gbps", "worst_gbps", "alone_gbps",
+COLUMNS = ["topology", "nodes", "pattern", "routing", "broken", "ber", "avg_gbps", "worst_gbps", "alone_gbps",
            "model_gbps", "inj_gbps", "bis_links", "loss_pct", "failed_puts", "resent", "completion_ns", "frames", "status",
            "wall_s"]
 
 
 def add_loss(rows: list[dict]) -> None:
     """Average bandwidth lost with the broken link, per policy, against the same run unbroken."""
-    base = {(r["topology"], r["pattern"], r["routing"]): r["avg_gbps"] for r in rows if not r["broken"]}
+    base = {(r["topology"], r["pattern"], r["routing"]): r["avg_gbps"] for r in rows
+            if not r["broken"] and not r.get("ber")}
     for r in rows:
         b = base.get((r["topology"], r["pattern"], r["routing"]))
-        r["loss_pct"] = (round(100 * (1 - r["avg_gbps"] / b), 1)
-                         if r["broken"] and r["broken"] != "-" and b and r["avg_gbps"] is not None else None)
+        hurt = (r["broken"] and r["broken"] != "-") or r.get("ber")
+        r["loss_pct"] = round(100 * (1 - r["avg_gbps"] / b), 1) if hurt and b and r["avg_gbps"] is not None else None
 
 
 def table(rows: list[dict], seed: int, size: int):
@@ -227,7 +254,8 @@ def table(rows: list[dict], seed: int, size: int):
         tb.add_column(c, justify="left" if c in ("topology", "pattern", "routing", "status") else "right")
     f = lambda v: "-" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v)  # noqa: E731
     for r in rows:
-        tb.add_row(r["topology"], str(r["nodes"]), r["pattern"], r["routing"], "broken" if r["broken"] else "ok",
+        tb.add_row(r["topology"], str(r["nodes"]), r["pattern"], r["routing"],
+                   "broken" if r["broken"] else f"ber {r['ber']:g}" if r.get("ber") else "ok",
                    f(r["avg_gbps"]), f(r["worst_gbps"]), f(r["alone_gbps"]), f(r["model_gbps"]), f(r["inj_gbps"]), f(r["loss_pct"]),
                    str(r["failed_puts"]), str(r["resent"]), r["status"])
     return tb
@@ -252,13 +280,15 @@ def plot(rows: list[dict], path: pathlib.Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8), sharex=True, squeeze=False)
+    patterns = [p for p in PATTERNS if any(r["pattern"] == p for r in rows)]
+    conds = [c for c in ("ok", "broken", "ber") if any(_cond(r) == c for r in rows)]
+    fig, axes = plt.subplots(len(patterns), len(conds), figsize=(6 * len(conds), 4 * len(patterns)), sharex=True,
+                             squeeze=False)
     policies = list(dict.fromkeys(r["routing"] for r in rows))
-    for i, pattern in enumerate(PATTERNS):
-        for j, broken in enumerate((False, True)):
+    for i, pattern in enumerate(patterns):
+        for j, cond in enumerate(conds):
             ax = axes[i][j]
-            sel = [r for r in rows if r["pattern"] == pattern and bool(r["broken"]) == broken
-                   and r["avg_gbps"] is not None]
+            sel = [r for r in rows if r["pattern"] == pattern and _cond(r) == cond and r["avg_gbps"] is not None]
             for k, pol in enumerate(policies):
                 pts = sorted((r["nodes"], r["avg_gbps"], r["worst_gbps"]) for r in sel if r["routing"] == pol)
                 if pts:
@@ -269,24 +299,30 @@ def plot(rows: list[dict], path: pathlib.Path) -> None:
             if lim:
                 ax.plot([p[0] for p in lim], [p[1] for p in lim], "k:", label="model limit")
             ax.set_xscale("log", base=2)
-            ax.set_title(f"{pattern}, {'one up link broken' if broken else 'all links up'}")
+            ax.set_title(f"{pattern}, " + {"ok": "all links up", "broken": "one up link broken",
+                                            "ber": "seeded bit-error rate"}[cond])
             ax.set_ylabel("Gbit/s per node")
             ax.set_ylim(bottom=0)
             ax.grid(alpha=0.3)
-    axes[1][0].set_xlabel("nodes")
-    axes[1][1].set_xlabel("nodes")
+    for ax in axes[-1]:
+        ax.set_xlabel("nodes")
     axes[0][0].legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
+def _cond(r: dict) -> str:
+    return "broken" if r["broken"] else "ber" if r.get("ber") else "ok"
+
+
 # -- main ---------------------------------------------------------------------------------------
 
 def jobs_for(topos: list[str], routings: list[str], size: int, seed: int, settings: tuple[str, ...],
-             broken: bool) -> list[Job]:
-    return [Job(spec, r, p, b, size, seed, settings) for spec in topos for p in PATTERNS
-            for b in ((False, True) if broken else (False,)) for r in routings]
+             broken: bool, ber: float = 0.0, patterns: tuple[str, ...] = PATTERNS) -> list[Job]:
+    conds = [(False, 0.0)] + ([(True, 0.0)] if broken else []) + ([(False, ber)] if ber else [])
+    return [Job(spec, r, p, b, size, seed, settings, e) for spec in topos for p in patterns
+            for b, e in conds for r in routings]
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -304,6 +340,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2, help="runs in parallel OS processes (default 2)")
     ap.add_argument("--no-broken", action="store_true", help="skip the broken-link runs")
+    ap.add_argument("--ber", type=float, default=0.0, help="also run with this seeded bit-error rate on every link")
+    ap.add_argument("--patterns", default=",".join(PATTERNS), help="comma separated: " + ", ".join(PATTERNS))
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                     help="a setting for every run, as emu run --set")
     ap.add_argument("--out", default="results/qsnet_alltoall/")
@@ -321,7 +359,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
             console.print(f"skipped {spec}: {n} nodes > --max-nodes {a.max_nodes}")
         else:
             topos.append(spec)
-    jobs = jobs_for(topos, routings, size, a.seed, tuple(a.set), not a.no_broken)
+    patterns = tuple(p.strip() for p in a.patterns.split(",") if p.strip())
+    bad = [p for p in patterns if p not in PATTERNS]
+    if bad or not 0.0 <= a.ber <= 1.0:
+        ap.error(f"--patterns {bad} not among {PATTERNS}" if bad else "--ber must be within 0..1")
+    jobs = jobs_for(topos, routings, size, a.seed, tuple(a.set), not a.no_broken, a.ber, patterns)
     console.print(f"seed {a.seed}; {len(jobs)} runs on {a.jobs} process(es); puts of {size} B")
     w = time.perf_counter()
     if a.jobs > 1:

@@ -73,7 +73,7 @@ def run(spec: str, algo: str, branch: int, enter: list[int]) -> tuple[int, int, 
     return leave - max(enter), cpu, model
 
 
-def main(argv=None) -> int:
+def main(argv=None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--topos", default="star:n=16;fattree:k=4,n=2;fattree:k=4,n=3;fattree:k=4,n=4")
     ap.add_argument("--skew", default="0,5000", help="comma-separated arrival spreads in ns")
@@ -122,7 +122,7 @@ def main(argv=None) -> int:
         import matplotlib.pyplot as plt
     except ImportError:
         print("matplotlib not installed: no PNG (pip install matplotlib)")
-        return 0
+        return rows
     skews = sorted({r["skew_ns"] for r in rows})
     fig, axes = plt.subplots(1, len(skews), figsize=(6 * len(skews), 4), squeeze=False)
     for ax, skew in zip(axes[0], skews):
@@ -140,8 +140,8 @@ def main(argv=None) -> int:
     fig.tight_layout()
     fig.savefig(out / "barrier.png", dpi=120)
     print(f"wrote {out / 'barrier.csv'} and {out / 'barrier.png'}")
-    return 0
+    return rows
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

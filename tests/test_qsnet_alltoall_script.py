@@ -21,7 +21,8 @@ def test_the_script_measures_every_pattern_policy_and_link_state_below_the_model
                    "--jobs", "1", "--out", str(tmp_path)])
     keys = [(r["topology"], r["pattern"], r["routing"], bool(r["broken"])) for r in rows]
     assert sorted(keys) == sorted((t, p, r, b) for t in ("fattree:k=2,n=2", "star:n=4")
-                                  for p in ("alltoall", "bisection") for r in ("static", "qsnet", "qsnet/next_free")
+                                  for p in ("alltoall", "bisection", "permutation")
+                                  for r in ("static", "qsnet", "qsnet/next_free")
                                   for b in (False, True))
     for r in rows:
         assert r["nodes"] == 4 and 17.5 < r["inj_gbps"] < 17.7          # 20 Gbit/s less packet and ACK overhead
@@ -41,6 +42,12 @@ def test_the_script_measures_every_pattern_policy_and_link_state_below_the_model
                     "--out", str(tmp_path / "again")])
     first = [r for r in rows if r["topology"] == "fattree:k=2,n=2" and r["routing"] == "qsnet" and not r["broken"]]
     assert [(r["avg_gbps"], r["completion_ns"]) for r in again] == [(r["avg_gbps"], r["completion_ns"]) for r in first]
+    # a seeded bit-error rate on every link: resends, nothing lost, the loss against the clean run
+    ber = q.main(["--topos", "fattree:k=2,n=2", "--routing", "qsnet", "--jobs", "1", "--no-broken", "--ber", "1e-5",
+                  "--patterns", "permutation", "--out", str(tmp_path / "ber")])
+    clean, hurt = sorted(ber, key=lambda r: r["ber"])
+    assert clean["ber"] == 0 and hurt["ber"] == 1e-5 and hurt["resent"] > 0 and hurt["failed_puts"] == 0
+    assert hurt["loss_pct"] is not None and hurt["avg_gbps"] < clean["avg_gbps"]
     for name in ("results.csv", "results.md", "qsnet_alltoall.png"):
         assert (tmp_path / name).stat().st_size > 0
     assert len((tmp_path / "results.csv").read_text().splitlines()) == 1 + len(rows)
