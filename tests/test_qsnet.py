@@ -49,6 +49,16 @@ def test_routes_are_up_down_within_the_diameter_and_deadlock_free(spec):
     assert dependency_cycle(t) == []
 
 
+def test_qsnet_links_carry_20_gbit_of_data_and_routers_take_35_ns_unless_told_otherwise():
+    t = build("qsnet:nodes=200")
+    assert {lk.spec.bandwidth_bps for lk in t.links} == {20_000_000_000}
+    assert {s.spec.processing_delay_ns for s in t.switches} == {35}
+    u = build("qsnet:nodes=200,bandwidth_gbps=40", settings={"switch": {"processing_delay_ns": 20}})
+    assert {lk.spec.bandwidth_bps for lk in u.links} == {40_000_000_000}
+    assert {s.spec.processing_delay_ns for s in u.switches} == {20}
+    assert {lk.spec.bandwidth_bps for lk in build("fattree:k=2,n=2").links} == {100_000_000_000}  # others keep theirs
+
+
 async def test_a_qsnet_runs_and_emu_topo_reports_chassis_and_cables(capsys):
     async with emu.Cluster("qsnet:nodes=200") as net:
         rtt = await net["h0"].ping("h199")    # across chassis: 6 links each way

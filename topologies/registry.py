@@ -37,6 +37,9 @@ class Family:
     build: Callable[..., Topology]
     params: tuple[Param, ...]
     summary: str
+    defaults: dict | None = None
+    """The family's own element and link figures ({section: {field: value}}), under everything a
+    user gives (a ``--config`` file, the spec's parameters, ``--set``)."""
 
 
 def _p(name: str, required: bool = True, help: str = "", kind: type = int) -> Param:
@@ -62,9 +65,13 @@ register(Family("clos", clos, (_p("radix", help="router ports"), _p("stages"),
 register(Family("twolevel", twolevel, (_p("ports", help="switch ports on each side"), _p("hosts"),
                                        _p("spines", False, "spine switches (default: ports)")),
                 "two-level fat tree: leaves of `ports` hosts, spines linked to every leaf"))
+QSNET_DEFAULTS = {"link": {"bandwidth_bps": 20_000_000_000}, "switch": {"processing_delay_ns": 35}}
+"""QsNet's figures (spec 03, second reading): links of 25 Gbit/s on the wire with 8b10b encoding carry
+20 Gbit/s of data each way; a router crossing costs under 40 ns (35)."""
 register(Family("qsnet", qsnet, (_p("nodes", help="nodes, 2..4096 (node switches of 128)"),
                                  _p("bisection", False, "1 (128 top switches, default) or 0.5 (64)", float)),
-                "QsNet federated network: node-switch chassis of radix-32 routers, top switches carved from routers"))
+                "QsNet federated network: node-switch chassis of radix-32 routers, top switches carved from routers; "
+                "links of 20 Gbit/s of data, routers of 35 ns by default", QSNET_DEFAULTS))
 register(Family("mesh", mesh, (_p("k", help="side"), _p("n", help="dimensions")),
                 "k-ary n-mesh, a router per node, dimension-order routing"))
 register(Family("torus", torus, (_p("k", help="side, >= 3"), _p("n", help="dimensions")),
@@ -128,7 +135,7 @@ def build(spec: str, *, defaults: dict | None = None, settings: dict | None = No
         need = ", ".join(f"{p.name} ({p.help})" if p.help else p.name for p in fam.params if p.required)
         raise ConfigError(f"{name}: missing parameter {', '.join(missing)}; {name} needs {need}, "
                           f"e.g. {example(name)}")
-    fields = merge_settings(defaults, {_SECTION_OF[cls]: f for cls, f in specs.items()}, settings)
+    fields = merge_settings(fam.defaults, defaults, {_SECTION_OF[cls]: f for cls, f in specs.items()}, settings)
     link = LinkSpec(**fields.get("link", {}))
     host = HostSpec(**fields.get("host", {}), nic=NicSpec(**fields.get("nic", {})),
                     elan=ElanSpec(**fields.get("elan", {})))
