@@ -139,7 +139,7 @@ def build_domain(plan: Plan, index: int) -> Domain:
             if src in outs:
                 op = OutPort(sport, t.port_name(src, sport), plan.iface_base[src] + sport, link_id,
                              dst, t.port_name(dst, dport), link.spec.latency_ns,
-                             link.spec.bandwidth_bps, peer_domain=plan.owner[dst])
+                             link.spec.bandwidth_bps, peer_domain=plan.owner[dst], priority=link.spec.priority)
                 if finite:
                     op.flow = CreditState(rx.spec.vcs, [rx.spec.vc_buffer_bytes] * rx.spec.vcs, rx.spec.pool_bytes)
                 outs[src].append(op)

@@ -29,8 +29,14 @@ class LinkSpec:
     >= 1: link latency plus element delay is the conservative synchroniser's lookahead."""
     bandwidth_bps: int = 100_000_000_000
     """Line rate of one direction (bit/s); a frame of B bytes occupies the port ceil(8 B / rate) ns."""
+    priority: bool = True
+    """A frame of priority > 0 (ACK tokens, traps, management) overtakes priority-0 frames waiting
+    at the port, and a QsNet packet on the line at its next 256-byte segment boundary (spec 03);
+    false: strict FIFO. Not with credit flow control (finite buffers), which stays FIFO per VC."""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.priority, bool):
+            raise ConfigError(f"LinkSpec.priority must be true or false, got {self.priority!r}")
         if not isinstance(self.latency_ns, int) or not 1 <= self.latency_ns <= MAX_DELAY_NS:
             raise ConfigError(f"LinkSpec.latency_ns must be an integer within 1..10**12 ns, got {self.latency_ns!r}")
         if not isinstance(self.bandwidth_bps, int) or not 1_000 <= self.bandwidth_bps <= 10**16:

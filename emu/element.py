@@ -476,6 +476,7 @@ class Element:
                         cap.append((start, p.iface, DIR_OUT, frame))
                     frames.append((arrival, frame, pool))
                     total += len(frame)
+                p.sent_done = arrival - p.latency_ns
             if frames:  # (emulated faults may have lost every frame); credits ride with the data
                 addr = p.peer_addr
                 for dgram in p.link.datagrams(frames, window):
@@ -549,7 +550,8 @@ class Element:
                         "fcs_errors": inp.fcs_errors, "lost_in_flight": inp.lost_in_flight,
                         "dropped": p.dropped, "up": p.up, "fault_dropped": p.fault_dropped,
                         "fault_corrupted": p.fault_corrupted,
-                        "peak_queue_frames": p.peak_queue_frames, "peak_queue_bytes": p.peak_queue_bytes})
+                        "peak_queue_frames": p.peak_queue_frames, "peak_queue_bytes": p.peak_queue_bytes,
+                        "overtakes": p.overtakes})
             if inp.buf is not None:  # input buffers of this port (credit flow control)
                 inp.buf._advance(self.now)
                 out[-1].update(vc_peak_bytes=list(inp.buf.peak), vc_byte_ns=list(inp.buf.integral),

@@ -16,7 +16,14 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from .wire.fabric import add_fcs
+from .wire.fabric import DST_OFF, PacketType, add_fcs
+
+PRIO_OFF, PTYPE_OFF = DST_OFF + 5, DST_OFF + 6
+"""The fabric header's prio and ptype bytes."""
+_QPKT = int(PacketType.QPKT)
+SEG_BYTES, FIRST_SEG_END = 256, 14 + 16 + 256
+"""QsNet packets (spec 03) go out in 256-byte segments: the first ends 286 bytes into the frame
+(Ethernet and fabric envelope, then an 8-byte header and 248 bytes), the next every 256 bytes."""
 
 
 class Timeline:
@@ -99,6 +106,12 @@ class OutPort:
     """Credit flow control, when the receiving end has finite buffers (else None: unbounded)."""
     ctl: deque = field(default_factory=deque)
     """(start, arrival, frame, False) of link-control frames (credits) to send: no serialisation."""
+    priority: bool = True
+    """High-priority frames overtake (``LinkSpec.priority``)."""
+    sent_done: int = 0
+    """When the last frame already handed to the socket is off the line (set by the element)."""
+    overtakes: int = 0
+    """High-priority frames that went ahead of priority-0 ones here."""
     tx_frames: int = 0
     tx_bytes: int = 0
     peak_queue_frames: int = 0
@@ -116,9 +129,18 @@ class OutPort:
     def enqueue(self, frame: bytes, at: int) -> int:
         """Hand ``frame`` (a MAC client frame) to the port at virtual time ``at``; the port appends
         its frame check sequence, which takes its time on the wire like every other byte. Returns
-        when the frame starts to leave."""
+        when the frame starts to leave.
+
+        A frame of priority > 0 (fabric header ``prio``) overtakes the priority-0 frames waiting
+        at the port, and a priority-0 QsNet packet on the line at a segment boundary (the packet's
+        remaining segments follow it): :meth:`_overtake`. Frames already on the socket are never
+        moved."""
         frame = add_fcs(frame)
         n = len(frame)
+        if self.pending and self.free_at > at and self.priority and len(frame) > PRIO_OFF and frame[PRIO_OFF]:
+            start = self._overtake(frame, at)
+            if start is not None:
+                return start
         start = at if at > self.free_at else self.free_at
         done = start + -((-n * 8_000_000_000) // self.bandwidth_bps)
         self.free_at = done
@@ -133,6 +155,63 @@ class OutPort:
             self.peak_queue_bytes = self.queued_bytes
         self.pending.append((start, done + self.latency_ns, frame, False))
         return start
+
+    def _ser(self, nbytes: int) -> int:
+        return -((-nbytes * 8_000_000_000) // self.bandwidth_bps)
+
+    def _overtake(self, wire: bytes, at: int) -> int | None:
+        """Put high-priority ``wire`` (FCS included) ahead of the priority-0 frames still waiting
+        in ``pending`` (not yet on the socket); a QsNet packet already leaving is cut at its next
+        segment boundary. Everything behind moves back by the new frame's time on the line.
+        Returns its start, or None when nothing can be overtaken (then it queues as usual)."""
+        pend = self.pending
+        lat = self.latency_ns
+        i = next((k for k, e in enumerate(pend) if e[1] - lat > at and not e[2][PRIO_OFF]), None)
+        if i is None:
+            return None
+        start_i, arrival_i, frame_i, _pool = pend[i]
+        done_i = arrival_i - lat
+        # when the line is free of every frame ahead of entry i (those already sent included)
+        ahead = max(pend[i - 1][1] - lat if i else 0, self.sent_done)
+        begin = None
+        if start_i < at:  # entry i is on the line: a QsNet packet is cut at its next segment boundary
+            if frame_i[PTYPE_OFF] == _QPKT:
+                inserted = done_i - start_i - self._ser(len(frame_i))  # frames that went in at earlier boundaries
+                off = FIRST_SEG_END
+                while off < len(frame_i):
+                    t = start_i + self._ser(off) + inserted
+                    if t >= at:
+                        begin = max(t, ahead)
+                        break
+                    off += SEG_BYTES
+            if begin is None:  # no boundary left (or no segments): after it, ahead of what waits behind
+                i += 1
+                if i == len(pend) or pend[i][2][PRIO_OFF]:
+                    return None
+                begin = max(at, done_i)
+        else:
+            begin = max(at, ahead)
+        shift_from = i
+        q = self.queued
+        d = self._ser(len(wire))
+        new = (begin, begin + d + lat, wire, False)
+        moved = [(s if (j == shift_from and s < at) else s + d, a + d, f, pl)
+                 for j, (s, a, f, pl) in enumerate(list(pend)[shift_from:], shift_from)]
+        kept = list(pend)[:shift_from]
+        pend.clear()
+        pend.extend(kept + [new] + moved)
+        # occupancy: the frames not yet done, in their new order
+        sent = [(dn, nb) for dn, nb in q if at < dn <= self.sent_done]
+        q.clear()
+        q.extend(sent + [(e[1] - lat, len(e[2])) for e in kept + [new] + moved if e[1] - lat > at])
+        self.queued_bytes = sum(nb for _d, nb in q)
+        self.free_at = max(self.free_at + d, begin + d)
+        if len(q) > self.peak_queue_frames:
+            self.peak_queue_frames = len(q)
+        if self.queued_bytes > self.peak_queue_bytes:
+            self.peak_queue_bytes = self.queued_bytes
+        self.overtakes += 1
+        return begin
 
     def hand_over(self, frame: bytes, at: int, token) -> None:
         """With credit flow control: queue ``frame`` on its VC from ``at``; :meth:`start_ready`

@@ -133,7 +133,7 @@ def main(argv=None) -> list[dict]:
                 ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts], marker="o",
                             capsize=3, label=algo)
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("nodes (fat trees)")
+        ax.set_xlabel("nodes (every topology but the star; see the table for which)")
         ax.set_ylabel("latency after the last arrival (ns)")
         ax.set_title(f"barrier, arrival skew {skew} ns")
         ax.legend()

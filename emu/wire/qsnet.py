@@ -23,9 +23,10 @@ virtual address); a put's data follows. Acknowledgements are ACK tokens (ptype Q
 :class:`QsAck`, 16 bytes, not segmented): ACK or NACK with a reason, the packet id acknowledged,
 and a 64-bit value (a fetch-and-add's old value, a network conditional's result).
 
-The switch is cut-through at packet granularity in this emulator (the frame is the unit a port
-serialises), so a high-priority packet overtakes a large one at packet boundaries, not segment
-boundaries (DESIGN note in nodes/nic/qsnet.py).
+A packet is one frame on the emulated wire, but a port honours its segments: a frame of priority
+> 0 (an ACK token, say) handed to a port while a QsNet packet leaves goes out at the packet's next
+segment boundary, the rest of the packet after it, and ahead of priority-0 frames that wait
+(``emu.port.OutPort._overtake``; ``LinkSpec.priority``).
 """
 
 from __future__ import annotations
