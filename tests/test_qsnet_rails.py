@@ -81,3 +81,25 @@ def test_a_rail_that_goes_down_leaves_the_other_to_carry_every_packet():
     res = net.run({"h0": (put_app, 15, DATA), "h15": (wait_app, 0x100000, len(DATA))})
     ok, _t, resent = res["h0"]
     assert ok and res["h15"] == DATA and resent == 32  # every rail-1 packet went again, on rail 0
+
+
+async def test_several_links_into_one_network_the_switch_chooses_the_final_link():
+    import emu
+
+    async def put_to(host, rank):
+        host.mem_write(0x1000, DATA)
+        return (await host.put(rank, 0x1000, 0x100000 + host.rank * 0x20000, len(DATA))).ok
+
+    rx = {}
+    for routing in ("static", "qsnet"):
+        t = build("fattree:k=4,n=1,links=2", settings={"switch": {"routing": routing}})
+        assert [(lk.a_port, lk.b_port) for lk in t.links if lk.a == "h1"] == [(0, 1), (1, 5)]
+        async with emu.Cluster(t) as net:
+            res = await net.run({h: (put_to, 1) for h in ("h0", "h2", "h3")})
+            st = {s["name"]: s for s in await net.stats()}
+        assert all(res.values())
+        rx[routing] = [p["rx_frames"] for p in st["h1"]["ports"]]
+        sent = st["h0"]["ports"]
+        assert sent[0]["tx_frames"] > 0 and sent[1]["tx_frames"] > 0  # the sender stripes over its links
+    assert rx["static"][1] == 0 < rx["static"][0]   # the table's link only
+    assert min(rx["qsnet"]) > 0                      # the switch spreads the last hop over both

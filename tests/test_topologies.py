@@ -137,7 +137,7 @@ def test_link_and_element_figures_from_the_spec():
     ("fattree:k=4,n=9", r"fattree: n must be an integer within 1..8, got 9"),
     ("fattree:k=64,n=3", r"fattree: k\*\*n = 262144 hosts exceeds 65536"),
     ("fattree:k=four,n=2", r"fattree: k must be an integer, got 'four'"),
-    ("fattree:k=4,n=2,m=3", r"fattree: unknown parameter 'm'; accepted: k, n, rails, latency_ns, bandwidth_gbps"),
+    ("fattree:k=4,n=2,m=3", r"fattree: unknown parameter 'm'; accepted: k, n, rails, links, latency_ns, bandwidth_gbps"),
     ("fattree:k=4,k=2,n=2", r"parameter 'k' is given twice"),
     ("fattree:k4,n=2", r"'k4' is not PARAM=VALUE"),
     ("clos:radix=7,stages=2", r"clos: radix must be even"),

@@ -56,11 +56,13 @@ def register(family: Family) -> None:
 
 register(Family("star", star, (_p("n", help="hosts on the switch"),), "n hosts on one switch"))
 register(Family("fattree", fattree, (_p("k", help="arity: switch radix is 2k"), _p("n", help="stages"),
-                                     _p("rails", False, "separate networks, each host linked to every one (default 1)")),
+                                     _p("rails", False, "separate networks, each host linked to every one (default 1)"),
+                                     _p("links", False, "links from each host to its switch (default 1)")),
                 "k-ary n-tree: k^n hosts, n stages of k^(n-1) switches, up*/down* routing"))
 register(Family("clos", clos, (_p("radix", help="router ports"), _p("stages"),
                                _p("nodes", False, "build a smaller two-stage network of this many hosts"),
-                               _p("rails", False, "separate networks, each host linked to every one (default 1)")),
+                               _p("rails", False, "separate networks, each host linked to every one (default 1)"),
+                               _p("links", False, "links from each host to its switch (default 1)")),
                 "folded Clos of fixed-radix routers: r*(r/2)^(stages-1) hosts"))
 register(Family("twolevel", twolevel, (_p("ports", help="switch ports on each side"), _p("hosts"),
                                        _p("spines", False, "spine switches (default: ports)")),

@@ -91,15 +91,34 @@ def _tree(name: str, k: int, n: int, halves: int, link: LinkSpec | None, host: H
     return t
 
 
-def fattree(k: int, n: int, rails: int = 1, *, link: LinkSpec | None = None, host: HostSpec | None = None,
-            switch: SwitchSpec | None = None) -> Topology:
-    """``fattree:k=4,n=3[,rails=2]``: the k-ary n-tree, k**n hosts, n stages of k**(n-1) switches."""
+def fattree(k: int, n: int, rails: int = 1, links: int = 1, *, link: LinkSpec | None = None,
+            host: HostSpec | None = None, switch: SwitchSpec | None = None) -> Topology:
+    """``fattree:k=4,n=3[,rails=2][,links=2]``: the k-ary n-tree, k**n hosts, n stages of k**(n-1)
+    switches."""
     _check_int("fattree", "k", k, 2, 64)
     _check_int("fattree", "n", n, 1, 8)
     _check_int("fattree", "rails", rails, 1, 8)
+    _check_int("fattree", "links", links, 1, 8)
+    if rails > 1 and links > 1:
+        raise ConfigError("fattree: rails and links cannot be combined; give one of them")
     if k ** n > 65536:
         raise ConfigError(f"fattree: k**n = {k ** n} hosts exceeds 65536; lower k or n")
-    return _railed(_tree(f"fattree:k={k},n={n}", k, n, 1, link, host, switch), rails)
+    return _linked(_railed(_tree(f"fattree:k={k},n={n}", k, n, 1, link, host, switch), rails), links)
+
+
+def _linked(t: Topology, links: int) -> Topology:
+    """Several links from each node into the same network (spec 03: a node with several adapters
+    or links): host h's ports 1..links-1 link to its switch too, on new ports after the switch's
+    others. Routing tables keep the first link; the adaptive policies choose among them (the
+    final-link choice), and the adapter stripes its packets over them."""
+    if links == 1:
+        return t
+    t.name += f",links={links}"
+    for lk in [lk for lk in t.links if t.nodes[lk.a].kind == "host" or t.nodes[lk.b].kind == "host"]:
+        h, s_ = (lk.a, lk.b) if t.nodes[lk.a].kind == "host" else (lk.b, lk.a)
+        for extra in range(1, links):
+            t.add_link(h, s_, lk.spec, a_port=extra)
+    return t
 
 
 def _railed(t: Topology, rails: int) -> Topology:
@@ -132,12 +151,16 @@ def _railed(t: Topology, rails: int) -> Topology:
     return t
 
 
-def clos(radix: int, stages: int, nodes: int | None = None, rails: int = 1, *, link: LinkSpec | None = None,
-         host: HostSpec | None = None, switch: SwitchSpec | None = None) -> Topology:
-    """``clos:radix=32,stages=2[,nodes=N][,rails=2]``: folded Clos of radix-r routers, r*(r/2)**(stages-1)
-    hosts; with ``nodes``, a smaller two-stage network with top switches carved out of routers."""
+def clos(radix: int, stages: int, nodes: int | None = None, rails: int = 1, links: int = 1, *,
+         link: LinkSpec | None = None, host: HostSpec | None = None, switch: SwitchSpec | None = None) -> Topology:
+    """``clos:radix=32,stages=2[,nodes=N][,rails=2][,links=2]``: folded Clos of radix-r routers,
+    r*(r/2)**(stages-1) hosts; with ``nodes``, a smaller two-stage network with top switches carved
+    out of routers."""
     _check_int("clos", "rails", rails, 1, 8)
-    return _railed(_clos(radix, stages, nodes, link, host, switch), rails)
+    _check_int("clos", "links", links, 1, 8)
+    if rails > 1 and links > 1:
+        raise ConfigError("clos: rails and links cannot be combined; give one of them")
+    return _linked(_railed(_clos(radix, stages, nodes, link, host, switch), rails), links)
 
 
 def _clos(radix: int, stages: int, nodes: int | None, link, host, switch) -> Topology:
