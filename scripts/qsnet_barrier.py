@@ -23,15 +23,16 @@ as ``emu run``, without sockets), links at QsNet's 20 Gbit/s of data unless a sp
 from __future__ import annotations
 
 import argparse
-import csv
 import pathlib
-import statistics
 import sys
 import time
 
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+from expt import ci95, pyplot, write_csv  # noqa: E402
 
 from emu.sim import EngineNet  # noqa: E402
 from nodes.collectives.comm import Comm  # noqa: E402
@@ -40,7 +41,6 @@ from nodes.collectives.model import hw_polled_barrier_ns, hw_tree_barrier_ns  # 
 from topologies import build  # noqa: E402
 
 ALGOS = ("hw tree", "hw polled", "sw dissemination")
-T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23}
 
 
 async def app(host, algo, branch, enter):
@@ -100,9 +100,8 @@ def main(argv=None) -> list[dict]:
                     lats.append(lat)
                     cpus.append(cpu)
                     models.append(model)
-                mean = statistics.fmean(lats)
-                half = T95.get(len(lats) - 1, 1.96) * statistics.stdev(lats) / len(lats) ** 0.5 if len(lats) > 1 else 0
-                model = statistics.fmean(models) if models[0] is not None else None
+                mean, half = ci95(lats)
+                model = ci95(models)[0] if models[0] is not None else None
                 row = dict(topology=spec, nodes=n, skew_ns=skew, algo=algo, latency_ns=round(mean, 1),
                            ci95_ns=round(half, 1), model_ns=None if model is None else round(model, 1),
                            cpu_ns=max(cpus), seeds=len(lats))
@@ -111,17 +110,9 @@ def main(argv=None) -> list[dict]:
                 print(f"{spec:<34} {n:>5} {skew:>6} {algo:<17} {ci:>16} "
                       f"{'-' if model is None else f'{model:,.0f}':>7} {max(cpus):>7,} {time.perf_counter() - t0:>6.1f}",
                       flush=True)
-    with open(out / "barrier.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed: no PNG (pip install matplotlib)")
+    write_csv(out / "barrier.csv", rows)
+    plt = pyplot()
+    if plt is None:
         return rows
     skews = sorted({r["skew_ns"] for r in rows})
     fig, axes = plt.subplots(1, len(skews), figsize=(6 * len(skews), 4), squeeze=False)

@@ -24,7 +24,6 @@ resent). Links run at QsNet's 20 Gbit/s of data unless a spec sets ``bandwidth_g
 from __future__ import annotations
 
 import argparse
-import csv
 import pathlib
 import sys
 
@@ -32,6 +31,9 @@ import numpy as np
 import trio
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+from expt import pyplot, write_csv  # noqa: E402
 
 BUF_FROM, BUF_TO = 0x1000_0000, 0x4000_0000
 
@@ -55,7 +57,6 @@ def tree_links(t, gid: int) -> int:
 
 async def measure(spec: str, size: int) -> dict:
     import emu
-    from emu.wire.qsnet import TXN_LEN  # noqa: F401  (the packet model lives with the wire format)
     from nodes.collectives.hw import HW_GROUP
     from nodes.collectives.run import check_results, run_collective
     from topologies.registry import build
@@ -103,17 +104,9 @@ def main(argv=None) -> list[dict]:
             rows.append(r)
             print(" ".join(f"{r[c]:>15,}" if isinstance(r[c], int) else f"{r[c]!s:>15}" for c in cols), flush=True)
     out = pathlib.Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "bcast.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    write_csv(out / "bcast.csv", rows)
+    plt = pyplot()
+    if plt is None:
         return rows
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4))
     for k, spec in enumerate(dict.fromkeys(r["topology"] for r in rows)):

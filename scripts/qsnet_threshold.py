@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import pathlib
-import statistics
 import sys
 import time
 
@@ -26,16 +25,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import qsnet_alltoall as qa  # noqa: E402
-
-T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
-
-
-def ci(values: list[float]) -> tuple[float, float]:
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return mean, 0.0
-    return mean, T95.get(len(values) - 1, 1.96) * statistics.stdev(values) / len(values) ** 0.5
-
+from expt import ci95 as ci, pyplot, write_csv  # noqa: E402
 
 def main(argv=None) -> list[dict]:
     from emu.front.checks import parse_size
@@ -88,19 +78,9 @@ def main(argv=None) -> list[dict]:
             print(f"{pattern:<12} {routing:<17} {'-' if th is None else th:>9} {avg:>8.2f} ± {avg_ci:<4.2f} "
                   f"{worst:>8.2f} ± {worst_ci:<4.2f} {row['model']:>7.2f} {row['resent']:>7}")
     out = pathlib.Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    import csv
-
-    with open(out / "threshold.csv", "w", newline="") as f:
-        wr = csv.DictWriter(f, fieldnames=list(table[0]))
-        wr.writeheader()
-        wr.writerows(table)
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    write_csv(out / "threshold.csv", table)
+    plt = pyplot()
+    if plt is None:
         return table
     fig, axes = plt.subplots(1, len(patterns), figsize=(6 * len(patterns), 4), squeeze=False)
     for ax, pattern in zip(axes[0], patterns):
