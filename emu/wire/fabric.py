@@ -46,6 +46,8 @@ class PacketType(enum.IntEnum):
     QACK = 6   # a QsNet ACK/NACK token (emu.wire.qsnet.QsAck)
     TRAP = 7   # a router's trap to the network manager (emu.wire.qsnet.QsTrap)
     MGMT = 8   # a network manager's command to a router, or its answer (emu.wire.qsnet.QsMgmt)
+    INC = 9    # in-network allreduce data of spec 04 (emu.wire.inc.IncData)
+    INCCTL = 10  # its control plane: requests, grants, installs (emu.wire.inc.IncCtl)
 
 
 FLAG_NAMES = ["BCAST", "SRCRT", "R2", "R3", "R4", "R5", "R6", "R7"]

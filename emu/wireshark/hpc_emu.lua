@@ -36,7 +36,7 @@ local L_link = {
   {"length", 24, 2, nil, 16},
   {"window", 26, 2, nil, 16},
 }
-local vs_fabric_ptype = {[1] = "MSG", [2] = "PING", [3] = "PONG", [4] = "COLL", [5] = "QPKT", [6] = "QACK", [7] = "TRAP", [8] = "MGMT"}
+local vs_fabric_ptype = {[1] = "MSG", [2] = "PING", [3] = "PONG", [4] = "COLL", [5] = "QPKT", [6] = "QACK", [7] = "TRAP", [8] = "MGMT", [9] = "INC", [10] = "INCCTL"}
 local p_fabric = Proto("hpcemu_fabric", "hpc-emu Fabric")
 local f_fabric = {
   src = ProtoField.uint32("hpcemu.fabric.src", "src", base.DEC, nil),
@@ -334,6 +334,48 @@ local L_qmgmt = {
   {"seq", 4, 2, nil, 16},
   {"count", 6, 2, nil, 16},
 }
+local vs_inc_dtype = {[1] = "INT8", [2] = "INT16", [3] = "INT32", [4] = "INT64", [5] = "UINT8", [6] = "UINT16", [7] = "UINT32", [8] = "UINT64", [9] = "FLOAT16", [10] = "FLOAT32", [11] = "FLOAT64"}
+local p_inc = Proto("hpcemu_inc", "hpc-emu IncData")
+local f_inc = {
+  aid = ProtoField.uint16("hpcemu.inc.aid", "aid", base.DEC, nil),
+  flags = ProtoField.uint8("hpcemu.inc.flags", "flags", base.DEC, nil),
+  dtype = ProtoField.uint8("hpcemu.inc.dtype", "dtype", base.DEC, vs_inc_dtype),
+  block = ProtoField.uint32("hpcemu.inc.block", "block", base.DEC, nil),
+  shard = ProtoField.uint16("hpcemu.inc.shard", "shard", base.DEC, nil),
+  shards = ProtoField.uint16("hpcemu.inc.shards", "shards", base.DEC, nil),
+  count = ProtoField.uint16("hpcemu.inc.count", "count", base.DEC, nil),
+  rsvd = ProtoField.uint16("hpcemu.inc.rsvd", "rsvd", base.DEC, nil),
+}
+do local t = {} for _, v in pairs(f_inc) do t[#t + 1] = v end
+  p_inc.fields = t end
+local L_inc = {
+  {"aid", 0, 2, nil, 16},
+  {"flags", 2, 1, 0, 8},
+  {"dtype", 3, 1, nil, 8},
+  {"block", 4, 4, nil, 32},
+  {"shard", 8, 2, nil, 16},
+  {"shards", 10, 2, nil, 16},
+  {"count", 12, 2, nil, 16},
+  {"rsvd", 14, 2, nil, 16},
+}
+local vs_incctl_op = {[1] = "REQUEST", [2] = "GRANT", [3] = "REJECT", [4] = "INSTALL", [5] = "INSTALLED", [6] = "FULL", [7] = "RELEASE", [8] = "RELEASED"}
+local p_incctl = Proto("hpcemu_incctl", "hpc-emu IncCtl")
+local f_incctl = {
+  op = ProtoField.uint8("hpcemu.incctl.op", "op", base.DEC, vs_incctl_op),
+  status = ProtoField.uint8("hpcemu.incctl.status", "status", base.DEC, nil),
+  seq = ProtoField.uint16("hpcemu.incctl.seq", "seq", base.DEC, nil),
+  aid = ProtoField.uint16("hpcemu.incctl.aid", "aid", base.DEC, nil),
+  count = ProtoField.uint16("hpcemu.incctl.count", "count", base.DEC, nil),
+}
+do local t = {} for _, v in pairs(f_incctl) do t[#t + 1] = v end
+  p_incctl.fields = t end
+local L_incctl = {
+  {"op", 0, 1, nil, 8},
+  {"status", 1, 1, nil, 8},
+  {"seq", 2, 2, nil, 16},
+  {"aid", 4, 2, nil, 16},
+  {"count", 6, 2, nil, 16},
+}
 
 -- add every field of a header to `tree`, in declaration order; returns the values by name
 local function add_fields(tree, tvb, off, layout, fields, list_groups)
@@ -393,7 +435,7 @@ local function qsnet_segments(tvb, tree, off, info, seg)
   return off, info
 end
 
-local by_ptype = {[1] = {p_msg, f_msg, L_msg, 16, false}, [2] = {p_ping, f_ping, L_ping, 16, false}, [3] = {p_ping, f_ping, L_ping, 16, false}, [4] = {p_coll, f_coll, L_coll, 128, true}, [5] = {p_qseg, f_qseg, L_qseg, 8, false}, [6] = {p_qack, f_qack, L_qack, 16, false}, [7] = {p_qtrap, f_qtrap, L_qtrap, 20, false}, [8] = {p_qmgmt, f_qmgmt, L_qmgmt, 8, false}}
+local by_ptype = {[1] = {p_msg, f_msg, L_msg, 16, false}, [2] = {p_ping, f_ping, L_ping, 16, false}, [3] = {p_ping, f_ping, L_ping, 16, false}, [4] = {p_coll, f_coll, L_coll, 128, true}, [5] = {p_qseg, f_qseg, L_qseg, 8, false}, [6] = {p_qack, f_qack, L_qack, 16, false}, [7] = {p_qtrap, f_qtrap, L_qtrap, 20, false}, [8] = {p_qmgmt, f_qmgmt, L_qmgmt, 8, false}, [9] = {p_inc, f_inc, L_inc, 16, false}, [10] = {p_incctl, f_incctl, L_incctl, 8, false}}
 
 function p_fabric.dissector(tvb, pinfo, tree)
   if tvb:len() < 16 then return 0 end
