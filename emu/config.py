@@ -47,6 +47,63 @@ class LinkSpec:
         return -((-nbytes * 8 * 1_000_000_000) // self.bandwidth_bps)
 
 
+PU_SCHEDULERS = ("hfcfs", "fcfs")
+
+
+@dataclass(frozen=True)
+class PUSpec:
+    """A switch's processing unit for in-network aggregation (spec 04; ``[pu]`` settings): clusters
+    of RISC-V cores running a handler per packet (the sPIN model)."""
+
+    clusters: int = 64
+    """Clusters of cores (the full design: 64, i.e. 512 cores)."""
+    cores_per_cluster: int = 8
+    ghz: float = 1.0
+    """Core clock: a cycle is 1/ghz ns."""
+    packet_memory_bytes: int = 4 << 20
+    """L2 packet memory: packets waiting for or in a handler; full -> the packet is dropped (counted)
+    and the hosts' retransmission recovers."""
+    working_memory_bytes: int = 4 << 20
+    """Handler memory for partial aggregates (the aggregation buffers of every allreduce)."""
+    cycles_per_byte: float = 1.0
+    """Handler cost per byte of data aggregated (about 4 cycles per float32 element: a 1 KiB packet
+    costs L = 1024 cycles; small types are vectorised, so the cost goes by bytes)."""
+    copy_cycles: int = 64
+    """A DMA copy of a packet into a buffer (the tree algorithm)."""
+    remote_factor: float = 25.0
+    """A handler on a core outside the cluster holding its block's buffer pays this many times the
+    cycles (remote scratchpad; plain FCFS scatters a block's packets over every cluster)."""
+    scheduler: str = "hfcfs"
+    """fcfs: any free core takes the next packet; hfcfs: a block's packets go to one subset of
+    ``subset`` cores of a cluster (local memory), blocks spread over the subsets."""
+    subset: int = 8
+    """S: cores per block with hfcfs (within one cluster)."""
+    max_allreduces: int = 4
+    """Concurrent allreduces the memory is partitioned among; another is refused (FULL)."""
+
+    def __post_init__(self) -> None:
+        for f in ("clusters", "cores_per_cluster", "subset", "max_allreduces", "copy_cycles"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool) or not (0 if f == "copy_cycles" else 1) <= v <= 1 << 16:
+                raise ConfigError(f"PUSpec.{f} must be an integer within {0 if f == 'copy_cycles' else 1}..65536, got {v!r}")
+        for f in ("packet_memory_bytes", "working_memory_bytes"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or not 1024 <= v <= 1 << 34:
+                raise ConfigError(f"PUSpec.{f} must be within 1 KiB..16 GiB, got {v!r}")
+        for f in ("ghz", "cycles_per_byte", "remote_factor"):
+            v = getattr(self, f)
+            if not isinstance(v, (int, float)) or not 0 < v < 1e6:
+                raise ConfigError(f"PUSpec.{f} must be a positive number, got {v!r}")
+        if self.scheduler not in PU_SCHEDULERS:
+            raise ConfigError(f"PUSpec.scheduler {self.scheduler!r} is not one of {', '.join(PU_SCHEDULERS)}")
+        if self.subset > self.cores_per_cluster:
+            raise ConfigError(f"PUSpec.subset {self.subset} exceeds the {self.cores_per_cluster} cores of a cluster")
+
+    @property
+    def cores(self) -> int:
+        return self.clusters * self.cores_per_cluster
+
+
 @dataclass(frozen=True)
 class SwitchSpec:
     """A switch or router."""
@@ -76,6 +133,8 @@ class SwitchSpec:
     vc_policy: str = "by_class"
     """How a switch picks the VC on the next link: by_class (the frame's own vc), dateline (tori:
     VC 0 until the frame crosses a dimension's wrap-around link, then 1; back to 0 in a new dimension)."""
+    pu: PUSpec = PUSpec()
+    """Its processing unit for in-network aggregation (spec 04)."""
 
     def __post_init__(self) -> None:
         _check_delays("SwitchSpec", self, ("processing_delay_ns", "credit_delay_ns"))
@@ -301,7 +360,7 @@ class ManagerSpec:
 
 # -- settings: every field of the specs, from the CLI (--set) and from TOML files (--config) ------
 SECTIONS: dict[str, type] = {"link": LinkSpec, "host": HostSpec, "nic": NicSpec, "elan": ElanSpec,
-                             "switch": SwitchSpec, "manager": ManagerSpec}
+                             "switch": SwitchSpec, "manager": ManagerSpec, "pu": PUSpec}
 """Settable sections by name; a later spec registers its own with :func:`register_section`."""
 MAX_INT = 1 << 62
 """Largest integer a setting may take: virtual times are 64-bit on the wire."""

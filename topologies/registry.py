@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from emu.config import ConfigError, ElanSpec, HostSpec, LinkSpec, NicSpec, SwitchSpec, merge_settings
+from emu.config import ConfigError, ElanSpec, HostSpec, LinkSpec, NicSpec, PUSpec, SwitchSpec, merge_settings
 
 from .base import Topology
 from .estimate import check as check_size
@@ -141,7 +141,7 @@ def build(spec: str, *, defaults: dict | None = None, settings: dict | None = No
     link = LinkSpec(**fields.get("link", {}))
     host = HostSpec(**fields.get("host", {}), nic=NicSpec(**fields.get("nic", {})),
                     elan=ElanSpec(**fields.get("elan", {})))
-    switch = SwitchSpec(**fields.get("switch", {}))
+    switch = SwitchSpec(**fields.get("switch", {}), pu=PUSpec(**fields.get("pu", {})))
     check_size(spec.strip(), estimate(name, kwargs))
     return fam.build(**kwargs, link=link, host=host, switch=switch)
 
