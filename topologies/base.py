@@ -197,30 +197,46 @@ class Topology:
         from a host address (0..hosts-1) or a switch address (``SWITCH_ID_BASE`` + j), so group 3
         and host 3 never meet. Defining a gid again replaces its tree.
 
-        The tree (spec 03): rooted at a switch high enough to span every member -- among the live
-        switches whose farthest member is nearest (on a fat tree: the members' least common
-        ancestors; a group over the whole machine: the top switches), the lowest-numbered -- and
-        down from it on shortest paths (ties by port), over switches and the members' port 0 (a
-        host sends on port 0). ``avoid`` names switches and links (``("s4", "s9")``) that are
-        down: the tree moves to the next live root and around dead links, or the group is refused
-        if a member cannot be reached. A switch replicates a group frame on every port of the tree
-        but the one it came in on, so whichever member sends, the copies go up to the root and
-        down the tree's unique paths, and nothing loops. ``group_roots[gid]`` names the root."""
+        The tree is :meth:`spanning_tree`'s (rooted at the lowest-numbered live switch high enough to
+        span the members; ``avoid``: switches and links that are down). A switch replicates a group
+        frame on every port of the tree but the one it came in on, so whichever member sends, the
+        copies go up to the root and down the tree's unique paths, and nothing loops.
+        ``group_roots[gid]`` names the root."""
         if not isinstance(gid, int) or isinstance(gid, bool) or not 0 <= gid < 2**32:
             raise ConfigError(f"group id must be an integer within 0..2**32-1, got {gid!r}")
         members = list(members)
+        root, tree = self.spanning_tree(members, avoid, what=f"group {gid}")
+        for table in self.group_ports.values():
+            table.pop(gid, None)
+        self.groups[gid] = tuple(sorted(members, key=lambda m: self.nodes[m].id))
+        self.group_roots[gid] = root
+        for node, (parent, children) in tree.items():
+            self.group_ports.setdefault(node, {})[gid] = tuple(sorted(children + ((parent,) if parent is not None else ())))
+
+    def spanning_tree(self, members, avoid=(), what: str = "tree") -> tuple[str, dict[str, tuple[int | None, tuple[int, ...]]]]:
+        """The tree over switches that reaches every member host (spec 03's broadcast tree, spec
+        04's reduction tree): rooted at a switch high enough to span them -- among the live switches
+        whose farthest member is nearest (on a fat tree: the members' least common ancestors; the
+        whole machine: the top switches), the lowest-numbered -- and down from it on shortest paths
+        (ties by port), over switches and the members' port 0. ``avoid`` names switches and links
+        (``("s4", "s9")``) that are down or full: the root moves to the next live one and the tree
+        goes around, or it is refused (ConfigError) if a member cannot be reached.
+
+        Returns (root, {switch: (port toward the parent or None at the root, ports toward the
+        children, in port order)})."""
+        members = list(members)
         bad = [m for m in members if m not in self.nodes or self.nodes[m].kind != "host"]
         if bad or len(set(members)) != len(members) or len(members) < 2:
-            raise ConfigError(f"group {gid}: members must be two or more distinct hosts of {self.name}, got {members}")
+            raise ConfigError(f"{what}: members must be two or more distinct hosts of {self.name}, got {members}")
         dead = {a for a in avoid if isinstance(a, str)}
         dead_links = {frozenset(a) for a in avoid if not isinstance(a, str)}
         unknown = [a for a in dead if a not in self.nodes] + [tuple(lk) for lk in dead_links if not lk <= set(self.nodes)]
         if unknown:
-            raise ConfigError(f"group {gid}: avoid names {unknown}, not nodes of {self.name}")
+            raise ConfigError(f"{what}: avoid names {unknown}, not nodes of {self.name}")
         members.sort(key=lambda m: self.nodes[m].id)
         nb = self.neighbours()
 
-        def hops(u: str):  # (port, peer, peer port) this tree may use from u
+        def hops(u: str):  # (port, peer, peer port) the tree may use from u
             for port, v, vport, _ in nb[u]:
                 if v not in dead and frozenset((u, v)) not in dead_links:
                     yield port, v, vport
@@ -229,7 +245,7 @@ class Topology:
         for m in members:
             up = [v for port, v, _vp in hops(m) if port == 0 and self.nodes[v].kind == "switch"]
             if not up:
-                raise ConfigError(f"group {gid}: {m}'s link (port 0) leads to no live switch")
+                raise ConfigError(f"{what}: {m}'s link (port 0) leads to no live switch")
             leaf[m] = up[0]
         far: dict[str, int] = {}   # switch -> hops to its farthest member's switch
         reach: dict[str, int] = {}
@@ -247,7 +263,8 @@ class Topology:
                 reach[v] = reach.get(v, 0) + 1
         spans = [v for v, c in reach.items() if c == len(set(leaf.values()))]
         if not spans:
-            raise ConfigError(f"group {gid}: no live switch reaches every member{' (avoiding ' + str(sorted(avoid)) + ')' if avoid else ''}")
+            raise ConfigError(f"{what}: no live switch reaches every member"
+                              + (f" (avoiding {sorted(map(str, avoid))})" if avoid else ""))
         root = min(spans, key=lambda v: (far[v], self.nodes[v].id))
         hosts = set(members)
         parent: dict[str, tuple[str, int, int]] = {}   # node -> (parent node, port here, port there)
@@ -263,23 +280,19 @@ class Topology:
                 seen.add(v)
                 parent[v] = (u, vport, port)
                 q.append(v)
-        ports: dict[str, set[int]] = {}
+        up_port: dict[str, int | None] = {root: None}
+        down: dict[str, set[int]] = {root: set()}
         for m in members:
             if m not in parent:
-                raise ConfigError(f"group {gid}: {m} cannot be reached from {root} over live switches")
+                raise ConfigError(f"{what}: {m} cannot be reached from {root} over live switches")
             v = m
             while v != root:
                 u, vport, uport = parent[v]
-                ports.setdefault(v, set()).add(vport)
-                ports.setdefault(u, set()).add(uport)
+                if self.nodes[v].kind == "switch":
+                    up_port[v] = vport
+                down.setdefault(u, set()).add(uport)
                 v = u
-        for table in self.group_ports.values():
-            table.pop(gid, None)
-        self.groups[gid] = tuple(members)
-        self.group_roots[gid] = root
-        for node, ps in ports.items():
-            if self.nodes[node].kind == "switch":
-                self.group_ports.setdefault(node, {})[gid] = tuple(sorted(ps))
+        return root, {sw: (up_port.get(sw), tuple(sorted(down.get(sw, ())))) for sw in up_port}
 
     def add_manager(self, name: str = "mgr", attach: str | None = None, spec=None, link: LinkSpec | None = None) -> Node:
         """Attach spec 03's network manager element (``switch.manager``) by one link to switch
