@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from emu.build import register_engine
 from emu.config import SwitchSpec
-from emu.wire import DST_OFF, ETHERTYPE_FABRIC, FCS_LEN, FLAG_BCAST, HDR_LEN, HOPS_OFF, PacketType, build_frame
+from emu.wire import DST_OFF, ETHERTYPE_FABRIC, FCS_LEN, FLAG_BCAST, HDR_LEN, HOPS_OFF, DecodeError, PacketType, build_frame
 from emu.wire.qsnet import ACK, ACK_BCAST, MGMT, ROUTE_ENTRY, AckKind, MgmtOp, Reason, TRAP, TrapKind, is_qsnet_packet
 
 from .routing import lookup as routing_policy
@@ -19,7 +19,8 @@ VC_OFF = DST_OFF + 4  # the fabric header's vc byte
 FLAGS_OFF = DST_OFF + 7  # ... and its flags
 PTYPE_OFF = DST_OFF + 6  # ... and its packet type
 _QPKT, _QACK = int(PacketType.QPKT), int(PacketType.QACK)  # plain ints: compared per frame
-_TRAP, _MGMT = int(PacketType.TRAP), int(PacketType.MGMT)
+_TRAP, _MGMT, _INC, _INCCTL = (int(PacketType.TRAP), int(PacketType.MGMT), int(PacketType.INC),
+                               int(PacketType.INCCTL))
 _LINK_OPS = (MgmtOp.HELLO, MgmtOp.HELLO_ACK, MgmtOp.PATTERN, MgmtOp.END, MgmtOp.RESULT)
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,8 @@ class SwitchEngine:
     them (a QsNet packet routed there is NACKed, others dropped)."""
     link_test: object = None
     """``emu.bringup.LinkTest`` when links are brought up (``ManagerSpec.bringup``)."""
+    agg: object = None
+    """``switch.aggregate.engine.Aggregator`` once the manager installed an allreduce here (spec 04)."""
     stats: dict[str, int] = field(default_factory=lambda: {"forwarded": 0, "malformed": 0, "no_route": 0})
 
     candidates: list = field(default_factory=list)
@@ -81,6 +84,17 @@ class SwitchEngine:
         pt = frame[PTYPE_OFF]
         if pt == _MGMT or (pt == _TRAP and dst == self.manager):
             return self._management(frame, port, dst, now)
+        if pt == _INCCTL and dst == self.manager and self.manager_port is not None:
+            # a host's request to the network manager (the manager checks it): up the manager tree
+            return [(self.manager_port, self._next_hop(frame, port, self.manager_port),
+                     now + self.spec.processing_delay_ns)]
+        if pt == _INC:
+            if self.agg is None:
+                self.stats["inc_unknown"] = self.stats.get("inc_unknown", 0) + 1
+                return []
+            out = self.agg.receive(frame, port, now)
+            self._set_timer()
+            return out
         if frame[FLAGS_OFF] & FLAG_BCAST:
             return self._replicate(frame, port, dst, now)
         if self.groups and frame[PTYPE_OFF] == _QACK and len(frame) >= HDR_LEN + ACK.size \
@@ -156,7 +170,7 @@ class SwitchEngine:
             if self.link_test is None:
                 return self._foreign(frame, port, now, "bring-up frame, no bring-up here")
             out = self.link_test.on_frame(frame, port, _U32.unpack_from(frame, DST_OFF - 4)[0], now)
-            self.timer = self.link_test.next_deadline()
+            self._set_timer()
             return out
         if port not in self.trusted:  # commands come from the manager through routers, never from a host
             return self._foreign(frame, port, now, f"command {op} from a host's port")
@@ -167,13 +181,14 @@ class SwitchEngine:
         routes = frame[HDR_LEN + MGMT.size:HDR_LEN + MGMT.size + 2 * nhops]
         body = frame[HDR_LEN + MGMT.size + 2 * nhops:]
         try:
-            self._command(op, count, body)
-        except (ValueError, IndexError, struct.error) as e:
+            ok = self._command(op, count, body)
+        except (ValueError, IndexError, struct.error, DecodeError) as e:
             return self._foreign(frame, port, now, f"bad command {op}: {e}")
         self.stats["commands"] = self.stats.get("commands", 0) + 1
         # the answer retraces the command: out the port it came in on, then the ports it entered by
         back = bytes(reversed(routes[nhops:]))
-        answer = MGMT.pack(MgmtOp.DONE, 0, nhops, 0, seq, count) + back + bytes(nhops)
+        answer = MGMT.pack(MgmtOp.DONE if ok is not False else MgmtOp.REFUSED, 0, nhops, 0, seq, count) \
+            + back + bytes(nhops)
         return [(port, build_frame(self.node_id, self.manager, PacketType.MGMT, answer, prio=1), at)]
 
     def _source_routed(self, frame: bytes, port: int, now: int, back: bool) -> list[tuple[int, bytes, int]]:
@@ -216,8 +231,23 @@ class SwitchEngine:
                 self.groups.pop(gid, None)
         elif op == MgmtOp.ADMIT:
             self.held.discard(count)
+        elif op == MgmtOp.INC_INSTALL:
+            from emu.wire.inc import INSTALL
+
+            from .aggregate.engine import Aggregator
+
+            children, _n, parent, algo, repro, dtype, _r, elems, buffers, opc, _r2 = INSTALL.unpack(body)
+            if self.agg is None:
+                self.agg = Aggregator(self)
+            ports = tuple(p for p in range(64) if children >> p & 1)
+            return self.agg.install(count, ports, None if parent == 255 else parent, algo, bool(repro), opc, dtype,
+                                    elems, buffers)
+        elif op == MgmtOp.INC_RELEASE:
+            if self.agg is not None:
+                self.agg.release(count)
         else:
             raise ValueError("unknown operation")
+        return True
 
     def _foreign(self, frame: bytes, port: int, now: int, why: str) -> list:
         self.stats["foreign_mgmt"] = self.stats.get("foreign_mgmt", 0) + 1
@@ -292,13 +322,19 @@ class SwitchEngine:
     """Bring-up: lost or damaged test frames (both ways) a port may have and go into service at once."""
 
     def on_timer(self, now: int) -> list[tuple[int, bytes, int]]:
+        out = []
         lt = self.link_test
-        if lt is None:
-            self.timer = None
-            return []
-        out = lt.start(now) if not lt.ports else lt.on_timer(now)
-        self.timer = lt.next_deadline()
+        if lt is not None and (lt.next_deadline() or 0) <= now:
+            out += lt.start(now) if not lt.ports else lt.on_timer(now)
+        if self.agg is not None:
+            out += self.agg.on_timer(now)
+        self._set_timer()
         return out
+
+    def _set_timer(self) -> None:
+        ts = [t for t in (self.link_test.next_deadline() if self.link_test is not None else None,
+                          self.agg.next_time() if self.agg is not None else None) if t is not None]
+        self.timer = min(ts) if ts else None
 
 
 def make_switch(node, topology, cache: dict) -> SwitchEngine:

@@ -83,6 +83,9 @@ class ManagerEngine:
         self._paths_for: frozenset | None = None
         self._seq = 0
         self.pending: dict[int, list] = {}
+        from .aggregate.control import IncControl
+
+        self.inc = IncControl(self)
 
     # -- engine interface -----------------------------------------------------------------------
     def receive(self, frame: bytes, port: int, now: int) -> list[tuple[int, bytes, int]]:
@@ -94,14 +97,18 @@ class ManagerEngine:
                 raise ValueError(f"for {dst}")
             if ptype == PacketType.TRAP:
                 return self._on_trap(TRAP.unpack(frame, HDR_LEN), now)
-            if ptype == PacketType.MGMT and MGMT.unpack(frame, HDR_LEN)[0] == MgmtOp.DONE:
-                seq = MGMT.unpack(frame, HDR_LEN)[4]
+            if ptype == PacketType.MGMT and MGMT.unpack(frame, HDR_LEN)[0] in (MgmtOp.DONE, MgmtOp.REFUSED):
+                answer, seq = MGMT.unpack(frame, HDR_LEN)[0], MGMT.unpack(frame, HDR_LEN)[4]
                 cmd = self.pending.pop(seq, None)
                 if cmd is not None and cmd[0] == self.ids.get(src):
                     self.stats["commands_done"] += 1
+                    if cmd[3] is not None:
+                        return cmd[3](answer == MgmtOp.DONE, now, "" if answer == MgmtOp.DONE else "refused")
                 elif cmd is not None:
                     self.pending[seq] = cmd
                 return []
+            if ptype == PacketType.INCCTL:
+                return self.inc.on_request(src, frame, now)
             raise ValueError(f"packet type {ptype}")
         except Exception as e:  # noqa: BLE001 -- foreign or malformed: counted, dropped, logged
             self.stats["foreign"] += 1
@@ -274,17 +281,19 @@ class ManagerEngine:
             self._paths_for = dead
         return self._paths.get(switch)
 
-    def _command(self, switch: str, op: MgmtOp, count: int, body: bytes, now: int) -> list:
+    def _command(self, switch: str, op: MgmtOp, count: int, body: bytes, now: int, on_answer=None) -> list:
+        """Send a command to ``switch``; ``on_answer(ok, now, why)`` (if given) hears how it ended
+        (DONE, REFUSED, or unanswered) and returns frames to send."""
         route = self.path(switch)
         if route is None:
             self.stats["commands_failed"] += 1
             self._record(now, f"{switch} cannot be reached around the dead links: command {MgmtOp(op).name} not sent")
-            return []
+            return on_answer(False, now, "unreachable") if on_answer is not None else []
         self._seq = (self._seq + 1) & 0xFFFF
         head = MGMT.pack(op, 0, len(route), 0, self._seq, count)
         frame = build_frame(self.node_id, self.topology.nodes[switch].id, PacketType.MGMT,
                             head + bytes(route) + bytes(len(route)) + body, prio=1)
-        cmd = [switch, frame, 1]
+        cmd = [switch, frame, 1, on_answer]
         self.pending[self._seq] = cmd
         self.stats["commands_sent"] += 1
         self._at(now + self.mspec.retry_ns, self._retry, self._seq)
@@ -298,7 +307,7 @@ class ManagerEngine:
             del self.pending[seq]
             self.stats["commands_failed"] += 1
             self._record(now, f"command {seq} to {cmd[0]} unanswered after {cmd[2]} sends: given up")
-            return []
+            return cmd[3](False, now, "unanswered") if cmd[3] is not None else []
         cmd[2] += 1
         self.stats["commands_resent"] += 1
         self._at(now + self.mspec.retry_ns, self._retry, seq)

@@ -99,9 +99,11 @@ def test_offload_none_is_the_software_path(capsys):
                                                               "--branch", "4")
 
 
-def test_offloads_not_built_yet_are_refused_by_name(capsys):
-    assert "--offload switch is not built yet; choose none (host software), nic or hw" in refusal(
-        capsys, "--test", "allreduce", "--offload", "switch")
+def test_offloads_an_operation_has_not_are_refused_by_name(capsys):
+    assert "reduce cannot be offloaded to the switches; allreduce can" in refusal(
+        capsys, "--test", "reduce", "--offload", "switch")
+    assert "--algo and --branch do not apply to --offload switch" in refusal(
+        capsys, "--test", "allreduce", "--offload", "switch", "--algo", "ring")
     assert "reduce cannot be offloaded to the network hardware; bcast, barrier, allreduce can" in refusal(
         capsys, "--test", "reduce", "--offload", "hw")
 

@@ -94,6 +94,14 @@ def test_manager_example_runs(tmp_path):
         out.stdout + out.stderr
 
 
+def test_in_network_allreduce_example_runs(tmp_path):
+    block = next(b for b in blocks("bash") if "--offload switch" in b)
+    emu = pathlib.Path(sys.executable).parent / "emu"
+    for line in (ln for ln in block.splitlines() if ln.startswith("emu ")):
+        out = subprocess.run([str(emu), *line.split()[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0 and "result=equal" in out.stdout, line + "\n" + out.stdout + out.stderr
+
+
 def test_qsnet_api_example_runs():
     from emu.sim import EngineNet
     from topologies import build

@@ -191,6 +191,12 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
         if offload == "hw":  # --algo names the hardware algorithm (nodes.collectives.hw.HW_ALGOS)
             validate(operation, np.dtype(dtype), op, branch or 1, offload, count, algo=extra.get("algo"), elan=elan)
             return CollectiveOptions(dtype, size, count, op, root, extra.get("algo"), ranks, offload, branch)
+        if offload == "switch":
+            if extra.get("algo") or branch is not None:
+                raise ConfigError("--algo and --branch do not apply to --offload switch (the manager picks the tree "
+                                  "and the aggregation algorithm)")
+            validate(operation, np.dtype(dtype), op, 1, offload)
+            return CollectiveOptions(dtype, size, count, op, root, None, ranks, offload, None)
         if extra.get("algo"):
             raise ConfigError("--algo names a host software algorithm; leave it out with --offload nic")
         if branch is None:

@@ -86,8 +86,7 @@ def cmd_topo(args) -> int:
 
 OFFLOADS = ("none", "nic", "switch", "hw")
 """``--offload`` values: none = host software, nic = spec 01, hw = spec 03's network hardware (bcast,
-barrier, allreduce); switch (spec 04) is not built yet and is refused before anything starts (listed
-so that the choices do not change under scripts)."""
+barrier, allreduce), switch = spec 04's in-network allreduce (a network manager is attached)."""
 
 
 def tests_named(given: list[str] | None) -> list[str]:
@@ -131,8 +130,6 @@ async def _run(args) -> int:
 
     names = tests_named(args.test)
     offload = None if args.offload in (None, "none") else args.offload
-    if offload == "switch":
-        raise ConfigError(f"--offload {offload} is not built yet; choose none (host software), nic or hw")
     if not 0 <= args.seed < 2**63:
         raise ConfigError(f"--seed must be within 0..2**63-1, got {args.seed}")
     if args.realtime is not None and not (math.isfinite(args.realtime) and args.realtime > 0):
@@ -189,7 +186,7 @@ async def _run(args) -> int:
     mset = merge_settings(defaults, settings).get("manager", {})
     if mset and not args.manager:
         raise ConfigError("manager.* settings apply to the network manager: give --manager too")
-    if args.manager:
+    if args.manager or offload == "switch":  # in-network allreduce asks the network manager for a tree
         topo.add_manager(spec=ManagerSpec(**mset))
     if offload == "hw":  # hardware collectives use a multicast group over the run's ranks
         from nodes.collectives.hw import HW_GROUP
@@ -368,7 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--offload", choices=OFFLOADS,
                    help="where a collective runs: none = host software (default), nic = on the NICs (spec 01 "
                         "triggered descriptors: allreduce, reduce), hw = the QsNet network hardware (spec 03: bcast, "
-                        "barrier --algo tree|polled, allreduce of one packet); switch is not built yet")
+                        "barrier --algo tree|polled, allreduce), switch = aggregated in the switches (spec 04: "
+                        "allreduce; a network manager is attached)")
     c.add_argument("--branch", type=int,
                    help="branch degree of the offload reduction tree (default: the shallowest tree the NIC's "
                         "receive queue allows, as even as that depth permits: a level costs a fabric crossing "

@@ -183,6 +183,9 @@ class MgmtOp(enum.IntEnum):
     END = 7         # the pattern is over: ``count`` frames were sent
     RESULT = 8      # the peer's count of good pattern frames (``count``); it sends its own pattern next
     ADMIT = 9       # the manager lets port ``count`` carry traffic although its bring-up failed
+    INC_INSTALL = 10  # spec 04: body IncInstall (``emu.wire.inc``), for allreduce ``count``
+    INC_RELEASE = 11  # spec 04: allreduce ``count`` is over here
+    REFUSED = 12      # the router's answer instead of DONE: it cannot (no memory for another allreduce)
 
 
 class QsTrap(Packet):

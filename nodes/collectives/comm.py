@@ -111,6 +111,10 @@ class Comm:
     async def _offload(self, where: str, kind: str, x: np.ndarray, op: str, root: int, branch: int | None):
         from .offload import DEFAULT_VP, TIMEOUT_NS_PER_PART, default_branch, offloaded, parts
 
+        if where == "switch" and kind == "allreduce":
+            from .inswitch import allreduce_switch
+
+            return await allreduce_switch(self, x, op, getattr(self, "reproducible", False))
         if where == "hw" and kind == "allreduce":
             from .hw import allreduce_hw
 
@@ -118,7 +122,7 @@ class Comm:
             return await allreduce_hw(self, x, op, branch)
         if where != "nic":
             raise ConfigError(f"{kind} cannot be offloaded to {where!r}; use offload='nic'"
-                              + (" or 'hw'" if kind == "allreduce" else ""))
+                              + (", 'hw' or 'switch'" if kind == "allreduce" else ""))
         if branch is None:
             branch = default_branch(kind, self.size, parts(x.size, x.dtype), self.host.spec.nic.queue_capacity)
 

@@ -51,8 +51,14 @@ def validate(operation: str, dtype: np.dtype, op: str, branch: int, where: str =
                 raise ConfigError(f"elan.packet_bytes {elan.packet_bytes} leaves no room for one {np.dtype(dtype).name} "
                                   "in a reduction block; raise it")
         return
+    if where == "switch":
+        if operation != "allreduce":
+            raise ConfigError(f"{operation} cannot be offloaded to the switches; allreduce can")
+        if get_op(op).paired:
+            raise ConfigError(f"{op} cannot be aggregated in the switches (paired operands); use host software")
+        return
     if where != "nic":
-        raise ConfigError(f"offload {where!r} is not available; known: nic, hw")
+        raise ConfigError(f"offload {where!r} is not available; known: nic, hw, switch")
     if operation not in ("allreduce", "reduce"):
         raise ConfigError(f"{operation} cannot be offloaded to the NIC; allreduce and reduce can")
     alu.type_code(np.dtype(dtype))

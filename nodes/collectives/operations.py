@@ -30,8 +30,8 @@ class Operation:
 
 
 OPERATIONS: dict[str, Operation] = {op.name: op for op in (
-    Operation("allreduce", "Every rank gets the reduction of all ranks' data (host software, --offload nic or hw)",
-              reduces=True, result="reduced", offloads=("nic", "hw")),
+    Operation("allreduce", "Every rank gets the reduction of all ranks' data (host software, --offload nic, hw "
+              "or switch)", reduces=True, result="reduced", offloads=("nic", "hw", "switch")),
     Operation("reduce", "The root gets the reduction of all ranks' data (host software or --offload nic)",
               rooted=True, reduces=True, result="root_reduced", offloads=("nic",)),
     Operation("bcast", "The root's data to every rank (host software or --offload hw)", rooted=True,

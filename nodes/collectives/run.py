@@ -42,6 +42,11 @@ async def nic_setup_app(host, members):
     await Comm(host, members).nic_setup()
 
 
+async def switch_setup_app(host, members, dtype, op, count):
+    comm = Comm(host, members)
+    return await host.inc_request(comm.id, comm.members, np.dtype(dtype), op, count * np.dtype(dtype).itemsize)
+
+
 async def call(comm: Comm, operation: str, x: np.ndarray, algo: str | None, op: str, root: int,
                offload: str | None = None, branch: int | None = None):
     """``operation`` on this rank's operand ``x`` (shape (size, count) for alltoall)."""
@@ -161,6 +166,9 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
     if offload == "hw":
         validate(operation, np.dtype(dtype), op, branch or 1, offload, count, algo=algo,
                  elan=net.topology.nodes[members[0]].spec.elan)
+    elif offload == "switch":  # communicator setup: the manager installs the tree before the measured call
+        validate(operation, np.dtype(dtype), op, 1, offload)
+        await net.run({h: (switch_setup_app, members, dtype, op, count) for h in members})
     elif offload is not None:
         spec = net.topology.nodes[members[0]].spec
         if branch is None:

@@ -160,6 +160,18 @@ class BarrierEnter(Op):
         return f"barrier_enter({self.spec.algo}, seq={self.seq})"
 
 
+class IncReq(Op):
+    """Spec 04: ask the network manager for an in-network allreduce, or run one."""
+
+    __slots__ = ("kind", "args")
+
+    def __init__(self, kind: str, *args):
+        self.kind, self.args = kind, args
+
+    def describe(self, names) -> str:
+        return f"inc_{self.kind}"
+
+
 class WaitWord(Op):
     __slots__ = ("addr", "at_least", "timeout_ns")
 
@@ -326,6 +338,18 @@ class HostAPI:
         if timeout_ns < 0:
             raise ValueError(f"wait_word: timeout_ns must be >= 0, got {timeout_ns}")
         return WaitWord(addr, at_least, timeout_ns)
+
+    # -- in-network allreduce (spec 04) -------------------------------------------------------------
+    def inc_request(self, comm: int, members: list[str], dtype, op: str, nbytes: int,
+                    reproducible: bool = False) -> IncReq:
+        """Ask the network manager for an in-network allreduce over ``members`` (host names, rank
+        order); returns ``("grant", nodes.nic.inc.Grant)`` or ``("reject", why)``."""
+        return IncReq("request", comm, [self._addr(m) for m in members], dtype, op, nbytes, reproducible)
+
+    def inc_allreduce(self, grant, x, rank: int, timeout_ns: int | None = None) -> IncReq:
+        """Run the granted allreduce on ``x``; returns (result or None, error or None, blocks resent).
+        A block without its result ``timeout_ns`` (default ``elan.retransmit_ns``) is sent again."""
+        return IncReq("allreduce", grant, x, rank, timeout_ns)
 
     def sleep(self, ns: int) -> Sleep:
         """Let ``ns`` nanoseconds of virtual time pass."""

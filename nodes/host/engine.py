@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from emu.wire.coll import ErrBit
 from nodes.nic.coll import Completion
 
-from .api import (BarrierEnter, Compute, HostAPI, Message, NicOpen, NicPost, NicWait, Op, PingOp, QsOpReq, Recv,
-                  Send, Sleep, WaitArrivals, WaitWord)
+from .api import (BarrierEnter, Compute, HostAPI, IncReq, Message, NicOpen, NicPost, NicWait, Op, PingOp, QsOpReq,
+                  Recv, Send, Sleep, WaitArrivals, WaitWord)
 
 if TYPE_CHECKING:
     from nodes.nic.engine import NicEngine
@@ -260,6 +260,18 @@ class Host:
             state["timer"] = self.nic.at(self.now + op.timeout_ns, timeout, None)
         return False, None
 
+    def _op_inc(self, proc: Proc, op: IncReq) -> tuple[bool, Any]:
+        inc = self.nic.inc
+        cost = self.spec.elan.issue_ns
+        proc.cpu_ns += cost
+        done = lambda res: self.resume((proc, res))  # noqa: E731
+        if op.kind == "request":
+            inc.request(*op.args, self.now + cost, done)
+        else:
+            grant, x, rank, timeout_ns = op.args
+            inc.allreduce(grant, x, rank, self.now + cost, done, timeout_ns=timeout_ns)
+        return False, None
+
     def _received(self, proc: Proc, msg: Message) -> tuple[bool, Any]:
         """A receive matched ``msg`` now: the app continues after the receive overhead."""
         return self._busy(proc, self.spec.recv_overhead_ns, msg)
@@ -310,4 +322,4 @@ _HANDLERS = {Send: Host._op_send, Recv: Host._op_recv, Compute: Host._op_compute
              PingOp: Host._op_ping, Sleep: Host._op_sleep, NicOpen: Host._op_nic_open,
              NicPost: Host._op_nic_post, NicWait: Host._op_nic_wait, QsOpReq: Host._op_qs,
              WaitArrivals: Host._op_wait_arrivals, BarrierEnter: Host._op_barrier_enter,
-             WaitWord: Host._op_wait_word}
+             WaitWord: Host._op_wait_word, IncReq: Host._op_inc}

@@ -35,6 +35,7 @@ from ..host.api import Message
 from ..host.engine import AppState, Host
 from ..timers import Timers
 from .coll import CollNIC
+from .inc import IncNIC
 from .qsnet import QsNIC
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,8 @@ class NicEngine:
     now: int = 0
     rails: int = 1
     """Links of this node (multi-rail: one to each network); QsNet packets are striped over them."""
+    manager: int | None = None
+    """Fabric address of the network manager (spec 04 requests go there), if the topology has one."""
     kind = "host"
     passes_damaged = staticmethod(is_qsnet_packet)
     """QsNet packets that fail the link's FCS still reach the adapter, which checks their own
@@ -85,6 +88,7 @@ class NicEngine:
         self._heads: dict[int, bytes] = {}
         self.coll = CollNIC(self)
         self.qs = QsNIC(self)
+        self.inc = IncNIC(self)
         self.host = Host(self)
 
     # -- engine interface -----------------------------------------------------------------------
@@ -95,6 +99,10 @@ class NicEngine:
             src, dst, _vc, _prio, ptype, flags, hops, _r, length = parse_frame(frame)
             if ptype == PacketType.MGMT:  # link bring-up: the switch starts, the NIC answers
                 out.extend(self._link_test().on_frame(frame, port, src, now))
+                return out
+            if ptype == PacketType.INC:  # in-network allreduce: results come hop by hop from the switch
+                self.inc.on_data(frame, now)
+                self.timer = self.timers.next
                 return out
             if dst != self.node_id and not flags & FLAG_BCAST:  # a group frame is for every member
                 self.stats["misdelivered"] += 1
@@ -114,6 +122,8 @@ class NicEngine:
                 self.qs.on_packet(frame, src, now)
             elif ptype == PacketType.QACK:
                 self.qs.on_ack(frame, src, now)
+            elif ptype == PacketType.INCCTL:
+                self.inc.on_ctl(frame, src, now)
             elif ptype == PacketType.PONG:
                 ident, seq, t_sent = PING.unpack(frame, HDR_LEN)
                 waiter = self.host.take_ping(seq)
@@ -154,7 +164,7 @@ class NicEngine:
 
     def extra_stats(self) -> dict[str, dict[str, int]]:
         """Counters of the engine's parts, for ``Cluster.stats``."""
-        return {"nic": dict(self.coll.stats), "qsnet": dict(self.qs.stats)}
+        return {"nic": dict(self.coll.stats), "qsnet": dict(self.qs.stats), "inc": dict(self.inc.stats)}
 
     # -- what the host asks of its NIC ----------------------------------------------------------
     def at(self, t: int, fn: Callable, arg: Any) -> int:
@@ -255,7 +265,8 @@ def make_host(node, topology, cache: dict) -> NicEngine:
     if shared is None:
         shared = cache["host_tables"] = host_tables(topology)
     return NicEngine(node.name, node.id, node.spec, topology.routes.get(node.name), shared[0], shared[1],
-                     cache.get("seed", 0), rails=max(1, topology.nports(node.name)))
+                     cache.get("seed", 0), rails=max(1, topology.nports(node.name)),
+                     manager=topology.nodes[topology.manager].id if topology.manager else None)
 
 
 register_engine("host", make_host, min_delay=lambda spec: spec.nic_delay_ns)

@@ -1,0 +1,207 @@
+"""The host end of in-network allreduce (spec 04), in the NIC (sans-I/O part of the NIC engine).
+
+Control: :meth:`IncNIC.request` asks the network manager (INCCTL REQUEST, resent until answered) for
+an allreduce over a communicator; the answer is a GRANT (allreduce id, elements per packet, blocks in
+flight, algorithm) or a REJECT (no switch tree has room: the application falls back to host
+allreduce).
+
+Data: :meth:`IncNIC.allreduce` splits a vector into blocks of ``elems`` elements, one packet each,
+sent hop by hop to the host's switch (the first of the reduction tree). At most ``window`` blocks are
+in flight (the aggregation buffers the switches gave this allreduce: Little's law), in **staggered**
+order: within each group of ``window`` blocks, host r starts at block r mod window, so the packets
+of one block reach a switch spread out in time. A block whose result has not come back within
+``timeout_ns`` (default ``elan.retransmit_ns``) is sent again (flag RETX; the switches' bitmaps
+make it idempotent), at most ``max_tries`` times (``elan.max_tries``), then the operation fails with
+the reason -- never a hang.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from emu.wire import HDR_LEN, DecodeError, PacketType
+from emu.wire.inc import (CTL, F_LAST, F_RESULT, F_RETX, GRANT, MEMBER, REQUEST, CtlOp, decode, dtype_code,
+                          encode_dense, op_code)
+
+if TYPE_CHECKING:
+    from .engine import NicEngine
+
+log = logging.getLogger(__name__)
+LINK_LOCAL = 0xFFFFFFFF
+CTL_RETRY_NS = 200_000
+CTL_TRIES = 5
+
+
+@dataclass
+class Grant:
+    aid: int
+    elems: int
+    window: int
+    algo: int
+    depth: int
+    switches: int
+
+
+@dataclass(eq=False)
+class Job:
+    aid: int
+    x: np.ndarray
+    elems: int
+    window: int
+    order: list[int]
+    timeout_ns: int
+    max_tries: int
+    on_done: Callable
+    out: np.ndarray = None  # type: ignore[assignment]
+    next: int = 0
+    inflight: dict = field(default_factory=dict)
+    """block -> [tries, timer]"""
+    left: int = 0
+    resent: int = 0
+    finished: bool = False
+
+
+class IncNIC:
+    def __init__(self, nic: "NicEngine"):
+        self.nic = nic
+        self.jobs: dict[int, Job] = {}
+        self._seq = 0
+        self.ctl: dict[int, list] = {}
+        """seq -> [frame, tries, timer, callback]"""
+        self.stats = {"inc_sent": 0, "inc_resent": 0, "inc_results": 0, "inc_stray": 0, "inc_ctl": 0}
+        self.granted: dict[tuple, Grant] = {}
+        """What the manager granted, by communicator, members, type, operator, reproducibility: asked
+        once per participant set (the communicator setup), used by every call after."""
+
+    # -- control -----------------------------------------------------------------------------------
+    def request(self, comm: int, members: list[int], dtype: np.dtype, op: str, nbytes: int, reproducible: bool,
+                t: int, on_reply: Callable) -> None:
+        key = (comm, tuple(members), np.dtype(dtype).str, op, bool(reproducible))
+        if key in self.granted:
+            self.nic.at(t, on_reply, ("grant", self.granted[key]))
+            return
+        mgr = self.nic.manager
+        if mgr is None:
+            self.nic.at(t, on_reply, ("reject", "no network manager in this topology (Topology.add_manager)"))
+            return
+        self._seq = (self._seq + 1) & 0xFFFF
+        body = REQUEST.pack(dtype_code(dtype), int(reproducible), 0, comm & 0xFFFFFFFF, nbytes, op_code(op), 0, 0) \
+            + b"".join(MEMBER.pack(m) for m in members)
+        frame = CTL.pack(CtlOp.REQUEST, 0, self._seq, 0, len(members)) + body
+        def reply(res, key=key):
+            if res[0] == "grant":
+                self.granted[key] = res[1]
+            on_reply(res)
+
+        entry = [frame, 0, None, reply, mgr]
+        self.ctl[self._seq] = entry
+        self._send_ctl(self._seq, t)
+
+    def _send_ctl(self, seq: int, t: int) -> None:
+        e = self.ctl.get(seq)
+        if e is None:
+            return
+        if e[1] >= CTL_TRIES:
+            del self.ctl[seq]
+            self.nic.at(self.nic.now, e[3], ("reject", f"the network manager did not answer {CTL_TRIES} requests"))
+            return
+        e[1] += 1
+        self.stats["inc_ctl"] += 1
+        self.nic.emit(e[4], PacketType.INCCTL, e[0], t + self.nic.spec.nic_delay_ns, prio=1)
+        e[2] = self.nic.at(t + CTL_RETRY_NS, lambda _a, s=seq: self._send_ctl(s, self.nic.now), None)
+
+    def on_ctl(self, frame: bytes, src: int, now: int) -> None:
+        op, status, seq, aid, count = CTL.unpack(frame, HDR_LEN)
+        e = self.ctl.pop(seq, None)
+        if e is None or src != e[4]:
+            self.stats["inc_stray"] += 1
+            if e is not None:
+                self.ctl[seq] = e
+            return
+        if e[2] is not None:
+            self.nic.timers.cancel(e[2])
+        t = now + self.nic.spec.nic_delay_ns
+        if op == CtlOp.GRANT:
+            g = GRANT.unpack(frame, HDR_LEN + CTL.size)
+            self.nic.at(t, e[3], ("grant", Grant(aid, *g)))
+        elif op == CtlOp.REJECT:
+            why = frame[HDR_LEN + CTL.size:].decode("utf-8", "replace") or "rejected"
+            self.nic.at(t, e[3], ("reject", why))
+        else:
+            raise DecodeError(f"control operation {op} is not for a host")
+
+    # -- data --------------------------------------------------------------------------------------
+    def allreduce(self, g: Grant, x: np.ndarray, rank: int, t: int, on_done: Callable, *, timeout_ns: int | None = None,
+                  max_tries: int | None = None) -> None:
+        """Defaults: the adapter's ``elan.retransmit_ns`` and ``elan.max_tries``."""
+        elan = self.nic.spec.elan
+        timeout_ns = elan.retransmit_ns if timeout_ns is None else timeout_ns
+        max_tries = elan.max_tries if max_tries is None else max_tries
+        flat = np.ascontiguousarray(x).ravel()
+        n = max(1, -(-flat.size // g.elems))
+        w = max(1, min(g.window, n))
+        order = []
+        for start in range(0, n, w):  # staggered: within each group of w blocks, start at rank mod w
+            group = list(range(start, min(start + w, n)))
+            k = rank % len(group)
+            order += group[k:] + group[:k]
+        job = Job(g.aid, flat, g.elems, w, order, timeout_ns, max_tries, on_done, np.empty_like(flat), left=n)
+        self.jobs[g.aid] = job
+        self._pump(job, t)
+
+    def _pump(self, job: Job, t: int) -> None:
+        while job.next < len(job.order) and len(job.inflight) < job.window:
+            b = job.order[job.next]
+            job.next += 1
+            job.inflight[b] = [0, None]
+            self._send_block(job, b, t)
+
+    def _send_block(self, job: Job, b: int, t: int) -> None:
+        st = job.inflight.get(b)
+        if st is None or job.finished:
+            return
+        if st[0] >= job.max_tries:
+            self._end(job, None, f"block {b} of allreduce {job.aid}: no result after {st[0]} sends")
+            return
+        if st[0]:
+            job.resent += 1
+            self.stats["inc_resent"] += 1
+        st[0] += 1
+        lo = b * job.elems
+        body = encode_dense(job.aid, b, job.x[lo:lo + job.elems], flags=F_LAST | (F_RETX if st[0] > 1 else 0))
+        self.nic.emit(LINK_LOCAL, PacketType.INC, body, t + self.nic.spec.nic_delay_ns, port=0)
+        self.stats["inc_sent"] += 1
+        st[1] = self.nic.at(t + job.timeout_ns, lambda _a, j=job, blk=b: self._send_block(j, blk, self.nic.now), None)
+
+    def on_data(self, frame: bytes, now: int) -> None:
+        head, values, _ = decode(frame, HDR_LEN)
+        aid, flags, _code, b, _s, _n, _c, _r = head
+        job = self.jobs.get(aid)
+        if job is None or not flags & F_RESULT or b not in job.inflight:
+            self.stats["inc_stray"] += 1  # a late duplicate of a result we have, or not ours
+            return
+        st = job.inflight.pop(b)
+        if st[1] is not None:
+            self.nic.timers.cancel(st[1])
+        lo = b * job.elems
+        job.out[lo:lo + len(values)] = values
+        self.stats["inc_results"] += 1
+        job.left -= 1
+        if job.left == 0:
+            self._end(job, job.out, None)
+            return
+        self._pump(job, now)
+
+    def _end(self, job: Job, out, error) -> None:
+        if job.finished:
+            return
+        job.finished = True
+        for st in job.inflight.values():
+            if st[1] is not None:
+                self.nic.timers.cancel(st[1])
+        self.jobs.pop(job.aid, None)
+        self.nic.at(self.nic.now + self.nic.spec.nic_delay_ns, job.on_done, (out, error, job.resent))

@@ -1,0 +1,201 @@
+"""The control plane of in-network allreduce (spec 04), in the network manager element.
+
+A host asks for an allreduce over its communicator (INCCTL REQUEST: the members' addresses in rank
+order, type, operator, size); every member asks, and they all get the same answer. For the first
+request of a communicator the manager:
+
+1. computes the reduction tree over the switches (``Topology.spanning_tree``: rooted at the lowest
+   switch high enough to span the members, around dead links and switches known to be full);
+2. installs the aggregation handler on each switch of the tree (a source-routed INC_INSTALL command:
+   its children's ports, the port toward its parent, the algorithm, operator, type, elements per
+   packet and the aggregation buffers it gives this allreduce -- its memory share);
+3. when every switch answered DONE, GRANTs: allreduce id, elements per packet, blocks a host may
+   have in flight (Little's law on the buffers), algorithm;
+4. when a switch REFUSED (its memory is partitioned among ``pu.max_allreduces`` allreduces and they
+   are all taken), releases what it installed, marks the switch full and tries another tree without
+   it; when there is none, REJECTs -- the application falls back to host allreduce.
+
+The algorithm goes by the data size per rank: single buffer above 512 KiB, 4 buffers above 256 KiB,
+2 buffers above 128 KiB, the tree below; always the tree when reproducibility is asked for.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from emu.config import ConfigError
+from emu.wire import HDR_LEN, PacketType, build_frame
+from emu.wire.inc import CTL, GRANT, INSTALL, MEMBER, REQUEST, Algo, CtlOp, DecodeError, wire_dtype
+from emu.wire.qsnet import MgmtOp
+
+log = logging.getLogger(__name__)
+MAX_WINDOW = 256
+
+
+def algorithm(nbytes: int, reproducible: bool) -> Algo:
+    if reproducible:
+        return Algo.TREE
+    if nbytes > 512 * 1024:
+        return Algo.SINGLE
+    if nbytes > 256 * 1024:
+        return Algo.MULTI4
+    if nbytes > 128 * 1024:
+        return Algo.MULTI2
+    return Algo.TREE
+
+
+@dataclass(eq=False)
+class Request:
+    key: tuple
+    members: list[str]
+    dtype: np.dtype
+    op: int
+    nbytes: int
+    reproducible: bool
+    elems: int
+    state: str = "new"
+    aid: int = 0
+    askers: list = field(default_factory=list)
+    """(host address, seq) waiting for the answer."""
+    tree: dict = field(default_factory=dict)
+    waiting: set = field(default_factory=set)
+    installed: set = field(default_factory=set)
+    grant: bytes = b""
+    why: str = ""
+    round: int = 0
+    """Install rounds (a refusal starts another): answers of an earlier round are ignored."""
+
+
+class IncControl:
+    def __init__(self, manager):
+        self.m = manager
+        self.requests: dict[tuple, Request] = {}
+        self.full: set[str] = set()
+        self._aid = 0
+        for k in ("inc_requests", "inc_grants", "inc_rejects", "inc_installs", "inc_refused"):
+            manager.stats.setdefault(k, 0)
+
+    def on_request(self, src: int, frame: bytes, now: int) -> list:
+        m = self.m
+        op, _st, seq, _aid, count = CTL.unpack(frame, HDR_LEN)
+        if op != CtlOp.REQUEST:
+            raise DecodeError(f"control operation {op} is not a request")
+        off = HDR_LEN + CTL.size
+        dcode, repro, _r, comm, nbytes, opc, elems, _r2 = REQUEST.unpack(frame, off)
+        off += REQUEST.size
+        if len(frame) != off + count * MEMBER.size:
+            raise DecodeError(f"request for {count} members is {len(frame)} bytes long")
+        addrs = [MEMBER.unpack_from(frame, off + 4 * i)[0] for i in range(count)]
+        names = [m.ids.get(a) for a in addrs]
+        if src not in addrs or any(n is None or m.topology.nodes[n].kind != "host" for n in names):
+            raise DecodeError(f"request from {src} for members {addrs[:8]}: not hosts, or the sender is not one")
+        dtype = wire_dtype(dcode)
+        m.stats["inc_requests"] += 1
+        key = (comm, tuple(addrs), dcode, opc, bool(repro))
+        req = self.requests.get(key)
+        if req is None:
+            req = self.requests[key] = Request(key, names, dtype, opc, nbytes, bool(repro),
+                                               elems or max(1, 1024 // dtype.itemsize))
+        req.askers.append((src, seq))
+        if req.state in ("granted", "rejected"):
+            return self._answer(req, now)
+        if req.state == "new":
+            return self._install(req, now)
+        return []
+
+    # -- trees -----------------------------------------------------------------------------------
+    def _install(self, req: Request, now: int) -> list:
+        m = self.m
+        avoid = list(self.full) + [tuple(lk) for lk in m.dead]
+        try:
+            root, tree = m.topology.spanning_tree(req.members, avoid, what="in-network allreduce")
+        except ConfigError as e:
+            return self._reject(req, now, f"no reduction tree has room: {e}")
+        self._aid = self._aid % 0xFFFF + 1
+        req.aid, req.tree, req.state = self._aid, tree, "installing"
+        req.round += 1
+        algo = algorithm(req.nbytes, req.reproducible)
+        per_packet = req.elems * req.dtype.itemsize
+        M = {Algo.SINGLE: 1, Algo.MULTI2: 2, Algo.MULTI4: 4}.get(algo)
+        window = MAX_WINDOW
+        out = []
+        req.waiting = set(tree)
+        for sw, (parent, children) in tree.items():
+            pu = m.topology.nodes[sw].spec.pu
+            share = pu.working_memory_bytes // pu.max_allreduces
+            per_block = per_packet * (M if M is not None else max(2, len(children)))
+            buffers = max(1, share // per_block)
+            window = min(window, buffers)
+            body = INSTALL.pack(sum(1 << p for p in children), len(children), 255 if parent is None else parent, algo,
+                                int(req.reproducible), _dcode(req.dtype), 0, req.elems, min(buffers, 0xFFFF), req.op, 0)
+            out += m._command(sw, MgmtOp.INC_INSTALL, req.aid, body, now,
+                              on_answer=lambda ok, t, why, s=sw, r=req, n=req.round: self._installed(r, n, s, ok, t, why))
+            m.stats["inc_installs"] += 1
+        depth = _depth(m.topology, root, tree)
+        req.grant = GRANT.pack(req.elems, max(1, window), algo, depth, len(tree))
+        m._record(now, f"allreduce {req.aid}: tree of {len(tree)} switches rooted at {root}, {Algo(algo).name}, "
+                       f"{req.elems} elements per packet, window {window}")
+        return out
+
+    def _installed(self, req: Request, rnd: int, sw: str, ok: bool, now: int, why: str) -> list:
+        if rnd != req.round or sw not in req.waiting:
+            return []
+        req.waiting.discard(sw)
+        if ok:
+            req.installed.add(sw)
+        else:
+            self.m.stats["inc_refused"] += 1
+            self.full.add(sw)
+            req.state = "retry"
+            self.m._record(now, f"allreduce {req.aid}: {sw} {why}; another tree without it")
+        if req.waiting:
+            return []
+        if req.state == "installing":
+            req.state = "granted"
+            return self._answer(req, now)
+        out = [f for s in sorted(req.installed) for f in self.m._command(s, MgmtOp.INC_RELEASE, req.aid, b"", now)]
+        req.installed = set()
+        req.state = "new"
+        return out + self._install(req, now)
+
+    def _reject(self, req: Request, now: int, why: str) -> list:
+        req.state, req.why = "rejected", why
+        self.m._record(now, f"in-network allreduce for {len(req.members)} members rejected: {why}")
+        return self._answer(req, now)
+
+    def _answer(self, req: Request, now: int) -> list:
+        m = self.m
+        out = []
+        at = now + m.min_delay_ns
+        for host, seq in req.askers:
+            if req.state == "granted":
+                m.stats["inc_grants"] += 1
+                body = CTL.pack(CtlOp.GRANT, 0, seq, req.aid, 0) + req.grant
+            else:
+                m.stats["inc_rejects"] += 1
+                body = CTL.pack(CtlOp.REJECT, 1, seq, 0, 0) + req.why.encode()[:200]
+            out.append((0, build_frame(m.node_id, host, PacketType.INCCTL, body, prio=1), at))
+        req.askers = []
+        return out
+
+
+def _dcode(dt: np.dtype) -> int:
+    from emu.wire.inc import dtype_code
+
+    return dtype_code(dt.newbyteorder("=") if dt.fields is None else dt)
+
+
+def _depth(topology, root: str, tree: dict) -> int:
+    """Levels of switches in the tree (1: the root alone)."""
+    far = {(u, p): v for u in tree for p, v, _vp, _l in topology.neighbours()[u]}
+    deepest = 1
+    for sw in tree:
+        d, v = 1, sw
+        while v != root:
+            v = far[(v, tree[v][0])]
+            d += 1
+        deepest = max(deepest, d)
+    return deepest

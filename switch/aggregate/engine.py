@@ -1,0 +1,192 @@
+"""The aggregation engine of one switch (spec 04 data plane): what an installed allreduce does here.
+
+The network manager installs an allreduce (``Install``: its children's ports, the port toward the
+parent, the algorithm, the operator and type, the aggregation buffers this switch gives it). Then:
+
+* an INC packet from a child (hop by hop: hosts send to their switch, switches to their parent) is
+  checked against the block's **bitmap** of ports: a port whose bit is set sent this block already --
+  a retransmission, never aggregated twice: if the block's result is known it goes back to that port
+  at once, if the block was sent up and its result is still to come the aggregate is sent up again
+  (the parent's bitmap drops it if it had it);
+* otherwise the packet goes to the processing unit (``pu.py``) with its leaf slot (reproducible: the
+  child's position, else the arrival order); a packet the packet memory cannot hold is dropped and its
+  bit cleared (its retransmission is taken);
+* a completed block goes to the parent, or, at the root, down to every child as a RESULT packet; a
+  RESULT from the parent goes down to every child. Results are kept until the allreduce is released,
+  to answer retransmissions.
+
+Sparse blocks: a child may send a block in several shards (index/value pairs); the switch counts the
+child done when it has all ``shards`` of it (per-port shard sets); shards are merged into a dense
+array of the block's span before aggregation (the *array* store). The block span is ``elems``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from emu.wire import DST_OFF, HDR_LEN, PacketType, build_frame
+from emu.wire.inc import (DATA, F_LAST, F_RESULT, F_SPARSE, DecodeError, decode, encode_dense, op_by_code,
+                          wire_dtype)
+
+from .pu import ProcessingUnit
+
+log = logging.getLogger(__name__)
+LINK_LOCAL = 0xFFFFFFFF
+"""Destination of hop-by-hop INC packets (the next switch of the tree takes them)."""
+ALGO_NAMES = {1: ("single", 1), 2: ("multi", 2), 4: ("multi", 4), 8: ("tree", 1)}
+
+
+@dataclass(eq=False)
+class Install:
+    aid: int
+    children: tuple[int, ...]
+    """Ports of the children, in the tree's order (a reproducible leaf is the child's position)."""
+    parent: int | None
+    algo: str
+    B: int
+    reproducible: bool
+    op: object
+    dtype: np.dtype
+    elems: int
+    buffers: int
+    blocks: dict = field(default_factory=dict)
+    """block -> [bitmap of children done, arrivals so far, shards per child, state, result]."""
+    results: dict = field(default_factory=dict)
+
+
+UP, DONE = "up", "done"
+
+
+class Aggregator:
+    def __init__(self, switch):
+        self.sw = switch
+        self.pu = ProcessingUnit(switch.spec.pu)
+        self.installs: dict[int, Install] = {}
+        self.stats = switch.stats
+        for k in ("inc_packets", "inc_duplicates", "inc_drops", "inc_unknown", "inc_blocks", "inc_results"):
+            self.stats.setdefault(k, 0)
+
+    # -- control ---------------------------------------------------------------------------------
+    def install(self, aid: int, children: tuple[int, ...], parent: int | None, algo_code: int, reproducible: bool,
+                op_code: int, dtype_code: int, elems: int, buffers: int) -> bool:
+        """False: no room (``max_allreduces`` installed already)."""
+        if aid not in self.installs and len(self.installs) >= self.sw.spec.pu.max_allreduces:
+            return False
+        algo, B = ALGO_NAMES.get(algo_code, ("tree", 1))
+        if reproducible:
+            algo, B = "tree", 1
+        self.installs[aid] = Install(aid, tuple(children), parent, algo, B, reproducible, op_by_code(op_code),
+                                     wire_dtype(dtype_code), elems, buffers)
+        return True
+
+    def release(self, aid: int) -> None:
+        self.installs.pop(aid, None)
+
+    # -- data ------------------------------------------------------------------------------------
+    def receive(self, frame: bytes, port: int, now: int) -> list[tuple[int, bytes, int]]:
+        try:
+            head, values, index = decode(frame, HDR_LEN)
+        except DecodeError as e:
+            self.stats["malformed"] += 1
+            log.warning("%s: malformed INC packet on port %d: %s", self.sw.name, port, e)
+            return []
+        aid, flags, code, block, shard, shards, count, _r = head
+        ins = self.installs.get(aid)
+        if ins is None:
+            self.stats["inc_unknown"] += 1
+            log.warning("%s: INC packet for allreduce %d, not installed here (port %d)", self.sw.name, aid, port)
+            return []
+        at = now + self.sw.spec.processing_delay_ns
+        if flags & F_RESULT:  # the result, from the parent, on its way down
+            if port != ins.parent:
+                self.stats["inc_unknown"] += 1
+                return []
+            ins.results[block] = frame
+            ins.blocks.pop(block, None)
+            return [(c, frame, at) for c in ins.children]
+        if port not in ins.children:
+            self.stats["inc_unknown"] += 1
+            log.warning("%s: INC packet of allreduce %d from port %d, not a child", self.sw.name, aid, port)
+            return []
+        self.stats["inc_packets"] += 1
+        if block in ins.results:  # a child that missed the result: send it again
+            self.stats["inc_duplicates"] += 1
+            return [(port, ins.results[block], at)]
+        b = ins.blocks.get(block)
+        if b is None:
+            b = ins.blocks[block] = [0, 0, {}, None, None]
+        pos = ins.children.index(port)
+        bit = 1 << pos
+        if b[0] & bit:
+            self.stats["inc_duplicates"] += 1
+            if b[3] == UP and b[4] is not None:  # our aggregate may have been lost on its way up
+                return [(ins.parent, b[4], at)]
+            return []
+        if flags & F_SPARSE:  # shards of one child's block: merge them, count the child when all are in
+            got = b[2].setdefault(pos, {})
+            if shard in got:
+                self.stats["inc_duplicates"] += 1
+                return []
+            got[shard] = (index, values)
+            total = shards if flags & F_LAST else None
+            if total is not None:
+                got["n"] = total
+            if "n" not in got or len(got) - 1 < got["n"]:
+                return []
+            dense = np.zeros(ins.elems, ins.dtype.newbyteorder("="))
+            for k, v in got.items():
+                if k != "n":
+                    dense[np.asarray(v[0], np.int64) % ins.elems] = v[1]
+            values = dense
+            del b[2][pos]
+        b[0] |= bit
+        slot = pos if ins.reproducible else b[1]
+        b[1] += 1
+        ok = self.pu.arrive(now, (aid, block), slot, np.asarray(values, ins.dtype.newbyteorder("=")),
+                            P=len(ins.children), algo=ins.algo, combine=ins.op.combine, B=ins.B)
+        if not ok:
+            b[0] &= ~bit
+            b[1] -= 1
+            self.stats["inc_drops"] += 1
+        return self._completions(now)
+
+    def on_timer(self, now: int) -> list[tuple[int, bytes, int]]:
+        return self._completions(now)
+
+    def next_time(self) -> int | None:
+        return self.pu.next_time()
+
+    def _completions(self, now: int) -> list[tuple[int, bytes, int]]:
+        out = []
+        for t, (aid, block), result in self.pu.advance(now):
+            ins = self.installs.get(aid)
+            if ins is None:
+                continue
+            self.stats["inc_blocks"] += 1
+            at = max(t, now) + self.sw.spec.processing_delay_ns
+            b = ins.blocks.get(block)
+            if ins.parent is None:  # the root: the result goes down
+                frame = build_frame(self.sw.node_id, LINK_LOCAL, PacketType.INC,
+                                    encode_dense(aid, block, result.astype(ins.dtype.newbyteorder("=")),
+                                                 flags=F_LAST | F_RESULT))
+                ins.results[block] = frame
+                ins.blocks.pop(block, None)
+                self.stats["inc_results"] += 1
+                out += [(c, frame, at) for c in ins.children]
+            else:
+                frame = build_frame(self.sw.node_id, LINK_LOCAL, PacketType.INC,
+                                    encode_dense(aid, block, result.astype(ins.dtype.newbyteorder("=")), flags=F_LAST))
+                if b is not None:
+                    b[3], b[4] = UP, frame
+                out.append((ins.parent, frame, at))
+        return out
+
+
+def is_inc(frame: bytes) -> bool:
+    return len(frame) > DST_OFF + 6 and frame[DST_OFF + 6] == PacketType.INC
+
+
+__all__ = ["Aggregator", "Install", "LINK_LOCAL", "is_inc", "DATA"]

@@ -1,0 +1,192 @@
+"""In-network allreduce (spec 04): control plane, data plane, retransmission, fallback, reproducibility."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from emu.sim import EngineNet
+from emu.wire import HDR_LEN, PacketType, parse_frame
+from emu.wire.inc import DATA, F_RESULT
+from nodes.collectives.comm import Comm
+from topologies import build
+
+
+def managed(spec="fattree:k=4,n=2", **settings):
+    t = build(spec, settings=settings or None)
+    t.add_manager()
+    return t
+
+
+def inputs(n, count, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        return [(rng.standard_normal(count) * 10.0 ** rng.integers(-3, 4, count)).astype(dtype) for _ in range(n)]
+    return [rng.integers(-1000, 1000, count).astype(dtype) for _ in range(n)]
+
+
+async def allreduce_app(host, members, xs, op="sum", reproducible=False):
+    comm = Comm(host, members)
+    comm.reproducible = reproducible
+    y = await comm.allreduce(xs[comm.rank], op, offload="switch")
+    return y, comm.last_algo
+
+
+def ptype(f):
+    return parse_frame(f)[4]
+
+
+def test_every_rank_gets_the_reduction_through_the_tree_and_the_load_is_the_tree_model():
+    t = managed()
+    hosts = t.host_names()
+    xs = inputs(16, 5000, np.int32)
+    net = EngineNet(t)
+    res = net.run({h: (allreduce_app, hosts, xs) for h in hosts})
+    ref = np.sum(xs, axis=0, dtype=np.int32)
+    for h in hosts:
+        y, algo = res[h]
+        assert np.array_equal(y, ref) and algo.startswith("switch(tree")
+    mgr = net.engines["mgr"]
+    assert mgr.stats["inc_grants"] == 16 and mgr.stats["inc_installs"] == 5  # s0..s3 and the top s4
+    root, tree = t.spanning_tree(hosts)
+    links = 16 + len(tree) - 1
+    blocks = -(-5000 // 256)
+    inc = [f for _t, _n, _p, f in net.delivered if ptype(f) == PacketType.INC]
+    up = [f for f in inc if not DATA.unpack(f, HDR_LEN)[1] & F_RESULT]
+    assert len(up) == blocks * links and len(inc) == 2 * blocks * links  # each block: once up, once down each link
+    assert sum(net.engines[s].stats.get("inc_blocks", 0) for s in tree) == blocks * len(tree)
+
+
+@pytest.mark.parametrize("faults", [dict(drop=0.03), dict(duplicate=0.2, reorder=0.3),
+                                    dict(drop=0.02, duplicate=0.1, reorder=0.2)])
+def test_retransmissions_are_never_aggregated_twice(faults):
+    t = managed(elan={"max_tries": 8})
+    hosts = t.host_names()
+    xs = inputs(16, 3000, np.int64, seed=2)
+    net = EngineNet(t, seed=5, **faults)
+    res = net.run({h: (allreduce_app, hosts, xs) for h in hosts})
+    ref = np.sum(xs, axis=0)
+    assert all(np.array_equal(res[h][0], ref) for h in hosts)  # int sums: one packet added twice shows
+    dup = sum(e.stats.get("inc_duplicates", 0) for e in net.engines.values() if e.kind == "switch")
+    resent = sum(net.engines[h].inc.stats["inc_resent"] for h in hosts)
+    assert dup > 0 and (resent > 0 or not faults.get("drop"))
+
+
+def test_a_full_switch_makes_the_manager_try_another_tree_then_reject_and_the_host_falls_back():
+    t = managed(pu={"max_allreduces": 2})
+    xs = {k: inputs(2, 700, np.int32, seed=k) for k in range(4)}
+    comms = [["h0", "h4"], ["h8", "h12"], ["h1", "h9"], ["h2", "h10"]]
+    net = EngineNet(t)
+    got = {}
+    for k, members in enumerate(comms):  # one after the other: each finds what the earlier ones took
+        res = net.run({h: (allreduce_app, members, xs[k]) for h in members})
+        for h in members:
+            y, algo = res[h]
+            assert np.array_equal(y, xs[k][0] + xs[k][1])
+            got[k] = algo
+    acts = [a for _t, a in net.engines["mgr"].actions]
+    assert any("s4 refused; another tree without it" in a for a in acts)
+    assert any("rooted at s5" in a for a in acts)                              # comm 2 went over s5
+    assert got[0].startswith("switch(") and got[2].startswith("switch(")
+    assert "switch offload rejected: no reduction tree has room" in got[3]      # s0 and s2 are full
+    assert not got[3].startswith("switch(")
+
+
+def test_the_reproducible_mode_gives_the_same_bits_whatever_the_arrival_order():
+    t = managed()
+    hosts = t.host_names()
+    xs = inputs(16, 2048, np.float32, seed=7)
+    bits = {True: set(), False: set()}
+    for seed in range(4):
+        for repro in (True, False):
+            net = EngineNet(t, seed=seed, reorder=0.6, reorder_ns=3000)
+            res = net.run({h: (allreduce_app, hosts, xs, "sum", repro) for h in hosts})
+            bits[repro].add(res["h3"][0].tobytes())
+            np.testing.assert_allclose(res["h3"][0], np.sum(np.array(xs, np.float64), axis=0), rtol=1e-3, atol=1e-2)
+    assert len(bits[True]) == 1 and len(bits[False]) > 1
+
+
+def test_hosts_send_their_blocks_staggered():
+    t = managed()
+    hosts = t.host_names()
+    xs = inputs(16, 16 * 256, np.float32)
+    net = EngineNet(t)
+    net.run({h: (allreduce_app, hosts, xs) for h in hosts})
+    first = {}
+    for _t, node, _p, f in net.delivered:
+        if ptype(f) == PacketType.INC and not DATA.unpack(f, HDR_LEN)[1] & F_RESULT:
+            src = parse_frame(f)[0]
+            if src < 16 and src not in first:
+                first[src] = DATA.unpack(f, HDR_LEN)[3]
+    assert first == {r: r % 16 for r in range(16)}  # 16 blocks, window >= 16: host r starts at block r
+
+
+@pytest.mark.parametrize("dtype,op", [("int8", "max"), ("int16", "min"), ("float16", "sum"), ("float64", "prod"),
+                                      ("uint32", "bxor")])
+def test_types_and_operators(dtype, op):
+    t = managed()
+    hosts = t.host_names()[:8]
+    xs = inputs(8, 600, dtype, seed=1)
+    if op == "prod":
+        xs = [np.abs(x) % 2 + 0.5 for x in xs]
+    net = EngineNet(t)
+    res = net.run({h: (allreduce_app, hosts, xs, op) for h in hosts})
+    from emu.reduce import get_op, reference
+
+    ref = reference(get_op(op), xs)
+    y = res["h5"][0]
+    if np.dtype(dtype).kind == "f":
+        np.testing.assert_allclose(y.astype(np.float64), ref.astype(np.float64), rtol=2e-2 if dtype == "float16" else 1e-9,
+                                   atol=2.0 if dtype == "float16" else 0)  # float16: ulp 0.5-1 near 1000
+    else:
+        assert np.array_equal(y, ref)
+
+
+def test_emu_run_compares_the_offloads_on_the_same_workload():
+    exe = str(Path(sys.executable).parent / "emu")
+    times = {}
+    for off in ("none", "switch"):
+        out = subprocess.run([exe, "run", "--topo", "fattree:k=4,n=2", "--test", "allreduce", "--offload", off,
+                              "--size", "64KiB"], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0 and "result=equal" in out.stdout, out.stdout + out.stderr
+        times[off] = int(next(ln for ln in out.stdout.splitlines() if "│ allreduce" in ln).split("│")[3].replace(",", ""))
+    assert times["switch"] < times["none"]
+    bad = subprocess.run([exe, "run", "--topo", "star:n=4", "--test", "reduce", "--offload", "switch"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "reduce cannot be offloaded to the switches; allreduce can" in bad.stdout + bad.stderr
+
+
+def test_the_manager_picks_the_algorithm_by_size_and_a_full_packet_memory_is_recovered_by_retransmission():
+    from switch.aggregate.control import algorithm
+    from emu.wire.inc import Algo
+
+    assert [algorithm(n << 10, False) for n in (600, 300, 200, 64)] == [Algo.SINGLE, Algo.MULTI4, Algo.MULTI2,
+                                                                         Algo.TREE]
+    assert algorithm(600 << 10, True) == Algo.TREE  # reproducible: always the tree
+    t = managed(pu={"packet_memory_bytes": 8192, "cores_per_cluster": 1, "subset": 1, "clusters": 1},
+                elan={"max_tries": 100, "retransmit_ns": 20_000})
+    hosts = t.host_names()
+    xs = inputs(16, 4096, np.int32, seed=9)
+    net = EngineNet(t)
+    res = net.run({h: (allreduce_app, hosts, xs) for h in hosts})
+    assert all(np.array_equal(res[h][0], np.sum(xs, axis=0, dtype=np.int32)) for h in hosts)
+    drops = sum(e.stats.get("inc_drops", 0) for e in net.engines.values() if e.kind == "switch")
+    assert drops > 0 and sum(net.engines[h].inc.stats["inc_resent"] for h in hosts) > 0
+
+
+def test_a_user_defined_operator_runs_in_the_switches():
+    from emu.reduce import OPS, Op, register
+
+    register(Op("absmax", lambda a, b: np.where(np.abs(a) >= np.abs(b), a, b)))
+    try:
+        t = managed()
+        hosts = t.host_names()[:4]
+        xs = inputs(4, 300, np.int32, seed=4)
+        res = EngineNet(t).run({h: (allreduce_app, hosts, xs, "absmax") for h in hosts})
+        stack = np.stack(xs)
+        ref = stack[np.argmax(np.abs(stack), axis=0), np.arange(300)]
+        assert np.array_equal(np.abs(res["h2"][0]), np.abs(ref)) and res["h2"][1].startswith("switch(")
+    finally:
+        OPS.pop("absmax", None)
