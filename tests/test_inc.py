@@ -190,3 +190,20 @@ def test_a_user_defined_operator_runs_in_the_switches():
         assert np.array_equal(np.abs(res["h2"][0]), np.abs(ref)) and res["h2"][1].startswith("switch(")
     finally:
         OPS.pop("absmax", None)
+
+
+async def calls_app(host, members, sizes):
+    comm = Comm(host, members)
+    out = []
+    for k, n in enumerate(sizes):  # several calls on one granted allreduce, of different sizes
+        y = await comm.allreduce(np.full(n, comm.rank + k, np.int32), offload="switch")
+        out.append(y)
+    return out
+
+
+def test_successive_calls_on_one_allreduce_never_mix_their_blocks():
+    t = managed()
+    hosts = t.host_names()
+    res = EngineNet(t).run({h: (calls_app, hosts, [64, 4096, 64, 1000]) for h in hosts})
+    for k, n in enumerate([64, 4096, 64, 1000]):
+        assert np.array_equal(res["h0"][k], np.full(n, sum(range(16)) + 16 * k, np.int32)), k

@@ -225,3 +225,17 @@ def test_what_the_hardware_cannot_run_is_refused_in_one_line(args, says):
     out = emu_run("--topo", "star:n=4", *args, timeout=60)
     text = out.stdout + out.stderr
     assert out.returncode == 2 and says in text and "Traceback" not in text, text
+
+
+async def two_comms_app(host):
+    for _ in range(2):  # a new communicator object over the same ranks: the adapter's sequence goes on
+        c = Comm(host)
+        await c.barrier(offload="hw", algo="tree")
+        y = await c.allreduce(np.full(3, c.rank, np.int64), offload="hw")
+    return host.now, y.tolist()
+
+
+def test_a_new_communicator_over_the_same_ranks_goes_on_with_the_adapters_sequence():
+    t = star(4)
+    res = EngineNet(t).run({h: (two_comms_app,) for h in t.host_names()})
+    assert all(v[1] == [6, 6, 6] for v in res.values())

@@ -116,7 +116,43 @@ async def demo(n: int = 8, plot_path: str | None = "emu-demo-allreduce.png") -> 
     console.print(topo)
     ok &= await _collectives(console, plot_path)
     ok &= await _nic_offload(console)
+    ok &= await _offloads(console)
     return 0 if ok else 1
+
+
+async def _offloads(console) -> bool:
+    """The comparison users come for: one allreduce, host software vs each offload, on one fabric."""
+    from nodes.collectives.hw import HW_GROUP
+    from nodes.collectives.run import check_results, run_collective
+    from topologies import build
+
+    from ..config import ConfigError
+
+    spec = "fattree:k=4,n=2"
+    topo = build(spec)
+    topo.add_group(HW_GROUP, topo.host_names())   # spec 03's hardware collectives
+    topo.add_manager()                            # spec 04 asks the network manager for a tree
+    t = Table(title=f"allreduce of float32 on {spec} (16 hosts): where it runs, virtual completion (us) "
+                    "and bytes on links")
+    for col in ("size", "host software", "nic (spec 01)", "hw (spec 03)", "switch (spec 04)"):
+        t.add_column(col, justify="right", no_wrap=True)
+    ok = True
+    with busy("allreduce: host software vs nic vs hw vs switch") as say:
+        async with Cluster(topo) as net:
+            for size in (256, 4096, 65536):
+                cells = []
+                for off in (None, "nic", "hw", "switch"):
+                    say(f"allreduce of {size:,} B on {spec}: {off or 'host software'}")
+                    try:
+                        r = await run_collective(net, "allreduce", count=size // 4, dtype="float32", offload=off)
+                    except ConfigError:  # e.g. more descriptors than one NIC call takes
+                        cells.append("-")
+                        continue
+                    check_results(r, size // 4, "float32", "sum", 0, 0)
+                    cells.append(f"{r.completion_ns / 1000:,.2f} / {sum(r.link_bytes.values()) / 1000:,.0f} kB")
+                t.add_row(f"{size:,} B", *cells)
+    console.print(t)
+    return ok
 
 
 async def _nic_offload(console) -> bool:

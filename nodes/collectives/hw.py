@@ -81,7 +81,8 @@ async def ibarrier_hw(comm, algo: str = "tree", branch: int | None = None, data:
                       op: str = "sum", dtype: str = "int64") -> int:
     """Enter the next hardware barrier and return its sequence number at once."""
     spec = barrier_spec(comm, hw_algo("barrier", algo), branch, op, dtype)
-    comm.hw_seq += 1
+    # the adapter's context outlives a Comm object: go on from what this node last entered there
+    comm.hw_seq = max(comm.hw_seq, comm.host.barrier_seq(spec.base)) + 1
     await comm.host.barrier_enter(spec, comm.hw_seq, data)
     return comm.hw_seq
 

@@ -331,6 +331,11 @@ class HostAPI:
         _check_range("barrier_enter", spec.base, 16 + len(data))
         return BarrierEnter(spec, seq, bytes(data))
 
+    def barrier_seq(self, base: int) -> int:
+        """The last sequence number this node entered for the barrier context at ``base`` (0: none)."""
+        ctx = self._engine.nic.qs.barriers.ctx.get(base)
+        return 0 if ctx is None else ctx.entered
+
     def wait_word(self, addr: int, at_least: int, timeout_ns: int = 100_000_000) -> WaitWord:
         """Wait until the 64-bit word at ``addr`` in this node's memory is >= ``at_least`` (written by
         the adapter); returns None, or why not (the adapter's failure, or the timeout)."""

@@ -63,6 +63,8 @@ class Job:
     left: int = 0
     resent: int = 0
     finished: bool = False
+    base: int = 0
+    """Block id of this call's block 0 (``IncNIC.next_block``)."""
 
 
 class IncNIC:
@@ -73,6 +75,10 @@ class IncNIC:
         self.ctl: dict[int, list] = {}
         """seq -> [frame, tries, timer, callback]"""
         self.stats = {"inc_sent": 0, "inc_resent": 0, "inc_results": 0, "inc_stray": 0, "inc_ctl": 0}
+        self.next_block: dict[int, int] = {}
+        """Allreduce id -> the first block id of its next call: calls on one allreduce number their
+        blocks on from the last (every member makes the same calls in the same order), so a switch
+        never takes a block of this call for one of the last."""
         self.granted: dict[tuple, Grant] = {}
         """What the manager granted, by communicator, members, type, operator, reproducibility: asked
         once per participant set (the communicator setup), used by every call after."""
@@ -149,7 +155,9 @@ class IncNIC:
             group = list(range(start, min(start + w, n)))
             k = rank % len(group)
             order += group[k:] + group[:k]
-        job = Job(g.aid, flat, g.elems, w, order, timeout_ns, max_tries, on_done, np.empty_like(flat), left=n)
+        base = self.next_block.get(g.aid, 0)
+        self.next_block[g.aid] = (base + n) & 0xFFFFFFFF
+        job = Job(g.aid, flat, g.elems, w, order, timeout_ns, max_tries, on_done, np.empty_like(flat), left=n, base=base)
         self.jobs[g.aid] = job
         self._pump(job, t)
 
@@ -172,7 +180,8 @@ class IncNIC:
             self.stats["inc_resent"] += 1
         st[0] += 1
         lo = b * job.elems
-        body = encode_dense(job.aid, b, job.x[lo:lo + job.elems], flags=F_LAST | (F_RETX if st[0] > 1 else 0))
+        body = encode_dense(job.aid, (job.base + b) & 0xFFFFFFFF, job.x[lo:lo + job.elems],
+                            flags=F_LAST | (F_RETX if st[0] > 1 else 0))
         self.nic.emit(LINK_LOCAL, PacketType.INC, body, t + self.nic.spec.nic_delay_ns, port=0)
         self.stats["inc_sent"] += 1
         st[1] = self.nic.at(t + job.timeout_ns, lambda _a, j=job, blk=b: self._send_block(j, blk, self.nic.now), None)
@@ -181,6 +190,8 @@ class IncNIC:
         head, values, _ = decode(frame, HDR_LEN)
         aid, flags, _code, b, _s, _n, _c, _r = head
         job = self.jobs.get(aid)
+        if job is not None:
+            b = (b - job.base) & 0xFFFFFFFF
         if job is None or not flags & F_RESULT or b not in job.inflight:
             self.stats["inc_stray"] += 1  # a late duplicate of a result we have, or not ours
             return

@@ -58,6 +58,15 @@ class Install:
 
 
 UP, DONE = "up", "done"
+KEEP_RESULTS = 4096
+"""Results of completed blocks an installed allreduce keeps for retransmissions (the oldest go first;
+a host's blocks without their result are among its last window's)."""
+
+
+def _keep(results: dict, block: int, frame: bytes) -> None:
+    results[block] = frame
+    while len(results) > KEEP_RESULTS:
+        results.pop(next(iter(results)))
 
 
 class Aggregator:
@@ -104,7 +113,7 @@ class Aggregator:
             if port != ins.parent:
                 self.stats["inc_unknown"] += 1
                 return []
-            ins.results[block] = frame
+            _keep(ins.results, block, frame)
             ins.blocks.pop(block, None)
             return [(c, frame, at) for c in ins.children]
         if port not in ins.children:
@@ -172,7 +181,7 @@ class Aggregator:
                 frame = build_frame(self.sw.node_id, LINK_LOCAL, PacketType.INC,
                                     encode_dense(aid, block, result.astype(ins.dtype.newbyteorder("=")),
                                                  flags=F_LAST | F_RESULT))
-                ins.results[block] = frame
+                _keep(ins.results, block, frame)
                 ins.blocks.pop(block, None)
                 self.stats["inc_results"] += 1
                 out += [(c, frame, at) for c in ins.children]
