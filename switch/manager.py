@@ -32,7 +32,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from emu.build import register_engine
+import struct
+
 from emu.config import ConfigError, ManagerSpec, SwitchSpec
+from emu.wire import DecodeError
 from emu.wire import HDR_LEN, PacketType, build_frame
 from emu.wire.qsnet import MGMT, ROUTE_ENTRY, TRAP, MgmtOp, TrapKind
 
@@ -110,7 +113,7 @@ class ManagerEngine:
             if ptype == PacketType.INCCTL:
                 return self.inc.on_request(src, frame, now)
             raise ValueError(f"packet type {ptype}")
-        except Exception as e:  # noqa: BLE001 -- foreign or malformed: counted, dropped, logged
+        except (DecodeError, ValueError, IndexError, struct.error) as e:  # foreign or malformed: counted, dropped, logged
             self.stats["foreign"] += 1
             log.warning("%s: dropped a frame on port %d at %d ns: %s", self.name, port, now, e)
             return []

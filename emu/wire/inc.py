@@ -119,7 +119,7 @@ class IncRequest(Packet):
     fields_desc = [
         ByteEnumField("dtype", DType.FLOAT32, {c.value: c.name for c in DType}),
         ByteField("reproducible", 0),
-        ShortField("rsvd", 0),
+        ShortField("algo", 0),       # an Algo code the host asks for (0: the manager picks by size)
         IntField("comm", 0),
         LongField("nbytes", 0),
         ShortField("op", 0),         # op_code(name) of the operator

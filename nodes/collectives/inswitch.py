@@ -1,6 +1,7 @@
 """Allreduce offloaded to the switches (spec 04, ``offload="switch"``), host side.
 
-The communicator asks the network manager once per (type, operator, reproducibility) for an
+The communicator asks the network manager once per (type, operator, reproducibility, algorithm:
+``comm.inc_algo`` = single, multi2, multi4 or tree asks for one, else the manager picks by size) for an
 in-network allreduce over its members (``host.inc_request``); the manager installs a reduction tree
 of switches and grants an allreduce id, or rejects -- then this falls back to the host software
 allreduce and says so in ``comm.last_algo``. Each call then streams the vector through the tree
@@ -23,10 +24,11 @@ async def allreduce_switch(comm, x: np.ndarray, op: str, reproducible: bool = Fa
         raise ConfigError(f"{op} cannot be aggregated in the switches (paired operands); use host software")
     flat = np.ascontiguousarray(x).ravel()
     grants = comm.__dict__.setdefault("inc_grants", {})
-    key = (flat.dtype.str, op, reproducible)
+    want = int(Algo[comm.inc_algo.upper()]) if getattr(comm, "inc_algo", None) else 0
+    key = (flat.dtype.str, op, reproducible, want)
     g = grants.get(key)
     if g is None:
-        kind, val = await comm.host.inc_request(comm.id, comm.members, flat.dtype, op, flat.nbytes, reproducible)
+        kind, val = await comm.host.inc_request(comm.id, comm.members, flat.dtype, op, flat.nbytes, reproducible, want)
         if kind != "grant":
             grants[key] = ("reject", val)
             g = grants[key]

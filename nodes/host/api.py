@@ -346,10 +346,11 @@ class HostAPI:
 
     # -- in-network allreduce (spec 04) -------------------------------------------------------------
     def inc_request(self, comm: int, members: list[str], dtype, op: str, nbytes: int,
-                    reproducible: bool = False) -> IncReq:
+                    reproducible: bool = False, algo: int = 0) -> IncReq:
         """Ask the network manager for an in-network allreduce over ``members`` (host names, rank
-        order); returns ``("grant", nodes.nic.inc.Grant)`` or ``("reject", why)``."""
-        return IncReq("request", comm, [self._addr(m) for m in members], dtype, op, nbytes, reproducible)
+        order; ``algo``: an ``emu.wire.inc.Algo`` code to ask for, 0: the manager picks by size);
+        returns ``("grant", nodes.nic.inc.Grant)`` or ``("reject", why)``."""
+        return IncReq("request", comm, [self._addr(m) for m in members], dtype, op, nbytes, reproducible, algo)
 
     def inc_allreduce(self, grant, x, rank: int, timeout_ns: int | None = None) -> IncReq:
         """Run the granted allreduce on ``x``; returns (result or None, error or None, blocks resent).

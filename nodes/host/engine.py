@@ -266,7 +266,8 @@ class Host:
         proc.cpu_ns += cost
         done = lambda res: self.resume((proc, res))  # noqa: E731
         if op.kind == "request":
-            inc.request(*op.args, self.now + cost, done)
+            *args, algo = op.args
+            inc.request(*args, self.now + cost, done, algo)
         else:
             grant, x, rank, timeout_ns = op.args
             inc.allreduce(grant, x, rank, self.now + cost, done, timeout_ns=timeout_ns)

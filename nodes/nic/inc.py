@@ -85,8 +85,8 @@ class IncNIC:
 
     # -- control -----------------------------------------------------------------------------------
     def request(self, comm: int, members: list[int], dtype: np.dtype, op: str, nbytes: int, reproducible: bool,
-                t: int, on_reply: Callable) -> None:
-        key = (comm, tuple(members), np.dtype(dtype).str, op, bool(reproducible))
+                t: int, on_reply: Callable, algo: int = 0) -> None:
+        key = (comm, tuple(members), np.dtype(dtype).str, op, bool(reproducible), algo)
         if key in self.granted:
             self.nic.at(t, on_reply, ("grant", self.granted[key]))
             return
@@ -95,7 +95,7 @@ class IncNIC:
             self.nic.at(t, on_reply, ("reject", "no network manager in this topology (Topology.add_manager)"))
             return
         self._seq = (self._seq + 1) & 0xFFFF
-        body = REQUEST.pack(dtype_code(dtype), int(reproducible), 0, comm & 0xFFFFFFFF, nbytes, op_code(op), 0, 0) \
+        body = REQUEST.pack(dtype_code(dtype), int(reproducible), algo, comm & 0xFFFFFFFF, nbytes, op_code(op), 0, 0) \
             + b"".join(MEMBER.pack(m) for m in members)
         frame = CTL.pack(CtlOp.REQUEST, 0, self._seq, 0, len(members)) + body
         def reply(res, key=key):

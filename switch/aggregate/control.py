@@ -65,6 +65,8 @@ class Request:
     installed: set = field(default_factory=set)
     grant: bytes = b""
     why: str = ""
+    want: int = 0
+    """The algorithm the host asked for (0: by size)."""
     round: int = 0
     """Install rounds (a refusal starts another): answers of an earlier round are ignored."""
 
@@ -84,7 +86,9 @@ class IncControl:
         if op != CtlOp.REQUEST:
             raise DecodeError(f"control operation {op} is not a request")
         off = HDR_LEN + CTL.size
-        dcode, repro, _r, comm, nbytes, opc, elems, _r2 = REQUEST.unpack(frame, off)
+        dcode, repro, want, comm, nbytes, opc, elems, _r2 = REQUEST.unpack(frame, off)
+        if want and want not in Algo._value2member_map_:
+            raise DecodeError(f"request for unknown algorithm {want}")
         off += REQUEST.size
         if len(frame) != off + count * MEMBER.size:
             raise DecodeError(f"request for {count} members is {len(frame)} bytes long")
@@ -94,11 +98,11 @@ class IncControl:
             raise DecodeError(f"request from {src} for members {addrs[:8]}: not hosts, or the sender is not one")
         dtype = wire_dtype(dcode)
         m.stats["inc_requests"] += 1
-        key = (comm, tuple(addrs), dcode, opc, bool(repro))
+        key = (comm, tuple(addrs), dcode, opc, bool(repro), want)
         req = self.requests.get(key)
         if req is None:
             req = self.requests[key] = Request(key, names, dtype, opc, nbytes, bool(repro),
-                                               elems or max(1, 1024 // dtype.itemsize))
+                                               elems or max(1, 1024 // dtype.itemsize), want=want)
         req.askers.append((src, seq))
         if req.state in ("granted", "rejected"):
             return self._answer(req, now)
@@ -117,7 +121,7 @@ class IncControl:
         self._aid = self._aid % 0xFFFF + 1
         req.aid, req.tree, req.state = self._aid, tree, "installing"
         req.round += 1
-        algo = algorithm(req.nbytes, req.reproducible)
+        algo = Algo.TREE if req.reproducible else Algo(req.want) if req.want else algorithm(req.nbytes, False)
         per_packet = req.elems * req.dtype.itemsize
         M = {Algo.SINGLE: 1, Algo.MULTI2: 2, Algo.MULTI4: 4}.get(algo)
         window = MAX_WINDOW
