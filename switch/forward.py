@@ -321,6 +321,10 @@ class SwitchEngine:
     max_errors: int = 0
     """Bring-up: lost or damaged test frames (both ways) a port may have and go into service at once."""
 
+    def extra_stats(self) -> dict[str, dict[str, int]]:
+        """The processing unit's counters (``Cluster.stats``), once an allreduce was installed here."""
+        return {"pu": dict(self.agg.pu.stats)} if self.agg is not None else {}
+
     def on_timer(self, now: int) -> list[tuple[int, bytes, int]]:
         out = []
         lt = self.link_test

@@ -207,3 +207,22 @@ def test_successive_calls_on_one_allreduce_never_mix_their_blocks():
     res = EngineNet(t).run({h: (calls_app, hosts, [64, 4096, 64, 1000]) for h in hosts})
     for k, n in enumerate([64, 4096, 64, 1000]):
         assert np.array_equal(res["h0"][k], np.full(n, sum(range(16)) + 16 * k, np.int32)), k
+
+
+def test_the_measurement_script_matches_its_model_where_the_processing_unit_limits(tmp_path):
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "inc_allreduce.py"
+    spec = importlib.util.spec_from_file_location("inc_allreduce", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    rows = mod.main(["--sizes", "64KiB", "--scale", "fattree:k=2,n=3", "--scale-size", "16KiB", "--out", str(tmp_path)])
+    star = {(r["algo"], r["dtype"]): r for r in rows if r["topology"].startswith("star")}
+    for algo in ("single", "multi2", "multi4", "tree"):
+        r = star[(algo, "float32")]
+        assert 0.9 * r["model_gbps"] <= r["gbps_per_host"] <= 1.02 * r["model_gbps"], r  # PU-bound: the model holds
+    scale = {r["algo"]: r for r in rows if r["topology"] == "fattree:k=2,n=3"}
+    assert scale["tree"]["completion_ns"] < scale["host ring"]["completion_ns"]
+    assert scale["tree"]["link_bytes"] < scale["host ring"]["link_bytes"]
+    assert (tmp_path / "inc_allreduce.png").stat().st_size > 0
