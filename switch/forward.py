@@ -236,12 +236,12 @@ class SwitchEngine:
 
             from .aggregate.engine import Aggregator
 
-            children, _n, parent, algo, repro, dtype, _r, elems, buffers, opc, _r2 = INSTALL.unpack(body)
+            children, _n, parent, algo, repro, dtype, sparse, elems, buffers, opc, span = INSTALL.unpack(body)
             if self.agg is None:
                 self.agg = Aggregator(self)
             ports = tuple(p for p in range(64) if children >> p & 1)
             return self.agg.install(count, ports, None if parent == 255 else parent, algo, bool(repro), opc, dtype,
-                                    elems, buffers)
+                                    elems, buffers, span if sparse else 0)
         elif op == MgmtOp.INC_RELEASE:
             if self.agg is not None:
                 self.agg.release(count)

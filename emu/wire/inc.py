@@ -124,7 +124,7 @@ class IncRequest(Packet):
         LongField("nbytes", 0),
         ShortField("op", 0),         # op_code(name) of the operator
         ShortField("elems", 0),      # elements per packet the host would like (0: the manager's choice)
-        IntField("rsvd2", 0),
+        IntField("span", 0),         # sparse: elements a block spans (0: dense)
     ]
 
 
@@ -159,11 +159,11 @@ class IncInstall(Packet):
         ByteEnumField("algo", Algo.TREE, {c.value: c.name for c in Algo}),
         ByteField("reproducible", 0),
         ByteEnumField("dtype", DType.FLOAT32, {c.value: c.name for c in DType}),
-        ByteField("rsvd", 0),
-        ShortField("elems", 0),
+        ByteField("sparse", 0),      # blocks come as (index, value) shards
+        ShortField("elems", 0),      # elements (dense) or pairs (sparse) per packet
         ShortField("buffers", 0),    # aggregation buffers of this allreduce here (its memory share)
         ShortField("op", 0),         # op_code(name) of the operator
-        IntField("rsvd2", 0),
+        IntField("span", 0),         # sparse: elements a block spans
     ]
 
 

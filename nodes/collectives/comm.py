@@ -101,6 +101,22 @@ class Comm:
         return await self._run("reduce", algo, x.nbytes, o.prepare(np.ascontiguousarray(x).ravel(), self.rank),
                                o, root)
 
+    async def allreduce_sparse(self, index: np.ndarray, values: np.ndarray, length: int, op: str = "sum", *,
+                               offload: str | None = "switch", span: int | None = None) -> np.ndarray:
+        """The sum of every rank's sparse vector (non-zeros ``values`` at ``index``) as a dense
+        array of ``length``. ``offload="switch"`` (spec 04): aggregated in the switches, shards of
+        (index, value) pairs (``nodes.collectives.inswitch.allreduce_sparse_switch``); None: a host
+        allreduce of the densified vector."""
+        if offload == "switch":
+            from .inswitch import allreduce_sparse_switch
+
+            return await allreduce_sparse_switch(self, index, values, length, op, span)
+        if offload is not None:
+            raise ConfigError(f"a sparse allreduce runs in host software or offload='switch', not {offload!r}")
+        dense = np.zeros(length, np.asarray(values).dtype)
+        dense[np.asarray(index, np.int64)] = values
+        return await self.allreduce(dense, op)
+
     async def nic_setup(self, vp: int | None = None) -> None:
         """Communicator setup for NIC-offloaded collectives: open this rank's virtual port."""
         from .offload import DEFAULT_VP, setup

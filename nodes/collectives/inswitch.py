@@ -44,3 +44,42 @@ async def allreduce_switch(comm, x: np.ndarray, op: str, reproducible: bool = Fa
     comm.last_algo = f"switch({Algo(g.algo).name.lower()}, {g.elems}/packet, window {g.window})"
     comm.inc_resent = getattr(comm, "inc_resent", 0) + resent
     return out.astype(flat.dtype).reshape(x.shape)
+
+
+async def allreduce_sparse_switch(comm, index: np.ndarray, values: np.ndarray, length: int, op: str = "sum",
+                                  span: int | None = None, timeout_ns: int | None = None) -> np.ndarray:
+    """The sum of every rank's sparse vector (its non-zeros ``values`` at ``index``, of ``length``)
+    aggregated in the switches, as a dense array on every rank. Blocks span ``span`` elements; by
+    default the span that fills one packet with the average block's non-zeros, from the ranks'
+    average density (a small host allreduce of the non-zero counts, so that every rank agrees).
+    Falls back to a host allreduce of the densified vector when the manager rejects."""
+    if op != "sum":
+        raise ConfigError(f"sparse allreduce sums (absent elements are zeros); {op!r} is not supported")
+    values = np.asarray(values)
+    index = np.asarray(index, np.int64)
+    if len(index) != len(values) or (len(index) and (index.min() < 0 or index.max() >= length)):
+        raise ConfigError(f"sparse allreduce: {len(index)} indices for {len(values)} values, within 0..{length - 1}")
+    pairs = max(1, 1024 // (4 + values.dtype.itemsize))
+    if span is None:
+        nnz = await comm.allreduce(np.array([len(index)], np.int64), "sum")
+        density = max(float(nnz[0]) / (comm.size * max(1, length)), 1e-9)
+        span = int(min(max(pairs, round(pairs / density)), max(length, pairs), 1 << 31))
+    grants = comm.__dict__.setdefault("inc_grants", {})
+    key = (values.dtype.str, op, "sparse", span)
+    g = grants.get(key)
+    if g is None:
+        kind, val = await comm.host.inc_request(comm.id, comm.members, values.dtype, op, len(values) * (4 + values.itemsize),
+                                                False, 0, span)
+        g = grants[key] = val if kind == "grant" else ("reject", val)
+    if isinstance(g, tuple):
+        dense = np.zeros(length, values.dtype)
+        dense[index] = values
+        y = await comm.allreduce(dense, op)
+        comm.last_algo = f"{comm.last_algo} (switch offload rejected: {g[1]})"
+        return y
+    out, err, resent = await comm.host.inc_allreduce_sparse(g, index, values, length, span, comm.rank, timeout_ns)
+    if err is not None:
+        raise RuntimeError(f"rank {comm.rank}: sparse in-network allreduce failed: {err}")
+    comm.last_algo = f"switch(sparse, span {span}, {g.elems} pairs/packet, window {g.window})"
+    comm.inc_resent = getattr(comm, "inc_resent", 0) + resent
+    return out

@@ -346,16 +346,23 @@ class HostAPI:
 
     # -- in-network allreduce (spec 04) -------------------------------------------------------------
     def inc_request(self, comm: int, members: list[str], dtype, op: str, nbytes: int,
-                    reproducible: bool = False, algo: int = 0) -> IncReq:
+                    reproducible: bool = False, algo: int = 0, span: int = 0) -> IncReq:
         """Ask the network manager for an in-network allreduce over ``members`` (host names, rank
         order; ``algo``: an ``emu.wire.inc.Algo`` code to ask for, 0: the manager picks by size);
         returns ``("grant", nodes.nic.inc.Grant)`` or ``("reject", why)``."""
-        return IncReq("request", comm, [self._addr(m) for m in members], dtype, op, nbytes, reproducible, algo)
+        return IncReq("request", comm, [self._addr(m) for m in members], dtype, op, nbytes, reproducible, algo, span)
 
     def inc_allreduce(self, grant, x, rank: int, timeout_ns: int | None = None) -> IncReq:
         """Run the granted allreduce on ``x``; returns (result or None, error or None, blocks resent).
         A block without its result ``timeout_ns`` (default ``elan.retransmit_ns``) is sent again."""
         return IncReq("allreduce", grant, x, rank, timeout_ns)
+
+    def inc_allreduce_sparse(self, grant, index, values, length: int, span: int, rank: int,
+                             timeout_ns: int | None = None) -> IncReq:
+        """Run a granted sparse allreduce (``span`` elements per block, granted with that span):
+        the non-zeros of this rank's vector of ``length`` at ``index``; returns (dense result or
+        None, error or None, blocks resent)."""
+        return IncReq("sparse", grant, index, values, length, span, rank, timeout_ns)
 
     def sleep(self, ns: int) -> Sleep:
         """Let ``ns`` nanoseconds of virtual time pass."""

@@ -266,8 +266,11 @@ class Host:
         proc.cpu_ns += cost
         done = lambda res: self.resume((proc, res))  # noqa: E731
         if op.kind == "request":
-            *args, algo = op.args
-            inc.request(*args, self.now + cost, done, algo)
+            *args, algo, span = op.args
+            inc.request(*args, self.now + cost, done, algo, span)
+        elif op.kind == "sparse":
+            grant, index, values, length, span, rank, timeout_ns = op.args
+            inc.allreduce_sparse(grant, index, values, length, span, rank, self.now + cost, done, timeout_ns=timeout_ns)
         else:
             grant, x, rank, timeout_ns = op.args
             inc.allreduce(grant, x, rank, self.now + cost, done, timeout_ns=timeout_ns)

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from emu.wire import HDR_LEN, DecodeError, PacketType
-from emu.wire.inc import (CTL, F_LAST, F_RESULT, F_RETX, GRANT, MEMBER, REQUEST, CtlOp, decode, dtype_code,
-                          encode_dense, op_code)
+from emu.wire.inc import (CTL, F_LAST, F_RESULT, F_RETX, F_SPARSE, GRANT, MEMBER, REQUEST, CtlOp, decode, dtype_code,
+                          encode_dense, encode_sparse, op_code)
 
 if TYPE_CHECKING:
     from .engine import NicEngine
@@ -65,6 +65,11 @@ class Job:
     finished: bool = False
     base: int = 0
     """Block id of this call's block 0 (``IncNIC.next_block``)."""
+    span: int = 0
+    """Sparse: elements a block spans; ``shards[b]`` its (index within the block, value) pairs."""
+    shards: dict = field(default_factory=dict)
+    partial: dict = field(default_factory=dict)
+    """Sparse: result shards of a block received so far."""
 
 
 class IncNIC:
@@ -85,8 +90,8 @@ class IncNIC:
 
     # -- control -----------------------------------------------------------------------------------
     def request(self, comm: int, members: list[int], dtype: np.dtype, op: str, nbytes: int, reproducible: bool,
-                t: int, on_reply: Callable, algo: int = 0) -> None:
-        key = (comm, tuple(members), np.dtype(dtype).str, op, bool(reproducible), algo)
+                t: int, on_reply: Callable, algo: int = 0, span: int = 0) -> None:
+        key = (comm, tuple(members), np.dtype(dtype).str, op, bool(reproducible), algo, span)
         if key in self.granted:
             self.nic.at(t, on_reply, ("grant", self.granted[key]))
             return
@@ -95,7 +100,7 @@ class IncNIC:
             self.nic.at(t, on_reply, ("reject", "no network manager in this topology (Topology.add_manager)"))
             return
         self._seq = (self._seq + 1) & 0xFFFF
-        body = REQUEST.pack(dtype_code(dtype), int(reproducible), algo, comm & 0xFFFFFFFF, nbytes, op_code(op), 0, 0) \
+        body = REQUEST.pack(dtype_code(dtype), int(reproducible), algo, comm & 0xFFFFFFFF, nbytes, op_code(op), 0, span) \
             + b"".join(MEMBER.pack(m) for m in members)
         frame = CTL.pack(CtlOp.REQUEST, 0, self._seq, 0, len(members)) + body
         def reply(res, key=key):
@@ -161,6 +166,33 @@ class IncNIC:
         self.jobs[g.aid] = job
         self._pump(job, t)
 
+    def allreduce_sparse(self, g: Grant, index: np.ndarray, values: np.ndarray, length: int, span: int, rank: int,
+                         t: int, on_done: Callable, *, timeout_ns: int | None = None, max_tries: int | None = None) -> None:
+        """The allreduce of a sparse vector of ``length`` (its non-zeros at ``index``): blocks of
+        ``span`` elements, each sent as its non-zeros in shards of ``g.elems`` pairs (an empty block
+        as one empty shard); the result comes back the same way and lands in a dense array."""
+        elan = self.nic.spec.elan
+        n = max(1, -(-length // span))
+        w = max(1, min(g.window, n))
+        order = []
+        for start in range(0, n, w):
+            group = list(range(start, min(start + w, n)))
+            k = rank % len(group)
+            order += group[k:] + group[:k]
+        index = np.asarray(index, np.int64)
+        srt = np.argsort(index, kind="stable")
+        index, values = index[srt], np.asarray(values)[srt]
+        cuts = np.searchsorted(index, np.arange(n + 1) * span)
+        base = self.next_block.get(g.aid, 0)
+        self.next_block[g.aid] = (base + n) & 0xFFFFFFFF
+        job = Job(g.aid, values, g.elems, w, order, elan.retransmit_ns if timeout_ns is None else timeout_ns,
+                  elan.max_tries if max_tries is None else max_tries, on_done, np.zeros(length, values.dtype), left=n,
+                  base=base, span=span)
+        for b in range(n):
+            job.shards[b] = (index[cuts[b]:cuts[b + 1]] - b * span, values[cuts[b]:cuts[b + 1]])
+        self.jobs[g.aid] = job
+        self._pump(job, t)
+
     def _pump(self, job: Job, t: int) -> None:
         while job.next < len(job.order) and len(job.inflight) < job.window:
             b = job.order[job.next]
@@ -179,27 +211,48 @@ class IncNIC:
             job.resent += 1
             self.stats["inc_resent"] += 1
         st[0] += 1
-        lo = b * job.elems
-        body = encode_dense(job.aid, (job.base + b) & 0xFFFFFFFF, job.x[lo:lo + job.elems],
-                            flags=F_LAST | (F_RETX if st[0] > 1 else 0))
-        self.nic.emit(LINK_LOCAL, PacketType.INC, body, t + self.nic.spec.nic_delay_ns, port=0)
-        self.stats["inc_sent"] += 1
+        retx = F_RETX if st[0] > 1 else 0
+        blk = (job.base + b) & 0xFFFFFFFF
+        if job.span:  # the block's non-zeros, in shards
+            idx, vals = job.shards[b]
+            k = max(1, -(-len(idx) // job.elems))
+            bodies = [encode_sparse(job.aid, blk, idx[i * job.elems:(i + 1) * job.elems],
+                                    vals[i * job.elems:(i + 1) * job.elems], shard=i, shards=k, last=i == k - 1,
+                                    flags=retx) for i in range(k)]
+        else:
+            lo = b * job.elems
+            bodies = [encode_dense(job.aid, blk, job.x[lo:lo + job.elems], flags=F_LAST | retx)]
+        for body in bodies:
+            self.nic.emit(LINK_LOCAL, PacketType.INC, body, t + self.nic.spec.nic_delay_ns, port=0)
+            self.stats["inc_sent"] += 1
         st[1] = self.nic.at(t + job.timeout_ns, lambda _a, j=job, blk=b: self._send_block(j, blk, self.nic.now), None)
 
     def on_data(self, frame: bytes, now: int) -> None:
-        head, values, _ = decode(frame, HDR_LEN)
-        aid, flags, _code, b, _s, _n, _c, _r = head
+        head, values, index = decode(frame, HDR_LEN)
+        aid, flags, _code, b, shard, shards, _c, _r = head
         job = self.jobs.get(aid)
         if job is not None:
             b = (b - job.base) & 0xFFFFFFFF
         if job is None or not flags & F_RESULT or b not in job.inflight:
             self.stats["inc_stray"] += 1  # a late duplicate of a result we have, or not ours
             return
+        if flags & F_SPARSE:  # a shard of the block's result: wait for all of them
+            got = job.partial.setdefault(b, {})
+            got[shard] = (index, values)
+            if flags & F_LAST:
+                got["n"] = shards
+            if "n" not in got or len(got) - 1 < got["n"]:
+                return
+            del job.partial[b]
+            for k, part in got.items():
+                if k != "n":
+                    job.out[b * job.span + np.asarray(part[0], np.int64)] = part[1]
         st = job.inflight.pop(b)
         if st[1] is not None:
             self.nic.timers.cancel(st[1])
-        lo = b * job.elems
-        job.out[lo:lo + len(values)] = values
+        if not job.span:
+            lo = b * job.elems
+            job.out[lo:lo + len(values)] = values
         self.stats["inc_results"] += 1
         job.left -= 1
         if job.left == 0:

@@ -67,6 +67,8 @@ class Request:
     why: str = ""
     want: int = 0
     """The algorithm the host asked for (0: by size)."""
+    span: int = 0
+    """Sparse: elements a block spans (0: dense)."""
     round: int = 0
     """Install rounds (a refusal starts another): answers of an earlier round are ignored."""
 
@@ -86,7 +88,7 @@ class IncControl:
         if op != CtlOp.REQUEST:
             raise DecodeError(f"control operation {op} is not a request")
         off = HDR_LEN + CTL.size
-        dcode, repro, want, comm, nbytes, opc, elems, _r2 = REQUEST.unpack(frame, off)
+        dcode, repro, want, comm, nbytes, opc, elems, span = REQUEST.unpack(frame, off)
         if want and want not in Algo._value2member_map_:
             raise DecodeError(f"request for unknown algorithm {want}")
         off += REQUEST.size
@@ -98,11 +100,12 @@ class IncControl:
             raise DecodeError(f"request from {src} for members {addrs[:8]}: not hosts, or the sender is not one")
         dtype = wire_dtype(dcode)
         m.stats["inc_requests"] += 1
-        key = (comm, tuple(addrs), dcode, opc, bool(repro), want)
+        key = (comm, tuple(addrs), dcode, opc, bool(repro), want, span)
         req = self.requests.get(key)
         if req is None:
+            per = dtype.itemsize + (4 if span else 0)  # a sparse element travels with its 4-byte index
             req = self.requests[key] = Request(key, names, dtype, opc, nbytes, bool(repro),
-                                               elems or max(1, 1024 // dtype.itemsize), want=want)
+                                               elems or max(1, 1024 // per), want=want, span=span)
         req.askers.append((src, seq))
         if req.state in ("granted", "rejected"):
             return self._answer(req, now)
@@ -122,7 +125,7 @@ class IncControl:
         req.aid, req.tree, req.state = self._aid, tree, "installing"
         req.round += 1
         algo = Algo.TREE if req.reproducible else Algo(req.want) if req.want else algorithm(req.nbytes, False)
-        per_packet = req.elems * req.dtype.itemsize
+        per_packet = (req.span if req.span else req.elems) * req.dtype.itemsize  # a sparse block aggregates densely
         M = {Algo.SINGLE: 1, Algo.MULTI2: 2, Algo.MULTI4: 4}.get(algo)
         window = MAX_WINDOW
         out = []
@@ -134,7 +137,8 @@ class IncControl:
             buffers = max(1, share // per_block)
             window = min(window, buffers)
             body = INSTALL.pack(sum(1 << p for p in children), len(children), 255 if parent is None else parent, algo,
-                                int(req.reproducible), _dcode(req.dtype), 0, req.elems, min(buffers, 0xFFFF), req.op, 0)
+                                int(req.reproducible), _dcode(req.dtype), int(bool(req.span)), req.elems,
+                                min(buffers, 0xFFFF), req.op, req.span)
             out += m._command(sw, MgmtOp.INC_INSTALL, req.aid, body, now,
                               on_answer=lambda ok, t, why, s=sw, r=req, n=req.round: self._installed(r, n, s, ok, t, why))
             m.stats["inc_installs"] += 1

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from emu.wire import DST_OFF, HDR_LEN, PacketType, build_frame
-from emu.wire.inc import (DATA, F_LAST, F_RESULT, F_SPARSE, DecodeError, decode, encode_dense, op_by_code,
-                          wire_dtype)
+from emu.wire.inc import (DATA, F_LAST, F_RESULT, F_SPARSE, DecodeError, decode, encode_dense, encode_sparse,
+                          op_by_code, wire_dtype)
 
 from .pu import ProcessingUnit
 
@@ -51,7 +51,10 @@ class Install:
     op: object
     dtype: np.dtype
     elems: int
+    """Elements (dense) or (index, value) pairs (sparse) per packet."""
     buffers: int
+    span: int = 0
+    """Sparse: elements a block spans (shards merged into a dense array of it: the array store)."""
     blocks: dict = field(default_factory=dict)
     """block -> [bitmap of children done, arrivals so far, shards per child, state, result]."""
     results: dict = field(default_factory=dict)
@@ -63,10 +66,26 @@ KEEP_RESULTS = 4096
 a host's blocks without their result are among its last window's)."""
 
 
-def _keep(results: dict, block: int, frame: bytes) -> None:
-    results[block] = frame
+def _keep(results: dict, block: int, frames: list[bytes]) -> bool:
+    """Keep a block's result frames (a sparse result may take several shards: added as they come);
+    True once every shard of it is here."""
+    got = results.setdefault(block, {})
+    for f in frames:
+        _aid, flags, _c, _b, shard, shards, _n, _r = DATA.unpack(f, HDR_LEN)
+        got[shard] = f
+        if flags & F_LAST:
+            got["n"] = shards
     while len(results) > KEEP_RESULTS:
         results.pop(next(iter(results)))
+    return _complete(got)
+
+
+def _complete(got: dict) -> bool:
+    return "n" in got and len(got) - 1 >= got["n"]
+
+
+def _frames_of(got: dict) -> list[bytes]:
+    return [f for k, f in sorted((k, f) for k, f in got.items() if k != "n")]
 
 
 class Aggregator:
@@ -80,7 +99,7 @@ class Aggregator:
 
     # -- control ---------------------------------------------------------------------------------
     def install(self, aid: int, children: tuple[int, ...], parent: int | None, algo_code: int, reproducible: bool,
-                op_code: int, dtype_code: int, elems: int, buffers: int) -> bool:
+                op_code: int, dtype_code: int, elems: int, buffers: int, span: int = 0) -> bool:
         """False: no room (``max_allreduces`` installed already)."""
         if aid not in self.installs and len(self.installs) >= self.sw.spec.pu.max_allreduces:
             return False
@@ -88,7 +107,7 @@ class Aggregator:
         if reproducible:
             algo, B = "tree", 1
         self.installs[aid] = Install(aid, tuple(children), parent, algo, B, reproducible, op_by_code(op_code),
-                                     wire_dtype(dtype_code), elems, buffers)
+                                     wire_dtype(dtype_code), elems, buffers, span)
         return True
 
     def release(self, aid: int) -> None:
@@ -113,17 +132,18 @@ class Aggregator:
             if port != ins.parent:
                 self.stats["inc_unknown"] += 1
                 return []
-            _keep(ins.results, block, frame)
-            ins.blocks.pop(block, None)
+            if _keep(ins.results, block, [frame]):
+                ins.blocks.pop(block, None)
             return [(c, frame, at) for c in ins.children]
         if port not in ins.children:
             self.stats["inc_unknown"] += 1
             log.warning("%s: INC packet of allreduce %d from port %d, not a child", self.sw.name, aid, port)
             return []
         self.stats["inc_packets"] += 1
-        if block in ins.results:  # a child that missed the result: send it again
+        got = ins.results.get(block)
+        if got is not None and _complete(got):  # a child that missed the result: send it again
             self.stats["inc_duplicates"] += 1
-            return [(port, ins.results[block], at)]
+            return [(port, f, at) for f in _frames_of(got)]
         b = ins.blocks.get(block)
         if b is None:
             b = ins.blocks[block] = [0, 0, {}, None, None]
@@ -132,7 +152,7 @@ class Aggregator:
         if b[0] & bit:
             self.stats["inc_duplicates"] += 1
             if b[3] == UP and b[4] is not None:  # our aggregate may have been lost on its way up
-                return [(ins.parent, b[4], at)]
+                return [(ins.parent, f, at) for f in b[4]]
             return []
         if flags & F_SPARSE:  # shards of one child's block: merge them, count the child when all are in
             got = b[2].setdefault(pos, {})
@@ -145,10 +165,17 @@ class Aggregator:
                 got["n"] = total
             if "n" not in got or len(got) - 1 < got["n"]:
                 return []
-            dense = np.zeros(ins.elems, ins.dtype.newbyteorder("="))
+            dense = np.zeros(ins.span, ins.dtype.newbyteorder("="))
             for k, v in got.items():
                 if k != "n":
-                    dense[np.asarray(v[0], np.int64) % ins.elems] = v[1]
+                    idx = np.asarray(v[0], np.int64)
+                    if len(idx) and idx.max() >= ins.span:  # outside the block: the peer's fault
+                        self.stats["malformed"] += 1
+                        log.warning("%s: sparse shard of block %d from port %d indexes past the span %d",
+                                    self.sw.name, block, port, ins.span)
+                        del b[2][pos]
+                        return []
+                    dense[idx] = v[1]
             values = dense
             del b[2][pos]
         b[0] |= bit
@@ -177,21 +204,33 @@ class Aggregator:
             self.stats["inc_blocks"] += 1
             at = max(t, now) + self.sw.spec.processing_delay_ns
             b = ins.blocks.get(block)
+            frames = self._frames(ins, block, result, root=ins.parent is None)
             if ins.parent is None:  # the root: the result goes down
-                frame = build_frame(self.sw.node_id, LINK_LOCAL, PacketType.INC,
-                                    encode_dense(aid, block, result.astype(ins.dtype.newbyteorder("=")),
-                                                 flags=F_LAST | F_RESULT))
-                _keep(ins.results, block, frame)
+                _keep(ins.results, block, frames)
                 ins.blocks.pop(block, None)
                 self.stats["inc_results"] += 1
-                out += [(c, frame, at) for c in ins.children]
+                out += [(c, f, at) for f in frames for c in ins.children]
             else:
-                frame = build_frame(self.sw.node_id, LINK_LOCAL, PacketType.INC,
-                                    encode_dense(aid, block, result.astype(ins.dtype.newbyteorder("=")), flags=F_LAST))
                 if b is not None:
-                    b[3], b[4] = UP, frame
-                out.append((ins.parent, frame, at))
+                    b[3], b[4] = UP, frames
+                out += [(ins.parent, f, at) for f in frames]
         return out
+
+
+    def _frames(self, ins: Install, block: int, result: np.ndarray, root: bool) -> list[bytes]:
+        """A block's aggregate as it leaves: one dense packet, or its non-zeros in shards of
+        ``elems`` pairs (an all-zero block still sends one empty shard, so counts complete)."""
+        flags = F_RESULT if root else 0
+        native = result.astype(ins.dtype.newbyteorder("="))
+        if not ins.span:
+            return [build_frame(self.sw.node_id, LINK_LOCAL, PacketType.INC,
+                                encode_dense(ins.aid, block, native, flags=F_LAST | flags))]
+        nz = np.flatnonzero(native)
+        chunks = [nz[i:i + ins.elems] for i in range(0, len(nz), ins.elems)] or [nz]
+        return [build_frame(self.sw.node_id, LINK_LOCAL, PacketType.INC,
+                            encode_sparse(ins.aid, block, c, native[c], shard=k, shards=len(chunks),
+                                          last=k == len(chunks) - 1, flags=flags))
+                for k, c in enumerate(chunks)]
 
 
 def is_inc(frame: bytes) -> bool:
