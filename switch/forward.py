@@ -241,7 +241,7 @@ class SwitchEngine:
                 self.agg = Aggregator(self)
             ports = tuple(p for p in range(64) if children >> p & 1)
             return self.agg.install(count, ports, None if parent == 255 else parent, algo, bool(repro), opc, dtype,
-                                    elems, buffers, span if sparse else 0)
+                                    elems, buffers, span if sparse else 0, "hash" if sparse == 2 else "array")
         elif op == MgmtOp.INC_RELEASE:
             if self.agg is not None:
                 self.agg.release(count)

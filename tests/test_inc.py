@@ -263,3 +263,29 @@ def test_sparse_blocks_travel_as_index_value_shards_and_sum_exactly(density, fau
     if not faults:
         dense = net.run({h: (sparse_app, length, density, None) for h in hosts})
         assert np.array_equal(dense["h3"][0], ref)  # the host-software path agrees
+
+
+async def store_app(host, length, density, store):
+    c = Comm(host)
+    c.inc_store = store
+    idx, v = sparse_vec(c.rank, length, density)
+    return await c.allreduce_sparse(idx, v, length, span=2048), c.last_algo
+
+
+def test_hash_tables_at_the_leaves_spill_extra_traffic_arrays_send_none_and_both_sum_exactly():
+    length = 32_768
+    traffic = {}
+    for density, store in ((0.05, "auto"), (0.05, "array"), (0.12, "auto")):
+        ref = np.zeros(length, np.int32)
+        for r in range(16):
+            i, v = sparse_vec(r, length, density)
+            ref[i] += v
+        t = managed()
+        net = EngineNet(t)
+        res = net.run({h: (store_app, length, density, store) for h in t.host_names()})
+        assert all(np.array_equal(res[h][0], ref) for h in t.host_names())
+        spills = sum(net.engines[s].stats.get("inc_spills", 0) for s in ("s0", "s1", "s2", "s3"))
+        up = sum(len(f) for _t, n, _p, f in net.delivered if n == "s4" and ptype(f) == PacketType.INC)
+        traffic[(density, store)] = (spills, up)
+    assert traffic[(0.05, "array")][0] == 0 and 0 < traffic[(0.05, "auto")][0] < traffic[(0.12, "auto")][0]
+    assert traffic[(0.05, "auto")][1] > traffic[(0.05, "array")][1]  # spilled pairs are extra bytes upward

@@ -52,7 +52,9 @@ async def allreduce_sparse_switch(comm, index: np.ndarray, values: np.ndarray, l
     aggregated in the switches, as a dense array on every rank. Blocks span ``span`` elements; by
     default the span that fills one packet with the average block's non-zeros, from the ranks'
     average density (a small host allreduce of the non-zero counts, so that every rank agrees).
-    Falls back to a host allreduce of the densified vector when the manager rejects."""
+    Falls back to a host allreduce of the densified vector when the manager rejects. The switches
+    keep partial sums in hash tables with spill buffers at the leaves and arrays above, or arrays
+    everywhere with ``comm.inc_store = "array"``."""
     if op != "sum":
         raise ConfigError(f"sparse allreduce sums (absent elements are zeros); {op!r} is not supported")
     values = np.asarray(values)
@@ -65,11 +67,12 @@ async def allreduce_sparse_switch(comm, index: np.ndarray, values: np.ndarray, l
         density = max(float(nnz[0]) / (comm.size * max(1, length)), 1e-9)
         span = int(min(max(pairs, round(pairs / density)), max(length, pairs), 1 << 31))
     grants = comm.__dict__.setdefault("inc_grants", {})
-    key = (values.dtype.str, op, "sparse", span)
+    arrays = getattr(comm, "inc_store", "auto") == "array"  # else hash tables at the leaves, arrays above
+    key = (values.dtype.str, op, "sparse", span, arrays)
     g = grants.get(key)
     if g is None:
         kind, val = await comm.host.inc_request(comm.id, comm.members, values.dtype, op, len(values) * (4 + values.itemsize),
-                                                False, 0, span)
+                                                0x80 if arrays else False, 0, span)
         g = grants[key] = val if kind == "grant" else ("reject", val)
     if isinstance(g, tuple):
         dense = np.zeros(length, values.dtype)

@@ -100,7 +100,8 @@ class IncNIC:
             self.nic.at(t, on_reply, ("reject", "no network manager in this topology (Topology.add_manager)"))
             return
         self._seq = (self._seq + 1) & 0xFFFF
-        body = REQUEST.pack(dtype_code(dtype), int(reproducible), algo, comm & 0xFFFFFFFF, nbytes, op_code(op), 0, span) \
+        body = REQUEST.pack(dtype_code(dtype), int(reproducible) & 0xFF, algo, comm & 0xFFFFFFFF, nbytes, op_code(op), 0,
+                            span) \
             + b"".join(MEMBER.pack(m) for m in members)
         frame = CTL.pack(CtlOp.REQUEST, 0, self._seq, 0, len(members)) + body
         def reply(res, key=key):

@@ -69,6 +69,8 @@ class Request:
     """The algorithm the host asked for (0: by size)."""
     span: int = 0
     """Sparse: elements a block spans (0: dense)."""
+    stores: str = "auto"
+    """Sparse: ``auto`` (hash tables at the leaves, arrays above) or ``array`` everywhere."""
     round: int = 0
     """Install rounds (a refusal starts another): answers of an earlier round are ignored."""
 
@@ -89,6 +91,8 @@ class IncControl:
             raise DecodeError(f"control operation {op} is not a request")
         off = HDR_LEN + CTL.size
         dcode, repro, want, comm, nbytes, opc, elems, span = REQUEST.unpack(frame, off)
+        stores = "array" if repro & 0x80 else "auto"
+        repro &= 0x7F
         if want and want not in Algo._value2member_map_:
             raise DecodeError(f"request for unknown algorithm {want}")
         off += REQUEST.size
@@ -100,12 +104,12 @@ class IncControl:
             raise DecodeError(f"request from {src} for members {addrs[:8]}: not hosts, or the sender is not one")
         dtype = wire_dtype(dcode)
         m.stats["inc_requests"] += 1
-        key = (comm, tuple(addrs), dcode, opc, bool(repro), want, span)
+        key = (comm, tuple(addrs), dcode, opc, bool(repro), want, span, stores)
         req = self.requests.get(key)
         if req is None:
             per = dtype.itemsize + (4 if span else 0)  # a sparse element travels with its 4-byte index
             req = self.requests[key] = Request(key, names, dtype, opc, nbytes, bool(repro),
-                                               elems or max(1, 1024 // per), want=want, span=span)
+                                               elems or max(1, 1024 // per), want=want, span=span, stores=stores)
         req.askers.append((src, seq))
         if req.state in ("granted", "rejected"):
             return self._answer(req, now)
@@ -137,8 +141,8 @@ class IncControl:
             buffers = max(1, share // per_block)
             window = min(window, buffers)
             body = INSTALL.pack(sum(1 << p for p in children), len(children), 255 if parent is None else parent, algo,
-                                int(req.reproducible), _dcode(req.dtype), int(bool(req.span)), req.elems,
-                                min(buffers, 0xFFFF), req.op, req.span)
+                                int(req.reproducible), _dcode(req.dtype), _store(req, m.topology, sw, children),
+                                req.elems, min(buffers, 0xFFFF), req.op, req.span)
             out += m._command(sw, MgmtOp.INC_INSTALL, req.aid, body, now,
                               on_answer=lambda ok, t, why, s=sw, r=req, n=req.round: self._installed(r, n, s, ok, t, why))
             m.stats["inc_installs"] += 1
@@ -188,6 +192,18 @@ class IncControl:
             out.append((0, build_frame(m.node_id, host, PacketType.INCCTL, body, prio=1), at))
         req.askers = []
         return out
+
+
+def _store(req: Request, topology, sw: str, children: tuple[int, ...]) -> int:
+    """INSTALL's sparse byte: 0 dense; sparse, data gets denser toward the root: a hash table with a
+    spill buffer (2) at a switch whose children are all hosts, an array (1) elsewhere and at the root
+    (``store=`` on the request overrides: REQUEST bit 7 of ``reproducible`` asks for arrays everywhere)."""
+    if not req.span:
+        return 0
+    if req.stores == "array":
+        return 1
+    nb = {p: v for p, v, _vp, _l in topology.neighbours()[sw]}
+    return 2 if all(topology.nodes[nb[p]].kind == "host" for p in children) else 1
 
 
 def _dcode(dt: np.dtype) -> int:

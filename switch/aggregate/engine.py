@@ -54,7 +54,10 @@ class Install:
     """Elements (dense) or (index, value) pairs (sparse) per packet."""
     buffers: int
     span: int = 0
-    """Sparse: elements a block spans (shards merged into a dense array of it: the array store)."""
+    """Sparse: elements a block spans."""
+    store: str = "array"
+    """Sparse: ``array`` (shards merged into a dense array of the span: no extra traffic) or
+    ``hash`` (a hash table with a spill buffer that overflows upward: the leaves of the tree)."""
     blocks: dict = field(default_factory=dict)
     """block -> [bitmap of children done, arrivals so far, shards per child, state, result]."""
     results: dict = field(default_factory=dict)
@@ -99,7 +102,7 @@ class Aggregator:
 
     # -- control ---------------------------------------------------------------------------------
     def install(self, aid: int, children: tuple[int, ...], parent: int | None, algo_code: int, reproducible: bool,
-                op_code: int, dtype_code: int, elems: int, buffers: int, span: int = 0) -> bool:
+                op_code: int, dtype_code: int, elems: int, buffers: int, span: int = 0, store: str = "array") -> bool:
         """False: no room (``max_allreduces`` installed already)."""
         if aid not in self.installs and len(self.installs) >= self.sw.spec.pu.max_allreduces:
             return False
@@ -107,7 +110,8 @@ class Aggregator:
         if reproducible:
             algo, B = "tree", 1
         self.installs[aid] = Install(aid, tuple(children), parent, algo, B, reproducible, op_by_code(op_code),
-                                     wire_dtype(dtype_code), elems, buffers, span)
+                                     wire_dtype(dtype_code), elems, buffers, span,
+                                     store if parent is not None else "array")  # the root aggregates in an array
         return True
 
     def release(self, aid: int) -> None:
@@ -160,34 +164,91 @@ class Aggregator:
                 self.stats["inc_duplicates"] += 1
                 return []
             got[shard] = (index, values)
-            total = shards if flags & F_LAST else None
-            if total is not None:
-                got["n"] = total
+            if flags & F_LAST:
+                got["n"] = shards
             if "n" not in got or len(got) - 1 < got["n"]:
                 return []
-            dense = np.zeros(ins.span, ins.dtype.newbyteorder("="))
-            for k, v in got.items():
-                if k != "n":
-                    idx = np.asarray(v[0], np.int64)
-                    if len(idx) and idx.max() >= ins.span:  # outside the block: the peer's fault
-                        self.stats["malformed"] += 1
-                        log.warning("%s: sparse shard of block %d from port %d indexes past the span %d",
-                                    self.sw.name, block, port, ins.span)
-                        del b[2][pos]
-                        return []
-                    dense[idx] = v[1]
-            values = dense
             del b[2][pos]
+            idx = np.concatenate([np.asarray(v[0], np.int64) for k, v in got.items() if k != "n"])
+            vals = np.concatenate([np.asarray(v[1], ins.dtype.newbyteorder("=")) for k, v in got.items() if k != "n"])
+            if len(idx) and idx.max() >= ins.span:  # outside the block: the peer's fault
+                self.stats["malformed"] += 1
+                log.warning("%s: sparse shard of block %d from port %d indexes past the span %d",
+                            self.sw.name, block, port, ins.span)
+                return []
+            if ins.store == "hash":
+                out = self._hash_merge(ins, b, block, idx, vals, at)
+                values = np.zeros(max(1, vals.nbytes + 4 * len(idx)) // ins.dtype.itemsize, ins.dtype.newbyteorder("="))
+            else:
+                out = []
+                values = np.zeros(ins.span, ins.dtype.newbyteorder("="))
+                np.add.at(values, idx, vals)  # a child switch may send one index in several shards (its spills)
+        else:
+            out = []
         b[0] |= bit
         slot = pos if ins.reproducible else b[1]
         b[1] += 1
+        combine = _timing_only if ins.store == "hash" else ins.op.combine
         ok = self.pu.arrive(now, (aid, block), slot, np.asarray(values, ins.dtype.newbyteorder("=")),
-                            P=len(ins.children), algo=ins.algo, combine=ins.op.combine, B=ins.B)
+                            P=len(ins.children), algo=ins.algo, combine=combine, B=ins.B)
         if not ok:
             b[0] &= ~bit
             b[1] -= 1
             self.stats["inc_drops"] += 1
-        return self._completions(now)
+        return out + self._completions(now)
+
+    # -- the sparse hash store ---------------------------------------------------------------------
+    def _hash_merge(self, ins: Install, b: list, block: int, idx: np.ndarray, vals: np.ndarray, at: int) -> list:
+        """Fold a child's pairs into the block's hash table (``2 x elems`` slots); a pair whose slot
+        holds another index goes to the spill buffer (``elems`` pairs), which, when full, leaves at
+        once, unaggregated, as one more shard of this switch's output -- extra traffic."""
+        h = b[5] if len(b) > 5 else None
+        if h is None:
+            slots = 2 * ins.elems
+            h = {"keys": np.full(slots, -1, np.int64), "vals": np.zeros(slots, ins.dtype.newbyteorder("=")),
+                 "si": [], "sv": [], "next": 0, "sent": []}
+            b.extend([None] * (6 - len(b)))
+            b[5] = h
+        keys, table = h["keys"], h["vals"]
+        out = []
+        with np.errstate(all="ignore"):
+            for i, v in zip(idx.tolist(), vals):
+                slot = (i * 2654435761) % len(keys)
+                if keys[slot] == -1:
+                    keys[slot], table[slot] = i, v
+                elif keys[slot] == i:
+                    table[slot] = ins.op.combine(table[slot:slot + 1], np.array([v], table.dtype))[0]
+                else:
+                    h["si"].append(i)
+                    h["sv"].append(v)
+                    if len(h["si"]) == ins.elems:  # the spill buffer is full: on it goes
+                        f = build_frame(self.sw.node_id, LINK_LOCAL, PacketType.INC,
+                                        encode_sparse(ins.aid, block, np.array(h["si"]), np.array(h["sv"], table.dtype),
+                                                      shard=h["next"], shards=0, last=False))
+                        h["next"] += 1
+                        h["sent"].append(f)
+                        h["si"], h["sv"] = [], []
+                        self.stats["inc_spills"] = self.stats.get("inc_spills", 0) + 1
+                        self.stats["inc_spill_bytes"] = self.stats.get("inc_spill_bytes", 0) + len(f)
+                        out.append((ins.parent, f, at))
+        return out
+
+    def _hash_frames(self, ins: Install, block: int, b: list | None) -> list[bytes]:
+        """The hash store's last shards: the table's pairs and what is left in the spill buffer, after
+        the spills already sent (the last shard carries the total)."""
+        h = b[5] if b is not None and len(b) > 5 and b[5] is not None else None
+        if h is None:
+            return self._frames(ins, block, np.zeros(ins.span, ins.dtype.newbyteorder("=")), root=False)
+        used = h["keys"] >= 0
+        idx = np.concatenate([h["keys"][used], np.array(h["si"], np.int64)])
+        vals = np.concatenate([h["vals"][used], np.array(h["sv"], h["vals"].dtype)])
+        chunks = [slice(i, i + ins.elems) for i in range(0, len(idx), ins.elems)] or [slice(0, 0)]
+        total = h["next"] + len(chunks)
+        last = [build_frame(self.sw.node_id, LINK_LOCAL, PacketType.INC,
+                            encode_sparse(ins.aid, block, idx[c], vals[c], shard=h["next"] + k, shards=total,
+                                          last=k == len(chunks) - 1))
+                for k, c in enumerate(chunks)]
+        return h["sent"] + last
 
     def on_timer(self, now: int) -> list[tuple[int, bytes, int]]:
         return self._completions(now)
@@ -204,7 +265,11 @@ class Aggregator:
             self.stats["inc_blocks"] += 1
             at = max(t, now) + self.sw.spec.processing_delay_ns
             b = ins.blocks.get(block)
-            frames = self._frames(ins, block, result, root=ins.parent is None)
+            if ins.store == "hash" and ins.parent is not None:
+                frames = self._hash_frames(ins, block, b)
+                new = frames[len(b[5]["sent"]):] if b is not None and len(b) > 5 and b[5] is not None else frames
+            else:
+                frames = new = self._frames(ins, block, result, root=ins.parent is None)
             if ins.parent is None:  # the root: the result goes down
                 _keep(ins.results, block, frames)
                 ins.blocks.pop(block, None)
@@ -213,7 +278,7 @@ class Aggregator:
             else:
                 if b is not None:
                     b[3], b[4] = UP, frames
-                out += [(ins.parent, f, at) for f in frames]
+                out += [(ins.parent, f, at) for f in new]  # spills went already
         return out
 
 
@@ -231,6 +296,11 @@ class Aggregator:
                             encode_sparse(ins.aid, block, c, native[c], shard=k, shards=len(chunks),
                                           last=k == len(chunks) - 1, flags=flags))
                 for k, c in enumerate(chunks)]
+
+
+def _timing_only(a: np.ndarray, _b: np.ndarray) -> np.ndarray:
+    """The processing unit's combine for the hash store, whose data the engine merged already."""
+    return a
 
 
 def is_inc(frame: bytes) -> bool:
