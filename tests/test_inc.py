@@ -155,7 +155,7 @@ def test_emu_run_compares_the_offloads_on_the_same_workload():
     assert times["switch"] < times["none"]
     bad = subprocess.run([exe, "run", "--topo", "star:n=4", "--test", "reduce", "--offload", "switch"],
                          capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 2 and "reduce cannot be offloaded to the switches; allreduce can" in bad.stdout + bad.stderr
+    assert bad.returncode == 2 and "reduce cannot be offloaded to the switches; allreduce and barrier can" in bad.stdout + bad.stderr
 
 
 def test_the_manager_picks_the_algorithm_by_size_and_a_full_packet_memory_is_recovered_by_retransmission():
@@ -289,3 +289,24 @@ def test_hash_tables_at_the_leaves_spill_extra_traffic_arrays_send_none_and_both
         traffic[(density, store)] = (spills, up)
     assert traffic[(0.05, "array")][0] == 0 and 0 < traffic[(0.05, "auto")][0] < traffic[(0.12, "auto")][0]
     assert traffic[(0.05, "auto")][1] > traffic[(0.05, "array")][1]  # spilled pairs are extra bytes upward
+
+
+async def barrier_app(host, enter):
+    c = Comm(host)
+    await host.sleep(enter[c.rank])
+    await c.barrier(offload="switch")
+    return host.now, c.last_algo
+
+
+def test_a_barrier_is_an_allreduce_of_zero_bytes_through_the_switches():
+    t = managed()
+    hosts = t.host_names()
+    enter = [(131 * r) % 4000 for r in range(16)]
+    net = EngineNet(t)
+    res = net.run({h: (barrier_app, enter) for h in hosts})
+    assert min(v[0] for v in res.values()) >= max(enter)  # nobody left before the last one came
+    assert res["h0"][1].startswith("switch(barrier, ")
+    inc = [f for _t, _n, _p, f in net.delivered if ptype(f) == PacketType.INC]
+    assert all(DATA.unpack(f, HDR_LEN)[6] == 0 for f in inc)  # packets without data
+    root, tree = t.spanning_tree(hosts)
+    assert len(inc) == 2 * (16 + len(tree) - 1)  # one block: once up and once down each tree link

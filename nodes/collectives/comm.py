@@ -165,9 +165,15 @@ class Comm:
         """No rank leaves before every rank has entered. ``offload="hw"``: the QsNet adapters'
         barrier, ``algo="tree"`` (counted events up a ``branch``-ary tree, default) or ``"polled"``
         (the root's adapter polls a network conditional)."""
+        if offload == "switch":  # spec 04: a barrier is an allreduce of zero bytes through the switches
+            from .inswitch import allreduce_switch
+
+            await allreduce_switch(self, np.empty(0, np.int32), "sum")
+            self.last_algo = self.last_algo.replace("switch(", "switch(barrier, ", 1)
+            return None
         if offload is not None:
             if offload != "hw":
-                raise ConfigError(f"barrier can be offloaded to hw (spec 03), not {offload!r}")
+                raise ConfigError(f"barrier can be offloaded to hw (spec 03) or switch (spec 04), not {offload!r}")
             from .hw import barrier_hw, hw_algo
 
             self.last_algo = f"hw({hw_algo('barrier', algo)})"

@@ -11,8 +11,8 @@ in flight (the aggregation buffers the switches gave this allreduce: Little's la
 order: within each group of ``window`` blocks, host r starts at block r mod window, so the packets
 of one block reach a switch spread out in time. A block whose result has not come back within
 ``timeout_ns`` (default ``elan.retransmit_ns``) is sent again (flag RETX; the switches' bitmaps
-make it idempotent), at most ``max_tries`` times (``elan.max_tries``), then the operation fails with
-the reason -- never a hang.
+make it idempotent), waiting twice as long after each resend, at most ``max_tries`` times
+(``elan.max_tries``), then the operation fails with the reason -- never a hang.
 """
 
 from __future__ import annotations
@@ -226,7 +226,10 @@ class IncNIC:
         for body in bodies:
             self.nic.emit(LINK_LOCAL, PacketType.INC, body, t + self.nic.spec.nic_delay_ns, port=0)
             self.stats["inc_sent"] += 1
-        st[1] = self.nic.at(t + job.timeout_ns, lambda _a, j=job, blk=b: self._send_block(j, blk, self.nic.now), None)
+        # exponential back-off: a block resent waits twice as long each time (a slow switch is not
+        # flooded with resends it must answer as duplicates)
+        wait = job.timeout_ns << min(st[0] - 1, 16)
+        st[1] = self.nic.at(t + wait, lambda _a, j=job, blk=b: self._send_block(j, blk, self.nic.now), None)
 
     def on_data(self, frame: bytes, now: int) -> None:
         head, values, index = decode(frame, HDR_LEN)
