@@ -64,23 +64,28 @@ class Install:
 
 
 UP, DONE = "up", "done"
+ASK_NS = 20_000
+"""A switch asks its parent again for a block (on a child's retransmission) at most this often."""
 KEEP_RESULTS = 4096
 """Results of completed blocks an installed allreduce keeps for retransmissions (the oldest go first;
 a host's blocks without their result are among its last window's)."""
 
 
-def _keep(results: dict, block: int, frames: list[bytes]) -> bool:
+def _keep(results: dict, block: int, frames: list[bytes]) -> tuple[bool, list[bytes]]:
     """Keep a block's result frames (a sparse result may take several shards: added as they come);
-    True once every shard of it is here."""
+    (every shard of it is here, the frames that were new)."""
     got = results.setdefault(block, {})
+    new = []
     for f in frames:
         _aid, flags, _c, _b, shard, shards, _n, _r = DATA.unpack(f, HDR_LEN)
+        if shard not in got:
+            new.append(f)
         got[shard] = f
         if flags & F_LAST:
             got["n"] = shards
     while len(results) > KEEP_RESULTS:
         results.pop(next(iter(results)))
-    return _complete(got)
+    return _complete(got), new
 
 
 def _complete(got: dict) -> bool:
@@ -96,6 +101,7 @@ class Aggregator:
         self.sw = switch
         self.pu = ProcessingUnit(switch.spec.pu)
         self.installs: dict[int, Install] = {}
+        self._ask_ns = ASK_NS
         self.stats = switch.stats
         for k in ("inc_packets", "inc_duplicates", "inc_drops", "inc_unknown", "inc_blocks", "inc_results"):
             self.stats.setdefault(k, 0)
@@ -136,9 +142,11 @@ class Aggregator:
             if port != ins.parent:
                 self.stats["inc_unknown"] += 1
                 return []
-            if _keep(ins.results, block, [frame]):
+            complete, new = _keep(ins.results, block, [frame])
+            if complete:
                 ins.blocks.pop(block, None)
-            return [(c, frame, at) for c in ins.children]
+            # a shard sent again (our duplicate asked the parent for it) goes down once only
+            return [(c, f, at) for f in new for c in ins.children]
         if port not in ins.children:
             self.stats["inc_unknown"] += 1
             log.warning("%s: INC packet of allreduce %d from port %d, not a child", self.sw.name, aid, port)
@@ -155,7 +163,10 @@ class Aggregator:
         bit = 1 << pos
         if b[0] & bit:
             self.stats["inc_duplicates"] += 1
-            if b[3] == UP and b[4] is not None:  # our aggregate may have been lost on its way up
+            if b[3] == UP and b[4] is not None and (len(b) < 7 or b[6] is None or now - b[6] >= self._ask_ns):
+                # our aggregate (or part of the result) may have been lost: ask again, once per interval
+                b.extend([None] * (7 - len(b)))
+                b[6] = now
                 return [(ins.parent, f, at) for f in b[4]]
             return []
         if flags & F_SPARSE:  # shards of one child's block: merge them, count the child when all are in
