@@ -66,40 +66,32 @@ async def test_collectives_example_runs(cluster):
         assert (y == np.float32(0 + 1 + 2)).all() and cpu > 0
 
 
-def test_qsnet_examples_run(tmp_path):
-    block = next(b for b in blocks("bash") if "--test put" in b)
+def run_block(tmp_path, marker: str, says: tuple[str, ...], lines: int | None = None) -> None:
+    """Run every ``emu`` line of the README's bash block that contains ``marker``; each must succeed
+    and print every one of ``says``."""
+    block = next(b for b in blocks("bash") if marker in b)
     emu = pathlib.Path(sys.executable).parent / "emu"
-    for line in (ln for ln in block.splitlines() if ln.startswith("emu ")):
+    cmds = [ln for ln in block.splitlines() if ln.startswith("emu ")]
+    assert cmds and (lines is None or len(cmds) == lines)
+    for line in cmds:
         out = subprocess.run([str(emu), *line.split()[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-        assert out.returncode == 0 and "every byte right" in out.stdout, line + "\n" + out.stdout + out.stderr
+        assert out.returncode == 0 and all(w in out.stdout for w in says), line + "\n" + out.stdout + out.stderr
+
+
+def test_qsnet_examples_run(tmp_path):
+    run_block(tmp_path, "--test put", ("every byte right",))
 
 
 def test_hardware_collectives_examples_run(tmp_path):
-    block = next(b for b in blocks("bash") if "--offload hw --algo tree" in b)
-    emu = pathlib.Path(sys.executable).parent / "emu"
-    lines = [ln for ln in block.splitlines() if ln.startswith("emu ")]
-    assert len(lines) == 3
-    for line in lines:
-        out = subprocess.run([str(emu), *line.split()[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-        assert out.returncode == 0 and "algo=hw" in out.stdout and "result=equal" in out.stdout, \
-            line + "\n" + out.stdout + out.stderr
+    run_block(tmp_path, "--offload hw --algo tree", ("algo=hw", "result=equal"), lines=3)
 
 
 def test_manager_example_runs(tmp_path):
-    block = next(b for b in blocks("bash") if "--manager" in b)
-    emu = pathlib.Path(sys.executable).parent / "emu"
-    line = next(ln for ln in block.splitlines() if ln.startswith("emu "))
-    out = subprocess.run([str(emu), *line.split()[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0 and "link s0-s5" in out.stdout and "out of the tables" in out.stdout, \
-        out.stdout + out.stderr
+    run_block(tmp_path, "--manager", ("link s0-s5", "out of the tables"), lines=1)
 
 
 def test_in_network_allreduce_example_runs(tmp_path):
-    block = next(b for b in blocks("bash") if "--offload switch" in b)
-    emu = pathlib.Path(sys.executable).parent / "emu"
-    for line in (ln for ln in block.splitlines() if ln.startswith("emu ")):
-        out = subprocess.run([str(emu), *line.split()[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-        assert out.returncode == 0 and "result=equal" in out.stdout, line + "\n" + out.stdout + out.stderr
+    run_block(tmp_path, "--offload switch", ("result=equal",), lines=2)
 
 
 def test_qsnet_api_example_runs():
