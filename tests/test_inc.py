@@ -310,3 +310,28 @@ def test_a_barrier_is_an_allreduce_of_zero_bytes_through_the_switches():
     assert all(DATA.unpack(f, HDR_LEN)[6] == 0 for f in inc)  # packets without data
     root, tree = t.spanning_tree(hosts)
     assert len(inc) == 2 * (16 + len(tree) - 1)  # one block: once up and once down each tree link
+
+
+async def sparse_host_app(host, length, density):
+    c = Comm(host)
+    idx, v = sparse_vec(c.rank, length, density)
+    y = await c.allreduce_sparse(idx, v, length, offload=None)
+    return y, c.last_algo
+
+
+@pytest.mark.parametrize("density", [0.001, 0.3])
+def test_the_sparcml_style_host_baseline_sums_exactly_and_sends_pairs_while_sparse(density):
+    t = build("fattree:k=2,n=3")
+    length = 8192
+    ref = np.zeros(length, np.int32)
+    for r in range(8):
+        i, v = sparse_vec(r, length, density)
+        ref[i] += v
+    net = EngineNet(t)
+    res = net.run({h: (sparse_host_app, length, density) for h in t.host_names()})
+    assert all(np.array_equal(res[h][0], ref) for h in t.host_names())
+    assert res["h0"][1] == "sparse recursive doubling"
+    sent = sum(e.stats["messages_sent"] for n, e in net.engines.items() if e.kind == "host")
+    data = sum(len(f) for _t, n, _p, f in net.delivered if n.startswith("h") and ptype(f) == PacketType.MSG)
+    dense_bytes = 8 * 3 * length * 4  # 8 ranks, 3 steps, a dense vector each
+    assert sent == 8 * 3 and ((data < dense_bytes / 10) if density < 0.01 else (data > dense_bytes / 2))

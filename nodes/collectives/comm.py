@@ -105,14 +105,21 @@ class Comm:
                                offload: str | None = "switch", span: int | None = None) -> np.ndarray:
         """The sum of every rank's sparse vector (non-zeros ``values`` at ``index``) as a dense
         array of ``length``. ``offload="switch"`` (spec 04): aggregated in the switches, shards of
-        (index, value) pairs (``nodes.collectives.inswitch.allreduce_sparse_switch``); None: a host
-        allreduce of the densified vector."""
+        (index, value) pairs (``nodes.collectives.inswitch.allreduce_sparse_switch``); None: host
+        software, SparCML-style recursive doubling on (index, value) pairs for a sum over a
+        power-of-two number of ranks (``nodes.collectives.sparse``), else a dense allreduce."""
         if offload == "switch":
             from .inswitch import allreduce_sparse_switch
 
             return await allreduce_sparse_switch(self, index, values, length, op, span)
         if offload is not None:
             raise ConfigError(f"a sparse allreduce runs in host software or offload='switch', not {offload!r}")
+        if op == "sum" and self.size & (self.size - 1) == 0:  # SparCML-style recursive doubling on pairs
+            from .sparse import allreduce_sparse_host
+
+            self._seq += 1
+            self.last_algo = "sparse recursive doubling"
+            return await allreduce_sparse_host(self, index, values, length)
         dense = np.zeros(length, np.asarray(values).dtype)
         dense[np.asarray(index, np.int64)] = values
         return await self.allreduce(dense, op)
