@@ -70,6 +70,9 @@ class PUSpec:
     costs L = 1024 cycles; small types are vectorised, so the cost goes by bytes)."""
     copy_cycles: int = 64
     """A DMA copy of a packet into a buffer (the tree algorithm)."""
+    scan_cycles_per_byte: float = 0.125
+    """Scanning a sparse block's dense array for its non-zeros when the block leaves (vectorised:
+    8 bytes a cycle): the array store's cost that the hash store does not pay."""
     remote_factor: float = 25.0
     """A handler on a core outside the cluster holding its block's buffer pays this many times the
     cycles (remote scratchpad; plain FCFS scatters a block's packets over every cluster)."""
@@ -90,7 +93,7 @@ class PUSpec:
             v = getattr(self, f)
             if not isinstance(v, int) or not 1024 <= v <= 1 << 34:
                 raise ConfigError(f"PUSpec.{f} must be within 1 KiB..16 GiB, got {v!r}")
-        for f in ("ghz", "cycles_per_byte", "remote_factor"):
+        for f in ("ghz", "cycles_per_byte", "remote_factor", "scan_cycles_per_byte"):
             v = getattr(self, f)
             if not isinstance(v, (int, float)) or not 0 < v < 1e6:
                 raise ConfigError(f"PUSpec.{f} must be a positive number, got {v!r}")

@@ -48,7 +48,7 @@ async def app(host, algo, count, dtype, phase):
             return None
         return await comm.allreduce(x, "sum", "ring"), x
     comm.reproducible = algo == "reproducible"
-    comm.inc_algo = None if algo in ("tree", "reproducible") else algo
+    comm.inc_algo = None if algo == "reproducible" else algo  # reproducible: always the tree
     if phase == "setup":  # the communicator's request: the tree is installed before the measured call
         from emu.wire.inc import Algo
 

@@ -335,3 +335,20 @@ def test_the_sparcml_style_host_baseline_sums_exactly_and_sends_pairs_while_spar
     data = sum(len(f) for _t, n, _p, f in net.delivered if n.startswith("h") and ptype(f) == PacketType.MSG)
     dense_bytes = 8 * 3 * length * 4  # 8 ranks, 3 steps, a dense vector each
     assert sent == 8 * 3 and ((data < dense_bytes / 10) if density < 0.01 else (data > dense_bytes / 2))
+
+
+def test_the_sparse_measurement_script_runs_and_checks_every_result(tmp_path):
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "inc_sparse.py"
+    spec = importlib.util.spec_from_file_location("inc_sparse", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    rows = mod.main(["--densities", "0.1", "--length", "8192", "--scale", "fattree:k=2,n=2", "--scale-length", "16384",
+                     "--buckets", "128", "--out", str(tmp_path)])
+    by = {(r["topology"], r["method"]): r for r in rows}
+    leaves = "fattree:k=4,n=2"
+    assert by[(leaves, "sparse switch (hash leaves)")]["spill_bytes"] > 0 == by[(leaves, "sparse switch (arrays)")]["spill_bytes"]
+    assert by[(leaves, "sparse switch (arrays)")]["link_bytes"] < by[(leaves, "dense host")]["link_bytes"]
+    assert (tmp_path / "inc_sparse.csv").stat().st_size > 0

@@ -187,19 +187,28 @@ class Aggregator:
                 log.warning("%s: sparse shard of block %d from port %d indexes past the span %d",
                             self.sw.name, block, port, ins.span)
                 return []
+            # the engine keeps a sparse block's data; the processing unit is told what it costs: the
+            # pairs (random access into the store), and for an array its scan when the block leaves,
+            # shared out over the block's packets
+            cost = len(idx) * (4 + ins.dtype.itemsize)
             if ins.store == "hash":
                 out = self._hash_merge(ins, b, block, idx, vals, at)
-                values = np.zeros(max(1, vals.nbytes + 4 * len(idx)) // ins.dtype.itemsize, ins.dtype.newbyteorder("="))
             else:
                 out = []
-                values = np.zeros(ins.span, ins.dtype.newbyteorder("="))
-                np.add.at(values, idx, vals)  # a child switch may send one index in several shards (its spills)
+                b.extend([None] * (6 - len(b)))
+                if b[5] is None:
+                    b[5] = np.zeros(ins.span, ins.dtype.newbyteorder("="))
+                with np.errstate(all="ignore"):
+                    np.add.at(b[5], idx, vals)  # a child switch may send one index in several shards (its spills)
+                pu = self.sw.spec.pu  # the scan, in the bytes-worth of handler cycles the PU charges
+                cost += int(ins.span * ins.dtype.itemsize * pu.scan_cycles_per_byte / pu.cycles_per_byte) // len(ins.children)
+            values = np.zeros(max(1, cost // ins.dtype.itemsize), ins.dtype.newbyteorder("="))
         else:
             out = []
         b[0] |= bit
         slot = pos if ins.reproducible else b[1]
         b[1] += 1
-        combine = _timing_only if ins.store == "hash" else ins.op.combine
+        combine = _timing_only if ins.span else ins.op.combine
         ok = self.pu.arrive(now, (aid, block), slot, np.asarray(values, ins.dtype.newbyteorder("=")),
                             P=len(ins.children), algo=ins.algo, combine=combine, B=ins.B)
         if not ok:
@@ -280,6 +289,9 @@ class Aggregator:
                 frames = self._hash_frames(ins, block, b)
                 new = frames[len(b[5]["sent"]):] if b is not None and len(b) > 5 and b[5] is not None else frames
             else:
+                if ins.span:  # the sparse array store: the engine's array, not the timing stand-in
+                    result = b[5] if b is not None and len(b) > 5 and b[5] is not None else \
+                        np.zeros(ins.span, ins.dtype.newbyteorder("="))
                 frames = new = self._frames(ins, block, result, root=ins.parent is None)
             if ins.parent is None:  # the root: the result goes down
                 _keep(ins.results, block, frames)
