@@ -129,16 +129,13 @@ class IncControl:
         req.aid, req.tree, req.state = self._aid, tree, "installing"
         req.round += 1
         algo = Algo.TREE if req.reproducible else Algo(req.want) if req.want else algorithm(req.nbytes, False)
-        per_packet = (req.span if req.span else req.elems) * req.dtype.itemsize  # a sparse block aggregates densely
-        M = {Algo.SINGLE: 1, Algo.MULTI2: 2, Algo.MULTI4: 4}.get(algo)
         window = MAX_WINDOW
         out = []
         req.waiting = set(tree)
         for sw, (parent, children) in tree.items():
             pu = m.topology.nodes[sw].spec.pu
             share = pu.working_memory_bytes // pu.max_allreduces
-            per_block = per_packet * (M if M is not None else max(2, len(children)))
-            buffers = max(1, share // per_block)
+            buffers = max(1, share // _block_bytes(req, algo, _store(req, m.topology, sw, children), len(children)))
             window = min(window, buffers)
             body = INSTALL.pack(sum(1 << p for p in children), len(children), 255 if parent is None else parent, algo,
                                 int(req.reproducible), _dcode(req.dtype), _store(req, m.topology, sw, children),
@@ -192,6 +189,21 @@ class IncControl:
             out.append((0, build_frame(m.node_id, host, PacketType.INCCTL, body, prio=1), at))
         req.askers = []
         return out
+
+
+def _block_bytes(req: Request, algo: Algo, store: int, P: int) -> int:
+    """Working memory one block in flight takes at a switch: M buffers of a packet (dense: single 1,
+    B buffers B, the tree (P - 1) / log2 P on average, the spec's figure); sparse: the store, one per
+    block -- an array of the span (1), or a hash table of 2 x elems pairs and a spill buffer (2)."""
+    item = req.dtype.itemsize
+    if store == 1:
+        return req.span * item
+    if store == 2:
+        return 3 * req.elems * (4 + item)
+    M = {Algo.SINGLE: 1, Algo.MULTI2: 2, Algo.MULTI4: 4}.get(algo)
+    if M is None:
+        M = max(1, -(-(P - 1) // max(1, (P - 1).bit_length())))
+    return req.elems * item * M
 
 
 def _store(req: Request, topology, sw: str, children: tuple[int, ...]) -> int:
