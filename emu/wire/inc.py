@@ -138,6 +138,7 @@ class IncGrant(Packet):
         ByteField("algo", 0),        # Algo code the switches run
         ByteField("depth", 0),       # levels of the reduction tree
         ShortField("switches", 0),   # switches in the tree
+        IntField("latency_ns", 0),   # the model's time for the blocks of one window to come back
     ]
 
 
@@ -173,7 +174,7 @@ REQUEST = StructCodec(IncRequest)
 GRANT = StructCodec(IncGrant)
 INSTALL = StructCodec(IncInstall)
 DATA_LEN, CTL_LEN = DATA.size, CTL.size
-assert (DATA_LEN, CTL_LEN, REQUEST.size, GRANT.size, INSTALL.size) == (16, 8, 24, 8, 24)
+assert (DATA_LEN, CTL_LEN, REQUEST.size, GRANT.size, INSTALL.size) == (16, 8, 24, 12, 24)
 MEMBER = struct.Struct("!I")
 
 

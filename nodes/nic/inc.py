@@ -44,6 +44,9 @@ class Grant:
     algo: int
     depth: int
     switches: int
+    latency_ns: int = 0
+    """The manager's estimate of a window's blocks' time in the switches: hosts time out after no
+    less than 4 times it."""
 
 
 @dataclass(eq=False)
@@ -151,7 +154,7 @@ class IncNIC:
                   max_tries: int | None = None) -> None:
         """Defaults: the adapter's ``elan.retransmit_ns`` and ``elan.max_tries``."""
         elan = self.nic.spec.elan
-        timeout_ns = elan.retransmit_ns if timeout_ns is None else timeout_ns
+        timeout_ns = max(elan.retransmit_ns, 4 * g.latency_ns) if timeout_ns is None else timeout_ns
         max_tries = elan.max_tries if max_tries is None else max_tries
         flat = np.ascontiguousarray(x).ravel()
         n = max(1, -(-flat.size // g.elems))
@@ -186,7 +189,8 @@ class IncNIC:
         cuts = np.searchsorted(index, np.arange(n + 1) * span)
         base = self.next_block.get(g.aid, 0)
         self.next_block[g.aid] = (base + n) & 0xFFFFFFFF
-        job = Job(g.aid, values, g.elems, w, order, elan.retransmit_ns if timeout_ns is None else timeout_ns,
+        job = Job(g.aid, values, g.elems, w, order,
+                  max(elan.retransmit_ns, 4 * g.latency_ns) if timeout_ns is None else timeout_ns,
                   elan.max_tries if max_tries is None else max_tries, on_done, np.zeros(length, values.dtype), left=n,
                   base=base, span=span)
         for b in range(n):

@@ -22,6 +22,7 @@ The algorithm goes by the data size per rank: single buffer above 512 KiB, 4 buf
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -132,10 +133,17 @@ class IncControl:
         window = MAX_WINDOW
         out = []
         req.waiting = set(tree)
+        work = 0  # the model's handler time of one block at its busiest switch
         for sw, (parent, children) in tree.items():
             pu = m.topology.nodes[sw].spec.pu
             share = pu.working_memory_bytes // pu.max_allreduces
-            buffers = max(1, share // _block_bytes(req, algo, _store(req, m.topology, sw, children), len(children)))
+            store = _store(req, m.topology, sw, children)
+            buffers = max(1, share // _block_bytes(req, algo, store, len(children)))
+            per_packet = req.elems * (req.dtype.itemsize + (4 if req.span else 0)) * 8  # a child may send 8 shards
+            if store == 1:
+                per_packet += int(req.span * req.dtype.itemsize * pu.scan_cycles_per_byte / pu.cycles_per_byte)
+            work = max(work, math.ceil(len(children) * per_packet * pu.cycles_per_byte / pu.ghz)
+                       + pu.copy_cycles)
             window = min(window, buffers)
             body = INSTALL.pack(sum(1 << p for p in children), len(children), 255 if parent is None else parent, algo,
                                 int(req.reproducible), _dcode(req.dtype), _store(req, m.topology, sw, children),
@@ -144,7 +152,12 @@ class IncControl:
                               on_answer=lambda ok, t, why, s=sw, r=req, n=req.round: self._installed(r, n, s, ok, t, why))
             m.stats["inc_installs"] += 1
         depth = _depth(m.topology, root, tree)
-        req.grant = GRANT.pack(req.elems, max(1, window), algo, depth, len(tree))
+        # a window of blocks comes back after about: every level's work on a block, the blocks of the
+        # window sharing the switch's subsets of cores -- hosts time out after a multiple of it
+        pu0 = m.topology.nodes[root].spec.pu
+        subsets = max(1, pu0.cores // (pu0.subset if pu0.scheduler == "hfcfs" else pu0.cores))
+        latency = depth * work * max(1, -(-max(1, window) // subsets))
+        req.grant = GRANT.pack(req.elems, max(1, window), algo, depth, len(tree), min(latency, 0xFFFFFFFF))
         m._record(now, f"allreduce {req.aid}: tree of {len(tree)} switches rooted at {root}, {Algo(algo).name}, "
                        f"{req.elems} elements per packet, window {window}")
         return out
