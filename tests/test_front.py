@@ -100,8 +100,8 @@ def test_offload_none_is_the_software_path(capsys):
 
 
 def test_offloads_an_operation_has_not_are_refused_by_name(capsys):
-    assert "reduce cannot be offloaded to the switches; allreduce and barrier can" in refusal(
-        capsys, "--test", "reduce", "--offload", "switch")
+    assert "allgather cannot be offloaded to the switches; allreduce, reduce, bcast and barrier can" in refusal(
+        capsys, "--test", "allgather", "--offload", "switch")
     assert "--algo and --branch do not apply to --offload switch" in refusal(
         capsys, "--test", "allreduce", "--offload", "switch", "--algo", "ring")
     assert "reduce cannot be offloaded to the network hardware; bcast, barrier, allreduce can" in refusal(

@@ -153,9 +153,9 @@ def test_emu_run_compares_the_offloads_on_the_same_workload():
         assert out.returncode == 0 and "result=equal" in out.stdout, out.stdout + out.stderr
         times[off] = int(next(ln for ln in out.stdout.splitlines() if "│ allreduce" in ln).split("│")[3].replace(",", ""))
     assert times["switch"] < times["none"]
-    bad = subprocess.run([exe, "run", "--topo", "star:n=4", "--test", "reduce", "--offload", "switch"],
+    bad = subprocess.run([exe, "run", "--topo", "star:n=4", "--test", "allgather", "--offload", "switch"],
                          capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 2 and "reduce cannot be offloaded to the switches; allreduce and barrier can" in bad.stdout + bad.stderr
+    assert bad.returncode == 2 and "cannot be offloaded to the switches; allreduce, reduce, bcast and barrier can" in bad.stdout + bad.stderr
 
 
 def test_the_manager_picks_the_algorithm_by_size_and_a_full_packet_memory_is_recovered_by_retransmission():
@@ -352,3 +352,32 @@ def test_the_sparse_measurement_script_runs_and_checks_every_result(tmp_path):
     assert by[(leaves, "sparse switch (hash leaves)")]["spill_bytes"] > 0 == by[(leaves, "sparse switch (arrays)")]["spill_bytes"]
     assert by[(leaves, "sparse switch (arrays)")]["link_bytes"] < by[(leaves, "dense host")]["link_bytes"]
     assert (tmp_path / "inc_sparse.csv").stat().st_size > 0
+
+
+async def rooted_app(host, x, root):
+    c = Comm(host)
+    mine = x if c.rank == root else np.zeros_like(x)
+    b = await c.bcast(mine, root, offload="switch")
+    r = await c.reduce(np.full(4, c.rank + 1, np.int64), "sum", root, offload="switch")
+    return b, r, c.last_algo
+
+
+def test_reduce_and_bcast_come_the_same_way_bcast_bit_for_bit():
+    t = managed()
+    hosts = t.host_names()
+    x = np.array([np.nan, -0.0, 1e-310, np.inf, -np.pi] * 60, np.float64)  # bits a sum would not keep
+    res = EngineNet(t).run({h: (rooted_app, x, 5) for h in hosts})
+    for r, h in enumerate(hosts):
+        b, red, _algo = res[h]
+        assert b.tobytes() == x.tobytes()
+        assert (red is None) == (r != 5)
+    assert np.array_equal(res["h5"][1], np.full(4, sum(range(1, 17)), np.int64))
+
+
+def test_emu_run_reduce_and_bcast_offloaded_to_the_switches():
+    exe = str(Path(sys.executable).parent / "emu")
+    for test in ("reduce", "bcast"):
+        out = subprocess.run([exe, "run", "--topo", "fattree:k=4,n=2", "--test", test, "--offload", "switch",
+                              "--size", "8KiB", "--root", "3"], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0 and "algo=switch(" in out.stdout and "result=equal" in out.stdout, \
+            out.stdout + out.stderr

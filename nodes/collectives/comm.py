@@ -134,10 +134,11 @@ class Comm:
     async def _offload(self, where: str, kind: str, x: np.ndarray, op: str, root: int, branch: int | None):
         from .offload import DEFAULT_VP, TIMEOUT_NS_PER_PART, default_branch, offloaded, parts
 
-        if where == "switch" and kind == "allreduce":
+        if where == "switch" and kind in ("allreduce", "reduce"):  # spec 04: a reduce is an allreduce kept at root
             from .inswitch import allreduce_switch
 
-            return await allreduce_switch(self, x, op, getattr(self, "reproducible", False))
+            y = await allreduce_switch(self, x, op, getattr(self, "reproducible", False))
+            return y if kind == "allreduce" or self.rank == root else None
         if where == "hw" and kind == "allreduce":
             from .hw import allreduce_hw
 
@@ -156,11 +157,20 @@ class Comm:
     async def bcast(self, x: np.ndarray, root: int = 0, algo: str | None = None,
                     offload: str | None = None) -> np.ndarray:
         """``root``'s array on every rank; others pass a buffer of the same size and type.
-        ``offload="hw"``: the QsNet hardware broadcast (spec 03; ``nodes.collectives.hw``)."""
+        ``offload="hw"``: the QsNet hardware broadcast (spec 03; ``nodes.collectives.hw``);
+        ``offload="switch"``: through the switches' aggregation (spec 04), bit for bit."""
         self._check_root(root)
+        if offload == "switch":  # spec 04: an allreduce (bitwise or) where every rank but the root adds zeros
+            from .inswitch import allreduce_switch
+
+            flat = np.ascontiguousarray(x).ravel()
+            raw = flat.view(np.uint8) if self.rank == root else np.zeros(flat.nbytes, np.uint8)
+            y = await allreduce_switch(self, raw, "bor")
+            self.last_algo = self.last_algo.replace("switch(", "switch(bcast, ", 1)
+            return y.view(flat.dtype).reshape(np.shape(x))
         if offload is not None:
             if offload != "hw":
-                raise ConfigError(f"bcast can be offloaded to hw (spec 03), not {offload!r}")
+                raise ConfigError(f"bcast can be offloaded to hw (spec 03) or switch (spec 04), not {offload!r}")
             from .hw import bcast_hw
 
             self.last_algo = "hw"

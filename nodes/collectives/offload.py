@@ -52,9 +52,10 @@ def validate(operation: str, dtype: np.dtype, op: str, branch: int, where: str =
                                   "in a reduction block; raise it")
         return
     if where == "switch":
-        if operation not in ("allreduce", "barrier"):
-            raise ConfigError(f"{operation} cannot be offloaded to the switches; allreduce and barrier can")
-        if get_op(op).paired:
+        if operation not in ("allreduce", "barrier", "reduce", "bcast"):
+            raise ConfigError(f"{operation} cannot be offloaded to the switches; allreduce, reduce, bcast and "
+                              "barrier can")
+        if operation in ("allreduce", "reduce") and get_op(op).paired:
             raise ConfigError(f"{op} cannot be aggregated in the switches (paired operands); use host software")
         return
     if where != "nic":

@@ -32,10 +32,10 @@ class Operation:
 OPERATIONS: dict[str, Operation] = {op.name: op for op in (
     Operation("allreduce", "Every rank gets the reduction of all ranks' data (host software, --offload nic, hw "
               "or switch)", reduces=True, result="reduced", offloads=("nic", "hw", "switch")),
-    Operation("reduce", "The root gets the reduction of all ranks' data (host software or --offload nic)",
-              rooted=True, reduces=True, result="root_reduced", offloads=("nic",)),
-    Operation("bcast", "The root's data to every rank (host software or --offload hw)", rooted=True,
-              offloads=("hw",)),
+    Operation("reduce", "The root gets the reduction of all ranks' data (host software, --offload nic or switch)",
+              rooted=True, reduces=True, result="root_reduced", offloads=("nic", "switch")),
+    Operation("bcast", "The root's data to every rank (host software, --offload hw or switch)", rooted=True,
+              offloads=("hw", "switch")),
     Operation("barrier", "No rank leaves before every rank has entered (host software, --offload hw or switch)",
               result="none", offloads=("hw", "switch")),
     Operation("allgather", "Every rank gets every rank's data", result="gathered", per_rank_operand=True),

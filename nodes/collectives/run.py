@@ -168,9 +168,12 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
                  elan=net.topology.nodes[members[0]].spec.elan)
     elif offload == "switch":  # communicator setup: the manager installs the tree before the measured call
         validate(operation, np.dtype(dtype), op, 1, offload)
+        sdt, sop, scount = dtype, op, count
         if operation == "barrier":  # the zero-byte allreduce it is
-            dtype, op, count = "int32", "sum", 0
-        await net.run({h: (switch_setup_app, members, dtype, op, count) for h in members})
+            sdt, sop, scount = "int32", "sum", 0
+        elif operation == "bcast":  # a bitwise-or allreduce of the bytes
+            sdt, sop, scount = "uint8", "bor", count * np.dtype(dtype).itemsize
+        await net.run({h: (switch_setup_app, members, sdt, sop, scount) for h in members})
     elif offload is not None:
         spec = net.topology.nodes[members[0]].spec
         if branch is None:
