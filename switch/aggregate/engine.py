@@ -59,11 +59,26 @@ class Install:
     """Sparse: ``array`` (shards merged into a dense array of the span: no extra traffic) or
     ``hash`` (a hash table with a spill buffer that overflows upward: the leaves of the tree)."""
     blocks: dict = field(default_factory=dict)
-    """block -> [bitmap of children done, arrivals so far, shards per child, state, result]."""
+    """block -> its ``BlockState`` while it is being aggregated or its result awaited."""
     results: dict = field(default_factory=dict)
 
 
-UP, DONE = "up", "done"
+@dataclass(eq=False)
+class BlockState:
+    done: int = 0
+    """Bitmap of the children counted done (by position)."""
+    arrivals: int = 0
+    """Children's packets handed to the processing unit (the next non-reproducible leaf slot)."""
+    shards: dict = field(default_factory=dict)
+    """Sparse: child position -> its shards so far."""
+    up: list | None = None
+    """Our aggregate's frames, once sent to the parent (sent again when a child retransmits)."""
+    asked: int | None = None
+    """When we last sent them again."""
+    store: object = None
+    """Sparse: the block's dense array, or its hash table (``_hash_merge``)."""
+
+
 ASK_NS = 20_000
 """A switch asks its parent again for a block (on a child's retransmission) at most this often."""
 KEEP_RESULTS = 4096
@@ -101,7 +116,6 @@ class Aggregator:
         self.sw = switch
         self.pu = ProcessingUnit(switch.spec.pu)
         self.installs: dict[int, Install] = {}
-        self._ask_ns = ASK_NS
         self.stats = switch.stats
         for k in ("inc_packets", "inc_duplicates", "inc_drops", "inc_unknown", "inc_blocks", "inc_results"):
             self.stats.setdefault(k, 0)
@@ -158,19 +172,18 @@ class Aggregator:
             return [(port, f, at) for f in _frames_of(got)]
         b = ins.blocks.get(block)
         if b is None:
-            b = ins.blocks[block] = [0, 0, {}, None, None]
+            b = ins.blocks[block] = BlockState()
         pos = ins.children.index(port)
         bit = 1 << pos
-        if b[0] & bit:
+        if b.done & bit:
             self.stats["inc_duplicates"] += 1
-            if b[3] == UP and b[4] is not None and (len(b) < 7 or b[6] is None or now - b[6] >= self._ask_ns):
+            if b.up is not None and (b.asked is None or now - b.asked >= ASK_NS):
                 # our aggregate (or part of the result) may have been lost: ask again, once per interval
-                b.extend([None] * (7 - len(b)))
-                b[6] = now
-                return [(ins.parent, f, at) for f in b[4]]
+                b.asked = now
+                return [(ins.parent, f, at) for f in b.up]
             return []
         if flags & F_SPARSE:  # shards of one child's block: merge them, count the child when all are in
-            got = b[2].setdefault(pos, {})
+            got = b.shards.setdefault(pos, {})
             if shard in got:
                 self.stats["inc_duplicates"] += 1
                 return []
@@ -179,7 +192,7 @@ class Aggregator:
                 got["n"] = shards
             if "n" not in got or len(got) - 1 < got["n"]:
                 return []
-            del b[2][pos]
+            del b.shards[pos]
             idx = np.concatenate([np.asarray(v[0], np.int64) for k, v in got.items() if k != "n"])
             vals = np.concatenate([np.asarray(v[1], ins.dtype.newbyteorder("=")) for k, v in got.items() if k != "n"])
             if len(idx) and idx.max() >= ins.span:  # outside the block: the peer's fault
@@ -195,40 +208,37 @@ class Aggregator:
                 out = self._hash_merge(ins, b, block, idx, vals, at)
             else:
                 out = []
-                b.extend([None] * (6 - len(b)))
-                if b[5] is None:
-                    b[5] = np.zeros(ins.span, ins.dtype.newbyteorder("="))
+                if b.store is None:
+                    b.store = np.zeros(ins.span, ins.dtype.newbyteorder("="))
                 with np.errstate(all="ignore"):
-                    np.add.at(b[5], idx, vals)  # a child switch may send one index in several shards (its spills)
+                    np.add.at(b.store, idx, vals)  # a child switch may send one index in several shards (its spills)
                 pu = self.sw.spec.pu  # the scan, in the bytes-worth of handler cycles the PU charges
                 cost += int(ins.span * ins.dtype.itemsize * pu.scan_cycles_per_byte / pu.cycles_per_byte) // len(ins.children)
             values = np.zeros(max(1, cost // ins.dtype.itemsize), ins.dtype.newbyteorder("="))
         else:
             out = []
-        b[0] |= bit
-        slot = pos if ins.reproducible else b[1]
-        b[1] += 1
+        b.done |= bit
+        slot = pos if ins.reproducible else b.arrivals
+        b.arrivals += 1
         combine = _timing_only if ins.span else ins.op.combine
         ok = self.pu.arrive(now, (aid, block), slot, np.asarray(values, ins.dtype.newbyteorder("=")),
                             P=len(ins.children), algo=ins.algo, combine=combine, B=ins.B)
         if not ok:
-            b[0] &= ~bit
-            b[1] -= 1
+            b.done &= ~bit
+            b.arrivals -= 1
             self.stats["inc_drops"] += 1
         return out + self._completions(now)
 
     # -- the sparse hash store ---------------------------------------------------------------------
-    def _hash_merge(self, ins: Install, b: list, block: int, idx: np.ndarray, vals: np.ndarray, at: int) -> list:
+    def _hash_merge(self, ins: Install, b: BlockState, block: int, idx: np.ndarray, vals: np.ndarray, at: int) -> list:
         """Fold a child's pairs into the block's hash table (``2 x elems`` slots); a pair whose slot
         holds another index goes to the spill buffer (``elems`` pairs), which, when full, leaves at
         once, unaggregated, as one more shard of this switch's output -- extra traffic."""
-        h = b[5] if len(b) > 5 else None
+        h = b.store
         if h is None:
             slots = 2 * ins.elems
-            h = {"keys": np.full(slots, -1, np.int64), "vals": np.zeros(slots, ins.dtype.newbyteorder("=")),
-                 "si": [], "sv": [], "next": 0, "sent": []}
-            b.extend([None] * (6 - len(b)))
-            b[5] = h
+            h = b.store = {"keys": np.full(slots, -1, np.int64), "vals": np.zeros(slots, ins.dtype.newbyteorder("=")),
+                           "si": [], "sv": [], "next": 0, "sent": []}
         keys, table = h["keys"], h["vals"]
         out = []
         with np.errstate(all="ignore"):
@@ -253,10 +263,9 @@ class Aggregator:
                         out.append((ins.parent, f, at))
         return out
 
-    def _hash_frames(self, ins: Install, block: int, b: list | None) -> list[bytes]:
+    def _hash_frames(self, ins: Install, block: int, h: dict | None) -> list[bytes]:
         """The hash store's last shards: the table's pairs and what is left in the spill buffer, after
         the spills already sent (the last shard carries the total)."""
-        h = b[5] if b is not None and len(b) > 5 and b[5] is not None else None
         if h is None:
             return self._frames(ins, block, np.zeros(ins.span, ins.dtype.newbyteorder("=")), root=False)
         used = h["keys"] >= 0
@@ -285,13 +294,13 @@ class Aggregator:
             self.stats["inc_blocks"] += 1
             at = max(t, now) + self.sw.spec.processing_delay_ns
             b = ins.blocks.get(block)
+            store = b.store if b is not None else None
             if ins.store == "hash" and ins.parent is not None:
-                frames = self._hash_frames(ins, block, b)
-                new = frames[len(b[5]["sent"]):] if b is not None and len(b) > 5 and b[5] is not None else frames
+                frames = self._hash_frames(ins, block, store)
+                new = frames[len(store["sent"]):] if store is not None else frames  # spills went already
             else:
                 if ins.span:  # the sparse array store: the engine's array, not the timing stand-in
-                    result = b[5] if b is not None and len(b) > 5 and b[5] is not None else \
-                        np.zeros(ins.span, ins.dtype.newbyteorder("="))
+                    result = store if store is not None else np.zeros(ins.span, ins.dtype.newbyteorder("="))
                 frames = new = self._frames(ins, block, result, root=ins.parent is None)
             if ins.parent is None:  # the root: the result goes down
                 _keep(ins.results, block, frames)
@@ -300,8 +309,8 @@ class Aggregator:
                 out += [(c, f, at) for f in frames for c in ins.children]
             else:
                 if b is not None:
-                    b[3], b[4] = UP, frames
-                out += [(ins.parent, f, at) for f in new]  # spills went already
+                    b.up = frames
+                out += [(ins.parent, f, at) for f in new]
         return out
 
 
