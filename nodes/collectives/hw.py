@@ -67,6 +67,11 @@ async def bcast_hw(comm, x: np.ndarray, root: int) -> np.ndarray:
     return np.frombuffer(host.mem_read(BUF, flat.nbytes), dtype=flat.dtype).copy()
 
 
+def barrier_base(comm) -> int:
+    """Where a communicator's barrier words are (the same on every member)."""
+    return BARRIER_BASE + comm.id * BARRIER_STRIDE
+
+
 def barrier_spec(comm, algo: str, branch: int | None, op: str = "sum", dtype: str = "int64"):
     from nodes.nic.qsbarrier import BarrierSpec
 
@@ -74,7 +79,7 @@ def barrier_spec(comm, algo: str, branch: int | None, op: str = "sum", dtype: st
     if not 1 <= b <= 255:
         raise ConfigError(f"branch degree must be within 1..255, got {b}")
     ranks = tuple(comm.host.hosts.index(m) for m in comm.members)
-    return BarrierSpec(BARRIER_BASE + comm.id * BARRIER_STRIDE, algo, ranks, comm.hw_group, b, op, dtype)
+    return BarrierSpec(barrier_base(comm), algo, ranks, comm.hw_group, b, op, dtype)
 
 
 async def ibarrier_hw(comm, algo: str = "tree", branch: int | None = None, data: bytes = b"",
@@ -92,7 +97,7 @@ async def wait_hw(comm, seq: int, timeout_ns: int = 100_000_000, addr: int | Non
     (``addr``: the word to watch, a reduction's slot; default the done word)."""
     from nodes.nic.qsbarrier import DONE
 
-    base = BARRIER_BASE + comm.id * BARRIER_STRIDE
+    base = barrier_base(comm)
     why = await comm.host.wait_word(base + DONE if addr is None else addr, seq, timeout_ns)
     if why is not None:
         raise RuntimeError(f"rank {comm.rank}: hardware barrier {seq} did not complete: {why}")
@@ -118,7 +123,7 @@ async def allreduce_hw(comm, x: np.ndarray, op: str, branch: int | None) -> np.n
     step = max_reduce_bytes(comm.host.spec.elan) // flat.itemsize * flat.itemsize
     blocks = [(off, min(step, raw.size - off)) for off in range(0, raw.size, step)] or [(0, 0)]
     out = np.empty(raw.size, np.uint8)
-    base = BARRIER_BASE + comm.id * BARRIER_STRIDE
+    base = barrier_base(comm)
     inflight: list[tuple[int, int, int]] = []
 
     async def retire() -> None:

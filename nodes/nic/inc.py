@@ -36,6 +36,18 @@ CTL_RETRY_NS = 200_000
 CTL_TRIES = 5
 
 
+def staggered(n: int, window: int, rank: int) -> tuple[int, list[int]]:
+    """(blocks in flight, the order rank ``rank`` sends ``n`` blocks in): within each group of
+    ``window`` blocks it starts at its rank modulo the group's size."""
+    w = max(1, min(window, n))
+    order = []
+    for start in range(0, n, w):
+        group = list(range(start, min(start + w, n)))
+        k = rank % len(group)
+        order += group[k:] + group[:k]
+    return w, order
+
+
 @dataclass
 class Grant:
     aid: int
@@ -158,12 +170,7 @@ class IncNIC:
         max_tries = elan.max_tries if max_tries is None else max_tries
         flat = np.ascontiguousarray(x).ravel()
         n = max(1, -(-flat.size // g.elems))
-        w = max(1, min(g.window, n))
-        order = []
-        for start in range(0, n, w):  # staggered: within each group of w blocks, start at rank mod w
-            group = list(range(start, min(start + w, n)))
-            k = rank % len(group)
-            order += group[k:] + group[:k]
+        w, order = staggered(n, g.window, rank)
         base = self.next_block.get(g.aid, 0)
         self.next_block[g.aid] = (base + n) & 0xFFFFFFFF
         job = Job(g.aid, flat, g.elems, w, order, timeout_ns, max_tries, on_done, np.empty_like(flat), left=n, base=base)
@@ -177,12 +184,7 @@ class IncNIC:
         as one empty shard); the result comes back the same way and lands in a dense array."""
         elan = self.nic.spec.elan
         n = max(1, -(-length // span))
-        w = max(1, min(g.window, n))
-        order = []
-        for start in range(0, n, w):
-            group = list(range(start, min(start + w, n)))
-            k = rank % len(group)
-            order += group[k:] + group[:k]
+        w, order = staggered(n, g.window, rank)
         index = np.asarray(index, np.int64)
         srt = np.argsort(index, kind="stable")
         index, values = index[srt], np.asarray(values)[srt]
