@@ -210,13 +210,9 @@ def test_successive_calls_on_one_allreduce_never_mix_their_blocks():
 
 
 def test_the_measurement_script_matches_its_model_where_the_processing_unit_limits(tmp_path):
-    import importlib.util
+    from load_script import load
 
-    path = Path(__file__).resolve().parent.parent / "scripts" / "inc_allreduce.py"
-    spec = importlib.util.spec_from_file_location("inc_allreduce", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
+    mod = load("inc_allreduce")
     rows = mod.main(["--sizes", "64KiB", "--scale", "fattree:k=2,n=3", "--scale-size", "16KiB", "--out", str(tmp_path)])
     star = {(r["algo"], r["dtype"]): r for r in rows if r["topology"].startswith("star")}
     for algo in ("single", "multi2", "multi4", "tree"):
@@ -338,13 +334,9 @@ def test_the_sparcml_style_host_baseline_sums_exactly_and_sends_pairs_while_spar
 
 
 def test_the_sparse_measurement_script_runs_and_checks_every_result(tmp_path):
-    import importlib.util
+    from load_script import load
 
-    path = Path(__file__).resolve().parent.parent / "scripts" / "inc_sparse.py"
-    spec = importlib.util.spec_from_file_location("inc_sparse", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
+    mod = load("inc_sparse")
     rows = mod.main(["--densities", "0.1", "--length", "8192", "--scale", "fattree:k=2,n=2", "--scale-length", "16384",
                      "--buckets", "128", "--out", str(tmp_path)])
     by = {(r["topology"], r["method"]): r for r in rows}

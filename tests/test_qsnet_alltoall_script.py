@@ -1,22 +1,10 @@
 """Smoke test of scripts/qsnet_alltoall.py on its smallest configuration."""
 
-import importlib.util
-import pathlib
-import sys
-
-SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "scripts" / "qsnet_alltoall.py"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("qsnet_alltoall", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up while the class is made
-    spec.loader.exec_module(mod)
-    return mod
+from load_script import load
 
 
 def test_the_script_measures_every_pattern_policy_and_link_state_below_the_model(tmp_path):
-    q = _load()
+    q = load("qsnet_alltoall")
     rows = q.main(["--topos", "fattree:k=2,n=2;star:n=4", "--routing", "static,qsnet,qsnet/next_free",
                    "--jobs", "1", "--out", str(tmp_path)])
     keys = [(r["topology"], r["pattern"], r["routing"], bool(r["broken"])) for r in rows]

@@ -1,19 +1,10 @@
 """Smoke tests of spec 03's experiment scripts on their smallest configurations (the full runs are
 in scripts/, not in the test suite)."""
 
-import importlib.util
-import pathlib
 import sys
 
-SCRIPTS = pathlib.Path(__file__).resolve().parent.parent / "scripts"
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+from load_script import SCRIPTS
+from load_script import load as _load
 
 
 def test_barrier_script_equals_the_model_on_a_star_and_beats_software(tmp_path):
