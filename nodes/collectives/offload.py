@@ -124,9 +124,10 @@ def kary_tree(n: int, k: int) -> tuple[list[int], list[list[int]]]:
     """Parents (-1 for the root) and children of relative ranks 0..n-1 in a k-ary tree."""
     if k < 1:
         raise ConfigError(f"branch degree must be >= 1, got {k}")
-    parents = [-1] + [(v - 1) // k for v in range(1, n)]
-    children = [[c for c in range(k * v + 1, k * v + k + 1) if c < n] for v in range(n)]
-    return parents, children
+    from ..nic.qsbarrier import tree_links  # the adapters' barrier tree is this tree too
+
+    links = [tree_links(n, k, v) for v in range(n)]
+    return [-1 if p is None else p for p, _c in links], [list(c) for _p, c in links]
 
 
 def errors_text(err_vec: int) -> str:
