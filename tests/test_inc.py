@@ -94,6 +94,41 @@ def test_a_full_switch_makes_the_manager_try_another_tree_then_reject_and_the_ho
     assert not got[3].startswith("switch(")
 
 
+async def three_communicators(host, members, xs):
+    """Communicator 1 holds its allreduce; 2 (same hosts) finds no room and falls back; 1 frees it;
+    3 is granted the room 1 had."""
+    algos, ys = [], []
+    c1 = Comm(host, members, comm_id=1)
+    for comm in (c1, Comm(host, members, comm_id=2)):
+        ys.append(await comm.allreduce(xs[comm.rank], "sum", offload="switch"))
+        algos.append(comm.last_algo)
+    await c1.free()
+    c3 = Comm(host, members, comm_id=3)
+    ys.append(await c3.allreduce(xs[c3.rank] + 1, "sum", offload="switch"))
+    algos.append(c3.last_algo)
+    await c3.free()
+    return ys, algos
+
+
+def test_a_freed_communicator_releases_the_switches_memory_for_the_next_one():
+    t = managed(pu={"max_allreduces": 1})
+    xs = inputs(2, 700, np.int32, seed=3)
+    net = EngineNet(t)
+    members = ["h0", "h1"]  # both under edge switch s0: one allreduce fills it
+    res = net.run({h: (three_communicators, members, xs) for h in members})
+    ref = xs[0] + xs[1]
+    for h in members:
+        ys, algos = res[h]
+        assert all(np.array_equal(y, ref + k // 2 * 2) for k, y in enumerate(ys))
+        assert algos[0].startswith("switch(") and algos[2].startswith("switch(")
+        assert "switch offload rejected: no reduction tree has room" in algos[1]
+    mgr = net.engines["mgr"]
+    assert mgr.stats["inc_releases"] == 2 and mgr.stats["inc_grants"] == 4 and mgr.stats["inc_rejects"] == 2
+    assert not net.engines["s0"].agg.installs  # both released: the switch is empty again
+    hosts_done = [net.engines[h].inc.stats for h in members]
+    assert all(st["inc_stray"] == 0 for st in hosts_done)
+
+
 def test_the_reproducible_mode_gives_the_same_bits_whatever_the_arrival_order():
     t = managed()
     hosts = t.host_names()

@@ -41,9 +41,9 @@ class Comm:
         self.hw_group = HW_GROUP
         """The multicast group over this communicator's hosts that hardware collectives use."""
         self.last_algo: str | None = None
+        """The algorithm the last collective used (the default choice, if none was named)."""
         self.last_status = 0
         """ErrVec bits the NICs reported for the last offloaded collective (0: none)."""
-        """The algorithm the last collective used (the default choice, if none was named)."""
 
     # -- point to point (used by the algorithms) ------------------------------------------------
     def _tag(self, step: int) -> int:
@@ -123,6 +123,24 @@ class Comm:
         dense = np.zeros(length, np.asarray(values).dtype)
         dense[np.asarray(index, np.int64)] = values
         return await self.allreduce(dense, op)
+
+    async def free(self) -> None:
+        """Done with this communicator: release its in-network allreduces (spec 04) so that the
+        switches' memory serves other communicators. Collective, like ``MPI_Comm_free``: every
+        member calls it; the last member's release frees the switches, and a barrier makes sure it
+        has before any member goes on. (A rejected request stays rejected: every member must get
+        the same answer; a new communicator asks again.)"""
+        grants = self.__dict__.pop("inc_grants", {})
+        released = False
+        for g in grants.values():
+            if isinstance(g, tuple):
+                continue
+            kind, val = await self.host.inc_release(g.aid)
+            if kind != "released":
+                raise RuntimeError(f"rank {self.rank}: releasing in-network allreduce {g.aid}: {val}")
+            released = True
+        if released:
+            await self.barrier()
 
     async def nic_setup(self, vp: int | None = None) -> None:
         """Communicator setup for NIC-offloaded collectives: open this rank's virtual port."""

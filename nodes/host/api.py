@@ -352,6 +352,11 @@ class HostAPI:
         returns ``("grant", nodes.nic.inc.Grant)`` or ``("reject", why)``."""
         return IncReq("request", comm, [self._addr(m) for m in members], dtype, op, nbytes, reproducible, algo, span)
 
+    def inc_release(self, aid: int) -> IncReq:
+        """This host is done with granted allreduce ``aid``; returns ``("released", members still
+        holding it)`` or ``("reject", why)`` when the manager did not answer."""
+        return IncReq("release", aid)
+
     def inc_allreduce(self, grant, x, rank: int, timeout_ns: int | None = None) -> IncReq:
         """Run the granted allreduce on ``x``; returns (result or None, error or None, blocks resent).
         A block without its result ``timeout_ns`` (default ``elan.retransmit_ns``) is sent again."""

@@ -268,6 +268,8 @@ class Host:
         if op.kind == "request":
             *args, algo, span = op.args
             inc.request(*args, self.now + cost, done, algo, span)
+        elif op.kind == "release":
+            inc.release(op.args[0], self.now + cost, done)
         elif op.kind == "sparse":
             grant, index, values, length, span, rank, timeout_ns = op.args
             inc.allreduce_sparse(grant, index, values, length, span, rank, self.now + cost, done, timeout_ns=timeout_ns)

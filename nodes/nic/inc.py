@@ -128,6 +128,21 @@ class IncNIC:
         self.ctl[self._seq] = entry
         self._send_ctl(self._seq, t)
 
+    def release(self, aid: int, t: int, on_reply: Callable) -> None:
+        """Tell the network manager this host is done with allreduce ``aid`` (the last member's
+        release frees the switches' memory for another); ``on_reply(("released", members still
+        holding it))``, or ``("reject", why)`` when the manager does not answer."""
+        for key in [k for k, g in self.granted.items() if g.aid == aid]:
+            del self.granted[key]
+        self.next_block.pop(aid, None)
+        mgr = self.nic.manager
+        if mgr is None:
+            self.nic.at(t, on_reply, ("released", 0))
+            return
+        self._seq = (self._seq + 1) & 0xFFFF
+        self.ctl[self._seq] = [CTL.pack(CtlOp.RELEASE, 0, self._seq, aid, 0), 0, None, on_reply, mgr]
+        self._send_ctl(self._seq, t)
+
     def _send_ctl(self, seq: int, t: int) -> None:
         e = self.ctl.get(seq)
         if e is None:
@@ -158,6 +173,8 @@ class IncNIC:
         elif op == CtlOp.REJECT:
             why = frame[HDR_LEN + CTL.size:].decode("utf-8", "replace") or "rejected"
             self.nic.at(t, e[3], ("reject", why))
+        elif op == CtlOp.RELEASED:
+            self.nic.at(t, e[3], ("released", count))
         else:
             raise DecodeError(f"control operation {op} is not for a host")
 

@@ -14,6 +14,9 @@ request of a communicator the manager:
 4. when a switch REFUSED (its memory is partitioned among ``pu.max_allreduces`` allreduces and they
    are all taken), releases what it installed, marks the switch full and tries another tree without
    it; when there is none, REJECTs -- the application falls back to host allreduce.
+5. when every member RELEASEd the allreduce (``Comm.free``: the communicator is done with it),
+   releases it on every switch of its tree (INC_RELEASE: the memory share is free for another) and
+   forgets it; each RELEASE is answered at once with RELEASED (count: members still holding it).
 
 The algorithm goes by the data size per rank: single buffer above 512 KiB, 4 buffers above 256 KiB,
 2 buffers above 128 KiB, the tree below; always the tree when reproducibility is asked for.
@@ -74,6 +77,8 @@ class Request:
     """Sparse: ``auto`` (hash tables at the leaves, arrays above) or ``array`` everywhere."""
     round: int = 0
     """Install rounds (a refusal starts another): answers of an earlier round are ignored."""
+    released: set = field(default_factory=set)
+    """Member addresses that released the granted allreduce."""
 
 
 class IncControl:
@@ -82,14 +87,16 @@ class IncControl:
         self.requests: dict[tuple, Request] = {}
         self.full: set[str] = set()
         self._aid = 0
-        for k in ("inc_requests", "inc_grants", "inc_rejects", "inc_installs", "inc_refused"):
+        for k in ("inc_requests", "inc_grants", "inc_rejects", "inc_installs", "inc_refused", "inc_releases"):
             manager.stats.setdefault(k, 0)
 
     def on_request(self, src: int, frame: bytes, now: int) -> list:
         m = self.m
-        op, _st, seq, _aid, count = CTL.unpack(frame, HDR_LEN)
+        op, _st, seq, aid, count = CTL.unpack(frame, HDR_LEN)
+        if op == CtlOp.RELEASE:
+            return self._release(src, seq, aid, now)
         if op != CtlOp.REQUEST:
-            raise DecodeError(f"control operation {op} is not a request")
+            raise DecodeError(f"control operation {op} is not a request or a release")
         off = HDR_LEN + CTL.size
         dcode, repro, want, comm, nbytes, opc, elems, span = REQUEST.unpack(frame, off)
         stores = "array" if repro & 0x80 else "auto"
@@ -182,6 +189,28 @@ class IncControl:
         req.installed = set()
         req.state = "new"
         return out + self._install(req, now)
+
+    def _release(self, src: int, seq: int, aid: int, now: int) -> list:
+        """A member is done with allreduce ``aid``; the last one frees it on every switch."""
+        m = self.m
+        req = next((r for r in self.requests.values() if r.state == "granted" and r.aid == aid), None)
+        left, status = 0, 1  # status 1: not installed (any more) -- a resent RELEASE, or a stale id
+        out = []
+        if req is not None:
+            if src not in req.key[1]:
+                raise DecodeError(f"release of allreduce {aid} from {src}, not one of its members")
+            status = 0
+            req.released.add(src)
+            left = len(req.members) - len(req.released)
+            if not left:
+                for sw in sorted(req.installed):
+                    out += m._command(sw, MgmtOp.INC_RELEASE, req.aid, b"", now)
+                self.full -= req.installed
+                del self.requests[req.key]
+                m.stats["inc_releases"] += 1
+                m._record(now, f"allreduce {aid}: released on {len(req.installed)} switches")
+        body = CTL.pack(CtlOp.RELEASED, status, seq, aid, left)
+        return out + [(0, build_frame(m.node_id, src, PacketType.INCCTL, body, prio=1), now + m.min_delay_ns)]
 
     def _reject(self, req: Request, now: int, why: str) -> list:
         req.state, req.why = "rejected", why
