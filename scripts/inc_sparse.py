@@ -14,6 +14,17 @@ Part 2, at scale (the source's 64 hosts): gradient-like float32 data -- one valu
 ``--buckets`` elements at a random place in it (density 1/buckets, about 0.2 %) -- dense host ring,
 dense in-network, sparse host (recursive doubling on pairs), sparse in-network: completion and the
 bytes that crossed the network. Every result is checked against numpy.
+
+Beside each measurement, the model:
+
+* ``model_link_bytes``, sparse in-network: what an ideal aggregation sends -- every link up carries,
+  per block, the union of the non-zeros of the hosts below it (in shards of a packet's pairs; an
+  empty block as one empty shard), every link down the block's result non-zeros -- computed from the
+  data over the reduction tree. Arrays everywhere meet it exactly (without loss); the hash stores'
+  spill is the difference. Dense: every link carries every block once each way.
+* ``model_store_peak``: the working memory a switch's sparse stores take at most -- a window of blocks
+  at the root, each an array of the span (a leaf's hash table of twice a packet's pairs plus a spill
+  buffer of one packet is smaller), beside the measured peak over the switches (``inc_store_peak``).
 """
 
 from __future__ import annotations
@@ -28,7 +39,12 @@ import trio
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from expt import write_csv  # noqa: E402
+from expt import pyplot, write_csv  # noqa: E402
+
+from emu.wire import HDR_LEN  # noqa: E402
+from emu.wire.fabric import FCS_LEN  # noqa: E402
+
+HDR = HDR_LEN + FCS_LEN  # per frame on the wire besides the INC header and the payload
 
 METHODS = ("dense host", "dense switch", "sparse host", "sparse switch (hash leaves)", "sparse switch (arrays)")
 
@@ -77,12 +93,57 @@ async def measure(spec: str, method: str, length: int, density, buckets, dtype: 
         i, v = data(r, length, density, buckets, dtype)
         np.add.at(ref, i, v.astype(np.float64))
     y = res[t.host_names()[0]][0]
+    per = np.dtype(dtype).itemsize
+    pairs = 1024 // (4 + per)
+    if method.startswith("sparse switch"):
+        model_bytes = ideal_bytes(t, [data(r, length, density, buckets, dtype)[0] for r in range(n)], length, span,
+                                  pairs, 4 + per)
+        model_block = span * per  # the root's array (a leaf's hash store is smaller: 3 x pairs x pair bytes)
+    elif method == "dense switch":
+        nb = -(-length // (1024 // per))
+        root, tree = t.spanning_tree(t.host_names())
+        model_bytes = 2 * (n + len(tree) - 1) * (nb * (HDR + 16) + length * per)
+        model_block = 0
+    else:
+        model_bytes = model_block = 0
     assert np.allclose(y.astype(np.float64), ref, rtol=1e-4, atol=1e-3), f"{spec} {method}: wrong result"
     return dict(topology=spec, hosts=n, method=method, density=density if not buckets else round(1 / buckets, 5),
                 length=length, completion_ns=m.completion_ns, link_bytes=sum(m.link_bytes.values()),
                 peak_working_memory=max(s.get("pu", {}).get("peak_working_memory", 0) for s in stats.values()),
                 spill_bytes=sum(s["engine"].get("inc_spill_bytes", 0) for s in stats.values()),
-                algo=res[t.host_names()[0]][1])
+                algo=res[t.host_names()[0]][1], model_link_bytes=model_bytes, model_block_bytes=model_block,
+                store_peak=max(s["engine"].get("inc_store_peak", 0) for s in stats.values()),
+                model_store_peak=model_block * min(-(-length // span) if span else 1, _window(res[t.host_names()[0]][1])))
+
+
+def _window(algo: str) -> int:
+    return int(algo.rsplit("window ", 1)[1].rstrip(")")) if "window " in algo else 1
+
+
+def ideal_bytes(t, indices: list, length: int, span: int, pairs: int, pair_bytes: int) -> int:
+    """Bytes on the links of an ideal sparse aggregation over the reduction tree (see the docstring)."""
+    hosts = t.host_names()
+    root, tree = t.spanning_tree(hosts)
+    nb = t.neighbours()
+    blocks = -(-length // span)
+
+    def frames_bytes(idx: np.ndarray) -> int:  # one block set: shards per block, empty blocks one shard
+        per_block = np.bincount(np.unique(idx) // span, minlength=blocks)
+        return int(np.maximum(1, -(-per_block // pairs)).sum() * (HDR + 16) + per_block.sum() * pair_bytes)
+
+    def below(sw: str) -> list[int]:
+        ranks = []
+        for p in tree[sw][1]:
+            v = next(v for q, v, _vp, _l in nb[sw] if q == p)
+            ranks += [hosts.index(v)] if v in hosts else below(v)
+        return ranks
+
+    union = np.unique(np.concatenate(indices))
+    total = sum(frames_bytes(i) for i in indices) + len(hosts) * frames_bytes(union)  # host links up and down
+    for sw, (parent, _children) in tree.items():
+        if parent is not None:  # the link to its parent: its subtree's union up, the result down
+            total += frames_bytes(np.concatenate([indices[r] for r in below(sw)])) + frames_bytes(union)
+    return total
 
 
 def main(argv=None) -> list[dict]:
@@ -96,11 +157,14 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--out", default="results/inc_sparse")
     a = ap.parse_args(argv)
     rows = []
-    cols = ("topology", "method", "density", "completion_ns", "link_bytes", "peak_working_memory", "spill_bytes")
-    print(" ".join(f"{c:>28}" for c in cols))
+    cols = ("topology", "method", "density", "completion_ns", "link_bytes", "model_link_bytes", "spill_bytes",
+            "store_peak", "model_store_peak")
+    w = {"topology": 24, "method": 28}
+    print(" ".join(f"{c:>{w.get(c, 17)}}" for c in cols))
 
     def show(r):
-        print(" ".join(f"{r[c]:>28,}" if isinstance(r[c], int) else f"{r[c]!s:>28}" for c in cols), flush=True)
+        print(" ".join(f"{r[c]:>{w.get(c, 17)},}" if isinstance(r[c], int) else f"{r[c]!s:>{w.get(c, 17)}}"
+                       for c in cols), flush=True)
 
     for d in [float(x) for x in a.densities.split(",")]:
         span = max(128, int(128 / d))  # a block's non-zeros fill about one packet of 128 int32 pairs
@@ -113,8 +177,29 @@ def main(argv=None) -> list[dict]:
             r = trio.run(measure, spec, method, a.scale_length, None, a.buckets, "float32", a.buckets * 128)
             rows.append(r)
             show(r)
-    write_csv(pathlib.Path(a.out) / "inc_sparse.csv", rows)
-    print(f"wrote {a.out}/inc_sparse.csv")
+    out = pathlib.Path(a.out)
+    write_csv(out / "inc_sparse.csv", rows)
+    plt = pyplot()
+    if plt is not None:
+        groups = sorted({(r["topology"], r["density"]) for r in rows}, key=lambda g: (g[0] != a.leaves, -g[1]))
+        fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+        width = 0.8 / len(METHODS)
+        for k, method in enumerate(METHODS):
+            for ax, col in zip(axes, ("completion_ns", "link_bytes")):
+                ys = [next((r[col] for r in rows if (r["topology"], r["density"]) == g and r["method"] == method), 0)
+                      for g in groups]
+                ax.bar([i + k * width for i in range(len(groups))], [y / (1e3 if col == "completion_ns" else 1e6)
+                                                                      for y in ys], width, label=method)
+        for ax, label in zip(axes, ("completion (us)", "bytes on links (MB)")):
+            ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))],
+                          [f"{g[0].split(':')[0]}\n{g[1]:.3g}" for g in groups])
+            ax.set_ylabel(label)
+            ax.set_yscale("log")
+        axes[0].legend(fontsize=7)
+        fig.suptitle("sparse allreduce: host vs switch, dense vs sparse, hash vs array (per density)")
+        fig.tight_layout()
+        fig.savefig(out / "inc_sparse.png", dpi=120)
+    print(f"wrote {out}/inc_sparse.csv" + (" and inc_sparse.png" if plt is not None else ""))
     return rows
 
 

@@ -51,6 +51,12 @@ async def estimate(name: str, topo, extra: dict[str, Any], options=None) -> Esti
     spec = topo.hosts[0].spec
     o = collective_options(name, extra, hosts, spec.nic.queue_capacity)
     ranks = len(o.ranks) if o.ranks else n
+    if o.offload == "switch":  # every rank injects its blocks of one packet; the switches do the rest
+        import numpy as np
+
+        item = np.dtype(o.dtype).itemsize
+        blocks = max(1, -(-o.count // max(1, 1024 // item)))
+        return Estimate(name, ranks * blocks, f"switch offload: {blocks:,} blocks x {ranks} ranks")
     if o.offload is not None:
         import numpy as np
 

@@ -135,7 +135,10 @@ class Aggregator:
         return True
 
     def release(self, aid: int) -> None:
-        self.installs.pop(aid, None)
+        ins = self.installs.pop(aid, None)
+        for b in (ins.blocks.values() if ins is not None else ()):
+            if b.store is not None:
+                self._store(-(_hash_bytes(ins) if isinstance(b.store, dict) else b.store.nbytes))
 
     # -- data ------------------------------------------------------------------------------------
     def receive(self, frame: bytes, port: int, now: int) -> list[tuple[int, bytes, int]]:
@@ -210,6 +213,7 @@ class Aggregator:
                 out = []
                 if b.store is None:
                     b.store = np.zeros(ins.span, ins.dtype.newbyteorder("="))
+                    self._store(b.store.nbytes)
                 with np.errstate(all="ignore"):
                     np.add.at(b.store, idx, vals)  # a child switch may send one index in several shards (its spills)
                 pu = self.sw.spec.pu  # the scan, in the bytes-worth of handler cycles the PU charges
@@ -239,6 +243,7 @@ class Aggregator:
             slots = 2 * ins.elems
             h = b.store = {"keys": np.full(slots, -1, np.int64), "vals": np.zeros(slots, ins.dtype.newbyteorder("=")),
                            "si": [], "sv": [], "next": 0, "sent": []}
+            self._store(_hash_bytes(ins))  # the table's pairs and a spill buffer of one packet
         keys, table = h["keys"], h["vals"]
         out = []
         with np.errstate(all="ignore"):
@@ -279,6 +284,11 @@ class Aggregator:
                 for k, c in enumerate(chunks)]
         return h["sent"] + last
 
+    def _store(self, nbytes: int) -> None:
+        """Sparse stores' working memory in use (``inc_store_bytes``) and its peak."""
+        self.stats["inc_store_bytes"] = used = self.stats.get("inc_store_bytes", 0) + nbytes
+        self.stats["inc_store_peak"] = max(self.stats.get("inc_store_peak", 0), used)
+
     def on_timer(self, now: int) -> list[tuple[int, bytes, int]]:
         return self._completions(now)
 
@@ -302,6 +312,9 @@ class Aggregator:
                 if ins.span:  # the sparse array store: the engine's array, not the timing stand-in
                     result = store if store is not None else np.zeros(ins.span, ins.dtype.newbyteorder("="))
                 frames = new = self._frames(ins, block, result, root=ins.parent is None)
+            if store is not None:  # the block's store is done with: its memory is free
+                self._store(-(_hash_bytes(ins) if isinstance(store, dict) else store.nbytes))
+                b.store = None
             if ins.parent is None:  # the root: the result goes down
                 _keep(ins.results, block, frames)
                 ins.blocks.pop(block, None)
@@ -328,6 +341,11 @@ class Aggregator:
                             encode_sparse(ins.aid, block, c, native[c], shard=k, shards=len(chunks),
                                           last=k == len(chunks) - 1, flags=flags))
                 for k, c in enumerate(chunks)]
+
+
+def _hash_bytes(ins: Install) -> int:
+    """A hash store's memory: 2 x elems slots and a spill buffer of elems, (index, value) pairs."""
+    return 3 * ins.elems * (4 + ins.dtype.itemsize)
 
 
 def _timing_only(a: np.ndarray, _b: np.ndarray) -> np.ndarray:
