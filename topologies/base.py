@@ -72,6 +72,8 @@ class Topology:
     """Longest route between two hosts, in links (set by the family, checked by tests)."""
     bisection: int | None = None
     """Bisection width in links (the family's closed form)."""
+    grid: tuple[int, int, bool] | None = None
+    """A direct network's (k, n, wrap) (``topologies.grid.Grid``); None for other families."""
     _ports: dict[str, int] = field(default_factory=dict)
     _used: set[tuple[str, int]] = field(default_factory=set)
     _nhosts: int = 0

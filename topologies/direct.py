@@ -67,6 +67,7 @@ def _direct(family: str, k: int, n: int, wrap: bool, link, host, switch) -> Topo
     all_coords = np.array([coords(i, k, n) for i in range(size)], dtype=np.int64).reshape(size, n)
     for i in range(size):
         t.routes[f"s{i}"] = _dor_table(all_coords, i, k, wrap)
+    t.grid = (k, n, wrap)  # topologies.grid.Grid: spec 02's planner and coding plans read it
     t.diameter = (n * (k // 2) if wrap else n * (k - 1)) + 2
     t.bisection = (2 if wrap else 1) * k ** (n - 1) if k % 2 == 0 else None
     return t

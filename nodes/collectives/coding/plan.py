@@ -1,0 +1,260 @@
+"""Spec 02's broadcast schemes as plans: who sends which packet to whom in which step.
+
+A plan is data every node of a run computes alike (it depends only on the grid and the scheme): for
+each node, the packets it starts with, what it forwards when it has a packet (``rules``), and what it
+makes once it has some packets (``makes``: encoding at an intermediate node). The NIC's executor
+(``nodes.nic.coding``) runs it on real frames; the analytic counter (``hops.py``) counts the same
+schemes from closed forms and per-dimension sums, independently of these lists; the two must agree.
+
+Packets (keys): ``("p", s)`` the plain data of source s; ``("x", level, a, b)`` the XOR of the data of
+sources a and b (encoded at recursion ``level``); ``("c", level, g)`` group g's data concatenated
+(message combining).
+
+Schemes (``Scheme.algo``):
+
+* ``all_at_once`` -- every source unicasts its packet to every other node;
+* ``tree`` -- every source multicasts along the coordinate-aware tree (``topologies.grid``);
+* ``nc`` -- hierarchical coding, steps A-G: B every source multicasts within its group (``mcast``:
+  tree or all_at_once); F every source sends its packet to one node of each other group (the node
+  at the same offset; with fewer sources than members, the member at offset j gets it from the
+  group's source j mod |sources|); C the group's intermediate node (IN) XORs the group's sources
+  into a chain d1^d2, d2^d3, ...; D it multicasts each chain packet to the other INs; E each IN
+  multicasts the chain packets it received to its group; G every node decodes (a node holds its
+  group's packets from B, one plain packet of each other group from F and that group's chain);
+* ``nc_every`` -- every node encodes: after B, the member at position i of the group makes chain
+  packet i and unicasts it to every node of every other group (no D or E at the IN; the same
+  packet count as ``nc``, as the source says, usually more hops);
+* ``nc_recursive`` -- ``nc`` with step B replaced by ``nc`` inside each group (``inner`` shape);
+* ``combine`` -- message combining: the IN concatenates its group's packets into one message, which
+  goes to the other INs (D) and into their groups (E); no F.
+
+IN placement (step A): in each dimension the group's coordinate nearest the network's centre
+((k - 1) // 2, the lower one on a tie); an inner group's IN likewise toward its enclosing group's
+centre. Step VCs: B 0, F 1, D 2, E 3, baselines 0 (doubled, with a dateline bit, on tori).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from emu.config import ConfigError
+from topologies.grid import Grid, box_tree
+
+ALGOS = ("all_at_once", "tree", "nc", "nc_every", "nc_recursive", "combine")
+MCASTS = ("tree", "all_at_once")
+
+
+class Step:
+    """Step codes in the coding header (spec 02's letters)."""
+
+    BASE = 0  # a baseline's unicast (all-at-once, tree)
+    B = 1     # intra-group broadcast
+    D = 2     # inter-IN multicast of encoded packets
+    E = 3     # intra-group delivery of encoded packets
+    F = 4     # inter-group unicast of plain packets
+    NAMES = {0: "base", 1: "B", 2: "D", 3: "E", 4: "F"}
+    VC = {0: 0, 1: 0, 4: 1, 2: 2, 3: 3}
+    """Each step its own VC: four steps, four VCs (spec 02's deadlock freedom on meshes)."""
+
+
+@dataclass(frozen=True)
+class Scheme:
+    algo: str = "nc"
+    shape: tuple[int, ...] | None = None
+    """Group side per dimension (``nc*``, ``combine``); None: the planner's choice."""
+    mcast: str = "tree"
+    """Multicast algorithm of steps B, D and E: tree or all_at_once."""
+    sources: tuple[int, ...] | None = None
+    """The nodes that broadcast (many-to-all, one-to-all); None: all (all-to-all)."""
+    inner: tuple[int, ...] | None = None
+    """``nc_recursive``: the shape of the groups inside a group; None: halve the longest side."""
+
+    def check(self, grid: Grid) -> "Scheme":
+        if self.algo not in ALGOS:
+            raise ConfigError(f"coding scheme {self.algo!r} is not one of {', '.join(ALGOS)}")
+        if self.mcast not in MCASTS:
+            raise ConfigError(f"multicast {self.mcast!r} is not one of {', '.join(MCASTS)}")
+        if self.sources is not None:
+            if not self.sources or len(set(self.sources)) != len(self.sources) \
+                    or not all(0 <= s < grid.size for s in self.sources):
+                raise ConfigError(f"sources must be distinct nodes within 0..{grid.size - 1}")
+        shape = self.shape
+        if self.algo in ("all_at_once", "tree"):
+            return self
+        if shape is None:
+            from .planner import best_shape
+
+            shape = best_shape(grid, self.mcast, self.algo)
+        check_shape(grid, shape)
+        inner = self.inner
+        if self.algo == "nc_recursive":
+            inner = inner or halved(shape)
+            check_shape(Grid(max(shape), len(shape), False), inner, within=shape)
+        return Scheme(self.algo, tuple(shape), self.mcast, self.sources, inner)
+
+
+def check_shape(grid: Grid, shape, within=None) -> None:
+    box = within or (grid.k,) * grid.n
+    if len(shape) != len(box) or any(not isinstance(s, int) or s < 1 or b % s for s, b in zip(shape, box)):
+        raise ConfigError(f"group shape {'x'.join(map(str, shape))} does not tile {'x'.join(map(str, box))}: "
+                          f"each side must divide {'x'.join(map(str, box))}")
+    m = 1
+    for s in shape:
+        m *= s
+    if m < 2 or tuple(shape) == tuple(box):
+        raise ConfigError(f"group shape {'x'.join(map(str, shape))}: a group needs 2 nodes or more, and there must "
+                          "be 2 groups or more")
+
+
+def halved(shape) -> tuple[int, ...]:
+    d = max(range(len(shape)), key=lambda i: shape[i])
+    if shape[d] % 2:
+        raise ConfigError(f"nc_recursive: cannot halve group shape {'x'.join(map(str, shape))}; give inner=")
+    return tuple(s // 2 if i == d else s for i, s in enumerate(shape))
+
+
+# -- groups ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Box:
+    """A box of the grid: per dimension, its coordinates in order."""
+
+    axes: tuple[tuple[int, ...], ...]
+
+    def nodes(self, grid: Grid) -> list[int]:
+        """Its nodes in rank order (dimension 0 fastest)."""
+        out = [()]
+        for ax in self.axes:
+            out = [c + (x,) for x in ax for c in out]
+        return sorted(grid.index(c) for c in out)
+
+    def centre_node(self, grid: Grid, centre: tuple[float, ...]) -> tuple[int, ...]:
+        return tuple(min(ax, key=lambda x, c=c: (abs(x - c), x)) for ax, c in zip(self.axes, centre))
+
+
+def tiles(box: Box, shape: tuple[int, ...]) -> list[Box]:
+    """``box`` cut into boxes of ``shape``, group index in dimension-0-fastest order."""
+    per = [[ax[i:i + s] for i in range(0, len(ax), s)] for ax, s in zip(box.axes, shape)]
+    out = [()]
+    for parts in per:
+        out = [c + (p,) for p in parts for c in out]
+    return [Box(tuple(c)) for c in out]
+
+
+def box_centre(box: Box, grid: Grid, top: bool) -> tuple[float, ...]:
+    if top:  # the network's centre: (k - 1) // 2, the lower coordinate on a tie
+        return tuple(float((grid.k - 1) // 2) for _ in box.axes)
+    return tuple(float(ax[(len(ax) - 1) // 2]) for ax in box.axes)
+
+
+# -- plans -------------------------------------------------------------------------------------------
+@dataclass(eq=False)
+class Plan:
+    grid: Grid
+    scheme: Scheme
+    sources: list[int]
+    origin: dict[int, list] = field(default_factory=dict)
+    """node -> the packets it starts with (its own data)."""
+    rules: dict[int, dict] = field(default_factory=dict)
+    """node -> key -> [(step, level, destination, multicast root)] sent when it first has the key."""
+    makes: dict[int, list] = field(default_factory=dict)
+    """node -> [(keys needed, key made)]: encoding (XOR chain or concatenation) at that node."""
+    unicasts: int = 0
+    groups: list[list[int]] = field(default_factory=list)
+    ins: list[int] = field(default_factory=list)
+    """Top-level groups (node lists, rank order) and their intermediate nodes."""
+
+    def send(self, node: int, key, step: int, level: int, dst: int, root: int) -> None:
+        if dst == node:
+            return
+        self.rules.setdefault(node, {}).setdefault(key, []).append((step, level, dst, root))
+        self.unicasts += 1
+
+    def mcast(self, key, step: int, level: int, root: int, box: Box, how: str, skip=()) -> None:
+        """``root`` sends ``key`` to every node of ``box`` (which holds the root)."""
+        g = self.grid
+        if how == "all_at_once":
+            for v in box.nodes(g):
+                if v not in skip:
+                    self.send(root, key, step, level, v, root)
+            return
+        kids = box_tree(box.axes, g.coords(root))
+        for parent, children in kids.items():
+            for c in children:
+                self.send(g.index(parent), key, step, level, g.index(c), root)
+
+    def make(self, node: int, needs, key) -> None:
+        self.makes.setdefault(node, []).append((frozenset(needs), key))
+
+
+@lru_cache(maxsize=16)
+def plan(grid: Grid, scheme: Scheme) -> Plan:
+    scheme = scheme.check(grid)
+    sources = sorted(scheme.sources) if scheme.sources is not None else list(range(grid.size))
+    p = Plan(grid, scheme, sources)
+    for s in sources:
+        p.origin.setdefault(s, []).append(("p", s))
+    whole = Box(tuple(tuple(range(grid.k)) for _ in range(grid.n)))
+    if scheme.algo in ("all_at_once", "tree"):
+        for s in sources:
+            p.mcast(("p", s), Step.BASE, 0, s, whole, scheme.algo)
+        return p
+    _coded(p, whole, scheme.shape, sources, level=0, top=True)
+    return p
+
+
+def _coded(p: Plan, box: Box, shape, sources: list[int], level: int, top: bool) -> None:
+    g, sc = p.grid, p.scheme
+    groups = tiles(box, shape)
+    members = [b.nodes(g) for b in groups]
+    centre = box_centre(box, g, top)
+    ins = [g.index(b.centre_node(g, centre)) for b in groups]
+    if top:
+        p.groups, p.ins = members, ins
+    srcs = [[s for s in m if s in set(sources)] for m in members]
+    in_box = Box(tuple(tuple(sorted({g.coords(i)[d] for i in ins})) for d in range(g.n)))
+    # B: the group's sources reach every member (recursively: coding inside the group)
+    for gi, b in enumerate(groups):
+        if sc.algo == "nc_recursive" and level == 0:
+            _coded(p, b, sc.inner, srcs[gi], level + 1, top=False)
+        else:
+            for s in srcs[gi]:
+                p.mcast(("p", s), Step.B, level, s, b, sc.mcast)
+    if sc.algo == "combine":
+        for gi, b in enumerate(groups):
+            if not srcs[gi]:
+                continue
+            key = ("c", level, gi)
+            p.make(ins[gi], [("p", s) for s in srcs[gi]], key)
+            p.mcast(key, Step.D, level, ins[gi], in_box, sc.mcast)
+            for gj, bj in enumerate(groups):  # E: each other IN takes it into its group
+                if gj != gi:
+                    p.mcast(key, Step.E, level, ins[gj], bj, sc.mcast)
+        return
+    # F: one plain packet of each other group to every node
+    for gi in range(len(groups)):
+        if not srcs[gi]:
+            continue
+        for gj, mj in enumerate(members):
+            if gj != gi:
+                for j, v in enumerate(mj):
+                    s = srcs[gi][j % len(srcs[gi])]
+                    p.send(s, ("p", s), Step.F, level, v, s)
+    # C, D, E: the chains
+    for gi, b in enumerate(groups):
+        chain = [("x", level, a, c) for a, c in zip(srcs[gi], srcs[gi][1:])]
+        for i, key in enumerate(chain):
+            a, c = key[2], key[3]
+            if sc.algo == "nc_every":  # the member at position i encodes and unicasts to all others
+                enc = members[gi][i]
+                p.make(enc, [("p", a), ("p", c)], key)
+                for gj, mj in enumerate(members):
+                    if gj != gi:
+                        for v in mj:
+                            p.send(enc, key, Step.D, level, v, enc)
+                continue
+            p.make(ins[gi], [("p", a), ("p", c)], key)
+            p.mcast(key, Step.D, level, ins[gi], in_box, sc.mcast)
+            for gj, bj in enumerate(groups):
+                if gj != gi:
+                    p.mcast(key, Step.E, level, ins[gj], bj, sc.mcast)

@@ -1,0 +1,99 @@
+"""Spec 02's planner: the group shape and IN coordinates for a k-ary n-mesh or torus, chosen by the
+least aggregate hop count (``hops.count``), with the reasons printed: the longest-path table (per
+group shape, the longest path inside a group and between INs, per dimension and in total) and the
+per-step hop counts beside the floor N (N - 1).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from topologies.grid import Grid
+
+from .hops import count
+from .plan import Box, Scheme, box_centre, tiles
+
+
+def shapes(grid: Grid) -> list[tuple[int, ...]]:
+    """Every group shape that tiles the grid with at least 2 nodes per group and 2 groups."""
+    divs = [d for d in range(1, grid.k + 1) if grid.k % d == 0]
+    out = []
+    for sh in itertools.product(divs, repeat=grid.n):
+        m = 1
+        for s in sh:
+            m *= s
+        if m >= 2 and m < grid.size:
+            out.append(tuple(sh))
+    return out
+
+
+def longest_paths(grid: Grid, shape) -> dict:
+    """Longest path inside a group and between INs, per dimension and in total (hops)."""
+    whole = Box(tuple(tuple(range(grid.k)) for _ in range(grid.n)))
+    groups = tiles(whole, tuple(shape))
+    ins = [b.centre_node(grid, box_centre(whole, grid, True)) for b in groups]
+    inner = [min(s - 1, grid.k // 2) if grid.wrap else s - 1 for s in shape]
+    between = []
+    for d in range(grid.n):
+        xs = sorted({p[d] for p in ins})
+        between.append(int(grid.d1_matrix(xs, xs).max()))
+    return {"inner": inner, "inner_total": sum(inner), "between": between, "between_total": sum(between),
+            "ins": ins}
+
+
+def table(grid: Grid, mcast: str = "tree", algo: str = "nc") -> list[dict]:
+    rows = []
+    for sh in shapes(grid):
+        c = count(grid, Scheme(algo, sh, mcast))
+        lp = longest_paths(grid, sh)
+        rows.append(dict(shape="x".join(map(str, sh)), groups=grid.size // _prod(sh), members=_prod(sh),
+                         inner=lp["inner"], inner_total=lp["inner_total"], between=lp["between"],
+                         between_total=lp["between_total"], **{f"hops_{k}": v for k, v in sorted(c.hops.items())},
+                         hops=c.total, unicasts=c.total_unicasts, _shape=sh))
+    return rows
+
+
+def _prod(sh) -> int:
+    m = 1
+    for s in sh:
+        m *= s
+    return m
+
+
+def best_shape(grid: Grid, mcast: str = "tree", algo: str = "nc") -> tuple[int, ...]:
+    """The shape of least aggregate hops (ties: the longest paths more even, then the smaller group)."""
+    if algo == "nc_recursive":  # the outer shape of the plain scheme, halved inside
+        algo = "nc"
+    rows = table(grid, mcast, algo if algo != "nc_recursive" else "nc")
+    best = min(rows, key=lambda r: (r["hops"], abs(r["inner_total"] - r["between_total"]), r["members"], r["_shape"]))
+    return best["_shape"]
+
+
+def report(grid: Grid, mcast: str = "tree", algo: str = "nc") -> str:
+    """The planner's choice and why, as text."""
+    rows = table(grid, mcast, algo)
+    best = best_shape(grid, mcast, algo)
+    N = grid.size
+    steps = sorted({k for r in rows for k in r if k.startswith("hops_")})
+    head = (f"{'shape':>9} {'groups':>6} {'M':>5} {'inner/dim':>12} {'inner':>5} {'INs/dim':>12} {'INs':>4} "
+            + " ".join(f"{s[5:]:>9}" for s in steps) + f" {'hops':>10} {'unicasts':>9}")
+    lines = [f"planner: hierarchical coding ({algo}, {mcast} multicast) on {grid.family}:k={grid.k},n={grid.n}, "
+             f"N = {N}; a hop is a router-to-router link (host links not counted)",
+             f"floor: any unicast all-to-all broadcast needs N(N-1) = {N * (N - 1):,} receptions and as many hops",
+             "longest paths in hops: inside a group (per dimension, total) and between INs (per dimension, total)",
+             head]
+    for r in sorted(rows, key=lambda r: (r["members"], r["_shape"])):
+        mark = " <- chosen" if r["_shape"] == best else ""
+        lines.append(f"{r['shape']:>9} {r['groups']:>6} {r['members']:>5} {str(r['inner']):>12} {r['inner_total']:>5} "
+                     f"{str(r['between']):>12} {r['between_total']:>4} "
+                     + " ".join(f"{r.get(s, 0):>9,}" for s in steps) + f" {r['hops']:>10,} {r['unicasts']:>9,}{mark}")
+    aao = count(grid, Scheme("all_at_once"))
+    tree = count(grid, Scheme("tree"))
+    b = next(r for r in rows if r["_shape"] == best)
+    lp = longest_paths(grid, best)
+    lines.append(f"chosen: groups of {b['shape']} ({b['groups']} groups of {b['members']}), INs at "
+                 f"{', '.join(str(p) for p in lp['ins'][:8])}{' ...' if len(lp['ins']) > 8 else ''}: "
+                 f"{b['hops']:,} hops against {tree.total:,} (tree) and {aao.total:,} (all-at-once), "
+                 f"floor {N * (N - 1):,}; the least total, where the longest path inside a group "
+                 f"({b['inner_total']}) and between INs ({b['between_total']}) balance best")
+    return "\n".join(lines)
