@@ -264,6 +264,9 @@ class HostSpec:
     reduce_ps_per_byte: int = 250
     """Host CPU time to combine one byte of reduction operands, in picoseconds (250 ps/B = 4 GB/s);
     a reduction of B bytes costs ceil(B * this / 1000) ns."""
+    xor_ns: int = 1
+    """Spec 02: the NIC's time to XOR two packets (encode or decode one chain link), ns (1 cycle at
+    1 GHz by default; the source swept 0-35 cycles)."""
     max_message_bytes: int = 1 << 30
     """Largest message a host accepts; a segment announcing more is malformed (counted, dropped)."""
     nic: NicSpec = NicSpec()
@@ -272,7 +275,8 @@ class HostSpec:
     """The QsNet adapter of the NIC (spec 03): reliable packets, put/get, atomics."""
 
     def __post_init__(self) -> None:
-        _check_delays("HostSpec", self, ("nic_delay_ns", "send_overhead_ns", "recv_overhead_ns", "reduce_ps_per_byte"))
+        _check_delays("HostSpec", self, ("nic_delay_ns", "send_overhead_ns", "recv_overhead_ns", "reduce_ps_per_byte",
+                                         "xor_ns"))
         if not isinstance(self.max_message_bytes, int) or not 1 <= self.max_message_bytes <= 0xFFFFFFFF:
             raise ConfigError(f"HostSpec.max_message_bytes must be within 1..2**32-1 (the segment header's "
                               f"32-bit total), got {self.max_message_bytes!r}")

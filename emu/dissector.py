@@ -23,6 +23,7 @@ from .wire import CollDesc, EmuLink, Fabric, LinkCredit, MsgSegment, PacketType,
 from .wire.credit import ETHERTYPE_CREDIT
 from .wire.fabric import ETHERTYPE_FABRIC, FLAG_NAMES
 from .wire.outer import MAGIC, VERSION
+from .wire.coding import NcHeader
 from .wire.inc import IncCtl, IncData
 from .wire.qsnet import QsAck, QsCont, QsMgmt, QsSegment, QsTrailer, QsTrap, QsTxn
 
@@ -45,6 +46,7 @@ HEADERS: list[tuple[type, str, list[int] | None]] = [
     (QsMgmt, "qmgmt", [PacketType.MGMT]),
     (IncData, "inc", [PacketType.INC]),      # spec 04: then the elements (or index/value pairs)
     (IncCtl, "incctl", [PacketType.INCCTL]),  # then the operation's body
+    (NcHeader, "nc", [PacketType.NC]),       # spec 02: then the (coded) payload
 ]
 
 

@@ -36,7 +36,7 @@ local L_link = {
   {"length", 24, 2, nil, 16},
   {"window", 26, 2, nil, 16},
 }
-local vs_fabric_ptype = {[1] = "MSG", [2] = "PING", [3] = "PONG", [4] = "COLL", [5] = "QPKT", [6] = "QACK", [7] = "TRAP", [8] = "MGMT", [9] = "INC", [10] = "INCCTL"}
+local vs_fabric_ptype = {[1] = "MSG", [2] = "PING", [3] = "PONG", [4] = "COLL", [5] = "QPKT", [6] = "QACK", [7] = "TRAP", [8] = "MGMT", [9] = "INC", [10] = "INCCTL", [11] = "NC"}
 local p_fabric = Proto("hpcemu_fabric", "hpc-emu Fabric")
 local f_fabric = {
   src = ProtoField.uint32("hpcemu.fabric.src", "src", base.DEC, nil),
@@ -376,6 +376,33 @@ local L_incctl = {
   {"aid", 4, 2, nil, 16},
   {"count", 6, 2, nil, 16},
 }
+local vs_nc_step = {[0] = "BASE", [1] = "B", [2] = "D", [3] = "E", [4] = "F"}
+local vs_nc_kind = {[0] = "PLAIN", [1] = "XOR", [2] = "CONCAT"}
+local p_nc = Proto("hpcemu_nc", "hpc-emu NcHeader")
+local f_nc = {
+  step = ProtoField.uint8("hpcemu.nc.step", "step", base.DEC, vs_nc_step),
+  level = ProtoField.uint8("hpcemu.nc.level", "level", base.DEC, nil),
+  kind = ProtoField.uint8("hpcemu.nc.kind", "kind", base.DEC, vs_nc_kind),
+  group = ProtoField.uint16("hpcemu.nc.group", "group", base.DEC, nil),
+  a = ProtoField.uint16("hpcemu.nc.a", "a", base.DEC, nil),
+  b = ProtoField.uint16("hpcemu.nc.b", "b", base.DEC, nil),
+  root = ProtoField.uint16("hpcemu.nc.root", "root", base.DEC, nil),
+  parts = ProtoField.uint16("hpcemu.nc.parts", "parts", base.DEC, nil),
+  stamp = ProtoField.uint32("hpcemu.nc.stamp", "stamp", base.DEC, nil),
+}
+do local t = {} for _, v in pairs(f_nc) do t[#t + 1] = v end
+  p_nc.fields = t end
+local L_nc = {
+  {"step", 0, 1, nil, 8},
+  {"level", 1, 1, 4, 4},
+  {"kind", 1, 1, 0, 4},
+  {"group", 2, 2, nil, 16},
+  {"a", 4, 2, nil, 16},
+  {"b", 6, 2, nil, 16},
+  {"root", 8, 2, nil, 16},
+  {"parts", 10, 2, nil, 16},
+  {"stamp", 12, 4, nil, 32},
+}
 
 -- add every field of a header to `tree`, in declaration order; returns the values by name
 local function add_fields(tree, tvb, off, layout, fields, list_groups)
@@ -435,7 +462,7 @@ local function qsnet_segments(tvb, tree, off, info, seg)
   return off, info
 end
 
-local by_ptype = {[1] = {p_msg, f_msg, L_msg, 16, false}, [2] = {p_ping, f_ping, L_ping, 16, false}, [3] = {p_ping, f_ping, L_ping, 16, false}, [4] = {p_coll, f_coll, L_coll, 128, true}, [5] = {p_qseg, f_qseg, L_qseg, 8, false}, [6] = {p_qack, f_qack, L_qack, 16, false}, [7] = {p_qtrap, f_qtrap, L_qtrap, 20, false}, [8] = {p_qmgmt, f_qmgmt, L_qmgmt, 8, false}, [9] = {p_inc, f_inc, L_inc, 16, false}, [10] = {p_incctl, f_incctl, L_incctl, 8, false}}
+local by_ptype = {[1] = {p_msg, f_msg, L_msg, 16, false}, [2] = {p_ping, f_ping, L_ping, 16, false}, [3] = {p_ping, f_ping, L_ping, 16, false}, [4] = {p_coll, f_coll, L_coll, 128, true}, [5] = {p_qseg, f_qseg, L_qseg, 8, false}, [6] = {p_qack, f_qack, L_qack, 16, false}, [7] = {p_qtrap, f_qtrap, L_qtrap, 20, false}, [8] = {p_qmgmt, f_qmgmt, L_qmgmt, 8, false}, [9] = {p_inc, f_inc, L_inc, 16, false}, [10] = {p_incctl, f_incctl, L_incctl, 8, false}, [11] = {p_nc, f_nc, L_nc, 16, false}}
 
 function p_fabric.dissector(tvb, pinfo, tree)
   if tvb:len() < 16 then return 0 end

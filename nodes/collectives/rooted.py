@@ -125,7 +125,8 @@ async def mcast_all_all_at_once(comm, x: np.ndarray) -> np.ndarray:
 
 
 async def mcast_all_tree(comm, x: np.ndarray) -> np.ndarray:
-    """All-to-all multicast: one binomial tree per source, the trees taken in source order."""
+    """All-to-all multicast: one binomial tree (over rank order) per source, the trees taken in source
+    order (``binomial``; ``tree`` is the coordinate-aware one on meshes and tori)."""
     n = comm.size
     out = np.empty((n, len(x)), x.dtype)
     for src in range(n):

@@ -83,7 +83,12 @@ def _register_builtin() -> None:
     register("mcast", "all_at_once", ro.mcast_all_at_once)
     register("mcast", "tree", ro.mcast_tree)
     register("mcast_all", "all_at_once", ro.mcast_all_all_at_once)
-    register("mcast_all", "tree", ro.mcast_all_tree)
+    register("mcast_all", "binomial", ro.mcast_all_tree)
+    from .coding.run import CODED, mcast_all_tree
+
+    register("mcast_all", "tree", mcast_all_tree)
+    for name, fn in CODED.items():
+        register("mcast_all", name, fn)
 
 
 _register_builtin()

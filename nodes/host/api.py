@@ -172,6 +172,18 @@ class IncReq(Op):
         return f"inc_{self.kind}"
 
 
+class NcRun(Op):
+    """Spec 02: run a coded-broadcast plan on the NIC."""
+
+    __slots__ = ("plan", "data")
+
+    def __init__(self, plan, data: bytes):
+        self.plan, self.data = plan, data
+
+    def describe(self, names) -> str:
+        return f"nc_run({self.plan.scheme.algo})"
+
+
 class WaitWord(Op):
     __slots__ = ("addr", "at_least", "timeout_ns")
 
@@ -351,6 +363,20 @@ class HostAPI:
         order; ``algo``: an ``emu.wire.inc.Algo`` code to ask for, 0: the manager picks by size);
         returns ``("grant", nodes.nic.inc.Grant)`` or ``("reject", why)``."""
         return IncReq("request", comm, [self._addr(m) for m in members], dtype, op, nbytes, reproducible, algo, span)
+
+    # -- coded broadcast (spec 02) --------------------------------------------------------------------
+    @property
+    def grid(self):
+        """The direct network's ``topologies.grid.Grid`` (None on other topologies)."""
+        from topologies.grid import Grid
+
+        g = self._engine.nic.grid
+        return Grid(*g) if g is not None else None
+
+    def nc_run(self, plan, data: bytes) -> NcRun:
+        """Run a coded-broadcast plan (``nodes.collectives.coding.plan``) with this node's packet;
+        returns (packets by source, per-step figures)."""
+        return NcRun(plan, bytes(data))
 
     def inc_release(self, aid: int) -> IncReq:
         """This host is done with granted allreduce ``aid``; returns ``("released", members still

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from emu.wire.coll import ErrBit
 from nodes.nic.coll import Completion
 
-from .api import (BarrierEnter, Compute, HostAPI, IncReq, Message, NicOpen, NicPost, NicWait, Op, PingOp, QsOpReq,
+from .api import (BarrierEnter, Compute, HostAPI, IncReq, Message, NcRun, NicOpen, NicPost, NicWait, Op, PingOp, QsOpReq,
                   Recv, Send, Sleep, WaitArrivals, WaitWord)
 
 if TYPE_CHECKING:
@@ -278,6 +278,10 @@ class Host:
             inc.allreduce(grant, x, rank, self.now + cost, done, timeout_ns=timeout_ns)
         return False, None
 
+    def _op_nc(self, proc: Proc, op: NcRun) -> tuple[bool, Any]:
+        self.nic.nc.start(op.plan, op.data, self.now, lambda res: self.resume((proc, res)))
+        return False, None
+
     def _received(self, proc: Proc, msg: Message) -> tuple[bool, Any]:
         """A receive matched ``msg`` now: the app continues after the receive overhead."""
         return self._busy(proc, self.spec.recv_overhead_ns, msg)
@@ -328,4 +332,5 @@ _HANDLERS = {Send: Host._op_send, Recv: Host._op_recv, Compute: Host._op_compute
              PingOp: Host._op_ping, Sleep: Host._op_sleep, NicOpen: Host._op_nic_open,
              NicPost: Host._op_nic_post, NicWait: Host._op_nic_wait, QsOpReq: Host._op_qs,
              WaitArrivals: Host._op_wait_arrivals, BarrierEnter: Host._op_barrier_enter,
-             WaitWord: Host._op_wait_word, IncReq: Host._op_inc}
+             WaitWord: Host._op_wait_word, IncReq: Host._op_inc,
+             NcRun: Host._op_nc}

@@ -34,6 +34,7 @@ from emu.wire.qsnet import is_qsnet_packet
 from ..host.api import Message
 from ..host.engine import AppState, Host
 from ..timers import Timers
+from .coding import CodingNIC
 from .coll import CollNIC
 from .inc import IncNIC
 from .qsnet import QsNIC
@@ -68,6 +69,8 @@ class NicEngine:
     now: int = 0
     rails: int = 1
     """Links of this node (multi-rail: one to each network); QsNet packets are striped over them."""
+    grid: tuple | None = None
+    """A direct network's (k, n, wrap) (``topologies.grid.Grid``), for spec 02's coded broadcast."""
     manager: int | None = None
     """Fabric address of the network manager (spec 04 requests go there), if the topology has one."""
     kind = "host"
@@ -89,6 +92,7 @@ class NicEngine:
         self.coll = CollNIC(self)
         self.qs = QsNIC(self)
         self.inc = IncNIC(self)
+        self.nc = CodingNIC(self)
         self.host = Host(self)
 
     # -- engine interface -----------------------------------------------------------------------
@@ -124,6 +128,8 @@ class NicEngine:
                 self.qs.on_ack(frame, src, now)
             elif ptype == PacketType.INCCTL:
                 self.inc.on_ctl(frame, src, now)
+            elif ptype == PacketType.NC:
+                self.nc.on_frame(frame, src, now)
             elif ptype == PacketType.PONG:
                 ident, seq, t_sent = PING.unpack(frame, HDR_LEN)
                 waiter = self.host.take_ping(seq)
@@ -164,7 +170,8 @@ class NicEngine:
 
     def extra_stats(self) -> dict[str, dict[str, int]]:
         """Counters of the engine's parts, for ``Cluster.stats``."""
-        return {"nic": dict(self.coll.stats), "qsnet": dict(self.qs.stats), "inc": dict(self.inc.stats)}
+        return {"nic": dict(self.coll.stats), "qsnet": dict(self.qs.stats), "inc": dict(self.inc.stats),
+                "coding": dict(self.nc.stats)}
 
     # -- what the host asks of its NIC ----------------------------------------------------------
     def at(self, t: int, fn: Callable, arg: Any) -> int:
@@ -266,7 +273,8 @@ def make_host(node, topology, cache: dict) -> NicEngine:
         shared = cache["host_tables"] = host_tables(topology)
     return NicEngine(node.name, node.id, node.spec, topology.routes.get(node.name), shared[0], shared[1],
                      cache.get("seed", 0), rails=max(1, topology.nports(node.name)),
-                     manager=topology.nodes[topology.manager].id if topology.manager else None)
+                     manager=topology.nodes[topology.manager].id if topology.manager else None,
+                     grid=getattr(topology, "grid", None))
 
 
 register_engine("host", make_host, min_delay=lambda spec: spec.nic_delay_ns)

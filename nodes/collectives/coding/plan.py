@@ -186,6 +186,29 @@ class Plan:
     def make(self, node: int, needs, key) -> None:
         self.makes.setdefault(node, []).append((frozenset(needs), key))
 
+    def expected(self, node: int) -> set:
+        """(sender, key) pairs the plan sends to ``node``: what its NIC accepts."""
+        exp = self.__dict__.get("_expected")
+        if exp is None:
+            exp = {}
+            for src, rs in self.rules.items():
+                for key, lst in rs.items():
+                    for _step, _lvl, dst, _root in lst:
+                        exp.setdefault(dst, set()).add((src, key))
+            self._expected = exp
+        return exp.get(node, set())
+
+    def group_of(self, node: int) -> int:
+        """The top-level group of ``node`` (0 for the baselines, which have none)."""
+        g = self.__dict__.get("_group_of")
+        if g is None:
+            g = self._group_of = {v: gi for gi, m in enumerate(self.groups) for v in m}
+        return g.get(node, 0)
+
+    def group_sources(self, gi: int) -> list[int]:
+        srcs = set(self.sources)
+        return [v for v in self.groups[gi] if v in srcs]
+
 
 @lru_cache(maxsize=16)
 def plan(grid: Grid, scheme: Scheme) -> Plan:

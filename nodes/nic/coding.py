@@ -1,0 +1,204 @@
+"""The NIC end of spec 02's coded broadcast: runs a plan (``nodes.collectives.coding.plan``) on real
+frames (sans-I/O part of the NIC engine).
+
+The node starts with its own packet (if it is a source). Whenever it first has a packet -- its own,
+from a frame, made by encoding, or recovered by decoding -- it sends it on as the plan's rules say
+(multicast trees are relayed this way; a relay keeps the multicast's ``stamp``). An intermediate node
+encodes a chain packet (XOR of two sources) or a combined message (concatenation) as soon as it has
+the packets it needs. Every node decodes as soon as it can: a plain packet of source a and the chain
+packet a^b give b, and so on along the chain. XORs take ``HostSpec.xor_ns`` each, one at a time.
+
+A frame is checked against the plan before anything in it is used: its sender must be one the plan
+has send this packet to this node, its header must name sources of the run, and its payload must
+have the run's packet size; anything else is counted (``nc_unexpected``, ``malformed``) and dropped.
+The run finishes when every source's packet is here (the node keeps relaying what reaches it after).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from emu.wire import HDR_LEN, DecodeError, PacketType
+from emu.wire.coding import NC, NcKind
+
+if TYPE_CHECKING:
+    from .engine import NicEngine
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)
+class Run:
+    plan: object
+    me: int
+    size: int
+    """Bytes of one packet."""
+    on_done: Callable
+    have: dict = field(default_factory=dict)
+    """key -> payload (bytes) once this node has it."""
+    stamps: dict = field(default_factory=dict)
+    """key -> the stamp it arrived with (relays keep it)."""
+    pending: dict = field(default_factory=dict)
+    """source -> chain keys that name it, waiting for one side to be known."""
+    wanted: set = field(default_factory=set)
+    """Sources whose packet this node does not have yet."""
+    made: set = field(default_factory=set)
+    xor_free: int = 0
+    """When the XOR unit is next free."""
+    finished: bool = False
+    stats: dict = field(default_factory=dict)
+
+
+class CodingNIC:
+    def __init__(self, nic: "NicEngine"):
+        self.nic = nic
+        self.run: Run | None = None
+        self.stats = {"nc_sent": 0, "nc_received": 0, "nc_duplicates": 0, "nc_unexpected": 0, "nc_xors": 0}
+
+    # -- API ----------------------------------------------------------------------------------------
+    def start(self, plan, data: bytes, t: int, on_done: Callable) -> None:
+        """Run ``plan`` as node ``nic.node_id`` (its rank in the grid) with this node's ``data``;
+        ``on_done((packets by source, per-step figures))`` when every source's packet is here."""
+        if self.run is not None and not self.run.finished:
+            raise RuntimeError(f"{self.nic.name}: a coded broadcast is already running")
+        me = self.nic.host_ids[self.nic.name]
+        r = self.run = Run(plan, me, len(data), on_done)
+        r.wanted = set(plan.sources) - {me}
+        r.stats = {"received": {}, "latency_max": {}, "latency_sum": {}, "duplicates": 0, "xors": 0,
+                   "first_ns": t, "done_ns": None}
+        for key in plan.origin.get(me, []):
+            self._acquire(r, key, data, t, None)
+        self._check_done(r, t)
+
+    # -- frames -------------------------------------------------------------------------------------
+    def on_frame(self, frame: bytes, src: int, now: int) -> None:
+        r = self.run
+        step, level, kind, group, a, b, root, parts, stamp = NC.unpack(frame, HDR_LEN)
+        payload = frame[HDR_LEN + NC.size:]
+        if r is None:
+            self.stats["nc_unexpected"] += 1
+            log.warning("%s: coded frame from %d with no coded broadcast running", self.nic.name, src)
+            return
+        n = r.plan.grid.size
+        if kind == NcKind.PLAIN and a == b and a < n:
+            key, size = ("p", a), r.size
+        elif kind == NcKind.XOR and a < n and b < n and a != b:
+            key, size = ("x", level, a, b), r.size
+        elif kind == NcKind.CONCAT and group < len(r.plan.groups):
+            key, size = ("c", level, group), r.size * parts
+        else:
+            raise DecodeError(f"coded frame names kind {kind}, sources {a}, {b}, group {group}: not of this run")
+        if (src, key) not in r.plan.expected(r.me):
+            self.stats["nc_unexpected"] += 1
+            log.warning("%s: coded frame %s from %d, which the plan does not send here", self.nic.name, key, src)
+            return
+        if len(payload) != size:
+            raise DecodeError(f"coded frame {key} carries {len(payload)} bytes, the run's packets are {size}")
+        self.stats["nc_received"] += 1
+        name = step
+        st = r.stats
+        st["received"][name] = st["received"].get(name, 0) + 1
+        lat = (now - stamp) & 0xFFFFFFFF
+        st["latency_max"][name] = max(st["latency_max"].get(name, 0), lat)
+        st["latency_sum"][name] = st["latency_sum"].get(name, 0) + lat
+        if key in r.have:
+            self.stats["nc_duplicates"] += 1
+            st["duplicates"] += 1
+            return
+        self._acquire(r, key, payload, now, stamp)
+        self._check_done(r, now)
+
+    # -- the dataflow -------------------------------------------------------------------------------
+    def _acquire(self, r: Run, key, payload: bytes, t: int, stamp: int | None) -> None:
+        if key in r.have:
+            return
+        r.have[key] = payload
+        r.stamps[key] = stamp
+        nic = self.nic
+        for step, level, dst, root in r.plan.rules.get(r.me, {}).get(key, ()):
+            s = (t if root == r.me or stamp is None else stamp) & 0xFFFFFFFF
+            kind, group, a, b, parts = self._header(r, key)
+            body = NC.pack(step, level, kind, group, a, b, root, parts, s) + payload
+            nic.emit(dst, PacketType.NC, body, t + nic.spec.nic_delay_ns, vc=_vc(step))
+            self.stats["nc_sent"] += 1
+        if key[0] == "p":
+            r.wanted.discard(key[1])
+            for other in r.pending.pop(key[1], ()):  # chain packets this unlocks
+                self._decode(r, other, t)
+        elif key[0] == "x":
+            self._decode(r, key, t)
+        else:  # a combined message: every part is a plain packet
+            srcs = r.plan.group_sources(key[2])
+            for i, s in enumerate(srcs):
+                self._acquire(r, ("p", s), payload[i * r.size:(i + 1) * r.size], t, stamp)
+        for needs, out in r.plan.makes.get(r.me, ()):
+            if out not in r.made and needs <= r.have.keys():
+                r.made.add(out)
+                self._make(r, needs, out, t)
+
+    def _xor_at(self, r: Run, t: int) -> int:
+        start = max(t, r.xor_free)
+        r.xor_free = start + self.nic.spec.xor_ns
+        self.stats["nc_xors"] += 1
+        r.stats["xors"] += 1
+        return r.xor_free
+
+    def _make(self, r: Run, needs, out, t: int) -> None:
+        if out[0] == "x":
+            _, _lvl, a, b = out
+            done = self._xor_at(r, t)
+            data = _xor(r.have[("p", a)], r.have[("p", b)])
+        else:
+            done = t
+            data = b"".join(r.have[("p", s)] for s in r.plan.group_sources(out[2]))
+        self.nic.at(done, lambda _a, o=out, d=data: self._made(r, o, d), None)
+
+    def _made(self, r: Run, key, data: bytes) -> None:
+        self._acquire(r, key, data, self.nic.now, None)
+        self._check_done(r, self.nic.now)
+
+    def _decode(self, r: Run, key, t: int) -> None:
+        _, _lvl, a, b = key
+        ka, kb = ("p", a) in r.have, ("p", b) in r.have
+        if ka and kb:
+            return
+        if not ka and not kb:  # wait for either side
+            r.pending.setdefault(a, []).append(key)
+            r.pending.setdefault(b, []).append(key)
+            return
+        known, unknown = (a, b) if ka else (b, a)
+        data = _xor(r.have[key], r.have[("p", known)])
+        done = self._xor_at(r, t)
+        self.nic.at(done, lambda _a, s=unknown, d=data: self._made(r, ("p", s), d), None)
+
+    def _check_done(self, r: Run, t: int) -> None:
+        if r.finished or r.wanted:
+            return
+        r.finished = True
+        r.stats["done_ns"] = t
+        out = {s: r.have[("p", s)] for s in r.plan.sources}
+        self.nic.at(t + self.nic.spec.nic_delay_ns, r.on_done, (out, r.stats))
+
+    def _header(self, r: Run, key) -> tuple[int, int, int, int, int]:
+        """(kind, group, a, b, parts) of a packet."""
+        p = r.plan
+        if key[0] == "p":
+            return NcKind.PLAIN, p.group_of(key[1]), key[1], key[1], 1
+        if key[0] == "x":
+            return NcKind.XOR, p.group_of(key[2]), key[2], key[3], 1
+        srcs = p.group_sources(key[2])
+        return NcKind.CONCAT, key[2], srcs[0], srcs[-1], len(srcs)
+
+
+def _xor(a: bytes, b: bytes) -> bytes:
+    return (np.frombuffer(a, np.uint8) ^ np.frombuffer(b, np.uint8)).tobytes()
+
+
+def _vc(step: int) -> int:
+    from nodes.collectives.coding.plan import Step
+
+    return Step.VC[step]
