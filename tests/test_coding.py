@@ -1,0 +1,193 @@
+"""Spec 02: coded frames, plans, the analytic hop counter against frames, decoding bit for bit."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from emu.sim import EngineNet
+from emu.wire import HDR_LEN, PacketType, build_frame, parse_frame
+from emu.wire.coding import NC, NcHeader, NcKind
+from nodes.collectives.coding import Scheme, Step, count, plan
+from nodes.collectives.coding.hops import all_to_all_closed, tree_all_to_all_closed
+from nodes.collectives.coding.planner import best_shape, report
+from nodes.collectives.comm import Comm
+from topologies import build
+from topologies.grid import Grid, box_tree_hops, line_halving
+
+
+# -- the wire ----------------------------------------------------------------------------------------
+def test_the_coding_header_codec_is_the_scapy_declaration_golden_vector():
+    from scapy.all import raw
+
+    h = NcHeader(step=Step.D, level=1, kind=NcKind.XOR, group=3, a=4, b=5, root=6, parts=1, stamp=0x01020304)
+    assert raw(h).hex() == "0211" "0003" "0004" "0005" "0006" "0001" "01020304"
+    assert NC.pack(Step.D, 1, NcKind.XOR, 3, 4, 5, 6, 1, 0x01020304) == raw(h)
+    assert NC.unpack(raw(h), 0) == (2, 1, 1, 3, 4, 5, 6, 1, 0x01020304)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(min_size=16, max_size=16))
+def test_any_16_bytes_decode_the_same_in_scapy_and_the_codec(b):
+    from scapy.all import raw
+
+    vals = NC.unpack(b, 0)
+    assert NC.pack(*vals) == b == raw(NcHeader(b))
+
+
+# -- geometry and plans ------------------------------------------------------------------------------
+def test_recursive_halving_on_a_line_of_a_power_of_two_costs_k_over_2_log2_k_from_any_root():
+    g = Grid(16, 1, False)
+    ax = tuple(range(16))
+    for root in range(16):
+        edges = line_halving(16, root)
+        assert len(edges) == 15 and {r for _k, _s, r in edges} == set(range(16)) - {root}
+        assert box_tree_hops(g, (ax,), (root,)) == 8 * 4
+
+
+@pytest.mark.parametrize("k,n,wrap", [(4, 2, False), (4, 2, True), (8, 2, False), (8, 2, True), (16, 2, False),
+                                      (16, 2, True), (6, 2, False), (5, 2, True), (4, 3, False), (4, 3, True)])
+def test_the_analytic_counter_equals_the_plans_unicasts_for_every_scheme(k, n, wrap):
+    """The counter works from closed forms and per-dimension sums; the plan lists every unicast."""
+    g = Grid(k, n, wrap)
+    schemes = [Scheme("all_at_once"), Scheme("tree"), Scheme("nc"), Scheme("nc", mcast="all_at_once"),
+               Scheme("nc_every"), Scheme("combine"), Scheme("nc", sources=(0, 3, k + 1, g.size - 1)),
+               Scheme("tree", sources=(1,))]
+    if k % 4 == 0:
+        schemes += [Scheme("nc_recursive"), Scheme("nc_recursive", sources=(1, 2, k, g.size - 2))]
+    for sc in schemes:
+        p, c = plan(g, sc), count(g, sc)
+        per: dict[str, int] = {}
+        for node, rules in p.rules.items():
+            for lst in rules.values():
+                for step, _lvl, dst, _root in lst:
+                    per[Step.NAMES[step]] = per.get(Step.NAMES[step], 0) + g.distance(node, dst)
+        assert per == c.hops, (sc, per, c.hops)
+        assert p.unicasts == c.total_unicasts
+    if not k & (k - 1):
+        assert count(g, Scheme("tree")).total == tree_all_to_all_closed(g)
+    assert count(g, Scheme("all_at_once")).total == all_to_all_closed(g)
+
+
+def test_coding_meets_the_reception_floor_and_cuts_hops_below_both_baselines():
+    for wrap in (False, True):
+        g = Grid(16, 2, wrap)
+        N = g.size
+        nc, tree, aao = (count(g, Scheme(a)) for a in ("nc", "tree", "all_at_once"))
+        assert nc.total_unicasts == tree.total_unicasts == aao.total_unicasts == N * (N - 1)  # receptions
+        assert N * (N - 1) <= nc.total < tree.total < aao.total
+
+
+def test_the_planner_explains_its_choice_on_the_16_ary_2_mesh():
+    g = Grid(16, 2, False)
+    shape = best_shape(g)
+    text = report(g)
+    chosen = [line for line in text.splitlines() if line.endswith("<- chosen")]
+    assert len(chosen) == 1 and chosen[0].split()[0] == "x".join(map(str, shape))
+    rows = [line.replace("<- chosen", "").split() for line in text.splitlines()[4:-1]]
+    hops = {tuple(map(int, r[0].split("x"))): int(r[-2].replace(",", "")) for r in rows}
+    assert hops[shape] == min(hops.values()) == count(g, Scheme("nc", shape)).total
+    assert "floor" in text and f"{256 * 255:,}" in text
+
+
+def test_bad_group_shapes_are_refused_with_the_fix():
+    from emu.config import ConfigError
+
+    with pytest.raises(ConfigError, match="does not tile 8x8: each side must divide"):
+        plan(Grid(8, 2, False), Scheme("nc", (3, 2)))
+    with pytest.raises(ConfigError, match="2 groups or more"):
+        plan(Grid(8, 2, False), Scheme("nc", (8, 8)))
+
+
+# -- emulated: frames, hops, decoding ----------------------------------------------------------------
+def payload(rank: int, size: int = 37) -> np.ndarray:
+    return np.random.default_rng([rank, 2]).integers(0, 256, size, dtype=np.uint8)
+
+
+async def bcast_app(host, algo, shape=None, mcast="tree"):
+    c = Comm(host)
+    c.nc_shape, c.nc_mcast = shape, mcast
+    y = await c.mcast_all(payload(c.rank), algo)
+    return y, c.last_algo, getattr(c, "nc_stats", None)
+
+
+def run_grid(spec, algo, **kw):
+    t = build(spec)
+    net = EngineNet(t)
+    res = net.run({h: (bcast_app, algo, kw.get("shape"), kw.get("mcast", "tree")) for h in t.host_names()})
+    return t, net, res
+
+
+def router_hops(net, ptypes=(PacketType.NC,)) -> tuple[int, int]:
+    """(router hops, unicasts) from the frames: every delivery is a link crossing; a frame that
+    reaches a host ends a unicast, whose two host links are not router hops."""
+    crossings = unicasts = 0
+    for _t, node, _p, f in net.delivered:
+        if parse_frame(f)[4] in ptypes:
+            crossings += 1
+            unicasts += net.t.nodes[node].kind == "host"
+    return crossings - 2 * unicasts, unicasts
+
+
+@pytest.mark.parametrize("spec", ["mesh:k=4,n=2", "torus:k=4,n=2", "mesh:k=8,n=2", "torus:k=8,n=2",
+                                  "mesh:k=16,n=2", "torus:k=16,n=2"])
+@pytest.mark.parametrize("algo", ["nc", "tree"])
+def test_measured_router_hops_equal_the_analytic_count(spec, algo):
+    t, net, res = run_grid(spec, algo)
+    g = Grid(*t.grid)
+    hops, unicasts = router_hops(net)
+    c = count(g, Scheme(algo))
+    assert (hops, unicasts) == (c.total, c.total_unicasts)
+    ref = np.stack([payload(r) for r in range(g.size)])
+    assert all(np.array_equal(res[h][0], ref) for h in t.host_names())
+
+
+@pytest.mark.parametrize("spec", ["mesh:k=4,n=2", "torus:k=4,n=2", "mesh:k=8,n=2", "torus:k=8,n=2",
+                                  "mesh:k=16,n=2", "torus:k=16,n=2"])
+def test_the_all_at_once_baseline_s_router_hops_equal_the_closed_form(spec):
+    t, net, res = run_grid(spec, "all_at_once")
+    g = Grid(*t.grid)
+    hops, unicasts = router_hops(net, (PacketType.MSG,))
+    assert (hops, unicasts) == (all_to_all_closed(g), g.size * (g.size - 1))
+
+
+@pytest.mark.parametrize("spec,algo,shape,mcast", [
+    ("mesh:k=4,n=2", "nc_every", None, "tree"), ("torus:k=4,n=2", "nc_recursive", None, "tree"),
+    ("mesh:k=4,n=2", "combine", (2, 2), "all_at_once"), ("torus:k=5,n=2", "nc", (5, 1), "all_at_once"),
+    ("mesh:k=6,n=2", "nc", (3, 2), "tree"), ("mesh:k=4,n=3", "nc", (2, 2, 2), "tree"),
+    ("torus:k=4,n=3", "nc_every", (4, 1, 1), "tree"), ("mesh:k=8,n=2", "nc_recursive", (4, 4), "tree")])
+def test_every_node_decodes_every_payload_bit_for_bit(spec, algo, shape, mcast):
+    t, net, res = run_grid(spec, algo, shape=shape, mcast=mcast)
+    g = Grid(*t.grid)
+    ref = np.stack([payload(r) for r in range(g.size)])
+    for h in t.host_names():
+        y, _algo, stats = res[h]
+        assert y.tobytes() == ref.tobytes()
+        assert stats["duplicates"] == 0
+    hops, unicasts = router_hops(net)
+    c = count(g, Scheme(algo, shape, mcast))
+    assert (hops, unicasts) == (c.total, c.total_unicasts)
+    xors = sum(net.engines[h].nc.stats["nc_xors"] for h in t.host_names())
+    assert (xors > 0) == (algo != "combine")
+
+
+def test_a_forged_coded_frame_is_counted_and_dropped_and_the_run_still_decodes():
+    t = build("mesh:k=4,n=2")
+    net = EngineNet(t)
+    net.start({h: (bcast_app, "nc") for h in t.host_names()})
+    # "h5" sends h0 the chain packet (1, 2) while the run goes on: the plan sends h0 no such thing from h5
+    forged = build_frame(5, 0, PacketType.NC, NC.pack(Step.E, 0, NcKind.XOR, 0, 1, 2, 5, 1, 0) + bytes(37))
+    net.send("s0", 0, forged, at=300)
+    net.step_all()
+    ref = np.stack([payload(r) for r in range(16)])
+    for h in t.host_names():
+        (st,) = net.engines[h].app_states()
+        assert st.done and st.result[0].tobytes() == ref.tobytes()
+    assert net.engines["h0"].nc.stats["nc_unexpected"] == 1
+    assert sum(net.engines[h].nc.stats["nc_unexpected"] for h in t.host_names()) == 1
+
+
+def test_coded_broadcast_off_a_grid_is_refused_with_the_fix():
+    t = build("star:n=4")
+    with pytest.raises(AssertionError, match="runs on a direct network: use --topo mesh"):
+        EngineNet(t).run({h: (bcast_app, "nc") for h in t.host_names()})
