@@ -281,6 +281,23 @@ def personal_plugin_dir() -> str:
     return os.path.join(os.path.expanduser("~"), ".local", "lib", "wireshark", "plugins")
 
 
+def cmd_plan(args) -> int:
+    """``emu plan nc mesh:k=16,n=2``: spec 02's planner -- the group shape and IN coordinates it picks
+    and the longest-path and per-step hop tables that explain why."""
+    from nodes.collectives.coding.planner import report
+    from topologies.grid import grid_of
+    from topologies.registry import build
+
+    t = build(args.spec)
+    grid = grid_of(t)
+    if grid is None:
+        raise ConfigError(f"emu plan nc: {args.spec} is not a direct network; give mesh:k=..,n=.. or torus:k=..,n=..")
+    if grid.size > 1 << 14:
+        raise ConfigError(f"emu plan nc: {grid.size} nodes; the planner's tables go up to 16384 (k=128, n=2)")
+    print(report(grid, args.mcast, args.scheme))
+    return 0
+
+
 def cmd_wireshark(args) -> int:
     import pathlib
     import shutil
@@ -327,6 +344,12 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("spec", help="e.g. fattree:k=4,n=3")
     t.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE", help="as for emu run")
     t.add_argument("--config", metavar="FILE.toml", help="as for emu run")
+    pl = sub.add_parser("plan", help="spec 02's planner: group shape and intermediate nodes for coded broadcast")
+    pl.add_argument("what", choices=["nc"], help="nc: hierarchical XOR network coding (spec 02)")
+    pl.add_argument("spec", help="a direct network, e.g. mesh:k=16,n=2 or torus:k=8,n=2")
+    pl.add_argument("--mcast", choices=["tree", "all_at_once"], default="tree",
+                    help="multicast of steps B, D, E (default tree)")
+    pl.add_argument("--scheme", choices=["nc", "nc_every", "combine"], default="nc", help="the scheme to plan")
     w = sub.add_parser("wireshark", help="the Lua dissector for every header: where it is, or install it")
     w.add_argument("action", choices=["path", "install"])
     w.add_argument("--dest", help="install into this folder instead of Wireshark's personal Lua plugins folder")
@@ -383,6 +406,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_topo(args)
         if args.cmd == "wireshark":
             return cmd_wireshark(args)
+        if args.cmd == "plan":
+            return cmd_plan(args)
         if args.cmd == "run":
             return trio.run(_run, args)
     except BaseException as e:  # noqa: BLE001 -- the CLI turns every failure into one line

@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from emu.config import ConfigError
+
 LARGE_RUN_FRAMES = 50_000
 """Above this many frames (all tests of the command together) ``emu run`` says that the run is large."""
 
@@ -66,6 +68,18 @@ async def estimate(name: str, topo, extra: dict[str, Any], options=None) -> Esti
         per_edge, ways = (2, "up and down") if name == "allreduce" else (1, "up")
         return Estimate(name, per_edge * (ranks - 1) * nseg,
                         f"{o.offload} offload: {nseg} part{'s' if nseg > 1 else ''} x {ranks - 1} tree edges, {ways}")
+    from topologies.grid import grid_of
+
+    grid = grid_of(topo)
+    coded = ("nc", "nc_every", "nc_recursive", "combine")
+    if name == "mcast_all" and o.algo in coded and (grid is None or (o.ranks and o.ranks != hosts)):
+        raise ConfigError(f"mcast_all --algo {o.algo} (spec 02) runs over every node of a mesh or torus: "
+                          + ("leave out --ranks" if grid is not None else "use --topo mesh:k=8,n=2 or torus:k=8,n=2"))
+    if name == "mcast_all" and grid is not None and not o.ranks and (o.algo or "tree") in ("tree",) + coded:
+        from nodes.collectives.coding import Scheme, plan
+
+        p = plan(grid, Scheme(o.algo or "tree"))  # spec 02: the NICs run a plan; it lists the unicasts
+        return Estimate(name, p.unicasts, f"{p.scheme.algo}: {p.unicasts:,} unicasts")
     from nodes.collectives.dryrun import count_messages
 
     m = await count_messages(name, ranks, o.count, o.dtype, o.op, o.algo, o.root)

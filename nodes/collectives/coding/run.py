@@ -11,7 +11,7 @@ from .plan import Scheme, plan
 
 
 def _grid(comm):
-    grid = comm.host.grid
+    grid = getattr(comm.host, "grid", None)
     if grid is None:
         raise ConfigError("coded broadcast (spec 02) runs on a direct network: use --topo mesh:k=8,n=2 or torus:k=8,n=2")
     if list(comm.members) != list(comm.host.hosts):
@@ -54,7 +54,7 @@ def _algo(name: str):
 async def mcast_all_tree(comm, x: np.ndarray) -> np.ndarray:
     """All-to-all broadcast along the coordinate-aware tree (halving per dimension) on a mesh or torus;
     elsewhere the rank-order binomial tree (``binomial``), and ``comm.last_algo`` says so."""
-    if comm.host.grid is None or list(comm.members) != list(comm.host.hosts):
+    if getattr(comm.host, "grid", None) is None or list(comm.members) != list(comm.host.hosts):
         from ..rooted import mcast_all_tree as binomial
 
         out = await binomial(comm, x)
