@@ -135,7 +135,13 @@ class SwitchSpec:
     next_free (round robin per switch) or random (seeded per switch)."""
     vc_policy: str = "by_class"
     """How a switch picks the VC on the next link: by_class (the frame's own vc), dateline (tori:
-    VC 0 until the frame crosses a dimension's wrap-around link, then 1; back to 0 in a new dimension)."""
+    VC 0 until the frame crosses a dimension's wrap-around link, then 1; back to 0 in a new dimension),
+    class_dateline (tori: a pair of VCs per traffic class 2c, 2c + 1, the dateline bit as above)."""
+    cut_through: bool = False
+    """Virtual cut-through: a frame's head leaves ``processing_delay_ns`` (the header's route and
+    allocation cycles) after it arrived, before its tail is in, when the output port is free -- its
+    tail never leaves before it arrived. Unbounded buffers only: with credit flow control a switch
+    stores the whole frame first (store-and-forward, the default)."""
     pu: PUSpec = PUSpec()
     """Its processing unit for in-network aggregation (spec 04)."""
 
@@ -149,6 +155,8 @@ class SwitchSpec:
                 raise ConfigError(f"SwitchSpec.{f} must be within 0..2**30 bytes, got {v!r}")
         if self.pool_bytes and not self.vc_buffer_bytes:
             raise ConfigError("SwitchSpec.pool_bytes needs finite VC buffers: set vc_buffer_bytes too")
+        if not isinstance(self.cut_through, bool):
+            raise ConfigError(f"SwitchSpec.cut_through must be true or false, got {self.cut_through!r}")
         if self.vc_policy not in VC_POLICIES:
             raise ConfigError(f"SwitchSpec.vc_policy {self.vc_policy!r} is not one of {', '.join(VC_POLICIES)}")
         if not isinstance(self.adaptive_threshold, int) or isinstance(self.adaptive_threshold, bool) \
@@ -164,7 +172,7 @@ class SwitchSpec:
         return self.vc_buffer_bytes > 0
 
 
-VC_POLICIES = ("by_class", "dateline")
+VC_POLICIES = ("by_class", "dateline", "class_dateline")
 
 
 @dataclass(frozen=True)

@@ -72,8 +72,13 @@ class SwitchEngine:
     vc_select: object = None
     """``select(in_port, out_port, vc) -> vc`` (``switch.vc``), or None: frames keep their VC."""
 
+    port_bps: dict = field(default_factory=dict)
+    """Line rate of the link on each port (virtual cut-through needs both ends' serialisation)."""
+
     def __post_init__(self) -> None:
         self.min_delay_ns = self.spec.processing_delay_ns
+        self.cut_through = self.spec.cut_through and not self.spec.finite
+        """Virtual cut-through is on (``SwitchSpec.cut_through``, unbounded buffers)."""
 
     def receive(self, frame: bytes, port: int, now: int) -> list[tuple[int, bytes, int]]:
         if len(frame) < HDR_LEN or frame[12] != _ET_HI or frame[13] != _ET_LO:
@@ -117,6 +122,11 @@ class SwitchEngine:
                 return []
             return self._unreachable(frame, port, dst, out, now)
         self.stats["forwarded"] += 1
+        if self.cut_through:  # the head left once the header was through; the tail not before it came
+            bps = self.port_bps
+            n = 8_000_000_000 * (len(frame) + FCS_LEN)
+            shorter = min(-(-n // bps[port]), -(-n // bps[out]))
+            return [(out, self._next_hop(frame, port, out), now + self.spec.processing_delay_ns - shorter)]
         return [(out, self._next_hop(frame, port, out), now + self.spec.processing_delay_ns)]
 
     def _unreachable(self, frame: bytes, port: int, dst: int, out: int, now: int) -> list[tuple[int, bytes, int]]:
@@ -351,6 +361,10 @@ def make_switch(node, topology, cache: dict) -> SwitchEngine:
         topology.compute_candidates()  # a plan computes them before the engines; a test harness may not
         eng.candidates = topology.candidates.get(node.name, [])
     eng.choose = make(eng, cache.get("seed", 0))
+    nb = cache.get("neighbours")
+    if nb is None:
+        nb = cache["neighbours"] = topology.neighbours()
+    eng.port_bps = {p: lk.spec.bandwidth_bps for p, _v, _vp, lk in nb[node.name]}
     if topology.manager is not None:
         _managed(eng, node, topology)
     return eng

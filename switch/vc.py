@@ -36,7 +36,18 @@ def _dateline(node, vcs: int) -> Selector | None:
     return select
 
 
-POLICIES: dict[str, Callable] = {"by_class": lambda node, vcs: None, "dateline": _dateline}
+def _class_dateline(node, vcs: int) -> Selector | None:
+    plain = _dateline(node, 2)
+    top = vcs - 1
+
+    def select(in_port: int, out_port: int, vc: int) -> int:
+        v = (vc & ~1) | plain(in_port, out_port, vc & 1)
+        return v if v <= top else top
+    return select
+
+
+POLICIES: dict[str, Callable] = {"by_class": lambda node, vcs: None, "dateline": _dateline,
+                                 "class_dateline": _class_dateline}
 
 
 def selector(policy: str, node, vcs: int) -> Selector | None:

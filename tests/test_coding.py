@@ -191,3 +191,59 @@ def test_coded_broadcast_off_a_grid_is_refused_with_the_fix():
     t = build("star:n=4")
     with pytest.raises(AssertionError, match="runs on a direct network: use --topo mesh"):
         EngineNet(t).run({h: (bcast_app, "nc") for h in t.host_names()})
+
+
+# -- the router model ----------------------------------------------------------------------------------
+ROUTER = {"switch": {"processing_delay_ns": 3, "vcs": 4}, "link": {"latency_ns": 1, "bandwidth_bps": 64 * 8 * 10**9},
+          "host": {"nic_delay_ns": 1}}
+
+
+async def one_message(host):
+    if host.name == "h0":
+        await host.send("h3", b"x" * 200, tag=1)
+    elif host.name == "h3":
+        await host.recv("h0", 1)
+
+
+@pytest.mark.parametrize("cut_through", [False, True])
+def test_virtual_cut_through_pays_the_serialisation_once_store_and_forward_per_hop(cut_through):
+    settings = {**ROUTER, "switch": {**ROUTER["switch"], "cut_through": cut_through}}
+    net = EngineNet(build("mesh:k=4,n=1", settings=settings))
+    net.run({"h0": one_message, "h3": one_message})
+    arrivals = [t for t, _n, _p, f in net.delivered if parse_frame(f)[4] == PacketType.MSG]
+    ser = -(-(246 + 4) // 64)  # a 246-byte frame and its FCS at 64 bytes per ns
+    per_hop = 3 + 1 + (0 if cut_through else ser)  # header cycles + link, and the tail's wait without VCT
+    assert [b - a for a, b in zip(arrivals, arrivals[1:])] == [per_hop] * 4
+
+
+@pytest.mark.trio
+async def test_cut_through_runs_the_same_in_a_real_cluster_as_in_the_engine_harness():
+    import emu
+
+    settings = {**ROUTER, "switch": {**ROUTER["switch"], "cut_through": True}}
+    t = build("mesh:k=4,n=2", settings=settings)
+    net = EngineNet(t)
+    ref = net.run({h: (bcast_app, "nc") for h in t.host_names()})
+    async with emu.Cluster(build("mesh:k=4,n=2", settings=settings)) as cl:
+        res = await cl.run({h: (bcast_app, "nc") for h in cl.hosts})
+        assert all(res[h][0].tobytes() == ref[h][0].tobytes() for h in t.host_names())
+        assert [res[h][2]["done_ns"] for h in t.host_names()] == [ref[h][2]["done_ns"] for h in t.host_names()]
+
+
+def test_each_step_has_its_vc_and_tori_add_the_dateline_bit():
+    from switch.vc import selector
+
+    t = build("torus:k=4,n=2", settings={"switch": {"vcs": 8, "vc_policy": "class_dateline"}})
+    net = EngineNet(t)
+    res = net.run({h: (bcast_app, "nc") for h in t.host_names()})
+    assert all(res[h][0].tobytes() == np.stack([payload(r) for r in range(16)]).tobytes() for h in t.host_names())
+    seen = {}
+    for _t, node, _p, f in net.delivered:
+        if parse_frame(f)[4] == PacketType.NC:
+            step = NC.unpack(f, HDR_LEN)[0]
+            seen.setdefault(step, set()).add(parse_frame(f)[2])
+    # each step keeps its class pair 2c, 2c + 1 (B 0, F 1, D 2, E 3); some frames crossed a dateline
+    assert all(v // 2 == Step.VC[s] for s, vs in seen.items() for v in vs)
+    assert any(v % 2 for vs in seen.values() for v in vs)
+    sel = selector("class_dateline", t.nodes["s3"], 8)  # s3 sits at (3, 0): ports 2 (x up) and 3 (y down) wrap
+    assert sel(1, 2, 4) == 5 and sel(2, 4, 5) == 4 and sel(0, 4, 6) == 6 and sel(0, 3, 2) == 3  # port 3 wraps in y

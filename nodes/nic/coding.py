@@ -123,7 +123,7 @@ class CodingNIC:
             s = (t if root == r.me or stamp is None else stamp) & 0xFFFFFFFF
             kind, group, a, b, parts = self._header(r, key)
             body = NC.pack(step, level, kind, group, a, b, root, parts, s) + payload
-            nic.emit(dst, PacketType.NC, body, t + nic.spec.nic_delay_ns, vc=_vc(step))
+            nic.emit(dst, PacketType.NC, body, t + nic.spec.nic_delay_ns, vc=_vc(step) << r.plan.grid.wrap)
             self.stats["nc_sent"] += 1
         if key[0] == "p":
             r.wanted.discard(key[1])
@@ -199,6 +199,7 @@ def _xor(a: bytes, b: bytes) -> bytes:
 
 
 def _vc(step: int) -> int:
+    """The step's VC (its class; on a torus the source doubles it: ``class_dateline`` VC pairs)."""
     from nodes.collectives.coding.plan import Step
 
     return Step.VC[step]
