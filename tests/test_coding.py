@@ -247,3 +247,21 @@ def test_each_step_has_its_vc_and_tori_add_the_dateline_bit():
     assert any(v % 2 for vs in seen.values() for v in vs)
     sel = selector("class_dateline", t.nodes["s3"], 8)  # s3 sits at (3, 0): ports 2 (x up) and 3 (y down) wrap
     assert sel(1, 2, 4) == 5 and sel(2, 4, 5) == 4 and sel(0, 4, 6) == 6 and sel(0, 3, 2) == 3  # port 3 wraps in y
+
+
+def test_the_experiment_script_runs_every_part_and_checks_measured_against_analytic(tmp_path):
+    from load_script import load
+
+    mod = load("nc_broadcast")
+    res = mod.main(["--analytic-k", "4,8", "--measured-k", "4", "--sweep-k", "4", "--flits", "1,2", "--xor", "0,5",
+                    "--sources", "2,16", "--sources-measured", "2", "--variants-k", "4", "--out", str(tmp_path)])
+    size = {(r["family"], r["k"]): r for r in res["size"]}
+    assert size[("mesh", 4)]["nc_measured"] == size[("mesh", 4)]["nc"] == 286  # the frames equal the count
+    assert size[("mesh", 4)]["tree_measured"] == 320
+    t = {(r["algo"], r["flits"], r["xor_cycles"]): r for r in res["time"] if r["family"] == "mesh"}
+    # longer packets take longer, and store-and-forward pays the serialisation at every hop
+    assert t[("nc", 2, 1)]["exec_ns"] > t[("nc", 1, 1)]["exec_ns"]
+    assert t[("tree (store-and-forward)", 4, 1)]["exec_ns"] > t[("tree", 2, 1)]["exec_ns"]
+    v = {r["algo"]: r for r in res["variants"] if r["k"] == 4}
+    assert v["combine"]["unicasts"] < v["nc"]["unicasts"] == v["nc"]["floor"]
+    assert (tmp_path / "nc_hops_by_size.csv").stat().st_size > 0

@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""Spec 02's measurements: hierarchical XOR network coding for broadcast on meshes and tori.
+
+    python scripts/nc_broadcast.py [--analytic-k 4,8,16,32,64] [--measured-k 4,8,16] [--sweep-k 8]
+                                   [--flits 1,2,4,8,16] [--xor 0,1,5,15,35] [--sources 2,4,...,256]
+                                   [--parts size,groups,...] [--out results/nc_broadcast/]
+
+Counting (``nodes/collectives/coding/hops.py``): a hop is a router-to-router link under dimension-order
+routing; host links are not hops; every unicast counts (IN to its own group, tree relays); the floor
+of any unicast broadcast from S sources is S (N - 1) receptions and as many hops, printed beside.
+Measured hops come from the frames of an emulated run (link crossings minus the two host links of
+each unicast) and are checked equal to the analytic count.
+
+Parts (each a table, and a PNG when matplotlib is there):
+
+* ``size``: aggregate hops vs network size, k-ary 2-mesh and 2-torus, k = --analytic-k (analytic)
+  and --measured-k (emulated, checked equal), tree / all-at-once / coded (planner's shape);
+* ``groups``: the group-shape sweep on the 16-ary 2-mesh (the planner's table);
+* ``time``: execution time and packet latency, emulated, vs network size (--measured-k), packet
+  length (--flits, on --sweep-k) and XOR cost (--xor cycles): the source's router model -- 1 ns
+  cycles, 3 header cycles per hop (``switch.processing_delay_ns``), virtual cut-through, a 1-cycle
+  link, 64-byte flits (one flit per cycle: 512 Gbit/s; a frame's 50 bytes of headers ride in its
+  first flit, so an L-flit packet carries 64 L - 50 payload bytes), 4 VCs (8 with dateline pairs on
+  tori), unbounded buffers. Execution time = the sum over the sequential phases (B with F, then D,
+  then E) of the phase's largest packet latency (a packet's latency: from its multicast leaving the
+  root to its arrival; relays keep the root's stamp); also the largest end-to-end time (the last
+  node done) and the mean packet latency;
+* ``sources``: many-to-all from S sources (every N/S-th node) on the 16-ary 2-mesh, analytic and
+  emulated;
+* ``variants``: coding vs every-node-encodes vs recursive coding vs message combining (hops,
+  packet-hops, execution time) on the k-ary 2-meshes of --variants-k.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import pathlib
+import sys
+import time
+
+import numpy as np
+import trio
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+from expt import pyplot, write_csv  # noqa: E402
+
+HEADERS = 30 + 16 + 4  # Ethernet + fabric, the coding header, the FCS
+FLIT = 64
+
+
+def router_settings(cut_through: bool = True, xor_ns: int = 1, torus: bool = False) -> dict:
+    return {"switch": {"processing_delay_ns": 3, "cut_through": cut_through, "vcs": 8 if torus else 4,
+                       "vc_policy": "class_dateline" if torus else "by_class"},
+            "link": {"latency_ns": 1, "bandwidth_bps": FLIT * 8 * 10**9},
+            "host": {"nic_delay_ns": 1, "xor_ns": xor_ns}}
+
+
+async def app(host, algo, shape, mcast, size, sources):
+    from nodes.collectives.coding.plan import Scheme
+    from nodes.collectives.coding.run import broadcast
+    from nodes.collectives.comm import Comm
+
+    c = Comm(host)
+    x = np.random.default_rng([c.rank, size]).integers(0, 256, size, dtype=np.uint8)
+    y = await broadcast(c, x, Scheme(algo, shape, mcast, sources))
+    return y, c.nc_stats
+
+
+async def emulate(family: str, k: int, algo: str, *, shape=None, mcast="tree", flits=1, xor_ns=1, sources=None,
+                  cut_through=True) -> dict:
+    import emu
+    from nodes.collectives.coding import Scheme, count
+    from topologies import build
+    from topologies.grid import Grid
+
+    size = FLIT * flits - HEADERS
+    t = build(f"{family}:k={k},n=2", settings=router_settings(cut_through, xor_ns, family == "torus"))
+    grid = Grid(k, 2, family == "torus")
+    wall = time.perf_counter()
+    async with emu.Cluster(t) as net:
+        res = await net.run({h: (app, algo, shape, mcast, size, sources) for h in net.hosts})
+        m = net.metrics
+    wall = time.perf_counter() - wall
+    srcs = sorted(sources) if sources else list(range(grid.size))
+    ref = np.stack([np.random.default_rng([r, size]).integers(0, 256, size, dtype=np.uint8) for r in srcs])
+    assert all(res[h][0].tobytes() == ref.tobytes() for h in t.host_names()), f"{family} k={k} {algo}: not decoded"
+    c = count(grid, Scheme(algo, shape, mcast, tuple(sources) if sources else None))
+    measured = m.hop_count - 2 * m.frames
+    assert measured == c.total and m.frames == c.total_unicasts, f"{family} k={k} {algo}: hops {measured} != {c.total}"
+    stats = [res[h][1] for h in t.host_names()]
+    lat = {}
+    for s in stats:
+        for step, v in s["latency_max"].items():
+            lat[step] = max(lat.get(step, 0), v)
+    phases = [max(lat.get(1, 0), lat.get(4, 0)), lat.get(2, 0), lat.get(3, 0), lat.get(0, 0)]
+    received = sum(sum(s["received"].values()) for s in stats)
+    return dict(family=family, k=k, nodes=grid.size, algo=algo, shape="x".join(map(str, c and _shape(grid, algo, shape))),
+                mcast=mcast, flits=flits, xor_cycles=xor_ns, sources=len(srcs), hops=measured, analytic=c.total,
+                floor=len(srcs) * (grid.size - 1), unicasts=m.frames, packet_hops=c.packet_hops,
+                exec_ns=sum(phases), phase_ns="/".join(str(p) for p in phases if p),
+                end_to_end_ns=max(s["done_ns"] for s in stats) - min(s["first_ns"] for s in stats),
+                mean_latency_ns=round(sum(sum(s["latency_sum"].values()) for s in stats) / max(1, received), 1),
+                wall_s=round(wall, 2))
+
+
+def em(*args, **kw) -> dict:
+    """One emulated run (``emulate``) from synchronous code."""
+    return trio.run(functools.partial(emulate, *args, **kw))
+
+
+def _shape(grid, algo, shape):
+    from nodes.collectives.coding import Scheme
+
+    sc = Scheme(algo, shape).check(grid)
+    return sc.shape or ()
+
+
+def show(rows: list[dict], cols: tuple[str, ...]) -> None:
+    w = {c: max(len(c), *(len(f"{r.get(c, '')}") for r in rows)) + 1 for c in cols}
+    print(" ".join(f"{c:>{w[c]}}" for c in cols))
+    for r in rows:
+        print(" ".join(f"{r.get(c, '')!s:>{w[c]}}" for c in cols), flush=True)
+
+
+def part_size(a, out, plt) -> list[dict]:
+    from nodes.collectives.coding import Scheme, count
+    from nodes.collectives.coding.planner import best_shape
+    from topologies.grid import Grid
+
+    rows = []
+    for family in ("mesh", "torus"):
+        for k in a.analytic_k:
+            g = Grid(k, 2, family == "torus")
+            shape = best_shape(g)
+            r = dict(family=family, k=k, nodes=g.size, floor=g.size * (g.size - 1), shape="x".join(map(str, shape)))
+            for algo in ("tree", "all_at_once", "nc"):
+                r[algo] = count(g, Scheme(algo, shape if algo == "nc" else None)).total
+            r["nc/tree"] = round(r["nc"] / r["tree"], 3)
+            if k in a.measured_k:
+                for algo in ("tree", "nc"):
+                    m = em(family, k, algo)
+                    r[f"{algo}_measured"] = m["hops"]
+            rows.append(r)
+    print("\n== aggregate router hops (analytic; measured from frames where emulated: equal by assertion) ==")
+    show(rows, ("family", "k", "nodes", "floor", "tree", "all_at_once", "nc", "shape", "nc/tree", "tree_measured",
+                "nc_measured"))
+    write_csv(out / "nc_hops_by_size.csv", rows)
+    if plt is not None:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for family, ls in (("mesh", "-"), ("torus", "--")):
+            fr = [r for r in rows if r["family"] == family]
+            for algo in ("tree", "all_at_once", "nc", "floor"):
+                ax.plot([r["nodes"] for r in fr], [r[algo] for r in fr], ls, marker="o", label=f"{algo} ({family})")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("nodes (k-ary 2-cube)")
+        ax.set_ylabel("aggregate router hops")
+        ax.legend(fontsize=7)
+        ax.set_title("all-to-all broadcast: hops vs size")
+        fig.tight_layout()
+        fig.savefig(out / "nc_hops_by_size.png", dpi=120)
+    return rows
+
+
+def part_groups(a, out, plt) -> list[dict]:
+    from nodes.collectives.coding.planner import report, table
+    from topologies.grid import Grid
+
+    g = Grid(16, 2, False)
+    print("\n== group-size sweep on the 16-ary 2-mesh (the planner) ==")
+    print(report(g))
+    rows = [{k: v for k, v in r.items() if not k.startswith("_")} for r in table(g)]
+    write_csv(out / "nc_groups_16mesh.csv", rows)
+    if plt is not None:
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        rs = sorted(rows, key=lambda r: (r["members"], r["shape"]))
+        ax.bar(range(len(rs)), [r["hops"] for r in rs])
+        ax.axhline(256 * 255, color="k", ls=":", label="floor N(N-1)")
+        ax.set_xticks(range(len(rs)), [r["shape"] for r in rs], rotation=60, fontsize=7)
+        ax.set_ylabel("aggregate router hops")
+        ax.set_title("coded all-to-all on the 16-ary 2-mesh by group shape")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / "nc_groups_16mesh.png", dpi=120)
+    return rows
+
+
+TIME_COLS = ("family", "k", "algo", "shape", "flits", "xor_cycles", "hops", "floor", "exec_ns", "phase_ns",
+             "end_to_end_ns", "mean_latency_ns", "wall_s")
+
+
+def part_time(a, out, plt) -> list[dict]:
+    rows = []
+    for family in ("mesh", "torus"):
+        for k in a.measured_k:
+            for algo in ("tree", "all_at_once", "nc"):
+                rows.append(em(family, k, algo))
+    for fl in a.flits:
+        for algo in ("tree", "nc"):
+            rows.append(em("mesh", a.sweep_k, algo, flits=fl))
+    for x in a.xor:
+        rows.append(em("mesh", a.sweep_k, "nc", xor_ns=x))
+    for algo in ("tree", "nc"):  # the router model's effect: store-and-forward instead of cut-through
+        r = em("mesh", a.sweep_k, algo, flits=4, cut_through=False)
+        r["algo"] += " (store-and-forward)"
+        rows.append(r)
+    print("\n== execution time and packet latency (emulated, virtual ns) ==")
+    show(rows, TIME_COLS)
+    write_csv(out / "nc_time.csv", rows)
+    if plt is not None:
+        fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+        for algo in ("tree", "all_at_once", "nc"):
+            rs = [r for r in rows if r["algo"] == algo and r["family"] == "mesh" and r["flits"] == 1
+                  and r["xor_cycles"] == 1]
+            rs = sorted({r["k"]: r for r in rs}.values(), key=lambda r: r["k"])
+            axes[0].plot([r["nodes"] for r in rs], [r["exec_ns"] for r in rs], marker="o", label=algo)
+        axes[0].set_xlabel("nodes (mesh)")
+        axes[0].set_ylabel("execution time (ns)")
+        axes[0].legend()
+        for algo in ("tree", "nc"):
+            rs = [r for r in rows if r["algo"] == algo and r["k"] == a.sweep_k and r["xor_cycles"] == 1
+                  and r["family"] == "mesh"]
+            rs = sorted({r["flits"]: r for r in rs}.values(), key=lambda r: r["flits"])
+            axes[1].plot([r["flits"] for r in rs], [r["exec_ns"] for r in rs], marker="o", label=algo)
+        axes[1].set_xlabel(f"packet length (flits), k={a.sweep_k}")
+        axes[1].legend()
+        rs = sorted([r for r in rows if r["algo"] == "nc" and r["k"] == a.sweep_k and r["flits"] == 1
+                     and r["family"] == "mesh"], key=lambda r: r["xor_cycles"])
+        rs = sorted({r["xor_cycles"]: r for r in rs}.values(), key=lambda r: r["xor_cycles"])
+        axes[2].plot([r["xor_cycles"] for r in rs], [r["exec_ns"] for r in rs], marker="o", label="nc exec")
+        axes[2].plot([r["xor_cycles"] for r in rs], [r["end_to_end_ns"] for r in rs], marker="s", label="nc end-to-end")
+        axes[2].set_xlabel(f"XOR cost (cycles), k={a.sweep_k}")
+        axes[2].legend()
+        fig.tight_layout()
+        fig.savefig(out / "nc_time.png", dpi=120)
+    return rows
+
+
+def part_sources(a, out, plt) -> list[dict]:
+    from nodes.collectives.coding import Scheme, count
+    from topologies.grid import Grid
+
+    g = Grid(16, 2, False)
+    rows = []
+    for S in a.sources:
+        srcs = tuple(int(i) for i in np.linspace(0, g.size - 1, S).round())
+        r = dict(sources=S, floor=S * (g.size - 1))
+        for algo in ("tree", "all_at_once", "nc"):
+            r[algo] = count(g, Scheme(algo, (16, 4) if algo == "nc" else None, sources=srcs)).total
+        if S in a.sources_measured:
+            for algo in ("tree", "nc"):
+                m = em("mesh", 16, algo, shape=(16, 4) if algo == "nc" else None, sources=srcs)
+                r[f"{algo}_exec_ns"] = m["exec_ns"]
+        rows.append(r)
+    print("\n== many-to-all from S sources on the 16-ary 2-mesh (groups 16x4; sources evenly spread) ==")
+    show(rows, ("sources", "floor", "tree", "all_at_once", "nc", "tree_exec_ns", "nc_exec_ns"))
+    write_csv(out / "nc_sources.csv", rows)
+    if plt is not None:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for algo in ("tree", "all_at_once", "nc", "floor"):
+            ax.plot([r["sources"] for r in rows], [r[algo] for r in rows], marker="o", label=algo)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("sources")
+        ax.set_ylabel("aggregate router hops")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / "nc_sources.png", dpi=120)
+    return rows
+
+
+def part_variants(a, out, plt) -> list[dict]:
+    rows = []
+    for k in a.variants_k:
+        for algo in ("tree", "nc", "nc_every", "nc_recursive", "combine"):
+            rows.append(em("mesh", k, algo))
+    print("\n== variants: coding, every node encodes, recursive coding, message combining (emulated) ==")
+    show(rows, ("k", "algo", "shape", "hops", "packet_hops", "unicasts", "floor", "exec_ns", "phase_ns", "end_to_end_ns",
+                "mean_latency_ns"))
+    write_csv(out / "nc_variants.csv", rows)
+    return rows
+
+
+PARTS = {"size": part_size, "groups": part_groups, "time": part_time, "sources": part_sources,
+         "variants": part_variants}
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ints = lambda s: [int(x) for x in s.split(",") if x]  # noqa: E731
+    ap.add_argument("--analytic-k", type=ints, default=[4, 8, 16, 32, 64])
+    ap.add_argument("--measured-k", type=ints, default=[4, 8, 16])
+    ap.add_argument("--sweep-k", type=int, default=8)
+    ap.add_argument("--flits", type=ints, default=[1, 2, 4, 8, 16])
+    ap.add_argument("--xor", type=ints, default=[0, 1, 5, 15, 35])
+    ap.add_argument("--sources", type=ints, default=[2, 4, 8, 16, 32, 64, 128, 256])
+    ap.add_argument("--sources-measured", type=ints, default=[4, 32, 256])
+    ap.add_argument("--variants-k", type=ints, default=[8, 16])
+    ap.add_argument("--parts", default=",".join(PARTS))
+    ap.add_argument("--out", default="results/nc_broadcast")
+    a = ap.parse_args(argv)
+    out = pathlib.Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    plt = pyplot()
+    res = {}
+    for name in a.parts.split(","):
+        res[name] = PARTS[name](a, out, plt)
+    print(f"wrote {out}/nc_*.csv" + (" and nc_*.png" if plt is not None else ""))
+    return res
+
+
+if __name__ == "__main__":
+    main()
