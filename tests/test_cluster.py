@@ -320,7 +320,9 @@ async def test_real_time_mode_paces_windows_and_changes_no_figure():
 @pytest.mark.parametrize("processes", [1, 2])
 async def test_a_cancelled_run_leaves_a_clear_error_not_a_confused_cluster(processes):
     scenario = {"h0": (apps.send_to, "h3", 2_000_000), "h1": (apps.send_to, "h3", 1_500_000), "h3": (apps.recv_n, 2)}
-    async with emu.Cluster(star(4), processes=processes) as net:
+    # paced to 100 us of virtual time per wall second, the run (about 160 us) cannot end within the
+    # 0.3 s the test waits, however fast the machine
+    async with emu.Cluster(star(4), processes=processes, realtime_ns_per_s=1e5) as net:
         with trio.move_on_after(0.3) as cs:
             await net.run(scenario)
         assert cs.cancelled_caught
