@@ -8,7 +8,7 @@ import emu
 from emu.config import HostSpec, LinkSpec, SwitchSpec
 from nodes.collectives import ALGORITHMS, DTYPES, OPS, model
 from nodes.collectives.run import OPERATIONS, check_results, run_collective
-from nodes.collectives.select import POWER_OF_TWO_ONLY
+from nodes.collectives.select import GRID_ONLY, POWER_OF_TWO_ONLY
 from topologies import build
 
 HOSTS = 10
@@ -18,7 +18,8 @@ HOSTS = 10
 def scenarios(draw, operation):
     n = draw(st.integers(1, HOSTS))
     ranks = draw(st.permutations([f"h{i}" for i in range(HOSTS)]))[:n]
-    algos = [a for a in ALGORITHMS[operation] if not ((operation, a) in POWER_OF_TWO_ONLY and n & (n - 1))]
+    algos = [a for a in ALGORITHMS[operation] if not ((operation, a) in POWER_OF_TWO_ONLY and n & (n - 1))
+             and (operation, a) not in GRID_ONLY]  # spec 02's coded schemes: tests/test_coding.py
     algo = draw(st.sampled_from(algos))
     dtype = draw(st.sampled_from(sorted(DTYPES)))
     ops = [o for o in OPS if not (OPS[o].integer_only and dtype.startswith("float"))]
@@ -44,7 +45,7 @@ async def test_every_algorithm_agrees_with_numpy(cluster, operation, data):
     ranks, algo, dtype, op, count, root, seed = data.draw(scenarios(operation))
     res = await run_collective(net, operation, count=count, dtype=dtype, op=op, algo=algo, root=root,
                                ranks=ranks, seed=seed)
-    assert res.algo == algo
+    assert res.algo.split(" ")[0] == algo  # mcast_all tree off a grid: "tree (binomial over rank order ...)"
     check_results(res, count, dtype, op, root, seed)
 
 

@@ -21,6 +21,10 @@ def register(operation: str, name: str, fn: Callable) -> None:
     ALGORITHMS[operation][name] = fn
 
 
+GRID_ONLY: set[tuple[str, str]] = set()
+"""(operation, algorithm) that run only over the whole of a mesh or torus (spec 02's coded schemes)."""
+
+
 def check(operation: str, name: str, n: int) -> None:
     """Refuse an algorithm that does not exist or cannot run on ``n`` ranks, naming the choices."""
     from emu.config import ConfigError
@@ -89,6 +93,7 @@ def _register_builtin() -> None:
     register("mcast_all", "tree", mcast_all_tree)
     for name, fn in CODED.items():
         register("mcast_all", name, fn)
+        GRID_ONLY.add(("mcast_all", name))
 
 
 _register_builtin()
