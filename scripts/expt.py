@@ -21,7 +21,7 @@ def ci95(values: list[float]) -> tuple[float, float]:
 def write_csv(path: pathlib.Path, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))  # rows may differ
         w.writeheader()
         w.writerows(rows)
 
