@@ -69,7 +69,7 @@ class CodingNIC:
         r = self.run = Run(plan, me, len(data), on_done)
         r.wanted = set(plan.sources) - {me}
         r.stats = {"received": {}, "latency_max": {}, "latency_sum": {}, "duplicates": 0, "xors": 0,
-                   "first_ns": t, "done_ns": None}
+                   "first_ns": t, "last_rx": t, "done_ns": None, "decode_ns": 0}
         for key in plan.origin.get(me, []):
             self._acquire(r, key, data, t, None)
         self._check_done(r, t)
@@ -109,18 +109,23 @@ class CodingNIC:
             self.stats["nc_duplicates"] += 1
             st["duplicates"] += 1
             return
+        st["last_rx"] = now
         self._acquire(r, key, payload, now, stamp)
         self._check_done(r, now)
 
     # -- the dataflow -------------------------------------------------------------------------------
-    def _acquire(self, r: Run, key, payload: bytes, t: int, stamp: int | None) -> None:
+    def _acquire(self, r: Run, key, payload: bytes, t: int, stamp: int | None, began: int | None = None) -> None:
+        """This node has ``key`` at ``t`` (from a frame stamped ``stamp``, or made here from inputs it
+        had at ``began``): send it on as the plan says, then see what it unlocks."""
         if key in r.have:
             return
         r.have[key] = payload
         r.stamps[key] = stamp
         nic = self.nic
         for step, level, dst, root in r.plan.rules.get(r.me, {}).get(key, ()):
-            s = (t if root == r.me or stamp is None else stamp) & 0xFFFFFFFF
+            # a multicast's root stamps it (an encoded packet: when its encoding began, so that step
+            # C counts in the C+D phase); relays keep the stamp
+            s = ((began if began is not None else t) if root == r.me or stamp is None else stamp) & 0xFFFFFFFF
             kind, group, a, b, parts = self._header(r, key)
             body = NC.pack(step, level, kind, group, a, b, root, parts, s) + payload
             nic.emit(dst, PacketType.NC, body, t + nic.spec.nic_delay_ns, vc=_vc(step) << r.plan.grid.wrap)
@@ -155,10 +160,10 @@ class CodingNIC:
         else:
             done = t
             data = b"".join(r.have[("p", s)] for s in r.plan.group_sources(out[2]))
-        self.nic.at(done, lambda _a, o=out, d=data: self._made(r, o, d), None)
+        self.nic.at(done, lambda _a, o=out, d=data: self._made(r, o, d, t), None)
 
-    def _made(self, r: Run, key, data: bytes) -> None:
-        self._acquire(r, key, data, self.nic.now, None)
+    def _made(self, r: Run, key, data: bytes, began: int | None = None) -> None:
+        self._acquire(r, key, data, self.nic.now, None, began)
         self._check_done(r, self.nic.now)
 
     def _decode(self, r: Run, key, t: int) -> None:
@@ -180,6 +185,7 @@ class CodingNIC:
             return
         r.finished = True
         r.stats["done_ns"] = t
+        r.stats["decode_ns"] = t - r.stats["last_rx"]  # step G: from the last packet in to the last decoded
         out = {s: r.have[("p", s)] for s in r.plan.sources}
         self.nic.at(t + self.nic.spec.nic_delay_ns, r.on_done, (out, r.stats))
 
