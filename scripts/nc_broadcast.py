@@ -26,8 +26,8 @@ Parts (each a table, and a PNG when matplotlib is there):
   the root (relays keep the root's stamp; an encoded packet's from when its encoding began) to its
   arrival; G's from a node's last packet in to its last packet decoded. Also the largest end-to-end
   time (the last node done) and the mean packet latency;
-* ``sources``: many-to-all from S sources (every N/S-th node) on the 16-ary 2-mesh, analytic and
-  emulated;
+* ``sources``: many-to-all from S sources (evenly spread) on the 16-ary 2-mesh, analytic and
+  emulated, with the planner's group shape for those sources (and the all-to-all's, 16x4);
 * ``variants``: coding vs every-node-encodes vs recursive coding vs message combining (hops,
   packet-hops, execution time) on the k-ary 2-meshes of --variants-k.
 """
@@ -245,22 +245,26 @@ def part_time(a, out, plt) -> list[dict]:
 
 def part_sources(a, out, plt) -> list[dict]:
     from nodes.collectives.coding import Scheme, count
+    from nodes.collectives.coding.planner import best_shape
     from topologies.grid import Grid
 
     g = Grid(16, 2, False)
     rows = []
     for S in a.sources:
         srcs = tuple(int(i) for i in np.linspace(0, g.size - 1, S).round())
-        r = dict(sources=S, floor=S * (g.size - 1))
+        shape = best_shape(g, sources=srcs)
+        r = dict(sources=S, floor=S * (g.size - 1), shape="x".join(map(str, shape)))
         for algo in ("tree", "all_at_once", "nc"):
-            r[algo] = count(g, Scheme(algo, (16, 4) if algo == "nc" else None, sources=srcs)).total
+            r[algo] = count(g, Scheme(algo, shape if algo == "nc" else None, sources=srcs)).total
+        r["nc (16x4)"] = count(g, Scheme("nc", (16, 4), sources=srcs)).total
         if S in a.sources_measured:
             for algo in ("tree", "nc"):
-                m = em("mesh", 16, algo, shape=(16, 4) if algo == "nc" else None, sources=srcs)
+                m = em("mesh", 16, algo, shape=shape if algo == "nc" else None, sources=srcs)
                 r[f"{algo}_exec_ns"] = m["exec_ns"]
         rows.append(r)
-    print("\n== many-to-all from S sources on the 16-ary 2-mesh (groups 16x4; sources evenly spread) ==")
-    show(rows, ("sources", "floor", "tree", "all_at_once", "nc", "tree_exec_ns", "nc_exec_ns"))
+    print("\n== many-to-all from S sources on the 16-ary 2-mesh (sources evenly spread; nc: the planner's shape "
+          "for them, and the all-to-all's 16x4) ==")
+    show(rows, ("sources", "floor", "tree", "all_at_once", "nc", "shape", "nc (16x4)", "tree_exec_ns", "nc_exec_ns"))
     write_csv(out / "nc_sources.csv", rows)
     if plt is not None:
         fig, ax = plt.subplots(figsize=(7, 4.5))

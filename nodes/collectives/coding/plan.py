@@ -85,7 +85,7 @@ class Scheme:
         if shape is None:
             from .planner import best_shape
 
-            shape = best_shape(grid, self.mcast, self.algo)
+            shape = best_shape(grid, self.mcast, self.algo, self.sources)
         check_shape(grid, shape)
         inner = self.inner
         if self.algo == "nc_recursive":

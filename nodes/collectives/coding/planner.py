@@ -41,10 +41,10 @@ def longest_paths(grid: Grid, shape) -> dict:
             "ins": ins}
 
 
-def table(grid: Grid, mcast: str = "tree", algo: str = "nc") -> list[dict]:
+def table(grid: Grid, mcast: str = "tree", algo: str = "nc", sources: tuple[int, ...] | None = None) -> list[dict]:
     rows = []
     for sh in shapes(grid):
-        c = count(grid, Scheme(algo, sh, mcast))
+        c = count(grid, Scheme(algo, sh, mcast, sources))
         lp = longest_paths(grid, sh)
         rows.append(dict(shape="x".join(map(str, sh)), groups=grid.size // _prod(sh), members=_prod(sh),
                          inner=lp["inner"], inner_total=lp["inner_total"], between=lp["between"],
@@ -60,11 +60,13 @@ def _prod(sh) -> int:
     return m
 
 
-def best_shape(grid: Grid, mcast: str = "tree", algo: str = "nc") -> tuple[int, ...]:
-    """The shape of least aggregate hops (ties: the longest paths more even, then the smaller group)."""
+def best_shape(grid: Grid, mcast: str = "tree", algo: str = "nc", sources: tuple[int, ...] | None = None
+               ) -> tuple[int, ...]:
+    """The shape of least aggregate hops for these sources (None: all), ties to the more even longest
+    paths, then the smaller group."""
     if algo == "nc_recursive":  # the outer shape of the plain scheme, halved inside
         algo = "nc"
-    rows = table(grid, mcast, algo if algo != "nc_recursive" else "nc")
+    rows = table(grid, mcast, algo, sources)
     best = min(rows, key=lambda r: (r["hops"], abs(r["inner_total"] - r["between_total"]), r["members"], r["_shape"]))
     return best["_shape"]
 
