@@ -164,6 +164,12 @@ def build_domain(plan: Plan, index: int) -> Domain:
                         capture=plan.run.capture, seed=plan.run.seed * 1_000_003 + node.id,
                         lookahead_ns=plan.lookahead_ns,
                         drop_rate=plan.run.socket_drop_rate, node_id=node.id))
+    if plan.run.direct and not plan.run.socket_drop_rate:  # in-process links skip the socket
+        for el in dom.elements:
+            for p in el.out_ports:
+                peer = dom.by_name.get(p.peer)
+                if peer is not None:
+                    p.local = (peer, peer.in_by_link[p.link_id])
     return dom
 
 

@@ -317,6 +317,11 @@ class RunConfig:
     socket_drop_rate: float = 0.0
     """Test hook: drop this fraction of datagrams just before sendto, as an overloaded OS would, to
     exercise recovery. The model never sees it; results must not change."""
+    direct: bool = True
+    """Frames between two elements of one process go from the sender's port to the receiver's input
+    queue without a socket round trip (the same records, sequence numbers and capture; what the
+    model sees is unchanged). False, or a socket drop rate: every link carries real UDP datagrams.
+    Frames between processes always do."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:

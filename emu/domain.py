@@ -68,6 +68,11 @@ class Domain:
         self._by_window[window] = self._by_window.get(window, 0) + n
         heapq.heappush(self._heap, (first_ts, self._idx[el]))
 
+    def frames_local(self, el: Element, n: int, first_ts: int, window: int) -> None:
+        """``n`` frames handed straight to ``el`` of this domain (no socket): sent and arrived."""
+        self.sent_to[self.index] += n
+        self.frames_arrived(el, n, first_ts, window)
+
     def wake(self) -> None:
         self._wake.set()
 

@@ -479,17 +479,43 @@ class Element:
                     total += len(frame)
                 p.sent_done = arrival - p.latency_ns
             if frames:  # (emulated faults may have lost every frame); credits ride with the data
-                addr = p.peer_addr
-                for dgram in p.link.datagrams(frames, window):
-                    self._sendto(dgram, addr)
+                if p.local is not None:
+                    self._hand_over(p, frames, window)
+                else:
+                    addr = p.peer_addr
+                    for dgram in p.link.datagrams(frames, window):
+                        self._sendto(dgram, addr)
+                    domain.frames_sent(p.peer_domain, len(frames), p.peer)
                 p.tx_frames += len(frames) - credits
                 p.tx_bytes += total
-                domain.frames_sent(p.peer_domain, len(frames), p.peer)
             if not pend and not ctl:
                 done.append(p)
         for p in done:
             del self.busy[p]
         return first_arrival
+
+    def _hand_over(self, p: OutPort, frames: list, window: int) -> None:
+        """Frames for an element of this process: into its input queue as the records a datagram
+        would carry (the link's sequence numbers, so equal-time order is the same), no socket."""
+        peer, inp = p.local
+        if frames[0][0] < peer.safe_time:
+            raise CausalityError(f"{inp.name}: frame stamped {frames[0][0]} ns handed over after {peer.safe_time} ns "
+                                 "was processed; the synchroniser let a window run too far")
+        heap, index = peer.heap, inp.index
+        seq = p.link.seq
+        first_ts = INF
+        nbytes = 0
+        push = heapq.heappush
+        for arrival, frame, pool in frames:
+            push(heap, (arrival, index, seq, frame, LinkKind.DATA_POOL if pool else LinkKind.DATA))
+            seq = (seq + 1) & 0xFFFFFFFF
+            nbytes += len(frame)
+            if arrival < first_ts:
+                first_ts = arrival
+        p.link.seq = inp.link.expected = seq
+        inp.rx_frames += len(frames)
+        inp.rx_bytes += nbytes
+        self.domain.frames_local(peer, len(frames), first_ts, window)
 
     def _fault(self, p: OutPort, start: int, frame: bytes) -> tuple[bytes, bool]:
         """Apply the port's emulated faults to one frame: (frame as it will arrive, lost?)."""

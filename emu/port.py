@@ -88,6 +88,9 @@ class OutPort:
     """(done, nbytes) of frames handed to the port whose last bit has not left yet (occupancy)."""
     queued_bytes: int = 0
     link: Any = None
+    local: Any = None
+    """The peer's (element, input port) when it lives in this process and frames go to it directly
+    (``RunConfig.direct``), else None: real UDP datagrams."""
     """The sending end of the link layer (``emu.link.LinkSender``: sequence numbers, retention)."""
     up: bool = True
     """A link taken down (``Cluster.link_down``) drops what is handed to it, counted and captured."""

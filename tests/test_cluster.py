@@ -40,16 +40,22 @@ async def test_exchange_over_two_processes_equals_one_process(tmp_path):
     scenario = {"h0": (apps.exchange, "h5", 3000, 4), "h5": (apps.exchange, "h0", 3000, 4),
                 "h1": (apps.send_to, "h2", 50_000), "h3": (apps.send_to, "h2", 20_000), "h2": (apps.recv_n, 2),
                 "h4": (apps.ping, "h1")}
-    results, digests = [], []
-    for processes in (1, 2):
-        cap = tmp_path / f"p{processes}.pcapng"
-        async with emu.Cluster(topo, processes=processes, capture=cap) as net:
+    results, digests, metrics = [], [], []
+    # one process with frames handed over directly, one with every link on UDP, two processes
+    for processes, direct in ((1, True), (1, False), (2, True)):
+        cap = tmp_path / f"p{processes}{direct}.pcapng"
+        async with emu.Cluster(topo, processes=processes, capture=cap, direct=direct) as net:
             results.append(await net.run(scenario))
+            metrics.append(net.metrics)
+            stats = await net.stats()
             if processes == 2:
                 assert len(net._handles) == 2 and {net.plan.owner[h] for h in net.hosts} == {0, 1}
+        sent = sum(s["element"]["datagrams_sent"] for s in stats)
+        assert (sent == 0) == (processes == 1 and direct)  # the direct path really skips the sockets
         digests.append(hashlib.sha256(cap.read_bytes()).hexdigest())
-    assert results[0] == results[1] == EngineNet(topo).run(scenario)
-    assert digests[0] == digests[1]
+    assert results[0] == results[1] == results[2] == EngineNet(topo).run(scenario)
+    assert metrics[0] == metrics[1] == metrics[2]
+    assert digests[0] == digests[1] == digests[2]
 
 
 async def test_fan_in_63_hosts_500_frames_each_loses_nothing():
@@ -90,7 +96,7 @@ async def test_recovery_from_datagrams_the_os_dropped(processes):
 
 async def test_unrecoverable_loss_stops_the_run_naming_the_link():
     topo = star(2)
-    run = RunConfig(stall_timeout_s=0.01, max_recovery_rounds=3)
+    run = RunConfig(stall_timeout_s=0.01, max_recovery_rounds=3, direct=False)  # every link on UDP
     with pytest.raises(emu.FrameLossError, match=r"h0-nic0 -> s0-p0"):
         async with emu.Cluster(topo, run=run) as net:
             h0 = net._local.by_name["h0"]

@@ -127,7 +127,7 @@ def test_live_loopback_capture_decodes(tmp_path):
         time.sleep(0.5)
         script = ("import trio, emu\n"
                   "async def main():\n"
-                  "    async with emu.Cluster('star:n=3') as net:\n"
+                  "    async with emu.Cluster('star:n=3', direct=False) as net:\n"
                   "        await net['h0'].ping('h2')\n"
                   "        print(hex(net.cluster_id))\n"
                   "trio.run(main)\n")

@@ -210,6 +210,7 @@ async def _run(args) -> int:
 
         current = "start"
         async with Cluster(topo, seed=args.seed, realtime_ns_per_s=args.realtime, processes=args.processes, capture=args.pcap,
+                           direct=not args.wire,
                            progress=on_progress) as net:
             if args.manager and topo.nodes[topo.manager].info["manager"].bringup:
                 current = "link bring-up"
@@ -360,6 +361,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="tests to run, in order: joined with '+' or one --test each (default pingall; listed below)")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--processes", type=int, default=1, help="OS processes to spread the elements over")
+    r.add_argument("--wire", action="store_true",
+                   help="every link on real UDP datagrams, also between elements of one process (to watch a run "
+                        "live on the loopback interface); by default those go straight to the receiver's queue")
     r.add_argument("--manager", action="store_true",
                    help="attach spec 03's network manager element: it hears the routers' traps and rewrites their "
                         "tables around dead links (settings manager.*; manager.bringup=true tests every link first)")

@@ -62,7 +62,8 @@ async def _ping_app(host, dst):
 class Cluster:
     def __init__(self, topology: Topology | str, *, seed: int = 0, processes: int = 1,
                  capture: str | os.PathLike | None = None, run: RunConfig | None = None,
-                 progress: Callable[[int, int], None] | None = None, realtime_ns_per_s: float | None = None):
+                 progress: Callable[[int, int], None] | None = None, realtime_ns_per_s: float | None = None,
+                 direct: bool = True):
         if isinstance(topology, str):
             topology = build_topology(topology)
         if not isinstance(topology, Topology):
@@ -71,7 +72,7 @@ class Cluster:
         topology.validate()
         if run is None:
             run = RunConfig(seed=seed, processes=processes, capture=capture is not None,
-                            realtime_ns_per_s=realtime_ns_per_s)
+                            realtime_ns_per_s=realtime_ns_per_s, direct=direct)
         elif capture is not None and not run.capture:
             run = replace(run, capture=True)
         if run.processes > len(topology.nodes):
