@@ -44,6 +44,9 @@ DROPPED = 4  # capture record of a frame dropped on purpose (written with a comm
 FAULT_DROP = 8  # ... lost on the wire by an emulated fault
 FAULT_CORRUPT = 16  # ... sent intact, delivered with a bit flipped by an emulated fault
 WAKE, RELEASE = 0, 1  # kinds of port events
+POOL = int(LinkKind.DATA_POOL)  # flags of a received record in the heap: the sender used the pool ...
+CLEAN = 4  # ... it was handed over in this process with no fault possible: its FCS need not be checked
+assert POOL == 2 and int(LinkKind.DATA) == 0
 FCS_ERROR = 32  # ... received with a bad frame check sequence, dropped by the receiving port
 LOST_DOWN = 64  # ... was on the wire while its link was down (scheduled): lost
 
@@ -343,13 +346,13 @@ class Element:
                 self.now = self.active_ns = now
                 inp = ins[port]
                 buf = inp.buf
-                if crc32(wire) != FCS_RESIDUE:  # corrupted on the wire: the port drops it
+                if not kind & CLEAN and crc32(wire) != FCS_RESIDUE:  # corrupted on the wire: the port drops it
                     inp.fcs_errors += 1
                     if cap is not None:
                         cap.append((now, inp.iface, DIR_IN | FCS_ERROR, wire))
                     if passes is None or not passes(wire):
                         if buf is not None and not is_credit(wire):
-                            self._return_credit(inp, wire, kind == LinkKind.DATA_POOL)
+                            self._return_credit(inp, wire, bool(kind & POOL))
                         continue
                     cap_done = True  # an engine that checks its own CRCs takes it (cut-through)
                 else:
@@ -360,7 +363,7 @@ class Element:
                     if cap is not None:
                         cap.append((now, inp.iface, DIR_IN | LOST_DOWN, wire))
                     if buf is not None and not is_credit(wire):
-                        self._return_credit(inp, wire, kind == LinkKind.DATA_POOL)
+                        self._return_credit(inp, wire, bool(kind & POOL))
                     continue
                 if cap is not None and not cap_done:
                     cap.append((now, inp.iface, DIR_IN, wire))
@@ -375,10 +378,10 @@ class Element:
                 if buf is not None:
                     vc = wire[VC_OFF] % buf.vcs if len(wire) > VC_OFF else 0
                     try:
-                        buf.take(vc, kind == LinkKind.DATA_POOL, len(wire), now)
+                        buf.take(vc, bool(kind & POOL), len(wire), now)
                     except OverflowError as e:
                         raise EngineError(f"{inp.name}: credit flow control broken: {e}") from None
-                    token = [inp, vc, kind == LinkKind.DATA_POOL, len(wire), 0]
+                    token = [inp, vc, bool(kind & POOL), len(wire), 0]
                 result = eng.receive(wire[:-4], port, now)
             for port, frame, at in result:
                 p = outs[port] if 0 <= port < len(outs) else None
@@ -503,11 +506,12 @@ class Element:
                                  "was processed; the synchroniser let a window run too far")
         heap, index = peer.heap, inp.index
         seq = p.link.seq
+        clean = CLEAN if p.fault_rng is None else 0  # no emulated fault can have touched it: FCS good
         first_ts = INF
         nbytes = 0
         push = heapq.heappush
         for arrival, frame, pool in frames:
-            push(heap, (arrival, index, seq, frame, LinkKind.DATA_POOL if pool else LinkKind.DATA))
+            push(heap, (arrival, index, seq, frame, clean | POOL if pool else clean))
             seq = (seq + 1) & 0xFFFFFFFF
             nbytes += len(frame)
             if arrival < first_ts:

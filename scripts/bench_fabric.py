@@ -124,7 +124,7 @@ async def main() -> None:
               f"virtual {fab['virtual_ns'] / 1e3:.1f} us")
     Console().print(t)
     print(f"ratio fabric/bare = {fab_rate / bare_rate:.2f}  (emulated frames delivered end to end per second, "
-          "over bare datagrams per second; goal >= 0.5)")
+          "over bare datagrams per second; goal >= 0.8)")
 
 
 if __name__ == "__main__":
