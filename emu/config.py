@@ -317,6 +317,10 @@ class RunConfig:
     socket_drop_rate: float = 0.0
     """Test hook: drop this fraction of datagrams just before sendto, as an overloaded OS would, to
     exercise recovery. The model never sees it; results must not change."""
+    capture_spill_records: int = 200_000
+    """With capture on: a process writes its recorded frames to a sorted run file on disk whenever it
+    holds more than this many, so a capture takes bounded memory whatever the run's length; the
+    runs are merged into the pcapng file at the end (the same bytes as an all-in-memory capture)."""
     direct: bool = True
     """Frames between two elements of one process go from the sender's port to the receiver's input
     queue without a socket round trip (the same records, sequence numbers and capture; what the
@@ -330,6 +334,8 @@ class RunConfig:
             raise ConfigError(f"RunConfig.processes must be within 1..64, got {self.processes}")
         if self.realtime_ns_per_s is not None and not self.realtime_ns_per_s > 0:
             raise ConfigError(f"RunConfig.realtime_ns_per_s must be > 0, got {self.realtime_ns_per_s}")
+        if not isinstance(self.capture_spill_records, int) or self.capture_spill_records < 1:
+            raise ConfigError(f"RunConfig.capture_spill_records must be a positive integer, got {self.capture_spill_records!r}")
         if not 0.0 <= self.socket_drop_rate < 1.0:
             raise ConfigError(f"RunConfig.socket_drop_rate must be within [0, 1), got {self.socket_drop_rate}")
 

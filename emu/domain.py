@@ -48,6 +48,9 @@ class Domain:
         self._wake = trio.Event()
         self._history: deque[tuple[int, list[Element]]] = deque()
         self.max_time = 0
+        self._runs: list[str] = []
+        """Run files of recorded frames spilled to disk (sorted), oldest first."""
+        self._spill_dir: str | None = None
 
     def add(self, el: Element) -> None:
         self._idx[el] = len(self.elements)
@@ -135,6 +138,9 @@ class Domain:
                 heapq.heappush(heap, (t, self._idx[el]))
         if sent:
             hist.append((w, sent))
+        if self.run.capture and sum(len(el.capture) for el in active) and \
+                sum(len(el.capture) for el in self.elements) > self.run.capture_spill_records:
+            self._spill()
         nt = self.next_time()
         return self.sent_to[:], (first_arrival if first_arrival < nt else nt), self.max_time
 
@@ -273,13 +279,56 @@ class Domain:
                                 held.append((el.name, token[0].index, token[1], p.index, vc))
         return {"blocked": blocked, "held": held}
 
-    async def rpc_capture(self) -> list[tuple[int, int, int, bytes]]:
+    def _take_capture(self) -> list[tuple[int, int, int, bytes]]:
         out: list[tuple[int, int, int, bytes]] = []
         for el in self.elements:
-            if el.capture is not None:
+            if el.capture:
                 out.extend(el.capture)
                 el.capture = []
         return out
+
+    def _spill(self) -> None:
+        """The frames recorded so far, sorted, to a run file on disk (``RunConfig.capture_spill_records``)."""
+        import os
+        import tempfile
+
+        from .pcapng import write_run
+
+        recs = self._take_capture()
+        if not recs:
+            return
+        if self._spill_dir is None:
+            self._spill_dir = tempfile.mkdtemp(prefix=f"emu-capture-{os.getpid()}-")
+        path = os.path.join(self._spill_dir, f"run{len(self._runs):05d}")
+        write_run(path, recs)
+        self._runs.append(path)
+
+    async def rpc_capture(self) -> list[tuple[int, int, int, bytes]]:
+        """Every frame recorded here and not yet taken, in capture order (spilled runs read back)."""
+        from .pcapng import capture_order, merged, read_run
+
+        if not self._runs:
+            return capture_order(self._take_capture())
+        out = list(merged([read_run(p) for p in self._runs] + [capture_order(self._take_capture())]))
+        self._drop_runs()
+        return out
+
+    async def rpc_capture_runs(self) -> list[str]:
+        """Spill what is left and hand over the run files (the caller merges, then deletes them)."""
+        self._spill()
+        runs, self._runs, self._spill_dir = self._runs, [], None
+        return runs
+
+    def _drop_runs(self) -> None:
+        import os
+        import shutil
+
+        for p in self._runs:
+            if os.path.exists(p):
+                os.unlink(p)
+        if self._spill_dir is not None:
+            shutil.rmtree(self._spill_dir, ignore_errors=True)
+        self._runs, self._spill_dir = [], None
 
     async def rpc_link_seqs(self) -> dict[str, dict[int, tuple[str, int]]]:
         return {"out": {p.link_id: (f"{p.name} -> {p.peer_port_name}", p.link.seq) for el in self.elements for p in el.out_ports},

@@ -82,4 +82,43 @@ def write_pcapng(out: BinaryIO, interfaces: list[str],
 def capture_order(records: list[tuple[int, int, int, bytes]]) -> list[tuple[int, int, int, bytes]]:
     """Deterministic file order: virtual time, then interface, then direction (out before in is
     impossible at one port and one time), then the frame bytes as a last resort."""
-    return sorted(records, key=lambda r: (r[0], r[1], r[2], r[3]))
+    return sorted(records, key=_order_key)
+
+
+def _order_key(r: tuple[int, int, int, bytes]) -> tuple:
+    return r[0], r[1], r[2], r[3]
+
+
+# -- spilling: captures streamed to disk in sorted runs, merged when the file is written -----------------
+_RUN_REC = struct.Struct("<QIBI")  # ts, iface, direction, frame length; then the frame
+
+
+def write_run(path: str, records: list[tuple[int, int, int, bytes]]) -> int:
+    """Write ``records`` in capture order to a run file (the capture kept on disk, not in memory);
+    returns how many."""
+    pack = _RUN_REC.pack
+    with open(path, "wb") as f:
+        for ts, iface, direction, frame in capture_order(records):
+            f.write(pack(ts, iface, direction, len(frame)))
+            f.write(frame)
+    return len(records)
+
+
+def read_run(path: str) -> Iterable[tuple[int, int, int, bytes]]:
+    """The records of a run file, in its (capture) order, read as they are needed."""
+    size, unpack = _RUN_REC.size, _RUN_REC.unpack
+    with open(path, "rb") as f:
+        while True:
+            head = f.read(size)
+            if len(head) < size:
+                return
+            ts, iface, direction, n = unpack(head)
+            yield ts, iface, direction, f.read(n)
+
+
+def merged(sources: list[Iterable[tuple[int, int, int, bytes]]]) -> Iterable[tuple[int, int, int, bytes]]:
+    """Records of several sorted sources in one capture order (the same order ``capture_order``
+    gives their concatenation: the key decides every tie)."""
+    import heapq
+
+    return heapq.merge(*sources, key=_order_key)

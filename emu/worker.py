@@ -42,6 +42,7 @@ async def main_task(host: str, port: int, index: int, secret: bytes) -> None:
 
 
 async def serve(host: str, port: int, index: int, secret: bytes) -> None:
+    spilled: list = []
     stream = await trio.open_tcp_stream(host, port)
     try:
         with trio.fail_after(30):
@@ -53,6 +54,7 @@ async def serve(host: str, port: int, index: int, secret: bytes) -> None:
 
         plan, index = await chan.recv()
         domain = build_domain(plan, index)
+        spilled.append(domain)
         async with trio.open_nursery() as nursery:
             addrs = {}
             for el in domain.elements:
@@ -72,6 +74,8 @@ async def serve(host: str, port: int, index: int, secret: bytes) -> None:
     except _GONE:
         pass  # the cluster went away: nothing left to serve
     finally:
+        for d in spilled:  # capture runs nobody collected (an error, an interrupt) go with us
+            d._drop_runs()
         with trio.CancelScope(shield=True):
             try:
                 await stream.aclose()

@@ -334,3 +334,22 @@ async def test_a_cancelled_run_leaves_a_clear_error_not_a_confused_cluster(proce
         assert cs.cancelled_caught
         with pytest.raises(emu.EmuError, match="interrupted.*start a new one"):
             await net.run({"h0": (apps.ping, "h1")})
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+async def test_a_capture_spilled_to_disk_in_runs_has_the_same_bytes_as_one_kept_in_memory(tmp_path, processes):
+    import glob
+    import tempfile
+
+    digests = []
+    for spill in (10**9, 50):  # never spill, or every few windows: many sorted runs merged at the end
+        cap = tmp_path / f"c{spill}.pcapng"
+        run = RunConfig(processes=processes, capture=True, capture_spill_records=spill)
+        async with emu.Cluster(star(8), run=run, capture=cap) as net:
+            await net.run(CONTENDED)
+            if spill == 50:
+                spilled = net._local._runs
+                assert len(spilled) > 3  # the domain in this process really wrote runs to disk
+        digests.append(hashlib.sha256(cap.read_bytes()).hexdigest())
+    assert digests[0] == digests[1]
+    assert not glob.glob(f"{tempfile.gettempdir()}/emu-capture-{os.getpid()}-*")  # every run file removed

@@ -173,6 +173,8 @@ class Cluster:
                     await stack.__aexit__(etype, exc, tb)
             finally:
                 self._close_sockets()
+                if self._local is not None:  # capture runs nobody collected (an error) go too
+                    self._local._drop_runs()
         return False
 
     def _close_sockets(self) -> None:
@@ -402,10 +404,24 @@ class Cluster:
         return self._captured
 
     async def write_capture(self, path: str | os.PathLike) -> int:
-        """Write every frame recorded so far to a pcapng file; returns the number of frames."""
-        recs = await self.capture_records()
-        with open(path, "wb") as f:
-            return write_pcapng(f, self.plan.interfaces(), recs)
+        """Write every frame recorded so far to a pcapng file; returns the number of frames. The
+        processes' spilled runs are merged as they are read: memory stays bounded."""
+        if not self.run_config.capture:
+            raise EmuError("capture is off; create the cluster with capture=PATH or RunConfig(capture=True)")
+        from ..pcapng import merged, read_run
+
+        async with self._lock:
+            runs = [r for h in self._handles for r in await h.call("capture_runs")]
+        try:
+            with open(path, "wb") as f:
+                return write_pcapng(f, self.plan.interfaces(), merged([self._captured] + [read_run(r) for r in runs]))
+        finally:
+            for r in runs:
+                try:
+                    os.unlink(r)
+                    os.rmdir(os.path.dirname(r))
+                except OSError:
+                    pass
 
 
 def _find_cycle(edges: dict[tuple, set]) -> list[tuple]:
