@@ -7,7 +7,7 @@ software overheads are 0. Prints the link crossings (frames delivered over a lin
 the run (the cluster's start-up excluded), crossings per wall second against the goal (300,000), and
 the virtual completion time -- which must be the same whatever the speed.
 
-    python scripts/bench_alltoall.py [--messages 10] [--processes 1] [--repeat 1] [--topo SPEC]
+    python scripts/bench_alltoall.py [--messages 10] [--processes 1] [--repeat 1] [--topo SPEC] [--pcap F] [--wire]
 """
 
 from __future__ import annotations
@@ -42,16 +42,18 @@ async def alltoall(host, hosts, messages):
     return None
 
 
-async def once(spec: str, messages: int, processes: int) -> dict:
+async def once(spec: str, messages: int, processes: int, pcap: str | None = None, direct: bool = True) -> dict:
     t = build(spec, settings={"host": {"send_overhead_ns": 0, "recv_overhead_ns": 0}})
-    async with emu.Cluster(t, processes=processes) as net:
+    async with emu.Cluster(t, processes=processes, capture=pcap, direct=direct) as net:
         hosts = net.hosts
         wall = time.perf_counter()
         await net.run({h: (alltoall, hosts, messages) for h in hosts})
         wall = time.perf_counter() - wall
         m = net.metrics
+    import resource
+
     return dict(crossings=m.hop_count, frames=m.frames, wall_s=wall, completion_ns=m.end_ns - m.start_ns,
-                per_s=m.hop_count / wall)
+                per_s=m.hop_count / wall, peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
 
 
 def main(argv=None) -> list[dict]:
@@ -60,14 +62,16 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--processes", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--topo", default=TOPO)
+    ap.add_argument("--pcap", help="also capture every frame to this pcapng file (its cost is in the wall time)")
+    ap.add_argument("--wire", action="store_true", help="every link on UDP, also within the process (the old path)")
     a = ap.parse_args(argv)
     rows = []
     for _ in range(a.repeat):
-        r = trio.run(once, a.topo, a.messages, a.processes)
+        r = trio.run(once, a.topo, a.messages, a.processes, a.pcap, not a.wire)
         rows.append(r)
         print(f"{a.topo}  processes={a.processes}  frames={r['frames']:,}  crossings={r['crossings']:,}  "
               f"virtual completion={r['completion_ns']:,} ns  wall={r['wall_s']:.2f} s  "
-              f"crossings/s={r['per_s']:,.0f}  (goal {GOAL:,}: {'met' if r['per_s'] >= GOAL else 'not met'})",
+              f"crossings/s={r['per_s']:,.0f}  peak RSS {r['peak_rss_mb']:,} MB  (goal {GOAL:,}: {'met' if r['per_s'] >= GOAL else 'not met'})",
               flush=True)
     return rows
 
