@@ -383,7 +383,9 @@ class Element:
                         raise EngineError(f"{inp.name}: credit flow control broken: {e}") from None
                     token = [inp, vc, bool(kind & POOL), len(wire), 0]
                 result = eng.receive(wire[:-4], port, now)
-            for port, frame, at in result:
+            for i in range(len(result)):
+                port, frame, at = result[i]
+                result[i] = None  # a burst of frames (a long message) is not held twice: port copy only
                 p = outs[port] if 0 <= port < len(outs) else None
                 if p is None:
                     raise EngineError(f"{self.name}: engine sent a frame to port {port}, which has no link")

@@ -23,7 +23,7 @@ def chunk_bounds(length: int, parts: int) -> list[int]:
 async def ring(comm, x: np.ndarray, op: Op) -> np.ndarray:
     """Reduce-scatter around the ring, then allgather around it: 2(n-1) steps of ~1/n of the data."""
     n, r = comm.size, comm.rank
-    acc = x.copy()
+    acc = _own(comm, x)
     if n == 1:
         return acc
     b = chunk_bounds(len(acc), n)
@@ -71,7 +71,7 @@ async def _fold_out(comm, x: np.ndarray, step: int) -> np.ndarray:
 
 async def recursive_doubling(comm, x: np.ndarray, op: Op) -> np.ndarray:
     """log2(n) exchanges of the whole vector with partners at distance 1, 2, 4, ..."""
-    acc, v, pof2 = await _fold_in(comm, x.copy(), op)
+    acc, v, pof2 = await _fold_in(comm, _own(comm, x), op)
     rem = comm.size - pof2
     step, mask = 1, 1
     if v >= 0:
@@ -84,10 +84,16 @@ async def recursive_doubling(comm, x: np.ndarray, op: Op) -> np.ndarray:
     return await _fold_out(comm, acc, 64)
 
 
+def _own(comm, x: np.ndarray) -> np.ndarray:
+    """The working buffer: ``x`` itself when the caller gave it up (``comm.in_place``, as
+    MPI_IN_PLACE: the result overwrites the input), else a copy."""
+    return x if getattr(comm, "in_place", False) and x.flags.writeable else x.copy()
+
+
 async def rabenseifner(comm, x: np.ndarray, op: Op) -> np.ndarray:
     """Reduce-scatter by recursive halving, then allgather by recursive doubling (Rabenseifner):
     about 2 * (n-1)/n of the data sent per rank in 2 log2(n) steps."""
-    acc, v, pof2 = await _fold_in(comm, x.copy(), op)
+    acc, v, pof2 = await _fold_in(comm, _own(comm, x), op)
     rem = comm.size - pof2
     if v >= 0 and pof2 > 1:
         b = chunk_bounds(len(acc), pof2)

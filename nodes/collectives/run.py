@@ -69,6 +69,7 @@ async def call(comm: Comm, operation: str, x: np.ndarray, algo: str | None, op: 
 
 async def collective_app(host, members, operation, algo, count, dtype, op, root, seed, offload=None, branch=None):
     comm = Comm(host, members)
+    comm.in_place = True  # the input is made here and not needed after: no working copy of it
     x = make_input(seed, comm.rank, count, dtype, op if operation != "alltoall" else "alltoall", comm.size)
     y = await call(comm, operation, x, algo, op, root, offload, branch)
     return y, host.now, host.cpu_ns, comm.last_algo, comm.last_status

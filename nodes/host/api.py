@@ -26,6 +26,7 @@ class Message(NamedTuple):
     """Name of the sending host."""
     tag: int
     data: bytes
+    """The message (a ``bytearray`` for one over 1 MiB: the reassembly buffer, not copied)."""
     t_ns: int
     """Virtual time the whole message was available to the receiver."""
     hops: int
@@ -240,7 +241,8 @@ class HostAPI:
             raise TypeError(f"send: data must be bytes, got {type(data).__name__}")
         if not 0 <= tag <= 0xFFFFFFFF:
             raise ValueError(f"send: tag must fit in 32 bits, got {tag}")
-        return Send(self._addr(dst), bytes(data), tag)
+        # no copy: the NIC cuts the message into frames as soon as the application yields this
+        return Send(self._addr(dst), data if isinstance(data, bytes) else memoryview(data).cast("B"), tag)
 
     def recv(self, src: str | int | None = None, tag: int | None = None) -> Recv:
         """Wait for a whole message (from ``src`` / with ``tag`` if given); returns a :class:`Message`."""

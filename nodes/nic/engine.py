@@ -42,6 +42,8 @@ from .qsnet import QsNIC
 log = logging.getLogger(__name__)
 
 _MSG_LEN = MSG.size
+BIG_MESSAGE = 1 << 20
+"""Messages longer than this reach the application as a ``bytearray`` (the reassembly buffer)."""
 _FABRIC_PACK = FABRIC.struct.pack
 
 
@@ -256,7 +258,9 @@ class NicEngine:
         part.got += len(chunk)
         if part.got >= total:
             del self._partial[key]
-            msg = Message(name, tag, bytes(part.buf), self.now + self.spec.nic_delay_ns, hops)
+            # a large message is handed over as its reassembly buffer (no copy); a small one as bytes
+            data = part.buf if total > BIG_MESSAGE else bytes(part.buf)
+            msg = Message(name, tag, data, self.now + self.spec.nic_delay_ns, hops)
             self.stats["messages_received"] += 1
             self.at(msg.t_ns, self.host.deliver, msg)
 
