@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the ground floor takes topologies as data; it imports nothing above it
     from topologies.base import Node, Topology
 
-from .config import ConfigError, RunConfig
+from .config import ConfigError, RunConfig, bind_address
 from .domain import Domain
 from .element import Element
+from .partition import partition
 from .port import BufferState, CreditState, InPort, OutPort
 
 
@@ -86,8 +87,7 @@ class Plan:
     @classmethod
     def make(cls, topology: Topology, run: RunConfig, cluster_id: int) -> "Plan":
         names = list(topology.nodes)
-        p = run.processes
-        owner = {name: (i * p) // len(names) for i, name in enumerate(names)}
+        owner = partition(topology, run.processes, run.partition)  # balanced load, least traffic cut
         base, n = {}, 0
         for name in names:
             base[name] = n
@@ -129,6 +129,7 @@ def build_domain(plan: Plan, index: int) -> Domain:
     t = plan.topology
     raise_open_file_limit(sum(1 for n in t.nodes if plan.owner[n] == index) + 256)
     dom = Domain(index, plan.run.processes, plan.run)
+    address = bind_address(plan.run.bind)  # this process's own (an interface's address differs per machine)
     outs: dict[str, list[OutPort]] = {n: [] for n in t.nodes if plan.owner[n] == index}
     ins: dict[str, list[InPort]] = {n: [] for n in outs}
     for i, link in enumerate(t.links):
@@ -163,7 +164,7 @@ def build_domain(plan: Plan, index: int) -> Domain:
         dom.add(Element(name, make_engine(t, name, cache), cluster_id=plan.cluster_id, domain=dom, outs=o, ins=n,
                         capture=plan.run.capture, seed=plan.run.seed * 1_000_003 + node.id,
                         lookahead_ns=plan.lookahead_ns,
-                        drop_rate=plan.run.socket_drop_rate, node_id=node.id))
+                        drop_rate=plan.run.socket_drop_rate, node_id=node.id, bind=address))
     if plan.run.direct and not plan.run.socket_drop_rate:  # in-process links skip the socket
         for el in dom.elements:
             for p in el.out_ports:

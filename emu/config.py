@@ -326,6 +326,17 @@ class RunConfig:
     queue without a socket round trip (the same records, sequence numbers and capture; what the
     model sees is unchanged). False, or a socket drop rate: every link carries real UDP datagrams.
     Frames between processes always do."""
+    bind: str = "127.0.0.1"
+    """Where the elements' sockets listen: an IPv4 address or a network interface's name (each
+    process resolves a name to its own address: one spec for every machine of an MPI run).
+    Loopback unless the user names another; frames between processes travel there."""
+    partition: str = "metis"
+    """How nodes are spread over processes: ``metis`` (balanced expected load, least expected
+    traffic between processes; ``emu.partition``) or ``order`` (contiguous blocks of the node
+    order). Figures and captures are the same either way; only the wall-clock time differs."""
+    mpi: bool = False
+    """The processes are the ranks of the MPI job this runs in (``mpiexec -n N``; ``processes``
+    must be N): rank d hosts domain d, the window barrier is an MPI collective (``emu.mpi``)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
@@ -338,6 +349,40 @@ class RunConfig:
             raise ConfigError(f"RunConfig.capture_spill_records must be a positive integer, got {self.capture_spill_records!r}")
         if not 0.0 <= self.socket_drop_rate < 1.0:
             raise ConfigError(f"RunConfig.socket_drop_rate must be within [0, 1), got {self.socket_drop_rate}")
+        if self.partition not in PARTITIONS:
+            raise ConfigError(f"RunConfig.partition {self.partition!r} is not one of {', '.join(PARTITIONS)}")
+        if not isinstance(self.bind, str) or not self.bind:
+            raise ConfigError(f"RunConfig.bind must name an IPv4 address or an interface, got {self.bind!r}")
+
+
+PARTITIONS = ("metis", "order")
+
+
+def bind_address(spec: str) -> str:
+    """The IPv4 address this process binds for ``RunConfig.bind``: ``spec`` itself if it is an
+    address, else the address of the interface of that name here. Refused with a ConfigError
+    naming the fix when neither."""
+    import ipaddress
+    import socket
+
+    try:
+        return str(ipaddress.IPv4Address(spec))
+    except ValueError:
+        pass
+    names = [n for _, n in socket.if_nameindex()] if hasattr(socket, "if_nameindex") else []
+    if spec not in names:
+        raise ConfigError(f"--bind {spec!r} is neither an IPv4 address nor a network interface here "
+                          f"(interfaces: {', '.join(names) or 'none found'}); name one of them or an address")
+    try:
+        import fcntl
+        import struct
+
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            req = struct.pack("256s", spec.encode()[:15])
+            return socket.inet_ntoa(fcntl.ioctl(s.fileno(), 0x8915, req)[20:24])  # SIOCGIFADDR
+    except (OSError, ImportError):
+        raise ConfigError(f"--bind {spec!r}: the interface has no IPv4 address here; give an address "
+                          "instead") from None
 
 
 MANAGER_ACTIONS = ("rewrite", "none")

@@ -1,6 +1,6 @@
 """The element driver: a thin trio shell around a sans-I/O engine (DESIGN.md principle 1).
 
-An :class:`Element` owns one UDP socket on 127.0.0.1, the element's virtual-time event heap, its
+An :class:`Element` owns one UDP socket (on 127.0.0.1 unless ``RunConfig.bind`` says otherwise), the element's virtual-time event heap, its
 ports, and the outer encapsulation (sequence numbers, retransmission, batching). The engine (a host's
 NIC, a switch) only sees ``receive(frame, port, now)`` and ``on_timer(now)`` and returns
 ``(port, frame, at)`` tuples; it never touches a socket or a clock.
@@ -71,7 +71,7 @@ class Engine(Protocol):
 class Element:
     def __init__(self, name: str, engine: Engine, *, cluster_id: int, domain: "Domain",
                  outs: list[OutPort], ins: list[InPort], capture: bool, seed: int, lookahead_ns: int,
-                 drop_rate: float = 0.0, node_id: int = 0):
+                 drop_rate: float = 0.0, node_id: int = 0, bind: str = "127.0.0.1"):
         self.name = name
         self.mac = node_mac(node_id)
         """Source MAC of the link-control frames this element sends."""
@@ -125,7 +125,7 @@ class Element:
         try:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, RCVBUF)
-            self.sock.bind(("127.0.0.1", 0))
+            self.sock.bind((bind, 0))  # loopback unless the user named an interface (RunConfig.bind)
             self.sock.setblocking(False)
         except BaseException:
             self.sock.close()

@@ -81,6 +81,9 @@ class MsgStream:
         (n,) = self._LEN.unpack(await self._read(8))
         return pickle.loads(await self._read(n))
 
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
 
 class RemoteHandle:
     """A domain in a worker process, reached over its control connection."""
@@ -118,7 +121,7 @@ class RemoteHandle:
                     await self.chan.send(("stop", ()))
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
-        await self.chan.stream.aclose()  # a worker whose connection closes stops too
+        await self.chan.aclose()  # a worker whose connection closes stops too
 
 
 class Pacer:

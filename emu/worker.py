@@ -60,16 +60,7 @@ async def serve(host: str, port: int, index: int, secret: bytes) -> None:
             for el in domain.elements:
                 addrs[el.name] = await nursery.start(el.serve)
             await chan.send(addrs)
-            while True:
-                method, args = await chan.recv()
-                if method == "stop":
-                    break
-                try:
-                    result = await getattr(domain, "rpc_" + method)(*args)
-                except Exception as e:  # report to the synchroniser, which raises it in the main process
-                    await chan.send(("err", e))
-                else:
-                    await chan.send(("ok", result))
+            await serve_calls(chan, domain)
             nursery.cancel_scope.cancel()
     except _GONE:
         pass  # the cluster went away: nothing left to serve
@@ -81,6 +72,25 @@ async def serve(host: str, port: int, index: int, secret: bytes) -> None:
                 await stream.aclose()
             except OSError:
                 pass
+
+
+async def serve_calls(chan, domain, special: dict | None = None) -> None:
+    """Answer the synchroniser's calls on ``chan`` until it says ``stop``: ``("ok", result)`` or
+    ``("err", exception)`` (raised again in the main process). ``special``: methods served by
+    these functions instead of the domain (they answer for themselves)."""
+    while True:
+        method, args = await chan.recv()
+        if method == "stop":
+            return
+        if special and method in special:
+            await special[method](*args)
+            continue
+        try:
+            result = await getattr(domain, "rpc_" + method)(*args)
+        except Exception as e:  # report to the synchroniser, which raises it in the main process
+            await chan.send(("err", e))
+        else:
+            await chan.send(("ok", result))
 
 
 def _die_with_parent(parent: int) -> None:

@@ -209,9 +209,7 @@ async def _run(args) -> int:
             progress.update(task, description=f"{current}: virtual {t_ns / 1000:,.1f} us, {window:,} windows")
 
         current = "start"
-        async with Cluster(topo, seed=args.seed, realtime_ns_per_s=args.realtime, processes=args.processes, capture=args.pcap,
-                           direct=not args.wire,
-                           progress=on_progress) as net:
+        async with Cluster(topo, run=run_config(args), capture=args.pcap, progress=on_progress) as net:
             if args.manager and topo.nodes[topo.manager].info["manager"].bringup:
                 current = "link bring-up"
                 progress.update(task, description="link bring-up")
@@ -263,6 +261,21 @@ async def _run(args) -> int:
                 json.dump(rows, f, indent=2)
             out.print(f"results written to {args.json}")
     return 0 if all(r.ok for r in results) else 1
+
+
+def run_config(args) -> "RunConfig":
+    """How ``emu run`` runs: under ``mpiexec -n N`` the N ranks are its processes (``emu.mpi``)."""
+    from ..config import RunConfig
+    from ..mpi import world
+
+    processes, size = args.processes, world()[1]
+    if size > 1:
+        if args.processes not in (1, size):
+            raise ConfigError(f"--processes {args.processes} under mpiexec -n {size}: the ranks are the "
+                              "processes; leave --processes out")
+        processes = size
+    return RunConfig(seed=args.seed, processes=processes, capture=bool(args.pcap), realtime_ns_per_s=args.realtime,
+                     direct=not args.wire, bind=args.bind, partition=args.partition, mpi=size > 1)
 
 
 def personal_plugin_dir() -> str:
@@ -361,6 +374,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="tests to run, in order: joined with '+' or one --test each (default pingall; listed below)")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--processes", type=int, default=1, help="OS processes to spread the elements over")
+    r.add_argument("--bind", default="127.0.0.1", metavar="ADDRESS|INTERFACE",
+                   help="where the elements' sockets listen, and frames between processes or MPI ranks "
+                        "travel: an IPv4 address or an interface name such as eth0 (default: loopback)")
+    r.add_argument("--partition", choices=["metis", "order"], default="metis",
+                   help="how nodes are spread over processes: balanced load with the least traffic "
+                        "between them (metis, default), or blocks of the node order")
     r.add_argument("--wire", action="store_true",
                    help="every link on real UDP datagrams, also between elements of one process (to watch a run "
                         "live on the loopback interface); by default those go straight to the receiver's queue")
@@ -398,6 +417,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="branch degree of the offload reduction tree (default: the shallowest tree the NIC's "
                         "receive queue allows, as even as that depth permits: a level costs a fabric crossing "
                         "each way, a child only tens of ns at its parent)")
+    from .. import mpi
+
+    try:  # under mpiexec: rank 0 runs the command, the other ranks serve their domains
+        return mpi.entry(lambda: _main(ap, argv))
+    except ConfigError as e:  # no key file for the ranks
+        return report(e)
+
+
+def _main(ap, argv) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
                         format="%(levelname)s %(name)s: %(message)s")

@@ -75,6 +75,13 @@ class Cluster:
                             realtime_ns_per_s=realtime_ns_per_s, direct=direct)
         elif capture is not None and not run.capture:
             run = replace(run, capture=True)
+        if run.mpi:
+            from ..mpi import world
+
+            rank, size = world()
+            if size < 2 or rank != 0 or run.processes != size:
+                raise ConfigError(f"RunConfig(mpi=True) is for rank 0 of an MPI job of processes={run.processes} "
+                                  f"ranks; this is rank {rank} of {size}: start it with mpiexec -n {run.processes}")
         if run.processes > len(topology.nodes):
             raise ConfigError(f"processes={run.processes} exceeds the {len(topology.nodes)} nodes of "
                               f"{topology.name}; use at most one process per node")
@@ -188,7 +195,13 @@ class Cluster:
         self._local = build_domain(self.plan, 0)
         handles: list = [LocalHandle(self._local)]
         addrs: dict[str, tuple[str, int]] = {}
-        if p > 1:
+        if self.run_config.mpi:
+            from .. import mpi
+
+            self._handles = handles
+            remotes, addrs = await mpi.start_ranks(self.plan, mpi.load_key(create=True))
+            handles.extend(remotes)
+        elif p > 1:
             self._handles = handles  # so that teardown closes whatever connected, also on error
 
             async def send_plan(chan: MsgStream, d: int) -> None:
@@ -211,7 +224,10 @@ class Cluster:
         for h in handles:
             await h.call("set_addresses", addrs)
         pacer = Pacer(self.run_config.realtime_ns_per_s) if self.run_config.realtime_ns_per_s else None
-        self._sync = Synchroniser(handles, self.lookahead_ns, self._progress, pacer)
+        if self.run_config.mpi:
+            self._sync = mpi.MpiSynchroniser(handles, self.lookahead_ns, mpi.comm(), self._progress, pacer)
+        else:
+            self._sync = Synchroniser(handles, self.lookahead_ns, self._progress, pacer)
 
     # -- running applications -------------------------------------------------------------------
     async def run(self, apps: dict[str, AppSpec]) -> dict[str, Any]:
@@ -411,10 +427,14 @@ class Cluster:
         from ..pcapng import merged, read_run
 
         async with self._lock:
-            runs = [r for h in self._handles for r in await h.call("capture_runs")]
+            # an MPI rank may be on another machine: its records come over the channel, not as files
+            far = [await h.call("capture") for h in self._handles if self.run_config.mpi and isinstance(h, RemoteHandle)]
+            runs = [r for h in self._handles if not (self.run_config.mpi and isinstance(h, RemoteHandle))
+                    for r in await h.call("capture_runs")]
         try:
             with open(path, "wb") as f:
-                return write_pcapng(f, self.plan.interfaces(), merged([self._captured] + [read_run(r) for r in runs]))
+                return write_pcapng(f, self.plan.interfaces(),
+                                    merged([self._captured, *far] + [read_run(r) for r in runs]))
         finally:
             for r in runs:
                 try:
