@@ -97,22 +97,54 @@ class RemoteHandle:
 
     async def call(self, method: str, *args: Any) -> Any:
         async with self._lock:
-            if self.broken:
-                raise EmuError(f"domain {self.index}: {self.broken}; the cluster cannot go on, start a new one")
-            try:
-                await self.chan.send((method, args))
-                status, value = await self.chan.recv()
-            except (EOFError, trio.BrokenResourceError, trio.ClosedResourceError) as e:
-                self.broken = f"the worker process went away during {method}"
-                raise EmuError(f"worker process of domain {self.index} went away during {method}: {e}") from None
-            except BaseException:
-                # cancelled (or failed) between request and reply: the reply may still come and
-                # would be taken for the answer to the next call
-                self.broken = f"a {method} call was interrupted before its reply"
-                raise
+            await self._request(method, args)
+            status, value = await self._reply(method)
         if status == "err":
             raise value
         return value
+
+    async def request(self, method: str, *args: Any) -> None:
+        """Send a call without waiting for its answer (then :meth:`reply`, from the same task):
+        the synchroniser's window requests go out before the main process runs its own window."""
+        await self._lock.acquire()
+        try:
+            await self._request(method, args)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    async def reply(self, method: str) -> Any:
+        try:
+            status, value = await self._reply(method)
+        finally:
+            self._lock.release()
+        if status == "err":
+            raise value
+        return value
+
+    async def _request(self, method: str, args: tuple) -> None:
+        if self.broken:
+            raise EmuError(f"domain {self.index}: {self.broken}; the cluster cannot go on, start a new one")
+        try:
+            await self.chan.send((method, args))
+        except BaseException as e:
+            self._broke(method, e)
+            raise
+
+    async def _reply(self, method: str) -> tuple[str, Any]:
+        try:
+            return await self.chan.recv()
+        except BaseException as e:
+            self._broke(method, e)
+            raise
+
+    def _broke(self, method: str, e: BaseException) -> None:
+        if isinstance(e, (EOFError, trio.BrokenResourceError, trio.ClosedResourceError)):
+            self.broken = f"the worker process went away during {method}"
+            raise EmuError(f"worker process of domain {self.index} went away during {method}: {e}") from None
+        # cancelled (or failed) between request and reply: the reply may still come and would be
+        # taken for the answer to the next call
+        self.broken = f"a {method} call was interrupted before its reply"
 
     async def close(self) -> None:
         if not self.broken:
@@ -189,10 +221,7 @@ class Synchroniser:
                 if self.n == 1:
                     reports = [await handles[0].call("window", w, t0, t1, self.expected(0))]
                 else:
-                    reports = [None] * self.n
-                    async with trio.open_nursery() as nursery:
-                        for h in sorted(handles, key=lambda h: isinstance(h, LocalHandle)):
-                            nursery.start_soon(self._one, h, w, t0, t1, reports)
+                    reports = await self._window_everywhere(w, t0, t1)
             except BaseException as e:
                 self.broken = f"window {w} was interrupted ({type(e).__name__})"
                 loss = find_exception(e, FrameLossError)
@@ -213,8 +242,29 @@ class Synchroniser:
                         self.progress(w, t0)
                 await trio.lowlevel.checkpoint()
 
-    async def _one(self, h, w: int, t0: int, t1: int, reports: list) -> None:
-        reports[h.index] = await h.call("window", w, t0, t1, self.expected(h.index))
+    async def _window_everywhere(self, w: int, t0: int, t1: int) -> list:
+        """Every worker is asked first, then this process runs its own window, then the answers are
+        read: the processes work at once. (Tasks in a nursery would not ensure it: trio may run the
+        local window, which need not yield, before the requests go out.)"""
+        reports: list = [None] * self.n
+        remote = [h for h in self.handles if not isinstance(h, LocalHandle)]
+        for h in remote:
+            await h.request("window", w, t0, t1, self.expected(h.index))
+        errors: list[BaseException] = []
+        for h in self.handles:
+            if isinstance(h, LocalHandle):
+                try:
+                    reports[h.index] = await h.call("window", w, t0, t1, self.expected(h.index))
+                except Exception as e:  # the workers' answers are read all the same
+                    errors.append(e)
+        for h in remote:
+            try:
+                reports[h.index] = await h.reply("window")
+            except Exception as e:
+                errors.append(e)
+        if errors:
+            raise errors[0] if len(errors) == 1 else BaseExceptionGroup("window failed", errors)
+        return reports
 
     async def _diagnose_loss(self, err: FrameLossError) -> None:
         """Name the links whose frames were lost: compare senders' and receivers' sequence numbers."""
