@@ -1,5 +1,6 @@
 """Host software collectives: results equal numpy's, times equal the closed-form model."""
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -120,3 +121,35 @@ def test_all_to_all_multicast_tree_beyond_256_ranks():
     res = net.run({h: (collective_app, members, "mcast_all", "binomial", 1, "int32", "sum", 0, 1) for h in members})
     want = expected("mcast_all", 260, 1, "int32", "sum", 0, 1)
     assert all((res[h][0] == want[i]).all() for i, h in enumerate(members))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                                   "float16", "float32", "float64"])
+def test_operands_drawn_in_chunks_are_the_draws_of_one_call(dtype):
+    """make_input fills a large operand a chunk at a time (no float64 temporary of the whole); the
+    values must be those a single draw gives, whatever the chunk (a multiple of 4)."""
+    from nodes.collectives.run import make_input
+
+    for op in ("sum", "prod", "alltoall"):
+        whole = make_input(3, 1, 1001, dtype, op, 3, chunk=1 << 30)
+        for chunk in (4, 64, 1 << 10):
+            assert np.array_equal(make_input(3, 1, 1001, dtype, op, 3, chunk=chunk), whole)
+    rng = np.random.default_rng([3, 1])
+    if np.dtype(dtype).kind == "f":
+        assert np.array_equal(make_input(3, 1, 999, dtype, "sum", 3), rng.uniform(-1, 1, 999).astype(dtype))
+    else:
+        info = np.iinfo(dtype)
+        assert np.array_equal(make_input(3, 1, 999, dtype, "sum", 3),
+                              rng.integers(info.min, info.max, 999, dtype=dtype, endpoint=True))
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "min", "max", "land", "lor", "lxor", "band", "bor", "bxor",
+                                "minloc", "maxloc"])
+def test_the_streamed_oracle_is_the_stacked_one(op):
+    from emu.reduce import get_op, reference, reference_streamed
+    from nodes.collectives.run import make_input
+
+    o = get_op(op)
+    for dtype in (["int32", "uint8"] if o.integer_only else ["int32", "float32", "float64"]):
+        xs = [make_input(5, r, 777, dtype, op, 5) for r in range(5)]
+        assert np.array_equal(reference_streamed(o, iter(xs)), reference(o, xs)), dtype

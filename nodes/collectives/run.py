@@ -16,7 +16,7 @@ from emu.config import ConfigError
 from emu.metrics import RunMetrics
 
 from .comm import Comm
-from emu.reduce import DTYPES, get_op, reference
+from emu.reduce import DTYPES, get_op, reference_streamed
 from .offload import default_branch, errors_text, parts, validate
 from .operations import OPERATIONS as OPS
 from .select import check
@@ -24,18 +24,29 @@ from .select import check
 OPERATIONS = tuple(OPS)
 
 
-def make_input(seed: int, rank: int, count: int, dtype: str, op: str, size: int) -> np.ndarray:
+def make_input(seed: int, rank: int, count: int, dtype: str, op: str, size: int, chunk: int = 1 << 20) -> np.ndarray:
     """Rank ``rank``'s operand: reproducible random values suited to the operator and type."""
     rng = np.random.default_rng([seed, rank])
     dt = np.dtype(dtype)
     shape = (size, count) if op == "alltoall" else (count,)
     if op in ("land", "lor", "lxor"):
         return (rng.random(shape) < 0.6).astype(dt) * rng.integers(1, 3, shape).astype(dt)
+    # drawn in chunks into the result: no float64 (or whole-size) temporary of a large operand. The
+    # chunk is a multiple of 4 elements, so that the draws (numpy buffers 32-bit words for 8- and
+    # 16-bit integers) are the very ones a single call makes (tested)
+    out = np.empty(shape, dt)
+    flat = out.reshape(-1)
     if dt.kind == "f":
         lo, hi = (0.5, 1.5) if op == "prod" else (-1.0, 1.0)
-        return rng.uniform(lo, hi, shape).astype(dt)
-    info = np.iinfo(dt)
-    return rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
+    else:
+        info = np.iinfo(dt)
+    for i in range(0, flat.size, chunk):
+        j = min(flat.size, i + chunk)
+        if dt.kind == "f":
+            flat[i:j] = rng.uniform(lo, hi, j - i)
+        else:
+            flat[i:j] = rng.integers(info.min, info.max, j - i, dtype=dt, endpoint=True)
+    return out
 
 
 async def nic_setup_app(host, members):
@@ -107,16 +118,17 @@ def expected(operation: str, ranks: int, count: int, dtype: str, op: str, root: 
     if spec is None:
         raise ConfigError(f"unknown collective {operation!r}; known: {', '.join(OPS)}")
     kind = "alltoall" if spec.result == "exchanged" else op
-    inputs = [make_input(seed, r, count, dtype, kind, ranks) for r in range(ranks)]
     result = spec.result
     if result in ("reduced", "root_reduced", "scattered"):
-        ref = reference(get_op(op), inputs)
+        # one operand at a time: the running result and one operand in memory, not ranks of them
+        ref = reference_streamed(get_op(op), (make_input(seed, r, count, dtype, kind, ranks) for r in range(ranks)))
         if result == "reduced":
             return [ref] * ranks
         if result == "root_reduced":
             return [ref if r == root else None for r in range(ranks)]
         c = count // ranks
         return [ref[r * c:(r + 1) * c] for r in range(ranks)]
+    inputs = [make_input(seed, r, count, dtype, kind, ranks) for r in range(ranks)]
     if result == "same":
         return [inputs[root]] * ranks
     if result == "none":
@@ -139,7 +151,10 @@ def check_results(res: CollectiveResult, count: int, dtype: str, op: str, root: 
         got = np.asarray(got).reshape(ref.shape)
         if dt.kind == "f" and res.operation in ("allreduce", "reduce", "reduce_scatter") and op in ("sum", "prod"):
             rtol = {2: 2e-2, 4: 1e-4, 8: 1e-10}[dt.itemsize] * max(1, len(res.ranks))
-            ok = np.allclose(got.astype(np.float64), ref.astype(np.float64), rtol=rtol, atol=rtol)
+            g, f = got.reshape(-1), ref.reshape(-1)
+            step = 1 << 20  # compared in float64 a chunk at a time: no 8-byte copies of the whole
+            ok = all(np.allclose(g[i:i + step].astype(np.float64), f[i:i + step].astype(np.float64),
+                                 rtol=rtol, atol=rtol) for i in range(0, g.size, step))
         else:
             ok = np.array_equal(got, ref)
         assert ok, f"{res.operation}/{res.algo} {op} {dtype}: rank {r} ({host}) differs from numpy"
