@@ -45,6 +45,9 @@ class Domain:
         """DATA frames this domain's elements sent to each domain since the start."""
         self._local_rx: dict[Element, None] = {}
         self._heap: list[tuple[int, int]] = []
+        self._at: list[int] = []
+        """Per element: a time at or after which it has an entry in ``_heap`` (INF: none known), so
+        that a burst of frames handed to it makes one entry, not one per batch."""
         self._wake = trio.Event()
         self._history: deque[tuple[int, list[Element]]] = deque()
         self.max_time = 0
@@ -55,6 +58,7 @@ class Domain:
     def add(self, el: Element) -> None:
         self._idx[el] = len(self.elements)
         self.elements.append(el)
+        self._at.append(INF)
         self.by_name[el.name] = el
         if el.engine.timer is not None:  # an engine with work of its own from the start (link bring-up)
             self.schedule(el)
@@ -69,7 +73,10 @@ class Domain:
         # an entry no later than the new frames suffices: the element's other events have theirs
         self.received += n
         self._by_window[window] = self._by_window.get(window, 0) + n
-        heapq.heappush(self._heap, (first_ts, self._idx[el]))
+        i = self._idx[el]
+        if first_ts < self._at[i]:
+            self._at[i] = first_ts
+            heapq.heappush(self._heap, (first_ts, i))
 
     def frames_local(self, el: Element, n: int, first_ts: int, window: int) -> None:
         """``n`` frames handed straight to ``el`` of this domain (no socket): sent and arrived."""
@@ -81,8 +88,10 @@ class Domain:
 
     def schedule(self, el: Element) -> None:
         t = el.next_time()
-        if t < INF:
-            heapq.heappush(self._heap, (t, self._idx[el]))
+        i = self._idx[el]
+        if t < self._at[i]:
+            self._at[i] = t
+            heapq.heappush(self._heap, (t, i))
 
     # -- the window -----------------------------------------------------------------------------
     def next_time(self) -> int:
@@ -92,7 +101,12 @@ class Domain:
             actual = self.elements[i].next_time()
             if actual == t:
                 return t
-            heapq.heapreplace(heap, (actual, i)) if actual < INF else heapq.heappop(heap)
+            if actual < INF:
+                heapq.heapreplace(heap, (actual, i))
+                self._at[i] = actual
+            else:
+                heapq.heappop(heap)
+                self._at[i] = INF  # (another entry of it may remain: harmless, it is checked like this one)
         return INF
 
     def _received_before(self, w: int) -> int:
@@ -118,8 +132,11 @@ class Domain:
         heap = self._heap
         elements = self.elements
         active: dict[Element, None] = {}
+        at = self._at
         while heap and heap[0][0] < t1:
-            active[elements[heapq.heappop(heap)[1]]] = None
+            i = heapq.heappop(heap)[1]
+            at[i] = INF
+            active[elements[i]] = None
         first_arrival = INF
         sent: list[Element] = []
         for el in active:
@@ -134,8 +151,10 @@ class Domain:
             if el.unsent:
                 await el.flush_unsent()
             t = el.next_time()
-            if t < INF:
-                heapq.heappush(heap, (t, self._idx[el]))
+            i = self._idx[el]
+            if t < at[i]:
+                at[i] = t
+                heapq.heappush(heap, (t, i))
         if sent:
             hist.append((w, sent))
         if self.run.capture and sum(len(el.capture) for el in active) and \
