@@ -171,6 +171,8 @@ def build_domain(plan: Plan, index: int) -> Domain:
                 peer = dom.by_name.get(p.peer)
                 if peer is not None:
                     p.local = (peer, peer.in_by_link[p.link_id])
+                    # nobody sees the FCS: no CRC-32 per hop (credit flow control keeps its own path)
+                    p.defer_fcs = not plan.run.capture and p.flow is None
     return dom
 
 

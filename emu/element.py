@@ -46,6 +46,7 @@ FAULT_CORRUPT = 16  # ... sent intact, delivered with a bit flipped by an emulat
 WAKE, RELEASE = 0, 1  # kinds of port events
 POOL = int(LinkKind.DATA_POOL)  # flags of a received record in the heap: the sender used the pool ...
 CLEAN = 4  # ... it was handed over in this process with no fault possible: its FCS need not be checked
+NOFCS = 8  # ... and its FCS was never appended (``OutPort.defer_fcs``): the frame is the engine's, 4 bytes short
 assert POOL == 2 and int(LinkKind.DATA) == 0
 FCS_ERROR = 32  # ... received with a bad frame check sequence, dropped by the receiving port
 LOST_DOWN = 64  # ... was on the wire while its link was down (scheduled): lost
@@ -358,7 +359,8 @@ class Element:
                 else:
                     cap_done = False
                 if inp.timeline is not None and inp.timeline.down_during(
-                        now - inp.latency_ns - -((-len(wire) * 8_000_000_000) // inp.bandwidth_bps), now):
+                        now - inp.latency_ns - -((-(len(wire) + (4 if kind & NOFCS else 0)) * 8_000_000_000)
+                                                 // inp.bandwidth_bps), now):
                     inp.lost_in_flight += 1  # it was on the wire while the link was down
                     if cap is not None:
                         cap.append((now, inp.iface, DIR_IN | LOST_DOWN, wire))
@@ -382,7 +384,7 @@ class Element:
                     except OverflowError as e:
                         raise EngineError(f"{inp.name}: credit flow control broken: {e}") from None
                     token = [inp, vc, bool(kind & POOL), len(wire), 0]
-                result = eng.receive(wire[:-4], port, now)
+                result = eng.receive(wire if kind & NOFCS else wire[:-4], port, now)
             for i in range(len(result)):
                 port, frame, at = result[i]
                 result[i] = None  # a burst of frames (a long message) is not held twice: port copy only
@@ -470,6 +472,9 @@ class Element:
                 if pend[0][1] < first_arrival:  # arrivals are in order on a port
                     first_arrival = pend[0][1]
                 faulty = p.fault_rng is not None
+                if faulty and p.defer_fcs:  # a fault acts on the frame as it is on the line
+                    p.restore_fcs()
+                nofcs = NOFCS if p.defer_fcs else 0
                 while pend and pend[0][1] < release:
                     start, arrival, frame, pool = pend.popleft()
                     if faulty:
@@ -480,8 +485,10 @@ class Element:
                             continue
                     elif cap is not None:
                         cap.append((start, p.iface, DIR_OUT, frame))
-                    frames.append((arrival, frame, pool))
+                    frames.append((arrival, frame, (POOL if pool else 0) | nofcs))  # (UDP: 0 or POOL)
                     total += len(frame)
+                if nofcs:
+                    total += 4 * (len(frames) - credits)
                 p.sent_done = arrival - p.latency_ns
             if frames:  # (emulated faults may have lost every frame); credits ride with the data
                 if p.local is not None:
@@ -512,10 +519,10 @@ class Element:
         first_ts = INF
         nbytes = 0
         push = heapq.heappush
-        for arrival, frame, pool in frames:
-            push(heap, (arrival, index, seq, frame, clean | POOL if pool else clean))
+        for arrival, frame, flags in frames:  # flags: POOL, NOFCS
+            push(heap, (arrival, index, seq, frame, clean | flags))
             seq = (seq + 1) & 0xFFFFFFFF
-            nbytes += len(frame)
+            nbytes += len(frame) + 4 if flags & NOFCS else len(frame)
             if arrival < first_ts:
                 first_ts = arrival
         p.link.seq = inp.link.expected = seq

@@ -61,6 +61,10 @@ class Timeline:
         return self.bers[i - 1][1] if i else 0.0
 
 
+FCS_BYTES = 4
+"""Length of the frame check sequence every frame carries on the line."""
+
+
 def frame_error_probability(ber: float, nbytes: int) -> float:
     """Probability that a frame of ``nbytes`` has at least one bit flipped at bit-error rate ``ber``."""
     return -math.expm1(8 * nbytes * math.log1p(-ber)) if ber < 1 else 1.0
@@ -83,7 +87,13 @@ class OutPort:
     peer_addr: tuple[str, int] | None = None
     free_at: int = 0
     pending: deque = field(default_factory=deque)
-    """(start, arrival, frame with its FCS) waiting for the window that contains ``start``."""
+    """(start, arrival, frame with its FCS, pool) waiting for the window that contains ``start``
+    (without its FCS while ``defer_fcs``)."""
+    defer_fcs: bool = False
+    """The frames' FCS is left off until something could see it: set for a link to an element of
+    this process when nothing is captured (the receiver takes the frame unchecked, see
+    ``CLEAN``); a fault or an overtaking frame on the port puts every FCS back and ends it. Lengths,
+    times and figures count the FCS all the same."""
     queued: deque = field(default_factory=deque)
     """(done, nbytes) of frames handed to the port whose last bit has not left yet (occupancy)."""
     queued_bytes: int = 0
@@ -138,9 +148,15 @@ class OutPort:
         at the port, and a priority-0 QsNet packet on the line at a segment boundary (the packet's
         remaining segments follow it): :meth:`_overtake`. Frames already on the socket are never
         moved."""
-        frame = add_fcs(frame)
-        n = len(frame)
+        if self.defer_fcs:
+            n = len(frame) + FCS_BYTES
+        else:
+            frame = add_fcs(frame)
+            n = len(frame)
         if self.pending and self.free_at > at and self.priority and len(frame) > PRIO_OFF and frame[PRIO_OFF]:
+            if self.defer_fcs:  # overtaking reads the waiting frames' lengths: they carry FCS again
+                self.restore_fcs()
+                frame = add_fcs(frame)
             start = self._overtake(frame, at)
             if start is not None:
                 return start
@@ -158,6 +174,14 @@ class OutPort:
             self.peak_queue_bytes = self.queued_bytes
         self.pending.append((start, done + self.latency_ns, frame, False))
         return start
+
+    def restore_fcs(self) -> None:
+        """Give every waiting frame its FCS and stop deferring it on this port."""
+        if self.defer_fcs:
+            self.defer_fcs = False
+            waiting = [(s, a, add_fcs(f), pl) for s, a, f, pl in self.pending]
+            self.pending.clear()
+            self.pending.extend(waiting)
 
     def _ser(self, nbytes: int) -> int:
         return -((-nbytes * 8_000_000_000) // self.bandwidth_bps)

@@ -56,6 +56,13 @@ async def test_exchange_over_two_processes_equals_one_process(tmp_path):
     assert results[0] == results[1] == results[2] == EngineNet(topo).run(scenario)
     assert metrics[0] == metrics[1] == metrics[2]
     assert digests[0] == digests[1] == digests[2]
+    # nothing captured: in-process links leave the FCS off (OutPort.defer_fcs); figures unchanged
+    for direct in (True, False):
+        async with emu.Cluster(topo, direct=direct) as net:
+            deferred = [p for el in net._local.elements for p in el.out_ports if p.defer_fcs]
+            assert bool(deferred) == direct
+            assert await net.run(scenario) == results[0]
+            assert net.metrics == metrics[0]
 
 
 async def test_fan_in_63_hosts_500_frames_each_loses_nothing():
@@ -354,3 +361,21 @@ async def test_a_capture_spilled_to_disk_in_runs_has_the_same_bytes_as_one_kept_
         digests.append(hashlib.sha256(cap.read_bytes()).hexdigest())
     assert digests[0] == digests[1]
     assert not glob.glob(f"{tempfile.gettempdir()}/emu-capture-{os.getpid()}-*")  # every run file removed
+
+
+async def test_faults_on_a_link_that_deferred_its_fcs_act_on_the_frames_as_on_the_line():
+    """In-process links leave the FCS off until a fault is set (``OutPort.restore_fcs``): the frames
+    then fail their FCS at the next port exactly as over UDP, where every frame carries one."""
+    scenario = {"h1": (apps.send_to, "h2", 20_000, 0, 3), "h2": (apps.recv_n, 3)}
+    out = []
+    for direct in (True, False):
+        async with emu.Cluster(star(3), direct=direct) as net:
+            await net.run({"h0": (apps.ping, "h1")})  # frames went out before the fault
+            await net.set_fault("h1", "s0", corrupt=0.3)
+            try:
+                await net.run(scenario)
+            except emu.DeadlockError:
+                pass  # lost segments: the receiver waits for them (as it would over UDP)
+            out.append(net.metrics)
+    assert out[0] == out[1]
+    assert sum(out[0].fcs_errors.values()) > 0
