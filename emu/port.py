@@ -70,7 +70,7 @@ def frame_error_probability(ber: float, nbytes: int) -> float:
     return -math.expm1(8 * nbytes * math.log1p(-ber)) if ber < 1 else 1.0
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class OutPort:
     index: int
     name: str
@@ -89,6 +89,8 @@ class OutPort:
     pending: deque = field(default_factory=deque)
     """(start, arrival, frame with its FCS, pool) waiting for the window that contains ``start``
     (without its FCS while ``defer_fcs``)."""
+    ser_ns: dict = field(default_factory=dict)
+    """Time on the line (ns) by frame length (FCS included), as computed so far."""
     defer_fcs: bool = False
     """The frames' FCS is left off until something could see it: set for a link to an element of
     this process when nothing is captured (the receiver takes the frame unchecked, see
@@ -161,8 +163,10 @@ class OutPort:
             if start is not None:
                 return start
         start = at if at > self.free_at else self.free_at
-        done = start + -((-n * 8_000_000_000) // self.bandwidth_bps)
-        self.free_at = done
+        ser = self.ser_ns.get(n)
+        if ser is None:
+            ser = self.ser_ns[n] = -((-n * 8_000_000_000) // self.bandwidth_bps)
+        done = self.free_at = start + ser
         q = self.queued
         while q and q[0][0] <= at:
             self.queued_bytes -= q.popleft()[1]
@@ -310,7 +314,7 @@ class OutPort:
             self.flow.credits[vc] += n
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class InPort:
     index: int
     name: str

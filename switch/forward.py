@@ -321,12 +321,11 @@ class SwitchEngine:
 
     def _next_hop(self, frame: bytes, port: int, out: int) -> bytes:
         """The frame as it leaves on ``out``: one more hop, and the VC the policy picks."""
-        hops = frame[HOPS_OFF]
+        b = bytearray(frame)  # one copy in, one out (slicing and joining would copy it twice too, and more)
+        b[HOPS_OFF] = (b[HOPS_OFF] + 1) & 0xFF
         if self.vc_select is not None:
-            vc = self.vc_select(port, out, frame[VC_OFF])
-            return b"".join((frame[:VC_OFF], bytes((vc,)), frame[VC_OFF + 1:HOPS_OFF],
-                             bytes(((hops + 1) & 0xFF,)), frame[HOPS_OFF + 1:]))
-        return b"".join((frame[:HOPS_OFF], bytes(((hops + 1) & 0xFF,)), frame[HOPS_OFF + 1:]))
+            b[VC_OFF] = self.vc_select(port, out, frame[VC_OFF])
+        return bytes(b)
 
     max_errors: int = 0
     """Bring-up: lost or damaged test frames (both ways) a port may have and go into service at once."""

@@ -195,13 +195,25 @@ class NicEngine:
         mtu = self.spec.mtu_bytes
         self._msg_id = msg_id = (self._msg_id + 1) & 0xFFFFFFFF
         at = t + self.spec.nic_delay_ns
-        off = 0
+        # the frames ``emit`` would make, each in one join (no header+chunk intermediate)
+        port = 0 if self.routes is None else (self.routes[dst] if 0 <= dst < len(self.routes) else -1)
+        if port < 0:
+            self.stats["no_route"] += 1
+            raise ValueError(f"{self.name} has no route to host address {dst}")
+        head = self._heads.get(dst)
+        if head is None:
+            head = self._heads[dst] = build_frame(self.node_id, dst, 0, b"")[:ETH_LEN]
+        out, fab, msg, join, me, ptype = self._out.append, _FABRIC_PACK, MSG.pack, b"".join, self.node_id, PacketType.MSG
+        off = frames = 0
         while True:
             chunk = data[off:off + mtu]
-            self.emit(dst, PacketType.MSG, MSG.pack(msg_id, tag, total, off) + chunk, at)
-            off += len(chunk)
+            n = len(chunk)
+            out((port, join((head, fab(me, dst, 0, 0, ptype, 0, 0, 0, _MSG_LEN + n), msg(msg_id, tag, total, off), chunk)), at))
+            frames += 1
+            off += n
             if off >= total:
                 break
+        self.stats["frames_sent"] += frames
         self.stats["messages_sent"] += 1
 
     def ping(self, dst: int) -> int:
@@ -229,7 +241,7 @@ class NicEngine:
         head = self._heads.get(dst)
         if head is None:
             head = self._heads[dst] = build_frame(self.node_id, dst, 0, b"")[:ETH_LEN]
-        self._out.append((port, head + _FABRIC_PACK(self.node_id, dst, vc, prio, ptype, flags, 0, rsvd, len(body)) + body, at))
+        self._out.append((port, b"".join((head, _FABRIC_PACK(self.node_id, dst, vc, prio, ptype, flags, 0, rsvd, len(body)), body)), at))
         self.stats["frames_sent"] += 1
 
     # -- reassembly -----------------------------------------------------------------------------
