@@ -6,7 +6,7 @@ does too (``emu.control``), receives the plan, starts its elements as trio tasks
 socket addresses, then serves the synchroniser's calls until told to stop or the connection closes.
 
 It exits quietly -- no traceback -- on SIGINT, SIGTERM, a closed control connection, or the death of
-the process that started it (Linux: ``PR_SET_PDEATHSIG``; elsewhere the closed connection).
+the process that started it (its parent process id changes: checked every ``PARENT_POLL_S``).
 """
 
 from __future__ import annotations
@@ -26,9 +26,12 @@ log = logging.getLogger("emu.worker")
 _GONE = (EOFError, trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError)
 
 
-async def main_task(host: str, port: int, index: int, secret: bytes) -> None:
-    """Serve the cluster until done; SIGTERM cancels everything cleanly (and quietly)."""
+async def main_task(host: str, port: int, index: int, secret: bytes, parent: int | None = None) -> None:
+    """Serve the cluster until done; SIGTERM or the end of the parent cancels everything cleanly
+    (and quietly)."""
     async with trio.open_nursery() as nursery:
+        if parent is not None:
+            nursery.start_soon(_watch_parent, parent, nursery.cancel_scope)
         async def on_sigterm(task_status=trio.TASK_STATUS_IGNORED) -> None:
             with trio.open_signal_receiver(signal.SIGTERM) as signals:
                 task_status.started()
@@ -93,17 +96,21 @@ async def serve_calls(chan, domain, special: dict | None = None) -> None:
             await chan.send(("ok", result))
 
 
-def _die_with_parent(parent: int) -> None:
-    """Ask Linux to send us SIGTERM when the process that started us dies."""
-    try:
-        import ctypes
+PARENT_POLL_S = 0.5
+"""How often a worker checks that the process that started it is still there."""
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return  # not Linux: a dead parent closes the control connection, which ends us too
-    if os.getppid() != parent:  # it died before we asked
-        os.kill(os.getpid(), signal.SIGTERM)
+
+async def _watch_parent(parent: int, scope: trio.CancelScope) -> None:
+    """End the worker when the process that started it is gone (it was re-parented).
+
+    Not ``PR_SET_PDEATHSIG``: Linux sends that signal when the *thread* that forked us ends, and
+    trio starts processes from a worker thread that its thread cache retires after ~10 s idle --
+    which killed every worker of a run longer than that. A dead parent also closes the control
+    connection, which ends us as well; this covers a parent stopped before it closes anything."""
+    while os.getppid() == parent:
+        await trio.sleep(PARENT_POLL_S)
+    log.info("the process that started this worker is gone; ending")
+    scope.cancel()
 
 
 def _quiet(e: BaseException) -> bool:
@@ -121,13 +128,14 @@ def main() -> int:
         print("usage: python -m emu.worker HOST PORT INDEX PARENT_PID (secret on stdin); started by "
               "emu.Cluster(processes=N), not by hand", file=sys.stderr)
         return 2
-    _die_with_parent(parent)
+    if os.getppid() != parent:  # it died before we started
+        return 0
     try:
         secret = sys.stdin.buffer.read(SECRET)
         if len(secret) != SECRET:
             print("worker: no cluster secret on stdin", file=sys.stderr)
             return 2
-        trio.run(main_task, host, port, index, secret)
+        trio.run(main_task, host, port, index, secret, parent)
     except BaseException as e:  # noqa: BLE001 -- the one place that decides how a worker ends
         if _quiet(e):
             return 0

@@ -205,3 +205,25 @@ def test_workers_end_quietly_when_their_parent_dies():
         assert _gone(worker), "the worker outlived its parent"
     finally:
         proc.kill()
+
+
+async def test_workers_outlive_the_thread_that_started_them(monkeypatch):
+    """trio starts processes from a cached worker thread that retires after IDLE_TIMEOUT (10 s)
+    idle; a worker tied to that thread (PR_SET_PDEATHSIG) died then, killing every run over 10 s.
+    Here the thread retires after 1.5 s (once the worker is up); the workers must not care."""
+    import trio._core._thread_cache as cache
+
+    monkeypatch.setattr(cache, "IDLE_TIMEOUT", 1.5)
+    async with emu.Cluster("star:n=3", processes=2) as net:
+        first = await net["h0"].ping("h2")
+        await trio.sleep(3.5)  # wall clock: the thread that started the worker is gone by now
+        assert await net["h0"].ping("h2") == first
+        assert all(_alive(pid) for pid in net.worker_pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
