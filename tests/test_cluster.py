@@ -174,8 +174,8 @@ CONTENDED = {f"h{i}": (apps.send_to, "h0", 3000, i, 20) for i in range(1, 8)}
 CONTENDED["h0"] = (apps.recv_n, 140)
 
 
-async def _contended(cap):
-    async with emu.Cluster(star(8), capture=cap) as net:
+async def _contended(cap, processes=1):
+    async with emu.Cluster(star(8), capture=cap, processes=processes) as net:
         res = await net.run(CONTENDED)
     return res["h0"], hashlib.sha256(cap.read_bytes()).hexdigest()
 
@@ -184,12 +184,12 @@ async def test_determinism_under_cpu_load(tmp_path):
     quiet = await _contended(tmp_path / "a.pcapng")
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     try:
-        loaded = await _contended(tmp_path / "b.pcapng")
+        loaded = [await _contended(tmp_path / f"b{p}.pcapng", p) for p in (1, 2, 3)]
     finally:
         for h in hogs:
             h.kill()
             h.wait()
-    assert quiet == loaded
+    assert loaded == [quiet] * 3  # one, two and three processes, all under load
     # every receive time, source order and hop count, and the capture bytes
     assert len(quiet[0]) == 140
 
