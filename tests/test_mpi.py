@@ -172,3 +172,18 @@ def test_partition_balances_expected_load_and_cuts_less_than_node_order():
         assert max(work) <= 1.1 * sum(work) / parts  # within 10 % of an even share
         assert max(work_o) > 1.5 * sum(work_o) / parts  # node order piles the switches up
         assert cut < cut_o / 2
+
+
+def test_partition_without_pymetis_bisects_with_networkx_or_falls_back_to_node_order(monkeypatch):
+    import sys as _sys
+
+    from emu.partition import by_order, cut_share, partition
+    from topologies import build
+
+    monkeypatch.setitem(_sys.modules, "pymetis", None)  # as on a machine without it: import fails
+    t = build("fattree:k=4,n=3")
+    two = partition(t, 2)
+    cut, work = cut_share(t, two)
+    assert sorted(set(two.values())) == [0, 1] and cut < cut_share(t, by_order(list(t.nodes), 2))[0]
+    assert max(work) <= 1.2 * sum(work) / 2
+    assert partition(t, 3) == by_order(list(t.nodes), 3)  # no power of two: blocks of the node order
