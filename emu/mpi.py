@@ -334,9 +334,11 @@ async def _serve(key: bytes) -> None:
                     addrs[el.name] = await nursery.start(el.serve)
                 await chan.send(("ok", addrs))
                 pacer = Pacer(plan.run.realtime_ns_per_s) if plan.run.realtime_ns_per_s else None
-                await serve_calls(chan, domain,
-                                  {"run_windows": _serve_windows(chan, domain, c, plan.lookahead_ns, pacer)})
+                how = await serve_calls(chan, domain,
+                                        {"run_windows": _serve_windows(chan, domain, c, plan.lookahead_ns, pacer)})
                 nursery.cancel_scope.cancel()
+            if how == "exit":  # rank 0 ended without closing this cluster (it failed to start)
+                return
         finally:
             domain._drop_runs()
             for el in domain.elements:

@@ -77,14 +77,15 @@ async def serve(host: str, port: int, index: int, secret: bytes) -> None:
                 pass
 
 
-async def serve_calls(chan, domain, special: dict | None = None) -> None:
-    """Answer the synchroniser's calls on ``chan`` until it says ``stop``: ``("ok", result)`` or
-    ``("err", exception)`` (raised again in the main process). ``special``: methods served by
-    these functions instead of the domain (they answer for themselves)."""
+async def serve_calls(chan, domain, special: dict | None = None) -> str:
+    """Answer the synchroniser's calls on ``chan`` until it says ``stop`` (or, to an MPI rank,
+    ``exit``: rank 0 is ending altogether); returns which. Answers are ``("ok", result)`` or
+    ``("err", exception)`` (raised again in the main process). ``special``: methods served by these
+    functions instead of the domain (they answer for themselves)."""
     while True:
         method, args = await chan.recv()
-        if method == "stop":
-            return
+        if method in ("stop", "exit"):
+            return method
         if special and method in special:
             await special[method](*args)
             continue
