@@ -63,6 +63,37 @@ class Domain:
         if el.engine.timer is not None:  # an engine with work of its own from the start (link bring-up)
             self.schedule(el)
 
+    # -- sockets --------------------------------------------------------------------------------
+    async def serve_sockets(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Read every element's socket until cancelled; reports {element: socket address} once
+        reading. One task for the whole domain (an epoll set of the sockets, where there is epoll):
+        a wake-up drains every socket that has datagrams, not one task per element per datagram.
+        The sockets close with it, also on error or cancellation."""
+        import select
+
+        if not hasattr(select, "epoll"):  # not Linux: a task per element
+            async with trio.open_nursery() as nursery:
+                addrs = {el.name: await nursery.start(el.serve) for el in self.elements}
+                task_status.started(addrs)
+            return
+        by_fd = {el.sock.fileno(): el for el in self.elements}
+        ep = select.epoll()
+        try:
+            for fd in by_fd:
+                ep.register(fd, select.EPOLLIN)
+            task_status.started({el.name: el.addr for el in self.elements})
+            while True:
+                await trio.lowlevel.wait_readable(ep)
+                accepted = 0
+                for fd, _ in ep.poll(0):
+                    accepted += by_fd[fd].drain()
+                if accepted:
+                    self.wake()
+        finally:
+            ep.close()
+            for el in self.elements:
+                el.sock.close()
+
     # -- callbacks from elements ----------------------------------------------------------------
     def frames_sent(self, peer_domain: int, n: int, peer: str) -> None:
         self.sent_to[peer_domain] += n

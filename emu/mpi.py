@@ -329,9 +329,7 @@ async def _serve(key: bytes) -> None:
             continue
         try:
             async with trio.open_nursery() as nursery:
-                addrs = {}
-                for el in domain.elements:
-                    addrs[el.name] = await nursery.start(el.serve)
+                addrs = await nursery.start(domain.serve_sockets)
                 await chan.send(("ok", addrs))
                 pacer = Pacer(plan.run.realtime_ns_per_s) if plan.run.realtime_ns_per_s else None
                 how = await serve_calls(chan, domain,

@@ -59,9 +59,7 @@ async def serve(host: str, port: int, index: int, secret: bytes) -> None:
         domain = build_domain(plan, index)
         spilled.append(domain)
         async with trio.open_nursery() as nursery:
-            addrs = {}
-            for el in domain.elements:
-                addrs[el.name] = await nursery.start(el.serve)
+            addrs = await nursery.start(domain.serve_sockets)
             await chan.send(addrs)
             await serve_calls(chan, domain)
             nursery.cancel_scope.cancel()

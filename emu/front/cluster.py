@@ -218,8 +218,7 @@ class Cluster:
                 except (EOFError, trio.BrokenResourceError, trio.TooSlowError) as e:
                     raise EmuError(f"worker process of domain {d} failed while starting its elements "
                                    f"({type(e).__name__}); see its messages above") from None
-        for el in self._local.elements:
-            addrs[el.name] = await nursery.start(el.serve)
+        addrs.update(await nursery.start(self._local.serve_sockets))  # one reader for the process's sockets
         self._handles = handles
         for h in handles:
             await h.call("set_addresses", addrs)
