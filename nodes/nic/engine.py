@@ -196,13 +196,7 @@ class NicEngine:
         self._msg_id = msg_id = (self._msg_id + 1) & 0xFFFFFFFF
         at = t + self.spec.nic_delay_ns
         # the frames ``emit`` would make, each in one join (no header+chunk intermediate)
-        port = 0 if self.routes is None else (self.routes[dst] if 0 <= dst < len(self.routes) else -1)
-        if port < 0:
-            self.stats["no_route"] += 1
-            raise ValueError(f"{self.name} has no route to host address {dst}")
-        head = self._heads.get(dst)
-        if head is None:
-            head = self._heads[dst] = build_frame(self.node_id, dst, 0, b"")[:ETH_LEN]
+        port, head = self._route(dst, None)
         out, fab, msg, join, me, ptype = self._out.append, _FABRIC_PACK, MSG.pack, b"".join, self.node_id, PacketType.MSG
         off = frames = 0
         while True:
@@ -233,6 +227,12 @@ class NicEngine:
                               + body, at))
             self.stats["frames_sent"] += 1
             return
+        port, head = self._route(dst, port)
+        self._out.append((port, b"".join((head, _FABRIC_PACK(self.node_id, dst, vc, prio, ptype, flags, 0, rsvd, len(body)), body)), at))
+        self.stats["frames_sent"] += 1
+
+    def _route(self, dst: int, port: int | None) -> tuple[int, bytes]:
+        """The port toward host ``dst`` (``port`` if given) and the Ethernet header of frames to it."""
         if port is None:
             port = 0 if self.routes is None else (self.routes[dst] if 0 <= dst < len(self.routes) else -1)
         if port < 0:
@@ -241,8 +241,7 @@ class NicEngine:
         head = self._heads.get(dst)
         if head is None:
             head = self._heads[dst] = build_frame(self.node_id, dst, 0, b"")[:ETH_LEN]
-        self._out.append((port, b"".join((head, _FABRIC_PACK(self.node_id, dst, vc, prio, ptype, flags, 0, rsvd, len(body)), body)), at))
-        self.stats["frames_sent"] += 1
+        return port, head
 
     # -- reassembly -----------------------------------------------------------------------------
     def _on_segment(self, src: int, hops: int, frame: bytes) -> None:
