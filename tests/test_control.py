@@ -227,3 +227,17 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+async def test_an_application_a_worker_cannot_import_is_refused_with_the_fix():
+    async def app(host):  # pretend it was written in the script being run
+        return host.now
+
+    app.__module__ = "__main__"
+    async with emu.Cluster("star:n=3", processes=2) as net:
+        remote = next(h for h in net.hosts if net.plan.owner[h])
+        with pytest.raises(emu.ConfigError, match="which a worker process cannot import"):
+            await net.run({remote: app})
+        local = next((h for h in net.hosts if not net.plan.owner[h]), None)
+        if local is not None:  # in the main process it runs as it is
+            assert await net.run({local: app}) == {local: 0}

@@ -245,6 +245,10 @@ class Cluster:
             fn, args = (spec[0], tuple(spec[1:])) if isinstance(spec, tuple) else (spec, ())
             if not callable(fn):
                 raise ConfigError(f"run: the application for {host} is not callable: {fn!r}")
+            if self.plan.owner[host] and not self.run_config.mpi and getattr(fn, "__module__", None) == "__main__":
+                raise ConfigError(f"run: the application for {host} ({getattr(fn, '__qualname__', fn)}) is defined in "
+                                  "the script being run (__main__), which a worker process cannot import; define "
+                                  "it in a module of its own and import it from there")
             per_domain.setdefault(self.plan.owner[host], {})[host] = (fn, args)
         async with self._lock:
             sync = self._sync
