@@ -366,12 +366,18 @@ def entry(fn) -> Any:
 def serve_rank() -> int:
     """What a rank other than 0 does for a whole ``mpiexec ... emu`` command: serve its domains
     until rank 0 says exit. Quiet on Ctrl-C (mpiexec passes it on)."""
+    from .errors import leaves
+
     try:
         key = load_key(create=False)
         trio.run(_serve, key)
-    except KeyboardInterrupt:
-        return 130
-    except (ConfigError, EmuError, PermissionError) as e:
-        print(f"rank {world()[0]}: error: {e}", file=sys.stderr)
-        return 1
+    except BaseException as e:  # noqa: BLE001 -- the one place that decides how a rank ends
+        inner = [x for x in leaves(e) if not isinstance(x, trio.Cancelled)]
+        if all(isinstance(x, KeyboardInterrupt) for x in inner):
+            return 130  # Ctrl-C, passed on by mpiexec: rank 0 says so, quietly here
+        known = [x for x in inner if isinstance(x, (ConfigError, EmuError, PermissionError))]
+        if known:
+            print(f"rank {world()[0]}: error: {known[0]}", file=sys.stderr)
+            return 1
+        raise
     return 0

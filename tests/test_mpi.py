@@ -187,3 +187,23 @@ def test_partition_without_pymetis_bisects_with_networkx_or_falls_back_to_node_o
     assert sorted(set(two.values())) == [0, 1] and cut < cut_share(t, by_order(list(t.nodes), 2))[0]
     assert max(work) <= 1.2 * sum(work) / 2
     assert partition(t, 3) == by_order(list(t.nodes), 3)  # no power of two: blocks of the node order
+
+
+@needs_mpi
+def test_ctrl_c_under_mpiexec_ends_every_rank_on_one_line(tmp_path):
+    import signal
+    import time
+
+    cmd = [MPIEXEC, "-n", "2"] + EMU + ["run", "--topo", "fattree:k=4,n=4", "--test", "allreduce", "--size", "1MiB"]
+    p = subprocess.Popen(cmd, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(5)  # well into the run (it takes tens of seconds)
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, out
+    assert "interrupted; the cluster was torn down" in out and "Traceback" not in out, out
+    left = subprocess.run(["pgrep", "-f", "emu.front.cli run --topo fattree:k=4,n=4"], capture_output=True, text=True)
+    assert not left.stdout.split(), "a rank outlived the interrupted run"
