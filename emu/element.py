@@ -17,7 +17,7 @@ import logging
 import random
 import socket
 import zlib
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import trio
 
@@ -28,9 +28,6 @@ from .portview import PortView
 from .wire.credit import CREDIT, build_credit, is_credit
 from .wire.fabric import ETH_LEN, FCS_RESIDUE, add_fcs, node_mac
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, VERSION, LinkKind
-
-if TYPE_CHECKING:
-    from .domain import Domain
 
 log = logging.getLogger(__name__)
 crc32 = zlib.crc32
@@ -69,8 +66,25 @@ class Engine(Protocol):
     def on_timer(self, now: int) -> list[tuple[int, bytes, int]]: ...
 
 
+class Scheduler(Protocol):
+    """What an element tells the domain it lives in (``emu.domain.Domain``), which decides when
+    each of its elements runs."""
+
+    def wake(self) -> None:
+        """Datagrams were accepted by a socket reader: the domain's window may go on."""
+
+    def frames_arrived(self, el: Element, n: int, first_ts: int, window: int) -> None:
+        """``el`` accepted ``n`` DATA frames from a socket, the earliest stamped ``first_ts``."""
+
+    def frames_local(self, el: Element, n: int, first_ts: int, window: int) -> None:
+        """``n`` frames were handed straight to ``el`` of this domain (no socket)."""
+
+    def frames_sent(self, peer_domain: int, n: int, peer: str) -> None:
+        """``n`` frames went by socket to element ``peer`` of domain ``peer_domain``."""
+
+
 class Element:
-    def __init__(self, name: str, engine: Engine, *, cluster_id: int, domain: "Domain",
+    def __init__(self, name: str, engine: Engine, *, cluster_id: int, domain: Scheduler,
                  outs: list[OutPort], ins: list[InPort], capture: bool, seed: int, lookahead_ns: int,
                  drop_rate: float = 0.0, node_id: int = 0, bind: str = "127.0.0.1"):
         self.name = name

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .element import Element
+from .port import OutPort
+
+
+class PortOwner(Protocol):
+    """What the view reads of the element it belongs to (``emu.element.Element``)."""
+
+    @property
+    def outs(self) -> Sequence[OutPort | None]:
+        """Output ports by port number (None where a port has no link)."""
+        ...
 
 
 class PortView:
@@ -15,7 +24,7 @@ class PortView:
 
     __slots__ = ("_el",)
 
-    def __init__(self, element: "Element"):
+    def __init__(self, element: PortOwner):
         self._el = element
 
     def __len__(self) -> int:
