@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from emu.config import ConfigError, HostSpec, LinkSpec, SwitchSpec
 
+from .paths import candidate_rows
+
 NodeKind = Literal["host", "switch"]
 SWITCH_ID_BASE = 0x80000
 NO_ROUTE = -1
@@ -187,8 +189,6 @@ class Topology:
         Vectorised over destinations (``topologies.paths``); rows and tuples that repeat are shared,
         so treat them as read-only. ``routes`` is left as it is: the family's deterministic choice,
         which is always one of the candidates."""
-        from .paths import candidate_rows
-
         self.candidates = candidate_rows(self)
 
     def add_group(self, gid: int, members, avoid=()) -> None:
@@ -355,8 +355,6 @@ class Topology:
         deterministic. Hosts are end points: a route never passes through a host. Families with
         their own routing (up*/down*, dimension order) fill ``routes`` themselves instead.
         """
-        from .paths import candidate_rows
-
         firsts: dict[int, list[int]] = {}
         self.routes = {}
         for name, row in candidate_rows(self).items():

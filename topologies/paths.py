@@ -6,21 +6,48 @@ switches the host is linked to (its *attachment*): one breadth-first search over
 per distinct attachment, all of them at once (numpy, a frontier of (switch, attachment) pairs) --
 about ``switches x attachments x degree`` steps, instead of a Python BFS over every node per host.
 ``fattree:k=4,n=5`` (1024 hosts on 256 leaf switches, 1280 switches): under 0.2 s instead of 8 s.
+
+This module sits below ``topologies.base``: it reads a graph through the small :class:`Graph`
+protocol (which ``Topology`` satisfies, as does the network manager's view of it without the dead
+links) and never names the class.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from .base import Topology
 
 INF = np.int32(1 << 30)
 
 
-def host_distances(t: "Topology", nb=None):
+class GraphNode(Protocol):
+    """A node as the path computation reads it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def id(self) -> int:
+        """Fabric address (a host's is its column in the routing tables)."""
+        ...
+
+
+class Graph(Protocol):
+    """What the path computation reads of a topology: its hosts in address order, its switches,
+    and per node ``[(port, peer, peer_port, link)]`` sorted by port."""
+
+    @property
+    def hosts(self) -> Sequence[GraphNode]: ...
+
+    @property
+    def switches(self) -> Sequence[GraphNode]: ...
+
+    def neighbours(self) -> dict[str, list[tuple[int, str, int, Any]]]: ...
+
+
+def host_distances(t: Graph, nb=None):
     """``(switches, index, dist, column)``: switch names, name -> row, ``dist[row, column[h]]`` the
     links from that switch to host address ``h`` (``INF``: unreachable), and per host its column
     (hosts linked to the same switches share one)."""
@@ -62,7 +89,7 @@ def host_distances(t: "Topology", nb=None):
     return names, index, dist, column
 
 
-def candidate_rows(t: "Topology") -> dict[str, list[tuple[int, ...]]]:
+def candidate_rows(t: Graph) -> dict[str, list[tuple[int, ...]]]:
     """Per switch, per destination host address, every port on a shortest path (increasing).
 
     Rows and tuples that repeat are shared (read-only): the top switches of a tree share one row,
