@@ -167,7 +167,7 @@ def test_every_node_decodes_every_payload_bit_for_bit(spec, algo, shape, mcast):
     hops, unicasts = router_hops(net)
     c = count(g, Scheme(algo, shape, mcast))
     assert (hops, unicasts) == (c.total, c.total_unicasts)
-    xors = sum(net.engines[h].nc.stats["nc_xors"] for h in t.host_names())
+    xors = sum(net.engines[h].mechanism("coding").stats["nc_xors"] for h in t.host_names())
     assert (xors > 0) == (algo != "combine")
 
 
@@ -183,8 +183,8 @@ def test_a_forged_coded_frame_is_counted_and_dropped_and_the_run_still_decodes()
     for h in t.host_names():
         (st,) = net.engines[h].app_states()
         assert st.done and st.result[0].tobytes() == ref.tobytes()
-    assert net.engines["h0"].nc.stats["nc_unexpected"] == 1
-    assert sum(net.engines[h].nc.stats["nc_unexpected"] for h in t.host_names()) == 1
+    assert net.engines["h0"].mechanism("coding").stats["nc_unexpected"] == 1
+    assert sum(net.engines[h].mechanism("coding").stats["nc_unexpected"] for h in t.host_names()) == 1
 
 
 def test_coded_broadcast_off_a_grid_is_refused_with_the_fix():

@@ -70,7 +70,7 @@ def test_retransmissions_are_never_aggregated_twice(faults):
     ref = np.sum(xs, axis=0)
     assert all(np.array_equal(res[h][0], ref) for h in hosts)  # int sums: one packet added twice shows
     dup = sum(e.stats.get("inc_duplicates", 0) for e in net.engines.values() if e.kind == "switch")
-    resent = sum(net.engines[h].inc.stats["inc_resent"] for h in hosts)
+    resent = sum(net.engines[h].mechanism("inc").stats["inc_resent"] for h in hosts)
     assert dup > 0 and (resent > 0 or not faults.get("drop"))
 
 
@@ -125,7 +125,7 @@ def test_a_freed_communicator_releases_the_switches_memory_for_the_next_one():
     mgr = net.engines["mgr"]
     assert mgr.stats["inc_releases"] == 2 and mgr.stats["inc_grants"] == 4 and mgr.stats["inc_rejects"] == 2
     assert not net.engines["s0"].agg.installs  # both released: the switch is empty again
-    hosts_done = [net.engines[h].inc.stats for h in members]
+    hosts_done = [net.engines[h].mechanism("inc").stats for h in members]
     assert all(st["inc_stray"] == 0 for st in hosts_done)
 
 
@@ -208,7 +208,7 @@ def test_the_manager_picks_the_algorithm_by_size_and_a_full_packet_memory_is_rec
     res = net.run({h: (allreduce_app, hosts, xs) for h in hosts})
     assert all(np.array_equal(res[h][0], np.sum(xs, axis=0, dtype=np.int32)) for h in hosts)
     drops = sum(e.stats.get("inc_drops", 0) for e in net.engines.values() if e.kind == "switch")
-    assert drops > 0 and sum(net.engines[h].inc.stats["inc_resent"] for h in hosts) > 0
+    assert drops > 0 and sum(net.engines[h].mechanism("inc").stats["inc_resent"] for h in hosts) > 0
 
 
 def test_a_user_defined_operator_runs_in_the_switches():

@@ -67,7 +67,7 @@ def test_engine_follows_a_reduce_through_queue_register_and_trigger():
     members = ["h0", "h1", "h2"]
     xs = {h: np.array([i + 1.0, 10.0 * i, -i], np.float64) for i, h in enumerate(members)}
     net.start({h: (_offload_app, members, xs[h], "sum", 2) for h in members})
-    root = net.engines["h0"].coll
+    root = net.engines["h0"].mechanism("coll")
     spec = HostSpec().nic
     vp = lambda: root.vps[1]  # noqa: E731
     # posting: two descriptors (reduce, broadcast) reach the NIC after 2 * post_ns
@@ -88,7 +88,7 @@ def test_engine_follows_a_reduce_through_queue_register_and_trigger():
         [st] = [s for s in net.engines[h].app_states()]
         y, status, _ = st.result
         assert status == 0 and y.tolist() == [6.0, 30.0, -3.0]
-    assert net.engines["h1"].coll.stats["messages_sent"] == 1 and root.stats["messages_sent"] == 2
+    assert net.engines["h1"].mechanism("coll").stats["messages_sent"] == 1 and root.stats["messages_sent"] == 2
 
 
 @pytest.mark.parametrize("branch", [1, 2, 3, 8])
@@ -166,7 +166,7 @@ def test_mismatched_rtype_is_reported_to_every_rank():
     members = ["h0", "h1", "h2", "h3"]
     res = net.run({h: (_crafted, members, tamper, 0) for h in members})
     assert all(s == ErrBit.MISMATCH and y is None for y, s in res.values())
-    assert net.engines["h0"].coll.stats["mismatch"] == 1
+    assert net.engines["h0"].mechanism("coll").stats["mismatch"] == 1
 
 
 async def _two_at_once(host, members):
@@ -197,7 +197,7 @@ def test_queue_overflow_is_an_error_not_a_hang():
     net = EngineNet(star(5, host=HostSpec(nic=NicSpec(queue_capacity=4))))
     members = [f"h{i}" for i in range(5)]
     res = net.run({h: (_two_at_once, members) for h in members})
-    assert net.engines["h0"].coll.stats["queue_overflow"] == 4
+    assert net.engines["h0"].mechanism("coll").stats["queue_overflow"] == 4
     assert all(a == 0 and b & ErrBit.OVERFLOW for a, b in res.values())  # the first fits, the second does not
 
 
@@ -212,7 +212,7 @@ def test_unknown_virtual_port_is_counted_answered_and_times_out_elsewhere():
     st = _status(res)
     assert st["h3"] & ErrBit.UNKNOWN_VP                 # the ERROR reply reached the sender
     assert all(st[h] & ErrBit.TIMEOUT for h in ("h0", "h1", "h2"))
-    assert net.engines["h0"].coll.stats["unknown_vp"] == 1
+    assert net.engines["h0"].mechanism("coll").stats["unknown_vp"] == 1
     # after the timeout the region is gone: the next offloaded allreduce works
     res = net.run({h: (_offload_app, members, np.ones(3, np.int32), "sum", 2) for h in members})
     assert all(s == 0 and (y == 4).all() for y, s, _ in res.values())
@@ -239,11 +239,11 @@ def test_nic_survives_any_descriptor_message(body, head, rop, rdtype, rbit, num,
     from nodes.nic.coll import Posted
 
     h = NicEngine("h1", 1, HostSpec(), None, {"h0": 0, "h1": 1, "h2": 2}, ["h0", "h1", "h2"])
-    h.coll.open_vp(1)
-    h.coll.open_vp(2)
+    h.mechanism("coll").open_vp(1)
+    h.mechanism("coll").open_vp(2)
     fields = dict(DESC.as_dict(body))
     fields.update(head=head, rop=rop, rdtype=rdtype, rbit=rbit, data_num=num, swpmp=swpmp, dest_vp=vp)
-    h.coll.post(1, [Posted(dict(fields, head=1, branch=2, inst=0, rflag=1, coll_region=fields["coll_region"],
+    h.mechanism("coll").post(1, [Posted(dict(fields, head=1, branch=2, inst=0, rflag=1, coll_region=fields["coll_region"],
                                 seg=fields["seg"], rdtype=0, rbit=1, rop=0, data_num=1), [(0, 1)])], 0)
     frame = build_frame(0, 1, PacketType.COLL, DESC.pack(*(fields[n] for n in DESC.names)))
     t = 0
@@ -254,7 +254,7 @@ def test_nic_survives_any_descriptor_message(body, head, rop, rdtype, rbit, num,
             h.on_timer(h.timer)
     while h.timer is not None:
         h.on_timer(h.timer)
-    s = h.coll.stats
+    s = h.mechanism("coll").stats
     assert h.stats["malformed"] + s["messages_received"] >= 3
 
 
@@ -299,7 +299,7 @@ def test_a_timeout_racing_the_reduce_never_crashes_the_host(timeout):
     net = EngineNet(star(3))
     res = net.run({h: (_timeout_app, ["h0", "h1", "h2"], timeout) for h in ("h0", "h1", "h2")})
     assert res["h0"] in (0, ErrBit.TIMEOUT)
-    assert net.engines["h0"].coll.vps[1].reg is None and not net.engines["h0"].coll.vps[1].posted
+    assert net.engines["h0"].mechanism("coll").vps[1].reg is None and not net.engines["h0"].mechanism("coll").vps[1].posted
 
 
 async def _two_comms(host, members):
@@ -320,7 +320,7 @@ def test_overflow_while_the_register_counts_is_reported_as_overflow():
     # slow queue reads: the second reduction's register exists when its second message overflows
     net = EngineNet(star(3, host=HostSpec(nic=NicSpec(queue_capacity=2, queue_ns=2000))))
     res = net.run({h: (_two_comms, ["h0", "h1", "h2"]) for h in ("h0", "h1", "h2")})
-    assert net.engines["h0"].coll.stats["queue_overflow"] == 1
+    assert net.engines["h0"].mechanism("coll").stats["queue_overflow"] == 1
     assert all(a == [0] and b == [ErrBit.OVERFLOW] for a, b in res.values())
 
 
@@ -329,7 +329,7 @@ def test_late_messages_of_an_aborted_region_are_dropped():
     members = ["h0", "h1", "h2"]
     # the root gives up at once; the leaves' messages arrive afterwards and must not linger
     net.run({h: (_timeout_app, members, 1) for h in members})
-    nic = net.engines["h0"].coll
+    nic = net.engines["h0"].mechanism("coll")
     assert nic.stats["late_after_abort"] >= 2 and not nic.queue and not nic.vps[1].swaps
 
 

@@ -51,13 +51,13 @@ def test_barrier_leave_times_equal_the_model_to_the_nanosecond(n, skew):
                  else hw_polled_barrier_ns(enter, host, link, sw))
         assert got == model, (algo, branch, got, model)
         assert min(got) >= max(enter) + host.elan.issue_ns  # nobody left before the last one entered
-        polls = net.engines["h0"].qs.stats["barrier_polls"]
+        polls = net.engines["h0"].mechanism("qsnet").stats["barrier_polls"]
         if algo == "polled":  # skewed arrival: the root's adapter polled until the last had entered
             assert (polls > 1) == any(e > enter[0] for e in enter[1:]), polls
         else:  # the tree: every adapter counted each of its children exactly once
             for v in range(n):
                 kids = len(tree_links(n, branch, v)[1])
-                assert net.engines[f"h{v}"].qs.stats["barrier_events"] == kids
+                assert net.engines[f"h{v}"].mechanism("qsnet").stats["barrier_events"] == kids
 
 
 def test_the_barrier_state_tables_are_closed_and_terminal_states_have_no_exit():
@@ -107,7 +107,7 @@ def test_non_blocking_barriers_and_waiting_until_every_process_reached_sequence_
         assert after3 >= last_entry and after1 == after3
     # the words the adapters wrote: done = 3 everywhere
     base = BARRIER_BASE + Comm(_Fake("h0", t)).id * BARRIER_STRIDE
-    assert all(net.engines[h].qs.mem.read_u64(base + DONE) == 3 for h in t.host_names())
+    assert all(net.engines[h].mechanism("qsnet").mem.read_u64(base + DONE) == 3 for h in t.host_names())
 
 
 class _Fake:
@@ -194,10 +194,10 @@ def test_barriers_complete_under_seeded_faults_with_each_event_counted_once(algo
     assert min(res.values()) >= max(enter)
     if algo == "tree":
         for v in range(n):
-            assert net.engines[f"h{v}"].qs.stats["barrier_events"] == len(tree_links(n, 3, v)[1])
+            assert net.engines[f"h{v}"].mechanism("qsnet").stats["barrier_events"] == len(tree_links(n, 3, v)[1])
     hurt = net.faults["dropped"] + net.faults["corrupted"]
     if hurt:
-        assert sum(net.engines[h].qs.stats["packets_resent"] for h in t.host_names()) > 0
+        assert sum(net.engines[h].mechanism("qsnet").stats["packets_resent"] for h in t.host_names()) > 0
 
 
 def emu_run(*args, timeout=300):

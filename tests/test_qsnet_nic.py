@@ -54,7 +54,7 @@ def test_a_packet_through_segmentation_a_crc_failure_a_nack_and_a_resend_on_anot
     # 2. the damaged packet crossed the switches (cut-through) and failed its CRC-32 at h15
     arrivals = [(tm, node, port, f) for tm, node, port, f in net.delivered if ptype(f) == PacketType.QPKT]
     at_h15 = [(tm, f) for tm, node, _p, f in arrivals if node == "h15"]
-    assert len(at_h15) == 2 and net.engines["h15"].qs.stats["crc_errors"] == 1
+    assert len(at_h15) == 2 and net.engines["h15"].mechanism("qsnet").stats["crc_errors"] == 1
     assert net.faults["fcs_errors"] == 1  # caught by the first link's FCS too, counted there
 
     # 3. h15 NACKed it (reason CRC) back to h0
@@ -73,7 +73,7 @@ def test_a_packet_through_segmentation_a_crc_failure_a_nack_and_a_resend_on_anot
     assert r.ok and r.resent == 1
     arrived, mem = res["h15"]
     assert len(arrived) == 1 and mem == DATA
-    st = net.engines["h0"].qs.stats
+    st = net.engines["h0"].mechanism("qsnet").stats
     assert (st["packets_sent"], st["packets_resent"], st["nacks_crc"], st["timeouts"]) == (2, 1, 1, 0)
 
 
@@ -108,7 +108,7 @@ def test_the_window_bounds_packets_outstanding():
     data = bytes(range(256)) * 40  # 40 packets
     res = net.run({"h0": (put_app, 1, data), "h1": (wait_app, 1, 0x9000, len(data))})
     assert res["h0"].ok and res["h1"][1] == data
-    assert net.engines["h0"].qs.stats["peak_outstanding"] == 4
+    assert net.engines["h0"].mechanism("qsnet").stats["peak_outstanding"] == 4
 
 
 async def mixed_app(host, rank, data):
@@ -129,13 +129,13 @@ def test_every_transfer_completes_exactly_once_with_every_byte_right_under_seede
     puts, got_ok, got, olds = res["h0"]
     assert puts == [True] * 3 and got_ok and got == data
     assert olds == [k * (k + 1) // 2 for k in range(10)]  # each add applied exactly once, in order
-    assert net.engines["h9"].qs.mem.read_u64(0x40) == 55
+    assert net.engines["h9"].mechanism("qsnet").mem.read_u64(0x40) == 55
     arrived, mem = res["h9"]
     assert len(arrived) == 3 and mem == data
-    assert net.engines["h9"].qs.stats["arrivals"] == 3  # replays were never counted again
+    assert net.engines["h9"].mechanism("qsnet").stats["arrivals"] == 3  # replays were never counted again
     hurt = sum(net.faults[k] for k in ("dropped", "corrupted"))
     if hurt:
-        assert net.engines["h0"].qs.stats["packets_resent"] + net.engines["h9"].qs.stats["packets_resent"] > 0
+        assert net.engines["h0"].mechanism("qsnet").stats["packets_resent"] + net.engines["h9"].mechanism("qsnet").stats["packets_resent"] > 0
 
 
 def test_a_transfer_that_cannot_get_through_fails_with_its_reason_not_a_hang():
@@ -144,7 +144,7 @@ def test_a_transfer_that_cannot_get_through_fails_with_its_reason_not_a_hang():
     res = net.run({"h0": (put_app, 1, b"x" * 100)})
     r = res["h0"]
     assert not r.ok and "no acknowledgement after 3 sends" in r.error
-    assert net.engines["h0"].qs.stats["transfers_failed"] == 1
+    assert net.engines["h0"].mechanism("qsnet").stats["transfers_failed"] == 1
 
 
 async def test_static_routing_loses_a_destination_behind_a_broken_link_adaptive_goes_around():
@@ -191,7 +191,7 @@ def test_hardware_broadcast_to_an_arbitrary_subset_combines_acks_in_the_switches
         assert len(arrived) == 1 and mem == data
     # the source hears one ACK per packet, whatever the number of members
     acks = [f for _t, node, _p, f in net.delivered if node == "h1" and ptype(f) == PacketType.QACK]
-    assert len(acks) == 5 and net.engines["h1"].qs.stats["acks"] == 5
+    assert len(acks) == 5 and net.engines["h1"].mechanism("qsnet").stats["acks"] == 5
     assert sum(ACK.unpack(f, HDR_LEN)[5] for f in acks) == len(MEMBERS) - 1  # every member counted done once
     # each member sent 5 ACKs; every switch of the tree combined the ACKs of its branches
     sent = sum(1 for _t, node, _p, f in net.delivered if ptype(f) == PacketType.QACK and node.startswith("s"))
@@ -202,7 +202,7 @@ def test_hardware_broadcast_to_an_arbitrary_subset_combines_acks_in_the_switches
         branches = len(tree.get(sw, {}).get(7, ())) - 1  # ports of the tree but the one toward the source
         assert n == (5 * branches if branches > 0 else 0), (sw, n, branches)
     non_members = [h for h in t.host_names() if h not in MEMBERS]
-    assert all(net.engines[h].qs.stats["arrivals"] == 0 for h in non_members)
+    assert all(net.engines[h].mechanism("qsnet").stats["arrivals"] == 0 for h in non_members)
 
 
 @pytest.mark.parametrize("faults", [dict(duplicate=0.3, reorder=0.3), dict(drop=0.05),
@@ -213,7 +213,7 @@ def test_hardware_broadcast_completes_once_everywhere_under_seeded_faults(faults
     res = net.run({"h1": (bcast_root, data), **{m: (wait_app, 1, 0x7000, len(data)) for m in MEMBERS[1:]}})
     assert res["h1"].ok
     for m in MEMBERS[1:]:
-        assert net.engines[m].qs.stats["arrivals"] == 1 and res[m][1] == data
+        assert net.engines[m].mechanism("qsnet").stats["arrivals"] == 1 and res[m][1] == data
 
 
 async def test_bcast_offloaded_to_the_hardware_from_the_collective_api():

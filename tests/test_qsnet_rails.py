@@ -56,7 +56,7 @@ def test_packets_are_striped_over_the_rails_and_acks_come_back_on_their_packets_
     t, net, res = run_put("fattree:k=4,n=2,rails=2")
     ok, t2, _ = res["h0"]
     assert ok and res["h15"] == DATA
-    st = net.engines["h0"].qs.stats
+    st = net.engines["h0"].mechanism("qsnet").stats
     assert st["packets_rail0"] == st["packets_rail1"] == 32
     rail = {s.name: s.info["rail"] for s in t.switches}
     data_on = {0: 0, 1: 0}

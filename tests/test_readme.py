@@ -104,4 +104,4 @@ def test_qsnet_api_example_runs():
     net = EngineNet(build("star:n=8"))
     r, old, ok = net.run({"h0": ns["app"]})["h0"]
     assert r.ok and old == 0 and ok is True
-    assert net.engines["h0"].qs.mem.read(0x2000, 10_000) == b"x" * 10_000
+    assert net.engines["h0"].mechanism("qsnet").mem.read(0x2000, 10_000) == b"x" * 10_000

@@ -160,8 +160,7 @@ def descriptors(comm, kind: str, x: np.ndarray, op: str, root: int, branch: int,
     region = _region(comm)
     v = (comm.rank - root) % n
     parents, children = kary_tree(n, branch)
-    host_id = comm.host._engine.host_ids
-    addr = [host_id[comm.members[(r + root) % n]] for r in range(n)]
+    addr = [comm.host.address(comm.members[(r + root) % n]) for r in range(n)]
     me, par = addr[v], (addr[parents[v]] if parents[v] >= 0 else None)
     kids = [(addr[c], vp) for c in children[v]]
     pbranch = len(children[parents[v]]) if parents[v] >= 0 else 0

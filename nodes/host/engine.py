@@ -4,7 +4,9 @@ Applications are coroutines (``nodes.host.api``); each ``await`` on the host API
 host carries out through a handler table (DESIGN.md principle 4), resuming the coroutine at the
 virtual time the request completes. The host owns no port: what goes on the wire goes through its
 NIC (``nodes.nic.engine.NicEngine``, the node's engine), which calls back ``deliver`` (a message
-arrived), ``resume`` (an echo reply) and ``completion`` (the offload unit wrote to host memory).
+arrived) and ``resume`` (an echo reply). Requests of the NIC's mechanisms (offloads, QsNet, ...)
+go through the one interface of :mod:`nodes.nic.interface`: ``nic.request(req, now, done)``, which
+says what CPU time the request costs and whether it completes at once or later, through ``done``.
 
 Timing (all virtual): ``send`` costs ``send_overhead_ns`` of CPU, after which the NIC takes the
 message and the application continues (local completion); ``recv`` returns ``recv_overhead_ns``
@@ -16,16 +18,11 @@ from __future__ import annotations
 import logging
 import traceback
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
-from emu.wire.coll import ErrBit
-from nodes.nic.coll import Completion
+from nodes.nic.interface import PENDING, Message, NicRequest, Op
 
-from .api import (BarrierEnter, Compute, HostAPI, IncReq, Message, NcRun, NicOpen, NicPost, NicWait, Op, PingOp, QsOpReq,
-                  Recv, Send, Sleep, WaitArrivals, WaitWord)
-
-if TYPE_CHECKING:
-    from nodes.nic.engine import NicEngine
+from .api import Compute, HostAPI, PingOp, Recv, Send, Sleep
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +57,33 @@ class AppState:
     cpu_ns: int = 0
 
 
+class HostNic(Protocol):
+    """What the host uses of its NIC (``nodes.nic.engine.NicEngine``)."""
+
+    name: str
+    spec: Any
+    host_ids: dict[str, int]
+    names: list[str]
+    now: int
+    loaded: tuple[str, ...]
+
+    def at(self, t: int, fn: Callable, arg: Any) -> int: ...
+
+    def resolve(self, host: str | int) -> int: ...
+
+    def send_message(self, dst: int, tag: int, data: bytes, t: int) -> None: ...
+
+    def ping(self, dst: int) -> int: ...
+
+    def request(self, req: NicRequest, now: int, done: Callable[[Any], None]) -> tuple[int, Any]: ...
+
+    def verb_owner(self, name: str) -> Any: ...
+
+    def verb_names(self) -> list[str]: ...
+
+
 class Host:
-    def __init__(self, nic: "NicEngine"):
+    def __init__(self, nic: HostNic):
         self.nic = nic
         self.name = nic.name
         self.spec = nic.spec
@@ -70,8 +92,6 @@ class Host:
         self._procs: list[Proc] = []
         self._inbox: list[Message] = []
         self._pings: dict[int, Proc] = {}
-        self._nic_done: dict[tuple[int, int], list[Completion]] = {}
-        self._nic_waiters: dict[tuple[int, int], tuple[Proc, NicWait, int]] = {}
         self.current: Proc | None = None
         """The application being stepped (for ``HostAPI.cpu_ns``)."""
         self.api = HostAPI(self)
@@ -104,7 +124,6 @@ class Host:
                 p.done, p.waiting = True, None
         self._procs = []
         self._pings = {}
-        self._nic_waiters = {}
         return out
 
     def resume(self, arg: tuple[Proc, Any]) -> None:
@@ -137,10 +156,12 @@ class Host:
         """Carry out one request through the handler table; (True, value) if the app continues at
         once, (False, None) if something resumes it later."""
         handler = _HANDLERS.get(type(op))
-        if handler is None:
-            raise TypeError(f"an application on {self.name} awaited {op!r}; only the host API "
-                            "(send, recv, ping, sleep, compute, nic_*) can be awaited in virtual time")
-        return handler(self, proc, op)
+        if handler is not None:
+            return handler(self, proc, op)
+        if isinstance(op, NicRequest):
+            return self._op_nic(proc, op)
+        raise TypeError(f"an application on {self.name} awaited {op!r}; only the host API "
+                        "(send, recv, ping, sleep, compute, and the NIC's verbs) can be awaited in virtual time")
 
     def _busy(self, proc: Proc, ns: int, value: Any = None) -> tuple[bool, Any]:
         """The app spends ``ns`` of host CPU time, then continues with ``value``."""
@@ -173,114 +194,14 @@ class Host:
         self.nic.at(self.now + op.ns, self.resume, (proc, None))
         return False, None
 
-    def _op_nic_open(self, proc: Proc, op: NicOpen) -> tuple[bool, Any]:
-        self.nic.coll.open_vp(op.vp)
-        return True, None
-
-    def _op_nic_post(self, proc: Proc, op: NicPost) -> tuple[bool, Any]:
-        cost = self.spec.nic.post_ns * len(op.posted)
-        self.nic.coll.post(op.vp, op.posted, self.now + cost)
-        return self._busy(proc, cost)
-
-    def _op_nic_wait(self, proc: Proc, op: NicWait) -> tuple[bool, Any]:
-        key = (op.vp, op.region)
-        done = self._nic_done.get(key, [])
-        if len(done) >= op.count:
-            self._nic_done[key] = done[op.count:]
-            return True, done[:op.count]
-        tid = self.nic.at(self.now + op.timeout_ns, self._nic_timeout, (proc, op))
-        self._nic_waiters[key] = (proc, op, tid)
-        return False, None
-
-    def _op_qs(self, proc: Proc, op: QsOpReq) -> tuple[bool, Any]:
-        from emu.wire.qsnet import QsOp
-
-        qs = self.nic.qs
-        t = self.now + qs.spec.issue_ns
-        proc.cpu_ns += qs.spec.issue_ns
-        done = lambda res: self.resume((proc, res))  # noqa: E731
-        if op.kind == "put":
-            qs.put(op.rank, op.a, op.b, op.n, t, done)
-        elif op.kind == "get":
-            qs.get(op.rank, op.a, op.b, op.n, t, done)
-        elif op.kind == "bcast":
-            qs.bcast(op.rank, op.m, op.a, op.b, op.n, t, done)
-        else:
-            qs.atomic(QsOp.FADD if op.kind == "fadd" else QsOp.COND, op.rank, op.a, op.b, t, done)
-        return False, None
-
-    def _op_wait_arrivals(self, proc: Proc, op: WaitArrivals) -> tuple[bool, Any]:
-        qs = self.nic.qs
-        if len(qs.arrivals) >= op.count:
-            got, qs.arrivals[:] = qs.arrivals[:op.count], qs.arrivals[op.count:]
-            return True, got
-        state = {"done": False, "timer": None}
-
-        def check(_a=None) -> None:
-            if not state["done"] and len(qs.arrivals) >= op.count:
-                state["done"] = True
-                qs.on_arrival = None
-                self.nic.timers.cancel(state["timer"])
-                got, qs.arrivals[:] = qs.arrivals[:op.count], qs.arrivals[op.count:]
-                self.resume((proc, got))
-
-        def timeout(_a) -> None:
-            if not state["done"]:
-                state["done"] = True
-                qs.on_arrival = None
-                got, qs.arrivals[:] = list(qs.arrivals), []
-                self.resume((proc, got))
-
-        qs.on_arrival = check
-        state["timer"] = self.nic.at(self.now + op.timeout_ns, timeout, None)
-        return False, None
-
-    def _op_barrier_enter(self, proc: Proc, op: BarrierEnter) -> tuple[bool, Any]:
-        qs = self.nic.qs
-        cost = qs.spec.issue_ns
-        qs.barriers.enter(op.spec, op.seq, op.data, self.now + cost)
-        return self._busy(proc, cost)
-
-    def _op_wait_word(self, proc: Proc, op: WaitWord) -> tuple[bool, Any]:
-        qs = self.nic.qs
-        state: dict[str, Any] = {"timer": None, "w": None}
-
-        def woken(why: str | None) -> None:
-            if state["timer"] is not None:
-                self.nic.timers.cancel(state["timer"])
-            self.nic.at(self.now, self.resume, (proc, why))
-
-        def timeout(_a) -> None:
-            qs.unwatch(state["w"])
-            self.resume((proc, f"word {op.addr:#x} still {qs.mem.read_u64(op.addr)} < {op.at_least} after "
-                               f"{op.timeout_ns} ns"))
-
-        state["w"] = qs.watch(op.addr, op.at_least, woken)
-        if state["w"] in qs.watchers:
-            state["timer"] = self.nic.at(self.now + op.timeout_ns, timeout, None)
-        return False, None
-
-    def _op_inc(self, proc: Proc, op: IncReq) -> tuple[bool, Any]:
-        inc = self.nic.inc
-        cost = self.spec.elan.issue_ns
-        proc.cpu_ns += cost
-        done = lambda res: self.resume((proc, res))  # noqa: E731
-        if op.kind == "request":
-            *args, algo, span = op.args
-            inc.request(*args, self.now + cost, done, algo, span)
-        elif op.kind == "release":
-            inc.release(op.args[0], self.now + cost, done)
-        elif op.kind == "sparse":
-            grant, index, values, length, span, rank, timeout_ns = op.args
-            inc.allreduce_sparse(grant, index, values, length, span, rank, self.now + cost, done, timeout_ns=timeout_ns)
-        else:
-            grant, x, rank, timeout_ns = op.args
-            inc.allreduce(grant, x, rank, self.now + cost, done, timeout_ns=timeout_ns)
-        return False, None
-
-    def _op_nc(self, proc: Proc, op: NcRun) -> tuple[bool, Any]:
-        self.nic.nc.start(op.plan, op.data, self.now, lambda res: self.resume((proc, res)))
-        return False, None
+    def _op_nic(self, proc: Proc, op: NicRequest) -> tuple[bool, Any]:
+        """A request of a NIC mechanism: it costs the CPU time the mechanism says, then the app
+        continues with its value, or when the mechanism calls back."""
+        cpu, value = self.nic.request(op, self.now, lambda res: self.resume((proc, res)))
+        if value is PENDING:
+            proc.cpu_ns += cpu
+            return False, None
+        return self._busy(proc, cpu, value)
 
     def _received(self, proc: Proc, msg: Message) -> tuple[bool, Any]:
         """A receive matched ``msg`` now: the app continues after the receive overhead."""
@@ -298,30 +219,6 @@ class Host:
                 return
         self._inbox.append(msg)
 
-    def completion(self, c: Completion) -> None:
-        """The NIC wrote a completion to host memory."""
-        key = (c.vp, c.region)
-        done = self._nic_done.setdefault(key, [])
-        done.append(c)
-        w = self._nic_waiters.get(key)
-        if w is not None and len(done) >= w[1].count:
-            proc, op, tid = self._nic_waiters.pop(key)
-            self.nic.timers.cancel(tid)
-            self._nic_done[key] = done[op.count:]
-            self.resume((proc, done[:op.count]))
-
-    def _nic_timeout(self, arg) -> None:
-        proc, op = arg
-        key = (op.vp, op.region)
-        w = self._nic_waiters.get(key)
-        if w is None or w[0] is not proc:
-            return
-        del self._nic_waiters[key]
-        self.nic.coll.abort(op.vp, op.region)
-        done = self._nic_done.pop(key, [])
-        done.append(Completion(op.region, -1, ErrBit.TIMEOUT, None, None, self.now, op.vp))
-        self.resume((proc, done))
-
     def take_ping(self, seq: int) -> Proc | None:
         """The application waiting for echo reply ``seq`` (None: no such ping)."""
         return self._pings.pop(seq, None)
@@ -329,8 +226,4 @@ class Host:
 
 # requests an application can await, dispatched by type (DESIGN.md principle 4)
 _HANDLERS = {Send: Host._op_send, Recv: Host._op_recv, Compute: Host._op_compute,
-             PingOp: Host._op_ping, Sleep: Host._op_sleep, NicOpen: Host._op_nic_open,
-             NicPost: Host._op_nic_post, NicWait: Host._op_nic_wait, QsOpReq: Host._op_qs,
-             WaitArrivals: Host._op_wait_arrivals, BarrierEnter: Host._op_barrier_enter,
-             WaitWord: Host._op_wait_word, IncReq: Host._op_inc,
-             NcRun: Host._op_nc}
+             PingOp: Host._op_ping, Sleep: Host._op_sleep}

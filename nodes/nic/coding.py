@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from emu.wire import HDR_LEN, DecodeError, PacketType
 from emu.wire.coding import NC, NcKind
 
-if TYPE_CHECKING:
-    from .engine import NicEngine
+from .interface import PENDING, Mechanism, NicCore, NicRequest, register_mechanism
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +52,49 @@ class Run:
     stats: dict = field(default_factory=dict)
 
 
-class CodingNIC:
-    def __init__(self, nic: "NicEngine"):
+class NcRun(NicRequest):
+    """Spec 02: run a coded-broadcast plan on the NIC."""
+
+    __slots__ = ("plan", "data")
+
+    def __init__(self, plan, data: bytes):
+        self.plan, self.data = plan, data
+
+    def describe(self, names) -> str:
+        return f"nc_run({self.plan.scheme.algo})"
+
+
+@register_mechanism
+class CodingNIC(Mechanism):
+    """Spec 02's coding endpoint: sends, relays, encodes and decodes a plan's packets."""
+
+    name = "coding"
+    frames = {PacketType.NC: "on_frame"}
+    requests = {NcRun: "_req_run"}
+    verbs = ("grid", "nc_run")
+
+    def __init__(self, nic: NicCore):
         self.nic = nic
         self.run: Run | None = None
         self.stats = {"nc_sent": 0, "nc_received": 0, "nc_duplicates": 0, "nc_unexpected": 0, "nc_xors": 0}
+
+    # -- what applications call (``host.nc_run``, ``host.grid``) -----------------------------------
+    @property
+    def grid(self):
+        """The direct network's ``topologies.grid.Grid`` (None on other topologies)."""
+        from topologies.grid import Grid
+
+        g = self.nic.grid
+        return Grid(*g) if g is not None else None
+
+    def nc_run(self, plan, data: bytes) -> NcRun:
+        """Run a coded-broadcast plan (``nodes.collectives.coding.plan``) with this node's packet;
+        returns (packets by source, per-step figures)."""
+        return NcRun(plan, bytes(data))
+
+    def _req_run(self, op: NcRun, now: int, done: Callable) -> tuple[int, Any]:
+        self.start(op.plan, op.data, now, done)
+        return 0, PENDING
 
     # -- API ----------------------------------------------------------------------------------------
     def start(self, plan, data: bytes, t: int, on_done: Callable) -> None:
@@ -75,7 +112,7 @@ class CodingNIC:
         self._check_done(r, t)
 
     # -- frames -------------------------------------------------------------------------------------
-    def on_frame(self, frame: bytes, src: int, now: int) -> None:
+    def on_frame(self, frame: bytes, src: int, port: int, now: int) -> None:
         r = self.run
         step, level, kind, group, a, b, root, parts, stamp = NC.unpack(frame, HDR_LEN)
         payload = frame[HDR_LEN + NC.size:]

@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -40,9 +40,7 @@ from emu.wire import DESC, HDR_LEN, DecodeError, PacketType
 from emu.wire.coll import ErrBit, Head
 
 from . import alu
-
-if TYPE_CHECKING:
-    from .engine import NicEngine
+from .interface import PENDING, Mechanism, NicCore, NicRequest, register_mechanism
 
 log = logging.getLogger(__name__)
 
@@ -102,9 +100,49 @@ def rtype_of(d: dict[str, int]) -> tuple[int, int, int]:
     return d["rop"], d["rdtype"], d["rbit"]
 
 
-class CollNIC:
-    def __init__(self, owner: "NicEngine"):
+class NicOpen(NicRequest):
+    __slots__ = ("vp",)
+
+    def __init__(self, vp: int):
+        self.vp = vp
+
+    def describe(self, names) -> str:
+        return f"nic_open(vp={self.vp})"
+
+
+class NicPost(NicRequest):
+    __slots__ = ("vp", "posted")
+
+    def __init__(self, vp: int, posted: list):
+        self.vp, self.posted = vp, posted
+
+    def describe(self, names) -> str:
+        return f"nic_post(vp={self.vp}, {len(self.posted)} descriptors)"
+
+
+class NicWait(NicRequest):
+    __slots__ = ("region", "count", "timeout_ns", "vp")
+
+    def __init__(self, region: int, count: int, timeout_ns: int, vp: int):
+        self.region, self.count, self.timeout_ns, self.vp = region, count, timeout_ns, vp
+
+    def describe(self, names) -> str:
+        return f"nic_wait(region={self.region}, {self.count} completions)"
+
+
+@register_mechanism
+class CollNIC(Mechanism):
+    name = "coll"
+    stats_key = "nic"
+    frames = {PacketType.COLL: "receive"}
+    requests = {NicOpen: "_req_open", NicPost: "_req_post", NicWait: "_req_wait"}
+    verbs = ("nic_open", "nic_post", "nic_wait")
+
+    def __init__(self, owner: NicCore):
         self.nic = owner
+        self._done: dict[tuple[int, int], list[Completion]] = {}
+        """Completions written to host memory and not yet taken, by (VP, region)."""
+        self._waiters: dict[tuple[int, int], tuple[Callable, NicWait, int]] = {}
         self.spec = owner.spec.nic
         self.vps: dict[int, _VP] = {}
         self.queue: list[tuple[int, dict, np.ndarray, np.ndarray]] = []
@@ -115,6 +153,66 @@ class CollNIC:
         self.stats = {"late_after_abort": 0, "posted": 0, "messages_sent": 0, "messages_received": 0, "alu_ops": 0, "mismatch": 0,
                       "queue_overflow": 0, "unknown_vp": 0, "errors_received": 0, "completions": 0, "aborted": 0,
                       "queue_peak": 0}
+
+    # -- what applications call (``host.nic_open``, ...) ------------------------------------------
+    def nic_open(self, vp: int) -> NicOpen:
+        """Open virtual port ``vp`` of the NIC's collective engine (communicator setup)."""
+        return NicOpen(vp)
+
+    def nic_post(self, vp: int, posted: list) -> NicPost:
+        """Post descriptors (``nodes.nic.coll.Posted``) to ``vp``; costs ``NicSpec.post_ns`` of CPU each."""
+        return NicPost(vp, list(posted))
+
+    def nic_wait(self, region: int, count: int = 1, timeout_ns: int = 1_000_000, vp: int = 1) -> NicWait:
+        """Wait until the NIC has written ``count`` completions of ``region`` on virtual port ``vp``
+        to host memory; returns them (``nodes.nic.coll.Completion``). After ``timeout_ns`` without them,
+        the region is aborted and the completions so far are returned with a timeout one added."""
+        return NicWait(region, count, timeout_ns, vp)
+
+    def _req_open(self, op: NicOpen, now: int, done: Callable) -> tuple[int, Any]:
+        self.open_vp(op.vp)
+        return 0, None
+
+    def _req_post(self, op: NicPost, now: int, done: Callable) -> tuple[int, Any]:
+        cost = self.spec.post_ns * len(op.posted)
+        self.post(op.vp, op.posted, now + cost)
+        return cost, None
+
+    def _req_wait(self, op: NicWait, now: int, done: Callable) -> tuple[int, Any]:
+        key = (op.vp, op.region)
+        have = self._done.get(key, [])
+        if len(have) >= op.count:
+            self._done[key] = have[op.count:]
+            return 0, have[:op.count]
+        tid = self.nic.at(now + op.timeout_ns, self._wait_timeout, op)
+        self._waiters[key] = (done, op, tid)
+        return 0, PENDING
+
+    def _to_host(self, c: Completion) -> None:
+        """A completion reached host memory: wake the application waiting for enough of them."""
+        key = (c.vp, c.region)
+        have = self._done.setdefault(key, [])
+        have.append(c)
+        w = self._waiters.get(key)
+        if w is not None and len(have) >= w[1].count:
+            done, op, tid = self._waiters.pop(key)
+            self.nic.timers.cancel(tid)
+            self._done[key] = have[op.count:]
+            done(have[:op.count])
+
+    def _wait_timeout(self, op: NicWait) -> None:
+        key = (op.vp, op.region)
+        w = self._waiters.get(key)
+        if w is None or w[1] is not op:
+            return
+        del self._waiters[key]
+        self.abort(op.vp, op.region)
+        have = self._done.pop(key, [])
+        have.append(Completion(op.region, -1, ErrBit.TIMEOUT, None, None, self.nic.now, op.vp))
+        w[0](have)
+
+    def apps_ended(self) -> None:
+        self._waiters = {}
 
     # -- host side ------------------------------------------------------------------------------
     def open_vp(self, vp: int) -> None:
@@ -150,7 +248,7 @@ class CollNIC:
         self.nic.at(self.nic.now, self._advance, vp)  # what waited behind the region may go
 
     # -- network side ---------------------------------------------------------------------------
-    def receive(self, frame: bytes, src: int, now: int) -> None:
+    def receive(self, frame: bytes, src: int, port: int, now: int) -> None:
         """A descriptor message arrived; the NIC's receive pipeline hands it on ``nic_delay_ns`` later."""
         d = DESC.as_dict(frame, HDR_LEN)
         if len(frame) != HDR_LEN + DESC.size:
@@ -362,7 +460,7 @@ class CollNIC:
         d = p.desc
         c = Completion(d["coll_region"], d["seg"], err_vec, vals, locs, t + self.spec.completion_ns, vp)
         self.stats["completions"] += 1
-        self.nic.at(c.t_ns, self.nic.host.completion, c)
+        self.nic.at(c.t_ns, self._to_host, c)
 
     def _fail_region(self, vp: int, region: int, err_vec: int, now: int) -> None:
         """Complete every pending descriptor of ``region`` on ``vp`` that would report to the host,

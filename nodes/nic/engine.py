@@ -2,11 +2,13 @@
 
 ``receive(frame, port, now)`` and ``on_timer(now)`` return the frames to send as ``(port, frame,
 at)``; ``timer`` says when to call ``on_timer`` next. The NIC segments the messages its host sends
-and reassembles those it receives, answers echo requests, and carries the collective-offload unit
-of spec 01 (``coll``, :mod:`nodes.nic.coll`). The host it serves (``host``,
-:class:`nodes.host.engine.Host`: the applications and their CPU time) reaches it through
-:meth:`send_message`, :meth:`ping` and ``coll``, and hears back through ``host.deliver``,
-``host.pong`` and ``host.completion``.
+and reassembles those it receives, answers echo requests, and loads its mechanisms by name
+(:mod:`nodes.nic.interface`: spec 01's triggered descriptors ``coll``, spec 03's QsNet adapter
+``qsnet``, spec 04's in-network client ``inc``, spec 02's coding endpoint ``coding``): each
+receives the packet types it registers and carries out the host's requests of its types. The host it
+serves (``host``, :class:`nodes.host.engine.Host`: the applications and their CPU time) reaches it
+through :meth:`send_message`, :meth:`ping` and :meth:`request`, and hears back through
+``host.deliver`` and ``host.resume``.
 
 Timing (all virtual):
 
@@ -29,18 +31,18 @@ from emu.config import HostSpec
 from emu.wire import (ETH_LEN, FABRIC, FLAG_BCAST, HDR_LEN, MSG, PING, DecodeError, PacketType, build_frame,
                       parse_frame)
 
-from emu.wire.qsnet import is_qsnet_packet
-
-from ..host.api import Message
 from ..host.engine import AppState, Host
 from ..timers import Timers
-from .coding import CodingNIC
-from .coll import CollNIC
-from .inc import IncNIC
-from .qsnet import QsNIC
+from . import coding, coll, inc, qsnet  # noqa: F401  (the built-in mechanisms register themselves)
+from .interface import MECHANISMS, Mechanism, Message, NicRequest
+
+BUILT_IN = ("coll", "qsnet", "inc", "coding")
+"""The mechanisms a NIC loads unless told others (``NicEngine.mechanisms``), in this order."""
 
 log = logging.getLogger(__name__)
 
+_BASE_PTYPES = frozenset({PacketType.MGMT, PacketType.MSG, PacketType.PING, PacketType.PONG})
+"""Packet types the NIC itself handles (link bring-up, messages, echo)."""
 _MSG_LEN = MSG.size
 BIG_MESSAGE = 1 << 20
 """Messages longer than this reach the application as a ``bytearray`` (the reassembly buffer)."""
@@ -75,10 +77,9 @@ class NicEngine:
     """A direct network's (k, n, wrap) (``topologies.grid.Grid``), for spec 02's coded broadcast."""
     manager: int | None = None
     """Fabric address of the network manager (spec 04 requests go there), if the topology has one."""
+    mechanisms: tuple[str, ...] = BUILT_IN
+    """The NIC mechanisms this NIC loads, by registered name (:mod:`nodes.nic.interface`)."""
     kind = "host"
-    passes_damaged = staticmethod(is_qsnet_packet)
-    """QsNet packets that fail the link's FCS still reach the adapter, which checks their own
-    CRCs and NACKs a damaged payload (spec 03)."""
     stats: dict[str, int] = field(default_factory=lambda: {
         "malformed": 0, "misdelivered": 0, "no_route": 0, "messages_sent": 0, "messages_received": 0,
         "frames_sent": 0, "frames_received": 0, "pings_answered": 0})
@@ -91,11 +92,49 @@ class NicEngine:
         self._msg_id = 0
         self._ping_seq = 0
         self._heads: dict[int, bytes] = {}
-        self.coll = CollNIC(self)
-        self.qs = QsNIC(self)
-        self.inc = IncNIC(self)
-        self.nc = CodingNIC(self)
+        self._load(self.mechanisms)
         self.host = Host(self)
+
+    def _load(self, names: tuple[str, ...]) -> None:
+        """Make the mechanisms ``names`` and their dispatch tables: packet type -> handler, request
+        type -> handler, verb -> the mechanism that offers it."""
+        self._mech: dict[str, Mechanism] = {}
+        self._frames: dict[int, Any] = {}
+        self._anywhere: dict[int, Any] = {}
+        self._requests: dict[type, Any] = {}
+        self._verbs: dict[str, Mechanism] = {}
+        damaged = []
+        for name in names:
+            cls = MECHANISMS.get(name)
+            if cls is None:
+                raise ValueError(f"{self.name}: no NIC mechanism {name!r} is registered (known: "
+                                 f"{', '.join(sorted(MECHANISMS))}); import the module that registers it")
+            m = self._mech[name] = cls(self)
+            for ptype, method in cls.frames.items():
+                table = self._anywhere if ptype in cls.any_destination else self._frames
+                if ptype in self._frames or ptype in self._anywhere or ptype in _BASE_PTYPES:
+                    raise ValueError(f"{self.name}: NIC mechanism {name!r} claims packet type {ptype}, already taken")
+                table[ptype] = getattr(m, method)
+            for rtype, method in cls.requests.items():
+                self._requests[rtype] = getattr(m, method)
+            for verb in cls.verbs:
+                self._verbs.setdefault(verb, m)
+            if cls.passes_damaged is not None:
+                damaged.append(cls.passes_damaged)
+        if damaged:
+            self.passes_damaged = damaged[0] if len(damaged) == 1 else (lambda f: any(p(f) for p in damaged))
+
+    @property
+    def loaded(self) -> tuple[str, ...]:
+        """Names of the mechanisms loaded, in load order."""
+        return tuple(self._mech)
+
+    def mechanism(self, name: str) -> Mechanism:
+        """The loaded mechanism ``name`` (``nic.mechanism("coll")``)."""
+        try:
+            return self._mech[name]
+        except KeyError:
+            raise KeyError(f"{self.name} has no NIC mechanism {name!r} loaded (loaded: {', '.join(self._mech)})") from None
 
     # -- engine interface -----------------------------------------------------------------------
     def receive(self, frame: bytes, port: int, now: int) -> list[tuple[int, bytes, int]]:
@@ -106,8 +145,9 @@ class NicEngine:
             if ptype == PacketType.MGMT:  # link bring-up: the switch starts, the NIC answers
                 out.extend(self._link_test().on_frame(frame, port, src, now))
                 return out
-            if ptype == PacketType.INC:  # in-network allreduce: results come hop by hop from the switch
-                self.inc.on_data(frame, now)
+            anywhere = self._anywhere.get(ptype)
+            if anywhere is not None:  # e.g. in-network allreduce results, hop by hop from the switch
+                anywhere(frame, src, port, now)
                 self.timer = self.timers.next
                 return out
             if dst != self.node_id and not flags & FLAG_BCAST:  # a group frame is for every member
@@ -121,17 +161,6 @@ class NicEngine:
                 ident, seq, t_sent = PING.unpack(frame, HDR_LEN)
                 self.stats["pings_answered"] += 1
                 self.emit(src, PacketType.PONG, PING.pack(ident, seq, t_sent), now + self.spec.nic_delay_ns)
-            elif ptype == PacketType.COLL:
-                self.coll.receive(frame, src, now)
-            elif ptype == PacketType.QPKT:
-                self.qs.port_in = port
-                self.qs.on_packet(frame, src, now)
-            elif ptype == PacketType.QACK:
-                self.qs.on_ack(frame, src, now)
-            elif ptype == PacketType.INCCTL:
-                self.inc.on_ctl(frame, src, now)
-            elif ptype == PacketType.NC:
-                self.nc.on_frame(frame, src, now)
             elif ptype == PacketType.PONG:
                 ident, seq, t_sent = PING.unpack(frame, HDR_LEN)
                 waiter = self.host.take_ping(seq)
@@ -140,7 +169,10 @@ class NicEngine:
                 t = now + self.spec.nic_delay_ns
                 self.at(t, self.host.resume, (waiter, t - t_sent))
             else:
-                raise DecodeError(f"packet type {ptype} is not handled by a host")
+                handler = self._frames.get(ptype)
+                if handler is None:
+                    raise DecodeError(f"packet type {ptype} is not handled by this host's NIC")
+                handler(frame, src, port, now)
         except (DecodeError, struct.error) as e:
             self.stats["malformed"] += 1
             log.warning("%s: dropped malformed frame at %d ns: %s", self.name, now, e)
@@ -168,12 +200,29 @@ class NicEngine:
         self.timer = self.timers.next
 
     def app_states(self) -> list[AppState]:
+        for m in self._mech.values():
+            m.apps_ended()
         return self.host.app_states()
 
     def extra_stats(self) -> dict[str, dict[str, int]]:
         """Counters of the engine's parts, for ``Cluster.stats``."""
-        return {"nic": dict(self.coll.stats), "qsnet": dict(self.qs.stats), "inc": dict(self.inc.stats),
-                "coding": dict(self.nc.stats)}
+        return {(m.stats_key or m.name): dict(m.stats) for m in self._mech.values()}
+
+    # -- the host's requests of the mechanisms (nodes.nic.interface) ----------------------------
+    def request(self, req: NicRequest, now: int, done) -> tuple[int, Any]:
+        """Carry out ``req`` through the mechanism that owns its type: (host CPU ns, value or PENDING)."""
+        handler = self._requests.get(type(req))
+        if handler is None:
+            raise TypeError(f"no NIC mechanism loaded on {self.name} ({', '.join(self._mech)}) handles "
+                            f"{type(req).__name__}")
+        return handler(req, now, done)
+
+    def verb_owner(self, name: str) -> Mechanism | None:
+        """The mechanism that offers host-API verb ``name`` (None: none loaded does)."""
+        return self._verbs.get(name)
+
+    def verb_names(self) -> list[str]:
+        return list(self._verbs)
 
     # -- what the host asks of its NIC ----------------------------------------------------------
     def at(self, t: int, fn: Callable, arg: Any) -> int:
@@ -289,7 +338,8 @@ def make_host(node, topology, cache: dict) -> NicEngine:
     return NicEngine(node.name, node.id, node.spec, topology.routes.get(node.name), shared[0], shared[1],
                      cache.get("seed", 0), rails=max(1, topology.nports(node.name)),
                      manager=topology.nodes[topology.manager].id if topology.manager else None,
-                     grid=getattr(topology, "grid", None))
+                     grid=getattr(topology, "grid", None),
+                     mechanisms=tuple(node.info.get("nic_mechanisms", BUILT_IN)))
 
 
 register_engine("host", make_host, min_delay=lambda spec: spec.nic_delay_ns)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -27,8 +27,7 @@ from emu.wire import HDR_LEN, DecodeError, PacketType
 from emu.wire.inc import (CTL, F_LAST, F_RESULT, F_RETX, F_SPARSE, GRANT, MEMBER, REQUEST, CtlOp, decode, dtype_code,
                           encode_dense, encode_sparse, op_code)
 
-if TYPE_CHECKING:
-    from .engine import NicEngine
+from .interface import PENDING, Mechanism, NicCore, NicRequest, register_mechanism
 
 log = logging.getLogger(__name__)
 LINK_LOCAL = 0xFFFFFFFF
@@ -87,8 +86,29 @@ class Job:
     """Sparse: result shards of a block received so far."""
 
 
-class IncNIC:
-    def __init__(self, nic: "NicEngine"):
+class IncReq(NicRequest):
+    """Spec 04: ask the network manager for an in-network allreduce, or run one."""
+
+    __slots__ = ("kind", "args")
+
+    def __init__(self, kind: str, *args):
+        self.kind, self.args = kind, args
+
+    def describe(self, names) -> str:
+        return f"inc_{self.kind}"
+
+
+@register_mechanism
+class IncNIC(Mechanism):
+    """Spec 04's client in the NIC: requests to the network manager, blocks to the switches."""
+
+    name = "inc"
+    frames = {PacketType.INCCTL: "on_ctl", PacketType.INC: "on_data"}
+    any_destination = frozenset({PacketType.INC})
+    requests = {IncReq: "_req"}
+    verbs = ("inc_request", "inc_release", "inc_allreduce", "inc_allreduce_sparse")
+
+    def __init__(self, nic: NicCore):
         self.nic = nic
         self.jobs: dict[int, Job] = {}
         self._seq = 0
@@ -102,6 +122,48 @@ class IncNIC:
         self.granted: dict[tuple, Grant] = {}
         """What the manager granted, by communicator, members, type, operator, reproducibility: asked
         once per participant set (the communicator setup), used by every call after."""
+
+    # -- what applications call (``host.inc_request``, ...) ----------------------------------------
+    def inc_request(self, comm: int, members: list[str], dtype, op: str, nbytes: int,
+                    reproducible: bool = False, algo: int = 0, span: int = 0) -> IncReq:
+        """Ask the network manager for an in-network allreduce over ``members`` (host names, rank
+        order; ``algo``: an ``emu.wire.inc.Algo`` code to ask for, 0: the manager picks by size);
+        returns ``("grant", nodes.nic.inc.Grant)`` or ``("reject", why)``."""
+        return IncReq("request", comm, [self.nic.resolve(m) for m in members], dtype, op, nbytes, reproducible, algo,
+                      span)
+
+    def inc_release(self, aid: int) -> IncReq:
+        """This host is done with granted allreduce ``aid``; returns ``("released", members still
+        holding it)`` or ``("reject", why)`` when the manager did not answer."""
+        return IncReq("release", aid)
+
+    def inc_allreduce(self, grant, x, rank: int, timeout_ns: int | None = None) -> IncReq:
+        """Run the granted allreduce on ``x``; returns (result or None, error or None, blocks resent).
+        A block without its result ``timeout_ns`` (default ``elan.retransmit_ns``) is sent again."""
+        return IncReq("allreduce", grant, x, rank, timeout_ns)
+
+    def inc_allreduce_sparse(self, grant, index, values, length: int, span: int, rank: int,
+                             timeout_ns: int | None = None) -> IncReq:
+        """Run a granted sparse allreduce (``span`` elements per block, granted with that span):
+        the non-zeros of this rank's vector of ``length`` at ``index``; returns (dense result or
+        None, error or None, blocks resent)."""
+        return IncReq("sparse", grant, index, values, length, span, rank, timeout_ns)
+
+    def _req(self, op: IncReq, now: int, done: Callable) -> tuple[int, Any]:
+        cost = self.nic.spec.elan.issue_ns
+        t = now + cost
+        if op.kind == "request":
+            *args, algo, span = op.args
+            self.request(*args, t, done, algo, span)
+        elif op.kind == "release":
+            self.release(op.args[0], t, done)
+        elif op.kind == "sparse":
+            grant, index, values, length, span, rank, timeout_ns = op.args
+            self.allreduce_sparse(grant, index, values, length, span, rank, t, done, timeout_ns=timeout_ns)
+        else:
+            grant, x, rank, timeout_ns = op.args
+            self.allreduce(grant, x, rank, t, done, timeout_ns=timeout_ns)
+        return cost, PENDING
 
     # -- control -----------------------------------------------------------------------------------
     def request(self, comm: int, members: list[int], dtype: np.dtype, op: str, nbytes: int, reproducible: bool,
@@ -156,7 +218,7 @@ class IncNIC:
         self.nic.emit(e[4], PacketType.INCCTL, e[0], t + self.nic.spec.nic_delay_ns, prio=1)
         e[2] = self.nic.at(t + CTL_RETRY_NS, lambda _a, s=seq: self._send_ctl(s, self.nic.now), None)
 
-    def on_ctl(self, frame: bytes, src: int, now: int) -> None:
+    def on_ctl(self, frame: bytes, src: int, port: int, now: int) -> None:
         op, status, seq, aid, count = CTL.unpack(frame, HDR_LEN)
         e = self.ctl.pop(seq, None)
         if e is None or src != e[4]:
@@ -254,7 +316,7 @@ class IncNIC:
         wait = job.timeout_ns << min(st[0] - 1, 16)
         st[1] = self.nic.at(t + wait, lambda _a, j=job, blk=b: self._send_block(j, blk, self.nic.now), None)
 
-    def on_data(self, frame: bytes, now: int) -> None:
+    def on_data(self, frame: bytes, src: int, port: int, now: int) -> None:
         head, values, index = decode(frame, HDR_LEN)
         aid, flags, _code, b, shard, shards, _c, _r = head
         job = self.jobs.get(aid)

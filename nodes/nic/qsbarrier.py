@@ -28,15 +28,36 @@ from __future__ import annotations
 import enum
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
 from emu.reduce import get_op
 from emu.wire.qsnet import TXN, TXN_BCAST, TXN_GE, TXN_LAST, QsOp
 
-if TYPE_CHECKING:
-    from .qsnet import QsNIC, QsResult
+from .interface import NicCore
+from .memory import Memory
+from .qsreliable import QsResult, Xfer
+
+
+class Adapter(Protocol):
+    """What the barrier engine uses of its adapter (``nodes.nic.qsnet.QsNIC``, which owns it)."""
+
+    nic: NicCore
+    spec: Any
+    mem: Memory
+
+    def node_of(self, rank: int) -> int: ...
+
+    def bcast(self, gid: int, members: int, local: int, remote: int, size: int, t: int, on_done) -> Xfer: ...
+
+    def bcast_cond(self, gid: int, members: int, addr: int, word: int, t: int, on_done) -> Xfer: ...
+
+    def send_event(self, dst: int, addr: int, body: bytes, t: int, on_done) -> Xfer: ...
+
+    def write_local(self, addr: int, data: bytes) -> None: ...
+
+    def wake_watchers(self, addr: int, why: str) -> None: ...
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +185,7 @@ def tree_links(n: int, k: int, pos: int) -> tuple[int | None, tuple[int, ...]]:
 class Barriers:
     """The barrier engine of one adapter (``qs.barriers``)."""
 
-    def __init__(self, qs: "QsNIC"):
+    def __init__(self, qs: Adapter):
         self.qs = qs
         self.ctx: dict[int, Ctx] = {}
         self.counts: dict[tuple[int, int], Count] = {}

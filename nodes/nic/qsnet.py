@@ -17,18 +17,17 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
-from emu.wire import HDR_LEN, DecodeError
+from emu.wire import HDR_LEN, DecodeError, PacketType
 from emu.wire.fabric import FLAG_BCAST, FLAG_SRCRT, FLAGS_OFF, RSVD_OFF
-from emu.wire.qsnet import TXN, TXN_BCAST, TXN_GE, TXN_LAST, TXN_LEN, Damaged, QsOp, Reason, decode_packet
+from emu.wire.qsnet import TXN, TXN_BCAST, TXN_GE, TXN_LAST, TXN_LEN, Damaged, QsOp, Reason, decode_packet, is_qsnet_packet
 
+from .interface import Mechanism, NicCore, register_mechanism
 from .memory import Memory
 from .qsbarrier import Barriers
 from .qsreliable import TX, QsResult, Reliable, Tx, TxEvent, TxState, Xfer
-
-if TYPE_CHECKING:
-    from .engine import NicEngine
+from .qsrequests import REQUESTS, VERBS, QsRequests
 
 __all__ = ["TX", "Arrival", "QsNIC", "QsResult", "Rx", "Tx", "TxEvent", "TxState", "Xfer"]
 
@@ -60,8 +59,19 @@ class Arrival:
     t_ns: int
 
 
-class QsNIC(Reliable):
-    def __init__(self, nic: "NicEngine"):
+@register_mechanism
+class QsNIC(QsRequests, Reliable, Mechanism):
+    """The adapter: spec 03's operations on the reliable packets, and the host's requests of them."""
+
+    name = "qsnet"
+    frames = {PacketType.QPKT: "on_packet", PacketType.QACK: "on_ack"}
+    requests = REQUESTS
+    verbs = VERBS
+    passes_damaged = staticmethod(is_qsnet_packet)
+    """QsNet packets that fail the link's FCS still reach the adapter, which checks their own
+    CRCs and NACKs a damaged payload (spec 03)."""
+
+    def __init__(self, nic: NicCore):
         super().__init__(nic)
         self.mem = Memory()
         self.rank_to_node: list[int] = list(range(len(nic.names)))
@@ -82,7 +92,7 @@ class QsNIC(Reliable):
             raise ValueError(f"rank {rank} is not in the job (ranks 0..{len(self.rank_to_node) - 1})")
         return self.rank_to_node[rank]
 
-    def put(self, rank: int, local: int, remote: int, size: int, t: int, on_done) -> Xfer:
+    def start_put(self, rank: int, local: int, remote: int, size: int, t: int, on_done) -> Xfer:
         data = self.mem.read(local, size)
         Memory.check(remote, size)
         return self._transfer(QsOp.PUT, self.node_of(rank), remote, data, t, on_done)
@@ -96,7 +106,7 @@ class QsNIC(Reliable):
         Memory.check(remote, size)
         return self._transfer(QsOp.PUT, gid, remote, data, t, on_done, members=members)
 
-    def get(self, rank: int, remote: int, local: int, size: int, t: int, on_done) -> Xfer:
+    def start_get(self, rank: int, remote: int, local: int, size: int, t: int, on_done) -> Xfer:
         Memory.check(remote, size)
         Memory.check(local, size)
         x = self._new_xfer(QsOp.GET, self.node_of(rank), size, on_done)
@@ -187,7 +197,8 @@ class QsNIC(Reliable):
         return x
 
     # -- packets arriving ------------------------------------------------------------------------
-    def on_packet(self, frame: bytes, src: int, now: int) -> None:
+    def on_packet(self, frame: bytes, src: int, port: int, now: int) -> None:
+        self.port_in = port
         self._route_in = frame[RSVD_OFF] if frame[FLAGS_OFF] & FLAG_SRCRT else None
         self._bcast_in = bcast = bool(frame[FLAGS_OFF] & FLAG_BCAST)
         try:

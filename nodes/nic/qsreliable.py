@@ -34,7 +34,7 @@ from emu.wire.fabric import FLAG_BCAST, FLAG_SRCRT
 from emu.wire.qsnet import ACK, ACK_BCAST, ACK_DONE, AckKind, QsOp, Reason, encode_packet
 
 if TYPE_CHECKING:
-    from .engine import NicEngine
+    from .interface import NicCore
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ class Tx:
 class Reliable:
     """The adapter's reliable-packet machinery (``QsNIC`` adds the operations on top)."""
 
-    def __init__(self, nic: "NicEngine"):
+    def __init__(self, nic: "NicCore"):
         self.nic = nic
         self.spec = nic.spec.elan
         self.rng = random.Random(nic.seed * 1_000_003 + nic.node_id)
@@ -261,7 +261,7 @@ class Reliable:
             self.nic.at(t, x.on_done, res)
 
     # -- ACK tokens ------------------------------------------------------------------------------
-    def on_ack(self, frame: bytes, src: int, now: int) -> None:
+    def on_ack(self, frame: bytes, src: int, port: int, now: int) -> None:
         kind, reason, flags, _r, pkt_id, value = ACK.unpack(frame, HDR_LEN)
         tx = self.by_id.get(pkt_id)
         if tx is None or tx.state is not TxState.SENT:
