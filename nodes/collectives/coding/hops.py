@@ -31,7 +31,8 @@ import numpy as np
 
 from topologies.grid import Grid, box_tree_hops
 
-from .plan import Box, Scheme, Step, box_centre, tiles
+from .layout import Box, Step, box_centre, tiles
+from .plan import Scheme
 
 
 @dataclass

@@ -11,7 +11,8 @@ import itertools
 from topologies.grid import Grid
 
 from .hops import count
-from .plan import Box, Scheme, box_centre, tiles
+from .layout import Box, box_centre, tiles
+from .plan import Scheme
 
 
 def shapes(grid: Grid) -> list[tuple[int, ...]]:

@@ -1,0 +1,79 @@
+"""Spec 02's vocabulary, shared by the plans (``plan``), the hop counter (``hops``) and the
+planner (``planner``): the scheme and multicast names, the step codes, the checks of a group shape,
+and the boxes (groups) a grid is cut into with their centres (step A's IN placement)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from emu.config import ConfigError
+from topologies.grid import Grid
+
+ALGOS = ("all_at_once", "tree", "nc", "nc_every", "nc_recursive", "combine")
+MCASTS = ("tree", "all_at_once")
+
+
+class Step:
+    """Step codes in the coding header (spec 02's letters)."""
+
+    BASE = 0  # a baseline's unicast (all-at-once, tree)
+    B = 1     # intra-group broadcast
+    D = 2     # inter-IN multicast of encoded packets
+    E = 3     # intra-group delivery of encoded packets
+    F = 4     # inter-group unicast of plain packets
+    NAMES = {0: "base", 1: "B", 2: "D", 3: "E", 4: "F"}
+    VC = {0: 0, 1: 0, 4: 1, 2: 2, 3: 3}
+    """Each step its own VC: four steps, four VCs (spec 02's deadlock freedom on meshes)."""
+
+
+def check_shape(grid: Grid, shape, within=None) -> None:
+    box = within or (grid.k,) * grid.n
+    if len(shape) != len(box) or any(not isinstance(s, int) or s < 1 or b % s for s, b in zip(shape, box)):
+        raise ConfigError(f"group shape {'x'.join(map(str, shape))} does not tile {'x'.join(map(str, box))}: "
+                          f"each side must divide {'x'.join(map(str, box))}")
+    m = 1
+    for s in shape:
+        m *= s
+    if m < 2 or tuple(shape) == tuple(box):
+        raise ConfigError(f"group shape {'x'.join(map(str, shape))}: a group needs 2 nodes or more, and there must "
+                          "be 2 groups or more")
+
+
+def halved(shape) -> tuple[int, ...]:
+    d = max(range(len(shape)), key=lambda i: shape[i])
+    if shape[d] % 2:
+        raise ConfigError(f"nc_recursive: cannot halve group shape {'x'.join(map(str, shape))}; give inner=")
+    return tuple(s // 2 if i == d else s for i, s in enumerate(shape))
+
+
+# -- groups ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Box:
+    """A box of the grid: per dimension, its coordinates in order."""
+
+    axes: tuple[tuple[int, ...], ...]
+
+    def nodes(self, grid: Grid) -> list[int]:
+        """Its nodes in rank order (dimension 0 fastest)."""
+        out = [()]
+        for ax in self.axes:
+            out = [c + (x,) for x in ax for c in out]
+        return sorted(grid.index(c) for c in out)
+
+    def centre_node(self, grid: Grid, centre: tuple[float, ...]) -> tuple[int, ...]:
+        return tuple(min(ax, key=lambda x, c=c: (abs(x - c), x)) for ax, c in zip(self.axes, centre))
+
+
+def tiles(box: Box, shape: tuple[int, ...]) -> list[Box]:
+    """``box`` cut into boxes of ``shape``, group index in dimension-0-fastest order."""
+    per = [[ax[i:i + s] for i in range(0, len(ax), s)] for ax, s in zip(box.axes, shape)]
+    out = [()]
+    for parts in per:
+        out = [c + (p,) for p in parts for c in out]
+    return [Box(tuple(c)) for c in out]
+
+
+def box_centre(box: Box, grid: Grid, top: bool) -> tuple[float, ...]:
+    if top:  # the network's centre: (k - 1) // 2, the lower coordinate on a tie
+        return tuple(float((grid.k - 1) // 2) for _ in box.axes)
+    return tuple(float(ax[(len(ax) - 1) // 2]) for ax in box.axes)
