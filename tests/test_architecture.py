@@ -1,0 +1,83 @@
+"""docs/architecture.md's example NIC mechanism runs as written: one file, one registration line."""
+
+import pathlib
+import re
+import sys
+
+import pytest
+
+import emu
+import topologies
+from emu.config import HostSpec
+from nodes.nic.engine import BUILT_IN, NicEngine
+
+DOC = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "architecture.md").read_text()
+
+
+def _blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", DOC, re.S)
+
+
+@pytest.fixture
+def counter(tmp_path, monkeypatch):
+    """The example mechanism, written to counter.py and imported as a user would."""
+    mech = next(b for b in _blocks() if b.startswith("# counter.py"))
+    (tmp_path / "counter.py").write_text(mech)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("counter", None)
+    import counter as module
+
+    yield module
+    from nodes.nic.interface import MECHANISMS
+
+    MECHANISMS.pop("counter", None)
+    sys.modules.pop("counter", None)
+
+
+def test_the_example_mechanism_is_short():
+    mech = next(b for b in _blocks() if b.startswith("# counter.py"))
+    code = [ln for ln in mech.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    assert len(code) <= 40, len(code)
+    assert mech.count("register_mechanism") == 2  # imported once, registered once
+
+
+async def test_the_example_mechanism_runs_as_the_doc_says(counter):
+    usage = next(b for b in _blocks() if "import counter" in b)
+    ns: dict = {}
+    exec(usage.replace("import counter", "pass"), ns)  # the module is imported by the fixture
+    t = topologies.star(4)
+    for h in t.host_names():
+        t.nodes[h].info["nic_mechanisms"] = (*BUILT_IN, "counter")
+
+    async def timed(host, n):
+        t0 = host.now
+        value = await ns["app"](host, n)
+        return value, host.now - t0
+
+    async def ping(host):
+        t0 = host.now
+        await host.ping("h0")
+        return host.now - t0
+
+    async with emu.Cluster(t) as net:
+        res = await net.run({h: (timed, i + 1) for i, h in enumerate(net.hosts)})
+        adds = {st["name"]: st["counter"]["adds"] for st in await net.stats() if "counter" in st}
+        assert adds == {"h0": 4, "h1": 0, "h2": 0, "h3": 0}  # every add landed at h0
+        # each host saw the running sum just after its own add: in the order the adds reached h0,
+        # each value is the one before plus that host's own number
+        seen = sorted((v, i + 1) for i, (v, _) in enumerate(res[h] for h in net.hosts))
+        assert [v for v, _ in seen] == [sum(n for _, n in seen[:k + 1]) for k in range(4)]
+        rtt = (await net.run({"h1": ping}))["h1"]
+        alone = (await net.run({"h1": (timed, 5)}))["h1"]
+        assert alone == (15, rtt)  # one add's round trip is exactly a ping's: same frames, same delays
+
+
+def test_a_nic_without_the_mechanism_refuses_its_verb_in_one_line(counter):
+    nic = NicEngine("h1", 1, HostSpec(), None, {"h0": 0, "h1": 1}, ["h0", "h1"])
+    assert "counter" not in nic.loaded and nic.verb_owner("counter_add") is None
+    with pytest.raises(AttributeError, match="no 'counter_add'.*mechanisms loaded on h1 \\(coll, qsnet, inc, coding\\)"):
+        nic.host.api.counter_add("h0", 1)
+    with_counter = NicEngine("h1", 1, nic.spec, None, {"h0": 0, "h1": 1}, ["h0", "h1"], mechanisms=(*BUILT_IN, "counter"))
+    assert with_counter.verb_owner("counter_add") is with_counter.mechanism("counter")
+    with pytest.raises(ValueError, match="no NIC mechanism 'nosuch' is registered"):
+        NicEngine("h1", 1, nic.spec, None, {"h0": 0, "h1": 1}, ["h0", "h1"], mechanisms=("nosuch",))
