@@ -10,7 +10,7 @@ import itertools
 
 from topologies.grid import Grid
 
-from .hops import count
+from .counter import count
 from .layout import Box, box_centre, tiles
 from .plan import Scheme
 
