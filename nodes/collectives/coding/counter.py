@@ -31,8 +31,7 @@ import numpy as np
 
 from topologies.grid import Grid, box_tree_hops
 
-from .layout import Box, Step, box_centre, tiles
-from .plan import Scheme
+from .layout import BASELINES, Box, Step, box_centre, tiles
 
 
 @dataclass
@@ -94,30 +93,42 @@ def star(grid: Grid, root, axes) -> int:
     return sum(_row(grid, root[d], ax) * (total // len(ax)) for d, ax in enumerate(axes))
 
 
-def mcast(grid: Grid, root, axes, how: str) -> int:
+def mcast_hops(grid: Grid, root, axes, how: str) -> int:
+    """One multicast from ``root`` (coordinates) to every node of the box ``axes``, by ``how``."""
     return star(grid, root, axes) if how == "all_at_once" else box_tree_hops(grid, axes, tuple(root))
 
 
-def count(grid: Grid, scheme: Scheme) -> Count:
-    scheme = scheme.check(grid)
+def count_settled(grid: Grid, algo: str, shape: tuple[int, ...] | None = None, mcast: str = "tree",
+                  sources: tuple[int, ...] | None = None, inner: tuple[int, ...] | None = None) -> Count:
+    """The hops of a scheme whose names are checked (``layout.check_names``) and whose group shape is
+    settled (``layout.settle``; none for the baselines): ``hops.count`` and the planner come here."""
     c = Count()
     N = grid.size
     whole = tuple(tuple(range(grid.k)) for _ in range(grid.n))
-    sources = sorted(scheme.sources) if scheme.sources is not None else None
-    if scheme.algo in ("all_at_once", "tree"):
-        if sources is None and scheme.algo == "all_at_once":
+    sources = sorted(sources) if sources is not None else None
+    if algo in BASELINES:
+        if sources is None and algo == "all_at_once":
             c.add(Step.BASE, all_to_all_closed(grid), N * (N - 1))
         elif sources is None and tree_all_to_all_closed(grid) is not None:
             c.add(Step.BASE, tree_all_to_all_closed(grid), N * (N - 1))
         else:
             srcs = sources if sources is not None else range(N)
-            c.add(Step.BASE, sum(mcast(grid, grid.coords(s), whole, scheme.algo) for s in srcs), len(srcs) * (N - 1))
+            c.add(Step.BASE, sum(mcast_hops(grid, grid.coords(s), whole, algo) for s in srcs), len(srcs) * (N - 1))
         return c
-    _coded(grid, scheme, c, Box(whole), scheme.shape, sources, level=0)
+    _coded(grid, _Coded(algo, mcast, inner), c, Box(whole), shape, sources, level=0)
     return c
 
 
-def _coded(grid: Grid, sc: Scheme, c: Count, box: Box, shape, sources, level: int) -> None:
+@dataclass(frozen=True)
+class _Coded:
+    """What the recursion of a coded scheme reads of it."""
+
+    algo: str
+    mcast: str
+    inner: tuple[int, ...] | None
+
+
+def _coded(grid: Grid, sc: _Coded, c: Count, box: Box, shape, sources, level: int) -> None:
     groups = tiles(box, shape)
     G, M = len(groups), _size(groups[0].axes)
     centre = box_centre(box, grid, level == 0)
@@ -136,15 +147,15 @@ def _coded(grid: Grid, sc: Scheme, c: Count, box: Box, shape, sources, level: in
         elif srcs is None:
             c.add(Step.B, _all_sources_mcast(grid, b.axes, sc.mcast), M * (M - 1))
         else:
-            c.add(Step.B, sum(mcast(grid, grid.coords(s), b.axes, sc.mcast) for s in srcs[gi]), nsrc[gi] * (M - 1))
+            c.add(Step.B, sum(mcast_hops(grid, grid.coords(s), b.axes, sc.mcast) for s in srcs[gi]), nsrc[gi] * (M - 1))
     with_src = sum(1 for x in nsrc if x)
     if sc.algo == "combine":
         for gi, b in enumerate(groups):
             if nsrc[gi]:
-                c.add(Step.D, mcast(grid, ins[gi], in_axes, sc.mcast), G - 1, nsrc[gi])
+                c.add(Step.D, mcast_hops(grid, ins[gi], in_axes, sc.mcast), G - 1, nsrc[gi])
         for gj, b in enumerate(groups):
             others = [nsrc[gi] for gi in range(G) if gi != gj and nsrc[gi]]
-            one = mcast(grid, ins[gj], b.axes, sc.mcast)
+            one = mcast_hops(grid, ins[gj], b.axes, sc.mcast)
             c.add(Step.E, one * len(others), len(others) * (M - 1), 0)
             c.packet_hops += one * sum(others)
         return
@@ -163,11 +174,11 @@ def _coded(grid: Grid, sc: Scheme, c: Count, box: Box, shape, sources, level: in
         return
     for gi in range(G):
         if chains[gi]:
-            c.add(Step.D, chains[gi] * mcast(grid, ins[gi], in_axes, sc.mcast), chains[gi] * (G - 1))
+            c.add(Step.D, chains[gi] * mcast_hops(grid, ins[gi], in_axes, sc.mcast), chains[gi] * (G - 1))
     for gj, b in enumerate(groups):
         incoming = sum(chains) - chains[gj]
         if incoming:
-            c.add(Step.E, incoming * mcast(grid, ins[gj], b.axes, sc.mcast), incoming * (M - 1))
+            c.add(Step.E, incoming * mcast_hops(grid, ins[gj], b.axes, sc.mcast), incoming * (M - 1))
 
 
 def _all_sources_mcast(grid: Grid, axes, how: str) -> int:

@@ -1,4 +1,4 @@
-"""Spec 02's vocabulary, shared by the plans (``plan``), the hop counter (``hops``) and the
+"""Spec 02's vocabulary, shared by the plans (``plan``), the hop counter (``counter``) and the
 planner (``planner``): the scheme and multicast names, the step codes, the checks of a group shape,
 and the boxes (groups) a grid is cut into with their centres (step A's IN placement)."""
 
@@ -11,6 +11,8 @@ from topologies.grid import Grid
 
 ALGOS = ("all_at_once", "tree", "nc", "nc_every", "nc_recursive", "combine")
 MCASTS = ("tree", "all_at_once")
+BASELINES = ("all_at_once", "tree")
+"""The schemes without groups (no shape)."""
 
 
 class Step:
@@ -24,6 +26,27 @@ class Step:
     NAMES = {0: "base", 1: "B", 2: "D", 3: "E", 4: "F"}
     VC = {0: 0, 1: 0, 4: 1, 2: 2, 3: 3}
     """Each step its own VC: four steps, four VCs (spec 02's deadlock freedom on meshes)."""
+
+
+def check_names(grid: Grid, algo: str, mcast: str, sources: tuple[int, ...] | None) -> None:
+    """Refuse an unknown scheme or multicast, or sources that are not distinct nodes of ``grid``."""
+    if algo not in ALGOS:
+        raise ConfigError(f"coding scheme {algo!r} is not one of {', '.join(ALGOS)}")
+    if mcast not in MCASTS:
+        raise ConfigError(f"multicast {mcast!r} is not one of {', '.join(MCASTS)}")
+    if sources is not None:
+        if not sources or len(set(sources)) != len(sources) or not all(0 <= s < grid.size for s in sources):
+            raise ConfigError(f"sources must be distinct nodes within 0..{grid.size - 1}")
+
+
+def settle(grid: Grid, algo: str, shape, inner=None) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """A coded scheme's group shape, checked, and its inner shape (``nc_recursive``: the one given or
+    the shape halved, checked against the shape; other schemes: as given)."""
+    check_shape(grid, shape)
+    if algo == "nc_recursive":
+        inner = inner or halved(shape)
+        check_shape(Grid(max(shape), len(shape), False), inner, within=shape)
+    return tuple(shape), inner
 
 
 def check_shape(grid: Grid, shape, within=None) -> None:

@@ -3,7 +3,7 @@
 A plan is data every node of a run computes alike (it depends only on the grid and the scheme): for
 each node, the packets it starts with, what it forwards when it has a packet (``rules``), and what it
 makes once it has some packets (``makes``: encoding at an intermediate node). The NIC's executor
-(``nodes.nic.coding``) runs it on real frames; the analytic counter (``hops.py``) counts the same
+(``nodes.nic.coding``) runs it on real frames; the analytic counter (``counter.py``) counts the same
 schemes from closed forms and per-dimension sums, independently of these lists; the two must agree.
 
 Packets (keys): ``("p", s)`` the plain data of source s; ``("x", level, a, b)`` the XOR of the data of
@@ -38,10 +38,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from emu.config import ConfigError
 from topologies.grid import Grid, box_tree
 
-from .layout import ALGOS, MCASTS, Box, Step, box_centre, check_shape, halved, tiles
+from .layout import ALGOS, BASELINES, Box, Step, box_centre, check_names, settle, tiles
+from .planner import best_shape
+
+__all__ = ["ALGOS", "Plan", "Scheme", "Step", "plan"]
 
 
 @dataclass(frozen=True)
@@ -57,27 +59,16 @@ class Scheme:
     """``nc_recursive``: the shape of the groups inside a group; None: halve the longest side."""
 
     def check(self, grid: Grid) -> "Scheme":
-        if self.algo not in ALGOS:
-            raise ConfigError(f"coding scheme {self.algo!r} is not one of {', '.join(ALGOS)}")
-        if self.mcast not in MCASTS:
-            raise ConfigError(f"multicast {self.mcast!r} is not one of {', '.join(MCASTS)}")
-        if self.sources is not None:
-            if not self.sources or len(set(self.sources)) != len(self.sources) \
-                    or not all(0 <= s < grid.size for s in self.sources):
-                raise ConfigError(f"sources must be distinct nodes within 0..{grid.size - 1}")
-        shape = self.shape
-        if self.algo in ("all_at_once", "tree"):
+        """The scheme checked against ``grid``, with its group shape settled: the one given, or the
+        planner's choice (``planner.best_shape``)."""
+        check_names(grid, self.algo, self.mcast, self.sources)
+        if self.algo in BASELINES:
             return self
+        shape = self.shape
         if shape is None:
-            from .planner import best_shape
-
             shape = best_shape(grid, self.mcast, self.algo, self.sources)
-        check_shape(grid, shape)
-        inner = self.inner
-        if self.algo == "nc_recursive":
-            inner = inner or halved(shape)
-            check_shape(Grid(max(shape), len(shape), False), inner, within=shape)
-        return Scheme(self.algo, tuple(shape), self.mcast, self.sources, inner)
+        shape, inner = settle(grid, self.algo, shape, self.inner)
+        return Scheme(self.algo, shape, self.mcast, self.sources, inner)
 
 
 # -- plans -------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Spec 02's planner: the group shape and IN coordinates for a k-ary n-mesh or torus, chosen by the
-least aggregate hop count (``hops.count``), with the reasons printed: the longest-path table (per
+least aggregate hop count (``counter``), with the reasons printed: the longest-path table (per
 group shape, the longest path inside a group and between INs, per dimension and in total) and the
 per-step hop counts beside the floor N (N - 1).
 """
@@ -10,9 +10,8 @@ import itertools
 
 from topologies.grid import Grid
 
-from .counter import count
-from .layout import Box, box_centre, tiles
-from .plan import Scheme
+from .counter import Count, count_settled
+from .layout import BASELINES, Box, box_centre, check_names, settle, tiles
 
 
 def shapes(grid: Grid) -> list[tuple[int, ...]]:
@@ -45,13 +44,22 @@ def longest_paths(grid: Grid, shape) -> dict:
 def table(grid: Grid, mcast: str = "tree", algo: str = "nc", sources: tuple[int, ...] | None = None) -> list[dict]:
     rows = []
     for sh in shapes(grid):
-        c = count(grid, Scheme(algo, sh, mcast, sources))
+        c = _count(grid, algo, sh, mcast, sources)
         lp = longest_paths(grid, sh)
         rows.append(dict(shape="x".join(map(str, sh)), groups=grid.size // _prod(sh), members=_prod(sh),
                          inner=lp["inner"], inner_total=lp["inner_total"], between=lp["between"],
                          between_total=lp["between_total"], **{f"hops_{k}": v for k, v in sorted(c.hops.items())},
                          hops=c.total, unicasts=c.total_unicasts, _shape=sh))
     return rows
+
+
+def _count(grid: Grid, algo: str, shape: tuple[int, ...], mcast: str, sources: tuple[int, ...] | None) -> Count:
+    """The hops of the scheme with this group shape (checked as ``Scheme.check`` checks a given one)."""
+    check_names(grid, algo, mcast, sources)
+    inner = None
+    if algo not in BASELINES:
+        shape, inner = settle(grid, algo, shape)
+    return count_settled(grid, algo, shape, mcast, sources, inner)
 
 
 def _prod(sh) -> int:
@@ -90,8 +98,8 @@ def report(grid: Grid, mcast: str = "tree", algo: str = "nc") -> str:
         lines.append(f"{r['shape']:>9} {r['groups']:>6} {r['members']:>5} {str(r['inner']):>12} {r['inner_total']:>5} "
                      f"{str(r['between']):>12} {r['between_total']:>4} "
                      + " ".join(f"{r.get(s, 0):>9,}" for s in steps) + f" {r['hops']:>10,} {r['unicasts']:>9,}{mark}")
-    aao = count(grid, Scheme("all_at_once"))
-    tree = count(grid, Scheme("tree"))
+    aao = count_settled(grid, "all_at_once")
+    tree = count_settled(grid, "tree")
     b = next(r for r in rows if r["_shape"] == best)
     lp = longest_paths(grid, best)
     lines.append(f"chosen: groups of {b['shape']} ({b['groups']} groups of {b['members']}), INs at "
