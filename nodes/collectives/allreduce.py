@@ -10,14 +10,8 @@ import numpy as np
 
 from emu.reduce import Op
 
-
-def chunk_bounds(length: int, parts: int) -> list[int]:
-    """Boundaries of ``parts`` near-equal chunks (the first ``length % parts`` one element longer)."""
-    q, r = divmod(length, parts)
-    out = [0]
-    for i in range(parts):
-        out.append(out[-1] + q + (1 if i < r else 0))
-    return out
+from .chunks import chunk_bounds
+from .rooted import bcast_binomial, reduce_binomial
 
 
 async def ring(comm, x: np.ndarray, op: Op) -> np.ndarray:
@@ -121,7 +115,5 @@ async def rabenseifner(comm, x: np.ndarray, op: Op) -> np.ndarray:
 
 async def binomial(comm, x: np.ndarray, op: Op) -> np.ndarray:
     """Binomial-tree reduce to rank 0, then binomial broadcast from it."""
-    from .rooted import bcast_binomial, reduce_binomial
-
     res = await reduce_binomial(comm, x, op, 0)
     return await bcast_binomial(comm, res if res is not None else x.copy(), 0, base_step=1024)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .allreduce import chunk_bounds
 from emu.reduce import Op
+
+from .chunks import chunk_bounds
 
 
 def _rel(comm, root: int) -> int:
