@@ -8,24 +8,15 @@ The runner adds the run's common figures (completion time, frames, bytes, hop co
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import EmuError
+from .check_registry import CHECKS, CheckFn, Options, register
+from .sizes import parse_size
 
-CheckFn = Callable[[Any, "Options"], Awaitable[dict[str, Any]]]
-CHECKS: dict[str, CheckFn] = {}
-
-
-@dataclass(frozen=True)
-class Options:
-    seed: int = 0
-    pingall_full_max_hosts: int = 64
-    """Above this many hosts, pingall samples pairs instead of trying all of them."""
-    pingall_peers: int = 4
-    """Peers per host when sampling."""
-    extra: dict[str, Any] = field(default_factory=dict)
+__all__ = ["CHECKS", "COLLECTIVES", "CheckResult", "CollectiveOptions", "Options", "collective_options", "parse_size",
+           "pingall", "register", "run_check"]
 
 
 @dataclass
@@ -53,13 +44,6 @@ class CheckResult:
         if self.per_port_flow:
             d["per_port_flow"] = self.per_port_flow
         return d
-
-
-def register(name: str) -> Callable[[CheckFn], CheckFn]:
-    def deco(fn: CheckFn) -> CheckFn:
-        CHECKS[name] = fn
-        return fn
-    return deco
 
 
 async def run_check(net, name: str, options: Options) -> CheckResult:
@@ -117,20 +101,6 @@ async def pingall(net, options: Options) -> dict[str, Any]:
     if sampled:
         out["sampled"] = sampled
     return out
-
-
-def parse_size(text: str) -> int:
-    """'64KiB' -> 65536; accepts B, KiB, MiB, GiB, KB, MB (powers of 10) or a plain number of bytes."""
-    import re
-
-    from ..config import ConfigError
-
-    m = re.fullmatch(r"\s*(\d+)\s*([KMG]i?B|B)?\s*", str(text), re.I)
-    if not m:
-        raise ConfigError(f"size {text!r} is not a number of bytes such as 64KiB, 1MiB or 4096")
-    unit = (m.group(2) or "B").lower()
-    scale = {"b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 10**3, "mb": 10**6, "gb": 10**9}[unit]
-    return int(m.group(1)) * scale
 
 
 @dataclass(frozen=True)

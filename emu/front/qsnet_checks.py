@@ -15,7 +15,8 @@ import random
 from typing import Any
 
 from ..errors import EmuError
-from .checks import Options, parse_size, register
+from .check_registry import Options, register
+from .sizes import parse_size
 
 BASE_LOCAL = 0x1000_0000
 BASE_REMOTE = 0x4000_0000
