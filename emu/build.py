@@ -5,10 +5,12 @@ same pure-data description, so every process agrees on link ids, capture interfa
 which domain owns which node.
 
 Engines reach the runtime through a registry (DESIGN.md principle 8): a module that defines an
-engine kind calls :func:`register_engine` when it is imported (``nodes.nic.engine`` registers ``host``,
-``switch.forward`` registers ``switch``; these two are imported on first use); a node runs the kind
-named by ``node.info["engine"]``, else its ``kind``. The plan names the modules that registered the kinds it uses, so that a worker
-process imports them too. Nothing here imports ``nodes/`` or ``switch/``.
+engine kind calls :func:`register_engine` when it is imported; whoever builds a topology imports the
+modules of the kinds it runs first (the front door, ``emu.Cluster``, imports the kinds that come with
+the emulator). A node runs the kind named by ``node.info["engine"]``, else its ``kind``. The plan names
+the modules that registered the kinds it uses, so that a worker process imports them too. Nothing
+here imports ``nodes/``, ``switch/`` or ``topologies/``, nor knows their names: a topology is read
+through the protocols of :mod:`emu.graph`.
 """
 
 from __future__ import annotations
@@ -16,14 +18,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # the ground floor takes topologies as data; it imports nothing above it
-    from topologies.base import Node, Topology
+from typing import Any
 
 from .config import ConfigError, RunConfig, bind_address
 from .domain import Domain
 from .element import Element
+from .graph import Node, Topology
 from .partition import partition
 from .port import BufferState, CreditState, InPort, OutPort
 
@@ -44,8 +44,6 @@ class EngineKind:
 
 
 ENGINES: dict[str, EngineKind] = {}
-BUILT_IN = {"host": "nodes.nic.engine", "switch": "switch.forward", "manager": "switch.manager"}
-"""Where the kinds that come with the emulator register themselves (imported on first use)."""
 
 
 def register_engine(name: str, factory: Callable[[Node, Topology, dict], Any],
@@ -57,12 +55,10 @@ def register_engine(name: str, factory: Callable[[Node, Topology, dict], Any],
 def engine_kind(node: Node) -> EngineKind:
     name = node.info.get("engine", node.kind)
     kind = ENGINES.get(name)
-    if kind is None and name in BUILT_IN:
-        importlib.import_module(BUILT_IN[name])
-        kind = ENGINES.get(name)
     if kind is None:
         raise ConfigError(f"node {node.name}: no engine kind {name!r} is registered (known: "
-                          f"{', '.join(sorted(ENGINES))}); import the module that registers it")
+                          f"{', '.join(sorted(ENGINES)) or 'none'}); import the module that registers it "
+                          "(emu.front.engines registers the kinds that come with the emulator)")
     return kind
 
 

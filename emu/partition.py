@@ -16,10 +16,8 @@ partition changes wall-clock time only: figures and captures are the same whatev
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from topologies.base import Topology
+from .graph import Topology
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +27,7 @@ def by_order(names: list[str], parts: int) -> dict[str, int]:
     return {name: (i * parts) // len(names) for i, name in enumerate(names)}
 
 
-def expected_load(topology: "Topology") -> tuple[dict[tuple[str, str], int], dict[str, int]]:
+def expected_load(topology: Topology) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
     """Expected all-to-all traffic per node pair with links between them (summed over parallel
     links), and per node; integers (METIS takes integer weights), at least 1."""
     import networkx as nx
@@ -50,7 +48,7 @@ def expected_load(topology: "Topology") -> tuple[dict[tuple[str, str], int], dic
     return edge, node
 
 
-def partition(topology: "Topology", parts: int, method: str = "metis") -> dict[str, int]:
+def partition(topology: Topology, parts: int, method: str = "metis") -> dict[str, int]:
     """Node name -> part (0..parts-1); every part gets at least one node."""
     names = list(topology.nodes)
     if parts <= 1:
@@ -109,7 +107,7 @@ def _kernighan_lin(names, edge, node, parts) -> dict[str, int] | None:
     return {n: i for i, grp in enumerate(groups) for n in grp}
 
 
-def cut_share(topology: "Topology", owner: dict[str, int]) -> tuple[float, list[int]]:
+def cut_share(topology: Topology, owner: dict[str, int]) -> tuple[float, list[int]]:
     """(share of the expected traffic that crosses between parts, expected work per part)."""
     edge, node = expected_load(topology)
     total = sum(edge.values()) or 1

@@ -4,7 +4,9 @@
 same port model (FIFO, line rate, latency, the FCS appended by the sending port and checked by the
 receiving one) and the same ordering rule as the elements (per node: time, engine timer before
 frames, then input port, then sequence). The socket fabric must give exactly the same virtual
-times, which the integration tests check. Use it to test an engine of your own in milliseconds::
+times, which the integration tests check. Use it to test an engine of your own in milliseconds
+(the engine kinds a topology names must be registered first: ``import emu.front.engines`` registers
+those that come with the emulator, as ``emu.Cluster`` does)::
 
     net = EngineNet(topology, seed=1, drop=0.01, duplicate=0.01, reorder=0.05, corrupt=0.01)
     results = net.run({"h0": (app, "h3")})   # {host: what the app returned}

@@ -34,6 +34,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from expt import ci95, pyplot, write_csv  # noqa: E402
 
+import emu.front.engines  # noqa: E402,F401 -- registers the host and switch engines EngineNet builds
 from emu.sim import EngineNet  # noqa: E402
 from nodes.collectives.comm import Comm  # noqa: E402
 from nodes.collectives.hw import HW_GROUP  # noqa: E402

@@ -33,6 +33,7 @@ from ..metrics import RunMetrics, add_flow, diff, port_counters
 from ..pcapng import capture_order, write_pcapng
 from ..control import start_workers, worker_command
 from ..sync import LocalHandle, MsgStream, Pacer, RemoteHandle, Synchroniser
+from . import engines  # noqa: F401 -- fills the engine registry with the kinds that come with the emulator
 
 log = logging.getLogger(__name__)
 
