@@ -1,0 +1,121 @@
+"""The collective tests (``emu run --test allreduce`` and the rest of
+``nodes.collectives.operations``): their options, validated against the cluster, and one test per
+operation that runs it and checks the result against numpy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import EmuError
+from .check_registry import CheckFn, Options, register
+from .sizes import parse_size
+
+
+@dataclass(frozen=True)
+class CollectiveOptions:
+    dtype: str
+    size: int
+    count: int
+    op: str
+    root: int
+    algo: str | None
+    ranks: list[str] | None
+    offload: str | None = None
+    branch: int | None = None
+    """The offload tree's degree (None without an offload); given, or ``offload.default_branch``."""
+
+
+def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
+                       queue_capacity: int | None = None, elan=None) -> CollectiveOptions:
+    """Validate the collective options of ``emu run`` against the cluster's hosts (ConfigError)."""
+    import numpy as np
+
+    from nodes.collectives import DTYPES, get_op
+    from nodes.collectives.select import check
+
+    from ..config import ConfigError
+
+    dtype = extra.get("dtype") or "float32"
+    if dtype not in DTYPES:
+        raise ConfigError(f"unknown element type {dtype!r}; known: {', '.join(DTYPES)}")
+    size = parse_size(extra.get("size") or "1KiB")
+    itemsize = np.dtype(dtype).itemsize
+    if size % itemsize:
+        raise ConfigError(f"size {size} B is not a whole number of {dtype} elements ({itemsize} B)")
+    ranks = extra.get("ranks") or None
+    if ranks and len(set(ranks)) != len(ranks):
+        raise ConfigError(f"--ranks lists a host twice: {','.join(ranks)}")
+    unknown = [h for h in ranks or [] if h not in hosts]
+    if unknown:
+        raise ConfigError(f"--ranks: {', '.join(unknown)} not hosts of this topology (h0..h{len(hosts) - 1})")
+    n = len(ranks) if ranks else len(hosts)
+    op = extra.get("op") or "sum"
+    get_op(op).check(np.dtype(dtype))
+    root = int(extra.get("root") or 0)
+    if not 0 <= root < n:
+        raise ConfigError(f"--root {root} is not a rank of the {n}-rank communicator")
+    count = size // itemsize
+    if operation == "reduce_scatter" and count % n:
+        raise ConfigError(f"reduce_scatter: {count} elements do not split evenly over {n} ranks")
+    offload = extra.get("offload") or None
+    if extra.get("algo") and offload != "hw":
+        check(operation, extra["algo"], n)
+    branch = None if extra.get("branch") is None else int(extra["branch"])
+    if offload is not None:
+        from nodes.collectives.offload import default_branch, parts, validate
+
+        from ..config import NicSpec
+
+        if offload == "hw":  # --algo names the hardware algorithm (nodes.collectives.hw.HW_ALGOS)
+            validate(operation, np.dtype(dtype), op, branch or 1, offload, count, algo=extra.get("algo"), elan=elan)
+            return CollectiveOptions(dtype, size, count, op, root, extra.get("algo"), ranks, offload, branch)
+        if offload == "switch":
+            if extra.get("algo") or branch is not None:
+                raise ConfigError("--algo and --branch do not apply to --offload switch (the manager picks the tree "
+                                  "and the aggregation algorithm)")
+            validate(operation, np.dtype(dtype), op, 1, offload)
+            return CollectiveOptions(dtype, size, count, op, root, None, ranks, offload, None)
+        if extra.get("algo"):
+            raise ConfigError("--algo names a host software algorithm; leave it out with --offload nic")
+        if branch is None:
+            branch = default_branch(operation, n, parts(count, np.dtype(dtype)),
+                                    NicSpec().queue_capacity if queue_capacity is None else queue_capacity)
+        validate(operation, np.dtype(dtype), op, branch, offload, count, queue_capacity)
+    return CollectiveOptions(dtype, size, count, op, root, extra.get("algo"), ranks, offload, branch)
+
+
+def _collective_check(operation: str) -> CheckFn:
+    async def check(net, options: Options) -> dict[str, Any]:
+        from nodes.collectives.run import check_results, run_collective
+
+        spec = net.topology.hosts[0].spec
+        o = collective_options(operation, options.extra, net.hosts, spec.nic.queue_capacity, spec.elan)
+        res = await run_collective(net, operation, count=o.count, dtype=o.dtype, op=o.op, algo=o.algo,
+                                   root=o.root, ranks=o.ranks, seed=options.seed, offload=o.offload,
+                                   branch=o.branch)
+        if res.errors:
+            raise EmuError(f"the NICs reported errors: {res.errors}")
+        try:
+            check_results(res, o.count, o.dtype, o.op, o.root, options.seed)
+        except AssertionError as e:
+            raise EmuError(f"wrong result: {e}") from None
+        return {"completion_ns": res.completion_ns, "algo": res.algo, "ranks": len(res.ranks), "size_bytes": o.size,
+                "dtype": o.dtype, "op": o.op, "cpu_ns_total": res.cpu_ns_total, "cpu_ns_max": res.cpu_ns_max,
+                "result": "equal to numpy"}
+    check.__doc__ = (f"{COLLECTIVES[operation]}.\n\nThe result is checked against numpy; options: algo, size, "
+                     "dtype, op, root, ranks, offload, branch.")
+    return check
+
+
+def _collectives() -> dict[str, str]:
+    from nodes.collectives.operations import OPERATIONS
+
+    return {name: op.summary for name, op in OPERATIONS.items()}
+
+
+COLLECTIVES = _collectives()
+"""The collective tests (``nodes.collectives.operations``), each with the line ``emu run --help`` shows."""
+
+for _name in COLLECTIVES:
+    register(_name)(_collective_check(_name))
