@@ -16,18 +16,12 @@ import sys
 import time
 
 import trio
-from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..config import ConfigError
 from ..errors import EmuError, leaves
-
-def make_console(stderr: bool = False) -> Console:
-    """A console that does not squeeze tables to 80 columns when the output is a pipe or a file."""
-    c = Console(stderr=stderr)
-    return c if c.is_terminal else Console(stderr=stderr, width=120)
-
+from .consoles import make_console
 
 console = make_console()
 
