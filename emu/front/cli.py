@@ -427,7 +427,7 @@ def _main(ap, argv) -> int:
         if args.cmd == "demo":
             from .demo import main as demo_main
 
-            return demo_main(args.hosts, args.plot or None)
+            return demo_main(args.hosts, args.plot or None, make_console)
         if args.cmd == "topo":
             return cmd_topo(args)
         if args.cmd == "wireshark":

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import trio
+from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -22,6 +23,7 @@ from topologies import star
 
 from .checks import Options, run_check
 from .cluster import Cluster
+from .consoles import make_console as default_console
 from ..config import HostSpec
 
 
@@ -64,13 +66,10 @@ async def _run_all(n: int, processes: int) -> list[tuple[str, int, int, int]]:
 
 
 @contextlib.contextmanager
-def busy(what: str) -> Iterator[Callable[[str], None]]:
-    """A transient spinner on stderr (with the elapsed time) while a part of the demo computes;
-    yields a function that changes what it says. Nothing may print to stdout meanwhile. Silent when
-    stderr is not a terminal (a log file gets no spinner frames)."""
-    from .cli import make_console
-
-    err = make_console(stderr=True)
+def busy(err: Console, what: str) -> Iterator[Callable[[str], None]]:
+    """A transient spinner on stderr (the console ``err``, with the elapsed time) while a part of the
+    demo computes; yields a function that changes what it says. Nothing may print to stdout
+    meanwhile. Silent when stderr is not a terminal (a log file gets no spinner frames)."""
     if not err.is_terminal:
         yield lambda text: None
         return
@@ -80,13 +79,15 @@ def busy(what: str) -> Iterator[Callable[[str], None]]:
         yield lambda text: progress.update(task, description=text)
 
 
-async def demo(n: int = 8, plot_path: str | None = "emu-demo-allreduce.png") -> int:
-    from .cli import make_console
-
+async def demo(n: int = 8, plot_path: str | None = "emu-demo-allreduce.png",
+               make_console: Callable[..., Console] = default_console) -> int:
+    """The demo; ``make_console(stderr=False)`` makes the consoles it prints on (the caller's: the
+    ``emu`` command passes its own)."""
     console = make_console()
+    err = make_console(stderr=True)
     console.print(f"[bold]hpc-emu demo[/]: star:n={n}, links 100 ns / 100 Gbit/s, switch 50 ns, NIC 100 ns, "
                   "4 KiB frames")
-    with busy(f"fabric: echo, 1 MiB, fan-in on star:n={n}, one process") as say:
+    with busy(err, f"fabric: echo, 1 MiB, fan-in on star:n={n}, one process") as say:
         wall = time.perf_counter()
         one = await _run_all(n, 1)
         wall1 = time.perf_counter() - wall
@@ -105,7 +106,7 @@ async def demo(n: int = 8, plot_path: str | None = "emu-demo-allreduce.png") -> 
     topo = Table(title="pingall on 16 hosts: topologies side by side")
     for col in ("topology", "switches", "links", "completion ns", "crossings", "mean RTT ns", "max RTT ns"):
         topo.add_column(col, justify="left" if col == "topology" else "right", no_wrap=True)
-    with busy("pingall") as say:
+    with busy(err, "pingall") as say:
         for spec in ("star:n=16", "fattree:k=4,n=2", "mesh:k=4,n=2", "torus:k=4,n=2"):
             say(f"pingall on {spec}")
             async with Cluster(spec) as net:
@@ -114,14 +115,14 @@ async def demo(n: int = 8, plot_path: str | None = "emu-demo-allreduce.png") -> 
                 topo.add_row(spec, str(len(net.switches)), str(len(net.topology.links)), f"{r.completion_ns:,}",
                              f"{r.hop_count:,}", f"{r.figures['rtt_mean_ns']:,}", f"{r.figures['rtt_max_ns']:,}")
     console.print(topo)
-    ok &= await _collectives(console, plot_path)
-    ok &= await _nic_offload(console)
-    ok &= await _offloads(console)
-    ok &= await _coding(console)
+    ok &= await _collectives(console, err, plot_path)
+    ok &= await _nic_offload(console, err)
+    ok &= await _offloads(console, err)
+    ok &= await _coding(console, err)
     return 0 if ok else 1
 
 
-async def _coding(console) -> bool:
+async def _coding(console, err) -> bool:
     """Spec 02: the all-to-all broadcast on a mesh and a torus, by tree, all-at-once and XOR coding."""
     from nodes.collectives.coding import Scheme, count
     from nodes.collectives.run import check_results, run_collective
@@ -132,7 +133,7 @@ async def _coding(console) -> bool:
     for col in ("topology", "floor", "tree", "all_at_once", "nc (XOR coding)"):
         t.add_column(col, justify="left" if col == "topology" else "right", no_wrap=True)
     ok = True
-    with busy("all-to-all broadcast: tree vs all-at-once vs coding") as say:
+    with busy(err, "all-to-all broadcast: tree vs all-at-once vs coding") as say:
         for spec in ("mesh:k=8,n=2", "torus:k=8,n=2"):
             async with Cluster(spec) as net:
                 grid = grid_of(net.topology)
@@ -151,7 +152,7 @@ async def _coding(console) -> bool:
     return ok
 
 
-async def _offloads(console) -> bool:
+async def _offloads(console, err) -> bool:
     """The comparison users come for: one allreduce, host software vs each offload, on one fabric."""
     from nodes.collectives.hw import HW_GROUP
     from nodes.collectives.run import check_results, run_collective
@@ -168,7 +169,7 @@ async def _offloads(console) -> bool:
     for col in ("size", "host software", "nic (spec 01)", "hw (spec 03)", "switch (spec 04)"):
         t.add_column(col, justify="right", no_wrap=True)
     ok = True
-    with busy("allreduce: host software vs nic vs hw vs switch") as say:
+    with busy(err, "allreduce: host software vs nic vs hw vs switch") as say:
         async with Cluster(topo) as net:
             for size in (256, 4096, 65536):
                 cells = []
@@ -186,14 +187,14 @@ async def _offloads(console) -> bool:
     return ok
 
 
-async def _nic_offload(console) -> bool:
+async def _nic_offload(console, err) -> bool:
     """Spec 01: the same allreduce in host software and offloaded to the NICs."""
     from nodes.collectives.run import check_results, run_collective
 
     t = Table(title="allreduce of doubles: host software vs NIC offload (triggered descriptors, the default tree)")
     for col in ("nodes", "size", "software us", "algorithm", "NIC offload us", "speedup", "host CPU sw / nic ns"):
         t.add_column(col, justify="right", no_wrap=True)
-    with busy("allreduce: host software vs NIC offload") as say:
+    with busy(err, "allreduce: host software vs NIC offload") as say:
         for spec in ("fattree:k=2,n=4", "fattree:k=2,n=6"):
             async with Cluster(spec) as net:
                 for size in (8, 48, 56):
@@ -210,14 +211,14 @@ async def _nic_offload(console) -> bool:
     return True
 
 
-async def _collectives(console, plot_path: str | None) -> bool:
+async def _collectives(console, err, plot_path: str | None) -> bool:
     """Allreduce algorithms (host software, the baseline of every offload) across sizes and nodes."""
     from nodes.collectives import ALGORITHMS
     from nodes.collectives.sweep import plot, sweep
 
     algos = list(ALGORITHMS["allreduce"])
     sizes = [64, 4096, 65536]
-    with busy(f"allreduce algorithms across sizes on 8 and 16 hosts ({len(algos) * len(sizes) * 2} runs)"):
+    with busy(err, f"allreduce algorithms across sizes on 8 and 16 hosts ({len(algos) * len(sizes) * 2} runs)"):
         rows = await sweep(["fattree:k=2,n=3", "fattree:k=2,n=4"], sizes, algos)
     t = Table(title="allreduce, host software on binary fat trees: virtual completion (us); * = fastest")
     t.add_column("nodes", justify="right")
@@ -236,5 +237,6 @@ async def _collectives(console, plot_path: str | None) -> bool:
     return True
 
 
-def main(n: int = 8, plot_path: str | None = "emu-demo-allreduce.png") -> int:
-    return trio.run(demo, n, plot_path)
+def main(n: int = 8, plot_path: str | None = "emu-demo-allreduce.png",
+         make_console: Callable[..., Console] = default_console) -> int:
+    return trio.run(demo, n, plot_path, make_console)
