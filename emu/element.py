@@ -311,123 +311,171 @@ class Element:
         serialise in one lookahead."""
         heap = self.heap
         eng = self.engine
-        outs = self.outs
-        ins = self.ins
-        cap = self.capture
         links = self.link_events
         pev = self.pevents
         min_delay = eng.min_delay_ns
         cut = getattr(eng, "cut_through", False)  # virtual cut-through: the promise is on the tail leaving
         # engines that check their own CRCs (QsNet) take frames that fail the FCS (cut-through)
         passes = getattr(eng, "passes_damaged", None)
-        while True:
+        while True:  # the next event in the fixed order: link change, port event, timer, frame
             tt = eng.timer
             th = heap[0][0] if heap else INF
             tp = pev[0][0] if pev else INF
+            token = None
             if links and links[0][0] <= th and links[0][0] <= tp and (tt is None or links[0][0] <= tt):
-                # a scheduled link change, told to the engine before anything else at that time
                 if links[0][0] >= t_end:
                     break
-                self.now, port, up = heapq.heappop(links)
-                handler = getattr(eng, "on_link_change", None)
-                if handler is None:
-                    continue
-                result = handler(port, up, self.now)
-                if result:
-                    self.active_ns = self.now
-                token = None
+                result = self._link_change()
             elif tp <= th and (tt is None or tp <= tt):
-                # credit flow control: a port may start frames, or a frame left its input buffer
                 if tp >= t_end:
                     break
-                self.now, _, what, obj = heapq.heappop(pev)
-                if what == WAKE:
-                    self._wake(obj)
-                else:
-                    self._release(obj)
+                self._port_event()
                 continue
             elif tt is not None and tt <= th:
                 if tt >= t_end:
                     break
-                if tt < self.now:
-                    raise EngineError(f"{self.name}: engine timer {tt} ns is before now ({self.now} ns)")
-                self.now = self.active_ns = tt
-                result = eng.on_timer(tt)
-                token = None
+                result = self._fire_timer(tt)
             else:
                 if th >= t_end:
                     break
-                now, port, _, wire, kind = heapq.heappop(heap)
-                self.now = self.active_ns = now
-                inp = ins[port]
-                buf = inp.buf
-                if not kind & CLEAN and crc32(wire) != FCS_RESIDUE:  # corrupted on the wire: the port drops it
-                    inp.fcs_errors += 1
-                    if cap is not None:
-                        cap.append((now, inp.iface, DIR_IN | FCS_ERROR, wire))
-                    if passes is None or not passes(wire):
-                        if buf is not None and not is_credit(wire):
-                            self._return_credit(inp, wire, bool(kind & POOL))
-                        continue
-                    cap_done = True  # an engine that checks its own CRCs takes it (cut-through)
-                else:
-                    cap_done = False
-                if inp.timeline is not None and inp.timeline.down_during(
-                        now - inp.latency_ns - -((-(len(wire) + (4 if kind & NOFCS else 0)) * 8_000_000_000)
-                                                 // inp.bandwidth_bps), now):
-                    inp.lost_in_flight += 1  # it was on the wire while the link was down
-                    if cap is not None:
-                        cap.append((now, inp.iface, DIR_IN | LOST_DOWN, wire))
-                    if buf is not None and not is_credit(wire):
-                        self._return_credit(inp, wire, bool(kind & POOL))
+                arrived = self._arrive(passes)
+                if arrived is None:  # the port kept it: dropped, or link control
                     continue
-                if cap is not None and not cap_done:
-                    cap.append((now, inp.iface, DIR_IN, wire))
-                if is_credit(wire):  # link control: credit for the reverse direction's sender
-                    vc, pool, _, nbytes = CREDIT.unpack(wire, ETH_LEN)
-                    outp = outs[port]
-                    if outp is not None and outp.flow is not None:
-                        outp.credit(vc, bool(pool), nbytes)
-                        self._wake(outp)
-                    continue
-                token = None
-                if buf is not None:
-                    vc = wire[VC_OFF] % buf.vcs if len(wire) > VC_OFF else 0
-                    try:
-                        buf.take(vc, bool(kind & POOL), len(wire), now)
-                    except OverflowError as e:
-                        raise EngineError(f"{inp.name}: credit flow control broken: {e}") from None
-                    token = [inp, vc, bool(kind & POOL), len(wire), 0]
-                result = eng.receive(wire if kind & NOFCS else wire[:-4], port, now)
-            for i in range(len(result)):
-                port, frame, at = result[i]
-                result[i] = None  # a burst of frames (a long message) is not held twice: port copy only
-                p = outs[port] if 0 <= port < len(outs) else None
-                if p is None:
-                    raise EngineError(f"{self.name}: engine sent a frame to port {port}, which has no link")
-                if at - self.now < min_delay and not (cut and at + p._ser(len(frame) + 4) - self.now >= min_delay):
-                    raise EngineError(f"{self.name}: engine emitted a frame at {at} ns while handling an event at "
-                                      f"{self.now} ns, earlier than its promised minimum delay of {min_delay} ns")
-                if not p.up or (p.timeline is not None and not p.timeline.up_at(at)):
-                    p.dropped += 1
-                    if cap is not None:
-                        cap.append((at, p.iface, DIR_OUT | DROPPED, add_fcs(frame)))
-                    continue
-                if token is not None:
-                    token[4] += 1
-                if p.flow is not None:  # the receiver's buffers take it when a credit covers it
-                    p.hand_over(frame, at, token)
-                    self._event(at, WAKE, p)
-                    continue
-                start = p.enqueue(frame, at)
-                self.busy[p] = None
-                if token is not None:  # it leaves its input buffer as it starts on its way out
-                    self._event(start, RELEASE, token)
+                frame, port, token = arrived
+                result = eng.receive(frame, port, self.now)
+            if result:
+                self._emit(result, token, min_delay, cut)
             if token is not None and token[4] == 0:  # consumed here, or dropped: the buffer is free now
                 token[4] = 1
                 self._release(token)
         self.safe_time = t_end
         return self._transmit(t_end + self.lookahead, window) if self.busy else INF
+
+    # -- the events of a window ------------------------------------------------------------------
+    def _link_change(self) -> list:
+        """A scheduled link change, told to the engine before anything else at that time."""
+        self.now, port, up = heapq.heappop(self.link_events)
+        handler = getattr(self.engine, "on_link_change", None)
+        if handler is None:
+            return []
+        result = handler(port, up, self.now)
+        if result:
+            self.active_ns = self.now
+        return result
+
+    def _port_event(self) -> None:
+        """Credit flow control: a port may start frames, or a frame left its input buffer."""
+        self.now, _, what, obj = heapq.heappop(self.pevents)
+        if what == WAKE:
+            self._wake(obj)
+        else:
+            self._release(obj)
+
+    def _fire_timer(self, tt: int) -> list:
+        if tt < self.now:
+            raise EngineError(f"{self.name}: engine timer {tt} ns is before now ({self.now} ns)")
+        self.now = self.active_ns = tt
+        return self.engine.on_timer(tt)
+
+    def _arrive(self, passes) -> tuple[bytes, int, list | None] | None:
+        """The earliest received frame reaches its input port: the port checks its FCS and that
+        its link was up while it was on the wire, hands a credit to the output port it is for, and
+        puts the rest in its input buffer. Returns (frame without FCS, port, buffer token) for the
+        engine, or None when the port kept the frame."""
+        now, port, _, wire, kind = heapq.heappop(self.heap)
+        self.now = self.active_ns = now
+        inp = self.ins[port]
+        cap = self.capture
+        if not kind & CLEAN and crc32(wire) != FCS_RESIDUE:  # corrupted on the wire
+            if not self._take_damaged(inp, now, wire, kind, passes):
+                return None
+            cap_done = True  # captured as damaged
+        else:
+            cap_done = False
+        if inp.timeline is not None and self._lost_while_down(inp, now, wire, kind):
+            return None
+        if cap is not None and not cap_done:
+            cap.append((now, inp.iface, DIR_IN, wire))
+        if is_credit(wire):  # link control: credit for the reverse direction's sender
+            self._credit_arrived(port, wire)
+            return None
+        token = None if inp.buf is None else self._enter_buffer(inp, wire, kind, now)
+        return (wire if kind & NOFCS else wire[:-4]), port, token
+
+    def _take_damaged(self, inp: InPort, now: int, wire: bytes, kind: int, passes) -> bool:
+        """A frame that fails its FCS: the port drops it, unless the engine checks its own CRCs
+        and takes it (cut-through). Returns whether the engine takes it."""
+        inp.fcs_errors += 1
+        if self.capture is not None:
+            self.capture.append((now, inp.iface, DIR_IN | FCS_ERROR, wire))
+        if passes is not None and passes(wire):
+            return True
+        if inp.buf is not None and not is_credit(wire):
+            self._return_credit(inp, wire, bool(kind & POOL))
+        return False
+
+    def _lost_while_down(self, inp: InPort, now: int, wire: bytes, kind: int) -> bool:
+        """Was the frame on the wire while its link was down (scheduled)? Then it is lost."""
+        ser_ns = -(-(len(wire) + (4 if kind & NOFCS else 0)) * 8_000_000_000 // inp.bandwidth_bps)  # rounded up
+        if not inp.timeline.down_during(now - inp.latency_ns - ser_ns, now):
+            return False
+        inp.lost_in_flight += 1
+        if self.capture is not None:
+            self.capture.append((now, inp.iface, DIR_IN | LOST_DOWN, wire))
+        if inp.buf is not None and not is_credit(wire):
+            self._return_credit(inp, wire, bool(kind & POOL))
+        return True
+
+    def _credit_arrived(self, port: int, wire: bytes) -> None:
+        """Credit for the output port of the same number (the reverse direction of the link)."""
+        vc, pool, _, nbytes = CREDIT.unpack(wire, ETH_LEN)
+        outp = self.outs[port]
+        if outp is not None and outp.flow is not None:
+            outp.credit(vc, bool(pool), nbytes)
+            self._wake(outp)
+
+    def _enter_buffer(self, inp: InPort, wire: bytes, kind: int, now: int) -> list:
+        """The frame takes its room in the input buffer; the token frees it when every frame the
+        engine sends because of it has started on its way (``_release``)."""
+        buf = inp.buf
+        vc = wire[VC_OFF] % buf.vcs if len(wire) > VC_OFF else 0
+        try:
+            buf.take(vc, bool(kind & POOL), len(wire), now)
+        except OverflowError as e:
+            raise EngineError(f"{inp.name}: credit flow control broken: {e}") from None
+        return [inp, vc, bool(kind & POOL), len(wire), 0]
+
+    def _emit(self, result: list, token: list | None, min_delay: int, cut: bool) -> None:
+        """Hand the frames the engine returned to their output ports: queued for the line, or
+        waiting for credit; dropped where the port is down when the frame would start. Each
+        counts on ``token``, so the received frame that caused them stays in its input buffer
+        until they have started on their way."""
+        outs = self.outs
+        now = self.now
+        for i in range(len(result)):
+            port, frame, at = result[i]
+            result[i] = None  # a burst of frames (a long message) is not held twice: port copy only
+            p = outs[port] if 0 <= port < len(outs) else None
+            if p is None:
+                raise EngineError(f"{self.name}: engine sent a frame to port {port}, which has no link")
+            if at - now < min_delay and not (cut and at + p._ser(len(frame) + 4) - now >= min_delay):
+                raise EngineError(f"{self.name}: engine emitted a frame at {at} ns while handling an event at "
+                                  f"{now} ns, earlier than its promised minimum delay of {min_delay} ns")
+            if not p.up or (p.timeline is not None and not p.timeline.up_at(at)):
+                p.dropped += 1
+                if self.capture is not None:
+                    self.capture.append((at, p.iface, DIR_OUT | DROPPED, add_fcs(frame)))
+                continue
+            if token is not None:
+                token[4] += 1
+            if p.flow is not None:  # the receiver's buffers take it when a credit covers it
+                p.hand_over(frame, at, token)
+                self._event(at, WAKE, p)
+                continue
+            start = p.enqueue(frame, at)
+            self.busy[p] = None
+            if token is not None:  # it leaves its input buffer as it starts on its way out
+                self._event(start, RELEASE, token)
 
     # -- credit flow control ---------------------------------------------------------------------
     def _event(self, t: int, what: int, obj: Any) -> None:
