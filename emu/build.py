@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from . import plugins
 from .config import ConfigError, RunConfig, bind_address
 from .domain import Domain
 from .element import Element
@@ -55,6 +56,8 @@ def register_engine(name: str, factory: Callable[[Node, Topology, dict], Any],
 def engine_kind(node: Node) -> EngineKind:
     name = node.info.get("engine", node.kind)
     kind = ENGINES.get(name)
+    if kind is None and plugins.load(plugins.ENGINES, name):  # an installed package registers it
+        kind = ENGINES.get(name)
     if kind is None:
         raise ConfigError(f"node {node.name}: no engine kind {name!r} is registered (known: "
                           f"{', '.join(sorted(ENGINES)) or 'none'}); import the module that registers it "

@@ -26,6 +26,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from emu.plugins import NIC_MECHANISMS, load as load_plugin
 from emu.build import register_engine
 from emu.config import HostSpec
 from emu.wire import (ETH_LEN, FABRIC, FLAG_BCAST, HDR_LEN, MSG, PING, DecodeError, PacketType, build_frame,
@@ -106,6 +107,8 @@ class NicEngine:
         damaged = []
         for name in names:
             cls = MECHANISMS.get(name)
+            if cls is None and load_plugin(NIC_MECHANISMS, name):  # an installed package registers it
+                cls = MECHANISMS.get(name)
             if cls is None:
                 raise ValueError(f"{self.name}: no NIC mechanism {name!r} is registered (known: "
                                  f"{', '.join(sorted(MECHANISMS))}); import the module that registers it")

@@ -1,0 +1,32 @@
+"""Registries filled from installed packages: entry points name the modules that register.
+
+A registry (engine kinds in :mod:`emu.build`, NIC mechanisms in ``emu.nodes.nic.interface``) is
+filled by the modules that register into it when they are imported. When a name is asked for that
+nobody registered yet, :func:`load` looks for an entry point of that name in the registry's group
+and imports the module it names -- the emulator's own kinds come this way too (``pyproject.toml``),
+and so can a package of yours::
+
+    [project.entry-points."emu.engines"]
+    hub = "mypkg.hub"            # mypkg/hub.py calls register_engine("hub", ...)
+
+    [project.entry-points."emu.nic_mechanisms"]
+    counter = "mypkg.counter"    # mypkg/counter.py registers the mechanism "counter"
+
+so worker processes and MPI ranks, which import only what their plan names, find them as well.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+
+ENGINES = "emu.engines"
+NIC_MECHANISMS = "emu.nic_mechanisms"
+
+
+def load(group: str, name: str) -> bool:
+    """Import the module the entry point ``name`` of ``group`` names; False: there is none."""
+    found = entry_points(group=group, name=name)
+    for ep in found:
+        importlib.import_module(ep.module)
+    return bool(found)
