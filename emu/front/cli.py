@@ -119,9 +119,22 @@ def run_epilog() -> str:
 
 
 async def _run(args) -> int:
-    from .checks import Options, run_check
-    from .cluster import Cluster
+    names, offload = _checked_run_args(args)
+    topo, faults, defaults, settings = _topology_with_faults(args)
+    extra = _collective_extra(args, names, offload, topo)
+    _add_manager_and_group(args, topo, extra, faults, defaults, settings)
+    from .estimate import large_run_note
 
+    note = await large_run_note(names, topo, extra, args.seed)  # before it starts: a person may rather stop
+    if note:
+        make_console(stderr=True).print(f"[yellow]{note}[/]")
+    results, mgr_note = await _run_tests(args, topo, names, faults, extra)
+    return _show_results(args, results, mgr_note)
+
+
+def _checked_run_args(args) -> tuple[list[str], str | None]:
+    """The tests named and the offload (None: host software), after refusing options out of range
+    and output paths that cannot be written."""
     names = tests_named(args.test)
     offload = None if args.offload in (None, "none") else args.offload
     if not 0 <= args.seed < 2**63:
@@ -132,6 +145,12 @@ async def _run(args) -> int:
         raise ConfigError(f"--root {args.root} is not a rank")
     _writable("--pcap", args.pcap)
     _writable("--json", args.json)
+    return names, offload
+
+
+def _topology_with_faults(args) -> tuple:
+    """(topology, faults, settings file layer, --set layer): the topology built and validated, and the
+    ``--fault`` options parsed, each naming real nodes and links of it."""
     from topologies.registry import build
 
     from ..faults import Fault
@@ -140,7 +159,13 @@ async def _run(args) -> int:
     defaults, settings = _settings(args)
     topo = build(args.topo, defaults=defaults, settings=settings)
     topo.validate()
-    for f in faults:  # name real nodes and links before anything starts
+    _check_faults(topo, faults)
+    return topo, faults, defaults, settings
+
+
+def _check_faults(topo, faults) -> None:
+    """Refuse a fault on a node or link the topology does not have, before anything starts."""
+    for f in faults:
         for node in ([f.switch] if f.switch else list(f.link)):
             if node not in topo.nodes:
                 raise ConfigError(f"--fault: no node {node!r} in {topo.name}")
@@ -148,6 +173,11 @@ async def _run(args) -> int:
             raise ConfigError(f"--fault: no link between {f.link[0]} and {f.link[1]} in {topo.name}")
         if f.switch and topo.nodes[f.switch].kind != "switch":
             raise ConfigError(f"--fault: {f.switch} is not a switch")
+
+
+def _collective_extra(args, names: list[str], offload: str | None, topo) -> dict:
+    """The collective options as the tests take them (``Options.extra``), refused before anything
+    starts where no test named takes them or a collective cannot run with them."""
     extra = {"algo": args.algo, "size": args.size, "dtype": args.dtype, "op": args.op, "root": args.root,
              "ranks": args.ranks.split(",") if args.ranks else None, "offload": offload,
              "branch": args.branch}
@@ -175,11 +205,18 @@ async def _run(args) -> int:
             raise ConfigError(f"--size {opts.size:,} B is over what the hosts accept in one message "
                               f"(host.max_message_bytes = {limit:,}); use a smaller size or --set "
                               "host.max_message_bytes=...")
+    return extra
+
+
+def _add_manager_and_group(args, topo, extra: dict, faults, defaults: dict, settings: dict) -> None:
+    """Attach the network manager (``--manager``, or for the switch offload, which asks it for a tree)
+    and, for the hardware offload, the multicast group over the run's ranks."""
     from ..config import ManagerSpec, merge_settings
 
     mset = merge_settings(defaults, settings).get("manager", {})
     if mset and not args.manager:
         raise ConfigError("manager.* settings apply to the network manager: give --manager too")
+    offload = extra["offload"]
     if args.manager or offload == "switch":  # in-network allreduce asks the network manager for a tree
         topo.add_manager(spec=ManagerSpec(**mset))
     if offload == "hw":  # hardware collectives use a multicast group over the run's ranks
@@ -188,11 +225,13 @@ async def _run(args) -> int:
         # a switch or link down from the start: the group's tree is rooted and routed around it
         avoid = [f.switch or f.link for f in faults if f.action == "down" and f.at_ns == 0]
         topo.add_group(HW_GROUP, extra["ranks"] or topo.host_names(), avoid=avoid)
-    from .estimate import large_run_note
 
-    note = await large_run_note(names, topo, extra, args.seed)  # before it starts: a person may rather stop
-    if note:
-        make_console(stderr=True).print(f"[yellow]{note}[/]")
+
+async def _run_tests(args, topo, names: list[str], faults, extra: dict) -> tuple[list, list[str]]:
+    """Start the cluster and run the tests in order under a transient progress line on stderr;
+    returns their results and the network manager's notes (empty without one)."""
+    from .cluster import Cluster
+
     results = []
     mgr_note: list[str] = []
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
@@ -207,36 +246,54 @@ async def _run(args) -> int:
             if args.manager and topo.nodes[topo.manager].info["manager"].bringup:
                 current = "link bring-up"
                 progress.update(task, description="link bring-up")
-                for f in faults:  # faults from the start are there for the link tests too
-                    if f.at_ns == 0:
-                        await net.schedule(net.now, f.action, link=f.link, switch=f.switch, rate=f.rate)
-                await net.run({})  # every link tested before the tests start
+                await _bring_up_links(net, faults)
                 mgr_note.append(f"link bring-up over at {net.now:,} ns")
             for name in names:
                 current = name
                 progress.update(task, description=f"{name}: running")
-                for f in faults:  # each test gets the faults, timed from its own start
-                    await net.schedule(net.now + f.at_ns, f.action, link=f.link, switch=f.switch, rate=f.rate)
-                wall = time.perf_counter()
-                r = await run_check(net, name, Options(seed=args.seed, extra=extra))
-                r.figures["wall_s"] = round(time.perf_counter() - wall, 3)
-                results.append(r)
+                results.append(await _run_test(net, name, faults, args.seed, extra))
             if args.manager:
-                st = next(s for s in await net.stats() if s["name"] == topo.manager)
-                e = st["engine"]
-                mgr_note.append(f"traps {e['traps']}, links out {e['links_out']}, back {e['links_back']}, kept "
-                                f"{e['links_kept']}, commands {e['commands_sent']} ({e['commands_done']} done, "
-                                f"{e['commands_failed']} failed)")
-                mgr_note.extend(f"{t:,} ns: {what}" for t, what in st["actions"])
-    table = Table(title=f"{args.topo} (seed {args.seed}); figures in virtual time")
-    for col in ("test", "ok", "completion (ns)", "frames", "bytes", "hop count"):
-        table.add_column(col, justify="left" if col == "test" else "right", no_wrap=True)
-    for r in results:
-        table.add_row(r.name, "[green]yes[/]" if r.ok else "[red]NO[/]",
-                      "-" if r.completion_ns is None else f"{r.completion_ns:,}", f"{r.frames:,}",
-                      f"{r.bytes:,}", f"{r.hop_count:,}")
+                mgr_note.extend(await _manager_notes(net, topo))
+    return results, mgr_note
+
+
+async def _bring_up_links(net, faults) -> None:
+    """The manager tests every link before the tests start; faults from the start are there for the
+    link tests too."""
+    for f in faults:
+        if f.at_ns == 0:
+            await net.schedule(net.now, f.action, link=f.link, switch=f.switch, rate=f.rate)
+    await net.run({})
+
+
+async def _run_test(net, name: str, faults, seed: int, extra: dict):
+    """One test, with the faults timed from its own start, and the wall-clock time it took."""
+    from .checks import Options, run_check
+
+    for f in faults:
+        await net.schedule(net.now + f.at_ns, f.action, link=f.link, switch=f.switch, rate=f.rate)
+    wall = time.perf_counter()
+    r = await run_check(net, name, Options(seed=seed, extra=extra))
+    r.figures["wall_s"] = round(time.perf_counter() - wall, 3)
+    return r
+
+
+async def _manager_notes(net, topo) -> list[str]:
+    """What the network manager counted and did over the run, one line per action."""
+    st = next(s for s in await net.stats() if s["name"] == topo.manager)
+    e = st["engine"]
+    notes = [f"traps {e['traps']}, links out {e['links_out']}, back {e['links_back']}, kept "
+             f"{e['links_kept']}, commands {e['commands_sent']} ({e['commands_done']} done, "
+             f"{e['commands_failed']} failed)"]
+    notes.extend(f"{t:,} ns: {what}" for t, what in st["actions"])
+    return notes
+
+
+def _show_results(args, results: list, mgr_note: list[str]) -> int:
+    """The results table and each test's figures for a person (on stderr when stdout holds the
+    JSON), the JSON if asked; exit 0 if every test passed, else 1."""
     out = make_console(stderr=True) if args.json == "-" else console  # stdout holds only the JSON then
-    out.print(table)
+    out.print(_results_table(args, results))
     for r in results:
         out.print(f"[bold]{r.name}[/]: " + "  ".join(f"{k}={v}" for k, v in r.figures.items()))
         if r.error:
@@ -246,15 +303,31 @@ async def _run(args) -> int:
     if args.pcap:
         out.print(f"capture written to {args.pcap}")
     if args.json:
-        rows = [{"topology": args.topo, "seed": args.seed, **r.as_dict()} for r in results]
-        if args.json == "-":
-            json.dump(rows, sys.stdout, indent=2)
-            sys.stdout.write("\n")
-        else:
-            with open(args.json, "w") as f:
-                json.dump(rows, f, indent=2)
-            out.print(f"results written to {args.json}")
+        _write_json(args, results, out)
     return 0 if all(r.ok for r in results) else 1
+
+
+def _results_table(args, results: list) -> Table:
+    table = Table(title=f"{args.topo} (seed {args.seed}); figures in virtual time")
+    for col in ("test", "ok", "completion (ns)", "frames", "bytes", "hop count"):
+        table.add_column(col, justify="left" if col == "test" else "right", no_wrap=True)
+    for r in results:
+        table.add_row(r.name, "[green]yes[/]" if r.ok else "[red]NO[/]",
+                      "-" if r.completion_ns is None else f"{r.completion_ns:,}", f"{r.frames:,}",
+                      f"{r.bytes:,}", f"{r.hop_count:,}")
+    return table
+
+
+def _write_json(args, results: list, out) -> None:
+    """The results as JSON rows: to stdout (``--json -``) or to the file named."""
+    rows = [{"topology": args.topo, "seed": args.seed, **r.as_dict()} for r in results]
+    if args.json == "-":
+        json.dump(rows, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=2)
+        out.print(f"results written to {args.json}")
 
 
 def run_config(args) -> "RunConfig":
