@@ -408,6 +408,17 @@ def version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    ap = _parser()
+    from .. import mpi
+
+    try:  # under mpiexec: rank 0 runs the command, the other ranks serve their domains
+        return mpi.entry(lambda: _main(ap, argv))
+    except ConfigError as e:  # no key file for the ranks
+        return report(e)
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The ``emu`` command line: the options, the subcommands and their help."""
     from topologies.registry import describe_families
 
     fams = "\n".join(f"  {n}:{p}  {s}" for n, p, s in describe_families())
@@ -434,6 +445,12 @@ def main(argv: list[str] | None = None) -> int:
     w = sub.add_parser("wireshark", help="the Lua dissector for every header: where it is, or install it")
     w.add_argument("action", choices=["path", "install"])
     w.add_argument("--dest", help="install into this folder instead of Wireshark's personal Lua plugins folder")
+    _add_run(sub)
+    return ap
+
+
+def _add_run(sub) -> None:
+    """``emu run``: the cluster, the tests, the outputs, the faults, then the collectives' options."""
     r = sub.add_parser("run", help="build a cluster, run tests, print and save the figures",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=run_epilog())
     r.add_argument("--topo", required=True, help="topology spec, e.g. fattree:k=4,n=3")
@@ -465,6 +482,11 @@ def main(argv: list[str] | None = None) -> int:
                         "or at=0,switch=s3,down; or at=0,link=h0-s0,ber=1e-6")
     r.add_argument("--realtime", type=float, metavar="NS_PER_S",
                    help="pace virtual time to the wall clock: virtual ns per second (1e9 = real time)")
+    _add_collective_options(r)
+
+
+def _add_collective_options(r: argparse.ArgumentParser) -> None:
+    """``emu run``'s options of the collective tests, in a group of their own."""
     from nodes.collectives.operations import OPERATIONS
 
     c = r.add_argument_group(f"collectives ({', '.join(OPERATIONS)})")
@@ -484,12 +506,6 @@ def main(argv: list[str] | None = None) -> int:
                    help="branch degree of the offload reduction tree (default: the shallowest tree the NIC's "
                         "receive queue allows, as even as that depth permits: a level costs a fabric crossing "
                         "each way, a child only tens of ns at its parent)")
-    from .. import mpi
-
-    try:  # under mpiexec: rank 0 runs the command, the other ranks serve their domains
-        return mpi.entry(lambda: _main(ap, argv))
-    except ConfigError as e:  # no key file for the ranks
-        return report(e)
 
 
 def _main(ap, argv) -> int:
