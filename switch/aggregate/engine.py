@@ -148,22 +148,15 @@ class Aggregator:
             self.stats["malformed"] += 1
             log.warning("%s: malformed INC packet on port %d: %s", self.sw.name, port, e)
             return []
-        aid, flags, code, block, shard, shards, count, _r = head
+        aid, flags, _code, block, shard, shards, _count, _r = head
         ins = self.installs.get(aid)
         if ins is None:
             self.stats["inc_unknown"] += 1
             log.warning("%s: INC packet for allreduce %d, not installed here (port %d)", self.sw.name, aid, port)
             return []
         at = now + self.sw.spec.processing_delay_ns
-        if flags & F_RESULT:  # the result, from the parent, on its way down
-            if port != ins.parent:
-                self.stats["inc_unknown"] += 1
-                return []
-            complete, new = _keep(ins.results, block, [frame])
-            if complete:
-                ins.blocks.pop(block, None)
-            # a shard sent again (our duplicate asked the parent for it) goes down once only
-            return [(c, f, at) for f in new for c in ins.children]
+        if flags & F_RESULT:
+            return self._result_from_parent(ins, port, block, frame, at)
         if port not in ins.children:
             self.stats["inc_unknown"] += 1
             log.warning("%s: INC packet of allreduce %d from port %d, not a child", self.sw.name, aid, port)
@@ -177,61 +170,104 @@ class Aggregator:
         if b is None:
             b = ins.blocks[block] = BlockState()
         pos = ins.children.index(port)
-        bit = 1 << pos
-        if b.done & bit:
-            self.stats["inc_duplicates"] += 1
-            if b.up is not None and (b.asked is None or now - b.asked >= ASK_NS):
-                # our aggregate (or part of the result) may have been lost: ask again, once per interval
-                b.asked = now
-                return [(ins.parent, f, at) for f in b.up]
-            return []
+        if b.done & (1 << pos):
+            return self._counted_already(ins, b, now, at)
+        out = []
         if flags & F_SPARSE:  # shards of one child's block: merge them, count the child when all are in
-            got = b.shards.setdefault(pos, {})
-            if shard in got:
-                self.stats["inc_duplicates"] += 1
+            got = self._child_shards(b, pos, flags, shard, shards, index, values)
+            merged = None if got is None else self._merge_sparse(ins, b, block, port, got, at)
+            if merged is None:
                 return []
-            got[shard] = (index, values)
-            if flags & F_LAST:
-                got["n"] = shards
-            if "n" not in got or len(got) - 1 < got["n"]:
-                return []
-            del b.shards[pos]
-            idx = np.concatenate([np.asarray(v[0], np.int64) for k, v in got.items() if k != "n"])
-            vals = np.concatenate([np.asarray(v[1], ins.dtype.newbyteorder("=")) for k, v in got.items() if k != "n"])
-            if len(idx) and idx.max() >= ins.span:  # outside the block: the peer's fault
-                self.stats["malformed"] += 1
-                log.warning("%s: sparse shard of block %d from port %d indexes past the span %d",
-                            self.sw.name, block, port, ins.span)
-                return []
-            # the engine keeps a sparse block's data; the processing unit is told what it costs: the
-            # pairs (random access into the store), and for an array its scan when the block leaves,
-            # shared out over the block's packets
-            cost = len(idx) * (4 + ins.dtype.itemsize)
-            if ins.store == "hash":
-                out = self._hash_merge(ins, b, block, idx, vals, at)
-            else:
-                out = []
-                if b.store is None:
-                    b.store = np.zeros(ins.span, ins.dtype.newbyteorder("="))
-                    self._store(b.store.nbytes)
-                with np.errstate(all="ignore"):
-                    np.add.at(b.store, idx, vals)  # a child switch may send one index in several shards (its spills)
-                pu = self.sw.spec.pu  # the scan, in the bytes-worth of handler cycles the PU charges
-                cost += int(ins.span * ins.dtype.itemsize * pu.scan_cycles_per_byte / pu.cycles_per_byte) // len(ins.children)
-            values = np.zeros(max(1, cost // ins.dtype.itemsize), ins.dtype.newbyteorder("="))
+            out, values = merged
+        return out + self._arrive(ins, b, block, pos, values, now)
+
+    def _result_from_parent(self, ins: Install, port: int, block: int, frame: bytes, at: int) -> list:
+        """The result, from the parent, on its way down: kept for retransmissions, and sent to every
+        child."""
+        if port != ins.parent:
+            self.stats["inc_unknown"] += 1
+            return []
+        complete, new = _keep(ins.results, block, [frame])
+        if complete:
+            ins.blocks.pop(block, None)
+        # a shard sent again (our duplicate asked the parent for it) goes down once only
+        return [(c, f, at) for f in new for c in ins.children]
+
+    def _counted_already(self, ins: Install, b: BlockState, now: int, at: int) -> list:
+        """A child's retransmission of a block it was counted done for: never aggregated twice."""
+        self.stats["inc_duplicates"] += 1
+        if b.up is not None and (b.asked is None or now - b.asked >= ASK_NS):
+            # our aggregate (or part of the result) may have been lost: ask again, once per interval
+            b.asked = now
+            return [(ins.parent, f, at) for f in b.up]
+        return []
+
+    def _child_shards(self, b: BlockState, pos: int, flags: int, shard: int, shards: int, index,
+                      values) -> dict | None:
+        """Collect one shard of a child's sparse block: the child's shards once all are in, else None
+        (a shard it had already is counted a duplicate)."""
+        got = b.shards.setdefault(pos, {})
+        if shard in got:
+            self.stats["inc_duplicates"] += 1
+            return None
+        got[shard] = (index, values)
+        if flags & F_LAST:
+            got["n"] = shards
+        if "n" not in got or len(got) - 1 < got["n"]:
+            return None
+        del b.shards[pos]
+        return got
+
+    def _merge_sparse(self, ins: Install, b: BlockState, block: int, port: int, got: dict,
+                      at: int) -> tuple[list, np.ndarray] | None:
+        """Merge a child's whole sparse block into the block's store: (frames to send now -- the hash
+        store's spills --, the stand-in values whose size tells the processing unit what the merge
+        costs); None if the block indexes past the span (the peer's fault, counted malformed)."""
+        idx = np.concatenate([np.asarray(v[0], np.int64) for k, v in got.items() if k != "n"])
+        vals = np.concatenate([np.asarray(v[1], ins.dtype.newbyteorder("=")) for k, v in got.items() if k != "n"])
+        if len(idx) and idx.max() >= ins.span:  # outside the block: the peer's fault
+            self.stats["malformed"] += 1
+            log.warning("%s: sparse shard of block %d from port %d indexes past the span %d",
+                        self.sw.name, block, port, ins.span)
+            return None
+        # the engine keeps a sparse block's data; the processing unit is told what it costs: the
+        # pairs (random access into the store), and for an array its scan when the block leaves,
+        # shared out over the block's packets
+        cost = len(idx) * (4 + ins.dtype.itemsize)
+        if ins.store == "hash":
+            out = self._hash_merge(ins, b, block, idx, vals, at)
         else:
             out = []
+            cost += self._array_merge(ins, b, idx, vals)
+        return out, np.zeros(max(1, cost // ins.dtype.itemsize), ins.dtype.newbyteorder("="))
+
+    def _array_merge(self, ins: Install, b: BlockState, idx: np.ndarray, vals: np.ndarray) -> int:
+        """Add a child's pairs into the block's dense array; returns this packet's share of the
+        array's scan, in the bytes-worth of handler cycles the processing unit charges."""
+        if b.store is None:
+            b.store = np.zeros(ins.span, ins.dtype.newbyteorder("="))
+            self._store(b.store.nbytes)
+        with np.errstate(all="ignore"):
+            np.add.at(b.store, idx, vals)  # a child switch may send one index in several shards (its spills)
+        pu = self.sw.spec.pu
+        return int(ins.span * ins.dtype.itemsize * pu.scan_cycles_per_byte / pu.cycles_per_byte) // len(ins.children)
+
+    def _arrive(self, ins: Install, b: BlockState, block: int, pos: int, values, now: int) -> list:
+        """Count the child done and hand its packet to the processing unit with its leaf slot; a
+        packet the packet memory cannot hold is dropped and the child's bit cleared (its
+        retransmission is taken). Returns what completes by ``now``."""
+        bit = 1 << pos
         b.done |= bit
         slot = pos if ins.reproducible else b.arrivals
         b.arrivals += 1
         combine = _timing_only if ins.span else ins.op.combine
-        ok = self.pu.arrive(now, (aid, block), slot, np.asarray(values, ins.dtype.newbyteorder("=")),
+        ok = self.pu.arrive(now, (ins.aid, block), slot, np.asarray(values, ins.dtype.newbyteorder("=")),
                             P=len(ins.children), algo=ins.algo, combine=combine, B=ins.B)
         if not ok:
             b.done &= ~bit
             b.arrivals -= 1
             self.stats["inc_drops"] += 1
-        return out + self._completions(now)
+        return self._completions(now)
 
     # -- the sparse hash store ---------------------------------------------------------------------
     def _hash_merge(self, ins: Install, b: BlockState, block: int, idx: np.ndarray, vals: np.ndarray, at: int) -> list:
