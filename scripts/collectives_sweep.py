@@ -18,7 +18,7 @@ from rich.table import Table
 
 from emu.front.checks import parse_size
 from nodes.collectives import ALGORITHMS
-from nodes.collectives.sweep import plot, sweep
+from emu.front.sweep import plot, sweep
 
 
 async def main() -> None:

@@ -214,7 +214,7 @@ async def _nic_offload(console, err) -> bool:
 async def _collectives(console, err, plot_path: str | None) -> bool:
     """Allreduce algorithms (host software, the baseline of every offload) across sizes and nodes."""
     from nodes.collectives import ALGORITHMS
-    from nodes.collectives.sweep import plot, sweep
+    from .sweep import plot, sweep
 
     algos = list(ALGORITHMS["allreduce"])
     sizes = [64, 4096, 65536]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .run import check_results, run_collective
+from nodes.collectives.run import check_results, run_collective
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ async def sweep(specs: list[str], sizes: list[int], algos: list[str], operation:
     """Every (topology, size, algorithm); results are checked against numpy on the way."""
     import numpy as np
 
-    from emu.front.cluster import Cluster
+    from .cluster import Cluster
 
     rows = []
     itemsize = np.dtype(dtype).itemsize
