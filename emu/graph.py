@@ -1,6 +1,6 @@
 """What the substrate reads of a topology, as protocols: the runtime takes topologies as data.
 
-A topology is pure data built above the substrate (``topologies.base.Topology``, DESIGN.md
+A topology is pure data built above the substrate (``emu.topologies.base.Topology``, DESIGN.md
 principle 9); ``emu.build`` and ``emu.partition`` make it real without importing it. These protocols
 name the part of a topology, its nodes and its links that they read, and nothing more.
 """

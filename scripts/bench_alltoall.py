@@ -25,7 +25,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import emu  # noqa: E402
 from emu.mpi import world  # noqa: E402
-from topologies import build  # noqa: E402
+from emu.topologies import build  # noqa: E402
 
 TOPO = "fattree:k=4,n=3,latency_ns=1000,bandwidth_gbps=10,switch_delay_ns=0,nic_delay_ns=0"
 GOAL = 300_000

@@ -25,7 +25,7 @@ from rich.table import Table
 
 import emu
 from emu.config import HostSpec, LinkSpec
-from topologies import star
+from emu.topologies import star
 
 FRAME = 1024
 HEADERS = 50  # Ethernet 14 + fabric 16 + message segment 16 + FCS 4

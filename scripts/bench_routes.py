@@ -16,8 +16,8 @@ import tracemalloc
 from rich.console import Console
 from rich.table import Table
 
-from topologies import build
-from topologies.deadlock import dependency_cycle
+from emu.topologies import build
+from emu.topologies.deadlock import dependency_cycle
 
 DEFAULT = ["fattree:k=4,n=5", "qsnet:nodes=1024", "torus:k=32,n=2", "star:n=2048", "fattree:k=8,n=4", "qsnet:nodes=4096"]
 

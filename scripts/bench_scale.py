@@ -19,7 +19,7 @@ from rich.table import Table
 
 import emu
 from emu.front.checks import Options, run_check
-from topologies import build
+from emu.topologies import build
 
 
 def peak_rss_mib() -> float:

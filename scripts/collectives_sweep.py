@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from emu.front.checks import parse_size
-from nodes.collectives import ALGORITHMS
+from emu.nodes.collectives import ALGORITHMS
 from emu.front.sweep import plot, sweep
 
 

@@ -38,7 +38,7 @@ ALGOS = ("single", "multi2", "multi4", "tree", "reproducible", "host ring")
 
 
 async def app(host, algo, count, dtype, phase):
-    from nodes.collectives.comm import Comm
+    from emu.nodes.collectives.comm import Comm
 
     comm = Comm(host)
     rng = np.random.default_rng([comm.rank, count])
@@ -59,8 +59,8 @@ async def app(host, algo, count, dtype, phase):
 
 async def measure(spec: str, algo: str, count: int, dtype: str, settings: dict) -> dict:
     import emu
-    from switch.aggregate.model import model, service_time
-    from topologies import build
+    from emu.switch.aggregate.model import model, service_time
+    from emu.topologies import build
 
     t = build(spec, settings=settings)
     t.add_manager()

@@ -60,7 +60,7 @@ def data(rank: int, length: int, density: float | None, buckets: int | None, dty
 
 
 async def app(host, method, length, density, buckets, dtype, span):
-    from nodes.collectives.comm import Comm
+    from emu.nodes.collectives.comm import Comm
 
     c = Comm(host)
     idx, vals = data(c.rank, length, density, buckets, dtype)
@@ -78,7 +78,7 @@ async def app(host, method, length, density, buckets, dtype, span):
 
 async def measure(spec: str, method: str, length: int, density, buckets, dtype: str, span) -> dict:
     import emu
-    from topologies import build
+    from emu.topologies import build
 
     t = build(spec)
     t.add_manager()

@@ -18,7 +18,7 @@ Parts (each a table, and a PNG when matplotlib is there):
 * ``groups``: the group-shape sweep on the 16-ary 2-mesh (the planner's table);
 * ``time``: execution time and packet latency, emulated, vs network size (--measured-k), packet
   length (--flits, on --sweep-k) and XOR cost (--xor cycles): the source's router model -- 1 ns
-  cycles, 3 header cycles per hop (``switch.processing_delay_ns``), virtual cut-through, a 1-cycle
+  cycles, 3 header cycles per hop (``emu.switch.processing_delay_ns``), virtual cut-through, a 1-cycle
   link, 64-byte flits (one flit per cycle: 512 Gbit/s; a frame's 50 bytes of headers ride in its
   first flit, so an L-flit packet carries 64 L - 50 payload bytes), 4 VCs (8 with dateline pairs on
   tori), unbounded buffers. Execution time = the sum over the sequential phases (B with F, then C+D,
@@ -60,9 +60,9 @@ def router_settings(cut_through: bool = True, xor_ns: int = 1, torus: bool = Fal
 
 
 async def app(host, algo, shape, mcast, size, sources):
-    from nodes.collectives.coding.plan import Scheme
-    from nodes.collectives.coding.run import broadcast
-    from nodes.collectives.comm import Comm
+    from emu.nodes.collectives.coding.plan import Scheme
+    from emu.nodes.collectives.coding.run import broadcast
+    from emu.nodes.collectives.comm import Comm
 
     c = Comm(host)
     x = np.random.default_rng([c.rank, size]).integers(0, 256, size, dtype=np.uint8)
@@ -73,9 +73,9 @@ async def app(host, algo, shape, mcast, size, sources):
 async def emulate(family: str, k: int, algo: str, *, shape=None, mcast="tree", flits=1, xor_ns=1, sources=None,
                   cut_through=True) -> dict:
     import emu
-    from nodes.collectives.coding import Scheme, count
-    from topologies import build
-    from topologies.grid import Grid
+    from emu.nodes.collectives.coding import Scheme, count
+    from emu.topologies import build
+    from emu.topologies.grid import Grid
 
     size = FLIT * flits - HEADERS
     t = build(f"{family}:k={k},n=2", settings=router_settings(cut_through, xor_ns, family == "torus"))
@@ -116,7 +116,7 @@ def em(*args, **kw) -> dict:
 
 
 def _shape(grid, algo, shape):
-    from nodes.collectives.coding import Scheme
+    from emu.nodes.collectives.coding import Scheme
 
     sc = Scheme(algo, shape).check(grid)
     return sc.shape or ()
@@ -130,9 +130,9 @@ def show(rows: list[dict], cols: tuple[str, ...]) -> None:
 
 
 def part_size(a, out, plt) -> list[dict]:
-    from nodes.collectives.coding import Scheme, count
-    from nodes.collectives.coding.planner import best_shape
-    from topologies.grid import Grid
+    from emu.nodes.collectives.coding import Scheme, count
+    from emu.nodes.collectives.coding.planner import best_shape
+    from emu.topologies.grid import Grid
 
     rows = []
     for family in ("mesh", "torus"):
@@ -170,8 +170,8 @@ def part_size(a, out, plt) -> list[dict]:
 
 
 def part_groups(a, out, plt) -> list[dict]:
-    from nodes.collectives.coding.planner import report, table
-    from topologies.grid import Grid
+    from emu.nodes.collectives.coding.planner import report, table
+    from emu.topologies.grid import Grid
 
     g = Grid(16, 2, False)
     print("\n== group-size sweep on the 16-ary 2-mesh (the planner) ==")
@@ -244,9 +244,9 @@ def part_time(a, out, plt) -> list[dict]:
 
 
 def part_sources(a, out, plt) -> list[dict]:
-    from nodes.collectives.coding import Scheme, count
-    from nodes.collectives.coding.planner import best_shape
-    from topologies.grid import Grid
+    from emu.nodes.collectives.coding import Scheme, count
+    from emu.nodes.collectives.coding.planner import best_shape
+    from emu.topologies.grid import Grid
 
     g = Grid(16, 2, False)
     rows = []

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 import emu
-from nodes.collectives.run import check_results, run_collective
+from emu.nodes.collectives.run import check_results, run_collective
 
 
 async def measure(nodes: list[int], sizes: list[int], types: list[str], branch: int, status) -> list[dict]:

@@ -67,7 +67,7 @@ REMOTE = 0x4000_0000
 class Job:
     spec: str
     routing: str
-    """A policy name, or ``qsnet/PICK`` for qsnet with ``switch.adaptive_pick=PICK``."""
+    """A policy name, or ``qsnet/PICK`` for qsnet with ``emu.switch.adaptive_pick=PICK``."""
     pattern: str
     broken: bool
     size: int
@@ -88,7 +88,7 @@ def routing_settings(routing: str) -> list[str]:
 
 def topology(job: Job):
     from emu.config import merge_settings, parse_settings
-    from topologies.registry import build
+    from emu.topologies.registry import build
 
     return build(with_bandwidth(job.spec), settings=merge_settings(parse_settings(list(job.settings)),
                                                                    parse_settings(routing_settings(job.routing))))
@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     from emu.config import parse_settings
     from emu.front.checks import parse_size
-    from topologies.registry import build
+    from emu.topologies.registry import build
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--topos", default=DEFAULT_TOPOS, help="topology specs separated by ';'")

@@ -10,7 +10,7 @@ from the seeded generator (one draw per seed; ``--seeds`` of them). A barrier's 
 time from the *last* entry until the *last* rank has left (what the barrier adds once everybody is
 there); the table gives the mean over seeds with a 95 % confidence half-width (Student t), and the
 host CPU time the barrier cost per rank. Beside the measurement, where the topology is a star (every
-rank one switch from every other), the model of ``nodes.collectives.model`` (``hw_tree_barrier_ns``,
+rank one switch from every other), the model of ``emu.nodes.collectives.model`` (``hw_tree_barrier_ns``,
 ``hw_polled_barrier_ns``): the emulator equals it to the nanosecond there (tests/test_qsnet_barrier.py),
 so the star rows check the script, and the fat-tree rows show what the model leaves out (more hops,
 ports shared on the way up).
@@ -36,10 +36,10 @@ from expt import ci95, pyplot, write_csv  # noqa: E402
 
 import emu.front.engines  # noqa: E402,F401 -- registers the host and switch engines EngineNet builds
 from emu.sim import EngineNet  # noqa: E402
-from nodes.collectives.comm import Comm  # noqa: E402
-from nodes.collectives.hw import HW_GROUP  # noqa: E402
-from nodes.collectives.model import hw_polled_barrier_ns, hw_tree_barrier_ns  # noqa: E402
-from topologies import build  # noqa: E402
+from emu.nodes.collectives.comm import Comm  # noqa: E402
+from emu.nodes.collectives.hw import HW_GROUP  # noqa: E402
+from emu.nodes.collectives.model import hw_polled_barrier_ns, hw_tree_barrier_ns  # noqa: E402
+from emu.topologies import build  # noqa: E402
 
 ALGOS = ("hw tree", "hw polled", "sw dissemination")
 

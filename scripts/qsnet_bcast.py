@@ -57,9 +57,9 @@ def tree_links(t, gid: int) -> int:
 
 async def measure(spec: str, size: int) -> dict:
     import emu
-    from nodes.collectives.hw import HW_GROUP
-    from nodes.collectives.run import check_results, run_collective
-    from topologies.registry import build
+    from emu.nodes.collectives.hw import HW_GROUP
+    from emu.nodes.collectives.run import check_results, run_collective
+    from emu.topologies.registry import build
 
     t = build(spec if "bandwidth_gbps" in spec else spec + ",bandwidth_gbps=20")
     t.add_group(HW_GROUP, t.host_names())

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Spec 03's adaptive threshold sweep: per-node bandwidth of QsNet routing (``routing=qsnet``) as
-``switch.adaptive_threshold`` varies, for each pick, beside static routing and the model.
+``emu.switch.adaptive_threshold`` varies, for each pick, beside static routing and the model.
 
     python scripts/qsnet_threshold.py [--topo fattree:k=4,n=3] [--thresholds 0,1,2,4,8,16,64]
                                       [--picks first_free,next_free,random] [--patterns permutation,alltoall]

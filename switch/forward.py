@@ -57,7 +57,7 @@ class SwitchEngine:
     link_test: object = None
     """``emu.bringup.LinkTest`` when links are brought up (``ManagerSpec.bringup``)."""
     agg: object = None
-    """``switch.aggregate.engine.Aggregator`` once the manager installed an allreduce here (spec 04)."""
+    """``emu.switch.aggregate.engine.Aggregator`` once the manager installed an allreduce here (spec 04)."""
     stats: dict[str, int] = field(default_factory=lambda: {"forwarded": 0, "malformed": 0, "no_route": 0})
 
     candidates: list = field(default_factory=list)
@@ -65,12 +65,12 @@ class SwitchEngine:
     groups: dict = field(default_factory=dict)
     """Multicast group id -> the ports of its tree at this switch."""
     choose: object = None
-    """The routing policy's ``choose(dst, static_port, frame, now)`` (``switch.routing``), or None:
+    """The routing policy's ``choose(dst, static_port, frame, now)`` (``emu.switch.routing``), or None:
     static."""
     ports: object = None
     """The runtime's port view (what the adaptive policy reads)."""
     vc_select: object = None
-    """``select(in_port, out_port, vc) -> vc`` (``switch.vc``), or None: frames keep their VC."""
+    """``select(in_port, out_port, vc) -> vc`` (``emu.switch.vc``), or None: frames keep their VC."""
 
     port_bps: dict = field(default_factory=dict)
     """Line rate of the link on each port (virtual cut-through needs both ends' serialisation)."""

@@ -61,7 +61,7 @@ class ManagerEngine:
     """(t_ns, what) for every decision, in order."""
 
     def __post_init__(self) -> None:
-        from topologies.paths import candidate_rows
+        from emu.topologies.paths import candidate_rows
 
         t = self.topology
         self.min_delay_ns = self.spec.processing_delay_ns
@@ -226,7 +226,7 @@ class ManagerEngine:
 
     def _rewrite(self, now: int) -> list:
         """New tables without the dead links: the entries that change, to the routers that hold them."""
-        from topologies.paths import candidate_rows
+        from emu.topologies.paths import candidate_rows
 
         view = self._view()
         rows = candidate_rows(view)

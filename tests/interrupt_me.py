@@ -5,7 +5,7 @@ import sys
 import trio
 
 import emu
-from topologies import star
+from emu.topologies import star
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import apps  # noqa: E402

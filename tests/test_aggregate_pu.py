@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from emu.config import ConfigError, PUSpec
-from switch.aggregate import ProcessingUnit, model, service_time
+from emu.switch.aggregate import ProcessingUnit, model, service_time
 
 ADD = np.add
 

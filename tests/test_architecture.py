@@ -7,9 +7,9 @@ import sys
 import pytest
 
 import emu
-import topologies
+from emu import topologies
 from emu.config import HostSpec
-from nodes.nic.engine import BUILT_IN, NicEngine
+from emu.nodes.nic.engine import BUILT_IN, NicEngine
 
 DOC = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "architecture.md").read_text()
 
@@ -28,7 +28,7 @@ def counter(tmp_path, monkeypatch):
     import counter as module
 
     yield module
-    from nodes.nic.interface import MECHANISMS
+    from emu.nodes.nic.interface import MECHANISMS
 
     MECHANISMS.pop("counter", None)
     sys.modules.pop("counter", None)
@@ -81,3 +81,25 @@ def test_a_nic_without_the_mechanism_refuses_its_verb_in_one_line(counter):
     assert with_counter.verb_owner("counter_add") is with_counter.mechanism("counter")
     with pytest.raises(ValueError, match="no NIC mechanism 'nosuch' is registered"):
         NicEngine("h1", 1, nic.spec, None, {"h0": 0, "h1": 1}, ["h0", "h1"], mechanisms=("nosuch",))
+
+
+def test_registries_are_filled_from_entry_points_in_a_fresh_interpreter():
+    """Nothing imported the engine or mechanism modules: asking for them by name finds them through
+    the entry points pyproject.toml declares (groups emu.engines, emu.nic_mechanisms)."""
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "from emu import plugins\n"
+        "from emu.build import ENGINES\n"
+        "assert 'emu.nodes.nic.engine' not in sys.modules and not ENGINES\n"
+        "from emu.sim import EngineNet\n"
+        "from emu.topologies import star\n"
+        "net = EngineNet(star(2))\n"
+        "assert sorted(ENGINES) == ['host', 'switch'], sorted(ENGINES)\n"
+        "assert plugins.load(plugins.NIC_MECHANISMS, 'coll') and not plugins.load(plugins.NIC_MECHANISMS, 'nosuch')\n"
+        "print(type(net.engines['h0']).__module__, net.engines['h0'].loaded)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "emu.nodes.nic.engine ('coll', 'qsnet', 'inc', 'coding')"

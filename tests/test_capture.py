@@ -10,7 +10,7 @@ import apps
 import emu
 from emu.wire import Fabric, MsgSegment, Ping, add_fcs, fcs_ok
 from emu.sim import EngineNet
-from topologies import star
+from emu.topologies import star
 
 
 async def test_capture_holds_every_frame_at_both_ends_of_every_link(tmp_path):

@@ -17,7 +17,7 @@ def test_emu_run_pingall_writes_json(spec, tmp_path):
     assert main(["run", "--topo", spec, "--test", "pingall", "--json", str(out)]) == 0
     [r] = json.loads(out.read_text())
     assert (r["topology"], r["name"], r["ok"]) == (spec, "pingall", True)
-    from topologies import build
+    from emu.topologies import build
 
     t = build(spec)
     n = len(t.hosts)
@@ -55,7 +55,7 @@ def test_emu_topo_prints_the_figures(capsys):
 
 async def test_cluster_fixture(cluster):
     from emu.sim import EngineNet
-    from topologies import build
+    from emu.topologies import build
 
     net = await cluster("fattree:k=2,n=2")
     other = await cluster("star:n=3", processes=2)

@@ -15,7 +15,7 @@ import emu
 from emu.config import HostSpec, LinkSpec, RunConfig
 from emu.wire import MAGIC, OUTER, VERSION
 from emu.sim import EngineNet
-from topologies import star
+from emu.topologies import star
 
 FRAME_DATA = 1024 - 50  # message payload that makes one 1 KiB frame (46 header bytes and the FCS)
 

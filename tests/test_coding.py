@@ -8,12 +8,12 @@ from hypothesis import strategies as st
 from emu.sim import EngineNet
 from emu.wire import HDR_LEN, PacketType, build_frame, parse_frame
 from emu.wire.coding import NC, NcHeader, NcKind
-from nodes.collectives.coding import Scheme, Step, count, plan
-from nodes.collectives.coding.hops import all_to_all_closed, tree_all_to_all_closed
-from nodes.collectives.coding.planner import best_shape, report
-from nodes.collectives.comm import Comm
-from topologies import build
-from topologies.grid import Grid, box_tree_hops, line_halving
+from emu.nodes.collectives.coding import Scheme, Step, count, plan
+from emu.nodes.collectives.coding.hops import all_to_all_closed, tree_all_to_all_closed
+from emu.nodes.collectives.coding.planner import best_shape, report
+from emu.nodes.collectives.comm import Comm
+from emu.topologies import build
+from emu.topologies.grid import Grid, box_tree_hops, line_halving
 
 
 # -- the wire ----------------------------------------------------------------------------------------
@@ -231,7 +231,7 @@ async def test_cut_through_runs_the_same_in_a_real_cluster_as_in_the_engine_harn
 
 
 def test_each_step_has_its_vc_and_tori_add_the_dateline_bit():
-    from switch.vc import selector
+    from emu.switch.vc import selector
 
     t = build("torus:k=4,n=2", settings={"switch": {"vcs": 8, "vc_policy": "class_dateline"}})
     net = EngineNet(t)

@@ -7,10 +7,10 @@ from hypothesis import strategies as st
 
 import emu
 from emu.config import HostSpec, LinkSpec, SwitchSpec
-from nodes.collectives import ALGORITHMS, DTYPES, OPS, model
-from nodes.collectives.run import OPERATIONS, check_results, run_collective
-from nodes.collectives.select import GRID_ONLY, POWER_OF_TWO_ONLY
-from topologies import build
+from emu.nodes.collectives import ALGORITHMS, DTYPES, OPS, model
+from emu.nodes.collectives.run import OPERATIONS, check_results, run_collective
+from emu.nodes.collectives.select import GRID_ONLY, POWER_OF_TWO_ONLY
+from emu.topologies import build
 
 HOSTS = 10
 
@@ -114,7 +114,7 @@ async def test_bad_requests_are_refused_before_anything_runs(cluster):
 
 def test_all_to_all_multicast_tree_beyond_256_ranks():
     from emu.sim import EngineNet
-    from nodes.collectives.run import collective_app, expected
+    from emu.nodes.collectives.run import collective_app, expected
 
     net = EngineNet(build("star:n=260"))
     members = [f"h{i}" for i in range(260)]
@@ -128,7 +128,7 @@ def test_all_to_all_multicast_tree_beyond_256_ranks():
 def test_operands_drawn_in_chunks_are_the_draws_of_one_call(dtype):
     """make_input fills a large operand a chunk at a time (no float64 temporary of the whole); the
     values must be those a single draw gives, whatever the chunk (a multiple of 4)."""
-    from nodes.collectives.run import make_input
+    from emu.nodes.collectives.run import make_input
 
     for op in ("sum", "prod", "alltoall"):
         whole = make_input(3, 1, 1001, dtype, op, 3, chunk=1 << 30)
@@ -147,7 +147,7 @@ def test_operands_drawn_in_chunks_are_the_draws_of_one_call(dtype):
                                 "minloc", "maxloc"])
 def test_the_streamed_oracle_is_the_stacked_one(op):
     from emu.reduce import get_op, reference, reference_streamed
-    from nodes.collectives.run import make_input
+    from emu.nodes.collectives.run import make_input
 
     o = get_op(op)
     for dtype in (["int32", "uint8"] if o.integer_only else ["int32", "float32", "float64"]):

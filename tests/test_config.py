@@ -9,8 +9,8 @@ import pytest
 
 from emu.front.cli import main
 from emu.config import ConfigError, parse_settings, settable_fields
-from topologies.estimate import estimate
-from topologies.registry import build, parse
+from emu.topologies.estimate import estimate
+from emu.topologies.registry import build, parse
 
 
 def test_every_field_of_every_spec_is_settable_and_documented():

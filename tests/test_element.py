@@ -11,7 +11,7 @@ from emu.domain import Domain
 from emu.element import Element
 from emu.port import InPort, OutPort
 from emu.wire import MAGIC, OUTER, VERSION, PacketType, add_fcs, build_frame
-from switch.forward import SwitchEngine
+from emu.switch.forward import SwitchEngine
 
 CID = 0x1234567
 

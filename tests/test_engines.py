@@ -6,9 +6,9 @@ from hypothesis import strategies as st
 from emu.config import HostSpec, LinkSpec, SwitchSpec
 from emu.wire import FCS_LEN, HDR_LEN, MSG, PacketType, build_frame
 from emu.sim import EngineNet
-from nodes.nic.engine import NicEngine
-from switch.forward import SwitchEngine
-from topologies import star
+from emu.nodes.nic.engine import NicEngine
+from emu.switch.forward import SwitchEngine
+from emu.topologies import star
 import apps
 
 

@@ -11,7 +11,7 @@ from emu.config import ConfigError, LinkSpec
 from emu.faults import Fault, parse_time_ns
 from emu.sim import EngineNet
 from emu.wire import FCS_LEN
-from topologies import star
+from emu.topologies import star
 
 N, SIZE = 60, 900   # one-frame messages h0 -> h1 through s0
 

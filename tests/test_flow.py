@@ -9,11 +9,11 @@ import emu
 from emu.config import ConfigError, HostSpec, LinkSpec, RunConfig, SwitchSpec, parse_settings
 from emu.port import BufferState
 from emu.wire import is_credit
-from nodes.collectives import model
-from nodes.collectives.run import check_results, run_collective
-from topologies import star
-from topologies.base import Topology
-from topologies.registry import build
+from emu.nodes.collectives import model
+from emu.nodes.collectives.run import check_results, run_collective
+from emu.topologies import star
+from emu.topologies.base import Topology
+from emu.topologies.registry import build
 
 H, L = HostSpec(), LinkSpec()
 

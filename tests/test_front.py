@@ -157,7 +157,7 @@ def test_default_branch_makes_the_offload_beat_software_on_the_readme_examples(c
 
 
 def test_default_branch_is_the_shallowest_tree_the_queue_allows():
-    from nodes.collectives.offload import default_branch, depth
+    from emu.nodes.collectives.offload import default_branch, depth
 
     for op, parts, queue in (("allreduce", 1, 64), ("allreduce", 3, 64), ("reduce", 2, 64), ("reduce", 5, 16),
                              ("allreduce", 1, 4096)):
@@ -230,7 +230,7 @@ def test_a_large_run_says_so_before_it_starts_and_the_estimate_is_the_measured_f
 
 
 async def test_scaled_down_counts_stay_within_one_percent():
-    from nodes.collectives.dryrun import count_messages
+    from emu.nodes.collectives.dryrun import count_messages
 
     for operation, algo, ranks, count in (("allreduce", "ring", 16, 100_003), ("allreduce", None, 12, 50_001),
                                           ("reduce_scatter", None, 8, 80_000), ("alltoall", None, 8, 7_001)):

@@ -10,8 +10,8 @@ import pytest
 from emu.sim import EngineNet
 from emu.wire import HDR_LEN, PacketType, parse_frame
 from emu.wire.inc import DATA, F_RESULT
-from nodes.collectives.comm import Comm
-from topologies import build
+from emu.nodes.collectives.comm import Comm
+from emu.topologies import build
 
 
 def managed(spec="fattree:k=4,n=2", **settings):
@@ -194,7 +194,7 @@ def test_emu_run_compares_the_offloads_on_the_same_workload():
 
 
 def test_the_manager_picks_the_algorithm_by_size_and_a_full_packet_memory_is_recovered_by_retransmission():
-    from switch.aggregate.control import algorithm
+    from emu.switch.aggregate.control import algorithm
     from emu.wire.inc import Algo
 
     assert [algorithm(n << 10, False) for n in (600, 300, 200, 64)] == [Algo.SINGLE, Algo.MULTI4, Algo.MULTI2,

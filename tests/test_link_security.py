@@ -7,7 +7,7 @@ import trio
 
 import emu
 from emu.wire import MAGIC, OUTER, VERSION, LinkKind, PacketType, add_fcs, build_frame
-from nodes.collectives.run import check_results, run_collective
+from emu.nodes.collectives.run import check_results, run_collective
 
 SPEC = "fattree:k=2,n=3"
 KW = dict(count=4096, dtype="int32", op="sum", algo="ring", seed=5)

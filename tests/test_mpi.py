@@ -161,7 +161,7 @@ def test_the_key_file_is_made_private_and_refused_when_others_may_read_it(tmp_pa
 
 def test_partition_balances_expected_load_and_cuts_less_than_node_order():
     from emu.partition import by_order, cut_share, partition
-    from topologies import build
+    from emu.topologies import build
 
     t = build("fattree:k=4,n=3")
     for parts in (2, 3):
@@ -178,7 +178,7 @@ def test_partition_without_pymetis_bisects_with_networkx_or_falls_back_to_node_o
     import sys as _sys
 
     from emu.partition import by_order, cut_share, partition
-    from topologies import build
+    from emu.topologies import build
 
     monkeypatch.setitem(_sys.modules, "pymetis", None)  # as on a machine without it: import fails
     t = build("fattree:k=4,n=3")

@@ -8,11 +8,11 @@ from hypothesis import strategies as st
 from emu.config import HostSpec, NicSpec
 from emu.wire.coll import ErrBit
 from emu.sim import EngineNet
-from nodes.nic import alu
-from nodes.collectives import Comm
-from nodes.collectives.offload import descriptors, kary_tree
-from nodes.collectives.run import check_results, run_collective
-from topologies import star
+from emu.nodes.nic import alu
+from emu.nodes.collectives import Comm
+from emu.nodes.collectives.offload import descriptors, kary_tree
+from emu.nodes.collectives.run import check_results, run_collective
+from emu.topologies import star
 
 NIC_DTYPES = ["float64", "float32", "int64", "uint64", "int32", "uint32"]
 NIC_OPS = ["sum", "max", "min", "maxloc", "minloc", "land", "lor", "lxor", "band", "bor", "bxor"]
@@ -148,7 +148,7 @@ async def _crafted(host, members, tamper, late_ns):
     if tamper:
         tamper(comm.rank, posted)
     await host.nic_post(comm.vp, posted)
-    from nodes.collectives.offload import assemble
+    from emu.nodes.collectives.offload import assemble
 
     done = await host.nic_wait(region, nseg, 200_000, comm.vp)
     return assemble(comm, done, nseg, 2, "sum", x.dtype), comm.last_status
@@ -171,7 +171,7 @@ def test_mismatched_rtype_is_reported_to_every_rank():
 
 async def _two_at_once(host, members):
     """Two offloaded allreduces on two virtual ports, both posted before waiting; the root late."""
-    from nodes.collectives.offload import assemble
+    from emu.nodes.collectives.offload import assemble
 
     comm = Comm(host, members)
     await host.nic_open(1)
@@ -235,8 +235,8 @@ def test_nic_survives_any_descriptor_message(body, head, rop, rdtype, rbit, num,
     """A malformed or hostile descriptor message is the peer's fault: counted, never an exception."""
     from emu.wire import DESC, PacketType, build_frame
 
-    from nodes.nic.engine import NicEngine
-    from nodes.nic.coll import Posted
+    from emu.nodes.nic.engine import NicEngine
+    from emu.nodes.nic.coll import Posted
 
     h = NicEngine("h1", 1, HostSpec(), None, {"h0": 0, "h1": 1, "h2": 2}, ["h0", "h1", "h2"])
     h.mechanism("coll").open_vp(1)
@@ -282,7 +282,7 @@ def test_contributions_of_different_lengths_are_a_mismatch_not_a_crash():
 
 
 async def _timeout_app(host, members, timeout):
-    from nodes.collectives.offload import assemble
+    from emu.nodes.collectives.offload import assemble
 
     comm = Comm(host, members)
     await comm.nic_setup()
@@ -335,7 +335,7 @@ def test_late_messages_of_an_aborted_region_are_dropped():
 
 def test_a_segment_cannot_make_the_host_allocate_without_bound():
     from emu.wire import MSG, PacketType, build_frame
-    from nodes.nic.engine import NicEngine
+    from emu.nodes.nic.engine import NicEngine
 
     h = NicEngine("h1", 1, HostSpec(), None, {"h0": 0, "h1": 1}, ["h0", "h1"])
     h.receive(build_frame(0, 1, PacketType.MSG, MSG.pack(1, 0, 0xFFFFFFF0, 0) + b"x"), 0, 10)

@@ -6,7 +6,7 @@ import emu
 from emu.config import ConfigError, LinkSpec
 from emu.port import FIRST_SEG_END, OutPort
 from emu.wire import PacketType, build_frame
-from topologies import build
+from emu.topologies import build
 
 BIG = build_frame(0, 1, PacketType.QPKT, bytes(4000))        # 4030 bytes + FCS: 4034 ns at 1 byte/ns
 MSG = build_frame(0, 1, PacketType.MSG, bytes(4000))

@@ -6,9 +6,9 @@ import pytest
 
 import emu
 from emu.front.cli import main
-from topologies.deadlock import dependency_cycle
-from topologies.estimate import estimate
-from topologies.registry import build
+from emu.topologies.deadlock import dependency_cycle
+from emu.topologies.estimate import estimate
+from emu.topologies.registry import build
 
 
 @pytest.mark.parametrize("spec,chassis,tops,routers", [

@@ -10,11 +10,11 @@ import pytest
 
 import emu
 from emu.sim import EngineNet
-from nodes.collectives.comm import Comm
-from nodes.collectives.hw import BARRIER_BASE, BARRIER_STRIDE, HW_GROUP
-from nodes.collectives.model import hw_polled_barrier_ns, hw_tree_barrier_ns
-from nodes.nic.qsbarrier import DONE, POLLED, TREE, Polled, PolledEvent, Tree, TreeEvent, tree_links
-from topologies import build
+from emu.nodes.collectives.comm import Comm
+from emu.nodes.collectives.hw import BARRIER_BASE, BARRIER_STRIDE, HW_GROUP
+from emu.nodes.collectives.model import hw_polled_barrier_ns, hw_tree_barrier_ns
+from emu.nodes.nic.qsbarrier import DONE, POLLED, TREE, Polled, PolledEvent, Tree, TreeEvent, tree_links
+from emu.topologies import build
 
 
 def star(n, settings=None):

@@ -12,8 +12,8 @@ from emu.config import ConfigError, ManagerSpec
 from emu.sim import EngineNet
 from emu.wire import DST_OFF, PacketType, build_frame
 from emu.wire.qsnet import MGMT, ROUTE_ENTRY, TRAP, MgmtOp, TrapKind
-from nodes.collectives.hw import HW_GROUP
-from topologies import build
+from emu.nodes.collectives.hw import HW_GROUP
+from emu.topologies import build
 
 
 def managed(spec="fattree:k=4,n=2", routing="static", **mspec):

@@ -7,8 +7,8 @@ from emu.sim import EngineNet
 from emu.wire import HDR_LEN, PacketType, parse_frame
 from emu.wire.fabric import FLAG_SRCRT
 from emu.wire.qsnet import ACK, TXN, TXN_LEN, AckKind, QsOp, Reason, decode_packet, segments
-from nodes.nic.qsnet import TX, TxEvent, TxState
-from topologies import build
+from emu.nodes.nic.qsnet import TX, TxEvent, TxState
+from emu.topologies import build
 
 DATA = bytes(i * 7 % 251 for i in range(1100))  # 1100 B + 24 B transaction header: 5 segments
 
@@ -219,8 +219,8 @@ def test_hardware_broadcast_completes_once_everywhere_under_seeded_faults(faults
 async def test_bcast_offloaded_to_the_hardware_from_the_collective_api():
     import numpy as np
 
-    from nodes.collectives.hw import HW_GROUP
-    from nodes.collectives.run import check_results, run_collective
+    from emu.nodes.collectives.hw import HW_GROUP
+    from emu.nodes.collectives.run import check_results, run_collective
 
     t = build("fattree:k=4,n=2")
     t.add_group(HW_GROUP, t.host_names())

@@ -5,7 +5,7 @@ import pytest
 from emu.config import ConfigError
 from emu.sim import EngineNet
 from emu.wire import PacketType, parse_frame
-from topologies import build
+from emu.topologies import build
 
 DATA = bytes(i * 31 % 256 for i in range(64 * 1024))
 

@@ -8,9 +8,9 @@ from emu.config import ConfigError, SwitchSpec, parse_settings, settable_fields
 from emu.front.cli import main
 from emu.wire import MSG, PacketType, build_frame
 from emu.wire.fabric import FLAG_SRCRT, RSVD_OFF
-from switch.forward import make_switch
+from emu.switch.forward import make_switch
 from test_routing import _two_flows  # the same two flows the other policies are measured on
-from topologies.registry import build
+from emu.topologies.registry import build
 
 
 class _View:

@@ -57,7 +57,7 @@ async def test_collectives_example_runs(cluster):
     import numpy as np
 
     ns = {}
-    exec(block_with("from nodes.collectives import Comm"), ns)
+    exec(block_with("from emu.nodes.collectives import Comm"), ns)
     net = await cluster("star:n=4")
     members = ["h3", "h0", "h2"]
     res = await net.run({h: (ns["app"], members) for h in members})
@@ -96,7 +96,7 @@ def test_in_network_allreduce_example_runs(tmp_path):
 
 def test_qsnet_api_example_runs():
     from emu.sim import EngineNet
-    from topologies import build
+    from emu.topologies import build
 
     code = next(b for b in blocks("python") if "host.put(" in b)
     ns: dict = {}

@@ -7,7 +7,7 @@ import emu
 import hub  # noqa: F401  (registers the "hub" engine kind)
 from emu.build import ENGINES, make_engine
 from emu.sim import EngineNet
-from topologies import star
+from emu.topologies import star
 
 
 def hub_star(n):

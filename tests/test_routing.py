@@ -10,11 +10,11 @@ import emu
 from emu.config import ConfigError, parse_settings
 from emu.sim import EngineNet
 from emu.wire import FLAG_BCAST, MSG, PacketType, build_frame
-from switch import routing
-from switch.forward import make_switch
-from topologies.base import NO_ROUTE, Topology
-from topologies.deadlock import channel_dependencies, dependency_cycle
-from topologies.registry import build
+from emu.switch import routing
+from emu.switch.forward import make_switch
+from emu.topologies.base import NO_ROUTE, Topology
+from emu.topologies.deadlock import channel_dependencies, dependency_cycle
+from emu.topologies.registry import build
 
 SPECS = ["star:n=4", "fattree:k=2,n=3", "fattree:k=3,n=2", "clos:radix=8,stages=2", "twolevel:ports=4,hosts=12",
          "mesh:k=3,n=2", "torus:k=4,n=2", "torus:k=5,n=2", "clos:radix=8,stages=2,nodes=10", "qsnet:nodes=150"]

@@ -6,7 +6,7 @@ import apps
 from emu.config import ConfigError, HostSpec
 from emu.sim import EngineNet
 from emu.wire import HDR_LEN, MSG
-from topologies import star
+from emu.topologies import star
 
 
 def _send(net, size=20_000):

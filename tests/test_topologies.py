@@ -5,8 +5,8 @@ from collections import deque
 import pytest
 
 from emu.config import ConfigError
-from topologies import build
-from topologies.direct import distance
+from emu.topologies import build
+from emu.topologies.direct import distance
 
 
 def counts(spec):

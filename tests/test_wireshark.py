@@ -12,7 +12,7 @@ import pytest
 import emu
 from emu.dissector import GENERATED_PATH, field_names, generate
 from emu.wire import DESC, FABRIC, FCS_LEN, HDR_LEN, MSG, OUTER, PING, PacketType, add_fcs
-from nodes.collectives.run import run_collective
+from emu.nodes.collectives.run import run_collective
 
 LUA = pathlib.Path(emu.__file__).resolve().parent / GENERATED_PATH
 TSHARK = shutil.which("tshark")

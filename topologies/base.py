@@ -75,7 +75,7 @@ class Topology:
     bisection: int | None = None
     """Bisection width in links (the family's closed form)."""
     grid: tuple[int, int, bool] | None = None
-    """A direct network's (k, n, wrap) (``topologies.grid.Grid``); None for other families."""
+    """A direct network's (k, n, wrap) (``emu.topologies.grid.Grid``); None for other families."""
     _ports: dict[str, int] = field(default_factory=dict)
     _used: set[tuple[str, int]] = field(default_factory=set)
     _nhosts: int = 0
@@ -186,7 +186,7 @@ class Topology:
         """Every minimal next hop per switch and destination host: ``candidates[switch][address]``
         is the tuple of ports (increasing) on a shortest path that passes through no other host.
 
-        Vectorised over destinations (``topologies.paths``); rows and tuples that repeat are shared,
+        Vectorised over destinations (``emu.topologies.paths``); rows and tuples that repeat are shared,
         so treat them as read-only. ``routes`` is left as it is: the family's deterministic choice,
         which is always one of the candidates."""
         self.candidates = candidate_rows(self)
@@ -297,7 +297,7 @@ class Topology:
         return root, {sw: (up_port.get(sw), tuple(sorted(down.get(sw, ())))) for sw in up_port}
 
     def add_manager(self, name: str = "mgr", attach: str | None = None, spec=None, link: LinkSpec | None = None) -> Node:
-        """Attach spec 03's network manager element (``switch.manager``) by one link to switch
+        """Attach spec 03's network manager element (``emu.switch.manager``) by one link to switch
         ``attach`` (default: the lowest-numbered top switch, or the first switch), and compute the
         manager tree (``manager_ports``): each switch's port toward the manager, breadth first over
         switches. Routers send their traps up that tree; the manager's commands come down it, and a

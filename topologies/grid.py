@@ -1,7 +1,7 @@
 """Geometry of direct networks (k-ary n-mesh and n-torus) for spec 02: coordinates, distances and the
 coordinate-aware multicast tree. Pure data: no emulation here.
 
-Node ``i`` of ``mesh:k=..,n=..`` has coordinates ``c_d = (i // k**d) % k`` (``topologies.direct``).
+Node ``i`` of ``mesh:k=..,n=..`` has coordinates ``c_d = (i // k**d) % k`` (``emu.topologies.direct``).
 A *hop* is a router-to-router link crossed under dimension-order routing: a unicast between nodes
 ``a`` and ``b`` costs ``distance(a, b)`` hops (Manhattan distance; on a torus each dimension the
 shorter way round). The two host links of a unicast (host -> its router, router -> host) are not

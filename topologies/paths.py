@@ -7,7 +7,7 @@ per distinct attachment, all of them at once (numpy, a frontier of (switch, atta
 about ``switches x attachments x degree`` steps, instead of a Python BFS over every node per host.
 ``fattree:k=4,n=5`` (1024 hosts on 256 leaf switches, 1280 switches): under 0.2 s instead of 8 s.
 
-This module sits below ``topologies.base``: it reads a graph through the small :class:`Graph`
+This module sits below ``emu.topologies.base``: it reads a graph through the small :class:`Graph`
 protocol (which ``Topology`` satisfies, as does the network manager's view of it without the dead
 links) and never names the class.
 """

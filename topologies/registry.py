@@ -113,7 +113,7 @@ def build(spec: str, *, defaults: dict | None = None, settings: dict | None = No
     ``elan``, ``switch``; see ``emu.config.parse_settings`` / ``load_settings``) set any field of the specs:
     ``defaults`` (a ``--config`` file) under the spec string's parameters, ``settings`` (``--set``)
     over them. A spec too large for this machine is refused before it is built
-    (``topologies.estimate``)."""
+    (``emu.topologies.estimate``)."""
     name, raw = parse(spec)
     fam = FAMILIES.get(name)
     if fam is None:

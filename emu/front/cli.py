@@ -47,7 +47,7 @@ def _writable(option: str, path: str | None) -> None:
 
 
 def cmd_topo(args) -> int:
-    from topologies.registry import build
+    from emu.topologies.registry import build
 
     defaults, settings = _settings(args)
     t = build(args.spec, defaults=defaults, settings=settings)
@@ -151,7 +151,7 @@ def _checked_run_args(args) -> tuple[list[str], str | None]:
 def _topology_with_faults(args) -> tuple:
     """(topology, faults, settings file layer, --set layer): the topology built and validated, and the
     ``--fault`` options parsed, each naming real nodes and links of it."""
-    from topologies.registry import build
+    from emu.topologies.registry import build
 
     from ..faults import Fault
 
@@ -181,7 +181,7 @@ def _collective_extra(args, names: list[str], offload: str | None, topo) -> dict
     extra = {"algo": args.algo, "size": args.size, "dtype": args.dtype, "op": args.op, "root": args.root,
              "ranks": args.ranks.split(",") if args.ranks else None, "offload": offload,
              "branch": args.branch}
-    from nodes.collectives.select import ALGORITHMS
+    from emu.nodes.collectives.select import ALGORITHMS
 
     from .checks import collective_options
 
@@ -193,7 +193,7 @@ def _collective_extra(args, names: list[str], offload: str | None, topo) -> dict
         raise ConfigError(f"--{', --'.join(given)} apply to collective tests only; --test {'+'.join(names)} has none")
     if args.branch is not None and not offload:
         raise ConfigError("--branch is the offload tree's degree: give --offload nic or hw too")
-    from nodes.collectives.operations import rooted
+    from emu.nodes.collectives.operations import rooted
 
     if args.root is not None and not any(n in rooted() for n in names):
         raise ConfigError(f"--root applies to {', '.join(rooted())} only")
@@ -220,7 +220,7 @@ def _add_manager_and_group(args, topo, extra: dict, faults, defaults: dict, sett
     if args.manager or offload == "switch":  # in-network allreduce asks the network manager for a tree
         topo.add_manager(spec=ManagerSpec(**mset))
     if offload == "hw":  # hardware collectives use a multicast group over the run's ranks
-        from nodes.collectives.hw import HW_GROUP
+        from emu.nodes.collectives.hw import HW_GROUP
 
         # a switch or link down from the start: the group's tree is rooted and routed around it
         avoid = [f.switch or f.link for f in faults if f.action == "down" and f.at_ns == 0]
@@ -365,9 +365,9 @@ def personal_plugin_dir() -> str:
 def cmd_plan(args) -> int:
     """``emu plan nc mesh:k=16,n=2``: spec 02's planner -- the group shape and IN coordinates it picks
     and the longest-path and per-step hop tables that explain why."""
-    from nodes.collectives.coding.planner import report
-    from topologies.grid import grid_of
-    from topologies.registry import build
+    from emu.nodes.collectives.coding.planner import report
+    from emu.topologies.grid import grid_of
+    from emu.topologies.registry import build
 
     t = build(args.spec)
     grid = grid_of(t)
@@ -419,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     """The ``emu`` command line: the options, the subcommands and their help."""
-    from topologies.registry import describe_families
+    from emu.topologies.registry import describe_families
 
     fams = "\n".join(f"  {n}:{p}  {s}" for n, p, s in describe_families())
     ap = argparse.ArgumentParser(prog="emu", description="Packet-level HPC interconnect emulator",
@@ -487,7 +487,7 @@ def _add_run(sub) -> None:
 
 def _add_collective_options(r: argparse.ArgumentParser) -> None:
     """``emu run``'s options of the collective tests, in a group of their own."""
-    from nodes.collectives.operations import OPERATIONS
+    from emu.nodes.collectives.operations import OPERATIONS
 
     c = r.add_argument_group(f"collectives ({', '.join(OPERATIONS)})")
     c.add_argument("--algo", help="algorithm by name (default: chosen by size, as MPI libraries do); with "

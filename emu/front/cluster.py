@@ -23,8 +23,8 @@ from typing import Any
 
 import trio
 
-from topologies.base import Topology
-from topologies.registry import build as build_topology
+from emu.topologies.base import Topology
+from emu.topologies.registry import build as build_topology
 
 from ..build import Plan, build_domain
 from ..config import ConfigError, RunConfig

@@ -1,5 +1,5 @@
 """The collective tests (``emu run --test allreduce`` and the rest of
-``nodes.collectives.operations``): their options, validated against the cluster, and one test per
+``emu.nodes.collectives.operations``): their options, validated against the cluster, and one test per
 operation that runs it and checks the result against numpy."""
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
     """Validate the collective options of ``emu run`` against the cluster's hosts (ConfigError)."""
     import numpy as np
 
-    from nodes.collectives import DTYPES, get_op
-    from nodes.collectives.select import check
+    from emu.nodes.collectives import DTYPES, get_op
+    from emu.nodes.collectives.select import check
 
     from ..config import ConfigError
 
@@ -63,7 +63,7 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
         check(operation, extra["algo"], n)
     branch = None if extra.get("branch") is None else int(extra["branch"])
     if offload is not None:
-        from nodes.collectives.offload import default_branch, parts, validate
+        from emu.nodes.collectives.offload import default_branch, parts, validate
 
         from ..config import NicSpec
 
@@ -87,7 +87,7 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
 
 def _collective_check(operation: str) -> CheckFn:
     async def check(net, options: Options) -> dict[str, Any]:
-        from nodes.collectives.run import check_results, run_collective
+        from emu.nodes.collectives.run import check_results, run_collective
 
         spec = net.topology.hosts[0].spec
         o = collective_options(operation, options.extra, net.hosts, spec.nic.queue_capacity, spec.elan)
@@ -109,13 +109,13 @@ def _collective_check(operation: str) -> CheckFn:
 
 
 def _collectives() -> dict[str, str]:
-    from nodes.collectives.operations import OPERATIONS
+    from emu.nodes.collectives.operations import OPERATIONS
 
     return {name: op.summary for name, op in OPERATIONS.items()}
 
 
 COLLECTIVES = _collectives()
-"""The collective tests (``nodes.collectives.operations``), each with the line ``emu run --help`` shows."""
+"""The collective tests (``emu.nodes.collectives.operations``), each with the line ``emu run --help`` shows."""
 
 for _name in COLLECTIVES:
     register(_name)(_collective_check(_name))

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from topologies import star
+from emu.topologies import star
 
 from .checks import Options, run_check
 from .cluster import Cluster
@@ -124,9 +124,9 @@ async def demo(n: int = 8, plot_path: str | None = "emu-demo-allreduce.png",
 
 async def _coding(console, err) -> bool:
     """Spec 02: the all-to-all broadcast on a mesh and a torus, by tree, all-at-once and XOR coding."""
-    from nodes.collectives.coding import Scheme, count
-    from nodes.collectives.run import check_results, run_collective
-    from topologies.grid import grid_of
+    from emu.nodes.collectives.coding import Scheme, count
+    from emu.nodes.collectives.run import check_results, run_collective
+    from emu.topologies.grid import grid_of
 
     t = Table(title="all-to-all broadcast of 16 B per node (spec 02): router hops measured from the frames "
                     "(= analytic) and virtual completion (ns); floor N(N-1)")
@@ -154,9 +154,9 @@ async def _coding(console, err) -> bool:
 
 async def _offloads(console, err) -> bool:
     """The comparison users come for: one allreduce, host software vs each offload, on one fabric."""
-    from nodes.collectives.hw import HW_GROUP
-    from nodes.collectives.run import check_results, run_collective
-    from topologies import build
+    from emu.nodes.collectives.hw import HW_GROUP
+    from emu.nodes.collectives.run import check_results, run_collective
+    from emu.topologies import build
 
     from ..config import ConfigError
 
@@ -189,7 +189,7 @@ async def _offloads(console, err) -> bool:
 
 async def _nic_offload(console, err) -> bool:
     """Spec 01: the same allreduce in host software and offloaded to the NICs."""
-    from nodes.collectives.run import check_results, run_collective
+    from emu.nodes.collectives.run import check_results, run_collective
 
     t = Table(title="allreduce of doubles: host software vs NIC offload (triggered descriptors, the default tree)")
     for col in ("nodes", "size", "software us", "algorithm", "NIC offload us", "speedup", "host CPU sw / nic ns"):
@@ -213,7 +213,7 @@ async def _nic_offload(console, err) -> bool:
 
 async def _collectives(console, err, plot_path: str | None) -> bool:
     """Allreduce algorithms (host software, the baseline of every offload) across sizes and nodes."""
-    from nodes.collectives import ALGORITHMS
+    from emu.nodes.collectives import ALGORITHMS
     from .sweep import plot, sweep
 
     algos = list(ALGORITHMS["allreduce"])

@@ -8,7 +8,7 @@ a run takes a while). The estimate counts the frames the hosts inject, as ``fram
 * an offloaded allreduce (reduce): one message per tree edge up and one down (up only), per
   48-byte part, one frame each;
 * a host software collective: the messages of a dry run of the algorithm
-  (:mod:`nodes.collectives.dryrun`), each cut into frames of the hosts' MTU.
+  (:mod:`emu.nodes.collectives.dryrun`), each cut into frames of the hosts' MTU.
 
 It is exact on the cases the tests measure, but it is an estimate and says "about": runs with
 operands over 64 MiB in all are counted on a scaled-down copy (rounding), and counting stops at
@@ -46,7 +46,7 @@ async def estimate(name: str, topo, extra: dict[str, Any], options=None) -> Esti
     if name == "pingall":
         pairs = n * (n - 1) if n <= options.pingall_full_max_hosts else n * min(options.pingall_peers, n - 1)
         return Estimate(name, 2 * pairs, f"{pairs:,} pairs, a request and a reply each")
-    from nodes.collectives.run import OPERATIONS
+    from emu.nodes.collectives.run import OPERATIONS
 
     if name not in OPERATIONS:
         return None
@@ -62,13 +62,13 @@ async def estimate(name: str, topo, extra: dict[str, Any], options=None) -> Esti
     if o.offload is not None:
         import numpy as np
 
-        from nodes.collectives.offload import parts
+        from emu.nodes.collectives.offload import parts
 
         nseg = parts(o.count, np.dtype(o.dtype))
         per_edge, ways = (2, "up and down") if name == "allreduce" else (1, "up")
         return Estimate(name, per_edge * (ranks - 1) * nseg,
                         f"{o.offload} offload: {nseg} part{'s' if nseg > 1 else ''} x {ranks - 1} tree edges, {ways}")
-    from topologies.grid import grid_of
+    from emu.topologies.grid import grid_of
 
     grid = grid_of(topo)
     coded = ("nc", "nc_every", "nc_recursive", "combine")
@@ -76,11 +76,11 @@ async def estimate(name: str, topo, extra: dict[str, Any], options=None) -> Esti
         raise ConfigError(f"mcast_all --algo {o.algo} (spec 02) runs over every node of a mesh or torus: "
                           + ("leave out --ranks" if grid is not None else "use --topo mesh:k=8,n=2 or torus:k=8,n=2"))
     if name == "mcast_all" and grid is not None and not o.ranks and (o.algo or "tree") in ("tree",) + coded:
-        from nodes.collectives.coding import Scheme, plan
+        from emu.nodes.collectives.coding import Scheme, plan
 
         p = plan(grid, Scheme(o.algo or "tree"))  # spec 02: the NICs run a plan; it lists the unicasts
         return Estimate(name, p.unicasts, f"{p.scheme.algo}: {p.unicasts:,} unicasts")
-    from nodes.collectives.dryrun import count_messages
+    from emu.nodes.collectives.dryrun import count_messages
 
     m = await count_messages(name, ranks, o.count, o.dtype, o.op, o.algo, o.root)
     if m is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nodes.collectives.run import check_results, run_collective
+from emu.nodes.collectives.run import check_results, run_collective
 
 
 @dataclass(frozen=True)

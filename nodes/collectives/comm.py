@@ -37,7 +37,7 @@ class Comm:
         self.id = (zlib.crc32(",".join(self.members).encode()) if comm_id is None else comm_id) & 0xFF
         self._seq = 0
         self.hw_seq = 0
-        """Hardware barriers this rank has entered (``nodes.collectives.hw``)."""
+        """Hardware barriers this rank has entered (``emu.nodes.collectives.hw``)."""
         self.hw_group = HW_GROUP
         """The multicast group over this communicator's hosts that hardware collectives use."""
         self.last_algo: str | None = None
@@ -110,9 +110,9 @@ class Comm:
                                offload: str | None = "switch", span: int | None = None) -> np.ndarray:
         """The sum of every rank's sparse vector (non-zeros ``values`` at ``index``) as a dense
         array of ``length``. ``offload="switch"`` (spec 04): aggregated in the switches, shards of
-        (index, value) pairs (``nodes.collectives.inswitch.allreduce_sparse_switch``); None: host
+        (index, value) pairs (``emu.nodes.collectives.inswitch.allreduce_sparse_switch``); None: host
         software, SparCML-style recursive doubling on (index, value) pairs for a sum over a
-        power-of-two number of ranks (``nodes.collectives.sparse``), else a dense allreduce."""
+        power-of-two number of ranks (``emu.nodes.collectives.sparse``), else a dense allreduce."""
         if offload == "switch":
             from .inswitch import allreduce_sparse_switch
 
@@ -180,7 +180,7 @@ class Comm:
     async def bcast(self, x: np.ndarray, root: int = 0, algo: str | None = None,
                     offload: str | None = None) -> np.ndarray:
         """``root``'s array on every rank; others pass a buffer of the same size and type.
-        ``offload="hw"``: the QsNet hardware broadcast (spec 03; ``nodes.collectives.hw``);
+        ``offload="hw"``: the QsNet hardware broadcast (spec 03; ``emu.nodes.collectives.hw``);
         ``offload="switch"``: through the switches' aggregation (spec 04), bit for bit."""
         self._check_root(root)
         if offload == "switch":  # spec 04: an allreduce (bitwise or) where every rank but the root adds zeros

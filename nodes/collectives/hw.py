@@ -1,6 +1,6 @@
 """Collectives offloaded to the network hardware of spec 03 (``offload="hw"``): the QsNet
 adapters' and switches' hardware broadcast (``host.bcast_put`` to a multicast group), and the
-hardware barriers and tree reduction of ``nodes.nic.qsbarrier`` (the adapters progress them; the
+hardware barriers and tree reduction of ``emu.nodes.nic.qsbarrier`` (the adapters progress them; the
 processes only enter and wait)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ BUF = 0x7F00_0000_0000
 """Library buffer the broadcast data lands in on every member (the same virtual address on all,
 as the source's hardware broadcast needs), copied out into the caller's array."""
 BARRIER_BASE = 0x7E00_0000_0000
-"""A communicator's barrier words (ready, done, result: ``nodes.nic.qsbarrier``) sit at
+"""A communicator's barrier words (ready, done, result: ``emu.nodes.nic.qsbarrier``) sit at
 ``BARRIER_BASE + comm.id * BARRIER_STRIDE``, the same address on every member."""
 BARRIER_STRIDE = 0x2_0000
 HW_ALGOS = {"bcast": (), "barrier": ("tree", "polled"), "allreduce": ("tree",)}
@@ -73,7 +73,7 @@ def barrier_base(comm) -> int:
 
 
 def barrier_spec(comm, algo: str, branch: int | None, op: str = "sum", dtype: str = "int64"):
-    from nodes.nic.qsbarrier import BarrierSpec
+    from emu.nodes.nic.qsbarrier import BarrierSpec
 
     b = DEFAULT_BRANCH if branch is None else branch
     if not 1 <= b <= 255:
@@ -95,7 +95,7 @@ async def ibarrier_hw(comm, algo: str = "tree", branch: int | None = None, data:
 async def wait_hw(comm, seq: int, timeout_ns: int = 100_000_000, addr: int | None = None) -> None:
     """Wait until hardware barrier ``seq`` of this communicator (and every one before) completed
     (``addr``: the word to watch, a reduction's slot; default the done word)."""
-    from nodes.nic.qsbarrier import DONE
+    from emu.nodes.nic.qsbarrier import DONE
 
     base = barrier_base(comm)
     why = await comm.host.wait_word(base + DONE if addr is None else addr, seq, timeout_ns)
@@ -113,7 +113,7 @@ async def allreduce_hw(comm, x: np.ndarray, op: str, branch: int | None) -> np.n
     is a tree barrier whose EVENTs carry the subtree's partial result, and whose release
     broadcasts the reduction into a result slot. Up to ``SLOTS`` blocks are in flight at once
     (entered without waiting: the adapters pipeline them)."""
-    from nodes.nic.qsbarrier import SLOTS, slot
+    from emu.nodes.nic.qsbarrier import SLOTS, slot
 
     o = get_op(op)
     if o.paired:

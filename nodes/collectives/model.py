@@ -85,7 +85,7 @@ def _qs_frames():
 
 
 def hw_polled_barrier_ns(enter: list[int], host: HostSpec, link: LinkSpec, switch: SwitchSpec) -> list[int]:
-    """When each rank leaves a polled hardware barrier (``nodes.nic.qsbarrier``) entered at the
+    """When each rank leaves a polled hardware barrier (``emu.nodes.nic.qsbarrier``) entered at the
     virtual times ``enter`` (rank 0 the root), on a star.
 
     The root's adapter calls a conditional at c = enter[0] + issue; it reaches every member at

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from nodes.nic.interface import Message, Op
+from emu.nodes.nic.interface import Message, Op
 
 __all__ = ["Compute", "HostAPI", "Message", "Op", "PingOp", "Recv", "Send", "Sleep"]
 
@@ -78,7 +78,7 @@ class Compute(Op):
 
 
 class HostCore(Protocol):
-    """What the API reads of the host engine (``nodes.host.engine.Host``)."""
+    """What the API reads of the host engine (``emu.nodes.host.engine.Host``)."""
 
     name: str
     now: int
@@ -96,7 +96,7 @@ class HostAPI:
     """The handle an application gets: ``host.send``, ``host.recv``, ``host.ping``, ``host.sleep``,
     ``host.compute``; and the verbs of the NIC mechanisms loaded on this node (``host.nic_post``,
     ``host.put``, ``host.inc_request``, ``host.nc_run``, ...: each mechanism's ``verbs``,
-    :mod:`nodes.nic.interface`)."""
+    :mod:`emu.nodes.nic.interface`)."""
 
     def __init__(self, engine: HostCore):
         self._engine = engine

@@ -1,11 +1,11 @@
 """The host: the applications that run on it, their requests and their CPU time (sans-I/O).
 
-Applications are coroutines (``nodes.host.api``); each ``await`` on the host API is a request the
+Applications are coroutines (``emu.nodes.host.api``); each ``await`` on the host API is a request the
 host carries out through a handler table (DESIGN.md principle 4), resuming the coroutine at the
 virtual time the request completes. The host owns no port: what goes on the wire goes through its
-NIC (``nodes.nic.engine.NicEngine``, the node's engine), which calls back ``deliver`` (a message
+NIC (``emu.nodes.nic.engine.NicEngine``, the node's engine), which calls back ``deliver`` (a message
 arrived) and ``resume`` (an echo reply). Requests of the NIC's mechanisms (offloads, QsNet, ...)
-go through the one interface of :mod:`nodes.nic.interface`: ``nic.request(req, now, done)``, which
+go through the one interface of :mod:`emu.nodes.nic.interface`: ``nic.request(req, now, done)``, which
 says what CPU time the request costs and whether it completes at once or later, through ``done``.
 
 Timing (all virtual): ``send`` costs ``send_overhead_ns`` of CPU, after which the NIC takes the
@@ -20,7 +20,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from nodes.nic.interface import PENDING, Message, NicRequest, Op
+from emu.nodes.nic.interface import PENDING, Message, NicRequest, Op
 
 from .api import Compute, HostAPI, PingOp, Recv, Send, Sleep
 
@@ -58,7 +58,7 @@ class AppState:
 
 
 class HostNic(Protocol):
-    """What the host uses of its NIC (``nodes.nic.engine.NicEngine``)."""
+    """What the host uses of its NIC (``emu.nodes.nic.engine.NicEngine``)."""
 
     name: str
     spec: Any

@@ -1,4 +1,4 @@
-"""The NIC end of spec 02's coded broadcast: runs a plan (``nodes.collectives.coding.plan``) on real
+"""The NIC end of spec 02's coded broadcast: runs a plan (``emu.nodes.collectives.coding.plan``) on real
 frames (sans-I/O part of the NIC engine).
 
 The node starts with its own packet (if it is a source). Whenever it first has a packet -- its own,
@@ -81,14 +81,14 @@ class CodingNIC(Mechanism):
     # -- what applications call (``host.nc_run``, ``host.grid``) -----------------------------------
     @property
     def grid(self):
-        """The direct network's ``topologies.grid.Grid`` (None on other topologies)."""
-        from topologies.grid import Grid
+        """The direct network's ``emu.topologies.grid.Grid`` (None on other topologies)."""
+        from emu.topologies.grid import Grid
 
         g = self.nic.grid
         return Grid(*g) if g is not None else None
 
     def nc_run(self, plan, data: bytes) -> NcRun:
-        """Run a coded-broadcast plan (``nodes.collectives.coding.plan``) with this node's packet;
+        """Run a coded-broadcast plan (``emu.nodes.collectives.coding.plan``) with this node's packet;
         returns (packets by source, per-step figures)."""
         return NcRun(plan, bytes(data))
 
@@ -243,6 +243,6 @@ def _xor(a: bytes, b: bytes) -> bytes:
 
 def _vc(step: int) -> int:
     """The step's VC (its class; on a torus the source doubles it: ``class_dateline`` VC pairs)."""
-    from nodes.collectives.coding.plan import Step
+    from emu.nodes.collectives.coding.plan import Step
 
     return Step.VC[step]

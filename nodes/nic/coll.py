@@ -1,6 +1,6 @@
 """The collective-offload NIC of spec 01: posted descriptors, triggers, the receive-and-process unit.
 
-A sans-I/O part of the NIC engine (``nodes.nic.engine``: it emits frames and sets timers through
+A sans-I/O part of the NIC engine (``emu.nodes.nic.engine``: it emits frames and sets timers through
 it, and writes completions to the host's memory through it). Blocks:
 
 * **posted-descriptor queue** per virtual port (VP), executed in order from its head;
@@ -160,12 +160,12 @@ class CollNIC(Mechanism):
         return NicOpen(vp)
 
     def nic_post(self, vp: int, posted: list) -> NicPost:
-        """Post descriptors (``nodes.nic.coll.Posted``) to ``vp``; costs ``NicSpec.post_ns`` of CPU each."""
+        """Post descriptors (``emu.nodes.nic.coll.Posted``) to ``vp``; costs ``NicSpec.post_ns`` of CPU each."""
         return NicPost(vp, list(posted))
 
     def nic_wait(self, region: int, count: int = 1, timeout_ns: int = 1_000_000, vp: int = 1) -> NicWait:
         """Wait until the NIC has written ``count`` completions of ``region`` on virtual port ``vp``
-        to host memory; returns them (``nodes.nic.coll.Completion``). After ``timeout_ns`` without them,
+        to host memory; returns them (``emu.nodes.nic.coll.Completion``). After ``timeout_ns`` without them,
         the region is aborted and the completions so far are returned with a timeout one added."""
         return NicWait(region, count, timeout_ns, vp)
 

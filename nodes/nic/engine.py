@@ -3,10 +3,10 @@
 ``receive(frame, port, now)`` and ``on_timer(now)`` return the frames to send as ``(port, frame,
 at)``; ``timer`` says when to call ``on_timer`` next. The NIC segments the messages its host sends
 and reassembles those it receives, answers echo requests, and loads its mechanisms by name
-(:mod:`nodes.nic.interface`: spec 01's triggered descriptors ``coll``, spec 03's QsNet adapter
+(:mod:`emu.nodes.nic.interface`: spec 01's triggered descriptors ``coll``, spec 03's QsNet adapter
 ``qsnet``, spec 04's in-network client ``inc``, spec 02's coding endpoint ``coding``): each
 receives the packet types it registers and carries out the host's requests of its types. The host it
-serves (``host``, :class:`nodes.host.engine.Host`: the applications and their CPU time) reaches it
+serves (``host``, :class:`emu.nodes.host.engine.Host`: the applications and their CPU time) reaches it
 through :meth:`send_message`, :meth:`ping` and :meth:`request`, and hears back through
 ``host.deliver`` and ``host.resume``.
 
@@ -75,11 +75,11 @@ class NicEngine:
     rails: int = 1
     """Links of this node (multi-rail: one to each network); QsNet packets are striped over them."""
     grid: tuple | None = None
-    """A direct network's (k, n, wrap) (``topologies.grid.Grid``), for spec 02's coded broadcast."""
+    """A direct network's (k, n, wrap) (``emu.topologies.grid.Grid``), for spec 02's coded broadcast."""
     manager: int | None = None
     """Fabric address of the network manager (spec 04 requests go there), if the topology has one."""
     mechanisms: tuple[str, ...] = BUILT_IN
-    """The NIC mechanisms this NIC loads, by registered name (:mod:`nodes.nic.interface`)."""
+    """The NIC mechanisms this NIC loads, by registered name (:mod:`emu.nodes.nic.interface`)."""
     kind = "host"
     stats: dict[str, int] = field(default_factory=lambda: {
         "malformed": 0, "misdelivered": 0, "no_route": 0, "messages_sent": 0, "messages_received": 0,

@@ -1,10 +1,10 @@
 """The one interface between a host and its NIC, and the plug-in mechanisms the NIC loads by name.
 
-The host (``nodes.host``) runs applications; everything that reaches the wire goes through its
-NIC (``nodes.nic.engine.NicEngine``). They meet here, and only here:
+The host (``emu.nodes.host``) runs applications; everything that reaches the wire goes through its
+NIC (``emu.nodes.nic.engine.NicEngine``). They meet here, and only here:
 
 * **requests**: an application awaits an :class:`Op`. The host carries out its own (send, recv,
-  compute, sleep, ping: ``nodes.host.api``); any :class:`NicRequest` it hands to the NIC with
+  compute, sleep, ping: ``emu.nodes.host.api``); any :class:`NicRequest` it hands to the NIC with
   ``nic.request(req, now, done)``, which returns ``(cpu_ns, value)``: the host CPU time the request
   costs, and the value the application continues with once that time has passed, or
   :data:`PENDING` when the mechanism will call ``done(value)`` later (a completion);
@@ -60,7 +60,7 @@ PENDING = object()
 
 
 class NicCore(Protocol):
-    """What a mechanism may use of the NIC that loads it (``nodes.nic.engine.NicEngine``)."""
+    """What a mechanism may use of the NIC that loads it (``emu.nodes.nic.engine.NicEngine``)."""
 
     name: str
     node_id: int

@@ -41,7 +41,7 @@ from .qsreliable import QsResult, Xfer
 
 
 class Adapter(Protocol):
-    """What the barrier engine uses of its adapter (``nodes.nic.qsnet.QsNIC``, which owns it)."""
+    """What the barrier engine uses of its adapter (``emu.nodes.nic.qsnet.QsNIC``, which owns it)."""
 
     nic: NicCore
     spec: Any

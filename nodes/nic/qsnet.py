@@ -5,12 +5,12 @@ reads, **fetch-and-add** adds to a 64-bit word and returns the old value, a **ne
 reads a word and compares, a **broadcast** puts to every member of a multicast group. The adapter
 translates ranks to fabric addresses (``rank_to_node``) and cuts transfers into packets of
 ``ElanSpec.packet_bytes`` that may take different routes and arrive in any order; each packet is
-reliable (:mod:`nodes.nic.qsreliable`). Completion is detected exactly once on both sides, whatever
+reliable (:mod:`emu.nodes.nic.qsreliable`). Completion is detected exactly once on both sides, whatever
 is replayed: the target tracks the offsets of each transfer (a replayed packet is ACKed again, not
 written or counted again); a get's request is served once (its reply is a reliable transfer of its
 own); atomics follow a sequence-number protocol (the transfer id is the sequence number; the target
 remembers each one's result and answers a replay with it instead of adding twice). Hardware
-barriers and the tree reduction sit on top: :mod:`nodes.nic.qsbarrier`.
+barriers and the tree reduction sit on top: :mod:`emu.nodes.nic.qsbarrier`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ every packet is made reliable:
 * multi-rail: unicast packets go out round robin over the node's links, ACKs back on the link their
   packet came in on.
 
-Each packet's life is the state table ``TX`` (DESIGN.md principle 4). ``nodes.nic.qsnet`` builds
+Each packet's life is the state table ``TX`` (DESIGN.md principle 4). ``emu.nodes.nic.qsnet`` builds
 put, get, atomics and broadcasts on it.
 """
 

@@ -1,6 +1,6 @@
 """What applications ask of the QsNet adapter (spec 03): its request types and host-API verbs.
 
-``QsRequests`` is mixed into :class:`nodes.nic.qsnet.QsNIC`, the mechanism that owns these types:
+``QsRequests`` is mixed into :class:`emu.nodes.nic.qsnet.QsNIC`, the mechanism that owns these types:
 each ``host.put``, ``host.wait_word``, ... builds a request here, and the adapter carries it out in
 its handler (``_req_*``), at the virtual time the host hands it over.
 """
@@ -71,7 +71,7 @@ VERBS = ("rank", "mem_write", "mem_read", "put", "get", "bcast_put", "fadd", "co
 
 class QsRequests:
     """The host-facing half of the adapter (needs ``nic``, ``mem``, ``arrivals``, ``barriers``, the
-    operations and watchers of :class:`nodes.nic.qsnet.QsNIC`)."""
+    operations and watchers of :class:`emu.nodes.nic.qsnet.QsNIC`)."""
 
     # -- verbs: memory-based communication -------------------------------------------------------
     @property
@@ -131,7 +131,7 @@ class QsRequests:
         return WaitArrivals(count, timeout_ns)
 
     def barrier_enter(self, spec, seq: int, data: bytes = b"") -> BarrierEnter:
-        """Enter hardware barrier ``seq`` of the context ``spec`` (``nodes.nic.qsbarrier.BarrierSpec``)
+        """Enter hardware barrier ``seq`` of the context ``spec`` (``emu.nodes.nic.qsbarrier.BarrierSpec``)
         with an optional reduction part ``data``; returns at once (a non-blocking barrier): the
         adapters complete it, and ``wait_word(spec.base + 8, seq)`` waits for it.
         Costs ``ElanSpec.issue_ns`` of CPU."""

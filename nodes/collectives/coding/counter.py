@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from topologies.grid import Grid, box_tree_hops
+from emu.topologies.grid import Grid, box_tree_hops
 
 from .layout import BASELINES, Box, Step, box_centre, tiles
 

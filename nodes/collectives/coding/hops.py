@@ -4,7 +4,7 @@ counts it (``counter``, where the counting rules, the closed forms and the count
 
 from __future__ import annotations
 
-from topologies.grid import Grid
+from emu.topologies.grid import Grid
 
 from .counter import Count, all_to_all_closed, count_settled, line_pairs, tree_all_to_all_closed
 from .plan import Scheme

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from emu.config import ConfigError
-from topologies.grid import Grid
+from emu.topologies.grid import Grid
 
 ALGOS = ("all_at_once", "tree", "nc", "nc_every", "nc_recursive", "combine")
 MCASTS = ("tree", "all_at_once")

@@ -3,7 +3,7 @@
 A plan is data every node of a run computes alike (it depends only on the grid and the scheme): for
 each node, the packets it starts with, what it forwards when it has a packet (``rules``), and what it
 makes once it has some packets (``makes``: encoding at an intermediate node). The NIC's executor
-(``nodes.nic.coding``) runs it on real frames; the analytic counter (``counter.py``) counts the same
+(``emu.nodes.nic.coding``) runs it on real frames; the analytic counter (``counter.py``) counts the same
 schemes from closed forms and per-dimension sums, independently of these lists; the two must agree.
 
 Packets (keys): ``("p", s)`` the plain data of source s; ``("x", level, a, b)`` the XOR of the data of
@@ -13,7 +13,7 @@ sources a and b (encoded at recursion ``level``); ``("c", level, g)`` group g's 
 Schemes (``Scheme.algo``):
 
 * ``all_at_once`` -- every source unicasts its packet to every other node;
-* ``tree`` -- every source multicasts along the coordinate-aware tree (``topologies.grid``);
+* ``tree`` -- every source multicasts along the coordinate-aware tree (``emu.topologies.grid``);
 * ``nc`` -- hierarchical coding, steps A-G: B every source multicasts within its group (``mcast``:
   tree or all_at_once); F every source sends its packet to one node of each other group (the node
   at the same offset; with fewer sources than members, the member at offset j gets it from the
@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from topologies.grid import Grid, box_tree
+from emu.topologies.grid import Grid, box_tree
 
 from .layout import ALGOS, BASELINES, Box, Step, box_centre, check_names, settle, tiles
 from .planner import best_shape

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 
-from topologies.grid import Grid
+from emu.topologies.grid import Grid
 
 from .counter import Count, count_settled
 from .layout import BASELINES, Box, box_centre, check_names, settle, tiles

@@ -1,5 +1,5 @@
 """Spec 02's broadcasts as collectives: ``comm.mcast_all(x, algo=...)`` with the coded schemes and
-the coordinate-aware tree, run by the NICs (``nodes.nic.coding``) on a mesh or torus."""
+the coordinate-aware tree, run by the NICs (``emu.nodes.nic.coding``) on a mesh or torus."""
 
 from __future__ import annotations
 
