@@ -23,7 +23,10 @@ unpickled only once the tag checks out (a forged, altered, replayed or reordered
 The key is 32 bytes in a file readable by its owner only (``EMU_KEY_FILE``, default
 ``~/.config/emu/mpi.key``), never on a command line: on one machine rank 0 makes it on first use
 and the other ranks wait for it; for several machines, copy it to the same path on each (or keep it
-in a shared home directory).
+in a shared home directory). As ssh does with a private key, a key file that is not a regular file
+(a symbolic link, a folder, a FIFO), not owned by the user, or open to group or others is refused
+on one line saying what to fix; it is made under an unpredictable temporary name and hard-linked
+into place, so nothing planted beside it is followed or overwritten.
 
 Waiting never blocks trio: requests are polled between checkpoints, so the elements' sockets are
 read while a rank waits for the others.
@@ -48,7 +51,7 @@ import trio
 from .config import ConfigError
 from .element import INF
 from .errors import EmuError, FrameLossError
-from .sync import LocalHandle, RemoteHandle, Synchroniser, find_exception
+from .sync import LocalHandle, RemoteHandle, Synchroniser, faults_reached, find_exception, window_start
 
 log = logging.getLogger(__name__)
 
@@ -88,33 +91,97 @@ def key_path() -> str:
 
 def load_key(create: bool, wait_s: float = 20.0) -> bytes:
     """The ranks' shared key (see the module docstring): made by rank 0 (``create``) if missing,
-    waited for by the others; refused if others may read it."""
+    waited for by the others. Refused on one line, as ssh refuses a private key, unless it is a
+    regular file (not a symbolic link, a folder or a FIFO) owned by this user and private to it."""
     path = key_path()
-    if create and not os.path.exists(path):
-        os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(secrets.token_bytes(KEY_BYTES))
-        try:
-            os.link(tmp, path)  # atomic, and never over a key another rank already made
-        except FileExistsError:
-            pass
-        os.unlink(tmp)
+    if create and not os.path.lexists(path):
+        _make_key(path)
     deadline = time.monotonic() + wait_s
-    while not os.path.exists(path):
+    while True:
+        key = _read_key(path)
+        if key is not None:
+            return key
         if time.monotonic() > deadline:
             raise ConfigError(f"no MPI key file at {path}: copy rank 0's key there (same path on every "
                               "machine, mode 0600), or set EMU_KEY_FILE to where it is")
         time.sleep(0.05)
-    st = os.stat(path)
-    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ConfigError(f"the MPI key file {path} may be read by others; chmod 600 {path}")
-    with open(path, "rb") as f:
-        key = f.read()
+
+
+def _make_key(path: str) -> None:
+    """Write a new key to ``path`` atomically: into a fresh file of an unpredictable name (created
+    exclusively, so never through a symbolic link or into a planted file), then hard-linked to
+    ``path`` -- which never replaces a key (or anything else) another rank put there first."""
+    folder = os.path.dirname(path) or "."
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        for _ in range(100):
+            tmp = os.path.join(folder, f".{os.path.basename(path)}.{secrets.token_hex(8)}.tmp")
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise ConfigError(f"could not make a temporary file for the MPI key in {folder}")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_bytes(KEY_BYTES))
+            try:
+                os.link(tmp, path)  # atomic; fails if anything (a key, a link, a folder) is there already
+            except FileExistsError:
+                pass
+        finally:
+            os.unlink(tmp)
+    except OSError as e:
+        raise ConfigError(f"could not make the MPI key file {path}: {e.strerror or e}; make it yourself "
+                          f"(32 random bytes, mode 0600) or set EMU_KEY_FILE") from None
+
+
+def _read_key(path: str) -> bytes | None:
+    """The key in ``path``, None if there is no file yet; ConfigError (one line: what to fix) if it
+    is not a regular file owned by this user and readable by it only. Opened without following a
+    symbolic link and without blocking (a FIFO), and checked on the open file (no race)."""
+    def refuse(why: str) -> ConfigError:
+        return ConfigError(f"the MPI key file {path} {why}")
+
+    try:
+        st = os.lstat(path)  # refuse a device, FIFO or folder before even opening it
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise refuse(f"cannot be read: {e.strerror or e}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise refuse("is a symbolic link: put the key file itself there (cp --dereference, mode 0600)")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise refuse(f"cannot be read: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise refuse(f"is not a regular file (a {_kind(st.st_mode)}); remove it and copy the 32-byte "
+                         "key file there, mode 0600")
+        if st.st_uid != os.geteuid():
+            raise refuse(f"is owned by uid {st.st_uid}, not by you (uid {os.geteuid()}); "
+                         f"chown {os.geteuid()} {path} or make your own")
+        if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise refuse(f"may be read by others (mode {stat.S_IMODE(st.st_mode):04o}); chmod 600 {path}")
+        key = os.read(fd, KEY_BYTES + 1)
+    finally:
+        os.close(fd)
     if len(key) != KEY_BYTES:
-        raise ConfigError(f"the MPI key file {path} must hold {KEY_BYTES} bytes, it holds {len(key)}")
+        raise refuse(f"must hold {KEY_BYTES} bytes, it holds {st.st_size}")
     return key
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "folder"), (stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"),
+                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device")):
+        if test(mode):
+            return name
+    return "special file"
 
 
 async def _poll(test) -> Any:
@@ -197,8 +264,9 @@ async def window_loop(domain, comm, lookahead: int, state: dict, pacer=None, pro
     rows = np.zeros((n, n + 3), dtype=np.int64)
     failed = None
     last = time.perf_counter()
+    faults = state["faults"]
     while True:
-        t0 = min(next_times)
+        t0 = window_start(next_times, faults)
         if t0 >= INF:
             return None
         t1 = t0 + lookahead
@@ -224,6 +292,8 @@ async def window_loop(domain, comm, lookahead: int, state: dict, pacer=None, pro
             next_times[d] = int(rows[d, 1])
             if rows[d, 2] > state["max_time"]:
                 state["max_time"] = int(rows[d, 2])
+        if faults and faults[0] < t1:
+            state["fault_max"] = max(state["fault_max"], faults_reached(faults, t1))
         if progress is not None and w & 0xFF == 0 and time.perf_counter() - last > 0.05:
             last = time.perf_counter()
             progress(w, t0)
@@ -240,7 +310,7 @@ class MpiSynchroniser(Synchroniser):
         if self.broken:
             raise EmuError(f"the cluster cannot run any more: {self.broken}; start a new one")
         state = {"window": self.window, "sent": self.sent, "next_times": self.next_times,
-                 "max_time": self.max_time}
+                 "max_time": self.max_time, "faults": self.faults, "fault_max": self.fault_max}
         remotes = [h for h in self.handles if not isinstance(h, LocalHandle)]
         local = next(h for h in self.handles if isinstance(h, LocalHandle))
         self.broken = "a run was interrupted"  # until it ends well
@@ -252,7 +322,7 @@ class MpiSynchroniser(Synchroniser):
             status, value = await h.chan.recv()
             if status == "err":
                 errors.append(value)
-        self.window, self.max_time = state["window"], state["max_time"]
+        self.window, self.max_time, self.fault_max = state["window"], state["max_time"], state["fault_max"]
         if errors:
             real = [e for e in errors if not str(e).startswith("domain(s) ")] or errors
             self.broken = f"window {self.window} failed ({type(real[0]).__name__})"
