@@ -54,6 +54,8 @@ class Domain:
         self._runs: list[str] = []
         """Run files of recorded frames spilled to disk (sorted), oldest first."""
         self._spill_dir: str | None = None
+        self._with_links: set[Element] = set()
+        """Elements that hold scheduled link changes (``rpc_schedule``)."""
 
     def add(self, el: Element) -> None:
         self._idx[el] = len(self.elements)
@@ -140,6 +142,18 @@ class Domain:
                 self._at[i] = INF  # (another entry of it may remain: harmless, it is checked like this one)
         return INF
 
+    def next_activity(self) -> int:
+        """The next event here other than a scheduled link change (INF: none). The synchroniser
+        ends a run when no domain has one; changes scheduled later wait for the next run."""
+        nt = self.next_time()
+        if nt >= INF or not self._with_links:
+            return nt
+        for el in [el for el in self._with_links if not el.link_events]:
+            self._with_links.discard(el)
+        if not self._with_links or nt < min(el.link_events[0][0] for el in self._with_links):
+            return nt
+        return min(el.next_activity() for el in self.elements)  # the earliest event is a link change: look past it
+
     def _received_before(self, w: int) -> int:
         """Frames accepted that were sent in windows before ``w`` (another domain may already be
         sending in ``w``; nothing of ``w + 1`` can exist yet, since that needs our report of ``w``)."""
@@ -191,7 +205,7 @@ class Domain:
         if self.run.capture and sum(len(el.capture) for el in active) and \
                 sum(len(el.capture) for el in self.elements) > self.run.capture_spill_records:
             self._spill()
-        nt = self.next_time()
+        nt = self.next_activity()
         return self.sent_to[:], (first_arrival if first_arrival < nt else nt), self.max_time
 
     async def _collect(self, expected: int, w: int) -> None:
@@ -234,7 +248,7 @@ class Domain:
             el = self.by_name[host]
             el.engine.start_app(host, fn, args, t)
             self.schedule(el)
-        return self.next_time()
+        return self.next_activity()
 
     async def rpc_app_states(self) -> list:
         out = []
@@ -298,8 +312,38 @@ class Domain:
             for port, up in sorted(told.items()):
                 heapq.heappush(el.link_events, (t, port, up))
             if told:
+                self._with_links.add(el)
                 self.schedule(el)
-        return self.next_time()
+        return self.next_activity()
+
+    async def rpc_clear_faults(self, t: int) -> int:
+        """Every link back as built from ``t`` on: scheduled changes after ``t`` forgotten, the
+        state up and no bit errors at ``t``; an engine whose port is down then is told it is up at
+        ``t``. Returns how many ports were told."""
+        told = 0
+        for el in self.elements:
+            ports = [p for p in (*el.out_ports, *el.in_ports) if p.timeline is not None]
+            if not ports:
+                continue
+            down = set()
+            for p in ports:
+                tl = p.timeline
+                if not tl.up_at(t):
+                    down.add(p.index)
+                tl.ups = [c for c in tl.ups if c[0] <= t]
+                tl.add_state(t, True)
+                if tl.bers:
+                    tl.bers = [c for c in tl.bers if c[0] <= t]
+                    tl.add_ber(t, 0.0)
+            pending = [e for e in el.link_events if e[0] <= t]  # still told, in order; then "up" at t
+            pending.extend((t, port, True) for port in sorted(down))
+            heapq.heapify(pending)
+            el.link_events = pending
+            if down:
+                told += len(down)
+                self._with_links.add(el)
+                self.schedule(el)
+        return told
 
     async def rpc_reset_peaks(self, t: int = 0) -> None:
         """Start measuring peaks (and time-weighted occupancy) afresh at virtual time ``t``."""

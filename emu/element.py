@@ -276,9 +276,16 @@ class Element:
 
     # -- the window -----------------------------------------------------------------------------
     def next_time(self) -> int:
-        t = self.heap[0][0] if self.heap else INF
+        """The time of this element's next event, scheduled link changes included."""
+        t = self.next_activity()
         if self.link_events and self.link_events[0][0] < t:
             t = self.link_events[0][0]
+        return t
+
+    def next_activity(self) -> int:
+        """The time of this element's next event other than a scheduled link change: a frame, a
+        timer, a port event, a frame due on the wire. A run is over when nothing has one."""
+        t = self.heap[0][0] if self.heap else INF
         tt = self.engine.timer
         if tt is not None and tt < t:
             t = tt

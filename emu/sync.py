@@ -25,6 +25,7 @@ clock, scheduling order and CPU load change how long a run takes, never its resu
 
 from __future__ import annotations
 
+import heapq
 import logging
 import pickle
 import struct
@@ -194,6 +195,11 @@ class Synchroniser:
         self.next_times = [INF] * self.n
         self.window = 0
         self.max_time = 0
+        self.faults: list[int] = []
+        """Times of scheduled link changes not yet reached (a heap): a window starts at the next
+        one while anything else is left to do; a run ends without them when nothing is."""
+        self.fault_max = 0
+        """The latest scheduled change reached: the next run starts no earlier."""
         self.progress = progress
         self.pacer = pacer
         self.broken: str | None = None
@@ -210,7 +216,7 @@ class Synchroniser:
         handles = self.handles
         last_yield = time.perf_counter()
         while True:
-            t0 = min(self.next_times)
+            t0 = window_start(self.next_times, self.faults)
             if t0 >= INF:
                 return
             t1 = t0 + self.lookahead
@@ -234,6 +240,8 @@ class Synchroniser:
                 self.next_times[d] = nt
                 if mt > self.max_time:
                     self.max_time = mt
+            if self.faults and self.faults[0] < t1:
+                self.fault_max = max(self.fault_max, faults_reached(self.faults, t1))
             if w & 0xFF == 0:
                 now = time.perf_counter()
                 if now - last_yield > 0.05:
@@ -281,6 +289,23 @@ class Synchroniser:
                for l, (name, seq) in sorted(ins.items()) if l in outs and outs[l][1] != seq]
         if bad:
             err.args = (f"{err.args[0]}; frames lost on link(s): " + ", ".join(bad[:10]),)
+
+
+def window_start(next_times: list[int], faults: list[int]) -> int:
+    """Where the next window starts: at the earliest event anywhere, a scheduled link change
+    included -- but only while some other event is left (INF: the run is over; the changes wait)."""
+    t = min(next_times)
+    if t < INF and faults and faults[0] < t:
+        return faults[0]
+    return t
+
+
+def faults_reached(faults: list[int], t1: int) -> int:
+    """Take the scheduled changes before ``t1`` off the heap ``faults``; returns the latest."""
+    last = 0
+    while faults and faults[0] < t1:
+        last = heapq.heappop(faults)
+    return last
 
 
 def find_exception(e: BaseException, kind: type[BaseException]) -> BaseException | None:

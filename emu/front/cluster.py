@@ -13,6 +13,7 @@ virtual clock then stays where the last event happened until the next episode.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import logging
 import os
 import secrets
@@ -121,8 +122,8 @@ class Cluster:
 
     @property
     def now(self) -> int:
-        """Virtual time (ns) of the last event processed."""
-        return self._sync.max_time if self._sync else 0
+        """Virtual time (ns) of the last event processed (a scheduled change reached included)."""
+        return max(self._sync.max_time, self._sync.fault_max) if self._sync else 0
 
     @property
     def worker_pids(self) -> list[int]:
@@ -253,7 +254,8 @@ class Cluster:
             per_domain.setdefault(self.plan.owner[host], {})[host] = (fn, args)
         async with self._lock:
             sync = self._sync
-            start = sync.max_time
+            start = self.now
+            self.metrics = None  # a run that fails half-way has no figures (not the last run's)
             for h in self._handles:
                 await h.call("reset_peaks", start)
             raw_before = await self._stats()
@@ -265,12 +267,14 @@ class Cluster:
             except BaseException as e:
                 # applications of an interrupted run are still in the engines: nothing more may run
                 sync.broken = sync.broken or f"a run was interrupted ({type(e).__name__})"
+                if isinstance(e, Exception):
+                    await self._close_apps()
                 raise
             states = []
             for h in self._handles:
                 states.extend(await h.call("app_states"))
             raw_after = await self._stats()
-            self.metrics = diff(before, port_counters(raw_after), start, sync.max_time)
+            self.metrics = diff(before, port_counters(raw_after), start, max(start, sync.max_time))
             add_flow(self.metrics, raw_before, raw_after)
             stuck = sum(p.get("frames_waiting", 0) for s in raw_after for p in s["ports"])
             if stuck:
@@ -290,6 +294,14 @@ class Cluster:
             raise DeadlockError(f"no events left at {self.now} ns but applications still wait: "
                                 + "; ".join(waiting))
         return results
+
+    async def _close_apps(self) -> None:
+        """Close the coroutines of a run that broke off (they never end otherwise); best effort."""
+        for h in self._handles:
+            try:
+                await h.call("app_states")
+            except Exception:  # a domain that cannot answer has its own error to tell
+                pass
 
     async def ping(self, src: str, dst: str) -> int:
         return (await self.run({src: (_ping_app, dst)}))[src]
@@ -361,9 +373,22 @@ class Cluster:
         if self._sync is None:
             raise EmuError("the cluster is not running; use 'async with Cluster(...) as net:'")
         async with self._lock:
-            for d, h in enumerate(self._handles):
-                nt = await h.call("schedule", t_ns, changes, self.run_config.seed)
-                self._sync.next_times[d] = min(self._sync.next_times[d], nt)
+            for h in self._handles:
+                await h.call("schedule", t_ns, changes, self.run_config.seed)
+            heapq.heappush(self._sync.faults, t_ns)
+
+    async def clear_faults(self) -> None:
+        """Cancel every scheduled change not yet reached and put every link back as built (up, no
+        bit errors) from now on: what ``emu run`` does between tests, whose faults are each their own."""
+        if self._sync is None:
+            raise EmuError("the cluster is not running; use 'async with Cluster(...) as net:'")
+        async with self._lock:
+            t = self.now
+            told = 0
+            for h in self._handles:
+                told += await h.call("clear_faults", t)
+            if told:
+                heapq.heappush(self._sync.faults, t)
 
     def _link_ids(self, a: str, b: str) -> list[int]:
         ids = [lid for i, link in enumerate(self.topology.links) if {link.a, link.b} == {a, b}
