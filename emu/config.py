@@ -308,7 +308,11 @@ class RunConfig:
     capture: bool = False
     """Record every frame at every port for a pcapng capture."""
     stall_timeout_s: float = 0.2
-    """Wall-clock wait for expected frames before asking senders to retransmit (recovery round)."""
+    """Longest wall-clock wait for expected frames before asking senders to retransmit (recovery
+    round); the first wait is ``recovery_first_s``, doubled each round nothing arrives."""
+    recovery_first_s: float = 0.001
+    """First wall-clock wait for missing frames before the senders are asked to retransmit (fast
+    retransmit: what a window waits for was sent before it started, so a short wait suffices)."""
     max_recovery_rounds: int = 50
     """Recovery rounds without progress before a loss is declared unrecoverable (run stops)."""
     realtime_ns_per_s: float | None = None

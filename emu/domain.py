@@ -213,15 +213,22 @@ class Domain:
             el.drain()
         self._local_rx.clear()
         rounds = 0
+        # fast retransmit: every datagram of earlier windows was sent before this window was asked
+        # for, so a shortfall that lasts recovery_first_s is a loss (on loopback, where sendto
+        # delivers at once, always); the wait doubles, up to stall_timeout_s, while nothing comes
+        first = min(self.run.recovery_first_s, self.run.stall_timeout_s)
+        wait = first
         while self._received_before(w) < expected:
             before = self._received_before(w)
             self._wake = trio.Event()
-            with trio.move_on_after(self.run.stall_timeout_s):
+            with trio.move_on_after(wait):
                 await self._wake.wait()
             if self._received_before(w) > before:
                 rounds = 0
+                wait = first
                 continue
             rounds += 1
+            wait = min(2 * wait, self.run.stall_timeout_s)
             if rounds > self.run.max_recovery_rounds:
                 raise FrameLossError(f"domain {self.index}: {expected - self._received_before(w)} frame(s) never arrived "
                                      f"after {rounds - 1} recovery rounds")
