@@ -297,6 +297,10 @@ class HostSpec:
         return -((-nbytes * self.reduce_ps_per_byte) // 1000)
 
 
+MIN_REALTIME_NS_PER_S = 1e3
+"""Slowest real-time pace: 1 us of virtual time per wall-clock second (slower paces a short run over hours)."""
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """How a cluster runs (not what it models)."""
@@ -347,8 +351,9 @@ class RunConfig:
             raise ConfigError(f"RunConfig.seed must be an integer within 0..2**63-1, got {self.seed!r}")
         if not 1 <= self.processes <= 64:
             raise ConfigError(f"RunConfig.processes must be within 1..64, got {self.processes}")
-        if self.realtime_ns_per_s is not None and not self.realtime_ns_per_s > 0:
-            raise ConfigError(f"RunConfig.realtime_ns_per_s must be > 0, got {self.realtime_ns_per_s}")
+        if self.realtime_ns_per_s is not None and not self.realtime_ns_per_s >= MIN_REALTIME_NS_PER_S:
+            raise ConfigError(f"RunConfig.realtime_ns_per_s must be at least {MIN_REALTIME_NS_PER_S:g}, "
+                              f"got {self.realtime_ns_per_s}")
         if not isinstance(self.capture_spill_records, int) or self.capture_spill_records < 1:
             raise ConfigError(f"RunConfig.capture_spill_records must be a positive integer, got {self.capture_spill_records!r}")
         if not 0.0 <= self.socket_drop_rate < 1.0:
@@ -488,6 +493,8 @@ def _convert(where: str, value: object, kind: type) -> object:
     """A setting's value as the field's type (strings from the CLI, TOML values from a file)."""
     if isinstance(value, str) and kind is not str:
         text = value.strip().replace("_", "")
+        if not text.isascii():  # int() and float() take any script's digits: '٤' would be 4
+            raise ConfigError(f"{where} must be written in ASCII (digits 0-9), got {value!r}")
         try:
             if kind is bool:
                 if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
@@ -558,6 +565,9 @@ def load_settings(path: str) -> dict[str, dict[str, object]]:
         raise ConfigError(f"--config {path}: no such file") from None
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"--config {path}: cannot be read as TOML ({e})") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"--config {path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}); "
+                          "TOML files are UTF-8: save it as UTF-8") from None
     out: dict[str, dict[str, object]] = {}
     for section, fields in data.items():
         if not isinstance(fields, dict):

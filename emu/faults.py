@@ -20,6 +20,8 @@ MAX_TIME_NS = 1 << 62
 
 def parse_time_ns(text: str) -> int:
     t = text.strip().lower()
+    if not t.isascii():  # float() takes any script's digits
+        raise ConfigError(f"fault time {text!r} must be written in ASCII digits (0-9), e.g. 20us")
     for unit in sorted(_UNITS, key=len, reverse=True):
         if t.endswith(unit):
             t, scale = t[: -len(unit)], _UNITS[unit]
@@ -76,6 +78,8 @@ class Fault:
             elif key == "ber" and eq:
                 action = "ber"
                 try:
+                    if not value.isascii():  # float() takes any script's digits
+                        raise ValueError
                     rate = float(value)
                 except ValueError:
                     raise ConfigError(f"fault {text!r}: ber={value} is not a number") from None

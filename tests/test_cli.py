@@ -138,3 +138,48 @@ def test_emu_run_allreduce_offloaded_to_the_nic(tmp_path, capsys):
 def test_emu_run_refuses_options_it_would_ignore_or_fail_on(args, message, capsys):
     assert main(["run", "--topo", "star:n=4", *args]) == 2
     assert message in capsys.readouterr().out.replace("\n", " ")
+
+
+BAD_TOML = b"[link]\nlatency_ns = 5 # \xff\xfe\n"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["plan", "nc", "mesh:k=2,n=1"], "mesh:k=2,n=1 cannot be cut into groups"),
+    (["plan", "nc", "torus:k=3,n=1"], "torus:k=3,n=1 cannot be cut into groups"),
+    (["run", "--topo", "star:n=4", "--config", "{bad_toml}"], "not UTF-8 text (byte 0xff at offset 24)"),
+    (["run", "--topo", "star:n=4", "--test", "put", "--size", "0"], "--size 0: put and get move 1 B..1 GiB"),
+    (["run", "--topo", "star:n=4", "--realtime", "1e-300"], "--realtime must be a finite number of virtual ns per "
+                                                            "second, at least 1000"),
+    (["run", "--topo", "star:n=4", "--test", "put", "--set", "switch.vc_buffer_bytes=1"],
+     "switch.vc_buffer_bytes=1 is smaller than the largest frame of this run, 1,114 B"),
+    (["run", "--topo", "star:n=4", "--set", "switch.vc_buffer_bytes=1"],
+     "switch.vc_buffer_bytes=1 is smaller than the largest frame of this run, 1,074 B"),
+    (["run", "--topo", "star:n=\u0664"], "star: n must be written in ASCII digits (0-9)"),
+    (["run", "--topo", "star:n=4", "--set", "link.latency_ns=\u0663"], "link.latency_ns must be written in ASCII"),
+    (["run", "--topo", "star:n=4", "--fault", "at=\u0663,link=h0-s0,down"], "fault time '\u0663' must be written"),
+    (["run", "--topo", "star:n=4", "--fault", "at=0,link=h0-s0,ber=\u0661e-3"], "ber=\u0661e-3 is not a number"),
+    (["run", "--topo", "star:n=4", "--test", "put", "--size", "\u0663KiB"], "is not a number of bytes"),
+])
+def test_refused_before_anything_starts_in_one_line(args, message, tmp_path):
+    """Each is refused by the one-line path: exit 2, one line on the terminal, no traceback."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    bad = tmp_path / "bad.toml"
+    bad.write_bytes(BAD_TOML)
+    exe = str(Path(sys.executable).parent / "emu")
+    argv = [a.replace("{bad_toml}", str(bad)) for a in args]
+    out = subprocess.run([exe, *argv], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+    text = out.stdout + out.stderr
+    assert out.returncode == 2, text
+    assert "Traceback" not in text and len(text.strip().splitlines()) == 1, text
+    assert text.startswith("refused: ") and message in text, text
+
+
+def test_numbers_in_other_scripts_are_refused_on_the_options_too(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["run", "--topo", "star:n=4", "--seed", "\u0663"])
+    assert e.value.code == 2 and "must be written in ASCII digits" in capsys.readouterr().err

@@ -150,6 +150,8 @@ _SECTION_OF = {LinkSpec: "link", HostSpec: "host", SwitchSpec: "switch"}
 
 
 def _convert(family: str, key: str, value: str, kind: type):
+    if kind in (int, float) and not value.isascii():  # int() and float() take any script's digits: '٤' would be 4
+        raise ConfigError(f"{family}: {key} must be written in ASCII digits (0-9), got {value!r}")
     try:
         v = kind(value)
     except ValueError:

@@ -19,7 +19,7 @@ import trio
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..config import ConfigError
+from ..config import MIN_REALTIME_NS_PER_S, ConfigError
 from ..errors import EmuError, leaves
 from .consoles import make_console
 
@@ -123,7 +123,10 @@ async def _run(args) -> int:
     topo, faults, defaults, settings = _topology_with_faults(args)
     extra = _collective_extra(args, names, offload, topo)
     _add_manager_and_group(args, topo, extra, faults, defaults, settings)
+    from .buffers import check_buffers
     from .estimate import large_run_note
+
+    check_buffers(topo, names, offload)  # a frame larger than a switch's buffers can never pass
 
     note = await large_run_note(names, topo, extra, args.seed)  # before it starts: a person may rather stop
     if note:
@@ -139,8 +142,10 @@ def _checked_run_args(args) -> tuple[list[str], str | None]:
     offload = None if args.offload in (None, "none") else args.offload
     if not 0 <= args.seed < 2**63:
         raise ConfigError(f"--seed must be within 0..2**63-1, got {args.seed}")
-    if args.realtime is not None and not (math.isfinite(args.realtime) and args.realtime > 0):
-        raise ConfigError(f"--realtime must be a finite number of virtual ns per second > 0, got {args.realtime}")
+    if args.realtime is not None and not (math.isfinite(args.realtime) and args.realtime >= MIN_REALTIME_NS_PER_S):
+        raise ConfigError(f"--realtime must be a finite number of virtual ns per second, at least "
+                          f"{MIN_REALTIME_NS_PER_S:g} (1 us of virtual time per second; slower would pace even a short "
+                          f"run over hours), got {args.realtime:g}")
     if args.root is not None and not 0 <= args.root < 2**31:
         raise ConfigError(f"--root {args.root} is not a rank")
     _writable("--pcap", args.pcap)
@@ -187,8 +192,12 @@ def _collective_extra(args, names: list[str], offload: str | None, topo) -> dict
 
     given = [k for k, v in extra.items() if v is not None]
     collectives = [n for n in names if n in ALGORITHMS]
-    if given == ["size"] and any(n in ("put", "get") for n in names):
-        given = []  # put and get take a size too
+    if any(n in ("put", "get") for n in names):
+        from .qsnet_checks import put_size
+
+        put_size(extra)  # refused before anything starts
+        if given == ["size"]:
+            given = []  # put and get take a size too
     if given and not collectives:
         raise ConfigError(f"--{', --'.join(given)} apply to collective tests only; --test {'+'.join(names)} has none")
     if args.branch is not None and not offload:
@@ -419,6 +428,18 @@ def main(argv: list[str] | None = None) -> int:
         return report(e)
 
 
+def _ascii(kind: type):
+    """An option's number type that takes ASCII digits only (``int`` alone would read '٤' as 4)."""
+    def convert(text: str):
+        if not text.isascii():
+            raise argparse.ArgumentTypeError(f"{text!r} must be written in ASCII digits (0-9)")
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+    return convert
+
+
 def _parser() -> argparse.ArgumentParser:
     """The ``emu`` command line: the options, the subcommands and their help."""
     from emu.topologies.registry import describe_families
@@ -432,7 +453,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-v info, -vv debug)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("demo", help="run a small cluster and print the mechanisms side by side")
-    d.add_argument("--hosts", type=int, default=8, help="hosts on the star (default 8)")
+    d.add_argument("--hosts", type=_ascii(int), default=8, help="hosts on the star (default 8)")
     d.add_argument("--plot", default="emu-demo-allreduce.png", help="where to write the PNG ('' for none)")
     t = sub.add_parser("topo", help="print a topology's hosts, switches, links, diameter, bisection")
     t.add_argument("spec", help="e.g. fattree:k=4,n=3")
@@ -458,8 +479,8 @@ def _add_run(sub) -> None:
     r.add_argument("--topo", required=True, help="topology spec, e.g. fattree:k=4,n=3")
     r.add_argument("--test", action="append", metavar="TEST[+TEST...]",
                    help="tests to run, in order: joined with '+' or one --test each (default pingall; listed below)")
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--processes", type=int, default=1, help="OS processes to spread the elements over")
+    r.add_argument("--seed", type=_ascii(int), default=0)
+    r.add_argument("--processes", type=_ascii(int), default=1, help="OS processes to spread the elements over")
     r.add_argument("--bind", default="127.0.0.1", metavar="ADDRESS|INTERFACE",
                    help="where the elements' sockets listen, and frames between processes or MPI ranks "
                         "travel: an IPv4 address or an interface name such as eth0 (default: loopback)")
@@ -482,7 +503,7 @@ def _add_run(sub) -> None:
     r.add_argument("--fault", action="append", metavar="at=TIME,link=A-B,down|up|ber=RATE",
                    help="a fault during each test, TIME from the test's start, e.g. at=20us,link=s0-s4,down; "
                         "or at=0,switch=s3,down; or at=0,link=h0-s0,ber=1e-6")
-    r.add_argument("--realtime", type=float, metavar="NS_PER_S",
+    r.add_argument("--realtime", type=_ascii(float), metavar="NS_PER_S",
                    help="pace virtual time to the wall clock: virtual ns per second (1e9 = real time)")
     _add_collective_options(r)
 
@@ -497,14 +518,14 @@ def _add_collective_options(r: argparse.ArgumentParser) -> None:
     c.add_argument("--size", help="bytes per rank, e.g. 64KiB (alltoall: per destination; default 1KiB)")
     c.add_argument("--dtype", help="int8..int64, uint8..uint64, float16/32/64 (default float32)")
     c.add_argument("--op", help="sum prod min max minloc maxloc land lor lxor band bor bxor (default sum)")
-    c.add_argument("--root", type=int, help="root rank of reduce, bcast, mcast (default 0)")
+    c.add_argument("--root", type=_ascii(int), help="root rank of reduce, bcast, mcast (default 0)")
     c.add_argument("--ranks", help="communicator: comma-separated hosts (default: all)")
     c.add_argument("--offload", choices=OFFLOADS,
                    help="where a collective runs: none = host software (default), nic = on the NICs (spec 01 "
                         "triggered descriptors: allreduce, reduce), hw = the QsNet network hardware (spec 03: bcast, "
                         "barrier --algo tree|polled, allreduce), switch = aggregated in the switches (spec 04: "
                         "allreduce; a network manager is attached)")
-    c.add_argument("--branch", type=int,
+    c.add_argument("--branch", type=_ascii(int),
                    help="branch degree of the offload reduction tree (default: the shallowest tree the NIC's "
                         "receive queue allows, as even as that depth permits: a level costs a fabric crossing "
                         "each way, a child only tens of ns at its parent)")
@@ -545,10 +566,10 @@ def report(e: BaseException, stderr: bool = False) -> int:
                       stderr)
     out = make_console(stderr=True) if stderr else console  # with --json -, stdout holds only JSON
     if isinstance(e, ConfigError):
-        out.print(f"[red]refused:[/] {e}")
+        out.print(f"[red]refused:[/] {e}", soft_wrap=True)  # one line: a pipe or a log gets no breaks in it
         return 2
     if isinstance(e, EmuError):
-        out.print(f"[red]error:[/] {e}")
+        out.print(f"[red]error:[/] {e}", soft_wrap=True)
         return 1
     if isinstance(e, KeyboardInterrupt):
         out.print("interrupted; the cluster was torn down")

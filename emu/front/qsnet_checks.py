@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from ..config import ConfigError
 from ..errors import EmuError
 from .check_registry import Options, register
 from .sizes import parse_size
@@ -71,15 +72,22 @@ async def _pair(host, kind, peer, size, data):
     return r.ok, r.error, r.t_ns - t0, r.resent, got
 
 
+def put_size(extra: dict) -> int:
+    """The bytes each rank puts or gets (``--size``, default 64KiB); out of 1 B..1 GiB is refused
+    (the CLI asks before anything starts)."""
+    size = parse_size(extra.get("size") or "64KiB")
+    if not 1 <= size <= 1 << 30:
+        raise ConfigError(f"--size {extra.get('size')}: put and get move 1 B..1 GiB per rank; give e.g. --size 64KiB")
+    return size
+
+
 def _check(kind: str):
     async def check(net, options: Options) -> dict[str, Any]:
         hosts = net.hosts
         n = len(hosts)
         if n < 2:
             raise EmuError(f"{kind} needs at least 2 hosts")
-        size = parse_size(options.extra.get("size") or "64KiB")
-        if not 1 <= size <= 1 << 30:
-            raise EmuError(f"--size {size} B is outside 1 B..1 GiB")
+        size = put_size(options.extra)
         lone = await net.run({hosts[0]: (_lone_put, n - 1), hosts[-1]: (_wait, 1)})
         ok, latency = lone[hosts[0]]
         if not ok:

@@ -9,7 +9,7 @@ from ..config import ConfigError
 
 def parse_size(text: str) -> int:
     """'64KiB' -> 65536; accepts B, KiB, MiB, GiB, KB, MB (powers of 10) or a plain number of bytes."""
-    m = re.fullmatch(r"\s*(\d+)\s*([KMG]i?B|B)?\s*", str(text), re.I)
+    m = re.fullmatch(r"\s*(\d+)\s*([KMG]i?B|B)?\s*", str(text), re.I | re.ASCII)  # ASCII digits only
     if not m:
         raise ConfigError(f"size {text!r} is not a number of bytes such as 64KiB, 1MiB or 4096")
     unit = (m.group(2) or "B").lower()

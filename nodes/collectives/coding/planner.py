@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 
+from emu.config import ConfigError
 from emu.topologies.grid import Grid
 
 from .counter import Count, count_settled
@@ -76,6 +77,10 @@ def best_shape(grid: Grid, mcast: str = "tree", algo: str = "nc", sources: tuple
     if algo == "nc_recursive":  # the outer shape of the plain scheme, halved inside
         algo = "nc"
     rows = table(grid, mcast, algo, sources)
+    if not rows:
+        raise ConfigError(f"{grid.family}:k={grid.k},n={grid.n} cannot be cut into groups: hierarchical coding "
+                          "needs at least 2 groups of at least 2 nodes (a k with a divisor between 2 and k-1, "
+                          "or n >= 2), e.g. mesh:k=4,n=2")
     best = min(rows, key=lambda r: (r["hops"], abs(r["inner_total"] - r["between_total"]), r["members"], r["_shape"]))
     return best["_shape"]
 
