@@ -185,7 +185,7 @@ class Domain:
         first_arrival = INF
         sent: list[Element] = []
         for el in active:
-            fa = el.run_window(t1, w)
+            fa = el.run_window(t1, w, t0 + 1)  # link changes only at the window start
             if fa < first_arrival:
                 first_arrival = fa
             if fa < INF:

@@ -303,9 +303,15 @@ class Element:
                     t = s
         return t
 
-    def run_window(self, t_end: int, window: int) -> int:
+    def run_window(self, t_end: int, window: int, link_end: int | None = None) -> int:
         """Process every event before ``t_end``; put on the wire every frame that arrives before
         ``t_end + lookahead``. Returns the earliest arrival time of the frames sent (or INF).
+
+        A scheduled link change is processed only before ``link_end`` (the domain passes the
+        window's start + 1: a change is reached in a window of its own, which the synchroniser
+        starts only while something else is left to do); at a later one the element stops for this
+        window, the change and what follows it waiting for that window. A run thus never reaches a
+        change after its last event, however the windows fall.
 
         When to send a queued frame: the next window ends at ``t0' + L`` with ``t0' >= t_end``, and
         every frame arriving before then must be at its receiver when that window starts. A frame
@@ -324,13 +330,17 @@ class Element:
         cut = getattr(eng, "cut_through", False)  # virtual cut-through: the promise is on the tail leaving
         # engines that check their own CRCs (QsNet) take frames that fail the FCS (cut-through)
         passes = getattr(eng, "passes_damaged", None)
+        if link_end is None:
+            link_end = t_end
+        stop = t_end
         while True:  # the next event in the fixed order: link change, port event, timer, frame
             tt = eng.timer
             th = heap[0][0] if heap else INF
             tp = pev[0][0] if pev else INF
             token = None
             if links and links[0][0] <= th and links[0][0] <= tp and (tt is None or links[0][0] <= tt):
-                if links[0][0] >= t_end:
+                if links[0][0] >= link_end:
+                    stop = min(stop, links[0][0])
                     break
                 result = self._link_change()
             elif tp <= th and (tt is None or tp <= tt):
@@ -355,7 +365,7 @@ class Element:
             if token is not None and token[4] == 0:  # consumed here, or dropped: the buffer is free now
                 token[4] = 1
                 self._release(token)
-        self.safe_time = t_end
+        self.safe_time = stop
         return self._transmit(t_end + self.lookahead, window) if self.busy else INF
 
     # -- the events of a window ------------------------------------------------------------------

@@ -266,7 +266,7 @@ async def window_loop(domain, comm, lookahead: int, state: dict, pacer=None, pro
     last = time.perf_counter()
     faults = state["faults"]
     while True:
-        t0 = window_start(next_times, faults)
+        t0 = window_start(next_times, faults, state["max_time"])
         if t0 >= INF:
             return None
         t1 = t0 + lookahead
@@ -292,8 +292,8 @@ async def window_loop(domain, comm, lookahead: int, state: dict, pacer=None, pro
             next_times[d] = int(rows[d, 1])
             if rows[d, 2] > state["max_time"]:
                 state["max_time"] = int(rows[d, 2])
-        if faults and faults[0] < t1:
-            state["fault_max"] = max(state["fault_max"], faults_reached(faults, t1))
+        if faults and faults[0] <= t0:
+            state["fault_max"] = max(state["fault_max"], faults_reached(faults, t0 + 1))
         if progress is not None and w & 0xFF == 0 and time.perf_counter() - last > 0.05:
             last = time.perf_counter()
             progress(w, t0)

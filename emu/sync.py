@@ -216,7 +216,7 @@ class Synchroniser:
         handles = self.handles
         last_yield = time.perf_counter()
         while True:
-            t0 = window_start(self.next_times, self.faults)
+            t0 = window_start(self.next_times, self.faults, self.max_time)
             if t0 >= INF:
                 return
             t1 = t0 + self.lookahead
@@ -240,8 +240,8 @@ class Synchroniser:
                 self.next_times[d] = nt
                 if mt > self.max_time:
                     self.max_time = mt
-            if self.faults and self.faults[0] < t1:
-                self.fault_max = max(self.fault_max, faults_reached(self.faults, t1))
+            if self.faults and self.faults[0] <= t0:
+                self.fault_max = max(self.fault_max, faults_reached(self.faults, t0 + 1))
             if w & 0xFF == 0:
                 now = time.perf_counter()
                 if now - last_yield > 0.05:
@@ -291,11 +291,13 @@ class Synchroniser:
             err.args = (f"{err.args[0]}; frames lost on link(s): " + ", ".join(bad[:10]),)
 
 
-def window_start(next_times: list[int], faults: list[int]) -> int:
+def window_start(next_times: list[int], faults: list[int], max_time: int) -> int:
     """Where the next window starts: at the earliest event anywhere, a scheduled link change
-    included -- but only while some other event is left (INF: the run is over; the changes wait)."""
+    included -- while the change falls within the run: before some event still to come, or at or
+    before the latest one processed (``max_time``). INF: the run is over; later changes wait for
+    the next run, so where its windows happen to fall never decides whether a change is reached."""
     t = min(next_times)
-    if t < INF and faults and faults[0] < t:
+    if faults and faults[0] < t and (t < INF or faults[0] <= max_time):
         return faults[0]
     return t
 
