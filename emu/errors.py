@@ -4,6 +4,8 @@ Errors that are the peer's (a malformed or foreign frame) are never raised: they
 receiving element's stats and dropped.
 """
 
+import re
+
 from .config import ConfigError
 
 
@@ -28,7 +30,45 @@ class DeadlockError(EmuError):
 
 
 class AppError(EmuError):
-    """An application raised; the message names the host and carries the traceback."""
+    """Applications raised: one line per distinct error with the hosts that raised it (and how
+    many), then the traceback of the first failure once -- not one traceback per host."""
+
+    def __init__(self, failures: list[tuple[str, int | None, str]]):
+        """``failures``: (host, virtual time it failed at, its traceback text), in host order."""
+        self.failures = failures
+        groups: dict[str, list[tuple[str, int | None, str]]] = {}
+        for host, t, tb in sorted(failures, key=lambda f: _natural(f[0])):
+            what = _last_line(tb)
+            groups.setdefault(re.sub(r"\d+", "#", what), []).append((host, t, what))  # alike but for numbers
+        lines = []
+        for where in sorted(groups.values(), key=lambda g: (min(t or 0 for _, t, _ in g), g[0][2])):
+            hosts = ", ".join(h for h, _, _ in where[:4]) + (f", ... ({len(where)} hosts)" if len(where) > 4 else "")
+            times = sorted({t for _, t, _ in where if t is not None})
+            when = f" at {times[0]} ns" if len(times) == 1 else f" at {times[0]}..{times[-1]} ns" if times else ""
+            alike = " (and alike)" if len({w for _, _, w in where}) > 1 else ""
+            lines.append(f"{hosts}{when}: {where[0][2]}{alike}")
+        self.summary = "; ".join(lines)
+        """One line: each distinct error, where and when."""
+        first = min(failures, key=lambda f: (f[1] is None, f[1] or 0))
+        super().__init__(f"application(s) failed: {self.summary}\nfirst failure, {first[0]} (at {first[1]} ns):\n"
+                         f"{first[2]}".rstrip())
+
+
+def _natural(name: str) -> list:
+    """Sort key: h2 before h10."""
+    return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", name)]
+
+
+def _last_line(text: str) -> str:
+    """The exception's own lines of a traceback (the unindented lines after the last frame), as
+    one line; the text itself when it is no traceback."""
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    tail: list[str] = []
+    for ln in reversed(lines):
+        if ln[:1].isspace() or ln.startswith("Traceback ("):
+            break
+        tail.append(ln.strip())
+    return " ".join(reversed(tail)) or text.strip()
 
 
 def leaves(e: BaseException):

@@ -9,10 +9,11 @@ the names the CLI, the estimate and scripts use.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import EmuError
+from ..errors import AppError, EmuError
 from .check_registry import CHECKS, Options, register
 from .sizes import parse_size
 
@@ -24,6 +25,8 @@ from . import qsnet_checks  # noqa: F401  isort: skip
 
 __all__ = ["CHECKS", "COLLECTIVES", "CheckResult", "CollectiveOptions", "Options", "collective_options", "parse_size",
            "pingall", "register", "run_check"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -60,6 +63,9 @@ async def run_check(net, name: str, options: Options) -> CheckResult:
     try:
         figures = await fn(net, options)
         ok, error = True, None
+    except AppError as e:  # one line per distinct error with its hosts; the first traceback with -v
+        figures, ok, error = {}, False, f"AppError: application(s) failed: {e.summary}"
+        log.info("%s: %s", name, e)
     except EmuError as e:
         figures, ok, error = {}, False, f"{type(e).__name__}: {e}"
     m = net.metrics

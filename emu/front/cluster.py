@@ -283,13 +283,13 @@ class Cluster:
         errors, waiting = [], []
         for st in states:
             if st.error is not None:
-                errors.append(f"{st.host} (at {st.finished_ns} ns):\n{st.error}")
+                errors.append((st.host, st.finished_ns, st.error))
             elif not st.done:
                 waiting.append(f"{st.host} blocked in {st.waiting} since {st.since_ns} ns")
             else:
                 results[st.host] = st.result
         if errors:
-            raise AppError("application(s) failed: " + "\n".join(errors))
+            raise AppError(errors)
         if waiting:
             raise DeadlockError(f"no events left at {self.now} ns but applications still wait: "
                                 + "; ".join(waiting))
