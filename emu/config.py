@@ -329,6 +329,14 @@ class RunConfig:
     """With capture on: a process writes its recorded frames to a sorted run file on disk whenever it
     holds more than this many, so a capture takes bounded memory whatever the run's length; the
     runs are merged into the pcapng file at the end (the same bytes as an all-in-memory capture)."""
+    capture_dir: str | None = None
+    """Where the spilled runs go: a ``Cluster`` makes one folder for them in it (None: the system's
+    temporary folder) and removes that folder when it ends, however it ends -- also after a worker
+    process was killed."""
+    worker_timeout_s: float | None = 8.0
+    """Wall-clock seconds a worker process may leave a call unanswered while using no CPU (stopped,
+    SIGSTOP, or hung) before the run stops with an error naming its domain and pid, and the worker
+    is killed. None: wait for it forever."""
     direct: bool = True
     """Frames between two elements of one process go from the sender's port to the receiver's input
     queue without a socket round trip (the same records, sequence numbers and capture; what the

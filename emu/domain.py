@@ -398,11 +398,15 @@ class Domain:
         recs = self._take_capture()
         if not recs:
             return
-        if self._spill_dir is None:
-            self._spill_dir = tempfile.mkdtemp(prefix=f"emu-capture-{os.getpid()}-")
+        if self._spill_dir is None:  # in the run's folder where this machine has it (the Cluster removes it)
+            root = self.run.capture_dir if self.run.capture_dir and os.path.isdir(self.run.capture_dir) else None
+            self._spill_dir = tempfile.mkdtemp(prefix=f"emu-capture-{os.getpid()}-", dir=root)
         path = os.path.join(self._spill_dir, f"run{len(self._runs):05d}")
-        write_run(path, recs)
-        self._runs.append(path)
+        self._runs.append(path)  # (dropped with the rest if writing it fails half-way)
+        try:
+            write_run(path, recs)
+        except OSError as e:  # a full disk: say where
+            raise OSError(e.errno, f"{e.strerror} (spilling the capture to disk)", path) from None
 
     async def rpc_capture(self) -> list[tuple[int, int, int, bytes]]:
         """Every frame recorded here and not yet taken, in capture order (spilled runs read back)."""

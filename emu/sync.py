@@ -95,6 +95,10 @@ class RemoteHandle:
         self._lock = trio.Lock()
         self.broken: str | None = None
         """Why the control connection can no longer be trusted (a call was cut off mid-way)."""
+        self.pid: int | None = None
+        """The worker's process id, where it runs on this machine (``emu.watchdog`` watches it)."""
+        self.answered = 0
+        """Replies read so far: a call left unanswered keeps it still."""
 
     async def call(self, method: str, *args: Any) -> Any:
         async with self._lock:
@@ -134,10 +138,12 @@ class RemoteHandle:
 
     async def _reply(self, method: str) -> tuple[str, Any]:
         try:
-            return await self.chan.recv()
+            reply = await self.chan.recv()
         except BaseException as e:
             self._broke(method, e)
             raise
+        self.answered += 1
+        return reply
 
     def _broke(self, method: str, e: BaseException) -> None:
         if isinstance(e, (EOFError, trio.BrokenResourceError, trio.ClosedResourceError)):

@@ -241,7 +241,7 @@ async def _run_tests(args, topo, names: list[str], faults, extra: dict) -> tuple
     returns their results and the network manager's notes (empty without one)."""
     from .cluster import Cluster
 
-    results = []
+    results = args.finished = []  # what finished is kept for --json, whatever stops the rest (_keep_finished)
     mgr_note: list[str] = []
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=make_console(stderr=True), transient=True) as progress:
@@ -338,7 +338,53 @@ def _write_json(args, results: list, out) -> None:
     else:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=2)
-        out.print(f"results written to {args.json}")
+        if out is not None:
+            out.print(f"results written to {args.json}")
+    args.json_written = True
+
+
+def _keep_finished(args) -> str | None:
+    """A run that stopped half-way (an error, Ctrl-C, SIGTERM, a full disk for the capture): the
+    tests that finished go to ``--json`` all the same. Returns what to add to the one line."""
+    done = getattr(args, "finished", None)
+    if not done or not getattr(args, "json", None) or getattr(args, "json_written", False):
+        return None
+    try:
+        _write_json(args, done, None)
+    except OSError as e:
+        return f"--json {args.json} not written: {e.strerror}"
+    return None if args.json == "-" else f"the {len(done)} finished test(s) written to {args.json}"
+
+
+class Terminated(KeyboardInterrupt):
+    """The process was sent SIGTERM: torn down as on Ctrl-C."""
+
+
+async def _run_terminable(args) -> int:
+    """``_run``; SIGTERM cancels it, so the cluster is torn down as on Ctrl-C (workers ended, sockets
+    closed, spilled capture runs removed), then ``Terminated`` is raised."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return await _run(args)
+    token = trio.lowlevel.current_trio_token()
+    terminated: list[int] = []
+    with trio.CancelScope() as scope:
+        def on_sigterm(signum, frame) -> None:
+            terminated.append(signum)
+            token.run_sync_soon(scope.cancel)
+
+        old = signal.signal(signal.SIGTERM, on_sigterm)
+        try:
+            return await _run(args)
+        except BaseException:
+            if terminated:  # whatever the teardown raised on the way (a worker that also got the signal)
+                raise Terminated() from None
+            raise
+        finally:
+            signal.signal(signal.SIGTERM, old)
+    raise Terminated()
 
 
 def run_config(args) -> "RunConfig":
@@ -547,24 +593,29 @@ def _main(ap, argv) -> int:
         if args.cmd == "plan":
             return cmd_plan(args)
         if args.cmd == "run":
-            return trio.run(_run, args)
+            return trio.run(_run_terminable, args)
     except BaseException as e:  # noqa: BLE001 -- the CLI turns every failure into one line
-        return report(e, stderr=getattr(args, "json", None) == "-")
+        return report(e, stderr=getattr(args, "json", None) == "-", note=_keep_finished(args))
     return 2
 
 
-def report(e: BaseException, stderr: bool = False) -> int:
+def report(e: BaseException, stderr: bool = False, note: str | None = None) -> int:
     """One line for a person, never a traceback: ``refused:`` (bad input, exit 2), ``error:`` (the
-    run failed, exit 1), or interrupted (130). An exception group from trio is reported by its
-    first meaningful leaf."""
+    run failed, exit 1), or interrupted (130; SIGTERM: 143). An exception group from trio is
+    reported by its first meaningful leaf. ``note`` goes at the end of the line."""
     if isinstance(e, BaseExceptionGroup):
         inner = [x for x in leaves(e) if not isinstance(x, trio.Cancelled)]
         if not inner:
-            return report(KeyboardInterrupt(), stderr)
+            return report(KeyboardInterrupt(), stderr, note)
         ki = [x for x in inner if isinstance(x, KeyboardInterrupt)]
         return report(ki[0] if ki else next((x for x in inner if isinstance(x, (ConfigError, EmuError))), inner[0]),
-                      stderr)
+                      stderr, note)
     out = make_console(stderr=True) if stderr else console  # with --json -, stdout holds only JSON
+    if note:
+        out = _WithNote(out, note)
+    if isinstance(e, Terminated):
+        out.print("terminated (SIGTERM); the cluster was torn down", soft_wrap=True)
+        return 143
     if isinstance(e, ConfigError):
         out.print(f"[red]refused:[/] {e}", soft_wrap=True)  # one line: a pipe or a log gets no breaks in it
         return 2
@@ -585,6 +636,18 @@ def report(e: BaseException, stderr: bool = False) -> int:
         out.print(f"[red]error:[/] {e.strerror or e}" + (f": {e.filename}" if getattr(e, "filename", None) else ""))
         return 1
     raise e  # SystemExit, or a bug: then the traceback is what a developer needs
+
+
+class _WithNote:
+    """A console whose line ends with a note (still one line)."""
+
+    def __init__(self, out, note: str):
+        self.out, self.note = out, note
+
+    def print(self, text: str, **kw) -> None:
+        from rich.markup import escape
+
+        self.out.print(f"{text}; {escape(self.note)}", **{"soft_wrap": True, **kw})  # no breaks in the line
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from ..metrics import RunMetrics, add_flow, diff, port_counters
 from ..pcapng import capture_order, write_pcapng
 from ..control import start_workers, worker_command
 from ..sync import LocalHandle, MsgStream, Pacer, RemoteHandle, Synchroniser
+from ..watchdog import watch_workers
 from . import engines  # noqa: F401 -- fills the engine registry with the kinds that come with the emulator
 
 log = logging.getLogger(__name__)
@@ -155,10 +156,12 @@ class Cluster:
         stack = contextlib.AsyncExitStack()
         await stack.__aenter__()
         try:
+            self._spill_root()
             self._nursery = await stack.enter_async_context(trio.open_nursery())
             await self._start()
         except BaseException as e:
             self._close_sockets()
+            self._drop_spill_root()
             self._nursery.cancel_scope.cancel()  # workers and element tasks end with the failed start
             with _one_error():
                 await stack.__aexit__(type(e), e, e.__traceback__)
@@ -184,7 +187,23 @@ class Cluster:
                 self._close_sockets()
                 if self._local is not None:  # capture runs nobody collected (an error) go too
                     self._local._drop_runs()
+                self._drop_spill_root()  # and those of a worker that was killed
         return False
+
+    def _spill_root(self) -> None:
+        """One folder for the spilled capture runs of every process of the run (``RunConfig.capture_dir``)."""
+        if self.run_config.capture:
+            import tempfile
+
+            self._spill_dir = tempfile.mkdtemp(prefix="emu-capture-", dir=self.run_config.capture_dir)
+            self.plan = replace(self.plan, run=replace(self.plan.run, capture_dir=self._spill_dir))
+
+    def _drop_spill_root(self) -> None:
+        import shutil
+
+        if getattr(self, "_spill_dir", None):
+            shutil.rmtree(self._spill_dir, ignore_errors=True)
+            self._spill_dir = None
 
     def _close_sockets(self) -> None:
         if self._local is not None:
@@ -213,6 +232,9 @@ class Cluster:
             self._workers, chans = await start_workers(nursery, p - 1, send_plan, self._worker_command)
             remotes = {d: RemoteHandle(d, chan) for d, chan in chans.items()}
             handles.extend(remotes[d] for d in sorted(remotes))
+            for w in self._workers:  # a worker that stops answering is reported, not waited for
+                remotes[w.index].pid = w.pid
+            nursery.start_soon(watch_workers, [remotes[d] for d in sorted(remotes)], self.run_config.worker_timeout_s)
             for d in sorted(remotes):
                 try:
                     with trio.fail_after(60):
@@ -460,10 +482,18 @@ class Cluster:
             far = [await h.call("capture") for h in self._handles if self.run_config.mpi and isinstance(h, RemoteHandle)]
             runs = [r for h in self._handles if not (self.run_config.mpi and isinstance(h, RemoteHandle))
                     for r in await h.call("capture_runs")]
+        opened = False
         try:
             with open(path, "wb") as f:
+                opened = True
                 return write_pcapng(f, self.plan.interfaces(),
                                     merged([self._captured, *far] + [read_run(r) for r in runs]))
+        except OSError as e:  # a full disk: name the file; an incomplete capture is no capture
+            if e.filename not in (None, os.fspath(path)):
+                raise
+            if opened and os.path.isfile(path):  # (not a device such as /dev/full)
+                os.unlink(path)
+            raise OSError(e.errno, f"the capture was not written ({e.strerror})", os.fspath(path)) from None
         finally:
             for r in runs:
                 try:
