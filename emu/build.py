@@ -16,17 +16,19 @@ through the protocols of :mod:`emu.graph`.
 from __future__ import annotations
 
 import importlib
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from . import plugins
-from .config import ConfigError, RunConfig, bind_address
+from .config import ConfigError, RunConfig, bind_address, is_loopback
 from .domain import Domain
 from .element import Element
 from .graph import Node, Topology
 from .partition import partition
 from .port import BufferState, CreditState, InPort, OutPort
+from .wire.outer import tag_key
 
 
 @dataclass(frozen=True)
@@ -122,13 +124,17 @@ def make_engine(topology: Topology, name: str, cache: dict | None = None):
     return engine_kind(node).factory(node, topology, {} if cache is None else cache)
 
 
-def build_domain(plan: Plan, index: int) -> Domain:
+def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
+    """Domain ``index`` of ``plan``, its elements' sockets bound. ``secret``: what every process
+    of the run holds and nobody else (the MPI job key, the cluster secret of worker processes):
+    off loopback, the key of the datagram tags is made from it (``emu.wire.outer``)."""
     for module in plan.engine_modules:  # registers the engine kinds (a no-op where already imported)
         importlib.import_module(module)
     t = plan.topology
     raise_open_file_limit(sum(1 for n in t.nodes if plan.owner[n] == index) + 256)
     dom = Domain(index, plan.run.processes, plan.run)
     address = bind_address(plan.run.bind)  # this process's own (an interface's address differs per machine)
+    key = None if is_loopback(address) else _tag_key(plan, secret)
     outs: dict[str, list[OutPort]] = {n: [] for n in t.nodes if plan.owner[n] == index}
     ins: dict[str, list[InPort]] = {n: [] for n in outs}
     for i, link in enumerate(t.links):
@@ -163,7 +169,7 @@ def build_domain(plan: Plan, index: int) -> Domain:
         dom.add(Element(name, make_engine(t, name, cache), cluster_id=plan.cluster_id, domain=dom, outs=o, ins=n,
                         capture=plan.run.capture, seed=plan.run.seed * 1_000_003 + node.id,
                         lookahead_ns=plan.lookahead_ns,
-                        drop_rate=plan.run.socket_drop_rate, node_id=node.id, bind=address))
+                        drop_rate=plan.run.socket_drop_rate, node_id=node.id, bind=address, tag_key=key))
     if plan.run.direct and not plan.run.socket_drop_rate:  # in-process links skip the socket
         for el in dom.elements:
             for p in el.out_ports:
@@ -173,6 +179,15 @@ def build_domain(plan: Plan, index: int) -> Domain:
                     # nobody sees the FCS: no CRC-32 per hop (credit flow control keeps its own path)
                     p.defer_fcs = not plan.run.capture and p.flow is None
     return dom
+
+
+def _tag_key(plan: Plan, secret: bytes | None) -> bytes:
+    if secret is None:
+        if plan.run.processes > 1:
+            raise ConfigError(f"--bind {plan.run.bind} is not loopback: the processes of a run need their shared "
+                              "secret to tag their datagrams (build_domain(plan, index, secret))")
+        secret = secrets.token_bytes(32)  # one process: its datagrams go to itself only
+    return tag_key(secret, plan.cluster_id)
 
 
 def raise_open_file_limit(needed: int) -> None:

@@ -370,6 +370,7 @@ class RunConfig:
             raise ConfigError(f"RunConfig.partition {self.partition!r} is not one of {', '.join(PARTITIONS)}")
         if not isinstance(self.bind, str) or not self.bind:
             raise ConfigError(f"RunConfig.bind must name an IPv4 address or an interface, got {self.bind!r}")
+        _refuse_wildcard(self.bind)
 
 
 PARTITIONS = ("metis", "order")
@@ -382,6 +383,7 @@ def bind_address(spec: str) -> str:
     import ipaddress
     import socket
 
+    _refuse_wildcard(spec)
     try:
         return str(ipaddress.IPv4Address(spec))
     except ValueError:
@@ -400,6 +402,28 @@ def bind_address(spec: str) -> str:
     except (OSError, ImportError):
         raise ConfigError(f"--bind {spec!r}: the interface has no IPv4 address here; give an address "
                           "instead") from None
+
+
+def _refuse_wildcard(spec: str) -> None:
+    """``--bind 0.0.0.0`` (or ``::``): a socket bound there has no one address its peers could be
+    told, and a link's frames are checked against the address of the socket at its other end."""
+    import ipaddress
+
+    try:
+        wildcard = ipaddress.ip_address(spec).is_unspecified
+    except ValueError:
+        return
+    if wildcard:
+        raise ConfigError(f"--bind {spec} is a wildcard address: every element needs one address its peers "
+                          "send to and check; name the interface (e.g. --bind eth0) or its own address")
+
+
+def is_loopback(address: str) -> bool:
+    """Is ``address`` (as ``bind_address`` returns it) on loopback (127.0.0.0/8, ::1)? Off loopback
+    every datagram carries a keyed tag (``emu.wire.outer.datagram_tag``)."""
+    import ipaddress
+
+    return ipaddress.ip_address(address).is_loopback
 
 
 MANAGER_ACTIONS = ("rewrite", "none")

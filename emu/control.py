@@ -152,11 +152,12 @@ class Worker:
 
 
 async def start_workers(nursery: trio.Nursery, count: int, send_plan: Callable[[MsgStream, int], object],
-                        command: Callable[[str, int, int], list[str]] = worker_command
-                        ) -> tuple[list[Worker], dict[int, MsgStream]]:
+                        command: Callable[[str, int, int], list[str]] = worker_command,
+                        secret: bytes | None = None) -> tuple[list[Worker], dict[int, MsgStream]]:
     """Start ``count`` workers (domains 1..count), let them in, and hand each authenticated
-    connection to ``send_plan``. Returns the workers and their control streams by domain."""
-    secret = secrets.token_bytes(SECRET)
+    connection to ``send_plan``. Returns the workers and their control streams by domain.
+    ``secret``: the cluster's (``SECRET`` bytes; also the key of its datagram tags), else a new one."""
+    secret = secret or secrets.token_bytes(SECRET)
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     port = listeners[0].socket.getsockname()[1]
     workers = [Worker(d) for d in range(1, count + 1)]

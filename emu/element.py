@@ -13,6 +13,7 @@ then by sequence number (DESIGN.md principle 10).
 from __future__ import annotations
 
 import heapq
+import hmac
 import logging
 import random
 import socket
@@ -27,7 +28,7 @@ from .port import VC_OFF, InPort, OutPort, frame_error_probability
 from .portview import PortView
 from .wire.credit import CREDIT, build_credit, is_credit
 from .wire.fabric import ETH_LEN, FCS_RESIDUE, add_fcs, node_mac
-from .wire.outer import MAGIC, OUTER, OUTER_LEN, VERSION, LinkKind
+from .wire.outer import MAGIC, OUTER, OUTER_LEN, TAG_LEN, VERSION, LinkKind, tagger
 
 log = logging.getLogger(__name__)
 crc32 = zlib.crc32
@@ -86,7 +87,7 @@ class Scheduler(Protocol):
 class Element:
     def __init__(self, name: str, engine: Engine, *, cluster_id: int, domain: Scheduler,
                  outs: list[OutPort], ins: list[InPort], capture: bool, seed: int, lookahead_ns: int,
-                 drop_rate: float = 0.0, node_id: int = 0, bind: str = "127.0.0.1"):
+                 drop_rate: float = 0.0, node_id: int = 0, bind: str = "127.0.0.1", tag_key: bytes | None = None):
         self.name = name
         self.mac = node_mac(node_id)
         """Source MAC of the link-control frames this element sends."""
@@ -132,7 +133,7 @@ class Element:
         self.capture = [] if capture else None
         self.stats = {"bad_magic": 0, "foreign_cluster": 0, "bad_link": 0, "truncated": 0,
                       "wrong_sender": 0, "gaps": 0, "duplicates": 0, "nacks_sent": 0, "retransmitted": 0,
-                      "sock_dropped": 0, "datagrams_sent": 0, "datagrams_received": 0}
+                      "sock_dropped": 0, "datagrams_sent": 0, "datagrams_received": 0, "bad_tag": 0}
         self._drop_rate = drop_rate
         self._drop_rng = random.Random(seed ^ 0x5EED)
         self.unsent: list[tuple[bytes, tuple[str, int]]] = []
@@ -146,6 +147,11 @@ class Element:
             self.sock.close()
             raise
         self.addr: tuple[str, int] = self.sock.getsockname()
+        self._tag_key = tag_key
+        if tag_key is not None:  # off loopback: every datagram carries a keyed tag (emu.wire.outer)
+            self._tag = tagger(tag_key)
+            self.on_datagram = self._on_tagged_datagram
+            self._sendto = self._sendto_tagged
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def serve(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -258,6 +264,20 @@ class Element:
         if accepted:
             self.domain.frames_arrived(self, accepted, first_ts, win)
         return accepted
+
+    def _on_tagged_datagram(self, data: bytes, sender: tuple[str, int]) -> int:
+        """``on_datagram`` off loopback: nothing of a datagram is read before its tag holds (a
+        host on the network can forge a link's source address and port, not the tag)."""
+        n = len(data) - TAG_LEN
+        if n < 0 or not hmac.compare_digest(self._tag(memoryview(data)[:n]), data[n:]):
+            self.stats["datagrams_received"] += 1
+            self.stats["bad_tag"] += 1
+            self._note("bad_tag", f"a datagram of {len(data)} bytes from {sender} without this cluster's tag")
+            return 0
+        return Element.on_datagram(self, data[:n], sender)
+
+    def _sendto_tagged(self, data: bytes, addr: tuple[str, int], lossy: bool = True) -> None:
+        Element._sendto(self, data + self._tag(data), addr, lossy)
 
     def _note(self, what: str, detail: str) -> None:
         """Log a dropped input: the first of each kind as a warning, the rest at debug (the

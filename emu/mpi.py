@@ -393,7 +393,7 @@ async def _serve(key: bytes) -> None:
         paths, plan, index = args
         sys.path[:0] = [p for p in paths if p not in sys.path]
         try:
-            domain = build_domain(plan, index)
+            domain = build_domain(plan, index, key)  # (off loopback the key keys the datagram tags)
         except Exception as e:  # noqa: BLE001 -- told to rank 0, which reports it
             await chan.send(("err", e))
             continue

@@ -56,7 +56,7 @@ async def serve(host: str, port: int, index: int, secret: bytes) -> None:
         from .build import build_domain
 
         plan, index = await chan.recv()
-        domain = build_domain(plan, index)
+        domain = build_domain(plan, index, secret)  # (off loopback the secret keys the datagram tags)
         spilled.append(domain)
         async with trio.open_nursery() as nursery:
             addrs = await nursery.start(domain.serve_sockets)

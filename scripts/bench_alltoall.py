@@ -8,7 +8,7 @@ the run (the cluster's start-up excluded), crossings per wall second against the
 the virtual completion time -- which must be the same whatever the speed.
 
     python scripts/bench_alltoall.py [--messages 10] [--processes 1] [--repeat 1] [--topo SPEC] [--pcap F] [--wire]
-        [--partition metis|order]
+        [--partition metis|order] [--bind ADDRESS|INTERFACE]
     mpiexec -n 2 python scripts/bench_alltoall.py ...    (one domain per MPI rank)
 """
 
@@ -46,11 +46,11 @@ async def alltoall(host, hosts, messages):
 
 
 async def once(spec: str, messages: int, processes: int, pcap: str | None = None, direct: bool = True,
-               partition: str = "metis") -> dict:
+               partition: str = "metis", bind: str = "127.0.0.1") -> dict:
     t = build(spec, settings={"host": {"send_overhead_ns": 0, "recv_overhead_ns": 0}})
     size = world()[1]  # under mpiexec -n N: the N ranks are the processes
     run = emu.RunConfig(processes=size if size > 1 else processes, capture=pcap is not None, direct=direct,
-                        partition=partition, mpi=size > 1)
+                        partition=partition, mpi=size > 1, bind=bind)
     async with emu.Cluster(t, run=run, capture=pcap) as net:
         hosts = net.hosts
         wall = time.perf_counter()
@@ -72,13 +72,16 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--pcap", help="also capture every frame to this pcapng file (its cost is in the wall time)")
     ap.add_argument("--wire", action="store_true", help="every link on UDP, also within the process (the old path)")
     ap.add_argument("--partition", choices=["metis", "order"], default="metis")
+    ap.add_argument("--bind", default="127.0.0.1", metavar="ADDRESS|INTERFACE",
+                    help="where the elements' sockets listen (as emu run --bind); off loopback every "
+                         "datagram carries a keyed tag")
     a = ap.parse_args(argv)
     procs = world()[1] if world()[1] > 1 else a.processes
     rows = []
     for _ in range(a.repeat):
-        r = trio.run(once, a.topo, a.messages, a.processes, a.pcap, not a.wire, a.partition)
+        r = trio.run(once, a.topo, a.messages, a.processes, a.pcap, not a.wire, a.partition, a.bind)
         rows.append(r)
-        print(f"{a.topo}  processes={procs}{' (MPI ranks)' if world()[1] > 1 else ''} partition={a.partition}  frames={r['frames']:,}  crossings={r['crossings']:,}  "
+        print(f"{a.topo}  processes={procs}{' (MPI ranks)' if world()[1] > 1 else ''} partition={a.partition} bind={a.bind}  frames={r['frames']:,}  crossings={r['crossings']:,}  "
               f"virtual completion={r['completion_ns']:,} ns  wall={r['wall_s']:.2f} s  "
               f"crossings/s={r['per_s']:,.0f}  peak RSS {r['peak_rss_mb']:,} MB  (goal {GOAL:,}: {'met' if r['per_s'] >= GOAL else 'not met'})",
               flush=True)

@@ -32,7 +32,7 @@ from ..config import ConfigError, RunConfig
 from ..errors import AppError, DeadlockError, EmuError, leaves
 from ..metrics import RunMetrics, add_flow, diff, port_counters
 from ..pcapng import capture_order, write_pcapng
-from ..control import start_workers, worker_command
+from ..control import SECRET, start_workers, worker_command
 from ..sync import LocalHandle, MsgStream, Pacer, RemoteHandle, Synchroniser
 from ..watchdog import watch_workers
 from . import engines  # noqa: F401 -- fills the engine registry with the kinds that come with the emulator
@@ -213,14 +213,20 @@ class Cluster:
     async def _start(self) -> None:
         nursery = self._nursery
         p = self.run_config.processes
-        self._local = build_domain(self.plan, 0)
+        if self.run_config.mpi:  # what every process of the run holds (off loopback it keys the datagram tags)
+            from .. import mpi
+
+            secret = mpi.load_key(create=True)
+        else:
+            secret = secrets.token_bytes(SECRET)
+        self._local = build_domain(self.plan, 0, secret)
         handles: list = [LocalHandle(self._local)]
         addrs: dict[str, tuple[str, int]] = {}
         if self.run_config.mpi:
             from .. import mpi
 
             self._handles = handles
-            remotes, addrs = await mpi.start_ranks(self.plan, mpi.load_key(create=True))
+            remotes, addrs = await mpi.start_ranks(self.plan, secret)
             handles.extend(remotes)
         elif p > 1:
             self._handles = handles  # so that teardown closes whatever connected, also on error
@@ -229,7 +235,7 @@ class Cluster:
                 await chan.send(list(sys.path))
                 await chan.send((self.plan, d))
 
-            self._workers, chans = await start_workers(nursery, p - 1, send_plan, self._worker_command)
+            self._workers, chans = await start_workers(nursery, p - 1, send_plan, self._worker_command, secret)
             remotes = {d: RemoteHandle(d, chan) for d, chan in chans.items()}
             handles.extend(remotes[d] for d in sorted(remotes))
             for w in self._workers:  # a worker that stops answering is reported, not waited for
