@@ -126,3 +126,22 @@ def test_sigterm_tears_emu_run_down_in_one_line_and_keeps_the_finished_tests(tmp
     assert [r["name"] for r in json.loads((res / "r.json").read_text())] == ["pingall"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no spill folder left
     assert not (res / "r.pcapng").exists()
+
+
+def test_a_capture_that_fills_a_small_disk_is_removed_and_the_json_kept(tmp_path, capsys):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)],
+                                                   capture_output=True).returncode == 0
+    if not mounted:
+        pytest.skip("needs root to mount a 64 KiB tmpfs")
+    try:
+        code = cli.main(["run", "--topo", "star:n=4", "--test", "allreduce", "--size", "64KiB",
+                         "--pcap", str(disk / "r.pcapng"), "--json", str(tmp_path / "r.json")])
+        text = capsys.readouterr().out
+        left = list(disk.iterdir())
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+    assert code == 1 and f"{disk / 'r.pcapng'}" in text and "No space left" in text, text
+    assert left == []  # the incomplete capture does not hold the disk full
+    assert [r["name"] for r in json.loads((tmp_path / "r.json").read_text())] == ["allreduce"]
