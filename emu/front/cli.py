@@ -148,6 +148,7 @@ def _checked_run_args(args) -> tuple[list[str], str | None]:
                           f"run over hours), got {args.realtime:g}")
     if args.root is not None and not 0 <= args.root < 2**31:
         raise ConfigError(f"--root {args.root} is not a rank")
+    run_config(args)  # refuses a bad --bind (a wildcard address), --processes under mpiexec: before anything starts
     _writable("--pcap", args.pcap)
     _writable("--json", args.json)
     return names, offload
