@@ -316,7 +316,8 @@ class RunConfig:
     round); the first wait is ``recovery_first_s``, doubled each round nothing arrives."""
     recovery_first_s: float = 0.001
     """First wall-clock wait for missing frames before the senders are asked to retransmit (fast
-    retransmit: what a window waits for was sent before it started, so a short wait suffices)."""
+    retransmit: what a window waits for was sent before it started, so a short wait suffices).
+    On loopback only; off it (``bind``) the first wait is ``stall_timeout_s``."""
     max_recovery_rounds: int = 50
     """Recovery rounds without progress before a loss is declared unrecoverable (run stops)."""
     realtime_ns_per_s: float | None = None

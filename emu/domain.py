@@ -214,9 +214,11 @@ class Domain:
         self._local_rx.clear()
         rounds = 0
         # fast retransmit: every datagram of earlier windows was sent before this window was asked
-        # for, so a shortfall that lasts recovery_first_s is a loss (on loopback, where sendto
-        # delivers at once, always); the wait doubles, up to stall_timeout_s, while nothing comes
-        first = min(self.run.recovery_first_s, self.run.stall_timeout_s)
+        # for, and on loopback sendto delivers at once, so a shortfall that lasts recovery_first_s
+        # is a loss; the wait doubles, up to stall_timeout_s, while nothing comes. Off loopback
+        # (machines of an MPI job) datagrams may still be on their way: the full wait from the start.
+        loopback = not self.elements or self.elements[0].addr[0].startswith("127.")
+        first = min(self.run.recovery_first_s if loopback else self.run.stall_timeout_s, self.run.stall_timeout_s)
         wait = first
         while self._received_before(w) < expected:
             before = self._received_before(w)
