@@ -463,8 +463,9 @@ class ManagerSpec:
             raise ConfigError(f"ManagerSpec.max_tries must be within 1..1000, got {self.max_tries}")
         if self.retry_ns < 1:
             raise ConfigError("ManagerSpec.retry_ns must be >= 1 ns")
-        if not 1 <= self.test_frames <= 100_000:
-            raise ConfigError(f"ManagerSpec.test_frames must be within 1..100000, got {self.test_frames}")
+        if not 1 <= self.test_frames <= 32_767:
+            raise ConfigError(f"ManagerSpec.test_frames must be within 1..32767 (a trap counts the errors of both "
+                              f"ways in 16 bits), got {self.test_frames}")
         if not 16 <= self.test_bytes <= 9000:
             raise ConfigError(f"ManagerSpec.test_bytes must be within 16..9000, got {self.test_bytes}")
         if not 0.0 <= self.max_error_rate <= 1.0:

@@ -179,6 +179,9 @@ class SwitchEngine:
         if op in _LINK_OPS:
             if self.link_test is None:
                 return self._foreign(frame, port, now, "bring-up frame, no bring-up here")
+            why = self.link_test.refused(op, port)
+            if why is not None:  # not this port's: a forged or stray frame gets no answer
+                return self._foreign(frame, port, now, why)
             out = self.link_test.on_frame(frame, port, _U32.unpack_from(frame, DST_OFF - 4)[0], now)
             self._set_timer()
             return out
@@ -264,11 +267,20 @@ class SwitchEngine:
         log.warning("%s: dropped a management frame on port %d at %d ns: %s", self.name, port, now, why)
         return []
 
-    def _bringup_done(self, port: int, outcome, errors: int, peer: int, peer_port: int, now: int) -> list:
+    def _bringup_done(self, port: int, outcome, errors: int, sample: int, peer: int, peer_port: int,
+                      now: int) -> list:
         from emu.bringup import Bringup
 
+        ok = outcome is Bringup.UP and errors <= int(self.max_error_rate * sample + 1e-9)
+        if port not in self.link_test.starts:  # the answering end: a link it finds bad, in its own words
+            if outcome is Bringup.DEAD:
+                self.stats["bringup_no_hello"] = self.stats.get("bringup_no_hello", 0) + 1
+                return self._trap(TrapKind.LINK_DOWN, port, 0, peer, now)
+            if ok:
+                return []
+            self.stats["bringup_bad_in"] = self.stats.get("bringup_bad_in", 0) + 1
+            return self._trap(TrapKind.BRINGUP_ONEWAY, port, errors, peer, now)
         self.stats["bringup_" + outcome.value] = self.stats.get("bringup_" + outcome.value, 0) + 1
-        ok = outcome is Bringup.UP and errors <= self.max_errors
         if ok:
             self.held.discard(port)
         if outcome is Bringup.MISCABLED:
@@ -327,8 +339,9 @@ class SwitchEngine:
             b[VC_OFF] = self.vc_select(port, out, frame[VC_OFF])
         return bytes(b)
 
-    max_errors: int = 0
-    """Bring-up: lost or damaged test frames (both ways) a port may have and go into service at once."""
+    max_error_rate: float = 0.0
+    """Bring-up: the share of its test frames a port may lose or damage and go into service at once
+    (``ManagerSpec.max_error_rate``)."""
 
     def extra_stats(self) -> dict[str, dict[str, int]]:
         """The processing unit's counters (``Cluster.stats``), once an allreduce was installed here."""
@@ -338,7 +351,7 @@ class SwitchEngine:
         out = []
         lt = self.link_test
         if lt is not None and (lt.next_deadline() or 0) <= now:
-            out += lt.start(now) if not lt.ports else lt.on_timer(now)
+            out += lt.start(now) if not lt.started else lt.on_timer(now)
         if self.agg is not None:
             out += self.agg.on_timer(now)
         self._set_timer()
@@ -392,9 +405,12 @@ def _managed(eng: SwitchEngine, node, topology) -> None:
         starts[p] = (topology.nodes[exp_name].id, exp_port)
     eng.held = set(starts) | {p for p, v, vp, _ in nb[node.name]
                               if v != topology.manager and topology.nodes[v].kind == "switch"}
-    eng.max_errors = int(spec.max_error_rate * 2 * spec.test_frames)
+    eng.max_error_rate = spec.max_error_rate
+    answers = frozenset(p for p, v, _vp, _ in nb[node.name]
+                        if v != topology.manager and topology.nodes[v].kind == "switch" and p not in starts)
     eng.link_test = LinkTest(node.id, eng.spec.processing_delay_ns, starts, eng._bringup_done,
-                             spec.test_frames, spec.test_bytes, answered=eng.held.discard)
+                             spec.test_frames, spec.test_bytes, answered=eng.held.discard, answers=answers,
+                             port_bps=eng.port_bps)
     eng.timer = 0
 
 

@@ -151,11 +151,16 @@ class ManagerEngine:
             if link in self.dead and link not in self.up_since:
                 self.up_since[link] = now
                 self._at(now + self.mspec.persist_ns, self._persisted_up, link)
-        elif kind in (TrapKind.BRINGUP, TrapKind.MISCABLED):
-            rate = count / (2 * self.mspec.test_frames) if kind == TrapKind.BRINGUP else 1.0
+        elif kind in (TrapKind.BRINGUP, TrapKind.BRINGUP_ONEWAY, TrapKind.MISCABLED):
+            if link in self.dead:  # the other end's report of it came first
+                return []
+            sample = self.mspec.test_frames * (1 if kind == TrapKind.BRINGUP_ONEWAY else 2)
+            rate = count / sample if kind != TrapKind.MISCABLED else 1.0
             if rate > self.mspec.max_error_rate:
+                way = f" on the way to {name}" if kind == TrapKind.BRINGUP_ONEWAY else ""
                 what = (f"mis-cabled (found {self.ids.get(dest, dest)} port {count})" if kind == TrapKind.MISCABLED
-                        else f"{count} of {2 * self.mspec.test_frames} test frames lost or damaged")
+                        else f"{count} of {sample} test frames lost or damaged{way} (share {rate:.3g} > "
+                             f"{self.mspec.max_error_rate:g}, sample {sample})")
                 return self._bad_link(link, name, port, what, now)
         return []
 

@@ -171,7 +171,8 @@ async def test_bring_up_takes_bad_and_mis_cabled_links_out_and_keeps_a_nodes_onl
         stats = {s["name"]: s for s in await net.stats()}
     acts = [a for _t, a in stats["mgr"]["actions"]]
     assert any(a.startswith("link s1-s4 mis-cabled (found s4 port 1)") and a.endswith("out of the tables") for a in acts)
-    assert any(a.startswith("link s0-s5 ") and "test frames lost or damaged: out of the tables" in a for a in acts)
+    assert any(a.startswith("link s0-s5 ") and "test frames lost or damaged" in a and ", sample " in a
+               and a.endswith("): out of the tables") for a in acts)
     assert any(a.startswith("link h5-s1 ") and "kept, the only way to a node; admitted" in a for a in acts)
     assert stats["mgr"]["engine"]["links_out"] == 2 and stats["mgr"]["engine"]["links_kept"] == 1
     assert all(ok for ok, _ in res.values())
@@ -192,3 +193,92 @@ def test_emu_run_with_the_manager_and_what_it_refuses():
     assert bad.returncode == 2 and "give --manager too" in bad.stdout + bad.stderr
     with pytest.raises(ConfigError, match="ManagerSpec.action 'reset' is not one of rewrite, none"):
         ManagerSpec(action="reset")
+
+
+def _bring_up(seed=0, **mspec):
+    t = build("fattree:k=4,n=2", settings={"switch": {"routing": "static"}})
+    t.add_manager(spec=ManagerSpec(**{"bringup": True, **mspec}))
+    net = EngineNet(t, seed=seed)
+    for name in net.names:  # the switches' bring-up starts on their timers at 0
+        net._push_timer(name)
+    return t, net
+
+
+def test_a_forged_bring_up_end_from_a_host_port_is_counted_and_ignored():
+    t, net = _bring_up(test_frames=8)
+    net.run({})  # bring-up over
+    s0, h0 = net.engines["s0"], net.engines["h0"]
+    assert s0.stats.get("foreign_mgmt", 0) == 0 and h0.stats.get("foreign_mgmt", 0) == 0
+    before = len(net.delivered)
+    s0_id = t.nodes["s0"].id
+    for op, count in ((MgmtOp.END, 8), (MgmtOp.HELLO, 8), (MgmtOp.END, 8), (MgmtOp.RESULT, 3)):
+        body = b"" if op != MgmtOp.HELLO else __import__("struct").pack("!IB", t.nodes["h0"].id, 0)
+        net.send("h0", 0, build_frame(t.nodes["h0"].id, s0_id, PacketType.MGMT,
+                                      MGMT.pack(op, 0, 0, 0, 0, count) + body, prio=1))
+    for _ in range(10_000):  # without an end it would loop (RESULT, PATTERN, END, ...): bounded steps
+        if not net.heap:
+            break
+        net.step_all(one=True)
+    assert not net.heap
+    assert len(net.delivered) - before == 4  # the four forged frames reached s0; nothing came back
+    assert s0.stats["foreign_mgmt"] == 4
+    # a stray END at a NIC (no HELLO before it) gets no answer either
+    net.send("s0", 0, build_frame(s0_id, t.nodes["h0"].id, PacketType.MGMT, MGMT.pack(MgmtOp.END, 0, 0, 0, 0, 8),
+                                  prio=1))
+    net.step_all()
+    assert len(net.delivered) - before == 5 and h0.stats["bringup_refused"] == 1
+
+
+def _ber(net, t, a, b, ber, seed):
+    """A seeded bit-error rate on link a-b, both ways (as ``Cluster.schedule(..., "ber")``)."""
+    import random
+
+    from emu.port import frame_error_probability
+
+    link = next(lk for lk in t.links if {lk.a, lk.b} == {a, b})
+    ends = {(link.a, link.a_port), (link.b, link.b_port)}
+    rng = random.Random(seed)
+
+    def tamper(node, port, frame):
+        if (node, port) in ends and rng.random() < frame_error_probability(ber, len(frame)):
+            f = bytearray(frame)
+            bit = rng.randrange(8 * len(f))
+            f[bit // 8] ^= 0x80 >> (bit % 8)
+            return bytes(f)
+        return frame
+    net.tamper = tamper
+
+
+def test_a_link_at_ber_1e_3_is_caught_by_bring_up_for_seeds_0_to_99():
+    """s0's traps go up the manager tree over s0-s4 itself: its own report may be lost on it (seed 0
+    lost it), the answering end's (s4's, one way) is not."""
+    link = ("s0", "s4")
+    from emu.bringup import frames_to_catch, miss_probability
+
+    mspec = ManagerSpec(bringup=True)
+    from emu.port import frame_error_probability
+    from emu.wire import HDR_LEN
+
+    p = frame_error_probability(1e-3, HDR_LEN + MGMT.size + mspec.test_bytes + 4)
+    n = frames_to_catch(p, mspec.max_error_rate)
+    assert n <= mspec.test_frames and miss_probability(n, p, mspec.max_error_rate) <= 1e-9
+    key = frozenset(link)
+    for seed in range(100):
+        t, net = _bring_up(seed)
+        _ber(net, t, *link, 1e-3, seed)
+        net.run({})
+        mgr = net.engines["mgr"]
+        assert key in mgr.dead, (seed, mgr.actions)
+        assert mgr.stats["links_out"] == 1, (seed, mgr.actions)
+
+
+def test_the_test_pattern_is_sized_by_the_binomial_tail():
+    from emu.bringup import caught_rate, frames_to_catch, miss_probability
+
+    n = frames_to_catch(0.05, 0.01)
+    assert miss_probability(n, 0.05, 0.01) <= 1e-9 < miss_probability(n - 1, 0.05, 0.01)
+    assert 400 < n < 1200  # the Chernoff bound ln(1e9) / KL(0.01 || 0.05) = 838
+    assert frames_to_catch(0.9998, 0.01) <= 4 and frames_to_catch(0.01, 0.01) is None
+    assert frames_to_catch(0.0101, 0.01) is None  # beyond the 16-bit count's 32767 frames
+    q = caught_rate(64, 0.01)
+    assert miss_probability(64, q, 0.01) <= 1e-9 < miss_probability(64, q * 0.99, 0.01)

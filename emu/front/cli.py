@@ -228,7 +228,12 @@ def _add_manager_and_group(args, topo, extra: dict, faults, defaults: dict, sett
         raise ConfigError("manager.* settings apply to the network manager: give --manager too")
     offload = extra["offload"]
     if args.manager or offload == "switch":  # in-network allreduce asks the network manager for a tree
-        topo.add_manager(spec=ManagerSpec(**mset))
+        spec, notes = ManagerSpec(**mset), []
+        if spec.bringup:  # enough test frames to catch the links given a bit-error rate from the start
+            from ..bringup import sized
+
+            spec, notes = sized(spec, {"-".join(f.link): f.rate for f in faults if f.action == "ber" and f.at_ns == 0})
+        topo.add_manager(spec=spec).info["bringup_notes"] = notes
     if offload == "hw":  # hardware collectives use a multicast group over the run's ranks
         from emu.nodes.collectives.hw import HW_GROUP
 
@@ -257,7 +262,11 @@ async def _run_tests(args, topo, names: list[str], faults, extra: dict) -> tuple
                 current = "link bring-up"
                 progress.update(task, description="link bring-up")
                 await _bring_up_links(net, faults)
-                mgr_note.append(f"link bring-up over at {net.now:,} ns")
+                from ..bringup import guarantee
+
+                mgr = topo.nodes[topo.manager].info
+                mgr_note.append(f"link bring-up over at {net.now:,} ns; {guarantee(mgr['manager'])}")
+                mgr_note.extend(mgr.get("bringup_notes", []))
             for name in names:
                 current = name
                 progress.update(task, description=f"{name}: running")

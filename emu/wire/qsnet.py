@@ -169,6 +169,7 @@ class TrapKind(enum.IntEnum):
     LINK_UP = 3       # a router's link came back
     BRINGUP = 4       # a link's bring-up test: ``count`` frames of its pattern lost or damaged (both ways)
     MISCABLED = 5     # bring-up found ``dest`` (port ``count``) on a port the cabling plan gives another peer
+    BRINGUP_ONEWAY = 6  # the answering end's count: ``count`` of the pattern frames from ``dest`` lost or damaged (one way)
 
 
 class MgmtOp(enum.IntEnum):

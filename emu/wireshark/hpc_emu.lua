@@ -294,7 +294,7 @@ local L_qack = {
   {"pkt_id", 4, 4, nil, 32},
   {"value", 8, 8, nil, 64},
 }
-local vs_qtrap_kind = {[1] = "LINK_DOWN", [2] = "INVALID_DEST", [3] = "LINK_UP", [4] = "BRINGUP", [5] = "MISCABLED"}
+local vs_qtrap_kind = {[1] = "LINK_DOWN", [2] = "INVALID_DEST", [3] = "LINK_UP", [4] = "BRINGUP", [5] = "MISCABLED", [6] = "BRINGUP_ONEWAY"}
 local p_qtrap = Proto("hpcemu_qtrap", "hpc-emu QsTrap")
 local f_qtrap = {
   kind = ProtoField.uint8("hpcemu.qtrap.kind", "kind", base.DEC, vs_qtrap_kind),

@@ -188,6 +188,7 @@ class NicEngine:
             from emu.bringup import LinkTest
 
             lt = self._lt = LinkTest(self.node_id, self.spec.nic_delay_ns, {}, lambda *a: [])
+            lt.stats = self.stats  # its frames and refusals (a stray END, a RESULT) counted with the NIC's
         return lt
 
     def on_timer(self, now: int) -> list[tuple[int, bytes, int]]:
