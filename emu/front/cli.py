@@ -318,9 +318,9 @@ def _show_results(args, results: list, mgr_note: list[str]) -> int:
     for r in results:
         out.print(f"[bold]{r.name}[/]: " + "  ".join(f"{k}={v}" for k, v in r.figures.items()))
         if r.error:
-            out.print(f"[red]{r.name} failed:[/] {r.error}")
+            out.print(f"[red]{r.name} failed:[/] {r.error}", soft_wrap=True)  # one line in a pipe or a log
     for line in mgr_note:
-        out.print(f"[bold]manager[/]: {line}")
+        out.print(f"[bold]manager[/]: {line}", soft_wrap=True)
     if args.pcap:
         out.print(f"capture written to {args.pcap}")
     if args.json:
