@@ -254,6 +254,10 @@ class ElanSpec:
             raise ConfigError(f"ElanSpec.vc must be within 0..30, got {self.vc}")
 
 
+TRANSPORTS = ("none", "reliable")
+"""Host messaging's end-to-end transports (``HostSpec.transport``)."""
+
+
 @dataclass(frozen=True)
 class HostSpec:
     """A host and its NIC."""
@@ -277,6 +281,20 @@ class HostSpec:
     1 GHz by default; the source swept 0-35 cycles)."""
     max_message_bytes: int = 1 << 30
     """Largest message a host accepts; a segment announcing more is malformed (counted, dropped)."""
+    transport: str = "none"
+    """Host messaging end to end: none (each frame sent once, as ns-3's UDP; a frame lost to a fault
+    is never recovered) or reliable (the receiver acknowledges each whole message; the sender sends
+    again one not acknowledged ``rto_ns`` after its last frame left, the wait doubling, up to
+    ``max_tries`` sends; duplicates are dropped). ``emu run`` picks reliable for a run with --fault or
+    --manager unless this is set."""
+    rto_ns: int = 1_000_000
+    """reliable: how long after a message's last frame left the sender waits for its acknowledgement
+    before it sends the message again (ns); doubled after each try. Longer than any queue its frames
+    meet on the way, or they are sent again needlessly (duplicates, dropped, but counted in the
+    figures): 1 ms, as InfiniBand's local ACK timeouts of a few ms."""
+    max_tries: int = 8
+    """reliable: sends of one message before the sender gives up on it (logged and counted; the run
+    then ends saying so, never a hang)."""
     nic: NicSpec = NicSpec()
     """The collective-offload engine of the NIC (spec 01)."""
     elan: ElanSpec = ElanSpec()
@@ -290,6 +308,12 @@ class HostSpec:
                               f"32-bit total), got {self.max_message_bytes!r}")
         if not 1 <= self.mtu_bytes <= 16_000:
             raise ConfigError(f"HostSpec.mtu_bytes must be within 1..16000, got {self.mtu_bytes}")
+        if self.transport not in TRANSPORTS:
+            raise ConfigError(f"HostSpec.transport must be one of {', '.join(TRANSPORTS)}, got {self.transport!r}")
+        if not isinstance(self.rto_ns, int) or not 1 <= self.rto_ns <= 10**12:
+            raise ConfigError(f"HostSpec.rto_ns must be within 1..10**12 ns, got {self.rto_ns!r}")
+        if not isinstance(self.max_tries, int) or not 1 <= self.max_tries <= 64:
+            raise ConfigError(f"HostSpec.max_tries must be within 1..64, got {self.max_tries!r}")
 
 
     def reduce_ns(self, nbytes: int) -> int:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from scapy.fields import MACField, _BitField, _EnumField
 
-from .wire import CollDesc, EmuLink, Fabric, LinkCredit, MsgSegment, PacketType, Ping, StructCodec
+from .wire import CollDesc, EmuLink, Fabric, LinkCredit, MsgAck, MsgSegment, PacketType, Ping, StructCodec
 from .wire.credit import ETHERTYPE_CREDIT
 from .wire.fabric import ETHERTYPE_FABRIC, FLAG_NAMES
 from .wire.outer import MAGIC, VERSION
@@ -34,6 +34,7 @@ HEADERS: list[tuple[type, str, list[int] | None]] = [
     (EmuLink, "link", None),
     (Fabric, "fabric", None),
     (MsgSegment, "msg", [PacketType.MSG]),
+    (MsgAck, "mack", [PacketType.MACK]),    # host.transport=reliable
     (Ping, "ping", [PacketType.PING, PacketType.PONG]),
     (CollDesc, "coll", [PacketType.COLL]),
     (LinkCredit, "credit", None),   # its own EtherType: link-control frames (credit flow control)

@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 from scapy.fields import MACField, _BitField
 from scapy.layers.l2 import Ether
 
-from emu.wire import (CREDIT, LinkCredit, DESC, FCS_LEN, MSG, OUTER, PING, CollDesc, DecodeError, EmuLink, EthernetFCS, Fabric, FABRIC,
-                      MsgSegment, PacketType, Ping, add_fcs, build_frame, fcs_ok, parse_frame)
+from emu.wire import (CREDIT, LinkCredit, DESC, FCS_LEN, MACK, MSG, OUTER, PING, CollDesc, DecodeError, EmuLink, EthernetFCS,
+                      Fabric, FABRIC, MsgAck, MsgSegment, PacketType, Ping, add_fcs, build_frame, fcs_ok, parse_frame)
 from emu.wire.codec import StructCodec
 
-HEADERS = [(EmuLink, OUTER), (Fabric, FABRIC), (MsgSegment, MSG), (Ping, PING), (CollDesc, DESC),
+HEADERS = [(EmuLink, OUTER), (Fabric, FABRIC), (MsgSegment, MSG), (MsgAck, MACK), (Ping, PING), (CollDesc, DESC),
            (LinkCredit, CREDIT)]
 
 
@@ -63,6 +63,7 @@ GOLDEN = {
     "Fabric": (FABRIC, (3, 9, 1, 2, PacketType.MSG, 1, 4, 0, 32),
                "000000030000000901020101040000 20".replace(" ", "")),
     "MsgSegment": (MSG, (1, 2, 3000, 1024), "00000001000000020000 0bb800000400".replace(" ", "")),
+    "MsgAck": (MACK, (7, 3000), "0000000700000bb8"),
     "Ping": (PING, (5, 6, 1 << 40), "00000005000000060000010000000000"),
 }
 

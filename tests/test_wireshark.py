@@ -11,14 +11,15 @@ import pytest
 
 import emu
 from emu.dissector import GENERATED_PATH, field_names, generate
-from emu.wire import DESC, FABRIC, FCS_LEN, HDR_LEN, MSG, OUTER, PING, PacketType, add_fcs
+from emu.topologies import build
+from emu.wire import DESC, FABRIC, FCS_LEN, HDR_LEN, MACK, MSG, OUTER, PING, PacketType, add_fcs
 from emu.nodes.collectives.run import run_collective
 
 LUA = pathlib.Path(emu.__file__).resolve().parent / GENERATED_PATH
 TSHARK = shutil.which("tshark")
 needs_tshark = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed (.ci/run installs it with apt)")
 SUB = {PacketType.MSG: ("msg", MSG), PacketType.PING: ("ping", PING), PacketType.PONG: ("ping", PING),
-       PacketType.COLL: ("coll", DESC)}
+       PacketType.COLL: ("coll", DESC), PacketType.MACK: ("mack", MACK)}
 
 
 def test_committed_dissector_is_generated_from_the_declarations():
@@ -49,13 +50,14 @@ def _int(text: str) -> int:
 @needs_tshark
 async def test_tshark_decodes_every_header_of_a_run_frame_by_frame(tmp_path):
     cap = tmp_path / "all.pcapng"
-    async with emu.Cluster("star:n=4", capture=cap) as net:
+    topo = build("star:n=4", settings={"host": {"transport": "reliable"}})                 # and MACK
+    async with emu.Cluster(topo, capture=cap) as net:
         await net["h0"].ping("h3")                                                          # PING, PONG
         await run_collective(net, "allreduce", count=300, dtype="float32")                  # MSG
         await run_collective(net, "allreduce", count=9, dtype="int64", op="minloc", offload="nic", branch=2)  # COLL
         records = await net.capture_records()
     names = field_names()
-    fields = [f for prefix in ("fabric", "msg", "ping", "coll") for f in names[prefix]]
+    fields = [f for prefix in ("fabric", "msg", "mack", "ping", "coll") for f in names[prefix]]
     rows = tshark_fields(cap, ["frame.number", "_ws.malformed", "_ws.expert", "hpcemu.data"] + fields)
     assert len(rows) == len(records) > 100
     seen = set()
@@ -67,7 +69,7 @@ async def test_tshark_decodes_every_header_of_a_run_frame_by_frame(tmp_path):
         body = HDR_LEN + SUB[want["hpcemu.fabric.ptype"]][1].size
         assert bytes.fromhex(row[3].replace(":", "")) == frame[body:-FCS_LEN]  # the FCS is Ethernet's
         seen.add(SUB[want["hpcemu.fabric.ptype"]][0] + str(want["hpcemu.fabric.ptype"]))
-    assert seen == {"ping2", "ping3", "msg1", "coll4"}
+    assert seen == {"ping2", "ping3", "msg1", "coll4", "mack12"}
 
 
 def _outer_pcap(path, records):

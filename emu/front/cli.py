@@ -163,6 +163,9 @@ def _topology_with_faults(args) -> tuple:
 
     faults = [Fault.parse(f) for f in args.fault or []]
     defaults, settings = _settings(args)
+    if (faults or args.manager) and "transport" not in {**defaults.get("host", {}), **settings.get("host", {})}:
+        # a run that loses frames on purpose: host messages recover them end to end, as a real transport
+        defaults = {**defaults, "host": {**defaults.get("host", {}), "transport": "reliable"}}
     topo = build(args.topo, defaults=defaults, settings=settings)
     topo.validate()
     _check_faults(topo, faults)

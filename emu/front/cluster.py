@@ -319,7 +319,10 @@ class Cluster:
         if errors:
             raise AppError(errors)
         if waiting:
-            raise DeadlockError(f"no events left at {self.now} ns but applications still wait: "
+            given_up = [f for st in raw_after for f in st.get("transport", {}).get("failures", ())]
+            cause = (f"host messages given up: {given_up[0]}" + (f" (and {len(given_up) - 1} more); " if len(given_up) > 1
+                                                               else "; ")) if given_up else ""
+            raise DeadlockError(f"{cause}no events left at {self.now} ns but applications still wait: "
                                 + "; ".join(waiting))
         return results
 

@@ -6,13 +6,13 @@ from .fabric import (BROADCAST_MAC, DST_OFF, ETH_LEN, ETHERTYPE_FABRIC, FABRIC, 
                      node_mac, parse_frame)
 from .coll import DESC, DESC_LEN, CollDesc, ErrBit, Head, RdType, RopCode
 from .credit import CREDIT, ETHERTYPE_CREDIT, LinkCredit, build_credit, is_credit
-from .host import MSG, PING, MsgSegment, Ping
+from .host import MACK, MSG, PING, MsgAck, MsgSegment, Ping
 from .outer import MAGIC, OUTER, OUTER_LEN, VERSION, EmuLink, LinkKind
 
 __all__ = [
     "CREDIT", "ETHERTYPE_CREDIT", "LinkCredit", "build_credit", "is_credit",
     "BROADCAST_MAC", "CollDesc", "DESC", "DESC_LEN", "ErrBit", "Head", "RdType", "RopCode", "DST_OFF", "DecodeError", "ETH_LEN", "ETHERTYPE_FABRIC", "EmuLink", "EthernetFCS", "FABRIC",
-    "FABRIC_LEN", "FCS_LEN", "FLAG_BCAST", "Fabric", "HDR_LEN", "HOPS_OFF", "LinkKind", "MAGIC", "MSG",
-    "MsgSegment", "OUTER", "OUTER_LEN", "PING", "PacketType", "Ping", "StructCodec", "VERSION",
+    "FABRIC_LEN", "FCS_LEN", "FLAG_BCAST", "Fabric", "HDR_LEN", "HOPS_OFF", "LinkKind", "MACK", "MAGIC", "MSG",
+    "MsgAck", "MsgSegment", "OUTER", "OUTER_LEN", "PING", "PacketType", "Ping", "StructCodec", "VERSION",
     "add_fcs", "build_frame", "fcs_ok", "node_mac", "parse_frame",
 ]

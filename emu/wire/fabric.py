@@ -49,6 +49,7 @@ class PacketType(enum.IntEnum):
     INC = 9    # in-network allreduce data of spec 04 (emu.wire.inc.IncData)
     INCCTL = 10  # its control plane: requests, grants, installs (emu.wire.inc.IncCtl)
     NC = 11    # a network-coded broadcast packet of spec 02 (emu.wire.coding.NcHeader)
+    MACK = 12  # a host message's acknowledgement (host.transport=reliable; emu.wire.host.MsgAck)
 
 
 FLAG_NAMES = ["BCAST", "SRCRT", "R2", "R3", "R4", "R5", "R6", "R7"]

@@ -1,4 +1,4 @@
-"""Headers of the minimal host API: message segments and echo (ping)."""
+"""Headers of the minimal host API: message segments, their acknowledgements, and echo (ping)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,17 @@ class MsgSegment(Packet):
     ]
 
 
+class MsgAck(Packet):
+    """A whole message received (``host.transport=reliable``): the receiver acknowledges message
+    ``msg_id`` of ``total`` bytes to its sender, which stops resending it."""
+
+    name = "MsgAck"
+    fields_desc = [
+        IntField("msg_id", 0),
+        IntField("total", 0),
+    ]
+
+
 class Ping(Packet):
     """Echo request/reply: the reply copies ``ident``, ``seq`` and the sender's ``t_sent_ns``."""
 
@@ -33,8 +44,10 @@ class Ping(Packet):
 
 
 bind_layers(Fabric, MsgSegment, ptype=PacketType.MSG)
+bind_layers(Fabric, MsgAck, ptype=PacketType.MACK)
 bind_layers(Fabric, Ping, ptype=PacketType.PING)
 bind_layers(Fabric, Ping, ptype=PacketType.PONG)
 
 MSG = StructCodec(MsgSegment)
+MACK = StructCodec(MsgAck)
 PING = StructCodec(Ping)

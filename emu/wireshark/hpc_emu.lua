@@ -36,7 +36,7 @@ local L_link = {
   {"length", 24, 2, nil, 16},
   {"window", 26, 2, nil, 16},
 }
-local vs_fabric_ptype = {[1] = "MSG", [2] = "PING", [3] = "PONG", [4] = "COLL", [5] = "QPKT", [6] = "QACK", [7] = "TRAP", [8] = "MGMT", [9] = "INC", [10] = "INCCTL", [11] = "NC"}
+local vs_fabric_ptype = {[1] = "MSG", [2] = "PING", [3] = "PONG", [4] = "COLL", [5] = "QPKT", [6] = "QACK", [7] = "TRAP", [8] = "MGMT", [9] = "INC", [10] = "INCCTL", [11] = "NC", [12] = "MACK"}
 local p_fabric = Proto("hpcemu_fabric", "hpc-emu Fabric")
 local f_fabric = {
   src = ProtoField.uint32("hpcemu.fabric.src", "src", base.DEC, nil),
@@ -77,6 +77,17 @@ local L_msg = {
   {"tag", 4, 4, nil, 32},
   {"total", 8, 4, nil, 32},
   {"offset", 12, 4, nil, 32},
+}
+local p_mack = Proto("hpcemu_mack", "hpc-emu MsgAck")
+local f_mack = {
+  msg_id = ProtoField.uint32("hpcemu.mack.msg_id", "msg_id", base.DEC, nil),
+  total = ProtoField.uint32("hpcemu.mack.total", "total", base.DEC, nil),
+}
+do local t = {} for _, v in pairs(f_mack) do t[#t + 1] = v end
+  p_mack.fields = t end
+local L_mack = {
+  {"msg_id", 0, 4, nil, 32},
+  {"total", 4, 4, nil, 32},
 }
 local p_ping = Proto("hpcemu_ping", "hpc-emu Ping")
 local f_ping = {
@@ -462,7 +473,7 @@ local function qsnet_segments(tvb, tree, off, info, seg)
   return off, info
 end
 
-local by_ptype = {[1] = {p_msg, f_msg, L_msg, 16, false}, [2] = {p_ping, f_ping, L_ping, 16, false}, [3] = {p_ping, f_ping, L_ping, 16, false}, [4] = {p_coll, f_coll, L_coll, 128, true}, [5] = {p_qseg, f_qseg, L_qseg, 8, false}, [6] = {p_qack, f_qack, L_qack, 16, false}, [7] = {p_qtrap, f_qtrap, L_qtrap, 20, false}, [8] = {p_qmgmt, f_qmgmt, L_qmgmt, 8, false}, [9] = {p_inc, f_inc, L_inc, 16, false}, [10] = {p_incctl, f_incctl, L_incctl, 8, false}, [11] = {p_nc, f_nc, L_nc, 16, false}}
+local by_ptype = {[1] = {p_msg, f_msg, L_msg, 16, false}, [2] = {p_ping, f_ping, L_ping, 16, false}, [3] = {p_ping, f_ping, L_ping, 16, false}, [4] = {p_coll, f_coll, L_coll, 128, true}, [5] = {p_qseg, f_qseg, L_qseg, 8, false}, [6] = {p_qack, f_qack, L_qack, 16, false}, [7] = {p_qtrap, f_qtrap, L_qtrap, 20, false}, [8] = {p_qmgmt, f_qmgmt, L_qmgmt, 8, false}, [9] = {p_inc, f_inc, L_inc, 16, false}, [10] = {p_incctl, f_incctl, L_incctl, 8, false}, [11] = {p_nc, f_nc, L_nc, 16, false}, [12] = {p_mack, f_mack, L_mack, 8, false}}
 
 function p_fabric.dissector(tvb, pinfo, tree)
   if tvb:len() < 16 then return 0 end

@@ -36,13 +36,14 @@ from ..host.engine import AppState, Host
 from ..timers import Timers
 from . import coding, coll, inc, qsnet  # noqa: F401  (the built-in mechanisms register themselves)
 from .interface import MECHANISMS, Mechanism, Message, NicRequest
+from .transport import Transport
 
 BUILT_IN = ("coll", "qsnet", "inc", "coding")
 """The mechanisms a NIC loads unless told others (``NicEngine.mechanisms``), in this order."""
 
 log = logging.getLogger(__name__)
 
-_BASE_PTYPES = frozenset({PacketType.MGMT, PacketType.MSG, PacketType.PING, PacketType.PONG})
+_BASE_PTYPES = frozenset({PacketType.MGMT, PacketType.MSG, PacketType.MACK, PacketType.PING, PacketType.PONG})
 """Packet types the NIC itself handles (link bring-up, messages, echo)."""
 _MSG_LEN = MSG.size
 BIG_MESSAGE = 1 << 20
@@ -55,6 +56,8 @@ class _Partial:
     tag: int
     buf: bytearray
     got: int = 0
+    offsets: set = field(default_factory=set)
+    """Offsets of the frames taken (``host.transport=reliable``: a message sent again)."""
 
 
 @dataclass(eq=False)
@@ -93,6 +96,8 @@ class NicEngine:
         self._msg_id = 0
         self._ping_seq = 0
         self._heads: dict[int, bytes] = {}
+        self.transport = Transport(self, self._put_message) if self.spec.transport == "reliable" else None
+        """The end-to-end transport of host messages (None: each frame sent once)."""
         self._load(self.mechanisms)
         self.host = Host(self)
 
@@ -164,6 +169,10 @@ class NicEngine:
                 ident, seq, t_sent = PING.unpack(frame, HDR_LEN)
                 self.stats["pings_answered"] += 1
                 self.emit(src, PacketType.PONG, PING.pack(ident, seq, t_sent), now + self.spec.nic_delay_ns)
+            elif ptype == PacketType.MACK:
+                if self.transport is None:
+                    raise DecodeError("a message acknowledgement, but this host's transport is none")
+                self.transport.on_ack(src, frame)
             elif ptype == PacketType.PONG:
                 ident, seq, t_sent = PING.unpack(frame, HDR_LEN)
                 waiter = self.host.take_ping(seq)
@@ -210,7 +219,10 @@ class NicEngine:
 
     def extra_stats(self) -> dict[str, dict[str, int]]:
         """Counters of the engine's parts, for ``Cluster.stats``."""
-        return {(m.stats_key or m.name): dict(m.stats) for m in self._mech.values()}
+        out = {(m.stats_key or m.name): dict(m.stats) for m in self._mech.values()}
+        if self.transport is not None:
+            out["transport"] = {**self.transport.stats, "failures": list(self.transport.failures)}
+        return out
 
     # -- the host's requests of the mechanisms (nodes.nic.interface) ----------------------------
     def request(self, req: NicRequest, now: int, done) -> tuple[int, Any]:
@@ -243,11 +255,20 @@ class NicEngine:
         return host
 
     def send_message(self, dst: int, tag: int, data: bytes, t: int) -> None:
-        """Take a message at ``t`` (after the sender's software overhead) and put its frames out."""
+        """Take a message at ``t`` (after the sender's software overhead) and put its frames out
+        (through the end-to-end transport with ``host.transport=reliable``)."""
+        if self.transport is not None:
+            self.transport.send(dst, tag, data, t + self.spec.nic_delay_ns)
+            self.stats["messages_sent"] += 1
+            return
+        self._msg_id = msg_id = (self._msg_id + 1) & 0xFFFFFFFF
+        self._put_message(dst, tag, msg_id, data, t + self.spec.nic_delay_ns)
+        self.stats["messages_sent"] += 1
+
+    def _put_message(self, dst: int, tag: int, msg_id: int, data: bytes, at: int) -> int:
+        """The frames of one message, handed to the port at ``at``; returns the port."""
         total = len(data)
         mtu = self.spec.mtu_bytes
-        self._msg_id = msg_id = (self._msg_id + 1) & 0xFFFFFFFF
-        at = t + self.spec.nic_delay_ns
         # the frames ``emit`` would make, each in one join (no header+chunk intermediate)
         port, head = self._route(dst, None)
         out, fab, msg, join, me, ptype = self._out.append, _FABRIC_PACK, MSG.pack, b"".join, self.node_id, PacketType.MSG
@@ -261,7 +282,7 @@ class NicEngine:
             if off >= total:
                 break
         self.stats["frames_sent"] += frames
-        self.stats["messages_sent"] += 1
+        return port
 
     def ping(self, dst: int) -> int:
         """Send an echo request now; returns its sequence number (the reply carries it back)."""
@@ -303,7 +324,13 @@ class NicEngine:
         if offset + len(chunk) > total:
             raise DecodeError(f"segment at {offset}+{len(chunk)} overruns message of {total} bytes")
         name = self.names[src] if 0 <= src < len(self.names) else str(src)
+        tr = self.transport
+        if tr is not None and tr.seen(src, msg_id):  # delivered already: the sender missed our acknowledgement
+            tr.duplicate(src, msg_id, total, offset + len(chunk) == total)
+            return
         if offset == 0 and len(chunk) == total:  # a one-frame message: nothing to reassemble
+            if tr is not None:
+                tr.done(src, msg_id, total)
             self.stats["messages_received"] += 1
             t = self.now + self.spec.nic_delay_ns
             self.at(t, self.host.deliver, Message(name, tag, chunk, t, hops))
@@ -318,10 +345,17 @@ class NicEngine:
         elif part.tag != tag or len(part.buf) != total:
             raise DecodeError(f"segment of message {msg_id} from {src} disagrees with the first one "
                               f"(tag {tag}/{part.tag}, total {total}/{len(part.buf)})")
+        if tr is not None:  # a message sent again: count each of its frames once
+            if offset in part.offsets:
+                tr.stats["duplicates_dropped"] += 1
+                return
+            part.offsets.add(offset)
         part.buf[offset:offset + len(chunk)] = chunk
         part.got += len(chunk)
         if part.got >= total:
             del self._partial[key]
+            if tr is not None:
+                tr.done(src, msg_id, total)
             # a large message is handed over as its reassembly buffer (no copy); a small one as bytes
             data = part.buf if total > BIG_MESSAGE else bytes(part.buf)
             msg = Message(name, tag, data, self.now + self.spec.nic_delay_ns, hops)

@@ -1,0 +1,124 @@
+"""Host messaging end to end (``host.transport=reliable``): acknowledgements, resends, duplicates.
+
+Real interconnect transports (InfiniBand RC, the QsNet adapter of spec 03) recover what a failed
+link lost. Here, per pair of hosts: the sender numbers its messages to each peer (the segment
+header's ``msg_id`` is then a per-peer sequence number), keeps each until the receiver acknowledges
+the whole message (a ``MsgAck`` frame), and sends it again when no acknowledgement came ``rto_ns``
+after its last frame left the port -- the wait doubling each time -- up to ``max_tries`` sends, then
+gives up, logs and counts it (``messages_failed``) and keeps a one-line note of why. The receiver
+drops what it already delivered (acknowledging it again, since the first acknowledgement may be
+what was lost) and ignores the repeated frames of a message it is still reassembling. Sans-I/O, in
+virtual time; the NIC engine (``emu.nodes.nic.engine``) owns it and hands it its frames.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from emu.wire import HDR_LEN, MACK, PacketType
+
+log = logging.getLogger(__name__)
+
+
+class _Out:
+    """A message sent and not yet acknowledged."""
+
+    __slots__ = ("dst", "tag", "data", "port", "sends", "rto", "timer", "first_ns")
+
+    def __init__(self, dst: int, tag: int, data: bytes, port: int, rto: int, first_ns: int):
+        self.dst, self.tag, self.data, self.port, self.rto, self.first_ns = dst, tag, data, port, rto, first_ns
+        self.sends, self.timer = 1, None
+
+
+class Transport:
+    def __init__(self, nic: Any, put: Callable[[int, int, int, Any, int], int]):
+        """``put(dst, tag, msg_id, data, at) -> port``: the NIC's frames of one message, handed to
+        the port at ``at``."""
+        self.nic = nic
+        self.put = put
+        self.spec = nic.spec
+        self.next_seq: dict[int, int] = {}
+        self.unacked: dict[tuple[int, int], _Out] = {}
+        self.delivered: dict[int, list] = {}
+        """Per source: [every id below this delivered, the ids delivered above it]."""
+        self.failures: list[str] = []
+        self.stats = {"acks_sent": 0, "acks_received": 0, "acks_stray": 0, "messages_resent": 0,
+                      "messages_failed": 0, "duplicates_dropped": 0}
+
+    # -- the sender --------------------------------------------------------------------------------
+    def send(self, dst: int, tag: int, data: Any, at: int) -> None:
+        seq = self.next_seq.get(dst, 0)
+        self.next_seq[dst] = (seq + 1) & 0xFFFFFFFF
+        data = bytes(data)  # kept to send again: the application may reuse its buffer
+        port = self.put(dst, tag, seq, data, at)
+        out = self.unacked[(dst, seq)] = _Out(dst, tag, data, port, self.spec.rto_ns, at)
+        out.timer = self.nic.at(at + out.rto, self._timeout, (dst, seq))
+
+    def on_ack(self, src: int, frame: bytes) -> None:
+        msg_id, _total = MACK.unpack(frame, HDR_LEN)
+        out = self.unacked.pop((src, msg_id), None)
+        if out is None:  # a late second acknowledgement, or a stranger's
+            self.stats["acks_stray"] += 1
+            return
+        self.stats["acks_received"] += 1
+        self.nic.timers.cancel(out.timer)
+
+    def _timeout(self, key: tuple[int, int]) -> None:
+        out = self.unacked.get(key)
+        if out is None:
+            return
+        now = self.nic.now
+        ports = getattr(self.nic, "ports", None)
+        if ports is not None and ports.linked(out.port) and ports.queue(out.port, now)[0]:
+            # frames still wait at our own port (ours or later ones): the wait counts from the line
+            out.timer = self.nic.at(max(now + 1, ports.free_at(out.port)) + out.rto, self._timeout, key)
+            return
+        if out.sends >= self.spec.max_tries:
+            del self.unacked[key]
+            self.stats["messages_failed"] += 1
+            why = self._why(out, now)
+            self.failures.append(why)
+            log.warning("%s", why)
+            return
+        out.sends += 1
+        out.rto *= 2
+        self.stats["messages_resent"] += 1
+        at = now + self.spec.nic_delay_ns
+        self.put(out.dst, out.tag, key[1], out.data, at)
+        out.timer = self.nic.at(at + out.rto, self._timeout, key)
+
+    def _why(self, out: _Out, now: int) -> str:
+        names = self.nic.names
+        dst = names[out.dst] if 0 <= out.dst < len(names) else str(out.dst)
+        ports = getattr(self.nic, "ports", None)
+        cut = ports is not None and ports.linked(out.port) and not ports.up(out.port, now)
+        where = (f"its own link (port {out.port}) is down" if cut else
+                 f"no acknowledgement from {dst}: no way through the network, or {dst} cannot answer")
+        return (f"{self.nic.name}: a message of {len(out.data)} bytes to {dst} (tag {out.tag}) given up after "
+                f"{out.sends} sends over {now - out.first_ns:,} ns: {where}")
+
+    # -- the receiver ------------------------------------------------------------------------------
+    def seen(self, src: int, msg_id: int) -> bool:
+        """Was message ``msg_id`` from ``src`` delivered already?"""
+        low, above = self.delivered.get(src) or (0, ())
+        return msg_id < low or msg_id in above
+
+    def duplicate(self, src: int, msg_id: int, total: int, last: bool) -> None:
+        """A frame of a message delivered already: dropped; its last frame acknowledged again."""
+        self.stats["duplicates_dropped"] += 1
+        if last:
+            self.ack(src, msg_id, total)
+
+    def done(self, src: int, msg_id: int, total: int) -> None:
+        """Message ``msg_id`` from ``src`` is whole: remember it and acknowledge it."""
+        d = self.delivered.setdefault(src, [0, set()])
+        d[1].add(msg_id)
+        while d[0] in d[1]:
+            d[1].discard(d[0])
+            d[0] += 1
+        self.ack(src, msg_id, total)
+
+    def ack(self, src: int, msg_id: int, total: int) -> None:
+        self.stats["acks_sent"] += 1
+        self.nic.emit(src, PacketType.MACK, MACK.pack(msg_id, total), self.nic.now + self.spec.nic_delay_ns, prio=1)
