@@ -103,3 +103,19 @@ def test_the_user_can_keep_the_transport_off_under_faults():
     r = emu_run("--topo", "fattree:k=4,n=2", "--test", "allreduce", "--size", "4KiB", "--set", "host.transport=none",
                 "--fault", "at=2us,link=h0-s0,down")
     assert r.returncode == 1 and "host messages given up" not in r.stdout and "DeadlockError" in r.stdout
+
+
+def test_under_the_switch_offload_a_broken_tree_falls_back_to_the_hosts():
+    # spec 04: the hosts take over when the in-network allreduce cannot complete
+    r = emu_run("--topo", "fattree:k=4,n=2", "--test", "allreduce", "--offload", "switch", "--size", "16KiB",
+                "--manager", "--fault", "at=2us,link=s0-s4,down")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "switch offload failed, the hosts took over" in r.stdout and "result=equal to numpy" in r.stdout
+
+
+def test_under_the_hardware_offload_the_broadcast_tree_moves_to_another_top_switch():
+    # spec 03: the manager moves the group's tree off the dead link; the adapters' retransmissions recover
+    r = emu_run("--topo", "qsnet:nodes=128", "--test", "bcast+allreduce", "--offload", "hw", "--manager",
+                "--fault", "at=1us,link=s0-s8,down")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "tree root moved to" in r.stdout and r.stdout.count("result=equal to numpy") == 2

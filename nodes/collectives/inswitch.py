@@ -4,7 +4,8 @@ The communicator asks the network manager once per (type, operator, reproducibil
 ``comm.inc_algo`` = single, multi2, multi4 or tree asks for one, else the manager picks by size) for an
 in-network allreduce over its members (``host.inc_request``); the manager installs a reduction tree
 of switches and grants an allreduce id, or rejects -- then this falls back to the host software
-allreduce and says so in ``comm.last_algo``. Each call then streams the vector through the tree
+allreduce and says so in ``comm.last_algo``; so does a call whose tree broke under it (no result
+after the retransmissions: a link or switch of the tree died), and the communicator's later calls. Each call then streams the vector through the tree
 (``host.inc_allreduce``: blocks of one packet, a window of blocks in flight, staggered, retransmitted
 on timeout) and every rank gets the reduction.
 """
@@ -39,8 +40,11 @@ async def allreduce_switch(comm, x: np.ndarray, op: str, reproducible: bool = Fa
         comm.last_algo = f"{comm.last_algo} (switch offload rejected: {g[1]})"
         return y
     out, err, resent = await comm.host.inc_allreduce(g, flat, comm.rank, timeout_ns)
-    if err is not None:
-        raise RuntimeError(f"rank {comm.rank}: in-network allreduce failed: {err}")
+    if err is not None:  # the tree broke (a link or switch died): the hosts take over, as when rejected
+        grants[key] = ("reject", f"in-network allreduce failed: {err}")
+        y = await comm.allreduce(x, op)
+        comm.last_algo = f"{comm.last_algo} (switch offload failed, the hosts took over: {err})"
+        return y
     comm.last_algo = f"switch({Algo(g.algo).name.lower()}, {g.elems}/packet, window {g.window})"
     comm.inc_resent = getattr(comm, "inc_resent", 0) + resent
     return out.astype(flat.dtype).reshape(x.shape)
