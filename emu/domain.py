@@ -21,7 +21,7 @@ from typing import Any
 
 import trio
 
-from .config import RunConfig
+from .config import RunConfig, is_loopback
 from .element import INF, Element
 from .errors import FrameLossError
 from .port import OutPort, Timeline
@@ -217,7 +217,7 @@ class Domain:
         # for, and on loopback sendto delivers at once, so a shortfall that lasts recovery_first_s
         # is a loss; the wait doubles, up to stall_timeout_s, while nothing comes. Off loopback
         # (machines of an MPI job) datagrams may still be on their way: the full wait from the start.
-        loopback = not self.elements or self.elements[0].addr[0].startswith("127.")
+        loopback = not self.elements or is_loopback(self.elements[0].addr[0])
         first = min(self.run.recovery_first_s if loopback else self.run.stall_timeout_s, self.run.stall_timeout_s)
         wait = first
         while self._received_before(w) < expected:
@@ -300,7 +300,8 @@ class Domain:
     async def rpc_schedule(self, t: int, changes: list[tuple[int, str, object]], seed: int) -> int:
         """Scheduled changes at virtual time ``t`` of these link directions: ``(link id, "state",
         up)`` or ``(link id, "ber", rate)``. Both ends of a link record them; an engine is told of
-        a state change of its port at ``t`` (``on_link_change``). Returns the next event time here."""
+        a state change of its port at ``t`` (``on_link_change``); the synchroniser knows the time
+        (``Synchroniser.faults``)."""
         import random
 
         for el in self.elements:
@@ -323,31 +324,34 @@ class Domain:
             if told:
                 self._with_links.add(el)
                 self.schedule(el)
-        return self.next_activity()
 
     async def rpc_clear_faults(self, t: int) -> int:
-        """Every link back as built from ``t`` on: scheduled changes after ``t`` forgotten, the
-        state up and no bit errors at ``t``; an engine whose port is down then is told it is up at
-        ``t``. Returns how many ports were told."""
+        """Cancel every scheduled change not reached yet (all still waiting in ``link_events``: a
+        change at ``t`` itself included) and put each link back up with no bit errors from ``t``:
+        an engine last told its port is down is told it is up at ``t``. Returns how many ports."""
         told = 0
         for el in self.elements:
             ports = [p for p in (*el.out_ports, *el.in_ports) if p.timeline is not None]
             if not ports:
                 continue
+            pending = [(time, port, up) for time, port, up in el.link_events]
             down = set()
             for p in ports:
                 tl = p.timeline
-                if not tl.up_at(t):
+                ups = list(tl.ups)
+                for time, port, up in pending:  # unreached: out of the timeline
+                    if port == p.index and (time, up) in ups:
+                        ups.remove((time, up))
+                if ups and not ups[-1][1]:  # the engine was last told "down"
                     down.add(p.index)
-                tl.ups = [c for c in tl.ups if c[0] <= t]
-                tl.add_state(t, True)
+                    ups.append((t, True))
+                tl.ups = ups
                 if tl.bers:
-                    tl.bers = [c for c in tl.bers if c[0] <= t]
-                    tl.add_ber(t, 0.0)
-            pending = [e for e in el.link_events if e[0] <= t]  # still told, in order; then "up" at t
-            pending.extend((t, port, True) for port in sorted(down))
-            heapq.heapify(pending)
-            el.link_events = pending
+                    tl.bers = [c for c in tl.bers if c[0] < t]
+                    if tl.bers and tl.bers[-1][1]:
+                        tl.add_ber(t, 0.0)
+            el.link_events = [(t, port, True) for port in sorted(down)]
+            heapq.heapify(el.link_events)
             if down:
                 told += len(down)
                 self._with_links.add(el)

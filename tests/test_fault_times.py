@@ -110,3 +110,43 @@ def test_emu_run_with_a_fault_at_any_moment_ends_in_a_result_never_a_traceback(o
         assert r.returncode in (0, 1), text
     for bad in ("Traceback", "CausalityError", "EngineError", "never awaited"):
         assert bad not in text, text
+
+
+def _hub_stats(stats):
+    return next(s for s in stats if s["name"] == "s0")["engine"]
+
+
+async def test_clear_faults_cancels_what_is_not_reached_and_undoes_what_was():
+    async with emu.Cluster(_topology()) as net:
+        rtt = await net["h0"].ping("h1")
+        t = net.now
+        await net.schedule(t, "down", link=("s0", "h2"))           # at now itself: not reached yet
+        await net.schedule(t + 10**6, "up", link=("s0", "h2"))
+        await net.clear_faults()
+        assert net._sync.faults == []                               # nothing left for the synchroniser
+        assert await net["h0"].ping("h2") == rtt                   # h2's link was never down
+        hs = _hub_stats(await net.stats())
+        assert (hs["link_changes"], hs["last_change_ns"]) == (0, -1)  # the hub was never told
+        # a change reached is undone: down, reached during a ping; cleared: told "up" at that moment
+        await net.schedule(net.now, "down", link=("s0", "h2"))
+        await net["h0"].ping("h1")
+        assert _hub_stats(await net.stats())["link_changes"] == 1
+        at = net.now
+        await net.clear_faults()
+        assert await net["h0"].ping("h2") == rtt
+        hs = _hub_stats(await net.stats())
+        assert (hs["link_changes"], hs["last_change_ns"]) == (2, at)
+        assert net.metrics.summary()["lost_in_flight"] == 0 and net.metrics.summary()["dropped"] == 0
+
+
+def test_the_next_window_starts_at_a_change_only_within_the_run():
+    from emu.element import INF
+    from emu.sync import faults_reached, window_start
+
+    assert window_start([500], [300], 0) == 300         # something is left after it: its own window
+    assert window_start([300], [300], 0) == 300         # at the same time as an event
+    assert window_start([INF], [300], 400) == 300       # before the run's last event: reached
+    assert window_start([INF], [300], 299) == INF       # after it, nothing left: waits for the next run
+    assert window_start([200], [300], 0) == 200
+    heap = [100, 200, 300]
+    assert faults_reached(heap, 201) == 200 and heap == [300]

@@ -409,8 +409,10 @@ class Cluster:
             heapq.heappush(self._sync.faults, t_ns)
 
     async def clear_faults(self) -> None:
-        """Cancel every scheduled change not yet reached and put every link back as built (up, no
-        bit errors) from now on: what ``emu run`` does between tests, whose faults are each their own."""
+        """Cancel every scheduled change not yet reached (one at ``now`` included) and undo the
+        ``schedule``d ones that were: each link up with no bit errors from now on -- what ``emu run``
+        does between tests, whose faults are each their own. (``link_down`` and ``set_fault`` are
+        not scheduled changes: ``link_up`` and ``set_fault(..., drop=0, corrupt=0)`` undo them.)"""
         if self._sync is None:
             raise EmuError("the cluster is not running; use 'async with Cluster(...) as net:'")
         async with self._lock:
@@ -418,6 +420,7 @@ class Cluster:
             told = 0
             for h in self._handles:
                 told += await h.call("clear_faults", t)
+            self._sync.faults.clear()
             if told:
                 heapq.heappush(self._sync.faults, t)
 
