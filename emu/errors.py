@@ -49,9 +49,15 @@ class AppError(EmuError):
             lines.append(f"{hosts}{when}: {where[0][2]}{alike}")
         self.summary = "; ".join(lines)
         """One line: each distinct error, where and when."""
+        if not failures:
+            super().__init__("application(s) failed")
+            return
         first = min(failures, key=lambda f: (f[1] is None, f[1] or 0))
         super().__init__(f"application(s) failed: {self.summary}\nfirst failure, {first[0]} (at {first[1]} ns):\n"
                          f"{first[2]}".rstrip())
+
+    def __reduce__(self):  # pickled (a worker, a pool) and copied from what it was made of
+        return (type(self), (self.failures,))
 
 
 def _natural(name: str) -> list:

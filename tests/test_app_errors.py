@@ -32,3 +32,13 @@ def test_the_summary_reads_the_exception_line_of_a_traceback():
           'ValueError: a message\nthat goes on\n')
     e = AppError([("h3", 7, tb), ("h10", 9, "TypeError: misuse")])
     assert e.summary == "h3 at 7 ns: ValueError: a message that goes on; h10 at 9 ns: TypeError: misuse"
+
+
+def test_the_error_travels_between_processes():
+    import copy
+    import pickle
+
+    e = AppError([("h1", 5, "ValueError: x"), ("h2", 5, "ValueError: y")])
+    for back in (pickle.loads(pickle.dumps(e)), copy.copy(e)):
+        assert back.failures == e.failures and back.summary == e.summary and str(back) == str(e)
+    assert str(AppError([])) == "application(s) failed"
