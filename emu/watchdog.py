@@ -3,10 +3,12 @@
 A worker that dies closes its control connection, and the call waiting on it fails at once
 (``emu.sync.RemoteHandle``). A worker that is stopped (``SIGSTOP``, a debugger) or hung keeps its
 connection open and says nothing. :func:`watch_workers` runs beside the synchroniser: a worker that
-leaves a call unanswered while its CPU time stays the same for ``RunConfig.worker_timeout_s`` is
-killed, and the run stops with an error naming its domain and process id. A worker that is merely
-slow (a long window, a large capture being written) uses CPU and is left alone. Linux only (it
-reads ``/proc``); elsewhere nothing is watched.
+is stopped (state T or t) and leaves a call unanswered while its CPU time stays the same for
+``RunConfig.worker_timeout_s`` is killed, and the run stops with an error naming its domain and
+process id. A worker that is merely slow (a long window, a large capture being written) uses CPU;
+one that sleeps has answered and waits for the main process to read it (which reads the workers'
+answers in domain order): both are left alone. Linux only (it reads ``/proc``); elsewhere nothing
+is watched.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def cpu_and_state(pid: int) -> tuple[str, int] | None:
 
 async def watch_workers(handles: list, timeout_s: float | None, tick_s: float = TICK_S) -> None:
     """Raise ``EmuError`` when one of ``handles`` (``RemoteHandle`` with a ``pid``) has left a call
-    unanswered, using no CPU, for ``timeout_s``; runs until cancelled otherwise."""
+    unanswered, stopped and using no CPU, for ``timeout_s``; runs until cancelled otherwise."""
     if timeout_s is None or not os.path.exists("/proc/self/stat"):
         return
     need = max(1, math.ceil(timeout_s / tick_s))
@@ -51,6 +53,9 @@ async def watch_workers(handles: list, timeout_s: float | None, tick_s: float = 
             if st is None or st[0] == "Z":  # gone: its connection closes, and that is reported
                 continue
             state, cpu = st
+            if state not in "Tt":  # running, or asleep with its answer unread: not stuck
+                seen.pop(h.index, None)
+                continue
             prev = seen.get(h.index)
             if prev is None or prev[:2] != (h.answered, cpu):
                 seen[h.index] = (h.answered, cpu, 0)
@@ -58,7 +63,7 @@ async def watch_workers(handles: list, timeout_s: float | None, tick_s: float = 
             still = prev[2] + 1
             seen[h.index] = (h.answered, cpu, still)
             if still >= need:
-                why = "it is stopped (SIGSTOP or a debugger)" if state in "Tt" else f"it uses no CPU (state {state})"
+                why = "it is stopped (SIGSTOP or a debugger)"
                 try:
                     os.kill(h.pid, signal.SIGKILL)
                 except OSError:
