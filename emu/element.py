@@ -296,10 +296,26 @@ class Element:
 
     # -- the window -----------------------------------------------------------------------------
     def next_time(self) -> int:
-        """The time of this element's next event, scheduled link changes included."""
-        t = self.next_activity()
+        """The time of this element's next event, scheduled link changes included (the hot path:
+        called for every element every window, so it does not go through ``next_activity``)."""
+        t = self.heap[0][0] if self.heap else INF
         if self.link_events and self.link_events[0][0] < t:
             t = self.link_events[0][0]
+        tt = self.engine.timer
+        if tt is not None and tt < t:
+            t = tt
+        if self.pevents and self.pevents[0][0] < t:
+            t = self.pevents[0][0]
+        la = self.lookahead
+        for p in self.busy:
+            if p.pending:
+                s = p.pending[0][1] - la
+                if s < t:
+                    t = s
+            if p.ctl:
+                s = p.ctl[0][1] - la
+                if s < t:
+                    t = s
         return t
 
     def next_activity(self) -> int:
@@ -353,6 +369,7 @@ class Element:
         if link_end is None:
             link_end = t_end
         stop = t_end
+        arrive, emit, receive = self._arrive, self._emit, eng.receive  # per frame: no lookups
         while True:  # the next event in the fixed order: link change, port event, timer, frame
             tt = eng.timer
             th = heap[0][0] if heap else INF
@@ -375,13 +392,13 @@ class Element:
             else:
                 if th >= t_end:
                     break
-                arrived = self._arrive(passes)
+                arrived = arrive(passes)
                 if arrived is None:  # the port kept it: dropped, or link control
                     continue
                 frame, port, token = arrived
-                result = eng.receive(frame, port, self.now)
+                result = receive(frame, port, self.now)
             if result:
-                self._emit(result, token, min_delay, cut)
+                emit(result, token, min_delay, cut)
             if token is not None and token[4] == 0:  # consumed here, or dropped: the buffer is free now
                 token[4] = 1
                 self._release(token)
