@@ -56,6 +56,10 @@ class Domain:
         self._spill_dir: str | None = None
         self._with_links: set[Element] = set()
         """Elements that hold scheduled link changes (``rpc_schedule``)."""
+        self._idle = (-1, INF)
+        """(frames accepted, next activity) after the last window: a window in which nothing ran
+        here and nothing came changes neither (an idle domain holding a far-off change need not
+        look past it again). Reset by every call that changes the elements."""
 
     def add(self, el: Element) -> None:
         self._idx[el] = len(self.elements)
@@ -205,7 +209,11 @@ class Domain:
         if self.run.capture and sum(len(el.capture) for el in active) and \
                 sum(len(el.capture) for el in self.elements) > self.run.capture_spill_records:
             self._spill()
-        nt = self.next_activity()
+        if active or self.received != self._idle[0]:
+            nt = self.next_activity()
+            self._idle = (self.received, nt)
+        else:
+            nt = self._idle[1]
         return self.sent_to[:], (first_arrival if first_arrival < nt else nt), self.max_time
 
     async def _collect(self, expected: int, w: int) -> None:
@@ -253,6 +261,7 @@ class Domain:
                 p.peer_addr = addrs[p.peer]
 
     async def rpc_start_apps(self, t: int, apps: dict[str, tuple[Any, tuple]]) -> int:
+        self._idle = (-1, INF)
         for host, (fn, args) in apps.items():
             el = self.by_name[host]
             el.engine.start_app(host, fn, args, t)
@@ -273,6 +282,7 @@ class Domain:
 
     async def rpc_set_links(self, link_ids: list[int], up: bool) -> int:
         """Bring the output ports of these link directions up or down; returns how many are here."""
+        self._idle = (-1, INF)
         n = 0
         for el in self.elements:
             for lid in link_ids:
@@ -284,6 +294,7 @@ class Domain:
 
     async def rpc_set_fault(self, link_ids: list[int], drop: float, corrupt: float, seed: int) -> int:
         """Emulated faults on the output ports of these link directions (0, 0: none)."""
+        self._idle = (-1, INF)
         import random
 
         n = 0
@@ -297,11 +308,12 @@ class Domain:
                     n += 1
         return n
 
-    async def rpc_schedule(self, t: int, changes: list[tuple[int, str, object]], seed: int) -> int:
+    async def rpc_schedule(self, t: int, changes: list[tuple[int, str, object]], seed: int) -> None:
         """Scheduled changes at virtual time ``t`` of these link directions: ``(link id, "state",
         up)`` or ``(link id, "ber", rate)``. Both ends of a link record them; an engine is told of
         a state change of its port at ``t`` (``on_link_change``); the synchroniser knows the time
         (``Synchroniser.faults``)."""
+        self._idle = (-1, INF)
         import random
 
         for el in self.elements:
@@ -329,6 +341,7 @@ class Domain:
         """Cancel every scheduled change not reached yet (all still waiting in ``link_events``: a
         change at ``t`` itself included) and put each link back up with no bit errors from ``t``:
         an engine last told its port is down is told it is up at ``t``. Returns how many ports."""
+        self._idle = (-1, INF)
         told = 0
         for el in self.elements:
             ports = [p for p in (*el.out_ports, *el.in_ports) if p.timeline is not None]
