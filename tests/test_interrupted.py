@@ -145,3 +145,9 @@ def test_a_capture_that_fills_a_small_disk_is_removed_and_the_json_kept(tmp_path
     assert code == 1 and f"{disk / 'r.pcapng'}" in text and "No space left" in text, text
     assert left == []  # the incomplete capture does not hold the disk full
     assert [r["name"] for r in json.loads((tmp_path / "r.json").read_text())] == ["allreduce"]
+
+
+async def test_a_spill_folder_that_cannot_be_made_is_refused_in_one_line(tmp_path):
+    with pytest.raises(emu.ConfigError, match="spill folder cannot be made in .*name a writable folder"):
+        async with emu.Cluster("star:n=2", run=RunConfig(capture=True, capture_dir=str(tmp_path / "absent"))):
+            pass

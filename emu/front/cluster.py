@@ -155,8 +155,8 @@ class Cluster:
     async def __aenter__(self) -> "Cluster":
         stack = contextlib.AsyncExitStack()
         await stack.__aenter__()
+        self._spill_root()  # (refused before anything starts when its folder cannot be made)
         try:
-            self._spill_root()
             self._nursery = await stack.enter_async_context(trio.open_nursery())
             await self._start()
         except BaseException as e:
@@ -195,7 +195,12 @@ class Cluster:
         if self.run_config.capture:
             import tempfile
 
-            self._spill_dir = tempfile.mkdtemp(prefix="emu-capture-", dir=self.run_config.capture_dir)
+            try:
+                self._spill_dir = tempfile.mkdtemp(prefix="emu-capture-", dir=self.run_config.capture_dir)
+            except OSError as e:
+                where = self.run_config.capture_dir or tempfile.gettempdir()
+                raise ConfigError(f"the capture's spill folder cannot be made in {where} ({e.strerror}); "
+                                  "name a writable folder (RunConfig.capture_dir, or TMPDIR)") from None
             self.plan = replace(self.plan, run=replace(self.plan.run, capture_dir=self._spill_dir))
 
     def _drop_spill_root(self) -> None:
