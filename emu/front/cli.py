@@ -166,6 +166,11 @@ def _topology_with_faults(args) -> tuple:
     if (faults or args.manager) and "transport" not in {**defaults.get("host", {}), **settings.get("host", {})}:
         # a run that loses frames on purpose: host messages recover them end to end, as a real transport
         defaults = {**defaults, "host": {**defaults.get("host", {}), "transport": "reliable"}}
+    from .traffic_checks import PATTERNS
+
+    if set(tests_named(args.test)) & set(PATTERNS) and "send_overhead_ns" not in defaults.get("host", {}):
+        # open loop: the host starts a packet every cycle it draws one, not 300 ns of software later
+        defaults = {**defaults, "host": {**defaults.get("host", {}), "send_overhead_ns": 0}}
     topo = build(args.topo, defaults=defaults, settings=settings)
     topo.validate()
     _check_faults(topo, faults)
@@ -202,6 +207,9 @@ def _collective_extra(args, names: list[str], offload: str | None, topo) -> dict
         put_size(extra)  # refused before anything starts
         if given == ["size"]:
             given = []  # put and get take a size too
+    traffic = _traffic_extra(args, names, topo, extra)
+    if traffic and given == ["size"]:
+        given = []  # a traffic test's packet size
     if given and not collectives:
         raise ConfigError(f"--{', --'.join(given)} apply to collective tests only; --test {'+'.join(names)} has none")
     if args.branch is not None and not offload:
@@ -218,7 +226,25 @@ def _collective_extra(args, names: list[str], offload: str | None, topo) -> dict
             raise ConfigError(f"--size {opts.size:,} B is over what the hosts accept in one message "
                               f"(host.max_message_bytes = {limit:,}); use a smaller size or --set "
                               "host.max_message_bytes=...")
-    return extra
+    return {**extra, **traffic}
+
+
+def _traffic_extra(args, names: list[str], topo, extra: dict) -> dict:
+    """The open-loop traffic options (``--load``, ``--warmup``, ``--measure``), refused before anything
+    starts when out of range, when a pattern cannot run on the topology, or when no traffic test is named."""
+    from .traffic_checks import PATTERNS, check_pattern, traffic_options
+
+    traffic = {"load": args.load, "warmup": args.warmup, "measure": args.measure}
+    patterns = [n for n in names if n in PATTERNS]
+    if not patterns:
+        if any(v is not None for v in traffic.values()):
+            raise ConfigError(f"--load, --warmup and --measure apply to the traffic tests ({', '.join(PATTERNS)}) "
+                              f"only; --test {'+'.join(names)} has none")
+        return {}
+    traffic_options({**extra, **traffic}, topo)
+    for name in patterns:
+        check_pattern(name, len(topo.hosts))
+    return traffic
 
 
 def _add_manager_and_group(args, topo, extra: dict, faults, defaults: dict, settings: dict) -> None:
@@ -319,7 +345,10 @@ def _show_results(args, results: list, mgr_note: list[str]) -> int:
     out = make_console(stderr=True) if args.json == "-" else console  # stdout holds only the JSON then
     out.print(_results_table(args, results))
     for r in results:
-        out.print(f"[bold]{r.name}[/]: " + "  ".join(f"{k}={v}" for k, v in r.figures.items()))
+        rows = {k: v for k, v in r.figures.items() if isinstance(v, list) and v and isinstance(v[0], dict)}
+        out.print(f"[bold]{r.name}[/]: " + "  ".join(f"{k}={v}" for k, v in r.figures.items() if k not in rows))
+        for k, v in rows.items():  # a figure that is a list of rows (a test's curve): a table
+            out.print(_rows_table(f"{r.name}: {k}", v))
         if r.error:
             out.print(f"[red]{r.name} failed:[/] {r.error}", soft_wrap=True)  # one line in a pipe or a log
     for line in mgr_note:
@@ -329,6 +358,17 @@ def _show_results(args, results: list, mgr_note: list[str]) -> int:
     if args.json:
         _write_json(args, results, out)
     return 0 if all(r.ok for r in results) else 1
+
+
+def _rows_table(title: str, rows: list[dict]) -> Table:
+    table = Table(title=title, box=None, padding=(0, 0, 0, 1), pad_edge=False)
+    cols = list(dict.fromkeys(k for row in rows for k in row))
+    for col in cols:
+        table.add_column(col, justify="right", no_wrap=True)
+    for row in rows:
+        table.add_row(*(f"{v:,}" if isinstance(v := row.get(c, "-"), (int, float)) and not isinstance(v, bool)
+                        else str(v) for c in cols))
+    return table
 
 
 def _results_table(args, results: list) -> Table:
@@ -565,6 +605,12 @@ def _add_run(sub) -> None:
     r.add_argument("--realtime", type=_ascii(float), metavar="NS_PER_S",
                    help="pace virtual time to the wall clock: virtual ns per second (1e9 = real time)")
     _add_collective_options(r)
+    g = r.add_argument_group("open-loop traffic (uniform, transpose, bitcomplement, hotspot, neighbor; --size: the "
+                             "packet's payload, one frame, default 256B)")
+    g.add_argument("--load", help="offered loads, packets per node per cycle = fractions of a host link's capacity "
+                                  "in (0, 1], comma-separated (default 0.1,0.3,0.5,0.7,0.9)")
+    g.add_argument("--warmup", type=_ascii(int), help="cycles before the measurement window (default 1000)")
+    g.add_argument("--measure", type=_ascii(int), help="cycles of the measurement window (default 1000)")
 
 
 def _add_collective_options(r: argparse.ArgumentParser) -> None:

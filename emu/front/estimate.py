@@ -8,7 +8,9 @@ a run takes a while). The estimate counts the frames the hosts inject, as ``fram
 * an offloaded allreduce (reduce): one message per tree edge up and one down (up only), per
   48-byte part, one frame each;
 * a host software collective: the messages of a dry run of the algorithm
-  (:mod:`emu.nodes.collectives.dryrun`), each cut into frames of the hosts' MTU.
+  (:mod:`emu.nodes.collectives.dryrun`), each cut into frames of the hosts' MTU;
+* open-loop traffic: one frame per packet, the loads' sum per host per cycle (an upper bound where a
+  pattern leaves hosts idle).
 
 It is exact on the cases the tests measure, but it is an estimate and says "about": runs with
 operands over 64 MiB in all are counted on a scaled-down copy (rounding), and counting stops at
@@ -46,6 +48,13 @@ async def estimate(name: str, topo, extra: dict[str, Any], options=None) -> Esti
     if name == "pingall":
         pairs = n * (n - 1) if n <= options.pingall_full_max_hosts else n * min(options.pingall_peers, n - 1)
         return Estimate(name, 2 * pairs, f"{pairs:,} pairs, a request and a reply each")
+    from .traffic_checks import PATTERNS, traffic_options
+
+    if name in PATTERNS:  # open-loop traffic: a frame per packet, R per source per cycle, over 2 warm-ups + the window
+        o = traffic_options(extra, topo)
+        cycles = 2 * o.warmup + o.measure
+        return Estimate(name, round(n * cycles * sum(o.loads)),
+                        f"{n} hosts x {cycles:,} cycles x the loads' sum {sum(o.loads):g}")
     from emu.nodes.collectives.run import OPERATIONS
 
     if name not in OPERATIONS:

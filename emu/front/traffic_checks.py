@@ -1,0 +1,303 @@
+"""Open-loop synthetic traffic (issue 29, first part): ``emu run --test uniform --load 0.1,0.5,0.9``
+draws a latency-load curve in one command.
+
+A *packet* is one message of ``--size`` bytes (default 256 B) that fits one frame; a *cycle* is the
+time that frame occupies a host link (``ceil(8 (size + 50) / rate)`` ns: 25 ns for 256 B at
+100 Gbit/s), so a host link carries at most one packet per cycle and a load R (packets per node per
+cycle) is also the fraction of the host link's capacity offered. Each cycle every source host starts
+a packet with probability R (Bernoulli; a generator per host, seeded by the run's seed, the pattern,
+the load and the host: the same figures every run, over any ``--processes``).
+
+The schedule of every host is drawn before the run and handed to its application, which sends each
+packet at its time with ``host.send`` and blocks on nothing else: open loop. The packet carries its
+creation time and a sequence number; its latency is its arrival time at the receiver
+(``Message.t_ns``) less its creation time, source queueing included. ``emu run`` sets
+``host.send_overhead_ns=0`` for these tests unless it is given: with the default 300 ns a host could
+start only one packet every 12 cycles of 25 ns and would be the bottleneck (the figures then say so in
+``note``). After the schedule the application receives every packet sent to it -- it knows how many
+from the seeded schedules -- so the run ends when every packet has arrived (the drain).
+
+Windows: ``--warmup`` cycles (default 1000; packets created then are not measured), ``--measure``
+cycles (default 1000; packets created then are measured), then the sources keep injecting for another
+``--warmup`` cycles, so that measured packets meet the same load until they arrive, and stop.
+Accepted throughput counts the packets that arrive within the measurement window.
+
+Patterns (host index i of n, in address order): ``uniform`` (any other host, uniformly),
+``transpose`` (n = m*m hosts as an m x m matrix: row r, column c sends to row c, column r; on a power
+of four this swaps the high and low halves of the index bits), ``bitcomplement`` (n a power of two:
+every index bit inverted, n-1-i), ``hotspot`` (10 % of packets to host 0, the rest uniform; host 0
+itself sends uniformly), ``neighbor`` (i+1 mod n; on a mesh or torus the next node along dimension 0,
+x+1 mod k: one hop, but on a mesh the last column's packets cross the row back -- a permutation, so no
+host receives more than it could). A host whose destination would be
+itself (the transpose's diagonal) injects nothing; throughput is per *source* host.
+
+Beside the measurement, the model: the zero-load latency of each measured packet's path from the
+topology (send overhead, NIC delay at both ends, serialisation plus latency of every link, the switches'
+processing delays), averaged over the same packets. Saturation is the lowest offered load at which
+the accepted throughput falls more than 5 % short of the injected one or the mean latency exceeds 3x
+that model.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import ConfigError
+from ..errors import EmuError
+from .check_registry import Options, register
+from .sizes import parse_size
+
+PATTERNS = ("uniform", "transpose", "bitcomplement", "hotspot", "neighbor")
+DEFAULT_LOADS = (0.1, 0.3, 0.5, 0.7, 0.9)
+DEFAULT_SIZE = 256
+"""Payload bytes of one packet: with the 50 bytes of headers and FCS, 306 B on the wire, one frame."""
+DEFAULT_WARMUP = 1000
+DEFAULT_MEASURE = 1000
+HOTSPOT_FRACTION = 0.1
+HOTSPOT_HOST = 0
+FRAME_OVERHEAD = 46 + 4
+"""Ethernet 14, fabric 16, message segment 16 and the FCS around a message's data (``HostSpec.mtu_bytes``)."""
+SHORTFALL = 0.05
+LATENCY_FACTOR = 3.0
+HEAD = struct.Struct("<qI")  # creation time (ns), sequence number
+TAG = 29
+
+
+@dataclass(frozen=True)
+class TrafficOptions:
+    loads: tuple[float, ...]
+    size: int
+    warmup: int
+    measure: int
+
+
+def _loads(text) -> tuple[float, ...]:
+    if text is None:
+        return DEFAULT_LOADS
+    items = text if isinstance(text, (list, tuple)) else str(text).split(",")
+    out = []
+    for item in items:
+        try:
+            r = float(item)
+        except ValueError:
+            raise ConfigError(f"--load {text}: {item!r} is not a number; give loads in (0, 1], e.g. --load 0.1,0.5,0.9") from None
+        if not (math.isfinite(r) and 0 < r <= 1):
+            raise ConfigError(f"--load {text}: {item} is not within (0, 1] (packets per node per cycle, the fraction "
+                              "of a host link's capacity)")
+        out.append(r)
+    if not out:
+        raise ConfigError("--load names no load; give e.g. --load 0.1,0.5,0.9")
+    if len(set(out)) != len(out):
+        raise ConfigError(f"--load {text} names a load twice")
+    return tuple(sorted(out))
+
+
+def traffic_options(extra: dict[str, Any], topo=None) -> TrafficOptions:
+    """The traffic tests' options from ``Options.extra`` (ConfigError when out of range); with the
+    topology, the packet must also fit one frame of its hosts."""
+    size = parse_size(extra.get("size") or str(DEFAULT_SIZE))
+    mtu = topo.hosts[0].spec.mtu_bytes if topo is not None else None
+    if size < HEAD.size or (mtu is not None and size > mtu):
+        raise ConfigError(f"--size {extra.get('size')}: a traffic packet is one frame of {HEAD.size}.."
+                          f"{mtu if mtu is not None else 'host.mtu_bytes'} B (it carries its creation time and "
+                          "sequence number); give e.g. --size 256B")
+    counts = {}
+    for key, default in (("warmup", DEFAULT_WARMUP), ("measure", DEFAULT_MEASURE)):
+        v = extra.get(key)
+        v = default if v is None else v
+        if not isinstance(v, int) or not (0 if key == "warmup" else 1) <= v <= 10_000_000:
+            raise ConfigError(f"--{key} {v}: cycles within {0 if key == 'warmup' else 1}..10,000,000")
+        counts[key] = v
+    return TrafficOptions(_loads(extra.get("load")), size, counts["warmup"], counts["measure"])
+
+
+def check_pattern(pattern: str, n: int) -> None:
+    """Refuse a host count the pattern is not defined on (ConfigError: before anything starts)."""
+    if n < 2:
+        raise ConfigError(f"{pattern} needs at least 2 hosts, the topology has {n}")
+    if pattern == "transpose" and math.isqrt(n) ** 2 != n:
+        raise ConfigError(f"transpose needs a square host count (m x m; a power of four for the index bits), "
+                          f"the topology has {n}")
+    if pattern == "bitcomplement" and n & (n - 1):
+        raise ConfigError(f"bitcomplement needs a power-of-two host count, the topology has {n}")
+
+
+def destinations(pattern: str, n: int, grid=None):
+    """The destination rule: ``fixed`` (a list: host i's only destination, None for none) or a
+    function of (i, rng) for the random patterns."""
+    if pattern == "transpose":
+        m = math.isqrt(n)
+        return [None if (i % m) * m + i // m == i else (i % m) * m + i // m for i in range(n)]
+    if pattern == "bitcomplement":
+        return [n - 1 - i for i in range(n)]
+    if pattern == "neighbor":
+        if grid is not None and grid.size == n:
+            out = []
+            for i in range(n):
+                x = i % grid.k
+                out.append(i - x + (x + 1) % grid.k)
+            return out
+        return [(i + 1) % n for i in range(n)]
+    return None
+
+
+def schedule(pattern: str, n: int, i: int, load: float, cycles: int, seed: int, grid=None) -> tuple[list, list]:
+    """Host i's injections: (cycles, destination indices), Bernoulli at ``load`` per cycle."""
+    fixed = destinations(pattern, n, grid)
+    if fixed is not None and fixed[i] is None:
+        return [], []
+    rng = random.Random(f"{seed}:{pattern}:{load!r}:{i}")
+    when, dst = [], []
+    for c in range(cycles):
+        if rng.random() < load:
+            if fixed is not None:
+                d = fixed[i]
+            elif pattern == "hotspot" and i != HOTSPOT_HOST and rng.random() < HOTSPOT_FRACTION:
+                d = HOTSPOT_HOST
+            else:
+                d = rng.randrange(n - 1)
+                d += d >= i
+            when.append(c)
+            dst.append(d)
+    return when, dst
+
+
+async def traffic_app(host, cycle_ns: int, when: list, dst: list, size: int, expect: int, window: tuple[int, int]):
+    """Send each packet at its cycle (open loop), then receive the ``expect`` packets sent here.
+    Returns (latencies and sources of the packets created in the window, packets that arrived in
+    the window, packets received)."""
+    t0 = host.now
+    pad = bytes(size - HEAD.size)
+    names = host.hosts
+    for seq, (c, d) in enumerate(zip(when, dst)):
+        t = t0 + c * cycle_ns
+        if host.now < t:
+            await host.sleep(t - host.now)
+        await host.send(names[d], HEAD.pack(t, seq) + pad, tag=TAG)
+    w0, w1 = t0 + window[0] * cycle_ns, t0 + window[1] * cycle_ns
+    lat, src, arrived = [], [], 0
+    for _ in range(expect):
+        m = await host.recv(tag=TAG)
+        created = HEAD.unpack_from(m.data)[0]
+        if w0 <= created < w1:
+            lat.append(m.t_ns - created)
+            src.append(m.src)
+        if w0 <= m.t_ns < w1:
+            arrived += 1
+    return lat, src, arrived
+
+
+class PathModel:
+    """Zero-load latency of a packet from host a to host b by the topology (cached per pair)."""
+
+    def __init__(self, topo, size: int):
+        self.topo, self.bytes = topo, size + FRAME_OVERHEAD
+        self.links = {}
+        for lk in topo.links:
+            self.links[(lk.a, lk.b)] = self.links[(lk.b, lk.a)] = lk.spec
+        self.cache: dict[tuple[str, str], int] = {}
+
+    def __call__(self, a: str, b: str) -> int:
+        key = (a, b)
+        v = self.cache.get(key)
+        if v is None:
+            nodes = self.topo.nodes
+            path = self.topo.route(a, b)
+            ha, hb = nodes[a].spec, nodes[b].spec
+            v = ha.send_overhead_ns + ha.nic_delay_ns + hb.nic_delay_ns
+            for u, w in zip(path, path[1:]):
+                spec = self.links[(u, w)]
+                v += spec.serialization_ns(self.bytes) + spec.latency_ns
+            v += sum(nodes[s].spec.processing_delay_ns for s in path[1:-1])
+            self.cache[key] = v
+        return v
+
+
+def _pct(xs: list[int], p: float) -> int:
+    return xs[max(0, math.ceil(p / 100 * len(xs)) - 1)]
+
+
+def _check(pattern: str):
+    async def check(net, options: Options) -> dict[str, Any]:
+        from emu.topologies.grid import grid_of
+
+        hosts = net.hosts
+        n = len(hosts)
+        check_pattern(pattern, n)
+        topo = net.topology
+        o = traffic_options(options.extra, topo)
+        link = next(lk.spec for lk in topo.links if hosts[0] in (lk.a, lk.b))
+        cycle = link.serialization_ns(o.size + FRAME_OVERHEAD)
+        wire_ns = (o.size + FRAME_OVERHEAD) * 8e9 / link.bandwidth_bps  # the frame's exact time on the link
+        grid = grid_of(topo)
+        model = PathModel(topo, o.size)
+        window = (o.warmup, o.warmup + o.measure)
+        total = o.warmup * 2 + o.measure
+        fixed = destinations(pattern, n, grid)
+        sources = n if fixed is None else sum(d is not None for d in fixed)
+        rows, saturation = [], None
+        frames = hops = 0
+        for load in o.loads:
+            scheds = [schedule(pattern, n, i, load, total, options.seed, grid) for i in range(n)]
+            expect = [0] * n
+            injected = 0
+            for when, dst in scheds:
+                for c, d in zip(when, dst):
+                    expect[d] += 1
+                    injected += window[0] <= c < window[1]
+            res = await net.run({h: (traffic_app, cycle, scheds[i][0], scheds[i][1], o.size, expect[i], window)
+                                 for i, h in enumerate(hosts)})
+            lat, mod, arrived = [], 0, 0
+            for h in hosts:
+                ls, ss, a = res[h]
+                lat.extend(ls)
+                mod += sum(model(s, h) for s in ss)
+                arrived += a
+            frames += net.metrics.frames
+            hops += net.metrics.hop_count
+            if len(lat) != injected:
+                raise EmuError(f"load {load}: {injected} packets created in the window, {len(lat)} arrived")
+            lat.sort()
+            per = sources * o.measure
+            row: dict[str, Any] = {"offered": load, "injected": round(injected / per, 4),
+                                   "accepted": round(arrived / per, 4),
+                                   "capacity": round(arrived / per * wire_ns / cycle, 4),
+                                   "packets": len(lat)}
+            if lat:
+                mean = sum(lat) / len(lat)
+                zero = mod / len(lat)
+                row.update(mean_ns=round(mean, 1), p50_ns=_pct(lat, 50), p99_ns=_pct(lat, 99), max_ns=lat[-1],
+                           mean_cy=round(mean / cycle, 2), p50_cy=round(_pct(lat, 50) / cycle, 2),
+                           p99_cy=round(_pct(lat, 99) / cycle, 2), max_cy=round(lat[-1] / cycle, 2),
+                           model_ns=round(zero, 1))
+                short = arrived < (1 - SHORTFALL) * injected
+                if saturation is None and (short or mean > LATENCY_FACTOR * zero):
+                    saturation = load
+            rows.append(row)
+        first = rows[0]
+        out: dict[str, Any] = {
+            "pattern": pattern, "hosts": n, "sources": sources, "size_bytes": o.size, "cycle_ns": cycle,
+            "warmup_cycles": o.warmup, "measure_cycles": o.measure,
+            "zero_load_model_ns": first.get("model_ns"), "lowest_load_mean_ns": first.get("mean_ns"),
+            "saturation": (f"at offered {saturation} (accepted > {SHORTFALL:.0%} short of injected, or mean "
+                           f"latency > {LATENCY_FACTOR:g}x the zero-load model)") if saturation is not None
+            else f"not reached up to {o.loads[-1]}",
+            "saturation_load": saturation, "frames_all_loads": frames, "hop_count_all_loads": hops}
+        o_ns = topo.hosts[0].spec.send_overhead_ns
+        if o_ns > cycle:
+            out["note"] = (f"host.send_overhead_ns={o_ns} > cycle {cycle} ns: a host starts at most one packet every "
+                           f"{math.ceil(o_ns / cycle)} cycles (the host is the source queue); --set "
+                           "host.send_overhead_ns=0 for the network alone")
+        out["curve"] = rows
+        return out
+    check.__doc__ = (f"Open-loop {pattern} traffic: latency (mean, p50, p99, max) and accepted throughput per "
+                     "offered load, the saturation point. Options: load, size, warmup, measure.")
+    return check
+
+
+for _name in PATTERNS:
+    register(_name)(_check(_name))

@@ -1,0 +1,102 @@
+"""Open-loop synthetic traffic (``emu run --test uniform --load ...``): latency-load curves."""
+
+import json
+import math
+
+import pytest
+
+from emu.front.cli import main
+from emu.front.traffic_checks import destinations, schedule
+
+SHORT = ["--warmup", "200", "--measure", "1000"]
+
+
+def run(tmp_path, *args, name="r.json"):
+    out = tmp_path / name
+    assert main(["run", *args, "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    for r in rows:
+        r.pop("wall_s")
+    return rows
+
+
+def test_figures_are_deterministic_for_a_seed(tmp_path):
+    args = ["--topo", "star:n=4", "--test", "uniform+hotspot", "--load", "0.3,0.8", *SHORT, "--seed", "7"]
+    a, b = run(tmp_path, *args, name="a.json"), run(tmp_path, *args, name="b.json")
+    assert a == b
+    c = run(tmp_path, *args[:-1], "8", name="c.json")
+    assert c[0]["curve"] != a[0]["curve"]  # another seed, other draws
+
+
+def test_low_load_latency_is_the_zero_load_model(tmp_path):
+    """star:n=4, 256 B: NIC 100 + (25 ns on the wire + 100 ns link) x 2 + switch 50 + NIC 100 = 500 ns."""
+    (r,) = run(tmp_path, "--topo", "star:n=4", "--test", "uniform", "--load", "0.01", "--warmup", "0",
+               "--measure", "3000")
+    row = r["curve"][0]
+    assert r["cycle_ns"] == 25 and r["zero_load_model_ns"] == row["model_ns"] == 500.0
+    assert row["packets"] > 50
+    assert row["p50_ns"] == 500 and 500 <= row["mean_ns"] <= 501  # a 1 % load: a rare collision of a cycle
+    assert row["p50_cy"] == 20.0
+
+
+def test_accepted_equals_offered_below_saturation(tmp_path):
+    (r,) = run(tmp_path, "--topo", "fattree:k=2,n=2", "--test", "uniform", "--load", "0.2,0.6", *SHORT)
+    assert r["saturation_load"] is None and r["saturation"] == "not reached up to 0.6"
+    for row in r["curve"]:
+        R = row["offered"]
+        sigma = math.sqrt(R * (1 - R) / (r["sources"] * r["measure_cycles"]))
+        assert abs(row["accepted"] - R) < 4 * sigma  # Bernoulli noise
+        assert abs(row["accepted"] - row["injected"]) < 0.01  # only packets in flight at the window's edges
+        assert row["capacity"] == pytest.approx(row["accepted"] * 306 * 8 / 100 / 25, abs=1e-4)
+        assert row["mean_ns"] < 1.5 * row["model_ns"]
+
+
+def test_hotspot_saturates_before_uniform(tmp_path):
+    """star:n=8: host 0 receives 7 x (10 % + 90 %/7) = 1.6 R packets per cycle, more than its link
+    carries from R = 0.625 on."""
+    args = ["--topo", "star:n=8", "--load", "0.3,0.9", *SHORT]
+    uni, hot = run(tmp_path, *args, "--test", "uniform+hotspot")
+    assert uni["saturation_load"] is None
+    assert hot["saturation_load"] == 0.9 and hot["saturation"].startswith("at offered 0.9")
+    assert hot["curve"][1]["accepted"] < uni["curve"][1]["accepted"]
+    assert hot["curve"][1]["mean_ns"] > 3 * hot["curve"][1]["model_ns"]
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--topo", "star:n=4", "--test", "uniform", "--load", "0"], "--load 0: 0 is not within (0, 1]"),
+    (["--topo", "star:n=4", "--test", "uniform", "--load", "0.5,1.01"], "1.01 is not within (0, 1]"),
+    (["--topo", "star:n=4", "--test", "uniform", "--load", "lots"], "'lots' is not a number"),
+    (["--topo", "star:n=8", "--test", "transpose"], "transpose needs a square host count"),
+    (["--topo", "star:n=6", "--test", "bitcomplement"], "bitcomplement needs a power-of-two host count"),
+    (["--topo", "star:n=4", "--test", "pingall", "--load", "0.5"], "apply to the traffic tests"),
+    (["--topo", "star:n=4", "--test", "uniform", "--size", "2KiB"], "a traffic packet is one frame"),
+    (["--topo", "star:n=4", "--test", "uniform", "--measure", "0"], "--measure 0: cycles within 1.."),
+])
+def test_bad_options_are_refused_in_one_line(capsys, args, says):
+    assert main(["run", *args]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("refused:") and says in out and out.count("\n") == 1, out
+
+
+def test_same_figures_over_one_and_two_processes(tmp_path):
+    args = ["--topo", "fattree:k=2,n=2", "--test", "uniform+transpose", "--load", "0.5", "--warmup", "100",
+            "--measure", "300"]
+    assert run(tmp_path, *args, "--processes", "1", name="p1.json") == run(tmp_path, *args, "--processes", "2",
+                                                                            name="p2.json")
+
+
+def test_patterns():
+    n = 16
+    t = destinations("transpose", n)
+    assert t[0b0110] == 0b1001 and t[0b0001] == 0b0100 and t[0b0101] is None  # index bit halves swapped
+    assert destinations("bitcomplement", n) == [15 - i for i in range(n)]
+    assert destinations("neighbor", 5) == [1, 2, 3, 4, 0]
+    from emu.topologies.grid import Grid
+
+    nb = destinations("neighbor", 9, Grid(3, 2, False))
+    assert nb == [1, 2, 0, 4, 5, 3, 7, 8, 6] and sorted(nb) == list(range(9))  # a permutation along dimension 0
+    assert destinations("uniform", n) is None and destinations("hotspot", n) is None
+    when, dst = schedule("hotspot", n, 3, 0.5, 4000, seed=0)
+    assert abs(len(when) / 4000 - 0.5) < 0.05 and 3 not in dst
+    assert 0.07 < dst.count(0) / len(dst) < 0.2  # 10 % to the hotspot, and 90 %/15 of the rest
+    assert schedule("transpose", n, 5, 0.5, 100, seed=0) == ([], [])
