@@ -105,3 +105,7 @@ def test_qsnet_api_example_runs():
     r, old, ok = net.run({"h0": ns["app"]})["h0"]
     assert r.ok and old == 0 and ok is True
     assert net.engines["h0"].mechanism("qsnet").mem.read(0x2000, 10_000) == b"x" * 10_000
+
+
+def test_open_loop_traffic_example_runs(tmp_path):
+    run_block(tmp_path, "--test uniform", ("zero_load_model_ns=", "saturation="), lines=1)
