@@ -46,6 +46,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from emu.nodes.collectives.model import HEADERS
+
 from ..config import ConfigError
 from ..errors import EmuError
 from .check_registry import Options, register
@@ -59,8 +61,9 @@ DEFAULT_WARMUP = 1000
 DEFAULT_MEASURE = 1000
 HOTSPOT_FRACTION = 0.1
 HOTSPOT_HOST = 0
-FRAME_OVERHEAD = 46 + 4
-"""Ethernet 14, fabric 16, message segment 16 and the FCS around a message's data (``HostSpec.mtu_bytes``)."""
+FRAME_OVERHEAD = HEADERS
+"""Ethernet 14, fabric 16, message segment 16 and the FCS around a message's data (the collectives'
+model's ``HEADERS``)."""
 SHORTFALL = 0.05
 LATENCY_FACTOR = 3.0
 HEAD = struct.Struct("<qI")  # creation time (ns), sequence number
