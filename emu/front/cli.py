@@ -163,18 +163,23 @@ def _topology_with_faults(args) -> tuple:
 
     faults = [Fault.parse(f) for f in args.fault or []]
     defaults, settings = _settings(args)
-    if (faults or args.manager) and "transport" not in {**defaults.get("host", {}), **settings.get("host", {})}:
-        # a run that loses frames on purpose: host messages recover them end to end, as a real transport
-        defaults = {**defaults, "host": {**defaults.get("host", {}), "transport": "reliable"}}
+    if faults or args.manager:  # a run that loses frames on purpose: host messages recover them end to end
+        defaults = _host_default(defaults, settings, "transport", "reliable")
     from .traffic_checks import PATTERNS
 
-    if set(tests_named(args.test)) & set(PATTERNS) and "send_overhead_ns" not in defaults.get("host", {}):
-        # open loop: the host starts a packet every cycle it draws one, not 300 ns of software later
-        defaults = {**defaults, "host": {**defaults.get("host", {}), "send_overhead_ns": 0}}
+    if set(tests_named(args.test)) & set(PATTERNS):  # open loop: a packet every cycle drawn, not 300 ns later
+        defaults = _host_default(defaults, settings, "send_overhead_ns", 0)
     topo = build(args.topo, defaults=defaults, settings=settings)
     topo.validate()
     _check_faults(topo, faults)
     return topo, faults, defaults, settings
+
+
+def _host_default(defaults: dict, settings: dict, field: str, value) -> dict:
+    """The settings file layer with ``host.<field>`` = ``value`` where neither it nor --set gives one."""
+    if field in defaults.get("host", {}) or field in settings.get("host", {}):
+        return defaults
+    return {**defaults, "host": {**defaults.get("host", {}), field: value}}
 
 
 def _check_faults(topo, faults) -> None:
