@@ -126,6 +126,18 @@ async def _forged_run(attack: bool, processes: int, direct: bool):
     return res, sent[0], stats
 
 
+def _unlike_clean(hit, clean) -> list[str]:
+    """How the attacked run's collective differs from what it should be and from the clean run's."""
+    problems = []
+    try:
+        check_results(hit, KW["count"], KW["dtype"], KW["op"], 0, KW["seed"])
+    except AssertionError as e:
+        problems.append(f"results wrong: {e}")
+    if hit.figures() != clean.figures() or hit.metrics != clean.metrics:
+        problems.append(f"figures differ: {hit.figures()} vs clean {clean.figures()}")
+    return problems
+
+
 async def attack_forged(processes: int, direct: bool) -> Verdict:
     name = f"forged records (processes={processes}{'' if direct else ', every link on UDP'})"
     with trio.fail_after(60):
@@ -142,12 +154,7 @@ async def attack_forged(processes: int, direct: bool) -> Verdict:
         problems.append(f"wrong_sender {wrong} not within 1..{sent}")
     if retx or dup_gap:
         problems.append(f"forged input caused {retx} retransmissions, {dup_gap} gaps/duplicates")
-    try:
-        check_results(hit, KW["count"], KW["dtype"], KW["op"], 0, KW["seed"])
-    except AssertionError as e:
-        problems.append(f"results wrong: {e}")
-    if hit.figures() != clean.figures() or hit.metrics != clean.metrics:
-        problems.append(f"figures differ: {hit.figures()} vs clean {clean.figures()}")
+    problems.extend(_unlike_clean(hit, clean))
     if any(not np.array_equal(hit.results[h], clean.results[h]) for h in clean.ranks):
         problems.append("results differ from the clean run's")
     detail = (f"{sent} forged records/NACKs sent, {wrong} counted wrong_sender, {retx} retransmitted, "
@@ -243,12 +250,7 @@ async def attack_malformed(rng: random.Random) -> Verdict:
         problems.append("nothing was sent")
     if counted != sent:
         problems.append(f"{sent} sent but {counted} counted")
-    try:
-        check_results(hit, KW["count"], KW["dtype"], KW["op"], 0, KW["seed"])
-    except AssertionError as e:
-        problems.append(f"results wrong: {e}")
-    if hit.figures() != clean.figures() or hit.metrics != clean.metrics:
-        problems.append(f"figures differ: {hit.figures()} vs clean {clean.figures()}")
+    problems.extend(_unlike_clean(hit, clean))
     if not isinstance(alive, int) or alive <= 0:
         problems.append(f"ping after the attack gave {alive!r}")
     counts = ", ".join(f"{k} {v}" for k, v in by_kind.items())
