@@ -325,8 +325,10 @@ class Cluster:
             raise AppError(errors)
         if waiting:
             given_up = [f for st in raw_after for f in st.get("transport", {}).get("failures", ())]
-            cause = (f"host messages given up: {given_up[0]}" + (f" (and {len(given_up) - 1} more); " if len(given_up) > 1
-                                                               else "; ")) if given_up else ""
+            cause = ""
+            if given_up:  # the reason the others wait: say it first
+                more = f" (and {len(given_up) - 1} more)" if len(given_up) > 1 else ""
+                cause = f"host messages given up: {given_up[0]}{more}; "
             raise DeadlockError(f"{cause}no events left at {self.now} ns but applications still wait: "
                                 + "; ".join(waiting))
         return results
