@@ -78,16 +78,58 @@ def test_coding_meets_the_reception_floor_and_cuts_hops_below_both_baselines():
         assert N * (N - 1) <= nc.total < tree.total < aao.total
 
 
+def _planner_rows(text: str) -> dict:
+    """shape -> (inner total, between total, hops) from the planner's table."""
+    import re
+
+    row = re.compile(r"^\s*(\d+(?:x\d+)+)\s+\d+\s+\d+\s+\[[^]]*\]\s+(\d+)\s+\[[^]]*\]\s+(\d+)\s.*?([\d,]+)\s+[\d,]+(\s+<-.*)?$")
+    out = {}
+    for line in text.splitlines():
+        m = row.match(line)
+        if m:
+            out[tuple(map(int, m[1].split("x")))] = (int(m[2]), int(m[3]), int(m[4].replace(",", "")))
+    return out
+
+
 def test_the_planner_explains_its_choice_on_the_16_ary_2_mesh():
     g = Grid(16, 2, False)
     shape = best_shape(g)
     text = report(g)
     chosen = [line for line in text.splitlines() if line.endswith("<- chosen")]
     assert len(chosen) == 1 and chosen[0].split()[0] == "x".join(map(str, shape))
-    rows = [line.replace("<- chosen", "").split() for line in text.splitlines()[4:-1]]
-    hops = {tuple(map(int, r[0].split("x"))): int(r[-2].replace(",", "")) for r in rows}
+    hops = {sh: h for sh, (_i, _b, h) in _planner_rows(text).items()}
     assert hops[shape] == min(hops.values()) == count(g, Scheme("nc", shape)).total
     assert "floor" in text and f"{256 * 255:,}" in text
+    # the explanation states the rule and the chosen shape's paths as they are: 16x4, 18 inside and 9 between
+    assert shape == (16, 4) and "rule (--by hops): least total hops" in text
+    assert "longest path inside a group 18, between INs 9 (9 apart)" in text and "balance best" not in text
+    assert "by longest-path instead: 8x4 (8 groups of 32), 112,776 hops, longest paths 10 inside and 10 " in text
+
+
+def test_the_source_s_rule_balances_the_longest_paths_ties_by_hops():
+    g = Grid(16, 2, False)
+    text = report(g, by="longest-path")
+    rows = _planner_rows(text)
+    shape = best_shape(g, by="longest-path")
+    gap = {sh: abs(i - b) for sh, (i, b, _h) in rows.items()}
+    balanced = [sh for sh in rows if gap[sh] == min(gap.values())]
+    assert shape in balanced and rows[shape][2] == min(rows[sh][2] for sh in balanced)
+    # 4x8 and 8x4 both balance at 10 and 10; 8x4 has fewer hops; 32-node groups, as the source's Fig. 6
+    assert rows[(4, 8)][:2] == rows[(8, 4)][:2] == (10, 10) and shape == (8, 4)
+    assert "rule (--by longest-path): the source's rule" in text
+    assert "longest path inside a group 10, between INs 10 (balanced)" in text
+    assert "by hops instead: 16x4 (4 groups of 64), 105,548 hops" in text
+
+
+def test_emu_plan_nc_takes_the_rule(capsys):
+    from emu.front.cli import main
+
+    assert main(["plan", "nc", "mesh:k=16,n=2", "--by", "longest-path"]) == 0
+    assert "chosen: groups of 8x4" in capsys.readouterr().out
+    assert main(["plan", "nc", "mesh:k=8,n=2", "--by", "hops"]) == 0
+    assert "rule (--by hops)" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["plan", "nc", "mesh:k=8,n=2", "--by", "fewest"])
 
 
 def test_bad_group_shapes_are_refused_with_the_fix():

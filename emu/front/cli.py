@@ -501,7 +501,7 @@ def cmd_plan(args) -> int:
         raise ConfigError(f"emu plan nc: {args.spec} is not a direct network; give mesh:k=..,n=.. or torus:k=..,n=..")
     if grid.size > 1 << 14:
         raise ConfigError(f"emu plan nc: {grid.size} nodes; the planner's tables go up to 16384 (k=128, n=2)")
-    print(report(grid, args.mcast, args.scheme))
+    print(report(grid, args.mcast, args.scheme, args.by))
     return 0
 
 
@@ -581,6 +581,9 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--mcast", choices=["tree", "all_at_once"], default="tree",
                     help="multicast of steps B, D, E (default tree)")
     pl.add_argument("--scheme", choices=["nc", "nc_every", "combine"], default="nc", help="the scheme to plan")
+    pl.add_argument("--by", choices=["hops", "longest-path"], default="hops",
+                    help="hops: least total hops (default); longest-path: the source's rule, the longest paths "
+                         "inside a group and between intermediate nodes balanced, ties by total hops")
     w = sub.add_parser("wireshark", help="the Lua dissector for every header: where it is, or install it")
     w.add_argument("action", choices=["path", "install"])
     w.add_argument("--dest", help="install into this folder instead of Wireshark's personal Lua plugins folder")
