@@ -73,7 +73,8 @@ async def app(host, algo, shape, mcast, size, sources):
 async def emulate(family: str, k: int, algo: str, *, shape=None, mcast="tree", flits=1, xor_ns=1, sources=None,
                   cut_through=True) -> dict:
     import emu
-    from emu.nodes.collectives.coding import Scheme, count
+    from emu.nodes.collectives.coding import Scheme, count, plan
+    from emu.nodes.collectives.coding.timing import measured, model
     from emu.topologies import build
     from emu.topologies.grid import Grid
 
@@ -89,25 +90,31 @@ async def emulate(family: str, k: int, algo: str, *, shape=None, mcast="tree", f
     ref = np.stack([np.random.default_rng([r, size]).integers(0, 256, size, dtype=np.uint8) for r in srcs])
     assert all(res[h][0].tobytes() == ref.tobytes() for h in t.host_names()), f"{family} k={k} {algo}: not decoded"
     c = count(grid, Scheme(algo, shape, mcast, tuple(sources) if sources else None))
-    measured = m.hop_count - 2 * m.frames
-    assert measured == c.total and m.frames == c.total_unicasts, f"{family} k={k} {algo}: hops {measured} != {c.total}"
+    measured_hops = m.hop_count - 2 * m.frames
+    assert measured_hops == c.total and m.frames == c.total_unicasts, \
+        f"{family} k={k} {algo}: hops {measured_hops} != {c.total}"
     stats = [res[h][1] for h in t.host_names()]
-    lat = {}
-    for s in stats:
-        for step, v in s["latency_max"].items():
-            lat[step] = max(lat.get(step, 0), v)
-    # B with F, C+D, E, G (decoding after the last packet came), or a baseline's one phase
-    phases = [max(lat.get(1, 0), lat.get(4, 0)), lat.get(2, 0), lat.get(3, 0), lat.get(0, 0),
-              max(s["decode_ns"] for s in stats) if algo != "tree" and algo != "all_at_once" else 0]
-    received = sum(sum(s["received"].values()) for s in stats)
-    return dict(family=family, k=k, nodes=grid.size, algo=algo, shape="x".join(map(str, c and _shape(grid, algo, shape))),
-                mcast=mcast, flits=flits, xor_cycles=xor_ns, sources=len(srcs), hops=measured, analytic=c.total,
+    p = plan(grid, Scheme(algo, shape, mcast, tuple(sources) if sources else None))
+    me = measured(p, stats)
+    mo = model(p, (t.hosts[0].spec, t.links[0].spec, t.switches[0].spec), size + HEADERS)
+    return dict(family=family, k=k, nodes=grid.size, algo=algo, shape="x".join(map(str, p.scheme.shape or ())),
+                mcast=mcast, flits=flits, xor_cycles=xor_ns, sources=len(srcs), hops=measured_hops, analytic=c.total,
                 floor=len(srcs) * (grid.size - 1), unicasts=m.frames, packet_hops=c.packet_hops,
-                exec_ns=sum(phases),
-                phase_ns=str(phases[3]) if algo in ("tree", "all_at_once") else "/".join(map(str, phases[:3] + phases[4:])),
-                end_to_end_ns=max(s["done_ns"] for s in stats) - min(s["first_ns"] for s in stats),
-                mean_latency_ns=round(sum(sum(s["latency_sum"].values()) for s in stats) / max(1, received), 1),
-                wall_s=round(wall, 2))
+                exec_ns=me["execution_ns"], model_ns=mo["execution_ns"],
+                phase_ns="/".join(f"{v}" for v in _phases(me["steps"]).values()),
+                model_phase_ns="/".join(f"{v}" for v in _phases(mo["steps"]).values()),
+                end_to_end_ns=me["end_to_end_ns"], mean_latency_ns=me["packet_latency_mean_ns"],
+                completion_ns=max(s["done_ns"] for s in stats) - min(s["first_ns"] for s in stats),
+                steps=me["steps"], model_steps=mo["steps"], binds=mo["binds"], wall_s=round(wall, 2))
+
+
+def _phases(steps: dict) -> dict:
+    """Per phase (B+F, C+D, E, G; a baseline's one), the sum of its rounds."""
+    out: dict = {}
+    for name, v in steps.items():
+        ph = name.rsplit(" r", 1)[0]
+        out[ph] = out.get(ph, 0) + v
+    return out
 
 
 def em(*args, **kw) -> dict:
