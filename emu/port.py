@@ -131,6 +131,10 @@ class OutPort:
     tx_bytes: int = 0
     peak_queue_frames: int = 0
     peak_queue_bytes: int = 0
+    head_bytes: int = 0
+    """Into an input-queued router: the receiver takes a frame when its first ``head_bytes`` (its
+    head flit) are in, so a frame's arrival is its start + their time on the line + the latency;
+    0: when its last bit is in."""
 
     def queue_at(self, now: int) -> tuple[int, int]:
         """(frames, bytes) handed to this port whose last bit has not left by ``now``."""
@@ -176,7 +180,8 @@ class OutPort:
             self.peak_queue_frames = len(q)
         if self.queued_bytes > self.peak_queue_bytes:
             self.peak_queue_bytes = self.queued_bytes
-        self.pending.append((start, done + self.latency_ns, frame, False))
+        arrival = (done if not self.head_bytes else start + self._ser(min(self.head_bytes, n))) + self.latency_ns
+        self.pending.append((start, arrival, frame, False))
         return start
 
     def restore_fcs(self) -> None:
@@ -268,7 +273,7 @@ class OutPort:
             best, blocked = -1, False
             for v, qv in enumerate(fl.queues):
                 if qv and qv[0][0] <= now:
-                    n = len(qv[0][1])
+                    n = -(-len(qv[0][1]) // fl.unit) * fl.unit
                     if fl.credits[v] >= n or fl.pool >= n:
                         if best < 0 or qv[0][0] < fl.queues[best][0][0]:
                             best = v
@@ -281,11 +286,12 @@ class OutPort:
                 break
             at, wire, token = fl.queues[best].popleft()
             n = len(wire)
-            pool = fl.credits[best] < n
+            c = -(-n // fl.unit) * fl.unit
+            pool = fl.credits[best] < c
             if pool:
-                fl.pool -= n
+                fl.pool -= c
             else:
-                fl.credits[best] -= n
+                fl.credits[best] -= c
             if fl.stalled_since is not None:
                 fl.stall_ns += now - fl.stalled_since
                 fl.stalled_since = None
@@ -295,7 +301,8 @@ class OutPort:
             self.queued_bytes += n
             if self.queued_bytes > self.peak_queue_bytes:
                 self.peak_queue_bytes = self.queued_bytes
-            self.pending.append((now, done + self.latency_ns, wire, pool))
+            arrival = (done if not self.head_bytes else now + self._ser(min(self.head_bytes, n))) + self.latency_ns
+            self.pending.append((now, arrival, wire, pool))
             if token is not None:
                 started.append(token)
         wake = None
@@ -338,6 +345,8 @@ class InPort:
     rx_bytes: int = 0
     fcs_errors: int = 0
     """Frames received with a bad frame check sequence (corrupted on the wire), dropped here."""
+    head_bytes: int = 0
+    """An input-queued router's port: frames arrive when their head flit is in (``OutPort.head_bytes``)."""
 
 
 VC_OFF = 22
@@ -361,6 +370,8 @@ class CreditState:
     """Times the port was free with a frame ready that no credit covered."""
     stall_ns: int = 0
     """Virtual time the port spent free with ready frames and no credit for any of them."""
+    unit: int = 1
+    """Credits count whole units of this many bytes (an input-queued receiver's flits)."""
 
     def __post_init__(self) -> None:
         if not self.queues:
