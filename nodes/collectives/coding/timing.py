@@ -10,13 +10,17 @@ step's longest packet latency (plus G's longest), ``packet_latency_mean_ns`` the
 unicast, ``end_to_end_ns`` the source's "execution cycles" (first injection to the last node done).
 
 **Modelled** (``model``): each step's critical path from the run's own parameters, on the same plan:
-a unicast of ``h`` router hops takes, unloaded, ``nic + (h + 1) router + (h + 2) link + ser`` (cut-
-through: the serialisation ``ser`` once; store-and-forward: at every one of the ``h + 2`` links), and
+a unicast of ``h`` router hops takes, unloaded (``_zero_load``), on the output-queued router ``nic +
+(h + 1) router + (h + 2) link + ser`` (cut-through: the serialisation ``ser`` once; store-and-forward:
+at every one of the ``h + 2`` links), on the input-queued one ``nic + (h + 1) (head in + link +
+pipeline stages) + ser + link``; and it
 waits behind the other packets of its step at the one resource that has the most of them: its sender's
 injection channel, its receiver's ejection channel, or the busiest router link on its path (``(n - 1)
-ser``); an encoded packet also waits for the XOR unit of its IN (``(M - 1) xor`` for a group's chain)
-and G is one chain's cascade (``(M - 1) xor``). Buffers are unbounded, so no VC stalls (a step's VC
-is its own: steps do not block each other's buffers); the model says which resource binds each step.
+ser``; on the input-queued router a router input passes one frame of a VC at a time, ``(n - 1)
+(stages + ser)``: head-of-line in the VC of the step); an encoded packet also waits for the XOR unit of its IN (``(M - 1) xor`` for a group's chain)
+and G is one chain's cascade (``(M - 1) xor``). On the output-queued router buffers are unbounded, so
+no VC stalls (a step's VC is its own: steps do not block each other's buffers); the model says which
+resource binds each step.
 The model assumes the steps run one after another, the emulation runs them as data allows, so a
 packet can also wait behind another step's (the measured figure is then above the model).
 """
@@ -64,7 +68,13 @@ def model(plan, spec, frame_bytes: int, inject_ports: int = 1, in_router: bool =
     host, link, switch = spec
     g = plan.grid
     ser = -(-8_000_000_000 * frame_bytes // link.bandwidth_bps)
-    per_link = link.latency_ns + (0 if switch.cut_through else ser)
+    zero_load = _zero_load(host, link, switch, frame_bytes, ser)
+    # the spacing of two packets of one step through one router input (from the node or a link): the
+    # line (ser); on the input-queued router, the input VC they share (each step has its own VC
+    # class) routes only its head frame, so the one behind starts its pipeline when the one ahead left
+    # (head-of-line: stages + ser per frame)
+    iq = getattr(switch, "model", "output_queued") == "input_queued"
+    spacing = sum(switch.stages_ns) + ser if iq else ser
     ins = set(plan.ins) if in_router else set()
     by_step: dict[tuple[int, int], list] = {}
     for (src, dst, key), where in plan.rounds.items():
@@ -83,15 +93,15 @@ def model(plan, spec, frame_bytes: int, inject_ports: int = 1, in_router: bool =
             load.update(p)
         best, bind = 0, ""
         for s, d, k in us:
-            h = g.distance(s, d)
-            skip = (s in ins) + (d in ins)  # host links an in-router IN does not cross
-            zero = host.nic_delay_ns * (s not in ins) + (h + 1) * switch.processing_delay_ns \
-                + (h + 2 - skip) * per_link + (ser if switch.cut_through else 0)
+            zero = zero_load(g.distance(s, d), s in ins, d in ins)
             q = {"injection at node": -(-inj[s] // (2 * g.n if s in ins else inject_ports)) - 1,
                  "ejection at node": -(-ej[d] // (2 * g.n if d in ins else inject_ports)) - 1,
                  "link": max((load[lk] for lk in paths[(s, d, k)]), default=1) - 1}
-            res = max(q, key=q.get)
-            wait = q[res] * ser
+            cost = {"injection at node": q["injection at node"] * spacing,
+                    "ejection at node": q["ejection at node"] * ser,
+                    "link": q["link"] * spacing}
+            res = max(cost, key=cost.get)
+            wait = cost[res]
             if k[0] == "x" and where[1] == 0 and _step_of(plan, s, k) == Step.D:
                 wait += (M - 1) * host.xor_ns  # the IN's chain: one XOR at a time
             if zero + wait > best:
@@ -102,7 +112,31 @@ def model(plan, spec, frame_bytes: int, inject_ports: int = 1, in_router: bool =
     return {"execution_ns": sum(out.values()) + decode,
             "steps": {f"{phase_name(plan, p)} r{r}": v for (p, r), v in out.items()} | ({"G": decode} if coded else {}),
             "binds": {f"{phase_name(plan, p)} r{r}": w for (p, r), w in why.items()},
-            "ser_ns": ser}
+            "ser_ns": ser, "link_spacing_ns": spacing}
+
+
+def _zero_load(host, link, switch, frame_bytes: int, ser: int):
+    """The unloaded latency of a unicast of h router hops, from its sender having it to its receiver's
+    NIC having it, under the run's router model; an in-router IN at either end skips its host link
+    (and, as the sender, the NIC's delay)."""
+    lat = link.latency_ns
+    if getattr(switch, "model", "output_queued") == "input_queued":
+        # a frame's head (cut-through) or the whole frame comes in, then the router's pipeline stages
+        route = switch.processing_delay_ns if switch.route_ns < 0 else switch.route_ns
+        stages = route + switch.vc_alloc_ns + switch.sw_alloc_ns + switch.traversal_ns
+        head = -(-8_000_000_000 * min(frame_bytes, switch.flit_bytes) // link.bandwidth_bps)
+        per_router = (head if switch.cut_through else ser) + lat + stages
+
+        def zero(h: int, src_in: bool, dst_in: bool) -> int:
+            return (0 if src_in else host.nic_delay_ns) + (h + 1) * per_router + ser + lat \
+                - (ser + lat) * (src_in + dst_in)
+        return zero
+    per_link = lat + (0 if switch.cut_through else ser)
+
+    def zero(h: int, src_in: bool, dst_in: bool) -> int:
+        return (0 if src_in else host.nic_delay_ns) + (h + 1) * switch.processing_delay_ns \
+            + (h + 2 - src_in - dst_in) * per_link + (ser if switch.cut_through else 0)
+    return zero
 
 
 def _bind(res: str, wait: int, s: int, d: int, inj: int, ej: int, path, load) -> str:
