@@ -297,7 +297,8 @@ def test_the_experiment_script_runs_every_part_and_checks_measured_against_analy
 
     mod = load("nc_broadcast")
     res = mod.main(["--analytic-k", "4,8", "--measured-k", "4", "--sweep-k", "4", "--flits", "1,2", "--xor", "0,5",
-                    "--sources", "2,16", "--sources-measured", "2", "--variants-k", "4", "--out", str(tmp_path)])
+                    "--sources", "2,16", "--sources-measured", "2", "--variants-k", "4", "--why-k", "4",
+                    "--out", str(tmp_path)])
     size = {(r["family"], r["k"]): r for r in res["size"]}
     assert size[("mesh", 4)]["nc_measured"] == size[("mesh", 4)]["nc"] == 286  # the frames equal the count
     assert size[("mesh", 4)]["tree_measured"] == 320
@@ -308,6 +309,13 @@ def test_the_experiment_script_runs_every_part_and_checks_measured_against_analy
     v = {r["algo"]: r for r in res["variants"] if r["k"] == 4}
     assert v["combine"]["unicasts"] < v["nc"]["unicasts"] == v["nc"]["floor"]
     assert (tmp_path / "nc_hops_by_size.csv").stat().st_size > 0
+    why = {(r["scheme"], r["ports"]): r for r in res["why"]}
+    assert set(why) >= {("tree", 1), ("all_at_once", 1), ("nc/tree", 1), ("nc/all_at_once", 1), ("combine/tree", 1),
+                        ("nc_every/tree", 1), ("tree", 4), ("nc/tree", 4)}
+    for r in why.values():  # the measured execution time is its steps' sum, beside the model's
+        assert r["exec_ns"] == sum(r["steps"].values()) and r["model_ns"] == sum(r["model_steps"].values())
+    # four injection channels per node: the coded broadcast's IN no longer queues its chain packets on one
+    assert why[("nc/tree", 4)]["end_to_end_ns"] < why[("nc/tree", 1)]["end_to_end_ns"]
 
 
 # -- execution time: measured, and the model beside it ------------------------------------------------
@@ -406,3 +414,21 @@ def test_where_the_source_s_coded_hop_counts_cannot_hold():
         for shape in ((k, 4), (8, 4), (k // 2, 2)):
             c = count(g, Scheme("nc", shape))
             assert c.total >= N * (N - 1) and c.total_unicasts == N * (N - 1)
+
+
+def test_a_node_with_several_links_into_its_router_injects_on_them_in_turn():
+    """mesh:...,ports=3: h0's three packets leave on three links at once, and meet at s0's link toward
+    s1 instead: the same last arrival, now bound by the router link (exact, against the model)."""
+    t, res, f = _figures("mesh:k=4,n=1,ports=3", "mcast", "all_at_once")
+    assert t.nports("h0") == 3 and t.nports("s0") == 5   # 0 the host, 1 and 2 the line (1 unlinked here), 3..4 the host
+    host, link, sw = t.hosts[0].spec, t.links[0].spec, t.switches[0].spec
+    ser = -(-8 * 66 * 10**9 // link.bandwidth_bps)
+    last = host.nic_delay_ns + 4 * sw.processing_delay_ns + 5 * link.latency_ns + ser + 2 * ser
+    assert f["steps"] == {"all_at_once r0": last} == f["model_steps"]
+    assert f["model_binds"]["all_at_once r0"] == "router link 0->1 (3 packets)"
+    # and the whole all-to-all still decodes, its hops the analytic count
+    net = EngineNet(build("mesh:k=4,n=2,ports=4"))
+    res = net.run({h: (bcast_app, "nc") for h in net.t.host_names()})
+    ref = np.stack([payload(r) for r in range(16)])
+    assert all(res[h][0].tobytes() == ref.tobytes() for h in net.t.host_names())
+    assert router_hops(net) == (count(Grid(4, 2, False), Scheme("nc")).total, 240)

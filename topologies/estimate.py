@@ -93,7 +93,7 @@ def estimate(family: str, p: dict) -> Estimate | None:
                 return None
             size = k ** n
             inner = n * k ** n if family == "torus" else n * (k - 1) * k ** (n - 1)
-            return Estimate(size, size, size + inner, size * size)
+            return Estimate(size, size, size * p.get("ports", 1) + inner, size * size)
     except (KeyError, TypeError):
         return None
     return None

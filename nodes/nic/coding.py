@@ -79,6 +79,7 @@ class CodingNIC(Mechanism):
     def __init__(self, nic: NicCore):
         self.nic = nic
         self.run: Run | None = None
+        self._port = -1  # the last of several links into the router a packet went out on
         self.stats = {"nc_sent": 0, "nc_received": 0, "nc_duplicates": 0, "nc_unexpected": 0, "nc_xors": 0}
 
     # -- what applications call (``host.nc_run``, ``host.grid``) -----------------------------------
@@ -168,7 +169,9 @@ class CodingNIC(Mechanism):
             s = (began if began is not None else t) & 0xFFFFFFFF
             kind, group, a, b, parts = self._header(r, key)
             body = NC.pack(step, level, kind, group, a, b, root, parts, s) + payload
-            nic.emit(dst, PacketType.NC, body, t + nic.spec.nic_delay_ns, vc=_vc(step) << r.plan.grid.wrap)
+            # a node with several links into its router (``ports=P``) injects on them in turn
+            port = None if nic.rails == 1 else self._next_port(nic.rails)
+            nic.emit(dst, PacketType.NC, body, t + nic.spec.nic_delay_ns, vc=_vc(step) << r.plan.grid.wrap, port=port)
             self.stats["nc_sent"] += 1
         if key[0] == "p":
             r.wanted.discard(key[1])
@@ -184,6 +187,10 @@ class CodingNIC(Mechanism):
             if out not in r.made and needs <= r.have.keys():
                 r.made.add(out)
                 self._make(r, needs, out, t)
+
+    def _next_port(self, n: int) -> int:
+        self._port = (self._port + 1) % n
+        return self._port
 
     def _xor_at(self, r: Run, t: int) -> int:
         start = max(t, r.xor_free)

@@ -58,12 +58,12 @@ def measured(plan, stats: list[dict]) -> dict:
             | ({"G": decode} if coded else {})}
 
 
-def model(plan, spec, frame_bytes: int, inject_ports: int = 1, in_router: bool = False) -> dict:
+def model(plan, spec, frame_bytes: int, inject_ports: int = 1, in_router: bool = False, eject_ports: int = 1) -> dict:
     """Each step's modelled longest latency were it run alone (the source's execution model: its
     steps one after another) and the resource that binds it. ``spec``: (host, link, switch) specs of
-    the run. What-ifs of the source's plausible assumptions: ``inject_ports`` -- every node injects
-    and ejects on that many channels at once (its packets queue ``ceil(n / P) - 1`` deep, not ``n -
-    1``); ``in_router`` -- the intermediate nodes encode and relay in their routers, so their packets
+    the run. The source's plausible assumptions: ``inject_ports`` -- every node injects on that many
+    channels at once (``mesh:...,ports=P`` emulates it; its packets queue ``ceil(n / P) - 1`` deep,
+    not ``n - 1``), ``eject_ports`` likewise for ejection (modelled only); ``in_router`` -- the intermediate nodes encode and relay in their routers, so their packets
     leave and enter over the router's 2n network ports and never cross the host link."""
     host, link, switch = spec
     g = plan.grid
@@ -95,7 +95,7 @@ def model(plan, spec, frame_bytes: int, inject_ports: int = 1, in_router: bool =
         for s, d, k in us:
             zero = zero_load(g.distance(s, d), s in ins, d in ins)
             q = {"injection at node": -(-inj[s] // (2 * g.n if s in ins else inject_ports)) - 1,
-                 "ejection at node": -(-ej[d] // (2 * g.n if d in ins else inject_ports)) - 1,
+                 "ejection at node": -(-ej[d] // (2 * g.n if d in ins else eject_ports)) - 1,
                  "link": max((load[lk] for lk in paths[(s, d, k)]), default=1) - 1}
             cost = {"injection at node": q["injection at node"] * spacing,
                     "ejection at node": q["ejection at node"] * ser,
@@ -185,7 +185,8 @@ def figures(topology, stats: list[dict]) -> dict:
     p = make_plan(grid_of(topology), stats[0]["scheme"])
     me = measured(p, stats)
     specs = (topology.hosts[0].spec, topology.links[0].spec, topology.switches[0].spec)
-    mo = model(p, specs, HDR_LEN + NC.size + stats[0]["bytes"] + FCS_LEN)
+    mo = model(p, specs, HDR_LEN + NC.size + stats[0]["bytes"] + FCS_LEN,
+               inject_ports=topology.nports(topology.hosts[0].name))
     return {"execution_ns": me["execution_ns"], "model_execution_ns": mo["execution_ns"],
             "packet_latency_mean_ns": me["packet_latency_mean_ns"], "end_to_end_ns": me["end_to_end_ns"],
             "steps": me["steps"], "model_steps": mo["steps"], "model_binds": mo["binds"]}
