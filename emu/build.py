@@ -178,6 +178,10 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
                     p.local = (peer, peer.in_by_link[p.link_id])
                     # nobody sees the FCS: no CRC-32 per hop (credit flow control keeps its own path)
                     p.defer_fcs = not plan.run.capture and p.flow is None
+    if plan.run.trace:  # the run's timeline (emu.trace): every element, engine and port gets the tracer
+        from .trace import attach
+
+        attach(dom, plan)
     return dom
 
 

@@ -131,6 +131,10 @@ class OutPort:
     tx_bytes: int = 0
     peak_queue_frames: int = 0
     peak_queue_bytes: int = 0
+    busy_ns: int = 0
+    """Virtual time the port spent sending (the sum of its frames' times on the line)."""
+    tracer: Any = None
+    """This port's counter tracks (``emu.trace.PortTrace``) when the run is traced, else None."""
 
     def queue_at(self, now: int) -> tuple[int, int]:
         """(frames, bytes) handed to this port whose last bit has not left by ``now``."""
@@ -167,9 +171,14 @@ class OutPort:
         if ser is None:
             ser = self.ser_ns[n] = -((-n * 8_000_000_000) // self.bandwidth_bps)
         done = self.free_at = start + ser
+        self.busy_ns += ser
         q = self.queued
-        while q and q[0][0] <= at:
-            self.queued_bytes -= q.popleft()[1]
+        tr = self.tracer
+        if tr is None:
+            while q and q[0][0] <= at:
+                self.queued_bytes -= q.popleft()[1]
+        else:
+            tr.drain(at)
         q.append((done, n))
         self.queued_bytes += n
         if len(q) > self.peak_queue_frames:
@@ -177,6 +186,9 @@ class OutPort:
         if self.queued_bytes > self.peak_queue_bytes:
             self.peak_queue_bytes = self.queued_bytes
         self.pending.append((start, done + self.latency_ns, frame, False))
+        if tr is not None:
+            tr.queue(at, len(q), self.queued_bytes)
+            tr.sending(start, done)
         return start
 
     def restore_fcs(self) -> None:
@@ -237,6 +249,10 @@ class OutPort:
         q.extend(sent + [(e[1] - lat, len(e[2])) for e in kept + [new] + moved if e[1] - lat > at])
         self.queued_bytes = sum(nb for _d, nb in q)
         self.free_at = max(self.free_at + d, begin + d)
+        self.busy_ns += d
+        if self.tracer is not None:
+            self.tracer.queue(at, len(q), self.queued_bytes)
+            self.tracer.sending(begin, begin + d)
         if len(q) > self.peak_queue_frames:
             self.peak_queue_frames = len(q)
         if self.queued_bytes > self.peak_queue_bytes:
@@ -252,8 +268,12 @@ class OutPort:
         vc = frame[VC_OFF] % fl.vcs if len(frame) > VC_OFF else 0
         fl.queues[vc].append((at, wire, token))
         q = self.queued
-        while q and q[0][0] <= at:
-            self.queued_bytes -= q.popleft()[1]
+        if self.tracer is None:
+            while q and q[0][0] <= at:
+                self.queued_bytes -= q.popleft()[1]
+        else:
+            self.tracer.drain(at)
+            self._trace_waiting(at)
         waiting = fl.waiting()
         if len(q) + waiting > self.peak_queue_frames:
             self.peak_queue_frames = len(q) + waiting
@@ -291,6 +311,7 @@ class OutPort:
                 fl.stalled_since = None
             done = now + -((-n * 8_000_000_000) // self.bandwidth_bps)
             self.free_at = done
+            self.busy_ns += done - now
             self.queued.append((done, n))
             self.queued_bytes += n
             if self.queued_bytes > self.peak_queue_bytes:
@@ -298,6 +319,9 @@ class OutPort:
             self.pending.append((now, done + self.latency_ns, wire, pool))
             if token is not None:
                 started.append(token)
+            if self.tracer is not None:
+                self._trace_waiting(now)
+                self.tracer.sending(now, done)
         wake = None
         for qv in fl.queues:
             if qv:
@@ -305,6 +329,12 @@ class OutPort:
                 if t is not None and (wake is None or t < wake):
                     wake = t
         return started, wake
+
+    def _trace_waiting(self, t: int) -> None:
+        """(Traced runs, credit flow control) the queue counter: frames and bytes on the line or
+        waiting for credit."""
+        waiting = [len(e[1]) for qv in self.flow.queues for e in qv]
+        self.tracer.queue(t, len(self.queued) + len(waiting), self.queued_bytes + sum(waiting))
 
     def credit(self, vc: int, pool: bool, n: int) -> None:
         """A credit arrived from the receiver."""
