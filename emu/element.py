@@ -412,7 +412,8 @@ class Element:
         """A scheduled link change, told to the engine before anything else at that time."""
         self.now, port, up = heapq.heappop(self.link_events)
         if self.tracer is not None:
-            self.tracer.instant(self.name, "link up" if up else "link down", self.now, {"port": port}, "fault")
+            name = self.outs[port].name if 0 <= port < len(self.outs) and self.outs[port] is not None else port
+            self.tracer.instant(self.name, "link up" if up else "link down", self.now, {"port": name}, "fault")
         handler = getattr(self.engine, "on_link_change", None)
         if handler is None:
             return []

@@ -135,6 +135,11 @@ class Cluster:
         return [p.pid for p in self._workers]
 
     @property
+    def crossings(self) -> int:
+        """Frames put on links so far, over every process (a progress figure: credits included)."""
+        return sum(map(sum, self._sync.sent)) if self._sync else 0
+
+    @property
     def windows(self) -> int:
         """Synchronisation windows run so far (a cost figure, not a model figure)."""
         return self._sync.window if self._sync else 0
