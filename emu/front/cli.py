@@ -620,6 +620,11 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("action", choices=["path", "install"])
     w.add_argument("--dest", help="install into this folder instead of Wireshark's personal Lua plugins folder")
     _add_run(sub)
+    rp = sub.add_parser("report", help="plots of an emu run as PNG and SVG: link loads on the topology, "
+                                       "per-rank timeline from its trace")
+    rp.add_argument("results", metavar="RESULTS.json", help="the --json file of an emu run")
+    rp.add_argument("--trace", metavar="FILE", help="the --trace file of the same run (for the timeline)")
+    rp.add_argument("--out", metavar="DIR", required=True, help="folder to write the plots into (made if missing)")
     return ap
 
 
@@ -710,6 +715,12 @@ def _main(ap, argv) -> int:
             return cmd_wireshark(args)
         if args.cmd == "plan":
             return cmd_plan(args)
+        if args.cmd == "report":
+            from .report import report as write_report
+
+            for path in write_report(args.results, args.trace, args.out):
+                console.print(f"wrote {path}")
+            return 0
         if args.cmd == "run":
             return trio.run(_run_terminable, args)
     except BaseException as e:  # noqa: BLE001 -- the CLI turns every failure into one line
