@@ -154,6 +154,8 @@ class OutPort:
         at the port, and a priority-0 QsNet packet on the line at a segment boundary (the packet's
         remaining segments follow it): :meth:`_overtake`. Frames already on the socket are never
         moved."""
+        if self.tracer is not None:  # the one test the untraced hot path pays for tracing
+            return self._enqueue_traced(frame, at)
         if self.defer_fcs:
             n = len(frame) + FCS_BYTES
         else:
@@ -173,12 +175,8 @@ class OutPort:
         done = self.free_at = start + ser
         self.busy_ns += ser
         q = self.queued
-        tr = self.tracer
-        if tr is None:
-            while q and q[0][0] <= at:
-                self.queued_bytes -= q.popleft()[1]
-        else:
-            tr.drain(at)
+        while q and q[0][0] <= at:
+            self.queued_bytes -= q.popleft()[1]
         q.append((done, n))
         self.queued_bytes += n
         if len(q) > self.peak_queue_frames:
@@ -186,9 +184,20 @@ class OutPort:
         if self.queued_bytes > self.peak_queue_bytes:
             self.peak_queue_bytes = self.queued_bytes
         self.pending.append((start, done + self.latency_ns, frame, False))
-        if tr is not None:
-            tr.queue(at, len(q), self.queued_bytes)
-            tr.sending(start, done)
+        return start
+
+    def _enqueue_traced(self, frame: bytes, at: int) -> int:
+        """:meth:`enqueue` on a traced port: the queue counter as frames leave and as this one
+        comes, and its time on the line in the load bins."""
+        tr = self.tracer
+        tr.drain(at)
+        self.tracer = None
+        try:
+            start = self.enqueue(frame, at)
+        finally:
+            self.tracer = tr
+        tr.queue(at, len(self.queued), self.queued_bytes)
+        tr.sending(start, start + self._ser(len(frame) + FCS_BYTES))
         return start
 
     def restore_fcs(self) -> None:
@@ -250,9 +259,6 @@ class OutPort:
         self.queued_bytes = sum(nb for _d, nb in q)
         self.free_at = max(self.free_at + d, begin + d)
         self.busy_ns += d
-        if self.tracer is not None:
-            self.tracer.queue(at, len(q), self.queued_bytes)
-            self.tracer.sending(begin, begin + d)
         if len(q) > self.peak_queue_frames:
             self.peak_queue_frames = len(q)
         if self.queued_bytes > self.peak_queue_bytes:

@@ -3,7 +3,7 @@
 * ``topology.{png,svg}``: the topology with each link coloured by its load in each test (the time
   its busier direction spent sending over the test's completion time: ``per_link`` of the
   results), one panel per test, side by side. Meshes and tori are drawn on their grid, trees (fat
-  tree, Clos, QsNet) in stages, the others by networkx's Kamada-Kawai layout.
+  tree, Clos, QsNet) in stages, the others by networkx's spring layout (seeded).
 * ``timeline.{png,svg}`` (with ``--trace``): per host, the spans of its rank track (the test, each
   collective call, each step: send, recv) over virtual time, one panel per test; instant events
   of the hosts (drops, retransmissions, deadlock reports) as marks.
@@ -82,7 +82,11 @@ def positions(t) -> dict[str, tuple[float, float]]:
                 0 if n.kind == "host" else 1 + max(s.info.get("stage", 0) for s in t.switches))
         return {k: (float(x), float(y)) for k, (x, y) in
                 nx.multipartite_layout(g, subset_key="layer", align="horizontal").items()}
-    return {k: (float(x), float(y)) for k, (x, y) in nx.kamada_kawai_layout(g).items()}
+    try:  # (force-directed; networkx needs scipy past 500 nodes)
+        pos = nx.spring_layout(g, seed=0)
+    except ImportError:
+        pos = nx.circular_layout(g)
+    return {k: (float(x), float(y)) for k, (x, y) in pos.items()}
 
 
 def link_loads(t, row: dict[str, Any]) -> tuple[list[float], int]:
