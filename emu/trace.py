@@ -101,7 +101,10 @@ class Tracer:
             if self.first_omitted_ns is None or t < self.first_omitted_ns:
                 self.first_omitted_ns = t
             return False
-        self.f.write(line)
+        try:
+            self.f.write(line)
+        except OSError as e:  # a full disk: name the file
+            raise OSError(e.errno, f"the trace was not written ({e.strerror})", self.path) from None
         self.size += len(line)
         self.events += 1
         if self.size >= self.limit:

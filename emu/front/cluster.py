@@ -170,6 +170,8 @@ class Cluster:
         except BaseException as e:
             self._close_sockets()
             self._drop_spill_root()
+            if self._local is not None and self._local.tracer is not None:
+                self._local.tracer.f.close()
             self._nursery.cancel_scope.cancel()  # workers and element tasks end with the failed start
             with _one_error():
                 await stack.__aexit__(type(e), e, e.__traceback__)
@@ -179,13 +181,17 @@ class Cluster:
 
     async def __aexit__(self, etype, exc, tb) -> bool:
         stack, self._stack = self._stack, None
+        trace_error = None
         try:
             if exc is None and self.capture_path is not None:
                 await self.write_capture(self.capture_path)
         finally:
             with trio.CancelScope(shield=True):
                 if self._local is not None and self._local.tracer is not None:
-                    await self._finish_trace()
+                    try:
+                        await self._finish_trace()
+                    except OSError as e:  # (a full disk) told once everything is torn down
+                        trace_error = e
                 for h in self._handles:
                     if isinstance(h, RemoteHandle):
                         await h.close()
@@ -198,6 +204,10 @@ class Cluster:
                 if self._local is not None:  # capture runs nobody collected (an error) go too
                     self._local._drop_runs()
                 self._drop_spill_root()  # and those of a worker that was killed
+        if trace_error is not None:
+            if exc is None:
+                raise trace_error
+            log.warning("the trace was not finished: %s", trace_error)  # the run's own error is the one to tell
         return False
 
     def _spill_root(self) -> None:
