@@ -260,3 +260,19 @@ def test_the_progress_bar_shows_virtual_time_and_frames_per_second_on_a_terminal
                         "--size", "64KiB"], capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode == 0, p.stderr[-500:]
     assert "alltoall: virtual" in p.stderr and "frames/s" in p.stderr
+
+
+@pytest.mark.parametrize("settings", [[], ["--set", "switch.vc_buffer_bytes=4096", "--set", "switch.vcs=2"]])
+def test_a_traced_run_has_the_figures_of_an_untraced_one(tmp_path, settings):
+    rows = []
+    for extra in ([], ["--trace", str(tmp_path / "t.json")]):
+        out = tmp_path / "r.json"
+        assert main(["run", "--topo", "fattree:k=2,n=3", "--test", "alltoall+allreduce", "--size", "16KiB",
+                     "--json", str(out), *settings, *extra]) == 0
+        rows.append([{k: v for k, v in r.items() if k != "wall_s"} for r in json.loads(out.read_text())])
+    assert rows[0] == rows[1]
+    got = check_trace(json.loads((tmp_path / "t.json").read_text()))
+    for port, v in rows[1][1]["per_link"].items():  # the allreduce, the last test: its queue peaks
+        assert v["peak_queue_frames"] <= max(a["frames"] for _, a in got["counters"][f"{port} queue"])
+    if settings:
+        assert any(v["credit_stall_ns"] for r in rows[1] for v in r["per_link"].values())
