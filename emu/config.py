@@ -225,6 +225,12 @@ class SwitchSpec:
         return 2 * -(-largest_frame // self.flit_bytes) * self.flit_bytes
 
     @property
+    def vc_groups(self) -> int:
+        """Input-queued router: VC groups -- a frame on VC v is of group v mod this; the policy picks
+        the group at the next hop (by_class: ``classes``; dateline: 2; class_dateline: 2 per class)."""
+        return {"dateline": 2, "class_dateline": 2 * self.classes}.get(self.vc_policy, self.classes)
+
+    @property
     def input_queued(self) -> bool:
         return self.model == "input_queued"
 

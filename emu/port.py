@@ -252,9 +252,14 @@ class OutPort:
     def hand_over(self, frame: bytes, at: int, token) -> None:
         """With credit flow control: queue ``frame`` on its VC from ``at``; :meth:`start_ready`
         starts it when the port is free and a credit covers it."""
-        wire = add_fcs(frame)
         fl = self.flow
-        vc = frame[VC_OFF] % fl.vcs if len(frame) > VC_OFF else 0
+        if fl.groups and len(frame) > VC_OFF:  # the receiver lets the sender pick a VC of the frame's group
+            vc = fl.pick(frame[VC_OFF] % fl.groups)
+            if vc != frame[VC_OFF]:
+                frame = b"".join((frame[:VC_OFF], bytes((vc,)), frame[VC_OFF + 1:]))
+        else:
+            vc = frame[VC_OFF] % fl.vcs if len(frame) > VC_OFF else 0
+        wire = add_fcs(frame)
         fl.queues[vc].append((at, wire, token))
         q = self.queued
         while q and q[0][0] <= at:
@@ -372,6 +377,18 @@ class CreditState:
     """Virtual time the port spent free with ready frames and no credit for any of them."""
     unit: int = 1
     """Credits count whole units of this many bytes (an input-queued receiver's flits)."""
+    groups: int = 0
+    """An input-queued receiver's VC groups: a frame of group g (its VC byte mod this) may take
+    any VC w with w mod groups == g, and takes the one with the most credit not yet spoken for
+    (ties: the lowest); 0: a frame takes the VC its byte names."""
+
+    def pick(self, g: int) -> int:
+        best, room = g % self.vcs, None
+        for w in range(g % self.vcs, self.vcs, self.groups):
+            r = self.credits[w] - sum(-(-len(x[1]) // self.unit) * self.unit for x in self.queues[w])
+            if room is None or r > room:
+                best, room = w, r
+        return best
 
     def __post_init__(self) -> None:
         if not self.queues:
