@@ -135,6 +135,10 @@ class OutPort:
     """Virtual time the port spent sending (the sum of its frames' times on the line)."""
     tracer: Any = None
     """This port's counter tracks (``emu.trace.PortTrace``) when the run is traced, else None."""
+    head_bytes: int = 0
+    """Into an input-queued router: the receiver takes a frame when its first ``head_bytes`` (its
+    head flit) are in, so a frame's arrival is its start + their time on the line + the latency;
+    0: when its last bit is in."""
 
     def queue_at(self, now: int) -> tuple[int, int]:
         """(frames, bytes) handed to this port whose last bit has not left by ``now``."""
@@ -183,7 +187,8 @@ class OutPort:
             self.peak_queue_frames = len(q)
         if self.queued_bytes > self.peak_queue_bytes:
             self.peak_queue_bytes = self.queued_bytes
-        self.pending.append((start, done + self.latency_ns, frame, False))
+        arrival = (done if not self.head_bytes else start + self._ser(min(self.head_bytes, n))) + self.latency_ns
+        self.pending.append((start, arrival, frame, False))
         return start
 
     def _enqueue_traced(self, frame: bytes, at: int) -> int:
@@ -269,9 +274,14 @@ class OutPort:
     def hand_over(self, frame: bytes, at: int, token) -> None:
         """With credit flow control: queue ``frame`` on its VC from ``at``; :meth:`start_ready`
         starts it when the port is free and a credit covers it."""
-        wire = add_fcs(frame)
         fl = self.flow
-        vc = frame[VC_OFF] % fl.vcs if len(frame) > VC_OFF else 0
+        if fl.groups and len(frame) > VC_OFF:  # the receiver lets the sender pick a VC of the frame's group
+            vc = fl.pick(frame[VC_OFF] % fl.groups)
+            if vc != frame[VC_OFF]:
+                frame = b"".join((frame[:VC_OFF], bytes((vc,)), frame[VC_OFF + 1:]))
+        else:
+            vc = frame[VC_OFF] % fl.vcs if len(frame) > VC_OFF else 0
+        wire = add_fcs(frame)
         fl.queues[vc].append((at, wire, token))
         q = self.queued
         if self.tracer is None:
@@ -294,7 +304,7 @@ class OutPort:
             best, blocked = -1, False
             for v, qv in enumerate(fl.queues):
                 if qv and qv[0][0] <= now:
-                    n = len(qv[0][1])
+                    n = -(-len(qv[0][1]) // fl.unit) * fl.unit
                     if fl.credits[v] >= n or fl.pool >= n:
                         if best < 0 or qv[0][0] < fl.queues[best][0][0]:
                             best = v
@@ -307,11 +317,12 @@ class OutPort:
                 break
             at, wire, token = fl.queues[best].popleft()
             n = len(wire)
-            pool = fl.credits[best] < n
+            c = -(-n // fl.unit) * fl.unit
+            pool = fl.credits[best] < c
             if pool:
-                fl.pool -= n
+                fl.pool -= c
             else:
-                fl.credits[best] -= n
+                fl.credits[best] -= c
             if fl.stalled_since is not None:
                 fl.stall_ns += now - fl.stalled_since
                 fl.stalled_since = None
@@ -322,7 +333,8 @@ class OutPort:
             self.queued_bytes += n
             if self.queued_bytes > self.peak_queue_bytes:
                 self.peak_queue_bytes = self.queued_bytes
-            self.pending.append((now, done + self.latency_ns, wire, pool))
+            arrival = (done if not self.head_bytes else now + self._ser(min(self.head_bytes, n))) + self.latency_ns
+            self.pending.append((now, arrival, wire, pool))
             if token is not None:
                 started.append(token)
             if self.tracer is not None:
@@ -374,6 +386,8 @@ class InPort:
     rx_bytes: int = 0
     fcs_errors: int = 0
     """Frames received with a bad frame check sequence (corrupted on the wire), dropped here."""
+    head_bytes: int = 0
+    """An input-queued router's port: frames arrive when their head flit is in (``OutPort.head_bytes``)."""
 
 
 VC_OFF = 22
@@ -397,6 +411,20 @@ class CreditState:
     """Times the port was free with a frame ready that no credit covered."""
     stall_ns: int = 0
     """Virtual time the port spent free with ready frames and no credit for any of them."""
+    unit: int = 1
+    """Credits count whole units of this many bytes (an input-queued receiver's flits)."""
+    groups: int = 0
+    """An input-queued receiver's VC groups: a frame of group g (its VC byte mod this) may take
+    any VC w with w mod groups == g, and takes the one with the most credit not yet spoken for
+    (ties: the lowest); 0: a frame takes the VC its byte names."""
+
+    def pick(self, g: int) -> int:
+        best, room = g % self.vcs, None
+        for w in range(g % self.vcs, self.vcs, self.groups):
+            r = self.credits[w] - sum(-(-len(x[1]) // self.unit) * self.unit for x in self.queues[w])
+            if room is None or r > room:
+                best, room = w, r
+        return best
 
     def __post_init__(self) -> None:
         if not self.queues:

@@ -6,7 +6,6 @@ import logging
 import struct
 from dataclasses import dataclass, field
 
-from emu.build import register_engine
 from emu.config import SwitchSpec
 from emu.wire import DST_OFF, ETHERTYPE_FABRIC, FCS_LEN, FLAG_BCAST, HDR_LEN, HOPS_OFF, DecodeError, PacketType, build_frame
 from emu.wire.qsnet import ACK, ACK_BCAST, MGMT, ROUTE_ENTRY, AckKind, MgmtOp, Reason, TRAP, TrapKind, is_qsnet_packet
@@ -369,11 +368,15 @@ class SwitchEngine:
         self.timer = min(ts) if ts else None
 
 
-def make_switch(node, topology, cache: dict) -> SwitchEngine:
-    eng = SwitchEngine(node.name, node.id, node.spec, topology.routes.get(node.name),
-                       candidates=topology.candidates.get(node.name, []),
-                       groups=topology.group_ports.get(node.name, {}),
-                       vc_select=selector(node.spec.vc_policy, node, node.spec.vcs))
+def make_switch(node, topology, cache: dict, engine: SwitchEngine | None = None) -> SwitchEngine:
+    """The output-queued switch of ``node`` (or ``engine``, a subclass made by the caller, wired
+    the same way: routing policy, line rates, the network manager)."""
+    eng = engine
+    if eng is None:
+        eng = SwitchEngine(node.name, node.id, node.spec, topology.routes.get(node.name),
+                           candidates=topology.candidates.get(node.name, []),
+                           groups=topology.group_ports.get(node.name, {}),
+                           vc_select=selector(node.spec.vc_policy, node, node.spec.vcs))
     make = routing_policy(node.spec.routing)
     if make is not static and not topology.candidates:
         topology.compute_candidates()  # a plan computes them before the engines; a test harness may not
@@ -418,7 +421,3 @@ def _managed(eng: SwitchEngine, node, topology) -> None:
                              spec.test_frames, spec.test_bytes, answered=eng.held.discard, answers=answers,
                              port_bps=eng.port_bps)
     eng.timer = 0
-
-
-register_engine("switch", make_switch, min_delay=lambda spec: spec.processing_delay_ns)
-

@@ -256,19 +256,20 @@ class NicEngine:
             raise ValueError(f"unknown host address {host}")
         return host
 
-    def send_message(self, dst: int, tag: int, data: bytes, t: int) -> None:
+    def send_message(self, dst: int, tag: int, data: bytes, t: int, vc: int = 0) -> None:
         """Take a message at ``t`` (after the sender's software overhead) and put its frames out
-        (through the end-to-end transport with ``host.transport=reliable``)."""
+        on traffic class ``vc`` (through the end-to-end transport with ``host.transport=reliable``)."""
         if self.transport is not None:
-            self.transport.send(dst, tag, data, t + self.spec.nic_delay_ns)
+            self.transport.send(dst, tag, data, t + self.spec.nic_delay_ns, vc)
             self.stats["messages_sent"] += 1
             return
         self._msg_id = msg_id = (self._msg_id + 1) & 0xFFFFFFFF
-        self._put_message(dst, tag, msg_id, data, t + self.spec.nic_delay_ns)
+        self._put_message(dst, tag, msg_id, data, t + self.spec.nic_delay_ns, vc)
         self.stats["messages_sent"] += 1
 
-    def _put_message(self, dst: int, tag: int, msg_id: int, data: bytes, at: int) -> int:
-        """The frames of one message, handed to the port at ``at``; returns the port."""
+    def _put_message(self, dst: int, tag: int, msg_id: int, data: bytes, at: int, vc: int = 0) -> int:
+        """The frames of one message, handed to the port at ``at`` on VC ``vc`` (its traffic class:
+        the routers map it to their VCs); returns the port."""
         total = len(data)
         mtu = self.spec.mtu_bytes
         # the frames ``emit`` would make, each in one join (no header+chunk intermediate)
@@ -278,7 +279,7 @@ class NicEngine:
         while True:
             chunk = data[off:off + mtu]
             n = len(chunk)
-            out((port, join((head, fab(me, dst, 0, 0, ptype, 0, 0, 0, _MSG_LEN + n), msg(msg_id, tag, total, off), chunk)), at))
+            out((port, join((head, fab(me, dst, vc, 0, ptype, 0, 0, 0, _MSG_LEN + n), msg(msg_id, tag, total, off), chunk)), at))
             frames += 1
             off += n
             if off >= total:
