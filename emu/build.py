@@ -171,7 +171,8 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
                 if finite and not input_queued(t.nodes[src]):  # (an input-queued router's engine keeps credits)
                     unit = rx.spec.flit_bytes if input_queued(rx) else 1
                     op.flow = CreditState(rx.spec.vcs, [rx.spec.buffer_bytes(largest)] * rx.spec.vcs,
-                                          rx.spec.pool_bytes, unit=unit)
+                                          rx.spec.pool_bytes, unit=unit,
+                                          groups=rx.spec.vc_groups if input_queued(rx) else 0)
                 outs[src].append(op)
             if dst in ins:
                 ip = InPort(dport, t.port_name(dst, dport), plan.iface_base[dst] + dport, link_id,
@@ -204,6 +205,10 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
                     p.local = (peer, peer.in_by_link[p.link_id])
                     # nobody sees the FCS: no CRC-32 per hop (credit flow control keeps its own path)
                     p.defer_fcs = not plan.run.capture and p.flow is None
+    if plan.run.trace:  # the run's timeline (emu.trace): every element, engine and port gets the tracer
+        from .trace import attach
+
+        attach(dom, plan)
     return dom
 
 

@@ -225,6 +225,12 @@ class SwitchSpec:
         return 2 * -(-largest_frame // self.flit_bytes) * self.flit_bytes
 
     @property
+    def vc_groups(self) -> int:
+        """Input-queued router: VC groups -- a frame on VC v is of group v mod this; the policy picks
+        the group at the next hop (by_class: ``classes``; dateline: 2; class_dateline: 2 per class)."""
+        return {"dateline": 2, "class_dateline": 2 * self.classes}.get(self.vc_policy, self.classes)
+
+    @property
     def input_queued(self) -> bool:
         return self.model == "input_queued"
 
@@ -443,6 +449,12 @@ class RunConfig:
     mpi: bool = False
     """The processes are the ranks of the MPI job this runs in (``mpiexec -n N``; ``processes``
     must be N): rank d hosts domain d, the window barrier is an MPI collective (``emu.mpi``)."""
+    trace: str | None = None
+    """Write the run's timeline to this file as Chrome trace-event JSON (``emu.trace``); None: off."""
+    trace_limit_bytes: int = 256 << 20
+    """Size limit of the trace: past it nothing more is written, and the trace says what it left out."""
+    trace_bin_ns: int = 1000
+    """Width of the trace's link-load bins (ns)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
@@ -461,6 +473,10 @@ class RunConfig:
         if not isinstance(self.bind, str) or not self.bind:
             raise ConfigError(f"RunConfig.bind must name an IPv4 address or an interface, got {self.bind!r}")
         _refuse_wildcard(self.bind)
+        if not isinstance(self.trace_limit_bytes, int) or self.trace_limit_bytes < 4096:
+            raise ConfigError(f"RunConfig.trace_limit_bytes must be an integer of at least 4096, got {self.trace_limit_bytes!r}")
+        if not isinstance(self.trace_bin_ns, int) or self.trace_bin_ns < 1:
+            raise ConfigError(f"RunConfig.trace_bin_ns must be a positive integer, got {self.trace_bin_ns!r}")
 
 
 PARTITIONS = ("metis", "order")

@@ -135,6 +135,8 @@ class Element:
         self.busy: dict[OutPort, None] = {}
         """Ports with frames waiting for their window (a dict: insertion order, never hash order)."""
         self.capture = [] if capture else None
+        self.tracer = None
+        """The process's ``emu.trace.Tracer`` when the run is traced (instants: faults, drops)."""
         self.stats = {"bad_magic": 0, "foreign_cluster": 0, "bad_link": 0, "truncated": 0,
                       "wrong_sender": 0, "gaps": 0, "duplicates": 0, "nacks_sent": 0, "retransmitted": 0,
                       "sock_dropped": 0, "datagrams_sent": 0, "datagrams_received": 0, "bad_tag": 0}
@@ -413,6 +415,9 @@ class Element:
     def _link_change(self) -> list:
         """A scheduled link change, told to the engine before anything else at that time."""
         self.now, port, up = heapq.heappop(self.link_events)
+        if self.tracer is not None:
+            name = self.outs[port].name if 0 <= port < len(self.outs) and self.outs[port] is not None else port
+            self.tracer.instant(self.name, "link up" if up else "link down", self.now, {"port": name}, "fault")
         handler = getattr(self.engine, "on_link_change", None)
         if handler is None:
             return []
@@ -467,6 +472,8 @@ class Element:
         """A frame that fails its FCS: the port drops it, unless the engine checks its own CRCs
         and takes it (cut-through). Returns whether the engine takes it."""
         inp.fcs_errors += 1
+        if self.tracer is not None:
+            self.tracer.instant(self.name, "FCS error", now, {"port": inp.name}, "drop")
         if self.capture is not None:
             self.capture.append((now, inp.iface, DIR_IN | FCS_ERROR, wire))
         if passes is not None and passes(wire):
@@ -496,6 +503,8 @@ class Element:
         if not down:
             return False
         inp.lost_in_flight += 1
+        if self.tracer is not None:
+            self.tracer.instant(self.name, "lost in flight", now, {"port": inp.name, "reason": "link down"}, "drop")
         if self.capture is not None:
             self.capture.append((now, inp.iface, DIR_IN | LOST_DOWN, wire))
         self._not_buffered(inp, wire, kind)
@@ -540,6 +549,8 @@ class Element:
                                   f"{now} ns, earlier than its promised minimum delay of {min_delay} ns")
             if not p.up or (p.timeline is not None and not p.timeline.up_at(at)):
                 p.dropped += 1
+                if self.tracer is not None:
+                    self.tracer.instant(self.name, "drop", at, {"port": p.name, "reason": "link down"}, "drop")
                 if self.capture is not None:
                     self.capture.append((at, p.iface, DIR_OUT | DROPPED, add_fcs(frame)))
                 continue
@@ -684,6 +695,8 @@ class Element:
         rng, cap = p.fault_rng, self.capture
         if rng.random() < p.fault_drop:
             p.fault_dropped += 1
+            if self.tracer is not None:
+                self.tracer.instant(self.name, "drop", start, {"port": p.name, "reason": "emulated loss"}, "drop")
             if cap is not None:
                 cap.append((start, p.iface, DIR_OUT | FAULT_DROP, frame))
             return frame, True
@@ -694,6 +707,8 @@ class Element:
                 corrupt = 1 - (1 - corrupt) * (1 - frame_error_probability(ber, len(frame)))
         if rng.random() < corrupt:
             p.fault_corrupted += 1
+            if self.tracer is not None:
+                self.tracer.instant(self.name, "corrupt", start, {"port": p.name, "reason": "bit error"}, "fault")
             if cap is not None:
                 cap.append((start, p.iface, DIR_OUT | FAULT_CORRUPT, frame))
             bit = rng.randrange(8 * len(frame))
@@ -740,7 +755,7 @@ class Element:
                         "dropped": p.dropped, "up": p.up, "fault_dropped": p.fault_dropped,
                         "fault_corrupted": p.fault_corrupted,
                         "peak_queue_frames": p.peak_queue_frames, "peak_queue_bytes": p.peak_queue_bytes,
-                        "overtakes": p.overtakes})
+                        "overtakes": p.overtakes, "busy_ns": p.busy_ns})
             if inp.buf is not None:  # input buffers of this port (credit flow control)
                 inp.buf._advance(self.now)
                 out[-1].update(vc_peak_bytes=list(inp.buf.peak), vc_byte_ns=list(inp.buf.integral),

@@ -37,6 +37,8 @@ class SwitchEngine:
     """Output port per destination host address (-1: no route)."""
     timer: int | None = None
     kind = "switch"
+    tracer = None
+    """The run's ``emu.trace.Tracer`` when traced (traps and NACKs as instant events), else None."""
     passes_damaged = staticmethod(is_qsnet_packet)
     """Cut-through for QsNet packets: one that fails a link's FCS is forwarded all the same (its
     head left before its tail was checked); the target adapter's CRC-32 catches it and NACKs."""
@@ -141,6 +143,8 @@ class SwitchEngine:
             pkt_id = _U32.unpack_from(frame, len(frame) - 4)[0]
             nack = ACK.pack(AckKind.NACK, Reason.NO_ROUTE, 0, 0, pkt_id, 0)
             res.append((back, build_frame(self.node_id, src, PacketType.QACK, nack, prio=1), at))
+            if self.tracer is not None:
+                self.tracer.instant(self.name, "NACK", now, {"to": src, "reason": "no route", "dest": dst}, "nack")
         log.info("%s: no way to %d on port %d at %d ns: NACK to %d, invalid-destination trap", self.name, dst, out,
                  now, src)
         res.extend(self.trap(TrapKind.INVALID_DEST, out, dst, now))
@@ -153,6 +157,8 @@ class SwitchEngine:
         return self._trap(kind, port, 1, dest, now)
 
     def _trap(self, kind: TrapKind, port: int, count: int, dest: int, now: int) -> list[tuple[int, bytes, int]]:
+        if self.tracer is not None:
+            self.tracer.instant(self.name, "trap", now, {"kind": kind.name, "port": port, "dest": dest}, "trap")
         if self.manager is None or self.manager_port is None:
             return []
         body = TRAP.pack(kind, port & 0xFF, min(count, 0xFFFF), self.node_id, dest & 0xFFFFFFFF, now)

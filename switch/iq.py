@@ -473,17 +473,13 @@ class InputQueuedEngine(SwitchEngine):
         return out
 
 
-GROUPS = {"by_class": lambda classes: classes, "dateline": lambda classes: 2, "class_dateline": lambda classes: 2 * classes}
-"""VC groups per policy: a frame's group is its VC mod this (the policy picks the next hop's group)."""
-
-
 def make_iq(node, topology, cache: dict) -> InputQueuedEngine:
     """The input-queued router of ``node``: its downstream buffers and line rates from the topology."""
     from emu.build import finite_buffers, largest_frame
     from emu.config import ConfigError
 
     spec = node.spec
-    G = GROUPS[spec.vc_policy](spec.classes)
+    G = spec.vc_groups
     if spec.vcs < G:
         raise ConfigError(f"{node.name}: vc_policy={spec.vc_policy} with {spec.classes} class(es) needs {G} VC groups, "
                           f"but switch.vcs={spec.vcs}: set switch.vcs to at least {G}")

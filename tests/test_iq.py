@@ -254,3 +254,12 @@ async def test_bad_router_settings_are_refused_in_one_line():
     with pytest.raises(ConfigError, match="allocator"):
         SwitchSpec(allocator="wavefront")
     assert HostSpec()  # (the host side needs no setting)
+
+
+def test_the_curves_script_runs_both_models_at_a_tiny_size(capsys):
+    import load_script
+
+    mod = load_script.load("router_curves")
+    assert mod.main(["--k", "3", "--vcs", "1", "--loads", "0.1,0.9", "--cycles", "40", "--size", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "output_queued  vcs=1" in out and "input_queued  vcs=1" in out and "saturation" in out

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from emu.nodes.nic.interface import Message, Op
+from emu.trace import NO_SPAN
 
 __all__ = ["Compute", "HostAPI", "Message", "Op", "PingOp", "Recv", "Send", "Sleep"]
 
@@ -146,6 +147,16 @@ class HostAPI:
 
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(self._engine.nic.verb_names()))
+
+    def span(self, name: str, **args):
+        """A span on this host's rank track of the run's trace, for a ``with`` block around awaits
+        (``with host.span("phase 1", bytes=n): ...``): it begins now and ends when the block does,
+        in virtual time. Nothing when the run is not traced (``RunConfig.trace``, ``--trace``)."""
+        e = self._engine
+        tr = e.nic.tracer
+        if tr is None:
+            return NO_SPAN
+        return tr.span(e.name, name, lambda: e.now, args or None)
 
     def send(self, dst: str | int, data: bytes, tag: int = 0, vc: int = 0) -> Send:
         """Send ``data`` (any size) to host ``dst``; returns once the NIC has the message. ``vc``:

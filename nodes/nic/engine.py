@@ -84,6 +84,8 @@ class NicEngine:
     mechanisms: tuple[str, ...] = BUILT_IN
     """The NIC mechanisms this NIC loads, by registered name (:mod:`emu.nodes.nic.interface`)."""
     kind = "host"
+    tracer = None
+    """The run's ``emu.trace.Tracer`` when traced (the host's spans, the mechanisms' instants), else None."""
     stats: dict[str, int] = field(default_factory=lambda: {
         "malformed": 0, "misdelivered": 0, "no_route": 0, "messages_sent": 0, "messages_received": 0,
         "frames_sent": 0, "frames_received": 0, "pings_answered": 0})

@@ -84,6 +84,10 @@ class Transport:
         out.sends += 1
         out.rto *= 2
         self.stats["messages_resent"] += 1
+        if self.nic.tracer is not None:
+            self.nic.tracer.instant(self.nic.name, "retransmit", now, {"what": "message", "to": self.nic.names[out.dst]
+                                                                       if out.dst < len(self.nic.names) else out.dst,
+                                                                       "tag": out.tag, "send": out.sends}, "retransmit")
         at = now + self.spec.nic_delay_ns
         self.put(out.dst, out.tag, key[1], out.data, at, out.vc)
         out.timer = self.nic.at(at + out.rto, self._timeout, key)
