@@ -17,7 +17,7 @@ pipeline stages) + ser + link``; and it
 waits behind the other packets of its step at the one resource that has the most of them: its sender's
 injection channel, its receiver's ejection channel, or the busiest router link on its path (``(n - 1)
 ser``; on the input-queued router a router input passes one frame of a VC at a time, ``(n - 1)
-(stages + ser)``: head-of-line in the VC of the step); an encoded packet also waits for the XOR unit of its IN (``(M - 1) xor`` for a group's chain)
+(stages + ser) / V``: head-of-line in each of the V VCs of the step's class); an encoded packet also waits for the XOR unit of its IN (``(M - 1) xor`` for a group's chain)
 and G is one chain's cascade (``(M - 1) xor``). On the output-queued router buffers are unbounded, so
 no VC stalls (a step's VC is its own: steps do not block each other's buffers); the model says which
 resource binds each step.
@@ -72,9 +72,10 @@ def model(plan, spec, frame_bytes: int, inject_ports: int = 1, in_router: bool =
     # the spacing of two packets of one step through one router input (from the node or a link): the
     # line (ser); on the input-queued router, the input VC they share (each step has its own VC
     # class) routes only its head frame, so the one behind starts its pipeline when the one ahead left
-    # (head-of-line: stages + ser per frame)
+    # (head-of-line: stages + ser per frame), shared among the VCs of the class group
     iq = getattr(switch, "model", "output_queued") == "input_queued"
-    spacing = sum(switch.stages_ns) + ser if iq else ser
+    per_group = max(1, switch.vcs // switch.vc_groups) if iq else 1  # VCs a frame of one class may take
+    spacing = max(ser, -(-(sum(switch.stages_ns) + ser) // per_group)) if iq else ser
     ins = set(plan.ins) if in_router else set()
     by_step: dict[tuple[int, int], list] = {}
     for (src, dst, key), where in plan.rounds.items():
