@@ -12,7 +12,15 @@ from emu.nodes.collectives.coding import Scheme, Step, count, plan
 from emu.nodes.collectives.coding.hops import all_to_all_closed, tree_all_to_all_closed
 from emu.nodes.collectives.coding.planner import best_shape, report
 from emu.nodes.collectives.comm import Comm
-from emu.topologies import build
+from emu.config import merge_settings
+from emu.topologies import build as _build
+from emu.topologies.registry import IDEAL_ROUTER
+
+
+def build(spec, settings=None, **kw):
+    """These tests are of coding, not of routers: meshes and tori get the ideal output-queued switch
+    (the engine harness has no other) unless a test's settings say otherwise."""
+    return _build(spec, settings=merge_settings(IDEAL_ROUTER, settings), **kw)
 from emu.topologies.grid import Grid, box_tree_hops, line_halving
 
 

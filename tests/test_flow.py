@@ -85,7 +85,8 @@ async def test_back_pressure_slows_a_sender_exactly_as_the_model_says():
 
 
 def _torus(*sets):
-    return build("torus:k=4,n=2", settings=parse_settings(["switch.vc_buffer_bytes=1100", *sets]))
+    ideal = ["switch.model=output_queued", "switch.cut_through=false", "switch.vcs=1", "switch.vc_policy=by_class"]
+    return build("torus:k=4,n=2", settings=parse_settings([*ideal, "switch.vc_buffer_bytes=1100", *sets]))
 
 
 async def test_a_cyclic_credit_wait_is_reported_and_the_dateline_removes_it():

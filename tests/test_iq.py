@@ -243,7 +243,7 @@ async def test_figures_are_the_same_over_one_and_two_processes():
 
 
 async def test_bad_router_settings_are_refused_in_one_line():
-    t = build("torus:k=4,n=2", settings={"switch": {"model": "input_queued", "vc_policy": "dateline"}})
+    t = build("torus:k=4,n=2", settings={"switch": {"model": "input_queued", "vc_policy": "dateline", "vcs": 1}})
     with pytest.raises(ConfigError, match="needs 2 VC groups.*set switch.vcs to at least 2"):
         async with emu.Cluster(t):
             pass

@@ -74,10 +74,21 @@ register(Family("qsnet", qsnet, (_p("nodes", help="nodes, 2..16384 (node switche
                                  _p("bisection", False, "1 (128 top switches, default) or 0.5 (64)", float)),
                 "QsNet federated network: node-switch chassis of radix-32 routers, top switches carved from routers (or chassis); "
                 "links of 20 Gbit/s of data, routers of 35 ns by default", QSNET_DEFAULTS))
+MESH_DEFAULTS = {"switch": {"model": "input_queued", "cut_through": True, "vcs": 4}}
+"""Meshes and tori have routers of their own, as spec 02 describes them: input-queued, virtual
+cut-through at 64-byte flits, 4 VCs (``--set switch.model=output_queued``: the ideal switch)."""
+TORUS_DEFAULTS = {"switch": {**MESH_DEFAULTS["switch"], "vc_policy": "dateline"}}
+"""... and on a torus the dateline classes (two VCs each side of a ring's dateline) that keep
+dimension-order routing free of deadlock with finite buffers."""
+IDEAL_ROUTER = {"switch": {"model": "output_queued", "cut_through": False, "vcs": 1, "vc_policy": "by_class"}}
+"""Settings that give a mesh or torus the ideal output-queued switch they had before the input-queued
+router became their default (``build(spec, settings=IDEAL_ROUTER)``, or the same fields by ``--set``)."""
 register(Family("mesh", mesh, (_p("k", help="side"), _p("n", help="dimensions"), _p("ports", False, "links between a node and its router (default 1): injection channels")),
-                "k-ary n-mesh, a router per node, dimension-order routing"))
+                "k-ary n-mesh, a router per node, dimension-order routing; input-queued routers, 4 VCs, "
+                "virtual cut-through", MESH_DEFAULTS))
 register(Family("torus", torus, (_p("k", help="side, >= 3"), _p("n", help="dimensions"), _p("ports", False, "links between a node and its router (default 1): injection channels")),
-                "k-ary n-torus, a router per node, dimension-order routing with wrap-around"))
+                "k-ary n-torus, a router per node, dimension-order routing with wrap-around; input-queued "
+                "routers, 4 VCs in dateline classes, virtual cut-through", TORUS_DEFAULTS))
 
 # element and link figures every family accepts: spec name -> (spec class, field, scale)
 COMMON: dict[str, tuple[type, str, float, type]] = {
