@@ -573,6 +573,9 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("action", choices=["path", "install"])
     w.add_argument("--dest", help="install into this folder instead of Wireshark's personal Lua plugins folder")
     _add_run(sub)
+    from .mpirun import add_parser as add_mpirun  # emu mpirun: unchanged mpi4py programs on the cluster
+
+    add_mpirun(sub, _ascii(int), _ascii(float))
     return ap
 
 
@@ -658,6 +661,10 @@ def _main(ap, argv) -> int:
             return cmd_plan(args)
         if args.cmd == "run":
             return trio.run(_run_terminable, args)
+        if args.cmd == "mpirun":
+            from .mpirun import cmd_mpirun
+
+            return cmd_mpirun(args)
     except BaseException as e:  # noqa: BLE001 -- the CLI turns every failure into one line
         return report(e, stderr=getattr(args, "json", None) == "-", note=_keep_finished(args))
     return 2

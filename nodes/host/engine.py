@@ -22,7 +22,7 @@ from typing import Any, Callable, Protocol
 
 from emu.nodes.nic.interface import PENDING, Message, NicRequest, Op
 
-from .api import Compute, HostAPI, PingOp, Recv, Send, Sleep
+from .api import Compute, HostAPI, PingOp, Recv, Send, Sleep, TryRecv
 
 log = logging.getLogger(__name__)
 
@@ -183,6 +183,10 @@ class Host:
                 return self._received(proc, m)
         return False, None
 
+    def _op_try_recv(self, proc: Proc, op: TryRecv) -> tuple[bool, Any]:
+        ready, value = self._op_recv(proc, op)
+        return (ready, value) if ready else (True, None)
+
     def _op_compute(self, proc: Proc, op: Compute) -> tuple[bool, Any]:
         return self._busy(proc, op.ns)
 
@@ -225,5 +229,5 @@ class Host:
 
 
 # requests an application can await, dispatched by type (DESIGN.md principle 4)
-_HANDLERS = {Send: Host._op_send, Recv: Host._op_recv, Compute: Host._op_compute,
+_HANDLERS = {Send: Host._op_send, Recv: Host._op_recv, TryRecv: Host._op_try_recv, Compute: Host._op_compute,
              PingOp: Host._op_ping, Sleep: Host._op_sleep}
