@@ -248,7 +248,7 @@ def cmd_mpirun(args) -> int:
         except AppError as e:
             first = job.failed[0] if job.failed else None
             error = (f"rank {first[0]} ({opts.hosts[first[0]]}) failed: {first[1]}; the job was ended"
-                     if first else f"{e.summary}")
+                     if first else str(e))  # the library's own failure: its traceback is what helps
     finally:
         codes = ranks.stop(0.5 if (error or stopped) else 10.0)
         for s, h in old.items():

@@ -199,11 +199,13 @@ class Datatype:
         np = _np()
         if self.code is not None:
             return np.dtype(self.code)
-        if self._name in PAIRS:
-            a, b = PAIRS[self._name]
+        key = getattr(self, "key", None)
+        if key in PAIRS:
+            a, b = PAIRS[key]
             return np.dtype([("v", a), ("i", b)], align=True)
-        base = self._base()
-        return None if base is None else base.numpy()
+        if self.named or self.base is None:
+            return None
+        return self.base.numpy()
 
 
 def _merge(runs) -> list:
@@ -222,6 +224,7 @@ def named_types() -> dict[str, Datatype]:
     out = {}
     for name, (size, extent, code, mpi_name) in NAMED.items():
         d = Datatype(mpi_name, size, extent, code if name not in PAIRS else None, named=True)
+        d.key = name
         if name in PAIRS:  # a value and an int, carried with the padding of the C struct (numpy's record)
             d.runs = [(0, extent)]
         out[name] = d
