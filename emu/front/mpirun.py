@@ -271,3 +271,67 @@ def cmd_mpirun(args) -> int:
           f"{figs['mpi_calls']:,} MPI calls in {wall:.2f} s wall"
           + (f"; capture written to {opts.pcap}" if opts.pcap else ""), file=sys.stderr)
     return max(bad) if bad else 0
+
+
+class MpiResult:
+    """What ``run_program`` (and the pytest fixture ``mpirun``) gives back."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str, figures: dict | None):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+        self.figures = figures
+        """The ``--json`` figures: virtual_ns, frames, bytes, hop_count, mpi_calls, per_rank (None if the job
+        failed before they were written)."""
+
+    def lines(self, rank: int | None = None) -> list[str]:
+        """Output lines (with ``tag_output=True``: only rank ``rank``'s, prefix removed)."""
+        out = self.stdout.splitlines()
+        if rank is None:
+            return out
+        p = f"[{rank}] "
+        return [ln[len(p):] for ln in out if ln.startswith(p)]
+
+    def calls(self, rank: int = 0) -> dict:
+        """Rank ``rank``'s figures per MPI call kind: {kind: {count, bytes, virtual_ns}}."""
+        return self.figures["per_rank"][rank]["calls"]
+
+    def __repr__(self) -> str:
+        return f"<MpiResult rc={self.returncode} stdout={self.stdout[:60]!r} stderr={self.stderr[-200:]!r}>"
+
+
+def run_program(program: str, n: int = 4, topo: str = "star:n=4", args=(), *, stdin: str | None = None,
+                offload: str | None = None, compute: str | None = "zero", cpu_scale: float | None = None,
+                tag_output: bool = False, settings=(), hosts=None, pcap: str | None = None, workdir: str | None = None,
+                timeout_s: float = 300) -> MpiResult:
+    """Run ``program`` (a path, or the source of a program) with ``emu mpirun`` in a process of its
+    own; the output and the figures. ``compute="zero"`` by default: the figures are deterministic."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        path = program
+        if "\n" in program:
+            path = os.path.join(tmp, "program.py")
+            with open(path, "w") as f:
+                f.write(program)
+        out = os.path.join(tmp, "figures.json")
+        cmd = [sys.executable, "-m", "emu", "mpirun", "-n", str(n), "--topo", topo, "--json", out]
+        if offload:
+            cmd += ["--offload", offload]
+        if compute:
+            cmd += ["--compute", compute]
+        if cpu_scale is not None:
+            cmd += ["--cpu-scale", repr(cpu_scale)]
+        if tag_output:
+            cmd.append("--tag-output")
+        if hosts:
+            cmd += ["--hosts", ",".join(hosts)]
+        if pcap:
+            cmd += ["--pcap", pcap]
+        for s in settings:
+            cmd += ["--set", s]
+        p = subprocess.run(cmd + [path, *map(str, args)], input=stdin or "", capture_output=True, text=True,
+                           timeout=timeout_s)
+        figs = None
+        if os.path.exists(out):
+            with open(out) as f:
+                figs = json.load(f)
+        return MpiResult(p.returncode, p.stdout, p.stderr, figs)

@@ -336,7 +336,9 @@ def status_of(req: Req) -> list:
 def describe(head: dict) -> str:
     """The call a rank waits in, as a person reads it: ``MPI_Recv(source=1, tag=7, comm=0)``."""
     op = head.get("call") or head.get("op", "?")
-    args = ", ".join(f"{k}={v}" for k, v in head.items() if k in ("source", "dest", "tag", "root", "ctx", "ids"))
+    names = {0: "WORLD", 1: "SELF"}
+    args = ", ".join(f"comm={names.get(v, f'#{v}')}" if k == "ctx" else f"{k}={v}" for k, v in head.items()
+                     if k in ("source", "dest", "tag", "root", "ctx", "ids"))
     return f"{op}({args})"
 
 

@@ -28,6 +28,15 @@ class _Channel:
         self.scale = float(os.environ.get("EMU_MPIRUN_CPU_SCALE", "0") or 0)
         self.t_ret = time.process_time()
         self.finalized = False
+        self.bsend_buffer = None
+        """The buffer of ``Attach_buffer``: a buffered send needs room in it (the message's bytes and
+        ``BSEND_OVERHEAD``); the emulated NIC takes a message at once, so the room is free again."""
+
+    def bsend_room(self, nbytes: int) -> None:
+        have = memoryview(self.bsend_buffer).nbytes if self.bsend_buffer is not None else 0
+        if nbytes + 96 > have:
+            raise Exception(ERR_BUFFER, f"MPI_ERR_BUFFER: insufficient space in Bsend buffer; requested {nbytes}, "
+                                        f"total buffer size is {have} (MPI.Attach_buffer)")
 
     def open(self) -> None:
         fd = int(os.environ.pop("EMU_MPIRUN_FD"))

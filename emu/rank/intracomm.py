@@ -111,7 +111,7 @@ class Comm:
         self._send(_pickle(obj), dest, tag, "std", False, "send")
 
     def bsend(self, obj, dest: int, tag: int = 0) -> None:
-        self._send(_pickle(obj), dest, tag, "std", False, "bsend")
+        self._send(_room(_pickle(obj)), dest, tag, "std", False, "bsend")
 
     def ssend(self, obj, dest: int, tag: int = 0) -> None:
         self._send(_pickle(obj), dest, tag, "sync", False, "ssend")
@@ -119,7 +119,8 @@ class Comm:
     def isend(self, obj, dest: int, tag: int = 0) -> Request:
         return self._send(_pickle(obj), dest, tag, "std", True, "isend")
 
-    ibsend = isend
+    def ibsend(self, obj, dest: int, tag: int = 0) -> Request:
+        return self._send(_room(_pickle(obj)), dest, tag, "std", True, "ibsend")
 
     def issend(self, obj, dest: int, tag: int = 0) -> Request:
         return self._send(_pickle(obj), dest, tag, "sync", True, "issend")
@@ -164,7 +165,7 @@ class Comm:
         self._send(Msg(buf).pack(), dest, tag, "std", False, "Send")
 
     def Bsend(self, buf, dest: int, tag: int = 0) -> None:
-        self._send(Msg(buf).pack(), dest, tag, "std", False, "Bsend")
+        self._send(_room(Msg(buf).pack()), dest, tag, "std", False, "Bsend")
 
     def Rsend(self, buf, dest: int, tag: int = 0) -> None:
         self._send(Msg(buf).pack(), dest, tag, "std", False, "Rsend")
@@ -176,7 +177,7 @@ class Comm:
         return self._send(Msg(buf).pack(), dest, tag, "std", True, "Isend")
 
     def Ibsend(self, buf, dest: int, tag: int = 0) -> Request:
-        return self._send(Msg(buf).pack(), dest, tag, "std", True, "Ibsend")
+        return self._send(_room(Msg(buf).pack()), dest, tag, "std", True, "Ibsend")
 
     def Irsend(self, buf, dest: int, tag: int = 0) -> Request:
         return self._send(Msg(buf).pack(), dest, tag, "std", True, "Irsend")
@@ -398,6 +399,11 @@ class Comm:
 
     def Alltoallv(self, sendbuf, recvbuf) -> None:
         self._alltoall_buf(sendbuf, recvbuf, True, "Alltoallv")
+
+
+def _room(payload: bytes) -> bytes:
+    CHANNEL.bsend_room(len(payload))
+    return payload
 
 
 def _objects(lens, data) -> list:

@@ -29,7 +29,7 @@ globals().update(OPS)
 CHANNEL.open()
 COMM_WORLD = Intracomm(0, CHANNEL.size, CHANNEL.rank)
 COMM_SELF = Intracomm(1, 1, 0)
-_state = {"init": True, "final": False, "thread": THREAD_SERIALIZED, "buffer": None}
+_state = {"init": True, "final": False, "thread": THREAD_SERIALIZED}
 
 
 def Init() -> None:
@@ -98,11 +98,11 @@ def Abort(errorcode: int = 0):
 
 
 def Attach_buffer(buf) -> None:
-    _state["buffer"] = buf
+    CHANNEL.bsend_buffer = buf
 
 
 def Detach_buffer():
-    buf, _state["buffer"] = _state["buffer"], None
+    buf, CHANNEL.bsend_buffer = CHANNEL.bsend_buffer, None
     return buf
 
 
