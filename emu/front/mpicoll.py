@@ -157,6 +157,8 @@ async def c_reduce(st, info, head, payload):
     root, every, op, dtype = head.get("root", 0), head.get("all", False), head.get("rop"), head.get("dtype")
     if len(info.ranks) == 1:
         return {}, payload
+    if not head.get("pickled") and not payload:
+        return ({}, b"") if every or info.rank == root else ({"none": True}, b"")
     if not head.get("pickled") and _native(op, dtype):
         comm = comm_of(st, info)
         x = np.frombuffer(payload, dtype).copy()
@@ -187,6 +189,8 @@ async def c_gather(st, info, head, payload):
     if size == 1:
         return {"lens": [len(payload)]}, payload
     if every and head.get("uniform"):
+        if not payload:  # nothing to move (MPICH returns at once too)
+            return {"lens": [0] * size}, b""
         comm = comm_of(st, info)
         y = await comm.allgather(np.frombuffer(payload, np.uint8).copy())
         _algo(st, head, comm)
@@ -224,6 +228,8 @@ async def c_alltoall(st, info, head, payload):
     if size == 1:
         return {"lens": [len(parts[0])]}, parts[0]
     if head.get("uniform"):
+        if not payload:
+            return {"lens": [0] * size}, b""
         comm = comm_of(st, info)
         y = await comm.alltoall(np.frombuffer(payload, np.uint8).reshape(size, -1).copy())
         _algo(st, head, comm)
