@@ -213,3 +213,42 @@ def test_json_has_figures_per_rank_and_call(mpirun, tmp_path):
     row = figs["per_rank"][3]["calls"]["Allreduce"]
     assert row["count"] == 1 and row["bytes"] == 2 * 64 and row["virtual_ns"] > 0
     json.dumps(figs)
+
+
+def test_the_readme_example_prints_what_it_says(tmp_path):
+    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
+    import re
+
+    code = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if b.startswith("# allreduce.py"))
+    (tmp_path / "allreduce.py").write_text(code)
+    shell = next(b for b in re.findall(r"```bash\n(.*?)```", readme, re.S) if "emu mpirun -n 8" in b)
+    lines, checked = shell.splitlines(), 0
+    for i, line in enumerate(lines):
+        if not line.startswith("$ emu mpirun"):
+            continue
+        argv = line[2:].split("#")[0].split()
+        out = subprocess.run([sys.executable, "-m", "emu", *argv[1:]], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 0, out.stderr
+        claimed = lines[i + 1] if i + 1 < len(lines) and not lines[i + 1].startswith("$") else None
+        if claimed and not claimed.startswith("emu mpirun:"):
+            assert out.stdout.strip() == claimed
+            checked += 1
+    assert checked == 4 and (tmp_path / "r.pcapng").stat().st_size > 0
+    calls = json.loads((tmp_path / "r.json").read_text())["per_rank"][0]["calls"]["Allreduce"]
+    assert calls == {"count": 1, "bytes": 8192, "virtual_ns": 11068, "algorithms": ["rabenseifner"]}
+
+
+def test_the_demos_script_at_a_tiny_size(tmp_path):
+    # the mpi4py repository's demo/helloworld.py, as it is there (13 lines)
+    (tmp_path / "helloworld.py").write_text('#!/usr/bin/env python\n"""\nParallel Hello World\n"""\n\n'
+                                            'from mpi4py import MPI\n\nsize = MPI.COMM_WORLD.Get_size()\n'
+                                            'rank = MPI.COMM_WORLD.Get_rank()\nname = MPI.Get_processor_name()\n\n'
+                                            'print(f"Hello, World! I am process {rank} of {size} on {name}.", '
+                                            'flush=True)\n')
+    script = pathlib.Path(__file__).parent.parent / "scripts" / "mpi4py_demos.py"
+    args = [sys.executable, str(script), "--demos", str(tmp_path), "--only", "helloworld"]
+    out = subprocess.run(args + ([] if MPIEXEC else ["--no-mpich"]), capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "all agree" in out.stdout, out.stdout + out.stderr
+    assert "helloworld     -n 4 star:n=4         exit 0" in out.stdout
+    assert ("agrees with MPICH's" in out.stdout) == bool(MPIEXEC)
