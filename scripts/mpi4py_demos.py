@@ -37,8 +37,9 @@ ns = runpy.run_path(sys.argv[1])            # defines the demo's function; its _
 fn, given = ns[sys.argv[2]], json.loads(sys.argv[3])
 fn(**{k: v for k, v in given.items() if k in inspect.signature(fn).parameters})
 """
-SMALL = {"skip": 2, "loop": 20, "skip_small": 2, "loop_small": 20, "skip_large": 1, "loop_large": 4, "MAX_MSG_SIZE": 1 << 16}
-BIG = {"skip": 2, "loop": 20, "skip_small": 2, "loop_small": 20, "skip_large": 1, "loop_large": 2, "MAX_MSG_SIZE": 1 << 22}
+SMALL = {"skip": 2, "loop": 20, "skip_small": 2, "loop_small": 20, "skip_large": 1, "loop_large": 4,
+         "MAX_MSG_SIZE": 1 << 16}
+BIG = {**SMALL, "loop_large": 2, "MAX_MSG_SIZE": 1 << 22}
 OSU = {  # name: (ranks, topology)
     "osu_latency": (2, "star:n=2"), "osu_bw": (2, "star:n=2"), "osu_bibw": (2, "star:n=2"),
     "osu_multi_lat": (4, "fattree:k=2,n=2"), "osu_bcast": (4, "fattree:k=2,n=2"),
@@ -51,7 +52,8 @@ PLAIN = {"helloworld": ("helloworld.py", 4, "star:n=4", None), "cpi-cco": ("comp
          "ring": ("profiling/ring.py", 4, "fattree:k=2,n=2", None)}
 
 
-def emu_run(argv: list[str], n: int, topo: str, stdin: str | None, extra=()) -> tuple[subprocess.CompletedProcess, dict, float]:
+def emu_run(argv: list[str], n: int, topo: str, stdin: str | None, extra=()) -> tuple:
+    """(the finished process, its --json figures, wall seconds)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "f.json")
         t0 = time.perf_counter()
@@ -126,7 +128,7 @@ def osu(demos: str, name: str, use_mpich: bool, full: bool, params: dict, n: int
         ref = mpich_run(argv, n, None) if use_mpich else None
     ours = _rows(p.stdout) if p.returncode == 0 else []
     theirs = _rows(ref.stdout) if ref is not None and ref.returncode == 0 else []
-    head_ok = p.stdout.splitlines()[:2] == (ref.stdout.splitlines()[:2] if ref is not None else p.stdout.splitlines()[:2])
+    head_ok = ref is None or p.stdout.splitlines()[:2] == ref.stdout.splitlines()[:2]
     sizes_ok = ref is None or [s for s, _ in ours] == [s for s, _ in theirs]
     ok = p.returncode == 0 and bool(ours) and head_ok and sizes_ok
     calls = figs.get("mpi_calls", 0)

@@ -114,8 +114,8 @@ async def bcast_bytes(st, info, root: int, data: bytes | None, offload=None) -> 
 async def combine(st: RankState, head: dict, parts: list[bytes]) -> bytes:
     """The rank's process reduces ``parts`` in rank order; the host pays the modelled cost."""
     await st.host.reduce_cost(sum(map(len, parts[1:])))
-    cb = {"kind": "reduce", "op": head.get("rop"), "tname": head.get("tname"), "dtype": head.get("dtype"), "pickled": head.get("pickled", False),
-          "lens": [len(p) for p in parts]}
+    cb = {"kind": "reduce", "op": head.get("rop"), "tname": head.get("tname"), "dtype": head.get("dtype"),
+          "pickled": head.get("pickled", False), "lens": [len(p) for p in parts]}
     return bytes(await st.callback(cb, b"".join(parts)))
 
 

@@ -237,7 +237,7 @@ def cmd_mpirun(args) -> int:
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     t0 = time.perf_counter()
-    metrics, error = None, None
+    metrics, error, job = None, None, None
     try:
         ranks.start()
         job = Job(opts.hosts, ranks.conns, opts.offload, opts.scale, [p.pid for p in ranks.procs])
@@ -258,6 +258,8 @@ def cmd_mpirun(args) -> int:
         name = "SIGTERM" if stopped[0] == signal.SIGTERM else "Ctrl-C"
         print(f"emu mpirun: interrupted ({name}); the {len(opts.hosts)} ranks were ended", file=sys.stderr)
         return 143 if stopped[0] == signal.SIGTERM else 130
+    if job is None:  # the ranks did not start (the error is on its way up)
+        return 1
     figs = figures(job, metrics, wall)
     if opts.json:
         with open(opts.json, "w") as f:

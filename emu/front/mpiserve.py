@@ -18,7 +18,6 @@ Collectives: ``emu.front.mpicoll``.
 from __future__ import annotations
 
 import struct
-import time
 from dataclasses import dataclass, field
 
 from emu.rank import wire
@@ -112,7 +111,6 @@ class Job:
         self._frees: dict[int, int] = {}
         self.failed: list[tuple[int, str]] = []
         self.exit_codes: dict[int, int] = {}
-        self.wall_in_calls = 0.0
 
     def context(self, key: tuple, members: int) -> tuple[int, int]:
         """(context, collective id) of the communicator ``key`` names (the same on every member)."""
@@ -353,7 +351,6 @@ async def rank_app(host, job: Job, r: int, handlers: dict):
     st.answer({"rank": r, "size": len(job.hosts), "name": host.name})
     while True:
         head, payload = st.read()
-        t_wall = time.perf_counter()
         op = head.get("op")
         if job.failed:  # another rank failed: this one stops here
             raise RankFailed(f"rank {r} stopped: rank {job.failed[0][0]} failed")
@@ -380,5 +377,4 @@ async def rank_app(host, job: Job, r: int, handlers: dict):
         f.count += 1
         f.bytes += len(payload) + len(data)
         f.ns += host.now - t0
-        job.wall_in_calls += time.perf_counter() - t_wall
         st.answer(out, data)

@@ -69,6 +69,15 @@ class _Channel:
             raise Exception(answer.get("code", 16), answer["err"])
         return answer, data
 
+    def abort(self, errorcode: int) -> None:
+        """``MPI_Abort``: the job ends; this process with ``errorcode``."""
+        import sys
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.call("abort", why=f"MPI_Abort(MPI_COMM_WORLD, {errorcode}) on rank {self.rank}", code=errorcode)
+        os._exit(errorcode if 0 < errorcode < 256 else 1)
+
     def wtime(self) -> float:
         return self.now_ns / 1e9 + (time.process_time() - self.t_ret) * self.scale
 
@@ -161,7 +170,8 @@ class Msg:
         if vector:
             if len(rest) == 2:
                 counts, displs = rest
-            elif len(rest) == 1 and isinstance(rest[0], tuple) and len(rest[0]) == 2 and not isinstance(rest[0][0], int):
+            elif (len(rest) == 1 and isinstance(rest[0], tuple) and len(rest[0]) == 2
+                  and not isinstance(rest[0][0], int)):  # (counts, displs)
                 counts, displs = rest[0]
             elif len(rest) == 1:
                 counts = rest[0]

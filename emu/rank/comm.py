@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pickle
 
-from .channel import CHANNEL, IN_PLACE, Msg
-from .types import ERR_ARG, Datatype, Exception, Op, OPS
+from .channel import CHANNEL, Msg
+from .types import Datatype, Exception, Op
 
 ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED, ROOT = -2, -1, -1, -32766, -3
 IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3

@@ -97,9 +97,7 @@ class Comm:
         self.ctx = None
 
     def Abort(self, errorcode: int = 0):
-        from .mpi import Abort
-
-        Abort(errorcode)
+        CHANNEL.abort(errorcode)
 
     # -- point to point, Python objects -------------------------------------------------------------------
     def _send(self, payload, dest: int, tag: int, mode: str, nb: bool, call: str):
@@ -131,7 +129,8 @@ class Comm:
         return pickle.loads(data) if head["st"][1] != PROC_NULL else None
 
     def irecv(self, buf=None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
-        head, _ = CHANNEL.call("recv", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), nb=True, call="irecv")
+        head, _ = CHANNEL.call("recv", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), nb=True,
+                               call="irecv")
         return Request(head["req"], "recv_obj")
 
     def sendrecv(self, sendobj, dest: int, sendtag: int = 0, recvbuf=None, source: int = ANY_SOURCE,
@@ -193,7 +192,8 @@ class Comm:
 
     def Irecv(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
         msg = Msg(buf, writable=True)
-        head, _ = CHANNEL.call("recv", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), nb=True, call="Irecv")
+        head, _ = CHANNEL.call("recv", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), nb=True,
+                               call="Irecv")
         return Request(head["req"], "recv_buf", msg)
 
     def Sendrecv(self, sendbuf, dest: int, sendtag: int = 0, recvbuf=None, source: int = ANY_SOURCE,

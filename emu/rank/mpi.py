@@ -7,9 +7,6 @@ the call (an ``AttributeError`` too, so ``hasattr`` answers False)."""
 
 from __future__ import annotations
 
-import os
-import sys
-
 from .channel import BOTTOM, CHANNEL, IN_PLACE
 from .comm import (ANY_SOURCE, ANY_TAG, CONGRUENT, IDENT, PROC_NULL, ROOT, SIMILAR, TAG_UB_KEY, UNDEFINED, UNEQUAL,
                    Group, Prequest, Request, Status, Unsupported)
@@ -91,10 +88,7 @@ def Wtick() -> float:
 
 
 def Abort(errorcode: int = 0):
-    sys.stdout.flush()
-    sys.stderr.flush()
-    CHANNEL.call("abort", why=f"MPI_Abort(MPI_COMM_WORLD, {errorcode}) on rank {CHANNEL.rank}", code=errorcode)
-    os._exit(errorcode if 0 < errorcode < 256 else 1)
+    CHANNEL.abort(errorcode)
 
 
 def Attach_buffer(buf) -> None:

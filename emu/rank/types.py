@@ -145,7 +145,8 @@ class Datatype:
 
     def Create_hindexed(self, blocklengths, displacements) -> "Datatype":
         self._ok()
-        runs = [r for b, d in zip(blocklengths, displacements) for j in range(b) for r in self._place(d + j * self._extent)]
+        runs = [r for b, d in zip(blocklengths, displacements) for j in range(b)
+                for r in self._place(d + j * self._extent)]
         ends = [d + b * self._extent for b, d in zip(blocklengths, displacements)]
         lb = min(displacements) if len(displacements) else 0
         return self._derived("hindexed", runs, (max(ends) - lb) if ends else 0, lb)
