@@ -90,6 +90,7 @@ def test_wtime_is_virtual_and_a_message_takes_the_model(mpirun, nbytes):
 def test_cpu_time_counts_with_cpu_scale(mpirun):
     busy = """
 from mpi4py import MPI
+import time
 t0, c0 = MPI.Wtime(), time.process_time()
 while time.process_time() - c0 < 0.05:
     pass
