@@ -60,7 +60,7 @@ async def h_wait(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
     for i in head["ids"]:
         r = st.reqs.get(i)
         if r is None:
-            raise MpiError(f"request {i} is not pending (already completed and freed?)", 7)
+            raise MpiError(f"request {i} is not pending (already completed and freed?)", 19)
         reqs.append(r)
     mode, test = head.get("mode", "all"), head.get("test", False)
 

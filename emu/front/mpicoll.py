@@ -170,7 +170,7 @@ async def c_reduce(st, info, head, payload):
             y = await comm.reduce(x, op, root, offload=off)
         _algo(st, head, comm)
         if off is not None and y is None and (every or info.rank == root):
-            raise MpiError(f"the offloaded {kind} failed on the NICs (ErrVec {comm.last_status:#x})", 16)
+            raise MpiError(f"the offloaded {kind} failed on the NICs (ErrVec {comm.last_status:#x})", 15)
         if y is None:
             return {"none": True}, b""
         return {}, np.ascontiguousarray(y).astype(x.dtype, copy=False).tobytes()
@@ -282,5 +282,5 @@ KINDS = {"barrier": c_barrier, "bcast": c_bcast, "reduce": c_reduce, "gather": c
 async def h_coll(st: RankState, head: dict, payload):
     fn = KINDS.get(head.get("kind"))
     if fn is None:
-        raise MpiError(f"no collective {head.get('kind')!r}", 16)
+        raise MpiError(f"no collective {head.get('kind')!r}", 15)
     return await fn(st, st.comm(head["ctx"]), head, payload)

@@ -37,7 +37,7 @@ class MpiError(Exception):
     """An MPI call that fails: the rank gets ``MPI.Exception`` with this text (its error class in
     ``code``)."""
 
-    def __init__(self, text: str, code: int = 16):
+    def __init__(self, text: str, code: int = 15):
         super().__init__(text)
         self.code = code
 
@@ -122,7 +122,7 @@ class Job:
             free = next((i for i in range(1, MAX_COLL_IDS + 1) if i not in used), None)
             if free is None:
                 raise MpiError(f"more than {MAX_COLL_IDS} communicators at once: the emulated library has "
-                               "that many collective ids; free some (Comm.Free)", 17)
+                               "that many collective ids; free some (Comm.Free)", 16)
             self._coll_ids[ctx] = free
             self._frees[ctx] = members
         return ctx, self._coll_ids[ctx]
@@ -174,13 +174,12 @@ class RankState:
 
     async def callback(self, head: dict, payload=b"") -> bytearray:
         """Ask the rank to compute something for the library (a reduction with its own operator, or
-        one of Python objects): the answer's payload. Its CPU time counts as compute."""
+        one of Python objects): the answer's payload."""
         self.answer({"cb": head}, payload)
         reply, data = self.read()
         if "err" in reply:
-            raise MpiError(reply["err"], reply.get("code", 16))
-        await self.charge(reply.get("cpu", 0.0))
-        return data
+            raise MpiError(reply["err"], reply.get("code", 15))
+        return data  # its cost: the host's modelled reduction cost (emu.front.mpicoll.combine)
 
     async def charge(self, cpu_s: float) -> None:
         if cpu_s > 0 and self.job.cpu_scale > 0:
@@ -260,7 +259,7 @@ class RankState:
         """A host message of the point-to-point layer arrived: decode, order, match."""
         data = msg.data
         if len(data) < HDR.size:
-            raise MpiError(f"rank {self.rank}: a point-to-point message of {len(data)} bytes (no header)", 16)
+            raise MpiError(f"rank {self.rank}: a point-to-point message of {len(data)} bytes (no header)", 15)
         kind, ctx, src, tag, seq = HDR.unpack_from(data)
         wsrc = self.job.host_rank[msg.src]
         if kind == ACK:
@@ -368,7 +367,7 @@ async def rank_app(host, job: Job, r: int, handlers: dict):
         st.waiting, st.since_ns = describe(head), t0
         try:
             if handler is None:
-                raise MpiError(f"the emulated MPI has no call {op!r}", 16)
+                raise MpiError(f"the emulated MPI has no call {op!r}", 15)
             out, data = await handler(st, head, payload)
         except MpiError as e:
             out, data = {"err": str(e), "code": e.code}, b""

@@ -17,7 +17,7 @@ import time
 from . import wire
 from .types import ERR_BUFFER, TYPES, Datatype, Exception, Op, from_format, numpy_combine
 
-ERR_TRUNCATE = 15
+ERR_TRUNCATE = 14
 
 
 class _Channel:
@@ -47,9 +47,9 @@ class _Channel:
 
     def call(self, op: str, payload=b"", **head):
         if self.sock is None:
-            raise Exception(16, "MPI is not running: this process was not started by emu mpirun")
+            raise Exception(15, "MPI is not running: this process was not started by emu mpirun")
         if self.finalized and op not in ("exit", "abort"):
-            raise Exception(16, f"MPI call {head.get('call', op)} after MPI_Finalize")
+            raise Exception(15, f"MPI call {head.get('call', op)} after MPI_Finalize")
         head["op"] = op
         t = time.process_time()
         if self.scale > 0:
@@ -66,7 +66,7 @@ class _Channel:
         self.now_ns = answer.pop("now", self.now_ns)
         self.t_ret = time.process_time()
         if "err" in answer:
-            raise Exception(answer.get("code", 16), answer["err"])
+            raise Exception(answer.get("code", 15), answer["err"])
         return answer, data
 
     def abort(self, errorcode: int) -> None:
@@ -87,7 +87,7 @@ class _Channel:
             out = combine(cb, data)
             head = {}
         except BaseException as e:  # noqa: BLE001 -- the error goes back to the call that needed it
-            out, head = b"", {"err": f"{type(e).__name__}: {e}", "code": 16}
+            out, head = b"", {"err": f"{type(e).__name__}: {e}", "code": 15}
         head["cpu"] = time.process_time() - t
         wire.send(self.sock, head, out)
 

@@ -19,7 +19,7 @@ ERR_TYPE, ERR_OP, ERR_BUFFER, ERR_COUNT, ERR_ARG = 3, 9, 1, 2, 12
 class Exception(RuntimeError):  # noqa: A001 -- mpi4py's name: MPI.Exception
     """``MPI.Exception``: an MPI call failed; ``Get_error_class()`` says how."""
 
-    def __init__(self, code: int = 16, text: str = ""):
+    def __init__(self, code: int = 15, text: str = ""):
         super().__init__(text or f"MPI error {code}")
         self.error_code, self.text = code, text
 

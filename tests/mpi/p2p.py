@@ -105,4 +105,14 @@ comm.Send(a, MPI.PROC_NULL)
 st = MPI.Status()
 comm.Recv(b, MPI.PROC_NULL, status=st)
 assert st.Get_source() == MPI.PROC_NULL and st.Get_count() == 0
+
+# a message longer than the buffer: MPI_ERR_TRUNCATE
+if rank == 0:
+    comm.Send(np.zeros(4, "i"), 1, 77)
+elif rank == 1:
+    try:
+        comm.Recv(np.zeros(2, "i"), 0, 77)
+        raise AssertionError("a truncated receive must fail")
+    except MPI.Exception as e:
+        assert e.Get_error_class() == MPI.ERR_TRUNCATE
 print(f"ok {rank}", flush=True)
