@@ -9,6 +9,7 @@ deterministic (``--compute zero``) and checked against the closed forms of
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -51,7 +52,8 @@ def test_same_output_as_mpich(mpirun):
 def test_the_test_programs_are_valid_mpi(program):
     ref = subprocess.run([MPIEXEC, "-n", "3", sys.executable, str(HERE / f"{program}.py")], capture_output=True,
                          text=True, timeout=120)
-    assert ref.returncode == 0 and sorted(ref.stdout.split()) == sorted("ok 0 ok 1 ok 2".split()), ref.stderr[-400:]
+    # mpiexec's relay may cut and join the ranks' lines: find the words wherever they are
+    assert ref.returncode == 0 and sorted(re.findall(r"ok (\d)", ref.stdout)) == ["0", "1", "2"], ref.stderr[-400:]
 
 
 PINGPONG = """
@@ -216,8 +218,6 @@ def test_json_has_figures_per_rank_and_call(mpirun, tmp_path):
 
 def test_the_readme_example_prints_what_it_says(tmp_path):
     readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
-    import re
-
     code = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if b.startswith("# allreduce.py"))
     (tmp_path / "allreduce.py").write_text(code)
     shell = next(b for b in re.findall(r"```bash\n(.*?)```", readme, re.S) if "emu mpirun -n 8" in b)
