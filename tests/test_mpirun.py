@@ -251,3 +251,12 @@ def test_the_demos_script_at_a_tiny_size(tmp_path):
     assert out.returncode == 0 and "all agree" in out.stdout, out.stdout + out.stderr
     assert "helloworld     -n 4 star:n=4         exit 0" in out.stdout
     assert ("agrees with MPICH's" in out.stdout) == bool(MPIEXEC)
+
+
+@pytest.mark.parametrize("values", [(0, 0, 0, 0, 0), (1, 7, 3, -1, 2**32 - 1), (2, 2**32 - 1, -2, 2**31 - 1, 5)])
+def test_the_envelope_codec_is_its_declaration(values):
+    from emu.wire.mpi import ENVELOPE, MpiEnvelope
+
+    raw = ENVELOPE.pack(*values)
+    assert raw == bytes(MpiEnvelope(**dict(zip(("kind", "context", "source", "tag", "seq"), values))))
+    assert ENVELOPE.unpack(raw) == values and len(raw) == 17

@@ -6,9 +6,9 @@ application like any other, that reads the rank's next call from the rank's chan
 one process and steps one application at a time, so while a rank computes, the emulator waits for
 its next call: the ranks run one after another, in virtual-time order, as SimGrid's SMPI runs them.
 
-Point to point: every message is one host message with the tag ``P2P_TAG`` and a header of its own
-(``HDR``: kind, context, source rank in the communicator, MPI tag, sequence number per pair of
-ranks). The receiving rank matches them as an MPI library does: against its posted receives in the
+Point to point: every message is one host message with the tag ``P2P_TAG`` and an envelope
+(``emu.wire.mpi.MpiEnvelope``: kind, context, source rank in the communicator, MPI tag, sequence
+number per pair of ranks) before its data. The receiving rank matches them as an MPI library does: against its posted receives in the
 order they were posted, else into its unexpected queue; a sequence number out of order waits for
 the ones before it (MPI's non-overtaking rule, whatever the routing). ``Ssend`` completes when the
 receiver matched it (an ACK message back). Messages to oneself are handed over without the fabric.
@@ -17,15 +17,14 @@ Collectives: ``emu.front.mpicoll``.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 
 from emu.rank import wire
+from emu.wire.mpi import ENVELOPE, P2P_TAG
 
-P2P_TAG = 0xFF000000
-"""Host tag of every point-to-point message. Collective algorithms tag theirs with their
-communicator's id (``Comm._tag``); ids here are 1..250, so the two never meet."""
-HDR = struct.Struct("!BIiiI")
+HDR = ENVELOPE.struct
+"""The envelope of every point-to-point message (``emu.wire.mpi.MpiEnvelope``: kind, context,
+source, tag, seq); no bit fields, so its struct packs it as the declaration does."""
 DATA, SYNC, ACK = 0, 1, 2
 ANY_SOURCE, ANY_TAG, PROC_NULL = -2, -1, -1
 COLL_CTX = 0x80000000
@@ -220,7 +219,7 @@ class RankState:
             await self._arrived(SYNC if sync else DATA, ctx, info.rank, tag, self.rank, seq, bytes(data))
             return req
         head = HDR.pack(SYNC if sync else DATA, ctx, info.rank, tag, seq)
-        await self.host.send(self.job.hosts[wdst], head + bytes(data), P2P_TAG)
+        await self.host.send(self.job.hosts[wdst], b"".join((head, data)), P2P_TAG)
         return req
 
     async def post_recv(self, info: CommInfo, source: int, tag: int, ctx: int | None = None) -> Req:
