@@ -268,7 +268,8 @@ def cmd_mpirun(args) -> int:
     if error:
         print(f"emu mpirun: error: {error}", file=sys.stderr)
         return max(bad + [1])
-    print(f"emu mpirun: {len(opts.hosts)} ranks on {opts.spec}: virtual time {figs['virtual_ns']:,} ns, "
+    n = len(opts.hosts)
+    print(f"emu mpirun: {n} rank{'s' if n != 1 else ''} on {opts.spec}: virtual time {figs['virtual_ns']:,} ns, "
           f"{figs['frames']:,} frames, {figs['bytes']:,} bytes, {figs['hop_count']:,} hops; "
           f"{figs['mpi_calls']:,} MPI calls in {wall:.2f} s wall"
           + (f"; capture written to {opts.pcap}" if opts.pcap else ""), file=sys.stderr)

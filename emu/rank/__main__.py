@@ -27,10 +27,20 @@ def _install() -> None:
 
     pkg.profile = profile
     sys.modules["mpi4py"] = pkg
+    sys.meta_path.insert(0, _Elsewhere())
     from emu.rank import mpi
 
     sys.modules["mpi4py.MPI"] = mpi
     pkg.MPI = mpi
+
+
+class _Elsewhere:
+    """``import mpi4py.futures`` (or ``util``, ``run``, ...): not in the emulated mpi4py -- said so."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith("mpi4py.") and name != "mpi4py.MPI":
+            raise NotImplementedError(f"the emulated mpi4py (emu mpirun) has no {name}; only mpi4py.MPI")
+        return None
 
 
 def main() -> int:
