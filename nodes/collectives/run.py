@@ -83,7 +83,7 @@ async def collective_app(host, members, operation, algo, count, dtype, op, root,
     comm.in_place = True  # the input is made here and not needed after: no working copy of it
     x = make_input(seed, comm.rank, count, dtype, op if operation != "alltoall" else "alltoall", comm.size)
     y = await call(comm, operation, x, algo, op, root, offload, branch)
-    return y, host.now, host.cpu_ns, comm.last_algo, comm.last_status
+    return y, host.now, host.cpu_ns, comm.last_algo, comm.last_status, getattr(comm, "nc_stats", None)
 
 
 @dataclass
@@ -100,6 +100,8 @@ class CollectiveResult:
     """The run's network figures (frames and bytes the hosts injected, hop count, per link)."""
     errors: dict[str, str] = field(default_factory=dict)
     """Ranks whose offloaded operation reported an error: host -> what (e.g. 'mismatch|timeout')."""
+    nc_stats: list | None = None
+    """Spec 02's broadcasts run by the NICs: every rank's per-step figures (``coding.timing.figures``)."""
 
     frames = property(lambda self: self.metrics.frames)
     bytes = property(lambda self: self.metrics.bytes)
@@ -205,4 +207,4 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
     return CollectiveResult(
         operation, out[members[0]][3], members, {h: out[h][0] for h in members},
         max(out[h][1] for h in members) - t0, sum(out[h][2] for h in members), max(out[h][2] for h in members),
-        m, errors)
+        m, errors, [out[h][5] for h in members] if out[members[0]][5] is not None else None)
