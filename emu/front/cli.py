@@ -640,6 +640,9 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("results", metavar="RESULTS.json", help="the --json file of an emu run")
     rp.add_argument("--trace", metavar="FILE", help="the --trace file of the same run (for the timeline)")
     rp.add_argument("--out", metavar="DIR", required=True, help="folder to write the plots into (made if missing)")
+    from .mpirun import add_parser as add_mpirun  # emu mpirun: unchanged mpi4py programs on the cluster
+
+    add_mpirun(sub, _ascii(int), _ascii(float))
     return ap
 
 
@@ -738,6 +741,10 @@ def _main(ap, argv) -> int:
             return 0
         if args.cmd == "run":
             return trio.run(_run_terminable, args)
+        if args.cmd == "mpirun":
+            from .mpirun import cmd_mpirun
+
+            return cmd_mpirun(args)
     except BaseException as e:  # noqa: BLE001 -- the CLI turns every failure into one line
         return report(e, stderr=getattr(args, "json", None) == "-", note=_keep_finished(args))
     return 2

@@ -53,3 +53,18 @@ async def net(request, cluster):
     spec = marker.args[0] if marker and marker.args else "star:n=4"
     options = dict(marker.kwargs) if marker else {}
     yield await cluster(spec, **options)
+
+
+@pytest.fixture
+def mpirun(tmp_path):
+    """``mpirun(program, n=4, topo="star:n=4", args=(), stdin=None, offload=None, ...)`` runs an mpi4py
+    program (a path, or its source) with ``emu mpirun --compute zero`` and returns its ``MpiResult``:
+    ``returncode``, ``stdout``, ``stderr``, ``figures`` (virtual time, frames, bytes, per rank and MPI
+    call kind), ``lines(rank)``, ``calls(rank)``. See ``emu.front.mpirun.run_program``."""
+    from .mpirun import run_program
+
+    def run(program, n=4, topo="star:n=4", args=(), **options):
+        return run_program(str(program), n, topo, args, workdir=str(tmp_path), **options)
+
+    return run
+

@@ -61,9 +61,12 @@ async def bcast_hw(comm, x: np.ndarray, root: int) -> np.ndarray:
             raise RuntimeError(f"hardware broadcast failed: {r.error} (is group {comm.hw_group:#x} defined over "
                                "the communicator's hosts? Topology.add_group)")
         return flat.copy()
-    got = await host.wait_arrivals(1)
-    if not got:
-        raise RuntimeError(f"rank {comm.rank}: the hardware broadcast never arrived")
+    while True:  # the broadcast's own arrival: a hardware allreduce before it leaves arrivals of its results
+        got = await host.wait_arrivals(1)
+        if not got:
+            raise RuntimeError(f"rank {comm.rank}: the hardware broadcast never arrived")
+        if got[0].addr == BUF:
+            break
     return np.frombuffer(host.mem_read(BUF, flat.nbytes), dtype=flat.dtype).copy()
 
 

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from emu.nodes.nic.interface import Message, Op
 from emu.trace import NO_SPAN
 
-__all__ = ["Compute", "HostAPI", "Message", "Op", "PingOp", "Recv", "Send", "Sleep"]
+__all__ = ["Compute", "HostAPI", "Message", "Op", "PingOp", "Recv", "Send", "Sleep", "TryRecv"]
 
 
 class Send(Op):
@@ -46,6 +46,15 @@ class Recv(Op):
         src = "any" if self.src is None else names[self.src]
         tag = "any" if self.tag is None else self.tag
         return f"recv(src={src}, tag={tag})"
+
+
+class TryRecv(Recv):
+    """A receive that does not wait: the message if one is there, else None at once."""
+
+    __slots__ = ()
+
+    def describe(self, names) -> str:
+        return "try_" + super().describe(names)
 
 
 class PingOp(Op):
@@ -174,6 +183,11 @@ class HostAPI:
     def recv(self, src: str | int | None = None, tag: int | None = None) -> Recv:
         """Wait for a whole message (from ``src`` / with ``tag`` if given); returns a :class:`Message`."""
         return Recv(None if src is None else self._addr(src), tag)
+
+    def try_recv(self, src: str | int | None = None, tag: int | None = None) -> TryRecv:
+        """A message already there (from ``src`` / with ``tag`` if given), or None without waiting
+        (what ``MPI_Test`` and ``MPI_Iprobe`` need); a message found costs the receive overhead."""
+        return TryRecv(None if src is None else self._addr(src), tag)
 
     def ping(self, dst: str | int) -> PingOp:
         """Echo request to ``dst``; returns the virtual round-trip time in ns."""

@@ -22,7 +22,7 @@ from typing import Any, Callable, Protocol
 
 from emu.nodes.nic.interface import PENDING, Message, NicRequest, Op
 
-from .api import Compute, HostAPI, PingOp, Recv, Send, Sleep
+from .api import Compute, HostAPI, PingOp, Recv, Send, Sleep, TryRecv
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,8 @@ class Proc:
     error: str | None = None
     finished_ns: int | None = None
     cpu_ns: int = 0
+    busy: bool = False
+    """Spending CPU time before it continues (a receive's overhead too): no message may match it."""
 
 
 @dataclass
@@ -130,7 +132,7 @@ class Host:
         proc, value = arg
         if proc.done:
             return
-        proc.waiting = None
+        proc.waiting, proc.busy = None, False
         self.current = proc
         while True:
             try:
@@ -168,6 +170,7 @@ class Host:
         if ns == 0:
             return True, value
         proc.cpu_ns += ns
+        proc.busy = True
         self.nic.at(self.now + ns, self.resume, (proc, value))
         return False, None
 
@@ -182,6 +185,13 @@ class Host:
                 del self._inbox[i]
                 return self._received(proc, m)
         return False, None
+
+    def _op_try_recv(self, proc: Proc, op: TryRecv) -> tuple[bool, Any]:
+        for i, m in enumerate(self._inbox):
+            if op.matches(self.host_ids[m.src], m.tag):
+                del self._inbox[i]
+                return self._received(proc, m)
+        return True, None  # nothing there: the app goes on at once
 
     def _op_compute(self, proc: Proc, op: Compute) -> tuple[bool, Any]:
         return self._busy(proc, op.ns)
@@ -210,7 +220,7 @@ class Host:
     def deliver(self, msg: Message) -> None:
         src = self.host_ids.get(msg.src, -1)
         for proc in self._procs:
-            if isinstance(proc.waiting, Recv) and proc.waiting.matches(src, msg.tag):
+            if isinstance(proc.waiting, Recv) and not proc.busy and proc.waiting.matches(src, msg.tag):
                 ready, value = self._received(proc, msg)
                 if ready:
                     self.resume((proc, value))
@@ -225,5 +235,5 @@ class Host:
 
 
 # requests an application can await, dispatched by type (DESIGN.md principle 4)
-_HANDLERS = {Send: Host._op_send, Recv: Host._op_recv, Compute: Host._op_compute,
+_HANDLERS = {Send: Host._op_send, Recv: Host._op_recv, TryRecv: Host._op_try_recv, Compute: Host._op_compute,
              PingOp: Host._op_ping, Sleep: Host._op_sleep}

@@ -1,0 +1,378 @@
+"""The MPI library of ``emu mpirun``, emulator side: each rank's calls carried out by its host.
+
+Each rank is an OS process (``emu.rank``); its host on the emulated cluster runs ``rank_app``, an
+application like any other, that reads the rank's next call from the rank's channel
+(``emu.rank.wire``), carries it out with the host API in virtual time and answers. The emulator is
+one process and steps one application at a time, so while a rank computes, the emulator waits for
+its next call: the ranks run one after another, in virtual-time order, as SimGrid's SMPI runs them.
+
+Point to point: every message is one host message with the tag ``P2P_TAG`` and an envelope
+(``emu.wire.mpi.MpiEnvelope``: kind, context, source rank in the communicator, MPI tag, sequence
+number per pair of ranks) before its data. The receiving rank matches them as an MPI library does: against its posted receives in the
+order they were posted, else into its unexpected queue; a sequence number out of order waits for
+the ones before it (MPI's non-overtaking rule, whatever the routing). ``Ssend`` completes when the
+receiver matched it (an ACK message back). Messages to oneself are handed over without the fabric.
+Collectives: ``emu.front.mpicoll``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from emu.rank import wire
+from emu.wire.mpi import ENVELOPE, P2P_TAG
+
+HDR = ENVELOPE.struct
+"""The envelope of every point-to-point message (``emu.wire.mpi.MpiEnvelope``: kind, context,
+source, tag, seq); no bit fields, so its struct packs it as the declaration does."""
+DATA, SYNC, ACK = 0, 1, 2
+ANY_SOURCE, ANY_TAG, PROC_NULL = -2, -1, -1
+COLL_CTX = 0x80000000
+"""Context of a communicator's collective traffic that goes point to point (its context | this)."""
+MAX_COLL_IDS = 250
+
+
+class MpiError(Exception):
+    """An MPI call that fails: the rank gets ``MPI.Exception`` with this text (its error class in
+    ``code``)."""
+
+    def __init__(self, text: str, code: int = 15):
+        super().__init__(text)
+        self.code = code
+
+
+class RankFailed(Exception):
+    """A rank aborted, raised, or ended without saying so: the job ends."""
+
+
+@dataclass(eq=False)
+class Env:
+    """A message that arrived (or was sent to oneself): its envelope and data."""
+
+    ctx: int
+    src: int
+    tag: int
+    data: bytes
+    wsrc: int
+    sync: int | None = None
+
+
+@dataclass(eq=False)
+class Req:
+    id: int
+    kind: str
+    ctx: int = 0
+    source: int = 0
+    tag: int = 0
+    done: bool = False
+    env: Env | None = None
+    cancelled: bool = False
+
+
+@dataclass
+class CommInfo:
+    ctx: int
+    ranks: list[int]
+    """World rank of each rank of the communicator."""
+    rank: int
+    coll_id: int = 0
+    comm: object = None
+    """The emulator's ``Comm`` over the same hosts (its collective algorithms), made on first use."""
+    made: int = 0
+    """Communicators made from this one so far (Dup, Split, Create: the key of the next one)."""
+
+
+@dataclass
+class CallFigures:
+    count: int = 0
+    bytes: int = 0
+    """Bytes the rank handed over and got back (its buffers, its pickles)."""
+    ns: int = 0
+    """Virtual time from the call's start to its return, summed."""
+    algos: set = field(default_factory=set)
+    """The collective algorithms (or offloads) that carried the calls out."""
+
+
+class Job:
+    """What the ranks share: the world, the context ids, the options."""
+
+    def __init__(self, hosts: list[str], conns: list, offload: str | None, cpu_scale: float, pids: list[int]):
+        self.hosts = hosts
+        self.host_rank = {h: r for r, h in enumerate(hosts)}
+        self.conns = conns
+        self.pids = pids
+        self.offload = offload
+        self.cpu_scale = cpu_scale
+        self.ranks: list[RankState | None] = [None] * len(hosts)
+        self._ctx_of: dict[tuple, int] = {}
+        self._next_ctx = 2  # 0: COMM_WORLD, 1: COMM_SELF
+        self._coll_ids: dict[int, int] = {0: 1}
+        self._frees: dict[int, int] = {}
+        self.failed: list[tuple[int, str]] = []
+        self.exit_codes: dict[int, int] = {}
+
+    def context(self, key: tuple, members: int) -> tuple[int, int]:
+        """(context, collective id) of the communicator ``key`` names (the same on every member)."""
+        ctx = self._ctx_of.get(key)
+        if ctx is None:
+            ctx = self._ctx_of[key] = self._next_ctx
+            self._next_ctx += 1
+            used = set(self._coll_ids.values())
+            free = next((i for i in range(1, MAX_COLL_IDS + 1) if i not in used), None)
+            if free is None:
+                raise MpiError(f"more than {MAX_COLL_IDS} communicators at once: the emulated library has "
+                               "that many collective ids; free some (Comm.Free)", 16)
+            self._coll_ids[ctx] = free
+            self._frees[ctx] = members
+        return ctx, self._coll_ids[ctx]
+
+    def release(self, ctx: int) -> None:
+        """A member freed communicator ``ctx``; the last one gives its collective id back."""
+        if ctx not in self._frees:
+            return
+        self._frees[ctx] -= 1
+        if self._frees[ctx] == 0:
+            del self._frees[ctx]
+            self._coll_ids.pop(ctx, None)
+
+
+class RankState:
+    """One rank's library state on its host."""
+
+    def __init__(self, job: Job, rank: int, host):
+        self.job, self.rank, self.host = job, rank, host
+        self.conn = job.conns[rank]
+        self.reqs: dict[int, Req] = {}
+        self.next_req = 1
+        self.posted: list[Req] = []
+        self.unexpected: list[Env] = []
+        self.send_seq: dict[int, int] = {}
+        self.recv_seq: dict[int, int] = {}
+        self.early: dict[tuple[int, int], tuple] = {}
+        self.sync_wait: dict[tuple[int, int], Req] = {}
+        n = len(job.hosts)
+        self.comms: dict[int, CommInfo] = {0: CommInfo(0, list(range(n)), rank, 1), 1: CommInfo(1, [rank], 0, 0)}
+        self.calls: dict[str, CallFigures] = {}
+        self.waiting: str | None = None
+        self.since_ns = 0
+        self.exit_code: int | None = None
+
+    # -- the channel ------------------------------------------------------------------------------
+    def read(self) -> tuple[dict, bytearray]:
+        try:
+            return wire.recv(self.conn)
+        except (wire.ChannelClosed, OSError) as e:
+            raise RankFailed(f"rank {self.rank} ended without finishing its MPI calls ({e})") from None
+
+    def answer(self, head: dict, payload=b"") -> None:
+        head["now"] = self.host.now
+        try:
+            wire.send(self.conn, head, payload)
+        except OSError as e:
+            raise RankFailed(f"rank {self.rank} is gone ({e})") from None
+
+    async def callback(self, head: dict, payload=b"") -> bytearray:
+        """Ask the rank to compute something for the library (a reduction with its own operator, or
+        one of Python objects): the answer's payload."""
+        self.answer({"cb": head}, payload)
+        reply, data = self.read()
+        if "err" in reply:
+            raise MpiError(reply["err"], reply.get("code", 15))
+        return data  # its cost: the host's modelled reduction cost (emu.front.mpicoll.combine)
+
+    async def charge(self, cpu_s: float) -> None:
+        if cpu_s > 0 and self.job.cpu_scale > 0:
+            await self.host.compute(int(cpu_s * self.job.cpu_scale * 1e9))
+
+    def new_req(self, kind: str, **kw) -> Req:
+        r = Req(self.next_req, kind, **kw)
+        self.next_req += 1
+        self.reqs[r.id] = r
+        return r
+
+    def comm(self, ctx: int) -> CommInfo:
+        info = self.comms.get(ctx)
+        if info is None:
+            raise MpiError(f"invalid communicator (context {ctx}): freed, or not one of this rank's", 5)
+        return info
+
+    # -- point to point ---------------------------------------------------------------------------
+    async def send(self, info: CommInfo, dest: int, tag: int, data, sync: bool = False,
+                   ctx: int | None = None) -> Req:
+        """Send ``data`` to rank ``dest`` of ``info``; the request completes now, or for a
+        synchronous send when the receiver matched it."""
+        req = self.new_req("send")
+        if dest == PROC_NULL:
+            req.done = True
+            return req
+        if not 0 <= dest < len(info.ranks):
+            raise MpiError(f"invalid rank {dest} (the communicator has {len(info.ranks)})", 6)
+        ctx = info.ctx if ctx is None else ctx
+        wdst = info.ranks[dest]
+        seq = self.send_seq.get(wdst, 0)
+        self.send_seq[wdst] = seq + 1
+        if sync:
+            self.sync_wait[(wdst, seq)] = req
+        else:
+            req.done = True
+        if wdst == self.rank:  # to oneself: no fabric (MPICH copies too)
+            await self._arrived(SYNC if sync else DATA, ctx, info.rank, tag, self.rank, seq, bytes(data))
+            return req
+        head = HDR.pack(SYNC if sync else DATA, ctx, info.rank, tag, seq)
+        await self.host.send(self.job.hosts[wdst], b"".join((head, data)), P2P_TAG)
+        return req
+
+    async def post_recv(self, info: CommInfo, source: int, tag: int, ctx: int | None = None) -> Req:
+        """A receive: matched at once from the unexpected queue, else posted."""
+        req = self.new_req("recv", ctx=info.ctx if ctx is None else ctx, source=source, tag=tag)
+        if source == PROC_NULL:
+            req.done, req.env = True, Env(req.ctx, PROC_NULL, ANY_TAG, b"", -1)
+            return req
+        for i, env in enumerate(self.unexpected):
+            if self._matches(req, env):
+                del self.unexpected[i]
+                await self._complete(req, env)
+                return req
+        self.posted.append(req)
+        return req
+
+    @staticmethod
+    def _matches(req: Req, env: Env) -> bool:
+        return (req.ctx == env.ctx and (req.source == ANY_SOURCE or req.source == env.src)
+                and (req.tag == ANY_TAG or req.tag == env.tag))
+
+    async def _complete(self, req: Req, env: Env) -> None:
+        req.done, req.env = True, env
+        if env.sync is not None:  # the sender of a synchronous send waits for this
+            if env.wsrc == self.rank:
+                self._acked(self.rank, env.sync)
+            else:
+                await self.host.send(self.job.hosts[env.wsrc], HDR.pack(ACK, 0, 0, 0, env.sync), P2P_TAG)
+
+    def _acked(self, wdst: int, seq: int) -> None:
+        req = self.sync_wait.pop((wdst, seq), None)
+        if req is not None:
+            req.done = True
+
+    async def incoming(self, msg) -> None:
+        """A host message of the point-to-point layer arrived: decode, order, match."""
+        data = msg.data
+        if len(data) < HDR.size:
+            raise MpiError(f"rank {self.rank}: a point-to-point message of {len(data)} bytes (no header)", 15)
+        kind, ctx, src, tag, seq = HDR.unpack_from(data)
+        wsrc = self.job.host_rank[msg.src]
+        if kind == ACK:
+            self._acked(wsrc, seq)
+            return
+        await self._arrived(kind, ctx, src, tag, wsrc, seq, bytes(memoryview(data)[HDR.size:]))
+
+    async def _arrived(self, kind, ctx, src, tag, wsrc, seq, payload) -> None:
+        expect = self.recv_seq.get(wsrc, 0)
+        if seq != expect:  # overtook an earlier message of the same sender: wait for that one
+            self.early[(wsrc, seq)] = (kind, ctx, src, tag, payload)
+            return
+        while True:
+            self.recv_seq[wsrc] = seq + 1
+            env = Env(ctx, src, tag, payload, wsrc, seq if kind == SYNC else None)
+            for i, req in enumerate(self.posted):
+                if self._matches(req, env):
+                    del self.posted[i]
+                    await self._complete(req, env)
+                    break
+            else:
+                self.unexpected.append(env)
+            seq += 1
+            nxt = self.early.pop((wsrc, seq), None)
+            if nxt is None:
+                return
+            kind, ctx, src, tag, payload = nxt
+
+    async def progress(self) -> None:
+        """Wait for the next point-to-point message and take it in."""
+        await self.incoming(await self.host.recv(tag=P2P_TAG))
+
+    async def poll(self) -> None:
+        """Take in every point-to-point message already there, without waiting."""
+        while True:
+            msg = await self.host.try_recv(tag=P2P_TAG)
+            if msg is None:
+                return
+            await self.incoming(msg)
+
+    async def wait(self, req: Req) -> Req:
+        while not req.done:
+            await self.progress()
+        return req
+
+    def find_unexpected(self, ctx: int, source: int, tag: int) -> Env | None:
+        probe = Req(0, "probe", ctx=ctx, source=source, tag=tag)
+        return next((e for e in self.unexpected if self._matches(probe, e)), None)
+
+    def cancel(self, req: Req) -> None:
+        if req.kind == "recv" and not req.done and req in self.posted:
+            self.posted.remove(req)
+            req.done, req.cancelled = True, True
+            req.env = Env(req.ctx, req.source, req.tag, b"", -1)
+
+    def figures(self, kind: str) -> CallFigures:
+        f = self.calls.get(kind)
+        if f is None:
+            f = self.calls[kind] = CallFigures()
+        return f
+
+
+def status_of(req: Req) -> list:
+    """What the rank's ``Status`` says of a finished request: [id, source, tag, bytes, cancelled]."""
+    env = req.env
+    if env is None:
+        return [req.id, ANY_SOURCE, ANY_TAG, 0, req.cancelled]
+    return [req.id, env.src, env.tag, len(env.data), req.cancelled]
+
+
+def describe(head: dict) -> str:
+    """The call a rank waits in, as a person reads it: ``MPI_Recv(source=1, tag=7, comm=0)``."""
+    op = head.get("call") or head.get("op", "?")
+    names = {0: "WORLD", 1: "SELF"}
+    args = ", ".join(f"comm={names.get(v, f'#{v}')}" if k == "ctx" else f"{k}={v}" for k, v in head.items()
+                     if k in ("source", "dest", "tag", "root", "ctx", "ids"))
+    return f"{op}({args})"
+
+
+async def rank_app(host, job: Job, r: int, handlers: dict):
+    """Rank ``r``'s host: answer its calls until it ends."""
+    st = job.ranks[r] = RankState(job, r, host)
+    if job.offload == "nic":  # communicator setup of COMM_WORLD on the NICs, before the program starts
+        await host.nic_open(1)
+    head, _ = st.read()
+    if head.get("op") != "hello" or head.get("rank") != r or head.get("pid") != job.pids[r]:
+        raise RankFailed(f"rank {r}: the first message is not the rank's hello ({str(head)[:80]})")
+    st.answer({"rank": r, "size": len(job.hosts), "name": host.name})
+    while True:
+        head, payload = st.read()
+        op = head.get("op")
+        if job.failed:  # another rank failed: this one stops here
+            raise RankFailed(f"rank {r} stopped: rank {job.failed[0][0]} failed")
+        await st.charge(head.get("cpu", 0.0))
+        if op == "exit":
+            st.exit_code = job.exit_codes[r] = int(head.get("code", 0))
+            st.answer({})
+            return st.exit_code
+        if op == "abort":
+            job.failed.append((r, head.get("why", "MPI_Abort")))
+            st.answer({})
+            raise RankFailed(f"rank {r}: {head.get('why', 'MPI_Abort')}")
+        handler = handlers.get(op)
+        t0 = host.now
+        st.waiting, st.since_ns = describe(head), t0
+        try:
+            if handler is None:
+                raise MpiError(f"the emulated MPI has no call {op!r}", 15)
+            out, data = await handler(st, head, payload)
+        except MpiError as e:
+            out, data = {"err": str(e), "code": e.code}, b""
+        st.waiting = None
+        f = st.figures(head.get("call") or op)
+        f.count += 1
+        f.bytes += len(payload) + len(data)
+        f.ns += host.now - t0
+        st.answer(out, data)

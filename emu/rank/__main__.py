@@ -1,0 +1,97 @@
+"""``python -m emu.rank PROGRAM.py [ARGS]`` (or ``-m MODULE``): one rank of ``emu mpirun``.
+
+The emulated MPI is put in place of ``mpi4py`` in this process only (``sys.modules``), then the
+program runs unchanged as ``__main__``. Its end is told to the emulator: the exit status, or -- when
+it raised -- after Python printed the traceback, an abort that ends the job."""
+
+from __future__ import annotations
+
+import os
+import runpy
+import signal
+import sys
+import traceback
+import types
+
+
+def _install() -> None:
+    pkg = types.ModuleType("mpi4py")
+    pkg.__path__ = []
+    pkg.__version__ = "4.1.2"
+    pkg.__doc__ = "emulated mpi4py (emu mpirun)"
+    pkg.rc = types.SimpleNamespace(initialize=True, threads=True, thread_level="multiple", finalize=None,
+                                   fast_reduce=True, recv_mprobe=True, errors="exception")
+
+    def profile(*a, **k):
+        raise NotImplementedError("the emulated MPI has no mpi4py.profile")
+
+    pkg.profile = profile
+    sys.modules["mpi4py"] = pkg
+    sys.meta_path.insert(0, _Elsewhere())
+    from emu.rank import mpi
+
+    sys.modules["mpi4py.MPI"] = mpi
+    pkg.MPI = mpi
+
+
+class _Elsewhere:
+    """``import mpi4py.futures`` (or ``util``, ``run``, ...): not in the emulated mpi4py -- said so."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith("mpi4py.") and name != "mpi4py.MPI":
+            raise NotImplementedError(f"the emulated mpi4py (emu mpirun) has no {name}; only mpi4py.MPI")
+        return None
+
+
+def main() -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # emu mpirun ends the ranks on Ctrl-C
+    if len(sys.argv) < 2:
+        print("usage: python -m emu.rank PROGRAM.py [ARGS] | -m MODULE [ARGS] (started by emu mpirun)", file=sys.stderr)
+        return 2
+    _install()
+    from emu.rank.channel import CHANNEL
+
+    code = 0
+    try:
+        if sys.argv[1] == "-m":
+            mod = sys.argv[2]
+            sys.argv = [mod, *sys.argv[3:]]
+            sys.path[0] = os.getcwd()
+            runpy.run_module(mod, run_name="__main__", alter_sys=True)
+        else:
+            prog = sys.argv[1]
+            sys.argv = sys.argv[1:]
+            sys.path[0] = os.path.dirname(os.path.abspath(prog))
+            runpy.run_path(prog, run_name="__main__")
+    except SystemExit as e:
+        if e.code is None:
+            code = 0
+        elif isinstance(e.code, int):
+            code = e.code
+        else:
+            print(e.code, file=sys.stderr)
+            code = 1
+    except BaseException as e:  # noqa: BLE001 -- printed as Python would, then the job ends
+        tb = e.__traceback__  # from the program's own frames on, as python PROGRAM.py shows it
+        while tb is not None and (tb.tb_frame.f_code.co_filename in (__file__, "<frozen runpy>")):
+            tb = tb.tb_next
+        traceback.print_exception(type(e), e, tb)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if CHANNEL.sock is None:
+            CHANNEL.open()
+        CHANNEL.call("abort", why=f"{type(e).__name__}: {e}".strip(), code=1)
+        os._exit(1)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        pass
+    if CHANNEL.sock is None:  # a program that never imported MPI still says it ended
+        CHANNEL.open()
+    CHANNEL.call("exit", code=code)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""The rank's end of its channel to the emulator, and its buffers (rank side).
+
+``call(op, payload, **head)`` sends one MPI call and returns the answer; while the emulator carries
+it out it may ask this process to combine data (a reduction with the program's own operator, or of
+Python objects): ``_callback``. The CPU time the program spent since the last call goes with each
+call, so that its host computes that long in virtual time (``--cpu-scale``; none with ``--compute
+zero``); ``wtime`` is the host's virtual clock.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import time
+
+from . import wire
+from .types import ERR_BUFFER, TYPES, Datatype, Exception, Op, from_format, numpy_combine
+
+ERR_TRUNCATE = 14
+
+
+class _Channel:
+    def __init__(self):
+        self.sock: socket.socket | None = None
+        self.rank, self.size, self.name = 0, 1, "localhost"
+        self.now_ns = 0
+        self.scale = float(os.environ.get("EMU_MPIRUN_CPU_SCALE", "0") or 0)
+        self.t_ret = time.process_time()
+        self.finalized = False
+        self.bsend_buffer = None
+        """The buffer of ``Attach_buffer``: a buffered send needs room in it (the message's bytes and
+        ``BSEND_OVERHEAD``); the emulated NIC takes a message at once, so the room is free again."""
+
+    def bsend_room(self, nbytes: int) -> None:
+        have = memoryview(self.bsend_buffer).nbytes if self.bsend_buffer is not None else 0
+        if nbytes + 96 > have:
+            raise Exception(ERR_BUFFER, f"MPI_ERR_BUFFER: insufficient space in Bsend buffer; requested {nbytes}, "
+                                        f"total buffer size is {have} (MPI.Attach_buffer)")
+
+    def open(self) -> None:
+        fd = int(os.environ.pop("EMU_MPIRUN_FD"))
+        self.sock = socket.socket(fileno=fd)
+        self.sock.set_inheritable(False)  # a program's own subprocesses do not get it
+        head, _ = self.call("hello", rank=int(os.environ["EMU_MPIRUN_RANK"]), pid=os.getpid())
+        self.rank, self.size, self.name = head["rank"], head["size"], head["name"]
+
+    def call(self, op: str, payload=b"", **head):
+        if self.sock is None:
+            raise Exception(15, "MPI is not running: this process was not started by emu mpirun")
+        if self.finalized and op not in ("exit", "abort"):
+            raise Exception(15, f"MPI call {head.get('call', op)} after MPI_Finalize")
+        head["op"] = op
+        t = time.process_time()
+        if self.scale > 0:
+            head["cpu"] = t - self.t_ret
+        try:
+            wire.send(self.sock, head, payload)
+            while True:
+                answer, data = wire.recv(self.sock)
+                if "cb" not in answer:
+                    break
+                self._callback(answer["cb"], data)
+        except (wire.ChannelClosed, OSError):
+            os._exit(1)  # the emulator ended the job (another rank failed, Ctrl-C): nothing to add
+        self.now_ns = answer.pop("now", self.now_ns)
+        self.t_ret = time.process_time()
+        if "err" in answer:
+            raise Exception(answer.get("code", 15), answer["err"])
+        return answer, data
+
+    def abort(self, errorcode: int) -> None:
+        """``MPI_Abort``: the job ends; this process with ``errorcode``."""
+        import sys
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.call("abort", why=f"MPI_Abort(MPI_COMM_WORLD, {errorcode}) on rank {self.rank}", code=errorcode)
+        os._exit(errorcode if 0 < errorcode < 256 else 1)
+
+    def wtime(self) -> float:
+        return self.now_ns / 1e9 + (time.process_time() - self.t_ret) * self.scale
+
+    def _callback(self, cb: dict, data) -> None:
+        t = time.process_time()
+        try:
+            out = combine(cb, data)
+            head = {}
+        except BaseException as e:  # noqa: BLE001 -- the error goes back to the call that needed it
+            out, head = b"", {"err": f"{type(e).__name__}: {e}", "code": 15}
+        head["cpu"] = time.process_time() - t
+        wire.send(self.sock, head, out)
+
+
+CHANNEL = _Channel()
+
+
+def op_of(key: str) -> Op:
+    if key.startswith("user:"):
+        op = Op._users.get(int(key[5:]))
+        if op is None:
+            raise Exception(9, f"MPI_ERR_OP: operation {key} was freed")
+        return op
+    from .types import OPS
+
+    return OPS[key.upper()]
+
+
+def combine(cb: dict, data) -> bytes:
+    """Reduce the parts of ``data`` (lengths ``lens``, in rank order) with the operator named."""
+    parts, at = [], 0
+    for n in cb["lens"]:
+        parts.append(data[at:at + n])
+        at += n
+    op = op_of(cb["op"])
+    if cb.get("pickled"):
+        objs = [pickle.loads(p) for p in parts]
+        acc = objs[0]
+        for o in objs[1:]:
+            acc = op(acc, o)
+        return pickle.dumps(acc, pickle.HIGHEST_PROTOCOL)
+    import numpy as np
+
+    dt = TYPES[cb["tname"]] if cb.get("tname") in TYPES else None
+    npt = dt.numpy() if dt is not None else np.dtype(cb["dtype"])
+    acc = np.frombuffer(bytes(parts[0]), npt).copy()
+    for p in parts[1:]:
+        b = np.frombuffer(bytes(p), npt).copy()
+        if op.uid:  # the program's function: inoutbuf = inbuf op inoutbuf
+            op.fn(memoryview(acc).cast("B"), memoryview(b).cast("B"), dt or TYPES["BYTE"])
+            acc = b
+        else:
+            acc = numpy_combine(op.name, acc, b)
+    return acc.tobytes()
+
+
+# -- buffers --------------------------------------------------------------------------------------------
+IN_PLACE = type("InPlace", (), {"__repr__": lambda self: "<emulated MPI.IN_PLACE>"})()
+BOTTOM = type("Bottom", (), {"__repr__": lambda self: "<emulated MPI.BOTTOM>"})()
+
+
+def _raw(obj, writable: bool) -> memoryview:
+    if obj is BOTTOM:
+        raise NotImplementedError("the emulated MPI has no MPI.BOTTOM (absolute addresses)")
+    try:
+        mv = memoryview(obj)
+    except TypeError:
+        raise TypeError(f"expected a buffer (numpy array, bytes, bytearray, array, mmap), got "
+                        f"{type(obj).__name__}") from None
+    if writable and mv.readonly:
+        raise Exception(ERR_BUFFER, "MPI_ERR_BUFFER: the receive buffer is read-only")
+    if not mv.c_contiguous:
+        raise Exception(ERR_BUFFER, "MPI_ERR_BUFFER: the buffer is not contiguous")
+    return mv
+
+
+class Msg:
+    """A buffer and how much of it, in which datatype: ``buf``, ``[buf, type]``, ``[buf, count,
+    type]``, ``[buf, (count, displ), type]``; for the v-variants ``[buf, counts, displs, type]``,
+    ``[buf, (counts, displs), type]`` or ``[buf, counts, type]``."""
+
+    def __init__(self, spec, writable: bool = False, vector: bool = False, blocks: int = 1):
+        items = list(spec) if isinstance(spec, (list, tuple)) else [spec]
+        buf, dt, count, displ, counts, displs = items[0], None, None, 0, None, None
+        rest = items[1:]
+        if rest and isinstance(rest[-1], Datatype):
+            dt = rest.pop()
+        elif rest and isinstance(rest[-1], str):
+            dt = from_format(rest.pop())
+        if vector:
+            if len(rest) == 2:
+                counts, displs = rest
+            elif (len(rest) == 1 and isinstance(rest[0], tuple) and len(rest[0]) == 2
+                  and not isinstance(rest[0][0], int)):  # (counts, displs)
+                counts, displs = rest[0]
+            elif len(rest) == 1:
+                counts = rest[0]
+        elif rest:
+            count = rest[0]
+            if isinstance(count, tuple):
+                count, displ = count
+        self.mv = _raw(buf, writable)
+        self.dt = (dt if dt is not None else from_format(self.mv.format))._ok()
+        self.raw = self.mv.cast("B") if (self.mv.format != "B" or self.mv.ndim != 1) else self.mv
+        per = self.dt.extent or 1
+        if vector:
+            if counts is None:
+                counts = [self.raw.nbytes // per // blocks] * blocks
+            counts = [int(c) for c in counts]
+            if displs is None:
+                displs = [sum(counts[:i]) for i in range(len(counts))]
+            self.counts, self.displs = counts, [int(d) for d in displs]
+        self.count = int(count) if count is not None else self.raw.nbytes // per // blocks
+        self.displ = int(displ)
+
+    @property
+    def nbytes(self) -> int:
+        return self.count * self.dt.packed
+
+    def pack(self, count: int | None = None, displ: int | None = None) -> bytes:
+        count = self.count if count is None else count
+        at = (self.displ if displ is None else displ) * self.dt.extent
+        if self.dt.contiguous():
+            end = at + count * self.dt.extent
+            if end > self.raw.nbytes:
+                raise Exception(ERR_BUFFER, f"MPI_ERR_BUFFER: {count} elements of {self.dt.name} do not fit the buffer")
+            return bytes(self.raw[at:end])
+        import numpy as np
+
+        return np.frombuffer(self.raw, np.uint8)[self.dt.index(count) + at].tobytes()
+
+    def unpack(self, data, count: int | None = None, displ: int | None = None) -> None:
+        count = self.count if count is None else count
+        if len(data) > count * self.dt.packed:
+            raise Exception(ERR_TRUNCATE, f"MPI_ERR_TRUNCATE: a message of {len(data)} bytes for a buffer of "
+                                          f"{count * self.dt.packed}")
+        at = (self.displ if displ is None else displ) * self.dt.extent
+        if self.dt.contiguous():
+            self.raw[at:at + len(data)] = data
+            return
+        import numpy as np
+
+        arr = np.frombuffer(self.raw, np.uint8)
+        arr[self.dt.index(count)[:len(data)] + at] = np.frombuffer(bytes(data), np.uint8)
+
+    def type_fields(self) -> dict:
+        """What a reduction needs to know of the element type."""
+        base = self.dt if self.dt.named else self.dt.base
+        name = next((k for k, v in TYPES.items() if v is base), None) if base is not None else None
+        npt = self.dt.numpy()
+        return {"dtype": npt.str if npt is not None and npt.names is None else None, "tname": name}

@@ -1,0 +1,421 @@
+"""``MPI.Comm`` of the emulated ``mpi4py.MPI``: point to point and collectives (rank side)."""
+
+from __future__ import annotations
+
+import pickle
+
+from .channel import CHANNEL, IN_PLACE, Msg
+from .comm import (ANY_SOURCE, ANY_TAG, CONGRUENT, IDENT, PROC_NULL, TAG_UB, TAG_UB_KEY, UNDEFINED, UNEQUAL,
+                   Group, Prequest, Request, Status, _fill, _op, _pickle, _tag_ok, _unsupported)
+from .types import Exception, OPS
+
+
+class Comm:
+    def __init__(self, ctx: int | None, size: int = 0, rank: int = 0):
+        self.ctx, self._size, self._rank, self._name = ctx, size, rank, None
+
+    def _ok(self) -> int:
+        if self.ctx is None:
+            raise Exception(5, "MPI_ERR_COMM: invalid communicator (COMM_NULL)")
+        return self.ctx
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Comm) and self.ctx == other.ctx
+
+    def __hash__(self) -> int:
+        return hash(self.ctx)
+
+    def __bool__(self) -> bool:
+        return self.ctx is not None
+
+    def __getattr__(self, name):
+        _unsupported("Comm.", name)
+
+    # -- what it is ---------------------------------------------------------------------------------
+    def Get_rank(self) -> int:
+        self._ok()
+        return self._rank
+
+    def Get_size(self) -> int:
+        self._ok()
+        return self._size
+
+    rank = property(Get_rank)
+    size = property(Get_size)
+
+    def Get_name(self) -> str:
+        return self._name or {0: "MPI_COMM_WORLD", 1: "MPI_COMM_SELF", None: "MPI_COMM_NULL"}.get(self.ctx, "")
+
+    def Set_name(self, name: str) -> None:
+        self._name = name
+
+    name = property(Get_name, Set_name)
+
+    def Is_inter(self) -> bool:
+        return False
+
+    def Is_intra(self) -> bool:
+        return True
+
+    def Get_topology(self) -> int:
+        return UNDEFINED
+
+    def Get_attr(self, keyval: int):
+        return TAG_UB if keyval == TAG_UB_KEY else None
+
+    def Get_group(self) -> Group:
+        head, _ = CHANNEL.call("info", ctx=self._ok(), call="Get_group")
+        return Group(head["ranks"])
+
+    group = property(Get_group)
+
+    def Compare(self, other: "Comm") -> int:
+        if self.ctx == other.ctx:
+            return IDENT
+        return CONGRUENT if self.Get_group().ranks == other.Get_group().ranks else UNEQUAL
+
+    # -- making communicators --------------------------------------------------------------------------
+    def _made(self, head) -> "Comm":
+        if head["ctx"] is None:
+            return COMM_NULL
+        info, _ = CHANNEL.call("info", ctx=head["ctx"], call="Comm_info")
+        return Intracomm(head["ctx"], len(info["ranks"]), info["rank"])
+
+    def Dup(self, info=None) -> "Comm":
+        return self._made(CHANNEL.call("dup", ctx=self._ok(), call="Dup")[0])
+
+    Clone = Dup
+
+    def Split(self, color: int = 0, key: int = 0) -> "Comm":
+        return self._made(CHANNEL.call("split", ctx=self._ok(), color=int(color), key=int(key), call="Split")[0])
+
+    def Create(self, group: Group) -> "Comm":
+        return self._made(CHANNEL.call("create", ctx=self._ok(), ranks=group.ranks, call="Create")[0])
+
+    def Free(self) -> None:
+        CHANNEL.call("free", ctx=self._ok(), call="Free")
+        self.ctx = None
+
+    def Abort(self, errorcode: int = 0):
+        CHANNEL.abort(errorcode)
+
+    # -- point to point, Python objects -------------------------------------------------------------------
+    def _send(self, payload, dest: int, tag: int, mode: str, nb: bool, call: str):
+        head, _ = CHANNEL.call("send", payload, ctx=self._ok(), dest=int(dest), tag=_tag_ok(tag, False), mode=mode,
+                               nb=nb, call=call)
+        return Request(head["req"], "send") if nb else None
+
+    def send(self, obj, dest: int, tag: int = 0) -> None:
+        self._send(_pickle(obj), dest, tag, "std", False, "send")
+
+    def bsend(self, obj, dest: int, tag: int = 0) -> None:
+        self._send(_room(_pickle(obj)), dest, tag, "std", False, "bsend")
+
+    def ssend(self, obj, dest: int, tag: int = 0) -> None:
+        self._send(_pickle(obj), dest, tag, "sync", False, "ssend")
+
+    def isend(self, obj, dest: int, tag: int = 0) -> Request:
+        return self._send(_pickle(obj), dest, tag, "std", True, "isend")
+
+    def ibsend(self, obj, dest: int, tag: int = 0) -> Request:
+        return self._send(_room(_pickle(obj)), dest, tag, "std", True, "ibsend")
+
+    def issend(self, obj, dest: int, tag: int = 0) -> Request:
+        return self._send(_pickle(obj), dest, tag, "sync", True, "issend")
+
+    def recv(self, buf=None, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None):
+        head, data = CHANNEL.call("recv", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), call="recv")
+        _fill(status, head["st"])
+        return pickle.loads(data) if head["st"][1] != PROC_NULL else None
+
+    def irecv(self, buf=None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+        head, _ = CHANNEL.call("recv", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), nb=True,
+                               call="irecv")
+        return Request(head["req"], "recv_obj")
+
+    def sendrecv(self, sendobj, dest: int, sendtag: int = 0, recvbuf=None, source: int = ANY_SOURCE,
+                 recvtag: int = ANY_TAG, status: Status | None = None):
+        head, data = CHANNEL.call("sendrecv", _pickle(sendobj), ctx=self._ok(), dest=int(dest),
+                                  sendtag=_tag_ok(sendtag, False), source=int(source), recvtag=_tag_ok(recvtag, True),
+                                  call="sendrecv")
+        _fill(status, head["st"])
+        return pickle.loads(data) if head["st"][1] != PROC_NULL else None
+
+    def _probe(self, source, tag, nb: bool, status, call: str) -> bool:
+        head, _ = CHANNEL.call("probe", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), nb=nb, call=call)
+        if head["found"]:
+            _fill(status, head["st"])
+        return head["found"]
+
+    def probe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None) -> bool:
+        return self._probe(source, tag, False, status, "probe")
+
+    def iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None) -> bool:
+        return self._probe(source, tag, True, status, "iprobe")
+
+    def Probe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None) -> None:
+        self._probe(source, tag, False, status, "Probe")
+
+    def Iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None) -> bool:
+        return self._probe(source, tag, True, status, "Iprobe")
+
+    # -- point to point, buffers ----------------------------------------------------------------------------
+    def Send(self, buf, dest: int, tag: int = 0) -> None:
+        self._send(Msg(buf).pack(), dest, tag, "std", False, "Send")
+
+    def Bsend(self, buf, dest: int, tag: int = 0) -> None:
+        self._send(_room(Msg(buf).pack()), dest, tag, "std", False, "Bsend")
+
+    def Rsend(self, buf, dest: int, tag: int = 0) -> None:
+        self._send(Msg(buf).pack(), dest, tag, "std", False, "Rsend")
+
+    def Ssend(self, buf, dest: int, tag: int = 0) -> None:
+        self._send(Msg(buf).pack(), dest, tag, "sync", False, "Ssend")
+
+    def Isend(self, buf, dest: int, tag: int = 0) -> Request:
+        return self._send(Msg(buf).pack(), dest, tag, "std", True, "Isend")
+
+    def Ibsend(self, buf, dest: int, tag: int = 0) -> Request:
+        return self._send(_room(Msg(buf).pack()), dest, tag, "std", True, "Ibsend")
+
+    def Irsend(self, buf, dest: int, tag: int = 0) -> Request:
+        return self._send(Msg(buf).pack(), dest, tag, "std", True, "Irsend")
+
+    def Issend(self, buf, dest: int, tag: int = 0) -> Request:
+        return self._send(Msg(buf).pack(), dest, tag, "sync", True, "Issend")
+
+    def Recv(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None) -> None:
+        msg = Msg(buf, writable=True)
+        head, data = CHANNEL.call("recv", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), call="Recv")
+        msg.unpack(data)
+        _fill(status, head["st"])
+
+    def Irecv(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+        msg = Msg(buf, writable=True)
+        head, _ = CHANNEL.call("recv", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), nb=True,
+                               call="Irecv")
+        return Request(head["req"], "recv_buf", msg)
+
+    def Sendrecv(self, sendbuf, dest: int, sendtag: int = 0, recvbuf=None, source: int = ANY_SOURCE,
+                 recvtag: int = ANY_TAG, status: Status | None = None) -> None:
+        out = Msg(sendbuf).pack()
+        msg = Msg(recvbuf, writable=True)
+        head, data = CHANNEL.call("sendrecv", out, ctx=self._ok(), dest=int(dest), sendtag=_tag_ok(sendtag, False),
+                                  source=int(source), recvtag=_tag_ok(recvtag, True), call="Sendrecv")
+        msg.unpack(data)
+        _fill(status, head["st"])
+
+    def Sendrecv_replace(self, buf, dest: int, sendtag: int = 0, source: int = ANY_SOURCE, recvtag: int = ANY_TAG,
+                         status: Status | None = None) -> None:
+        self.Sendrecv(buf, dest, sendtag, buf, source, recvtag, status)
+
+    def Send_init(self, buf, dest: int, tag: int = 0) -> Prequest:
+        return Prequest(lambda: self.Isend(buf, dest, tag))
+
+    def Bsend_init(self, buf, dest: int, tag: int = 0) -> Prequest:
+        return Prequest(lambda: self.Ibsend(buf, dest, tag))
+
+    def Rsend_init(self, buf, dest: int, tag: int = 0) -> Prequest:
+        return Prequest(lambda: self.Irsend(buf, dest, tag))
+
+    def Ssend_init(self, buf, dest: int, tag: int = 0) -> Prequest:
+        return Prequest(lambda: self.Issend(buf, dest, tag))
+
+    def Recv_init(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Prequest:
+        return Prequest(lambda: self.Irecv(buf, source, tag))
+
+    # -- collectives ------------------------------------------------------------------------------------
+    def _coll(self, kind: str, call: str, payload=b"", **head):
+        return CHANNEL.call("coll", payload, ctx=self._ok(), kind=kind, call=call, **head)
+
+    def Barrier(self) -> None:
+        self._coll("barrier", "Barrier")
+
+    def barrier(self) -> None:
+        self._coll("barrier", "barrier")
+
+    def bcast(self, obj=None, root: int = 0):
+        me = self._rank == root
+        head, data = self._coll("bcast", "bcast", _pickle(obj) if me else b"", root=root, n=-1)
+        return obj if me else pickle.loads(data)
+
+    def Bcast(self, buf, root: int = 0) -> None:
+        msg = Msg(buf, writable=self._rank != root)
+        me = self._rank == root
+        head, data = self._coll("bcast", "Bcast", msg.pack() if me else b"", root=root, n=msg.nbytes)
+        if not me:
+            msg.unpack(data)
+
+    # reductions
+    def _reduce_obj(self, obj, op, root: int, every: bool, call: str):
+        head, data = self._coll("reduce", call, _pickle(obj), rop=_op(op).key, pickled=True, root=root, all=every)
+        return None if head.get("none") else pickle.loads(data)
+
+    def reduce(self, sendobj, op=OPS["SUM"], root: int = 0):
+        return self._reduce_obj(sendobj, op, root, False, "reduce")
+
+    def allreduce(self, sendobj, op=OPS["SUM"]):
+        return self._reduce_obj(sendobj, op, 0, True, "allreduce")
+
+    def _in(self, sendbuf, recvbuf):
+        return Msg(recvbuf) if sendbuf is IN_PLACE else Msg(sendbuf)
+
+    def _reduce_buf(self, sendbuf, recvbuf, op, root: int, every: bool, call: str) -> None:
+        src = self._in(sendbuf, recvbuf)
+        head, data = self._coll("reduce", call, src.pack(), rop=_op(op).key, root=root, all=every, **src.type_fields())
+        if not head.get("none"):
+            Msg(recvbuf, writable=True).unpack(data)
+
+    def Reduce(self, sendbuf, recvbuf, op=OPS["SUM"], root: int = 0) -> None:
+        self._reduce_buf(sendbuf, recvbuf, op, root, False, "Reduce")
+
+    def Allreduce(self, sendbuf, recvbuf, op=OPS["SUM"]) -> None:
+        self._reduce_buf(sendbuf, recvbuf, op, 0, True, "Allreduce")
+
+    def _scan(self, sendbuf, recvbuf, op, ex: bool, call: str) -> None:
+        src = self._in(sendbuf, recvbuf)
+        head, data = self._coll("scan", call, src.pack(), rop=_op(op).key, ex=ex, **src.type_fields())
+        if not head.get("none"):
+            Msg(recvbuf, writable=True).unpack(data)
+
+    def Scan(self, sendbuf, recvbuf, op=OPS["SUM"]) -> None:
+        self._scan(sendbuf, recvbuf, op, False, "Scan")
+
+    def Exscan(self, sendbuf, recvbuf, op=OPS["SUM"]) -> None:
+        self._scan(sendbuf, recvbuf, op, True, "Exscan")
+
+    def scan(self, sendobj, op=OPS["SUM"]):
+        head, data = self._coll("scan", "scan", _pickle(sendobj), rop=_op(op).key, pickled=True, ex=False)
+        return pickle.loads(data)
+
+    def exscan(self, sendobj, op=OPS["SUM"]):
+        head, data = self._coll("scan", "exscan", _pickle(sendobj), rop=_op(op).key, pickled=True, ex=True)
+        return None if head.get("none") else pickle.loads(data)
+
+    def Reduce_scatter_block(self, sendbuf, recvbuf, op=OPS["SUM"]) -> None:
+        out = Msg(recvbuf, writable=True)
+        src = Msg(recvbuf) if sendbuf is IN_PLACE else Msg(sendbuf)
+        n = out.nbytes if sendbuf is not IN_PLACE else src.nbytes // self._size
+        head, data = self._coll("reduce_scatter", "Reduce_scatter_block", src.pack(), rop=_op(op).key,
+                                lens=[n] * self._size, uniform=True, **src.type_fields())
+        out.unpack(data)
+
+    def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=OPS["SUM"]) -> None:
+        out = Msg(recvbuf, writable=True)
+        src = Msg(recvbuf) if sendbuf is IN_PLACE else Msg(sendbuf)
+        counts = list(recvcounts) if recvcounts is not None else [src.count // self._size] * self._size
+        lens = [c * src.dt.packed for c in counts]
+        head, data = self._coll("reduce_scatter", "Reduce_scatter", src.pack(), rop=_op(op).key, lens=lens,
+                                **src.type_fields())
+        out.unpack(data, counts[self._rank])
+
+    # gathers and scatters
+    def gather(self, sendobj, root: int = 0):
+        head, data = self._coll("gather", "gather", _pickle(sendobj), root=root)
+        return None if head.get("none") else _objects(head["lens"], data)
+
+    def allgather(self, sendobj):
+        head, data = self._coll("gather", "allgather", _pickle(sendobj), all=True)
+        return _objects(head["lens"], data)
+
+    def scatter(self, sendobj, root: int = 0):
+        parts = [_pickle(o) for o in sendobj] if self._rank == root else []
+        if self._rank == root and len(parts) != self._size:
+            raise ValueError(f"expecting {self._size} items, got {len(parts)}")
+        head, data = self._coll("scatter", "scatter", b"".join(parts), root=root, lens=[len(p) for p in parts])
+        return pickle.loads(data)
+
+    def alltoall(self, sendobj):
+        parts = [_pickle(o) for o in sendobj]
+        if len(parts) != self._size:
+            raise ValueError(f"expecting {self._size} items, got {len(parts)}")
+        head, data = self._coll("alltoall", "alltoall", b"".join(parts), lens=[len(p) for p in parts])
+        return _objects(head["lens"], data)
+
+    def _gather_buf(self, sendbuf, recvbuf, root: int, every: bool, vector: bool, call: str) -> None:
+        me = every or self._rank == root
+        out = Msg(recvbuf, writable=True, vector=vector, blocks=self._size) if me else None
+        if sendbuf is IN_PLACE:
+            at = out.displs[self._rank] if vector else self._rank * out.count
+            mine = out.pack(out.counts[self._rank] if vector else out.count, at)
+        else:
+            mine = Msg(sendbuf).pack()
+        head, data = self._coll("gather", call, mine, root=root, all=every, uniform=every and not vector)
+        if head.get("none"):
+            return
+        at = 0
+        for r, n in enumerate(head["lens"]):
+            displ = out.displs[r] if vector else r * out.count
+            cnt = out.counts[r] if vector else out.count
+            out.unpack(data[at:at + n], cnt, displ)
+            at += n
+
+    def Gather(self, sendbuf, recvbuf, root: int = 0) -> None:
+        self._gather_buf(sendbuf, recvbuf, root, False, False, "Gather")
+
+    def Gatherv(self, sendbuf, recvbuf, root: int = 0) -> None:
+        self._gather_buf(sendbuf, recvbuf, root, False, True, "Gatherv")
+
+    def Allgather(self, sendbuf, recvbuf) -> None:
+        self._gather_buf(sendbuf, recvbuf, 0, True, False, "Allgather")
+
+    def Allgatherv(self, sendbuf, recvbuf) -> None:
+        self._gather_buf(sendbuf, recvbuf, 0, True, True, "Allgatherv")
+
+    def _scatter_buf(self, sendbuf, recvbuf, root: int, vector: bool, call: str) -> None:
+        me = self._rank == root
+        parts = []
+        if me:
+            src = Msg(sendbuf, vector=vector, blocks=self._size)
+            for r in range(self._size):
+                parts.append(src.pack(src.counts[r], src.displs[r]) if vector else src.pack(src.count, r * src.count))
+        head, data = self._coll("scatter", call, b"".join(parts), root=root, lens=[len(p) for p in parts])
+        if recvbuf is not IN_PLACE:
+            Msg(recvbuf, writable=True).unpack(data)
+
+    def Scatter(self, sendbuf, recvbuf, root: int = 0) -> None:
+        self._scatter_buf(sendbuf, recvbuf, root, False, "Scatter")
+
+    def Scatterv(self, sendbuf, recvbuf, root: int = 0) -> None:
+        self._scatter_buf(sendbuf, recvbuf, root, True, "Scatterv")
+
+    def _alltoall_buf(self, sendbuf, recvbuf, vector: bool, call: str) -> None:
+        out = Msg(recvbuf, writable=True, vector=vector, blocks=self._size)
+        src = out if sendbuf is IN_PLACE else Msg(sendbuf, vector=vector, blocks=self._size)
+        if vector:
+            parts = [src.pack(src.counts[r], src.displs[r]) for r in range(self._size)]
+        else:
+            parts = [src.pack(src.count, r * src.count) for r in range(self._size)]
+        head, data = self._coll("alltoall", call, b"".join(parts), lens=[len(p) for p in parts],
+                                uniform=not vector and len({len(p) for p in parts}) == 1)
+        at = 0
+        for r, n in enumerate(head["lens"]):
+            out.unpack(data[at:at + n], out.counts[r] if vector else out.count,
+                       out.displs[r] if vector else r * out.count)
+            at += n
+
+    def Alltoall(self, sendbuf, recvbuf) -> None:
+        self._alltoall_buf(sendbuf, recvbuf, False, "Alltoall")
+
+    def Alltoallv(self, sendbuf, recvbuf) -> None:
+        self._alltoall_buf(sendbuf, recvbuf, True, "Alltoallv")
+
+
+def _room(payload: bytes) -> bytes:
+    CHANNEL.bsend_room(len(payload))
+    return payload
+
+
+def _objects(lens, data) -> list:
+    out, at = [], 0
+    for n in lens:
+        out.append(pickle.loads(data[at:at + n]))
+        at += n
+    return out
+
+
+class Intracomm(Comm):
+    pass
+
+
+COMM_NULL = Intracomm(None)
