@@ -78,10 +78,10 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
             return CollectiveOptions(dtype, size, count, op, root, None, ranks, offload, None)
         if extra.get("algo"):
             raise ConfigError("--algo names a host software algorithm; leave it out with --offload nic")
-        if branch is None:
-            branch = default_branch(operation, n, parts(count, np.dtype(dtype)),
-                                    NicSpec().queue_capacity if queue_capacity is None else queue_capacity)
-        validate(operation, np.dtype(dtype), op, branch, offload, count, queue_capacity)
+        queue = NicSpec().queue_capacity if queue_capacity is None else queue_capacity
+        # without --branch the run picks it (on its topology: offload.default_branch); this one only validates
+        validate(operation, np.dtype(dtype), op, branch or default_branch(operation, n, parts(count, np.dtype(dtype)),
+                 queue), offload, count, queue_capacity)
     return CollectiveOptions(dtype, size, count, op, root, extra.get("algo"), ranks, offload, branch)
 
 

@@ -147,12 +147,15 @@ class Comm:
         if released:
             await self.barrier()
 
-    async def nic_setup(self, vp: int | None = None) -> None:
-        """Communicator setup for NIC-offloaded collectives: open this rank's virtual port."""
+    async def nic_setup(self, vp: int | None = None, lanes: int | None = None) -> None:
+        """Communicator setup for NIC-offloaded collectives: open this rank's virtual ports, ``vp``
+        and the ``lanes - 1`` after it (default: every VP from ``vp`` on), over which an allreduce
+        of several 48-byte parts pipelines them (``emu.nodes.collectives.offload``). Communicators
+        offloaded at the same time want VP ranges of their own."""
         from .offload import DEFAULT_VP, setup
 
         self.vp = DEFAULT_VP if vp is None else vp
-        await setup(self, self.vp)
+        await setup(self, self.vp, lanes)
 
     async def _offload(self, where: str, kind: str, x: np.ndarray, op: str, root: int, branch: int | None):
         from .offload import DEFAULT_VP, TIMEOUT_NS_PER_PART, default_branch, offloaded, parts
@@ -171,7 +174,10 @@ class Comm:
             raise ConfigError(f"{kind} cannot be offloaded to {where!r}; use offload='nic'"
                               + (", 'hw' or 'switch'" if kind == "allreduce" else ""))
         if branch is None:
-            branch = default_branch(kind, self.size, parts(x.size, x.dtype), self.host.spec.nic.queue_capacity)
+            from ..nic.alu import per_descriptor
+
+            branch = default_branch(kind, self.size, parts(x.size, x.dtype), self.host.spec.nic.queue_capacity,
+                                    self.host.spec, operands=per_descriptor(x.dtype))
 
         self.last_algo = f"nic(branch={branch})"
         timeout = TIMEOUT_NS_PER_PART * parts(x.size, x.dtype)

@@ -192,8 +192,14 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
         await net.run({h: (switch_setup_app, members, sdt, sop, scount) for h in members})
     elif offload is not None:
         spec = net.topology.nodes[members[0]].spec
-        if branch is None:
-            branch = default_branch(operation, len(members), parts(count, np.dtype(dtype)), spec.nic.queue_capacity)
+        if branch is None:  # on this topology's routes, as the pipeline model predicts (several parts)
+            from . import nicmodel
+            from ..nic.alu import per_descriptor
+
+            link = next(e[3].spec for e in net.topology.neighbours()[members[0]])
+            branch = default_branch(operation, len(members), parts(count, np.dtype(dtype)), spec.nic.queue_capacity,
+                                    spec, link, nicmodel.on_topology(net.topology, members, root),
+                                    per_descriptor(np.dtype(dtype)))
         validate(operation, np.dtype(dtype), op, branch, offload, count, spec.nic.queue_capacity)
         await net.run({h: (nic_setup_app, members) for h in members})
     t0 = net.now
