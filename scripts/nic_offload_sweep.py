@@ -137,9 +137,9 @@ def report(console: Console, rows: list[dict], cross: dict, nodes, sizes, types)
                               f"software overtakes the NIC at {c['size']} B ({c['parts']} parts): software "
                               f"{c['sw_ns']:,} ns, NIC {c['nic_ns']:,} ns (branch {c['branch']}, {c['lanes']} lanes), "
                               f"model {c['model_ns']:,} ns")
-    console.print("model: T1 (one part's critical path over the tree, on these routes) + the last part's start "
-                  "(spaced by the busiest NIC resource, by the host writing descriptors, and by a lane's round "
-                  "trip); it leaves out contention in the fabric and between lanes at a process unit")
+    console.print("model: T1 (one part's critical path over the tree, on these routes), then the parts "
+                  "spaced by the busiest NIC resource, by the host writing descriptors, and by a lane's round "
+                  "trip; it leaves out contention in the fabric and between lanes at a process unit")
 
 
 async def main() -> None:

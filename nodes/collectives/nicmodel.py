@@ -12,22 +12,23 @@ broadcast, which the send unit builds once per child, one after another, down ev
 rank's completion reaches host memory ``completion_ns`` after its broadcast fired.
 
 P parts on L lanes (``emu.nodes.collectives.offload``): a lane carries parts l, l + L, ...; a
-lane's next part goes up when the previous one came back down through the leaves, one round trip
-``R`` (the one-part time less a post and the completion write) later. Part s can start (relative
-to part 0) no earlier than its reduce descriptor is written (the host writes the first L reduces,
-then a broadcast and a reduce per part, ``post_ns`` each), than ``beta`` after part s - 1 (the
-busiest serial resource of the NICs, :func:`per_part_ns`: a parent's process unit handles its k
-children and its own data, its send unit k + 1 messages, its link k + 1 frames), and than ``R``
-after part s - L:
+lane's next part goes up once the previous one came back down through the leaves. The host writes
+the reduces of the first L parts, then each part's broadcast followed by the reduce of part s + L
+(``post_ns`` each; :func:`write_order`), so a part can go up no earlier than its reduce is written,
+and come down no earlier than its broadcast is. Serial resources of the NICs space the parts by
+``beta`` (:func:`per_part_ns`: a parent's process unit handles its k children and its own data, its
+send unit k + 1 messages, its link k + 1 frames). With D the one-part time from the root's trigger
+to the end (the way down and the completion write), part s starts (relative to part 0) at
 
-    start(s) = max(write(s) - write(0), start(s - 1) + beta, start(s - L) + R)
-    T(P) = max(T1 + start(P - 1), 2 P post_ns + completion_ns)
+    start(s) = max(wR(s) - wR(0), start(s - 1) + beta, end(s - L) - completion_ns - post_ns)
+    end(s)   = max(T1 + start(s), wB(s) + D)
 
-(the second term: the last broadcast descriptor must be written before its result can land).
+and the allreduce ends at the latest end(s).
 
 Not modelled: contention of frames in the fabric (a descriptor frame is 162 bytes, 13 ns at 100
-Gbit/s) and a process unit shared by parts of different lanes arriving at once; the model is thus
-a lower bound that the emulator meets on a star and approaches on fat trees (the sweep prints both).
+Gbit/s) and parts of different lanes meeting at a process or send unit out of step. Exact for one
+part; within 3 % of the emulator on stars and binary fat trees of 8 to 32 ranks up to 4 KiB
+(``tests/test_nic_pipeline.py``, ``scripts/nic_offload_sweep.py`` prints both).
 """
 
 from __future__ import annotations
@@ -56,9 +57,11 @@ def kary(n: int, k: int) -> list[list[int]]:
     return [[c for c in range(k * v + 1, k * v + k + 1) if c < n] for v in range(n)]
 
 
-def one_part_ns(n: int, k: int, operands: int, host: HostSpec, cross: Callable[[int, int], int]) -> int:
+def one_part_ns(n: int, k: int, operands: int, host: HostSpec, cross: Callable[[int, int], int],
+                trigger: bool = False):
     """Completion of a one-part allreduce on ``n`` ranks, ``k``-ary tree, ``operands`` per part,
-    all ranks entering at 0; ``cross(u, v)``: :func:`crossing_ns` from relative rank u to v."""
+    all ranks entering at 0; ``cross(u, v)``: :func:`crossing_ns` from relative rank u to v. With
+    ``trigger``: (completion, when the root's broadcast is triggered)."""
     nic = host.nic
     kids = kary(n, k)
     alu = nic.alu_ns * operands
@@ -81,7 +84,7 @@ def one_part_ns(n: int, k: int, operands: int, host: HostSpec, cross: Callable[[
             t += nic.descriptor_ns
             down[c] = t + cross(v, c)
         done[v] = t + nic.completion_ns
-    return max(done)
+    return (max(done), down[0]) if trigger else max(done)
 
 
 def per_part_ns(k: int, operands: int, host: HostSpec, link: LinkSpec) -> int:
@@ -93,9 +96,14 @@ def per_part_ns(k: int, operands: int, host: HostSpec, link: LinkSpec) -> int:
                (k + 1) * link.serialization_ns(FRAME_BYTES))        # a parent's link, either way
 
 
-def written_ns(s: int, lanes: int, post_ns: int) -> int:
-    """When the host has written part s's reduce descriptor (the order of ``offload.descriptors``)."""
-    return (s + 1) * post_ns if s < lanes else (lanes + 2 * (s - lanes) + 2) * post_ns
+def write_order(parts: int, lanes: int) -> tuple[list[int], list[int]]:
+    """When (in descriptors written, 1-based) the host has written each part's reduce and broadcast
+    descriptor, in the order of ``offload.descriptors``."""
+    order = [("R", s) for s in range(min(lanes, parts))]
+    for s in range(parts):
+        order += [("B", s)] + ([("R", s + lanes)] if s + lanes < parts else [])
+    at = {d: i + 1 for i, d in enumerate(order)}
+    return [at[("R", s)] for s in range(parts)], [at[("B", s)] for s in range(parts)]
 
 
 @dataclass(frozen=True)
@@ -109,23 +117,26 @@ class Prediction:
     last_start_ns: int
 
     def explain(self) -> str:
-        return (f"T1 {self.one_part_ns} + last part's start {self.last_start_ns} (beta {self.beta_ns}, "
-                f"R {self.round_trip_ns}, {self.lanes} lanes) = {self.total_ns} ns")
+        return (f"one part T1 {self.one_part_ns} ns; {self.parts} parts on {self.lanes} lanes, spaced by beta "
+                f"{self.beta_ns} ns, a lane free again R {self.round_trip_ns} ns after its part went up, broadcasts "
+                f"as the host writes them: {self.total_ns} ns")
 
 
 def allreduce_ns(n: int, k: int, parts: int, operands: int, lanes: int, host: HostSpec, link: LinkSpec,
                  cross: Callable[[int, int], int]) -> Prediction:
     """The model's completion of an offloaded allreduce of ``parts`` parts on ``lanes`` lanes."""
-    post = host.nic.post_ns
-    t1 = one_part_ns(n, k, operands, host, cross)
-    r = t1 - post - host.nic.completion_ns
+    nic = host.nic
+    t1, down = one_part_ns(n, k, operands, host, cross, trigger=True)
+    r = t1 - nic.post_ns - nic.completion_ns
     beta = per_part_ns(k, operands, host, link)
-    start = [0] * parts
-    for s in range(1, parts):
-        start[s] = max(written_ns(s, lanes, post) - post, start[s - 1] + beta,
-                       start[s - lanes] + r if s >= lanes else 0)
-    total = max(t1 + start[-1], 2 * parts * post + host.nic.completion_ns)
-    return Prediction(total, t1, r, beta, lanes, parts, start[-1])
+    w_r, w_b = write_order(parts, lanes)
+    start, end = [0] * parts, [0] * parts
+    for s in range(parts):
+        if s:
+            start[s] = max((w_r[s] - w_r[0]) * nic.post_ns, start[s - 1] + beta,
+                           end[s - lanes] - nic.completion_ns - nic.post_ns if s >= lanes else 0)
+        end[s] = max(t1 + start[s], w_b[s] * nic.post_ns + t1 - down)
+    return Prediction(max(end), t1, r, beta, lanes, parts, start[-1])
 
 
 def uniform(switches: int, host: HostSpec, link: LinkSpec, switch: SwitchSpec) -> Callable[[int, int], int]:
