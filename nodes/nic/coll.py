@@ -150,8 +150,7 @@ class CollNIC(Mechanism):
         self.vps: dict[int, _VP] = {}
         self.queue: list[tuple[int, dict, np.ndarray, np.ndarray]] = []
         self.unit_free = 0
-        self.send_free = 0
-        """When the request send unit is free to build the next message."""
+        self.send_free = 0  # when the request send unit is free to build the next message
         self._kick_at: int | None = None
         self.aborted: set[tuple[int, int]] = set()
         """(VP, region) pairs given up on: their late messages are dropped, until posted again."""
@@ -237,12 +236,6 @@ class CollNIC(Mechanism):
         for v, p in zip(vps, posted):
             self.aborted.discard((v, p.desc["coll_region"]))
         self.stats["posted"] += len(posted)
-        if each_ns == 0:
-            for v, p in zip(vps, posted):
-                self.vps[v].posted.append(p)
-            for v in sorted(set(vps)):
-                self.nic.at(t, self._advance, v)
-            return
         for i, (v, p) in enumerate(zip(vps, posted)):
             self.nic.at(t + (i + 1) * each_ns, self._written, (v, p))
 
