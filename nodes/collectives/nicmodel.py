@@ -16,9 +16,10 @@ lane's next part goes up once the previous one came back down through the leaves
 the reduces of the first L parts, then each part's broadcast followed by the reduce of part s + L
 (``post_ns`` each; :func:`write_order`), so a part can go up no earlier than its reduce is written,
 and come down no earlier than its broadcast is. Serial resources of the NICs space the parts by
-``beta`` (:func:`per_part_ns`: a parent's process unit handles its k children and its own data, its
-send unit k + 1 messages, its link k + 1 frames). With D the one-part time from the root's trigger
-to the end (the way down and the completion write), part s starts (relative to part 0) at
+``beta`` (:func:`per_part_ns`: a parent's process unit reads its k children's messages and folds
+k operand sets in, its send unit builds k + 1 messages, its link carries k + 1 frames). With D
+the one-part time from the root's trigger to the end (the way down and the completion write),
+part s starts (relative to part 0) at
 
     start(s) = max(wR(s) - wR(0), start(s - 1) + beta, end(s - L) - completion_ns - post_ns)
     end(s)   = max(T1 + start(s), wB(s) + D)
@@ -91,7 +92,7 @@ def per_part_ns(k: int, operands: int, host: HostSpec, link: LinkSpec) -> int:
     """The least spacing of parts on the NICs: the busiest serial resource per part."""
     nic = host.nic
     alu = nic.alu_ns * operands
-    return max(k * (nic.queue_ns + alu) + alu,                      # a parent's process unit
+    return max(k * (nic.queue_ns + alu),                            # a parent's process unit: k reads, k folds
                (k + 1) * nic.descriptor_ns,                         # a parent's send unit
                (k + 1) * link.serialization_ns(FRAME_BYTES))        # a parent's link, either way
 
