@@ -113,8 +113,27 @@ class Plan:
 
 
 def finite_buffers(node: Node) -> bool:
-    """Does this node's input side use credit flow control (finite buffers)?"""
-    return bool(getattr(node.spec, "vc_buffer_bytes", 0))
+    """Does this node's input side use credit flow control (finite buffers)? (The input-queued
+    router always does.)"""
+    return bool(getattr(node.spec, "vc_buffer_bytes", 0)) or input_queued(node)
+
+
+def input_queued(node: Node) -> bool:
+    """Is this node an input-queued router (``SwitchSpec.model``), whose engine keeps its input
+    buffers and its credits itself?"""
+    return getattr(node.spec, "model", None) == "input_queued"
+
+
+FRAME_OVERHEAD = 50
+"""Bytes a host message frame adds to its payload on the wire: Ethernet 14, fabric 16, message
+segment 16, FCS 4 (``HostSpec.mtu_bytes``)."""
+
+
+def largest_frame(topology: Topology) -> int:
+    """The largest host message frame on the wire (FCS included): what a VC buffer of an
+    input-queued router must hold whole."""
+    mtus = [n.spec.mtu_bytes for n in topology.nodes.values() if n.kind == "host"]
+    return max(mtus, default=1024) + FRAME_OVERHEAD
 
 
 def make_engine(topology: Topology, name: str, cache: dict | None = None):
@@ -136,6 +155,7 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
     address = bind_address(plan.run.bind)  # this process's own (an interface's address differs per machine)
     key = None if is_loopback(address) else _tag_key(plan, secret)
     outs: dict[str, list[OutPort]] = {n: [] for n in t.nodes if plan.owner[n] == index}
+    largest = largest_frame(t)
     ins: dict[str, list[InPort]] = {n: [] for n in outs}
     for i, link in enumerate(t.links):
         for (src, sport, dst, dport), link_id in (((link.a, link.a_port, link.b, link.b_port), 2 * i),
@@ -146,14 +166,21 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
                 op = OutPort(sport, t.port_name(src, sport), plan.iface_base[src] + sport, link_id,
                              dst, t.port_name(dst, dport), link.spec.latency_ns,
                              link.spec.bandwidth_bps, peer_domain=plan.owner[dst], priority=link.spec.priority)
-                if finite:
-                    op.flow = CreditState(rx.spec.vcs, [rx.spec.vc_buffer_bytes] * rx.spec.vcs, rx.spec.pool_bytes)
+                if input_queued(rx):  # the router takes a frame as its head arrives; no overtaking
+                    op.head_bytes, op.priority = rx.spec.flit_bytes, False
+                if finite and not input_queued(t.nodes[src]):  # (an input-queued router's engine keeps credits)
+                    unit = rx.spec.flit_bytes if input_queued(rx) else 1
+                    op.flow = CreditState(rx.spec.vcs, [rx.spec.buffer_bytes(largest)] * rx.spec.vcs,
+                                          rx.spec.pool_bytes, unit=unit,
+                                          groups=rx.spec.vc_groups if input_queued(rx) else 0)
                 outs[src].append(op)
             if dst in ins:
                 ip = InPort(dport, t.port_name(dst, dport), plan.iface_base[dst] + dport, link_id,
                             src, t.port_name(src, sport), peer_domain=plan.owner[src],
                             latency_ns=link.spec.latency_ns, bandwidth_bps=link.spec.bandwidth_bps)
-                if finite:
+                if input_queued(rx):
+                    ip.head_bytes = rx.spec.flit_bytes
+                elif finite:
                     ip.buf = BufferState(rx.spec.vcs, rx.spec.vc_buffer_bytes, rx.spec.pool_bytes,
                                          rx.spec.credit_delay_ns)
                 ins[dst].append(ip)
@@ -178,6 +205,10 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
                     p.local = (peer, peer.in_by_link[p.link_id])
                     # nobody sees the FCS: no CRC-32 per hop (credit flow control keeps its own path)
                     p.defer_fcs = not plan.run.capture and p.flow is None
+    if plan.run.trace:  # the run's timeline (emu.trace): every element, engine and port gets the tracer
+        from .trace import attach
+
+        attach(dom, plan)
     return dom
 
 

@@ -142,6 +142,32 @@ class SwitchSpec:
     allocation cycles) after it arrived, before its tail is in, when the output port is free -- its
     tail never leaves before it arrived. Unbounded buffers only: with credit flow control a switch
     stores the whole frame first (store-and-forward, the default)."""
+    model: str = "output_queued"
+    """The router's model: output_queued (a frame goes from its input straight into its output
+    port's FIFO after ``processing_delay_ns``: an ideal switch, the figures equal to ns-3's) or
+    input_queued (``emu.switch.iq``: per-input, per-VC buffers with credits, VC and switch allocation,
+    head-of-line blocking within a VC, a pipeline of settable stages)."""
+    flit_bytes: int = 64
+    """Input-queued router: the flow-control unit. Buffers and credits count whole flits; a frame
+    of n bytes (FCS included) takes ceil(n / flit_bytes) of them. Its head (first flit) is what
+    reaches the router first: with ``cut_through`` the router routes it while the rest arrives."""
+    classes: int = 1
+    """Input-queued router: traffic classes (VC groups) with ``vc_policy=by_class``: a frame on VC v
+    is of class v mod classes and is given a free VC of its class at the next hop."""
+    route_ns: int = -1
+    """Input-queued router: route computation stage (ns); -1: ``processing_delay_ns``."""
+    vc_alloc_ns: int = 0
+    """Input-queued router: VC allocation stage (ns)."""
+    sw_alloc_ns: int = 0
+    """Input-queued router: switch allocation stage (ns)."""
+    traversal_ns: int = 0
+    """Input-queued router: switch (crossbar) traversal stage (ns)."""
+    allocator: str = "round_robin"
+    """Input-queued router: the switch allocator, round_robin (separable, input first: each input
+    picks one of its VCs, then each output one of its requesting inputs, both by rotating priority)
+    or islip (request, grant, accept; pointers move on first-iteration accepts only)."""
+    iterations: int = 1
+    """Input-queued router: iterations of the islip allocator per allocation round."""
     pu: PUSpec = PUSpec()
     """Its processing unit for in-network aggregation (spec 04)."""
 
@@ -157,6 +183,7 @@ class SwitchSpec:
             raise ConfigError("SwitchSpec.pool_bytes needs finite VC buffers: set vc_buffer_bytes too")
         if not isinstance(self.cut_through, bool):
             raise ConfigError(f"SwitchSpec.cut_through must be true or false, got {self.cut_through!r}")
+        self._check_router()
         if self.vc_policy not in VC_POLICIES:
             raise ConfigError(f"SwitchSpec.vc_policy {self.vc_policy!r} is not one of {', '.join(VC_POLICIES)}")
         if not isinstance(self.adaptive_threshold, int) or isinstance(self.adaptive_threshold, bool) \
@@ -167,12 +194,56 @@ class SwitchSpec:
             raise ConfigError(f"SwitchSpec.adaptive_pick {self.adaptive_pick!r} is not one of "
                               "first_free, next_free, random")
 
+    def _check_router(self) -> None:
+        if self.model not in ROUTER_MODELS:
+            raise ConfigError(f"SwitchSpec.model {self.model!r} is not one of {', '.join(ROUTER_MODELS)}")
+        if self.allocator not in ALLOCATORS:
+            raise ConfigError(f"SwitchSpec.allocator {self.allocator!r} is not one of {', '.join(ALLOCATORS)}")
+        for f, lo, hi in (("flit_bytes", 1, 1 << 16), ("classes", 1, 16), ("iterations", 1, 16),
+                          ("route_ns", -1, MAX_DELAY_NS), ("vc_alloc_ns", 0, MAX_DELAY_NS),
+                          ("sw_alloc_ns", 0, MAX_DELAY_NS), ("traversal_ns", 0, MAX_DELAY_NS)):
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+                raise ConfigError(f"SwitchSpec.{f} must be an integer within {lo}..{hi}, got {v!r}")
+        if self.model == "input_queued":
+            if self.vc_buffer_bytes and self.vc_buffer_bytes % self.flit_bytes:
+                raise ConfigError(f"SwitchSpec.vc_buffer_bytes {self.vc_buffer_bytes} is not a whole number of "
+                                  f"{self.flit_bytes}-byte flits: give a multiple of flit_bytes")
+            if self.pool_bytes:
+                raise ConfigError("SwitchSpec.pool_bytes: the input-queued router has no shared pool; "
+                                  "set pool_bytes=0 or model=output_queued")
+
     @property
     def finite(self) -> bool:
-        return self.vc_buffer_bytes > 0
+        return self.vc_buffer_bytes > 0 or self.model == "input_queued"
+
+    def buffer_bytes(self, largest_frame: int) -> int:
+        """Bytes per input VC buffer: ``vc_buffer_bytes``, or for the input-queued router when it
+        is 0, room for two of the largest frames (FCS included) in whole flits."""
+        if self.vc_buffer_bytes or self.model != "input_queued":
+            return self.vc_buffer_bytes
+        return 2 * -(-largest_frame // self.flit_bytes) * self.flit_bytes
+
+    @property
+    def vc_groups(self) -> int:
+        """Input-queued router: VC groups -- a frame on VC v is of group v mod this; the policy picks
+        the group at the next hop (by_class: ``classes``; dateline: 2; class_dateline: 2 per class)."""
+        return {"dateline": 2, "class_dateline": 2 * self.classes}.get(self.vc_policy, self.classes)
+
+    @property
+    def input_queued(self) -> bool:
+        return self.model == "input_queued"
+
+    @property
+    def stages_ns(self) -> tuple[int, int, int, int]:
+        """Input-queued router: (route, VC allocation, switch allocation, traversal) in ns."""
+        rc = self.processing_delay_ns if self.route_ns < 0 else self.route_ns
+        return rc, self.vc_alloc_ns, self.sw_alloc_ns, self.traversal_ns
 
 
 VC_POLICIES = ("by_class", "dateline", "class_dateline")
+ROUTER_MODELS = ("output_queued", "input_queued")
+ALLOCATORS = ("round_robin", "islip")
 
 
 @dataclass(frozen=True)
@@ -378,6 +449,12 @@ class RunConfig:
     mpi: bool = False
     """The processes are the ranks of the MPI job this runs in (``mpiexec -n N``; ``processes``
     must be N): rank d hosts domain d, the window barrier is an MPI collective (``emu.mpi``)."""
+    trace: str | None = None
+    """Write the run's timeline to this file as Chrome trace-event JSON (``emu.trace``); None: off."""
+    trace_limit_bytes: int = 256 << 20
+    """Size limit of the trace: past it nothing more is written, and the trace says what it left out."""
+    trace_bin_ns: int = 1000
+    """Width of the trace's link-load bins (ns)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
@@ -396,6 +473,10 @@ class RunConfig:
         if not isinstance(self.bind, str) or not self.bind:
             raise ConfigError(f"RunConfig.bind must name an IPv4 address or an interface, got {self.bind!r}")
         _refuse_wildcard(self.bind)
+        if not isinstance(self.trace_limit_bytes, int) or self.trace_limit_bytes < 4096:
+            raise ConfigError(f"RunConfig.trace_limit_bytes must be an integer of at least 4096, got {self.trace_limit_bytes!r}")
+        if not isinstance(self.trace_bin_ns, int) or self.trace_bin_ns < 1:
+            raise ConfigError(f"RunConfig.trace_bin_ns must be a positive integer, got {self.trace_bin_ns!r}")
 
 
 PARTITIONS = ("metis", "order")

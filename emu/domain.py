@@ -54,6 +54,8 @@ class Domain:
         self._runs: list[str] = []
         """Run files of recorded frames spilled to disk (sorted), oldest first."""
         self._spill_dir: str | None = None
+        self.tracer = None
+        """This process's ``emu.trace.Tracer`` when the run is traced (``emu.trace.attach``)."""
         self._with_links: set[Element] = set()
         """Elements that hold scheduled link changes (``rpc_schedule``)."""
         self._idle = (-1, INF)
@@ -379,6 +381,38 @@ class Domain:
             for p in el.in_ports:
                 if p.buf is not None:
                     p.buf.reset(t)
+
+    async def rpc_trace_mark(self, kind: str, name: str, t: int, args: dict | None = None) -> None:
+        """A span on every host's rank track here (the front door's test): ``kind`` "B" begins it at
+        ``t``, "E" ends it (after bringing the ports' counters up to ``t``)."""
+        tr = self.tracer
+        if tr is None:
+            return
+        if kind == "E":
+            tr.flush_ports(t)
+        for el in self.elements:
+            if el.name in tr.host_names:
+                if kind == "B":
+                    tr.begin(el.name, name, t, args, "test")
+                else:
+                    tr.end(el.name, t, args)
+
+    async def rpc_trace_close(self, t: int, send_data: bool = False):
+        """Close this process's part of the trace at ``t``: (part path, None, summary), or with
+        ``send_data`` (an MPI rank, maybe on another machine) (None, its bytes, summary)."""
+        tr = self.tracer
+        if tr is None:
+            return None, None, {"events": 0, "bytes": 0, "omitted": {}, "first_omitted_ns": None}
+        summary = tr.close(t)
+        self.tracer = None
+        if not send_data:
+            return tr.path, None, summary
+        import os
+
+        with open(tr.path, "rb") as f:
+            data = f.read()
+        os.unlink(tr.path)
+        return None, data, summary
 
     async def rpc_credit_waits(self) -> dict[str, list]:
         """Who waits for whom when frames are stuck (credit deadlock diagnosis): ``blocked``: (node,

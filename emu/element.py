@@ -41,7 +41,7 @@ DIR_OUT = 2
 DROPPED = 4  # capture record of a frame dropped on purpose (written with a comment)
 FAULT_DROP = 8  # ... lost on the wire by an emulated fault
 FAULT_CORRUPT = 16  # ... sent intact, delivered with a bit flipped by an emulated fault
-WAKE, RELEASE = 0, 1  # kinds of port events
+WAKE, RELEASE, CREDIT_OUT = 0, 1, 2  # kinds of port events
 POOL = int(LinkKind.DATA_POOL)  # flags of a received record in the heap: the sender used the pool ...
 CLEAN = 4  # ... it was handed over in this process with no fault possible: its FCS need not be checked
 NOFCS = 8  # ... and its FCS was never appended (``OutPort.defer_fcs``): the frame is the engine's, 4 bytes short
@@ -115,6 +115,10 @@ class Element:
         self.link_events: list[tuple[int, int, bool]] = []
         """(time, port, up): scheduled link changes the engine is told about (``on_link_change``)."""
         self.ports = PortView(self)
+        self.iq = hasattr(engine, "on_credit")
+        """The engine keeps its input buffers and credits itself (the input-queued router)."""
+        if self.iq:
+            engine.credit_out = self._credit_later
         try:  # the engine reads its ports through this view (engines with __slots__ may opt out)
             engine.ports = self.ports
         except AttributeError:
@@ -131,6 +135,8 @@ class Element:
         self.busy: dict[OutPort, None] = {}
         """Ports with frames waiting for their window (a dict: insertion order, never hash order)."""
         self.capture = [] if capture else None
+        self.tracer = None
+        """The process's ``emu.trace.Tracer`` when the run is traced (instants: faults, drops)."""
         self.stats = {"bad_magic": 0, "foreign_cluster": 0, "bad_link": 0, "truncated": 0,
                       "wrong_sender": 0, "gaps": 0, "duplicates": 0, "nacks_sent": 0, "retransmitted": 0,
                       "sock_dropped": 0, "datagrams_sent": 0, "datagrams_received": 0, "bad_tag": 0}
@@ -409,6 +415,9 @@ class Element:
     def _link_change(self) -> list:
         """A scheduled link change, told to the engine before anything else at that time."""
         self.now, port, up = heapq.heappop(self.link_events)
+        if self.tracer is not None:
+            name = self.outs[port].name if 0 <= port < len(self.outs) and self.outs[port] is not None else port
+            self.tracer.instant(self.name, "link up" if up else "link down", self.now, {"port": name}, "fault")
         handler = getattr(self.engine, "on_link_change", None)
         if handler is None:
             return []
@@ -422,8 +431,11 @@ class Element:
         self.now, _, what, obj = heapq.heappop(self.pevents)
         if what == WAKE:
             self._wake(obj)
-        else:
+        elif what == RELEASE:
             self._release(obj)
+        else:
+            port, vc, n = obj
+            self._credit_now(port, vc, n)
 
     def _fire_timer(self, tt: int) -> list:
         if tt < self.now:
@@ -460,24 +472,42 @@ class Element:
         """A frame that fails its FCS: the port drops it, unless the engine checks its own CRCs
         and takes it (cut-through). Returns whether the engine takes it."""
         inp.fcs_errors += 1
+        if self.tracer is not None:
+            self.tracer.instant(self.name, "FCS error", now, {"port": inp.name}, "drop")
         if self.capture is not None:
             self.capture.append((now, inp.iface, DIR_IN | FCS_ERROR, wire))
         if passes is not None and passes(wire):
             return True
-        if inp.buf is not None and not is_credit(wire):
-            self._return_credit(inp, wire, bool(kind & POOL))
+        self._not_buffered(inp, wire, kind)
         return False
+
+    def _not_buffered(self, inp: InPort, wire: bytes, kind: int) -> None:
+        """A frame that never entered its input buffer (lost, corrupted): its credit goes back."""
+        if is_credit(wire):
+            return
+        if inp.buf is not None:
+            self._return_credit(inp, wire, bool(kind & POOL))
+        elif self.iq:
+            self.engine.lost(inp.index, len(wire) + (4 if kind & NOFCS else 0),
+                             wire[VC_OFF] if len(wire) > VC_OFF else 0, self.now)
 
     def _lost_while_down(self, inp: InPort, now: int, wire: bytes, kind: int) -> bool:
         """Was the frame on the wire while its link was down (scheduled)? Then it is lost."""
-        ser_ns = -(-(len(wire) + (4 if kind & NOFCS else 0)) * 8_000_000_000 // inp.bandwidth_bps)  # rounded up
-        if not inp.timeline.down_during(now - inp.latency_ns - ser_ns, now):
+        n = len(wire) + (4 if kind & NOFCS else 0)
+        ser_ns = -(-n * 8_000_000_000 // inp.bandwidth_bps)  # rounded up
+        if inp.head_bytes:  # ``now`` is when its head came: the tail follows
+            start = now - inp.latency_ns - -(-min(n, inp.head_bytes) * 8_000_000_000 // inp.bandwidth_bps)
+            down = inp.timeline.down_during(start, start + ser_ns + inp.latency_ns)
+        else:
+            down = inp.timeline.down_during(now - inp.latency_ns - ser_ns, now)
+        if not down:
             return False
         inp.lost_in_flight += 1
+        if self.tracer is not None:
+            self.tracer.instant(self.name, "lost in flight", now, {"port": inp.name, "reason": "link down"}, "drop")
         if self.capture is not None:
             self.capture.append((now, inp.iface, DIR_IN | LOST_DOWN, wire))
-        if inp.buf is not None and not is_credit(wire):
-            self._return_credit(inp, wire, bool(kind & POOL))
+        self._not_buffered(inp, wire, kind)
         return True
 
     def _credit_arrived(self, port: int, wire: bytes) -> None:
@@ -487,6 +517,8 @@ class Element:
         if outp is not None and outp.flow is not None:
             outp.credit(vc, bool(pool), nbytes)
             self._wake(outp)
+        elif self.iq:
+            self.engine.on_credit(port, vc, nbytes, self.now)
 
     def _enter_buffer(self, inp: InPort, wire: bytes, kind: int, now: int) -> list:
         """The frame takes its room in the input buffer; the token frees it when every frame the
@@ -517,6 +549,8 @@ class Element:
                                   f"{now} ns, earlier than its promised minimum delay of {min_delay} ns")
             if not p.up or (p.timeline is not None and not p.timeline.up_at(at)):
                 p.dropped += 1
+                if self.tracer is not None:
+                    self.tracer.instant(self.name, "drop", at, {"port": p.name, "reason": "link down"}, "drop")
                 if self.capture is not None:
                     self.capture.append((at, p.iface, DIR_OUT | DROPPED, add_fcs(frame)))
                 continue
@@ -560,6 +594,16 @@ class Element:
         """A frame that never entered the buffer (lost, corrupted): its credit goes straight back."""
         vc = wire[VC_OFF] % inp.buf.vcs if len(wire) > VC_OFF else 0
         self._send_credit(inp, vc, pool, len(wire))
+
+    def _credit_later(self, port: int, vc: int, n: int, at: int) -> None:
+        """The engine's credit for the sender on ``port``: sent at ``at`` (a port event, so the
+        credits on a link leave in time order)."""
+        self._event(at, CREDIT_OUT, (port, vc, n))
+
+    def _credit_now(self, port: int, vc: int, n: int) -> None:
+        outp = self.outs[port]
+        outp.ctl.append((self.now, self.now + outp.latency_ns, add_fcs(build_credit(self.mac, vc, False, n)), False))
+        self.busy[outp] = None
 
     def _send_credit(self, inp: InPort, vc: int, pool: bool, n: int) -> None:
         outp = self.outs[inp.index]
@@ -651,6 +695,8 @@ class Element:
         rng, cap = p.fault_rng, self.capture
         if rng.random() < p.fault_drop:
             p.fault_dropped += 1
+            if self.tracer is not None:
+                self.tracer.instant(self.name, "drop", start, {"port": p.name, "reason": "emulated loss"}, "drop")
             if cap is not None:
                 cap.append((start, p.iface, DIR_OUT | FAULT_DROP, frame))
             return frame, True
@@ -661,6 +707,8 @@ class Element:
                 corrupt = 1 - (1 - corrupt) * (1 - frame_error_probability(ber, len(frame)))
         if rng.random() < corrupt:
             p.fault_corrupted += 1
+            if self.tracer is not None:
+                self.tracer.instant(self.name, "corrupt", start, {"port": p.name, "reason": "bit error"}, "fault")
             if cap is not None:
                 cap.append((start, p.iface, DIR_OUT | FAULT_CORRUPT, frame))
             bit = rng.randrange(8 * len(frame))
@@ -707,7 +755,7 @@ class Element:
                         "dropped": p.dropped, "up": p.up, "fault_dropped": p.fault_dropped,
                         "fault_corrupted": p.fault_corrupted,
                         "peak_queue_frames": p.peak_queue_frames, "peak_queue_bytes": p.peak_queue_bytes,
-                        "overtakes": p.overtakes})
+                        "overtakes": p.overtakes, "busy_ns": p.busy_ns})
             if inp.buf is not None:  # input buffers of this port (credit flow control)
                 inp.buf._advance(self.now)
                 out[-1].update(vc_peak_bytes=list(inp.buf.peak), vc_byte_ns=list(inp.buf.integral),

@@ -6,7 +6,9 @@ A run's figures are the difference of the elements' counters before and after it
 * ``frames`` / ``bytes``: what the hosts injected into the network;
 * ``hop_count``: link crossings, summed over frames (aggregate hop count);
 * ``link_frames`` / ``link_bytes``: per link direction, named by its sending port;
-* ``peak_queue_frames``: per output port, the most frames queued at once during the run.
+* ``peak_queue_frames``: per output port, the most frames queued at once during the run;
+* ``busy_ns``: per output port, the virtual time it spent sending;
+* :meth:`RunMetrics.per_link`: all of it per link direction (``per_link`` of ``emu run --json``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,10 @@ class RunMetrics:
     """Times a sending port was free with a frame ready and no credit for it, per sending port."""
     credit_stall_ns: dict[str, int] = field(default_factory=dict)
     """Virtual time sending ports spent so, per sending port."""
+    busy_ns: dict[str, int] = field(default_factory=dict)
+    """Virtual time each output port spent sending (its frames' times on the line), per port."""
+    peak_queue_bytes: dict[str, int] = field(default_factory=dict)
+    """Per output port, the most bytes queued at once during the run."""
 
     @property
     def completion_ns(self) -> int:
@@ -62,28 +68,52 @@ class RunMetrics:
                     "credit_stalls": sum(self.credit_stalls.values()),
                     "credit_stall_ns": sum(self.credit_stall_ns.values())} if self.vc_peak_bytes else {})}
 
+    def per_link(self) -> dict[str, dict[str, int]]:
+        """Per link direction (named by its sending port) that carried, dropped or queued anything
+        in the run: frames and bytes sent, ``busy_ns`` (time sending), the largest queue (frames,
+        bytes), ``credit_stall_ns`` (free with frames ready and no credit) and ``drops`` (link down,
+        emulated loss). Its frames add up to ``hop_count``."""
+        names = sorted(set(self.link_frames) | set(self.dropped) | set(self.peak_queue_frames)
+                       | set(self.credit_stall_ns) | set(self.busy_ns), key=_port_order)
+        return {p: {"frames": self.link_frames.get(p, 0), "bytes": self.link_bytes.get(p, 0),
+                    "busy_ns": self.busy_ns.get(p, 0), "peak_queue_frames": self.peak_queue_frames.get(p, 0),
+                    "peak_queue_bytes": self.peak_queue_bytes.get(p, 0),
+                    "credit_stall_ns": self.credit_stall_ns.get(p, 0), "drops": self.dropped.get(p, 0)}
+                for p in names}
+
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["completion_ns"] = self.completion_ns
         return d
 
 
-def port_counters(stats: list[dict[str, Any]]) -> dict[str, tuple[int, int, int, bool, int, int, int, int]]:
+def _port_order(name: str) -> tuple[str, int]:
+    node, _, port = name.rpartition("-")
+    digits = "".join(c for c in port if c.isdigit())
+    return node, int(digits) if digits else 0
+
+
+def port_counters(stats: list[dict[str, Any]]) -> dict[str, tuple]:
     """port name -> (tx_frames, tx_bytes, dropped, is_host_port, peak_queue_frames, corrupted,
-    fcs_errors, lost_in_flight)."""
+    fcs_errors, lost_in_flight, busy_ns, peak_queue_bytes)."""
     out = {}
     for el in stats:
         host = el["kind"] == "host"
         for p in el["ports"]:
             out[p["port"]] = (p["tx_frames"], p["tx_bytes"], p["dropped"] + p["fault_dropped"], host,
-                              p["peak_queue_frames"], p["fault_corrupted"], p["fcs_errors"], p["lost_in_flight"])
+                              p["peak_queue_frames"], p["fault_corrupted"], p["fcs_errors"], p["lost_in_flight"],
+                              p.get("busy_ns", 0), p["peak_queue_bytes"])
     return out
 
 
 def diff(before: dict, after: dict, start_ns: int, end_ns: int) -> RunMetrics:
     m = RunMetrics(start_ns, end_ns, 0, 0, 0)
-    for port, (f1, b1, d1, host, peak, c1, e1, l1) in after.items():
-        f0, b0, d0, _, _, c0, e0, l0 = before.get(port, (0, 0, 0, host, 0, 0, 0, 0))
+    for port, (f1, b1, d1, host, peak, c1, e1, l1, s1, peak_b) in after.items():
+        f0, b0, d0, _, _, c0, e0, l0, s0, _ = before.get(port, (0, 0, 0, host, 0, 0, 0, 0, 0, 0))
+        if s1 - s0:
+            m.busy_ns[port] = s1 - s0
+        if peak_b:
+            m.peak_queue_bytes[port] = peak_b
         if l1 - l0:
             m.lost_in_flight[port] = l1 - l0
         if c1 - c0:

@@ -131,6 +131,14 @@ class OutPort:
     tx_bytes: int = 0
     peak_queue_frames: int = 0
     peak_queue_bytes: int = 0
+    busy_ns: int = 0
+    """Virtual time the port spent sending (the sum of its frames' times on the line)."""
+    tracer: Any = None
+    """This port's counter tracks (``emu.trace.PortTrace``) when the run is traced, else None."""
+    head_bytes: int = 0
+    """Into an input-queued router: the receiver takes a frame when its first ``head_bytes`` (its
+    head flit) are in, so a frame's arrival is its start + their time on the line + the latency;
+    0: when its last bit is in."""
 
     def queue_at(self, now: int) -> tuple[int, int]:
         """(frames, bytes) handed to this port whose last bit has not left by ``now``."""
@@ -150,6 +158,8 @@ class OutPort:
         at the port, and a priority-0 QsNet packet on the line at a segment boundary (the packet's
         remaining segments follow it): :meth:`_overtake`. Frames already on the socket are never
         moved."""
+        if self.tracer is not None:  # the one test the untraced hot path pays for tracing
+            return self._enqueue_traced(frame, at)
         if self.defer_fcs:
             n = len(frame) + FCS_BYTES
         else:
@@ -167,6 +177,7 @@ class OutPort:
         if ser is None:
             ser = self.ser_ns[n] = -((-n * 8_000_000_000) // self.bandwidth_bps)
         done = self.free_at = start + ser
+        self.busy_ns += ser
         q = self.queued
         while q and q[0][0] <= at:
             self.queued_bytes -= q.popleft()[1]
@@ -176,7 +187,22 @@ class OutPort:
             self.peak_queue_frames = len(q)
         if self.queued_bytes > self.peak_queue_bytes:
             self.peak_queue_bytes = self.queued_bytes
-        self.pending.append((start, done + self.latency_ns, frame, False))
+        arrival = (done if not self.head_bytes else start + self._ser(min(self.head_bytes, n))) + self.latency_ns
+        self.pending.append((start, arrival, frame, False))
+        return start
+
+    def _enqueue_traced(self, frame: bytes, at: int) -> int:
+        """:meth:`enqueue` on a traced port: the queue counter as frames leave and as this one
+        comes, and its time on the line in the load bins."""
+        tr = self.tracer
+        tr.drain(at)
+        self.tracer = None
+        try:
+            start = self.enqueue(frame, at)
+        finally:
+            self.tracer = tr
+        tr.queue(at, len(self.queued), self.queued_bytes)
+        tr.sending(start, start + self._ser(len(frame) + FCS_BYTES))
         return start
 
     def restore_fcs(self) -> None:
@@ -237,6 +263,7 @@ class OutPort:
         q.extend(sent + [(e[1] - lat, len(e[2])) for e in kept + [new] + moved if e[1] - lat > at])
         self.queued_bytes = sum(nb for _d, nb in q)
         self.free_at = max(self.free_at + d, begin + d)
+        self.busy_ns += d
         if len(q) > self.peak_queue_frames:
             self.peak_queue_frames = len(q)
         if self.queued_bytes > self.peak_queue_bytes:
@@ -247,13 +274,22 @@ class OutPort:
     def hand_over(self, frame: bytes, at: int, token) -> None:
         """With credit flow control: queue ``frame`` on its VC from ``at``; :meth:`start_ready`
         starts it when the port is free and a credit covers it."""
-        wire = add_fcs(frame)
         fl = self.flow
-        vc = frame[VC_OFF] % fl.vcs if len(frame) > VC_OFF else 0
+        if fl.groups and len(frame) > VC_OFF:  # the receiver lets the sender pick a VC of the frame's group
+            vc = fl.pick(frame[VC_OFF] % fl.groups)
+            if vc != frame[VC_OFF]:
+                frame = b"".join((frame[:VC_OFF], bytes((vc,)), frame[VC_OFF + 1:]))
+        else:
+            vc = frame[VC_OFF] % fl.vcs if len(frame) > VC_OFF else 0
+        wire = add_fcs(frame)
         fl.queues[vc].append((at, wire, token))
         q = self.queued
-        while q and q[0][0] <= at:
-            self.queued_bytes -= q.popleft()[1]
+        if self.tracer is None:
+            while q and q[0][0] <= at:
+                self.queued_bytes -= q.popleft()[1]
+        else:
+            self.tracer.drain(at)
+            self._trace_waiting(at)
         waiting = fl.waiting()
         if len(q) + waiting > self.peak_queue_frames:
             self.peak_queue_frames = len(q) + waiting
@@ -268,7 +304,7 @@ class OutPort:
             best, blocked = -1, False
             for v, qv in enumerate(fl.queues):
                 if qv and qv[0][0] <= now:
-                    n = len(qv[0][1])
+                    n = -(-len(qv[0][1]) // fl.unit) * fl.unit
                     if fl.credits[v] >= n or fl.pool >= n:
                         if best < 0 or qv[0][0] < fl.queues[best][0][0]:
                             best = v
@@ -281,23 +317,29 @@ class OutPort:
                 break
             at, wire, token = fl.queues[best].popleft()
             n = len(wire)
-            pool = fl.credits[best] < n
+            c = -(-n // fl.unit) * fl.unit
+            pool = fl.credits[best] < c
             if pool:
-                fl.pool -= n
+                fl.pool -= c
             else:
-                fl.credits[best] -= n
+                fl.credits[best] -= c
             if fl.stalled_since is not None:
                 fl.stall_ns += now - fl.stalled_since
                 fl.stalled_since = None
             done = now + -((-n * 8_000_000_000) // self.bandwidth_bps)
             self.free_at = done
+            self.busy_ns += done - now
             self.queued.append((done, n))
             self.queued_bytes += n
             if self.queued_bytes > self.peak_queue_bytes:
                 self.peak_queue_bytes = self.queued_bytes
-            self.pending.append((now, done + self.latency_ns, wire, pool))
+            arrival = (done if not self.head_bytes else now + self._ser(min(self.head_bytes, n))) + self.latency_ns
+            self.pending.append((now, arrival, wire, pool))
             if token is not None:
                 started.append(token)
+            if self.tracer is not None:
+                self._trace_waiting(now)
+                self.tracer.sending(now, done)
         wake = None
         for qv in fl.queues:
             if qv:
@@ -305,6 +347,12 @@ class OutPort:
                 if t is not None and (wake is None or t < wake):
                     wake = t
         return started, wake
+
+    def _trace_waiting(self, t: int) -> None:
+        """(Traced runs, credit flow control) the queue counter: frames and bytes on the line or
+        waiting for credit."""
+        waiting = [len(e[1]) for qv in self.flow.queues for e in qv]
+        self.tracer.queue(t, len(self.queued) + len(waiting), self.queued_bytes + sum(waiting))
 
     def credit(self, vc: int, pool: bool, n: int) -> None:
         """A credit arrived from the receiver."""
@@ -338,6 +386,8 @@ class InPort:
     rx_bytes: int = 0
     fcs_errors: int = 0
     """Frames received with a bad frame check sequence (corrupted on the wire), dropped here."""
+    head_bytes: int = 0
+    """An input-queued router's port: frames arrive when their head flit is in (``OutPort.head_bytes``)."""
 
 
 VC_OFF = 22
@@ -361,6 +411,20 @@ class CreditState:
     """Times the port was free with a frame ready that no credit covered."""
     stall_ns: int = 0
     """Virtual time the port spent free with ready frames and no credit for any of them."""
+    unit: int = 1
+    """Credits count whole units of this many bytes (an input-queued receiver's flits)."""
+    groups: int = 0
+    """An input-queued receiver's VC groups: a frame of group g (its VC byte mod this) may take
+    any VC w with w mod groups == g, and takes the one with the most credit not yet spoken for
+    (ties: the lowest); 0: a frame takes the VC its byte names."""
+
+    def pick(self, g: int) -> int:
+        best, room = g % self.vcs, None
+        for w in range(g % self.vcs, self.vcs, self.groups):
+            r = self.credits[w] - sum(-(-len(x[1]) // self.unit) * self.unit for x in self.queues[w])
+            if room is None or r > room:
+                best, room = w, r
+        return best
 
     def __post_init__(self) -> None:
         if not self.queues:

@@ -8,7 +8,7 @@ the run (the cluster's start-up excluded), crossings per wall second against the
 the virtual completion time -- which must be the same whatever the speed.
 
     python scripts/bench_alltoall.py [--messages 10] [--processes 1] [--repeat 1] [--topo SPEC] [--pcap F] [--wire]
-        [--partition metis|order] [--bind ADDRESS|INTERFACE]
+        [--partition metis|order] [--bind ADDRESS|INTERFACE] [--trace F]
     mpiexec -n 2 python scripts/bench_alltoall.py ...    (one domain per MPI rank)
 """
 
@@ -46,11 +46,11 @@ async def alltoall(host, hosts, messages):
 
 
 async def once(spec: str, messages: int, processes: int, pcap: str | None = None, direct: bool = True,
-               partition: str = "metis", bind: str = "127.0.0.1") -> dict:
+               partition: str = "metis", bind: str = "127.0.0.1", trace: str | None = None) -> dict:
     t = build(spec, settings={"host": {"send_overhead_ns": 0, "recv_overhead_ns": 0}})
     size = world()[1]  # under mpiexec -n N: the N ranks are the processes
     run = emu.RunConfig(processes=size if size > 1 else processes, capture=pcap is not None, direct=direct,
-                        partition=partition, mpi=size > 1, bind=bind)
+                        partition=partition, mpi=size > 1, bind=bind, trace=trace)
     async with emu.Cluster(t, run=run, capture=pcap) as net:
         hosts = net.hosts
         wall = time.perf_counter()
@@ -72,6 +72,7 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--pcap", help="also capture every frame to this pcapng file (its cost is in the wall time)")
     ap.add_argument("--wire", action="store_true", help="every link on UDP, also within the process (the old path)")
     ap.add_argument("--partition", choices=["metis", "order"], default="metis")
+    ap.add_argument("--trace", help="also write the run's trace to this file (emu.trace; its cost is in the wall time)")
     ap.add_argument("--bind", default="127.0.0.1", metavar="ADDRESS|INTERFACE",
                     help="where the elements' sockets listen (as emu run --bind); off loopback every "
                          "datagram carries a keyed tag")
@@ -79,7 +80,7 @@ def main(argv=None) -> list[dict]:
     procs = world()[1] if world()[1] > 1 else a.processes
     rows = []
     for _ in range(a.repeat):
-        r = trio.run(once, a.topo, a.messages, a.processes, a.pcap, not a.wire, a.partition, a.bind)
+        r = trio.run(once, a.topo, a.messages, a.processes, a.pcap, not a.wire, a.partition, a.bind, a.trace)
         rows.append(r)
         print(f"{a.topo}  processes={procs}{' (MPI ranks)' if world()[1] > 1 else ''} partition={a.partition} bind={a.bind}  frames={r['frames']:,}  crossings={r['crossings']:,}  "
               f"virtual completion={r['completion_ns']:,} ns  wall={r['wall_s']:.2f} s  "

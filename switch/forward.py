@@ -6,7 +6,6 @@ import logging
 import struct
 from dataclasses import dataclass, field
 
-from emu.build import register_engine
 from emu.config import SwitchSpec
 from emu.wire import DST_OFF, ETHERTYPE_FABRIC, FCS_LEN, FLAG_BCAST, HDR_LEN, HOPS_OFF, DecodeError, PacketType, build_frame
 from emu.wire.qsnet import ACK, ACK_BCAST, MGMT, ROUTE_ENTRY, AckKind, MgmtOp, Reason, TRAP, TrapKind, is_qsnet_packet
@@ -38,6 +37,8 @@ class SwitchEngine:
     """Output port per destination host address (-1: no route)."""
     timer: int | None = None
     kind = "switch"
+    tracer = None
+    """The run's ``emu.trace.Tracer`` when traced (traps and NACKs as instant events), else None."""
     passes_damaged = staticmethod(is_qsnet_packet)
     """Cut-through for QsNet packets: one that fails a link's FCS is forwarded all the same (its
     head left before its tail was checked); the target adapter's CRC-32 catches it and NACKs."""
@@ -142,6 +143,8 @@ class SwitchEngine:
             pkt_id = _U32.unpack_from(frame, len(frame) - 4)[0]
             nack = ACK.pack(AckKind.NACK, Reason.NO_ROUTE, 0, 0, pkt_id, 0)
             res.append((back, build_frame(self.node_id, src, PacketType.QACK, nack, prio=1), at))
+            if self.tracer is not None:
+                self.tracer.instant(self.name, "NACK", now, {"to": src, "reason": "no route", "dest": dst}, "nack")
         log.info("%s: no way to %d on port %d at %d ns: NACK to %d, invalid-destination trap", self.name, dst, out,
                  now, src)
         res.extend(self.trap(TrapKind.INVALID_DEST, out, dst, now))
@@ -154,6 +157,8 @@ class SwitchEngine:
         return self._trap(kind, port, 1, dest, now)
 
     def _trap(self, kind: TrapKind, port: int, count: int, dest: int, now: int) -> list[tuple[int, bytes, int]]:
+        if self.tracer is not None:
+            self.tracer.instant(self.name, "trap", now, {"kind": kind.name, "port": port, "dest": dest}, "trap")
         if self.manager is None or self.manager_port is None:
             return []
         body = TRAP.pack(kind, port & 0xFF, min(count, 0xFFFF), self.node_id, dest & 0xFFFFFFFF, now)
@@ -363,11 +368,15 @@ class SwitchEngine:
         self.timer = min(ts) if ts else None
 
 
-def make_switch(node, topology, cache: dict) -> SwitchEngine:
-    eng = SwitchEngine(node.name, node.id, node.spec, topology.routes.get(node.name),
-                       candidates=topology.candidates.get(node.name, []),
-                       groups=topology.group_ports.get(node.name, {}),
-                       vc_select=selector(node.spec.vc_policy, node, node.spec.vcs))
+def make_switch(node, topology, cache: dict, engine: SwitchEngine | None = None) -> SwitchEngine:
+    """The output-queued switch of ``node`` (or ``engine``, a subclass made by the caller, wired
+    the same way: routing policy, line rates, the network manager)."""
+    eng = engine
+    if eng is None:
+        eng = SwitchEngine(node.name, node.id, node.spec, topology.routes.get(node.name),
+                           candidates=topology.candidates.get(node.name, []),
+                           groups=topology.group_ports.get(node.name, {}),
+                           vc_select=selector(node.spec.vc_policy, node, node.spec.vcs))
     make = routing_policy(node.spec.routing)
     if make is not static and not topology.candidates:
         topology.compute_candidates()  # a plan computes them before the engines; a test harness may not
@@ -412,7 +421,3 @@ def _managed(eng: SwitchEngine, node, topology) -> None:
                              spec.test_frames, spec.test_bytes, answered=eng.held.discard, answers=answers,
                              port_bps=eng.port_bps)
     eng.timer = 0
-
-
-register_engine("switch", make_switch, min_delay=lambda spec: spec.processing_delay_ns)
-

@@ -54,6 +54,8 @@ class ManagerEngine:
     mspec: ManagerSpec
     timer: int | None = None
     kind = "manager"
+    tracer = None
+    """The run's ``emu.trace.Tracer`` when traced, else None."""
     stats: dict[str, int] = field(default_factory=lambda: {
         "traps": 0, "commands_sent": 0, "commands_resent": 0, "commands_done": 0, "commands_failed": 0,
         "links_out": 0, "links_back": 0, "links_kept": 0, "foreign": 0})
@@ -318,6 +320,8 @@ class ManagerEngine:
             return cmd[3](False, now, "unanswered") if cmd[3] is not None else []
         cmd[2] += 1
         self.stats["commands_resent"] += 1
+        if self.tracer is not None:
+            self.tracer.instant(self.name, "retransmit", now, {"what": "command", "seq": seq, "to": cmd[0]}, "retransmit")
         self._at(now + self.mspec.retry_ns, self._retry, seq)
         return [(0, cmd[1], now + self.min_delay_ns)]
 

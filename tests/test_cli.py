@@ -83,8 +83,8 @@ def test_emu_run_collectives_with_figures(tmp_path):
     assert ar["frames"] > 0 and ar["hop_count"] >= 2 * ar["frames"]
     assert rows["bcast"]["algo"] == "scatter_allgather" and rows["barrier"]["algo"] == "dissemination"
     per_link = ar["per_link"]
-    assert sum(f for f, _ in per_link.values()) == ar["hop_count"]
-    assert sum(b for p, (_, b) in per_link.items() if "-nic" in p) == ar["bytes"]
+    assert sum(v["frames"] for v in per_link.values()) == ar["hop_count"]
+    assert sum(v["bytes"] for p, v in per_link.items() if "-nic" in p) == ar["bytes"]
     again = tmp_path / "d.json"
     assert main(args[:-1] + [str(again)]) == 0
     strip = [{k: v for k, v in r.items() if k != "wall_s"} for r in json.loads(again.read_text())]

@@ -41,11 +41,12 @@ class CheckResult:
     hop_count: int
     figures: dict[str, Any]
     error: str | None = None
-    per_link: dict[str, list[int]] = field(default_factory=dict)
+    per_link: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Sending port -> frames, bytes, busy_ns, peak queue (frames, bytes), credit_stall_ns, drops over
+    the run (``RunMetrics.per_link``; JSON only, too long for a table)."""
     per_port_flow: dict[str, dict[str, Any]] = field(default_factory=dict)
     """With credit flow control (JSON only): per port, input-buffer peak and mean occupancy per VC
     (bytes) and credit stalls (count, ns)."""
-    """Sending port -> [frames, bytes] over the run (JSON only; too long for a table)."""
 
     def as_dict(self) -> dict[str, Any]:
         d = {"name": self.name, "ok": self.ok, "completion_ns": self.completion_ns, "frames": self.frames,
@@ -62,6 +63,7 @@ async def run_check(net, name: str, options: Options) -> CheckResult:
     fn = CHECKS.get(name)
     if fn is None:
         raise EmuError(f"unknown test {name!r}; known: {', '.join(sorted(CHECKS))}")
+    await net.trace_mark("B", name)  # the test: the outer span of every host's track in a trace
     try:
         figures = await fn(net, options)
         ok, error = True, None
@@ -70,6 +72,11 @@ async def run_check(net, name: str, options: Options) -> CheckResult:
         log.info("%s: %s", name, e)
     except EmuError as e:
         figures, ok, error = {}, False, f"{type(e).__name__}: {e}"
+    finally:
+        try:
+            await net.trace_mark("E", name, None)
+        except EmuError as e:  # a broken cluster: the trace's end closes the span
+            log.info("trace: the end of %s not marked: %s", name, e)
     m = net.metrics
     if m is None:
         return CheckResult(name, ok, None, 0, 0, 0, figures, error)
@@ -83,6 +90,6 @@ async def run_check(net, name: str, options: Options) -> CheckResult:
     extra = {k: summary[k] for k in ("max_vc_peak_bytes", "credit_stalls", "credit_stall_ns") if k in summary}
     return CheckResult(name, ok, completion if ok else None, m.frames, m.bytes, m.hop_count,
                        {**figures, "max_queue_frames": m.max_queue_frames, **extra}, error,
-                       {p: [f, m.link_bytes[p]] for p, f in m.link_frames.items()}, flow)
+                       m.per_link(), flow)
 
 

@@ -16,7 +16,7 @@ import sys
 import time
 
 import trio
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..config import MIN_REALTIME_NS_PER_S, ConfigError
@@ -151,6 +151,7 @@ def _checked_run_args(args) -> tuple[list[str], str | None]:
     run_config(args)  # refuses a bad --bind (a wildcard address), --processes under mpiexec: before anything starts
     _writable("--pcap", args.pcap)
     _writable("--json", args.json)
+    _writable("--trace", args.trace)
     return names, offload
 
 
@@ -283,12 +284,20 @@ async def _run_tests(args, topo, names: list[str], faults, extra: dict) -> tuple
 
     results = args.finished = []  # what finished is kept for --json, whatever stops the rest (_keep_finished)
     mgr_note: list[str] = []
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=make_console(stderr=True), transient=True) as progress:
-        task = progress.add_task(f"starting {args.topo}")
+    err = make_console(stderr=True)
+    # a bar that pulses (a run's end is not known in advance) with the virtual time reached and the
+    # frames put on links per wall second; nothing at all when stderr is not a terminal
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[speed]}"),
+                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
+        task = progress.add_task(f"starting {args.topo}", total=None, speed="")
+        last = [time.perf_counter(), 0]
 
         def on_progress(window: int, t_ns: int) -> None:
-            progress.update(task, description=f"{current}: virtual {t_ns / 1000:,.1f} us, {window:,} windows")
+            now, frames = time.perf_counter(), net.crossings
+            rate = (frames - last[1]) / max(now - last[0], 1e-6)
+            last[:] = [now, frames]
+            progress.update(task, description=f"{current}: virtual {t_ns / 1000:,.1f} us",
+                            speed=f"{rate:,.0f} frames/s, {frames:,} frames, {window:,} windows")
 
         current = "start"
         async with Cluster(topo, run=run_config(args), capture=args.pcap, progress=on_progress) as net:
@@ -307,6 +316,7 @@ async def _run_tests(args, topo, names: list[str], faults, extra: dict) -> tuple
                 results.append(await _run_test(net, name, faults, args.seed, extra))
             if args.manager:
                 mgr_note.extend(await _manager_notes(net, topo))
+    args.trace_summary = net.trace_summary
     return results, mgr_note
 
 
@@ -360,9 +370,23 @@ def _show_results(args, results: list, mgr_note: list[str]) -> int:
         out.print(f"[bold]manager[/]: {line}", soft_wrap=True)
     if args.pcap:
         out.print(f"capture written to {args.pcap}")
+    if args.trace:
+        out.print(_trace_note(args.trace, getattr(args, "trace_summary", None)), soft_wrap=True)
     if args.json:
         _write_json(args, results, out)
     return 0 if all(r.ok for r in results) else 1
+
+
+def _trace_note(path: str, summary: dict | None) -> str:
+    """Where the trace went, and what it left out past its size limit."""
+    if summary is None:
+        return f"trace {path}: not written"
+    note = f"trace written to {path} ({summary['events']:,} events; open it in ui.perfetto.dev)"
+    if summary["omitted"]:
+        left = ", ".join(f"{n:,} {kind}" for kind, n in sorted(summary["omitted"].items(), key=lambda kv: -kv[1]))
+        note += (f"; [yellow]it reached its size limit (--trace-limit) at {summary['first_omitted_ns']:,} ns "
+                 f"and left out {sum(summary['omitted'].values()):,} events[/] ({left})")
+    return note
 
 
 def _rows_table(title: str, rows: list[dict]) -> Table:
@@ -457,7 +481,30 @@ def run_config(args) -> "RunConfig":
                               "processes; leave --processes out")
         processes = size
     return RunConfig(seed=args.seed, processes=processes, capture=bool(args.pcap), realtime_ns_per_s=args.realtime,
-                     direct=not args.wire, bind=args.bind, partition=args.partition, mpi=size > 1)
+                     direct=not args.wire, bind=args.bind, partition=args.partition, mpi=size > 1,
+                     **_trace_config(args))
+
+
+def _trace_config(args) -> dict:
+    """``--trace FILE [--trace-limit SIZE] [--trace-bin NS]`` as RunConfig fields (refused when bad)."""
+    if not getattr(args, "trace", None):
+        if getattr(args, "trace_limit", None) or getattr(args, "trace_bin", None):
+            raise ConfigError("--trace-limit and --trace-bin go with --trace FILE")
+        return {}
+    from .sizes import parse_size
+
+    if args.trace == "-":
+        raise ConfigError("--trace needs a file name (the trace is written as the run goes, not to stdout)")
+    out = {"trace": args.trace}
+    if args.trace_limit:
+        out["trace_limit_bytes"] = parse_size(args.trace_limit)
+        if out["trace_limit_bytes"] < 4096:
+            raise ConfigError(f"--trace-limit {args.trace_limit} is under 4KiB; give at least 4KiB, e.g. 64MiB")
+    if args.trace_bin is not None:
+        if args.trace_bin < 1:
+            raise ConfigError(f"--trace-bin must be at least 1 ns, got {args.trace_bin}")
+        out["trace_bin_ns"] = args.trace_bin
+    return out
 
 
 def personal_plugin_dir() -> str:
@@ -573,6 +620,11 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("action", choices=["path", "install"])
     w.add_argument("--dest", help="install into this folder instead of Wireshark's personal Lua plugins folder")
     _add_run(sub)
+    rp = sub.add_parser("report", help="plots of an emu run as PNG and SVG: link loads on the topology, "
+                                       "per-rank timeline from its trace")
+    rp.add_argument("results", metavar="RESULTS.json", help="the --json file of an emu run")
+    rp.add_argument("--trace", metavar="FILE", help="the --trace file of the same run (for the timeline)")
+    rp.add_argument("--out", metavar="DIR", required=True, help="folder to write the plots into (made if missing)")
     return ap
 
 
@@ -599,6 +651,13 @@ def _add_run(sub) -> None:
                         "tables around dead links (settings manager.*; manager.bringup=true tests every link first)")
     r.add_argument("--pcap", help="write a pcapng capture of the whole run")
     r.add_argument("--json", metavar="FILE", help="write the results as JSON ('-': to stdout, the table to stderr)")
+    r.add_argument("--trace", metavar="FILE", help="write the run's timeline as Chrome trace-event JSON (open it in "
+                                                   "ui.perfetto.dev): per host the test, collective calls and their "
+                                                   "steps; per port queue depth and load; faults, drops, traps, NACKs")
+    r.add_argument("--trace-limit", metavar="SIZE", help="stop writing the trace past this size, saying what it "
+                                                         "left out (default 256MiB)")
+    r.add_argument("--trace-bin", type=_ascii(int), metavar="NS", help="width of the trace's link-load bins "
+                                                                       "(default 1000 ns)")
     r.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE",
                    help="set any field of the specs, e.g. --set host.send_overhead_ns=435 (see below); "
                         "wins over the topology spec and --config")
@@ -665,6 +724,12 @@ def _main(ap, argv) -> int:
             return cmd_wireshark(args)
         if args.cmd == "plan":
             return cmd_plan(args)
+        if args.cmd == "report":
+            from .report import report as write_report
+
+            for path in write_report(args.results, args.trace, args.out):
+                console.print(f"wrote {path}")
+            return 0
         if args.cmd == "run":
             return trio.run(_run_terminable, args)
     except BaseException as e:  # noqa: BLE001 -- the CLI turns every failure into one line

@@ -106,6 +106,9 @@ class Cluster:
         """How worker processes are started (a test hook: ``emu.control.worker_command``)."""
         self.metrics: RunMetrics | None = None
         """Figures of the last ``run`` (completion time, frames, bytes, hop count, per link)."""
+        self.trace_summary: dict | None = None
+        """With ``RunConfig.trace``: once the cluster is closed, what the trace holds (events, bytes)
+        and what it left out past its size limit (``omitted``: events by kind)."""
 
     # -- names ----------------------------------------------------------------------------------
     @property
@@ -130,6 +133,11 @@ class Cluster:
     def worker_pids(self) -> list[int]:
         """Process ids of the worker processes (empty for a one-process cluster)."""
         return [p.pid for p in self._workers]
+
+    @property
+    def crossings(self) -> int:
+        """Frames put on links so far, over every process (a progress figure: credits included)."""
+        return sum(map(sum, self._sync.sent)) if self._sync else 0
 
     @property
     def windows(self) -> int:
@@ -162,6 +170,8 @@ class Cluster:
         except BaseException as e:
             self._close_sockets()
             self._drop_spill_root()
+            if self._local is not None and self._local.tracer is not None:
+                self._local.tracer.f.close()
             self._nursery.cancel_scope.cancel()  # workers and element tasks end with the failed start
             with _one_error():
                 await stack.__aexit__(type(e), e, e.__traceback__)
@@ -171,11 +181,17 @@ class Cluster:
 
     async def __aexit__(self, etype, exc, tb) -> bool:
         stack, self._stack = self._stack, None
+        trace_error = None
         try:
             if exc is None and self.capture_path is not None:
                 await self.write_capture(self.capture_path)
         finally:
             with trio.CancelScope(shield=True):
+                if self._local is not None and self._local.tracer is not None:
+                    try:
+                        await self._finish_trace()
+                    except OSError as e:  # (a full disk) told once everything is torn down
+                        trace_error = e
                 for h in self._handles:
                     if isinstance(h, RemoteHandle):
                         await h.close()
@@ -188,6 +204,10 @@ class Cluster:
                 if self._local is not None:  # capture runs nobody collected (an error) go too
                     self._local._drop_runs()
                 self._drop_spill_root()  # and those of a worker that was killed
+        if trace_error is not None:
+            if exc is None:
+                raise trace_error
+            log.warning("the trace was not finished: %s", trace_error)  # the run's own error is the one to tell
         return False
 
     def _spill_root(self) -> None:
@@ -263,6 +283,41 @@ class Cluster:
         else:
             self._sync = Synchroniser(handles, self.lookahead_ns, self._progress, pacer)
 
+    # -- the trace (RunConfig.trace, emu.trace) -----------------------------------------------------
+    @property
+    def tracing(self) -> bool:
+        return bool(self.run_config.trace)
+
+    async def trace_mark(self, kind: str, name: str = "", args: dict | None = None) -> None:
+        """With a trace: begin (``kind="B"``) or end (``"E"``) a span named ``name`` on every host's
+        rank track at ``self.now`` (``emu run`` marks each test so). Nothing without one."""
+        if not self.tracing or self._sync is None:
+            return
+        async with self._lock:
+            for h in self._handles:
+                await h.call("trace_mark", kind, name, self.now, args)
+
+    def _trace_instant(self, node: str | None, name: str, args: dict) -> None:
+        tr = self._local.tracer if self._local is not None else None
+        if tr is not None:
+            tr.instant(node, name, self.now, args, "deadlock")
+
+    async def _finish_trace(self) -> None:
+        """Close every process's part of the trace and merge them into the one file (best effort
+        on an error: the parts of processes that still answer)."""
+        t = self.now
+        parts = []
+        for h in self._handles:
+            if isinstance(h, RemoteHandle):
+                try:
+                    parts.append(await h.call("trace_close", t, self.run_config.mpi))
+                except Exception as e:  # a dead worker's part is lost; the trace says so
+                    log.warning("trace: the part of domain %d is lost (%s)", h.index, type(e).__name__)
+        tr = self._local.tracer
+        self._local.tracer = None
+        self.trace_summary = tr.finish(t, parts, {"topology": self.topology.name, "processes": self.run_config.processes,
+                                                  "bin_ns": self.run_config.trace_bin_ns})
+
     # -- running applications -------------------------------------------------------------------
     async def run(self, apps: dict[str, AppSpec]) -> dict[str, Any]:
         """Start ``apps`` ({host: fn or (fn, args)}) together at ``self.now``; run until nothing is
@@ -323,14 +378,19 @@ class Cluster:
                 results[st.host] = st.result
         if errors:
             raise AppError(errors)
+        if waiting and self.tracing:
+            for st in states:
+                if not st.done and st.error is None:
+                    self._trace_instant(st.host, "deadlock", {"blocked in": st.waiting, "since_ns": st.since_ns})
         if waiting:
             given_up = [f for st in raw_after for f in st.get("transport", {}).get("failures", ())]
             cause = ""
             if given_up:  # the reason the others wait: say it first
                 more = f" (and {len(given_up) - 1} more)" if len(given_up) > 1 else ""
                 cause = f"host messages given up: {given_up[0]}{more}; "
-            raise DeadlockError(f"{cause}no events left at {self.now} ns but applications still wait: "
-                                + "; ".join(waiting))
+            report = f"{cause}no events left at {self.now} ns but applications still wait: " + "; ".join(waiting)
+            self._trace_instant(None, "deadlock", {"report": report})
+            raise DeadlockError(report)
         return results
 
     async def _close_apps(self) -> None:
@@ -469,6 +529,7 @@ class Cluster:
                  else "no cycle found; " + ", ".join(f"{t.port_name(n, p)} vc{v} ({k} waiting)"
                                                      for n, p, v, _, _, k in blocked[:8]))
         self._sync.broken = "a credit deadlock"
+        self._trace_instant(None, "credit deadlock", {"frames waiting": stuck, "cyclic wait": where})
         raise DeadlockError(f"credit deadlock at {self.now} ns: {stuck} frame(s) wait for credit that can "
                             f"never come; cyclic wait: {where}. Use more VCs with a deadlock-free VC policy "
                             "(--set switch.vcs=2 --set switch.vc_policy=dateline on tori) or larger buffers")

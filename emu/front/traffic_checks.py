@@ -33,7 +33,8 @@ itself (the transpose's diagonal) injects nothing; throughput is per *source* ho
 
 Beside the measurement, the model: the zero-load latency of each measured packet's path from the
 topology (send overhead, NIC delay at both ends, serialisation plus latency of every link, the switches'
-processing delays), averaged over the same packets. Saturation is the lowest offered load at which
+processing delays; for an input-queued router its pipeline stages, and with cut-through only its head
+flit's serialisation on the link into it), averaged over the same packets. Saturation is the lowest offered load at which
 the accepted throughput falls more than 5 % short of the injected one or the mean latency exceeds 3x
 that model.
 """
@@ -214,8 +215,13 @@ class PathModel:
             v = ha.send_overhead_ns + ha.nic_delay_ns + hb.nic_delay_ns
             for u, w in zip(path, path[1:]):
                 spec = self.links[(u, w)]
-                v += spec.serialization_ns(self.bytes) + spec.latency_ns
-            v += sum(nodes[s].spec.processing_delay_ns for s in path[1:-1])
+                rx = nodes[w].spec
+                # into an input-queued router with cut-through, its head flit is what the pipeline waits for
+                head = rx.flit_bytes if getattr(rx, "input_queued", False) and rx.cut_through else self.bytes
+                v += spec.serialization_ns(min(head, self.bytes)) + spec.latency_ns
+            for s in path[1:-1]:
+                rs = nodes[s].spec
+                v += sum(rs.stages_ns) if rs.input_queued else rs.processing_delay_ns
             self.cache[key] = v
         return v
 

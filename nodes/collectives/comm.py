@@ -12,16 +12,42 @@ messages of different steps or calls can never be confused.
 
 from __future__ import annotations
 
+import functools
 import zlib
 from typing import Any
 
 import numpy as np
 
 from emu.config import ConfigError
+from emu.trace import NO_SPAN
 
 from emu.reduce import Op, get_op
 from .hw import HW_GROUP
 from .select import ALGORITHMS, check, choose
+
+
+def _span(host, name: str, **args):
+    """A span on the host's rank track of the run's trace (``HostAPI.span``); nothing untraced."""
+    span = getattr(host, "span", None)
+    return NO_SPAN if span is None else span(name, **args)
+
+
+def _traced(fn):
+    """A collective call as a span on the rank's track of the trace: rank, ranks and the bytes of its
+    array; the algorithm used at its end."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    async def call(self, *args, **kw):
+        x = args[0] if args and isinstance(args[0], np.ndarray) else kw.get("x")
+        span = _span(self.host, name, rank=self.rank, ranks=self.size,
+                     **({"bytes": int(x.nbytes)} if isinstance(x, np.ndarray) else {}))
+        with span:
+            result = await fn(self, *args, **kw)
+            if span is not NO_SPAN:
+                span.end_args = {"algo": self.last_algo}
+            return result
+    return call
 
 
 class Comm:
@@ -57,16 +83,22 @@ class Comm:
             buf = memoryview(np.ascontiguousarray(data)).cast("B") if data.size else b""
         else:
             buf = data
-        await self.host.send(self.members[rank], buf, self._tag(step))
+        with _span(self.host, "send", step=step, peer=self.members[rank], bytes=len(buf)):
+            await self.host.send(self.members[rank], buf, self._tag(step))
 
     async def recv(self, rank: int, dtype: np.dtype, step: int) -> np.ndarray:
-        msg = await self.host.recv(self.members[rank], self._tag(step))
+        with _span(self.host, "recv", step=step, peer=self.members[rank]) as span:
+            msg = await self.host.recv(self.members[rank], self._tag(step))
+            if span is not NO_SPAN:
+                span.end_args = {"bytes": len(msg.data)}
         a = np.frombuffer(msg.data, dtype=dtype)
         return a if a.flags.writeable else a.copy()  # a large message's buffer is ours already
 
     async def sendrecv(self, data: np.ndarray, dst: int, src: int, dtype: np.dtype, step: int) -> np.ndarray:
-        await self.send(dst, data, step)
-        return await self.recv(src, dtype, step)
+        with _span(self.host, f"step {step}", to=self.members[dst], **{"from": self.members[src]},
+                   bytes=int(getattr(data, "nbytes", len(data)))):
+            await self.send(dst, data, step)
+            return await self.recv(src, dtype, step)
 
     async def combine(self, op: Op, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Reduce two operands on the host CPU, paying the modelled per-byte cost."""
@@ -83,6 +115,7 @@ class Comm:
         self.last_algo = name
         return await fn(self, *args)
 
+    @_traced
     async def allreduce(self, x: np.ndarray, op: str = "sum", algo: str | None = None, *,
                         offload: str | None = None, branch: int | None = None) -> np.ndarray | None:
         """The reduction of every rank's ``x`` on every rank. ``offload="nic"`` runs it on the NICs
@@ -95,6 +128,7 @@ class Comm:
             return await self._offload(offload, "allreduce", x, op, 0, branch)
         return await self._run("allreduce", algo, x.nbytes, o.prepare(np.ascontiguousarray(x).ravel(), self.rank), o)
 
+    @_traced
     async def reduce(self, x: np.ndarray, op: str = "sum", root: int = 0, algo: str | None = None, *,
                      offload: str | None = None, branch: int | None = None):
         """The reduction at ``root``; other ranks get None. ``offload="nic"`` as for allreduce."""
@@ -106,6 +140,7 @@ class Comm:
         return await self._run("reduce", algo, x.nbytes, o.prepare(np.ascontiguousarray(x).ravel(), self.rank),
                                o, root)
 
+    @_traced
     async def allreduce_sparse(self, index: np.ndarray, values: np.ndarray, length: int, op: str = "sum", *,
                                offload: str | None = "switch", span: int | None = None,
                                algo: str | None = None) -> np.ndarray:
@@ -190,6 +225,7 @@ class Comm:
         timeout = TIMEOUT_NS_PER_PART * parts(x.size, x.dtype)
         return await offloaded(self, kind, x, op, root, branch, getattr(self, "vp", DEFAULT_VP), timeout)
 
+    @_traced
     async def bcast(self, x: np.ndarray, root: int = 0, algo: str | None = None,
                     offload: str | None = None) -> np.ndarray:
         """``root``'s array on every rank; others pass a buffer of the same size and type.
@@ -213,6 +249,7 @@ class Comm:
             return await bcast_hw(self, x, root)
         return await self._run("bcast", algo, x.nbytes, np.ascontiguousarray(x).ravel(), root)
 
+    @_traced
     async def barrier(self, algo: str | None = None, *, offload: str | None = None,
                       branch: int | None = None) -> None:
         """No rank leaves before every rank has entered. ``offload="hw"``: the QsNet adapters'
@@ -233,6 +270,7 @@ class Comm:
             return await barrier_hw(self, algo, branch)
         await self._run("barrier", algo, 0)
 
+    @_traced
     async def ibarrier(self, algo: str = "tree", branch: int | None = None) -> int:
         """Enter the next hardware barrier (spec 03) and go on at once: the adapters complete it.
         Returns its sequence number for :meth:`barrier_wait`."""
@@ -240,6 +278,7 @@ class Comm:
 
         return await ibarrier_hw(self, algo, branch)
 
+    @_traced
     async def barrier_wait(self, seq: int, timeout_ns: int = 100_000_000) -> None:
         """Wait until every rank has reached hardware barrier ``seq`` (an older ``seq`` than the
         last entered: "wait until every process reached sequence n")."""
@@ -247,10 +286,12 @@ class Comm:
 
         await wait_hw(self, seq, timeout_ns)
 
+    @_traced
     async def allgather(self, x: np.ndarray, algo: str | None = None) -> np.ndarray:
         """Every rank's array, stacked in rank order: shape (size, len(x))."""
         return await self._run("allgather", algo, x.nbytes * self.size, np.ascontiguousarray(x).ravel())
 
+    @_traced
     async def reduce_scatter(self, x: np.ndarray, op: str = "sum", algo: str | None = None) -> np.ndarray:
         """Reduce ``x`` (length size*c) over ranks; rank r gets elements [r*c, (r+1)*c)."""
         o = get_op(op)
@@ -260,17 +301,20 @@ class Comm:
         return await self._run("reduce_scatter", algo, x.nbytes,
                                o.prepare(np.ascontiguousarray(x).ravel(), self.rank), o)
 
+    @_traced
     async def alltoall(self, x: np.ndarray, algo: str | None = None) -> np.ndarray:
         """Row d of ``x`` (shape (size, c)) goes to rank d; row s of the result came from rank s."""
         if x.ndim != 2 or x.shape[0] != self.size:
             raise ConfigError(f"alltoall: x must have shape ({self.size}, c), got {x.shape}")
         return await self._run("alltoall", algo, x.nbytes, np.ascontiguousarray(x))
 
+    @_traced
     async def mcast(self, x: np.ndarray, root: int = 0, algo: str | None = None) -> np.ndarray:
         """One-to-all multicast by unicasts: all-at-once or along a binomial tree."""
         self._check_root(root)
         return await self._run("mcast", algo, x.nbytes, np.ascontiguousarray(x).ravel(), root)
 
+    @_traced
     async def mcast_all(self, x: np.ndarray, algo: str | None = None) -> np.ndarray:
         """All-to-all multicast: every rank's array to every rank, shape (size, len(x))."""
         return await self._run("mcast_all", algo, x.nbytes * self.size, np.ascontiguousarray(x).ravel())

@@ -18,15 +18,16 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from emu.nodes.nic.interface import Message, Op
+from emu.trace import NO_SPAN
 
 __all__ = ["Compute", "HostAPI", "Message", "Op", "PingOp", "Recv", "Send", "Sleep"]
 
 
 class Send(Op):
-    __slots__ = ("dst", "data", "tag")
+    __slots__ = ("dst", "data", "tag", "vc")
 
-    def __init__(self, dst: int, data: bytes, tag: int):
-        self.dst, self.data, self.tag = dst, data, tag
+    def __init__(self, dst: int, data: bytes, tag: int, vc: int = 0):
+        self.dst, self.data, self.tag, self.vc = dst, data, tag, vc
 
     def describe(self, names) -> str:
         return f"send(dst={names[self.dst]}, {len(self.data)} bytes, tag={self.tag})"
@@ -147,14 +148,28 @@ class HostAPI:
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(self._engine.nic.verb_names()))
 
-    def send(self, dst: str | int, data: bytes, tag: int = 0) -> Send:
-        """Send ``data`` (any size) to host ``dst``; returns once the NIC has the message."""
+    def span(self, name: str, **args):
+        """A span on this host's rank track of the run's trace, for a ``with`` block around awaits
+        (``with host.span("phase 1", bytes=n): ...``): it begins now and ends when the block does,
+        in virtual time. Nothing when the run is not traced (``RunConfig.trace``, ``--trace``)."""
+        e = self._engine
+        tr = e.nic.tracer
+        if tr is None:
+            return NO_SPAN
+        return tr.span(e.name, name, lambda: e.now, args or None)
+
+    def send(self, dst: str | int, data: bytes, tag: int = 0, vc: int = 0) -> Send:
+        """Send ``data`` (any size) to host ``dst``; returns once the NIC has the message. ``vc``:
+        its traffic class, carried in every frame's VC byte; routers map it to their virtual
+        channels (``switch.vc_policy``, ``switch.classes``)."""
+        if not isinstance(vc, int) or isinstance(vc, bool) or not 0 <= vc <= 255:
+            raise ValueError(f"send: vc must be an integer within 0..255, got {vc!r}")
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"send: data must be bytes, got {type(data).__name__}")
         if not 0 <= tag <= 0xFFFFFFFF:
             raise ValueError(f"send: tag must fit in 32 bits, got {tag}")
         # no copy: the NIC cuts the message into frames as soon as the application yields this
-        return Send(self._addr(dst), data if isinstance(data, bytes) else memoryview(data).cast("B"), tag)
+        return Send(self._addr(dst), data if isinstance(data, bytes) else memoryview(data).cast("B"), tag, vc)
 
     def recv(self, src: str | int | None = None, tag: int | None = None) -> Recv:
         """Wait for a whole message (from ``src`` / with ``tag`` if given); returns a :class:`Message`."""

@@ -173,7 +173,7 @@ class Host:
 
     def _op_send(self, proc: Proc, op: Send) -> tuple[bool, Any]:
         o = self.spec.send_overhead_ns
-        self.nic.send_message(op.dst, op.tag, op.data, self.now + o)
+        self.nic.send_message(op.dst, op.tag, op.data, self.now + o, op.vc)
         return self._busy(proc, o)
 
     def _op_recv(self, proc: Proc, op: Recv) -> tuple[bool, Any]:

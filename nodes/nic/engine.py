@@ -84,6 +84,8 @@ class NicEngine:
     mechanisms: tuple[str, ...] = BUILT_IN
     """The NIC mechanisms this NIC loads, by registered name (:mod:`emu.nodes.nic.interface`)."""
     kind = "host"
+    tracer = None
+    """The run's ``emu.trace.Tracer`` when traced (the host's spans, the mechanisms' instants), else None."""
     stats: dict[str, int] = field(default_factory=lambda: {
         "malformed": 0, "misdelivered": 0, "no_route": 0, "messages_sent": 0, "messages_received": 0,
         "frames_sent": 0, "frames_received": 0, "pings_answered": 0})
@@ -254,19 +256,20 @@ class NicEngine:
             raise ValueError(f"unknown host address {host}")
         return host
 
-    def send_message(self, dst: int, tag: int, data: bytes, t: int) -> None:
+    def send_message(self, dst: int, tag: int, data: bytes, t: int, vc: int = 0) -> None:
         """Take a message at ``t`` (after the sender's software overhead) and put its frames out
-        (through the end-to-end transport with ``host.transport=reliable``)."""
+        on traffic class ``vc`` (through the end-to-end transport with ``host.transport=reliable``)."""
         if self.transport is not None:
-            self.transport.send(dst, tag, data, t + self.spec.nic_delay_ns)
+            self.transport.send(dst, tag, data, t + self.spec.nic_delay_ns, vc)
             self.stats["messages_sent"] += 1
             return
         self._msg_id = msg_id = (self._msg_id + 1) & 0xFFFFFFFF
-        self._put_message(dst, tag, msg_id, data, t + self.spec.nic_delay_ns)
+        self._put_message(dst, tag, msg_id, data, t + self.spec.nic_delay_ns, vc)
         self.stats["messages_sent"] += 1
 
-    def _put_message(self, dst: int, tag: int, msg_id: int, data: bytes, at: int) -> int:
-        """The frames of one message, handed to the port at ``at``; returns the port."""
+    def _put_message(self, dst: int, tag: int, msg_id: int, data: bytes, at: int, vc: int = 0) -> int:
+        """The frames of one message, handed to the port at ``at`` on VC ``vc`` (its traffic class:
+        the routers map it to their VCs); returns the port."""
         total = len(data)
         mtu = self.spec.mtu_bytes
         # the frames ``emit`` would make, each in one join (no header+chunk intermediate)
@@ -276,7 +279,7 @@ class NicEngine:
         while True:
             chunk = data[off:off + mtu]
             n = len(chunk)
-            out((port, join((head, fab(me, dst, 0, 0, ptype, 0, 0, 0, _MSG_LEN + n), msg(msg_id, tag, total, off), chunk)), at))
+            out((port, join((head, fab(me, dst, vc, 0, ptype, 0, 0, 0, _MSG_LEN + n), msg(msg_id, tag, total, off), chunk)), at))
             frames += 1
             off += n
             if off >= total:

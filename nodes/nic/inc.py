@@ -296,6 +296,9 @@ class IncNIC(Mechanism):
         if st[0]:
             job.resent += 1
             self.stats["inc_resent"] += 1
+            if self.nic.tracer is not None:
+                self.nic.tracer.instant(self.nic.name, "retransmit", self.nic.now, {"what": "allreduce block",
+                                                                                    "aid": job.aid, "block": b}, "retransmit")
         st[0] += 1
         retx = F_RETX if st[0] > 1 else 0
         blk = (job.base + b) & 0xFFFFFFFF

@@ -191,6 +191,9 @@ class Reliable:
         else:
             tx.route = (tx.route + 1) & 0xFF
             self.stats["packets_resent"] += 1
+            if self.nic.tracer is not None:
+                self.nic.tracer.instant(self.nic.name, "retransmit", t, {"what": "packet", "pkt_id": tx.pkt_id,
+                                                                         "to": tx.xfer.dst, "try": tx.tries + 1}, "retransmit")
             if tx.tries == 1:
                 tx.xfer.resent += 1
         tx.tries += 1
@@ -270,6 +273,10 @@ class Reliable:
         x = tx.xfer
         if kind == AckKind.NACK and reason != Reason.COND_FALSE:
             self.stats["nacks_no_route" if reason == Reason.NO_ROUTE else "nacks_crc"] += 1
+            if self.nic.tracer is not None:
+                self.nic.tracer.instant(self.nic.name, "NACK", now, {"from": x.dst, "pkt_id": tx.pkt_id,
+                                                                     "reason": "no route" if reason == Reason.NO_ROUTE
+                                                                     else "crc"}, "nack")
             self._retry(tx, TxEvent.NACK, f"NACK ({Reason(reason).name if reason in Reason._value2member_map_ else reason})")
             return
         self.stats["acks"] += 1

@@ -24,17 +24,17 @@ log = logging.getLogger(__name__)
 class _Out:
     """A message sent and not yet acknowledged."""
 
-    __slots__ = ("dst", "tag", "data", "port", "sends", "rto", "timer", "first_ns")
+    __slots__ = ("dst", "tag", "data", "port", "sends", "rto", "timer", "first_ns", "vc")
 
-    def __init__(self, dst: int, tag: int, data: bytes, port: int, rto: int, first_ns: int):
+    def __init__(self, dst: int, tag: int, data: bytes, port: int, rto: int, first_ns: int, vc: int = 0):
         self.dst, self.tag, self.data, self.port, self.rto, self.first_ns = dst, tag, data, port, rto, first_ns
-        self.sends, self.timer = 1, None
+        self.sends, self.timer, self.vc = 1, None, vc
 
 
 class Transport:
     def __init__(self, nic: Any, put: Callable[[int, int, int, Any, int], int]):
-        """``put(dst, tag, msg_id, data, at) -> port``: the NIC's frames of one message, handed to
-        the port at ``at``."""
+        """``put(dst, tag, msg_id, data, at, vc) -> port``: the NIC's frames of one message, handed to
+        the port at ``at`` on traffic class ``vc``."""
         self.nic = nic
         self.put = put
         self.spec = nic.spec
@@ -47,12 +47,12 @@ class Transport:
                       "messages_failed": 0, "duplicates_dropped": 0}
 
     # -- the sender --------------------------------------------------------------------------------
-    def send(self, dst: int, tag: int, data: Any, at: int) -> None:
+    def send(self, dst: int, tag: int, data: Any, at: int, vc: int = 0) -> None:
         seq = self.next_seq.get(dst, 0)
         self.next_seq[dst] = (seq + 1) & 0xFFFFFFFF
         data = bytes(data)  # kept to send again: the application may reuse its buffer
-        port = self.put(dst, tag, seq, data, at)
-        out = self.unacked[(dst, seq)] = _Out(dst, tag, data, port, self.spec.rto_ns, at)
+        port = self.put(dst, tag, seq, data, at, vc)
+        out = self.unacked[(dst, seq)] = _Out(dst, tag, data, port, self.spec.rto_ns, at, vc)
         out.timer = self.nic.at(at + out.rto, self._timeout, (dst, seq))
 
     def on_ack(self, src: int, frame: bytes) -> None:
@@ -84,8 +84,12 @@ class Transport:
         out.sends += 1
         out.rto *= 2
         self.stats["messages_resent"] += 1
+        if self.nic.tracer is not None:
+            self.nic.tracer.instant(self.nic.name, "retransmit", now, {"what": "message", "to": self.nic.names[out.dst]
+                                                                       if out.dst < len(self.nic.names) else out.dst,
+                                                                       "tag": out.tag, "send": out.sends}, "retransmit")
         at = now + self.spec.nic_delay_ns
-        self.put(out.dst, out.tag, key[1], out.data, at)
+        self.put(out.dst, out.tag, key[1], out.data, at, out.vc)
         out.timer = self.nic.at(at + out.rto, self._timeout, key)
 
     def _why(self, out: _Out, now: int) -> str:

@@ -1,0 +1,270 @@
+"""``emu report RESULTS.json [--trace FILE] --out DIR``: plots of a run, as PNG and SVG.
+
+* ``topology.{png,svg}``: the topology with each link coloured by its load in each test (the time
+  its busier direction spent sending over the test's completion time: ``per_link`` of the
+  results), one panel per test, side by side. Meshes and tori are drawn on their grid, trees (fat
+  tree, Clos, QsNet) in stages, the others by networkx's spring layout (seeded).
+* ``timeline.{png,svg}`` (with ``--trace``): per host, the spans of its rank track (the test, each
+  collective call, each step: send, recv) over virtual time, one panel per test; instant events
+  of the hosts (drops, retransmissions, deadlock reports) as marks.
+
+matplotlib and networkx draw; this module only lays out and reads the files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ..config import ConfigError
+
+MAX_HOSTS = 64
+"""Hosts drawn in a timeline at most (the first ones, in the topology's order)."""
+COLOURS = {"test": "#d9d9d9", "collective": "#4c72b0", "send": "#55a868", "recv": "#dd8452", "step": "#8172b2"}
+
+
+def load_results(path: str) -> list[dict[str, Any]]:
+    """The rows ``emu run --json`` wrote, refused in one line when the file is not that."""
+    try:
+        with open(path) as f:
+            rows = json.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"emu report: no file {path}; give the --json file of an emu run") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ConfigError(f"emu report: {path} is not JSON ({e}); give the --json file of an emu run") from None
+    if isinstance(rows, dict):
+        rows = [rows]
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) and "topology" in r and "name" in r
+                                                         and isinstance(r.get("per_link"), dict) for r in rows):
+        raise ConfigError(f"emu report: {path} is not the --json of emu run (rows with topology, name and "
+                          "per_link); write one with emu run ... --json FILE")
+    return rows
+
+
+def load_trace(path: str) -> dict[str, Any]:
+    try:
+        with open(path) as f:
+            trace = json.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"emu report: no trace file {path}; give the --trace file of the same emu run") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ConfigError(f"emu report: {path} is not a trace-event JSON file ({e}); give the --trace file of "
+                          "an emu run (one cut off by a crash cannot be read)") from None
+    if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
+        raise ConfigError(f"emu report: {path} has no traceEvents; give the --trace file of an emu run")
+    return trace
+
+
+# -- the topology ---------------------------------------------------------------------------------
+def positions(t) -> dict[str, tuple[float, float]]:
+    """Where to draw each node: the grid for meshes and tori, stages for trees, else networkx."""
+    import networkx as nx
+
+    nodes = t.nodes
+    if all("coords" in n.info for n in nodes.values() if n.kind != "manager") and t.switches:
+        pos = {}
+        k = 1 + max(max(n.info["coords"]) for n in t.switches)
+        for n in nodes.values():
+            c = tuple(n.info.get("coords", (0,)))
+            x = c[0] + (c[2] * (k + 1) if len(c) > 2 else 0)
+            y = c[1] if len(c) > 1 else 0
+            off = 0.3 if n.kind == "host" else 0.0
+            pos[n.name] = (x + off, y + off)
+        return pos
+    g = nx.Graph()
+    g.add_nodes_from(nodes)  # first: a stage's nodes are drawn in the topology's order
+    for link in t.links:
+        g.add_edge(link.a, link.b)
+    if any("stage" in n.info for n in t.switches):
+        for n in nodes.values():
+            g.nodes[n.name]["layer"] = n.info.get("stage", 0) if n.kind == "switch" else (
+                0 if n.kind == "host" else 1 + max(s.info.get("stage", 0) for s in t.switches))
+        return {k: (float(x), float(y)) for k, (x, y) in
+                nx.multipartite_layout(g, subset_key="layer", align="horizontal").items()}
+    try:  # (force-directed; networkx needs scipy past 500 nodes)
+        pos = nx.spring_layout(g, seed=0)
+    except ImportError:
+        pos = nx.circular_layout(g)
+    return {k: (float(x), float(y)) for k, (x, y) in pos.items()}
+
+
+def link_loads(t, row: dict[str, Any]) -> tuple[list[float], int]:
+    """Per link of ``t``: the load of its busier direction in this test (busy_ns / completion);
+    and how many per_link entries name no link of ``t``."""
+    span = row.get("completion_ns") or 0
+    index = {}
+    for i, link in enumerate(t.links):
+        index[t.port_name(link.a, link.a_port)] = i
+        index[t.port_name(link.b, link.b_port)] = i
+    loads = [0.0] * len(t.links)
+    unknown = 0
+    for port, v in row["per_link"].items():
+        i = index.get(port)
+        if i is None:
+            unknown += 1
+            continue
+        busy = v.get("busy_ns", 0) if isinstance(v, dict) else 0
+        if span > 0:
+            loads[i] = max(loads[i], busy / span)
+    return loads, unknown
+
+
+def plot_topology(t, rows: list[dict[str, Any]], out: str) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import networkx as nx
+
+    pos = positions(t)
+    per = [link_loads(t, r) for r in rows]
+    vmax = max([max(lo, default=0) for lo, _ in per] + [1e-9])
+    n = len(rows)
+    big = len(t.nodes) > 200
+    fig, axes = plt.subplots(1, n, figsize=(6 * n + 1, 6), squeeze=False)
+    g = nx.MultiGraph()
+    g.add_nodes_from(t.nodes)
+    cmap = plt.get_cmap("viridis")
+    for ax, row, (loads, unknown) in zip(axes[0], rows, per):
+        edges = [(link.a, link.b) for link in t.links]
+        hosts = [h.name for h in t.hosts]
+        switches = [s.name for s in t.nodes.values() if s.kind != "host"]
+        nx.draw_networkx_edges(g, pos, edgelist=edges, edge_color=loads, edge_cmap=cmap, edge_vmin=0, edge_vmax=vmax,
+                               width=1.0 if big else 2.5, ax=ax)
+        nx.draw_networkx_nodes(g, pos, nodelist=switches, node_color="#444444", node_size=10 if big else 80,
+                               node_shape="o", ax=ax)
+        nx.draw_networkx_nodes(g, pos, nodelist=hosts, node_color="#bbbbbb", node_size=6 if big else 40,
+                               node_shape="s", ax=ax)
+        if len(t.nodes) <= 40:
+            nx.draw_networkx_labels(g, pos, font_size=6, ax=ax)
+        busiest = max(loads, default=0)
+        note = f"; {unknown} port(s) not drawn" if unknown else ""
+        ax.set_title(f"{row['name']}: {row.get('completion_ns') or 0:,} ns, busiest link {busiest:.0%}{note}",
+                     fontsize=9)
+        ax.set_axis_off()
+    sm = matplotlib.cm.ScalarMappable(cmap=cmap, norm=matplotlib.colors.Normalize(0, vmax))
+    fig.colorbar(sm, ax=list(axes[0]), label="link load: busier direction's busy time / test completion",
+                 shrink=0.8)
+    fig.suptitle(f"{rows[0]['topology']} (seed {rows[0].get('seed', 0)}): link load per test")
+    return _save(fig, out, "topology")
+
+
+# -- the timeline ---------------------------------------------------------------------------------
+def host_spans(trace: dict[str, Any]) -> tuple[dict[int, str], dict[int, list], dict[int, list]]:
+    """(pid -> host name, pid -> [(start_us, end_us, depth, name, cat)], pid -> [(ts_us, name)]) from
+    the rank tracks (tid 1) and events tracks (tid 2) of the hosts."""
+    names: dict[int, str] = {}
+    ranks: set[int] = set()
+    for e in trace["traceEvents"]:
+        if e.get("ph") == "M" and e.get("name") == "process_name":
+            names[e["pid"]] = e["args"]["name"]
+        elif e.get("ph") == "M" and e.get("name") == "thread_name" and e.get("tid") == 1:
+            ranks.add(e["pid"])
+    spans: dict[int, list] = {p: [] for p in ranks}
+    marks: dict[int, list] = {p: [] for p in ranks}
+    stacks: dict[int, list] = {p: [] for p in ranks}
+    for e in trace["traceEvents"]:
+        pid, ph = e.get("pid"), e.get("ph")
+        if pid not in ranks:
+            continue
+        if ph == "B":
+            stacks[pid].append((e["ts"], e.get("name", ""), e.get("cat", "")))
+        elif ph == "E" and stacks[pid]:
+            start, name, cat = stacks[pid].pop()
+            spans[pid].append((start, e["ts"], len(stacks[pid]), name, cat))
+        elif ph == "i":
+            marks[pid].append((e["ts"], e.get("name", "")))
+    return {p: names.get(p, str(p)) for p in ranks}, spans, marks
+
+
+def _colour(name: str, cat: str, depth: int) -> str:
+    if cat == "test":
+        return COLOURS["test"]
+    if name in ("send", "recv"):
+        return COLOURS[name]
+    if name.startswith("step"):
+        return COLOURS["step"]
+    return COLOURS["collective"] if depth <= 1 else COLOURS["step"]
+
+
+def plot_timeline(trace: dict[str, Any], rows: list[dict[str, Any]], out: str) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    names, spans, marks = host_spans(trace)
+    pids = sorted(names)[:MAX_HOSTS]
+    windows = []  # (test name, start us, end us): each test's outer span over every host
+    for r in rows:
+        ends = [(s, e) for p in pids for s, e, d, n, c in spans[p] if c == "test" and n == r["name"]]
+        if ends:
+            windows.append((r["name"], min(s for s, _ in ends), max(e for _, e in ends)))
+    if not windows:  # a trace of something else than these tests: the whole of it
+        ends = [(s, e) for p in pids for s, e, *_ in spans[p]]
+        windows = [("run", min((s for s, _ in ends), default=0), max((e for _, e in ends), default=1))]
+    n = len(windows)
+    fig, axes = plt.subplots(1, n, figsize=(7 * n, 1.5 + 0.28 * len(pids)), squeeze=False, sharey=True)
+    for ax, (test, lo, hi) in zip(axes[0], windows):
+        for row, pid in enumerate(pids):
+            for depth in range(0, 6):
+                bars = [(s, max(e - s, 1e-3)) for s, e, d, name, cat in spans[pid] if d == depth and e >= lo and s <= hi]
+                if not bars:
+                    continue
+                cols = [_colour(name, cat, d) for s, e, d, name, cat in spans[pid] if d == depth and e >= lo and s <= hi]
+                h = 0.8 - 0.15 * depth
+                ax.broken_barh(bars, (row - h / 2, h), facecolors=cols, linewidth=0)
+            xs = [t for t, _ in marks[pid] if lo <= t <= hi]
+            if xs:
+                ax.plot(xs, [row] * len(xs), "x", color="#c44e52", markersize=4)
+        ax.set_xlim(lo, hi if hi > lo else lo + 1)
+        ax.set_yticks(range(len(pids)), [names[p] for p in pids], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel("virtual time (us)")
+        ax.set_title(f"{test}: {hi - lo:,.3f} us", fontsize=9)
+    legend = [Patch(color=c, label=k) for k, c in COLOURS.items()]
+    axes[0][-1].legend(handles=legend, fontsize=7, loc="upper right")
+    shown = "" if len(names) <= MAX_HOSTS else f" (the first {MAX_HOSTS} of {len(names)} hosts)"
+    fig.suptitle(f"per-rank timeline{shown}; x: instant events (drops, retransmissions, deadlocks)")
+    fig.tight_layout()
+    return _save(fig, out, "timeline")
+
+
+def _save(fig, out: str, stem: str) -> list[str]:
+    import matplotlib.pyplot as plt
+
+    paths = []
+    for ext in ("png", "svg"):
+        p = os.path.join(out, f"{stem}.{ext}")
+        fig.savefig(p, dpi=120)
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def report(results: str, trace: str | None, out: str) -> list[str]:
+    """Write the plots of ``results`` (and ``trace``) into folder ``out``; returns the files."""
+    from emu.topologies.registry import build
+
+    rows = load_results(results)
+    tr = load_trace(trace) if trace else None
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise ConfigError(f"emu report --out {out}: the folder {parent} does not exist; create it or write elsewhere")
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ConfigError(f"emu report --out {out} is a file; give a folder")
+    specs = {r["topology"] for r in rows}
+    if len(specs) > 1:
+        raise ConfigError(f"emu report: {results} holds runs of {len(specs)} topologies ({', '.join(sorted(specs))}); "
+                          "give the results of one emu run")
+    try:
+        t = build(rows[0]["topology"])
+    except ConfigError as e:
+        raise ConfigError(f"emu report: the topology of {results} cannot be built: {e}") from None
+    os.makedirs(out, exist_ok=True)
+    files = plot_topology(t, rows, out)
+    if tr is not None:
+        files += plot_timeline(tr, rows, out)
+    return files

@@ -1,0 +1,509 @@
+"""The input-queued router (``SwitchSpec.model = input_queued``): virtual channels, allocators, stages.
+
+What a frame meets, in virtual time (every tie broken by a fixed rule, so runs are deterministic):
+
+* **Input buffers.** Each input port has ``vcs`` buffers of ``buffer_bytes`` (whole flits of
+  ``flit_bytes``); a frame of n bytes (FCS included) takes ceil(n / flit_bytes) flits of the buffer
+  its VC byte names. The sender holds credit for them (credit flow control; the credit goes back
+  when the frame's tail has left the buffer, ``credit_delay_ns`` later). A frame reaches the router
+  when its *head* (first flit) is in: the link delivers it then (``OutPort.head_bytes``), and its
+  tail follows at the link's rate.
+* **Head-of-line.** Only the frame at the head of a VC buffer is routed and allocated; the frames
+  behind it on the same VC wait, whatever output they want.
+* **Pipeline.** Route computation (``route_ns``) from the head's arrival -- from the tail's without
+  ``cut_through`` (store-and-forward) -- then VC allocation (``vc_alloc_ns``), switch allocation
+  (``sw_alloc_ns``) and crossbar traversal (``traversal_ns``): with no contention a frame leaves
+  ``route + vc_alloc + sw_alloc + traversal`` after its head arrived (cut-through).
+* **VC allocation.** A frame of class g (its VC mod the number of groups: ``classes`` with
+  ``vc_policy=by_class``, 2 per class for the dateline policies, which pick the next group as in
+  ``emu.switch.vc``) is given the lowest-numbered free VC of its next group at the output; requests
+  for one output are served in rotating order over (input port, VC). A VC is held until its frame's
+  tail has left.
+* **Switch allocation.** Once per allocation round, inputs are matched to outputs: ``round_robin``
+  (separable, input first: each input picks one of its ready VCs, each output one of the inputs
+  that picked it, both by rotating priority) or ``islip`` (request, grant, accept, ``iterations``
+  times; pointers move on first-iteration accepts only). A frame is ready when its VC is allocated,
+  its output and its input are free, and the downstream VC has credit for the whole frame (virtual
+  cut-through: a frame never stops half-way across a link).
+* **Traversal.** A granted frame leaves ``sw_alloc + traversal`` later, never before its tail could
+  follow it at the output's rate; input and output are busy while its flits cross.
+
+Routing (tables, adaptive policies), broadcast replication, ACK combining, traps and management are
+the output-queued switch's (:class:`~emu.switch.forward.SwitchEngine`, whose ``receive`` is this
+router's route computation): every frame it would send for an arriving one is a *copy* that must
+be allocated; the arriving frame leaves its buffer when its last copy has. Frames the switch makes
+by itself later (processing-unit results, link tests, traps on a timer) enter through an internal
+port with one unbounded VC.
+
+Not modelled: wormhole flow control (a frame that stalls with its flits spread over several routers
+needs per-flit events on the links; virtual cut-through is the closest), a shared buffer pool, and
+credits returned flit by flit (they return per frame, when its tail has left).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from dataclasses import dataclass, field
+
+from emu.errors import EngineError
+
+from .forward import VC_OFF, SwitchEngine, make_switch
+from .vc import selector
+
+INF = 1 << 62
+
+
+class Packet:
+    """A frame in an input VC buffer."""
+
+    __slots__ = ("port", "vc", "head", "tail", "cost", "copies", "left", "exit", "rc_at")
+
+    def __init__(self, port: int, vc: int, head: int, tail: int, cost: int) -> None:
+        self.port, self.vc, self.head, self.tail, self.cost = port, vc, head, tail, cost
+        self.copies: list[Copy] = []
+        self.left = 0
+        self.exit = 0
+        """When its last granted copy's tail has left the buffer."""
+        self.rc_at = INF
+        """When route computation is over (set when it reaches the head of its VC)."""
+
+
+class Copy:
+    """One frame the router sends because of a packet: its output, VC and progress."""
+
+    __slots__ = ("pkt", "out", "frame", "group", "ovc", "need", "sa_at", "granted")
+
+    def __init__(self, pkt: Packet, out: int, frame, group: int, need: int) -> None:
+        self.pkt, self.out, self.frame, self.group, self.need = pkt, out, frame, group, need
+        self.ovc = -1
+        self.sa_at = INF
+        self.granted = False
+
+
+@dataclass(eq=False)
+class InputQueuedEngine(SwitchEngine):
+    """``SwitchSpec.model = input_queued``; see the module's text."""
+
+    downstream: list = field(default_factory=list)
+    """Per output port: None (the receiver's buffers are unbounded: no credits) or (vcs, bytes per
+    VC, credit unit in bytes)."""
+    in_bps: dict = field(default_factory=dict)
+    """Line rate of the link into each port."""
+    groups_n: int = 1
+    """VC groups (classes x dateline halves)."""
+    buffer: int = 0
+    """Bytes per input VC buffer."""
+    credit_out: object = None
+    """``credit_out(port, vc, nbytes, at)``: the element sends a credit to the sender on ``port``
+    at ``at`` (set by ``emu.element.Element``)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        s = self.spec
+        self.min_delay_ns = 0  # credit flow control: the lookahead is the links' own latency
+        self.fb = s.flit_bytes
+        self.rc, self.va, self.sa, self.st = s.stages_ns
+        self.vct = s.cut_through
+        self.islip = s.allocator == "islip"
+        self.iters = s.iterations
+        self._btimer = None
+        self.dirty = False
+        self.iq_stats = {"rounds": 0, "va_grants": 0, "sa_grants": 0, "sa_conflicts": 0, "hol_waits": 0}
+
+    def setup(self, nports: int, group_select) -> None:
+        """Size the state for ``nports`` linked ports (port ``nports`` is the internal one)."""
+        V = self.spec.vcs
+        self.nports = nports
+        self.sel = group_select
+        self.q = [[deque() for _ in range(V)] for _ in range(nports)] + [[deque()]]
+        self.occ = [[0] * V for _ in range(nports)]
+        self.peak = [[0] * V for _ in range(nports)]
+        self.in_ready = [0] * (nports + 1)
+        self.out_ready = [0] * nports
+        G = self.groups_n
+        self.credits, self.vc_hold, self.vc_free, self.allowed = [], [], [], []
+        for o in range(nports):
+            d = self.downstream[o] if o < len(self.downstream) else None
+            if d is None:
+                self.credits.append(None)
+                self.vc_hold.append(None)
+                self.vc_free.append(None)
+                self.allowed.append(None)
+                continue
+            vcs, cap, _unit = d
+            self.credits.append([cap] * vcs)
+            self.vc_hold.append([None] * vcs)
+            self.vc_free.append([0] * vcs)
+            self.allowed.append([[w for w in range(vcs) if w % G == g] or [g % vcs] for g in range(G)])
+        self.va_ptr = [0] * nports
+        self.in_ptr = [0] * (nports + 1)
+        self.out_ptr = [0] * nports
+
+    # -- time on the lines ------------------------------------------------------------------------
+    def _ser_out(self, o: int, n: int) -> int:
+        return -((-n * 8_000_000_000) // self.port_bps[o])
+
+    def _ser_in(self, p: int, n: int) -> int:
+        return -((-n * 8_000_000_000) // self.in_bps[p])
+
+    # -- events -----------------------------------------------------------------------------------
+    def receive(self, frame: bytes, port: int, now: int) -> list:
+        n = len(frame) + 4
+        fb = self.fb
+        cost = -(-n // fb) * fb
+        V = self.spec.vcs
+        v = frame[VC_OFF] % V if len(frame) > VC_OFF else 0
+        if self.occ[port][v] + cost > self.buffer:
+            raise EngineError(f"{self.name}: input port {port} VC {v} buffer overrun: {self.occ[port][v]} + {cost} > "
+                              f"{self.buffer} bytes (a frame larger than a VC buffer never fits: raise "
+                              "switch.vc_buffer_bytes or lower host.mtu_bytes)")
+        tail = now + self._ser_in(port, n) - self._ser_in(port, min(fb, n))
+        results = super().receive(frame, port, now)
+        pkt = Packet(port, v, now, tail, cost)
+        self._file(pkt, results, now, v)
+        if not pkt.copies:  # consumed here (or dropped): its room is free at once
+            self._credit(port, v, cost, now)
+        else:
+            qv = self.q[port][v]
+            qv.append(pkt)
+            self.occ[port][v] += cost
+            if self.occ[port][v] > self.peak[port][v]:
+                self.peak[port][v] = self.occ[port][v]
+            if len(qv) == 1:
+                pkt.rc_at = (now if self.vct else tail) + self.rc
+            else:
+                self.iq_stats["hol_waits"] += 1
+        self.dirty = True
+        self._retime(now)
+        return []
+
+    def _file(self, pkt: Packet, results: list, now: int, v: int) -> None:
+        """Split what the switch would send into copies of ``pkt`` and frames it makes later."""
+        soon = now + self.spec.processing_delay_ns
+        G = self.groups_n
+        g_in = v % G
+        sel = self.sel
+        for out, frame, at in results:
+            if at > soon:  # made later by the switch itself (a processing unit's result): internal port
+                self._inject(out, frame, at)
+                continue
+            g = sel(pkt.port, out, g_in) if sel is not None else g_in
+            pkt.copies.append(Copy(pkt, out, frame, g, self._need(out, len(frame) + 4)))
+        pkt.left = len(pkt.copies)
+
+    def _need(self, out: int, n: int) -> int:
+        d = self.downstream[out] if out < len(self.downstream) else None
+        if d is None:
+            return 0
+        unit = d[2]
+        need = -(-n // unit) * unit
+        if need > d[1]:
+            raise EngineError(f"{self.name}: a {n}-byte frame needs {need} bytes of buffer, more than a VC buffer "
+                              f"({d[1]} bytes) of the router on port {out}: raise switch.vc_buffer_bytes or lower "
+                              "host.mtu_bytes")
+        return need
+
+    def _inject(self, out: int, frame, at: int) -> None:
+        pkt = Packet(self.nports, 0, at, at, 0)
+        pkt.copies.append(Copy(pkt, out, frame, 0, self._need(out, len(frame) + 4)))
+        pkt.left = 1
+        pkt.rc_at = at
+        qv = self.q[self.nports][0]
+        keys = [p.head for p in qv]
+        i = bisect.bisect_right(keys, at)
+        if i == 0 and qv:  # never ahead of a head already in allocation
+            i = 1
+        qv.insert(i, pkt)
+        if len(qv) == 1:
+            pkt.rc_at = at
+
+    def on_credit(self, port: int, vc: int, nbytes: int, now: int) -> None:
+        """A credit from the receiver on ``port``."""
+        c = self.credits[port] if port < len(self.credits) else None
+        if c is None:
+            return
+        c[vc % len(c)] += nbytes
+        if c[vc % len(c)] > self.downstream[port][1]:
+            raise EngineError(f"{self.name}: port {port} VC {vc}: credit above the receiver's buffer "
+                              f"({c[vc % len(c)]} > {self.downstream[port][1]} bytes)")
+        self.dirty = True
+        self._retime(now)
+
+    def lost(self, port: int, nbytes: int, vc: int, now: int) -> None:
+        """A frame for ``port``'s buffer never entered it (lost or damaged on the wire): its credit
+        goes back at once."""
+        fb = self.fb
+        self._credit(port, vc % self.spec.vcs, -(-nbytes // fb) * fb, now)
+
+    def _credit(self, port: int, vc: int, cost: int, at: int) -> None:
+        if port < self.nports and cost and self.credit_out is not None:
+            self.credit_out(port, vc, cost, at + self.spec.credit_delay_ns)
+
+    def on_timer(self, now: int) -> list:
+        out = []
+        if self._btimer is not None and self._btimer <= now:
+            for o, frame, at in super().on_timer(now):
+                self._inject(o, frame, max(at, now))
+        out = self._round(now)
+        self.dirty = False
+        self._retime(now)
+        return out
+
+    def on_link_change(self, port: int, up: bool, now: int) -> list:
+        for o, frame, at in super().on_link_change(port, up, now):
+            self._inject(o, frame, max(at, now))
+        self.dirty = True
+        self._retime(now)
+        return []
+
+    def _set_timer(self) -> None:  # the switch's own timers (link tests, processing unit)
+        super()._set_timer()
+        self._btimer = self.timer
+        if hasattr(self, "q"):
+            self._retime(None)
+
+    # -- allocation -------------------------------------------------------------------------------
+    def _heads(self):
+        for p, vcs in enumerate(self.q):
+            for v, qv in enumerate(vcs):
+                if qv:
+                    yield p, v, qv[0]
+
+    def _round(self, now: int) -> list:
+        self.iq_stats["rounds"] += 1
+        heads = list(self._heads())
+        if not heads:
+            return []
+        self._allocate_vcs(heads, now)
+        return self._allocate_switch(heads, now)
+
+    def _allocate_vcs(self, heads, now: int) -> None:
+        by_out: dict[int, list] = {}
+        for _p, _v, pkt in heads:
+            if pkt.rc_at > now:
+                continue
+            for c in pkt.copies:
+                if c.ovc < 0:
+                    by_out.setdefault(c.out, []).append(c)
+        V = self.spec.vcs + 1
+        N = (self.nports + 1) * V
+        for o in sorted(by_out):
+            reqs = by_out[o]
+            hold = self.vc_hold[o]
+            if hold is None:  # unbounded receiver (a host): no VCs to allocate
+                for c in reqs:
+                    c.ovc = c.group
+                    c.sa_at = now + self.va
+                continue
+            ptr = self.va_ptr[o]
+            reqs.sort(key=lambda c: (c.pkt.port * V + c.pkt.vc - ptr) % N)
+            free_at = self.vc_free[o]
+            for c in reqs:
+                w = next((w for w in self.allowed[o][c.group] if hold[w] is None and free_at[w] <= now), None)
+                if w is None:
+                    continue
+                hold[w] = c
+                c.ovc = w
+                c.sa_at = now + self.va
+                self.va_ptr[o] = (c.pkt.port * V + c.pkt.vc + 1) % N
+                self.iq_stats["va_grants"] += 1
+
+    def _ready(self, c: Copy, now: int) -> bool:
+        if c.granted or c.ovc < 0 or c.sa_at > now or self.out_ready[c.out] > now:
+            return False
+        cr = self.credits[c.out]
+        return cr is None or cr[c.ovc] >= c.need
+
+    def _allocate_switch(self, heads, now: int) -> list:
+        # requests: per input, its ready copies in VC order
+        req: dict[int, list] = {}
+        for p, v, pkt in heads:
+            if self.in_ready[p] > now:
+                continue
+            for c in pkt.copies:
+                if self._ready(c, now):
+                    req.setdefault(p, []).append((v, c))
+        if not req:
+            return []
+        grants = self._islip(req) if self.islip else self._separable(req)
+        return [self._grant(c, now) for c in grants]
+
+    def _separable(self, req: dict) -> list:
+        """Input first: each input its ready copy next after its pointer (over VCs, then copies);
+        each output the requesting input next after its pointer."""
+        V = self.spec.vcs
+        picked: dict[int, list] = {}
+        for p in sorted(req):
+            ptr = self.in_ptr[p]
+            v, c = min(req[p], key=lambda vc: (vc[0] - ptr) % V)
+            picked.setdefault(c.out, []).append((p, v, c))
+        out = []
+        nin = self.nports + 1
+        for o in sorted(picked):
+            ptr = self.out_ptr[o]
+            p, v, c = min(picked[o], key=lambda t: (t[0] - ptr) % nin)
+            self.iq_stats["sa_conflicts"] += len(picked[o]) - 1
+            self.out_ptr[o] = (p + 1) % nin
+            self.in_ptr[p] = (v + 1) % V
+            out.append(c)
+        return out
+
+    def _islip(self, req: dict) -> list:
+        """iSLIP: unmatched inputs request every output they have a ready copy for; each
+        unmatched output grants the requesting input next after its pointer; each input accepts
+        the granting output next after its pointer. Pointers move on first-iteration accepts."""
+        nin, nout, V = self.nports + 1, self.nports, self.spec.vcs
+        matched_in: dict[int, int] = {}
+        matched_out: set[int] = set()
+        for it in range(self.iters):
+            grants: dict[int, list] = {}
+            for o in range(nout):
+                if o in matched_out:
+                    continue
+                asking = [p for p in req if p not in matched_in and any(c.out == o for _v, c in req[p])]
+                if asking:
+                    ptr = self.out_ptr[o]
+                    grants.setdefault(min(asking, key=lambda p: (p - ptr) % nin), []).append(o)
+            if not grants:
+                break
+            for p in sorted(grants):
+                ptr = self.in_ptr[p]
+                o = min(grants[p], key=lambda o: (o - ptr) % nout)
+                matched_in[p] = o
+                matched_out.add(o)
+                self.iq_stats["sa_conflicts"] += len(grants[p]) - 1
+                if it == 0:
+                    self.out_ptr[o] = (p + 1) % nin
+                    self.in_ptr[p] = (o + 1) % nout
+        out = []
+        for p in sorted(matched_in):
+            o = matched_in[p]
+            # the VC of that input toward o: the lowest after the input's VC pointer (fixed rule)
+            cands = [(v, c) for v, c in req[p] if c.out == o]
+            out.append(min(cands, key=lambda vc: vc[0] % V)[1])
+        return out
+
+    def _grant(self, c: Copy, now: int) -> tuple[int, bytes, int]:
+        self.iq_stats["sa_grants"] += 1
+        o, pkt = c.out, c.pkt
+        n = len(c.frame) + 4
+        ser = self._ser_out(o, n)
+        depart = now + self.sa + self.st
+        if self.vct:  # the tail never leaves before it came
+            depart = max(depart, pkt.tail - ser + self._ser_out(o, min(self.fb, n)))
+        busy = depart + ser - self.sa - self.st
+        self.out_ready[o] = busy
+        self.in_ready[pkt.port] = busy
+        cr = self.credits[o]
+        if cr is not None:
+            cr[c.ovc] -= c.need
+            self.vc_hold[o][c.ovc] = None
+            self.vc_free[o][c.ovc] = depart + ser
+        c.granted = True
+        frame = bytearray(c.frame)
+        if cr is not None or self.sel is not None:
+            frame[VC_OFF] = c.ovc
+        pkt.left -= 1
+        leaves = depart - self.st + ser
+        if leaves > pkt.exit:
+            pkt.exit = leaves
+        if pkt.left == 0:
+            self._pop(pkt, busy)
+        return o, bytes(frame), depart
+
+    def _pop(self, pkt: Packet, t_next: int) -> None:
+        qv = self.q[pkt.port][pkt.vc]
+        qv.popleft()
+        if pkt.port < self.nports:
+            self.occ[pkt.port][pkt.vc] -= pkt.cost
+            self._credit(pkt.port, pkt.vc, pkt.cost, pkt.exit)
+        if qv:
+            nxt = qv[0]
+            base = nxt.head if self.vct or pkt.port == self.nports else nxt.tail
+            nxt.rc_at = max(base, t_next) + (self.rc if pkt.port < self.nports else 0)
+
+    # -- the next allocation round ----------------------------------------------------------------
+    def _retime(self, now: int | None) -> None:
+        """Set ``timer``: the next time an allocation round could change something. After a new
+        frame, a credit or a link change: now. Else the earliest time a waiting copy's stage is
+        over, or -- for a copy that lost a round or waits for a VC -- an input, an output or a VC
+        frees (credits come as events of their own)."""
+        t = INF
+        if now is not None and self.dirty:
+            t = now
+        else:
+            floor = -1 if now is None else now
+            waiting = False
+            for p, _v, pkt in self._heads():
+                for c in pkt.copies:
+                    if c.granted:
+                        continue
+                    waiting = True
+                    if pkt.rc_at > floor:
+                        cand = pkt.rc_at
+                    elif c.ovc < 0:
+                        cand = INF  # a VC of its group frees: below
+                    else:
+                        cand = max(c.sa_at, self.in_ready[p], self.out_ready[c.out])
+                        if cand <= floor:
+                            cand = INF  # lost the last round, or no credit: below, or a credit event
+                    if cand < t:
+                        t = cand
+            if waiting:
+                for r in self.in_ready:
+                    if floor < r < t:
+                        t = r
+                for r in self.out_ready:
+                    if floor < r < t:
+                        t = r
+                for fa in self.vc_free:
+                    if fa is not None:
+                        for r in fa:
+                            if floor < r < t:
+                                t = r
+        b = self._btimer
+        if b is not None and b < t:
+            t = b
+        self.timer = None if t >= INF else t
+
+    def extra_stats(self) -> dict:
+        out = super().extra_stats()
+        out["router"] = dict(self.iq_stats, peak_vc_bytes=[list(r) for r in self.peak])
+        return out
+
+
+def make_iq(node, topology, cache: dict) -> InputQueuedEngine:
+    """The input-queued router of ``node``: its downstream buffers and line rates from the topology."""
+    from emu.build import finite_buffers, largest_frame
+    from emu.config import ConfigError
+
+    spec = node.spec
+    G = spec.vc_groups
+    if spec.vcs < G:
+        raise ConfigError(f"{node.name}: vc_policy={spec.vc_policy} with {spec.classes} class(es) needs {G} VC groups, "
+                          f"but switch.vcs={spec.vcs}: set switch.vcs to at least {G}")
+    nb = cache.get("neighbours")
+    if nb is None:
+        nb = cache["neighbours"] = topology.neighbours()
+    largest = cache.get("largest_frame")
+    if largest is None:
+        largest = cache["largest_frame"] = largest_frame(topology)
+    down: list = [None] * topology.nports(node.name)
+    in_bps = {}
+    for p, v, _vp, lk in nb[node.name]:
+        in_bps[p] = lk.spec.bandwidth_bps
+        peer = topology.nodes[v]
+        ps = peer.spec
+        if getattr(ps, "input_queued", False):
+            down[p] = (ps.vcs, ps.buffer_bytes(largest), ps.flit_bytes)
+        elif finite_buffers(peer):
+            down[p] = (ps.vcs, ps.vc_buffer_bytes, 1)
+    eng = InputQueuedEngine(node.name, node.id, spec, topology.routes.get(node.name),
+                            candidates=topology.candidates.get(node.name, []),
+                            groups=topology.group_ports.get(node.name, {}),
+                            downstream=down, in_bps=in_bps, groups_n=G, buffer=spec.buffer_bytes(largest))
+    eng.sel = selector(spec.vc_policy, node, G)
+    make_switch(node, topology, cache, engine=eng)
+    eng.setup(topology.nports(node.name), eng.sel)
+    return eng

@@ -1,0 +1,265 @@
+"""The input-queued router (``switch.model=input_queued``): pipeline, VCs, allocators, credits.
+
+Times are asserted exactly against the rules of ``emu.switch.iq``, written out by hand here from the
+captured injection times (one byte per ns on every link unless said otherwise)."""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import emu
+from emu.config import ConfigError, HostSpec, LinkSpec, RunConfig, SwitchSpec
+from emu.topologies.base import Topology
+from emu.topologies.registry import build
+from emu.wire import DST_OFF, is_credit
+
+L = 10  # ns per link
+BPS = 8_000_000_000  # one byte per ns
+DIR_IN, DIR_OUT = 1, 2
+
+
+def ser(n, bps=BPS):
+    return -(-n * 8_000_000_000 // bps)
+
+
+def chain(k, sw, link=None):
+    """h0 - s0 - s1 - ... - s(k-1) - h1: router i has port 0 toward h0, port 1 toward h1."""
+    link = link or LinkSpec(latency_ns=L, bandwidth_bps=BPS)
+    t = Topology(f"chain{k}")
+    t.add_host("h0")
+    t.add_host("h1")
+    for i in range(k):
+        t.add_switch(f"s{i}", sw)
+    t.add_link("h0", "s0", link, a_port=0, b_port=0)
+    for i in range(k - 1):
+        t.add_link(f"s{i}", f"s{i + 1}", link, a_port=1, b_port=0)
+    t.add_link(f"s{k - 1}", "h1", link, a_port=1, b_port=0)
+    t.routes = {f"s{i}": [0, 1] for i in range(k)}
+    return t
+
+
+def star(n, sw, links=None, host=None):
+    """Hosts h0..h(n-1) on router s0, host i on port i; ``links``: per host, its LinkSpec."""
+    t = Topology(f"star{n}")
+    for i in range(n):
+        t.add_host(f"h{i}", host)
+    t.add_switch("s0", sw)
+    for i in range(n):
+        t.add_link(f"h{i}", "s0", (links or {}).get(i, LinkSpec(latency_ns=L, bandwidth_bps=BPS)),
+                   a_port=0, b_port=i)
+    t.routes = {"s0": list(range(n))}
+    return t
+
+
+def iq(**kw):
+    kw.setdefault("route_ns", 7)
+    kw.setdefault("vc_alloc_ns", 5)
+    kw.setdefault("sw_alloc_ns", 3)
+    kw.setdefault("traversal_ns", 2)
+    return SwitchSpec(model="input_queued", **kw)
+
+
+def sender(dst, payloads, vcs=None, after=0):
+    async def app(host):
+        if after:
+            await host.sleep(after)
+        for i, size in enumerate(payloads):
+            await host.send(dst, bytes(size), tag=i, vc=(vcs or [0] * len(payloads))[i])
+        return host.now
+    return app
+
+
+def receiver(n):
+    async def app(host):
+        return [len((await host.recv()).data) for _ in range(n)]
+    return app
+
+
+async def _records(t, apps):
+    async with emu.Cluster(t, run=RunConfig(capture=True)) as net:
+        res = await net.run(apps)
+        recs = [r for r in await net.capture_records() if not is_credit(r[3])]
+        return net, res, recs
+
+
+def _times(net, recs, node, port, direction):
+    iface = net.plan.iface_base[node] + port
+    return [ts for ts, i, d, f in recs if i == iface and d & 3 == direction]
+
+
+@pytest.mark.parametrize("cut_through", [True, False])
+@pytest.mark.parametrize("flits", [1, 4])
+@pytest.mark.parametrize("hops", [1, 2, 3, 5])
+async def test_zero_load_latency_is_the_pipeline_model_for_every_hop_count(hops, flits, cut_through):
+    sw = iq(cut_through=cut_through)
+    n = 64 * flits  # the frame on the wire: payload + 50 bytes of headers and FCS
+    net, res, recs = await _records(chain(hops, sw), {"h0": sender("h1", [n - 50]), "h1": receiver(1)})
+    assert res["h1"] == [n - 50]
+    start = _times(net, recs, "h0", 0, DIR_OUT)[0]
+    got = _times(net, recs, "h1", 0, DIR_IN)[0]
+    stages = 7 + 5 + 3 + 2
+    per_hop = (ser(64) if cut_through else ser(n)) + L + stages  # head (or whole frame) in, then the pipeline
+    assert got == start + hops * per_hop + ser(n) + L
+    # every router's output starts exactly when the model says
+    for i in range(hops):
+        assert _times(net, recs, f"s{i}", 1, DIR_OUT)[0] == start + (i + 1) * per_hop
+
+
+async def test_cut_through_never_sends_a_tail_before_it_came():
+    """A slow link in, a fast link out: the head waits so that the tail follows without a gap."""
+    sw = iq(cut_through=True)
+    slow = LinkSpec(latency_ns=L, bandwidth_bps=BPS // 4)
+    t = star(2, sw, links={0: slow})
+    n = 256
+    net, res, recs = await _records(t, {"h0": sender("h1", [n - 50]), "h1": receiver(1)})
+    start = _times(net, recs, "h0", 0, DIR_OUT)[0]
+    head = start + ser(64, BPS // 4) + L
+    tail = start + ser(n, BPS // 4) + L
+    out = _times(net, recs, "s0", 1, DIR_OUT)[0]
+    assert out == max(head + 17, tail - ser(n) + ser(64))
+    assert out > head + 17  # the tail rule is the one that binds here
+
+
+async def _hol(vcs, y_vc):
+    """h3 sends a 1 KiB frame to h1 first; 100 ns later h0 sends X (one flit) to h1, then Y (one
+    flit) to h2. X waits for the output to h1; with one VC, Y waits behind X."""
+    sw = iq(vcs=vcs, route_ns=4, vc_alloc_ns=0, sw_alloc_ns=0, traversal_ns=0, cut_through=True)
+    t = star(4, sw)
+    apps = {"h3": sender("h1", [1024 - 50]), "h1": receiver(2), "h2": receiver(1)}
+
+    async def h0(host):
+        await host.sleep(100)
+        await host.send("h1", bytes(14), vc=0)
+        await host.send("h2", bytes(14), vc=y_vc)
+    apps["h0"] = h0
+    net, _res, recs = await _records(t, apps)
+    a = _times(net, recs, "h3", 0, DIR_OUT)[0]
+    x, y = _times(net, recs, "h0", 0, DIR_OUT)
+    out1 = _times(net, recs, "s0", 1, DIR_OUT)
+    out2 = _times(net, recs, "s0", 2, DIR_OUT)[0]
+    return a, x, y, out1, out2
+
+
+async def test_one_vc_shows_head_of_line_blocking_and_two_vcs_remove_it():
+    a, x, y, out1, out2 = await _hol(1, 0)
+    ga = a + ser(64) + L + 4  # A: head in, routed, granted: the output to h1 is busy for 1,024 ns
+    assert out1[0] == ga
+    gx = max(x + ser(64) + L + 4, ga + ser(1024))  # X: routed, then waits for that output
+    assert out1[1] == gx
+    hy = y + ser(64) + L
+    assert hy + 4 < gx  # Y was in, routed, with its output free ...
+    assert out2 == max(hy, gx + ser(64)) + 4  # ... and left only once X had left the buffer: blocked
+
+    a2, x2, y2, out1b, out2b = await _hol(2, 1)
+    assert (a2, x2, y2, out1b) == (a, x, y, out1)
+    assert out2b == y2 + ser(64) + L + 4  # on its own VC, Y passes X at once
+
+
+@pytest.mark.parametrize("allocator", ["round_robin", "islip"])
+async def test_the_switch_allocator_serves_competing_inputs_in_turn(allocator):
+    """Three inputs, each with six one-flit frames for the same output: once all three compete,
+    the output takes one frame from each in turn."""
+    sw = iq(allocator=allocator, route_ns=4, vc_alloc_ns=0, sw_alloc_ns=0, traversal_ns=0)
+    t = star(4, sw, host=HostSpec(send_overhead_ns=0))  # each input always has a frame waiting
+    apps = {f"h{i}": sender("h3", [14] * 6) for i in range(3)}
+    apps["h3"] = receiver(18)
+    net, res, recs = await _records(t, apps)
+    assert res["h3"] == [14] * 18
+    iface = net.plan.iface_base["s0"] + 3
+    srcs = [int.from_bytes(f[DST_OFF - 4:DST_OFF], "big") for ts, i, d, f in recs if i == iface and d & 3 == DIR_OUT]
+    assert len(srcs) == 18
+    ids = sorted(set(srcs))
+    assert len(ids) == 3
+    for k in range(0, 18, 3):  # every three consecutive frames: one of each input
+        assert sorted(srcs[k:k + 3]) == ids, srcs
+    out = _times(net, recs, "s0", 3, DIR_OUT)
+    gaps = [b - a for a, b in zip(out, out[1:])]
+    assert set(gaps) == {ser(64)}  # back to back: the output never idles while inputs wait
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(vcs=st.sampled_from([1, 2, 4]), buffer_flits=st.integers(2, 5), allocator=st.sampled_from(["round_robin", "islip"]),
+       cut_through=st.booleans(), sizes=st.lists(st.integers(1, 78), min_size=4, max_size=24), seed=st.integers(0, 99))
+def test_credits_never_negative_and_buffers_never_over_their_size(vcs, buffer_flits, allocator, cut_through, sizes,
+                                                                 seed):
+    """Random messages between random hosts of a 3x3 mesh of routers with small buffers: every
+    message arrives whole, no buffer ever held more than its size (the router refuses to), and
+    when the run is over every credit is back and every buffer empty."""
+    import random
+
+    import trio
+
+    rng = random.Random(seed)
+    sw = {"model": "input_queued", "vcs": vcs, "flit_bytes": 64, "vc_buffer_bytes": 64 * buffer_flits,
+          "allocator": allocator, "cut_through": cut_through, "route_ns": 5}
+    t = build("mesh:k=3,n=2", settings={"switch": sw, "host": {"mtu_bytes": 78}})
+    hosts = [h.name for h in sorted(t.hosts, key=lambda h: h.id)]
+    plan: dict[str, list] = {h: [] for h in hosts}
+    expect: dict[str, int] = {h: 0 for h in hosts}
+    for s in sizes:
+        src, dst = rng.sample(hosts, 2)
+        plan[src].append((dst, s, rng.randrange(vcs)))
+        expect[dst] += 1
+
+    def app(h):
+        async def run(host):
+            for dst, size, vc in plan[h]:
+                await host.send(dst, bytes([size & 0xFF]) * size, vc=vc)
+            got = [(await host.recv()).data for _ in range(expect[h])]
+            return sorted((len(d), d[:1]) for d in got)
+        return run
+
+    async def main():
+        async with emu.Cluster(t) as net:
+            res = await net.run({h: app(h) for h in hosts})
+            dom = net._local
+            for name in (s.name for s in t.switches):
+                eng = dom.by_name[name].engine
+                assert all(o == 0 for row in eng.occ for o in row)
+                assert max(max(r) for r in eng.peak) <= 64 * buffer_flits
+                for o, cr in enumerate(eng.credits):
+                    if cr is not None:
+                        assert cr == [eng.downstream[o][1]] * len(cr)
+            return res
+
+    res = trio.run(main)
+    for h in hosts:
+        want = sorted((s, bytes([s & 0xFF])) for p in plan.values() for d, s, _ in p if d == h)
+        assert res[h] == want
+
+
+async def test_figures_are_the_same_over_one_and_two_processes():
+    from emu.nodes.collectives.run import run_collective
+
+    out = []
+    for procs in (1, 2):
+        t = build("mesh:k=4,n=2", settings={"switch": {"model": "input_queued", "vcs": 2, "cut_through": True,
+                                                          "allocator": "islip", "iterations": 2}})
+        async with emu.Cluster(t, run=RunConfig(processes=procs, capture=True)) as net:
+            r = await run_collective(net, "alltoall", count=3000, dtype="uint8")
+            recs = await net.capture_records()
+            out.append((r.completion_ns, net.now, len(recs), hash(tuple((ts, i, d) for ts, i, d, _f in recs))))
+    assert out[0] == out[1]
+
+
+async def test_bad_router_settings_are_refused_in_one_line():
+    t = build("torus:k=4,n=2", settings={"switch": {"model": "input_queued", "vc_policy": "dateline"}})
+    with pytest.raises(ConfigError, match="needs 2 VC groups.*set switch.vcs to at least 2"):
+        async with emu.Cluster(t):
+            pass
+    with pytest.raises(ConfigError, match="whole number of 64-byte flits"):
+        SwitchSpec(model="input_queued", vc_buffer_bytes=100)
+    with pytest.raises(ConfigError, match="model 'ideal' is not one of"):
+        SwitchSpec(model="ideal")
+    with pytest.raises(ConfigError, match="allocator"):
+        SwitchSpec(allocator="wavefront")
+    assert HostSpec()  # (the host side needs no setting)
+
+
+def test_the_curves_script_runs_both_models_at_a_tiny_size(capsys):
+    import load_script
+
+    mod = load_script.load("router_curves")
+    assert mod.main(["--k", "3", "--vcs", "1", "--loads", "0.1,0.9", "--cycles", "40", "--size", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "output_queued  vcs=1" in out and "input_queued  vcs=1" in out and "saturation" in out
