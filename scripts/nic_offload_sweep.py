@@ -28,10 +28,8 @@ from rich.console import Console
 from rich.table import Table
 
 import emu
-from emu.nodes.collectives import nicmodel
-from emu.nodes.collectives.offload import DEFAULT_VP, lanes, parts
+from emu.nodes.collectives.offload import DEFAULT_VP, predict
 from emu.nodes.collectives.run import check_results, run_collective
-from emu.nodes.nic.alu import per_descriptor
 
 SIZES = "8,16,24,32,40,48,56,96,192,384,768,1536,4096"
 
@@ -44,14 +42,9 @@ async def one(net, spec: str, n: int, dtype: str, size: int, branch: int | None)
     nic = await run_collective(net, "allreduce", count=count, dtype=dtype, seed=size, offload="nic", branch=branch)
     check_results(nic, count, dtype, "sum", 0, size)
     k = int(nic.algo.split("=")[1].rstrip(")"))
-    host = net.topology.hosts[0].spec
-    nseg = parts(count, np.dtype(dtype))
-    nlanes = lanes("allreduce", k, nseg, host.nic.queue_capacity, host.nic.virtual_ports - DEFAULT_VP)
-    link = next(e[3].spec for e in net.topology.neighbours()[net.hosts[0]])
-    model = nicmodel.allreduce_ns(n, k, nseg, min(count, per_descriptor(np.dtype(dtype))), nlanes, host, link,
-                                  nicmodel.on_topology(net.topology, list(net.hosts)))
-    return {"nodes": n, "topology": spec, "dtype": dtype, "size": size, "branch": k, "lanes": nlanes,
-            "parts": nseg, "sw_ns": sw.completion_ns, "sw_algo": sw.algo, "nic_ns": nic.completion_ns,
+    model = predict(net.topology, list(net.hosts), k, count, dtype, DEFAULT_VP)
+    return {"nodes": n, "topology": spec, "dtype": dtype, "size": size, "branch": k, "lanes": model.lanes,
+            "parts": model.parts, "sw_ns": sw.completion_ns, "sw_algo": sw.algo, "nic_ns": nic.completion_ns,
             "model_ns": model.total_ns, "model": model.explain(), "sw_cpu_ns": sw.cpu_ns_max,
             "nic_cpu_ns": nic.cpu_ns_max}
 

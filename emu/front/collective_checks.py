@@ -121,10 +121,20 @@ def _collective_check(operation: str) -> CheckFn:
             raise EmuError(f"wrong result: {e}") from None
         return {"completion_ns": res.completion_ns, "algo": res.algo, "ranks": len(res.ranks), "size_bytes": o.size,
                 "dtype": o.dtype, "op": o.op, "cpu_ns_total": res.cpu_ns_total, "cpu_ns_max": res.cpu_ns_max,
-                "result": "equal to numpy", **_sparse_figures(res)}
+                "result": "equal to numpy", **_sparse_figures(res), **_nic_model(net, res, o)}
     check.__doc__ = (f"{COLLECTIVES[operation]}.\n\nThe result is checked against numpy; options: algo, size, "
                      "dtype, op, root, ranks, offload, branch, density, overlap.")
     return check
+
+
+def _nic_model(net, res, o) -> dict[str, Any]:
+    """An allreduce on the NICs: the pipeline model's completion beside the measurement."""
+    if o.offload != "nic" or res.operation != "allreduce" or not res.algo.startswith("nic(branch="):
+        return {}
+    from emu.nodes.collectives.offload import predict
+
+    p = predict(net.topology, res.ranks, int(res.algo[len("nic(branch="):-1]), o.count, o.dtype)
+    return {"model_ns": p.total_ns, "lanes": p.lanes}
 
 
 def _sparse_figures(res) -> dict[str, Any]:

@@ -164,3 +164,4 @@ def on_topology(topology, members: list[str], root: int = 0) -> Callable[[int, i
                 t += topology.nodes[y].spec.processing_delay_ns
         return t
     return cross
+

@@ -164,6 +164,21 @@ def default_branch(operation: str, ranks: int, nseg: int, queue_capacity: int, h
     return next(k for k in range(1, widest + 1) if depth(ranks, k) == shallowest)
 
 
+def predict(topology, members: list[str], branch: int, count: int, dtype, vp: int = DEFAULT_VP):
+    """The pipeline model (``nicmodel.Prediction``) of an offloaded allreduce of ``count``
+    elements of ``dtype`` over ``members`` of ``topology`` (rank order, root first) on a
+    ``branch``-ary tree, its lanes from VP ``vp`` on, on the topology's routes."""
+    from . import nicmodel
+
+    host = topology.nodes[members[0]].spec
+    per = alu.per_descriptor(np.dtype(dtype))
+    nseg = parts(count, np.dtype(dtype))
+    nlanes = lanes("allreduce", branch, nseg, host.nic.queue_capacity, host.nic.virtual_ports - vp)
+    link = next(e[3].spec for e in topology.neighbours()[members[0]])
+    return nicmodel.allreduce_ns(len(members), branch, nseg, min(count, per) or 1, nlanes, host, link,
+                                 nicmodel.on_topology(topology, members))
+
+
 def kary_tree(n: int, k: int) -> tuple[list[int], list[list[int]]]:
     """Parents (-1 for the root) and children of relative ranks 0..n-1 in a k-ary tree."""
     if k < 1:
