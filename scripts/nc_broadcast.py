@@ -29,7 +29,10 @@ Parts (each a table, and a PNG when matplotlib is there):
 * ``sources``: many-to-all from S sources (evenly spread) on the 16-ary 2-mesh, analytic and
   emulated, with the planner's group shape for those sources (and the all-to-all's, 16x4);
 * ``variants``: coding vs every-node-encodes vs recursive coding vs message combining (hops,
-  packet-hops, execution time) on the k-ary 2-meshes of --variants-k.
+  packet-hops, execution time) on the k-ary 2-meshes of --variants-k;
+* ``why``: every scheme on the same NICs, measured beside the model of each step's critical path
+  (``emu.nodes.collectives.coding.timing``) with one and four injection channels per node, the model's
+  what-ifs of the source's assumptions, and what binds each scheme (--why-k, default 8 and 16).
 """
 
 from __future__ import annotations
@@ -52,9 +55,14 @@ HEADERS = 30 + 16 + 4  # Ethernet + fabric, the coding header, the FCS
 FLIT = 64
 
 
+ROUTER = ["output_queued"]
+"""The router model the runs pin (``--router``): the model of ``timing`` is exact for the output-queued
+one in the unloaded case; the input-queued one adds VC allocation and head-of-line blocking."""
+
+
 def router_settings(cut_through: bool = True, xor_ns: int = 1, torus: bool = False) -> dict:
-    return {"switch": {"processing_delay_ns": 3, "cut_through": cut_through, "vcs": 8 if torus else 4,
-                       "vc_policy": "class_dateline" if torus else "by_class"},
+    return {"switch": {"model": ROUTER[0], "processing_delay_ns": 3, "cut_through": cut_through,
+                       "vcs": 8 if torus else 4, "vc_policy": "class_dateline" if torus else "by_class"},
             "link": {"latency_ns": 1, "bandwidth_bps": FLIT * 8 * 10**9},
             "host": {"nic_delay_ns": 1, "xor_ns": xor_ns}}
 
@@ -71,14 +79,16 @@ async def app(host, algo, shape, mcast, size, sources):
 
 
 async def emulate(family: str, k: int, algo: str, *, shape=None, mcast="tree", flits=1, xor_ns=1, sources=None,
-                  cut_through=True) -> dict:
+                  cut_through=True, ports=1, whatifs=()) -> dict:
     import emu
-    from emu.nodes.collectives.coding import Scheme, count
+    from emu.nodes.collectives.coding import Scheme, count, plan
+    from emu.nodes.collectives.coding.timing import measured, model
     from emu.topologies import build
     from emu.topologies.grid import Grid
 
     size = FLIT * flits - HEADERS
-    t = build(f"{family}:k={k},n=2", settings=router_settings(cut_through, xor_ns, family == "torus"))
+    t = build(f"{family}:k={k},n=2" + (f",ports={ports}" if ports > 1 else ""),
+              settings=router_settings(cut_through, xor_ns, family == "torus"))
     grid = Grid(k, 2, family == "torus")
     wall = time.perf_counter()
     async with emu.Cluster(t) as net:
@@ -89,25 +99,33 @@ async def emulate(family: str, k: int, algo: str, *, shape=None, mcast="tree", f
     ref = np.stack([np.random.default_rng([r, size]).integers(0, 256, size, dtype=np.uint8) for r in srcs])
     assert all(res[h][0].tobytes() == ref.tobytes() for h in t.host_names()), f"{family} k={k} {algo}: not decoded"
     c = count(grid, Scheme(algo, shape, mcast, tuple(sources) if sources else None))
-    measured = m.hop_count - 2 * m.frames
-    assert measured == c.total and m.frames == c.total_unicasts, f"{family} k={k} {algo}: hops {measured} != {c.total}"
+    measured_hops = m.hop_count - 2 * m.frames
+    assert measured_hops == c.total and m.frames == c.total_unicasts, \
+        f"{family} k={k} {algo}: hops {measured_hops} != {c.total}"
     stats = [res[h][1] for h in t.host_names()]
-    lat = {}
-    for s in stats:
-        for step, v in s["latency_max"].items():
-            lat[step] = max(lat.get(step, 0), v)
-    # B with F, C+D, E, G (decoding after the last packet came), or a baseline's one phase
-    phases = [max(lat.get(1, 0), lat.get(4, 0)), lat.get(2, 0), lat.get(3, 0), lat.get(0, 0),
-              max(s["decode_ns"] for s in stats) if algo != "tree" and algo != "all_at_once" else 0]
-    received = sum(sum(s["received"].values()) for s in stats)
-    return dict(family=family, k=k, nodes=grid.size, algo=algo, shape="x".join(map(str, c and _shape(grid, algo, shape))),
-                mcast=mcast, flits=flits, xor_cycles=xor_ns, sources=len(srcs), hops=measured, analytic=c.total,
+    p = plan(grid, Scheme(algo, shape, mcast, tuple(sources) if sources else None))
+    me = measured(p, stats)
+    specs = (t.hosts[0].spec, t.links[0].spec, t.switches[0].spec)
+    mo = model(p, specs, size + HEADERS, inject_ports=ports)
+    what = {name: model(p, specs, size + HEADERS, **kw)["execution_ns"] for name, kw in whatifs}
+    return dict(family=family, k=k, nodes=grid.size, algo=algo, shape="x".join(map(str, p.scheme.shape or ())),
+                mcast=mcast, flits=flits, xor_cycles=xor_ns, sources=len(srcs), hops=measured_hops, analytic=c.total,
                 floor=len(srcs) * (grid.size - 1), unicasts=m.frames, packet_hops=c.packet_hops,
-                exec_ns=sum(phases),
-                phase_ns=str(phases[3]) if algo in ("tree", "all_at_once") else "/".join(map(str, phases[:3] + phases[4:])),
-                end_to_end_ns=max(s["done_ns"] for s in stats) - min(s["first_ns"] for s in stats),
-                mean_latency_ns=round(sum(sum(s["latency_sum"].values()) for s in stats) / max(1, received), 1),
-                wall_s=round(wall, 2))
+                exec_ns=me["execution_ns"], model_ns=mo["execution_ns"],
+                phase_ns="/".join(f"{v}" for v in _phases(me["steps"]).values()),
+                model_phase_ns="/".join(f"{v}" for v in _phases(mo["steps"]).values()),
+                end_to_end_ns=me["end_to_end_ns"], mean_latency_ns=me["packet_latency_mean_ns"],
+                completion_ns=max(s["done_ns"] for s in stats) - min(s["first_ns"] for s in stats),
+                steps=me["steps"], model_steps=mo["steps"], binds=mo["binds"], wall_s=round(wall, 2), **what)
+
+
+def _phases(steps: dict) -> dict:
+    """Per phase (B+F, C+D, E, G; a baseline's one), the sum of its rounds."""
+    out: dict = {}
+    for name, v in steps.items():
+        ph = name.rsplit(" r", 1)[0]
+        out[ph] = out.get(ph, 0) + v
+    return out
 
 
 def em(*args, **kw) -> dict:
@@ -292,8 +310,48 @@ def part_variants(a, out, plt) -> list[dict]:
     return rows
 
 
+WHATIFS = (("model P=4", {"inject_ports": 4}), ("model P=4 eject 4", {"inject_ports": 4, "eject_ports": 4}),
+           ("model IN in router", {"in_router": True}))
+"""The source's plausible assumptions, modelled (``timing.model``): a node injects on 4 channels (the
+router's 2n network ports of a 2-D mesh; emulated too, ``ports=4``), and ejects on 4; the INs code and
+relay in their routers (their packets leave and enter over the router's 4 network ports, no host link)."""
+
+
+def part_why(a, out, plt) -> list[dict]:
+    """Why coding loses or wins: every scheme on the same NICs and router model, measured beside the
+    model of each step's critical path, with one injection channel per node and with 4 (emulated), and
+    the model's what-ifs; for k in --why-k."""
+    rows = []
+    for k in a.why_k:
+        for ports in (1, 4):
+            for algo, mcast, shape in (("tree", "tree", None), ("all_at_once", "tree", None), ("nc", "tree", None),
+                                       ("nc", "tree", (8, 4) if k >= 16 else None), ("nc", "all_at_once", None),
+                                       ("nc_every", "tree", None), ("combine", "tree", None)):
+                if shape is not None and k < 16:
+                    continue
+                r = em("mesh", k, algo, mcast=mcast, shape=shape, ports=ports, whatifs=WHATIFS if ports == 1 else ())
+                r["ports"] = ports
+                r["scheme"] = algo if algo in ("tree", "all_at_once") else f"{algo}/{mcast}"
+                big = max((s for s in r["model_steps"] if s != "G"), key=r["model_steps"].get)
+                r["binds_most"] = f"{big}: {r['binds'][big]}"
+                rows.append(r)
+    print("\n== why coding loses or wins: k-ary 2-mesh, the source's router model (3-cycle hops, virtual cut-through, "
+          "1-flit packets, XOR 1 cycle), every scheme on the NICs ==")
+    print("exec = sum over sequential steps (rounds of each phase) of the step's longest packet latency from its "
+          "injection; model = each step's critical path were it run alone; end_to_end = first injection to last node "
+          "done (the source's 'execution cycles'); ports = injection channels per node (emulated)")
+    show(rows, ("k", "ports", "scheme", "shape", "hops", "floor", "end_to_end_ns", "exec_ns", "model_ns",
+                "mean_latency_ns", "phase_ns", "model_phase_ns") + tuple(n for n, _ in WHATIFS))
+    print("what binds each scheme's longest modelled step:")
+    for r in rows:
+        if r["ports"] == 1:
+            print(f"  k={r['k']} {r['scheme']:>16} {r['shape']:>5}: {r['binds_most']}")
+    write_csv(out / "nc_why.csv", [{c: v for c, v in r.items() if not isinstance(v, dict)} for r in rows])
+    return rows
+
+
 PARTS = {"size": part_size, "groups": part_groups, "time": part_time, "sources": part_sources,
-         "variants": part_variants}
+         "variants": part_variants, "why": part_why}
 
 
 def main(argv=None) -> dict:
@@ -307,9 +365,13 @@ def main(argv=None) -> dict:
     ap.add_argument("--sources", type=ints, default=[2, 4, 8, 16, 32, 64, 128, 256])
     ap.add_argument("--sources-measured", type=ints, default=[4, 32, 256])
     ap.add_argument("--variants-k", type=ints, default=[8, 16])
+    ap.add_argument("--why-k", type=ints, default=[8, 16])
     ap.add_argument("--parts", default=",".join(PARTS))
     ap.add_argument("--out", default="results/nc_broadcast")
+    ap.add_argument("--router", choices=["output_queued", "input_queued"], default="output_queued",
+                    help="the router model of every run (switch.model)")
     a = ap.parse_args(argv)
+    ROUTER[0] = a.router
     out = pathlib.Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     plt = pyplot()

@@ -78,16 +78,58 @@ def test_coding_meets_the_reception_floor_and_cuts_hops_below_both_baselines():
         assert N * (N - 1) <= nc.total < tree.total < aao.total
 
 
+def _planner_rows(text: str) -> dict:
+    """shape -> (inner total, between total, hops) from the planner's table."""
+    import re
+
+    row = re.compile(r"^\s*(\d+(?:x\d+)+)\s+\d+\s+\d+\s+\[[^]]*\]\s+(\d+)\s+\[[^]]*\]\s+(\d+)\s.*?([\d,]+)\s+[\d,]+(\s+<-.*)?$")
+    out = {}
+    for line in text.splitlines():
+        m = row.match(line)
+        if m:
+            out[tuple(map(int, m[1].split("x")))] = (int(m[2]), int(m[3]), int(m[4].replace(",", "")))
+    return out
+
+
 def test_the_planner_explains_its_choice_on_the_16_ary_2_mesh():
     g = Grid(16, 2, False)
     shape = best_shape(g)
     text = report(g)
     chosen = [line for line in text.splitlines() if line.endswith("<- chosen")]
     assert len(chosen) == 1 and chosen[0].split()[0] == "x".join(map(str, shape))
-    rows = [line.replace("<- chosen", "").split() for line in text.splitlines()[4:-1]]
-    hops = {tuple(map(int, r[0].split("x"))): int(r[-2].replace(",", "")) for r in rows}
+    hops = {sh: h for sh, (_i, _b, h) in _planner_rows(text).items()}
     assert hops[shape] == min(hops.values()) == count(g, Scheme("nc", shape)).total
     assert "floor" in text and f"{256 * 255:,}" in text
+    # the explanation states the rule and the chosen shape's paths as they are: 16x4, 18 inside and 9 between
+    assert shape == (16, 4) and "rule (--by hops): least total hops" in text
+    assert "longest path inside a group 18, between INs 9 (9 apart)" in text and "balance best" not in text
+    assert "by longest-path instead: 8x4 (8 groups of 32), 112,776 hops, longest paths 10 inside and 10 " in text
+
+
+def test_the_source_s_rule_balances_the_longest_paths_ties_by_hops():
+    g = Grid(16, 2, False)
+    text = report(g, by="longest-path")
+    rows = _planner_rows(text)
+    shape = best_shape(g, by="longest-path")
+    gap = {sh: abs(i - b) for sh, (i, b, _h) in rows.items()}
+    balanced = [sh for sh in rows if gap[sh] == min(gap.values())]
+    assert shape in balanced and rows[shape][2] == min(rows[sh][2] for sh in balanced)
+    # 4x8 and 8x4 both balance at 10 and 10; 8x4 has fewer hops; 32-node groups, as the source's Fig. 6
+    assert rows[(4, 8)][:2] == rows[(8, 4)][:2] == (10, 10) and shape == (8, 4)
+    assert "rule (--by longest-path): the source's rule" in text
+    assert "longest path inside a group 10, between INs 10 (balanced)" in text
+    assert "by hops instead: 16x4 (4 groups of 64), 105,548 hops" in text
+
+
+def test_emu_plan_nc_takes_the_rule(capsys):
+    from emu.front.cli import main
+
+    assert main(["plan", "nc", "mesh:k=16,n=2", "--by", "longest-path"]) == 0
+    assert "chosen: groups of 8x4" in capsys.readouterr().out
+    assert main(["plan", "nc", "mesh:k=8,n=2", "--by", "hops"]) == 0
+    assert "rule (--by hops)" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["plan", "nc", "mesh:k=8,n=2", "--by", "fewest"])
 
 
 def test_bad_group_shapes_are_refused_with_the_fix():
@@ -147,8 +189,9 @@ def test_measured_router_hops_equal_the_analytic_count(spec, algo):
 def test_the_all_at_once_baseline_s_router_hops_equal_the_closed_form(spec):
     t, net, res = run_grid(spec, "all_at_once")
     g = Grid(*t.grid)
-    hops, unicasts = router_hops(net, (PacketType.MSG,))
+    hops, unicasts = router_hops(net)  # coded frames: the NICs run the baseline too, from its plan
     assert (hops, unicasts) == (all_to_all_closed(g), g.size * (g.size - 1))
+    assert router_hops(net, (PacketType.MSG,)) == (0, 0) and res["h0"][1] == "all_at_once(NICs)"
 
 
 @pytest.mark.parametrize("spec,algo,shape,mcast", [
@@ -254,7 +297,8 @@ def test_the_experiment_script_runs_every_part_and_checks_measured_against_analy
 
     mod = load("nc_broadcast")
     res = mod.main(["--analytic-k", "4,8", "--measured-k", "4", "--sweep-k", "4", "--flits", "1,2", "--xor", "0,5",
-                    "--sources", "2,16", "--sources-measured", "2", "--variants-k", "4", "--out", str(tmp_path)])
+                    "--sources", "2,16", "--sources-measured", "2", "--variants-k", "4", "--why-k", "4",
+                    "--out", str(tmp_path)])
     size = {(r["family"], r["k"]): r for r in res["size"]}
     assert size[("mesh", 4)]["nc_measured"] == size[("mesh", 4)]["nc"] == 286  # the frames equal the count
     assert size[("mesh", 4)]["tree_measured"] == 320
@@ -265,3 +309,126 @@ def test_the_experiment_script_runs_every_part_and_checks_measured_against_analy
     v = {r["algo"]: r for r in res["variants"] if r["k"] == 4}
     assert v["combine"]["unicasts"] < v["nc"]["unicasts"] == v["nc"]["floor"]
     assert (tmp_path / "nc_hops_by_size.csv").stat().st_size > 0
+    why = {(r["scheme"], r["ports"]): r for r in res["why"]}
+    assert set(why) >= {("tree", 1), ("all_at_once", 1), ("nc/tree", 1), ("nc/all_at_once", 1), ("combine/tree", 1),
+                        ("nc_every/tree", 1), ("tree", 4), ("nc/tree", 4)}
+    for r in why.values():  # the measured execution time is its steps' sum, beside the model's
+        assert r["exec_ns"] == sum(r["steps"].values()) and r["model_ns"] == sum(r["model_steps"].values())
+    # four injection channels per node: the coded broadcast's IN no longer queues its chain packets on one
+    assert why[("nc/tree", 4)]["end_to_end_ns"] < why[("nc/tree", 1)]["end_to_end_ns"]
+
+
+# -- execution time: measured, and the model beside it ------------------------------------------------
+OQ = {"switch": {"model": "output_queued", "cut_through": True}}  # the router the model's exact case is of
+
+
+def _figures(spec, operation, algo, settings=OQ, root=None, size=16):
+    """An emulated mcast/mcast_all and spec 02's figures of it (``timing.figures``)."""
+    from emu.nodes.collectives.coding.timing import figures
+    from emu.nodes.collectives.run import collective_app
+
+    t = build(spec, settings=settings)
+    net = EngineNet(t)
+    hosts = t.host_names()
+    res = net.run({h: (collective_app, hosts, operation, algo, size // 4, "float32", "sum", root or 0, 3)
+                   for h in hosts})
+    return t, res, figures(t, [res[h][5] for h in hosts])
+
+
+def test_one_root_all_at_once_on_a_line_is_the_model_to_the_nanosecond():
+    """mcast from h0 on a line of 4: three packets leave h0 one after another; the last, to h3 (3 router
+    hops), waits two serialisations at the injection channel -- nothing else is shared."""
+    t, res, f = _figures("mesh:k=4,n=1", "mcast", "all_at_once")
+    host, link, sw = t.hosts[0].spec, t.links[0].spec, t.switches[0].spec
+    frame = 30 + 16 + 16 + 4                                     # headers, the coding header, 16 B, FCS
+    ser = -(-8 * frame * 10**9 // link.bandwidth_bps)
+    last = host.nic_delay_ns + 4 * sw.processing_delay_ns + 5 * link.latency_ns + ser + 2 * ser
+    assert f["steps"] == {"all_at_once r0": last} == f["model_steps"]
+    assert f["execution_ns"] == f["model_execution_ns"] == f["end_to_end_ns"] == last
+    # the mean: the three packets' own latencies (1, 2, 3 hops; 0, 1, 2 serialisations queued)
+    lat = [host.nic_delay_ns + (h + 1) * sw.processing_delay_ns + (h + 2) * link.latency_ns + ser + i * ser
+           for i, h in enumerate((1, 2, 3))]
+    assert f["packet_latency_mean_ns"] == round(sum(lat) / 3, 1)
+    assert f["model_binds"]["all_at_once r0"] == "injection at node 0 (3 packets)"
+
+
+def test_a_tree_takes_log2_n_rounds_and_its_execution_time_is_their_sum():
+    t, res, f = _figures("mesh:k=4,n=2", "mcast_all", "tree")
+    assert list(f["steps"]) == [f"tree r{r}" for r in range(4)]        # log2(16) sequential rounds
+    assert f["execution_ns"] == sum(f["steps"].values())
+    assert list(f["model_steps"]) == list(f["steps"])
+    # one root, nothing shared but the root's injection channel: each round is its unloaded path, and
+    # a round whose unicast leaves the root behind another waits that one's serialisation
+    t, res, one = _figures("mesh:k=4,n=2", "mcast", "tree", root=5)
+    assert list(one["steps"]) == [f"tree r{r}" for r in range(4)] and one["model_binds"]["tree r0"] == "unloaded"
+    assert one["steps"]["tree r0"] == one["model_steps"]["tree r0"]
+
+
+@pytest.mark.parametrize("algo", ["tree", "all_at_once", "all-at-once", "nc", "nc_every", "combine"])
+@pytest.mark.parametrize("operation", ["mcast_all", "mcast"])
+def test_every_scheme_runs_on_the_nics_and_reports_execution_time(operation, algo):
+    t, res, f = _figures("mesh:k=4,n=2", operation, algo, root=6 if operation == "mcast" else None)
+    want = np.stack([np.random.default_rng([3, r]).uniform(-1, 1, 4).astype(np.float32) for r in range(16)])
+    for r, h in enumerate(t.host_names()):
+        got = np.asarray(res[h][0])
+        assert np.array_equal(got, want[6] if operation == "mcast" else want)
+        assert res[h][5] is not None  # every rank ran the plan on its NIC
+    assert f["execution_ns"] == sum(f["steps"].values()) > 0 and f["model_execution_ns"] > 0
+    assert f["end_to_end_ns"] <= f["execution_ns"] or algo in ("nc", "nc_every", "combine")
+    phases = {name.rsplit(" r", 1)[0] for name in f["steps"]}
+    if algo in ("tree", "all_at_once", "all-at-once"):
+        assert phases == {algo.replace("-", "_")}
+    elif operation == "mcast_all":  # B with F, C+D, E, G (every node encodes: no E)
+        assert phases == ({"B+F", "C+D", "G"} if algo == "nc_every" else {"B+F", "C+D", "E", "G"})
+    else:  # one source: nothing to XOR; its packet reaches the other groups in F (combine: through the INs)
+        assert phases == ({"B+F", "C+D", "E", "G"} if algo == "combine" else {"B+F", "G"})
+
+
+def test_the_model_names_what_binds_coding_and_what_the_source_s_assumptions_change():
+    """Coded all-to-all on the 8-ary 2-mesh, 8x4 groups: step E is a multicast of the (G-1)(M-1) = 31
+    chain packets from one IN into its group, every round to one child over one link, so more
+    injection channels, or coding in the router, do not shorten it: the link binds then."""
+    from emu.nodes.collectives.coding.timing import model
+
+    g = Grid(8, 2, False)
+    t = build("mesh:k=8,n=2", settings=OQ)
+    specs = (t.hosts[0].spec, t.links[0].spec, t.switches[0].spec)
+    p = plan(g, Scheme("nc", (8, 4)))
+    base = model(p, specs, 66)
+    assert all(base["binds"][f"E r{r}"].startswith("injection at node") and "(31 packets)" in base["binds"][f"E r{r}"]
+               for r in range(5))
+    more = model(p, specs, 66, inject_ports=4)
+    assert all(more["binds"][f"E r{r}"].startswith(("router link", "ejection")) for r in range(5))
+    assert more["steps"]["E r0"] == base["steps"]["E r0"]  # the same 31 packets now queue on the link
+    inr = model(p, specs, 66, in_router=True)
+    assert inr["execution_ns"] < base["execution_ns"]   # the host links of the INs are not crossed ...
+    assert inr["steps"]["E r0"] >= 30 * base["ser_ns"]  # ... but the 31 chain packets still share a link
+
+
+def test_where_the_source_s_coded_hop_counts_cannot_hold():
+    """Any unicast all-to-all broadcast needs N(N-1) receptions and as many hops: coding cuts hops, never
+    below that; a count under it cannot be of unicasts."""
+    for k in (16, 32):
+        g = Grid(k, 2, False)
+        N = g.size
+        for shape in ((k, 4), (8, 4), (k // 2, 2)):
+            c = count(g, Scheme("nc", shape))
+            assert c.total >= N * (N - 1) and c.total_unicasts == N * (N - 1)
+
+
+def test_a_node_with_several_links_into_its_router_injects_on_them_in_turn():
+    """mesh:...,ports=3: h0's three packets leave on three links at once, and meet at s0's link toward
+    s1 instead: the same last arrival, now bound by the router link (exact, against the model)."""
+    t, res, f = _figures("mesh:k=4,n=1,ports=3", "mcast", "all_at_once")
+    assert t.nports("h0") == 3 and t.nports("s0") == 5   # 0 the host, 1 and 2 the line (1 unlinked here), 3..4 the host
+    host, link, sw = t.hosts[0].spec, t.links[0].spec, t.switches[0].spec
+    ser = -(-8 * 66 * 10**9 // link.bandwidth_bps)
+    last = host.nic_delay_ns + 4 * sw.processing_delay_ns + 5 * link.latency_ns + ser + 2 * ser
+    assert f["steps"] == {"all_at_once r0": last} == f["model_steps"]
+    assert f["model_binds"]["all_at_once r0"] == "router link 0->1 (3 packets)"
+    # and the whole all-to-all still decodes, its hops the analytic count
+    net = EngineNet(build("mesh:k=4,n=2,ports=4"))
+    res = net.run({h: (bcast_app, "nc") for h in net.t.host_names()})
+    ref = np.stack([payload(r) for r in range(16)])
+    assert all(res[h][0].tobytes() == ref.tobytes() for h in net.t.host_names())
+    assert router_hops(net) == (count(Grid(4, 2, False), Scheme("nc")).total, 240)

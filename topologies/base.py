@@ -76,6 +76,9 @@ class Topology:
     """Bisection width in links (the family's closed form)."""
     grid: tuple[int, int, bool] | None = None
     """A direct network's (k, n, wrap) (``emu.topologies.grid.Grid``); None for other families."""
+    figures: dict[str, int] = field(default_factory=dict)
+    """A family's own figures beside hosts, switches and links (``emu topo --json``): QsNet's Table I
+    (node switches, top switches, cables counting the nodes' own links)."""
     _ports: dict[str, int] = field(default_factory=dict)
     _used: set[tuple[str, int]] = field(default_factory=set)
     _nhosts: int = 0

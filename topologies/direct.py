@@ -1,7 +1,8 @@
 """Direct networks: k-ary n-mesh and k-ary n-torus, a router per node with its host attached.
 
 Node ``i`` has coordinates ``c_d = (i // k**d) % k``; host ``h{i}`` sits on port 0 of router
-``s{i}``. Router port ``1 + 2d`` leads to the neighbour one step down in dimension ``d``, port
+``s{i}`` (with ``ports=P``, also its ports 1..P-1 on the router's ports ``2n + 1 ..``: more injection
+channels; the router sends to its host on port 0). Router port ``1 + 2d`` leads to the neighbour one step down in dimension ``d``, port
 ``2 + 2d`` one step up (on a mesh, border routers leave those ports unlinked; on a torus they wrap
 around, and ``info["wrap_ports"]`` names them: the dateline VC policy switches VC there). Routing is dimension order: dimension 0 first, then 1, ...; on a torus each dimension goes
 the shorter way round, the upward way when both are equally long.
@@ -21,15 +22,17 @@ def coords(i: int, k: int, n: int) -> tuple[int, ...]:
     return tuple((i // k ** d) % k for d in range(n))
 
 
-def mesh(k: int, n: int, *, link: LinkSpec | None = None, host: HostSpec | None = None,
+def mesh(k: int, n: int, ports: int = 1, *, link: LinkSpec | None = None, host: HostSpec | None = None,
          switch: SwitchSpec | None = None) -> Topology:
-    """``mesh:k=8,n=2``: k**n routers in an n-dimensional grid of side k."""
+    """``mesh:k=8,n=2``: k**n routers in an n-dimensional grid of side k (``ports=P``: P links between
+    each node and its router, so that a node injects P packets at once)."""
     _check_int("mesh", "k", k, 2, 256)
     _check_int("mesh", "n", n, 1, 4)
-    return _direct("mesh", k, n, False, link, host, switch)
+    _check_int("mesh", "ports", ports, 1, 8)
+    return _direct("mesh", k, n, False, link, host, switch, ports)
 
 
-def torus(k: int, n: int, *, link: LinkSpec | None = None, host: HostSpec | None = None,
+def torus(k: int, n: int, ports: int = 1, *, link: LinkSpec | None = None, host: HostSpec | None = None,
           switch: SwitchSpec | None = None) -> Topology:
     """``torus:k=4,n=3``: a mesh with wrap-around links in every dimension (k >= 3)."""
     if isinstance(k, int) and k == 2:
@@ -37,14 +40,15 @@ def torus(k: int, n: int, *, link: LinkSpec | None = None, host: HostSpec | None
                           "the mesh link); use mesh:k=2")
     _check_int("torus", "k", k, 3, 256)
     _check_int("torus", "n", n, 1, 4)
-    return _direct("torus", k, n, True, link, host, switch)
+    _check_int("torus", "ports", ports, 1, 8)
+    return _direct("torus", k, n, True, link, host, switch, ports)
 
 
-def _direct(family: str, k: int, n: int, wrap: bool, link, host, switch) -> Topology:
+def _direct(family: str, k: int, n: int, wrap: bool, link, host, switch, ports: int = 1) -> Topology:
     size = k ** n
     if size > 65536:
         raise ConfigError(f"{family}: k**n = {size} nodes exceeds 65536; lower k or n")
-    t = Topology(f"{family}:k={k},n={n}")
+    t = Topology(f"{family}:k={k},n={n}" + (f",ports={ports}" if ports > 1 else ""))
     for i in range(size):
         t.add_host(f"h{i}", host, coords=coords(i, k, n))
     for i in range(size):
@@ -58,6 +62,8 @@ def _direct(family: str, k: int, n: int, wrap: bool, link, host, switch) -> Topo
             t.add_switch(f"s{i}", switch, coords=c)
     for i in range(size):
         t.add_link(f"h{i}", f"s{i}", link, a_port=0, b_port=0)
+        for q in range(1, ports):  # more links into the router (injection only: routers eject on port 0)
+            t.add_link(f"h{i}", f"s{i}", link, a_port=q, b_port=2 * n + q)
     for i in range(size):
         c = coords(i, k, n)
         for d in range(n):

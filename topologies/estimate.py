@@ -80,21 +80,20 @@ def estimate(family: str, p: dict) -> Estimate | None:
                 return Estimate(h, 1, h, h)
             return Estimate(h, leaves + sp, h + leaves * sp, (leaves + sp) * h)
         if family == "qsnet":
-            from .qsnet import PER_CHASSIS, shape
+            from .qsnet import MAX_NODES, figures
 
             nodes, bis = p["nodes"], p.get("bisection", 1.0)
-            if not 2 <= nodes <= 4096 or bis not in (1.0, 0.5):
+            if not 2 <= nodes <= MAX_NODES or bis not in (1.0, 0.5):
                 return None
-            n, tops, _ = shape(nodes, bis)
-            sw = 16 * n + tops
-            return Estimate(nodes, sw, nodes + PER_CHASSIS * n + n * tops, sw * nodes)
+            f = figures(nodes, bis)
+            return Estimate(nodes, f["switches"], f["links"], f["switches"] * nodes)
         if family in ("mesh", "torus"):
             k, n = p["k"], p["n"]
             if not (2 <= k <= 256 and 1 <= n <= 4) or k ** n > 65536:
                 return None
             size = k ** n
             inner = n * k ** n if family == "torus" else n * (k - 1) * k ** (n - 1)
-            return Estimate(size, size, size + inner, size * size)
+            return Estimate(size, size, size * p.get("ports", 1) + inner, size * size)
     except (KeyError, TypeError):
         return None
     return None

@@ -102,22 +102,34 @@ def box_tree(axes: tuple[tuple[int, ...], ...], root: tuple[int, ...]) -> dict[t
     """The coordinate-aware tree over the box ``axes`` (per dimension, its coordinates in order)
     from ``root`` (a point of the box, as coordinates): node -> its children, in sending order
     (its dimension-0 children by round, then dimension 1, ...)."""
-    pos = [{x: i for i, x in enumerate(ax)} for ax in axes]
     children: dict[tuple, list[tuple]] = {}
+    for _rnd, a, b in box_tree_edges(axes, root):
+        children.setdefault(a, []).append(b)
+    return children
+
+
+def box_tree_edges(axes: tuple[tuple[int, ...], ...], root: tuple[int, ...]) -> list[tuple[int, tuple, tuple]]:
+    """The tree's edges (round, parent, child) in sending order. Rounds are recursive doubling's: along
+    dimension d a line of m nodes takes ceil(log2 m) rounds, which start when the earlier dimensions'
+    rounds are over; a box of N = 2**r nodes takes r rounds (spec 02: log2(d + 1) for d destinations)."""
+    pos = [{x: i for i, x in enumerate(ax)} for ax in axes]
+    out: list[tuple[int, tuple, tuple]] = []
     holders = [tuple(root)]
+    offset = 0
     for d, ax in enumerate(axes):
         if len(ax) <= 1:
             continue
         new = []
         for h in holders:
             edges = _line(len(ax), pos[d][h[d]])
-            for _rnd, s, r in sorted(edges):
+            for rnd, s, r in sorted(edges):
                 a = h[:d] + (ax[s],) + h[d + 1:]
                 b = h[:d] + (ax[r],) + h[d + 1:]
-                children.setdefault(a, []).append(b)
+                out.append((offset + rnd, a, b))
                 new.append(b)
         holders += new
-    return children
+        offset += (len(ax) - 1).bit_length()
+    return out
 
 
 def line_tree_hops(grid: Grid, ax: tuple[int, ...], root_pos: int) -> int:

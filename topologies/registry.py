@@ -70,13 +70,13 @@ register(Family("twolevel", twolevel, (_p("ports", help="switch ports on each si
 QSNET_DEFAULTS = {"link": {"bandwidth_bps": 20_000_000_000}, "switch": {"processing_delay_ns": 35}}
 """QsNet's figures (spec 03, second reading): links of 25 Gbit/s on the wire with 8b10b encoding carry
 20 Gbit/s of data each way; a router crossing costs under 40 ns (35)."""
-register(Family("qsnet", qsnet, (_p("nodes", help="nodes, 2..4096 (node switches of 128)"),
+register(Family("qsnet", qsnet, (_p("nodes", help="nodes, 2..16384 (node switches of 128)"),
                                  _p("bisection", False, "1 (128 top switches, default) or 0.5 (64)", float)),
-                "QsNet federated network: node-switch chassis of radix-32 routers, top switches carved from routers; "
+                "QsNet federated network: node-switch chassis of radix-32 routers, top switches carved from routers (or chassis); "
                 "links of 20 Gbit/s of data, routers of 35 ns by default", QSNET_DEFAULTS))
-register(Family("mesh", mesh, (_p("k", help="side"), _p("n", help="dimensions")),
+register(Family("mesh", mesh, (_p("k", help="side"), _p("n", help="dimensions"), _p("ports", False, "links between a node and its router (default 1): injection channels")),
                 "k-ary n-mesh, a router per node, dimension-order routing"))
-register(Family("torus", torus, (_p("k", help="side, >= 3"), _p("n", help="dimensions")),
+register(Family("torus", torus, (_p("k", help="side, >= 3"), _p("n", help="dimensions"), _p("ports", False, "links between a node and its router (default 1): injection channels")),
                 "k-ary n-torus, a router per node, dimension-order routing with wrap-around"))
 
 # element and link figures every family accepts: spec name -> (spec class, field, scale)

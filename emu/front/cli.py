@@ -49,22 +49,27 @@ def _writable(option: str, path: str | None) -> None:
 def cmd_topo(args) -> int:
     from emu.topologies.registry import build
 
+    _writable("--json", args.json)
     defaults, settings = _settings(args)
     t = build(args.spec, defaults=defaults, settings=settings)
     t.validate()
+    figures = {"topology": t.name, "hosts": len(t.hosts), "switches": len(t.switches), "links": len(t.links),
+               "diameter": t.diameter, "bisection": t.bisection, **t.figures}
     table = Table(title=t.name, show_header=False)
     table.add_column("figure")
     table.add_column("value", justify="right")
     table.add_row("hosts", str(len(t.hosts)))
     table.add_row("switches", str(len(t.switches)))
-    chassis = {s.info["chassis"] for s in t.switches if "chassis" in s.info}
-    if chassis:  # a federated network: node-switch chassis and top switches
+    f = t.figures
+    if "node_switches" in f:  # a federated network (spec 03, Table I): node-switch chassis and top switches
         tops = [s for s in t.switches if s.info.get("stage") == 3]
-        table.add_row("  node switches (chassis of routers)", f"{len(chassis)} x {(len(t.switches) - len(tops)) // len(chassis)}")
-        table.add_row("  top switches", f"{len(tops)}" + (f" of radix {tops[0].info['ports']}" if tops else ""))
-        cables = sum(1 for lk in t.links if t.nodes[lk.a].info.get("chassis") != t.nodes[lk.b].info.get("chassis")
-                     and t.nodes[lk.a].kind == t.nodes[lk.b].kind == "switch")
-        table.add_row("  cables between chassis", str(cables))
+        table.add_row("  node switches (chassis of routers)", f"{f['node_switches']} x {2 * 8}")
+        table.add_row("  top switches", f"{f['top_switches']}" + (f" of radix {tops[0].info['ports']}" if tops else
+                                                                  (" (two chassis joined directly)"
+                                                                   if f["node_switches"] == 2 else "")))
+        table.add_row("  cables (the nodes' own included)", str(f["cables"]))
+        if f.get("top_chassis"):
+            table.add_row("  top switches in node-switch chassis", str(f["top_chassis"]))
     routers = {s.info["router"] for s in t.switches if "router" in s.info}
     if routers:
         table.add_row("  carved out of routers", str(len(routers)))
@@ -74,7 +79,13 @@ def cmd_topo(args) -> int:
     specs = {(link.spec.latency_ns, link.spec.bandwidth_bps) for link in t.links}
     table.add_row("link latency / bandwidth",
                   ", ".join(f"{lat} ns / {bw / 1e9:g} Gbit/s" for lat, bw in sorted(specs)))
-    console.print(table)
+    (make_console(stderr=True) if args.json == "-" else console).print(table)
+    if args.json == "-":
+        json.dump(figures, sys.stdout, indent=2)
+        print()
+    elif args.json:
+        with open(args.json, "w") as fh:
+            json.dump(figures, fh, indent=2)
     return 0
 
 
@@ -537,7 +548,7 @@ def cmd_plan(args) -> int:
         raise ConfigError(f"emu plan nc: {args.spec} is not a direct network; give mesh:k=..,n=.. or torus:k=..,n=..")
     if grid.size > 1 << 14:
         raise ConfigError(f"emu plan nc: {grid.size} nodes; the planner's tables go up to 16384 (k=128, n=2)")
-    print(report(grid, args.mcast, args.scheme))
+    print(report(grid, args.mcast, args.scheme, args.by))
     return 0
 
 
@@ -610,12 +621,16 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("spec", help="e.g. fattree:k=4,n=3")
     t.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE", help="as for emu run")
     t.add_argument("--config", metavar="FILE.toml", help="as for emu run")
+    t.add_argument("--json", metavar="FILE", help="write the figures as JSON ('-': to stdout, the table to stderr)")
     pl = sub.add_parser("plan", help="spec 02's planner: group shape and intermediate nodes for coded broadcast")
     pl.add_argument("what", choices=["nc"], help="nc: hierarchical XOR network coding (spec 02)")
     pl.add_argument("spec", help="a direct network, e.g. mesh:k=16,n=2 or torus:k=8,n=2")
     pl.add_argument("--mcast", choices=["tree", "all_at_once"], default="tree",
                     help="multicast of steps B, D, E (default tree)")
     pl.add_argument("--scheme", choices=["nc", "nc_every", "combine"], default="nc", help="the scheme to plan")
+    pl.add_argument("--by", choices=["hops", "longest-path"], default="hops",
+                    help="hops: least total hops (default); longest-path: the source's rule, the longest paths "
+                         "inside a group and between intermediate nodes balanced, ties by total hops")
     w = sub.add_parser("wireshark", help="the Lua dissector for every header: where it is, or install it")
     w.add_argument("action", choices=["path", "install"])
     w.add_argument("--dest", help="install into this folder instead of Wireshark's personal Lua plugins folder")

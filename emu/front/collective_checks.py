@@ -119,9 +119,14 @@ def _collective_check(operation: str) -> CheckFn:
             check_results(res, o.count, o.dtype, o.op, o.root, options.seed)
         except AssertionError as e:
             raise EmuError(f"wrong result: {e}") from None
-        return {"completion_ns": res.completion_ns, "algo": res.algo, "ranks": len(res.ranks), "size_bytes": o.size,
-                "dtype": o.dtype, "op": o.op, "cpu_ns_total": res.cpu_ns_total, "cpu_ns_max": res.cpu_ns_max,
-                "result": "equal to numpy", **_sparse_figures(res), **_nic_model(net, res, o)}
+        out = {"completion_ns": res.completion_ns, "algo": res.algo, "ranks": len(res.ranks), "size_bytes": o.size,
+               "dtype": o.dtype, "op": o.op, "cpu_ns_total": res.cpu_ns_total, "cpu_ns_max": res.cpu_ns_max,
+               "result": "equal to numpy", **_sparse_figures(res), **_nic_model(net, res, o)}
+        if res.nc_stats:  # spec 02 on the NICs: execution time (measured and modelled) and packet latency
+            from emu.nodes.collectives.coding.timing import figures
+
+            out.update(figures(net.topology, res.nc_stats))
+        return out
     check.__doc__ = (f"{COLLECTIVES[operation]}.\n\nThe result is checked against numpy; options: algo, size, "
                      "dtype, op, root, ranks, offload, branch, density, overlap.")
     return check

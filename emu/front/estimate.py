@@ -84,10 +84,15 @@ async def estimate(name: str, topo, extra: dict[str, Any], options=None) -> Esti
     if name == "mcast_all" and o.algo in coded and (grid is None or (o.ranks and o.ranks != hosts)):
         raise ConfigError(f"mcast_all --algo {o.algo} (spec 02) runs over every node of a mesh or torus: "
                           + ("leave out --ranks" if grid is not None else "use --topo mesh:k=8,n=2 or torus:k=8,n=2"))
-    if name == "mcast_all" and grid is not None and not o.ranks and (o.algo or "tree") in ("tree",) + coded:
+    if name == "mcast" and o.algo in coded and (grid is None or (o.ranks and o.ranks != hosts)):
+        raise ConfigError(f"mcast --algo {o.algo} (spec 02) runs over every node of a mesh or torus: "
+                          + ("leave out --ranks" if grid is not None else "use --topo mesh:k=8,n=2 or torus:k=8,n=2"))
+    algo = (o.algo or "tree").replace("-", "_")
+    if name in ("mcast", "mcast_all") and grid is not None and not o.ranks and algo in ("tree", "all_at_once") + coded:
         from emu.nodes.collectives.coding import Scheme, plan
 
-        p = plan(grid, Scheme(o.algo or "tree"))  # spec 02: the NICs run a plan; it lists the unicasts
+        # spec 02: the NICs run a plan; it lists the unicasts
+        p = plan(grid, Scheme(algo, sources=(o.root,) if name == "mcast" else None))
         return Estimate(name, p.unicasts, f"{p.scheme.algo}: {p.unicasts:,} unicasts")
     from emu.nodes.collectives.dryrun import count_messages
 

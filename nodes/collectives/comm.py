@@ -23,7 +23,7 @@ from emu.trace import NO_SPAN
 
 from emu.reduce import Op, get_op
 from .hw import HW_GROUP
-from .select import ALGORITHMS, check, choose
+from .select import ALGORITHMS, canonical, check, choose
 
 
 def _span(host, name: str, **args):
@@ -108,7 +108,7 @@ class Comm:
 
     # -- collectives ----------------------------------------------------------------------------
     async def _run(self, kind: str, algo: str | None, nbytes: int, *args: Any) -> Any:
-        name = algo or choose(kind, nbytes, self.size)
+        name = canonical(kind, algo) if algo else choose(kind, nbytes, self.size)
         check(kind, name, self.size)
         fn = ALGORITHMS[kind][name]
         self._seq += 1

@@ -114,10 +114,10 @@ async def collective_app(host, members, operation, algo, count, dtype, op, root,
         density, overlap, span = sparse
         idx, vals = make_sparse_input(seed, comm.rank, count, dtype, density, overlap)
         y = await comm.allreduce_sparse(idx, vals, count, op, offload=offload, span=span, algo=algo)
-        return y, host.now, host.cpu_ns, comm.last_algo, comm.last_status
+        return y, host.now, host.cpu_ns, comm.last_algo, comm.last_status, None
     x = make_input(seed, comm.rank, count, dtype, op if operation != "alltoall" else "alltoall", comm.size)
     y = await call(comm, operation, x, algo, op, root, offload, branch)
-    return y, host.now, host.cpu_ns, comm.last_algo, comm.last_status
+    return y, host.now, host.cpu_ns, comm.last_algo, comm.last_status, getattr(comm, "nc_stats", None)
 
 
 @dataclass
@@ -134,6 +134,8 @@ class CollectiveResult:
     """The run's network figures (frames and bytes the hosts injected, hop count, per link)."""
     errors: dict[str, str] = field(default_factory=dict)
     """Ranks whose offloaded operation reported an error: host -> what (e.g. 'mismatch|timeout')."""
+    nc_stats: list | None = None
+    """Spec 02's broadcasts run by the NICs: every rank's per-step figures (``coding.timing.figures``)."""
     sparse: tuple[float, float] | None = None
     """(density, overlap) of a sparse allreduce's operands (``make_sparse_input``), else None."""
 
@@ -274,7 +276,8 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
     return CollectiveResult(
         operation, out[members[0]][3], members, {h: out[h][0] for h in members},
         max(out[h][1] for h in members) - t0, sum(out[h][2] for h in members), max(out[h][2] for h in members),
-        m, errors, None if sparse is None else sparse[:2])
+        m, errors, [out[h][5] for h in members] if out[members[0]][5] is not None else None,
+        None if sparse is None else sparse[:2])
 
 
 def _sparse_setup(operation: str, op: str, offload: str | None, algo: str | None, density: float, overlap: float,

@@ -17,6 +17,15 @@ POWER_OF_TWO_ONLY = {("allgather", "recursive_doubling"), ("reduce_scatter", "re
 """Algorithms that need a power-of-two number of ranks."""
 
 
+ALIASES: dict[tuple[str, str], str] = {}
+"""(operation, another spelling) -> the algorithm's name."""
+
+
+def canonical(operation: str, name: str) -> str:
+    """An algorithm's name as registered (``all-at-once`` -> ``all_at_once``)."""
+    return ALIASES.get((operation, name), name)
+
+
 def register(operation: str, name: str, fn: Callable) -> None:
     ALGORITHMS[operation][name] = fn
 
@@ -31,6 +40,7 @@ def check(operation: str, name: str, n: int) -> None:
 
     if operation not in ALGORITHMS:
         raise ConfigError(f"unknown collective {operation!r}; known: {', '.join(ALGORITHMS)}")
+    name = canonical(operation, name)
     if name not in ALGORITHMS[operation]:
         raise ConfigError(f"unknown {operation} algorithm {name!r}; known: {', '.join(ALGORITHMS[operation])}")
     if (operation, name) in POWER_OF_TWO_ONLY and n & (n - 1):
@@ -84,16 +94,18 @@ def _register_builtin() -> None:
     register("reduce_scatter", "recursive_halving", ex.reduce_scatter_recursive_halving)
     register("alltoall", "pairwise", ex.alltoall_pairwise)
     register("alltoall", "flat", ex.alltoall_flat)
-    register("mcast", "all_at_once", ro.mcast_all_at_once)
-    register("mcast", "tree", ro.mcast_tree)
-    register("mcast_all", "all_at_once", ro.mcast_all_all_at_once)
     register("mcast_all", "binomial", ro.mcast_all_tree)
-    from .coding.run import CODED, mcast_all_tree
+    from .coding.run import CODED, CODED_ROOTED, baselines
 
-    register("mcast_all", "tree", mcast_all_tree)
-    for name, fn in CODED.items():
-        register("mcast_all", name, fn)
-        GRID_ONLY.add(("mcast_all", name))
+    # spec 02: on a mesh or torus every scheme runs on the NICs (the baselines in host software elsewhere)
+    for (operation, name), fn in baselines().items():
+        register(operation, name, fn)
+    for operation, table in (("mcast_all", CODED), ("mcast", CODED_ROOTED)):
+        for name, fn in table.items():
+            register(operation, name, fn)
+            GRID_ONLY.add((operation, name))
+    for operation in ("mcast", "mcast_all"):  # spec 02's spelling
+        ALIASES[(operation, "all-at-once")] = "all_at_once"
 
 
 _register_builtin()

@@ -3,7 +3,10 @@ frames (sans-I/O part of the NIC engine).
 
 The node starts with its own packet (if it is a source). Whenever it first has a packet -- its own,
 from a frame, made by encoding, or recovered by decoding -- it sends it on as the plan's rules say
-(multicast trees are relayed this way; a relay keeps the multicast's ``stamp``). An intermediate node
+(multicast trees are relayed this way). Every unicast carries its injection time (``stamp``: when its
+sender had the packet; an encoded packet's, when its encoding began, so that step C counts in the
+C+D phase), and its receiver files its latency under the sequential step it belongs to (the plan's
+``rounds``: phase and round), which gives spec 02's execution time. An intermediate node
 encodes a chain packet (XOR of two sources) or a combined message (concatenation) as soon as it has
 the packets it needs. Every node decodes as soon as it can: a plain packet of source a and the chain
 packet a^b give b, and so on along the chain. XORs take ``HostSpec.xor_ns`` each, one at a time.
@@ -76,6 +79,7 @@ class CodingNIC(Mechanism):
     def __init__(self, nic: NicCore):
         self.nic = nic
         self.run: Run | None = None
+        self._port = -1  # the last of several links into the router a packet went out on
         self.stats = {"nc_sent": 0, "nc_received": 0, "nc_duplicates": 0, "nc_unexpected": 0, "nc_xors": 0}
 
     # -- what applications call (``host.nc_run``, ``host.grid``) -----------------------------------
@@ -105,7 +109,7 @@ class CodingNIC(Mechanism):
         me = self.nic.host_ids[self.nic.name]
         r = self.run = Run(plan, me, len(data), on_done)
         r.wanted = set(plan.sources) - {me}
-        r.stats = {"received": {}, "latency_max": {}, "latency_sum": {}, "duplicates": 0, "xors": 0,
+        r.stats = {"received": {}, "latency_max": {}, "latency_sum": 0, "duplicates": 0, "xors": 0,
                    "first_ns": t, "last_rx": t, "done_ns": None, "decode_ns": 0}
         for key in plan.origin.get(me, []):
             self._acquire(r, key, data, t, None)
@@ -136,12 +140,12 @@ class CodingNIC(Mechanism):
         if len(payload) != size:
             raise DecodeError(f"coded frame {key} carries {len(payload)} bytes, the run's packets are {size}")
         self.stats["nc_received"] += 1
-        name = step
         st = r.stats
-        st["received"][name] = st["received"].get(name, 0) + 1
+        st["received"][step] = st["received"].get(step, 0) + 1
         lat = (now - stamp) & 0xFFFFFFFF
-        st["latency_max"][name] = max(st["latency_max"].get(name, 0), lat)
-        st["latency_sum"][name] = st["latency_sum"].get(name, 0) + lat
+        where = r.plan.rounds[(src, r.me, key)]  # (phase, round): the sequential step of this unicast
+        st["latency_max"][where] = max(st["latency_max"].get(where, 0), lat)
+        st["latency_sum"] += lat
         if key in r.have:
             self.stats["nc_duplicates"] += 1
             st["duplicates"] += 1
@@ -160,12 +164,14 @@ class CodingNIC(Mechanism):
         r.stamps[key] = stamp
         nic = self.nic
         for step, level, dst, root in r.plan.rules.get(r.me, {}).get(key, ()):
-            # a multicast's root stamps it (an encoded packet: when its encoding began, so that step
-            # C counts in the C+D phase); relays keep the stamp
-            s = ((began if began is not None else t) if root == r.me or stamp is None else stamp) & 0xFFFFFFFF
+            # every unicast is stamped with its injection: now, or when its encoding began (step C
+            # counts in the C+D phase); the header's root still names the multicast's root
+            s = (began if began is not None else t) & 0xFFFFFFFF
             kind, group, a, b, parts = self._header(r, key)
             body = NC.pack(step, level, kind, group, a, b, root, parts, s) + payload
-            nic.emit(dst, PacketType.NC, body, t + nic.spec.nic_delay_ns, vc=_vc(step) << r.plan.grid.wrap)
+            # a node with several links into its router (``ports=P``) injects on them in turn
+            port = None if nic.rails == 1 else self._next_port(nic.rails)
+            nic.emit(dst, PacketType.NC, body, t + nic.spec.nic_delay_ns, vc=_vc(step) << r.plan.grid.wrap, port=port)
             self.stats["nc_sent"] += 1
         if key[0] == "p":
             r.wanted.discard(key[1])
@@ -181,6 +187,10 @@ class CodingNIC(Mechanism):
             if out not in r.made and needs <= r.have.keys():
                 r.made.add(out)
                 self._make(r, needs, out, t)
+
+    def _next_port(self, n: int) -> int:
+        self._port = (self._port + 1) % n
+        return self._port
 
     def _xor_at(self, r: Run, t: int) -> int:
         start = max(t, r.xor_free)

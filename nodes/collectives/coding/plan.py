@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from emu.topologies.grid import Grid, box_tree
+from emu.topologies.grid import Grid, box_tree_edges
 
 from .layout import ALGOS, BASELINES, Box, Step, box_centre, check_names, settle, tiles
 from .planner import best_shape
@@ -87,12 +87,24 @@ class Plan:
     groups: list[list[int]] = field(default_factory=list)
     ins: list[int] = field(default_factory=list)
     """Top-level groups (node lists, rank order) and their intermediate nodes."""
+    rounds: dict = field(default_factory=dict)
+    """(sender, receiver, key) -> (phase, round): the sequential step a unicast belongs to (``phase``)."""
 
-    def send(self, node: int, key, step: int, level: int, dst: int, root: int) -> None:
+    def send(self, node: int, key, step: int, level: int, dst: int, root: int, rnd: int = 0) -> None:
         if dst == node:
             return
         self.rules.setdefault(node, {}).setdefault(key, []).append((step, level, dst, root))
+        self.rounds[(node, dst, key)] = (self.phase(step, level), rnd)
         self.unicasts += 1
+
+    def phase(self, step: int, level: int) -> int:
+        """The sequential phase of a step (spec 02: B with F, then C+D, then E; G after): 0 for B and F
+        (and a baseline's one multicast), 1 for D, 2 for E; ``nc_recursive``'s inner level (1) runs
+        its phases first, the outer D and E come after them (3 + 1, 3 + 2), the outer F with phase 0."""
+        if step in (Step.BASE, Step.B, Step.F):
+            return 0
+        top = 1 if self.scheme.algo == "nc_recursive" else 0
+        return 3 * (top - level) + (1 if step == Step.D else 2)
 
     def mcast(self, key, step: int, level: int, root: int, box: Box, how: str, skip=()) -> None:
         """``root`` sends ``key`` to every node of ``box`` (which holds the root)."""
@@ -102,10 +114,8 @@ class Plan:
                 if v not in skip:
                     self.send(root, key, step, level, v, root)
             return
-        kids = box_tree(box.axes, g.coords(root))
-        for parent, children in kids.items():
-            for c in children:
-                self.send(g.index(parent), key, step, level, g.index(c), root)
+        for rnd, parent, c in box_tree_edges(box.axes, g.coords(root)):
+            self.send(g.index(parent), key, step, level, g.index(c), root, rnd)
 
     def make(self, node: int, needs, key) -> None:
         self.makes.setdefault(node, []).append((frozenset(needs), key))

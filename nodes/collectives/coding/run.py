@@ -20,27 +20,37 @@ def _grid(comm):
     return grid
 
 
+def on_grid(comm) -> bool:
+    """The communicator is the whole of a mesh or torus, in rank order (where the NICs run the plans)."""
+    return getattr(comm.host, "grid", None) is not None and list(comm.members) == list(comm.host.hosts)
+
+
 async def broadcast(comm, x: np.ndarray, scheme: Scheme) -> np.ndarray:
     """Every source's ``x`` to every node by ``scheme``; returns the sources' arrays in source order
     (every rank passes an ``x`` of the same size; a non-source's is not sent). The NIC's per-step
-    figures are left in ``comm.nc_stats``."""
+    figures are left in ``comm.nc_stats`` (with the scheme as run: ``timing.figures`` reads them)."""
     grid = _grid(comm)
     p = plan(grid, scheme)
     flat = np.ascontiguousarray(x).ravel()
     out, stats = await comm.host.nc_run(p, flat.tobytes())
-    comm.nc_stats = stats
+    comm.nc_stats = dict(stats, scheme=p.scheme, bytes=flat.nbytes)
     sc = p.scheme
     shape = f", groups {'x'.join(map(str, sc.shape))}" if sc.shape else ""
-    comm.last_algo = f"{sc.algo}({sc.mcast if sc.shape else 'unicasts'}{shape})" if sc.algo != "tree" \
-        else "tree(coordinate-aware)"
+    if sc.algo == "tree":
+        comm.last_algo = "tree(coordinate-aware, NICs)"
+    elif sc.algo == "all_at_once":
+        comm.last_algo = "all_at_once(NICs)"
+    else:
+        comm.last_algo = f"{sc.algo}({sc.mcast}{shape})"
     return np.stack([np.frombuffer(out[s], flat.dtype) for s in p.sources])
 
 
-def scheme_of(comm, algo: str) -> Scheme:
-    """The scheme ``comm.mcast_all(algo=...)`` runs: the algorithm's name, with the communicator's
-    ``nc_shape``, ``nc_mcast``, ``nc_inner`` if set."""
-    return Scheme(algo, getattr(comm, "nc_shape", None), getattr(comm, "nc_mcast", "tree"), None,
-                  getattr(comm, "nc_inner", None))
+def scheme_of(comm, algo: str, sources: tuple[int, ...] | None = None) -> Scheme:
+    """The scheme ``comm.mcast_all(algo=...)`` (``comm.mcast``: from ``sources``, the root) runs: the
+    algorithm's name, with the communicator's ``nc_shape``, ``nc_mcast``, ``nc_inner`` if set."""
+    coded = algo not in ("tree", "all_at_once")
+    return Scheme(algo, getattr(comm, "nc_shape", None) if coded else None, getattr(comm, "nc_mcast", "tree"),
+                  sources, getattr(comm, "nc_inner", None) if coded else None)
 
 
 def _algo(name: str):
@@ -51,16 +61,40 @@ def _algo(name: str):
     return run
 
 
-async def mcast_all_tree(comm, x: np.ndarray) -> np.ndarray:
-    """All-to-all broadcast along the coordinate-aware tree (halving per dimension) on a mesh or torus;
-    elsewhere the rank-order binomial tree (``binomial``), and ``comm.last_algo`` says so."""
-    if getattr(comm.host, "grid", None) is None or list(comm.members) != list(comm.host.hosts):
-        from ..rooted import mcast_all_tree as binomial
+def _rooted(name: str):
+    async def run(comm, x: np.ndarray, root: int) -> np.ndarray:
+        return (await broadcast(comm, x, scheme_of(comm, name, (root,))))[0]
+    run.__name__ = f"mcast_{name}"
+    run.__doc__ = f"One-to-all multicast from the root by spec 02's {name} scheme (NIC-run plan on a mesh or torus)."
+    return run
 
-        out = await binomial(comm, x)
-        comm.last_algo = "tree (binomial over rank order: not the whole of a mesh or torus)"
+
+def _baseline(name: str, software, rooted: bool):
+    """A baseline (``tree``, ``all_at_once``) run by the NICs from the same plans as the coded schemes
+    on the whole of a mesh or torus -- so that a comparison differs only in the scheme -- and by host
+    software elsewhere (``comm.last_algo`` says which)."""
+    nic = _rooted(name) if rooted else _algo(name)
+
+    async def run(comm, x: np.ndarray, *root) -> np.ndarray:
+        if on_grid(comm):
+            return await nic(comm, x, *root)
+        out = await software(comm, x, *root)
+        comm.last_algo = f"{name} (host software: not the whole of a mesh or torus)"
         return out
-    return await broadcast(comm, x, Scheme("tree"))
+    run.__name__ = nic.__name__
+    run.__doc__ = f"{name} on the NICs on a mesh or torus, in host software elsewhere."
+    return run
+
+
+def baselines() -> dict[tuple[str, str], object]:
+    """(operation, name) -> the baseline as registered (``select``)."""
+    from ..rooted import mcast_all_all_at_once, mcast_all_at_once, mcast_all_tree, mcast_tree
+
+    return {("mcast_all", "tree"): _baseline("tree", mcast_all_tree, False),
+            ("mcast_all", "all_at_once"): _baseline("all_at_once", mcast_all_all_at_once, False),
+            ("mcast", "tree"): _baseline("tree", mcast_tree, True),
+            ("mcast", "all_at_once"): _baseline("all_at_once", mcast_all_at_once, True)}
 
 
 CODED = {name: _algo(name) for name in ("nc", "nc_every", "nc_recursive", "combine")}
+CODED_ROOTED = {name: _rooted(name) for name in ("nc", "nc_every", "nc_recursive", "combine")}
