@@ -558,7 +558,9 @@ class Element:
                 token[4] += 1
             if p.flow is not None:  # the receiver's buffers take it when a credit covers it
                 p.hand_over(frame, at, token)
-                self._event(at, WAKE, p)
+                if not now < p.wake_at <= at:  # (a wake already due by then covers it)
+                    p.wake_at = at
+                    self._event(at, WAKE, p)
                 continue
             start = p.enqueue(frame, at)
             self.busy[p] = None
@@ -577,7 +579,8 @@ class Element:
             self.busy[p] = None
         for token in started:
             self._release(token)
-        if wake is not None:
+        if wake is not None and not self.now < p.wake_at <= wake:
+            p.wake_at = wake
             self._event(wake, WAKE, p)
 
     def _release(self, token: list) -> None:

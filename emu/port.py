@@ -135,6 +135,9 @@ class OutPort:
     """Virtual time the port spent sending (the sum of its frames' times on the line)."""
     tracer: Any = None
     """This port's counter tracks (``emu.trace.PortTrace``) when the run is traced, else None."""
+    wake_at: int = -1
+    """With credit flow control: the latest time a port event to start frames was asked for (one
+    due later than ``now`` and no later than a new need covers it: no second event)."""
     head_bytes: int = 0
     """Into an input-queued router: the receiver takes a frame when its first ``head_bytes`` (its
     head flit) are in, so a frame's arrival is its start + their time on the line + the latency;

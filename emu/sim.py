@@ -43,6 +43,11 @@ class EngineNet:
                 raise ConfigError(f"EngineNet: {name} must be a probability within 0..1, got {v}")
         if reorder and reorder_ns < 1:
             raise ConfigError(f"EngineNet: reorder_ns must be >= 1, got {reorder_ns}")
+        iq = [n.name for n in topology.nodes.values() if getattr(n.spec, "model", None) == "input_queued"]
+        if iq:
+            raise ConfigError(f"EngineNet models output ports with unbounded FIFOs; {iq[0]} is an input-queued "
+                              "router (credits, VC buffers): run it in an emu.Cluster, or build the topology "
+                              "with switch.model=output_queued")
         self.t = topology
         self.names = list(topology.nodes)
         self.index = {n: i for i, n in enumerate(self.names)}

@@ -24,7 +24,10 @@ What a frame meets, in virtual time (every tie broken by a fixed rule, so runs a
   that picked it, both by rotating priority) or ``islip`` (request, grant, accept, ``iterations``
   times; pointers move on first-iteration accepts only). A frame is ready when its VC is allocated,
   its output and its input are free, and the downstream VC has credit for the whole frame (virtual
-  cut-through: a frame never stops half-way across a link).
+  cut-through: a frame never stops half-way across a link). A round runs when a stage ends, an
+  input, output or VC frees, or a credit arrives; a frame that lost a round in which others
+  were granted tries again one flit time (on the fastest output) later, as a clocked allocator
+  would in its next cycle.
 * **Traversal.** A granted frame leaves ``sw_alloc + traversal`` later, never before its tail could
   follow it at the output's rate; input and output are busy while its flits cross.
 
@@ -108,7 +111,9 @@ class InputQueuedEngine(SwitchEngine):
         self.islip = s.allocator == "islip"
         self.iters = s.iterations
         self._btimer = None
-        self.dirty = False
+        """The switch's own next timer (link tests, processing unit)."""
+        self._next = INF
+        """The next allocation round."""
         self.iq_stats = {"rounds": 0, "va_grants": 0, "sa_grants": 0, "sa_conflicts": 0, "hol_waits": 0}
 
     def setup(self, nports: int, group_select) -> None:
@@ -136,6 +141,12 @@ class InputQueuedEngine(SwitchEngine):
             self.vc_hold.append([None] * vcs)
             self.vc_free.append([0] * vcs)
             self.allowed.append([[w for w in range(vcs) if w % G == g] or [g % vcs] for g in range(G)])
+        self.slot = min((self._ser_out(o, self.fb) for o in self.port_bps), default=1) or 1
+        """The next allocation slot after a round with grants: one flit's time on the fastest output."""
+        self._granted = False
+        self.VMAX = V + 1
+        self.active: list[int] = []
+        """Keys p * VMAX + v of the non-empty VC buffers, sorted: the fixed order of every scan."""
         self.va_ptr = [0] * nports
         self.in_ptr = [0] * (nports + 1)
         self.out_ptr = [0] * nports
@@ -172,10 +183,10 @@ class InputQueuedEngine(SwitchEngine):
                 self.peak[port][v] = self.occ[port][v]
             if len(qv) == 1:
                 pkt.rc_at = (now if self.vct else tail) + self.rc
+                self._activate(port, v)
+                self._wake_at(pkt.rc_at)
             else:
                 self.iq_stats["hol_waits"] += 1
-        self.dirty = True
-        self._retime(now)
         return []
 
     def _file(self, pkt: Packet, results: list, now: int, v: int) -> None:
@@ -217,6 +228,8 @@ class InputQueuedEngine(SwitchEngine):
         qv.insert(i, pkt)
         if len(qv) == 1:
             pkt.rc_at = at
+            self._activate(self.nports, 0)
+        self._wake_at(qv[0].rc_at)
 
     def on_credit(self, port: int, vc: int, nbytes: int, now: int) -> None:
         """A credit from the receiver on ``port``."""
@@ -227,8 +240,7 @@ class InputQueuedEngine(SwitchEngine):
         if c[vc % len(c)] > self.downstream[port][1]:
             raise EngineError(f"{self.name}: port {port} VC {vc}: credit above the receiver's buffer "
                               f"({c[vc % len(c)]} > {self.downstream[port][1]} bytes)")
-        self.dirty = True
-        self._retime(now)
+        self._wake_at(now)  # a copy waiting for this credit may go now
 
     def lost(self, port: int, nbytes: int, vc: int, now: int) -> None:
         """A frame for ``port``'s buffer never entered it (lost or damaged on the wire): its credit
@@ -245,30 +257,38 @@ class InputQueuedEngine(SwitchEngine):
         if self._btimer is not None and self._btimer <= now:
             for o, frame, at in super().on_timer(now):
                 self._inject(o, frame, max(at, now))
-        out = self._round(now)
-        self.dirty = False
+        out = self._round(now) if self._next <= now else []
         self._retime(now)
         return out
 
     def on_link_change(self, port: int, up: bool, now: int) -> list:
         for o, frame, at in super().on_link_change(port, up, now):
             self._inject(o, frame, max(at, now))
-        self.dirty = True
-        self._retime(now)
         return []
 
     def _set_timer(self) -> None:  # the switch's own timers (link tests, processing unit)
         super()._set_timer()
         self._btimer = self.timer
-        if hasattr(self, "q"):
-            self._retime(None)
+        if self._next < INF and (self.timer is None or self._next < self.timer):
+            self.timer = self._next
+
+    def _wake_at(self, t: int) -> None:
+        """An allocation round at ``t`` at the latest."""
+        if t < self._next:
+            self._next = t
+            if self.timer is None or t < self.timer:
+                self.timer = t
+
+    def _activate(self, p: int, v: int) -> None:
+        bisect.insort(self.active, p * self.VMAX + v)
 
     # -- allocation -------------------------------------------------------------------------------
     def _heads(self):
-        for p, vcs in enumerate(self.q):
-            for v, qv in enumerate(vcs):
-                if qv:
-                    yield p, v, qv[0]
+        """(input, VC, head packet) of every non-empty VC buffer, in (input, VC) order."""
+        q, vm = self.q, self.VMAX
+        for key in self.active:
+            p, v = divmod(key, vm)
+            yield p, v, q[p][v][0]
 
     def _round(self, now: int) -> list:
         self.iq_stats["rounds"] += 1
@@ -276,7 +296,9 @@ class InputQueuedEngine(SwitchEngine):
         if not heads:
             return []
         self._allocate_vcs(heads, now)
-        return self._allocate_switch(heads, now)
+        out = self._allocate_switch(heads, now)
+        self._granted = bool(out)
+        return out
 
     def _allocate_vcs(self, heads, now: int) -> None:
         by_out: dict[int, list] = {}
@@ -422,46 +444,56 @@ class InputQueuedEngine(SwitchEngine):
             nxt = qv[0]
             base = nxt.head if self.vct or pkt.port == self.nports else nxt.tail
             nxt.rc_at = max(base, t_next) + (self.rc if pkt.port < self.nports else 0)
+        else:
+            self.active.remove(pkt.port * self.VMAX + pkt.vc)
 
     # -- the next allocation round ----------------------------------------------------------------
-    def _retime(self, now: int | None) -> None:
-        """Set ``timer``: the next time an allocation round could change something. After a new
-        frame, a credit or a link change: now. Else the earliest time a waiting copy's stage is
-        over, or -- for a copy that lost a round or waits for a VC -- an input, an output or a VC
-        frees (credits come as events of their own)."""
+    def _retime(self, now: int) -> None:
+        """After a round at ``now``: the next round is the earliest time a waiting copy's stage
+        is over, or -- for a copy that lost a round, waits for a VC or for credit -- an input, an
+        output or a VC frees (a credit, a new frame or a link change wakes the router itself)."""
         t = INF
-        if now is not None and self.dirty:
-            t = now
-        else:
-            floor = -1 if now is None else now
-            waiting = False
-            for p, _v, pkt in self._heads():
-                for c in pkt.copies:
-                    if c.granted:
-                        continue
-                    waiting = True
-                    if pkt.rc_at > floor:
-                        cand = pkt.rc_at
-                    elif c.ovc < 0:
-                        cand = INF  # a VC of its group frees: below
-                    else:
-                        cand = max(c.sa_at, self.in_ready[p], self.out_ready[c.out])
-                        if cand <= floor:
-                            cand = INF  # lost the last round, or no credit: below, or a credit event
-                    if cand < t:
-                        t = cand
-            if waiting:
-                for r in self.in_ready:
-                    if floor < r < t:
-                        t = r
-                for r in self.out_ready:
-                    if floor < r < t:
-                        t = r
-                for fa in self.vc_free:
-                    if fa is not None:
-                        for r in fa:
-                            if floor < r < t:
-                                t = r
+        waiting = False
+        for p, _v, pkt in self._heads():
+            rc = pkt.rc_at
+            for c in pkt.copies:
+                if c.granted:
+                    continue
+                waiting = True
+                if rc > now:
+                    cand = rc
+                elif c.ovc < 0:
+                    continue  # a VC of its group frees: below
+                else:
+                    cand = c.sa_at
+                    r = self.in_ready[p]
+                    if r > cand:
+                        cand = r
+                    r = self.out_ready[c.out]
+                    if r > cand:
+                        cand = r
+                    if cand <= now:  # lost the round (or no credit: a credit wakes it)
+                        if self._granted:  # the others' grants changed what it competes with: next slot
+                            cr = self.credits[c.out]
+                            if cr is None or cr[c.ovc] >= c.need:
+                                cand = now + self.slot
+                        if cand <= now:
+                            continue
+                if cand < t:
+                    t = cand
+        if waiting:
+            for r in self.in_ready:
+                if now < r < t:
+                    t = r
+            for r in self.out_ready:
+                if now < r < t:
+                    t = r
+            for fa in self.vc_free:
+                if fa is not None:
+                    for r in fa:
+                        if now < r < t:
+                            t = r
+        self._next = t
         b = self._btimer
         if b is not None and b < t:
             t = b

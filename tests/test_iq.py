@@ -263,3 +263,37 @@ def test_the_curves_script_runs_both_models_at_a_tiny_size(capsys):
     assert mod.main(["--k", "3", "--vcs", "1", "--loads", "0.1,0.9", "--cycles", "40", "--size", "64"]) == 0
     out = capsys.readouterr().out
     assert "output_queued  vcs=1" in out and "input_queued  vcs=1" in out and "saturation" in out
+
+
+async def _class_vcs(traffic_class):
+    import numpy as np
+
+    from emu.nodes.collectives.comm import Comm
+    from emu.wire import PacketType, parse_frame
+
+    async def app(host):
+        comm = Comm(host, traffic_class=traffic_class)
+        return (await comm.allreduce(np.arange(600, dtype=np.float64) + comm.rank, algo="ring")).sum()
+
+    t = build("mesh:k=3,n=2", settings={"switch": {"model": "input_queued", "vcs": 4, "classes": 2}})
+    async with emu.Cluster(t, run=RunConfig(capture=True)) as net:
+        res = await net.run({h.name: app for h in t.hosts})
+        recs = await net.capture_records()
+    frames = [parse_frame(f[:-4]) for ts, i, d, f in recs if not is_credit(f)]  # (captured with their FCS)
+    vcs = {h[2] for h in frames if h[4] == PacketType.MSG}
+    return set(res.values()), vcs
+
+
+async def test_a_communicator_s_traffic_class_keeps_its_messages_on_that_class_s_vcs():
+    sums0, vcs0 = await _class_vcs(0)
+    sums1, vcs1 = await _class_vcs(1)
+    assert sums0 == sums1 and len(sums0) == 1  # the same result on every rank, either way
+    assert vcs0 <= {0, 2} and vcs1 <= {1, 3}  # class c: the VCs v with v mod 2 == c
+    assert vcs0 and vcs1
+
+
+def test_the_engine_harness_refuses_an_input_queued_router_in_one_line():
+    from emu.sim import EngineNet
+
+    with pytest.raises(ConfigError, match="input-queued router .* run it in an emu.Cluster"):
+        EngineNet(build("mesh:k=2,n=2", settings={"switch": {"model": "input_queued"}}))

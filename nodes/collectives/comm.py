@@ -51,8 +51,14 @@ def _traced(fn):
 
 
 class Comm:
-    def __init__(self, host, members: list[str] | None = None, comm_id: int | None = None):
+    def __init__(self, host, members: list[str] | None = None, comm_id: int | None = None,
+                 traffic_class: int = 0):
         self.host = host
+        if not isinstance(traffic_class, int) or isinstance(traffic_class, bool) or not 0 <= traffic_class <= 255:
+            raise ConfigError(f"Comm: traffic_class must be an integer within 0..255, got {traffic_class!r}")
+        self.traffic_class = traffic_class
+        """The class every message of this communicator's collectives carries (``HostAPI.send``'s
+        ``vc``): routers map it to their VCs, so two communicators' traffic can be kept apart."""
         self.members = list(members) if members is not None else host.hosts
         if len(set(self.members)) != len(self.members):
             raise ConfigError("a communicator lists a host twice")
@@ -84,7 +90,7 @@ class Comm:
         else:
             buf = data
         with _span(self.host, "send", step=step, peer=self.members[rank], bytes=len(buf)):
-            await self.host.send(self.members[rank], buf, self._tag(step))
+            await self.host.send(self.members[rank], buf, self._tag(step), vc=self.traffic_class)
 
     async def recv(self, rank: int, dtype: np.dtype, step: int) -> np.ndarray:
         with _span(self.host, "recv", step=step, peer=self.members[rank]) as span:
