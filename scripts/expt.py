@@ -37,3 +37,24 @@ def pyplot():
         print("matplotlib not installed: no PNG (pip install matplotlib)")
         return None
     return plt
+
+
+SOURCE_64 = "source"
+"""The name the spec 04 scripts give the source's 64 hosts on "a two-level fat tree of 8-port switches"."""
+
+
+def scale_specs(text: str) -> list[str]:
+    """The ';'-separated topology specs of a script's ``--scale``; ``source`` stands for the closest
+    tree of real 8-port switches to the source's 64-host network (which two levels cannot hold at
+    full bisection: ``emu.topologies.trees.closest_tree``), and a line says what it is."""
+    from emu.topologies.trees import closest_tree
+
+    specs = []
+    for s in (s.strip() for s in text.split(";")):
+        if s == SOURCE_64:
+            s, why = closest_tree(8, 64)
+            print(f"the source's 64 hosts on 'a two-level fat tree of 8-port switches': {why}", flush=True)
+        if s:
+            specs.append(s)
+    return specs
+

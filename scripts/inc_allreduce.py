@@ -2,7 +2,7 @@
 """Spec 04's measurements (dense): in-network allreduce against host software.
 
     python scripts/inc_allreduce.py [--sizes 4KiB,64KiB,1MiB] [--ports 8] [--clusters 1]
-                                    [--scale 'twolevel:ports=8,hosts=64;fattree:k=4,n=3'] [--out results/inc_allreduce/]
+                                    [--scale 'source;twolevel:ports=8,hosts=64'] [--out results/inc_allreduce/]
 
 Part 1, one switch (``star:n=--ports``, 100 Gbit/s links): the allreduce of float32 (and int8: four
 times the elements per packet) by each aggregation algorithm (single buffer, 2 and 4 buffers, tree,
@@ -15,9 +15,12 @@ time tau (single buffer: as many handlers contend for one block as staggered hos
 packet slot, ceil(hosts / blocks)), and delta the links' packet interval over the ports.
 
 Part 2, at scale (the source used 64 hosts and 100 Gbit/s): dense host ring allreduce vs dense
-in-network allreduce on ``twolevel:ports=8,hosts=64`` (the source's "two-level fat tree of 8-port
-switches", as this project defines it: 8 ports on each side) and on a 4-ary 3-tree: completion time
-and the bytes that crossed the network's links. Every result is checked against numpy.
+in-network allreduce on the source's "two-level fat tree of 8-port switches", which cannot exist at
+full bisection (two levels of 8-port switches hold 32 hosts so): ``source`` builds the closest tree
+of real 8-port switches, ``fattree:k=4,n=3`` (three levels), and the output says so; and on
+``twolevel:ports=8,hosts=64`` (two levels, but leaves of 16 ports: 8 hosts and 8 up links):
+completion time and the bytes that crossed the network's links. Every result is checked against
+numpy.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import trio
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from expt import pyplot, write_csv  # noqa: E402
+from expt import pyplot, scale_specs, write_csv  # noqa: E402
 
 ALGOS = ("single", "multi2", "multi4", "tree", "reproducible", "host ring")
 
@@ -112,7 +115,8 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--sizes", default="4KiB,64KiB,1MiB")
     ap.add_argument("--ports", type=int, default=8)
     ap.add_argument("--clusters", type=int, default=1)
-    ap.add_argument("--scale", default="twolevel:ports=8,hosts=64;fattree:k=4,n=3")
+    ap.add_argument("--scale", default="source;twolevel:ports=8,hosts=64",
+                    help="';'-separated topologies; source: the closest tree of 8-port switches to the source's 64 hosts")
     ap.add_argument("--scale-size", default="256KiB")
     ap.add_argument("--out", default="results/inc_allreduce")
     a = ap.parse_args(argv)
@@ -132,7 +136,7 @@ def main(argv=None) -> list[dict]:
                 rows.append(r)
                 show(r)
     big = parse_size(a.scale_size)
-    for spec in [s.strip() for s in a.scale.split(";") if s.strip()]:
+    for spec in scale_specs(a.scale):
         for algo in ("host ring", "tree"):
             r = trio.run(measure, spec, algo, big // 4, "float32", {})
             rows.append(r)

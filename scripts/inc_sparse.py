@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
 """Spec 04's sparse measurements: the sparse in-network allreduce against dense and host software.
 
-    python scripts/inc_sparse.py [--densities 0.2,0.1,0.01] [--length 65536] [--ports 8]
-                                 [--scale twolevel:ports=8,hosts=64] [--buckets 512] [--out results/inc_sparse/]
+    python scripts/inc_sparse.py [--densities 0.2,0.1,0.01] [--length 65536] [--overlap 0]
+                                 [--scale source] [--buckets 512] [--out results/inc_sparse/]
 
 Part 1, one switch (``star:n=--ports``): int32 vectors of ``--length`` at each density, summed in the
 switch with hash tables + spill buffers at the leaves (here: the one switch is the root, so also with
 ``store=array`` everywhere and a two-level tree to have leaves), against the dense in-network allreduce
-and the SparCML-style host allreduce: completion, bytes on links, the switches' peak working memory,
-spilled (unaggregated) bytes -- the extra traffic of the hash store, which grows with density.
+and the SparCML-style host allreduce (split allgather: each rank's partition of the index space
+reduced from pairs, then gathered; a message goes dense when that is smaller): completion, bytes on
+links, the switches' peak working memory, spilled (unaggregated) bytes -- the extra traffic of the
+hash store, which grows with density. ``--overlap``: the share of each host's non-zero indices
+drawn from a pool common to all hosts (0: each host's own; 1: the same everywhere).
 
-Part 2, at scale (the source's 64 hosts): gradient-like float32 data -- one value per bucket of
-``--buckets`` elements at a random place in it (density 1/buckets, about 0.2 %) -- dense host ring,
-dense in-network, sparse host (recursive doubling on pairs), sparse in-network: completion and the
-bytes that crossed the network. Every result is checked against numpy.
+Part 2, at scale (the source's 64 hosts, ``--scale source``: the closest tree of real 8-port
+switches, ``fattree:k=4,n=3``, since two levels of them hold 32 hosts at full bisection; the output
+says so): gradient-like float32 data -- one value per bucket of ``--buckets`` elements at a random
+place in it (density 1/buckets, about 0.2 %; with ``--overlap``, that share of the buckets has its
+value at the same place on every host) -- dense host ring, dense in-network, sparse host (split
+allgather), sparse in-network: completion and the bytes that crossed the network, each against
+dense in-network and sparse host. Every result is checked against numpy.
 
 Beside each measurement, the model:
 
@@ -39,7 +45,7 @@ import trio
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from expt import pyplot, write_csv  # noqa: E402
+from expt import pyplot, scale_specs, write_csv  # noqa: E402
 
 from emu.wire import HDR_LEN  # noqa: E402
 from emu.wire.fabric import FCS_LEN  # noqa: E402
@@ -49,21 +55,29 @@ HDR = HDR_LEN + FCS_LEN  # per frame on the wire besides the INC header and the 
 METHODS = ("dense host", "dense switch", "sparse host", "sparse switch (hash leaves)", "sparse switch (arrays)")
 
 
-def data(rank: int, length: int, density: float | None, buckets: int | None, dtype):
+def data(rank: int, length: int, density: float | None, buckets: int | None, dtype, overlap: float = 0.0):
+    """A host's non-zeros. Density data: ``emu.nodes.collectives.run.make_sparse_input`` (what ``emu
+    run --density D --overlap O`` uses). Buckets: one value per bucket, at a place common to all
+    hosts in the first ``overlap`` share of the buckets, at a random place of its own elsewhere."""
+    if not buckets:
+        from emu.nodes.collectives.run import make_sparse_input
+
+        return make_sparse_input(length, rank, length, dtype, density, overlap)
     rng = np.random.default_rng([rank, length])
-    if buckets:  # gradient-like: one value per bucket
-        idx = np.arange(0, length, buckets) + rng.integers(0, buckets, length // buckets)
-    else:
-        idx = np.sort(rng.choice(length, max(1, int(length * density)), replace=False))
+    nb = length // buckets
+    common = round(overlap * nb)
+    place = np.concatenate([np.random.default_rng([length, 0x5EED]).integers(0, buckets, common),
+                            rng.integers(0, buckets, nb - common)])
+    idx = np.arange(0, nb * buckets, buckets) + place
     vals = (rng.integers(1, 50, len(idx)) if np.dtype(dtype).kind == "i" else rng.standard_normal(len(idx)))
     return idx, vals.astype(dtype)
 
 
-async def app(host, method, length, density, buckets, dtype, span):
+async def app(host, method, length, density, buckets, dtype, span, overlap):
     from emu.nodes.collectives.comm import Comm
 
     c = Comm(host)
-    idx, vals = data(c.rank, length, density, buckets, dtype)
+    idx, vals = data(c.rank, length, density, buckets, dtype, overlap)
     if method.startswith("dense"):
         x = np.zeros(length, dtype)
         x[idx] = vals
@@ -76,7 +90,7 @@ async def app(host, method, length, density, buckets, dtype, span):
     return y, c.last_algo
 
 
-async def measure(spec: str, method: str, length: int, density, buckets, dtype: str, span) -> dict:
+async def measure(spec: str, method: str, length: int, density, buckets, dtype: str, span, overlap: float = 0.0) -> dict:
     import emu
     from emu.topologies import build
 
@@ -84,19 +98,19 @@ async def measure(spec: str, method: str, length: int, density, buckets, dtype: 
     t.add_manager()
     n = len(t.hosts)
     async with emu.Cluster(t) as net:
-        await net.run({h: (app, method, length, density, buckets, dtype, span) for h in net.hosts})  # setup
-        res = await net.run({h: (app, method, length, density, buckets, dtype, span) for h in net.hosts})
+        await net.run({h: (app, method, length, density, buckets, dtype, span, overlap) for h in net.hosts})  # setup
+        res = await net.run({h: (app, method, length, density, buckets, dtype, span, overlap) for h in net.hosts})
         m = net.metrics
         stats = {s["name"]: s for s in await net.stats()}
     ref = np.zeros(length, np.float64)
     for r in range(n):
-        i, v = data(r, length, density, buckets, dtype)
+        i, v = data(r, length, density, buckets, dtype, overlap)
         np.add.at(ref, i, v.astype(np.float64))
     y = res[t.host_names()[0]][0]
     per = np.dtype(dtype).itemsize
     pairs = 1024 // (4 + per)
     if method.startswith("sparse switch"):
-        model_bytes = ideal_bytes(t, [data(r, length, density, buckets, dtype)[0] for r in range(n)], length, span,
+        model_bytes = ideal_bytes(t, [data(r, length, density, buckets, dtype, overlap)[0] for r in range(n)], length, span,
                                   pairs, 4 + per)
         model_block = span * per  # the root's array (a leaf's hash store is smaller: 3 x pairs x pair bytes)
     elif method == "dense switch":
@@ -151,7 +165,10 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--densities", default="0.2,0.1,0.01")
     ap.add_argument("--length", type=int, default=65536)
     ap.add_argument("--leaves", default="fattree:k=4,n=2", help="a two-level tree: hash stores at its leaves")
-    ap.add_argument("--scale", default="twolevel:ports=8,hosts=64")
+    ap.add_argument("--scale", default="source",
+                    help="';'-separated topologies; source: the closest tree of 8-port switches to the source's 64 hosts")
+    ap.add_argument("--overlap", type=float, default=0.0,
+                    help="share of each host's non-zero indices common to all hosts (0..1)")
     ap.add_argument("--buckets", type=int, default=512)
     ap.add_argument("--scale-length", type=int, default=1 << 18)
     ap.add_argument("--out", default="results/inc_sparse")
@@ -169,14 +186,23 @@ def main(argv=None) -> list[dict]:
     for d in [float(x) for x in a.densities.split(",")]:
         span = max(128, int(128 / d))  # a block's non-zeros fill about one packet of 128 int32 pairs
         for method in METHODS:
-            r = trio.run(measure, a.leaves, method, a.length, d, None, "int32", span)
+            r = trio.run(measure, a.leaves, method, a.length, d, None, "int32", span, a.overlap)
             rows.append(r)
             show(r)
-    for spec in [s.strip() for s in a.scale.split(";") if s.strip()]:
+    for spec in scale_specs(a.scale):
+        mine = []
         for method in METHODS[:4]:
-            r = trio.run(measure, spec, method, a.scale_length, None, a.buckets, "float32", a.buckets * 128)
-            rows.append(r)
+            r = trio.run(measure, spec, method, a.scale_length, None, a.buckets, "float32", a.buckets * 128, a.overlap)
+            mine.append(r)
             show(r)
+        rows += mine
+        by = {r["method"]: r for r in mine}
+        for method in ("sparse switch (hash leaves)", "sparse host", "dense host"):
+            r = by[method]
+            print(f"{spec}, {method} ({r['algo']}): time x{r['completion_ns'] / by['dense switch']['completion_ns']:.2f} "
+                  f"and traffic x{r['link_bytes'] / by['dense switch']['link_bytes']:.3f} of dense in-network; "
+                  f"x{r['completion_ns'] / by['sparse host']['completion_ns']:.2f} and "
+                  f"x{r['link_bytes'] / by['sparse host']['link_bytes']:.3f} of sparse host", flush=True)
     out = pathlib.Path(a.out)
     write_csv(out / "inc_sparse.csv", rows)
     plt = pyplot()

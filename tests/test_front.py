@@ -159,8 +159,7 @@ def test_default_branch_makes_the_offload_beat_software_on_the_readme_examples(c
 def test_default_branch_is_the_shallowest_tree_the_queue_allows():
     from emu.nodes.collectives.offload import default_branch, depth
 
-    for op, parts, queue in (("allreduce", 1, 64), ("allreduce", 3, 64), ("reduce", 2, 64), ("reduce", 5, 16),
-                             ("allreduce", 1, 4096)):
+    for op, parts, queue in (("allreduce", 1, 64), ("reduce", 2, 64), ("reduce", 5, 16), ("allreduce", 1, 4096)):
         cap = min(255, queue // parts if op == "reduce" else queue)
         for n in (1, 2, 3, 8, 33, 64, 65, 66, 128, 256, 1000, 2048):
             k = default_branch(op, n, parts, queue)
@@ -170,6 +169,22 @@ def test_default_branch_is_the_shallowest_tree_the_queue_allows():
     assert (default_branch("allreduce", 64, 1, 64), default_branch("allreduce", 128, 1, 64)) == (63, 11)
     assert default_branch("reduce", 64, 2, 64) == 8   # 2 parts in flight: at most 32 children, so depth 2
     assert default_branch("reduce", 4, 86, 64) == 1   # nothing fits: validate refuses it, naming why
+
+
+def test_default_branch_of_a_pipelined_allreduce_is_the_models_fastest():
+    from emu.config import HostSpec, LinkSpec, SwitchSpec
+    from emu.nodes.collectives import nicmodel
+    from emu.nodes.collectives.offload import default_branch, lanes
+
+    host, link = HostSpec(), LinkSpec()
+    cross = nicmodel.uniform(1, host, link, SwitchSpec())
+    for n, parts in ((8, 2), (32, 86), (64, 16), (256, 5)):
+        k = default_branch("allreduce", n, parts, 64)
+        t = {j: nicmodel.allreduce_ns(n, j, parts, 6, lanes("allreduce", j, parts, 64, 63), host, link, cross).total_ns
+             for j in range(1, min(64, n - 1) + 1)}
+        assert t[k] == min(t.values()) and all(t[j] > t[k] for j in t if j < k)
+    # many parts want many lanes: a narrow tree (lanes = queue // branch); a few parts, a wide one
+    assert default_branch("allreduce", 32, 86, 64) == 3 < default_branch("allreduce", 32, 2, 64) == 6
 
 
 def terminal_stderr(monkeypatch):

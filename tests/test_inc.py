@@ -343,10 +343,10 @@ def test_a_barrier_is_an_allreduce_of_zero_bytes_through_the_switches():
     assert len(inc) == 2 * (16 + len(tree) - 1)  # one block: once up and once down each tree link
 
 
-async def sparse_host_app(host, length, density):
+async def sparse_host_app(host, length, density, algo=None):
     c = Comm(host)
     idx, v = sparse_vec(c.rank, length, density)
-    y = await c.allreduce_sparse(idx, v, length, offload=None)
+    y = await c.allreduce_sparse(idx, v, length, offload=None, algo=algo)
     return y, c.last_algo
 
 
@@ -358,14 +358,31 @@ def test_the_sparcml_style_host_baseline_sums_exactly_and_sends_pairs_while_spar
     for r in range(8):
         i, v = sparse_vec(r, length, density)
         ref[i] += v
-    net = EngineNet(t)
-    res = net.run({h: (sparse_host_app, length, density) for h in t.host_names()})
-    assert all(np.array_equal(res[h][0], ref) for h in t.host_names())
-    assert res["h0"][1] == "sparse recursive doubling"
-    sent = sum(e.stats["messages_sent"] for n, e in net.engines.items() if e.kind == "host")
-    data = sum(len(f) for _t, n, _p, f in net.delivered if n.startswith("h") and ptype(f) == PacketType.MSG)
-    dense_bytes = 8 * 3 * length * 4  # 8 ranks, 3 steps, a dense vector each
-    assert sent == 8 * 3 and ((data < dense_bytes / 10) if density < 0.01 else (data > dense_bytes / 2))
+    split_bytes = None
+    for algo, steps in ((None, 2 * 7), ("recursive_doubling", 3)):
+        net = EngineNet(t)
+        res = net.run({h: (sparse_host_app, length, density, algo) for h in t.host_names()})
+        assert all(np.array_equal(res[h][0], ref) for h in t.host_names())
+        assert res["h0"][1] == ("sparse split allgather" if algo is None else "sparse recursive doubling")
+        sent = sum(e.stats["messages_sent"] for n, e in net.engines.items() if e.kind == "host")
+        msgs = [f for _t, n, _p, f in net.delivered if n.startswith("h") and ptype(f) == PacketType.MSG]
+        data = sum(len(f) for f in msgs)
+        dense_bytes = 8 * 3 * length * 4 if algo else 2 * 8 * 7 * (length // 8) * 4  # every message dense
+        assert sent == 8 * steps and ((data < dense_bytes / 10) if density < 0.01 else (data > dense_bytes / 2))
+        split_bytes = data if algo is None else split_bytes
+    if density > 0.1:  # split allgather: 30 % of a slice as pairs (8 B each) is less than the dense slice
+        # (4 B each): pairs in the split phase; a partition's sum is 94 % full: dense slices in the allgather
+        dense_slice = 1 + (length // 8) * 4
+        assert 56 * dense_slice < split_bytes < 56 * 2 * dense_slice
+
+
+def test_a_sparse_slice_goes_as_pairs_until_the_dense_slice_is_smaller():
+    from emu.nodes.collectives.sparse import _encode_slice, bounds
+
+    assert bounds(10, 3) == [0, 3, 6, 10]
+    vals = np.arange(1, 5, dtype=np.float32)
+    assert _encode_slice(np.array([10, 11, 12, 13]), vals, 10, 18)[:1] == b"D"   # 4 x 8 B pairs = 8 x 4 B dense
+    assert _encode_slice(np.array([10, 11, 12]), vals[:3], 10, 18)[:1] == b"S"
 
 
 def test_the_sparse_measurement_script_runs_and_checks_every_result(tmp_path):

@@ -156,3 +156,20 @@ def test_link_and_element_figures_from_the_spec():
 def test_bad_specs_are_refused_with_the_fix(spec, message):
     with pytest.raises(ConfigError, match=message):
         build(spec)
+
+
+def test_the_closest_tree_of_8_port_switches_to_the_sources_64_hosts():
+    from emu.topologies import build
+    from emu.topologies.trees import closest_tree
+
+    spec, why = closest_tree(8, 64)
+    assert spec == "fattree:k=4,n=3" and "at most 32 hosts at full bisection" in why and "56 at all" in why
+    t = build(spec)
+    ports = {s.name: t.nports(s.name) for s in t.switches}
+    assert len(t.hosts) == 64 and len(ports) == 48 and max(ports.values()) == 8  # real 8-port switches
+    assert t.bisection == 32                                                   # full: half the hosts' links
+    # what two levels of 8-port switches hold at full bisection, and the project's radix-16 reading
+    assert closest_tree(8, 32)[0] == "clos:radix=8,stages=2" and len(build("clos:radix=8,stages=2").hosts) == 32
+    assert max(build("clos:radix=8,stages=2").nports(s.name) for s in build("clos:radix=8,stages=2").switches) == 8
+    assert max(build("twolevel:ports=8,hosts=64").nports(f"s{i}") for i in range(8)) == 16
+    assert closest_tree(8, 20)[0] == "clos:radix=8,stages=2,nodes=20" and closest_tree(8, 65)[0] == "fattree:k=4,n=4"

@@ -242,6 +242,36 @@ def twolevel(ports: int, hosts: int, spines: int | None = None, *, link: LinkSpe
     return t
 
 
+def closest_tree(radix: int, hosts: int) -> tuple[str, str]:
+    """The fat tree of switches with ``radix`` ports that holds ``hosts`` hosts at full bisection,
+    with the fewest levels, as (spec, one sentence saying what it is and why not two levels).
+
+    Two levels at full bisection: a leaf gives half its ports to hosts and half to spines, and a
+    spine reaches one leaf per port, so at most ``radix`` leaves of ``radix / 2`` hosts (radix^2 / 2
+    hosts); any two-level tree at all holds at most ``radix`` leaves of ``radix - 1`` hosts. Above
+    that, a k-ary n-tree with k = radix / 2 (every switch k ports down, k up) of the fewest levels
+    n with k^n >= hosts, which the spec builds with exactly k^n hosts. (``twolevel:ports=P`` reads P
+    as ports on each side: its leaves have 2P ports.)"""
+    _check_int("closest_tree", "radix", radix, 4, 256)
+    _check_int("closest_tree", "hosts", hosts, 2, 1 << 20)
+    if radix % 2:
+        raise ConfigError(f"closest_tree: a fat tree of {radix}-port switches needs an even radix")
+    k = radix // 2
+    if hosts <= k * radix:  # the folded Clos of two stages (``twolevel`` would need 2 x k-port leaves)
+        spec = f"clos:radix={radix},stages=2" + (f",nodes={hosts}" if hosts < k * radix else "")
+        return spec, (f"{hosts} hosts on two levels of {radix}-port switches at full bisection: {spec} "
+                      f"(leaves of {k} hosts and {k} up links)")
+    n = 2
+    while k ** n < hosts:
+        n += 1
+    spec = f"fattree:k={k},n={n}"
+    switches = n * k ** (n - 1)
+    return spec, (f"two levels of {radix}-port switches hold at most {k * radix} hosts at full bisection "
+                  f"({radix} leaves of {k}), {radix * (radix - 1)} at all; the closest tree for {hosts} hosts is "
+                  f"{spec}: {n} levels of {radix}-port switches ({k} down, {k} up), {switches} switches, "
+                  f"{k ** n} hosts, full bisection")
+
+
 def _check_int(family: str, pname: str, v, lo: int, hi: int) -> None:
     if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
         raise ConfigError(f"{family}: {pname} must be an integer within {lo}..{hi}, got {v!r}")

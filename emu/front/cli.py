@@ -211,7 +211,7 @@ def _collective_extra(args, names: list[str], offload: str | None, topo) -> dict
     starts where no test named takes them or a collective cannot run with them."""
     extra = {"algo": args.algo, "size": args.size, "dtype": args.dtype, "op": args.op, "root": args.root,
              "ranks": args.ranks.split(",") if args.ranks else None, "offload": offload,
-             "branch": args.branch}
+             "branch": args.branch, "density": args.density, "overlap": args.overlap}
     from emu.nodes.collectives.select import ALGORITHMS
 
     from .checks import collective_options
@@ -715,7 +715,16 @@ def _add_collective_options(r: argparse.ArgumentParser) -> None:
     c.add_argument("--branch", type=_ascii(int),
                    help="branch degree of the offload reduction tree (default: the shallowest tree the NIC's "
                         "receive queue allows, as even as that depth permits: a level costs a fabric crossing "
-                        "each way, a child only tens of ns at its parent)")
+                        "each way, a child only tens of ns at its parent; for several 48-byte parts on the NICs, "
+                        "the degree the pipeline model predicts fastest)")
+    c.add_argument("--density", type=_ascii(float),
+                   help="allreduce of sparse vectors: the share of non-zero elements (default 1: dense); in host "
+                        "software (--offload none: SparCML's split allgather of (index, value) pairs, dense "
+                        "where fill-in makes that smaller; --algo recursive_doubling) or the switches (--offload "
+                        "switch: shards of pairs)")
+    c.add_argument("--overlap", type=_ascii(float),
+                   help="with --density: the share of each rank's non-zero indices drawn from a pool common to "
+                        "all ranks (default 0: every rank's drawn on its own; 1: the same indices everywhere)")
 
 
 def _main(ap, argv) -> int:

@@ -24,6 +24,10 @@ class CollectiveOptions:
     offload: str | None = None
     branch: int | None = None
     """The offload tree's degree (None without an offload); given, or ``offload.default_branch``."""
+    density: float | None = None
+    """A sparse allreduce's share of non-zeros (``--density``; None: dense)."""
+    overlap: float = 0.0
+    """The share of a sparse operand's indices common to all ranks (``--overlap``)."""
 
 
 def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
@@ -59,6 +63,21 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
     if operation == "reduce_scatter" and count % n:
         raise ConfigError(f"reduce_scatter: {count} elements do not split evenly over {n} ranks")
     offload = extra.get("offload") or None
+    density, overlap = extra.get("density"), extra.get("overlap")
+    if overlap is not None and density is None:
+        raise ConfigError("--overlap is the share of common non-zero indices of a sparse allreduce: give --density too")
+    if density is not None:
+        if not 0 <= density <= 1:
+            raise ConfigError(f"--density {density} must be within 0..1 (the share of non-zero elements)")
+        if density < 1:  # a sparse allreduce: its own checks (nodes.collectives.run._sparse_setup)
+            from emu.nodes.collectives.run import _sparse_setup
+
+            if extra.get("branch") is not None:
+                raise ConfigError("--branch does not apply to a sparse allreduce")
+            _sparse_setup(operation, op, offload, extra.get("algo"), density, overlap or 0.0, count, dtype)
+            return CollectiveOptions(dtype, size, count, op, root, extra.get("algo"), ranks, offload, None, density,
+                                     overlap or 0.0)
+        density = None
     if extra.get("algo") and offload != "hw":
         check(operation, extra["algo"], n)
     branch = None if extra.get("branch") is None else int(extra["branch"])
@@ -78,10 +97,10 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
             return CollectiveOptions(dtype, size, count, op, root, None, ranks, offload, None)
         if extra.get("algo"):
             raise ConfigError("--algo names a host software algorithm; leave it out with --offload nic")
-        if branch is None:
-            branch = default_branch(operation, n, parts(count, np.dtype(dtype)),
-                                    NicSpec().queue_capacity if queue_capacity is None else queue_capacity)
-        validate(operation, np.dtype(dtype), op, branch, offload, count, queue_capacity)
+        queue = NicSpec().queue_capacity if queue_capacity is None else queue_capacity
+        # without --branch the run picks it (on its topology: offload.default_branch); this one only validates
+        validate(operation, np.dtype(dtype), op, branch or default_branch(operation, n, parts(count, np.dtype(dtype)),
+                 queue), offload, count, queue_capacity)
     return CollectiveOptions(dtype, size, count, op, root, extra.get("algo"), ranks, offload, branch)
 
 
@@ -93,7 +112,7 @@ def _collective_check(operation: str) -> CheckFn:
         o = collective_options(operation, options.extra, net.hosts, spec.nic.queue_capacity, spec.elan)
         res = await run_collective(net, operation, count=o.count, dtype=o.dtype, op=o.op, algo=o.algo,
                                    root=o.root, ranks=o.ranks, seed=options.seed, offload=o.offload,
-                                   branch=o.branch)
+                                   branch=o.branch, density=o.density, overlap=o.overlap)
         if res.errors:
             raise EmuError(f"the NICs reported errors: {res.errors}")
         try:
@@ -102,15 +121,32 @@ def _collective_check(operation: str) -> CheckFn:
             raise EmuError(f"wrong result: {e}") from None
         out = {"completion_ns": res.completion_ns, "algo": res.algo, "ranks": len(res.ranks), "size_bytes": o.size,
                "dtype": o.dtype, "op": o.op, "cpu_ns_total": res.cpu_ns_total, "cpu_ns_max": res.cpu_ns_max,
-               "result": "equal to numpy"}
+               "result": "equal to numpy", **_sparse_figures(res), **_nic_model(net, res, o)}
         if res.nc_stats:  # spec 02 on the NICs: execution time (measured and modelled) and packet latency
             from emu.nodes.collectives.coding.timing import figures
 
             out.update(figures(net.topology, res.nc_stats))
         return out
     check.__doc__ = (f"{COLLECTIVES[operation]}.\n\nThe result is checked against numpy; options: algo, size, "
-                     "dtype, op, root, ranks, offload, branch.")
+                     "dtype, op, root, ranks, offload, branch, density, overlap.")
     return check
+
+
+def _nic_model(net, res, o) -> dict[str, Any]:
+    """An allreduce on the NICs: the pipeline model's completion beside the measurement."""
+    if o.offload != "nic" or res.operation != "allreduce" or not res.algo.startswith("nic(branch="):
+        return {}
+    from emu.nodes.collectives.offload import predict
+
+    p = predict(net.topology, res.ranks, int(res.algo[len("nic(branch="):-1]), o.count, o.dtype)
+    return {"model_ns": p.total_ns, "lanes": p.lanes}
+
+
+def _sparse_figures(res) -> dict[str, Any]:
+    """A sparse allreduce's operands and its traffic: bytes over every link (``link_bytes``)."""
+    if res.sparse is None:
+        return {}
+    return {"density": res.sparse[0], "overlap": res.sparse[1], "link_bytes": sum(res.link_bytes.values())}
 
 
 def _collectives() -> dict[str, str]:

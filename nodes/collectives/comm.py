@@ -148,27 +148,34 @@ class Comm:
 
     @_traced
     async def allreduce_sparse(self, index: np.ndarray, values: np.ndarray, length: int, op: str = "sum", *,
-                               offload: str | None = "switch", span: int | None = None) -> np.ndarray:
+                               offload: str | None = "switch", span: int | None = None,
+                               algo: str | None = None) -> np.ndarray:
         """The sum of every rank's sparse vector (non-zeros ``values`` at ``index``) as a dense
         array of ``length``. ``offload="switch"`` (spec 04): aggregated in the switches, shards of
         (index, value) pairs (``emu.nodes.collectives.inswitch.allreduce_sparse_switch``); None: host
-        software, SparCML-style recursive doubling on (index, value) pairs for a sum over a
-        power-of-two number of ranks (``emu.nodes.collectives.sparse``), else a dense allreduce."""
+        software, SparCML's split allgather (pairs, or a dense slice where fill-in makes that
+        smaller; ``emu.nodes.collectives.sparse``), or ``algo="recursive_doubling"`` on pairs (a
+        power-of-two number of ranks); another operator than a sum: the dense vector, reduced."""
         if offload == "switch":
             from .inswitch import allreduce_sparse_switch
 
             return await allreduce_sparse_switch(self, index, values, length, op, span)
         if offload is not None:
             raise ConfigError(f"a sparse allreduce runs in host software or offload='switch', not {offload!r}")
-        if op == "sum" and self.size & (self.size - 1) == 0:  # SparCML-style recursive doubling on pairs
-            from .sparse import allreduce_sparse_host
+        if op != "sum":  # only a sum can leave the absent elements out: the dense vector, reduced
+            dense = np.zeros(length, np.asarray(values).dtype)
+            dense[np.asarray(index, np.int64)] = values
+            return await self.allreduce(dense, op)
+        from .sparse import allreduce_sparse_host, allreduce_sparse_split
 
-            self._seq += 1
+        if algo not in (None, "split_allgather", "recursive_doubling"):
+            raise ConfigError(f"sparse host allreduce: algo {algo!r}; known: split_allgather, recursive_doubling")
+        self._seq += 1
+        if algo == "recursive_doubling":
             self.last_algo = "sparse recursive doubling"
             return await allreduce_sparse_host(self, index, values, length)
-        dense = np.zeros(length, np.asarray(values).dtype)
-        dense[np.asarray(index, np.int64)] = values
-        return await self.allreduce(dense, op)
+        self.last_algo = "sparse split allgather"
+        return await allreduce_sparse_split(self, index, values, length)
 
     async def free(self) -> None:
         """Done with this communicator: release its in-network allreduces (spec 04) so that the
@@ -188,12 +195,15 @@ class Comm:
         if released:
             await self.barrier()
 
-    async def nic_setup(self, vp: int | None = None) -> None:
-        """Communicator setup for NIC-offloaded collectives: open this rank's virtual port."""
+    async def nic_setup(self, vp: int | None = None, lanes: int | None = None) -> None:
+        """Communicator setup for NIC-offloaded collectives: open this rank's virtual ports, ``vp``
+        and the ``lanes - 1`` after it (default: every VP from ``vp`` on), over which an allreduce
+        of several 48-byte parts pipelines them (``emu.nodes.collectives.offload``). Communicators
+        offloaded at the same time want VP ranges of their own."""
         from .offload import DEFAULT_VP, setup
 
         self.vp = DEFAULT_VP if vp is None else vp
-        await setup(self, self.vp)
+        await setup(self, self.vp, lanes)
 
     async def _offload(self, where: str, kind: str, x: np.ndarray, op: str, root: int, branch: int | None):
         from .offload import DEFAULT_VP, TIMEOUT_NS_PER_PART, default_branch, offloaded, parts
@@ -212,7 +222,10 @@ class Comm:
             raise ConfigError(f"{kind} cannot be offloaded to {where!r}; use offload='nic'"
                               + (", 'hw' or 'switch'" if kind == "allreduce" else ""))
         if branch is None:
-            branch = default_branch(kind, self.size, parts(x.size, x.dtype), self.host.spec.nic.queue_capacity)
+            from ..nic.alu import per_descriptor
+
+            branch = default_branch(kind, self.size, parts(x.size, x.dtype), self.host.spec.nic.queue_capacity,
+                                    self.host.spec, operands=per_descriptor(x.dtype))
 
         self.last_algo = f"nic(branch={branch})"
         timeout = TIMEOUT_NS_PER_PART * parts(x.size, x.dtype)

@@ -50,6 +50,16 @@ async def allreduce_switch(comm, x: np.ndarray, op: str, reproducible: bool = Fa
     return out.astype(flat.dtype).reshape(x.shape)
 
 
+PACKET_BYTES = 1024
+"""A sparse shard's payload: (index, value) pairs of 4 + itemsize bytes each."""
+
+
+def sparse_span(density: float, length: int, dtype) -> int:
+    """The block span whose average non-zeros (at ``density``) fill one packet of pairs."""
+    pairs = max(1, PACKET_BYTES // (4 + np.dtype(dtype).itemsize))
+    return int(min(max(pairs, round(pairs / max(density, 1e-9))), max(length, pairs), 1 << 31))
+
+
 async def allreduce_sparse_switch(comm, index: np.ndarray, values: np.ndarray, length: int, op: str = "sum",
                                   span: int | None = None, timeout_ns: int | None = None) -> np.ndarray:
     """The sum of every rank's sparse vector (its non-zeros ``values`` at ``index``, of ``length``)
@@ -65,11 +75,9 @@ async def allreduce_sparse_switch(comm, index: np.ndarray, values: np.ndarray, l
     index = np.asarray(index, np.int64)
     if len(index) != len(values) or (len(index) and (index.min() < 0 or index.max() >= length)):
         raise ConfigError(f"sparse allreduce: {len(index)} indices for {len(values)} values, within 0..{length - 1}")
-    pairs = max(1, 1024 // (4 + values.dtype.itemsize))
     if span is None:
         nnz = await comm.allreduce(np.array([len(index)], np.int64), "sum")
-        density = max(float(nnz[0]) / (comm.size * max(1, length)), 1e-9)
-        span = int(min(max(pairs, round(pairs / density)), max(length, pairs), 1 << 31))
+        span = sparse_span(float(nnz[0]) / (comm.size * max(1, length)), length, values.dtype)
     grants = comm.__dict__.setdefault("inc_grants", {})
     arrays = getattr(comm, "inc_store", "auto") == "array"  # else hash tables at the leaves, arrays above
     key = (values.dtype.str, op, "sparse", span, arrays)

@@ -8,13 +8,25 @@ allreduce, a **broadcast descriptor** triggered by one CP arrival (the root's ow
 the parent's broadcast) that swaps in the result and forwards it to the node's children. The host
 pays only for posting; the NICs do the rest and write the result to host memory.
 
-In an allreduce the parts are executed one after the other (each part's broadcast must fire before
-the next part's reduce can leave the queue head), so every 48 bytes more cost one more trip up and
-down the tree. An offloaded reduce has no broadcast to hold the parts back: they are all in flight
-at once, so a parent's receive queue must hold branch x parts messages (checked before it runs).
+An allreduce of several parts is pipelined through the tree over **lanes**: part s goes on virtual
+port ``vp + s % L``. A VP's posted queue executes in order from its head, so within a lane the
+parts run one after another (a part's reduce goes up, its broadcast comes down, then the lane's
+next part goes up), while the L lanes, each with its own queue, register and ``CP_Counter``, keep
+L parts in flight on every level at once. The NIC bounds L twice (:func:`lanes`): by its virtual
+ports (those the communicator opened), and by its request receive queue, which a parent shares
+among its lanes: each lane may have one message from each of the ``branch`` children waiting
+there, so ``L <= queue_capacity // branch``. The process unit and the request send unit stay one
+per NIC: lanes add no compute, they only stop one part's round trip from holding up the next. The
+host writes the descriptors in the order the parts need them: the reduces of the first L parts,
+then each part's broadcast followed by the reduce of part s + L. An offloaded reduce has no
+broadcast to hold the parts back: they are all in flight at once on one VP, so a parent's receive
+queue must hold branch x parts messages (checked before it runs).
 
-Without a branch degree, :func:`default_branch` takes the shallowest tree the receive queue allows
-(a level costs a fabric crossing each way, a child only tens of ns at its parent).
+Without a branch degree, :func:`default_branch` takes, for one part, the shallowest tree the
+receive queue allows (a level costs a fabric crossing each way, a child only tens of ns at its
+parent); for several parts, the degree the pipeline model (``emu.nodes.collectives.nicmodel``)
+predicts fastest: a wide tree is shallow but its parents reduce and broadcast k messages per part
+and hold fewer parts in flight.
 """
 
 from __future__ import annotations
@@ -88,6 +100,16 @@ def parts(count: int, dtype: np.dtype) -> int:
     return max(1, -(-count // alu.per_descriptor(np.dtype(dtype))))
 
 
+def lanes(kind: str, branch: int, nseg: int, queue_capacity: int, vps: int) -> int:
+    """Virtual ports an offloaded ``kind`` of ``nseg`` parts spreads them over (see the module's
+    docstring): one for a reduce (its parts need no lanes: nothing holds them back); for an
+    allreduce, as many as there are parts, the communicator has VPs (``vps``), and a parent's
+    receive queue holds one message per lane from each of its ``branch`` children."""
+    if kind != "allreduce":
+        return 1
+    return max(1, min(nseg, vps, queue_capacity // max(1, branch)))
+
+
 def depth(n: int, k: int) -> int:
     """Levels below the root of the k-ary tree on ``n`` ranks (the shape :func:`kary_tree` builds)."""
     levels, reached, width = 0, 1, 1
@@ -98,26 +120,63 @@ def depth(n: int, k: int) -> int:
     return levels
 
 
-def default_branch(operation: str, ranks: int, nseg: int, queue_capacity: int) -> int:
-    """The branch degree an offload uses when none is given: the shallowest tree the NIC allows
-    and, of the degrees that reach that depth, the smallest (the most even tree).
+def default_branch(operation: str, ranks: int, nseg: int, queue_capacity: int, host=None, link=None,
+                   cross=None, operands: int = 6) -> int:
+    """The branch degree an offload uses when none is given.
 
-    Why shallow: every level costs a crossing of the fabric up and another down (NIC pipelines,
-    links, switches: about a microsecond per level on the default specs), while a child costs its
-    parent only a queue access and an ALU pass on the way up and one descriptor on the way down (tens
-    of ns). What bounds the degree: a parent's receive queue must hold a branch degree of messages
-    (branch x parts for a reduce, which keeps all its parts in flight; :func:`validate`), and the
-    Branch field has 8 bits. Allreduce of 48 bytes of doubles on binary fat trees, default specs,
-    completion in ns (software / this default / the best of the degrees tried / degree 2; tried: 2, 4,
-    8, 16, 32, 63, 64 up to 64 ranks, 8, 11, 12, 16, 32, 64 on 128 and 8, 16, 32, 64 on 256):
-    8 ranks 4,182 / 3,106 (7) / same / 5,592; 64 ranks 11,208 / 8,472 (63) / 7,598 (16) / 16,716;
-    128 ranks 14,182 / 9,572 (11) / 9,130 (16) / -; 256 ranks 17,472 / 10,890 (16) / same / -.
-    Beyond one 48-byte part an allreduce makes one more trip per part whatever the degree, and
-    loses to software on these trees (56 bytes on 64 ranks: 11,262 against 14,494 at best)."""
+    One part (and every reduce): the shallowest tree the NIC allows and, of the degrees that
+    reach that depth, the smallest (the most even tree). Why shallow: every level costs a crossing
+    of the fabric up and another down (NIC pipelines, links, switches: about a microsecond per
+    level on the default specs), while a child costs its parent only a queue access and an ALU pass
+    on the way up and one descriptor on the way down (tens of ns). What bounds the degree: a
+    parent's receive queue must hold a branch degree of messages (branch x parts for a reduce,
+    which keeps all its parts in flight; :func:`validate`), and the Branch field has 8 bits.
+    Allreduce of 48 bytes of doubles on binary fat trees, default specs, completion in ns
+    (software / this default / the best of the degrees tried / degree 2; tried: 2, 4, 8, 16, 32,
+    63, 64 up to 64 ranks, 8, 11, 12, 16, 32, 64 on 128 and 8, 16, 32, 64 on 256): 8 ranks 4,182 /
+    3,106 (7) / same / 5,592; 64 ranks 11,208 / 8,472 (63) / 7,598 (16) / 16,716; 128 ranks 14,182 /
+    9,572 (11) / 9,130 (16) / -; 256 ranks 17,472 / 10,890 (16) / same / - (measured before the
+    host's descriptors reached the NIC one by one, which took 80 ns off each).
+
+    An allreduce of several parts: the degree the pipeline model predicts fastest
+    (``emu.nodes.collectives.nicmodel.allreduce_ns`` with ``operands`` per part, ``host`` and
+    ``link`` specs, default specs if None, and ``cross``, the crossing between two relative
+    ranks, default one switch apart). A wide tree is shallow, but its parents reduce and broadcast
+    k messages per part, and it has fewer lanes (queue_capacity // k): at 4 KiB of doubles on 32
+    ranks of a binary fat tree the model picks 2 (measured 39.4 us), where 31 took 224 us."""
     cap = queue_capacity // max(1, nseg) if operation == "reduce" else queue_capacity
     widest = max(1, min(255, cap, ranks - 1))  # 1 when nothing fits: validate then says why
+    if operation == "allreduce" and nseg > 1:
+        from emu.config import HostSpec, LinkSpec, SwitchSpec
+
+        from . import nicmodel
+
+        host = HostSpec() if host is None else host
+        link = LinkSpec() if link is None else link
+        cross = nicmodel.uniform(1, host, link, SwitchSpec()) if cross is None else cross
+        vps = host.nic.virtual_ports - DEFAULT_VP
+
+        def predicted(k: int) -> int:
+            return nicmodel.allreduce_ns(ranks, k, nseg, operands, lanes(operation, k, nseg, queue_capacity, vps),
+                                         host, link, cross).total_ns
+        return min(range(1, widest + 1), key=lambda k: (predicted(k), k))
     shallowest = depth(ranks, widest)
     return next(k for k in range(1, widest + 1) if depth(ranks, k) == shallowest)
+
+
+def predict(topology, members: list[str], branch: int, count: int, dtype, vp: int = DEFAULT_VP):
+    """The pipeline model (``nicmodel.Prediction``) of an offloaded allreduce of ``count``
+    elements of ``dtype`` over ``members`` of ``topology`` (rank order, root first) on a
+    ``branch``-ary tree, its lanes from VP ``vp`` on, on the topology's routes."""
+    from . import nicmodel
+
+    host = topology.nodes[members[0]].spec
+    per = alu.per_descriptor(np.dtype(dtype))
+    nseg = parts(count, np.dtype(dtype))
+    nlanes = lanes("allreduce", branch, nseg, host.nic.queue_capacity, host.nic.virtual_ports - vp)
+    link = next(e[3].spec for e in topology.neighbours()[members[0]])
+    return nicmodel.allreduce_ns(len(members), branch, nseg, min(count, per) or 1, nlanes, host, link,
+                                 nicmodel.on_topology(topology, members))
 
 
 def kary_tree(n: int, k: int) -> tuple[list[int], list[list[int]]]:
@@ -134,9 +193,23 @@ def errors_text(err_vec: int) -> str:
     return "|".join(b.name.lower() for b in ErrBit if err_vec & b) or "ok"
 
 
-async def setup(comm, vp: int = DEFAULT_VP) -> None:
-    """Communicator setup on this rank: open the virtual port the offloaded collectives use."""
-    await comm.host.nic_open(vp)
+async def setup(comm, vp: int = DEFAULT_VP, count: int | None = None) -> None:
+    """Communicator setup on this rank: open the virtual ports the offloaded collectives use,
+    ``vp`` and the ``count - 1`` after it (default: every VP from ``vp`` on), the lanes of a
+    pipelined allreduce (``comm.nic_lanes``)."""
+    last = comm.host.spec.nic.virtual_ports
+    count = last - vp if count is None else count
+    if not 1 <= count <= last - vp:
+        raise ConfigError(f"{count} virtual ports from {vp} on: the NIC has VPs 0..{last - 1}")
+    for p in range(vp, vp + count):
+        await comm.host.nic_open(p)
+    comm.nic_lanes = count
+
+
+def opened_lanes(comm, vp: int) -> int:
+    """The VPs from ``vp`` on this communicator's offloads may use: what :func:`setup` opened, or
+    (a communicator set up by another ``Comm`` object of the same members) what it opens by default."""
+    return getattr(comm, "nic_lanes", comm.host.spec.nic.virtual_ports - vp)
 
 
 def _region(comm) -> int:
@@ -156,34 +229,41 @@ def descriptors(comm, kind: str, x: np.ndarray, op: str, root: int, branch: int,
         vals = (vals != 0).astype(dtype)
     n, per = comm.size, alu.per_descriptor(dtype)
     nseg = parts(len(vals), dtype)
+    nlanes = lanes(kind, branch, nseg, comm.host.spec.nic.queue_capacity, opened_lanes(comm, vp))
     comm._seq += 1
     region = _region(comm)
     v = (comm.rank - root) % n
     parents, children = kary_tree(n, branch)
     addr = [comm.host.address(comm.members[(r + root) % n]) for r in range(n)]
     me, par = addr[v], (addr[parents[v]] if parents[v] >= 0 else None)
-    kids = [(addr[c], vp) for c in children[v]]
+    kids = [addr[c] for c in children[v]]
     pbranch = len(children[parents[v]]) if parents[v] >= 0 else 0
     is_root = par is None
-    posted = []
+    reduces, bcasts = [], []
     for s in range(nseg):
+        lane = vp + s % nlanes
         part = vals[s * per:(s + 1) * per]
         data, loc = alu.pack(part, np.full(len(part), comm.rank))
-        common = dict(coll_region=region, rop=rop, rdtype=rdtype, rbit=rbit, seg=s, nseg=nseg, src_vp=vp,
-                      dest_vp=vp, data_num=len(part), err_vec=0, err=0, fen=0, rint=0, nocnct=0, rsvd=0,
+        common = dict(coll_region=region, rop=rop, rdtype=rdtype, rbit=rbit, seg=s, nseg=nseg, src_vp=lane,
+                      dest_vp=lane, data_num=len(part), err_vec=0, err=0, fen=0, rint=0, nocnct=0, rsvd=0,
                       **{f"data{i}": data[i] for i in range(7)}, **{f"loc{i}": loc[i] for i in range(7)})
         reduce_desc = dict(common, head=Head.REDUCE, type=1, sm=0, inst=1 if not children[v] else 0,
                            swpmp=0 if is_root else 1, swpflag=1 if is_root else 0, cpcnt=0,
                            lint=1 if kind == "reduce" else 0, node_id=(me if is_root else par) & 0xFFFFF,
                            branch=len(children[v]), pbranch=pbranch, rflag=1, bflag=0)
-        dests = [(me, vp)] if is_root and kind == "allreduce" else ([] if is_root else [(par, vp)])
-        posted.append(Posted(reduce_desc, dests, completion=s))
+        dests = [(me, lane)] if is_root and kind == "allreduce" else ([] if is_root else [(par, lane)])
+        reduces.append(Posted(reduce_desc, dests, completion=s))
         if kind == "allreduce":
             bcast_desc = dict(common, head=Head.BCAST, type=1, sm=1 if len(kids) > 1 else 0, inst=0, swpmp=0,
-                              swpflag=1, cpcnt=1, lint=1, node_id=(kids[0][0] if kids else me) & 0xFFFFF,
+                              swpflag=1, cpcnt=1, lint=1, node_id=(kids[0] if kids else me) & 0xFFFFF,
                               branch=0, pbranch=0, rflag=0, bflag=1, data_num=0,
                               **{f"data{i}": 0 for i in range(7)}, **{f"loc{i}": 0 for i in range(7)})
-            posted.append(Posted(bcast_desc, kids, completion=s))
+            bcasts.append(Posted(bcast_desc, [(k, lane) for k in kids], completion=s))
+    if kind != "allreduce":
+        return region, nseg, reduces
+    posted = reduces[:nlanes]  # in the order the NIC needs them: part s + L goes up after s came down
+    for s in range(nseg):
+        posted += [bcasts[s]] + reduces[s + nlanes:s + nlanes + 1]
     return region, nseg, posted
 
 
@@ -211,8 +291,11 @@ async def offloaded(comm, kind: str, x: np.ndarray, op: str, root: int, branch: 
                     timeout_ns: int) -> np.ndarray | None:
     """Post this rank's descriptors, wait for the NIC's completions, assemble the result."""
     region, nseg, posted = descriptors(comm, kind, x, op, root, branch, vp)
-    await comm.host.nic_post(vp, posted)
-    done = await comm.host.nic_wait(region, nseg, timeout_ns, vp)  # one completion per part
+    await comm.host.nic_post(None, posted)  # each descriptor on its lane's VP
+    nlanes = len({p.desc["src_vp"] for p in posted})
+    done = []
+    for lane in range(nlanes):  # one completion per part, on the part's lane
+        done += await comm.host.nic_wait(region, len(range(lane, nseg, nlanes)), timeout_ns, vp + lane)
     result = assemble(comm, done, nseg, x.size, op, x.dtype)
     if kind == "reduce" and comm.rank != root:
         return None

@@ -49,6 +49,34 @@ def make_input(seed: int, rank: int, count: int, dtype: str, op: str, size: int,
     return out
 
 
+def make_sparse_input(seed: int, rank: int, count: int, dtype: str, density: float, overlap: float
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Rank ``rank``'s sparse operand: ``round(density x count)`` non-zeros (at least one when the
+    density is above 0), sorted indices and their values. ``overlap``: the share of each rank's
+    indices that come from a pool common to all ranks (the same indices on every rank); the rest
+    are drawn at random, per rank, from the other indices (two ranks may still meet there by
+    chance). Values are non-zero: uniform in [0.5, 1.5) with a random sign, or integers 1..99."""
+    nnz = 0 if density <= 0 else min(count, max(1, round(density * count)))
+    common = round(overlap * nnz)
+    pool = np.random.default_rng([seed, 0x5EED]).permutation(count)
+    rng = np.random.default_rng([seed, rank, 1])
+    rest = pool[common:]
+    idx = np.sort(np.concatenate([pool[:common], rng.choice(rest, nnz - common, replace=False)]))
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        vals = rng.uniform(0.5, 1.5, nnz) * rng.choice([-1.0, 1.0], nnz)
+    else:
+        vals = rng.integers(1, 100, nnz)
+    return idx.astype(np.int64), vals.astype(dt)
+
+
+async def sparse_setup_app(host, members, dtype, span):
+    """Communicator setup of a sparse in-network allreduce: ask the manager once (the grant is kept
+    by the NIC for the measured call)."""
+    comm = Comm(host, members)
+    return await host.inc_request(comm.id, comm.members, np.dtype(dtype), "sum", 0, False, 0, span)
+
+
 async def nic_setup_app(host, members):
     await Comm(host, members).nic_setup()
 
@@ -78,9 +106,15 @@ async def call(comm: Comm, operation: str, x: np.ndarray, algo: str | None, op: 
     raise ConfigError(f"unknown collective {operation!r}; known: {', '.join(OPERATIONS)}")
 
 
-async def collective_app(host, members, operation, algo, count, dtype, op, root, seed, offload=None, branch=None):
+async def collective_app(host, members, operation, algo, count, dtype, op, root, seed, offload=None, branch=None,
+                         sparse=None):
     comm = Comm(host, members)
     comm.in_place = True  # the input is made here and not needed after: no working copy of it
+    if sparse is not None:  # (density, overlap, span): an allreduce of a sparse vector
+        density, overlap, span = sparse
+        idx, vals = make_sparse_input(seed, comm.rank, count, dtype, density, overlap)
+        y = await comm.allreduce_sparse(idx, vals, count, op, offload=offload, span=span, algo=algo)
+        return y, host.now, host.cpu_ns, comm.last_algo, comm.last_status, None
     x = make_input(seed, comm.rank, count, dtype, op if operation != "alltoall" else "alltoall", comm.size)
     y = await call(comm, operation, x, algo, op, root, offload, branch)
     return y, host.now, host.cpu_ns, comm.last_algo, comm.last_status, getattr(comm, "nc_stats", None)
@@ -102,6 +136,8 @@ class CollectiveResult:
     """Ranks whose offloaded operation reported an error: host -> what (e.g. 'mismatch|timeout')."""
     nc_stats: list | None = None
     """Spec 02's broadcasts run by the NICs: every rank's per-step figures (``coding.timing.figures``)."""
+    sparse: tuple[float, float] | None = None
+    """(density, overlap) of a sparse allreduce's operands (``make_sparse_input``), else None."""
 
     frames = property(lambda self: self.metrics.frames)
     bytes = property(lambda self: self.metrics.bytes)
@@ -140,10 +176,22 @@ def expected(operation: str, ranks: int, count: int, dtype: str, op: str, root: 
     return [np.stack([inputs[s][r] for s in range(ranks)]) for r in range(ranks)]  # exchanged
 
 
+def expected_sparse(ranks: int, count: int, dtype: str, seed: int, density: float, overlap: float) -> np.ndarray:
+    """The sum of the ranks' sparse operands, dense (as numpy adds them, in rank order)."""
+    out = np.zeros(count, np.dtype(dtype))
+    for r in range(ranks):
+        idx, vals = make_sparse_input(seed, r, count, dtype, density, overlap)
+        out[idx] += vals
+    return out
+
+
 def check_results(res: CollectiveResult, count: int, dtype: str, op: str, root: int, seed: int) -> None:
     """Raise AssertionError naming the first rank whose result differs from numpy's."""
     assert not res.errors, f"{res.operation}/{res.algo}: the NICs reported errors: {res.errors}"
-    want = expected(res.operation, len(res.ranks), count, dtype, op, root, seed)
+    if res.sparse is not None:
+        want = [expected_sparse(len(res.ranks), count, dtype, seed, *res.sparse)] * len(res.ranks)
+    else:
+        want = expected(res.operation, len(res.ranks), count, dtype, op, root, seed)
     dt = np.dtype(dtype)
     for r, host in enumerate(res.ranks):
         got, ref = res.results[host], want[r]
@@ -164,12 +212,22 @@ def check_results(res: CollectiveResult, count: int, dtype: str, op: str, root: 
 
 async def run_collective(net, operation: str, *, count: int = 1024, dtype: str = "float32", op: str = "sum",
                          algo: str | None = None, root: int = 0, ranks: list[str] | None = None,
-                         seed: int = 0, offload: str | None = None, branch: int | None = None) -> CollectiveResult:
+                         seed: int = 0, offload: str | None = None, branch: int | None = None,
+                         density: float | None = None, overlap: float = 0.0) -> CollectiveResult:
     """Run ``operation`` on ``ranks`` (default: every host, in address order) and measure it.
 
     ``offload="nic"`` (allreduce and reduce) first sets the communicator up on the NICs in an
     episode of its own, so that the measured one starts with every rank entering the operation;
-    ``branch`` is the offload tree's degree (default: ``offload.default_branch``)."""
+    ``branch`` is the offload tree's degree (default: ``offload.default_branch``). ``density``
+    below 1: a sparse allreduce (a sum) of operands with that share of non-zeros, ``overlap`` of
+    their indices common to all ranks (``make_sparse_input``), in host software (``algo``:
+    split_allgather, the default, or recursive_doubling) or aggregated in the switches (blocks of
+    the span whose average non-zeros fill a packet, ``inswitch.sparse_span``)."""
+    sparse = None
+    if density is not None and density < 1:
+        sparse = _sparse_setup(operation, op, offload, algo, density, overlap, count, dtype)
+    elif density is not None and not 0 < density <= 1:
+        raise ConfigError(f"density {density} is not within (0, 1]")
     if operation not in OPERATIONS:
         raise ConfigError(f"unknown collective {operation!r}; known: {', '.join(OPERATIONS)}")
     if dtype not in DTYPES:
@@ -179,9 +237,14 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
         raise ConfigError(f"reduce_scatter: count {count} must be a multiple of the {len(members)} ranks")
     op_obj = get_op(op)
     op_obj.check(np.dtype(dtype))
-    if algo is not None and offload != "hw":
+    if algo is not None and offload != "hw" and sparse is None:
         check(operation, algo, len(members))
-    if offload == "hw":
+    if sparse is not None and algo == "recursive_doubling" and len(members) & (len(members) - 1):
+        raise ConfigError(f"the sparse recursive doubling needs a power-of-two number of ranks, not {len(members)}; "
+                          "leave --algo out (split_allgather runs on any number)")
+    if sparse is not None and offload == "switch":  # communicator setup: the manager installs the tree
+        await net.run({h: (sparse_setup_app, members, dtype, sparse[2]) for h in members})
+    elif offload == "hw":
         validate(operation, np.dtype(dtype), op, branch or 1, offload, count, algo=algo,
                  elan=net.topology.nodes[members[0]].spec.elan)
     elif offload == "switch":  # communicator setup: the manager installs the tree before the measured call
@@ -194,12 +257,18 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
         await net.run({h: (switch_setup_app, members, sdt, sop, scount) for h in members})
     elif offload is not None:
         spec = net.topology.nodes[members[0]].spec
-        if branch is None:
-            branch = default_branch(operation, len(members), parts(count, np.dtype(dtype)), spec.nic.queue_capacity)
+        if branch is None:  # on this topology's routes, as the pipeline model predicts (several parts)
+            from . import nicmodel
+            from ..nic.alu import per_descriptor
+
+            link = next(e[3].spec for e in net.topology.neighbours()[members[0]])
+            branch = default_branch(operation, len(members), parts(count, np.dtype(dtype)), spec.nic.queue_capacity,
+                                    spec, link, nicmodel.on_topology(net.topology, members, root),
+                                    per_descriptor(np.dtype(dtype)))
         validate(operation, np.dtype(dtype), op, branch, offload, count, spec.nic.queue_capacity)
         await net.run({h: (nic_setup_app, members) for h in members})
     t0 = net.now
-    apps = {h: (collective_app, members, operation, algo, count, dtype, op, root, seed, offload, branch)
+    apps = {h: (collective_app, members, operation, algo, count, dtype, op, root, seed, offload, branch, sparse)
             for h in members}
     out = await net.run(apps)
     m = net.metrics
@@ -207,4 +276,27 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
     return CollectiveResult(
         operation, out[members[0]][3], members, {h: out[h][0] for h in members},
         max(out[h][1] for h in members) - t0, sum(out[h][2] for h in members), max(out[h][2] for h in members),
-        m, errors, [out[h][5] for h in members] if out[members[0]][5] is not None else None)
+        m, errors, [out[h][5] for h in members] if out[members[0]][5] is not None else None,
+        None if sparse is None else sparse[:2])
+
+
+def _sparse_setup(operation: str, op: str, offload: str | None, algo: str | None, density: float, overlap: float,
+                  count: int, dtype: str) -> tuple[float, float, int]:
+    """(density, overlap, span) of a sparse allreduce, or ConfigError naming what does not fit."""
+    if operation != "allreduce":
+        raise ConfigError(f"--density applies to allreduce, not {operation}")
+    if op != "sum":
+        raise ConfigError(f"a sparse allreduce sums (absent elements are zeros), not {op}; leave --op out")
+    if offload not in (None, "switch"):
+        raise ConfigError(f"a sparse allreduce runs in host software or the switches (--offload none|switch), "
+                          f"not --offload {offload}")
+    if not 0 <= density < 1:
+        raise ConfigError(f"--density {density} must be within 0..1 (the share of non-zero elements)")
+    if not 0 <= overlap <= 1:
+        raise ConfigError(f"--overlap {overlap} must be within 0..1 (the share of each rank's indices common to all)")
+    if algo not in (None, "split_allgather", "recursive_doubling") or (algo and offload):
+        raise ConfigError(f"--algo {algo}: a sparse allreduce in host software runs as split_allgather (default) "
+                          "or recursive_doubling; with --offload switch leave --algo out")
+    from .inswitch import sparse_span
+
+    return density, overlap, sparse_span(density, count, dtype)

@@ -17,8 +17,11 @@ it, and writes completions to the host's memory through it). Blocks:
 
 Timing (``NicSpec``; every message also crosses the NIC's transmit and receive pipelines, ``HostSpec.nic_delay_ns``
 each way): a queue access costs ``queue_ns``, an ALU pass ``alu_ns`` per operand pair,
-turning a descriptor into a message ``descriptor_ns``, a completion write ``completion_ns``; the
-process unit works on one thing at a time.
+turning a descriptor into a message ``descriptor_ns``, a completion write ``completion_ns``. The
+process unit and the request send unit each work on one thing at a time (a message the send unit
+builds occupies it ``descriptor_ns``; two descriptors firing together leave one after the other).
+The host writes its descriptors one after another, ``post_ns`` each: each one is on the NIC, and
+may execute, as soon as it is written, while the host writes the next.
 
 Errors never hang: an Rtype/Branch mismatch marks the register (``ErrVec``) and the error travels
 with the data to every participant; a message that finds the queue full is counted as an erroneous
@@ -147,6 +150,7 @@ class CollNIC(Mechanism):
         self.vps: dict[int, _VP] = {}
         self.queue: list[tuple[int, dict, np.ndarray, np.ndarray]] = []
         self.unit_free = 0
+        self.send_free = 0  # when the request send unit is free to build the next message
         self._kick_at: int | None = None
         self.aborted: set[tuple[int, int]] = set()
         """(VP, region) pairs given up on: their late messages are dropped, until posted again."""
@@ -159,8 +163,9 @@ class CollNIC(Mechanism):
         """Open virtual port ``vp`` of the NIC's collective engine (communicator setup)."""
         return NicOpen(vp)
 
-    def nic_post(self, vp: int, posted: list) -> NicPost:
-        """Post descriptors (``emu.nodes.nic.coll.Posted``) to ``vp``; costs ``NicSpec.post_ns`` of CPU each."""
+    def nic_post(self, vp: int | None, posted: list) -> NicPost:
+        """Post descriptors (``emu.nodes.nic.coll.Posted``) to ``vp`` (None: each to the VP its
+        ``src_vp`` field names), in order; costs ``NicSpec.post_ns`` of CPU each."""
         return NicPost(vp, list(posted))
 
     def nic_wait(self, region: int, count: int = 1, timeout_ns: int = 1_000_000, vp: int = 1) -> NicWait:
@@ -175,7 +180,7 @@ class CollNIC(Mechanism):
 
     def _req_post(self, op: NicPost, now: int, done: Callable) -> tuple[int, Any]:
         cost = self.spec.post_ns * len(op.posted)
-        self.post(op.vp, op.posted, now + cost)
+        self.post(op.vp, op.posted, now, self.spec.post_ns)
         return cost, None
 
     def _req_wait(self, op: NicWait, now: int, done: Callable) -> tuple[int, Any]:
@@ -220,15 +225,28 @@ class CollNIC(Mechanism):
             raise ValueError(f"virtual port {vp} is not within 0..{self.spec.virtual_ports - 1}")
         self.vps.setdefault(vp, _VP(vp))
 
-    def post(self, vp: int, posted: list[Posted], t: int) -> None:
-        """The descriptors reach the NIC at ``t`` (the host spent the posting time before)."""
-        if vp not in self.vps:
-            raise ValueError(f"virtual port {vp} is not open; open it first")
-        for p in posted:
-            self.aborted.discard((vp, p.desc["coll_region"]))
-        self.vps[vp].posted.extend(posted)
+    def post(self, vp: int | None, posted: list[Posted], t: int, each_ns: int = 0) -> None:
+        """The host writes ``posted`` from ``t`` on, ``each_ns`` per descriptor: descriptor i is on
+        the NIC (at the tail of its VP's queue: ``vp``, or its ``src_vp`` if ``vp`` is None) at
+        ``t + (i + 1) * each_ns``."""
+        vps = [p.desc["src_vp"] if vp is None else vp for p in posted]
+        for v in sorted(set(vps)):
+            if v not in self.vps:
+                raise ValueError(f"virtual port {v} is not open; open it first")
+        for v, p in zip(vps, posted):
+            self.aborted.discard((v, p.desc["coll_region"]))
         self.stats["posted"] += len(posted)
-        self.nic.at(t, self._advance, vp)
+        for i, (v, p) in enumerate(zip(vps, posted)):
+            self.nic.at(t + (i + 1) * each_ns, self._written, (v, p))
+
+    def _written(self, arg) -> None:
+        vp, p = arg
+        v = self.vps.get(vp)
+        if v is None:
+            return
+        v.posted.append(p)
+        if len(v.posted) == 1:  # the queue was empty (or waiting for this one): see what it allows
+            self._advance(vp)
 
     def abort(self, vp: int, region: int) -> None:
         """Forget every trace of ``region`` on ``vp`` (after a host gave up waiting for it); its
@@ -423,7 +441,8 @@ class CollNIC(Mechanism):
         for i in range(7):
             msg[f"data{i}"], msg[f"loc{i}"] = data[i], loc[i]
         for dst, dvp in p.dests:
-            t += self.spec.descriptor_ns
+            t = max(t, self.send_free) + self.spec.descriptor_ns
+            self.send_free = t
             m = dict(msg, dest_vp=dvp)
             if dst == self.nic.node_id:  # to itself: not reduced again, straight to the VP (CP, swap)
                 self.nic.at(t + self.spec.queue_ns, self._self_arrival, (dvp, m, vals, locs))
