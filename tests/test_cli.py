@@ -130,7 +130,7 @@ def test_emu_run_allreduce_offloaded_to_the_nic(tmp_path, capsys):
     (["--test", "pingall", "--algo", "ring"], "--algo apply to collective tests only; --test pingall has none"),
     (["--test", "allreduce", "--branch", "4"], "--branch is the offload tree's degree: give --offload nic or hw too"),
     (["--test", "allreduce", "--root", "1"], "--root applies to reduce, bcast, mcast only"),
-    (["--test", "allreduce", "--offload", "nic", "--branch", "0"], "branch degree must be within 1..255, got 0"),
+    (["--test", "allreduce", "--offload", "nic", "--branch", "0"], "branch degree must be within 1..63, got 0"),
     (["--test", "allreduce", "--ranks", "h0,h0,h1"], "--ranks lists a host twice"),
     (["--test", "pingall", "--seed", "-1"], "--seed must be within 0..2**63-1"),
     (["--test", "reduce", "--offload", "nic", "--size", "4KiB"], "reduce keeps all its 86 parts in flight"),

@@ -214,6 +214,7 @@ def test_demo_shows_a_transient_spinner_on_stderr_and_tables_on_stdout(monkeypat
                   "allreduce of 65,536 B on fattree:k=4,n=2: switch"):
         assert stage in spun and stage not in out
     assert "where it runs" in out and "switch (spec 04)" in out
+    assert "MPI_Reduce of 8 B per rank" in out and "reduce of 8 B of uint64: host software vs NIC offload" in spun
     assert "pingall on 16 hosts: topologies side by side" in out and "pingall on 16" not in spun
     assert "\x1b[2K" in spun  # transient: the spinner's line is erased when a part ends
 
