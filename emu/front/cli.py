@@ -211,7 +211,8 @@ def _collective_extra(args, names: list[str], offload: str | None, topo) -> dict
     starts where no test named takes them or a collective cannot run with them."""
     extra = {"algo": args.algo, "size": args.size, "dtype": args.dtype, "op": args.op, "root": args.root,
              "ranks": args.ranks.split(",") if args.ranks else None, "offload": offload,
-             "branch": args.branch, "density": args.density, "overlap": args.overlap}
+             "branch": args.branch, "density": args.density, "overlap": args.overlap,
+             "bucket": args.bucket}
     from emu.nodes.collectives.select import ALGORITHMS
 
     from .checks import collective_options
@@ -722,6 +723,10 @@ def _add_collective_options(r: argparse.ArgumentParser) -> None:
                         "software (--offload none: SparCML's split allgather of (index, value) pairs, dense "
                         "where fill-in makes that smaller; --algo recursive_doubling) or the switches (--offload "
                         "switch: shards of pairs)")
+    c.add_argument("--bucket", type=_ascii(int),
+                   help="allreduce of the source's gradient-like sparse data: one value per bucket of this many "
+                        "elements at a random place in it (density 1 / bucket; the source: 512); --overlap is then "
+                        "the share of buckets whose value sits at the same place on every rank")
     c.add_argument("--overlap", type=_ascii(float),
                    help="with --density: the share of each rank's non-zero indices drawn from a pool common to "
                         "all ranks (default 0: every rank's drawn on its own; 1: the same indices everywhere)")
