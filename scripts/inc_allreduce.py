@@ -99,7 +99,8 @@ async def measure(spec: str, algo: str, count: int, dtype: str, settings: dict) 
         blocks = -(-nbytes // pkt)
         contending = min(sp.subset, -(-n // min(n, blocks)))
         tau = {"single": service_time("single", L, n, contending=contending),
-               "multi2": service_time("multi", L, n, B=2), "multi4": service_time("multi", L, n, B=4)}.get(
+               "multi2": service_time("multi", L, n, contending=contending, B=2),
+               "multi4": service_time("multi", L, n, contending=contending, B=4)}.get(
             algo, service_time("tree", L, n, copy=sp.copy_cycles))
         wire = link.serialization_ns(pkt + 16 + 30 + 4)
         mm = model(K=sp.cores, tau=tau / sp.ghz, delta=wire / n, delta_c=wire / n, P=n,
