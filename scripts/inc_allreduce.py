@@ -12,7 +12,9 @@ busy-waiting. The processing unit is made small (``--clusters`` clusters of 8 co
 the links, limits, and the algorithms differ. Beside it the model (``switch/aggregate/model.py``): the
 switch's aggregation bandwidth min(K / tau, 1 / delta) packets per cycle with the algorithm's service
 time tau (single buffer: as many handlers contend for one block as staggered hosts send it in one
-packet slot, ceil(hosts / blocks)), and delta the links' packet interval over the ports.
+packet slot, ceil(hosts / blocks); B buffers: the same contention term with those handlers spread
+over the B buffers, plus the fold of the other B - 1, ``model.service_time``), and delta the links'
+packet interval over the ports.
 
 Part 2, at scale (the source used 64 hosts and 100 Gbit/s): dense host ring allreduce vs dense
 in-network allreduce on the source's "two-level fat tree of 8-port switches", which cannot exist at

@@ -160,7 +160,7 @@ def test_default_branch_is_the_shallowest_tree_the_queue_allows():
     from emu.nodes.collectives.offload import default_branch, depth
 
     for op, parts, queue in (("allreduce", 1, 64), ("reduce", 2, 64), ("reduce", 5, 16), ("allreduce", 1, 4096)):
-        cap = min(255, queue // parts if op == "reduce" else queue)
+        cap = min(63, queue // parts if op == "reduce" else queue)  # CpCnt: 6 bits
         for n in (1, 2, 3, 8, 33, 64, 65, 66, 128, 256, 1000, 2048):
             k = default_branch(op, n, parts, queue)
             allowed = range(1, max(1, min(cap, n - 1)) + 1)
