@@ -13,8 +13,8 @@ down is not modelled here). The arrival process, settable (``ARRIVALS``):
   host i sends, in the window starting at block w, the blocks w + (i + j) mod window, so the
   packets of one block arrive one slot apart from consecutive hosts (delta_c = slot);
 * ``exponential`` -- the source's processing-unit runs: each host's gaps between packets are drawn
-  from an exponential distribution of mean ``slot_ns`` (seeded; no faster than the link allows is
-  not enforced: a draw may be shorter than a slot, as in the source's model), blocks in order.
+  from an exponential distribution of mean ``slot_ns`` (seeded; a draw may be shorter than a slot:
+  the link's packet time is the mean, not a floor, as in the source's model), blocks in order.
 
 A host blocked by its window sends as soon as one of its blocks completes (never earlier than its
 next slot). A packet that would not fit in the L2 packet memory is held back by a congestion signal
