@@ -79,7 +79,10 @@ def cmd_topo(args) -> int:
     specs = {(link.spec.latency_ns, link.spec.bandwidth_bps) for link in t.links}
     table.add_row("link latency / bandwidth",
                   ", ".join(f"{lat} ns / {bw / 1e9:g} Gbit/s" for lat, bw in sorted(specs)))
-    (make_console(stderr=True) if args.json == "-" else console).print(table)
+    from .topo_cmd import listing
+
+    if not listing(args, t):  # --links, --nodes, --format: stdout holds them
+        (make_console(stderr=True) if args.json == "-" else console).print(table)
     if args.json == "-":
         json.dump(figures, sys.stdout, indent=2)
         print()
@@ -183,7 +186,7 @@ def _topology_with_faults(args) -> tuple:
         defaults = _host_default(defaults, settings, "send_overhead_ns", 0)
     topo = build(args.topo, defaults=defaults, settings=settings)
     topo.validate()
-    _check_faults(topo, faults)
+    _check_faults(topo, faults, args.topo)
     return topo, faults, defaults, settings
 
 
@@ -194,16 +197,12 @@ def _host_default(defaults: dict, settings: dict, field: str, value) -> dict:
     return {**defaults, "host": {**defaults.get("host", {}), field: value}}
 
 
-def _check_faults(topo, faults) -> None:
-    """Refuse a fault on a node or link the topology does not have, before anything starts."""
-    for f in faults:
-        for node in ([f.switch] if f.switch else list(f.link)):
-            if node not in topo.nodes:
-                raise ConfigError(f"--fault: no node {node!r} in {topo.name}")
-        if f.link and not any({lk.a, lk.b} == set(f.link) for lk in topo.links):
-            raise ConfigError(f"--fault: no link between {f.link[0]} and {f.link[1]} in {topo.name}")
-        if f.switch and topo.nodes[f.switch].kind != "switch":
-            raise ConfigError(f"--fault: {f.switch} is not a switch")
+def _check_faults(topo, faults, spec: str = "SPEC") -> None:
+    """Refuse a fault on a node or link the topology does not have, before anything starts, naming the
+    nearest names it has."""
+    from .topo_cmd import check_fault_names
+
+    check_fault_names(topo, faults, spec)
 
 
 def _collective_extra(args, names: list[str], offload: str | None, topo) -> dict:
@@ -622,6 +621,9 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE", help="as for emu run")
     t.add_argument("--config", metavar="FILE.toml", help="as for emu run")
     t.add_argument("--json", metavar="FILE", help="write the figures as JSON ('-': to stdout, the table to stderr)")
+    from .topo_cmd import add_options as add_topo_options
+
+    add_topo_options(t)
     pl = sub.add_parser("plan", help="spec 02's planner: group shape and intermediate nodes for coded broadcast")
     pl.add_argument("what", choices=["nc"], help="nc: hierarchical XOR network coding (spec 02)")
     pl.add_argument("spec", help="a direct network, e.g. mesh:k=16,n=2 or torus:k=8,n=2")

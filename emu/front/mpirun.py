@@ -95,10 +95,9 @@ class Options:
         names = topo.host_names()
         if args.hosts:
             hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]
-            bad = [h for h in hosts if h not in names]
-            if bad:
-                raise ConfigError(f"--hosts: {', '.join(bad[:4])} not a host of {args.topo} (hosts: {names[0]}.."
-                                  f"{names[-1]})")
+            from .topo_cmd import check_host_names
+
+            check_host_names("--hosts", hosts, names, args.topo)
             if len(set(hosts)) != len(hosts):
                 raise ConfigError("--hosts names a host twice; one rank per host")
         else:
