@@ -41,6 +41,8 @@ FORMATS = ("json", "graphml")
 SUFFIXES = {".json": "json", ".graphml": "graphml", ".xml": "graphml"}
 NODE_SECTIONS = {"host": ("host", "nic", "elan"), "switch": ("switch", "pu")}
 """The settings sections whose fields a node of each kind may carry."""
+ORDER = "_emu_file_order"
+"""An edge's place in the file, added on reading (networkx hands edges out node by node)."""
 ALWAYS = {"link": ("latency_ns", "bandwidth_bps"), "switch": ("processing_delay_ns", "model")}
 """Fields written even at their default value (what a reader of the file wants to see)."""
 
@@ -132,7 +134,11 @@ def dumps(t: Topology, fmt: str, routes: bool = True, all_fields: bool = False) 
         raise ConfigError(f"--format {fmt!r}: give one of {', '.join(FORMATS)}")
     g = to_graph(t, fmt, routes, all_fields)
     if fmt == "json":
-        return json.dumps(nx.node_link_data(g, edges="links"), indent=1) + "\n"
+        data = nx.node_link_data(g, edges="links")
+        head = {k: v for k, v in data.items() if k not in ("nodes", "links")}
+        rows = lambda items: ",\n  ".join(json.dumps(x) for x in items)  # noqa: E731 -- one element a line
+        return (json.dumps(head)[:-1] + f',\n "nodes": [\n  {rows(data["nodes"])}],\n'
+                f' "links": [\n  {rows(data["links"])}]}}\n')
     return "<?xml version='1.0' encoding='utf-8'?>\n" + "\n".join(nx.generate_graphml(g)) + "\n"
 
 
@@ -176,7 +182,7 @@ def _parse(path: str, fmt: str, raw: bytes):
             if not isinstance(e, dict) or "source" not in e or "target" not in e:
                 raise ConfigError(f"{path}: {edges}[{i}] needs \"source\" and \"target\" (node names)")
         data = {**data, "directed": True, "multigraph": True, "graph": data.get("graph") or {},
-                edges: data.get(edges, [])}
+                edges: [{**e, ORDER: i} for i, e in enumerate(data.get(edges, []))]}
         try:
             return nx.node_link_graph(data, edges=edges)
         except (KeyError, TypeError, ValueError, nx.NetworkXError) as e:
@@ -187,9 +193,13 @@ def _parse(path: str, fmt: str, raw: bytes):
         root = ET.fromstring(raw)
     except ET.ParseError as e:
         raise ConfigError(f"{path}: not GraphML (XML error: {e})") from None
-    for graph in root.iter():
-        if graph.tag.endswith("graph") and "edgedefault" in graph.attrib:
+    ns = root.tag[:root.tag.index("}") + 1] if root.tag.startswith("{") else ""
+    root.insert(0, ET.Element(f"{ns}key", {"id": ORDER, "for": "edge", "attr.name": ORDER, "attr.type": "int"}))
+    for graph in root.iter(f"{ns}graph"):
+        if "edgedefault" in graph.attrib:
             graph.set("edgedefault", "directed")
+    for i, edge in enumerate(root.iter(f"{ns}edge")):  # networkx gives edges by node; the file's order kept
+        ET.SubElement(edge, f"{ns}data", {"key": ORDER}).text = str(i)
     try:
         g = nx.parse_graphml(ET.tostring(root, encoding="unicode"), force_multigraph=True)
     except (nx.NetworkXError, KeyError, ValueError, TypeError, ET.ParseError) as e:
@@ -313,7 +323,10 @@ def _topology(path: str, g, defaults: dict, settings: dict) -> Topology:
         (t.add_host if kind == "host" else t.add_switch)(name, spec, **info)
     _links(path, g, t, defaults, settings)
     _routes(path, t, tables)
-    t.validate()
+    try:
+        t.validate()
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
     _connected(path, t)
     if t.diameter is None and len(t.hosts) <= 2048:
         t.diameter = _diameter(t)
@@ -327,11 +340,12 @@ def _links(path: str, g, t: Topology, defaults: dict, settings: dict) -> None:
         attrs = dict(attrs)
         attrs.pop("id", None)  # GraphML's own edge id
         where = f"link {a}-{b}"
+        order = attrs.pop(ORDER, pos)
         index = _int(path, where, "index", attrs.pop("index")) if "index" in attrs else None
         ports = [_int(path, where, k, attrs.pop(k)) if k in attrs else None for k in ("source_port", "target_port")]
         fields = _specs(path, where, attrs, ("link",), (), defaults, settings)
         spec = _build_spec(path, where, lambda: LinkSpec(**fields.get("link", {})))
-        edges.append((index if index is not None else len(g.edges) + pos, str(a), str(b), ports, spec))
+        edges.append((index if index is not None else len(g.edges) + order, str(a), str(b), ports, spec))
     edges.sort(key=lambda e: e[0])
     for _i, a, b, (ap, bp), spec in edges:
         try:
