@@ -624,8 +624,9 @@ def _parser() -> argparse.ArgumentParser:
     from .topo_cmd import add_options as add_topo_options
 
     add_topo_options(t)
-    pl = sub.add_parser("plan", help="spec 02's planner: group shape and intermediate nodes for coded broadcast")
-    pl.add_argument("what", choices=["nc"], help="nc: hierarchical XOR network coding (spec 02)")
+    pl = sub.add_parser("plan", help="the planner of network-coded broadcast (docs/network-coding.md): group shape and intermediate "
+                                               "nodes")
+    pl.add_argument("what", choices=["nc"], help="nc: hierarchical XOR network coding (docs/network-coding.md)")
     pl.add_argument("spec", help="a direct network, e.g. mesh:k=16,n=2 or torus:k=8,n=2")
     pl.add_argument("--mcast", choices=["tree", "all_at_once"], default="tree",
                     help="multicast of steps B, D, E (default tree)")
@@ -667,7 +668,7 @@ def _add_run(sub) -> None:
                    help="every link on real UDP datagrams, also between elements of one process (to watch a run "
                         "live on the loopback interface); by default those go straight to the receiver's queue")
     r.add_argument("--manager", action="store_true",
-                   help="attach spec 03's network manager element: it hears the routers' traps and rewrites their "
+                   help="attach the network manager element (docs/qsnet.md): it hears the routers' traps and rewrites their "
                         "tables around dead links (settings manager.*; manager.bringup=true tests every link first)")
     r.add_argument("--pcap", help="write a pcapng capture of the whole run")
     r.add_argument("--json", metavar="FILE", help="write the results as JSON ('-': to stdout, the table to stderr)")
@@ -710,10 +711,11 @@ def _add_collective_options(r: argparse.ArgumentParser) -> None:
     c.add_argument("--root", type=_ascii(int), help="root rank of reduce, bcast, mcast (default 0)")
     c.add_argument("--ranks", help="communicator: comma-separated hosts (default: all)")
     c.add_argument("--offload", choices=OFFLOADS,
-                   help="where a collective runs: none = host software (default), nic = on the NICs (spec 01 "
-                        "triggered descriptors: allreduce, reduce), hw = the QsNet network hardware (spec 03: bcast, "
-                        "barrier --algo tree|polled, allreduce), switch = aggregated in the switches (spec 04: "
-                        "allreduce; a network manager is attached)")
+                   help="where a collective runs: none = host software (default), nic = on the NICs (NIC-offloaded "
+                        "reduction, triggered descriptors, docs/nic-offload.md: allreduce, reduce), hw = the QsNet "
+                        "network hardware (docs/qsnet.md: bcast, barrier --algo tree|polled, allreduce), switch = "
+                        "aggregated in the switches (in-network allreduce, docs/in-network-allreduce.md: allreduce; a "
+                        "network manager is attached)")
     c.add_argument("--branch", type=_ascii(int),
                    help="branch degree of the offload reduction tree (default: the shallowest tree the NIC's "
                         "receive queue allows, as even as that depth permits: a level costs a fabric crossing "
