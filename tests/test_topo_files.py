@@ -176,6 +176,10 @@ def test_bad_files_are_refused_naming_the_element_and_attribute(tmp_path):
     assert "host 'h9' cannot reach h0" in m
     m = _refusal(tmp_path, "m.json", _star(x=lambda d: d["graph"].update(grdi="3,2,0")))
     assert "unknown graph attribute 'grdi'; did you mean grid" in m
+    m = _refusal(tmp_path, "n.json", _star(x=lambda d: d["graph"].update(grid="3,2,x")))
+    assert "graph attribute 'grid' must be k,n,wrap" in m
+    m = _refusal(tmp_path, "o.json", _star(x=lambda d: d["graph"].update(grid="3,2,0")))
+    assert "graph attribute 'grid' '3,2,0': a k-ary n-mesh or torus has k**n hosts" in m
 
 
 def test_routes_in_a_file_are_checked_for_loops(tmp_path):
@@ -250,6 +254,8 @@ def test_unknown_names_refused_with_the_nearest(capsys):
     assert out.count("\n") == 1
     assert re.search(r"no link between s0 and s4 in fattree:k=4,n=3; nearest links: s0-s1\d", out)
     assert "emu topo fattree:k=4,n=3 --links" in out
+    assert main(["run", "--topo", "fattree:k=4,n=3", "--fault", "at=20us,link=s0-s99,down"]) == 2
+    assert "no node 's99' in fattree:k=4,n=3; nearest nodes: s9, s39" in capsys.readouterr().out
     assert main(["run", "--topo", "fattree:k=4,n=2", "--fault", "at=0,switch=s77,down"]) == 2
     assert "no switch 's77' in fattree:k=4,n=2; nearest switches: s7" in capsys.readouterr().out
     assert main(["run", "--topo", "star:n=8", "--test", "allreduce", "--ranks", "h0,h12"]) == 2

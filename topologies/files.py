@@ -279,10 +279,13 @@ def _topology(path: str, g, defaults: dict, settings: dict) -> Topology:
         grid = ga.pop("grid")
         parts = grid.split(",") if isinstance(grid, str) else grid
         try:
-            k, n, wrap = (int(str(x).strip().lower() == "true" or x) if i == 2 and not str(x).strip().isdigit()
-                          else int(x) for i, x in enumerate(parts))
-        except (TypeError, ValueError):
+            k, n, wrap = parts
+            k, n = int(k), int(n)
+            wrap = {"1": True, "true": True, "0": False, "false": False}[str(wrap).strip().lower()]
+        except (TypeError, ValueError, KeyError):
             raise ConfigError(f"{path}: graph attribute 'grid' must be k,n,wrap (e.g. 4,2,1), got {grid!r}") from None
+        if k < 2 or n < 1 or k ** n != sum(1 for _n, a in g.nodes(data=True) if a.get("kind") == "host"):
+            raise ConfigError(f"{path}: graph attribute 'grid' {grid!r}: a k-ary n-mesh or torus has k**n hosts")
         t.grid = (k, n, bool(wrap))
     for key in ("diameter", "bisection"):
         if key in ga:
@@ -328,7 +331,7 @@ def _topology(path: str, g, defaults: dict, settings: dict) -> Topology:
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None
     _connected(path, t)
-    if t.diameter is None and len(t.hosts) <= 2048:
+    if t.diameter is None and len(t.hosts) <= 1024:  # beyond: a BFS per host costs seconds
         t.diameter = _diameter(t)
     _deadlock(path, t)
     return t

@@ -617,7 +617,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--hosts", type=_ascii(int), default=8, help="hosts on the star (default 8)")
     d.add_argument("--plot", default="emu-demo-allreduce.png", help="where to write the PNG ('' for none)")
     t = sub.add_parser("topo", help="print a topology's hosts, switches, links, diameter, bisection")
-    t.add_argument("spec", help="e.g. fattree:k=4,n=3")
+    t.add_argument("spec", help="e.g. fattree:k=4,n=3, or a file FILE.json|FILE.graphml")
     t.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE", help="as for emu run")
     t.add_argument("--config", metavar="FILE.toml", help="as for emu run")
     t.add_argument("--json", metavar="FILE", help="write the figures as JSON ('-': to stdout, the table to stderr)")
@@ -653,7 +653,8 @@ def _add_run(sub) -> None:
     """``emu run``: the cluster, the tests, the outputs, the faults, then the collectives' options."""
     r = sub.add_parser("run", help="build a cluster, run tests, print and save the figures",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=run_epilog())
-    r.add_argument("--topo", required=True, help="topology spec, e.g. fattree:k=4,n=3")
+    r.add_argument("--topo", required=True, help="topology spec, e.g. fattree:k=4,n=3, or a file FILE.json|FILE.graphml "
+                                                 "(emu topo SPEC --format writes one; docs/topologies.md)")
     r.add_argument("--test", action="append", metavar="TEST[+TEST...]",
                    help="tests to run, in order: joined with '+' or one --test each (default pingall; listed below)")
     r.add_argument("--seed", type=_ascii(int), default=0)

@@ -103,8 +103,11 @@ def check_fault_names(topo, faults, spec: str) -> None:
             name = f"{a}-{b}"
             close = [x for x in links if a in x.split("-") or b in x.split("-")]
             near = get_close_matches(name, close or links, n=4, cutoff=0.3) or (close or links)[:4]
-            why = next((f"no node {x!r}" for x in (a, b) if x not in topo.nodes), f"no link between {a} and {b}")
-            raise ConfigError(f"--fault: {why} in {topo.name}; nearest links: {', '.join(near)}{hint}")
+            missing = next((x for x in (a, b) if x not in topo.nodes), None)
+            if missing:
+                raise ConfigError(f"--fault: no node {missing!r} in {topo.name}{nearest(missing, list(topo.nodes), 'nodes')}"
+                                  f"{hint}")
+            raise ConfigError(f"--fault: no link between {a} and {b} in {topo.name}; nearest links: {', '.join(near)}{hint}")
 
 
 def check_host_names(option: str, given: list[str], hosts: list[str], spec: str) -> None:
