@@ -224,9 +224,10 @@ def _specs(path: str, where: str, attrs: dict, sections: tuple[str, ...], extra:
             continue
         section, dot, name = key.partition(".")
         if not dot or section not in sections or name not in _field_types(SECTIONS[section]):
+            takes = [s + ".*" for s in sections] + (["info", "routes"] if "link" not in sections else
+                                                    ["source_port", "target_port", "index"])
             raise ConfigError(f"{path}: {where}: unknown attribute {key!r}{_nearest(key, valid)} "
-                              f"(a {where.split()[0]} takes {', '.join(s + '.*' for s in sections)}, "
-                              f"{', '.join(extra)})")
+                              f"(a {where.split()[0]} takes {', '.join(takes)})")
         try:
             mine.setdefault(section, {})[name] = _convert(key, value, _field_types(SECTIONS[section])[name])
         except ConfigError as e:
