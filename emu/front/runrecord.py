@@ -67,12 +67,21 @@ def resolved_settings(spec: str, config: dict, cli_defaults: dict, settings: dic
     return dict(sorted(out.items()))
 
 
+def version() -> str:
+    """The installed package's version (as ``emu --version`` prints it)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("hpc-emu")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def record(argv: list[str], *, topo: list[str], offload: list[str | None], seed: int, processes: int, mpi: bool,
            partition: str | None, settings: list[dict], swept: dict[str, list[str]] | None = None,
            order: tuple[str, ...] = ()) -> dict[str, Any]:
     """The ``run`` record (see the module's docstring)."""
-    from .cli import version
-
     rec: dict[str, Any] = {
         "format": FORMAT, "tool": "emu (hpc-emu)", "version": version(), "argv": list(argv),
         "command": "emu " + shlex.join(argv), "topology": topo[0] if len(topo) == 1 else topo,
