@@ -25,6 +25,10 @@ FORMAT = 1
 OUTPUTS = {"--json", "--csv", "--pcap", "--trace", "--trace-limit", "--trace-bin", "--indent", "--replay"}
 """Options that only say where the figures go: left out when a run is replayed."""
 
+TIMES = ("completion_ns counts from the test's start; start_ns, end_ns, a message's t_ns and trace timestamps "
+         "are virtual ns on the cluster's clock (from its start)")
+"""How the times of ``emu run``'s rows count."""
+
 VOLATILE = {"wall_s"}
 """Row figures that are not virtual-time figures (they differ from run to run)."""
 
@@ -80,7 +84,7 @@ def version() -> str:
 
 def record(argv: list[str], *, topo: list[str], offload: list[str | None], seed: int, processes: int, mpi: bool,
            partition: str | None, settings: list[dict], swept: dict[str, list[str]] | None = None,
-           order: tuple[str, ...] = ()) -> dict[str, Any]:
+           order: tuple[str, ...] = (), times: str = TIMES) -> dict[str, Any]:
     """The ``run`` record (see the module's docstring)."""
     rec: dict[str, Any] = {
         "format": FORMAT, "tool": "emu (hpc-emu)", "version": version(), "argv": list(argv),
@@ -89,8 +93,7 @@ def record(argv: list[str], *, topo: list[str], offload: list[str | None], seed:
         "settings": settings[0] if len(settings) == 1 else settings,
         "settings_note": "fields that differ from their defaults (emu.config), with where each value comes from",
         "seed": seed, ("mpi_ranks" if mpi else "processes"): processes, "partition": partition,
-        "times": "completion_ns counts from the test's start; start_ns, end_ns, a message's t_ns and trace "
-                 "timestamps are virtual ns on the cluster's clock (from its start)"}
+        "times": times}
     if swept:
         rec["sweep"] = swept
         rec["sweep_order"] = [k for k in order if k in swept] if order else list(swept)
