@@ -126,8 +126,8 @@ class Options:
         self.record = record(getattr(args, "argv", None) or [], topo=[args.topo], offload=[self.offload],
                              seed=args.seed, processes=1, mpi=False, partition="none (one process)",
                              settings=[resolved_settings(args.topo, defaults, {}, given, args.config)],
-                             times="virtual_ns counts from the job's start (the cluster's clock, as the ranks' "
-                                   "MPI.Wtime()) to its last event; a call kind's virtual_ns is time spent in it")
+                             times="virtual_ns counts from the job's start to its last event; a call kind's "
+                                   "virtual_ns is the virtual time its calls took")
         self.record.update(ranks=len(self.hosts), hosts=self.hosts, program=self.target + self.argv,
                            compute="zero" if args.compute == "zero" else f"measured CPU time x {scale:g}")
 

@@ -96,7 +96,7 @@ def record(argv: list[str], *, topo: list[str], offload: list[str | None], seed:
         "times": times}
     if swept:
         rec["sweep"] = swept
-        rec["sweep_order"] = [k for k in order if k in swept] if order else list(swept)
+        rec["sweep_order"] = list(swept)  # product order: the first varies slowest (emu.front.sweepargs.ORDER)
     return rec
 
 
