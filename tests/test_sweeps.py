@@ -240,3 +240,24 @@ def test_emu_mpirun_json_carries_the_run_record(tmp_path):
     assert run["settings"]["host.recv_overhead_ns"]["from"] == "--set"
     assert run["settings"]["switch.model"]["from"] == "family mesh"
     assert (run["seed"], run["processes"], run["offload"]) == (0, 1, "none")
+
+
+def test_the_readme_sweep_example_runs_and_replays(tmp_path):
+    import pathlib
+    import re
+    import subprocess
+    import sys
+
+    readme = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = next(b for b in re.findall(r"```bash\n(.*?)```", readme, re.S) if "--replay sweep.json" in b)
+    emu = pathlib.Path(sys.executable).parent / "emu"
+    outs = []
+    for line in (ln.split("#")[0].split() for ln in block.splitlines() if ln.startswith("emu ")):
+        p = subprocess.run([str(emu), *line[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, " ".join(line) + "\n" + p.stdout + p.stderr
+        outs.append(p.stdout)
+    rows = list(csv.DictReader(io.StringIO(outs[0][outs[0].index("algo,size"):])))
+    assert [(r["algo"], r["size"]) for r in rows] == [(a, s) for a in ("ring", "recursive_doubling")
+                                                      for s in ("1KiB", "16KiB", "256KiB")]
+    assert (tmp_path / "plots" / "sweep.png").exists()
+    assert "the figures of its 6 row(s) match" in outs[2]
