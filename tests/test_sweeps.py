@@ -153,7 +153,7 @@ def test_the_run_record_says_what_was_run(tmp_path):
     assert s["switch.model"] == {"value": "input_queued", "default": "output_queued", "from": "family mesh"}
     assert s["link.latency_ns"] == {"value": 80, "default": 100, "from": "topology spec mesh:k=2,n=2,latency_ns=80"}
     assert s["host.recv_overhead_ns"] == {"value": 200, "default": 300, "from": "--set"}
-    assert s["host.transport"]["value"] == "reliable" and "emu run" in s["host.transport"]["from"]
+    assert s["host.transport"]["value"] == "reliable" and "with --fault or --manager" in s["host.transport"]["from"]
     assert "host.send_overhead_ns" not in s  # only what differs from its default
 
 

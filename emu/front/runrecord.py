@@ -33,6 +33,11 @@ VOLATILE = {"wall_s"}
 """Row figures that are not virtual-time figures (they differ from run to run)."""
 
 
+CLI_DEFAULTS = {"host.transport": "emu run's default with --fault or --manager (host messages recover losses)",
+                "host.send_overhead_ns": "emu run's default for the open-loop traffic tests (a packet every cycle)"}
+"""Where a default ``emu run`` gives a test comes from, by field (``cli._topology_with_faults``)."""
+
+
 def resolved_settings(spec: str, config: dict, cli_defaults: dict, settings: dict,
                       config_path: str | None = None) -> dict[str, dict[str, Any]]:
     """``{"section.field": {"value", "default", "from"}}`` of every field that differs from its
@@ -54,7 +59,7 @@ def resolved_settings(spec: str, config: dict, cli_defaults: dict, settings: dic
     cli_only = {s: {f: v for f, v in fs.items() if f not in config.get(s, {})} for s, fs in cli_defaults.items()}
     layers = [(f"family {name}" if fam else "", (fam.defaults or {}) if fam else {}),
               (f"--config {config_path}" if config_path else "--config", config),
-              ("emu run's default for these tests", cli_only), (f"topology spec {spec}", spec_layer),
+              ("emu run", cli_only), (f"topology spec {spec}", spec_layer),
               ("--set", settings)]
     out: dict[str, dict[str, Any]] = {}
     for source, layer in layers:
@@ -67,7 +72,8 @@ def resolved_settings(spec: str, config: dict, cli_defaults: dict, settings: dic
                 if value == default:
                     out.pop(key, None)
                 else:
-                    out[key] = {"value": value, "default": default, "from": source}
+                    out[key] = {"value": value, "default": default, "from": CLI_DEFAULTS.get(key, source)
+                                if source == "emu run" else source}
     return dict(sorted(out.items()))
 
 
