@@ -261,3 +261,11 @@ def test_the_readme_sweep_example_runs_and_replays(tmp_path):
                                                       for s in ("1KiB", "16KiB", "256KiB")]
     assert (tmp_path / "plots" / "sweep.png").exists()
     assert "the figures of its 6 row(s) match" in outs[2]
+
+
+@pytest.mark.parametrize("argv,opt", [(["topo", "star:n=4", "--json", "-", "--json", "x.json"], "--json"),
+                                      (["mpirun", "-n", "2", "-n", "3", "--topo", "star:n=4", "p.py"], "-n"),
+                                      (["report", "r.json", "--out", "a", "--out", "b"], "--out")])
+def test_every_command_refuses_a_repeated_single_valued_option(argv, opt, capsys):
+    assert main(argv) == 2
+    assert capsys.readouterr().out == f"refused: {opt} is given more than once; it takes one value\n"

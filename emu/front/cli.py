@@ -731,6 +731,10 @@ def _parser() -> argparse.ArgumentParser:
     from .mpirun import add_parser as add_mpirun  # emu mpirun: unchanged mpi4py programs on the cluster
 
     add_mpirun(sub, _ascii(int), _ascii(float))
+    from .sweepargs import refuse_repeats
+
+    for command in sub.choices.values():  # an option of one value given twice: refused, not the last kept
+        refuse_repeats(command)
     return ap
 
 
@@ -782,7 +786,7 @@ def _add_run(sub) -> None:
     r.add_argument("--realtime", type=_ascii(float), metavar="NS_PER_S",
                    help="pace virtual time to the wall clock: virtual ns per second (1e9 = real time)")
     _add_collective_options(r)
-    from .sweepargs import ORDER, refuse_repeats
+    from .sweepargs import ORDER
 
     r.epilog += (f"\n\nsweeps: --{', --'.join(o for o in ORDER)} take comma-separated lists; the run is their "
                  f"product, --{ORDER[0]} varying slowest and --{ORDER[-1]} fastest, one cluster per point, one "
@@ -793,7 +797,6 @@ def _add_run(sub) -> None:
                                   "in (0, 1], comma-separated (default 0.1,0.3,0.5,0.7,0.9)")
     g.add_argument("--warmup", type=_ascii(int), help="cycles before the measurement window (default 1000)")
     g.add_argument("--measure", type=_ascii(int), help="cycles of the measurement window (default 1000)")
-    refuse_repeats(r)
 
 
 def _add_collective_options(r: argparse.ArgumentParser) -> None:
@@ -835,6 +838,9 @@ def _main(ap, argv) -> int:
     logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
                         format="%(levelname)s %(name)s: %(message)s")
     try:
+        from .sweepargs import check_repeats
+
+        check_repeats(args)
         if args.cmd == "demo":
             from .demo import main as demo_main
 
@@ -852,9 +858,6 @@ def _main(ap, argv) -> int:
                 console.print(f"wrote {path}")
             return 0
         if args.cmd == "run":
-            from .sweepargs import check_repeats
-
-            check_repeats(args)
             return trio.run(_run_terminable, args)
         if args.cmd == "mpirun":
             from .mpirun import cmd_mpirun
