@@ -106,6 +106,7 @@ def test_a_figure_named_as_a_swept_parameter_gets_its_own_column(tmp_path, capsy
     (["--topo", "star:n=4", "--size", "1KiB,2KiB", "--test", "allreduce", "--pcap", "x.pcapng"],
      "this sweep has 2 points"),
     (["--topo", "star:n=4,star:n=0", "--test", "pingall"], "star"),  # the second point's bad spec: before any runs
+    (["--test", "pingall"], "emu run needs --topo SPEC (or --replay RESULT.json)"),
 ])
 def test_bad_sweeps_and_repeated_options_are_refused_in_one_line(argv, words, capsys):
     assert main(["run", *argv]) == 2

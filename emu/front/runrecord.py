@@ -190,6 +190,8 @@ def results_document(args, finished: list, run) -> dict[str, Any]:
     if len(settings) > 1:
         rec["settings_note"] += "; one entry per distinct point (the rows say which point they are)"
     rec["points_run"] = len(points)
+    rec["frames_in_one_process"] = ("handed over in memory" if getattr(run, "direct", False)
+                                    else "UDP datagrams")  # between processes always datagrams
     return {"run": rec, "results": rows}
 
 
