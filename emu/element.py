@@ -793,4 +793,6 @@ class Element:
             if p.flow is not None:  # credits this port waits for
                 out[-1].update(credit_stalls=p.flow.stalls, credit_stall_ns=p.flow.stall_ns,
                                frames_waiting=p.flow.waiting())
+            elif self.iq:  # frames waiting for this port in the input-queued router's buffers
+                out[-1]["frames_waiting"] = self.engine.wait_n[p.index]
         return out

@@ -569,6 +569,26 @@ class InputQueuedEngine(SwitchEngine):
             t = b
         self.timer = None if t >= INF else t
 
+    def credit_waits(self) -> tuple[list, list]:
+        """Who waits for whom (credit deadlock diagnosis): ``blocked`` (out port, VC, frames) for every
+        output VC whose waiting frames have no credit; ``held`` (in port, in VC, out port, out VC) for
+        every frame at the head of an input buffer waiting for credit or for a VC at an output (a
+        VC it waits for: each of its group's)."""
+        blocked: dict[tuple[int, int], int] = {}
+        held = []
+        for p, v, pkt in self._heads():
+            for c in pkt.copies:
+                if c.granted or self.credits[c.out] is None:
+                    continue
+                if c.ovc >= 0:
+                    if self.credits[c.out][c.ovc] < c.need:
+                        blocked[(c.out, c.ovc)] = blocked.get((c.out, c.ovc), 0) + 1
+                        held.append((p, v, c.out, c.ovc))
+                else:
+                    for w in self.allowed[c.out][c.group]:
+                        held.append((p, v, c.out, w))
+        return [(o, w, n) for (o, w), n in sorted(blocked.items())], held
+
     def extra_stats(self) -> dict:
         out = super().extra_stats()
         out["router"] = dict(self.iq_stats, peak_vc_bytes=[list(r) for r in self.peak])

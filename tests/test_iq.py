@@ -409,3 +409,16 @@ async def test_link_bring_up_runs_on_input_queued_routers():
         assert sum(stats[el.name].get("bringup_up", 0) for el in routers) == 8
         res = await net.run({"h0": sender("h3", [100]), "h3": receiver(1)})
         assert res["h3"] == [100]
+
+
+async def test_a_ring_of_input_queued_routers_deadlocks_with_one_vc_and_says_where_and_the_dateline_removes_it():
+    from emu.errors import DeadlockError
+    from emu.nodes.collectives.run import run_collective
+
+    one = {"model": "input_queued", "vcs": 1, "vc_policy": "by_class", "vc_buffer_bytes": 1152}
+    async with emu.Cluster(build("torus:k=4,n=1", settings={"switch": one})) as net:
+        with pytest.raises(DeadlockError, match=r"credit deadlock .* cyclic wait: (s\d-p2 vc0 -> ){4}s\d-p2 vc0"):
+            await run_collective(net, "alltoall", count=256 * 1024, dtype="uint8")
+    async with emu.Cluster(build("torus:k=4,n=1", settings={"switch": {"vc_buffer_bytes": 1152}})) as net:
+        r = await run_collective(net, "alltoall", count=256 * 1024, dtype="uint8")  # the default: dateline
+        assert r.completion_ns > 0
