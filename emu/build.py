@@ -205,8 +205,11 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
                 peer = dom.by_name.get(p.peer)
                 if peer is not None:
                     p.local = (peer, peer.in_by_link[p.link_id])
-                    # nobody sees the FCS: no CRC-32 per hop (credit flow control keeps its own path)
-                    p.defer_fcs = not plan.run.capture and p.flow is None
+                    # nobody sees the FCS: no CRC-32 per hop (credit flow control keeps its own path, and
+                    # a receiver whose buffers count the frame's bytes needs them all)
+                    rx = t.nodes[p.peer]
+                    p.defer_fcs = (not plan.run.capture and p.flow is None
+                                   and (input_queued(rx) or not finite_buffers(rx)))
     if plan.run.trace:  # the run's timeline (emu.trace): every element, engine and port gets the tracer
         from .trace import attach
 
