@@ -60,7 +60,7 @@ def run_json(capsys, *args):
 
     code = main(["run", *args, "--json", "-"])
     out = capsys.readouterr()
-    return code, json.loads(out.out), out.err
+    return code, json.loads(out.out)["results"], out.err
 
 
 def test_json_dash_writes_pure_json_to_stdout_and_the_table_to_stderr(capsys):
