@@ -80,13 +80,14 @@ def link_name(link) -> str:
 
 
 def to_graph(t: Topology, fmt: str = "json", routes: bool = True, all_fields: bool = False):
-    """``t`` as a ``networkx.MultiGraph`` with the file attributes (module docstring): dicts and lists
+    """``t`` as a ``networkx.MultiDiGraph`` with the file attributes (module docstring): dicts and lists
     as they are for JSON, as JSON text / comma-separated text for GraphML (whose values are scalars).
-    Each link is written from the end that comes first in node order (how networkx reports it)."""
+    Directed only so that each link keeps its orientation -- its name ``A-B`` and which end
+    ``source_port`` is; every link is full duplex (``g.to_undirected()`` for analysis)."""
     import networkx as nx
 
     text = fmt == "graphml"
-    g = nx.MultiGraph()
+    g = nx.MultiDiGraph()
     g.graph["name"] = t.name
     if t.grid is not None:
         k, n, wrap = t.grid
@@ -96,7 +97,6 @@ def to_graph(t: Topology, fmt: str = "json", routes: bool = True, all_fields: bo
             g.graph[key] = getattr(t, key)
     if t.figures:
         g.graph["figures"] = json.dumps(t.figures) if text else dict(t.figures)
-    order = {name: i for i, name in enumerate(t.nodes)}
     for node in t.nodes.values():
         if node.name == t.manager:
             continue  # attached by the run (--manager), not part of the network
@@ -112,8 +112,6 @@ def to_graph(t: Topology, fmt: str = "json", routes: bool = True, all_fields: bo
         if t.manager in (link.a, link.b):
             continue
         a, ap, b, bp = link.a, link.a_port, link.b, link.b_port
-        if order[b] < order[a]:
-            a, ap, b, bp = b, bp, a, ap
         g.add_edge(a, b, index=i, source_port=ap, target_port=bp, **_fields("link", link.spec, all_fields))
     return g
 
