@@ -33,8 +33,15 @@ class LinkSpec:
     """A frame of priority > 0 (ACK tokens, traps, management) overtakes priority-0 frames waiting
     at the port, and a QsNet packet on the line at its next 256-byte segment boundary (spec 03);
     false: strict FIFO. Not with credit flow control (finite buffers), which stays FIFO per VC."""
+    framing: str = "ethernet"
+    """What a frame costs on this link's wire (its modelled length, ``emu.wire.framing``): ``ethernet``
+    (the frame and its FCS, as on the socket; the generic families), ``qsnet`` (QsNet packets: segment
+    headers, CRCs and payload; ``qsnet:``), ``flit`` (mechanism header and payload behind an 8-byte
+    head-flit header; ``mesh:``, ``torus:``). The socket and the capture carry the same bytes whatever it is."""
 
     def __post_init__(self) -> None:
+        if self.framing not in ("ethernet", "qsnet", "flit"):
+            raise ConfigError(f"LinkSpec.framing must be ethernet, qsnet or flit, got {self.framing!r}")
         if not isinstance(self.priority, bool):
             raise ConfigError(f"LinkSpec.priority must be true or false, got {self.priority!r}")
         if not isinstance(self.latency_ns, int) or not 1 <= self.latency_ns <= MAX_DELAY_NS:
@@ -45,6 +52,12 @@ class LinkSpec:
 
     def serialization_ns(self, nbytes: int) -> int:
         return -((-nbytes * 8 * 1_000_000_000) // self.bandwidth_bps)
+
+    def frame_bytes(self, ptype: int, body: int) -> int:
+        """The modelled length on this link of a frame of fabric ``ptype`` whose body (mechanism
+        header(s) and payload) is ``body`` bytes (``emu.wire.framing.frame_length``)."""
+        from .wire.framing import frame_length
+        return frame_length(self.framing, ptype, body)
 
 
 PU_SCHEDULERS = ("hfcfs", "fcfs")
