@@ -89,7 +89,7 @@ def main(argv=None) -> list[dict]:
         tab.add_row(str(r["nodes"]), str(r["d_ns"]), f"{r['level']:.1%}", f"{r['sw_mean']:,.0f} / {r['sw_max']:,}",
                     f"x{r['sw_growth']:.3f}", f"{r['nic_mean']:,.0f} / {r['nic_max']:,}", f"x{r['nic_growth']:.3f}",
                     f"{r['sw_cpu_ns']:,} / {r['nic_cpu_ns']:,}")
-    Console().print(tab)
+    Console(width=140).print(tab)
     print(f"assumed: fattree:k=2 with the default links, NICs and host costs; software = {rows[0]['sw_algo']}; "
           "NIC = triggered descriptors (spec 01); detours delay host CPU work only (noise model: emu.nodes.host.noise)")
     return rows
