@@ -52,7 +52,10 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
         raise ConfigError(f"--ranks lists a host twice: {','.join(ranks)}")
     unknown = [h for h in ranks or [] if h not in hosts]
     if unknown:
-        raise ConfigError(f"--ranks: {', '.join(unknown)} not hosts of this topology (h0..h{len(hosts) - 1})")
+        from .topo_cmd import nearest
+
+        raise ConfigError(f"--ranks: {', '.join(unknown)} not hosts of this topology ({hosts[0]}..{hosts[-1]})"
+                          f"{nearest(unknown[0], hosts, 'hosts')}")
     n = len(ranks) if ranks else len(hosts)
     op = extra.get("op") or "sum"
     get_op(op).check(np.dtype(dtype))

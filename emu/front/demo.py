@@ -128,7 +128,7 @@ async def _coding(console, err) -> bool:
     from emu.nodes.collectives.run import check_results, run_collective
     from emu.topologies.grid import grid_of
 
-    t = Table(title="all-to-all broadcast of 16 B per node (spec 02): router hops measured from the frames "
+    t = Table(title="all-to-all broadcast of 16 B per node (network-coded broadcast, docs/network-coding.md): router hops measured from the frames "
                     "(= analytic) and virtual completion (ns); floor N(N-1)")
     for col in ("topology", "floor", "tree", "all_at_once", "nc (XOR coding)"):
         t.add_column(col, justify="left" if col == "topology" else "right", no_wrap=True)
@@ -172,7 +172,7 @@ async def _offloads(console, err) -> bool:
     topo.add_manager()                            # spec 04 asks the network manager for a tree
     t = Table(title=f"allreduce of float32 on {spec} (16 hosts): where it runs, virtual completion (us) "
                     "and bytes on links")
-    for col in ("size", "host software", "nic (spec 01)", "hw (spec 03)", "switch (spec 04)"):
+    for col in ("size", "host software", "nic (triggered descriptors)", "hw (QsNet)", "switch (in-network)"):
         t.add_column(col, justify="right", no_wrap=True)
     ok, seen = True, {}
     with busy(err, "allreduce: host software vs nic vs hw vs switch") as say:
@@ -205,7 +205,7 @@ def _switch_line(seen: dict) -> str:
     win = [s for s in sizes if seen[s, "switch"][0] < seen[s, None][0]]
     big = sizes[-1]
     (st, sb), (ht, hb), (pt, pb) = seen[big, "switch"], seen[big, None], seen[big, "sparse"]
-    return (f"switch offload (spec 04): faster than host software at {', '.join(f'{s:,} B' for s in win) or 'no size'}"
+    return (f"switch offload (in-network allreduce): faster than host software at {', '.join(f'{s:,} B' for s in win) or 'no size'}"
             f" here (at {big:,} B x{ht / st:.1f}, with {100 * sb // hb} % of the bytes): each host sends its vector "
             f"once and gets the sum once, the switches add as the blocks pass; on sparse data (1 % non-zeros) it "
             f"sends {100 * pb // sb} % of the dense bytes {'but' if pt > st else 'and'} takes {pt / 1000:,.2f} us "

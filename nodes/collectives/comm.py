@@ -248,7 +248,7 @@ class Comm:
             return y.view(flat.dtype).reshape(np.shape(x))
         if offload is not None:
             if offload != "hw":
-                raise ConfigError(f"bcast can be offloaded to hw (spec 03) or switch (spec 04), not {offload!r}")
+                raise ConfigError(f"bcast can be offloaded to hw (QsNet) or switch (in-network allreduce), not {offload!r}")
             from .hw import bcast_hw
 
             self.last_algo = "hw"
@@ -269,7 +269,7 @@ class Comm:
             return None
         if offload is not None:
             if offload != "hw":
-                raise ConfigError(f"barrier can be offloaded to hw (spec 03) or switch (spec 04), not {offload!r}")
+                raise ConfigError(f"barrier can be offloaded to hw (QsNet) or switch (in-network allreduce), not {offload!r}")
             from .hw import barrier_hw, hw_algo
 
             self.last_algo = f"hw({hw_algo('barrier', algo)})"
