@@ -14,7 +14,7 @@ from emu.topologies import build
 def brute(noise: Noise, t: int, work: int) -> int:
     """Walk nanosecond by nanosecond: the work progresses only outside detours."""
     busy = set()
-    for s, e in noise.detours(t, t + 50 * (work + 1) + 10 * noise.P):
+    for s, e in noise.detours(t, t + (work + 2) * (noise.P + noise.d) + 50 * (work + 1)):  # past any end
         busy.update(range(s, e))
     while work > 0:
         if t not in busy:
