@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .wire import HDR_LEN, PacketType, build_frame
+from .wire.framing import frame_length
 from .wire.qsnet import MGMT, MgmtOp
 
 _ID = __import__("struct").Struct("!IB")
@@ -181,6 +182,8 @@ class LinkTest:
     """Ports the other end starts, where this end answers and reports a bad link itself (None: any
     port it does not start, without reports -- a NIC)."""
     port_bps: dict = field(default_factory=dict)
+    port_framing: dict = field(default_factory=dict)
+    """The link's framing per port (``emu.wire.framing``): a pattern's time on the line is its modelled length's."""
     """Line rate per port: a pattern's serialisation time is added to the timeouts that wait for it."""
     waiting: dict[int, int] = field(default_factory=dict)
     """Answering port -> deadline: for the HELLO, then for the END of the pattern coming in."""
@@ -207,7 +210,9 @@ class LinkTest:
     def _pattern_ns(self, port: int) -> int:
         """The time a whole test pattern takes on the line (0: the line rate is not known)."""
         bps = self.port_bps.get(port)
-        return -(-self.frames * 8_000_000_000 * (HDR_LEN + MGMT.size + self.nbytes + 4) // bps) if bps else 0
+        fr = self.port_framing.get(port)
+        n = frame_length(fr.name if fr else "ethernet", PacketType.MGMT, MGMT.size + self.nbytes)
+        return -(-self.frames * 8_000_000_000 * n // bps) if bps else 0
 
     def next_deadline(self) -> int | None:
         live = [t.deadline for t in self.ports.values() if t.state in (Bringup.HELLO, Bringup.TESTING, Bringup.RETURN)]

@@ -28,6 +28,7 @@ from .element import Element
 from .graph import Node, Topology
 from .partition import partition_used
 from .port import BufferState, CreditState, InPort, OutPort
+from .wire.framing import framing
 from .wire.outer import tag_key
 
 
@@ -167,19 +168,21 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
             if src in outs:
                 op = OutPort(sport, t.port_name(src, sport), plan.iface_base[src] + sport, link_id,
                              dst, t.port_name(dst, dport), link.spec.latency_ns,
-                             link.spec.bandwidth_bps, peer_domain=plan.owner[dst], priority=link.spec.priority)
+                             link.spec.bandwidth_bps, peer_domain=plan.owner[dst], priority=link.spec.priority,
+                             framing=framing(link.spec.framing))
                 if input_queued(rx):  # the router takes a frame as its head arrives; no overtaking
                     op.head_bytes, op.priority = rx.spec.flit_bytes, False
                 if finite and not input_queued(t.nodes[src]):  # (an input-queued router's engine keeps credits)
                     unit = rx.spec.flit_bytes if input_queued(rx) else 1
                     op.flow = CreditState(rx.spec.vcs, [rx.spec.buffer_bytes(largest)] * rx.spec.vcs,
                                           rx.spec.pool_bytes, unit=unit,
-                                          groups=rx.spec.vc_groups if input_queued(rx) else 0)
+                                          groups=rx.spec.vc_groups if input_queued(rx) else 0, framing=op.framing)
                 outs[src].append(op)
             if dst in ins:
                 ip = InPort(dport, t.port_name(dst, dport), plan.iface_base[dst] + dport, link_id,
                             src, t.port_name(src, sport), peer_domain=plan.owner[src],
-                            latency_ns=link.spec.latency_ns, bandwidth_bps=link.spec.bandwidth_bps)
+                            latency_ns=link.spec.latency_ns, bandwidth_bps=link.spec.bandwidth_bps,
+                            framing=framing(link.spec.framing))
                 if input_queued(rx):
                     ip.head_bytes = rx.spec.flit_bytes
                 elif finite:

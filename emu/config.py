@@ -33,8 +33,15 @@ class LinkSpec:
     """A frame of priority > 0 (ACK tokens, traps, management) overtakes priority-0 frames waiting
     at the port, and a QsNet packet on the line at its next 256-byte segment boundary (QsNet);
     false: strict FIFO. Not with credit flow control (finite buffers), which stays FIFO per VC."""
+    framing: str = "ethernet"
+    """What a frame costs on this link's wire (its modelled length, ``emu.wire.framing``): ``ethernet``
+    (the frame and its FCS, as on the socket; the generic families), ``qsnet`` (QsNet packets: segment
+    headers, CRCs and payload; ``qsnet:``), ``flit`` (mechanism header and payload behind an 8-byte
+    head-flit header; ``mesh:``, ``torus:``). The socket and the capture carry the same bytes whatever it is."""
 
     def __post_init__(self) -> None:
+        if self.framing not in ("ethernet", "qsnet", "flit"):
+            raise ConfigError(f"LinkSpec.framing must be ethernet, qsnet or flit, got {self.framing!r}")
         if not isinstance(self.priority, bool):
             raise ConfigError(f"LinkSpec.priority must be true or false, got {self.priority!r}")
         if not isinstance(self.latency_ns, int) or not 1 <= self.latency_ns <= MAX_DELAY_NS:
@@ -45,6 +52,12 @@ class LinkSpec:
 
     def serialization_ns(self, nbytes: int) -> int:
         return -((-nbytes * 8 * 1_000_000_000) // self.bandwidth_bps)
+
+    def frame_bytes(self, ptype: int, body: int) -> int:
+        """The modelled length on this link of a frame of fabric ``ptype`` whose body (mechanism
+        header(s) and payload) is ``body`` bytes (``emu.wire.framing.frame_length``)."""
+        from .wire.framing import frame_length
+        return frame_length(self.framing, ptype, body)
 
 
 PU_SCHEDULERS = ("hfcfs", "fcfs")
@@ -366,6 +379,21 @@ class HostSpec:
     max_tries: int = 8
     """reliable: sends of one message before the sender gives up on it (logged and counted; the run
     then ends saying so, never a hang)."""
+    noise: str = "none"
+    """OS noise on the host CPU (``emu.nodes.host.noise``): none, periodic (a detour of
+    ``noise_duration_ns`` every ``noise_interval_ns``) or random (exponential gaps of mean
+    ``noise_interval_ns`` between detours). CPU work the host charges does not progress during a detour."""
+    noise_interval_ns: int = 0
+    """periodic: the period of the detours; random: the mean gap between one detour and the next (ns)."""
+    noise_duration_ns: int = 0
+    """The length of one detour (ns)."""
+    noise_phase: str = "random"
+    """periodic: each host's first detour at a phase drawn from the seed (random) or at 0 on every host (aligned)."""
+    skew: str = "none"
+    """Lateness of each rank at a collective's entry: none, fixed (rank x ``skew_ns``), uniform (in
+    [0, ``skew_ns``]) or exponential (mean ``skew_ns``), drawn per host from the seed."""
+    skew_ns: int = 0
+    """The skew's scale (ns)."""
     nic: NicSpec = NicSpec()
     """The collective-offload engine of the NIC (spec 01)."""
     elan: ElanSpec = ElanSpec()
@@ -385,6 +413,25 @@ class HostSpec:
             raise ConfigError(f"HostSpec.rto_ns must be within 1..10**12 ns, got {self.rto_ns!r}")
         if not isinstance(self.max_tries, int) or not 1 <= self.max_tries <= 64:
             raise ConfigError(f"HostSpec.max_tries must be within 1..64, got {self.max_tries!r}")
+        self._check_noise()
+
+    def _check_noise(self) -> None:
+        for f in ("noise_interval_ns", "noise_duration_ns", "skew_ns"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 10**12:
+                raise ConfigError(f"HostSpec.{f} must be an integer within 0..10**12 ns, got {v!r}")
+        if self.noise not in ("none", "periodic", "random"):
+            raise ConfigError(f"HostSpec.noise must be none, periodic or random, got {self.noise!r}")
+        if self.noise_phase not in ("random", "aligned"):
+            raise ConfigError(f"HostSpec.noise_phase must be random or aligned, got {self.noise_phase!r}")
+        if self.skew not in ("none", "fixed", "uniform", "exponential"):
+            raise ConfigError(f"HostSpec.skew must be none, fixed, uniform or exponential, got {self.skew!r}")
+        if self.noise == "periodic" and not 0 < self.noise_duration_ns < self.noise_interval_ns:
+            raise ConfigError(f"host.noise=periodic needs 0 < host.noise_duration_ns < host.noise_interval_ns, got "
+                              f"{self.noise_duration_ns} and {self.noise_interval_ns}: set both (e.g. 2500 every 100000)")
+        if self.noise == "random" and not (self.noise_duration_ns > 0 and self.noise_interval_ns > 0):
+            raise ConfigError(f"host.noise=random needs host.noise_duration_ns > 0 and host.noise_interval_ns > 0 "
+                              f"(the mean gap), got {self.noise_duration_ns} and {self.noise_interval_ns}")
 
 
     def reduce_ns(self, nbytes: int) -> int:

@@ -490,12 +490,12 @@ class Element:
         if inp.buf is not None:
             self._return_credit(inp, wire, bool(kind & POOL))
         elif self.iq:
-            self.engine.lost(inp.index, len(wire) + (4 if kind & NOFCS else 0),
+            self.engine.lost(inp.index, inp.framing.length(wire) if kind & NOFCS else inp.framing.length_wire(wire),
                              wire[VC_OFF] if len(wire) > VC_OFF else 0, self.now)
 
     def _lost_while_down(self, inp: InPort, now: int, wire: bytes, kind: int) -> bool:
         """Was the frame on the wire while its link was down (scheduled)? Then it is lost."""
-        n = len(wire) + (4 if kind & NOFCS else 0)
+        n = inp.framing.length(wire) if kind & NOFCS else inp.framing.length_wire(wire)  # its modelled length
         ser_ns = -(-n * 8_000_000_000 // inp.bandwidth_bps)  # rounded up
         if inp.head_bytes:  # ``now`` is when its head came: the tail follows
             start = now - inp.latency_ns - -(-min(n, inp.head_bytes) * 8_000_000_000 // inp.bandwidth_bps)
@@ -531,10 +531,11 @@ class Element:
         buf = inp.buf
         vc = wire[VC_OFF] % buf.vcs if len(wire) > VC_OFF else 0
         try:
-            buf.take(vc, bool(kind & POOL), len(wire), now)
+            n = inp.framing.length(wire) if kind & NOFCS else inp.framing.length_wire(wire)
+            buf.take(vc, bool(kind & POOL), n, now)
         except OverflowError as e:
             raise EngineError(f"{inp.name}: credit flow control broken: {e}") from None
-        return [inp, vc, bool(kind & POOL), len(wire), 0]
+        return [inp, vc, bool(kind & POOL), n, 0]
 
     def _emit(self, result: list, token: list | None, min_delay: int, cut: bool) -> None:
         """Hand the frames the engine returned to their output ports: queued for the line, or
@@ -549,7 +550,7 @@ class Element:
             p = outs[port] if 0 <= port < len(outs) else None
             if p is None:
                 raise EngineError(f"{self.name}: engine sent a frame to port {port}, which has no link")
-            if at - now < min_delay and not (cut and at + p._ser(len(frame) + 4) - now >= min_delay):
+            if at - now < min_delay and not (cut and at + p._ser(p.framing.length(frame)) - now >= min_delay):
                 raise EngineError(f"{self.name}: engine emitted a frame at {at} ns while handling an event at "
                                   f"{now} ns, earlier than its promised minimum delay of {min_delay} ns")
             if not p.up or (p.timeline is not None and not p.timeline.up_at(at)):
@@ -601,7 +602,7 @@ class Element:
     def _return_credit(self, inp: InPort, wire: bytes, pool: bool) -> None:
         """A frame that never entered the buffer (lost, corrupted): its credit goes straight back."""
         vc = wire[VC_OFF] % inp.buf.vcs if len(wire) > VC_OFF else 0
-        self._send_credit(inp, vc, pool, len(wire))
+        self._send_credit(inp, vc, pool, inp.framing.length_wire(wire))
 
     def _resync(self, p: OutPort, wire: bytes, pool: bool, at: int) -> None:
         """A frame an emulated fault lost on the wire took credit the receiver never returns: it comes

@@ -17,13 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .wire.fabric import DST_OFF, PacketType, add_fcs
+from .wire.framing import ETHERNET, Framing
 
 PRIO_OFF, PTYPE_OFF = DST_OFF + 5, DST_OFF + 6
 """The fabric header's prio and ptype bytes."""
 _QPKT = int(PacketType.QPKT)
 SEG_BYTES, FIRST_SEG_END = 256, 14 + 16 + 256
-"""QsNet packets (spec 03) go out in 256-byte segments: the first ends 286 bytes into the frame
-(Ethernet and fabric envelope, then an 8-byte header and 248 bytes), the next every 256 bytes."""
+"""QsNet packets (spec 03) go out in 256-byte segments: the first ends 286 bytes into the frame on the
+socket (Ethernet and fabric envelope, then an 8-byte header and 248 bytes), the next every 256 bytes;
+on the modelled wire, where the link's framing says (``Framing.qs_first_end``)."""
 
 
 class Timeline:
@@ -142,6 +144,13 @@ class OutPort:
     """Into an input-queued router: the receiver takes a frame when its first ``head_bytes`` (its
     head flit) are in, so a frame's arrival is its start + their time on the line + the latency;
     0: when its last bit is in."""
+    framing: Framing = ETHERNET
+    """The link's framing: a frame's time on the line is that of its modelled length
+    (:meth:`modelled_length`), not of the bytes on the socket."""
+
+    def modelled_length(self, frame) -> int:
+        """The modelled length of MAC client frame ``frame`` (no FCS) on this link."""
+        return self.framing.length(frame)
 
     def queue_at(self, now: int) -> tuple[int, int]:
         """(frames, bytes) handed to this port whose last bit has not left by ``now``."""
@@ -163,11 +172,10 @@ class OutPort:
         moved."""
         if self.tracer is not None:  # the one test the untraced hot path pays for tracing
             return self._enqueue_traced(frame, at)
-        if self.defer_fcs:
-            n = len(frame) + FCS_BYTES
-        else:
+        fr = self.framing
+        n = len(frame) + FCS_BYTES if fr.plain else fr.length(frame)
+        if not self.defer_fcs:
             frame = add_fcs(frame)
-            n = len(frame)
         if self.pending and self.free_at > at and self.priority and len(frame) > PRIO_OFF and frame[PRIO_OFF]:
             if self.defer_fcs:  # overtaking reads the waiting frames' lengths: they carry FCS again
                 self.restore_fcs()
@@ -205,7 +213,7 @@ class OutPort:
         finally:
             self.tracer = tr
         tr.queue(at, len(self.queued), self.queued_bytes)
-        tr.sending(start, start + self._ser(len(frame) + FCS_BYTES))
+        tr.sending(start, start + self._ser(self.framing.length(frame)))
         return start
 
     def restore_fcs(self) -> None:
@@ -236,9 +244,10 @@ class OutPort:
         begin = None
         if start_i < at:  # entry i is on the line: a QsNet packet is cut at its next segment boundary
             if frame_i[PTYPE_OFF] == _QPKT:
-                inserted = done_i - start_i - self._ser(len(frame_i))  # frames that went in at earlier boundaries
-                off = FIRST_SEG_END
-                while off < len(frame_i):
+                n_i = self.framing.length_wire(frame_i)
+                inserted = done_i - start_i - self._ser(n_i)  # frames that went in at earlier boundaries
+                off = self.framing.qs_first_end
+                while off < n_i:
                     t = start_i + self._ser(off) + inserted
                     if t >= at:
                         begin = max(t, ahead)
@@ -253,7 +262,8 @@ class OutPort:
             begin = max(at, ahead)
         shift_from = i
         q = self.queued
-        d = self._ser(len(wire))
+        mlen = self.framing.length_wire
+        d = self._ser(mlen(wire))
         new = (begin, begin + d + lat, wire, False)
         moved = [(s if (j == shift_from and s < at) else s + d, a + d, f, pl)
                  for j, (s, a, f, pl) in enumerate(list(pend)[shift_from:], shift_from)]
@@ -263,7 +273,7 @@ class OutPort:
         # occupancy: the frames not yet done, in their new order
         sent = [(dn, nb) for dn, nb in q if at < dn <= self.sent_done]
         q.clear()
-        q.extend(sent + [(e[1] - lat, len(e[2])) for e in kept + [new] + moved if e[1] - lat > at])
+        q.extend(sent + [(e[1] - lat, mlen(e[2])) for e in kept + [new] + moved if e[1] - lat > at])
         self.queued_bytes = sum(nb for _d, nb in q)
         self.free_at = max(self.free_at + d, begin + d)
         self.busy_ns += d
@@ -307,7 +317,7 @@ class OutPort:
             best, blocked = -1, False
             for v, qv in enumerate(fl.queues):
                 if qv and qv[0][0] <= now:
-                    n = -(-len(qv[0][1]) // fl.unit) * fl.unit
+                    n = -(-self.framing.length_wire(qv[0][1]) // fl.unit) * fl.unit
                     if fl.credits[v] >= n or fl.pool >= n:
                         if best < 0 or qv[0][0] < fl.queues[best][0][0]:
                             best = v
@@ -319,7 +329,7 @@ class OutPort:
                     fl.stalls += 1
                 break
             at, wire, token = fl.queues[best].popleft()
-            n = len(wire)
+            n = self.framing.length_wire(wire)
             c = -(-n // fl.unit) * fl.unit
             pool = fl.credits[best] < c
             if pool:
@@ -354,7 +364,7 @@ class OutPort:
     def _trace_waiting(self, t: int) -> None:
         """(Traced runs, credit flow control) the queue counter: frames and bytes on the line or
         waiting for credit."""
-        waiting = [len(e[1]) for qv in self.flow.queues for e in qv]
+        waiting = [self.framing.length_wire(e[1]) for qv in self.flow.queues for e in qv]
         self.tracer.queue(t, len(self.queued) + len(waiting), self.queued_bytes + sum(waiting))
 
     def credit(self, vc: int, pool: bool, n: int) -> None:
@@ -391,6 +401,9 @@ class InPort:
     """Frames received with a bad frame check sequence (corrupted on the wire), dropped here."""
     head_bytes: int = 0
     """An input-queued router's port: frames arrive when their head flit is in (``OutPort.head_bytes``)."""
+    framing: Framing = ETHERNET
+    """The link's framing (``OutPort.framing``): what a frame's time on the line and its room in a
+    buffer count."""
 
 
 VC_OFF = 22
@@ -420,11 +433,13 @@ class CreditState:
     """An input-queued receiver's VC groups: a frame of group g (its VC byte mod this) may take
     any VC w with w mod groups == g, and takes the one with the most credit not yet spoken for
     (ties: the lowest); 0: a frame takes the VC its byte names."""
+    framing: Framing = ETHERNET
+    """The link's framing: credits count modelled lengths (``OutPort.framing``)."""
 
     def pick(self, g: int) -> int:
         best, room = g % self.vcs, None
         for w in range(g % self.vcs, self.vcs, self.groups):
-            r = self.credits[w] - sum(-(-len(x[1]) // self.unit) * self.unit for x in self.queues[w])
+            r = self.credits[w] - sum(-(-self.framing.length_wire(x[1]) // self.unit) * self.unit for x in self.queues[w])
             if room is None or r > room:
                 best, room = w, r
         return best

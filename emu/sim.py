@@ -30,6 +30,7 @@ import random
 from emu.build import make_engine
 from emu.config import ConfigError
 from emu.port import OutPort
+from emu.wire.framing import framing
 from emu.wire import FCS_LEN, fcs_ok
 
 INF = 1 << 62
@@ -57,7 +58,7 @@ class EngineNet:
         for i, link in enumerate(topology.links):
             for a, ap, b, bp in ((link.a, link.a_port, link.b, link.b_port), (link.b, link.b_port, link.a, link.a_port)):
                 op = OutPort(ap, topology.port_name(a, ap), 0, 2 * i, b, topology.port_name(b, bp),
-                             link.spec.latency_ns, link.spec.bandwidth_bps)
+                             link.spec.latency_ns, link.spec.bandwidth_bps, framing=framing(link.spec.framing))
                 self.ports[(a, ap)] = (op, b, bp)
         self.heap: list = []
         self.seq = 0

@@ -19,8 +19,9 @@ Parts (each a table, and a PNG when matplotlib is there):
 * ``time``: execution time and packet latency, emulated, vs network size (--measured-k), packet
   length (--flits, on --sweep-k) and XOR cost (--xor cycles): the source's router model -- 1 ns
   cycles, 3 header cycles per hop (``emu.switch.processing_delay_ns``), virtual cut-through, a 1-cycle
-  link, 64-byte flits (one flit per cycle: 512 Gbit/s; a frame's 50 bytes of headers ride in its
-  first flit, so an L-flit packet carries 64 L - 50 payload bytes), 4 VCs (8 with dateline pairs on
+  link, 64-byte flits (one flit per cycle: 512 Gbit/s; a packet's 24 bytes of headers -- the coding
+  header and the head-flit header, ``link.framing=flit`` -- ride in its first flit, so an L-flit packet
+  carries 64 L - 24 payload bytes; the emulator's envelope takes no wire time), 4 VCs (8 with dateline pairs on
   tori), unbounded buffers. Execution time = the sum over the sequential phases (B with F, then C+D,
   then E, then G) of the phase's largest latency: a packet's latency runs from its multicast leaving
   the root (relays keep the root's stamp; an encoded packet's from when its encoding began) to its
@@ -51,7 +52,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from expt import pyplot, write_csv  # noqa: E402
 
-HEADERS = 30 + 16 + 4  # Ethernet + fabric, the coding header, the FCS
+HEADERS = 16 + 8  # the coding header and the mesh's 8-byte head-flit header (``link.framing=flit``)
 FLIT = 64
 
 

@@ -27,8 +27,8 @@ average and the worst node, and ``alone``: node 0 doing the same puts to its mir
 idle network (what the put protocol gives without contention). Beside them, the model: the per-node
 injection limit ``inj`` (the host link's rate times the data share of what the node's link carries:
 each 1 KiB of data travels as one QsNet packet -- 24-byte transaction header, 8-byte and 4-byte
-segment headers, CRC-32 and packet id, and the emulator's 34-byte Ethernet/fabric envelope with FCS
--- and, since every node receives as much as it sends, one 50-byte ACK frame for a packet it received
+segment headers, CRC-32 and packet id: its modelled length on a ``qsnet:`` link, ``link.framing=qsnet``
+-- and, since every node receives as much as it sends, one 16-byte ACK token for a packet it received
 goes out beside it); and ``model``, that limit capped by the topology's bisection (bisection width x
 that rate over n/2 nodes; for all-to-all only a share (n/2)/(n-1) of a node's bytes crosses it).
 Small blocking puts pay a round trip each that the model leaves out: compare with ``alone``
@@ -99,17 +99,18 @@ def topology(job: Job):
 def model(t, size: int) -> dict:
     """Per-node injection and bisection limits (Gbit/s of data) for traffic in puts of ``size``
     bytes or more on ``t`` (packet overhead only; the put's closing round trip is left out)."""
-    from emu.wire import FCS_LEN, PacketType, build_frame
+    from emu.wire import PacketType
     from emu.wire.qsnet import ACK, TXN_LEN, packet_bytes
 
     h0 = t.hosts[0].name
     rate = next(lk.spec.bandwidth_bps for lk in t.links if h0 in (lk.a, lk.b))
     spec = t.hosts[0].spec.elan
-    ack = len(build_frame(0, 1, PacketType.QACK, ACK.pack(0, 0, 0, 0, 0, 0))) + FCS_LEN
+    link = next(lk.spec for lk in t.links if h0 in (lk.a, lk.b))
+    ack = link.frame_bytes(PacketType.QACK, ACK.size)  # modelled lengths on the link (``link.framing``)
     wire, left = 0, size
     while left > 0:
         p = min(left, spec.packet_bytes)
-        wire += 14 + 16 + packet_bytes(TXN_LEN + p) + FCS_LEN + ack
+        wire += link.frame_bytes(PacketType.QPKT, packet_bytes(TXN_LEN + p)) + ack
         left -= p
     inj = rate * size / wire / 1e9
     n = len(t.hosts)

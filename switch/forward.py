@@ -7,7 +7,8 @@ import struct
 from dataclasses import dataclass, field
 
 from emu.config import SwitchSpec
-from emu.wire import DST_OFF, ETHERTYPE_FABRIC, FCS_LEN, FLAG_BCAST, HDR_LEN, HOPS_OFF, DecodeError, PacketType, build_frame
+from emu.wire import DST_OFF, ETHERTYPE_FABRIC, FLAG_BCAST, HDR_LEN, HOPS_OFF, DecodeError, PacketType, build_frame
+from emu.wire.framing import ETHERNET, framing
 from emu.wire.qsnet import ACK, ACK_BCAST, MGMT, ROUTE_ENTRY, AckKind, MgmtOp, Reason, TRAP, TrapKind, is_qsnet_packet
 
 from .routing import lookup as routing_policy
@@ -75,6 +76,13 @@ class SwitchEngine:
 
     port_bps: dict = field(default_factory=dict)
     """Line rate of the link on each port (virtual cut-through needs both ends' serialisation)."""
+    port_framing: dict = field(default_factory=dict)
+    """The link's framing on each port (``emu.wire.framing``): a frame's time on a line is that of its
+    modelled length there."""
+
+    def mlen(self, port: int, frame) -> int:
+        """The modelled length of MAC client frame ``frame`` on the link of ``port``."""
+        return self.port_framing.get(port, ETHERNET).length(frame)
 
     def __post_init__(self) -> None:
         self.min_delay_ns = self.spec.processing_delay_ns
@@ -125,8 +133,8 @@ class SwitchEngine:
         self.stats["forwarded"] += 1
         if self.cut_through:  # the head left once the header was through; the tail not before it came
             bps = self.port_bps
-            n = 8_000_000_000 * (len(frame) + FCS_LEN)
-            shorter = min(-(-n // bps[port]), -(-n // bps[out]))
+            shorter = min(-(-8_000_000_000 * self.mlen(port, frame) // bps[port]),
+                          -(-8_000_000_000 * self.mlen(out, frame) // bps[out]))
             return [(out, self._next_hop(frame, port, out), now + self.spec.processing_delay_ns - shorter)]
         return [(out, self._next_hop(frame, port, out), now + self.spec.processing_delay_ns)]
 
@@ -386,6 +394,7 @@ def make_switch(node, topology, cache: dict, engine: SwitchEngine | None = None)
     if nb is None:
         nb = cache["neighbours"] = topology.neighbours()
     eng.port_bps = {p: lk.spec.bandwidth_bps for p, _v, _vp, lk in nb[node.name]}
+    eng.port_framing = {p: framing(lk.spec.framing) for p, _v, _vp, lk in nb[node.name]}
     if topology.manager is not None:
         _managed(eng, node, topology)
     return eng
@@ -419,5 +428,5 @@ def _managed(eng: SwitchEngine, node, topology) -> None:
                         if v != topology.manager and topology.nodes[v].kind == "switch" and p not in starts)
     eng.link_test = LinkTest(node.id, eng.spec.processing_delay_ns, starts, eng._bringup_done,
                              spec.test_frames, spec.test_bytes, answered=eng.held.discard, answers=answers,
-                             port_bps=eng.port_bps)
+                             port_bps=eng.port_bps, port_framing=eng.port_framing)
     eng.timer = 0

@@ -3,7 +3,7 @@
 What a frame meets, in virtual time (every tie broken by a fixed rule, so runs are deterministic):
 
 * **Input buffers.** Each input port has ``vcs`` buffers of ``buffer_bytes`` (whole flits of
-  ``flit_bytes``); a frame of n bytes (FCS included) takes ceil(n / flit_bytes) flits of the buffer
+  ``flit_bytes``); a frame of n bytes (its modelled length, ``emu.wire.framing``) takes ceil(n / flit_bytes) flits of the buffer
   its VC byte names. The sender holds credit for them (credit flow control; the credit goes back
   when the frame's tail has left the buffer, ``credit_delay_ns`` later). A frame reaches the router
   when its *head* (first flit) is in: the link delivers it then (``OutPort.head_bytes``), and its
@@ -207,7 +207,7 @@ class InputQueuedEngine(SwitchEngine):
 
     # -- events -----------------------------------------------------------------------------------
     def receive(self, frame: bytes, port: int, now: int) -> list:
-        n = len(frame) + 4
+        n = self.mlen(port, frame)  # its modelled length: time on the line, flits of the buffer
         fb = self.fb
         cost = -(-n // fb) * fb
         V = self.spec.vcs
@@ -247,9 +247,10 @@ class InputQueuedEngine(SwitchEngine):
                 self._inject(out, frame, at)
                 continue
             g = sel(pkt.port, out, g_in) if sel is not None else g_in
-            pkt.copies.append(Copy(pkt, out, frame, g, self._need(out, len(frame) + 4)))
+            n = self.mlen(out, frame)
+            pkt.copies.append(Copy(pkt, out, frame, g, self._need(out, n)))
             self.wait_n[out] += 1
-            self.wait_b[out] += len(frame) + 4
+            self.wait_b[out] += n
         pkt.left = len(pkt.copies)
 
     def need(self, out: int, n: int) -> int:
@@ -271,9 +272,10 @@ class InputQueuedEngine(SwitchEngine):
 
     def _inject(self, out: int, frame, at: int) -> None:
         pkt = Packet(self.nports, 0, at, at, 0)
-        pkt.copies.append(Copy(pkt, out, frame, 0, self._need(out, len(frame) + 4)))
+        n = self.mlen(out, frame)
+        pkt.copies.append(Copy(pkt, out, frame, 0, self._need(out, n)))
         self.wait_n[out] += 1
-        self.wait_b[out] += len(frame) + 4
+        self.wait_b[out] += n
         pkt.left = 1
         pkt.rc_at = at
         qv = self.q[self.nports][0]
@@ -385,7 +387,7 @@ class InputQueuedEngine(SwitchEngine):
                 c.ovc = w
                 c.sa_at = now + self.va
                 n, b = self.wait_vc.get((o, w), (0, 0))
-                self.wait_vc[(o, w)] = (n + 1, b + len(c.frame) + 4)
+                self.wait_vc[(o, w)] = (n + 1, b + self.mlen(o, c.frame))
                 self.va_ptr[o] = (c.pkt.port * V + c.pkt.vc + 1) % N
                 self.iq_stats["va_grants"] += 1
 
@@ -470,7 +472,7 @@ class InputQueuedEngine(SwitchEngine):
     def _grant(self, c: Copy, now: int) -> tuple[int, bytes, int]:
         self.iq_stats["sa_grants"] += 1
         o, pkt = c.out, c.pkt
-        n = len(c.frame) + 4
+        n = self.mlen(o, c.frame)
         self.wait_n[o] -= 1
         self.wait_b[o] -= n
         ser = self._ser_out(o, n)

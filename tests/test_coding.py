@@ -348,7 +348,7 @@ def test_one_root_all_at_once_on_a_line_is_the_model_to_the_nanosecond():
     hops), waits two serialisations at the injection channel -- nothing else is shared."""
     t, res, f = _figures("mesh:k=4,n=1", "mcast", "all_at_once")
     host, link, sw = t.hosts[0].spec, t.links[0].spec, t.switches[0].spec
-    frame = 30 + 16 + 16 + 4                                     # headers, the coding header, 16 B, FCS
+    frame = 8 + 16 + 16                     # modelled (link.framing=flit): head-flit header, coding header, 16 B
     ser = -(-8 * frame * 10**9 // link.bandwidth_bps)
     last = host.nic_delay_ns + 4 * sw.processing_delay_ns + 5 * link.latency_ns + ser + 2 * ser
     assert f["steps"] == {"all_at_once r0": last} == f["model_steps"]
@@ -430,7 +430,7 @@ def test_a_node_with_several_links_into_its_router_injects_on_them_in_turn():
     t, res, f = _figures("mesh:k=4,n=1,ports=3", "mcast", "all_at_once")
     assert t.nports("h0") == 3 and t.nports("s0") == 5   # 0 the host, 1 and 2 the line (1 unlinked here), 3..4 the host
     host, link, sw = t.hosts[0].spec, t.links[0].spec, t.switches[0].spec
-    ser = -(-8 * 66 * 10**9 // link.bandwidth_bps)
+    ser = -(-8 * link.frame_bytes(PacketType.NC, 16 + 16) * 10**9 // link.bandwidth_bps)  # 40 B (flit framing)
     last = host.nic_delay_ns + 4 * sw.processing_delay_ns + 5 * link.latency_ns + ser + 2 * ser
     assert f["steps"] == {"all_at_once r0": last} == f["model_steps"]
     assert f["model_binds"]["all_at_once r0"] == "router link 0->1 (3 packets)"

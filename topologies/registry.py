@@ -67,17 +67,19 @@ register(Family("clos", clos, (_p("radix", help="router ports"), _p("stages"),
 register(Family("twolevel", twolevel, (_p("ports", help="switch ports on each side"), _p("hosts"),
                                        _p("spines", False, "spine switches (default: ports)")),
                 "two-level fat tree: leaves of `ports` hosts, spines linked to every leaf"))
-QSNET_DEFAULTS = {"link": {"bandwidth_bps": 20_000_000_000}, "switch": {"processing_delay_ns": 35}}
+QSNET_DEFAULTS = {"link": {"bandwidth_bps": 20_000_000_000, "framing": "qsnet"}, "switch": {"processing_delay_ns": 35}}
 """QsNet's figures (spec 03, second reading): links of 25 Gbit/s on the wire with 8b10b encoding carry
-20 Gbit/s of data each way; a router crossing costs under 40 ns (35)."""
+20 Gbit/s of data each way; a router crossing costs under 40 ns (35). A frame's wire time is its QsNet
+packet (segment headers, CRCs, payload), not the emulator's envelope (``link.framing=qsnet``)."""
 register(Family("qsnet", qsnet, (_p("nodes", help="nodes, 2..16384 (node switches of 128)"),
                                  _p("bisection", False, "1 (128 top switches, default) or 0.5 (64)", float)),
                 "QsNet federated network: node-switch chassis of radix-32 routers, top switches carved from routers (or chassis); "
                 "links of 20 Gbit/s of data, routers of 35 ns by default", QSNET_DEFAULTS))
-MESH_DEFAULTS = {"switch": {"model": "input_queued", "cut_through": True, "vcs": 4}}
+MESH_DEFAULTS = {"switch": {"model": "input_queued", "cut_through": True, "vcs": 4}, "link": {"framing": "flit"}}
 """Meshes and tori have routers of their own, as spec 02 describes them: input-queued, virtual
-cut-through at 64-byte flits, 4 VCs (``--set switch.model=output_queued``: the ideal switch)."""
-TORUS_DEFAULTS = {"switch": {**MESH_DEFAULTS["switch"], "vc_policy": "dateline"}}
+cut-through at 64-byte flits, 4 VCs (``--set switch.model=output_queued``: the ideal switch); a frame's
+wire time is its mechanism header and payload behind an 8-byte head-flit header (``link.framing=flit``)."""
+TORUS_DEFAULTS = {"switch": {**MESH_DEFAULTS["switch"], "vc_policy": "dateline"}, "link": {"framing": "flit"}}
 """... and on a torus the dateline classes (two VCs each side of a ring's dateline) that keep
 dimension-order routing free of deadlock with finite buffers."""
 IDEAL_ROUTER = {"switch": {"model": "output_queued", "cut_through": False, "vcs": 1, "vc_policy": "by_class"}}

@@ -4,8 +4,8 @@ Every rank writes a seeded pattern of ``--size`` bytes into its memory; rank i t
 gets it from) rank i + n/2 (mod n), all at once: a bisection pattern. Reported beside the
 measurement, the model of one adapter's bandwidth: packets of ``elan.packet_bytes`` of data carry
 the 24-byte transaction header, their segment headers and trailer (``emu.wire.qsnet.packet_bytes``)
-and the emulator's Ethernet/fabric envelope with its FCS (34 bytes), at the host link's rate, times
-the node's links (``rails=2``: packets striped over both networks).
+the modelled length of each on the link (``link.framing``: on ``qsnet:`` the packet alone, elsewhere with the
+emulator's Ethernet/fabric envelope and FCS), at the host link's rate, times the node's links (``rails=2``: packets striped over both networks).
 Before that, a lone 8-byte put from rank 0 to rank n-1 gives the latency.
 """
 
@@ -30,6 +30,7 @@ def pattern(seed: int, rank: int, size: int) -> bytes:
 def model_gbps(net, size: int) -> float:
     """Data bandwidth of one adapter (Gbit/s) by the packet model, at its link's rate, times its
     links (multi-rail: packets striped over one link to each network)."""
+    from emu.wire import PacketType
     from emu.wire.qsnet import TXN_LEN, packet_bytes
 
     spec = net.topology.hosts[0].spec.elan
@@ -38,7 +39,7 @@ def model_gbps(net, size: int) -> float:
     left = size
     while True:
         n = min(left, spec.packet_bytes)
-        wire += 14 + 16 + packet_bytes(TXN_LEN + n) + 4
+        wire += net.topology.links[0].spec.frame_bytes(PacketType.QPKT, packet_bytes(TXN_LEN + n))
         left -= n
         if left <= 0:
             break

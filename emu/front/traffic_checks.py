@@ -195,11 +195,17 @@ async def traffic_app(host, cycle_ns: int, when: list, dst: list, size: int, exp
     return lat, src, arrived
 
 
+def frame_bytes(link, size: int) -> int:
+    """The modelled length on ``link`` of a one-frame message of ``size`` data bytes (``FRAME_OVERHEAD``
+    more on an Ethernet-framed link; its framing's otherwise)."""
+    return link.frame_bytes(1, 16 + size)  # ptype MSG: a 16-byte message segment header
+
+
 class PathModel:
     """Zero-load latency of a packet from host a to host b by the topology (cached per pair)."""
 
     def __init__(self, topo, size: int):
-        self.topo, self.bytes = topo, size + FRAME_OVERHEAD
+        self.topo, self.size = topo, size
         self.links = {}
         for lk in topo.links:
             self.links[(lk.a, lk.b)] = self.links[(lk.b, lk.a)] = lk.spec
@@ -217,8 +223,9 @@ class PathModel:
                 spec = self.links[(u, w)]
                 rx = nodes[w].spec
                 # into an input-queued router with cut-through, its head flit is what the pipeline waits for
-                head = rx.flit_bytes if getattr(rx, "input_queued", False) and rx.cut_through else self.bytes
-                v += spec.serialization_ns(min(head, self.bytes)) + spec.latency_ns
+                nbytes = frame_bytes(spec, self.size)  # its modelled length on this link
+                head = rx.flit_bytes if getattr(rx, "input_queued", False) and rx.cut_through else nbytes
+                v += spec.serialization_ns(min(head, nbytes)) + spec.latency_ns
             for s in path[1:-1]:
                 rs = nodes[s].spec
                 v += sum(rs.stages_ns) if rs.input_queued else rs.processing_delay_ns
@@ -240,8 +247,8 @@ def _check(pattern: str):
         topo = net.topology
         o = traffic_options(options.extra, topo)
         link = next(lk.spec for lk in topo.links if hosts[0] in (lk.a, lk.b))
-        cycle = link.serialization_ns(o.size + FRAME_OVERHEAD)
-        wire_ns = (o.size + FRAME_OVERHEAD) * 8e9 / link.bandwidth_bps  # the frame's exact time on the link
+        cycle = link.serialization_ns(frame_bytes(link, o.size))
+        wire_ns = frame_bytes(link, o.size) * 8e9 / link.bandwidth_bps  # the frame's exact time on the link
         grid = grid_of(topo)
         model = PathModel(topo, o.size)
         window = (o.warmup, o.warmup + o.measure)

@@ -23,16 +23,20 @@ HEADERS = 46 + FCS_LEN
 """Bytes a frame carries besides message data: Ethernet 14, fabric 16, message segment 16, FCS 4."""
 
 
-def frame_sizes(nbytes: int, mtu: int) -> list[int]:
+def frame_sizes(nbytes: int, mtu: int, link: LinkSpec | None = None) -> list[int]:
+    """The modelled lengths of the frames of an ``nbytes`` message (``HEADERS`` each on an
+    Ethernet-framed link; the link's framing otherwise, ``LinkSpec.frame_bytes``)."""
+    size = (lambda d: d + HEADERS) if link is None or link.framing == "ethernet" else \
+        (lambda d: link.frame_bytes(1, 16 + d))  # ptype MSG: a 16-byte message segment header
     if nbytes == 0:
-        return [HEADERS]
+        return [size(0)]
     full, last = divmod(nbytes, mtu)
-    return [mtu + HEADERS] * full + ([last + HEADERS] if last else [])
+    return [size(mtu)] * full + ([size(last)] if last else [])
 
 
 def p2p_ns(nbytes: int, host: HostSpec, link: LinkSpec, switch: SwitchSpec, hops: int = 1) -> int:
     """T(m): from the NIC taking the message to the receiver having all of it (no overheads)."""
-    sers = [link.serialization_ns(s) for s in frame_sizes(nbytes, host.mtu_bytes)]
+    sers = [link.serialization_ns(s) for s in frame_sizes(nbytes, host.mtu_bytes, link)]
     return (2 * host.nic_delay_ns + sum(sers) + hops * max(sers) + (hops + 1) * link.latency_ns
             + hops * switch.processing_delay_ns)
 
@@ -74,14 +78,14 @@ def binomial_bcast_ns(n: int, nbytes: int, host: HostSpec, link: LinkSpec, switc
 
 
 # -- spec 03's hardware barriers on a star (every rank one switch from every other) ---------------
-def _qs_frames():
-    from emu.wire import HDR_LEN
+def _qs_frames(link: LinkSpec):
+    from emu.wire import PacketType
     from emu.wire.qsnet import ACK_LEN, TXN_LEN, packet_bytes
 
     def frame(data: int) -> int:
-        """Bytes on the wire of a QsNet packet carrying ``data`` bytes after its transaction header."""
-        return HDR_LEN + packet_bytes(TXN_LEN + data) + FCS_LEN
-    return frame, HDR_LEN + ACK_LEN + FCS_LEN
+        """Modelled bytes of a QsNet packet carrying ``data`` bytes after its transaction header."""
+        return link.frame_bytes(PacketType.QPKT, packet_bytes(TXN_LEN + data))
+    return frame, link.frame_bytes(PacketType.QACK, ACK_LEN)
 
 
 def hw_polled_barrier_ns(enter: list[int], host: HostSpec, link: LinkSpec, switch: SwitchSpec) -> list[int]:
@@ -94,7 +98,7 @@ def hw_polled_barrier_ns(enter: list[int], host: HostSpec, link: LinkSpec, switc
     2 ser(cond) + 4 L + 2 d_sw + mem_write + 2 ser(ack). False (a member entered after a): the next
     call at c + R + poll_ns. True: the root leaves, and broadcasts done, which each member has
     nic + 2 ser(done) + 2 L + d_sw + mem_write later."""
-    frame, ack = _qs_frames()
+    frame, ack = _qs_frames(link)
     e = host.elan
     ser = link.serialization_ns
     L, d, nic = link.latency_ns, switch.processing_delay_ns, host.nic_delay_ns
@@ -120,7 +124,7 @@ def hw_tree_barrier_ns(enter: list[int], branch: int, host: HostSpec, link: Link
     child was last (the ACK left first), or at enter[v] + issue + nic if it was. The root, full,
     leaves and broadcasts done (with the result) the same way; a member has it nic + 2 ser(done)
     + 2 L + d_sw + mem_write after it left the root's port (FIFO ports: ``start = max(at, free)``)."""
-    frame, ack = _qs_frames()
+    frame, ack = _qs_frames(link)
     e = host.elan
     ser = link.serialization_ns
     L, d, nic = link.latency_ns, switch.processing_delay_ns, host.nic_delay_ns

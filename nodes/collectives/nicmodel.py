@@ -41,14 +41,21 @@ from emu.config import HostSpec, LinkSpec, SwitchSpec
 from emu.wire import DESC, FCS_LEN, HDR_LEN
 
 FRAME_BYTES = HDR_LEN + DESC.size + FCS_LEN
-"""A descriptor message on the wire: Ethernet and fabric headers, the 128-byte descriptor, FCS."""
+"""A descriptor message on the socket: Ethernet and fabric headers, the 128-byte descriptor, FCS (its
+modelled length on an Ethernet-framed link; :func:`desc_bytes` on any link)."""
+
+
+def desc_bytes(link: LinkSpec) -> int:
+    """A descriptor message's modelled length on ``link`` (``LinkSpec.framing``)."""
+    from emu.wire import PacketType
+    return link.frame_bytes(PacketType.COLL, DESC.size)
 
 
 def crossing_ns(switches: int, host: HostSpec, link: LinkSpec, switch: SwitchSpec) -> int:
     """From a descriptor message leaving the send unit to its arrival at the destination's
     process logic: both NIC pipelines, ``switches + 1`` links (store and forward of one frame),
     ``switches`` switch delays."""
-    ser = link.serialization_ns(FRAME_BYTES)
+    ser = link.serialization_ns(desc_bytes(link))
     return (2 * host.nic_delay_ns + (switches + 1) * (ser + link.latency_ns)
             + switches * switch.processing_delay_ns)
 
@@ -112,7 +119,7 @@ def per_part_ns(k: int, operands: int, host: HostSpec, link: LinkSpec) -> int:
     alu = nic.alu_ns * operands
     return max(k * (nic.queue_ns + alu),                            # a parent's process unit: k reads, k folds
                (k + 1) * nic.descriptor_ns,                         # a parent's send unit
-               (k + 1) * link.serialization_ns(FRAME_BYTES))        # a parent's link, either way
+               (k + 1) * link.serialization_ns(desc_bytes(link)))        # a parent's link, either way
 
 
 def write_order(parts: int, lanes: int) -> tuple[list[int], list[int]]:
@@ -177,7 +184,7 @@ def on_topology(topology, members: list[str], root: int = 0) -> Callable[[int, i
         t = 2 * host.nic_delay_ns
         for x, y in zip(path, path[1:]):
             spec = spec_of[(x, y)]
-            t += spec.serialization_ns(FRAME_BYTES) + spec.latency_ns
+            t += spec.serialization_ns(desc_bytes(spec)) + spec.latency_ns
             if y != b:
                 t += topology.nodes[y].spec.processing_delay_ns
         return t

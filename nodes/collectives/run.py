@@ -127,6 +127,9 @@ async def collective_app(host, members, operation, algo, count, dtype, op, root,
                          sparse=None):
     comm = Comm(host, members)
     comm.in_place = True  # the input is made here and not needed after: no working copy of it
+    late = host.entry_skew_ns(comm.rank)  # ``host.skew``: this rank enters the operation late
+    if late:
+        await host.sleep(late)
     if sparse is not None:  # (density, overlap, bucket, span): an allreduce of a sparse vector
         density, overlap, bucket, span = sparse
         idx, vals = make_sparse_input(seed, comm.rank, count, dtype, density, overlap, bucket)

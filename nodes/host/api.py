@@ -101,6 +101,8 @@ class HostCore(Protocol):
 
     def resolve(self, host: str | int) -> int: ...
 
+    def entry_skew_ns(self, rank: int) -> int: ...
+
 
 class HostAPI:
     """The handle an application gets: ``host.send``, ``host.recv``, ``host.ping``, ``host.sleep``,
@@ -202,6 +204,11 @@ class HostAPI:
     def reduce_cost(self, nbytes: int) -> Compute:
         """Spend the modelled CPU time to combine ``nbytes`` of reduction operands."""
         return Compute(self._engine.spec.reduce_ns(nbytes))
+
+    def entry_skew_ns(self, rank: int) -> int:
+        """How late this host, as rank ``rank``, enters a collective (``host.skew``, ``host.skew_ns``;
+        seeded, deterministic)."""
+        return self._engine.entry_skew_ns(rank)
 
     def sleep(self, ns: int) -> Sleep:
         """Let ``ns`` nanoseconds of virtual time pass."""

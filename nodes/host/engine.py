@@ -23,6 +23,7 @@ from typing import Any, Callable, Protocol
 from emu.nodes.nic.interface import PENDING, Message, NicRequest, Op
 
 from .api import Compute, HostAPI, PingOp, Recv, Send, Sleep, TryRecv
+from .noise import Noise, entry_skew_ns
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,9 @@ class Host:
         self._pings: dict[int, Proc] = {}
         self.current: Proc | None = None
         """The application being stepped (for ``HostAPI.cpu_ns``)."""
+        self.noise = Noise(self.spec, getattr(nic, "seed", 0), getattr(nic, "node_id", 0)) \
+            if self.spec.noise != "none" else None
+        """The CPU's detours (``host.noise``), or None: work takes exactly its time."""
         self.api = HostAPI(self)
 
     @property
@@ -165,19 +169,34 @@ class Host:
         raise TypeError(f"an application on {self.name} awaited {op!r}; only the host API "
                         "(send, recv, ping, sleep, compute, and the NIC's verbs) can be awaited in virtual time")
 
-    def _busy(self, proc: Proc, ns: int, value: Any = None) -> tuple[bool, Any]:
-        """The app spends ``ns`` of host CPU time, then continues with ``value``."""
+    def cpu_done(self, ns: int) -> int:
+        """When ``ns`` of CPU work started now is done: now + ns, later by the detours it meets
+        under OS noise (``host.noise``)."""
+        return self.now + ns if self.noise is None else self.noise.finish(self.now, ns)
+
+    def cpu_done_at(self, t: int, ns: int) -> int:
+        """When ``ns`` of CPU work started at ``t`` is done (a NIC mechanism's host-side writes)."""
+        return t + ns if self.noise is None else self.noise.finish(t, ns)
+
+    def entry_skew_ns(self, rank: int) -> int:
+        """How late this host, as rank ``rank``, enters a collective (``host.skew``)."""
+        return entry_skew_ns(self.spec, getattr(self.nic, "seed", 0), getattr(self.nic, "node_id", 0), rank)
+
+    def _busy(self, proc: Proc, ns: int, value: Any = None, done: int | None = None) -> tuple[bool, Any]:
+        """The app spends ``ns`` of host CPU time, then continues with ``value`` (at ``done`` if
+        given, else when the work is done, detours included)."""
         if ns == 0:
             return True, value
         proc.cpu_ns += ns
         proc.busy = True
-        self.nic.at(self.now + ns, self.resume, (proc, value))
+        self.nic.at(self.cpu_done(ns) if done is None else done, self.resume, (proc, value))
         return False, None
 
     def _op_send(self, proc: Proc, op: Send) -> tuple[bool, Any]:
         o = self.spec.send_overhead_ns
-        self.nic.send_message(op.dst, op.tag, op.data, self.now + o, op.vc)
-        return self._busy(proc, o)
+        done = self.cpu_done(o)
+        self.nic.send_message(op.dst, op.tag, op.data, done, op.vc)
+        return self._busy(proc, o, done=done)
 
     def _op_recv(self, proc: Proc, op: Recv) -> tuple[bool, Any]:
         for i, m in enumerate(self._inbox):

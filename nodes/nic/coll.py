@@ -236,8 +236,10 @@ class CollNIC(Mechanism):
         for v, p in zip(vps, posted):
             self.aborted.discard((v, p.desc["coll_region"]))
         self.stats["posted"] += len(posted)
+        host = getattr(self.nic, "host", None)  # under OS noise (``host.noise``) a detour holds the writes back
         for i, (v, p) in enumerate(zip(vps, posted)):
-            self.nic.at(t + (i + 1) * each_ns, self._written, (v, p))
+            at = t + (i + 1) * each_ns if host is None else host.cpu_done_at(t, (i + 1) * each_ns)
+            self.nic.at(at, self._written, (v, p))
 
     def _written(self, arg) -> None:
         vp, p = arg

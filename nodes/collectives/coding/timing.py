@@ -178,7 +178,7 @@ def figures(topology, stats: list[dict]) -> dict:
     per step (``steps``, ``model_steps``) and what binds each step (``model_binds``). ``stats``: every
     rank's ``comm.nc_stats``."""
     from emu.topologies.grid import grid_of
-    from emu.wire import FCS_LEN, HDR_LEN
+    from emu.wire import PacketType
     from emu.wire.coding import NC
 
     from .plan import plan as make_plan
@@ -186,7 +186,7 @@ def figures(topology, stats: list[dict]) -> dict:
     p = make_plan(grid_of(topology), stats[0]["scheme"])
     me = measured(p, stats)
     specs = (topology.hosts[0].spec, topology.links[0].spec, topology.switches[0].spec)
-    mo = model(p, specs, HDR_LEN + NC.size + stats[0]["bytes"] + FCS_LEN,
+    mo = model(p, specs, specs[1].frame_bytes(PacketType.NC, NC.size + stats[0]["bytes"]),
                inject_ports=topology.nports(topology.hosts[0].name))
     return {"execution_ns": me["execution_ns"], "model_execution_ns": mo["execution_ns"],
             "packet_latency_mean_ns": me["packet_latency_mean_ns"], "end_to_end_ns": me["end_to_end_ns"],
