@@ -433,11 +433,13 @@ class RunConfig:
     """Wall-clock seconds a worker process may leave a call unanswered while using no CPU (stopped,
     SIGSTOP, or hung) before the run stops with an error naming its domain and pid, and the worker
     is killed. None: wait for it forever."""
-    direct: bool = True
-    """Frames between two elements of one process go from the sender's port to the receiver's input
-    queue without a socket round trip (the same records, sequence numbers and capture; what the
-    model sees is unchanged). False, or a socket drop rate: every link carries real UDP datagrams.
-    Frames between processes always do."""
+    direct: bool = False
+    """False (the default): every link carries real UDP datagrams, also between two elements of one
+    process (a live capture of the loopback interface sees them all). True (``emu run --direct``,
+    for large runs): frames between two elements of one process go from the sender's port to the
+    receiver's input queue in memory, without a socket round trip -- the same records, sequence
+    numbers, figures and capture bytes; what the model sees is unchanged. Frames between processes
+    always travel as datagrams, and a socket drop rate puts every link on UDP whatever this says."""
     bind: str = "127.0.0.1"
     """Where the elements' sockets listen: an IPv4 address or a network interface's name (each
     process resolves a name to its own address: one spec for every machine of an MPI run).

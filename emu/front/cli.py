@@ -139,7 +139,7 @@ async def _run(args) -> int:
 
     check_buffers(topo, names, offload)  # a frame larger than a switch's buffers can never pass
 
-    note = await large_run_note(names, topo, extra, args.seed)  # before it starts: a person may rather stop
+    note = await large_run_note(names, topo, extra, args.seed, args.direct)  # before it starts: a person may rather stop
     if note:
         make_console(stderr=True).print(f"[yellow]{note}[/]")
     results, mgr_note = await _run_tests(args, topo, names, faults, extra)
@@ -492,7 +492,7 @@ def run_config(args) -> "RunConfig":
                               "processes; leave --processes out")
         processes = size
     return RunConfig(seed=args.seed, processes=processes, capture=bool(args.pcap), realtime_ns_per_s=args.realtime,
-                     direct=not args.wire, bind=args.bind, partition=args.partition, mpi=size > 1,
+                     direct=args.direct, bind=args.bind, partition=args.partition, mpi=size > 1,
                      **_trace_config(args))
 
 
@@ -661,9 +661,15 @@ def _add_run(sub) -> None:
     r.add_argument("--partition", choices=["metis", "order"], default="metis",
                    help="how nodes are spread over processes: balanced load with the least traffic "
                         "between them (metis, default), or blocks of the node order")
-    r.add_argument("--wire", action="store_true",
-                   help="every link on real UDP datagrams, also between elements of one process (to watch a run "
-                        "live on the loopback interface); by default those go straight to the receiver's queue")
+    tr = r.add_mutually_exclusive_group()
+    tr.add_argument("--direct", action="store_true",
+                    help="for large runs: frames between two elements of one process are handed over in memory, "
+                         "straight into the receiver's input queue, not sent as datagrams (the same figures and "
+                         "capture bytes; frames between processes stay on UDP)")
+    tr.add_argument("--wire", action="store_true",
+                    help="every link on real UDP datagrams on --bind's address, also between elements of one "
+                         "process, so a live capture (tshark -i lo -f udp) sees every frame; the default now, "
+                         "accepted as before")
     r.add_argument("--manager", action="store_true",
                    help="attach spec 03's network manager element: it hears the routers' traps and rewrites their "
                         "tables around dead links (settings manager.*; manager.bringup=true tests every link first)")
