@@ -58,6 +58,7 @@ class PUSpec:
     clusters: int = 64
     """Clusters of cores (the full design: 64, i.e. 512 cores)."""
     cores_per_cluster: int = 8
+    """Cores in each cluster (the full design: 8, i.e. 512 cores in 64 clusters)."""
     ghz: float = 1.0
     """Core clock: a cycle is 1/ghz ns."""
     packet_memory_bytes: int = 4 << 20
@@ -600,8 +601,10 @@ def _field_types(cls: type) -> dict[str, type]:
 
 
 def field_docs(cls: type) -> dict[str, str]:
-    """The docstring under each field of a spec dataclass (the first sentence)."""
+    """The docstring under each field of a spec dataclass (the first sentence: up to a full stop
+    followed by a capital, so that "e.g. 4" or "i.e. 512" does not end it)."""
     import ast
+    import re
     import inspect
     import textwrap
 
@@ -615,7 +618,7 @@ def field_docs(cls: type) -> dict[str, str]:
         if (isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and isinstance(b, ast.Expr)
                 and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str)):
             text = " ".join(b.value.value.split())
-            docs[a.target.id] = text.split(". ")[0].rstrip(".") + "."
+            docs[a.target.id] = re.split(r"(?<!\be\.g)(?<!\bi\.e)\.\s+(?=[A-Z`(])", text, maxsplit=1)[0].rstrip(".") + "."
     return docs
 
 

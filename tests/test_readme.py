@@ -41,7 +41,8 @@ def test_cli_examples_run(tmp_path):
         out = subprocess.run([str(emu), *line.split()[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, line + "\n" + out.stdout + out.stderr
     assert (tmp_path / "r.json").exists() and (tmp_path / "mesh.pcapng").exists()
-    assert (tmp_path / "emu-demo-allreduce.png").stat().st_size > 10_000
+    assert (tmp_path / "demo" / "allreduce.png").stat().st_size > 10_000  # where --out says
+    assert not list(tmp_path.glob("*.png"))  # nothing written into the current folder
     bad = subprocess.run([str(emu), "topo", "fattree:k=4"], capture_output=True, text=True)
     assert bad.returncode == 2 and "fattree: missing parameter n;" in bad.stdout
 

@@ -16,10 +16,11 @@ import sys
 import time
 
 import trio
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..config import MIN_REALTIME_NS_PER_S, ConfigError
+from ..config import MIN_REALTIME_NS_PER_S, SECTIONS, ConfigError
 from ..errors import EmuError, leaves
 from .consoles import make_console
 
@@ -141,7 +142,7 @@ async def _run(args) -> int:
 
     note = await large_run_note(names, topo, extra, args.seed, args.direct)  # before it starts: a person may rather stop
     if note:
-        make_console(stderr=True).print(f"[yellow]{note}[/]")
+        make_console(stderr=True).print(f"[yellow]{escape(note)}[/]")
     results, mgr_note = await _run_tests(args, topo, names, faults, extra)
     return _show_results(args, results, mgr_note)
 
@@ -270,9 +271,10 @@ def _add_manager_and_group(args, topo, extra: dict, faults, defaults: dict, sett
     from ..config import ManagerSpec, merge_settings
 
     mset = merge_settings(defaults, settings).get("manager", {})
-    if mset and not args.manager:
-        raise ConfigError("manager.* settings apply to the network manager: give --manager too")
     offload = extra["offload"]
+    if mset and not args.manager and offload != "switch":
+        raise ConfigError(f"manager.{next(iter(mset))} (--set or [manager] in --config) is a setting of the network "
+                          "manager, and this run has none: give --manager too (--offload switch attaches one itself)")
     if args.manager or offload == "switch":  # in-network allreduce asks the network manager for a tree
         spec, notes = ManagerSpec(**mset), []
         if spec.bringup:  # enough test frames to catch the links given a bit-error rate from the start
@@ -312,7 +314,8 @@ async def _run_tests(args, topo, names: list[str], faults, extra: dict) -> tuple
 
         current = "start"
         async with Cluster(topo, run=run_config(args), capture=args.pcap, progress=on_progress) as net:
-            if args.manager and topo.nodes[topo.manager].info["manager"].bringup:
+            # the manager's settings hold with --offload switch's manager too (bring-up included)
+            if topo.manager is not None and topo.nodes[topo.manager].info["manager"].bringup:
                 current = "link bring-up"
                 progress.update(task, description="link bring-up")
                 await _bring_up_links(net, faults)
@@ -325,7 +328,7 @@ async def _run_tests(args, topo, names: list[str], faults, extra: dict) -> tuple
                 current = name
                 progress.update(task, description=f"{name}: running")
                 results.append(await _run_test(net, name, faults, args.seed, extra))
-            if args.manager:
+            if topo.manager is not None and (args.manager or mgr_note):
                 mgr_note.extend(await _manager_notes(net, topo))
     args.trace_summary = net.trace_summary
     return results, mgr_note
@@ -372,13 +375,13 @@ def _show_results(args, results: list, mgr_note: list[str]) -> int:
     out.print(_results_table(args, results))
     for r in results:
         rows = {k: v for k, v in r.figures.items() if isinstance(v, list) and v and isinstance(v[0], dict)}
-        out.print(f"[bold]{r.name}[/]: " + "  ".join(f"{k}={v}" for k, v in r.figures.items() if k not in rows))
+        out.print(f"[bold]{r.name}[/]: " + escape("  ".join(f"{k}={v}" for k, v in r.figures.items() if k not in rows)))
         for k, v in rows.items():  # a figure that is a list of rows (a test's curve): a table
             out.print(_rows_table(f"{r.name}: {k}", v))
         if r.error:
-            out.print(f"[red]{r.name} failed:[/] {r.error}", soft_wrap=True)  # one line in a pipe or a log
+            out.print(f"[red]{r.name} failed:[/] {escape(str(r.error))}", soft_wrap=True)  # one line in a pipe or a log
     for line in mgr_note:
-        out.print(f"[bold]manager[/]: {line}", soft_wrap=True)
+        out.print(f"[bold]manager[/]: {escape(line)}", soft_wrap=True)
     if args.pcap:
         out.print(f"capture written to {args.pcap}")
     if args.trace:
@@ -616,7 +619,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("demo", help="run a small cluster and print the mechanisms side by side")
     d.add_argument("--hosts", type=_ascii(int), default=8, help="hosts on the star (default 8)")
-    d.add_argument("--plot", default="emu-demo-allreduce.png", help="where to write the PNG ('' for none)")
+    d.add_argument("--out", metavar="DIR",
+                   help="folder to write the demo's plot into (made if missing; default: a new temporary folder, "
+                        "named in the output)")
+    d.add_argument("--plot", default="allreduce.png", metavar="FILE",
+                   help="the plot's file name inside --out (default allreduce.png; '' for no plot)")
     t = sub.add_parser("topo", help="print a topology's hosts, switches, links, diameter, bisection")
     t.add_argument("spec", help="e.g. fattree:k=4,n=3")
     t.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE", help="as for emu run")
@@ -632,7 +639,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="hops: least total hops (default); longest-path: the source's rule, the longest paths "
                          "inside a group and between intermediate nodes balanced, ties by total hops")
     w = sub.add_parser("wireshark", help="the Lua dissector for every header: where it is, or install it")
-    w.add_argument("action", choices=["path", "install"])
+    w.add_argument("action", choices=["path", "install"],
+                   help="path: print where the packaged dissector is; install: copy it into the plugins folder")
     w.add_argument("--dest", help="install into this folder instead of Wireshark's personal Lua plugins folder")
     _add_run(sub)
     rp = sub.add_parser("report", help="plots of an emu run as PNG and SVG: link loads on the topology, "
@@ -653,7 +661,7 @@ def _add_run(sub) -> None:
     r.add_argument("--topo", required=True, help="topology spec, e.g. fattree:k=4,n=3")
     r.add_argument("--test", action="append", metavar="TEST[+TEST...]",
                    help="tests to run, in order: joined with '+' or one --test each (default pingall; listed below)")
-    r.add_argument("--seed", type=_ascii(int), default=0)
+    r.add_argument("--seed", type=_ascii(int), default=0, help="seeds the run's random choices (every element's generator, sampled pingall peers, the tests' data): the same seed gives the same figures (default 0)")
     r.add_argument("--processes", type=_ascii(int), default=1, help="OS processes to spread the elements over")
     r.add_argument("--bind", default="127.0.0.1", metavar="ADDRESS|INTERFACE",
                    help="where the elements' sockets listen, and frames between processes or MPI ranks "
@@ -686,7 +694,8 @@ def _add_run(sub) -> None:
                    help="set any field of the specs, e.g. --set host.send_overhead_ns=435 (see below); "
                         "wins over the topology spec and --config")
     r.add_argument("--config", metavar="FILE.toml",
-                   help="settings from a TOML file: [link] [host] [nic] [elan] [switch] sections of fields")
+                   help="settings from a TOML file: " + " ".join(f"[{s}]" for s in SECTIONS)
+                        + " sections of the fields listed below (the same names as --set)")
     r.add_argument("--fault", action="append", metavar="at=TIME,link=A-B,down|up|ber=RATE",
                    help="a fault during each test, TIME from the test's start, e.g. at=20us,link=s0-s4,down; "
                         "or at=0,switch=s3,down; or at=0,link=h0-s0,ber=1e-6")
@@ -706,8 +715,11 @@ def _add_collective_options(r: argparse.ArgumentParser) -> None:
     from emu.nodes.collectives.operations import OPERATIONS
 
     c = r.add_argument_group(f"collectives ({', '.join(OPERATIONS)})")
-    c.add_argument("--algo", help="algorithm by name (default: chosen by size, as MPI libraries do); with "
-                                  "--offload hw the hardware's: barrier tree|polled")
+    from emu.nodes.collectives.select import ALGORITHMS
+
+    soft = "; ".join(f"{op} {', '.join(algos)}" for op, algos in ALGORITHMS.items())
+    c.add_argument("--algo", help=f"algorithm by name (default: chosen by size, as MPI libraries do); in host "
+                                  f"software: {soft}; with --offload hw the hardware's: barrier tree|polled")
     c.add_argument("--size", help="bytes per rank, e.g. 64KiB (alltoall: per destination; default 1KiB)")
     c.add_argument("--dtype", help="int8..int64, uint8..uint64, float16/32/64 (default float32)")
     c.add_argument("--op", help="sum prod min max minloc maxloc land lor lxor band bor bxor (default sum)")
@@ -741,7 +753,7 @@ def _main(ap, argv) -> int:
         if args.cmd == "demo":
             from .demo import main as demo_main
 
-            return demo_main(args.hosts, args.plot or None, make_console)
+            return demo_main(args.hosts, demo_plot_path(args.out, args.plot), make_console)
         if args.cmd == "topo":
             return cmd_topo(args)
         if args.cmd == "wireshark":
@@ -765,6 +777,25 @@ def _main(ap, argv) -> int:
     return 2
 
 
+def demo_plot_path(out: str | None, plot: str) -> str | None:
+    """Where ``emu demo`` writes its plot: FILE inside ``--out DIR`` (made if missing), by default
+    inside a new temporary folder -- never silently into the current folder; None: no plot."""
+    import os
+    import tempfile
+
+    if not plot:
+        return None
+    if out is None:
+        out = tempfile.mkdtemp(prefix="emu-demo-")
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"--out {out}: cannot make the folder ({e.strerror}); give a folder you can write") from None
+    if not os.access(out, os.W_OK) or not os.path.isdir(out):
+        raise ConfigError(f"--out {out}: not a folder this user can write; give another")
+    return os.path.join(out, plot)
+
+
 def report(e: BaseException, stderr: bool = False, note: str | None = None) -> int:
     """One line for a person, never a traceback: ``refused:`` (bad input, exit 2), ``error:`` (the
     run failed, exit 1), or interrupted (130; SIGTERM: 143). An exception group from trio is
@@ -783,10 +814,10 @@ def report(e: BaseException, stderr: bool = False, note: str | None = None) -> i
         out.print("terminated (SIGTERM); the cluster was torn down", soft_wrap=True)
         return 143
     if isinstance(e, ConfigError):
-        out.print(f"[red]refused:[/] {e}", soft_wrap=True)  # one line: a pipe or a log gets no breaks in it
+        out.print(f"[red]refused:[/] {escape(str(e))}", soft_wrap=True)  # one line: a pipe or a log gets no breaks in it
         return 2
     if isinstance(e, EmuError):
-        out.print(f"[red]error:[/] {e}", soft_wrap=True)
+        out.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True)
         return 1
     if isinstance(e, KeyboardInterrupt):
         out.print("interrupted; the cluster was torn down")
@@ -799,7 +830,8 @@ def report(e: BaseException, stderr: bool = False, note: str | None = None) -> i
         out.print("[red]error:[/] out of memory; use a smaller topology")
         return 1
     if isinstance(e, OSError):
-        out.print(f"[red]error:[/] {e.strerror or e}" + (f": {e.filename}" if getattr(e, "filename", None) else ""))
+        out.print(f"[red]error:[/] " + escape(f"{e.strerror or e}" + (f": {e.filename}" if getattr(e, "filename", None) else "")),
+                  soft_wrap=True)
         return 1
     raise e  # SystemExit, or a bug: then the traceback is what a developer needs
 
