@@ -12,7 +12,8 @@ import tempfile
 import pytest
 
 from emu.config import SECTIONS, settable_fields
-from emu.front.cli import _parser, demo_plot_path, main
+from emu.front.cli import _parser, main
+from emu.front.demo import plot_file as demo_plot_path
 
 EMU = [sys.executable, "-m", "emu"]
 

@@ -751,9 +751,9 @@ def _main(ap, argv) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.cmd == "demo":
-            from .demo import main as demo_main
+            from .demo import main as demo_main, plot_file
 
-            return demo_main(args.hosts, demo_plot_path(args.out, args.plot), make_console)
+            return demo_main(args.hosts, plot_file(args.out, args.plot), make_console)
         if args.cmd == "topo":
             return cmd_topo(args)
         if args.cmd == "wireshark":
@@ -775,25 +775,6 @@ def _main(ap, argv) -> int:
     except BaseException as e:  # noqa: BLE001 -- the CLI turns every failure into one line
         return report(e, stderr=getattr(args, "json", None) == "-", note=_keep_finished(args))
     return 2
-
-
-def demo_plot_path(out: str | None, plot: str) -> str | None:
-    """Where ``emu demo`` writes its plot: FILE inside ``--out DIR`` (made if missing), by default
-    inside a new temporary folder -- never silently into the current folder; None: no plot."""
-    import os
-    import tempfile
-
-    if not plot:
-        return None
-    if out is None:
-        out = tempfile.mkdtemp(prefix="emu-demo-")
-    try:
-        os.makedirs(out, exist_ok=True)
-    except OSError as e:
-        raise ConfigError(f"--out {out}: cannot make the folder ({e.strerror}); give a folder you can write") from None
-    if not os.access(out, os.W_OK) or not os.path.isdir(out):
-        raise ConfigError(f"--out {out}: not a folder this user can write; give another")
-    return os.path.join(out, plot)
 
 
 def report(e: BaseException, stderr: bool = False, note: str | None = None) -> int:
