@@ -108,7 +108,7 @@ def test_a_polled_barrier_estimate_is_a_lower_bound_within_2x(monkeypatch, capsy
                  "--direct", "--json", "-"]) == 0
     out = capsys.readouterr()
     [row] = json.loads(out.out)
-    said = int(re.search(r"more than ([\d,]+) frames", out.err).group(1).replace(",", ""))
+    said = int(re.search(r"at least ([\d,]+) frames", out.err).group(1).replace(",", ""))
     assert said <= row["frames"] <= 2 * said
 
 

@@ -21,7 +21,7 @@ a run takes a while). The estimate counts the frames the hosts inject, as ``fram
 
 It is exact on the cases the tests measure, but it is an estimate and says "about": runs with
 operands over 64 MiB in all are counted on a scaled-down copy (rounding), and counting stops at
-50,000 messages (then it says "more than").
+50,000 messages (then it says "at least").
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class Estimate:
     how: str
     """What the count rests on, e.g. 'ring, 130,560 messages'."""
     at_least: bool = False
-    """True when counting stopped early: the run moves more than ``frames``."""
+    """True when ``frames`` is a lower bound: counting stopped early, or a polled barrier may poll again."""
 
 
 async def estimate(name: str, topo, extra: dict[str, Any], options=None) -> Estimate | None:
@@ -142,8 +142,8 @@ async def large_run_note(names: list[str], topo, extra: dict[str, Any], seed: in
     total = sum(e.frames for e in found)
     if total <= LARGE_RUN_FRAMES:
         return None
-    more = "more than" if any(e.at_least for e in found) else "about"
-    parts = "; ".join(f"{e.test}: {'more than ' if e.at_least else ''}{e.frames:,} ({e.how})" for e in found)
+    more = "at least" if any(e.at_least for e in found) else "about"
+    parts = "; ".join(f"{e.test}: {'at least ' if e.at_least else ''}{e.frames:,} ({e.how})" for e in found)
     faster = ("" if direct else "; --direct hands the frames between elements of one process over in memory "
               "instead of as UDP datagrams: the same figures, several times faster")
     return (f"a large run: {more} {total:,} frames to move ({parts}); it may take a while "
