@@ -38,6 +38,9 @@ be allocated; the arriving frame leaves its buffer when its last copy has. Frame
 by itself later (processing-unit results, link tests, traps on a timer) enter through an internal
 port with one unbounded VC.
 
+Adaptive routing policies read the ports through :class:`IQView`: a port's load includes the frames
+waiting for it in this router's input buffers, not only those already granted to it.
+
 Not modelled: wormhole flow control (a frame that stalls with its flits spread over several routers
 needs per-flit events on the links; virtual cut-through is the closest), a shared buffer pool, and
 credits returned flit by flit (they return per frame, when its tail has left).
@@ -84,6 +87,35 @@ class Copy:
         self.granted = False
 
 
+class IQView:
+    """The port view the routing policies read on an input-queued router (``engine.ports``): a
+    port's load counts the frames granted to it whose last bit has not left (the element's port)
+    and the frames waiting for it in this router's input buffers; ``credits`` are the router's."""
+
+    def __init__(self, view, engine: "InputQueuedEngine") -> None:
+        self._view, self._eng = view, engine
+
+    def __getattr__(self, name):  # up, linked, free_at, len: the element's
+        return getattr(self._view, name)
+
+    def __len__(self) -> int:
+        return len(self._view)
+
+    def queue(self, port: int, now: int, vc: int | None = None) -> tuple[int, int]:
+        e = self._eng
+        if vc is not None:  # those waiting for that VC at the next hop
+            return e.wait_vc.get((port, vc), (0, 0))
+        f, b = self._view.queue(port, now)
+        return f + e.wait_n[port], b + e.wait_b[port]
+
+    def waiting(self, port: int) -> int:
+        return self._eng.wait_n[port]
+
+    def credits(self, port: int, vc: int = 0) -> int | None:
+        cr = self._eng.credits[port]
+        return None if cr is None else cr[vc % len(cr)]
+
+
 @dataclass(eq=False)
 class InputQueuedEngine(SwitchEngine):
     """``SwitchSpec.model = input_queued``; see the module's text."""
@@ -116,6 +148,14 @@ class InputQueuedEngine(SwitchEngine):
         """The next allocation round."""
         self.iq_stats = {"rounds": 0, "va_grants": 0, "sa_grants": 0, "sa_conflicts": 0, "hol_waits": 0}
 
+    @property
+    def ports(self):
+        return self.__dict__.get("_view")
+
+    @ports.setter
+    def ports(self, view) -> None:  # the element's port view, seen through this router's buffers
+        self.__dict__["_view"] = None if view is None else IQView(view, self)
+
     def setup(self, nports: int, group_select) -> None:
         """Size the state for ``nports`` linked ports (port ``nports`` is the internal one)."""
         V = self.spec.vcs
@@ -144,6 +184,11 @@ class InputQueuedEngine(SwitchEngine):
         self.slot = min((self._ser_out(o, self.fb) for o in self.port_bps), default=1) or 1
         """The next allocation slot after a round with grants: one flit's time on the fastest output."""
         self._granted = False
+        self.wait_n = [0] * nports
+        self.wait_b = [0] * nports
+        """Per output: copies waiting for it in the input buffers, and their bytes."""
+        self.wait_vc: dict = {}
+        """(output, VC at the next hop) -> (copies, bytes) allocated that VC and not yet granted."""
         self.VMAX = V + 1
         self.active: list[int] = []
         """Keys p * VMAX + v of the non-empty VC buffers, sorted: the fixed order of every scan."""
@@ -201,6 +246,8 @@ class InputQueuedEngine(SwitchEngine):
                 continue
             g = sel(pkt.port, out, g_in) if sel is not None else g_in
             pkt.copies.append(Copy(pkt, out, frame, g, self._need(out, len(frame) + 4)))
+            self.wait_n[out] += 1
+            self.wait_b[out] += len(frame) + 4
         pkt.left = len(pkt.copies)
 
     def _need(self, out: int, n: int) -> int:
@@ -218,6 +265,8 @@ class InputQueuedEngine(SwitchEngine):
     def _inject(self, out: int, frame, at: int) -> None:
         pkt = Packet(self.nports, 0, at, at, 0)
         pkt.copies.append(Copy(pkt, out, frame, 0, self._need(out, len(frame) + 4)))
+        self.wait_n[out] += 1
+        self.wait_b[out] += len(frame) + 4
         pkt.left = 1
         pkt.rc_at = at
         qv = self.q[self.nports][0]
@@ -328,6 +377,8 @@ class InputQueuedEngine(SwitchEngine):
                 hold[w] = c
                 c.ovc = w
                 c.sa_at = now + self.va
+                n, b = self.wait_vc.get((o, w), (0, 0))
+                self.wait_vc[(o, w)] = (n + 1, b + len(c.frame) + 4)
                 self.va_ptr[o] = (c.pkt.port * V + c.pkt.vc + 1) % N
                 self.iq_stats["va_grants"] += 1
 
@@ -410,6 +461,8 @@ class InputQueuedEngine(SwitchEngine):
         self.iq_stats["sa_grants"] += 1
         o, pkt = c.out, c.pkt
         n = len(c.frame) + 4
+        self.wait_n[o] -= 1
+        self.wait_b[o] -= n
         ser = self._ser_out(o, n)
         depart = now + self.sa + self.st
         if self.vct:  # the tail never leaves before it came
@@ -421,6 +474,11 @@ class InputQueuedEngine(SwitchEngine):
         if cr is not None:
             cr[c.ovc] -= c.need
             self.vc_hold[o][c.ovc] = None
+            k, b = self.wait_vc[(o, c.ovc)]
+            if k == 1:
+                del self.wait_vc[(o, c.ovc)]
+            else:
+                self.wait_vc[(o, c.ovc)] = (k - 1, b - n)
             self.vc_free[o][c.ovc] = depart + ser
         c.granted = True
         frame = bytearray(c.frame)

@@ -297,3 +297,23 @@ def test_the_engine_harness_refuses_an_input_queued_router_in_one_line():
 
     with pytest.raises(ConfigError, match="input-queued router .* run it in an emu.Cluster"):
         EngineNet(build("mesh:k=2,n=2", settings={"switch": {"model": "input_queued"}}))
+
+
+async def test_adaptive_routing_on_the_input_queued_router_counts_the_frames_waiting_in_its_buffers():
+    """Two frames from h0 to a host under the other leaf, back to back, on a router whose route stage
+    is longer than a frame: when the second is routed the first still waits in the input buffer,
+    not yet on its port -- the adaptive policy sees it there and sends the second up the other link."""
+    from emu.switch.iq import IQView
+
+    sw = {"model": "input_queued", "routing": "adaptive", "route_ns": 2000, "cut_through": True}
+    t = build("fattree:k=2,n=2", settings={"switch": sw, "host": {"send_overhead_ns": 0}})
+    leaf = next(lk.b if lk.a == "h0" else lk.a for lk in t.links if "h0" in (lk.a, lk.b))
+    far = next(h.name for h in t.hosts if len(t.route("h0", h.name)) > 3)  # through a top switch
+    async with emu.Cluster(t, run=RunConfig(capture=True)) as net:
+        await net.run({"h0": sender(far, [200, 200]), far: receiver(2)})
+        assert isinstance(net._local.by_name[leaf].engine.ports, IQView)
+        recs = await net.capture_records()
+        base = net.plan.iface_base[leaf]
+        ups = {i - base for ts, i, d, f in recs if d & 3 == DIR_OUT and base <= i < base + t.nports(leaf)
+               and not is_credit(f) and len(f) > 200}
+    assert len(ups) == 2

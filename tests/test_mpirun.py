@@ -260,3 +260,17 @@ def test_the_envelope_codec_is_its_declaration(values):
     raw = ENVELOPE.pack(*values)
     assert raw == bytes(MpiEnvelope(**dict(zip(("kind", "context", "source", "tag", "seq"), values))))
     assert ENVELOPE.unpack(raw) == values and len(raw) == 17
+
+
+def test_a_traced_job_writes_a_valid_timeline_with_the_ranks_collectives(tmp_path):
+    from test_trace import check_trace
+
+    prog, trace = tmp_path / "prog.py", tmp_path / "job.json"
+    prog.write_text(ALLREDUCE)
+    res = subprocess.run([sys.executable, "-m", "emu", "mpirun", "-n", "4", "--topo", "fattree:k=2,n=2",
+                          "--compute", "zero", "--trace", str(trace), str(prog)], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    spans = check_trace(json.loads(trace.read_text()))["spans"]
+    names = {s[3] for track in spans.values() for s in track}
+    assert any("allreduce" in n.lower() for n in names), sorted(names)[:20]

@@ -46,12 +46,20 @@ def add_parser(sub, ascii_int, ascii_float) -> None:
                         "allreduce), switch (allreduce, reduce, bcast, barrier); others in host software")
     p.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE", help="as for emu run")
     p.add_argument("--config", metavar="FILE.toml", help="as for emu run")
-    p.add_argument("--seed", type=ascii_int, default=0, help="seeds the run's random choices (every element's generator, sampled pingall peers, the tests' data): the same seed gives the same figures (default 0)")
+    p.add_argument("--seed", type=ascii_int, default=0,
+                   help="seeds every emulated element's random generator: the same seed gives the same "
+                        "figures (default 0)")
     p.add_argument("--direct", action="store_true",
                    help="hand the frames between the emulated elements over in memory instead of as UDP "
                         "datagrams (as emu run --direct: the same figures, faster)")
     p.add_argument("--pcap", help="write a pcapng capture of the job")
     p.add_argument("--json", metavar="FILE", help="write the figures per rank and per MPI call kind as JSON")
+    p.add_argument("--trace", metavar="FILE", help="write the job's timeline as Chrome trace-event JSON (open it "
+                                                   "in ui.perfetto.dev): per rank its collective calls and their "
+                                                   "steps; per port queue depth and load")
+    p.add_argument("--trace-limit", metavar="SIZE", help="stop writing the trace past this size (default 256MiB)")
+    p.add_argument("--trace-bin", type=ascii_int, metavar="NS", help="width of the trace's link-load bins (default "
+                                                                    "1000 ns)")
     p.add_argument("--tag-output", action="store_true", help="prefix every output line with [rank]")
     p.add_argument("--compute", choices=["zero"],
                    help="zero: the ranks' computation between MPI calls takes no virtual time (deterministic)")
@@ -89,7 +97,10 @@ class Options:
             raise ConfigError(f"--cpu-scale {args.cpu_scale}: give a finite factor >= 0 (or --compute zero)")
         if not 0 <= args.seed < 2**63:
             raise ConfigError(f"--seed must be within 0..2**63-1, got {args.seed}")
-        for opt, path in (("--json", args.json), ("--pcap", args.pcap)):
+        from .trace_options import trace_config
+
+        self.trace = trace_config(args)
+        for opt, path in (("--json", args.json), ("--pcap", args.pcap), ("--trace", args.trace)):
             if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
                 raise ConfigError(f"{opt} {path}: its folder does not exist; create it or write elsewhere")
         defaults = load_settings(args.config) if args.config else {}
@@ -213,7 +224,10 @@ async def _serve(opts: Options, job, handlers) -> object:
     from .cluster import Cluster
     from .mpiserve import rank_app
 
-    async with Cluster(opts.topo, seed=opts.seed, capture=opts.pcap, direct=opts.direct) as net:
+    from ..config import RunConfig
+
+    run = RunConfig(seed=opts.seed, capture=bool(opts.pcap), direct=opts.direct, **opts.trace)
+    async with Cluster(opts.topo, capture=opts.pcap, run=run) as net:
         await net.run({h: (rank_app, job, r, handlers) for r, h in enumerate(opts.hosts)})
         return net.metrics
 
