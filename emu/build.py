@@ -26,7 +26,7 @@ from .config import ConfigError, RunConfig, bind_address, is_loopback
 from .domain import Domain
 from .element import Element
 from .graph import Node, Topology
-from .partition import partition
+from .partition import partition_used
 from .port import BufferState, CreditState, InPort, OutPort
 from .wire.outer import tag_key
 
@@ -84,11 +84,13 @@ class Plan:
     minimum output delay plus the link latency)."""
     engine_modules: tuple[str, ...] = ()
     """Modules that register the engine kinds this plan uses (a worker imports them)."""
+    partition_used: str = ""
+    """How the nodes were spread over the processes, in words (``emu.partition.partition_used``)."""
 
     @classmethod
     def make(cls, topology: Topology, run: RunConfig, cluster_id: int) -> "Plan":
         names = list(topology.nodes)
-        owner = partition(topology, run.processes, run.partition)  # balanced load, least traffic cut
+        owner, used = partition_used(topology, run.processes, run.partition)  # balanced load, least traffic cut
         base, n = {}, 0
         for name in names:
             base[name] = n
@@ -104,7 +106,7 @@ class Plan:
         else:
             lookahead = min(link.spec.latency_ns + min(delay[link.a], delay[link.b]) for link in t.links)
         modules = tuple(sorted({engine_kind(node).module for node in t.nodes.values()}))
-        return cls(topology, run, cluster_id, owner, base, lookahead, modules)
+        return cls(topology, run, cluster_id, owner, base, lookahead, modules, used)
 
     def interfaces(self) -> list[str]:
         """Capture interface names in interface-number order."""
@@ -203,8 +205,11 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
                 peer = dom.by_name.get(p.peer)
                 if peer is not None:
                     p.local = (peer, peer.in_by_link[p.link_id])
-                    # nobody sees the FCS: no CRC-32 per hop (credit flow control keeps its own path)
-                    p.defer_fcs = not plan.run.capture and p.flow is None
+                    # nobody sees the FCS: no CRC-32 per hop (credit flow control keeps its own path, and
+                    # a receiver whose buffers count the frame's bytes needs them all)
+                    rx = t.nodes[p.peer]
+                    p.defer_fcs = (not plan.run.capture and p.flow is None
+                                   and (input_queued(rx) or not finite_buffers(rx)))
     if plan.run.trace:  # the run's timeline (emu.trace): every element, engine and port gets the tracer
         from .trace import attach
 

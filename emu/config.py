@@ -31,7 +31,7 @@ class LinkSpec:
     """Line rate of one direction (bit/s); a frame of B bytes occupies the port ceil(8 B / rate) ns."""
     priority: bool = True
     """A frame of priority > 0 (ACK tokens, traps, management) overtakes priority-0 frames waiting
-    at the port, and a QsNet packet on the line at its next 256-byte segment boundary (spec 03);
+    at the port, and a QsNet packet on the line at its next 256-byte segment boundary (QsNet);
     false: strict FIFO. Not with credit flow control (finite buffers), which stays FIFO per VC."""
 
     def __post_init__(self) -> None:
@@ -349,7 +349,7 @@ class HostSpec:
     """Host CPU time to combine one byte of reduction operands, in picoseconds (250 ps/B = 4 GB/s);
     a reduction of B bytes costs ceil(B * this / 1000) ns."""
     xor_ns: int = 1
-    """Spec 02: the NIC's time to XOR two packets (encode or decode one chain link), ns (1 cycle at
+    """Network-coded broadcast: the NIC's time to XOR two packets (encode or decode one chain link), ns (1 cycle at
     1 GHz by default; the source swept 0-35 cycles)."""
     max_message_bytes: int = 1 << 30
     """Largest message a host accepts; a segment announcing more is malformed (counted, dropped)."""

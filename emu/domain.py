@@ -421,6 +421,11 @@ class Domain:
         buffer while it waits at an output port of the same node."""
         blocked, held = [], []
         for el in self.elements:
+            if el.iq:  # the input-queued router keeps its frames and credits itself
+                b, h = el.engine.credit_waits()
+                blocked += [(el.name, o, vc, el.outs[o].peer, el.outs[o].peer_port_name, n) for o, vc, n in b]
+                held += [(el.name, *x) for x in h]
+                continue
             for p in el.out_ports:
                 fl = p.flow
                 if fl is None:

@@ -41,7 +41,7 @@ DIR_OUT = 2
 DROPPED = 4  # capture record of a frame dropped on purpose (written with a comment)
 FAULT_DROP = 8  # ... lost on the wire by an emulated fault
 FAULT_CORRUPT = 16  # ... sent intact, delivered with a bit flipped by an emulated fault
-WAKE, RELEASE, CREDIT_OUT = 0, 1, 2  # kinds of port events
+WAKE, RELEASE, CREDIT_OUT, CREDIT_BACK = 0, 1, 2, 3  # kinds of port events
 POOL = int(LinkKind.DATA_POOL)  # flags of a received record in the heap: the sender used the pool ...
 CLEAN = 4  # ... it was handed over in this process with no fault possible: its FCS need not be checked
 NOFCS = 8  # ... and its FCS was never appended (``OutPort.defer_fcs``): the frame is the engine's, 4 bytes short
@@ -433,9 +433,11 @@ class Element:
             self._wake(obj)
         elif what == RELEASE:
             self._release(obj)
-        else:
+        elif what == CREDIT_OUT:
             port, vc, n = obj
             self._credit_now(port, vc, n)
+        else:
+            self._credit_back(*obj)
 
     def _fire_timer(self, tt: int) -> list:
         if tt < self.now:
@@ -507,7 +509,10 @@ class Element:
             self.tracer.instant(self.name, "lost in flight", now, {"port": inp.name, "reason": "link down"}, "drop")
         if self.capture is not None:
             self.capture.append((now, inp.iface, DIR_IN | LOST_DOWN, wire))
-        self._not_buffered(inp, wire, kind)
+        if is_credit(wire):  # a link that comes back resynchronises its credits: none is lost for good
+            self._credit_arrived(inp.index, wire)
+        else:
+            self._not_buffered(inp, wire, kind)
         return True
 
     def _credit_arrived(self, port: int, wire: bytes) -> None:
@@ -598,6 +603,27 @@ class Element:
         vc = wire[VC_OFF] % inp.buf.vcs if len(wire) > VC_OFF else 0
         self._send_credit(inp, vc, pool, len(wire))
 
+    def _resync(self, p: OutPort, wire: bytes, pool: bool, at: int) -> None:
+        """A frame an emulated fault lost on the wire took credit the receiver never returns: it comes
+        back one round trip later, as a link's credit resynchronisation would bring it."""
+        if len(wire) <= VC_OFF or is_credit(wire):
+            return
+        if p.flow is not None:
+            fl = p.flow
+            self._event(at, CREDIT_BACK, (p, wire[VC_OFF] % fl.vcs, pool, -(-len(wire) // fl.unit) * fl.unit))
+        elif self.iq:
+            need = self.engine.need(p.index, len(wire))
+            if need:
+                self._event(at, CREDIT_BACK, (p, wire[VC_OFF], False, need))
+
+    def _credit_back(self, p: OutPort, vc: int, pool: bool, n: int) -> None:
+        self.active_ns = self.now  # a credit's arrival, as one on the wire is
+        if p.flow is not None:
+            p.credit(vc, pool, n)
+            self._wake(p)
+        else:
+            self.engine.on_credit(p.index, vc, n, self.now)
+
     def _credit_later(self, port: int, vc: int, n: int, at: int) -> None:
         """The engine's credit for the sender on ``port``: sent at ``at`` (a port event, so the
         credits on a link leave in time order)."""
@@ -645,6 +671,7 @@ class Element:
                         if lost:  # the frame occupied the port, then vanished: that time still passed
                             if arrival - p.latency_ns > self.lost_until:
                                 self.lost_until = arrival - p.latency_ns
+                            self._resync(p, frame, pool, arrival + p.latency_ns)
                             continue
                     elif cap is not None:
                         cap.append((start, p.iface, DIR_OUT, frame))
@@ -766,4 +793,6 @@ class Element:
             if p.flow is not None:  # credits this port waits for
                 out[-1].update(credit_stalls=p.flow.stalls, credit_stall_ns=p.flow.stall_ns,
                                frames_waiting=p.flow.waiting())
+            elif self.iq:  # frames waiting for this port in the input-queued router's buffers
+                out[-1]["frames_waiting"] = self.engine.wait_n[p.index]
         return out

@@ -50,19 +50,27 @@ def expected_load(topology: Topology) -> tuple[dict[tuple[str, str], int], dict[
 
 def partition(topology: Topology, parts: int, method: str = "metis") -> dict[str, int]:
     """Node name -> part (0..parts-1); every part gets at least one node."""
+    return partition_used(topology, parts, method)[0]
+
+
+def partition_used(topology: Topology, parts: int, method: str = "metis") -> tuple[dict[str, int], str]:
+    """(node name -> part, the method actually used, in words: what a run's record says)."""
     names = list(topology.nodes)
     if parts <= 1:
-        return dict.fromkeys(names, 0)
+        return dict.fromkeys(names, 0), "none (one process)"
     if method == "order" or parts >= len(names):
-        return by_order(names, parts)
+        return by_order(names, parts), "order" + ("" if method == "order" else " (a node per process)")
     edge, node = expected_load(topology)
-    owner = _metis(names, edge, node, parts)
+    owner, used = _metis(names, edge, node, parts), "metis"
     if owner is None:
         owner = _kernighan_lin(names, edge, node, parts)
+        used = "kernighan-lin bisection (metis asked; pymetis is not installed)"
     if owner is None or len(set(owner.values())) < parts:
         log.info("partition: no balanced cut into %d parts; contiguous blocks of the node order instead", parts)
-        return by_order(names, parts)
-    return owner
+        why = ("pymetis is not installed and recursive bisection makes powers of two only" if used != "metis"
+               else "no balanced cut")
+        return by_order(names, parts), f"order (metis asked; {why})"
+    return owner, used
 
 
 def _metis(names, edge, node, parts) -> dict[str, int] | None:

@@ -46,7 +46,7 @@ def emu_run(args: list[str], prefix: list[str] | None = None) -> tuple[dict, int
         if p.returncode != 0:
             raise SystemExit(f"emu run {' '.join(args)} failed:\n{p.stdout}{p.stderr}")
         with open(out) as f:
-            return json.load(f)[0], max(rss, before)
+            return json.load(f)["results"][0], max(rss, before)
 
 
 def alltoall(ways, repeat: int, mode: str, first=None):

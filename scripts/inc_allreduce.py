@@ -12,7 +12,9 @@ busy-waiting. The processing unit is made small (``--clusters`` clusters of 8 co
 the links, limits, and the algorithms differ. Beside it the model (``switch/aggregate/model.py``): the
 switch's aggregation bandwidth min(K / tau, 1 / delta) packets per cycle with the algorithm's service
 time tau (single buffer: as many handlers contend for one block as staggered hosts send it in one
-packet slot, ceil(hosts / blocks)), and delta the links' packet interval over the ports.
+packet slot, ceil(hosts / blocks); B buffers: the same contention term with those handlers spread
+over the B buffers, plus the fold of the other B - 1, ``model.service_time``), and delta the links'
+packet interval over the ports.
 
 Part 2, at scale (the source used 64 hosts and 100 Gbit/s): dense host ring allreduce vs dense
 in-network allreduce on the source's "two-level fat tree of 8-port switches", which cannot exist at
@@ -99,7 +101,8 @@ async def measure(spec: str, algo: str, count: int, dtype: str, settings: dict) 
         blocks = -(-nbytes // pkt)
         contending = min(sp.subset, -(-n // min(n, blocks)))
         tau = {"single": service_time("single", L, n, contending=contending),
-               "multi2": service_time("multi", L, n, B=2), "multi4": service_time("multi", L, n, B=4)}.get(
+               "multi2": service_time("multi", L, n, contending=contending, B=2),
+               "multi4": service_time("multi", L, n, contending=contending, B=4)}.get(
             algo, service_time("tree", L, n, copy=sp.copy_cycles))
         wire = link.serialization_ns(pkt + 16 + 30 + 4)
         mm = model(K=sp.cores, tau=tau / sp.ghz, delta=wire / n, delta_c=wire / n, P=n,

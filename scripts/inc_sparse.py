@@ -2,7 +2,8 @@
 """Spec 04's sparse measurements: the sparse in-network allreduce against dense and host software.
 
     python scripts/inc_sparse.py [--densities 0.2,0.1,0.01] [--length 65536] [--overlap 0]
-                                 [--scale source] [--buckets 512] [--out results/inc_sparse/]
+                                 [--scale source] [--buckets 512] [--scale-length N | --full]
+                                 [--parts leaves,scale] [--scale-methods ...] [--out results/inc_sparse/]
 
 Part 1, one switch (``star:n=--ports``): int32 vectors of ``--length`` at each density, summed in the
 switch with hash tables + spill buffers at the leaves (here: the one switch is the root, so also with
@@ -17,9 +18,13 @@ Part 2, at scale (the source's 64 hosts, ``--scale source``: the closest tree of
 switches, ``fattree:k=4,n=3``, since two levels of them hold 32 hosts at full bisection; the output
 says so): gradient-like float32 data -- one value per bucket of ``--buckets`` elements at a random
 place in it (density 1/buckets, about 0.2 %; with ``--overlap``, that share of the buckets has its
-value at the same place on every host) -- dense host ring, dense in-network, sparse host (split
+value at the same place on every host: ``make_sparse_input(bucket=)``, the data of ``emu run --test
+allreduce --bucket 512 --overlap O``) -- dense host ring, dense in-network, sparse host (split
 allgather), sparse in-network: completion and the bytes that crossed the network, each against
-dense in-network and sparse host. Every result is checked against numpy.
+dense in-network and sparse host. Every result is checked against numpy. The source ran 100 MiB per
+host: ``--full`` (``--scale-length`` 26,214,400 float32); the default is 1 MiB per host. At the full
+size the dense methods are left out unless ``--scale-methods`` names them: each host's operand and
+result are 100 MiB (12.8 GiB over 64 hosts) and the dense in-network run moves 6.5 million packets up.
 
 Beside each measurement, the model:
 
@@ -56,24 +61,17 @@ METHODS = ("dense host", "dense switch", "sparse host", "sparse switch (hash lea
 
 
 def data(rank: int, length: int, density: float | None, buckets: int | None, dtype, overlap: float = 0.0):
-    """A host's non-zeros. Density data: ``emu.nodes.collectives.run.make_sparse_input`` (what ``emu
-    run --density D --overlap O`` uses). Buckets: one value per bucket, at a place common to all
-    hosts in the first ``overlap`` share of the buckets, at a random place of its own elsewhere."""
+    """A host's non-zeros: ``emu.nodes.collectives.run.make_sparse_input``, what ``emu run --density D
+    --overlap O`` uses, or with ``buckets`` what ``emu run --bucket B --overlap O`` uses (one value per
+    bucket; ``overlap``: the share of buckets whose value sits at the same place on every host)."""
+    from emu.nodes.collectives.run import make_sparse_input
+
     if not buckets:
-        from emu.nodes.collectives.run import make_sparse_input
-
         return make_sparse_input(length, rank, length, dtype, density, overlap)
-    rng = np.random.default_rng([rank, length])
-    nb = length // buckets
-    common = round(overlap * nb)
-    place = np.concatenate([np.random.default_rng([length, 0x5EED]).integers(0, buckets, common),
-                            rng.integers(0, buckets, nb - common)])
-    idx = np.arange(0, nb * buckets, buckets) + place
-    vals = (rng.integers(1, 50, len(idx)) if np.dtype(dtype).kind == "i" else rng.standard_normal(len(idx)))
-    return idx, vals.astype(dtype)
+    return make_sparse_input(length, rank, length, dtype, 1 / buckets, overlap, buckets)
 
 
-async def app(host, method, length, density, buckets, dtype, span, overlap):
+async def app(host, method, length, density, buckets, dtype, span, overlap, ref=None):
     from emu.nodes.collectives.comm import Comm
 
     c = Comm(host)
@@ -87,7 +85,15 @@ async def app(host, method, length, density, buckets, dtype, span, overlap):
         c.inc_store = "array" if "arrays" in method else "auto"
         y = await c.allreduce_sparse(idx, vals, length, offload=None if method == "sparse host" else "switch",
                                      span=span)
+    if ref is not None:  # checked here, not kept: 64 results of 100 MiB would not fit in memory
+        return _close(y, ref), c.last_algo
     return y, c.last_algo
+
+
+def _close(y, ref) -> bool:
+    step = 1 << 22
+    return all(np.allclose(y[i:i + step].astype(np.float64), ref[i:i + step], rtol=1e-4, atol=1e-3)
+               for i in range(0, len(ref), step))
 
 
 async def measure(spec: str, method: str, length: int, density, buckets, dtype: str, span, overlap: float = 0.0) -> dict:
@@ -97,16 +103,16 @@ async def measure(spec: str, method: str, length: int, density, buckets, dtype: 
     t = build(spec)
     t.add_manager()
     n = len(t.hosts)
-    async with emu.Cluster(t) as net:
-        await net.run({h: (app, method, length, density, buckets, dtype, span, overlap) for h in net.hosts})  # setup
-        res = await net.run({h: (app, method, length, density, buckets, dtype, span, overlap) for h in net.hosts})
-        m = net.metrics
-        stats = {s["name"]: s for s in await net.stats()}
     ref = np.zeros(length, np.float64)
     for r in range(n):
         i, v = data(r, length, density, buckets, dtype, overlap)
         np.add.at(ref, i, v.astype(np.float64))
-    y = res[t.host_names()[0]][0]
+    args = (method, length, density, buckets, dtype, span, overlap, ref)
+    async with emu.Cluster(t) as net:
+        await net.run({h: (app, *args) for h in net.hosts})  # setup
+        res = await net.run({h: (app, *args) for h in net.hosts})
+        m = net.metrics
+        stats = {s["name"]: s for s in await net.stats()}
     per = np.dtype(dtype).itemsize
     pairs = 1024 // (4 + per)
     if method.startswith("sparse switch"):
@@ -120,7 +126,8 @@ async def measure(spec: str, method: str, length: int, density, buckets, dtype: 
         model_block = 0
     else:
         model_bytes = model_block = 0
-    assert np.allclose(y.astype(np.float64), ref, rtol=1e-4, atol=1e-3), f"{spec} {method}: wrong result"
+    bad = [h for h in t.host_names() if not res[h][0]]
+    assert not bad, f"{spec} {method}: wrong result on {', '.join(bad)}"
     return dict(topology=spec, hosts=n, method=method, density=density if not buckets else round(1 / buckets, 5),
                 length=length, completion_ns=m.completion_ns, link_bytes=sum(m.link_bytes.values()),
                 peak_working_memory=max(s.get("pu", {}).get("peak_working_memory", 0) for s in stats.values()),
@@ -170,9 +177,25 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--overlap", type=float, default=0.0,
                     help="share of each host's non-zero indices common to all hosts (0..1)")
     ap.add_argument("--buckets", type=int, default=512)
-    ap.add_argument("--scale-length", type=int, default=1 << 18)
+    ap.add_argument("--scale-length", type=int, default=1 << 18,
+                    help="float32 elements per host at scale (default 1 MiB; --full: the source's 100 MiB)")
+    ap.add_argument("--full", action="store_true", help="at scale, the source's 100 MiB per host")
+    ap.add_argument("--parts", default="leaves,scale", help="leaves (part 1), scale (part 2), or both")
+    ap.add_argument("--scale-methods", default=None,
+                    help="comma-separated methods at scale (default: all four; with --full the two sparse ones)")
     ap.add_argument("--out", default="results/inc_sparse")
     a = ap.parse_args(argv)
+    parts = a.parts.split(",")
+    if any(p not in ("leaves", "scale") for p in parts):
+        raise SystemExit(f"--parts {a.parts}: leaves, scale or leaves,scale")
+    if a.full:
+        a.scale_length = 100 * (1 << 20) // 4
+    scale_methods = (a.scale_methods.split(",") if a.scale_methods else
+                     [m for m in METHODS[:4] if not (a.full and m.startswith("dense"))])
+    if any(m not in METHODS[:4] for m in scale_methods):
+        raise SystemExit(f"--scale-methods: comma-separated, of {', '.join(METHODS[:4])}")
+    if a.buckets < 2 or a.scale_length % a.buckets or not 0 <= a.overlap <= 1:
+        raise SystemExit(f"--buckets {a.buckets} >= 2 dividing --scale-length {a.scale_length}; --overlap within 0..1")
     rows = []
     cols = ("topology", "method", "density", "completion_ns", "link_bytes", "model_link_bytes", "spill_bytes",
             "store_peak", "model_store_peak")
@@ -183,22 +206,27 @@ def main(argv=None) -> list[dict]:
         print(" ".join(f"{r[c]:>{w.get(c, 17)},}" if isinstance(r[c], int) else f"{r[c]!s:>{w.get(c, 17)}}"
                        for c in cols), flush=True)
 
-    for d in [float(x) for x in a.densities.split(",")]:
+    for d in [float(x) for x in a.densities.split(",")] if "leaves" in parts else []:
         span = max(128, int(128 / d))  # a block's non-zeros fill about one packet of 128 int32 pairs
         for method in METHODS:
             r = trio.run(measure, a.leaves, method, a.length, d, None, "int32", span, a.overlap)
             rows.append(r)
             show(r)
-    for spec in scale_specs(a.scale):
+    if "scale" in parts:
+        print(f"at scale: {a.scale_length * 4:,} B of float32 per host, one value per bucket of {a.buckets} "
+              f"(density {1 / a.buckets:.4%}), overlap {a.overlap}; 100 Gbit/s links (the source's)", flush=True)
+    for spec in scale_specs(a.scale) if "scale" in parts else []:
         mine = []
-        for method in METHODS[:4]:
+        for method in scale_methods:
             r = trio.run(measure, spec, method, a.scale_length, None, a.buckets, "float32", a.buckets * 128, a.overlap)
             mine.append(r)
             show(r)
         rows += mine
         by = {r["method"]: r for r in mine}
         for method in ("sparse switch (hash leaves)", "sparse host", "dense host"):
-            r = by[method]
+            r = by.get(method)
+            if r is None or "dense switch" not in by or "sparse host" not in by:
+                continue
             print(f"{spec}, {method} ({r['algo']}): time x{r['completion_ns'] / by['dense switch']['completion_ns']:.2f} "
                   f"and traffic x{r['link_bytes'] / by['dense switch']['link_bytes']:.3f} of dense in-network; "
                   f"x{r['completion_ns'] / by['sparse host']['completion_ns']:.2f} and "

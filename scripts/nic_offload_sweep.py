@@ -1,20 +1,34 @@
 #!/usr/bin/env python3
-"""Spec 01's measurement: allreduce without and with NIC offload, the pipeline model beside it.
+"""Spec 01's two measurements: MPI_Reduce of 8 bytes per type, and allreduce of doubles, without and
+with NIC offload, the pipeline model beside each.
 
-    python scripts/nic_offload_sweep.py [--nodes 16,32,64,128,256] [--sizes 8,16,...,4096]
-                                        [--types float64,float32,int64,uint64] [--branch K]
-                                        [--no-crossover] [--png nic_offload.png]
+    python scripts/nic_offload_sweep.py [--experiment reduce,allreduce] [--nodes 16,32,64,128,256]
+                                        [--reduce-types float64,float32,int64,uint64] [--reduce-bytes 8]
+                                        [--sizes 16,24,32,40,48,56] [--types float64] [--branch K]
+                                        [--crossover] [--png nic_offload.png]
 
-One process per node on binary fat trees (fattree:k=2,n=log2 nodes). "software" is the host
-software allreduce (the default algorithm for the size: recursive doubling when small, Rabenseifner
-when large) over point-to-point messages, paying the modelled software overheads and reduction
-cost; "NIC" posts triggered descriptors on a ``branch``-ary tree (default: the degree the pipeline
-model picks for the size, ``offload.default_branch``) and lets the NICs reduce and broadcast, parts
-of 48 bytes pipelined over lanes (virtual ports). "model" is the analytic pipeline model
-(``emu.nodes.collectives.nicmodel``) for the same tree on the same routes. Every result is checked
-against numpy; completion times are virtual (exact, repeatable). Unless --no-crossover, the size
-where software overtakes the NIC is found by bisection (whole elements) between the last size
-of the sweep the NIC wins and the first it loses.
+One process per node on binary fat trees (fattree:k=2,n=log2 nodes), as the source's k-ary n-trees.
+
+Experiment 1 (``reduce``), the source's MPI_Reduce of 8 bytes for double, float, int64 and uint64
+(8 bytes: one 64-bit element, or two float32): "software" is the host software reduce (the default
+algorithm, a binomial tree, paying the modelled software overheads and reduction cost), "NIC" the
+offloaded reduce (one descriptor per rank on a ``branch``-ary tree, the NICs reduce up to the root,
+no broadcast), and the speed-up software / NIC per type and node count; "model" is
+``nicmodel.reduce_ns`` on the same routes.
+
+Experiment 2 (``allreduce``), the source's allreduce of doubles at 16..48 bytes and just above (56
+bytes need a second descriptor, a step in completion time): "software" is the host software
+allreduce (recursive doubling when small, Rabenseifner when large), "NIC" posts triggered
+descriptors on a ``branch``-ary tree (default: the degree the pipeline model picks for the size,
+``offload.default_branch``) and lets the NICs reduce and broadcast, parts of 48 bytes pipelined
+over lanes (virtual ports). "model" is the analytic pipeline model (``nicmodel``) for the same tree
+on the same routes. Every result is checked against numpy; completion times are virtual (exact,
+repeatable). With --crossover, the size where software overtakes the NIC is found by bisection
+(whole elements) between the last size of the sweep the NIC wins and the first it loses (give
+--sizes up to a few KiB).
+
+Assumed: the project's default host, NIC and link specs (100 Gbit/s links, NicSpec timings); every
+rank enters the operation at the same instant (no noise, no skew).
 """
 
 from __future__ import annotations
@@ -28,10 +42,11 @@ from rich.console import Console
 from rich.table import Table
 
 import emu
-from emu.nodes.collectives.offload import DEFAULT_VP, predict
+from emu.nodes.collectives.offload import DEFAULT_VP, predict, predict_reduce
 from emu.nodes.collectives.run import check_results, run_collective
 
-SIZES = "8,16,24,32,40,48,56,96,192,384,768,1536,4096"
+SIZES = "16,24,32,40,48,56"
+REDUCE_TYPES = "float64,float32,int64,uint64"
 
 
 async def one(net, spec: str, n: int, dtype: str, size: int, branch: int | None) -> dict:
@@ -47,6 +62,44 @@ async def one(net, spec: str, n: int, dtype: str, size: int, branch: int | None)
             "parts": model.parts, "sw_ns": sw.completion_ns, "sw_algo": sw.algo, "nic_ns": nic.completion_ns,
             "model_ns": model.total_ns, "model": model.explain(), "sw_cpu_ns": sw.cpu_ns_max,
             "nic_cpu_ns": nic.cpu_ns_max}
+
+
+async def one_reduce(net, spec: str, n: int, dtype: str, size: int, branch: int | None) -> dict:
+    count = size // np.dtype(dtype).itemsize
+    sw = await run_collective(net, "reduce", count=count, dtype=dtype, seed=size)
+    check_results(sw, count, dtype, "sum", 0, size)
+    nic = await run_collective(net, "reduce", count=count, dtype=dtype, seed=size, offload="nic", branch=branch)
+    check_results(nic, count, dtype, "sum", 0, size)
+    k = int(nic.algo.split("=")[1].rstrip(")"))
+    model = predict_reduce(net.topology, list(net.hosts), k, count, dtype)
+    return {"nodes": n, "topology": spec, "dtype": dtype, "size": size, "branch": k, "sw_ns": sw.completion_ns,
+            "sw_algo": sw.algo, "nic_ns": nic.completion_ns, "model_ns": model}
+
+
+async def measure_reduce(nodes, size, types, branch, status) -> list[dict]:
+    rows = []
+    for n in nodes:
+        spec = f"fattree:k=2,n={n.bit_length() - 1}"
+        async with emu.Cluster(spec) as net:
+            for dtype in types:
+                status.update(f"reduce {spec} {dtype} {size} B")
+                rows.append(await one_reduce(net, spec, n, dtype, size, branch))
+    return rows
+
+
+def report_reduce(console: Console, rows: list[dict], nodes, types) -> None:
+    t = Table(title=f"experiment 1: MPI_Reduce of {rows[0]['size']} B per rank, software vs NIC offload; completion "
+                    "ns (virtual), speed-up = software / NIC")
+    for col in ("nodes", "type", "software", "algorithm", "NIC", "branch", "model", "NIC/model", "speed-up"):
+        t.add_column(col, justify="right")
+    for n in nodes:
+        for dtype in types:
+            r = next(r for r in rows if r["nodes"] == n and r["dtype"] == dtype)
+            t.add_row(str(n), dtype, f"{r['sw_ns']:,}", r["sw_algo"], f"{r['nic_ns']:,}", str(r["branch"]),
+                      f"{r['model_ns']:,}", f"{r['nic_ns'] / r['model_ns']:.3f}", f"{r['sw_ns'] / r['nic_ns']:.2f}")
+    console.print(t)
+    console.print("reduce model: the one-part critical path up the tree on these routes (leaves post and send, "
+                  "parents read, fold and fire in order of arrival; the root completes after folding its own data)")
 
 
 async def crossover(net, spec: str, n: int, dtype: str, rows: list[dict], branch: int | None) -> dict | None:
@@ -137,32 +190,65 @@ def report(console: Console, rows: list[dict], cross: dict, nodes, sizes, types)
 
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--experiment", default="reduce,allreduce", help="reduce, allreduce or both (comma-separated)")
     ap.add_argument("--nodes", default="16,32,64,128,256")
-    ap.add_argument("--sizes", default=SIZES, help="bytes per rank, comma-separated")
-    ap.add_argument("--types", default="float64,float32,int64,uint64")
+    ap.add_argument("--reduce-types", default=REDUCE_TYPES)
+    ap.add_argument("--reduce-bytes", type=int, default=8, help="bytes per rank of the reduce (the source: 8)")
+    ap.add_argument("--sizes", default=SIZES, help="allreduce: bytes per rank, comma-separated")
+    ap.add_argument("--types", default="float64", help="allreduce element types (the source: doubles)")
     ap.add_argument("--branch", type=int, default=None,
                     help="branch degree of the NIC reduction tree (default: the model's pick for the size)")
-    ap.add_argument("--no-crossover", action="store_true", help="skip the bisection for where software overtakes")
+    ap.add_argument("--crossover", action="store_true", help="allreduce: bisect for where software overtakes")
     ap.add_argument("--png", default="nic_offload.png")
     args = ap.parse_args()
-    nodes = [int(x) for x in args.nodes.split(",")]
+    experiments = args.experiment.split(",")
+    if not experiments or any(e not in ("reduce", "allreduce") for e in experiments):
+        raise SystemExit(f"--experiment {args.experiment}: reduce, allreduce or reduce,allreduce")
+    try:
+        nodes = [int(x) for x in args.nodes.split(",")]
+        sizes = [int(x) for x in args.sizes.split(",")]
+    except ValueError:
+        raise SystemExit("--nodes and --sizes: comma-separated integers") from None
     if any(n < 2 or n & (n - 1) for n in nodes):
         raise SystemExit("--nodes: powers of two >= 2 (binary fat trees)")
-    sizes = [int(x) for x in args.sizes.split(",")]
-    types = args.types.split(",")
+    types, rtypes = args.types.split(","), args.reduce_types.split(",")
+    for dt in set(types) | set(rtypes):
+        try:
+            np.dtype(dt)
+        except TypeError:
+            raise SystemExit(f"--types/--reduce-types: unknown element type {dt!r}") from None
     for dt in types:
         if any(s % np.dtype(dt).itemsize for s in sizes):
             raise SystemExit(f"--sizes: every size must be a whole number of {dt} elements")
+    for dt in rtypes:
+        if args.reduce_bytes % np.dtype(dt).itemsize or not 0 < args.reduce_bytes <= 48:
+            raise SystemExit(f"--reduce-bytes {args.reduce_bytes}: a whole number of {dt} elements, 48 bytes at most "
+                             "(one descriptor)")
+    if args.branch is not None:
+        from emu.config import ConfigError
+        from emu.nodes.collectives.offload import validate
+
+        try:
+            validate("allreduce", np.dtype("float64"), "sum", args.branch, "nic")
+        except ConfigError as e:
+            raise SystemExit(f"--branch: {e}") from None
     console = Console(width=180)
     wall = time.perf_counter()
-    with console.status("running") as status:
-        rows, cross = await measure(nodes, sizes, types, args.branch, not args.no_crossover, status)
-    report(console, rows, cross, nodes, sizes, types)
-    r0 = rows[0]
-    console.print(f"host CPU per rank ({r0['dtype']} {r0['size']} B, {r0['nodes']} nodes): software "
-                  f"{r0['sw_cpu_ns']} ns ({r0['sw_algo']}), offload {r0['nic_cpu_ns']} ns (posting descriptors)")
-    plot(rows, args.png)
-    console.print(f"plot written to {args.png}; wall {time.perf_counter() - wall:.0f} s")
+    if "reduce" in experiments:
+        with console.status("running") as status:
+            rrows = await measure_reduce(nodes, args.reduce_bytes, rtypes, args.branch, status)
+        report_reduce(console, rrows, nodes, rtypes)
+    if "allreduce" in experiments:
+        with console.status("running") as status:
+            rows, cross = await measure(nodes, sizes, types, args.branch, args.crossover, status)
+        report(console, rows, cross, nodes, sizes, types)
+        r0 = rows[0]
+        console.print(f"host CPU per rank ({r0['dtype']} {r0['size']} B, {r0['nodes']} nodes): software "
+                      f"{r0['sw_cpu_ns']} ns ({r0['sw_algo']}), offload {r0['nic_cpu_ns']} ns (posting descriptors)")
+        plot(rows, args.png)
+        console.print(f"plot written to {args.png}")
+    console.print("assumed: default host/NIC/link specs, 100 Gbit/s links, every rank entering at once (no noise, "
+                  f"no skew); wall {time.perf_counter() - wall:.0f} s")
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ def run(k: int, model: str, vcs: int, loads, warmup: int, measure: int, size: in
                "--set", "switch.cut_through=true", "--json", out]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         with open(out) as f:
-            return json.load(f)[0]
+            return json.load(f)["results"][0]
 
 
 def main(argv=None) -> int:

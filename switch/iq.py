@@ -194,6 +194,8 @@ class InputQueuedEngine(SwitchEngine):
         """Keys p * VMAX + v of the non-empty VC buffers, sorted: the fixed order of every scan."""
         self.va_ptr = [0] * nports
         self.in_ptr = [0] * (nports + 1)
+        self.vc_ptr = [0] * (nports + 1)
+        """islip: per input, the VC served next among those toward the output it accepted."""
         self.out_ptr = [0] * nports
 
     # -- time on the lines ------------------------------------------------------------------------
@@ -250,6 +252,11 @@ class InputQueuedEngine(SwitchEngine):
             self.wait_b[out] += len(frame) + 4
         pkt.left = len(pkt.copies)
 
+    def need(self, out: int, n: int) -> int:
+        """Credit a frame of ``n`` bytes (FCS included) takes at the receiver on ``out`` (0: none)."""
+        d = self.downstream[out] if out < len(self.downstream) else None
+        return 0 if d is None else -(-n // d[2]) * d[2]
+
     def _need(self, out: int, n: int) -> int:
         d = self.downstream[out] if out < len(self.downstream) else None
         if d is None:
@@ -278,7 +285,7 @@ class InputQueuedEngine(SwitchEngine):
         if len(qv) == 1:
             pkt.rc_at = at
             self._activate(self.nports, 0)
-        self._wake_at(qv[0].rc_at)
+        self._wake_at(max(qv[0].rc_at, at))  # (a head already waiting: not before now)
 
     def on_credit(self, port: int, vc: int, nbytes: int, now: int) -> None:
         """A credit from the receiver on ``port``."""
@@ -452,9 +459,12 @@ class InputQueuedEngine(SwitchEngine):
         out = []
         for p in sorted(matched_in):
             o = matched_in[p]
-            # the VC of that input toward o: the lowest after the input's VC pointer (fixed rule)
+            # the VC of that input toward o: the first at or after the input's VC pointer
             cands = [(v, c) for v, c in req[p] if c.out == o]
-            out.append(min(cands, key=lambda vc: vc[0] % V)[1])
+            vptr = self.vc_ptr[p]
+            v, c = min(cands, key=lambda vc: (vc[0] - vptr) % V)
+            self.vc_ptr[p] = (v + 1) % V
+            out.append(c)
         return out
 
     def _grant(self, c: Copy, now: int) -> tuple[int, bytes, int]:
@@ -472,7 +482,9 @@ class InputQueuedEngine(SwitchEngine):
         self.in_ready[pkt.port] = busy
         cr = self.credits[o]
         if cr is not None:
-            cr[c.ovc] -= c.need
+            view = self.ports
+            if view is None or view.up(o, depart):  # (a frame the port drops takes no room downstream)
+                cr[c.ovc] -= c.need
             self.vc_hold[o][c.ovc] = None
             k, b = self.wait_vc[(o, c.ovc)]
             if k == 1:
@@ -557,6 +569,26 @@ class InputQueuedEngine(SwitchEngine):
             t = b
         self.timer = None if t >= INF else t
 
+    def credit_waits(self) -> tuple[list, list]:
+        """Who waits for whom (credit deadlock diagnosis): ``blocked`` (out port, VC, frames) for every
+        output VC whose waiting frames have no credit; ``held`` (in port, in VC, out port, out VC) for
+        every frame at the head of an input buffer waiting for credit or for a VC at an output (a
+        VC it waits for: each of its group's)."""
+        blocked: dict[tuple[int, int], int] = {}
+        held = []
+        for p, v, pkt in self._heads():
+            for c in pkt.copies:
+                if c.granted or self.credits[c.out] is None:
+                    continue
+                if c.ovc >= 0:
+                    if self.credits[c.out][c.ovc] < c.need:
+                        blocked[(c.out, c.ovc)] = blocked.get((c.out, c.ovc), 0) + 1
+                        held.append((p, v, c.out, c.ovc))
+                else:
+                    for w in self.allowed[c.out][c.group]:
+                        held.append((p, v, c.out, w))
+        return [(o, w, n) for (o, w), n in sorted(blocked.items())], held
+
     def extra_stats(self) -> dict:
         out = super().extra_stats()
         out["router"] = dict(self.iq_stats, peak_vc_bytes=[list(r) for r in self.peak])
@@ -589,11 +621,17 @@ def make_iq(node, topology, cache: dict) -> InputQueuedEngine:
             down[p] = (ps.vcs, ps.buffer_bytes(largest), ps.flit_bytes)
         elif finite_buffers(peer):
             down[p] = (ps.vcs, ps.vc_buffer_bytes, 1)
+    buffer = spec.buffer_bytes(largest)
+    if buffer < -(-largest // spec.flit_bytes) * spec.flit_bytes:
+        raise ConfigError(f"{node.name}: switch.vc_buffer_bytes={buffer} cannot hold a {largest}-byte frame (host.mtu_bytes "
+                          f"+ headers): a VC buffer must hold the largest frame whole; raise vc_buffer_bytes to at "
+                          f"least {-(-largest // spec.flit_bytes) * spec.flit_bytes} or lower host.mtu_bytes")
     eng = InputQueuedEngine(node.name, node.id, spec, topology.routes.get(node.name),
                             candidates=topology.candidates.get(node.name, []),
                             groups=topology.group_ports.get(node.name, {}),
                             downstream=down, in_bps=in_bps, groups_n=G, buffer=spec.buffer_bytes(largest))
     eng.sel = selector(spec.vc_policy, node, G)
     make_switch(node, topology, cache, engine=eng)
+    eng._btimer = eng.timer  # the switch's own first timer (link bring-up), set by make_switch
     eng.setup(topology.nports(node.name), eng.sel)
     return eng

@@ -63,7 +63,7 @@ def test_cli_set_and_config_reach_the_run(tmp_path, capsys):
     out = tmp_path / "r.json"
     assert main(["run", "--topo", "star:n=2", "--config", str(cfg), "--set", "host.nic_delay_ns=0",
                  "--test", "pingall", "--json", str(out)]) == 0
-    [r] = json.loads(out.read_text())
+    [r] = json.loads(out.read_text())["results"]
     assert r["rtt_min_ns"] == 2 * (2 * (1000 + 4) + 50)   # two links each way, 50-byte frames at 100 Gbit/s
     bad = tmp_path / "bad.toml"
     bad.write_text("[link]\nlatency = 5\n")
@@ -145,5 +145,5 @@ def test_a_fault_on_the_command_line_strikes_during_the_test(tmp_path, capsys):
     out = tmp_path / "r.json"
     assert main(["run", "--topo", "star:n=3", "--test", "pingall", "--fault", "at=0,link=s0-h2,down",
                  "--json", str(out)]) == 1
-    [r] = json.loads(out.read_text())
+    [r] = json.loads(out.read_text())["results"]
     assert not r["ok"] and "h2" in r["error"] and "DeadlockError" in r["error"]

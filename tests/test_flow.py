@@ -152,6 +152,6 @@ def test_the_issue_example_reports_per_vc_peaks_and_stalls(tmp_path):
     out = tmp_path / "r.json"
     assert main(["run", "--topo", "fattree:k=4,n=3", "--set", "switch.vc_buffer_bytes=2048", "--set", "switch.vcs=2",
                  "--test", "alltoall", "--size", "4KiB", "--json", str(out)]) == 0
-    [r] = json.loads(out.read_text())
+    [r] = json.loads(out.read_text())["results"]
     assert r["ok"] and 0 < r["max_vc_peak_bytes"] <= 2048 and r["credit_stalls"] > 0
     assert all(max(p["vc_peak_bytes"]) <= 2048 for p in r["per_port_flow"].values() if "vc_peak_bytes" in p)

@@ -100,7 +100,7 @@ def test_a_full_disk_under_pcap_keeps_the_json_and_names_the_path(tmp_path, caps
     assert code == 1
     line = [ln for ln in text.splitlines() if ln.startswith("error:")]
     assert len(line) == 1 and "/dev/full" in line[0] and "No space left" in line[0], text
-    assert [r["name"] for r in json.loads(out.read_text())] == ["pingall", "barrier"]
+    assert [r["name"] for r in json.loads(out.read_text())["results"]] == ["pingall", "barrier"]
 
 
 def test_sigterm_tears_emu_run_down_in_one_line_and_keeps_the_finished_tests(tmp_path):
@@ -123,7 +123,7 @@ def test_sigterm_tears_emu_run_down_in_one_line_and_keeps_the_finished_tests(tmp
     assert proc.returncode == 143, (out, err)
     lines = [ln for ln in (out + err).splitlines() if ln.strip() and not ln.startswith(("a large run", "(ring"))]
     assert len(lines) == 1 and lines[0].startswith("terminated (SIGTERM); the cluster was torn down"), out + err
-    assert [r["name"] for r in json.loads((res / "r.json").read_text())] == ["pingall"]
+    assert [r["name"] for r in json.loads((res / "r.json").read_text())["results"]] == ["pingall"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no spill folder left
     assert not (res / "r.pcapng").exists()
 
@@ -144,7 +144,7 @@ def test_a_capture_that_fills_a_small_disk_is_removed_and_the_json_kept(tmp_path
         subprocess.run(["umount", str(disk)], check=True)
     assert code == 1 and f"{disk / 'r.pcapng'}" in text and "No space left" in text, text
     assert left == []  # the incomplete capture does not hold the disk full
-    assert [r["name"] for r in json.loads((tmp_path / "r.json").read_text())] == ["allreduce"]
+    assert [r["name"] for r in json.loads((tmp_path / "r.json").read_text())["results"]] == ["allreduce"]
 
 
 async def test_a_spill_folder_that_cannot_be_made_is_refused_in_one_line(tmp_path):

@@ -152,7 +152,7 @@ async def test_one_vc_shows_head_of_line_blocking_and_two_vcs_remove_it():
 
     a2, x2, y2, out1b, out2b = await _hol(2, 1)
     assert (a2, x2, y2, out1b) == (a, x, y, out1)
-    assert out2b == y2 + ser(64) + L + 4  # on its own VC, Y passes X at once
+    assert out2b == y2 + ser(64) + L + 4  # on another VC (h0 gives it the one with most credit), Y passes X
 
 
 @pytest.mark.parametrize("allocator", ["round_robin", "islip"])
@@ -317,3 +317,108 @@ async def test_adaptive_routing_on_the_input_queued_router_counts_the_frames_wai
         ups = {i - base for ts, i, d, f in recs if d & 3 == DIR_OUT and base <= i < base + t.nports(leaf)
                and not is_credit(f) and len(f) > 200}
     assert len(ups) == 2
+
+
+# -- what goes wrong on links: every credit comes back ------------------------------------------------
+
+def _full(net, name):
+    eng = net._local.by_name[name].engine
+    return all(cr is None or cr == [eng.downstream[o][1]] * len(cr) for o, cr in enumerate(eng.credits))
+
+
+async def test_a_frame_granted_to_a_down_port_takes_no_credit():
+    t = chain(2, iq(vcs=1, vc_buffer_bytes=1088))
+    async with emu.Cluster(t) as net:
+        await net.link_down("s0", "s1")
+        await net.run({"h0": sender("h1", [100, 100])})  # dropped at s0's port toward s1
+        assert _full(net, "s0")
+        await net.link_up("s0", "s1")
+        res = await net.run({"h0": sender("h1", [100] * 5), "h1": receiver(5)})
+    assert res["h1"] == [100] * 5
+
+
+@pytest.mark.parametrize("a,b", [("h0", "s0"), ("s0", "s1")])
+async def test_a_frame_a_fault_loses_on_the_wire_gives_its_credit_back_a_round_trip_later(a, b):
+    t = chain(2, iq(vcs=1, vc_buffer_bytes=1088))
+    async with emu.Cluster(t) as net:
+        await net.set_fault(a, b, drop=1.0)
+        await net.run({"h0": sender("h1", [100])})
+        await net.set_fault(a, b)
+        res = await net.run({"h0": sender("h1", [100] * 3), "h1": receiver(3)})
+        assert res["h1"] == [100] * 3 and _full(net, "s0")
+        assert net._local.by_name["h0"].out_ports[0].flow.credits == [1088]
+
+
+async def test_a_credit_lost_with_its_link_is_restored():
+    async def sleeper(host):
+        await host.sleep(6000)
+
+    for sw in (iq(), SwitchSpec(vc_buffer_bytes=2176)):  # both router models
+        async with emu.Cluster(chain(2, sw)) as net:
+            await net.schedule(2560, "down", link=("s0", "s1"))  # while s1's credit for h0's frame is on the wire
+            await net.schedule(4000, "up", link=("s0", "s1"))
+            await net.run({"h0": sender("h1", [1000]), "h1": sleeper})
+            el = net._local.by_name["s0"]
+            lost = sum(p["lost_in_flight"] for p in (await net.stats())[2]["ports"])
+            credits = el.engine.credits[1] if sw.input_queued else el.outs[1].flow.credits
+            assert lost >= 1 and credits == [2176]
+
+
+async def test_an_input_queued_router_into_a_finite_output_queued_one_keeps_its_credits_without_a_capture():
+    link = LinkSpec(latency_ns=L, bandwidth_bps=BPS)
+    t = Topology("mixed")
+    t.add_host("h0")
+    t.add_host("h1")
+    t.add_switch("s0", iq(vc_buffer_bytes=1152))
+    t.add_switch("s1", SwitchSpec(vc_buffer_bytes=1152))
+    t.add_link("h0", "s0", link, a_port=0, b_port=0)
+    t.add_link("s0", "s1", link, a_port=1, b_port=0)
+    t.add_link("s1", "h1", link, a_port=1, b_port=0)
+    t.routes = {"s0": [0, 1], "s1": [0, 1]}
+    async with emu.Cluster(t) as net:  # (no capture: frames between elements may go without their FCS)
+        res = await net.run({"h0": sender("h1", [100] * 60), "h1": receiver(60)})
+        assert res["h1"] == [100] * 60 and _full(net, "s0")
+
+
+async def test_islip_turns_between_an_input_s_vcs_too():
+    sw = iq(vcs=2, allocator="islip", route_ns=4, vc_alloc_ns=0, sw_alloc_ns=0, traversal_ns=0)
+    t = star(3, sw, host=HostSpec(send_overhead_ns=0))
+    n = 30
+    apps = {"h0": sender("h1", [14] * n), "h2": sender("h1", [14] * n), "h1": receiver(2 * n)}
+    net, _res, recs = await _records(t, apps)
+    iface = net.plan.iface_base["s0"] + 1
+    h0 = net.topology.nodes["h0"].id
+    vcs = [f[DST_OFF + 4] for ts, i, d, f in recs if i == iface and d & 3 == DIR_OUT
+           and int.from_bytes(f[DST_OFF - 4:DST_OFF], "big") == h0]
+    assert set(vcs) == {0, 1} and "11111" not in "".join(map(str, vcs[:-5]))  # no VC waits for the other to empty
+
+
+async def test_link_bring_up_runs_on_input_queued_routers():
+    from emu.config import ManagerSpec
+
+    t = build("fattree:k=2,n=2", settings={"switch": {"model": "input_queued"}})
+    t.add_manager(spec=ManagerSpec(bringup=True, test_frames=8))
+    async with emu.Cluster(t) as net:
+        from emu.switch.iq import InputQueuedEngine
+
+        await net.run({})  # the links' bring-up: every router's links tested and admitted
+        routers = [el for el in net._local.elements if isinstance(el.engine, InputQueuedEngine)]
+        assert len(routers) == 4 and not any(el.engine.held for el in routers)
+        stats = {s["name"]: s["engine"] for s in await net.stats()}
+        # every link tested: 4 to hosts and 4 between routers (the manager's own are not)
+        assert sum(stats[el.name].get("bringup_up", 0) for el in routers) == 8
+        res = await net.run({"h0": sender("h3", [100]), "h3": receiver(1)})
+        assert res["h3"] == [100]
+
+
+async def test_a_ring_of_input_queued_routers_deadlocks_with_one_vc_and_says_where_and_the_dateline_removes_it():
+    from emu.errors import DeadlockError
+    from emu.nodes.collectives.run import run_collective
+
+    one = {"model": "input_queued", "vcs": 1, "vc_policy": "by_class", "vc_buffer_bytes": 1152}
+    async with emu.Cluster(build("torus:k=4,n=1", settings={"switch": one})) as net:
+        with pytest.raises(DeadlockError, match=r"credit deadlock .* cyclic wait: (s\d-p2 vc0 -> ){4}s\d-p2 vc0"):
+            await run_collective(net, "alltoall", count=256 * 1024, dtype="uint8")
+    async with emu.Cluster(build("torus:k=4,n=1", settings={"switch": {"vc_buffer_bytes": 1152}})) as net:
+        r = await run_collective(net, "alltoall", count=256 * 1024, dtype="uint8")  # the default: dateline
+        assert r.completion_ns > 0

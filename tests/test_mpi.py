@@ -30,7 +30,7 @@ def _run(cmd, tmp_path, timeout=240):
 
 
 def _figures(path):
-    rows = json.loads(pathlib.Path(path).read_text())
+    rows = json.loads(pathlib.Path(path).read_text())["results"]
     for r in rows:
         r.pop("wall_s")
     return rows

@@ -106,7 +106,9 @@ def test_sweep_script_prints_the_model_and_where_software_overtakes(capsys, tmp_
     mod = load("nic_offload_sweep")
     png = tmp_path / "nic.png"
     monkeypatch.setattr(sys, "argv", ["nic_offload_sweep.py", "--nodes", "4", "--types", "float64", "--sizes",
-                                      "8,48,96,480,4096", "--png", str(png)])
+                                      "8,48,96,480,4096", "--png", str(png), "--crossover",
+                                      "--reduce-types", "float64,float32"])
     trio.run(mod.main)
     out = capsys.readouterr().out
     assert "NIC/model" in out and "software overtakes the NIC at" in out and png.stat().st_size > 0
+    assert "experiment 1: MPI_Reduce of 8 B per rank" in out and "speed-up" in out

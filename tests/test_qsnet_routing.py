@@ -154,7 +154,7 @@ def test_settings_from_the_cli_and_refusals(tmp_path, capsys):
     assert main(["run", "--topo", "fattree:k=2,n=2", "--test", "pingall", "--set", "switch.routing=qsnet",
                  "--set", "switch.adaptive_threshold=4", "--set", "switch.adaptive_pick=random",
                  "--json", str(out)]) == 0
-    (r,) = json.loads(out.read_text())
+    (r,) = json.loads(out.read_text())["results"]
     assert r["ok"] and r["pairs"] == 12
     assert main(["run", "--topo", "star:n=2", "--test", "pingall", "--set", "switch.adaptive_pick=zigzag"]) == 2
     assert "refused: SwitchSpec.adaptive_pick 'zigzag' is not one of first_free, next_free, random" in capsys.readouterr().out

@@ -35,12 +35,14 @@ def test_pytest_example_passes(tmp_path):
 
 def test_cli_examples_run(tmp_path):
     cli = [line.split("#")[0].strip() for line in blocks("bash")[1].splitlines() if line.startswith("emu ")]
-    assert len(cli) == 8
+    assert len(cli) == 10
     emu = pathlib.Path(sys.executable).parent / "emu"
     for line in cli:
         out = subprocess.run([str(emu), *line.split()[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, line + "\n" + out.stdout + out.stderr
+        assert not re.search(r"spec 0\d", out.stdout + out.stderr, re.I), line  # mechanisms by name (emu demo)
     assert (tmp_path / "r.json").exists() and (tmp_path / "mesh.pcapng").exists()
+    assert (tmp_path / "ft.graphml").read_text().count("<edge ") == 32
     assert (tmp_path / "demo" / "allreduce.png").stat().st_size > 10_000  # where --out says
     assert not list(tmp_path.glob("*.png"))  # nothing written into the current folder
     bad = subprocess.run([str(emu), "topo", "fattree:k=4"], capture_output=True, text=True)

@@ -77,7 +77,7 @@ def _run(tmp_path, *extra, topo="fattree:k=2,n=2", tests="allreduce+alltoall"):
     out, tr = tmp_path / "r.json", tmp_path / "t.json"
     code = main(["run", "--topo", topo, "--test", tests, "--size", "4KiB", "--json", str(out), "--trace", str(tr),
                  *extra])
-    return code, json.loads(out.read_text()), json.loads(tr.read_text())
+    return code, json.loads(out.read_text())["results"], json.loads(tr.read_text())
 
 
 def test_the_trace_holds_each_rank_s_test_collective_calls_and_steps(tmp_path, capsys):
@@ -246,7 +246,7 @@ def test_emu_report_refuses_what_it_cannot_read(tmp_path, capsys):
 def test_the_progress_bar_is_silent_off_a_terminal(tmp_path, capfd):
     assert main(["run", "--topo", "star:n=4", "--test", "allreduce", "--json", "-"]) == 0
     cap = capfd.readouterr()
-    assert json.loads(cap.out)[0]["ok"]
+    assert json.loads(cap.out)["results"][0]["ok"]
     assert "frames/s" not in cap.err and "\x1b[" not in cap.err  # no bar, no cursor codes
 
 
@@ -269,7 +269,7 @@ def test_a_traced_run_has_the_figures_of_an_untraced_one(tmp_path, settings):
         out = tmp_path / "r.json"
         assert main(["run", "--topo", "fattree:k=2,n=3", "--test", "alltoall+allreduce", "--size", "16KiB",
                      "--json", str(out), *settings, *extra]) == 0
-        rows.append([{k: v for k, v in r.items() if k != "wall_s"} for r in json.loads(out.read_text())])
+        rows.append([{k: v for k, v in r.items() if k != "wall_s"} for r in json.loads(out.read_text())["results"]])
     assert rows[0] == rows[1]
     got = check_trace(json.loads((tmp_path / "t.json").read_text()))
     for port, v in rows[1][1]["per_link"].items():  # the allreduce, the last test: its queue peaks

@@ -14,7 +14,7 @@ SHORT = ["--warmup", "200", "--measure", "1000"]
 def run(tmp_path, *args, name="r.json"):
     out = tmp_path / name
     assert main(["run", *args, "--json", str(out)]) == 0
-    rows = json.loads(out.read_text())
+    rows = json.loads(out.read_text())["results"]
     for r in rows:
         r.pop("wall_s")
     return rows

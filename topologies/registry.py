@@ -124,7 +124,16 @@ def build(spec: str, *, defaults: dict | None = None, settings: dict | None = No
     ``elan``, ``switch``; see ``emu.config.parse_settings`` / ``load_settings``) set any field of the specs:
     ``defaults`` (a ``--config`` file) under the spec string's parameters, ``settings`` (``--set``)
     over them. A spec too large for this machine is refused before it is built
-    (``emu.topologies.estimate``)."""
+    (``emu.topologies.estimate``).
+
+    A spec ending in ``.json`` or ``.graphml`` names a topology file (``emu.topologies.files``): the
+    file's element and link fields between ``defaults`` and ``settings``."""
+    from .files import is_file_spec, load
+
+    if is_file_spec(spec):
+        if overrides:
+            raise ConfigError(f"{spec}: a topology file takes no parameters ({', '.join(overrides)}); use --set")
+        return load(spec, defaults=defaults, settings=settings)
     name, raw = parse(spec)
     fam = FAMILIES.get(name)
     if fam is None:

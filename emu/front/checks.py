@@ -41,16 +41,26 @@ class CheckResult:
     hop_count: int
     figures: dict[str, Any]
     error: str | None = None
-    per_link: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Sending port -> frames, bytes, busy_ns, peak queue (frames, bytes), credit_stall_ns, drops over
-    the run (``RunMetrics.per_link``; JSON only, too long for a table)."""
+    per_link: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per link direction, keyed by its sending port (``s0-p2``: one key per direction, unique even
+    where two links join the same nodes): ``link`` (the link's name, ``A-B`` as ``emu topo`` and
+    ``--fault link=`` give it), ``from``, ``to`` (nodes), ``to_port``, then frames, bytes, busy_ns,
+    peak queue (frames, bytes), credit_stall_ns, drops over the run (``RunMetrics.per_link``; JSON
+    only, too long for a table)."""
     per_port_flow: dict[str, dict[str, Any]] = field(default_factory=dict)
     """With credit flow control (JSON only): per port, input-buffer peak and mean occupancy per VC
     (bytes) and credit stalls (count, ns)."""
+    start_ns: int | None = None
+    """The test's start on the cluster's clock (virtual ns from the cluster's start, as ``net.now`` and
+    a message's ``t_ns``): ``completion_ns`` counts from here."""
+    end_ns: int | None = None
+    """The run's last event on the cluster's clock."""
 
     def as_dict(self) -> dict[str, Any]:
         d = {"name": self.name, "ok": self.ok, "completion_ns": self.completion_ns, "frames": self.frames,
              "bytes": self.bytes, "hop_count": self.hop_count, **self.figures}
+        if self.start_ns is not None:  # the origin of completion_ns, on the cluster's clock
+            d["start_ns"], d["end_ns"] = self.start_ns, self.end_ns
         if self.error:
             d["error"] = self.error
         d["per_link"] = self.per_link
@@ -88,8 +98,21 @@ async def run_check(net, name: str, options: Options) -> CheckResult:
         flow.setdefault(p, {}).update(credit_stalls=n, credit_stall_ns=m.credit_stall_ns.get(p, 0))
     summary = m.summary()
     extra = {k: summary[k] for k in ("max_vc_peak_bytes", "credit_stalls", "credit_stall_ns") if k in summary}
+    losses = {k: summary[k] for k in ("dropped", "corrupted", "fcs_errors", "lost_in_flight")}
     return CheckResult(name, ok, completion if ok else None, m.frames, m.bytes, m.hop_count,
-                       {**figures, "max_queue_frames": m.max_queue_frames, **extra}, error,
-                       m.per_link(), flow)
+                       {**figures, "max_queue_frames": m.max_queue_frames, **losses, **extra}, error,
+                       named_links(net.topology, m.per_link()), flow, m.start_ns, m.end_ns)
+
+
+def named_links(topo, per_port: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]:
+    """``per_link`` with each direction's link named: ``link`` (``A-B``, as ``emu topo`` names it),
+    ``from``, ``to`` and ``to_port`` before the figures."""
+    ends = {}
+    for link in topo.links:
+        pa, pb = topo.port_name(link.a, link.a_port), topo.port_name(link.b, link.b_port)
+        name = f"{link.a}-{link.b}"
+        ends[pa] = {"link": name, "from": link.a, "to": link.b, "to_port": pb}
+        ends[pb] = {"link": name, "from": link.b, "to": link.a, "to_port": pa}
+    return {p: {**ends.get(p, {}), **v} for p, v in per_port.items()}
 
 

@@ -80,7 +80,10 @@ def cmd_topo(args) -> int:
     specs = {(link.spec.latency_ns, link.spec.bandwidth_bps) for link in t.links}
     table.add_row("link latency / bandwidth",
                   ", ".join(f"{lat} ns / {bw / 1e9:g} Gbit/s" for lat, bw in sorted(specs)))
-    (make_console(stderr=True) if args.json == "-" else console).print(table)
+    from .topo_cmd import listing
+
+    if not listing(args, t):  # --links, --nodes, --format: stdout holds them
+        (make_console(stderr=True) if args.json == "-" else console).print(table)
     if args.json == "-":
         json.dump(figures, sys.stdout, indent=2)
         print()
@@ -131,26 +134,89 @@ def run_epilog() -> str:
 
 
 async def _run(args) -> int:
+    """Every point of the sweep (one without one) checked before any starts, then run in order."""
+    from .sweepargs import point_args, sweep
+
+    if getattr(args, "replay", None):
+        return await _replay(args)
+    if not args.topo:
+        raise ConfigError("emu run needs --topo SPEC (or --replay RESULT.json)")
+    args.swept, points = sweep(args)
+    if len(points) > 1 and (args.pcap or args.trace):
+        raise ConfigError(f"--pcap and --trace write one file per cluster; this sweep has {len(points)} points: "
+                          "run the point you want to capture on its own")
+    prepared = []
+    for point in points:  # bad input at any point is refused before the first starts
+        pargs = point_args(args, point)
+        prepared.append((point, pargs, await _prepare(pargs)))
+    args.finished, args.points = [], []
+    for point, pargs, (names, topo, faults, extra) in prepared:
+        pargs.sink, pargs.point = args.finished, point  # what finished is kept for --json (_keep_finished)
+        results, mgr_note = await _run_tests(pargs, topo, names, faults, extra)
+        args.trace_summary = getattr(pargs, "trace_summary", None)
+        args.partition_used = getattr(pargs, "partition_used", None)
+        args.points.append((point, pargs, results, mgr_note))
+    return _show_results(args)
+
+
+async def _replay(args) -> int:
+    """``emu run --replay RESULT.json``: the recorded command again; exit 1 with the differences in
+    one line when a figure is not the same (wall-clock times aside)."""
+    from rich.markup import escape
+
+    from .runrecord import OUTPUTS, compare, load, replay_argv, results_document
+
+    given = [a for a in args.argv[1:] if a.split("=", 1)[0].startswith("--") and a.split("=", 1)[0] not in OUTPUTS]
+    if given:
+        raise ConfigError(f"--replay takes the command from its file; leave out {given[0]} (only --json, --csv, "
+                          "--indent may go with it)")
+    run, old = load(args.replay)
+    argv = replay_argv(run, args.replay)
+    for opt in ("json", "csv", "indent"):
+        if getattr(args, opt) is not None:
+            argv += [f"--{opt}", str(getattr(args, opt))]
+    again = _parser().parse_args(argv)
+    again.argv = argv
+    code = await _run(again)
+    new = results_document(again, again.finished, run_config(again))["results"]
+    diffs = compare(old, new)
+    out = make_console(stderr=True) if "-" in (args.json, args.csv) else console
+    was = run.get("version")
+    vnote = f" (recorded with emu {was}, this is {version()})" if was and was != version() else ""
+    if diffs:
+        more = f"; and {len(diffs) - 3} more" if len(diffs) > 3 else ""
+        out.print(f"[red]replay of {args.replay}: {len(diffs)} figure(s) differ:[/] {escape('; '.join(diffs[:3]))}{more}{vnote}",
+                  soft_wrap=True, markup=True, highlight=False)
+        return 1
+    out.print(f"replay of {args.replay}: the figures of its {len(new)} row(s) match{vnote}", soft_wrap=True)
+    return code
+
+
+async def _prepare(args) -> tuple:
+    """One point: (tests, topology, faults, options), refused in one line when bad."""
     names, offload = _checked_run_args(args)
     topo, faults, defaults, settings = _topology_with_faults(args)
     extra = _collective_extra(args, names, offload, topo)
     _add_manager_and_group(args, topo, extra, faults, defaults, settings)
     from .buffers import check_buffers
     from .estimate import large_run_note
+    from .runrecord import resolved_settings
 
     check_buffers(topo, names, offload)  # a frame larger than a switch's buffers can never pass
-
+    config, given = _settings(args)
+    args.resolved = resolved_settings(args.topo, config, defaults, given, args.config)
     note = await large_run_note(names, topo, extra, args.seed, args.direct)  # before it starts: a person may rather stop
     if note:
         make_console(stderr=True).print(f"[yellow]{escape(note)}[/]")
-    results, mgr_note = await _run_tests(args, topo, names, faults, extra)
-    return _show_results(args, results, mgr_note)
+    return names, topo, faults, extra
 
 
 def _checked_run_args(args) -> tuple[list[str], str | None]:
     """The tests named and the offload (None: host software), after refusing options out of range
     and output paths that cannot be written."""
     names = tests_named(args.test)
+    if args.offload not in (None, *OFFLOADS):
+        raise ConfigError(f"--offload {args.offload}: not a place a collective runs; give one of {', '.join(OFFLOADS)}")
     offload = None if args.offload in (None, "none") else args.offload
     if not 0 <= args.seed < 2**63:
         raise ConfigError(f"--seed must be within 0..2**63-1, got {args.seed}")
@@ -163,7 +229,12 @@ def _checked_run_args(args) -> tuple[list[str], str | None]:
     run_config(args)  # refuses a bad --bind (a wildcard address), --processes under mpiexec: before anything starts
     _writable("--pcap", args.pcap)
     _writable("--json", args.json)
+    _writable("--csv", args.csv)
     _writable("--trace", args.trace)
+    if args.json == "-" and args.csv == "-":
+        raise ConfigError("--json - and --csv - both write to stdout; send one of them to a file")
+    if args.indent is not None and not 0 <= args.indent <= 16:
+        raise ConfigError(f"--indent {args.indent}: give 0..16 spaces")
     return names, offload
 
 
@@ -184,7 +255,7 @@ def _topology_with_faults(args) -> tuple:
         defaults = _host_default(defaults, settings, "send_overhead_ns", 0)
     topo = build(args.topo, defaults=defaults, settings=settings)
     topo.validate()
-    _check_faults(topo, faults)
+    _check_faults(topo, faults, args.topo)
     return topo, faults, defaults, settings
 
 
@@ -195,16 +266,12 @@ def _host_default(defaults: dict, settings: dict, field: str, value) -> dict:
     return {**defaults, "host": {**defaults.get("host", {}), field: value}}
 
 
-def _check_faults(topo, faults) -> None:
-    """Refuse a fault on a node or link the topology does not have, before anything starts."""
-    for f in faults:
-        for node in ([f.switch] if f.switch else list(f.link)):
-            if node not in topo.nodes:
-                raise ConfigError(f"--fault: no node {node!r} in {topo.name}")
-        if f.link and not any({lk.a, lk.b} == set(f.link) for lk in topo.links):
-            raise ConfigError(f"--fault: no link between {f.link[0]} and {f.link[1]} in {topo.name}")
-        if f.switch and topo.nodes[f.switch].kind != "switch":
-            raise ConfigError(f"--fault: {f.switch} is not a switch")
+def _check_faults(topo, faults, spec: str = "SPEC") -> None:
+    """Refuse a fault on a node or link the topology does not have, before anything starts, naming the
+    nearest names it has."""
+    from .topo_cmd import check_fault_names
+
+    check_fault_names(topo, faults, spec)
 
 
 def _collective_extra(args, names: list[str], offload: str | None, topo) -> dict:
@@ -212,7 +279,8 @@ def _collective_extra(args, names: list[str], offload: str | None, topo) -> dict
     starts where no test named takes them or a collective cannot run with them."""
     extra = {"algo": args.algo, "size": args.size, "dtype": args.dtype, "op": args.op, "root": args.root,
              "ranks": args.ranks.split(",") if args.ranks else None, "offload": offload,
-             "branch": args.branch, "density": args.density, "overlap": args.overlap}
+             "branch": args.branch, "density": args.density, "overlap": args.overlap,
+             "bucket": args.bucket}
     from emu.nodes.collectives.select import ALGORITHMS
 
     from .checks import collective_options
@@ -295,7 +363,7 @@ async def _run_tests(args, topo, names: list[str], faults, extra: dict) -> tuple
     returns their results and the network manager's notes (empty without one)."""
     from .cluster import Cluster
 
-    results = args.finished = []  # what finished is kept for --json, whatever stops the rest (_keep_finished)
+    results: list = []
     mgr_note: list[str] = []
     err = make_console(stderr=True)
     # a bar that pulses (a run's end is not known in advance) with the virtual time reached and the
@@ -328,9 +396,11 @@ async def _run_tests(args, topo, names: list[str], faults, extra: dict) -> tuple
                 current = name
                 progress.update(task, description=f"{name}: running")
                 results.append(await _run_test(net, name, faults, args.seed, extra))
+                args.sink.append((args.point, args, results[-1]))  # kept whatever stops the rest
             if topo.manager is not None and (args.manager or mgr_note):
                 mgr_note.extend(await _manager_notes(net, topo))
     args.trace_summary = net.trace_summary
+    args.partition_used = net.plan.partition_used
     return results, mgr_note
 
 
@@ -368,27 +438,32 @@ async def _manager_notes(net, topo) -> list[str]:
     return notes
 
 
-def _show_results(args, results: list, mgr_note: list[str]) -> int:
+def _show_results(args) -> int:
     """The results table and each test's figures for a person (on stderr when stdout holds the
-    JSON), the JSON if asked; exit 0 if every test passed, else 1."""
-    out = make_console(stderr=True) if args.json == "-" else console  # stdout holds only the JSON then
-    out.print(_results_table(args, results))
-    for r in results:
+    JSON or CSV), the JSON and CSV if asked; exit 0 if every test passed, else 1."""
+    out = make_console(stderr=True) if "-" in (args.json, getattr(args, "csv", None)) else console  # stdout: data
+    out.print(_results_table(args, args.finished))
+    for point, pargs, r in args.finished:
         rows = {k: v for k, v in r.figures.items() if isinstance(v, list) and v and isinstance(v[0], dict)}
-        out.print(f"[bold]{r.name}[/]: " + escape("  ".join(f"{k}={v}" for k, v in r.figures.items() if k not in rows)))
+        at = "".join(f" {k}={v}" for k, v in point.items() if k in args.swept)
+        out.print(f"[bold]{r.name}[/]{at}: " + escape("  ".join(f"{k}={v}" for k, v in r.figures.items() if k not in rows)))
         for k, v in rows.items():  # a figure that is a list of rows (a test's curve): a table
-            out.print(_rows_table(f"{r.name}: {k}", v))
+            out.print(_rows_table(f"{r.name}{at}: {k}", v))
         if r.error:
-            out.print(f"[red]{r.name} failed:[/] {escape(str(r.error))}", soft_wrap=True)  # one line in a pipe or a log
-    for line in mgr_note:
-        out.print(f"[bold]manager[/]: {escape(line)}", soft_wrap=True)
+            out.print(f"[red]{r.name}{at} failed:[/] {escape(str(r.error))}", soft_wrap=True)  # one line in a pipe or a log
+    for _, _, _, mgr_note in args.points:
+        for line in mgr_note:
+            out.print(f"[bold]manager[/]: {escape(line)}", soft_wrap=True)
+    used = getattr(args, "partition_used", None) or ""
+    if "metis asked" in used:  # the partition a user asked for is not the one used: say so
+        out.print(f"partition: {escape(used)}", soft_wrap=True)
     if args.pcap:
         out.print(f"capture written to {args.pcap}")
     if args.trace:
         out.print(_trace_note(args.trace, getattr(args, "trace_summary", None)), soft_wrap=True)
-    if args.json:
-        _write_json(args, results, out)
-    return 0 if all(r.ok for r in results) else 1
+    if args.json or getattr(args, "csv", None):
+        _write_json(args, args.finished, out)
+    return 0 if all(r.ok for _, _, r in args.finished) else 1
 
 
 def _trace_note(path: str, summary: dict | None) -> str:
@@ -414,28 +489,40 @@ def _rows_table(title: str, rows: list[dict]) -> Table:
     return table
 
 
-def _results_table(args, results: list) -> Table:
-    table = Table(title=f"{args.topo} (seed {args.seed}); figures in virtual time")
-    for col in ("test", "ok", "completion (ns)", "frames", "bytes", "hop count"):
-        table.add_column(col, justify="left" if col == "test" else "right", no_wrap=True)
-    for r in results:
-        table.add_row(r.name, "[green]yes[/]" if r.ok else "[red]NO[/]",
+def _results_table(args, finished: list) -> Table:
+    """One table: a row per test and point, a column per swept parameter."""
+    swept = list(getattr(args, "swept", {}))
+    title = args.topo if "topo" not in swept else "sweep"
+    table = Table(title=f"{title} (seed {args.seed}); figures in virtual time")
+    for col in (*swept, "test", "ok", "completion (ns)", "frames", "bytes", "hop count"):
+        table.add_column(col, justify="left" if col == "test" or col in swept else "right", no_wrap=True)
+    for point, _, r in finished:
+        table.add_row(*(str(point[k]) for k in swept), r.name, "[green]yes[/]" if r.ok else "[red]NO[/]",
                       "-" if r.completion_ns is None else f"{r.completion_ns:,}", f"{r.frames:,}",
                       f"{r.bytes:,}", f"{r.hop_count:,}")
     return table
 
 
-def _write_json(args, results: list, out) -> None:
-    """The results as JSON rows: to stdout (``--json -``) or to the file named."""
-    rows = [{"topology": args.topo, "seed": args.seed, **r.as_dict()} for r in results]
+def _write_json(args, finished: list, out) -> None:
+    """The results with their run record: JSON (``--json``) and CSV rows (``--csv``), to stdout
+    (``-``) or to the file named."""
+    from .runrecord import dump, results_document, write_csv
+
+    doc = results_document(args, finished, run_config(args))
     if args.json == "-":
-        json.dump(rows, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
+        dump(doc, sys.stdout, args.indent)
+    elif args.json:
         with open(args.json, "w") as f:
-            json.dump(rows, f, indent=2)
+            dump(doc, f, args.indent)
         if out is not None:
             out.print(f"results written to {args.json}")
+    if args.csv == "-":
+        write_csv(doc, sys.stdout)
+    elif args.csv:
+        with open(args.csv, "w", newline="") as f:
+            write_csv(doc, f)
+        if out is not None:
+            out.print(f"rows written to {args.csv}")
     args.json_written = True
 
 
@@ -443,13 +530,14 @@ def _keep_finished(args) -> str | None:
     """A run that stopped half-way (an error, Ctrl-C, SIGTERM, a full disk for the capture): the
     tests that finished go to ``--json`` all the same. Returns what to add to the one line."""
     done = getattr(args, "finished", None)
-    if not done or not getattr(args, "json", None) or getattr(args, "json_written", False):
+    dest = getattr(args, "json", None) or getattr(args, "csv", None)
+    if not done or not dest or getattr(args, "json_written", False):
         return None
     try:
         _write_json(args, done, None)
     except OSError as e:
         return f"--json {args.json} not written: {e.strerror}"
-    return None if args.json == "-" else f"the {len(done)} finished test(s) written to {args.json}"
+    return None if dest == "-" else f"the {len(done)} finished test(s) written to {dest}"
 
 
 class Terminated(KeyboardInterrupt):
@@ -610,12 +698,16 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--plot", default="allreduce.png", metavar="FILE",
                    help="the plot's file name inside --out (default allreduce.png; '' for no plot)")
     t = sub.add_parser("topo", help="print a topology's hosts, switches, links, diameter, bisection")
-    t.add_argument("spec", help="e.g. fattree:k=4,n=3")
+    t.add_argument("spec", help="e.g. fattree:k=4,n=3, or a file FILE.json|FILE.graphml")
     t.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE", help="as for emu run")
     t.add_argument("--config", metavar="FILE.toml", help="as for emu run")
     t.add_argument("--json", metavar="FILE", help="write the figures as JSON ('-': to stdout, the table to stderr)")
-    pl = sub.add_parser("plan", help="spec 02's planner: group shape and intermediate nodes for coded broadcast")
-    pl.add_argument("what", choices=["nc"], help="nc: hierarchical XOR network coding (spec 02)")
+    from .topo_cmd import add_options as add_topo_options
+
+    add_topo_options(t)
+    pl = sub.add_parser("plan", help="the planner of network-coded broadcast (docs/network-coding.md): group shape and intermediate "
+                                               "nodes")
+    pl.add_argument("what", choices=["nc"], help="nc: hierarchical XOR network coding (docs/network-coding.md)")
     pl.add_argument("spec", help="a direct network, e.g. mesh:k=16,n=2 or torus:k=8,n=2")
     pl.add_argument("--mcast", choices=["tree", "all_at_once"], default="tree",
                     help="multicast of steps B, D, E (default tree)")
@@ -636,6 +728,10 @@ def _parser() -> argparse.ArgumentParser:
     from .mpirun import add_parser as add_mpirun  # emu mpirun: unchanged mpi4py programs on the cluster
 
     add_mpirun(sub, _ascii(int), _ascii(float))
+    from .sweepargs import refuse_repeats
+
+    for command in sub.choices.values():  # an option of one value given twice: refused, not the last kept
+        refuse_repeats(command)
     return ap
 
 
@@ -643,7 +739,9 @@ def _add_run(sub) -> None:
     """``emu run``: the cluster, the tests, the outputs, the faults, then the collectives' options."""
     r = sub.add_parser("run", help="build a cluster, run tests, print and save the figures",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=run_epilog())
-    r.add_argument("--topo", required=True, help="topology spec, e.g. fattree:k=4,n=3")
+    r.add_argument("--topo", help="topology spec, e.g. fattree:k=4,n=3, or a file FILE.json|FILE.graphml (emu topo "
+                                  "SPEC --format writes one; docs/topologies.md); a sweep: several, comma-separated "
+                                  "(star:n=4,star:n=8)")
     r.add_argument("--test", action="append", metavar="TEST[+TEST...]",
                    help="tests to run, in order: joined with '+' or one --test each (default pingall; listed below)")
     r.add_argument("--seed", type=_ascii(int), default=0, help="seeds the run's random choices (every element's generator, sampled pingall peers, the tests' data): the same seed gives the same figures (default 0)")
@@ -664,10 +762,16 @@ def _add_run(sub) -> None:
                          "process, so a live capture (tshark -i lo -f udp) sees every frame; the default now, "
                          "accepted as before")
     r.add_argument("--manager", action="store_true",
-                   help="attach spec 03's network manager element: it hears the routers' traps and rewrites their "
+                   help="attach the network manager element (docs/qsnet.md): it hears the routers' traps and rewrites their "
                         "tables around dead links (settings manager.*; manager.bringup=true tests every link first)")
     r.add_argument("--pcap", help="write a pcapng capture of the whole run")
-    r.add_argument("--json", metavar="FILE", help="write the results as JSON ('-': to stdout, the table to stderr)")
+    r.add_argument("--json", metavar="FILE", help="write the results as JSON ('-': to stdout, the table to stderr): "
+                                                  "{\"run\": what was run, \"results\": a row per test and point}")
+    r.add_argument("--csv", metavar="FILE", help="write the rows as CSV ('-': to stdout): a column per swept "
+                                                 "parameter and per figure, after a '# run: {...}' line")
+    r.add_argument("--indent", type=_ascii(int), metavar="N", help="indent the JSON by N spaces (default: compact)")
+    r.add_argument("--replay", metavar="RESULT.json", help="run the command of a --json file again and check that "
+                                                           "its figures match (exit 1 with the differences)")
     r.add_argument("--trace", metavar="FILE", help="write the run's timeline as Chrome trace-event JSON (open it in "
                                                    "ui.perfetto.dev): per host the test, collective calls and their "
                                                    "steps; per port queue depth and load; faults, drops, traps, NACKs")
@@ -677,7 +781,7 @@ def _add_run(sub) -> None:
                                                                        "(default 1000 ns)")
     r.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE",
                    help="set any field of the specs, e.g. --set host.send_overhead_ns=435 (see below); "
-                        "wins over the topology spec and --config")
+                        "wins over the topology spec and --config; a sweep: --set switch.vcs=1,2,4")
     r.add_argument("--config", metavar="FILE.toml",
                    help="settings from a TOML file: " + " ".join(f"[{s}]" for s in SECTIONS)
                         + " sections of the fields listed below (the same names as --set)")
@@ -687,6 +791,11 @@ def _add_run(sub) -> None:
     r.add_argument("--realtime", type=_ascii(float), metavar="NS_PER_S",
                    help="pace virtual time to the wall clock: virtual ns per second (1e9 = real time)")
     _add_collective_options(r)
+    from .sweepargs import ORDER
+
+    r.epilog += (f"\n\nsweeps: --{', --'.join(o for o in ORDER)} take comma-separated lists; the run is their "
+                 f"product, --{ORDER[0]} varying slowest and --{ORDER[-1]} fastest, one cluster per point, one "
+                 "row per test and point in one table (--json, --csv); an option of one value refuses a second")
     g = r.add_argument_group("open-loop traffic (uniform, transpose, bitcomplement, hotspot, neighbor; --size: the "
                              "packet's payload, one frame, default 256B)")
     g.add_argument("--load", help="offered loads, packets per node per cycle = fractions of a host link's capacity "
@@ -704,17 +813,20 @@ def _add_collective_options(r: argparse.ArgumentParser) -> None:
 
     soft = "; ".join(f"{op} {', '.join(algos)}" for op, algos in ALGORITHMS.items())
     c.add_argument("--algo", help=f"algorithm by name (default: chosen by size, as MPI libraries do); in host "
-                                  f"software: {soft}; with --offload hw the hardware's: barrier tree|polled")
-    c.add_argument("--size", help="bytes per rank, e.g. 64KiB (alltoall: per destination; default 1KiB)")
+                                  f"software: {soft}; with --offload hw the hardware's: barrier tree|polled; "
+                                  "a sweep: ring,rabenseifner")
+    c.add_argument("--size", help="bytes per rank, e.g. 64KiB (alltoall: per destination; default 1KiB); a sweep: "
+                                  "1KiB,64KiB,1MiB")
     c.add_argument("--dtype", help="int8..int64, uint8..uint64, float16/32/64 (default float32)")
     c.add_argument("--op", help="sum prod min max minloc maxloc land lor lxor band bor bxor (default sum)")
     c.add_argument("--root", type=_ascii(int), help="root rank of reduce, bcast, mcast (default 0)")
     c.add_argument("--ranks", help="communicator: comma-separated hosts (default: all)")
-    c.add_argument("--offload", choices=OFFLOADS,
-                   help="where a collective runs: none = host software (default), nic = on the NICs (spec 01 "
-                        "triggered descriptors: allreduce, reduce), hw = the QsNet network hardware (spec 03: bcast, "
-                        "barrier --algo tree|polled, allreduce), switch = aggregated in the switches (spec 04: "
-                        "allreduce; a network manager is attached)")
+    c.add_argument("--offload", metavar="{" + ",".join(OFFLOADS) + "}",
+                   help="a sweep: several, comma-separated; where a collective runs: none = host software (default), "
+                        "nic = on the NICs (NIC-offloaded reduction, triggered descriptors, docs/nic-offload.md: "
+                        "allreduce, reduce), hw = the QsNet network hardware (docs/qsnet.md: bcast, barrier --algo "
+                        "tree|polled, allreduce), switch = aggregated in the switches (in-network allreduce, "
+                        "docs/in-network-allreduce.md: allreduce; a network manager is attached)")
     c.add_argument("--branch", type=_ascii(int),
                    help="branch degree of the offload reduction tree (default: the shallowest tree the NIC's "
                         "receive queue allows, as even as that depth permits: a level costs a fabric crossing "
@@ -725,6 +837,10 @@ def _add_collective_options(r: argparse.ArgumentParser) -> None:
                         "software (--offload none: SparCML's split allgather of (index, value) pairs, dense "
                         "where fill-in makes that smaller; --algo recursive_doubling) or the switches (--offload "
                         "switch: shards of pairs)")
+    c.add_argument("--bucket", type=_ascii(int),
+                   help="allreduce of the source's gradient-like sparse data: one value per bucket of this many "
+                        "elements at a random place in it (density 1 / bucket; the source: 512); --overlap is then "
+                        "the share of buckets whose value sits at the same place on every rank")
     c.add_argument("--overlap", type=_ascii(float),
                    help="with --density: the share of each rank's non-zero indices drawn from a pool common to "
                         "all ranks (default 0: every rank's drawn on its own; 1: the same indices everywhere)")
@@ -732,9 +848,13 @@ def _add_collective_options(r: argparse.ArgumentParser) -> None:
 
 def _main(ap, argv) -> int:
     args = ap.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what was run, for the run record
     logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
                         format="%(levelname)s %(name)s: %(message)s")
     try:
+        from .sweepargs import check_repeats
+
+        check_repeats(args)
         if args.cmd == "demo":
             from .demo import main as demo_main, plot_file
 

@@ -28,6 +28,8 @@ class CollectiveOptions:
     """A sparse allreduce's share of non-zeros (``--density``; None: dense)."""
     overlap: float = 0.0
     """The share of a sparse operand's indices common to all ranks (``--overlap``)."""
+    bucket: int | None = None
+    """One non-zero per bucket of this many elements (``--bucket``; density 1 / bucket)."""
 
 
 def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
@@ -52,7 +54,10 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
         raise ConfigError(f"--ranks lists a host twice: {','.join(ranks)}")
     unknown = [h for h in ranks or [] if h not in hosts]
     if unknown:
-        raise ConfigError(f"--ranks: {', '.join(unknown)} not hosts of this topology (h0..h{len(hosts) - 1})")
+        from .topo_cmd import nearest
+
+        raise ConfigError(f"--ranks: {', '.join(unknown)} not hosts of this topology ({hosts[0]}..{hosts[-1]})"
+                          f"{nearest(unknown[0], hosts, 'hosts')}")
     n = len(ranks) if ranks else len(hosts)
     op = extra.get("op") or "sum"
     get_op(op).check(np.dtype(dtype))
@@ -63,7 +68,11 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
     if operation == "reduce_scatter" and count % n:
         raise ConfigError(f"reduce_scatter: {count} elements do not split evenly over {n} ranks")
     offload = extra.get("offload") or None
-    density, overlap = extra.get("density"), extra.get("overlap")
+    density, overlap, bucket = extra.get("density"), extra.get("overlap"), extra.get("bucket")
+    if bucket is not None:
+        from emu.nodes.collectives.run import bucket_density
+
+        density = bucket_density(bucket, count, density)
     if overlap is not None and density is None:
         raise ConfigError("--overlap is the share of common non-zero indices of a sparse allreduce: give --density too")
     if density is not None:
@@ -74,9 +83,9 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
 
             if extra.get("branch") is not None:
                 raise ConfigError("--branch does not apply to a sparse allreduce")
-            _sparse_setup(operation, op, offload, extra.get("algo"), density, overlap or 0.0, count, dtype)
+            _sparse_setup(operation, op, offload, extra.get("algo"), density, overlap or 0.0, count, dtype, bucket)
             return CollectiveOptions(dtype, size, count, op, root, extra.get("algo"), ranks, offload, None, density,
-                                     overlap or 0.0)
+                                     overlap or 0.0, bucket)
         density = None
     if extra.get("algo") and offload != "hw":
         check(operation, extra["algo"], n)
@@ -112,7 +121,8 @@ def _collective_check(operation: str) -> CheckFn:
         o = collective_options(operation, options.extra, net.hosts, spec.nic.queue_capacity, spec.elan)
         res = await run_collective(net, operation, count=o.count, dtype=o.dtype, op=o.op, algo=o.algo,
                                    root=o.root, ranks=o.ranks, seed=options.seed, offload=o.offload,
-                                   branch=o.branch, density=o.density, overlap=o.overlap)
+                                   branch=o.branch, density=None if o.bucket else o.density, overlap=o.overlap,
+                                   bucket=o.bucket)
         if res.errors:
             raise EmuError(f"the NICs reported errors: {res.errors}")
         try:
@@ -128,7 +138,7 @@ def _collective_check(operation: str) -> CheckFn:
             out.update(figures(net.topology, res.nc_stats))
         return out
     check.__doc__ = (f"{COLLECTIVES[operation]}.\n\nThe result is checked against numpy; options: algo, size, "
-                     "dtype, op, root, ranks, offload, branch, density, overlap.")
+                     "dtype, op, root, ranks, offload, branch, density, overlap, bucket.")
     return check
 
 
@@ -146,7 +156,8 @@ def _sparse_figures(res) -> dict[str, Any]:
     """A sparse allreduce's operands and its traffic: bytes over every link (``link_bytes``)."""
     if res.sparse is None:
         return {}
-    return {"density": res.sparse[0], "overlap": res.sparse[1], "link_bytes": sum(res.link_bytes.values())}
+    return {"density": res.sparse[0], "overlap": res.sparse[1], **({"bucket": res.sparse[2]} if res.sparse[2] else {}),
+            "link_bytes": sum(res.link_bytes.values())}
 
 
 def _collectives() -> dict[str, str]:

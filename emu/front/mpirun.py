@@ -53,7 +53,9 @@ def add_parser(sub, ascii_int, ascii_float) -> None:
                    help="hand the frames between the emulated elements over in memory instead of as UDP "
                         "datagrams (as emu run --direct: the same figures, faster)")
     p.add_argument("--pcap", help="write a pcapng capture of the job")
-    p.add_argument("--json", metavar="FILE", help="write the figures per rank and per MPI call kind as JSON")
+    p.add_argument("--json", metavar="FILE", help="write the figures per rank and per MPI call kind as JSON, with "
+                                                  "the run record (what was run)")
+    p.add_argument("--indent", type=ascii_int, metavar="N", help="indent the JSON by N spaces (default: compact)")
     p.add_argument("--trace", metavar="FILE", help="write the job's timeline as Chrome trace-event JSON (open it "
                                                    "in ui.perfetto.dev): per rank its collective calls and their "
                                                    "steps; per port queue depth and load")
@@ -104,15 +106,15 @@ class Options:
             if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
                 raise ConfigError(f"{opt} {path}: its folder does not exist; create it or write elsewhere")
         defaults = load_settings(args.config) if args.config else {}
-        topo = build(args.topo, defaults=defaults, settings=parse_settings(args.set or []))
+        given = parse_settings(args.set or [])
+        topo = build(args.topo, defaults=defaults, settings=given)
         topo.validate()
         names = topo.host_names()
         if args.hosts:
             hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]
-            bad = [h for h in hosts if h not in names]
-            if bad:
-                raise ConfigError(f"--hosts: {', '.join(bad[:4])} not a host of {args.topo} (hosts: {names[0]}.."
-                                  f"{names[-1]})")
+            from .topo_cmd import check_host_names
+
+            check_host_names("--hosts", hosts, names, args.topo)
             if len(set(hosts)) != len(hosts):
                 raise ConfigError("--hosts names a host twice; one rank per host")
         else:
@@ -132,6 +134,16 @@ class Options:
         self.topo, self.spec, self.scale = topo, args.topo, scale
         self.seed, self.pcap, self.json, self.tag = args.seed, args.pcap, args.json, args.tag_output
         self.direct = args.direct
+        from .runrecord import record, resolved_settings
+
+        self.indent = args.indent
+        self.record = record(getattr(args, "argv", None) or [], topo=[args.topo], offload=[self.offload],
+                             seed=args.seed, processes=1, mpi=False, partition="none (one process)",
+                             settings=[resolved_settings(args.topo, defaults, {}, given, args.config)],
+                             times="virtual_ns counts from the job's start to its last event; a call kind's "
+                                   "virtual_ns is the virtual time its calls took")
+        self.record.update(ranks=len(self.hosts), hosts=self.hosts, program=self.target + self.argv,
+                           compute="zero" if args.compute == "zero" else f"measured CPU time x {scale:g}")
 
 
 class Ranks:
@@ -278,10 +290,12 @@ def cmd_mpirun(args) -> int:
         return 143 if stopped[0] == signal.SIGTERM else 130
     if job is None:  # the ranks did not start (the error is on its way up)
         return 1
-    figs = figures(job, metrics, wall)
+    figs = {"run": opts.record, **figures(job, metrics, wall)}
     if opts.json:
+        from .runrecord import dump
+
         with open(opts.json, "w") as f:
-            json.dump(figs, f, indent=2)
+            dump(figs, f, opts.indent)
     bad = [c for c in codes if c]
     if error:
         print(f"emu mpirun: error: {error}", file=sys.stderr)

@@ -4,6 +4,9 @@
   its busier direction spent sending over the test's completion time: ``per_link`` of the
   results), one panel per test, side by side. Meshes and tori are drawn on their grid, trees (fat
   tree, Clos, QsNet) in stages, the others by networkx's spring layout (seeded).
+* ``sweep.{png,svg}`` (the results of a sweep, ``emu run --size 1KiB,64KiB ...``): a panel per test,
+  completion time against the swept parameter that varies fastest (log scale for sizes and numbers
+  spanning a decade), one line per combination of the other swept parameters.
 * ``timeline.{png,svg}`` (with ``--trace``): per host, the spans of its rank track (the test, each
   collective call, each step: send, recv) over virtual time, one panel per test; instant events
   of the hosts (drops, retransmissions, deadlock reports) as marks.
@@ -26,6 +29,11 @@ COLOURS = {"test": "#d9d9d9", "collective": "#4c72b0", "send": "#55a868", "recv"
 
 def load_results(path: str) -> list[dict[str, Any]]:
     """The rows ``emu run --json`` wrote, refused in one line when the file is not that."""
+    return load_run(path)[1]
+
+
+def load_run(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(run record, rows) of ``emu run --json`` (a bare list of rows, as before the run record, too)."""
     try:
         with open(path) as f:
             rows = json.load(f)
@@ -33,13 +41,16 @@ def load_results(path: str) -> list[dict[str, Any]]:
         raise ConfigError(f"emu report: no file {path}; give the --json file of an emu run") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ConfigError(f"emu report: {path} is not JSON ({e}); give the --json file of an emu run") from None
-    if isinstance(rows, dict):
+    run: dict[str, Any] = {}
+    if isinstance(rows, dict) and isinstance(rows.get("results"), list):
+        run, rows = rows.get("run") or {}, rows["results"]
+    elif isinstance(rows, dict):
         rows = [rows]
     if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) and "topology" in r and "name" in r
                                                          and isinstance(r.get("per_link"), dict) for r in rows):
         raise ConfigError(f"emu report: {path} is not the --json of emu run (rows with topology, name and "
                           "per_link); write one with emu run ... --json FILE")
-    return rows
+    return run, rows
 
 
 def load_trace(path: str) -> dict[str, Any]:
@@ -244,17 +255,85 @@ def _save(fig, out: str, stem: str) -> list[str]:
     return paths
 
 
+# -- a sweep --------------------------------------------------------------------------------------
+def _number(param: str, value: str) -> float | None:
+    """A swept value as a number for an axis (sizes in bytes), None when it is a name."""
+    from .sizes import parse_size
+
+    try:
+        return float(parse_size(value)) if param == "size" else float(value)
+    except (ConfigError, ValueError, TypeError):
+        return None
+
+
+def sweep_lines(run: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, dict[str, list[tuple]]]:
+    """test -> line label -> [(x value, completion_ns)]: x is the swept parameter that varies
+    fastest (the last of ``sweep_order``), a line per combination of the others."""
+    order = run.get("sweep_order") or list(run.get("sweep", {}))
+    x, others = order[-1], order[:-1]
+    out: dict[str, dict[str, list[tuple]]] = {}
+    for r in rows:
+        point = r.get("point") or {}
+        if r.get("completion_ns") is None or x not in point:
+            continue
+        label = ", ".join(f"{k}={point[k]}" for k in others) or r["name"]
+        out.setdefault(r["name"], {}).setdefault(label, []).append((point[x], r["completion_ns"]))
+    return out
+
+
+def plot_sweep(run: dict[str, Any], rows: list[dict[str, Any]], out: str) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    order = run.get("sweep_order") or list(run.get("sweep", {}))
+    x = order[-1]
+    values = run["sweep"][x]
+    nums = [_number(x, v) for v in values]
+    numeric = all(n is not None for n in nums)
+    where = dict(zip(values, nums if numeric else range(len(values))))
+    lines = sweep_lines(run, rows)
+    tests = list(lines)
+    fig, axes = plt.subplots(1, max(1, len(tests)), figsize=(5.5 * max(1, len(tests)), 4.2), squeeze=False)
+    for ax, test in zip(axes[0], tests):
+        for label, pts in lines[test].items():
+            pts = sorted((where[v], ns / 1000) for v, ns in pts)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+        if numeric and min(nums) > 0 and max(nums) >= 10 * min(nums):
+            ax.set_xscale("log", base=2 if x == "size" else 10)
+        if not numeric:
+            ax.set_xticks(range(len(values)), values, rotation=20, fontsize=8)
+        elif x == "size":
+            ax.set_xticks([where[v] for v in values], values, fontsize=8)
+            ax.minorticks_off()
+        ax.set_xlabel(x)
+        ax.set_ylabel("completion (us, virtual)")
+        ax.set_title(test, fontsize=9)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    topo = run.get("topology")
+    fig.suptitle(f"sweep over {', '.join(order)}" + (f" on {topo}" if isinstance(topo, str) else "")
+                 + f" (seed {run.get('seed', 0)})")
+    fig.tight_layout()
+    return _save(fig, out, "sweep")
+
+
 def report(results: str, trace: str | None, out: str) -> list[str]:
     """Write the plots of ``results`` (and ``trace``) into folder ``out``; returns the files."""
     from emu.topologies.registry import build
 
-    rows = load_results(results)
+    run, rows = load_run(results)
     tr = load_trace(trace) if trace else None
     parent = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(parent):
         raise ConfigError(f"emu report --out {out}: the folder {parent} does not exist; create it or write elsewhere")
     if os.path.exists(out) and not os.path.isdir(out):
         raise ConfigError(f"emu report --out {out} is a file; give a folder")
+    swept = bool(run.get("sweep"))
+    if swept:  # the topology drawn with the loads of the sweep's first point
+        first = rows[0].get("point")
+        rows = [r for r in rows if r.get("point") == first]
     specs = {r["topology"] for r in rows}
     if len(specs) > 1:
         raise ConfigError(f"emu report: {results} holds runs of {len(specs)} topologies ({', '.join(sorted(specs))}); "
@@ -264,7 +343,8 @@ def report(results: str, trace: str | None, out: str) -> list[str]:
     except ConfigError as e:
         raise ConfigError(f"emu report: the topology of {results} cannot be built: {e}") from None
     os.makedirs(out, exist_ok=True)
-    files = plot_topology(t, rows, out)
+    files = plot_sweep(run, load_run(results)[1], out) if swept else []
+    files += plot_topology(t, rows, out)
     if tr is not None:
         files += plot_timeline(tr, rows, out)
     return files

@@ -5,6 +5,11 @@ Sixteen 64-bit words. Word 0 is the spec's layout exactly (bit 63 first):
     Head(4) Type(1) S/M(1) Lint(1) Rint(1) Inst(1) Err(1) Fen(1) SwpMP(1) CollRegion(10) CpCnt(6)
     SwpFlag(3) NoCnct(1) SrcVP(6) DestVP(6) DestID/SrcID(20)
 
+The figure has no CP bit: Type (bit 59) is it -- a message whose Type bit is set increments the
+destination VP's CP_Counter on arrival. CpCnt keeps its 6 bits: a reduce descriptor carries its child
+count there (the source driver's ``coll_counter``), so a tree with a branch degree above 63 (a flat
+tree on 256 nodes) is refused before it runs (``emu.nodes.collectives.offload.MAX_CPCNT``).
+
 Word 1 (widths chosen here):
 
     ReduceDataNum(8)  operands carried (<= 6 of 64 bits or <= 12 of 32 bits: 48 bytes at most)

@@ -50,6 +50,16 @@ def _traced(fn):
     return call
 
 
+class _Completed:
+    """The request of a non-blocking call that ran to completion inside the call (host software)."""
+
+    def __init__(self, result):
+        self.result, self.done = result, True
+
+    async def wait(self):
+        return self.result
+
+
 class Comm:
     def __init__(self, host, members: list[str] | None = None, comm_id: int | None = None,
                  traffic_class: int = 0):
@@ -205,8 +215,34 @@ class Comm:
         self.vp = DEFAULT_VP if vp is None else vp
         await setup(self, self.vp, lanes)
 
-    async def _offload(self, where: str, kind: str, x: np.ndarray, op: str, root: int, branch: int | None):
-        from .offload import DEFAULT_VP, TIMEOUT_NS_PER_PART, default_branch, offloaded, parts
+    async def iallreduce(self, x: np.ndarray, op: str = "sum", algo: str | None = None, *,
+                         offload: str | None = None, branch: int | None = None):
+        """Non-blocking allreduce: returns a request whose ``await req.wait()`` gives the result.
+        With ``offload="nic"`` the call only posts the descriptors and the NICs reduce while the
+        host goes on (computes); in host software (no offload) there is no progress engine beside
+        the application, so the reduction runs to completion inside this call and ``wait``
+        returns at once -- the overlap the offload buys is exactly what this lacks."""
+        if offload == "nic":
+            get_op(op).check(x.dtype)
+            return await self._offload("nic", "allreduce", x, op, 0, branch, nonblocking=True)
+        if offload is not None:
+            raise ConfigError(f"iallreduce offloads to the NIC (offload='nic') or runs in host software, not {offload!r}")
+        return _Completed(await self.allreduce(x, op, algo))
+
+    async def ireduce(self, x: np.ndarray, op: str = "sum", root: int = 0, algo: str | None = None, *,
+                      offload: str | None = None, branch: int | None = None):
+        """Non-blocking reduce, as :meth:`iallreduce` (the result on ``root``, None elsewhere)."""
+        if offload == "nic":
+            get_op(op).check(x.dtype)
+            self._check_root(root)
+            return await self._offload("nic", "reduce", x, op, root, branch, nonblocking=True)
+        if offload is not None:
+            raise ConfigError(f"ireduce offloads to the NIC (offload='nic') or runs in host software, not {offload!r}")
+        return _Completed(await self.reduce(x, op, root, algo))
+
+    async def _offload(self, where: str, kind: str, x: np.ndarray, op: str, root: int, branch: int | None,
+                       nonblocking: bool = False):
+        from .offload import DEFAULT_VP, TIMEOUT_NS_PER_PART, default_branch, offloaded, parts, start
 
         if where == "switch" and kind in ("allreduce", "reduce"):  # spec 04: a reduce is an allreduce kept at root
             from .inswitch import allreduce_switch
@@ -229,6 +265,8 @@ class Comm:
 
         self.last_algo = f"nic(branch={branch})"
         timeout = TIMEOUT_NS_PER_PART * parts(x.size, x.dtype)
+        if nonblocking:
+            return await start(self, kind, x, op, root, branch, getattr(self, "vp", DEFAULT_VP), timeout)
         return await offloaded(self, kind, x, op, root, branch, getattr(self, "vp", DEFAULT_VP), timeout)
 
     @_traced
@@ -248,7 +286,7 @@ class Comm:
             return y.view(flat.dtype).reshape(np.shape(x))
         if offload is not None:
             if offload != "hw":
-                raise ConfigError(f"bcast can be offloaded to hw (spec 03) or switch (spec 04), not {offload!r}")
+                raise ConfigError(f"bcast can be offloaded to hw (QsNet) or switch (in-network allreduce), not {offload!r}")
             from .hw import bcast_hw
 
             self.last_algo = "hw"
@@ -269,7 +307,7 @@ class Comm:
             return None
         if offload is not None:
             if offload != "hw":
-                raise ConfigError(f"barrier can be offloaded to hw (spec 03) or switch (spec 04), not {offload!r}")
+                raise ConfigError(f"barrier can be offloaded to hw (QsNet) or switch (in-network allreduce), not {offload!r}")
             from .hw import barrier_hw, hw_algo
 
             self.last_algo = f"hw({hw_algo('barrier', algo)})"

@@ -58,11 +58,9 @@ def kary(n: int, k: int) -> list[list[int]]:
     return [[c for c in range(k * v + 1, k * v + k + 1) if c < n] for v in range(n)]
 
 
-def one_part_ns(n: int, k: int, operands: int, host: HostSpec, cross: Callable[[int, int], int],
-                trigger: bool = False):
-    """Completion of a one-part allreduce on ``n`` ranks, ``k``-ary tree, ``operands`` per part,
-    all ranks entering at 0; ``cross(u, v)``: :func:`crossing_ns` from relative rank u to v. With
-    ``trigger``: (completion, when the root's broadcast is triggered)."""
+def _up(n: int, k: int, operands: int, host: HostSpec, cross: Callable[[int, int], int]) -> list[int]:
+    """When each rank's reduce message of one part is built (leaves: once written; the root: its
+    message to itself), all ranks entering at 0."""
     nic = host.nic
     kids = kary(n, k)
     alu = nic.alu_ns * operands
@@ -76,6 +74,26 @@ def one_part_ns(n: int, k: int, operands: int, host: HostSpec, cross: Callable[[
         for i, a in enumerate(arrivals):
             t = max(a + nic.queue_ns, t) + nic.queue_ns + (alu if i else 0)
         fired[v] = t + alu + nic.descriptor_ns
+    return fired
+
+
+def reduce_ns(n: int, k: int, operands: int, host: HostSpec, cross: Callable[[int, int], int]) -> int:
+    """Completion of a one-part offloaded reduce (no broadcast): every rank's reduce descriptor
+    writes its completion once it fired; the root's fires to no one, so it completes right after
+    folding its own data in (:func:`_up` without the root's ``descriptor_ns``)."""
+    fired = _up(n, k, operands, host, cross)
+    root = fired[0] - (host.nic.descriptor_ns if n > 1 else 0)
+    return max([root] + fired[1:]) + host.nic.completion_ns
+
+
+def one_part_ns(n: int, k: int, operands: int, host: HostSpec, cross: Callable[[int, int], int],
+                trigger: bool = False):
+    """Completion of a one-part allreduce on ``n`` ranks, ``k``-ary tree, ``operands`` per part,
+    all ranks entering at 0; ``cross(u, v)``: :func:`crossing_ns` from relative rank u to v. With
+    ``trigger``: (completion, when the root's broadcast is triggered)."""
+    nic = host.nic
+    kids = kary(n, k)
+    fired = _up(n, k, operands, host, cross)
     done = [0] * n
     down = [0] * n  # when rank v's broadcast is triggered
     down[0] = fired[0] + nic.queue_ns

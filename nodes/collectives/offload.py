@@ -41,6 +41,12 @@ from ..nic.coll import Posted
 from emu.reduce import get_op
 
 DEFAULT_VP = 1
+MAX_CPCNT = 63
+"""CpCnt is 6 bits (word 0, bits 41-36, as the spec's figure reads). The source's driver writes the
+number of children (``coll_counter``) there, which a flat tree on 256 nodes makes 255: such a tree is
+refused before anything runs rather than read from the 10 bits of CollRegion (spec 01 leaves the
+choice open). A reduce descriptor carries its child count in CpCnt as the driver does; this NIC
+counts the child messages by Rcnt against BranchDegree (word 1), which holds the same number."""
 TIMEOUT_NS_PER_PART = 10_000_000
 """How long a host waits for the NIC, per 48-byte part, before it declares the operation failed.
 Generous on purpose: virtual time costs nothing while idle, and a healthy run must never hit it."""
@@ -76,8 +82,11 @@ def validate(operation: str, dtype: np.dtype, op: str, branch: int, where: str =
         raise ConfigError(f"{operation} cannot be offloaded to the NIC; allreduce and reduce can")
     alu.type_code(np.dtype(dtype))
     alu.op_code(op, np.dtype(dtype))
-    if not 1 <= branch <= 255:
-        raise ConfigError(f"branch degree must be within 1..255, got {branch}")
+    if branch > MAX_CPCNT:
+        raise ConfigError(f"branch degree {branch} needs CpCnt = {branch}, but CpCnt has 6 bits (at most {MAX_CPCNT}): "
+                          f"a flat tree on {branch + 1} ranks cannot be posted; use a branch degree of {MAX_CPCNT} or less")
+    if not 1 <= branch:
+        raise ConfigError(f"branch degree must be within 1..{MAX_CPCNT}, got {branch}")
     if count is None:
         return
     nseg = parts(count, np.dtype(dtype))
@@ -145,7 +154,7 @@ def default_branch(operation: str, ranks: int, nseg: int, queue_capacity: int, h
     k messages per part, and it has fewer lanes (queue_capacity // k): at 4 KiB of doubles on 32
     ranks of a binary fat tree the model picks 2 (measured 39.4 us), where 31 took 224 us."""
     cap = queue_capacity // max(1, nseg) if operation == "reduce" else queue_capacity
-    widest = max(1, min(255, cap, ranks - 1))  # 1 when nothing fits: validate then says why
+    widest = max(1, min(MAX_CPCNT, cap, ranks - 1))  # 1 when nothing fits: validate then says why
     if operation == "allreduce" and nseg > 1:
         from emu.config import HostSpec, LinkSpec, SwitchSpec
 
@@ -177,6 +186,17 @@ def predict(topology, members: list[str], branch: int, count: int, dtype, vp: in
     link = next(e[3].spec for e in topology.neighbours()[members[0]])
     return nicmodel.allreduce_ns(len(members), branch, nseg, min(count, per) or 1, nlanes, host, link,
                                  nicmodel.on_topology(topology, members))
+
+
+def predict_reduce(topology, members: list[str], branch: int, count: int, dtype) -> int:
+    """The model's completion (ns) of a one-part offloaded reduce of ``count`` elements of
+    ``dtype`` (``nicmodel.reduce_ns``) over ``members`` (root first) on the topology's routes."""
+    from . import nicmodel
+
+    if parts(count, np.dtype(dtype)) != 1:
+        raise ValueError("the reduce model covers one part (48 bytes)")
+    host = topology.nodes[members[0]].spec
+    return nicmodel.reduce_ns(len(members), branch, max(1, count), host, nicmodel.on_topology(topology, members))
 
 
 def kary_tree(n: int, k: int) -> tuple[list[int], list[list[int]]]:
@@ -248,7 +268,7 @@ def descriptors(comm, kind: str, x: np.ndarray, op: str, root: int, branch: int,
                       dest_vp=lane, data_num=len(part), err_vec=0, err=0, fen=0, rint=0, nocnct=0, rsvd=0,
                       **{f"data{i}": data[i] for i in range(7)}, **{f"loc{i}": loc[i] for i in range(7)})
         reduce_desc = dict(common, head=Head.REDUCE, type=1, sm=0, inst=1 if not children[v] else 0,
-                           swpmp=0 if is_root else 1, swpflag=1 if is_root else 0, cpcnt=0,
+                           swpmp=0 if is_root else 1, swpflag=1 if is_root else 0, cpcnt=len(children[v]),
                            lint=1 if kind == "reduce" else 0, node_id=(me if is_root else par) & 0xFFFFF,
                            branch=len(children[v]), pbranch=pbranch, rflag=1, bflag=0)
         dests = [(me, lane)] if is_root and kind == "allreduce" else ([] if is_root else [(par, lane)])
@@ -287,16 +307,42 @@ def assemble(comm, done: list, nseg: int, count: int, op: str, dtype: np.dtype) 
     return out_vals
 
 
-async def offloaded(comm, kind: str, x: np.ndarray, op: str, root: int, branch: int, vp: int,
-                    timeout_ns: int) -> np.ndarray | None:
-    """Post this rank's descriptors, wait for the NIC's completions, assemble the result."""
+class OffloadRequest:
+    """An offloaded reduce or allreduce in flight (``Comm.ireduce`` / ``Comm.iallreduce``): the
+    descriptors are on the NIC, which reduces (and broadcasts) without the host; the host may
+    compute meanwhile, then :meth:`wait` for the completions the NIC wrote to host memory."""
+
+    def __init__(self, comm, kind: str, x: np.ndarray, op: str, root: int, region: int, nseg: int, nlanes: int,
+                 vp: int, timeout_ns: int):
+        self.comm, self.kind, self.x, self.op, self.root = comm, kind, x, op, root
+        self.region, self.nseg, self.nlanes, self.vp, self.timeout_ns = region, nseg, nlanes, vp, timeout_ns
+        self.done = False
+        self.result: np.ndarray | None = None
+
+    async def wait(self) -> np.ndarray | None:
+        """The result (None on a non-root rank of a reduce, and on error: ``comm.last_status``)."""
+        if self.done:
+            return self.result
+        got = []
+        for lane in range(self.nlanes):  # one completion per part, on the part's lane
+            got += await self.comm.host.nic_wait(self.region, len(range(lane, self.nseg, self.nlanes)),
+                                                 self.timeout_ns, self.vp + lane)
+        result = assemble(self.comm, got, self.nseg, self.x.size, self.op, self.x.dtype)
+        self.done = True
+        self.result = None if self.kind == "reduce" and self.comm.rank != self.root else result
+        return self.result
+
+
+async def start(comm, kind: str, x: np.ndarray, op: str, root: int, branch: int, vp: int,
+                timeout_ns: int) -> OffloadRequest:
+    """Post this rank's descriptors (the host pays ``post_ns`` each) and return at once."""
     region, nseg, posted = descriptors(comm, kind, x, op, root, branch, vp)
     await comm.host.nic_post(None, posted)  # each descriptor on its lane's VP
     nlanes = len({p.desc["src_vp"] for p in posted})
-    done = []
-    for lane in range(nlanes):  # one completion per part, on the part's lane
-        done += await comm.host.nic_wait(region, len(range(lane, nseg, nlanes)), timeout_ns, vp + lane)
-    result = assemble(comm, done, nseg, x.size, op, x.dtype)
-    if kind == "reduce" and comm.rank != root:
-        return None
-    return result
+    return OffloadRequest(comm, kind, x, op, root, region, nseg, nlanes, vp, timeout_ns)
+
+
+async def offloaded(comm, kind: str, x: np.ndarray, op: str, root: int, branch: int, vp: int,
+                    timeout_ns: int) -> np.ndarray | None:
+    """Post this rank's descriptors, wait for the NIC's completions, assemble the result."""
+    return await (await start(comm, kind, x, op, root, branch, vp, timeout_ns)).wait()

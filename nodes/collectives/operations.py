@@ -42,8 +42,8 @@ OPERATIONS: dict[str, Operation] = {op.name: op for op in (
     Operation("reduce_scatter", "The reduction, split: rank r gets part r", reduces=True, result="scattered"),
     Operation("alltoall", "A part of its own data from every rank to every rank", result="exchanged",
               per_rank_operand=True),
-    Operation("mcast", "One-to-all multicast by unicasts (spec 02's baseline)", rooted=True),
-    Operation("mcast_all", "All-to-all multicast by unicasts (spec 02's baseline)", result="gathered",
+    Operation("mcast", "One-to-all multicast by unicasts (the coded broadcast's baseline)", rooted=True),
+    Operation("mcast_all", "All-to-all multicast by unicasts (the coded broadcast's baseline)", result="gathered",
               per_rank_operand=True),
 )}
 

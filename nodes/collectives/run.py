@@ -49,19 +49,36 @@ def make_input(seed: int, rank: int, count: int, dtype: str, op: str, size: int,
     return out
 
 
-def make_sparse_input(seed: int, rank: int, count: int, dtype: str, density: float, overlap: float
-                      ) -> tuple[np.ndarray, np.ndarray]:
+def make_sparse_input(seed: int, rank: int, count: int, dtype: str, density: float, overlap: float,
+                      bucket: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Rank ``rank``'s sparse operand: ``round(density x count)`` non-zeros (at least one when the
     density is above 0), sorted indices and their values. ``overlap``: the share of each rank's
     indices that come from a pool common to all ranks (the same indices on every rank); the rest
     are drawn at random, per rank, from the other indices (two ranks may still meet there by
-    chance). Values are non-zero: uniform in [0.5, 1.5) with a random sign, or integers 1..99."""
-    nnz = 0 if density <= 0 else min(count, max(1, round(density * count)))
-    common = round(overlap * nnz)
-    pool = np.random.default_rng([seed, 0x5EED]).permutation(count)
-    rng = np.random.default_rng([seed, rank, 1])
-    rest = pool[common:]
-    idx = np.sort(np.concatenate([pool[:common], rng.choice(rest, nnz - common, replace=False)]))
+    chance). Values are non-zero: uniform in [0.5, 1.5) with a random sign, or integers 1..99.
+
+    ``bucket``: the source's gradient-like data instead -- one value per bucket of ``bucket``
+    elements (``count // bucket`` buckets; density 1 / bucket), at a random place in its bucket;
+    ``overlap``: the share of the buckets whose value sits at the same place on every rank (the
+    buckets are chosen, and their places drawn, from the seed alone)."""
+    if bucket:
+        nb = count // bucket
+        common = round(overlap * nb)
+        shared = np.random.default_rng([seed, 0x5EED, bucket])
+        which = shared.permutation(nb)
+        place = np.empty(nb, np.int64)
+        place[which[:common]] = shared.integers(0, bucket, common)
+        rng = np.random.default_rng([seed, rank, 1])
+        place[which[common:]] = rng.integers(0, bucket, nb - common)
+        idx = np.arange(nb, dtype=np.int64) * bucket + place
+        nnz = nb
+    else:
+        nnz = 0 if density <= 0 else min(count, max(1, round(density * count)))
+        common = round(overlap * nnz)
+        pool = np.random.default_rng([seed, 0x5EED]).permutation(count)
+        rng = np.random.default_rng([seed, rank, 1])
+        rest = pool[common:]
+        idx = np.sort(np.concatenate([pool[:common], rng.choice(rest, nnz - common, replace=False)]))
     dt = np.dtype(dtype)
     if dt.kind == "f":
         vals = rng.uniform(0.5, 1.5, nnz) * rng.choice([-1.0, 1.0], nnz)
@@ -110,9 +127,9 @@ async def collective_app(host, members, operation, algo, count, dtype, op, root,
                          sparse=None):
     comm = Comm(host, members)
     comm.in_place = True  # the input is made here and not needed after: no working copy of it
-    if sparse is not None:  # (density, overlap, span): an allreduce of a sparse vector
-        density, overlap, span = sparse
-        idx, vals = make_sparse_input(seed, comm.rank, count, dtype, density, overlap)
+    if sparse is not None:  # (density, overlap, bucket, span): an allreduce of a sparse vector
+        density, overlap, bucket, span = sparse
+        idx, vals = make_sparse_input(seed, comm.rank, count, dtype, density, overlap, bucket)
         y = await comm.allreduce_sparse(idx, vals, count, op, offload=offload, span=span, algo=algo)
         return y, host.now, host.cpu_ns, comm.last_algo, comm.last_status, None
     x = make_input(seed, comm.rank, count, dtype, op if operation != "alltoall" else "alltoall", comm.size)
@@ -136,8 +153,8 @@ class CollectiveResult:
     """Ranks whose offloaded operation reported an error: host -> what (e.g. 'mismatch|timeout')."""
     nc_stats: list | None = None
     """Spec 02's broadcasts run by the NICs: every rank's per-step figures (``coding.timing.figures``)."""
-    sparse: tuple[float, float] | None = None
-    """(density, overlap) of a sparse allreduce's operands (``make_sparse_input``), else None."""
+    sparse: tuple[float, float, int | None] | None = None
+    """(density, overlap, bucket) of a sparse allreduce's operands (``make_sparse_input``), else None."""
 
     frames = property(lambda self: self.metrics.frames)
     bytes = property(lambda self: self.metrics.bytes)
@@ -176,11 +193,12 @@ def expected(operation: str, ranks: int, count: int, dtype: str, op: str, root: 
     return [np.stack([inputs[s][r] for s in range(ranks)]) for r in range(ranks)]  # exchanged
 
 
-def expected_sparse(ranks: int, count: int, dtype: str, seed: int, density: float, overlap: float) -> np.ndarray:
+def expected_sparse(ranks: int, count: int, dtype: str, seed: int, density: float, overlap: float,
+                    bucket: int | None = None) -> np.ndarray:
     """The sum of the ranks' sparse operands, dense (as numpy adds them, in rank order)."""
     out = np.zeros(count, np.dtype(dtype))
     for r in range(ranks):
-        idx, vals = make_sparse_input(seed, r, count, dtype, density, overlap)
+        idx, vals = make_sparse_input(seed, r, count, dtype, density, overlap, bucket)
         out[idx] += vals
     return out
 
@@ -213,7 +231,8 @@ def check_results(res: CollectiveResult, count: int, dtype: str, op: str, root: 
 async def run_collective(net, operation: str, *, count: int = 1024, dtype: str = "float32", op: str = "sum",
                          algo: str | None = None, root: int = 0, ranks: list[str] | None = None,
                          seed: int = 0, offload: str | None = None, branch: int | None = None,
-                         density: float | None = None, overlap: float = 0.0) -> CollectiveResult:
+                         density: float | None = None, overlap: float = 0.0,
+                         bucket: int | None = None) -> CollectiveResult:
     """Run ``operation`` on ``ranks`` (default: every host, in address order) and measure it.
 
     ``offload="nic"`` (allreduce and reduce) first sets the communicator up on the NICs in an
@@ -222,10 +241,14 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
     below 1: a sparse allreduce (a sum) of operands with that share of non-zeros, ``overlap`` of
     their indices common to all ranks (``make_sparse_input``), in host software (``algo``:
     split_allgather, the default, or recursive_doubling) or aggregated in the switches (blocks of
-    the span whose average non-zeros fill a packet, ``inswitch.sparse_span``)."""
+    the span whose average non-zeros fill a packet, ``inswitch.sparse_span``). ``bucket``: one
+    non-zero per bucket of that many elements (the source's gradient-like data; density
+    1 / bucket, ``make_sparse_input``)."""
     sparse = None
+    if bucket is not None:
+        density = bucket_density(bucket, count, density)
     if density is not None and density < 1:
-        sparse = _sparse_setup(operation, op, offload, algo, density, overlap, count, dtype)
+        sparse = _sparse_setup(operation, op, offload, algo, density, overlap, count, dtype, bucket)
     elif density is not None and not 0 < density <= 1:
         raise ConfigError(f"density {density} is not within (0, 1]")
     if operation not in OPERATIONS:
@@ -243,7 +266,7 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
         raise ConfigError(f"the sparse recursive doubling needs a power-of-two number of ranks, not {len(members)}; "
                           "leave --algo out (split_allgather runs on any number)")
     if sparse is not None and offload == "switch":  # communicator setup: the manager installs the tree
-        await net.run({h: (sparse_setup_app, members, dtype, sparse[2]) for h in members})
+        await net.run({h: (sparse_setup_app, members, dtype, sparse[3]) for h in members})
     elif offload == "hw":
         validate(operation, np.dtype(dtype), op, branch or 1, offload, count, algo=algo,
                  elan=net.topology.nodes[members[0]].spec.elan)
@@ -277,12 +300,25 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
         operation, out[members[0]][3], members, {h: out[h][0] for h in members},
         max(out[h][1] for h in members) - t0, sum(out[h][2] for h in members), max(out[h][2] for h in members),
         m, errors, [out[h][5] for h in members] if out[members[0]][5] is not None else None,
-        None if sparse is None else sparse[:2])
+        None if sparse is None else sparse[:3])
+
+
+def bucket_density(bucket: int, count: int, density: float | None = None) -> float:
+    """The density of one value per bucket of ``bucket`` elements, or ConfigError naming what does
+    not fit (``--bucket``)."""
+    if isinstance(bucket, bool) or not isinstance(bucket, int) or bucket < 2:
+        raise ConfigError(f"--bucket {bucket}: the elements per bucket, an integer >= 2 (the source: 512)")
+    if density is not None:
+        raise ConfigError("--bucket sets the density (one value per bucket: 1 / bucket); leave --density out")
+    if count % bucket:
+        raise ConfigError(f"--bucket {bucket}: {count} elements are not a whole number of buckets; give a size of a "
+                          f"multiple of {bucket} elements")
+    return 1 / bucket
 
 
 def _sparse_setup(operation: str, op: str, offload: str | None, algo: str | None, density: float, overlap: float,
-                  count: int, dtype: str) -> tuple[float, float, int]:
-    """(density, overlap, span) of a sparse allreduce, or ConfigError naming what does not fit."""
+                  count: int, dtype: str, bucket: int | None = None) -> tuple[float, float, int | None, int]:
+    """(density, overlap, bucket, span) of a sparse allreduce, or ConfigError naming what does not fit."""
     if operation != "allreduce":
         raise ConfigError(f"--density applies to allreduce, not {operation}")
     if op != "sum":
@@ -299,4 +335,4 @@ def _sparse_setup(operation: str, op: str, offload: str | None, algo: str | None
                           "or recursive_doubling; with --offload switch leave --algo out")
     from .inswitch import sparse_span
 
-    return density, overlap, sparse_span(density, count, dtype)
+    return density, overlap, bucket, sparse_span(density, count, dtype)

@@ -32,7 +32,8 @@ class Message(NamedTuple):
     data: bytes
     """The message (a ``bytearray`` for one over 1 MiB: the reassembly buffer, not copied)."""
     t_ns: int
-    """Virtual time the whole message was available to the receiver."""
+    """Virtual time the whole message was available to the receiver, on the cluster's clock (ns since
+    the cluster started, as ``net.now``; a run's ``completion_ns`` counts from ``net.metrics.start_ns``)."""
     hops: int
     """Switches crossed by the message's last frame."""
 

@@ -18,7 +18,10 @@ cluster):
 
 * single buffer: tau = L when c = 1 or delta_c >= L, else L (c + 1) / 2 (the mean of i L over the c
   cores queued at the critical section; the spec's L (C - 1) / 2 gives 0 for one core);
-* B buffers: tau = L + (B - 1) L / P (the last handler folds the other B - 1 buffers in);
+* B buffers: tau = L (c_B + 1) / 2 + (B - 1) L / P, c_B = ceil(c / B) cores contending for each
+  buffer (the single buffer's contention term with the c cores spread over B buffers; none when
+  c_B = 1 or when a block's packets come B delta_c >= L apart), plus the fold of the other B - 1
+  buffers by the last handler, spread over the block's P packets;
 * tree: tau = copy + (P - 1) L / P (each packet copied to its own buffer -- a DMA copy, 64 cycles --
   and P - 1 pairwise combines spread over the block's P packets; no handler ever waits).
 """
@@ -55,7 +58,9 @@ def service_time(algo: str, L: float, P: int, *, contending: int = 1, delta_c: f
     if algo == "single":
         return L if contending <= 1 or delta_c >= L else L * (contending + 1) / 2
     if algo == "multi":
-        return L + (B - 1) * L / P
+        per = -(-contending // max(1, B))
+        wait = L if per <= 1 or B * delta_c >= L else L * (per + 1) / 2
+        return wait + (B - 1) * L / P
     if algo == "tree":
         return copy + (P - 1) * L / P
     raise ValueError(f"unknown aggregation algorithm {algo!r}")

@@ -13,7 +13,7 @@ from .plan import Scheme, plan
 def _grid(comm):
     grid = getattr(comm.host, "grid", None)
     if grid is None:
-        raise ConfigError("coded broadcast (spec 02) runs on a direct network: use --topo mesh:k=8,n=2 or torus:k=8,n=2")
+        raise ConfigError("coded broadcast (docs/network-coding.md) runs on a direct network: use --topo mesh:k=8,n=2 or torus:k=8,n=2")
     if list(comm.members) != list(comm.host.hosts):
         raise ConfigError("coded broadcast runs over every node of the grid in rank order (h0, h1, ...): use the "
                           "world communicator")
@@ -57,7 +57,7 @@ def _algo(name: str):
     async def run(comm, x: np.ndarray) -> np.ndarray:
         return await broadcast(comm, x, scheme_of(comm, name))
     run.__name__ = f"mcast_all_{name}"
-    run.__doc__ = f"All-to-all broadcast by spec 02's {name} scheme (NIC-run plan on a mesh or torus)."
+    run.__doc__ = f"All-to-all broadcast by the {name} scheme (NIC-run plan on a mesh or torus)."
     return run
 
 
@@ -65,7 +65,7 @@ def _rooted(name: str):
     async def run(comm, x: np.ndarray, root: int) -> np.ndarray:
         return (await broadcast(comm, x, scheme_of(comm, name, (root,))))[0]
     run.__name__ = f"mcast_{name}"
-    run.__doc__ = f"One-to-all multicast from the root by spec 02's {name} scheme (NIC-run plan on a mesh or torus)."
+    run.__doc__ = f"One-to-all multicast from the root by the {name} scheme (NIC-run plan on a mesh or torus)."
     return run
 
 
