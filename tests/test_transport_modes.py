@@ -42,7 +42,8 @@ RUNS = {
 
 def _figures(path) -> list[dict]:
     """Every figure of every test; ``wall_s`` is wall-clock time, not a figure of the model."""
-    tests = json.loads(path.read_text())
+    doc = json.loads(path.read_text())
+    tests = doc["results"] if isinstance(doc, dict) else doc  # the run record says which mode: not a figure
     for t in tests:
         t.pop("wall_s", None)
     return tests
