@@ -71,6 +71,7 @@ class PUSpec:
     clusters: int = 64
     """Clusters of cores (the full design: 64, i.e. 512 cores)."""
     cores_per_cluster: int = 8
+    """Cores in each cluster (the full design: 8, i.e. 512 cores in 64 clusters)."""
     ghz: float = 1.0
     """Core clock: a cycle is 1/ghz ns."""
     packet_memory_bytes: int = 4 << 20
@@ -480,11 +481,13 @@ class RunConfig:
     """Wall-clock seconds a worker process may leave a call unanswered while using no CPU (stopped,
     SIGSTOP, or hung) before the run stops with an error naming its domain and pid, and the worker
     is killed. None: wait for it forever."""
-    direct: bool = True
-    """Frames between two elements of one process go from the sender's port to the receiver's input
-    queue without a socket round trip (the same records, sequence numbers and capture; what the
-    model sees is unchanged). False, or a socket drop rate: every link carries real UDP datagrams.
-    Frames between processes always do."""
+    direct: bool = False
+    """False (the default): every link carries real UDP datagrams, also between two elements of one
+    process (a live capture of the loopback interface sees them all). True (``emu run --direct``,
+    for large runs): frames between two elements of one process go from the sender's port to the
+    receiver's input queue in memory, without a socket round trip -- the same records, sequence
+    numbers, figures and capture bytes; what the model sees is unchanged. Frames between processes
+    always travel as datagrams, and a socket drop rate puts every link on UDP whatever this says."""
     bind: str = "127.0.0.1"
     """Where the elements' sockets listen: an IPv4 address or a network interface's name (each
     process resolves a name to its own address: one spec for every machine of an MPI run).
@@ -645,8 +648,10 @@ def _field_types(cls: type) -> dict[str, type]:
 
 
 def field_docs(cls: type) -> dict[str, str]:
-    """The docstring under each field of a spec dataclass (the first sentence)."""
+    """The docstring under each field of a spec dataclass (the first sentence: up to a full stop
+    followed by a capital, so that "e.g. 4" or "i.e. 512" does not end it)."""
     import ast
+    import re
     import inspect
     import textwrap
 
@@ -660,7 +665,7 @@ def field_docs(cls: type) -> dict[str, str]:
         if (isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and isinstance(b, ast.Expr)
                 and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str)):
             text = " ".join(b.value.value.split())
-            docs[a.target.id] = text.split(". ")[0].rstrip(".") + "."
+            docs[a.target.id] = re.split(r"(?<!\be\.g)(?<!\bi\.e)\.\s+(?=[A-Z`(])", text, maxsplit=1)[0].rstrip(".") + "."
     return docs
 
 

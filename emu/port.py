@@ -104,7 +104,7 @@ class OutPort:
     link: Any = None
     local: Any = None
     """The peer's (element, input port) when it lives in this process and frames go to it directly
-    (``RunConfig.direct``), else None: real UDP datagrams."""
+    (``RunConfig.direct=True``, ``--direct``), else None: real UDP datagrams (the default)."""
     """The sending end of the link layer (``emu.link.LinkSender``: sequence numbers, retention)."""
     up: bool = True
     """A link taken down (``Cluster.link_down``) drops what is handed to it, counted and captured."""

@@ -3,9 +3,11 @@
 
 Speed: the 256-host recursive-doubling 64 KiB allreduce (``fattree:k=4,n=4``, ``emu run``) and the
 64-host fat-tree all-to-all of ``bench_alltoall.py``, each in one process,
-with ``--processes 2`` and, with ``--mpi``, under ``mpiexec -n 2``. Prints the run's wall time (the
-``wall_s`` figure: the cluster's start-up excluded), the speed-up against one process (goal 1.5x)
-and checks that every virtual-time figure is the same.
+with ``--processes 2`` and, with ``--mpi``, under ``mpiexec -n 2``, each in both transport modes side
+by side (every link a real UDP socket, emu's default, and ``--direct``: frames within a process
+handed over in memory). Prints the run's wall time (the ``wall_s`` figure: the cluster's start-up
+excluded), the speed-up against one process in the same mode (goal 1.5x) and checks that every
+virtual-time figure is the same in every way and mode.
 
 Memory (``--memory``): a 1 GiB-per-rank allreduce on ``star:n=2``, peak RSS of the process against
 the goal (4 GiB); takes about a minute and ~6 GB.
@@ -47,21 +49,26 @@ def emu_run(args: list[str], prefix: list[str] | None = None) -> tuple[dict, int
             return json.load(f)["results"][0], max(rss, before)
 
 
-def alltoall(ways, repeat: int) -> None:
-    """bench_alltoall.py's workload (10 messages of 1 KiB from every host to every other)."""
+def alltoall(ways, repeat: int, mode: str, first=None):
+    """bench_alltoall.py's workload (10 messages of 1 KiB from every host to every other), in one
+    transport mode; ``first``: the figures of the other mode, to check against."""
     import re
 
     base = None
     for way, extra, prefix in ways:
         walls = []
+        way = f"{way}, {mode}"
         for _ in range(repeat):
-            p = subprocess.run(prefix + [sys.executable, os.path.join(HERE, "bench_alltoall.py"), *extra],
+            p = subprocess.run(prefix + [sys.executable, os.path.join(HERE, "bench_alltoall.py"), *extra,
+                                         "--mode", mode],
                                capture_output=True, text=True)
             if p.returncode != 0:
                 raise SystemExit(f"bench_alltoall failed:\n{p.stdout}{p.stderr}")
             walls.append(float(re.search(r"wall=([0-9.]+) s", p.stdout).group(1)))
             fig = re.search(r"frames=.*virtual completion=[0-9,]+ ns", p.stdout).group(0)
         wall = min(walls)
+        if first is not None and fig != first:
+            raise SystemExit(f"alltoall {way}: FIGURES DIFFER from the other mode's")
         if base is None:
             base = (wall, fig)
             print(f"alltoall 10 x 1 KiB, 64 hosts: {way}: {wall:.2f} s  ({fig})", flush=True)
@@ -70,6 +77,7 @@ def alltoall(ways, repeat: int) -> None:
         print(f"alltoall 10 x 1 KiB, 64 hosts: {way}: {wall:.2f} s  speed-up {speedup:.2f}x (goal {GOAL_SPEEDUP}x: "
               f"{'met' if speedup >= GOAL_SPEEDUP else 'not met'}); "
               f"{'same figures' if fig == base[1] else 'FIGURES DIFFER'}", flush=True)
+    return base[1]
 
 
 def main(argv=None) -> None:
@@ -86,10 +94,15 @@ def main(argv=None) -> None:
         ways.append(("mpiexec -n 2", [], [mpiexec, "-n", "2"]))
     for name, args in WORKLOADS.items():
         base = None
-        for way, extra, prefix in ways:
+        for way, extra, prefix in [(f"{w}, {m}", e + (["--direct"] if m == "direct" else []), p)
+                                   for m in ("sockets", "direct") for w, e, p in ways]:
+            if base is not None and way.startswith("1 process"):  # the other mode: its own one-process base
+                first, base = base, None
             runs = [emu_run(args + extra, prefix)[0] for _ in range(a.repeat)]
             wall = min(r.pop("wall_s") for r in runs)
             fig = runs[0]
+            if base is None and way.endswith("direct") and fig != first[1]:
+                raise SystemExit(f"{name}: {way}: FIGURES DIFFER from the sockets mode's")
             if base is None:
                 base = (wall, fig)
                 print(f"{name}: {way}: {wall:.2f} s  (virtual completion {fig['completion_ns']:,} ns, "
@@ -99,7 +112,8 @@ def main(argv=None) -> None:
             speedup = base[0] / wall
             print(f"{name}: {way}: {wall:.2f} s  speed-up {speedup:.2f}x (goal {GOAL_SPEEDUP}x: "
                   f"{'met' if speedup >= GOAL_SPEEDUP else 'not met'}); {same}", flush=True)
-    alltoall(ways, a.repeat)
+    fig = alltoall(ways, a.repeat, "sockets")
+    alltoall(ways, a.repeat, "direct", fig)
     if a.memory:
         fig, rss = emu_run(["--topo", "star:n=2", "--test", "allreduce", "--size", "1GiB"])
         gb = rss * 1024 / 1e9

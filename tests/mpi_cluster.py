@@ -16,7 +16,7 @@ from emu.mpi import entry, world  # noqa: E402
 
 async def main(out: str) -> None:
     n = world()[1]
-    run = emu.RunConfig(processes=n, mpi=n > 1, capture=True)
+    run = emu.RunConfig(processes=n, mpi=n > 1, capture=True, direct=True)  # in one process: in memory
     async with emu.Cluster("fattree:k=4,n=2", run=run) as net:
         hosts = net.hosts
         res = await net.run({h: (apps.ping, hosts[(i + 5) % len(hosts)]) for i, h in enumerate(hosts)})

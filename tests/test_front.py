@@ -237,7 +237,14 @@ def test_a_large_run_says_so_before_it_starts_and_the_estimate_is_the_measured_f
                   "alltoall+reduce_scatter+allgather", "--size", "24KiB"],
                  ["--topo", "star:n=6", "--test", "allreduce+mcast_all+reduce", "--size", "5000B", "--dtype", "int8"],
                  ["--topo", "fattree:k=2,n=4", "--test", "allreduce+reduce", "--offload", "nic", "--size", "56B",
-                  "--dtype", "float64"]):
+                  "--dtype", "float64"],
+                 # the QsNet hardware: packets, EVENTs and their ACKs, broadcasts acknowledged by every member
+                 ["--topo", "fattree:k=4,n=2", "--test", "bcast+barrier+allreduce", "--offload", "hw", "--size",
+                  "64KiB", "--direct"],
+                 ["--topo", "qsnet:nodes=32", "--test", "allreduce+bcast", "--offload", "hw", "--size", "3000B",
+                  "--ranks", "h0,h3,h5,h9,h20", "--direct"],
+                 ["--topo", "fattree:k=4,n=2", "--test", "allreduce+bcast+barrier", "--offload", "switch", "--size",
+                  "8KiB", "--direct"]):
         code, rows, err = run_json(capsys, *args)
         assert code == 0 and err.index("a large run: about") < err.index("completion (ns)")
         predicted = noted_frames(err)

@@ -43,7 +43,8 @@ def test_cli_examples_run(tmp_path):
         assert not re.search(r"spec 0\d", out.stdout + out.stderr, re.I), line  # mechanisms by name (emu demo)
     assert (tmp_path / "r.json").exists() and (tmp_path / "mesh.pcapng").exists()
     assert (tmp_path / "ft.graphml").read_text().count("<edge ") == 32
-    assert (tmp_path / "emu-demo-allreduce.png").stat().st_size > 10_000
+    assert (tmp_path / "demo" / "allreduce.png").stat().st_size > 10_000  # where --out says
+    assert not list(tmp_path.glob("*.png"))  # nothing written into the current folder
     bad = subprocess.run([str(emu), "topo", "fattree:k=4"], capture_output=True, text=True)
     assert bad.returncode == 2 and "fattree: missing parameter n;" in bad.stdout
 

@@ -16,10 +16,11 @@ import sys
 import time
 
 import trio
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..config import MIN_REALTIME_NS_PER_S, ConfigError
+from ..config import MIN_REALTIME_NS_PER_S, SECTIONS, ConfigError
 from ..errors import EmuError, leaves
 from .consoles import make_console
 
@@ -204,9 +205,9 @@ async def _prepare(args) -> tuple:
     check_buffers(topo, names, offload)  # a frame larger than a switch's buffers can never pass
     config, given = _settings(args)
     args.resolved = resolved_settings(args.topo, config, defaults, given, args.config)
-    note = await large_run_note(names, topo, extra, args.seed)  # before it starts: a person may rather stop
+    note = await large_run_note(names, topo, extra, args.seed, args.direct)  # before it starts: a person may rather stop
     if note:
-        make_console(stderr=True).print(f"[yellow]{note}[/]")
+        make_console(stderr=True).print(f"[yellow]{escape(note)}[/]")
     return names, topo, faults, extra
 
 
@@ -338,9 +339,10 @@ def _add_manager_and_group(args, topo, extra: dict, faults, defaults: dict, sett
     from ..config import ManagerSpec, merge_settings
 
     mset = merge_settings(defaults, settings).get("manager", {})
-    if mset and not args.manager:
-        raise ConfigError("manager.* settings apply to the network manager: give --manager too")
     offload = extra["offload"]
+    if mset and not args.manager and offload != "switch":
+        raise ConfigError(f"manager.{next(iter(mset))} (--set or [manager] in --config) is a setting of the network "
+                          "manager, and this run has none: give --manager too (--offload switch attaches one itself)")
     if args.manager or offload == "switch":  # in-network allreduce asks the network manager for a tree
         spec, notes = ManagerSpec(**mset), []
         if spec.bringup:  # enough test frames to catch the links given a bit-error rate from the start
@@ -380,7 +382,8 @@ async def _run_tests(args, topo, names: list[str], faults, extra: dict) -> tuple
 
         current = "start"
         async with Cluster(topo, run=run_config(args), capture=args.pcap, progress=on_progress) as net:
-            if args.manager and topo.nodes[topo.manager].info["manager"].bringup:
+            # the manager's settings hold with --offload switch's manager too (bring-up included)
+            if topo.manager is not None and topo.nodes[topo.manager].info["manager"].bringup:
                 current = "link bring-up"
                 progress.update(task, description="link bring-up")
                 await _bring_up_links(net, faults)
@@ -394,7 +397,7 @@ async def _run_tests(args, topo, names: list[str], faults, extra: dict) -> tuple
                 progress.update(task, description=f"{name}: running")
                 results.append(await _run_test(net, name, faults, args.seed, extra))
                 args.sink.append((args.point, args, results[-1]))  # kept whatever stops the rest
-            if args.manager:
+            if topo.manager is not None and (args.manager or mgr_note):
                 mgr_note.extend(await _manager_notes(net, topo))
     args.trace_summary = net.trace_summary
     args.partition_used = net.plan.partition_used
@@ -443,17 +446,17 @@ def _show_results(args) -> int:
     for point, pargs, r in args.finished:
         rows = {k: v for k, v in r.figures.items() if isinstance(v, list) and v and isinstance(v[0], dict)}
         at = "".join(f" {k}={v}" for k, v in point.items() if k in args.swept)
-        out.print(f"[bold]{r.name}[/]{at}: " + "  ".join(f"{k}={v}" for k, v in r.figures.items() if k not in rows))
+        out.print(f"[bold]{r.name}[/]{at}: " + escape("  ".join(f"{k}={v}" for k, v in r.figures.items() if k not in rows)))
         for k, v in rows.items():  # a figure that is a list of rows (a test's curve): a table
             out.print(_rows_table(f"{r.name}{at}: {k}", v))
         if r.error:
-            out.print(f"[red]{r.name}{at} failed:[/] {r.error}", soft_wrap=True)  # one line in a pipe or a log
+            out.print(f"[red]{r.name}{at} failed:[/] {escape(str(r.error))}", soft_wrap=True)  # one line in a pipe or a log
     for _, _, _, mgr_note in args.points:
         for line in mgr_note:
-            out.print(f"[bold]manager[/]: {line}", soft_wrap=True)
+            out.print(f"[bold]manager[/]: {escape(line)}", soft_wrap=True)
     used = getattr(args, "partition_used", None) or ""
     if "metis asked" in used:  # the partition a user asked for is not the one used: say so
-        out.print(f"partition: {used}", soft_wrap=True)
+        out.print(f"partition: {escape(used)}", soft_wrap=True)
     if args.pcap:
         out.print(f"capture written to {args.pcap}")
     if args.trace:
@@ -580,7 +583,7 @@ def run_config(args) -> "RunConfig":
                               "processes; leave --processes out")
         processes = size
     return RunConfig(seed=args.seed, processes=processes, capture=bool(args.pcap), realtime_ns_per_s=args.realtime,
-                     direct=not args.wire, bind=args.bind, partition=args.partition, mpi=size > 1,
+                     direct=args.direct, bind=args.bind, partition=args.partition, mpi=size > 1,
                      **_trace_config(args))
 
 
@@ -689,7 +692,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("demo", help="run a small cluster and print the mechanisms side by side")
     d.add_argument("--hosts", type=_ascii(int), default=8, help="hosts on the star (default 8)")
-    d.add_argument("--plot", default="emu-demo-allreduce.png", help="where to write the PNG ('' for none)")
+    d.add_argument("--out", metavar="DIR",
+                   help="folder to write the demo's plot into (made if missing; default: a new temporary folder, "
+                        "named in the output)")
+    d.add_argument("--plot", default="allreduce.png", metavar="FILE",
+                   help="the plot's file name inside --out (default allreduce.png; '' for no plot)")
     t = sub.add_parser("topo", help="print a topology's hosts, switches, links, diameter, bisection")
     t.add_argument("spec", help="e.g. fattree:k=4,n=3, or a file FILE.json|FILE.graphml")
     t.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE", help="as for emu run")
@@ -709,7 +716,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="hops: least total hops (default); longest-path: the source's rule, the longest paths "
                          "inside a group and between intermediate nodes balanced, ties by total hops")
     w = sub.add_parser("wireshark", help="the Lua dissector for every header: where it is, or install it")
-    w.add_argument("action", choices=["path", "install"])
+    w.add_argument("action", choices=["path", "install"],
+                   help="path: print where the packaged dissector is; install: copy it into the plugins folder")
     w.add_argument("--dest", help="install into this folder instead of Wireshark's personal Lua plugins folder")
     _add_run(sub)
     rp = sub.add_parser("report", help="plots of an emu run as PNG and SVG: link loads on the topology, "
@@ -736,7 +744,7 @@ def _add_run(sub) -> None:
                                   "(star:n=4,star:n=8)")
     r.add_argument("--test", action="append", metavar="TEST[+TEST...]",
                    help="tests to run, in order: joined with '+' or one --test each (default pingall; listed below)")
-    r.add_argument("--seed", type=_ascii(int), default=0)
+    r.add_argument("--seed", type=_ascii(int), default=0, help="seeds the run's random choices (every element's generator, sampled pingall peers, the tests' data): the same seed gives the same figures (default 0)")
     r.add_argument("--processes", type=_ascii(int), default=1, help="OS processes to spread the elements over")
     r.add_argument("--bind", default="127.0.0.1", metavar="ADDRESS|INTERFACE",
                    help="where the elements' sockets listen, and frames between processes or MPI ranks "
@@ -744,9 +752,15 @@ def _add_run(sub) -> None:
     r.add_argument("--partition", choices=["metis", "order"], default="metis",
                    help="how nodes are spread over processes: balanced load with the least traffic "
                         "between them (metis, default), or blocks of the node order")
-    r.add_argument("--wire", action="store_true",
-                   help="every link on real UDP datagrams, also between elements of one process (to watch a run "
-                        "live on the loopback interface); by default those go straight to the receiver's queue")
+    tr = r.add_mutually_exclusive_group()
+    tr.add_argument("--direct", action="store_true",
+                    help="for large runs: frames between two elements of one process are handed over in memory, "
+                         "straight into the receiver's input queue, not sent as datagrams (the same figures and "
+                         "capture bytes; frames between processes stay on UDP)")
+    tr.add_argument("--wire", action="store_true",
+                    help="every link on real UDP datagrams on --bind's address, also between elements of one "
+                         "process, so a live capture (tshark -i lo -f udp) sees every frame; the default now, "
+                         "accepted as before")
     r.add_argument("--manager", action="store_true",
                    help="attach the network manager element (docs/qsnet.md): it hears the routers' traps and rewrites their "
                         "tables around dead links (settings manager.*; manager.bringup=true tests every link first)")
@@ -769,7 +783,8 @@ def _add_run(sub) -> None:
                    help="set any field of the specs, e.g. --set host.send_overhead_ns=435 (see below); "
                         "wins over the topology spec and --config; a sweep: --set switch.vcs=1,2,4")
     r.add_argument("--config", metavar="FILE.toml",
-                   help="settings from a TOML file: [link] [host] [nic] [elan] [switch] sections of fields")
+                   help="settings from a TOML file: " + " ".join(f"[{s}]" for s in SECTIONS)
+                        + " sections of the fields listed below (the same names as --set)")
     r.add_argument("--fault", action="append", metavar="at=TIME,link=A-B,down|up|ber=RATE",
                    help="a fault during each test, TIME from the test's start, e.g. at=20us,link=s0-s4,down; "
                         "or at=0,switch=s3,down; or at=0,link=h0-s0,ber=1e-6")
@@ -794,8 +809,12 @@ def _add_collective_options(r: argparse.ArgumentParser) -> None:
     from emu.nodes.collectives.operations import OPERATIONS
 
     c = r.add_argument_group(f"collectives ({', '.join(OPERATIONS)})")
-    c.add_argument("--algo", help="algorithm by name (default: chosen by size, as MPI libraries do); with "
-                                  "--offload hw the hardware's: barrier tree|polled; a sweep: ring,rabenseifner")
+    from emu.nodes.collectives.select import ALGORITHMS
+
+    soft = "; ".join(f"{op} {', '.join(algos)}" for op, algos in ALGORITHMS.items())
+    c.add_argument("--algo", help=f"algorithm by name (default: chosen by size, as MPI libraries do); in host "
+                                  f"software: {soft}; with --offload hw the hardware's: barrier tree|polled; "
+                                  "a sweep: ring,rabenseifner")
     c.add_argument("--size", help="bytes per rank, e.g. 64KiB (alltoall: per destination; default 1KiB); a sweep: "
                                   "1KiB,64KiB,1MiB")
     c.add_argument("--dtype", help="int8..int64, uint8..uint64, float16/32/64 (default float32)")
@@ -837,9 +856,9 @@ def _main(ap, argv) -> int:
 
         check_repeats(args)
         if args.cmd == "demo":
-            from .demo import main as demo_main
+            from .demo import main as demo_main, plot_file
 
-            return demo_main(args.hosts, args.plot or None, make_console)
+            return demo_main(args.hosts, plot_file(args.out, args.plot), make_console)
         if args.cmd == "topo":
             return cmd_topo(args)
         if args.cmd == "wireshark":
@@ -881,10 +900,10 @@ def report(e: BaseException, stderr: bool = False, note: str | None = None) -> i
         out.print("terminated (SIGTERM); the cluster was torn down", soft_wrap=True)
         return 143
     if isinstance(e, ConfigError):
-        out.print(f"[red]refused:[/] {e}", soft_wrap=True)  # one line: a pipe or a log gets no breaks in it
+        out.print(f"[red]refused:[/] {escape(str(e))}", soft_wrap=True)  # one line: a pipe or a log gets no breaks in it
         return 2
     if isinstance(e, EmuError):
-        out.print(f"[red]error:[/] {e}", soft_wrap=True)
+        out.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True)
         return 1
     if isinstance(e, KeyboardInterrupt):
         out.print("interrupted; the cluster was torn down")
@@ -897,7 +916,8 @@ def report(e: BaseException, stderr: bool = False, note: str | None = None) -> i
         out.print("[red]error:[/] out of memory; use a smaller topology")
         return 1
     if isinstance(e, OSError):
-        out.print(f"[red]error:[/] {e.strerror or e}" + (f": {e.filename}" if getattr(e, "filename", None) else ""))
+        out.print(f"[red]error:[/] " + escape(f"{e.strerror or e}" + (f": {e.filename}" if getattr(e, "filename", None) else "")),
+                  soft_wrap=True)
         return 1
     raise e  # SystemExit, or a bug: then the traceback is what a developer needs
 

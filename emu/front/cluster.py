@@ -8,6 +8,10 @@ every socket and ends every process (DESIGN.md principle 6).
 Applications run in *episodes*: ``await net.run({...})`` starts the given applications together at
 the cluster's current virtual time and runs the emulation until nothing is left to do; the cluster's
 virtual clock then stays where the last event happened until the next episode.
+
+Every link carries real UDP datagrams by default; ``Cluster(topology, direct=True)`` (or
+``RunConfig(direct=True)``) hands the frames between two elements of one process over in memory
+instead, for large runs: the same figures and capture bytes (``RunConfig.direct``).
 """
 
 from __future__ import annotations
@@ -66,7 +70,7 @@ class Cluster:
     def __init__(self, topology: Topology | str, *, seed: int = 0, processes: int = 1,
                  capture: str | os.PathLike | None = None, run: RunConfig | None = None,
                  progress: Callable[[int, int], None] | None = None, realtime_ns_per_s: float | None = None,
-                 direct: bool = True):
+                 direct: bool = False):
         if isinstance(topology, str):
             topology = build_topology(topology)
         if not isinstance(topology, Topology):

@@ -6,7 +6,16 @@ from __future__ import annotations
 from rich.console import Console
 
 
+UNWRAPPED = 1 << 20
+"""The width of a console that is not a terminal: no line is ever broken (a table takes the width
+its cells need)."""
+
+
 def make_console(stderr: bool = False) -> Console:
-    """A console that does not squeeze tables to 80 columns when the output is a pipe or a file."""
+    """A console for a person at a terminal (colour, its width, spinners where the caller shows them),
+    or, when the output is a pipe or a file, one that never wraps a line (whatever ``COLUMNS`` says)
+    and writes no colour codes: a log or a ``grep`` gets each line whole."""
     c = Console(stderr=stderr)
-    return c if c.is_terminal else Console(stderr=stderr, width=120)
+    if c.is_terminal:
+        return c
+    return Console(stderr=stderr, width=UNWRAPPED, soft_wrap=True, color_system=None, highlight=False)

@@ -11,6 +11,7 @@ says which; the tables go to stdout.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable, Iterator
 
@@ -79,7 +80,7 @@ def busy(err: Console, what: str) -> Iterator[Callable[[str], None]]:
         yield lambda text: progress.update(task, description=text)
 
 
-async def demo(n: int = 8, plot_path: str | None = "emu-demo-allreduce.png",
+async def demo(n: int = 8, plot_path: str | None = None,
                make_console: Callable[..., Console] = default_console) -> int:
     """The demo; ``make_console(stderr=False)`` makes the consoles it prints on (the caller's: the
     ``emu`` command passes its own)."""
@@ -282,10 +283,30 @@ async def _collectives(console, err, plot_path: str | None) -> bool:
     console.print(t)
     if plot_path:
         plot(rows, plot_path, "allreduce, host software")
-        console.print(f"plot written to {plot_path}")
+        console.print(f"plot written to {os.path.abspath(plot_path)}")
     return True
 
 
-def main(n: int = 8, plot_path: str | None = "emu-demo-allreduce.png",
+def plot_file(out: str | None, plot: str) -> str | None:
+    """Where ``emu demo`` writes its plot: FILE inside ``--out DIR`` (made if missing), by default
+    inside a new temporary folder -- never silently into the current folder; None: no plot."""
+    import tempfile
+
+    from emu.config import ConfigError
+
+    if not plot:
+        return None
+    if out is None:
+        out = tempfile.mkdtemp(prefix="emu-demo-")
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"--out {out}: cannot make the folder ({e.strerror}); give a folder you can write") from None
+    if not os.access(out, os.W_OK) or not os.path.isdir(out):
+        raise ConfigError(f"--out {out}: not a folder this user can write; give another")
+    return os.path.join(out, plot)
+
+
+def main(n: int = 8, plot_path: str | None = None,
          make_console: Callable[..., Console] = default_console) -> int:
     return trio.run(demo, n, plot_path, make_console)
