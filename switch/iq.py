@@ -259,12 +259,10 @@ class InputQueuedEngine(SwitchEngine):
         return 0 if d is None else -(-n // d[2]) * d[2]
 
     def _need(self, out: int, n: int) -> int:
+        """``need``, refused when it can never fit the receiver's VC buffer."""
+        need = self.need(out, n)
         d = self.downstream[out] if out < len(self.downstream) else None
-        if d is None:
-            return 0
-        unit = d[2]
-        need = -(-n // unit) * unit
-        if need > d[1]:
+        if d is not None and need > d[1]:
             raise EngineError(f"{self.name}: a {n}-byte frame needs {need} bytes of buffer, more than a VC buffer "
                               f"({d[1]} bytes) of the router on port {out}: raise switch.vc_buffer_bytes or lower "
                               "host.mtu_bytes")

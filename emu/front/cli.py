@@ -23,6 +23,7 @@ from rich.table import Table
 from ..config import MIN_REALTIME_NS_PER_S, SECTIONS, ConfigError
 from ..errors import EmuError, leaves
 from .consoles import make_console
+from .trace_options import trace_config
 
 console = make_console()
 
@@ -584,14 +585,7 @@ def run_config(args) -> "RunConfig":
         processes = size
     return RunConfig(seed=args.seed, processes=processes, capture=bool(args.pcap), realtime_ns_per_s=args.realtime,
                      direct=args.direct, bind=args.bind, partition=args.partition, mpi=size > 1,
-                     **_trace_config(args))
-
-
-def _trace_config(args) -> dict:
-    """``--trace FILE [--trace-limit SIZE] [--trace-bin NS]`` as RunConfig fields (refused when bad)."""
-    from .trace_options import trace_config
-
-    return trace_config(args)
+                     **trace_config(args))
 
 
 def personal_plugin_dir() -> str:

@@ -16,11 +16,11 @@ matplotlib and networkx draw; this module only lays out and reads the files.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 from ..config import ConfigError
+from .runrecord import read_json
 
 MAX_HOSTS = 64
 """Hosts drawn in a timeline at most (the first ones, in the topology's order)."""
@@ -34,13 +34,8 @@ def load_results(path: str) -> list[dict[str, Any]]:
 
 def load_run(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(run record, rows) of ``emu run --json`` (a bare list of rows, as before the run record, too)."""
-    try:
-        with open(path) as f:
-            rows = json.load(f)
-    except FileNotFoundError:
-        raise ConfigError(f"emu report: no file {path}; give the --json file of an emu run") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ConfigError(f"emu report: {path} is not JSON ({e}); give the --json file of an emu run") from None
+    rows = read_json(path, f"emu report: no file {path}; give the --json file of an emu run",
+                     f"emu report: {path} is not JSON ({{e}}); give the --json file of an emu run")
     run: dict[str, Any] = {}
     if isinstance(rows, dict) and isinstance(rows.get("results"), list):
         run, rows = rows.get("run") or {}, rows["results"]
@@ -54,14 +49,9 @@ def load_run(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def load_trace(path: str) -> dict[str, Any]:
-    try:
-        with open(path) as f:
-            trace = json.load(f)
-    except FileNotFoundError:
-        raise ConfigError(f"emu report: no trace file {path}; give the --trace file of the same emu run") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ConfigError(f"emu report: {path} is not a trace-event JSON file ({e}); give the --trace file of "
-                          "an emu run (one cut off by a crash cannot be read)") from None
+    trace = read_json(path, f"emu report: no trace file {path}; give the --trace file of the same emu run",
+                      f"emu report: {path} is not a trace-event JSON file ({{e}}); give the --trace file of "
+                      "an emu run (one cut off by a crash cannot be read)")
     if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
         raise ConfigError(f"emu report: {path} has no traceEvents; give the --trace file of an emu run")
     return trace

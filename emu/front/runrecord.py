@@ -115,15 +115,22 @@ def dump(obj: Any, fh, indent: int | None) -> None:
     fh.write("\n")
 
 
-def load(path: str, what: str = "--replay") -> tuple[dict, list[dict]]:
-    """(run record, rows) of a results file, refused in one line when it is not one."""
+def read_json(path: str, missing: str, not_json: str) -> Any:
+    """The JSON in ``path``; refused in one line: ``missing`` when there is no such file, ``not_json``
+    (its "{e}" replaced by the reason) when it cannot be read as JSON."""
     try:
         with open(path) as f:
-            data = json.load(f)
+            return json.load(f)
     except FileNotFoundError:
-        raise ConfigError(f"{what} {path}: no such file; give the --json file of an emu run") from None
+        raise ConfigError(missing) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ConfigError(f"{what} {path}: not JSON ({e}); give the --json file of an emu run") from None
+        raise ConfigError(not_json.replace("{e}", str(e))) from None
+
+
+def load(path: str, what: str = "--replay") -> tuple[dict, list[dict]]:
+    """(run record, rows) of a results file, refused in one line when it is not one."""
+    data = read_json(path, f"{what} {path}: no such file; give the --json file of an emu run",
+                     f"{what} {path}: not JSON ({{e}}); give the --json file of an emu run")
     if not (isinstance(data, dict) and isinstance(data.get("run"), dict) and isinstance(data.get("results"), list)):
         raise ConfigError(f"{what} {path}: no run record (a results file of emu run holds {{\"run\": ..., "
                           "\"results\": [...]}); write one with emu run ... --json FILE")

@@ -200,18 +200,19 @@ class Request:
         return next(i for i, r in enumerate(requests) if r is done[0]), True
 
     @classmethod
-    def Waitsome(cls, requests, statuses=None):
+    def _some(cls, requests, test: bool, name: str):
         if not any(requests):
             return None
-        done = cls._call(requests, "some", False, "Waitsome")
+        done = cls._call(requests, "some", test, name)
         return [i for i, r in enumerate(requests) if any(r is d for d in done)]
 
     @classmethod
+    def Waitsome(cls, requests, statuses=None):
+        return cls._some(requests, False, "Waitsome")
+
+    @classmethod
     def Testsome(cls, requests, statuses=None):
-        if not any(requests):
-            return None
-        done = cls._call(requests, "some", True, "Testsome")
-        return [i for i, r in enumerate(requests) if any(r is d for d in done)]
+        return cls._some(requests, True, "Testsome")
 
     @classmethod
     def Startall(cls, requests) -> None:
