@@ -147,6 +147,14 @@ class SwitchSpec:
     adaptive_pick: str = "first_free"
     """How ``routing=qsnet`` picks among the lightly loaded links: first_free (the lowest-numbered),
     next_free (round robin per switch) or random (seeded per switch)."""
+    adaptive_load: str = "pending"
+    """What ``routing=qsnet`` compares against ``adaptive_threshold`` (spec 03): pending (the QsNet
+    operations this router sent out of a link whose ACK has not come back through it; the token
+    retraces its packet's route, ``emu.switch.routing.pending``) or queue (frames on the line plus
+    those waiting for credit: the output queue, a local stand-in)."""
+    pending_expiry_ns: int = 1_000_000
+    """``adaptive_load=pending``: an operation whose ACK has not come back this long after it was
+    routed (lost with its packet or on the way back) leaves the count."""
     vc_policy: str = "by_class"
     """How a switch picks the VC on the next link: by_class (the frame's own vc), dateline (tori:
     VC 0 until the frame crosses a dimension's wrap-around link, then 1; back to 0 in a new dimension),
@@ -207,6 +215,12 @@ class SwitchSpec:
         if self.adaptive_pick not in ("first_free", "next_free", "random"):  # switch.routing.qsnet.PICKS
             raise ConfigError(f"SwitchSpec.adaptive_pick {self.adaptive_pick!r} is not one of "
                               "first_free, next_free, random")
+        if self.adaptive_load not in ADAPTIVE_LOADS:
+            raise ConfigError(f"SwitchSpec.adaptive_load {self.adaptive_load!r} is not one of {', '.join(ADAPTIVE_LOADS)}")
+        if not isinstance(self.pending_expiry_ns, int) or isinstance(self.pending_expiry_ns, bool) \
+                or not 1 <= self.pending_expiry_ns <= MAX_DELAY_NS:
+            raise ConfigError(f"SwitchSpec.pending_expiry_ns must be an integer within 1..{MAX_DELAY_NS} ns, "
+                              f"got {self.pending_expiry_ns!r}")
 
     def _check_router(self) -> None:
         if self.model not in ROUTER_MODELS:
@@ -255,6 +269,7 @@ class SwitchSpec:
         return rc, self.vc_alloc_ns, self.sw_alloc_ns, self.traversal_ns
 
 
+ADAPTIVE_LOADS = ("pending", "queue")
 VC_POLICIES = ("by_class", "dateline", "class_dateline")
 ROUTER_MODELS = ("output_queued", "input_queued")
 ALLOCATORS = ("round_robin", "islip")

@@ -16,8 +16,9 @@ async def put_to(host, rank):
 
 
 async def crossings(routing: str):
-    """Per port group of the first top router: (frames in, frames out) after every node of chassis 0
-    puts 16 KiB to its partner in chassis 2."""
+    """Per port group of the first top router: (bytes in, bytes out) after nodes of chassis 0 put
+    16 KiB to nodes of chassis 2. A packet goes in and out of the same group, or in on one and out on
+    another (its ACK then back the other way: the bytes differ)."""
     t = build("qsnet:nodes=257", settings={"switch": {"routing": routing}})
     box = next(s for s in t.switches if s.info.get("stage") == 3)
     n, groups = box.info["radix"], box.info["carved"]
@@ -27,7 +28,7 @@ async def crossings(routing: str):
         st = {s["name"]: s for s in await net.stats()}
     assert all(res.values())
     ports = st[box.name]["ports"]
-    return [(sum(ports[g * n + c]["rx_frames"] for c in range(n)), sum(ports[g * n + c]["tx_frames"] for c in range(n)))
+    return [(sum(ports[g * n + c]["rx_bytes"] for c in range(n)), sum(ports[g * n + c]["tx_bytes"] for c in range(n)))
             for g in range(groups)]
 
 
