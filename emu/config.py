@@ -597,7 +597,8 @@ def is_loopback(address: str) -> bool:
     return ipaddress.ip_address(address).is_loopback
 
 
-MANAGER_ACTIONS = ("rewrite", "none")
+MANAGER_ACTIONS = ("rewrite", "reset", "none")
+MANAGER_BANDS = ("auto", "out", "in")
 
 
 @dataclass(frozen=True)
@@ -608,8 +609,15 @@ class ManagerSpec:
     """A link fault the manager hears of (trap) is acted on if it still stands this long after
     the trap; a link back up meanwhile cancels it."""
     action: str = "rewrite"
-    """rewrite: new routing tables (and multicast trees) for the routers that would send into the
-    dead end, and back when the link returns; none: count and log traps only."""
+    """What the manager does about a link fault that persists (spec 03): rewrite (new routing tables,
+    and multicast trees, for the routers that would send into the dead end, and back when the link
+    returns), reset (reset the links of the router that can no longer reach the destinations
+    behind the dead link: its neighbours take their ports to it out of service, so no traffic flows
+    that way and adaptive routing goes round it; back in service when the link returns), or none
+    (count and log traps only)."""
+    band: str = "auto"
+    """How traps and commands travel: out (out of band: every router's own link to the manager), in
+    (a manager tree over the data links), auto (the topology family's: out on ``qsnet:``, else in)."""
     retry_ns: int = 20_000
     """A command to a router not answered this long is sent again."""
     max_tries: int = 5
@@ -629,6 +637,8 @@ class ManagerSpec:
         _check_delays("ManagerSpec", self, ("persist_ns", "retry_ns"))
         if self.action not in MANAGER_ACTIONS:
             raise ConfigError(f"ManagerSpec.action {self.action!r} is not one of {', '.join(MANAGER_ACTIONS)}")
+        if self.band not in MANAGER_BANDS:
+            raise ConfigError(f"ManagerSpec.band {self.band!r} is not one of {', '.join(MANAGER_BANDS)}")
         if not 1 <= self.max_tries <= 1000:
             raise ConfigError(f"ManagerSpec.max_tries must be within 1..1000, got {self.max_tries}")
         if self.retry_ns < 1:

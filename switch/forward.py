@@ -274,6 +274,8 @@ class SwitchEngine:
                 self.groups.pop(gid, None)
         elif op == MgmtOp.ADMIT:
             self.held.discard(count)
+        elif op == MgmtOp.RESET:  # the manager resets links: out of service, both ways, until ADMIT
+            self.held.update(p for p in (self.port_bps if count == 0xFFFF else (count,)) if p != self.manager_port)
         elif op == MgmtOp.INC_INSTALL:
             from emu.wire.inc import INSTALL
 

@@ -159,6 +159,7 @@ def qsnet(nodes: int, bisection: float = 1.0, rails: int = 1, links: int = 1, *,
     t.diameter = 6 if tops else (5 if n == 2 else (4 if min(nodes, per_ch) > 16 else 2))
     t.bisection = (tops * (n // 2) if tops else (ROUTERS * up if n == 2 else min(nodes, per_ch) // 2))
     t.figures = figures(nodes, bisection, 1, links)
+    t.management = "out"  # routers report to the manager over their own Ethernet controllers
     if rails > 1:
         from .trees import _railed
 

@@ -25,7 +25,8 @@ the lowest).
   the input-queued router, its ``IQView``: the frames waiting for the port in its input buffers).
   A frame that has left the port no longer counts, even though its ACK is still to come.
 
-**Ports that are down.** A port taken down (or scheduled down at ``now``) is never lightly loaded and
+**Ports that are down.** A port taken down (or scheduled down at ``now``), or out of service (``engine.held``:
+bring-up not over, or the manager reset its link), is never lightly loaded and
 is taken only when every candidate is down (then the preferred port is returned, and the switch
 NACKs a QsNet packet it cannot send on, as under every policy).
 
@@ -62,7 +63,6 @@ def load(view, port: int, now: int) -> int:
 
 
 def qsnet(engine, seed: int):
-    cands = engine.candidates
     spec = engine.spec
     threshold = spec.adaptive_threshold
     pick = spec.adaptive_pick
@@ -75,6 +75,7 @@ def qsnet(engine, seed: int):
     last = [-1]  # next_free: the port chosen last time, per switch
 
     def choose(dst: int, static: int, frame: bytes, now: int) -> int:
+        cands = engine.candidates  # read per frame: the manager's SET_ROUTES replaces the table
         ports = cands[dst] if dst < len(cands) else ()
         view = engine.ports
         if len(ports) < 2 or view is None:
@@ -83,8 +84,9 @@ def qsnet(engine, seed: int):
         preferred, source_chose = (static, False) if chosen is None else (chosen, True)
         light = []
         best, best_key = preferred, None
+        held = engine.held
         for p in ports:
-            if not view.up(p, now):
+            if not view.up(p, now) or p in held:  # down, or out of service (bring-up, the manager's reset)
                 continue
             n = load(view, p, now) if pending is None else pending.load(p, now)
             if n < threshold:
