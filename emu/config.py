@@ -148,7 +148,7 @@ class SwitchSpec:
     """How ``routing=qsnet`` picks among the lightly loaded links: first_free (the lowest-numbered),
     next_free (round robin per switch) or random (seeded per switch)."""
     adaptive_load: str = "pending"
-    """What ``routing=qsnet`` compares against ``adaptive_threshold`` (spec 03): pending (the QsNet
+    """What ``routing=qsnet`` compares against ``adaptive_threshold``: pending (QsNet's measure: the
     operations this router sent out of a link whose ACK has not come back through it; the token
     retraces its packet's route, ``emu.switch.routing.pending``) or queue (frames on the line plus
     those waiting for credit: the output queue, a local stand-in)."""
@@ -609,7 +609,7 @@ class ManagerSpec:
     """A link fault the manager hears of (trap) is acted on if it still stands this long after
     the trap; a link back up meanwhile cancels it."""
     action: str = "rewrite"
-    """What the manager does about a link fault that persists (spec 03): rewrite (new routing tables,
+    """What the manager does about a link fault that persists (QsNet): rewrite (new routing tables,
     and multicast trees, for the routers that would send into the dead end, and back when the link
     returns), reset (reset the links of the router that can no longer reach the destinations
     behind the dead link: its neighbours take their ports to it out of service, so no traffic flows
