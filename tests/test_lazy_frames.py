@@ -123,3 +123,4 @@ def test_bench_memory_runs_at_a_tiny_size():
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "cores" in p.stdout and "ratio" in p.stdout and "equal to numpy" in p.stdout
+
