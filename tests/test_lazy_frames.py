@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import emu
 from emu.nodes.collectives.run import check_results, run_collective
@@ -53,7 +54,8 @@ async def _exchange(host, peer, n, log):
     return bytes(msg.data) == np.arange(n, dtype=np.uint8).tobytes(), req.done
 
 
-async def test_frames_are_made_as_the_port_sends_them(monkeypatch):
+@pytest.mark.parametrize("direct", [False, True])  # (in memory and uncaptured: the element's fast hand-over)
+async def test_frames_are_made_as_the_port_sends_them(monkeypatch, direct):
     """No frame of a long message exists as bytes when the NIC takes it; at any moment the frames
     made and not yet reassembled at the receiver are a few windows' worth, not the message."""
     made, got = [0], [0]
@@ -74,7 +76,7 @@ async def test_frames_are_made_as_the_port_sends_them(monkeypatch):
     monkeypatch.setattr(nic_engine.NicEngine, "_on_segment", counting_segment)
     n = 1 << 20  # 1024 frames of 1 KiB each way
     log = []
-    async with emu.Cluster(build("star:n=2")) as net:
+    async with emu.Cluster(build("star:n=2"), direct=direct) as net:
         out = await net.run({"h0": (_exchange, "h1", n, log), "h1": (_exchange, "h0", n, log)})
         lookahead = net.plan.lookahead_ns
         bps = net.topology.links[0].spec.bandwidth_bps
