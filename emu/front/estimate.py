@@ -89,14 +89,14 @@ async def estimate(name: str, topo, extra: dict[str, Any], options=None) -> Esti
     from emu.topologies.grid import grid_of
 
     grid = grid_of(topo)
-    coded = ("nc", "nc_every", "nc_recursive", "combine")
-    if name == "mcast_all" and o.algo in coded and (grid is None or (o.ranks and o.ranks != hosts)):
+    coded = ("nc", "nc_every", "nc_recursive", "combine", "all_at_once_coded")
+    algo = (o.algo or "tree").replace("-", "_")
+    if name == "mcast_all" and algo in coded and (grid is None or (o.ranks and o.ranks != hosts)):
         raise ConfigError(f"mcast_all --algo {o.algo} (network-coded broadcast) runs over every node of a mesh or torus: "
                           + ("leave out --ranks" if grid is not None else "use --topo mesh:k=8,n=2 or torus:k=8,n=2"))
-    if name == "mcast" and o.algo in coded and (grid is None or (o.ranks and o.ranks != hosts)):
+    if name == "mcast" and algo in coded and (grid is None or (o.ranks and o.ranks != hosts)):
         raise ConfigError(f"mcast --algo {o.algo} (network-coded broadcast) runs over every node of a mesh or torus: "
                           + ("leave out --ranks" if grid is not None else "use --topo mesh:k=8,n=2 or torus:k=8,n=2"))
-    algo = (o.algo or "tree").replace("-", "_")
     if name in ("mcast", "mcast_all") and grid is not None and not o.ranks and algo in ("tree", "all_at_once") + coded:
         from emu.nodes.collectives.coding import Scheme, plan
 

@@ -106,6 +106,7 @@ def _register_builtin() -> None:
             GRID_ONLY.add((operation, name))
     for operation in ("mcast", "mcast_all"):  # spec 02's spelling
         ALIASES[(operation, "all-at-once")] = "all_at_once"
+        ALIASES[(operation, "all-at-once-coded")] = "all_at_once_coded"
 
 
 _register_builtin()

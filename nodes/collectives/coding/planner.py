@@ -141,6 +141,10 @@ def report(grid: Grid, mcast: str = "tree", algo: str = "nc", by: str = "hops") 
         lines.append(f"by {o} instead: {ob['shape']} ({ob['groups']} groups of {ob['members']}), {ob['hops']:,} hops, "
                      f"longest paths {ob['inner_total']} inside and {ob['between_total']} between INs ({_balance(ob)})"
                      + (" -- the same shape" if ob["_shape"] == best else ""))
+    if algo == "nc" and mcast == "tree":
+        from .countings import explain
+
+        lines += explain(grid, [r["_shape"] for r in rows])
     return "\n".join(lines)
 
 

@@ -41,7 +41,7 @@ async def broadcast(comm, x: np.ndarray, scheme: Scheme) -> np.ndarray:
     elif sc.algo == "all_at_once":
         comm.last_algo = "all_at_once(NICs)"
     else:
-        comm.last_algo = f"{sc.algo}({sc.mcast}{shape})"
+        comm.last_algo = ("" if scheme.algo == sc.algo else f"{scheme.algo} = ") + f"{sc.algo}({sc.mcast}{shape})"
     return np.stack([np.frombuffer(out[s], flat.dtype) for s in p.sources])
 
 
@@ -96,5 +96,6 @@ def baselines() -> dict[tuple[str, str], object]:
             ("mcast", "all_at_once"): _baseline("all_at_once", mcast_all_at_once, True)}
 
 
-CODED = {name: _algo(name) for name in ("nc", "nc_every", "nc_recursive", "combine")}
-CODED_ROOTED = {name: _rooted(name) for name in ("nc", "nc_every", "nc_recursive", "combine")}
+CODED_NAMES = ("nc", "nc_every", "nc_recursive", "combine", "all_at_once_coded")
+CODED = {name: _algo(name) for name in CODED_NAMES}
+CODED_ROOTED = {name: _rooted(name) for name in CODED_NAMES}
