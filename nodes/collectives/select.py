@@ -31,7 +31,8 @@ def register(operation: str, name: str, fn: Callable) -> None:
 
 
 GRID_ONLY: set[tuple[str, str]] = set()
-"""(operation, algorithm) that run only over the whole of a mesh or torus (spec 02's coded schemes)."""
+"""(operation, algorithm) that run only over every node of the network in rank order (spec 02's coded
+schemes: on a mesh or torus, or on an indirect network's rank line)."""
 
 
 def check(operation: str, name: str, n: int) -> None:
