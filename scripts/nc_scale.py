@@ -42,7 +42,7 @@ SCHEMES = {"tree": ("tree", "tree"), "all_at_once": ("all_at_once", "tree"), "nc
 COST = ("all_at_once", "nc_every", "all_at_once_coded", "tree", "nc_recursive", "nc", "combine")
 """Dearest first, so that side-by-side processes finish together."""
 COLS = ("scheme", "shape", "hops", "analytic", "floor", "hops/floor", "unicasts", "packet_hops", "exec_ns", "model_ns", "phase_ns",
-        "mean_latency_ns", "end_to_end_ns", "completion_ns", "wall_s")
+        "mean_latency_ns", "end_to_end_ns", "completion_ns", "wall_s", "cpu_s")
 
 
 def one(args) -> dict:
@@ -50,11 +50,12 @@ def one(args) -> dict:
     k, name, router, with_model = args
     nb.ROUTER[0] = router
     algo, mcast = SCHEMES[name]
-    wall = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     r = nb.em("mesh", k, algo, mcast=mcast, direct=True, with_model=with_model)
     r["scheme"] = name
     r["hops/floor"] = round(r["hops"] / r["floor"], 3)
     r["wall_s"] = round(time.perf_counter() - wall, 1)
+    r["cpu_s"] = round(time.process_time() - cpu, 1)
     return {c: v for c, v in r.items() if not isinstance(v, dict)}
 
 
@@ -93,7 +94,9 @@ def main(argv=None) -> list[dict]:
     print("hops: router-to-router links crossed, measured from the frames (= analytic, asserted); exec_ns: sum over "
           "the sequential steps of each step's longest packet latency; end_to_end_ns: first injection to the last "
           "node done" + ("" if with_model else "; model_ns: not computed at this size (--model)"))
-    print(f"wall time: {wall:.0f} s in all ({a.jobs} process(es); per scheme in wall_s)")
+    print(f"wall time: {wall:.0f} s in all ({a.jobs} process(es); per scheme in wall_s, its CPU time in cpu_s: on "
+          f"{a.jobs} idle cores the run takes about the larger of {sum(r['cpu_s'] for r in rows):.0f} / {a.jobs} s "
+          f"and the dearest scheme's {max(r['cpu_s'] for r in rows):.0f} s)")
     out = pathlib.Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / f"nc_scale_k{k}.csv", rows)
