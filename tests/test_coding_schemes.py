@@ -105,3 +105,15 @@ def test_why_our_count_and_the_source_s_pick_different_group_sizes():
     # another grid: the countings, no claim about the source
     small = report(Grid(8, 2, False))
     assert "why counts differ" in small and "the source reports" not in small
+
+
+def test_emu_plan_nc_plans_all_at_once_coded(capsys):
+    from emu.front.cli import main
+
+    assert main(["plan", "nc", "mesh:k=8,n=2", "--scheme", "all_at_once_coded"]) == 0
+    out = capsys.readouterr().out
+    assert "hierarchical coding (nc, all_at_once multicast)" in out
+    g = Grid(8, 2, False)
+    shape = plan(g, Scheme("all_at_once_coded")).scheme.shape
+    assert f"chosen: groups of {'x'.join(map(str, shape))}" in out
+    assert f"{count(g, Scheme('all_at_once_coded')).total:,} hops against" in out
