@@ -28,7 +28,7 @@ import multiprocessing
 import pathlib
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -84,10 +84,14 @@ def main(argv=None) -> list[dict]:
         rows = []
         for j in jobs:
             rows.append(one(j))
-            print(f"  {rows[-1]['scheme']}: {rows[-1]['wall_s']} s", flush=True)
+            print(f"  {rows[-1]['scheme']}: {rows[-1]['wall_s']} s wall, {rows[-1]['cpu_s']} s CPU", flush=True)
     else:
         with ProcessPoolExecutor(a.jobs, mp_context=multiprocessing.get_context("fork")) as ex:
-            rows = list(ex.map(one, jobs))
+            rows = []
+            for fut in as_completed([ex.submit(one, j) for j in jobs]):
+                rows.append(fut.result())
+                print(f"  {rows[-1]['scheme']}: {rows[-1]['wall_s']} s wall, {rows[-1]['cpu_s']} s CPU, "
+                      f"exec {rows[-1]['exec_ns']} ns, {rows[-1]['hops']:,} hops", flush=True)
     rows.sort(key=lambda r: names.index(r["scheme"]))
     wall = time.perf_counter() - wall
     nb.show(rows, COLS)
