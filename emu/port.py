@@ -18,6 +18,7 @@ from typing import Any
 
 from .wire.fabric import DST_OFF, PacketType, add_fcs
 from .wire.framing import ETHERNET, Framing
+from .wire.lazy import LazyFrame, made, with_fcs
 
 PRIO_OFF, PTYPE_OFF = DST_OFF + 5, DST_OFF + 6
 """The fabric header's prio and ptype bytes."""
@@ -174,32 +175,35 @@ class OutPort:
             return self._enqueue_traced(frame, at)
         fr = self.framing
         n = len(frame) + FCS_BYTES if fr.plain else fr.length(frame)
-        if not self.defer_fcs:
-            frame = add_fcs(frame)
-        if self.pending and self.free_at > at and self.priority and len(frame) > PRIO_OFF and frame[PRIO_OFF]:
+        if not self.defer_fcs:  # (a lazy frame gets its FCS when its bytes are made: emu.wire.lazy)
+            frame = add_fcs(frame) if frame.__class__ is not LazyFrame else frame.with_fcs()
+        free = self.free_at
+        if free > at and self.pending and self.priority and len(frame) > PRIO_OFF and frame[PRIO_OFF]:
             if self.defer_fcs:  # overtaking reads the waiting frames' lengths: they carry FCS again
                 self.restore_fcs()
-                frame = add_fcs(frame)
+                frame = with_fcs(frame)
             start = self._overtake(frame, at)
             if start is not None:
                 return start
-        start = at if at > self.free_at else self.free_at
+        start = at if at > free else free
         ser = self.ser_ns.get(n)
         if ser is None:
             ser = self.ser_ns[n] = -((-n * 8_000_000_000) // self.bandwidth_bps)
         done = self.free_at = start + ser
         self.busy_ns += ser
         q = self.queued
+        qb = self.queued_bytes
         while q and q[0][0] <= at:
-            self.queued_bytes -= q.popleft()[1]
+            qb -= q.popleft()[1]
         q.append((done, n))
-        self.queued_bytes += n
+        qb += n
+        self.queued_bytes = qb
         if len(q) > self.peak_queue_frames:
             self.peak_queue_frames = len(q)
-        if self.queued_bytes > self.peak_queue_bytes:
-            self.peak_queue_bytes = self.queued_bytes
-        arrival = (done if not self.head_bytes else start + self._ser(min(self.head_bytes, n))) + self.latency_ns
-        self.pending.append((start, arrival, frame, False))
+        if qb > self.peak_queue_bytes:
+            self.peak_queue_bytes = qb
+        hb = self.head_bytes
+        self.pending.append((start, (done if not hb else start + self._ser(min(hb, n))) + self.latency_ns, frame, False))
         return start
 
     def _enqueue_traced(self, frame: bytes, at: int) -> int:
@@ -220,7 +224,7 @@ class OutPort:
         """Give every waiting frame its FCS and stop deferring it on this port."""
         if self.defer_fcs:
             self.defer_fcs = False
-            waiting = [(s, a, add_fcs(f), pl) for s, a, f, pl in self.pending]
+            waiting = [(s, a, with_fcs(f), pl) for s, a, f, pl in self.pending]
             self.pending.clear()
             self.pending.extend(waiting)
 
@@ -288,6 +292,7 @@ class OutPort:
         """With credit flow control: queue ``frame`` on its VC from ``at``; :meth:`start_ready`
         starts it when the port is free and a credit covers it."""
         fl = self.flow
+        frame = made(frame)  # waiting for credit, it may be rewritten (its VC): made now (emu.wire.lazy)
         if fl.groups and len(frame) > VC_OFF:  # the receiver lets the sender pick a VC of the frame's group
             vc = fl.pick(frame[VC_OFF] % fl.groups)
             if vc != frame[VC_OFF]:
