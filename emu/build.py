@@ -176,7 +176,8 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
                     unit = rx.spec.flit_bytes if input_queued(rx) else 1
                     op.flow = CreditState(rx.spec.vcs, [rx.spec.buffer_bytes(largest)] * rx.spec.vcs,
                                           rx.spec.pool_bytes, unit=unit,
-                                          groups=rx.spec.vc_groups if input_queued(rx) else 0, framing=op.framing)
+                                          groups=rx.spec.vc_groups if input_queued(rx) else 0, framing=op.framing,
+                                          vc_bytes=rx.spec.buffer_bytes(largest) if input_queued(rx) and rx.spec.pool_bytes else 0)
                 outs[src].append(op)
             if dst in ins:
                 ip = InPort(dport, t.port_name(dst, dport), plan.iface_base[dst] + dport, link_id,

@@ -27,7 +27,7 @@ from .link import ACCEPT, GAP, LinkReceiver, LinkSender
 from .port import VC_OFF, InPort, OutPort, frame_error_probability
 from .portview import PortView
 from .wire.credit import CREDIT, build_credit, is_credit
-from .wire.fabric import ETH_LEN, FCS_RESIDUE, add_fcs, node_mac
+from .wire.fabric import ETH_LEN, FCS_RESIDUE, FLAG_POOL, FLAGS_OFF, add_fcs, node_mac
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, TAG_LEN, VERSION, LinkKind, tagger
 
 log = logging.getLogger(__name__)
@@ -434,8 +434,7 @@ class Element:
         elif what == RELEASE:
             self._release(obj)
         elif what == CREDIT_OUT:
-            port, vc, n = obj
-            self._credit_now(port, vc, n)
+            self._credit_now(*obj)
         else:
             self._credit_back(*obj)
 
@@ -491,7 +490,8 @@ class Element:
             self._return_credit(inp, wire, bool(kind & POOL))
         elif self.iq:
             self.engine.lost(inp.index, inp.framing.length(wire) if kind & NOFCS else inp.framing.length_wire(wire),
-                             wire[VC_OFF] if len(wire) > VC_OFF else 0, self.now)
+                             wire[VC_OFF] if len(wire) > VC_OFF else 0, self.now,
+                             len(wire) > FLAGS_OFF and bool(wire[FLAGS_OFF] & FLAG_POOL))
 
     def _lost_while_down(self, inp: InPort, now: int, wire: bytes, kind: int) -> bool:
         """Was the frame on the wire while its link was down (scheduled)? Then it is lost."""
@@ -523,7 +523,7 @@ class Element:
             outp.credit(vc, bool(pool), nbytes)
             self._wake(outp)
         elif self.iq:
-            self.engine.on_credit(port, vc, nbytes, self.now)
+            self.engine.on_credit(port, vc, nbytes, self.now, bool(pool))
 
     def _enter_buffer(self, inp: InPort, wire: bytes, kind: int, now: int) -> list:
         """The frame takes its room in the input buffer; the token frees it when every frame the
@@ -611,11 +611,19 @@ class Element:
             return
         if p.flow is not None:
             fl = p.flow
-            self._event(at, CREDIT_BACK, (p, wire[VC_OFF] % fl.vcs, pool, -(-len(wire) // fl.unit) * fl.unit))
+            c = -(-p.framing.length_wire(wire) // fl.unit) * fl.unit
+            a, b = fl.parts(c, pool if not fl.vc_bytes else bool(wire[FLAGS_OFF] & FLAG_POOL))
+            if a:
+                self._event(at, CREDIT_BACK, (p, wire[VC_OFF] % fl.vcs, False, a))
+            if b:
+                self._event(at, CREDIT_BACK, (p, wire[VC_OFF] % fl.vcs, True, b))
         elif self.iq:
-            need = self.engine.need(p.index, len(wire))
-            if need:
-                self._event(at, CREDIT_BACK, (p, wire[VC_OFF], False, need))
+            a, b = self.engine.resync_parts(p.index, p.framing.length_wire(wire),
+                                            bool(wire[FLAGS_OFF] & FLAG_POOL))
+            if a:
+                self._event(at, CREDIT_BACK, (p, wire[VC_OFF], False, a))
+            if b:
+                self._event(at, CREDIT_BACK, (p, wire[VC_OFF], True, b))
 
     def _credit_back(self, p: OutPort, vc: int, pool: bool, n: int) -> None:
         self.active_ns = self.now  # a credit's arrival, as one on the wire is
@@ -623,16 +631,16 @@ class Element:
             p.credit(vc, pool, n)
             self._wake(p)
         else:
-            self.engine.on_credit(p.index, vc, n, self.now)
+            self.engine.on_credit(p.index, vc, n, self.now, pool)
 
-    def _credit_later(self, port: int, vc: int, n: int, at: int) -> None:
-        """The engine's credit for the sender on ``port``: sent at ``at`` (a port event, so the
-        credits on a link leave in time order)."""
-        self._event(at, CREDIT_OUT, (port, vc, n))
+    def _credit_later(self, port: int, vc: int, n: int, at: int, pool: bool = False) -> None:
+        """The engine's credit for the sender on ``port`` (for its pool when ``pool``): sent at ``at``
+        (a port event, so the credits on a link leave in time order)."""
+        self._event(at, CREDIT_OUT, (port, vc, n, pool))
 
-    def _credit_now(self, port: int, vc: int, n: int) -> None:
+    def _credit_now(self, port: int, vc: int, n: int, pool: bool) -> None:
         outp = self.outs[port]
-        outp.ctl.append((self.now, self.now + outp.latency_ns, add_fcs(build_credit(self.mac, vc, False, n)), False))
+        outp.ctl.append((self.now, self.now + outp.latency_ns, add_fcs(build_credit(self.mac, vc, pool, n)), False))
         self.busy[outp] = None
 
     def _send_credit(self, inp: InPort, vc: int, pool: bool, n: int) -> None:

@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from .wire.fabric import DST_OFF, PacketType, add_fcs
+from .wire.fabric import DST_OFF, FLAG_POOL, FLAGS_OFF, PacketType, add_fcs
 from .wire.framing import ETHERNET, Framing
 
 PRIO_OFF, PTYPE_OFF = DST_OFF + 5, DST_OFF + 6
@@ -318,7 +318,7 @@ class OutPort:
             for v, qv in enumerate(fl.queues):
                 if qv and qv[0][0] <= now:
                     n = -(-self.framing.length_wire(qv[0][1]) // fl.unit) * fl.unit
-                    if fl.credits[v] >= n or fl.pool >= n:
+                    if fl.place(v, n) is not None:
                         if best < 0 or qv[0][0] < fl.queues[best][0][0]:
                             best = v
                     else:
@@ -331,11 +331,13 @@ class OutPort:
             at, wire, token = fl.queues[best].popleft()
             n = self.framing.length_wire(wire)
             c = -(-n // fl.unit) * fl.unit
-            pool = fl.credits[best] < c
-            if pool:
-                fl.pool -= c
-            else:
-                fl.credits[best] -= c
+            pool = fl.place(best, c)
+            a, b = fl.parts(c, pool)
+            fl.credits[best] -= a
+            fl.pool -= b
+            if fl.vc_bytes and bool(wire[FLAGS_OFF] & FLAG_POOL) != pool:  # the receiver files it by its POOL flag
+                flags = wire[FLAGS_OFF] | FLAG_POOL if pool else wire[FLAGS_OFF] & ~FLAG_POOL
+                wire = add_fcs(b"".join((wire[:FLAGS_OFF], bytes((flags,)), wire[FLAGS_OFF + 1:-4])))
             if fl.stalled_since is not None:
                 fl.stall_ns += now - fl.stalled_since
                 fl.stalled_since = None
@@ -410,6 +412,28 @@ VC_OFF = 22
 """Offset of the fabric header's vc byte in a frame (after the 14-byte Ethernet header)."""
 
 
+def pool_parts(cost: int, vc_bytes: int, in_pool: bool) -> tuple[int, int]:
+    """An input-queued router's buffers (``emu.switch.iqpool``): (bytes in its VC buffer of
+    ``vc_bytes``, bytes in the port's shared pool) of a frame of ``cost`` bytes, ``in_pool`` when its
+    sender marked it POOL."""
+    if in_pool:
+        return 0, cost
+    head = cost if cost < vc_bytes else vc_bytes
+    return head, cost - head
+
+
+def pool_place(cost: int, vc_bytes: int, vc_credit: int, pool_credit: int) -> bool | None:
+    """Where a sender puts a frame of ``cost`` bytes into an input-queued router with a shared pool:
+    False (its first ``vc_bytes`` in its VC buffer, the rest in the pool), True (wholly in the pool:
+    its VC buffer is not free for that) or None (no room yet: it waits for a credit)."""
+    head = cost if cost < vc_bytes else vc_bytes
+    if vc_credit >= head and pool_credit >= cost - head:
+        return False
+    if pool_credit >= cost:
+        return True
+    return None
+
+
 @dataclass(eq=False)
 class CreditState:
     """The sending side of credit flow control on one link direction: what the receiver's input
@@ -435,6 +459,26 @@ class CreditState:
     (ties: the lowest); 0: a frame takes the VC its byte names."""
     framing: Framing = ETHERNET
     """The link's framing: credits count modelled lengths (``OutPort.framing``)."""
+    vc_bytes: int = 0
+    """An input-queued receiver with a shared pool: its bytes per VC buffer. A frame's first
+    ``vc_bytes`` go into its VC buffer and the rest into the pool, or the whole frame into the pool,
+    marked with the fabric flag POOL (:func:`pool_place`); 0: a frame goes wholly into its VC buffer,
+    or wholly into the pool when that is short (the record's DATA_POOL kind says which)."""
+
+    def place(self, vc: int, c: int) -> bool | None:
+        """Where a frame taking ``c`` bytes of buffer goes on ``vc`` now: False (its VC buffer first),
+        True (the pool), None (no room: it waits)."""
+        if self.vc_bytes:
+            return pool_place(c, self.vc_bytes, self.credits[vc], self.pool)
+        if self.credits[vc] >= c:
+            return False
+        return True if self.pool >= c else None
+
+    def parts(self, c: int, pool: bool) -> tuple[int, int]:
+        """(bytes of its VC buffer, bytes of the pool) a frame taking ``c`` bytes placed so takes."""
+        if self.vc_bytes:
+            return pool_parts(c, self.vc_bytes, pool)
+        return (0, c) if pool else (c, 0)
 
     def pick(self, g: int) -> int:
         best, room = g % self.vcs, None

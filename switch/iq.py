@@ -42,8 +42,8 @@ Adaptive routing policies read the ports through :class:`IQView`: a port's load 
 waiting for it in this router's input buffers, not only those already granted to it.
 
 Not modelled: wormhole flow control (a frame that stalls with its flits spread over several routers
-needs per-flit events on the links; virtual cut-through is the closest), a shared buffer pool, and
-credits returned flit by flit (they return per frame, when its tail has left).
+needs per-flit events on the links; virtual cut-through is the closest) and credits returned flit
+by flit (they return per frame, when its tail has left).
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from emu.errors import EngineError
 
 from .forward import VC_OFF, SwitchEngine, make_switch
+from .iqpool import InBuffers, OutCredits, in_pool, mark, parts
 from .vc import selector
 
 INF = 1 << 62
@@ -63,10 +64,12 @@ INF = 1 << 62
 class Packet:
     """A frame in an input VC buffer."""
 
-    __slots__ = ("port", "vc", "head", "tail", "cost", "copies", "left", "exit", "rc_at")
+    __slots__ = ("port", "vc", "head", "tail", "cost", "copies", "left", "exit", "rc_at", "vpart", "ppart")
 
     def __init__(self, port: int, vc: int, head: int, tail: int, cost: int) -> None:
         self.port, self.vc, self.head, self.tail, self.cost = port, vc, head, tail, cost
+        self.vpart, self.ppart = cost, 0
+        """Its bytes in its VC buffer and in the port's pool (``emu.switch.iqpool``)."""
         self.copies: list[Copy] = []
         self.left = 0
         self.exit = 0
@@ -122,13 +125,15 @@ class InputQueuedEngine(SwitchEngine):
 
     downstream: list = field(default_factory=list)
     """Per output port: None (the receiver's buffers are unbounded: no credits) or (vcs, bytes per
-    VC, credit unit in bytes)."""
+    VC, credit unit in bytes, bytes of its shared pool)."""
     in_bps: dict = field(default_factory=dict)
     """Line rate of the link into each port."""
     groups_n: int = 1
     """VC groups (classes x dateline halves)."""
     buffer: int = 0
     """Bytes per input VC buffer."""
+    pool: int = 0
+    """Bytes of each input port's shared pool (``SwitchSpec.pool_bytes``)."""
     credit_out: object = None
     """``credit_out(port, vc, nbytes, at)``: the element sends a credit to the sender on ``port``
     at ``at`` (set by ``emu.element.Element``)."""
@@ -162,22 +167,22 @@ class InputQueuedEngine(SwitchEngine):
         self.nports = nports
         self.sel = group_select
         self.q = [[deque() for _ in range(V)] for _ in range(nports)] + [[deque()]]
-        self.occ = [[0] * V for _ in range(nports)]
-        self.peak = [[0] * V for _ in range(nports)]
+        self.bufs = InBuffers(nports, V, self.buffer, self.pool, self.name)
         self.in_ready = [0] * (nports + 1)
         self.out_ready = [0] * nports
         G = self.groups_n
-        self.credits, self.vc_hold, self.vc_free, self.allowed = [], [], [], []
+        self.oc = OutCredits(self.downstream, nports)
+        self.credits = self.oc.vc
+        """Per output: credit held per VC of the receiver (None: unbounded); its pool's: ``oc.pool``."""
+        self.vc_hold, self.vc_free, self.allowed = [], [], []
         for o in range(nports):
             d = self.downstream[o] if o < len(self.downstream) else None
             if d is None:
-                self.credits.append(None)
                 self.vc_hold.append(None)
                 self.vc_free.append(None)
                 self.allowed.append(None)
                 continue
-            vcs, cap, _unit = d
-            self.credits.append([cap] * vcs)
+            vcs = d[0]
             self.vc_hold.append([None] * vcs)
             self.vc_free.append([0] * vcs)
             self.allowed.append([[w for w in range(vcs) if w % G == g] or [g % vcs] for g in range(G)])
@@ -212,22 +217,18 @@ class InputQueuedEngine(SwitchEngine):
         cost = -(-n // fb) * fb
         V = self.spec.vcs
         v = frame[VC_OFF] % V if len(frame) > VC_OFF else 0
-        if self.occ[port][v] + cost > self.buffer:
-            raise EngineError(f"{self.name}: input port {port} VC {v} buffer overrun: {self.occ[port][v]} + {cost} > "
-                              f"{self.buffer} bytes (a frame larger than a VC buffer never fits: raise "
-                              "switch.vc_buffer_bytes or lower host.mtu_bytes)")
+        a, b = self.bufs.take(port, v, cost, in_pool(frame))
         tail = now + self._ser_in(port, n) - self._ser_in(port, min(fb, n))
         results = super().receive(frame, port, now)
         pkt = Packet(port, v, now, tail, cost)
+        pkt.vpart, pkt.ppart = a, b
         self._file(pkt, results, now, v)
         if not pkt.copies:  # consumed here (or dropped): its room is free at once
-            self._credit(port, v, cost, now)
+            self.bufs.free(port, v, a, b)
+            self._credit(port, v, a, b, now)
         else:
             qv = self.q[port][v]
             qv.append(pkt)
-            self.occ[port][v] += cost
-            if self.occ[port][v] > self.peak[port][v]:
-                self.peak[port][v] = self.occ[port][v]
             if len(qv) == 1:
                 pkt.rc_at = (now if self.vct else tail) + self.rc
                 self._activate(port, v)
@@ -259,13 +260,13 @@ class InputQueuedEngine(SwitchEngine):
         return 0 if d is None else -(-n // d[2]) * d[2]
 
     def _need(self, out: int, n: int) -> int:
-        """``need``, refused when it can never fit the receiver's VC buffer."""
+        """``need``, refused when it can never fit the receiver's VC buffer and pool."""
         need = self.need(out, n)
         d = self.downstream[out] if out < len(self.downstream) else None
-        if d is not None and need > d[1]:
+        if d is not None and need > d[1] + d[3]:
             raise EngineError(f"{self.name}: a {n}-byte frame needs {need} bytes of buffer, more than a VC buffer "
-                              f"({d[1]} bytes) of the router on port {out}: raise switch.vc_buffer_bytes or lower "
-                              "host.mtu_bytes")
+                              f"and the pool ({d[1]} + {d[3]} bytes) of the router on port {out}: raise "
+                              "switch.vc_buffer_bytes or pool_bytes, or lower host.mtu_bytes")
         return need
 
     def _inject(self, out: int, frame, at: int) -> None:
@@ -287,26 +288,33 @@ class InputQueuedEngine(SwitchEngine):
             self._activate(self.nports, 0)
         self._wake_at(max(qv[0].rc_at, at))  # (a head already waiting: not before now)
 
-    def on_credit(self, port: int, vc: int, nbytes: int, now: int) -> None:
-        """A credit from the receiver on ``port``."""
-        c = self.credits[port] if port < len(self.credits) else None
-        if c is None:
+    def on_credit(self, port: int, vc: int, nbytes: int, now: int, pool: bool = False) -> None:
+        """A credit from the receiver on ``port`` (for its pool when ``pool``)."""
+        if port >= len(self.credits) or self.credits[port] is None:
             return
-        c[vc % len(c)] += nbytes
-        if c[vc % len(c)] > self.downstream[port][1]:
-            raise EngineError(f"{self.name}: port {port} VC {vc}: credit above the receiver's buffer "
-                              f"({c[vc % len(c)]} > {self.downstream[port][1]} bytes)")
+        wrong = self.oc.credit(port, vc, nbytes, pool)
+        if wrong:
+            raise EngineError(f"{self.name}: port {port} VC {vc}: {wrong}")
         self._wake_at(now)  # a copy waiting for this credit may go now
 
-    def lost(self, port: int, nbytes: int, vc: int, now: int) -> None:
+    def lost(self, port: int, nbytes: int, vc: int, now: int, pool: bool = False) -> None:
         """A frame for ``port``'s buffer never entered it (lost or damaged on the wire): its credit
-        goes back at once."""
+        goes back at once, to where its sender counted it (``pool``: its POOL flag)."""
         fb = self.fb
-        self._credit(port, vc % self.spec.vcs, -(-nbytes // fb) * fb, now)
+        self._credit(port, vc % self.spec.vcs, *parts(-(-nbytes // fb) * fb, self.buffer, pool), now)
 
-    def _credit(self, port: int, vc: int, cost: int, at: int) -> None:
-        if port < self.nports and cost and self.credit_out is not None:
-            self.credit_out(port, vc, cost, at + self.spec.credit_delay_ns)
+    def resync_parts(self, port: int, nbytes: int, pool: bool) -> tuple[int, int]:
+        """(VC bytes, pool bytes) of credit a frame of modelled length ``nbytes`` this router sent on
+        ``port`` took (lost on the wire: its credit comes back by resynchronisation)."""
+        need = self.need(port, nbytes)
+        return parts(need, self.downstream[port][1], pool) if need else (0, 0)
+
+    def _credit(self, port: int, vc: int, a: int, b: int, at: int) -> None:
+        if port < self.nports and self.credit_out is not None:
+            if a:
+                self.credit_out(port, vc, a, at + self.spec.credit_delay_ns)
+            if b:
+                self.credit_out(port, vc, b, at + self.spec.credit_delay_ns, True)
 
     def on_timer(self, now: int) -> list:
         out = []
@@ -392,8 +400,7 @@ class InputQueuedEngine(SwitchEngine):
     def _ready(self, c: Copy, now: int) -> bool:
         if c.granted or c.ovc < 0 or c.sa_at > now or self.out_ready[c.out] > now:
             return False
-        cr = self.credits[c.out]
-        return cr is None or cr[c.ovc] >= c.need
+        return self.credits[c.out] is None or self.oc.place(c.out, c.ovc, c.need) is not None
 
     def _allocate_switch(self, heads, now: int) -> list:
         # requests: per input, its ready copies in VC order
@@ -481,10 +488,12 @@ class InputQueuedEngine(SwitchEngine):
         self.out_ready[o] = busy
         self.in_ready[pkt.port] = busy
         cr = self.credits[o]
+        pool = False
         if cr is not None:
+            pool = self.oc.place(o, c.ovc, c.need)
             view = self.ports
             if view is None or view.up(o, depart):  # (a frame the port drops takes no room downstream)
-                cr[c.ovc] -= c.need
+                self.oc.debit(o, c.ovc, c.need, pool)
             self.vc_hold[o][c.ovc] = None
             k, b = self.wait_vc[(o, c.ovc)]
             if k == 1:
@@ -496,6 +505,8 @@ class InputQueuedEngine(SwitchEngine):
         frame = bytearray(c.frame)
         if cr is not None or self.sel is not None:
             frame[VC_OFF] = c.ovc
+        if self.pool or pool:  # (the POOL flag is link-local: set or cleared for the next link)
+            mark(frame, pool)
         pkt.left -= 1
         leaves = depart - self.st + ser
         if leaves > pkt.exit:
@@ -508,8 +519,8 @@ class InputQueuedEngine(SwitchEngine):
         qv = self.q[pkt.port][pkt.vc]
         qv.popleft()
         if pkt.port < self.nports:
-            self.occ[pkt.port][pkt.vc] -= pkt.cost
-            self._credit(pkt.port, pkt.vc, pkt.cost, pkt.exit)
+            self.bufs.free(pkt.port, pkt.vc, pkt.vpart, pkt.ppart)
+            self._credit(pkt.port, pkt.vc, pkt.vpart, pkt.ppart, pkt.exit)
         if qv:
             nxt = qv[0]
             base = nxt.head if self.vct or pkt.port == self.nports else nxt.tail
@@ -544,8 +555,7 @@ class InputQueuedEngine(SwitchEngine):
                         cand = r
                     if cand <= now:  # lost the round (or no credit: a credit wakes it)
                         if self._granted:  # the others' grants changed what it competes with: next slot
-                            cr = self.credits[c.out]
-                            if cr is None or cr[c.ovc] >= c.need:
+                            if self.credits[c.out] is None or self.oc.place(c.out, c.ovc, c.need) is not None:
                                 cand = now + self.slot
                         if cand <= now:
                             continue
@@ -581,7 +591,7 @@ class InputQueuedEngine(SwitchEngine):
                 if c.granted or self.credits[c.out] is None:
                     continue
                 if c.ovc >= 0:
-                    if self.credits[c.out][c.ovc] < c.need:
+                    if self.oc.place(c.out, c.ovc, c.need) is None:
                         blocked[(c.out, c.ovc)] = blocked.get((c.out, c.ovc), 0) + 1
                         held.append((p, v, c.out, c.ovc))
                 else:
@@ -591,7 +601,9 @@ class InputQueuedEngine(SwitchEngine):
 
     def extra_stats(self) -> dict:
         out = super().extra_stats()
-        out["router"] = dict(self.iq_stats, peak_vc_bytes=[list(r) for r in self.peak])
+        out["router"] = dict(self.iq_stats, peak_vc_bytes=[list(r) for r in self.bufs.peak])
+        if self.pool:
+            out["router"]["peak_pool_bytes"] = list(self.bufs.pool_peak)
         return out
 
 
@@ -618,18 +630,19 @@ def make_iq(node, topology, cache: dict) -> InputQueuedEngine:
         peer = topology.nodes[v]
         ps = peer.spec
         if getattr(ps, "input_queued", False):
-            down[p] = (ps.vcs, ps.buffer_bytes(largest), ps.flit_bytes)
+            down[p] = (ps.vcs, ps.buffer_bytes(largest), ps.flit_bytes, ps.pool_bytes)
         elif finite_buffers(peer):
-            down[p] = (ps.vcs, ps.vc_buffer_bytes, 1)
+            down[p] = (ps.vcs, ps.vc_buffer_bytes, 1, 0)
     buffer = spec.buffer_bytes(largest)
-    if buffer < -(-largest // spec.flit_bytes) * spec.flit_bytes:
-        raise ConfigError(f"{node.name}: switch.vc_buffer_bytes={buffer} cannot hold a {largest}-byte frame (host.mtu_bytes "
-                          f"+ headers): a VC buffer must hold the largest frame whole; raise vc_buffer_bytes to at "
-                          f"least {-(-largest // spec.flit_bytes) * spec.flit_bytes} or lower host.mtu_bytes")
+    if buffer + spec.pool_bytes < -(-largest // spec.flit_bytes) * spec.flit_bytes:
+        raise ConfigError(f"{node.name}: switch.vc_buffer_bytes={buffer} (+ pool_bytes={spec.pool_bytes}) cannot hold a "
+                          f"{largest}-byte frame (host.mtu_bytes + headers): a VC buffer and the pool must hold the "
+                          f"largest frame whole; raise vc_buffer_bytes or pool_bytes to at least "
+                          f"{-(-largest // spec.flit_bytes) * spec.flit_bytes} bytes together or lower host.mtu_bytes")
     eng = InputQueuedEngine(node.name, node.id, spec, topology.routes.get(node.name),
                             candidates=topology.candidates.get(node.name, []),
                             groups=topology.group_ports.get(node.name, {}),
-                            downstream=down, in_bps=in_bps, groups_n=G, buffer=spec.buffer_bytes(largest))
+                            downstream=down, in_bps=in_bps, groups_n=G, buffer=buffer, pool=spec.pool_bytes)
     eng.sel = selector(spec.vc_policy, node, G)
     make_switch(node, topology, cache, engine=eng)
     eng._btimer = eng.timer  # the switch's own first timer (link bring-up), set by make_switch
