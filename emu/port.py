@@ -176,7 +176,8 @@ class OutPort:
         n = len(frame) + FCS_BYTES if fr.plain else fr.length(frame)
         if not self.defer_fcs:
             frame = add_fcs(frame)
-        if self.pending and self.free_at > at and self.priority and len(frame) > PRIO_OFF and frame[PRIO_OFF]:
+        if self.pending and self.free_at > at and self.priority and len(frame) > PRIO_OFF and frame[PRIO_OFF] \
+                and not self.head_bytes:  # (into an input-queued router: its allocators give the priority)
             if self.defer_fcs:  # overtaking reads the waiting frames' lengths: they carry FCS again
                 self.restore_fcs()
                 frame = add_fcs(frame)
@@ -309,18 +310,21 @@ class OutPort:
 
     def start_ready(self, now: int) -> tuple[list, int | None]:
         """Start, at ``now``, every queued frame the port and the credits allow (the ready head of
-        the VC handed over first, ties to the lower VC). Returns the release tokens of the frames
+        the VC handed over first, a high-priority frame before every priority-0 one with
+        ``priority``, ties to the lower VC). Returns the release tokens of the frames
         started, and when to look again (None: not before a credit or a new frame arrives)."""
         fl = self.flow
         started = []
+        prio = self.priority
         while self.free_at <= now:
-            best, blocked = -1, False
+            best, blocked, key = -1, False, None
             for v, qv in enumerate(fl.queues):
                 if qv and qv[0][0] <= now:
                     n = -(-self.framing.length_wire(qv[0][1]) // fl.unit) * fl.unit
                     if fl.place(v, n) is not None:
-                        if best < 0 or qv[0][0] < fl.queues[best][0][0]:
-                            best = v
+                        k = (not (prio and qv[0][1][PRIO_OFF]), qv[0][0])  # high priority first (link.priority)
+                        if best < 0 or k < key:
+                            best, key = v, k
                     else:
                         blocked = True
             if best < 0:

@@ -53,6 +53,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from emu.errors import EngineError
+from emu.port import PRIO_OFF
 
 from .forward import VC_OFF, SwitchEngine, make_switch
 from .iqpool import InBuffers, OutCredits, in_pool, mark, parts
@@ -81,10 +82,13 @@ class Packet:
 class Copy:
     """One frame the router sends because of a packet: its output, VC and progress."""
 
-    __slots__ = ("pkt", "out", "frame", "group", "ovc", "need", "sa_at", "granted")
+    __slots__ = ("pkt", "out", "frame", "group", "ovc", "need", "sa_at", "granted", "prio")
 
-    def __init__(self, pkt: Packet, out: int, frame, group: int, need: int) -> None:
+    def __init__(self, pkt: Packet, out: int, frame, group: int, need: int, prio: int = 0) -> None:
         self.pkt, self.out, self.frame, self.group, self.need = pkt, out, frame, group, need
+        self.prio = prio
+        """1: a high-priority frame (fabric header prio > 0, ``link.priority`` on its output): the
+        allocators serve it before every priority-0 one."""
         self.ovc = -1
         self.sa_at = INF
         self.granted = False
@@ -134,6 +138,8 @@ class InputQueuedEngine(SwitchEngine):
     """Bytes per input VC buffer."""
     pool: int = 0
     """Bytes of each input port's shared pool (``SwitchSpec.pool_bytes``)."""
+    prio_ports: frozenset = frozenset()
+    """Output ports whose link lets high-priority frames go first (``LinkSpec.priority``)."""
     credit_out: object = None
     """``credit_out(port, vc, nbytes, at)``: the element sends a credit to the sender on ``port``
     at ``at`` (set by ``emu.element.Element``)."""
@@ -249,7 +255,8 @@ class InputQueuedEngine(SwitchEngine):
                 continue
             g = sel(pkt.port, out, g_in) if sel is not None else g_in
             n = self.mlen(out, frame)
-            pkt.copies.append(Copy(pkt, out, frame, g, self._need(out, n)))
+            prio = 1 if out in self.prio_ports and len(frame) > PRIO_OFF and frame[PRIO_OFF] else 0
+            pkt.copies.append(Copy(pkt, out, frame, g, self._need(out, n), prio))
             self.wait_n[out] += 1
             self.wait_b[out] += n
         pkt.left = len(pkt.copies)
@@ -383,7 +390,7 @@ class InputQueuedEngine(SwitchEngine):
                     c.sa_at = now + self.va
                 continue
             ptr = self.va_ptr[o]
-            reqs.sort(key=lambda c: (c.pkt.port * V + c.pkt.vc - ptr) % N)
+            reqs.sort(key=lambda c: (-c.prio, (c.pkt.port * V + c.pkt.vc - ptr) % N))
             free_at = self.vc_free[o]
             for c in reqs:
                 w = next((w for w in self.allowed[o][c.group] if hold[w] is None and free_at[w] <= now), None)
@@ -423,13 +430,13 @@ class InputQueuedEngine(SwitchEngine):
         picked: dict[int, list] = {}
         for p in sorted(req):
             ptr = self.in_ptr[p]
-            v, c = min(req[p], key=lambda vc: (vc[0] - ptr) % V)
+            v, c = min(req[p], key=lambda vc: (-vc[1].prio, (vc[0] - ptr) % V))
             picked.setdefault(c.out, []).append((p, v, c))
         out = []
         nin = self.nports + 1
         for o in sorted(picked):
             ptr = self.out_ptr[o]
-            p, v, c = min(picked[o], key=lambda t: (t[0] - ptr) % nin)
+            p, v, c = min(picked[o], key=lambda t: (-t[2].prio, (t[0] - ptr) % nin))
             self.iq_stats["sa_conflicts"] += len(picked[o]) - 1
             self.out_ptr[o] = (p + 1) % nin
             self.in_ptr[p] = (v + 1) % V
@@ -625,8 +632,11 @@ def make_iq(node, topology, cache: dict) -> InputQueuedEngine:
         largest = cache["largest_frame"] = largest_frame(topology)
     down: list = [None] * topology.nports(node.name)
     in_bps = {}
+    prio_ports = set()
     for p, v, _vp, lk in nb[node.name]:
         in_bps[p] = lk.spec.bandwidth_bps
+        if lk.spec.priority:
+            prio_ports.add(p)
         peer = topology.nodes[v]
         ps = peer.spec
         if getattr(ps, "input_queued", False):
@@ -642,7 +652,8 @@ def make_iq(node, topology, cache: dict) -> InputQueuedEngine:
     eng = InputQueuedEngine(node.name, node.id, spec, topology.routes.get(node.name),
                             candidates=topology.candidates.get(node.name, []),
                             groups=topology.group_ports.get(node.name, {}),
-                            downstream=down, in_bps=in_bps, groups_n=G, buffer=buffer, pool=spec.pool_bytes)
+                            downstream=down, in_bps=in_bps, groups_n=G, buffer=buffer, pool=spec.pool_bytes,
+                            prio_ports=frozenset(prio_ports))
     eng.sel = selector(spec.vc_policy, node, G)
     make_switch(node, topology, cache, engine=eng)
     eng._btimer = eng.timer  # the switch's own first timer (link bring-up), set by make_switch

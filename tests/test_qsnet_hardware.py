@@ -103,3 +103,45 @@ def test_a_frame_longer_than_a_vc_buffer_and_the_pool_is_refused_in_one_line():
             pass
     with pytest.raises(ConfigError, match="cannot hold a"):
         trio.run(main)
+
+
+def test_priority_script_at_a_tiny_size(capsys):
+    mod = _load("qsnet_priority")
+    m = mod.models("qsnet:nodes=8", None)
+    assert (m["bulk_pkt_ns"], m["seg_ns"]) == (432, 103)   # 1080 and 256 bytes at 20 Gbit/s
+    lat = {p: trio.run(mod.measure, "qsnet:nodes=8", 3, 16 * 1024, 3000, p)["latency_ns"] for p in (0, 1)}
+    assert lat[1] <= lat[0]
+    assert lat[1] >= m["idle_ns"]
+    assert mod.main(["--nodes", "8", "--bulk", "2", "--bulk-size", "8KiB", "--at", "1000"]) == 0
+    assert "priority=1" in capsys.readouterr().out
+
+
+async def _prio_put(host, to, prio):
+    host.mem_write(0x1000, b"\x01" * 8)
+    r = await host.put(to, 0x1000, 0x2000, 8, priority=prio)
+    return r.ok
+
+
+def test_a_priority_put_sends_its_packet_at_priority_1_and_a_bad_priority_is_refused():
+    from emu.nodes.nic.qsrequests import _check_prio
+    from emu.wire import HDR_LEN
+    from emu.wire.qsnet import decode_packet
+
+    sent = []
+
+    async def main():
+        async with emu.Cluster("qsnet:nodes=4") as net:
+            nic = net._local.by_name["h0"].engine
+            emit = nic.emit
+
+            def spy(dst, ptype, body, at, **kw):
+                sent.append((ptype, kw.get("prio", 0), body))
+                return emit(dst, ptype, body, at, **kw)
+            nic.emit = spy
+            res = await net.run({net.hosts[0]: (_prio_put, 3, 1)})
+            assert res[net.hosts[0]]
+    trio.run(main)
+    pkts = [(prio, decode_packet(HDR_LEN * b"\0" + body, HDR_LEN)[1]) for ptype, prio, body in sent if ptype == 5]
+    assert pkts == [(1, 1)]   # fabric header prio 1, segment header prio bit 1
+    with pytest.raises(ValueError, match="priority must be 0"):
+        _check_prio("put", 2)
