@@ -205,5 +205,19 @@ def test_ctrl_c_under_mpiexec_ends_every_rank_on_one_line(tmp_path):
             p.kill()
     assert p.returncode == 130, out
     assert "interrupted; the cluster was torn down" in out and "Traceback" not in out, out
-    left = subprocess.run(["pgrep", "-f", "emu.front.cli run --topo fattree:k=4,n=4"], capture_output=True, text=True)
-    assert not left.stdout.split(), "a rank outlived the interrupted run"
+    assert not _processes_with(f"EMU_KEY_FILE={tmp_path / 'key' / 'mpi.key'}"), "a rank outlived the interrupted run"
+
+
+def _processes_with(env_entry: str) -> list[int]:
+    """Processes whose environment holds ``env_entry`` (this test's own key-file path, so a run of the
+    same command by another test session on the machine is not mistaken for a survivor)."""
+    found = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/environ", "rb") as f:
+                    if env_entry.encode() in f.read().split(b"\0"):
+                        found.append(int(d))
+            except OSError:
+                continue
+    return found
