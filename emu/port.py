@@ -16,6 +16,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from .segcut import cut_in, next_boundary
 from .wire.fabric import DST_OFF, FLAG_POOL, FLAGS_OFF, PacketType, add_fcs
 from .wire.framing import ETHERNET, Framing
 
@@ -147,6 +148,12 @@ class OutPort:
     framing: Framing = ETHERNET
     """The link's framing: a frame's time on the line is that of its modelled length
     (:meth:`modelled_length`), not of the bytes on the socket."""
+    line: list | None = None
+    """With ``head_bytes``: the frame on the line, [start, done, modelled bytes, cuttable]
+    (``emu.segcut``)."""
+    stretch_out: Any = None
+    """``stretch_out(port, at, d)``: the element tells the receiver that the packet on the line is
+    ``d`` ns late from ``at`` on (set by ``emu.element.Element`` on ports with ``head_bytes``)."""
 
     def modelled_length(self, frame) -> int:
         """The modelled length of MAC client frame ``frame`` (no FCS) on this link."""
@@ -176,14 +183,18 @@ class OutPort:
         n = len(frame) + FCS_BYTES if fr.plain else fr.length(frame)
         if not self.defer_fcs:
             frame = add_fcs(frame)
-        if self.pending and self.free_at > at and self.priority and len(frame) > PRIO_OFF and frame[PRIO_OFF] \
-                and not self.head_bytes:  # (into an input-queued router: its allocators give the priority)
-            if self.defer_fcs:  # overtaking reads the waiting frames' lengths: they carry FCS again
-                self.restore_fcs()
-                frame = add_fcs(frame)
-            start = self._overtake(frame, at)
-            if start is not None:
-                return start
+        if self.free_at > at and self.priority and len(frame) > PRIO_OFF and frame[PRIO_OFF]:
+            if self.head_bytes:  # into an input-queued router: into the packet on the line (emu.segcut)
+                start = cut_in(self, frame, at, n)
+                if start is not None:
+                    return start
+            elif self.pending:
+                if self.defer_fcs:  # overtaking reads the waiting frames' lengths: they carry FCS again
+                    self.restore_fcs()
+                    frame = add_fcs(frame)
+                start = self._overtake(frame, at)
+                if start is not None:
+                    return start
         start = at if at > self.free_at else self.free_at
         ser = self.ser_ns.get(n)
         if ser is None:
@@ -199,7 +210,11 @@ class OutPort:
             self.peak_queue_frames = len(q)
         if self.queued_bytes > self.peak_queue_bytes:
             self.peak_queue_bytes = self.queued_bytes
-        arrival = (done if not self.head_bytes else start + self._ser(min(self.head_bytes, n))) + self.latency_ns
+        if self.head_bytes:
+            arrival = start + self._ser(min(self.head_bytes, n)) + self.latency_ns
+            self.line = [start, done, n, len(frame) > PTYPE_OFF and frame[PTYPE_OFF] == _QPKT and not frame[PRIO_OFF]]
+        else:
+            arrival = done + self.latency_ns
         self.pending.append((start, arrival, frame, False))
         return start
 
@@ -316,6 +331,8 @@ class OutPort:
         fl = self.flow
         started = []
         prio = self.priority
+        if prio and self.head_bytes and self.free_at > now and self.line is not None and self.line[3]:
+            self._cut_ready(now, started)
         while self.free_at <= now:
             best, blocked, key = -1, False, None
             for v, qv in enumerate(fl.queues):
@@ -352,7 +369,11 @@ class OutPort:
             self.queued_bytes += n
             if self.queued_bytes > self.peak_queue_bytes:
                 self.peak_queue_bytes = self.queued_bytes
-            arrival = (done if not self.head_bytes else now + self._ser(min(self.head_bytes, n))) + self.latency_ns
+            if self.head_bytes:
+                arrival = now + self._ser(min(self.head_bytes, n)) + self.latency_ns
+                self.line = [now, done, n, wire[PTYPE_OFF] == _QPKT and not wire[PRIO_OFF]]
+            else:
+                arrival = done + self.latency_ns
             self.pending.append((now, arrival, wire, pool))
             if token is not None:
                 started.append(token)
@@ -366,6 +387,33 @@ class OutPort:
                 if t is not None and (wake is None or t < wake):
                     wake = t
         return started, wake
+
+    def _cut_ready(self, now: int, started: list) -> None:
+        """With credit flow control into an input-queued router: a ready high-priority frame (the one
+        handed over first, ties to the lower VC) goes into the packet on the line at its next segment
+        boundary (``emu.segcut``)."""
+        fl = self.flow
+        best, key = -1, None
+        for v, qv in enumerate(fl.queues):
+            if qv and qv[0][0] <= now and qv[0][1][PRIO_OFF]:
+                c = -(-self.framing.length_wire(qv[0][1]) // fl.unit) * fl.unit
+                if fl.place(v, c) is not None and (best < 0 or qv[0][0] < key):
+                    best, key = v, qv[0][0]
+        if best < 0 or next_boundary(self, now) is None:
+            return
+        _at, wire, token = fl.queues[best].popleft()
+        n = self.framing.length_wire(wire)
+        c = -(-n // fl.unit) * fl.unit
+        pool = fl.place(best, c)
+        a, b = fl.parts(c, pool)
+        fl.credits[best] -= a
+        fl.pool -= b
+        if fl.vc_bytes and bool(wire[FLAGS_OFF] & FLAG_POOL) != pool:
+            flags = wire[FLAGS_OFF] | FLAG_POOL if pool else wire[FLAGS_OFF] & ~FLAG_POOL
+            wire = add_fcs(b"".join((wire[:FLAGS_OFF], bytes((flags,)), wire[FLAGS_OFF + 1:-4])))
+        cut_in(self, wire, now, n)
+        if token is not None:
+            started.append(token)
 
     def _trace_waiting(self, t: int) -> None:
         """(Traced runs, credit flow control) the queue counter: frames and bytes on the line or

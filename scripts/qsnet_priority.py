@@ -14,11 +14,10 @@ ACK, ``host.put``) beside the idle model (``scripts/qsnet_latency.py``), and wha
 * at priority 0 it queues behind the bulk packets ahead of it on every contended port and in the
   routers' allocators (round robin with the bulk inputs), a bulk packet's time each;
 * at priority 1 it goes first wherever frames wait: at the adapter's port (its credit queues), in
-  the routers' VC and switch allocators; what is left is the bulk packet already on the line of each
-  contended link: at most one bulk packet's time (``bulk_pkt_ns``) per contended hop on links into
-  input-queued routers, which never cut a packet on the line; at most one segment's time
-  (``seg_ns``) where a port cuts it at a segment boundary (links into output-queued switches and
-  into hosts: ``emu.port.OutPort._overtake``).
+  the routers' VC allocators (a VC at the next router that holds no frame, so it queues behind no
+  bulk packet) and switch allocators; and into a bulk packet already on the line at its next segment
+  boundary (``emu.segcut``, ``emu.switch.iqcut``): at most one segment's time (``seg_ns``) per
+  contended hop, against a whole bulk packet's (``bulk_pkt_ns``) without the cut.
 
 The ACK tokens are high priority in both runs (the source's). Default: ``qsnet:nodes=32``; every figure
 is virtual time, the same on every run.
@@ -108,8 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     for prio in (0, 1):
         r = trio.run(measure, spec, a.bulk, size, a.at, prio, settings)
         rows.append(r)
-        bound = m["idle_ns"] + m["hops"] * m["bulk_pkt_ns"]
-        what = (f"<= idle + {m['hops']} x bulk_pkt_ns = {bound} ns (IQ links: no cut on the line)" if prio
+        bound = m["idle_ns"] + m["hops"] * m["seg_ns"]
+        what = (f"model: <= idle + {m['hops']} hops x seg_ns = {bound} ns; a whole bulk packet a hop would be "
+                f"{m['idle_ns'] + m['hops'] * m['bulk_pkt_ns']}" if prio
                 else "waits behind the bulk packets queued ahead")
         print(f"  priority={prio}: {r['latency_ns']:>6} ns  (idle + {r['latency_ns'] - m['idle_ns']} ns; {what})",
               flush=True)

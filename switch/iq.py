@@ -56,6 +56,7 @@ from emu.errors import EngineError
 from emu.port import PRIO_OFF
 
 from .forward import VC_OFF, SwitchEngine, make_switch
+from .iqcut import SegmentCut, cuttable
 from .iqpool import InBuffers, OutCredits, in_pool, mark, parts
 from .vc import selector
 
@@ -124,7 +125,7 @@ class IQView:
 
 
 @dataclass(eq=False)
-class InputQueuedEngine(SwitchEngine):
+class InputQueuedEngine(SegmentCut, SwitchEngine):
     """``SwitchSpec.model = input_queued``; see the module's text."""
 
     downstream: list = field(default_factory=list)
@@ -141,8 +142,11 @@ class InputQueuedEngine(SwitchEngine):
     prio_ports: frozenset = frozenset()
     """Output ports whose link lets high-priority frames go first (``LinkSpec.priority``)."""
     credit_out: object = None
-    """``credit_out(port, vc, nbytes, at)``: the element sends a credit to the sender on ``port``
+    """``credit_out(port, vc, nbytes, at[, pool])``: the element sends a credit to the sender on ``port``
     at ``at`` (set by ``emu.element.Element``)."""
+    stretch_port: object = None
+    """``stretch_port(port, start, d, now)``: the frame that started at ``start`` on ``port`` finishes
+    ``d`` later (``emu.switch.iqcut``; set by ``emu.element.Element``)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -197,6 +201,10 @@ class InputQueuedEngine(SwitchEngine):
         self._granted = False
         self.wait_n = [0] * nports
         self.wait_b = [0] * nports
+        self.line: list = [None] * nports
+        """Per output: [start, done, modelled bytes, cuttable, copy] of the last frame granted to it."""
+        self.arriving = [deque() for _ in range(nports)]
+        """Per input: the frames whose tail may still be arriving (a stretch moves the latest's)."""
         """Per output: copies waiting for it in the input buffers, and their bytes."""
         self.wait_vc: dict = {}
         """(output, VC at the next hop) -> (copies, bytes) allocated that VC and not yet granted."""
@@ -228,6 +236,10 @@ class InputQueuedEngine(SwitchEngine):
         results = super().receive(frame, port, now)
         pkt = Packet(port, v, now, tail, cost)
         pkt.vpart, pkt.ppart = a, b
+        arr = self.arriving[port]
+        while arr and arr[0].tail <= now:
+            arr.popleft()
+        arr.append(pkt)
         self._file(pkt, results, now, v)
         if not pkt.copies:  # consumed here (or dropped): its room is free at once
             self.bufs.free(port, v, a, b)
@@ -295,10 +307,13 @@ class InputQueuedEngine(SwitchEngine):
             self._activate(self.nports, 0)
         self._wake_at(max(qv[0].rc_at, at))  # (a head already waiting: not before now)
 
-    def on_credit(self, port: int, vc: int, nbytes: int, now: int, pool: bool = False) -> None:
-        """A credit from the receiver on ``port`` (for its pool when ``pool``)."""
+    def on_credit(self, port: int, vc: int, nbytes: int, now: int, pool: bool = False, frames: int = 0) -> None:
+        """A credit from the receiver on ``port`` (for its pool when ``pool``; ``frames`` left its
+        queue of ``vc`` with it)."""
         if port >= len(self.credits) or self.credits[port] is None:
             return
+        if frames:
+            self.oc.frames[port][vc % len(self.credits[port])] -= frames
         wrong = self.oc.credit(port, vc, nbytes, pool)
         if wrong:
             raise EngineError(f"{self.name}: port {port} VC {vc}: {wrong}")
@@ -310,18 +325,22 @@ class InputQueuedEngine(SwitchEngine):
         fb = self.fb
         self._credit(port, vc % self.spec.vcs, *parts(-(-nbytes // fb) * fb, self.buffer, pool), now)
 
-    def resync_parts(self, port: int, nbytes: int, pool: bool) -> tuple[int, int]:
-        """(VC bytes, pool bytes) of credit a frame of modelled length ``nbytes`` this router sent on
-        ``port`` took (lost on the wire: its credit comes back by resynchronisation)."""
+    def resync_parts(self, port: int, nbytes: int, pool: bool) -> tuple[int, int, int]:
+        """(VC bytes, pool bytes, frames) of credit a frame of modelled length ``nbytes`` this router
+        sent on ``port`` took (lost on the wire: its credit comes back by resynchronisation); frames
+        are counted toward a receiver with a pool."""
         need = self.need(port, nbytes)
-        return parts(need, self.downstream[port][1], pool) if need else (0, 0)
+        if not need:
+            return 0, 0, 0
+        return (*parts(need, self.downstream[port][1], pool), 1 if self.downstream[port][3] else 0)
 
     def _credit(self, port: int, vc: int, a: int, b: int, at: int) -> None:
         if port < self.nports and self.credit_out is not None:
+            f = 1 if self.pool else 0  # (with a pool a full VC credit no longer says no frame waits there)
             if a:
-                self.credit_out(port, vc, a, at + self.spec.credit_delay_ns)
+                self.credit_out(port, vc, a, at + self.spec.credit_delay_ns, False, f)
             if b:
-                self.credit_out(port, vc, b, at + self.spec.credit_delay_ns, True)
+                self.credit_out(port, vc, b, at + self.spec.credit_delay_ns, True, 0 if a else f)
 
     def on_timer(self, now: int) -> list:
         out = []
@@ -393,7 +412,10 @@ class InputQueuedEngine(SwitchEngine):
             reqs.sort(key=lambda c: (-c.prio, (c.pkt.port * V + c.pkt.vc - ptr) % N))
             free_at = self.vc_free[o]
             for c in reqs:
-                w = next((w for w in self.allowed[o][c.group] if hold[w] is None and free_at[w] <= now), None)
+                w = next((w for w in self.allowed[o][c.group] if hold[w] is None and free_at[w] <= now
+                          and (not c.prio or self.oc.empty(o, w))), None)  # high priority: a VC no frame waits in
+                if w is None and c.prio:
+                    w = next((w for w in self.allowed[o][c.group] if hold[w] is None and free_at[w] <= now), None)
                 if w is None:
                     continue
                 hold[w] = c
@@ -405,7 +427,9 @@ class InputQueuedEngine(SwitchEngine):
                 self.iq_stats["va_grants"] += 1
 
     def _ready(self, c: Copy, now: int) -> bool:
-        if c.granted or c.ovc < 0 or c.sa_at > now or self.out_ready[c.out] > now:
+        if c.granted or c.ovc < 0 or c.sa_at > now:
+            return False
+        if self.out_ready[c.out] > now and (not c.prio or self._cut_at(c, self._t0(c, now)) is None):
             return False
         return self.credits[c.out] is None or self.oc.place(c.out, c.ovc, c.need) is not None
 
@@ -488,11 +512,16 @@ class InputQueuedEngine(SwitchEngine):
         self.wait_n[o] -= 1
         self.wait_b[o] -= n
         ser = self._ser_out(o, n)
-        depart = now + self.sa + self.st
-        if self.vct:  # the tail never leaves before it came
-            depart = max(depart, pkt.tail - ser + self._ser_out(o, min(self.fb, n)))
+        depart = self._t0(c, now)  # (the tail never leaves before it came)
         busy = depart + ser - self.sa - self.st
-        self.out_ready[o] = busy
+        if self.out_ready[o] > now:  # high priority, into the packet on the line at its next boundary
+            depart = self._cut_at(c, depart)
+            busy = depart + ser - self.sa - self.st
+            self._hold_longer(self.line[o][4], ser, depart)
+            self.iq_stats["cut_in"] = self.iq_stats.get("cut_in", 0) + 1
+        else:
+            self.out_ready[o] = busy
+            self.line[o] = [depart, depart + ser, n, o in self.prio_ports and cuttable(c.frame), c]
         self.in_ready[pkt.port] = busy
         cr = self.credits[o]
         pool = False
@@ -501,6 +530,8 @@ class InputQueuedEngine(SwitchEngine):
             view = self.ports
             if view is None or view.up(o, depart):  # (a frame the port drops takes no room downstream)
                 self.oc.debit(o, c.ovc, c.need, pool)
+                if self.oc.cap[o][1]:
+                    self.oc.frames[o][c.ovc] += 1
             self.vc_hold[o][c.ovc] = None
             k, b = self.wait_vc[(o, c.ovc)]
             if k == 1:
@@ -559,6 +590,8 @@ class InputQueuedEngine(SwitchEngine):
                         cand = r
                     r = self.out_ready[c.out]
                     if r > cand:
+                        if c.prio and self._cut_at(c, cand) is not None:
+                            r = cand  # it may go into the packet on the line: at its round
                         cand = r
                     if cand <= now:  # lost the round (or no credit: a credit wakes it)
                         if self._granted:  # the others' grants changed what it competes with: next slot

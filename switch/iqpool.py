@@ -83,17 +83,27 @@ class OutCredits:
         self.vc: list = []
         self.pool: list = []
         self.cap: list = []
+        self.frames: list = []
+        """Per output and VC of the receiver: frames sent and not yet out of its queue (the credit
+        frames' ``frames`` count)."""
         for o in range(nports):
             d = downstream[o] if o < len(downstream) else None
             if d is None:
                 self.vc.append(None)
                 self.pool.append(0)
                 self.cap.append((0, 0))
+                self.frames.append(None)
                 continue
             vcs, cap, _unit, pool = d
+            self.frames.append([0] * vcs)
             self.vc.append([cap] * vcs)
             self.pool.append(pool)
             self.cap.append((cap, pool))
+
+    def empty(self, o: int, vc: int) -> bool:
+        """Does no frame wait in the receiver's queue of ``vc`` (or come toward it)? With a pool, by the
+        credits' frame counts; without, its whole buffer's credit is back."""
+        return not self.frames[o][vc] if self.cap[o][1] else self.vc[o][vc] == self.cap[o][0]
 
     def place(self, o: int, vc: int, need: int) -> bool | None:
         """Where a frame needing ``need`` bytes would go on output ``o``'s VC ``vc`` now (``place``)."""

@@ -145,3 +145,47 @@ def test_a_priority_put_sends_its_packet_at_priority_1_and_a_bad_priority_is_ref
     assert pkts == [(1, 1)]   # fabric header prio 1, segment header prio bit 1
     with pytest.raises(ValueError, match="priority must be 0"):
         _check_prio("put", 2)
+
+
+async def _small_at(host, to, at, prio):
+    host.mem_write(0x1000, b"\x5a" * 8)
+    await host.sleep(at)
+    t0 = host.now
+    r = await host.put(to, 0x1000, 0x7000_0000, 8, priority=prio)
+    return r.ok, r.t_ns - t0
+
+
+@pytest.mark.parametrize("routing", ["static", "qsnet"])
+def test_a_priority_put_goes_into_bulk_packets_at_segment_boundaries_and_credits_stay_exact(routing):
+    """Static routing puts the bulk stream h1 -> h31 and the small put h0 -> h31 on the same links
+    (router to router: cut and stretched; router to host: cut): at priority 1 the put waits at most a
+    segment a hop; at priority 0 more. Every credit comes back, per VC, per pool, per frame."""
+    mod = _load("qsnet_priority")
+    settings = {"switch": {"routing": routing}}
+    m = mod.models("qsnet:nodes=32", settings)
+    out = {}
+    for prio in (0, 1):
+        t = build("qsnet:nodes=32", settings=settings)
+
+        async def main():
+            async with emu.Cluster(t) as net:
+                hs = net.hosts
+                res = await net.run({hs[1]: (_bulk, 31, 64 * 1024), hs[2]: (_bulk, 31, 64 * 1024),
+                                     hs[0]: (_small_at, 31, 3000, prio)})
+                engs = _engines(net, t)
+                for e in engs:
+                    assert not any(any(r) for r in e.bufs.occ) and not any(e.bufs.pool)
+                    for o, cr in enumerate(e.credits):
+                        if cr is not None:
+                            assert cr == [256] * 32 and e.oc.pool[o] == 4096 and not any(e.oc.frames[o])
+                stats = [e.iq_stats for e in engs]
+                return res, sum(s.get("cut_in", 0) for s in stats), sum(s.get("stretched", 0) for s in stats)
+
+        res, cuts, stretched = trio.run(main)
+        ok, lat = res[t.hosts[0].name] if t.hosts[0].name in res else next(v for k, v in res.items() if str(k) == "h0")
+        assert ok
+        out[prio] = (lat, cuts, stretched)
+    (lat0, _c0, _s0), (lat1, cuts1, stretched1) = out[0], out[1]
+    assert m["idle_ns"] <= lat1 <= m["idle_ns"] + m["hops"] * m["seg_ns"] < lat0
+    if routing == "static":
+        assert cuts1 > 0 and stretched1 > 0

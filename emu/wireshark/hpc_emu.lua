@@ -200,7 +200,7 @@ local p_credit = Proto("hpcemu_credit", "hpc-emu LinkCredit")
 local f_credit = {
   vc = ProtoField.uint8("hpcemu.credit.vc", "vc", base.DEC, nil),
   pool = ProtoField.uint8("hpcemu.credit.pool", "pool", base.DEC, nil),
-  rsvd = ProtoField.uint16("hpcemu.credit.rsvd", "rsvd", base.DEC, nil),
+  frames = ProtoField.uint16("hpcemu.credit.frames", "frames", base.DEC, nil),
   bytes = ProtoField.uint32("hpcemu.credit.bytes", "bytes", base.DEC, nil),
 }
 do local t = {} for _, v in pairs(f_credit) do t[#t + 1] = v end
@@ -208,7 +208,7 @@ do local t = {} for _, v in pairs(f_credit) do t[#t + 1] = v end
 local L_credit = {
   {"vc", 0, 1, nil, 8},
   {"pool", 1, 1, nil, 8},
-  {"rsvd", 2, 2, nil, 16},
+  {"frames", 2, 2, nil, 16},
   {"bytes", 4, 4, nil, 32},
 }
 local p_qseg = Proto("hpcemu_qseg", "hpc-emu QsSegment")
