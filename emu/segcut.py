@@ -17,14 +17,7 @@ priority-0 QsNet packet is cuttable), and ``done`` moves with every frame put in
 
 from __future__ import annotations
 
-from .wire.fabric import PacketType
-
 SEG_BYTES = 256
-_QPKT = int(PacketType.QPKT)
-
-
-def cuttable(frame, prio_off: int, ptype_off: int) -> bool:
-    return len(frame) > ptype_off and frame[ptype_off] == _QPKT and not frame[prio_off]
 
 
 def next_boundary(port, at: int) -> int | None:

@@ -31,6 +31,12 @@ What a frame meets, in virtual time (every tie broken by a fixed rule, so runs a
 * **Traversal.** A granted frame leaves ``sw_alloc + traversal`` later, never before its tail could
   follow it at the output's rate; input and output are busy while its flits cross.
 
+Buffers: each input port may also have a shared pool (``pool_bytes``, ``emu.switch.iqpool``): a
+frame's first ``buffer`` bytes in its VC buffer, the rest in the pool, or the whole frame in the pool
+when its VC buffer is taken. Priority (``emu.switch.iqcut``): copies of high-priority frames are served
+first by both allocators, take a VC at the next hop no frame waits in, and may go into a priority-0
+QsNet packet on the line at its next segment boundary.
+
 Routing (tables, adaptive policies), broadcast replication, ACK combining, traps and management are
 the output-queued switch's (:class:`~emu.switch.forward.SwitchEngine`, whose ``receive`` is this
 router's route computation): every frame it would send for an arriving one is a *copy* that must
