@@ -183,7 +183,8 @@ class OutPort:
         n = len(frame) + FCS_BYTES if fr.plain else fr.length(frame)
         if not self.defer_fcs:
             frame = add_fcs(frame)
-        if self.free_at > at and self.priority and len(frame) > PRIO_OFF and frame[PRIO_OFF]:
+        free = self.free_at
+        if free > at and self.priority and len(frame) > PRIO_OFF and frame[PRIO_OFF]:
             if self.head_bytes:  # into an input-queued router: into the packet on the line (emu.segcut)
                 start = cut_in(self, frame, at, n)
                 if start is not None:
@@ -195,27 +196,29 @@ class OutPort:
                 start = self._overtake(frame, at)
                 if start is not None:
                     return start
-        start = at if at > self.free_at else self.free_at
+        start = at if at > free else free
         ser = self.ser_ns.get(n)
         if ser is None:
             ser = self.ser_ns[n] = -((-n * 8_000_000_000) // self.bandwidth_bps)
         done = self.free_at = start + ser
         self.busy_ns += ser
         q = self.queued
+        qb = self.queued_bytes
         while q and q[0][0] <= at:
-            self.queued_bytes -= q.popleft()[1]
+            qb -= q.popleft()[1]
         q.append((done, n))
-        self.queued_bytes += n
+        qb += n
+        self.queued_bytes = qb
         if len(q) > self.peak_queue_frames:
             self.peak_queue_frames = len(q)
-        if self.queued_bytes > self.peak_queue_bytes:
-            self.peak_queue_bytes = self.queued_bytes
-        if self.head_bytes:
-            arrival = start + self._ser(min(self.head_bytes, n)) + self.latency_ns
+        if qb > self.peak_queue_bytes:
+            self.peak_queue_bytes = qb
+        hb = self.head_bytes
+        if hb:
             self.line = [start, done, n, len(frame) > PTYPE_OFF and frame[PTYPE_OFF] == _QPKT and not frame[PRIO_OFF]]
+            self.pending.append((start, start + self._ser(min(hb, n)) + self.latency_ns, frame, False))
         else:
-            arrival = done + self.latency_ns
-        self.pending.append((start, arrival, frame, False))
+            self.pending.append((start, done + self.latency_ns, frame, False))
         return start
 
     def _enqueue_traced(self, frame: bytes, at: int) -> int:

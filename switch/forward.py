@@ -21,6 +21,8 @@ PTYPE_OFF = DST_OFF + 6  # ... and its packet type
 _QPKT, _QACK = int(PacketType.QPKT), int(PacketType.QACK)  # plain ints: compared per frame
 _TRAP, _MGMT, _INC, _INCCTL = (int(PacketType.TRAP), int(PacketType.MGMT), int(PacketType.INC),
                                int(PacketType.INCCTL))
+_SPECIAL = frozenset((_TRAP, _MGMT, _INC, _INCCTL))
+"""Packet types a switch may take for itself rather than forward."""
 _LINK_OPS = (MgmtOp.HELLO, MgmtOp.HELLO_ACK, MgmtOp.PATTERN, MgmtOp.END, MgmtOp.RESULT)
 
 log = logging.getLogger(__name__)
@@ -96,19 +98,20 @@ class SwitchEngine:
             return []
         dst = _U32.unpack_from(frame, DST_OFF)[0]
         pt = frame[PTYPE_OFF]
-        if pt == _MGMT or (pt == _TRAP and dst == self.manager):
-            return self._management(frame, port, dst, now)
-        if pt == _INCCTL and dst == self.manager and self.manager_port is not None:
-            # a host's request to the network manager (the manager checks it): up the manager tree
-            return [(self.manager_port, self._next_hop(frame, port, self.manager_port),
-                     now + self.spec.processing_delay_ns)]
-        if pt == _INC:
-            if self.agg is None:
-                self.stats["inc_unknown"] = self.stats.get("inc_unknown", 0) + 1
-                return []
-            out = self.agg.receive(frame, port, now)
-            self._set_timer()
-            return out
+        if pt in _SPECIAL:  # (one test for the data frames that pass by)
+            if pt == _MGMT or (pt == _TRAP and dst == self.manager):
+                return self._management(frame, port, dst, now)
+            if pt == _INCCTL and dst == self.manager and self.manager_port is not None:
+                # a host's request to the network manager (the manager checks it): up the manager tree
+                return [(self.manager_port, self._next_hop(frame, port, self.manager_port),
+                         now + self.spec.processing_delay_ns)]
+            if pt == _INC:
+                if self.agg is None:
+                    self.stats["inc_unknown"] = self.stats.get("inc_unknown", 0) + 1
+                    return []
+                out = self.agg.receive(frame, port, now)
+                self._set_timer()
+                return out
         if frame[FLAGS_OFF] & FLAG_BCAST:
             return self._replicate(frame, port, dst, now)
         if self.groups and frame[PTYPE_OFF] == _QACK and len(frame) >= HDR_LEN + ACK.size \
@@ -136,6 +139,10 @@ class SwitchEngine:
             shorter = min(-(-8_000_000_000 * self.mlen(port, frame) // bps[port]),
                           -(-8_000_000_000 * self.mlen(out, frame) // bps[out]))
             return [(out, self._next_hop(frame, port, out), now + self.spec.processing_delay_ns - shorter)]
+        if self.vc_select is None:  # ``_next_hop`` inline: one more hop
+            b = bytearray(frame)
+            b[HOPS_OFF] = (b[HOPS_OFF] + 1) & 0xFF
+            return [(out, bytes(b), now + self.spec.processing_delay_ns)]
         return [(out, self._next_hop(frame, port, out), now + self.spec.processing_delay_ns)]
 
     def _unreachable(self, frame: bytes, port: int, dst: int, out: int, now: int) -> list[tuple[int, bytes, int]]:
