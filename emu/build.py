@@ -170,13 +170,14 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
                              dst, t.port_name(dst, dport), link.spec.latency_ns,
                              link.spec.bandwidth_bps, peer_domain=plan.owner[dst], priority=link.spec.priority,
                              framing=framing(link.spec.framing))
-                if input_queued(rx):  # the router takes a frame as its head arrives; no overtaking
-                    op.head_bytes, op.priority = rx.spec.flit_bytes, False
+                if input_queued(rx):  # the router takes a frame as its head arrives; priority: at the port's
+                    op.head_bytes = rx.spec.flit_bytes  # credit queues and in the routers' allocators
                 if finite and not input_queued(t.nodes[src]):  # (an input-queued router's engine keeps credits)
                     unit = rx.spec.flit_bytes if input_queued(rx) else 1
                     op.flow = CreditState(rx.spec.vcs, [rx.spec.buffer_bytes(largest)] * rx.spec.vcs,
                                           rx.spec.pool_bytes, unit=unit,
-                                          groups=rx.spec.vc_groups if input_queued(rx) else 0, framing=op.framing)
+                                          groups=rx.spec.vc_groups if input_queued(rx) else 0, framing=op.framing,
+                                          vc_bytes=rx.spec.buffer_bytes(largest) if input_queued(rx) and rx.spec.pool_bytes else 0)
                 outs[src].append(op)
             if dst in ins:
                 ip = InPort(dport, t.port_name(dst, dport), plan.iface_base[dst] + dport, link_id,

@@ -128,13 +128,17 @@ class SwitchSpec:
     processing_delay_ns: int = 50
     """Per-frame delay from a frame's arrival to its hand-off to the output port (ns)."""
     vcs: int = 1
-    """Virtual channels per input port (a frame's VC is its fabric header's vc modulo this)."""
+    """Virtual channels per input port (a frame's VC is its fabric header's vc modulo this), 1..32
+    (QsNet's segment header has a 5-bit VC field)."""
     vc_buffer_bytes: int = 0
     """Input buffer per port and VC, in bytes; 0: unbounded (no flow control, today's figures). Finite
     buffers turn on credit flow control on every link into this switch: a sender transmits only
     with credit for the bytes, returned when the frame leaves the buffer (starts on its way out)."""
     pool_bytes: int = 0
-    """A shared pool per input port, used by a frame whose VC buffer is full (with finite buffers)."""
+    """A shared pool per input port, used by a frame whose VC buffer is full (with finite buffers). On
+    the input-queued router (``emu.switch.iqpool``) a frame's first ``vc_buffer_bytes`` go into its VC
+    buffer and the rest into the pool, or the whole frame into the pool when its VC buffer is not free
+    for that."""
     credit_delay_ns: int = 0
     """From a frame leaving the input buffer to its credit leaving for the sender (ns)."""
     routing: str = "static"
@@ -195,8 +199,8 @@ class SwitchSpec:
 
     def __post_init__(self) -> None:
         _check_delays("SwitchSpec", self, ("processing_delay_ns", "credit_delay_ns"))
-        if not isinstance(self.vcs, int) or not 1 <= self.vcs <= 16:
-            raise ConfigError(f"SwitchSpec.vcs must be within 1..16, got {self.vcs!r}")
+        if not isinstance(self.vcs, int) or isinstance(self.vcs, bool) or not 1 <= self.vcs <= 32:
+            raise ConfigError(f"SwitchSpec.vcs must be within 1..32 (QsNet's 32 VCs), got {self.vcs!r}")
         for f in ("vc_buffer_bytes", "pool_bytes"):
             v = getattr(self, f)
             if not isinstance(v, int) or not 0 <= v <= 1 << 30:
@@ -237,9 +241,9 @@ class SwitchSpec:
             if self.vc_buffer_bytes and self.vc_buffer_bytes % self.flit_bytes:
                 raise ConfigError(f"SwitchSpec.vc_buffer_bytes {self.vc_buffer_bytes} is not a whole number of "
                                   f"{self.flit_bytes}-byte flits: give a multiple of flit_bytes")
-            if self.pool_bytes:
-                raise ConfigError("SwitchSpec.pool_bytes: the input-queued router has no shared pool; "
-                                  "set pool_bytes=0 or model=output_queued")
+            if self.pool_bytes % self.flit_bytes:
+                raise ConfigError(f"SwitchSpec.pool_bytes {self.pool_bytes} is not a whole number of "
+                                  f"{self.flit_bytes}-byte flits: give a multiple of flit_bytes")
 
     @property
     def finite(self) -> bool:

@@ -26,8 +26,9 @@ from .errors import CausalityError, EngineError
 from .link import ACCEPT, GAP, LinkReceiver, LinkSender
 from .port import VC_OFF, InPort, OutPort, frame_error_probability
 from .portview import PortView
-from .wire.credit import CREDIT, CREDIT_FRAME_LEN, build_credit, is_credit
-from .wire.fabric import ETH_LEN, FCS_RESIDUE, add_fcs, node_mac
+from .segcut import stretch as stretch_port
+from .wire.credit import CREDIT, CREDIT_FRAME_LEN, STRETCH, build_credit, build_stretch, is_credit
+from .wire.fabric import ETH_LEN, FCS_RESIDUE, FLAG_POOL, FLAGS_OFF, add_fcs, node_mac
 from .wire.lazy import LazyFrame, made
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, TAG_LEN, VERSION, LinkKind, tagger
 
@@ -42,7 +43,7 @@ DIR_OUT = 2
 DROPPED = 4  # capture record of a frame dropped on purpose (written with a comment)
 FAULT_DROP = 8  # ... lost on the wire by an emulated fault
 FAULT_CORRUPT = 16  # ... sent intact, delivered with a bit flipped by an emulated fault
-WAKE, RELEASE, CREDIT_OUT, CREDIT_BACK = 0, 1, 2, 3  # kinds of port events
+WAKE, RELEASE, CREDIT_OUT, CREDIT_BACK, STRETCH_OUT = 0, 1, 2, 3, 4  # kinds of port events
 POOL = int(LinkKind.DATA_POOL)  # flags of a received record in the heap: the sender used the pool ...
 CLEAN = 4  # ... it was handed over in this process with no fault possible: its FCS need not be checked
 NOFCS = 8  # ... and its FCS was never appended (``OutPort.defer_fcs``): the frame is the engine's, 4 bytes short
@@ -120,6 +121,10 @@ class Element:
         """The engine keeps its input buffers and credits itself (the input-queued router)."""
         if self.iq:
             engine.credit_out = self._credit_later
+            engine.stretch_port = self._stretch_port
+        for p in self.out_ports:
+            if p.head_bytes:
+                p.stretch_out = self._stretch_later
         try:  # the engine reads its ports through this view (engines with __slots__ may opt out)
             engine.ports = self.ports
         except AttributeError:
@@ -467,8 +472,11 @@ class Element:
         elif what == RELEASE:
             self._release(obj)
         elif what == CREDIT_OUT:
-            port, vc, n = obj
-            self._credit_now(port, vc, n)
+            self._credit_now(*obj)
+        elif what == STRETCH_OUT:
+            outp, d = obj
+            outp.ctl.append((self.now, self.now + outp.latency_ns, add_fcs(build_stretch(self.mac, d)), False))
+            self.busy[outp] = None
         else:
             self._credit_back(*obj)
 
@@ -528,7 +536,8 @@ class Element:
             self._return_credit(inp, wire, bool(kind & POOL))
         elif self.iq:
             self.engine.lost(inp.index, inp.framing.length(wire) if kind & NOFCS else inp.framing.length_wire(wire),
-                             wire[VC_OFF] if len(wire) > VC_OFF else 0, self.now)
+                             wire[VC_OFF] if len(wire) > VC_OFF else 0, self.now,
+                             len(wire) > FLAGS_OFF and bool(wire[FLAGS_OFF] & FLAG_POOL))
 
     def _lost_while_down(self, inp: InPort, now: int, wire: bytes, kind: int) -> bool:
         """Was the frame on the wire while its link was down (scheduled)? Then it is lost."""
@@ -554,13 +563,17 @@ class Element:
 
     def _credit_arrived(self, port: int, wire: bytes) -> None:
         """Credit for the output port of the same number (the reverse direction of the link)."""
-        vc, pool, _, nbytes = CREDIT.unpack(wire, ETH_LEN)
+        vc, pool, frames, nbytes = CREDIT.unpack(wire, ETH_LEN)
+        if pool == STRETCH:  # the packet arriving on this input port is late (emu.segcut)
+            if self.iq:
+                self.engine.on_stretch(port, nbytes, self.now)
+            return
         outp = self.outs[port]
         if outp is not None and outp.flow is not None:
             outp.credit(vc, bool(pool), nbytes)
             self._wake(outp)
         elif self.iq:
-            self.engine.on_credit(port, vc, nbytes, self.now)
+            self.engine.on_credit(port, vc, nbytes, self.now, bool(pool), frames)
 
     def _enter_buffer(self, inp: InPort, wire: bytes, kind: int, now: int) -> list:
         """The frame takes its room in the input buffer; the token frees it when every frame the
@@ -649,28 +662,50 @@ class Element:
             return
         if p.flow is not None:
             fl = p.flow
-            self._event(at, CREDIT_BACK, (p, wire[VC_OFF] % fl.vcs, pool, -(-len(wire) // fl.unit) * fl.unit))
+            c = -(-p.framing.length_wire(wire) // fl.unit) * fl.unit
+            a, b = fl.parts(c, pool if not fl.vc_bytes else bool(wire[FLAGS_OFF] & FLAG_POOL))
+            if a:
+                self._event(at, CREDIT_BACK, (p, wire[VC_OFF] % fl.vcs, False, a))
+            if b:
+                self._event(at, CREDIT_BACK, (p, wire[VC_OFF] % fl.vcs, True, b))
         elif self.iq:
-            need = self.engine.need(p.index, len(wire))
-            if need:
-                self._event(at, CREDIT_BACK, (p, wire[VC_OFF], False, need))
+            a, b, f = self.engine.resync_parts(p.index, p.framing.length_wire(wire),
+                                               bool(wire[FLAGS_OFF] & FLAG_POOL))
+            if a:
+                self._event(at, CREDIT_BACK, (p, wire[VC_OFF], False, a, f))
+            if b:
+                self._event(at, CREDIT_BACK, (p, wire[VC_OFF], True, b, 0 if a else f))
 
-    def _credit_back(self, p: OutPort, vc: int, pool: bool, n: int) -> None:
+    def _credit_back(self, p: OutPort, vc: int, pool: bool, n: int, frames: int = 0) -> None:
         self.active_ns = self.now  # a credit's arrival, as one on the wire is
         if p.flow is not None:
             p.credit(vc, pool, n)
             self._wake(p)
         else:
-            self.engine.on_credit(p.index, vc, n, self.now)
+            self.engine.on_credit(p.index, vc, n, self.now, pool, frames)
 
-    def _credit_later(self, port: int, vc: int, n: int, at: int) -> None:
-        """The engine's credit for the sender on ``port``: sent at ``at`` (a port event, so the
-        credits on a link leave in time order)."""
-        self._event(at, CREDIT_OUT, (port, vc, n))
+    def _credit_later(self, port: int, vc: int, n: int, at: int, pool: bool = False, frames: int = 0) -> None:
+        """The engine's credit for the sender on ``port`` (for its pool when ``pool``; ``frames`` that
+        left with it): sent at ``at`` (a port event, so the credits on a link leave in time order)."""
+        self._event(at, CREDIT_OUT, (port, vc, n, pool, frames))
 
-    def _credit_now(self, port: int, vc: int, n: int) -> None:
+    def _stretch_later(self, p: OutPort, at: int, d: int) -> None:
+        """Tell the receiver on ``p`` at ``at`` that the packet on the line is ``d`` ns late (a port
+        event, so the link-control frames on a port leave in time order)."""
+        self._event(at, STRETCH_OUT, (p, d))
+
+    def _stretch_port(self, port: int, start: int, d: int, now: int) -> bool:
+        """The engine's packet that started at ``start`` on ``port`` finishes ``d`` later."""
+        p = self.outs[port]
+        found = stretch_port(p, start, d, now)
+        if p.pending:
+            self.busy[p] = None
+        return found
+
+    def _credit_now(self, port: int, vc: int, n: int, pool: bool, frames: int) -> None:
         outp = self.outs[port]
-        outp.ctl.append((self.now, self.now + outp.latency_ns, add_fcs(build_credit(self.mac, vc, False, n)), False))
+        outp.ctl.append((self.now, self.now + outp.latency_ns, add_fcs(build_credit(self.mac, vc, pool, n, frames)),
+                         False))
         self.busy[outp] = None
 
     def _send_credit(self, inp: InPort, vc: int, pool: bool, n: int) -> None:

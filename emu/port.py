@@ -16,7 +16,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from .wire.fabric import DST_OFF, PacketType, add_fcs
+from .segcut import cut_in, next_boundary
+from .wire.fabric import DST_OFF, FLAG_POOL, FLAGS_OFF, PacketType, add_fcs
 from .wire.framing import ETHERNET, Framing
 from .wire.lazy import LazyFrame, made, with_fcs
 
@@ -148,6 +149,12 @@ class OutPort:
     framing: Framing = ETHERNET
     """The link's framing: a frame's time on the line is that of its modelled length
     (:meth:`modelled_length`), not of the bytes on the socket."""
+    line: list | None = None
+    """With ``head_bytes``: the frame on the line, [start, done, modelled bytes, cuttable]
+    (``emu.segcut``)."""
+    stretch_out: Any = None
+    """``stretch_out(port, at, d)``: the element tells the receiver that the packet on the line is
+    ``d`` ns late from ``at`` on (set by ``emu.element.Element`` on ports with ``head_bytes``)."""
 
     def modelled_length(self, frame) -> int:
         """The modelled length of MAC client frame ``frame`` (no FCS) on this link."""
@@ -178,13 +185,18 @@ class OutPort:
         if not self.defer_fcs:  # (a lazy frame gets its FCS when its bytes are made: emu.wire.lazy)
             frame = add_fcs(frame) if frame.__class__ is not LazyFrame else frame.with_fcs()
         free = self.free_at
-        if free > at and self.pending and self.priority and len(frame) > PRIO_OFF and frame[PRIO_OFF]:
-            if self.defer_fcs:  # overtaking reads the waiting frames' lengths: they carry FCS again
-                self.restore_fcs()
-                frame = with_fcs(frame)
-            start = self._overtake(frame, at)
-            if start is not None:
-                return start
+        if free > at and self.priority and len(frame) > PRIO_OFF and frame[PRIO_OFF]:
+            if self.head_bytes:  # into an input-queued router: into the packet on the line (emu.segcut)
+                start = cut_in(self, frame, at, n)
+                if start is not None:
+                    return start
+            elif self.pending:
+                if self.defer_fcs:  # overtaking reads the waiting frames' lengths: they carry FCS again
+                    self.restore_fcs()
+                    frame = with_fcs(frame)
+                start = self._overtake(frame, at)
+                if start is not None:
+                    return start
         start = at if at > free else free
         ser = self.ser_ns.get(n)
         if ser is None:
@@ -203,7 +215,11 @@ class OutPort:
         if qb > self.peak_queue_bytes:
             self.peak_queue_bytes = qb
         hb = self.head_bytes
-        self.pending.append((start, (done if not hb else start + self._ser(min(hb, n))) + self.latency_ns, frame, False))
+        if hb:
+            self.line = [start, done, n, len(frame) > PTYPE_OFF and frame[PTYPE_OFF] == _QPKT and not frame[PRIO_OFF]]
+            self.pending.append((start, start + self._ser(min(hb, n)) + self.latency_ns, frame, False))
+        else:
+            self.pending.append((start, done + self.latency_ns, frame, False))
         return start
 
     def _enqueue_traced(self, frame: bytes, at: int) -> int:
@@ -314,18 +330,23 @@ class OutPort:
 
     def start_ready(self, now: int) -> tuple[list, int | None]:
         """Start, at ``now``, every queued frame the port and the credits allow (the ready head of
-        the VC handed over first, ties to the lower VC). Returns the release tokens of the frames
+        the VC handed over first, a high-priority frame before every priority-0 one with
+        ``priority``, ties to the lower VC). Returns the release tokens of the frames
         started, and when to look again (None: not before a credit or a new frame arrives)."""
         fl = self.flow
         started = []
+        prio = self.priority
+        if prio and self.head_bytes and self.free_at > now and self.line is not None and self.line[3]:
+            self._cut_ready(now, started)
         while self.free_at <= now:
-            best, blocked = -1, False
+            best, blocked, key = -1, False, None
             for v, qv in enumerate(fl.queues):
                 if qv and qv[0][0] <= now:
                     n = -(-self.framing.length_wire(qv[0][1]) // fl.unit) * fl.unit
-                    if fl.credits[v] >= n or fl.pool >= n:
-                        if best < 0 or qv[0][0] < fl.queues[best][0][0]:
-                            best = v
+                    if fl.place(v, n) is not None:
+                        k = (not (prio and qv[0][1][PRIO_OFF]), qv[0][0])  # high priority first (link.priority)
+                        if best < 0 or k < key:
+                            best, key = v, k
                     else:
                         blocked = True
             if best < 0:
@@ -336,11 +357,13 @@ class OutPort:
             at, wire, token = fl.queues[best].popleft()
             n = self.framing.length_wire(wire)
             c = -(-n // fl.unit) * fl.unit
-            pool = fl.credits[best] < c
-            if pool:
-                fl.pool -= c
-            else:
-                fl.credits[best] -= c
+            pool = fl.place(best, c)
+            a, b = fl.parts(c, pool)
+            fl.credits[best] -= a
+            fl.pool -= b
+            if fl.vc_bytes and bool(wire[FLAGS_OFF] & FLAG_POOL) != pool:  # the receiver files it by its POOL flag
+                flags = wire[FLAGS_OFF] | FLAG_POOL if pool else wire[FLAGS_OFF] & ~FLAG_POOL
+                wire = add_fcs(b"".join((wire[:FLAGS_OFF], bytes((flags,)), wire[FLAGS_OFF + 1:-4])))
             if fl.stalled_since is not None:
                 fl.stall_ns += now - fl.stalled_since
                 fl.stalled_since = None
@@ -351,7 +374,11 @@ class OutPort:
             self.queued_bytes += n
             if self.queued_bytes > self.peak_queue_bytes:
                 self.peak_queue_bytes = self.queued_bytes
-            arrival = (done if not self.head_bytes else now + self._ser(min(self.head_bytes, n))) + self.latency_ns
+            if self.head_bytes:
+                arrival = now + self._ser(min(self.head_bytes, n)) + self.latency_ns
+                self.line = [now, done, n, wire[PTYPE_OFF] == _QPKT and not wire[PRIO_OFF]]
+            else:
+                arrival = done + self.latency_ns
             self.pending.append((now, arrival, wire, pool))
             if token is not None:
                 started.append(token)
@@ -365,6 +392,33 @@ class OutPort:
                 if t is not None and (wake is None or t < wake):
                     wake = t
         return started, wake
+
+    def _cut_ready(self, now: int, started: list) -> None:
+        """With credit flow control into an input-queued router: a ready high-priority frame (the one
+        handed over first, ties to the lower VC) goes into the packet on the line at its next segment
+        boundary (``emu.segcut``)."""
+        fl = self.flow
+        best, key = -1, None
+        for v, qv in enumerate(fl.queues):
+            if qv and qv[0][0] <= now and qv[0][1][PRIO_OFF]:
+                c = -(-self.framing.length_wire(qv[0][1]) // fl.unit) * fl.unit
+                if fl.place(v, c) is not None and (best < 0 or qv[0][0] < key):
+                    best, key = v, qv[0][0]
+        if best < 0 or next_boundary(self, now) is None:
+            return
+        _at, wire, token = fl.queues[best].popleft()
+        n = self.framing.length_wire(wire)
+        c = -(-n // fl.unit) * fl.unit
+        pool = fl.place(best, c)
+        a, b = fl.parts(c, pool)
+        fl.credits[best] -= a
+        fl.pool -= b
+        if fl.vc_bytes and bool(wire[FLAGS_OFF] & FLAG_POOL) != pool:
+            flags = wire[FLAGS_OFF] | FLAG_POOL if pool else wire[FLAGS_OFF] & ~FLAG_POOL
+            wire = add_fcs(b"".join((wire[:FLAGS_OFF], bytes((flags,)), wire[FLAGS_OFF + 1:-4])))
+        cut_in(self, wire, now, n)
+        if token is not None:
+            started.append(token)
 
     def _trace_waiting(self, t: int) -> None:
         """(Traced runs, credit flow control) the queue counter: frames and bytes on the line or
@@ -415,6 +469,28 @@ VC_OFF = 22
 """Offset of the fabric header's vc byte in a frame (after the 14-byte Ethernet header)."""
 
 
+def pool_parts(cost: int, vc_bytes: int, in_pool: bool) -> tuple[int, int]:
+    """An input-queued router's buffers (``emu.switch.iqpool``): (bytes in its VC buffer of
+    ``vc_bytes``, bytes in the port's shared pool) of a frame of ``cost`` bytes, ``in_pool`` when its
+    sender marked it POOL."""
+    if in_pool:
+        return 0, cost
+    head = cost if cost < vc_bytes else vc_bytes
+    return head, cost - head
+
+
+def pool_place(cost: int, vc_bytes: int, vc_credit: int, pool_credit: int) -> bool | None:
+    """Where a sender puts a frame of ``cost`` bytes into an input-queued router with a shared pool:
+    False (its first ``vc_bytes`` in its VC buffer, the rest in the pool), True (wholly in the pool:
+    its VC buffer is not free for that) or None (no room yet: it waits for a credit)."""
+    head = cost if cost < vc_bytes else vc_bytes
+    if vc_credit >= head and pool_credit >= cost - head:
+        return False
+    if pool_credit >= cost:
+        return True
+    return None
+
+
 @dataclass(eq=False)
 class CreditState:
     """The sending side of credit flow control on one link direction: what the receiver's input
@@ -440,6 +516,26 @@ class CreditState:
     (ties: the lowest); 0: a frame takes the VC its byte names."""
     framing: Framing = ETHERNET
     """The link's framing: credits count modelled lengths (``OutPort.framing``)."""
+    vc_bytes: int = 0
+    """An input-queued receiver with a shared pool: its bytes per VC buffer. A frame's first
+    ``vc_bytes`` go into its VC buffer and the rest into the pool, or the whole frame into the pool,
+    marked with the fabric flag POOL (:func:`pool_place`); 0: a frame goes wholly into its VC buffer,
+    or wholly into the pool when that is short (the record's DATA_POOL kind says which)."""
+
+    def place(self, vc: int, c: int) -> bool | None:
+        """Where a frame taking ``c`` bytes of buffer goes on ``vc`` now: False (its VC buffer first),
+        True (the pool), None (no room: it waits)."""
+        if self.vc_bytes:
+            return pool_place(c, self.vc_bytes, self.credits[vc], self.pool)
+        if self.credits[vc] >= c:
+            return False
+        return True if self.pool >= c else None
+
+    def parts(self, c: int, pool: bool) -> tuple[int, int]:
+        """(bytes of its VC buffer, bytes of the pool) a frame taking ``c`` bytes placed so takes."""
+        if self.vc_bytes:
+            return pool_parts(c, self.vc_bytes, pool)
+        return (0, c) if pool else (c, 0)
 
     def pick(self, g: int) -> int:
         best, room = g % self.vcs, None

@@ -31,6 +31,12 @@ What a frame meets, in virtual time (every tie broken by a fixed rule, so runs a
 * **Traversal.** A granted frame leaves ``sw_alloc + traversal`` later, never before its tail could
   follow it at the output's rate; input and output are busy while its flits cross.
 
+Buffers: each input port may also have a shared pool (``pool_bytes``, ``emu.switch.iqpool``): a
+frame's first ``buffer`` bytes in its VC buffer, the rest in the pool, or the whole frame in the pool
+when its VC buffer is taken. Priority (``emu.switch.iqcut``): copies of high-priority frames are served
+first by both allocators, take a VC at the next hop no frame waits in, and may go into a priority-0
+QsNet packet on the line at its next segment boundary.
+
 Routing (tables, adaptive policies), broadcast replication, ACK combining, traps and management are
 the output-queued switch's (:class:`~emu.switch.forward.SwitchEngine`, whose ``receive`` is this
 router's route computation): every frame it would send for an arriving one is a *copy* that must
@@ -42,8 +48,8 @@ Adaptive routing policies read the ports through :class:`IQView`: a port's load 
 waiting for it in this router's input buffers, not only those already granted to it.
 
 Not modelled: wormhole flow control (a frame that stalls with its flits spread over several routers
-needs per-flit events on the links; virtual cut-through is the closest), a shared buffer pool, and
-credits returned flit by flit (they return per frame, when its tail has left).
+needs per-flit events on the links; virtual cut-through is the closest) and credits returned flit
+by flit (they return per frame, when its tail has left).
 """
 
 from __future__ import annotations
@@ -53,8 +59,12 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from emu.errors import EngineError
+from emu.port import PRIO_OFF
 
 from .forward import VC_OFF, SwitchEngine, make_switch
+from .iqalloc import Allocators
+from .iqcut import SegmentCut, cuttable
+from .iqpool import InBuffers, OutCredits, in_pool, mark, parts
 from .vc import selector
 
 INF = 1 << 62
@@ -63,10 +73,12 @@ INF = 1 << 62
 class Packet:
     """A frame in an input VC buffer."""
 
-    __slots__ = ("port", "vc", "head", "tail", "cost", "copies", "left", "exit", "rc_at")
+    __slots__ = ("port", "vc", "head", "tail", "cost", "copies", "left", "exit", "rc_at", "vpart", "ppart")
 
     def __init__(self, port: int, vc: int, head: int, tail: int, cost: int) -> None:
         self.port, self.vc, self.head, self.tail, self.cost = port, vc, head, tail, cost
+        self.vpart, self.ppart = cost, 0
+        """Its bytes in its VC buffer and in the port's pool (``emu.switch.iqpool``)."""
         self.copies: list[Copy] = []
         self.left = 0
         self.exit = 0
@@ -78,10 +90,13 @@ class Packet:
 class Copy:
     """One frame the router sends because of a packet: its output, VC and progress."""
 
-    __slots__ = ("pkt", "out", "frame", "group", "ovc", "need", "sa_at", "granted")
+    __slots__ = ("pkt", "out", "frame", "group", "ovc", "need", "sa_at", "granted", "prio")
 
-    def __init__(self, pkt: Packet, out: int, frame, group: int, need: int) -> None:
+    def __init__(self, pkt: Packet, out: int, frame, group: int, need: int, prio: int = 0) -> None:
         self.pkt, self.out, self.frame, self.group, self.need = pkt, out, frame, group, need
+        self.prio = prio
+        """1: a high-priority frame (fabric header prio > 0, ``link.priority`` on its output): the
+        allocators serve it before every priority-0 one."""
         self.ovc = -1
         self.sa_at = INF
         self.granted = False
@@ -117,21 +132,28 @@ class IQView:
 
 
 @dataclass(eq=False)
-class InputQueuedEngine(SwitchEngine):
+class InputQueuedEngine(Allocators, SegmentCut, SwitchEngine):
     """``SwitchSpec.model = input_queued``; see the module's text."""
 
     downstream: list = field(default_factory=list)
     """Per output port: None (the receiver's buffers are unbounded: no credits) or (vcs, bytes per
-    VC, credit unit in bytes)."""
+    VC, credit unit in bytes, bytes of its shared pool)."""
     in_bps: dict = field(default_factory=dict)
     """Line rate of the link into each port."""
     groups_n: int = 1
     """VC groups (classes x dateline halves)."""
     buffer: int = 0
     """Bytes per input VC buffer."""
+    pool: int = 0
+    """Bytes of each input port's shared pool (``SwitchSpec.pool_bytes``)."""
+    prio_ports: frozenset = frozenset()
+    """Output ports whose link lets high-priority frames go first (``LinkSpec.priority``)."""
     credit_out: object = None
-    """``credit_out(port, vc, nbytes, at)``: the element sends a credit to the sender on ``port``
+    """``credit_out(port, vc, nbytes, at[, pool])``: the element sends a credit to the sender on ``port``
     at ``at`` (set by ``emu.element.Element``)."""
+    stretch_port: object = None
+    """``stretch_port(port, start, d, now)``: the frame that started at ``start`` on ``port`` finishes
+    ``d`` later (``emu.switch.iqcut``; set by ``emu.element.Element``)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -162,22 +184,22 @@ class InputQueuedEngine(SwitchEngine):
         self.nports = nports
         self.sel = group_select
         self.q = [[deque() for _ in range(V)] for _ in range(nports)] + [[deque()]]
-        self.occ = [[0] * V for _ in range(nports)]
-        self.peak = [[0] * V for _ in range(nports)]
+        self.bufs = InBuffers(nports, V, self.buffer, self.pool, self.name)
         self.in_ready = [0] * (nports + 1)
         self.out_ready = [0] * nports
         G = self.groups_n
-        self.credits, self.vc_hold, self.vc_free, self.allowed = [], [], [], []
+        self.oc = OutCredits(self.downstream, nports)
+        self.credits = self.oc.vc
+        """Per output: credit held per VC of the receiver (None: unbounded); its pool's: ``oc.pool``."""
+        self.vc_hold, self.vc_free, self.allowed = [], [], []
         for o in range(nports):
             d = self.downstream[o] if o < len(self.downstream) else None
             if d is None:
-                self.credits.append(None)
                 self.vc_hold.append(None)
                 self.vc_free.append(None)
                 self.allowed.append(None)
                 continue
-            vcs, cap, _unit = d
-            self.credits.append([cap] * vcs)
+            vcs = d[0]
             self.vc_hold.append([None] * vcs)
             self.vc_free.append([0] * vcs)
             self.allowed.append([[w for w in range(vcs) if w % G == g] or [g % vcs] for g in range(G)])
@@ -186,6 +208,10 @@ class InputQueuedEngine(SwitchEngine):
         self._granted = False
         self.wait_n = [0] * nports
         self.wait_b = [0] * nports
+        self.line: list = [None] * nports
+        """Per output: [start, done, modelled bytes, cuttable, copy] of the last frame granted to it."""
+        self.arriving = [deque() for _ in range(nports)]
+        """Per input: the frames whose tail may still be arriving (a stretch moves the latest's)."""
         """Per output: copies waiting for it in the input buffers, and their bytes."""
         self.wait_vc: dict = {}
         """(output, VC at the next hop) -> (copies, bytes) allocated that VC and not yet granted."""
@@ -212,22 +238,22 @@ class InputQueuedEngine(SwitchEngine):
         cost = -(-n // fb) * fb
         V = self.spec.vcs
         v = frame[VC_OFF] % V if len(frame) > VC_OFF else 0
-        if self.occ[port][v] + cost > self.buffer:
-            raise EngineError(f"{self.name}: input port {port} VC {v} buffer overrun: {self.occ[port][v]} + {cost} > "
-                              f"{self.buffer} bytes (a frame larger than a VC buffer never fits: raise "
-                              "switch.vc_buffer_bytes or lower host.mtu_bytes)")
+        a, b = self.bufs.take(port, v, cost, in_pool(frame))
         tail = now + self._ser_in(port, n) - self._ser_in(port, min(fb, n))
         results = super().receive(frame, port, now)
         pkt = Packet(port, v, now, tail, cost)
+        pkt.vpart, pkt.ppart = a, b
+        arr = self.arriving[port]
+        while arr and arr[0].tail <= now:
+            arr.popleft()
+        arr.append(pkt)
         self._file(pkt, results, now, v)
         if not pkt.copies:  # consumed here (or dropped): its room is free at once
-            self._credit(port, v, cost, now)
+            self.bufs.free(port, v, a, b)
+            self._credit(port, v, a, b, now)
         else:
             qv = self.q[port][v]
             qv.append(pkt)
-            self.occ[port][v] += cost
-            if self.occ[port][v] > self.peak[port][v]:
-                self.peak[port][v] = self.occ[port][v]
             if len(qv) == 1:
                 pkt.rc_at = (now if self.vct else tail) + self.rc
                 self._activate(port, v)
@@ -248,7 +274,8 @@ class InputQueuedEngine(SwitchEngine):
                 continue
             g = sel(pkt.port, out, g_in) if sel is not None else g_in
             n = self.mlen(out, frame)
-            pkt.copies.append(Copy(pkt, out, frame, g, self._need(out, n)))
+            prio = 1 if out in self.prio_ports and len(frame) > PRIO_OFF and frame[PRIO_OFF] else 0
+            pkt.copies.append(Copy(pkt, out, frame, g, self._need(out, n), prio))
             self.wait_n[out] += 1
             self.wait_b[out] += n
         pkt.left = len(pkt.copies)
@@ -259,13 +286,13 @@ class InputQueuedEngine(SwitchEngine):
         return 0 if d is None else -(-n // d[2]) * d[2]
 
     def _need(self, out: int, n: int) -> int:
-        """``need``, refused when it can never fit the receiver's VC buffer."""
+        """``need``, refused when it can never fit the receiver's VC buffer and pool."""
         need = self.need(out, n)
         d = self.downstream[out] if out < len(self.downstream) else None
-        if d is not None and need > d[1]:
+        if d is not None and need > d[1] + d[3]:
             raise EngineError(f"{self.name}: a {n}-byte frame needs {need} bytes of buffer, more than a VC buffer "
-                              f"({d[1]} bytes) of the router on port {out}: raise switch.vc_buffer_bytes or lower "
-                              "host.mtu_bytes")
+                              f"and the pool ({d[1]} + {d[3]} bytes) of the router on port {out}: raise "
+                              "switch.vc_buffer_bytes or pool_bytes, or lower host.mtu_bytes")
         return need
 
     def _inject(self, out: int, frame, at: int) -> None:
@@ -287,26 +314,40 @@ class InputQueuedEngine(SwitchEngine):
             self._activate(self.nports, 0)
         self._wake_at(max(qv[0].rc_at, at))  # (a head already waiting: not before now)
 
-    def on_credit(self, port: int, vc: int, nbytes: int, now: int) -> None:
-        """A credit from the receiver on ``port``."""
-        c = self.credits[port] if port < len(self.credits) else None
-        if c is None:
+    def on_credit(self, port: int, vc: int, nbytes: int, now: int, pool: bool = False, frames: int = 0) -> None:
+        """A credit from the receiver on ``port`` (for its pool when ``pool``; ``frames`` left its
+        queue of ``vc`` with it)."""
+        if port >= len(self.credits) or self.credits[port] is None:
             return
-        c[vc % len(c)] += nbytes
-        if c[vc % len(c)] > self.downstream[port][1]:
-            raise EngineError(f"{self.name}: port {port} VC {vc}: credit above the receiver's buffer "
-                              f"({c[vc % len(c)]} > {self.downstream[port][1]} bytes)")
+        if frames:
+            self.oc.frames[port][vc % len(self.credits[port])] -= frames
+        wrong = self.oc.credit(port, vc, nbytes, pool)
+        if wrong:
+            raise EngineError(f"{self.name}: port {port} VC {vc}: {wrong}")
         self._wake_at(now)  # a copy waiting for this credit may go now
 
-    def lost(self, port: int, nbytes: int, vc: int, now: int) -> None:
+    def lost(self, port: int, nbytes: int, vc: int, now: int, pool: bool = False) -> None:
         """A frame for ``port``'s buffer never entered it (lost or damaged on the wire): its credit
-        goes back at once."""
+        goes back at once, to where its sender counted it (``pool``: its POOL flag)."""
         fb = self.fb
-        self._credit(port, vc % self.spec.vcs, -(-nbytes // fb) * fb, now)
+        self._credit(port, vc % self.spec.vcs, *parts(-(-nbytes // fb) * fb, self.buffer, pool), now)
 
-    def _credit(self, port: int, vc: int, cost: int, at: int) -> None:
-        if port < self.nports and cost and self.credit_out is not None:
-            self.credit_out(port, vc, cost, at + self.spec.credit_delay_ns)
+    def resync_parts(self, port: int, nbytes: int, pool: bool) -> tuple[int, int, int]:
+        """(VC bytes, pool bytes, frames) of credit a frame of modelled length ``nbytes`` this router
+        sent on ``port`` took (lost on the wire: its credit comes back by resynchronisation); frames
+        are counted toward a receiver with a pool."""
+        need = self.need(port, nbytes)
+        if not need:
+            return 0, 0, 0
+        return (*parts(need, self.downstream[port][1], pool), 1 if self.downstream[port][3] else 0)
+
+    def _credit(self, port: int, vc: int, a: int, b: int, at: int) -> None:
+        if port < self.nports and self.credit_out is not None:
+            f = 1 if self.pool else 0  # (with a pool a full VC credit no longer says no frame waits there)
+            if a:
+                self.credit_out(port, vc, a, at + self.spec.credit_delay_ns, False, f)
+            if b:
+                self.credit_out(port, vc, b, at + self.spec.credit_delay_ns, True, 0 if a else f)
 
     def on_timer(self, now: int) -> list:
         out = []
@@ -375,10 +416,13 @@ class InputQueuedEngine(SwitchEngine):
                     c.sa_at = now + self.va
                 continue
             ptr = self.va_ptr[o]
-            reqs.sort(key=lambda c: (c.pkt.port * V + c.pkt.vc - ptr) % N)
+            reqs.sort(key=lambda c: (-c.prio, (c.pkt.port * V + c.pkt.vc - ptr) % N))
             free_at = self.vc_free[o]
             for c in reqs:
-                w = next((w for w in self.allowed[o][c.group] if hold[w] is None and free_at[w] <= now), None)
+                w = next((w for w in self.allowed[o][c.group] if hold[w] is None and free_at[w] <= now
+                          and (not c.prio or self.oc.empty(o, w))), None)  # high priority: a VC no frame waits in
+                if w is None and c.prio:
+                    w = next((w for w in self.allowed[o][c.group] if hold[w] is None and free_at[w] <= now), None)
                 if w is None:
                     continue
                 hold[w] = c
@@ -390,10 +434,11 @@ class InputQueuedEngine(SwitchEngine):
                 self.iq_stats["va_grants"] += 1
 
     def _ready(self, c: Copy, now: int) -> bool:
-        if c.granted or c.ovc < 0 or c.sa_at > now or self.out_ready[c.out] > now:
+        if c.granted or c.ovc < 0 or c.sa_at > now:
             return False
-        cr = self.credits[c.out]
-        return cr is None or cr[c.ovc] >= c.need
+        if self.out_ready[c.out] > now and (not c.prio or self._cut_at(c, self._t0(c, now)) is None):
+            return False
+        return self.credits[c.out] is None or self.oc.place(c.out, c.ovc, c.need) is not None
 
     def _allocate_switch(self, heads, now: int) -> list:
         # requests: per input, its ready copies in VC order
@@ -409,64 +454,6 @@ class InputQueuedEngine(SwitchEngine):
         grants = self._islip(req) if self.islip else self._separable(req)
         return [self._grant(c, now) for c in grants]
 
-    def _separable(self, req: dict) -> list:
-        """Input first: each input its ready copy next after its pointer (over VCs, then copies);
-        each output the requesting input next after its pointer."""
-        V = self.spec.vcs
-        picked: dict[int, list] = {}
-        for p in sorted(req):
-            ptr = self.in_ptr[p]
-            v, c = min(req[p], key=lambda vc: (vc[0] - ptr) % V)
-            picked.setdefault(c.out, []).append((p, v, c))
-        out = []
-        nin = self.nports + 1
-        for o in sorted(picked):
-            ptr = self.out_ptr[o]
-            p, v, c = min(picked[o], key=lambda t: (t[0] - ptr) % nin)
-            self.iq_stats["sa_conflicts"] += len(picked[o]) - 1
-            self.out_ptr[o] = (p + 1) % nin
-            self.in_ptr[p] = (v + 1) % V
-            out.append(c)
-        return out
-
-    def _islip(self, req: dict) -> list:
-        """iSLIP: unmatched inputs request every output they have a ready copy for; each
-        unmatched output grants the requesting input next after its pointer; each input accepts
-        the granting output next after its pointer. Pointers move on first-iteration accepts."""
-        nin, nout, V = self.nports + 1, self.nports, self.spec.vcs
-        matched_in: dict[int, int] = {}
-        matched_out: set[int] = set()
-        for it in range(self.iters):
-            grants: dict[int, list] = {}
-            for o in range(nout):
-                if o in matched_out:
-                    continue
-                asking = [p for p in req if p not in matched_in and any(c.out == o for _v, c in req[p])]
-                if asking:
-                    ptr = self.out_ptr[o]
-                    grants.setdefault(min(asking, key=lambda p: (p - ptr) % nin), []).append(o)
-            if not grants:
-                break
-            for p in sorted(grants):
-                ptr = self.in_ptr[p]
-                o = min(grants[p], key=lambda o: (o - ptr) % nout)
-                matched_in[p] = o
-                matched_out.add(o)
-                self.iq_stats["sa_conflicts"] += len(grants[p]) - 1
-                if it == 0:
-                    self.out_ptr[o] = (p + 1) % nin
-                    self.in_ptr[p] = (o + 1) % nout
-        out = []
-        for p in sorted(matched_in):
-            o = matched_in[p]
-            # the VC of that input toward o: the first at or after the input's VC pointer
-            cands = [(v, c) for v, c in req[p] if c.out == o]
-            vptr = self.vc_ptr[p]
-            v, c = min(cands, key=lambda vc: (vc[0] - vptr) % V)
-            self.vc_ptr[p] = (v + 1) % V
-            out.append(c)
-        return out
-
     def _grant(self, c: Copy, now: int) -> tuple[int, bytes, int]:
         self.iq_stats["sa_grants"] += 1
         o, pkt = c.out, c.pkt
@@ -474,17 +461,26 @@ class InputQueuedEngine(SwitchEngine):
         self.wait_n[o] -= 1
         self.wait_b[o] -= n
         ser = self._ser_out(o, n)
-        depart = now + self.sa + self.st
-        if self.vct:  # the tail never leaves before it came
-            depart = max(depart, pkt.tail - ser + self._ser_out(o, min(self.fb, n)))
+        depart = self._t0(c, now)  # (the tail never leaves before it came)
         busy = depart + ser - self.sa - self.st
-        self.out_ready[o] = busy
+        if self.out_ready[o] > now:  # high priority, into the packet on the line at its next boundary
+            depart = self._cut_at(c, depart)
+            busy = depart + ser - self.sa - self.st
+            self._hold_longer(self.line[o][4], ser, depart)
+            self.iq_stats["cut_in"] = self.iq_stats.get("cut_in", 0) + 1
+        else:
+            self.out_ready[o] = busy
+            self.line[o] = [depart, depart + ser, n, o in self.prio_ports and cuttable(c.frame), c]
         self.in_ready[pkt.port] = busy
         cr = self.credits[o]
+        pool = False
         if cr is not None:
+            pool = self.oc.place(o, c.ovc, c.need)
             view = self.ports
             if view is None or view.up(o, depart):  # (a frame the port drops takes no room downstream)
-                cr[c.ovc] -= c.need
+                self.oc.debit(o, c.ovc, c.need, pool)
+                if self.oc.cap[o][1]:
+                    self.oc.frames[o][c.ovc] += 1
             self.vc_hold[o][c.ovc] = None
             k, b = self.wait_vc[(o, c.ovc)]
             if k == 1:
@@ -496,6 +492,8 @@ class InputQueuedEngine(SwitchEngine):
         frame = bytearray(c.frame)
         if cr is not None or self.sel is not None:
             frame[VC_OFF] = c.ovc
+        if self.pool or pool:  # (the POOL flag is link-local: set or cleared for the next link)
+            mark(frame, pool)
         pkt.left -= 1
         leaves = depart - self.st + ser
         if leaves > pkt.exit:
@@ -508,8 +506,8 @@ class InputQueuedEngine(SwitchEngine):
         qv = self.q[pkt.port][pkt.vc]
         qv.popleft()
         if pkt.port < self.nports:
-            self.occ[pkt.port][pkt.vc] -= pkt.cost
-            self._credit(pkt.port, pkt.vc, pkt.cost, pkt.exit)
+            self.bufs.free(pkt.port, pkt.vc, pkt.vpart, pkt.ppart)
+            self._credit(pkt.port, pkt.vc, pkt.vpart, pkt.ppart, pkt.exit)
         if qv:
             nxt = qv[0]
             base = nxt.head if self.vct or pkt.port == self.nports else nxt.tail
@@ -541,11 +539,12 @@ class InputQueuedEngine(SwitchEngine):
                         cand = r
                     r = self.out_ready[c.out]
                     if r > cand:
+                        if c.prio and self._cut_at(c, cand) is not None:
+                            r = cand  # it may go into the packet on the line: at its round
                         cand = r
                     if cand <= now:  # lost the round (or no credit: a credit wakes it)
                         if self._granted:  # the others' grants changed what it competes with: next slot
-                            cr = self.credits[c.out]
-                            if cr is None or cr[c.ovc] >= c.need:
+                            if self.credits[c.out] is None or self.oc.place(c.out, c.ovc, c.need) is not None:
                                 cand = now + self.slot
                         if cand <= now:
                             continue
@@ -569,29 +568,11 @@ class InputQueuedEngine(SwitchEngine):
             t = b
         self.timer = None if t >= INF else t
 
-    def credit_waits(self) -> tuple[list, list]:
-        """Who waits for whom (credit deadlock diagnosis): ``blocked`` (out port, VC, frames) for every
-        output VC whose waiting frames have no credit; ``held`` (in port, in VC, out port, out VC) for
-        every frame at the head of an input buffer waiting for credit or for a VC at an output (a
-        VC it waits for: each of its group's)."""
-        blocked: dict[tuple[int, int], int] = {}
-        held = []
-        for p, v, pkt in self._heads():
-            for c in pkt.copies:
-                if c.granted or self.credits[c.out] is None:
-                    continue
-                if c.ovc >= 0:
-                    if self.credits[c.out][c.ovc] < c.need:
-                        blocked[(c.out, c.ovc)] = blocked.get((c.out, c.ovc), 0) + 1
-                        held.append((p, v, c.out, c.ovc))
-                else:
-                    for w in self.allowed[c.out][c.group]:
-                        held.append((p, v, c.out, w))
-        return [(o, w, n) for (o, w), n in sorted(blocked.items())], held
-
     def extra_stats(self) -> dict:
         out = super().extra_stats()
-        out["router"] = dict(self.iq_stats, peak_vc_bytes=[list(r) for r in self.peak])
+        out["router"] = dict(self.iq_stats, peak_vc_bytes=[list(r) for r in self.bufs.peak])
+        if self.pool:
+            out["router"]["peak_pool_bytes"] = list(self.bufs.pool_peak)
         return out
 
 
@@ -613,23 +594,28 @@ def make_iq(node, topology, cache: dict) -> InputQueuedEngine:
         largest = cache["largest_frame"] = largest_frame(topology)
     down: list = [None] * topology.nports(node.name)
     in_bps = {}
+    prio_ports = set()
     for p, v, _vp, lk in nb[node.name]:
         in_bps[p] = lk.spec.bandwidth_bps
+        if lk.spec.priority:
+            prio_ports.add(p)
         peer = topology.nodes[v]
         ps = peer.spec
         if getattr(ps, "input_queued", False):
-            down[p] = (ps.vcs, ps.buffer_bytes(largest), ps.flit_bytes)
+            down[p] = (ps.vcs, ps.buffer_bytes(largest), ps.flit_bytes, ps.pool_bytes)
         elif finite_buffers(peer):
-            down[p] = (ps.vcs, ps.vc_buffer_bytes, 1)
+            down[p] = (ps.vcs, ps.vc_buffer_bytes, 1, 0)
     buffer = spec.buffer_bytes(largest)
-    if buffer < -(-largest // spec.flit_bytes) * spec.flit_bytes:
-        raise ConfigError(f"{node.name}: switch.vc_buffer_bytes={buffer} cannot hold a {largest}-byte frame (host.mtu_bytes "
-                          f"+ headers): a VC buffer must hold the largest frame whole; raise vc_buffer_bytes to at "
-                          f"least {-(-largest // spec.flit_bytes) * spec.flit_bytes} or lower host.mtu_bytes")
+    if buffer + spec.pool_bytes < -(-largest // spec.flit_bytes) * spec.flit_bytes:
+        raise ConfigError(f"{node.name}: switch.vc_buffer_bytes={buffer} (+ pool_bytes={spec.pool_bytes}) cannot hold a "
+                          f"{largest}-byte frame (host.mtu_bytes + headers): a VC buffer and the pool must hold the "
+                          f"largest frame whole; raise vc_buffer_bytes or pool_bytes to at least "
+                          f"{-(-largest // spec.flit_bytes) * spec.flit_bytes} bytes together or lower host.mtu_bytes")
     eng = InputQueuedEngine(node.name, node.id, spec, topology.routes.get(node.name),
                             candidates=topology.candidates.get(node.name, []),
                             groups=topology.group_ports.get(node.name, {}),
-                            downstream=down, in_bps=in_bps, groups_n=G, buffer=spec.buffer_bytes(largest))
+                            downstream=down, in_bps=in_bps, groups_n=G, buffer=buffer, pool=spec.pool_bytes,
+                            prio_ports=frozenset(prio_ports))
     eng.sel = selector(spec.vc_policy, node, G)
     make_switch(node, topology, cache, engine=eng)
     eng._btimer = eng.timer  # the switch's own first timer (link bring-up), set by make_switch

@@ -133,7 +133,7 @@ def test_a_buffer_that_a_sender_overruns_says_so():
 
 
 async def test_flow_settings_are_refused_when_they_cannot_work():
-    with pytest.raises(ConfigError, match="vcs must be within 1..16"):
+    with pytest.raises(ConfigError, match="vcs must be within 1..32"):
         SwitchSpec(vcs=0)
     with pytest.raises(ConfigError, match="pool_bytes needs finite VC buffers"):
         SwitchSpec(pool_bytes=100)

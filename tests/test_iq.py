@@ -215,8 +215,8 @@ def test_credits_never_negative_and_buffers_never_over_their_size(vcs, buffer_fl
             dom = net._local
             for name in (s.name for s in t.switches):
                 eng = dom.by_name[name].engine
-                assert all(o == 0 for row in eng.occ for o in row)
-                assert max(max(r) for r in eng.peak) <= 64 * buffer_flits
+                assert all(o == 0 for row in eng.bufs.occ for o in row) and not any(eng.bufs.pool)
+                assert max(max(r) for r in eng.bufs.peak) <= 64 * buffer_flits
                 for o, cr in enumerate(eng.credits):
                     if cr is not None:
                         assert cr == [eng.downstream[o][1]] * len(cr)

@@ -67,16 +67,32 @@ register(Family("clos", clos, (_p("radix", help="router ports"), _p("stages"),
 register(Family("twolevel", twolevel, (_p("ports", help="switch ports on each side"), _p("hosts"),
                                        _p("spines", False, "spine switches (default: ports)")),
                 "two-level fat tree: leaves of `ports` hosts, spines linked to every leaf"))
-QSNET_DEFAULTS = {"link": {"bandwidth_bps": 20_000_000_000, "framing": "qsnet"}, "switch": {"processing_delay_ns": 35}}
-"""QsNet's figures (spec 03, second reading): links of 25 Gbit/s on the wire with 8b10b encoding carry
-20 Gbit/s of data each way; a router crossing costs under 40 ns (35). A frame's wire time is its QsNet
-packet (segment headers, CRCs, payload), not the emulator's envelope (``link.framing=qsnet``)."""
+QSNET_DEFAULTS = {"link": {"bandwidth_bps": 20_000_000_000, "framing": "qsnet", "latency_ns": 5},
+                  "switch": {"model": "input_queued", "cut_through": True, "flit_bytes": 256, "processing_delay_ns": 35,
+                             "vcs": 32, "vc_buffer_bytes": 256, "pool_bytes": 16 * 256, "routing": "qsnet"}}
+"""QsNet's hardware as spec 03 describes it: links of 25 Gbit/s on the wire with 8b10b encoding carry
+20 Gbit/s of data each way over short cables (5 ns: about a metre; the source gives no figure); a frame's
+wire time is its QsNet packet (segment headers, CRCs, payload), not the emulator's envelope
+(``link.framing=qsnet``). Routers are input-queued crossbars (``emu.switch.iq``) that cut through at
+segment granularity (256-byte flits: a router routes a packet once its first segment is in) and cost
+35 ns a crossing (the source: under 40); each input link has 32 VCs of one 256-byte segment buffer
+each plus a shared pool of 16 such buffers (``emu.switch.iqpool``; the source's "8 KiB in total" read
+as the 32 VC buffers, the pool besides them: 12 KiB a link, room for one 4 KiB packet's 17 segments
+on one VC). Routing is adaptive (``routing=qsnet``; ``--set switch.routing=static`` for comparison).
+``QSNET_BEFORE`` gives back what ``qsnet:`` had before: the ideal store-and-forward switch, one VC,
+unbounded buffers, 100 ns links, static routing."""
+QSNET_BEFORE = {"link": {"latency_ns": 100}, "switch": {"model": "output_queued", "cut_through": False, "vcs": 1,
+                                                        "vc_buffer_bytes": 0, "pool_bytes": 0, "flit_bytes": 64,
+                                                        "routing": "static"}}
+"""Settings over ``qsnet:`` that give the defaults it had before QSNET_DEFAULTS described the hardware
+(``build(spec, settings=QSNET_BEFORE)``, or the same fields by ``--set``)."""
 register(Family("qsnet", qsnet, (_p("nodes", help="nodes, 2..16384 (node switches of 128)"),
                                  _p("bisection", False, "1 (128 top switches, default) or 0.5 (64)", float),
                                  _p("rails", False, "separate networks, each node linked to every one (default 1)"),
                                  _p("links", False, "links from each node into the network, each to another router (default 1)")),
                 "QsNet federated network: node-switch chassis of radix-32 routers, top switches carved from routers (or chassis); "
-                "links of 20 Gbit/s of data, routers of 35 ns by default", QSNET_DEFAULTS))
+                "links of 20 Gbit/s of data, input-queued routers of 35 ns cutting through at 256-byte segments, 32 VCs, "
+                "adaptive routing by default", QSNET_DEFAULTS))
 MESH_DEFAULTS = {"switch": {"model": "input_queued", "cut_through": True, "vcs": 4}, "link": {"framing": "flit"}}
 """Meshes and tori have routers of their own, as spec 02 describes them: input-queued, virtual
 cut-through at 64-byte flits, 4 VCs (``--set switch.model=output_queued``: the ideal switch); a frame's

@@ -4,8 +4,10 @@ Layout (network byte order)::
 
     Ethernet  dst 01:80:c2:00:00:01 (MAC control, never forwarded) src MAC of the sending node
               type(2)=0x88B6 (IEEE local experimental EtherType 2)
-    Credit    vc(1) pool(1) rsvd(2) bytes(4): ``bytes`` of buffer space freed on ``vc`` (or in the
-              port's shared pool when ``pool`` is 1)
+    Credit    vc(1) pool(1) frames(2) bytes(4): ``bytes`` of buffer space freed on ``vc`` (or in the
+              port's shared pool when ``pool`` is 1); ``pool`` = 2 (STRETCH): sent the other way,
+              sender to receiver, the packet on the line reaches the receiver ``bytes`` ns late from
+              here on (a high-priority frame went into it at a segment boundary, ``emu.segcut``)
 
 A credit travels on the reverse direction of the link it is for, as a frame of its own: it is
 numbered, retransmitted and captured like data, but it takes no serialisation time (a side band, as
@@ -30,7 +32,7 @@ class LinkCredit(Packet):
     fields_desc = [
         ByteField("vc", 0),
         ByteField("pool", 0),
-        ShortField("rsvd", 0),
+        ShortField("frames", 0),
         IntField("bytes", 0),
     ]
 
@@ -42,9 +44,20 @@ CREDIT = StructCodec(LinkCredit)
 CREDIT_FRAME_LEN = ETH_LEN + CREDIT.size
 
 
-def build_credit(src_mac: bytes, vc: int, pool: bool, nbytes: int) -> bytes:
-    """A credit frame (without its FCS; the port appends it)."""
-    return CREDIT_MAC + src_mac + ETHERTYPE_CREDIT.to_bytes(2, "big") + CREDIT.pack(vc, int(pool), 0, nbytes)
+def build_credit(src_mac: bytes, vc: int, pool: bool, nbytes: int, frames: int = 0) -> bytes:
+    """A credit frame (without its FCS; the port appends it). ``frames``: an input-queued router's
+    count of the frames that left ``vc``'s queue with it (its sender's routers know which VCs hold
+    none: where a high-priority frame waits behind nothing)."""
+    return CREDIT_MAC + src_mac + ETHERTYPE_CREDIT.to_bytes(2, "big") + CREDIT.pack(vc, int(pool), frames, nbytes)
+
+
+STRETCH = 2
+"""The ``pool`` value of a stretch (see above)."""
+
+
+def build_stretch(src_mac: bytes, ns: int) -> bytes:
+    """A stretch frame (without its FCS): the packet on the line is ``ns`` late from here on."""
+    return build_credit(src_mac, 0, STRETCH, ns)
 
 
 def is_credit(frame: bytes) -> bool:

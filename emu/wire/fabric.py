@@ -52,12 +52,16 @@ class PacketType(enum.IntEnum):
     MACK = 12  # a host message's acknowledgement (host.transport=reliable; emu.wire.host.MsgAck)
 
 
-FLAG_NAMES = ["BCAST", "SRCRT", "R2", "R3", "R4", "R5", "R6", "R7"]
+FLAG_NAMES = ["BCAST", "SRCRT", "POOL", "R3", "R4", "R5", "R6", "R7"]
 FLAG_BCAST = 0x01
 FLAG_SRCRT = 0x02
 """Source-chosen route: ``rsvd`` carries a route id; a switch whose policy honours it (dispersive)
 takes, at the h-th switch crossed (``hops`` = h), digit h of the route id in the base of its number
 of minimal next hops."""
+FLAG_POOL = 0x04
+"""Link-local: the frame's sender placed it wholly in the receiving router's shared buffer pool
+(an input-queued router with ``SwitchSpec.pool_bytes``; ``emu.switch.iqpool``), so its credit goes
+back to the pool. Set or cleared by each sender for its own link."""
 RSVD_OFF = ETH_LEN + 13
 FLAGS_OFF = ETH_LEN + 11
 

@@ -200,7 +200,7 @@ local p_credit = Proto("hpcemu_credit", "hpc-emu LinkCredit")
 local f_credit = {
   vc = ProtoField.uint8("hpcemu.credit.vc", "vc", base.DEC, nil),
   pool = ProtoField.uint8("hpcemu.credit.pool", "pool", base.DEC, nil),
-  rsvd = ProtoField.uint16("hpcemu.credit.rsvd", "rsvd", base.DEC, nil),
+  frames = ProtoField.uint16("hpcemu.credit.frames", "frames", base.DEC, nil),
   bytes = ProtoField.uint32("hpcemu.credit.bytes", "bytes", base.DEC, nil),
 }
 do local t = {} for _, v in pairs(f_credit) do t[#t + 1] = v end
@@ -208,7 +208,7 @@ do local t = {} for _, v in pairs(f_credit) do t[#t + 1] = v end
 local L_credit = {
   {"vc", 0, 1, nil, 8},
   {"pool", 1, 1, nil, 8},
-  {"rsvd", 2, 2, nil, 16},
+  {"frames", 2, 2, nil, 16},
   {"bytes", 4, 4, nil, 32},
 }
 local p_qseg = Proto("hpcemu_qseg", "hpc-emu QsSegment")
@@ -483,6 +483,7 @@ function p_fabric.dissector(tvb, pinfo, tree)
   local flags = {}
   if bit.band(v.flags, 1) ~= 0 then flags[#flags + 1] = "BCAST" end
   if bit.band(v.flags, 2) ~= 0 then flags[#flags + 1] = "SRCRT" end
+  if bit.band(v.flags, 4) ~= 0 then flags[#flags + 1] = "POOL" end
   if #flags > 0 then t:append_text(' [' .. table.concat(flags, ',') .. ']') end
   local off = 16
   local s = by_ptype[v.ptype]

@@ -92,10 +92,10 @@ class QsNIC(QsRequests, Reliable, Mechanism):
             raise ValueError(f"rank {rank} is not in the job (ranks 0..{len(self.rank_to_node) - 1})")
         return self.rank_to_node[rank]
 
-    def start_put(self, rank: int, local: int, remote: int, size: int, t: int, on_done) -> Xfer:
+    def start_put(self, rank: int, local: int, remote: int, size: int, t: int, on_done, prio: int = 0) -> Xfer:
         data = self.mem.read(local, size)
         Memory.check(remote, size)
-        return self._transfer(QsOp.PUT, self.node_of(rank), remote, data, t, on_done)
+        return self._transfer(QsOp.PUT, self.node_of(rank), remote, data, t, on_done, prio=prio)
 
     def bcast(self, gid: int, members: int, local: int, remote: int, size: int, t: int, on_done) -> Xfer:
         """Hardware broadcast: ``size`` bytes at ``local`` to ``remote`` on every member of group
@@ -106,11 +106,12 @@ class QsNIC(QsRequests, Reliable, Mechanism):
         Memory.check(remote, size)
         return self._transfer(QsOp.PUT, gid, remote, data, t, on_done, members=members)
 
-    def start_get(self, rank: int, remote: int, local: int, size: int, t: int, on_done) -> Xfer:
+    def start_get(self, rank: int, remote: int, local: int, size: int, t: int, on_done, prio: int = 0) -> Xfer:
         Memory.check(remote, size)
         Memory.check(local, size)
         x = self._new_xfer(QsOp.GET, self.node_of(rank), size, on_done)
         x.value = local
+        x.prio = prio
         self.rx[(x.dst, 1, x.xid)] = Rx(size, local)
         self._gets[x.xid] = x
         body = TXN.pack(QsOp.GET, TXN_LAST, self.nic.node_id & 0xFFFF, x.xid, 0, size, remote) + local.to_bytes(8, "big")
@@ -176,9 +177,10 @@ class QsNIC(QsRequests, Reliable, Mechanism):
             w[2](why)
 
     def _transfer(self, op: QsOp, dst: int, addr: int, data: bytes, t: int, on_done, xid: int | None = None,
-                  members: int = 0) -> Xfer:
+                  members: int = 0, prio: int = 0) -> Xfer:
         x = self._new_xfer(op, dst, len(data), on_done)
         x.members = members
+        x.prio = prio
         bflag = TXN_BCAST if members else 0
         if xid is not None:
             x.xid = xid
@@ -202,7 +204,7 @@ class QsNIC(QsRequests, Reliable, Mechanism):
         self._route_in = frame[RSVD_OFF] if frame[FLAGS_OFF] & FLAG_SRCRT else None
         self._bcast_in = bcast = bool(frame[FLAGS_OFF] & FLAG_BCAST)
         try:
-            _vc, _prio, dest, _ts, payload, pkt_id = decode_packet(frame, HDR_LEN)
+            _vc, self._prio_in, dest, _ts, payload, pkt_id = decode_packet(frame, HDR_LEN)
         except Damaged as d:
             if d.dest != self.nic.node_id & 0xFFFF and not bcast:
                 raise DecodeError(f"damaged packet {d.pkt_id} for {d.dest} arrived here") from None
@@ -278,11 +280,12 @@ class QsNIC(QsRequests, Reliable, Mechanism):
         self._ack(src, pkt_id, now)
         reply_to = int.from_bytes(data, "big")
         t_read = now + self.spec.mem_write_ns
-        self.nic.at(t_read, self._serve_get, (src, xid, addr, total, reply_to))
+        self.nic.at(t_read, self._serve_get, (src, xid, addr, total, reply_to, self._prio_in))
 
     def _serve_get(self, arg) -> None:
-        src, xid, addr, total, reply_to = arg
-        self._transfer(QsOp.GET_REPLY, src, reply_to, self.mem.read(addr, total), self.nic.now, None, xid=xid)
+        src, xid, addr, total, reply_to, prio = arg  # the reply has the get's priority
+        self._transfer(QsOp.GET_REPLY, src, reply_to, self.mem.read(addr, total), self.nic.now, None, xid=xid,
+                       prio=prio)
 
     def _rx_atomic(self, src, pkt_id, op, flags, xid, offset, total, addr, data, now) -> None:
         if len(data) != 8:

@@ -102,6 +102,9 @@ class Xfer:
     members: int = 0
     """A broadcast: the group's members but the source (0: a unicast transfer)."""
     done_count: int = 0
+    prio: int = 0
+    """User-level priority (0 or 1): its packets carry it in their segment and fabric headers, and
+    overtake priority-0 traffic at segment boundaries (spec 03)."""
 
 
 @dataclass(eq=False)
@@ -137,6 +140,8 @@ class Reliable:
         on; broadcasts use rail 0 (the group's tree)."""
         self._rail = 0
         self.port_in = 0
+        self._prio_in = 0
+        """The priority of the packet being handled (a get's reply takes its request's)."""
         """The link the packet being handled came in on (set by the engine)."""
         self.stats = {"packets_sent": 0, "packets_resent": 0, "acks": 0, "nacks_crc": 0, "nacks_no_route": 0,
                       "nacks_cond": 0, "timeouts": 0, "stray_acks": 0, "crc_errors": 0, "replayed": 0,
@@ -199,15 +204,16 @@ class Reliable:
         tx.tries += 1
         srcrt = (self.spec.routes > 1 or tx.tries > 1) and not tx.xfer.members
         at = t + self.nic.spec.nic_delay_ns
-        pkt = encode_packet(tx.payload, vc=self.spec.vc, prio=0, dest=tx.xfer.dst, tstamp=at, pkt_id=tx.pkt_id)
+        prio = tx.xfer.prio
+        pkt = encode_packet(tx.payload, vc=self.spec.vc, prio=prio, dest=tx.xfer.dst, tstamp=at, pkt_id=tx.pkt_id)
         flags = (FLAG_SRCRT if srcrt else 0) | (FLAG_BCAST if tx.xfer.members else 0)
         rail = None
         if self.rails > 1 and not tx.xfer.members:
             rail, self._rail = self._rail, (self._rail + 1) % self.rails
             key = f"packets_rail{rail}"
             self.stats[key] = self.stats.get(key, 0) + 1
-        self.nic.emit(tx.xfer.dst, PacketType.QPKT, pkt, at, vc=self.spec.vc, flags=flags, rsvd=tx.route if srcrt else 0,
-                      port=rail)
+        self.nic.emit(tx.xfer.dst, PacketType.QPKT, pkt, at, vc=self.spec.vc + prio, prio=prio, flags=flags,
+                      rsvd=tx.route if srcrt else 0, port=rail)
         self.stats["packets_sent"] += 1
         tx.timer = self.nic.at(at + self.spec.retransmit_ns, self._timeout, tx)
 

@@ -17,10 +17,10 @@ from .interface import PENDING, NicRequest
 class QsOpReq(NicRequest):
     """A QsNet adapter command (spec 03): put, get, fadd, cond."""
 
-    __slots__ = ("kind", "rank", "a", "b", "n", "m")
+    __slots__ = ("kind", "rank", "a", "b", "n", "m", "prio")
 
-    def __init__(self, kind: str, rank: int, a: int, b: int, n: int, m: int = 0):
-        self.kind, self.rank, self.a, self.b, self.n, self.m = kind, rank, a, b, n, m
+    def __init__(self, kind: str, rank: int, a: int, b: int, n: int, m: int = 0, prio: int = 0):
+        self.kind, self.rank, self.a, self.b, self.n, self.m, self.prio = kind, rank, a, b, n, m, prio
 
     def describe(self, names) -> str:
         return f"{self.kind}(rank={self.rank}, {self.a:#x}, {self.b:#x}, {self.n})"
@@ -63,6 +63,13 @@ def _check_range(what: str, addr: int, size: int) -> None:
         raise ValueError(f"{what}: address {addr!r} and size {size!r} must be a range of the 64-bit address space")
 
 
+def _check_prio(what: str, priority) -> int:
+    if priority not in (0, 1):
+        raise ValueError(f"{what}: priority must be 0 (bulk) or 1 (high: the segment header's one priority bit), "
+                         f"got {priority!r}")
+    return int(priority)
+
+
 REQUESTS = {QsOpReq: "_req_op", WaitArrivals: "_req_wait_arrivals", BarrierEnter: "_req_barrier_enter",
             WaitWord: "_req_wait_word"}
 VERBS = ("rank", "mem_write", "mem_read", "put", "get", "bcast_put", "fadd", "cond", "wait_arrivals",
@@ -89,19 +96,23 @@ class QsRequests:
         _check_range("mem_read", addr, size)
         return self.mem.read(addr, size)
 
-    def put(self, rank: int, local: int, remote: int, size: int) -> QsOpReq:
+    def put(self, rank: int, local: int, remote: int, size: int, priority: int = 0) -> QsOpReq:
         """Write ``size`` bytes at ``local`` to ``remote`` on ``rank``; returns a ``QsResult`` once
-        every packet is acknowledged and the data is in the target's memory."""
+        every packet is acknowledged and the data is in the target's memory. ``priority=1``: a
+        user-level high-priority put (spec 03): its packets overtake priority-0 traffic (bulk
+        transfers) waiting at ports and in routers, and at segment boundaries where a port cuts a
+        packet (``link.priority``)."""
         _check_range("put", local, size)
         _check_range("put", remote, size)
-        return QsOpReq("put", rank, local, remote, size)
+        return QsOpReq("put", rank, local, remote, size, prio=_check_prio("put", priority))
 
-    def get(self, rank: int, remote: int, local: int, size: int) -> QsOpReq:
+    def get(self, rank: int, remote: int, local: int, size: int, priority: int = 0) -> QsOpReq:
         """Read ``size`` bytes at ``remote`` on ``rank`` into ``local``; returns a ``QsResult`` once
-        they are in this node's memory."""
+        they are in this node's memory. ``priority=1``: the request and its reply go at high
+        priority (see ``put``)."""
         _check_range("get", local, size)
         _check_range("get", remote, size)
-        return QsOpReq("get", rank, remote, local, size)
+        return QsOpReq("get", rank, remote, local, size, prio=_check_prio("get", priority))
 
     def bcast_put(self, group: int, members: int, local: int, remote: int, size: int) -> QsOpReq:
         """Hardware broadcast (spec 03): ``size`` bytes at ``local`` to ``remote`` on every member
@@ -157,9 +168,9 @@ class QsRequests:
     def _req_op(self, op: QsOpReq, now: int, done: Callable) -> tuple[int, Any]:
         t = now + self.spec.issue_ns
         if op.kind == "put":
-            self.start_put(op.rank, op.a, op.b, op.n, t, done)
+            self.start_put(op.rank, op.a, op.b, op.n, t, done, prio=op.prio)
         elif op.kind == "get":
-            self.start_get(op.rank, op.a, op.b, op.n, t, done)
+            self.start_get(op.rank, op.a, op.b, op.n, t, done, prio=op.prio)
         elif op.kind == "bcast":
             self.bcast(op.rank, op.m, op.a, op.b, op.n, t, done)
         else:

@@ -1,0 +1,86 @@
+"""The input-queued router's switch allocators and its credit-wait diagnosis (mixed into
+:class:`emu.switch.iq.InputQueuedEngine`; the rules are in that module's text)."""
+
+from __future__ import annotations
+
+
+class Allocators:
+    """``round_robin`` (separable, input first) and ``islip``; who waits for whom."""
+
+    def _separable(self, req: dict) -> list:
+        """Input first: each input its ready copy next after its pointer (over VCs, then copies);
+        each output the requesting input next after its pointer."""
+        V = self.spec.vcs
+        picked: dict[int, list] = {}
+        for p in sorted(req):
+            ptr = self.in_ptr[p]
+            v, c = min(req[p], key=lambda vc: (-vc[1].prio, (vc[0] - ptr) % V))
+            picked.setdefault(c.out, []).append((p, v, c))
+        out = []
+        nin = self.nports + 1
+        for o in sorted(picked):
+            ptr = self.out_ptr[o]
+            p, v, c = min(picked[o], key=lambda t: (-t[2].prio, (t[0] - ptr) % nin))
+            self.iq_stats["sa_conflicts"] += len(picked[o]) - 1
+            self.out_ptr[o] = (p + 1) % nin
+            self.in_ptr[p] = (v + 1) % V
+            out.append(c)
+        return out
+
+    def _islip(self, req: dict) -> list:
+        """iSLIP: unmatched inputs request every output they have a ready copy for; each
+        unmatched output grants the requesting input next after its pointer; each input accepts
+        the granting output next after its pointer. Pointers move on first-iteration accepts."""
+        nin, nout, V = self.nports + 1, self.nports, self.spec.vcs
+        matched_in: dict[int, int] = {}
+        matched_out: set[int] = set()
+        for it in range(self.iters):
+            grants: dict[int, list] = {}
+            for o in range(nout):
+                if o in matched_out:
+                    continue
+                asking = [p for p in req if p not in matched_in and any(c.out == o for _v, c in req[p])]
+                if asking:
+                    ptr = self.out_ptr[o]
+                    grants.setdefault(min(asking, key=lambda p: (p - ptr) % nin), []).append(o)
+            if not grants:
+                break
+            for p in sorted(grants):
+                ptr = self.in_ptr[p]
+                o = min(grants[p], key=lambda o: (o - ptr) % nout)
+                matched_in[p] = o
+                matched_out.add(o)
+                self.iq_stats["sa_conflicts"] += len(grants[p]) - 1
+                if it == 0:
+                    self.out_ptr[o] = (p + 1) % nin
+                    self.in_ptr[p] = (o + 1) % nout
+        out = []
+        for p in sorted(matched_in):
+            o = matched_in[p]
+            # the VC of that input toward o: the first at or after the input's VC pointer
+            cands = [(v, c) for v, c in req[p] if c.out == o]
+            vptr = self.vc_ptr[p]
+            v, c = min(cands, key=lambda vc: (vc[0] - vptr) % V)
+            self.vc_ptr[p] = (v + 1) % V
+            out.append(c)
+        return out
+
+    def credit_waits(self) -> tuple[list, list]:
+        """Who waits for whom (credit deadlock diagnosis): ``blocked`` (out port, VC, frames) for every
+        output VC whose waiting frames have no credit; ``held`` (in port, in VC, out port, out VC) for
+        every frame at the head of an input buffer waiting for credit or for a VC at an output (a
+        VC it waits for: each of its group's)."""
+        blocked: dict[tuple[int, int], int] = {}
+        held = []
+        for p, v, pkt in self._heads():
+            for c in pkt.copies:
+                if c.granted or self.credits[c.out] is None:
+                    continue
+                if c.ovc >= 0:
+                    if self.oc.place(c.out, c.ovc, c.need) is None:
+                        blocked[(c.out, c.ovc)] = blocked.get((c.out, c.ovc), 0) + 1
+                        held.append((p, v, c.out, c.ovc))
+                else:
+                    for w in self.allowed[c.out][c.group]:
+                        held.append((p, v, c.out, w))
+        return [(o, w, n) for (o, w), n in sorted(blocked.items())], held
