@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import plugins
+from .batch import Batch
 from .config import ConfigError, RunConfig, bind_address, is_loopback
 from .domain import Domain
 from .element import Element
@@ -157,6 +158,8 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
     dom = Domain(index, plan.run.processes, plan.run)
     address = bind_address(plan.run.bind)  # this process's own (an interface's address differs per machine)
     key = None if is_loopback(address) else _tag_key(plan, secret)
+    if plan.run.batch:  # one socket for the process, one datagram per destination per window (emu.batch)
+        dom.batch = Batch(address, key, plan.cluster_id)
     outs: dict[str, list[OutPort]] = {n: [] for n in t.nodes if plan.owner[n] == index}
     largest = largest_frame(t)
     ins: dict[str, list[InPort]] = {n: [] for n in outs}
@@ -201,7 +204,10 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
         dom.add(Element(name, make_engine(t, name, cache), cluster_id=plan.cluster_id, domain=dom, outs=o, ins=n,
                         capture=plan.run.capture, seed=plan.run.seed * 1_000_003 + node.id,
                         lookahead_ns=plan.lookahead_ns,
-                        drop_rate=plan.run.socket_drop_rate, node_id=node.id, bind=address, tag_key=key))
+                        drop_rate=plan.run.socket_drop_rate, node_id=node.id, bind=address, tag_key=key,
+                        batch=dom.batch))
+    if dom.batch is not None:
+        dom.batch.index(dom.elements)
     if plan.run.direct and not plan.run.socket_drop_rate:  # in-process links skip the socket
         for el in dom.elements:
             for p in el.out_ports:

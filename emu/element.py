@@ -87,7 +87,8 @@ class Scheduler(Protocol):
 class Element:
     def __init__(self, name: str, engine: Engine, *, cluster_id: int, domain: Scheduler,
                  outs: list[OutPort], ins: list[InPort], capture: bool, seed: int, lookahead_ns: int,
-                 drop_rate: float = 0.0, node_id: int = 0, bind: str = "127.0.0.1", tag_key: bytes | None = None):
+                 drop_rate: float = 0.0, node_id: int = 0, bind: str = "127.0.0.1", tag_key: bytes | None = None,
+                 batch: Any = None):
         self.name = name
         self.mac = node_mac(node_id)
         """Source MAC of the link-control frames this element sends."""
@@ -143,6 +144,12 @@ class Element:
         self._drop_rate = drop_rate
         self._drop_rng = random.Random(seed ^ 0x5EED)
         self.unsent: list[tuple[bytes, tuple[str, int]]] = []
+        self.batch = batch
+        """The process's shared socket (``emu.batch.Batch``), or None: this element's own socket."""
+        self._tag_key = tag_key
+        if batch is not None:  # the batch reads, batches and tags (once per datagram)
+            self.sock, self.addr = batch.sock, batch.addr
+            return
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
@@ -153,7 +160,6 @@ class Element:
             self.sock.close()
             raise
         self.addr: tuple[str, int] = self.sock.getsockname()
-        self._tag_key = tag_key
         if tag_key is not None:  # off loopback: every datagram carries a keyed tag (emu.wire.outer)
             self._tag = tagger(tag_key)
             self.on_datagram = self._on_tagged_datagram
@@ -174,6 +180,8 @@ class Element:
     # -- receive side ---------------------------------------------------------------------------
     def drain(self) -> int:
         """Read every datagram waiting on the socket; return how many DATA frames were accepted."""
+        if self.batch is not None:
+            return self.batch.drain()
         accepted = 0
         recv = self.sock.recvfrom
         while True:
@@ -832,6 +840,9 @@ class Element:
             self.stats["sock_dropped"] += 1
             return
         self.stats["datagrams_sent"] += 1
+        if self.batch is not None:  # (a group of one link's records: the batch joins and sends them)
+            self.batch.send(data, addr)
+            return
         try:
             self.sock.sendto(data, addr)
         except BlockingIOError:
