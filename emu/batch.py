@@ -39,6 +39,7 @@ import socket
 import trio
 
 from .errors import CausalityError
+from .element import NOFCS_KIND, RX_FLAGS
 from .link import ACCEPT, GAP, MAX_DATAGRAM
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, TAG_LEN, VERSION, LinkKind, tagger
 
@@ -47,7 +48,7 @@ log = logging.getLogger(__name__)
 RCVBUF = 4 << 20
 SELF_DRAIN_BYTES = 1 << 20
 """Bytes sent to this process's own socket after which it is read before anything more is sent."""
-_DATA, _POOL, _NACK = int(LinkKind.DATA), int(LinkKind.DATA_POOL), int(LinkKind.NACK)
+_NACK, _LAST = int(LinkKind.NACK), int(LinkKind.DATA_NOFCS)
 
 
 class Batch:
@@ -208,7 +209,7 @@ class Batch:
             if end > n:
                 self._drop(None, "truncated", f"record says {length} bytes, datagram has {n - off - OUTER_LEN}")
                 break
-            if kind == _DATA or kind == _POOL:
+            if kind != _NACK and kind <= _LAST:  # DATA, DATA_POOL, DATA_NOFCS
                 owner = in_owner.get(link)
                 if owner is None:
                     self._drop(None, "bad_link", f"frame for link {link}, which does not end in this process")
@@ -230,8 +231,8 @@ class Batch:
                         raise CausalityError(f"{inp.name}: frame stamped {ts} ns arrived after {el.safe_time} ns "
                                              "was processed; the synchroniser let a window run too far")
                     inp.rx_frames += 1
-                    inp.rx_bytes += length
-                    push(el.heap, (ts, inp.index, seq, data[off + OUTER_LEN:end], kind))
+                    inp.rx_bytes += length if kind != NOFCS_KIND else length + 4  # (its FCS left off on the way)
+                    push(el.heap, (ts, inp.index, seq, data[off + OUTER_LEN:end], RX_FLAGS[kind]))
                     g = got.get(el)
                     if g is None or g[2] != win:  # (a window's groups and an older retransmitted one)
                         if g is not None:

@@ -208,17 +208,18 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
                         batch=dom.batch))
     if dom.batch is not None:
         dom.batch.index(dom.elements)
-    if plan.run.direct and not plan.run.socket_drop_rate:  # in-process links skip the socket
-        for el in dom.elements:
-            for p in el.out_ports:
-                peer = dom.by_name.get(p.peer)
-                if peer is not None:
-                    p.local = (peer, peer.in_by_link[p.link_id])
-                    # nobody sees the FCS: no CRC-32 per hop (credit flow control keeps its own path, and
-                    # a receiver whose buffers count the frame's bytes needs them all)
-                    rx = t.nodes[p.peer]
-                    p.defer_fcs = (not plan.run.capture and p.flow is None
-                                   and (input_queued(rx) or not finite_buffers(rx)))
+    direct = plan.run.direct and not plan.run.socket_drop_rate  # in-process links skip the socket
+    for el in dom.elements:
+        for p in el.out_ports:
+            peer = dom.by_name.get(p.peer)
+            if direct and peer is not None:
+                p.local = (peer, peer.in_by_link[p.link_id])
+            # nobody sees the FCS: no CRC-32 per hop, in memory or on a socket (a DATA_NOFCS record);
+            # credit flow control keeps its own path, and a receiver whose buffers count the frame's
+            # bytes needs them all; a fault or an overtaking frame puts the FCS back (OutPort.restore_fcs)
+            rx = t.nodes[p.peer]
+            p.defer_fcs = (not plan.run.capture and p.flow is None
+                           and (input_queued(rx) or not finite_buffers(rx)))
     if plan.run.trace:  # the run's timeline (emu.trace): every element, engine and port gets the tracer
         from .trace import attach
 

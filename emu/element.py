@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import trio
 
 from .errors import CausalityError, EngineError
-from .link import ACCEPT, GAP, LinkReceiver, LinkSender
+from .link import ACCEPT, GAP, NOFCS_FLAG, LinkReceiver, LinkSender
 from .port import VC_OFF, InPort, OutPort, frame_error_probability
 from .portview import PortView
 from .wire.credit import CREDIT, CREDIT_FRAME_LEN, build_credit, is_credit
@@ -45,7 +45,10 @@ WAKE, RELEASE, CREDIT_OUT, CREDIT_BACK = 0, 1, 2, 3  # kinds of port events
 POOL = int(LinkKind.DATA_POOL)  # flags of a received record in the heap: the sender used the pool ...
 CLEAN = 4  # ... it was handed over in this process with no fault possible: its FCS need not be checked
 NOFCS = 8  # ... and its FCS was never appended (``OutPort.defer_fcs``): the frame is the engine's, 4 bytes short
-assert POOL == 2 and int(LinkKind.DATA) == 0
+assert POOL == 2 and int(LinkKind.DATA) == 0 and NOFCS == NOFCS_FLAG
+RX_FLAGS = (0, 0, POOL, CLEAN | NOFCS)
+NOFCS_KIND = int(LinkKind.DATA_NOFCS)
+"""Heap flags of a received DATA record by its kind (DATA, -, DATA_POOL, DATA_NOFCS)."""
 FCS_ERROR = 32  # ... received with a bad frame check sequence, dropped by the receiving port
 LOST_DOWN = 64  # ... was on the wire while its link was down (scheduled): lost
 
@@ -229,7 +232,7 @@ class Element:
                 stats["truncated"] += 1
                 self._note("truncated", f"record says {length} bytes, datagram has {n - off - OUTER_LEN}")
                 break
-            if kind == LinkKind.DATA or kind == LinkKind.DATA_POOL:
+            if kind != LinkKind.NACK and kind <= LinkKind.DATA_NOFCS:
                 inp = self.in_by_link.get(link)
                 if inp is None:
                     stats["bad_link"] += 1
@@ -250,9 +253,9 @@ class Element:
                         raise CausalityError(f"{inp.name}: frame stamped {ts} ns arrived after {self.safe_time} ns "
                                              "was processed; the synchroniser let a window run too far")
                     inp.rx_frames += 1
-                    inp.rx_bytes += length
+                    inp.rx_bytes += length if kind != NOFCS_KIND else length + 4  # (its FCS left off on the way)
                     # handled at its virtual arrival: the port checks the FCS then (and strips it)
-                    heapq.heappush(self.heap, (ts, inp.index, seq, data[off + OUTER_LEN:end], kind))
+                    heapq.heappush(self.heap, (ts, inp.index, seq, data[off + OUTER_LEN:end], RX_FLAGS[kind]))
                     if ts < first_ts:
                         first_ts = ts
                     accepted += 1
@@ -754,7 +757,7 @@ class Element:
                             continue
                     elif cap is not None:
                         cap.append((start, p.iface, DIR_OUT, frame))
-                    frames.append((arrival, frame, (POOL if pool else 0) | nofcs))  # (UDP: 0 or POOL)
+                    frames.append((arrival, frame, (POOL if pool else 0) | nofcs))  # (UDP: 0, POOL or NOFCS)
                     total += len(frame)
                 if nofcs:
                     total += 4 * (len(frames) - credits)
