@@ -39,7 +39,7 @@ import socket
 import trio
 
 from .errors import CausalityError
-from .element import NOFCS_KIND, RX_FLAGS
+from .element import INF, NOFCS_KIND, RX_FLAGS
 from .link import ACCEPT, GAP, MAX_DATAGRAM
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, TAG_LEN, VERSION, LinkKind, tagger
 
@@ -194,6 +194,7 @@ class Batch:
         push = heapq.heappush
         # frames accepted per element: [count, earliest time stamp, window] (told to the domain at the end)
         got: dict = {}
+        cur = cwin = -1  # the link (and window) of the records being read, its sender checked
         while off < n:
             if n - off < OUTER_LEN:
                 self._drop(None, "truncated", f"{n - off} trailing bytes are shorter than an outer header")
@@ -210,17 +211,23 @@ class Batch:
                 self._drop(None, "truncated", f"record says {length} bytes, datagram has {n - off - OUTER_LEN}")
                 break
             if kind != _NACK and kind <= _LAST:  # DATA, DATA_POOL, DATA_NOFCS
-                owner = in_owner.get(link)
-                if owner is None:
-                    self._drop(None, "bad_link", f"frame for link {link}, which does not end in this process")
-                    off = end
-                    continue
-                el, inp = owner
-                if sender != inp.peer_addr:
-                    self._drop(el, "wrong_sender", f"frame for link {link} from {sender}, not from {inp.peer}")
-                    off = end
-                    continue
-                lk = inp.link
+                if link != cur or win != cwin:  # (a link's records come one after the other)
+                    owner = in_owner.get(link)
+                    if owner is None:
+                        self._drop(None, "bad_link", f"frame for link {link}, which does not end in this process")
+                        off = end
+                        continue
+                    el, inp = owner
+                    if sender != inp.peer_addr:
+                        self._drop(el, "wrong_sender", f"frame for link {link} from {sender}, not from {inp.peer}")
+                        off = end
+                        continue
+                    cur, cwin, lk, heap, index = link, win, inp.link, el.heap, inp.index
+                    g = got.get(el)
+                    if g is None or g[2] != win:  # (a window's groups and an older retransmitted one)
+                        if g is not None and g[0]:
+                            el.domain.frames_arrived(el, *g)
+                        g = got[el] = [0, INF, win]
                 if seq == lk.expected:  # (``LinkReceiver.classify``'s ACCEPT, inline: nearly every record)
                     lk.expected = (seq + 1) & 0xFFFFFFFF
                     verdict = ACCEPT
@@ -232,16 +239,10 @@ class Batch:
                                              "was processed; the synchroniser let a window run too far")
                     inp.rx_frames += 1
                     inp.rx_bytes += length if kind != NOFCS_KIND else length + 4  # (its FCS left off on the way)
-                    push(el.heap, (ts, inp.index, seq, data[off + OUTER_LEN:end], RX_FLAGS[kind]))
-                    g = got.get(el)
-                    if g is None or g[2] != win:  # (a window's groups and an older retransmitted one)
-                        if g is not None:
-                            el.domain.frames_arrived(el, *g)
-                        got[el] = [1, ts, win]
-                    else:
-                        g[0] += 1
-                        if ts < g[1]:
-                            g[1] = ts
+                    push(heap, (ts, index, seq, data[off + OUTER_LEN:end], RX_FLAGS[kind]))
+                    g[0] += 1
+                    if ts < g[1]:
+                        g[1] = ts
                     accepted += 1
                 elif verdict == GAP:  # a datagram before this one was lost: go back N from what we expect
                     el.stats["gaps"] += 1
@@ -266,5 +267,6 @@ class Batch:
                 break
             off = end
         for el, (k, first_ts, win) in got.items():
-            el.domain.frames_arrived(el, k, first_ts, win)
+            if k:
+                el.domain.frames_arrived(el, k, first_ts, win)
         return accepted

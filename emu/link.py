@@ -74,6 +74,39 @@ class LinkSender:
         self.seq = seq
         return out
 
+    def take(self, pend, release: int, window: int, nofcs: bool) -> tuple[list[bytes], int, int, int]:
+        """:meth:`datagrams` straight from an output port's queue ``pend`` ((start, arrival, frame,
+        pool) in order): every frame arriving before ``release`` leaves it as a record (no fault, no
+        capture, no credits on the port: the socket path's common case). Returns (datagrams, frames,
+        their bytes as the frames' lengths, last arrival)."""
+        out: list[bytes] = []
+        pack = _SEQ_TS_LEN.pack
+        prefix = self.prefix_nofcs if nofcs else self.prefix
+        prefix_pool = self.prefix_pool
+        w16 = window & 0xFFFF
+        first = seq = self.seq
+        parts: list[bytes] = []
+        size = nbytes = 0
+        popleft = pend.popleft
+        arrival = 0
+        while pend and pend[0][1] < release:
+            _, arrival, frame, pool = popleft()
+            n = len(frame)
+            if size + OUTER_LEN + n > MAX_DATAGRAM and parts:
+                out.append(self._keep(window, first, seq, b"".join(parts)))
+                parts = []
+                size = 0
+                first = seq
+            parts += (prefix_pool if pool else prefix, pack(seq, arrival, n, w16), frame)
+            size += OUTER_LEN + n
+            nbytes += n
+            seq = (seq + 1) & SEQ_MASK
+        if parts:
+            out.append(self._keep(window, first, seq, b"".join(parts)))
+        k = (seq - self.seq) & SEQ_MASK
+        self.seq = seq
+        return out, k, nbytes, arrival
+
     def _keep(self, window: int, first: int, end_seq: int, dgram: bytes) -> bytes:
         self.retained.append((window, first, (end_seq - 1) & SEQ_MASK, dgram))
         return dgram
