@@ -40,7 +40,7 @@ import trio
 
 from .errors import CausalityError
 from .element import INF, NOFCS_KIND, RX_FLAGS
-from .link import ACCEPT, GAP, MAX_DATAGRAM
+from .link import MAX_DATAGRAM
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, TAG_LEN, VERSION, LinkKind, tagger
 
 log = logging.getLogger(__name__)
@@ -187,7 +187,7 @@ class Batch:
         if not n:
             self._drop(None, "truncated", "an empty datagram")
             return 0
-        off = accepted = 0
+        off = 0
         cid = self.cluster_id
         unpack = OUTER.struct.unpack_from
         in_owner = self.in_owner
@@ -195,6 +195,9 @@ class Batch:
         # frames accepted per element: [count, earliest time stamp, window] (told to the domain at the end)
         got: dict = {}
         cur = cwin = -1  # the link (and window) of the records being read, its sender checked
+        inp = g = None
+        rn = rb = 0  # frames and bytes accepted on link ``cur`` not yet added to its port
+        rts = INF
         while off < n:
             if n - off < OUTER_LEN:
                 self._drop(None, "truncated", f"{n - off} trailing bytes are shorter than an outer header")
@@ -212,6 +215,15 @@ class Batch:
                 break
             if kind != _NACK and kind <= _LAST:  # DATA, DATA_POOL, DATA_NOFCS
                 if link != cur or win != cwin:  # (a link's records come one after the other)
+                    if rn:
+                        inp.rx_frames += rn
+                        inp.rx_bytes += rb
+                        g[0] += rn
+                        if rts < g[1]:
+                            g[1] = rts
+                        rn = rb = 0
+                        rts = INF
+                    cur = -1
                     owner = in_owner.get(link)
                     if owner is None:
                         self._drop(None, "bad_link", f"frame for link {link}, which does not end in this process")
@@ -222,31 +234,25 @@ class Batch:
                         self._drop(el, "wrong_sender", f"frame for link {link} from {sender}, not from {inp.peer}")
                         off = end
                         continue
-                    cur, cwin, lk, heap, index = link, win, inp.link, el.heap, inp.index
+                    cur, cwin, lk, heap, index, safe = link, win, inp.link, el.heap, inp.index, el.safe_time
                     g = got.get(el)
                     if g is None or g[2] != win:  # (a window's groups and an older retransmitted one)
                         if g is not None and g[0]:
                             el.domain.frames_arrived(el, *g)
                         g = got[el] = [0, INF, win]
-                if seq == lk.expected:  # (``LinkReceiver.classify``'s ACCEPT, inline: nearly every record)
+                if seq == lk.expected:  # accept it (``LinkReceiver.classify``, inline: nearly every record)
                     lk.expected = (seq + 1) & 0xFFFFFFFF
-                    verdict = ACCEPT
-                else:
-                    verdict = lk.classify(seq)
-                if verdict == ACCEPT:
-                    if ts < el.safe_time:
-                        raise CausalityError(f"{inp.name}: frame stamped {ts} ns arrived after {el.safe_time} ns "
+                    if ts < safe:
+                        raise CausalityError(f"{inp.name}: frame stamped {ts} ns arrived after {safe} ns "
                                              "was processed; the synchroniser let a window run too far")
-                    inp.rx_frames += 1
-                    inp.rx_bytes += length if kind != NOFCS_KIND else length + 4  # (its FCS left off on the way)
                     push(heap, (ts, index, seq, data[off + OUTER_LEN:end], RX_FLAGS[kind]))
-                    g[0] += 1
-                    if ts < g[1]:
-                        g[1] = ts
-                    accepted += 1
-                elif verdict == GAP:  # a datagram before this one was lost: go back N from what we expect
+                    rn += 1
+                    rb += length if kind != NOFCS_KIND else length + 4  # (its FCS left off on the way)
+                    if ts < rts:
+                        rts = ts
+                elif ((seq - lk.expected) & 0xFFFFFFFF) < 0x80000000:  # GAP: a datagram before this one was lost
                     el.stats["gaps"] += 1
-                    if not lk.gap_reported:
+                    if not lk.gap_reported:  # go back N from what we expect
                         el.send_nack(inp)
                 else:
                     el.stats["duplicates"] += 1
@@ -256,17 +262,25 @@ class Batch:
                     self._drop(None, "bad_link", f"NACK for link {link}, which does not start in this process")
                     off = end
                     continue
-                el, outp = owner
+                el_, outp = owner
                 if sender != outp.peer_addr:
-                    self._drop(el, "wrong_sender", f"NACK for link {link} from {sender}, not from {outp.peer}")
+                    self._drop(el_, "wrong_sender", f"NACK for link {link} from {sender}, not from {outp.peer}")
                     off = end
                     continue
-                el.retransmit(outp, seq)
+                el_.retransmit(outp, seq)
             else:
                 self._drop(None, "bad_magic", f"unknown record kind {kind}")
                 break
             off = end
+        if rn:
+            inp.rx_frames += rn
+            inp.rx_bytes += rb
+            g[0] += rn
+            if rts < g[1]:
+                g[1] = rts
+        accepted = 0
         for el, (k, first_ts, win) in got.items():
             if k:
+                accepted += k
                 el.domain.frames_arrived(el, k, first_ts, win)
         return accepted
