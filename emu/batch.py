@@ -46,6 +46,10 @@ from .wire.outer import MAGIC, OUTER, OUTER_LEN, TAG_LEN, VERSION, LinkKind, tag
 log = logging.getLogger(__name__)
 
 RCVBUF = 4 << 20
+RCVBUF_FORCE = 32 << 20
+"""Where the system allows it (``SO_RCVBUFFORCE``: root or CAP_NET_ADMIN), the receive buffer of the
+process's one socket is this big: it takes what every other process sends here while this one runs a
+window, which per-element sockets used to share out."""
 SELF_DRAIN_BYTES = 1 << 20
 """Bytes sent to this process's own socket after which it is read before anything more is sent."""
 _NACK, _LAST = int(LinkKind.NACK), int(LinkKind.DATA_NOFCS)
@@ -60,6 +64,12 @@ class Batch:
         try:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, RCVBUF)
+            force = getattr(socket, "SO_RCVBUFFORCE", None)
+            if force is not None:
+                try:
+                    self.sock.setsockopt(socket.SOL_SOCKET, force, RCVBUF_FORCE)
+                except OSError:  # not permitted: RCVBUF (capped by net.core.rmem_max)
+                    pass
             self.sock.bind((bind, 0))
             self.sock.setblocking(False)
         except BaseException:
