@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import time
 from collections import deque
 from typing import Any
 
@@ -58,6 +59,9 @@ class Domain:
         self._spill_dir: str | None = None
         self.tracer = None
         """This process's ``emu.trace.Tracer`` when the run is traced (``emu.trace.attach``)."""
+        self.cpu = {"window_s": 0.0, "drain_s": 0.0}
+        """CPU seconds this process spent running windows and reading datagrams outside them (a cost
+        figure for ``Cluster.cpu_times``: where a run over several processes spends its time)."""
         self._with_links: set[Element] = set()
         """Elements that hold scheduled link changes (``rpc_schedule``)."""
         self._idle = (-1, INF)
@@ -102,8 +106,10 @@ class Domain:
             while True:
                 await trio.lowlevel.wait_readable(ep)
                 accepted = 0
+                c0 = time.process_time()
                 for fd, _ in ep.poll(0):
                     accepted += by_fd[fd].drain()
+                self.cpu["drain_s"] += time.process_time() - c0
                 if accepted:
                     self.wake()
         finally:
@@ -175,6 +181,13 @@ class Domain:
         return self.received - self._by_window.get(w & 0xFFFF, 0)
 
     async def window(self, w: int, t0: int, t1: int, expected: int) -> tuple[list[int], int, int]:
+        c0 = time.process_time()
+        try:
+            return await self._window(w, t0, t1, expected)
+        finally:
+            self.cpu["window_s"] += time.process_time() - c0
+
+    async def _window(self, w: int, t0: int, t1: int, expected: int) -> tuple[list[int], int, int]:
         if self._received_before(w) < expected:
             await self._collect(expected, w)
         got = self._received_before(w)
@@ -276,6 +289,10 @@ class Domain:
     # -- control (called by the synchroniser, locally or over the worker's RPC) ----------------
     async def rpc_window(self, w: int, t0: int, t1: int, expected: int):
         return await self.window(w, t0, t1, expected)
+
+    async def rpc_cpu(self) -> dict[str, float]:
+        """CPU seconds of this process so far: all of it, in windows, reading datagrams between them."""
+        return {"process_s": time.process_time(), **self.cpu}
 
     async def rpc_set_addresses(self, addrs: dict[str, tuple[str, int]]) -> None:
         for el in self.elements:

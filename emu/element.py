@@ -28,6 +28,7 @@ from .port import VC_OFF, InPort, OutPort, frame_error_probability
 from .portview import PortView
 from .wire.credit import CREDIT, CREDIT_FRAME_LEN, build_credit, is_credit
 from .wire.fabric import ETH_LEN, FCS_RESIDUE, add_fcs, node_mac
+from .wire.lazy import LazyFrame, made
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, TAG_LEN, VERSION, LinkKind, tagger
 
 log = logging.getLogger(__name__)
@@ -601,6 +602,7 @@ class Element:
                 raise EngineError(f"{self.name}: engine emitted a frame at {at} ns while handling an event at "
                                   f"{now} ns, earlier than its promised minimum delay of {min_delay} ns")
             if not p.up or (p.timeline is not None and not p.timeline.up_at(at)):
+                frame = made(frame)  # (a lazy frame's sender learns it is gone)
                 p.dropped += 1
                 if self.tracer is not None:
                     self.tracer.instant(self.name, "drop", at, {"port": p.name, "reason": "link down"}, "drop")
@@ -714,6 +716,8 @@ class Element:
                     n = nbytes = 0
                     while pend and pend[0][1] < release:
                         _, arrival, frame, pool = pend.popleft()
+                        if frame.__class__ is LazyFrame:  # made from its sender's buffer now (emu.wire.lazy)
+                            frame = frame.make()
                         push(heap, (arrival, index, seq, frame, flags | POOL if pool else flags))
                         seq = (seq + 1) & 0xFFFFFFFF
                         n += 1
@@ -772,6 +776,8 @@ class Element:
                 nofcs = NOFCS if p.defer_fcs else 0
                 while pend and pend[0][1] < release:
                     start, arrival, frame, pool = pend.popleft()
+                    if frame.__class__ is LazyFrame:  # made from its sender's buffer now (emu.wire.lazy)
+                        frame = frame.make()
                     if faulty:
                         frame, lost = self._fault(p, start, frame)
                         if lost:  # the frame occupied the port, then vanished: that time still passed

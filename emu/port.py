@@ -18,6 +18,7 @@ from typing import Any
 
 from .wire.fabric import DST_OFF, PacketType, add_fcs
 from .wire.framing import ETHERNET, Framing
+from .wire.lazy import LazyFrame, made, with_fcs
 
 PRIO_OFF, PTYPE_OFF = DST_OFF + 5, DST_OFF + 6
 """The fabric header's prio and ptype bytes."""
@@ -174,13 +175,13 @@ class OutPort:
             return self._enqueue_traced(frame, at)
         fr = self.framing
         n = len(frame) + FCS_BYTES if fr.plain else fr.length(frame)
-        if not self.defer_fcs:
-            frame = add_fcs(frame)
+        if not self.defer_fcs:  # (a lazy frame gets its FCS when its bytes are made: emu.wire.lazy)
+            frame = add_fcs(frame) if frame.__class__ is not LazyFrame else frame.with_fcs()
         free = self.free_at
         if free > at and self.pending and self.priority and len(frame) > PRIO_OFF and frame[PRIO_OFF]:
             if self.defer_fcs:  # overtaking reads the waiting frames' lengths: they carry FCS again
                 self.restore_fcs()
-                frame = add_fcs(frame)
+                frame = with_fcs(frame)
             start = self._overtake(frame, at)
             if start is not None:
                 return start
@@ -223,7 +224,7 @@ class OutPort:
         """Give every waiting frame its FCS and stop deferring it on this port."""
         if self.defer_fcs:
             self.defer_fcs = False
-            waiting = [(s, a, add_fcs(f), pl) for s, a, f, pl in self.pending]
+            waiting = [(s, a, with_fcs(f), pl) for s, a, f, pl in self.pending]
             self.pending.clear()
             self.pending.extend(waiting)
 
@@ -291,6 +292,7 @@ class OutPort:
         """With credit flow control: queue ``frame`` on its VC from ``at``; :meth:`start_ready`
         starts it when the port is free and a credit covers it."""
         fl = self.flow
+        frame = made(frame)  # waiting for credit, it may be rewritten (its VC): made now (emu.wire.lazy)
         if fl.groups and len(frame) > VC_OFF:  # the receiver lets the sender pick a VC of the frame's group
             vc = fl.pick(frame[VC_OFF] % fl.groups)
             if vc != frame[VC_OFF]:

@@ -32,6 +32,7 @@ from emu.config import ConfigError
 from emu.port import OutPort
 from emu.wire.framing import framing
 from emu.wire import FCS_LEN, fcs_ok
+from emu.wire.lazy import made
 
 INF = 1 << 62
 
@@ -84,10 +85,12 @@ class EngineNet:
         for port, frame, at in outs:
             op, peer, pport = self.ports[(name, port)]
             if (name, port) in self.down:
+                made(frame)
                 self.faults["dropped"] += 1
                 continue
             op.enqueue(frame, at)
             start, arrival, frame, _ = op.pending.popleft()
+            frame = made(frame)  # a lazy frame (emu.wire.lazy) is made as it leaves
             op.tx_frames += 1
             rng, faults = self.rng, self.faults
             if self.drop and rng.random() < self.drop:

@@ -409,6 +409,14 @@ class Cluster:
         return (await self.run({src: (_ping_app, dst)}))[src]
 
     # -- figures and captures -------------------------------------------------------------------
+    async def cpu_times(self) -> list[dict[str, float]]:
+        """Per process (domain order, this one first): CPU seconds used so far, in all
+        (``process_s``), running windows (``window_s``) and reading datagrams between them
+        (``drain_s``) -- cost figures, for comparing runs over several processes (the difference
+        of two calls is what a run took)."""
+        async with self._lock:
+            return [await h.call("cpu") for h in self._handles]
+
     async def stats(self) -> list[dict[str, Any]]:
         """Per element: element counters (drops of foreign/malformed input, recovery), engine
         counters, and per port frames, bytes and peak queue occupancy."""

@@ -25,7 +25,9 @@ async def ring(comm, x: np.ndarray, op: Op) -> np.ndarray:
     for s in range(n - 1):
         send_c, recv_c = (r - s) % n, (r - s - 1) % n
         got = await comm.sendrecv(acc[b[send_c]:b[send_c + 1]], right, left, acc.dtype, s)
-        acc[b[recv_c]:b[recv_c + 1]] = await comm.combine(op, acc[b[recv_c]:b[recv_c + 1]], got)
+        mine = acc[b[recv_c]:b[recv_c + 1]]
+        await comm.combine(op, mine, got, out=mine)
+        del got  # (the message's buffer goes before the next one comes)
     for s in range(n - 1):
         send_c, recv_c = (r + 1 - s) % n, (r - s) % n
         acc[b[recv_c]:b[recv_c + 1]] = await comm.sendrecv(acc[b[send_c]:b[send_c + 1]], right, left,
@@ -72,7 +74,8 @@ async def recursive_doubling(comm, x: np.ndarray, op: Op) -> np.ndarray:
         while mask < pof2:
             partner = _real(v ^ mask, rem)
             got = await comm.sendrecv(acc, partner, partner, acc.dtype, step)
-            acc = await comm.combine(op, acc, got)
+            acc = await comm.combine(op, acc, got, out=got)  # into the message's buffer: ours, no new array
+            del got
             mask <<= 1
             step += 1
     return await _fold_out(comm, acc, 64)
@@ -97,7 +100,9 @@ async def rabenseifner(comm, x: np.ndarray, op: Op) -> np.ndarray:
             mid = (lo + hi) // 2
             (klo, khi), (slo, shi) = ((lo, mid), (mid, hi)) if not v & mask else ((mid, hi), (lo, mid))
             got = await comm.sendrecv(acc[b[slo]:b[shi]], partner, partner, acc.dtype, step)
-            acc[b[klo]:b[khi]] = await comm.combine(op, acc[b[klo]:b[khi]], got)
+            keep = acc[b[klo]:b[khi]]
+            await comm.combine(op, keep, got, out=keep)
+            del got, keep
             lo, hi = klo, khi
             mask //= 2
             step += 1

@@ -26,6 +26,11 @@ from .hw import HW_GROUP
 from .select import ALGORITHMS, canonical, check, choose
 
 
+_UFUNCS = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum, "band": np.bitwise_and,
+           "bor": np.bitwise_or, "bxor": np.bitwise_xor}
+"""Operators that numpy can apply into a given array (``Comm.combine``'s ``out``)."""
+
+
 def _span(host, name: str, **args):
     """A span on the host's rank track of the run's trace (``HostAPI.span``); nothing untraced."""
     span = getattr(host, "span", None)
@@ -78,6 +83,8 @@ class Comm:
         self.size = len(self.members)
         self.id = (zlib.crc32(",".join(self.members).encode()) if comm_id is None else comm_id) & 0xFF
         self._seq = 0
+        self._sends: list = []
+        """Send requests whose buffers the NIC may still read (``send``), given back at a collective's end."""
         self.hw_seq = 0
         """Hardware barriers this rank has entered (``emu.nodes.collectives.hw``)."""
         self.hw_group = HW_GROUP
@@ -94,13 +101,28 @@ class Comm:
         return (self.id << 24) | ((self._seq & 0xFFF) << 12) | step
 
     async def send(self, rank: int, data: np.ndarray | bytes, step: int) -> None:
-        # the array's own bytes, not a copy (the NIC makes its frames of them at once)
+        """Send ``data`` to ``rank`` without a copy: the NIC makes a long message's frames from the
+        array as its port sends them (``HostAPI.isend``); the collective gives the buffers back when
+        it ends (:meth:`_sends_done`), and overwrites a sent part of an array only once its
+        receiver has it (every algorithm here does: what it writes comes back after it)."""
         if isinstance(data, np.ndarray):
             buf = memoryview(np.ascontiguousarray(data)).cast("B") if data.size else b""
         else:
             buf = data
         with _span(self.host, "send", step=step, peer=self.members[rank], bytes=len(buf)):
-            await self.host.send(self.members[rank], buf, self._tag(step), vc=self.traffic_class)
+            isend = getattr(self.host, "isend", None)
+            if isend is None or isinstance(buf, bytes):
+                await self.host.send(self.members[rank], buf, self._tag(step), vc=self.traffic_class)
+                return
+            req = await isend(self.members[rank], buf, self._tag(step), vc=self.traffic_class)
+            if not req.done:
+                self._sends.append(req)
+
+    async def _sends_done(self) -> None:
+        """The buffers of this rank's sends are its own again (``HostAPI.wait``: no virtual time)."""
+        if self._sends:
+            reqs, self._sends = self._sends, []
+            await self.host.wait(*reqs)
 
     async def recv(self, rank: int, dtype: np.dtype, step: int) -> np.ndarray:
         with _span(self.host, "recv", step=step, peer=self.members[rank]) as span:
@@ -116,11 +138,18 @@ class Comm:
             await self.send(dst, data, step)
             return await self.recv(src, dtype, step)
 
-    async def combine(self, op: Op, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Reduce two operands on the host CPU, paying the modelled per-byte cost."""
+    async def combine(self, op: Op, a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Reduce two operands on the host CPU, paying the modelled per-byte cost; into ``out`` (``a``
+        or ``b`` itself, or a part of the caller's array) when given: no new array."""
         await self.host.reduce_cost(a.nbytes)
         with np.errstate(all="ignore"):
-            return op.combine(a, b)
+            if out is None:
+                return op.combine(a, b)
+            fn = _UFUNCS.get(op.name)
+            if fn is not None and out.dtype == a.dtype == b.dtype:
+                return fn(a, b, out=out)
+            out[...] = op.combine(a, b)
+            return out
 
     # -- collectives ----------------------------------------------------------------------------
     async def _run(self, kind: str, algo: str | None, nbytes: int, *args: Any) -> Any:
@@ -129,7 +158,9 @@ class Comm:
         fn = ALGORITHMS[kind][name]
         self._seq += 1
         self.last_algo = name
-        return await fn(self, *args)
+        result = await fn(self, *args)
+        await self._sends_done()
+        return result
 
     @_traced
     async def allreduce(self, x: np.ndarray, op: str = "sum", algo: str | None = None, *,

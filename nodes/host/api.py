@@ -20,17 +20,52 @@ from typing import Any, Protocol
 from emu.nodes.nic.interface import Message, Op
 from emu.trace import NO_SPAN
 
-__all__ = ["Compute", "HostAPI", "Message", "Op", "PingOp", "Recv", "Send", "Sleep", "TryRecv"]
+__all__ = ["Compute", "HostAPI", "Message", "Op", "PingOp", "Recv", "Send", "SendRequest", "Sleep", "TryRecv", "Wait"]
 
 
 class Send(Op):
-    __slots__ = ("dst", "data", "tag", "vc")
+    __slots__ = ("dst", "data", "tag", "vc", "request")
 
-    def __init__(self, dst: int, data: bytes, tag: int, vc: int = 0):
-        self.dst, self.data, self.tag, self.vc = dst, data, tag, vc
+    def __init__(self, dst: int, data: bytes, tag: int, vc: int = 0, request: bool = False):
+        self.dst, self.data, self.tag, self.vc, self.request = dst, data, tag, vc, request
 
     def describe(self, names) -> str:
-        return f"send(dst={names[self.dst]}, {len(self.data)} bytes, tag={self.tag})"
+        return f"{'isend' if self.request else 'send'}(dst={names[self.dst]}, {len(self.data)} bytes, tag={self.tag})"
+
+
+class SendRequest:
+    """What ``isend`` returns (as MPI_Isend's request): whether the NIC still reads the sender's
+    buffer. A long message's frames are made from that buffer as the port sends them, so it must
+    not change until :attr:`done` or ``await host.wait(request)``."""
+
+    __slots__ = ("_out",)
+
+    def __init__(self, out: Any = None):
+        self._out = out
+        """The NIC's message on its way out (``emu.nodes.nic.outgoing.Outgoing``), None: taken whole."""
+
+    @property
+    def done(self) -> bool:
+        """The buffer is free: every frame of the message is made (or it was taken whole)."""
+        return self._out is None or self._out.done
+
+    def release(self) -> None:
+        out, self._out = self._out, None
+        if out is not None:
+            out.release()
+
+    def __repr__(self) -> str:
+        return f"SendRequest(done={self.done})"
+
+
+class Wait(Op):
+    __slots__ = ("requests",)
+
+    def __init__(self, requests: tuple):
+        self.requests = requests
+
+    def describe(self, names) -> str:
+        return f"wait({len(self.requests)} send request(s))"
 
 
 class Recv(Op):
@@ -170,7 +205,8 @@ class HostAPI:
         return tr.span(e.name, name, lambda: e.now, args or None)
 
     def send(self, dst: str | int, data: bytes, tag: int = 0, vc: int = 0) -> Send:
-        """Send ``data`` (any size) to host ``dst``; returns once the NIC has the message. ``vc``:
+        """Send ``data`` (any size) to host ``dst``; returns once the NIC has the message (``data`` is
+        free then: see :meth:`isend` to send a long message without a copy). ``vc``:
         its traffic class, carried in every frame's VC byte; routers map it to their virtual
         channels (``switch.vc_policy``, ``switch.classes``)."""
         if not isinstance(vc, int) or isinstance(vc, bool) or not 0 <= vc <= 255:
@@ -179,8 +215,25 @@ class HostAPI:
             raise TypeError(f"send: data must be bytes, got {type(data).__name__}")
         if not 0 <= tag <= 0xFFFFFFFF:
             raise ValueError(f"send: tag must fit in 32 bits, got {tag}")
-        # no copy: the NIC cuts the message into frames as soon as the application yields this
+        # no copy here: the NIC makes the frames (``isend``: from this very buffer, as its port sends them)
         return Send(self._addr(dst), data if isinstance(data, bytes) else memoryview(data).cast("B"), tag, vc)
+
+    def isend(self, dst: str | int, data: bytes, tag: int = 0, vc: int = 0) -> Send:
+        """Send ``data`` to host ``dst`` as :meth:`send` does (the same virtual time: the NIC takes
+        the message after the send overhead), without a copy: returns a :class:`SendRequest`, and
+        ``data`` must stay as it is until the request is done or ``await host.wait(request)``
+        returned (the NIC makes a long message's frames from it as its port sends them)."""
+        op = self.send(dst, data, tag, vc)
+        op.request = True
+        return op
+
+    def wait(self, *requests: SendRequest) -> Wait:
+        """Have the buffers of ``requests`` (``isend``) back: what the NIC has not yet sent of them
+        it keeps a copy of. Takes no virtual time (the NIC took each message when ``isend`` returned)."""
+        for r in requests:
+            if not isinstance(r, SendRequest):
+                raise TypeError(f"wait: give the requests isend returned, not {type(r).__name__}")
+        return Wait(requests)
 
     def recv(self, src: str | int | None = None, tag: int | None = None) -> Recv:
         """Wait for a whole message (from ``src`` / with ``tag`` if given); returns a :class:`Message`."""

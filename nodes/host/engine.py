@@ -9,7 +9,8 @@ go through the one interface of :mod:`emu.nodes.nic.interface`: ``nic.request(re
 says what CPU time the request costs and whether it completes at once or later, through ``done``.
 
 Timing (all virtual): ``send`` costs ``send_overhead_ns`` of CPU, after which the NIC takes the
-message and the application continues (local completion); ``recv`` returns ``recv_overhead_ns``
+message and the application continues (local completion; ``isend`` the same, and ``wait`` on its
+request takes no time: it only hands the buffer back, :mod:`emu.nodes.nic.outgoing`); ``recv`` returns ``recv_overhead_ns``
 after the message was there; ``ping`` ends when the reply reached the host.
 """
 
@@ -22,7 +23,7 @@ from typing import Any, Callable, Protocol
 
 from emu.nodes.nic.interface import PENDING, Message, NicRequest, Op
 
-from .api import Compute, HostAPI, PingOp, Recv, Send, Sleep, TryRecv
+from .api import Compute, HostAPI, PingOp, Recv, Send, SendRequest, Sleep, TryRecv, Wait
 from .noise import Noise, entry_skew_ns
 
 log = logging.getLogger(__name__)
@@ -74,7 +75,7 @@ class HostNic(Protocol):
 
     def resolve(self, host: str | int) -> int: ...
 
-    def send_message(self, dst: int, tag: int, data: bytes, t: int) -> None: ...
+    def send_message(self, dst: int, tag: int, data: bytes, t: int, vc: int = 0) -> Any: ...
 
     def ping(self, dst: int) -> int: ...
 
@@ -195,8 +196,16 @@ class Host:
     def _op_send(self, proc: Proc, op: Send) -> tuple[bool, Any]:
         o = self.spec.send_overhead_ns
         done = self.cpu_done(o)
-        self.nic.send_message(op.dst, op.tag, op.data, done, op.vc)
-        return self._busy(proc, o, done=done)
+        req = SendRequest(self.nic.send_message(op.dst, op.tag, op.data, done, op.vc))
+        if not op.request:  # send: the buffer is the application's again when it returns
+            req.release()
+            req = None
+        return self._busy(proc, o, req, done=done)
+
+    def _op_wait(self, proc: Proc, op: Wait) -> tuple[bool, Any]:
+        for r in op.requests:
+            r.release()
+        return True, None
 
     def _op_recv(self, proc: Proc, op: Recv) -> tuple[bool, Any]:
         for i, m in enumerate(self._inbox):
@@ -255,4 +264,4 @@ class Host:
 
 # requests an application can await, dispatched by type (DESIGN.md principle 4)
 _HANDLERS = {Send: Host._op_send, Recv: Host._op_recv, TryRecv: Host._op_try_recv, Compute: Host._op_compute,
-             PingOp: Host._op_ping, Sleep: Host._op_sleep}
+             PingOp: Host._op_ping, Sleep: Host._op_sleep, Wait: Host._op_wait}

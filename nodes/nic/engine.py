@@ -36,6 +36,7 @@ from ..host.engine import AppState, Host
 from ..timers import Timers
 from . import coding, coll, inc, qsnet  # noqa: F401  (the built-in mechanisms register themselves)
 from .interface import MECHANISMS, Mechanism, Message, NicRequest
+from .outgoing import Outgoing
 from .transport import Transport
 
 BUILT_IN = ("coll", "qsnet", "inc", "coding")
@@ -48,6 +49,9 @@ _BASE_PTYPES = frozenset({PacketType.MGMT, PacketType.MSG, PacketType.MACK, Pack
 _MSG_LEN = MSG.size
 BIG_MESSAGE = 1 << 20
 """Messages longer than this reach the application as a ``bytearray`` (the reassembly buffer)."""
+LAZY_BYTES = 64 << 10
+"""Messages of this many bytes and more go to the port as lazy frames, made from the sender's buffer
+as the port sends them (:mod:`emu.nodes.nic.outgoing`); shorter ones as bytes at once."""
 _FABRIC_PACK = FABRIC.struct.pack
 
 
@@ -84,6 +88,8 @@ class NicEngine:
     mechanisms: tuple[str, ...] = BUILT_IN
     """The NIC mechanisms this NIC loads, by registered name (:mod:`emu.nodes.nic.interface`)."""
     kind = "host"
+    lazy_bytes = LAZY_BYTES
+    """Messages of this many bytes and more are sent as lazy frames (:mod:`emu.nodes.nic.outgoing`)."""
     tracer = None
     """The run's ``emu.trace.Tracer`` when traced (the host's spans, the mechanisms' instants), else None."""
     stats: dict[str, int] = field(default_factory=lambda: {
@@ -98,6 +104,7 @@ class NicEngine:
         self._msg_id = 0
         self._ping_seq = 0
         self._heads: dict[int, bytes] = {}
+        self._lazy: Outgoing | None = None
         self.transport = Transport(self, self._put_message) if self.spec.transport == "reliable" else None
         """The end-to-end transport of host messages (None: each frame sent once)."""
         self._load(self.mechanisms)
@@ -256,24 +263,35 @@ class NicEngine:
             raise ValueError(f"unknown host address {host}")
         return host
 
-    def send_message(self, dst: int, tag: int, data: bytes, t: int, vc: int = 0) -> None:
+    def send_message(self, dst: int, tag: int, data: bytes, t: int, vc: int = 0) -> Outgoing | None:
         """Take a message at ``t`` (after the sender's software overhead) and put its frames out
-        on traffic class ``vc`` (through the end-to-end transport with ``host.transport=reliable``)."""
+        on traffic class ``vc`` (through the end-to-end transport with ``host.transport=reliable``).
+        Returns the message's :class:`Outgoing` while its frames are made from ``data`` as the port
+        sends them (a long message), else None: ``data`` is free already."""
         if self.transport is not None:
-            self.transport.send(dst, tag, data, t + self.spec.nic_delay_ns, vc)
+            self.transport.send(dst, tag, data, t + self.spec.nic_delay_ns, vc)  # (a copy of its own)
             self.stats["messages_sent"] += 1
-            return
+            return None
         self._msg_id = msg_id = (self._msg_id + 1) & 0xFFFFFFFF
         self._put_message(dst, tag, msg_id, data, t + self.spec.nic_delay_ns, vc)
         self.stats["messages_sent"] += 1
+        return self._lazy
 
     def _put_message(self, dst: int, tag: int, msg_id: int, data: bytes, at: int, vc: int = 0) -> int:
         """The frames of one message, handed to the port at ``at`` on VC ``vc`` (its traffic class:
-        the routers map it to their VCs); returns the port."""
+        the routers map it to their VCs); returns the port. A message of ``lazy_bytes`` or more goes
+        as lazy frames (``self._lazy``: its :class:`Outgoing`, else None)."""
         total = len(data)
         mtu = self.spec.mtu_bytes
-        # the frames ``emit`` would make, each in one join (no header+chunk intermediate)
         port, head = self._route(dst, None)
+        self._lazy = None
+        if total >= self.lazy_bytes and total > mtu:
+            og = self._lazy = Outgoing(head, self.node_id, dst, vc, msg_id, tag, data, mtu)
+            frames = og.frames()
+            self._out.extend([(port, f, at) for f in frames])
+            self.stats["frames_sent"] += len(frames)
+            return port
+        # the frames ``emit`` would make, each in one join (no header+chunk intermediate)
         out, fab, msg, join, me, ptype = self._out.append, _FABRIC_PACK, MSG.pack, b"".join, self.node_id, PacketType.MSG
         off = frames = 0
         while True:
@@ -323,7 +341,7 @@ class NicEngine:
     # -- reassembly -----------------------------------------------------------------------------
     def _on_segment(self, src: int, hops: int, frame: bytes) -> None:
         msg_id, tag, total, offset = MSG.unpack(frame, HDR_LEN)
-        chunk = frame[HDR_LEN + _MSG_LEN:]
+        chunk = memoryview(frame)[HDR_LEN + _MSG_LEN:]  # copied once: into the message's buffer
         if offset + len(chunk) > total:
             raise DecodeError(f"segment at {offset}+{len(chunk)} overruns message of {total} bytes")
         name = self.names[src] if 0 <= src < len(self.names) else str(src)
@@ -336,7 +354,7 @@ class NicEngine:
                 tr.done(src, msg_id, total)
             self.stats["messages_received"] += 1
             t = self.now + self.spec.nic_delay_ns
-            self.at(t, self.host.deliver, Message(name, tag, chunk, t, hops))
+            self.at(t, self.host.deliver, Message(name, tag, bytes(chunk), t, hops))
             return
         key = (src, msg_id)
         part = self._partial.get(key)

@@ -1,0 +1,16 @@
+"""scripts/bench_processes.py (issue 27: runs over several processes) at a tiny size: it runs, prints
+the core count and each process's CPU split, and finds the figures the same over 1 and 2 processes."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+def test_bench_processes_runs_at_a_tiny_size():
+    p = subprocess.run([sys.executable, str(SCRIPTS / "bench_processes.py"), "--topo", "star:n=4", "--size", "4KiB",
+                        "--processes", "1,2", "--mode", "direct"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "cores" in p.stdout and "2 processes" in p.stdout and "CPU split" in p.stdout
+    assert p.stdout.count("same figures") == 2
