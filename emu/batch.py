@@ -35,6 +35,7 @@ import heapq
 import hmac
 import logging
 import socket
+import time
 
 import trio
 
@@ -156,11 +157,16 @@ class Batch:
             self.unsent.pop(0)
 
     # -- receive side ---------------------------------------------------------------------------
-    async def serve(self) -> None:
-        """Read the socket until cancelled; ``wake`` the domain when frames were accepted."""
+    async def serve(self, cpu: dict | None = None) -> None:
+        """Read the socket until cancelled; ``wake`` the domain when frames were accepted. ``cpu``:
+        the CPU seconds spent reading are added to its ``drain_s`` (``Domain.cpu``)."""
         while True:
             await trio.lowlevel.wait_readable(self.sock)
-            if self.drain():
+            c0 = time.process_time()
+            accepted = self.drain()
+            if cpu is not None:
+                cpu["drain_s"] += time.process_time() - c0
+            if accepted:
                 self.speaker.domain.wake()
 
     def drain(self) -> int:

@@ -88,7 +88,7 @@ class Domain:
         if self.batch is not None:  # one socket for every element here
             try:
                 task_status.started({el.name: el.addr for el in self.elements})
-                await self.batch.serve()
+                await self.batch.serve(self.cpu)
             finally:
                 self.batch.close()
             return

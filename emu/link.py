@@ -16,6 +16,7 @@ from __future__ import annotations
 import struct
 from collections import deque
 
+from .wire.lazy import LazyFrame
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, VERSION, LinkKind
 
 SEQ_MASK = 0xFFFFFFFF
@@ -91,6 +92,8 @@ class LinkSender:
         arrival = 0
         while pend and pend[0][1] < release:
             _, arrival, frame, pool = popleft()
+            if frame.__class__ is LazyFrame:  # made from its sender's buffer now (emu.wire.lazy)
+                frame = frame.make()
             n = len(frame)
             if size + OUTER_LEN + n > MAX_DATAGRAM and parts:
                 out.append(self._keep(window, first, seq, b"".join(parts)))
