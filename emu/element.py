@@ -48,8 +48,8 @@ CLEAN = 4  # ... it was handed over in this process with no fault possible: its 
 NOFCS = 8  # ... and its FCS was never appended (``OutPort.defer_fcs``): the frame is the engine's, 4 bytes short
 assert POOL == 2 and int(LinkKind.DATA) == 0 and NOFCS == NOFCS_FLAG
 RX_FLAGS = (0, 0, POOL, CLEAN | NOFCS)
-NOFCS_KIND = int(LinkKind.DATA_NOFCS)
 """Heap flags of a received DATA record by its kind (DATA, -, DATA_POOL, DATA_NOFCS)."""
+NOFCS_KIND = int(LinkKind.DATA_NOFCS)
 FCS_ERROR = 32  # ... received with a bad frame check sequence, dropped by the receiving port
 LOST_DOWN = 64  # ... was on the wire while its link was down (scheduled): lost
 
