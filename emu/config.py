@@ -147,6 +147,14 @@ class SwitchSpec:
     adaptive_pick: str = "first_free"
     """How ``routing=qsnet`` picks among the lightly loaded links: first_free (the lowest-numbered),
     next_free (round robin per switch) or random (seeded per switch)."""
+    adaptive_load: str = "pending"
+    """What ``routing=qsnet`` compares against ``adaptive_threshold``: pending (QsNet's measure: the
+    operations this router sent out of a link whose ACK has not come back through it; the token
+    retraces its packet's route, ``emu.switch.routing.pending``) or queue (frames on the line plus
+    those waiting for credit: the output queue, a local stand-in)."""
+    pending_expiry_ns: int = 1_000_000
+    """``adaptive_load=pending``: an operation whose ACK has not come back this long after it was
+    routed (lost with its packet or on the way back) leaves the count."""
     vc_policy: str = "by_class"
     """How a switch picks the VC on the next link: by_class (the frame's own vc), dateline (tori:
     VC 0 until the frame crosses a dimension's wrap-around link, then 1; back to 0 in a new dimension),
@@ -207,6 +215,12 @@ class SwitchSpec:
         if self.adaptive_pick not in ("first_free", "next_free", "random"):  # switch.routing.qsnet.PICKS
             raise ConfigError(f"SwitchSpec.adaptive_pick {self.adaptive_pick!r} is not one of "
                               "first_free, next_free, random")
+        if self.adaptive_load not in ADAPTIVE_LOADS:
+            raise ConfigError(f"SwitchSpec.adaptive_load {self.adaptive_load!r} is not one of {', '.join(ADAPTIVE_LOADS)}")
+        if not isinstance(self.pending_expiry_ns, int) or isinstance(self.pending_expiry_ns, bool) \
+                or not 1 <= self.pending_expiry_ns <= MAX_DELAY_NS:
+            raise ConfigError(f"SwitchSpec.pending_expiry_ns must be an integer within 1..{MAX_DELAY_NS} ns, "
+                              f"got {self.pending_expiry_ns!r}")
 
     def _check_router(self) -> None:
         if self.model not in ROUTER_MODELS:
@@ -255,6 +269,7 @@ class SwitchSpec:
         return rc, self.vc_alloc_ns, self.sw_alloc_ns, self.traversal_ns
 
 
+ADAPTIVE_LOADS = ("pending", "queue")
 VC_POLICIES = ("by_class", "dateline", "class_dateline")
 ROUTER_MODELS = ("output_queued", "input_queued")
 ALLOCATORS = ("round_robin", "islip")
@@ -588,7 +603,8 @@ def is_loopback(address: str) -> bool:
     return ipaddress.ip_address(address).is_loopback
 
 
-MANAGER_ACTIONS = ("rewrite", "none")
+MANAGER_ACTIONS = ("rewrite", "reset", "none")
+MANAGER_BANDS = ("auto", "out", "in")
 
 
 @dataclass(frozen=True)
@@ -599,8 +615,15 @@ class ManagerSpec:
     """A link fault the manager hears of (trap) is acted on if it still stands this long after
     the trap; a link back up meanwhile cancels it."""
     action: str = "rewrite"
-    """rewrite: new routing tables (and multicast trees) for the routers that would send into the
-    dead end, and back when the link returns; none: count and log traps only."""
+    """What the manager does about a link fault that persists (QsNet): rewrite (new routing tables,
+    and multicast trees, for the routers that would send into the dead end, and back when the link
+    returns), reset (reset the links of the router that can no longer reach the destinations
+    behind the dead link: its neighbours take their ports to it out of service, so no traffic flows
+    that way and adaptive routing goes round it; back in service when the link returns), or none
+    (count and log traps only)."""
+    band: str = "auto"
+    """How traps and commands travel: out (out of band: every router's own link to the manager), in
+    (a manager tree over the data links), auto (the topology family's: out on ``qsnet:``, else in)."""
     retry_ns: int = 20_000
     """A command to a router not answered this long is sent again."""
     max_tries: int = 5
@@ -620,6 +643,8 @@ class ManagerSpec:
         _check_delays("ManagerSpec", self, ("persist_ns", "retry_ns"))
         if self.action not in MANAGER_ACTIONS:
             raise ConfigError(f"ManagerSpec.action {self.action!r} is not one of {', '.join(MANAGER_ACTIONS)}")
+        if self.band not in MANAGER_BANDS:
+            raise ConfigError(f"ManagerSpec.band {self.band!r} is not one of {', '.join(MANAGER_BANDS)}")
         if not 1 <= self.max_tries <= 1000:
             raise ConfigError(f"ManagerSpec.max_tries must be within 1..1000, got {self.max_tries}")
         if self.retry_ns < 1:

@@ -5,7 +5,10 @@ static vs dispersive vs adaptive vs qsnet routing, with and without a broken up 
     python scripts/qsnet_alltoall.py [--topos 'fattree:k=4,n=1;fattree:k=4,n=2;...'] [--max-nodes 64]
                                      [--routing static,dispersive,adaptive,qsnet,qsnet/random]
                                      [--size 4KiB] [--seed 1] [--jobs 2] [--out results/qsnet_alltoall/]
-                                     [--set elan.retransmit_ns=10000 ...]
+                                     [--set elan.retransmit_ns=10000 ...] [--peers K]
+                                     [--manager none,reset,rewrite] [--vcs 1,2,3,4]
+    python scripts/qsnet_alltoall.py --full     # 1,024 nodes (qsnet:nodes=1024), static against qsnet,
+                                                # all-to-all (32 shifts) and bisection
 
 Traffic is QsNet memory-based communication (spec 03) through each node's adapter (``host.put``:
 packets of ``elan.packet_bytes``, every packet acknowledged, a window of ``elan.window``, resends on
@@ -20,6 +23,10 @@ bytes:
 * ``permutation`` -- one put of ``(n - 1) x --size`` to ``perm[i]``, a random derangement drawn
   from ``--seed`` (the same for every policy): the pattern static routing is known to suffer from
   (several flows on one up link); its model is the bisection bound, an upper limit.
+
+``--peers K`` keeps K of the n - 1 shifts, evenly spaced over 1..n-1 (each shift is a permutation of
+the machine, so every step is still a full exchange; the all-to-all of the source at 1,024 nodes is
+otherwise 2 million packets of 4 KiB): a node then moves ``K x --size`` bytes in every pattern.
 
 A node's bandwidth is the data bytes of its puts that completed over its own completion time
 (virtual time, from the common start to its last put's acknowledgement); the table gives the
@@ -38,7 +45,15 @@ The broken-link runs take the first up link of the switch of the first host down
 model's time for the pattern (well inside every run), both directions; frames on the wire are lost
 (resent after ``elan.retransmit_ns``), packets that meet the dead link are NACKed by the router
 (invalid-destination trap) and resent on another route id. A put that still fails is counted, and
-its bytes are not; a run never hangs. Links default to QsNet's 20 Gbit/s of data
+its bytes are not; a run never hangs. With ``--manager ACTIONS`` each broken-link run is repeated with
+the network manager attached (out of band on ``qsnet:``) and each action (``manager.action``: none,
+reset -- the links of the router that can no longer reach the destinations are reset --, rewrite --
+the tables of the routers that would send into the dead end are rewritten), on the same fault.
+
+``--vcs 1,2,3,4`` repeats every run on the input-queued router (``switch.model=input_queued``,
+virtual cut-through) with that many VCs per link, to measure the source's claim that 2-3 VCs per link
+keep a link at line rate: per-node bandwidth against VCs, the rest of the router as its defaults
+give it (printed). Links default to QsNet's 20 Gbit/s of data
 (``bandwidth_gbps=20`` appended to specs that do not set it). The seed is fixed and printed.
 """
 
@@ -75,6 +90,12 @@ class Job:
     settings: tuple[str, ...] = ()
     ber: float = 0.0
     """A seeded bit-error rate on every link from the start (0: none)."""
+    manager: str = ""
+    """The network manager's action on the broken-link runs ("": no manager)."""
+    vcs: int = 0
+    """VCs per link on the input-queued router (0: the topology's router as it is)."""
+    peers: int = 0
+    """Shifts of the all-to-all kept (0: all n - 1)."""
 
 
 def with_bandwidth(spec: str, gbps: int = 20) -> str:
@@ -86,12 +107,26 @@ def routing_settings(routing: str) -> list[str]:
     return [f"switch.routing={name}"] + ([f"switch.adaptive_pick={pick}"] if pick else [])
 
 
+def vc_settings(vcs: int) -> list[str]:
+    return ["switch.model=input_queued", "switch.cut_through=true", f"switch.vcs={vcs}"] if vcs else []
+
+
 def topology(job: Job):
-    from emu.config import merge_settings, parse_settings
+    from emu.config import ManagerSpec, merge_settings, parse_settings
     from emu.topologies.registry import build
 
-    return build(with_bandwidth(job.spec), settings=merge_settings(parse_settings(list(job.settings)),
-                                                                   parse_settings(routing_settings(job.routing))))
+    t = build(with_bandwidth(job.spec), settings=merge_settings(
+        parse_settings(list(job.settings)), parse_settings(routing_settings(job.routing) + vc_settings(job.vcs))))
+    if job.manager:
+        t.add_manager(spec=ManagerSpec(action=job.manager))
+    return t
+
+
+def shifts(n: int, peers: int) -> list[int]:
+    """The all-to-all's shifts: 1..n-1, or ``peers`` of them evenly spaced."""
+    if not peers or peers >= n - 1:
+        return list(range(1, n))
+    return sorted({1 + (k * (n - 1)) // peers for k in range(peers)})
 
 
 # -- the model ----------------------------------------------------------------------------------
@@ -151,7 +186,8 @@ def derangement(n: int, seed: int) -> list[int]:
             return p
 
 
-async def puts(host, n: int, size: int, pattern: str, peer: int | None = None, perm: list[int] | None = None):
+async def puts(host, n: int, size: int, pattern: str, peer: int | None = None, perm: list[int] | None = None,
+               steps_of: list[int] | None = None):
     """This node's part (see the module docstring); (time, bytes done, puts failed, packets resent).
     ``peer``: the ``alone`` reference, the same puts to that one rank."""
     me = host.rank
@@ -159,7 +195,7 @@ async def puts(host, n: int, size: int, pattern: str, peer: int | None = None, p
     t0 = host.now
     done = failed = resent = 0
     if pattern == "alltoall":
-        steps = [((me + j) % n, size) for j in range(1, n)]
+        steps = [((me + j) % n, size) for j in (steps_of or range(1, n))]
     elif pattern == "permutation":
         steps = [(perm[me] if peer is None else peer, size)]
     else:
@@ -181,6 +217,7 @@ async def _run(job: Job) -> dict:
     m = model(t, job.size)
     n = len(t.hosts)
     row = {"topology": job.spec, "nodes": n, "pattern": job.pattern, "routing": job.routing,
+           "manager": job.manager, "vcs": job.vcs or "", "peers": len(shifts(n, job.peers)),
            "broken": "", "ber": job.ber, "avg_gbps": None, "worst_gbps": None, "model_gbps": round(m[job.pattern], 3),
            "inj_gbps": round(m["inj_gbps"], 3), "alone_gbps": None, "bis_links": m["bis_links"], "failed_puts": 0,
            "resent": 0, "completion_ns": None, "frames": None, "status": "ok"}
@@ -188,9 +225,10 @@ async def _run(job: Job) -> dict:
     if job.broken and link is None:
         row.update(status="no up link", broken="-")
         return row
-    size = job.size * (n - 1) if job.pattern != "alltoall" else job.size  # bytes per put
+    steps = shifts(n, job.peers)
+    size = job.size * len(steps) if job.pattern != "alltoall" else job.size  # bytes per put
     perm = derangement(n, job.seed)
-    t_ideal = (n - 1) * job.size * 8 / m[job.pattern]  # ns
+    t_ideal = len(steps) * job.size * 8 / m[job.pattern]  # ns
     async with emu.Cluster(t, seed=job.seed) as net:
         if job.ber:
             for lk in t.links:
@@ -203,7 +241,7 @@ async def _run(job: Job) -> dict:
             await net.schedule(net.now + at, "down", link=link)
             row["broken"] = f"{link[0]}-{link[1]}@{at / 1000:.1f}us"
         try:
-            res = await net.run({h: (puts, n, size, job.pattern, None, perm) for h in net.hosts})
+            res = await net.run({h: (puts, n, size, job.pattern, None, perm, steps) for h in net.hosts})
         except Exception as e:  # DeadlockError/AppError: reported, not raised
             row["status"] = f"{type(e).__name__}: {str(e)[:120]}"
             return row
@@ -211,6 +249,9 @@ async def _run(job: Job) -> dict:
         row.update(avg_gbps=round(sum(bws) / n, 3), worst_gbps=round(min(bws), 3),
                    failed_puts=sum(v[2] for v in res.values()), resent=sum(v[3] for v in res.values()),
                    completion_ns=net.metrics.completion_ns, frames=net.metrics.frames)
+        if job.manager:
+            st = {s["name"]: s for s in await net.stats()}[t.manager]
+            row["mgr_actions"] = "; ".join(a for _t, a in st["actions"])[:160]
         if row["failed_puts"]:
             row["status"] = f"{row['failed_puts']} puts failed"
     return row
@@ -231,17 +272,18 @@ def run_job(job: Job) -> dict:
 
 # -- output -------------------------------------------------------------------------------------
 
-COLUMNS = ["topology", "nodes", "pattern", "routing", "broken", "ber", "avg_gbps", "worst_gbps", "alone_gbps",
+COLUMNS = ["topology", "nodes", "pattern", "routing", "manager", "vcs", "peers", "broken", "ber", "avg_gbps", "worst_gbps",
+           "alone_gbps",
            "model_gbps", "inj_gbps", "bis_links", "loss_pct", "failed_puts", "resent", "completion_ns", "frames", "status",
-           "wall_s"]
+           "mgr_actions", "wall_s"]
 
 
 def add_loss(rows: list[dict]) -> None:
     """Average bandwidth lost with the broken link, per policy, against the same run unbroken."""
-    base = {(r["topology"], r["pattern"], r["routing"]): r["avg_gbps"] for r in rows
+    base = {(r["topology"], r["pattern"], r["routing"], r.get("vcs")): r["avg_gbps"] for r in rows
             if not r["broken"] and not r.get("ber")}
     for r in rows:
-        b = base.get((r["topology"], r["pattern"], r["routing"]))
+        b = base.get((r["topology"], r["pattern"], r["routing"], r.get("vcs")))
         hurt = (r["broken"] and r["broken"] != "-") or r.get("ber")
         r["loss_pct"] = round(100 * (1 - r["avg_gbps"] / b), 1) if hurt and b and r["avg_gbps"] is not None else None
 
@@ -250,15 +292,16 @@ def table(rows: list[dict], seed: int, size: int):
     from rich.table import Table
 
     tb = Table(title=f"QsNet puts of {size} B, per-node bandwidth (Gbit/s of data, virtual time), seed {seed}")
-    for c in ("topology", "n", "pattern", "routing", "link", "avg", "worst", "alone", "model", "inj",
-              "loss %", "failed", "resent", "status"):
+    for c in ("topology", "n", "pattern", "routing", "vcs", "link", "avg", "worst", "alone", "model", "inj",
+              "loss %", "failed", "resent", "completion ns", "status"):
         tb.add_column(c, justify="left" if c in ("topology", "pattern", "routing", "status") else "right")
     f = lambda v: "-" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v)  # noqa: E731
     for r in rows:
-        tb.add_row(r["topology"], str(r["nodes"]), r["pattern"], r["routing"],
-                   "broken" if r["broken"] else f"ber {r['ber']:g}" if r.get("ber") else "ok",
+        tb.add_row(r["topology"], str(r["nodes"]), r["pattern"], r["routing"], str(r.get("vcs") or "-"),
+                   ("broken" + (f", manager {r['manager']}" if r.get("manager") else "")) if r["broken"]
+                   else f"ber {r['ber']:g}" if r.get("ber") else "ok",
                    f(r["avg_gbps"]), f(r["worst_gbps"]), f(r["alone_gbps"]), f(r["model_gbps"]), f(r["inj_gbps"]), f(r["loss_pct"]),
-                   str(r["failed_puts"]), str(r["resent"]), r["status"])
+                   str(r["failed_puts"]), str(r["resent"]), f(r["completion_ns"]), r["status"])
     return tb
 
 
@@ -320,10 +363,12 @@ def _cond(r: dict) -> str:
 # -- main ---------------------------------------------------------------------------------------
 
 def jobs_for(topos: list[str], routings: list[str], size: int, seed: int, settings: tuple[str, ...],
-             broken: bool, ber: float = 0.0, patterns: tuple[str, ...] = PATTERNS) -> list[Job]:
-    conds = [(False, 0.0)] + ([(True, 0.0)] if broken else []) + ([(False, ber)] if ber else [])
-    return [Job(spec, r, p, b, size, seed, settings, e) for spec in topos for p in patterns
-            for b, e in conds for r in routings]
+             broken: bool, ber: float = 0.0, patterns: tuple[str, ...] = PATTERNS, managers: tuple[str, ...] = (),
+             vcs: tuple[int, ...] = (0,), peers: int = 0) -> list[Job]:
+    conds = [(False, 0.0, "")] + ([(True, 0.0, a) for a in managers or ("",)] if broken else []) \
+        + ([(False, ber, "")] if ber else [])
+    return [Job(spec, r, p, b, size, seed, settings, e, a, v, peers) for spec in topos for p in patterns
+            for v in vcs for b, e, a in conds for r in routings]
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -345,8 +390,37 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--patterns", default=",".join(PATTERNS), help="comma separated: " + ", ".join(PATTERNS))
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                     help="a setting for every run, as emu run --set")
+    ap.add_argument("--peers", type=int, default=0, help="all-to-all over this many evenly spaced shifts (default: all)")
+    ap.add_argument("--manager", default="", help="broken-link runs with the network manager, per action: "
+                                                  "comma separated among none, reset, rewrite")
+    ap.add_argument("--vcs", default="", help="VCs per link to sweep on the input-queued router, comma separated")
+    ap.add_argument("--full", action="store_true", help="the source's size: qsnet:nodes=1024, static against qsnet, "
+                                                        "alltoall (--peers 32 unless given) and bisection")
     ap.add_argument("--out", default="results/qsnet_alltoall/")
     a = ap.parse_args(argv)
+    if a.full:
+        a.topos, a.max_nodes, a.routing, a.patterns = "qsnet:nodes=1024", max(a.max_nodes, 1024), "static,qsnet", \
+            "alltoall,bisection"
+        a.peers = a.peers or 32
+        a.no_broken = a.no_broken or not a.manager
+    managers = tuple(m.strip() for m in a.manager.split(",") if m.strip())
+    bad = [m for m in managers if m not in ("none", "reset", "rewrite")]
+    if bad:
+        ap.error(f"--manager {bad}: give actions among none, reset, rewrite")
+    try:
+        vcs = tuple(int(v) for v in a.vcs.split(",") if v.strip()) or (0,)
+    except ValueError:
+        ap.error(f"--vcs {a.vcs!r}: give VC counts, e.g. 1,2,3,4")
+    from emu.config import ConfigError, SwitchSpec
+
+    try:
+        for v in vcs:
+            if v:
+                SwitchSpec(**parse_settings(vc_settings(v))["switch"])
+    except ConfigError as e:
+        ap.error(f"--vcs: {e}")
+    if a.peers < 0:
+        ap.error("--peers must be >= 0")
     console = Console(stderr=True)
     size = parse_size(a.size)
     parse_settings(a.set)  # refuse a bad setting before anything runs
@@ -364,7 +438,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     bad = [p for p in patterns if p not in PATTERNS]
     if bad or not 0.0 <= a.ber <= 1.0:
         ap.error(f"--patterns {bad} not among {PATTERNS}" if bad else "--ber must be within 0..1")
-    jobs = jobs_for(topos, routings, size, a.seed, tuple(a.set), not a.no_broken, a.ber, patterns)
+    jobs = jobs_for(topos, routings, size, a.seed, tuple(a.set), not a.no_broken, a.ber, patterns, managers, vcs, a.peers)
     console.print(f"seed {a.seed}; {len(jobs)} runs on {a.jobs} process(es); puts of {size} B")
     w = time.perf_counter()
     if a.jobs > 1:

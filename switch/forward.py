@@ -75,6 +75,9 @@ class SwitchEngine:
     """The runtime's port view (what the adaptive policy reads)."""
     vc_select: object = None
     """``select(in_port, out_port, vc) -> vc`` (``emu.switch.vc``), or None: frames keep their VC."""
+    pending: object = None
+    """``emu.switch.routing.pending.Pending`` when the policy's load is the pending operations per link
+    (``routing=qsnet``, ``adaptive_load=pending``): QsNet packets are counted out, their tokens retrace."""
 
     port_bps: dict = field(default_factory=dict)
     """Line rate of the link on each port (virtual cut-through needs both ends' serialisation)."""
@@ -125,7 +128,18 @@ class SwitchEngine:
             self.stats["no_route"] += 1
             log.warning("%s: no route for destination %d at %d ns", self.name, dst, now)
             return []
-        if self.choose is not None:
+        pend = self.pending
+        if pend is not None and (pt == _QPKT or pt == _QACK):  # QsNet's load: pending operations per link
+            back = pend.returned(frame, now) if pt == _QACK else None
+            view = self.ports
+            if back is not None and (view is None or view.up(back, now)):
+                out = back  # the token retraces its packet's route
+            else:
+                if self.choose is not None:
+                    out = self.choose(dst, out, frame, now)
+                if pt == _QPKT:
+                    pend.sent(frame, port, out, now)
+        elif self.choose is not None:
             out = self.choose(dst, out, frame, now)
         view = self.ports
         if view is not None and pt == _QPKT and not view.up(out, now) or out in self.held:
@@ -156,6 +170,9 @@ class SwitchEngine:
         back = self.routes[src] if src < len(self.routes) else -1
         if back >= 0 and len(frame) >= HDR_LEN + 8:
             pkt_id = _U32.unpack_from(frame, len(frame) - 4)[0]
+            if self.pending is not None:  # not sent after all; the NACK retraces the packet's way in
+                self.pending.forget((src, pkt_id))
+                back = port
             nack = ACK.pack(AckKind.NACK, Reason.NO_ROUTE, 0, 0, pkt_id, 0)
             res.append((back, build_frame(self.node_id, src, PacketType.QACK, nack, prio=1), at))
             if self.tracer is not None:
@@ -264,6 +281,8 @@ class SwitchEngine:
                 self.groups.pop(gid, None)
         elif op == MgmtOp.ADMIT:
             self.held.discard(count)
+        elif op == MgmtOp.RESET:  # the manager resets links: out of service, both ways, until ADMIT
+            self.held.update(p for p in (self.port_bps if count == 0xFFFF else (count,)) if p != self.manager_port)
         elif op == MgmtOp.INC_INSTALL:
             from emu.wire.inc import INSTALL
 
@@ -365,7 +384,10 @@ class SwitchEngine:
 
     def extra_stats(self) -> dict[str, dict[str, int]]:
         """The processing unit's counters (``Cluster.stats``), once an allreduce was installed here."""
-        return {"pu": dict(self.agg.pu.stats)} if self.agg is not None else {}
+        out = {"pu": dict(self.agg.pu.stats)} if self.agg is not None else {}
+        if self.pending is not None:
+            out["pending"] = dict(self.pending.stats)
+        return out
 
     def on_timer(self, now: int) -> list[tuple[int, bytes, int]]:
         out = []

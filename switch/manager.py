@@ -1,18 +1,24 @@
-"""The network manager of spec 03: a real element on the fabric, its own frames (sans-I/O).
+"""The network manager of spec 03: a real element, its own frames (sans-I/O).
 
-``Topology.add_manager`` links it to one switch and computes the *manager tree*; every router sends
-its traps up that tree (``emu.wire.qsnet.QsTrap``), and the manager's commands come down it,
-source-routed (``QsMgmt``: a port per router on the way), each answered DONE and resent after
-``ManagerSpec.retry_ns`` until it is (at most ``max_tries`` sends, then logged as failed).
+How it reaches the routers (``ManagerSpec.band``, ``Topology.add_manager``): **out of band** (QsNet's
+default) every router has its own link to the manager -- its Ethernet controller -- and sends its
+traps (``emu.wire.qsnet.QsTrap``) straight up it; commands (``QsMgmt``) come straight down it, so
+no data-link fault cuts the manager off from the report of it. **In band** the manager is linked to
+one switch and the *manager tree* carries traps up and commands down, source-routed (a port per
+router on the way). Each command is answered DONE and resent after ``ManagerSpec.retry_ns`` until
+it is (at most ``max_tries`` sends, then logged as failed).
 
 What it does with traps:
 
 * **link down** (a router saw its link fail, or bring-up found no one at the other end): if the
-  link is still down ``persist_ns`` after the first trap, the link is taken out of the tables: the
-  manager recomputes every router's minimal next hops without it and rewrites, in the routers whose
-  choice changes, the entries that would send into the dead end (``SET_ROUTES``: the static choice
-  and the adaptive candidates), and moves the multicast trees off it (``SET_GROUP``; a tree whose
-  root switch is gone moves to the next live one). A **link up** that persists puts it back.
+  link is still down ``persist_ns`` after the first trap, the manager acts (``ManagerSpec.action``):
+  *rewrite* takes the link out of the tables: the manager recomputes every router's minimal next
+  hops without it and rewrites, in the routers whose choice changes, the entries that would send
+  into the dead end (``SET_ROUTES``: the static choice and the adaptive candidates), and moves the
+  multicast trees off it (``SET_GROUP``; a tree whose root switch is gone moves to the next live
+  one); *reset* resets the links of the router that can no longer reach the destinations behind it
+  (``RESET`` to it and its neighbours: no traffic flows that way; see ``_reset``). A **link up**
+  that persists puts it back (new tables, or ``ADMIT`` of the ports reset).
 * **bring-up** results (``emu.bringup``): a link whose test pattern lost or damaged more than
   ``max_error_rate`` of its frames, or that is mis-cabled, is taken out of the tables where the
   network has another way between all hosts; where it is the only way (a node's only link), it is
@@ -84,6 +90,14 @@ class ManagerEngine:
         self.cands = {s: [tuple(c) for c in rows.get(s, [])] for s in self.switches}
         self.group_ports = {s: dict(g) for s, g in t.group_ports.items()}
         self.attach = next(v for _p, v, _vp, _l in nb[self.name])
+        self.out_of_band = t.nodes[self.name].info.get("band") == "out"
+        """Each router has its own link to the manager (spec 03): commands go straight to it."""
+        self.mport = {v: p for p, v, _vp, _l in nb[self.name]}
+        """Switch -> the manager's port toward it (out of band: its own link)."""
+        self.nacked: dict[frozenset, set[str]] = {}
+        """Link -> the routers that raised invalid-destination traps on it."""
+        self.resets: dict[frozenset, list[tuple[str, int]]] = {}
+        """Link -> the (router, port) pairs the manager took out of service for it (action reset)."""
         self._paths: dict[str, list[int]] = {}
         self._paths_for: frozenset | None = None
         self._seq = 0
@@ -143,7 +157,9 @@ class ManagerEngine:
         link = self.link_at.get((name, port))
         if link is None:
             return []
-        if kind == TrapKind.LINK_DOWN:
+        if kind == TrapKind.INVALID_DEST:
+            self.nacked.setdefault(link, set()).add(name)
+        elif kind == TrapKind.LINK_DOWN:
             self.up_since.pop(link, None)
             if link not in self.down_since and link not in self.dead:
                 self.down_since[link] = now
@@ -180,6 +196,10 @@ class ManagerEngine:
             return []
         self.dead.discard(link)
         self.stats["links_back"] += 1
+        held = self.resets.pop(link, None)
+        if held is not None:  # action reset: the router's links back in service
+            self._record(now, f"link {'-'.join(sorted(link))} back up: {held[0][0]}'s links back in service")
+            return [f for sw, port in held for f in self._command(sw, MgmtOp.ADMIT, port, b"", now)]
         self._record(now, f"link {'-'.join(sorted(link))} back up: into the tables again")
         return self._rewrite(now)
 
@@ -194,10 +214,42 @@ class ManagerEngine:
         if self.mspec.action == "none":
             self._record(now, f"link {'-'.join(sorted(link))} {why}: action none, tables left as they are")
             return []
+        if self.mspec.action == "reset":
+            return self._reset(link, why, now)
         self.dead.add(link)
         self.stats["links_out"] += 1
         self._record(now, f"link {'-'.join(sorted(link))} {why}: out of the tables")
         return self._rewrite(now)
+
+    def _reset(self, link: frozenset, why: str, now: int) -> list:
+        """Action reset (spec 03): reset the links of the router that can no longer reach the
+        destinations behind ``link`` -- the end that raised invalid-destination traps on it, else an
+        end with no node on it -- so that no traffic flows that way: it and each router linked to it
+        take the ports between them out of service (``MgmtOp.RESET``); adaptive routing goes round
+        it, a packet that still meets it is NACKed and resent another way. Refused (tables left as
+        they are) where that would cut a node off."""
+        t, nb = self.topology, self.topology.neighbours()
+        hosted = {e for e in link if any(t.nodes[v].kind == "host" for _p, v, _vp, _l in nb[e])}
+        ends = sorted(self.nacked.get(link, set()) & link) or sorted(link - hosted)
+        name = "-".join(sorted(link))
+        if not ends:
+            self._record(now, f"link {name} {why}: both ends have nodes on them, no router to reset")
+            return []
+        router = min(ends, key=lambda e: t.nodes[e].id)
+        peers = [(v, vp) for _p, v, vp, _l in nb[router] if v != self.name and t.nodes[v].kind == "switch"]
+        cut = frozenset(frozenset((router, v)) for v, _vp in peers)
+        if not self._redundant_all(cut | {link}):
+            self.stats["links_kept"] += 1
+            self._record(now, f"link {name} {why}: resetting {router}'s links would cut nodes off; left as they are")
+            return []
+        self.dead.add(link)
+        self.stats["links_out"] += 1
+        self.stats["routers_reset"] = self.stats.get("routers_reset", 0) + 1
+        held = [(router, 0xFFFF)] + [(v, vp) for v, vp in peers]
+        self.resets[link] = held
+        self._record(now, f"link {name} {why}: {router}'s links reset ({len(peers)} routers take their ports to it "
+                          "out of service)")
+        return [f for sw, port in held for f in self._command(sw, MgmtOp.RESET, port, b"", now)]
 
     def _record(self, now: int, what: str) -> None:
         self.actions.append((now, what))
@@ -217,7 +269,11 @@ class ManagerEngine:
 
     def _redundant(self, link: frozenset) -> bool:
         """Do all hosts still reach each other without ``link`` (and the links already out)?"""
-        v = self._view(link)
+        return self._redundant_all({link})
+
+    def _redundant_all(self, links) -> bool:
+        v = self._view()
+        v.links = [lk for lk in v.links if frozenset((lk.a, lk.b)) not in links]
         nb = v.neighbours()
         hosts = [h.name for h in v.hosts]
         seen, todo = {hosts[0]}, [hosts[0]]
@@ -277,7 +333,10 @@ class ManagerEngine:
     def path(self, switch: str) -> list[int] | None:
         """The ports a command takes from the manager's switch to ``switch``, around the links
         known dead (breadth first over routers, ties by port); None: unreachable."""
-        dead = frozenset(self.dead | set(self.down_since))
+        if self.out_of_band:  # its own link: no fault on the data links is in the way
+            return [] if switch in self.mport else None
+        dead = frozenset(self.dead | set(self.down_since) | {lk for held in self.resets.values()
+                                                             for lk in (frozenset((held[0][0], v)) for v, _p in held[1:])})
         if self._paths_for != dead:
             nb = self._view(None).neighbours()
             self._paths = {self.attach: []}
@@ -303,11 +362,23 @@ class ManagerEngine:
         head = MGMT.pack(op, 0, len(route), 0, self._seq, count)
         frame = build_frame(self.node_id, self.topology.nodes[switch].id, PacketType.MGMT,
                             head + bytes(route) + bytes(len(route)) + body, prio=1)
-        cmd = [switch, frame, 1, on_answer]
+        port = self.mport[switch] if self.out_of_band else 0
+        cmd = [switch, frame, 1, on_answer, port]
         self.pending[self._seq] = cmd
         self.stats["commands_sent"] += 1
         self._at(now + self.mspec.retry_ns, self._retry, self._seq)
-        return [(0, frame, now + self.min_delay_ns)]
+        return [(port, frame, now + self.min_delay_ns)]
+
+    def port_to(self, host: int) -> int:
+        """The manager's port for a frame to host address ``host`` (spec 04's answers): in band, its one
+        link; out of band, the link of the router the host is on (which forwards it by its table)."""
+        if not self.out_of_band:
+            return 0
+        if not hasattr(self, "_host_port"):
+            nb = self.topology.neighbours()
+            self._host_port = {self.topology.nodes[h].id: self.mport.get(nb[h][0][1], 0)
+                               for h in self.topology.host_names()}
+        return self._host_port.get(host, 0)
 
     def _retry(self, seq: int, now: int) -> list:
         cmd = self.pending.get(seq)
@@ -323,7 +394,7 @@ class ManagerEngine:
         if self.tracer is not None:
             self.tracer.instant(self.name, "retransmit", now, {"what": "command", "seq": seq, "to": cmd[0]}, "retransmit")
         self._at(now + self.mspec.retry_ns, self._retry, seq)
-        return [(0, cmd[1], now + self.min_delay_ns)]
+        return [(cmd[4], cmd[1], now + self.min_delay_ns)]
 
 
     def extra_stats(self) -> dict[str, Any]:

@@ -22,8 +22,11 @@ def test_shape_as_the_source_builds_it(spec, chassis, tops, routers):
     lower_upper = [s for s in t.switches if "chassis" in s.info]
     top = [s for s in t.switches if s.info.get("stage") == 3]
     assert len({s.info["chassis"] for s in lower_upper}) == chassis and len(lower_upper) == 16 * chassis
-    assert len(top) == tops and len({s.info.get("router", s.info.get("chassis_of")) for s in top}) == routers
-    assert all(s.info["ports"] == chassis and t.nports(s.name) == chassis for s in top)
+    # carved top switches are port groups of one element per router (or top chassis)
+    assert len(top) == routers == len({s.info.get("router", s.info.get("chassis_of")) for s in top})
+    assert sum(s.info["carved"] for s in top) == tops
+    assert all(s.info["radix"] == chassis and s.info["ports"] == t.nports(s.name) == chassis * s.info["carved"]
+               for s in top)
     for s in lower_upper:  # radix-32 routers: 16 down, 16 up (the upper ones of a lone chassis use only 16)
         assert t.nports(s.name) <= 32
     name, raw = spec.split(":")[0], dict(kv.split("=") for kv in spec.split(":")[1].split(","))
@@ -101,7 +104,12 @@ def test_emu_topo_json_gives_table_i(nodes, node_switches, top_switches, cables,
     box = {s.name: s.info.get("chassis", s.name) for s in t.switches}
     counted = sum(1 for lk in t.links if lk.a not in box or box[lk.a] != box[lk.b])
     assert counted == cables and (got["switches"], got["links"]) == (len(t.switches), len(t.links))
-    assert got["switches"] == 16 * node_switches + top_switches
+    # switches counts elements: 16 routers per chassis and one per router (or chassis) the top switches are
+    # carved out of, each carved switch a port group of it
+    boxes = got.get("top_routers", got.get("top_chassis"))
+    assert got["switches"] == 16 * node_switches + boxes and boxes == -(-top_switches // max(1, 32 // node_switches
+                                                                                           if node_switches <= 32 else
+                                                                                           128 // node_switches))
 
 
 def test_two_node_switches_are_joined_directly_up_link_to_up_link():

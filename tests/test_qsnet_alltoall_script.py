@@ -39,3 +39,18 @@ def test_the_script_measures_every_pattern_policy_and_link_state_below_the_model
     for name in ("results.csv", "results.md", "qsnet_alltoall.png"):
         assert (tmp_path / name).stat().st_size > 0
     assert len((tmp_path / "results.csv").read_text().splitlines()) == 1 + len(rows)
+
+
+def test_the_manager_actions_and_the_vc_sweep_on_the_same_runs(tmp_path):
+    q = load("qsnet_alltoall")
+    rows = q.main(["--topos", "qsnet:nodes=20", "--routing", "qsnet", "--patterns", "bisection", "--peers", "4",
+                   "--manager", "reset,rewrite", "--jobs", "1", "--out", str(tmp_path)])
+    assert [(r["manager"], bool(r["broken"])) for r in rows] == [("", False), ("reset", True), ("rewrite", True)]
+    assert all(r["peers"] == 4 and r["failed_puts"] == 0 and r["status"] == "ok" for r in rows)
+    reset, rewrite = rows[1], rows[2]
+    assert "s8's links reset" in reset["mgr_actions"] and "out of the tables" in rewrite["mgr_actions"]
+    assert reset["broken"] == rewrite["broken"]  # the same fault, at the same time
+    assert q.shifts(1024, 32)[:3] == [1, 32, 64] and len(q.shifts(1024, 32)) == 32 and q.shifts(5, 0) == [1, 2, 3, 4]
+    vcs = q.main(["--topos", "fattree:k=2,n=2", "--routing", "qsnet", "--patterns", "bisection", "--vcs", "1,2",
+                  "--no-broken", "--jobs", "1", "--out", str(tmp_path / "vcs")])
+    assert [r["vcs"] for r in vcs] == [1, 2] and all(0 < r["avg_gbps"] <= r["inj_gbps"] for r in vcs)

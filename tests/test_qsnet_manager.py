@@ -191,8 +191,10 @@ def test_emu_run_with_the_manager_and_what_it_refuses():
     bad = subprocess.run([exe, "run", "--topo", "star:n=4", "--test", "put", "--set", "manager.persist_ns=5"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "give --manager too" in bad.stdout + bad.stderr
-    with pytest.raises(ConfigError, match="ManagerSpec.action 'reset' is not one of rewrite, none"):
-        ManagerSpec(action="reset")
+    with pytest.raises(ConfigError, match="ManagerSpec.action 'restart' is not one of rewrite, reset, none"):
+        ManagerSpec(action="restart")
+    with pytest.raises(ConfigError, match="ManagerSpec.band 'wifi' is not one of auto, out, in"):
+        ManagerSpec(band="wifi")
 
 
 def _bring_up(seed=0, **mspec):

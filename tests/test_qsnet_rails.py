@@ -103,3 +103,46 @@ async def test_several_links_into_one_network_the_switch_chooses_the_final_link(
         assert sent[0]["tx_frames"] > 0 and sent[1]["tx_frames"] > 0  # the sender stripes over its links
     assert rx["static"][1] == 0 < rx["static"][0]   # the table's link only
     assert min(rx["qsnet"]) > 0                      # the switch spreads the last hop over both
+
+
+def test_qsnet_rails_are_separate_networks_and_links_go_to_different_lower_routers():
+    two = build("qsnet:nodes=300,rails=2")
+    two.validate()
+    one = build("qsnet:nodes=300")
+    assert len(two.switches) == 2 * len(one.switches) and len(two.links) == 2 * len(one.links)
+    assert two.figures["node_switches"] == 6 and two.figures["top_switches"] == 256 and two.figures["rails"] == 2
+    rail = {s.name: s.info["rail"] for s in two.switches}
+    assert {(lk.a_port, rail[lk.b]) for lk in two.links if lk.a == "h7"} == {(0, 0), (1, 1)}
+    multi = build("qsnet:nodes=300,links=2")
+    multi.validate()
+    assert multi.figures["node_switches"] == 5  # 64 nodes per chassis: 128 down links, two per node
+    ends = [(lk.a_port, lk.b, multi.nodes[lk.b].info["chassis"]) for lk in multi.links if lk.a == "h70"]
+    assert [p for p, _s, _c in ends] == [0, 1] and ends[0][1] != ends[1][1] and ends[0][2] == ends[1][2] == 1
+    multi.compute_candidates()
+    lowers = {s for _p, s, _c in ends}
+    nb = multi.neighbours()
+    uppers = [s.name for s in multi.switches if s.info.get("chassis") == 1 and s.info["stage"] == 2]
+    for s in uppers:  # the upper routers of h70's chassis can still pick either link: the last stage
+        assert {v for p, v, _vp, _l in nb[s] if p in multi.candidates[s][70]} == lowers
+    with pytest.raises(ConfigError, match="rails and links cannot be combined"):
+        build("qsnet:nodes=300,rails=2,links=2")
+    with pytest.raises(ConfigError, match="nodes must be an integer within 2..8192"):
+        build("qsnet:nodes=9000,links=2")
+
+
+@pytest.mark.parametrize("spec", ["qsnet:nodes=300,rails=2", "qsnet:nodes=300,links=2"])
+async def test_a_node_spreads_its_packets_over_its_links_and_the_routers_over_the_last_stage(spec):
+    import emu
+
+    async def put_to(host, rank):
+        host.mem_write(0x1000, DATA)
+        return (await host.put(rank, 0x1000, 0x100000 + host.rank * 0x20000, len(DATA))).ok
+
+    t = build(spec, settings={"switch": {"routing": "qsnet"}})
+    async with emu.Cluster(t) as net:
+        res = await net.run({h: (put_to, 70) for h in ("h0", "h200", "h299")})
+        st = {s["name"]: s for s in await net.stats()}
+    assert all(res.values())
+    rx = [p["rx_frames"] for p in st["h70"]["ports"]]
+    assert len(rx) == 2 and min(rx) > 0  # data reaches the target on both of its links
+    assert all(min(p["tx_frames"] for p in st[h]["ports"]) > 0 for h in ("h0", "h200"))  # senders stripe

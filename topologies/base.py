@@ -21,6 +21,9 @@ from .paths import candidate_rows
 NodeKind = Literal["host", "switch"]
 SWITCH_ID_BASE = 0x80000
 NO_ROUTE = -1
+MGMT_LINK = LinkSpec(latency_ns=1000, bandwidth_bps=1_000_000_000)
+"""An out-of-band management link (a router's own Ethernet controller to the manager): an assumption,
+the source gives no figure."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,11 @@ class Topology:
     manager: str | None = None
     """The network manager element's node name (:meth:`add_manager`), or None."""
     manager_ports: dict[str, int] = field(default_factory=dict)
-    """Switch -> its port toward the manager (the manager tree: traps go up it, commands down)."""
+    """Switch -> its port toward the manager (the manager tree: traps go up it, commands down; out of
+    band: its own link to the manager)."""
+    management: str = "in"
+    """How this family's routers reach a network manager by default (``ManagerSpec.band=auto``): in
+    (a manager tree over the data links) or out (their own Ethernet controllers: QsNet)."""
     cabling_plan: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
     """(node, port) -> (peer, peer port) the operator meant to cable, where it differs from the
     links as built: link bring-up checks each link against it (mis-cabling detection)."""
@@ -238,6 +245,8 @@ class Topology:
         unknown = [a for a in dead if a not in self.nodes] + [tuple(lk) for lk in dead_links if not lk <= set(self.nodes)]
         if unknown:
             raise ConfigError(f"{what}: avoid names {unknown}, not nodes of {self.name}")
+        if self.manager in self.nodes:
+            dead.add(self.manager)  # the manager's links are not part of any tree
         members.sort(key=lambda m: self.nodes[m].id)
         nb = self.neighbours()
 
@@ -300,11 +309,17 @@ class Topology:
         return root, {sw: (up_port.get(sw), tuple(sorted(down.get(sw, ())))) for sw in up_port}
 
     def add_manager(self, name: str = "mgr", attach: str | None = None, spec=None, link: LinkSpec | None = None) -> Node:
-        """Attach spec 03's network manager element (``emu.switch.manager``) by one link to switch
-        ``attach`` (default: the lowest-numbered top switch, or the first switch), and compute the
-        manager tree (``manager_ports``): each switch's port toward the manager, breadth first over
-        switches. Routers send their traps up that tree; the manager's commands come down it, and a
-        router takes commands only from its port toward the manager. ``spec``: ``ManagerSpec``."""
+        """Attach spec 03's network manager element (``emu.switch.manager``). ``spec``: ``ManagerSpec``;
+        its ``band`` (``auto``: this family's ``management``) says how:
+
+        * ``in`` -- by one link to switch ``attach`` (default: the lowest-numbered top switch, or the
+          first switch), with the manager tree (``manager_ports``): each switch's port toward the
+          manager, breadth first over switches. Routers send their traps up that tree; the manager's
+          commands come down it, and a router takes commands only from its port toward the manager.
+        * ``out`` -- out of band (spec 03, second reading): every router's own Ethernet controller is
+          linked to the manager (``link``, default ``MGMT_LINK``: 1 Gbit/s, 1 us), on a port after its
+          data ports; traps and commands never cross a data link, so no data-link fault cuts the
+          manager off. These links carry no data: routes, candidates and trees ignore the manager."""
         from emu.config import ManagerSpec
 
         if self.manager is not None:
@@ -317,16 +332,23 @@ class Topology:
             attach = (tops or switches)[0].name
         if attach not in self.nodes or self.nodes[attach].kind != "switch":
             raise ConfigError(f"add_manager: {attach!r} is not a switch of {self.name}")
+        spec = spec or ManagerSpec()
+        band = self.management if spec.band == "auto" else spec.band
         node = self._add(name, "switch", SWITCH_ID_BASE + self._nswitches,
                          SwitchSpec(processing_delay_ns=self.nodes[attach].spec.processing_delay_ns),
-                         {"engine": "manager", "manager": spec or ManagerSpec()})
+                         {"engine": "manager", "manager": spec, "band": band})
         self._nswitches += 1
-        self.add_link(name, attach, link or self.links[0].spec)
         if self.routes:
             self.routes[name] = [0] * len(self.hosts)
         self.manager = name
-        nb = self.neighbours()
         self.manager_ports = {}
+        if band == "out":
+            for s in switches:
+                lk = self.add_link(name, s.name, link or MGMT_LINK)
+                self.manager_ports[s.name] = lk.b_port
+            return node
+        self.add_link(name, attach, link or self.links[0].spec)
+        nb = self.neighbours()
         q = deque([name])
         seen = {name}
         while q:

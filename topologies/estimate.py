@@ -82,10 +82,11 @@ def estimate(family: str, p: dict) -> Estimate | None:
         if family == "qsnet":
             from .qsnet import MAX_NODES, figures
 
-            nodes, bis = p["nodes"], p.get("bisection", 1.0)
-            if not 2 <= nodes <= MAX_NODES or bis not in (1.0, 0.5):
+            nodes, bis, rails, links = p["nodes"], p.get("bisection", 1.0), p.get("rails", 1), p.get("links", 1)
+            if not (1 <= rails <= 8 and 1 <= links <= 8) or not 2 <= nodes <= MAX_NODES // links \
+                    or bis not in (1.0, 0.5):
                 return None
-            f = figures(nodes, bis)
+            f = figures(nodes, bis, rails, links)
             return Estimate(nodes, f["switches"], f["links"], f["switches"] * nodes)
         if family in ("mesh", "torus"):
             k, n = p["k"], p["n"]

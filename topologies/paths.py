@@ -52,7 +52,8 @@ def host_distances(t: Graph, nb=None):
     links from that switch to host address ``h`` (``INF``: unreachable), and per host its column
     (hosts linked to the same switches share one)."""
     nb = t.neighbours() if nb is None else nb
-    names = [n.name for n in t.switches]
+    mgr = getattr(t, "manager", None)
+    names = [n.name for n in t.switches if n.name != mgr]  # the manager forwards no data
     index = {n: i for i, n in enumerate(names)}
     cols: dict[tuple[int, ...], int] = {}
     column = [cols.setdefault(tuple(sorted({index[v] for _, v, _, _ in nb[h.name] if v in index})), len(cols))

@@ -72,7 +72,9 @@ QSNET_DEFAULTS = {"link": {"bandwidth_bps": 20_000_000_000, "framing": "qsnet"},
 20 Gbit/s of data each way; a router crossing costs under 40 ns (35). A frame's wire time is its QsNet
 packet (segment headers, CRCs, payload), not the emulator's envelope (``link.framing=qsnet``)."""
 register(Family("qsnet", qsnet, (_p("nodes", help="nodes, 2..16384 (node switches of 128)"),
-                                 _p("bisection", False, "1 (128 top switches, default) or 0.5 (64)", float)),
+                                 _p("bisection", False, "1 (128 top switches, default) or 0.5 (64)", float),
+                                 _p("rails", False, "separate networks, each node linked to every one (default 1)"),
+                                 _p("links", False, "links from each node into the network, each to another router (default 1)")),
                 "QsNet federated network: node-switch chassis of radix-32 routers, top switches carved from routers (or chassis); "
                 "links of 20 Gbit/s of data, routers of 35 ns by default", QSNET_DEFAULTS))
 MESH_DEFAULTS = {"switch": {"model": "input_queued", "cut_through": True, "vcs": 4}, "link": {"framing": "flit"}}

@@ -66,15 +66,16 @@ def cmd_topo(args) -> int:
     if "node_switches" in f:  # a federated network (spec 03, Table I): node-switch chassis and top switches
         tops = [s for s in t.switches if s.info.get("stage") == 3]
         table.add_row("  node switches (chassis of routers)", f"{f['node_switches']} x {2 * 8}")
-        table.add_row("  top switches", f"{f['top_switches']}" + (f" of radix {tops[0].info['ports']}" if tops else
+        table.add_row("  top switches", f"{f['top_switches']}" + (f" of radix {tops[0].info['radix']}" if tops else
                                                                   (" (two chassis joined directly)"
                                                                    if f["node_switches"] == 2 else "")))
         table.add_row("  cables (the nodes' own included)", str(f["cables"]))
         if f.get("top_chassis"):
-            table.add_row("  top switches in node-switch chassis", str(f["top_chassis"]))
+            table.add_row("  top switches in node-switch chassis (one element each)", str(f["top_chassis"]))
     routers = {s.info["router"] for s in t.switches if "router" in s.info}
     if routers:
-        table.add_row("  carved out of routers", str(len(routers)))
+        table.add_row("  carved out of routers" + (" (one element each)" if "node_switches" in f else ""),
+                      str(len(routers)))
     table.add_row("links", str(len(t.links)))
     table.add_row("diameter (links, host to host)", str(t.diameter))
     table.add_row("bisection width (links)", "n/a" if t.bisection is None else str(t.bisection))

@@ -187,6 +187,7 @@ class MgmtOp(enum.IntEnum):
     INC_INSTALL = 10  # spec 04: body IncInstall (``emu.wire.inc``), for allreduce ``count``
     INC_RELEASE = 11  # spec 04: allreduce ``count`` is over here
     REFUSED = 12      # the router's answer instead of DONE: it cannot (no memory for another allreduce)
+    RESET = 13        # spec 03: take port ``count`` out of service (0xFFFF: every port but the manager's)
 
 
 class QsTrap(Packet):

@@ -325,7 +325,7 @@ local L_qtrap = {
   {"dest", 8, 4, nil, 32},
   {"t_ns", 12, 8, nil, 64},
 }
-local vs_qmgmt_op = {[1] = "SET_ROUTES", [2] = "DONE", [3] = "SET_GROUP", [4] = "HELLO", [5] = "HELLO_ACK", [6] = "PATTERN", [7] = "END", [8] = "RESULT", [9] = "ADMIT", [10] = "INC_INSTALL", [11] = "INC_RELEASE", [12] = "REFUSED"}
+local vs_qmgmt_op = {[1] = "SET_ROUTES", [2] = "DONE", [3] = "SET_GROUP", [4] = "HELLO", [5] = "HELLO_ACK", [6] = "PATTERN", [7] = "END", [8] = "RESULT", [9] = "ADMIT", [10] = "INC_INSTALL", [11] = "INC_RELEASE", [12] = "REFUSED", [13] = "RESET"}
 local p_qmgmt = Proto("hpcemu_qmgmt", "hpc-emu QsMgmt")
 local f_qmgmt = {
   op = ProtoField.uint8("hpcemu.qmgmt.op", "op", base.DEC, vs_qmgmt_op),

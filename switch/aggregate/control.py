@@ -210,7 +210,7 @@ class IncControl:
                 m.stats["inc_releases"] += 1
                 m._record(now, f"allreduce {aid}: released on {len(req.installed)} switches")
         body = CTL.pack(CtlOp.RELEASED, status, seq, aid, left)
-        return out + [(0, build_frame(m.node_id, src, PacketType.INCCTL, body, prio=1), now + m.min_delay_ns)]
+        return out + [(m.port_to(src), build_frame(m.node_id, src, PacketType.INCCTL, body, prio=1), now + m.min_delay_ns)]
 
     def _reject(self, req: Request, now: int, why: str) -> list:
         req.state, req.why = "rejected", why
@@ -228,7 +228,7 @@ class IncControl:
             else:
                 m.stats["inc_rejects"] += 1
                 body = CTL.pack(CtlOp.REJECT, 1, seq, 0, 0) + req.why.encode()[:200]
-            out.append((0, build_frame(m.node_id, host, PacketType.INCCTL, body, prio=1), at))
+            out.append((m.port_to(host), build_frame(m.node_id, host, PacketType.INCCTL, body, prio=1), at))
         req.askers = []
         return out
 

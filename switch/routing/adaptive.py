@@ -3,7 +3,8 @@
 Per frame with several candidates, the switch reads its port view at ``now`` and takes the
 candidate with, in this order of keys:
 
-1. the port up (a port taken down, or scheduled down, is chosen only when every candidate is);
+1. the port up and in service (a port taken down, or scheduled down, or out of service -- ``engine.held`` --
+   is chosen only when every candidate is);
 2. the fewest bytes queued: those on the line whose last bit has not left by ``now``, plus, under
    credit flow control, those waiting for credit on the frame's VC;
 3. the preferred port: the static one (ties go to the routing table's choice, so an idle fabric
@@ -27,9 +28,9 @@ VC_OFF = DST_OFF + 4  # the fabric header's vc byte
 
 
 def adaptive(engine, seed: int):
-    cands = engine.candidates
 
     def choose(dst: int, static: int, frame: bytes, now: int) -> int:
+        cands = engine.candidates  # read per frame: the manager's SET_ROUTES replaces the table
         ports = cands[dst] if dst < len(cands) else ()
         view = engine.ports
         if len(ports) < 2 or view is None:
@@ -39,8 +40,9 @@ def adaptive(engine, seed: int):
         if chosen is not None:
             static = chosen
         best, best_key = static, None
+        held = engine.held
         for p in ports:
-            key = (not view.up(p, now), view.queue(p, now)[1] + view.queue(p, now, vc)[1], p != static, p)
+            key = (not view.up(p, now) or p in held, view.queue(p, now)[1] + view.queue(p, now, vc)[1], p != static, p)
             if best_key is None or key < best_key:
                 best, best_key = p, key
         return best

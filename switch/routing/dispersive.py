@@ -19,10 +19,10 @@ import random
 from emu.wire.fabric import source_route
 
 def dispersive(engine, seed: int):
-    cands = engine.candidates
     rng = random.Random(seed * 1_000_003 + engine.node_id)
 
     def choose(dst: int, static: int, frame: bytes, now: int) -> int:
+        cands = engine.candidates  # read per frame: the manager's SET_ROUTES replaces the table
         ports = cands[dst] if dst < len(cands) else ()
         k = len(ports)
         if k < 2:

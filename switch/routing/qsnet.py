@@ -14,15 +14,19 @@ operations, is below a threshold (``SwitchSpec.adaptive_threshold``) -- then pic
 If no candidate is lightly loaded, the least loaded link is taken (ties to the preferred port, then
 the lowest).
 
-**What "pending operations on a link" means here.** A QsNet router counts operations sent on a link
-and not yet acknowledged end to end; the emulated switch sees no acknowledgements, only its own
-ports. So the load of a candidate port at ``now`` is read from the port view as a number of frames:
-those handed to the port whose last bit has not left by ``now`` (``view.queue(p, now)[0]``) plus,
-under credit flow control, those waiting on any VC of the port for the line or a credit
-(``view.waiting(p)``). This is the local, instantaneous part of the source's measure: a frame that
-has left the port no longer counts, even though its ACK is still to come.
+**The load** (``SwitchSpec.adaptive_load``):
 
-**Ports that are down.** A port taken down (or scheduled down at ``now``) is never lightly loaded and
+* ``pending`` (the default, the source's measure) -- the QsNet operations this router routed out of
+  the link whose ACK (or NACK) has not come back through it: the token retraces its packet's route,
+  so the router sees both (:mod:`.pending`);
+* ``queue`` -- a local stand-in read from the port view as a number of frames: those handed to the
+  port whose last bit has not left by ``now`` (``view.queue(p, now)[0]``) plus, under credit flow
+  control, those waiting on any VC of the port for the line or a credit (``view.waiting(p)``; on
+  the input-queued router, its ``IQView``: the frames waiting for the port in its input buffers).
+  A frame that has left the port no longer counts, even though its ACK is still to come.
+
+**Ports that are down.** A port taken down (or scheduled down at ``now``), or out of service (``engine.held``:
+bring-up not over, or the manager reset its link), is never lightly loaded and
 is taken only when every candidate is down (then the preferred port is returned, and the switch
 NACKs a QsNet packet it cannot send on, as under every policy).
 
@@ -45,6 +49,8 @@ import random
 from emu.config import ConfigError
 from emu.wire.fabric import source_route
 
+from .pending import Pending
+
 PICKS = ("first_free", "next_free", "random")
 """The ways to pick among the lightly loaded links (``SwitchSpec.adaptive_pick``)."""
 
@@ -57,16 +63,19 @@ def load(view, port: int, now: int) -> int:
 
 
 def qsnet(engine, seed: int):
-    cands = engine.candidates
     spec = engine.spec
     threshold = spec.adaptive_threshold
     pick = spec.adaptive_pick
     if pick not in PICKS:  # SwitchSpec refuses it first; a spec built by hand may not have been
         raise ConfigError(f"SwitchSpec.adaptive_pick {pick!r} is not one of {', '.join(PICKS)}")
+    pending = None
+    if getattr(spec, "adaptive_load", "queue") == "pending":
+        pending = engine.pending = Pending(spec.pending_expiry_ns)
     rng = random.Random(seed * 1_000_003 + engine.node_id)
     last = [-1]  # next_free: the port chosen last time, per switch
 
     def choose(dst: int, static: int, frame: bytes, now: int) -> int:
+        cands = engine.candidates  # read per frame: the manager's SET_ROUTES replaces the table
         ports = cands[dst] if dst < len(cands) else ()
         view = engine.ports
         if len(ports) < 2 or view is None:
@@ -75,10 +84,11 @@ def qsnet(engine, seed: int):
         preferred, source_chose = (static, False) if chosen is None else (chosen, True)
         light = []
         best, best_key = preferred, None
+        held = engine.held
         for p in ports:
-            if not view.up(p, now):
+            if not view.up(p, now) or p in held:  # down, or out of service (bring-up, the manager's reset)
                 continue
-            n = load(view, p, now)
+            n = load(view, p, now) if pending is None else pending.load(p, now)
             if n < threshold:
                 light.append(p)
             key = (n, p != preferred, p)

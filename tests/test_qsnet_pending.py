@@ -1,0 +1,106 @@
+"""QsNet's adaptive-routing load: pending (unacknowledged) operations per link (spec 03; switch/routing/pending.py)."""
+
+import pytest
+
+import emu
+from emu.config import ConfigError, SwitchSpec, parse_settings
+from emu.switch.forward import make_switch
+from emu.switch.routing.pending import Pending
+from emu.topologies.registry import build
+from emu.wire import PacketType, build_frame
+from emu.wire.qsnet import ACK, AckKind, encode_packet
+
+
+class _Idle:
+    """A port view with every port up and idle (the pending count is the router's own)."""
+
+    def up(self, port, now):
+        return True
+
+    def queue(self, port, now, vc=None):
+        return (0, 0)
+
+    def waiting(self, port):
+        return 0
+
+
+def _pkt(src, dst, pkt_id):
+    return build_frame(src, dst, PacketType.QPKT, encode_packet(b"x" * 64, vc=0, prio=0, dest=dst, tstamp=0,
+                                                                pkt_id=pkt_id))
+
+
+def _ack(src, dst, pkt_id, kind=AckKind.ACK):
+    return build_frame(src, dst, PacketType.QACK, ACK.pack(kind, 0, 0, 0, pkt_id, 0), prio=1)
+
+
+def _router(*settings):
+    t = build("fattree:k=4,n=3", settings=parse_settings(["switch.routing=qsnet", *settings]))
+    sw = make_switch(t.nodes["s0"], t, {"seed": 0})
+    sw.ports = _Idle()
+    return sw
+
+
+def test_a_packet_counts_on_its_link_until_its_ack_comes_back_and_the_ack_retraces_it():
+    sw = _router()
+    assert sw.spec.adaptive_load == "pending" and sw.candidates[63] == (4, 5, 6, 7)
+    outs = [sw.receive(_pkt(1, 63, i), 1, 10 * i)[0][0] for i in range(8)]
+    # threshold 2: two pending on 4, then 5, ... first free below the threshold, then the least loaded
+    assert outs == [4, 4, 5, 5, 6, 6, 7, 7] and sw.pending.count == {4: 2, 5: 2, 6: 2, 7: 2}
+    # the ACK of packet 2 (it left on 5) comes back: out of the port packet 2 came in on, 5 is light again
+    back = sw.receive(_ack(63, 1, 2), 6, 100)
+    assert back[0][0] == 1 and sw.pending.count[5] == 1
+    assert sw.receive(_pkt(0, 63, 50), 0, 110)[0][0] == 5
+    # a NACK retraces too; a token this router never saw is routed by the table
+    assert sw.receive(_ack(63, 1, 7, AckKind.NACK), 4, 120)[0][0] == 1 and sw.pending.count[7] == 1
+    assert sw.receive(_ack(63, 1, 999), 4, 130)[0][0] == sw.routes[1]
+    assert sw.extra_stats()["pending"] == {"ops": 9, "acked": 2, "expired": 0}
+
+
+def test_an_operation_whose_ack_never_comes_leaves_the_count_after_the_expiry():
+    p = Pending(1000)
+    f = _pkt(3, 9, 77)
+    p.sent(f, 0, 5, 0)
+    assert p.load(5, 999) == 1 and p.load(5, 1000) == 0 and p.stats["expired"] == 1
+    p.sent(f, 0, 5, 2000)
+    p.sent(f, 1, 6, 2500)  # the same packet again (a duplicate): it counts once, on its latest port
+    assert (p.load(5, 2600), p.load(6, 2600)) == (0, 1)
+    assert p.load(6, 3000) == 1 and p.load(6, 3500) == 0  # the first sending's expiry does not take the second
+    sw = _router("switch.pending_expiry_ns=500")
+    assert sw.receive(_pkt(1, 63, 1), 1, 0)[0][0] == 4 and sw.pending.load(4, 499) == 1 and sw.pending.load(4, 500) == 0
+
+
+def test_the_queue_stand_in_is_an_option_and_bad_values_are_refused():
+    assert _router("switch.adaptive_load=queue").pending is None
+    t = build("fattree:k=2,n=2", settings=parse_settings(["switch.routing=static"]))
+    assert make_switch(t.nodes["s0"], t, {}).pending is None  # static routing counts nothing
+    with pytest.raises(ConfigError, match="adaptive_load 'credits' is not one of pending, queue"):
+        SwitchSpec(adaptive_load="credits")
+    with pytest.raises(ConfigError, match="pending_expiry_ns must be an integer within 1"):
+        SwitchSpec(pending_expiry_ns=0)
+
+
+async def _hot(model: str, load: str):
+    """h0 -> h4 and h1 -> h6 on fattree:k=2,n=3 as QsNet puts: destination-mod-k sends both up s0's port 2."""
+    t = build("fattree:k=2,n=3", settings=parse_settings(
+        ["switch.routing=qsnet", f"switch.adaptive_load={load}", f"switch.model={model}"]))
+
+    async def put(host, rank):
+        host.mem_write(0x1000, b"p" * 32768)
+        r = await host.put(rank, 0x1000, 0x100000, 32768)
+        return r.ok, host.now
+
+    async with emu.Cluster(t) as net:
+        r = await net.run({"h0": (put, 4), "h1": (put, 6)})
+        st = {s["name"]: s for s in await net.stats()}
+        up = {p: net.metrics.link_frames.get(f"s0-p{p}", 0) for p in (2, 3)}
+    assert all(ok for ok, _t in r.values())
+    return max(t for _ok, t in r.values()), up, {n: s.get("pending") for n, s in st.items() if s.get("pending")}
+
+
+@pytest.mark.parametrize("model", ["output_queued", "input_queued"])
+async def test_both_router_models_spread_a_hot_link_by_pending_operations_and_every_ack_comes_home(model):
+    ns, up, pend = await _hot(model, "pending")
+    assert min(up.values()) > 4, up                           # both up links carry packets
+    assert pend["s0"]["ops"] == 64 and all(p["ops"] == p["acked"] and p["expired"] == 0 for p in pend.values()), pend
+    qns, qup, qpend = await _hot(model, "queue")
+    assert qpend == {} and min(qup.values()) >= 0
