@@ -80,7 +80,11 @@ async def app(host, algo, shape, mcast, size, sources):
 
 
 async def emulate(family: str, k: int, algo: str, *, shape=None, mcast="tree", flits=1, xor_ns=1, sources=None,
-                  cut_through=True, ports=1, whatifs=()) -> dict:
+                  cut_through=True, ports=1, whatifs=(), direct=False, with_model=True) -> dict:
+    """One emulated broadcast, checked bit for bit and its hops against the analytic count; ``direct``:
+    frames between the elements of this one process go in memory (``emu.Cluster(direct=True)``: the
+    same figures, less wall time); ``with_model``: the critical-path model beside it (its cost grows
+    with the unicasts' paths: skip it for the largest runs)."""
     import emu
     from emu.nodes.collectives.coding import Scheme, count, plan
     from emu.nodes.collectives.coding.timing import measured, model
@@ -92,7 +96,7 @@ async def emulate(family: str, k: int, algo: str, *, shape=None, mcast="tree", f
               settings=router_settings(cut_through, xor_ns, family == "torus"))
     grid = Grid(k, 2, family == "torus")
     wall = time.perf_counter()
-    async with emu.Cluster(t) as net:
+    async with emu.Cluster(t, direct=direct) as net:
         res = await net.run({h: (app, algo, shape, mcast, size, sources) for h in net.hosts})
         m = net.metrics
     wall = time.perf_counter() - wall
@@ -107,7 +111,7 @@ async def emulate(family: str, k: int, algo: str, *, shape=None, mcast="tree", f
     p = plan(grid, Scheme(algo, shape, mcast, tuple(sources) if sources else None))
     me = measured(p, stats)
     specs = (t.hosts[0].spec, t.links[0].spec, t.switches[0].spec)
-    mo = model(p, specs, size + HEADERS, inject_ports=ports)
+    mo = model(p, specs, size + HEADERS, inject_ports=ports) if with_model else {"execution_ns": "", "steps": {}, "binds": {}}
     what = {name: model(p, specs, size + HEADERS, **kw)["execution_ns"] for name, kw in whatifs}
     return dict(family=family, k=k, nodes=grid.size, algo=algo, shape="x".join(map(str, p.scheme.shape or ())),
                 mcast=mcast, flits=flits, xor_cycles=xor_ns, sources=len(srcs), hops=measured_hops, analytic=c.total,

@@ -238,9 +238,12 @@ def test_a_forged_coded_frame_is_counted_and_dropped_and_the_run_still_decodes()
     assert sum(net.engines[h].mechanism("coding").stats["nc_unexpected"] for h in t.host_names()) == 1
 
 
-def test_coded_broadcast_off_a_grid_is_refused_with_the_fix():
-    t = build("star:n=4")
-    with pytest.raises(AssertionError, match="runs on a direct network: use --topo mesh"):
+def test_coded_broadcast_off_a_grid_runs_on_the_rank_line_or_is_refused_with_the_fix():
+    t = build("star:n=4")  # indirect: groups of consecutive ranks, XOR at host INs (tests/test_coding_indirect.py)
+    res = EngineNet(t).run({h: (bcast_app, "nc") for h in t.host_names()})
+    assert all(np.array_equal(res[h][0], np.stack([payload(r) for r in range(4)])) for h in t.host_names())
+    t = build("star:n=5")  # 5 hosts cannot be cut into groups
+    with pytest.raises(AssertionError, match="5 has no divisor between 2 and 4.*not prime"):
         EngineNet(t).run({h: (bcast_app, "nc") for h in t.host_names()})
 
 

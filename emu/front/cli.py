@@ -706,7 +706,8 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("spec", help="a direct network, e.g. mesh:k=16,n=2 or torus:k=8,n=2")
     pl.add_argument("--mcast", choices=["tree", "all_at_once"], default="tree",
                     help="multicast of steps B, D, E (default tree)")
-    pl.add_argument("--scheme", choices=["nc", "nc_every", "combine"], default="nc", help="the scheme to plan")
+    pl.add_argument("--scheme", choices=["nc", "nc_every", "combine", "all_at_once_coded"], default="nc",
+                    help="the scheme to plan (all_at_once_coded: nc with all-at-once multicasts in B, D, E)")
     pl.add_argument("--by", choices=["hops", "longest-path"], default="hops",
                     help="hops: least total hops (default); longest-path: the source's rule, the longest paths "
                          "inside a group and between intermediate nodes balanced, ties by total hops")

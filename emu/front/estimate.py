@@ -89,19 +89,19 @@ async def estimate(name: str, topo, extra: dict[str, Any], options=None) -> Esti
     from emu.topologies.grid import grid_of
 
     grid = grid_of(topo)
-    coded = ("nc", "nc_every", "nc_recursive", "combine")
-    if name == "mcast_all" and o.algo in coded and (grid is None or (o.ranks and o.ranks != hosts)):
-        raise ConfigError(f"mcast_all --algo {o.algo} (network-coded broadcast) runs over every node of a mesh or torus: "
-                          + ("leave out --ranks" if grid is not None else "use --topo mesh:k=8,n=2 or torus:k=8,n=2"))
-    if name == "mcast" and o.algo in coded and (grid is None or (o.ranks and o.ranks != hosts)):
-        raise ConfigError(f"mcast --algo {o.algo} (network-coded broadcast) runs over every node of a mesh or torus: "
-                          + ("leave out --ranks" if grid is not None else "use --topo mesh:k=8,n=2 or torus:k=8,n=2"))
+    coded = ("nc", "nc_every", "nc_recursive", "combine", "all_at_once_coded")
     algo = (o.algo or "tree").replace("-", "_")
-    if name in ("mcast", "mcast_all") and grid is not None and not o.ranks and algo in ("tree", "all_at_once") + coded:
+    if name in ("mcast", "mcast_all") and algo in coded and o.ranks and o.ranks != hosts:
+        raise ConfigError(f"{name} --algo {o.algo} (network-coded broadcast) runs over every node of the network: "
+                          "leave out --ranks")
+    on_nics = ("tree", "all_at_once") + coded if grid is not None else coded
+    if name in ("mcast", "mcast_all") and not o.ranks and algo in on_nics:
         from emu.nodes.collectives.coding import Scheme, plan
+        from emu.nodes.collectives.coding.indirect import default_shape, line
 
-        # spec 02: the NICs run a plan; it lists the unicasts
-        p = plan(grid, Scheme(algo, sources=(o.root,) if name == "mcast" else None))
+        # spec 02: the NICs run a plan (on an indirect network, on the hosts' rank line); it lists the unicasts
+        shape = None if grid is not None else default_shape(len(topo.hosts))
+        p = plan(grid or line(len(topo.hosts)), Scheme(algo, shape, sources=(o.root,) if name == "mcast" else None))
         return Estimate(name, p.unicasts, f"{p.scheme.algo}: {p.unicasts:,} unicasts")
     from emu.nodes.collectives.dryrun import count_messages
 

@@ -31,7 +31,8 @@ def register(operation: str, name: str, fn: Callable) -> None:
 
 
 GRID_ONLY: set[tuple[str, str]] = set()
-"""(operation, algorithm) that run only over the whole of a mesh or torus (spec 02's coded schemes)."""
+"""(operation, algorithm) that run only over every node of the network in rank order (spec 02's coded
+schemes: on a mesh or torus, or on an indirect network's rank line)."""
 
 
 def check(operation: str, name: str, n: int) -> None:
@@ -106,6 +107,7 @@ def _register_builtin() -> None:
             GRID_ONLY.add((operation, name))
     for operation in ("mcast", "mcast_all"):  # spec 02's spelling
         ALIASES[(operation, "all-at-once")] = "all_at_once"
+        ALIASES[(operation, "all-at-once-coded")] = "all_at_once_coded"
 
 
 _register_builtin()

@@ -99,9 +99,12 @@ def mcast_hops(grid: Grid, root, axes, how: str) -> int:
 
 
 def count_settled(grid: Grid, algo: str, shape: tuple[int, ...] | None = None, mcast: str = "tree",
-                  sources: tuple[int, ...] | None = None, inner: tuple[int, ...] | None = None) -> Count:
+                  sources: tuple[int, ...] | None = None, inner: tuple[int, ...] | None = None,
+                  in_at: str = "network") -> Count:
     """The hops of a scheme whose names are checked (``layout.check_names``) and whose group shape is
-    settled (``layout.settle``; none for the baselines): ``hops.count`` and the planner come here."""
+    settled (``layout.settle``; none for the baselines): ``hops.count`` and the planner come here.
+    ``in_at``: where a group's IN sits -- ``network``, the node nearest the network's centre (the
+    plans' placement, step A), or ``group``, the group's own middle node (the planner's what-if)."""
     c = Count()
     N = grid.size
     whole = tuple(tuple(range(grid.k)) for _ in range(grid.n))
@@ -115,7 +118,7 @@ def count_settled(grid: Grid, algo: str, shape: tuple[int, ...] | None = None, m
             srcs = sources if sources is not None else range(N)
             c.add(Step.BASE, sum(mcast_hops(grid, grid.coords(s), whole, algo) for s in srcs), len(srcs) * (N - 1))
         return c
-    _coded(grid, _Coded(algo, mcast, inner), c, Box(whole), shape, sources, level=0)
+    _coded(grid, _Coded(algo, mcast, inner, in_at), c, Box(whole), shape, sources, level=0)
     return c
 
 
@@ -126,13 +129,14 @@ class _Coded:
     algo: str
     mcast: str
     inner: tuple[int, ...] | None
+    in_at: str = "network"
 
 
 def _coded(grid: Grid, sc: _Coded, c: Count, box: Box, shape, sources, level: int) -> None:
     groups = tiles(box, shape)
     G, M = len(groups), _size(groups[0].axes)
     centre = box_centre(box, grid, level == 0)
-    ins = [b.centre_node(grid, centre) for b in groups]
+    ins = [b.centre_node(grid, centre if sc.in_at == "network" else box_centre(b, grid, False)) for b in groups]
     in_axes = tuple(tuple(sorted({p[d] for p in ins})) for d in range(grid.n))
     if sources is None:
         srcs = None

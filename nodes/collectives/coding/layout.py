@@ -9,7 +9,10 @@ from dataclasses import dataclass
 from emu.config import ConfigError
 from emu.topologies.grid import Grid
 
-ALGOS = ("all_at_once", "tree", "nc", "nc_every", "nc_recursive", "combine")
+ALGOS = ("all_at_once", "tree", "nc", "nc_every", "nc_recursive", "combine", "all_at_once_coded")
+NAMED = {"all_at_once_coded": ("nc", "all_at_once")}
+"""Schemes named for what the source compares: (the coded scheme, the multicast of its steps B, D, E).
+"All-at-once coded" is ``nc`` whose multicasts inside (B, D, E) are all-at-once."""
 MCASTS = ("tree", "all_at_once")
 BASELINES = ("all_at_once", "tree")
 """The schemes without groups (no shape)."""

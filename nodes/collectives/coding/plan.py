@@ -25,6 +25,8 @@ Schemes (``Scheme.algo``):
   packet i and unicasts it to every node of every other group (no D or E at the IN; the same
   packet count as ``nc``, as the source says, usually more hops);
 * ``nc_recursive`` -- ``nc`` with step B replaced by ``nc`` inside each group (``inner`` shape);
+* ``all_at_once_coded`` -- ``nc`` with all-at-once multicasts in B, D and E (the source's "all-at-once
+  coded", which it sets against plain all-at-once); ``Scheme.check`` makes it ``nc``/``all_at_once``;
 * ``combine`` -- message combining: the IN concatenates its group's packets into one message, which
   goes to the other INs (D) and into their groups (E); no F.
 
@@ -40,7 +42,7 @@ from functools import lru_cache
 
 from emu.topologies.grid import Grid, box_tree_edges
 
-from .layout import ALGOS, BASELINES, Box, Step, box_centre, check_names, settle, tiles
+from .layout import ALGOS, BASELINES, NAMED, Box, Step, box_centre, check_names, settle, tiles
 from .planner import best_shape
 
 __all__ = ["ALGOS", "Plan", "Scheme", "Step", "plan"]
@@ -60,7 +62,10 @@ class Scheme:
 
     def check(self, grid: Grid) -> "Scheme":
         """The scheme checked against ``grid``, with its group shape settled: the one given, or the
-        planner's choice (``planner.best_shape``)."""
+        planner's choice (``planner.best_shape``); a named scheme (``layout.NAMED``) as what it is."""
+        if self.algo in NAMED:
+            algo, mcast = NAMED[self.algo]
+            return Scheme(algo, self.shape, mcast, self.sources, self.inner).check(grid)
         check_names(grid, self.algo, self.mcast, self.sources)
         if self.algo in BASELINES:
             return self

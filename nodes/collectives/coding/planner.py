@@ -13,7 +13,7 @@ from emu.config import ConfigError
 from emu.topologies.grid import Grid
 
 from .counter import Count, count_settled
-from .layout import BASELINES, Box, box_centre, check_names, settle, tiles
+from .layout import BASELINES, NAMED, Box, box_centre, check_names, settle, tiles
 
 
 def shapes(grid: Grid) -> list[tuple[int, ...]]:
@@ -109,6 +109,7 @@ def _best(rows: list[dict], grid: Grid, by: str) -> dict:
 
 def report(grid: Grid, mcast: str = "tree", algo: str = "nc", by: str = "hops") -> str:
     """The planner's choice by rule ``by`` and why, as text; the other rule's choice beside it."""
+    algo, mcast = NAMED.get(algo, (algo, mcast))  # all_at_once_coded: nc with all-at-once multicasts
     rows = table(grid, mcast, _outer(algo))
     b = _best(rows, grid, by)
     best = b["_shape"]
@@ -141,6 +142,10 @@ def report(grid: Grid, mcast: str = "tree", algo: str = "nc", by: str = "hops") 
         lines.append(f"by {o} instead: {ob['shape']} ({ob['groups']} groups of {ob['members']}), {ob['hops']:,} hops, "
                      f"longest paths {ob['inner_total']} inside and {ob['between_total']} between INs ({_balance(ob)})"
                      + (" -- the same shape" if ob["_shape"] == best else ""))
+    if algo == "nc" and mcast == "tree":
+        from .countings import explain
+
+        lines += explain(grid, [r["_shape"] for r in rows])
     return "\n".join(lines)
 
 

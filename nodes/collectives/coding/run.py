@@ -3,21 +3,25 @@ the coordinate-aware tree, run by the NICs (``emu.nodes.nic.coding``) on a mesh 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from emu.config import ConfigError
 
+from .indirect import default_shape, line
+from .layout import BASELINES
 from .plan import Scheme, plan
 
 
 def _grid(comm):
-    grid = getattr(comm.host, "grid", None)
-    if grid is None:
-        raise ConfigError("coded broadcast (docs/network-coding.md) runs on a direct network: use --topo mesh:k=8,n=2 or torus:k=8,n=2")
+    """The plans' grid: the mesh or torus, or on an indirect network the hosts' rank line
+    (``indirect``: groups of consecutive ranks, the XOR at a host)."""
     if list(comm.members) != list(comm.host.hosts):
-        raise ConfigError("coded broadcast runs over every node of the grid in rank order (h0, h1, ...): use the "
+        raise ConfigError("coded broadcast runs over every node of the network in rank order (h0, h1, ...): use the "
                           "world communicator")
-    return grid
+    grid = getattr(comm.host, "grid", None)
+    return grid if grid is not None else line(len(comm.host.hosts))
 
 
 def on_grid(comm) -> bool:
@@ -30,18 +34,22 @@ async def broadcast(comm, x: np.ndarray, scheme: Scheme) -> np.ndarray:
     (every rank passes an ``x`` of the same size; a non-source's is not sent). The NIC's per-step
     figures are left in ``comm.nc_stats`` (with the scheme as run: ``timing.figures`` reads them)."""
     grid = _grid(comm)
+    if getattr(comm.host, "grid", None) is None and scheme.algo not in BASELINES and scheme.shape is None:
+        scheme = replace(scheme, shape=default_shape(grid.size))  # the rank line: groups of about sqrt(N)
     p = plan(grid, scheme)
     flat = np.ascontiguousarray(x).ravel()
     out, stats = await comm.host.nc_run(p, flat.tobytes())
     comm.nc_stats = dict(stats, scheme=p.scheme, bytes=flat.nbytes)
     sc = p.scheme
     shape = f", groups {'x'.join(map(str, sc.shape))}" if sc.shape else ""
+    if getattr(comm.host, "grid", None) is None:  # an indirect network: the rank line
+        shape += " of consecutive ranks, XOR at host INs"
     if sc.algo == "tree":
         comm.last_algo = "tree(coordinate-aware, NICs)"
     elif sc.algo == "all_at_once":
         comm.last_algo = "all_at_once(NICs)"
     else:
-        comm.last_algo = f"{sc.algo}({sc.mcast}{shape})"
+        comm.last_algo = ("" if scheme.algo == sc.algo else f"{scheme.algo} = ") + f"{sc.algo}({sc.mcast}{shape})"
     return np.stack([np.frombuffer(out[s], flat.dtype) for s in p.sources])
 
 
@@ -96,5 +104,6 @@ def baselines() -> dict[tuple[str, str], object]:
             ("mcast", "all_at_once"): _baseline("all_at_once", mcast_all_at_once, True)}
 
 
-CODED = {name: _algo(name) for name in ("nc", "nc_every", "nc_recursive", "combine")}
-CODED_ROOTED = {name: _rooted(name) for name in ("nc", "nc_every", "nc_recursive", "combine")}
+CODED_NAMES = ("nc", "nc_every", "nc_recursive", "combine", "all_at_once_coded")
+CODED = {name: _algo(name) for name in CODED_NAMES}
+CODED_ROOTED = {name: _rooted(name) for name in CODED_NAMES}

@@ -58,15 +58,19 @@ def measured(plan, stats: list[dict]) -> dict:
             | ({"G": decode} if coded else {})}
 
 
-def model(plan, spec, frame_bytes: int, inject_ports: int = 1, in_router: bool = False, eject_ports: int = 1) -> dict:
+def model(plan, spec, frame_bytes: int, inject_ports: int = 1, in_router: bool = False, eject_ports: int = 1,
+          route=None) -> dict:
     """Each step's modelled longest latency were it run alone (the source's execution model: its
     steps one after another) and the resource that binds it. ``spec``: (host, link, switch) specs of
     the run. The source's plausible assumptions: ``inject_ports`` -- every node injects on that many
     channels at once (``mesh:...,ports=P`` emulates it; its packets queue ``ceil(n / P) - 1`` deep,
     not ``n - 1``), ``eject_ports`` likewise for ejection (modelled only); ``in_router`` -- the intermediate nodes encode and relay in their routers, so their packets
-    leave and enter over the router's 2n network ports and never cross the host link."""
+    leave and enter over the router's 2n network ports and never cross the host link. ``route``: ``(a,
+    b) -> [links]``, the router-to-router links a unicast crosses (default: dimension-order on the
+    plan's grid; on an indirect network, the topology's routes: ``indirect.route_links``)."""
     host, link, switch = spec
     g = plan.grid
+    walk = route or (lambda a, b: _path(g, a, b))
     ser = -(-8_000_000_000 * frame_bytes // link.bandwidth_bps)
     zero_load = _zero_load(host, link, switch, frame_bytes, ser)
     # the spacing of two packets of one step through one router input (from the node or a link): the
@@ -89,12 +93,12 @@ def model(plan, spec, frame_bytes: int, inject_ports: int = 1, in_router: bool =
         load: Counter = Counter()
         paths = {}
         for s, d, k in us:
-            p = _path(g, s, d)
+            p = walk(s, d)
             paths[(s, d, k)] = p
             load.update(p)
         best, bind = 0, ""
         for s, d, k in us:
-            zero = zero_load(g.distance(s, d), s in ins, d in ins)
+            zero = zero_load(len(paths[(s, d, k)]), s in ins, d in ins)
             q = {"injection at node": -(-inj[s] // (2 * g.n if s in ins else inject_ports)) - 1,
                  "ejection at node": -(-ej[d] // (2 * g.n if d in ins else eject_ports)) - 1,
                  "link": max((load[lk] for lk in paths[(s, d, k)]), default=1) - 1}
@@ -183,11 +187,15 @@ def figures(topology, stats: list[dict]) -> dict:
 
     from .plan import plan as make_plan
 
-    p = make_plan(grid_of(topology), stats[0]["scheme"])
+    from .indirect import line, route_links
+
+    grid = grid_of(topology)
+    p = make_plan(grid or line(len(topology.hosts)), stats[0]["scheme"])
     me = measured(p, stats)
     specs = (topology.hosts[0].spec, topology.links[0].spec, topology.switches[0].spec)
     mo = model(p, specs, specs[1].frame_bytes(PacketType.NC, NC.size + stats[0]["bytes"]),
-               inject_ports=topology.nports(topology.hosts[0].name))
+               inject_ports=topology.nports(topology.hosts[0].name) if grid else 1,
+               route=None if grid else route_links(topology))
     return {"execution_ns": me["execution_ns"], "model_execution_ns": mo["execution_ns"],
             "packet_latency_mean_ns": me["packet_latency_mean_ns"], "end_to_end_ns": me["end_to_end_ns"],
             "steps": me["steps"], "model_steps": mo["steps"], "model_binds": mo["binds"]}
