@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import plugins
+from .batch import Batch
 from .config import ConfigError, RunConfig, bind_address, is_loopback
 from .domain import Domain
 from .element import Element
@@ -157,6 +158,8 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
     dom = Domain(index, plan.run.processes, plan.run)
     address = bind_address(plan.run.bind)  # this process's own (an interface's address differs per machine)
     key = None if is_loopback(address) else _tag_key(plan, secret)
+    if plan.run.batch:  # one socket for the process, one datagram per destination per window (emu.batch)
+        dom.batch = Batch(address, key, plan.cluster_id)
     outs: dict[str, list[OutPort]] = {n: [] for n in t.nodes if plan.owner[n] == index}
     largest = largest_frame(t)
     ins: dict[str, list[InPort]] = {n: [] for n in outs}
@@ -202,18 +205,22 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
         dom.add(Element(name, make_engine(t, name, cache), cluster_id=plan.cluster_id, domain=dom, outs=o, ins=n,
                         capture=plan.run.capture, seed=plan.run.seed * 1_000_003 + node.id,
                         lookahead_ns=plan.lookahead_ns,
-                        drop_rate=plan.run.socket_drop_rate, node_id=node.id, bind=address, tag_key=key))
-    if plan.run.direct and not plan.run.socket_drop_rate:  # in-process links skip the socket
-        for el in dom.elements:
-            for p in el.out_ports:
-                peer = dom.by_name.get(p.peer)
-                if peer is not None:
-                    p.local = (peer, peer.in_by_link[p.link_id])
-                    # nobody sees the FCS: no CRC-32 per hop (credit flow control keeps its own path, and
-                    # a receiver whose buffers count the frame's bytes needs them all)
-                    rx = t.nodes[p.peer]
-                    p.defer_fcs = (not plan.run.capture and p.flow is None
-                                   and (input_queued(rx) or not finite_buffers(rx)))
+                        drop_rate=plan.run.socket_drop_rate, node_id=node.id, bind=address, tag_key=key,
+                        batch=dom.batch))
+    if dom.batch is not None:
+        dom.batch.index(dom.elements)
+    direct = plan.run.direct and not plan.run.socket_drop_rate  # in-process links skip the socket
+    for el in dom.elements:
+        for p in el.out_ports:
+            peer = dom.by_name.get(p.peer)
+            if direct and peer is not None:
+                p.local = (peer, peer.in_by_link[p.link_id])
+            # nobody sees the FCS: no CRC-32 per hop, in memory or on a socket (a DATA_NOFCS record);
+            # credit flow control keeps its own path, and a receiver whose buffers count the frame's
+            # bytes needs them all; a fault or an overtaking frame puts the FCS back (OutPort.restore_fcs)
+            rx = t.nodes[p.peer]
+            p.defer_fcs = (not plan.run.capture and p.flow is None
+                           and (input_queued(rx) or not finite_buffers(rx)))
     if plan.run.trace:  # the run's timeline (emu.trace): every element, engine and port gets the tracer
         from .trace import attach
 

@@ -507,6 +507,12 @@ class RunConfig:
     receiver's input queue in memory, without a socket round trip -- the same records, sequence
     numbers, figures and capture bytes; what the model sees is unchanged. Frames between processes
     always travel as datagrams, and a socket drop rate puts every link on UDP whatever this says."""
+    batch: bool = True
+    """True (the default): the elements of a process share one UDP socket, and what they send in a
+    window goes as one datagram per destination process (up to 60 KB each; ``emu.batch``) -- every
+    frame still a record in a real datagram, checked per record against the socket at the other end
+    of its link. False: every element has a socket of its own and every port's frames of a window
+    are a datagram of their own (many more system calls; the same figures and capture bytes)."""
     bind: str = "127.0.0.1"
     """Where the elements' sockets listen: an IPv4 address or a network interface's name (each
     process resolves a name to its own address: one spec for every machine of an MPI run).

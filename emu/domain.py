@@ -50,6 +50,8 @@ class Domain:
         """Per element: a time at or after which it has an entry in ``_heap`` (INF: none known), so
         that a burst of frames handed to it makes one entry, not one per batch."""
         self._wake = trio.Event()
+        self.batch = None
+        """The process's shared socket (``emu.batch.Batch``; ``emu.build`` makes it), or None: a socket per element."""
         self._history: deque[tuple[int, list[Element]]] = deque()
         self.max_time = 0
         self._runs: list[str] = []
@@ -83,6 +85,13 @@ class Domain:
         The sockets close with it, also on error or cancellation."""
         import select
 
+        if self.batch is not None:  # one socket for every element here
+            try:
+                task_status.started({el.name: el.addr for el in self.elements})
+                await self.batch.serve(self.cpu)
+            finally:
+                self.batch.close()
+            return
         if not hasattr(select, "epoll"):  # not Linux: a task per element
             async with trio.open_nursery() as nursery:
                 addrs = {el.name: await nursery.start(el.serve) for el in self.elements}
@@ -203,6 +212,9 @@ class Domain:
             active[elements[i]] = None
         first_arrival = INF
         sent: list[Element] = []
+        batch = self.batch
+        if batch is not None:
+            batch.holding = True  # what the elements send now leaves as one datagram per destination
         for el in active:
             fa = el.run_window(t1, w, t0 + 1)  # link changes only at the window start
             if fa < first_arrival:
@@ -219,6 +231,10 @@ class Domain:
             if t < at[i]:
                 at[i] = t
                 heapq.heappush(heap, (t, i))
+        if batch is not None:
+            batch.flush()
+            if batch.unsent:
+                await batch.flush_unsent()
         if sent:
             hist.append((w, sent))
         if self.run.capture and sum(len(el.capture) for el in active) and \
@@ -232,8 +248,11 @@ class Domain:
         return self.sent_to[:], (first_arrival if first_arrival < nt else nt), self.max_time
 
     async def _collect(self, expected: int, w: int) -> None:
-        for el in self._local_rx:
-            el.drain()
+        if self.batch is not None:
+            self.batch.drain()
+        else:
+            for el in self._local_rx:
+                el.drain()
         self._local_rx.clear()
         rounds = 0
         # fast retransmit: every datagram of earlier windows was sent before this window was asked
@@ -259,8 +278,11 @@ class Domain:
                                      f"after {rounds - 1} recovery rounds")
             log.info("domain %d: waiting for %d frame(s); recovery round %d: asking senders to retransmit",
                      self.index, expected - self._received_before(w), rounds)
+            if self.batch is not None:
+                self.batch.drain()
             for el in self.elements:
-                el.drain()
+                if self.batch is None:
+                    el.drain()
                 for inp in el.in_ports:
                     el.send_nack(inp)
 

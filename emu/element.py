@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import trio
 
 from .errors import CausalityError, EngineError
-from .link import ACCEPT, GAP, LinkReceiver, LinkSender
+from .link import ACCEPT, GAP, NOFCS_FLAG, LinkReceiver, LinkSender
 from .port import VC_OFF, InPort, OutPort, frame_error_probability
 from .portview import PortView
 from .segcut import stretch as stretch_port
@@ -47,7 +47,10 @@ WAKE, RELEASE, CREDIT_OUT, CREDIT_BACK, STRETCH_OUT = 0, 1, 2, 3, 4  # kinds of 
 POOL = int(LinkKind.DATA_POOL)  # flags of a received record in the heap: the sender used the pool ...
 CLEAN = 4  # ... it was handed over in this process with no fault possible: its FCS need not be checked
 NOFCS = 8  # ... and its FCS was never appended (``OutPort.defer_fcs``): the frame is the engine's, 4 bytes short
-assert POOL == 2 and int(LinkKind.DATA) == 0
+assert POOL == 2 and int(LinkKind.DATA) == 0 and NOFCS == NOFCS_FLAG
+RX_FLAGS = (0, 0, POOL, CLEAN | NOFCS)
+"""Heap flags of a received DATA record by its kind (DATA, -, DATA_POOL, DATA_NOFCS)."""
+NOFCS_KIND = int(LinkKind.DATA_NOFCS)
 FCS_ERROR = 32  # ... received with a bad frame check sequence, dropped by the receiving port
 LOST_DOWN = 64  # ... was on the wire while its link was down (scheduled): lost
 
@@ -89,7 +92,8 @@ class Scheduler(Protocol):
 class Element:
     def __init__(self, name: str, engine: Engine, *, cluster_id: int, domain: Scheduler,
                  outs: list[OutPort], ins: list[InPort], capture: bool, seed: int, lookahead_ns: int,
-                 drop_rate: float = 0.0, node_id: int = 0, bind: str = "127.0.0.1", tag_key: bytes | None = None):
+                 drop_rate: float = 0.0, node_id: int = 0, bind: str = "127.0.0.1", tag_key: bytes | None = None,
+                 batch: Any = None):
         self.name = name
         self.mac = node_mac(node_id)
         """Source MAC of the link-control frames this element sends."""
@@ -149,6 +153,12 @@ class Element:
         self._drop_rate = drop_rate
         self._drop_rng = random.Random(seed ^ 0x5EED)
         self.unsent: list[tuple[bytes, tuple[str, int]]] = []
+        self.batch = batch
+        """The process's shared socket (``emu.batch.Batch``), or None: this element's own socket."""
+        self._tag_key = tag_key
+        if batch is not None:  # the batch reads, batches and tags (once per datagram)
+            self.sock, self.addr = batch.sock, batch.addr
+            return
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
@@ -159,7 +169,6 @@ class Element:
             self.sock.close()
             raise
         self.addr: tuple[str, int] = self.sock.getsockname()
-        self._tag_key = tag_key
         if tag_key is not None:  # off loopback: every datagram carries a keyed tag (emu.wire.outer)
             self._tag = tagger(tag_key)
             self.on_datagram = self._on_tagged_datagram
@@ -180,6 +189,8 @@ class Element:
     # -- receive side ---------------------------------------------------------------------------
     def drain(self) -> int:
         """Read every datagram waiting on the socket; return how many DATA frames were accepted."""
+        if self.batch is not None:
+            return self.batch.drain()
         accepted = 0
         recv = self.sock.recvfrom
         while True:
@@ -227,7 +238,7 @@ class Element:
                 stats["truncated"] += 1
                 self._note("truncated", f"record says {length} bytes, datagram has {n - off - OUTER_LEN}")
                 break
-            if kind == LinkKind.DATA or kind == LinkKind.DATA_POOL:
+            if kind != LinkKind.NACK and kind <= LinkKind.DATA_NOFCS:
                 inp = self.in_by_link.get(link)
                 if inp is None:
                     stats["bad_link"] += 1
@@ -248,9 +259,9 @@ class Element:
                         raise CausalityError(f"{inp.name}: frame stamped {ts} ns arrived after {self.safe_time} ns "
                                              "was processed; the synchroniser let a window run too far")
                     inp.rx_frames += 1
-                    inp.rx_bytes += length
+                    inp.rx_bytes += length if kind != NOFCS_KIND else length + 4  # (its FCS left off on the way)
                     # handled at its virtual arrival: the port checks the FCS then (and strips it)
-                    heapq.heappush(self.heap, (ts, inp.index, seq, data[off + OUTER_LEN:end], kind))
+                    heapq.heappush(self.heap, (ts, inp.index, seq, data[off + OUTER_LEN:end], RX_FLAGS[kind]))
                     if ts < first_ts:
                         first_ts = ts
                     accepted += 1
@@ -720,6 +731,7 @@ class Element:
         done = []
         domain = self.domain
         push = heapq.heappush
+        batch = self.batch
         for p in self.busy:
             pend, ctl = p.pending, p.ctl
             if p.local is not None and not ctl and p.fault_rng is None and cap is None:
@@ -757,6 +769,29 @@ class Element:
                 if not pend:
                     done.append(p)
                 continue
+            if batch is not None and not ctl and p.fault_rng is None and cap is None:
+                # by the process's socket, nothing to capture, no fault, no credit: the frames become
+                # records as they leave the port (what the list below does, without building it)
+                if pend and pend[0][1] < release:
+                    if pend[0][1] < first_arrival:
+                        first_arrival = pend[0][1]
+                    dgrams, n, nbytes, arrival = p.link.take(pend, release, window, p.defer_fcs)
+                    if p.defer_fcs:
+                        nbytes += 4 * n
+                    if self._drop_rate:
+                        for dgram in dgrams:
+                            self._sendto(dgram, p.peer_addr)
+                    else:
+                        self.stats["datagrams_sent"] += len(dgrams)
+                        for dgram in dgrams:
+                            batch.send(dgram, p.peer_addr)
+                    domain.frames_sent(p.peer_domain, n, p.peer)
+                    p.sent_done = arrival - p.latency_ns
+                    p.tx_frames += n
+                    p.tx_bytes += nbytes
+                if not pend:
+                    done.append(p)
+                continue
             frames = []
             while ctl and ctl[0][1] < release:  # credits: no time on the wire, never faulty
                 start, arrival, frame, _ = ctl.popleft()
@@ -787,7 +822,7 @@ class Element:
                             continue
                     elif cap is not None:
                         cap.append((start, p.iface, DIR_OUT, frame))
-                    frames.append((arrival, frame, (POOL if pool else 0) | nofcs))  # (UDP: 0 or POOL)
+                    frames.append((arrival, frame, (POOL if pool else 0) | nofcs))  # (UDP: 0, POOL or NOFCS)
                     total += len(frame)
                 if nofcs:
                     total += 4 * (len(frames) - credits)
@@ -873,6 +908,9 @@ class Element:
             self.stats["sock_dropped"] += 1
             return
         self.stats["datagrams_sent"] += 1
+        if self.batch is not None:  # (a group of one link's records: the batch joins and sends them)
+            self.batch.send(data, addr)
+            return
         try:
             self.sock.sendto(data, addr)
         except BlockingIOError:

@@ -75,11 +75,12 @@ async def alltoall(host, hosts, messages):
 
 
 async def once(spec: str, messages: int, processes: int, pcap: str | None = None, direct: bool = False,
-               partition: str = "metis", bind: str = "127.0.0.1", trace: str | None = None) -> dict:
+               partition: str = "metis", bind: str = "127.0.0.1", trace: str | None = None,
+               batch: bool = True) -> dict:
     t = build(spec, settings={"host": {"send_overhead_ns": 0, "recv_overhead_ns": 0}})
     size = world()[1]  # under mpiexec -n N: the N ranks are the processes
     run = emu.RunConfig(processes=size if size > 1 else processes, capture=pcap is not None, direct=direct,
-                        partition=partition, mpi=size > 1, bind=bind, trace=trace)
+                        partition=partition, mpi=size > 1, bind=bind, trace=trace, batch=batch)
     async with emu.Cluster(t, run=run, capture=pcap) as net:
         hosts = net.hosts
         wall, cpu = time.perf_counter(), time.process_time()
@@ -110,6 +111,9 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--bind", default="127.0.0.1", metavar="ADDRESS|INTERFACE",
                     help="where the elements' sockets listen (as emu run --bind); off loopback every "
                          "datagram carries a keyed tag")
+    ap.add_argument("--no-batch", action="store_true",
+                    help="a socket per element, every port's frames of a window a datagram of their own "
+                         "(RunConfig.batch=False; the default joins a process's frames per destination socket)")
     a = ap.parse_args(argv)
     procs = world()[1] if world()[1] > 1 else a.processes
     modes = ["sockets"] if a.wire else ["sockets", "direct"] if a.mode == "both" else [a.mode]
@@ -121,12 +125,13 @@ def main(argv=None) -> list[dict]:
             print(f"loopback loop: {loops[-1][0]:,.0f} datagrams/s wall, {loops[-1][1]:,.0f} per CPU s  "
                   f"(goal {LOOP_SHARE} of it: {LOOP_SHARE * loops[-1][0]:,.0f} crossings/s wall)", flush=True)
         for mode in modes:  # interleaved, so that a noisy spell hits both modes alike
-            r = trio.run(once, a.topo, a.messages, a.processes, a.pcap, mode == "direct", a.partition, a.bind, a.trace)
+            r = trio.run(once, a.topo, a.messages, a.processes, a.pcap, mode == "direct", a.partition, a.bind, a.trace,
+                         not a.no_batch)
             r["mode"] = mode
             if loops:
                 r["loop_per_s"], r["loop_per_cpu_s"] = loops[-1]
             rows.append(r)
-            print(f"mode={mode:<7}  {a.topo}  processes={procs}{' (MPI ranks)' if world()[1] > 1 else ''} partition={a.partition} bind={a.bind}  frames={r['frames']:,}  crossings={r['crossings']:,}  "
+            print(f"mode={mode:<7}{' (no batch)' if a.no_batch else ''}  {a.topo}  processes={procs}{' (MPI ranks)' if world()[1] > 1 else ''} partition={a.partition} bind={a.bind}  frames={r['frames']:,}  crossings={r['crossings']:,}  "
                   f"virtual completion={r['completion_ns']:,} ns  wall={r['wall_s']:.2f} s  "
                   f"crossings/s={r['per_s']:,.0f} (per CPU s {r['per_cpu_s']:,.0f})  peak RSS {r['peak_rss_mb']:,} MB  (goal {GOAL:,}: {'met' if r['per_s'] >= GOAL else 'not met'})",
                   flush=True)

@@ -1,0 +1,302 @@
+"""One UDP socket per process, with every element's records of a window batched per destination.
+
+An element's link layer (``emu.link``) turns the frames a port sends in one window into a group of
+``EmuLink`` records (one per frame, its own sequence number, time stamp and window), and keeps that
+group for retransmission. Without batching every group is one datagram from the element's own socket:
+in a fabric where a port sends about one frame per window, that is one ``sendto`` and one
+``recvfrom`` per frame, and the two system calls cost more than everything else a crossing does.
+
+With a :class:`Batch` (the default socket path: ``emu.build.build_domain`` makes one per process)
+the elements of a process share one socket. While the process runs a window, the groups its
+elements send are held per destination socket and joined into datagrams of up to ``MAX_DATAGRAM``
+bytes, sent when the window's elements have run (or when one fills up): one ``sendto`` per
+destination process per window, whatever the number of links. Every frame still crosses a real UDP
+socket, as bytes its sender built and its receiver decodes; only the number of datagrams changes.
+
+The receiving side splits a datagram into its records and hands each to the element at the end of
+its link -- the same per-link logic as an element's own socket (``Element.on_datagram``): the
+sequence number decides accept / gap (one NACK, go-back-N from the sender's retained groups) /
+duplicate. A record is accepted only if its datagram came from the socket that owns the other end of
+its link (the peer process's socket: ``wrong_sender`` counts the rest, record by record); off
+loopback every datagram ends with the keyed tag of ``emu.wire.outer``, checked before any record of
+it is read. Errors that belong to no element (a datagram with a bad tag, no emulator header, another
+cluster's id, a link that ends nowhere in this process) are counted in the stats of the process's
+first element, which speaks for the socket; the run goes on.
+
+Frames a process sends to itself are read back at once when more than ``SELF_DRAIN_BYTES`` are
+waiting in the socket (the process is the only reader of its socket and does not read it while a
+window runs), so a big window does not overflow the receive buffer; the link layer's recovery
+still covers any datagram that goes missing.
+"""
+
+from __future__ import annotations
+
+import heapq
+import hmac
+import logging
+import socket
+import time
+
+import trio
+
+from .errors import CausalityError
+from .element import INF, NOFCS_KIND, RX_FLAGS
+from .link import MAX_DATAGRAM
+from .wire.outer import MAGIC, OUTER, OUTER_LEN, TAG_LEN, VERSION, LinkKind, tagger
+
+log = logging.getLogger(__name__)
+
+RCVBUF = 4 << 20
+RCVBUF_FORCE = 32 << 20
+"""Where the system allows it (``SO_RCVBUFFORCE``: root or CAP_NET_ADMIN), the receive buffer of the
+process's one socket is this big: it takes what every other process sends here while this one runs a
+window, which per-element sockets used to share out."""
+SELF_DRAIN_BYTES = 1 << 20
+"""Bytes sent to this process's own socket after which it is read before anything more is sent."""
+_NACK, _LAST = int(LinkKind.NACK), int(LinkKind.DATA_NOFCS)
+
+
+class Batch:
+    """The socket of one process (a domain) and the datagrams its elements send in a window."""
+
+    def __init__(self, bind: str = "127.0.0.1", tag_key: bytes | None = None, cluster_id: int = 0):
+        self.cluster_id = cluster_id
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, RCVBUF)
+            force = getattr(socket, "SO_RCVBUFFORCE", None)
+            if force is not None:
+                try:
+                    self.sock.setsockopt(socket.SOL_SOCKET, force, RCVBUF_FORCE)
+                except OSError:  # not permitted: RCVBUF (capped by net.core.rmem_max)
+                    pass
+            self.sock.bind((bind, 0))
+            self.sock.setblocking(False)
+        except BaseException:
+            self.sock.close()
+            raise
+        self.addr: tuple[str, int] = self.sock.getsockname()
+        self._tag = tagger(tag_key) if tag_key is not None else None
+        self.holding = False
+        """A window is running: what the elements send waits for ``flush``."""
+        self.pending: dict[tuple[str, int], list] = {}
+        """Destination socket -> [record groups, their bytes]."""
+        self.unsent: list[tuple[bytes, tuple[str, int]]] = []
+        self._to_self = 0
+        """Bytes sent to this socket since it was last read."""
+        self.in_owner: dict = {}
+        """Link id -> (element, input port) for every link that ends in this process."""
+        self.out_owner: dict = {}
+        """Link id -> (element, output port) for every link that starts here (its NACKs come here)."""
+        self.speaker = None
+        """The element whose stats count what belongs to no element (the process's first)."""
+        self.udp_sent = 0
+        self.udp_received = 0
+
+    def index(self, elements) -> None:
+        """Learn which element owns each link (after the process's elements are built)."""
+        for el in elements:
+            if self.speaker is None:
+                self.speaker = el
+            for p in el.in_ports:
+                self.in_owner[p.link_id] = (el, p)
+            for p in el.out_ports:
+                self.out_owner[p.link_id] = (el, p)
+
+    def close(self) -> None:
+        self.sock.close()
+
+    # -- send side ------------------------------------------------------------------------------
+    def send(self, data: bytes, addr: tuple[str, int]) -> None:
+        """A group of records for the socket at ``addr``: held while a window runs, else sent now."""
+        if not self.holding:
+            self._send(data, addr)
+            return
+        q = self.pending.get(addr)
+        if q is None:
+            self.pending[addr] = [[data], len(data)]
+            return
+        if q[1] + len(data) > MAX_DATAGRAM:
+            self._send(b"".join(q[0]), addr)
+            q[0] = [data]
+            q[1] = len(data)
+        else:
+            q[0].append(data)
+            q[1] += len(data)
+
+    def flush(self) -> None:
+        """Send what the window's elements sent: one datagram per destination (or per 60 KB)."""
+        self.holding = False
+        pending, self.pending = self.pending, {}
+        for addr, (parts, _) in pending.items():
+            self._send(parts[0] if len(parts) == 1 else b"".join(parts), addr)
+
+    def _send(self, data: bytes, addr: tuple[str, int]) -> None:
+        if self._tag is not None:
+            data += self._tag(data)
+        self.udp_sent += 1
+        try:
+            self.sock.sendto(data, addr)
+        except BlockingIOError:
+            self.unsent.append((data, addr))
+            return
+        if addr == self.addr:
+            self._to_self += len(data)
+            if self._to_self > SELF_DRAIN_BYTES:
+                self.drain()
+
+    async def flush_unsent(self) -> None:
+        while self.unsent:
+            await trio.lowlevel.wait_writable(self.sock)
+            data, addr = self.unsent[0]
+            try:
+                self.sock.sendto(data, addr)
+            except BlockingIOError:
+                continue
+            self.unsent.pop(0)
+
+    # -- receive side ---------------------------------------------------------------------------
+    async def serve(self, cpu: dict | None = None) -> None:
+        """Read the socket until cancelled; ``wake`` the domain when frames were accepted. ``cpu``:
+        the CPU seconds spent reading are added to its ``drain_s`` (``Domain.cpu``)."""
+        while True:
+            await trio.lowlevel.wait_readable(self.sock)
+            c0 = time.process_time()
+            accepted = self.drain()
+            if cpu is not None:
+                cpu["drain_s"] += time.process_time() - c0
+            if accepted:
+                self.speaker.domain.wake()
+
+    def drain(self) -> int:
+        """Read every datagram waiting on the socket; return how many DATA frames were accepted."""
+        self._to_self = 0
+        accepted = 0
+        recv = self.sock.recvfrom
+        while True:
+            try:
+                data, sender = recv(65536)
+            except BlockingIOError:
+                return accepted
+            except ConnectionRefusedError:  # ICMP from a peer that already closed (teardown)
+                continue
+            accepted += self.on_datagram(data, sender)
+
+    def _drop(self, el, what: str, detail: str) -> None:
+        el = el or self.speaker
+        el.stats[what] += 1
+        el._note(what, detail)
+
+    def on_datagram(self, data: bytes, sender: tuple[str, int]) -> int:
+        """Check the tag (off loopback), then dispatch each record to the element at the end of its
+        link; foreign, forged or malformed input is counted and dropped."""
+        self.udp_received += 1
+        self.speaker.stats["datagrams_received"] += 1
+        if self._tag is not None:
+            n = len(data) - TAG_LEN
+            if n < 0 or not hmac.compare_digest(self._tag(memoryview(data)[:n]), data[n:]):
+                self._drop(None, "bad_tag", f"a datagram of {len(data)} bytes from {sender} without this cluster's tag")
+                return 0
+            data = data[:n]
+        n = len(data)
+        if not n:
+            self._drop(None, "truncated", "an empty datagram")
+            return 0
+        off = 0
+        cid = self.cluster_id
+        unpack = OUTER.struct.unpack_from
+        in_owner = self.in_owner
+        push = heapq.heappush
+        # frames accepted per element: [count, earliest time stamp, window] (told to the domain at the end)
+        got: dict = {}
+        cur = cwin = -1  # the link (and window) of the records being read, its sender checked
+        inp = g = None
+        rn = rb = 0  # frames and bytes accepted on link ``cur`` not yet added to its port
+        rts = INF
+        while off < n:
+            if n - off < OUTER_LEN:
+                self._drop(None, "truncated", f"{n - off} trailing bytes are shorter than an outer header")
+                break
+            magic, ver, kind, rcid, link, seq, ts, length, win = unpack(data, off)
+            if magic != MAGIC or ver != VERSION:
+                self._drop(None, "bad_magic", f"magic 0x{magic:04x} version {ver}: not an emulator frame")
+                break
+            if rcid != cid:
+                self._drop(None, "foreign_cluster", f"cluster id 0x{rcid:08x} is not this cluster's")
+                break
+            end = off + OUTER_LEN + length
+            if end > n:
+                self._drop(None, "truncated", f"record says {length} bytes, datagram has {n - off - OUTER_LEN}")
+                break
+            if kind != _NACK and kind <= _LAST:  # DATA, DATA_POOL, DATA_NOFCS
+                if link != cur or win != cwin:  # (a link's records come one after the other)
+                    if rn:
+                        inp.rx_frames += rn
+                        inp.rx_bytes += rb
+                        g[0] += rn
+                        if rts < g[1]:
+                            g[1] = rts
+                        rn = rb = 0
+                        rts = INF
+                    cur = -1
+                    owner = in_owner.get(link)
+                    if owner is None:
+                        self._drop(None, "bad_link", f"frame for link {link}, which does not end in this process")
+                        off = end
+                        continue
+                    el, inp = owner
+                    if sender != inp.peer_addr:
+                        self._drop(el, "wrong_sender", f"frame for link {link} from {sender}, not from {inp.peer}")
+                        off = end
+                        continue
+                    cur, cwin, lk, heap, index, safe = link, win, inp.link, el.heap, inp.index, el.safe_time
+                    g = got.get(el)
+                    if g is None or g[2] != win:  # (a window's groups and an older retransmitted one)
+                        if g is not None and g[0]:
+                            el.domain.frames_arrived(el, *g)
+                        g = got[el] = [0, INF, win]
+                if seq == lk.expected:  # accept it (``LinkReceiver.classify``, inline: nearly every record)
+                    lk.expected = (seq + 1) & 0xFFFFFFFF
+                    if ts < safe:
+                        raise CausalityError(f"{inp.name}: frame stamped {ts} ns arrived after {safe} ns "
+                                             "was processed; the synchroniser let a window run too far")
+                    push(heap, (ts, index, seq, data[off + OUTER_LEN:end], RX_FLAGS[kind]))
+                    rn += 1
+                    rb += length if kind != NOFCS_KIND else length + 4  # (its FCS left off on the way)
+                    if ts < rts:
+                        rts = ts
+                elif ((seq - lk.expected) & 0xFFFFFFFF) < 0x80000000:  # GAP: a datagram before this one was lost
+                    el.stats["gaps"] += 1
+                    if not lk.gap_reported:  # go back N from what we expect
+                        el.send_nack(inp)
+                else:
+                    el.stats["duplicates"] += 1
+            elif kind == _NACK:
+                owner = self.out_owner.get(link)
+                if owner is None:
+                    self._drop(None, "bad_link", f"NACK for link {link}, which does not start in this process")
+                    off = end
+                    continue
+                el_, outp = owner
+                if sender != outp.peer_addr:
+                    self._drop(el_, "wrong_sender", f"NACK for link {link} from {sender}, not from {outp.peer}")
+                    off = end
+                    continue
+                el_.retransmit(outp, seq)
+            else:
+                self._drop(None, "bad_magic", f"unknown record kind {kind}")
+                break
+            off = end
+        if rn:
+            inp.rx_frames += rn
+            inp.rx_bytes += rb
+            g[0] += rn
+            if rts < g[1]:
+                g[1] = rts
+        accepted = 0
+        for el, (k, first_ts, win) in got.items():
+            if k:
+                accepted += k
+                el.domain.frames_arrived(el, k, first_ts, win)
+        return accepted

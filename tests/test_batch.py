@@ -1,0 +1,158 @@
+"""One socket per process, a window's records joined per destination (emu.batch)."""
+
+import hashlib
+import socket
+import time
+
+import pytest
+import apps
+import emu
+import emu.batch
+from emu.batch import Batch
+from emu.config import RunConfig, SwitchSpec
+from emu.domain import Domain
+from emu.element import Element
+from emu.port import InPort, OutPort
+from emu.switch.forward import SwitchEngine
+from emu.wire import MAGIC, OUTER, VERSION, PacketType, add_fcs, build_frame
+from emu.wire.outer import TAG_LEN, LinkKind, datagram_tag, tag_key
+
+CID = 0x7654321
+FRAME = add_fcs(build_frame(0, 1, PacketType.MSG, b"payload"))
+SPEC = "fattree:k=2,n=2"
+SCENARIO = {"h0": (apps.send_to, "h3", 9000, 1, 3), "h3": (apps.recv_n, 3), "h1": (apps.exchange, "h2", 3000, 2),
+            "h2": (apps.exchange, "h1", 3000, 2)}
+
+
+def record(link, seq, ts, frame=FRAME, kind=LinkKind.DATA):
+    return OUTER.pack(MAGIC, VERSION, kind, CID, link, seq, ts, len(frame), 0) + frame
+
+
+def _peer():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    s.setblocking(False)
+    return s
+
+
+@pytest.fixture
+def batched(request):
+    """A switch element on a batch socket; its two links come from two different peer sockets."""
+    key = getattr(request, "param", None)
+    a, b = _peer(), _peer()
+    batch = Batch("127.0.0.1", key, CID)
+    dom = Domain(0, 2, RunConfig())
+    dom.batch = batch
+    outs = [OutPort(i, f"s0-p{i}", i, 10 + 2 * i, f"h{i}", f"h{i}-nic0", 100, 10**11, peer_domain=1,
+                    peer_addr=p.getsockname()) for i, p in enumerate((a, b))]
+    ins = [InPort(i, f"s0-p{i}", i, 11 + 2 * i, f"h{i}", f"h{i}-nic0", peer_addr=p.getsockname())
+           for i, p in enumerate((a, b))]
+    el = Element("s0", SwitchEngine("s0", 5, SwitchSpec(), [0, 1]), cluster_id=CID, domain=dom, outs=outs, ins=ins,
+                 capture=False, seed=1, lookahead_ns=150, tag_key=key, batch=batch)
+    dom.add(el)
+    batch.index(dom.elements)
+    yield el, batch, a, b
+    for s in (batch.sock, a, b):
+        s.close()
+
+
+def _arrive(batch, src, data) -> int:
+    src.sendto(data, batch.addr)
+    for _ in range(100):
+        n = batch.udp_received
+        got = batch.drain()
+        if batch.udp_received > n:
+            return got
+        time.sleep(0.001)
+    raise AssertionError("the datagram never came")
+
+
+def test_each_record_is_checked_against_the_socket_at_the_other_end_of_its_link(batched):
+    el, batch, a, b = batched
+    # from a: link 11's records are a's, link 13's are b's -- dropped one by one, the rest taken
+    assert _arrive(batch, a, record(11, 0, 500) + record(13, 0, 500) + record(11, 1, 600)) == 2
+    assert el.stats["wrong_sender"] == 1 and el.in_by_link[13].link.expected == 0
+    assert el.in_by_link[11].link.expected == 2 and len(el.heap) == 2
+    assert _arrive(batch, b, record(13, 0, 700) + record(11, 2, 700)) == 1
+    assert el.stats["wrong_sender"] == 2 and el.in_by_link[13].link.expected == 1
+    # a record for a link that ends nowhere here, and foreign bytes: counted, the socket goes on
+    assert _arrive(batch, a, record(99, 0, 800) + record(11, 2, 800)) == 1
+    assert _arrive(batch, a, b"GET / HTTP/1.1\r\n\r\n" * 3) == 0
+    assert (el.stats["bad_link"], el.stats["bad_magic"], el.stats["datagrams_received"]) == (1, 1, 4)
+    assert batch.udp_received == 4
+
+
+def test_a_gap_on_one_link_asks_it_once_and_leaves_the_others_alone(batched):
+    el, batch, a, _ = batched
+    got = _arrive(batch, a, record(11, 1, 500) + record(11, 2, 500) + record(11, 3, 500))
+    assert got == 0 and el.stats["gaps"] == 3 and el.stats["nacks_sent"] == 1
+    data, sender = a.recvfrom(65536)  # link 11's NACK, to a, from the batch socket
+    assert sender == batch.addr and OUTER.struct.unpack_from(data)[2] == LinkKind.NACK
+    assert OUTER.struct.unpack_from(data)[5] == 0  # go back to 0
+
+
+@pytest.mark.parametrize("batched", [tag_key(bytes(32), CID)], indirect=True)
+def test_off_loopback_each_datagram_is_tagged_once_and_checked_before_its_records(batched):
+    el, batch, a, _ = batched
+    key = tag_key(bytes(32), CID)
+    body = record(11, 0, 500) + record(11, 1, 600)
+    assert _arrive(batch, a, body) == 0 and _arrive(batch, a, body + bytes(TAG_LEN)) == 0
+    assert el.stats["bad_tag"] == 2 and not el.heap
+    assert _arrive(batch, a, body + datagram_tag(key, body)) == 2
+    # what the element sends in a window leaves joined, with one tag for the datagram
+    batch.holding = True
+    el._sendto(record(10, 0, 1), a.getsockname())
+    el._sendto(record(10, 1, 2), a.getsockname())
+    batch.flush()
+    data = a.recv(65536)
+    assert data[-TAG_LEN:] == datagram_tag(key, data[:-TAG_LEN]) and data[:-TAG_LEN] == record(10, 0, 1) + record(10, 1, 2)
+
+
+def test_a_window_s_groups_are_joined_per_destination_up_to_the_datagram_limit(batched):
+    el, batch, a, b = batched
+    big = bytes(emu.batch.MAX_DATAGRAM // 3)
+    batch.holding = True
+    for i in range(4):
+        batch.send(big, a.getsockname())
+    batch.send(b"x", b.getsockname())
+    assert batch.udp_sent == 1  # the fourth would not fit: the first three left
+    batch.flush()
+    assert batch.udp_sent == 3 and not batch.pending and not batch.holding
+    assert len(a.recv(65536)) == 3 * len(big) and a.recv(65536) == big and b.recv(65536) == b"x"
+    batch.send(b"now", b.getsockname())  # outside a window (NACKs, retransmissions): at once
+    assert b.recv(65536) == b"now"
+
+
+async def _run(batch: bool, tmp_path, capture: bool, processes: int = 1):
+    cap = tmp_path / f"b{batch}{capture}{processes}.pcapng" if capture else None
+    run = RunConfig(batch=batch, processes=processes, capture=capture)
+    async with emu.Cluster(SPEC, run=run, capture=cap) as net:
+        res = await net.run(SCENARIO)
+        stats = await net.stats()
+        udp = net._local.batch.udp_sent if batch else None
+        metrics = net.metrics
+    return res, metrics, stats, udp, cap and hashlib.sha256(cap.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("capture", [False, True])
+async def test_batched_and_unbatched_sockets_give_the_same_figures_and_capture(tmp_path, capture):
+    res, metrics, stats, udp, digest = await _run(True, tmp_path, capture)
+    res0, metrics0, stats0, _, digest0 = await _run(False, tmp_path, capture)
+    assert res == res0 and metrics == metrics0 and digest == digest0
+    assert [s["ports"] for s in stats] == [s["ports"] for s in stats0]
+    groups = sum(s["element"]["datagrams_sent"] for s in stats)
+    assert groups == sum(s["element"]["datagrams_sent"] for s in stats0) > 0  # every link's group, both ways
+    assert 0 < udp < groups  # ... joined into fewer datagrams
+    for s in stats:
+        assert s["element"]["gaps"] == s["element"]["retransmitted"] == s["element"]["wrong_sender"] == 0
+
+
+async def test_two_processes_and_reading_back_early_change_nothing(tmp_path, monkeypatch):
+    res0, metrics0, *_ = await _run(False, tmp_path, False)
+    res, metrics, stats, *_ = await _run(True, tmp_path, False, processes=2)
+    assert res == res0 and metrics == metrics0
+    # frames to the process's own socket read back after every datagram (not after 1 MB)
+    monkeypatch.setattr(emu.batch, "SELF_DRAIN_BYTES", 0)
+    res, metrics, stats, *_ = await _run(True, tmp_path, False)
+    assert res == res0 and metrics == metrics0
+    assert sum(s["element"]["gaps"] for s in stats) == 0
