@@ -27,6 +27,10 @@ _LINK_OPS = (MgmtOp.HELLO, MgmtOp.HELLO_ACK, MgmtOp.PATTERN, MgmtOp.END, MgmtOp.
 
 log = logging.getLogger(__name__)
 
+MAX_HOPS = 255
+"""A frame that arrives having crossed this many routers (the fabric header's 8-bit ``hops``, which
+would wrap next) is looping and is dropped (``hop_limit``); no topology here has a path near it."""
+
 _U32 = struct.Struct("!I")
 _ET_HI, _ET_LO = ETHERTYPE_FABRIC >> 8, ETHERTYPE_FABRIC & 0xFF
 
@@ -147,6 +151,8 @@ class SwitchEngine:
                 self.stats["held_drops"] = self.stats.get("held_drops", 0) + 1
                 return []
             return self._unreachable(frame, port, dst, out, now)
+        if frame[HOPS_OFF] >= MAX_HOPS:  # a loop (a table rewritten under traffic): the frame dies here
+            return self._hop_limit(frame, dst, now)
         self.stats["forwarded"] += 1
         if self.cut_through:  # the head left once the header was through; the tail not before it came
             bps = self.port_bps
@@ -158,6 +164,15 @@ class SwitchEngine:
             b[HOPS_OFF] = (b[HOPS_OFF] + 1) & 0xFF
             return [(out, bytes(b), now + self.spec.processing_delay_ns)]
         return [(out, self._next_hop(frame, port, out), now + self.spec.processing_delay_ns)]
+
+    def _hop_limit(self, frame: bytes, dst: int, now: int) -> list:
+        """Drop a frame that has crossed ``MAX_HOPS`` routers: it can only be looping. Counted and
+        logged here; the sender's transport (QsNet's adapter, the reliable host transport) resends or
+        gives up and says so, instead of the loop running forever."""
+        self.stats["hop_limit"] = self.stats.get("hop_limit", 0) + 1
+        log.warning("%s: a frame for %d crossed %d routers (a routing loop?): dropped at %d ns",
+                    self.name, dst, MAX_HOPS, now)
+        return []
 
     def _unreachable(self, frame: bytes, port: int, dst: int, out: int, now: int) -> list[tuple[int, bytes, int]]:
         """A QsNet packet this router cannot send on (its port toward ``dst`` is down, and the

@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from emu.config import HostSpec, LinkSpec, SwitchSpec
-from emu.wire import FCS_LEN, HDR_LEN, MSG, PacketType, build_frame
+from emu.wire import FCS_LEN, HDR_LEN, HOPS_OFF, MSG, PacketType, build_frame
 from emu.sim import EngineNet
 from emu.nodes.nic.engine import NicEngine
 from emu.switch.forward import SwitchEngine
@@ -93,3 +93,14 @@ def test_deadlocked_app_reports_what_it_waits_for():
     net.step_all()
     [st] = net.engines["h0"].app_states()
     assert not st.done and st.waiting == "recv(src=h1, tag=99)"
+
+
+def test_a_frame_that_has_crossed_max_hops_routers_is_dropped_counted_and_logged(caplog):
+    from emu.switch.forward import MAX_HOPS
+
+    sw = _switch()
+    [(_port, out, _at)] = sw.receive(build_frame(1, 2, PacketType.MSG, b"xy", hops=MAX_HOPS - 1), 0, 5)
+    assert out[HOPS_OFF] == MAX_HOPS                       # one short of the limit: forwarded, counted once more
+    with caplog.at_level("WARNING"):
+        assert sw.receive(out, 0, 6) == []                 # a loop's frame dies here instead of circling
+    assert sw.stats["hop_limit"] == 1 and sw.stats["forwarded"] == 1 and "routing loop" in caplog.text
