@@ -215,11 +215,12 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
             peer = dom.by_name.get(p.peer)
             if direct and peer is not None:
                 p.local = (peer, peer.in_by_link[p.link_id])
-            # nobody sees the FCS: no CRC-32 per hop, in memory or on a socket (a DATA_NOFCS record);
+            # handed over in memory, nobody sees the FCS: no CRC-32 per hop (a frame on a socket keeps its
+            # FCS: the whole frame crosses it, and leaving it off measured no faster there);
             # credit flow control keeps its own path, and a receiver whose buffers count the frame's
             # bytes needs them all; a fault or an overtaking frame puts the FCS back (OutPort.restore_fcs)
             rx = t.nodes[p.peer]
-            p.defer_fcs = (not plan.run.capture and p.flow is None
+            p.defer_fcs = (direct and peer is not None and not plan.run.capture and p.flow is None
                            and (input_queued(rx) or not finite_buffers(rx)))
     if plan.run.trace:  # the run's timeline (emu.trace): every element, engine and port gets the tracer
         from .trace import attach
