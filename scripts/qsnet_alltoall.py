@@ -439,6 +439,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if bad or not 0.0 <= a.ber <= 1.0:
         ap.error(f"--patterns {bad} not among {PATTERNS}" if bad else "--ber must be within 0..1")
     jobs = jobs_for(topos, routings, size, a.seed, tuple(a.set), not a.no_broken, a.ber, patterns, managers, vcs, a.peers)
+    if not jobs:
+        ap.error("nothing to run: every topology was skipped (raise --max-nodes) or no pattern/routing given")
     console.print(f"seed {a.seed}; {len(jobs)} runs on {a.jobs} process(es); puts of {size} B")
     w = time.perf_counter()
     if a.jobs > 1:

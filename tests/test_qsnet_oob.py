@@ -33,7 +33,9 @@ def test_out_of_band_links_every_router_to_the_manager_and_routing_ignores_them(
 
 
 def _link_down_traps(band: str):
-    t = build("qsnet:nodes=300", settings={"switch": {"routing": "static"}})
+    # EngineNet drives the engines without credits: the output-queued switch with unbounded buffers
+    t = build("qsnet:nodes=300", settings={"switch": {"routing": "static", "model": "output_queued",
+                                                      "vc_buffer_bytes": 0, "pool_bytes": 0}})
     t.add_manager(spec=ManagerSpec(band=band, persist_ns=10_000))
     net = EngineNet(t)
     # a link on the in-band manager tree: an upper router's only way to the manager

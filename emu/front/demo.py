@@ -77,7 +77,8 @@ def busy(err: Console, what: str) -> Iterator[Callable[[str], None]]:
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
                   transient=True, redirect_stdout=False, redirect_stderr=False) as progress:
         task = progress.add_task(what)
-        yield lambda text: progress.update(task, description=text)
+        progress.refresh()  # every part is shown at least once, however fast it ends
+        yield lambda text: progress.update(task, description=text, refresh=True)
 
 
 async def demo(n: int = 8, plot_path: str | None = None,
