@@ -263,3 +263,14 @@ async def test_scaled_down_counts_stay_within_one_percent():
         assert abs(scaled.frames(1024) - full.frames(1024)) <= full.frames(1024) / 100, (operation, algo)
     stopped = await count_messages("alltoall", 64, 1, budget=1000)
     assert not stopped.complete and 1000 <= len(stopped.sizes) < 64 * 63
+
+
+def test_the_demo_says_where_the_qsnet_hardware_allreduce_wins_and_loses_from_its_figures():
+    from emu.front.demo import _hw_line
+
+    seen = {(256, None): (5000, 1), (256, "hw"): (2500, 1), (256, "switch"): (2000, 1),
+            (4096, None): (12000, 1), (4096, "hw"): (4000, 1), (4096, "switch"): (6000, 1),
+            (65536, None): (30000, 1), (65536, "hw"): (31000, 1), (65536, "switch"): (12000, 1)}
+    line = _hw_line(seen)
+    assert "faster than host software at 256 B, 4,096 B (x2.00 at 256 B, x3.00 at 4,096 B, x0.97 at 65,536 B)" in line
+    assert "slower than the switches at 256 B, 65,536 B:" in line

@@ -197,8 +197,23 @@ async def _offloads(console, err) -> bool:
             check_results(r, 65536 // 4, "float32", "sum", 0, 0)
             seen[65536, "sparse"] = (r.completion_ns, sum(r.link_bytes.values()))
     console.print(t)
+    console.print(_hw_line(seen))
     console.print(_switch_line(seen))
     return ok
+
+
+def _hw_line(seen: dict) -> str:
+    """QsNet's hardware collectives in one line, from the table's figures: against host software and
+    against the switches."""
+    sizes = sorted({s for s, o in seen if o is None})
+    win = [s for s in sizes if seen[s, "hw"][0] < seen[s, None][0]]
+    lose = [s for s in sizes if seen[s, "switch"][0] < seen[s, "hw"][0]]
+    by = ", ".join(f"x{seen[s, None][0] / seen[s, 'hw'][0]:.2f} at {s:,} B" for s in sizes)
+    return (f"hw offload (QsNet: the adapters reduce up a tree, then one hardware broadcast whose ACKs the "
+            f"switches combine): faster than host software at {', '.join(f'{s:,} B' for s in win) or 'no size'} "
+            f"({by}): no host takes part once the data is given, and the result is sent once, not per rank; "
+            f"slower than the switches at {', '.join(f'{s:,} B' for s in lose) or 'no size'}: each adapter on "
+            "the tree receives, adds and resends the whole vector, where a switch adds it as it passes")
 
 
 def _switch_line(seen: dict) -> str:
