@@ -77,6 +77,9 @@ class Batch:
             self.sock.close()
             raise
         self.addr: tuple[str, int] = self.sock.getsockname()
+        # read back what this process sends itself well before the receive buffer it got is full
+        # (the kernel reports twice the size asked for; without SO_RCVBUFFORCE it may be far below RCVBUF)
+        self.self_drain = min(SELF_DRAIN_BYTES, self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) // 4)
         self._tag = tagger(tag_key) if tag_key is not None else None
         self.holding = False
         """A window is running: what the elements send waits for ``flush``."""
@@ -136,6 +139,9 @@ class Batch:
         if self._tag is not None:
             data += self._tag(data)
         self.udp_sent += 1
+        if self.unsent:  # something is waiting for room: keep the order (a link's records stay in sequence)
+            self.unsent.append((data, addr))
+            return
         try:
             self.sock.sendto(data, addr)
         except BlockingIOError:
@@ -143,7 +149,7 @@ class Batch:
             return
         if addr == self.addr:
             self._to_self += len(data)
-            if self._to_self > SELF_DRAIN_BYTES:
+            if self._to_self > self.self_drain:
                 self.drain()
 
     async def flush_unsent(self) -> None:

@@ -158,7 +158,8 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
     dom = Domain(index, plan.run.processes, plan.run)
     address = bind_address(plan.run.bind)  # this process's own (an interface's address differs per machine)
     key = None if is_loopback(address) else _tag_key(plan, secret)
-    if plan.run.batch:  # one socket for the process, one datagram per destination per window (emu.batch)
+    if plan.run.batch and any(plan.owner[n] == index for n in t.nodes):  # one socket for the process, one
+        # datagram per destination per window (emu.batch); a process with no element has nothing to read
         dom.batch = Batch(address, key, plan.cluster_id)
     outs: dict[str, list[OutPort]] = {n: [] for n in t.nodes if plan.owner[n] == index}
     largest = largest_frame(t)

@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from .segcut import cut_in, next_boundary
+from .segcut import cut_in, cut_point
 from .wire.fabric import DST_OFF, FLAG_POOL, FLAGS_OFF, PacketType, add_fcs
 from .wire.framing import ETHERNET, Framing
 from .wire.lazy import LazyFrame, made, with_fcs
@@ -216,7 +216,7 @@ class OutPort:
             self.peak_queue_bytes = qb
         hb = self.head_bytes
         if hb:
-            self.line = [start, done, n, len(frame) > PTYPE_OFF and frame[PTYPE_OFF] == _QPKT and not frame[PRIO_OFF]]
+            self.line = [start, done, n, len(frame) > PTYPE_OFF and frame[PTYPE_OFF] == _QPKT and not frame[PRIO_OFF], []]
             self.pending.append((start, start + self._ser(min(hb, n)) + self.latency_ns, frame, False))
         else:
             self.pending.append((start, done + self.latency_ns, frame, False))
@@ -376,7 +376,7 @@ class OutPort:
                 self.peak_queue_bytes = self.queued_bytes
             if self.head_bytes:
                 arrival = now + self._ser(min(self.head_bytes, n)) + self.latency_ns
-                self.line = [now, done, n, wire[PTYPE_OFF] == _QPKT and not wire[PRIO_OFF]]
+                self.line = [now, done, n, wire[PTYPE_OFF] == _QPKT and not wire[PRIO_OFF], []]
             else:
                 arrival = done + self.latency_ns
             self.pending.append((now, arrival, wire, pool))
@@ -404,7 +404,7 @@ class OutPort:
                 c = -(-self.framing.length_wire(qv[0][1]) // fl.unit) * fl.unit
                 if fl.place(v, c) is not None and (best < 0 or qv[0][0] < key):
                     best, key = v, qv[0][0]
-        if best < 0 or next_boundary(self, now) is None:
+        if best < 0 or cut_point(self, now) is None:  # (checked before anything is taken or charged)
             return
         _at, wire, token = fl.queues[best].popleft()
         n = self.framing.length_wire(wire)

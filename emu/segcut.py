@@ -11,13 +11,31 @@ frame's head; the receiver's router moves the packet's tail by d and, where it a
 packet on, stretches that port in turn (:func:`stretch`): the delay follows the packet hop by hop, as
 its missing segments would, down to the port into its destination, whose arrival moves by d.
 
-Each port remembers the frame on its line: ``line`` = [start, done, modelled bytes, cuttable] (a
-priority-0 QsNet packet is cuttable), and ``done`` moves with every frame put into it or stretch.
+Each port remembers the frame on its line: ``line`` = [start, done, modelled bytes, cuttable, shifts] (a
+priority-0 QsNet packet is cuttable); ``done`` moves with every frame put into it or stretch, and
+``shifts`` lists them as (at, d), so that its later segment boundaries move and earlier ones do not.
 """
 
 from __future__ import annotations
 
 SEG_BYTES = 256
+
+
+def boundary(start: int, n: int, ser, first_end: int, shifts: list, at: int, done: int) -> int | None:
+    """The first segment boundary at or after ``at`` of an ``n``-byte packet that started at ``start``
+    (``ser(bytes)``: its time on the line), each boundary moved by the insertions ``shifts`` made so far
+    ((at, d): frames put into it at a boundary, stretches from upstream -- a boundary at or after ``at``
+    moves ``d`` later); None when none is left before ``done``."""
+    off = first_end
+    while off < n:
+        t = start + ser(off)
+        for x, d in shifts:
+            if t >= x:
+                t += d
+        if t >= at:
+            return t if t < done else None
+        off += SEG_BYTES
+    return None
 
 
 def next_boundary(port, at: int) -> int | None:
@@ -26,23 +44,24 @@ def next_boundary(port, at: int) -> int | None:
     line = port.line
     if line is None or not line[3] or not line[0] <= at < line[1]:
         return None
-    start, done, n, _c = line
-    inserted = done - start - port._ser(n)  # frames that went in at earlier boundaries, stretches
-    off = port.framing.qs_first_end
-    while off < n:
-        t = start + port._ser(off) + inserted
-        if t >= at:
-            return t if t < done else None
-        off += SEG_BYTES
-    return None
+    return boundary(line[0], line[2], port._ser, port.framing.qs_first_end, line[4], at, line[1])
+
+
+def cut_point(port, at: int) -> int | None:
+    """Where a high-priority frame handed over at ``at`` would go into the packet on the line (None:
+    nowhere -- no boundary left, or frames already queued behind the packet)."""
+    b = next_boundary(port, at)
+    if b is None or any(e[0] >= b for e in port.pending if e[0] != port.line[0]):
+        return None  # (frames queued behind the packet: it goes as the priority path of enqueue says)
+    return b
 
 
 def cut_in(port, wire, at: int, n: int) -> int | None:
     """Put high-priority ``wire`` (FCS included, ``n`` modelled bytes) into the packet on the line at
     its next boundary at or after ``at``; returns its start, or None (nothing to cut: it queues)."""
-    b = next_boundary(port, at)
-    if b is None or any(e[0] >= b for e in port.pending if e[0] != port.line[0]):
-        return None  # (frames queued behind the packet: it goes as the priority path of enqueue says)
+    b = cut_point(port, at)
+    if b is None:
+        return None
     d = port._ser(n)
     arrival = b + port._ser(min(port.head_bytes, n)) + port.latency_ns
     _shift_line(port, b, d)
@@ -59,6 +78,7 @@ def _shift_line(port, b: int, d: int) -> None:
     """The packet on the line finishes ``d`` later (something went into it at ``b``)."""
     line = port.line
     line[1] += d
+    line[4].append((b, d))
     port.free_at += d
     q = port.queued
     for i, (dn, nb) in enumerate(q):
@@ -82,7 +102,8 @@ def stretch(port, start: int, d: int, now: int) -> bool:
         if line is None or line[0] != start or line[1] <= now:
             return False
         _shift_line(port, now, d)
-        moved = [(s + d if s > start else s, a + d if s > start else a, f, pl) for s, a, f, pl in port.pending]
+        # frames started before ``now`` (the packet, frames cut into it earlier) stay where they are
+        moved = [(s + d if s > now else s, a + d if s > now else a, f, pl) for s, a, f, pl in port.pending]
         port.pending.clear()
         port.pending.extend(moved)
         _tell(port, now, d)
@@ -101,4 +122,5 @@ def stretch(port, start: int, d: int, now: int) -> bool:
             q[k] = (dn + d, nb)
     if line is not None and line[0] == start:
         line[1] += d
+        line[4].append((now, d))
     return True

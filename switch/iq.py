@@ -470,7 +470,7 @@ class InputQueuedEngine(Allocators, SegmentCut, SwitchEngine):
             self.iq_stats["cut_in"] = self.iq_stats.get("cut_in", 0) + 1
         else:
             self.out_ready[o] = busy
-            self.line[o] = [depart, depart + ser, n, o in self.prio_ports and cuttable(c.frame), c]
+            self.line[o] = [depart, depart + ser, n, o in self.prio_ports and cuttable(c.frame), c, []]
         self.in_ready[pkt.port] = busy
         cr = self.credits[o]
         pool = False

@@ -17,7 +17,7 @@ or stretched goes back when it would have left uncut (up to one high-priority fr
 from __future__ import annotations
 
 from emu.port import PRIO_OFF, PTYPE_OFF
-from emu.segcut import SEG_BYTES
+from emu.segcut import boundary
 from emu.wire.fabric import PacketType
 from emu.wire.framing import ETHERNET
 
@@ -50,16 +50,9 @@ class SegmentCut:
         line = self.line[o]
         if line is None or not line[3] or not line[0] <= t < line[1]:
             return None
-        start, done, n = line[0], line[1], line[2]
         ser = self._ser_out
-        inserted = done - start - ser(o, n)
-        off = self.port_framing.get(o, ETHERNET).qs_first_end
-        while off < n:
-            b = start + ser(o, off) + inserted
-            if b >= t:
-                return b if b < done else None
-            off += SEG_BYTES
-        return None
+        return boundary(line[0], line[2], lambda k: ser(o, k), self.port_framing.get(o, ETHERNET).qs_first_end,
+                        line[5], t, line[1])
 
     def _hold_longer(self, c, d: int, at: int) -> None:
         """Copy ``c`` (on its output's line) finishes ``d`` later, from ``at``: its output, its input
@@ -67,6 +60,7 @@ class SegmentCut:
         o, pkt = c.out, c.pkt
         line = self.line[o]
         line[1] += d
+        line[5].append((at, d))  # later segment boundaries move, earlier ones do not
         if self.out_ready[o] > at:
             self.out_ready[o] += d
         if self.in_ready[pkt.port] > at:

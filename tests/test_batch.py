@@ -156,3 +156,23 @@ async def test_two_processes_and_reading_back_early_change_nothing(tmp_path, mon
     res, metrics, stats, *_ = await _run(True, tmp_path, False)
     assert res == res0 and metrics == metrics0
     assert sum(s["element"]["gaps"] for s in stats) == 0
+
+
+def test_a_datagram_waits_behind_one_that_found_no_room_and_self_reads_fit_the_buffer_it_got():
+    batch = Batch("127.0.0.1", None, CID)
+    try:
+        rcvbuf = batch.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        assert 0 < batch.self_drain <= rcvbuf // 4     # read back long before the kernel would drop
+        peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        peer.bind(("127.0.0.1", 0))
+        try:
+            batch.unsent.append((b"first", peer.getsockname()))   # as after a sendto that found no room
+            batch._send(b"second", peer.getsockname())
+            assert [d for d, _a in batch.unsent] == [b"first", b"second"]   # in order, none overtakes
+            peer.setblocking(False)
+            with pytest.raises(BlockingIOError):
+                peer.recv(100)                                      # nothing went out of order
+        finally:
+            peer.close()
+    finally:
+        batch.sock.close()

@@ -189,3 +189,42 @@ def test_a_priority_put_goes_into_bulk_packets_at_segment_boundaries_and_credits
     assert m["idle_ns"] <= lat1 <= m["idle_ns"] + m["hops"] * m["seg_ns"] < lat0
     if routing == "static":
         assert cuts1 > 0 and stretched1 > 0
+
+
+def _line_port():
+    """An output port into an input-queued router (head delivery), QsNet framing, 10 Gbit/s."""
+    from emu.port import OutPort
+    from emu.wire.framing import framing
+
+    return OutPort(index=0, name="s0-p0", iface=0, link_id=1, peer="s1", peer_port_name="s1-p0", latency_ns=0,
+                   bandwidth_bps=10_000_000_000, head_bytes=256, framing=framing("qsnet"))
+
+
+def _qs_frame(size: int, prio: int) -> bytes:
+    from emu.wire import PacketType, build_frame
+
+    f = bytearray(build_frame(1, 2, PacketType.QPKT, bytes(size)))
+    from emu.port import PRIO_OFF
+
+    f[PRIO_OFF] = prio
+    return bytes(f)
+
+
+def test_two_frames_cut_into_one_packet_never_overlap_and_a_stretch_leaves_started_frames_alone():
+    # a frame cut in at a boundary moves only the boundaries after it: the next one goes after it
+    port = _line_port()
+    port.enqueue(_qs_frame(4000, 0), 0)
+    bulk_done = port.line[1]
+    a = port.enqueue(_qs_frame(1500, 1), 1000)
+    a_end = a + port._ser(port.framing.length_wire(port.pending[-1][2]))
+    b = port.enqueue(_qs_frame(1500, 1), 1000)
+    assert 1000 <= a < a_end <= b                        # one after the other on the line
+    assert port.line[1] == bulk_done + 2 * (a_end - a)   # the packet's rest follows both
+    # a stretch from upstream at a later time moves what starts after it, not what already started
+    from emu.segcut import stretch
+
+    before = [(s, arr) for s, arr, _f, _p in port.pending]
+    assert stretch(port, port.line[0], 500, a_end - 1)
+    after = [(s, arr) for s, arr, _f, _p in port.pending]
+    assert after[:2] == before[:2]                       # the packet and the first cut-in stay
+    assert after[2] == (before[2][0] + 500, before[2][1] + 500)
