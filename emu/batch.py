@@ -40,7 +40,7 @@ import time
 import trio
 
 from .errors import CausalityError
-from .element import INF, NOFCS_KIND, RX_FLAGS
+from .element import INF, NOFCS_KIND, RX_FLAGS, read_datagrams
 from .link import MAX_DATAGRAM
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, TAG_LEN, VERSION, LinkKind, tagger
 
@@ -178,16 +178,7 @@ class Batch:
     def drain(self) -> int:
         """Read every datagram waiting on the socket; return how many DATA frames were accepted."""
         self._to_self = 0
-        accepted = 0
-        recv = self.sock.recvfrom
-        while True:
-            try:
-                data, sender = recv(65536)
-            except BlockingIOError:
-                return accepted
-            except ConnectionRefusedError:  # ICMP from a peer that already closed (teardown)
-                continue
-            accepted += self.on_datagram(data, sender)
+        return read_datagrams(self.sock, self.on_datagram)
 
     def _drop(self, el, what: str, detail: str) -> None:
         el = el or self.speaker

@@ -89,6 +89,21 @@ class Scheduler(Protocol):
         """``n`` frames went by socket to element ``peer`` of domain ``peer_domain``."""
 
 
+def read_datagrams(sock, on_datagram) -> int:
+    """Read every datagram waiting on the non-blocking ``sock`` into ``on_datagram(data, sender)``;
+    return the sum of what it returned (DATA frames accepted)."""
+    accepted = 0
+    recv = sock.recvfrom
+    while True:
+        try:
+            data, sender = recv(65536)
+        except BlockingIOError:
+            return accepted
+        except ConnectionRefusedError:  # ICMP from a peer that already closed (teardown)
+            continue
+        accepted += on_datagram(data, sender)
+
+
 class Element:
     def __init__(self, name: str, engine: Engine, *, cluster_id: int, domain: Scheduler,
                  outs: list[OutPort], ins: list[InPort], capture: bool, seed: int, lookahead_ns: int,
@@ -191,16 +206,7 @@ class Element:
         """Read every datagram waiting on the socket; return how many DATA frames were accepted."""
         if self.batch is not None:
             return self.batch.drain()
-        accepted = 0
-        recv = self.sock.recvfrom
-        while True:
-            try:
-                data, sender = recv(65536)
-            except BlockingIOError:
-                return accepted
-            except ConnectionRefusedError:  # ICMP from a peer that already closed (teardown)
-                continue
-            accepted += self.on_datagram(data, sender)
+        return read_datagrams(self.sock, self.on_datagram)
 
     def on_datagram(self, data: bytes, sender: tuple[str, int]) -> int:
         """Parse the records of one datagram from socket address ``sender``; foreign, forged or
