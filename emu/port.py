@@ -354,16 +354,7 @@ class OutPort:
                     fl.stalled_since = now
                     fl.stalls += 1
                 break
-            at, wire, token = fl.queues[best].popleft()
-            n = self.framing.length_wire(wire)
-            c = -(-n // fl.unit) * fl.unit
-            pool = fl.place(best, c)
-            a, b = fl.parts(c, pool)
-            fl.credits[best] -= a
-            fl.pool -= b
-            if fl.vc_bytes and bool(wire[FLAGS_OFF] & FLAG_POOL) != pool:  # the receiver files it by its POOL flag
-                flags = wire[FLAGS_OFF] | FLAG_POOL if pool else wire[FLAGS_OFF] & ~FLAG_POOL
-                wire = add_fcs(b"".join((wire[:FLAGS_OFF], bytes((flags,)), wire[FLAGS_OFF + 1:-4])))
+            wire, token, n, pool = self._take_credit(best)
             if fl.stalled_since is not None:
                 fl.stall_ns += now - fl.stalled_since
                 fl.stalled_since = None
@@ -406,19 +397,27 @@ class OutPort:
                     best, key = v, qv[0][0]
         if best < 0 or cut_point(self, now) is None:  # (checked before anything is taken or charged)
             return
-        _at, wire, token = fl.queues[best].popleft()
+        wire, token, n, _pool = self._take_credit(best)
+        cut_in(self, wire, now, n)
+        if token is not None:
+            started.append(token)
+
+    def _take_credit(self, vc: int) -> tuple[bytes, Any, int, bool]:
+        """Take the frame at the head of ``vc``'s queue and charge its credit (its VC buffer, the
+        receiver's pool, or both); the frame's POOL flag set as it was placed, since the receiver files
+        it by that flag. Returns (frame, release token, modelled bytes, in the pool?)."""
+        fl = self.flow
+        _at, wire, token = fl.queues[vc].popleft()
         n = self.framing.length_wire(wire)
         c = -(-n // fl.unit) * fl.unit
-        pool = fl.place(best, c)
+        pool = fl.place(vc, c)
         a, b = fl.parts(c, pool)
-        fl.credits[best] -= a
+        fl.credits[vc] -= a
         fl.pool -= b
         if fl.vc_bytes and bool(wire[FLAGS_OFF] & FLAG_POOL) != pool:
             flags = wire[FLAGS_OFF] | FLAG_POOL if pool else wire[FLAGS_OFF] & ~FLAG_POOL
             wire = add_fcs(b"".join((wire[:FLAGS_OFF], bytes((flags,)), wire[FLAGS_OFF + 1:-4])))
-        cut_in(self, wire, now, n)
-        if token is not None:
-            started.append(token)
+        return wire, token, n, pool
 
     def _trace_waiting(self, t: int) -> None:
         """(Traced runs, credit flow control) the queue counter: frames and bytes on the line or
