@@ -781,9 +781,8 @@ class Element:
                 if pend and pend[0][1] < release:
                     if pend[0][1] < first_arrival:
                         first_arrival = pend[0][1]
-                    dgrams, n, nbytes, arrival = p.link.take(pend, release, window, p.defer_fcs)
-                    if p.defer_fcs:
-                        nbytes += 4 * n
+                    # (a frame on a socket carries its FCS: defer_fcs is only set on ports handed over in memory)
+                    dgrams, n, nbytes, arrival = p.link.take(pend, release, window)
                     if self._drop_rate:
                         for dgram in dgrams:
                             self._sendto(dgram, p.peer_addr)

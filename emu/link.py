@@ -75,14 +75,14 @@ class LinkSender:
         self.seq = seq
         return out
 
-    def take(self, pend, release: int, window: int, nofcs: bool) -> tuple[list[bytes], int, int, int]:
+    def take(self, pend, release: int, window: int) -> tuple[list[bytes], int, int, int]:
         """:meth:`datagrams` straight from an output port's queue ``pend`` ((start, arrival, frame,
         pool) in order): every frame arriving before ``release`` leaves it as a record (no fault, no
         capture, no credits on the port: the socket path's common case). Returns (datagrams, frames,
         their bytes as the frames' lengths, last arrival)."""
         out: list[bytes] = []
         pack = _SEQ_TS_LEN.pack
-        prefix = self.prefix_nofcs if nofcs else self.prefix
+        prefix = self.prefix
         prefix_pool = self.prefix_pool
         w16 = window & 0xFFFF
         first = seq = self.seq
