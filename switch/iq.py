@@ -218,11 +218,16 @@ class InputQueuedEngine(Allocators, SegmentCut, SwitchEngine):
         self.VMAX = V + 1
         self.active: list[int] = []
         """Keys p * VMAX + v of the non-empty VC buffers, sorted: the fixed order of every scan."""
-        self.va_ptr = [0] * nports
-        self.in_ptr = [0] * (nports + 1)
+        self.va_ptr = ([0] * nports, [0] * nports)
+        """Per priority class (0, 1), per output: the (input, VC) served next by the VC allocator (a
+        class's grants move its own pointer only: ``emu.switch.iqalloc``)."""
+        self.in_ptr = ([0] * (nports + 1), [0] * (nports + 1))
+        """Per priority class, per input: the VC its switch arbiter serves next (islip: the output,
+        class 0's)."""
         self.vc_ptr = [0] * (nports + 1)
         """islip: per input, the VC served next among those toward the output it accepted."""
-        self.out_ptr = [0] * nports
+        self.out_ptr = ([0] * nports, [0] * nports)
+        """Per priority class, per output: the input its switch arbiter serves next."""
 
     # -- time on the lines ------------------------------------------------------------------------
     def _ser_out(self, o: int, n: int) -> int:
@@ -415,8 +420,8 @@ class InputQueuedEngine(Allocators, SegmentCut, SwitchEngine):
                     c.ovc = c.group
                     c.sa_at = now + self.va
                 continue
-            ptr = self.va_ptr[o]
-            reqs.sort(key=lambda c: (-c.prio, (c.pkt.port * V + c.pkt.vc - ptr) % N))
+            ptrs = self.va_ptr
+            reqs.sort(key=lambda c: (-c.prio, (c.pkt.port * V + c.pkt.vc - ptrs[c.prio][o]) % N))
             free_at = self.vc_free[o]
             for c in reqs:
                 w = next((w for w in self.allowed[o][c.group] if hold[w] is None and free_at[w] <= now
@@ -430,7 +435,7 @@ class InputQueuedEngine(Allocators, SegmentCut, SwitchEngine):
                 c.sa_at = now + self.va
                 n, b = self.wait_vc.get((o, w), (0, 0))
                 self.wait_vc[(o, w)] = (n + 1, b + self.mlen(o, c.frame))
-                self.va_ptr[o] = (c.pkt.port * V + c.pkt.vc + 1) % N
+                ptrs[c.prio][o] = (c.pkt.port * V + c.pkt.vc + 1) % N
                 self.iq_stats["va_grants"] += 1
 
     def _ready(self, c: Copy, now: int) -> bool:

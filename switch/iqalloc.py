@@ -1,5 +1,11 @@
 """The input-queued router's switch allocators and its credit-wait diagnosis (mixed into
-:class:`emu.switch.iq.InputQueuedEngine`; the rules are in that module's text)."""
+:class:`emu.switch.iq.InputQueuedEngine`; the rules are in that module's text).
+
+Each rotating priority is kept per priority class (``ptr[prio]``): a high-priority grant moves the
+high-priority pointer only. One shared pointer let every high-priority grant (an ACK token, every
+few hundred ns under load) reset the rotation among the priority-0 requesters to the one after the
+token's VC or input, so the lowest-numbered of them always won the next round and the others starved
+(a QsNet packet waited 53 us in one router while 60 later packets of its input passed it)."""
 
 from __future__ import annotations
 
@@ -11,19 +17,24 @@ class Allocators:
         """Input first: each input its ready copy next after its pointer (over VCs, then copies);
         each output the requesting input next after its pointer."""
         V = self.spec.vcs
+        in_ptr, out_ptr = self.in_ptr, self.out_ptr
         picked: dict[int, list] = {}
         for p in sorted(req):
-            ptr = self.in_ptr[p]
-            v, c = min(req[p], key=lambda vc: (-vc[1].prio, (vc[0] - ptr) % V))
+            rq = req[p]
+            prio = max(c.prio for _v, c in rq)  # the highest class asking, served first
+            ptr = in_ptr[prio][p]
+            v, c = min((vc for vc in rq if vc[1].prio == prio), key=lambda vc: (vc[0] - ptr) % V)
             picked.setdefault(c.out, []).append((p, v, c))
         out = []
         nin = self.nports + 1
         for o in sorted(picked):
-            ptr = self.out_ptr[o]
-            p, v, c = min(picked[o], key=lambda t: (-t[2].prio, (t[0] - ptr) % nin))
-            self.iq_stats["sa_conflicts"] += len(picked[o]) - 1
-            self.out_ptr[o] = (p + 1) % nin
-            self.in_ptr[p] = (v + 1) % V
+            po = picked[o]
+            prio = max(t[2].prio for t in po)
+            ptr = out_ptr[prio][o]
+            p, v, c = min((t for t in po if t[2].prio == prio), key=lambda t: (t[0] - ptr) % nin)
+            self.iq_stats["sa_conflicts"] += len(po) - 1
+            out_ptr[prio][o] = (p + 1) % nin
+            in_ptr[prio][p] = (v + 1) % V
             out.append(c)
         return out
 
@@ -41,19 +52,19 @@ class Allocators:
                     continue
                 asking = [p for p in req if p not in matched_in and any(c.out == o for _v, c in req[p])]
                 if asking:
-                    ptr = self.out_ptr[o]
+                    ptr = self.out_ptr[0][o]
                     grants.setdefault(min(asking, key=lambda p: (p - ptr) % nin), []).append(o)
             if not grants:
                 break
             for p in sorted(grants):
-                ptr = self.in_ptr[p]
+                ptr = self.in_ptr[0][p]
                 o = min(grants[p], key=lambda o: (o - ptr) % nout)
                 matched_in[p] = o
                 matched_out.add(o)
                 self.iq_stats["sa_conflicts"] += len(grants[p]) - 1
                 if it == 0:
-                    self.out_ptr[o] = (p + 1) % nin
-                    self.in_ptr[p] = (o + 1) % nout
+                    self.out_ptr[0][o] = (p + 1) % nin
+                    self.in_ptr[0][p] = (o + 1) % nout
         out = []
         for p in sorted(matched_in):
             o = matched_in[p]
