@@ -22,13 +22,15 @@ from typing import Any, Protocol
 
 import trio
 
+from . import native
 from .errors import CausalityError, EngineError
 from .link import ACCEPT, GAP, NOFCS_FLAG, LinkReceiver, LinkSender
 from .port import VC_OFF, InPort, OutPort, frame_error_probability
 from .portview import PortView
 from .segcut import stretch as stretch_port
-from .wire.credit import CREDIT, CREDIT_FRAME_LEN, STRETCH, build_credit, build_stretch, is_credit
-from .wire.fabric import ETH_LEN, FCS_RESIDUE, FLAG_POOL, FLAGS_OFF, add_fcs, node_mac
+from .wire.credit import CREDIT, CREDIT_FRAME_LEN, ETHERTYPE_CREDIT, STRETCH, build_credit, build_stretch, is_credit
+from .wire.fabric import (DST_OFF, ETH_LEN, ETHERTYPE_FABRIC, FCS_RESIDUE, FLAG_BCAST, FLAG_POOL, FLAGS_OFF, HDR_LEN,
+                          HOPS_OFF, add_fcs, node_mac)
 from .wire.lazy import LazyFrame, made
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, TAG_LEN, VERSION, LinkKind, tagger
 
@@ -53,6 +55,14 @@ RX_FLAGS = (0, 0, POOL, CLEAN | NOFCS)
 NOFCS_KIND = int(LinkKind.DATA_NOFCS)
 FCS_ERROR = 32  # ... received with a bad frame check sequence, dropped by the receiving port
 LOST_DOWN = 64  # ... was on the wire while its link was down (scheduled): lost
+
+if native.CORE is not None:  # the compiled core learns the ports' layout and the frames' (emu.native)
+    try:
+        native.CORE.setup(OutPort, InPort, LazyFrame, crc32,
+                          (CLEAN, NOFCS, CREDIT_FRAME_LEN, ETHERTYPE_CREDIT >> 8, ETHERTYPE_CREDIT & 0xFF, ETHERTYPE_FABRIC >> 8, ETHERTYPE_FABRIC & 0xFF,
+                           HDR_LEN, DST_OFF, DST_OFF + 6, FLAGS_OFF, HOPS_OFF, DST_OFF + 5, FLAG_BCAST))
+    except (TypeError, ValueError, AttributeError) as e:
+        native.disable(str(e))
 
 
 class Engine(Protocol):
@@ -405,8 +415,18 @@ class Element:
         stop = t_end
         arrive, emit, receive = self._arrive, self._emit, eng.receive  # per frame: no lookups
         ins, pop = self.ins, heapq.heappop
+        core = native.CORE
+        plain = getattr(eng, "plain_table", None) if core is not None else None
+        fwd = None
         while not links and not pev and eng.timer is None and self.capture is None:
             # only frames can be due (most windows of most elements): the same order, fewer tests
+            if plain is not None:  # a static-table switch: its plain data frames in the compiled core
+                fwd = plain()  # (asked again after every frame Python took: that may have changed it)
+                if fwd is not None:
+                    n, last = core.forward(heap, t_end, ins, self.outs, self.busy, fwd[0], fwd[1])
+                    if n:
+                        self.now = self.active_ns = last
+                        eng.stats["forwarded"] += n
             while heap and heap[0][0] < t_end:
                 now, port, _, wire, kind = pop(heap)
                 self.now = self.active_ns = now
@@ -416,7 +436,7 @@ class Element:
                     result = receive(wire if kind & NOFCS else wire[:-4], port, now)
                     if result:
                         emit(result, None, min_delay, cut)
-                    if pev or eng.timer is not None:  # credit flow control or a timer: the general loop
+                    if pev or eng.timer is not None or fwd is not None:  # the general loop, or the core again
                         break
                     continue
                 arrived = self._arrived(now, port, wire, kind, passes)  # (the FCS is checked again there)
@@ -611,6 +631,7 @@ class Element:
         until they have started on their way."""
         outs = self.outs
         now = self.now
+        core = native.CORE
         for i in range(len(result)):
             port, frame, at = result[i]
             result[i] = None  # a burst of frames (a long message) is not held twice: port copy only
@@ -636,7 +657,9 @@ class Element:
                     p.wake_at = at
                     self._event(at, WAKE, p)
                 continue
-            start = p.enqueue(frame, at)
+            start = core.enqueue(p, frame, at) if core is not None else None  # (None: not the plain case)
+            if start is None:
+                start = p.enqueue(frame, at)
             self.busy[p] = None
             if token is not None:  # it leaves its input buffer as it starts on its way out
                 self._event(start, RELEASE, token)
@@ -738,6 +761,7 @@ class Element:
         domain = self.domain
         push = heapq.heappush
         batch = self.batch
+        core = native.CORE
         for p in self.busy:
             pend, ctl = p.pending, p.ctl
             if p.local is not None and not ctl and p.fault_rng is None and cap is None:
@@ -754,15 +778,18 @@ class Element:
                     heap, index, link = peer.heap, inp.index, p.link
                     seq = link.seq
                     flags = CLEAN | NOFCS if p.defer_fcs else CLEAN
-                    n = nbytes = 0
-                    while pend and pend[0][1] < release:
-                        _, arrival, frame, pool = pend.popleft()
-                        if frame.__class__ is LazyFrame:  # made from its sender's buffer now (emu.wire.lazy)
-                            frame = frame.make()
-                        push(heap, (arrival, index, seq, frame, flags | POOL if pool else flags))
-                        seq = (seq + 1) & 0xFFFFFFFF
-                        n += 1
-                        nbytes += len(frame)
+                    if core is not None:
+                        n, nbytes, seq, arrival = core.hand_over(pend, heap, index, seq, flags, release, POOL)
+                    else:
+                        n = nbytes = 0
+                        while pend and pend[0][1] < release:
+                            _, arrival, frame, pool = pend.popleft()
+                            if frame.__class__ is LazyFrame:  # made from its sender's buffer now (emu.wire.lazy)
+                                frame = frame.make()
+                            push(heap, (arrival, index, seq, frame, flags | POOL if pool else flags))
+                            seq = (seq + 1) & 0xFFFFFFFF
+                            n += 1
+                            nbytes += len(frame)
                     if flags & NOFCS:
                         nbytes += 4 * n
                     link.seq = inp.link.expected = seq

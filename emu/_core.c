@@ -1,0 +1,646 @@
+/* emu._core: the compiled core of the element loop (optional; emu.native chooses it).
+ *
+ * Three functions, each the exact twin of a pure-Python path it replaces, taking over only the
+ * plain case and handing everything else back to Python before it has changed anything:
+ *
+ *   enqueue(port, frame, at)  -> start, or None        OutPort.enqueue without tracer, priority
+ *                                                       overtaking, modelled framing or head flits
+ *   forward(heap, t_end, ins, outs, busy, routes, delay) -> (n, now)
+ *                                                       Element.run_window's frames-only loop for a
+ *                                                       static-table switch (SwitchEngine.receive,
+ *                                                       Element._emit, OutPort.enqueue): plain data
+ *                                                       frames only; stops at the first other one
+ *   hand_over(pending, heap, index, seq, flags, release, pool_flag)
+ *                                                       -> (n, nbytes, seq, last arrival)
+ *                                                       Element._transmit's in-memory hand-over
+ *
+ * The ports are slotted dataclasses (emu.port.OutPort / InPort): setup() reads the offsets of their
+ * slots from the classes' member descriptors, so a slot is read and written in place; every object
+ * of another type is refused (None / n = 0: Python does it). The frames stay real bytes: a switch
+ * builds the frame it sends (hops + 1, and its FCS unless the port defers it), as Python does.
+ * Figures are identical by construction and by test (tests/test_native.py runs the golden runs on
+ * both paths).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <string.h>
+
+static PyTypeObject *OutPortT, *InPortT, *LazyT;
+static PyObject *crc32fn, *s_append, *s_popleft, *s_make, *s_plain;
+
+/* OutPort slots */
+static Py_ssize_t o_free_at, o_pending, o_defer_fcs, o_queued, o_queued_bytes, o_up, o_timeline, o_flow,
+    o_priority, o_peak_f, o_peak_b, o_busy_ns, o_tracer, o_head_bytes, o_framing, o_bps, o_latency;
+/* InPort slots */
+static Py_ssize_t i_timeline, i_buf;
+
+/* frame layout and codes (given by emu.element at setup: one source of truth) */
+static long C_CLEAN, C_NOFCS, C_CREDIT_LEN, C_CREDIT_HI, C_CREDIT_LO, C_ET_HI, C_ET_LO, C_HDR_LEN, C_DST_OFF,
+    C_PTYPE_OFF, C_FLAGS_OFF, C_HOPS_OFF, C_PRIO_OFF, C_FLAG_BCAST;
+static int ready = 0;
+/* the switch's part (given by emu.switch.forward at its import: the substrate does not know it) */
+static long C_MAX_HOPS;
+static unsigned char decline[256]; /* packet types a plain switch does not forward by its table */
+static int switch_ready = 0;
+
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+/* a new tuple of ``n`` new references (stolen; NULL if any is NULL, all released) */
+static PyObject *tuple_steal(Py_ssize_t n, PyObject **items)
+{
+    PyObject *t = NULL;
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (items[k] == NULL)
+            goto fail;
+    t = PyTuple_New(n);
+    if (t == NULL)
+        goto fail;
+    for (Py_ssize_t k = 0; k < n; k++)
+        PyTuple_SET_ITEM(t, k, items[k]);
+    return t;
+fail:
+    for (Py_ssize_t k = 0; k < n; k++)
+        Py_XDECREF(items[k]);
+    return NULL;
+}
+
+static int slot_offset(PyTypeObject *t, const char *name, Py_ssize_t *off)
+{
+    PyObject *d = PyObject_GetAttrString((PyObject *)t, name);
+    if (d == NULL)
+        return -1;
+    if (!Py_IS_TYPE(d, &PyMemberDescr_Type) || ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) {
+        PyErr_Format(PyExc_TypeError, "%s.%s is not an object slot", t->tp_name, name);
+        Py_DECREF(d);
+        return -1;
+    }
+    *off = ((PyMemberDescrObject *)d)->d_member->offset;
+    Py_DECREF(d);
+    return 0;
+}
+
+static inline int get_ll(PyObject *o, long long *v)
+{
+    if (o == NULL || !PyLong_CheckExact(o))
+        return 0;
+    int overflow;
+    *v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    return !overflow && !(*v == -1 && PyErr_Occurred());
+}
+
+static inline int set_ll(PyObject *obj, Py_ssize_t off, long long v)
+{
+    PyObject *n = PyLong_FromLongLong(v);
+    if (n == NULL)
+        return -1;
+    Py_XSETREF(SLOT(obj, off), n);
+    return 0;
+}
+
+static PyObject *setup(PyObject *self, PyObject *args)
+{
+    PyObject *outp, *inp, *lazy, *crc, *consts;
+    if (!PyArg_ParseTuple(args, "OOOOO!", &outp, &inp, &lazy, &crc, &PyTuple_Type, &consts))
+        return NULL;
+    if (!PyType_Check(outp) || !PyType_Check(inp) || !PyType_Check(lazy)) {
+        PyErr_SetString(PyExc_TypeError, "setup: OutPort, InPort and LazyFrame must be classes");
+        return NULL;
+    }
+    ready = 0;
+    OutPortT = (PyTypeObject *)outp;
+    InPortT = (PyTypeObject *)inp;
+    LazyT = (PyTypeObject *)lazy;
+    Py_INCREF(outp);
+    Py_INCREF(inp);
+    Py_INCREF(lazy);
+    Py_XSETREF(crc32fn, Py_NewRef(crc));
+    struct { const char *n; Py_ssize_t *o; } os[] = {
+        {"free_at", &o_free_at}, {"pending", &o_pending}, {"defer_fcs", &o_defer_fcs}, {"queued", &o_queued},
+        {"queued_bytes", &o_queued_bytes}, {"up", &o_up}, {"timeline", &o_timeline}, {"flow", &o_flow},
+        {"priority", &o_priority}, {"peak_queue_frames", &o_peak_f}, {"peak_queue_bytes", &o_peak_b},
+        {"busy_ns", &o_busy_ns}, {"tracer", &o_tracer}, {"head_bytes", &o_head_bytes}, {"framing", &o_framing},
+        {"bandwidth_bps", &o_bps}, {"latency_ns", &o_latency}};
+    for (size_t k = 0; k < sizeof os / sizeof os[0]; k++)
+        if (slot_offset(OutPortT, os[k].n, os[k].o) < 0)
+            return NULL;
+    if (slot_offset(InPortT, "timeline", &i_timeline) < 0 || slot_offset(InPortT, "buf", &i_buf) < 0)
+        return NULL;
+    long *cs[] = {&C_CLEAN, &C_NOFCS, &C_CREDIT_LEN, &C_CREDIT_HI, &C_CREDIT_LO, &C_ET_HI, &C_ET_LO, &C_HDR_LEN,
+                  &C_DST_OFF, &C_PTYPE_OFF, &C_FLAGS_OFF, &C_HOPS_OFF, &C_PRIO_OFF, &C_FLAG_BCAST};
+    if (PyTuple_GET_SIZE(consts) != (Py_ssize_t)(sizeof cs / sizeof cs[0])) {
+        PyErr_SetString(PyExc_ValueError, "setup: wrong number of constants");
+        return NULL;
+    }
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        *cs[k] = PyLong_AsLong(PyTuple_GET_ITEM(consts, k));
+        if (*cs[k] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    ready = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *switch_setup(PyObject *self, PyObject *args)
+{
+    PyObject *decl;
+    long max_hops;
+    if (!PyArg_ParseTuple(args, "O!l", &PyBytes_Type, &decl, &max_hops))
+        return NULL;
+    if (PyBytes_GET_SIZE(decl) != 256 || max_hops < 1 || max_hops > 256) {
+        PyErr_SetString(PyExc_ValueError, "switch_setup: a 256-entry decline table and a hop limit of 1..256");
+        return NULL;
+    }
+    memcpy(decline, PyBytes_AS_STRING(decl), 256);
+    C_MAX_HOPS = max_hops;
+    switch_ready = 1;
+    Py_RETURN_NONE;
+}
+
+/* Is ``p`` an output port the plain path may take (no tracer, up, no schedule, no credit flow,
+ * plain framing, no head flits)? Its defer_fcs in *defer. */
+static int plain_port(PyObject *p, int *defer)
+{
+    if (Py_TYPE(p) != OutPortT)
+        return 0;
+    if (SLOT(p, o_tracer) != Py_None || SLOT(p, o_up) != Py_True || SLOT(p, o_timeline) != Py_None ||
+        SLOT(p, o_flow) != Py_None)
+        return 0;
+    PyObject *hb = SLOT(p, o_head_bytes);
+    if (hb == NULL || !PyLong_CheckExact(hb) || PyLong_AsLong(hb) != 0)
+        return 0;
+    PyObject *fr = SLOT(p, o_framing);
+    if (fr == NULL)
+        return 0;
+    PyObject *plain = PyObject_GetAttr(fr, s_plain);
+    if (plain == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_DECREF(plain);
+    if (plain != Py_True)
+        return 0;
+    PyObject *d = SLOT(p, o_defer_fcs);
+    if (d != Py_True && d != Py_False)
+        return 0;
+    *defer = d == Py_True;
+    return 1;
+}
+
+/* -- the event heaps: heapq's algorithm exactly (so a heap is laid out as heapq would lay it out),
+ * with the comparison of the entries (time, port, sequence, ...) done on their leading integers */
+static inline int leading(PyObject *t, long long *k)
+{
+    if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) < 3)
+        return 0;
+    for (int i = 0; i < 3; i++) {
+        PyObject *o = PyTuple_GET_ITEM(t, i);
+        if (!PyLong_CheckExact(o))
+            return 0;
+        int overflow;
+        k[i] = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow)
+            return 0;
+    }
+    return 1;
+}
+
+/* a < b: 1, 0, or -1 (error) */
+static int entry_lt(PyObject *a, PyObject *b)
+{
+    long long ka[3], kb[3];
+    if (leading(a, ka) && leading(b, kb)) {
+        for (int i = 0; i < 3; i++)
+            if (ka[i] != kb[i])
+                return ka[i] < kb[i];
+        /* equal keys (never, in a run): the tuples decide, as heapq's comparison would */
+    }
+    return PyObject_RichCompareBool(a, b, Py_LT);
+}
+
+static int sift_down(PyObject *heap, Py_ssize_t startpos, Py_ssize_t pos)
+{
+    PyObject **arr = ((PyListObject *)heap)->ob_item;
+    PyObject *newitem = arr[pos];
+    while (pos > startpos) {
+        Py_ssize_t parentpos = (pos - 1) >> 1;
+        PyObject *parent = arr[parentpos];
+        Py_INCREF(newitem);
+        Py_INCREF(parent);
+        int cmp = entry_lt(newitem, parent);
+        Py_DECREF(parent);
+        Py_DECREF(newitem);
+        if (cmp < 0)
+            return -1;
+        if (PyList_GET_SIZE(heap) <= pos) {
+            PyErr_SetString(PyExc_RuntimeError, "list changed size during iteration");
+            return -1;
+        }
+        if (cmp == 0)
+            break;
+        arr = ((PyListObject *)heap)->ob_item;
+        parent = arr[parentpos];
+        newitem = arr[pos];
+        arr[parentpos] = newitem;
+        arr[pos] = parent;
+        pos = parentpos;
+    }
+    return 0;
+}
+
+static int sift_up(PyObject *heap, Py_ssize_t pos)
+{
+    Py_ssize_t endpos = PyList_GET_SIZE(heap), startpos = pos, limit = endpos >> 1;
+    PyObject **arr = ((PyListObject *)heap)->ob_item;
+    while (pos < limit) {
+        Py_ssize_t childpos = 2 * pos + 1;
+        if (childpos + 1 < endpos) {
+            PyObject *a = arr[childpos], *b = arr[childpos + 1];
+            Py_INCREF(a);
+            Py_INCREF(b);
+            int cmp = entry_lt(a, b);
+            Py_DECREF(a);
+            Py_DECREF(b);
+            if (cmp < 0)
+                return -1;
+            childpos += ((unsigned)cmp ^ 1);
+            arr = ((PyListObject *)heap)->ob_item;
+            if (endpos != PyList_GET_SIZE(heap)) {
+                PyErr_SetString(PyExc_RuntimeError, "list changed size during iteration");
+                return -1;
+            }
+        }
+        PyObject *tmp1 = arr[childpos], *tmp2 = arr[pos];
+        arr[childpos] = tmp2;
+        arr[pos] = tmp1;
+        pos = childpos;
+    }
+    return sift_down(heap, startpos, pos);
+}
+
+/* heapq.heappush(heap, item) (the reference to item is the caller's) */
+static int heap_push(PyObject *heap, PyObject *item)
+{
+    if (PyList_Append(heap, item) < 0)
+        return -1;
+    return sift_down(heap, 0, PyList_GET_SIZE(heap) - 1);
+}
+
+/* heapq.heappop(heap): a new reference */
+static PyObject *heap_pop(PyObject *heap)
+{
+    Py_ssize_t n = PyList_GET_SIZE(heap);
+    if (n == 0) {
+        PyErr_SetString(PyExc_IndexError, "index out of range");
+        return NULL;
+    }
+    PyObject *lastelt = PyList_GET_ITEM(heap, n - 1);
+    Py_INCREF(lastelt);
+    if (PyList_SetSlice(heap, n - 1, n, NULL) < 0) {
+        Py_DECREF(lastelt);
+        return NULL;
+    }
+    n--;
+    if (!n)
+        return lastelt;
+    PyObject *returnitem = PyList_GET_ITEM(heap, 0);
+    PyList_SET_ITEM(heap, 0, lastelt);
+    if (sift_up(heap, 0) < 0) {
+        Py_DECREF(returnitem);
+        return NULL;
+    }
+    return returnitem;
+}
+
+/* OutPort.enqueue's plain tail for ``frame`` (bytes, its FCS already on unless deferred) of ``n``
+ * modelled bytes handed over at ``at`` with the port free at ``free``: the port's times, occupancy
+ * and pending queue. Returns start, or -1 on error (a Python exception set). */
+static long long enqueue_tail(PyObject *p, PyObject *frame, long long n, long long at, long long free)
+{
+    long long bps, lat, busy, qb, peakf, peakb;
+    if (!get_ll(SLOT(p, o_bps), &bps) || bps <= 0 || !get_ll(SLOT(p, o_latency), &lat) ||
+        !get_ll(SLOT(p, o_busy_ns), &busy) || !get_ll(SLOT(p, o_queued_bytes), &qb) ||
+        !get_ll(SLOT(p, o_peak_f), &peakf) || !get_ll(SLOT(p, o_peak_b), &peakb)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core: an output port's counters are not integers");
+        return -1;
+    }
+    long long start = at > free ? at : free;
+    long long ser = (n * 8000000000LL + bps - 1) / bps;
+    long long done = start + ser;
+    PyObject *q = SLOT(p, o_queued);
+    for (;;) {
+        Py_ssize_t len = PySequence_Size(q);
+        if (len < 0)
+            return -1;
+        if (len == 0)
+            break;
+        PyObject *head = PySequence_GetItem(q, 0);
+        if (head == NULL)
+            return -1;
+        long long hd, hn;
+        int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) == 2 && get_ll(PyTuple_GET_ITEM(head, 0), &hd) &&
+                 get_ll(PyTuple_GET_ITEM(head, 1), &hn);
+        Py_DECREF(head);
+        if (!ok) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "emu._core: a queued entry is not (done, bytes)");
+            return -1;
+        }
+        if (hd > at)
+            break;
+        PyObject *r = PyObject_CallMethodNoArgs(q, s_popleft);
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
+        qb -= hn;
+    }
+    PyObject *entry = tuple_steal(2, (PyObject *[]){PyLong_FromLongLong(done), PyLong_FromLongLong(n)});
+    if (entry == NULL)
+        return -1;
+    PyObject *r = PyObject_CallMethodOneArg(q, s_append, entry);
+    Py_DECREF(entry);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    qb += n;
+    Py_ssize_t qlen = PySequence_Size(q);
+    if (qlen < 0)
+        return -1;
+    if (set_ll(p, o_free_at, done) < 0 || set_ll(p, o_busy_ns, busy + ser) < 0 || set_ll(p, o_queued_bytes, qb) < 0)
+        return -1;
+    if (qlen > peakf && set_ll(p, o_peak_f, qlen) < 0)
+        return -1;
+    if (qb > peakb && set_ll(p, o_peak_b, qb) < 0)
+        return -1;
+    PyObject *pe = tuple_steal(4, (PyObject *[]){PyLong_FromLongLong(start), PyLong_FromLongLong(done + lat),
+                                                 Py_NewRef(frame), Py_NewRef(Py_False)});
+    if (pe == NULL)
+        return -1;
+    r = PyObject_CallMethodOneArg(SLOT(p, o_pending), s_append, pe);
+    Py_DECREF(pe);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return start;
+}
+
+/* ``frame`` (len flen, from ``src``) with its FCS appended (zlib's CRC-32, little-endian). */
+static PyObject *with_fcs(const char *src, Py_ssize_t flen)
+{
+    PyObject *bare = PyBytes_FromStringAndSize(src, flen);
+    if (bare == NULL)
+        return NULL;
+    PyObject *c = PyObject_CallOneArg(crc32fn, bare);
+    Py_DECREF(bare);
+    if (c == NULL)
+        return NULL;
+    unsigned long crc = PyLong_AsUnsignedLong(c);
+    Py_DECREF(c);
+    if (crc == (unsigned long)-1 && PyErr_Occurred())
+        return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, flen + 4);
+    if (out == NULL)
+        return NULL;
+    unsigned char *b = (unsigned char *)PyBytes_AS_STRING(out);
+    memcpy(b, src, flen);
+    b[flen] = crc & 0xFF;
+    b[flen + 1] = (crc >> 8) & 0xFF;
+    b[flen + 2] = (crc >> 16) & 0xFF;
+    b[flen + 3] = (crc >> 24) & 0xFF;
+    return out;
+}
+
+static PyObject *enqueue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "enqueue(port, frame, at)");
+        return NULL;
+    }
+    PyObject *p = args[0], *frame = args[1];
+    long long at, free;
+    int defer;
+    if (!ready || !PyBytes_CheckExact(frame) || !plain_port(p, &defer) || !get_ll(args[2], &at) ||
+        !get_ll(SLOT(p, o_free_at), &free)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t flen = PyBytes_GET_SIZE(frame);
+    const unsigned char *f = (const unsigned char *)PyBytes_AS_STRING(frame);
+    if (free > at && SLOT(p, o_priority) != Py_False && flen > C_PRIO_OFF && f[C_PRIO_OFF])
+        Py_RETURN_NONE; /* it may overtake: Python's */
+    PyObject *wire;
+    if (defer)
+        wire = Py_NewRef(frame);
+    else if ((wire = with_fcs((const char *)f, flen)) == NULL)
+        return NULL;
+    long long start = enqueue_tail(p, wire, flen + 4, at, free);
+    Py_DECREF(wire);
+    if (start < 0)
+        return NULL;
+    return PyLong_FromLongLong(start);
+}
+
+static PyObject *forward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "forward(heap, t_end, ins, outs, busy, routes, delay)");
+        return NULL;
+    }
+    PyObject *heap = args[0], *ins = args[2], *outs = args[3], *busy = args[4], *routes = args[5];
+    long long t_end, delay, now = -1;
+    long n = 0;
+    if (!ready || !switch_ready || !PyList_CheckExact(heap) || !PyList_CheckExact(ins) || !PyList_CheckExact(outs) ||
+        !PyDict_CheckExact(busy) || !PyList_CheckExact(routes) || !get_ll(args[1], &t_end) ||
+        !get_ll(args[6], &delay)) {
+        PyErr_Clear();
+        return Py_BuildValue("(lO)", 0L, Py_None);
+    }
+    for (;;) {
+        if (PyList_GET_SIZE(heap) == 0)
+            break;
+        PyObject *item = PyList_GET_ITEM(heap, 0);
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 5)
+            break;
+        long long arrival, port, kind;
+        if (!get_ll(PyTuple_GET_ITEM(item, 0), &arrival) || arrival >= t_end ||
+            !get_ll(PyTuple_GET_ITEM(item, 1), &port) || !get_ll(PyTuple_GET_ITEM(item, 4), &kind))
+            break;
+        PyObject *wire = PyTuple_GET_ITEM(item, 3);
+        if (!(kind & C_CLEAN) || !PyBytes_CheckExact(wire) || port < 0 || port >= PyList_GET_SIZE(ins))
+            break;
+        PyObject *inp = PyList_GET_ITEM(ins, port);
+        if (Py_TYPE(inp) != InPortT || SLOT(inp, i_timeline) != Py_None || SLOT(inp, i_buf) != Py_None)
+            break;
+        Py_ssize_t wlen = PyBytes_GET_SIZE(wire);
+        const unsigned char *w = (const unsigned char *)PyBytes_AS_STRING(wire);
+        if (wlen >= C_CREDIT_LEN && w[13] == C_CREDIT_LO && w[12] == C_CREDIT_HI)
+            break; /* link control */
+        Py_ssize_t flen = (kind & C_NOFCS) ? wlen : wlen - 4;
+        /* SwitchEngine.receive: a plain data frame, routed by the table */
+        if (flen < C_HDR_LEN || w[12] != C_ET_HI || w[13] != C_ET_LO || decline[w[C_PTYPE_OFF]] ||
+            (w[C_FLAGS_OFF] & C_FLAG_BCAST) || w[C_HOPS_OFF] >= C_MAX_HOPS)
+            break;
+        long long dst = ((long long)w[C_DST_OFF] << 24) | (w[C_DST_OFF + 1] << 16) | (w[C_DST_OFF + 2] << 8) |
+                        w[C_DST_OFF + 3];
+        if (dst >= PyList_GET_SIZE(routes))
+            break;
+        long long out;
+        if (!get_ll(PyList_GET_ITEM(routes, dst), &out) || out < 0 || out >= PyList_GET_SIZE(outs))
+            break;
+        /* Element._emit and OutPort.enqueue: a plain port */
+        PyObject *p = PyList_GET_ITEM(outs, out);
+        int defer;
+        long long free;
+        if (!plain_port(p, &defer) || !get_ll(SLOT(p, o_free_at), &free))
+            break;
+        long long at = arrival + delay;
+        if (free > at && SLOT(p, o_priority) != Py_False && flen > C_PRIO_OFF && w[C_PRIO_OFF])
+            break; /* it may overtake: Python's */
+        /* taken: off the heap, the next hop's frame, onto the port */
+        PyObject *popped = heap_pop(heap);
+        if (popped == NULL)
+            return NULL;
+        if (popped != item) { /* (cannot happen: heap[0] is what heappop returns) */
+            Py_DECREF(popped);
+            PyErr_SetString(PyExc_RuntimeError, "emu._core.forward: the heap changed under it");
+            return NULL;
+        }
+        PyObject *frame;
+        if (defer) {
+            frame = PyBytes_FromStringAndSize((const char *)w, flen);
+            if (frame != NULL)
+                ((unsigned char *)PyBytes_AS_STRING(frame))[C_HOPS_OFF] = (w[C_HOPS_OFF] + 1) & 0xFF;
+        } else {
+            /* the hop count goes up before the FCS is computed: build the bare frame first */
+            PyObject *bare = PyBytes_FromStringAndSize((const char *)w, flen);
+            frame = NULL;
+            if (bare != NULL) {
+                ((unsigned char *)PyBytes_AS_STRING(bare))[C_HOPS_OFF] = (w[C_HOPS_OFF] + 1) & 0xFF;
+                frame = with_fcs(PyBytes_AS_STRING(bare), flen);
+                Py_DECREF(bare);
+            }
+        }
+        Py_DECREF(popped);
+        if (frame == NULL)
+            return NULL;
+        long long start = enqueue_tail(p, frame, flen + 4, at, free);
+        Py_DECREF(frame);
+        if (start < 0)
+            return NULL;
+        if (PyDict_SetItem(busy, p, Py_None) < 0)
+            return NULL;
+        now = arrival;
+        n++;
+    }
+    if (n == 0)
+        return Py_BuildValue("(lO)", 0L, Py_None);
+    return Py_BuildValue("(lL)", n, now);
+}
+
+static PyObject *hand_over(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "hand_over(pending, heap, index, seq, flags, release, pool_flag)");
+        return NULL;
+    }
+    PyObject *pend = args[0], *heap = args[1], *index = args[2];
+    long long seq, flags, release, poolf, nbytes = 0, last = -1;
+    long n = 0;
+    if (!ready || !PyList_CheckExact(heap) || !get_ll(args[3], &seq) || !get_ll(args[4], &flags) ||
+        !get_ll(args[5], &release) || !get_ll(args[6], &poolf)) {
+        PyErr_SetString(PyExc_TypeError, "emu._core.hand_over: bad arguments");
+        return NULL;
+    }
+    PyObject *f_plain = PyLong_FromLongLong(flags), *f_pool = PyLong_FromLongLong(flags | poolf);
+    if (f_plain == NULL || f_pool == NULL)
+        goto fail;
+    for (;;) {
+        Py_ssize_t len = PySequence_Size(pend);
+        if (len < 0)
+            goto fail;
+        if (len == 0)
+            break;
+        PyObject *head = PySequence_GetItem(pend, 0);
+        if (head == NULL)
+            goto fail;
+        long long arrival;
+        int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) == 4 && get_ll(PyTuple_GET_ITEM(head, 1), &arrival);
+        if (!ok) {
+            Py_DECREF(head);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "emu._core.hand_over: a pending entry is not a 4-tuple");
+            goto fail;
+        }
+        if (arrival >= release) {
+            Py_DECREF(head);
+            break;
+        }
+        PyObject *r = PyObject_CallMethodNoArgs(pend, s_popleft);
+        if (r == NULL) {
+            Py_DECREF(head);
+            goto fail;
+        }
+        Py_DECREF(r);
+        PyObject *frame = Py_NewRef(PyTuple_GET_ITEM(head, 2));
+        int pool = PyObject_IsTrue(PyTuple_GET_ITEM(head, 3));
+        Py_DECREF(head);
+        if (pool < 0) {
+            Py_DECREF(frame);
+            goto fail;
+        }
+        if (Py_TYPE(frame) == LazyT) { /* made from its sender's buffer now (emu.wire.lazy) */
+            PyObject *made = PyObject_CallMethodNoArgs(frame, s_make);
+            Py_DECREF(frame);
+            if (made == NULL)
+                goto fail;
+            frame = made;
+        }
+        Py_ssize_t flen = PyObject_Length(frame);
+        if (flen < 0) {
+            Py_DECREF(frame);
+            goto fail;
+        }
+        PyObject *rec = tuple_steal(5, (PyObject *[]){PyLong_FromLongLong(arrival), Py_NewRef(index),
+                                                      PyLong_FromLongLong(seq), frame,
+                                                      Py_NewRef(pool ? f_pool : f_plain)});
+        if (rec == NULL)
+            goto fail;
+        int pushed = heap_push(heap, rec);
+        Py_DECREF(rec);
+        if (pushed < 0)
+            goto fail;
+        seq = (seq + 1) & 0xFFFFFFFFLL;
+        n++;
+        nbytes += flen;
+        last = arrival;
+    }
+    Py_DECREF(f_plain);
+    Py_DECREF(f_pool);
+    return Py_BuildValue("(lLLL)", n, nbytes, seq, last);
+fail:
+    Py_XDECREF(f_plain);
+    Py_XDECREF(f_pool);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"setup", setup, METH_VARARGS, "setup(OutPort, InPort, LazyFrame, crc32, consts)"},
+    {"switch_setup", switch_setup, METH_VARARGS, "switch_setup(decline, max_hops)"},
+    {"enqueue", (PyCFunction)(void (*)(void))enqueue, METH_FASTCALL, "OutPort.enqueue's plain path, or None"},
+    {"forward", (PyCFunction)(void (*)(void))forward, METH_FASTCALL, "a static switch's plain frames"},
+    {"hand_over", (PyCFunction)(void (*)(void))hand_over, METH_FASTCALL, "frames into a local peer's heap"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "emu._core", "The compiled core (optional).", -1, methods};
+
+PyMODINIT_FUNC PyInit__core(void)
+{
+    s_append = PyUnicode_InternFromString("append");
+    s_popleft = PyUnicode_InternFromString("popleft");
+    s_make = PyUnicode_InternFromString("make");
+    s_plain = PyUnicode_InternFromString("plain");
+    if (!s_append || !s_popleft || !s_make || !s_plain)
+        return NULL;
+    return PyModule_Create(&module);
+}

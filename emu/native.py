@@ -1,0 +1,41 @@
+"""The optional compiled core (``emu._core``, built from ``emu/_core.c`` when a C compiler is there).
+
+It takes over the plain cases of the element loop's hottest paths (a port's enqueue, a static-table
+switch's forwarding, the in-memory hand-over) and gives every other case back to the pure-Python
+code, which stays the specification: the two paths give the same figures, counters and capture
+bytes (``tests/test_native.py`` runs the pinned golden runs on both). Chosen automatically; set
+``EMU_PURE=1`` to run pure Python (``emu doctor`` says which is in use).
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+
+
+def _load() -> ModuleType | None:
+    if os.environ.get("EMU_PURE", "") not in ("", "0"):
+        return None
+    try:
+        from . import _core
+    except ImportError:
+        return None
+    return _core
+
+
+CORE: ModuleType | None = _load()
+"""The compiled core, or None (not built, or ``EMU_PURE`` set): the pure-Python path."""
+
+
+def disable(why: str) -> None:
+    """Run pure Python from now on (the core refused its setup: a layout it does not know)."""
+    global CORE
+    import logging
+
+    logging.getLogger(__name__).warning("compiled core not used: %s", why)
+    CORE = None
+
+
+def in_use() -> str:
+    """One word for ``emu doctor`` and the benchmarks: ``compiled`` or ``pure-python``."""
+    return "compiled" if CORE is not None else "pure-python"
