@@ -24,10 +24,11 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <stdint.h>
 #include <string.h>
 
 static PyTypeObject *OutPortT, *InPortT, *LazyT;
-static PyObject *crc32fn, *s_append, *s_popleft, *s_make, *s_plain;
+static PyObject *s_append, *s_popleft, *s_make, *s_plain;
 
 /* OutPort slots */
 static Py_ssize_t o_free_at, o_pending, o_defer_fcs, o_queued, o_queued_bytes, o_up, o_timeline, o_flow,
@@ -36,7 +37,7 @@ static Py_ssize_t o_free_at, o_pending, o_defer_fcs, o_queued, o_queued_bytes, o
 static Py_ssize_t i_timeline, i_buf;
 
 /* frame layout and codes (given by emu.element at setup: one source of truth) */
-static long C_CLEAN, C_NOFCS, C_CREDIT_LEN, C_CREDIT_HI, C_CREDIT_LO, C_ET_HI, C_ET_LO, C_HDR_LEN, C_DST_OFF,
+static long C_CLEAN, C_NOFCS, C_FCS_RESIDUE, C_CREDIT_LEN, C_CREDIT_HI, C_CREDIT_LO, C_ET_HI, C_ET_LO, C_HDR_LEN, C_DST_OFF,
     C_PTYPE_OFF, C_FLAGS_OFF, C_HOPS_OFF, C_PRIO_OFF, C_FLAG_BCAST;
 static int ready = 0;
 /* the switch's part (given by emu.switch.forward at its import: the substrate does not know it) */
@@ -100,8 +101,8 @@ static inline int set_ll(PyObject *obj, Py_ssize_t off, long long v)
 
 static PyObject *setup(PyObject *self, PyObject *args)
 {
-    PyObject *outp, *inp, *lazy, *crc, *consts;
-    if (!PyArg_ParseTuple(args, "OOOOO!", &outp, &inp, &lazy, &crc, &PyTuple_Type, &consts))
+    PyObject *outp, *inp, *lazy, *consts;
+    if (!PyArg_ParseTuple(args, "OOOO!", &outp, &inp, &lazy, &PyTuple_Type, &consts))
         return NULL;
     if (!PyType_Check(outp) || !PyType_Check(inp) || !PyType_Check(lazy)) {
         PyErr_SetString(PyExc_TypeError, "setup: OutPort, InPort and LazyFrame must be classes");
@@ -114,7 +115,6 @@ static PyObject *setup(PyObject *self, PyObject *args)
     Py_INCREF(outp);
     Py_INCREF(inp);
     Py_INCREF(lazy);
-    Py_XSETREF(crc32fn, Py_NewRef(crc));
     struct { const char *n; Py_ssize_t *o; } os[] = {
         {"free_at", &o_free_at}, {"pending", &o_pending}, {"defer_fcs", &o_defer_fcs}, {"queued", &o_queued},
         {"queued_bytes", &o_queued_bytes}, {"up", &o_up}, {"timeline", &o_timeline}, {"flow", &o_flow},
@@ -126,7 +126,7 @@ static PyObject *setup(PyObject *self, PyObject *args)
             return NULL;
     if (slot_offset(InPortT, "timeline", &i_timeline) < 0 || slot_offset(InPortT, "buf", &i_buf) < 0)
         return NULL;
-    long *cs[] = {&C_CLEAN, &C_NOFCS, &C_CREDIT_LEN, &C_CREDIT_HI, &C_CREDIT_LO, &C_ET_HI, &C_ET_LO, &C_HDR_LEN,
+    long *cs[] = {&C_CLEAN, &C_NOFCS, &C_FCS_RESIDUE, &C_CREDIT_LEN, &C_CREDIT_HI, &C_CREDIT_LO, &C_ET_HI, &C_ET_LO, &C_HDR_LEN,
                   &C_DST_OFF, &C_PTYPE_OFF, &C_FLAGS_OFF, &C_HOPS_OFF, &C_PRIO_OFF, &C_FLAG_BCAST};
     if (PyTuple_GET_SIZE(consts) != (Py_ssize_t)(sizeof cs / sizeof cs[0])) {
         PyErr_SetString(PyExc_ValueError, "setup: wrong number of constants");
@@ -185,6 +185,49 @@ static int plain_port(PyObject *p, int *defer)
         return 0;
     *defer = d == Py_True;
     return 1;
+}
+
+/* -- CRC-32 (IEEE 802.3, zlib's crc32: reflected 0xEDB88320, init and final xor 0xFFFFFFFF), by
+ * slices of 8 bytes: the frames' FCS and its check on receipt, on the bytes in place (no copies) */
+static uint32_t crc_t[8][256];
+
+static void crc_init(void)
+{
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_t[0][n] = c;
+    }
+    for (uint32_t n = 0; n < 256; n++)
+        for (int k = 1; k < 8; k++)
+            crc_t[k][n] = crc_t[0][crc_t[k - 1][n] & 0xFF] ^ (crc_t[k - 1][n] >> 8);
+}
+
+static uint32_t crc32_of(const unsigned char *b, Py_ssize_t len)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    while (len >= 8) {
+        uint32_t lo = c ^ ((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
+        uint32_t hi = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 | (uint32_t)b[7] << 24;
+        c = crc_t[7][lo & 0xFF] ^ crc_t[6][(lo >> 8) & 0xFF] ^ crc_t[5][(lo >> 16) & 0xFF] ^ crc_t[4][lo >> 24] ^
+            crc_t[3][hi & 0xFF] ^ crc_t[2][(hi >> 8) & 0xFF] ^ crc_t[1][(hi >> 16) & 0xFF] ^ crc_t[0][hi >> 24];
+        b += 8;
+        len -= 8;
+    }
+    while (len--)
+        c = crc_t[0][(c ^ *b++) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+static PyObject *crc32(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    uint32_t c = crc32_of(view.buf, view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(c);
 }
 
 /* -- the event heaps: heapq's algorithm exactly (so a heap is laid out as heapq would lay it out),
@@ -385,25 +428,18 @@ static long long enqueue_tail(PyObject *p, PyObject *frame, long long n, long lo
     return start;
 }
 
-/* ``frame`` (len flen, from ``src``) with its FCS appended (zlib's CRC-32, little-endian). */
-static PyObject *with_fcs(const char *src, Py_ssize_t flen)
+/* ``frame`` (len flen, from ``src``) with its FCS appended (CRC-32, little-endian), the hop count
+ * byte at ``hops_off`` raised by one when ``hops_off`` >= 0. */
+static PyObject *with_fcs(const char *src, Py_ssize_t flen, Py_ssize_t hops_off)
 {
-    PyObject *bare = PyBytes_FromStringAndSize(src, flen);
-    if (bare == NULL)
-        return NULL;
-    PyObject *c = PyObject_CallOneArg(crc32fn, bare);
-    Py_DECREF(bare);
-    if (c == NULL)
-        return NULL;
-    unsigned long crc = PyLong_AsUnsignedLong(c);
-    Py_DECREF(c);
-    if (crc == (unsigned long)-1 && PyErr_Occurred())
-        return NULL;
     PyObject *out = PyBytes_FromStringAndSize(NULL, flen + 4);
     if (out == NULL)
         return NULL;
     unsigned char *b = (unsigned char *)PyBytes_AS_STRING(out);
     memcpy(b, src, flen);
+    if (hops_off >= 0)
+        b[hops_off] = (b[hops_off] + 1) & 0xFF;
+    uint32_t crc = crc32_of(b, flen);
     b[flen] = crc & 0xFF;
     b[flen + 1] = (crc >> 8) & 0xFF;
     b[flen + 2] = (crc >> 16) & 0xFF;
@@ -432,7 +468,7 @@ static PyObject *enqueue(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     PyObject *wire;
     if (defer)
         wire = Py_NewRef(frame);
-    else if ((wire = with_fcs((const char *)f, flen)) == NULL)
+    else if ((wire = with_fcs((const char *)f, flen, -1)) == NULL)
         return NULL;
     long long start = enqueue_tail(p, wire, flen + 4, at, free);
     Py_DECREF(wire);
@@ -467,13 +503,15 @@ static PyObject *forward(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             !get_ll(PyTuple_GET_ITEM(item, 1), &port) || !get_ll(PyTuple_GET_ITEM(item, 4), &kind))
             break;
         PyObject *wire = PyTuple_GET_ITEM(item, 3);
-        if (!(kind & C_CLEAN) || !PyBytes_CheckExact(wire) || port < 0 || port >= PyList_GET_SIZE(ins))
+        if (!PyBytes_CheckExact(wire) || port < 0 || port >= PyList_GET_SIZE(ins))
             break;
         PyObject *inp = PyList_GET_ITEM(ins, port);
         if (Py_TYPE(inp) != InPortT || SLOT(inp, i_timeline) != Py_None || SLOT(inp, i_buf) != Py_None)
             break;
         Py_ssize_t wlen = PyBytes_GET_SIZE(wire);
         const unsigned char *w = (const unsigned char *)PyBytes_AS_STRING(wire);
+        if (!(kind & C_CLEAN) && (wlen < 4 || crc32_of(w, wlen) != C_FCS_RESIDUE))
+            break; /* (a bad FCS: the port's, in Python) */
         if (wlen >= C_CREDIT_LEN && w[13] == C_CREDIT_LO && w[12] == C_CREDIT_HI)
             break; /* link control */
         Py_ssize_t flen = (kind & C_NOFCS) ? wlen : wlen - 4;
@@ -511,16 +549,8 @@ static PyObject *forward(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             frame = PyBytes_FromStringAndSize((const char *)w, flen);
             if (frame != NULL)
                 ((unsigned char *)PyBytes_AS_STRING(frame))[C_HOPS_OFF] = (w[C_HOPS_OFF] + 1) & 0xFF;
-        } else {
-            /* the hop count goes up before the FCS is computed: build the bare frame first */
-            PyObject *bare = PyBytes_FromStringAndSize((const char *)w, flen);
-            frame = NULL;
-            if (bare != NULL) {
-                ((unsigned char *)PyBytes_AS_STRING(bare))[C_HOPS_OFF] = (w[C_HOPS_OFF] + 1) & 0xFF;
-                frame = with_fcs(PyBytes_AS_STRING(bare), flen);
-                Py_DECREF(bare);
-            }
-        }
+        } else
+            frame = with_fcs((const char *)w, flen, C_HOPS_OFF);
         Py_DECREF(popped);
         if (frame == NULL)
             return NULL;
@@ -625,7 +655,8 @@ fail:
 }
 
 static PyMethodDef methods[] = {
-    {"setup", setup, METH_VARARGS, "setup(OutPort, InPort, LazyFrame, crc32, consts)"},
+    {"crc32", crc32, METH_O, "crc32(bytes-like) -> zlib.crc32 of it (the core's own CRC-32)"},
+    {"setup", setup, METH_VARARGS, "setup(OutPort, InPort, LazyFrame, consts)"},
     {"switch_setup", switch_setup, METH_VARARGS, "switch_setup(decline, max_hops)"},
     {"enqueue", (PyCFunction)(void (*)(void))enqueue, METH_FASTCALL, "OutPort.enqueue's plain path, or None"},
     {"forward", (PyCFunction)(void (*)(void))forward, METH_FASTCALL, "a static switch's plain frames"},
@@ -642,5 +673,6 @@ PyMODINIT_FUNC PyInit__core(void)
     s_plain = PyUnicode_InternFromString("plain");
     if (!s_append || !s_popleft || !s_make || !s_plain)
         return NULL;
+    crc_init();
     return PyModule_Create(&module);
 }
