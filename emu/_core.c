@@ -40,6 +40,7 @@ static Py_ssize_t i_timeline, i_buf;
 static long C_CLEAN, C_NOFCS, C_FCS_RESIDUE, C_CREDIT_LEN, C_CREDIT_HI, C_CREDIT_LO, C_ET_HI, C_ET_LO, C_HDR_LEN, C_DST_OFF,
     C_PTYPE_OFF, C_FLAGS_OFF, C_HOPS_OFF, C_PRIO_OFF, C_FLAG_BCAST;
 static int ready = 0;
+static unsigned long long n_forwarded, n_enqueued, n_handed; /* what the core did (counts()) */
 /* the switch's part (given by emu.switch.forward at its import: the substrate does not know it) */
 static long C_MAX_HOPS;
 static unsigned char decline[256]; /* packet types a plain switch does not forward by its table */
@@ -474,6 +475,7 @@ static PyObject *enqueue(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     Py_DECREF(wire);
     if (start < 0)
         return NULL;
+    n_enqueued++;
     return PyLong_FromLongLong(start);
 }
 
@@ -563,6 +565,7 @@ static PyObject *forward(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         now = arrival;
         n++;
     }
+    n_forwarded += n;
     if (n == 0)
         return Py_BuildValue("(lO)", 0L, Py_None);
     return Py_BuildValue("(lL)", n, now);
@@ -647,6 +650,7 @@ static PyObject *hand_over(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     Py_DECREF(f_plain);
     Py_DECREF(f_pool);
+    n_handed += n;
     return Py_BuildValue("(lLLL)", n, nbytes, seq, last);
 fail:
     Py_XDECREF(f_plain);
@@ -654,7 +658,35 @@ fail:
     return NULL;
 }
 
+static PyObject *py_heappush(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "heappush(list, item)");
+        return NULL;
+    }
+    if (heap_push(args[0], args[1]) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_heappop(PyObject *self, PyObject *heap)
+{
+    if (!PyList_CheckExact(heap)) {
+        PyErr_SetString(PyExc_TypeError, "heappop(list)");
+        return NULL;
+    }
+    return heap_pop(heap);
+}
+
+static PyObject *counts(PyObject *self, PyObject *unused)
+{
+    return Py_BuildValue("{sKsKsK}", "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over", n_handed);
+}
+
 static PyMethodDef methods[] = {
+    {"heappush", (PyCFunction)(void (*)(void))py_heappush, METH_FASTCALL, "heapq.heappush, the core's comparison"},
+    {"heappop", py_heappop, METH_O, "heapq.heappop, the core's comparison"},
+    {"counts", counts, METH_NOARGS, "frames the core forwarded, enqueued and handed over in this process"},
     {"crc32", crc32, METH_O, "crc32(bytes-like) -> zlib.crc32 of it (the core's own CRC-32)"},
     {"setup", setup, METH_VARARGS, "setup(OutPort, InPort, LazyFrame, consts)"},
     {"switch_setup", switch_setup, METH_VARARGS, "switch_setup(decline, max_hops)"},
