@@ -4,7 +4,7 @@ It takes over the plain cases of the element loop's hottest paths (a port's enqu
 switch's forwarding, the in-memory hand-over) and gives every other case back to the pure-Python
 code, which stays the specification: the two paths give the same figures, counters and capture
 bytes (``tests/test_native.py`` runs the pinned golden runs on both). Chosen automatically; set
-``EMU_PURE=1`` to run pure Python (``emu doctor`` says which is in use).
+``EMU_PURE=1`` to run pure Python (the benchmarks print which is in use).
 """
 
 from __future__ import annotations
@@ -37,5 +37,5 @@ def disable(why: str) -> None:
 
 
 def in_use() -> str:
-    """One word for ``emu doctor`` and the benchmarks: ``compiled`` or ``pure-python``."""
+    """``compiled`` or ``pure-python``: which element loop runs (the benchmarks print it)."""
     return "compiled" if CORE is not None else "pure-python"
