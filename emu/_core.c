@@ -27,17 +27,21 @@
 #include <stdint.h>
 #include <string.h>
 
-static PyTypeObject *OutPortT, *InPortT, *LazyT;
+static PyTypeObject *OutPortT, *InPortT, *LazyT, *SenderT, *ReceiverT;
+static PyObject *CausalityError, *s_heap, *s_safe_time;
 static PyObject *s_append, *s_popleft, *s_make, *s_plain;
 
 /* OutPort slots */
 static Py_ssize_t o_free_at, o_pending, o_defer_fcs, o_queued, o_queued_bytes, o_up, o_timeline, o_flow,
     o_priority, o_peak_f, o_peak_b, o_busy_ns, o_tracer, o_head_bytes, o_framing, o_bps, o_latency;
+static Py_ssize_t o_local, o_ctl, o_fault_rng, o_link, o_sent_done, o_tx_frames, o_tx_bytes;
 /* InPort slots */
-static Py_ssize_t i_timeline, i_buf;
+static Py_ssize_t i_timeline, i_buf, i_index, i_link, i_rx_frames, i_rx_bytes, i_name;
+/* LinkSender / LinkReceiver slots */
+static Py_ssize_t ls_seq, lr_expected;
 
 /* frame layout and codes (given by emu.element at setup: one source of truth) */
-static long C_CLEAN, C_NOFCS, C_FCS_RESIDUE, C_CREDIT_LEN, C_CREDIT_HI, C_CREDIT_LO, C_ET_HI, C_ET_LO, C_HDR_LEN, C_DST_OFF,
+static long C_POOL, C_CLEAN, C_NOFCS, C_FCS_RESIDUE, C_CREDIT_LEN, C_CREDIT_HI, C_CREDIT_LO, C_ET_HI, C_ET_LO, C_HDR_LEN, C_DST_OFF,
     C_PTYPE_OFF, C_FLAGS_OFF, C_HOPS_OFF, C_PRIO_OFF, C_FLAG_BCAST;
 static int ready = 0;
 static unsigned long long n_forwarded, n_enqueued, n_handed; /* what the core did (counts()) */
@@ -102,13 +106,18 @@ static inline int set_ll(PyObject *obj, Py_ssize_t off, long long v)
 
 static PyObject *setup(PyObject *self, PyObject *args)
 {
-    PyObject *outp, *inp, *lazy, *consts;
-    if (!PyArg_ParseTuple(args, "OOOO!", &outp, &inp, &lazy, &PyTuple_Type, &consts))
+    PyObject *outp, *inp, *lazy, *sender, *receiver, *causality, *consts;
+    if (!PyArg_ParseTuple(args, "OOOOOOO!", &outp, &inp, &lazy, &sender, &receiver, &causality, &PyTuple_Type, &consts))
         return NULL;
-    if (!PyType_Check(outp) || !PyType_Check(inp) || !PyType_Check(lazy)) {
-        PyErr_SetString(PyExc_TypeError, "setup: OutPort, InPort and LazyFrame must be classes");
+    if (!PyType_Check(outp) || !PyType_Check(inp) || !PyType_Check(lazy) || !PyType_Check(sender) ||
+        !PyType_Check(receiver) || !PyExceptionClass_Check(causality)) {
+        PyErr_SetString(PyExc_TypeError, "setup: OutPort, InPort, LazyFrame, LinkSender, LinkReceiver must be classes, "
+                                         "CausalityError an exception");
         return NULL;
     }
+    SenderT = (PyTypeObject *)Py_NewRef(sender);
+    ReceiverT = (PyTypeObject *)Py_NewRef(receiver);
+    Py_XSETREF(CausalityError, Py_NewRef(causality));
     ready = 0;
     OutPortT = (PyTypeObject *)outp;
     InPortT = (PyTypeObject *)inp;
@@ -121,13 +130,19 @@ static PyObject *setup(PyObject *self, PyObject *args)
         {"queued_bytes", &o_queued_bytes}, {"up", &o_up}, {"timeline", &o_timeline}, {"flow", &o_flow},
         {"priority", &o_priority}, {"peak_queue_frames", &o_peak_f}, {"peak_queue_bytes", &o_peak_b},
         {"busy_ns", &o_busy_ns}, {"tracer", &o_tracer}, {"head_bytes", &o_head_bytes}, {"framing", &o_framing},
-        {"bandwidth_bps", &o_bps}, {"latency_ns", &o_latency}};
+        {"bandwidth_bps", &o_bps}, {"latency_ns", &o_latency}, {"local", &o_local}, {"ctl", &o_ctl},
+        {"fault_rng", &o_fault_rng}, {"link", &o_link}, {"sent_done", &o_sent_done}, {"tx_frames", &o_tx_frames},
+        {"tx_bytes", &o_tx_bytes}};
     for (size_t k = 0; k < sizeof os / sizeof os[0]; k++)
         if (slot_offset(OutPortT, os[k].n, os[k].o) < 0)
             return NULL;
-    if (slot_offset(InPortT, "timeline", &i_timeline) < 0 || slot_offset(InPortT, "buf", &i_buf) < 0)
+    if (slot_offset(InPortT, "timeline", &i_timeline) < 0 || slot_offset(InPortT, "buf", &i_buf) < 0 ||
+        slot_offset(InPortT, "index", &i_index) < 0 || slot_offset(InPortT, "link", &i_link) < 0 ||
+        slot_offset(InPortT, "rx_frames", &i_rx_frames) < 0 || slot_offset(InPortT, "rx_bytes", &i_rx_bytes) < 0 ||
+        slot_offset(InPortT, "name", &i_name) < 0 || slot_offset(SenderT, "seq", &ls_seq) < 0 ||
+        slot_offset(ReceiverT, "expected", &lr_expected) < 0)
         return NULL;
-    long *cs[] = {&C_CLEAN, &C_NOFCS, &C_FCS_RESIDUE, &C_CREDIT_LEN, &C_CREDIT_HI, &C_CREDIT_LO, &C_ET_HI, &C_ET_LO, &C_HDR_LEN,
+    long *cs[] = {&C_POOL, &C_CLEAN, &C_NOFCS, &C_FCS_RESIDUE, &C_CREDIT_LEN, &C_CREDIT_HI, &C_CREDIT_LO, &C_ET_HI, &C_ET_LO, &C_HDR_LEN,
                   &C_DST_OFF, &C_PTYPE_OFF, &C_FLAGS_OFF, &C_HOPS_OFF, &C_PRIO_OFF, &C_FLAG_BCAST};
     if (PyTuple_GET_SIZE(consts) != (Py_ssize_t)(sizeof cs / sizeof cs[0])) {
         PyErr_SetString(PyExc_ValueError, "setup: wrong number of constants");
@@ -658,6 +673,144 @@ fail:
     return NULL;
 }
 
+static inline int add_ll(PyObject *obj, Py_ssize_t off, long long d)
+{
+    long long v;
+    if (!get_ll(SLOT(obj, off), &v)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core: a counter is not an integer");
+        return -1;
+    }
+    return set_ll(obj, off, v + d);
+}
+
+/* Element._transmit's first part: every busy port whose peer is in this process and that has
+ * neither link control, an emulated fault nor a capture (the caller checks the capture) hands the
+ * frames due before ``release`` straight into the peer's heap; a port left empty leaves ``busy``.
+ * Returns (earliest arrival handed over or INF, the other busy ports for Python, in their order). */
+static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "transmit_local(busy, release, window, domain)");
+        return NULL;
+    }
+    PyObject *busy = args[0], *window = args[2], *domain = args[3];
+    long long release, clean = C_CLEAN, nofcs = C_NOFCS, first = (long long)1 << 62;
+    if (!ready || !PyDict_CheckExact(busy) || !get_ll(args[1], &release)) {
+        PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: bad arguments");
+        return NULL;
+    }
+    PyObject *others = PyList_New(0), *done = PyList_New(0);
+    if (others == NULL || done == NULL)
+        goto fail;
+    Py_ssize_t pos = 0;
+    PyObject *p, *unused;
+    while (PyDict_Next(busy, &pos, &p, &unused)) {
+        PyObject *local, *ctl, *pend;
+        Py_ssize_t nctl;
+        if (Py_TYPE(p) != OutPortT || (local = SLOT(p, o_local)) == NULL || local == Py_None ||
+            !PyTuple_CheckExact(local) || PyTuple_GET_SIZE(local) != 2 || SLOT(p, o_fault_rng) != Py_None ||
+            (ctl = SLOT(p, o_ctl)) == NULL || (nctl = PySequence_Size(ctl)) != 0 || (pend = SLOT(p, o_pending)) == NULL) {
+            if (PyErr_Occurred() || PyList_Append(others, p) < 0)
+                goto fail;
+            continue;
+        }
+        Py_ssize_t npend = PySequence_Size(pend);
+        if (npend < 0)
+            goto fail;
+        if (npend) {
+            PyObject *head = PySequence_GetItem(pend, 0);
+            if (head == NULL)
+                goto fail;
+            long long a0;
+            int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) == 4 && get_ll(PyTuple_GET_ITEM(head, 1), &a0);
+            Py_DECREF(head);
+            if (!ok) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a pending entry is not a 4-tuple");
+                goto fail;
+            }
+            if (a0 < release) {
+                PyObject *peer = PyTuple_GET_ITEM(local, 0), *inp = PyTuple_GET_ITEM(local, 1);
+                PyObject *link = SLOT(p, o_link), *rlink;
+                if (Py_TYPE(inp) != InPortT || link == NULL || Py_TYPE(link) != SenderT ||
+                    (rlink = SLOT(inp, i_link)) == NULL || Py_TYPE(rlink) != ReceiverT) {
+                    if (PyList_Append(others, p) < 0)
+                        goto fail;
+                    continue;
+                }
+                PyObject *safe = PyObject_GetAttr(peer, s_safe_time);
+                long long st;
+                int okst = get_ll(safe, &st);
+                Py_XDECREF(safe);
+                if (!okst) {
+                    if (!PyErr_Occurred())
+                        PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: safe_time is not an integer");
+                    goto fail;
+                }
+                if (a0 < st) {
+                    PyErr_Format(CausalityError, "%S: frame stamped %lld ns handed over after %lld ns was processed; "
+                                 "the synchroniser let a window run too far", SLOT(inp, i_name), a0, st);
+                    goto fail;
+                }
+                if (a0 < first)
+                    first = a0;
+                PyObject *heap = PyObject_GetAttr(peer, s_heap);
+                if (heap == NULL)
+                    goto fail;
+                long long seq, flags = SLOT(p, o_defer_fcs) == Py_True ? clean | nofcs : clean;
+                if (!get_ll(SLOT(link, ls_seq), &seq)) {
+                    Py_DECREF(heap);
+                    if (!PyErr_Occurred())
+                        PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a sequence number is not an integer");
+                    goto fail;
+                }
+                PyObject *hargs[7] = {pend, heap, SLOT(inp, i_index), NULL, NULL, NULL, NULL};
+                PyObject *seqo = PyLong_FromLongLong(seq), *fl = PyLong_FromLongLong(flags), *rel = PyLong_FromLongLong(release),
+                         *poolo = PyLong_FromLong(C_POOL);
+                hargs[3] = seqo; hargs[4] = fl; hargs[5] = rel; hargs[6] = poolo;
+                PyObject *r = (seqo && fl && rel && poolo) ? hand_over(NULL, hargs, 7) : NULL;
+                Py_XDECREF(seqo); Py_XDECREF(fl); Py_XDECREF(rel); Py_XDECREF(poolo);
+                Py_DECREF(heap);
+                if (r == NULL)
+                    goto fail;
+                long n;
+                long long nbytes, nseq, last, lat;
+                int okr = PyArg_ParseTuple(r, "lLLL", &n, &nbytes, &nseq, &last);
+                Py_DECREF(r);
+                if (!okr || !get_ll(SLOT(p, o_latency), &lat))
+                    goto fail;
+                if (flags & nofcs)
+                    nbytes += 4LL * n;
+                if (set_ll(link, ls_seq, nseq) < 0 || set_ll(rlink, lr_expected, nseq) < 0 ||
+                    set_ll(p, o_sent_done, last - lat) < 0 || add_ll(p, o_tx_frames, n) < 0 ||
+                    add_ll(p, o_tx_bytes, nbytes) < 0 || add_ll(inp, i_rx_frames, n) < 0 ||
+                    add_ll(inp, i_rx_bytes, nbytes) < 0)
+                    goto fail;
+                PyObject *fr = PyObject_CallMethod(domain, "frames_local", "OlLO", peer, n, a0, window);
+                if (fr == NULL)
+                    goto fail;
+                Py_DECREF(fr);
+                npend = PySequence_Size(pend);
+                if (npend < 0)
+                    goto fail;
+            }
+        }
+        if (npend == 0 && PyList_Append(done, p) < 0)
+            goto fail;
+    }
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(done); k++)
+        if (PyDict_DelItem(busy, PyList_GET_ITEM(done, k)) < 0)
+            goto fail;
+    Py_DECREF(done);
+    PyObject *res = Py_BuildValue("(LN)", first, others);
+    return res;
+fail:
+    Py_XDECREF(others);
+    Py_XDECREF(done);
+    return NULL;
+}
+
 static PyObject *py_heappush(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2 || !PyList_CheckExact(args[0])) {
@@ -688,10 +841,12 @@ static PyMethodDef methods[] = {
     {"heappop", py_heappop, METH_O, "heapq.heappop, the core's comparison"},
     {"counts", counts, METH_NOARGS, "frames the core forwarded, enqueued and handed over in this process"},
     {"crc32", crc32, METH_O, "crc32(bytes-like) -> zlib.crc32 of it (the core's own CRC-32)"},
-    {"setup", setup, METH_VARARGS, "setup(OutPort, InPort, LazyFrame, consts)"},
+    {"setup", setup, METH_VARARGS, "setup(OutPort, InPort, LazyFrame, LinkSender, LinkReceiver, CausalityError, consts)"},
     {"switch_setup", switch_setup, METH_VARARGS, "switch_setup(decline, max_hops)"},
     {"enqueue", (PyCFunction)(void (*)(void))enqueue, METH_FASTCALL, "OutPort.enqueue's plain path, or None"},
     {"forward", (PyCFunction)(void (*)(void))forward, METH_FASTCALL, "a static switch's plain frames"},
+    {"transmit_local", (PyCFunction)(void (*)(void))transmit_local, METH_FASTCALL,
+     "the busy ports' frames into peers of this process; returns (first arrival, the other ports)"},
     {"hand_over", (PyCFunction)(void (*)(void))hand_over, METH_FASTCALL, "frames into a local peer's heap"},
     {NULL, NULL, 0, NULL}};
 
@@ -703,7 +858,9 @@ PyMODINIT_FUNC PyInit__core(void)
     s_popleft = PyUnicode_InternFromString("popleft");
     s_make = PyUnicode_InternFromString("make");
     s_plain = PyUnicode_InternFromString("plain");
-    if (!s_append || !s_popleft || !s_make || !s_plain)
+    s_heap = PyUnicode_InternFromString("heap");
+    s_safe_time = PyUnicode_InternFromString("safe_time");
+    if (!s_append || !s_popleft || !s_make || !s_plain || !s_heap || !s_safe_time)
         return NULL;
     crc_init();
     return PyModule_Create(&module);

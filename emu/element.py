@@ -58,8 +58,8 @@ LOST_DOWN = 64  # ... was on the wire while its link was down (scheduled): lost
 
 if native.CORE is not None:  # the compiled core learns the ports' layout and the frames' (emu.native)
     try:
-        native.CORE.setup(OutPort, InPort, LazyFrame,
-                          (CLEAN, NOFCS, FCS_RESIDUE, CREDIT_FRAME_LEN, ETHERTYPE_CREDIT >> 8, ETHERTYPE_CREDIT & 0xFF, ETHERTYPE_FABRIC >> 8, ETHERTYPE_FABRIC & 0xFF,
+        native.CORE.setup(OutPort, InPort, LazyFrame, LinkSender, LinkReceiver, CausalityError,
+                          (POOL, CLEAN, NOFCS, FCS_RESIDUE, CREDIT_FRAME_LEN, ETHERTYPE_CREDIT >> 8, ETHERTYPE_CREDIT & 0xFF, ETHERTYPE_FABRIC >> 8, ETHERTYPE_FABRIC & 0xFF,
                            HDR_LEN, DST_OFF, DST_OFF + 6, FLAGS_OFF, HOPS_OFF, DST_OFF + 5, FLAG_BCAST))
     except (TypeError, ValueError, AttributeError) as e:
         native.disable(str(e))
@@ -762,7 +762,11 @@ class Element:
         push = heapq.heappush
         batch = self.batch
         core = native.CORE
-        for p in self.busy:
+        if core is not None and cap is None:  # the ports to this process's elements in the compiled core
+            first_arrival, ports = core.transmit_local(self.busy, release, window, domain)
+        else:
+            ports = self.busy
+        for p in ports:
             pend, ctl = p.pending, p.ctl
             if p.local is not None and not ctl and p.fault_rng is None and cap is None:
                 # to an element of this process, nothing to capture, no fault: straight into its heap
