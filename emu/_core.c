@@ -38,10 +38,10 @@ static Py_ssize_t o_local, o_ctl, o_fault_rng, o_link, o_sent_done, o_tx_frames,
 /* InPort slots */
 static Py_ssize_t i_timeline, i_buf, i_index, i_link, i_rx_frames, i_rx_bytes, i_name;
 /* LinkSender / LinkReceiver slots */
-static Py_ssize_t ls_seq, lr_expected;
+static Py_ssize_t ls_seq, ls_retained, ls_prefix, ls_prefix_pool, lr_expected;
 
 /* frame layout and codes (given by emu.element at setup: one source of truth) */
-static long C_POOL, C_CLEAN, C_NOFCS, C_FCS_RESIDUE, C_CREDIT_LEN, C_CREDIT_HI, C_CREDIT_LO, C_ET_HI, C_ET_LO, C_HDR_LEN, C_DST_OFF,
+static long C_OUTER_LEN, C_MAX_DATAGRAM, C_POOL, C_CLEAN, C_NOFCS, C_FCS_RESIDUE, C_CREDIT_LEN, C_CREDIT_HI, C_CREDIT_LO, C_ET_HI, C_ET_LO, C_HDR_LEN, C_DST_OFF,
     C_PTYPE_OFF, C_FLAGS_OFF, C_HOPS_OFF, C_PRIO_OFF, C_FLAG_BCAST;
 static int ready = 0;
 static unsigned long long n_forwarded, n_enqueued, n_handed; /* what the core did (counts()) */
@@ -140,9 +140,11 @@ static PyObject *setup(PyObject *self, PyObject *args)
         slot_offset(InPortT, "index", &i_index) < 0 || slot_offset(InPortT, "link", &i_link) < 0 ||
         slot_offset(InPortT, "rx_frames", &i_rx_frames) < 0 || slot_offset(InPortT, "rx_bytes", &i_rx_bytes) < 0 ||
         slot_offset(InPortT, "name", &i_name) < 0 || slot_offset(SenderT, "seq", &ls_seq) < 0 ||
+        slot_offset(SenderT, "retained", &ls_retained) < 0 || slot_offset(SenderT, "prefix", &ls_prefix) < 0 ||
+        slot_offset(SenderT, "prefix_pool", &ls_prefix_pool) < 0 ||
         slot_offset(ReceiverT, "expected", &lr_expected) < 0)
         return NULL;
-    long *cs[] = {&C_POOL, &C_CLEAN, &C_NOFCS, &C_FCS_RESIDUE, &C_CREDIT_LEN, &C_CREDIT_HI, &C_CREDIT_LO, &C_ET_HI, &C_ET_LO, &C_HDR_LEN,
+    long *cs[] = {&C_OUTER_LEN, &C_MAX_DATAGRAM, &C_POOL, &C_CLEAN, &C_NOFCS, &C_FCS_RESIDUE, &C_CREDIT_LEN, &C_CREDIT_HI, &C_CREDIT_LO, &C_ET_HI, &C_ET_LO, &C_HDR_LEN,
                   &C_DST_OFF, &C_PTYPE_OFF, &C_FLAGS_OFF, &C_HOPS_OFF, &C_PRIO_OFF, &C_FLAG_BCAST};
     if (PyTuple_GET_SIZE(consts) != (Py_ssize_t)(sizeof cs / sizeof cs[0])) {
         PyErr_SetString(PyExc_ValueError, "setup: wrong number of constants");
@@ -811,6 +813,172 @@ fail:
     return NULL;
 }
 
+/* LinkSender.take: every frame of ``pend`` arriving before ``release`` becomes a DATA (DATA_POOL)
+ * record -- its 12-byte prefix, then seq, arrival, length, window (network order) and the frame --
+ * joined into datagrams of at most MAX_DATAGRAM bytes, each retained for retransmission as
+ * (window, first seq, last seq, datagram). Returns (datagrams, frames, their bytes, last arrival). */
+typedef struct { PyObject *frame; long long arrival; int pool; } rec_t;
+
+static PyObject *flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssize_t k1, Py_ssize_t size,
+                             long long seq0, long long w16, long long window, PyObject *out)
+{
+    PyObject *dg = PyBytes_FromStringAndSize(NULL, size);
+    if (dg == NULL)
+        return NULL;
+    unsigned char *b = (unsigned char *)PyBytes_AS_STRING(dg);
+    PyObject *pre = SLOT(link, ls_prefix), *prep = SLOT(link, ls_prefix_pool);
+    long long seq = seq0;
+    for (Py_ssize_t k = k0; k < k1; k++) {
+        PyObject *px = recs[k].pool ? prep : pre;
+        memcpy(b, PyBytes_AS_STRING(px), 12);
+        b += 12;
+        uint32_t sq = (uint32_t)seq;
+        uint64_t ts = (uint64_t)recs[k].arrival;
+        Py_ssize_t n = PyBytes_GET_SIZE(recs[k].frame);
+        b[0] = sq >> 24; b[1] = sq >> 16; b[2] = sq >> 8; b[3] = sq;
+        for (int i = 0; i < 8; i++)
+            b[4 + i] = (unsigned char)(ts >> (56 - 8 * i));
+        b[12] = (n >> 8) & 0xFF; b[13] = n & 0xFF;
+        b[14] = (w16 >> 8) & 0xFF; b[15] = w16 & 0xFF;
+        b += 16;
+        memcpy(b, PyBytes_AS_STRING(recs[k].frame), n);
+        b += n;
+        seq = (seq + 1) & 0xFFFFFFFFLL;
+    }
+    PyObject *kept = Py_BuildValue("(LLLO)", window, seq0, (seq - 1) & 0xFFFFFFFFLL, dg);
+    if (kept == NULL) {
+        Py_DECREF(dg);
+        return NULL;
+    }
+    PyObject *r = PyObject_CallMethodOneArg(SLOT(link, ls_retained), s_append, kept);
+    Py_DECREF(kept);
+    if (r == NULL || PyList_Append(out, dg) < 0) {
+        Py_XDECREF(r);
+        Py_DECREF(dg);
+        return NULL;
+    }
+    Py_DECREF(r);
+    Py_DECREF(dg);
+    return out;
+}
+
+static PyObject *take(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "take(link, pend, release, window)");
+        return NULL;
+    }
+    PyObject *link = args[0], *pend = args[1];
+    long long release, window, seq0;
+    if (!ready || Py_TYPE(link) != SenderT || !get_ll(args[2], &release) || !get_ll(args[3], &window) ||
+        !get_ll(SLOT(link, ls_seq), &seq0) || SLOT(link, ls_prefix) == NULL || !PyBytes_CheckExact(SLOT(link, ls_prefix)) ||
+        PyBytes_GET_SIZE(SLOT(link, ls_prefix)) != 12 || SLOT(link, ls_prefix_pool) == NULL ||
+        !PyBytes_CheckExact(SLOT(link, ls_prefix_pool)) || PyBytes_GET_SIZE(SLOT(link, ls_prefix_pool)) != 12) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core.take: bad arguments");
+        return NULL;
+    }
+    Py_ssize_t cap = 16, nrec = 0;
+    rec_t *recs = PyMem_Malloc(cap * sizeof(rec_t));
+    PyObject *out = PyList_New(0);
+    long long nbytes = 0, last = 0, w16 = window & 0xFFFF;
+    if (recs == NULL || out == NULL)
+        goto fail;
+    for (;;) { /* off the queue, made if lazy */
+        Py_ssize_t len = PySequence_Size(pend);
+        if (len < 0)
+            goto fail;
+        if (len == 0)
+            break;
+        PyObject *head = PySequence_GetItem(pend, 0);
+        if (head == NULL)
+            goto fail;
+        long long arrival;
+        int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) == 4 && get_ll(PyTuple_GET_ITEM(head, 1), &arrival);
+        if (!ok || arrival >= release) {
+            Py_DECREF(head);
+            if (!ok) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "emu._core.take: a pending entry is not a 4-tuple");
+                goto fail;
+            }
+            break;
+        }
+        PyObject *r = PyObject_CallMethodNoArgs(pend, s_popleft);
+        if (r == NULL) {
+            Py_DECREF(head);
+            goto fail;
+        }
+        Py_DECREF(r);
+        PyObject *frame = Py_NewRef(PyTuple_GET_ITEM(head, 2));
+        int pool = PyObject_IsTrue(PyTuple_GET_ITEM(head, 3));
+        Py_DECREF(head);
+        if (pool < 0) {
+            Py_DECREF(frame);
+            goto fail;
+        }
+        if (Py_TYPE(frame) == LazyT) {
+            PyObject *made = PyObject_CallMethodNoArgs(frame, s_make);
+            Py_DECREF(frame);
+            if (made == NULL)
+                goto fail;
+            frame = made;
+        }
+        if (!PyBytes_CheckExact(frame) || PyBytes_GET_SIZE(frame) > 0xFFFF) {
+            Py_DECREF(frame);
+            PyErr_SetString(PyExc_TypeError, "emu._core.take: a frame is not bytes of at most 65535");
+            goto fail;
+        }
+        if (nrec == cap) {
+            rec_t *more = PyMem_Realloc(recs, 2 * cap * sizeof(rec_t));
+            if (more == NULL) {
+                Py_DECREF(frame);
+                goto fail;
+            }
+            recs = more;
+            cap *= 2;
+        }
+        recs[nrec].frame = frame;
+        recs[nrec].arrival = arrival;
+        recs[nrec].pool = pool;
+        nrec++;
+        nbytes += PyBytes_GET_SIZE(frame);
+        last = arrival;
+    }
+    { /* into datagrams, as Python's loop cuts them */
+        Py_ssize_t k0 = 0, size = 0;
+        long long first = seq0, seq = seq0;
+        for (Py_ssize_t k = 0; k < nrec; k++) {
+            Py_ssize_t n = PyBytes_GET_SIZE(recs[k].frame);
+            if (size + C_OUTER_LEN + n > C_MAX_DATAGRAM && k > k0) {
+                if (flush_dgram(link, recs, k0, k, size, first, w16, window, out) == NULL)
+                    goto fail;
+                k0 = k;
+                size = 0;
+                first = seq;
+            }
+            size += C_OUTER_LEN + n;
+            seq = (seq + 1) & 0xFFFFFFFFLL;
+        }
+        if (nrec > k0 && flush_dgram(link, recs, k0, nrec, size, first, w16, window, out) == NULL)
+            goto fail;
+        if (set_ll(link, ls_seq, seq) < 0)
+            goto fail;
+    }
+    for (Py_ssize_t k = 0; k < nrec; k++)
+        Py_DECREF(recs[k].frame);
+    PyMem_Free(recs);
+    return Py_BuildValue("(NlLL)", out, (long)nrec, nbytes, last);
+fail:
+    if (recs != NULL) {
+        for (Py_ssize_t k = 0; k < nrec; k++)
+            Py_DECREF(recs[k].frame);
+        PyMem_Free(recs);
+    }
+    Py_XDECREF(out);
+    return NULL;
+}
+
 static PyObject *py_heappush(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2 || !PyList_CheckExact(args[0])) {
@@ -847,6 +1015,7 @@ static PyMethodDef methods[] = {
     {"forward", (PyCFunction)(void (*)(void))forward, METH_FASTCALL, "a static switch's plain frames"},
     {"transmit_local", (PyCFunction)(void (*)(void))transmit_local, METH_FASTCALL,
      "the busy ports' frames into peers of this process; returns (first arrival, the other ports)"},
+    {"take", (PyCFunction)(void (*)(void))take, METH_FASTCALL, "LinkSender.take: a port's frames as records in datagrams"},
     {"hand_over", (PyCFunction)(void (*)(void))hand_over, METH_FASTCALL, "frames into a local peer's heap"},
     {NULL, NULL, 0, NULL}};
 

@@ -24,7 +24,7 @@ import trio
 
 from . import native
 from .errors import CausalityError, EngineError
-from .link import ACCEPT, GAP, NOFCS_FLAG, LinkReceiver, LinkSender
+from .link import ACCEPT, GAP, MAX_DATAGRAM, NOFCS_FLAG, LinkReceiver, LinkSender
 from .port import VC_OFF, InPort, OutPort, frame_error_probability
 from .portview import PortView
 from .segcut import stretch as stretch_port
@@ -59,7 +59,7 @@ LOST_DOWN = 64  # ... was on the wire while its link was down (scheduled): lost
 if native.CORE is not None:  # the compiled core learns the ports' layout and the frames' (emu.native)
     try:
         native.CORE.setup(OutPort, InPort, LazyFrame, LinkSender, LinkReceiver, CausalityError,
-                          (POOL, CLEAN, NOFCS, FCS_RESIDUE, CREDIT_FRAME_LEN, ETHERTYPE_CREDIT >> 8, ETHERTYPE_CREDIT & 0xFF, ETHERTYPE_FABRIC >> 8, ETHERTYPE_FABRIC & 0xFF,
+                          (OUTER_LEN, MAX_DATAGRAM, POOL, CLEAN, NOFCS, FCS_RESIDUE, CREDIT_FRAME_LEN, ETHERTYPE_CREDIT >> 8, ETHERTYPE_CREDIT & 0xFF, ETHERTYPE_FABRIC >> 8, ETHERTYPE_FABRIC & 0xFF,
                            HDR_LEN, DST_OFF, DST_OFF + 6, FLAGS_OFF, HOPS_OFF, DST_OFF + 5, FLAG_BCAST))
     except (TypeError, ValueError, AttributeError) as e:
         native.disable(str(e))
@@ -813,7 +813,8 @@ class Element:
                     if pend[0][1] < first_arrival:
                         first_arrival = pend[0][1]
                     # (a frame on a socket carries its FCS: defer_fcs is only set on ports handed over in memory)
-                    dgrams, n, nbytes, arrival = p.link.take(pend, release, window)
+                    dgrams, n, nbytes, arrival = core.take(p.link, pend, release, window) if core is not None \
+                        else p.link.take(pend, release, window)
                     if self._drop_rate:
                         for dgram in dgrams:
                             self._sendto(dgram, p.peer_addr)

@@ -150,3 +150,22 @@ async def test_a_run_is_the_same_with_and_without_the_core(direct, monkeypatch):
     assert did["forwarded"] == crossings - frames  # (a frame crosses one link more than it crosses switches)
     assert did["enqueued"] >= frames
     assert (did["handed_over"] == crossings) if direct else did["handed_over"] == 0
+
+
+@needs_core
+def test_take_makes_the_senders_datagrams():
+    """Records cut into datagrams at the same places, the same bytes, the same retained copies and
+    sequence numbers (wrapping) as LinkSender.take."""
+    from emu.link import LinkSender
+
+    rng = random.Random(11)
+    pend = deque((t, t + 100, bytes(rng.randrange(0, 256) for _ in range(rng.randrange(60, 9000))), rng.random() < 0.3)
+                 for t in range(0, 40_000, 211))
+    a, b = LinkSender(0xC0FFEE, 7), LinkSender(0xC0FFEE, 7)
+    a.seq = b.seq = 0xFFFFFFF0
+    pa, pb = deque(pend), deque(pend)
+    got = CORE.take(a, pa, 30_000, 0x12345)
+    want = b.take(pb, 30_000, 0x12345)
+    assert got == want and len(got[0]) > 3  # (several datagrams: cut at MAX_DATAGRAM)
+    assert list(a.retained) == list(b.retained) and a.seq == b.seq < 0x1000 and pa == pb
+    assert CORE.take(a, pa, 0, 1) == b.take(pb, 0, 1) == ([], 0, 0, 0)  # nothing due
