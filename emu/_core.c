@@ -28,7 +28,8 @@
 #include <string.h>
 
 static PyTypeObject *OutPortT, *InPortT, *LazyT, *SenderT, *ReceiverT;
-static PyObject *CausalityError, *s_heap, *s_safe_time;
+static PyObject *CausalityError, *s_heap, *s_safe_time, *s_domain, *s_frames_arrived;
+static Py_ssize_t i_peer_addr;
 static PyObject *s_append, *s_popleft, *s_make, *s_plain;
 
 /* OutPort slots */
@@ -41,7 +42,7 @@ static Py_ssize_t i_timeline, i_buf, i_index, i_link, i_rx_frames, i_rx_bytes, i
 static Py_ssize_t ls_seq, ls_retained, ls_prefix, ls_prefix_pool, lr_expected;
 
 /* frame layout and codes (given by emu.element at setup: one source of truth) */
-static long C_OUTER_LEN, C_MAX_DATAGRAM, C_POOL, C_CLEAN, C_NOFCS, C_FCS_RESIDUE, C_CREDIT_LEN, C_CREDIT_HI, C_CREDIT_LO, C_ET_HI, C_ET_LO, C_HDR_LEN, C_DST_OFF,
+static long C_MAGIC, C_VERSION, C_KIND_DATA, C_KIND_POOL, C_OUTER_LEN, C_MAX_DATAGRAM, C_POOL, C_CLEAN, C_NOFCS, C_FCS_RESIDUE, C_CREDIT_LEN, C_CREDIT_HI, C_CREDIT_LO, C_ET_HI, C_ET_LO, C_HDR_LEN, C_DST_OFF,
     C_PTYPE_OFF, C_FLAGS_OFF, C_HOPS_OFF, C_PRIO_OFF, C_FLAG_BCAST;
 static int ready = 0;
 static unsigned long long n_forwarded, n_enqueued, n_handed; /* what the core did (counts()) */
@@ -139,12 +140,12 @@ static PyObject *setup(PyObject *self, PyObject *args)
     if (slot_offset(InPortT, "timeline", &i_timeline) < 0 || slot_offset(InPortT, "buf", &i_buf) < 0 ||
         slot_offset(InPortT, "index", &i_index) < 0 || slot_offset(InPortT, "link", &i_link) < 0 ||
         slot_offset(InPortT, "rx_frames", &i_rx_frames) < 0 || slot_offset(InPortT, "rx_bytes", &i_rx_bytes) < 0 ||
-        slot_offset(InPortT, "name", &i_name) < 0 || slot_offset(SenderT, "seq", &ls_seq) < 0 ||
+        slot_offset(InPortT, "name", &i_name) < 0 || slot_offset(InPortT, "peer_addr", &i_peer_addr) < 0 || slot_offset(SenderT, "seq", &ls_seq) < 0 ||
         slot_offset(SenderT, "retained", &ls_retained) < 0 || slot_offset(SenderT, "prefix", &ls_prefix) < 0 ||
         slot_offset(SenderT, "prefix_pool", &ls_prefix_pool) < 0 ||
         slot_offset(ReceiverT, "expected", &lr_expected) < 0)
         return NULL;
-    long *cs[] = {&C_OUTER_LEN, &C_MAX_DATAGRAM, &C_POOL, &C_CLEAN, &C_NOFCS, &C_FCS_RESIDUE, &C_CREDIT_LEN, &C_CREDIT_HI, &C_CREDIT_LO, &C_ET_HI, &C_ET_LO, &C_HDR_LEN,
+    long *cs[] = {&C_MAGIC, &C_VERSION, &C_KIND_DATA, &C_KIND_POOL, &C_OUTER_LEN, &C_MAX_DATAGRAM, &C_POOL, &C_CLEAN, &C_NOFCS, &C_FCS_RESIDUE, &C_CREDIT_LEN, &C_CREDIT_HI, &C_CREDIT_LO, &C_ET_HI, &C_ET_LO, &C_HDR_LEN,
                   &C_DST_OFF, &C_PTYPE_OFF, &C_FLAGS_OFF, &C_HOPS_OFF, &C_PRIO_OFF, &C_FLAG_BCAST};
     if (PyTuple_GET_SIZE(consts) != (Py_ssize_t)(sizeof cs / sizeof cs[0])) {
         PyErr_SetString(PyExc_ValueError, "setup: wrong number of constants");
@@ -979,6 +980,198 @@ fail:
     return NULL;
 }
 
+/* Batch.on_datagram's common case: from ``off``, every DATA / DATA_POOL record of this cluster whose
+ * link ends here, from the socket at its other end, in sequence and not late goes into its element's
+ * heap as Python would put it; ``got`` (element -> [frames, earliest stamp, window]) counts them as
+ * Python's loop does. Stops at the first other record (Python's: a drop, a gap, a NACK ...) and
+ * returns its offset (``n`` when all were taken). */
+static inline uint64_t be(const unsigned char *b, int k)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < k; i++)
+        v = v << 8 | b[i];
+    return v;
+}
+
+typedef struct { PyObject *inp, *g; long long rn, rb, rts; } run_t;
+
+static int flush_run(run_t *r)
+{
+    if (r->rn == 0)
+        return 0;
+    long long g0, g1;
+    if (add_ll(r->inp, i_rx_frames, r->rn) < 0 || add_ll(r->inp, i_rx_bytes, r->rb) < 0)
+        return -1;
+    if (!get_ll(PyList_GET_ITEM(r->g, 0), &g0) || !get_ll(PyList_GET_ITEM(r->g, 1), &g1)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core.records: a count is not an integer");
+        return -1;
+    }
+    PyObject *a = PyLong_FromLongLong(g0 + r->rn);
+    if (a == NULL || PyList_SetItem(r->g, 0, a) < 0)
+        return -1;
+    if (r->rts < g1) {
+        PyObject *b = PyLong_FromLongLong(r->rts);
+        if (b == NULL || PyList_SetItem(r->g, 1, b) < 0)
+            return -1;
+    }
+    r->rn = r->rb = 0;
+    r->rts = (long long)1 << 62;
+    return 0;
+}
+
+static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "records(data, off, n, cluster_id, in_owner, sender, got)");
+        return NULL;
+    }
+    PyObject *data = args[0], *in_owner = args[4], *sender = args[5], *got = args[6];
+    long long off, n, cid;
+    if (!ready || !PyBytes_CheckExact(data) || !PyDict_CheckExact(in_owner) || !PyDict_CheckExact(got) ||
+        !get_ll(args[1], &off) || !get_ll(args[2], &n) || !get_ll(args[3], &cid) || n > PyBytes_GET_SIZE(data) ||
+        off < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core.records: bad arguments");
+        return NULL;
+    }
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(data);
+    long long cur = -1, cwin = -1, safe = 0;
+    PyObject *el = NULL, *heap = NULL, *lk = NULL, *index = NULL; /* (borrowed from in_owner / el; heap owned) */
+    run_t run = {NULL, NULL, 0, 0, (long long)1 << 62};
+    PyObject *f_data = PyLong_FromLong(0), *f_pool = PyLong_FromLong(C_POOL);
+    if (f_data == NULL || f_pool == NULL)
+        goto fail;
+    while (off < n) {
+        if (n - off < C_OUTER_LEN)
+            break;
+        const unsigned char *h = b + off;
+        long kind = h[3];
+        long long link = (long long)be(h + 8, 4), seq = (long long)be(h + 12, 4), win = (long long)be(h + 26, 2);
+        uint64_t ts = be(h + 16, 8);
+        long long end = off + C_OUTER_LEN + (long long)be(h + 24, 2);
+        if ((long)be(h, 2) != C_MAGIC || h[2] != C_VERSION || (long long)be(h + 4, 4) != cid || end > n ||
+            (kind != C_KIND_DATA && kind != C_KIND_POOL) || ts >= ((uint64_t)1 << 62))
+            break;
+        if (link != cur || win != cwin) {
+            if (flush_run(&run) < 0)
+                goto fail;
+            cur = -1;
+            PyObject *key = PyLong_FromLongLong(link);
+            if (key == NULL)
+                goto fail;
+            PyObject *owner = PyDict_GetItemWithError(in_owner, key);
+            Py_DECREF(key);
+            if (owner == NULL) {
+                if (PyErr_Occurred())
+                    goto fail;
+                break;
+            }
+            if (!PyTuple_CheckExact(owner) || PyTuple_GET_SIZE(owner) != 2 ||
+                Py_TYPE(PyTuple_GET_ITEM(owner, 1)) != InPortT)
+                break;
+            PyObject *inp = PyTuple_GET_ITEM(owner, 1);
+            PyObject *pa = SLOT(inp, i_peer_addr);
+            int same = pa == NULL ? 0 : PyObject_RichCompareBool(sender, pa, Py_EQ);
+            if (same < 0)
+                goto fail;
+            if (!same || (lk = SLOT(inp, i_link)) == NULL || Py_TYPE(lk) != ReceiverT)
+                break;
+            el = PyTuple_GET_ITEM(owner, 0);
+            PyObject *st = PyObject_GetAttr(el, s_safe_time);
+            int okst = get_ll(st, &safe);
+            Py_XDECREF(st);
+            if (!okst) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "emu._core.records: safe_time is not an integer");
+                goto fail;
+            }
+            Py_XSETREF(heap, PyObject_GetAttr(el, s_heap));
+            if (heap == NULL)
+                goto fail;
+            if (!PyList_CheckExact(heap)) {
+                PyErr_SetString(PyExc_TypeError, "emu._core.records: an element's heap is not a list");
+                goto fail;
+            }
+            index = SLOT(inp, i_index);
+            PyObject *g = PyDict_GetItemWithError(got, el);
+            if (g == NULL && PyErr_Occurred())
+                goto fail;
+            long long gw = -1;
+            if (g != NULL && (!PyList_CheckExact(g) || PyList_GET_SIZE(g) != 3 || !get_ll(PyList_GET_ITEM(g, 2), &gw))) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "emu._core.records: a count entry is not [frames, first, window]");
+                goto fail;
+            }
+            if (g == NULL || gw != win) { /* (a window's groups and an older retransmitted one) */
+                long long g0 = 0;
+                if (g != NULL && !get_ll(PyList_GET_ITEM(g, 0), &g0))
+                    goto fail;
+                if (g0) {
+                    PyObject *dom = PyObject_GetAttr(el, s_domain);
+                    if (dom == NULL)
+                        goto fail;
+                    PyObject *r = PyObject_CallMethodObjArgs(dom, s_frames_arrived, el, PyList_GET_ITEM(g, 0),
+                                                             PyList_GET_ITEM(g, 1), PyList_GET_ITEM(g, 2), NULL);
+                    Py_DECREF(dom);
+                    if (r == NULL)
+                        goto fail;
+                    Py_DECREF(r);
+                }
+                PyObject *ng = Py_BuildValue("[iLL]", 0, (long long)1 << 62, win);
+                if (ng == NULL)
+                    goto fail;
+                int bad = PyDict_SetItem(got, el, ng);
+                Py_DECREF(ng);
+                if (bad < 0)
+                    goto fail;
+                g = ng; /* (the dict holds it) */
+            }
+            run.inp = inp;
+            run.g = g;
+            cur = link;
+            cwin = win;
+        }
+        long long expected;
+        if (!get_ll(SLOT(lk, lr_expected), &expected)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "emu._core.records: expected is not an integer");
+            goto fail;
+        }
+        if (seq != expected || (long long)ts < safe)
+            break; /* a gap, a duplicate, a late record: Python's */
+        if (set_ll(lk, lr_expected, (seq + 1) & 0xFFFFFFFFLL) < 0)
+            goto fail;
+        PyObject *rec = tuple_steal(5, (PyObject *[]){PyLong_FromLongLong((long long)ts), Py_NewRef(index),
+                                                      PyLong_FromLongLong(seq),
+                                                      PyBytes_FromStringAndSize((const char *)h + C_OUTER_LEN,
+                                                                                end - off - C_OUTER_LEN),
+                                                      Py_NewRef(kind == C_KIND_POOL ? f_pool : f_data)});
+        if (rec == NULL)
+            goto fail;
+        int pushed = heap_push(heap, rec);
+        Py_DECREF(rec);
+        if (pushed < 0)
+            goto fail;
+        run.rn++;
+        run.rb += end - off - C_OUTER_LEN;
+        if ((long long)ts < run.rts)
+            run.rts = (long long)ts;
+        off = end;
+    }
+    if (flush_run(&run) < 0)
+        goto fail;
+    Py_XDECREF(heap);
+    Py_DECREF(f_data);
+    Py_DECREF(f_pool);
+    return PyLong_FromLongLong(off);
+fail:
+    Py_XDECREF(heap);
+    Py_XDECREF(f_data);
+    Py_XDECREF(f_pool);
+    return NULL;
+}
+
 static PyObject *py_heappush(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2 || !PyList_CheckExact(args[0])) {
@@ -1015,6 +1208,7 @@ static PyMethodDef methods[] = {
     {"forward", (PyCFunction)(void (*)(void))forward, METH_FASTCALL, "a static switch's plain frames"},
     {"transmit_local", (PyCFunction)(void (*)(void))transmit_local, METH_FASTCALL,
      "the busy ports' frames into peers of this process; returns (first arrival, the other ports)"},
+    {"records", (PyCFunction)(void (*)(void))records, METH_FASTCALL, "a datagram's in-sequence records into their heaps"},
     {"take", (PyCFunction)(void (*)(void))take, METH_FASTCALL, "LinkSender.take: a port's frames as records in datagrams"},
     {"hand_over", (PyCFunction)(void (*)(void))hand_over, METH_FASTCALL, "frames into a local peer's heap"},
     {NULL, NULL, 0, NULL}};
@@ -1029,7 +1223,9 @@ PyMODINIT_FUNC PyInit__core(void)
     s_plain = PyUnicode_InternFromString("plain");
     s_heap = PyUnicode_InternFromString("heap");
     s_safe_time = PyUnicode_InternFromString("safe_time");
-    if (!s_append || !s_popleft || !s_make || !s_plain || !s_heap || !s_safe_time)
+    s_domain = PyUnicode_InternFromString("domain");
+    s_frames_arrived = PyUnicode_InternFromString("frames_arrived");
+    if (!s_append || !s_popleft || !s_make || !s_plain || !s_heap || !s_safe_time || !s_domain || !s_frames_arrived)
         return NULL;
     crc_init();
     return PyModule_Create(&module);

@@ -59,7 +59,7 @@ LOST_DOWN = 64  # ... was on the wire while its link was down (scheduled): lost
 if native.CORE is not None:  # the compiled core learns the ports' layout and the frames' (emu.native)
     try:
         native.CORE.setup(OutPort, InPort, LazyFrame, LinkSender, LinkReceiver, CausalityError,
-                          (OUTER_LEN, MAX_DATAGRAM, POOL, CLEAN, NOFCS, FCS_RESIDUE, CREDIT_FRAME_LEN, ETHERTYPE_CREDIT >> 8, ETHERTYPE_CREDIT & 0xFF, ETHERTYPE_FABRIC >> 8, ETHERTYPE_FABRIC & 0xFF,
+                          (MAGIC, VERSION, int(LinkKind.DATA), int(LinkKind.DATA_POOL), OUTER_LEN, MAX_DATAGRAM, POOL, CLEAN, NOFCS, FCS_RESIDUE, CREDIT_FRAME_LEN, ETHERTYPE_CREDIT >> 8, ETHERTYPE_CREDIT & 0xFF, ETHERTYPE_FABRIC >> 8, ETHERTYPE_FABRIC & 0xFF,
                            HDR_LEN, DST_OFF, DST_OFF + 6, FLAGS_OFF, HOPS_OFF, DST_OFF + 5, FLAG_BCAST))
     except (TypeError, ValueError, AttributeError) as e:
         native.disable(str(e))
