@@ -10,6 +10,7 @@ bytes (``tests/test_native.py`` runs the pinned golden runs on both). Chosen aut
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from types import ModuleType
 
 
@@ -19,6 +20,14 @@ def _load() -> ModuleType | None:
     try:
         from . import _core
     except ImportError:
+        return None
+    src = Path(__file__).with_name("_core.c")
+    built = Path(_core.__file__)
+    if src.exists() and src.stat().st_mtime > built.stat().st_mtime:  # a checkout changed it since the build
+        import logging
+
+        logging.getLogger(__name__).warning("the compiled core %s is older than %s: running pure Python "
+                                            "(rebuild it: pip install -e .)", built.name, src)
         return None
     return _core
 
