@@ -516,37 +516,42 @@ class Element:
         """:meth:`_arrive` once the frame is off the heap (``now`` set)."""
         inp = self.ins[port]
         cap = self.capture
-        if not kind & CLEAN and crc32(wire) != FCS_RESIDUE:  # corrupted on the wire
-            if not self._take_damaged(inp, now, wire, kind, passes):
-                return None
-            cap_done = True  # captured as damaged
-        else:
-            cap_done = False
-        if inp.timeline is not None and self._lost_while_down(inp, now, wire, kind):
+        # corrupted on the wire (captured as damaged); on a credit-flow link its sender gives its credit back
+        damaged = not kind & CLEAN and crc32(wire) != FCS_RESIDUE
+        if damaged and not self._take_damaged(inp, now, wire, passes):
             return None
-        if cap is not None and not cap_done:
+        if inp.timeline is not None and self._lost_while_down(inp, now, wire, kind, damaged):
+            return None
+        if cap is not None and not damaged:
             cap.append((now, inp.iface, DIR_IN, wire))
         if is_credit(wire):  # link control: credit for the reverse direction's sender
             self._credit_arrived(port, wire)
             return None
+        if damaged:  # passed on by an engine that checks its own CRCs: it takes no counted room
+            if self.iq:
+                self.engine.uncharged = True  # (the input-queued router files the next frame so)
+            return wire[:-4], port, None
         token = None if inp.buf is None else self._enter_buffer(inp, wire, kind, now)
         return (wire if kind & NOFCS else wire[:-4]), port, token
 
-    def _take_damaged(self, inp: InPort, now: int, wire: bytes, kind: int, passes) -> bool:
+    def _take_damaged(self, inp: InPort, now: int, wire: bytes, passes) -> bool:
         """A frame that fails its FCS: the port drops it, unless the engine checks its own CRCs
-        and takes it (cut-through). Returns whether the engine takes it."""
+        and takes it (cut-through). Returns whether the engine takes it.
+
+        Either way no credit goes back for it from here: its header, which names the VC and the pool
+        its credit was charged to (and, on some framings, its length), may be what the bit error hit.
+        Its sender, which applied the fault, knows them and gives that credit back itself
+        (:meth:`_fault`), one round trip later, as for a frame a fault lost."""
         inp.fcs_errors += 1
         if self.tracer is not None:
             self.tracer.instant(self.name, "FCS error", now, {"port": inp.name}, "drop")
         if self.capture is not None:
             self.capture.append((now, inp.iface, DIR_IN | FCS_ERROR, wire))
-        if passes is not None and passes(wire):
-            return True
-        self._not_buffered(inp, wire, kind)
-        return False
+        return passes is not None and passes(wire)
 
     def _not_buffered(self, inp: InPort, wire: bytes, kind: int) -> None:
-        """A frame that never entered its input buffer (lost, corrupted): its credit goes back."""
+        """A frame that never entered its input buffer (lost with its link down; it arrived intact, so its
+        header says where its credit goes): its credit goes back."""
         if is_credit(wire):
             return
         if inp.buf is not None:
@@ -556,8 +561,9 @@ class Element:
                              wire[VC_OFF] if len(wire) > VC_OFF else 0, self.now,
                              len(wire) > FLAGS_OFF and bool(wire[FLAGS_OFF] & FLAG_POOL))
 
-    def _lost_while_down(self, inp: InPort, now: int, wire: bytes, kind: int) -> bool:
-        """Was the frame on the wire while its link was down (scheduled)? Then it is lost."""
+    def _lost_while_down(self, inp: InPort, now: int, wire: bytes, kind: int, damaged: bool = False) -> bool:
+        """Was the frame on the wire while its link was down (scheduled)? Then it is lost (a
+        ``damaged`` one's credit its sender gives back: :meth:`_take_damaged`)."""
         n = inp.framing.length(wire) if kind & NOFCS else inp.framing.length_wire(wire)  # its modelled length
         ser_ns = -(-n * 8_000_000_000 // inp.bandwidth_bps)  # rounded up
         if inp.head_bytes:  # ``now`` is when its head came: the tail follows
@@ -574,7 +580,7 @@ class Element:
             self.capture.append((now, inp.iface, DIR_IN | LOST_DOWN, wire))
         if is_credit(wire):  # a link that comes back resynchronises its credits: none is lost for good
             self._credit_arrived(inp.index, wire)
-        else:
+        elif not damaged:
             self._not_buffered(inp, wire, kind)
         return True
 
@@ -819,7 +825,7 @@ class Element:
                     if frame.__class__ is LazyFrame:  # made from its sender's buffer now (emu.wire.lazy)
                         frame = frame.make()
                     if faulty:
-                        frame, lost = self._fault(p, start, frame)
+                        frame, lost = self._fault(p, start, frame, pool, arrival)
                         if lost:  # the frame occupied the port, then vanished: that time still passed
                             if arrival - p.latency_ns > self.lost_until:
                                 self.lost_until = arrival - p.latency_ns
@@ -872,8 +878,11 @@ class Element:
         inp.rx_bytes += nbytes
         self.domain.frames_local(peer, len(frames), first_ts, window)
 
-    def _fault(self, p: OutPort, start: int, frame: bytes) -> tuple[bytes, bool]:
-        """Apply the port's emulated faults to one frame: (frame as it will arrive, lost?)."""
+    def _fault(self, p: OutPort, start: int, frame: bytes, pool: bool = False, arrival: int = 0) -> tuple[bytes, bool]:
+        """Apply the port's emulated faults to one frame (``pool``: placed in the receiver's pool;
+        arriving at ``arrival``): (frame as it will arrive, lost?). A frame a bit error damages
+        fails its FCS at the receiver, which cannot trust the header that says where its credit
+        goes: this sender gives it back, one round trip later (:meth:`_resync`)."""
         rng, cap = p.fault_rng, self.capture
         if rng.random() < p.fault_drop:
             p.fault_dropped += 1
@@ -893,6 +902,7 @@ class Element:
                 self.tracer.instant(self.name, "corrupt", start, {"port": p.name, "reason": "bit error"}, "fault")
             if cap is not None:
                 cap.append((start, p.iface, DIR_OUT | FAULT_CORRUPT, frame))
+            self._resync(p, frame, pool, arrival + p.latency_ns)
             bit = rng.randrange(8 * len(frame))
             b = bytearray(frame)
             b[bit // 8] ^= 0x80 >> (bit % 8)

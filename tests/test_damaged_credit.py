@@ -1,0 +1,154 @@
+"""A frame damaged by an emulated bit error on a credit-flow link gives its credit back exactly.
+
+The receiver of a frame that fails its FCS cannot trust the header that names the VC (and the POOL
+flag) the frame's credit was charged to; the sender, which applied the fault, knows. So the sender
+gives that credit back itself, one round trip later (as for a frame a fault lost), and the receiver
+returns none for a frame that fails its FCS. The faults here are rigged to flip the VC byte's low
+bit or the POOL flag: before, the credit went back to the VC the damaged header named (one VC short
+for good, another over its buffer)."""
+
+import random
+
+import pytest
+import trio
+
+import emu
+from emu.config import LinkSpec, SwitchSpec
+from emu.port import VC_OFF
+from emu.topologies.base import Topology
+from emu.topologies.registry import build
+from emu.wire.fabric import FLAG_POOL, FLAGS_OFF
+
+L = 10
+BPS = 8_000_000_000
+VC_BIT = VC_OFF * 8 + 7  # the VC byte's low bit (``Element._fault`` flips 0x80 >> bit % 8)
+POOL_BIT = FLAGS_OFF * 8 + (7 - FLAG_POOL.bit_length() + 1)
+assert 0x80 >> (POOL_BIT % 8) == FLAG_POOL
+
+
+class Rigged(random.Random):
+    """A fault generator that corrupts every frame, flipping the given bits in turn."""
+
+    def __init__(self, bits):
+        super().__init__(0)
+        self.bits, self.i = bits, 0
+
+    def random(self):
+        return 0.5  # no drop (probability 0), a corruption (probability 1)
+
+    def randrange(self, n):
+        bit = self.bits[self.i % len(self.bits)]
+        self.i += 1
+        assert bit < n
+        return bit
+
+
+def chain(sw, vcs):
+    """h0 - s0 - s1 - h1, each router port 0 toward h0, port 1 toward h1."""
+    link = LinkSpec(latency_ns=L, bandwidth_bps=BPS)
+    t = Topology("chain2")
+    t.add_host("h0")
+    t.add_host("h1")
+    t.add_switch("s0", sw)
+    t.add_switch("s1", sw)
+    t.add_link("h0", "s0", link, a_port=0, b_port=0)
+    t.add_link("s0", "s1", link, a_port=1, b_port=0)
+    t.add_link("s1", "h1", link, a_port=1, b_port=0)
+    t.routes = {"s0": [0, 1], "s1": [0, 1]}
+    return t
+
+
+def sender(n, size, vcs):
+    async def app(host):
+        for i in range(n):
+            await host.send("h1", bytes(size), tag=i, vc=vcs[i % len(vcs)])
+    return app
+
+
+def receiver(n):
+    async def app(host):
+        return [len((await host.recv()).data) for _ in range(n)]
+    return app
+
+
+def _credits(net, name, port):
+    """(per-VC credit, pool credit) the sending end of ``name``'s port holds now."""
+    el = net._local.by_name[name]
+    p = el.outs[port]
+    if p.flow is not None:
+        return list(p.flow.credits), p.flow.pool
+    cr = getattr(el.engine, "credits", [None] * (port + 1))[port]
+    return None if cr is None else (list(cr), el.engine.oc.pool[port])
+
+
+def _rig(net, a, port, bits):
+    p = net._local.by_name[a].outs[port]
+    assert p.fault_rng is not None
+    p.fault_rng = Rigged(bits)
+
+
+IQ = SwitchSpec(model="input_queued", vcs=2, vc_buffer_bytes=1152, pool_bytes=2304, route_ns=7, vc_alloc_ns=5,
+                sw_alloc_ns=3, traversal_ns=2)
+OQ = SwitchSpec(vcs=2, vc_buffer_bytes=1152, pool_bytes=2304)
+
+
+@pytest.mark.parametrize("sw", [IQ, OQ], ids=["input_queued", "output_queued"])
+@pytest.mark.parametrize("a,b,port", [("h0", "s0", 0), ("s0", "s1", 1)], ids=["nic-router", "router-router"])
+@pytest.mark.parametrize("bits", [[VC_BIT], [POOL_BIT], [VC_BIT, POOL_BIT, 100]], ids=["vc", "pool", "mixed"])
+async def test_damaged_frames_give_every_credit_back_to_where_it_was_charged(sw, a, b, port, bits):
+    async with emu.Cluster(chain(sw, 2)) as net:
+        ends = (("h0", 0), ("s0", 1), ("s0", 0), ("s1", 0))
+        before = {e: _credits(net, *e) for e in ends}
+        assert before[(a, port)] is not None
+        await net.set_fault(a, b, corrupt=1.0)
+        _rig(net, a, port, bits)
+        # long frames on both VCs: some into a VC buffer and the pool, some wholly into the pool
+        await net.run({"h0": sender(8, 1000, [0, 1, 0, 0])})
+        fcs = {s["name"]: sum(p["fcs_errors"] for p in s["ports"]) for s in await net.stats()}
+        assert fcs[b] == 8  # every frame damaged and dropped at the receiver (not a QsNet packet)
+        await net.set_fault(a, b)
+        res = await net.run({"h0": sender(6, 1000, [0, 1]), "h1": receiver(6)})
+        assert res["h1"] == [1000] * 6
+        assert {e: _credits(net, *e) for e in ends} == before
+
+
+def _qsnet_put(src, dst, n):
+    async def app(host):
+        host.mem_write(0x1000, bytes(range(256)) * (n // 256))
+        r = await host.put(dst, 0x1000, 0x7000_0000, n)
+        return r.ok
+    return app
+
+
+@pytest.mark.parametrize("bits", [[VC_BIT], [POOL_BIT], [VC_BIT, POOL_BIT, 300]], ids=["vc", "pool", "mixed"])
+def test_damaged_qsnet_packets_a_router_passes_on_take_no_counted_room(bits):
+    """QsNet packets are handed on by the routers even when their FCS fails (their own CRCs protect
+    them end to end): the router files such a packet without charging its buffers, and its sender
+    gives the credit back; every credit is home at the end."""
+    t = build("qsnet:nodes=4")
+
+    async def main():
+        async with emu.Cluster(t) as net:
+            hs = net.hosts
+            h0 = net._local.by_name[hs[0]]
+            sw = h0.outs[0].peer
+            await net.set_fault(hs[0], sw, corrupt=1.0)
+            p = h0.outs[0]
+            before = list(p.flow.credits), p.flow.pool
+            p.fault_rng = Rigged(bits)
+            await net.run({hs[0]: _qsnet_put(hs[0], 3, 8192)})
+            damaged = p.fault_corrupted
+            await net.set_fault(hs[0], sw)
+            assert await net.run({hs[0]: _qsnet_put(hs[0], 3, 8192)}) == {hs[0]: True}
+            assert damaged > 0 and (list(p.flow.credits), p.flow.pool) == before
+            from emu.switch.iq import InputQueuedEngine
+            for el in net._local.elements:
+                e = el.engine
+                if isinstance(e, InputQueuedEngine):
+                    assert not any(any(r) for r in e.bufs.occ) and not any(e.bufs.pool)
+                    for o, cr in enumerate(e.credits):
+                        if cr is not None:
+                            d = e.downstream[o]
+                            assert cr == [d[1]] * len(cr) and e.oc.pool[o] == d[3], (el.name, o)
+
+    trio.run(main)
