@@ -176,3 +176,37 @@ def test_a_datagram_waits_behind_one_that_found_no_room_and_self_reads_fit_the_b
             peer.close()
     finally:
         batch.sock.close()
+
+
+def test_a_record_stamped_before_what_was_processed_is_counted_and_dropped_not_raised(batched):
+    """A buggy peer (or a record forged from its socket) stamps a record earlier than what its
+    element has already run: the peer's fault, counted as ``late``, its place left open for the real
+    one; a replayed datagram is a duplicate. No CausalityError: that stays for frames handed over in
+    memory, where it can only be our bug."""
+    el, batch, a, _ = batched
+    assert _arrive(batch, a, record(11, 0, 500)) == 1
+    el.safe_time = 1000  # as after a window that ran to 1000 ns
+    assert _arrive(batch, a, record(11, 1, 900) + record(11, 2, 1100)) == 0
+    assert el.stats["late"] == 1 and el.stats["gaps"] == 1 and el.in_by_link[11].link.expected == 1
+    assert _arrive(batch, a, record(11, 0, 500)) == 0 and el.stats["duplicates"] == 1  # a replay
+    assert _arrive(batch, a, record(11, 1, 1050) + record(11, 2, 1100)) == 2  # the genuine ones still come in
+    assert el.stats["late"] == 1 and len(el.heap) == 3
+
+
+def test_a_late_record_on_an_element_s_own_socket_is_counted_and_dropped_too():
+    peer = _peer()
+    dom = Domain(0, 2, RunConfig())
+    outs = [OutPort(0, "s0-p0", 0, 10, "h0", "h0-nic0", 100, 10**11, peer_domain=1, peer_addr=peer.getsockname())]
+    ins = [InPort(0, "s0-p0", 0, 11, "h0", "h0-nic0", peer_addr=peer.getsockname())]
+    el = Element("s0", SwitchEngine("s0", 5, SwitchSpec(), [0]), cluster_id=CID, domain=dom, outs=outs, ins=ins,
+                 capture=False, seed=1, lookahead_ns=150)
+    try:
+        dom.add(el)
+        assert el.on_datagram(record(11, 0, 500), peer.getsockname()) == 1
+        el.safe_time = 1000
+        assert el.on_datagram(record(11, 1, 900), peer.getsockname()) == 0
+        assert el.stats["late"] == 1 and el.in_by_link[11].link.expected == 1
+        assert el.on_datagram(record(11, 1, 1000), peer.getsockname()) == 1
+    finally:
+        el.sock.close()
+        peer.close()
