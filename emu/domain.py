@@ -117,6 +117,13 @@ class Domain:
             for el in self.elements:
                 el.sock.close()
 
+    def close_sockets(self) -> None:
+        """Close the process's batch socket and every element's own (a build that failed)."""
+        if self.batch is not None:
+            self.batch.close()
+        for el in self.elements:
+            el.sock.close()
+
     # -- callbacks from elements ----------------------------------------------------------------
     def frames_sent(self, peer_domain: int, n: int, peer: str) -> None:
         self.sent_to[peer_domain] += n

@@ -210,3 +210,41 @@ def test_a_late_record_on_an_element_s_own_socket_is_counted_and_dropped_too():
     finally:
         el.sock.close()
         peer.close()
+
+
+def _open_sockets() -> int:
+    import os
+    return sum(os.readlink(f"/proc/self/fd/{fd}").startswith("socket:") for fd in os.listdir("/proc/self/fd")
+               if os.path.exists(f"/proc/self/fd/{fd}"))
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self/fd"), reason="counts the process's fds in /proc")
+@pytest.mark.parametrize("batch", [True, False])
+def test_a_build_that_fails_after_its_sockets_opened_leaves_none_open(monkeypatch, batch):
+    """The process's batch socket is made before its elements; an element that cannot be built
+    (here: its engine's factory fails on the third node) closes it and every element socket made so
+    far, and the error goes on up."""
+    import emu.build
+    from emu.config import ConfigError
+    from emu.topologies.registry import build
+
+    made, real_batch, real_engine, calls = [], emu.build.Batch, emu.build.make_engine, [0]
+
+    def batch_kept(*a, **kw):
+        made.append(real_batch(*a, **kw))
+        return made[-1]
+
+    def engine_fails(*a, **kw):
+        calls[0] += 1
+        if calls[0] == 3:
+            raise ConfigError("no engine for this node (a test)")
+        return real_engine(*a, **kw)
+
+    monkeypatch.setattr(emu.build, "Batch", batch_kept)
+    monkeypatch.setattr(emu.build, "make_engine", engine_fails)
+    plan = emu.build.Plan.make(build(SPEC), RunConfig(batch=batch), CID)
+    before = _open_sockets()
+    with pytest.raises(ConfigError, match="a test"):
+        emu.build.build_domain(plan, 0)
+    assert _open_sockets() == before
+    assert len(made) == (1 if batch else 0) and all(b.sock.fileno() == -1 for b in made)
