@@ -20,8 +20,8 @@ duplicate. A record is accepted only if its datagram came from the socket that o
 its link (the peer process's socket: ``wrong_sender`` counts the rest, record by record); off
 loopback every datagram ends with the keyed tag of ``emu.wire.outer``, checked before any record of
 it is read. Errors that belong to no element (a datagram with a bad tag, no emulator header, another
-cluster's id, a link that ends nowhere in this process) are counted in the stats of the process's
-first element, which speaks for the socket; the run goes on. A record stamped before what its element
+cluster's id, a link that ends nowhere in this process, an unknown record kind) are counted in the
+process's own ``stats`` beside its UDP datagram counts (``Cluster.process_stats``); the run goes on. A record stamped before what its element
 has already processed is a buggy peer's or a forger's, not ours: counted (``late``) and dropped, its
 place left open for the genuine one (only a frame handed over in memory raises ``CausalityError``).
 
@@ -55,6 +55,8 @@ window, which per-element sockets used to share out."""
 SELF_DRAIN_BYTES = 1 << 20
 """Bytes sent to this process's own socket after which it is read before anything more is sent."""
 _NACK, _LAST = int(LinkKind.NACK), int(LinkKind.DATA_NOFCS)
+PROCESS_DROPS = ("bad_tag", "truncated", "bad_magic", "foreign_cluster", "bad_link")
+"""What the process's socket drops before any element is known (``Batch.drops``)."""
 
 
 class Batch:
@@ -93,16 +95,18 @@ class Batch:
         """Link id -> (element, input port) for every link that ends in this process."""
         self.out_owner: dict = {}
         """Link id -> (element, output port) for every link that starts here (its NACKs come here)."""
-        self.speaker = None
-        """The element whose stats count what belongs to no element (the process's first)."""
+        self.domain = None
+        """The domain the elements live in (woken when frames were accepted)."""
         self.udp_sent = 0
         self.udp_received = 0
+        """UDP datagrams this socket sent and read (an element counts its record groups: ``datagrams_sent``)."""
+        self.drops = dict.fromkeys(PROCESS_DROPS, 0)
+        """Input dropped that belongs to no element of the process, by why."""
 
     def index(self, elements) -> None:
         """Learn which element owns each link (after the process's elements are built)."""
         for el in elements:
-            if self.speaker is None:
-                self.speaker = el
+            self.domain = el.domain
             for p in el.in_ports:
                 self.in_owner[p.link_id] = (el, p)
             for p in el.out_ports:
@@ -110,6 +114,11 @@ class Batch:
 
     def close(self) -> None:
         self.sock.close()
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """The socket's counters: UDP datagrams sent and received, drops that belong to no element."""
+        return {"udp_sent": self.udp_sent, "udp_received": self.udp_received, **self.drops}
 
     # -- send side ------------------------------------------------------------------------------
     def send(self, data: bytes, addr: tuple[str, int]) -> None:
@@ -174,7 +183,7 @@ class Batch:
             if cpu is not None:
                 cpu["drain_s"] += time.process_time() - c0
             if accepted:
-                self.speaker.domain.wake()
+                self.domain.wake()
 
     def drain(self) -> int:
         """Read every datagram waiting on the socket; return how many DATA frames were accepted."""
@@ -182,15 +191,19 @@ class Batch:
         return read_datagrams(self.sock, self.on_datagram)
 
     def _drop(self, el, what: str, detail: str) -> None:
-        el = el or self.speaker
-        el.stats[what] += 1
-        el._note(what, detail)
+        """Count (on element ``el``, or on the process when it is None) and log a dropped input."""
+        if el is not None:
+            el.stats[what] += 1
+            el._note(what, detail)
+            return
+        self.drops[what] += 1
+        (log.warning if self.drops[what] == 1 else log.debug)("process socket %s: dropped input (%s): %s",
+                                                              self.addr, what, detail)
 
     def on_datagram(self, data: bytes, sender: tuple[str, int]) -> int:
         """Check the tag (off loopback), then dispatch each record to the element at the end of its
         link; foreign, forged or malformed input is counted and dropped."""
         self.udp_received += 1
-        self.speaker.stats["datagrams_received"] += 1
         if self._tag is not None:
             n = len(data) - TAG_LEN
             if n < 0 or not hmac.compare_digest(self._tag(memoryview(data)[:n]), data[n:]):

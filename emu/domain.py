@@ -323,6 +323,16 @@ class Domain:
                 out.extend(el.engine.app_states())
         return out
 
+    async def rpc_process_stats(self) -> dict[str, Any]:
+        """This process's socket counters (``Cluster.process_stats``)."""
+        out: dict[str, Any] = {"process": self.index, "elements": len(self.elements)}
+        if self.batch is not None:
+            out.update(socket="batch", **self.batch.stats)
+        else:  # a socket per element: what each read or dropped is its own (``Element.stats``)
+            out.update(socket="element", udp_sent=sum(el.stats["datagrams_sent"] for el in self.elements),
+                       udp_received=sum(el.stats["datagrams_received"] for el in self.elements))
+        return out
+
     async def rpc_stats(self) -> list[dict[str, Any]]:
         return [{"name": el.name, "kind": el.engine.kind, "element": dict(el.stats), "engine": dict(el.engine.stats),
                  **(el.engine.extra_stats() if hasattr(el.engine, "extra_stats") else {}),

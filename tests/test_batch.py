@@ -78,8 +78,8 @@ def test_each_record_is_checked_against_the_socket_at_the_other_end_of_its_link(
     # a record for a link that ends nowhere here, and foreign bytes: counted, the socket goes on
     assert _arrive(batch, a, record(99, 0, 800) + record(11, 2, 800)) == 1
     assert _arrive(batch, a, b"GET / HTTP/1.1\r\n\r\n" * 3) == 0
-    assert (el.stats["bad_link"], el.stats["bad_magic"], el.stats["datagrams_received"]) == (1, 1, 4)
-    assert batch.udp_received == 4
+    assert (batch.drops["bad_link"], batch.drops["bad_magic"], batch.udp_received) == (1, 1, 4)
+    assert el.stats["bad_link"] == el.stats["bad_magic"] == el.stats["datagrams_received"] == 0  # the process's
 
 
 def test_a_gap_on_one_link_asks_it_once_and_leaves_the_others_alone(batched):
@@ -97,7 +97,7 @@ def test_off_loopback_each_datagram_is_tagged_once_and_checked_before_its_record
     key = tag_key(bytes(32), CID)
     body = record(11, 0, 500) + record(11, 1, 600)
     assert _arrive(batch, a, body) == 0 and _arrive(batch, a, body + bytes(TAG_LEN)) == 0
-    assert el.stats["bad_tag"] == 2 and not el.heap
+    assert batch.drops["bad_tag"] == 2 and el.stats["bad_tag"] == 0 and not el.heap
     assert _arrive(batch, a, body + datagram_tag(key, body)) == 2
     # what the element sends in a window leaves joined, with one tag for the datagram
     batch.holding = True
@@ -248,3 +248,41 @@ def test_a_build_that_fails_after_its_sockets_opened_leaves_none_open(monkeypatc
         emu.build.build_domain(plan, 0)
     assert _open_sockets() == before
     assert len(made) == (1 if batch else 0) and all(b.sock.fileno() == -1 for b in made)
+
+
+async def test_the_process_counts_its_datagrams_and_what_belongs_to_no_element():
+    """A ping on a star in one process: four crossings (h0-s0, s0-h1 and back), each in a window of
+    its own, so four datagrams from the process's socket to itself. Then one datagram of each kind
+    of input that names no element here: counted on the process, exactly, not on an element."""
+    async with emu.Cluster("star:n=2") as net:
+        assert await net.process_stats() == [{"process": 0, "elements": 3, "socket": "batch", "udp_sent": 0,
+                                              "udp_received": 0, "bad_tag": 0, "truncated": 0, "bad_magic": 0,
+                                              "foreign_cluster": 0, "bad_link": 0}]
+        await net["h0"].ping("h1")
+        assert net.metrics.hop_count == 4
+        (ps,) = await net.process_stats()
+        assert (ps["udp_sent"], ps["udp_received"]) == (4, 4)
+        assert sum(s["element"]["datagrams_sent"] for s in await net.stats()) == 4  # one record group each
+        batch = net._local.batch
+        cid = net.cluster_id
+        bad = [b"", OUTER.pack(MAGIC, VERSION, LinkKind.DATA, cid, 0, 0, 0, 0, 0)[:20],          # truncated x2
+               b"\x12\x34" + bytes(40),                                                        # bad magic
+               OUTER.pack(MAGIC, VERSION, LinkKind.DATA, cid ^ 1, 0, 0, 0, 0, 0),               # foreign cluster
+               OUTER.pack(MAGIC, VERSION, LinkKind.DATA, cid, 999, 0, 0, 0, 0),                 # bad link
+               OUTER.pack(MAGIC, VERSION, LinkKind.NACK, cid, 999, 0, 0, 0, 0),                 # bad link
+               OUTER.pack(MAGIC, VERSION, 9, cid, 0, 0, 0, 0, 0)]                               # bad magic (kind)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            for d in bad:
+                s.sendto(d, batch.addr)
+        for _ in range(200):
+            if batch.udp_received == 4 + len(bad):
+                break
+            batch.drain()
+            time.sleep(0.001)
+        (ps,) = await net.process_stats()
+        assert ps == {"process": 0, "elements": 3, "socket": "batch", "udp_sent": 4, "udp_received": 11, "bad_tag": 0,
+                      "truncated": 2, "bad_magic": 2, "foreign_cluster": 1, "bad_link": 2}
+        for st in await net.stats():
+            assert all(st["element"][k] == 0 for k in ("truncated", "bad_magic", "foreign_cluster", "bad_link",
+                                                       "datagrams_received")), st["name"]
+        assert await net["h0"].ping("h1") > 0  # and the run goes on
