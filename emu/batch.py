@@ -41,7 +41,7 @@ import time
 
 import trio
 
-from .element import INF, NOFCS_KIND, RX_FLAGS, read_datagrams
+from .element import INF, RX_FLAGS, read_datagrams
 from .link import MAX_DATAGRAM
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, TAG_LEN, VERSION, LinkKind, tagger
 
@@ -54,7 +54,7 @@ process's one socket is this big: it takes what every other process sends here w
 window, which per-element sockets used to share out."""
 SELF_DRAIN_BYTES = 1 << 20
 """Bytes sent to this process's own socket after which it is read before anything more is sent."""
-_NACK, _LAST = int(LinkKind.NACK), int(LinkKind.DATA_NOFCS)
+_NACK, _LAST = int(LinkKind.NACK), int(LinkKind.DATA_POOL)
 PROCESS_DROPS = ("bad_tag", "truncated", "bad_magic", "foreign_cluster", "bad_link")
 """What the process's socket drops before any element is known (``Batch.drops``)."""
 
@@ -240,7 +240,7 @@ class Batch:
             if end > n:
                 self._drop(None, "truncated", f"record says {length} bytes, datagram has {n - off - OUTER_LEN}")
                 break
-            if kind != _NACK and kind <= _LAST:  # DATA, DATA_POOL, DATA_NOFCS
+            if kind != _NACK and kind <= _LAST:  # DATA, DATA_POOL
                 if link != cur or win != cwin:  # (a link's records come one after the other)
                     if rn:
                         inp.rx_frames += rn
@@ -276,7 +276,7 @@ class Batch:
                     lk.expected = (seq + 1) & 0xFFFFFFFF
                     push(heap, (ts, index, seq, data[off + OUTER_LEN:end], RX_FLAGS[kind]))
                     rn += 1
-                    rb += length if kind != NOFCS_KIND else length + 4  # (its FCS left off on the way)
+                    rb += length
                     if ts < rts:
                         rts = ts
                 elif ((seq - lk.expected) & 0xFFFFFFFF) < 0x80000000:  # GAP: a datagram before this one was lost

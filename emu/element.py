@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import trio
 
 from .errors import CausalityError, EngineError
-from .link import ACCEPT, GAP, NOFCS_FLAG, LinkReceiver, LinkSender
+from .link import ACCEPT, GAP, LinkReceiver, LinkSender
 from .port import VC_OFF, InPort, OutPort, frame_error_probability
 from .portview import PortView
 from .segcut import stretch as stretch_port
@@ -47,10 +47,10 @@ WAKE, RELEASE, CREDIT_OUT, CREDIT_BACK, STRETCH_OUT = 0, 1, 2, 3, 4  # kinds of 
 POOL = int(LinkKind.DATA_POOL)  # flags of a received record in the heap: the sender used the pool ...
 CLEAN = 4  # ... it was handed over in this process with no fault possible: its FCS need not be checked
 NOFCS = 8  # ... and its FCS was never appended (``OutPort.defer_fcs``): the frame is the engine's, 4 bytes short
-assert POOL == 2 and int(LinkKind.DATA) == 0 and NOFCS == NOFCS_FLAG
-RX_FLAGS = (0, 0, POOL, CLEAN | NOFCS)
-"""Heap flags of a received DATA record by its kind (DATA, -, DATA_POOL, DATA_NOFCS)."""
-NOFCS_KIND = int(LinkKind.DATA_NOFCS)
+assert POOL == 2 and int(LinkKind.DATA) == 0
+RX_FLAGS = (0, 0, POOL)
+"""Heap flags of a received DATA record by its kind (DATA, -, DATA_POOL): a frame from a socket carries
+its FCS (``NOFCS`` is only for frames handed over in memory)."""
 FCS_ERROR = 32  # ... received with a bad frame check sequence, dropped by the receiving port
 LOST_DOWN = 64  # ... was on the wire while its link was down (scheduled): lost
 
@@ -245,7 +245,7 @@ class Element:
                 stats["truncated"] += 1
                 self._note("truncated", f"record says {length} bytes, datagram has {n - off - OUTER_LEN}")
                 break
-            if kind != LinkKind.NACK and kind <= LinkKind.DATA_NOFCS:
+            if kind != LinkKind.NACK and kind <= LinkKind.DATA_POOL:
                 inp = self.in_by_link.get(link)
                 if inp is None:
                     stats["bad_link"] += 1
@@ -268,7 +268,7 @@ class Element:
                     verdict = lk.classify(seq)
                 if verdict == ACCEPT:
                     inp.rx_frames += 1
-                    inp.rx_bytes += length if kind != NOFCS_KIND else length + 4  # (its FCS left off on the way)
+                    inp.rx_bytes += length
                     # handled at its virtual arrival: the port checks the FCS then (and strips it)
                     heapq.heappush(self.heap, (ts, inp.index, seq, data[off + OUTER_LEN:end], RX_FLAGS[kind]))
                     if ts < first_ts:

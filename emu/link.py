@@ -24,9 +24,6 @@ MAX_DATAGRAM = 60_000
 """Records are batched into one datagram up to this size (UDP allows 65507)."""
 _SEQ_TS_LEN = struct.Struct("!IQHH")  # the outer header after its 12-byte prefix: seq, ts, length, window
 
-NOFCS_FLAG = 8
-"""The flag of a frame sent without its FCS (``emu.element.NOFCS``): a ``DATA_NOFCS`` record."""
-
 ACCEPT, GAP, DUPLICATE = 0, 1, 2
 """What a receiver makes of a record's sequence number."""
 
@@ -34,7 +31,7 @@ ACCEPT, GAP, DUPLICATE = 0, 1, 2
 class LinkSender:
     """The sending end of one link direction."""
 
-    __slots__ = ("link_id", "seq", "retained", "prefix", "prefix_pool", "prefix_nofcs")
+    __slots__ = ("link_id", "seq", "retained", "prefix", "prefix_pool")
 
     def __init__(self, cluster_id: int, link_id: int):
         self.link_id = link_id
@@ -45,16 +42,14 @@ class LinkSender:
         self.prefix = OUTER.pack(MAGIC, VERSION, LinkKind.DATA, cluster_id, link_id, 0, 0, 0, 0)[:12]
         """The constant first 12 bytes of this link's DATA records (magic .. link id)."""
         self.prefix_pool = OUTER.pack(MAGIC, VERSION, LinkKind.DATA_POOL, cluster_id, link_id, 0, 0, 0, 0)[:12]
-        self.prefix_nofcs = OUTER.pack(MAGIC, VERSION, LinkKind.DATA_NOFCS, cluster_id, link_id, 0, 0, 0, 0)[:12]
 
     def datagrams(self, frames: list[tuple[int, bytes, bool]], window: int) -> list[bytes]:
-        """DATA records for ``frames`` ((virtual arrival ns, frame, flags) in sending order; flags:
-        false for a frame with its FCS, ``NOFCS_FLAG`` for one without, anything else true for a frame
-        in the receiver's pool), numbered in sequence and batched into datagrams of at most
-        ``MAX_DATAGRAM`` bytes; each is retained."""
+        """DATA records for ``frames`` ((virtual arrival ns, frame with its FCS, pool) in sending
+        order; pool: true for a frame in the receiver's pool, a DATA_POOL record), numbered in sequence
+        and batched into datagrams of at most ``MAX_DATAGRAM`` bytes; each is retained."""
         out: list[bytes] = []
         pack = _SEQ_TS_LEN.pack
-        prefix, prefix_pool, prefix_nofcs = self.prefix, self.prefix_pool, self.prefix_nofcs
+        prefix, prefix_pool = self.prefix, self.prefix_pool
         w16 = window & 0xFFFF
         first = seq = self.seq
         parts: list[bytes] = []
@@ -66,8 +61,7 @@ class LinkSender:
                 parts = []
                 size = 0
                 first = seq
-            parts += (prefix if not pool else prefix_nofcs if pool == NOFCS_FLAG else prefix_pool,
-                      pack(seq, arrival, n, w16), frame)
+            parts += (prefix_pool if pool else prefix, pack(seq, arrival, n, w16), frame)
             size += OUTER_LEN + n
             seq = (seq + 1) & SEQ_MASK
         if parts:

@@ -286,3 +286,33 @@ async def test_the_process_counts_its_datagrams_and_what_belongs_to_no_element()
             assert all(st["element"][k] == 0 for k in ("truncated", "bad_magic", "foreign_cluster", "bad_link",
                                                        "datagrams_received")), st["name"]
         assert await net["h0"].ping("h1") > 0  # and the run goes on
+
+
+def test_record_kind_3_once_data_nofcs_is_refused_as_malformed(batched):
+    """Kind 3 (a frame without its FCS, retired: frames on sockets keep it) is an unknown kind now:
+    a datagram of it is counted as malformed, its record not read as a frame."""
+    el, batch, a, _ = batched
+    assert _arrive(batch, a, record(11, 0, 500, FRAME[:-4], kind=3)) == 0
+    assert batch.drops["bad_magic"] == 1 and el.in_by_link[11].link.expected == 0 and not el.heap
+    peer = _peer()
+    own = Element("s1", SwitchEngine("s1", 5, SwitchSpec(), [0]), cluster_id=CID, domain=Domain(0, 2, RunConfig()),
+                  outs=[None], ins=[InPort(0, "s1-p0", 0, 11, "h0", "h0-nic0", peer_addr=peer.getsockname())],
+                  capture=False, seed=1, lookahead_ns=150)
+    try:
+        assert own.on_datagram(record(11, 0, 500, FRAME[:-4], kind=3), peer.getsockname()) == 0
+        assert own.stats["bad_magic"] == 1 and own.in_by_link[11].link.expected == 0
+    finally:
+        own.sock.close()
+        peer.close()
+
+
+@pytest.mark.parametrize("direct", [True, False])
+async def test_only_ports_handed_over_in_memory_leave_the_fcs_off(direct):
+    """A frame leaves without its FCS only into an element of the same process in memory
+    (``OutPort.defer_fcs``): on a socket every frame keeps it, so no record needs a kind for that."""
+    async with emu.Cluster(SPEC, run=RunConfig(direct=direct, processes=2)) as net:
+        ports = [p for el in net._local.elements for p in el.out_ports]
+        assert all(p.local is not None for p in ports if p.defer_fcs)
+        assert any(p.defer_fcs for p in ports) == direct and any(p.local is None for p in ports)
+        res = await net.run(SCENARIO)
+    assert res["h3"] is not None
