@@ -200,6 +200,20 @@ class Batch:
         (log.warning if self.drops[what] == 1 else log.debug)("process socket %s: dropped input (%s): %s",
                                                               self.addr, what, detail)
 
+    def _owner(self, owners: dict, link: int, sender: tuple[str, int], what: str):
+        """(element, port) at this process's end of ``link`` (``in_owner``: DATA records, its receiving
+        end; ``out_owner``: NACKs, its sending end), when ``sender`` is the socket at the other end;
+        else None, counted: ``bad_link`` on the process (no such end here), ``wrong_sender`` on the element."""
+        owner = owners.get(link)
+        if owner is None:
+            end = "end" if owners is self.in_owner else "start"
+            self._drop(None, "bad_link", f"{what} for link {link}, which does not {end} in this process")
+        elif sender != owner[1].peer_addr:
+            self._drop(owner[0], "wrong_sender", f"{what} for link {link} from {sender}, not from {owner[1].peer}")
+        else:
+            return owner
+        return None
+
     def on_datagram(self, data: bytes, sender: tuple[str, int]) -> int:
         """Check the tag (off loopback), then dispatch each record to the element at the end of its
         link; foreign, forged or malformed input is counted and dropped."""
@@ -251,16 +265,11 @@ class Batch:
                         rn = rb = 0
                         rts = INF
                     cur = -1
-                    owner = in_owner.get(link)
+                    owner = self._owner(in_owner, link, sender, "frame")
                     if owner is None:
-                        self._drop(None, "bad_link", f"frame for link {link}, which does not end in this process")
                         off = end
                         continue
                     el, inp = owner
-                    if sender != inp.peer_addr:
-                        self._drop(el, "wrong_sender", f"frame for link {link} from {sender}, not from {inp.peer}")
-                        off = end
-                        continue
                     cur, cwin, lk, heap, index, safe = link, win, inp.link, el.heap, inp.index, el.safe_time
                     g = got.get(el)
                     if g is None or g[2] != win:  # (a window's groups and an older retransmitted one)
@@ -286,17 +295,9 @@ class Batch:
                 else:
                     el.stats["duplicates"] += 1
             elif kind == _NACK:
-                owner = self.out_owner.get(link)
-                if owner is None:
-                    self._drop(None, "bad_link", f"NACK for link {link}, which does not start in this process")
-                    off = end
-                    continue
-                el_, outp = owner
-                if sender != outp.peer_addr:
-                    self._drop(el_, "wrong_sender", f"NACK for link {link} from {sender}, not from {outp.peer}")
-                    off = end
-                    continue
-                el_.retransmit(outp, seq)
+                owner = self._owner(self.out_owner, link, sender, "NACK")
+                if owner is not None:
+                    owner[0].retransmit(owner[1], seq)
             else:
                 self._drop(None, "bad_magic", f"unknown record kind {kind}")
                 break

@@ -24,6 +24,9 @@ MAX_DATAGRAM = 60_000
 """Records are batched into one datagram up to this size (UDP allows 65507)."""
 _SEQ_TS_LEN = struct.Struct("!IQHH")  # the outer header after its 12-byte prefix: seq, ts, length, window
 
+_NEVER = 1 << 63
+"""A release time no arrival reaches (:meth:`LinkSender.datagrams` takes every frame it is given)."""
+
 ACCEPT, GAP, DUPLICATE = 0, 1, 2
 """What a receiver makes of a record's sequence number."""
 
@@ -47,32 +50,12 @@ class LinkSender:
         """DATA records for ``frames`` ((virtual arrival ns, frame with its FCS, pool) in sending
         order; pool: true for a frame in the receiver's pool, a DATA_POOL record), numbered in sequence
         and batched into datagrams of at most ``MAX_DATAGRAM`` bytes; each is retained."""
-        out: list[bytes] = []
-        pack = _SEQ_TS_LEN.pack
-        prefix, prefix_pool = self.prefix, self.prefix_pool
-        w16 = window & 0xFFFF
-        first = seq = self.seq
-        parts: list[bytes] = []
-        size = 0
-        for arrival, frame, pool in frames:
-            n = len(frame)
-            if size + OUTER_LEN + n > MAX_DATAGRAM and parts:
-                out.append(self._keep(window, first, seq, b"".join(parts)))
-                parts = []
-                size = 0
-                first = seq
-            parts += (prefix_pool if pool else prefix, pack(seq, arrival, n, w16), frame)
-            size += OUTER_LEN + n
-            seq = (seq + 1) & SEQ_MASK
-        if parts:
-            out.append(self._keep(window, first, seq, b"".join(parts)))
-        self.seq = seq
-        return out
+        return self.take(deque((0, a, f, pool) for a, f, pool in frames), _NEVER, window)[0]
 
     def take(self, pend, release: int, window: int) -> tuple[list[bytes], int, int, int]:
         """:meth:`datagrams` straight from an output port's queue ``pend`` ((start, arrival, frame,
-        pool) in order): every frame arriving before ``release`` leaves it as a record (no fault, no
-        capture, no credits on the port: the socket path's common case). Returns (datagrams, frames,
+        pool) in order): every frame arriving before ``release`` leaves it as a record (the socket
+        path's common case: no fault, no capture, no credits on the port). Returns (datagrams, frames,
         their bytes as the frames' lengths, last arrival)."""
         out: list[bytes] = []
         pack = _SEQ_TS_LEN.pack
