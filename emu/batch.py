@@ -41,7 +41,7 @@ import time
 
 import trio
 
-from .element import INF, RX_FLAGS, read_datagrams
+from .element import INF, RX_FLAGS, read_datagrams, send_unsent
 from .link import MAX_DATAGRAM
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, TAG_LEN, VERSION, LinkKind, tagger
 
@@ -163,14 +163,7 @@ class Batch:
                 self.drain()
 
     async def flush_unsent(self) -> None:
-        while self.unsent:
-            await trio.lowlevel.wait_writable(self.sock)
-            data, addr = self.unsent[0]
-            try:
-                self.sock.sendto(data, addr)
-            except BlockingIOError:
-                continue
-            self.unsent.pop(0)
+        await send_unsent(self.sock, self.unsent)
 
     # -- receive side ---------------------------------------------------------------------------
     async def serve(self, cpu: dict | None = None) -> None:

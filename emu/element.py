@@ -104,6 +104,19 @@ def read_datagrams(sock, on_datagram) -> int:
         accepted += on_datagram(data, sender)
 
 
+async def send_unsent(sock, unsent: list) -> None:
+    """Send the (datagram, address) pairs that found no room in ``sock``'s buffer, in order, as room
+    comes."""
+    while unsent:
+        await trio.lowlevel.wait_writable(sock)
+        data, addr = unsent[0]
+        try:
+            sock.sendto(data, addr)
+        except BlockingIOError:
+            continue
+        unsent.pop(0)
+
+
 class Element:
     def __init__(self, name: str, engine: Engine, *, cluster_id: int, domain: Scheduler,
                  outs: list[OutPort], ins: list[InPort], capture: bool, seed: int, lookahead_ns: int,
@@ -935,14 +948,7 @@ class Element:
             self.unsent.append((data, addr))
 
     async def flush_unsent(self) -> None:
-        while self.unsent:
-            await trio.lowlevel.wait_writable(self.sock)
-            data, addr = self.unsent[0]
-            try:
-                self.sock.sendto(data, addr)
-            except BlockingIOError:
-                continue
-            self.unsent.pop(0)
+        await send_unsent(self.sock, self.unsent)
 
     # -- reporting ------------------------------------------------------------------------------
     def port_stats(self) -> list[dict[str, Any]]:
