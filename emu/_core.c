@@ -45,7 +45,7 @@ static Py_ssize_t ls_seq, ls_retained, ls_prefix, ls_prefix_pool, lr_expected;
 static long C_MAGIC, C_VERSION, C_KIND_DATA, C_KIND_POOL, C_OUTER_LEN, C_MAX_DATAGRAM, C_POOL, C_CLEAN, C_NOFCS, C_FCS_RESIDUE, C_CREDIT_LEN, C_CREDIT_HI, C_CREDIT_LO, C_ET_HI, C_ET_LO, C_HDR_LEN, C_DST_OFF,
     C_PTYPE_OFF, C_FLAGS_OFF, C_HOPS_OFF, C_PRIO_OFF, C_FLAG_BCAST;
 static int ready = 0;
-static unsigned long long n_forwarded, n_enqueued, n_handed; /* what the core did (counts()) */
+static unsigned long long n_forwarded, n_enqueued, n_handed, n_records, n_taken; /* what the core did (counts()) */
 /* the switch's part (given by emu.switch.forward at its import: the substrate does not know it) */
 static long C_MAX_HOPS;
 static unsigned char decline[256]; /* packet types a plain switch does not forward by its table */
@@ -969,6 +969,7 @@ static PyObject *take(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     for (Py_ssize_t k = 0; k < nrec; k++)
         Py_DECREF(recs[k].frame);
     PyMem_Free(recs);
+    n_taken += nrec;
     return Py_BuildValue("(NlLL)", out, (long)nrec, nbytes, last);
 fail:
     if (recs != NULL) {
@@ -1028,7 +1029,9 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     }
     PyObject *data = args[0], *in_owner = args[4], *sender = args[5], *got = args[6];
     long long off, n, cid;
-    if (!ready || !PyBytes_CheckExact(data) || !PyDict_CheckExact(in_owner) || !PyDict_CheckExact(got) ||
+    if (!PyBytes_CheckExact(data))
+        return Py_NewRef(args[1]); /* (not bytes: Python reads it) */
+    if (!ready || !PyDict_CheckExact(in_owner) || !PyDict_CheckExact(got) ||
         !get_ll(args[1], &off) || !get_ll(args[2], &n) || !get_ll(args[3], &cid) || n > PyBytes_GET_SIZE(data) ||
         off < 0) {
         if (!PyErr_Occurred())
@@ -1154,6 +1157,7 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         if (pushed < 0)
             goto fail;
         run.rn++;
+        n_records++;
         run.rb += end - off - C_OUTER_LEN;
         if ((long long)ts < run.rts)
             run.rts = (long long)ts;
@@ -1194,7 +1198,8 @@ static PyObject *py_heappop(PyObject *self, PyObject *heap)
 
 static PyObject *counts(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{sKsKsK}", "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over", n_handed);
+    return Py_BuildValue("{sKsKsKsKsK}", "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over", n_handed,
+                         "taken", n_taken, "records", n_records);
 }
 
 static PyMethodDef methods[] = {

@@ -24,7 +24,7 @@ import trio
 
 from . import native
 from .errors import CausalityError, EngineError
-from .link import ACCEPT, GAP, MAX_DATAGRAM, NOFCS_FLAG, LinkReceiver, LinkSender
+from .link import ACCEPT, GAP, MAX_DATAGRAM, LinkReceiver, LinkSender
 from .port import VC_OFF, InPort, OutPort, frame_error_probability
 from .portview import PortView
 from .segcut import stretch as stretch_port
@@ -49,10 +49,10 @@ WAKE, RELEASE, CREDIT_OUT, CREDIT_BACK, STRETCH_OUT = 0, 1, 2, 3, 4  # kinds of 
 POOL = int(LinkKind.DATA_POOL)  # flags of a received record in the heap: the sender used the pool ...
 CLEAN = 4  # ... it was handed over in this process with no fault possible: its FCS need not be checked
 NOFCS = 8  # ... and its FCS was never appended (``OutPort.defer_fcs``): the frame is the engine's, 4 bytes short
-assert POOL == 2 and int(LinkKind.DATA) == 0 and NOFCS == NOFCS_FLAG
-RX_FLAGS = (0, 0, POOL, CLEAN | NOFCS)
-"""Heap flags of a received DATA record by its kind (DATA, -, DATA_POOL, DATA_NOFCS)."""
-NOFCS_KIND = int(LinkKind.DATA_NOFCS)
+assert POOL == 2 and int(LinkKind.DATA) == 0
+RX_FLAGS = (0, 0, POOL)
+"""Heap flags of a received DATA record by its kind (DATA, -, DATA_POOL): a frame from a socket carries
+its FCS (``NOFCS`` is only for frames handed over in memory)."""
 FCS_ERROR = 32  # ... received with a bad frame check sequence, dropped by the receiving port
 LOST_DOWN = 64  # ... was on the wire while its link was down (scheduled): lost
 
@@ -114,6 +114,19 @@ def read_datagrams(sock, on_datagram) -> int:
         accepted += on_datagram(data, sender)
 
 
+async def send_unsent(sock, unsent: list) -> None:
+    """Send the (datagram, address) pairs that found no room in ``sock``'s buffer, in order, as room
+    comes."""
+    while unsent:
+        await trio.lowlevel.wait_writable(sock)
+        data, addr = unsent[0]
+        try:
+            sock.sendto(data, addr)
+        except BlockingIOError:
+            continue
+        unsent.pop(0)
+
+
 class Element:
     def __init__(self, name: str, engine: Engine, *, cluster_id: int, domain: Scheduler,
                  outs: list[OutPort], ins: list[InPort], capture: bool, seed: int, lookahead_ns: int,
@@ -166,7 +179,8 @@ class Element:
         """When the last frame lost to an emulated fault finished leaving (it has no arrival event)."""
         self.safe_time = 0
         """Every event before this virtual time has been processed: a frame stamped earlier is a
-        causality violation (a bug in the synchroniser, never the peer's fault)."""
+        causality violation. Handed over in memory it is a bug of the synchroniser (CausalityError);
+        from a socket, where a peer can be buggy or forged, it is counted (``late``) and dropped."""
         self.busy: dict[OutPort, None] = {}
         """Ports with frames waiting for their window (a dict: insertion order, never hash order)."""
         self.capture = [] if capture else None
@@ -174,7 +188,7 @@ class Element:
         """The process's ``emu.trace.Tracer`` when the run is traced (instants: faults, drops)."""
         self.stats = {"bad_magic": 0, "foreign_cluster": 0, "bad_link": 0, "truncated": 0,
                       "wrong_sender": 0, "gaps": 0, "duplicates": 0, "nacks_sent": 0, "retransmitted": 0,
-                      "sock_dropped": 0, "datagrams_sent": 0, "datagrams_received": 0, "bad_tag": 0}
+                      "sock_dropped": 0, "datagrams_sent": 0, "datagrams_received": 0, "bad_tag": 0, "late": 0}
         self._drop_rate = drop_rate
         self._drop_rng = random.Random(seed ^ 0x5EED)
         self.unsent: list[tuple[bytes, tuple[str, int]]] = []
@@ -254,7 +268,7 @@ class Element:
                 stats["truncated"] += 1
                 self._note("truncated", f"record says {length} bytes, datagram has {n - off - OUTER_LEN}")
                 break
-            if kind != LinkKind.NACK and kind <= LinkKind.DATA_NOFCS:
+            if kind != LinkKind.NACK and kind <= LinkKind.DATA_POOL:
                 inp = self.in_by_link.get(link)
                 if inp is None:
                     stats["bad_link"] += 1
@@ -265,17 +279,19 @@ class Element:
                     self._note("wrong_sender", f"frame for link {link} from {sender}, not from {inp.peer}")
                     break
                 lk = inp.link
+                if seq == lk.expected and ts < self.safe_time:  # the peer's fault (a bug, a forgery): not
+                    stats["late"] += 1                           # taken, its place open for the real one
+                    self._note("late", f"{inp.name}: record {seq} stamped {ts} ns, before {self.safe_time} ns "
+                               "already processed here")
+                    break
                 if seq == lk.expected:  # (``LinkReceiver.classify``'s ACCEPT, inline: nearly every record)
                     lk.expected = (seq + 1) & 0xFFFFFFFF
                     verdict = ACCEPT
                 else:
                     verdict = lk.classify(seq)
                 if verdict == ACCEPT:
-                    if ts < self.safe_time:
-                        raise CausalityError(f"{inp.name}: frame stamped {ts} ns arrived after {self.safe_time} ns "
-                                             "was processed; the synchroniser let a window run too far")
                     inp.rx_frames += 1
-                    inp.rx_bytes += length if kind != NOFCS_KIND else length + 4  # (its FCS left off on the way)
+                    inp.rx_bytes += length
                     # handled at its virtual arrival: the port checks the FCS then (and strips it)
                     heapq.heappush(self.heap, (ts, inp.index, seq, data[off + OUTER_LEN:end], RX_FLAGS[kind]))
                     if ts < first_ts:
@@ -536,37 +552,42 @@ class Element:
         """:meth:`_arrive` once the frame is off the heap (``now`` set)."""
         inp = self.ins[port]
         cap = self.capture
-        if not kind & CLEAN and crc32(wire) != FCS_RESIDUE:  # corrupted on the wire
-            if not self._take_damaged(inp, now, wire, kind, passes):
-                return None
-            cap_done = True  # captured as damaged
-        else:
-            cap_done = False
-        if inp.timeline is not None and self._lost_while_down(inp, now, wire, kind):
+        # corrupted on the wire (captured as damaged); on a credit-flow link its sender gives its credit back
+        damaged = not kind & CLEAN and crc32(wire) != FCS_RESIDUE
+        if damaged and not self._take_damaged(inp, now, wire, passes):
             return None
-        if cap is not None and not cap_done:
+        if inp.timeline is not None and self._lost_while_down(inp, now, wire, kind, damaged):
+            return None
+        if cap is not None and not damaged:
             cap.append((now, inp.iface, DIR_IN, wire))
         if is_credit(wire):  # link control: credit for the reverse direction's sender
             self._credit_arrived(port, wire)
             return None
+        if damaged:  # passed on by an engine that checks its own CRCs: it takes no counted room
+            if self.iq:
+                self.engine.uncharged = True  # (the input-queued router files the next frame so)
+            return wire[:-4], port, None
         token = None if inp.buf is None else self._enter_buffer(inp, wire, kind, now)
         return (wire if kind & NOFCS else wire[:-4]), port, token
 
-    def _take_damaged(self, inp: InPort, now: int, wire: bytes, kind: int, passes) -> bool:
+    def _take_damaged(self, inp: InPort, now: int, wire: bytes, passes) -> bool:
         """A frame that fails its FCS: the port drops it, unless the engine checks its own CRCs
-        and takes it (cut-through). Returns whether the engine takes it."""
+        and takes it (cut-through). Returns whether the engine takes it.
+
+        Either way no credit goes back for it from here: its header, which names the VC and the pool
+        its credit was charged to (and, on some framings, its length), may be what the bit error hit.
+        Its sender, which applied the fault, knows them and gives that credit back itself
+        (:meth:`_fault`), one round trip later, as for a frame a fault lost."""
         inp.fcs_errors += 1
         if self.tracer is not None:
             self.tracer.instant(self.name, "FCS error", now, {"port": inp.name}, "drop")
         if self.capture is not None:
             self.capture.append((now, inp.iface, DIR_IN | FCS_ERROR, wire))
-        if passes is not None and passes(wire):
-            return True
-        self._not_buffered(inp, wire, kind)
-        return False
+        return passes is not None and passes(wire)
 
     def _not_buffered(self, inp: InPort, wire: bytes, kind: int) -> None:
-        """A frame that never entered its input buffer (lost, corrupted): its credit goes back."""
+        """A frame that never entered its input buffer (lost with its link down; it arrived intact, so its
+        header says where its credit goes): its credit goes back."""
         if is_credit(wire):
             return
         if inp.buf is not None:
@@ -576,8 +597,9 @@ class Element:
                              wire[VC_OFF] if len(wire) > VC_OFF else 0, self.now,
                              len(wire) > FLAGS_OFF and bool(wire[FLAGS_OFF] & FLAG_POOL))
 
-    def _lost_while_down(self, inp: InPort, now: int, wire: bytes, kind: int) -> bool:
-        """Was the frame on the wire while its link was down (scheduled)? Then it is lost."""
+    def _lost_while_down(self, inp: InPort, now: int, wire: bytes, kind: int, damaged: bool = False) -> bool:
+        """Was the frame on the wire while its link was down (scheduled)? Then it is lost (a
+        ``damaged`` one's credit its sender gives back: :meth:`_take_damaged`)."""
         n = inp.framing.length(wire) if kind & NOFCS else inp.framing.length_wire(wire)  # its modelled length
         ser_ns = -(-n * 8_000_000_000 // inp.bandwidth_bps)  # rounded up
         if inp.head_bytes:  # ``now`` is when its head came: the tail follows
@@ -594,7 +616,7 @@ class Element:
             self.capture.append((now, inp.iface, DIR_IN | LOST_DOWN, wire))
         if is_credit(wire):  # a link that comes back resynchronises its credits: none is lost for good
             self._credit_arrived(inp.index, wire)
-        else:
+        elif not damaged:
             self._not_buffered(inp, wire, kind)
         return True
 
@@ -851,7 +873,7 @@ class Element:
                     if frame.__class__ is LazyFrame:  # made from its sender's buffer now (emu.wire.lazy)
                         frame = frame.make()
                     if faulty:
-                        frame, lost = self._fault(p, start, frame)
+                        frame, lost = self._fault(p, start, frame, pool, arrival)
                         if lost:  # the frame occupied the port, then vanished: that time still passed
                             if arrival - p.latency_ns > self.lost_until:
                                 self.lost_until = arrival - p.latency_ns
@@ -904,8 +926,11 @@ class Element:
         inp.rx_bytes += nbytes
         self.domain.frames_local(peer, len(frames), first_ts, window)
 
-    def _fault(self, p: OutPort, start: int, frame: bytes) -> tuple[bytes, bool]:
-        """Apply the port's emulated faults to one frame: (frame as it will arrive, lost?)."""
+    def _fault(self, p: OutPort, start: int, frame: bytes, pool: bool = False, arrival: int = 0) -> tuple[bytes, bool]:
+        """Apply the port's emulated faults to one frame (``pool``: placed in the receiver's pool;
+        arriving at ``arrival``): (frame as it will arrive, lost?). A frame a bit error damages
+        fails its FCS at the receiver, which cannot trust the header that says where its credit
+        goes: this sender gives it back, one round trip later (:meth:`_resync`)."""
         rng, cap = p.fault_rng, self.capture
         if rng.random() < p.fault_drop:
             p.fault_dropped += 1
@@ -925,6 +950,7 @@ class Element:
                 self.tracer.instant(self.name, "corrupt", start, {"port": p.name, "reason": "bit error"}, "fault")
             if cap is not None:
                 cap.append((start, p.iface, DIR_OUT | FAULT_CORRUPT, frame))
+            self._resync(p, frame, pool, arrival + p.latency_ns)
             bit = rng.randrange(8 * len(frame))
             b = bytearray(frame)
             b[bit // 8] ^= 0x80 >> (bit % 8)
@@ -954,14 +980,7 @@ class Element:
             self.unsent.append((data, addr))
 
     async def flush_unsent(self) -> None:
-        while self.unsent:
-            await trio.lowlevel.wait_writable(self.sock)
-            data, addr = self.unsent[0]
-            try:
-                self.sock.sendto(data, addr)
-            except BlockingIOError:
-                continue
-            self.unsent.pop(0)
+        await send_unsent(self.sock, self.unsent)
 
     # -- reporting ------------------------------------------------------------------------------
     def port_stats(self) -> list[dict[str, Any]]:
