@@ -171,3 +171,20 @@ def test_take_makes_the_senders_datagrams():
     assert got == want and len(got[0]) > 3  # (several datagrams: cut at MAX_DATAGRAM)
     assert list(a.retained) == list(b.retained) and a.seq == b.seq < 0x1000 and pa == pb
     assert CORE.take(a, pa, 0, 1) == b.take(pb, 0, 1) == ([], 0, 0, 0)  # nothing due
+
+
+@needs_core
+def test_crc32_by_table_too():
+    """Without carry-less multiplication (an older CPU, or EMU_NO_CLMUL=1) the table path alone."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import os, zlib, emu.element, emu.native as n\n"
+            "for k in [0, 1, 7, 8, 63, 64, 65, 1074, 9000]:\n"
+            "    b = os.urandom(k)\n"
+            "    assert n.CORE.crc32(b) == zlib.crc32(b), k\n"
+            "print(n.in_use())\n")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "EMU_NO_CLMUL": "1"},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "compiled", out.stderr
