@@ -6,7 +6,7 @@ import logging
 import struct
 from dataclasses import dataclass, field
 
-from emu import native
+import emu.native as native
 from emu.config import SwitchSpec
 from emu.wire import DST_OFF, ETHERTYPE_FABRIC, FLAG_BCAST, HDR_LEN, HOPS_OFF, DecodeError, PacketType, build_frame
 from emu.wire.framing import ETHERNET, framing
