@@ -52,6 +52,9 @@ static long C_MAX_HOPS;
 static unsigned char decline[256]; /* packet types a plain switch does not forward by its table */
 static int switch_ready = 0;
 
+/* what emu/native.py expects: raise it whenever a function's arguments or results change */
+#define CORE_API 1
+
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
 /* a new tuple of ``n`` new references (stolen; NULL if any is NULL, all released) */
@@ -157,6 +160,17 @@ static PyObject *setup(PyObject *self, PyObject *args)
         if (*cs[k] == -1 && PyErr_Occurred())
             return NULL;
     }
+    /* the layout this code reads and writes: anything else is refused (pure Python runs) */
+    long top = C_DST_OFF + 3;
+    long offs[] = {C_PTYPE_OFF, C_FLAGS_OFF, C_HOPS_OFF, C_PRIO_OFF};
+    for (size_t k = 0; k < sizeof offs / sizeof offs[0]; k++)
+        if (offs[k] > top)
+            top = offs[k];
+    if (C_OUTER_LEN != 28 || C_CREDIT_LEN < 14 || C_HDR_LEN <= top || C_HDR_LEN < 14 || C_DST_OFF < 0 ||
+        C_MAX_DATAGRAM < C_OUTER_LEN || C_MAX_DATAGRAM > 65507 || C_POOL < 0 || C_CLEAN <= 0 || C_NOFCS <= 0) {
+        PyErr_SetString(PyExc_ValueError, "setup: a frame or record layout this core was not written for");
+        return NULL;
+    }
     ready = 1;
     Py_RETURN_NONE;
 }
@@ -187,7 +201,7 @@ static int plain_port(PyObject *p, int *defer)
         SLOT(p, o_flow) != Py_None)
         return 0;
     PyObject *hb = SLOT(p, o_head_bytes);
-    if (hb == NULL || !PyLong_CheckExact(hb) || PyLong_AsLong(hb) != 0)
+    if (hb == NULL || !PyLong_CheckExact(hb) || Py_SIZE(hb) != 0) /* (not 0: an int of no digits) */
         return 0;
     PyObject *fr = SLOT(p, o_framing);
     if (fr == NULL)
@@ -225,6 +239,7 @@ static void crc_init(void)
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define HAVE_CLMUL_CRC 1
 /* CRC-32 by carry-less multiplication (Intel, "Fast CRC Computation for Generic Polynomials Using
@@ -572,8 +587,8 @@ static PyObject *enqueue(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     }
     Py_ssize_t flen = PyBytes_GET_SIZE(frame);
     const unsigned char *f = (const unsigned char *)PyBytes_AS_STRING(frame);
-    if (free > at && SLOT(p, o_priority) != Py_False && flen > C_PRIO_OFF && f[C_PRIO_OFF])
-        Py_RETURN_NONE; /* it may overtake: Python's */
+    if (flen <= C_PRIO_OFF + 4 || (free > at && SLOT(p, o_priority) != Py_False && f[C_PRIO_OFF]))
+        Py_RETURN_NONE; /* it may overtake (a short frame's FCS byte read as its priority, too): Python's */
     PyObject *wire;
     if (defer)
         wire = Py_NewRef(frame);
@@ -766,6 +781,8 @@ fail:
     return NULL;
 }
 
+static inline void drop(PyObject **o) { Py_CLEAR(*o); }
+
 static inline int add_ll(PyObject *obj, Py_ssize_t off, long long d)
 {
     long long v;
@@ -793,13 +810,13 @@ static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_
         PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: bad arguments");
         return NULL;
     }
-    PyObject *others = PyList_New(0), *done = PyList_New(0);
-    if (others == NULL || done == NULL)
+    /* the ports as they are now (Python code runs in between: a lazy frame made, the domain told),
+     * each port's (peer, input port) held while it is used */
+    PyObject *others = PyList_New(0), *done = PyList_New(0), *ports = PyDict_Keys(busy), *held = NULL;
+    if (others == NULL || done == NULL || ports == NULL)
         goto fail;
-    Py_ssize_t pos = 0;
-    PyObject *p, *unused;
-    while (PyDict_Next(busy, &pos, &p, &unused)) {
-        PyObject *local, *ctl, *pend;
+    for (Py_ssize_t kp = 0; kp < PyList_GET_SIZE(ports); kp++, drop(&held)) {
+        PyObject *p = PyList_GET_ITEM(ports, kp), *local, *ctl, *pend;
         Py_ssize_t nctl;
         if (Py_TYPE(p) != OutPortT || (local = SLOT(p, o_local)) == NULL || local == Py_None ||
             !PyTuple_CheckExact(local) || PyTuple_GET_SIZE(local) != 2 || SLOT(p, o_fault_rng) != Py_None ||
@@ -808,6 +825,7 @@ static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_
                 goto fail;
             continue;
         }
+        held = Py_NewRef(local);
         Py_ssize_t npend = PySequence_Size(pend);
         if (npend < 0)
             goto fail;
@@ -896,11 +914,13 @@ static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_
         if (PyDict_DelItem(busy, PyList_GET_ITEM(done, k)) < 0)
             goto fail;
     Py_DECREF(done);
-    PyObject *res = Py_BuildValue("(LN)", first, others);
-    return res;
+    Py_DECREF(ports);
+    return Py_BuildValue("(LN)", first, others);
 fail:
+    Py_XDECREF(held);
     Py_XDECREF(others);
     Py_XDECREF(done);
+    Py_XDECREF(ports);
     return NULL;
 }
 
@@ -1015,9 +1035,16 @@ static PyObject *take(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 goto fail;
             frame = made;
         }
-        if (!PyBytes_CheckExact(frame) || PyBytes_GET_SIZE(frame) > 0xFFFF) {
+        if (!PyBytes_CheckExact(frame)) { /* bytes-like (a bytearray, a view): its bytes, as join takes them */
+            PyObject *b = PyBytes_FromObject(frame);
             Py_DECREF(frame);
-            PyErr_SetString(PyExc_TypeError, "emu._core.take: a frame is not bytes of at most 65535");
+            if (b == NULL)
+                goto fail;
+            frame = b;
+        }
+        if (PyBytes_GET_SIZE(frame) > 0xFFFF) {
+            Py_DECREF(frame);
+            PyErr_SetString(PyExc_ValueError, "emu._core.take: a frame of over 65535 bytes");
             goto fail;
         }
         if (nrec == cap) {
@@ -1130,7 +1157,8 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     }
     const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(data);
     long long cur = -1, cwin = -1, safe = 0;
-    PyObject *el = NULL, *heap = NULL, *lk = NULL, *index = NULL; /* (borrowed from in_owner / el; heap owned) */
+    PyObject *el = NULL, *heap = NULL, *lk = NULL, *index = NULL, *held = NULL; /* (el, lk, index: of held, the
+                                                                                  owner tuple; heap owned) */
     run_t run = {NULL, NULL, 0, 0, (long long)1 << 62};
     PyObject *f_data = PyLong_FromLong(0), *f_pool = PyLong_FromLong(C_POOL);
     if (f_data == NULL || f_pool == NULL)
@@ -1170,6 +1198,7 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
                 goto fail;
             if (!same || (lk = SLOT(inp, i_link)) == NULL || Py_TYPE(lk) != ReceiverT)
                 break;
+            Py_XSETREF(held, Py_NewRef(owner));
             el = PyTuple_GET_ITEM(owner, 0);
             PyObject *st = PyObject_GetAttr(el, s_safe_time);
             int okst = get_ll(st, &safe);
@@ -1256,11 +1285,13 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     if (flush_run(&run) < 0)
         goto fail;
     Py_XDECREF(heap);
+    Py_XDECREF(held);
     Py_DECREF(f_data);
     Py_DECREF(f_pool);
     return PyLong_FromLongLong(off);
 fail:
     Py_XDECREF(heap);
+    Py_XDECREF(held);
     Py_XDECREF(f_data);
     Py_XDECREF(f_pool);
     return NULL;
@@ -1324,8 +1355,14 @@ PyMODINIT_FUNC PyInit__core(void)
         return NULL;
     crc_init();
 #ifdef HAVE_CLMUL_CRC
-    __builtin_cpu_init();
-    use_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1") && !getenv("EMU_NO_CLMUL");
+    unsigned int eax, ebx, ecx, edx;
+    use_clmul = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 1)) && (ecx & (1u << 19)) &&
+                !getenv("EMU_NO_CLMUL"); /* PCLMULQDQ and SSE4.1 */
 #endif
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "API", CORE_API) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

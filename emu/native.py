@@ -14,12 +14,26 @@ from pathlib import Path
 from types import ModuleType
 
 
+API = 1
+"""The interface of ``emu/_core.c`` this code calls (its ``CORE_API``)."""
+FUNCTIONS = ("setup", "switch_setup", "enqueue", "forward", "hand_over", "transmit_local", "take", "records",
+             "heappush", "heappop", "crc32", "counts")
+
+
 def _load() -> ModuleType | None:
     if os.environ.get("EMU_PURE", "") not in ("", "0"):
         return None
     try:
         from . import _core
     except ImportError:
+        return None
+    missing = [f for f in FUNCTIONS if not hasattr(_core, f)]
+    if getattr(_core, "API", None) != API or missing:  # built from other sources than these
+        import logging
+
+        logging.getLogger(__name__).warning("the compiled core %s is not the one these sources expect (API %s, "
+                                            "want %s): running pure Python (rebuild it: pip install -e .)",
+                                            _core.__file__, getattr(_core, "API", None), API)
         return None
     src = Path(__file__).with_name("_core.c")
     built = Path(_core.__file__)

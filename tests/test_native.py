@@ -188,3 +188,50 @@ def test_crc32_by_table_too():
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "EMU_NO_CLMUL": "1"},
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "compiled", out.stderr
+
+
+@needs_core
+@pytest.mark.parametrize("length", range(14, 32))
+def test_enqueue_short_frames_as_python(length):
+    """A frame too short to hold a fabric header: Python reads its priority byte on the frame as it
+    goes on the wire (an FCS byte, for the shortest), so such frames are Python's; either way the
+    port ends as Python's alone would leave it."""
+    a, b = _port(), _port()
+    for p in (a, b):
+        p.enqueue(bytes(200), 0)
+        p.enqueue(bytes(200), 0)
+    for k in range(256):  # (a frame whose byte at the priority offset, FCS included, is set)
+        frame = bytes([k]) * length
+        start = CORE.enqueue(a, frame, 10)
+        if start is None:
+            start = a.enqueue(frame, 10)
+        assert start == b.enqueue(frame, 10)
+        assert _state(a) == _state(b)
+
+
+@needs_core
+def test_take_takes_bytes_like_frames_as_join_does():
+    from emu.link import LinkSender
+
+    pend = deque([(0, 10, bytearray(b"\x01" * 70), False), (0, 20, memoryview(b"\x02" * 80), True)])
+    a, b = LinkSender(1, 2), LinkSender(1, 2)
+    assert CORE.take(a, deque(pend), 100, 3) == b.take(deque(pend), 100, 3)
+    assert list(a.retained) == list(b.retained)
+
+
+def test_a_core_of_another_interface_is_not_used(monkeypatch):
+    """A compiled core built from other sources (its API number, a function missing) is refused."""
+    import types
+
+    fake = types.ModuleType("emu._core")
+    fake.API = native.API + 1
+    fake.__file__ = __file__
+    monkeypatch.setitem(__import__("sys").modules, "emu._core", fake)
+    monkeypatch.setattr(emu, "_core", fake, raising=False)
+    monkeypatch.delenv("EMU_PURE", raising=False)
+    assert native._load() is None
+    fake.API = native.API
+    assert native._load() is None  # (its functions missing)
+    for f in native.FUNCTIONS:
+        setattr(fake, f, None)
+    assert native._load() is fake
