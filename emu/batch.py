@@ -20,8 +20,10 @@ duplicate. A record is accepted only if its datagram came from the socket that o
 its link (the peer process's socket: ``wrong_sender`` counts the rest, record by record); off
 loopback every datagram ends with the keyed tag of ``emu.wire.outer``, checked before any record of
 it is read. Errors that belong to no element (a datagram with a bad tag, no emulator header, another
-cluster's id, a link that ends nowhere in this process) are counted in the stats of the process's
-first element, which speaks for the socket; the run goes on.
+cluster's id, a link that ends nowhere in this process, an unknown record kind) are counted in the
+process's own ``stats`` beside its UDP datagram counts (``Cluster.process_stats``); the run goes on. A record stamped before what its element
+has already processed is a buggy peer's or a forger's, not ours: counted (``late``) and dropped, its
+place left open for the genuine one (only a frame handed over in memory raises ``CausalityError``).
 
 Frames a process sends to itself are read back at once when more than ``SELF_DRAIN_BYTES`` are
 waiting in the socket (the process is the only reader of its socket and does not read it while a
@@ -39,8 +41,8 @@ import time
 
 import trio
 
-from .errors import CausalityError
-from .element import INF, NOFCS_KIND, RX_FLAGS, read_datagrams
+from . import native
+from .element import INF, RX_FLAGS, read_datagrams, send_unsent
 from .link import MAX_DATAGRAM
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, TAG_LEN, VERSION, LinkKind, tagger
 
@@ -53,7 +55,9 @@ process's one socket is this big: it takes what every other process sends here w
 window, which per-element sockets used to share out."""
 SELF_DRAIN_BYTES = 1 << 20
 """Bytes sent to this process's own socket after which it is read before anything more is sent."""
-_NACK, _LAST = int(LinkKind.NACK), int(LinkKind.DATA_NOFCS)
+_NACK, _LAST = int(LinkKind.NACK), int(LinkKind.DATA_POOL)
+PROCESS_DROPS = ("bad_tag", "truncated", "bad_magic", "foreign_cluster", "bad_link")
+"""What the process's socket drops before any element is known (``Batch.drops``)."""
 
 
 class Batch:
@@ -92,16 +96,18 @@ class Batch:
         """Link id -> (element, input port) for every link that ends in this process."""
         self.out_owner: dict = {}
         """Link id -> (element, output port) for every link that starts here (its NACKs come here)."""
-        self.speaker = None
-        """The element whose stats count what belongs to no element (the process's first)."""
+        self.domain = None
+        """The domain the elements live in (woken when frames were accepted)."""
         self.udp_sent = 0
         self.udp_received = 0
+        """UDP datagrams this socket sent and read (an element counts its record groups: ``datagrams_sent``)."""
+        self.drops = dict.fromkeys(PROCESS_DROPS, 0)
+        """Input dropped that belongs to no element of the process, by why."""
 
     def index(self, elements) -> None:
         """Learn which element owns each link (after the process's elements are built)."""
         for el in elements:
-            if self.speaker is None:
-                self.speaker = el
+            self.domain = el.domain
             for p in el.in_ports:
                 self.in_owner[p.link_id] = (el, p)
             for p in el.out_ports:
@@ -109,6 +115,11 @@ class Batch:
 
     def close(self) -> None:
         self.sock.close()
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """The socket's counters: UDP datagrams sent and received, drops that belong to no element."""
+        return {"udp_sent": self.udp_sent, "udp_received": self.udp_received, **self.drops}
 
     # -- send side ------------------------------------------------------------------------------
     def send(self, data: bytes, addr: tuple[str, int]) -> None:
@@ -153,14 +164,7 @@ class Batch:
                 self.drain()
 
     async def flush_unsent(self) -> None:
-        while self.unsent:
-            await trio.lowlevel.wait_writable(self.sock)
-            data, addr = self.unsent[0]
-            try:
-                self.sock.sendto(data, addr)
-            except BlockingIOError:
-                continue
-            self.unsent.pop(0)
+        await send_unsent(self.sock, self.unsent)
 
     # -- receive side ---------------------------------------------------------------------------
     async def serve(self, cpu: dict | None = None) -> None:
@@ -173,7 +177,7 @@ class Batch:
             if cpu is not None:
                 cpu["drain_s"] += time.process_time() - c0
             if accepted:
-                self.speaker.domain.wake()
+                self.domain.wake()
 
     def drain(self) -> int:
         """Read every datagram waiting on the socket; return how many DATA frames were accepted."""
@@ -181,15 +185,33 @@ class Batch:
         return read_datagrams(self.sock, self.on_datagram)
 
     def _drop(self, el, what: str, detail: str) -> None:
-        el = el or self.speaker
-        el.stats[what] += 1
-        el._note(what, detail)
+        """Count (on element ``el``, or on the process when it is None) and log a dropped input."""
+        if el is not None:
+            el.stats[what] += 1
+            el._note(what, detail)
+            return
+        self.drops[what] += 1
+        (log.warning if self.drops[what] == 1 else log.debug)("process socket %s: dropped input (%s): %s",
+                                                              self.addr, what, detail)
+
+    def _owner(self, owners: dict, link: int, sender: tuple[str, int], what: str):
+        """(element, port) at this process's end of ``link`` (``in_owner``: DATA records, its receiving
+        end; ``out_owner``: NACKs, its sending end), when ``sender`` is the socket at the other end;
+        else None, counted: ``bad_link`` on the process (no such end here), ``wrong_sender`` on the element."""
+        owner = owners.get(link)
+        if owner is None:
+            end = "end" if owners is self.in_owner else "start"
+            self._drop(None, "bad_link", f"{what} for link {link}, which does not {end} in this process")
+        elif sender != owner[1].peer_addr:
+            self._drop(owner[0], "wrong_sender", f"{what} for link {link} from {sender}, not from {owner[1].peer}")
+        else:
+            return owner
+        return None
 
     def on_datagram(self, data: bytes, sender: tuple[str, int]) -> int:
         """Check the tag (off loopback), then dispatch each record to the element at the end of its
         link; foreign, forged or malformed input is counted and dropped."""
         self.udp_received += 1
-        self.speaker.stats["datagrams_received"] += 1
         if self._tag is not None:
             n = len(data) - TAG_LEN
             if n < 0 or not hmac.compare_digest(self._tag(memoryview(data)[:n]), data[n:]):
@@ -211,7 +233,13 @@ class Batch:
         inp = g = None
         rn = rb = 0  # frames and bytes accepted on link ``cur`` not yet added to its port
         rts = INF
+        core = native.CORE
         while off < n:
+            if core is not None and not rn:  # the common records in the compiled core, up to another one
+                off = core.records(data, off, n, cid, in_owner, sender, got)
+                cur = -1  # (it may have read other links: look the next one up again)
+                if off >= n:
+                    break
             if n - off < OUTER_LEN:
                 self._drop(None, "truncated", f"{n - off} trailing bytes are shorter than an outer header")
                 break
@@ -226,7 +254,7 @@ class Batch:
             if end > n:
                 self._drop(None, "truncated", f"record says {length} bytes, datagram has {n - off - OUTER_LEN}")
                 break
-            if kind != _NACK and kind <= _LAST:  # DATA, DATA_POOL, DATA_NOFCS
+            if kind != _NACK and kind <= _LAST:  # DATA, DATA_POOL
                 if link != cur or win != cwin:  # (a link's records come one after the other)
                     if rn:
                         inp.rx_frames += rn
@@ -237,16 +265,11 @@ class Batch:
                         rn = rb = 0
                         rts = INF
                     cur = -1
-                    owner = in_owner.get(link)
+                    owner = self._owner(in_owner, link, sender, "frame")
                     if owner is None:
-                        self._drop(None, "bad_link", f"frame for link {link}, which does not end in this process")
                         off = end
                         continue
                     el, inp = owner
-                    if sender != inp.peer_addr:
-                        self._drop(el, "wrong_sender", f"frame for link {link} from {sender}, not from {inp.peer}")
-                        off = end
-                        continue
                     cur, cwin, lk, heap, index, safe = link, win, inp.link, el.heap, inp.index, el.safe_time
                     g = got.get(el)
                     if g is None or g[2] != win:  # (a window's groups and an older retransmitted one)
@@ -254,13 +277,15 @@ class Batch:
                             el.domain.frames_arrived(el, *g)
                         g = got[el] = [0, INF, win]
                 if seq == lk.expected:  # accept it (``LinkReceiver.classify``, inline: nearly every record)
+                    if ts < safe:  # the peer's fault (a bug, a forgery): its place stays open for the real one
+                        self._drop(el, "late", f"{inp.name}: record {seq} stamped {ts} ns, before {safe} ns "
+                                   "already processed here")
+                        off = end
+                        continue
                     lk.expected = (seq + 1) & 0xFFFFFFFF
-                    if ts < safe:
-                        raise CausalityError(f"{inp.name}: frame stamped {ts} ns arrived after {safe} ns "
-                                             "was processed; the synchroniser let a window run too far")
                     push(heap, (ts, index, seq, data[off + OUTER_LEN:end], RX_FLAGS[kind]))
                     rn += 1
-                    rb += length if kind != NOFCS_KIND else length + 4  # (its FCS left off on the way)
+                    rb += length
                     if ts < rts:
                         rts = ts
                 elif ((seq - lk.expected) & 0xFFFFFFFF) < 0x80000000:  # GAP: a datagram before this one was lost
@@ -270,17 +295,9 @@ class Batch:
                 else:
                     el.stats["duplicates"] += 1
             elif kind == _NACK:
-                owner = self.out_owner.get(link)
-                if owner is None:
-                    self._drop(None, "bad_link", f"NACK for link {link}, which does not start in this process")
-                    off = end
-                    continue
-                el_, outp = owner
-                if sender != outp.peer_addr:
-                    self._drop(el_, "wrong_sender", f"NACK for link {link} from {sender}, not from {outp.peer}")
-                    off = end
-                    continue
-                el_.retransmit(outp, seq)
+                owner = self._owner(self.out_owner, link, sender, "NACK")
+                if owner is not None:
+                    owner[0].retransmit(owner[1], seq)
             else:
                 self._drop(None, "bad_magic", f"unknown record kind {kind}")
                 break

@@ -158,6 +158,17 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
     dom = Domain(index, plan.run.processes, plan.run)
     address = bind_address(plan.run.bind)  # this process's own (an interface's address differs per machine)
     key = None if is_loopback(address) else _tag_key(plan, secret)
+    try:
+        _build_elements(dom, plan, index, address, key)
+    except BaseException:  # nobody else holds the sockets made so far: they close here
+        dom.close_sockets()
+        raise
+    return dom
+
+
+def _build_elements(dom: Domain, plan: Plan, index: int, address: str, key: bytes | None) -> None:
+    """The sockets, ports and elements of domain ``index`` (``build_domain``)."""
+    t = plan.topology
     if plan.run.batch and any(plan.owner[n] == index for n in t.nodes):  # one socket for the process, one
         # datagram per destination per window (emu.batch); a process with no element has nothing to read
         dom.batch = Batch(address, key, plan.cluster_id)
@@ -227,7 +238,6 @@ def build_domain(plan: Plan, index: int, secret: bytes | None = None) -> Domain:
         from .trace import attach
 
         attach(dom, plan)
-    return dom
 
 
 def _tag_key(plan: Plan, secret: bytes | None) -> bytes:

@@ -22,7 +22,7 @@ from scapy.fields import MACField, _BitField, _EnumField
 from .wire import CollDesc, EmuLink, Fabric, LinkCredit, MsgAck, MsgSegment, PacketType, Ping, StructCodec
 from .wire.credit import ETHERTYPE_CREDIT
 from .wire.fabric import ETHERTYPE_FABRIC, FLAG_NAMES
-from .wire.outer import MAGIC, VERSION, LinkKind
+from .wire.outer import MAGIC, VERSION
 from .wire.coding import NcHeader
 from .wire.inc import IncCtl, IncData
 from .wire.qsnet import QsAck, QsCont, QsMgmt, QsSegment, QsTrailer, QsTrap, QsTxn
@@ -261,8 +261,7 @@ def generate() -> str:
         "end",
         f"DissectorTable.get('ethertype'):add(0x{ETHERTYPE_CREDIT:04X}, p_credit)",
         "",
-        "local eth = Dissector.get('eth_withfcs')  -- inner frames end with their FCS ...",
-        "local eth_nofcs = Dissector.get('eth_withoutfcs')  -- ... but those of DATA_NOFCS records",
+        "local eth = Dissector.get('eth_withfcs')  -- inner frames end with their FCS",
         "function p_link.dissector(tvb, pinfo, tree)",
         "  local off, n = 0, 0",
         f"  while tvb:len() - off >= {sizes['link']} do",
@@ -270,7 +269,7 @@ def generate() -> str:
         "    local v = add_fields(t, tvb, off, L_link, f_link, false)",
         f"    off = off + {sizes['link']}",
         "    if v.length > 0 and tvb:len() - off >= v.length then",
-        f"      (v.kind == {int(LinkKind.DATA_NOFCS)} and eth_nofcs or eth):call(tvb:range(off, v.length):tvb(), pinfo, tree)",
+        "      eth:call(tvb:range(off, v.length):tvb(), pinfo, tree)",
         "      off = off + v.length",
         "    end",
         "    n = n + 1",

@@ -117,6 +117,13 @@ class Domain:
             for el in self.elements:
                 el.sock.close()
 
+    def close_sockets(self) -> None:
+        """Close the process's batch socket and every element's own (a build that failed)."""
+        if self.batch is not None:
+            self.batch.close()
+        for el in self.elements:
+            el.sock.close()
+
     # -- callbacks from elements ----------------------------------------------------------------
     def frames_sent(self, peer_domain: int, n: int, peer: str) -> None:
         self.sent_to[peer_domain] += n
@@ -314,6 +321,16 @@ class Domain:
         for el in self.elements:
             if hasattr(el.engine, "app_states"):
                 out.extend(el.engine.app_states())
+        return out
+
+    async def rpc_process_stats(self) -> dict[str, Any]:
+        """This process's socket counters (``Cluster.process_stats``)."""
+        out: dict[str, Any] = {"process": self.index, "elements": len(self.elements)}
+        if self.batch is not None:
+            out.update(socket="batch", **self.batch.stats)
+        else:  # a socket per element: what each read or dropped is its own (``Element.stats``)
+            out.update(socket="element", udp_sent=sum(el.stats["datagrams_sent"] for el in self.elements),
+                       udp_received=sum(el.stats["datagrams_received"] for el in self.elements))
         return out
 
     async def rpc_stats(self) -> list[dict[str, Any]]:

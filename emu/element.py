@@ -22,13 +22,15 @@ from typing import Any, Protocol
 
 import trio
 
+from . import native
 from .errors import CausalityError, EngineError
-from .link import ACCEPT, GAP, NOFCS_FLAG, LinkReceiver, LinkSender
+from .link import ACCEPT, GAP, MAX_DATAGRAM, LinkReceiver, LinkSender
 from .port import VC_OFF, InPort, OutPort, frame_error_probability
 from .portview import PortView
 from .segcut import stretch as stretch_port
-from .wire.credit import CREDIT, CREDIT_FRAME_LEN, STRETCH, build_credit, build_stretch, is_credit
-from .wire.fabric import ETH_LEN, FCS_RESIDUE, FLAG_POOL, FLAGS_OFF, add_fcs, node_mac
+from .wire.credit import CREDIT, CREDIT_FRAME_LEN, ETHERTYPE_CREDIT, STRETCH, build_credit, build_stretch, is_credit
+from .wire.fabric import (DST_OFF, ETH_LEN, ETHERTYPE_FABRIC, FCS_RESIDUE, FLAG_BCAST, FLAG_POOL, FLAGS_OFF, HDR_LEN,
+                          HOPS_OFF, add_fcs, node_mac)
 from .wire.lazy import LazyFrame, made
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, TAG_LEN, VERSION, LinkKind, tagger
 
@@ -47,12 +49,20 @@ WAKE, RELEASE, CREDIT_OUT, CREDIT_BACK, STRETCH_OUT = 0, 1, 2, 3, 4  # kinds of 
 POOL = int(LinkKind.DATA_POOL)  # flags of a received record in the heap: the sender used the pool ...
 CLEAN = 4  # ... it was handed over in this process with no fault possible: its FCS need not be checked
 NOFCS = 8  # ... and its FCS was never appended (``OutPort.defer_fcs``): the frame is the engine's, 4 bytes short
-assert POOL == 2 and int(LinkKind.DATA) == 0 and NOFCS == NOFCS_FLAG
-RX_FLAGS = (0, 0, POOL, CLEAN | NOFCS)
-"""Heap flags of a received DATA record by its kind (DATA, -, DATA_POOL, DATA_NOFCS)."""
-NOFCS_KIND = int(LinkKind.DATA_NOFCS)
+assert POOL == 2 and int(LinkKind.DATA) == 0
+RX_FLAGS = (0, 0, POOL)
+"""Heap flags of a received DATA record by its kind (DATA, -, DATA_POOL): a frame from a socket carries
+its FCS (``NOFCS`` is only for frames handed over in memory)."""
 FCS_ERROR = 32  # ... received with a bad frame check sequence, dropped by the receiving port
 LOST_DOWN = 64  # ... was on the wire while its link was down (scheduled): lost
+
+if native.CORE is not None:  # the compiled core learns the ports' layout and the frames' (emu.native)
+    try:
+        native.CORE.setup(OutPort, InPort, LazyFrame, LinkSender, LinkReceiver, CausalityError,
+                          (MAGIC, VERSION, int(LinkKind.DATA), int(LinkKind.DATA_POOL), OUTER_LEN, MAX_DATAGRAM, POOL, CLEAN, NOFCS, FCS_RESIDUE, CREDIT_FRAME_LEN, ETHERTYPE_CREDIT >> 8, ETHERTYPE_CREDIT & 0xFF, ETHERTYPE_FABRIC >> 8, ETHERTYPE_FABRIC & 0xFF,
+                           HDR_LEN, DST_OFF, DST_OFF + 6, FLAGS_OFF, HOPS_OFF, DST_OFF + 5, FLAG_BCAST))
+    except (TypeError, ValueError, AttributeError) as e:
+        native.disable(str(e))
 
 
 class Engine(Protocol):
@@ -102,6 +112,19 @@ def read_datagrams(sock, on_datagram) -> int:
         except ConnectionRefusedError:  # ICMP from a peer that already closed (teardown)
             continue
         accepted += on_datagram(data, sender)
+
+
+async def send_unsent(sock, unsent: list) -> None:
+    """Send the (datagram, address) pairs that found no room in ``sock``'s buffer, in order, as room
+    comes."""
+    while unsent:
+        await trio.lowlevel.wait_writable(sock)
+        data, addr = unsent[0]
+        try:
+            sock.sendto(data, addr)
+        except BlockingIOError:
+            continue
+        unsent.pop(0)
 
 
 class Element:
@@ -156,7 +179,8 @@ class Element:
         """When the last frame lost to an emulated fault finished leaving (it has no arrival event)."""
         self.safe_time = 0
         """Every event before this virtual time has been processed: a frame stamped earlier is a
-        causality violation (a bug in the synchroniser, never the peer's fault)."""
+        causality violation. Handed over in memory it is a bug of the synchroniser (CausalityError);
+        from a socket, where a peer can be buggy or forged, it is counted (``late``) and dropped."""
         self.busy: dict[OutPort, None] = {}
         """Ports with frames waiting for their window (a dict: insertion order, never hash order)."""
         self.capture = [] if capture else None
@@ -164,7 +188,7 @@ class Element:
         """The process's ``emu.trace.Tracer`` when the run is traced (instants: faults, drops)."""
         self.stats = {"bad_magic": 0, "foreign_cluster": 0, "bad_link": 0, "truncated": 0,
                       "wrong_sender": 0, "gaps": 0, "duplicates": 0, "nacks_sent": 0, "retransmitted": 0,
-                      "sock_dropped": 0, "datagrams_sent": 0, "datagrams_received": 0, "bad_tag": 0}
+                      "sock_dropped": 0, "datagrams_sent": 0, "datagrams_received": 0, "bad_tag": 0, "late": 0}
         self._drop_rate = drop_rate
         self._drop_rng = random.Random(seed ^ 0x5EED)
         self.unsent: list[tuple[bytes, tuple[str, int]]] = []
@@ -244,7 +268,7 @@ class Element:
                 stats["truncated"] += 1
                 self._note("truncated", f"record says {length} bytes, datagram has {n - off - OUTER_LEN}")
                 break
-            if kind != LinkKind.NACK and kind <= LinkKind.DATA_NOFCS:
+            if kind != LinkKind.NACK and kind <= LinkKind.DATA_POOL:
                 inp = self.in_by_link.get(link)
                 if inp is None:
                     stats["bad_link"] += 1
@@ -255,17 +279,19 @@ class Element:
                     self._note("wrong_sender", f"frame for link {link} from {sender}, not from {inp.peer}")
                     break
                 lk = inp.link
+                if seq == lk.expected and ts < self.safe_time:  # the peer's fault (a bug, a forgery): not
+                    stats["late"] += 1                           # taken, its place open for the real one
+                    self._note("late", f"{inp.name}: record {seq} stamped {ts} ns, before {self.safe_time} ns "
+                               "already processed here")
+                    break
                 if seq == lk.expected:  # (``LinkReceiver.classify``'s ACCEPT, inline: nearly every record)
                     lk.expected = (seq + 1) & 0xFFFFFFFF
                     verdict = ACCEPT
                 else:
                     verdict = lk.classify(seq)
                 if verdict == ACCEPT:
-                    if ts < self.safe_time:
-                        raise CausalityError(f"{inp.name}: frame stamped {ts} ns arrived after {self.safe_time} ns "
-                                             "was processed; the synchroniser let a window run too far")
                     inp.rx_frames += 1
-                    inp.rx_bytes += length if kind != NOFCS_KIND else length + 4  # (its FCS left off on the way)
+                    inp.rx_bytes += length
                     # handled at its virtual arrival: the port checks the FCS then (and strips it)
                     heapq.heappush(self.heap, (ts, inp.index, seq, data[off + OUTER_LEN:end], RX_FLAGS[kind]))
                     if ts < first_ts:
@@ -405,8 +431,18 @@ class Element:
         stop = t_end
         arrive, emit, receive = self._arrive, self._emit, eng.receive  # per frame: no lookups
         ins, pop = self.ins, heapq.heappop
+        core = native.CORE
+        plain = getattr(eng, "plain_table", None) if core is not None else None
+        fwd = None
         while not links and not pev and eng.timer is None and self.capture is None:
             # only frames can be due (most windows of most elements): the same order, fewer tests
+            if plain is not None:  # a static-table switch: its plain data frames in the compiled core
+                fwd = plain()  # (asked again after every frame Python took: that may have changed it)
+                if fwd is not None:
+                    n, last = core.forward(heap, t_end, ins, self.outs, self.busy, fwd[0], fwd[1])
+                    if n:
+                        self.now = self.active_ns = last
+                        eng.stats["forwarded"] += n
             while heap and heap[0][0] < t_end:
                 now, port, _, wire, kind = pop(heap)
                 self.now = self.active_ns = now
@@ -416,7 +452,7 @@ class Element:
                     result = receive(wire if kind & NOFCS else wire[:-4], port, now)
                     if result:
                         emit(result, None, min_delay, cut)
-                    if pev or eng.timer is not None:  # credit flow control or a timer: the general loop
+                    if pev or eng.timer is not None or fwd is not None:  # the general loop, or the core again
                         break
                     continue
                 arrived = self._arrived(now, port, wire, kind, passes)  # (the FCS is checked again there)
@@ -516,37 +552,42 @@ class Element:
         """:meth:`_arrive` once the frame is off the heap (``now`` set)."""
         inp = self.ins[port]
         cap = self.capture
-        if not kind & CLEAN and crc32(wire) != FCS_RESIDUE:  # corrupted on the wire
-            if not self._take_damaged(inp, now, wire, kind, passes):
-                return None
-            cap_done = True  # captured as damaged
-        else:
-            cap_done = False
-        if inp.timeline is not None and self._lost_while_down(inp, now, wire, kind):
+        # corrupted on the wire (captured as damaged); on a credit-flow link its sender gives its credit back
+        damaged = not kind & CLEAN and crc32(wire) != FCS_RESIDUE
+        if damaged and not self._take_damaged(inp, now, wire, passes):
             return None
-        if cap is not None and not cap_done:
+        if inp.timeline is not None and self._lost_while_down(inp, now, wire, kind, damaged):
+            return None
+        if cap is not None and not damaged:
             cap.append((now, inp.iface, DIR_IN, wire))
         if is_credit(wire):  # link control: credit for the reverse direction's sender
             self._credit_arrived(port, wire)
             return None
+        if damaged:  # passed on by an engine that checks its own CRCs: it takes no counted room
+            if self.iq:
+                self.engine.uncharged = True  # (the input-queued router files the next frame so)
+            return wire[:-4], port, None
         token = None if inp.buf is None else self._enter_buffer(inp, wire, kind, now)
         return (wire if kind & NOFCS else wire[:-4]), port, token
 
-    def _take_damaged(self, inp: InPort, now: int, wire: bytes, kind: int, passes) -> bool:
+    def _take_damaged(self, inp: InPort, now: int, wire: bytes, passes) -> bool:
         """A frame that fails its FCS: the port drops it, unless the engine checks its own CRCs
-        and takes it (cut-through). Returns whether the engine takes it."""
+        and takes it (cut-through). Returns whether the engine takes it.
+
+        Either way no credit goes back for it from here: its header, which names the VC and the pool
+        its credit was charged to (and, on some framings, its length), may be what the bit error hit.
+        Its sender, which applied the fault, knows them and gives that credit back itself
+        (:meth:`_fault`), one round trip later, as for a frame a fault lost."""
         inp.fcs_errors += 1
         if self.tracer is not None:
             self.tracer.instant(self.name, "FCS error", now, {"port": inp.name}, "drop")
         if self.capture is not None:
             self.capture.append((now, inp.iface, DIR_IN | FCS_ERROR, wire))
-        if passes is not None and passes(wire):
-            return True
-        self._not_buffered(inp, wire, kind)
-        return False
+        return passes is not None and passes(wire)
 
     def _not_buffered(self, inp: InPort, wire: bytes, kind: int) -> None:
-        """A frame that never entered its input buffer (lost, corrupted): its credit goes back."""
+        """A frame that never entered its input buffer (lost with its link down; it arrived intact, so its
+        header says where its credit goes): its credit goes back."""
         if is_credit(wire):
             return
         if inp.buf is not None:
@@ -556,8 +597,9 @@ class Element:
                              wire[VC_OFF] if len(wire) > VC_OFF else 0, self.now,
                              len(wire) > FLAGS_OFF and bool(wire[FLAGS_OFF] & FLAG_POOL))
 
-    def _lost_while_down(self, inp: InPort, now: int, wire: bytes, kind: int) -> bool:
-        """Was the frame on the wire while its link was down (scheduled)? Then it is lost."""
+    def _lost_while_down(self, inp: InPort, now: int, wire: bytes, kind: int, damaged: bool = False) -> bool:
+        """Was the frame on the wire while its link was down (scheduled)? Then it is lost (a
+        ``damaged`` one's credit its sender gives back: :meth:`_take_damaged`)."""
         n = inp.framing.length(wire) if kind & NOFCS else inp.framing.length_wire(wire)  # its modelled length
         ser_ns = -(-n * 8_000_000_000 // inp.bandwidth_bps)  # rounded up
         if inp.head_bytes:  # ``now`` is when its head came: the tail follows
@@ -574,7 +616,7 @@ class Element:
             self.capture.append((now, inp.iface, DIR_IN | LOST_DOWN, wire))
         if is_credit(wire):  # a link that comes back resynchronises its credits: none is lost for good
             self._credit_arrived(inp.index, wire)
-        else:
+        elif not damaged:
             self._not_buffered(inp, wire, kind)
         return True
 
@@ -611,6 +653,7 @@ class Element:
         until they have started on their way."""
         outs = self.outs
         now = self.now
+        core = native.CORE
         for i in range(len(result)):
             port, frame, at = result[i]
             result[i] = None  # a burst of frames (a long message) is not held twice: port copy only
@@ -636,7 +679,9 @@ class Element:
                     p.wake_at = at
                     self._event(at, WAKE, p)
                 continue
-            start = p.enqueue(frame, at)
+            start = core.enqueue(p, frame, at) if core is not None else None  # (None: not the plain case)
+            if start is None:
+                start = p.enqueue(frame, at)
             self.busy[p] = None
             if token is not None:  # it leaves its input buffer as it starts on its way out
                 self._event(start, RELEASE, token)
@@ -738,7 +783,12 @@ class Element:
         domain = self.domain
         push = heapq.heappush
         batch = self.batch
-        for p in self.busy:
+        core = native.CORE
+        if core is not None and cap is None:  # the ports to this process's elements in the compiled core
+            first_arrival, ports = core.transmit_local(self.busy, release, window, domain)
+        else:
+            ports = self.busy
+        for p in ports:
             pend, ctl = p.pending, p.ctl
             if p.local is not None and not ctl and p.fault_rng is None and cap is None:
                 # to an element of this process, nothing to capture, no fault: straight into its heap
@@ -754,15 +804,18 @@ class Element:
                     heap, index, link = peer.heap, inp.index, p.link
                     seq = link.seq
                     flags = CLEAN | NOFCS if p.defer_fcs else CLEAN
-                    n = nbytes = 0
-                    while pend and pend[0][1] < release:
-                        _, arrival, frame, pool = pend.popleft()
-                        if frame.__class__ is LazyFrame:  # made from its sender's buffer now (emu.wire.lazy)
-                            frame = frame.make()
-                        push(heap, (arrival, index, seq, frame, flags | POOL if pool else flags))
-                        seq = (seq + 1) & 0xFFFFFFFF
-                        n += 1
-                        nbytes += len(frame)
+                    if core is not None:
+                        n, nbytes, seq, arrival = core.hand_over(pend, heap, index, seq, flags, release, POOL)
+                    else:
+                        n = nbytes = 0
+                        while pend and pend[0][1] < release:
+                            _, arrival, frame, pool = pend.popleft()
+                            if frame.__class__ is LazyFrame:  # made from its sender's buffer now (emu.wire.lazy)
+                                frame = frame.make()
+                            push(heap, (arrival, index, seq, frame, flags | POOL if pool else flags))
+                            seq = (seq + 1) & 0xFFFFFFFF
+                            n += 1
+                            nbytes += len(frame)
                     if flags & NOFCS:
                         nbytes += 4 * n
                     link.seq = inp.link.expected = seq
@@ -782,7 +835,8 @@ class Element:
                     if pend[0][1] < first_arrival:
                         first_arrival = pend[0][1]
                     # (a frame on a socket carries its FCS: defer_fcs is only set on ports handed over in memory)
-                    dgrams, n, nbytes, arrival = p.link.take(pend, release, window)
+                    dgrams, n, nbytes, arrival = core.take(p.link, pend, release, window) if core is not None \
+                        else p.link.take(pend, release, window)
                     if self._drop_rate:
                         for dgram in dgrams:
                             self._sendto(dgram, p.peer_addr)
@@ -819,7 +873,7 @@ class Element:
                     if frame.__class__ is LazyFrame:  # made from its sender's buffer now (emu.wire.lazy)
                         frame = frame.make()
                     if faulty:
-                        frame, lost = self._fault(p, start, frame)
+                        frame, lost = self._fault(p, start, frame, pool, arrival)
                         if lost:  # the frame occupied the port, then vanished: that time still passed
                             if arrival - p.latency_ns > self.lost_until:
                                 self.lost_until = arrival - p.latency_ns
@@ -872,8 +926,11 @@ class Element:
         inp.rx_bytes += nbytes
         self.domain.frames_local(peer, len(frames), first_ts, window)
 
-    def _fault(self, p: OutPort, start: int, frame: bytes) -> tuple[bytes, bool]:
-        """Apply the port's emulated faults to one frame: (frame as it will arrive, lost?)."""
+    def _fault(self, p: OutPort, start: int, frame: bytes, pool: bool = False, arrival: int = 0) -> tuple[bytes, bool]:
+        """Apply the port's emulated faults to one frame (``pool``: placed in the receiver's pool;
+        arriving at ``arrival``): (frame as it will arrive, lost?). A frame a bit error damages
+        fails its FCS at the receiver, which cannot trust the header that says where its credit
+        goes: this sender gives it back, one round trip later (:meth:`_resync`)."""
         rng, cap = p.fault_rng, self.capture
         if rng.random() < p.fault_drop:
             p.fault_dropped += 1
@@ -893,6 +950,7 @@ class Element:
                 self.tracer.instant(self.name, "corrupt", start, {"port": p.name, "reason": "bit error"}, "fault")
             if cap is not None:
                 cap.append((start, p.iface, DIR_OUT | FAULT_CORRUPT, frame))
+            self._resync(p, frame, pool, arrival + p.latency_ns)
             bit = rng.randrange(8 * len(frame))
             b = bytearray(frame)
             b[bit // 8] ^= 0x80 >> (bit % 8)
@@ -922,14 +980,7 @@ class Element:
             self.unsent.append((data, addr))
 
     async def flush_unsent(self) -> None:
-        while self.unsent:
-            await trio.lowlevel.wait_writable(self.sock)
-            data, addr = self.unsent[0]
-            try:
-                self.sock.sendto(data, addr)
-            except BlockingIOError:
-                continue
-            self.unsent.pop(0)
+        await send_unsent(self.sock, self.unsent)
 
     # -- reporting ------------------------------------------------------------------------------
     def port_stats(self) -> list[dict[str, Any]]:

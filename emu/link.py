@@ -24,8 +24,8 @@ MAX_DATAGRAM = 60_000
 """Records are batched into one datagram up to this size (UDP allows 65507)."""
 _SEQ_TS_LEN = struct.Struct("!IQHH")  # the outer header after its 12-byte prefix: seq, ts, length, window
 
-NOFCS_FLAG = 8
-"""The flag of a frame sent without its FCS (``emu.element.NOFCS``): a ``DATA_NOFCS`` record."""
+_NEVER = 1 << 63
+"""A release time no arrival reaches (:meth:`LinkSender.datagrams` takes every frame it is given)."""
 
 ACCEPT, GAP, DUPLICATE = 0, 1, 2
 """What a receiver makes of a record's sequence number."""
@@ -34,7 +34,7 @@ ACCEPT, GAP, DUPLICATE = 0, 1, 2
 class LinkSender:
     """The sending end of one link direction."""
 
-    __slots__ = ("link_id", "seq", "retained", "prefix", "prefix_pool", "prefix_nofcs")
+    __slots__ = ("link_id", "seq", "retained", "prefix", "prefix_pool")
 
     def __init__(self, cluster_id: int, link_id: int):
         self.link_id = link_id
@@ -45,40 +45,17 @@ class LinkSender:
         self.prefix = OUTER.pack(MAGIC, VERSION, LinkKind.DATA, cluster_id, link_id, 0, 0, 0, 0)[:12]
         """The constant first 12 bytes of this link's DATA records (magic .. link id)."""
         self.prefix_pool = OUTER.pack(MAGIC, VERSION, LinkKind.DATA_POOL, cluster_id, link_id, 0, 0, 0, 0)[:12]
-        self.prefix_nofcs = OUTER.pack(MAGIC, VERSION, LinkKind.DATA_NOFCS, cluster_id, link_id, 0, 0, 0, 0)[:12]
 
     def datagrams(self, frames: list[tuple[int, bytes, bool]], window: int) -> list[bytes]:
-        """DATA records for ``frames`` ((virtual arrival ns, frame, flags) in sending order; flags:
-        false for a frame with its FCS, ``NOFCS_FLAG`` for one without, anything else true for a frame
-        in the receiver's pool), numbered in sequence and batched into datagrams of at most
-        ``MAX_DATAGRAM`` bytes; each is retained."""
-        out: list[bytes] = []
-        pack = _SEQ_TS_LEN.pack
-        prefix, prefix_pool, prefix_nofcs = self.prefix, self.prefix_pool, self.prefix_nofcs
-        w16 = window & 0xFFFF
-        first = seq = self.seq
-        parts: list[bytes] = []
-        size = 0
-        for arrival, frame, pool in frames:
-            n = len(frame)
-            if size + OUTER_LEN + n > MAX_DATAGRAM and parts:
-                out.append(self._keep(window, first, seq, b"".join(parts)))
-                parts = []
-                size = 0
-                first = seq
-            parts += (prefix if not pool else prefix_nofcs if pool == NOFCS_FLAG else prefix_pool,
-                      pack(seq, arrival, n, w16), frame)
-            size += OUTER_LEN + n
-            seq = (seq + 1) & SEQ_MASK
-        if parts:
-            out.append(self._keep(window, first, seq, b"".join(parts)))
-        self.seq = seq
-        return out
+        """DATA records for ``frames`` ((virtual arrival ns, frame with its FCS, pool) in sending
+        order; pool: true for a frame in the receiver's pool, a DATA_POOL record), numbered in sequence
+        and batched into datagrams of at most ``MAX_DATAGRAM`` bytes; each is retained."""
+        return self.take(deque((0, a, f, pool) for a, f, pool in frames), _NEVER, window)[0]
 
     def take(self, pend, release: int, window: int) -> tuple[list[bytes], int, int, int]:
         """:meth:`datagrams` straight from an output port's queue ``pend`` ((start, arrival, frame,
-        pool) in order): every frame arriving before ``release`` leaves it as a record (no fault, no
-        capture, no credits on the port: the socket path's common case). Returns (datagrams, frames,
+        pool) in order): every frame arriving before ``release`` leaves it as a record (the socket
+        path's common case: no fault, no capture, no credits on the port). Returns (datagrams, frames,
         their bytes as the frames' lengths, last arrival)."""
         out: list[bytes] = []
         pack = _SEQ_TS_LEN.pack

@@ -111,6 +111,12 @@ def _sum(stats, key: str) -> int:
     return sum(s["element"][key] for s in stats)
 
 
+async def _drop_counts(net) -> dict[str, int]:
+    """The drop counters of the elements and of the processes' sockets (what belongs to no element)."""
+    stats, procs = await net.stats(), await net.process_stats()
+    return {k: _sum(stats, k) + sum(p.get(k, 0) for p in procs) for k in DROP_COUNTERS}
+
+
 async def _forged_run(attack: bool, processes: int, direct: bool):
     run = RunConfig(processes=processes, direct=direct)
     async with emu.Cluster(SPEC, run=run) as net:
@@ -198,7 +204,7 @@ def _malformed(net, el, rng: random.Random) -> list[tuple[str, bytes]]:
 
 async def _malformed_run(attack: bool, rng: random.Random):
     async with emu.Cluster(SPEC, processes=1) as net:
-        before = await net.stats()
+        before = await _drop_counts(net)
         sent = [0]
         kinds: set[str] = set()
 
@@ -228,13 +234,13 @@ async def _malformed_run(attack: bool, rng: random.Random):
         counted = 0
         deadline = trio.current_time() + 5
         while True:
-            stats = await net.stats()
-            counted = sum(_sum(stats, k) - _sum(before, k) for k in DROP_COUNTERS)
+            now = await _drop_counts(net)
+            counted = sum(now[k] - before[k] for k in DROP_COUNTERS)
             if counted >= sent[0] or trio.current_time() > deadline:
                 break
             await trio.sleep(0.05)
         alive = await net["h0"].ping(net.hosts[-1])  # still answers
-        by_kind = {k: _sum(stats, k) - _sum(before, k) for k in DROP_COUNTERS}
+        by_kind = {k: now[k] - before[k] for k in DROP_COUNTERS}
     return res, sent[0], counted, by_kind, alive, len(kinds)
 
 

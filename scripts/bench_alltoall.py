@@ -115,6 +115,9 @@ def main(argv=None) -> list[dict]:
                     help="a socket per element, every port's frames of a window a datagram of their own "
                          "(RunConfig.batch=False; the default joins a process's frames per destination socket)")
     a = ap.parse_args(argv)
+    from emu import native
+
+    print(f"element loop: {native.in_use()} ({'emu/_core.c; EMU_PURE=1 for pure Python' if native.CORE else 'the compiled core is not built or EMU_PURE is set'})")
     procs = world()[1] if world()[1] > 1 else a.processes
     modes = ["sockets"] if a.wire else ["sockets", "direct"] if a.mode == "both" else [a.mode]
     rows = []

@@ -6,6 +6,7 @@ import logging
 import struct
 from dataclasses import dataclass, field
 
+import emu.native as native
 from emu.config import SwitchSpec
 from emu.wire import DST_OFF, ETHERTYPE_FABRIC, FLAG_BCAST, HDR_LEN, HOPS_OFF, DecodeError, PacketType, build_frame
 from emu.wire.framing import ETHERNET, framing
@@ -33,6 +34,9 @@ would wrap next) is looping and is dropped (``hop_limit``); no topology here has
 
 _U32 = struct.Struct("!I")
 _ET_HI, _ET_LO = ETHERTYPE_FABRIC >> 8, ETHERTYPE_FABRIC & 0xFF
+
+if native.CORE is not None:  # the compiled core forwards what the table alone decides (plain_table)
+    native.CORE.switch_setup(bytes(1 if t in _SPECIAL or t in (_QPKT, _QACK) else 0 for t in range(256)), MAX_HOPS)
 
 
 @dataclass(eq=False)
@@ -97,6 +101,18 @@ class SwitchEngine:
         self.min_delay_ns = self.spec.processing_delay_ns
         self.cut_through = self.spec.cut_through and not self.spec.finite
         """Virtual cut-through is on (``SwitchSpec.cut_through``, unbounded buffers)."""
+
+    def plain_table(self) -> tuple[list, int] | None:
+        """(routes, processing delay) when this switch forwards every plain data frame by its table
+        alone (static routing, nothing held, store-and-forward, frames keep their VC): then the
+        compiled core (``emu.native``) may forward those itself, exactly as :meth:`receive` would --
+        a frame of the types in ``_SPECIAL``, a QsNet packet or ACK, a broadcast, a frame with no
+        route or at the hop limit it leaves to :meth:`receive`. Else None."""
+        if self.choose is None and self.pending is None and not self.held and not self.cut_through \
+                and self.min_delay_ns <= self.spec.processing_delay_ns \
+                and self.vc_select is None and type(self.routes) is list and type(self).receive is SwitchEngine.receive:
+            return self.routes, self.spec.processing_delay_ns
+        return None
 
     def receive(self, frame: bytes, port: int, now: int) -> list[tuple[int, bytes, int]]:
         if len(frame) < HDR_LEN or frame[12] != _ET_HI or frame[13] != _ET_LO:

@@ -154,6 +154,9 @@ class InputQueuedEngine(Allocators, SegmentCut, SwitchEngine):
     stretch_port: object = None
     """``stretch_port(port, start, d, now)``: the frame that started at ``start`` on ``port`` finishes
     ``d`` later (``emu.switch.iqcut``; set by ``emu.element.Element``)."""
+    uncharged: bool = False
+    """Set by the element before it hands over a frame that failed its FCS (a QsNet packet, passed
+    on): the frame takes no room in the buffers, since its sender gives its credit back itself."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -243,7 +246,11 @@ class InputQueuedEngine(Allocators, SegmentCut, SwitchEngine):
         cost = -(-n // fb) * fb
         V = self.spec.vcs
         v = frame[VC_OFF] % V if len(frame) > VC_OFF else 0
-        a, b = self.bufs.take(port, v, cost, in_pool(frame))
+        if self.uncharged:  # damaged on the wire: its header may name the wrong VC, POOL flag
+            self.uncharged = False
+            a = b = 0
+        else:
+            a, b = self.bufs.take(port, v, cost, in_pool(frame))
         tail = now + self._ser_in(port, n) - self._ser_in(port, min(fb, n))
         results = super().receive(frame, port, now)
         pkt = Packet(port, v, now, tail, cost)

@@ -20,12 +20,12 @@ async def main(out: str) -> None:
     async with emu.Cluster("fattree:k=4,n=2", run=run) as net:
         hosts = net.hosts
         res = await net.run({h: (apps.ping, hosts[(i + 5) % len(hosts)]) for i, h in enumerate(hosts)})
-        stats = await net.stats()
+        procs = await net.process_stats()
         recs = await net.capture_records()
         m = net.metrics
         json.dump({"rtt": res, "end_ns": m.end_ns, "frames": m.frames, "hops": m.hop_count,
                    "owner": net.plan.owner, "windows": net.windows, "records": len(recs),
-                   "datagrams": {s["name"]: s["element"]["datagrams_received"] for s in stats}},
+                   "datagrams": [p["udp_received"] for p in procs]},
                   open(out, "w"))
 
 

@@ -419,9 +419,20 @@ class Cluster:
 
     async def stats(self) -> list[dict[str, Any]]:
         """Per element: element counters (drops of foreign/malformed input, recovery), engine
-        counters, and per port frames, bytes and peak queue occupancy."""
+        counters, and per port frames, bytes and peak queue occupancy. What belongs to a process
+        rather than to an element is in :meth:`process_stats`."""
         async with self._lock:
             return await self._stats()
+
+    async def process_stats(self) -> list[dict[str, Any]]:
+        """Per process (domain order, this one first): its socket's counters -- ``udp_sent`` and
+        ``udp_received`` (real UDP datagrams: one per destination per window with the process's
+        one socket, ``RunConfig.batch``; else the sum of its elements' own sockets), and with the
+        one socket the input it dropped before any element was known (``bad_tag``, ``truncated``,
+        ``bad_magic``, ``foreign_cluster``, ``bad_link``; with a socket per element those are the
+        elements' own, in :meth:`stats`)."""
+        async with self._lock:
+            return [await h.call("process_stats") for h in self._handles]
 
     async def _stats(self) -> list[dict[str, Any]]:
         out = []

@@ -14,8 +14,8 @@ Kinds:
   the frames of earlier windows, whatever frames of the current one already arrived.
 * ``NACK``: sent by a link's receiver back to its sender: "retransmit everything from ``seq`` on".
   ``ts_ns`` and ``length`` are zero.
-* ``DATA_NOFCS``: as DATA, for a frame sent without its 4-byte FCS (nothing on the link can see or
-  damage it: no capture, no emulated fault); the receiver takes it unchecked.
+* 3 is retired (it was ``DATA_NOFCS``, a frame sent without its FCS: frames on sockets keep it) and
+  stays unassigned: a receiver counts a record of kind 3 as malformed, as any unknown kind.
 * ``DATA_POOL``: as DATA, for a frame the sender placed in the receiver's shared buffer pool (with
   credit flow control the sender decides where a frame goes; the receiver must know to return the
   credit to the pool).
@@ -43,9 +43,7 @@ class LinkKind(enum.IntEnum):
     NACK = 1
     DATA_POOL = 2
     """A DATA record whose frame the sender placed in the receiver's shared pool (credit flow control)."""
-    DATA_NOFCS = 3
-    """A DATA record whose frame carries no FCS: the sender left it off because nothing can see or
-    damage it on this link (no capture, no emulated fault, no credit flow control: ``OutPort.defer_fcs``)."""
+    # 3: retired (DATA_NOFCS), never to be reused -- an old datagram of that kind is refused as unknown
 
 
 class EmuLink(Packet):

@@ -10,7 +10,7 @@ end
 local function bits(word, shift, nbits)
   return word:rshift(shift):band(UInt64.new(0xFFFFFFFF, 0xFFFFFFFF):rshift(64 - nbits))
 end
-local vs_link_kind = {[0] = "DATA", [1] = "NACK", [2] = "DATA_POOL", [3] = "DATA_NOFCS"}
+local vs_link_kind = {[0] = "DATA", [1] = "NACK", [2] = "DATA_POOL"}
 local p_link = Proto("hpcemu_link", "hpc-emu EmuLink")
 local f_link = {
   magic = ProtoField.uint16("hpcemu.link.magic", "magic", base.HEX, nil),
@@ -514,8 +514,7 @@ function p_credit.dissector(tvb, pinfo, tree)
 end
 DissectorTable.get('ethertype'):add(0x88B6, p_credit)
 
-local eth = Dissector.get('eth_withfcs')  -- inner frames end with their FCS ...
-local eth_nofcs = Dissector.get('eth_withoutfcs')  -- ... but those of DATA_NOFCS records
+local eth = Dissector.get('eth_withfcs')  -- inner frames end with their FCS
 function p_link.dissector(tvb, pinfo, tree)
   local off, n = 0, 0
   while tvb:len() - off >= 28 do
@@ -523,7 +522,7 @@ function p_link.dissector(tvb, pinfo, tree)
     local v = add_fields(t, tvb, off, L_link, f_link, false)
     off = off + 28
     if v.length > 0 and tvb:len() - off >= v.length then
-      (v.kind == 3 and eth_nofcs or eth):call(tvb:range(off, v.length):tvb(), pinfo, tree)
+      eth:call(tvb:range(off, v.length):tvb(), pinfo, tree)
       off = off + v.length
     end
     n = n + 1

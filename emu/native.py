@@ -1,0 +1,64 @@
+"""The optional compiled core (``emu._core``, built from ``emu/_core.c`` when a C compiler is there).
+
+It takes over the plain cases of the element loop's hottest paths (a port's enqueue, a static-table
+switch's forwarding, the in-memory hand-over) and gives every other case back to the pure-Python
+code, which stays the specification: the two paths give the same figures, counters and capture
+bytes (``tests/test_native.py`` runs the pinned golden runs on both). Chosen automatically; set
+``EMU_PURE=1`` to run pure Python (the benchmarks print which is in use).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import ModuleType
+
+
+API = 1
+"""The interface of ``emu/_core.c`` this code calls (its ``CORE_API``)."""
+FUNCTIONS = ("setup", "switch_setup", "enqueue", "forward", "hand_over", "transmit_local", "take", "records",
+             "heappush", "heappop", "crc32", "counts")
+
+
+def _load() -> ModuleType | None:
+    if os.environ.get("EMU_PURE", "") not in ("", "0"):
+        return None
+    try:
+        from . import _core
+    except ImportError:
+        return None
+    missing = [f for f in FUNCTIONS if not hasattr(_core, f)]
+    if getattr(_core, "API", None) != API or missing:  # built from other sources than these
+        import logging
+
+        logging.getLogger(__name__).warning("the compiled core %s is not the one these sources expect (API %s, "
+                                            "want %s): running pure Python (rebuild it: pip install -e .)",
+                                            _core.__file__, getattr(_core, "API", None), API)
+        return None
+    src = Path(__file__).with_name("_core.c")
+    built = Path(_core.__file__)
+    if src.exists() and src.stat().st_mtime > built.stat().st_mtime:  # a checkout changed it since the build
+        import logging
+
+        logging.getLogger(__name__).warning("the compiled core %s is older than %s: running pure Python "
+                                            "(rebuild it: pip install -e .)", built.name, src)
+        return None
+    return _core
+
+
+CORE: ModuleType | None = _load()
+"""The compiled core, or None (not built, or ``EMU_PURE`` set): the pure-Python path."""
+
+
+def disable(why: str) -> None:
+    """Run pure Python from now on (the core refused its setup: a layout it does not know)."""
+    global CORE
+    import logging
+
+    logging.getLogger(__name__).warning("compiled core not used: %s", why)
+    CORE = None
+
+
+def in_use() -> str:
+    """``compiled`` or ``pure-python``: which element loop runs (the benchmarks print it)."""
+    return "compiled" if CORE is not None else "pure-python"

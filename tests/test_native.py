@@ -1,0 +1,237 @@
+"""The compiled core (``emu._core``, ``emu.native``) is the pure-Python path's exact twin.
+
+Each of its functions is checked against the Python code it stands in for, on the same inputs, and
+whole runs are compared counter for counter with the core on and off. Without a compiler the core
+is not built: then these tests say so and skip, and everything runs pure Python.
+"""
+
+import heapq
+import random
+import zlib
+from collections import deque
+
+import pytest
+import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import emu
+from emu import native
+from emu.element import CLEAN, NOFCS, POOL
+from emu.port import OutPort
+from emu.topologies import build
+from emu.wire import build_frame
+from emu.wire.framing import framing
+
+CORE = native.CORE
+needs_core = pytest.mark.skipif(CORE is None, reason="the compiled core is not built here (no C compiler?)")
+
+
+def test_in_use_says_which_path():
+    assert native.in_use() == ("compiled" if CORE is not None else "pure-python")
+
+
+@needs_core
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=3000))
+def test_crc32_is_zlibs(data):
+    assert CORE.crc32(data) == zlib.crc32(data)
+
+
+@needs_core
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 50), st.integers(0, 3)), max_size=200))
+def test_heap_is_laid_out_as_heapq_lays_it_out(ops):
+    mine, ref, seq = [], [], 0
+    for push, t, port in ops:
+        if push or not ref:
+            seq += 1
+            item = (t, port, seq, b"x", 0)
+            CORE.heappush(mine, item)
+            heapq.heappush(ref, item)
+        else:
+            assert CORE.heappop(mine) == heapq.heappop(ref)
+        assert mine == ref  # the same layout, not only the same order
+
+
+def _port(**kw) -> OutPort:
+    return OutPort(index=0, name="p", iface=0, link_id=0, peer="x", peer_port_name="x-p", latency_ns=100,
+                   bandwidth_bps=10_000_000_000, **kw)
+
+
+def _state(p: OutPort) -> tuple:
+    return (p.free_at, p.busy_ns, list(p.queued), p.queued_bytes, p.peak_queue_frames, p.peak_queue_bytes,
+            list(p.pending), p.overtakes)
+
+
+@needs_core
+@pytest.mark.parametrize("defer", [False, True])
+def test_enqueue_is_the_ports(defer):
+    """A random stream of frames, some of priority 1 (which the core leaves to Python when they may
+    overtake): the port ends in the same state, frame for frame, as with Python's enqueue alone."""
+    rng = random.Random(7)
+    a, b = _port(defer_fcs=defer), _port(defer_fcs=defer)
+    at = 0
+    declined = 0
+    for k in range(300):
+        at += rng.choice([0, 0, 50, 400, 2000])
+        frame = build_frame(1, 2, 1, bytes(rng.randrange(0, 1500)), prio=1 if rng.random() < 0.1 else 0)
+        start = CORE.enqueue(a, frame, at)
+        if start is None:
+            declined += 1
+            start = a.enqueue(frame, at)
+        assert start == b.enqueue(frame, at)
+        assert _state(a) == _state(b)
+    assert 0 < declined < 100  # priority frames behind others: Python's; the rest the core's
+
+
+@needs_core
+def test_enqueue_leaves_other_ports_to_python():
+    frame = build_frame(1, 2, 1, b"abc")
+    assert CORE.enqueue(_port(up=False), frame, 0) is None  # a link down: _emit's drop path
+    assert CORE.enqueue(_port(head_bytes=256), frame, 0) is None  # into an input-queued router
+    assert CORE.enqueue(_port(framing=framing("qsnet")), frame, 0) is None  # modelled framing
+    assert CORE.enqueue(_port(tracer=object()), frame, 0) is None  # traced
+    assert CORE.enqueue(_port(), bytearray(frame), 0) is None  # not bytes
+
+
+@needs_core
+@pytest.mark.parametrize("flags", [CLEAN, CLEAN | NOFCS])
+def test_hand_over_is_the_loop_it_replaces(flags):
+    rng = random.Random(3)
+    pend = deque((t, t + 100, bytes(rng.randrange(60, 200)), rng.random() < 0.3) for t in range(0, 5000, 97))
+    ref_pend, heap, ref_heap = deque(pend), [], []
+    got = CORE.hand_over(pend, heap, 5, 0xFFFFFFF0, flags, 3000, POOL)
+    n = nbytes = 0
+    seq = 0xFFFFFFF0
+    while ref_pend and ref_pend[0][1] < 3000:
+        _, arrival, frame, pool = ref_pend.popleft()
+        heapq.heappush(ref_heap, (arrival, 5, seq, frame, flags | POOL if pool else flags))
+        seq = (seq + 1) & 0xFFFFFFFF
+        n += 1
+        nbytes += len(frame)
+    assert got == (n, nbytes, seq, arrival)
+    assert heap == ref_heap and pend == ref_pend and seq < 0x20  # (the sequence wrapped)
+
+
+async def _run(direct: bool, pure: bool, monkeypatch) -> tuple:
+    monkeypatch.setattr(native, "CORE", None if pure else CORE)
+    t = build("fattree:k=4,n=2", settings={"host": {"send_overhead_ns": 0, "recv_overhead_ns": 0}})
+
+    async def alltoall(host, hosts):
+        me = hosts.index(host.name)
+        for k in range(3):
+            for s in range(1, len(hosts)):
+                await host.send(hosts[(me + s) % len(hosts)], bytes([k]) * (200 + 300 * s), tag=k)
+        for k in range(3):
+            for s in range(1, len(hosts)):
+                msg = await host.recv(hosts[(me - s) % len(hosts)], k)
+                assert msg.data == bytes([k]) * (200 + 300 * s)
+
+    async with emu.Cluster(t, run=emu.RunConfig(direct=direct)) as net:
+        await net.run({h: (alltoall, net.hosts) for h in net.hosts})
+        m = net.metrics
+        return (m.hop_count, m.frames, m.end_ns - m.start_ns), await net.stats()
+
+
+@needs_core
+@pytest.mark.parametrize("direct", [False, True], ids=["sockets", "direct"])
+async def test_a_run_is_the_same_with_and_without_the_core(direct, monkeypatch):
+    """Every figure and every counter of every element and port (switch forwarding, queues, peaks,
+    busy time) the same with the compiled core as in pure Python."""
+    before = CORE.counts()
+    pure = await _run(direct, True, monkeypatch)
+    assert CORE.counts() == before  # (pure Python: the core untouched)
+    compiled = await _run(direct, False, monkeypatch)
+    did = {k: v - before[k] for k, v in CORE.counts().items()}
+    assert compiled == pure
+    # the core did the bulk of it: every switch crossing of a data frame, the hosts' enqueues
+    crossings, frames, _ = compiled[0]
+    assert did["forwarded"] == crossings - frames  # (a frame crosses one link more than it crosses switches)
+    assert did["enqueued"] >= frames
+    assert (did["handed_over"] == crossings) if direct else did["handed_over"] == 0
+    # on sockets every frame became a record and was read back in the core
+    assert (did["taken"], did["records"]) == ((0, 0) if direct else (crossings, crossings))
+
+
+@needs_core
+def test_take_makes_the_senders_datagrams():
+    """Records cut into datagrams at the same places, the same bytes, the same retained copies and
+    sequence numbers (wrapping) as LinkSender.take."""
+    from emu.link import LinkSender
+
+    rng = random.Random(11)
+    pend = deque((t, t + 100, bytes(rng.randrange(0, 256) for _ in range(rng.randrange(60, 9000))), rng.random() < 0.3)
+                 for t in range(0, 40_000, 211))
+    a, b = LinkSender(0xC0FFEE, 7), LinkSender(0xC0FFEE, 7)
+    a.seq = b.seq = 0xFFFFFFF0
+    pa, pb = deque(pend), deque(pend)
+    got = CORE.take(a, pa, 30_000, 0x12345)
+    want = b.take(pb, 30_000, 0x12345)
+    assert got == want and len(got[0]) > 3  # (several datagrams: cut at MAX_DATAGRAM)
+    assert list(a.retained) == list(b.retained) and a.seq == b.seq < 0x1000 and pa == pb
+    assert CORE.take(a, pa, 0, 1) == b.take(pb, 0, 1) == ([], 0, 0, 0)  # nothing due
+
+
+@needs_core
+def test_crc32_by_table_too():
+    """Without carry-less multiplication (an older CPU, or EMU_NO_CLMUL=1) the table path alone."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import os, zlib, emu.element, emu.native as n\n"
+            "for k in [0, 1, 7, 8, 63, 64, 65, 1074, 9000]:\n"
+            "    b = os.urandom(k)\n"
+            "    assert n.CORE.crc32(b) == zlib.crc32(b), k\n"
+            "print(n.in_use())\n")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "EMU_NO_CLMUL": "1"},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "compiled", out.stderr
+
+
+@needs_core
+@pytest.mark.parametrize("length", range(14, 32))
+def test_enqueue_short_frames_as_python(length):
+    """A frame too short to hold a fabric header: Python reads its priority byte on the frame as it
+    goes on the wire (an FCS byte, for the shortest), so such frames are Python's; either way the
+    port ends as Python's alone would leave it."""
+    a, b = _port(), _port()
+    for p in (a, b):
+        p.enqueue(bytes(200), 0)
+        p.enqueue(bytes(200), 0)
+    for k in range(256):  # (a frame whose byte at the priority offset, FCS included, is set)
+        frame = bytes([k]) * length
+        start = CORE.enqueue(a, frame, 10)
+        if start is None:
+            start = a.enqueue(frame, 10)
+        assert start == b.enqueue(frame, 10)
+        assert _state(a) == _state(b)
+
+
+@needs_core
+def test_take_takes_bytes_like_frames_as_join_does():
+    from emu.link import LinkSender
+
+    pend = deque([(0, 10, bytearray(b"\x01" * 70), False), (0, 20, memoryview(b"\x02" * 80), True)])
+    a, b = LinkSender(1, 2), LinkSender(1, 2)
+    assert CORE.take(a, deque(pend), 100, 3) == b.take(deque(pend), 100, 3)
+    assert list(a.retained) == list(b.retained)
+
+
+def test_a_core_of_another_interface_is_not_used(monkeypatch):
+    """A compiled core built from other sources (its API number, a function missing) is refused."""
+    import types
+
+    fake = types.ModuleType("emu._core")
+    fake.API = native.API + 1
+    fake.__file__ = __file__
+    monkeypatch.setitem(__import__("sys").modules, "emu._core", fake)
+    monkeypatch.setattr(emu, "_core", fake, raising=False)
+    monkeypatch.delenv("EMU_PURE", raising=False)
+    assert native._load() is None
+    fake.API = native.API
+    assert native._load() is None  # (its functions missing)
+    for f in native.FUNCTIONS:
+        setattr(fake, f, None)
+    assert native._load() is fake
