@@ -21,7 +21,8 @@ What a frame meets, in virtual time (every tie broken by a fixed rule, so runs a
   tail has left.
 * **Switch allocation.** Once per allocation round, inputs are matched to outputs: ``round_robin``
   (separable, input first: each input picks one of its ready VCs, each output one of the inputs
-  that picked it, both by rotating priority) or ``islip`` (request, grant, accept, ``iterations``
+  that picked it, both by rotating priority; high-priority copies first, each class with its own
+  rotation, so a token's grant never resets the turn of priority-0 ones) or ``islip`` (request, grant, accept, ``iterations``
   times; pointers move on first-iteration accepts only). A frame is ready when its VC is allocated,
   its output and its input are free, and the downstream VC has credit for the whole frame (virtual
   cut-through: a frame never stops half-way across a link). A round runs when a stage ends, an
