@@ -219,13 +219,14 @@ def test_take_takes_bytes_like_frames_as_join_does():
     assert list(a.retained) == list(b.retained)
 
 
-def test_a_core_of_another_interface_is_not_used(monkeypatch):
+def test_a_core_of_another_interface_is_not_used(monkeypatch, tmp_path):
     """A compiled core built from other sources (its API number, a function missing) is refused."""
     import types
 
     fake = types.ModuleType("emu._core")
     fake.API = native.API + 1
-    fake.__file__ = __file__
+    fake.__file__ = str(tmp_path / "_core.so")  # (built after its sources)
+    (tmp_path / "_core.so").write_bytes(b"")
     monkeypatch.setitem(__import__("sys").modules, "emu._core", fake)
     monkeypatch.setattr(emu, "_core", fake, raising=False)
     monkeypatch.delenv("EMU_PURE", raising=False)
