@@ -156,6 +156,7 @@ static PyMethodDef methods[] = {
     {"forward", (PyCFunction)(void (*)(void))forward, METH_FASTCALL, "a static switch's plain frames"},
     {"transmit_local", (PyCFunction)(void (*)(void))transmit_local, METH_FASTCALL,
      "the busy ports' frames into peers of this process; returns (first arrival, the other ports)"},
+    {"forget", (PyCFunction)(void (*)(void))forget, METH_FASTCALL, "Element.forget: retained datagrams dropped"},
     {"records", (PyCFunction)(void (*)(void))records, METH_FASTCALL, "a datagram's in-sequence records into their heaps"},
     {"take", (PyCFunction)(void (*)(void))take, METH_FASTCALL, "LinkSender.take: a port's frames as records in datagrams"},
     {"hand_over", (PyCFunction)(void (*)(void))hand_over, METH_FASTCALL, "frames into a local peer's heap"},

@@ -16,7 +16,7 @@ from types import ModuleType
 
 API = 1
 """The interface of ``emu/_core.c`` this code calls (its ``CORE_API``)."""
-FUNCTIONS = ("setup", "switch_setup", "enqueue", "forward", "hand_over", "transmit_local", "take", "records",
+FUNCTIONS = ("setup", "switch_setup", "enqueue", "forward", "hand_over", "transmit_local", "take", "records", "forget",
              "heappush", "heappop", "crc32", "counts")
 
 

@@ -236,3 +236,20 @@ def test_a_core_of_another_interface_is_not_used(monkeypatch, tmp_path):
     for f in native.FUNCTIONS:
         setattr(fake, f, None)
     assert native._load() is fake
+
+
+@needs_core
+def test_forget_drops_what_python_drops():
+    from emu.link import LinkSender
+
+    ports = [_port(link=LinkSender(1, k)) for k in range(4)]
+    twins = [_port(link=LinkSender(1, k)) for k in range(4)]
+    for ps in (ports, twins):
+        for k, p in enumerate(ps):
+            for w in range(k, 9, 2):
+                p.link.retained.append((w, w, w, b"d%d" % w))
+    CORE.forget(ports, 5)
+    for p in twins:
+        p.link.forget(5)
+    assert [list(p.link.retained) for p in ports] == [list(p.link.retained) for p in twins]
+    assert [len(p.link.retained) for p in ports] == [2, 1, 2, 1]

@@ -376,4 +376,57 @@ fail:
 }
 
 
+/* Element.forget: every output port's retained datagrams of windows <= ``upto`` are dropped (every
+ * receiver has them). ``ports``: the element's output ports (a list). */
+static PyObject *forget(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long upto;
+    if (nargs != 2 || !PyList_CheckExact(args[0]) || !get_ll(args[1], &upto)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "forget(ports, upto_window)");
+        return NULL;
+    }
+    PyObject *ports = args[0];
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(ports); k++) {
+        PyObject *p = PyList_GET_ITEM(ports, k), *link, *r;
+        if (Py_TYPE(p) != OutPortT || (link = SLOT(p, o_link)) == NULL || Py_TYPE(link) != SenderT ||
+            (r = SLOT(link, ls_retained)) == NULL) {
+            PyErr_SetString(PyExc_TypeError, "emu._core.forget: not an output port with a link sender");
+            return NULL;
+        }
+        Py_INCREF(r);
+        for (;;) {
+            Py_ssize_t len = PySequence_Size(r);
+            if (len <= 0) {
+                if (len < 0) {
+                    Py_DECREF(r);
+                    return NULL;
+                }
+                break;
+            }
+            PyObject *head = PySequence_GetItem(r, 0);
+            long long w;
+            int ok = head != NULL && PyTuple_Check(head) && PyTuple_GET_SIZE(head) >= 1 &&
+                     get_ll(PyTuple_GET_ITEM(head, 0), &w);
+            Py_XDECREF(head);
+            if (!ok) {
+                Py_DECREF(r);
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "emu._core.forget: a retained entry is not (window, ...)");
+                return NULL;
+            }
+            if (w > upto)
+                break;
+            PyObject *x = PyObject_CallMethodNoArgs(r, s_popleft);
+            if (x == NULL) {
+                Py_DECREF(r);
+                return NULL;
+            }
+            Py_DECREF(x);
+        }
+        Py_DECREF(r);
+    }
+    Py_RETURN_NONE;
+}
+
 #endif /* EMU_CSRC_LINKS_H */
