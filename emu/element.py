@@ -961,6 +961,9 @@ class Element:
 
     def forget(self, upto_window: int) -> None:
         """Drop retained datagrams of windows <= ``upto_window``: every receiver has them."""
+        if native.CORE is not None and type(self.out_ports) is list:
+            native.CORE.forget(self.out_ports, upto_window)
+            return
         for p in self.out_ports:
             r = p.link.retained
             if r and r[0][0] <= upto_window:  # (frames handed over in memory are never retained)

@@ -16,7 +16,7 @@ from types import ModuleType
 
 API = 1
 """The interface of ``emu/_core.c`` this code calls (its ``CORE_API``)."""
-FUNCTIONS = ("setup", "switch_setup", "enqueue", "forward", "hand_over", "transmit_local", "take", "records",
+FUNCTIONS = ("setup", "switch_setup", "enqueue", "forward", "hand_over", "transmit_local", "take", "records", "forget",
              "heappush", "heappop", "crc32", "counts")
 
 
@@ -35,9 +35,11 @@ def _load() -> ModuleType | None:
                                             "want %s): running pure Python (rebuild it: pip install -e .)",
                                             _core.__file__, getattr(_core, "API", None), API)
         return None
-    src = Path(__file__).with_name("_core.c")
+    here = Path(__file__).parent
+    sources = [p for p in [here / "_core.c", *here.glob("csrc/*.h")] if p.exists()]  # (an editable install)
     built = Path(_core.__file__)
-    if src.exists() and src.stat().st_mtime > built.stat().st_mtime:  # a checkout changed it since the build
+    src = max(sources, key=lambda p: p.stat().st_mtime, default=None)
+    if src is not None and src.stat().st_mtime > built.stat().st_mtime:  # a checkout changed it since the build
         import logging
 
         logging.getLogger(__name__).warning("the compiled core %s is older than %s: running pure Python "

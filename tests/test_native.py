@@ -219,13 +219,14 @@ def test_take_takes_bytes_like_frames_as_join_does():
     assert list(a.retained) == list(b.retained)
 
 
-def test_a_core_of_another_interface_is_not_used(monkeypatch):
+def test_a_core_of_another_interface_is_not_used(monkeypatch, tmp_path):
     """A compiled core built from other sources (its API number, a function missing) is refused."""
     import types
 
     fake = types.ModuleType("emu._core")
     fake.API = native.API + 1
-    fake.__file__ = __file__
+    fake.__file__ = str(tmp_path / "_core.so")  # (built after its sources)
+    (tmp_path / "_core.so").write_bytes(b"")
     monkeypatch.setitem(__import__("sys").modules, "emu._core", fake)
     monkeypatch.setattr(emu, "_core", fake, raising=False)
     monkeypatch.delenv("EMU_PURE", raising=False)
@@ -235,3 +236,20 @@ def test_a_core_of_another_interface_is_not_used(monkeypatch):
     for f in native.FUNCTIONS:
         setattr(fake, f, None)
     assert native._load() is fake
+
+
+@needs_core
+def test_forget_drops_what_python_drops():
+    from emu.link import LinkSender
+
+    ports = [_port(link=LinkSender(1, k)) for k in range(4)]
+    twins = [_port(link=LinkSender(1, k)) for k in range(4)]
+    for ps in (ports, twins):
+        for k, p in enumerate(ps):
+            for w in range(k, 9, 2):
+                p.link.retained.append((w, w, w, b"d%d" % w))
+    CORE.forget(ports, 5)
+    for p in twins:
+        p.link.forget(5)
+    assert [list(p.link.retained) for p in ports] == [list(p.link.retained) for p in twins]
+    assert [len(p.link.retained) for p in ports] == [2, 1, 2, 1]

@@ -1,0 +1,100 @@
+/* emu/csrc/common.h: the layout read at setup, the constants, slot and int helpers (part of emu/_core.c, one translation unit) */
+#ifndef EMU_CSRC_COMMON_H
+#define EMU_CSRC_COMMON_H
+
+static PyTypeObject *OutPortT, *InPortT, *LazyT, *SenderT, *ReceiverT;
+static PyObject *CausalityError, *s_heap, *s_safe_time, *s_domain, *s_frames_arrived;
+static Py_ssize_t i_peer_addr;
+static PyObject *s_append, *s_popleft, *s_make, *s_plain;
+
+/* OutPort slots */
+static Py_ssize_t o_free_at, o_pending, o_defer_fcs, o_queued, o_queued_bytes, o_up, o_timeline, o_flow,
+    o_priority, o_peak_f, o_peak_b, o_busy_ns, o_tracer, o_head_bytes, o_framing, o_bps, o_latency;
+static Py_ssize_t o_local, o_ctl, o_fault_rng, o_link, o_sent_done, o_tx_frames, o_tx_bytes;
+/* InPort slots */
+static Py_ssize_t i_timeline, i_buf, i_index, i_link, i_rx_frames, i_rx_bytes, i_name;
+/* LinkSender / LinkReceiver slots */
+static Py_ssize_t ls_seq, ls_retained, ls_prefix, ls_prefix_pool, lr_expected;
+
+/* frame layout and codes (given by emu.element at setup: one source of truth) */
+static long C_MAGIC, C_VERSION, C_KIND_DATA, C_KIND_POOL, C_OUTER_LEN, C_MAX_DATAGRAM, C_POOL, C_CLEAN, C_NOFCS, C_FCS_RESIDUE, C_CREDIT_LEN, C_CREDIT_HI, C_CREDIT_LO, C_ET_HI, C_ET_LO, C_HDR_LEN, C_DST_OFF,
+    C_PTYPE_OFF, C_FLAGS_OFF, C_HOPS_OFF, C_PRIO_OFF, C_FLAG_BCAST;
+static int ready = 0;
+static unsigned long long n_forwarded, n_enqueued, n_handed, n_records, n_taken; /* what the core did (counts()) */
+/* the switch's part (given by emu.switch.forward at its import: the substrate does not know it) */
+static long C_MAX_HOPS;
+static unsigned char decline[256]; /* packet types a plain switch does not forward by its table */
+static int switch_ready = 0;
+
+/* what emu/native.py expects: raise it whenever a function's arguments or results change */
+#define CORE_API 1
+
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+/* a new tuple of ``n`` new references (stolen; NULL if any is NULL, all released) */
+static PyObject *tuple_steal(Py_ssize_t n, PyObject **items)
+{
+    PyObject *t = NULL;
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (items[k] == NULL)
+            goto fail;
+    t = PyTuple_New(n);
+    if (t == NULL)
+        goto fail;
+    for (Py_ssize_t k = 0; k < n; k++)
+        PyTuple_SET_ITEM(t, k, items[k]);
+    return t;
+fail:
+    for (Py_ssize_t k = 0; k < n; k++)
+        Py_XDECREF(items[k]);
+    return NULL;
+}
+
+static int slot_offset(PyTypeObject *t, const char *name, Py_ssize_t *off)
+{
+    PyObject *d = PyObject_GetAttrString((PyObject *)t, name);
+    if (d == NULL)
+        return -1;
+    if (!Py_IS_TYPE(d, &PyMemberDescr_Type) || ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) {
+        PyErr_Format(PyExc_TypeError, "%s.%s is not an object slot", t->tp_name, name);
+        Py_DECREF(d);
+        return -1;
+    }
+    *off = ((PyMemberDescrObject *)d)->d_member->offset;
+    Py_DECREF(d);
+    return 0;
+}
+
+static inline int get_ll(PyObject *o, long long *v)
+{
+    if (o == NULL || !PyLong_CheckExact(o))
+        return 0;
+    int overflow;
+    *v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    return !overflow && !(*v == -1 && PyErr_Occurred());
+}
+
+static inline int set_ll(PyObject *obj, Py_ssize_t off, long long v)
+{
+    PyObject *n = PyLong_FromLongLong(v);
+    if (n == NULL)
+        return -1;
+    Py_XSETREF(SLOT(obj, off), n);
+    return 0;
+}
+
+static inline void drop(PyObject **o) { Py_CLEAR(*o); }
+
+static inline int add_ll(PyObject *obj, Py_ssize_t off, long long d)
+{
+    long long v;
+    if (!get_ll(SLOT(obj, off), &v)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core: a counter is not an integer");
+        return -1;
+    }
+    return set_ll(obj, off, v + d);
+}
+
+
+#endif /* EMU_CSRC_COMMON_H */

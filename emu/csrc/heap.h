@@ -1,0 +1,131 @@
+/* emu/csrc/heap.h: the event heaps, laid out as heapq lays them out (part of emu/_core.c, one translation unit) */
+#ifndef EMU_CSRC_HEAP_H
+#define EMU_CSRC_HEAP_H
+
+/* -- the event heaps: heapq's algorithm exactly (so a heap is laid out as heapq would lay it out),
+ * with the comparison of the entries (time, port, sequence, ...) done on their leading integers */
+static inline int leading(PyObject *t, long long *k)
+{
+    if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) < 3)
+        return 0;
+    for (int i = 0; i < 3; i++) {
+        PyObject *o = PyTuple_GET_ITEM(t, i);
+        if (!PyLong_CheckExact(o))
+            return 0;
+        int overflow;
+        k[i] = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow)
+            return 0;
+    }
+    return 1;
+}
+
+/* a < b: 1, 0, or -1 (error) */
+static int entry_lt(PyObject *a, PyObject *b)
+{
+    long long ka[3], kb[3];
+    if (leading(a, ka) && leading(b, kb)) {
+        for (int i = 0; i < 3; i++)
+            if (ka[i] != kb[i])
+                return ka[i] < kb[i];
+        /* equal keys (never, in a run): the tuples decide, as heapq's comparison would */
+    }
+    return PyObject_RichCompareBool(a, b, Py_LT);
+}
+
+static int sift_down(PyObject *heap, Py_ssize_t startpos, Py_ssize_t pos)
+{
+    PyObject **arr = ((PyListObject *)heap)->ob_item;
+    PyObject *newitem = arr[pos];
+    while (pos > startpos) {
+        Py_ssize_t parentpos = (pos - 1) >> 1;
+        PyObject *parent = arr[parentpos];
+        Py_INCREF(newitem);
+        Py_INCREF(parent);
+        int cmp = entry_lt(newitem, parent);
+        Py_DECREF(parent);
+        Py_DECREF(newitem);
+        if (cmp < 0)
+            return -1;
+        if (PyList_GET_SIZE(heap) <= pos) {
+            PyErr_SetString(PyExc_RuntimeError, "list changed size during iteration");
+            return -1;
+        }
+        if (cmp == 0)
+            break;
+        arr = ((PyListObject *)heap)->ob_item;
+        parent = arr[parentpos];
+        newitem = arr[pos];
+        arr[parentpos] = newitem;
+        arr[pos] = parent;
+        pos = parentpos;
+    }
+    return 0;
+}
+
+static int sift_up(PyObject *heap, Py_ssize_t pos)
+{
+    Py_ssize_t endpos = PyList_GET_SIZE(heap), startpos = pos, limit = endpos >> 1;
+    PyObject **arr = ((PyListObject *)heap)->ob_item;
+    while (pos < limit) {
+        Py_ssize_t childpos = 2 * pos + 1;
+        if (childpos + 1 < endpos) {
+            PyObject *a = arr[childpos], *b = arr[childpos + 1];
+            Py_INCREF(a);
+            Py_INCREF(b);
+            int cmp = entry_lt(a, b);
+            Py_DECREF(a);
+            Py_DECREF(b);
+            if (cmp < 0)
+                return -1;
+            childpos += ((unsigned)cmp ^ 1);
+            arr = ((PyListObject *)heap)->ob_item;
+            if (endpos != PyList_GET_SIZE(heap)) {
+                PyErr_SetString(PyExc_RuntimeError, "list changed size during iteration");
+                return -1;
+            }
+        }
+        PyObject *tmp1 = arr[childpos], *tmp2 = arr[pos];
+        arr[childpos] = tmp2;
+        arr[pos] = tmp1;
+        pos = childpos;
+    }
+    return sift_down(heap, startpos, pos);
+}
+
+/* heapq.heappush(heap, item) (the reference to item is the caller's) */
+static int heap_push(PyObject *heap, PyObject *item)
+{
+    if (PyList_Append(heap, item) < 0)
+        return -1;
+    return sift_down(heap, 0, PyList_GET_SIZE(heap) - 1);
+}
+
+/* heapq.heappop(heap): a new reference */
+static PyObject *heap_pop(PyObject *heap)
+{
+    Py_ssize_t n = PyList_GET_SIZE(heap);
+    if (n == 0) {
+        PyErr_SetString(PyExc_IndexError, "index out of range");
+        return NULL;
+    }
+    PyObject *lastelt = PyList_GET_ITEM(heap, n - 1);
+    Py_INCREF(lastelt);
+    if (PyList_SetSlice(heap, n - 1, n, NULL) < 0) {
+        Py_DECREF(lastelt);
+        return NULL;
+    }
+    n--;
+    if (!n)
+        return lastelt;
+    PyObject *returnitem = PyList_GET_ITEM(heap, 0);
+    PyList_SET_ITEM(heap, 0, lastelt);
+    if (sift_up(heap, 0) < 0) {
+        Py_DECREF(returnitem);
+        return NULL;
+    }
+    return returnitem;
+}
+
+
+#endif /* EMU_CSRC_HEAP_H */

@@ -1,0 +1,432 @@
+/* emu/csrc/links.h: the socket path's records: LinkSender.take and Batch.on_datagram's common case (part of emu/_core.c, one translation unit) */
+#ifndef EMU_CSRC_LINKS_H
+#define EMU_CSRC_LINKS_H
+
+/* LinkSender.take: every frame of ``pend`` arriving before ``release`` becomes a DATA (DATA_POOL)
+ * record -- its 12-byte prefix, then seq, arrival, length, window (network order) and the frame --
+ * joined into datagrams of at most MAX_DATAGRAM bytes, each retained for retransmission as
+ * (window, first seq, last seq, datagram). Returns (datagrams, frames, their bytes, last arrival). */
+typedef struct { PyObject *frame; long long arrival; int pool; } rec_t;
+
+static PyObject *flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssize_t k1, Py_ssize_t size,
+                             long long seq0, long long w16, long long window, PyObject *out)
+{
+    PyObject *dg = PyBytes_FromStringAndSize(NULL, size);
+    if (dg == NULL)
+        return NULL;
+    unsigned char *b = (unsigned char *)PyBytes_AS_STRING(dg);
+    PyObject *pre = SLOT(link, ls_prefix), *prep = SLOT(link, ls_prefix_pool);
+    long long seq = seq0;
+    for (Py_ssize_t k = k0; k < k1; k++) {
+        PyObject *px = recs[k].pool ? prep : pre;
+        memcpy(b, PyBytes_AS_STRING(px), 12);
+        b += 12;
+        uint32_t sq = (uint32_t)seq;
+        uint64_t ts = (uint64_t)recs[k].arrival;
+        Py_ssize_t n = PyBytes_GET_SIZE(recs[k].frame);
+        b[0] = sq >> 24; b[1] = sq >> 16; b[2] = sq >> 8; b[3] = sq;
+        for (int i = 0; i < 8; i++)
+            b[4 + i] = (unsigned char)(ts >> (56 - 8 * i));
+        b[12] = (n >> 8) & 0xFF; b[13] = n & 0xFF;
+        b[14] = (w16 >> 8) & 0xFF; b[15] = w16 & 0xFF;
+        b += 16;
+        memcpy(b, PyBytes_AS_STRING(recs[k].frame), n);
+        b += n;
+        seq = (seq + 1) & 0xFFFFFFFFLL;
+    }
+    PyObject *kept = Py_BuildValue("(LLLO)", window, seq0, (seq - 1) & 0xFFFFFFFFLL, dg);
+    if (kept == NULL) {
+        Py_DECREF(dg);
+        return NULL;
+    }
+    PyObject *r = PyObject_CallMethodOneArg(SLOT(link, ls_retained), s_append, kept);
+    Py_DECREF(kept);
+    if (r == NULL || PyList_Append(out, dg) < 0) {
+        Py_XDECREF(r);
+        Py_DECREF(dg);
+        return NULL;
+    }
+    Py_DECREF(r);
+    Py_DECREF(dg);
+    return out;
+}
+
+static PyObject *take(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "take(link, pend, release, window)");
+        return NULL;
+    }
+    PyObject *link = args[0], *pend = args[1];
+    long long release, window, seq0;
+    if (!ready || Py_TYPE(link) != SenderT || !get_ll(args[2], &release) || !get_ll(args[3], &window) ||
+        !get_ll(SLOT(link, ls_seq), &seq0) || SLOT(link, ls_prefix) == NULL || !PyBytes_CheckExact(SLOT(link, ls_prefix)) ||
+        PyBytes_GET_SIZE(SLOT(link, ls_prefix)) != 12 || SLOT(link, ls_prefix_pool) == NULL ||
+        !PyBytes_CheckExact(SLOT(link, ls_prefix_pool)) || PyBytes_GET_SIZE(SLOT(link, ls_prefix_pool)) != 12) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core.take: bad arguments");
+        return NULL;
+    }
+    Py_ssize_t cap = 16, nrec = 0;
+    rec_t *recs = PyMem_Malloc(cap * sizeof(rec_t));
+    PyObject *out = PyList_New(0);
+    long long nbytes = 0, last = 0, w16 = window & 0xFFFF;
+    if (recs == NULL || out == NULL)
+        goto fail;
+    for (;;) { /* off the queue, made if lazy */
+        Py_ssize_t len = PySequence_Size(pend);
+        if (len < 0)
+            goto fail;
+        if (len == 0)
+            break;
+        PyObject *head = PySequence_GetItem(pend, 0);
+        if (head == NULL)
+            goto fail;
+        long long arrival;
+        int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) == 4 && get_ll(PyTuple_GET_ITEM(head, 1), &arrival);
+        if (!ok || arrival >= release) {
+            Py_DECREF(head);
+            if (!ok) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "emu._core.take: a pending entry is not a 4-tuple");
+                goto fail;
+            }
+            break;
+        }
+        PyObject *r = PyObject_CallMethodNoArgs(pend, s_popleft);
+        if (r == NULL) {
+            Py_DECREF(head);
+            goto fail;
+        }
+        Py_DECREF(r);
+        PyObject *frame = Py_NewRef(PyTuple_GET_ITEM(head, 2));
+        int pool = PyObject_IsTrue(PyTuple_GET_ITEM(head, 3));
+        Py_DECREF(head);
+        if (pool < 0) {
+            Py_DECREF(frame);
+            goto fail;
+        }
+        if (Py_TYPE(frame) == LazyT) {
+            PyObject *made = PyObject_CallMethodNoArgs(frame, s_make);
+            Py_DECREF(frame);
+            if (made == NULL)
+                goto fail;
+            frame = made;
+        }
+        if (!PyBytes_CheckExact(frame)) { /* bytes-like (a bytearray, a view): its bytes, as join takes them */
+            PyObject *b = PyBytes_FromObject(frame);
+            Py_DECREF(frame);
+            if (b == NULL)
+                goto fail;
+            frame = b;
+        }
+        if (PyBytes_GET_SIZE(frame) > 0xFFFF) {
+            Py_DECREF(frame);
+            PyErr_SetString(PyExc_ValueError, "emu._core.take: a frame of over 65535 bytes");
+            goto fail;
+        }
+        if (nrec == cap) {
+            rec_t *more = PyMem_Realloc(recs, 2 * cap * sizeof(rec_t));
+            if (more == NULL) {
+                Py_DECREF(frame);
+                goto fail;
+            }
+            recs = more;
+            cap *= 2;
+        }
+        recs[nrec].frame = frame;
+        recs[nrec].arrival = arrival;
+        recs[nrec].pool = pool;
+        nrec++;
+        nbytes += PyBytes_GET_SIZE(frame);
+        last = arrival;
+    }
+    { /* into datagrams, as Python's loop cuts them */
+        Py_ssize_t k0 = 0, size = 0;
+        long long first = seq0, seq = seq0;
+        for (Py_ssize_t k = 0; k < nrec; k++) {
+            Py_ssize_t n = PyBytes_GET_SIZE(recs[k].frame);
+            if (size + C_OUTER_LEN + n > C_MAX_DATAGRAM && k > k0) {
+                if (flush_dgram(link, recs, k0, k, size, first, w16, window, out) == NULL)
+                    goto fail;
+                k0 = k;
+                size = 0;
+                first = seq;
+            }
+            size += C_OUTER_LEN + n;
+            seq = (seq + 1) & 0xFFFFFFFFLL;
+        }
+        if (nrec > k0 && flush_dgram(link, recs, k0, nrec, size, first, w16, window, out) == NULL)
+            goto fail;
+        if (set_ll(link, ls_seq, seq) < 0)
+            goto fail;
+    }
+    for (Py_ssize_t k = 0; k < nrec; k++)
+        Py_DECREF(recs[k].frame);
+    PyMem_Free(recs);
+    n_taken += nrec;
+    return Py_BuildValue("(NlLL)", out, (long)nrec, nbytes, last);
+fail:
+    if (recs != NULL) {
+        for (Py_ssize_t k = 0; k < nrec; k++)
+            Py_DECREF(recs[k].frame);
+        PyMem_Free(recs);
+    }
+    Py_XDECREF(out);
+    return NULL;
+}
+
+/* Batch.on_datagram's common case: from ``off``, every DATA / DATA_POOL record of this cluster whose
+ * link ends here, from the socket at its other end, in sequence and not late goes into its element's
+ * heap as Python would put it; ``got`` (element -> [frames, earliest stamp, window]) counts them as
+ * Python's loop does. Stops at the first other record (Python's: a drop, a gap, a NACK ...) and
+ * returns its offset (``n`` when all were taken). */
+static inline uint64_t be(const unsigned char *b, int k)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < k; i++)
+        v = v << 8 | b[i];
+    return v;
+}
+
+typedef struct { PyObject *inp, *g; long long rn, rb, rts; } run_t;
+
+static int flush_run(run_t *r)
+{
+    if (r->rn == 0)
+        return 0;
+    long long g0, g1;
+    if (add_ll(r->inp, i_rx_frames, r->rn) < 0 || add_ll(r->inp, i_rx_bytes, r->rb) < 0)
+        return -1;
+    if (!get_ll(PyList_GET_ITEM(r->g, 0), &g0) || !get_ll(PyList_GET_ITEM(r->g, 1), &g1)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core.records: a count is not an integer");
+        return -1;
+    }
+    PyObject *a = PyLong_FromLongLong(g0 + r->rn);
+    if (a == NULL || PyList_SetItem(r->g, 0, a) < 0)
+        return -1;
+    if (r->rts < g1) {
+        PyObject *b = PyLong_FromLongLong(r->rts);
+        if (b == NULL || PyList_SetItem(r->g, 1, b) < 0)
+            return -1;
+    }
+    r->rn = r->rb = 0;
+    r->rts = (long long)1 << 62;
+    return 0;
+}
+
+static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "records(data, off, n, cluster_id, in_owner, sender, got)");
+        return NULL;
+    }
+    PyObject *data = args[0], *in_owner = args[4], *sender = args[5], *got = args[6];
+    long long off, n, cid;
+    if (!PyBytes_CheckExact(data))
+        return Py_NewRef(args[1]); /* (not bytes: Python reads it) */
+    if (!ready || !PyDict_CheckExact(in_owner) || !PyDict_CheckExact(got) ||
+        !get_ll(args[1], &off) || !get_ll(args[2], &n) || !get_ll(args[3], &cid) || n > PyBytes_GET_SIZE(data) ||
+        off < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core.records: bad arguments");
+        return NULL;
+    }
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(data);
+    long long cur = -1, cwin = -1, safe = 0;
+    PyObject *el = NULL, *heap = NULL, *lk = NULL, *index = NULL, *held = NULL; /* (el, lk, index: of held, the
+                                                                                  owner tuple; heap owned) */
+    run_t run = {NULL, NULL, 0, 0, (long long)1 << 62};
+    PyObject *f_data = PyLong_FromLong(0), *f_pool = PyLong_FromLong(C_POOL);
+    if (f_data == NULL || f_pool == NULL)
+        goto fail;
+    while (off < n) {
+        if (n - off < C_OUTER_LEN)
+            break;
+        const unsigned char *h = b + off;
+        long kind = h[3];
+        long long link = (long long)be(h + 8, 4), seq = (long long)be(h + 12, 4), win = (long long)be(h + 26, 2);
+        uint64_t ts = be(h + 16, 8);
+        long long end = off + C_OUTER_LEN + (long long)be(h + 24, 2);
+        if ((long)be(h, 2) != C_MAGIC || h[2] != C_VERSION || (long long)be(h + 4, 4) != cid || end > n ||
+            (kind != C_KIND_DATA && kind != C_KIND_POOL) || ts >= ((uint64_t)1 << 62))
+            break;
+        if (link != cur || win != cwin) {
+            if (flush_run(&run) < 0)
+                goto fail;
+            cur = -1;
+            PyObject *key = PyLong_FromLongLong(link);
+            if (key == NULL)
+                goto fail;
+            PyObject *owner = PyDict_GetItemWithError(in_owner, key);
+            Py_DECREF(key);
+            if (owner == NULL) {
+                if (PyErr_Occurred())
+                    goto fail;
+                break;
+            }
+            if (!PyTuple_CheckExact(owner) || PyTuple_GET_SIZE(owner) != 2 ||
+                Py_TYPE(PyTuple_GET_ITEM(owner, 1)) != InPortT)
+                break;
+            PyObject *inp = PyTuple_GET_ITEM(owner, 1);
+            PyObject *pa = SLOT(inp, i_peer_addr);
+            int same = pa == NULL ? 0 : PyObject_RichCompareBool(sender, pa, Py_EQ);
+            if (same < 0)
+                goto fail;
+            if (!same || (lk = SLOT(inp, i_link)) == NULL || Py_TYPE(lk) != ReceiverT)
+                break;
+            Py_XSETREF(held, Py_NewRef(owner));
+            el = PyTuple_GET_ITEM(owner, 0);
+            PyObject *st = PyObject_GetAttr(el, s_safe_time);
+            int okst = get_ll(st, &safe);
+            Py_XDECREF(st);
+            if (!okst) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "emu._core.records: safe_time is not an integer");
+                goto fail;
+            }
+            Py_XSETREF(heap, PyObject_GetAttr(el, s_heap));
+            if (heap == NULL)
+                goto fail;
+            if (!PyList_CheckExact(heap)) {
+                PyErr_SetString(PyExc_TypeError, "emu._core.records: an element's heap is not a list");
+                goto fail;
+            }
+            index = SLOT(inp, i_index);
+            PyObject *g = PyDict_GetItemWithError(got, el);
+            if (g == NULL && PyErr_Occurred())
+                goto fail;
+            long long gw = -1;
+            if (g != NULL && (!PyList_CheckExact(g) || PyList_GET_SIZE(g) != 3 || !get_ll(PyList_GET_ITEM(g, 2), &gw))) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "emu._core.records: a count entry is not [frames, first, window]");
+                goto fail;
+            }
+            if (g == NULL || gw != win) { /* (a window's groups and an older retransmitted one) */
+                long long g0 = 0;
+                if (g != NULL && !get_ll(PyList_GET_ITEM(g, 0), &g0))
+                    goto fail;
+                if (g0) {
+                    PyObject *dom = PyObject_GetAttr(el, s_domain);
+                    if (dom == NULL)
+                        goto fail;
+                    PyObject *r = PyObject_CallMethodObjArgs(dom, s_frames_arrived, el, PyList_GET_ITEM(g, 0),
+                                                             PyList_GET_ITEM(g, 1), PyList_GET_ITEM(g, 2), NULL);
+                    Py_DECREF(dom);
+                    if (r == NULL)
+                        goto fail;
+                    Py_DECREF(r);
+                }
+                PyObject *ng = Py_BuildValue("[iLL]", 0, (long long)1 << 62, win);
+                if (ng == NULL)
+                    goto fail;
+                int bad = PyDict_SetItem(got, el, ng);
+                Py_DECREF(ng);
+                if (bad < 0)
+                    goto fail;
+                g = ng; /* (the dict holds it) */
+            }
+            run.inp = inp;
+            run.g = g;
+            cur = link;
+            cwin = win;
+        }
+        long long expected;
+        if (!get_ll(SLOT(lk, lr_expected), &expected)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "emu._core.records: expected is not an integer");
+            goto fail;
+        }
+        if (seq != expected || (long long)ts < safe)
+            break; /* a gap, a duplicate, a late record: Python's */
+        if (set_ll(lk, lr_expected, (seq + 1) & 0xFFFFFFFFLL) < 0)
+            goto fail;
+        PyObject *rec = tuple_steal(5, (PyObject *[]){PyLong_FromLongLong((long long)ts), Py_NewRef(index),
+                                                      PyLong_FromLongLong(seq),
+                                                      PyBytes_FromStringAndSize((const char *)h + C_OUTER_LEN,
+                                                                                end - off - C_OUTER_LEN),
+                                                      Py_NewRef(kind == C_KIND_POOL ? f_pool : f_data)});
+        if (rec == NULL)
+            goto fail;
+        int pushed = heap_push(heap, rec);
+        Py_DECREF(rec);
+        if (pushed < 0)
+            goto fail;
+        run.rn++;
+        n_records++;
+        run.rb += end - off - C_OUTER_LEN;
+        if ((long long)ts < run.rts)
+            run.rts = (long long)ts;
+        off = end;
+    }
+    if (flush_run(&run) < 0)
+        goto fail;
+    Py_XDECREF(heap);
+    Py_XDECREF(held);
+    Py_DECREF(f_data);
+    Py_DECREF(f_pool);
+    return PyLong_FromLongLong(off);
+fail:
+    Py_XDECREF(heap);
+    Py_XDECREF(held);
+    Py_XDECREF(f_data);
+    Py_XDECREF(f_pool);
+    return NULL;
+}
+
+
+/* Element.forget: every output port's retained datagrams of windows <= ``upto`` are dropped (every
+ * receiver has them). ``ports``: the element's output ports (a list). */
+static PyObject *forget(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long upto;
+    if (nargs != 2 || !PyList_CheckExact(args[0]) || !get_ll(args[1], &upto)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "forget(ports, upto_window)");
+        return NULL;
+    }
+    PyObject *ports = args[0];
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(ports); k++) {
+        PyObject *p = PyList_GET_ITEM(ports, k), *link, *r;
+        if (Py_TYPE(p) != OutPortT || (link = SLOT(p, o_link)) == NULL || Py_TYPE(link) != SenderT ||
+            (r = SLOT(link, ls_retained)) == NULL) {
+            PyErr_SetString(PyExc_TypeError, "emu._core.forget: not an output port with a link sender");
+            return NULL;
+        }
+        Py_INCREF(r);
+        for (;;) {
+            Py_ssize_t len = PySequence_Size(r);
+            if (len <= 0) {
+                if (len < 0) {
+                    Py_DECREF(r);
+                    return NULL;
+                }
+                break;
+            }
+            PyObject *head = PySequence_GetItem(r, 0);
+            long long w;
+            int ok = head != NULL && PyTuple_Check(head) && PyTuple_GET_SIZE(head) >= 1 &&
+                     get_ll(PyTuple_GET_ITEM(head, 0), &w);
+            Py_XDECREF(head);
+            if (!ok) {
+                Py_DECREF(r);
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "emu._core.forget: a retained entry is not (window, ...)");
+                return NULL;
+            }
+            if (w > upto)
+                break;
+            PyObject *x = PyObject_CallMethodNoArgs(r, s_popleft);
+            if (x == NULL) {
+                Py_DECREF(r);
+                return NULL;
+            }
+            Py_DECREF(x);
+        }
+        Py_DECREF(r);
+    }
+    Py_RETURN_NONE;
+}
+
+#endif /* EMU_CSRC_LINKS_H */

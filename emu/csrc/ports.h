@@ -1,0 +1,466 @@
+/* emu/csrc/ports.h: output ports: enqueue, a static switch's forwarding, the in-memory hand-over (part of emu/_core.c, one translation unit) */
+#ifndef EMU_CSRC_PORTS_H
+#define EMU_CSRC_PORTS_H
+
+static int plain_port(PyObject *p, int *defer)
+{
+    if (Py_TYPE(p) != OutPortT)
+        return 0;
+    if (SLOT(p, o_tracer) != Py_None || SLOT(p, o_up) != Py_True || SLOT(p, o_timeline) != Py_None ||
+        SLOT(p, o_flow) != Py_None)
+        return 0;
+    PyObject *hb = SLOT(p, o_head_bytes);
+    if (hb == NULL || !PyLong_CheckExact(hb) || Py_SIZE(hb) != 0) /* (not 0: an int of no digits) */
+        return 0;
+    PyObject *fr = SLOT(p, o_framing);
+    if (fr == NULL)
+        return 0;
+    PyObject *plain = PyObject_GetAttr(fr, s_plain);
+    if (plain == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_DECREF(plain);
+    if (plain != Py_True)
+        return 0;
+    PyObject *d = SLOT(p, o_defer_fcs);
+    if (d != Py_True && d != Py_False)
+        return 0;
+    *defer = d == Py_True;
+    return 1;
+}
+
+/* OutPort.enqueue's plain tail for ``frame`` (bytes, its FCS already on unless deferred) of ``n``
+ * modelled bytes handed over at ``at`` with the port free at ``free``: the port's times, occupancy
+ * and pending queue. Returns start, or -1 on error (a Python exception set). */
+static long long enqueue_tail(PyObject *p, PyObject *frame, long long n, long long at, long long free)
+{
+    long long bps, lat, busy, qb, peakf, peakb;
+    if (!get_ll(SLOT(p, o_bps), &bps) || bps <= 0 || !get_ll(SLOT(p, o_latency), &lat) ||
+        !get_ll(SLOT(p, o_busy_ns), &busy) || !get_ll(SLOT(p, o_queued_bytes), &qb) ||
+        !get_ll(SLOT(p, o_peak_f), &peakf) || !get_ll(SLOT(p, o_peak_b), &peakb)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core: an output port's counters are not integers");
+        return -1;
+    }
+    long long start = at > free ? at : free;
+    long long ser = (n * 8000000000LL + bps - 1) / bps;
+    long long done = start + ser;
+    PyObject *q = SLOT(p, o_queued);
+    for (;;) {
+        Py_ssize_t len = PySequence_Size(q);
+        if (len < 0)
+            return -1;
+        if (len == 0)
+            break;
+        PyObject *head = PySequence_GetItem(q, 0);
+        if (head == NULL)
+            return -1;
+        long long hd, hn;
+        int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) == 2 && get_ll(PyTuple_GET_ITEM(head, 0), &hd) &&
+                 get_ll(PyTuple_GET_ITEM(head, 1), &hn);
+        Py_DECREF(head);
+        if (!ok) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "emu._core: a queued entry is not (done, bytes)");
+            return -1;
+        }
+        if (hd > at)
+            break;
+        PyObject *r = PyObject_CallMethodNoArgs(q, s_popleft);
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
+        qb -= hn;
+    }
+    PyObject *entry = tuple_steal(2, (PyObject *[]){PyLong_FromLongLong(done), PyLong_FromLongLong(n)});
+    if (entry == NULL)
+        return -1;
+    PyObject *r = PyObject_CallMethodOneArg(q, s_append, entry);
+    Py_DECREF(entry);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    qb += n;
+    Py_ssize_t qlen = PySequence_Size(q);
+    if (qlen < 0)
+        return -1;
+    if (set_ll(p, o_free_at, done) < 0 || set_ll(p, o_busy_ns, busy + ser) < 0 || set_ll(p, o_queued_bytes, qb) < 0)
+        return -1;
+    if (qlen > peakf && set_ll(p, o_peak_f, qlen) < 0)
+        return -1;
+    if (qb > peakb && set_ll(p, o_peak_b, qb) < 0)
+        return -1;
+    PyObject *pe = tuple_steal(4, (PyObject *[]){PyLong_FromLongLong(start), PyLong_FromLongLong(done + lat),
+                                                 Py_NewRef(frame), Py_NewRef(Py_False)});
+    if (pe == NULL)
+        return -1;
+    r = PyObject_CallMethodOneArg(SLOT(p, o_pending), s_append, pe);
+    Py_DECREF(pe);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return start;
+}
+
+/* ``frame`` (len flen, from ``src``) with its FCS appended (CRC-32, little-endian), the hop count
+ * byte at ``hops_off`` raised by one when ``hops_off`` >= 0. */
+static PyObject *with_fcs(const char *src, Py_ssize_t flen, Py_ssize_t hops_off)
+{
+    PyObject *out = PyBytes_FromStringAndSize(NULL, flen + 4);
+    if (out == NULL)
+        return NULL;
+    unsigned char *b = (unsigned char *)PyBytes_AS_STRING(out);
+    memcpy(b, src, flen);
+    if (hops_off >= 0)
+        b[hops_off] = (b[hops_off] + 1) & 0xFF;
+    uint32_t crc = crc32_of(b, flen);
+    b[flen] = crc & 0xFF;
+    b[flen + 1] = (crc >> 8) & 0xFF;
+    b[flen + 2] = (crc >> 16) & 0xFF;
+    b[flen + 3] = (crc >> 24) & 0xFF;
+    return out;
+}
+
+static PyObject *enqueue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "enqueue(port, frame, at)");
+        return NULL;
+    }
+    PyObject *p = args[0], *frame = args[1];
+    long long at, free;
+    int defer;
+    if (!ready || !PyBytes_CheckExact(frame) || !plain_port(p, &defer) || !get_ll(args[2], &at) ||
+        !get_ll(SLOT(p, o_free_at), &free)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t flen = PyBytes_GET_SIZE(frame);
+    const unsigned char *f = (const unsigned char *)PyBytes_AS_STRING(frame);
+    if (flen <= C_PRIO_OFF + 4 || (free > at && SLOT(p, o_priority) != Py_False && f[C_PRIO_OFF]))
+        Py_RETURN_NONE; /* it may overtake (a short frame's FCS byte read as its priority, too): Python's */
+    PyObject *wire;
+    if (defer)
+        wire = Py_NewRef(frame);
+    else if ((wire = with_fcs((const char *)f, flen, -1)) == NULL)
+        return NULL;
+    long long start = enqueue_tail(p, wire, flen + 4, at, free);
+    Py_DECREF(wire);
+    if (start < 0)
+        return NULL;
+    n_enqueued++;
+    return PyLong_FromLongLong(start);
+}
+
+static PyObject *forward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "forward(heap, t_end, ins, outs, busy, routes, delay)");
+        return NULL;
+    }
+    PyObject *heap = args[0], *ins = args[2], *outs = args[3], *busy = args[4], *routes = args[5];
+    long long t_end, delay, now = -1;
+    long n = 0;
+    if (!ready || !switch_ready || !PyList_CheckExact(heap) || !PyList_CheckExact(ins) || !PyList_CheckExact(outs) ||
+        !PyDict_CheckExact(busy) || !PyList_CheckExact(routes) || !get_ll(args[1], &t_end) ||
+        !get_ll(args[6], &delay)) {
+        PyErr_Clear();
+        return Py_BuildValue("(lO)", 0L, Py_None);
+    }
+    for (;;) {
+        if (PyList_GET_SIZE(heap) == 0)
+            break;
+        PyObject *item = PyList_GET_ITEM(heap, 0);
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 5)
+            break;
+        long long arrival, port, kind;
+        if (!get_ll(PyTuple_GET_ITEM(item, 0), &arrival) || arrival >= t_end ||
+            !get_ll(PyTuple_GET_ITEM(item, 1), &port) || !get_ll(PyTuple_GET_ITEM(item, 4), &kind))
+            break;
+        PyObject *wire = PyTuple_GET_ITEM(item, 3);
+        if (!PyBytes_CheckExact(wire) || port < 0 || port >= PyList_GET_SIZE(ins))
+            break;
+        PyObject *inp = PyList_GET_ITEM(ins, port);
+        if (Py_TYPE(inp) != InPortT || SLOT(inp, i_timeline) != Py_None || SLOT(inp, i_buf) != Py_None)
+            break;
+        Py_ssize_t wlen = PyBytes_GET_SIZE(wire);
+        const unsigned char *w = (const unsigned char *)PyBytes_AS_STRING(wire);
+        if (!(kind & C_CLEAN) && (wlen < 4 || crc32_of(w, wlen) != C_FCS_RESIDUE))
+            break; /* (a bad FCS: the port's, in Python) */
+        if (wlen >= C_CREDIT_LEN && w[13] == C_CREDIT_LO && w[12] == C_CREDIT_HI)
+            break; /* link control */
+        Py_ssize_t flen = (kind & C_NOFCS) ? wlen : wlen - 4;
+        /* SwitchEngine.receive: a plain data frame, routed by the table */
+        if (flen < C_HDR_LEN || w[12] != C_ET_HI || w[13] != C_ET_LO || decline[w[C_PTYPE_OFF]] ||
+            (w[C_FLAGS_OFF] & C_FLAG_BCAST) || w[C_HOPS_OFF] >= C_MAX_HOPS)
+            break;
+        long long dst = ((long long)w[C_DST_OFF] << 24) | (w[C_DST_OFF + 1] << 16) | (w[C_DST_OFF + 2] << 8) |
+                        w[C_DST_OFF + 3];
+        if (dst >= PyList_GET_SIZE(routes))
+            break;
+        long long out;
+        if (!get_ll(PyList_GET_ITEM(routes, dst), &out) || out < 0 || out >= PyList_GET_SIZE(outs))
+            break;
+        /* Element._emit and OutPort.enqueue: a plain port */
+        PyObject *p = PyList_GET_ITEM(outs, out);
+        int defer;
+        long long free;
+        if (!plain_port(p, &defer) || !get_ll(SLOT(p, o_free_at), &free))
+            break;
+        long long at = arrival + delay;
+        if (free > at && SLOT(p, o_priority) != Py_False && flen > C_PRIO_OFF && w[C_PRIO_OFF])
+            break; /* it may overtake: Python's */
+        /* taken: off the heap, the next hop's frame, onto the port */
+        PyObject *popped = heap_pop(heap);
+        if (popped == NULL)
+            return NULL;
+        if (popped != item) { /* (cannot happen: heap[0] is what heappop returns) */
+            Py_DECREF(popped);
+            PyErr_SetString(PyExc_RuntimeError, "emu._core.forward: the heap changed under it");
+            return NULL;
+        }
+        PyObject *frame;
+        if (defer) {
+            frame = PyBytes_FromStringAndSize((const char *)w, flen);
+            if (frame != NULL)
+                ((unsigned char *)PyBytes_AS_STRING(frame))[C_HOPS_OFF] = (w[C_HOPS_OFF] + 1) & 0xFF;
+        } else
+            frame = with_fcs((const char *)w, flen, C_HOPS_OFF);
+        Py_DECREF(popped);
+        if (frame == NULL)
+            return NULL;
+        long long start = enqueue_tail(p, frame, flen + 4, at, free);
+        Py_DECREF(frame);
+        if (start < 0)
+            return NULL;
+        if (PyDict_SetItem(busy, p, Py_None) < 0)
+            return NULL;
+        now = arrival;
+        n++;
+    }
+    n_forwarded += n;
+    if (n == 0)
+        return Py_BuildValue("(lO)", 0L, Py_None);
+    return Py_BuildValue("(lL)", n, now);
+}
+
+static PyObject *hand_over(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "hand_over(pending, heap, index, seq, flags, release, pool_flag)");
+        return NULL;
+    }
+    PyObject *pend = args[0], *heap = args[1], *index = args[2];
+    long long seq, flags, release, poolf, nbytes = 0, last = -1;
+    long n = 0;
+    if (!ready || !PyList_CheckExact(heap) || !get_ll(args[3], &seq) || !get_ll(args[4], &flags) ||
+        !get_ll(args[5], &release) || !get_ll(args[6], &poolf)) {
+        PyErr_SetString(PyExc_TypeError, "emu._core.hand_over: bad arguments");
+        return NULL;
+    }
+    PyObject *f_plain = PyLong_FromLongLong(flags), *f_pool = PyLong_FromLongLong(flags | poolf);
+    if (f_plain == NULL || f_pool == NULL)
+        goto fail;
+    for (;;) {
+        Py_ssize_t len = PySequence_Size(pend);
+        if (len < 0)
+            goto fail;
+        if (len == 0)
+            break;
+        PyObject *head = PySequence_GetItem(pend, 0);
+        if (head == NULL)
+            goto fail;
+        long long arrival;
+        int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) == 4 && get_ll(PyTuple_GET_ITEM(head, 1), &arrival);
+        if (!ok) {
+            Py_DECREF(head);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "emu._core.hand_over: a pending entry is not a 4-tuple");
+            goto fail;
+        }
+        if (arrival >= release) {
+            Py_DECREF(head);
+            break;
+        }
+        PyObject *r = PyObject_CallMethodNoArgs(pend, s_popleft);
+        if (r == NULL) {
+            Py_DECREF(head);
+            goto fail;
+        }
+        Py_DECREF(r);
+        PyObject *frame = Py_NewRef(PyTuple_GET_ITEM(head, 2));
+        int pool = PyObject_IsTrue(PyTuple_GET_ITEM(head, 3));
+        Py_DECREF(head);
+        if (pool < 0) {
+            Py_DECREF(frame);
+            goto fail;
+        }
+        if (Py_TYPE(frame) == LazyT) { /* made from its sender's buffer now (emu.wire.lazy) */
+            PyObject *made = PyObject_CallMethodNoArgs(frame, s_make);
+            Py_DECREF(frame);
+            if (made == NULL)
+                goto fail;
+            frame = made;
+        }
+        Py_ssize_t flen = PyObject_Length(frame);
+        if (flen < 0) {
+            Py_DECREF(frame);
+            goto fail;
+        }
+        PyObject *rec = tuple_steal(5, (PyObject *[]){PyLong_FromLongLong(arrival), Py_NewRef(index),
+                                                      PyLong_FromLongLong(seq), frame,
+                                                      Py_NewRef(pool ? f_pool : f_plain)});
+        if (rec == NULL)
+            goto fail;
+        int pushed = heap_push(heap, rec);
+        Py_DECREF(rec);
+        if (pushed < 0)
+            goto fail;
+        seq = (seq + 1) & 0xFFFFFFFFLL;
+        n++;
+        nbytes += flen;
+        last = arrival;
+    }
+    Py_DECREF(f_plain);
+    Py_DECREF(f_pool);
+    n_handed += n;
+    return Py_BuildValue("(lLLL)", n, nbytes, seq, last);
+fail:
+    Py_XDECREF(f_plain);
+    Py_XDECREF(f_pool);
+    return NULL;
+}
+
+/* Element._transmit's first part: every busy port whose peer is in this process and that has
+ * neither link control, an emulated fault nor a capture (the caller checks the capture) hands the
+ * frames due before ``release`` straight into the peer's heap; a port left empty leaves ``busy``.
+ * Returns (earliest arrival handed over or INF, the other busy ports for Python, in their order). */
+static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "transmit_local(busy, release, window, domain)");
+        return NULL;
+    }
+    PyObject *busy = args[0], *window = args[2], *domain = args[3];
+    long long release, clean = C_CLEAN, nofcs = C_NOFCS, first = (long long)1 << 62;
+    if (!ready || !PyDict_CheckExact(busy) || !get_ll(args[1], &release)) {
+        PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: bad arguments");
+        return NULL;
+    }
+    /* the ports as they are now (Python code runs in between: a lazy frame made, the domain told),
+     * each port's (peer, input port) held while it is used */
+    PyObject *others = PyList_New(0), *done = PyList_New(0), *ports = PyDict_Keys(busy), *held = NULL;
+    if (others == NULL || done == NULL || ports == NULL)
+        goto fail;
+    for (Py_ssize_t kp = 0; kp < PyList_GET_SIZE(ports); kp++, drop(&held)) {
+        PyObject *p = PyList_GET_ITEM(ports, kp), *local, *ctl, *pend;
+        Py_ssize_t nctl;
+        if (Py_TYPE(p) != OutPortT || (local = SLOT(p, o_local)) == NULL || local == Py_None ||
+            !PyTuple_CheckExact(local) || PyTuple_GET_SIZE(local) != 2 || SLOT(p, o_fault_rng) != Py_None ||
+            (ctl = SLOT(p, o_ctl)) == NULL || (nctl = PySequence_Size(ctl)) != 0 || (pend = SLOT(p, o_pending)) == NULL) {
+            if (PyErr_Occurred() || PyList_Append(others, p) < 0)
+                goto fail;
+            continue;
+        }
+        held = Py_NewRef(local);
+        Py_ssize_t npend = PySequence_Size(pend);
+        if (npend < 0)
+            goto fail;
+        if (npend) {
+            PyObject *head = PySequence_GetItem(pend, 0);
+            if (head == NULL)
+                goto fail;
+            long long a0;
+            int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) == 4 && get_ll(PyTuple_GET_ITEM(head, 1), &a0);
+            Py_DECREF(head);
+            if (!ok) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a pending entry is not a 4-tuple");
+                goto fail;
+            }
+            if (a0 < release) {
+                PyObject *peer = PyTuple_GET_ITEM(local, 0), *inp = PyTuple_GET_ITEM(local, 1);
+                PyObject *link = SLOT(p, o_link), *rlink;
+                if (Py_TYPE(inp) != InPortT || link == NULL || Py_TYPE(link) != SenderT ||
+                    (rlink = SLOT(inp, i_link)) == NULL || Py_TYPE(rlink) != ReceiverT) {
+                    if (PyList_Append(others, p) < 0)
+                        goto fail;
+                    continue;
+                }
+                PyObject *safe = PyObject_GetAttr(peer, s_safe_time);
+                long long st;
+                int okst = get_ll(safe, &st);
+                Py_XDECREF(safe);
+                if (!okst) {
+                    if (!PyErr_Occurred())
+                        PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: safe_time is not an integer");
+                    goto fail;
+                }
+                if (a0 < st) {
+                    PyErr_Format(CausalityError, "%S: frame stamped %lld ns handed over after %lld ns was processed; "
+                                 "the synchroniser let a window run too far", SLOT(inp, i_name), a0, st);
+                    goto fail;
+                }
+                if (a0 < first)
+                    first = a0;
+                PyObject *heap = PyObject_GetAttr(peer, s_heap);
+                if (heap == NULL)
+                    goto fail;
+                long long seq, flags = SLOT(p, o_defer_fcs) == Py_True ? clean | nofcs : clean;
+                if (!get_ll(SLOT(link, ls_seq), &seq)) {
+                    Py_DECREF(heap);
+                    if (!PyErr_Occurred())
+                        PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a sequence number is not an integer");
+                    goto fail;
+                }
+                PyObject *hargs[7] = {pend, heap, SLOT(inp, i_index), NULL, NULL, NULL, NULL};
+                PyObject *seqo = PyLong_FromLongLong(seq), *fl = PyLong_FromLongLong(flags), *rel = PyLong_FromLongLong(release),
+                         *poolo = PyLong_FromLong(C_POOL);
+                hargs[3] = seqo; hargs[4] = fl; hargs[5] = rel; hargs[6] = poolo;
+                PyObject *r = (seqo && fl && rel && poolo) ? hand_over(NULL, hargs, 7) : NULL;
+                Py_XDECREF(seqo); Py_XDECREF(fl); Py_XDECREF(rel); Py_XDECREF(poolo);
+                Py_DECREF(heap);
+                if (r == NULL)
+                    goto fail;
+                long n;
+                long long nbytes, nseq, last, lat;
+                int okr = PyArg_ParseTuple(r, "lLLL", &n, &nbytes, &nseq, &last);
+                Py_DECREF(r);
+                if (!okr || !get_ll(SLOT(p, o_latency), &lat))
+                    goto fail;
+                if (flags & nofcs)
+                    nbytes += 4LL * n;
+                if (set_ll(link, ls_seq, nseq) < 0 || set_ll(rlink, lr_expected, nseq) < 0 ||
+                    set_ll(p, o_sent_done, last - lat) < 0 || add_ll(p, o_tx_frames, n) < 0 ||
+                    add_ll(p, o_tx_bytes, nbytes) < 0 || add_ll(inp, i_rx_frames, n) < 0 ||
+                    add_ll(inp, i_rx_bytes, nbytes) < 0)
+                    goto fail;
+                PyObject *fr = PyObject_CallMethod(domain, "frames_local", "OlLO", peer, n, a0, window);
+                if (fr == NULL)
+                    goto fail;
+                Py_DECREF(fr);
+                npend = PySequence_Size(pend);
+                if (npend < 0)
+                    goto fail;
+            }
+        }
+        if (npend == 0 && PyList_Append(done, p) < 0)
+            goto fail;
+    }
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(done); k++)
+        if (PyDict_DelItem(busy, PyList_GET_ITEM(done, k)) < 0)
+            goto fail;
+    Py_DECREF(done);
+    Py_DECREF(ports);
+    return Py_BuildValue("(LN)", first, others);
+fail:
+    Py_XDECREF(held);
+    Py_XDECREF(others);
+    Py_XDECREF(done);
+    Py_XDECREF(ports);
+    return NULL;
+}
+
+
+#endif /* EMU_CSRC_PORTS_H */
