@@ -154,6 +154,7 @@ static PyMethodDef methods[] = {
     {"switch_setup", switch_setup, METH_VARARGS, "switch_setup(decline, max_hops)"},
     {"enqueue", (PyCFunction)(void (*)(void))enqueue, METH_FASTCALL, "OutPort.enqueue's plain path, or None"},
     {"forward", (PyCFunction)(void (*)(void))forward, METH_FASTCALL, "a static switch's plain frames"},
+    {"domain_setup", domain_setup, METH_O, "domain_setup(Domain): its frame counts kept inline"},
     {"transmit_local", (PyCFunction)(void (*)(void))transmit_local, METH_FASTCALL,
      "the busy ports' frames into peers of this process; returns (first arrival, the other ports)"},
     {"forget", (PyCFunction)(void (*)(void))forget, METH_FASTCALL, "Element.forget: retained datagrams dropped"},
@@ -174,6 +175,15 @@ PyMODINIT_FUNC PyInit__core(void)
     s_safe_time = PyUnicode_InternFromString("safe_time");
     s_domain = PyUnicode_InternFromString("domain");
     s_frames_arrived = PyUnicode_InternFromString("frames_arrived");
+    s_sent_to = PyUnicode_InternFromString("sent_to");
+    s_index = PyUnicode_InternFromString("index");
+    s_received = PyUnicode_InternFromString("received");
+    s_by_window = PyUnicode_InternFromString("_by_window");
+    s_idx = PyUnicode_InternFromString("_idx");
+    s_at = PyUnicode_InternFromString("_at");
+    s_dheap = PyUnicode_InternFromString("_heap");
+    if (!s_sent_to || !s_index || !s_received || !s_by_window || !s_idx || !s_at || !s_dheap)
+        return NULL;
     if (!s_append || !s_popleft || !s_make || !s_plain || !s_heap || !s_safe_time || !s_domain || !s_frames_arrived)
         return NULL;
     crc_init();

@@ -22,6 +22,7 @@ from typing import Any
 
 import trio
 
+from . import native
 from .config import RunConfig, is_loopback
 from .element import INF, Element
 from .errors import FrameLossError
@@ -552,3 +553,7 @@ class Domain:
     async def rpc_link_seqs(self) -> dict[str, dict[int, tuple[str, int]]]:
         return {"out": {p.link_id: (f"{p.name} -> {p.peer_port_name}", p.link.seq) for el in self.elements for p in el.out_ports},
                 "in": {p.link_id: (f"{p.peer_port_name} -> {p.name}", p.link.expected) for el in self.elements for p in el.in_ports}}
+
+
+if native.CORE is not None:  # the compiled core keeps a Domain's frame counts inline (frames_local)
+    native.CORE.domain_setup(Domain)

@@ -14,9 +14,9 @@ from pathlib import Path
 from types import ModuleType
 
 
-API = 1
+API = 2
 """The interface of ``emu/_core.c`` this code calls (its ``CORE_API``)."""
-FUNCTIONS = ("setup", "switch_setup", "enqueue", "forward", "hand_over", "transmit_local", "take", "records", "forget",
+FUNCTIONS = ("setup", "switch_setup", "enqueue", "forward", "hand_over", "transmit_local", "take", "records", "forget", "domain_setup",
              "heappush", "heappop", "crc32", "counts")
 
 

@@ -27,7 +27,7 @@ static unsigned char decline[256]; /* packet types a plain switch does not forwa
 static int switch_ready = 0;
 
 /* what emu/native.py expects: raise it whenever a function's arguments or results change */
-#define CORE_API 1
+#define CORE_API 2
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
@@ -84,6 +84,16 @@ static inline int set_ll(PyObject *obj, Py_ssize_t off, long long v)
 }
 
 static inline void drop(PyObject **o) { Py_CLEAR(*o); }
+
+static inline int set_attr_ll(PyObject *obj, PyObject *name, long long v)
+{
+    PyObject *n = PyLong_FromLongLong(v);
+    if (n == NULL)
+        return -1;
+    int rc = PyObject_SetAttr(obj, name, n);
+    Py_DECREF(n);
+    return rc;
+}
 
 static inline int add_ll(PyObject *obj, Py_ssize_t off, long long d)
 {

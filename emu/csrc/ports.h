@@ -245,20 +245,14 @@ static PyObject *forward(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     return Py_BuildValue("(lL)", n, now);
 }
 
-static PyObject *hand_over(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* the hand-over loop: frames of ``pend`` arriving before ``release`` into ``heap`` as the records
+ * (arrival, index, seq, frame, flags) Python pushes; *n, *nbytes, *seq (the next), *last out. */
+static int hand_over_into(PyObject *pend, PyObject *heap, PyObject *index, long long seq, long long flags,
+                          long long release, long long poolf, long *n_out, long long *nbytes_out,
+                          long long *seq_out, long long *last_out)
 {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "hand_over(pending, heap, index, seq, flags, release, pool_flag)");
-        return NULL;
-    }
-    PyObject *pend = args[0], *heap = args[1], *index = args[2];
-    long long seq, flags, release, poolf, nbytes = 0, last = -1;
+    long long nbytes = 0, last = -1;
     long n = 0;
-    if (!ready || !PyList_CheckExact(heap) || !get_ll(args[3], &seq) || !get_ll(args[4], &flags) ||
-        !get_ll(args[5], &release) || !get_ll(args[6], &poolf)) {
-        PyErr_SetString(PyExc_TypeError, "emu._core.hand_over: bad arguments");
-        return NULL;
-    }
     PyObject *f_plain = PyLong_FromLongLong(flags), *f_pool = PyLong_FromLongLong(flags | poolf);
     if (f_plain == NULL || f_pool == NULL)
         goto fail;
@@ -325,11 +319,139 @@ static PyObject *hand_over(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_DECREF(f_plain);
     Py_DECREF(f_pool);
     n_handed += n;
-    return Py_BuildValue("(lLLL)", n, nbytes, seq, last);
+    *n_out = n;
+    *nbytes_out = nbytes;
+    *seq_out = seq;
+    *last_out = last;
+    return 0;
 fail:
     Py_XDECREF(f_plain);
     Py_XDECREF(f_pool);
-    return NULL;
+    return -1;
+}
+
+static PyObject *hand_over(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "hand_over(pending, heap, index, seq, flags, release, pool_flag)");
+        return NULL;
+    }
+    long long seq, flags, release, poolf, nbytes, last;
+    long n;
+    if (!ready || !PyList_CheckExact(args[1]) || !get_ll(args[3], &seq) || !get_ll(args[4], &flags) ||
+        !get_ll(args[5], &release) || !get_ll(args[6], &poolf)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core.hand_over: bad arguments");
+        return NULL;
+    }
+    if (hand_over_into(args[0], args[1], args[2], seq, flags, release, poolf, &n, &nbytes, &seq, &last) < 0)
+        return NULL;
+    return Py_BuildValue("(lLLL)", n, nbytes, seq, last);
+}
+
+/* Domain.frames_local(peer, n, first_ts, window) -- inline for the Domain class (domain_setup), its
+ * bookkeeping exactly: sent_to[index] += n; received += n; _by_window[window] += n; the element's
+ * entry in the domain's heap no later than first_ts. Any other class: its method. */
+static PyTypeObject *DomainT;
+static PyObject *s_sent_to, *s_index, *s_received, *s_by_window, *s_idx, *s_at, *s_dheap;
+
+static int add_attr_item(PyObject *obj, PyObject *name, PyObject *key, long long n, int is_list)
+{
+    PyObject *c = PyObject_GetAttr(obj, name);
+    if (c == NULL)
+        return -1;
+    int rc = -1;
+    if (is_list) { /* c[key] += n */
+        Py_ssize_t k = PyLong_AsSsize_t(key);
+        if (!(k == -1 && PyErr_Occurred()) && PyList_CheckExact(c) && k >= 0 && k < PyList_GET_SIZE(c)) {
+            long long v;
+            if (get_ll(PyList_GET_ITEM(c, k), &v)) {
+                PyObject *nv = PyLong_FromLongLong(v + n);
+                rc = nv == NULL ? -1 : PyList_SetItem(c, k, nv);
+            }
+        }
+    } else { /* c[key] = c.get(key, 0) + n */
+        PyObject *old = PyDict_CheckExact(c) ? PyDict_GetItemWithError(c, key) : NULL;
+        long long v = 0;
+        if (PyDict_CheckExact(c) && !PyErr_Occurred() && (old == NULL || get_ll(old, &v))) {
+            PyObject *nv = PyLong_FromLongLong(v + n);
+            rc = nv == NULL ? -1 : PyDict_SetItem(c, key, nv);
+            Py_XDECREF(nv);
+        }
+    }
+    if (rc < 0 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "emu._core: a domain's counts are not what they were");
+    Py_DECREF(c);
+    return rc;
+}
+
+static int frames_local(PyObject *domain, PyObject *el, long n, long long first_ts, PyObject *window)
+{
+    if (DomainT == NULL || Py_TYPE(domain) != DomainT) {
+        PyObject *r = PyObject_CallMethod(domain, "frames_local", "OlLO", el, n, first_ts, window);
+        Py_XDECREF(r);
+        return r == NULL ? -1 : 0;
+    }
+    int rc = -1;
+    PyObject *index = PyObject_GetAttr(domain, s_index), *received = NULL, *idx = NULL, *i = NULL, *at = NULL,
+             *ts = NULL;
+    if (index == NULL || add_attr_item(domain, s_sent_to, index, n, 1) < 0)
+        goto done;
+    long long rv;
+    received = PyObject_GetAttr(domain, s_received);
+    if (received == NULL || !get_ll(received, &rv) || set_attr_ll(domain, s_received, rv + n) < 0 ||
+        add_attr_item(domain, s_by_window, window, n, 0) < 0)
+        goto done;
+    idx = PyObject_GetAttr(domain, s_idx);
+    if (idx == NULL || !PyDict_CheckExact(idx))
+        goto done;
+    i = PyDict_GetItemWithError(idx, el);
+    if (i == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetObject(PyExc_KeyError, el);
+        goto done;
+    }
+    Py_INCREF(i);
+    at = PyObject_GetAttr(domain, s_at);
+    Py_ssize_t k = PyLong_AsSsize_t(i);
+    long long cur;
+    if (at == NULL || !PyList_CheckExact(at) || k < 0 || k >= PyList_GET_SIZE(at) || !get_ll(PyList_GET_ITEM(at, k), &cur))
+        goto done;
+    if (first_ts < cur) {
+        ts = PyLong_FromLongLong(first_ts);
+        if (ts == NULL || PyList_SetItem(at, k, Py_NewRef(ts)) < 0)
+            goto done;
+        PyObject *dheap = PyObject_GetAttr(domain, s_dheap);
+        if (dheap == NULL)
+            goto done;
+        PyObject *entry = PyTuple_Pack(2, ts, i);
+        int pushed = entry == NULL || !PyList_CheckExact(dheap) ? -1 : heap_push(dheap, entry);
+        Py_XDECREF(entry);
+        Py_DECREF(dheap);
+        if (pushed < 0)
+            goto done;
+    }
+    rc = 0;
+done:
+    if (rc < 0 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "emu._core: a domain's counts are not what they were");
+    Py_XDECREF(index);
+    Py_XDECREF(received);
+    Py_XDECREF(idx);
+    Py_XDECREF(i);
+    Py_XDECREF(at);
+    Py_XDECREF(ts);
+    return rc;
+}
+
+static PyObject *domain_setup(PyObject *self, PyObject *cls)
+{
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "domain_setup(Domain)");
+        return NULL;
+    }
+    Py_XSETREF(DomainT, (PyTypeObject *)Py_NewRef(cls));
+    Py_RETURN_NONE;
 }
 
 /* Element._transmit's first part: every busy port whose peer is in this process and that has
@@ -414,20 +536,12 @@ static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_
                         PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a sequence number is not an integer");
                     goto fail;
                 }
-                PyObject *hargs[7] = {pend, heap, SLOT(inp, i_index), NULL, NULL, NULL, NULL};
-                PyObject *seqo = PyLong_FromLongLong(seq), *fl = PyLong_FromLongLong(flags), *rel = PyLong_FromLongLong(release),
-                         *poolo = PyLong_FromLong(C_POOL);
-                hargs[3] = seqo; hargs[4] = fl; hargs[5] = rel; hargs[6] = poolo;
-                PyObject *r = (seqo && fl && rel && poolo) ? hand_over(NULL, hargs, 7) : NULL;
-                Py_XDECREF(seqo); Py_XDECREF(fl); Py_XDECREF(rel); Py_XDECREF(poolo);
-                Py_DECREF(heap);
-                if (r == NULL)
-                    goto fail;
                 long n;
                 long long nbytes, nseq, last, lat;
-                int okr = PyArg_ParseTuple(r, "lLLL", &n, &nbytes, &nseq, &last);
-                Py_DECREF(r);
-                if (!okr || !get_ll(SLOT(p, o_latency), &lat))
+                int okh = hand_over_into(pend, heap, SLOT(inp, i_index), seq, flags, release, C_POOL, &n, &nbytes,
+                                         &nseq, &last);
+                Py_DECREF(heap);
+                if (okh < 0 || !get_ll(SLOT(p, o_latency), &lat))
                     goto fail;
                 if (flags & nofcs)
                     nbytes += 4LL * n;
@@ -436,10 +550,8 @@ static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_
                     add_ll(p, o_tx_bytes, nbytes) < 0 || add_ll(inp, i_rx_frames, n) < 0 ||
                     add_ll(inp, i_rx_bytes, nbytes) < 0)
                     goto fail;
-                PyObject *fr = PyObject_CallMethod(domain, "frames_local", "OlLO", peer, n, a0, window);
-                if (fr == NULL)
+                if (frames_local(domain, peer, n, a0, window) < 0)
                     goto fail;
-                Py_DECREF(fr);
                 npend = PySequence_Size(pend);
                 if (npend < 0)
                     goto fail;
