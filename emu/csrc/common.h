@@ -107,4 +107,50 @@ static inline int add_ll(PyObject *obj, Py_ssize_t off, long long d)
 }
 
 
+/* The next entry of an output port's pending queue ``pend`` ((start, arrival, frame, pool), in
+ * order) if it arrives before ``release``: popped, its frame made if lazy (emu.wire.lazy), a new
+ * reference in *frame. Returns 1 (taken), 0 (none due) or -1 (error; ``who`` names the caller). */
+static int pop_due(PyObject *pend, long long release, long long *arrival, PyObject **frame, int *pool,
+                   const char *who)
+{
+    Py_ssize_t len = PySequence_Size(pend);
+    if (len <= 0)
+        return (int)len; /* (0: empty, -1: error) */
+    PyObject *head = PySequence_GetItem(pend, 0);
+    if (head == NULL)
+        return -1;
+    if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) != 4 || !get_ll(PyTuple_GET_ITEM(head, 1), arrival)) {
+        Py_DECREF(head);
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "emu._core.%s: a pending entry is not a 4-tuple", who);
+        return -1;
+    }
+    if (*arrival >= release) {
+        Py_DECREF(head);
+        return 0;
+    }
+    PyObject *r = PyObject_CallMethodNoArgs(pend, s_popleft);
+    if (r == NULL) {
+        Py_DECREF(head);
+        return -1;
+    }
+    Py_DECREF(r);
+    PyObject *f = Py_NewRef(PyTuple_GET_ITEM(head, 2));
+    *pool = PyObject_IsTrue(PyTuple_GET_ITEM(head, 3));
+    Py_DECREF(head);
+    if (*pool < 0) {
+        Py_DECREF(f);
+        return -1;
+    }
+    if (Py_TYPE(f) == LazyT) { /* made from its sender's buffer now */
+        PyObject *made = PyObject_CallMethodNoArgs(f, s_make);
+        Py_DECREF(f);
+        if (made == NULL)
+            return -1;
+        f = made;
+    }
+    *frame = f;
+    return 1;
+}
+
 #endif /* EMU_CSRC_COMMON_H */

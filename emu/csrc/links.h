@@ -74,45 +74,13 @@ static PyObject *take(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (recs == NULL || out == NULL)
         goto fail;
     for (;;) { /* off the queue, made if lazy */
-        Py_ssize_t len = PySequence_Size(pend);
-        if (len < 0)
-            goto fail;
-        if (len == 0)
-            break;
-        PyObject *head = PySequence_GetItem(pend, 0);
-        if (head == NULL)
-            goto fail;
         long long arrival;
-        int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) == 4 && get_ll(PyTuple_GET_ITEM(head, 1), &arrival);
-        if (!ok || arrival >= release) {
-            Py_DECREF(head);
-            if (!ok) {
-                if (!PyErr_Occurred())
-                    PyErr_SetString(PyExc_TypeError, "emu._core.take: a pending entry is not a 4-tuple");
-                goto fail;
-            }
+        PyObject *frame;
+        int pool, got = pop_due(pend, release, &arrival, &frame, &pool, "take");
+        if (got < 0)
+            goto fail;
+        if (got == 0)
             break;
-        }
-        PyObject *r = PyObject_CallMethodNoArgs(pend, s_popleft);
-        if (r == NULL) {
-            Py_DECREF(head);
-            goto fail;
-        }
-        Py_DECREF(r);
-        PyObject *frame = Py_NewRef(PyTuple_GET_ITEM(head, 2));
-        int pool = PyObject_IsTrue(PyTuple_GET_ITEM(head, 3));
-        Py_DECREF(head);
-        if (pool < 0) {
-            Py_DECREF(frame);
-            goto fail;
-        }
-        if (Py_TYPE(frame) == LazyT) {
-            PyObject *made = PyObject_CallMethodNoArgs(frame, s_make);
-            Py_DECREF(frame);
-            if (made == NULL)
-                goto fail;
-            frame = made;
-        }
         if (!PyBytes_CheckExact(frame)) { /* bytes-like (a bytearray, a view): its bytes, as join takes them */
             PyObject *b = PyBytes_FromObject(frame);
             Py_DECREF(frame);

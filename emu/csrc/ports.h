@@ -257,46 +257,13 @@ static int hand_over_into(PyObject *pend, PyObject *heap, PyObject *index, long 
     if (f_plain == NULL || f_pool == NULL)
         goto fail;
     for (;;) {
-        Py_ssize_t len = PySequence_Size(pend);
-        if (len < 0)
-            goto fail;
-        if (len == 0)
-            break;
-        PyObject *head = PySequence_GetItem(pend, 0);
-        if (head == NULL)
-            goto fail;
         long long arrival;
-        int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) == 4 && get_ll(PyTuple_GET_ITEM(head, 1), &arrival);
-        if (!ok) {
-            Py_DECREF(head);
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_TypeError, "emu._core.hand_over: a pending entry is not a 4-tuple");
+        PyObject *frame;
+        int pool, got = pop_due(pend, release, &arrival, &frame, &pool, "hand_over");
+        if (got < 0)
             goto fail;
-        }
-        if (arrival >= release) {
-            Py_DECREF(head);
+        if (got == 0)
             break;
-        }
-        PyObject *r = PyObject_CallMethodNoArgs(pend, s_popleft);
-        if (r == NULL) {
-            Py_DECREF(head);
-            goto fail;
-        }
-        Py_DECREF(r);
-        PyObject *frame = Py_NewRef(PyTuple_GET_ITEM(head, 2));
-        int pool = PyObject_IsTrue(PyTuple_GET_ITEM(head, 3));
-        Py_DECREF(head);
-        if (pool < 0) {
-            Py_DECREF(frame);
-            goto fail;
-        }
-        if (Py_TYPE(frame) == LazyT) { /* made from its sender's buffer now (emu.wire.lazy) */
-            PyObject *made = PyObject_CallMethodNoArgs(frame, s_make);
-            Py_DECREF(frame);
-            if (made == NULL)
-                goto fail;
-            frame = made;
-        }
         Py_ssize_t flen = PyObject_Length(frame);
         if (flen < 0) {
             Py_DECREF(frame);
