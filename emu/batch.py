@@ -59,6 +59,15 @@ _NACK, _LAST = int(LinkKind.NACK), int(LinkKind.DATA_POOL)
 PROCESS_DROPS = ("bad_tag", "truncated", "bad_magic", "foreign_cluster", "bad_link")
 """What the process's socket drops before any element is known (``Batch.drops``)."""
 
+def _count(inp, g: list, rn: int, rb: int, rts: int) -> None:
+    """``rn`` frames of ``rb`` bytes, the earliest stamped ``rts``, accepted on one link: onto its
+    input port's counters and its element's group (frames, earliest stamp) of the datagram."""
+    inp.rx_frames += rn
+    inp.rx_bytes += rb
+    g[0] += rn
+    if rts < g[1]:
+        g[1] = rts
+
 
 class Batch:
     """The socket of one process (a domain) and the datagrams its elements send in a window."""
@@ -257,11 +266,7 @@ class Batch:
             if kind != _NACK and kind <= _LAST:  # DATA, DATA_POOL
                 if link != cur or win != cwin:  # (a link's records come one after the other)
                     if rn:
-                        inp.rx_frames += rn
-                        inp.rx_bytes += rb
-                        g[0] += rn
-                        if rts < g[1]:
-                            g[1] = rts
+                        _count(inp, g, rn, rb, rts)
                         rn = rb = 0
                         rts = INF
                     cur = -1
@@ -303,11 +308,7 @@ class Batch:
                 break
             off = end
         if rn:
-            inp.rx_frames += rn
-            inp.rx_bytes += rb
-            g[0] += rn
-            if rts < g[1]:
-                g[1] = rts
+            _count(inp, g, rn, rb, rts)
         accepted = 0
         for el, (k, first_ts, win) in got.items():
             if k:
