@@ -9,6 +9,7 @@ bytes (``tests/test_native.py`` runs the pinned golden runs on both). Chosen aut
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from types import ModuleType
@@ -16,8 +17,23 @@ from types import ModuleType
 
 API = 2
 """The interface of ``emu/_core.c`` this code calls (its ``CORE_API``)."""
-FUNCTIONS = ("setup", "switch_setup", "enqueue", "forward", "hand_over", "transmit_local", "take", "records", "forget", "domain_setup",
-             "heappush", "heappop", "crc32", "counts")
+FUNCTIONS = ("setup", "switch_setup", "enqueue", "forward", "hand_over", "transmit_local", "take", "records",
+             "forget", "domain_setup", "heappush", "heappop", "crc32", "counts")
+log = logging.getLogger(__name__)
+
+
+def _refused(core: ModuleType) -> str | None:
+    """Why ``core`` must not be used, or None: built from other sources than these (its API number,
+    a function missing), or older than them (an editable checkout changed them since the build)."""
+    if getattr(core, "API", None) != API or any(not hasattr(core, f) for f in FUNCTIONS):
+        return f"{core.__file__} is not the one these sources expect (API {getattr(core, 'API', None)}, want {API})"
+    here = Path(__file__).parent
+    sources = [p for p in [here / "_core.c", *here.glob("csrc/*.h")] if p.exists()]  # (an editable install)
+    built = Path(core.__file__)
+    src = max(sources, key=lambda p: p.stat().st_mtime, default=None)
+    if src is not None and src.stat().st_mtime > built.stat().st_mtime:
+        return f"{built.name} is older than {src}"
+    return None
 
 
 def _load() -> ModuleType | None:
@@ -27,23 +43,9 @@ def _load() -> ModuleType | None:
         from . import _core
     except ImportError:
         return None
-    missing = [f for f in FUNCTIONS if not hasattr(_core, f)]
-    if getattr(_core, "API", None) != API or missing:  # built from other sources than these
-        import logging
-
-        logging.getLogger(__name__).warning("the compiled core %s is not the one these sources expect (API %s, "
-                                            "want %s): running pure Python (rebuild it: pip install -e .)",
-                                            _core.__file__, getattr(_core, "API", None), API)
-        return None
-    here = Path(__file__).parent
-    sources = [p for p in [here / "_core.c", *here.glob("csrc/*.h")] if p.exists()]  # (an editable install)
-    built = Path(_core.__file__)
-    src = max(sources, key=lambda p: p.stat().st_mtime, default=None)
-    if src is not None and src.stat().st_mtime > built.stat().st_mtime:  # a checkout changed it since the build
-        import logging
-
-        logging.getLogger(__name__).warning("the compiled core %s is older than %s: running pure Python "
-                                            "(rebuild it: pip install -e .)", built.name, src)
+    why = _refused(_core)
+    if why is not None:
+        log.warning("the compiled core %s: running pure Python (rebuild it: pip install -e .)", why)
         return None
     return _core
 
@@ -55,9 +57,7 @@ CORE: ModuleType | None = _load()
 def disable(why: str) -> None:
     """Run pure Python from now on (the core refused its setup: a layout it does not know)."""
     global CORE
-    import logging
-
-    logging.getLogger(__name__).warning("compiled core not used: %s", why)
+    log.warning("compiled core not used: %s", why)
     CORE = None
 
 
