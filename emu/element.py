@@ -804,18 +804,15 @@ class Element:
                     heap, index, link = peer.heap, inp.index, p.link
                     seq = link.seq
                     flags = CLEAN | NOFCS if p.defer_fcs else CLEAN
-                    if core is not None:
-                        n, nbytes, seq, arrival = core.hand_over(pend, heap, index, seq, flags, release, POOL)
-                    else:
-                        n = nbytes = 0
-                        while pend and pend[0][1] < release:
-                            _, arrival, frame, pool = pend.popleft()
-                            if frame.__class__ is LazyFrame:  # made from its sender's buffer now (emu.wire.lazy)
-                                frame = frame.make()
-                            push(heap, (arrival, index, seq, frame, flags | POOL if pool else flags))
-                            seq = (seq + 1) & 0xFFFFFFFF
-                            n += 1
-                            nbytes += len(frame)
+                    n = nbytes = 0  # (with the compiled core, transmit_local above took these ports)
+                    while pend and pend[0][1] < release:
+                        _, arrival, frame, pool = pend.popleft()
+                        if frame.__class__ is LazyFrame:  # made from its sender's buffer now (emu.wire.lazy)
+                            frame = frame.make()
+                        push(heap, (arrival, index, seq, frame, flags | POOL if pool else flags))
+                        seq = (seq + 1) & 0xFFFFFFFF
+                        n += 1
+                        nbytes += len(frame)
                     if flags & NOFCS:
                         nbytes += 4 * n
                     link.seq = inp.link.expected = seq
