@@ -1,0 +1,83 @@
+"""The input-queued router's figures under load, pinned: every router and port counter, the last
+delivery and the capture bytes of small loaded all-to-alls.
+
+The router's allocation is event-driven (only the heads whose state changed are looked at again);
+it must decide exactly what the scan of every waiting head decided before. The figures in
+``tests/golden/iq_figures.json`` were computed by that scanning code (main at a897d86, before the
+router was made event-driven) and must not move: each case's completion, frames, crossings, capture
+sha256, the sums over all routers of every router counter (``rounds``, ``va_grants``, ``sa_grants``,
+``sa_conflicts``, ``hol_waits``, ...), the sums over all ports of every port counter, and the sha256 of
+every element's whole stats (per element, per port, peaks included).
+
+Cases: a 4x4 mesh (round robin, one VC group) and a 4x4 torus (dateline VCs), each host sending 4 KiB
+to every other; a 3x3 mesh on the iSLIP allocator; a 32-node QsNet fat tree (four routers, adaptive
+routing, 32 VCs and a shared pool per input) at 2 KiB per pair. Regenerate only for a change meant to
+move them: ``EMU_GOLDEN_UPDATE=1 python -m pytest tests/test_iq_figures.py``.
+"""
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+import trio
+
+import emu
+from emu.topologies import build
+
+PINNED = Path(__file__).parent / "golden" / "iq_figures.json"
+LINK = "latency_ns=1000,bandwidth_gbps=10,switch_delay_ns=0,nic_delay_ns=0"
+CASES = {  # topology, settings, messages of 1 KiB per pair
+    "mesh": (f"mesh:k=4,n=2,{LINK}", {}, 4),
+    "mesh_islip": (f"mesh:k=3,n=2,{LINK}", {"switch": {"allocator": "islip", "iterations": 2}}, 4),
+    "torus": (f"torus:k=4,n=2,{LINK}", {}, 4),
+    "qsnet_adaptive": ("qsnet:nodes=32", {"switch": {"routing": "qsnet"}}, 2),
+}
+
+
+async def alltoall(host, hosts, messages):
+    me, n, data = hosts.index(host.name), len(hosts), bytes(1024)
+    for k in range(messages):
+        for s in range(1, n):
+            await host.send(hosts[(me + s) % n], data, tag=k)
+    for k in range(messages):
+        for s in range(1, n):
+            await host.recv(hosts[(me - s) % n], k)
+
+
+def _sums(rows: list[dict]) -> dict:
+    out: dict = {}
+    for r in rows:
+        for k, v in r.items():
+            if isinstance(v, int) and not isinstance(v, bool):
+                out[k] = out.get(k, 0) + v
+    return dict(sorted(out.items()))
+
+
+async def _run(name: str, tmp: Path) -> dict:
+    spec, extra, messages = CASES[name]
+    t = build(spec, settings={"host": {"send_overhead_ns": 0, "recv_overhead_ns": 0}, **extra})
+    cap = tmp / f"{name}.pcapng"
+    async with emu.Cluster(t, run=emu.RunConfig(direct=True, capture=True), capture=cap) as net:
+        hosts = net.hosts
+        await net.run({h: (alltoall, hosts, messages) for h in hosts})
+        m = net.metrics
+        stats = await net.stats()
+    routers = [s["router"] for s in stats if "router" in s]
+    assert len(routers) == len(t.switches)  # every switch is an input-queued router
+    return {"completion_ns": m.end_ns - m.start_ns, "frames": m.frames, "crossings": m.hop_count,
+            "capture_sha256": hashlib.sha256(cap.read_bytes()).hexdigest(),
+            "router_sums": _sums(routers), "port_sums": _sums([p for s in stats for p in s["ports"]]),
+            "stats_sha256": hashlib.sha256(json.dumps(stats, sort_keys=True).encode()).hexdigest()}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_loaded_input_queued_runs_give_the_pinned_figures(name, tmp_path):
+    got = trio.run(_run, name, tmp_path)
+    pinned = json.loads(PINNED.read_text()) if PINNED.exists() else {}
+    if os.environ.get("EMU_GOLDEN_UPDATE"):
+        pinned[name] = got
+        PINNED.write_text(json.dumps(pinned, indent=1, sort_keys=True) + "\n")
+    assert got["router_sums"]["sa_grants"] > 0 and got["router_sums"]["sa_conflicts"] > 0  # loaded: contention
+    assert got == pinned[name]
