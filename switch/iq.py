@@ -201,6 +201,7 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         """islip: per input, the VC served next among those toward the output it accepted."""
         self.out_ptr = ([0] * nports, [0] * nports)
         """Per priority class, per output: the input its switch arbiter serves next."""
+        self._setup_rounds()
 
     # -- time on the lines ------------------------------------------------------------------------
     def _ser_out(self, o: int, n: int) -> int:
@@ -239,6 +240,7 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
             if len(qv) == 1:
                 pkt.rc_at = (now if self.vct else tail) + self.rc
                 self._activate(port, v)
+                self._rc_push(pkt)
                 self._wake_at(pkt.rc_at)
             else:
                 self.iq_stats["hol_waits"] += 1
@@ -257,7 +259,7 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
             g = sel(pkt.port, out, g_in) if sel is not None else g_in
             n = self.mlen(out, frame)
             prio = 1 if out in self.prio_ports and len(frame) > PRIO_OFF and frame[PRIO_OFF] else 0
-            pkt.copies.append(Copy(pkt, out, frame, g, self._need(out, n), prio))
+            pkt.copies.append(Copy(pkt, out, frame, g, self._need(out, n), prio, n))
             self.wait_n[out] += 1
             self.wait_b[out] += n
         pkt.left = len(pkt.copies)
@@ -280,7 +282,7 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
     def _inject(self, out: int, frame, at: int) -> None:
         pkt = Packet(self.nports, 0, at, at, 0)
         n = self.mlen(out, frame)
-        pkt.copies.append(Copy(pkt, out, frame, 0, self._need(out, n)))
+        pkt.copies.append(Copy(pkt, out, frame, 0, self._need(out, n), 0, n))
         self.wait_n[out] += 1
         self.wait_b[out] += n
         pkt.left = 1
@@ -294,6 +296,7 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         if len(qv) == 1:
             pkt.rc_at = at
             self._activate(self.nports, 0)
+            self._rc_push(pkt)
         self._wake_at(max(qv[0].rc_at, at))  # (a head already waiting: not before now)
 
     def on_credit(self, port: int, vc: int, nbytes: int, now: int, pool: bool = False, frames: int = 0) -> None:

@@ -31,13 +31,14 @@ def cuttable(frame) -> bool:
 
 class SegmentCut:
     """Mixed into :class:`emu.switch.iq.InputQueuedEngine` (needs its ``line``, ``arriving``,
-    ``out_ready``, ``in_ready``, ``vc_free``, ``credits``, ``prio_ports``, ``_ser_out``)."""
+    ``out_ready``, ``in_ready``, ``vc_free``, ``credits``, ``prio_ports``, ``_ser_out``, and
+    ``_released`` told of every freeing time it moves)."""
 
     def _t0(self, c, now: int) -> int:
         """The earliest a granted copy's head could leave (its stages; its tail never before it came)."""
         t = now + self.sa + self.st
         if self.vct:
-            n = self.mlen(c.out, c.frame)
+            n = c.n
             t = max(t, c.pkt.tail - self._ser_out(c.out, n) + self._ser_out(c.out, min(self.fb, n)))
         return t
 
@@ -63,10 +64,13 @@ class SegmentCut:
         line[5].append((at, d))  # later segment boundaries move, earlier ones do not
         if self.out_ready[o] > at:
             self.out_ready[o] += d
+            self._released(self._OUT + o, self.out_ready[o])
         if self.in_ready[pkt.port] > at:
             self.in_ready[pkt.port] += d
+            self._released(pkt.port, self.in_ready[pkt.port])
         if self.credits[o] is not None and self.vc_free[o][c.ovc] > at:
             self.vc_free[o][c.ovc] += d
+            self._released(self._VCF + o * self.VMAX + c.ovc, self.vc_free[o][c.ovc])
         if pkt.left:
             pkt.exit += d
 

@@ -1,8 +1,20 @@
 """The input-queued router's allocation round (mixed into :class:`emu.switch.iq.InputQueuedEngine`;
 the rules are in that module's text): VC allocation, switch allocation, grants, and when the next
-round is."""
+round is.
+
+The round is event-driven: it looks only at the heads that may be allocated, kept as their state
+changes -- heads whose route computation is not over (a heap by ``rc_at``), copies waiting for a VC
+(per output; an output with no VC free for them is not looked at again until one frees), copies
+holding a VC (per input, the heads in VC order) -- and the next round's time is kept from a heap of
+the times inputs, outputs and VCs free. It decides exactly what a scan of every waiting head decides
+(``_allocate_vcs`` keeps that scan's form for the allocator's own tests): the same grants in the
+same order at the same times, round for round.
+"""
 
 from __future__ import annotations
+
+import bisect
+import heapq
 
 from .forward import VC_OFF
 from .iqcut import cuttable
@@ -14,7 +26,7 @@ INF = 1 << 62
 class Packet:
     """A frame in an input VC buffer."""
 
-    __slots__ = ("port", "vc", "head", "tail", "cost", "copies", "left", "exit", "rc_at", "vpart", "ppart")
+    __slots__ = ("port", "vc", "head", "tail", "cost", "copies", "left", "exit", "rc_at", "vpart", "ppart", "nsa")
 
     def __init__(self, port: int, vc: int, head: int, tail: int, cost: int) -> None:
         self.port, self.vc, self.head, self.tail, self.cost = port, vc, head, tail, cost
@@ -26,15 +38,19 @@ class Packet:
         """When its last granted copy's tail has left the buffer."""
         self.rc_at = INF
         """When route computation is over (set when it reaches the head of its VC)."""
+        self.nsa = 0
+        """Its copies holding a VC and not yet granted (it is in its input's ``_sa`` list while > 0)."""
 
 
 class Copy:
     """One frame the router sends because of a packet: its output, VC and progress."""
 
-    __slots__ = ("pkt", "out", "frame", "group", "ovc", "need", "sa_at", "granted", "prio")
+    __slots__ = ("pkt", "out", "frame", "group", "ovc", "need", "sa_at", "granted", "prio", "n")
 
-    def __init__(self, pkt: Packet, out: int, frame, group: int, need: int, prio: int = 0) -> None:
+    def __init__(self, pkt: Packet, out: int, frame, group: int, need: int, prio: int = 0, n: int = 0) -> None:
         self.pkt, self.out, self.frame, self.group, self.need = pkt, out, frame, group, need
+        self.n = n
+        """Its modelled length on its output's link (``mlen``)."""
         self.prio = prio
         """1: a high-priority frame (fabric header prio > 0, ``link.priority`` on its output): the
         allocators serve it before every priority-0 one."""
@@ -44,7 +60,77 @@ class Copy:
 
 
 class Rounds:
-    """The allocation round and its timing."""
+    """The allocation round and its timing (event-driven: see the module's text)."""
+
+    def _setup_rounds(self) -> None:
+        n = self.nports
+        self._V1 = self.spec.vcs + 1
+        self._N = (n + 1) * self._V1
+        """The VC allocator's rotation: (input, VC) as input * (vcs + 1) + VC, modulo N."""
+        self._rcq: list = []
+        """(rc_at, input * VMAX + VC, packet) of the heads whose route computation is not yet seen over."""
+        self._va: dict[int, list] = {}
+        """Per output: the copies waiting for a VC there (their heads' route computation over)."""
+        self._va_chk: dict[int, int] = {}
+        """Per output: no VC can be given there before this time (none free for its requests)."""
+        self._sa: list[list] = [[] for _ in range(n + 1)]
+        """Per input: (VC, head) of its heads with a copy holding a VC and not granted, in VC order."""
+        self._sa_in: list[int] = []
+        """The inputs whose ``_sa`` is not empty, in order."""
+        self._fresh: list = []
+        """Copies given a VC whose switch allocation stage may not be over (``sa_at`` in the future)."""
+        self._rel: list = []
+        """(time, slot) of every time an input (slot p), an output (``_OUT + o``) or a VC at an output
+        (``_VCF + o * VMAX + w``) frees, pushed as they are set; stale ones are dropped when seen."""
+        self._OUT = n + 1
+        self._VCF = 2 * n + 2
+
+    # -- the heads' state ---------------------------------------------------------------------------
+    def _rc_push(self, pkt: Packet) -> None:
+        """``pkt`` is at the head of its VC buffer now (its ``rc_at`` set)."""
+        heapq.heappush(self._rcq, (pkt.rc_at, pkt.port * self.VMAX + pkt.vc, pkt))
+
+    def _rc_done(self, now: int) -> None:
+        """Heads whose route computation is over by ``now``: their copies ask for a VC."""
+        q = self._rcq
+        va, chk = self._va, self._va_chk
+        while q and q[0][0] <= now:
+            pkt = heapq.heappop(q)[2]
+            for c in pkt.copies:
+                o = c.out
+                r = va.get(o)
+                if r is None:
+                    va[o] = [c]
+                else:
+                    r.append(c)
+                chk[o] = 0
+
+    def _to_sa(self, c: Copy, now: int) -> None:
+        """``c`` was given its VC at ``now``."""
+        pkt = c.pkt
+        pkt.nsa += 1
+        if pkt.nsa == 1:
+            p = pkt.port
+            lst = self._sa[p]
+            if not lst:
+                bisect.insort(self._sa_in, p)
+            lst.append((pkt.vc, pkt))
+            if len(lst) > 1 and lst[-2][0] > pkt.vc:
+                lst.sort(key=_first)
+        if c.sa_at > now:
+            self._fresh.append(c)
+
+    def _released(self, slot: int, t: int) -> None:
+        heapq.heappush(self._rel, (t, slot))
+
+    def _release_at(self, slot: int) -> int:
+        """The time now held by ``slot`` of ``_rel``."""
+        if slot < self._OUT:
+            return self.in_ready[slot]
+        if slot < self._VCF:
+            return self.out_ready[slot - self._OUT]
+        o, w = divmod(slot - self._VCF, self.VMAX)
+        return self.vc_free[o][w]
 
     # -- allocation -------------------------------------------------------------------------------
     def _heads(self):
@@ -56,15 +142,41 @@ class Rounds:
 
     def _round(self, now: int) -> list:
         self.iq_stats["rounds"] += 1
-        heads = list(self._heads())
-        if not heads:
+        if not self.active:
             return []
-        self._allocate_vcs(heads, now)
-        out = self._allocate_switch(heads, now)
+        self._rc_done(now)
+        if self._va:
+            self._va_round(now)
+        out = self._sa_round(now) if self._sa_in else []
         self._granted = bool(out)
         return out
 
+    def _va_round(self, now: int) -> None:
+        """VC allocation at the outputs with requests (each output's on its own: their order does not matter)."""
+        va, chk = self._va, self._va_chk
+        for o in list(va):
+            reqs = va[o]
+            if chk[o] > now:
+                continue  # no VC there has freed since its requests found none
+            if self._va_output(o, reqs, now):
+                left = [c for c in reqs if c.ovc < 0]
+                for c in reqs:
+                    if c.ovc >= 0:
+                        self._to_sa(c, now)
+                if not left:
+                    del va[o]
+                    continue
+                va[o] = left
+            hold, free_at = self.vc_hold[o], self.vc_free[o]
+            t = INF
+            for w, h in enumerate(hold):
+                if h is None and now < free_at[w] < t:
+                    t = free_at[w]
+            chk[o] = t
+
     def _allocate_vcs(self, heads, now: int) -> None:
+        """VC allocation over ``heads`` ((input, VC, head packet), as ``_heads`` gives them): the scan
+        form of the round's, for the allocator's tests."""
         by_out: dict[int, list] = {}
         for _p, _v, pkt in heads:
             if pkt.rc_at > now:
@@ -72,50 +184,78 @@ class Rounds:
             for c in pkt.copies:
                 if c.ovc < 0:
                     by_out.setdefault(c.out, []).append(c)
-        V = self.spec.vcs + 1
-        N = (self.nports + 1) * V
         for o in sorted(by_out):
-            reqs = by_out[o]
-            hold = self.vc_hold[o]
-            if hold is None:  # unbounded receiver (a host): no VCs to allocate
-                for c in reqs:
-                    c.ovc = c.group
-                    c.sa_at = now + self.va
-                continue
-            ptrs = self.va_ptr
-            reqs.sort(key=lambda c: (-c.prio, (c.pkt.port * V + c.pkt.vc - ptrs[c.prio][o]) % N))
-            free_at = self.vc_free[o]
+            self._va_output(o, by_out[o], now)
+
+    def _va_output(self, o: int, reqs: list, now: int) -> bool:
+        """Output ``o``'s VC allocator over its requests ``reqs`` (sorted in place); True when one was given."""
+        hold = self.vc_hold[o]
+        va_at = now + self.va
+        if hold is None:  # unbounded receiver (a host): no VCs to allocate
             for c in reqs:
-                w = next((w for w in self.allowed[o][c.group] if hold[w] is None and free_at[w] <= now
-                          and (not c.prio or self.oc.empty(o, w))), None)  # high priority: a VC no frame waits in
-                if w is None and c.prio:
-                    w = next((w for w in self.allowed[o][c.group] if hold[w] is None and free_at[w] <= now), None)
-                if w is None:
-                    continue
-                hold[w] = c
-                c.ovc = w
-                c.sa_at = now + self.va
-                n, b = self.wait_vc.get((o, w), (0, 0))
-                self.wait_vc[(o, w)] = (n + 1, b + self.mlen(o, c.frame))
-                ptrs[c.prio][o] = (c.pkt.port * V + c.pkt.vc + 1) % N
-                self.iq_stats["va_grants"] += 1
+                c.ovc = c.group
+                c.sa_at = va_at
+            return True
+        ptrs = self.va_ptr
+        V, N = self._V1, self._N
+        if len(reqs) > 1:
+            reqs.sort(key=lambda c: (-c.prio, (c.pkt.port * V + c.pkt.vc - ptrs[c.prio][o]) % N))
+        free_at = self.vc_free[o]
+        allowed = self.allowed[o]
+        given = False
+        for c in reqs:
+            w = -1
+            for x in allowed[c.group]:
+                if hold[x] is None and free_at[x] <= now:
+                    if not c.prio or self.oc.empty(o, x):  # high priority: a VC no frame waits in
+                        w = x
+                        break
+                    if w == -1:
+                        w = -2 - x  # the first free one, for a high-priority copy that finds none empty
+            if w < -1:
+                w = -2 - w
+            if w < 0:
+                continue
+            hold[w] = c
+            c.ovc = w
+            c.sa_at = va_at
+            n, b = self.wait_vc.get((o, w), (0, 0))
+            self.wait_vc[(o, w)] = (n + 1, b + c.n)
+            ptrs[c.prio][o] = (c.pkt.port * V + c.pkt.vc + 1) % N
+            self.iq_stats["va_grants"] += 1
+            given = True
+        return given
 
     def _ready(self, c: Copy, now: int) -> bool:
+        """May ``c`` (holding a VC, at a free input) be granted at ``now``?"""
         if c.granted or c.ovc < 0 or c.sa_at > now:
             return False
-        if self.out_ready[c.out] > now and (not c.prio or self._cut_at(c, self._t0(c, now)) is None):
+        o = c.out
+        if self.out_ready[o] > now and (not c.prio or self._cut_at(c, self._t0(c, now)) is None):
             return False
-        return self.credits[c.out] is None or self.oc.place(c.out, c.ovc, c.need) is not None
+        return self.credits[o] is None or self.oc.place(o, c.ovc, c.need) is not None
 
-    def _allocate_switch(self, heads, now: int) -> list:
+    def _sa_round(self, now: int) -> list:
         # requests: per input, its ready copies in VC order
         req: dict[int, list] = {}
-        for p, v, pkt in heads:
-            if self.in_ready[p] > now:
+        in_ready, out_ready, credits, oc = self.in_ready, self.out_ready, self.credits, self.oc
+        sa = self._sa
+        for p in self._sa_in:
+            if in_ready[p] > now:
                 continue
-            for c in pkt.copies:
-                if self._ready(c, now):
-                    req.setdefault(p, []).append((v, c))
+            rq = None
+            for v, pkt in sa[p]:
+                for c in pkt.copies:
+                    if c.granted or c.ovc < 0 or c.sa_at > now:
+                        continue
+                    o = c.out
+                    if out_ready[o] > now and (not c.prio or self._cut_at(c, self._t0(c, now)) is None):
+                        continue
+                    if credits[o] is not None and oc.place(o, c.ovc, c.need) is None:
+                        continue
+                    if rq is None:
+                        rq = req[p] = []
+                    rq.append((v, c))
         if not req:
             return []
         grants = self._islip(req) if self.islip else self._separable(req)
@@ -124,7 +264,7 @@ class Rounds:
     def _grant(self, c: Copy, now: int) -> tuple[int, bytes, int]:
         self.iq_stats["sa_grants"] += 1
         o, pkt = c.out, c.pkt
-        n = self.mlen(o, c.frame)
+        n = c.n
         self.wait_n[o] -= 1
         self.wait_b[o] -= n
         ser = self._ser_out(o, n)
@@ -137,8 +277,10 @@ class Rounds:
             self.iq_stats["cut_in"] = self.iq_stats.get("cut_in", 0) + 1
         else:
             self.out_ready[o] = busy
+            self._released(self._OUT + o, busy)
             self.line[o] = [depart, depart + ser, n, o in self.prio_ports and cuttable(c.frame), c, []]
         self.in_ready[pkt.port] = busy
+        self._released(pkt.port, busy)
         cr = self.credits[o]
         pool = False
         if cr is not None:
@@ -154,8 +296,17 @@ class Rounds:
                 del self.wait_vc[(o, c.ovc)]
             else:
                 self.wait_vc[(o, c.ovc)] = (k - 1, b - n)
-            self.vc_free[o][c.ovc] = depart + ser
+            t = self.vc_free[o][c.ovc] = depart + ser
+            self._released(self._VCF + o * self.VMAX + c.ovc, t)
+            if self._va_chk.get(o, 0) > t:
+                self._va_chk[o] = t  # its VC is free for the requests there then
         c.granted = True
+        pkt.nsa -= 1
+        if not pkt.nsa:
+            lst = self._sa[pkt.port]
+            lst.remove((pkt.vc, pkt))
+            if not lst:
+                self._sa_in.remove(pkt.port)
         frame = bytearray(c.frame)
         if cr is not None or self.sel is not None:
             frame[VC_OFF] = c.ovc
@@ -179,6 +330,7 @@ class Rounds:
             nxt = qv[0]
             base = nxt.head if self.vct or pkt.port == self.nports else nxt.tail
             nxt.rc_at = max(base, t_next) + (self.rc if pkt.port < self.nports else 0)
+            self._rc_push(nxt)
         else:
             self.active.remove(pkt.port * self.VMAX + pkt.vc)
 
@@ -186,51 +338,73 @@ class Rounds:
     def _retime(self, now: int) -> None:
         """After a round at ``now``: the next round is the earliest time a waiting copy's stage
         is over, or -- for a copy that lost a round, waits for a VC or for credit -- an input, an
-        output or a VC frees (a credit, a new frame or a link change wakes the router itself)."""
-        t = INF
-        waiting = False
-        for p, _v, pkt in self._heads():
-            rc = pkt.rc_at
-            for c in pkt.copies:
-                if c.granted:
+        output or a VC frees (a credit, a new frame or a link change wakes the router itself).
+
+        As the scan of every waiting copy found it: a head whose route computation is not over
+        counts its ``rc_at``; a copy holding a VC counts the latest of its ``sa_at``, its input's and
+        its output's freeing (or the packet on its output's line it may cut into) -- and since any
+        such time in the future is an input's or an output's freeing, which count anyway while a
+        copy waits, only copies whose ``sa_at`` is in the future are looked at one by one; a copy that
+        could have gone but lost a round with grants tries again one slot later."""
+        self._rc_done(now)
+        t = self._rcq[0][0] if self._rcq else INF
+        in_ready, out_ready = self.in_ready, self.out_ready
+        if self._fresh:
+            keep = []
+            for c in self._fresh:
+                if c.granted or c.sa_at <= now:
                     continue
-                waiting = True
-                if rc > now:
-                    cand = rc
-                elif c.ovc < 0:
-                    continue  # a VC of its group frees: below
-                else:
-                    cand = c.sa_at
-                    r = self.in_ready[p]
-                    if r > cand:
-                        cand = r
-                    r = self.out_ready[c.out]
-                    if r > cand:
-                        if c.prio and self._cut_at(c, cand) is not None:
-                            r = cand  # it may go into the packet on the line: at its round
-                        cand = r
-                    if cand <= now:  # lost the round (or no credit: a credit wakes it)
-                        if self._granted:  # the others' grants changed what it competes with: next slot
-                            if self.credits[c.out] is None or self.oc.place(c.out, c.ovc, c.need) is not None:
-                                cand = now + self.slot
-                        if cand <= now:
-                            continue
+                keep.append(c)
+                cand = c.sa_at
+                r = in_ready[c.pkt.port]
+                if r > cand:
+                    cand = r
+                r = out_ready[c.out]
+                if r > cand:
+                    if c.prio and self._cut_at(c, cand) is not None:
+                        r = cand  # it may go into the packet on the line: at its round
+                    cand = r
                 if cand < t:
                     t = cand
-        if waiting:
-            for r in self.in_ready:
-                if now < r < t:
+            self._fresh = keep
+        if self._granted and now + self.slot < t and self._lost(now):
+            t = now + self.slot  # the others' grants changed what it competes with: next slot
+        if self.active:
+            rel = self._rel
+            while rel:
+                r, slot = rel[0]
+                if r <= now or self._release_at(slot) != r:
+                    heapq.heappop(rel)
+                    continue
+                if r < t:
                     t = r
-            for r in self.out_ready:
-                if now < r < t:
-                    t = r
-            for fa in self.vc_free:
-                if fa is not None:
-                    for r in fa:
-                        if now < r < t:
-                            t = r
+                break
         self._next = t
         b = self._btimer
         if b is not None and b < t:
             t = b
         self.timer = None if t >= INF else t
+
+    def _lost(self, now: int) -> bool:
+        """Did a copy that could have gone at ``now`` (its stages over, its input and its output free
+        or its line cuttable) lose the round, with credit for it?"""
+        in_ready, out_ready, credits, oc = self.in_ready, self.out_ready, self.credits, self.oc
+        for p in self._sa_in:
+            r = in_ready[p]
+            if r > now:
+                continue
+            for _v, pkt in self._sa[p]:
+                for c in pkt.copies:
+                    if c.granted or c.ovc < 0 or c.sa_at > now:
+                        continue
+                    o = c.out
+                    if out_ready[o] > now:
+                        if not c.prio or self._cut_at(c, c.sa_at if c.sa_at > r else r) is None:
+                            continue
+                    if credits[o] is None or oc.place(o, c.ovc, c.need) is not None:
+                        return True
+        return False
+
+
+def _first(t):
+    return t[0]
