@@ -150,6 +150,7 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
     @ports.setter
     def ports(self, view) -> None:  # the element's port view, seen through this router's buffers
         self.__dict__["_view"] = None if view is None else IQView(view, self)
+        self.__dict__["_up"] = None if view is None else view.up
 
     def setup(self, nports: int, group_select) -> None:
         """Size the state for ``nports`` linked ports (port ``nports`` is the internal one)."""
@@ -215,14 +216,14 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         n = self.mlen(port, frame)  # its modelled length: time on the line, flits of the buffer
         fb = self.fb
         cost = -(-n // fb) * fb
-        V = self.spec.vcs
-        v = frame[VC_OFF] % V if len(frame) > VC_OFF else 0
+        v = frame[VC_OFF] % self.spec.vcs if len(frame) > VC_OFF else 0
         if self.uncharged:  # damaged on the wire: its header may name the wrong VC, POOL flag
             self.uncharged = False
             a = b = 0
         else:
             a, b = self.bufs.take(port, v, cost, in_pool(frame))
-        tail = now + self._ser_in(port, n) - self._ser_in(port, min(fb, n))
+        bps = self.in_bps[port]
+        tail = now + (-((-n * 8_000_000_000) // bps)) - (-((-min(fb, n) * 8_000_000_000) // bps))  # (_ser_in)
         results = super().receive(frame, port, now)
         pkt = Packet(port, v, now, tail, cost)
         pkt.vpart, pkt.ppart = a, b
@@ -259,7 +260,7 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
             g = sel(pkt.port, out, g_in) if sel is not None else g_in
             n = self.mlen(out, frame)
             prio = 1 if out in self.prio_ports and len(frame) > PRIO_OFF and frame[PRIO_OFF] else 0
-            pkt.copies.append(Copy(pkt, out, frame, g, self._need(out, n), prio, n))
+            pkt.copies.append(self._copy(pkt, out, frame, g, n, prio))
             self.wait_n[out] += 1
             self.wait_b[out] += n
         pkt.left = len(pkt.copies)
@@ -279,10 +280,17 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
                               "switch.vc_buffer_bytes or pool_bytes, or lower host.mtu_bytes")
         return need
 
+    def _copy(self, pkt: Packet, out: int, frame, group: int, n: int, prio: int) -> Copy:
+        """A copy of ``pkt`` of modelled length ``n`` for ``out``, with its times on that line."""
+        c = Copy(pkt, out, frame, group, self._need(out, n), prio, n)
+        c.ser = self._ser_out(out, n)
+        c.lag = c.ser - self._ser_out(out, min(self.fb, n))
+        return c
+
     def _inject(self, out: int, frame, at: int) -> None:
         pkt = Packet(self.nports, 0, at, at, 0)
         n = self.mlen(out, frame)
-        pkt.copies.append(Copy(pkt, out, frame, 0, self._need(out, n), 0, n))
+        pkt.copies.append(self._copy(pkt, out, frame, 0, n, 0))
         self.wait_n[out] += 1
         self.wait_b[out] += n
         pkt.left = 1

@@ -21,18 +21,46 @@ class Allocators:
         picked: dict[int, list] = {}
         for p in sorted(req):
             rq = req[p]
-            prio = max(c.prio for _v, c in rq)  # the highest class asking, served first
-            ptr = in_ptr[prio][p]
-            v, c = min((vc for vc in rq if vc[1].prio == prio), key=lambda vc: (vc[0] - ptr) % V)
-            picked.setdefault(c.out, []).append((p, v, c))
+            if len(rq) == 1:
+                v, c = rq[0]
+            else:
+                prio = 0  # the highest class asking, served first
+                for _v, c in rq:
+                    if c.prio > prio:
+                        prio = c.prio
+                ptr = in_ptr[prio][p]
+                best = V
+                for vc in rq:  # the first of the nearest after the pointer
+                    if vc[1].prio == prio:
+                        k = (vc[0] - ptr) % V
+                        if k < best:
+                            best, v, c = k, vc[0], vc[1]
+            po = picked.get(c.out)
+            if po is None:
+                picked[c.out] = [(p, v, c)]
+            else:
+                po.append((p, v, c))
         out = []
         nin = self.nports + 1
         for o in sorted(picked):
             po = picked[o]
-            prio = max(t[2].prio for t in po)
-            ptr = out_ptr[prio][o]
-            p, v, c = min((t for t in po if t[2].prio == prio), key=lambda t: (t[0] - ptr) % nin)
-            self.iq_stats["sa_conflicts"] += len(po) - 1
+            if len(po) == 1:
+                p, v, c = po[0]
+                prio = c.prio
+            else:
+                prio = 0
+                for t in po:
+                    if t[2].prio > prio:
+                        prio = t[2].prio
+                ptr = out_ptr[prio][o]
+                best = nin
+                for t in po:
+                    if t[2].prio == prio:
+                        k = (t[0] - ptr) % nin
+                        if k < best:
+                            best = k
+                            p, v, c = t
+                self.iq_stats["sa_conflicts"] += len(po) - 1
             out_ptr[prio][o] = (p + 1) % nin
             in_ptr[prio][p] = (v + 1) % V
             out.append(c)

@@ -38,8 +38,9 @@ class SegmentCut:
         """The earliest a granted copy's head could leave (its stages; its tail never before it came)."""
         t = now + self.sa + self.st
         if self.vct:
-            n = c.n
-            t = max(t, c.pkt.tail - self._ser_out(c.out, n) + self._ser_out(c.out, min(self.fb, n)))
+            h = c.pkt.tail - c.lag
+            if h > t:
+                t = h
         return t
 
     def _cut_at(self, c, t: int) -> int | None:

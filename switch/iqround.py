@@ -45,12 +45,14 @@ class Packet:
 class Copy:
     """One frame the router sends because of a packet: its output, VC and progress."""
 
-    __slots__ = ("pkt", "out", "frame", "group", "ovc", "need", "sa_at", "granted", "prio", "n")
+    __slots__ = ("pkt", "out", "frame", "group", "ovc", "need", "sa_at", "granted", "prio", "n", "ser", "lag")
 
     def __init__(self, pkt: Packet, out: int, frame, group: int, need: int, prio: int = 0, n: int = 0) -> None:
         self.pkt, self.out, self.frame, self.group, self.need = pkt, out, frame, group, need
         self.n = n
         """Its modelled length on its output's link (``mlen``)."""
+        self.ser = self.lag = 0
+        """Its time on its output's line; from its head's start to its tail's (``InputQueuedEngine._copy``)."""
         self.prio = prio
         """1: a high-priority frame (fabric header prio > 0, ``link.priority`` on its output): the
         allocators serve it before every priority-0 one."""
@@ -188,7 +190,10 @@ class Rounds:
             self._va_output(o, by_out[o], now)
 
     def _va_output(self, o: int, reqs: list, now: int) -> bool:
-        """Output ``o``'s VC allocator over its requests ``reqs`` (sorted in place); True when one was given."""
+        """Output ``o``'s VC allocator over its requests ``reqs`` (sorted in place when more than one
+        VC is free); True when one was given. In the order of priority class, then rotating from the
+        class's pointer over (input, VC) (the pointers as they were when the round began): each takes
+        the first free VC of its group -- a high-priority one a VC no frame waits in, if one is free."""
         hold = self.vc_hold[o]
         va_at = now + self.va
         if hold is None:  # unbounded receiver (a host): no VCs to allocate
@@ -196,12 +201,31 @@ class Rounds:
                 c.ovc = c.group
                 c.sa_at = va_at
             return True
+        free_at = self.vc_free[o]
+        nfree = 0
+        w1 = -1
+        for w, h in enumerate(hold):
+            if h is None and free_at[w] <= now:
+                nfree += 1
+                w1 = w
+        if not nfree:
+            return False
         ptrs = self.va_ptr
         V, N = self._V1, self._N
-        if len(reqs) > 1:
-            reqs.sort(key=lambda c: (-c.prio, (c.pkt.port * V + c.pkt.vc - ptrs[c.prio][o]) % N))
-        free_at = self.vc_free[o]
         allowed = self.allowed[o]
+        if nfree == 1 and len(reqs) > 1:  # the first in that order whose group may take it
+            p0, p1 = ptrs[0][o], ptrs[1][o]
+            best, bk = None, 2 * N
+            for c in reqs:
+                if w1 in allowed[c.group]:
+                    k = (c.pkt.port * V + c.pkt.vc - p1) % N if c.prio else N + (c.pkt.port * V + c.pkt.vc - p0) % N
+                    if k < bk:
+                        best, bk = c, k
+            if best is None:
+                return False
+            reqs = [best]
+        elif len(reqs) > 1:
+            reqs.sort(key=lambda c: (-c.prio, (c.pkt.port * V + c.pkt.vc - ptrs[c.prio][o]) % N))
         given = False
         for c in reqs:
             w = -1
@@ -224,6 +248,9 @@ class Rounds:
             ptrs[c.prio][o] = (c.pkt.port * V + c.pkt.vc + 1) % N
             self.iq_stats["va_grants"] += 1
             given = True
+            nfree -= 1
+            if not nfree:
+                break
         return given
 
     def _ready(self, c: Copy, now: int) -> bool:
@@ -262,54 +289,61 @@ class Rounds:
         return [self._grant(c, now) for c in grants]
 
     def _grant(self, c: Copy, now: int) -> tuple[int, bytes, int]:
-        self.iq_stats["sa_grants"] += 1
+        stats = self.iq_stats
+        stats["sa_grants"] += 1
         o, pkt = c.out, c.pkt
-        n = c.n
+        n, ser = c.n, c.ser
         self.wait_n[o] -= 1
         self.wait_b[o] -= n
-        ser = self._ser_out(o, n)
-        depart = self._t0(c, now)  # (the tail never leaves before it came)
-        busy = depart + ser - self.sa - self.st
+        depart = now + self.sa + self.st  # (_t0: the tail never leaves before it came)
+        if self.vct and pkt.tail - c.lag > depart:
+            depart = pkt.tail - c.lag
+        lead = ser - self.sa - self.st
+        rel = self._rel
         if self.out_ready[o] > now:  # high priority, into the packet on the line at its next boundary
             depart = self._cut_at(c, depart)
-            busy = depart + ser - self.sa - self.st
             self._hold_longer(self.line[o][4], ser, depart)
-            self.iq_stats["cut_in"] = self.iq_stats.get("cut_in", 0) + 1
+            stats["cut_in"] = stats.get("cut_in", 0) + 1
         else:
-            self.out_ready[o] = busy
-            self._released(self._OUT + o, busy)
+            self.out_ready[o] = depart + lead
+            heapq.heappush(rel, (depart + lead, self._OUT + o))
             self.line[o] = [depart, depart + ser, n, o in self.prio_ports and cuttable(c.frame), c, []]
-        self.in_ready[pkt.port] = busy
-        self._released(pkt.port, busy)
+        busy = depart + lead
+        p = pkt.port
+        self.in_ready[p] = busy
+        heapq.heappush(rel, (busy, p))
+        w = c.ovc
         cr = self.credits[o]
         pool = False
         if cr is not None:
-            pool = self.oc.place(o, c.ovc, c.need)
-            view = self.ports
-            if view is None or view.up(o, depart):  # (a frame the port drops takes no room downstream)
-                self.oc.debit(o, c.ovc, c.need, pool)
-                if self.oc.cap[o][1]:
-                    self.oc.frames[o][c.ovc] += 1
-            self.vc_hold[o][c.ovc] = None
-            k, b = self.wait_vc[(o, c.ovc)]
+            oc = self.oc
+            pool = oc.place(o, w, c.need)
+            up = self._up
+            if up is None or up(o, depart):  # (a frame the port drops takes no room downstream)
+                oc.debit(o, w, c.need, pool)
+                if oc.cap[o][1]:
+                    oc.frames[o][w] += 1
+            self.vc_hold[o][w] = None
+            key = (o, w)
+            k, b = self.wait_vc[key]
             if k == 1:
-                del self.wait_vc[(o, c.ovc)]
+                del self.wait_vc[key]
             else:
-                self.wait_vc[(o, c.ovc)] = (k - 1, b - n)
-            t = self.vc_free[o][c.ovc] = depart + ser
-            self._released(self._VCF + o * self.VMAX + c.ovc, t)
+                self.wait_vc[key] = (k - 1, b - n)
+            t = self.vc_free[o][w] = depart + ser
+            heapq.heappush(rel, (t, self._VCF + o * self.VMAX + w))
             if self._va_chk.get(o, 0) > t:
                 self._va_chk[o] = t  # its VC is free for the requests there then
         c.granted = True
         pkt.nsa -= 1
         if not pkt.nsa:
-            lst = self._sa[pkt.port]
+            lst = self._sa[p]
             lst.remove((pkt.vc, pkt))
             if not lst:
-                self._sa_in.remove(pkt.port)
+                self._sa_in.remove(p)
         frame = bytearray(c.frame)
         if cr is not None or self.sel is not None:
-            frame[VC_OFF] = c.ovc
+            frame[VC_OFF] = w
         if self.pool or pool:  # (the POOL flag is link-local: set or cleared for the next link)
             mark(frame, pool)
         pkt.left -= 1
