@@ -260,7 +260,9 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
             g = sel(pkt.port, out, g_in) if sel is not None else g_in
             n = self.mlen(out, frame)
             prio = 1 if out in self.prio_ports and len(frame) > PRIO_OFF and frame[PRIO_OFF] else 0
-            pkt.copies.append(self._copy(pkt, out, frame, g, n, prio))
+            c = self._copy(pkt, out, frame, g, n, prio)
+            c.rank = len(pkt.copies)
+            pkt.copies.append(c)
             self.wait_n[out] += 1
             self.wait_b[out] += n
         pkt.left = len(pkt.copies)

@@ -13,7 +13,6 @@ same order at the same times, round for round.
 
 from __future__ import annotations
 
-import bisect
 import heapq
 
 from .forward import VC_OFF
@@ -26,7 +25,7 @@ INF = 1 << 62
 class Packet:
     """A frame in an input VC buffer."""
 
-    __slots__ = ("port", "vc", "head", "tail", "cost", "copies", "left", "exit", "rc_at", "vpart", "ppart", "nsa")
+    __slots__ = ("port", "vc", "head", "tail", "cost", "copies", "left", "exit", "rc_at", "vpart", "ppart")
 
     def __init__(self, port: int, vc: int, head: int, tail: int, cost: int) -> None:
         self.port, self.vc, self.head, self.tail, self.cost = port, vc, head, tail, cost
@@ -38,20 +37,19 @@ class Packet:
         """When its last granted copy's tail has left the buffer."""
         self.rc_at = INF
         """When route computation is over (set when it reaches the head of its VC)."""
-        self.nsa = 0
-        """Its copies holding a VC and not yet granted (it is in its input's ``_sa`` list while > 0)."""
 
 
 class Copy:
     """One frame the router sends because of a packet: its output, VC and progress."""
 
-    __slots__ = ("pkt", "out", "frame", "group", "ovc", "need", "sa_at", "granted", "prio", "n", "ser", "lag")
+    __slots__ = ("pkt", "out", "frame", "group", "ovc", "need", "sa_at", "granted", "prio", "n", "ser", "lag", "rank")
 
     def __init__(self, pkt: Packet, out: int, frame, group: int, need: int, prio: int = 0, n: int = 0) -> None:
         self.pkt, self.out, self.frame, self.group, self.need = pkt, out, frame, group, need
         self.n = n
         """Its modelled length on its output's link (``mlen``)."""
-        self.ser = self.lag = 0
+        self.ser = self.lag = self.rank = 0
+        """rank: its place among its packet's copies."""
         """Its time on its output's line; from its head's start to its tail's (``InputQueuedEngine._copy``)."""
         self.prio = prio
         """1: a high-priority frame (fabric header prio > 0, ``link.priority`` on its output): the
@@ -75,10 +73,10 @@ class Rounds:
         """Per output: the copies waiting for a VC there (their heads' route computation over)."""
         self._va_chk: dict[int, int] = {}
         """Per output: no VC can be given there before this time (none free for its requests)."""
-        self._sa: list[list] = [[] for _ in range(n + 1)]
-        """Per input: (VC, head) of its heads with a copy holding a VC and not granted, in VC order."""
-        self._sa_in: list[int] = []
-        """The inputs whose ``_sa`` is not empty, in order."""
+        self._sa: dict[int, list] = {}
+        """Per output: the copies holding a VC there and not yet granted (none: no entry)."""
+        self._sa_prio: dict[int, int] = {}
+        """Per output: how many of those are high-priority (they may cut into a busy output's packet)."""
         self._fresh: list = []
         """Copies given a VC whose switch allocation stage may not be over (``sa_at`` in the future)."""
         self._rel: list = []
@@ -109,16 +107,14 @@ class Rounds:
 
     def _to_sa(self, c: Copy, now: int) -> None:
         """``c`` was given its VC at ``now``."""
-        pkt = c.pkt
-        pkt.nsa += 1
-        if pkt.nsa == 1:
-            p = pkt.port
-            lst = self._sa[p]
-            if not lst:
-                bisect.insort(self._sa_in, p)
-            lst.append((pkt.vc, pkt))
-            if len(lst) > 1 and lst[-2][0] > pkt.vc:
-                lst.sort(key=_first)
+        o = c.out
+        lst = self._sa.get(o)
+        if lst is None:
+            self._sa[o] = [c]
+        else:
+            lst.append(c)
+        if c.prio:
+            self._sa_prio[o] = self._sa_prio.get(o, 0) + 1
         if c.sa_at > now:
             self._fresh.append(c)
 
@@ -149,7 +145,7 @@ class Rounds:
         self._rc_done(now)
         if self._va:
             self._va_round(now)
-        out = self._sa_round(now) if self._sa_in else []
+        out = self._sa_round(now) if self._sa else []
         self._granted = bool(out)
         return out
 
@@ -263,28 +259,34 @@ class Rounds:
         return self.credits[o] is None or self.oc.place(o, c.ovc, c.need) is not None
 
     def _sa_round(self, now: int) -> list:
-        # requests: per input, its ready copies in VC order
+        """Switch allocation among the copies that may go at ``now``: per input, its ready copies in
+        VC order (then in their packet's order), as the scan of the heads finds them."""
         req: dict[int, list] = {}
         in_ready, out_ready, credits, oc = self.in_ready, self.out_ready, self.credits, self.oc
-        sa = self._sa
-        for p in self._sa_in:
-            if in_ready[p] > now:
-                continue
-            rq = None
-            for v, pkt in sa[p]:
-                for c in pkt.copies:
-                    if c.granted or c.ovc < 0 or c.sa_at > now:
-                        continue
-                    o = c.out
-                    if out_ready[o] > now and (not c.prio or self._cut_at(c, self._t0(c, now)) is None):
-                        continue
-                    if credits[o] is not None and oc.place(o, c.ovc, c.need) is None:
-                        continue
-                    if rq is None:
-                        rq = req[p] = []
-                    rq.append((v, c))
+        for o, lst in self._sa.items():
+            busy = out_ready[o] > now
+            if busy and not self._sa_prio.get(o):
+                continue  # (only a high-priority copy may go into the packet on its line)
+            cr = credits[o]
+            for c in lst:
+                p = c.pkt.port
+                if in_ready[p] > now or c.sa_at > now:
+                    continue
+                if busy and (not c.prio or self._cut_at(c, self._t0(c, now)) is None):
+                    continue
+                if cr is not None and oc.place(o, c.ovc, c.need) is None:
+                    continue
+                rq = req.get(p)
+                if rq is None:
+                    req[p] = [c]
+                else:
+                    rq.append(c)
         if not req:
             return []
+        for p, rq in req.items():
+            if len(rq) > 1:
+                rq.sort(key=_vc_rank)
+            req[p] = [(c.pkt.vc, c) for c in rq]
         grants = self._islip(req) if self.islip else self._separable(req)
         return [self._grant(c, now) for c in grants]
 
@@ -335,12 +337,13 @@ class Rounds:
             if self._va_chk.get(o, 0) > t:
                 self._va_chk[o] = t  # its VC is free for the requests there then
         c.granted = True
-        pkt.nsa -= 1
-        if not pkt.nsa:
-            lst = self._sa[p]
-            lst.remove((pkt.vc, pkt))
-            if not lst:
-                self._sa_in.remove(p)
+        lst = self._sa[o]
+        if len(lst) == 1:
+            del self._sa[o]
+        else:
+            lst.remove(c)
+        if c.prio:
+            self._sa_prio[o] -= 1
         frame = bytearray(c.frame)
         if cr is not None or self.sel is not None:
             frame[VC_OFF] = w
@@ -423,22 +426,22 @@ class Rounds:
         """Did a copy that could have gone at ``now`` (its stages over, its input and its output free
         or its line cuttable) lose the round, with credit for it?"""
         in_ready, out_ready, credits, oc = self.in_ready, self.out_ready, self.credits, self.oc
-        for p in self._sa_in:
-            r = in_ready[p]
-            if r > now:
+        for o, lst in self._sa.items():
+            busy = out_ready[o] > now
+            if busy and not self._sa_prio.get(o):
                 continue
-            for _v, pkt in self._sa[p]:
-                for c in pkt.copies:
-                    if c.granted or c.ovc < 0 or c.sa_at > now:
-                        continue
-                    o = c.out
-                    if out_ready[o] > now:
-                        if not c.prio or self._cut_at(c, c.sa_at if c.sa_at > r else r) is None:
-                            continue
-                    if credits[o] is None or oc.place(o, c.ovc, c.need) is not None:
-                        return True
+            for c in lst:
+                if c.sa_at > now:
+                    continue
+                r = in_ready[c.pkt.port]
+                if r > now:
+                    continue
+                if busy and (not c.prio or self._cut_at(c, c.sa_at if c.sa_at > r else r) is None):
+                    continue
+                if credits[o] is None or oc.place(o, c.ovc, c.need) is not None:
+                    return True
         return False
 
 
-def _first(t):
-    return t[0]
+def _vc_rank(c: Copy) -> tuple[int, int]:
+    return c.pkt.vc, c.rank
