@@ -203,6 +203,7 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         self.out_ptr = ([0] * nports, [0] * nports)
         """Per priority class, per output: the input its switch arbiter serves next."""
         self._setup_rounds()
+        self._lines: dict[int, tuple[int, int, int]] = {}
 
     # -- time on the lines ------------------------------------------------------------------------
     def _ser_out(self, o: int, n: int) -> int:
@@ -284,9 +285,13 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
 
     def _copy(self, pkt: Packet, out: int, frame, group: int, n: int, prio: int) -> Copy:
         """A copy of ``pkt`` of modelled length ``n`` for ``out``, with its times on that line."""
-        c = Copy(pkt, out, frame, group, self._need(out, n), prio, n)
-        c.ser = self._ser_out(out, n)
-        c.lag = c.ser - self._ser_out(out, min(self.fb, n))
+        key = out << 32 | n
+        t = self._lines.get(key)
+        if t is None:  # (need, time on the line, from its head's start to its tail's), per output and length
+            ser = self._ser_out(out, n)
+            t = self._lines[key] = (self._need(out, n), ser, ser - self._ser_out(out, min(self.fb, n)))
+        c = Copy(pkt, out, frame, group, t[0], prio, n)
+        c.ser, c.lag = t[1], t[2]
         return c
 
     def _inject(self, out: int, frame, at: int) -> None:

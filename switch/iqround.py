@@ -142,7 +142,8 @@ class Rounds:
         self.iq_stats["rounds"] += 1
         if not self.active:
             return []
-        self._rc_done(now)
+        if self._rcq and self._rcq[0][0] <= now:
+            self._rc_done(now)
         if self._va:
             self._va_round(now)
         out = self._sa_round(now) if self._sa else []
@@ -200,8 +201,8 @@ class Rounds:
         free_at = self.vc_free[o]
         nfree = 0
         w1 = -1
-        for w, h in enumerate(hold):
-            if h is None and free_at[w] <= now:
+        for w in range(len(hold)):
+            if hold[w] is None and free_at[w] <= now:
                 nfree += 1
                 w1 = w
         if not nfree:
@@ -383,7 +384,8 @@ class Rounds:
         such time in the future is an input's or an output's freeing, which count anyway while a
         copy waits, only copies whose ``sa_at`` is in the future are looked at one by one; a copy that
         could have gone but lost a round with grants tries again one slot later."""
-        self._rc_done(now)
+        if self._rcq and self._rcq[0][0] <= now:
+            self._rc_done(now)
         t = self._rcq[0][0] if self._rcq else INF
         in_ready, out_ready = self.in_ready, self.out_ready
         if self._fresh:
