@@ -71,7 +71,7 @@ class SegmentCut:
             self._released(pkt.port, self.in_ready[pkt.port])
         if self.credits[o] is not None and self.vc_free[o][c.ovc] > at:
             self.vc_free[o][c.ovc] += d
-            self._released(self._VCF + o * self.VMAX + c.ovc, self.vc_free[o][c.ovc])
+            self._released(self._VCF + o * self._VS + c.ovc, self.vc_free[o][c.ovc])
         if pkt.left:
             pkt.exit += d
 

@@ -5,8 +5,8 @@ round is.
 The round is event-driven: it looks only at the heads that may be allocated, kept as their state
 changes -- heads whose route computation is not over (a heap by ``rc_at``), copies waiting for a VC
 (per output; an output with no VC free for them is not looked at again until one frees), copies
-holding a VC (per input, the heads in VC order) -- and the next round's time is kept from a heap of
-the times inputs, outputs and VCs free. It decides exactly what a scan of every waiting head decides
+holding a VC (per output; a busy output's are passed over at once unless one is high priority) --
+and the next round's time is kept from a heap of the times inputs, outputs and VCs free. It decides exactly what a scan of every waiting head decides
 (``_allocate_vcs`` keeps that scan's form for the allocator's own tests): the same grants in the
 same order at the same times, round for round.
 """
@@ -48,9 +48,10 @@ class Copy:
         self.pkt, self.out, self.frame, self.group, self.need = pkt, out, frame, group, need
         self.n = n
         """Its modelled length on its output's link (``mlen``)."""
-        self.ser = self.lag = self.rank = 0
-        """rank: its place among its packet's copies."""
+        self.ser = self.lag = 0
         """Its time on its output's line; from its head's start to its tail's (``InputQueuedEngine._copy``)."""
+        self.rank = 0
+        """Its place among its packet's copies."""
         self.prio = prio
         """1: a high-priority frame (fabric header prio > 0, ``link.priority`` on its output): the
         allocators serve it before every priority-0 one."""
@@ -67,8 +68,10 @@ class Rounds:
         self._V1 = self.spec.vcs + 1
         self._N = (n + 1) * self._V1
         """The VC allocator's rotation: (input, VC) as input * (vcs + 1) + VC, modulo N."""
-        self._rcq: list = []
-        """(rc_at, input * VMAX + VC, packet) of the heads whose route computation is not yet seen over."""
+        self._RK = (n + 1) * self.VMAX
+        self._rcq: list[int] = []
+        """rc_at * _RK + input * VMAX + VC of the heads whose route computation is not yet seen over (ints:
+        no garbage for the collector)."""
         self._va: dict[int, list] = {}
         """Per output: the copies waiting for a VC there (their heads' route computation over)."""
         self._va_chk: dict[int, int] = {}
@@ -79,23 +82,29 @@ class Rounds:
         """Per output: how many of those are high-priority (they may cut into a busy output's packet)."""
         self._fresh: list = []
         """Copies given a VC whose switch allocation stage may not be over (``sa_at`` in the future)."""
-        self._rel: list = []
-        """(time, slot) of every time an input (slot p), an output (``_OUT + o``) or a VC at an output
-        (``_VCF + o * VMAX + w``) frees, pushed as they are set; stale ones are dropped when seen."""
         self._OUT = n + 1
         self._VCF = 2 * n + 2
+        self._VS = max((len(f) for f in self.vc_free if f is not None), default=0) + 1
+        """(more than the VCs of any receiver: they need not be this router's)"""
+        self._RS = self._VCF + n * self._VS
+        self._rel: list[int] = []
+        """time * _RS + slot of every time an input (slot p), an output (``_OUT + o``) or a VC at an output
+        (``_VCF + o * _VS + w``) frees, pushed as they are set; stale ones are dropped when seen."""
 
     # -- the heads' state ---------------------------------------------------------------------------
     def _rc_push(self, pkt: Packet) -> None:
         """``pkt`` is at the head of its VC buffer now (its ``rc_at`` set)."""
-        heapq.heappush(self._rcq, (pkt.rc_at, pkt.port * self.VMAX + pkt.vc, pkt))
+        heapq.heappush(self._rcq, pkt.rc_at * self._RK + pkt.port * self.VMAX + pkt.vc)
 
     def _rc_done(self, now: int) -> None:
         """Heads whose route computation is over by ``now``: their copies ask for a VC."""
         q = self._rcq
         va, chk = self._va, self._va_chk
-        while q and q[0][0] <= now:
-            pkt = heapq.heappop(q)[2]
+        K, vm, bufs = self._RK, self.VMAX, self.q
+        due = (now + 1) * K
+        while q and q[0] < due:
+            p, v = divmod(heapq.heappop(q) % K, vm)
+            pkt = bufs[p][v][0]
             for c in pkt.copies:
                 o = c.out
                 r = va.get(o)
@@ -119,7 +128,7 @@ class Rounds:
             self._fresh.append(c)
 
     def _released(self, slot: int, t: int) -> None:
-        heapq.heappush(self._rel, (t, slot))
+        heapq.heappush(self._rel, t * self._RS + slot)
 
     def _release_at(self, slot: int) -> int:
         """The time now held by ``slot`` of ``_rel``."""
@@ -127,7 +136,7 @@ class Rounds:
             return self.in_ready[slot]
         if slot < self._VCF:
             return self.out_ready[slot - self._OUT]
-        o, w = divmod(slot - self._VCF, self.VMAX)
+        o, w = divmod(slot - self._VCF, self._VS)
         return self.vc_free[o][w]
 
     # -- allocation -------------------------------------------------------------------------------
@@ -142,7 +151,7 @@ class Rounds:
         self.iq_stats["rounds"] += 1
         if not self.active:
             return []
-        if self._rcq and self._rcq[0][0] <= now:
+        if self._rcq and self._rcq[0] < (now + 1) * self._RK:
             self._rc_done(now)
         if self._va:
             self._va_round(now)
@@ -309,12 +318,12 @@ class Rounds:
             stats["cut_in"] = stats.get("cut_in", 0) + 1
         else:
             self.out_ready[o] = depart + lead
-            heapq.heappush(rel, (depart + lead, self._OUT + o))
+            heapq.heappush(rel, (depart + lead) * self._RS + self._OUT + o)
             self.line[o] = [depart, depart + ser, n, o in self.prio_ports and cuttable(c.frame), c, []]
         busy = depart + lead
         p = pkt.port
         self.in_ready[p] = busy
-        heapq.heappush(rel, (busy, p))
+        heapq.heappush(rel, busy * self._RS + p)
         w = c.ovc
         cr = self.credits[o]
         pool = False
@@ -334,7 +343,7 @@ class Rounds:
             else:
                 self.wait_vc[key] = (k - 1, b - n)
             t = self.vc_free[o][w] = depart + ser
-            heapq.heappush(rel, (t, self._VCF + o * self.VMAX + w))
+            heapq.heappush(rel, t * self._RS + self._VCF + o * self._VS + w)
             if self._va_chk.get(o, 0) > t:
                 self._va_chk[o] = t  # its VC is free for the requests there then
         c.granted = True
@@ -384,9 +393,9 @@ class Rounds:
         such time in the future is an input's or an output's freeing, which count anyway while a
         copy waits, only copies whose ``sa_at`` is in the future are looked at one by one; a copy that
         could have gone but lost a round with grants tries again one slot later."""
-        if self._rcq and self._rcq[0][0] <= now:
+        if self._rcq and self._rcq[0] < (now + 1) * self._RK:
             self._rc_done(now)
-        t = self._rcq[0][0] if self._rcq else INF
+        t = self._rcq[0] // self._RK if self._rcq else INF
         in_ready, out_ready = self.in_ready, self.out_ready
         if self._fresh:
             keep = []
@@ -409,9 +418,9 @@ class Rounds:
         if self._granted and now + self.slot < t and self._lost(now):
             t = now + self.slot  # the others' grants changed what it competes with: next slot
         if self.active:
-            rel = self._rel
+            rel, RS = self._rel, self._RS
             while rel:
-                r, slot = rel[0]
+                r, slot = divmod(rel[0], RS)
                 if r <= now or self._release_at(slot) != r:
                     heapq.heappop(rel)
                     continue
