@@ -11,7 +11,8 @@ every element's whole stats (per element, per port, peaks included).
 
 Cases: a 4x4 mesh (round robin, one VC group) and a 4x4 torus (dateline VCs), each host sending 4 KiB
 to every other; a 3x3 mesh on the iSLIP allocator; a 32-node QsNet fat tree (four routers, adaptive
-routing, 32 VCs and a shared pool per input) at 2 KiB per pair. Regenerate only for a change meant to
+routing, 32 VCs and a shared pool per input) at 2 KiB per pair; a chain of three routers of 2, 9 and
+3 VCs (a router's receiver may have more VCs than it has), 6 KiB per pair. Regenerate only for a change meant to
 move them: ``EMU_GOLDEN_UPDATE=1 python -m pytest tests/test_iq_figures.py``.
 """
 
@@ -24,7 +25,9 @@ import pytest
 import trio
 
 import emu
+from emu.config import LinkSpec, SwitchSpec
 from emu.topologies import build
+from emu.topologies.base import Topology
 
 PINNED = Path(__file__).parent / "golden" / "iq_figures.json"
 LINK = "latency_ns=1000,bandwidth_gbps=10,switch_delay_ns=0,nic_delay_ns=0"
@@ -33,7 +36,26 @@ CASES = {  # topology, settings, messages of 1 KiB per pair
     "mesh_islip": (f"mesh:k=3,n=2,{LINK}", {"switch": {"allocator": "islip", "iterations": 2}}, 4),
     "torus": (f"torus:k=4,n=2,{LINK}", {}, 4),
     "qsnet_adaptive": ("qsnet:nodes=32", {"switch": {"routing": "qsnet"}}, 2),
+    "mixed_vcs": (None, {}, 6),
 }
+
+
+def mixed_vcs() -> Topology:
+    """h0, h1 - s0 (2 VCs) - s1 (9 VCs) - s2 (3 VCs) - h2, h3."""
+    def sw(vcs):
+        return SwitchSpec(model="input_queued", vcs=vcs, route_ns=7, vc_alloc_ns=5, sw_alloc_ns=3, traversal_ns=2,
+                          cut_through=True)
+    t = Topology("mixed_vcs")
+    for h in range(4):
+        t.add_host(f"h{h}")
+    for name, vcs in (("s0", 2), ("s1", 9), ("s2", 3)):
+        t.add_switch(name, sw(vcs))
+    link = LinkSpec(latency_ns=10, bandwidth_bps=8_000_000_000)
+    for a, b, ap, bp in (("h0", "s0", 0, 0), ("h1", "s0", 0, 1), ("s0", "s1", 2, 0), ("s1", "s2", 1, 0),
+                         ("h2", "s2", 0, 1), ("h3", "s2", 0, 2)):
+        t.add_link(a, b, link, a_port=ap, b_port=bp)
+    t.routes = {"s0": [0, 1, 2, 2], "s1": [0, 0, 1, 1], "s2": [0, 0, 1, 2]}
+    return t
 
 
 async def alltoall(host, hosts, messages):
@@ -57,7 +79,7 @@ def _sums(rows: list[dict]) -> dict:
 
 async def _run(name: str, tmp: Path) -> dict:
     spec, extra, messages = CASES[name]
-    t = build(spec, settings={"host": {"send_overhead_ns": 0, "recv_overhead_ns": 0}, **extra})
+    t = build(spec, settings={"host": {"send_overhead_ns": 0, "recv_overhead_ns": 0}, **extra}) if spec else mixed_vcs()
     cap = tmp / f"{name}.pcapng"
     async with emu.Cluster(t, run=emu.RunConfig(direct=True, capture=True), capture=cap) as net:
         hosts = net.hosts
