@@ -784,8 +784,9 @@ class Element:
         push = heapq.heappush
         batch = self.batch
         core = native.CORE
-        if core is not None and cap is None:  # the ports to this process's elements in the compiled core
-            first_arrival, ports = core.transmit_local(self.busy, release, window, domain)
+        if core is not None and cap is None:  # the ports to this process's elements (and to its socket) in the core
+            first_arrival, ports = core.transmit_local(self.busy, release, window, domain,
+                                                       None if self._drop_rate else batch, self.stats)
         else:
             ports = self.busy
         for p in ports:

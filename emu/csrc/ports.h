@@ -421,19 +421,147 @@ static PyObject *domain_setup(PyObject *self, PyObject *cls)
     Py_RETURN_NONE;
 }
 
-/* Element._transmit's first part: every busy port whose peer is in this process and that has
- * neither link control, an emulated fault nor a capture (the caller checks the capture) hands the
- * frames due before ``release`` straight into the peer's heap; a port left empty leaves ``busy``.
- * Returns (earliest arrival handed over or INF, the other busy ports for Python, in their order). */
+/* Domain.frames_sent(peer_domain, n, peer) -- inline for the Domain class, its bookkeeping exactly:
+ * sent_to[peer_domain] += n; a peer of this domain goes into _local_rx. Any other class: its method. */
+static PyObject *s_local_rx, *s_by_name, *s_holding, *s_pending, *s_send, *s_datagrams_sent;
+
+static int frames_sent(PyObject *domain, PyObject *peer_domain, long n, PyObject *peer)
+{
+    if (DomainT == NULL || Py_TYPE(domain) != DomainT) {
+        PyObject *r = PyObject_CallMethod(domain, "frames_sent", "OlO", peer_domain, n, peer);
+        Py_XDECREF(r);
+        return r == NULL ? -1 : 0;
+    }
+    if (add_attr_item(domain, s_sent_to, peer_domain, n, 1) < 0)
+        return -1;
+    PyObject *index = PyObject_GetAttr(domain, s_index);
+    int same = index == NULL ? -1 : PyObject_RichCompareBool(peer_domain, index, Py_EQ);
+    Py_XDECREF(index);
+    if (same <= 0)
+        return same;
+    int rc = -1;
+    PyObject *rx = PyObject_GetAttr(domain, s_local_rx), *by_name = NULL, *el = NULL;
+    if (rx == NULL || (by_name = PyObject_GetAttr(domain, s_by_name)) == NULL ||
+        (el = PyObject_GetItem(by_name, peer)) == NULL)
+        goto done;
+    rc = PyObject_SetItem(rx, el, Py_None);
+done:
+    Py_XDECREF(rx);
+    Py_XDECREF(by_name);
+    Py_XDECREF(el);
+    return rc;
+}
+
+/* Batch.send(dgram, addr) while a window runs: the group joins its destination's parts when it fits
+ * (Python's test); anything else -- not holding, a datagram full -- Batch.send itself. */
+static int batch_send(PyObject *batch, PyObject *dg, PyObject *addr)
+{
+    PyObject *holding = PyObject_GetAttr(batch, s_holding), *pending = NULL;
+    if (holding == NULL)
+        return -1;
+    int rc = -1;
+    if (holding == Py_True && (pending = PyObject_GetAttr(batch, s_pending)) != NULL && PyDict_CheckExact(pending)) {
+        Py_ssize_t len = PyBytes_GET_SIZE(dg);
+        PyObject *q = PyDict_GetItemWithError(pending, addr);
+        if (q == NULL) {
+            if (PyErr_Occurred())
+                goto done;
+            PyObject *nq = Py_BuildValue("[[O]n]", dg, len);
+            if (nq == NULL)
+                goto done;
+            rc = PyDict_SetItem(pending, addr, nq);
+            Py_DECREF(nq);
+            goto done;
+        }
+        long long size;
+        if (PyList_CheckExact(q) && PyList_GET_SIZE(q) == 2 && PyList_CheckExact(PyList_GET_ITEM(q, 0)) &&
+            get_ll(PyList_GET_ITEM(q, 1), &size) && size + len <= C_MAX_DATAGRAM) {
+            PyObject *nsize = PyLong_FromLongLong(size + len);
+            if (nsize == NULL || PyList_Append(PyList_GET_ITEM(q, 0), dg) < 0) {
+                Py_XDECREF(nsize);
+                goto done;
+            }
+            rc = PyList_SetItem(q, 1, nsize);
+            goto done;
+        }
+        if (PyErr_Occurred())
+            goto done;
+    } else if (PyErr_Occurred())
+        goto done;
+    PyObject *r = PyObject_CallMethodObjArgs(batch, s_send, dg, addr, NULL);
+    Py_XDECREF(r);
+    rc = r == NULL ? -1 : 0;
+done:
+    Py_DECREF(holding);
+    Py_XDECREF(pending);
+    return rc;
+}
+
+/* the batch branch of Element._transmit for one port: its frames due before ``release`` become
+ * records (take), their groups go to the process's batch, the domain and the counters are told */
+static int transmit_batch(PyObject *p, PyObject *pend, long long release, long long window, PyObject *domain,
+                          PyObject *batch, PyObject *stats)
+{
+    PyObject *out = NULL, *addr = SLOT(p, o_peer_addr), *pdom = SLOT(p, o_peer_domain), *peer = SLOT(p, o_peer);
+    long n;
+    long long nbytes, last, lat;
+    if (addr == NULL || pdom == NULL || peer == NULL || !get_ll(SLOT(p, o_latency), &lat)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a port without its peer");
+        return -1;
+    }
+    Py_INCREF(addr);
+    Py_INCREF(pdom);
+    Py_INCREF(peer);
+    int rc = -1;
+    if (take_into(SLOT(p, o_link), pend, release, window, &out, &n, &nbytes, &last) < 0)
+        goto done;
+    PyObject *c = PyDict_CheckExact(stats) ? PyDict_GetItemWithError(stats, s_datagrams_sent) : NULL;
+    long long v;
+    if (c == NULL || !get_ll(c, &v)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: stats['datagrams_sent'] is not a count");
+        goto done;
+    }
+    PyObject *nv = PyLong_FromLongLong(v + PyList_GET_SIZE(out));
+    if (nv == NULL || PyDict_SetItem(stats, s_datagrams_sent, nv) < 0) {
+        Py_XDECREF(nv);
+        goto done;
+    }
+    Py_DECREF(nv);
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(out); k++)
+        if (batch_send(batch, PyList_GET_ITEM(out, k), addr) < 0)
+            goto done;
+    if (frames_sent(domain, pdom, n, peer) < 0 || set_ll(p, o_sent_done, last - lat) < 0 ||
+        add_ll(p, o_tx_frames, n) < 0 || add_ll(p, o_tx_bytes, nbytes) < 0)
+        goto done;
+    n_batched += n;
+    rc = 0;
+done:
+    Py_XDECREF(out);
+    Py_DECREF(addr);
+    Py_DECREF(pdom);
+    Py_DECREF(peer);
+    return rc;
+}
+
+/* Element._transmit's first part: every busy port with neither link control nor an emulated fault
+ * (the caller checks the capture) whose peer is in this process hands the frames due before
+ * ``release`` straight into the peer's heap; given the process's ``batch`` (None: no socket path
+ * here), a port whose peer is elsewhere turns them into records for it -- up to the first such port
+ * left to Python, so that the groups reach the batch in Python's order. A port left empty leaves
+ * ``busy``. Returns (earliest arrival handed over or taken, or INF; the other busy ports for Python,
+ * in their order). */
 static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "transmit_local(busy, release, window, domain)");
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "transmit_local(busy, release, window, domain, batch, stats)");
         return NULL;
     }
-    PyObject *busy = args[0], *window = args[2], *domain = args[3];
-    long long release, clean = C_CLEAN, nofcs = C_NOFCS, first = (long long)1 << 62;
-    if (!ready || !PyDict_CheckExact(busy) || !get_ll(args[1], &release)) {
+    PyObject *busy = args[0], *window = args[2], *domain = args[3], *batch = args[4], *stats = args[5];
+    long long release, win, clean = C_CLEAN, nofcs = C_NOFCS, first = (long long)1 << 62;
+    int to_python = batch == Py_None; /* a remote port went to Python: so do the ones after it */
+    if (!ready || !PyDict_CheckExact(busy) || !get_ll(args[1], &release) || !get_ll(window, &win)) {
         PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: bad arguments");
         return NULL;
     }
@@ -445,34 +573,52 @@ static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_
     for (Py_ssize_t kp = 0; kp < PyList_GET_SIZE(ports); kp++, drop(&held)) {
         PyObject *p = PyList_GET_ITEM(ports, kp), *local, *ctl, *pend;
         Py_ssize_t nctl;
-        if (Py_TYPE(p) != OutPortT || (local = SLOT(p, o_local)) == NULL || local == Py_None ||
-            !PyTuple_CheckExact(local) || PyTuple_GET_SIZE(local) != 2 || SLOT(p, o_fault_rng) != Py_None ||
-            (ctl = SLOT(p, o_ctl)) == NULL || (nctl = PySequence_Size(ctl)) != 0 || (pend = SLOT(p, o_pending)) == NULL) {
+        if (Py_TYPE(p) != OutPortT || (local = SLOT(p, o_local)) == NULL || SLOT(p, o_fault_rng) != Py_None ||
+            (ctl = SLOT(p, o_ctl)) == NULL || (nctl = PySequence_Size(ctl)) != 0 || (pend = SLOT(p, o_pending)) == NULL ||
+            (local == Py_None && to_python) ||
+            (local != Py_None && (!PyTuple_CheckExact(local) || PyTuple_GET_SIZE(local) != 2))) {
             if (PyErr_Occurred() || PyList_Append(others, p) < 0)
                 goto fail;
+            if (Py_TYPE(p) != OutPortT || local == NULL || local == Py_None)
+                to_python = 1;
             continue;
         }
         held = Py_NewRef(local);
+        Py_INCREF(pend);
         Py_ssize_t npend = PySequence_Size(pend);
-        if (npend < 0)
+        if (npend < 0) {
+            Py_DECREF(pend);
             goto fail;
+        }
         if (npend) {
             PyObject *head = PySequence_GetItem(pend, 0);
-            if (head == NULL)
+            if (head == NULL) {
+                Py_DECREF(pend);
                 goto fail;
+            }
             long long a0;
             int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) == 4 && get_ll(PyTuple_GET_ITEM(head, 1), &a0);
             Py_DECREF(head);
             if (!ok) {
+                Py_DECREF(pend);
                 if (!PyErr_Occurred())
                     PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a pending entry is not a 4-tuple");
                 goto fail;
             }
-            if (a0 < release) {
+            if (a0 < release && local == Py_None) { /* by the process's socket */
+                if (a0 < first)
+                    first = a0;
+                if (transmit_batch(p, pend, release, win, domain, batch, stats) < 0) {
+                    Py_DECREF(pend);
+                    goto fail;
+                }
+                npend = PySequence_Size(pend);
+            } else if (a0 < release) {
                 PyObject *peer = PyTuple_GET_ITEM(local, 0), *inp = PyTuple_GET_ITEM(local, 1);
                 PyObject *link = SLOT(p, o_link), *rlink;
                 if (Py_TYPE(inp) != InPortT || link == NULL || Py_TYPE(link) != SenderT ||
                     (rlink = SLOT(inp, i_link)) == NULL || Py_TYPE(rlink) != ReceiverT) {
+                    Py_DECREF(pend);
                     if (PyList_Append(others, p) < 0)
                         goto fail;
                     continue;
@@ -482,11 +628,13 @@ static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_
                 int okst = get_ll(safe, &st);
                 Py_XDECREF(safe);
                 if (!okst) {
+                    Py_DECREF(pend);
                     if (!PyErr_Occurred())
                         PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: safe_time is not an integer");
                     goto fail;
                 }
                 if (a0 < st) {
+                    Py_DECREF(pend);
                     PyErr_Format(CausalityError, "%S: frame stamped %lld ns handed over after %lld ns was processed; "
                                  "the synchroniser let a window run too far", SLOT(inp, i_name), a0, st);
                     goto fail;
@@ -494,11 +642,14 @@ static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_
                 if (a0 < first)
                     first = a0;
                 PyObject *heap = PyObject_GetAttr(peer, s_heap);
-                if (heap == NULL)
+                if (heap == NULL) {
+                    Py_DECREF(pend);
                     goto fail;
+                }
                 long long seq, flags = SLOT(p, o_defer_fcs) == Py_True ? clean | nofcs : clean;
                 if (!get_ll(SLOT(link, ls_seq), &seq)) {
                     Py_DECREF(heap);
+                    Py_DECREF(pend);
                     if (!PyErr_Occurred())
                         PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a sequence number is not an integer");
                     goto fail;
@@ -508,23 +659,24 @@ static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_
                 int okh = hand_over_into(pend, heap, SLOT(inp, i_index), seq, flags, release, C_POOL, &n, &nbytes,
                                          &nseq, &last);
                 Py_DECREF(heap);
-                if (okh < 0 || !get_ll(SLOT(p, o_latency), &lat))
+                if (okh < 0 || !get_ll(SLOT(p, o_latency), &lat)) {
+                    Py_DECREF(pend);
                     goto fail;
+                }
                 if (flags & nofcs)
                     nbytes += 4LL * n;
                 if (set_ll(link, ls_seq, nseq) < 0 || set_ll(rlink, lr_expected, nseq) < 0 ||
                     set_ll(p, o_sent_done, last - lat) < 0 || add_ll(p, o_tx_frames, n) < 0 ||
                     add_ll(p, o_tx_bytes, nbytes) < 0 || add_ll(inp, i_rx_frames, n) < 0 ||
-                    add_ll(inp, i_rx_bytes, nbytes) < 0)
+                    add_ll(inp, i_rx_bytes, nbytes) < 0 || frames_local(domain, peer, n, a0, window) < 0) {
+                    Py_DECREF(pend);
                     goto fail;
-                if (frames_local(domain, peer, n, a0, window) < 0)
-                    goto fail;
+                }
                 npend = PySequence_Size(pend);
-                if (npend < 0)
-                    goto fail;
             }
         }
-        if (npend == 0 && PyList_Append(done, p) < 0)
+        Py_DECREF(pend);
+        if (npend < 0 || (npend == 0 && PyList_Append(done, p) < 0))
             goto fail;
     }
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(done); k++)
