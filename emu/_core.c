@@ -158,6 +158,7 @@ static PyMethodDef methods[] = {
     {"domain_setup", domain_setup, METH_O, "domain_setup(Domain): its frame counts kept inline"},
     {"transmit_local", (PyCFunction)(void (*)(void))transmit_local, METH_FASTCALL,
      "the busy ports' frames into peers of this process; returns (first arrival, the other ports)"},
+    {"arrived", arrived, METH_O, "Batch.on_datagram's frames accepted per element told to their domains"},
     {"forget", (PyCFunction)(void (*)(void))forget, METH_FASTCALL, "Element.forget: retained datagrams dropped"},
     {"records", (PyCFunction)(void (*)(void))records, METH_FASTCALL, "a datagram's in-sequence records into their heaps"},
     {"take", (PyCFunction)(void (*)(void))take, METH_FASTCALL, "LinkSender.take: a port's frames as records in datagrams"},

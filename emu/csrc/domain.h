@@ -2,9 +2,10 @@
 #ifndef EMU_CSRC_DOMAIN_H
 #define EMU_CSRC_DOMAIN_H
 
-/* Domain.frames_local(peer, n, first_ts, window) -- inline for the Domain class (domain_setup), its
- * bookkeeping exactly: sent_to[index] += n; received += n; _by_window[window] += n; the element's
- * entry in the domain's heap no later than first_ts. Any other class: its method. */
+/* Domain.frames_local(peer, n, first_ts, window) and frames_arrived -- inline for the Domain class
+ * (domain_setup), their bookkeeping exactly: sent_to[index] += n (local); received += n;
+ * _by_window[window] += n; the element's entry in the domain's heap no later than first_ts. Any
+ * other class: its method. */
 static PyTypeObject *DomainT;
 static PyObject *s_sent_to, *s_index, *s_received, *s_by_window, *s_idx, *s_at, *s_dheap;
 
@@ -38,18 +39,16 @@ static int add_attr_item(PyObject *obj, PyObject *name, PyObject *key, long long
     return rc;
 }
 
-static int frames_local(PyObject *domain, PyObject *el, long n, long long first_ts, PyObject *window)
+/* Domain.frames_arrived(el, n, first_ts, window) -- its bookkeeping exactly, for the Domain class */
+static int frames_arrived(PyObject *domain, PyObject *el, long n, long long first_ts, PyObject *window)
 {
     if (DomainT == NULL || Py_TYPE(domain) != DomainT) {
-        PyObject *r = PyObject_CallMethod(domain, "frames_local", "OlLO", el, n, first_ts, window);
+        PyObject *r = PyObject_CallMethod(domain, "frames_arrived", "OlLO", el, n, first_ts, window);
         Py_XDECREF(r);
         return r == NULL ? -1 : 0;
     }
     int rc = -1;
-    PyObject *index = PyObject_GetAttr(domain, s_index), *received = NULL, *idx = NULL, *i = NULL, *at = NULL,
-             *ts = NULL;
-    if (index == NULL || add_attr_item(domain, s_sent_to, index, n, 1) < 0)
-        goto done;
+    PyObject *received = NULL, *idx = NULL, *i = NULL, *at = NULL, *ts = NULL;
     long long rv;
     received = PyObject_GetAttr(domain, s_received);
     if (received == NULL || !get_ll(received, &rv) || set_attr_ll(domain, s_received, rv + n) < 0 ||
@@ -88,13 +87,60 @@ static int frames_local(PyObject *domain, PyObject *el, long n, long long first_
 done:
     if (rc < 0 && !PyErr_Occurred())
         PyErr_SetString(PyExc_TypeError, "emu._core: a domain's counts are not what they were");
-    Py_XDECREF(index);
     Py_XDECREF(received);
     Py_XDECREF(idx);
     Py_XDECREF(i);
     Py_XDECREF(at);
     Py_XDECREF(ts);
     return rc;
+}
+
+static int frames_local(PyObject *domain, PyObject *el, long n, long long first_ts, PyObject *window)
+{
+    if (DomainT == NULL || Py_TYPE(domain) != DomainT) {
+        PyObject *r = PyObject_CallMethod(domain, "frames_local", "OlLO", el, n, first_ts, window);
+        Py_XDECREF(r);
+        return r == NULL ? -1 : 0;
+    }
+    PyObject *index = PyObject_GetAttr(domain, s_index);
+    int rc = index == NULL ? -1 : add_attr_item(domain, s_sent_to, index, n, 1);
+    Py_XDECREF(index);
+    return rc < 0 ? -1 : frames_arrived(domain, el, n, first_ts, window);
+}
+
+/* Batch.on_datagram's last loop: every element's frames accepted from one datagram (``got``:
+ * element -> [frames, earliest stamp, window]) told to its domain; returns how many */
+static PyObject *arrived(PyObject *self, PyObject *got)
+{
+    if (!PyDict_CheckExact(got)) {
+        PyErr_SetString(PyExc_TypeError, "arrived(dict)");
+        return NULL;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *el, *g;
+    long long total = 0;
+    while (PyDict_Next(got, &pos, &el, &g)) {
+        long long k, ts;
+        if (!PyList_CheckExact(g) || PyList_GET_SIZE(g) != 3 || !get_ll(PyList_GET_ITEM(g, 0), &k) ||
+            !get_ll(PyList_GET_ITEM(g, 1), &ts)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "emu._core.arrived: an entry is not [frames, first, window]");
+            return NULL;
+        }
+        if (!k)
+            continue;
+        total += k;
+        Py_INCREF(el);
+        Py_INCREF(g);
+        PyObject *dom = PyObject_GetAttr(el, s_domain);
+        int rc = dom == NULL ? -1 : frames_arrived(dom, el, (long)k, ts, PyList_GET_ITEM(g, 2));
+        Py_XDECREF(dom);
+        Py_DECREF(el);
+        Py_DECREF(g);
+        if (rc < 0)
+            return NULL;
+    }
+    return PyLong_FromLongLong(total);
 }
 
 static PyObject *domain_setup(PyObject *self, PyObject *cls)

@@ -297,15 +297,19 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
                 if (g != NULL && !get_ll(PyList_GET_ITEM(g, 0), &g0))
                     goto fail;
                 if (g0) {
+                    long long g1;
                     PyObject *dom = PyObject_GetAttr(el, s_domain);
                     if (dom == NULL)
                         goto fail;
-                    PyObject *r = PyObject_CallMethodObjArgs(dom, s_frames_arrived, el, PyList_GET_ITEM(g, 0),
-                                                             PyList_GET_ITEM(g, 1), PyList_GET_ITEM(g, 2), NULL);
+                    Py_INCREF(g); /* (the dict's entry is replaced below) */
+                    int rc = get_ll(PyList_GET_ITEM(g, 1), &g1) ? frames_arrived(dom, el, (long)g0, g1, PyList_GET_ITEM(g, 2)) : -1;
+                    Py_DECREF(g);
                     Py_DECREF(dom);
-                    if (r == NULL)
+                    if (rc < 0) {
+                        if (!PyErr_Occurred())
+                            PyErr_SetString(PyExc_TypeError, "emu._core.records: a count is not an integer");
                         goto fail;
-                    Py_DECREF(r);
+                    }
                 }
                 PyObject *ng = Py_BuildValue("[iLL]", 0, (long long)1 << 62, win);
                 if (ng == NULL)
