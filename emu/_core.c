@@ -119,6 +119,7 @@ static PyObject *switch_setup(PyObject *self, PyObject *args)
 #include "csrc/domain.h"
 #include "csrc/links.h"
 #include "csrc/ports.h"
+#include "csrc/window.h"
 
 static PyObject *py_heappush(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -142,8 +143,8 @@ static PyObject *py_heappop(PyObject *self, PyObject *heap)
 
 static PyObject *counts(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{sKsKsKsKsKsK}", "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over", n_handed,
-                         "taken", n_taken, "batched", n_batched, "records", n_records);
+    return Py_BuildValue("{sKsKsKsKsKsKsK}", "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over", n_handed,
+                         "taken", n_taken, "batched", n_batched, "records", n_records, "windows", n_windows);
 }
 
 static PyMethodDef methods[] = {
@@ -158,6 +159,8 @@ static PyMethodDef methods[] = {
     {"domain_setup", domain_setup, METH_O, "domain_setup(Domain): its frame counts kept inline"},
     {"transmit_local", (PyCFunction)(void (*)(void))transmit_local, METH_FASTCALL,
      "the busy ports' frames into peers of this process; returns (first arrival, the other ports)"},
+    {"window", (PyCFunction)(void (*)(void))window, METH_FASTCALL,
+     "Domain._window's loop over its active elements (a static-table switch's window whole)"},
     {"arrived", arrived, METH_O, "Batch.on_datagram's frames accepted per element told to their domains"},
     {"forget", (PyCFunction)(void (*)(void))forget, METH_FASTCALL, "Element.forget: retained datagrams dropped"},
     {"records", (PyCFunction)(void (*)(void))records, METH_FASTCALL, "a datagram's in-sequence records into their heaps"},
@@ -191,6 +194,8 @@ PyMODINIT_FUNC PyInit__core(void)
     s_send = PyUnicode_InternFromString("send");
     s_datagrams_sent = PyUnicode_InternFromString("datagrams_sent");
     if (!s_local_rx || !s_by_name || !s_holding || !s_pending || !s_send || !s_datagrams_sent)
+        return NULL;
+    if (window_init() < 0)
         return NULL;
     PyObject *collections = PyImport_ImportModule("collections");
     if (collections == NULL)

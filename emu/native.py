@@ -18,7 +18,7 @@ from types import ModuleType
 API = 3
 """The interface of ``emu/_core.c`` this code calls (its ``CORE_API``)."""
 FUNCTIONS = ("setup", "switch_setup", "enqueue", "forward", "hand_over", "transmit_local", "take", "records",
-             "arrived", "forget", "domain_setup", "heappush", "heappop", "crc32", "counts")
+             "arrived", "window", "forget", "domain_setup", "heappush", "heappop", "crc32", "counts")
 log = logging.getLogger(__name__)
 
 

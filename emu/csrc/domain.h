@@ -39,22 +39,12 @@ static int add_attr_item(PyObject *obj, PyObject *name, PyObject *key, long long
     return rc;
 }
 
-/* Domain.frames_arrived(el, n, first_ts, window) -- its bookkeeping exactly, for the Domain class */
-static int frames_arrived(PyObject *domain, PyObject *el, long n, long long first_ts, PyObject *window)
+/* the element's entry in the domain's heap no later than ``t`` (Domain.schedule's and
+ * frames_arrived's: i = _idx[el]; if t < _at[i]: _at[i] = t; heappush(_heap, (t, i))) */
+static int frames_due(PyObject *domain, PyObject *el, long long t)
 {
-    if (DomainT == NULL || Py_TYPE(domain) != DomainT) {
-        PyObject *r = PyObject_CallMethod(domain, "frames_arrived", "OlLO", el, n, first_ts, window);
-        Py_XDECREF(r);
-        return r == NULL ? -1 : 0;
-    }
     int rc = -1;
-    PyObject *received = NULL, *idx = NULL, *i = NULL, *at = NULL, *ts = NULL;
-    long long rv;
-    received = PyObject_GetAttr(domain, s_received);
-    if (received == NULL || !get_ll(received, &rv) || set_attr_ll(domain, s_received, rv + n) < 0 ||
-        add_attr_item(domain, s_by_window, window, n, 0) < 0)
-        goto done;
-    idx = PyObject_GetAttr(domain, s_idx);
+    PyObject *idx = PyObject_GetAttr(domain, s_idx), *i = NULL, *at = NULL, *ts = NULL;
     if (idx == NULL || !PyDict_CheckExact(idx))
         goto done;
     i = PyDict_GetItemWithError(idx, el);
@@ -69,8 +59,8 @@ static int frames_arrived(PyObject *domain, PyObject *el, long n, long long firs
     long long cur;
     if (at == NULL || !PyList_CheckExact(at) || k < 0 || k >= PyList_GET_SIZE(at) || !get_ll(PyList_GET_ITEM(at, k), &cur))
         goto done;
-    if (first_ts < cur) {
-        ts = PyLong_FromLongLong(first_ts);
+    if (t < cur) {
+        ts = PyLong_FromLongLong(t);
         if (ts == NULL || PyList_SetItem(at, k, Py_NewRef(ts)) < 0)
             goto done;
         PyObject *dheap = PyObject_GetAttr(domain, s_dheap);
@@ -87,12 +77,32 @@ static int frames_arrived(PyObject *domain, PyObject *el, long n, long long firs
 done:
     if (rc < 0 && !PyErr_Occurred())
         PyErr_SetString(PyExc_TypeError, "emu._core: a domain's counts are not what they were");
-    Py_XDECREF(received);
     Py_XDECREF(idx);
     Py_XDECREF(i);
     Py_XDECREF(at);
     Py_XDECREF(ts);
     return rc;
+}
+
+/* Domain.frames_arrived(el, n, first_ts, window) -- its bookkeeping exactly, for the Domain class */
+static int frames_arrived(PyObject *domain, PyObject *el, long n, long long first_ts, PyObject *window)
+{
+    if (DomainT == NULL || Py_TYPE(domain) != DomainT) {
+        PyObject *r = PyObject_CallMethod(domain, "frames_arrived", "OlLO", el, n, first_ts, window);
+        Py_XDECREF(r);
+        return r == NULL ? -1 : 0;
+    }
+    long long rv;
+    PyObject *received = PyObject_GetAttr(domain, s_received);
+    int ok = received != NULL && get_ll(received, &rv) && set_attr_ll(domain, s_received, rv + n) == 0 &&
+             add_attr_item(domain, s_by_window, window, n, 0) == 0;
+    Py_XDECREF(received);
+    if (!ok) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core: a domain's counts are not what they were");
+        return -1;
+    }
+    return frames_due(domain, el, first_ts);
 }
 
 static int frames_local(PyObject *domain, PyObject *el, long n, long long first_ts, PyObject *window)

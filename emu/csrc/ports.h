@@ -153,21 +153,18 @@ static PyObject *enqueue(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     return PyLong_FromLongLong(start);
 }
 
-static PyObject *forward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* Element.run_window's frames-only loop for a static-table switch: its plain data frames due before
+ * ``t_end`` forwarded (SwitchEngine.receive, Element._emit, OutPort.enqueue); stops at the first other
+ * one. *n frames, the last one's arrival in *now. -1: an error (set). */
+static int forward_into(PyObject *heap, long long t_end, PyObject *ins, PyObject *outs, PyObject *busy,
+                        PyObject *routes, long long delay, long *n_out, long long *now_out)
 {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "forward(heap, t_end, ins, outs, busy, routes, delay)");
-        return NULL;
-    }
-    PyObject *heap = args[0], *ins = args[2], *outs = args[3], *busy = args[4], *routes = args[5];
-    long long t_end, delay, now = -1;
+    long long now = -1;
     long n = 0;
+    *n_out = 0;
     if (!ready || !switch_ready || !PyList_CheckExact(heap) || !PyList_CheckExact(ins) || !PyList_CheckExact(outs) ||
-        !PyDict_CheckExact(busy) || !PyList_CheckExact(routes) || !get_ll(args[1], &t_end) ||
-        !get_ll(args[6], &delay)) {
-        PyErr_Clear();
-        return Py_BuildValue("(lO)", 0L, Py_None);
-    }
+        !PyDict_CheckExact(busy) || !PyList_CheckExact(routes))
+        return 0;
     for (;;) {
         if (PyList_GET_SIZE(heap) == 0)
             break;
@@ -214,11 +211,11 @@ static PyObject *forward(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         /* taken: off the heap, the next hop's frame, onto the port */
         PyObject *popped = heap_pop(heap);
         if (popped == NULL)
-            return NULL;
+            return -1;
         if (popped != item) { /* (cannot happen: heap[0] is what heappop returns) */
             Py_DECREF(popped);
             PyErr_SetString(PyExc_RuntimeError, "emu._core.forward: the heap changed under it");
-            return NULL;
+            return -1;
         }
         PyObject *frame;
         if (defer) {
@@ -229,17 +226,37 @@ static PyObject *forward(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             frame = with_fcs((const char *)w, flen, C_HOPS_OFF);
         Py_DECREF(popped);
         if (frame == NULL)
-            return NULL;
+            return -1;
         long long start = enqueue_tail(p, frame, flen + 4, at, free);
         Py_DECREF(frame);
         if (start < 0)
-            return NULL;
+            return -1;
         if (PyDict_SetItem(busy, p, Py_None) < 0)
-            return NULL;
+            return -1;
         now = arrival;
         n++;
+        *n_out = n; /* (what was done stands, whatever comes next) */
+        *now_out = now;
     }
+    PyErr_Clear(); /* (a value it could not read: Python's) */
     n_forwarded += n;
+    return 0;
+}
+
+static PyObject *forward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "forward(heap, t_end, ins, outs, busy, routes, delay)");
+        return NULL;
+    }
+    long long t_end, delay, now = -1;
+    long n = 0;
+    if (!get_ll(args[1], &t_end) || !get_ll(args[6], &delay)) {
+        PyErr_Clear();
+        return Py_BuildValue("(lO)", 0L, Py_None);
+    }
+    if (forward_into(args[0], t_end, args[2], args[3], args[4], args[5], delay, &n, &now) < 0)
+        return NULL;
     if (n == 0)
         return Py_BuildValue("(lO)", 0L, Py_None);
     return Py_BuildValue("(lL)", n, now);
@@ -416,18 +433,14 @@ done:
  * left to Python, so that the groups reach the batch in Python's order. A port left empty leaves
  * ``busy``. Returns (earliest arrival handed over or taken, or INF; the other busy ports for Python,
  * in their order). */
-static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static int transmit_into(PyObject *busy, long long release, PyObject *window, PyObject *domain, PyObject *batch,
+                         PyObject *stats, long long *first_out, PyObject **others_out)
 {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "transmit_local(busy, release, window, domain, batch, stats)");
-        return NULL;
-    }
-    PyObject *busy = args[0], *window = args[2], *domain = args[3], *batch = args[4], *stats = args[5];
-    long long release, win, clean = C_CLEAN, nofcs = C_NOFCS, first = (long long)1 << 62;
+    long long win, clean = C_CLEAN, nofcs = C_NOFCS, first = (long long)1 << 62;
     int to_python = batch == Py_None; /* a remote port went to Python: so do the ones after it */
-    if (!ready || !PyDict_CheckExact(busy) || !get_ll(args[1], &release) || !get_ll(window, &win)) {
+    if (!ready || !PyDict_CheckExact(busy) || !get_ll(window, &win)) {
         PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: bad arguments");
-        return NULL;
+        return -1;
     }
     /* the ports as they are now (Python code runs in between: a lazy frame made, the domain told),
      * each port's (peer, input port) held while it is used */
@@ -548,13 +561,32 @@ static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_
             goto fail;
     Py_DECREF(done);
     Py_DECREF(ports);
-    return Py_BuildValue("(LN)", first, others);
+    *first_out = first;
+    *others_out = others;
+    return 0;
 fail:
     Py_XDECREF(held);
     Py_XDECREF(others);
     Py_XDECREF(done);
     Py_XDECREF(ports);
-    return NULL;
+    return -1;
+}
+
+static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "transmit_local(busy, release, window, domain, batch, stats)");
+        return NULL;
+    }
+    long long release, first;
+    PyObject *others;
+    if (!get_ll(args[1], &release)) {
+        PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: bad arguments");
+        return NULL;
+    }
+    if (transmit_into(args[0], release, args[2], args[3], args[4], args[5], &first, &others) < 0)
+        return NULL;
+    return Py_BuildValue("(LN)", first, others);
 }
 
 
