@@ -35,7 +35,6 @@ from .wire.lazy import LazyFrame, made
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, TAG_LEN, VERSION, LinkKind, tagger
 
 log = logging.getLogger(__name__)
-crc32 = zlib.crc32
 
 INF = 1 << 62
 RCVBUF = 4 << 20
@@ -433,6 +432,7 @@ class Element:
         ins, pop = self.ins, heapq.heappop
         core = native.CORE
         plain = getattr(eng, "plain_table", None) if core is not None else None
+        crc32 = zlib.crc32 if core is None else core.crc32  # (the same CRC-32, checked against zlib's in tests)
         fwd = None
         while not links and not pev and eng.timer is None and self.capture is None:
             # only frames can be due (most windows of most elements): the same order, fewer tests
@@ -553,7 +553,7 @@ class Element:
         inp = self.ins[port]
         cap = self.capture
         # corrupted on the wire (captured as damaged); on a credit-flow link its sender gives its credit back
-        damaged = not kind & CLEAN and crc32(wire) != FCS_RESIDUE
+        damaged = not kind & CLEAN and (zlib.crc32 if native.CORE is None else native.CORE.crc32)(wire) != FCS_RESIDUE
         if damaged and not self._take_damaged(inp, now, wire, passes):
             return None
         if inp.timeline is not None and self._lost_while_down(inp, now, wire, kind, damaged):
