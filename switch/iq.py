@@ -287,11 +287,14 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         """A copy of ``pkt`` of modelled length ``n`` for ``out``, with its times on that line."""
         key = out << 32 | n
         t = self._lines.get(key)
-        if t is None:  # (need, time on the line, from its head's start to its tail's), per output and length
-            ser = self._ser_out(out, n)
-            t = self._lines[key] = (self._need(out, n), ser, ser - self._ser_out(out, min(self.fb, n)))
+        if t is None:  # (need, time on the line, from its head's start to its tail's, its part for the
+            ser = self._ser_out(out, n)  # receiver's VC buffer), per output and length
+            need = self._need(out, n)
+            d = self.downstream[out] if out < len(self.downstream) else None
+            t = self._lines[key] = (need, ser, ser - self._ser_out(out, min(self.fb, n)),
+                                    need if d is None or need < d[1] else d[1])
         c = Copy(pkt, out, frame, group, t[0], prio, n)
-        c.ser, c.lag = t[1], t[2]
+        c.ser, c.lag, c.vpart = t[1], t[2], t[3]
         return c
 
     def _inject(self, out: int, frame, at: int) -> None:

@@ -42,7 +42,7 @@ class Packet:
 class Copy:
     """One frame the router sends because of a packet: its output, VC and progress."""
 
-    __slots__ = ("pkt", "out", "frame", "group", "ovc", "need", "sa_at", "granted", "prio", "n", "ser", "lag", "rank")
+    __slots__ = ("pkt", "out", "frame", "group", "ovc", "need", "sa_at", "granted", "prio", "n", "ser", "lag", "rank", "vpart")
 
     def __init__(self, pkt: Packet, out: int, frame, group: int, need: int, prio: int = 0, n: int = 0) -> None:
         self.pkt, self.out, self.frame, self.group, self.need = pkt, out, frame, group, need
@@ -52,6 +52,8 @@ class Copy:
         """Its time on its output's line; from its head's start to its tail's (``InputQueuedEngine._copy``)."""
         self.rank = 0
         """Its place among its packet's copies."""
+        self.vpart = need
+        """Its part for the receiver's VC buffer when it goes there (the rest: the pool; ``iqpool``)."""
         self.prio = prio
         """1: a high-priority frame (fabric header prio > 0, ``link.priority`` on its output): the
         allocators serve it before every priority-0 one."""
@@ -272,7 +274,7 @@ class Rounds:
         """Switch allocation among the copies that may go at ``now``: per input, its ready copies in
         VC order (then in their packet's order), as the scan of the heads finds them."""
         req: dict[int, list] = {}
-        in_ready, out_ready, credits, oc = self.in_ready, self.out_ready, self.credits, self.oc
+        in_ready, out_ready, credits, pools = self.in_ready, self.out_ready, self.credits, self.oc.pool
         for o, lst in self._sa.items():
             busy = out_ready[o] > now
             if busy and not self._sa_prio.get(o):
@@ -284,8 +286,8 @@ class Rounds:
                     continue
                 if busy and (not c.prio or self._cut_at(c, self._t0(c, now)) is None):
                     continue
-                if cr is not None and oc.place(o, c.ovc, c.need) is None:
-                    continue
+                if cr is not None and (cr[c.ovc] < c.vpart or pools[o] < c.need - c.vpart) and pools[o] < c.need:
+                    continue  # no room for it downstream (``OutCredits.place`` is None)
                 rq = req.get(p)
                 if rq is None:
                     req[p] = [c]
