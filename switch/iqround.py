@@ -331,10 +331,16 @@ class Rounds:
         pool = False
         if cr is not None:
             oc = self.oc
-            pool = oc.place(o, w, c.need)
+            need, head = c.need, c.vpart
+            pools = oc.pool
+            pool = not (cr[w] >= head and pools[o] >= need - head)  # (OutCredits.place: it was ready)
             up = self._up
-            if up is None or up(o, depart):  # (a frame the port drops takes no room downstream)
-                oc.debit(o, w, c.need, pool)
+            if up is None or up(o, depart):  # (a frame the port drops takes no room downstream: OutCredits.debit)
+                if pool:
+                    pools[o] -= need
+                else:
+                    cr[w] -= head
+                    pools[o] -= need - head
                 if oc.cap[o][1]:
                     oc.frames[o][w] += 1
             self.vc_hold[o][w] = None
