@@ -11,6 +11,9 @@ from ..errors import DeadlockError, EmuError
 
 
 class ClusterFaults:
+    """The faults of a running ``Cluster`` and the diagnosis of its credit deadlocks (a mixin of
+    ``Cluster``: ``_handles``, ``_lock``, ``_sync``, ``topology`` and ``_trace_instant`` are the cluster's)."""
+
     # -- faults ---------------------------------------------------------------------------------
     async def link_down(self, a: str, b: str) -> None:
         """Take the link(s) between nodes ``a`` and ``b`` down, both directions, at ``self.now``.

@@ -13,6 +13,9 @@ from ..sync import RemoteHandle
 
 
 class ClusterFigures:
+    """The figures and the capture of a running ``Cluster`` (a mixin of ``Cluster``: ``_handles``,
+    ``_lock``, ``_captured``, ``topology``, ``run_config`` and ``plan`` are the cluster's)."""
+
     # -- figures and captures -------------------------------------------------------------------
     async def cpu_times(self) -> list[dict[str, float]]:
         """Per process (domain order, this one first): CPU seconds used so far, in all

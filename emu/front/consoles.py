@@ -22,3 +22,4 @@ def make_console(stderr: bool = False) -> Console:
 
 
 console = make_console()
+"""The ``emu`` command's stdout console (its subcommands print their tables and lines to it)."""
