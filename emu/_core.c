@@ -60,7 +60,7 @@ static PyObject *setup(PyObject *self, PyObject *args)
         {"busy_ns", &o_busy_ns}, {"tracer", &o_tracer}, {"head_bytes", &o_head_bytes}, {"framing", &o_framing},
         {"bandwidth_bps", &o_bps}, {"latency_ns", &o_latency}, {"local", &o_local}, {"ctl", &o_ctl},
         {"fault_rng", &o_fault_rng}, {"link", &o_link}, {"sent_done", &o_sent_done}, {"tx_frames", &o_tx_frames},
-        {"tx_bytes", &o_tx_bytes}};
+        {"tx_bytes", &o_tx_bytes}, {"peer_addr", &o_peer_addr}, {"peer_domain", &o_peer_domain}, {"peer", &o_peer}};
     for (size_t k = 0; k < sizeof os / sizeof os[0]; k++)
         if (slot_offset(OutPortT, os[k].n, os[k].o) < 0)
             return NULL;
@@ -116,8 +116,10 @@ static PyObject *switch_setup(PyObject *self, PyObject *args)
 
 /* Is ``p`` an output port the plain path may take (no tracer, up, no schedule, no credit flow,
  * plain framing, no head flits)? Its defer_fcs in *defer. */
-#include "csrc/ports.h"
+#include "csrc/domain.h"
 #include "csrc/links.h"
+#include "csrc/ports.h"
+#include "csrc/window.h"
 
 static PyObject *py_heappush(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -141,8 +143,8 @@ static PyObject *py_heappop(PyObject *self, PyObject *heap)
 
 static PyObject *counts(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{sKsKsKsKsK}", "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over", n_handed,
-                         "taken", n_taken, "records", n_records);
+    return Py_BuildValue("{sKsKsKsKsKsKsK}", "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over", n_handed,
+                         "taken", n_taken, "batched", n_batched, "records", n_records, "windows", n_windows);
 }
 
 static PyMethodDef methods[] = {
@@ -157,6 +159,9 @@ static PyMethodDef methods[] = {
     {"domain_setup", domain_setup, METH_O, "domain_setup(Domain): its frame counts kept inline"},
     {"transmit_local", (PyCFunction)(void (*)(void))transmit_local, METH_FASTCALL,
      "the busy ports' frames into peers of this process; returns (first arrival, the other ports)"},
+    {"window", (PyCFunction)(void (*)(void))window, METH_FASTCALL,
+     "Domain._window's loop over its active elements (a static-table switch's window whole)"},
+    {"arrived", arrived, METH_O, "Batch.on_datagram's frames accepted per element told to their domains"},
     {"forget", (PyCFunction)(void (*)(void))forget, METH_FASTCALL, "Element.forget: retained datagrams dropped"},
     {"records", (PyCFunction)(void (*)(void))records, METH_FASTCALL, "a datagram's in-sequence records into their heaps"},
     {"take", (PyCFunction)(void (*)(void))take, METH_FASTCALL, "LinkSender.take: a port's frames as records in datagrams"},
@@ -182,6 +187,23 @@ PyMODINIT_FUNC PyInit__core(void)
     s_idx = PyUnicode_InternFromString("_idx");
     s_at = PyUnicode_InternFromString("_at");
     s_dheap = PyUnicode_InternFromString("_heap");
+    s_local_rx = PyUnicode_InternFromString("_local_rx");
+    s_by_name = PyUnicode_InternFromString("by_name");
+    s_holding = PyUnicode_InternFromString("holding");
+    s_pending = PyUnicode_InternFromString("pending");
+    s_send = PyUnicode_InternFromString("send");
+    s_datagrams_sent = PyUnicode_InternFromString("datagrams_sent");
+    if (!s_local_rx || !s_by_name || !s_holding || !s_pending || !s_send || !s_datagrams_sent)
+        return NULL;
+    if (window_init() < 0)
+        return NULL;
+    PyObject *collections = PyImport_ImportModule("collections");
+    if (collections == NULL)
+        return NULL;
+    DequeT = (PyTypeObject *)PyObject_GetAttrString(collections, "deque");
+    Py_DECREF(collections);
+    if (DequeT == NULL || !PyType_Check(DequeT) || (deque_popleft = PyObject_GetAttrString((PyObject *)DequeT, "popleft")) == NULL)
+        return NULL;
     if (!s_sent_to || !s_index || !s_received || !s_by_window || !s_idx || !s_at || !s_dheap)
         return NULL;
     if (!s_append || !s_popleft || !s_make || !s_plain || !s_heap || !s_safe_time || !s_domain || !s_frames_arrived)

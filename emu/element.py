@@ -777,17 +777,23 @@ class Element:
         self.busy[outp] = None
 
     def _transmit(self, release: int, window: int) -> int:
-        first_arrival = INF
+        """Every busy port's frames due before ``release`` on their way: into the heaps of this
+        process's elements, or as records to other processes; returns the earliest arrival (INF: none)."""
+        core = native.CORE
+        if core is not None and self.capture is None:  # the ports to this process's elements (and to its socket) in the core
+            first_arrival, ports = core.transmit_local(self.busy, release, window, self.domain,
+                                                       None if self._drop_rate else self.batch, self.stats)
+            return self._transmit_ports(ports, first_arrival, release, window) if ports else first_arrival
+        return self._transmit_ports(self.busy, INF, release, window)
+
+    def _transmit_ports(self, ports, first_arrival: int, release: int, window: int) -> int:
+        """``_transmit`` for the busy ports ``ports`` (all, or those the compiled core left)."""
         cap = self.capture
         done = []
         domain = self.domain
         push = heapq.heappush
         batch = self.batch
         core = native.CORE
-        if core is not None and cap is None:  # the ports to this process's elements in the compiled core
-            first_arrival, ports = core.transmit_local(self.busy, release, window, domain)
-        else:
-            ports = self.busy
         for p in ports:
             pend, ctl = p.pending, p.ctl
             if p.local is not None and not ctl and p.fault_rng is None and cap is None:

@@ -6,11 +6,14 @@ static PyTypeObject *OutPortT, *InPortT, *LazyT, *SenderT, *ReceiverT;
 static PyObject *CausalityError, *s_heap, *s_safe_time, *s_domain, *s_frames_arrived;
 static Py_ssize_t i_peer_addr;
 static PyObject *s_append, *s_popleft, *s_make, *s_plain;
+static PyTypeObject *DequeT; /* collections.deque: its popleft called directly (no method lookup) */
+static PyObject *deque_popleft;
 
 /* OutPort slots */
 static Py_ssize_t o_free_at, o_pending, o_defer_fcs, o_queued, o_queued_bytes, o_up, o_timeline, o_flow,
     o_priority, o_peak_f, o_peak_b, o_busy_ns, o_tracer, o_head_bytes, o_framing, o_bps, o_latency;
-static Py_ssize_t o_local, o_ctl, o_fault_rng, o_link, o_sent_done, o_tx_frames, o_tx_bytes;
+static Py_ssize_t o_local, o_ctl, o_fault_rng, o_link, o_sent_done, o_tx_frames, o_tx_bytes, o_peer_addr, o_peer_domain,
+    o_peer;
 /* InPort slots */
 static Py_ssize_t i_timeline, i_buf, i_index, i_link, i_rx_frames, i_rx_bytes, i_name;
 /* LinkSender / LinkReceiver slots */
@@ -20,14 +23,14 @@ static Py_ssize_t ls_seq, ls_retained, ls_prefix, ls_prefix_pool, lr_expected;
 static long C_MAGIC, C_VERSION, C_KIND_DATA, C_KIND_POOL, C_OUTER_LEN, C_MAX_DATAGRAM, C_POOL, C_CLEAN, C_NOFCS, C_FCS_RESIDUE, C_CREDIT_LEN, C_CREDIT_HI, C_CREDIT_LO, C_ET_HI, C_ET_LO, C_HDR_LEN, C_DST_OFF,
     C_PTYPE_OFF, C_FLAGS_OFF, C_HOPS_OFF, C_PRIO_OFF, C_FLAG_BCAST;
 static int ready = 0;
-static unsigned long long n_forwarded, n_enqueued, n_handed, n_records, n_taken; /* what the core did (counts()) */
+static unsigned long long n_forwarded, n_enqueued, n_handed, n_records, n_taken, n_batched; /* what the core did (counts()) */
 /* the switch's part (given by emu.switch.forward at its import: the substrate does not know it) */
 static long C_MAX_HOPS;
 static unsigned char decline[256]; /* packet types a plain switch does not forward by its table */
 static int switch_ready = 0;
 
 /* what emu/native.py expects: raise it whenever a function's arguments or results change */
-#define CORE_API 2
+#define CORE_API 3
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
@@ -129,7 +132,8 @@ static int pop_due(PyObject *pend, long long release, long long *arrival, PyObje
         Py_DECREF(head);
         return 0;
     }
-    PyObject *r = PyObject_CallMethodNoArgs(pend, s_popleft);
+    PyObject *r = Py_TYPE(pend) == DequeT ? PyObject_Vectorcall(deque_popleft, &pend, 1, NULL)
+                                          : PyObject_CallMethodNoArgs(pend, s_popleft);
     if (r == NULL) {
         Py_DECREF(head);
         return -1;

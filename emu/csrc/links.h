@@ -51,21 +51,19 @@ static PyObject *flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssiz
     return out;
 }
 
-static PyObject *take(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* the records of ``link``'s frames of ``pend`` arriving before ``release``: a new list of datagrams
+ * in *out, frames, their bytes and the last arrival (take's work, shared with transmit_local) */
+static int take_into(PyObject *link, PyObject *pend, long long release, long long window, PyObject **out_p,
+                     long *n_out, long long *nbytes_out, long long *last_out)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "take(link, pend, release, window)");
-        return NULL;
-    }
-    PyObject *link = args[0], *pend = args[1];
-    long long release, window, seq0;
-    if (!ready || Py_TYPE(link) != SenderT || !get_ll(args[2], &release) || !get_ll(args[3], &window) ||
-        !get_ll(SLOT(link, ls_seq), &seq0) || SLOT(link, ls_prefix) == NULL || !PyBytes_CheckExact(SLOT(link, ls_prefix)) ||
-        PyBytes_GET_SIZE(SLOT(link, ls_prefix)) != 12 || SLOT(link, ls_prefix_pool) == NULL ||
-        !PyBytes_CheckExact(SLOT(link, ls_prefix_pool)) || PyBytes_GET_SIZE(SLOT(link, ls_prefix_pool)) != 12) {
+    long long seq0;
+    if (!ready || Py_TYPE(link) != SenderT || !get_ll(SLOT(link, ls_seq), &seq0) || SLOT(link, ls_prefix) == NULL ||
+        !PyBytes_CheckExact(SLOT(link, ls_prefix)) || PyBytes_GET_SIZE(SLOT(link, ls_prefix)) != 12 ||
+        SLOT(link, ls_prefix_pool) == NULL || !PyBytes_CheckExact(SLOT(link, ls_prefix_pool)) ||
+        PyBytes_GET_SIZE(SLOT(link, ls_prefix_pool)) != 12) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "emu._core.take: bad arguments");
-        return NULL;
+        return -1;
     }
     Py_ssize_t cap = 16, nrec = 0;
     rec_t *recs = PyMem_Malloc(cap * sizeof(rec_t));
@@ -133,7 +131,11 @@ static PyObject *take(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(recs[k].frame);
     PyMem_Free(recs);
     n_taken += nrec;
-    return Py_BuildValue("(NlLL)", out, (long)nrec, nbytes, last);
+    *out_p = out;
+    *n_out = (long)nrec;
+    *nbytes_out = nbytes;
+    *last_out = last;
+    return 0;
 fail:
     if (recs != NULL) {
         for (Py_ssize_t k = 0; k < nrec; k++)
@@ -141,7 +143,26 @@ fail:
         PyMem_Free(recs);
     }
     Py_XDECREF(out);
-    return NULL;
+    return -1;
+}
+
+static PyObject *take(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "take(link, pend, release, window)");
+        return NULL;
+    }
+    long long release, window, nbytes, last;
+    long n;
+    PyObject *out;
+    if (!get_ll(args[2], &release) || !get_ll(args[3], &window)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core.take: bad arguments");
+        return NULL;
+    }
+    if (take_into(args[0], args[1], release, window, &out, &n, &nbytes, &last) < 0)
+        return NULL;
+    return Py_BuildValue("(NlLL)", out, n, nbytes, last);
 }
 
 /* Batch.on_datagram's common case: from ``off``, every DATA / DATA_POOL record of this cluster whose
@@ -276,15 +297,19 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
                 if (g != NULL && !get_ll(PyList_GET_ITEM(g, 0), &g0))
                     goto fail;
                 if (g0) {
+                    long long g1;
                     PyObject *dom = PyObject_GetAttr(el, s_domain);
                     if (dom == NULL)
                         goto fail;
-                    PyObject *r = PyObject_CallMethodObjArgs(dom, s_frames_arrived, el, PyList_GET_ITEM(g, 0),
-                                                             PyList_GET_ITEM(g, 1), PyList_GET_ITEM(g, 2), NULL);
+                    Py_INCREF(g); /* (the dict's entry is replaced below) */
+                    int rc = get_ll(PyList_GET_ITEM(g, 1), &g1) ? frames_arrived(dom, el, (long)g0, g1, PyList_GET_ITEM(g, 2)) : -1;
+                    Py_DECREF(g);
                     Py_DECREF(dom);
-                    if (r == NULL)
+                    if (rc < 0) {
+                        if (!PyErr_Occurred())
+                            PyErr_SetString(PyExc_TypeError, "emu._core.records: a count is not an integer");
                         goto fail;
-                    Py_DECREF(r);
+                    }
                 }
                 PyObject *ng = Py_BuildValue("[iLL]", 0, (long long)1 << 62, win);
                 if (ng == NULL)

@@ -153,21 +153,18 @@ static PyObject *enqueue(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     return PyLong_FromLongLong(start);
 }
 
-static PyObject *forward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* Element.run_window's frames-only loop for a static-table switch: its plain data frames due before
+ * ``t_end`` forwarded (SwitchEngine.receive, Element._emit, OutPort.enqueue); stops at the first other
+ * one. *n frames, the last one's arrival in *now. -1: an error (set). */
+static int forward_into(PyObject *heap, long long t_end, PyObject *ins, PyObject *outs, PyObject *busy,
+                        PyObject *routes, long long delay, long *n_out, long long *now_out)
 {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "forward(heap, t_end, ins, outs, busy, routes, delay)");
-        return NULL;
-    }
-    PyObject *heap = args[0], *ins = args[2], *outs = args[3], *busy = args[4], *routes = args[5];
-    long long t_end, delay, now = -1;
+    long long now = -1;
     long n = 0;
+    *n_out = 0;
     if (!ready || !switch_ready || !PyList_CheckExact(heap) || !PyList_CheckExact(ins) || !PyList_CheckExact(outs) ||
-        !PyDict_CheckExact(busy) || !PyList_CheckExact(routes) || !get_ll(args[1], &t_end) ||
-        !get_ll(args[6], &delay)) {
-        PyErr_Clear();
-        return Py_BuildValue("(lO)", 0L, Py_None);
-    }
+        !PyDict_CheckExact(busy) || !PyList_CheckExact(routes))
+        return 0;
     for (;;) {
         if (PyList_GET_SIZE(heap) == 0)
             break;
@@ -214,11 +211,11 @@ static PyObject *forward(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         /* taken: off the heap, the next hop's frame, onto the port */
         PyObject *popped = heap_pop(heap);
         if (popped == NULL)
-            return NULL;
+            return -1;
         if (popped != item) { /* (cannot happen: heap[0] is what heappop returns) */
             Py_DECREF(popped);
             PyErr_SetString(PyExc_RuntimeError, "emu._core.forward: the heap changed under it");
-            return NULL;
+            return -1;
         }
         PyObject *frame;
         if (defer) {
@@ -229,17 +226,37 @@ static PyObject *forward(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             frame = with_fcs((const char *)w, flen, C_HOPS_OFF);
         Py_DECREF(popped);
         if (frame == NULL)
-            return NULL;
+            return -1;
         long long start = enqueue_tail(p, frame, flen + 4, at, free);
         Py_DECREF(frame);
         if (start < 0)
-            return NULL;
+            return -1;
         if (PyDict_SetItem(busy, p, Py_None) < 0)
-            return NULL;
+            return -1;
         now = arrival;
         n++;
+        *n_out = n; /* (what was done stands, whatever comes next) */
+        *now_out = now;
     }
+    PyErr_Clear(); /* (a value it could not read: Python's) */
     n_forwarded += n;
+    return 0;
+}
+
+static PyObject *forward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "forward(heap, t_end, ins, outs, busy, routes, delay)");
+        return NULL;
+    }
+    long long t_end, delay, now = -1;
+    long n = 0;
+    if (!get_ll(args[1], &t_end) || !get_ll(args[6], &delay)) {
+        PyErr_Clear();
+        return Py_BuildValue("(lO)", 0L, Py_None);
+    }
+    if (forward_into(args[0], t_end, args[2], args[3], args[4], args[5], delay, &n, &now) < 0)
+        return NULL;
     if (n == 0)
         return Py_BuildValue("(lO)", 0L, Py_None);
     return Py_BuildValue("(lL)", n, now);
@@ -316,126 +333,114 @@ static PyObject *hand_over(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return Py_BuildValue("(lLLL)", n, nbytes, seq, last);
 }
 
-/* Domain.frames_local(peer, n, first_ts, window) -- inline for the Domain class (domain_setup), its
- * bookkeeping exactly: sent_to[index] += n; received += n; _by_window[window] += n; the element's
- * entry in the domain's heap no later than first_ts. Any other class: its method. */
-static PyTypeObject *DomainT;
-static PyObject *s_sent_to, *s_index, *s_received, *s_by_window, *s_idx, *s_at, *s_dheap;
-
-static int add_attr_item(PyObject *obj, PyObject *name, PyObject *key, long long n, int is_list)
+/* Batch.send(dgram, addr) while a window runs: the group joins its destination's parts when it fits
+ * (Python's test); anything else -- not holding, a datagram full -- Batch.send itself. */
+static int batch_send(PyObject *batch, PyObject *dg, PyObject *addr)
 {
-    PyObject *c = PyObject_GetAttr(obj, name);
-    if (c == NULL)
+    PyObject *holding = PyObject_GetAttr(batch, s_holding), *pending = NULL;
+    if (holding == NULL)
         return -1;
     int rc = -1;
-    if (is_list) { /* c[key] += n */
-        Py_ssize_t k = PyLong_AsSsize_t(key);
-        if (!(k == -1 && PyErr_Occurred()) && PyList_CheckExact(c) && k >= 0 && k < PyList_GET_SIZE(c)) {
-            long long v;
-            if (get_ll(PyList_GET_ITEM(c, k), &v)) {
-                PyObject *nv = PyLong_FromLongLong(v + n);
-                rc = nv == NULL ? -1 : PyList_SetItem(c, k, nv);
+    if (holding == Py_True && (pending = PyObject_GetAttr(batch, s_pending)) != NULL && PyDict_CheckExact(pending)) {
+        Py_ssize_t len = PyBytes_GET_SIZE(dg);
+        PyObject *q = PyDict_GetItemWithError(pending, addr);
+        if (q == NULL) {
+            if (PyErr_Occurred())
+                goto done;
+            PyObject *nq = Py_BuildValue("[[O]n]", dg, len);
+            if (nq == NULL)
+                goto done;
+            rc = PyDict_SetItem(pending, addr, nq);
+            Py_DECREF(nq);
+            goto done;
+        }
+        long long size;
+        if (PyList_CheckExact(q) && PyList_GET_SIZE(q) == 2 && PyList_CheckExact(PyList_GET_ITEM(q, 0)) &&
+            get_ll(PyList_GET_ITEM(q, 1), &size) && size + len <= C_MAX_DATAGRAM) {
+            PyObject *nsize = PyLong_FromLongLong(size + len);
+            if (nsize == NULL || PyList_Append(PyList_GET_ITEM(q, 0), dg) < 0) {
+                Py_XDECREF(nsize);
+                goto done;
             }
+            rc = PyList_SetItem(q, 1, nsize);
+            goto done;
         }
-    } else { /* c[key] = c.get(key, 0) + n */
-        PyObject *old = PyDict_CheckExact(c) ? PyDict_GetItemWithError(c, key) : NULL;
-        long long v = 0;
-        if (PyDict_CheckExact(c) && !PyErr_Occurred() && (old == NULL || get_ll(old, &v))) {
-            PyObject *nv = PyLong_FromLongLong(v + n);
-            rc = nv == NULL ? -1 : PyDict_SetItem(c, key, nv);
-            Py_XDECREF(nv);
-        }
-    }
-    if (rc < 0 && !PyErr_Occurred())
-        PyErr_SetString(PyExc_TypeError, "emu._core: a domain's counts are not what they were");
-    Py_DECREF(c);
+        if (PyErr_Occurred())
+            goto done;
+    } else if (PyErr_Occurred())
+        goto done;
+    PyObject *r = PyObject_CallMethodObjArgs(batch, s_send, dg, addr, NULL);
+    Py_XDECREF(r);
+    rc = r == NULL ? -1 : 0;
+done:
+    Py_DECREF(holding);
+    Py_XDECREF(pending);
     return rc;
 }
 
-static int frames_local(PyObject *domain, PyObject *el, long n, long long first_ts, PyObject *window)
+/* the batch branch of Element._transmit for one port: its frames due before ``release`` become
+ * records (take), their groups go to the process's batch, the domain and the counters are told */
+static int transmit_batch(PyObject *p, PyObject *pend, long long release, long long window, PyObject *domain,
+                          PyObject *batch, PyObject *stats)
 {
-    if (DomainT == NULL || Py_TYPE(domain) != DomainT) {
-        PyObject *r = PyObject_CallMethod(domain, "frames_local", "OlLO", el, n, first_ts, window);
-        Py_XDECREF(r);
-        return r == NULL ? -1 : 0;
-    }
-    int rc = -1;
-    PyObject *index = PyObject_GetAttr(domain, s_index), *received = NULL, *idx = NULL, *i = NULL, *at = NULL,
-             *ts = NULL;
-    if (index == NULL || add_attr_item(domain, s_sent_to, index, n, 1) < 0)
-        goto done;
-    long long rv;
-    received = PyObject_GetAttr(domain, s_received);
-    if (received == NULL || !get_ll(received, &rv) || set_attr_ll(domain, s_received, rv + n) < 0 ||
-        add_attr_item(domain, s_by_window, window, n, 0) < 0)
-        goto done;
-    idx = PyObject_GetAttr(domain, s_idx);
-    if (idx == NULL || !PyDict_CheckExact(idx))
-        goto done;
-    i = PyDict_GetItemWithError(idx, el);
-    if (i == NULL) {
+    PyObject *out = NULL, *addr = SLOT(p, o_peer_addr), *pdom = SLOT(p, o_peer_domain), *peer = SLOT(p, o_peer);
+    long n;
+    long long nbytes, last, lat;
+    if (addr == NULL || pdom == NULL || peer == NULL || !get_ll(SLOT(p, o_latency), &lat)) {
         if (!PyErr_Occurred())
-            PyErr_SetObject(PyExc_KeyError, el);
+            PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a port without its peer");
+        return -1;
+    }
+    Py_INCREF(addr);
+    Py_INCREF(pdom);
+    Py_INCREF(peer);
+    int rc = -1;
+    if (take_into(SLOT(p, o_link), pend, release, window, &out, &n, &nbytes, &last) < 0)
+        goto done;
+    PyObject *c = PyDict_CheckExact(stats) ? PyDict_GetItemWithError(stats, s_datagrams_sent) : NULL;
+    long long v;
+    if (c == NULL || !get_ll(c, &v)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: stats['datagrams_sent'] is not a count");
         goto done;
     }
-    Py_INCREF(i);
-    at = PyObject_GetAttr(domain, s_at);
-    Py_ssize_t k = PyLong_AsSsize_t(i);
-    long long cur;
-    if (at == NULL || !PyList_CheckExact(at) || k < 0 || k >= PyList_GET_SIZE(at) || !get_ll(PyList_GET_ITEM(at, k), &cur))
+    PyObject *nv = PyLong_FromLongLong(v + PyList_GET_SIZE(out));
+    if (nv == NULL || PyDict_SetItem(stats, s_datagrams_sent, nv) < 0) {
+        Py_XDECREF(nv);
         goto done;
-    if (first_ts < cur) {
-        ts = PyLong_FromLongLong(first_ts);
-        if (ts == NULL || PyList_SetItem(at, k, Py_NewRef(ts)) < 0)
-            goto done;
-        PyObject *dheap = PyObject_GetAttr(domain, s_dheap);
-        if (dheap == NULL)
-            goto done;
-        PyObject *entry = PyTuple_Pack(2, ts, i);
-        int pushed = entry == NULL || !PyList_CheckExact(dheap) ? -1 : heap_push(dheap, entry);
-        Py_XDECREF(entry);
-        Py_DECREF(dheap);
-        if (pushed < 0)
-            goto done;
     }
+    Py_DECREF(nv);
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(out); k++)
+        if (batch_send(batch, PyList_GET_ITEM(out, k), addr) < 0)
+            goto done;
+    if (frames_sent(domain, pdom, n, peer) < 0 || set_ll(p, o_sent_done, last - lat) < 0 ||
+        add_ll(p, o_tx_frames, n) < 0 || add_ll(p, o_tx_bytes, nbytes) < 0)
+        goto done;
+    n_batched += n;
     rc = 0;
 done:
-    if (rc < 0 && !PyErr_Occurred())
-        PyErr_SetString(PyExc_TypeError, "emu._core: a domain's counts are not what they were");
-    Py_XDECREF(index);
-    Py_XDECREF(received);
-    Py_XDECREF(idx);
-    Py_XDECREF(i);
-    Py_XDECREF(at);
-    Py_XDECREF(ts);
+    Py_XDECREF(out);
+    Py_DECREF(addr);
+    Py_DECREF(pdom);
+    Py_DECREF(peer);
     return rc;
 }
 
-static PyObject *domain_setup(PyObject *self, PyObject *cls)
+/* Element._transmit's first part: every busy port with neither link control nor an emulated fault
+ * (the caller checks the capture) whose peer is in this process hands the frames due before
+ * ``release`` straight into the peer's heap; given the process's ``batch`` (None: no socket path
+ * here), a port whose peer is elsewhere turns them into records for it -- up to the first such port
+ * left to Python, so that the groups reach the batch in Python's order. A port left empty leaves
+ * ``busy``. Returns (earliest arrival handed over or taken, or INF; the other busy ports for Python,
+ * in their order). */
+static int transmit_into(PyObject *busy, long long release, PyObject *window, PyObject *domain, PyObject *batch,
+                         PyObject *stats, long long *first_out, PyObject **others_out)
 {
-    if (!PyType_Check(cls)) {
-        PyErr_SetString(PyExc_TypeError, "domain_setup(Domain)");
-        return NULL;
-    }
-    Py_XSETREF(DomainT, (PyTypeObject *)Py_NewRef(cls));
-    Py_RETURN_NONE;
-}
-
-/* Element._transmit's first part: every busy port whose peer is in this process and that has
- * neither link control, an emulated fault nor a capture (the caller checks the capture) hands the
- * frames due before ``release`` straight into the peer's heap; a port left empty leaves ``busy``.
- * Returns (earliest arrival handed over or INF, the other busy ports for Python, in their order). */
-static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "transmit_local(busy, release, window, domain)");
-        return NULL;
-    }
-    PyObject *busy = args[0], *window = args[2], *domain = args[3];
-    long long release, clean = C_CLEAN, nofcs = C_NOFCS, first = (long long)1 << 62;
-    if (!ready || !PyDict_CheckExact(busy) || !get_ll(args[1], &release)) {
+    long long win, clean = C_CLEAN, nofcs = C_NOFCS, first = (long long)1 << 62;
+    int to_python = batch == Py_None; /* a remote port went to Python: so do the ones after it */
+    if (!ready || !PyDict_CheckExact(busy) || !get_ll(window, &win)) {
         PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: bad arguments");
-        return NULL;
+        return -1;
     }
     /* the ports as they are now (Python code runs in between: a lazy frame made, the domain told),
      * each port's (peer, input port) held while it is used */
@@ -445,34 +450,52 @@ static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_
     for (Py_ssize_t kp = 0; kp < PyList_GET_SIZE(ports); kp++, drop(&held)) {
         PyObject *p = PyList_GET_ITEM(ports, kp), *local, *ctl, *pend;
         Py_ssize_t nctl;
-        if (Py_TYPE(p) != OutPortT || (local = SLOT(p, o_local)) == NULL || local == Py_None ||
-            !PyTuple_CheckExact(local) || PyTuple_GET_SIZE(local) != 2 || SLOT(p, o_fault_rng) != Py_None ||
-            (ctl = SLOT(p, o_ctl)) == NULL || (nctl = PySequence_Size(ctl)) != 0 || (pend = SLOT(p, o_pending)) == NULL) {
+        if (Py_TYPE(p) != OutPortT || (local = SLOT(p, o_local)) == NULL || SLOT(p, o_fault_rng) != Py_None ||
+            (ctl = SLOT(p, o_ctl)) == NULL || (nctl = PySequence_Size(ctl)) != 0 || (pend = SLOT(p, o_pending)) == NULL ||
+            (local == Py_None && to_python) ||
+            (local != Py_None && (!PyTuple_CheckExact(local) || PyTuple_GET_SIZE(local) != 2))) {
             if (PyErr_Occurred() || PyList_Append(others, p) < 0)
                 goto fail;
+            if (Py_TYPE(p) != OutPortT || local == NULL || local == Py_None)
+                to_python = 1;
             continue;
         }
         held = Py_NewRef(local);
+        Py_INCREF(pend);
         Py_ssize_t npend = PySequence_Size(pend);
-        if (npend < 0)
+        if (npend < 0) {
+            Py_DECREF(pend);
             goto fail;
+        }
         if (npend) {
             PyObject *head = PySequence_GetItem(pend, 0);
-            if (head == NULL)
+            if (head == NULL) {
+                Py_DECREF(pend);
                 goto fail;
+            }
             long long a0;
             int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) == 4 && get_ll(PyTuple_GET_ITEM(head, 1), &a0);
             Py_DECREF(head);
             if (!ok) {
+                Py_DECREF(pend);
                 if (!PyErr_Occurred())
                     PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a pending entry is not a 4-tuple");
                 goto fail;
             }
-            if (a0 < release) {
+            if (a0 < release && local == Py_None) { /* by the process's socket */
+                if (a0 < first)
+                    first = a0;
+                if (transmit_batch(p, pend, release, win, domain, batch, stats) < 0) {
+                    Py_DECREF(pend);
+                    goto fail;
+                }
+                npend = PySequence_Size(pend);
+            } else if (a0 < release) {
                 PyObject *peer = PyTuple_GET_ITEM(local, 0), *inp = PyTuple_GET_ITEM(local, 1);
                 PyObject *link = SLOT(p, o_link), *rlink;
                 if (Py_TYPE(inp) != InPortT || link == NULL || Py_TYPE(link) != SenderT ||
                     (rlink = SLOT(inp, i_link)) == NULL || Py_TYPE(rlink) != ReceiverT) {
+                    Py_DECREF(pend);
                     if (PyList_Append(others, p) < 0)
                         goto fail;
                     continue;
@@ -482,11 +505,13 @@ static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_
                 int okst = get_ll(safe, &st);
                 Py_XDECREF(safe);
                 if (!okst) {
+                    Py_DECREF(pend);
                     if (!PyErr_Occurred())
                         PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: safe_time is not an integer");
                     goto fail;
                 }
                 if (a0 < st) {
+                    Py_DECREF(pend);
                     PyErr_Format(CausalityError, "%S: frame stamped %lld ns handed over after %lld ns was processed; "
                                  "the synchroniser let a window run too far", SLOT(inp, i_name), a0, st);
                     goto fail;
@@ -494,11 +519,14 @@ static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_
                 if (a0 < first)
                     first = a0;
                 PyObject *heap = PyObject_GetAttr(peer, s_heap);
-                if (heap == NULL)
+                if (heap == NULL) {
+                    Py_DECREF(pend);
                     goto fail;
+                }
                 long long seq, flags = SLOT(p, o_defer_fcs) == Py_True ? clean | nofcs : clean;
                 if (!get_ll(SLOT(link, ls_seq), &seq)) {
                     Py_DECREF(heap);
+                    Py_DECREF(pend);
                     if (!PyErr_Occurred())
                         PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a sequence number is not an integer");
                     goto fail;
@@ -508,23 +536,24 @@ static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_
                 int okh = hand_over_into(pend, heap, SLOT(inp, i_index), seq, flags, release, C_POOL, &n, &nbytes,
                                          &nseq, &last);
                 Py_DECREF(heap);
-                if (okh < 0 || !get_ll(SLOT(p, o_latency), &lat))
+                if (okh < 0 || !get_ll(SLOT(p, o_latency), &lat)) {
+                    Py_DECREF(pend);
                     goto fail;
+                }
                 if (flags & nofcs)
                     nbytes += 4LL * n;
                 if (set_ll(link, ls_seq, nseq) < 0 || set_ll(rlink, lr_expected, nseq) < 0 ||
                     set_ll(p, o_sent_done, last - lat) < 0 || add_ll(p, o_tx_frames, n) < 0 ||
                     add_ll(p, o_tx_bytes, nbytes) < 0 || add_ll(inp, i_rx_frames, n) < 0 ||
-                    add_ll(inp, i_rx_bytes, nbytes) < 0)
+                    add_ll(inp, i_rx_bytes, nbytes) < 0 || frames_local(domain, peer, n, a0, window) < 0) {
+                    Py_DECREF(pend);
                     goto fail;
-                if (frames_local(domain, peer, n, a0, window) < 0)
-                    goto fail;
+                }
                 npend = PySequence_Size(pend);
-                if (npend < 0)
-                    goto fail;
             }
         }
-        if (npend == 0 && PyList_Append(done, p) < 0)
+        Py_DECREF(pend);
+        if (npend < 0 || (npend == 0 && PyList_Append(done, p) < 0))
             goto fail;
     }
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(done); k++)
@@ -532,13 +561,32 @@ static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_
             goto fail;
     Py_DECREF(done);
     Py_DECREF(ports);
-    return Py_BuildValue("(LN)", first, others);
+    *first_out = first;
+    *others_out = others;
+    return 0;
 fail:
     Py_XDECREF(held);
     Py_XDECREF(others);
     Py_XDECREF(done);
     Py_XDECREF(ports);
-    return NULL;
+    return -1;
+}
+
+static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "transmit_local(busy, release, window, domain, batch, stats)");
+        return NULL;
+    }
+    long long release, first;
+    PyObject *others;
+    if (!get_ll(args[1], &release)) {
+        PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: bad arguments");
+        return NULL;
+    }
+    if (transmit_into(args[0], release, args[2], args[3], args[4], args[5], &first, &others) < 0)
+        return NULL;
+    return Py_BuildValue("(LN)", first, others);
 }
 
 

@@ -1,0 +1,197 @@
+/* emu/csrc/domain.h: a Domain's frame counts kept inline for the Domain class (part of emu/_core.c, one translation unit) */
+#ifndef EMU_CSRC_DOMAIN_H
+#define EMU_CSRC_DOMAIN_H
+
+/* Domain.frames_local(peer, n, first_ts, window) and frames_arrived -- inline for the Domain class
+ * (domain_setup), their bookkeeping exactly: sent_to[index] += n (local); received += n;
+ * _by_window[window] += n; the element's entry in the domain's heap no later than first_ts. Any
+ * other class: its method. */
+static PyTypeObject *DomainT;
+static PyObject *s_sent_to, *s_index, *s_received, *s_by_window, *s_idx, *s_at, *s_dheap;
+
+static int add_attr_item(PyObject *obj, PyObject *name, PyObject *key, long long n, int is_list)
+{
+    PyObject *c = PyObject_GetAttr(obj, name);
+    if (c == NULL)
+        return -1;
+    int rc = -1;
+    if (is_list) { /* c[key] += n */
+        Py_ssize_t k = PyLong_AsSsize_t(key);
+        if (!(k == -1 && PyErr_Occurred()) && PyList_CheckExact(c) && k >= 0 && k < PyList_GET_SIZE(c)) {
+            long long v;
+            if (get_ll(PyList_GET_ITEM(c, k), &v)) {
+                PyObject *nv = PyLong_FromLongLong(v + n);
+                rc = nv == NULL ? -1 : PyList_SetItem(c, k, nv);
+            }
+        }
+    } else { /* c[key] = c.get(key, 0) + n */
+        PyObject *old = PyDict_CheckExact(c) ? PyDict_GetItemWithError(c, key) : NULL;
+        long long v = 0;
+        if (PyDict_CheckExact(c) && !PyErr_Occurred() && (old == NULL || get_ll(old, &v))) {
+            PyObject *nv = PyLong_FromLongLong(v + n);
+            rc = nv == NULL ? -1 : PyDict_SetItem(c, key, nv);
+            Py_XDECREF(nv);
+        }
+    }
+    if (rc < 0 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "emu._core: a domain's counts are not what they were");
+    Py_DECREF(c);
+    return rc;
+}
+
+/* the element's entry in the domain's heap no later than ``t`` (Domain.schedule's and
+ * frames_arrived's: i = _idx[el]; if t < _at[i]: _at[i] = t; heappush(_heap, (t, i))) */
+static int frames_due(PyObject *domain, PyObject *el, long long t)
+{
+    int rc = -1;
+    PyObject *idx = PyObject_GetAttr(domain, s_idx), *i = NULL, *at = NULL, *ts = NULL;
+    if (idx == NULL || !PyDict_CheckExact(idx))
+        goto done;
+    i = PyDict_GetItemWithError(idx, el);
+    if (i == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetObject(PyExc_KeyError, el);
+        goto done;
+    }
+    Py_INCREF(i);
+    at = PyObject_GetAttr(domain, s_at);
+    Py_ssize_t k = PyLong_AsSsize_t(i);
+    long long cur;
+    if (at == NULL || !PyList_CheckExact(at) || k < 0 || k >= PyList_GET_SIZE(at) || !get_ll(PyList_GET_ITEM(at, k), &cur))
+        goto done;
+    if (t < cur) {
+        ts = PyLong_FromLongLong(t);
+        if (ts == NULL || PyList_SetItem(at, k, Py_NewRef(ts)) < 0)
+            goto done;
+        PyObject *dheap = PyObject_GetAttr(domain, s_dheap);
+        if (dheap == NULL)
+            goto done;
+        PyObject *entry = PyTuple_Pack(2, ts, i);
+        int pushed = entry == NULL || !PyList_CheckExact(dheap) ? -1 : heap_push(dheap, entry);
+        Py_XDECREF(entry);
+        Py_DECREF(dheap);
+        if (pushed < 0)
+            goto done;
+    }
+    rc = 0;
+done:
+    if (rc < 0 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "emu._core: a domain's counts are not what they were");
+    Py_XDECREF(idx);
+    Py_XDECREF(i);
+    Py_XDECREF(at);
+    Py_XDECREF(ts);
+    return rc;
+}
+
+/* Domain.frames_arrived(el, n, first_ts, window) -- its bookkeeping exactly, for the Domain class */
+static int frames_arrived(PyObject *domain, PyObject *el, long n, long long first_ts, PyObject *window)
+{
+    if (DomainT == NULL || Py_TYPE(domain) != DomainT) {
+        PyObject *r = PyObject_CallMethod(domain, "frames_arrived", "OlLO", el, n, first_ts, window);
+        Py_XDECREF(r);
+        return r == NULL ? -1 : 0;
+    }
+    long long rv;
+    PyObject *received = PyObject_GetAttr(domain, s_received);
+    int ok = received != NULL && get_ll(received, &rv) && set_attr_ll(domain, s_received, rv + n) == 0 &&
+             add_attr_item(domain, s_by_window, window, n, 0) == 0;
+    Py_XDECREF(received);
+    if (!ok) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core: a domain's counts are not what they were");
+        return -1;
+    }
+    return frames_due(domain, el, first_ts);
+}
+
+static int frames_local(PyObject *domain, PyObject *el, long n, long long first_ts, PyObject *window)
+{
+    if (DomainT == NULL || Py_TYPE(domain) != DomainT) {
+        PyObject *r = PyObject_CallMethod(domain, "frames_local", "OlLO", el, n, first_ts, window);
+        Py_XDECREF(r);
+        return r == NULL ? -1 : 0;
+    }
+    PyObject *index = PyObject_GetAttr(domain, s_index);
+    int rc = index == NULL ? -1 : add_attr_item(domain, s_sent_to, index, n, 1);
+    Py_XDECREF(index);
+    return rc < 0 ? -1 : frames_arrived(domain, el, n, first_ts, window);
+}
+
+/* Batch.on_datagram's last loop: every element's frames accepted from one datagram (``got``:
+ * element -> [frames, earliest stamp, window]) told to its domain; returns how many */
+static PyObject *arrived(PyObject *self, PyObject *got)
+{
+    if (!PyDict_CheckExact(got)) {
+        PyErr_SetString(PyExc_TypeError, "arrived(dict)");
+        return NULL;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *el, *g;
+    long long total = 0;
+    while (PyDict_Next(got, &pos, &el, &g)) {
+        long long k, ts;
+        if (!PyList_CheckExact(g) || PyList_GET_SIZE(g) != 3 || !get_ll(PyList_GET_ITEM(g, 0), &k) ||
+            !get_ll(PyList_GET_ITEM(g, 1), &ts)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "emu._core.arrived: an entry is not [frames, first, window]");
+            return NULL;
+        }
+        if (!k)
+            continue;
+        total += k;
+        Py_INCREF(el);
+        Py_INCREF(g);
+        PyObject *dom = PyObject_GetAttr(el, s_domain);
+        int rc = dom == NULL ? -1 : frames_arrived(dom, el, (long)k, ts, PyList_GET_ITEM(g, 2));
+        Py_XDECREF(dom);
+        Py_DECREF(el);
+        Py_DECREF(g);
+        if (rc < 0)
+            return NULL;
+    }
+    return PyLong_FromLongLong(total);
+}
+
+static PyObject *domain_setup(PyObject *self, PyObject *cls)
+{
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "domain_setup(Domain)");
+        return NULL;
+    }
+    Py_XSETREF(DomainT, (PyTypeObject *)Py_NewRef(cls));
+    Py_RETURN_NONE;
+}
+
+/* Domain.frames_sent(peer_domain, n, peer) -- inline for the Domain class, its bookkeeping exactly:
+ * sent_to[peer_domain] += n; a peer of this domain goes into _local_rx. Any other class: its method. */
+static PyObject *s_local_rx, *s_by_name, *s_holding, *s_pending, *s_send, *s_datagrams_sent;
+
+static int frames_sent(PyObject *domain, PyObject *peer_domain, long n, PyObject *peer)
+{
+    if (DomainT == NULL || Py_TYPE(domain) != DomainT) {
+        PyObject *r = PyObject_CallMethod(domain, "frames_sent", "OlO", peer_domain, n, peer);
+        Py_XDECREF(r);
+        return r == NULL ? -1 : 0;
+    }
+    if (add_attr_item(domain, s_sent_to, peer_domain, n, 1) < 0)
+        return -1;
+    PyObject *index = PyObject_GetAttr(domain, s_index);
+    int same = index == NULL ? -1 : PyObject_RichCompareBool(peer_domain, index, Py_EQ);
+    Py_XDECREF(index);
+    if (same <= 0)
+        return same;
+    int rc = -1;
+    PyObject *rx = PyObject_GetAttr(domain, s_local_rx), *by_name = NULL, *el = NULL;
+    if (rx == NULL || (by_name = PyObject_GetAttr(domain, s_by_name)) == NULL ||
+        (el = PyObject_GetItem(by_name, peer)) == NULL)
+        goto done;
+    rc = PyObject_SetItem(rx, el, Py_None);
+done:
+    Py_XDECREF(rx);
+    Py_XDECREF(by_name);
+    Py_XDECREF(el);
+    return rc;
+}
+
+#endif /* EMU_CSRC_DOMAIN_H */

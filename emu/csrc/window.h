@@ -1,0 +1,330 @@
+/* emu/csrc/window.h: Domain._window's loop over its active elements, a static-table switch's window
+ * whole (part of emu/_core.c, one translation unit) */
+#ifndef EMU_CSRC_WINDOW_H
+#define EMU_CSRC_WINDOW_H
+
+static PyObject *s_link_events, *s_pevents, *s_engine, *s_timer, *s_capture, *s_ins, *s_outs, *s_busy, *s_now,
+    *s_active_ns, *s_stats, *s_lookahead, *s_lost_until, *s_unsent, *s_batch, *s_drop_rate, *s_plain_table,
+    *s_run_window, *s_transmit_ports, *s_max_time, *s_forwarded, *s_next_time;
+static unsigned long long n_windows; /* static-table switch windows run whole here (counts()) */
+
+static int window_init(void)
+{
+    struct { PyObject **s; const char *n; } names[] = {
+        {&s_link_events, "link_events"}, {&s_pevents, "pevents"}, {&s_engine, "engine"}, {&s_timer, "timer"},
+        {&s_capture, "capture"}, {&s_ins, "ins"}, {&s_outs, "outs"}, {&s_busy, "busy"}, {&s_now, "now"},
+        {&s_active_ns, "active_ns"}, {&s_stats, "stats"}, {&s_lookahead, "lookahead"}, {&s_lost_until, "lost_until"},
+        {&s_unsent, "unsent"}, {&s_batch, "batch"}, {&s_drop_rate, "_drop_rate"}, {&s_plain_table, "plain_table"},
+        {&s_run_window, "run_window"}, {&s_transmit_ports, "_transmit_ports"}, {&s_max_time, "max_time"},
+        {&s_forwarded, "forwarded"}, {&s_next_time, "next_time"}};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if ((*names[k].s = PyUnicode_InternFromString(names[k].n)) == NULL)
+            return -1;
+    return 0;
+}
+
+static int lookup_attr(PyObject *o, PyObject *name, PyObject **out)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return PyObject_GetOptionalAttr(o, name, out);
+#else
+    return _PyObject_LookupAttr(o, name, out);
+#endif
+}
+
+/* the time of the first entry of ``seq`` (a list or deque of tuples): 1 (in *t), 0 (empty), 2 (not
+ * what this code reads: Python's), -1 (error) */
+static int head_time(PyObject *seq, int field, long long *t)
+{
+    if (seq == NULL)
+        return 2;
+    Py_ssize_t n = PyList_CheckExact(seq) ? PyList_GET_SIZE(seq) : (Py_TYPE(seq) == DequeT ? PySequence_Size(seq) : -2);
+    if (n == -2)
+        return 2;
+    if (n <= 0)
+        return (int)n;
+    PyObject *head = PyList_CheckExact(seq) ? Py_NewRef(PyList_GET_ITEM(seq, 0)) : PySequence_GetItem(seq, 0);
+    if (head == NULL)
+        return -1;
+    int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) > field && get_ll(PyTuple_GET_ITEM(head, field), t);
+    Py_DECREF(head);
+    return ok ? 1 : (PyErr_Occurred() ? -1 : 2);
+}
+
+/* Element.next_time, read in place: 0 (*t), 1 (something else than it reads: Python's), -1 (error) */
+static int next_time_in(PyObject *el, long long *t_out)
+{
+    PyObject *heap = PyObject_GetAttr(el, s_heap), *le = NULL, *eng = NULL, *tt = NULL, *pev = NULL, *la = NULL,
+             *busy = NULL;
+    int rc = -1, h;
+    long long t = (long long)1 << 62, v, look;
+    if (heap == NULL || (le = PyObject_GetAttr(el, s_link_events)) == NULL || (eng = PyObject_GetAttr(el, s_engine)) == NULL ||
+        (tt = PyObject_GetAttr(eng, s_timer)) == NULL || (pev = PyObject_GetAttr(el, s_pevents)) == NULL ||
+        (la = PyObject_GetAttr(el, s_lookahead)) == NULL || (busy = PyObject_GetAttr(el, s_busy)) == NULL)
+        goto done;
+    rc = 1;
+    if (!PyList_CheckExact(heap) || !PyList_CheckExact(le) || !PyList_CheckExact(pev) || !PyDict_CheckExact(busy) ||
+        !get_ll(la, &look))
+        goto done;
+    PyObject *lists[] = {heap, le};
+    for (int k = 0; k < 2; k++) {
+        if ((h = head_time(lists[k], 0, &v)) != 0 && h != 1) {
+            rc = h;
+            goto done;
+        }
+        if (h == 1 && v < t)
+            t = v;
+    }
+    if (tt != Py_None) {
+        if (!get_ll(tt, &v))
+            goto done;
+        if (v < t)
+            t = v;
+    }
+    if ((h = head_time(pev, 0, &v)) != 0 && h != 1) {
+        rc = h;
+        goto done;
+    }
+    if (h == 1 && v < t)
+        t = v;
+    Py_ssize_t pos = 0;
+    PyObject *p, *unused;
+    while (PyDict_Next(busy, &pos, &p, &unused)) {
+        if (Py_TYPE(p) != OutPortT)
+            goto done;
+        PyObject *qs[] = {SLOT(p, o_pending), SLOT(p, o_ctl)};
+        for (int k = 0; k < 2; k++) {
+            if ((h = head_time(qs[k], 1, &v)) != 0 && h != 1) {
+                rc = h;
+                goto done;
+            }
+            if (h == 1 && v - look < t)
+                t = v - look;
+        }
+    }
+    *t_out = t;
+    rc = 0;
+done:
+    if (rc == 1)
+        PyErr_Clear();
+    Py_XDECREF(heap);
+    Py_XDECREF(le);
+    Py_XDECREF(eng);
+    Py_XDECREF(tt);
+    Py_XDECREF(pev);
+    Py_XDECREF(la);
+    Py_XDECREF(busy);
+    return rc;
+}
+
+static int call_ll(PyObject *r, long long *v, const char *what)
+{
+    if (r == NULL)
+        return -1;
+    int ok = get_ll(r, v);
+    Py_DECREF(r);
+    if (!ok && !PyErr_Occurred())
+        PyErr_Format(PyExc_TypeError, "emu._core.window: %s is not an integer time", what);
+    return ok ? 0 : -1;
+}
+
+/* A static-table switch's whole window (Element.run_window when only frames can be due, then
+ * Element._transmit): 0 done (its first arrival in *fa), 1 not this case or frames left that Python
+ * must take (nothing else changed: Python's run_window goes on from here), -1 error */
+static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w, PyObject *domain, long long *fa)
+{
+    PyObject *plain = NULL, *le = NULL, *pev = NULL, *tt = NULL, *cap = NULL, *fwd = NULL, *heap = NULL, *ins = NULL,
+             *outs = NULL, *busy = NULL, *la = NULL, *batch = NULL, *drop = NULL, *stats = NULL, *others = NULL;
+    int rc = -1;
+    if (lookup_attr(eng, s_plain_table, &plain) < 0)
+        return -1;
+    if (plain == NULL)
+        return 1;
+    if ((le = PyObject_GetAttr(el, s_link_events)) == NULL || (pev = PyObject_GetAttr(el, s_pevents)) == NULL ||
+        (tt = PyObject_GetAttr(eng, s_timer)) == NULL || (cap = PyObject_GetAttr(el, s_capture)) == NULL)
+        goto done;
+    rc = 1;
+    if (!PyList_CheckExact(le) || PyList_GET_SIZE(le) || !PyList_CheckExact(pev) || PyList_GET_SIZE(pev) ||
+        tt != Py_None || cap != Py_None)
+        goto done;
+    rc = -1;
+    if ((fwd = PyObject_CallNoArgs(plain)) == NULL)
+        goto done;
+    rc = 1;
+    if (!PyTuple_CheckExact(fwd) || PyTuple_GET_SIZE(fwd) != 2)
+        goto done;
+    long long delay;
+    if (!get_ll(PyTuple_GET_ITEM(fwd, 1), &delay))
+        goto done;
+    rc = -1;
+    if ((heap = PyObject_GetAttr(el, s_heap)) == NULL || (ins = PyObject_GetAttr(el, s_ins)) == NULL ||
+        (outs = PyObject_GetAttr(el, s_outs)) == NULL || (busy = PyObject_GetAttr(el, s_busy)) == NULL)
+        goto done;
+    long n;
+    long long now;
+    if (forward_into(heap, t1, ins, outs, busy, PyTuple_GET_ITEM(fwd, 0), delay, &n, &now) < 0)
+        goto done;
+    if (n) { /* self.now = self.active_ns = last; eng.stats["forwarded"] += n */
+        PyObject *nv = PyLong_FromLongLong(now);
+        int bad = nv == NULL || PyObject_SetAttr(el, s_now, nv) < 0 || PyObject_SetAttr(el, s_active_ns, nv) < 0;
+        Py_XDECREF(nv);
+        if (bad || (stats = PyObject_GetAttr(eng, s_stats)) == NULL)
+            goto done;
+        PyObject *c = PyDict_CheckExact(stats) ? PyDict_GetItemWithError(stats, s_forwarded) : NULL;
+        long long v;
+        if (c == NULL || !get_ll(c, &v)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "emu._core.window: stats['forwarded'] is not a count");
+            goto done;
+        }
+        PyObject *cv = PyLong_FromLongLong(v + n);
+        bad = cv == NULL || PyDict_SetItem(stats, s_forwarded, cv) < 0;
+        Py_XDECREF(cv);
+        if (bad)
+            goto done;
+    }
+    long long head;
+    int h = head_time(heap, 0, &head);
+    if (h < 0)
+        goto done;
+    rc = 1;
+    if (h == 2 || (h == 1 && head < t1))
+        goto done; /* a frame the core left: Python's run_window takes it (and whatever follows) */
+    rc = -1;
+    PyObject *st = PyLong_FromLongLong(t1);
+    int bad = st == NULL || PyObject_SetAttr(el, s_safe_time, st) < 0;
+    Py_XDECREF(st);
+    if (bad)
+        goto done;
+    n_windows++;
+    if (!PyDict_CheckExact(busy) || PyDict_GET_SIZE(busy) == 0) {
+        *fa = (long long)1 << 62;
+        rc = 0;
+        goto done;
+    }
+    long long look, first;
+    if ((la = PyObject_GetAttr(el, s_lookahead)) == NULL || !get_ll(la, &look) ||
+        (drop = PyObject_GetAttr(el, s_drop_rate)) == NULL || (stats = (Py_XDECREF(stats), PyObject_GetAttr(el, s_stats))) == NULL)
+        goto done;
+    int dropping = PyObject_IsTrue(drop);
+    if (dropping < 0)
+        goto done;
+    if (dropping)
+        batch = Py_NewRef(Py_None);
+    else if ((batch = PyObject_GetAttr(el, s_batch)) == NULL)
+        goto done;
+    if (transmit_into(busy, t1 + look, w, domain, batch, stats, &first, &others) < 0)
+        goto done;
+    if (PyList_GET_SIZE(others)) { /* what the core left: Element._transmit_ports */
+        PyObject *rel = PyLong_FromLongLong(t1 + look), *f = PyLong_FromLongLong(first);
+        PyObject *r = rel == NULL || f == NULL ? NULL
+                                               : PyObject_CallMethodObjArgs(el, s_transmit_ports, others, f, rel, w, NULL);
+        Py_XDECREF(rel);
+        Py_XDECREF(f);
+        if (call_ll(r, &first, "_transmit_ports") < 0)
+            goto done;
+    }
+    *fa = first;
+    rc = 0;
+done:
+    if (rc == -1 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "emu._core.window: an element is not what it was");
+    Py_XDECREF(plain);
+    Py_XDECREF(le);
+    Py_XDECREF(pev);
+    Py_XDECREF(tt);
+    Py_XDECREF(cap);
+    Py_XDECREF(fwd);
+    Py_XDECREF(heap);
+    Py_XDECREF(ins);
+    Py_XDECREF(outs);
+    Py_XDECREF(busy);
+    Py_XDECREF(la);
+    Py_XDECREF(batch);
+    Py_XDECREF(drop);
+    Py_XDECREF(stats);
+    Py_XDECREF(others);
+    return rc;
+}
+
+/* One element's part of Domain._window after its run: the earliest arrival, ``sent``, the domain's
+ * max_time; then -- unless it has datagrams waiting for room (1: the caller flushes and schedules
+ * it) -- its next event into the domain's heap (Domain.schedule). 0 done, -1 error. */
+static int after_run(PyObject *domain, PyObject *el, long long fa, PyObject *sent)
+{
+    if (fa < ((long long)1 << 62) && PyList_Append(sent, el) < 0)
+        return -1;
+    PyObject *a = PyObject_GetAttr(el, s_active_ns), *l = NULL, *m = NULL, *unsent = NULL;
+    int rc = -1;
+    long long an, lu, mt;
+    if (a == NULL || (l = PyObject_GetAttr(el, s_lost_until)) == NULL || (m = PyObject_GetAttr(domain, s_max_time)) == NULL ||
+        !get_ll(a, &an) || !get_ll(l, &lu) || !get_ll(m, &mt))
+        goto done;
+    if ((an > lu ? an : lu) > mt && PyObject_SetAttr(domain, s_max_time, an > lu ? a : l) < 0)
+        goto done;
+    if ((unsent = PyObject_GetAttr(el, s_unsent)) == NULL)
+        goto done;
+    int waiting = PyObject_IsTrue(unsent);
+    if (waiting) {
+        rc = waiting < 0 ? -1 : 1;
+        goto done;
+    }
+    long long t;
+    int h = next_time_in(el, &t);
+    if (h < 0 || (h == 1 && call_ll(PyObject_CallMethodNoArgs(el, s_next_time), &t, "next_time") < 0))
+        goto done;
+    rc = frames_due(domain, el, t) < 0 ? -1 : 0; /* (Domain.schedule: frames_arrived's heap entry) */
+done:
+    if (rc == -1 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "emu._core.window: an element's times are not integers");
+    Py_XDECREF(a);
+    Py_XDECREF(l);
+    Py_XDECREF(m);
+    Py_XDECREF(unsent);
+    return rc;
+}
+
+/* Domain._window's loop from active[k] on: each element's run_window (a static-table switch's whole
+ * window here), then after_run. Returns (the index it stopped at -- len(active), or an element
+ * whose datagrams wait for room: the caller flushes it, schedules it and goes on after it --, the
+ * earliest arrival sent). */
+static PyObject *window(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "window(domain, active, k, t1, w, link_end, sent)");
+        return NULL;
+    }
+    PyObject *domain = args[0], *active = args[1], *w = args[4], *link_end = args[5], *sent = args[6];
+    long long k, t1, first = (long long)1 << 62;
+    if (!ready || DomainT == NULL || Py_TYPE(domain) != DomainT || !PyList_CheckExact(active) ||
+        !PyList_CheckExact(sent) || !get_ll(args[2], &k) || !get_ll(args[3], &t1) || k < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core.window: bad arguments");
+        return NULL;
+    }
+    for (; k < PyList_GET_SIZE(active); k++) {
+        PyObject *el = Py_NewRef(PyList_GET_ITEM(active, k)), *eng = PyObject_GetAttr(el, s_engine);
+        long long fa;
+        int rc = eng == NULL ? -1 : (switch_ready ? switch_window(el, eng, t1, w, domain, &fa) : 1);
+        Py_XDECREF(eng);
+        if (rc == 1) {
+            PyObject *t = PyLong_FromLongLong(t1);
+            PyObject *r = t == NULL ? NULL : PyObject_CallMethodObjArgs(el, s_run_window, t, w, link_end, NULL);
+            Py_XDECREF(t);
+            rc = call_ll(r, &fa, "run_window");
+        }
+        if (rc == 0) {
+            if (fa < first)
+                first = fa;
+            rc = after_run(domain, el, fa, sent);
+        }
+        Py_DECREF(el);
+        if (rc < 0)
+            return NULL;
+        if (rc == 1)
+            break;
+    }
+    return Py_BuildValue("(LL)", k, first);
+}
+
+#endif /* EMU_CSRC_WINDOW_H */
