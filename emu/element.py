@@ -13,7 +13,6 @@ then by sequence number (DESIGN.md principle 10).
 from __future__ import annotations
 
 import heapq
-import hmac
 import logging
 import random
 import socket
@@ -24,37 +23,21 @@ import trio
 
 from . import native
 from .errors import CausalityError, EngineError
-from .link import ACCEPT, GAP, MAX_DATAGRAM, LinkReceiver, LinkSender
-from .port import VC_OFF, InPort, OutPort, frame_error_probability
+from .link import MAX_DATAGRAM, LinkReceiver, LinkSender
+from .port import InPort, OutPort
 from .portview import PortView
-from .segcut import stretch as stretch_port
-from .wire.credit import CREDIT, CREDIT_FRAME_LEN, ETHERTYPE_CREDIT, STRETCH, build_credit, build_stretch, is_credit
-from .wire.fabric import (DST_OFF, ETH_LEN, ETHERTYPE_FABRIC, FCS_RESIDUE, FLAG_BCAST, FLAG_POOL, FLAGS_OFF, HDR_LEN,
-                          HOPS_OFF, add_fcs, node_mac)
+from .wire.credit import CREDIT_FRAME_LEN, ETHERTYPE_CREDIT, build_stretch, is_credit
+from .wire.fabric import (DST_OFF, ETHERTYPE_FABRIC, FCS_RESIDUE, FLAG_BCAST, FLAGS_OFF, HDR_LEN, HOPS_OFF, add_fcs,
+                          node_mac)
 from .wire.lazy import LazyFrame, made
-from .wire.outer import MAGIC, OUTER, OUTER_LEN, TAG_LEN, VERSION, LinkKind, tagger
+from .wire.outer import MAGIC, OUTER_LEN, VERSION, LinkKind, tagger
+from .element_const import (INF, RCVBUF, DIR_IN, DIR_OUT, DROPPED, WAKE, RELEASE, CREDIT_OUT, STRETCH_OUT, POOL,
+                            CLEAN, NOFCS)
+from .element_flow import Flow
+from .element_links import Links
 
 log = logging.getLogger(__name__)
-crc32 = zlib.crc32
 
-INF = 1 << 62
-RCVBUF = 4 << 20
-
-DIR_IN = 1   # pcapng epb_flags direction bits
-DIR_OUT = 2
-DROPPED = 4  # capture record of a frame dropped on purpose (written with a comment)
-FAULT_DROP = 8  # ... lost on the wire by an emulated fault
-FAULT_CORRUPT = 16  # ... sent intact, delivered with a bit flipped by an emulated fault
-WAKE, RELEASE, CREDIT_OUT, CREDIT_BACK, STRETCH_OUT = 0, 1, 2, 3, 4  # kinds of port events
-POOL = int(LinkKind.DATA_POOL)  # flags of a received record in the heap: the sender used the pool ...
-CLEAN = 4  # ... it was handed over in this process with no fault possible: its FCS need not be checked
-NOFCS = 8  # ... and its FCS was never appended (``OutPort.defer_fcs``): the frame is the engine's, 4 bytes short
-assert POOL == 2 and int(LinkKind.DATA) == 0
-RX_FLAGS = (0, 0, POOL)
-"""Heap flags of a received DATA record by its kind (DATA, -, DATA_POOL): a frame from a socket carries
-its FCS (``NOFCS`` is only for frames handed over in memory)."""
-FCS_ERROR = 32  # ... received with a bad frame check sequence, dropped by the receiving port
-LOST_DOWN = 64  # ... was on the wire while its link was down (scheduled): lost
 
 if native.CORE is not None:  # the compiled core learns the ports' layout and the frames' (emu.native)
     try:
@@ -99,35 +82,7 @@ class Scheduler(Protocol):
         """``n`` frames went by socket to element ``peer`` of domain ``peer_domain``."""
 
 
-def read_datagrams(sock, on_datagram) -> int:
-    """Read every datagram waiting on the non-blocking ``sock`` into ``on_datagram(data, sender)``;
-    return the sum of what it returned (DATA frames accepted)."""
-    accepted = 0
-    recv = sock.recvfrom
-    while True:
-        try:
-            data, sender = recv(65536)
-        except BlockingIOError:
-            return accepted
-        except ConnectionRefusedError:  # ICMP from a peer that already closed (teardown)
-            continue
-        accepted += on_datagram(data, sender)
-
-
-async def send_unsent(sock, unsent: list) -> None:
-    """Send the (datagram, address) pairs that found no room in ``sock``'s buffer, in order, as room
-    comes."""
-    while unsent:
-        await trio.lowlevel.wait_writable(sock)
-        data, addr = unsent[0]
-        try:
-            sock.sendto(data, addr)
-        except BlockingIOError:
-            continue
-        unsent.pop(0)
-
-
-class Element:
+class Element(Links, Flow):
     def __init__(self, name: str, engine: Engine, *, cluster_id: int, domain: Scheduler,
                  outs: list[OutPort], ins: list[InPort], capture: bool, seed: int, lookahead_ns: int,
                  drop_rate: float = 0.0, node_id: int = 0, bind: str = "127.0.0.1", tag_key: bytes | None = None,
@@ -225,135 +180,6 @@ class Element:
         finally:
             self.sock.close()
 
-    # -- receive side ---------------------------------------------------------------------------
-    def drain(self) -> int:
-        """Read every datagram waiting on the socket; return how many DATA frames were accepted."""
-        if self.batch is not None:
-            return self.batch.drain()
-        return read_datagrams(self.sock, self.on_datagram)
-
-    def on_datagram(self, data: bytes, sender: tuple[str, int]) -> int:
-        """Parse the records of one datagram from socket address ``sender``; foreign, forged or
-        malformed input is counted and dropped. A link's DATA records are accepted only from the
-        socket of the element at its sending end, its NACKs only from the socket at its receiving
-        end (``wrong_sender`` counts the rest): a stranger on the machine that guesses a cluster id,
-        a link id and the next sequence number still cannot take a genuine frame's place."""
-        n = len(data)
-        off = 0
-        accepted = 0
-        stats = self.stats
-        stats["datagrams_received"] += 1
-        if not n:
-            stats["truncated"] += 1
-            self._note("truncated", "an empty datagram")
-            return 0
-        first_ts = INF
-        unpack = OUTER.struct.unpack_from
-        while off < n:
-            if n - off < OUTER_LEN:
-                stats["truncated"] += 1
-                self._note("truncated", f"{n - off} trailing bytes are shorter than an outer header")
-                break
-            magic, ver, kind, cid, link, seq, ts, length, win = unpack(data, off)
-            if magic != MAGIC or ver != VERSION:
-                stats["bad_magic"] += 1
-                self._note("bad_magic", f"magic 0x{magic:04x} version {ver}: not an emulator frame")
-                break
-            if cid != self.cluster_id:
-                stats["foreign_cluster"] += 1
-                self._note("foreign_cluster", f"cluster id 0x{cid:08x} is not this cluster's")
-                break
-            end = off + OUTER_LEN + length
-            if end > n:
-                stats["truncated"] += 1
-                self._note("truncated", f"record says {length} bytes, datagram has {n - off - OUTER_LEN}")
-                break
-            if kind != LinkKind.NACK and kind <= LinkKind.DATA_POOL:
-                inp = self.in_by_link.get(link)
-                if inp is None:
-                    stats["bad_link"] += 1
-                    self._note("bad_link", f"frame for link {link}, which does not end here")
-                    break
-                if sender != inp.peer_addr:
-                    stats["wrong_sender"] += 1
-                    self._note("wrong_sender", f"frame for link {link} from {sender}, not from {inp.peer}")
-                    break
-                lk = inp.link
-                if seq == lk.expected and ts < self.safe_time:  # the peer's fault (a bug, a forgery): not
-                    stats["late"] += 1                           # taken, its place open for the real one
-                    self._note("late", f"{inp.name}: record {seq} stamped {ts} ns, before {self.safe_time} ns "
-                               "already processed here")
-                    break
-                if seq == lk.expected:  # (``LinkReceiver.classify``'s ACCEPT, inline: nearly every record)
-                    lk.expected = (seq + 1) & 0xFFFFFFFF
-                    verdict = ACCEPT
-                else:
-                    verdict = lk.classify(seq)
-                if verdict == ACCEPT:
-                    inp.rx_frames += 1
-                    inp.rx_bytes += length
-                    # handled at its virtual arrival: the port checks the FCS then (and strips it)
-                    heapq.heappush(self.heap, (ts, inp.index, seq, data[off + OUTER_LEN:end], RX_FLAGS[kind]))
-                    if ts < first_ts:
-                        first_ts = ts
-                    accepted += 1
-                elif verdict == GAP:
-                    # a datagram before this one was lost: go back N from what we expect
-                    stats["gaps"] += 1
-                    if not inp.link.gap_reported:
-                        self.send_nack(inp)
-                    break
-                else:
-                    stats["duplicates"] += 1
-            elif kind == LinkKind.NACK:
-                outp = self.out_by_link.get(link)
-                if outp is None:
-                    stats["bad_link"] += 1
-                    self._note("bad_link", f"NACK for link {link}, which does not start here")
-                    break
-                if sender != outp.peer_addr:
-                    stats["wrong_sender"] += 1
-                    self._note("wrong_sender", f"NACK for link {link} from {sender}, not from {outp.peer}")
-                    break
-                self.retransmit(outp, seq)
-            else:
-                stats["bad_magic"] += 1
-                self._note("bad_magic", f"unknown record kind {kind}")
-                break
-            off = end
-        if accepted:
-            self.domain.frames_arrived(self, accepted, first_ts, win)
-        return accepted
-
-    def _on_tagged_datagram(self, data: bytes, sender: tuple[str, int]) -> int:
-        """``on_datagram`` off loopback: nothing of a datagram is read before its tag holds (a
-        host on the network can forge a link's source address and port, not the tag)."""
-        n = len(data) - TAG_LEN
-        if n < 0 or not hmac.compare_digest(self._tag(memoryview(data)[:n]), data[n:]):
-            self.stats["datagrams_received"] += 1
-            self.stats["bad_tag"] += 1
-            self._note("bad_tag", f"a datagram of {len(data)} bytes from {sender} without this cluster's tag")
-            return 0
-        return Element.on_datagram(self, data[:n], sender)
-
-    def _sendto_tagged(self, data: bytes, addr: tuple[str, int], lossy: bool = True) -> None:
-        Element._sendto(self, data + self._tag(data), addr, lossy)
-
-    def _note(self, what: str, detail: str) -> None:
-        """Log a dropped input: the first of each kind as a warning, the rest at debug (the
-        counters in ``stats`` are the record)."""
-        (log.warning if self.stats[what] == 1 else log.debug)("%s: dropped input (%s): %s", self.name, what, detail)
-
-    def send_nack(self, inp: InPort) -> None:
-        self.stats["nacks_sent"] += 1
-        self._sendto(inp.link.nack(), inp.peer_addr)
-
-    def retransmit(self, outp: OutPort, from_seq: int) -> None:
-        """Go back N: resend every retained datagram that holds a record at or after ``from_seq``."""
-        for dgram in outp.link.go_back(from_seq):
-            self.stats["retransmitted"] += 1
-            self._sendto(dgram, outp.peer_addr, lossy=False)
-
     # -- the window -----------------------------------------------------------------------------
     def next_time(self) -> int:
         """The time of this element's next event, scheduled link changes included (the hot path:
@@ -433,6 +259,7 @@ class Element:
         ins, pop = self.ins, heapq.heappop
         core = native.CORE
         plain = getattr(eng, "plain_table", None) if core is not None else None
+        crc32 = zlib.crc32 if core is None else core.crc32  # (the same CRC-32, checked against zlib's in tests)
         fwd = None
         while not links and not pev and eng.timer is None and self.capture is None:
             # only frames can be due (most windows of most elements): the same order, fewer tests
@@ -553,7 +380,7 @@ class Element:
         inp = self.ins[port]
         cap = self.capture
         # corrupted on the wire (captured as damaged); on a credit-flow link its sender gives its credit back
-        damaged = not kind & CLEAN and crc32(wire) != FCS_RESIDUE
+        damaged = not kind & CLEAN and (zlib.crc32 if native.CORE is None else native.CORE.crc32)(wire) != FCS_RESIDUE
         if damaged and not self._take_damaged(inp, now, wire, passes):
             return None
         if inp.timeline is not None and self._lost_while_down(inp, now, wire, kind, damaged):
@@ -569,82 +396,6 @@ class Element:
             return wire[:-4], port, None
         token = None if inp.buf is None else self._enter_buffer(inp, wire, kind, now)
         return (wire if kind & NOFCS else wire[:-4]), port, token
-
-    def _take_damaged(self, inp: InPort, now: int, wire: bytes, passes) -> bool:
-        """A frame that fails its FCS: the port drops it, unless the engine checks its own CRCs
-        and takes it (cut-through). Returns whether the engine takes it.
-
-        Either way no credit goes back for it from here: its header, which names the VC and the pool
-        its credit was charged to (and, on some framings, its length), may be what the bit error hit.
-        Its sender, which applied the fault, knows them and gives that credit back itself
-        (:meth:`_fault`), one round trip later, as for a frame a fault lost."""
-        inp.fcs_errors += 1
-        if self.tracer is not None:
-            self.tracer.instant(self.name, "FCS error", now, {"port": inp.name}, "drop")
-        if self.capture is not None:
-            self.capture.append((now, inp.iface, DIR_IN | FCS_ERROR, wire))
-        return passes is not None and passes(wire)
-
-    def _not_buffered(self, inp: InPort, wire: bytes, kind: int) -> None:
-        """A frame that never entered its input buffer (lost with its link down; it arrived intact, so its
-        header says where its credit goes): its credit goes back."""
-        if is_credit(wire):
-            return
-        if inp.buf is not None:
-            self._return_credit(inp, wire, bool(kind & POOL))
-        elif self.iq:
-            self.engine.lost(inp.index, inp.framing.length(wire) if kind & NOFCS else inp.framing.length_wire(wire),
-                             wire[VC_OFF] if len(wire) > VC_OFF else 0, self.now,
-                             len(wire) > FLAGS_OFF and bool(wire[FLAGS_OFF] & FLAG_POOL))
-
-    def _lost_while_down(self, inp: InPort, now: int, wire: bytes, kind: int, damaged: bool = False) -> bool:
-        """Was the frame on the wire while its link was down (scheduled)? Then it is lost (a
-        ``damaged`` one's credit its sender gives back: :meth:`_take_damaged`)."""
-        n = inp.framing.length(wire) if kind & NOFCS else inp.framing.length_wire(wire)  # its modelled length
-        ser_ns = -(-n * 8_000_000_000 // inp.bandwidth_bps)  # rounded up
-        if inp.head_bytes:  # ``now`` is when its head came: the tail follows
-            start = now - inp.latency_ns - -(-min(n, inp.head_bytes) * 8_000_000_000 // inp.bandwidth_bps)
-            down = inp.timeline.down_during(start, start + ser_ns + inp.latency_ns)
-        else:
-            down = inp.timeline.down_during(now - inp.latency_ns - ser_ns, now)
-        if not down:
-            return False
-        inp.lost_in_flight += 1
-        if self.tracer is not None:
-            self.tracer.instant(self.name, "lost in flight", now, {"port": inp.name, "reason": "link down"}, "drop")
-        if self.capture is not None:
-            self.capture.append((now, inp.iface, DIR_IN | LOST_DOWN, wire))
-        if is_credit(wire):  # a link that comes back resynchronises its credits: none is lost for good
-            self._credit_arrived(inp.index, wire)
-        elif not damaged:
-            self._not_buffered(inp, wire, kind)
-        return True
-
-    def _credit_arrived(self, port: int, wire: bytes) -> None:
-        """Credit for the output port of the same number (the reverse direction of the link)."""
-        vc, pool, frames, nbytes = CREDIT.unpack(wire, ETH_LEN)
-        if pool == STRETCH:  # the packet arriving on this input port is late (emu.segcut)
-            if self.iq:
-                self.engine.on_stretch(port, nbytes, self.now)
-            return
-        outp = self.outs[port]
-        if outp is not None and outp.flow is not None:
-            outp.credit(vc, bool(pool), nbytes)
-            self._wake(outp)
-        elif self.iq:
-            self.engine.on_credit(port, vc, nbytes, self.now, bool(pool), frames)
-
-    def _enter_buffer(self, inp: InPort, wire: bytes, kind: int, now: int) -> list:
-        """The frame takes its room in the input buffer; the token frees it when every frame the
-        engine sends because of it has started on its way (``_release``)."""
-        buf = inp.buf
-        vc = wire[VC_OFF] % buf.vcs if len(wire) > VC_OFF else 0
-        try:
-            n = inp.framing.length(wire) if kind & NOFCS else inp.framing.length_wire(wire)
-            buf.take(vc, bool(kind & POOL), n, now)
-        except OverflowError as e:
-            raise EngineError(f"{inp.name}: credit flow control broken: {e}") from None
-        return [inp, vc, bool(kind & POOL), n, 0]
 
     def _emit(self, result: list, token: list | None, min_delay: int, cut: bool) -> None:
         """Hand the frames the engine returned to their output ports: queued for the line, or
@@ -685,308 +436,6 @@ class Element:
             self.busy[p] = None
             if token is not None:  # it leaves its input buffer as it starts on its way out
                 self._event(start, RELEASE, token)
-
-    # -- credit flow control ---------------------------------------------------------------------
-    def _event(self, t: int, what: int, obj: Any) -> None:
-        self._pseq += 1
-        heapq.heappush(self.pevents, (t, self._pseq, what, obj))
-
-    def _wake(self, p: OutPort) -> None:
-        """Start what port ``p`` can start now; release the input buffers of what started."""
-        started, wake = p.start_ready(self.now)
-        if p.pending:
-            self.busy[p] = None
-        for token in started:
-            self._release(token)
-        if wake is not None and not self.now < p.wake_at <= wake:
-            p.wake_at = wake
-            self._event(wake, WAKE, p)
-
-    def _release(self, token: list) -> None:
-        """One of the frames a received frame caused has started on its way (or none will): when
-        the last has, the received frame's bytes leave the input buffer and their credit goes back."""
-        token[4] -= 1
-        if token[4] > 0:
-            return
-        inp, vc, pool, n, _ = token
-        inp.buf.free(vc, pool, n, self.now)
-        self._send_credit(inp, vc, pool, n)
-
-    def _return_credit(self, inp: InPort, wire: bytes, pool: bool) -> None:
-        """A frame that never entered the buffer (lost, corrupted): its credit goes straight back."""
-        vc = wire[VC_OFF] % inp.buf.vcs if len(wire) > VC_OFF else 0
-        self._send_credit(inp, vc, pool, inp.framing.length_wire(wire))
-
-    def _resync(self, p: OutPort, wire: bytes, pool: bool, at: int) -> None:
-        """A frame an emulated fault lost on the wire took credit the receiver never returns: it comes
-        back one round trip later, as a link's credit resynchronisation would bring it."""
-        if len(wire) <= VC_OFF or is_credit(wire):
-            return
-        if p.flow is not None:
-            fl = p.flow
-            c = -(-p.framing.length_wire(wire) // fl.unit) * fl.unit
-            a, b = fl.parts(c, pool if not fl.vc_bytes else bool(wire[FLAGS_OFF] & FLAG_POOL))
-            if a:
-                self._event(at, CREDIT_BACK, (p, wire[VC_OFF] % fl.vcs, False, a))
-            if b:
-                self._event(at, CREDIT_BACK, (p, wire[VC_OFF] % fl.vcs, True, b))
-        elif self.iq:
-            a, b, f = self.engine.resync_parts(p.index, p.framing.length_wire(wire),
-                                               bool(wire[FLAGS_OFF] & FLAG_POOL))
-            if a:
-                self._event(at, CREDIT_BACK, (p, wire[VC_OFF], False, a, f))
-            if b:
-                self._event(at, CREDIT_BACK, (p, wire[VC_OFF], True, b, 0 if a else f))
-
-    def _credit_back(self, p: OutPort, vc: int, pool: bool, n: int, frames: int = 0) -> None:
-        self.active_ns = self.now  # a credit's arrival, as one on the wire is
-        if p.flow is not None:
-            p.credit(vc, pool, n)
-            self._wake(p)
-        else:
-            self.engine.on_credit(p.index, vc, n, self.now, pool, frames)
-
-    def _credit_later(self, port: int, vc: int, n: int, at: int, pool: bool = False, frames: int = 0) -> None:
-        """The engine's credit for the sender on ``port`` (for its pool when ``pool``; ``frames`` that
-        left with it): sent at ``at`` (a port event, so the credits on a link leave in time order)."""
-        self._event(at, CREDIT_OUT, (port, vc, n, pool, frames))
-
-    def _stretch_later(self, p: OutPort, at: int, d: int) -> None:
-        """Tell the receiver on ``p`` at ``at`` that the packet on the line is ``d`` ns late (a port
-        event, so the link-control frames on a port leave in time order)."""
-        self._event(at, STRETCH_OUT, (p, d))
-
-    def _stretch_port(self, port: int, start: int, d: int, now: int) -> bool:
-        """The engine's packet that started at ``start`` on ``port`` finishes ``d`` later."""
-        p = self.outs[port]
-        found = stretch_port(p, start, d, now)
-        if p.pending:
-            self.busy[p] = None
-        return found
-
-    def _credit_now(self, port: int, vc: int, n: int, pool: bool, frames: int) -> None:
-        outp = self.outs[port]
-        outp.ctl.append((self.now, self.now + outp.latency_ns, add_fcs(build_credit(self.mac, vc, pool, n, frames)),
-                         False))
-        self.busy[outp] = None
-
-    def _send_credit(self, inp: InPort, vc: int, pool: bool, n: int) -> None:
-        outp = self.outs[inp.index]
-        start = self.now + inp.buf.credit_delay_ns
-        outp.ctl.append((start, start + outp.latency_ns, add_fcs(build_credit(self.mac, vc, pool, n)), False))
-        self.busy[outp] = None
-
-    def _transmit(self, release: int, window: int) -> int:
-        """Every busy port's frames due before ``release`` on their way: into the heaps of this
-        process's elements, or as records to other processes; returns the earliest arrival (INF: none)."""
-        core = native.CORE
-        if core is not None and self.capture is None:  # the ports to this process's elements (and to its socket) in the core
-            first_arrival, ports = core.transmit_local(self.busy, release, window, self.domain,
-                                                       None if self._drop_rate else self.batch, self.stats)
-            return self._transmit_ports(ports, first_arrival, release, window) if ports else first_arrival
-        return self._transmit_ports(self.busy, INF, release, window)
-
-    def _transmit_ports(self, ports, first_arrival: int, release: int, window: int) -> int:
-        """``_transmit`` for the busy ports ``ports`` (all, or those the compiled core left)."""
-        cap = self.capture
-        done = []
-        domain = self.domain
-        push = heapq.heappush
-        batch = self.batch
-        core = native.CORE
-        for p in ports:
-            pend, ctl = p.pending, p.ctl
-            if p.local is not None and not ctl and p.fault_rng is None and cap is None:
-                # to an element of this process, nothing to capture, no fault: straight into its heap
-                # (what ``_hand_over`` does with the list below, without building the list)
-                if pend and pend[0][1] < release:
-                    peer, inp = p.local
-                    a0 = pend[0][1]
-                    if a0 < peer.safe_time:
-                        raise CausalityError(f"{inp.name}: frame stamped {a0} ns handed over after {peer.safe_time} ns "
-                                             "was processed; the synchroniser let a window run too far")
-                    if a0 < first_arrival:
-                        first_arrival = a0
-                    heap, index, link = peer.heap, inp.index, p.link
-                    seq = link.seq
-                    flags = CLEAN | NOFCS if p.defer_fcs else CLEAN
-                    n = nbytes = 0  # (with the compiled core, transmit_local above took these ports)
-                    while pend and pend[0][1] < release:
-                        _, arrival, frame, pool = pend.popleft()
-                        if frame.__class__ is LazyFrame:  # made from its sender's buffer now (emu.wire.lazy)
-                            frame = frame.make()
-                        push(heap, (arrival, index, seq, frame, flags | POOL if pool else flags))
-                        seq = (seq + 1) & 0xFFFFFFFF
-                        n += 1
-                        nbytes += len(frame)
-                    if flags & NOFCS:
-                        nbytes += 4 * n
-                    link.seq = inp.link.expected = seq
-                    p.sent_done = arrival - p.latency_ns
-                    p.tx_frames += n
-                    p.tx_bytes += nbytes
-                    inp.rx_frames += n
-                    inp.rx_bytes += nbytes
-                    domain.frames_local(peer, n, a0, window)
-                if not pend:
-                    done.append(p)
-                continue
-            if batch is not None and not ctl and p.fault_rng is None and cap is None:
-                # by the process's socket, nothing to capture, no fault, no credit: the frames become
-                # records as they leave the port (what the list below does, without building it)
-                if pend and pend[0][1] < release:
-                    if pend[0][1] < first_arrival:
-                        first_arrival = pend[0][1]
-                    # (a frame on a socket carries its FCS: defer_fcs is only set on ports handed over in memory)
-                    dgrams, n, nbytes, arrival = core.take(p.link, pend, release, window) if core is not None \
-                        else p.link.take(pend, release, window)
-                    if self._drop_rate:
-                        for dgram in dgrams:
-                            self._sendto(dgram, p.peer_addr)
-                    else:
-                        self.stats["datagrams_sent"] += len(dgrams)
-                        for dgram in dgrams:
-                            batch.send(dgram, p.peer_addr)
-                    domain.frames_sent(p.peer_domain, n, p.peer)
-                    p.sent_done = arrival - p.latency_ns
-                    p.tx_frames += n
-                    p.tx_bytes += nbytes
-                if not pend:
-                    done.append(p)
-                continue
-            frames = []
-            while ctl and ctl[0][1] < release:  # credits: no time on the wire, never faulty
-                start, arrival, frame, _ = ctl.popleft()
-                if arrival < first_arrival:
-                    first_arrival = arrival
-                if cap is not None:
-                    cap.append((start, p.iface, DIR_OUT, frame))
-                frames.append((arrival, frame, False))
-            credits = len(frames)
-            total = 0
-            if pend and pend[0][1] < release:
-                if pend[0][1] < first_arrival:  # arrivals are in order on a port
-                    first_arrival = pend[0][1]
-                faulty = p.fault_rng is not None
-                if faulty and p.defer_fcs:  # a fault acts on the frame as it is on the line
-                    p.restore_fcs()
-                nofcs = NOFCS if p.defer_fcs else 0
-                while pend and pend[0][1] < release:
-                    start, arrival, frame, pool = pend.popleft()
-                    if frame.__class__ is LazyFrame:  # made from its sender's buffer now (emu.wire.lazy)
-                        frame = frame.make()
-                    if faulty:
-                        frame, lost = self._fault(p, start, frame, pool, arrival)
-                        if lost:  # the frame occupied the port, then vanished: that time still passed
-                            if arrival - p.latency_ns > self.lost_until:
-                                self.lost_until = arrival - p.latency_ns
-                            self._resync(p, frame, pool, arrival + p.latency_ns)
-                            continue
-                    elif cap is not None:
-                        cap.append((start, p.iface, DIR_OUT, frame))
-                    frames.append((arrival, frame, (POOL if pool else 0) | nofcs))  # (UDP: 0, POOL or NOFCS)
-                    total += len(frame)
-                if nofcs:
-                    total += 4 * (len(frames) - credits)
-                p.sent_done = arrival - p.latency_ns
-            if frames:  # (emulated faults may have lost every frame); credits ride with the data
-                if p.local is not None:
-                    self._hand_over(p, frames, window)
-                else:
-                    addr = p.peer_addr
-                    for dgram in p.link.datagrams(frames, window):
-                        self._sendto(dgram, addr)
-                    domain.frames_sent(p.peer_domain, len(frames), p.peer)
-                p.tx_frames += len(frames) - credits
-                p.tx_bytes += total
-            if not pend and not ctl:
-                done.append(p)
-        for p in done:
-            del self.busy[p]
-        return first_arrival
-
-    def _hand_over(self, p: OutPort, frames: list, window: int) -> None:
-        """Frames for an element of this process: into its input queue as the records a datagram
-        would carry (the link's sequence numbers, so equal-time order is the same), no socket."""
-        peer, inp = p.local
-        if frames[0][0] < peer.safe_time:
-            raise CausalityError(f"{inp.name}: frame stamped {frames[0][0]} ns handed over after {peer.safe_time} ns "
-                                 "was processed; the synchroniser let a window run too far")
-        heap, index = peer.heap, inp.index
-        seq = p.link.seq
-        clean = CLEAN if p.fault_rng is None else 0  # no emulated fault can have touched it: FCS good
-        first_ts = INF
-        nbytes = 0
-        push = heapq.heappush
-        for arrival, frame, flags in frames:  # flags: POOL, NOFCS
-            push(heap, (arrival, index, seq, frame, clean | flags))
-            seq = (seq + 1) & 0xFFFFFFFF
-            nbytes += len(frame) + 4 if flags & NOFCS else len(frame)
-            if arrival < first_ts:
-                first_ts = arrival
-        p.link.seq = inp.link.expected = seq
-        inp.rx_frames += len(frames)
-        inp.rx_bytes += nbytes
-        self.domain.frames_local(peer, len(frames), first_ts, window)
-
-    def _fault(self, p: OutPort, start: int, frame: bytes, pool: bool = False, arrival: int = 0) -> tuple[bytes, bool]:
-        """Apply the port's emulated faults to one frame (``pool``: placed in the receiver's pool;
-        arriving at ``arrival``): (frame as it will arrive, lost?). A frame a bit error damages
-        fails its FCS at the receiver, which cannot trust the header that says where its credit
-        goes: this sender gives it back, one round trip later (:meth:`_resync`)."""
-        rng, cap = p.fault_rng, self.capture
-        if rng.random() < p.fault_drop:
-            p.fault_dropped += 1
-            if self.tracer is not None:
-                self.tracer.instant(self.name, "drop", start, {"port": p.name, "reason": "emulated loss"}, "drop")
-            if cap is not None:
-                cap.append((start, p.iface, DIR_OUT | FAULT_DROP, frame))
-            return frame, True
-        corrupt = p.fault_corrupt
-        if p.timeline is not None:  # a scheduled bit-error rate, in force when the frame starts
-            ber = p.timeline.ber_at(start)
-            if ber:
-                corrupt = 1 - (1 - corrupt) * (1 - frame_error_probability(ber, len(frame)))
-        if rng.random() < corrupt:
-            p.fault_corrupted += 1
-            if self.tracer is not None:
-                self.tracer.instant(self.name, "corrupt", start, {"port": p.name, "reason": "bit error"}, "fault")
-            if cap is not None:
-                cap.append((start, p.iface, DIR_OUT | FAULT_CORRUPT, frame))
-            self._resync(p, frame, pool, arrival + p.latency_ns)
-            bit = rng.randrange(8 * len(frame))
-            b = bytearray(frame)
-            b[bit // 8] ^= 0x80 >> (bit % 8)
-            return bytes(b), False
-        if cap is not None:
-            cap.append((start, p.iface, DIR_OUT, frame))
-        return frame, False
-
-    def forget(self, upto_window: int) -> None:
-        """Drop retained datagrams of windows <= ``upto_window``: every receiver has them."""
-        if native.CORE is not None and type(self.out_ports) is list:
-            native.CORE.forget(self.out_ports, upto_window)
-            return
-        for p in self.out_ports:
-            r = p.link.retained
-            if r and r[0][0] <= upto_window:  # (frames handed over in memory are never retained)
-                p.link.forget(upto_window)
-
-    def _sendto(self, data: bytes, addr: tuple[str, int], lossy: bool = True) -> None:
-        if lossy and self._drop_rate and self._drop_rng.random() < self._drop_rate:
-            self.stats["sock_dropped"] += 1
-            return
-        self.stats["datagrams_sent"] += 1
-        if self.batch is not None:  # (a group of one link's records: the batch joins and sends them)
-            self.batch.send(data, addr)
-            return
-        try:
-            self.sock.sendto(data, addr)
-        except BlockingIOError:
-            self.unsent.append((data, addr))
-
-    async def flush_unsent(self) -> None:
-        await send_unsent(self.sock, self.unsent)
 
     # -- reporting ------------------------------------------------------------------------------
     def port_stats(self) -> list[dict[str, Any]]:
