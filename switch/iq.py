@@ -230,7 +230,9 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         pkt.vpart, pkt.ppart = a, b
         arr = self.arriving[port]
         while arr and arr[0].tail <= now:
-            arr.popleft()
+            done = arr.popleft()
+            if not done.left:  # out of its buffer and arrived whole: nothing reads its copies again
+                done.copies = []  # (and its copies' pkt no longer makes a cycle: freed without the collector)
         arr.append(pkt)
         self._file(pkt, results, now, v)
         if not pkt.copies:  # consumed here (or dropped): its room is free at once

@@ -373,6 +373,8 @@ class Rounds:
             pkt.exit = leaves
         if pkt.left == 0:
             self._pop(pkt, busy)
+            if pkt.tail <= now:  # arrived whole: no stretch reaches it, nothing reads its copies again
+                pkt.copies = []  # (no Packet-Copy cycle left for the collector)
         return o, bytes(frame), depart
 
     def _pop(self, pkt: Packet, t_next: int) -> None:
