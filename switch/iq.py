@@ -203,7 +203,8 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         self.out_ptr = ([0] * nports, [0] * nports)
         """Per priority class, per output: the input its switch arbiter serves next."""
         self._setup_rounds()
-        self._lines: dict[int, tuple[int, int, int]] = {}
+        self._lines: dict[int, tuple[int, int, int, int]] = {}
+        self._ins: dict[int, tuple[int, int]] = {}
 
     # -- time on the lines ------------------------------------------------------------------------
     def _ser_out(self, o: int, n: int) -> int:
@@ -215,16 +216,19 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
     # -- events -----------------------------------------------------------------------------------
     def receive(self, frame: bytes, port: int, now: int) -> list:
         n = self.mlen(port, frame)  # its modelled length: time on the line, flits of the buffer
-        fb = self.fb
-        cost = -(-n // fb) * fb
+        key = port << 32 | n
+        t = self._ins.get(key)
+        if t is None:  # (its whole flits, its tail's time behind its head's), per input and length
+            fb = self.fb
+            t = self._ins[key] = (-(-n // fb) * fb, self._ser_in(port, n) - self._ser_in(port, min(fb, n)))
+        cost, lag = t
         v = frame[VC_OFF] % self.spec.vcs if len(frame) > VC_OFF else 0
         if self.uncharged:  # damaged on the wire: its header may name the wrong VC, POOL flag
             self.uncharged = False
             a = b = 0
         else:
             a, b = self.bufs.take(port, v, cost, in_pool(frame))
-        bps = self.in_bps[port]
-        tail = now + (-((-n * 8_000_000_000) // bps)) - (-((-min(fb, n) * 8_000_000_000) // bps))  # (_ser_in)
+        tail = now + lag
         results = super().receive(frame, port, now)
         pkt = Packet(port, v, now, tail, cost)
         pkt.vpart, pkt.ppart = a, b

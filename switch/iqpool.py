@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from emu.buffers import pool_parts as parts
 from emu.buffers import pool_place as place
+from emu.errors import EngineError
 from emu.wire.fabric import FLAG_POOL, FLAGS_OFF
 
-__all__ = ["InBuffers", "OutCredits", "in_pool", "mark", "parts", "place"]
+__all__ = ["FLAGS_OFF", "InBuffers", "OutCredits", "in_pool", "mark", "parts", "place"]
 
 
 def in_pool(frame) -> bool:
@@ -52,8 +53,6 @@ class InBuffers:
 
     def take(self, port: int, vc: int, cost: int, pool: bool) -> tuple[int, int]:
         """A frame arrived: file its parts; a sender that overran its credit is refused."""
-        from emu.errors import EngineError
-
         a, b = parts(cost, self.vc_bytes, pool)
         occ = self.occ[port]
         if occ[vc] + a > self.vc_bytes or self.pool[port] + b > self.pool_bytes:

@@ -17,7 +17,7 @@ import heapq
 
 from .forward import VC_OFF
 from .iqcut import cuttable
-from .iqpool import mark
+from .iqpool import FLAGS_OFF, in_pool, mark
 
 INF = 1 << 62
 
@@ -362,11 +362,17 @@ class Rounds:
             lst.remove(c)
         if c.prio:
             self._sa_prio[o] -= 1
-        frame = bytearray(c.frame)
-        if cr is not None or self.sel is not None:
-            frame[VC_OFF] = w
-        if self.pool or pool:  # (the POOL flag is link-local: set or cleared for the next link)
-            mark(frame, pool)
+        frame = c.frame
+        setvc = cr is not None or self.sel is not None
+        setpool = self.pool or pool  # (the POOL flag is link-local: set or cleared for the next link)
+        if type(frame) is not bytes or (setvc and frame[VC_OFF] != w) or \
+                (setpool and len(frame) > FLAGS_OFF and in_pool(frame) != pool):  # (else its bytes as they are)
+            frame = bytearray(frame)
+            if setvc:
+                frame[VC_OFF] = w
+            if setpool:
+                mark(frame, pool)
+            frame = bytes(frame)
         pkt.left -= 1
         leaves = depart - self.st + ser
         if leaves > pkt.exit:
@@ -375,7 +381,7 @@ class Rounds:
             self._pop(pkt, busy)
             if pkt.tail <= now:  # arrived whole: no stretch reaches it, nothing reads its copies again
                 pkt.copies = []  # (no Packet-Copy cycle left for the collector)
-        return o, bytes(frame), depart
+        return o, frame, depart
 
     def _pop(self, pkt: Packet, t_next: int) -> None:
         qv = self.q[pkt.port][pkt.vc]
