@@ -42,7 +42,8 @@ import time
 import trio
 
 from . import native
-from .element import INF, RX_FLAGS, read_datagrams, send_unsent
+from .element_const import INF, RX_FLAGS
+from .element_links import read_datagrams, send_unsent
 from .link import MAX_DATAGRAM
 from .wire.outer import MAGIC, OUTER, OUTER_LEN, TAG_LEN, VERSION, LinkKind, tagger
 
