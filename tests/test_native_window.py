@@ -103,3 +103,22 @@ async def test_the_batch_sends_the_same_datagrams_with_and_without_the_core(sett
     assert did["windows"] > 0 if len(settings) == 1 else did["windows"] == 0
     if not direct:  # (windows of several links' groups to one socket)
         assert max(len(d) for d in pure[0]) > 30_000
+
+
+@needs_core
+async def test_records_refuses_a_count_it_cannot_read_with_an_error():
+    """records() given a ``got`` entry whose frame count is not an int (only a caller's bug can do
+    that) raises TypeError -- not NULL without an exception (SystemError)."""
+    from collections import deque
+
+    from emu.link import LinkSender
+
+    async with emu.Cluster("star:n=2") as net:
+        b = net._local.batch
+        link_id, (el, inp) = next(iter(b.in_owner.items()))
+        s = LinkSender(net.cluster_id, link_id)
+        s.seq = inp.link.expected
+        data = s.take(deque([(0, 10**6, bytes(80), False)]), 10**7, 7)[0][0]
+        for got in ({el: [1.5, 5, 99]}, {el: [2**70, 5, 99]}, {el: [1, 5.5, 99]}):  # (99: another window's)
+            with pytest.raises(TypeError, match="count"):
+                CORE.records(data, 0, len(data), net.cluster_id, b.in_owner, inp.peer_addr, got)
