@@ -28,7 +28,8 @@ from .domain import Domain
 from .element import Element
 from .graph import Node, Topology
 from .partition import partition_used
-from .port import BufferState, CreditState, InPort, OutPort
+from .buffers import BufferState, CreditState
+from .port import InPort, OutPort
 from .wire.framing import framing
 from .wire.outer import tag_key
 

@@ -9,7 +9,8 @@ from typing import Any
 
 
 from .errors import EngineError
-from .port import VC_OFF, InPort, OutPort, frame_error_probability
+from .buffers import VC_OFF
+from .port import InPort, OutPort, frame_error_probability
 from .segcut import stretch as stretch_port
 from .wire.credit import CREDIT, STRETCH, build_credit, is_credit
 from .wire.fabric import ETH_LEN, FLAG_POOL, FLAGS_OFF, add_fcs

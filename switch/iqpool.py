@@ -21,8 +21,8 @@ with its headers); virtual cut-through needs its whole room before it starts.
 
 from __future__ import annotations
 
-from emu.port import pool_parts as parts
-from emu.port import pool_place as place
+from emu.buffers import pool_parts as parts
+from emu.buffers import pool_place as place
 from emu.wire.fabric import FLAG_POOL, FLAGS_OFF
 
 __all__ = ["InBuffers", "OutCredits", "in_pool", "mark", "parts", "place"]

@@ -14,7 +14,7 @@ import trio
 
 import emu
 from emu.config import LinkSpec, SwitchSpec
-from emu.port import VC_OFF
+from emu.buffers import VC_OFF
 from emu.topologies.base import Topology
 from emu.topologies.registry import build
 from emu.wire.fabric import FLAG_POOL, FLAGS_OFF

@@ -7,7 +7,7 @@ import pytest
 import apps
 import emu
 from emu.config import ConfigError, HostSpec, LinkSpec, RunConfig, SwitchSpec, parse_settings
-from emu.port import BufferState
+from emu.buffers import BufferState
 from emu.wire import is_credit
 from emu.nodes.collectives import model
 from emu.nodes.collectives.run import check_results, run_collective

@@ -17,7 +17,6 @@ instead, for large runs: the same figures and capture bytes (``RunConfig.direct`
 from __future__ import annotations
 
 import contextlib
-import heapq
 import logging
 import os
 import secrets
@@ -35,11 +34,12 @@ from ..build import Plan, build_domain
 from ..config import ConfigError, RunConfig
 from ..errors import AppError, DeadlockError, EmuError, leaves
 from ..metrics import RunMetrics, add_flow, diff, port_counters
-from ..pcapng import capture_order, write_pcapng
 from ..control import SECRET, start_workers, worker_command
 from ..sync import LocalHandle, MsgStream, Pacer, RemoteHandle, Synchroniser
 from ..watchdog import watch_workers
 from . import engines  # noqa: F401 -- fills the engine registry with the kinds that come with the emulator
+from .cluster_faults import ClusterFaults
+from .cluster_figures import ClusterFigures
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ async def _ping_app(host, dst):
     return await host.ping(dst)
 
 
-class Cluster:
+class Cluster(ClusterFaults, ClusterFigures):
     def __init__(self, topology: Topology | str, *, seed: int = 0, processes: int = 1,
                  capture: str | os.PathLike | None = None, run: RunConfig | None = None,
                  progress: Callable[[int, int], None] | None = None, realtime_ns_per_s: float | None = None,
@@ -407,228 +407,6 @@ class Cluster:
 
     async def ping(self, src: str, dst: str) -> int:
         return (await self.run({src: (_ping_app, dst)}))[src]
-
-    # -- figures and captures -------------------------------------------------------------------
-    async def cpu_times(self) -> list[dict[str, float]]:
-        """Per process (domain order, this one first): CPU seconds used so far, in all
-        (``process_s``), running windows (``window_s``) and reading datagrams between them
-        (``drain_s``) -- cost figures, for comparing runs over several processes (the difference
-        of two calls is what a run took)."""
-        async with self._lock:
-            return [await h.call("cpu") for h in self._handles]
-
-    async def stats(self) -> list[dict[str, Any]]:
-        """Per element: element counters (drops of foreign/malformed input, recovery), engine
-        counters, and per port frames, bytes and peak queue occupancy. What belongs to a process
-        rather than to an element is in :meth:`process_stats`."""
-        async with self._lock:
-            return await self._stats()
-
-    async def process_stats(self) -> list[dict[str, Any]]:
-        """Per process (domain order, this one first): its socket's counters -- ``udp_sent`` and
-        ``udp_received`` (real UDP datagrams: one per destination per window with the process's
-        one socket, ``RunConfig.batch``; else the sum of its elements' own sockets), and with the
-        one socket the input it dropped before any element was known (``bad_tag``, ``truncated``,
-        ``bad_magic``, ``foreign_cluster``, ``bad_link``; with a socket per element those are the
-        elements' own, in :meth:`stats`)."""
-        async with self._lock:
-            return [await h.call("process_stats") for h in self._handles]
-
-    async def _stats(self) -> list[dict[str, Any]]:
-        out = []
-        for h in self._handles:
-            out.extend(await h.call("stats"))
-        order = {name: i for i, name in enumerate(self.topology.nodes)}
-        return sorted(out, key=lambda s: order[s["name"]])
-
-    # -- faults ---------------------------------------------------------------------------------
-    async def link_down(self, a: str, b: str) -> None:
-        """Take the link(s) between nodes ``a`` and ``b`` down, both directions, at ``self.now``.
-        Frames handed to a down link are dropped, counted (``metrics.dropped``, port stats) and
-        written to the capture with the comment "dropped: link down"."""
-        await self._set_link(a, b, False)
-
-    async def link_up(self, a: str, b: str) -> None:
-        """Bring the link(s) between ``a`` and ``b`` back up."""
-        await self._set_link(a, b, True)
-
-    async def set_fault(self, a: str, b: str, *, drop: float = 0.0, corrupt: float = 0.0) -> None:
-        """Emulated faults on the link(s) between ``a`` and ``b``, both directions, from ``self.now``:
-        each frame is lost with probability ``drop``, else delivered with one bit flipped with
-        probability ``corrupt``. Seeded (cluster seed and link), so runs repeat exactly; counted in
-        ``metrics.dropped`` / ``metrics.corrupted`` and marked in the capture. 0, 0 clears them.
-        Nothing above the link recovers such a loss yet: an application waiting for a lost frame
-        ends in DeadlockError."""
-        for name, v in (("drop", drop), ("corrupt", corrupt)):
-            if not 0.0 <= v <= 1.0:
-                raise ConfigError(f"set_fault: {name} must be a probability within 0..1, got {v}")
-        ids = self._link_ids(a, b)
-        async with self._lock:
-            for h in self._handles:
-                await h.call("set_fault", ids, drop, corrupt, self.run_config.seed)
-
-    async def schedule(self, t_ns: int, action: str, *, link: tuple[str, str] | None = None,
-                       switch: str | None = None, rate: float = 0.0) -> None:
-        """Schedule a fault at virtual time ``t_ns`` (absolute, ``>= net.now``), to strike during the
-        next runs: ``"down"`` / ``"up"`` on ``link=(a, b)`` (both directions) or on every link of
-        ``switch=name``, or ``"ber"`` with ``rate`` on a link (a seeded bit-error rate from then on;
-        frames that catch an error fail their FCS at the receiver). Frames handed to a link while it
-        is down are dropped at the port (``metrics.dropped``); frames on the wire when it goes down
-        are lost (``metrics.lost_in_flight``); both are marked in the capture. Engines with an
-        ``on_link_change(port, up, now)`` method are told at ``t_ns`` on both ends."""
-        from ..faults import Fault
-
-        f = Fault(t_ns, action, link, switch, rate)  # refuses a malformed fault
-        if t_ns < self.now:
-            raise ConfigError(f"schedule: {t_ns} ns is in the past (the cluster is at {self.now} ns); "
-                              "schedule at net.now + delay")
-        if switch is not None:
-            node = self.topology.nodes.get(switch)
-            if node is None or node.kind != "switch":
-                raise ConfigError(f"schedule: {switch!r} is not a switch of {self.topology.name}")
-            ids = [lid for i, lk in enumerate(self.topology.links) if switch in (lk.a, lk.b)
-                   for lid in (2 * i, 2 * i + 1)]
-        else:
-            ids = self._link_ids(*link)
-        changes = [(lid, "ber", f.rate) if action == "ber" else (lid, "state", action == "up") for lid in ids]
-        if self._sync is None:
-            raise EmuError("the cluster is not running; use 'async with Cluster(...) as net:'")
-        async with self._lock:
-            for h in self._handles:
-                await h.call("schedule", t_ns, changes, self.run_config.seed)
-            heapq.heappush(self._sync.faults, t_ns)
-
-    async def clear_faults(self) -> None:
-        """Cancel every scheduled change not yet reached (one at ``now`` included) and undo the
-        ``schedule``d ones that were: each link up with no bit errors from now on -- what ``emu run``
-        does between tests, whose faults are each their own. (``link_down`` and ``set_fault`` are
-        not scheduled changes: ``link_up`` and ``set_fault(..., drop=0, corrupt=0)`` undo them.)"""
-        if self._sync is None:
-            raise EmuError("the cluster is not running; use 'async with Cluster(...) as net:'")
-        async with self._lock:
-            t = self.now
-            told = 0
-            for h in self._handles:
-                told += await h.call("clear_faults", t)
-            self._sync.faults.clear()
-            if told:
-                heapq.heappush(self._sync.faults, t)
-
-    def _link_ids(self, a: str, b: str) -> list[int]:
-        ids = [lid for i, link in enumerate(self.topology.links) if {link.a, link.b} == {a, b}
-               for lid in (2 * i, 2 * i + 1)]
-        if not ids:
-            raise ConfigError(f"no link between {a!r} and {b!r} in {self.topology.name}")
-        return ids
-
-    async def _set_link(self, a: str, b: str, up: bool) -> None:
-        ids = self._link_ids(a, b)
-        async with self._lock:
-            n = 0
-            for h in self._handles:
-                n += await h.call("set_links", ids, up)
-        if n != len(ids):
-            raise EmuError(f"link {a}<->{b}: {n} of {len(ids)} directions found (a bug)")
-
-    async def _credit_deadlock(self, stuck: int) -> None:
-        """Nothing can move but frames wait for credit: name the cyclic wait (elements, ports, VCs)."""
-        blocked, held = [], []
-        for h in self._handles:
-            w = await h.call("credit_waits")
-            blocked += w["blocked"]
-            held += w["held"]
-        t = self.topology
-        # (node, out port, vc) waits for the peer's input buffer (peer, in port, vc), whose frames wait
-        # at the peer's output ports: an edge to each of those
-        by_buffer: dict[tuple[str, int, int], set] = {}
-        for node, inp, vc, outp, ovc in held:
-            by_buffer.setdefault((node, inp, vc), set()).add((node, outp, ovc))
-        edges: dict[tuple, set] = {}
-        for node, outp, vc, peer, peer_port, _ in blocked:
-            pin = int(peer_port.rsplit("p", 1)[1]) if t.nodes[peer].kind == "switch" else -1
-            edges[(node, outp, vc)] = by_buffer.get((peer, pin, vc), set())
-        cycle = _find_cycle(edges)
-        where = (" -> ".join(f"{t.port_name(n, p)} vc{v}" for n, p, v in cycle + cycle[:1]) if cycle
-                 else "no cycle found; " + ", ".join(f"{t.port_name(n, p)} vc{v} ({k} waiting)"
-                                                     for n, p, v, _, _, k in blocked[:8]))
-        self._sync.broken = "a credit deadlock"
-        self._trace_instant(None, "credit deadlock", {"frames waiting": stuck, "cyclic wait": where})
-        raise DeadlockError(f"credit deadlock at {self.now} ns: {stuck} frame(s) wait for credit that can "
-                            f"never come; cyclic wait: {where}. Use more VCs with a deadlock-free VC policy "
-                            "(--set switch.vcs=2 --set switch.vc_policy=dateline on tori) or larger buffers")
-
-    async def reset_peaks(self) -> None:
-        """Start measuring peak queue occupancy afresh (e.g. before an operation of interest)."""
-        async with self._lock:
-            for h in self._handles:
-                await h.call("reset_peaks", self.now)
-
-    async def capture_records(self) -> list[tuple[int, int, int, bytes]]:
-        """Every frame recorded so far, in capture order (needs capture enabled)."""
-        if not self.run_config.capture:
-            raise EmuError("capture is off; create the cluster with capture=PATH or RunConfig(capture=True)")
-        async with self._lock:
-            for h in self._handles:
-                self._captured.extend(await h.call("capture"))
-        self._captured = capture_order(self._captured)
-        return self._captured
-
-    async def write_capture(self, path: str | os.PathLike) -> int:
-        """Write every frame recorded so far to a pcapng file; returns the number of frames. The
-        processes' spilled runs are merged as they are read: memory stays bounded."""
-        if not self.run_config.capture:
-            raise EmuError("capture is off; create the cluster with capture=PATH or RunConfig(capture=True)")
-        from ..pcapng import merged, read_run
-
-        async with self._lock:
-            # an MPI rank may be on another machine: its records come over the channel, not as files
-            far = [await h.call("capture") for h in self._handles if self.run_config.mpi and isinstance(h, RemoteHandle)]
-            runs = [r for h in self._handles if not (self.run_config.mpi and isinstance(h, RemoteHandle))
-                    for r in await h.call("capture_runs")]
-        opened = False
-        try:
-            with open(path, "wb") as f:
-                opened = True
-                return write_pcapng(f, self.plan.interfaces(),
-                                    merged([self._captured, *far] + [read_run(r) for r in runs]))
-        except OSError as e:  # a full disk: name the file; an incomplete capture is no capture
-            if e.filename not in (None, os.fspath(path)):
-                raise
-            if opened and os.path.isfile(path):  # (not a device such as /dev/full)
-                os.unlink(path)
-            raise OSError(e.errno, f"the capture was not written ({e.strerror})", os.fspath(path)) from None
-        finally:
-            for r in runs:
-                try:
-                    os.unlink(r)
-                    os.rmdir(os.path.dirname(r))
-                except OSError:
-                    pass
-
-
-def _find_cycle(edges: dict[tuple, set]) -> list[tuple]:
-    """A cycle in a wait-for graph (deterministic: nodes in sorted order), or []."""
-    state: dict[tuple, int] = {}
-    for root in sorted(edges):
-        if state.get(root):
-            continue
-        stack, path = [(root, iter(sorted(edges.get(root, ()))))], [root]
-        state[root] = 1
-        while stack:
-            node, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                state[node] = 2
-                stack.pop()
-                path.pop()
-                continue
-            if state.get(nxt) == 1:
-                return path[path.index(nxt):]
-            if not state.get(nxt):
-                state[nxt] = 1
-                stack.append((nxt, iter(sorted(edges.get(nxt, ())))))
-                path.append(nxt)
-    return []
 
 
 @contextlib.contextmanager

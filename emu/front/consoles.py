@@ -19,3 +19,7 @@ def make_console(stderr: bool = False) -> Console:
     if c.is_terminal:
         return c
     return Console(stderr=stderr, width=UNWRAPPED, soft_wrap=True, color_system=None, highlight=False)
+
+
+console = make_console()
+"""The ``emu`` command's stdout console (its subcommands print their tables and lines to it)."""

@@ -35,7 +35,7 @@ VOLATILE = {"wall_s"}
 
 CLI_DEFAULTS = {"host.transport": "emu run's default with --fault or --manager (host messages recover losses)",
                 "host.send_overhead_ns": "emu run's default for the open-loop traffic tests (a packet every cycle)"}
-"""Where a default ``emu run`` gives a test comes from, by field (``cli._topology_with_faults``)."""
+"""Where a default ``emu run`` gives a test comes from, by field (``run_prepare._topology_with_faults``)."""
 
 
 def resolved_settings(spec: str, config: dict, cli_defaults: dict, settings: dict,

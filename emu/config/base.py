@@ -1,0 +1,19 @@
+"""What every spec uses: the error a refused setting raises, and the check of a delay."""
+
+from __future__ import annotations
+
+
+class ConfigError(ValueError):
+    """A topology or parameter is refused before anything starts; the message names the fix."""
+
+
+MAX_DELAY_NS = 10**12
+"""Largest delay a spec may give (1000 s of virtual time): far from overflowing 64-bit time stamps."""
+
+
+def _check_delays(cls: str, spec, names: tuple[str, ...]) -> None:
+    for f in names:
+        v = getattr(spec, f)
+        if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= MAX_DELAY_NS:
+            raise ConfigError(f"{cls}.{f} must be an integer within 0..10**12, got {v!r}")
+

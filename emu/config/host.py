@@ -1,0 +1,188 @@
+"""The specs of a host: its NIC's timing, the collective-offload engine (spec 01), the QsNet
+adapter (spec 03)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .base import ConfigError, _check_delays
+
+
+@dataclass(frozen=True)
+class NicSpec:
+    """Timing and sizes of the collective-offload NIC of spec 01 (triggered descriptors)."""
+
+    descriptor_ns: int = 40
+    """Request send unit: to turn a posted or triggered descriptor into one request message."""
+    queue_ns: int = 10
+    """One write or read of the request receive queue."""
+    alu_ns: int = 4
+    """One ALU operation (one operand pair combined)."""
+    completion_ns: int = 150
+    """Writing a completion (status and result) to host memory."""
+    post_ns: int = 80
+    """Host CPU time to post one 128-byte descriptor to the NIC."""
+    queue_capacity: int = 64
+    """Request receive queue entries, shared by all virtual ports (must hold a branch degree)."""
+    virtual_ports: int = 64
+    """Virtual ports (the descriptor's VP fields have 6 bits)."""
+
+    def __post_init__(self) -> None:
+        _check_delays("NicSpec", self, ("descriptor_ns", "queue_ns", "alu_ns", "completion_ns", "post_ns"))
+        if not 1 <= self.queue_capacity <= 4096:
+            raise ConfigError(f"NicSpec.queue_capacity must be within 1..4096, got {self.queue_capacity}")
+        if not 1 <= self.virtual_ports <= 64:
+            raise ConfigError(f"NicSpec.virtual_ports must be within 1..64, got {self.virtual_ports}")
+
+
+ROUTE_PICKS = ("round_robin", "random")
+
+
+@dataclass(frozen=True)
+class ElanSpec:
+    """The QsNet adapter of spec 03: reliable packets, put/get, atomics (``[elan]`` settings)."""
+
+    packet_bytes: int = 1024
+    """Data bytes per packet of a put or get (the 24-byte transaction header rides with them; the
+    payload may reach 4096 bytes): 1 KiB is the source's typical packet."""
+    mem_write_ns: int = 350
+    """Writing a packet's data to host memory at the target (the source: 300-400 ns)."""
+    issue_ns: int = 100
+    """Host CPU time to hand a put, get or atomic command to the adapter."""
+    window: int = 32
+    """Packets the adapter may have outstanding (sent, not yet acknowledged) on its link."""
+    retransmit_ns: int = 50_000
+    """A packet not acknowledged this long after it left is sent again (the ACK or the packet was
+    lost); a NACK resends at once."""
+    max_tries: int = 8
+    """Sends of one packet before its transfer fails (reported, never a hang)."""
+    routes: int = 1
+    """Routes the adapter spreads a destination's packets over (dispersive source routing when the
+    switches run ``routing=dispersive``; 1: the switches choose). A resent packet always takes the
+    next route id."""
+    route_pick: str = "round_robin"
+    """How the adapter picks a packet's route among ``routes``: round_robin or random (seeded)."""
+    vc: int = 0
+    """Virtual channel of bulk packets (ACK tokens and small control packets use ``vc + 1``)."""
+    poll_ns: int = 1000
+    """The polled barrier: how long the root's adapter waits after a conditional came back false
+    before it sends the next."""
+
+    def __post_init__(self) -> None:
+        _check_delays("ElanSpec", self, ("mem_write_ns", "issue_ns", "retransmit_ns", "poll_ns"))
+        if not isinstance(self.packet_bytes, int) or not 8 <= self.packet_bytes <= 4096 - 24:
+            raise ConfigError(f"ElanSpec.packet_bytes must be within 8..4072 (a packet carries at most 4 KiB "
+                              f"with its 24-byte transaction header), got {self.packet_bytes!r}")
+        if not 1 <= self.window <= 32:
+            raise ConfigError(f"ElanSpec.window must be within 1..32 outstanding packets, got {self.window}")
+        if not 1 <= self.max_tries <= 1000:
+            raise ConfigError(f"ElanSpec.max_tries must be within 1..1000, got {self.max_tries}")
+        if self.retransmit_ns < 1:
+            raise ConfigError("ElanSpec.retransmit_ns must be >= 1 ns")
+        if not 1 <= self.routes <= 256:
+            raise ConfigError(f"ElanSpec.routes must be within 1..256 (an 8-bit route id), got {self.routes}")
+        if self.route_pick not in ROUTE_PICKS:
+            raise ConfigError(f"ElanSpec.route_pick {self.route_pick!r} is not one of {', '.join(ROUTE_PICKS)}")
+        if not 0 <= self.vc <= 30:
+            raise ConfigError(f"ElanSpec.vc must be within 0..30, got {self.vc}")
+
+
+TRANSPORTS = ("none", "reliable")
+"""Host messaging's end-to-end transports (``HostSpec.transport``)."""
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """A host and its NIC."""
+
+    nic_delay_ns: int = 100
+    """Per-frame NIC processing delay, on transmit (hand-off to the port) and on receive (ns)."""
+    mtu_bytes: int = 1024
+    """Largest message payload carried by one frame; the frame adds 46 header bytes (Ethernet 14,
+    fabric 16, message segment 16) and the 4-byte frame check sequence on the wire. Messages
+    longer than this are segmented and reassembled."""
+    send_overhead_ns: int = 300
+    """Host CPU time the messaging software spends per message sent (LogP's o on the sender):
+    the application continues, and the NIC gets the message, this long after ``send``."""
+    recv_overhead_ns: int = 300
+    """Host CPU time per message received: ``recv`` returns this long after the message is there."""
+    reduce_ps_per_byte: int = 250
+    """Host CPU time to combine one byte of reduction operands, in picoseconds (250 ps/B = 4 GB/s);
+    a reduction of B bytes costs ceil(B * this / 1000) ns."""
+    xor_ns: int = 1
+    """Network-coded broadcast: the NIC's time to XOR two packets (encode or decode one chain link), ns (1 cycle at
+    1 GHz by default; the source swept 0-35 cycles)."""
+    max_message_bytes: int = 1 << 30
+    """Largest message a host accepts; a segment announcing more is malformed (counted, dropped)."""
+    transport: str = "none"
+    """Host messaging end to end: none (each frame sent once, as ns-3's UDP; a frame lost to a fault
+    is never recovered) or reliable (the receiver acknowledges each whole message; the sender sends
+    again one not acknowledged ``rto_ns`` after its last frame left, the wait doubling, up to
+    ``max_tries`` sends; duplicates are dropped). ``emu run`` picks reliable for a run with --fault or
+    --manager unless this is set."""
+    rto_ns: int = 1_000_000
+    """reliable: how long after a message's last frame left the sender waits for its acknowledgement
+    before it sends the message again (ns); doubled after each try. Longer than any queue its frames
+    meet on the way, or they are sent again needlessly (duplicates, dropped, but counted in the
+    figures): 1 ms, as InfiniBand's local ACK timeouts of a few ms."""
+    max_tries: int = 8
+    """reliable: sends of one message before the sender gives up on it (logged and counted; the run
+    then ends saying so, never a hang)."""
+    noise: str = "none"
+    """OS noise on the host CPU (``emu.nodes.host.noise``): none, periodic (a detour of
+    ``noise_duration_ns`` every ``noise_interval_ns``) or random (exponential gaps of mean
+    ``noise_interval_ns`` between detours). CPU work the host charges does not progress during a detour."""
+    noise_interval_ns: int = 0
+    """periodic: the period of the detours; random: the mean gap between one detour and the next (ns)."""
+    noise_duration_ns: int = 0
+    """The length of one detour (ns)."""
+    noise_phase: str = "random"
+    """periodic: each host's first detour at a phase drawn from the seed (random) or at 0 on every host (aligned)."""
+    skew: str = "none"
+    """Lateness of each rank at a collective's entry: none, fixed (rank x ``skew_ns``), uniform (in
+    [0, ``skew_ns``]) or exponential (mean ``skew_ns``), drawn per host from the seed."""
+    skew_ns: int = 0
+    """The skew's scale (ns)."""
+    nic: NicSpec = NicSpec()
+    """The collective-offload engine of the NIC (spec 01)."""
+    elan: ElanSpec = ElanSpec()
+    """The QsNet adapter of the NIC (spec 03): reliable packets, put/get, atomics."""
+
+    def __post_init__(self) -> None:
+        _check_delays("HostSpec", self, ("nic_delay_ns", "send_overhead_ns", "recv_overhead_ns", "reduce_ps_per_byte",
+                                         "xor_ns"))
+        if not isinstance(self.max_message_bytes, int) or not 1 <= self.max_message_bytes <= 0xFFFFFFFF:
+            raise ConfigError(f"HostSpec.max_message_bytes must be within 1..2**32-1 (the segment header's "
+                              f"32-bit total), got {self.max_message_bytes!r}")
+        if not 1 <= self.mtu_bytes <= 16_000:
+            raise ConfigError(f"HostSpec.mtu_bytes must be within 1..16000, got {self.mtu_bytes}")
+        if self.transport not in TRANSPORTS:
+            raise ConfigError(f"HostSpec.transport must be one of {', '.join(TRANSPORTS)}, got {self.transport!r}")
+        if not isinstance(self.rto_ns, int) or not 1 <= self.rto_ns <= 10**12:
+            raise ConfigError(f"HostSpec.rto_ns must be within 1..10**12 ns, got {self.rto_ns!r}")
+        if not isinstance(self.max_tries, int) or not 1 <= self.max_tries <= 64:
+            raise ConfigError(f"HostSpec.max_tries must be within 1..64, got {self.max_tries!r}")
+        self._check_noise()
+
+    def _check_noise(self) -> None:
+        for f in ("noise_interval_ns", "noise_duration_ns", "skew_ns"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 10**12:
+                raise ConfigError(f"HostSpec.{f} must be an integer within 0..10**12 ns, got {v!r}")
+        if self.noise not in ("none", "periodic", "random"):
+            raise ConfigError(f"HostSpec.noise must be none, periodic or random, got {self.noise!r}")
+        if self.noise_phase not in ("random", "aligned"):
+            raise ConfigError(f"HostSpec.noise_phase must be random or aligned, got {self.noise_phase!r}")
+        if self.skew not in ("none", "fixed", "uniform", "exponential"):
+            raise ConfigError(f"HostSpec.skew must be none, fixed, uniform or exponential, got {self.skew!r}")
+        if self.noise == "periodic" and not 0 < self.noise_duration_ns < self.noise_interval_ns:
+            raise ConfigError(f"host.noise=periodic needs 0 < host.noise_duration_ns < host.noise_interval_ns, got "
+                              f"{self.noise_duration_ns} and {self.noise_interval_ns}: set both (e.g. 2500 every 100000)")
+        if self.noise == "random" and not (self.noise_duration_ns > 0 and self.noise_interval_ns > 0):
+            raise ConfigError(f"host.noise=random needs host.noise_duration_ns > 0 and host.noise_interval_ns > 0 "
+                              f"(the mean gap), got {self.noise_duration_ns} and {self.noise_interval_ns}")
+
+
+    def reduce_ns(self, nbytes: int) -> int:
+        """Modelled host time to reduce ``nbytes`` of operands (ns)."""
+        return -((-nbytes * self.reduce_ps_per_byte) // 1000)

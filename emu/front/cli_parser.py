@@ -1,0 +1,223 @@
+"""The ``emu`` command line: its options, subcommands and help texts (argparse), and the version
+it prints."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..config import SECTIONS
+
+
+OFFLOADS = ("none", "nic", "switch", "hw")
+"""``--offload`` values: none = host software, nic = spec 01, hw = spec 03's network hardware (bcast,
+barrier, allreduce), switch = spec 04's in-network allreduce (a network manager is attached)."""
+
+
+def run_epilog() -> str:
+    """What ``emu run --help`` shows below the options: the tests by name with a one-line summary
+    each (the first line of the test's docstring)."""
+    from .checks import CHECKS
+
+    width = max(map(len, CHECKS))
+    tests = "\n".join(f"  {name:<{width}}  {(fn.__doc__ or '-').strip().splitlines()[0].rstrip('.')}"
+                      for name, fn in CHECKS.items())
+    from ..config import settable_fields
+
+    rows = settable_fields()
+    fw = max(len(name) for name, *_ in rows)
+    fields = "\n".join(f"  {name:<{fw}}  {default!s:>12}  {doc}" for name, _, default, doc in rows)
+    return (f"tests (--test NAME; several: --test a+b or --test a --test b):\n{tests}\n\n"
+            f"settable fields (--set SECTION.FIELD=VALUE, or [section] field = value in --config FILE.toml;\n"
+            f"precedence: --config < the topology spec's parameters < --set), with their defaults:\n{fields}")
+
+
+def version() -> str:
+    """The installed package's version (its metadata), as ``emu --version`` prints it."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("hpc-emu")
+    except PackageNotFoundError:
+        return "unknown (not installed; pip install -e . in the checkout)"
+
+
+def _ascii(kind: type):
+    """An option's number type that takes ASCII digits only (``int`` alone would read '٤' as 4)."""
+    def convert(text: str):
+        if not text.isascii():
+            raise argparse.ArgumentTypeError(f"{text!r} must be written in ASCII digits (0-9)")
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+    return convert
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The ``emu`` command line: the options, the subcommands and their help."""
+    from emu.topologies.registry import describe_families
+
+    fams = "\n".join(f"  {n}:{p}  {s}" for n, p, s in describe_families())
+    ap = argparse.ArgumentParser(prog="emu", description="Packet-level HPC interconnect emulator",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=f"topologies (? = optional; all also take latency_ns, bandwidth_gbps, "
+                                        f"switch_delay_ns, nic_delay_ns, mtu_bytes):\n{fams}")
+    ap.add_argument("--version", action="version", version=f"emu (hpc-emu) {version()}")
+    ap.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-v info, -vv debug)")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("demo", help="run a small cluster and print the mechanisms side by side")
+    d.add_argument("--hosts", type=_ascii(int), default=8, help="hosts on the star (default 8)")
+    d.add_argument("--out", metavar="DIR",
+                   help="folder to write the demo's plot into (made if missing; default: a new temporary folder, "
+                        "named in the output)")
+    d.add_argument("--plot", default="allreduce.png", metavar="FILE",
+                   help="the plot's file name inside --out (default allreduce.png; '' for no plot)")
+    t = sub.add_parser("topo", help="print a topology's hosts, switches, links, diameter, bisection")
+    t.add_argument("spec", help="e.g. fattree:k=4,n=3, or a file FILE.json|FILE.graphml")
+    t.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE", help="as for emu run")
+    t.add_argument("--config", metavar="FILE.toml", help="as for emu run")
+    t.add_argument("--json", metavar="FILE", help="write the figures as JSON ('-': to stdout, the table to stderr)")
+    from .topo_cmd import add_options as add_topo_options
+
+    add_topo_options(t)
+    pl = sub.add_parser("plan", help="the planner of network-coded broadcast (docs/network-coding.md): group shape and intermediate "
+                                               "nodes")
+    pl.add_argument("what", choices=["nc"], help="nc: hierarchical XOR network coding (docs/network-coding.md)")
+    pl.add_argument("spec", help="a direct network, e.g. mesh:k=16,n=2 or torus:k=8,n=2")
+    pl.add_argument("--mcast", choices=["tree", "all_at_once"], default="tree",
+                    help="multicast of steps B, D, E (default tree)")
+    pl.add_argument("--scheme", choices=["nc", "nc_every", "combine", "all_at_once_coded"], default="nc",
+                    help="the scheme to plan (all_at_once_coded: nc with all-at-once multicasts in B, D, E)")
+    pl.add_argument("--by", choices=["hops", "longest-path"], default="hops",
+                    help="hops: least total hops (default); longest-path: the source's rule, the longest paths "
+                         "inside a group and between intermediate nodes balanced, ties by total hops")
+    w = sub.add_parser("wireshark", help="the Lua dissector for every header: where it is, or install it")
+    w.add_argument("action", choices=["path", "install"],
+                   help="path: print where the packaged dissector is; install: copy it into the plugins folder")
+    w.add_argument("--dest", help="install into this folder instead of Wireshark's personal Lua plugins folder")
+    _add_run(sub)
+    rp = sub.add_parser("report", help="plots of an emu run as PNG and SVG: link loads on the topology, "
+                                       "per-rank timeline from its trace")
+    rp.add_argument("results", metavar="RESULTS.json", help="the --json file of an emu run")
+    rp.add_argument("--trace", metavar="FILE", help="the --trace file of the same run (for the timeline)")
+    rp.add_argument("--out", metavar="DIR", required=True, help="folder to write the plots into (made if missing)")
+    from .mpirun import add_parser as add_mpirun  # emu mpirun: unchanged mpi4py programs on the cluster
+
+    add_mpirun(sub, _ascii(int), _ascii(float))
+    from .sweepargs import refuse_repeats
+
+    for command in sub.choices.values():  # an option of one value given twice: refused, not the last kept
+        refuse_repeats(command)
+    return ap
+
+
+def _add_run(sub) -> None:
+    """``emu run``: the cluster, the tests, the outputs, the faults, then the collectives' options."""
+    r = sub.add_parser("run", help="build a cluster, run tests, print and save the figures",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=run_epilog())
+    r.add_argument("--topo", help="topology spec, e.g. fattree:k=4,n=3, or a file FILE.json|FILE.graphml (emu topo "
+                                  "SPEC --format writes one; docs/topologies.md); a sweep: several, comma-separated "
+                                  "(star:n=4,star:n=8)")
+    r.add_argument("--test", action="append", metavar="TEST[+TEST...]",
+                   help="tests to run, in order: joined with '+' or one --test each (default pingall; listed below)")
+    r.add_argument("--seed", type=_ascii(int), default=0, help="seeds the run's random choices (every element's generator, sampled pingall peers, the tests' data): the same seed gives the same figures (default 0)")
+    r.add_argument("--processes", type=_ascii(int), default=1, help="OS processes to spread the elements over")
+    r.add_argument("--bind", default="127.0.0.1", metavar="ADDRESS|INTERFACE",
+                   help="where the elements' sockets listen, and frames between processes or MPI ranks "
+                        "travel: an IPv4 address or an interface name such as eth0 (default: loopback)")
+    r.add_argument("--partition", choices=["metis", "order"], default="metis",
+                   help="how nodes are spread over processes: balanced load with the least traffic "
+                        "between them (metis, default), or blocks of the node order")
+    tr = r.add_mutually_exclusive_group()
+    tr.add_argument("--direct", action="store_true",
+                    help="for large runs: frames between two elements of one process are handed over in memory, "
+                         "straight into the receiver's input queue, not sent as datagrams (the same figures and "
+                         "capture bytes; frames between processes stay on UDP)")
+    tr.add_argument("--wire", action="store_true",
+                    help="every link on real UDP datagrams on --bind's address, also between elements of one "
+                         "process, so a live capture (tshark -i lo -f udp) sees every frame; the default now, "
+                         "accepted as before")
+    r.add_argument("--manager", action="store_true",
+                   help="attach the network manager element (docs/qsnet.md): it hears the routers' traps and rewrites their "
+                        "tables around dead links (settings manager.*; manager.bringup=true tests every link first)")
+    r.add_argument("--pcap", help="write a pcapng capture of the whole run")
+    r.add_argument("--json", metavar="FILE", help="write the results as JSON ('-': to stdout, the table to stderr): "
+                                                  "{\"run\": what was run, \"results\": a row per test and point}")
+    r.add_argument("--csv", metavar="FILE", help="write the rows as CSV ('-': to stdout): a column per swept "
+                                                 "parameter and per figure, after a '# run: {...}' line")
+    r.add_argument("--indent", type=_ascii(int), metavar="N", help="indent the JSON by N spaces (default: compact)")
+    r.add_argument("--replay", metavar="RESULT.json", help="run the command of a --json file again and check that "
+                                                           "its figures match (exit 1 with the differences)")
+    r.add_argument("--trace", metavar="FILE", help="write the run's timeline as Chrome trace-event JSON (open it in "
+                                                   "ui.perfetto.dev): per host the test, collective calls and their "
+                                                   "steps; per port queue depth and load; faults, drops, traps, NACKs")
+    r.add_argument("--trace-limit", metavar="SIZE", help="stop writing the trace past this size, saying what it "
+                                                         "left out (default 256MiB)")
+    r.add_argument("--trace-bin", type=_ascii(int), metavar="NS", help="width of the trace's link-load bins "
+                                                                       "(default 1000 ns)")
+    r.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE",
+                   help="set any field of the specs, e.g. --set host.send_overhead_ns=435 (see below); "
+                        "wins over the topology spec and --config; a sweep: --set switch.vcs=1,2,4")
+    r.add_argument("--config", metavar="FILE.toml",
+                   help="settings from a TOML file: " + " ".join(f"[{s}]" for s in SECTIONS)
+                        + " sections of the fields listed below (the same names as --set)")
+    r.add_argument("--fault", action="append", metavar="at=TIME,link=A-B,down|up|ber=RATE",
+                   help="a fault during each test, TIME from the test's start, e.g. at=20us,link=s0-s4,down; "
+                        "or at=0,switch=s3,down; or at=0,link=h0-s0,ber=1e-6")
+    r.add_argument("--realtime", type=_ascii(float), metavar="NS_PER_S",
+                   help="pace virtual time to the wall clock: virtual ns per second (1e9 = real time)")
+    _add_collective_options(r)
+    from .sweepargs import ORDER
+
+    r.epilog += (f"\n\nsweeps: --{', --'.join(o for o in ORDER)} take comma-separated lists; the run is their "
+                 f"product, --{ORDER[0]} varying slowest and --{ORDER[-1]} fastest, one cluster per point, one "
+                 "row per test and point in one table (--json, --csv); an option of one value refuses a second")
+    g = r.add_argument_group("open-loop traffic (uniform, transpose, bitcomplement, hotspot, neighbor; --size: the "
+                             "packet's payload, one frame, default 256B)")
+    g.add_argument("--load", help="offered loads, packets per node per cycle = fractions of a host link's capacity "
+                                  "in (0, 1], comma-separated (default 0.1,0.3,0.5,0.7,0.9)")
+    g.add_argument("--warmup", type=_ascii(int), help="cycles before the measurement window (default 1000)")
+    g.add_argument("--measure", type=_ascii(int), help="cycles of the measurement window (default 1000)")
+
+
+def _add_collective_options(r: argparse.ArgumentParser) -> None:
+    """``emu run``'s options of the collective tests, in a group of their own."""
+    from emu.nodes.collectives.operations import OPERATIONS
+
+    c = r.add_argument_group(f"collectives ({', '.join(OPERATIONS)})")
+    from emu.nodes.collectives.select import ALGORITHMS
+
+    soft = "; ".join(f"{op} {', '.join(algos)}" for op, algos in ALGORITHMS.items())
+    c.add_argument("--algo", help=f"algorithm by name (default: chosen by size, as MPI libraries do); in host "
+                                  f"software: {soft}; with --offload hw the hardware's: barrier tree|polled; "
+                                  "a sweep: ring,rabenseifner")
+    c.add_argument("--size", help="bytes per rank, e.g. 64KiB (alltoall: per destination; default 1KiB); a sweep: "
+                                  "1KiB,64KiB,1MiB")
+    c.add_argument("--dtype", help="int8..int64, uint8..uint64, float16/32/64 (default float32)")
+    c.add_argument("--op", help="sum prod min max minloc maxloc land lor lxor band bor bxor (default sum)")
+    c.add_argument("--root", type=_ascii(int), help="root rank of reduce, bcast, mcast (default 0)")
+    c.add_argument("--ranks", help="communicator: comma-separated hosts (default: all)")
+    c.add_argument("--offload", metavar="{" + ",".join(OFFLOADS) + "}",
+                   help="a sweep: several, comma-separated; where a collective runs: none = host software (default), "
+                        "nic = on the NICs (NIC-offloaded reduction, triggered descriptors, docs/nic-offload.md: "
+                        "allreduce, reduce), hw = the QsNet network hardware (docs/qsnet.md: bcast, barrier --algo "
+                        "tree|polled, allreduce), switch = aggregated in the switches (in-network allreduce, "
+                        "docs/in-network-allreduce.md: allreduce; a network manager is attached)")
+    c.add_argument("--branch", type=_ascii(int),
+                   help="branch degree of the offload reduction tree (default: the shallowest tree the NIC's "
+                        "receive queue allows, as even as that depth permits: a level costs a fabric crossing "
+                        "each way, a child only tens of ns at its parent; for several 48-byte parts on the NICs, "
+                        "the degree the pipeline model predicts fastest)")
+    c.add_argument("--density", type=_ascii(float),
+                   help="allreduce of sparse vectors: the share of non-zero elements (default 1: dense); in host "
+                        "software (--offload none: SparCML's split allgather of (index, value) pairs, dense "
+                        "where fill-in makes that smaller; --algo recursive_doubling) or the switches (--offload "
+                        "switch: shards of pairs)")
+    c.add_argument("--bucket", type=_ascii(int),
+                   help="allreduce of the source's gradient-like sparse data: one value per bucket of this many "
+                        "elements at a random place in it (density 1 / bucket; the source: 512); --overlap is then "
+                        "the share of buckets whose value sits at the same place on every rank")
+    c.add_argument("--overlap", type=_ascii(float),
+                   help="with --density: the share of each rank's non-zero indices drawn from a pool common to "
+                        "all ranks (default 0: every rank's drawn on its own; 1: the same indices everywhere)")

@@ -1,0 +1,185 @@
+"""``emu run``: the points of a sweep in order, each a cluster running the tests under a progress
+line; ``--replay``; SIGTERM tears the cluster down as Ctrl-C does."""
+
+from __future__ import annotations
+
+import time
+
+import trio
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from ..config import ConfigError
+from .cli_parser import _parser, version
+from .consoles import console, make_console
+from .run_output import _show_results
+from .run_prepare import _prepare, run_config
+
+
+async def _run(args) -> int:
+    """Every point of the sweep (one without one) checked before any starts, then run in order."""
+    from .sweepargs import point_args, sweep
+
+    if getattr(args, "replay", None):
+        return await _replay(args)
+    if not args.topo:
+        raise ConfigError("emu run needs --topo SPEC (or --replay RESULT.json)")
+    args.swept, points = sweep(args)
+    if len(points) > 1 and (args.pcap or args.trace):
+        raise ConfigError(f"--pcap and --trace write one file per cluster; this sweep has {len(points)} points: "
+                          "run the point you want to capture on its own")
+    prepared = []
+    for point in points:  # bad input at any point is refused before the first starts
+        pargs = point_args(args, point)
+        prepared.append((point, pargs, await _prepare(pargs)))
+    args.finished, args.points = [], []
+    for point, pargs, (names, topo, faults, extra) in prepared:
+        pargs.sink, pargs.point = args.finished, point  # what finished is kept for --json (_keep_finished)
+        results, mgr_note = await _run_tests(pargs, topo, names, faults, extra)
+        args.trace_summary = getattr(pargs, "trace_summary", None)
+        args.partition_used = getattr(pargs, "partition_used", None)
+        args.points.append((point, pargs, results, mgr_note))
+    return _show_results(args)
+
+
+async def _replay(args) -> int:
+    """``emu run --replay RESULT.json``: the recorded command again; exit 1 with the differences in
+    one line when a figure is not the same (wall-clock times aside)."""
+    from rich.markup import escape
+
+    from .runrecord import OUTPUTS, compare, load, replay_argv, results_document
+
+    given = [a for a in args.argv[1:] if a.split("=", 1)[0].startswith("--") and a.split("=", 1)[0] not in OUTPUTS]
+    if given:
+        raise ConfigError(f"--replay takes the command from its file; leave out {given[0]} (only --json, --csv, "
+                          "--indent may go with it)")
+    run, old = load(args.replay)
+    argv = replay_argv(run, args.replay)
+    for opt in ("json", "csv", "indent"):
+        if getattr(args, opt) is not None:
+            argv += [f"--{opt}", str(getattr(args, opt))]
+    again = _parser().parse_args(argv)
+    again.argv = argv
+    code = await _run(again)
+    new = results_document(again, again.finished, run_config(again))["results"]
+    diffs = compare(old, new)
+    out = make_console(stderr=True) if "-" in (args.json, args.csv) else console
+    was = run.get("version")
+    vnote = f" (recorded with emu {was}, this is {version()})" if was and was != version() else ""
+    if diffs:
+        more = f"; and {len(diffs) - 3} more" if len(diffs) > 3 else ""
+        out.print(f"[red]replay of {args.replay}: {len(diffs)} figure(s) differ:[/] {escape('; '.join(diffs[:3]))}{more}{vnote}",
+                  soft_wrap=True, markup=True, highlight=False)
+        return 1
+    out.print(f"replay of {args.replay}: the figures of its {len(new)} row(s) match{vnote}", soft_wrap=True)
+    return code
+
+
+async def _run_tests(args, topo, names: list[str], faults, extra: dict) -> tuple[list, list[str]]:
+    """Start the cluster and run the tests in order under a transient progress line on stderr;
+    returns their results and the network manager's notes (empty without one)."""
+    from .cluster import Cluster
+
+    results: list = []
+    mgr_note: list[str] = []
+    err = make_console(stderr=True)
+    # a bar that pulses (a run's end is not known in advance) with the virtual time reached and the
+    # frames put on links per wall second; nothing at all when stderr is not a terminal
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[speed]}"),
+                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
+        task = progress.add_task(f"starting {args.topo}", total=None, speed="")
+        last = [time.perf_counter(), 0]
+
+        def on_progress(window: int, t_ns: int) -> None:
+            now, frames = time.perf_counter(), net.crossings
+            rate = (frames - last[1]) / max(now - last[0], 1e-6)
+            last[:] = [now, frames]
+            progress.update(task, description=f"{current}: virtual {t_ns / 1000:,.1f} us",
+                            speed=f"{rate:,.0f} frames/s, {frames:,} frames, {window:,} windows")
+
+        current = "start"
+        async with Cluster(topo, run=run_config(args), capture=args.pcap, progress=on_progress) as net:
+            # the manager's settings hold with --offload switch's manager too (bring-up included)
+            if topo.manager is not None and topo.nodes[topo.manager].info["manager"].bringup:
+                current = "link bring-up"
+                progress.update(task, description="link bring-up")
+                await _bring_up_links(net, faults)
+                from ..bringup import guarantee
+
+                mgr = topo.nodes[topo.manager].info
+                mgr_note.append(f"link bring-up over at {net.now:,} ns; {guarantee(mgr['manager'])}")
+                mgr_note.extend(mgr.get("bringup_notes", []))
+            for name in names:
+                current = name
+                progress.update(task, description=f"{name}: running")
+                results.append(await _run_test(net, name, faults, args.seed, extra))
+                args.sink.append((args.point, args, results[-1]))  # kept whatever stops the rest
+            if topo.manager is not None and (args.manager or mgr_note):
+                mgr_note.extend(await _manager_notes(net, topo))
+    args.trace_summary = net.trace_summary
+    args.partition_used = net.plan.partition_used
+    return results, mgr_note
+
+
+async def _bring_up_links(net, faults) -> None:
+    """The manager tests every link before the tests start; faults from the start are there for the
+    link tests too."""
+    for f in faults:
+        if f.at_ns == 0:
+            await net.schedule(net.now, f.action, link=f.link, switch=f.switch, rate=f.rate)
+    await net.run({})
+
+
+async def _run_test(net, name: str, faults, seed: int, extra: dict):
+    """One test, with the faults timed from its own start, and the wall-clock time it took."""
+    from .checks import Options, run_check
+
+    for f in faults:
+        await net.schedule(net.now + f.at_ns, f.action, link=f.link, switch=f.switch, rate=f.rate)
+    wall = time.perf_counter()
+    r = await run_check(net, name, Options(seed=seed, extra=extra))
+    r.figures["wall_s"] = round(time.perf_counter() - wall, 3)
+    if faults:  # this test's faults are its own: those not reached are cancelled, every link back as built
+        await net.clear_faults()
+    return r
+
+
+async def _manager_notes(net, topo) -> list[str]:
+    """What the network manager counted and did over the run, one line per action."""
+    st = next(s for s in await net.stats() if s["name"] == topo.manager)
+    e = st["engine"]
+    notes = [f"traps {e['traps']}, links out {e['links_out']}, back {e['links_back']}, kept "
+             f"{e['links_kept']}, commands {e['commands_sent']} ({e['commands_done']} done, "
+             f"{e['commands_failed']} failed)"]
+    notes.extend(f"{t:,} ns: {what}" for t, what in st["actions"])
+    return notes
+
+
+class Terminated(KeyboardInterrupt):
+    """The process was sent SIGTERM: torn down as on Ctrl-C."""
+
+
+async def _run_terminable(args) -> int:
+    """``_run``; SIGTERM cancels it, so the cluster is torn down as on Ctrl-C (workers ended, sockets
+    closed, spilled capture runs removed), then ``Terminated`` is raised."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return await _run(args)
+    token = trio.lowlevel.current_trio_token()
+    terminated: list[int] = []
+    with trio.CancelScope() as scope:
+        def on_sigterm(signum, frame) -> None:
+            terminated.append(signum)
+            token.run_sync_soon(scope.cancel)
+
+        old = signal.signal(signal.SIGTERM, on_sigterm)
+        try:
+            return await _run(args)
+        except BaseException:
+            if terminated:  # whatever the teardown raised on the way (a worker that also got the signal)
+                raise Terminated() from None
+            raise
+        finally:
+            signal.signal(signal.SIGTERM, old)
+    raise Terminated()
