@@ -294,8 +294,11 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             }
             if (g == NULL || gw != win) { /* (a window's groups and an older retransmitted one) */
                 long long g0 = 0;
-                if (g != NULL && !get_ll(PyList_GET_ITEM(g, 0), &g0))
+                if (g != NULL && !get_ll(PyList_GET_ITEM(g, 0), &g0)) {
+                    if (!PyErr_Occurred())
+                        PyErr_SetString(PyExc_TypeError, "emu._core.records: a count is not an integer");
                     goto fail;
+                }
                 if (g0) {
                     long long g1;
                     PyObject *dom = PyObject_GetAttr(el, s_domain);

@@ -5,7 +5,7 @@
 
 static PyObject *s_link_events, *s_pevents, *s_engine, *s_timer, *s_capture, *s_ins, *s_outs, *s_busy, *s_now,
     *s_active_ns, *s_stats, *s_lookahead, *s_lost_until, *s_unsent, *s_batch, *s_drop_rate, *s_plain_table,
-    *s_run_window, *s_transmit_ports, *s_max_time, *s_forwarded, *s_next_time;
+    *s_run_window, *s_transmit_ports, *s_max_time, *s_forwarded, *s_schedule;
 static unsigned long long n_windows; /* static-table switch windows run whole here (counts()) */
 
 static int window_init(void)
@@ -16,7 +16,7 @@ static int window_init(void)
         {&s_active_ns, "active_ns"}, {&s_stats, "stats"}, {&s_lookahead, "lookahead"}, {&s_lost_until, "lost_until"},
         {&s_unsent, "unsent"}, {&s_batch, "batch"}, {&s_drop_rate, "_drop_rate"}, {&s_plain_table, "plain_table"},
         {&s_run_window, "run_window"}, {&s_transmit_ports, "_transmit_ports"}, {&s_max_time, "max_time"},
-        {&s_forwarded, "forwarded"}, {&s_next_time, "next_time"}};
+        {&s_forwarded, "forwarded"}, {&s_schedule, "schedule"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if ((*names[k].s = PyUnicode_InternFromString(names[k].n)) == NULL)
             return -1;
@@ -69,7 +69,7 @@ static int next_time_in(PyObject *el, long long *t_out)
     PyObject *lists[] = {heap, le};
     for (int k = 0; k < 2; k++) {
         if ((h = head_time(lists[k], 0, &v)) != 0 && h != 1) {
-            rc = h;
+            rc = h < 0 ? -1 : 1; /* (2: not what it reads -- Python's) */
             goto done;
         }
         if (h == 1 && v < t)
@@ -82,7 +82,7 @@ static int next_time_in(PyObject *el, long long *t_out)
             t = v;
     }
     if ((h = head_time(pev, 0, &v)) != 0 && h != 1) {
-        rc = h;
+        rc = h < 0 ? -1 : 1;
         goto done;
     }
     if (h == 1 && v < t)
@@ -95,7 +95,7 @@ static int next_time_in(PyObject *el, long long *t_out)
         PyObject *qs[] = {SLOT(p, o_pending), SLOT(p, o_ctl)};
         for (int k = 0; k < 2; k++) {
             if ((h = head_time(qs[k], 1, &v)) != 0 && h != 1) {
-                rc = h;
+                rc = h < 0 ? -1 : 1;
                 goto done;
             }
             if (h == 1 && v - look < t)
@@ -271,8 +271,14 @@ static int after_run(PyObject *domain, PyObject *el, long long fa, PyObject *sen
     }
     long long t;
     int h = next_time_in(el, &t);
-    if (h < 0 || (h == 1 && call_ll(PyObject_CallMethodNoArgs(el, s_next_time), &t, "next_time") < 0))
+    if (h < 0)
         goto done;
+    if (h == 1) { /* a time it does not read in place: Domain.schedule itself (Element.next_time) */
+        PyObject *r = PyObject_CallMethodOneArg(domain, s_schedule, el);
+        Py_XDECREF(r);
+        rc = r == NULL ? -1 : 0;
+        goto done;
+    }
     rc = frames_due(domain, el, t) < 0 ? -1 : 0; /* (Domain.schedule: frames_arrived's heap entry) */
 done:
     if (rc == -1 && !PyErr_Occurred())
