@@ -175,6 +175,9 @@ PyMODINIT_FUNC PyInit__core(void)
     s_append = PyUnicode_InternFromString("append");
     s_popleft = PyUnicode_InternFromString("popleft");
     s_make = PyUnicode_InternFromString("make");
+    s_with_fcs = PyUnicode_InternFromString("with_fcs");
+    if (s_with_fcs == NULL)
+        return NULL;
     s_plain = PyUnicode_InternFromString("plain");
     s_heap = PyUnicode_InternFromString("heap");
     s_safe_time = PyUnicode_InternFromString("safe_time");

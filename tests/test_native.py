@@ -86,13 +86,43 @@ def test_enqueue_is_the_ports(defer):
 
 
 @needs_core
+@pytest.mark.parametrize("defer", [False, True])
+def test_enqueue_takes_lazy_frames_as_the_port_does(defer):
+    """A long message's lazy frames (made from the sender's buffer when the port sends them), some
+    behind others on a priority port (Python's: whether they overtake is the source's to tell): the
+    port ends as with Python's enqueue alone, the same placeholders (FCS asked for or not) queued."""
+    from emu.nodes.nic.outgoing import Outgoing
+
+    def state(p):
+        return _state(p)[:-2] + ([(s, a, f.key, f.fcs, pool) for s, a, f, pool in p.pending], p.overtakes)
+
+    rng = random.Random(11)
+    a, b = _port(defer_fcs=defer, priority=True), _port(defer_fcs=defer, priority=True)
+    head = build_frame(1, 2, 0, b"")[:14]
+    at = declined = 0
+    for k in range(20):
+        at += rng.choice([0, 300, 5000])
+        data = bytes(rng.randrange(1, 9000))
+        fa = Outgoing(head, 1, 2, 0, k, 0, data, 1024).frames()
+        fb = Outgoing(head, 1, 2, 0, k, 0, data, 1024).frames()
+        for x, y in zip(fa, fb):
+            start = CORE.enqueue(a, x, at)
+            if start is None:
+                declined += 1
+                start = a.enqueue(x, at)
+            assert start == b.enqueue(y, at)
+            assert state(a) == state(b)
+    assert 0 < declined < sum(1 for _ in b.pending)  # (the first of a burst onto a free port: the core's)
+
+
+@needs_core
 def test_enqueue_leaves_other_ports_to_python():
     frame = build_frame(1, 2, 1, b"abc")
     assert CORE.enqueue(_port(up=False), frame, 0) is None  # a link down: _emit's drop path
     assert CORE.enqueue(_port(head_bytes=256), frame, 0) is None  # into an input-queued router
     assert CORE.enqueue(_port(framing=framing("qsnet")), frame, 0) is None  # modelled framing
     assert CORE.enqueue(_port(tracer=object()), frame, 0) is None  # traced
-    assert CORE.enqueue(_port(), bytearray(frame), 0) is None  # not bytes
+    assert CORE.enqueue(_port(), bytearray(frame), 0) is None  # not bytes (nor a lazy frame)
 
 
 @needs_core

@@ -5,7 +5,7 @@
 static PyTypeObject *OutPortT, *InPortT, *LazyT, *SenderT, *ReceiverT;
 static PyObject *CausalityError, *s_heap, *s_safe_time, *s_domain, *s_frames_arrived;
 static Py_ssize_t i_peer_addr;
-static PyObject *s_append, *s_popleft, *s_make, *s_plain;
+static PyObject *s_append, *s_popleft, *s_make, *s_plain, *s_with_fcs;
 static PyTypeObject *DequeT; /* collections.deque: its popleft called directly (no method lookup) */
 static PyObject *deque_popleft;
 

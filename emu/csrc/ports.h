@@ -131,10 +131,26 @@ static PyObject *enqueue(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     PyObject *p = args[0], *frame = args[1];
     long long at, free;
     int defer;
-    if (!ready || !PyBytes_CheckExact(frame) || !plain_port(p, &defer) || !get_ll(args[2], &at) ||
-        !get_ll(SLOT(p, o_free_at), &free)) {
+    if (!ready || !(PyBytes_CheckExact(frame) || Py_TYPE(frame) == LazyT) || !plain_port(p, &defer) ||
+        !get_ll(args[2], &at) || !get_ll(SLOT(p, o_free_at), &free)) {
         PyErr_Clear();
         Py_RETURN_NONE;
+    }
+    if (Py_TYPE(frame) == LazyT) { /* a frame made when the port sends it (emu.wire.lazy): its length now */
+        if (free > at && SLOT(p, o_priority) != Py_False)
+            Py_RETURN_NONE; /* it may overtake (its priority byte is the source's to tell): Python's */
+        Py_ssize_t flen = PyObject_Length(frame);
+        if (flen < 0)
+            return NULL;
+        PyObject *wire = defer ? Py_NewRef(frame) : PyObject_CallMethodNoArgs(frame, s_with_fcs);
+        if (wire == NULL)
+            return NULL;
+        long long start = enqueue_tail(p, wire, flen + 4, at, free);
+        Py_DECREF(wire);
+        if (start < 0)
+            return NULL;
+        n_enqueued++;
+        return PyLong_FromLongLong(start);
     }
     Py_ssize_t flen = PyBytes_GET_SIZE(frame);
     const unsigned char *f = (const unsigned char *)PyBytes_AS_STRING(frame);
