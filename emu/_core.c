@@ -1,25 +1,31 @@
 /* emu._core: the compiled core of the element loop (optional; emu.native chooses it).
  *
- * Three functions, each the exact twin of a pure-Python path it replaces, taking over only the
- * plain case and handing everything else back to Python before it has changed anything:
+ * Each function is the exact twin of a pure-Python path it replaces, taking over only the plain case
+ * and handing everything else back to Python before it has changed anything (or where Python's code
+ * goes on from the state it left, as the Python would have):
  *
- *   enqueue(port, frame, at)  -> start, or None        OutPort.enqueue without tracer, priority
- *                                                       overtaking, modelled framing or head flits
- *   forward(heap, t_end, ins, outs, busy, routes, delay) -> (n, now)
- *                                                       Element.run_window's frames-only loop for a
- *                                                       static-table switch (SwitchEngine.receive,
- *                                                       Element._emit, OutPort.enqueue): plain data
- *                                                       frames only; stops at the first other one
- *   hand_over(pending, heap, index, seq, flags, release, pool_flag)
- *                                                       -> (n, nbytes, seq, last arrival)
- *                                                       Element._transmit's in-memory hand-over
+ *   enqueue(port, frame, at)            OutPort.enqueue without tracer, priority overtaking, modelled
+ *                                       framing or head flits (bytes, or a message's lazy frames)
+ *   forward(heap, t_end, ins, outs, busy, routes, delay)
+ *                                       Element.run_window's frames-only loop for a static-table switch
+ *                                       (SwitchEngine.receive, Element._emit, OutPort.enqueue)
+ *   window(domain, active, k, t1, w, link_end, sent)
+ *                                       Domain._window's loop over its active elements; a static-table
+ *                                       switch's whole window (forward, transmit, next time) in C
+ *   transmit_local(busy, release, window, domain, batch, stats)
+ *                                       Element._transmit for ports to this process (the in-memory
+ *                                       hand-over) and to its socket (records given to the batch)
+ *   hand_over, take, records, arrived, forget
+ *                                       the hand-over loop, LinkSender.take, Batch.on_datagram's common
+ *                                       records and last loop, Element.forget
+ *   heappush, heappop, crc32, counts, setup, switch_setup, domain_setup
  *
  * The ports are slotted dataclasses (emu.port.OutPort / InPort): setup() reads the offsets of their
  * slots from the classes' member descriptors, so a slot is read and written in place; every object
  * of another type is refused (None / n = 0: Python does it). The frames stay real bytes: a switch
  * builds the frame it sends (hops + 1, and its FCS unless the port defers it), as Python does.
- * Figures are identical by construction and by test (tests/test_native.py runs the golden runs on
- * both paths).
+ * Figures are identical by construction and by test (tests/test_native.py, test_native_window.py,
+ * test_fast_paths.py run runs both ways). The parts live in csrc/ (one translation unit).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
