@@ -110,6 +110,23 @@ static inline int add_ll(PyObject *obj, Py_ssize_t off, long long d)
 }
 
 
+/* d[key] += n in a dict of counts (``missing_ok``: d.get(key, 0) + n, as a Python counter dict
+ * that may lack the key): 0, or -1 with an error set (``what`` names the count) */
+static int dict_add(PyObject *d, PyObject *key, long long n, int missing_ok, const char *what)
+{
+    long long v = 0;
+    PyObject *old = PyDict_CheckExact(d) ? PyDict_GetItemWithError(d, key) : NULL;
+    if (!PyDict_CheckExact(d) || PyErr_Occurred() || (old == NULL ? !missing_ok : !get_ll(old, &v))) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "emu._core: %s is not a count", what);
+        return -1;
+    }
+    PyObject *nv = PyLong_FromLongLong(v + n);
+    int rc = nv == NULL ? -1 : PyDict_SetItem(d, key, nv);
+    Py_XDECREF(nv);
+    return rc;
+}
+
 /* The next entry of an output port's pending queue ``pend`` ((start, arrival, frame, pool), in
  * order) if it arrives before ``release``: popped, its frame made if lazy (emu.wire.lazy), a new
  * reference in *frame. Returns 1 (taken), 0 (none due) or -1 (error; ``who`` names the caller). */

@@ -24,15 +24,8 @@ static int add_attr_item(PyObject *obj, PyObject *name, PyObject *key, long long
                 rc = nv == NULL ? -1 : PyList_SetItem(c, k, nv);
             }
         }
-    } else { /* c[key] = c.get(key, 0) + n */
-        PyObject *old = PyDict_CheckExact(c) ? PyDict_GetItemWithError(c, key) : NULL;
-        long long v = 0;
-        if (PyDict_CheckExact(c) && !PyErr_Occurred() && (old == NULL || get_ll(old, &v))) {
-            PyObject *nv = PyLong_FromLongLong(v + n);
-            rc = nv == NULL ? -1 : PyDict_SetItem(c, key, nv);
-            Py_XDECREF(nv);
-        }
-    }
+    } else /* c[key] = c.get(key, 0) + n */
+        rc = dict_add(c, key, n, 1, "a domain's count by window");
     if (rc < 0 && !PyErr_Occurred())
         PyErr_SetString(PyExc_TypeError, "emu._core: a domain's counts are not what they were");
     Py_DECREF(c);

@@ -413,19 +413,8 @@ static int transmit_batch(PyObject *p, PyObject *pend, long long release, long l
     int rc = -1;
     if (take_into(SLOT(p, o_link), pend, release, window, &out, &n, &nbytes, &last) < 0)
         goto done;
-    PyObject *c = PyDict_CheckExact(stats) ? PyDict_GetItemWithError(stats, s_datagrams_sent) : NULL;
-    long long v;
-    if (c == NULL || !get_ll(c, &v)) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: stats['datagrams_sent'] is not a count");
+    if (dict_add(stats, s_datagrams_sent, PyList_GET_SIZE(out), 0, "an element's stats['datagrams_sent']") < 0)
         goto done;
-    }
-    PyObject *nv = PyLong_FromLongLong(v + PyList_GET_SIZE(out));
-    if (nv == NULL || PyDict_SetItem(stats, s_datagrams_sent, nv) < 0) {
-        Py_XDECREF(nv);
-        goto done;
-    }
-    Py_DECREF(nv);
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(out); k++)
         if (batch_send(batch, PyList_GET_ITEM(out, k), addr) < 0)
             goto done;
@@ -460,10 +449,11 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
     }
     /* the ports as they are now (Python code runs in between: a lazy frame made, the domain told),
      * each port's (peer, input port) held while it is used */
-    PyObject *others = PyList_New(0), *done = PyList_New(0), *ports = PyDict_Keys(busy), *held = NULL;
+    PyObject *others = PyList_New(0), *done = PyList_New(0), *ports = PyDict_Keys(busy), *held = NULL,
+             *held_pend = NULL;
     if (others == NULL || done == NULL || ports == NULL)
         goto fail;
-    for (Py_ssize_t kp = 0; kp < PyList_GET_SIZE(ports); kp++, drop(&held)) {
+    for (Py_ssize_t kp = 0; kp < PyList_GET_SIZE(ports); kp++, drop(&held), drop(&held_pend)) {
         PyObject *p = PyList_GET_ITEM(ports, kp), *local, *ctl, *pend;
         Py_ssize_t nctl;
         if (Py_TYPE(p) != OutPortT || (local = SLOT(p, o_local)) == NULL || SLOT(p, o_fault_rng) != Py_None ||
@@ -477,23 +467,18 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
             continue;
         }
         held = Py_NewRef(local);
-        Py_INCREF(pend);
+        held_pend = Py_NewRef(pend);
         Py_ssize_t npend = PySequence_Size(pend);
-        if (npend < 0) {
-            Py_DECREF(pend);
+        if (npend < 0)
             goto fail;
-        }
         if (npend) {
             PyObject *head = PySequence_GetItem(pend, 0);
-            if (head == NULL) {
-                Py_DECREF(pend);
+            if (head == NULL)
                 goto fail;
-            }
             long long a0;
             int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) == 4 && get_ll(PyTuple_GET_ITEM(head, 1), &a0);
             Py_DECREF(head);
             if (!ok) {
-                Py_DECREF(pend);
                 if (!PyErr_Occurred())
                     PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a pending entry is not a 4-tuple");
                 goto fail;
@@ -501,17 +486,14 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
             if (a0 < release && local == Py_None) { /* by the process's socket */
                 if (a0 < first)
                     first = a0;
-                if (transmit_batch(p, pend, release, win, domain, batch, stats) < 0) {
-                    Py_DECREF(pend);
+                if (transmit_batch(p, pend, release, win, domain, batch, stats) < 0)
                     goto fail;
-                }
                 npend = PySequence_Size(pend);
             } else if (a0 < release) {
                 PyObject *peer = PyTuple_GET_ITEM(local, 0), *inp = PyTuple_GET_ITEM(local, 1);
                 PyObject *link = SLOT(p, o_link), *rlink;
                 if (Py_TYPE(inp) != InPortT || link == NULL || Py_TYPE(link) != SenderT ||
                     (rlink = SLOT(inp, i_link)) == NULL || Py_TYPE(rlink) != ReceiverT) {
-                    Py_DECREF(pend);
                     if (PyList_Append(others, p) < 0)
                         goto fail;
                     continue;
@@ -521,13 +503,11 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
                 int okst = get_ll(safe, &st);
                 Py_XDECREF(safe);
                 if (!okst) {
-                    Py_DECREF(pend);
                     if (!PyErr_Occurred())
                         PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: safe_time is not an integer");
                     goto fail;
                 }
                 if (a0 < st) {
-                    Py_DECREF(pend);
                     PyErr_Format(CausalityError, "%S: frame stamped %lld ns handed over after %lld ns was processed; "
                                  "the synchroniser let a window run too far", SLOT(inp, i_name), a0, st);
                     goto fail;
@@ -535,14 +515,11 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
                 if (a0 < first)
                     first = a0;
                 PyObject *heap = PyObject_GetAttr(peer, s_heap);
-                if (heap == NULL) {
-                    Py_DECREF(pend);
+                if (heap == NULL)
                     goto fail;
-                }
                 long long seq, flags = SLOT(p, o_defer_fcs) == Py_True ? clean | nofcs : clean;
                 if (!get_ll(SLOT(link, ls_seq), &seq)) {
                     Py_DECREF(heap);
-                    Py_DECREF(pend);
                     if (!PyErr_Occurred())
                         PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a sequence number is not an integer");
                     goto fail;
@@ -552,23 +529,18 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
                 int okh = hand_over_into(pend, heap, SLOT(inp, i_index), seq, flags, release, C_POOL, &n, &nbytes,
                                          &nseq, &last);
                 Py_DECREF(heap);
-                if (okh < 0 || !get_ll(SLOT(p, o_latency), &lat)) {
-                    Py_DECREF(pend);
+                if (okh < 0 || !get_ll(SLOT(p, o_latency), &lat))
                     goto fail;
-                }
                 if (flags & nofcs)
                     nbytes += 4LL * n;
                 if (set_ll(link, ls_seq, nseq) < 0 || set_ll(rlink, lr_expected, nseq) < 0 ||
                     set_ll(p, o_sent_done, last - lat) < 0 || add_ll(p, o_tx_frames, n) < 0 ||
                     add_ll(p, o_tx_bytes, nbytes) < 0 || add_ll(inp, i_rx_frames, n) < 0 ||
-                    add_ll(inp, i_rx_bytes, nbytes) < 0 || frames_local(domain, peer, n, a0, window) < 0) {
-                    Py_DECREF(pend);
+                    add_ll(inp, i_rx_bytes, nbytes) < 0 || frames_local(domain, peer, n, a0, window) < 0)
                     goto fail;
-                }
                 npend = PySequence_Size(pend);
             }
         }
-        Py_DECREF(pend);
         if (npend < 0 || (npend == 0 && PyList_Append(done, p) < 0))
             goto fail;
     }
@@ -582,6 +554,7 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
     return 0;
 fail:
     Py_XDECREF(held);
+    Py_XDECREF(held_pend);
     Py_XDECREF(others);
     Py_XDECREF(done);
     Py_XDECREF(ports);

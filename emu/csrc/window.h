@@ -51,12 +51,23 @@ static int head_time(PyObject *seq, int field, long long *t)
     return ok ? 1 : (PyErr_Occurred() ? -1 : 2);
 }
 
+/* *t lowered to the time of ``seq``'s first entry less ``sub``, if it has one: 0, 1 (an entry this
+ * code does not read: Python's), -1 (error) */
+static int lower_to_head(PyObject *seq, int field, long long sub, long long *t)
+{
+    long long v;
+    int h = head_time(seq, field, &v);
+    if (h == 1 && v - sub < *t)
+        *t = v - sub;
+    return h < 0 ? -1 : h == 2;
+}
+
 /* Element.next_time, read in place: 0 (*t), 1 (something else than it reads: Python's), -1 (error) */
 static int next_time_in(PyObject *el, long long *t_out)
 {
     PyObject *heap = PyObject_GetAttr(el, s_heap), *le = NULL, *eng = NULL, *tt = NULL, *pev = NULL, *la = NULL,
              *busy = NULL;
-    int rc = -1, h;
+    int rc = -1;
     long long t = (long long)1 << 62, v, look;
     if (heap == NULL || (le = PyObject_GetAttr(el, s_link_events)) == NULL || (eng = PyObject_GetAttr(el, s_engine)) == NULL ||
         (tt = PyObject_GetAttr(eng, s_timer)) == NULL || (pev = PyObject_GetAttr(el, s_pevents)) == NULL ||
@@ -66,41 +77,27 @@ static int next_time_in(PyObject *el, long long *t_out)
     if (!PyList_CheckExact(heap) || !PyList_CheckExact(le) || !PyList_CheckExact(pev) || !PyDict_CheckExact(busy) ||
         !get_ll(la, &look))
         goto done;
-    PyObject *lists[] = {heap, le};
-    for (int k = 0; k < 2; k++) {
-        if ((h = head_time(lists[k], 0, &v)) != 0 && h != 1) {
-            rc = h < 0 ? -1 : 1; /* (2: not what it reads -- Python's) */
+    PyObject *lists[] = {heap, le, pev};
+    for (int k = 0; k < 3; k++)
+        if ((rc = lower_to_head(lists[k], 0, 0, &t)) != 0)
             goto done;
-        }
-        if (h == 1 && v < t)
-            t = v;
-    }
+    rc = 1;
     if (tt != Py_None) {
         if (!get_ll(tt, &v))
             goto done;
         if (v < t)
             t = v;
     }
-    if ((h = head_time(pev, 0, &v)) != 0 && h != 1) {
-        rc = h < 0 ? -1 : 1;
-        goto done;
-    }
-    if (h == 1 && v < t)
-        t = v;
     Py_ssize_t pos = 0;
     PyObject *p, *unused;
     while (PyDict_Next(busy, &pos, &p, &unused)) {
-        if (Py_TYPE(p) != OutPortT)
+        if (Py_TYPE(p) != OutPortT) {
+            rc = 1;
             goto done;
-        PyObject *qs[] = {SLOT(p, o_pending), SLOT(p, o_ctl)};
-        for (int k = 0; k < 2; k++) {
-            if ((h = head_time(qs[k], 1, &v)) != 0 && h != 1) {
-                rc = h < 0 ? -1 : 1;
-                goto done;
-            }
-            if (h == 1 && v - look < t)
-                t = v - look;
         }
+        if ((rc = lower_to_head(SLOT(p, o_pending), 1, look, &t)) != 0 ||
+            (rc = lower_to_head(SLOT(p, o_ctl), 1, look, &t)) != 0)
+            goto done;
     }
     *t_out = t;
     rc = 0;
@@ -134,7 +131,8 @@ static int call_ll(PyObject *r, long long *v, const char *what)
 static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w, PyObject *domain, long long *fa)
 {
     PyObject *plain = NULL, *le = NULL, *pev = NULL, *tt = NULL, *cap = NULL, *fwd = NULL, *heap = NULL, *ins = NULL,
-             *outs = NULL, *busy = NULL, *la = NULL, *batch = NULL, *drop = NULL, *stats = NULL, *others = NULL;
+             *outs = NULL, *busy = NULL, *la = NULL, *batch = NULL, *drop = NULL, *estats = NULL, *stats = NULL,
+             *others = NULL;
     int rc = -1;
     if (lookup_attr(eng, s_plain_table, &plain) < 0)
         return -1;
@@ -168,19 +166,8 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
         PyObject *nv = PyLong_FromLongLong(now);
         int bad = nv == NULL || PyObject_SetAttr(el, s_now, nv) < 0 || PyObject_SetAttr(el, s_active_ns, nv) < 0;
         Py_XDECREF(nv);
-        if (bad || (stats = PyObject_GetAttr(eng, s_stats)) == NULL)
-            goto done;
-        PyObject *c = PyDict_CheckExact(stats) ? PyDict_GetItemWithError(stats, s_forwarded) : NULL;
-        long long v;
-        if (c == NULL || !get_ll(c, &v)) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_TypeError, "emu._core.window: stats['forwarded'] is not a count");
-            goto done;
-        }
-        PyObject *cv = PyLong_FromLongLong(v + n);
-        bad = cv == NULL || PyDict_SetItem(stats, s_forwarded, cv) < 0;
-        Py_XDECREF(cv);
-        if (bad)
+        if (bad || (estats = PyObject_GetAttr(eng, s_stats)) == NULL ||
+            dict_add(estats, s_forwarded, n, 0, "a switch's stats['forwarded']") < 0)
             goto done;
     }
     long long head;
@@ -204,7 +191,7 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
     }
     long long look, first;
     if ((la = PyObject_GetAttr(el, s_lookahead)) == NULL || !get_ll(la, &look) ||
-        (drop = PyObject_GetAttr(el, s_drop_rate)) == NULL || (stats = (Py_XDECREF(stats), PyObject_GetAttr(el, s_stats))) == NULL)
+        (drop = PyObject_GetAttr(el, s_drop_rate)) == NULL || (stats = PyObject_GetAttr(el, s_stats)) == NULL)
         goto done;
     int dropping = PyObject_IsTrue(drop);
     if (dropping < 0)
@@ -242,6 +229,7 @@ done:
     Py_XDECREF(la);
     Py_XDECREF(batch);
     Py_XDECREF(drop);
+    Py_XDECREF(estats);
     Py_XDECREF(stats);
     Py_XDECREF(others);
     return rc;
