@@ -16,7 +16,6 @@ import heapq
 import logging
 import random
 import socket
-import zlib
 from typing import Any, Protocol
 
 import trio
@@ -259,7 +258,7 @@ class Element(Links, Flow):
         ins, pop = self.ins, heapq.heappop
         core = native.CORE
         plain = getattr(eng, "plain_table", None) if core is not None else None
-        crc32 = zlib.crc32 if core is None else core.crc32  # (the same CRC-32, checked against zlib's in tests)
+        crc32 = native.crc32()
         fwd = None
         while not links and not pev and eng.timer is None and self.capture is None:
             # only frames can be due (most windows of most elements): the same order, fewer tests
@@ -380,7 +379,7 @@ class Element(Links, Flow):
         inp = self.ins[port]
         cap = self.capture
         # corrupted on the wire (captured as damaged); on a credit-flow link its sender gives its credit back
-        damaged = not kind & CLEAN and (zlib.crc32 if native.CORE is None else native.CORE.crc32)(wire) != FCS_RESIDUE
+        damaged = not kind & CLEAN and native.crc32()(wire) != FCS_RESIDUE
         if damaged and not self._take_damaged(inp, now, wire, passes):
             return None
         if inp.timeline is not None and self._lost_while_down(inp, now, wire, kind, damaged):

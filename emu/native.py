@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import zlib
 from pathlib import Path
 from types import ModuleType
 
@@ -64,3 +65,9 @@ def disable(why: str) -> None:
 def in_use() -> str:
     """``compiled`` or ``pure-python``: which element loop runs (the benchmarks print it)."""
     return "compiled" if CORE is not None else "pure-python"
+
+
+def crc32():
+    """The CRC-32 function to check frames with: the core's when it is in use (the same function,
+    tested against zlib's), else zlib's."""
+    return zlib.crc32 if CORE is None else CORE.crc32
