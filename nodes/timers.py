@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable
+from heapq import heappop, heappush
 from typing import Any
 
 
@@ -20,27 +20,31 @@ class Timers:
 
     def at(self, t: int, fn: Callable, arg: Any) -> int:
         """Call ``fn(arg)`` at virtual time ``t``; returns an id for :meth:`cancel`."""
-        self._seq += 1
-        heapq.heappush(self._heap, (t, self._seq, fn, arg))
-        return self._seq
+        self._seq = seq = self._seq + 1
+        heappush(self._heap, (t, seq, fn, arg))
+        return seq
 
     def cancel(self, timer_id: int) -> None:
         """Forget a timer: it neither runs nor keeps the element (and the run) going."""
         self._cancelled.add(timer_id)
 
-    def run_due(self, now: int) -> None:
-        """Run every timer due at or before ``now``, in order."""
-        heap = self._heap
+    def run_due(self, now: int) -> int | None:
+        """Run every timer due at or before ``now``, in order; returns :attr:`next` after them."""
+        heap, cancelled = self._heap, self._cancelled
         while heap and heap[0][0] <= now:
-            _, tid, fn, arg = heapq.heappop(heap)
-            if tid in self._cancelled:
-                self._cancelled.discard(tid)
+            _, tid, fn, arg = heappop(heap)
+            if cancelled and tid in cancelled:  # (the set is empty unless something was cancelled)
+                cancelled.discard(tid)
                 continue
             fn(arg)
+        if cancelled:
+            return self.next
+        return heap[0][0] if heap else None
 
     @property
     def next(self) -> int | None:
         heap = self._heap
-        while heap and heap[0][1] in self._cancelled:
-            self._cancelled.discard(heapq.heappop(heap)[1])
+        if self._cancelled:
+            while heap and heap[0][1] in self._cancelled:
+                self._cancelled.discard(heappop(heap)[1])
         return heap[0][0] if heap else None

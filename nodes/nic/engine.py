@@ -29,8 +29,8 @@ from typing import Any, Callable
 from emu.plugins import NIC_MECHANISMS, load as load_plugin
 from emu.build import register_engine
 from emu.config import HostSpec
-from emu.wire import (ETH_LEN, FABRIC, FLAG_BCAST, HDR_LEN, MSG, PING, DecodeError, PacketType, build_frame,
-                      parse_frame)
+from emu.wire import (ETH_LEN, ETHERTYPE_FABRIC, FABRIC, FLAG_BCAST, HDR_LEN, MSG, PING, DecodeError, PacketType,
+                      build_frame, parse_frame)
 
 from ..host.engine import AppState, Host
 from ..timers import Timers
@@ -53,6 +53,19 @@ LAZY_BYTES = 64 << 10
 """Messages of this many bytes and more go to the port as lazy frames, made from the sender's buffer
 as the port sends them (:mod:`emu.nodes.nic.outgoing`); shorter ones as bytes at once."""
 _FABRIC_PACK = FABRIC.struct.pack
+# the hot path reads the fabric and message headers with their structs (both codecs are flat: no bit
+# fields, so ``codec.unpack`` is ``struct.unpack_from`` behind a length check); a frame too short or
+# of another EtherType goes through ``parse_frame``, which raises the DecodeError that says so
+assert FABRIC._flat and MSG._flat
+_FABRIC_AT, _MSG_AT = FABRIC.struct.unpack_from, MSG.struct.unpack_from
+_ET_HI, _ET_LO = ETHERTYPE_FABRIC >> 8, ETHERTYPE_FABRIC & 0xFF
+_DATA_OFF = HDR_LEN + _MSG_LEN
+"""Where a message frame's data starts."""
+_MGMT, _MSG_T, _PING_T, _MACK_T, _PONG_T = (int(t) for t in (PacketType.MGMT, PacketType.MSG, PacketType.PING,
+                                                                PacketType.MACK, PacketType.PONG))
+_new_message = tuple.__new__
+"""``_new_message(Message, (src, tag, data, t_ns, hops))``: a :class:`Message` without the Python-level
+``__new__`` of a named tuple (one call less per message received)."""
 
 
 @dataclass(eq=False)
@@ -158,8 +171,13 @@ class NicEngine:
         self.now = now
         self._out = out = []
         try:
-            src, dst, _vc, _prio, ptype, flags, hops, _r, length = parse_frame(frame)
-            if ptype == PacketType.MGMT:  # link bring-up: the switch starts, the NIC answers
+            n = len(frame)
+            if n < HDR_LEN or frame[12] != _ET_HI or frame[13] != _ET_LO:
+                parse_frame(frame)  # (raises)
+            src, dst, _vc, _prio, ptype, flags, hops, _r, length = _FABRIC_AT(frame, ETH_LEN)
+            if length != n - HDR_LEN:
+                parse_frame(frame)  # (raises)
+            if ptype == _MGMT:  # link bring-up: the switch starts, the NIC answers
                 out.extend(self._link_test().on_frame(frame, port, src, now))
                 return out
             anywhere = self._anywhere.get(ptype)
@@ -172,17 +190,17 @@ class NicEngine:
                 log.debug("%s: frame for %d delivered here", self.name, dst)
                 return out
             self.stats["frames_received"] += 1
-            if ptype == PacketType.MSG:
+            if ptype == _MSG_T:
                 self._on_segment(src, hops, frame)
-            elif ptype == PacketType.PING:
+            elif ptype == _PING_T:
                 ident, seq, t_sent = PING.unpack(frame, HDR_LEN)
                 self.stats["pings_answered"] += 1
                 self.emit(src, PacketType.PONG, PING.pack(ident, seq, t_sent), now + self.spec.nic_delay_ns)
-            elif ptype == PacketType.MACK:
+            elif ptype == _MACK_T:
                 if self.transport is None:
                     raise DecodeError("a message acknowledgement, but this host's transport is none")
                 self.transport.on_ack(src, frame)
-            elif ptype == PacketType.PONG:
+            elif ptype == _PONG_T:
                 ident, seq, t_sent = PING.unpack(frame, HDR_LEN)
                 waiter = self.host.take_ping(seq)
                 if waiter is None:
@@ -212,8 +230,7 @@ class NicEngine:
     def on_timer(self, now: int) -> list[tuple[int, bytes, int]]:
         self.now = now
         self._out = out = []
-        self.timers.run_due(now)
-        self.timer = self.timers.next
+        self.timer = self.timers.run_due(now)
         return out
 
     # applications run on the host this NIC serves
@@ -340,22 +357,26 @@ class NicEngine:
 
     # -- reassembly -----------------------------------------------------------------------------
     def _on_segment(self, src: int, hops: int, frame: bytes) -> None:
-        msg_id, tag, total, offset = MSG.unpack(frame, HDR_LEN)
-        chunk = memoryview(frame)[HDR_LEN + _MSG_LEN:]  # copied once: into the message's buffer
-        if offset + len(chunk) > total:
-            raise DecodeError(f"segment at {offset}+{len(chunk)} overruns message of {total} bytes")
-        name = self.names[src] if 0 <= src < len(self.names) else str(src)
+        n = len(frame) - _DATA_OFF
+        if n < 0:
+            MSG.unpack(frame, HDR_LEN)  # (raises: too short for the message header)
+        msg_id, tag, total, offset = _MSG_AT(frame, HDR_LEN)
+        if offset + n > total:
+            raise DecodeError(f"segment at {offset}+{n} overruns message of {total} bytes")
+        names = self.names
+        name = names[src] if 0 <= src < len(names) else str(src)
         tr = self.transport
         if tr is not None and tr.seen(src, msg_id):  # delivered already: the sender missed our acknowledgement
-            tr.duplicate(src, msg_id, total, offset + len(chunk) == total)
+            tr.duplicate(src, msg_id, total, offset + n == total)
             return
-        if offset == 0 and len(chunk) == total:  # a one-frame message: nothing to reassemble
+        if offset == 0 and n == total:  # a one-frame message: nothing to reassemble
             if tr is not None:
                 tr.done(src, msg_id, total)
             self.stats["messages_received"] += 1
             t = self.now + self.spec.nic_delay_ns
-            self.at(t, self.host.deliver, Message(name, tag, bytes(chunk), t, hops))
+            self.timers.at(t, self.host.deliver, _new_message(Message, (name, tag, bytes(frame[_DATA_OFF:]), t, hops)))
             return
+        chunk = memoryview(frame)[_DATA_OFF:]  # copied once: into the message's buffer
         key = (src, msg_id)
         part = self._partial.get(key)
         if part is None:
