@@ -209,14 +209,19 @@ class HostAPI:
         free then: see :meth:`isend` to send a long message without a copy). ``vc``:
         its traffic class, carried in every frame's VC byte; routers map it to their virtual
         channels (``switch.vc_policy``, ``switch.classes``)."""
-        if not isinstance(vc, int) or isinstance(vc, bool) or not 0 <= vc <= 255:
-            raise ValueError(f"send: vc must be an integer within 0..255, got {vc!r}")
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"send: data must be bytes, got {type(data).__name__}")
+        if vc.__class__ is not int or not 0 <= vc <= 255:  # (the common case: one test)
+            if not isinstance(vc, int) or isinstance(vc, bool) or not 0 <= vc <= 255:
+                raise ValueError(f"send: vc must be an integer within 0..255, got {vc!r}")
+        if data.__class__ is not bytes:
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise TypeError(f"send: data must be bytes, got {type(data).__name__}")
+            # no copy here: the NIC makes the frames (``isend``: from this very buffer, as its port sends them)
+            if not isinstance(data, bytes):
+                data = memoryview(data).cast("B")
         if not 0 <= tag <= 0xFFFFFFFF:
             raise ValueError(f"send: tag must fit in 32 bits, got {tag}")
-        # no copy here: the NIC makes the frames (``isend``: from this very buffer, as its port sends them)
-        return Send(self._addr(dst), data if isinstance(data, bytes) else memoryview(data).cast("B"), tag, vc)
+        addr = self._engine.host_ids.get(dst) if dst.__class__ is str else None  # (a name: ``_addr`` without its calls)
+        return Send(self._addr(dst) if addr is None else addr, data, tag, vc)
 
     def isend(self, dst: str | int, data: bytes, tag: int = 0, vc: int = 0) -> Send:
         """Send ``data`` to host ``dst`` as :meth:`send` does (the same virtual time: the NIC takes

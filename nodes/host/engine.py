@@ -139,24 +139,26 @@ class Host:
             return
         proc.waiting, proc.busy = None, False
         self.current = proc
+        send = proc.coro.send
         while True:
             try:
-                op = proc.coro.send(value)
+                op = send(value)
             except StopIteration as stop:
                 proc.done, proc.result, proc.finished_ns = True, stop.value, self.now
                 return
             except Exception:
                 proc.done, proc.error, proc.finished_ns = True, traceback.format_exc(), self.now
                 return
+            handler = _HANDLERS.get(type(op))  # (``_dispatch``'s table, without its call)
             try:
-                ready, value = self._dispatch(proc, op)
+                ready, value = handler(self, proc, op) if handler is not None else self._dispatch(proc, op)
             except Exception as e:  # misuse of the API inside the app: fail the app, not the host
                 proc.coro.close()
                 proc.done, proc.finished_ns = True, self.now
                 proc.error = f"{type(e).__name__}: {e}"
                 return
             if not ready:
-                proc.waiting, proc.since_ns = op, self.now
+                proc.waiting, proc.since_ns = op, self.nic.now
                 return
 
     def _dispatch(self, proc: Proc, op: Any) -> tuple[bool, Any]:
@@ -195,11 +197,17 @@ class Host:
 
     def _op_send(self, proc: Proc, op: Send) -> tuple[bool, Any]:
         o = self.spec.send_overhead_ns
-        done = self.cpu_done(o)
-        req = SendRequest(self.nic.send_message(op.dst, op.tag, op.data, done, op.vc))
-        if not op.request:  # send: the buffer is the application's again when it returns
-            req.release()
+        nic = self.nic
+        done = nic.now + o if self.noise is None else self.noise.finish(nic.now, o)  # (cpu_done)
+        out = nic.send_message(op.dst, op.tag, op.data, done, op.vc)
+        if op.request:
+            req = SendRequest(out)
+        else:  # send: the buffer is the application's again when it returns
             req = None
+            if out is not None:
+                out.release()
+        if o == 0:  # (_busy: no CPU time, the app goes on)
+            return True, req
         return self._busy(proc, o, req, done=done)
 
     def _op_wait(self, proc: Proc, op: Wait) -> tuple[bool, Any]:
@@ -247,9 +255,13 @@ class Host:
 
     def deliver(self, msg: Message) -> None:
         src = self.host_ids.get(msg.src, -1)
+        tag = msg.tag
         for proc in self._procs:
-            if isinstance(proc.waiting, Recv) and not proc.busy and proc.waiting.matches(src, msg.tag):
-                ready, value = self._received(proc, msg)
+            w = proc.waiting
+            # (``Recv.matches``, inline: every message received asks it)
+            if isinstance(w, Recv) and not proc.busy and (w.src is None or w.src == src) and \
+                    (w.tag is None or w.tag == tag):
+                ready, value = (True, msg) if self.spec.recv_overhead_ns == 0 else self._received(proc, msg)
                 if ready:
                     self.resume((proc, value))
                 else:

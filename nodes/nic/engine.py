@@ -300,7 +300,11 @@ class NicEngine:
         as lazy frames (``self._lazy``: its :class:`Outgoing`, else None)."""
         total = len(data)
         mtu = self.spec.mtu_bytes
-        port, head = self._route(dst, None)
+        routes = self.routes  # (``_route``: it counts and refuses a missing route, and makes a new header)
+        port = 0 if routes is None else (routes[dst] if 0 <= dst < len(routes) else -1)
+        head = self._heads.get(dst)
+        if port < 0 or head is None:
+            port, head = self._route(dst, None)
         self._lazy = None
         if total >= self.lazy_bytes and total > mtu:
             og = self._lazy = Outgoing(head, self.node_id, dst, vc, msg_id, tag, data, mtu)
