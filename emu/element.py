@@ -258,7 +258,6 @@ class Element(Links, Flow):
         ins, pop = self.ins, heapq.heappop
         core = native.CORE
         plain = getattr(eng, "plain_table", None) if core is not None else None
-        crc32 = native.crc32()
         fwd = None
         while not links and not pev and eng.timer is None and self.capture is None:
             # only frames can be due (most windows of most elements): the same order, fewer tests
@@ -273,7 +272,7 @@ class Element(Links, Flow):
                 now, port, _, wire, kind = pop(heap)
                 self.now = self.active_ns = now
                 inp = ins[port]
-                if inp.timeline is None and inp.buf is None and (kind & CLEAN or crc32(wire) == FCS_RESIDUE) \
+                if inp.timeline is None and inp.buf is None and (kind & CLEAN or native.crc32()(wire) == FCS_RESIDUE) \
                         and (len(wire) < CREDIT_FRAME_LEN or wire[13] != 0xB6 or wire[12] != 0x88):
                     result = receive(wire if kind & NOFCS else wire[:-4], port, now)
                     if result:
@@ -311,7 +310,10 @@ class Element(Links, Flow):
             elif tt is not None and tt <= th:
                 if tt >= t_end:
                     break
-                result = self._fire_timer(tt)
+                if tt < self.now:
+                    self._fire_timer(tt)  # (raises: a timer in the past)
+                self.now = self.active_ns = tt  # (``_fire_timer``, without its call: one per message a host takes)
+                result = eng.on_timer(tt)
             else:
                 if th >= t_end:
                     break
@@ -404,6 +406,7 @@ class Element(Links, Flow):
         outs = self.outs
         now = self.now
         core = native.CORE
+        busy = self.busy
         for i in range(len(result)):
             port, frame, at = result[i]
             result[i] = None  # a burst of frames (a long message) is not held twice: port copy only
@@ -432,7 +435,7 @@ class Element(Links, Flow):
             start = core.enqueue(p, frame, at) if core is not None else None  # (None: not the plain case)
             if start is None:
                 start = p.enqueue(frame, at)
-            self.busy[p] = None
+            busy[p] = None
             if token is not None:  # it leaves its input buffer as it starts on its way out
                 self._event(start, RELEASE, token)
 

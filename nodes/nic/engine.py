@@ -57,7 +57,7 @@ _FABRIC_PACK = FABRIC.struct.pack
 # fields, so ``codec.unpack`` is ``struct.unpack_from`` behind a length check); a frame too short or
 # of another EtherType goes through ``parse_frame``, which raises the DecodeError that says so
 assert FABRIC._flat and MSG._flat
-_FABRIC_AT, _MSG_AT = FABRIC.struct.unpack_from, MSG.struct.unpack_from
+_FABRIC_AT, _MSG_AT, _MSG_PACK = FABRIC.struct.unpack_from, MSG.struct.unpack_from, MSG.struct.pack
 _ET_HI, _ET_LO = ETHERTYPE_FABRIC >> 8, ETHERTYPE_FABRIC & 0xFF
 _DATA_OFF = HDR_LEN + _MSG_LEN
 """Where a message frame's data starts."""
@@ -313,7 +313,7 @@ class NicEngine:
             self.stats["frames_sent"] += len(frames)
             return port
         # the frames ``emit`` would make, each in one join (no header+chunk intermediate)
-        out, fab, msg, join, me, ptype = self._out.append, _FABRIC_PACK, MSG.pack, b"".join, self.node_id, PacketType.MSG
+        out, fab, msg, join, me, ptype = self._out.append, _FABRIC_PACK, _MSG_PACK, b"".join, self.node_id, _MSG_T
         off = frames = 0
         while True:
             chunk = data[off:off + mtu]
