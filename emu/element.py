@@ -248,9 +248,6 @@ class Element(Links, Flow):
         links = self.link_events
         pev = self.pevents
         min_delay = eng.min_delay_ns
-        cut = getattr(eng, "cut_through", False)  # virtual cut-through: the promise is on the tail leaving
-        # engines that check their own CRCs (QsNet) take frames that fail the FCS (cut-through)
-        passes = getattr(eng, "passes_damaged", None)
         if link_end is None:
             link_end = t_end
         stop = t_end
@@ -276,16 +273,16 @@ class Element(Links, Flow):
                         and (len(wire) < CREDIT_FRAME_LEN or wire[13] != 0xB6 or wire[12] != 0x88):
                     result = receive(wire if kind & NOFCS else wire[:-4], port, now)
                     if result:
-                        emit(result, None, min_delay, cut)
+                        emit(result, None, min_delay)
                     if pev or eng.timer is not None or fwd is not None:  # the general loop, or the core again
                         break
                     continue
-                arrived = self._arrived(now, port, wire, kind, passes)  # (the FCS is checked again there)
+                arrived = self._arrived(now, port, wire, kind)  # (the FCS is checked again there)
                 if arrived is not None:
                     frame, port, token = arrived
                     result = receive(frame, port, now)
                     if result:
-                        emit(result, token, min_delay, cut)
+                        emit(result, token, min_delay)
                     if token is not None and token[4] == 0:
                         token[4] = 1
                         self._release(token)
@@ -317,13 +314,13 @@ class Element(Links, Flow):
             else:
                 if th >= t_end:
                     break
-                arrived = arrive(passes)
+                arrived = arrive()
                 if arrived is None:  # the port kept it: dropped, or link control
                     continue
                 frame, port, token = arrived
                 result = receive(frame, port, self.now)
             if result:
-                emit(result, token, min_delay, cut)
+                emit(result, token, min_delay)
             if token is not None and token[4] == 0:  # consumed here, or dropped: the buffer is free now
                 token[4] = 1
                 self._release(token)
@@ -367,22 +364,23 @@ class Element(Links, Flow):
         self.now = self.active_ns = tt
         return self.engine.on_timer(tt)
 
-    def _arrive(self, passes) -> tuple[bytes, int, list | None] | None:
+    def _arrive(self) -> tuple[bytes, int, list | None] | None:
         """The earliest received frame reaches its input port: the port checks its FCS and that
         its link was up while it was on the wire, hands a credit to the output port it is for, and
         puts the rest in its input buffer. Returns (frame without FCS, port, buffer token) for the
         engine, or None when the port kept the frame."""
         now, port, _, wire, kind = heapq.heappop(self.heap)
         self.now = self.active_ns = now
-        return self._arrived(now, port, wire, kind, passes)
+        return self._arrived(now, port, wire, kind)
 
-    def _arrived(self, now: int, port: int, wire: bytes, kind: int, passes) -> tuple[bytes, int, list | None] | None:
-        """:meth:`_arrive` once the frame is off the heap (``now`` set)."""
+    def _arrived(self, now: int, port: int, wire: bytes, kind: int) -> tuple[bytes, int, list | None] | None:
+        """:meth:`_arrive` once the frame is off the heap (``now`` set). A frame that fails its FCS
+        reaches an engine that checks its own CRCs (QsNet: ``passes_damaged``, cut-through)."""
         inp = self.ins[port]
         cap = self.capture
         # corrupted on the wire (captured as damaged); on a credit-flow link its sender gives its credit back
         damaged = not kind & CLEAN and native.crc32()(wire) != FCS_RESIDUE
-        if damaged and not self._take_damaged(inp, now, wire, passes):
+        if damaged and not self._take_damaged(inp, now, wire, getattr(self.engine, "passes_damaged", None)):
             return None
         if inp.timeline is not None and self._lost_while_down(inp, now, wire, kind, damaged):
             return None
@@ -398,11 +396,12 @@ class Element(Links, Flow):
         token = None if inp.buf is None else self._enter_buffer(inp, wire, kind, now)
         return (wire if kind & NOFCS else wire[:-4]), port, token
 
-    def _emit(self, result: list, token: list | None, min_delay: int, cut: bool) -> None:
+    def _emit(self, result: list, token: list | None, min_delay: int) -> None:
         """Hand the frames the engine returned to their output ports: queued for the line, or
         waiting for credit; dropped where the port is down when the frame would start. Each
         counts on ``token``, so the received frame that caused them stays in its input buffer
-        until they have started on their way."""
+        until they have started on their way. (Under virtual cut-through, ``cut_through``, the
+        engine's promise of ``min_delay`` is on a frame's tail leaving.)"""
         outs = self.outs
         now = self.now
         core = native.CORE
@@ -413,7 +412,8 @@ class Element(Links, Flow):
             p = outs[port] if 0 <= port < len(outs) else None
             if p is None:
                 raise EngineError(f"{self.name}: engine sent a frame to port {port}, which has no link")
-            if at - now < min_delay and not (cut and at + p._ser(p.framing.length(frame)) - now >= min_delay):
+            if at - now < min_delay and not (getattr(self.engine, "cut_through", False)
+                                             and at + p._ser(p.framing.length(frame)) - now >= min_delay):
                 raise EngineError(f"{self.name}: engine emitted a frame at {at} ns while handling an event at "
                                   f"{now} ns, earlier than its promised minimum delay of {min_delay} ns")
             if not p.up or (p.timeline is not None and not p.timeline.up_at(at)):
