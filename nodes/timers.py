@@ -11,22 +11,32 @@ class Timers:
     """Calls ``fn(arg)`` at virtual times; ties run in the order they were set (DESIGN.md
     principle 10). ``next`` is what the engine reports as its ``timer``."""
 
-    __slots__ = ("_heap", "_seq", "_cancelled")
+    __slots__ = ("_heap", "_seq", "_cancelled", "next")
 
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, Callable, Any]] = []
         self._seq = 0
         self._cancelled: set[int] = set()
+        """Ids of cancelled timers still in the heap (they leave it when they reach its head)."""
+        self.next: int | None = None
+        """Time of the earliest timer not cancelled (None: none), kept so by every method: the heap's
+        head is never a cancelled timer."""
 
     def at(self, t: int, fn: Callable, arg: Any) -> int:
         """Call ``fn(arg)`` at virtual time ``t``; returns an id for :meth:`cancel`."""
         self._seq = seq = self._seq + 1
         heappush(self._heap, (t, seq, fn, arg))
+        nxt = self.next
+        if nxt is None or t < nxt:
+            self.next = t
         return seq
 
     def cancel(self, timer_id: int) -> None:
         """Forget a timer: it neither runs nor keeps the element (and the run) going."""
         self._cancelled.add(timer_id)
+        heap = self._heap
+        if heap and heap[0][1] == timer_id:
+            self._next_live()
 
     def run_due(self, now: int) -> int | None:
         """Run every timer due at or before ``now``, in order; returns :attr:`next` after them."""
@@ -38,13 +48,14 @@ class Timers:
                 continue
             fn(arg)
         if cancelled:
-            return self.next
-        return heap[0][0] if heap else None
+            return self._next_live()
+        self.next = nxt = heap[0][0] if heap else None
+        return nxt
 
-    @property
-    def next(self) -> int | None:
-        heap = self._heap
-        if self._cancelled:
-            while heap and heap[0][1] in self._cancelled:
-                self._cancelled.discard(heappop(heap)[1])
-        return heap[0][0] if heap else None
+    def _next_live(self) -> int | None:
+        """Drop the cancelled timers at the heap's head; :attr:`next` from what is left."""
+        heap, cancelled = self._heap, self._cancelled
+        while heap and heap[0][1] in cancelled:
+            cancelled.discard(heappop(heap)[1])
+        self.next = nxt = heap[0][0] if heap else None
+        return nxt

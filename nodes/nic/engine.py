@@ -306,7 +306,12 @@ class NicEngine:
         if port < 0 or head is None:
             port, head = self._route(dst, None)
         self._lazy = None
-        if total >= self.lazy_bytes and total > mtu:
+        if total <= mtu:  # one frame (the loop below, once)
+            self._out.append((port, b"".join((head, _FABRIC_PACK(self.node_id, dst, vc, 0, _MSG_T, 0, 0, 0, _MSG_LEN + total),
+                                             _MSG_PACK(msg_id, tag, total, 0), data)), at))
+            self.stats["frames_sent"] += 1
+            return port
+        if total >= self.lazy_bytes:
             og = self._lazy = Outgoing(head, self.node_id, dst, vc, msg_id, tag, data, mtu)
             frames = og.frames()
             self._out.extend([(port, f, at) for f in frames])
