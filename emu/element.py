@@ -251,7 +251,6 @@ class Element(Links, Flow):
         if link_end is None:
             link_end = t_end
         stop = t_end
-        arrive, emit, receive = self._arrive, self._emit, eng.receive  # per frame: no lookups
         ins, pop = self.ins, heapq.heappop
         core = native.CORE
         plain = getattr(eng, "plain_table", None) if core is not None else None
@@ -271,18 +270,18 @@ class Element(Links, Flow):
                 inp = ins[port]
                 if inp.timeline is None and inp.buf is None and (kind & CLEAN or native.crc32()(wire) == FCS_RESIDUE) \
                         and (len(wire) < CREDIT_FRAME_LEN or wire[13] != 0xB6 or wire[12] != 0x88):
-                    result = receive(wire if kind & NOFCS else wire[:-4], port, now)
+                    result = eng.receive(wire if kind & NOFCS else wire[:-4], port, now)
                     if result:
-                        emit(result, None, min_delay)
+                        self._emit(result, None, min_delay)
                     if pev or eng.timer is not None or fwd is not None:  # the general loop, or the core again
                         break
                     continue
                 arrived = self._arrived(now, port, wire, kind)  # (the FCS is checked again there)
                 if arrived is not None:
                     frame, port, token = arrived
-                    result = receive(frame, port, now)
+                    result = eng.receive(frame, port, now)
                     if result:
-                        emit(result, token, min_delay)
+                        self._emit(result, token, min_delay)
                     if token is not None and token[4] == 0:
                         token[4] = 1
                         self._release(token)
@@ -292,19 +291,23 @@ class Element(Links, Flow):
         while True:  # the next event in the fixed order: link change, port event, timer, frame
             tt = eng.timer
             th = heap[0][0] if heap else INF
-            tp = pev[0][0] if pev else INF
             token = None
-            if links and links[0][0] <= th and links[0][0] <= tp and (tt is None or links[0][0] <= tt):
-                if links[0][0] >= link_end:
-                    stop = min(stop, links[0][0])
-                    break
-                result = self._link_change()
-            elif tp <= th and (tt is None or tp <= tt):
-                if tp >= t_end:
-                    break
-                self._port_event()
-                continue
-            elif tt is not None and tt <= th:
+            if links or pev:  # (neither: the next event is the timer or a frame)
+                tp = pev[0][0] if pev else INF
+                if links and links[0][0] <= th and links[0][0] <= tp and (tt is None or links[0][0] <= tt):
+                    if links[0][0] >= link_end:
+                        stop = min(stop, links[0][0])
+                        break
+                    result = self._link_change()
+                    if result:
+                        self._emit(result, None, min_delay)
+                    continue
+                if tp <= th and (tt is None or tp <= tt):
+                    if tp >= t_end:
+                        break
+                    self._port_event()
+                    continue
+            if tt is not None and tt <= th:
                 if tt >= t_end:
                     break
                 if tt < self.now:
@@ -314,13 +317,13 @@ class Element(Links, Flow):
             else:
                 if th >= t_end:
                     break
-                arrived = arrive()
+                arrived = self._arrive()
                 if arrived is None:  # the port kept it: dropped, or link control
                     continue
                 frame, port, token = arrived
-                result = receive(frame, port, self.now)
+                result = eng.receive(frame, port, self.now)
             if result:
-                emit(result, token, min_delay)
+                self._emit(result, token, min_delay)
             if token is not None and token[4] == 0:  # consumed here, or dropped: the buffer is free now
                 token[4] = 1
                 self._release(token)
