@@ -273,6 +273,10 @@ class Element(Links, Flow):
                     result = eng.receive(wire if kind & NOFCS else wire[:-4], port, now)
                     if result:
                         self._emit(result, None, min_delay)
+                    if eng.timer == now and not pev:  # due at once (a host's message): before any other frame
+                        result = eng.on_timer(now)  # (what the general loop would do next, ``_fire_timer``)
+                        if result:
+                            self._emit(result, None, min_delay)
                     if pev or eng.timer is not None or fwd is not None:  # the general loop, or the core again
                         break
                     continue
@@ -406,13 +410,14 @@ class Element(Links, Flow):
         until they have started on their way. (Under virtual cut-through, ``cut_through``, the
         engine's promise of ``min_delay`` is on a frame's tail leaving.)"""
         outs = self.outs
+        nouts = len(outs)
         now = self.now
         core = native.CORE
         busy = self.busy
         for i in range(len(result)):
             port, frame, at = result[i]
             result[i] = None  # a burst of frames (a long message) is not held twice: port copy only
-            p = outs[port] if 0 <= port < len(outs) else None
+            p = outs[port] if 0 <= port < nouts else None
             if p is None:
                 raise EngineError(f"{self.name}: engine sent a frame to port {port}, which has no link")
             if at - now < min_delay and not (getattr(self.engine, "cut_through", False)
