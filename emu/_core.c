@@ -37,6 +37,7 @@
 #include "csrc/common.h"
 #include "csrc/crc.h"
 #include "csrc/heap.h"
+#include "csrc/attrs.h"
 
 static PyObject *setup(PyObject *self, PyObject *args)
 {
@@ -162,7 +163,8 @@ static PyMethodDef methods[] = {
     {"switch_setup", switch_setup, METH_VARARGS, "switch_setup(decline, max_hops)"},
     {"enqueue", (PyCFunction)(void (*)(void))enqueue, METH_FASTCALL, "OutPort.enqueue's plain path, or None"},
     {"forward", (PyCFunction)(void (*)(void))forward, METH_FASTCALL, "a static switch's plain frames"},
-    {"domain_setup", domain_setup, METH_O, "domain_setup(Domain): its frame counts kept inline"},
+    {"domain_setup", domain_setup, METH_O, "domain_setup(Domain): its frame counts kept inline, in place"},
+    {"element_setup", element_setup, METH_O, "element_setup(Element): the attributes the core reads, in place"},
     {"transmit_local", (PyCFunction)(void (*)(void))transmit_local, METH_FASTCALL,
      "the busy ports' frames into peers of this process; returns (first arrival, the other ports)"},
     {"window", (PyCFunction)(void (*)(void))window, METH_FASTCALL,
@@ -189,22 +191,13 @@ PyMODINIT_FUNC PyInit__core(void)
     s_safe_time = PyUnicode_InternFromString("safe_time");
     s_domain = PyUnicode_InternFromString("domain");
     s_frames_arrived = PyUnicode_InternFromString("frames_arrived");
-    s_sent_to = PyUnicode_InternFromString("sent_to");
-    s_index = PyUnicode_InternFromString("index");
-    s_received = PyUnicode_InternFromString("received");
-    s_by_window = PyUnicode_InternFromString("_by_window");
-    s_idx = PyUnicode_InternFromString("_idx");
-    s_at = PyUnicode_InternFromString("_at");
-    s_dheap = PyUnicode_InternFromString("_heap");
-    s_local_rx = PyUnicode_InternFromString("_local_rx");
-    s_by_name = PyUnicode_InternFromString("by_name");
     s_holding = PyUnicode_InternFromString("holding");
     s_pending = PyUnicode_InternFromString("pending");
     s_send = PyUnicode_InternFromString("send");
     s_datagrams_sent = PyUnicode_InternFromString("datagrams_sent");
-    if (!s_local_rx || !s_by_name || !s_holding || !s_pending || !s_send || !s_datagrams_sent)
+    if (!s_holding || !s_pending || !s_send || !s_datagrams_sent)
         return NULL;
-    if (window_init() < 0)
+    if (window_init() < 0 || attrs_init() < 0)
         return NULL;
     PyObject *collections = PyImport_ImportModule("collections");
     if (collections == NULL)
@@ -212,8 +205,6 @@ PyMODINIT_FUNC PyInit__core(void)
     DequeT = (PyTypeObject *)PyObject_GetAttrString(collections, "deque");
     Py_DECREF(collections);
     if (DequeT == NULL || !PyType_Check(DequeT) || (deque_popleft = PyObject_GetAttrString((PyObject *)DequeT, "popleft")) == NULL)
-        return NULL;
-    if (!s_sent_to || !s_index || !s_received || !s_by_window || !s_idx || !s_at || !s_dheap)
         return NULL;
     if (!s_append || !s_popleft || !s_make || !s_plain || !s_heap || !s_safe_time || !s_domain || !s_frames_arrived)
         return NULL;

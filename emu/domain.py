@@ -31,6 +31,11 @@ log = logging.getLogger(__name__)
 
 
 class Domain(DomainControl):
+    __slots__ = ("index", "received", "_by_window", "sent_to", "_idx", "_at", "_heap", "max_time", "_local_rx",
+                 "by_name")
+    """The counts the compiled core keeps in place (their offsets, read at ``domain_setup``); the
+    rest live in the instance's ``__dict__`` (DomainControl gives it one)."""
+
     def __init__(self, index: int, n_domains: int, run: RunConfig):
         self.index = index
         self.n_domains = n_domains
@@ -311,5 +316,8 @@ class Domain(DomainControl):
         return await self.window(w, t0, t1, expected)
 
 
-if native.CORE is not None:  # the compiled core keeps a Domain's frame counts inline (frames_local)
-    native.CORE.domain_setup(Domain)
+if native.CORE is not None:  # the compiled core keeps a Domain's frame counts inline, in place (frames_local)
+    try:
+        native.CORE.domain_setup(Domain)
+    except (TypeError, AttributeError) as e:
+        native.disable(str(e))

@@ -267,7 +267,7 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
                 break;
             Py_XSETREF(held, Py_NewRef(owner));
             el = PyTuple_GET_ITEM(owner, 0);
-            PyObject *st = PyObject_GetAttr(el, s_safe_time);
+            PyObject *st = EL_GET(el, E_SAFE_TIME);
             int okst = get_ll(st, &safe);
             Py_XDECREF(st);
             if (!okst) {
@@ -275,7 +275,7 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
                     PyErr_SetString(PyExc_TypeError, "emu._core.records: safe_time is not an integer");
                 goto fail;
             }
-            Py_XSETREF(heap, PyObject_GetAttr(el, s_heap));
+            Py_XSETREF(heap, EL_GET(el, E_HEAP));
             if (heap == NULL)
                 goto fail;
             if (!PyList_CheckExact(heap)) {
@@ -301,7 +301,7 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
                 }
                 if (g0) {
                     long long g1;
-                    PyObject *dom = PyObject_GetAttr(el, s_domain);
+                    PyObject *dom = EL_GET(el, E_DOMAIN);
                     if (dom == NULL)
                         goto fail;
                     Py_INCREF(g); /* (the dict's entry is replaced below) */

@@ -498,7 +498,7 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
                         goto fail;
                     continue;
                 }
-                PyObject *safe = PyObject_GetAttr(peer, s_safe_time);
+                PyObject *safe = EL_GET(peer, E_SAFE_TIME);
                 long long st;
                 int okst = get_ll(safe, &st);
                 Py_XDECREF(safe);
@@ -514,7 +514,7 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
                 }
                 if (a0 < first)
                     first = a0;
-                PyObject *heap = PyObject_GetAttr(peer, s_heap);
+                PyObject *heap = EL_GET(peer, E_HEAP);
                 if (heap == NULL)
                     goto fail;
                 long long seq, flags = SLOT(p, o_defer_fcs) == Py_True ? clean | nofcs : clean;

@@ -3,20 +3,14 @@
 #ifndef EMU_CSRC_WINDOW_H
 #define EMU_CSRC_WINDOW_H
 
-static PyObject *s_link_events, *s_pevents, *s_engine, *s_timer, *s_capture, *s_ins, *s_outs, *s_busy, *s_now,
-    *s_active_ns, *s_stats, *s_lookahead, *s_lost_until, *s_unsent, *s_batch, *s_drop_rate, *s_plain_table,
-    *s_run_window, *s_transmit_ports, *s_max_time, *s_forwarded, *s_schedule;
+static PyObject *s_timer, *s_stats, *s_plain_table, *s_run_window, *s_transmit_ports, *s_forwarded, *s_schedule;
 static unsigned long long n_windows; /* static-table switch windows run whole here (counts()) */
 
 static int window_init(void)
 {
     struct { PyObject **s; const char *n; } names[] = {
-        {&s_link_events, "link_events"}, {&s_pevents, "pevents"}, {&s_engine, "engine"}, {&s_timer, "timer"},
-        {&s_capture, "capture"}, {&s_ins, "ins"}, {&s_outs, "outs"}, {&s_busy, "busy"}, {&s_now, "now"},
-        {&s_active_ns, "active_ns"}, {&s_stats, "stats"}, {&s_lookahead, "lookahead"}, {&s_lost_until, "lost_until"},
-        {&s_unsent, "unsent"}, {&s_batch, "batch"}, {&s_drop_rate, "_drop_rate"}, {&s_plain_table, "plain_table"},
-        {&s_run_window, "run_window"}, {&s_transmit_ports, "_transmit_ports"}, {&s_max_time, "max_time"},
-        {&s_forwarded, "forwarded"}, {&s_schedule, "schedule"}};
+        {&s_timer, "timer"}, {&s_stats, "stats"}, {&s_plain_table, "plain_table"}, {&s_run_window, "run_window"},
+        {&s_transmit_ports, "_transmit_ports"}, {&s_forwarded, "forwarded"}, {&s_schedule, "schedule"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if ((*names[k].s = PyUnicode_InternFromString(names[k].n)) == NULL)
             return -1;
@@ -65,13 +59,13 @@ static int lower_to_head(PyObject *seq, int field, long long sub, long long *t)
 /* Element.next_time, read in place: 0 (*t), 1 (something else than it reads: Python's), -1 (error) */
 static int next_time_in(PyObject *el, long long *t_out)
 {
-    PyObject *heap = PyObject_GetAttr(el, s_heap), *le = NULL, *eng = NULL, *tt = NULL, *pev = NULL, *la = NULL,
+    PyObject *heap = EL_GET(el, E_HEAP), *le = NULL, *eng = NULL, *tt = NULL, *pev = NULL, *la = NULL,
              *busy = NULL;
     int rc = -1;
     long long t = (long long)1 << 62, v, look;
-    if (heap == NULL || (le = PyObject_GetAttr(el, s_link_events)) == NULL || (eng = PyObject_GetAttr(el, s_engine)) == NULL ||
-        (tt = PyObject_GetAttr(eng, s_timer)) == NULL || (pev = PyObject_GetAttr(el, s_pevents)) == NULL ||
-        (la = PyObject_GetAttr(el, s_lookahead)) == NULL || (busy = PyObject_GetAttr(el, s_busy)) == NULL)
+    if (heap == NULL || (le = EL_GET(el, E_LINK_EVENTS)) == NULL || (eng = EL_GET(el, E_ENGINE)) == NULL ||
+        (tt = PyObject_GetAttr(eng, s_timer)) == NULL || (pev = EL_GET(el, E_PEVENTS)) == NULL ||
+        (la = EL_GET(el, E_LOOKAHEAD)) == NULL || (busy = EL_GET(el, E_BUSY)) == NULL)
         goto done;
     rc = 1;
     if (!PyList_CheckExact(heap) || !PyList_CheckExact(le) || !PyList_CheckExact(pev) || !PyDict_CheckExact(busy) ||
@@ -138,8 +132,8 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
         return -1;
     if (plain == NULL)
         return 1;
-    if ((le = PyObject_GetAttr(el, s_link_events)) == NULL || (pev = PyObject_GetAttr(el, s_pevents)) == NULL ||
-        (tt = PyObject_GetAttr(eng, s_timer)) == NULL || (cap = PyObject_GetAttr(el, s_capture)) == NULL)
+    if ((le = EL_GET(el, E_LINK_EVENTS)) == NULL || (pev = EL_GET(el, E_PEVENTS)) == NULL ||
+        (tt = PyObject_GetAttr(eng, s_timer)) == NULL || (cap = EL_GET(el, E_CAPTURE)) == NULL)
         goto done;
     rc = 1;
     if (!PyList_CheckExact(le) || PyList_GET_SIZE(le) || !PyList_CheckExact(pev) || PyList_GET_SIZE(pev) ||
@@ -155,8 +149,8 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
     if (!get_ll(PyTuple_GET_ITEM(fwd, 1), &delay))
         goto done;
     rc = -1;
-    if ((heap = PyObject_GetAttr(el, s_heap)) == NULL || (ins = PyObject_GetAttr(el, s_ins)) == NULL ||
-        (outs = PyObject_GetAttr(el, s_outs)) == NULL || (busy = PyObject_GetAttr(el, s_busy)) == NULL)
+    if ((heap = EL_GET(el, E_HEAP)) == NULL || (ins = EL_GET(el, E_INS)) == NULL ||
+        (outs = EL_GET(el, E_OUTS)) == NULL || (busy = EL_GET(el, E_BUSY)) == NULL)
         goto done;
     long n;
     long long now;
@@ -164,7 +158,7 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
         goto done;
     if (n) { /* self.now = self.active_ns = last; eng.stats["forwarded"] += n */
         PyObject *nv = PyLong_FromLongLong(now);
-        int bad = nv == NULL || PyObject_SetAttr(el, s_now, nv) < 0 || PyObject_SetAttr(el, s_active_ns, nv) < 0;
+        int bad = nv == NULL || EL_SET(el, E_NOW, nv) < 0 || EL_SET(el, E_ACTIVE_NS, nv) < 0;
         Py_XDECREF(nv);
         if (bad || (estats = PyObject_GetAttr(eng, s_stats)) == NULL ||
             dict_add(estats, s_forwarded, n, 0, "a switch's stats['forwarded']") < 0)
@@ -179,7 +173,7 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
         goto done; /* a frame the core left: Python's run_window takes it (and whatever follows) */
     rc = -1;
     PyObject *st = PyLong_FromLongLong(t1);
-    int bad = st == NULL || PyObject_SetAttr(el, s_safe_time, st) < 0;
+    int bad = st == NULL || EL_SET(el, E_SAFE_TIME, st) < 0;
     Py_XDECREF(st);
     if (bad)
         goto done;
@@ -190,15 +184,15 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
         goto done;
     }
     long long look, first;
-    if ((la = PyObject_GetAttr(el, s_lookahead)) == NULL || !get_ll(la, &look) ||
-        (drop = PyObject_GetAttr(el, s_drop_rate)) == NULL || (stats = PyObject_GetAttr(el, s_stats)) == NULL)
+    if ((la = EL_GET(el, E_LOOKAHEAD)) == NULL || !get_ll(la, &look) ||
+        (drop = EL_GET(el, E_DROP_RATE)) == NULL || (stats = EL_GET(el, E_STATS)) == NULL)
         goto done;
     int dropping = PyObject_IsTrue(drop);
     if (dropping < 0)
         goto done;
     if (dropping)
         batch = Py_NewRef(Py_None);
-    else if ((batch = PyObject_GetAttr(el, s_batch)) == NULL)
+    else if ((batch = EL_GET(el, E_BATCH)) == NULL)
         goto done;
     if (transmit_into(busy, t1 + look, w, domain, batch, stats, &first, &others) < 0)
         goto done;
@@ -242,15 +236,15 @@ static int after_run(PyObject *domain, PyObject *el, long long fa, PyObject *sen
 {
     if (fa < ((long long)1 << 62) && PyList_Append(sent, el) < 0)
         return -1;
-    PyObject *a = PyObject_GetAttr(el, s_active_ns), *l = NULL, *m = NULL, *unsent = NULL;
+    PyObject *a = EL_GET(el, E_ACTIVE_NS), *l = NULL, *m = NULL, *unsent = NULL;
     int rc = -1;
     long long an, lu, mt;
-    if (a == NULL || (l = PyObject_GetAttr(el, s_lost_until)) == NULL || (m = PyObject_GetAttr(domain, s_max_time)) == NULL ||
+    if (a == NULL || (l = EL_GET(el, E_LOST_UNTIL)) == NULL || (m = DOM_GET(domain, D_MAX_TIME)) == NULL ||
         !get_ll(a, &an) || !get_ll(l, &lu) || !get_ll(m, &mt))
         goto done;
-    if ((an > lu ? an : lu) > mt && PyObject_SetAttr(domain, s_max_time, an > lu ? a : l) < 0)
+    if ((an > lu ? an : lu) > mt && DOM_SET(domain, D_MAX_TIME, an > lu ? a : l) < 0)
         goto done;
-    if ((unsent = PyObject_GetAttr(el, s_unsent)) == NULL)
+    if ((unsent = EL_GET(el, E_UNSENT)) == NULL)
         goto done;
     int waiting = PyObject_IsTrue(unsent);
     if (waiting) {
@@ -297,7 +291,7 @@ static PyObject *window(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     for (; k < PyList_GET_SIZE(active); k++) {
-        PyObject *el = Py_NewRef(PyList_GET_ITEM(active, k)), *eng = PyObject_GetAttr(el, s_engine);
+        PyObject *el = Py_NewRef(PyList_GET_ITEM(active, k)), *eng = EL_GET(el, E_ENGINE);
         long long fa;
         int rc = eng == NULL ? -1 : (switch_ready ? switch_window(el, eng, t1, w, domain, &fa) : 1);
         Py_XDECREF(eng);
