@@ -204,7 +204,8 @@ PyMODINIT_FUNC PyInit__core(void)
         return NULL;
     DequeT = (PyTypeObject *)PyObject_GetAttrString(collections, "deque");
     Py_DECREF(collections);
-    if (DequeT == NULL || !PyType_Check(DequeT) || (deque_popleft = PyObject_GetAttrString((PyObject *)DequeT, "popleft")) == NULL)
+    if (DequeT == NULL || !PyType_Check(DequeT) || (deque_popleft = PyObject_GetAttrString((PyObject *)DequeT, "popleft")) == NULL ||
+        (deque_append = PyObject_GetAttrString((PyObject *)DequeT, "append")) == NULL)
         return NULL;
     if (!s_append || !s_popleft || !s_make || !s_plain || !s_heap || !s_safe_time || !s_domain || !s_frames_arrived)
         return NULL;

@@ -39,7 +39,7 @@ static PyObject *flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssiz
         Py_DECREF(dg);
         return NULL;
     }
-    PyObject *r = PyObject_CallMethodOneArg(SLOT(link, ls_retained), s_append, kept);
+    PyObject *r = q_append(SLOT(link, ls_retained), kept);
     Py_DECREF(kept);
     if (r == NULL || PyList_Append(out, dg) < 0) {
         Py_XDECREF(r);
@@ -413,7 +413,7 @@ static PyObject *forget(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
             if (w > upto)
                 break;
-            PyObject *x = PyObject_CallMethodNoArgs(r, s_popleft);
+            PyObject *x = q_popleft(r);
             if (x == NULL) {
                 Py_DECREF(r);
                 return NULL;

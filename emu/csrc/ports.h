@@ -2,6 +2,8 @@
 #ifndef EMU_CSRC_PORTS_H
 #define EMU_CSRC_PORTS_H
 
+static PyObject *plain_framing; /* a port framing whose ``plain`` was True when asked */
+
 static int plain_port(PyObject *p, int *defer)
 {
     if (Py_TYPE(p) != OutPortT)
@@ -15,14 +17,17 @@ static int plain_port(PyObject *p, int *defer)
     PyObject *fr = SLOT(p, o_framing);
     if (fr == NULL)
         return 0;
-    PyObject *plain = PyObject_GetAttr(fr, s_plain);
-    if (plain == NULL) {
-        PyErr_Clear();
-        return 0;
+    if (fr != plain_framing) { /* (the last framing found plain, held: its address is not reused) */
+        PyObject *plain = PyObject_GetAttr(fr, s_plain);
+        if (plain == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        Py_DECREF(plain);
+        if (plain != Py_True)
+            return 0;
+        Py_XSETREF(plain_framing, Py_NewRef(fr));
     }
-    Py_DECREF(plain);
-    if (plain != Py_True)
-        return 0;
     PyObject *d = SLOT(p, o_defer_fcs);
     if (d != Py_True && d != Py_False)
         return 0;
@@ -67,7 +72,7 @@ static long long enqueue_tail(PyObject *p, PyObject *frame, long long n, long lo
         }
         if (hd > at)
             break;
-        PyObject *r = PyObject_CallMethodNoArgs(q, s_popleft);
+        PyObject *r = q_popleft(q);
         if (r == NULL)
             return -1;
         Py_DECREF(r);
@@ -76,7 +81,7 @@ static long long enqueue_tail(PyObject *p, PyObject *frame, long long n, long lo
     PyObject *entry = tuple_steal(2, (PyObject *[]){PyLong_FromLongLong(done), PyLong_FromLongLong(n)});
     if (entry == NULL)
         return -1;
-    PyObject *r = PyObject_CallMethodOneArg(q, s_append, entry);
+    PyObject *r = q_append(q, entry);
     Py_DECREF(entry);
     if (r == NULL)
         return -1;
@@ -95,7 +100,7 @@ static long long enqueue_tail(PyObject *p, PyObject *frame, long long n, long lo
                                                  Py_NewRef(frame), Py_NewRef(Py_False)});
     if (pe == NULL)
         return -1;
-    r = PyObject_CallMethodOneArg(SLOT(p, o_pending), s_append, pe);
+    r = q_append(SLOT(p, o_pending), pe);
     Py_DECREF(pe);
     if (r == NULL)
         return -1;
