@@ -93,6 +93,24 @@ static int frames_arrived(PyObject *domain, PyObject *el, long n, long long firs
     return frames_due(domain, el, first_ts);
 }
 
+/* Domain.frames_local's counts of ``n`` frames handed over in this domain (sent_to[index],
+ * received, _by_window[window]), for the Domain class: a hand-over loop adds them up and tells the
+ * domain once, each peer's heap entry (frames_due) told as it goes */
+static int local_counts(PyObject *domain, long long n, PyObject *window)
+{
+    if (n == 0)
+        return 0;
+    long long rv;
+    PyObject *index = DOM_GET(domain, D_INDEX);
+    int ok = index != NULL && add_attr_item(domain, D_SENT_TO, index, n, 1) == 0 &&
+             get_ll(SLOT(domain, dom_attr[D_RECEIVED].off), &rv) && DOM_SET_LL(domain, D_RECEIVED, rv + n) == 0 &&
+             add_attr_item(domain, D_BY_WINDOW, window, n, 0) == 0;
+    Py_XDECREF(index);
+    if (!ok && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "emu._core: a domain's counts are not what they were");
+    return ok ? 0 : -1;
+}
+
 static int frames_local(PyObject *domain, PyObject *el, long n, long long first_ts, PyObject *window)
 {
     if (DomainT == NULL || Py_TYPE(domain) != DomainT) {

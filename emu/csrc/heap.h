@@ -106,11 +106,7 @@ static PyObject *heap_pop(PyObject *heap)
         return NULL;
     }
     PyObject *lastelt = PyList_GET_ITEM(heap, n - 1);
-    Py_INCREF(lastelt);
-    if (PyList_SetSlice(heap, n - 1, n, NULL) < 0) {
-        Py_DECREF(lastelt);
-        return NULL;
-    }
+    Py_SET_SIZE(heap, n - 1); /* (the list's last reference, now lastelt's: its room kept for the next push) */
     n--;
     if (!n)
         return lastelt;

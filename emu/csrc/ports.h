@@ -239,7 +239,26 @@ static int forward_into(PyObject *heap, long long t_end, PyObject *ins, PyObject
             return -1;
         }
         PyObject *frame;
-        if (defer) {
+        if (Py_REFCNT(popped) == 1 && Py_REFCNT(wire) == 1 && (defer ? wlen == flen : wlen == flen + 4)) {
+            /* the received frame is nobody else's (not captured, not retained): the next hop's
+             * made in its bytes -- the hop count raised, the FCS rewritten (a copy otherwise) */
+            frame = Py_NewRef(wire);
+            unsigned char *b = (unsigned char *)PyBytes_AS_STRING(frame);
+            b[C_HOPS_OFF] = (b[C_HOPS_OFF] + 1) & 0xFF;
+            if (!defer) {
+                uint32_t crc = crc32_of(b, flen);
+                b[flen] = crc & 0xFF;
+                b[flen + 1] = (crc >> 8) & 0xFF;
+                b[flen + 2] = (crc >> 16) & 0xFF;
+                b[flen + 3] = (crc >> 24) & 0xFF;
+            }
+#if PY_VERSION_HEX < 0x030D0000
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+            ((PyBytesObject *)frame)->ob_shash = -1; /* (its hash, were it cached, is stale) */
+#pragma GCC diagnostic pop
+#endif
+        } else if (defer) {
             frame = PyBytes_FromStringAndSize((const char *)w, flen);
             if (frame != NULL)
                 ((unsigned char *)PyBytes_AS_STRING(frame))[C_HOPS_OFF] = (w[C_HOPS_OFF] + 1) & 0xFF;
@@ -448,6 +467,8 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
 {
     long long win, clean = C_CLEAN, nofcs = C_NOFCS, first = (long long)1 << 62;
     int to_python = batch == Py_None; /* a remote port went to Python: so do the ones after it */
+    int inline_counts = DomainT != NULL && Py_TYPE(domain) == DomainT; /* (the domain told once, at the end) */
+    long long local_n = 0;
     if (!ready || !PyDict_CheckExact(busy) || !get_ll(window, &win)) {
         PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: bad arguments");
         return -1;
@@ -541,7 +562,8 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
                 if (set_ll(link, ls_seq, nseq) < 0 || set_ll(rlink, lr_expected, nseq) < 0 ||
                     set_ll(p, o_sent_done, last - lat) < 0 || add_ll(p, o_tx_frames, n) < 0 ||
                     add_ll(p, o_tx_bytes, nbytes) < 0 || add_ll(inp, i_rx_frames, n) < 0 ||
-                    add_ll(inp, i_rx_bytes, nbytes) < 0 || frames_local(domain, peer, n, a0, window) < 0)
+                    add_ll(inp, i_rx_bytes, nbytes) < 0 ||
+                    (inline_counts ? (local_n += n, frames_due(domain, peer, a0)) : frames_local(domain, peer, n, a0, window)) < 0)
                     goto fail;
                 npend = PySequence_Size(pend);
             }
@@ -554,10 +576,21 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
             goto fail;
     Py_DECREF(done);
     Py_DECREF(ports);
+    if (local_counts(domain, local_n, window) < 0) {
+        Py_DECREF(others);
+        return -1;
+    }
     *first_out = first;
     *others_out = others;
     return 0;
 fail:
+    if (local_n) { /* what was handed over stands: counted, the error kept */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (local_counts(domain, local_n, window) < 0)
+            PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+    }
     Py_XDECREF(held);
     Py_XDECREF(held_pend);
     Py_XDECREF(others);
