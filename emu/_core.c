@@ -171,6 +171,8 @@ static PyMethodDef methods[] = {
      "Domain._window's loop over its active elements (a static-table switch's window whole)"},
     {"arrived", arrived, METH_O, "Batch.on_datagram's frames accepted per element told to their domains"},
     {"forget", (PyCFunction)(void (*)(void))forget, METH_FASTCALL, "Element.forget: retained datagrams dropped"},
+    {"forget_elements", (PyCFunction)(void (*)(void))forget_elements, METH_FASTCALL,
+     "Element.forget of every element of a list"},
     {"records", (PyCFunction)(void (*)(void))records, METH_FASTCALL, "a datagram's in-sequence records into their heaps"},
     {"take", (PyCFunction)(void (*)(void))take, METH_FASTCALL, "LinkSender.take: a port's frames as records in datagrams"},
     {"hand_over", (PyCFunction)(void (*)(void))hand_over, METH_FASTCALL, "frames into a local peer's heap"},

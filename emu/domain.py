@@ -210,10 +210,14 @@ class Domain(DomainControl):
             del self._by_window[old]  # counted in `received`; no longer needed apart
         # what was sent two windows ago has been received everywhere (see emu.sync)
         hist = self._history
+        core = native.CORE
         while hist and hist[0][0] <= w - 2:
             old_w, els = hist.popleft()
-            for el in els:
-                el.forget(old_w)
+            if core is not None:
+                core.forget_elements(els, old_w)
+            else:
+                for el in els:
+                    el.forget(old_w)
         heap = self._heap
         elements = self.elements
         active: dict[Element, None] = {}
@@ -227,7 +231,6 @@ class Domain(DomainControl):
         batch = self.batch
         if batch is not None:
             batch.holding = True  # what the elements send now leaves as one datagram per destination
-        core = native.CORE
         if core is not None and type(self) is Domain:  # the loop below in the compiled core
             act, k = list(active), 0
             while True:  # (a static-table switch's window runs whole there)

@@ -289,6 +289,38 @@ def test_forget_drops_what_python_drops():
 
 
 @needs_core
+def test_forget_elements_forgets_each_elements_ports_or_calls_its_method():
+    """Domain._window's ``el.forget(w)`` for every element of a window two back: an Element's output
+    ports in the core (as its method does), anything else by its own method."""
+    from emu.element import Element
+    from emu.link import LinkSender
+
+    class Other:
+        def __init__(self):
+            self.calls = []
+
+        def forget(self, w):
+            self.calls.append(w)
+
+    el = Element.__new__(Element)  # (only its output ports matter here)
+    el.out_ports = [_port(link=LinkSender(1, k)) for k in range(3)]
+    twins = [_port(link=LinkSender(1, k)) for k in range(3)]
+    for ps in (el.out_ports, twins):
+        for k, p in enumerate(ps):
+            for w in range(k, 9, 2):
+                p.link.retained.append((w, w, w, b"d%d" % w))
+    other = Other()
+    CORE.forget_elements([el, other], 4)
+    for p in twins:
+        p.link.forget(4)
+    assert [list(p.link.retained) for p in el.out_ports] == [list(p.link.retained) for p in twins]
+    assert [len(p.link.retained) for p in el.out_ports] == [2, 2, 2]  # (windows 5..8 of 0..8 kept)
+    assert other.calls == [4]
+    with pytest.raises(TypeError):
+        CORE.forget_elements([el], "4")
+
+
+@needs_core
 async def test_the_domains_loop_in_the_core_waits_for_unsent_datagrams(monkeypatch):
     """An element whose datagrams found no room in its socket (its own socket: no batch) is flushed
     and scheduled by Python between two calls of the core's loop; the run is the same as pure

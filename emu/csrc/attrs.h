@@ -11,17 +11,20 @@ typedef struct {
 } Attr;
 
 enum { E_HEAP, E_INS, E_OUTS, E_BUSY, E_LINK_EVENTS, E_PEVENTS, E_CAPTURE, E_ENGINE, E_NOW, E_ACTIVE_NS, E_SAFE_TIME,
-       E_LOOKAHEAD, E_LOST_UNTIL, E_UNSENT, E_BATCH, E_DROP_RATE, E_STATS, E_DOMAIN, E_N };
+       E_LOOKAHEAD, E_LOST_UNTIL, E_UNSENT, E_BATCH, E_DROP_RATE, E_STATS, E_DOMAIN, E_OUT_PORTS, E_N };
 static Attr el_attr[E_N] = {{"heap"}, {"ins"}, {"outs"}, {"busy"}, {"link_events"}, {"pevents"}, {"capture"},
                             {"engine"}, {"now"}, {"active_ns"}, {"safe_time"}, {"lookahead"}, {"lost_until"},
-                            {"unsent"}, {"batch"}, {"_drop_rate"}, {"stats"}, {"domain"}};
+                            {"unsent"}, {"batch"}, {"_drop_rate"}, {"stats"}, {"domain"}, {"out_ports"}};
 enum { D_INDEX, D_RECEIVED, D_BY_WINDOW, D_SENT_TO, D_IDX, D_AT, D_HEAP, D_MAX_TIME, D_LOCAL_RX, D_BY_NAME, D_N };
 static Attr dom_attr[D_N] = {{"index"}, {"received"}, {"_by_window"}, {"sent_to"}, {"_idx"}, {"_at"}, {"_heap"},
                              {"max_time"}, {"_local_rx"}, {"by_name"}};
 static PyTypeObject *ElementT, *DomainT; /* NULL until their setup: every access by name */
+static PyObject *s_forget;
 
 static int attrs_init(void)
 {
+    if ((s_forget = PyUnicode_InternFromString("forget")) == NULL)
+        return -1;
     for (int k = 0; k < E_N; k++)
         if ((el_attr[k].s = PyUnicode_InternFromString(el_attr[k].name)) == NULL)
             return -1;
