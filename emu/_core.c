@@ -150,8 +150,9 @@ static PyObject *py_heappop(PyObject *self, PyObject *heap)
 
 static PyObject *counts(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{sKsKsKsKsKsKsK}", "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over", n_handed,
-                         "taken", n_taken, "batched", n_batched, "records", n_records, "windows", n_windows);
+    return Py_BuildValue("{sKsKsKsKsKsKsKsK}", "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over",
+                         n_handed, "taken", n_taken, "batched", n_batched, "records", n_records, "windows", n_windows,
+                         "element_windows", n_element_windows);
 }
 
 static PyMethodDef methods[] = {

@@ -3,14 +3,18 @@
 #ifndef EMU_CSRC_WINDOW_H
 #define EMU_CSRC_WINDOW_H
 
-static PyObject *s_timer, *s_stats, *s_plain_table, *s_run_window, *s_transmit_ports, *s_forwarded, *s_schedule;
+static PyObject *s_timer, *s_stats, *s_plain_table, *s_run_window, *s_transmit_ports, *s_forwarded, *s_schedule,
+    *s_min_delay_ns, *s_cut_through, *s_receive, *s_on_timer, *s_emit;
 static unsigned long long n_windows; /* static-table switch windows run whole here (counts()) */
+static unsigned long long n_element_windows; /* other elements' windows of frames and timers run here */
 
 static int window_init(void)
 {
     struct { PyObject **s; const char *n; } names[] = {
         {&s_timer, "timer"}, {&s_stats, "stats"}, {&s_plain_table, "plain_table"}, {&s_run_window, "run_window"},
-        {&s_transmit_ports, "_transmit_ports"}, {&s_forwarded, "forwarded"}, {&s_schedule, "schedule"}};
+        {&s_transmit_ports, "_transmit_ports"}, {&s_forwarded, "forwarded"}, {&s_schedule, "schedule"},
+        {&s_min_delay_ns, "min_delay_ns"}, {&s_cut_through, "cut_through"}, {&s_receive, "receive"},
+        {&s_on_timer, "on_timer"}, {&s_emit, "_emit"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if ((*names[k].s = PyUnicode_InternFromString(names[k].n)) == NULL)
             return -1;
@@ -119,19 +123,61 @@ static int call_ll(PyObject *r, long long *v, const char *what)
     return ok ? 0 : -1;
 }
 
+/* Element._transmit after a window (its capture None): the busy ports' frames due before
+ * t1 + lookahead into this process's heaps or its batch (transmit_into), the rest by
+ * Element._transmit_ports; the earliest arrival in *fa. 0, or -1 with an error. */
+static int el_transmit(PyObject *el, PyObject *busy, long long t1, PyObject *w, PyObject *domain, long long *fa)
+{
+    PyObject *la = NULL, *drop = NULL, *stats = NULL, *batch = NULL, *others = NULL;
+    int rc = -1;
+    long long look, first;
+    if ((la = EL_GET(el, E_LOOKAHEAD)) == NULL || !get_ll(la, &look) ||
+        (drop = EL_GET(el, E_DROP_RATE)) == NULL || (stats = EL_GET(el, E_STATS)) == NULL)
+        goto done;
+    int dropping = PyObject_IsTrue(drop);
+    if (dropping < 0)
+        goto done;
+    if (dropping)
+        batch = Py_NewRef(Py_None);
+    else if ((batch = EL_GET(el, E_BATCH)) == NULL)
+        goto done;
+    if (transmit_into(busy, t1 + look, w, domain, batch, stats, &first, &others) < 0)
+        goto done;
+    if (PyList_GET_SIZE(others)) { /* what the core left: Element._transmit_ports */
+        PyObject *rel = PyLong_FromLongLong(t1 + look), *f = PyLong_FromLongLong(first);
+        PyObject *r = rel == NULL || f == NULL ? NULL
+                                               : PyObject_CallMethodObjArgs(el, s_transmit_ports, others, f, rel, w, NULL);
+        Py_XDECREF(rel);
+        Py_XDECREF(f);
+        if (call_ll(r, &first, "_transmit_ports") < 0)
+            goto done;
+    }
+    *fa = first;
+    rc = 0;
+done:
+    if (rc < 0 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "emu._core.window: an element is not what it was");
+    Py_XDECREF(la);
+    Py_XDECREF(drop);
+    Py_XDECREF(stats);
+    Py_XDECREF(batch);
+    Py_XDECREF(others);
+    return rc;
+}
+
 /* A static-table switch's whole window (Element.run_window when only frames can be due, then
  * Element._transmit): 0 done (its first arrival in *fa), 1 not this case or frames left that Python
- * must take (nothing else changed: Python's run_window goes on from here), -1 error */
+ * must take (nothing else changed: Python's run_window goes on from here), 2 not a static-table
+ * switch now (nothing done), -1 error */
 static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w, PyObject *domain, long long *fa)
 {
     PyObject *plain = NULL, *le = NULL, *pev = NULL, *tt = NULL, *cap = NULL, *fwd = NULL, *heap = NULL, *ins = NULL,
-             *outs = NULL, *busy = NULL, *la = NULL, *batch = NULL, *drop = NULL, *estats = NULL, *stats = NULL,
-             *others = NULL;
+             *outs = NULL, *busy = NULL, *estats = NULL;
     int rc = -1;
     if (lookup_attr(eng, s_plain_table, &plain) < 0)
         return -1;
     if (plain == NULL)
-        return 1;
+        return 2;
     if ((le = EL_GET(el, E_LINK_EVENTS)) == NULL || (pev = EL_GET(el, E_PEVENTS)) == NULL ||
         (tt = PyObject_GetAttr(eng, s_timer)) == NULL || (cap = EL_GET(el, E_CAPTURE)) == NULL)
         goto done;
@@ -142,9 +188,10 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
     rc = -1;
     if ((fwd = PyObject_CallNoArgs(plain)) == NULL)
         goto done;
-    rc = 1;
+    rc = 2; /* (not a static table now: nothing done) */
     if (!PyTuple_CheckExact(fwd) || PyTuple_GET_SIZE(fwd) != 2)
         goto done;
+    rc = 1;
     long long delay;
     if (!get_ll(PyTuple_GET_ITEM(fwd, 1), &delay))
         goto done;
@@ -183,29 +230,8 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
         rc = 0;
         goto done;
     }
-    long long look, first;
-    if ((la = EL_GET(el, E_LOOKAHEAD)) == NULL || !get_ll(la, &look) ||
-        (drop = EL_GET(el, E_DROP_RATE)) == NULL || (stats = EL_GET(el, E_STATS)) == NULL)
+    if (el_transmit(el, busy, t1, w, domain, fa) < 0)
         goto done;
-    int dropping = PyObject_IsTrue(drop);
-    if (dropping < 0)
-        goto done;
-    if (dropping)
-        batch = Py_NewRef(Py_None);
-    else if ((batch = EL_GET(el, E_BATCH)) == NULL)
-        goto done;
-    if (transmit_into(busy, t1 + look, w, domain, batch, stats, &first, &others) < 0)
-        goto done;
-    if (PyList_GET_SIZE(others)) { /* what the core left: Element._transmit_ports */
-        PyObject *rel = PyLong_FromLongLong(t1 + look), *f = PyLong_FromLongLong(first);
-        PyObject *r = rel == NULL || f == NULL ? NULL
-                                               : PyObject_CallMethodObjArgs(el, s_transmit_ports, others, f, rel, w, NULL);
-        Py_XDECREF(rel);
-        Py_XDECREF(f);
-        if (call_ll(r, &first, "_transmit_ports") < 0)
-            goto done;
-    }
-    *fa = first;
     rc = 0;
 done:
     if (rc == -1 && !PyErr_Occurred())
@@ -220,12 +246,135 @@ done:
     Py_XDECREF(ins);
     Py_XDECREF(outs);
     Py_XDECREF(busy);
-    Py_XDECREF(la);
-    Py_XDECREF(batch);
-    Py_XDECREF(drop);
     Py_XDECREF(estats);
-    Py_XDECREF(stats);
-    Py_XDECREF(others);
+    return rc;
+}
+
+/* Element.run_window for an element whose window holds only frames and engine timers (no link
+ * change, no port event, no capture) -- any engine: its receive and on_timer called in the order
+ * run_window calls them (a timer before a frame at the same time), what they return given to
+ * Element._emit, then Element._transmit. As soon as anything else is due (a port event, a link
+ * change, a frame that is not plainly good: damaged, link control, a port with a timeline or a
+ * buffer), Python's run_window goes on from there (it takes the events of a window in order from
+ * any state). 0 done (the first arrival in *fa), 1 Python's, -1 error. */
+static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w, PyObject *domain, long long *fa)
+{
+    if (Py_TYPE(el) != ElementT)
+        return 1;
+    PyObject *heap = SLOT(el, el_attr[E_HEAP].off), *ins = SLOT(el, el_attr[E_INS].off),
+             *le = SLOT(el, el_attr[E_LINK_EVENTS].off), *pev = SLOT(el, el_attr[E_PEVENTS].off),
+             *cap = SLOT(el, el_attr[E_CAPTURE].off);
+    if (heap == NULL || ins == NULL || le == NULL || pev == NULL || cap != Py_None || !PyList_CheckExact(heap) ||
+        !PyList_CheckExact(ins) || !PyList_CheckExact(le) || !PyList_CheckExact(pev))
+        return 1;
+    Py_INCREF(heap); /* (held: the callbacks below run Python code) */
+    Py_INCREF(ins);
+    Py_INCREF(le);
+    Py_INCREF(pev);
+    PyObject *md = NULL, *cut = NULL, *receive = NULL, *on_timer = NULL, *emit = NULL, *tt = NULL, *busy = NULL;
+    int rc = -1;
+    long long now;
+    if ((md = PyObject_GetAttr(eng, s_min_delay_ns)) == NULL ||
+        lookup_attr(eng, s_cut_through, &cut) < 0 || (receive = PyObject_GetAttr(eng, s_receive)) == NULL ||
+        (on_timer = PyObject_GetAttr(eng, s_on_timer)) == NULL || (emit = PyObject_GetAttr(el, s_emit)) == NULL)
+        goto done;
+    if (cut == NULL)
+        cut = Py_NewRef(Py_False);
+    for (;;) {
+        rc = 1;
+        if (PyList_GET_SIZE(le) || PyList_GET_SIZE(pev) || SLOT(el, el_attr[E_CAPTURE].off) != Py_None ||
+            SLOT(el, el_attr[E_HEAP].off) != heap || SLOT(el, el_attr[E_INS].off) != ins ||
+            SLOT(el, el_attr[E_LINK_EVENTS].off) != le || SLOT(el, el_attr[E_PEVENTS].off) != pev ||
+            !get_ll(SLOT(el, el_attr[E_NOW].off), &now))
+            goto done; /* (something else is due now: Python's run_window) */
+        Py_XSETREF(tt, PyObject_GetAttr(eng, s_timer));
+        rc = -1;
+        if (tt == NULL)
+            goto done;
+        long long th = (long long)1 << 62, ttv = 0;
+        PyObject *head = PyList_GET_SIZE(heap) ? PyList_GET_ITEM(heap, 0) : NULL;
+        rc = 1;
+        if ((tt != Py_None && !get_ll(tt, &ttv)) ||
+            (head != NULL && (!PyTuple_CheckExact(head) || PyTuple_GET_SIZE(head) != 5 ||
+                              !get_ll(PyTuple_GET_ITEM(head, 0), &th))))
+            goto done;
+        PyObject *result;
+        if (tt != Py_None && ttv <= th) { /* Element._fire_timer */
+            if (ttv >= t1)
+                break;
+            if (ttv < now)
+                goto done; /* (Python's: it refuses it) */
+            rc = -1;
+            if (EL_SET(el, E_NOW, tt) < 0 || EL_SET(el, E_ACTIVE_NS, tt) < 0)
+                goto done;
+            result = PyObject_CallOneArg(on_timer, tt);
+        } else { /* a frame: Element._arrive's plain case */
+            if (head == NULL || th >= t1)
+                break;
+            long long port, kind;
+            PyObject *wire = PyTuple_GET_ITEM(head, 3), *inp;
+            if (!get_ll(PyTuple_GET_ITEM(head, 1), &port) || !get_ll(PyTuple_GET_ITEM(head, 4), &kind) ||
+                !PyBytes_CheckExact(wire) || port < 0 || port >= PyList_GET_SIZE(ins) ||
+                Py_TYPE(inp = PyList_GET_ITEM(ins, port)) != InPortT || SLOT(inp, i_timeline) != Py_None ||
+                SLOT(inp, i_buf) != Py_None)
+                goto done;
+            Py_ssize_t wlen = PyBytes_GET_SIZE(wire);
+            const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(wire);
+            if ((!(kind & C_CLEAN) && crc32_of(b, wlen) != C_FCS_RESIDUE) ||
+                (wlen >= C_CREDIT_LEN && b[13] == C_CREDIT_LO && b[12] == C_CREDIT_HI) ||
+                (!(kind & C_NOFCS) && wlen < 4))
+                goto done; /* damaged, link control: the port's, in Python */
+            rc = -1;
+            PyObject *item = heap_pop(heap);
+            if (item == NULL)
+                goto done;
+            PyObject *t = PyTuple_GET_ITEM(item, 0), *pt = PyTuple_GET_ITEM(item, 1);
+            PyObject *frame = kind & C_NOFCS ? Py_NewRef(wire) : PyBytes_FromStringAndSize((const char *)b, wlen - 4);
+            int bad = frame == NULL || EL_SET(el, E_NOW, t) < 0 || EL_SET(el, E_ACTIVE_NS, t) < 0;
+            result = bad ? NULL : PyObject_CallFunctionObjArgs(receive, frame, pt, t, NULL);
+            Py_XDECREF(frame);
+            Py_DECREF(item);
+        }
+        rc = -1;
+        if (result == NULL)
+            goto done;
+        int any = PyList_CheckExact(result) ? PyList_GET_SIZE(result) > 0 : PyObject_IsTrue(result);
+        PyObject *r = any > 0 ? PyObject_CallFunctionObjArgs(emit, result, Py_None, md, cut, NULL) : NULL;
+        Py_DECREF(result);
+        if (any < 0 || (any > 0 && r == NULL))
+            goto done;
+        Py_XDECREF(r);
+    }
+    rc = -1; /* the window's end: Element.run_window's last lines */
+    PyObject *st = PyLong_FromLongLong(t1);
+    int bad = st == NULL || EL_SET(el, E_SAFE_TIME, st) < 0;
+    Py_XDECREF(st);
+    if (bad || (busy = EL_GET(el, E_BUSY)) == NULL)
+        goto done;
+    int anybusy = PyObject_IsTrue(busy);
+    if (anybusy < 0)
+        goto done;
+    *fa = (long long)1 << 62;
+    if (anybusy && el_transmit(el, busy, t1, w, domain, fa) < 0)
+        goto done;
+    n_element_windows++;
+    rc = 0;
+done:
+    if (rc == -1 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "emu._core.window: an element is not what it was");
+    if (rc == 1)
+        PyErr_Clear();
+    Py_XDECREF(md);
+    Py_XDECREF(cut);
+    Py_XDECREF(receive);
+    Py_XDECREF(on_timer);
+    Py_XDECREF(emit);
+    Py_XDECREF(tt);
+    Py_XDECREF(busy);
+    Py_DECREF(heap);
+    Py_DECREF(ins);
+    Py_DECREF(le);
+    Py_DECREF(pev);
     return rc;
 }
 
@@ -293,7 +442,9 @@ static PyObject *window(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     for (; k < PyList_GET_SIZE(active); k++) {
         PyObject *el = Py_NewRef(PyList_GET_ITEM(active, k)), *eng = EL_GET(el, E_ENGINE);
         long long fa;
-        int rc = eng == NULL ? -1 : (switch_ready ? switch_window(el, eng, t1, w, domain, &fa) : 1);
+        int rc = eng == NULL ? -1 : (switch_ready ? switch_window(el, eng, t1, w, domain, &fa) : 2);
+        if (rc == 2)
+            rc = element_window(el, eng, t1, w, domain, &fa);
         Py_XDECREF(eng);
         if (rc == 1) {
             PyObject *t = PyLong_FromLongLong(t1);
