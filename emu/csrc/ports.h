@@ -127,51 +127,89 @@ static PyObject *with_fcs(const char *src, Py_ssize_t flen, Py_ssize_t hops_off)
     return out;
 }
 
+/* OutPort.enqueue's plain path for ``frame`` handed to port ``p`` at ``at``: 1 (queued, *start
+ * set), 0 (not the plain case: nothing changed, Python's), -1 (error) */
+static int enqueue_plain(PyObject *p, PyObject *frame, long long at, long long *start)
+{
+    long long free;
+    int defer;
+    if (!ready || !(PyBytes_CheckExact(frame) || Py_TYPE(frame) == LazyT) || !plain_port(p, &defer) ||
+        !get_ll(SLOT(p, o_free_at), &free)) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *wire;
+    Py_ssize_t flen;
+    if (Py_TYPE(frame) == LazyT) { /* a frame made when the port sends it (emu.wire.lazy): its length now */
+        if (free > at && SLOT(p, o_priority) != Py_False)
+            return 0; /* it may overtake (its priority byte is the source's to tell): Python's */
+        if ((flen = PyObject_Length(frame)) < 0)
+            return -1;
+        wire = defer ? Py_NewRef(frame) : PyObject_CallMethodNoArgs(frame, s_with_fcs);
+    } else {
+        flen = PyBytes_GET_SIZE(frame);
+        const unsigned char *f = (const unsigned char *)PyBytes_AS_STRING(frame);
+        if (flen <= C_PRIO_OFF + 4 || (free > at && SLOT(p, o_priority) != Py_False && f[C_PRIO_OFF]))
+            return 0; /* it may overtake (a short frame's FCS byte read as its priority, too): Python's */
+        wire = defer ? Py_NewRef(frame) : with_fcs((const char *)f, flen, -1);
+    }
+    if (wire == NULL)
+        return -1;
+    *start = enqueue_tail(p, wire, flen + 4, at, free);
+    Py_DECREF(wire);
+    if (*start < 0)
+        return -1;
+    n_enqueued++;
+    return 1;
+}
+
 static PyObject *enqueue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "enqueue(port, frame, at)");
         return NULL;
     }
-    PyObject *p = args[0], *frame = args[1];
-    long long at, free;
-    int defer;
-    if (!ready || !(PyBytes_CheckExact(frame) || Py_TYPE(frame) == LazyT) || !plain_port(p, &defer) ||
-        !get_ll(args[2], &at) || !get_ll(SLOT(p, o_free_at), &free)) {
+    long long at, start;
+    if (!get_ll(args[2], &at)) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    if (Py_TYPE(frame) == LazyT) { /* a frame made when the port sends it (emu.wire.lazy): its length now */
-        if (free > at && SLOT(p, o_priority) != Py_False)
-            Py_RETURN_NONE; /* it may overtake (its priority byte is the source's to tell): Python's */
-        Py_ssize_t flen = PyObject_Length(frame);
-        if (flen < 0)
-            return NULL;
-        PyObject *wire = defer ? Py_NewRef(frame) : PyObject_CallMethodNoArgs(frame, s_with_fcs);
-        if (wire == NULL)
-            return NULL;
-        long long start = enqueue_tail(p, wire, flen + 4, at, free);
-        Py_DECREF(wire);
-        if (start < 0)
-            return NULL;
-        n_enqueued++;
-        return PyLong_FromLongLong(start);
-    }
-    Py_ssize_t flen = PyBytes_GET_SIZE(frame);
-    const unsigned char *f = (const unsigned char *)PyBytes_AS_STRING(frame);
-    if (flen <= C_PRIO_OFF + 4 || (free > at && SLOT(p, o_priority) != Py_False && f[C_PRIO_OFF]))
-        Py_RETURN_NONE; /* it may overtake (a short frame's FCS byte read as its priority, too): Python's */
-    PyObject *wire;
-    if (defer)
-        wire = Py_NewRef(frame);
-    else if ((wire = with_fcs((const char *)f, flen, -1)) == NULL)
+    int rc = enqueue_plain(args[0], args[1], at, &start);
+    if (rc < 0)
         return NULL;
-    long long start = enqueue_tail(p, wire, flen + 4, at, free);
-    Py_DECREF(wire);
-    if (start < 0)
-        return NULL;
-    n_enqueued++;
+    if (rc == 0)
+        Py_RETURN_NONE;
     return PyLong_FromLongLong(start);
+}
+
+/* Element._emit(result, None, min_delay, cut) for the frames it queues plainly, in order: each
+ * (port, frame, at) onto its port (no token, the promise kept, the port up, no timeline, no credit
+ * flow, enqueue's plain case), the port made busy, its entry set to None. Returns the index of the
+ * first entry it left (len: none) -- Python's _emit takes the rest -- or -1 (error). */
+static Py_ssize_t emit_into(PyObject *outs, PyObject *busy, PyObject *result, long long now, long long min_delay)
+{
+    if (!PyList_CheckExact(result) || !PyList_CheckExact(outs) || !PyDict_CheckExact(busy))
+        return 0;
+    Py_ssize_t k = 0;
+    for (; k < PyList_GET_SIZE(result); k++) {
+        PyObject *e = PyList_GET_ITEM(result, k);
+        long long port, at, start;
+        if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 3 || !get_ll(PyTuple_GET_ITEM(e, 0), &port) ||
+            !get_ll(PyTuple_GET_ITEM(e, 2), &at) || port < 0 || port >= PyList_GET_SIZE(outs) || at - now < min_delay)
+            break;
+        PyObject *p = PyList_GET_ITEM(outs, port);
+        Py_INCREF(e);
+        int rc = enqueue_plain(p, PyTuple_GET_ITEM(e, 1), at, &start);
+        Py_DECREF(e);
+        if (rc < 0)
+            return -1;
+        if (rc == 0)
+            break;
+        if (PyDict_SetItem(busy, p, Py_None) < 0 || PyList_SetItem(result, k, Py_NewRef(Py_None)) < 0)
+            return -1;
+    }
+    PyErr_Clear(); /* (a value it could not read: Python's) */
+    return k;
 }
 
 /* Element.run_window's frames-only loop for a static-table switch: its plain data frames due before

@@ -280,6 +280,9 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
         goto done;
     if (cut == NULL)
         cut = Py_NewRef(Py_False);
+    long long mdv; /* (-1: emitted frames all to Python's _emit) */
+    if (!get_ll(md, &mdv))
+        mdv = -1;
     for (;;) {
         rc = 1;
         if (PyList_GET_SIZE(le) || PyList_GET_SIZE(pev) || SLOT(el, el_attr[E_CAPTURE].off) != Py_None ||
@@ -339,6 +342,24 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
         if (result == NULL)
             goto done;
         int any = PyList_CheckExact(result) ? PyList_GET_SIZE(result) > 0 : PyObject_IsTrue(result);
+        if (any > 0 && PyList_CheckExact(result) && mdv >= 0) { /* Element._emit: the plain frames here */
+            PyObject *outs = SLOT(el, el_attr[E_OUTS].off), *busy_ = SLOT(el, el_attr[E_BUSY].off);
+            long long nowv;
+            Py_ssize_t k = outs == NULL || busy_ == NULL || !get_ll(SLOT(el, el_attr[E_NOW].off), &nowv)
+                               ? 0 : emit_into(outs, busy_, result, nowv, mdv);
+            if (k < 0) {
+                Py_DECREF(result);
+                goto done;
+            }
+            if (k == PyList_GET_SIZE(result))
+                any = 0;
+            else if (k > 0) { /* (the rest to Python's) */
+                PyObject *rest = PyList_GetSlice(result, k, PyList_GET_SIZE(result));
+                Py_SETREF(result, rest);
+                if (result == NULL)
+                    goto done;
+            }
+        }
         PyObject *r = any > 0 ? PyObject_CallFunctionObjArgs(emit, result, Py_None, md, cut, NULL) : NULL;
         Py_DECREF(result);
         if (any < 0 || (any > 0 && r == NULL))
