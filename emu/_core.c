@@ -37,6 +37,7 @@
 #include "csrc/common.h"
 #include "csrc/crc.h"
 #include "csrc/heap.h"
+#include "csrc/attrs.h"
 
 static PyObject *setup(PyObject *self, PyObject *args)
 {
@@ -149,8 +150,9 @@ static PyObject *py_heappop(PyObject *self, PyObject *heap)
 
 static PyObject *counts(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{sKsKsKsKsKsKsK}", "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over", n_handed,
-                         "taken", n_taken, "batched", n_batched, "records", n_records, "windows", n_windows);
+    return Py_BuildValue("{sKsKsKsKsKsKsKsK}", "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over",
+                         n_handed, "taken", n_taken, "batched", n_batched, "records", n_records, "windows", n_windows,
+                         "element_windows", n_element_windows);
 }
 
 static PyMethodDef methods[] = {
@@ -162,13 +164,16 @@ static PyMethodDef methods[] = {
     {"switch_setup", switch_setup, METH_VARARGS, "switch_setup(decline, max_hops)"},
     {"enqueue", (PyCFunction)(void (*)(void))enqueue, METH_FASTCALL, "OutPort.enqueue's plain path, or None"},
     {"forward", (PyCFunction)(void (*)(void))forward, METH_FASTCALL, "a static switch's plain frames"},
-    {"domain_setup", domain_setup, METH_O, "domain_setup(Domain): its frame counts kept inline"},
+    {"domain_setup", domain_setup, METH_O, "domain_setup(Domain): its frame counts kept inline, in place"},
+    {"element_setup", element_setup, METH_O, "element_setup(Element): the attributes the core reads, in place"},
     {"transmit_local", (PyCFunction)(void (*)(void))transmit_local, METH_FASTCALL,
      "the busy ports' frames into peers of this process; returns (first arrival, the other ports)"},
     {"window", (PyCFunction)(void (*)(void))window, METH_FASTCALL,
      "Domain._window's loop over its active elements (a static-table switch's window whole)"},
     {"arrived", arrived, METH_O, "Batch.on_datagram's frames accepted per element told to their domains"},
     {"forget", (PyCFunction)(void (*)(void))forget, METH_FASTCALL, "Element.forget: retained datagrams dropped"},
+    {"forget_elements", (PyCFunction)(void (*)(void))forget_elements, METH_FASTCALL,
+     "Element.forget of every element of a list"},
     {"records", (PyCFunction)(void (*)(void))records, METH_FASTCALL, "a datagram's in-sequence records into their heaps"},
     {"take", (PyCFunction)(void (*)(void))take, METH_FASTCALL, "LinkSender.take: a port's frames as records in datagrams"},
     {"hand_over", (PyCFunction)(void (*)(void))hand_over, METH_FASTCALL, "frames into a local peer's heap"},
@@ -189,31 +194,21 @@ PyMODINIT_FUNC PyInit__core(void)
     s_safe_time = PyUnicode_InternFromString("safe_time");
     s_domain = PyUnicode_InternFromString("domain");
     s_frames_arrived = PyUnicode_InternFromString("frames_arrived");
-    s_sent_to = PyUnicode_InternFromString("sent_to");
-    s_index = PyUnicode_InternFromString("index");
-    s_received = PyUnicode_InternFromString("received");
-    s_by_window = PyUnicode_InternFromString("_by_window");
-    s_idx = PyUnicode_InternFromString("_idx");
-    s_at = PyUnicode_InternFromString("_at");
-    s_dheap = PyUnicode_InternFromString("_heap");
-    s_local_rx = PyUnicode_InternFromString("_local_rx");
-    s_by_name = PyUnicode_InternFromString("by_name");
     s_holding = PyUnicode_InternFromString("holding");
     s_pending = PyUnicode_InternFromString("pending");
     s_send = PyUnicode_InternFromString("send");
     s_datagrams_sent = PyUnicode_InternFromString("datagrams_sent");
-    if (!s_local_rx || !s_by_name || !s_holding || !s_pending || !s_send || !s_datagrams_sent)
+    if (!s_holding || !s_pending || !s_send || !s_datagrams_sent)
         return NULL;
-    if (window_init() < 0)
+    if (window_init() < 0 || attrs_init() < 0)
         return NULL;
     PyObject *collections = PyImport_ImportModule("collections");
     if (collections == NULL)
         return NULL;
     DequeT = (PyTypeObject *)PyObject_GetAttrString(collections, "deque");
     Py_DECREF(collections);
-    if (DequeT == NULL || !PyType_Check(DequeT) || (deque_popleft = PyObject_GetAttrString((PyObject *)DequeT, "popleft")) == NULL)
-        return NULL;
-    if (!s_sent_to || !s_index || !s_received || !s_by_window || !s_idx || !s_at || !s_dheap)
+    if (DequeT == NULL || !PyType_Check(DequeT) || (deque_popleft = PyObject_GetAttrString((PyObject *)DequeT, "popleft")) == NULL ||
+        (deque_append = PyObject_GetAttrString((PyObject *)DequeT, "append")) == NULL)
         return NULL;
     if (!s_append || !s_popleft || !s_make || !s_plain || !s_heap || !s_safe_time || !s_domain || !s_frames_arrived)
         return NULL;

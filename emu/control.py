@@ -91,6 +91,16 @@ def worker_command(host: str, port: int, index: int) -> list[str]:
     return [sys.executable, "-m", "emu.worker", host, str(port), str(index), str(os.getpid())]
 
 
+def worker_env() -> dict[str, str]:
+    """A worker's environment: this one, with numpy's BLAS and OpenMP on one thread unless the user
+    chose otherwise (a worker is meant to have a core of its own: threads of the math library's pool
+    spinning beside it would take the other processes' cores)."""
+    env = dict(os.environ)
+    for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(k, "1")
+    return env
+
+
 class Worker:
     """A worker process: started with the secret on stdin; stderr passed through and its end kept."""
 
@@ -105,7 +115,8 @@ class Worker:
         return self.proc.pid
 
     async def run(self, cmd: list[str], secret: bytes, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        proc = self.proc = await trio.lowlevel.open_process(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = self.proc = await trio.lowlevel.open_process(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                            env=worker_env())
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._feed, secret)

@@ -31,6 +31,11 @@ log = logging.getLogger(__name__)
 
 
 class Domain(DomainControl):
+    __slots__ = ("index", "received", "_by_window", "sent_to", "_idx", "_at", "_heap", "max_time", "_local_rx",
+                 "by_name")
+    """The counts the compiled core keeps in place (their offsets, read at ``domain_setup``); the
+    rest live in the instance's ``__dict__`` (DomainControl gives it one)."""
+
     def __init__(self, index: int, n_domains: int, run: RunConfig):
         self.index = index
         self.n_domains = n_domains
@@ -205,10 +210,14 @@ class Domain(DomainControl):
             del self._by_window[old]  # counted in `received`; no longer needed apart
         # what was sent two windows ago has been received everywhere (see emu.sync)
         hist = self._history
+        core = native.CORE
         while hist and hist[0][0] <= w - 2:
             old_w, els = hist.popleft()
-            for el in els:
-                el.forget(old_w)
+            if core is not None:
+                core.forget_elements(els, old_w)
+            else:
+                for el in els:
+                    el.forget(old_w)
         heap = self._heap
         elements = self.elements
         active: dict[Element, None] = {}
@@ -222,7 +231,6 @@ class Domain(DomainControl):
         batch = self.batch
         if batch is not None:
             batch.holding = True  # what the elements send now leaves as one datagram per destination
-        core = native.CORE
         if core is not None and type(self) is Domain:  # the loop below in the compiled core
             act, k = list(active), 0
             while True:  # (a static-table switch's window runs whole there)
@@ -311,5 +319,8 @@ class Domain(DomainControl):
         return await self.window(w, t0, t1, expected)
 
 
-if native.CORE is not None:  # the compiled core keeps a Domain's frame counts inline (frames_local)
-    native.CORE.domain_setup(Domain)
+if native.CORE is not None:  # the compiled core keeps a Domain's frame counts inline, in place (frames_local)
+    try:
+        native.CORE.domain_setup(Domain)
+    except (TypeError, AttributeError) as e:
+        native.disable(str(e))

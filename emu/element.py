@@ -82,6 +82,12 @@ class Scheduler(Protocol):
 
 
 class Element(Links, Flow):
+    __slots__ = ("heap", "ins", "outs", "busy", "link_events", "pevents", "capture", "engine", "now", "active_ns",
+                 "safe_time", "lookahead", "lost_until", "unsent", "batch", "_drop_rate", "stats", "domain",
+                 "out_ports")
+    """The attributes the compiled core reads and writes in place (their offsets, read at
+    ``element_setup``); the rest live in the instance's ``__dict__`` (its mixins have one)."""
+
     def __init__(self, name: str, engine: Engine, *, cluster_id: int, domain: Scheduler,
                  outs: list[OutPort], ins: list[InPort], capture: bool, seed: int, lookahead_ns: int,
                  drop_rate: float = 0.0, node_id: int = 0, bind: str = "127.0.0.1", tag_key: bytes | None = None,
@@ -469,3 +475,10 @@ class Element(Links, Flow):
             elif self.iq:  # frames waiting for this port in the input-queued router's buffers
                 out[-1]["frames_waiting"] = self.engine.wait_n[p.index]
         return out
+
+
+if native.CORE is not None:  # the compiled core reads and writes an Element's hot attributes in place
+    try:
+        native.CORE.element_setup(Element)
+    except (TypeError, AttributeError) as e:
+        native.disable(str(e))

@@ -16,10 +16,10 @@ from pathlib import Path
 from types import ModuleType
 
 
-API = 3
+API = 5
 """The interface of ``emu/_core.c`` this code calls (its ``CORE_API``)."""
 FUNCTIONS = ("setup", "switch_setup", "enqueue", "forward", "hand_over", "transmit_local", "take", "records",
-             "arrived", "window", "forget", "domain_setup", "heappush", "heappop", "crc32", "counts")
+             "arrived", "window", "forget", "forget_elements", "domain_setup", "element_setup", "heappush", "heappop", "crc32", "counts")
 log = logging.getLogger(__name__)
 
 

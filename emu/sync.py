@@ -25,6 +25,8 @@ clock, scheduling order and CPU load change how long a run takes, never its resu
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import heapq
 import logging
 import pickle
@@ -219,6 +221,10 @@ class Synchroniser:
         """Run windows until no event is left anywhere and nothing is in flight."""
         if self.broken:
             raise EmuError(f"the cluster cannot run any more: {self.broken}; start a new one")
+        with gc_frozen():
+            await self._run_windows()
+
+    async def _run_windows(self) -> None:
         handles = self.handles
         last_yield = time.perf_counter()
         while True:
@@ -295,6 +301,27 @@ class Synchroniser:
                for l, (name, seq) in sorted(ins.items()) if l in outs and outs[l][1] != seq]
         if bad:
             err.args = (f"{err.args[0]}; frames lost on link(s): " + ", ".join(bad[:10]),)
+
+
+_frozen_depth = 0
+
+
+@contextlib.contextmanager
+def gc_frozen():
+    """While a run goes: what existed when it started (the cluster, its elements and frames, the
+    interpreter's own objects) left out of the cyclic collector's passes (``gc.freeze``), so that a
+    full collection traverses only what the run made; given back when the last run of the process
+    ends (``gc.unfreeze``: collected as before). Nothing in the model depends on it."""
+    global _frozen_depth
+    if _frozen_depth == 0:
+        gc.freeze()
+    _frozen_depth += 1
+    try:
+        yield
+    finally:
+        _frozen_depth -= 1
+        if _frozen_depth == 0:
+            gc.unfreeze()
 
 
 def window_start(next_times: list[int], faults: list[int], max_time: int) -> int:

@@ -11,6 +11,7 @@ the process that started it (its parent process id changes: checked every ``PARE
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -58,6 +59,7 @@ async def serve(host: str, port: int, index: int, secret: bytes) -> None:
         plan, index = await chan.recv()
         domain = build_domain(plan, index, secret)  # (off loopback the secret keys the datagram tags)
         spilled.append(domain)
+        gc.freeze()  # (this process serves this domain alone: what it built is never collected apart)
         async with trio.open_nursery() as nursery:
             addrs = await nursery.start(domain.serve_sockets)
             await chan.send(addrs)

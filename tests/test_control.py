@@ -241,3 +241,18 @@ async def test_an_application_a_worker_cannot_import_is_refused_with_the_fix():
         local = next((h for h in net.hosts if not net.plan.owner[h]), None)
         if local is not None:  # in the main process it runs as it is
             assert await net.run({local: app}) == {local: 0}
+
+
+def test_a_worker_runs_numpys_math_library_on_one_thread_unless_told(monkeypatch):
+    """Workers are meant to have a core each: BLAS/OpenMP pools of one thread by default, the
+    user's own setting kept."""
+    from emu.control import worker_env
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")
+    env = worker_env()
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    env = worker_env()
+    assert env["OPENBLAS_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "1"
+    assert env["OMP_NUM_THREADS"] == "4"
+    assert env["PATH"] == os.environ["PATH"]

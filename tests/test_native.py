@@ -144,9 +144,13 @@ def test_hand_over_is_the_loop_it_replaces(flags):
     assert heap == ref_heap and pend == ref_pend and seq < 0x20  # (the sequence wrapped)
 
 
-async def _run(direct: bool, pure: bool, monkeypatch) -> tuple:
+async def _run(direct: bool, pure: bool, monkeypatch, spec: str = "fattree:k=4,n=2",
+               host: dict | None = None, switch: dict | None = None) -> tuple:
     monkeypatch.setattr(native, "CORE", None if pure else CORE)
-    t = build("fattree:k=4,n=2", settings={"host": {"send_overhead_ns": 0, "recv_overhead_ns": 0}})
+    settings = {"host": host or {"send_overhead_ns": 0, "recv_overhead_ns": 0}}
+    if switch:
+        settings["switch"] = switch
+    t = build(spec, settings=settings)
 
     async def alltoall(host, hosts):
         me = hosts.index(host.name)
@@ -185,6 +189,25 @@ async def test_a_run_is_the_same_with_and_without_the_core(direct, monkeypatch):
     assert (did["taken"], did["batched"], did["records"]) == ((0, 0, 0) if direct else (crossings,) * 3)
     if not direct:  # (the same UDP datagrams: groups reached the batch in Python's order and cuts)
         assert compiled[2][0]["udp_sent"] > 0
+    assert did["element_windows"] > 0  # (the hosts' windows of frames and timers in the core's loop)
+
+
+@needs_core
+@pytest.mark.parametrize("direct", [False, True], ids=["sockets", "direct"])
+@pytest.mark.parametrize("spec,switch", [("fattree:k=4,n=2,switch_delay_ns=300", {"cut_through": True}),
+                                         ("qsnet:nodes=16", None)], ids=["cut-through", "qsnet"])
+async def test_elements_windows_of_frames_and_timers_are_the_same_in_the_core(spec, switch, direct, monkeypatch):
+    """Hosts with overheads and a NIC delay (engine timers between frames in a window) beside
+    switches that are not static tables (cut-through, QsNet's adaptive routing): the core runs
+    their windows' frames and timers by their engines, and every figure and counter is pure
+    Python's."""
+    host = {"send_overhead_ns": 150, "recv_overhead_ns": 90, "nic_delay_ns": 40}
+    before = CORE.counts()
+    pure = await _run(direct, True, monkeypatch, spec, host, switch)
+    compiled = await _run(direct, False, monkeypatch, spec, host, switch)
+    did = {k: v - before[k] for k, v in CORE.counts().items()}
+    assert compiled == pure
+    assert did["element_windows"] > 0
 
 
 @needs_core
@@ -286,6 +309,38 @@ def test_forget_drops_what_python_drops():
         p.link.forget(5)
     assert [list(p.link.retained) for p in ports] == [list(p.link.retained) for p in twins]
     assert [len(p.link.retained) for p in ports] == [2, 1, 2, 1]
+
+
+@needs_core
+def test_forget_elements_forgets_each_elements_ports_or_calls_its_method():
+    """Domain._window's ``el.forget(w)`` for every element of a window two back: an Element's output
+    ports in the core (as its method does), anything else by its own method."""
+    from emu.element import Element
+    from emu.link import LinkSender
+
+    class Other:
+        def __init__(self):
+            self.calls = []
+
+        def forget(self, w):
+            self.calls.append(w)
+
+    el = Element.__new__(Element)  # (only its output ports matter here)
+    el.out_ports = [_port(link=LinkSender(1, k)) for k in range(3)]
+    twins = [_port(link=LinkSender(1, k)) for k in range(3)]
+    for ps in (el.out_ports, twins):
+        for k, p in enumerate(ps):
+            for w in range(k, 9, 2):
+                p.link.retained.append((w, w, w, b"d%d" % w))
+    other = Other()
+    CORE.forget_elements([el, other], 4)
+    for p in twins:
+        p.link.forget(4)
+    assert [list(p.link.retained) for p in el.out_ports] == [list(p.link.retained) for p in twins]
+    assert [len(p.link.retained) for p in el.out_ports] == [2, 2, 2]  # (windows 5..8 of 0..8 kept)
+    assert other.calls == [4]
+    with pytest.raises(TypeError):
+        CORE.forget_elements([el], "4")
 
 
 @needs_core

@@ -7,7 +7,7 @@ static PyObject *CausalityError, *s_heap, *s_safe_time, *s_domain, *s_frames_arr
 static Py_ssize_t i_peer_addr;
 static PyObject *s_append, *s_popleft, *s_make, *s_plain, *s_with_fcs;
 static PyTypeObject *DequeT; /* collections.deque: its popleft called directly (no method lookup) */
-static PyObject *deque_popleft;
+static PyObject *deque_popleft, *deque_append;
 
 /* OutPort slots */
 static Py_ssize_t o_free_at, o_pending, o_defer_fcs, o_queued, o_queued_bytes, o_up, o_timeline, o_flow,
@@ -30,7 +30,7 @@ static unsigned char decline[256]; /* packet types a plain switch does not forwa
 static int switch_ready = 0;
 
 /* what emu/native.py expects: raise it whenever a function's arguments or results change */
-#define CORE_API 3
+#define CORE_API 5
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
@@ -72,9 +72,45 @@ static inline int get_ll(PyObject *o, long long *v)
 {
     if (o == NULL || !PyLong_CheckExact(o))
         return 0;
+#if PY_VERSION_HEX < 0x030C0000 /* an int of up to two digits read in place (CPython 3.11's layout) */
+    const digit *d = ((PyLongObject *)o)->ob_digit;
+    switch (Py_SIZE(o)) {
+    case 0:
+        *v = 0;
+        return 1;
+    case 1:
+        *v = (long long)d[0];
+        return 1;
+    case -1:
+        *v = -(long long)d[0];
+        return 1;
+    case 2:
+        *v = (long long)d[0] | ((long long)d[1] << PyLong_SHIFT);
+        return 1;
+    case -2:
+        *v = -((long long)d[0] | ((long long)d[1] << PyLong_SHIFT));
+        return 1;
+    }
+#endif
     int overflow;
     *v = PyLong_AsLongLongAndOverflow(o, &overflow);
     return !overflow && !(*v == -1 && PyErr_Occurred());
+}
+
+/* deque.append(q, item) / deque.popleft(q) by their method descriptors (no lookup by name) for a
+ * deque, by name for anything else: a new reference, or NULL with an error */
+static inline PyObject *q_append(PyObject *q, PyObject *item)
+{
+    if (Py_TYPE(q) == DequeT) {
+        PyObject *args[2] = {q, item};
+        return PyObject_Vectorcall(deque_append, args, 2, NULL);
+    }
+    return PyObject_CallMethodOneArg(q, s_append, item);
+}
+
+static inline PyObject *q_popleft(PyObject *q)
+{
+    return Py_TYPE(q) == DequeT ? PyObject_Vectorcall(deque_popleft, &q, 1, NULL) : PyObject_CallMethodNoArgs(q, s_popleft);
 }
 
 static inline int set_ll(PyObject *obj, Py_ssize_t off, long long v)
@@ -149,8 +185,7 @@ static int pop_due(PyObject *pend, long long release, long long *arrival, PyObje
         Py_DECREF(head);
         return 0;
     }
-    PyObject *r = Py_TYPE(pend) == DequeT ? PyObject_Vectorcall(deque_popleft, &pend, 1, NULL)
-                                          : PyObject_CallMethodNoArgs(pend, s_popleft);
+    PyObject *r = q_popleft(pend);
     if (r == NULL) {
         Py_DECREF(head);
         return -1;

@@ -6,12 +6,9 @@
  * (domain_setup), their bookkeeping exactly: sent_to[index] += n (local); received += n;
  * _by_window[window] += n; the element's entry in the domain's heap no later than first_ts. Any
  * other class: its method. */
-static PyTypeObject *DomainT;
-static PyObject *s_sent_to, *s_index, *s_received, *s_by_window, *s_idx, *s_at, *s_dheap;
-
-static int add_attr_item(PyObject *obj, PyObject *name, PyObject *key, long long n, int is_list)
+static int add_attr_item(PyObject *domain, int which, PyObject *key, long long n, int is_list)
 {
-    PyObject *c = PyObject_GetAttr(obj, name);
+    PyObject *c = DOM_GET(domain, which);
     if (c == NULL)
         return -1;
     int rc = -1;
@@ -37,7 +34,7 @@ static int add_attr_item(PyObject *obj, PyObject *name, PyObject *key, long long
 static int frames_due(PyObject *domain, PyObject *el, long long t)
 {
     int rc = -1;
-    PyObject *idx = PyObject_GetAttr(domain, s_idx), *i = NULL, *at = NULL, *ts = NULL;
+    PyObject *idx = DOM_GET(domain, D_IDX), *i = NULL, *at = NULL, *ts = NULL;
     if (idx == NULL || !PyDict_CheckExact(idx))
         goto done;
     i = PyDict_GetItemWithError(idx, el);
@@ -47,7 +44,7 @@ static int frames_due(PyObject *domain, PyObject *el, long long t)
         goto done;
     }
     Py_INCREF(i);
-    at = PyObject_GetAttr(domain, s_at);
+    at = DOM_GET(domain, D_AT);
     Py_ssize_t k = PyLong_AsSsize_t(i);
     long long cur;
     if (at == NULL || !PyList_CheckExact(at) || k < 0 || k >= PyList_GET_SIZE(at) || !get_ll(PyList_GET_ITEM(at, k), &cur))
@@ -56,7 +53,7 @@ static int frames_due(PyObject *domain, PyObject *el, long long t)
         ts = PyLong_FromLongLong(t);
         if (ts == NULL || PyList_SetItem(at, k, Py_NewRef(ts)) < 0)
             goto done;
-        PyObject *dheap = PyObject_GetAttr(domain, s_dheap);
+        PyObject *dheap = DOM_GET(domain, D_HEAP);
         if (dheap == NULL)
             goto done;
         PyObject *entry = PyTuple_Pack(2, ts, i);
@@ -86,16 +83,32 @@ static int frames_arrived(PyObject *domain, PyObject *el, long n, long long firs
         return r == NULL ? -1 : 0;
     }
     long long rv;
-    PyObject *received = PyObject_GetAttr(domain, s_received);
-    int ok = received != NULL && get_ll(received, &rv) && set_attr_ll(domain, s_received, rv + n) == 0 &&
-             add_attr_item(domain, s_by_window, window, n, 0) == 0;
-    Py_XDECREF(received);
+    int ok = get_ll(SLOT(domain, dom_attr[D_RECEIVED].off), &rv) && DOM_SET_LL(domain, D_RECEIVED, rv + n) == 0 &&
+             add_attr_item(domain, D_BY_WINDOW, window, n, 0) == 0;
     if (!ok) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "emu._core: a domain's counts are not what they were");
         return -1;
     }
     return frames_due(domain, el, first_ts);
+}
+
+/* Domain.frames_local's counts of ``n`` frames handed over in this domain (sent_to[index],
+ * received, _by_window[window]), for the Domain class: a hand-over loop adds them up and tells the
+ * domain once, each peer's heap entry (frames_due) told as it goes */
+static int local_counts(PyObject *domain, long long n, PyObject *window)
+{
+    if (n == 0)
+        return 0;
+    long long rv;
+    PyObject *index = DOM_GET(domain, D_INDEX);
+    int ok = index != NULL && add_attr_item(domain, D_SENT_TO, index, n, 1) == 0 &&
+             get_ll(SLOT(domain, dom_attr[D_RECEIVED].off), &rv) && DOM_SET_LL(domain, D_RECEIVED, rv + n) == 0 &&
+             add_attr_item(domain, D_BY_WINDOW, window, n, 0) == 0;
+    Py_XDECREF(index);
+    if (!ok && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "emu._core: a domain's counts are not what they were");
+    return ok ? 0 : -1;
 }
 
 static int frames_local(PyObject *domain, PyObject *el, long n, long long first_ts, PyObject *window)
@@ -105,8 +118,8 @@ static int frames_local(PyObject *domain, PyObject *el, long n, long long first_
         Py_XDECREF(r);
         return r == NULL ? -1 : 0;
     }
-    PyObject *index = PyObject_GetAttr(domain, s_index);
-    int rc = index == NULL ? -1 : add_attr_item(domain, s_sent_to, index, n, 1);
+    PyObject *index = DOM_GET(domain, D_INDEX);
+    int rc = index == NULL ? -1 : add_attr_item(domain, D_SENT_TO, index, n, 1);
     Py_XDECREF(index);
     return rc < 0 ? -1 : frames_arrived(domain, el, n, first_ts, window);
 }
@@ -135,7 +148,7 @@ static PyObject *arrived(PyObject *self, PyObject *got)
         total += k;
         Py_INCREF(el);
         Py_INCREF(g);
-        PyObject *dom = PyObject_GetAttr(el, s_domain);
+        PyObject *dom = EL_GET(el, E_DOMAIN);
         int rc = dom == NULL ? -1 : frames_arrived(dom, el, (long)k, ts, PyList_GET_ITEM(g, 2));
         Py_XDECREF(dom);
         Py_DECREF(el);
@@ -146,19 +159,11 @@ static PyObject *arrived(PyObject *self, PyObject *got)
     return PyLong_FromLongLong(total);
 }
 
-static PyObject *domain_setup(PyObject *self, PyObject *cls)
-{
-    if (!PyType_Check(cls)) {
-        PyErr_SetString(PyExc_TypeError, "domain_setup(Domain)");
-        return NULL;
-    }
-    Py_XSETREF(DomainT, (PyTypeObject *)Py_NewRef(cls));
-    Py_RETURN_NONE;
-}
+static PyObject *domain_setup(PyObject *self, PyObject *cls) { return attrs_setup(cls, dom_attr, D_N, &DomainT); }
 
 /* Domain.frames_sent(peer_domain, n, peer) -- inline for the Domain class, its bookkeeping exactly:
  * sent_to[peer_domain] += n; a peer of this domain goes into _local_rx. Any other class: its method. */
-static PyObject *s_local_rx, *s_by_name, *s_holding, *s_pending, *s_send, *s_datagrams_sent;
+static PyObject *s_holding, *s_pending, *s_send, *s_datagrams_sent;
 
 static int frames_sent(PyObject *domain, PyObject *peer_domain, long n, PyObject *peer)
 {
@@ -167,16 +172,16 @@ static int frames_sent(PyObject *domain, PyObject *peer_domain, long n, PyObject
         Py_XDECREF(r);
         return r == NULL ? -1 : 0;
     }
-    if (add_attr_item(domain, s_sent_to, peer_domain, n, 1) < 0)
+    if (add_attr_item(domain, D_SENT_TO, peer_domain, n, 1) < 0)
         return -1;
-    PyObject *index = PyObject_GetAttr(domain, s_index);
+    PyObject *index = DOM_GET(domain, D_INDEX);
     int same = index == NULL ? -1 : PyObject_RichCompareBool(peer_domain, index, Py_EQ);
     Py_XDECREF(index);
     if (same <= 0)
         return same;
     int rc = -1;
-    PyObject *rx = PyObject_GetAttr(domain, s_local_rx), *by_name = NULL, *el = NULL;
-    if (rx == NULL || (by_name = PyObject_GetAttr(domain, s_by_name)) == NULL ||
+    PyObject *rx = DOM_GET(domain, D_LOCAL_RX), *by_name = NULL, *el = NULL;
+    if (rx == NULL || (by_name = DOM_GET(domain, D_BY_NAME)) == NULL ||
         (el = PyObject_GetItem(by_name, peer)) == NULL)
         goto done;
     rc = PyObject_SetItem(rx, el, Py_None);

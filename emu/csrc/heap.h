@@ -4,31 +4,27 @@
 
 /* -- the event heaps: heapq's algorithm exactly (so a heap is laid out as heapq would lay it out),
  * with the comparison of the entries (time, port, sequence, ...) done on their leading integers */
-static inline int leading(PyObject *t, long long *k)
-{
-    if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) < 3)
-        return 0;
-    for (int i = 0; i < 3; i++) {
-        PyObject *o = PyTuple_GET_ITEM(t, i);
-        if (!PyLong_CheckExact(o))
-            return 0;
-        int overflow;
-        k[i] = PyLong_AsLongLongAndOverflow(o, &overflow);
-        if (overflow)
-            return 0;
-    }
-    return 1;
-}
-
-/* a < b: 1, 0, or -1 (error) */
+/* a < b: 1, 0, or -1 (error). Entries are tuples led by integers (an element's (time, port,
+ * sequence, ...), a domain's (time, index)): compared on up to three of them, as far as needed;
+ * anything else (or all of them equal) as heapq compares it. */
 static int entry_lt(PyObject *a, PyObject *b)
 {
-    long long ka[3], kb[3];
-    if (leading(a, ka) && leading(b, kb)) {
-        for (int i = 0; i < 3; i++)
-            if (ka[i] != kb[i])
-                return ka[i] < kb[i];
-        /* equal keys (never, in a run): the tuples decide, as heapq's comparison would */
+    if (PyTuple_CheckExact(a) && PyTuple_CheckExact(b)) {
+        Py_ssize_t n = PyTuple_GET_SIZE(a) < PyTuple_GET_SIZE(b) ? PyTuple_GET_SIZE(a) : PyTuple_GET_SIZE(b);
+        if (n > 3)
+            n = 3;
+        Py_ssize_t i = 0;
+        for (; i < n; i++) {
+            long long x, y;
+            if (!get_ll(PyTuple_GET_ITEM(a, i), &x) || !get_ll(PyTuple_GET_ITEM(b, i), &y))
+                break;
+            if (x != y)
+                return x < y;
+        }
+        if (PyErr_Occurred())
+            return -1;
+        if (i == n && PyTuple_GET_SIZE(a) == n && PyTuple_GET_SIZE(b) == n)
+            return 0; /* equal tuples */
     }
     return PyObject_RichCompareBool(a, b, Py_LT);
 }
@@ -110,11 +106,7 @@ static PyObject *heap_pop(PyObject *heap)
         return NULL;
     }
     PyObject *lastelt = PyList_GET_ITEM(heap, n - 1);
-    Py_INCREF(lastelt);
-    if (PyList_SetSlice(heap, n - 1, n, NULL) < 0) {
-        Py_DECREF(lastelt);
-        return NULL;
-    }
+    Py_SET_SIZE(heap, n - 1); /* (the list's last reference, now lastelt's: its room kept for the next push) */
     n--;
     if (!n)
         return lastelt;

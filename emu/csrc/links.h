@@ -39,7 +39,7 @@ static PyObject *flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssiz
         Py_DECREF(dg);
         return NULL;
     }
-    PyObject *r = PyObject_CallMethodOneArg(SLOT(link, ls_retained), s_append, kept);
+    PyObject *r = q_append(SLOT(link, ls_retained), kept);
     Py_DECREF(kept);
     if (r == NULL || PyList_Append(out, dg) < 0) {
         Py_XDECREF(r);
@@ -267,7 +267,7 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
                 break;
             Py_XSETREF(held, Py_NewRef(owner));
             el = PyTuple_GET_ITEM(owner, 0);
-            PyObject *st = PyObject_GetAttr(el, s_safe_time);
+            PyObject *st = EL_GET(el, E_SAFE_TIME);
             int okst = get_ll(st, &safe);
             Py_XDECREF(st);
             if (!okst) {
@@ -275,7 +275,7 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
                     PyErr_SetString(PyExc_TypeError, "emu._core.records: safe_time is not an integer");
                 goto fail;
             }
-            Py_XSETREF(heap, PyObject_GetAttr(el, s_heap));
+            Py_XSETREF(heap, EL_GET(el, E_HEAP));
             if (heap == NULL)
                 goto fail;
             if (!PyList_CheckExact(heap)) {
@@ -301,7 +301,7 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
                 }
                 if (g0) {
                     long long g1;
-                    PyObject *dom = PyObject_GetAttr(el, s_domain);
+                    PyObject *dom = EL_GET(el, E_DOMAIN);
                     if (dom == NULL)
                         goto fail;
                     Py_INCREF(g); /* (the dict's entry is replaced below) */
@@ -374,21 +374,15 @@ fail:
 
 /* Element.forget: every output port's retained datagrams of windows <= ``upto`` are dropped (every
  * receiver has them). ``ports``: the element's output ports (a list). */
-static PyObject *forget(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* Element.forget for the output ports ``ports`` (a list): 0, or -1 with an error */
+static int forget_ports(PyObject *ports, long long upto)
 {
-    long long upto;
-    if (nargs != 2 || !PyList_CheckExact(args[0]) || !get_ll(args[1], &upto)) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "forget(ports, upto_window)");
-        return NULL;
-    }
-    PyObject *ports = args[0];
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(ports); k++) {
         PyObject *p = PyList_GET_ITEM(ports, k), *link, *r;
         if (Py_TYPE(p) != OutPortT || (link = SLOT(p, o_link)) == NULL || Py_TYPE(link) != SenderT ||
             (r = SLOT(link, ls_retained)) == NULL) {
             PyErr_SetString(PyExc_TypeError, "emu._core.forget: not an output port with a link sender");
-            return NULL;
+            return -1;
         }
         Py_INCREF(r);
         for (;;) {
@@ -396,7 +390,7 @@ static PyObject *forget(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             if (len <= 0) {
                 if (len < 0) {
                     Py_DECREF(r);
-                    return NULL;
+                    return -1;
                 }
                 break;
             }
@@ -409,18 +403,59 @@ static PyObject *forget(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 Py_DECREF(r);
                 if (!PyErr_Occurred())
                     PyErr_SetString(PyExc_TypeError, "emu._core.forget: a retained entry is not (window, ...)");
-                return NULL;
+                return -1;
             }
             if (w > upto)
                 break;
-            PyObject *x = PyObject_CallMethodNoArgs(r, s_popleft);
+            PyObject *x = q_popleft(r);
             if (x == NULL) {
                 Py_DECREF(r);
-                return NULL;
+                return -1;
             }
             Py_DECREF(x);
         }
         Py_DECREF(r);
+    }
+    return 0;
+}
+
+static PyObject *forget(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long upto;
+    if (nargs != 2 || !PyList_CheckExact(args[0]) || !get_ll(args[1], &upto)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "forget(ports, upto_window)");
+        return NULL;
+    }
+    if (forget_ports(args[0], upto) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Domain._window's ``for el in els: el.forget(upto)``: an Element's output ports here, any other
+ * object's method */
+static PyObject *forget_elements(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long upto;
+    if (nargs != 2 || !PyList_CheckExact(args[0]) || !get_ll(args[1], &upto)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "forget_elements(elements, upto_window)");
+        return NULL;
+    }
+    PyObject *els = args[0];
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(els); k++) {
+        PyObject *el = Py_NewRef(PyList_GET_ITEM(els, k)), *ports = NULL;
+        int rc;
+        if (Py_TYPE(el) == ElementT && (ports = SLOT(el, el_attr[E_OUT_PORTS].off)) != NULL && PyList_CheckExact(ports))
+            rc = forget_ports(ports, upto);
+        else {
+            PyObject *r = PyObject_CallMethodOneArg(el, s_forget, args[1]);
+            rc = r == NULL ? -1 : 0;
+            Py_XDECREF(r);
+        }
+        Py_DECREF(el);
+        if (rc < 0)
+            return NULL;
     }
     Py_RETURN_NONE;
 }

@@ -2,6 +2,8 @@
 #ifndef EMU_CSRC_PORTS_H
 #define EMU_CSRC_PORTS_H
 
+static PyObject *plain_framing; /* a port framing whose ``plain`` was True when asked */
+
 static int plain_port(PyObject *p, int *defer)
 {
     if (Py_TYPE(p) != OutPortT)
@@ -15,14 +17,17 @@ static int plain_port(PyObject *p, int *defer)
     PyObject *fr = SLOT(p, o_framing);
     if (fr == NULL)
         return 0;
-    PyObject *plain = PyObject_GetAttr(fr, s_plain);
-    if (plain == NULL) {
-        PyErr_Clear();
-        return 0;
+    if (fr != plain_framing) { /* (the last framing found plain, held: its address is not reused) */
+        PyObject *plain = PyObject_GetAttr(fr, s_plain);
+        if (plain == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        Py_DECREF(plain);
+        if (plain != Py_True)
+            return 0;
+        Py_XSETREF(plain_framing, Py_NewRef(fr));
     }
-    Py_DECREF(plain);
-    if (plain != Py_True)
-        return 0;
     PyObject *d = SLOT(p, o_defer_fcs);
     if (d != Py_True && d != Py_False)
         return 0;
@@ -67,7 +72,7 @@ static long long enqueue_tail(PyObject *p, PyObject *frame, long long n, long lo
         }
         if (hd > at)
             break;
-        PyObject *r = PyObject_CallMethodNoArgs(q, s_popleft);
+        PyObject *r = q_popleft(q);
         if (r == NULL)
             return -1;
         Py_DECREF(r);
@@ -76,7 +81,7 @@ static long long enqueue_tail(PyObject *p, PyObject *frame, long long n, long lo
     PyObject *entry = tuple_steal(2, (PyObject *[]){PyLong_FromLongLong(done), PyLong_FromLongLong(n)});
     if (entry == NULL)
         return -1;
-    PyObject *r = PyObject_CallMethodOneArg(q, s_append, entry);
+    PyObject *r = q_append(q, entry);
     Py_DECREF(entry);
     if (r == NULL)
         return -1;
@@ -95,7 +100,7 @@ static long long enqueue_tail(PyObject *p, PyObject *frame, long long n, long lo
                                                  Py_NewRef(frame), Py_NewRef(Py_False)});
     if (pe == NULL)
         return -1;
-    r = PyObject_CallMethodOneArg(SLOT(p, o_pending), s_append, pe);
+    r = q_append(SLOT(p, o_pending), pe);
     Py_DECREF(pe);
     if (r == NULL)
         return -1;
@@ -122,51 +127,89 @@ static PyObject *with_fcs(const char *src, Py_ssize_t flen, Py_ssize_t hops_off)
     return out;
 }
 
+/* OutPort.enqueue's plain path for ``frame`` handed to port ``p`` at ``at``: 1 (queued, *start
+ * set), 0 (not the plain case: nothing changed, Python's), -1 (error) */
+static int enqueue_plain(PyObject *p, PyObject *frame, long long at, long long *start)
+{
+    long long free;
+    int defer;
+    if (!ready || !(PyBytes_CheckExact(frame) || Py_TYPE(frame) == LazyT) || !plain_port(p, &defer) ||
+        !get_ll(SLOT(p, o_free_at), &free)) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *wire;
+    Py_ssize_t flen;
+    if (Py_TYPE(frame) == LazyT) { /* a frame made when the port sends it (emu.wire.lazy): its length now */
+        if (free > at && SLOT(p, o_priority) != Py_False)
+            return 0; /* it may overtake (its priority byte is the source's to tell): Python's */
+        if ((flen = PyObject_Length(frame)) < 0)
+            return -1;
+        wire = defer ? Py_NewRef(frame) : PyObject_CallMethodNoArgs(frame, s_with_fcs);
+    } else {
+        flen = PyBytes_GET_SIZE(frame);
+        const unsigned char *f = (const unsigned char *)PyBytes_AS_STRING(frame);
+        if (flen <= C_PRIO_OFF + 4 || (free > at && SLOT(p, o_priority) != Py_False && f[C_PRIO_OFF]))
+            return 0; /* it may overtake (a short frame's FCS byte read as its priority, too): Python's */
+        wire = defer ? Py_NewRef(frame) : with_fcs((const char *)f, flen, -1);
+    }
+    if (wire == NULL)
+        return -1;
+    *start = enqueue_tail(p, wire, flen + 4, at, free);
+    Py_DECREF(wire);
+    if (*start < 0)
+        return -1;
+    n_enqueued++;
+    return 1;
+}
+
 static PyObject *enqueue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "enqueue(port, frame, at)");
         return NULL;
     }
-    PyObject *p = args[0], *frame = args[1];
-    long long at, free;
-    int defer;
-    if (!ready || !(PyBytes_CheckExact(frame) || Py_TYPE(frame) == LazyT) || !plain_port(p, &defer) ||
-        !get_ll(args[2], &at) || !get_ll(SLOT(p, o_free_at), &free)) {
+    long long at, start;
+    if (!get_ll(args[2], &at)) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    if (Py_TYPE(frame) == LazyT) { /* a frame made when the port sends it (emu.wire.lazy): its length now */
-        if (free > at && SLOT(p, o_priority) != Py_False)
-            Py_RETURN_NONE; /* it may overtake (its priority byte is the source's to tell): Python's */
-        Py_ssize_t flen = PyObject_Length(frame);
-        if (flen < 0)
-            return NULL;
-        PyObject *wire = defer ? Py_NewRef(frame) : PyObject_CallMethodNoArgs(frame, s_with_fcs);
-        if (wire == NULL)
-            return NULL;
-        long long start = enqueue_tail(p, wire, flen + 4, at, free);
-        Py_DECREF(wire);
-        if (start < 0)
-            return NULL;
-        n_enqueued++;
-        return PyLong_FromLongLong(start);
-    }
-    Py_ssize_t flen = PyBytes_GET_SIZE(frame);
-    const unsigned char *f = (const unsigned char *)PyBytes_AS_STRING(frame);
-    if (flen <= C_PRIO_OFF + 4 || (free > at && SLOT(p, o_priority) != Py_False && f[C_PRIO_OFF]))
-        Py_RETURN_NONE; /* it may overtake (a short frame's FCS byte read as its priority, too): Python's */
-    PyObject *wire;
-    if (defer)
-        wire = Py_NewRef(frame);
-    else if ((wire = with_fcs((const char *)f, flen, -1)) == NULL)
+    int rc = enqueue_plain(args[0], args[1], at, &start);
+    if (rc < 0)
         return NULL;
-    long long start = enqueue_tail(p, wire, flen + 4, at, free);
-    Py_DECREF(wire);
-    if (start < 0)
-        return NULL;
-    n_enqueued++;
+    if (rc == 0)
+        Py_RETURN_NONE;
     return PyLong_FromLongLong(start);
+}
+
+/* Element._emit(result, None, min_delay, cut) for the frames it queues plainly, in order: each
+ * (port, frame, at) onto its port (no token, the promise kept, the port up, no timeline, no credit
+ * flow, enqueue's plain case), the port made busy, its entry set to None. Returns the index of the
+ * first entry it left (len: none) -- Python's _emit takes the rest -- or -1 (error). */
+static Py_ssize_t emit_into(PyObject *outs, PyObject *busy, PyObject *result, long long now, long long min_delay)
+{
+    if (!PyList_CheckExact(result) || !PyList_CheckExact(outs) || !PyDict_CheckExact(busy))
+        return 0;
+    Py_ssize_t k = 0;
+    for (; k < PyList_GET_SIZE(result); k++) {
+        PyObject *e = PyList_GET_ITEM(result, k);
+        long long port, at, start;
+        if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 3 || !get_ll(PyTuple_GET_ITEM(e, 0), &port) ||
+            !get_ll(PyTuple_GET_ITEM(e, 2), &at) || port < 0 || port >= PyList_GET_SIZE(outs) || at - now < min_delay)
+            break;
+        PyObject *p = PyList_GET_ITEM(outs, port);
+        Py_INCREF(e);
+        int rc = enqueue_plain(p, PyTuple_GET_ITEM(e, 1), at, &start);
+        Py_DECREF(e);
+        if (rc < 0)
+            return -1;
+        if (rc == 0)
+            break;
+        if (PyDict_SetItem(busy, p, Py_None) < 0 || PyList_SetItem(result, k, Py_NewRef(Py_None)) < 0)
+            return -1;
+    }
+    PyErr_Clear(); /* (a value it could not read: Python's) */
+    return k;
 }
 
 /* Element.run_window's frames-only loop for a static-table switch: its plain data frames due before
@@ -234,7 +277,26 @@ static int forward_into(PyObject *heap, long long t_end, PyObject *ins, PyObject
             return -1;
         }
         PyObject *frame;
-        if (defer) {
+        if (Py_REFCNT(popped) == 1 && Py_REFCNT(wire) == 1 && (defer ? wlen == flen : wlen == flen + 4)) {
+            /* the received frame is nobody else's (not captured, not retained): the next hop's
+             * made in its bytes -- the hop count raised, the FCS rewritten (a copy otherwise) */
+            frame = Py_NewRef(wire);
+            unsigned char *b = (unsigned char *)PyBytes_AS_STRING(frame);
+            b[C_HOPS_OFF] = (b[C_HOPS_OFF] + 1) & 0xFF;
+            if (!defer) {
+                uint32_t crc = crc32_of(b, flen);
+                b[flen] = crc & 0xFF;
+                b[flen + 1] = (crc >> 8) & 0xFF;
+                b[flen + 2] = (crc >> 16) & 0xFF;
+                b[flen + 3] = (crc >> 24) & 0xFF;
+            }
+#if PY_VERSION_HEX < 0x030D0000
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+            ((PyBytesObject *)frame)->ob_shash = -1; /* (its hash, were it cached, is stale) */
+#pragma GCC diagnostic pop
+#endif
+        } else if (defer) {
             frame = PyBytes_FromStringAndSize((const char *)w, flen);
             if (frame != NULL)
                 ((unsigned char *)PyBytes_AS_STRING(frame))[C_HOPS_OFF] = (w[C_HOPS_OFF] + 1) & 0xFF;
@@ -443,6 +505,8 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
 {
     long long win, clean = C_CLEAN, nofcs = C_NOFCS, first = (long long)1 << 62;
     int to_python = batch == Py_None; /* a remote port went to Python: so do the ones after it */
+    int inline_counts = DomainT != NULL && Py_TYPE(domain) == DomainT; /* (the domain told once, at the end) */
+    long long local_n = 0;
     if (!ready || !PyDict_CheckExact(busy) || !get_ll(window, &win)) {
         PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: bad arguments");
         return -1;
@@ -498,7 +562,7 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
                         goto fail;
                     continue;
                 }
-                PyObject *safe = PyObject_GetAttr(peer, s_safe_time);
+                PyObject *safe = EL_GET(peer, E_SAFE_TIME);
                 long long st;
                 int okst = get_ll(safe, &st);
                 Py_XDECREF(safe);
@@ -514,7 +578,7 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
                 }
                 if (a0 < first)
                     first = a0;
-                PyObject *heap = PyObject_GetAttr(peer, s_heap);
+                PyObject *heap = EL_GET(peer, E_HEAP);
                 if (heap == NULL)
                     goto fail;
                 long long seq, flags = SLOT(p, o_defer_fcs) == Py_True ? clean | nofcs : clean;
@@ -536,7 +600,8 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
                 if (set_ll(link, ls_seq, nseq) < 0 || set_ll(rlink, lr_expected, nseq) < 0 ||
                     set_ll(p, o_sent_done, last - lat) < 0 || add_ll(p, o_tx_frames, n) < 0 ||
                     add_ll(p, o_tx_bytes, nbytes) < 0 || add_ll(inp, i_rx_frames, n) < 0 ||
-                    add_ll(inp, i_rx_bytes, nbytes) < 0 || frames_local(domain, peer, n, a0, window) < 0)
+                    add_ll(inp, i_rx_bytes, nbytes) < 0 ||
+                    (inline_counts ? (local_n += n, frames_due(domain, peer, a0)) : frames_local(domain, peer, n, a0, window)) < 0)
                     goto fail;
                 npend = PySequence_Size(pend);
             }
@@ -549,10 +614,21 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
             goto fail;
     Py_DECREF(done);
     Py_DECREF(ports);
+    if (local_counts(domain, local_n, window) < 0) {
+        Py_DECREF(others);
+        return -1;
+    }
     *first_out = first;
     *others_out = others;
     return 0;
 fail:
+    if (local_n) { /* what was handed over stands: counted, the error kept */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (local_counts(domain, local_n, window) < 0)
+            PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+    }
     Py_XDECREF(held);
     Py_XDECREF(held_pend);
     Py_XDECREF(others);

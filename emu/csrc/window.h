@@ -3,20 +3,18 @@
 #ifndef EMU_CSRC_WINDOW_H
 #define EMU_CSRC_WINDOW_H
 
-static PyObject *s_link_events, *s_pevents, *s_engine, *s_timer, *s_capture, *s_ins, *s_outs, *s_busy, *s_now,
-    *s_active_ns, *s_stats, *s_lookahead, *s_lost_until, *s_unsent, *s_batch, *s_drop_rate, *s_plain_table,
-    *s_run_window, *s_transmit_ports, *s_max_time, *s_forwarded, *s_schedule;
+static PyObject *s_timer, *s_stats, *s_plain_table, *s_run_window, *s_transmit_ports, *s_forwarded, *s_schedule,
+    *s_min_delay_ns, *s_cut_through, *s_receive, *s_on_timer, *s_emit;
 static unsigned long long n_windows; /* static-table switch windows run whole here (counts()) */
+static unsigned long long n_element_windows; /* other elements' windows of frames and timers run here */
 
 static int window_init(void)
 {
     struct { PyObject **s; const char *n; } names[] = {
-        {&s_link_events, "link_events"}, {&s_pevents, "pevents"}, {&s_engine, "engine"}, {&s_timer, "timer"},
-        {&s_capture, "capture"}, {&s_ins, "ins"}, {&s_outs, "outs"}, {&s_busy, "busy"}, {&s_now, "now"},
-        {&s_active_ns, "active_ns"}, {&s_stats, "stats"}, {&s_lookahead, "lookahead"}, {&s_lost_until, "lost_until"},
-        {&s_unsent, "unsent"}, {&s_batch, "batch"}, {&s_drop_rate, "_drop_rate"}, {&s_plain_table, "plain_table"},
-        {&s_run_window, "run_window"}, {&s_transmit_ports, "_transmit_ports"}, {&s_max_time, "max_time"},
-        {&s_forwarded, "forwarded"}, {&s_schedule, "schedule"}};
+        {&s_timer, "timer"}, {&s_stats, "stats"}, {&s_plain_table, "plain_table"}, {&s_run_window, "run_window"},
+        {&s_transmit_ports, "_transmit_ports"}, {&s_forwarded, "forwarded"}, {&s_schedule, "schedule"},
+        {&s_min_delay_ns, "min_delay_ns"}, {&s_cut_through, "cut_through"}, {&s_receive, "receive"},
+        {&s_on_timer, "on_timer"}, {&s_emit, "_emit"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if ((*names[k].s = PyUnicode_InternFromString(names[k].n)) == NULL)
             return -1;
@@ -65,13 +63,13 @@ static int lower_to_head(PyObject *seq, int field, long long sub, long long *t)
 /* Element.next_time, read in place: 0 (*t), 1 (something else than it reads: Python's), -1 (error) */
 static int next_time_in(PyObject *el, long long *t_out)
 {
-    PyObject *heap = PyObject_GetAttr(el, s_heap), *le = NULL, *eng = NULL, *tt = NULL, *pev = NULL, *la = NULL,
+    PyObject *heap = EL_GET(el, E_HEAP), *le = NULL, *eng = NULL, *tt = NULL, *pev = NULL, *la = NULL,
              *busy = NULL;
     int rc = -1;
     long long t = (long long)1 << 62, v, look;
-    if (heap == NULL || (le = PyObject_GetAttr(el, s_link_events)) == NULL || (eng = PyObject_GetAttr(el, s_engine)) == NULL ||
-        (tt = PyObject_GetAttr(eng, s_timer)) == NULL || (pev = PyObject_GetAttr(el, s_pevents)) == NULL ||
-        (la = PyObject_GetAttr(el, s_lookahead)) == NULL || (busy = PyObject_GetAttr(el, s_busy)) == NULL)
+    if (heap == NULL || (le = EL_GET(el, E_LINK_EVENTS)) == NULL || (eng = EL_GET(el, E_ENGINE)) == NULL ||
+        (tt = PyObject_GetAttr(eng, s_timer)) == NULL || (pev = EL_GET(el, E_PEVENTS)) == NULL ||
+        (la = EL_GET(el, E_LOOKAHEAD)) == NULL || (busy = EL_GET(el, E_BUSY)) == NULL)
         goto done;
     rc = 1;
     if (!PyList_CheckExact(heap) || !PyList_CheckExact(le) || !PyList_CheckExact(pev) || !PyDict_CheckExact(busy) ||
@@ -125,80 +123,23 @@ static int call_ll(PyObject *r, long long *v, const char *what)
     return ok ? 0 : -1;
 }
 
-/* A static-table switch's whole window (Element.run_window when only frames can be due, then
- * Element._transmit): 0 done (its first arrival in *fa), 1 not this case or frames left that Python
- * must take (nothing else changed: Python's run_window goes on from here), -1 error */
-static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w, PyObject *domain, long long *fa)
+/* Element._transmit after a window (its capture None): the busy ports' frames due before
+ * t1 + lookahead into this process's heaps or its batch (transmit_into), the rest by
+ * Element._transmit_ports; the earliest arrival in *fa. 0, or -1 with an error. */
+static int el_transmit(PyObject *el, PyObject *busy, long long t1, PyObject *w, PyObject *domain, long long *fa)
 {
-    PyObject *plain = NULL, *le = NULL, *pev = NULL, *tt = NULL, *cap = NULL, *fwd = NULL, *heap = NULL, *ins = NULL,
-             *outs = NULL, *busy = NULL, *la = NULL, *batch = NULL, *drop = NULL, *estats = NULL, *stats = NULL,
-             *others = NULL;
+    PyObject *la = NULL, *drop = NULL, *stats = NULL, *batch = NULL, *others = NULL;
     int rc = -1;
-    if (lookup_attr(eng, s_plain_table, &plain) < 0)
-        return -1;
-    if (plain == NULL)
-        return 1;
-    if ((le = PyObject_GetAttr(el, s_link_events)) == NULL || (pev = PyObject_GetAttr(el, s_pevents)) == NULL ||
-        (tt = PyObject_GetAttr(eng, s_timer)) == NULL || (cap = PyObject_GetAttr(el, s_capture)) == NULL)
-        goto done;
-    rc = 1;
-    if (!PyList_CheckExact(le) || PyList_GET_SIZE(le) || !PyList_CheckExact(pev) || PyList_GET_SIZE(pev) ||
-        tt != Py_None || cap != Py_None)
-        goto done;
-    rc = -1;
-    if ((fwd = PyObject_CallNoArgs(plain)) == NULL)
-        goto done;
-    rc = 1;
-    if (!PyTuple_CheckExact(fwd) || PyTuple_GET_SIZE(fwd) != 2)
-        goto done;
-    long long delay;
-    if (!get_ll(PyTuple_GET_ITEM(fwd, 1), &delay))
-        goto done;
-    rc = -1;
-    if ((heap = PyObject_GetAttr(el, s_heap)) == NULL || (ins = PyObject_GetAttr(el, s_ins)) == NULL ||
-        (outs = PyObject_GetAttr(el, s_outs)) == NULL || (busy = PyObject_GetAttr(el, s_busy)) == NULL)
-        goto done;
-    long n;
-    long long now;
-    if (forward_into(heap, t1, ins, outs, busy, PyTuple_GET_ITEM(fwd, 0), delay, &n, &now) < 0)
-        goto done;
-    if (n) { /* self.now = self.active_ns = last; eng.stats["forwarded"] += n */
-        PyObject *nv = PyLong_FromLongLong(now);
-        int bad = nv == NULL || PyObject_SetAttr(el, s_now, nv) < 0 || PyObject_SetAttr(el, s_active_ns, nv) < 0;
-        Py_XDECREF(nv);
-        if (bad || (estats = PyObject_GetAttr(eng, s_stats)) == NULL ||
-            dict_add(estats, s_forwarded, n, 0, "a switch's stats['forwarded']") < 0)
-            goto done;
-    }
-    long long head;
-    int h = head_time(heap, 0, &head);
-    if (h < 0)
-        goto done;
-    rc = 1;
-    if (h == 2 || (h == 1 && head < t1))
-        goto done; /* a frame the core left: Python's run_window takes it (and whatever follows) */
-    rc = -1;
-    PyObject *st = PyLong_FromLongLong(t1);
-    int bad = st == NULL || PyObject_SetAttr(el, s_safe_time, st) < 0;
-    Py_XDECREF(st);
-    if (bad)
-        goto done;
-    n_windows++;
-    if (!PyDict_CheckExact(busy) || PyDict_GET_SIZE(busy) == 0) {
-        *fa = (long long)1 << 62;
-        rc = 0;
-        goto done;
-    }
     long long look, first;
-    if ((la = PyObject_GetAttr(el, s_lookahead)) == NULL || !get_ll(la, &look) ||
-        (drop = PyObject_GetAttr(el, s_drop_rate)) == NULL || (stats = PyObject_GetAttr(el, s_stats)) == NULL)
+    if ((la = EL_GET(el, E_LOOKAHEAD)) == NULL || !get_ll(la, &look) ||
+        (drop = EL_GET(el, E_DROP_RATE)) == NULL || (stats = EL_GET(el, E_STATS)) == NULL)
         goto done;
     int dropping = PyObject_IsTrue(drop);
     if (dropping < 0)
         goto done;
     if (dropping)
         batch = Py_NewRef(Py_None);
-    else if ((batch = PyObject_GetAttr(el, s_batch)) == NULL)
+    else if ((batch = EL_GET(el, E_BATCH)) == NULL)
         goto done;
     if (transmit_into(busy, t1 + look, w, domain, batch, stats, &first, &others) < 0)
         goto done;
@@ -214,6 +155,85 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
     *fa = first;
     rc = 0;
 done:
+    if (rc < 0 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "emu._core.window: an element is not what it was");
+    Py_XDECREF(la);
+    Py_XDECREF(drop);
+    Py_XDECREF(stats);
+    Py_XDECREF(batch);
+    Py_XDECREF(others);
+    return rc;
+}
+
+/* A static-table switch's whole window (Element.run_window when only frames can be due, then
+ * Element._transmit): 0 done (its first arrival in *fa), 1 not this case or frames left that Python
+ * must take (nothing else changed: Python's run_window goes on from here), 2 not a static-table
+ * switch now (nothing done), -1 error */
+static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w, PyObject *domain, long long *fa)
+{
+    PyObject *plain = NULL, *le = NULL, *pev = NULL, *tt = NULL, *cap = NULL, *fwd = NULL, *heap = NULL, *ins = NULL,
+             *outs = NULL, *busy = NULL, *estats = NULL;
+    int rc = -1;
+    if (lookup_attr(eng, s_plain_table, &plain) < 0)
+        return -1;
+    if (plain == NULL)
+        return 2;
+    if ((le = EL_GET(el, E_LINK_EVENTS)) == NULL || (pev = EL_GET(el, E_PEVENTS)) == NULL ||
+        (tt = PyObject_GetAttr(eng, s_timer)) == NULL || (cap = EL_GET(el, E_CAPTURE)) == NULL)
+        goto done;
+    rc = 1;
+    if (!PyList_CheckExact(le) || PyList_GET_SIZE(le) || !PyList_CheckExact(pev) || PyList_GET_SIZE(pev) ||
+        tt != Py_None || cap != Py_None)
+        goto done;
+    rc = -1;
+    if ((fwd = PyObject_CallNoArgs(plain)) == NULL)
+        goto done;
+    rc = 2; /* (not a static table now: nothing done) */
+    if (!PyTuple_CheckExact(fwd) || PyTuple_GET_SIZE(fwd) != 2)
+        goto done;
+    rc = 1;
+    long long delay;
+    if (!get_ll(PyTuple_GET_ITEM(fwd, 1), &delay))
+        goto done;
+    rc = -1;
+    if ((heap = EL_GET(el, E_HEAP)) == NULL || (ins = EL_GET(el, E_INS)) == NULL ||
+        (outs = EL_GET(el, E_OUTS)) == NULL || (busy = EL_GET(el, E_BUSY)) == NULL)
+        goto done;
+    long n;
+    long long now;
+    if (forward_into(heap, t1, ins, outs, busy, PyTuple_GET_ITEM(fwd, 0), delay, &n, &now) < 0)
+        goto done;
+    if (n) { /* self.now = self.active_ns = last; eng.stats["forwarded"] += n */
+        PyObject *nv = PyLong_FromLongLong(now);
+        int bad = nv == NULL || EL_SET(el, E_NOW, nv) < 0 || EL_SET(el, E_ACTIVE_NS, nv) < 0;
+        Py_XDECREF(nv);
+        if (bad || (estats = PyObject_GetAttr(eng, s_stats)) == NULL ||
+            dict_add(estats, s_forwarded, n, 0, "a switch's stats['forwarded']") < 0)
+            goto done;
+    }
+    long long head;
+    int h = head_time(heap, 0, &head);
+    if (h < 0)
+        goto done;
+    rc = 1;
+    if (h == 2 || (h == 1 && head < t1))
+        goto done; /* a frame the core left: Python's run_window takes it (and whatever follows) */
+    rc = -1;
+    PyObject *st = PyLong_FromLongLong(t1);
+    int bad = st == NULL || EL_SET(el, E_SAFE_TIME, st) < 0;
+    Py_XDECREF(st);
+    if (bad)
+        goto done;
+    n_windows++;
+    if (!PyDict_CheckExact(busy) || PyDict_GET_SIZE(busy) == 0) {
+        *fa = (long long)1 << 62;
+        rc = 0;
+        goto done;
+    }
+    if (el_transmit(el, busy, t1, w, domain, fa) < 0)
+        goto done;
+    rc = 0;
+done:
     if (rc == -1 && !PyErr_Occurred())
         PyErr_SetString(PyExc_TypeError, "emu._core.window: an element is not what it was");
     Py_XDECREF(plain);
@@ -226,12 +246,156 @@ done:
     Py_XDECREF(ins);
     Py_XDECREF(outs);
     Py_XDECREF(busy);
-    Py_XDECREF(la);
-    Py_XDECREF(batch);
-    Py_XDECREF(drop);
     Py_XDECREF(estats);
-    Py_XDECREF(stats);
-    Py_XDECREF(others);
+    return rc;
+}
+
+/* Element.run_window for an element whose window holds only frames and engine timers (no link
+ * change, no port event, no capture) -- any engine: its receive and on_timer called in the order
+ * run_window calls them (a timer before a frame at the same time), what they return given to
+ * Element._emit, then Element._transmit. As soon as anything else is due (a port event, a link
+ * change, a frame that is not plainly good: damaged, link control, a port with a timeline or a
+ * buffer), Python's run_window goes on from there (it takes the events of a window in order from
+ * any state). 0 done (the first arrival in *fa), 1 Python's, -1 error. */
+static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w, PyObject *domain, long long *fa)
+{
+    if (Py_TYPE(el) != ElementT)
+        return 1;
+    PyObject *heap = SLOT(el, el_attr[E_HEAP].off), *ins = SLOT(el, el_attr[E_INS].off),
+             *le = SLOT(el, el_attr[E_LINK_EVENTS].off), *pev = SLOT(el, el_attr[E_PEVENTS].off),
+             *cap = SLOT(el, el_attr[E_CAPTURE].off);
+    if (heap == NULL || ins == NULL || le == NULL || pev == NULL || cap != Py_None || !PyList_CheckExact(heap) ||
+        !PyList_CheckExact(ins) || !PyList_CheckExact(le) || !PyList_CheckExact(pev))
+        return 1;
+    Py_INCREF(heap); /* (held: the callbacks below run Python code) */
+    Py_INCREF(ins);
+    Py_INCREF(le);
+    Py_INCREF(pev);
+    PyObject *md = NULL, *cut = NULL, *receive = NULL, *on_timer = NULL, *emit = NULL, *tt = NULL, *busy = NULL;
+    int rc = -1;
+    long long now;
+    if ((md = PyObject_GetAttr(eng, s_min_delay_ns)) == NULL ||
+        lookup_attr(eng, s_cut_through, &cut) < 0 || (receive = PyObject_GetAttr(eng, s_receive)) == NULL ||
+        (on_timer = PyObject_GetAttr(eng, s_on_timer)) == NULL || (emit = PyObject_GetAttr(el, s_emit)) == NULL)
+        goto done;
+    if (cut == NULL)
+        cut = Py_NewRef(Py_False);
+    long long mdv; /* (-1: emitted frames all to Python's _emit) */
+    if (!get_ll(md, &mdv))
+        mdv = -1;
+    for (;;) {
+        rc = 1;
+        if (PyList_GET_SIZE(le) || PyList_GET_SIZE(pev) || SLOT(el, el_attr[E_CAPTURE].off) != Py_None ||
+            SLOT(el, el_attr[E_HEAP].off) != heap || SLOT(el, el_attr[E_INS].off) != ins ||
+            SLOT(el, el_attr[E_LINK_EVENTS].off) != le || SLOT(el, el_attr[E_PEVENTS].off) != pev ||
+            !get_ll(SLOT(el, el_attr[E_NOW].off), &now))
+            goto done; /* (something else is due now: Python's run_window) */
+        Py_XSETREF(tt, PyObject_GetAttr(eng, s_timer));
+        rc = -1;
+        if (tt == NULL)
+            goto done;
+        long long th = (long long)1 << 62, ttv = 0;
+        PyObject *head = PyList_GET_SIZE(heap) ? PyList_GET_ITEM(heap, 0) : NULL;
+        rc = 1;
+        if ((tt != Py_None && !get_ll(tt, &ttv)) ||
+            (head != NULL && (!PyTuple_CheckExact(head) || PyTuple_GET_SIZE(head) != 5 ||
+                              !get_ll(PyTuple_GET_ITEM(head, 0), &th))))
+            goto done;
+        PyObject *result;
+        if (tt != Py_None && ttv <= th) { /* Element._fire_timer */
+            if (ttv >= t1)
+                break;
+            if (ttv < now)
+                goto done; /* (Python's: it refuses it) */
+            rc = -1;
+            if (EL_SET(el, E_NOW, tt) < 0 || EL_SET(el, E_ACTIVE_NS, tt) < 0)
+                goto done;
+            result = PyObject_CallOneArg(on_timer, tt);
+        } else { /* a frame: Element._arrive's plain case */
+            if (head == NULL || th >= t1)
+                break;
+            long long port, kind;
+            PyObject *wire = PyTuple_GET_ITEM(head, 3), *inp;
+            if (!get_ll(PyTuple_GET_ITEM(head, 1), &port) || !get_ll(PyTuple_GET_ITEM(head, 4), &kind) ||
+                !PyBytes_CheckExact(wire) || port < 0 || port >= PyList_GET_SIZE(ins) ||
+                Py_TYPE(inp = PyList_GET_ITEM(ins, port)) != InPortT || SLOT(inp, i_timeline) != Py_None ||
+                SLOT(inp, i_buf) != Py_None)
+                goto done;
+            Py_ssize_t wlen = PyBytes_GET_SIZE(wire);
+            const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(wire);
+            if ((!(kind & C_CLEAN) && crc32_of(b, wlen) != C_FCS_RESIDUE) ||
+                (wlen >= C_CREDIT_LEN && b[13] == C_CREDIT_LO && b[12] == C_CREDIT_HI) ||
+                (!(kind & C_NOFCS) && wlen < 4))
+                goto done; /* damaged, link control: the port's, in Python */
+            rc = -1;
+            PyObject *item = heap_pop(heap);
+            if (item == NULL)
+                goto done;
+            PyObject *t = PyTuple_GET_ITEM(item, 0), *pt = PyTuple_GET_ITEM(item, 1);
+            PyObject *frame = kind & C_NOFCS ? Py_NewRef(wire) : PyBytes_FromStringAndSize((const char *)b, wlen - 4);
+            int bad = frame == NULL || EL_SET(el, E_NOW, t) < 0 || EL_SET(el, E_ACTIVE_NS, t) < 0;
+            result = bad ? NULL : PyObject_CallFunctionObjArgs(receive, frame, pt, t, NULL);
+            Py_XDECREF(frame);
+            Py_DECREF(item);
+        }
+        rc = -1;
+        if (result == NULL)
+            goto done;
+        int any = PyList_CheckExact(result) ? PyList_GET_SIZE(result) > 0 : PyObject_IsTrue(result);
+        if (any > 0 && PyList_CheckExact(result) && mdv >= 0) { /* Element._emit: the plain frames here */
+            PyObject *outs = SLOT(el, el_attr[E_OUTS].off), *busy_ = SLOT(el, el_attr[E_BUSY].off);
+            long long nowv;
+            Py_ssize_t k = outs == NULL || busy_ == NULL || !get_ll(SLOT(el, el_attr[E_NOW].off), &nowv)
+                               ? 0 : emit_into(outs, busy_, result, nowv, mdv);
+            if (k < 0) {
+                Py_DECREF(result);
+                goto done;
+            }
+            if (k == PyList_GET_SIZE(result))
+                any = 0;
+            else if (k > 0) { /* (the rest to Python's) */
+                PyObject *rest = PyList_GetSlice(result, k, PyList_GET_SIZE(result));
+                Py_SETREF(result, rest);
+                if (result == NULL)
+                    goto done;
+            }
+        }
+        PyObject *r = any > 0 ? PyObject_CallFunctionObjArgs(emit, result, Py_None, md, cut, NULL) : NULL;
+        Py_DECREF(result);
+        if (any < 0 || (any > 0 && r == NULL))
+            goto done;
+        Py_XDECREF(r);
+    }
+    rc = -1; /* the window's end: Element.run_window's last lines */
+    PyObject *st = PyLong_FromLongLong(t1);
+    int bad = st == NULL || EL_SET(el, E_SAFE_TIME, st) < 0;
+    Py_XDECREF(st);
+    if (bad || (busy = EL_GET(el, E_BUSY)) == NULL)
+        goto done;
+    int anybusy = PyObject_IsTrue(busy);
+    if (anybusy < 0)
+        goto done;
+    *fa = (long long)1 << 62;
+    if (anybusy && el_transmit(el, busy, t1, w, domain, fa) < 0)
+        goto done;
+    n_element_windows++;
+    rc = 0;
+done:
+    if (rc == -1 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "emu._core.window: an element is not what it was");
+    if (rc == 1)
+        PyErr_Clear();
+    Py_XDECREF(md);
+    Py_XDECREF(cut);
+    Py_XDECREF(receive);
+    Py_XDECREF(on_timer);
+    Py_XDECREF(emit);
+    Py_XDECREF(tt);
+    Py_XDECREF(busy);
+    Py_DECREF(heap);
+    Py_DECREF(ins);
+    Py_DECREF(le);
+    Py_DECREF(pev);
     return rc;
 }
 
@@ -242,15 +406,15 @@ static int after_run(PyObject *domain, PyObject *el, long long fa, PyObject *sen
 {
     if (fa < ((long long)1 << 62) && PyList_Append(sent, el) < 0)
         return -1;
-    PyObject *a = PyObject_GetAttr(el, s_active_ns), *l = NULL, *m = NULL, *unsent = NULL;
+    PyObject *a = EL_GET(el, E_ACTIVE_NS), *l = NULL, *m = NULL, *unsent = NULL;
     int rc = -1;
     long long an, lu, mt;
-    if (a == NULL || (l = PyObject_GetAttr(el, s_lost_until)) == NULL || (m = PyObject_GetAttr(domain, s_max_time)) == NULL ||
+    if (a == NULL || (l = EL_GET(el, E_LOST_UNTIL)) == NULL || (m = DOM_GET(domain, D_MAX_TIME)) == NULL ||
         !get_ll(a, &an) || !get_ll(l, &lu) || !get_ll(m, &mt))
         goto done;
-    if ((an > lu ? an : lu) > mt && PyObject_SetAttr(domain, s_max_time, an > lu ? a : l) < 0)
+    if ((an > lu ? an : lu) > mt && DOM_SET(domain, D_MAX_TIME, an > lu ? a : l) < 0)
         goto done;
-    if ((unsent = PyObject_GetAttr(el, s_unsent)) == NULL)
+    if ((unsent = EL_GET(el, E_UNSENT)) == NULL)
         goto done;
     int waiting = PyObject_IsTrue(unsent);
     if (waiting) {
@@ -297,9 +461,11 @@ static PyObject *window(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     for (; k < PyList_GET_SIZE(active); k++) {
-        PyObject *el = Py_NewRef(PyList_GET_ITEM(active, k)), *eng = PyObject_GetAttr(el, s_engine);
+        PyObject *el = Py_NewRef(PyList_GET_ITEM(active, k)), *eng = EL_GET(el, E_ENGINE);
         long long fa;
-        int rc = eng == NULL ? -1 : (switch_ready ? switch_window(el, eng, t1, w, domain, &fa) : 1);
+        int rc = eng == NULL ? -1 : (switch_ready ? switch_window(el, eng, t1, w, domain, &fa) : 2);
+        if (rc == 2)
+            rc = element_window(el, eng, t1, w, domain, &fa);
         Py_XDECREF(eng);
         if (rc == 1) {
             PyObject *t = PyLong_FromLongLong(t1);
