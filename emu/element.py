@@ -254,6 +254,7 @@ class Element(Links, Flow):
         links = self.link_events
         pev = self.pevents
         min_delay = eng.min_delay_ns
+        cut = getattr(eng, "cut_through", False)  # virtual cut-through: the promise is on the tail leaving
         if link_end is None:
             link_end = t_end
         stop = t_end
@@ -278,11 +279,11 @@ class Element(Links, Flow):
                         and (len(wire) < CREDIT_FRAME_LEN or wire[13] != 0xB6 or wire[12] != 0x88):
                     result = eng.receive(wire if kind & NOFCS else wire[:-4], port, now)
                     if result:
-                        self._emit(result, None, min_delay)
+                        self._emit(result, None, min_delay, cut)
                     if eng.timer == now and not pev:  # due at once (a host's message): before any other frame
                         result = eng.on_timer(now)  # (what the general loop would do next, ``_fire_timer``)
                         if result:
-                            self._emit(result, None, min_delay)
+                            self._emit(result, None, min_delay, cut)
                     if pev or eng.timer is not None or fwd is not None:  # the general loop, or the core again
                         break
                     continue
@@ -291,7 +292,7 @@ class Element(Links, Flow):
                     frame, port, token = arrived
                     result = eng.receive(frame, port, now)
                     if result:
-                        self._emit(result, token, min_delay)
+                        self._emit(result, token, min_delay, cut)
                     if token is not None and token[4] == 0:
                         token[4] = 1
                         self._release(token)
@@ -310,7 +311,7 @@ class Element(Links, Flow):
                         break
                     result = self._link_change()
                     if result:
-                        self._emit(result, None, min_delay)
+                        self._emit(result, None, min_delay, cut)
                     continue
                 if tp <= th and (tt is None or tp <= tt):
                     if tp >= t_end:
@@ -333,7 +334,7 @@ class Element(Links, Flow):
                 frame, port, token = arrived
                 result = eng.receive(frame, port, self.now)
             if result:
-                self._emit(result, token, min_delay)
+                self._emit(result, token, min_delay, cut)
             if token is not None and token[4] == 0:  # consumed here, or dropped: the buffer is free now
                 token[4] = 1
                 self._release(token)
@@ -409,12 +410,11 @@ class Element(Links, Flow):
         token = None if inp.buf is None else self._enter_buffer(inp, wire, kind, now)
         return (wire if kind & NOFCS else wire[:-4]), port, token
 
-    def _emit(self, result: list, token: list | None, min_delay: int) -> None:
+    def _emit(self, result: list, token: list | None, min_delay: int, cut: bool) -> None:
         """Hand the frames the engine returned to their output ports: queued for the line, or
         waiting for credit; dropped where the port is down when the frame would start. Each
         counts on ``token``, so the received frame that caused them stays in its input buffer
-        until they have started on their way. (Under virtual cut-through, ``cut_through``, the
-        engine's promise of ``min_delay`` is on a frame's tail leaving.)"""
+        until they have started on their way."""
         outs = self.outs
         nouts = len(outs)
         now = self.now
@@ -426,8 +426,7 @@ class Element(Links, Flow):
             p = outs[port] if 0 <= port < nouts else None
             if p is None:
                 raise EngineError(f"{self.name}: engine sent a frame to port {port}, which has no link")
-            if at - now < min_delay and not (getattr(self.engine, "cut_through", False)
-                                             and at + p._ser(p.framing.length(frame)) - now >= min_delay):
+            if at - now < min_delay and not (cut and at + p._ser(p.framing.length(frame)) - now >= min_delay):
                 raise EngineError(f"{self.name}: engine emitted a frame at {at} ns while handling an event at "
                                   f"{now} ns, earlier than its promised minimum delay of {min_delay} ns")
             if not p.up or (p.timeline is not None and not p.timeline.up_at(at)):
