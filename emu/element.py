@@ -416,14 +416,12 @@ class Element(Links, Flow):
         counts on ``token``, so the received frame that caused them stays in its input buffer
         until they have started on their way."""
         outs = self.outs
-        nouts = len(outs)
         now = self.now
         core = native.CORE
-        busy = self.busy
         for i in range(len(result)):
             port, frame, at = result[i]
             result[i] = None  # a burst of frames (a long message) is not held twice: port copy only
-            p = outs[port] if 0 <= port < nouts else None
+            p = outs[port] if 0 <= port < len(outs) else None
             if p is None:
                 raise EngineError(f"{self.name}: engine sent a frame to port {port}, which has no link")
             if at - now < min_delay and not (cut and at + p._ser(p.framing.length(frame)) - now >= min_delay):
@@ -448,7 +446,7 @@ class Element(Links, Flow):
             start = core.enqueue(p, frame, at) if core is not None else None  # (None: not the plain case)
             if start is None:
                 start = p.enqueue(frame, at)
-            busy[p] = None
+            self.busy[p] = None
             if token is not None:  # it leaves its input buffer as it starts on its way out
                 self._event(start, RELEASE, token)
 
