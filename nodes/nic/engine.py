@@ -56,9 +56,10 @@ _FABRIC_PACK = FABRIC.struct.pack
 # the hot path reads the fabric and message headers with their structs (both codecs are flat: no bit
 # fields, so ``codec.unpack`` is ``struct.unpack_from`` behind a length check); a frame too short or
 # of another EtherType goes through ``parse_frame``, which raises the DecodeError that says so
-assert FABRIC._flat and MSG._flat
-_FABRIC_AT, _MSG_AT, _MSG_PACK = FABRIC.struct.unpack_from, MSG.struct.unpack_from, MSG.struct.pack
-_ET_HI, _ET_LO = ETHERTYPE_FABRIC >> 8, ETHERTYPE_FABRIC & 0xFF
+assert FABRIC._flat and MSG._flat and FABRIC.struct.format.startswith("!") and ETH_LEN == 14
+_ETH_FABRIC_AT = struct.Struct("!12xH" + FABRIC.struct.format[1:]).unpack_from
+"""The EtherType and the fabric header's fields, from a frame's start."""
+_MSG_AT, _MSG_PACK = MSG.struct.unpack_from, MSG.struct.pack
 _DATA_OFF = HDR_LEN + _MSG_LEN
 """Where a message frame's data starts."""
 _MGMT, _MSG_T, _PING_T, _MACK_T, _PONG_T = (int(t) for t in (PacketType.MGMT, PacketType.MSG, PacketType.PING,
@@ -172,10 +173,10 @@ class NicEngine:
         self._out = out = []
         try:
             n = len(frame)
-            if n < HDR_LEN or frame[12] != _ET_HI or frame[13] != _ET_LO:
+            if n < HDR_LEN:
                 parse_frame(frame)  # (raises)
-            src, dst, _vc, _prio, ptype, flags, hops, _r, length = _FABRIC_AT(frame, ETH_LEN)
-            if length != n - HDR_LEN:
+            ethertype, src, dst, _vc, _prio, ptype, flags, hops, _r, length = _ETH_FABRIC_AT(frame)
+            if ethertype != ETHERTYPE_FABRIC or length != n - HDR_LEN:
                 parse_frame(frame)  # (raises)
             if ptype == _MGMT:  # link bring-up: the switch starts, the NIC answers
                 out.extend(self._link_test().on_frame(frame, port, src, now))
