@@ -23,6 +23,9 @@ from emu.trace import NO_SPAN
 __all__ = ["Compute", "HostAPI", "Message", "Op", "PingOp", "Recv", "Send", "SendRequest", "Sleep", "TryRecv", "Wait"]
 
 
+_new_op = object.__new__
+
+
 class Send(Op):
     __slots__ = ("dst", "data", "tag", "vc", "request")
 
@@ -147,6 +150,8 @@ class HostAPI:
 
     def __init__(self, engine: HostCore):
         self._engine = engine
+        self._recv_any = Recv(None, None)
+        """What every ``recv()`` returns (a request holds no state of its own: one serves them all)."""
 
     @property
     def name(self) -> str:
@@ -221,7 +226,11 @@ class HostAPI:
         if not 0 <= tag <= 0xFFFFFFFF:
             raise ValueError(f"send: tag must fit in 32 bits, got {tag}")
         addr = self._engine.host_ids.get(dst) if dst.__class__ is str else None  # (a name: ``_addr`` without its calls)
-        return Send(self._addr(dst) if addr is None else addr, data, tag, vc)
+        # Send(addr, data, tag, vc) without calling a class with a Python __init__ (CPython 3.11 runs that in
+        # a C-level call of its own): one per message sent
+        op = _new_op(Send)
+        op.dst, op.data, op.tag, op.vc, op.request = self._addr(dst) if addr is None else addr, data, tag, vc, False
+        return op
 
     def isend(self, dst: str | int, data: bytes, tag: int = 0, vc: int = 0) -> Send:
         """Send ``data`` to host ``dst`` as :meth:`send` does (the same virtual time: the NIC takes
@@ -242,6 +251,8 @@ class HostAPI:
 
     def recv(self, src: str | int | None = None, tag: int | None = None) -> Recv:
         """Wait for a whole message (from ``src`` / with ``tag`` if given); returns a :class:`Message`."""
+        if src is None and tag is None:
+            return self._recv_any
         return Recv(None if src is None else self._addr(src), tag)
 
     def try_recv(self, src: str | int | None = None, tag: int | None = None) -> TryRecv:
