@@ -139,10 +139,10 @@ class Host:
             return
         proc.waiting, proc.busy = None, False
         self.current = proc
-        send = proc.coro.send
+        coro = proc.coro
         while True:
             try:
-                op = send(value)
+                op = coro.send(value)
             except StopIteration as stop:
                 proc.done, proc.result, proc.finished_ns = True, stop.value, self.now
                 return

@@ -123,6 +123,8 @@ class NicEngine:
         """The end-to-end transport of host messages (None: each frame sent once)."""
         self._load(self.mechanisms)
         self.host = Host(self)
+        self._deliver = self.host.deliver
+        """``host.deliver``, bound once (every message received is handed to it)."""
 
     def _load(self, names: tuple[str, ...]) -> None:
         """Make the mechanisms ``names`` and their dispatch tables: packet type -> handler, request
@@ -384,7 +386,10 @@ class NicEngine:
                 tr.done(src, msg_id, total)
             self.stats["messages_received"] += 1
             t = self.now + self.spec.nic_delay_ns
-            self.timers.at(t, self.host.deliver, _new_message(Message, (name, tag, bytes(frame[_DATA_OFF:]), t, hops)))
+            data = frame[_DATA_OFF:]  # (bytes already when the frame is)
+            if data.__class__ is not bytes:
+                data = bytes(data)
+            self.timers.at(t, self._deliver, _new_message(Message, (name, tag, data, t, hops)))
             return
         chunk = memoryview(frame)[_DATA_OFF:]  # copied once: into the message's buffer
         key = (src, msg_id)
