@@ -216,6 +216,8 @@ class Host:
         return True, None
 
     def _op_recv(self, proc: Proc, op: Recv) -> tuple[bool, Any]:
+        if not self._inbox:  # (most receives: the app waits)
+            return False, None
         for i, m in enumerate(self._inbox):
             if op.matches(self.host_ids[m.src], m.tag):
                 del self._inbox[i]
