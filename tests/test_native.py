@@ -190,6 +190,11 @@ async def test_a_run_is_the_same_with_and_without_the_core(direct, monkeypatch):
     if not direct:  # (the same UDP datagrams: groups reached the batch in Python's order and cuts)
         assert compiled[2][0]["udp_sent"] > 0
     assert did["element_windows"] > 0  # (the hosts' windows of frames and timers in the core's loop)
+    # every one-frame message received by the core's NIC path (the longer ones reassembled in Python)
+    from emu.config import HostSpec
+
+    one_frame = sum(1 for s in range(1, 16) if 200 + 300 * s <= HostSpec().mtu_bytes)
+    assert 0 < one_frame < 15 and did["nic_messages"] == 3 * 16 * one_frame
 
 
 @needs_core
@@ -208,6 +213,20 @@ async def test_elements_windows_of_frames_and_timers_are_the_same_in_the_core(sp
     did = {k: v - before[k] for k, v in CORE.counts().items()}
     assert compiled == pure
     assert did["element_windows"] > 0
+    assert did["nic_messages"] > 0 if spec.startswith("fattree") else did["nic_messages"] == 0  # (QsNet's own packets)
+
+
+@needs_core
+async def test_a_nic_with_a_transport_receives_in_python_with_the_same_figures(monkeypatch):
+    """The reliable transport's acknowledgements and duplicate checks are the NIC's Python: the
+    core's one-frame path declines every message, and the run is pure Python's."""
+    host = {"send_overhead_ns": 0, "recv_overhead_ns": 0, "transport": "reliable"}
+    before = CORE.counts()
+    pure = await _run(True, True, monkeypatch, host=host)
+    compiled = await _run(True, False, monkeypatch, host=host)
+    did = {k: v - before[k] for k, v in CORE.counts().items()}
+    assert compiled == pure
+    assert did["nic_messages"] == 0 and did["element_windows"] > 0
 
 
 @needs_core
