@@ -26,7 +26,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from emu import native
+import emu.native as native
 from emu.plugins import NIC_MECHANISMS, load as load_plugin
 from emu.build import register_engine
 from emu.config import HostSpec
