@@ -363,6 +363,57 @@ def test_forget_elements_forgets_each_elements_ports_or_calls_its_method():
 
 
 @needs_core
+def test_forget_elements_holds_the_ports_it_goes_through():
+    """An element's output ports stay the core's while a retained queue runs Python code that
+    rebinds them (review: a freed list was read): every port is forgotten, as Python's loop does."""
+    from emu.element import Element
+    from emu.link import LinkSender
+
+    el = Element.__new__(Element)
+    calls = []
+
+    class Meddling(list):
+        def popleft(self):
+            calls.append(1)
+            el.out_ports = None
+            return self.pop(0)
+
+    el.out_ports = [_port(link=LinkSender(1, k)) for k in range(3)]
+    ports = list(el.out_ports)
+    for p in ports:
+        p.link.retained = Meddling([(0, 0, 0, b"x")])
+    CORE.forget_elements([el], 4)
+    assert len(calls) == 3 and all(not p.link.retained for p in ports)
+
+
+async def test_an_engine_without_on_timer_runs_as_in_pure_python(monkeypatch):
+    """An engine whose timer is always None need not have on_timer: the core asks for it only when
+    a timer fires, as Element._fire_timer does (review: it was asked at every window)."""
+    from emu.build import ENGINES, register_engine
+    from emu.topologies import star
+
+    class Repeater:
+        kind = "repeater"
+
+        def __init__(self, nports):
+            self.nports, self.min_delay_ns, self.timer, self.ports, self.stats = nports, 100, None, None, {}
+
+        def receive(self, frame, port, now):
+            return [(p, frame, now + 100) for p in range(self.nports) if p != port]
+
+    monkeypatch.setitem(ENGINES, "repeater", ENGINES.get("repeater"))  # (restored after the test)
+    register_engine("repeater", lambda node, t, c: Repeater(t.nports(node.name)), min_delay=lambda spec: 100)
+    rtts = []
+    for pure in (True, False):
+        monkeypatch.setattr(native, "CORE", None if pure else CORE)
+        t = star(2)
+        t.nodes["s0"].info["engine"] = "repeater"
+        async with emu.Cluster(t, run=emu.RunConfig(direct=True)) as net:
+            rtts.append(await net["h0"].ping("h1"))
+    assert rtts[0] == rtts[1] > 0
+
+
+@needs_core
 async def test_the_domains_loop_in_the_core_waits_for_unsent_datagrams(monkeypatch):
     """An element whose datagrams found no room in its socket (its own socket: no batch) is flushed
     and scheduled by Python between two calls of the core's loop; the run is the same as pure
