@@ -126,6 +126,7 @@ static PyObject *switch_setup(PyObject *self, PyObject *args)
 #include "csrc/domain.h"
 #include "csrc/links.h"
 #include "csrc/ports.h"
+#include "csrc/nic.h"
 #include "csrc/window.h"
 
 static PyObject *py_heappush(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -150,9 +151,9 @@ static PyObject *py_heappop(PyObject *self, PyObject *heap)
 
 static PyObject *counts(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{sKsKsKsKsKsKsKsK}", "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over",
+    return Py_BuildValue("{sKsKsKsKsKsKsKsKsK}", "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over",
                          n_handed, "taken", n_taken, "batched", n_batched, "records", n_records, "windows", n_windows,
-                         "element_windows", n_element_windows);
+                         "element_windows", n_element_windows, "nic_messages", n_nic_messages);
 }
 
 static PyMethodDef methods[] = {
@@ -166,6 +167,7 @@ static PyMethodDef methods[] = {
     {"forward", (PyCFunction)(void (*)(void))forward, METH_FASTCALL, "a static switch's plain frames"},
     {"domain_setup", domain_setup, METH_O, "domain_setup(Domain): its frame counts kept inline, in place"},
     {"element_setup", element_setup, METH_O, "element_setup(Element): the attributes the core reads, in place"},
+    {"nic_setup", nic_setup, METH_VARARGS, "nic_setup(NicEngine, Timers, Message, msg_ptype, msg_header_len)"},
     {"transmit_local", (PyCFunction)(void (*)(void))transmit_local, METH_FASTCALL,
      "the busy ports' frames into peers of this process; returns (first arrival, the other ports)"},
     {"window", (PyCFunction)(void (*)(void))window, METH_FASTCALL,

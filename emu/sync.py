@@ -25,7 +25,6 @@ clock, scheduling order and CPU load change how long a run takes, never its resu
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import heapq
 import logging
@@ -221,10 +220,7 @@ class Synchroniser:
         """Run windows until no event is left anywhere and nothing is in flight."""
         if self.broken:
             raise EmuError(f"the cluster cannot run any more: {self.broken}; start a new one")
-        with gc_frozen():
-            await self._run_windows()
-
-    async def _run_windows(self) -> None:
+        freeze_startup()
         handles = self.handles
         last_yield = time.perf_counter()
         while True:
@@ -303,25 +299,22 @@ class Synchroniser:
             err.args = (f"{err.args[0]}; frames lost on link(s): " + ", ".join(bad[:10]),)
 
 
-_frozen_depth = 0
+_frozen = False
 
 
-@contextlib.contextmanager
-def gc_frozen():
-    """While a run goes: what existed when it started (the cluster, its elements and frames, the
-    interpreter's own objects) left out of the cyclic collector's passes (``gc.freeze``), so that a
-    full collection traverses only what the run made; given back when the last run of the process
-    ends (``gc.unfreeze``: collected as before). Nothing in the model depends on it."""
-    global _frozen_depth
-    if _frozen_depth == 0:
-        gc.freeze()
-    _frozen_depth += 1
-    try:
-        yield
-    finally:
-        _frozen_depth -= 1
-        if _frozen_depth == 0:
-            gc.unfreeze()
+def freeze_startup() -> None:
+    """Once per process, before its first run: what exists then (the interpreter's modules -- scapy,
+    numpy, the emulator --, the first cluster) collected once and left out of the cyclic
+    collector's later passes (``gc.freeze``), so that a full collection during a run traverses what
+    runs made, not the whole heap. Frozen objects are still freed when nothing refers to them; only
+    a reference cycle among them that dies later stays (once, bounded). Nothing is done when the
+    program froze objects itself. Nothing in the model depends on it."""
+    global _frozen
+    if _frozen or gc.get_freeze_count():
+        return
+    _frozen = True
+    gc.collect()
+    gc.freeze()
 
 
 def window_start(next_times: list[int], faults: list[int], max_time: int) -> int:

@@ -383,3 +383,42 @@ async def test_faults_on_a_link_that_deferred_its_fcs_act_on_the_frames_as_on_th
             out.append(net.metrics)
     assert out[0] == out[1]
     assert sum(out[0].fcs_errors.values()) > 0
+
+
+async def test_runs_leave_the_applications_garbage_and_its_own_freeze_to_the_collector(monkeypatch):
+    """The collector's freeze is the process's first run's, once (emu.sync.freeze_startup): reference
+    cycles an application leaves in one run are collected after later runs (review: freezing at
+    every run kept them forever), and a program that froze objects itself keeps its freeze."""
+    import gc
+    import weakref
+
+    from emu import sync
+
+    class Node:
+        pass
+
+    refs = []
+
+    async def app(host):
+        gc.collect()  # (what earlier runs left: collectable now, inside this run)
+        left = sum(1 for r in refs if r() is not None)
+        keep = []
+        for _ in range(50):
+            a, b = Node(), Node()
+            a.other, b.other = b, a  # a cycle: only the collector frees it
+            keep.append(a)
+            refs.append(weakref.ref(a))
+        await host.ping("h1")
+        return left  # (``keep`` dies with the app: garbage as the run ends)
+
+    async with emu.Cluster("star:n=2", run=emu.RunConfig(direct=True)) as net:
+        lefts = [(await net.run({"h0": app}))["h0"] for _ in range(4)]
+    assert len(refs) == 200 and lefts == [0, 0, 0, 0]
+
+    monkeypatch.setattr(sync, "_frozen", False)  # (as if no run had happened in this process)
+    monkeypatch.setattr(gc, "get_freeze_count", lambda: 7)  # a program that froze its own objects
+    freezes = []
+    monkeypatch.setattr(gc, "freeze", lambda: freezes.append(1))
+    async with emu.Cluster("star:n=2", run=emu.RunConfig(direct=True)) as net:
+        await net.run({"h0": app})
+    assert freezes == [] and sync._frozen is False

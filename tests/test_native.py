@@ -190,6 +190,11 @@ async def test_a_run_is_the_same_with_and_without_the_core(direct, monkeypatch):
     if not direct:  # (the same UDP datagrams: groups reached the batch in Python's order and cuts)
         assert compiled[2][0]["udp_sent"] > 0
     assert did["element_windows"] > 0  # (the hosts' windows of frames and timers in the core's loop)
+    # every one-frame message received by the core's NIC path (the longer ones reassembled in Python)
+    from emu.config import HostSpec
+
+    one_frame = sum(1 for s in range(1, 16) if 200 + 300 * s <= HostSpec().mtu_bytes)
+    assert 0 < one_frame < 15 and did["nic_messages"] == 3 * 16 * one_frame
 
 
 @needs_core
@@ -208,6 +213,20 @@ async def test_elements_windows_of_frames_and_timers_are_the_same_in_the_core(sp
     did = {k: v - before[k] for k, v in CORE.counts().items()}
     assert compiled == pure
     assert did["element_windows"] > 0
+    assert did["nic_messages"] > 0 if spec.startswith("fattree") else did["nic_messages"] == 0  # (QsNet's own packets)
+
+
+@needs_core
+async def test_a_nic_with_a_transport_receives_in_python_with_the_same_figures(monkeypatch):
+    """The reliable transport's acknowledgements and duplicate checks are the NIC's Python: the
+    core's one-frame path declines every message, and the run is pure Python's."""
+    host = {"send_overhead_ns": 0, "recv_overhead_ns": 0, "transport": "reliable"}
+    before = CORE.counts()
+    pure = await _run(True, True, monkeypatch, host=host)
+    compiled = await _run(True, False, monkeypatch, host=host)
+    did = {k: v - before[k] for k, v in CORE.counts().items()}
+    assert compiled == pure
+    assert did["nic_messages"] == 0 and did["element_windows"] > 0
 
 
 @needs_core
@@ -341,6 +360,57 @@ def test_forget_elements_forgets_each_elements_ports_or_calls_its_method():
     assert other.calls == [4]
     with pytest.raises(TypeError):
         CORE.forget_elements([el], "4")
+
+
+@needs_core
+def test_forget_elements_holds_the_ports_it_goes_through():
+    """An element's output ports stay the core's while a retained queue runs Python code that
+    rebinds them (review: a freed list was read): every port is forgotten, as Python's loop does."""
+    from emu.element import Element
+    from emu.link import LinkSender
+
+    el = Element.__new__(Element)
+    calls = []
+
+    class Meddling(list):
+        def popleft(self):
+            calls.append(1)
+            el.out_ports = None
+            return self.pop(0)
+
+    el.out_ports = [_port(link=LinkSender(1, k)) for k in range(3)]
+    ports = list(el.out_ports)
+    for p in ports:
+        p.link.retained = Meddling([(0, 0, 0, b"x")])
+    CORE.forget_elements([el], 4)
+    assert len(calls) == 3 and all(not p.link.retained for p in ports)
+
+
+async def test_an_engine_without_on_timer_runs_as_in_pure_python(monkeypatch):
+    """An engine whose timer is always None need not have on_timer: the core asks for it only when
+    a timer fires, as Element._fire_timer does (review: it was asked at every window)."""
+    from emu.build import ENGINES, register_engine
+    from emu.topologies import star
+
+    class Repeater:
+        kind = "repeater"
+
+        def __init__(self, nports):
+            self.nports, self.min_delay_ns, self.timer, self.ports, self.stats = nports, 100, None, None, {}
+
+        def receive(self, frame, port, now):
+            return [(p, frame, now + 100) for p in range(self.nports) if p != port]
+
+    monkeypatch.setitem(ENGINES, "repeater", ENGINES.get("repeater"))  # (restored after the test)
+    register_engine("repeater", lambda node, t, c: Repeater(t.nports(node.name)), min_delay=lambda spec: 100)
+    rtts = []
+    for pure in (True, False):
+        monkeypatch.setattr(native, "CORE", None if pure else CORE)
+        t = star(2)
+        t.nodes["s0"].info["engine"] = "repeater"
+        async with emu.Cluster(t, run=emu.RunConfig(direct=True)) as net:
+            rtts.append(await net["h0"].ping("h1"))
+    assert rtts[0] == rtts[1] > 0
 
 
 @needs_core

@@ -446,8 +446,11 @@ static PyObject *forget_elements(PyObject *self, PyObject *const *args, Py_ssize
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(els); k++) {
         PyObject *el = Py_NewRef(PyList_GET_ITEM(els, k)), *ports = NULL;
         int rc;
-        if (Py_TYPE(el) == ElementT && (ports = SLOT(el, el_attr[E_OUT_PORTS].off)) != NULL && PyList_CheckExact(ports))
+        if (Py_TYPE(el) == ElementT && (ports = SLOT(el, el_attr[E_OUT_PORTS].off)) != NULL && PyList_CheckExact(ports)) {
+            Py_INCREF(ports); /* (held: what a retained queue does may run Python code) */
             rc = forget_ports(ports, upto);
+            Py_DECREF(ports);
+        }
         else {
             PyObject *r = PyObject_CallMethodOneArg(el, s_forget, args[1]);
             rc = r == NULL ? -1 : 0;

@@ -271,12 +271,12 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
     Py_INCREF(ins);
     Py_INCREF(le);
     Py_INCREF(pev);
-    PyObject *md = NULL, *cut = NULL, *receive = NULL, *on_timer = NULL, *emit = NULL, *tt = NULL, *busy = NULL;
+    PyObject *md = NULL, *cut = NULL, *receive = NULL, *emit = NULL, *tt = NULL, *busy = NULL;
     int rc = -1;
     long long now;
     if ((md = PyObject_GetAttr(eng, s_min_delay_ns)) == NULL ||
         lookup_attr(eng, s_cut_through, &cut) < 0 || (receive = PyObject_GetAttr(eng, s_receive)) == NULL ||
-        (on_timer = PyObject_GetAttr(eng, s_on_timer)) == NULL || (emit = PyObject_GetAttr(el, s_emit)) == NULL)
+        (emit = PyObject_GetAttr(el, s_emit)) == NULL)
         goto done;
     if (cut == NULL)
         cut = Py_NewRef(Py_False);
@@ -310,7 +310,7 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             rc = -1;
             if (EL_SET(el, E_NOW, tt) < 0 || EL_SET(el, E_ACTIVE_NS, tt) < 0)
                 goto done;
-            result = PyObject_CallOneArg(on_timer, tt);
+            result = PyObject_CallMethodOneArg(eng, s_on_timer, tt); /* (asked as it fires, as _fire_timer does) */
         } else { /* a frame: Element._arrive's plain case */
             if (head == NULL || th >= t1)
                 break;
@@ -334,7 +334,12 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             PyObject *t = PyTuple_GET_ITEM(item, 0), *pt = PyTuple_GET_ITEM(item, 1);
             PyObject *frame = kind & C_NOFCS ? Py_NewRef(wire) : PyBytes_FromStringAndSize((const char *)b, wlen - 4);
             int bad = frame == NULL || EL_SET(el, E_NOW, t) < 0 || EL_SET(el, E_ACTIVE_NS, t) < 0;
-            result = bad ? NULL : PyObject_CallFunctionObjArgs(receive, frame, pt, t, NULL);
+            result = NULL;
+            if (!bad) { /* a host NIC's one-frame message here, anything else by the engine's receive */
+                int nr = nic_receive(eng, frame, t, &result);
+                if (nr == 1)
+                    result = PyObject_CallFunctionObjArgs(receive, frame, pt, t, NULL);
+            }
             Py_XDECREF(frame);
             Py_DECREF(item);
         }
@@ -388,7 +393,6 @@ done:
     Py_XDECREF(md);
     Py_XDECREF(cut);
     Py_XDECREF(receive);
-    Py_XDECREF(on_timer);
     Py_XDECREF(emit);
     Py_XDECREF(tt);
     Py_XDECREF(busy);

@@ -26,6 +26,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import emu.native as native
 from emu.plugins import NIC_MECHANISMS, load as load_plugin
 from emu.build import register_engine
 from emu.config import HostSpec
@@ -438,3 +439,9 @@ def make_host(node, topology, cache: dict) -> NicEngine:
 
 
 register_engine("host", make_host, min_delay=lambda spec: spec.nic_delay_ns)
+
+if native.CORE is not None:  # the compiled core takes a one-frame message's receipt (NicEngine.receive's plain case)
+    try:
+        native.CORE.nic_setup(NicEngine, Timers, Message, int(PacketType.MSG), MSG.size)
+    except (TypeError, ValueError, AttributeError) as e:
+        native.disable(str(e))

@@ -1,0 +1,161 @@
+/* emu/csrc/nic.h: a host NIC's receipt of a one-frame message, NicEngine.receive's plain case
+ * (part of emu/_core.c, one translation unit; the engine's classes are given by emu.nodes.nic.engine
+ * at its import -- the substrate does not know them) */
+#ifndef EMU_CSRC_NIC_H
+#define EMU_CSRC_NIC_H
+
+static PyTypeObject *NicT, *TimersT, *MessageT;
+static Py_ssize_t tm_heap, tm_seq, tm_cancelled, tm_next = -1; /* Timers' slots (next: -1, a property) */
+static long C_MSG_PTYPE, C_MSG_LEN;
+static PyObject *s_node_id, *s_anywhere, *s_transport, *s_names, *s_spec, *s_nic_delay_ns, *s_timers, *s_host,
+    *s_deliver, *s_out, *s_frames_received, *s_messages_received, *s_eng_now, *s_eng_timer, *s_eng_stats, *msg_ptype_obj;
+static unsigned long long n_nic_messages; /* one-frame messages received here (counts()) */
+
+static PyObject *nic_setup(PyObject *self, PyObject *args)
+{
+    PyObject *nic, *timers, *message;
+    long ptype, msg_len;
+    if (!PyArg_ParseTuple(args, "O!O!O!ll", &PyType_Type, &nic, &PyType_Type, &timers, &PyType_Type, &message,
+                          &ptype, &msg_len))
+        return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)message, &PyTuple_Type) || ptype < 0 || ptype > 255 || msg_len != 16) {
+        PyErr_SetString(PyExc_ValueError, "nic_setup: a message or layout this core was not written for");
+        return NULL;
+    }
+    Py_ssize_t h, s, c, n = -1;
+    if (slot_offset((PyTypeObject *)timers, "_heap", &h) < 0 || slot_offset((PyTypeObject *)timers, "_seq", &s) < 0 ||
+        slot_offset((PyTypeObject *)timers, "_cancelled", &c) < 0)
+        return NULL;
+    PyObject *d = PyObject_GetAttrString(timers, "next");
+    if (d == NULL)
+        return NULL;
+    int slot = Py_IS_TYPE(d, &PyMemberDescr_Type);
+    Py_DECREF(d);
+    if (slot && slot_offset((PyTypeObject *)timers, "next", &n) < 0)
+        return NULL;
+    struct { PyObject **s; const char *n; } names[] = {
+        {&s_node_id, "node_id"}, {&s_anywhere, "_anywhere"}, {&s_transport, "transport"}, {&s_names, "names"},
+        {&s_spec, "spec"}, {&s_nic_delay_ns, "nic_delay_ns"}, {&s_timers, "timers"}, {&s_host, "host"},
+        {&s_deliver, "deliver"}, {&s_out, "_out"}, {&s_frames_received, "frames_received"},
+        {&s_messages_received, "messages_received"}, {&s_eng_now, "now"}, {&s_eng_timer, "timer"},
+        {&s_eng_stats, "stats"}};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (*names[k].s == NULL && (*names[k].s = PyUnicode_InternFromString(names[k].n)) == NULL)
+            return NULL;
+    Py_XSETREF(msg_ptype_obj, PyLong_FromLong(ptype));
+    if (msg_ptype_obj == NULL)
+        return NULL;
+    tm_heap = h, tm_seq = s, tm_cancelled = c, tm_next = n;
+    C_MSG_PTYPE = ptype, C_MSG_LEN = msg_len;
+    Py_XSETREF(TimersT, (PyTypeObject *)Py_NewRef(timers));
+    Py_XSETREF(MessageT, (PyTypeObject *)Py_NewRef(message));
+    Py_XSETREF(NicT, (PyTypeObject *)Py_NewRef(nic));
+    Py_RETURN_NONE;
+}
+
+static inline unsigned long be32(const unsigned char *p)
+{
+    return ((unsigned long)p[0] << 24) | ((unsigned long)p[1] << 16) | ((unsigned long)p[2] << 8) | p[3];
+}
+
+/* NicEngine.receive(frame, port, now) for a one-frame message to this host (no mechanism takes
+ * its packet type anywhere, no end-to-end transport, nothing cancelled among its timers): the
+ * engine's now and output list, its counters, the Message delivered to the host after the NIC
+ * delay (Timers.at), its timer -- *out the (empty) list receive returns. 0 done, 1 not this case
+ * (nothing changed: receive's), -1 error. */
+static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject **out_p)
+{
+    if (NicT == NULL || Py_TYPE(eng) != NicT || !PyBytes_CheckExact(frame))
+        return 1;
+    Py_ssize_t n = PyBytes_GET_SIZE(frame), data = C_HDR_LEN + C_MSG_LEN;
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(frame);
+    if (n < data || b[12] != C_ET_HI || b[13] != C_ET_LO || b[C_PTYPE_OFF] != C_MSG_PTYPE ||
+        (Py_ssize_t)((b[C_HDR_LEN - 2] << 8) | b[C_HDR_LEN - 1]) != n - C_HDR_LEN)
+        return 1;
+    long long src = (long long)be32(b + C_DST_OFF - 4), dst = (long long)be32(b + C_DST_OFF), nowv, node, delay;
+    long long tag = (long long)be32(b + C_HDR_LEN + 4), total = (long long)be32(b + C_HDR_LEN + 8),
+              offset = (long long)be32(b + C_HDR_LEN + 12);
+    if (offset != 0 || total != n - data || !get_ll(now, &nowv))
+        return 1;
+    PyObject *node_id = NULL, *anywhere = NULL, *transport = NULL, *names = NULL, *stats = NULL, *spec = NULL,
+             *nd = NULL, *timers = NULL, *host = NULL, *deliver = NULL;
+    int rc = -1;
+    if ((node_id = PyObject_GetAttr(eng, s_node_id)) == NULL || (anywhere = PyObject_GetAttr(eng, s_anywhere)) == NULL ||
+        (transport = PyObject_GetAttr(eng, s_transport)) == NULL || (names = PyObject_GetAttr(eng, s_names)) == NULL ||
+        (stats = PyObject_GetAttr(eng, s_eng_stats)) == NULL || (spec = PyObject_GetAttr(eng, s_spec)) == NULL ||
+        (nd = PyObject_GetAttr(spec, s_nic_delay_ns)) == NULL || (timers = PyObject_GetAttr(eng, s_timers)) == NULL ||
+        (host = PyObject_GetAttr(eng, s_host)) == NULL)
+        goto done;
+    rc = 1;
+    PyObject *heap, *seq, *cancelled, *fr, *mr;
+    long long seqv, fv, mv;
+    if (!get_ll(node_id, &node) || node != dst || !PyDict_CheckExact(anywhere) || transport != Py_None ||
+        !PyList_CheckExact(names) || src >= PyList_GET_SIZE(names) || !PyDict_CheckExact(stats) ||
+        !get_ll(nd, &delay) || Py_TYPE(timers) != TimersT || (heap = SLOT(timers, tm_heap)) == NULL ||
+        !PyList_CheckExact(heap) || (seq = SLOT(timers, tm_seq)) == NULL || !get_ll(seq, &seqv) ||
+        (cancelled = SLOT(timers, tm_cancelled)) == NULL || !PySet_CheckExact(cancelled) || PySet_GET_SIZE(cancelled) ||
+        (fr = PyDict_GetItemWithError(stats, s_frames_received)) == NULL || !get_ll(fr, &fv) ||
+        (mr = PyDict_GetItemWithError(stats, s_messages_received)) == NULL || !get_ll(mr, &mv))
+        goto done;
+    PyObject *taker = PyDict_GetItemWithError(anywhere, msg_ptype_obj);
+    if (taker != NULL || PyErr_Occurred())
+        goto done;
+    rc = -1; /* taken: NicEngine.receive's and _on_segment's steps */
+    if ((deliver = PyObject_GetAttr(host, s_deliver)) == NULL)
+        goto done;
+    PyObject *out = PyList_New(0);
+    if (out == NULL || PyObject_SetAttr(eng, s_eng_now, now) < 0 || PyObject_SetAttr(eng, s_out, out) < 0 ||
+        dict_add(stats, s_frames_received, 1, 0, "a NIC's frames_received") < 0 ||
+        dict_add(stats, s_messages_received, 1, 0, "a NIC's messages_received") < 0) {
+        Py_XDECREF(out);
+        goto done;
+    }
+    long long t = nowv + delay;
+    PyObject *fields = tuple_steal(5, (PyObject *[]){Py_NewRef(PyList_GET_ITEM(names, src)), PyLong_FromLongLong(tag),
+                                                     PyBytes_FromStringAndSize((const char *)b + data, total),
+                                                     PyLong_FromLongLong(t), PyLong_FromLong(b[C_HOPS_OFF])});
+    PyObject *targs = fields == NULL ? NULL : PyTuple_Pack(1, fields);
+    PyObject *msg = targs == NULL ? NULL : PyTuple_Type.tp_new(MessageT, targs, NULL); /* tuple.__new__(Message, ...) */
+    Py_XDECREF(fields);
+    Py_XDECREF(targs);
+    /* Timers.at(t, host.deliver, msg) */
+    PyObject *tobj = msg == NULL ? NULL : PyLong_FromLongLong(t);
+    PyObject *sobj = tobj == NULL ? NULL : PyLong_FromLongLong(seqv + 1);
+    PyObject *entry = sobj == NULL ? NULL : PyTuple_Pack(4, tobj, sobj, deliver, msg);
+    Py_XDECREF(msg);
+    int bad = entry == NULL;
+    if (!bad) {
+        Py_XSETREF(SLOT(timers, tm_seq), Py_NewRef(sobj));
+        bad = heap_push(heap, entry) < 0;
+    }
+    Py_XDECREF(entry);
+    PyObject *nxt = bad ? NULL : PyTuple_GET_ITEM(PyList_GET_ITEM(heap, 0), 0); /* (nothing cancelled: the head) */
+    if (!bad && tm_next >= 0)
+        Py_XSETREF(SLOT(timers, tm_next), Py_NewRef(nxt));
+    bad = bad || PyObject_SetAttr(eng, s_eng_timer, nxt) < 0; /* self.timer = self.timers.next */
+    Py_XDECREF(tobj);
+    Py_XDECREF(sobj);
+    if (bad) {
+        Py_DECREF(out);
+        goto done;
+    }
+    n_nic_messages++;
+    *out_p = out;
+    rc = 0;
+done:
+    if (rc == 1)
+        PyErr_Clear();
+    Py_XDECREF(node_id);
+    Py_XDECREF(anywhere);
+    Py_XDECREF(transport);
+    Py_XDECREF(names);
+    Py_XDECREF(stats);
+    Py_XDECREF(spec);
+    Py_XDECREF(nd);
+    Py_XDECREF(timers);
+    Py_XDECREF(host);
+    Py_XDECREF(deliver);
+    return rc;
+}
+
+#endif /* EMU_CSRC_NIC_H */
