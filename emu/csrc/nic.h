@@ -7,7 +7,7 @@
 static PyTypeObject *NicT, *TimersT, *MessageT;
 static Py_ssize_t tm_heap, tm_seq, tm_cancelled, tm_next = -1; /* Timers' slots (next: -1, a property) */
 static long C_MSG_PTYPE, C_MSG_LEN;
-static PyObject *s_node_id, *s_anywhere, *s_transport, *s_names, *s_spec, *s_nic_delay_ns, *s_timers, *s_host,
+static PyObject *s_node_id, *s_anywhere, *s_transport, *s_names, *s_spec, *s_nic_delay_ns, *s_timers,
     *s_deliver, *s_out, *s_frames_received, *s_messages_received, *s_eng_now, *s_eng_timer, *s_eng_stats, *msg_ptype_obj;
 static unsigned long long n_nic_messages; /* one-frame messages received here (counts()) */
 
@@ -35,8 +35,8 @@ static PyObject *nic_setup(PyObject *self, PyObject *args)
         return NULL;
     struct { PyObject **s; const char *n; } names[] = {
         {&s_node_id, "node_id"}, {&s_anywhere, "_anywhere"}, {&s_transport, "transport"}, {&s_names, "names"},
-        {&s_spec, "spec"}, {&s_nic_delay_ns, "nic_delay_ns"}, {&s_timers, "timers"}, {&s_host, "host"},
-        {&s_deliver, "deliver"}, {&s_out, "_out"}, {&s_frames_received, "frames_received"},
+        {&s_spec, "spec"}, {&s_nic_delay_ns, "nic_delay_ns"}, {&s_timers, "timers"},
+        {&s_deliver, "_deliver"}, {&s_out, "_out"}, {&s_frames_received, "frames_received"},
         {&s_messages_received, "messages_received"}, {&s_eng_now, "now"}, {&s_eng_timer, "timer"},
         {&s_eng_stats, "stats"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
@@ -78,13 +78,13 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
     if (offset != 0 || total != n - data || !get_ll(now, &nowv))
         return 1;
     PyObject *node_id = NULL, *anywhere = NULL, *transport = NULL, *names = NULL, *stats = NULL, *spec = NULL,
-             *nd = NULL, *timers = NULL, *host = NULL, *deliver = NULL;
+             *nd = NULL, *timers = NULL, *deliver = NULL;
     int rc = -1;
     if ((node_id = PyObject_GetAttr(eng, s_node_id)) == NULL || (anywhere = PyObject_GetAttr(eng, s_anywhere)) == NULL ||
         (transport = PyObject_GetAttr(eng, s_transport)) == NULL || (names = PyObject_GetAttr(eng, s_names)) == NULL ||
         (stats = PyObject_GetAttr(eng, s_eng_stats)) == NULL || (spec = PyObject_GetAttr(eng, s_spec)) == NULL ||
         (nd = PyObject_GetAttr(spec, s_nic_delay_ns)) == NULL || (timers = PyObject_GetAttr(eng, s_timers)) == NULL ||
-        (host = PyObject_GetAttr(eng, s_host)) == NULL)
+        (deliver = PyObject_GetAttr(eng, s_deliver)) == NULL)
         goto done;
     rc = 1;
     PyObject *heap, *seq, *cancelled, *fr, *mr;
@@ -101,8 +101,6 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
     if (taker != NULL || PyErr_Occurred())
         goto done;
     rc = -1; /* taken: NicEngine.receive's and _on_segment's steps */
-    if ((deliver = PyObject_GetAttr(host, s_deliver)) == NULL)
-        goto done;
     PyObject *out = PyList_New(0);
     if (out == NULL || PyObject_SetAttr(eng, s_eng_now, now) < 0 || PyObject_SetAttr(eng, s_out, out) < 0 ||
         dict_add(stats, s_frames_received, 1, 0, "a NIC's frames_received") < 0 ||
@@ -118,7 +116,7 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
     PyObject *msg = targs == NULL ? NULL : PyTuple_Type.tp_new(MessageT, targs, NULL); /* tuple.__new__(Message, ...) */
     Py_XDECREF(fields);
     Py_XDECREF(targs);
-    /* Timers.at(t, host.deliver, msg) */
+    /* Timers.at(t, self._deliver, msg): host.deliver, bound once */
     PyObject *tobj = msg == NULL ? NULL : PyLong_FromLongLong(t);
     PyObject *sobj = tobj == NULL ? NULL : PyLong_FromLongLong(seqv + 1);
     PyObject *entry = sobj == NULL ? NULL : PyTuple_Pack(4, tobj, sobj, deliver, msg);
@@ -153,7 +151,6 @@ done:
     Py_XDECREF(spec);
     Py_XDECREF(nd);
     Py_XDECREF(timers);
-    Py_XDECREF(host);
     Py_XDECREF(deliver);
     return rc;
 }
