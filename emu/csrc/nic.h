@@ -10,6 +10,7 @@ static long C_MSG_PTYPE, C_MSG_LEN;
 static PyObject *s_node_id, *s_anywhere, *s_transport, *s_names, *s_spec, *s_nic_delay_ns, *s_timers,
     *s_deliver, *s_out, *s_frames_received, *s_messages_received, *s_eng_now, *s_eng_timer, *s_eng_stats, *msg_ptype_obj;
 static unsigned long long n_nic_messages; /* one-frame messages received here (counts()) */
+static PyObject *s_msg_id, *s_lazy, *s_heads, *s_routes, *s_mtu_bytes, *s_frames_sent, *s_messages_sent;
 
 static PyObject *nic_setup(PyObject *self, PyObject *args)
 {
@@ -38,7 +39,9 @@ static PyObject *nic_setup(PyObject *self, PyObject *args)
         {&s_spec, "spec"}, {&s_nic_delay_ns, "nic_delay_ns"}, {&s_timers, "timers"},
         {&s_deliver, "_deliver"}, {&s_out, "_out"}, {&s_frames_received, "frames_received"},
         {&s_messages_received, "messages_received"}, {&s_eng_now, "now"}, {&s_eng_timer, "timer"},
-        {&s_eng_stats, "stats"}};
+        {&s_eng_stats, "stats"}, {&s_msg_id, "_msg_id"}, {&s_lazy, "_lazy"}, {&s_heads, "_heads"},
+        {&s_routes, "routes"}, {&s_mtu_bytes, "mtu_bytes"}, {&s_frames_sent, "frames_sent"},
+        {&s_messages_sent, "messages_sent"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (*names[k].s == NULL && (*names[k].s = PyUnicode_InternFromString(names[k].n)) == NULL)
             return NULL;
@@ -153,6 +156,101 @@ done:
     Py_XDECREF(timers);
     Py_XDECREF(deliver);
     return rc;
+}
+
+
+static unsigned long long n_nic_sent; /* one-frame messages sent here (counts()) */
+
+static inline void put_be32(unsigned char *p, unsigned long v)
+{
+    p[0] = (v >> 24) & 0xFF, p[1] = (v >> 16) & 0xFF, p[2] = (v >> 8) & 0xFF, p[3] = v & 0xFF;
+}
+
+/* NicEngine.send_message(dst, tag, data, t, vc) for a message of one frame (no end-to-end
+ * transport, a route and an Ethernet header known for dst, bytes of at most the MTU): the next
+ * message id, the frame -- Ethernet header, fabric header, message header, data -- onto the
+ * engine's output list at t + the NIC delay, its counters. Returns True (sent: no Outgoing, the
+ * data is free), or False (not this case, nothing changed: send_message's). */
+static PyObject *nic_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "nic_send(engine, dst, tag, data, t, vc)");
+        return NULL;
+    }
+    PyObject *eng = args[0], *data = args[3];
+    long long dst, tag, t, vc;
+    if (NicT == NULL || Py_TYPE(eng) != NicT || !PyBytes_CheckExact(data) || !get_ll(args[1], &dst) ||
+        !get_ll(args[2], &tag) || !get_ll(args[4], &t) || !get_ll(args[5], &vc) || dst < 0 || dst > 0xFFFFFFFFLL ||
+        tag < 0 || tag > 0xFFFFFFFFLL || vc < 0 || vc > 255) {
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    PyObject *transport = NULL, *spec = NULL, *mtu = NULL, *nd = NULL, *routes = NULL, *heads = NULL, *msg_id = NULL,
+             *stats = NULL, *out = NULL, *node_id = NULL, *result = NULL;
+    if ((transport = PyObject_GetAttr(eng, s_transport)) == NULL || (spec = PyObject_GetAttr(eng, s_spec)) == NULL ||
+        (mtu = PyObject_GetAttr(spec, s_mtu_bytes)) == NULL || (nd = PyObject_GetAttr(spec, s_nic_delay_ns)) == NULL ||
+        (routes = PyObject_GetAttr(eng, s_routes)) == NULL || (heads = PyObject_GetAttr(eng, s_heads)) == NULL ||
+        (msg_id = PyObject_GetAttr(eng, s_msg_id)) == NULL || (stats = PyObject_GetAttr(eng, s_eng_stats)) == NULL ||
+        (out = PyObject_GetAttr(eng, s_out)) == NULL || (node_id = PyObject_GetAttr(eng, s_node_id)) == NULL)
+        goto done;
+    Py_ssize_t total = PyBytes_GET_SIZE(data), hlen = C_HDR_LEN - 16;
+    long long mtuv, delay, idv, node, fv, mv;
+    PyObject *head, *fs, *ms;
+    result = Py_False;
+    if (transport != Py_None || !get_ll(mtu, &mtuv) || total > mtuv || total + C_MSG_LEN > 0xFFFF ||
+        !get_ll(nd, &delay) ||
+        (routes != Py_None && (!PyList_CheckExact(routes) || dst >= PyList_GET_SIZE(routes) ||
+                               !get_ll(PyList_GET_ITEM(routes, dst), &fv) || fv < 0)) || !PyDict_CheckExact(heads) ||
+        !get_ll(msg_id, &idv) || !PyDict_CheckExact(stats) || !PyList_CheckExact(out) || !get_ll(node_id, &node) ||
+        node < 0 || node > 0xFFFFFFFFLL || (fs = PyDict_GetItemWithError(stats, s_frames_sent)) == NULL ||
+        !get_ll(fs, &fv) || (ms = PyDict_GetItemWithError(stats, s_messages_sent)) == NULL || !get_ll(ms, &mv))
+        goto done;
+    head = PyDict_GetItemWithError(heads, args[1]);
+    if (head == NULL || !PyBytes_CheckExact(head) || PyBytes_GET_SIZE(head) != hlen)
+        goto done;
+    result = NULL; /* taken: send_message's and _put_message's steps */
+    long long id = (idv + 1) & 0xFFFFFFFFLL;
+    PyObject *frame = PyBytes_FromStringAndSize(NULL, C_HDR_LEN + C_MSG_LEN + total);
+    if (frame == NULL)
+        goto done;
+    unsigned char *b = (unsigned char *)PyBytes_AS_STRING(frame);
+    memcpy(b, PyBytes_AS_STRING(head), hlen);
+    unsigned char *f = b + hlen; /* the fabric header: src, dst, vc, prio, ptype, flags, hops, rsvd, length */
+    put_be32(f, (unsigned long)node);
+    put_be32(f + 4, (unsigned long)dst);
+    f[8] = (unsigned char)vc, f[9] = 0, f[10] = (unsigned char)C_MSG_PTYPE, f[11] = 0, f[12] = 0, f[13] = 0;
+    f[14] = ((C_MSG_LEN + total) >> 8) & 0xFF, f[15] = (C_MSG_LEN + total) & 0xFF;
+    unsigned char *m = b + C_HDR_LEN; /* the message header: id, tag, total, offset */
+    put_be32(m, (unsigned long)id);
+    put_be32(m + 4, (unsigned long)tag);
+    put_be32(m + 8, (unsigned long)total);
+    put_be32(m + 12, 0);
+    memcpy(m + C_MSG_LEN, PyBytes_AS_STRING(data), total);
+    PyObject *port = routes == Py_None ? PyLong_FromLong(0) : Py_NewRef(PyList_GET_ITEM(routes, dst)); /* (None: port 0) */
+    PyObject *entry = tuple_steal(3, (PyObject *[]){port, frame, PyLong_FromLongLong(t + delay)});
+    int bad = entry == NULL || set_attr_ll(eng, s_msg_id, id) < 0 ||
+              PyObject_SetAttr(eng, s_lazy, Py_None) < 0 || PyList_Append(out, entry) < 0 ||
+              dict_add(stats, s_frames_sent, 1, 0, "a NIC's frames_sent") < 0 ||
+              dict_add(stats, s_messages_sent, 1, 0, "a NIC's messages_sent") < 0;
+    Py_XDECREF(entry);
+    if (bad)
+        goto done;
+    n_nic_sent++;
+    result = Py_True;
+done:
+    if (result == Py_False)
+        PyErr_Clear();
+    Py_XDECREF(transport);
+    Py_XDECREF(spec);
+    Py_XDECREF(mtu);
+    Py_XDECREF(nd);
+    Py_XDECREF(routes);
+    Py_XDECREF(heads);
+    Py_XDECREF(msg_id);
+    Py_XDECREF(stats);
+    Py_XDECREF(out);
+    Py_XDECREF(node_id);
+    return result == NULL ? NULL : Py_NewRef(result);
 }
 
 #endif /* EMU_CSRC_NIC_H */
