@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Instructions the element loop executes for bench_ns3's all-to-all: a deterministic speed figure.
+
+Wall-clock figures move +-20-30 % on a shared machine; the number of instructions a run executes
+does not (to about 1 %, with the hash seed fixed). This runs one all-to-all of
+``scripts/bench_ns3.py`` (``--messages`` per pair, 1,024 B, the peers' fat tree) under valgrind's
+callgrind, counting only inside the compiled core's ``window()`` -- every element window of the run,
+the hosts' Python included, not the start-up -- and prints the count, the link crossings, the
+virtual completion (the same in every build: the model did not change) and instructions per
+crossing. Compare two builds by running it in each checkout. Needs valgrind
+(``apt-get install valgrind``) and the compiled core (``pure-python`` has no ``window()``).
+
+    python scripts/bench_instructions.py [--messages 3] [--mode direct|sockets]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RUN = """
+import sys, trio
+sys.path.insert(0, {scripts!r})
+import bench_ns3
+from emu import native
+r = trio.run(bench_ns3.emulator, bench_ns3.TOPO, {messages}, 1024, {direct})
+print("RESULT", r["crossings"], r["completion_ns"], native.in_use())
+"""
+
+
+def count(messages: int, direct: bool) -> dict:
+    """One run under callgrind: {instructions, crossings, completion_ns, loop}."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = pathlib.Path(tmp) / "callgrind.out"
+        code = RUN.format(scripts=str(ROOT / "scripts"), messages=messages, direct=direct)
+        proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--toggle-collect=window",
+                               "--cache-sim=no", sys.executable, "-c", code],
+                              capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+        m = re.search(r"RESULT (\d+) (\d+) (\S+)", proc.stdout)
+        if proc.returncode or m is None:
+            raise SystemExit(f"the run under valgrind failed: {proc.stderr.strip().splitlines()[-1:]}")
+        total = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.M)
+        return {"instructions": int(total.group(1)) if total else 0, "crossings": int(m.group(1)),
+                "completion_ns": int(m.group(2)), "loop": m.group(3)}
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--messages", type=int, default=3)
+    ap.add_argument("--mode", choices=("direct", "sockets"), default="direct")
+    a = ap.parse_args(argv)
+    if a.messages < 1:
+        ap.error("--messages must be at least 1")
+    if shutil.which("valgrind") is None:
+        ap.error("valgrind is not installed (apt-get install valgrind): it counts the instructions")
+    r = count(a.messages, a.mode == "direct")
+    if r["loop"] != "compiled" or not r["instructions"]:
+        raise SystemExit(f"the element loop ran {r['loop']}: build the compiled core (pip install -e .) to count its window()")
+    print(f"{a.mode}, {a.messages} messages per pair: {r['instructions']:,} instructions in window() for "
+          f"{r['crossings']:,} link crossings ({r['instructions'] / r['crossings']:,.0f} per crossing); "
+          f"virtual completion {r['completion_ns']:,} ns")
+    return r
+
+
+if __name__ == "__main__":
+    main()

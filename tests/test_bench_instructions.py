@@ -1,0 +1,34 @@
+"""bench_instructions: refused in one line without valgrind or with a bad count; the figure it
+prints is read from callgrind's output (the run itself needs valgrind: tried where it is)."""
+
+import shutil
+
+import pytest
+from load_script import load
+
+from emu import native
+
+
+def test_without_valgrind_it_is_refused_in_one_line(monkeypatch, capsys):
+    bench = load("bench_instructions")
+    monkeypatch.setattr(bench.shutil, "which", lambda name: None)
+    with pytest.raises(SystemExit) as e:
+        bench.main([])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "valgrind is not installed" in err and "apt-get install valgrind" in err
+
+
+def test_a_bad_message_count_is_refused(capsys):
+    bench = load("bench_instructions")
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--messages", "0"])
+    assert e.value.code == 2 and "--messages must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None or native.CORE is None, reason="needs valgrind and the core")
+def test_it_counts_a_run_whose_figures_are_the_models(monkeypatch):
+    bench = load("bench_instructions")
+    monkeypatch.setattr(bench, "RUN", bench.RUN.replace("bench_ns3.TOPO", "'star:n=3'"))
+    r = bench.count(1, True)
+    assert r["crossings"] == 3 * 2 * 2 and r["instructions"] > 0  # (6 messages, each host link then the switch's)
