@@ -25,6 +25,7 @@ clock, scheduling order and CPU load change how long a run takes, never its resu
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import heapq
 import logging
@@ -221,6 +222,10 @@ class Synchroniser:
         if self.broken:
             raise EmuError(f"the cluster cannot run any more: {self.broken}; start a new one")
         freeze_startup()
+        with young_collections_batched():
+            await self._windows()
+
+    async def _windows(self) -> None:
         handles = self.handles
         last_yield = time.perf_counter()
         while True:
@@ -315,6 +320,27 @@ def freeze_startup() -> None:
     _frozen = True
     gc.collect()
     gc.freeze()
+
+
+RUN_GEN0 = 10_000
+"""The cyclic collector's first-generation threshold while a run goes (CPython's default: 700)."""
+
+
+@contextlib.contextmanager
+def young_collections_batched():
+    """While a run goes, the youngest generation is collected every ``RUN_GEN0`` new objects rather
+    than every 700: a run makes and drops frames, records and messages by the hundred thousand, and
+    each young collection promotes survivors that full collections then traverse (the 256-host
+    allreduce: collector time 0.19-0.36 s -> 0.10-0.17 s). The thresholds the run found are put back
+    after it -- unless the program changed them meanwhile. Nothing in the model depends on it."""
+    before = gc.get_threshold()
+    during = (max(before[0], RUN_GEN0), *before[1:])
+    gc.set_threshold(*during)
+    try:
+        yield
+    finally:
+        if gc.get_threshold() == during:
+            gc.set_threshold(*before)
 
 
 def window_start(next_times: list[int], faults: list[int], max_time: int) -> int:

@@ -422,3 +422,30 @@ async def test_runs_leave_the_applications_garbage_and_its_own_freeze_to_the_col
     async with emu.Cluster("star:n=2", run=emu.RunConfig(direct=True)) as net:
         await net.run({"h0": app})
     assert freezes == [] and sync._frozen is False
+
+
+async def test_a_run_batches_young_collections_and_gives_the_thresholds_back(monkeypatch):
+    """During a run the collector's youngest generation waits for emu.sync.RUN_GEN0 new objects;
+    after it the thresholds are the program's again, and a change the program made meanwhile stays."""
+    import gc
+
+    from emu import sync
+
+    before = gc.get_threshold()
+    seen = []
+
+    async def app(host, change):
+        seen.append(gc.get_threshold())
+        if change:
+            gc.set_threshold(1234, 5, 6)
+        return await host.ping("h1")
+
+    try:
+        async with emu.Cluster("star:n=2", run=emu.RunConfig(direct=True)) as net:
+            await net.run({"h0": (app, False)})
+            assert gc.get_threshold() == before
+            await net.run({"h0": (app, True)})
+            assert gc.get_threshold() == (1234, 5, 6)
+        assert seen[0] == (max(before[0], sync.RUN_GEN0), *before[1:])
+    finally:
+        gc.set_threshold(*before)
