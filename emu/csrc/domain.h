@@ -74,6 +74,18 @@ done:
     return rc;
 }
 
+/* the counts of ``n`` frames accepted in ``window`` (received, _by_window[window]), for the Domain
+ * class: 0, or -1 with an error */
+static int arrived_counts(PyObject *domain, long long n, PyObject *window)
+{
+    long long rv;
+    int ok = get_ll(SLOT(domain, dom_attr[D_RECEIVED].off), &rv) && DOM_SET_LL(domain, D_RECEIVED, rv + n) == 0 &&
+             add_attr_item(domain, D_BY_WINDOW, window, n, 0) == 0;
+    if (!ok && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "emu._core: a domain's counts are not what they were");
+    return ok ? 0 : -1;
+}
+
 /* Domain.frames_arrived(el, n, first_ts, window) -- its bookkeeping exactly, for the Domain class */
 static int frames_arrived(PyObject *domain, PyObject *el, long n, long long first_ts, PyObject *window)
 {
@@ -82,46 +94,29 @@ static int frames_arrived(PyObject *domain, PyObject *el, long n, long long firs
         Py_XDECREF(r);
         return r == NULL ? -1 : 0;
     }
-    long long rv;
-    int ok = get_ll(SLOT(domain, dom_attr[D_RECEIVED].off), &rv) && DOM_SET_LL(domain, D_RECEIVED, rv + n) == 0 &&
-             add_attr_item(domain, D_BY_WINDOW, window, n, 0) == 0;
-    if (!ok) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "emu._core: a domain's counts are not what they were");
-        return -1;
-    }
-    return frames_due(domain, el, first_ts);
+    return arrived_counts(domain, n, window) < 0 ? -1 : frames_due(domain, el, first_ts);
 }
 
-/* Domain.frames_local's counts of ``n`` frames handed over in this domain (sent_to[index],
- * received, _by_window[window]), for the Domain class: a hand-over loop adds them up and tells the
- * domain once, each peer's heap entry (frames_due) told as it goes */
+/* Domain.frames_local's counts of ``n`` frames handed over in this domain (sent_to[index], then
+ * received and _by_window[window]), for the Domain class: a hand-over loop adds them up and tells
+ * the domain once, each peer's heap entry (frames_due) told as it goes */
 static int local_counts(PyObject *domain, long long n, PyObject *window)
 {
     if (n == 0)
         return 0;
-    long long rv;
-    PyObject *index = DOM_GET(domain, D_INDEX);
-    int ok = index != NULL && add_attr_item(domain, D_SENT_TO, index, n, 1) == 0 &&
-             get_ll(SLOT(domain, dom_attr[D_RECEIVED].off), &rv) && DOM_SET_LL(domain, D_RECEIVED, rv + n) == 0 &&
-             add_attr_item(domain, D_BY_WINDOW, window, n, 0) == 0;
-    Py_XDECREF(index);
-    if (!ok && !PyErr_Occurred())
-        PyErr_SetString(PyExc_TypeError, "emu._core: a domain's counts are not what they were");
-    return ok ? 0 : -1;
-}
-
-static int frames_local(PyObject *domain, PyObject *el, long n, long long first_ts, PyObject *window)
-{
-    if (DomainT == NULL || Py_TYPE(domain) != DomainT) {
-        PyObject *r = PyObject_CallMethod(domain, "frames_local", "OlLO", el, n, first_ts, window);
-        Py_XDECREF(r);
-        return r == NULL ? -1 : 0;
-    }
     PyObject *index = DOM_GET(domain, D_INDEX);
     int rc = index == NULL ? -1 : add_attr_item(domain, D_SENT_TO, index, n, 1);
     Py_XDECREF(index);
-    return rc < 0 ? -1 : frames_arrived(domain, el, n, first_ts, window);
+    return rc < 0 ? -1 : arrived_counts(domain, n, window);
+}
+
+/* Domain.frames_local(el, n, first_ts, window) of a domain of another class (the Domain class's:
+ * local_counts and frames_due, above) */
+static int frames_local_call(PyObject *domain, PyObject *el, long n, long long first_ts, PyObject *window)
+{
+    PyObject *r = PyObject_CallMethod(domain, "frames_local", "OlLO", el, n, first_ts, window);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
 }
 
 /* Batch.on_datagram's last loop: every element's frames accepted from one datagram (``got``:

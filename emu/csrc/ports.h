@@ -215,6 +215,24 @@ static Py_ssize_t emit_into(PyObject *outs, PyObject *busy, PyObject *result, lo
 /* Element.run_window's frames-only loop for a static-table switch: its plain data frames due before
  * ``t_end`` forwarded (SwitchEngine.receive, Element._emit, OutPort.enqueue); stops at the first other
  * one. *n frames, the last one's arrival in *now. -1: an error (set). */
+/* Element._arrived's plain case for the heap entry ``item`` (arrival, port, seq, wire, kind),
+ * without taking it: its input port has no timeline and no buffer, the frame passes its FCS (or is
+ * known clean) and is not link control. 1 (its port, kind and bytes out), 0 (Python's). */
+static int plain_arrival(PyObject *item, PyObject *ins, long long *port, long long *kind, PyObject **wire)
+{
+    PyObject *inp;
+    if (!get_ll(PyTuple_GET_ITEM(item, 1), port) || !get_ll(PyTuple_GET_ITEM(item, 4), kind) ||
+        !PyBytes_CheckExact(*wire = PyTuple_GET_ITEM(item, 3)) || *port < 0 || *port >= PyList_GET_SIZE(ins) ||
+        Py_TYPE(inp = PyList_GET_ITEM(ins, *port)) != InPortT || SLOT(inp, i_timeline) != Py_None ||
+        SLOT(inp, i_buf) != Py_None)
+        return 0;
+    Py_ssize_t wlen = PyBytes_GET_SIZE(*wire);
+    const unsigned char *w = (const unsigned char *)PyBytes_AS_STRING(*wire);
+    if (!(*kind & C_CLEAN) && (wlen < 4 || crc32_of(w, wlen) != C_FCS_RESIDUE))
+        return 0; /* (a bad FCS: the port's) */
+    return !(wlen >= C_CREDIT_LEN && w[13] == C_CREDIT_LO && w[12] == C_CREDIT_HI); /* (link control: the port's) */
+}
+
 static int forward_into(PyObject *heap, long long t_end, PyObject *ins, PyObject *outs, PyObject *busy,
                         PyObject *routes, long long delay, long *n_out, long long *now_out)
 {
@@ -231,21 +249,12 @@ static int forward_into(PyObject *heap, long long t_end, PyObject *ins, PyObject
         if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 5)
             break;
         long long arrival, port, kind;
+        PyObject *wire;
         if (!get_ll(PyTuple_GET_ITEM(item, 0), &arrival) || arrival >= t_end ||
-            !get_ll(PyTuple_GET_ITEM(item, 1), &port) || !get_ll(PyTuple_GET_ITEM(item, 4), &kind))
-            break;
-        PyObject *wire = PyTuple_GET_ITEM(item, 3);
-        if (!PyBytes_CheckExact(wire) || port < 0 || port >= PyList_GET_SIZE(ins))
-            break;
-        PyObject *inp = PyList_GET_ITEM(ins, port);
-        if (Py_TYPE(inp) != InPortT || SLOT(inp, i_timeline) != Py_None || SLOT(inp, i_buf) != Py_None)
+            !plain_arrival(item, ins, &port, &kind, &wire))
             break;
         Py_ssize_t wlen = PyBytes_GET_SIZE(wire);
         const unsigned char *w = (const unsigned char *)PyBytes_AS_STRING(wire);
-        if (!(kind & C_CLEAN) && (wlen < 4 || crc32_of(w, wlen) != C_FCS_RESIDUE))
-            break; /* (a bad FCS: the port's, in Python) */
-        if (wlen >= C_CREDIT_LEN && w[13] == C_CREDIT_LO && w[12] == C_CREDIT_HI)
-            break; /* link control */
         Py_ssize_t flen = (kind & C_NOFCS) ? wlen : wlen - 4;
         /* SwitchEngine.receive: a plain data frame, routed by the table */
         if (flen < C_HDR_LEN || w[12] != C_ET_HI || w[13] != C_ET_LO || decline[w[C_PTYPE_OFF]] ||
@@ -601,7 +610,7 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
                     set_ll(p, o_sent_done, last - lat) < 0 || add_ll(p, o_tx_frames, n) < 0 ||
                     add_ll(p, o_tx_bytes, nbytes) < 0 || add_ll(inp, i_rx_frames, n) < 0 ||
                     add_ll(inp, i_rx_bytes, nbytes) < 0 ||
-                    (inline_counts ? (local_n += n, frames_due(domain, peer, a0)) : frames_local(domain, peer, n, a0, window)) < 0)
+                    (inline_counts ? (local_n += n, frames_due(domain, peer, a0)) : frames_local_call(domain, peer, n, a0, window)) < 0)
                     goto fail;
                 npend = PySequence_Size(pend);
             }

@@ -165,6 +165,20 @@ done:
     return rc;
 }
 
+/* Element.run_window's last lines: ``self.safe_time = t_end``, then Element._transmit if a port is
+ * busy (el_transmit), else no arrival (INF in *fa). 0, or -1 with an error. */
+static int window_end(PyObject *el, PyObject *busy, long long t1, PyObject *w, PyObject *domain, long long *fa)
+{
+    PyObject *st = PyLong_FromLongLong(t1);
+    int bad = st == NULL || EL_SET(el, E_SAFE_TIME, st) < 0;
+    Py_XDECREF(st);
+    int anybusy = bad ? -1 : PyObject_IsTrue(busy);
+    if (anybusy < 0)
+        return -1;
+    *fa = (long long)1 << 62;
+    return anybusy ? el_transmit(el, busy, t1, w, domain, fa) : 0;
+}
+
 /* A static-table switch's whole window (Element.run_window when only frames can be due, then
  * Element._transmit): 0 done (its first arrival in *fa), 1 not this case or frames left that Python
  * must take (nothing else changed: Python's run_window goes on from here), 2 not a static-table
@@ -219,19 +233,9 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
     if (h == 2 || (h == 1 && head < t1))
         goto done; /* a frame the core left: Python's run_window takes it (and whatever follows) */
     rc = -1;
-    PyObject *st = PyLong_FromLongLong(t1);
-    int bad = st == NULL || EL_SET(el, E_SAFE_TIME, st) < 0;
-    Py_XDECREF(st);
-    if (bad)
+    if (window_end(el, busy, t1, w, domain, fa) < 0)
         goto done;
     n_windows++;
-    if (!PyDict_CheckExact(busy) || PyDict_GET_SIZE(busy) == 0) {
-        *fa = (long long)1 << 62;
-        rc = 0;
-        goto done;
-    }
-    if (el_transmit(el, busy, t1, w, domain, fa) < 0)
-        goto done;
     rc = 0;
 done:
     if (rc == -1 && !PyErr_Occurred())
@@ -315,18 +319,11 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             if (head == NULL || th >= t1)
                 break;
             long long port, kind;
-            PyObject *wire = PyTuple_GET_ITEM(head, 3), *inp;
-            if (!get_ll(PyTuple_GET_ITEM(head, 1), &port) || !get_ll(PyTuple_GET_ITEM(head, 4), &kind) ||
-                !PyBytes_CheckExact(wire) || port < 0 || port >= PyList_GET_SIZE(ins) ||
-                Py_TYPE(inp = PyList_GET_ITEM(ins, port)) != InPortT || SLOT(inp, i_timeline) != Py_None ||
-                SLOT(inp, i_buf) != Py_None)
-                goto done;
+            PyObject *wire;
+            if (!plain_arrival(head, ins, &port, &kind, &wire) || (!(kind & C_NOFCS) && PyBytes_GET_SIZE(wire) < 4))
+                goto done; /* damaged, link control, a port's buffer or timeline: Python's */
             Py_ssize_t wlen = PyBytes_GET_SIZE(wire);
             const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(wire);
-            if ((!(kind & C_CLEAN) && crc32_of(b, wlen) != C_FCS_RESIDUE) ||
-                (wlen >= C_CREDIT_LEN && b[13] == C_CREDIT_LO && b[12] == C_CREDIT_HI) ||
-                (!(kind & C_NOFCS) && wlen < 4))
-                goto done; /* damaged, link control: the port's, in Python */
             rc = -1;
             PyObject *item = heap_pop(heap);
             if (item == NULL)
@@ -371,17 +368,8 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             goto done;
         Py_XDECREF(r);
     }
-    rc = -1; /* the window's end: Element.run_window's last lines */
-    PyObject *st = PyLong_FromLongLong(t1);
-    int bad = st == NULL || EL_SET(el, E_SAFE_TIME, st) < 0;
-    Py_XDECREF(st);
-    if (bad || (busy = EL_GET(el, E_BUSY)) == NULL)
-        goto done;
-    int anybusy = PyObject_IsTrue(busy);
-    if (anybusy < 0)
-        goto done;
-    *fa = (long long)1 << 62;
-    if (anybusy && el_transmit(el, busy, t1, w, domain, fa) < 0)
+    rc = -1;
+    if ((busy = EL_GET(el, E_BUSY)) == NULL || window_end(el, busy, t1, w, domain, fa) < 0)
         goto done;
     n_element_windows++;
     rc = 0;
