@@ -326,6 +326,13 @@ RUN_GEN0 = 10_000
 """The cyclic collector's first-generation threshold while a run goes (CPython's default: 700)."""
 
 
+def run_thresholds() -> tuple[int, ...]:
+    """The collector's thresholds for running windows: the youngest generation's at least
+    ``RUN_GEN0``, the others as they are."""
+    now = gc.get_threshold()
+    return (max(now[0], RUN_GEN0), *now[1:])
+
+
 @contextlib.contextmanager
 def young_collections_batched():
     """While a run goes, the youngest generation is collected every ``RUN_GEN0`` new objects rather
@@ -334,7 +341,7 @@ def young_collections_batched():
     allreduce: collector time 0.19-0.36 s -> 0.10-0.17 s). The thresholds the run found are put back
     after it -- unless the program changed them meanwhile. Nothing in the model depends on it."""
     before = gc.get_threshold()
-    during = (max(before[0], RUN_GEN0), *before[1:])
+    during = run_thresholds()
     gc.set_threshold(*during)
     try:
         yield

@@ -20,7 +20,7 @@ import sys
 import trio
 
 from .control import SECRET, client_handshake
-from .sync import RUN_GEN0, MsgStream
+from .sync import MsgStream, run_thresholds
 
 log = logging.getLogger("emu.worker")
 
@@ -60,7 +60,7 @@ async def serve(host: str, port: int, index: int, secret: bytes) -> None:
         domain = build_domain(plan, index, secret)  # (off loopback the secret keys the datagram tags)
         spilled.append(domain)
         gc.freeze()  # (this process serves this domain alone: what it built is never collected apart)
-        gc.set_threshold(max(gc.get_threshold()[0], RUN_GEN0), *gc.get_threshold()[1:])  # (as emu.sync's runs)
+        gc.set_threshold(*run_thresholds())  # (its windows are runs: as emu.sync's)
         async with trio.open_nursery() as nursery:
             addrs = await nursery.start(domain.serve_sockets)
             await chan.send(addrs)
