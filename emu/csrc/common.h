@@ -124,6 +124,21 @@ static inline int set_ll(PyObject *obj, Py_ssize_t off, long long v)
 
 static inline void drop(PyObject **o) { Py_CLEAR(*o); }
 
+/* the ``k`` bytes at ``b`` as a big-endian (network order) number, and the other way */
+static inline uint64_t be(const unsigned char *b, int k)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < k; i++)
+        v = v << 8 | b[i];
+    return v;
+}
+
+static inline void put_be(unsigned char *b, uint64_t v, int k)
+{
+    for (int i = k - 1; i >= 0; i--, v >>= 8)
+        b[i] = (unsigned char)(v & 0xFF);
+}
+
 static inline int set_attr_ll(PyObject *obj, PyObject *name, long long v)
 {
     PyObject *n = PyLong_FromLongLong(v);

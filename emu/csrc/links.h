@@ -24,11 +24,10 @@ static PyObject *flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssiz
         uint32_t sq = (uint32_t)seq;
         uint64_t ts = (uint64_t)recs[k].arrival;
         Py_ssize_t n = PyBytes_GET_SIZE(recs[k].frame);
-        b[0] = sq >> 24; b[1] = sq >> 16; b[2] = sq >> 8; b[3] = sq;
-        for (int i = 0; i < 8; i++)
-            b[4 + i] = (unsigned char)(ts >> (56 - 8 * i));
-        b[12] = (n >> 8) & 0xFF; b[13] = n & 0xFF;
-        b[14] = (w16 >> 8) & 0xFF; b[15] = w16 & 0xFF;
+        put_be(b, sq, 4);
+        put_be(b + 4, ts, 8);
+        put_be(b + 12, (uint64_t)n, 2);
+        put_be(b + 14, (uint64_t)w16, 2);
         b += 16;
         memcpy(b, PyBytes_AS_STRING(recs[k].frame), n);
         b += n;
@@ -170,13 +169,6 @@ static PyObject *take(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * heap as Python would put it; ``got`` (element -> [frames, earliest stamp, window]) counts them as
  * Python's loop does. Stops at the first other record (Python's: a drop, a gap, a NACK ...) and
  * returns its offset (``n`` when all were taken). */
-static inline uint64_t be(const unsigned char *b, int k)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < k; i++)
-        v = v << 8 | b[i];
-    return v;
-}
 
 typedef struct { PyObject *inp, *g; long long rn, rb, rts; } run_t;
 

@@ -56,11 +56,6 @@ static PyObject *nic_setup(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-static inline unsigned long be32(const unsigned char *p)
-{
-    return ((unsigned long)p[0] << 24) | ((unsigned long)p[1] << 16) | ((unsigned long)p[2] << 8) | p[3];
-}
-
 /* NicEngine.receive(frame, port, now) for a one-frame message to this host (no mechanism takes
  * its packet type anywhere, no end-to-end transport, nothing cancelled among its timers): the
  * engine's now and output list, its counters, the Message delivered to the host after the NIC
@@ -73,11 +68,11 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
     Py_ssize_t n = PyBytes_GET_SIZE(frame), data = C_HDR_LEN + C_MSG_LEN;
     const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(frame);
     if (n < data || b[12] != C_ET_HI || b[13] != C_ET_LO || b[C_PTYPE_OFF] != C_MSG_PTYPE ||
-        (Py_ssize_t)((b[C_HDR_LEN - 2] << 8) | b[C_HDR_LEN - 1]) != n - C_HDR_LEN)
+        (Py_ssize_t)be(b + C_HDR_LEN - 2, 2) != n - C_HDR_LEN)
         return 1;
-    long long src = (long long)be32(b + C_DST_OFF - 4), dst = (long long)be32(b + C_DST_OFF), nowv, node, delay;
-    long long tag = (long long)be32(b + C_HDR_LEN + 4), total = (long long)be32(b + C_HDR_LEN + 8),
-              offset = (long long)be32(b + C_HDR_LEN + 12);
+    long long src = (long long)be(b + C_DST_OFF - 4, 4), dst = (long long)be(b + C_DST_OFF, 4), nowv, node, delay;
+    long long tag = (long long)be(b + C_HDR_LEN + 4, 4), total = (long long)be(b + C_HDR_LEN + 8, 4),
+              offset = (long long)be(b + C_HDR_LEN + 12, 4);
     if (offset != 0 || total != n - data || !get_ll(now, &nowv))
         return 1;
     PyObject *node_id = NULL, *anywhere = NULL, *transport = NULL, *names = NULL, *stats = NULL, *spec = NULL,
@@ -161,11 +156,6 @@ done:
 
 static unsigned long long n_nic_sent; /* one-frame messages sent here (counts()) */
 
-static inline void put_be32(unsigned char *p, unsigned long v)
-{
-    p[0] = (v >> 24) & 0xFF, p[1] = (v >> 16) & 0xFF, p[2] = (v >> 8) & 0xFF, p[3] = v & 0xFF;
-}
-
 /* NicEngine.send_message(dst, tag, data, t, vc) for a message of one frame (no end-to-end
  * transport, a route and an Ethernet header known for dst, bytes of at most the MTU): the next
  * message id, the frame -- Ethernet header, fabric header, message header, data -- onto the
@@ -216,15 +206,15 @@ static PyObject *nic_send(PyObject *self, PyObject *const *args, Py_ssize_t narg
     unsigned char *b = (unsigned char *)PyBytes_AS_STRING(frame);
     memcpy(b, PyBytes_AS_STRING(head), hlen);
     unsigned char *f = b + hlen; /* the fabric header: src, dst, vc, prio, ptype, flags, hops, rsvd, length */
-    put_be32(f, (unsigned long)node);
-    put_be32(f + 4, (unsigned long)dst);
+    put_be(f, (uint64_t)node, 4);
+    put_be(f + 4, (uint64_t)dst, 4);
     f[8] = (unsigned char)vc, f[9] = 0, f[10] = (unsigned char)C_MSG_PTYPE, f[11] = 0, f[12] = 0, f[13] = 0;
-    f[14] = ((C_MSG_LEN + total) >> 8) & 0xFF, f[15] = (C_MSG_LEN + total) & 0xFF;
+    put_be(f + 14, (uint64_t)(C_MSG_LEN + total), 2);
     unsigned char *m = b + C_HDR_LEN; /* the message header: id, tag, total, offset */
-    put_be32(m, (unsigned long)id);
-    put_be32(m + 4, (unsigned long)tag);
-    put_be32(m + 8, (unsigned long)total);
-    put_be32(m + 12, 0);
+    put_be(m, (uint64_t)id, 4);
+    put_be(m + 4, (uint64_t)tag, 4);
+    put_be(m + 8, (uint64_t)total, 4);
+    put_be(m + 12, 0, 4);
     memcpy(m + C_MSG_LEN, PyBytes_AS_STRING(data), total);
     PyObject *port = routes == Py_None ? PyLong_FromLong(0) : Py_NewRef(PyList_GET_ITEM(routes, dst)); /* (None: port 0) */
     PyObject *entry = tuple_steal(3, (PyObject *[]){port, frame, PyLong_FromLongLong(t + delay)});
