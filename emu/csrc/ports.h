@@ -108,6 +108,14 @@ static long long enqueue_tail(PyObject *p, PyObject *frame, long long n, long lo
     return start;
 }
 
+/* the FCS of the ``flen`` bytes at ``b`` written after them (CRC-32, least significant byte first) */
+static inline void put_fcs(unsigned char *b, Py_ssize_t flen)
+{
+    uint32_t crc = crc32_of(b, flen);
+    for (int i = 0; i < 4; i++)
+        b[flen + i] = (crc >> (8 * i)) & 0xFF;
+}
+
 /* ``frame`` (len flen, from ``src``) with its FCS appended (CRC-32, little-endian), the hop count
  * byte at ``hops_off`` raised by one when ``hops_off`` >= 0. */
 static PyObject *with_fcs(const char *src, Py_ssize_t flen, Py_ssize_t hops_off)
@@ -119,11 +127,7 @@ static PyObject *with_fcs(const char *src, Py_ssize_t flen, Py_ssize_t hops_off)
     memcpy(b, src, flen);
     if (hops_off >= 0)
         b[hops_off] = (b[hops_off] + 1) & 0xFF;
-    uint32_t crc = crc32_of(b, flen);
-    b[flen] = crc & 0xFF;
-    b[flen + 1] = (crc >> 8) & 0xFF;
-    b[flen + 2] = (crc >> 16) & 0xFF;
-    b[flen + 3] = (crc >> 24) & 0xFF;
+    put_fcs(b, flen);
     return out;
 }
 
@@ -292,13 +296,8 @@ static int forward_into(PyObject *heap, long long t_end, PyObject *ins, PyObject
             frame = Py_NewRef(wire);
             unsigned char *b = (unsigned char *)PyBytes_AS_STRING(frame);
             b[C_HOPS_OFF] = (b[C_HOPS_OFF] + 1) & 0xFF;
-            if (!defer) {
-                uint32_t crc = crc32_of(b, flen);
-                b[flen] = crc & 0xFF;
-                b[flen + 1] = (crc >> 8) & 0xFF;
-                b[flen + 2] = (crc >> 16) & 0xFF;
-                b[flen + 3] = (crc >> 24) & 0xFF;
-            }
+            if (!defer)
+                put_fcs(b, flen);
 #if PY_VERSION_HEX < 0x030D0000
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
