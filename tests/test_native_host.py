@@ -164,3 +164,20 @@ async def test_a_counter_someone_holds_keeps_its_value(monkeypatch):
         assert held == copies  # (the ints held here were not written)
         now = (port.tx_frames, port.tx_bytes, stats["frames_sent"], stats["messages_received"])
         assert now == (copies[0] + 10, copies[1] + 10 * (copies[1] // copies[0]), copies[2] + 10, copies[3] + 10)
+
+
+@needs_core
+async def test_the_headers_the_core_makes_are_the_wires(monkeypatch):
+    """The first message to a host makes its Ethernet header in the core (NicEngine._route's, kept
+    in _heads): byte for byte what emu.wire makes."""
+    from emu.wire import ETH_LEN, build_frame
+
+    monkeypatch.setattr(native, "CORE", CORE)
+    before = CORE.counts()["nic_sent"]
+    async with emu.Cluster("star:n=3", run=emu.RunConfig(direct=True)) as net:
+        await net.run({h: (chatter, ["h0", "h1"], 5) for h in ("h0", "h1")})
+        engines = [net._local.by_name[h].engine for h in ("h0", "h1")]
+    assert CORE.counts()["nic_sent"] - before == 10
+    for eng in engines:
+        assert list(eng._heads) == [1 - eng.node_id]
+        assert eng._heads[1 - eng.node_id] == build_frame(eng.node_id, 1 - eng.node_id, 0, b"")[:ETH_LEN]

@@ -459,7 +459,8 @@ register_engine("host", make_host, min_delay=lambda spec: spec.nic_delay_ns)
 
 if native.CORE is not None:  # the compiled core takes a one-frame message's receipt (NicEngine.receive's plain case)
     try:
-        native.CORE.nic_setup(NicEngine, Timers, Message, int(PacketType.MSG), MSG.size)
+        native.CORE.nic_setup(NicEngine, Timers, Message, int(PacketType.MSG), MSG.size,
+                              build_frame(0x01020304, 0x05060708, 0, b"")[:ETH_LEN])
         native.CORE.host_setup(Host, Proc, Send, Recv, HOST_HANDLERS)  # (its timers, resume, deliver, send, recv)
     except (TypeError, ValueError, AttributeError) as e:
         native.disable(str(e))
