@@ -171,6 +171,7 @@ static PyMethodDef methods[] = {
     {"element_setup", element_setup, METH_O, "element_setup(Element): the attributes the core reads, in place"},
     {"nic_setup", nic_setup, METH_VARARGS, "nic_setup(NicEngine, Timers, Message, msg_ptype, msg_header_len)"},
     {"host_setup", host_setup, METH_VARARGS, "host_setup(Host, Proc, Send, Recv, handlers)"},
+    {"await_setup", await_setup, METH_O, "await_setup(Op): Op.__await__ the core's"},
     {"nic_send", (PyCFunction)(void (*)(void))nic_send, METH_FASTCALL,
      "NicEngine.send_message's one-frame case: True (sent) or False (not this case)"},
     {"transmit_local", (PyCFunction)(void (*)(void))transmit_local, METH_FASTCALL,
