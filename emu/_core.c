@@ -18,7 +18,12 @@
  *   hand_over, take, records, arrived, forget
  *                                       the hand-over loop, LinkSender.take, Batch.on_datagram's common
  *                                       records and last loop, Element.forget
- *   heappush, heappop, crc32, counts, setup, switch_setup, domain_setup
+ *   nic_send, and in window() (csrc/nic.h, host.h)
+ *                                       a host NIC's one-frame messages both ways and its timers,
+ *                                       Host.resume / deliver and the send and recv requests' plain
+ *                                       cases; Op.__await__ (await_setup)
+ *   heappush, heappop, crc32, counts, setup, switch_setup, domain_setup, element_setup, nic_setup,
+ *   host_setup
  *
  * The ports are slotted dataclasses (emu.port.OutPort / InPort): setup() reads the offsets of their
  * slots from the classes' member descriptors, so a slot is read and written in place; every object
