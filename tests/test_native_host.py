@@ -164,3 +164,68 @@ async def test_a_counter_someone_holds_keeps_its_value(monkeypatch):
         assert held == copies  # (the ints held here were not written)
         now = (port.tx_frames, port.tx_bytes, stats["frames_sent"], stats["messages_received"])
         assert now == (copies[0] + 10, copies[1] + 10 * (copies[1] // copies[0]), copies[2] + 10, copies[3] + 10)
+
+
+@needs_core
+async def test_the_headers_the_core_makes_are_the_wires(monkeypatch):
+    """The first message to a host makes its Ethernet header in the core (NicEngine._route's, kept
+    in _heads): byte for byte what emu.wire makes."""
+    from emu.wire import ETH_LEN, build_frame
+
+    monkeypatch.setattr(native, "CORE", CORE)
+    before = CORE.counts()["nic_sent"]
+    async with emu.Cluster("star:n=3", run=emu.RunConfig(direct=True)) as net:
+        await net.run({h: (chatter, ["h0", "h1"], 5) for h in ("h0", "h1")})
+        engines = [net._local.by_name[h].engine for h in ("h0", "h1")]
+    assert CORE.counts()["nic_sent"] - before == 10
+    for eng in engines:
+        assert list(eng._heads) == [1 - eng.node_id]
+        assert eng._heads[1 - eng.node_id] == build_frame(eng.node_id, 1 - eng.node_id, 0, b"")[:ETH_LEN]
+
+
+class _PyOp:
+    """An Op awaited by Python's own generator (Op.__await__ as written in emu.nodes.nic.interface)."""
+
+    def __await__(self):
+        return (yield self)
+
+
+@needs_core
+@pytest.mark.parametrize("make", [Unknown, _PyOp], ids=["core", "python"])
+def test_awaiting_a_request_yields_it_once_and_returns_the_answer(make):
+    """Op.__await__ in the core (OpWait) does what the generator does: the request yielded to the
+    driver once, the value sent back returned by the await; close and throw reach the app."""
+    assert type(Unknown.__await__).__name__ == "method_descriptor"  # (the core's, set at import)
+
+    async def app(log):
+        op = make()
+        got = await op
+        log.append(got)
+        try:
+            await make()
+        except KeyError as e:
+            log.append(("caught", e.args))
+        got = await make()
+        return ("end", got)
+
+    log = []
+    coro = app(log)
+    first = coro.send(None)
+    assert isinstance(first, make)
+    second = coro.send("answer")
+    assert isinstance(second, make) and second is not first and log == ["answer"]
+    third = coro.throw(KeyError("k"))
+    assert isinstance(third, make) and log == ["answer", ("caught", ("k",))]
+    with pytest.raises(StopIteration) as stop:
+        coro.send(42)
+    assert stop.value.value == ("end", 42)
+    closed = app([])
+    closed.send(None)
+    closed.close()  # (GeneratorExit into the app where it waits)
+    with pytest.raises(RuntimeError):
+        closed.send(None)
+    it = make().__await__()
+    assert next(it) is not None
+    with pytest.raises(StopIteration) as stop:
+        it.send(7)
+    assert stop.value.value == 7

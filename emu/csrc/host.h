@@ -519,4 +519,95 @@ done:
     return rc;
 }
 
+/* -- awaiting a request: Op.__await__ (``return (yield self)``) as a small iterator of its own --
+ * the coroutine's await yields the request to the host once, and returns what the host sends back
+ * (the generator Python makes per await, without its frame). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *op; /* the request; NULL once yielded */
+} OpWait;
+
+static void opwait_dealloc(OpWait *w)
+{
+    Py_XDECREF(w->op);
+    PyObject_Free(w);
+}
+
+static PySendResult opwait_send(PyObject *self, PyObject *arg, PyObject **result)
+{
+    OpWait *w = (OpWait *)self;
+    if (w->op != NULL) { /* the first step: the request to the host */
+        *result = w->op;
+        w->op = NULL;
+        return PYGEN_NEXT;
+    }
+    *result = Py_NewRef(arg); /* then the host's answer, as the awaited value */
+    return PYGEN_RETURN;
+}
+
+static PyObject *opwait_next(PyObject *self)
+{
+    OpWait *w = (OpWait *)self;
+    if (w->op != NULL) {
+        PyObject *op = w->op;
+        w->op = NULL;
+        return op;
+    }
+    return NULL; /* (StopIteration: the value None) */
+}
+
+static PyObject *opwait_send_method(PyObject *self, PyObject *arg)
+{
+    PyObject *r;
+    if (opwait_send(self, arg, &r) == PYGEN_NEXT)
+        return r;
+    _PyGen_SetStopIterationValue(r);
+    Py_DECREF(r);
+    return NULL;
+}
+
+static PyMethodDef opwait_methods[] = {{"send", opwait_send_method, METH_O, "the host's answer"}, {NULL, NULL, 0, NULL}};
+static PyAsyncMethods opwait_async = {0, 0, 0, opwait_send};
+static PyTypeObject OpWaitT = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "emu._core.OpWait",
+    .tp_basicsize = sizeof(OpWait),
+    .tp_dealloc = (destructor)opwait_dealloc,
+    .tp_as_async = &opwait_async,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = opwait_next,
+    .tp_methods = opwait_methods,
+};
+
+/* Op.__await__(self) */
+static PyObject *op_await(PyObject *self, PyObject *unused)
+{
+    OpWait *w = PyObject_New(OpWait, &OpWaitT);
+    if (w != NULL)
+        w->op = Py_NewRef(self);
+    return (PyObject *)w;
+}
+
+static PyMethodDef op_await_def = {"__await__", op_await, METH_NOARGS,
+                                   "the request yielded to the host once; the host's answer returned"};
+
+/* await_setup(Op): Op.__await__ made the core's (its Python one's twin) */
+static PyObject *await_setup(PyObject *self, PyObject *op)
+{
+    if (!PyType_Check(op)) {
+        PyErr_SetString(PyExc_TypeError, "await_setup: a class expected");
+        return NULL;
+    }
+    if (PyType_Ready(&OpWaitT) < 0)
+        return NULL;
+    PyObject *d = PyDescr_NewMethod((PyTypeObject *)op, &op_await_def);
+    if (d == NULL)
+        return NULL;
+    int rc = PyObject_SetAttrString(op, "__await__", d);
+    Py_DECREF(d);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 #endif /* EMU_CSRC_HOST_H */

@@ -37,7 +37,7 @@ from ..host.api import Recv, Send
 from ..host.engine import _HANDLERS as HOST_HANDLERS, AppState, Host, Proc
 from ..timers import Timers
 from . import coding, coll, inc, qsnet  # noqa: F401  (the built-in mechanisms register themselves)
-from .interface import MECHANISMS, Mechanism, Message, NicRequest
+from .interface import MECHANISMS, Mechanism, Message, NicRequest, Op
 from .outgoing import Outgoing
 from .transport import Transport
 
@@ -459,7 +459,9 @@ register_engine("host", make_host, min_delay=lambda spec: spec.nic_delay_ns)
 
 if native.CORE is not None:  # the compiled core takes a one-frame message's receipt (NicEngine.receive's plain case)
     try:
-        native.CORE.nic_setup(NicEngine, Timers, Message, int(PacketType.MSG), MSG.size)
+        native.CORE.nic_setup(NicEngine, Timers, Message, int(PacketType.MSG), MSG.size,
+                              build_frame(0x01020304, 0x05060708, 0, b"")[:ETH_LEN])
         native.CORE.host_setup(Host, Proc, Send, Recv, HOST_HANDLERS)  # (its timers, resume, deliver, send, recv)
+        native.CORE.await_setup(Op)  # (awaiting a request: Op.__await__'s twin, without a generator per await)
     except (TypeError, ValueError, AttributeError) as e:
         native.disable(str(e))
