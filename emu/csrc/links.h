@@ -33,7 +33,8 @@ static PyObject *flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssiz
         b += n;
         seq = (seq + 1) & 0xFFFFFFFFLL;
     }
-    PyObject *kept = Py_BuildValue("(LLLO)", window, seq0, (seq - 1) & 0xFFFFFFFFLL, dg);
+    PyObject *kept = tuple_steal(4, (PyObject *[]){PyLong_FromLongLong(window), PyLong_FromLongLong(seq0),
+                                                   PyLong_FromLongLong((seq - 1) & 0xFFFFFFFFLL), Py_NewRef(dg)});
     if (kept == NULL) {
         Py_DECREF(dg);
         return NULL;
@@ -306,9 +307,16 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
                         goto fail;
                     }
                 }
-                PyObject *ng = Py_BuildValue("[iLL]", 0, (long long)1 << 62, win);
-                if (ng == NULL)
+                PyObject *ng = PyList_New(3), *g_items[3] = {PyLong_FromLong(0), PyLong_FromLongLong((long long)1 << 62),
+                                                             PyLong_FromLongLong(win)};
+                if (ng == NULL || !g_items[0] || !g_items[1] || !g_items[2]) {
+                    Py_XDECREF(ng);
+                    for (int j = 0; j < 3; j++)
+                        Py_XDECREF(g_items[j]);
                     goto fail;
+                }
+                for (int j = 0; j < 3; j++)
+                    PyList_SET_ITEM(ng, j, g_items[j]); /* [0, INF, window] */
                 int bad = PyDict_SetItem(got, el, ng);
                 Py_DECREF(ng);
                 if (bad < 0)
