@@ -12,5 +12,5 @@ def test_bench_processes_runs_at_a_tiny_size():
     p = subprocess.run([sys.executable, str(SCRIPTS / "bench_processes.py"), "--topo", "star:n=4", "--size", "4KiB",
                         "--processes", "1,2", "--mode", "direct"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
-    assert "cores" in p.stdout and "2 processes" in p.stdout and "CPU split" in p.stdout
+    assert "cores" in p.stdout and "2 processes" in p.stdout and "CPU split" in p.stdout and "critical path" in p.stdout
     assert p.stdout.count("same figures") == 2
