@@ -15,8 +15,9 @@ the run of median wall time. For each count:
 - the critical path in CPU time (``Cluster.window_cpu``): window by window, the CPU of the process
   that took longest from that window's start to the next, summed -- what the run would take with a
   core per process and instant messages; one process's CPU over it is the speed-up the spread allows;
-- what held the processes up: the seconds each waited, ready to run, for a core, the times it was
-  preempted, and how many cores other programs kept busy meanwhile. On a shared machine these, not
+- what held the processes up: the seconds each waited, ready to run, for a core, the seconds it slept
+  (waiting for the other processes' windows or messages), the times it was preempted, and how many
+  cores other programs kept busy meanwhile. On a shared machine these, not
   the emulator, decide most of the wall time's swings.
 
 Every virtual-time figure must be the same in every run. ``--instructions`` counts instead, under
@@ -107,6 +108,7 @@ def median_run(runs: list[dict]) -> dict:
     """The run of median wall time (the lower of the two middle ones: its CPU figures are shown),
     with the median wall time over every run."""
     r = dict(sorted(runs, key=lambda x: x["wall"])[(len(runs) - 1) // 2])
+    r["own_wall"] = r["wall"]
     r["wall"] = statistics.median(x["wall"] for x in runs)
     r["walls"] = sorted(x["wall"] for x in runs)
     return r
@@ -122,8 +124,9 @@ def describe(mode: str, p: int, r: dict, base: dict, cores: int) -> str:
     goal = "" if p == 1 else f"; goal {GOAL}x: {'met' if speed >= GOAL else 'not met'}"
     walls = "" if len(r["walls"]) == 1 else f" (runs {', '.join(f'{w:.2f}' for w in r['walls'])})"
     held = ""
-    if all("runqueue_s" in c for c in r["cpu"]):
-        held = "; waited for a core " + ", ".join(f"{c['runqueue_s']:.2f}" for c in r["cpu"]) + " s"
+    if all("runqueue_s" in c for c in r["cpu"]):  # (the rest of the run's wall time it slept: waiting for the others)
+        held = "; waited for a core " + ", ".join(f"{c['runqueue_s']:.2f}" for c in r["cpu"]) + " s, asleep " + \
+            ", ".join(f"{max(0.0, r['own_wall'] - c['process_s'] - c['runqueue_s']):.2f}" for c in r["cpu"]) + " s"
     if all("preempted" in c for c in r["cpu"]):
         held += ", preempted " + ", ".join(f"{c['preempted']:.0f}" for c in r["cpu"]) + " times"
     if r["other_cores"] is not None:

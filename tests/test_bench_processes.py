@@ -14,3 +14,11 @@ def test_bench_processes_runs_at_a_tiny_size():
     assert p.returncode == 0, p.stderr
     assert "cores" in p.stdout and "2 processes" in p.stdout and "CPU split" in p.stdout and "critical path" in p.stdout
     assert p.stdout.count("same figures") == 2
+
+
+def test_counting_instructions_without_valgrind_is_refused_in_one_line(tmp_path):
+    import os
+
+    p = subprocess.run([sys.executable, str(SCRIPTS / "bench_processes.py"), "--instructions"], capture_output=True,
+                       text=True, timeout=120, env={**os.environ, "PATH": str(tmp_path)})
+    assert p.returncode != 0 and p.stderr.strip().splitlines() == ["--instructions needs valgrind (apt-get install valgrind)"]
