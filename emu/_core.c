@@ -18,7 +18,12 @@
  *   hand_over, take, records, arrived, forget
  *                                       the hand-over loop, LinkSender.take, Batch.on_datagram's common
  *                                       records and last loop, Element.forget
- *   heappush, heappop, crc32, counts, setup, switch_setup, domain_setup
+ *   nic_send, and in window() (csrc/nic.h, host.h)
+ *                                       a host NIC's one-frame messages both ways and its timers,
+ *                                       Host.resume / deliver and the send and recv requests' plain
+ *                                       cases; Op.__await__ (await_setup)
+ *   heappush, heappop, crc32, counts, setup, switch_setup, domain_setup, element_setup, nic_setup,
+ *   host_setup
  *
  * The ports are slotted dataclasses (emu.port.OutPort / InPort): setup() reads the offsets of their
  * slots from the classes' member descriptors, so a slot is read and written in place; every object
@@ -127,6 +132,7 @@ static PyObject *switch_setup(PyObject *self, PyObject *args)
 #include "csrc/links.h"
 #include "csrc/ports.h"
 #include "csrc/nic.h"
+#include "csrc/host.h"
 #include "csrc/window.h"
 
 static PyObject *py_heappush(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -151,10 +157,10 @@ static PyObject *py_heappop(PyObject *self, PyObject *heap)
 
 static PyObject *counts(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsK}", "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over",
+    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsK}", "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over",
                          n_handed, "taken", n_taken, "batched", n_batched, "records", n_records, "windows", n_windows,
                          "element_windows", n_element_windows, "nic_messages", n_nic_messages,
-                         "nic_sent", n_nic_sent);
+                         "nic_sent", n_nic_sent, "host_steps", n_host_steps);
 }
 
 static PyMethodDef methods[] = {
@@ -169,6 +175,8 @@ static PyMethodDef methods[] = {
     {"domain_setup", domain_setup, METH_O, "domain_setup(Domain): its frame counts kept inline, in place"},
     {"element_setup", element_setup, METH_O, "element_setup(Element): the attributes the core reads, in place"},
     {"nic_setup", nic_setup, METH_VARARGS, "nic_setup(NicEngine, Timers, Message, msg_ptype, msg_header_len)"},
+    {"host_setup", host_setup, METH_VARARGS, "host_setup(Host, Proc, Send, Recv, handlers)"},
+    {"await_setup", await_setup, METH_O, "await_setup(Op): Op.__await__ the core's"},
     {"nic_send", (PyCFunction)(void (*)(void))nic_send, METH_FASTCALL,
      "NicEngine.send_message's one-frame case: True (sent) or False (not this case)"},
     {"transmit_local", (PyCFunction)(void (*)(void))transmit_local, METH_FASTCALL,

@@ -77,6 +77,8 @@ static inline int attr_set(PyObject *o, PyTypeObject *t, const Attr *a, PyObject
 /* o.<a> = v (an int): 0, or -1 with an error */
 static inline int attr_set_ll(PyObject *o, PyTypeObject *t, const Attr *a, long long v)
 {
+    if (Py_TYPE(o) == t)
+        return put_ll(&SLOT(o, a->off), v);
     PyObject *n = PyLong_FromLongLong(v);
     if (n == NULL)
         return -1;

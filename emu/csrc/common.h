@@ -30,7 +30,7 @@ static unsigned char decline[256]; /* packet types a plain switch does not forwa
 static int switch_ready = 0;
 
 /* what emu/native.py expects: raise it whenever a function's arguments or results change */
-#define CORE_API 7
+#define CORE_API 8
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
@@ -113,13 +113,52 @@ static inline PyObject *q_popleft(PyObject *q)
     return Py_TYPE(q) == DequeT ? PyObject_Vectorcall(deque_popleft, &q, 1, NULL) : PyObject_CallMethodNoArgs(q, s_popleft);
 }
 
-static inline int set_ll(PyObject *obj, Py_ssize_t off, long long v)
+/* Write ``v`` into the int ``o`` itself when nobody else can see it: ``o`` held by one reference
+ * only (the caller's slot or dict entry), not a small int, and ``v`` of the same sign and number of
+ * digits (CPython 3.11's layout, as get_ll reads it). A counter's update then makes no new object.
+ * 1 written, 0 not (the caller makes a new int). */
+static inline int int_in_place(PyObject *o, long long v)
 {
+#if PY_VERSION_HEX < 0x030C0000
+    if (Py_REFCNT(o) != 1 || !PyLong_CheckExact(o) || (v >= -5 && v <= 256))
+        return 0;
+    Py_ssize_t sz = Py_SIZE(o);
+    unsigned long long a = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    digit *d = ((PyLongObject *)o)->ob_digit;
+    if ((sz < 0) != (v < 0))
+        return 0;
+    if (sz == 1 || sz == -1) {
+        if (a >> PyLong_SHIFT)
+            return 0;
+        d[0] = (digit)a;
+        return 1;
+    }
+    if (sz == 2 || sz == -2) {
+        if (!(a >> PyLong_SHIFT) || (a >> (2 * PyLong_SHIFT)))
+            return 0;
+        d[0] = (digit)(a & PyLong_MASK);
+        d[1] = (digit)(a >> PyLong_SHIFT);
+        return 1;
+    }
+#endif
+    return 0;
+}
+
+/* *slot = v (an int; the slot's reference): in place if it can be (int_in_place), else a new int */
+static inline int put_ll(PyObject **slot, long long v)
+{
+    if (*slot != NULL && int_in_place(*slot, v))
+        return 0;
     PyObject *n = PyLong_FromLongLong(v);
     if (n == NULL)
         return -1;
-    Py_XSETREF(SLOT(obj, off), n);
+    Py_XSETREF(*slot, n);
     return 0;
+}
+
+static inline int set_ll(PyObject *obj, Py_ssize_t off, long long v)
+{
+    return put_ll(&SLOT(obj, off), v);
 }
 
 static inline void drop(PyObject **o) { Py_CLEAR(*o); }
@@ -172,6 +211,8 @@ static int dict_add(PyObject *d, PyObject *key, long long n, int missing_ok, con
             PyErr_Format(PyExc_TypeError, "emu._core: %s is not a count", what);
         return -1;
     }
+    if (old != NULL && int_in_place(old, v + n)) /* (the dict's is the only reference) */
+        return 0;
     PyObject *nv = PyLong_FromLongLong(v + n);
     int rc = nv == NULL ? -1 : PyDict_SetItem(d, key, nv);
     Py_XDECREF(nv);

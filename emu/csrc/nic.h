@@ -9,16 +9,42 @@ static Py_ssize_t tm_heap, tm_seq, tm_cancelled, tm_next = -1; /* Timers' slots 
 static long C_MSG_PTYPE, C_MSG_LEN;
 static PyObject *s_node_id, *s_anywhere, *s_transport, *s_names, *s_spec, *s_nic_delay_ns, *s_timers,
     *s_deliver, *s_out, *s_frames_received, *s_messages_received, *s_eng_now, *s_eng_timer, *s_eng_stats, *msg_ptype_obj;
+enum { N_NODE_ID, N_ANYWHERE, N_TRANSPORT, N_NAMES, N_STATS, N_SPEC, N_TIMERS, N_DELIVER, N_NOW, N_OUT, N_TIMER,
+       N_MSG_ID, N_LAZY, N_HEADS, N_ROUTES, N_MIN_DELAY_NS, N_HOST, N_N };
+static Attr nic_attr[N_N] = {{"node_id"}, {"_anywhere"}, {"transport"}, {"names"}, {"stats"}, {"spec"}, {"timers"},
+                             {"_deliver"}, {"now"}, {"_out"}, {"timer"}, {"_msg_id"}, {"_lazy"}, {"_heads"},
+                             {"routes"}, {"min_delay_ns"}, {"host"}};
+/* a NicEngine's attribute: at its slot's offset (the class given at nic_setup), by name otherwise */
+#define NIC_GET(o, k) attr_get((o), NicT, &nic_attr[k])
+#define NIC_SET(o, k, v) attr_set((o), NicT, &nic_attr[k], (v))
+#define NIC_SET_LL(o, k, v) attr_set_ll((o), NicT, &nic_attr[k], (v))
 static unsigned long long n_nic_messages; /* one-frame messages received here (counts()) */
-static PyObject *s_msg_id, *s_lazy, *s_heads, *s_routes, *s_mtu_bytes, *s_frames_sent, *s_messages_sent;
+static PyObject *s_at, *s_msg_id, *s_lazy, *s_heads, *s_routes, *s_mtu_bytes, *s_frames_sent, *s_messages_sent;
+
+static int heads_here; /* the core makes a missing Ethernet header (nic_setup checked its layout) */
+
+/* the Ethernet header of a frame from node ``src`` to node ``dst`` (emu.wire.fabric: node_mac, 02:00
+ * and the 32-bit node id; the fabric's EtherType) */
+static inline void eth_head(unsigned char *b, uint64_t src, uint64_t dst)
+{
+    b[0] = 2, b[1] = 0, b[6] = 2, b[7] = 0;
+    put_be(b + 2, dst, 4);
+    put_be(b + 8, src, 4);
+    b[12] = (unsigned char)C_ET_HI, b[13] = (unsigned char)C_ET_LO;
+}
 
 static PyObject *nic_setup(PyObject *self, PyObject *args)
 {
-    PyObject *nic, *timers, *message;
+    PyObject *nic, *timers, *message, *sample;
     long ptype, msg_len;
-    if (!PyArg_ParseTuple(args, "O!O!O!ll", &PyType_Type, &nic, &PyType_Type, &timers, &PyType_Type, &message,
-                          &ptype, &msg_len))
+    if (!PyArg_ParseTuple(args, "O!O!O!llS", &PyType_Type, &nic, &PyType_Type, &timers, &PyType_Type, &message,
+                          &ptype, &msg_len, &sample))
         return NULL;
+    /* the Ethernet header of a frame from node 0x01020304 to 0x05060708, as emu.wire makes it: the
+     * core makes a missing one only if it makes this one the same (else _route's, in Python) */
+    unsigned char mine[14];
+    eth_head(mine, 0x01020304, 0x05060708);
+    heads_here = PyBytes_GET_SIZE(sample) == 14 && !memcmp(PyBytes_AS_STRING(sample), mine, 14);
     if (!PyType_IsSubtype((PyTypeObject *)message, &PyTuple_Type) || ptype < 0 || ptype > 255 || msg_len != 16) {
         PyErr_SetString(PyExc_ValueError, "nic_setup: a message or layout this core was not written for");
         return NULL;
@@ -41,10 +67,19 @@ static PyObject *nic_setup(PyObject *self, PyObject *args)
         {&s_messages_received, "messages_received"}, {&s_eng_now, "now"}, {&s_eng_timer, "timer"},
         {&s_eng_stats, "stats"}, {&s_msg_id, "_msg_id"}, {&s_lazy, "_lazy"}, {&s_heads, "_heads"},
         {&s_routes, "routes"}, {&s_mtu_bytes, "mtu_bytes"}, {&s_frames_sent, "frames_sent"},
-        {&s_messages_sent, "messages_sent"}};
+        {&s_messages_sent, "messages_sent"}, {&s_at, "at"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (*names[k].s == NULL && (*names[k].s = PyUnicode_InternFromString(names[k].n)) == NULL)
             return NULL;
+    for (int k = 0; k < N_N; k++)
+        if (nic_attr[k].s == NULL && (nic_attr[k].s = PyUnicode_InternFromString(nic_attr[k].name)) == NULL)
+            return NULL;
+    PyTypeObject *prev = NicT; /* (attrs_setup sets NicT: put back until the end) */
+    PyObject *ok = attrs_setup(nic, nic_attr, N_N, &NicT);
+    if (ok == NULL)
+        return NULL;
+    Py_DECREF(ok);
+    Py_XSETREF(NicT, prev);
     Py_XSETREF(msg_ptype_obj, PyLong_FromLong(ptype));
     if (msg_ptype_obj == NULL)
         return NULL;
@@ -54,6 +89,38 @@ static PyObject *nic_setup(PyObject *self, PyObject *args)
     Py_XSETREF(MessageT, (PyTypeObject *)Py_NewRef(message));
     Py_XSETREF(NicT, (PyTypeObject *)Py_NewRef(nic));
     Py_RETURN_NONE;
+}
+
+/* Timers.at(t, fn, arg) on the registered Timers: the next sequence number, (t, seq, fn, arg) pushed
+ * on its heap, its next lowered to t if earlier; a Timers of another class (or state) by its method.
+ * 0, -1 error. */
+static int timers_at(PyObject *timers, PyObject *t, PyObject *fn, PyObject *arg)
+{
+    PyObject *heap, *seq, *nxt;
+    long long seqv, tv, nv = 0;
+    if (Py_TYPE(timers) != TimersT || tm_next < 0 || (heap = SLOT(timers, tm_heap)) == NULL ||
+        !PyList_CheckExact(heap) || (seq = SLOT(timers, tm_seq)) == NULL || !get_ll(seq, &seqv) || !get_ll(t, &tv) ||
+        (nxt = SLOT(timers, tm_next)) == NULL || (nxt != Py_None && !get_ll(nxt, &nv))) {
+        if (PyErr_Occurred())
+            return -1;
+        PyObject *r = PyObject_CallMethodObjArgs(timers, s_at, t, fn, arg, NULL);
+        Py_XDECREF(r);
+        return r == NULL ? -1 : 0;
+    }
+    PyObject *sobj = PyLong_FromLongLong(seqv + 1);
+    if (sobj == NULL)
+        return -1;
+    Py_XSETREF(SLOT(timers, tm_seq), sobj);
+    PyObject *entry = PyTuple_Pack(4, t, sobj, fn, arg);
+    Py_INCREF(heap); /* (held: a comparison may run Python code) */
+    int bad = entry == NULL || heap_push(heap, entry) < 0;
+    Py_XDECREF(entry);
+    Py_DECREF(heap);
+    if (bad)
+        return -1;
+    if (nxt == Py_None || tv < nv) /* (nxt: read before the push, compared as Timers.at compares them) */
+        Py_XSETREF(SLOT(timers, tm_next), Py_NewRef(t));
+    return 0;
 }
 
 /* NicEngine.receive(frame, port, now) for a one-frame message to this host (no mechanism takes
@@ -78,20 +145,18 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
     PyObject *node_id = NULL, *anywhere = NULL, *transport = NULL, *names = NULL, *stats = NULL, *spec = NULL,
              *nd = NULL, *timers = NULL, *deliver = NULL;
     int rc = -1;
-    if ((node_id = PyObject_GetAttr(eng, s_node_id)) == NULL || (anywhere = PyObject_GetAttr(eng, s_anywhere)) == NULL ||
-        (transport = PyObject_GetAttr(eng, s_transport)) == NULL || (names = PyObject_GetAttr(eng, s_names)) == NULL ||
-        (stats = PyObject_GetAttr(eng, s_eng_stats)) == NULL || (spec = PyObject_GetAttr(eng, s_spec)) == NULL ||
-        (nd = PyObject_GetAttr(spec, s_nic_delay_ns)) == NULL || (timers = PyObject_GetAttr(eng, s_timers)) == NULL ||
-        (deliver = PyObject_GetAttr(eng, s_deliver)) == NULL)
+    if ((node_id = NIC_GET(eng, N_NODE_ID)) == NULL || (anywhere = NIC_GET(eng, N_ANYWHERE)) == NULL ||
+        (transport = NIC_GET(eng, N_TRANSPORT)) == NULL || (names = NIC_GET(eng, N_NAMES)) == NULL ||
+        (stats = NIC_GET(eng, N_STATS)) == NULL || (spec = NIC_GET(eng, N_SPEC)) == NULL ||
+        (nd = PyObject_GetAttr(spec, s_nic_delay_ns)) == NULL || (timers = NIC_GET(eng, N_TIMERS)) == NULL ||
+        (deliver = NIC_GET(eng, N_DELIVER)) == NULL)
         goto done;
     rc = 1;
-    PyObject *heap, *seq, *cancelled, *fr, *mr;
-    long long seqv, fv, mv;
+    PyObject *fr, *mr;
+    long long fv, mv;
     if (!get_ll(node_id, &node) || node != dst || !PyDict_CheckExact(anywhere) || transport != Py_None ||
         !PyList_CheckExact(names) || src >= PyList_GET_SIZE(names) || !PyDict_CheckExact(stats) ||
-        !get_ll(nd, &delay) || Py_TYPE(timers) != TimersT || (heap = SLOT(timers, tm_heap)) == NULL ||
-        !PyList_CheckExact(heap) || (seq = SLOT(timers, tm_seq)) == NULL || !get_ll(seq, &seqv) ||
-        (cancelled = SLOT(timers, tm_cancelled)) == NULL || !PySet_CheckExact(cancelled) || PySet_GET_SIZE(cancelled) ||
+        !get_ll(nd, &delay) || Py_TYPE(timers) != TimersT || tm_next < 0 ||
         (fr = PyDict_GetItemWithError(stats, s_frames_received)) == NULL || !get_ll(fr, &fv) ||
         (mr = PyDict_GetItemWithError(stats, s_messages_received)) == NULL || !get_ll(mr, &mv))
         goto done;
@@ -100,7 +165,7 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
         goto done;
     rc = -1; /* taken: NicEngine.receive's and _on_segment's steps */
     PyObject *out = PyList_New(0);
-    if (out == NULL || PyObject_SetAttr(eng, s_eng_now, now) < 0 || PyObject_SetAttr(eng, s_out, out) < 0 ||
+    if (out == NULL || NIC_SET(eng, N_NOW, now) < 0 || NIC_SET(eng, N_OUT, out) < 0 ||
         dict_add(stats, s_frames_received, 1, 0, "a NIC's frames_received") < 0 ||
         dict_add(stats, s_messages_received, 1, 0, "a NIC's messages_received") < 0) {
         Py_XDECREF(out);
@@ -114,24 +179,15 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
     PyObject *msg = targs == NULL ? NULL : PyTuple_Type.tp_new(MessageT, targs, NULL); /* tuple.__new__(Message, ...) */
     Py_XDECREF(fields);
     Py_XDECREF(targs);
-    /* Timers.at(t, self._deliver, msg): host.deliver, bound once */
+    /* self.timers.at(t, self._deliver, msg) (host.deliver, bound once); self.timer = self.timers.next */
     PyObject *tobj = msg == NULL ? NULL : PyLong_FromLongLong(t);
-    PyObject *sobj = tobj == NULL ? NULL : PyLong_FromLongLong(seqv + 1);
-    PyObject *entry = sobj == NULL ? NULL : PyTuple_Pack(4, tobj, sobj, deliver, msg);
+    int bad = tobj == NULL || timers_at(timers, tobj, deliver, msg) < 0;
     Py_XDECREF(msg);
-    int bad = entry == NULL;
-    if (!bad) {
-        Py_XSETREF(SLOT(timers, tm_seq), Py_NewRef(sobj));
-        bad = heap_push(heap, entry) < 0;
-    }
-    Py_XDECREF(entry);
-    PyObject *nxt = bad ? NULL : PyTuple_GET_ITEM(PyList_GET_ITEM(heap, 0), 0); /* (nothing cancelled: the head) */
-    if (!bad && tm_next >= 0)
-        Py_XSETREF(SLOT(timers, tm_next), Py_NewRef(nxt));
-    bad = bad || PyObject_SetAttr(eng, s_eng_timer, nxt) < 0; /* self.timer = self.timers.next */
     Py_XDECREF(tobj);
-    Py_XDECREF(sobj);
-    if (bad) {
+    PyObject *nxt = bad ? NULL : SLOT(timers, tm_next);
+    if (bad || nxt == NULL || NIC_SET(eng, N_TIMER, nxt) < 0) {
+        if (!bad && nxt == NULL)
+            PyErr_SetString(PyExc_AttributeError, "next");
         Py_DECREF(out);
         goto done;
     }
@@ -159,34 +215,30 @@ static unsigned long long n_nic_sent; /* one-frame messages sent here (counts())
 /* NicEngine.send_message(dst, tag, data, t, vc) for a message of one frame (no end-to-end
  * transport, a route and an Ethernet header known for dst, bytes of at most the MTU): the next
  * message id, the frame -- Ethernet header, fabric header, message header, data -- onto the
- * engine's output list at t + the NIC delay, its counters. Returns True (sent: no Outgoing, the
- * data is free), or False (not this case, nothing changed: send_message's). */
-static PyObject *nic_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+ * engine's output list at t + the NIC delay, its counters. 1 sent (no Outgoing: the data is free),
+ * 0 not this case (nothing changed: send_message's), -1 error. */
+static int nic_send_one(PyObject *eng, PyObject *dsto, PyObject *tago, PyObject *data, PyObject *to, PyObject *vco)
 {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "nic_send(engine, dst, tag, data, t, vc)");
-        return NULL;
-    }
-    PyObject *eng = args[0], *data = args[3];
     long long dst, tag, t, vc;
-    if (NicT == NULL || Py_TYPE(eng) != NicT || !PyBytes_CheckExact(data) || !get_ll(args[1], &dst) ||
-        !get_ll(args[2], &tag) || !get_ll(args[4], &t) || !get_ll(args[5], &vc) || dst < 0 || dst > 0xFFFFFFFFLL ||
+    if (NicT == NULL || Py_TYPE(eng) != NicT || !PyBytes_CheckExact(data) || !get_ll(dsto, &dst) ||
+        !get_ll(tago, &tag) || !get_ll(to, &t) || !get_ll(vco, &vc) || dst < 0 || dst > 0xFFFFFFFFLL ||
         tag < 0 || tag > 0xFFFFFFFFLL || vc < 0 || vc > 255) {
         PyErr_Clear();
-        Py_RETURN_FALSE;
+        return 0;
     }
     PyObject *transport = NULL, *spec = NULL, *mtu = NULL, *nd = NULL, *routes = NULL, *heads = NULL, *msg_id = NULL,
-             *stats = NULL, *out = NULL, *node_id = NULL, *result = NULL;
-    if ((transport = PyObject_GetAttr(eng, s_transport)) == NULL || (spec = PyObject_GetAttr(eng, s_spec)) == NULL ||
+             *stats = NULL, *out = NULL, *node_id = NULL;
+    int rc = -1;
+    if ((transport = NIC_GET(eng, N_TRANSPORT)) == NULL || (spec = NIC_GET(eng, N_SPEC)) == NULL ||
         (mtu = PyObject_GetAttr(spec, s_mtu_bytes)) == NULL || (nd = PyObject_GetAttr(spec, s_nic_delay_ns)) == NULL ||
-        (routes = PyObject_GetAttr(eng, s_routes)) == NULL || (heads = PyObject_GetAttr(eng, s_heads)) == NULL ||
-        (msg_id = PyObject_GetAttr(eng, s_msg_id)) == NULL || (stats = PyObject_GetAttr(eng, s_eng_stats)) == NULL ||
-        (out = PyObject_GetAttr(eng, s_out)) == NULL || (node_id = PyObject_GetAttr(eng, s_node_id)) == NULL)
+        (routes = NIC_GET(eng, N_ROUTES)) == NULL || (heads = NIC_GET(eng, N_HEADS)) == NULL ||
+        (msg_id = NIC_GET(eng, N_MSG_ID)) == NULL || (stats = NIC_GET(eng, N_STATS)) == NULL ||
+        (out = NIC_GET(eng, N_OUT)) == NULL || (node_id = NIC_GET(eng, N_NODE_ID)) == NULL)
         goto done;
     Py_ssize_t total = PyBytes_GET_SIZE(data), hlen = C_HDR_LEN - 16;
     long long mtuv, delay, idv, node, fv, mv;
     PyObject *head, *fs, *ms;
-    result = Py_False;
+    rc = 0;
     if (transport != Py_None || !get_ll(mtu, &mtuv) || total > mtuv || total + C_MSG_LEN > 0xFFFF ||
         !get_ll(nd, &delay) ||
         (routes != Py_None && (!PyList_CheckExact(routes) || dst >= PyList_GET_SIZE(routes) ||
@@ -195,10 +247,21 @@ static PyObject *nic_send(PyObject *self, PyObject *const *args, Py_ssize_t narg
         node < 0 || node > 0xFFFFFFFFLL || (fs = PyDict_GetItemWithError(stats, s_frames_sent)) == NULL ||
         !get_ll(fs, &fv) || (ms = PyDict_GetItemWithError(stats, s_messages_sent)) == NULL || !get_ll(ms, &mv))
         goto done;
-    head = PyDict_GetItemWithError(heads, args[1]);
-    if (head == NULL || !PyBytes_CheckExact(head) || PyBytes_GET_SIZE(head) != hlen)
+    head = PyDict_GetItemWithError(heads, dsto);
+    if ((head == NULL && (PyErr_Occurred() || !heads_here)) ||
+        (head != NULL && (!PyBytes_CheckExact(head) || PyBytes_GET_SIZE(head) != hlen)))
         goto done;
-    result = NULL; /* taken: send_message's and _put_message's steps */
+    rc = -1; /* taken: send_message's and _put_message's steps */
+    if (head == NULL) { /* _route's: the first message to dst makes its header, kept in _heads */
+        PyObject *h = PyBytes_FromStringAndSize(NULL, hlen);
+        if (h == NULL)
+            goto done;
+        eth_head((unsigned char *)PyBytes_AS_STRING(h), (uint64_t)node, (uint64_t)dst);
+        int bad = PyDict_SetItem(heads, dsto, h);
+        Py_DECREF(h);
+        if (bad < 0 || (head = PyDict_GetItemWithError(heads, dsto)) == NULL)
+            goto done;
+    }
     long long id = (idv + 1) & 0xFFFFFFFFLL;
     PyObject *frame = PyBytes_FromStringAndSize(NULL, C_HDR_LEN + C_MSG_LEN + total);
     if (frame == NULL)
@@ -218,17 +281,17 @@ static PyObject *nic_send(PyObject *self, PyObject *const *args, Py_ssize_t narg
     memcpy(m + C_MSG_LEN, PyBytes_AS_STRING(data), total);
     PyObject *port = routes == Py_None ? PyLong_FromLong(0) : Py_NewRef(PyList_GET_ITEM(routes, dst)); /* (None: port 0) */
     PyObject *entry = tuple_steal(3, (PyObject *[]){port, frame, PyLong_FromLongLong(t + delay)});
-    int bad = entry == NULL || set_attr_ll(eng, s_msg_id, id) < 0 ||
-              PyObject_SetAttr(eng, s_lazy, Py_None) < 0 || PyList_Append(out, entry) < 0 ||
+    int bad = entry == NULL || NIC_SET_LL(eng, N_MSG_ID, id) < 0 ||
+              NIC_SET(eng, N_LAZY, Py_None) < 0 || PyList_Append(out, entry) < 0 ||
               dict_add(stats, s_frames_sent, 1, 0, "a NIC's frames_sent") < 0 ||
               dict_add(stats, s_messages_sent, 1, 0, "a NIC's messages_sent") < 0;
     Py_XDECREF(entry);
     if (bad)
         goto done;
     n_nic_sent++;
-    result = Py_True;
+    rc = 1;
 done:
-    if (result == Py_False)
+    if (rc == 0)
         PyErr_Clear();
     Py_XDECREF(transport);
     Py_XDECREF(spec);
@@ -240,7 +303,21 @@ done:
     Py_XDECREF(stats);
     Py_XDECREF(out);
     Py_XDECREF(node_id);
-    return result == NULL ? NULL : Py_NewRef(result);
+    return rc;
+}
+
+/* nic_send(engine, dst, tag, data, t, vc): nic_send_one from Python (Host._op_send): True (sent),
+ * False (not this case) */
+static PyObject *nic_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "nic_send(engine, dst, tag, data, t, vc)");
+        return NULL;
+    }
+    int rc = nic_send_one(args[0], args[1], args[2], args[3], args[4], args[5]);
+    if (rc < 0)
+        return NULL;
+    return Py_NewRef(rc ? Py_True : Py_False);
 }
 
 #endif /* EMU_CSRC_NIC_H */

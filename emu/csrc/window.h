@@ -275,12 +275,11 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
     Py_INCREF(ins);
     Py_INCREF(le);
     Py_INCREF(pev);
-    PyObject *md = NULL, *cut = NULL, *receive = NULL, *emit = NULL, *tt = NULL, *busy = NULL;
+    PyObject *md = NULL, *cut = NULL, *tt = NULL, *busy = NULL;
     int rc = -1;
     long long now;
-    if ((md = PyObject_GetAttr(eng, s_min_delay_ns)) == NULL ||
-        lookup_attr(eng, s_cut_through, &cut) < 0 || (receive = PyObject_GetAttr(eng, s_receive)) == NULL ||
-        (emit = PyObject_GetAttr(el, s_emit)) == NULL)
+    if ((md = Py_TYPE(eng) == NicT ? NIC_GET(eng, N_MIN_DELAY_NS) : PyObject_GetAttr(eng, s_min_delay_ns)) == NULL ||
+        lookup_attr(eng, s_cut_through, &cut) < 0)
         goto done;
     if (cut == NULL)
         cut = Py_NewRef(Py_False);
@@ -294,7 +293,7 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             SLOT(el, el_attr[E_LINK_EVENTS].off) != le || SLOT(el, el_attr[E_PEVENTS].off) != pev ||
             !get_ll(SLOT(el, el_attr[E_NOW].off), &now))
             goto done; /* (something else is due now: Python's run_window) */
-        Py_XSETREF(tt, PyObject_GetAttr(eng, s_timer));
+        Py_XSETREF(tt, Py_TYPE(eng) == NicT ? NIC_GET(eng, N_TIMER) : PyObject_GetAttr(eng, s_timer));
         rc = -1;
         if (tt == NULL)
             goto done;
@@ -314,7 +313,11 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             rc = -1;
             if (EL_SET(el, E_NOW, tt) < 0 || EL_SET(el, E_ACTIVE_NS, tt) < 0)
                 goto done;
-            result = PyObject_CallMethodOneArg(eng, s_on_timer, tt); /* (asked as it fires, as _fire_timer does) */
+            int nt = nic_on_timer(eng, tt, &result); /* a host NIC's here, any other engine's method */
+            if (nt == 1)
+                result = PyObject_CallMethodOneArg(eng, s_on_timer, tt); /* (asked as it fires, as _fire_timer does) */
+            else if (nt < 0)
+                result = NULL;
         } else { /* a frame: Element._arrive's plain case */
             if (head == NULL || th >= t1)
                 break;
@@ -335,7 +338,7 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             if (!bad) { /* a host NIC's one-frame message here, anything else by the engine's receive */
                 int nr = nic_receive(eng, frame, t, &result);
                 if (nr == 1)
-                    result = PyObject_CallFunctionObjArgs(receive, frame, pt, t, NULL);
+                    result = PyObject_CallMethodObjArgs(eng, s_receive, frame, pt, t, NULL);
             }
             Py_XDECREF(frame);
             Py_DECREF(item);
@@ -362,7 +365,7 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
                     goto done;
             }
         }
-        PyObject *r = any > 0 ? PyObject_CallFunctionObjArgs(emit, result, Py_None, md, cut, NULL) : NULL;
+        PyObject *r = any > 0 ? PyObject_CallMethodObjArgs(el, s_emit, result, Py_None, md, cut, NULL) : NULL;
         Py_DECREF(result);
         if (any < 0 || (any > 0 && r == NULL))
             goto done;
@@ -380,8 +383,6 @@ done:
         PyErr_Clear();
     Py_XDECREF(md);
     Py_XDECREF(cut);
-    Py_XDECREF(receive);
-    Py_XDECREF(emit);
     Py_XDECREF(tt);
     Py_XDECREF(busy);
     Py_DECREF(heap);

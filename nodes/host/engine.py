@@ -30,7 +30,7 @@ from .noise import Noise, entry_skew_ns
 log = logging.getLogger(__name__)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Proc:
     """An application coroutine running on this host."""
 
@@ -88,6 +88,9 @@ class HostNic(Protocol):
 
 
 class Host:
+    __slots__ = ("nic", "name", "spec", "host_ids", "names", "_procs", "_inbox", "_pings", "current", "noise", "api")
+    # (slots: the compiled core reads them in place, emu/csrc/host.h)
+
     def __init__(self, nic: HostNic):
         self.nic = nic
         self.name = nic.name
@@ -147,20 +150,28 @@ class Host:
             except StopIteration as stop:
                 proc.done, proc.result, proc.finished_ns = True, stop.value, self.now
                 return
-            except Exception:
-                proc.done, proc.error, proc.finished_ns = True, traceback.format_exc(), self.now
+            except Exception as e:
+                self._app_failed(proc, e, e.__traceback__.tb_next)  # (from the app's frames: not this one's)
                 return
             handler = _HANDLERS.get(type(op))  # (``_dispatch``'s table, without its call)
             try:
                 ready, value = handler(self, proc, op) if handler is not None else self._dispatch(proc, op)
             except Exception as e:  # misuse of the API inside the app: fail the app, not the host
-                proc.coro.close()
-                proc.done, proc.finished_ns = True, self.now
-                proc.error = f"{type(e).__name__}: {e}"
+                self._op_failed(proc, e)
                 return
             if not ready:
                 proc.waiting, proc.since_ns = op, self.nic.now
                 return
+
+    def _app_failed(self, proc: Proc, e: Exception, tb) -> None:
+        """The application raised ``e``: it ends, with the traceback from ``tb`` (its own frames)."""
+        proc.done, proc.error, proc.finished_ns = True, "".join(traceback.format_exception(type(e), e, tb)), self.now
+
+    def _op_failed(self, proc: Proc, e: Exception) -> None:
+        """A request of the application was refused (``e``): it ends, closed, with that one line."""
+        proc.coro.close()
+        proc.done, proc.finished_ns = True, self.now
+        proc.error = f"{type(e).__name__}: {e}"
 
     def _dispatch(self, proc: Proc, op: Any) -> tuple[bool, Any]:
         """Carry out one request through the handler table; (True, value) if the app continues at

@@ -33,10 +33,11 @@ from emu.config import HostSpec
 from emu.wire import (ETH_LEN, ETHERTYPE_FABRIC, FABRIC, FLAG_BCAST, HDR_LEN, MSG, PING, DecodeError, PacketType,
                       build_frame, parse_frame)
 
-from ..host.engine import AppState, Host
+from ..host.api import Recv, Send
+from ..host.engine import _HANDLERS as HOST_HANDLERS, AppState, Host, Proc
 from ..timers import Timers
 from . import coding, coll, inc, qsnet  # noqa: F401  (the built-in mechanisms register themselves)
-from .interface import MECHANISMS, Mechanism, Message, NicRequest
+from .interface import MECHANISMS, Mechanism, Message, NicRequest, Op
 from .outgoing import Outgoing
 from .transport import Transport
 
@@ -79,8 +80,13 @@ class _Partial:
     """Offsets of the frames taken (``host.transport=reliable``: a message sent again)."""
 
 
-@dataclass(eq=False)
-class NicEngine:
+class _Attributes:
+    """(A base with an instance ``__dict__``: the attributes of a NIC the core does not read, its
+    mechanisms' and a trace's, live there.)"""
+
+
+@dataclass(eq=False, slots=True)
+class NicEngine(_Attributes):
     name: str
     node_id: int
     spec: HostSpec
@@ -110,6 +116,17 @@ class NicEngine:
     stats: dict[str, int] = field(default_factory=lambda: {
         "malformed": 0, "misdelivered": 0, "no_route": 0, "messages_sent": 0, "messages_received": 0,
         "frames_sent": 0, "frames_received": 0, "pings_answered": 0})
+    # set by __post_init__ (fields, hence slots: the compiled core reads them in place, emu/csrc/host.h)
+    min_delay_ns: int = field(init=False, repr=False)
+    timers: Timers = field(init=False, repr=False)
+    _out: list = field(init=False, repr=False)
+    _msg_id: int = field(init=False, repr=False)
+    _heads: dict = field(init=False, repr=False)
+    _lazy: Any = field(init=False, repr=False)
+    transport: Any = field(init=False, repr=False)
+    _anywhere: dict = field(init=False, repr=False)
+    host: Host = field(init=False, repr=False)
+    _deliver: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.min_delay_ns = self.spec.nic_delay_ns
@@ -442,6 +459,9 @@ register_engine("host", make_host, min_delay=lambda spec: spec.nic_delay_ns)
 
 if native.CORE is not None:  # the compiled core takes a one-frame message's receipt (NicEngine.receive's plain case)
     try:
-        native.CORE.nic_setup(NicEngine, Timers, Message, int(PacketType.MSG), MSG.size)
+        native.CORE.nic_setup(NicEngine, Timers, Message, int(PacketType.MSG), MSG.size,
+                              build_frame(0x01020304, 0x05060708, 0, b"")[:ETH_LEN])
+        native.CORE.host_setup(Host, Proc, Send, Recv, HOST_HANDLERS)  # (its timers, resume, deliver, send, recv)
+        native.CORE.await_setup(Op)  # (awaiting a request: Op.__await__'s twin, without a generator per await)
     except (TypeError, ValueError, AttributeError) as e:
         native.disable(str(e))
