@@ -22,8 +22,9 @@ the run of median wall time. For each count:
 
 Every virtual-time figure must be the same in every run. ``--instructions`` counts instead, under
 valgrind's callgrind, the instructions each process executes (a deterministic figure: it does not
-depend on what else the machine runs): a run at ``--size`` less one at half of it, so that start-up
-cancels out; the instruction split is one process's count over the busiest process's.
+depend on what else the machine runs, to about 1 %): a run at ``--size`` less one at half of it, so
+that start-up cancels out (the default size takes some minutes); the instruction split is one
+process's count over the busiest process's.
 
     python scripts/bench_processes.py [--processes 1,2] [--mode both|sockets|direct] [--repeat 1]
         [--topo SPEC] [--size 64KiB] [--instructions]
@@ -172,6 +173,9 @@ def instructions(a, counts: list[int], size: int) -> None:
                         d = int(worker.group(1)) if worker else 0
                         per[d] = per.get(d, 0) + sign * int(total.group(1))
             counts_p = [per[d] for d in sorted(per)]
+            if min(counts_p) < 1e8:  # (two start-ups differ by a few million instructions: trio's scheduling)
+                raise SystemExit(f"{mode}, {p} processes: the second half of {size:,} B took under 0.1 G "
+                                 f"instructions in a process, within the start-up's noise; give a larger --size")
             if base is None:
                 base = counts_p[0]
             print(f"{mode:>7}, {p} process{'es' if p > 1 else ''}: instructions for the second half of the data "
