@@ -175,7 +175,7 @@ static PyMethodDef methods[] = {
     {"domain_setup", domain_setup, METH_O, "domain_setup(Domain): its frame counts kept inline, in place"},
     {"element_setup", element_setup, METH_O, "element_setup(Element): the attributes the core reads, in place"},
     {"nic_setup", nic_setup, METH_VARARGS, "nic_setup(NicEngine, Timers, Message, msg_ptype, msg_header_len)"},
-    {"host_setup", host_setup, METH_VARARGS, "host_setup(Host, Proc, Send, Recv, handlers)"},
+    {"host_setup", host_setup, METH_VARARGS, "host_setup(Host, Proc, Send, Recv, handlers, the module's globals)"},
     {"await_setup", await_setup, METH_O, "await_setup(Op): Op.__await__ the core's"},
     {"nic_send", (PyCFunction)(void (*)(void))nic_send, METH_FASTCALL,
      "NicEngine.send_message's one-frame case: True (sent) or False (not this case)"},

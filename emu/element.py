@@ -260,12 +260,14 @@ class Element(Links, Flow):
         stop = t_end
         ins, pop = self.ins, heapq.heappop
         core = native.CORE
-        plain = getattr(eng, "plain_table", None) if core is not None else None
+        plain = core is not None and hasattr(eng, "plain_table")
         fwd = None
         while not links and not pev and eng.timer is None and self.capture is None:
             # only frames can be due (most windows of most elements): the same order, fewer tests
-            if plain is not None:  # a static-table switch: its plain data frames in the compiled core
-                fwd = plain()  # (asked again after every frame Python took: that may have changed it)
+            if plain:  # a switch: its plain data frames in the compiled core while its table alone decides
+                fwd = eng.plain_table  # (read again after every frame Python took: that may have changed it)
+                if fwd is not None and fwd[2]:  # (ports held out of service: receive decides)
+                    fwd = None
                 if fwd is not None:
                     n, last = core.forward(heap, t_end, ins, self.outs, self.busy, fwd[0], fwd[1])
                     if n:

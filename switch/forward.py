@@ -39,6 +39,12 @@ if native.CORE is not None:  # the compiled core forwards what the table alone d
     native.CORE.switch_setup(bytes(1 if t in _SPECIAL or t in (_QPKT, _QACK) else 0 for t in range(256)), MAX_HOPS)
 
 
+_PLAIN_INPUTS = frozenset(("choose", "pending", "held", "cut_through", "min_delay_ns", "spec", "vc_select", "routes",
+                           "__class__"))
+"""The engine's attributes :meth:`SwitchEngine.plain_table_now` reads (``__class__``: ``type(self)``):
+assigning one recomputes ``plain_table`` (``held`` is in it as the set itself, which changes in place)."""
+
+
 @dataclass(eq=False)
 class SwitchEngine:
     name: str
@@ -101,17 +107,33 @@ class SwitchEngine:
         self.min_delay_ns = self.spec.processing_delay_ns
         self.cut_through = self.spec.cut_through and not self.spec.finite
         """Virtual cut-through is on (``SwitchSpec.cut_through``, unbounded buffers)."""
+        object.__setattr__(self, "_plain_kept", True)
+        object.__setattr__(self, "plain_table", self.plain_table_now())
 
-    def plain_table(self) -> tuple[list, int] | None:
-        """(routes, processing delay) when this switch forwards every plain data frame by its table
-        alone (static routing, nothing held, store-and-forward, frames keep their VC): then the
-        compiled core (``emu.native``) may forward those itself, exactly as :meth:`receive` would --
-        a frame of the types in ``_SPECIAL``, a QsNet packet or ACK, a broadcast, a frame with no
-        route or at the hop limit it leaves to :meth:`receive`. Else None."""
-        if self.choose is None and self.pending is None and not self.held and not self.cut_through \
+    plain_table = None
+    """``(routes, processing delay, held)`` while this switch may forward a plain data frame by its
+    table alone -- static routing, store-and-forward, frames keep their VC (:meth:`plain_table_now`)
+    -- and ``held`` (the ports out of service) is empty; else None. Then the compiled core
+    (``emu.native``, and ``Element.run_window`` with it) forwards those frames itself, exactly as
+    :meth:`receive` would: a frame of the types in ``_SPECIAL``, a QsNet packet or ACK, a broadcast,
+    a frame with no route or at the hop limit it leaves to :meth:`receive`. Kept by ``__setattr__``
+    whenever one of what it depends on is assigned (``_PLAIN_INPUTS``); ``held`` is read per window
+    (its emptiness changes in place), so the core asks no Python code per window."""
+
+    _plain_kept = False
+    """``plain_table`` is kept from here on (set when the dataclass's ``__init__`` has set every field)."""
+
+    def __setattr__(self, name: str, value) -> None:
+        object.__setattr__(self, name, value)
+        if name in _PLAIN_INPUTS and self._plain_kept:
+            object.__setattr__(self, "plain_table", self.plain_table_now())
+
+    def plain_table_now(self) -> tuple[list, int, set] | None:
+        """What :attr:`plain_table` is, computed from the engine as it is now (its specification)."""
+        if self.choose is None and self.pending is None and not self.cut_through \
                 and self.min_delay_ns <= self.spec.processing_delay_ns \
                 and self.vc_select is None and type(self.routes) is list and type(self).receive is SwitchEngine.receive:
-            return self.routes, self.spec.processing_delay_ns
+            return self.routes, self.spec.processing_delay_ns, self.held
         return None
 
     def receive(self, frame: bytes, port: int, now: int) -> list[tuple[int, bytes, int]]:

@@ -105,6 +105,10 @@ class IQView:
 class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
     """``SwitchSpec.model = input_queued``; see the module's text."""
 
+    __setattr__ = object.__setattr__
+    """Plain stores (the rounds store per frame): its own ``receive`` makes ``plain_table`` None for
+    good, so there is nothing for ``SwitchEngine.__setattr__`` to keep."""
+
     downstream: list = field(default_factory=list)
     """Per output port: None (the receiver's buffers are unbounded: no credits) or (vcs, bytes per
     VC, credit unit in bytes, bytes of its shared pool)."""

@@ -103,3 +103,58 @@ def test_registries_are_filled_from_entry_points_in_a_fresh_interpreter():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "emu.nodes.nic.engine ('coll', 'qsnet', 'inc', 'coding')"
+
+
+def test_the_verbs_of_the_mechanisms_loaded_are_the_hosts_and_dir_lists_only_those(counter):
+    plain = NicEngine("h1", 1, HostSpec(), None, {"h0": 0, "h1": 1}, ["h0", "h1"]).host.api
+    with_counter = NicEngine("h1", 1, HostSpec(), None, {"h0": 0, "h1": 1}, ["h0", "h1"],
+                             mechanisms=(*BUILT_IN, "counter"))
+    api = with_counter.host.api
+    assert api.counter_add == with_counter.mechanism("counter").counter_add  # the mechanism's own bound method
+    assert api.put == with_counter.mechanism("qsnet").put and plain.put == plain._engine.nic.mechanism("qsnet").put
+    assert "counter_add" in dir(api) and "counter_add" not in dir(plain)
+    assert {"put", "nic_post", "send", "recv", "now", "_engine"} <= set(dir(plain))
+    assert not hasattr(plain, "counter_add") and getattr(plain, "counter_add", 7) == 7
+    with pytest.raises(AttributeError) as e:
+        plain._nosuch  # noqa: B018 (a private name: Python's own AttributeError, as before)
+    assert "the host API has no" not in str(e.value)
+    with pytest.raises(AttributeError):
+        plain.sned  # noqa: B018
+
+
+def test_a_host_call_wins_over_a_verb_of_the_same_name():
+    from emu.nodes.host import api
+
+    send, now = api.HostAPI.__dict__["send"], api.HostAPI.__dict__["now"]
+    api._offer_verbs(["send", "now", "_hidden"])
+    assert api.HostAPI.__dict__["send"] is send and api.HostAPI.__dict__["now"] is now
+    assert "_hidden" not in api.HostAPI.__dict__ and not {"send", "now", "_hidden"} & api._VERB_NAMES
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="CPython 3.11's names of specialised instructions")
+async def test_the_hosts_calls_are_specialised_loads_even_after_dir():
+    """The host API's class has no ``__getattr__`` (its verbs are descriptors): CPython 3.11 refuses to
+    specialise any attribute load on instances of a class with one, and ``host.send`` cost ~900
+    instructions more per call. ``dir(host)`` keeps the instance's inline attributes (``__dict__``
+    would make them a dict for good, and the loads unspecialised again)."""
+    import dis
+
+    from emu.nodes.host.api import HostAPI
+
+    assert "__getattr__" not in dir(HostAPI) and HostAPI.__getattribute__ is object.__getattribute__
+
+    async def app(host):
+        assert "put" in dir(host)
+        for _ in range(30):  # (3.11 quickens a function after a few loops)
+            await host.send("h1", b"x")
+            await host.recv()
+        return [i.opname for i in dis.get_instructions(app.__code__, adaptive=True) if i.argval in ("send", "recv")]
+
+    async def peer(host):
+        for _ in range(30):
+            await host.recv()
+            await host.send("h0", b"y")
+
+    async with emu.Cluster("star:n=2", run=emu.RunConfig(direct=True)) as net:
+        loads = (await net.run({"h0": app, "h1": peer}))["h0"]
+    assert loads == ["LOAD_METHOD_WITH_VALUES", "LOAD_METHOD_WITH_VALUES"], loads

@@ -225,7 +225,123 @@ def test_awaiting_a_request_yields_it_once_and_returns_the_answer(make):
     with pytest.raises(RuntimeError):
         closed.send(None)
     it = make().__await__()
+    with pytest.raises(TypeError, match="just-started"):
+        it.send(1)
     assert next(it) is not None
     with pytest.raises(StopIteration) as stop:
         it.send(7)
     assert stop.value.value == 7
+    with pytest.raises(StopIteration) as stop:  # (ended: no value any more)
+        it.send(8)
+    assert stop.value.value is None
+    it = make().__await__()
+    next(it)
+    with pytest.raises(KeyError):
+        it.throw(KeyError("t"))
+    with pytest.raises(StopIteration):
+        next(it)
+
+
+class _BadTag:
+    """A receive's tag whose comparison raises (the app's own object)."""
+
+    def __eq__(self, other):
+        raise ValueError("tag compare refused")
+
+    __hash__ = object.__hash__
+
+
+class _Ns(int):
+    """An int subclass as an overhead (HostSpec takes it)."""
+
+
+async def odd_app(host, hosts):
+    me = hosts.index(host.name)
+    await host.send(hosts[(me + 1) % len(hosts)], b"x", tag=1)
+    await host.sleep(100_000)  # (the message from the left waits in the inbox)
+    if me == 0:
+        return await host.recv(tag=_BadTag())  # Recv.matches raises: the app fails, the run goes on
+    if me == 1:
+        return await _Listed()  # a handler that answers with a list: unpacked as Python does
+    if me == 2:
+        return await _Forgot()  # a handler that returns nothing: the app fails with Python's words
+    m = await host.recv()
+    return m.tag, host.now, host.cpu_ns
+
+
+class _Listed(Op):
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "_Listed()"
+
+
+class _Forgot(Op):
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "_Forgot()"
+
+
+@needs_core
+async def test_odd_requests_and_settings_are_pythons_in_the_core(monkeypatch):
+    """Review findings: a receive whose tag compares by the app's own code, handlers answering with
+    a list or nothing, overheads given as an int subclass -- the same failures and figures."""
+    from emu.nodes.host import engine as host_engine
+
+    monkeypatch.setitem(host_engine._HANDLERS, _Listed, lambda host, proc, op: [True, "list answer"])
+    monkeypatch.setitem(host_engine._HANDLERS, _Forgot, lambda host, proc, op: None)
+    host = {"recv_overhead_ns": _Ns(50), "send_overhead_ns": _Ns(70)}
+    pure = await _run(True, monkeypatch, odd_app, spec="star:n=4", host=host)
+    compiled = await _run(False, monkeypatch, odd_app, spec="star:n=4", host=host)
+    assert compiled == pure
+    failures = {h: err for h, _, err in pure[0][3]}
+    assert failures == {"h0": "ValueError: tag compare refused",
+                        "h2": "TypeError: cannot unpack non-iterable NoneType object"}
+
+
+@needs_core
+async def test_a_method_replaced_on_a_class_or_a_nic_is_called_with_the_core(monkeypatch):
+    """Timers.at, Host._busy and NicEngine._route replaced on their classes, a NIC's on_timer set on
+    that one NIC, the host module's handler table rebound: the core calls each as Python does."""
+    import collections
+
+    from emu.nodes.host import engine as host_engine
+    from emu.nodes.host.engine import Host
+    from emu.nodes.nic.engine import NicEngine
+    from emu.nodes.timers import Timers
+
+    calls = collections.Counter()
+
+    def counting(cls, name):
+        orig = getattr(cls, name)
+
+        def wrapper(self, *a, **k):
+            calls[name] += 1
+            return orig(self, *a, **k)
+        monkeypatch.setattr(cls, name, wrapper)
+
+    async def run(pure):
+        monkeypatch.setattr(native, "CORE", None if pure else CORE)
+        calls.clear()
+        t = build("star:n=2", settings={"host": {"send_overhead_ns": 100, "recv_overhead_ns": 50}})
+        async with emu.Cluster(t, run=emu.RunConfig(direct=True)) as net:
+            eng = net._local.by_name["h0"].engine
+            orig = eng.on_timer
+
+            def spy(now):
+                calls["h0.on_timer"] += 1
+                return orig(now)
+            eng.on_timer = spy  # (on this NIC only: its __dict__)
+            res = await net.run({h: (chatter, net.hosts, 3) for h in net.hosts})
+        return res, dict(calls)
+
+    for cls, name in ((Timers, "at"), (Host, "_busy"), (NicEngine, "_route")):
+        counting(cls, name)
+    handlers = dict(host_engine._HANDLERS)
+    send = handlers[host_engine.Send]
+    handlers[host_engine.Send] = lambda host, proc, op: (calls.update(["handler"]), send(host, proc, op))[1]
+    monkeypatch.setattr(host_engine, "_HANDLERS", handlers)
+    pure, compiled = await run(True), await run(False)
+    assert compiled == pure
+    assert set(pure[1]) == {"at", "_busy", "_route", "h0.on_timer", "handler"} and pure[1]["handler"] == 6

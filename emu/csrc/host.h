@@ -7,9 +7,9 @@
 #ifndef EMU_CSRC_HOST_H
 #define EMU_CSRC_HOST_H
 
-static PyTypeObject *HostT, *ProcT, *SendT, *RecvT;
 static PyObject *host_handlers;                        /* the host's _HANDLERS: request type -> handler */
-static PyObject *f_resume, *f_deliver, *f_op_send, *f_op_recv, *f_on_timer, *f_run_due, *f_nic_at, *f_matches;
+static PyObject *host_globals, *s_handlers_name;      /* the host module's globals (Python's resume reads _HANDLERS there) */
+static PyObject *f_resume, *f_deliver, *f_op_send, *f_op_recv;
 static Py_ssize_t pr_coro, pr_waiting, pr_since, pr_done, pr_result, pr_finished, pr_cpu, pr_busy;
 static Py_ssize_t sd_dst, sd_data, sd_tag, sd_vc, sd_request, rv_src, rv_tag;
 static Py_ssize_t h_nic, h_spec, h_host_ids, h_procs, h_inbox, h_current, h_noise;
@@ -20,9 +20,9 @@ static unsigned long long n_host_steps; /* application steps (coroutine sends) r
 /* host_setup(Host, Proc, Send, Recv, handlers): the classes whose slots the core reads in place */
 static PyObject *host_setup(PyObject *self, PyObject *args)
 {
-    PyObject *host, *proc, *send, *recv, *handlers;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!", &PyType_Type, &host, &PyType_Type, &proc, &PyType_Type, &send,
-                          &PyType_Type, &recv, &PyDict_Type, &handlers))
+    PyObject *host, *proc, *send, *recv, *handlers, *globals;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!", &PyType_Type, &host, &PyType_Type, &proc, &PyType_Type, &send,
+                          &PyType_Type, &recv, &PyDict_Type, &handlers, &PyDict_Type, &globals))
         return NULL;
     if (NicT == NULL) {
         PyErr_SetString(PyExc_ValueError, "host_setup: nic_setup first");
@@ -48,15 +48,15 @@ static PyObject *host_setup(PyObject *self, PyObject *args)
         {&s_app_failed, "_app_failed"}, {&s_op_failed, "_op_failed"}, {&s_dispatch, "_dispatch"},
         {&s_next_live, "_next_live"}, {&s_run_due, "run_due"}, {&s_matches, "matches"}, {&s_on_timer_name, "on_timer"},
         {&s_resume_name, "resume"},
-        {&s_deliver_name, "deliver"}, {&s_op_send_name, "_op_send"}, {&s_op_recv_name, "_op_recv"}};
+        {&s_deliver_name, "deliver"}, {&s_op_send_name, "_op_send"}, {&s_op_recv_name, "_op_recv"},
+        {&s_handlers_name, "_HANDLERS"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (*names[k].s == NULL && (*names[k].s = PyUnicode_InternFromString(names[k].n)) == NULL)
             return NULL;
     /* the functions the core stands in for, as the classes have them now (a replaced one: Python's) */
     struct { PyObject **f; PyObject *cls; PyObject *name; } fns[] = {
         {&f_resume, host, s_resume_name}, {&f_deliver, host, s_deliver_name}, {&f_op_send, host, s_op_send_name},
-        {&f_op_recv, host, s_op_recv_name}, {&f_on_timer, (PyObject *)NicT, s_on_timer_name},
-        {&f_run_due, (PyObject *)TimersT, s_run_due}, {&f_nic_at, (PyObject *)NicT, s_at}, {&f_matches, recv, s_matches}};
+        {&f_op_recv, host, s_op_recv_name}};
     for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++) {
         PyObject *f = PyDict_GetItemWithError(((PyTypeObject *)fns[k].cls)->tp_dict, fns[k].name);
         if (f == NULL || !PyFunction_Check(f)) {
@@ -67,27 +67,62 @@ static PyObject *host_setup(PyObject *self, PyObject *args)
         }
         Py_XSETREF(*fns[k].f, Py_NewRef(f));
     }
+    if (PyDict_GetItemWithError(globals, s_handlers_name) != handlers) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "host_setup: the handlers are not the module's _HANDLERS");
+        return NULL;
+    }
     Py_XSETREF(HostT, (PyTypeObject *)Py_NewRef(host));
     Py_XSETREF(ProcT, (PyTypeObject *)Py_NewRef(proc));
     Py_XSETREF(SendT, (PyTypeObject *)Py_NewRef(send));
     Py_XSETREF(RecvT, (PyTypeObject *)Py_NewRef(recv));
     Py_XSETREF(host_handlers, Py_NewRef(handlers));
+    Py_XSETREF(host_globals, Py_NewRef(globals));
+    /* the watch table: each attribute as the class has it now */
+    watching = 0;
+    for (int k = 0; k < N_WATCH; k++) {
+        if (watch[k].s == NULL && (watch[k].s = PyUnicode_InternFromString(watch[k].name)) == NULL)
+            return NULL;
+        PyObject *v = _PyType_Lookup(watch_type(watch[k].cls), watch[k].s);
+        if (v == NULL) {
+            PyErr_Format(PyExc_TypeError, "host_setup: %s has no %s", watch_type(watch[k].cls)->tp_name, watch[k].name);
+            return NULL;
+        }
+        Py_XSETREF(watch[k].v, Py_NewRef(v));
+    }
+    for (int c = 0; c < W_N; c++)
+        watch_tags[c] = 0;
+    for (int c = 0; c < W_N; c++)
+        watch_t[c] = watch_type(c);
+    watching = 1;
     Py_RETURN_NONE;
 }
 
-/* cls still has the function the core stands in for under ``name`` */
-static inline int same_fn(PyTypeObject *cls, PyObject *name, PyObject *f)
+/* the host module's _HANDLERS is still the table given at setup (Python's resume reads the global):
+ * read again only when the module's globals changed (their dict's version, CPython 3.11) */
+static inline int handlers_same(void)
 {
-    return _PyType_Lookup(cls, name) == f;
+#if PY_VERSION_HEX < 0x030C0000
+    static uint64_t seen_ver;
+    uint64_t ver = ((PyDictObject *)host_globals)->ma_version_tag;
+    if (ver == seen_ver && ver)
+        return 1;
+    if (PyDict_GetItem(host_globals, s_handlers_name) != host_handlers)
+        return 0;
+    seen_ver = ver;
+    return 1;
+#else
+    return PyDict_GetItem(host_globals, s_handlers_name) == host_handlers;
+#endif
 }
 
-/* a host the core steps: of the registered class, its NIC one too, none of the methods replaced */
+/* a host the core steps: of the registered class, its NIC one too, none of the methods replaced,
+ * the module's _HANDLERS the table given at setup */
 static inline int host_plain(PyObject *host)
 {
     PyObject *nic;
     return HostT != NULL && Py_TYPE(host) == HostT && (nic = SLOT(host, h_nic)) != NULL && Py_TYPE(nic) == NicT &&
-           same_fn(HostT, s_resume_name, f_resume) && same_fn(HostT, s_deliver_name, f_deliver) &&
-           same_fn(NicT, s_at, f_nic_at);
+           classes_plain() && handlers_same();
 }
 
 static inline int call_drop(PyObject *r)
@@ -107,7 +142,8 @@ static int host_busy(PyObject *host, PyObject *proc, long long ns, PyObject *val
     PyObject *fn = timers == NULL ? NULL : PyMethod_New(f_resume, host); /* (self.resume) */
     PyObject *arg = fn == NULL ? NULL : PyTuple_Pack(2, proc, value);
     PyObject *t = arg == NULL ? NULL : PyLong_FromLongLong(done);
-    int rc = t == NULL ? -1 : timers_at(timers, t, fn, arg);
+    int ip = t == NULL ? -1 : inst_plain(nic); /* (self.nic.at: one set on the NIC wins) */
+    int rc = ip < 0 ? -1 : ip ? timers_at(timers, t, fn, arg) : call_drop(PyObject_CallMethodObjArgs(nic, s_at, t, fn, arg, NULL));
     Py_XDECREF(timers);
     Py_XDECREF(fn);
     Py_XDECREF(arg);
@@ -167,19 +203,25 @@ static int op_send(PyObject *host, PyObject *proc, PyObject *op, PyObject **valu
     return host_busy(host, proc, o, Py_None, now + o) < 0 ? -1 : 0;
 }
 
-/* the receive ``op`` (a Recv) matches a message from address ``src`` (an int object) with ``tag``:
- * Recv.matches. 1, 0, -1 error */
-static int recv_matches(PyObject *op, PyObject *src, PyObject *tag)
+/* an exact int or None: compared without running any Python code */
+static inline int int_or_none(PyObject *o)
 {
-    PyObject *want_src = SLOT(op, rv_src), *want_tag = SLOT(op, rv_tag);
-    if (want_src == NULL || want_tag == NULL) {
-        PyErr_SetString(PyExc_AttributeError, "src");
-        return -1;
-    }
-    int m = want_src == Py_None ? 1 : PyObject_RichCompareBool(want_src, src, Py_EQ);
-    if (m != 1)
-        return m;
-    return want_tag == Py_None ? 1 : PyObject_RichCompareBool(want_tag, tag, Py_EQ);
+    return o != NULL && (o == Py_None || PyLong_CheckExact(o));
+}
+
+static inline int int_eq(PyObject *a, PyObject *b) /* (two exact ints) */
+{
+    long long x, y;
+    if (get_ll(a, &x) && get_ll(b, &y))
+        return x == y;
+    return PyObject_RichCompareBool(a, b, Py_EQ) == 1;
+}
+
+/* Recv.matches(src, tag) for a Recv whose src and tag are None or ints, ``src`` and ``tag`` ints */
+static inline int recv_matches(PyObject *op, PyObject *src, PyObject *tag)
+{
+    PyObject *ws = SLOT(op, rv_src), *wt = SLOT(op, rv_tag);
+    return (ws == Py_None || int_eq(ws, src)) && (wt == Py_None || int_eq(wt, tag));
 }
 
 /* Host._received(proc, msg) without OS noise: 1 the app goes on (*value msg), 0 it waits for the
@@ -200,12 +242,15 @@ static int host_received(PyObject *host, PyObject *proc, PyObject *msg, long lon
     return host_busy(host, proc, ro, msg, now + ro) < 0 ? -1 : 0;
 }
 
-/* Host._op_recv(proc, op) for a Recv without OS noise, the inbox's messages Messages from known
- * hosts: 1 the app goes on, 0 it waits, 2 not this case (nothing changed: the handler's), -1 error */
+/* Host._op_recv(proc, op) for a Recv without OS noise whose src and tag are None or ints, the
+ * inbox's messages Messages from known hosts (names and tags as the NIC makes them): no Python code
+ * runs until the match. 1 the app goes on, 0 it waits, 2 not this case (nothing changed: the
+ * handler's), -1 error */
 static int op_recv(PyObject *host, PyObject *proc, PyObject *op, PyObject **value)
 {
     PyObject *inbox = SLOT(host, h_inbox), *ids = SLOT(host, h_host_ids), *spec = SLOT(host, h_spec);
-    if (inbox == NULL || !PyList_CheckExact(inbox) || SLOT(host, h_noise) != Py_None || !same_fn(RecvT, s_matches, f_matches))
+    if (inbox == NULL || !PyList_CheckExact(inbox) || SLOT(host, h_noise) != Py_None || !int_or_none(SLOT(op, rv_src)) ||
+        !int_or_none(SLOT(op, rv_tag)))
         return 2;
     Py_ssize_t n = PyList_GET_SIZE(inbox);
     if (n == 0)
@@ -216,34 +261,21 @@ static int op_recv(PyObject *host, PyObject *proc, PyObject *op, PyObject **valu
     int k = attr_ll(spec, s_recv_overhead_ns, &ro);
     if (k != 1)
         return k < 0 ? -1 : 2;
-    Py_INCREF(inbox);
-    int rc = 0;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(inbox); i++) {
-        PyObject *m = PyList_GET_ITEM(inbox, i);
-        if (Py_TYPE(m) != MessageT || PyTuple_GET_SIZE(m) < 2) {
-            rc = 2;
-            break;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *m = PyList_GET_ITEM(inbox, i), *src;
+        if (Py_TYPE(m) != MessageT || PyTuple_GET_SIZE(m) < 2 || !PyUnicode_CheckExact(PyTuple_GET_ITEM(m, 0)) ||
+            !PyLong_CheckExact(PyTuple_GET_ITEM(m, 1)))
+            return 2;
+        if ((src = PyDict_GetItemWithError(ids, PyTuple_GET_ITEM(m, 0))) == NULL || !PyLong_CheckExact(src))
+            return PyErr_Occurred() ? -1 : 2; /* (a KeyError in Python: the handler's) */
+        if (recv_matches(op, src, PyTuple_GET_ITEM(m, 1))) { /* del self._inbox[i]; self._received(proc, m) */
+            Py_INCREF(m);
+            int rc = PyList_SetSlice(inbox, i, i + 1, NULL) < 0 ? -1 : host_received(host, proc, m, ro, value);
+            Py_DECREF(m);
+            return rc;
         }
-        PyObject *src = PyDict_GetItemWithError(ids, PyTuple_GET_ITEM(m, 0));
-        if (src == NULL) {
-            rc = PyErr_Occurred() ? -1 : 2; /* (a KeyError in Python: the handler's) */
-            break;
-        }
-        Py_INCREF(m);
-        int match = recv_matches(op, src, PyTuple_GET_ITEM(m, 1));
-        if (match == 1) {
-            rc = PyList_GET_ITEM(inbox, i) != m || PyList_SetSlice(inbox, i, i + 1, NULL) < 0
-                     ? -1 : host_received(host, proc, m, ro, value);
-            if (rc == -1 && !PyErr_Occurred())
-                PyErr_SetString(PyExc_RuntimeError, "emu._core: the inbox changed while it was read");
-        } else if (match < 0)
-            rc = -1;
-        Py_DECREF(m);
-        if (match != 0)
-            break;
     }
-    Py_DECREF(inbox);
-    return rc;
+    return 0;
 }
 
 /* the exception being raised handed to the host's ``method(proc, e[, tb])`` (Host._app_failed,
@@ -255,8 +287,13 @@ static int host_failed(PyObject *host, PyObject *proc, PyObject *method, int wit
     PyErr_NormalizeException(&type, &val, &tb);
     if (tb != NULL && val != NULL)
         PyException_SetTraceback(val, tb);
+    PyObject *prev = PyErr_GetHandledException();
+    if (val != NULL)
+        PyErr_SetHandledException(val);
     PyObject *r = val == NULL ? NULL
                               : PyObject_CallMethodObjArgs(host, method, proc, val, with_tb ? (tb ? tb : Py_None) : NULL, NULL);
+    PyErr_SetHandledException(prev);
+    Py_XDECREF(prev);
     Py_XDECREF(type);
     Py_XDECREF(val);
     Py_XDECREF(tb);
@@ -264,6 +301,39 @@ static int host_failed(PyObject *host, PyObject *proc, PyObject *method, int wit
 }
 
 static int host_deliver(PyObject *host, PyObject *msg);
+
+/* ``a, b = r`` as Python unpacks it (and its errors): 0 (two new references), -1 */
+static int unpack2(PyObject *r, PyObject **a, PyObject **b)
+{
+    if ((PyTuple_CheckExact(r) || PyList_CheckExact(r)) && PySequence_Fast_GET_SIZE(r) == 2) {
+        *a = Py_NewRef(PySequence_Fast_GET_ITEM(r, 0));
+        *b = Py_NewRef(PySequence_Fast_GET_ITEM(r, 1));
+        return 0;
+    }
+    PyObject *it = PyObject_GetIter(r), *x[3] = {NULL, NULL, NULL};
+    if (it == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError) && Py_TYPE(r)->tp_iter == NULL && !PySequence_Check(r)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "cannot unpack non-iterable %.200s object", Py_TYPE(r)->tp_name);
+        }
+        return -1;
+    }
+    int n = 0;
+    for (; n < 3 && (x[n] = PyIter_Next(it)) != NULL; n++)
+        ;
+    Py_DECREF(it);
+    if (!PyErr_Occurred() && n < 2)
+        PyErr_Format(PyExc_ValueError, "not enough values to unpack (expected 2, got %d)", n);
+    else if (!PyErr_Occurred() && n == 3)
+        PyErr_SetString(PyExc_ValueError, "too many values to unpack (expected 2)");
+    if (PyErr_Occurred()) {
+        for (int k = 0; k < 3; k++)
+            Py_XDECREF(x[k]);
+        return -1;
+    }
+    *a = x[0], *b = x[1];
+    return 0;
+}
 
 /* Host.resume((proc, value)): the application steps until it waits or ends, its requests carried
  * out (a send's and a receive's plain cases here, the rest by the handler table). 0, -1 error. */
@@ -316,22 +386,25 @@ static int host_resume(PyObject *host, PyObject *arg)
             k = op_recv(host, proc, op, &value);
         else if (handler == NULL && PyErr_Occurred())
             k = -1;
+        if (k < 0 && (handler == f_op_send || handler == f_op_recv) && PyErr_ExceptionMatches(PyExc_Exception)) {
+            Py_DECREF(op); /* (inside the handler in Python: the app fails) */
+            rc = host_failed(host, proc, s_op_failed, 0);
+            break;
+        }
         if (k == 2) { /* the handler's (or _dispatch's), in Python */
             PyObject *r = handler != NULL ? PyObject_Vectorcall(handler, (PyObject *[]){host, proc, op}, 3, NULL)
                                           : PyObject_CallMethodObjArgs(host, s_dispatch, proc, op, NULL);
-            if (r != NULL && (!PyTuple_CheckExact(r) || PyTuple_GET_SIZE(r) != 2)) {
-                PyErr_SetString(PyExc_TypeError, "a request handler returned no (ready, value)");
-                Py_CLEAR(r);
-            }
-            if (r == NULL) {
+            PyObject *ready = NULL;
+            if (r == NULL || unpack2(r, &ready, &value) < 0) { /* (ready, value = ...: inside the try too) */
+                Py_XDECREF(r);
                 Py_DECREF(op);
                 if (PyErr_ExceptionMatches(PyExc_Exception)) /* misuse of the API inside the app: the app fails */
                     rc = host_failed(host, proc, s_op_failed, 0);
                 break;
             }
-            k = PyObject_IsTrue(PyTuple_GET_ITEM(r, 0));
-            value = Py_NewRef(PyTuple_GET_ITEM(r, 1));
             Py_DECREF(r);
+            k = PyObject_IsTrue(ready);
+            Py_DECREF(ready);
         }
         if (k < 0) {
             Py_DECREF(op);
@@ -358,71 +431,75 @@ static int host_resume(PyObject *host, PyObject *arg)
 }
 
 /* Host.deliver(msg): the message to the first application waiting for it (not busy), else to the
- * inbox. 0, -1 error. */
+ * inbox -- a Message as the NIC makes it (its source's name a str, its tag an int), the waiting
+ * receives' src and tag None or ints: no Python code runs until the match; anything else Python's
+ * from the start. 0, -1 error. */
 static int host_deliver(PyObject *host, PyObject *msg)
 {
-    PyObject *ids, *procs, *inbox, *spec;
+    PyObject *ids, *procs, *inbox, *src = NULL, *tag;
     if (!host_plain(host) || Py_TYPE(msg) != MessageT || PyTuple_GET_SIZE(msg) < 2 ||
+        !PyUnicode_CheckExact(PyTuple_GET_ITEM(msg, 0)) || !PyLong_CheckExact(tag = PyTuple_GET_ITEM(msg, 1)) ||
         (ids = SLOT(host, h_host_ids)) == NULL || !PyDict_CheckExact(ids) || (procs = SLOT(host, h_procs)) == NULL ||
         !PyList_CheckExact(procs) || (inbox = SLOT(host, h_inbox)) == NULL || !PyList_CheckExact(inbox) ||
-        (spec = SLOT(host, h_spec)) == NULL || SLOT(host, h_noise) != Py_None) {
+        SLOT(host, h_spec) == NULL || SLOT(host, h_noise) != Py_None ||
+        ((src = PyDict_GetItemWithError(ids, PyTuple_GET_ITEM(msg, 0))) != NULL && !PyLong_CheckExact(src))) {
+        if (PyErr_Occurred())
+            return -1;
         PyObject *args[2] = {host, msg};
         return call_drop(PyObject_Vectorcall(f_deliver, args, 2, NULL));
     }
-    PyObject *src = PyDict_GetItemWithError(ids, PyTuple_GET_ITEM(msg, 0)); /* host_ids.get(msg.src, -1) */
     if (src == NULL && PyErr_Occurred())
         return -1;
-    PyObject *srco = src != NULL ? Py_NewRef(src) : PyLong_FromLong(-1);
+    PyObject *srco = src != NULL ? Py_NewRef(src) : PyLong_FromLong(-1); /* host_ids.get(msg.src, -1) */
     if (srco == NULL)
         return -1;
-    Py_INCREF(procs);
-    int rc = 1; /* (1: none waits for it) */
-    for (Py_ssize_t i = 0; rc == 1 && i < PyList_GET_SIZE(procs); i++) {
+    PyObject *taker = NULL; /* the first proc waiting for it, not busy */
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(procs); i++) {
         PyObject *proc = PyList_GET_ITEM(procs, i), *w, *busy;
-        if (Py_TYPE(proc) != ProcT || (w = SLOT(proc, pr_waiting)) == NULL || (busy = SLOT(proc, pr_busy)) == NULL) {
+        if (Py_TYPE(proc) != ProcT || (w = SLOT(proc, pr_waiting)) == NULL || (busy = SLOT(proc, pr_busy)) == NULL ||
+            (busy != Py_True && busy != Py_False)) {
             rc = -2; /* (Python's, from the start: nothing changed) */
             break;
         }
-        if (!PyObject_TypeCheck(w, RecvT))
+        if (w == Py_None || !PyObject_TypeCheck(w, RecvT))
             continue;
-        if (Py_TYPE(w)->tp_basicsize != RecvT->tp_basicsize) { /* (a subclass with slots of its own: Python's) */
+        if (Py_TYPE(w)->tp_basicsize != RecvT->tp_basicsize || !int_or_none(SLOT(w, rv_src)) ||
+            !int_or_none(SLOT(w, rv_tag))) {
             rc = -2;
             break;
         }
-        Py_INCREF(proc);
-        Py_INCREF(w);
-        int b = PyObject_IsTrue(busy), m = b != 0 ? b : recv_matches(w, srco, PyTuple_GET_ITEM(msg, 1));
-        if (b < 0 || m < 0)
-            rc = -1;
-        else if (!b && m) { /* taken: (True, msg) without receive overhead, else _received */
-            long long ro;
-            int k = attr_ll(spec, s_recv_overhead_ns, &ro);
-            PyObject *value = NULL;
-            if (k == 0)
-                PyErr_SetString(PyExc_TypeError, "emu._core: recv_overhead_ns is not an integer");
-            int ready = k != 1 ? -1 : host_received(host, proc, msg, ro, &value);
-            if (ready == 1) {
-                PyObject *arg = PyTuple_Pack(2, proc, value);
-                rc = arg == NULL ? -1 : host_resume(host, arg);
-                Py_XDECREF(arg);
-            } else if (ready == 0) {
-                Py_XSETREF(SLOT(proc, pr_waiting), Py_NewRef(Py_None));
-                rc = 0;
-            } else
-                rc = -1;
-            Py_XDECREF(value);
+        if (busy == Py_False && recv_matches(w, srco, tag)) {
+            taker = proc;
+            break;
         }
-        Py_DECREF(w);
-        Py_DECREF(proc);
     }
-    Py_DECREF(procs);
     Py_DECREF(srco);
-    if (rc == -2) {
+    long long ro = 0;
+    int k = rc == -2 || taker == NULL ? 1 : attr_ll(SLOT(host, h_spec), s_recv_overhead_ns, &ro);
+    if (k < 0)
+        return -1;
+    if (rc == -2 || k == 0) { /* (recv_overhead_ns not an int: Python's too) */
         PyObject *args[2] = {host, msg};
         return call_drop(PyObject_Vectorcall(f_deliver, args, 2, NULL));
     }
-    if (rc == 1)
-        rc = PyList_Append(inbox, msg);
+    if (taker == NULL) /* self._inbox.append(msg) */
+        return PyList_Append(inbox, msg);
+    /* taken: (True, msg) without receive overhead (resume), else _received (it waits: waiting None) */
+    Py_INCREF(taker);
+    PyObject *value = NULL;
+    int ready = host_received(host, taker, msg, ro, &value);
+    if (ready == 1) {
+        PyObject *arg = PyTuple_Pack(2, taker, value);
+        rc = arg == NULL ? -1 : host_resume(host, arg);
+        Py_XDECREF(arg);
+    } else if (ready == 0) {
+        Py_XSETREF(SLOT(taker, pr_waiting), Py_NewRef(Py_None));
+        rc = 0;
+    } else
+        rc = -1;
+    Py_XDECREF(value);
+    Py_DECREF(taker);
     return rc;
 }
 
@@ -432,7 +509,7 @@ static PyObject *timers_run_due(PyObject *timers, PyObject *now)
 {
     PyObject *heap, *cancelled;
     long long nowv;
-    if (Py_TYPE(timers) != TimersT || tm_next < 0 || !same_fn(TimersT, s_run_due, f_run_due) ||
+    if (Py_TYPE(timers) != TimersT || tm_next < 0 || !classes_plain() ||
         (heap = SLOT(timers, tm_heap)) == NULL || !PyList_CheckExact(heap) ||
         (cancelled = SLOT(timers, tm_cancelled)) == NULL || !PySet_CheckExact(cancelled) || !get_ll(now, &nowv))
         return PyObject_CallMethodOneArg(timers, s_run_due, now);
@@ -502,8 +579,11 @@ done:
  * (*out_p the list), 1 not this case (Python's method), -1 error. */
 static int nic_on_timer(PyObject *eng, PyObject *now, PyObject **out_p)
 {
-    if (HostT == NULL || Py_TYPE(eng) != NicT || !same_fn(NicT, s_on_timer_name, f_on_timer))
+    if (HostT == NULL || Py_TYPE(eng) != NicT || !classes_plain())
         return 1;
+    int ip = inst_plain(eng);
+    if (ip != 1)
+        return ip < 0 ? -1 : 1;
     PyObject *out = PyList_New(0), *timers = NULL, *nxt = NULL;
     int rc = -1;
     if (out == NULL || NIC_SET(eng, N_NOW, now) < 0 || NIC_SET(eng, N_OUT, out) < 0 ||
@@ -525,6 +605,7 @@ done:
 typedef struct {
     PyObject_HEAD
     PyObject *op; /* the request; NULL once yielded */
+    int state;    /* 0 not started, 1 the request yielded, 2 done (as the generator's frame states) */
 } OpWait;
 
 static void opwait_dealloc(OpWait *w)
@@ -536,37 +617,109 @@ static void opwait_dealloc(OpWait *w)
 static PySendResult opwait_send(PyObject *self, PyObject *arg, PyObject **result)
 {
     OpWait *w = (OpWait *)self;
-    if (w->op != NULL) { /* the first step: the request to the host */
+    if (w->state == 0) { /* the first step: the request to the host */
+        if (arg != NULL && arg != Py_None) {
+            PyErr_SetString(PyExc_TypeError, "can't send non-None value to a just-started generator");
+            return PYGEN_ERROR;
+        }
         *result = w->op;
         w->op = NULL;
+        w->state = 1;
         return PYGEN_NEXT;
     }
-    *result = Py_NewRef(arg); /* then the host's answer, as the awaited value */
+    /* then the host's answer, as the awaited value (once; a generator that ended returns None) */
+    *result = Py_NewRef(w->state == 1 && arg != NULL ? arg : Py_None);
+    w->state = 2;
     return PYGEN_RETURN;
 }
 
 static PyObject *opwait_next(PyObject *self)
 {
-    OpWait *w = (OpWait *)self;
-    if (w->op != NULL) {
-        PyObject *op = w->op;
-        w->op = NULL;
-        return op;
+    PyObject *r;
+    PySendResult k = opwait_send(self, Py_None, &r);
+    if (k == PYGEN_NEXT)
+        return r;
+    if (k == PYGEN_RETURN)
+        Py_DECREF(r); /* (StopIteration: the value None) */
+    return NULL;
+}
+
+/* the StopIteration that carries ``value`` (StopIteration(value): a tuple stays one value) */
+static void stop_with(PyObject *value)
+{
+    if (value == Py_None) {
+        PyErr_SetNone(PyExc_StopIteration);
+        return;
     }
-    return NULL; /* (StopIteration: the value None) */
+    PyObject *e = PyObject_CallOneArg(PyExc_StopIteration, value);
+    if (e != NULL) {
+        PyErr_SetObject(PyExc_StopIteration, e);
+        Py_DECREF(e);
+    }
 }
 
 static PyObject *opwait_send_method(PyObject *self, PyObject *arg)
 {
     PyObject *r;
-    if (opwait_send(self, arg, &r) == PYGEN_NEXT)
+    PySendResult k = opwait_send(self, arg, &r);
+    if (k == PYGEN_NEXT)
         return r;
-    _PyGen_SetStopIterationValue(r);
-    Py_DECREF(r);
+    if (k == PYGEN_RETURN) {
+        stop_with(r);
+        Py_DECREF(r);
+    }
     return NULL;
 }
 
-static PyMethodDef opwait_methods[] = {{"send", opwait_send_method, METH_O, "the host's answer"}, {NULL, NULL, 0, NULL}};
+/* throw(type[, value[, tb]]): raised where the generator waits (at its yield, which does not catch
+ * it), so it ends: the exception goes out -- as generator.throw does, less its frame */
+static PyObject *opwait_throw(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    OpWait *w = (OpWait *)self;
+    if (nargs < 1 || nargs > 3) {
+        PyErr_SetString(PyExc_TypeError, "throw expected at least 1 argument, at most 3");
+        return NULL;
+    }
+    Py_CLEAR(w->op);
+    w->state = 2;
+    PyObject *typ = args[0], *val = nargs > 1 ? args[1] : Py_None, *tb = nargs > 2 ? args[2] : Py_None;
+    if (tb != Py_None && !PyTraceBack_Check(tb)) {
+        PyErr_SetString(PyExc_TypeError, "throw() third argument must be a traceback object");
+        return NULL;
+    }
+    if (PyExceptionInstance_Check(typ)) {
+        if (val != Py_None) {
+            PyErr_SetString(PyExc_TypeError, "instance exception may not have a separate value");
+            return NULL;
+        }
+        val = typ;
+        typ = PyExceptionInstance_Class(typ);
+    } else if (!PyExceptionClass_Check(typ)) {
+        PyErr_Format(PyExc_TypeError, "exceptions must be classes or instances deriving from BaseException, not %s",
+                     Py_TYPE(typ)->tp_name);
+        return NULL;
+    }
+    Py_INCREF(typ);
+    Py_INCREF(val);
+    Py_XINCREF(tb == Py_None ? NULL : tb);
+    PyErr_Restore(typ, val, tb == Py_None ? NULL : tb);
+    return NULL;
+}
+
+/* close(): a generator waiting at its yield ends (GeneratorExit, not caught) */
+static PyObject *opwait_close(PyObject *self, PyObject *unused)
+{
+    OpWait *w = (OpWait *)self;
+    Py_CLEAR(w->op);
+    w->state = 2;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef opwait_methods[] = {
+    {"send", opwait_send_method, METH_O, "the host's answer"},
+    {"throw", (PyCFunction)(void (*)(void))opwait_throw, METH_FASTCALL, "raise where the await waits"},
+    {"close", opwait_close, METH_NOARGS, "end"},
+    {NULL, NULL, 0, NULL}};
 static PyAsyncMethods opwait_async = {0, 0, 0, opwait_send};
 static PyTypeObject OpWaitT = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "emu._core.OpWait",
@@ -584,7 +737,7 @@ static PyObject *op_await(PyObject *self, PyObject *unused)
 {
     OpWait *w = PyObject_New(OpWait, &OpWaitT);
     if (w != NULL)
-        w->op = Py_NewRef(self);
+        w->op = Py_NewRef(self), w->state = 0;
     return (PyObject *)w;
 }
 

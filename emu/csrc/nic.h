@@ -21,6 +21,107 @@ static Attr nic_attr[N_N] = {{"node_id"}, {"_anywhere"}, {"transport"}, {"names"
 static unsigned long long n_nic_messages; /* one-frame messages received here (counts()) */
 static PyObject *s_at, *s_msg_id, *s_lazy, *s_heads, *s_routes, *s_mtu_bytes, *s_frames_sent, *s_messages_sent;
 
+static PyTypeObject *HostT, *ProcT, *SendT, *RecvT; /* (host_setup's, emu/csrc/host.h) */
+
+/* -- what the core stands in for, as the classes had it at host_setup: each attribute's object
+ * (its function, a property), checked again whenever a class's version tag moved (a class changed:
+ * a method replaced, as a test or a plug-in may, and Python's is called from then on) */
+enum { W_HOST, W_NIC, W_TIMERS, W_RECV, W_N };
+typedef struct {
+    int cls;
+    const char *name;
+    PyObject *s; /* the interned name */
+    PyObject *v; /* the class's attribute at setup */
+} Watch;
+static Watch watch[] = {{W_HOST, "resume"}, {W_HOST, "deliver"}, {W_HOST, "_op_send"}, {W_HOST, "_op_recv"},
+                        {W_HOST, "_busy"}, {W_HOST, "_received"}, {W_HOST, "cpu_done"}, {W_HOST, "now"},
+                        {W_NIC, "on_timer"}, {W_NIC, "at"}, {W_NIC, "receive"}, {W_NIC, "_on_segment"},
+                        {W_NIC, "send_message"}, {W_NIC, "_put_message"}, {W_NIC, "_route"}, {W_TIMERS, "at"},
+                        {W_TIMERS, "run_due"}, {W_TIMERS, "_next_live"}, {W_RECV, "matches"}};
+#define N_WATCH ((int)(sizeof watch / sizeof watch[0]))
+static unsigned int watch_tags[W_N];
+static PyTypeObject *watch_t[W_N]; /* (the classes, at host_setup) */
+static int watching; /* host_setup filled the table */
+
+static inline PyTypeObject *watch_type(int c)
+{
+    return c == W_HOST ? HostT : c == W_NIC ? NicT : c == W_TIMERS ? TimersT : RecvT;
+}
+
+/* a class's version tag still the one it had when checked (no attribute of it set since) */
+static inline int tag_same(int c)
+{
+#ifdef Py_TPFLAGS_VALID_VERSION_TAG
+    return (watch_t[c]->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) && watch_t[c]->tp_version_tag == watch_tags[c] &&
+           watch_tags[c];
+#else
+    return 0;
+#endif
+}
+
+/* a class changed: is what the core stands in for still there? (then its new tag is the one to see) */
+static int classes_recheck(void)
+{
+    if (!watching)
+        return 0;
+    for (int c = 0; c < W_N; c++) {
+        if (tag_same(c))
+            continue;
+        PyTypeObject *t = watch_t[c];
+        for (int k = 0; k < N_WATCH; k++)
+            if (watch[k].cls == c && _PyType_Lookup(t, watch[k].s) != watch[k].v)
+                return 0;
+#ifdef Py_TPFLAGS_VALID_VERSION_TAG
+        watch_tags[c] = (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) ? t->tp_version_tag : 0;
+#endif
+    }
+    return 1;
+}
+
+/* every class still has what the core stands in for: four compares until a class changes */
+static inline int classes_plain(void)
+{
+    return (watching && tag_same(W_HOST) && tag_same(W_NIC) && tag_same(W_TIMERS) && tag_same(W_RECV)) ||
+           classes_recheck();
+}
+
+/* a NIC has none of the watched methods in its own __dict__ (set on the object, they win over its
+ * class's in Python): 1, 0 (some: Python's), -1 error. A dict seen without them at a version (it
+ * changes with every change of the dict, CPython 3.11) is not read again. */
+#if PY_VERSION_HEX < 0x030C0000
+#define SEEN_N 1024
+static struct { PyObject *d; uint64_t v; } seen[SEEN_N];
+#endif
+static int inst_plain(PyObject *o)
+{
+    PyObject **dp = _PyObject_GetDictPtr(o);
+    if (dp == NULL || *dp == NULL)
+        return 1;
+    PyObject *d = *dp;
+    if (PyDict_GET_SIZE(d) == 0)
+        return 1;
+#if PY_VERSION_HEX < 0x030C0000
+    size_t h = (size_t)(((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL) >> 54); /* (of SEEN_N: 1024) */
+    uint64_t ver = ((PyDictObject *)d)->ma_version_tag;
+    if (seen[h].d == d && seen[h].v == ver)
+        return 1;
+#endif
+    for (int k = 0; k < N_WATCH; k++) {
+        if (watch[k].cls != W_NIC)
+            continue;
+        PyObject *v = PyDict_GetItemWithError(d, watch[k].s);
+        if (v != NULL)
+            return 0;
+        if (PyErr_Occurred())
+            return -1;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    seen[h].d = d, seen[h].v = ver;
+#endif
+    return 1;
+}
+
+
 static int heads_here; /* the core makes a missing Ethernet header (nic_setup checked its layout) */
 
 /* the Ethernet header of a frame from node ``src`` to node ``dst`` (emu.wire.fabric: node_mac, 02:00
@@ -98,7 +199,7 @@ static int timers_at(PyObject *timers, PyObject *t, PyObject *fn, PyObject *arg)
 {
     PyObject *heap, *seq, *nxt;
     long long seqv, tv, nv = 0;
-    if (Py_TYPE(timers) != TimersT || tm_next < 0 || (heap = SLOT(timers, tm_heap)) == NULL ||
+    if (Py_TYPE(timers) != TimersT || tm_next < 0 || !classes_plain() || (heap = SLOT(timers, tm_heap)) == NULL ||
         !PyList_CheckExact(heap) || (seq = SLOT(timers, tm_seq)) == NULL || !get_ll(seq, &seqv) || !get_ll(t, &tv) ||
         (nxt = SLOT(timers, tm_next)) == NULL || (nxt != Py_None && !get_ll(nxt, &nv))) {
         if (PyErr_Occurred())
@@ -130,8 +231,11 @@ static int timers_at(PyObject *timers, PyObject *t, PyObject *fn, PyObject *arg)
  * (nothing changed: receive's), -1 error. */
 static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject **out_p)
 {
-    if (NicT == NULL || Py_TYPE(eng) != NicT || !PyBytes_CheckExact(frame))
+    if (NicT == NULL || Py_TYPE(eng) != NicT || !PyBytes_CheckExact(frame) || !classes_plain())
         return 1;
+    int ip = inst_plain(eng);
+    if (ip != 1)
+        return ip < 0 ? -1 : 1;
     Py_ssize_t n = PyBytes_GET_SIZE(frame), data = C_HDR_LEN + C_MSG_LEN;
     const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(frame);
     if (n < data || b[12] != C_ET_HI || b[13] != C_ET_LO || b[C_PTYPE_OFF] != C_MSG_PTYPE ||
@@ -220,7 +324,12 @@ static unsigned long long n_nic_sent; /* one-frame messages sent here (counts())
 static int nic_send_one(PyObject *eng, PyObject *dsto, PyObject *tago, PyObject *data, PyObject *to, PyObject *vco)
 {
     long long dst, tag, t, vc;
-    if (NicT == NULL || Py_TYPE(eng) != NicT || !PyBytes_CheckExact(data) || !get_ll(dsto, &dst) ||
+    if (NicT == NULL || Py_TYPE(eng) != NicT || !classes_plain())
+        return 0;
+    int ip = inst_plain(eng);
+    if (ip != 1)
+        return ip;
+    if (!PyBytes_CheckExact(data) || !get_ll(dsto, &dst) ||
         !get_ll(tago, &tag) || !get_ll(to, &t) || !get_ll(vco, &vc) || dst < 0 || dst > 0xFFFFFFFFLL ||
         tag < 0 || tag > 0xFFFFFFFFLL || vc < 0 || vc > 255) {
         PyErr_Clear();

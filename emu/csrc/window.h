@@ -199,12 +199,15 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
     if (!PyList_CheckExact(le) || PyList_GET_SIZE(le) || !PyList_CheckExact(pev) || PyList_GET_SIZE(pev) ||
         tt != Py_None || cap != Py_None)
         goto done;
-    rc = -1;
-    if ((fwd = PyObject_CallNoArgs(plain)) == NULL)
-        goto done;
+    fwd = Py_NewRef(plain); /* eng.plain_table: (routes, delay, held) or None, kept by the engine (switch/forward.py) */
     rc = 2; /* (not a static table now: nothing done) */
-    if (!PyTuple_CheckExact(fwd) || PyTuple_GET_SIZE(fwd) != 2)
+    if (!PyTuple_CheckExact(fwd) || PyTuple_GET_SIZE(fwd) != 3)
         goto done;
+    int held = PyObject_IsTrue(PyTuple_GET_ITEM(fwd, 2)); /* (ports out of service: receive decides) */
+    if (held) {
+        rc = held < 0 ? -1 : 2;
+        goto done;
+    }
     rc = 1;
     long long delay;
     if (!get_ll(PyTuple_GET_ITEM(fwd, 1), &delay))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from emu.nodes.nic.interface import Message, Op
+from emu.nodes.nic.interface import MECHANISMS, Message, Op
 from emu.trace import NO_SPAN
 
 __all__ = ["Compute", "HostAPI", "Message", "Op", "PingOp", "Recv", "Send", "SendRequest", "Sleep", "TryRecv", "Wait"]
@@ -146,12 +146,22 @@ class HostAPI:
     """The handle an application gets: ``host.send``, ``host.recv``, ``host.ping``, ``host.sleep``,
     ``host.compute``; and the verbs of the NIC mechanisms loaded on this node (``host.nic_post``,
     ``host.put``, ``host.inc_request``, ``host.nc_run``, ...: each mechanism's ``verbs``,
-    :mod:`emu.nodes.nic.interface`)."""
+    :mod:`emu.nodes.nic.interface`). A verb of a registered mechanism that is not loaded on this
+    node is refused in one line naming the mechanisms loaded; any other unknown name is Python's own
+    AttributeError (with its "Did you mean" hint)."""
 
     def __init__(self, engine: HostCore):
         self._engine = engine
         self._recv_any = Recv(None, None)
         """What every ``recv()`` returns (a request holds no state of its own: one serves them all)."""
+        _offer_verbs(engine.nic.verb_names())
+        for cls in tuple(MECHANISMS.values()):  # (a registered mechanism not loaded here: its verbs refused in one line)
+            _offer_verbs(cls.verbs)
+
+    def _refusal(self, name: str) -> str:
+        e = self._engine
+        return (f"the host API has no {name!r}: not a host call, nor a verb of the NIC mechanisms "
+                f"loaded on {e.name} ({', '.join(e.nic.loaded)})")
 
     @property
     def name(self) -> str:
@@ -186,18 +196,13 @@ class HostAPI:
         """The fabric address of host ``host`` (a name, or an address checked)."""
         return self._engine.resolve(host)
 
-    def __getattr__(self, name: str):
-        """A verb of a NIC mechanism loaded on this node (``host.put`` is the QsNet adapter's)."""
-        if name.startswith("_"):
-            raise AttributeError(name)
-        owner = self._engine.nic.verb_owner(name)
-        if owner is None:
-            raise AttributeError(f"the host API has no {name!r}: not a host call, nor a verb of the NIC mechanisms "
-                                 f"loaded on {self._engine.name} ({', '.join(self._engine.nic.loaded)})")
-        return getattr(owner, name)
-
     def __dir__(self):
-        return sorted(set(super().__dir__()) | set(self._engine.nic.verb_names()))
+        """The host calls and the verbs of the mechanisms loaded here (not the other mechanisms'
+        verbs, whose descriptors the class holds): built without ``self.__dict__``, which would turn
+        the instance's inline attributes into a dict for good (and its attribute loads unspecialised)."""
+        offered = set(self._engine.nic.verb_names())
+        return sorted({n for n in dir(type(self)) if n not in _VERB_NAMES or n in offered} | offered
+                      | {"_engine", "_recv_any"})
 
     def span(self, name: str, **args):
         """A span on this host's rank track of the run's trace, for a ``with`` block around awaits
@@ -284,3 +289,44 @@ class HostAPI:
         if ns < 0:
             raise ValueError(f"sleep: ns must be >= 0, got {ns}")
         return Sleep(int(ns))
+
+
+class _Verb:
+    """``host.<verb>``: the verb ``name`` of the NIC mechanism that offers it on this host (``host.put``
+    is the QsNet adapter's), else the API's one-line refusal (an AttributeError).
+
+    A descriptor on :class:`HostAPI` rather than a ``__getattr__``: a class with ``__getattr__`` gets
+    CPython's ``slot_tp_getattr_hook`` as its attribute lookup, and 3.11 then specialises none of the
+    attribute loads on its instances (``host.send``, ``host.recv``: ~900 instructions each per call).
+    Non-data (no ``__set__``), and only for names no host call has: host calls win, as they did over
+    ``__getattr__``."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, api, cls=None):
+        if api is None:
+            return self
+        name = self.name
+        owner = api._engine.nic.verb_owner(name)
+        if owner is None:
+            raise AttributeError(api._refusal(name), name=name, obj=api)
+        return getattr(owner, name)
+
+
+_VERB_NAMES: set[str] = set()
+"""Names :func:`_offer_verbs` gave :class:`HostAPI` a :class:`_Verb` for."""
+
+
+def _offer_verbs(names) -> None:
+    """Give :class:`HostAPI` a :class:`_Verb` for each of ``names`` it has none for yet (once per name
+    in the process: which mechanism answers is looked up per host at each access). A name beginning
+    with ``_`` or naming a host call gets none (``host._x`` is Python's AttributeError; ``host.send``
+    is the host's own)."""
+    for name in names:
+        if name in _VERB_NAMES or name.startswith("_") or any(name in c.__dict__ for c in HostAPI.__mro__):
+            continue
+        _VERB_NAMES.add(name)
+        setattr(HostAPI, name, _Verb(name))

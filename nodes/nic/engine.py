@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import struct
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -461,7 +462,8 @@ if native.CORE is not None:  # the compiled core takes a one-frame message's rec
     try:
         native.CORE.nic_setup(NicEngine, Timers, Message, int(PacketType.MSG), MSG.size,
                               build_frame(0x01020304, 0x05060708, 0, b"")[:ETH_LEN])
-        native.CORE.host_setup(Host, Proc, Send, Recv, HOST_HANDLERS)  # (its timers, resume, deliver, send, recv)
+        native.CORE.host_setup(Host, Proc, Send, Recv, HOST_HANDLERS,  # (its timers, resume, deliver, send, recv)
+                               sys.modules[Host.__module__].__dict__)  # (where Python's resume reads _HANDLERS)
         native.CORE.await_setup(Op)  # (awaiting a request: Op.__await__'s twin, without a generator per await)
     except (TypeError, ValueError, AttributeError) as e:
         native.disable(str(e))
