@@ -67,6 +67,8 @@ class Domain(DomainControl):
         self.cpu = {"window_s": 0.0, "drain_s": 0.0}
         """CPU seconds this process spent running windows and reading datagrams outside them (a cost
         figure for ``Cluster.cpu_times``: where a run over several processes spends its time)."""
+        self.cpu_marks: list[float] | None = None
+        """While recorded (``rpc_cpu_marks``): this process's CPU seconds at the start of each window."""
         self._with_links: set[Element] = set()
         """Elements that hold scheduled link changes (``rpc_schedule``)."""
         self._idle = (-1, INF)
@@ -194,6 +196,8 @@ class Domain(DomainControl):
 
     async def window(self, w: int, t0: int, t1: int, expected: int) -> tuple[list[int], int, int]:
         c0 = time.process_time()
+        if self.cpu_marks is not None:
+            self.cpu_marks.append(c0)
         try:
             return await self._window(w, t0, t1, expected)
         finally:

@@ -17,12 +17,39 @@ from .port import OutPort, Timeline
 log = logging.getLogger("emu.domain")  # (its messages are the domain's)
 
 
+def contention() -> dict[str, float]:
+    """How much other processes held this one up so far: ``runqueue_s``, the seconds it was ready to
+    run but waited for a core (Linux's schedstat of its main thread), and ``preempted``, the times it
+    was taken off a core while it could have gone on (``getrusage``). Either is left out where the
+    system does not tell."""
+    out: dict[str, float] = {}
+    try:
+        import resource
+
+        out["preempted"] = float(resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw)
+    except ImportError:  # not Unix
+        pass
+    try:
+        with open("/proc/self/schedstat") as f:
+            out["runqueue_s"] = int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):  # not Linux, or no schedstats in this kernel
+        pass
+    return out
+
+
 class DomainControl:
     """The control side of :class:`emu.domain.Domain` (a part of it, never used alone)."""
 
     async def rpc_cpu(self) -> dict[str, float]:
-        """CPU seconds of this process so far: all of it, in windows, reading datagrams between them."""
-        return {"process_s": time.process_time(), **self.cpu}
+        """CPU seconds of this process so far: all of it, in windows, reading datagrams between them;
+        and where the system tells (``contention``) how long it waited for a core and how often."""
+        return {"process_s": time.process_time(), **self.cpu, **contention()}
+
+    async def rpc_cpu_marks(self, record: bool) -> list[float]:
+        """This process's CPU seconds at the start of each window since the last call (``record``:
+        go on recording them): what each window cost here, the time between windows included."""
+        marks, self.cpu_marks = self.cpu_marks or [], [] if record else None
+        return marks
 
     async def rpc_set_addresses(self, addrs: dict[str, tuple[str, int]]) -> None:
         for el in self.elements:

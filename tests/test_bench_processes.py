@@ -12,5 +12,13 @@ def test_bench_processes_runs_at_a_tiny_size():
     p = subprocess.run([sys.executable, str(SCRIPTS / "bench_processes.py"), "--topo", "star:n=4", "--size", "4KiB",
                         "--processes", "1,2", "--mode", "direct"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
-    assert "cores" in p.stdout and "2 processes" in p.stdout and "CPU split" in p.stdout
+    assert "cores" in p.stdout and "2 processes" in p.stdout and "CPU split" in p.stdout and "critical path" in p.stdout
     assert p.stdout.count("same figures") == 2
+
+
+def test_counting_instructions_without_valgrind_is_refused_in_one_line(tmp_path):
+    import os
+
+    p = subprocess.run([sys.executable, str(SCRIPTS / "bench_processes.py"), "--instructions"], capture_output=True,
+                       text=True, timeout=120, env={**os.environ, "PATH": str(tmp_path)})
+    assert p.returncode != 0 and p.stderr.strip().splitlines() == ["--instructions needs valgrind (apt-get install valgrind)"]

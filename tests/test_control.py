@@ -256,3 +256,32 @@ def test_a_worker_runs_numpys_math_library_on_one_thread_unless_told(monkeypatch
     assert env["OPENBLAS_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "1"
     assert env["OMP_NUM_THREADS"] == "4"
     assert env["PATH"] == os.environ["PATH"]
+
+
+@pytest.mark.skipif(not hasattr(os, "getsid"), reason="sessions are POSIX")
+async def test_a_worker_runs_in_a_session_of_its_own():
+    """Where the kernel shares the cores between sessions (Linux's autogroup), a worker in the main
+    process's session would split that session's one share with it: --processes 2 gained nothing
+    while another session kept a core busy. Its own session gets it a share of its own."""
+    async with emu.Cluster("star:n=3", processes=2) as net:
+        [pid] = net.worker_pids
+        assert os.getsid(pid) == pid != os.getsid(0)
+        assert await net["h0"].ping("h2") > 0
+
+
+def test_ctrl_c_at_a_terminal_ends_the_workers_too():
+    """A terminal's Ctrl-C goes to its foreground process group, where a worker in a session of its
+    own no longer is: the main process gets it and ends its workers."""
+    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "interrupt_me.py")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=os.path.dirname(HERE), start_new_session=True)
+    try:
+        line = proc.stdout.readline().split()
+        assert line and line[0] == "pids", proc.stderr.read()
+        worker = int(line[1])
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)  # what the terminal does: the whole foreground group
+        proc.wait(timeout=30)
+        assert _gone(worker), "the worker outlived a Ctrl-C"
+    finally:
+        proc.kill()
+    assert "KeyboardInterrupt" in proc.stderr.read()

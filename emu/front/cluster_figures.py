@@ -25,6 +25,14 @@ class ClusterFigures:
         async with self._lock:
             return [await h.call("cpu") for h in self._handles]
 
+    async def window_cpu(self, record: bool = True) -> list[list[float]]:
+        """Per process (domain order): its CPU seconds at the start of every window since the last
+        call, and from now on recorded (``record``) or no longer. The busiest process's CPU from one
+        window's start to the next, summed over the windows, is the run's critical path in CPU
+        time: how long it would take with a core per process and instant messages."""
+        async with self._lock:
+            return [await h.call("cpu_marks", record) for h in self._handles]
+
     async def stats(self) -> list[dict[str, Any]]:
         """Per element: element counters (drops of foreign/malformed input, recovery), engine
         counters, and per port frames, bytes and peak queue occupancy. What belongs to a process
