@@ -165,6 +165,25 @@ static PyObject *take(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return Py_BuildValue("(NlLL)", out, n, nbytes, last);
 }
 
+/* sender == peer address: two (host, port) tuples of a str and an int compared in place (the
+ * tuples' comparison otherwise, as Python's ==) -- 1, 0, -1 error */
+static int addr_eq(PyObject *a, PyObject *b)
+{
+    long long pa, pb;
+    if (a == b)
+        return 1;
+    if (PyTuple_CheckExact(a) && PyTuple_CheckExact(b) && PyTuple_GET_SIZE(a) == 2 && PyTuple_GET_SIZE(b) == 2 &&
+        PyUnicode_CheckExact(PyTuple_GET_ITEM(a, 0)) && PyUnicode_CheckExact(PyTuple_GET_ITEM(b, 0)) &&
+        get_ll(PyTuple_GET_ITEM(a, 1), &pa) && get_ll(PyTuple_GET_ITEM(b, 1), &pb)) {
+        if (pa != pb)
+            return 0;
+        PyObject *ha = PyTuple_GET_ITEM(a, 0), *hb = PyTuple_GET_ITEM(b, 0);
+        return ha == hb || PyUnicode_Compare(ha, hb) == 0;
+    }
+    PyErr_Clear();
+    return PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
 /* Batch.on_datagram's common case: from ``off``, every DATA / DATA_POOL record of this cluster whose
  * link ends here, from the socket at its other end, in sequence and not late goes into its element's
  * heap as Python would put it; ``got`` (element -> [frames, earliest stamp, window]) counts them as
@@ -253,7 +272,7 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
                 break;
             PyObject *inp = PyTuple_GET_ITEM(owner, 1);
             PyObject *pa = SLOT(inp, i_peer_addr);
-            int same = pa == NULL ? 0 : PyObject_RichCompareBool(sender, pa, Py_EQ);
+            int same = pa == NULL ? 0 : addr_eq(sender, pa);
             if (same < 0)
                 goto fail;
             if (!same || (lk = SLOT(inp, i_link)) == NULL || Py_TYPE(lk) != ReceiverT)
