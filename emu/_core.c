@@ -157,10 +157,10 @@ static PyObject *py_heappop(PyObject *self, PyObject *heap)
 
 static PyObject *counts(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsK}", "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over",
+    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsK}", "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over",
                          n_handed, "taken", n_taken, "batched", n_batched, "records", n_records, "windows", n_windows,
                          "element_windows", n_element_windows, "nic_messages", n_nic_messages,
-                         "nic_sent", n_nic_sent, "host_steps", n_host_steps);
+                         "nic_sent", n_nic_sent, "host_steps", n_host_steps, "nic_segments", n_nic_segments);
 }
 
 static PyMethodDef methods[] = {
@@ -174,7 +174,8 @@ static PyMethodDef methods[] = {
     {"forward", (PyCFunction)(void (*)(void))forward, METH_FASTCALL, "a static switch's plain frames"},
     {"domain_setup", domain_setup, METH_O, "domain_setup(Domain): its frame counts kept inline, in place"},
     {"element_setup", element_setup, METH_O, "element_setup(Element): the attributes the core reads, in place"},
-    {"nic_setup", nic_setup, METH_VARARGS, "nic_setup(NicEngine, Timers, Message, msg_ptype, msg_header_len)"},
+    {"nic_setup", nic_setup, METH_VARARGS,
+     "nic_setup(NicEngine, Timers, Message, msg_ptype, msg_header_len, sample_head, Partial, big_message)"},
     {"host_setup", host_setup, METH_VARARGS, "host_setup(Host, Proc, Send, Recv, handlers, the module's globals)"},
     {"await_setup", await_setup, METH_O, "await_setup(Op): Op.__await__ the core's"},
     {"nic_send", (PyCFunction)(void (*)(void))nic_send, METH_FASTCALL,

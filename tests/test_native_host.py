@@ -345,3 +345,40 @@ async def test_a_method_replaced_on_a_class_or_a_nic_is_called_with_the_core(mon
     pure, compiled = await run(True), await run(False)
     assert compiled == pure
     assert set(pure[1]) == {"at", "_busy", "_route", "h0.on_timer", "handler"} and pure[1]["handler"] == 6
+
+
+async def long_messages(host, hosts):
+    """Messages of many frames both ways (one over 1 MiB: handed over as its buffer), interleaved."""
+    me = hosts.index(host.name)
+    peer = hosts[1 - me]
+    sizes = (9000, 1 << 21, 20000)
+    for k, size in enumerate(sizes):
+        await host.send(peer, bytes((i * 7 + k + me) & 0xFF for i in range(256)) * (size // 256), tag=k)
+    got = []
+    for k in (2, 0, 1):
+        m = await host.recv(tag=k)
+        want = bytes((i * 7 + k + 1 - me) & 0xFF for i in range(256)) * (sizes[k] // 256)
+        got.append((k, len(m.data), type(m.data).__name__, m.data == want, m.t_ns, m.hops))
+    return got
+
+
+@needs_core
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "sockets"])
+async def test_long_messages_are_reassembled_in_the_core_as_in_python(direct, monkeypatch):
+    """The later frames of a long message go into its reassembly buffer in the core (the first one
+    makes it in Python): the same messages, times, counters; one over 1 MiB handed over as its buffer."""
+    host = {"send_overhead_ns": 40, "recv_overhead_ns": 30}
+    before = CORE.counts()
+    pure = await _run(True, monkeypatch, long_messages, spec="star:n=2", host=host, direct=direct)
+    mid = CORE.counts()
+    compiled = await _run(False, monkeypatch, long_messages, spec="star:n=2", host=host, direct=direct)
+    did = {k: v - mid[k] for k, v in CORE.counts().items()}
+    assert mid == before and compiled == pure
+    for res in pure[0].values():
+        assert [r[:4] for r in res] == [(2, 19968, "bytes", True), (0, 8960, "bytes", True),
+                                        (1, 1 << 21, "bytearray", True)]
+    from emu.config import HostSpec
+
+    mtu = HostSpec().mtu_bytes
+    frames = sum(-(-n // mtu) for n in (8960, 1 << 21, 19968))
+    assert did["nic_segments"] == 2 * (frames - 3)  # (every frame but each message's first)

@@ -10,16 +10,20 @@ static long C_MSG_PTYPE, C_MSG_LEN;
 static PyObject *s_node_id, *s_anywhere, *s_transport, *s_names, *s_spec, *s_nic_delay_ns, *s_timers,
     *s_deliver, *s_out, *s_frames_received, *s_messages_received, *s_eng_now, *s_eng_timer, *s_eng_stats, *msg_ptype_obj;
 enum { N_NODE_ID, N_ANYWHERE, N_TRANSPORT, N_NAMES, N_STATS, N_SPEC, N_TIMERS, N_DELIVER, N_NOW, N_OUT, N_TIMER,
-       N_MSG_ID, N_LAZY, N_HEADS, N_ROUTES, N_MIN_DELAY_NS, N_HOST, N_N };
+       N_MSG_ID, N_LAZY, N_HEADS, N_ROUTES, N_MIN_DELAY_NS, N_HOST, N_PARTIAL, N_N };
 static Attr nic_attr[N_N] = {{"node_id"}, {"_anywhere"}, {"transport"}, {"names"}, {"stats"}, {"spec"}, {"timers"},
                              {"_deliver"}, {"now"}, {"_out"}, {"timer"}, {"_msg_id"}, {"_lazy"}, {"_heads"},
-                             {"routes"}, {"min_delay_ns"}, {"host"}};
+                             {"routes"}, {"min_delay_ns"}, {"host"}, {"_partial"}};
 /* a NicEngine's attribute: at its slot's offset (the class given at nic_setup), by name otherwise */
 #define NIC_GET(o, k) attr_get((o), NicT, &nic_attr[k])
 #define NIC_SET(o, k, v) attr_set((o), NicT, &nic_attr[k], (v))
 #define NIC_SET_LL(o, k, v) attr_set_ll((o), NicT, &nic_attr[k], (v))
 static unsigned long long n_nic_messages; /* one-frame messages received here (counts()) */
-static PyObject *s_at, *s_msg_id, *s_lazy, *s_heads, *s_routes, *s_mtu_bytes, *s_frames_sent, *s_messages_sent;
+static unsigned long long n_nic_segments; /* later frames of longer messages reassembled here (counts()) */
+static PyTypeObject *PartialT;              /* a message being reassembled (its slots: tag, buf, got) */
+static Py_ssize_t pa_tag, pa_buf, pa_got;
+static long long C_BIG_MESSAGE;             /* a message longer than this is handed over as its buffer */
+static PyObject *s_deliver_attr, *s_at, *s_msg_id, *s_lazy, *s_heads, *s_routes, *s_mtu_bytes, *s_frames_sent, *s_messages_sent;
 
 static PyTypeObject *HostT, *ProcT, *SendT, *RecvT; /* (host_setup's, emu/csrc/host.h) */
 
@@ -136,10 +140,15 @@ static inline void eth_head(unsigned char *b, uint64_t src, uint64_t dst)
 
 static PyObject *nic_setup(PyObject *self, PyObject *args)
 {
-    PyObject *nic, *timers, *message, *sample;
+    PyObject *nic, *timers, *message, *sample, *partial;
     long ptype, msg_len;
-    if (!PyArg_ParseTuple(args, "O!O!O!llS", &PyType_Type, &nic, &PyType_Type, &timers, &PyType_Type, &message,
-                          &ptype, &msg_len, &sample))
+    long long big;
+    if (!PyArg_ParseTuple(args, "O!O!O!llSO!L", &PyType_Type, &nic, &PyType_Type, &timers, &PyType_Type, &message,
+                          &ptype, &msg_len, &sample, &PyType_Type, &partial, &big))
+        return NULL;
+    Py_ssize_t pt, pb, pg;
+    if (slot_offset((PyTypeObject *)partial, "tag", &pt) < 0 || slot_offset((PyTypeObject *)partial, "buf", &pb) < 0 ||
+        slot_offset((PyTypeObject *)partial, "got", &pg) < 0)
         return NULL;
     /* the Ethernet header of a frame from node 0x01020304 to 0x05060708, as emu.wire makes it: the
      * core makes a missing one only if it makes this one the same (else _route's, in Python) */
@@ -168,7 +177,8 @@ static PyObject *nic_setup(PyObject *self, PyObject *args)
         {&s_messages_received, "messages_received"}, {&s_eng_now, "now"}, {&s_eng_timer, "timer"},
         {&s_eng_stats, "stats"}, {&s_msg_id, "_msg_id"}, {&s_lazy, "_lazy"}, {&s_heads, "_heads"},
         {&s_routes, "routes"}, {&s_mtu_bytes, "mtu_bytes"}, {&s_frames_sent, "frames_sent"},
-        {&s_messages_sent, "messages_sent"}, {&s_at, "at"}};
+        {&s_messages_sent, "messages_sent"}, {&s_at, "at"},
+        {&s_deliver_attr, "deliver"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (*names[k].s == NULL && (*names[k].s = PyUnicode_InternFromString(names[k].n)) == NULL)
             return NULL;
@@ -189,6 +199,8 @@ static PyObject *nic_setup(PyObject *self, PyObject *args)
     Py_XSETREF(TimersT, (PyTypeObject *)Py_NewRef(timers));
     Py_XSETREF(MessageT, (PyTypeObject *)Py_NewRef(message));
     Py_XSETREF(NicT, (PyTypeObject *)Py_NewRef(nic));
+    Py_XSETREF(PartialT, (PyTypeObject *)Py_NewRef(partial));
+    pa_tag = pt, pa_buf = pb, pa_got = pg, C_BIG_MESSAGE = big;
     Py_RETURN_NONE;
 }
 
@@ -244,10 +256,12 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
     long long src = (long long)be(b + C_DST_OFF - 4, 4), dst = (long long)be(b + C_DST_OFF, 4), nowv, node, delay;
     long long tag = (long long)be(b + C_HDR_LEN + 4, 4), total = (long long)be(b + C_HDR_LEN + 8, 4),
               offset = (long long)be(b + C_HDR_LEN + 12, 4);
-    if (offset != 0 || total != n - data || !get_ll(now, &nowv))
+    long long chunk = n - data, msg_id = (long long)be(b + C_HDR_LEN, 4);
+    int whole = offset == 0 && total == chunk; /* (else a segment of a longer message) */
+    if (offset + chunk > total || !get_ll(now, &nowv))
         return 1;
     PyObject *node_id = NULL, *anywhere = NULL, *transport = NULL, *names = NULL, *stats = NULL, *spec = NULL,
-             *nd = NULL, *timers = NULL, *deliver = NULL;
+             *nd = NULL, *timers = NULL, *deliver = NULL, *partial = NULL, *key = NULL, *part = NULL;
     int rc = -1;
     if ((node_id = NIC_GET(eng, N_NODE_ID)) == NULL || (anywhere = NIC_GET(eng, N_ANYWHERE)) == NULL ||
         (transport = NIC_GET(eng, N_TRANSPORT)) == NULL || (names = NIC_GET(eng, N_NAMES)) == NULL ||
@@ -267,6 +281,66 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
     PyObject *taker = PyDict_GetItemWithError(anywhere, msg_ptype_obj);
     if (taker != NULL || PyErr_Occurred())
         goto done;
+    if (!whole) { /* a later segment of a message being reassembled (the first one: Python's, it makes _Partial) */
+        long long ptag, got;
+        PyObject *buf;
+        rc = -1;
+        if ((partial = NIC_GET(eng, N_PARTIAL)) == NULL ||
+            (key = tuple_steal(2, (PyObject *[]){PyLong_FromLongLong(src), PyLong_FromLongLong(msg_id)})) == NULL)
+            goto done;
+        rc = 1;
+        PyObject *p0;
+        if (!PyDict_CheckExact(partial) || (p0 = PyDict_GetItemWithError(partial, key)) == NULL ||
+            Py_TYPE(p0) != PartialT || !get_ll(SLOT(p0, pa_tag), &ptag) || ptag != tag ||
+            (buf = SLOT(p0, pa_buf)) == NULL || !PyByteArray_CheckExact(buf) || PyByteArray_GET_SIZE(buf) != total ||
+            !get_ll(SLOT(p0, pa_got), &got))
+            goto done;
+        part = Py_NewRef(p0); /* (held: Python code may run below) */
+        Py_INCREF(buf);
+        rc = -1; /* taken: receive's and _on_segment's steps */
+        PyObject *out = PyList_New(0);
+        if (out == NULL || NIC_SET(eng, N_NOW, now) < 0 || NIC_SET(eng, N_OUT, out) < 0 ||
+            dict_add(stats, s_frames_received, 1, 0, "a NIC's frames_received") < 0) {
+            Py_XDECREF(out);
+            Py_DECREF(buf);
+            goto done;
+        }
+        memcpy(PyByteArray_AS_STRING(buf) + offset, b + data, (size_t)chunk); /* part.buf[offset:...] = chunk */
+        int bad = set_ll(part, pa_got, got + chunk) < 0;
+        if (!bad && got + chunk >= total) { /* whole: the Message to the host after the NIC delay */
+            long long t = nowv + delay;
+            PyObject *host = NULL, *fn = NULL, *mdata, *msg = NULL;
+            bad = PyDict_DelItem(partial, key) < 0;
+            mdata = bad ? NULL : total > C_BIG_MESSAGE ? Py_NewRef(buf) /* (the buffer itself) */
+                                                       : PyBytes_FromStringAndSize(PyByteArray_AS_STRING(buf), total);
+            PyObject *fields = mdata == NULL ? NULL
+                : tuple_steal(5, (PyObject *[]){Py_NewRef(PyList_GET_ITEM(names, src)), PyLong_FromLongLong(tag), mdata,
+                                                PyLong_FromLongLong(t), PyLong_FromLong(b[C_HOPS_OFF])});
+            PyObject *targs = fields == NULL ? NULL : PyTuple_Pack(1, fields);
+            msg = targs == NULL ? NULL : PyTuple_Type.tp_new(MessageT, targs, NULL);
+            Py_XDECREF(fields);
+            Py_XDECREF(targs);
+            /* stats["messages_received"] += 1; self.at(msg.t_ns, self.host.deliver, msg) */
+            bad = msg == NULL || dict_add(stats, s_messages_received, 1, 0, "a NIC's messages_received") < 0 ||
+                  (host = NIC_GET(eng, N_HOST)) == NULL || (fn = PyObject_GetAttr(host, s_deliver_attr)) == NULL ||
+                  timers_at(timers, PyTuple_GET_ITEM(msg, 3), fn, msg) < 0;
+            Py_XDECREF(host);
+            Py_XDECREF(fn);
+            Py_XDECREF(msg);
+        }
+        Py_DECREF(buf);
+        PyObject *nxt = bad ? NULL : SLOT(timers, tm_next); /* self.timer = self.timers.next */
+        if (bad || nxt == NULL || NIC_SET(eng, N_TIMER, nxt) < 0) {
+            if (!bad && nxt == NULL)
+                PyErr_SetString(PyExc_AttributeError, "next");
+            Py_DECREF(out);
+            goto done;
+        }
+        n_nic_segments++;
+        *out_p = out;
+        rc = 0;
+        goto done;
+    }
     rc = -1; /* taken: NicEngine.receive's and _on_segment's steps */
     PyObject *out = PyList_New(0);
     if (out == NULL || NIC_SET(eng, N_NOW, now) < 0 || NIC_SET(eng, N_OUT, out) < 0 ||
@@ -310,6 +384,9 @@ done:
     Py_XDECREF(nd);
     Py_XDECREF(timers);
     Py_XDECREF(deliver);
+    Py_XDECREF(partial);
+    Py_XDECREF(key);
+    Py_XDECREF(part);
     return rc;
 }
 

@@ -72,7 +72,7 @@ _new_message = tuple.__new__
 ``__new__`` of a named tuple (one call less per message received)."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Partial:
     tag: int
     buf: bytearray
@@ -126,6 +126,7 @@ class NicEngine(_Attributes):
     _lazy: Any = field(init=False, repr=False)
     transport: Any = field(init=False, repr=False)
     _anywhere: dict = field(init=False, repr=False)
+    _partial: dict = field(init=False, repr=False)
     host: Host = field(init=False, repr=False)
     _deliver: Any = field(init=False, repr=False)
 
@@ -461,7 +462,7 @@ register_engine("host", make_host, min_delay=lambda spec: spec.nic_delay_ns)
 if native.CORE is not None:  # the compiled core takes a one-frame message's receipt (NicEngine.receive's plain case)
     try:
         native.CORE.nic_setup(NicEngine, Timers, Message, int(PacketType.MSG), MSG.size,
-                              build_frame(0x01020304, 0x05060708, 0, b"")[:ETH_LEN])
+                              build_frame(0x01020304, 0x05060708, 0, b"")[:ETH_LEN], _Partial, BIG_MESSAGE)
         native.CORE.host_setup(Host, Proc, Send, Recv, HOST_HANDLERS,  # (its timers, resume, deliver, send, recv)
                                sys.modules[Host.__module__].__dict__)  # (where Python's resume reads _HANDLERS)
         native.CORE.await_setup(Op)  # (awaiting a request: Op.__await__'s twin, without a generator per await)
