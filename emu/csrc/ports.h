@@ -145,10 +145,16 @@ static int enqueue_plain(PyObject *p, PyObject *frame, long long at, long long *
     PyObject *wire;
     Py_ssize_t flen;
     if (Py_TYPE(frame) == LazyT) { /* a frame made when the port sends it (emu.wire.lazy): its length now */
-        if (free > at && SLOT(p, o_priority) != Py_False)
-            return 0; /* it may overtake (its priority byte is the source's to tell): Python's */
         if ((flen = PyObject_Length(frame)) < 0)
             return -1;
+        if (free > at && SLOT(p, o_priority) != Py_False && flen + (defer ? 0 : 4) > C_PRIO_OFF) {
+            /* it may overtake: its priority byte, as enqueue reads it (the source's header, no bytes made) */
+            PyObject *pb = PySequence_GetItem(frame, C_PRIO_OFF);
+            int hi = pb == NULL ? -1 : PyObject_IsTrue(pb);
+            Py_XDECREF(pb);
+            if (hi)
+                return hi < 0 ? -1 : 0; /* (a priority frame: Python's) */
+        }
         wire = defer ? Py_NewRef(frame) : PyObject_CallMethodNoArgs(frame, s_with_fcs);
     } else {
         flen = PyBytes_GET_SIZE(frame);
