@@ -14,7 +14,7 @@ static Py_ssize_t pr_coro, pr_waiting, pr_since, pr_done, pr_result, pr_finished
 static Py_ssize_t sd_dst, sd_data, sd_tag, sd_vc, sd_request, rv_src, rv_tag;
 static Py_ssize_t h_nic, h_spec, h_host_ids, h_procs, h_inbox, h_current, h_noise;
 static PyObject *s_send_overhead_ns, *s_recv_overhead_ns, *s_app_failed, *s_op_failed, *s_dispatch, *s_next_live,
-    *s_run_due, *s_matches, *s_on_timer_name, *s_resume_name, *s_deliver_name, *s_op_send_name, *s_op_recv_name;
+    *s_run_due;
 static unsigned long long n_host_steps; /* application steps (coroutine sends) run here (counts()) */
 
 /* host_setup(Host, Proc, Send, Recv, handlers): the classes whose slots the core reads in place */
@@ -46,27 +46,10 @@ static PyObject *host_setup(PyObject *self, PyObject *args)
     struct { PyObject **s; const char *n; } names[] = {
         {&s_send_overhead_ns, "send_overhead_ns"}, {&s_recv_overhead_ns, "recv_overhead_ns"},
         {&s_app_failed, "_app_failed"}, {&s_op_failed, "_op_failed"}, {&s_dispatch, "_dispatch"},
-        {&s_next_live, "_next_live"}, {&s_run_due, "run_due"}, {&s_matches, "matches"}, {&s_on_timer_name, "on_timer"},
-        {&s_resume_name, "resume"},
-        {&s_deliver_name, "deliver"}, {&s_op_send_name, "_op_send"}, {&s_op_recv_name, "_op_recv"},
-        {&s_handlers_name, "_HANDLERS"}};
+        {&s_next_live, "_next_live"}, {&s_run_due, "run_due"}, {&s_handlers_name, "_HANDLERS"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (*names[k].s == NULL && (*names[k].s = PyUnicode_InternFromString(names[k].n)) == NULL)
             return NULL;
-    /* the functions the core stands in for, as the classes have them now (a replaced one: Python's) */
-    struct { PyObject **f; PyObject *cls; PyObject *name; } fns[] = {
-        {&f_resume, host, s_resume_name}, {&f_deliver, host, s_deliver_name}, {&f_op_send, host, s_op_send_name},
-        {&f_op_recv, host, s_op_recv_name}};
-    for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++) {
-        PyObject *f = PyDict_GetItemWithError(((PyTypeObject *)fns[k].cls)->tp_dict, fns[k].name);
-        if (f == NULL || !PyFunction_Check(f)) {
-            if (!PyErr_Occurred())
-                PyErr_Format(PyExc_TypeError, "host_setup: %s.%U is not a function of the class",
-                             ((PyTypeObject *)fns[k].cls)->tp_name, fns[k].name);
-            return NULL;
-        }
-        Py_XSETREF(*fns[k].f, Py_NewRef(f));
-    }
     if (PyDict_GetItemWithError(globals, s_handlers_name) != handlers) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "host_setup: the handlers are not the module's _HANDLERS");
@@ -90,10 +73,18 @@ static PyObject *host_setup(PyObject *self, PyObject *args)
         }
         Py_XSETREF(watch[k].v, Py_NewRef(v));
     }
+    /* the host's methods the core calls or compares with (a handler in _HANDLERS is one of them) */
+    PyObject **fns[] = {&f_resume, &f_deliver, &f_op_send, &f_op_recv};
+    for (int k = WI_RESUME; k <= WI_OP_RECV; k++) {
+        if (!PyFunction_Check(watch[k].v)) {
+            PyErr_Format(PyExc_TypeError, "host_setup: %s.%s is not a function of the class", HostT->tp_name,
+                         watch[k].name);
+            return NULL;
+        }
+        Py_XSETREF(*fns[k - WI_RESUME], Py_NewRef(watch[k].v));
+    }
     for (int c = 0; c < W_N; c++)
-        watch_tags[c] = 0;
-    for (int c = 0; c < W_N; c++)
-        watch_t[c] = watch_type(c);
+        watch_tags[c] = 0, watch_t[c] = watch_type(c);
     watching = 1;
     Py_RETURN_NONE;
 }
@@ -151,10 +142,9 @@ static int host_busy(PyObject *host, PyObject *proc, long long ns, PyObject *val
     return rc;
 }
 
-/* an int attribute of ``o``: 1 (in *v), 0 (not an int: Python's), -1 (error) */
-static inline int attr_ll(PyObject *o, PyObject *name, long long *v)
+/* the int ``x`` (a new reference, released here; NULL: an error): 1 (in *v), 0 (not an int), -1 */
+static inline int take_ll(PyObject *x, long long *v)
 {
-    PyObject *x = PyObject_GetAttr(o, name);
     if (x == NULL)
         return -1;
     int ok = get_ll(x, v);
@@ -162,16 +152,9 @@ static inline int attr_ll(PyObject *o, PyObject *name, long long *v)
     return ok ? 1 : (PyErr_Occurred() ? -1 : 0);
 }
 
-/* an int attribute of a NIC: 1 (in *v), 0 (not an int), -1 (error) */
-static inline int nic_ll(PyObject *nic, int k, long long *v)
-{
-    PyObject *x = NIC_GET(nic, k);
-    if (x == NULL)
-        return -1;
-    int ok = get_ll(x, v);
-    Py_DECREF(x);
-    return ok ? 1 : (PyErr_Occurred() ? -1 : 0);
-}
+/* an int attribute of ``o`` / of a NIC: 1 (in *v), 0 (not an int: Python's), -1 (error) */
+static inline int attr_ll(PyObject *o, PyObject *name, long long *v) { return take_ll(PyObject_GetAttr(o, name), v); }
+static inline int nic_ll(PyObject *nic, int k, long long *v) { return take_ll(NIC_GET(nic, k), v); }
 
 /* Host._op_send(proc, op) for a send (not an isend) without OS noise whose message the NIC takes
  * whole (nic_send_one): 1 the app goes on (*value None), 0 it waits for the send overhead, 2 not

@@ -1,14 +1,14 @@
-/* emu/csrc/nic.h: a host NIC's receipt of a one-frame message, NicEngine.receive's plain case
- * (part of emu/_core.c, one translation unit; the engine's classes are given by emu.nodes.nic.engine
- * at its import -- the substrate does not know them) */
+/* emu/csrc/nic.h: a host NIC's messages -- NicEngine.receive's plain case (a one-frame message, a
+ * long one's later frames), send_message's one-frame case, Timers.at -- and the table of what the
+ * core stands in for (part of emu/_core.c, one translation unit; the engine's classes are given by
+ * emu.nodes.nic.engine at its import -- the substrate does not know them) */
 #ifndef EMU_CSRC_NIC_H
 #define EMU_CSRC_NIC_H
 
 static PyTypeObject *NicT, *TimersT, *MessageT;
 static Py_ssize_t tm_heap, tm_seq, tm_cancelled, tm_next = -1; /* Timers' slots (next: -1, a property) */
 static long C_MSG_PTYPE, C_MSG_LEN;
-static PyObject *s_node_id, *s_anywhere, *s_transport, *s_names, *s_spec, *s_nic_delay_ns, *s_timers,
-    *s_deliver, *s_out, *s_frames_received, *s_messages_received, *s_eng_now, *s_eng_timer, *s_eng_stats, *msg_ptype_obj;
+static PyObject *s_nic_delay_ns, *s_frames_received, *s_messages_received, *msg_ptype_obj;
 enum { N_NODE_ID, N_ANYWHERE, N_TRANSPORT, N_NAMES, N_STATS, N_SPEC, N_TIMERS, N_DELIVER, N_NOW, N_OUT, N_TIMER,
        N_MSG_ID, N_LAZY, N_HEADS, N_ROUTES, N_MIN_DELAY_NS, N_HOST, N_PARTIAL, N_N };
 static Attr nic_attr[N_N] = {{"node_id"}, {"_anywhere"}, {"transport"}, {"names"}, {"stats"}, {"spec"}, {"timers"},
@@ -23,7 +23,7 @@ static unsigned long long n_nic_segments; /* later frames of longer messages rea
 static PyTypeObject *PartialT;              /* a message being reassembled (its slots: tag, buf, got) */
 static Py_ssize_t pa_tag, pa_buf, pa_got;
 static long long C_BIG_MESSAGE;             /* a message longer than this is handed over as its buffer */
-static PyObject *s_deliver_attr, *s_at, *s_msg_id, *s_lazy, *s_heads, *s_routes, *s_mtu_bytes, *s_frames_sent, *s_messages_sent;
+static PyObject *s_at, *s_mtu_bytes, *s_frames_sent, *s_messages_sent;
 
 static PyTypeObject *HostT, *ProcT, *SendT, *RecvT; /* (host_setup's, emu/csrc/host.h) */
 
@@ -37,6 +37,7 @@ typedef struct {
     PyObject *s; /* the interned name */
     PyObject *v; /* the class's attribute at setup */
 } Watch;
+enum { WI_RESUME, WI_DELIVER, WI_OP_SEND, WI_OP_RECV }; /* (the first entries: the host's methods it calls) */
 static Watch watch[] = {{W_HOST, "resume"}, {W_HOST, "deliver"}, {W_HOST, "_op_send"}, {W_HOST, "_op_recv"},
                         {W_HOST, "_busy"}, {W_HOST, "_received"}, {W_HOST, "cpu_done"}, {W_HOST, "now"},
                         {W_NIC, "on_timer"}, {W_NIC, "at"}, {W_NIC, "receive"}, {W_NIC, "_on_segment"},
@@ -171,14 +172,9 @@ static PyObject *nic_setup(PyObject *self, PyObject *args)
     if (slot && slot_offset((PyTypeObject *)timers, "next", &n) < 0)
         return NULL;
     struct { PyObject **s; const char *n; } names[] = {
-        {&s_node_id, "node_id"}, {&s_anywhere, "_anywhere"}, {&s_transport, "transport"}, {&s_names, "names"},
-        {&s_spec, "spec"}, {&s_nic_delay_ns, "nic_delay_ns"}, {&s_timers, "timers"},
-        {&s_deliver, "_deliver"}, {&s_out, "_out"}, {&s_frames_received, "frames_received"},
-        {&s_messages_received, "messages_received"}, {&s_eng_now, "now"}, {&s_eng_timer, "timer"},
-        {&s_eng_stats, "stats"}, {&s_msg_id, "_msg_id"}, {&s_lazy, "_lazy"}, {&s_heads, "_heads"},
-        {&s_routes, "routes"}, {&s_mtu_bytes, "mtu_bytes"}, {&s_frames_sent, "frames_sent"},
-        {&s_messages_sent, "messages_sent"}, {&s_at, "at"},
-        {&s_deliver_attr, "deliver"}};
+        {&s_nic_delay_ns, "nic_delay_ns"}, {&s_frames_received, "frames_received"},
+        {&s_messages_received, "messages_received"}, {&s_mtu_bytes, "mtu_bytes"}, {&s_frames_sent, "frames_sent"},
+        {&s_messages_sent, "messages_sent"}, {&s_at, "at"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (*names[k].s == NULL && (*names[k].s = PyUnicode_InternFromString(names[k].n)) == NULL)
             return NULL;
@@ -236,11 +232,36 @@ static int timers_at(PyObject *timers, PyObject *t, PyObject *fn, PyObject *arg)
     return 0;
 }
 
-/* NicEngine.receive(frame, port, now) for a one-frame message to this host (no mechanism takes
- * its packet type anywhere, no end-to-end transport, nothing cancelled among its timers): the
- * engine's now and output list, its counters, the Message delivered to the host after the NIC
- * delay (Timers.at), its timer -- *out the (empty) list receive returns. 0 done, 1 not this case
- * (nothing changed: receive's), -1 error. */
+/* Message(name, tag, data, t_ns, hops) as tuple.__new__ makes it (not the named tuple's Python
+ * __new__); ``data`` stolen: a new reference, or NULL */
+static PyObject *new_message(PyObject *name, long long tag, PyObject *data, long long t, long hops)
+{
+    PyObject *fields = tuple_steal(5, (PyObject *[]){Py_NewRef(name), PyLong_FromLongLong(tag), data,
+                                                     PyLong_FromLongLong(t), PyLong_FromLong(hops)});
+    PyObject *targs = fields == NULL ? NULL : PyTuple_Pack(1, fields);
+    PyObject *msg = targs == NULL ? NULL : PyTuple_Type.tp_new(MessageT, targs, NULL);
+    Py_XDECREF(fields);
+    Py_XDECREF(targs);
+    return msg;
+}
+
+/* self.timer = self.timers.next, for the registered Timers: 0, -1 */
+static int timer_next(PyObject *eng, PyObject *timers)
+{
+    PyObject *nxt = SLOT(timers, tm_next);
+    if (nxt == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "next");
+        return -1;
+    }
+    return NIC_SET(eng, N_TIMER, nxt);
+}
+
+/* NicEngine.receive(frame, port, now) for a message frame to this host (no mechanism takes its
+ * packet type anywhere, no end-to-end transport): a one-frame message, or a later frame of a long
+ * one into the buffer its first frame made (_on_segment's): the engine's now and output list, its
+ * counters, a whole Message delivered to the host after the NIC delay (Timers.at), its timer --
+ * *out the (empty) list receive returns. 0 done, 1 not this case (nothing changed: receive's), -1
+ * error. */
 static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject **out_p)
 {
     if (NicT == NULL || Py_TYPE(eng) != NicT || !PyBytes_CheckExact(frame) || !classes_plain())
@@ -313,26 +334,17 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
             bad = PyDict_DelItem(partial, key) < 0;
             mdata = bad ? NULL : total > C_BIG_MESSAGE ? Py_NewRef(buf) /* (the buffer itself) */
                                                        : PyBytes_FromStringAndSize(PyByteArray_AS_STRING(buf), total);
-            PyObject *fields = mdata == NULL ? NULL
-                : tuple_steal(5, (PyObject *[]){Py_NewRef(PyList_GET_ITEM(names, src)), PyLong_FromLongLong(tag), mdata,
-                                                PyLong_FromLongLong(t), PyLong_FromLong(b[C_HOPS_OFF])});
-            PyObject *targs = fields == NULL ? NULL : PyTuple_Pack(1, fields);
-            msg = targs == NULL ? NULL : PyTuple_Type.tp_new(MessageT, targs, NULL);
-            Py_XDECREF(fields);
-            Py_XDECREF(targs);
+            msg = new_message(PyList_GET_ITEM(names, src), tag, mdata, t, b[C_HOPS_OFF]);
             /* stats["messages_received"] += 1; self.at(msg.t_ns, self.host.deliver, msg) */
             bad = msg == NULL || dict_add(stats, s_messages_received, 1, 0, "a NIC's messages_received") < 0 ||
-                  (host = NIC_GET(eng, N_HOST)) == NULL || (fn = PyObject_GetAttr(host, s_deliver_attr)) == NULL ||
+                  (host = NIC_GET(eng, N_HOST)) == NULL || (fn = PyObject_GetAttr(host, watch[WI_DELIVER].s)) == NULL ||
                   timers_at(timers, PyTuple_GET_ITEM(msg, 3), fn, msg) < 0;
             Py_XDECREF(host);
             Py_XDECREF(fn);
             Py_XDECREF(msg);
         }
         Py_DECREF(buf);
-        PyObject *nxt = bad ? NULL : SLOT(timers, tm_next); /* self.timer = self.timers.next */
-        if (bad || nxt == NULL || NIC_SET(eng, N_TIMER, nxt) < 0) {
-            if (!bad && nxt == NULL)
-                PyErr_SetString(PyExc_AttributeError, "next");
+        if (bad || timer_next(eng, timers) < 0) {
             Py_DECREF(out);
             goto done;
         }
@@ -349,23 +361,12 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
         Py_XDECREF(out);
         goto done;
     }
-    long long t = nowv + delay;
-    PyObject *fields = tuple_steal(5, (PyObject *[]){Py_NewRef(PyList_GET_ITEM(names, src)), PyLong_FromLongLong(tag),
-                                                     PyBytes_FromStringAndSize((const char *)b + data, total),
-                                                     PyLong_FromLongLong(t), PyLong_FromLong(b[C_HOPS_OFF])});
-    PyObject *targs = fields == NULL ? NULL : PyTuple_Pack(1, fields);
-    PyObject *msg = targs == NULL ? NULL : PyTuple_Type.tp_new(MessageT, targs, NULL); /* tuple.__new__(Message, ...) */
-    Py_XDECREF(fields);
-    Py_XDECREF(targs);
+    PyObject *msg = new_message(PyList_GET_ITEM(names, src), tag,
+                                PyBytes_FromStringAndSize((const char *)b + data, total), nowv + delay, b[C_HOPS_OFF]);
     /* self.timers.at(t, self._deliver, msg) (host.deliver, bound once); self.timer = self.timers.next */
-    PyObject *tobj = msg == NULL ? NULL : PyLong_FromLongLong(t);
-    int bad = tobj == NULL || timers_at(timers, tobj, deliver, msg) < 0;
+    int bad = msg == NULL || timers_at(timers, PyTuple_GET_ITEM(msg, 3), deliver, msg) < 0;
     Py_XDECREF(msg);
-    Py_XDECREF(tobj);
-    PyObject *nxt = bad ? NULL : SLOT(timers, tm_next);
-    if (bad || nxt == NULL || NIC_SET(eng, N_TIMER, nxt) < 0) {
-        if (!bad && nxt == NULL)
-            PyErr_SetString(PyExc_AttributeError, "next");
+    if (bad || timer_next(eng, timers) < 0) {
         Py_DECREF(out);
         goto done;
     }
