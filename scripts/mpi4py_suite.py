@@ -108,6 +108,17 @@ def modules(tests: str, only: list[str] | None) -> list[str]:
     return names
 
 
+MEMORY_LIMIT = 4 << 30
+"""Address space each process of a job may take (a case that would grow without bound fails instead
+of taking the machine's memory)."""
+
+
+def _limit_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
 def run_one(impl: str, tests: str, module: str, n: int, timeout: float, driver: str) -> dict:
     """Every case's outcome, by id: pass, skip or fail (with why)."""
     with tempfile.TemporaryDirectory() as out:
@@ -120,7 +131,7 @@ def run_one(impl: str, tests: str, module: str, n: int, timeout: float, driver: 
         t0 = time.perf_counter()
         try:
             p = subprocess.run(cmd, cwd=tests, capture_output=True, text=True, timeout=timeout,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=_limit_memory)
             tail = (p.stderr or "").strip().splitlines()[-3:]
             ended = f"exit {p.returncode}"
         except subprocess.TimeoutExpired as e:
