@@ -1,0 +1,182 @@
+"""The object model every MPI handle class of the emulated ``mpi4py.MPI`` shares, as mpi4py's own.
+
+An MPI object (a communicator, a group, an info, a request ...) lives behind a *handle*; a Python
+object holds one handle (``self._h``: the implementation object, ``None`` for the family's null
+handle). As in mpi4py:
+
+- ``Cls()`` is a null handle, ``Cls(other)`` a second Python object holding ``other``'s handle
+  (``other`` must be of the same family, else TypeError); both see the same MPI object, and
+  ``Free`` through one sets that one to null only;
+- ``a == b`` compares handles; handles are unhashable and unorderable; ``bool(h)`` is "not null";
+- ``h.handle`` is an int (0 for null) and ``Cls.fromhandle(h.handle)`` gives the object back;
+- predefined objects pickle (and copy) as themselves, a copy of a predefined handle as a new
+  object of its class holding the same handle; other handles refuse to be serialised;
+- ``h.free()`` frees what is neither null nor predefined, and never raises for those.
+"""
+
+from __future__ import annotations
+
+import weakref
+from copyreg import __newobj__
+
+MODULE = "mpi4py.MPI"
+"""The module the classes say they are of: ``emu.rank.__main__`` installs ``emu.rank.mpi`` under
+that name, so that pickle finds the predefined objects by name, as it does with mpi4py."""
+
+
+class Impl:
+    """An MPI object behind a handle: attributes as the family needs them."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+_LIVE: "weakref.WeakValueDictionary[int, Impl]" = weakref.WeakValueDictionary()
+"""Every live MPI object by handle (alive while a Python object holds it)."""
+_PREDEFINED: dict[int, tuple[object, str]] = {}
+
+
+class Handle:
+    """Base of every handle class; ``_family`` is the class a handle's kind is checked against."""
+
+    _family: type = None  # set by each family's base class (Comm, Group, Info, ...)
+    _strict = False
+    """A class whose copy constructor takes only its own kind (a Grequest), nulls aside."""
+
+    def __init_subclass__(cls, family: bool = False, **kw):
+        super().__init_subclass__(**kw)
+        if family:
+            cls._family = cls
+        if cls.__module__.startswith("emu.rank"):
+            cls.__module__ = MODULE
+
+    def __new__(cls, other=None, *args, **kw):
+        self = object.__new__(cls)
+        if other is None:
+            self._h = None
+        elif isinstance(other, cls._family) and (not cls._strict or isinstance(other, cls) or other._h is None):
+            self._h = other._h
+        else:
+            raise TypeError(f"expecting a {cls._family.__name__} object, got {type(other).__name__}")
+        return self
+
+    def __init__(self, other=None):
+        pass
+
+    @classmethod
+    def _of(cls, impl):
+        """A new Python object of class ``cls`` holding ``impl`` (the library's constructor)."""
+        self = object.__new__(cls)
+        self._h = impl
+        if impl is not None:
+            _LIVE[id(impl)] = impl
+            impl.family = cls._family
+        return self
+
+    # -- comparisons ------------------------------------------------------------------------------
+    def __eq__(self, other):
+        if not isinstance(other, self._family):
+            return NotImplemented
+        return self._h is other._h
+
+    def __ne__(self, other):
+        if not isinstance(other, self._family):
+            return NotImplemented
+        return self._h is not other._h
+
+    def _unorderable(self, other):
+        raise TypeError(f"unorderable type '{type(self).__module__}.{type(self).__name__}'")
+
+    __lt__ = __le__ = __gt__ = __ge__ = _unorderable
+    __hash__ = None
+
+    def __bool__(self) -> bool:
+        return self._h is not None
+
+    # -- the handle -------------------------------------------------------------------------------
+    @property
+    def handle(self) -> int:
+        return 0 if self._h is None else id(self._h)
+
+    @classmethod
+    def fromhandle(cls, handle: int):
+        if handle == 0:
+            return cls()
+        impl = _LIVE.get(handle)
+        if impl is None or getattr(impl, "family", None) is not cls._family:
+            raise ValueError(f"no {cls.__name__} with handle {handle:#x}")
+        return cls._of(impl)
+
+    def toint(self) -> int:
+        return self.handle
+
+    @classmethod
+    def fromint(cls, arg: int):
+        return cls.fromhandle(arg)
+
+    def py2f(self) -> int:
+        return self.handle
+
+    @classmethod
+    def f2py(cls, arg: int):
+        return cls.fromhandle(arg)
+
+    def _predefine(self, name: str):
+        """Make this object the predefined ``MPI.name`` (pickled by name)."""
+        key = (self._family, id(self._h))
+        _PREDEFINED.setdefault(key, (self, name))
+        return self
+
+    def _is_predefined(self) -> bool:
+        return self._h is None or (self._family, id(self._h)) in _PREDEFINED
+
+    def __reduce__(self):
+        got = _PREDEFINED.get((self._family, id(self._h)))
+        if got is None and self._h is None:
+            got = _PREDEFINED.get((self._family, 0))
+        if got is None:
+            return self._reduce_other()
+        obj, name = got
+        if self is obj:
+            return name
+        return (__newobj__, (type(self), obj))
+
+    def _reduce_other(self):
+        raise ValueError(f"cannot serialize '{type(self).__module__}.{type(self).__name__}' instance")
+
+    def free(self) -> None:
+        """``Free`` unless null or predefined."""
+        if not self._is_predefined():
+            self.Free()
+        elif self._h is None:
+            pass
+
+
+def _sizeof(obj) -> int:
+    """``MPI._sizeof``: bytes of the C object (an MPICH handle is an int; a status five)."""
+    cls = obj if isinstance(obj, type) else type(obj)
+    if getattr(cls, "__name__", "") == "Status" or any(c.__name__ == "Status" for c in cls.__mro__):
+        return 20
+    if not issubclass(cls, Handle) and not hasattr(cls, "_h"):
+        raise TypeError(f"expecting an MPI object or class, got {cls.__name__}")
+    return 4
+
+
+def _addressof(obj) -> int:
+    if obj is None or not (isinstance(obj, Handle) or type(obj).__name__ == "Status" or hasattr(obj, "_h")):
+        raise TypeError(f"expecting an MPI object, got {type(obj).__name__}")
+    return id(obj)
+
+
+def _handleof(obj) -> int:
+    if isinstance(obj, Handle) or hasattr(obj, "handle"):
+        return obj.handle
+    if type(obj).__name__ == "Status":
+        return id(obj)
+    raise TypeError(f"expecting an MPI object, got {type(obj).__name__}")
+
+
+def predefine_null(obj, name: str):
+    """``obj`` (a null handle) is ``MPI.name``."""
+    _PREDEFINED.setdefault((obj._family, 0), (obj, name))
+    return obj
