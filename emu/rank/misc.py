@@ -1,0 +1,285 @@
+"""The smaller handle classes and module functions of the emulated ``mpi4py.MPI``: matched messages
+(``Comm.Mprobe``/``Improbe`` and ``Message.Recv``), memory (``Alloc_mem``, ``MPI.buffer``), and the
+null handles of what the emulated library does not have (sessions, files)."""
+
+from __future__ import annotations
+
+import ctypes
+import pickle
+
+from .channel import CHANNEL, Msg
+from .comm import PROC_NULL, Request, Status, _fill
+from .consts import CONSTANTS
+from .handle import Handle, Impl, predefine_null
+from .types import Exception
+
+
+class Message(Handle, family=True):
+    """A message taken off the unexpected queue by a matched probe: received by its own ``Recv``."""
+
+    @classmethod
+    def _make(cls, mid, st) -> "Message":
+        return cls._of(Impl(mid=mid, st=st))
+
+    def _take(self):
+        h = self._h
+        if h is None:
+            raise Exception(CONSTANTS["ERR_REQUEST"], "MPI_ERR_REQUEST: invalid message (MESSAGE_NULL)")
+        self._h = None
+        return h
+
+    def Recv(self, buf, status: Status | None = None) -> None:
+        h = self._take()
+        if h.mid is None:  # MESSAGE_NO_PROC
+            _fill(status, [0, PROC_NULL, CONSTANTS["ANY_TAG"], 0, False])
+            return
+        msg = Msg(buf, writable=True)
+        head, data = CHANNEL.call("mrecv", mid=h.mid, call="Mrecv")
+        msg.unpack(data)
+        _fill(status, head["st"])
+
+    def recv(self, status: Status | None = None):
+        h = self._take()
+        if h.mid is None:
+            _fill(status, [0, PROC_NULL, CONSTANTS["ANY_TAG"], 0, False])
+            return None
+        head, data = CHANNEL.call("mrecv", mid=h.mid, call="mrecv")
+        _fill(status, head["st"])
+        return pickle.loads(data)
+
+    def Irecv(self, buf) -> Request:
+        status = Status()
+        self.Recv(buf, status)
+        req = _completed(status)
+        return req
+
+    def irecv(self) -> Request:
+        status = Status()
+        value = self.recv(status)
+        req = _completed(status)
+        req._value = value
+        return req
+
+    @classmethod
+    def Probe(cls, comm, source: int = CONSTANTS["ANY_SOURCE"], tag: int = CONSTANTS["ANY_TAG"],
+              status: Status | None = None) -> "Message":
+        return comm.Mprobe(source, tag, status)
+
+    @classmethod
+    def Iprobe(cls, comm, source: int = CONSTANTS["ANY_SOURCE"], tag: int = CONSTANTS["ANY_TAG"],
+               status: Status | None = None):
+        return comm.Improbe(source, tag, status)
+
+    probe = Probe
+    iprobe = Iprobe
+
+
+def _completed(status: Status) -> Request:
+    from .comm import _null_request
+
+    req = _null_request("recv")
+    req._h.row = [0, status.source, status.tag, status.count, False]
+    return req
+
+
+def mprobe(comm, source: int, tag: int, nb: bool, status: Status | None):
+    """``Comm.Mprobe`` / ``Improbe``: the matched message (or None when a nonblocking probe finds none)."""
+    from .comm import _tag_ok
+
+    head, _ = CHANNEL.call("mprobe", ctx=comm._ok(), source=int(source), tag=_tag_ok(tag, True), nb=nb,
+                           call="Improbe" if nb else "Mprobe")
+    if not head["found"]:
+        return None
+    _fill(status, head["st"])
+    if head["st"][1] == PROC_NULL:
+        return MESSAGE_NO_PROC
+    return Message._make(head["mid"], head["st"])
+
+
+MESSAGE_NULL = predefine_null(Message(), "MESSAGE_NULL")
+MESSAGE_NO_PROC = Message._of(Impl(mid=None, st=None))._predefine("MESSAGE_NO_PROC")
+
+
+class Session(Handle, family=True):
+    """MPI 4 sessions: not in the emulated library (it is an MPI 3.1 library)."""
+
+    @classmethod
+    def Init(cls, *a, **k):
+        raise NotImplementedError("the emulated MPI has no sessions (MPI.Session.Init; an MPI 4.0 feature)")
+
+    def Free(self) -> None:
+        raise Exception(CONSTANTS["ERR_SESSION"], "MPI_ERR_SESSION: invalid session")
+
+
+class File(Handle, family=True):
+    """MPI-IO: not in the emulated library."""
+
+    @classmethod
+    def Open(cls, *a, **k):
+        raise NotImplementedError("the emulated MPI has no MPI-IO (MPI.File.Open)")
+
+    def Free(self) -> None:
+        raise Exception(CONSTANTS["ERR_FILE"], "MPI_ERR_FILE: invalid file")
+
+    Close = Free
+
+
+class Win(Handle, family=True):
+    """One-sided windows (the null handle; ``emu.rank.win`` where the library has them)."""
+
+    def Free(self) -> None:
+        raise Exception(CONSTANTS["ERR_WIN"], "MPI_ERR_WIN: invalid window")
+
+
+SESSION_NULL = predefine_null(Session(), "SESSION_NULL")
+FILE_NULL = predefine_null(File(), "FILE_NULL")
+WIN_NULL = predefine_null(Win(), "WIN_NULL")
+
+
+# -- memory -----------------------------------------------------------------------------------------
+class buffer(bytearray):  # noqa: N801 -- mpi4py's name: MPI.buffer
+    """Memory the library allocated (``MPI.Alloc_mem``, ``buffer.allocate``): a bytearray with
+    mpi4py's ``address``, ``nbytes``, ``readonly``, ``obj``, ``tobytes``, ``release``."""
+
+    __module__ = "mpi4py.MPI"
+
+    @classmethod
+    def allocate(cls, nbytes: int, clear: bool = False) -> "buffer":
+        if nbytes < 0:
+            raise ValueError("expecting non-negative size")
+        return cls(int(nbytes))
+
+    @property
+    def address(self) -> int:
+        if not len(self):
+            return 0
+        return ctypes.addressof(ctypes.c_char.from_buffer(self))
+
+    nbytes = property(lambda self: len(self))
+    readonly = property(lambda self: False)
+    obj = property(lambda self: None)
+    format = property(lambda self: "B")
+    itemsize = property(lambda self: 1)
+
+    def tobytes(self, order=None) -> bytes:
+        return bytes(self)
+
+    def toreadonly(self) -> memoryview:
+        return memoryview(self).toreadonly()
+
+    def release(self) -> None:
+        del self[:]
+
+    def cast(self, format: str, shape=None) -> memoryview:  # noqa: A002
+        mv = memoryview(self)
+        return mv.cast(format) if shape is None else mv.cast(format, shape)
+
+
+memory = buffer
+
+_allocated: dict[int, buffer] = {}
+
+
+def Alloc_mem(size: int, info=None) -> buffer:
+    if size < 0:
+        raise Exception(CONSTANTS["ERR_SIZE"], f"MPI_ERR_SIZE: Alloc_mem of {size} bytes")
+    b = buffer.allocate(size)
+    _allocated[id(b)] = b
+    return b
+
+
+def Free_mem(mem) -> None:
+    if _allocated.pop(id(mem), None) is None:
+        raise Exception(CONSTANTS["ERR_BASE"], "MPI_ERR_BASE: memory not from MPI.Alloc_mem")
+
+
+def Pcontrol(level: int) -> None:
+    if not isinstance(level, int):
+        raise TypeError("Pcontrol level must be an int")
+
+
+def Get_hw_resource_info():
+    from .info import Info
+
+    return Info.Create({"mpi_hw_resource_type": "emulated host"})
+
+
+class Pickle:
+    """``MPI.Pickle``: how the lowercase calls serialise Python objects (``MPI.pickle`` is the one
+    they use)."""
+
+    __module__ = "mpi4py.MPI"
+
+    def __init__(self, dumps=None, loads=None, protocol: int | None = None, threshold: int | None = None):
+        self._dumps = dumps or pickle.dumps
+        self._loads = loads or pickle.loads
+        self.PROTOCOL = pickle.HIGHEST_PROTOCOL if protocol is None else protocol
+        self.THRESHOLD = 1 << 18 if threshold is None else threshold
+
+    def dumps(self, obj) -> bytes:
+        return self._dumps(obj, self.PROTOCOL)
+
+    def loads(self, data):
+        return self._loads(data)
+
+    def dumps_oob(self, obj):
+        bufs = []
+        data = self._dumps(obj, self.PROTOCOL, buffer_callback=bufs.append) if self.PROTOCOL >= 5 else self.dumps(obj)
+        return data, [b.raw() for b in bufs]
+
+    def loads_oob(self, data, buffers):
+        return self._loads(data, buffers=buffers)
+
+
+pickle_ = Pickle()
+
+
+# -- the internals mpi4py's pure-Python modules (mpi4py.util.pkl5, util.dtlib) call --------------------
+def _comm_lock_table(comm) -> dict:
+    h = comm._h
+    if h is None:
+        raise Exception(CONSTANTS["ERR_COMM"], "MPI_ERR_COMM: invalid communicator (COMM_NULL)")
+    if not hasattr(h, "locks"):
+        h.locks = {}
+    return h.locks
+
+
+def _comm_lock(comm, key=None):
+    import threading
+
+    table = _comm_lock_table(comm)
+    lock = table.get(key)
+    if lock is None:
+        lock = table[key] = threading.Lock()
+    return lock
+
+
+def _commctx_intra(comm):
+    """A duplicate of ``comm`` for a library's own traffic, made collectively on first use, and the
+    tag to use on it."""
+    h = comm._h
+    if h is None:
+        raise Exception(CONSTANTS["ERR_COMM"], "MPI_ERR_COMM: invalid communicator (COMM_NULL)")
+    if getattr(h, "commctx", None) is None:
+        h.commctx = (comm.Dup(), 0)
+    return h.commctx
+
+
+def _commctx_inter(comm):
+    raise NotImplementedError("the emulated MPI has no intercommunicator context for mpi4py.util")
+
+
+def _typecode(datatype) -> str | None:
+    try:
+        return datatype.tocode()
+    except (ValueError, NotImplementedError, AttributeError):
+        return None
+
+
+def _typealign(datatype) -> int | None:
+    import numpy as np
+
+    try:
+        return np.dtype(datatype.tocode()).alignment
+    except (ValueError, TypeError, NotImplementedError, AttributeError):
+        return None
