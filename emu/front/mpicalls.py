@@ -78,7 +78,8 @@ async def h_wait(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
             await st.progress()
     data = []
     for r in done:
-        st.reqs.pop(r.id, None)
+        if not head.get("keep"):  # Get_status and Test-before-Wait leave the request pending
+            st.reqs.pop(r.id, None)
         if r.env is not None:
             data.append(r.env.data)
     return {"st": [status_of(r) for r in done]}, b"".join(data)
@@ -189,3 +190,32 @@ HANDLERS = {"send": h_send, "recv": h_recv, "sendrecv": h_sendrecv, "wait": h_wa
             "info": h_info, "now": h_now}
 
 LENGTHS = struct.Struct("!Q")
+
+
+# -- matched probes (MPI 3.0 §3.8.2): the message leaves the unexpected queue at the probe -------------
+async def h_mprobe(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
+    info = st.comm(head["ctx"])
+    _check_source(info, head["source"])
+    if head["source"] == -1:  # PROC_NULL: MESSAGE_NO_PROC at once
+        return {"found": True, "st": [0, -1, -1, 0, False], "mid": None}, b""
+    await st.poll()
+    env = st.find_unexpected(info.ctx, head["source"], head["tag"])
+    while env is None and not head.get("nb"):
+        await st.progress()
+        env = st.find_unexpected(info.ctx, head["source"], head["tag"])
+    if env is None:
+        return {"found": False}, b""
+    st.unexpected.remove(env)
+    req = st.new_req("recv", ctx=env.ctx, source=env.src, tag=env.tag)
+    await st._complete(req, env)
+    return {"found": True, "st": [0, env.src, env.tag, len(env.data), False], "mid": req.id}, b""
+
+
+async def h_mrecv(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
+    req = st.reqs.pop(head["mid"], None)
+    if req is None:
+        raise MpiError(f"message {head['mid']} was received already", 19)
+    return {"st": status_of(req)}, req.env.data
+
+
+HANDLERS.update({"mprobe": h_mprobe, "mrecv": h_mrecv})

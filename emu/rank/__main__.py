@@ -15,32 +15,9 @@ import types
 
 
 def _install() -> None:
-    pkg = types.ModuleType("mpi4py")
-    pkg.__path__ = []
-    pkg.__version__ = "4.1.2"
-    pkg.__doc__ = "emulated mpi4py (emu mpirun)"
-    pkg.rc = types.SimpleNamespace(initialize=True, threads=True, thread_level="multiple", finalize=None,
-                                   fast_reduce=True, recv_mprobe=True, errors="exception")
+    from emu.rank.package import install
 
-    def profile(*a, **k):
-        raise NotImplementedError("the emulated MPI has no mpi4py.profile")
-
-    pkg.profile = profile
-    sys.modules["mpi4py"] = pkg
-    sys.meta_path.insert(0, _Elsewhere())
-    from emu.rank import mpi
-
-    sys.modules["mpi4py.MPI"] = mpi
-    pkg.MPI = mpi
-
-
-class _Elsewhere:
-    """``import mpi4py.futures`` (or ``util``, ``run``, ...): not in the emulated mpi4py -- said so."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name.startswith("mpi4py.") and name != "mpi4py.MPI":
-            raise NotImplementedError(f"the emulated mpi4py (emu mpirun) has no {name}; only mpi4py.MPI")
-        return None
+    install()
 
 
 def main() -> int:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pickle
+from array import array
 
 from .channel import CHANNEL, Msg
+from .handle import Handle, Impl
 from .types import Datatype, Exception, Op
 
 ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED, ROOT = -2, -1, -1, -32766, -3
@@ -24,12 +26,42 @@ def _unsupported(where: str, name: str):
 
 
 class Status:
-    def __init__(self):
-        self.source, self.tag, self.error, self.count, self.cancelled = ANY_SOURCE, ANY_TAG, 0, 0, False
+    """A message's envelope as a receive saw it. Its fields live in ``tomemory()``'s five C ints as
+    MPICH lays out ``MPI_Status`` (count low, count high and cancelled, source, tag, error)."""
+
+    __module__ = "mpi4py.MPI"
+
+    def __init__(self, status: "Status | None" = None):
+        if status is not None and not isinstance(status, Status):
+            raise TypeError(f"expecting a Status, got {type(status).__name__}")
+        self._m = array("i", status._m) if status is not None else array("i", [0, 0, ANY_SOURCE, ANY_TAG, 0])
 
     def _set(self, row) -> "Status":
-        _, self.source, self.tag, self.count, self.cancelled = row
+        _, self.source, self.tag, count, self.cancelled = row
+        self.count = count
         return self
+
+    source = property(lambda s: s._m[2], lambda s, v: s._m.__setitem__(2, int(v)))
+    tag = property(lambda s: s._m[3], lambda s, v: s._m.__setitem__(3, int(v)))
+    error = property(lambda s: s._m[4], lambda s, v: s._m.__setitem__(4, int(v)))
+
+    @property
+    def count(self) -> int:
+        return (self._m[0] & 0xFFFFFFFF) | ((self._m[1] >> 1) << 32)
+
+    @count.setter
+    def count(self, v: int) -> None:
+        v = int(v)
+        self._m[0] = ((v & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
+        self._m[1] = ((v >> 32) << 1) | (self._m[1] & 1)
+
+    @property
+    def cancelled(self) -> bool:
+        return bool(self._m[1] & 1)
+
+    @cancelled.setter
+    def cancelled(self, v: bool) -> None:
+        self._m[1] = (self._m[1] & ~1) | (1 if v else 0)
 
     def Get_source(self) -> int:
         return self.source
@@ -40,17 +72,6 @@ class Status:
     def Get_error(self) -> int:
         return self.error
 
-    def Get_count(self, datatype: Datatype | None = None) -> int:
-        from .types import TYPES
-
-        n = (datatype or TYPES["BYTE"]).packed
-        return self.count // n if n and self.count % n == 0 else UNDEFINED
-
-    Get_elements = Get_count
-
-    def Is_cancelled(self) -> bool:
-        return self.cancelled
-
     def Set_source(self, v: int) -> None:
         self.source = v
 
@@ -60,8 +81,72 @@ class Status:
     def Set_error(self, v: int) -> None:
         self.error = v
 
-    def __getattr__(self, name):
-        _unsupported("Status.", name)
+    def Get_count(self, datatype: Datatype | None = None) -> int:
+        from .types import TYPES
+
+        n = (datatype or TYPES["BYTE"]).Get_size()
+        if n == 0:
+            return 0 if self.count == 0 else UNDEFINED
+        return self.count // n if self.count % n == 0 else UNDEFINED
+
+    def Get_elements(self, datatype: Datatype | None = None) -> int:
+        """Basic elements received: whole items of ``datatype`` times its elements, plus the
+        elements of a last partial item."""
+        from .types import TYPES
+
+        dt = datatype or TYPES["BYTE"]
+        size = dt.Get_size()
+        if size == 0:
+            return 0
+        whole, rest = divmod(self.count, size)
+        per = _elements(dt)
+        if rest == 0:
+            return whole * per
+        esize = size // per if per else 0
+        if not esize or rest % esize:
+            return UNDEFINED
+        return whole * per + rest // esize
+
+    def Set_elements(self, datatype: Datatype, count: int) -> None:
+        self.count = int(count) * datatype.Get_size() // max(1, _elements(datatype))
+
+    def Is_cancelled(self) -> bool:
+        return self.cancelled
+
+    def Set_cancelled(self, flag: bool) -> None:
+        self.cancelled = bool(flag)
+
+    def tomemory(self) -> memoryview:
+        return memoryview(self._m)
+
+    def py2f(self) -> list[int]:
+        return list(self._m)
+
+    @classmethod
+    def f2py(cls, arg) -> "Status":
+        s = cls()
+        s._m = array("i", arg)
+        return s
+
+    def __reduce__(self):
+        return (type(self), (), {"_m": list(self._m)})
+
+    def __setstate__(self, state) -> None:
+        self._m = array("i", state["_m"])
+
+    def __eq__(self, other):
+        return isinstance(other, Status) and self._m == other._m
+
+    __hash__ = None
+
+
+def _elements(dt) -> int:
+    """Basic elements in one item of ``dt`` (1 for a named type)."""
+    if getattr(dt, "named", True):
+        return 1
+    base = getattr(dt, "base", None)
+    bsize = base.Get_size() if base is not None else 1
+    return dt.Get_size() // bsize if bsize else dt.Get_size()
 
 
 def _fill(status, row) -> None:
@@ -69,155 +154,305 @@ def _fill(status, row) -> None:
         status._set(row)
 
 
-class Request:
+def _copy_status(status, src: Status) -> None:
+    if status is not None:
+        status._m = array("i", src._m)
+
+
+class Request(Handle, family=True):
     """A pending operation; after it completes it is REQUEST_NULL (``== MPI.REQUEST_NULL``)."""
 
-    def __init__(self, rid: int | None = None, kind: str = "send", msg: Msg | None = None):
-        self.rid, self.kind, self.msg = rid, kind, msg
-        self.value = None
-        self.last = Status()
+    _value = None
+    _last: Status | None = None
 
-    def __eq__(self, other) -> bool:
-        if isinstance(other, Request):
-            return self is other or (self.rid is None and other.rid is None)
-        return NotImplemented
+    @classmethod
+    def _make(cls, rid, kind: str = "send", msg=None) -> "Request":
+        return cls._of(Impl(rid=rid, kind=kind, msg=msg, done=False, row=None, data=None))
 
-    def __hash__(self) -> int:
-        return id(self)
+    @property
+    def rid(self):
+        return None if self._h is None else self._h.rid
 
-    def __bool__(self) -> bool:
-        return self.rid is not None
+    def _status(self) -> Status:
+        if self._last is None:
+            self._last = Status()
+        return self._last
 
     def _finish(self, row, data) -> None:
-        self.last._set(row)
-        if self.kind == "recv_buf" and not row[4] and self.msg is not None:
-            self.msg.unpack(data)
-        elif self.kind == "recv_obj" and not row[4]:
-            self.value = pickle.loads(data) if row[1] != PROC_NULL else None
+        h = self._h
+        st = self._status()
+        st._set(row)
+        if not row[4]:
+            if h.kind == "recv_buf" and h.msg is not None:
+                h.msg.unpack(data)
+            elif h.kind == "recv_obj":
+                self._value = pickle.loads(data) if row[1] != PROC_NULL and data else None
         self._done()
 
     def _done(self) -> None:
-        self.rid = None
+        self._h = None
 
     @staticmethod
-    def _call(reqs, mode: str, test: bool, call: str):
-        ids = [r.rid for r in reqs if r is not None and r.rid is not None]
-        if not ids:
-            return []
-        head, data = CHANNEL.call("wait", ids=ids, mode=mode, test=test, call=call)
-        by = {r.rid: r for r in reqs if r is not None and r.rid is not None}
-        at, done = 0, []
+    def _call(reqs, mode: str, test: bool, call: str, keep: bool = False):
+        live = [r for r in reqs if r is not None and r._h is not None and r._h.rid is not None]
+        local = [r for r in reqs if r is not None and r._h is not None and r._h.rid is None]
+        done = []
+        for r in local:  # completed where they were made (a send to PROC_NULL, a generalized request ...)
+            if r._local_done():
+                done.append(r)
+        if mode != "all" and done:
+            if not keep:
+                for r in done if mode == "some" else done[:1]:
+                    r._local_finish()
+            return done if mode == "some" else done[:1]
+        if mode == "all" and len(done) < len(local):
+            if test or not live:
+                if not test:
+                    raise Exception(15, "MPI_ERR_OTHER: waiting for a generalized request nobody completes")
+                return []
+        if not live:
+            if not keep:
+                for r in done:
+                    r._local_finish()
+            return done
+        ids = [r._h.rid for r in live]
+        head, data = CHANNEL.call("wait", ids=ids, mode=mode, test=test, call=call, keep=keep)
+        by = {r._h.rid: r for r in live}
+        at, out = 0, []
         for row in head["st"]:
             r = by[row[0]]
-            r._finish(row, data[at:at + row[3]])
+            if keep:
+                r._status()._set(row)
+            else:
+                r._finish(row, data[at:at + row[3]])
             at += row[3]
-            done.append(r)
-        return done
+            out.append(r)
+        if mode == "all" and out and not keep:
+            for r in done:
+                r._local_finish()
+            return out + done
+        return out
+
+    def _local_done(self) -> bool:
+        return self._h.done
+
+    def _local_finish(self) -> None:
+        self._status()._set([0, PROC_NULL, ANY_TAG, 0, False]) if self._h.row is None else self._status()._set(
+            self._h.row)
+        self._done()
+
+    def _report(self, status) -> None:
+        if status is not None:
+            _copy_status(status, self._status())
 
     # -- one request ----------------------------------------------------------------------------------
     def Wait(self, status: Status | None = None) -> bool:
-        if self.rid is not None:
+        if self._h is not None:
             self._call([self], "all", False, "Wait")
-        _fill(status, [0, self.last.source, self.last.tag, self.last.count, self.last.cancelled])
+        else:
+            self._last = Status()
+        self._report(status)
         return True
 
     def Test(self, status: Status | None = None) -> bool:
-        if self.rid is not None and not self._call([self], "all", True, "Test"):
+        if self._h is not None and not self._call([self], "all", True, "Test"):
             return False
-        _fill(status, [0, self.last.source, self.last.tag, self.last.count, self.last.cancelled])
+        if self._h is None and self._last is None:
+            self._last = Status()
+        self._report(status)
         return True
 
     def wait(self, status: Status | None = None):
         self.Wait(status)
-        return self.value
+        v, self._value = self._value, None
+        return v
 
     def test(self, status: Status | None = None):
         flag = self.Test(status)
-        return flag, (self.value if flag else None)
+        if not flag:
+            return False, None
+        v, self._value = self._value, None
+        return True, v
 
     def Get_status(self, status: Status | None = None) -> bool:
-        return self.Test(status) if self.rid is not None else True
+        if self._h is None:
+            _copy_status(status, Status())
+            return True
+        if not self._call([self], "all", True, "Get_status", keep=True):
+            return False
+        self._report(status)
+        return True
+
+    def get_status(self, status: Status | None = None) -> bool:
+        return self.Get_status(status)
 
     def Cancel(self) -> None:
-        if self.rid is not None:
-            if not self.kind.startswith("recv"):
-                raise NotImplementedError("the emulated MPI cancels receives only (MPI_Cancel of a send)")
-            CHANNEL.call("cancel", id=self.rid, call="Cancel")
+        if self._h is not None and self._h.rid is not None:
+            CHANNEL.call("cancel", id=self._h.rid, call="Cancel")
 
     def Free(self) -> None:
-        self.rid = None
+        if self._h is None:
+            raise Exception(19, "MPI_ERR_REQUEST: invalid request (REQUEST_NULL)")
+        self._h = None
 
     cancel = Cancel
 
     # -- several ----------------------------------------------------------------------------------------
+    @staticmethod
+    def _statuses(requests, statuses) -> None:
+        if statuses is None:
+            return
+        for i, r in enumerate(requests):
+            if i < len(statuses):
+                _copy_status(statuses[i], r._last if r._last is not None else Status())
+
     @classmethod
     def Waitall(cls, requests, statuses=None) -> bool:
+        requests = list(requests)
+        for r in requests:
+            r._last = None
         cls._call(requests, "all", False, "Waitall")
         if statuses is not None:
-            for i, r in enumerate(requests):
-                if i < len(statuses):
-                    _fill(statuses[i], [0, r.last.source, r.last.tag, r.last.count, r.last.cancelled])
+            while len(statuses) < len(requests) and isinstance(statuses, list):
+                statuses.append(Status())
+        cls._statuses(requests, statuses)
         return True
 
     @classmethod
     def waitall(cls, requests, statuses=None) -> list:
         cls.Waitall(requests, statuses)
-        return [r.value for r in requests]
+        out = [r._value for r in requests]
+        for r in requests:
+            r._value = None
+        return out
 
     @classmethod
     def Testall(cls, requests, statuses=None) -> bool:
         active = [r for r in requests if r]
-        if active and not cls._call(active, "all", True, "Testall"):
+        if active and not cls._call(active, "all", True, "Testall", keep=True):
             return False
         return cls.Waitall(requests, statuses)
 
     @classmethod
     def testall(cls, requests, statuses=None):
         flag = cls.Testall(requests, statuses)
-        return flag, ([r.value for r in requests] if flag else None)
+        if not flag:
+            return False, None
+        out = [r._value for r in requests]
+        for r in requests:
+            r._value = None
+        return True, out
+
+    @classmethod
+    def Get_status_all(cls, requests, statuses=None) -> bool:
+        active = [r for r in requests if r]
+        if active and not cls._call(active, "all", True, "Get_status_all", keep=True):
+            return False
+        if statuses is not None:
+            for i, r in enumerate(requests):
+                if i < len(statuses):
+                    _copy_status(statuses[i], r._status() if r else Status())
+        return True
+
+    get_status_all = Get_status_all
+
+    @classmethod
+    def _any(cls, requests, test: bool, status, call: str, keep: bool = False):
+        requests = list(requests)
+        if not any(requests):
+            _copy_status(status, Status())
+            return UNDEFINED, True
+        done = cls._call(requests, "any", test, call, keep=keep)
+        if not done:
+            return UNDEFINED, False
+        _copy_status(status, done[0]._status())
+        return next(i for i, r in enumerate(requests) if r is done[0]), True
 
     @classmethod
     def Waitany(cls, requests, status: Status | None = None) -> int:
-        done = cls._call(requests, "any", False, "Waitany")
-        if not done:
-            return UNDEFINED
-        _fill(status, [0, done[0].last.source, done[0].last.tag, done[0].last.count, done[0].last.cancelled])
-        return next(i for i, r in enumerate(requests) if r is done[0])
+        return cls._any(requests, False, status, "Waitany")[0]
 
     @classmethod
     def waitany(cls, requests, status: Status | None = None):
         i = cls.Waitany(requests, status)
-        return i, (requests[i].value if i != UNDEFINED else None)
+        if i == UNDEFINED:
+            return i, None
+        v, requests[i]._value = requests[i]._value, None
+        return i, v
 
     @classmethod
     def Testany(cls, requests, status: Status | None = None) -> tuple[int, bool]:
-        if not any(requests):
-            return UNDEFINED, True
-        done = cls._call(requests, "any", True, "Testany")
-        if not done:
-            return UNDEFINED, False
-        _fill(status, [0, done[0].last.source, done[0].last.tag, done[0].last.count, done[0].last.cancelled])
-        return next(i for i, r in enumerate(requests) if r is done[0]), True
+        return cls._any(requests, True, status, "Testany")
 
     @classmethod
-    def _some(cls, requests, test: bool, name: str):
+    def testany(cls, requests, status: Status | None = None):
+        i, flag = cls.Testany(requests, status)
+        if i == UNDEFINED:
+            return i, flag, None
+        v, requests[i]._value = requests[i]._value, None
+        return i, flag, v
+
+    @classmethod
+    def Get_status_any(cls, requests, status: Status | None = None):
+        return cls._any(requests, True, status, "Get_status_any", keep=True)
+
+    get_status_any = Get_status_any
+
+    @classmethod
+    def _some(cls, requests, test: bool, statuses, name: str, keep: bool = False):
+        requests = list(requests)
         if not any(requests):
             return None
-        done = cls._call(requests, "some", test, name)
-        return [i for i, r in enumerate(requests) if any(r is d for d in done)]
+        done = cls._call(requests, "some", test, name, keep=keep)
+        idx = [i for i, r in enumerate(requests) if any(r is d for d in done)]
+        if statuses is not None:
+            for k, i in enumerate(idx):
+                if k >= len(statuses) and isinstance(statuses, list):
+                    statuses.append(Status())
+                if k < len(statuses):
+                    _copy_status(statuses[k], requests[i]._status())
+        return idx
 
     @classmethod
     def Waitsome(cls, requests, statuses=None):
-        return cls._some(requests, False, "Waitsome")
+        return cls._some(requests, False, statuses, "Waitsome")
 
     @classmethod
     def Testsome(cls, requests, statuses=None):
-        return cls._some(requests, True, "Testsome")
+        return cls._some(requests, True, statuses, "Testsome")
+
+    @classmethod
+    def Get_status_some(cls, requests, statuses=None):
+        return cls._some(requests, True, statuses, "Get_status_some", keep=True)
+
+    get_status_some = Get_status_some
+
+    @classmethod
+    def _values(cls, requests, idx):
+        if idx is None:
+            return None, None
+        out = []
+        for i in idx:
+            out.append(requests[i]._value)
+            requests[i]._value = None
+        return idx, out
+
+    @classmethod
+    def waitsome(cls, requests, statuses=None):
+        return cls._values(requests, cls.Waitsome(requests, statuses))
+
+    @classmethod
+    def testsome(cls, requests, statuses=None):
+        return cls._values(requests, cls.Testsome(requests, statuses))
 
     @classmethod
     def Startall(cls, requests) -> None:
         for r in requests:
             r.Start()
+
+    @classmethod
+    def startall(cls, requests) -> None:
+        cls.Startall(requests)
 
     def __getattr__(self, name):
         _unsupported("Request.", name)
@@ -226,27 +461,83 @@ class Request:
 class Prequest(Request):
     """A persistent request: ``Start`` begins it again, ``Wait`` completes it (it stays usable)."""
 
-    def __init__(self, start):
-        super().__init__(None, "persistent")
-        self._start = start
+    @classmethod
+    def _persistent(cls, start) -> "Prequest":
+        req = cls._of(Impl(rid=None, kind="persistent", msg=None, done=True, row=None, data=None, start=start,
+                           inner=None))
+        return req
 
     def Start(self) -> None:
-        inner = self._start()
-        self.rid, self.kind, self.msg = inner.rid, inner.kind, inner.msg
+        h = self._h
+        if h is None:
+            raise Exception(19, "MPI_ERR_REQUEST: invalid request (REQUEST_NULL)")
+        inner = h.start()
+        h.inner = inner
+        ih = inner._h
+        if ih is None:  # completed at once (PROC_NULL)
+            h.rid, h.done, h.row = None, True, inner._last and [0, inner._last.source, inner._last.tag, 0, False]
+        else:
+            h.rid, h.kind, h.msg, h.done, h.row = ih.rid, ih.kind, ih.msg, ih.done, ih.row
+            h.kind_inner = ih.kind
 
-    def _done(self) -> None:
-        self.rid = None
+    def start(self) -> None:
+        self.Start()
 
-    def __eq__(self, other) -> bool:
-        return self is other
+    def _done(self) -> None:  # inactive again, not null
+        self._h.rid, self._h.done, self._h.row = None, True, None
 
-    __hash__ = Request.__hash__
+    def _local_finish(self) -> None:
+        super()._local_finish()
 
 
-class Group:
-    def __init__(self, ranks: list[int]):
-        self.ranks = list(ranks)
+class Grequest(Request):
+    """A generalized request (MPI 2.2 §12.2): completed by ``Complete``, its status by ``query_fn``."""
+
+    _strict = True
+
+    @classmethod
+    def Start(cls, query_fn=None, free_fn=None, cancel_fn=None, args=None, kwargs=None) -> "Grequest":
+        return cls._of(Impl(rid=None, kind="grequest", msg=None, done=False, row=None, data=None, query=query_fn,
+                            free=free_fn, cancel=cancel_fn, args=tuple(args or ()), kwargs=dict(kwargs or {})))
+
+    def Complete(self) -> None:
+        if self._h is None:
+            raise Exception(19, "MPI_ERR_REQUEST: invalid request (REQUEST_NULL)")
+        self._h.done = True
+
+    complete = Complete
+
+    def Cancel(self) -> None:
+        h = self._h
+        if h is not None and h.cancel is not None:
+            h.cancel(h.done, *h.args, **h.kwargs)
+
+    def _local_finish(self) -> None:
+        h = self._h
+        st = self._status()
+        if h.query is not None:
+            h.query(st, *h.args, **h.kwargs)
+        if h.free is not None:
+            h.free(*h.args, **h.kwargs)
+        self._h = None
+
+
+def _null_request(kind: str = "send") -> Request:
+    """A request completed when made (a send to PROC_NULL, a buffered send): its status empty."""
+    return Request._of(Impl(rid=None, kind=kind, msg=None, done=True, row=None, data=None))
+
+
+class Group(Handle, family=True):
+    @classmethod
+    def _make(cls, ranks) -> "Group":
+        return cls._of(Impl(ranks=list(ranks)))
+
+    @property
+    def ranks(self) -> list[int]:
         """World ranks, in the group's order."""
+        if self._h is None:
+            raise Exception(8, "MPI_ERR_GROUP: invalid group (GROUP_NULL)")
+        return self._h.ranks
 
     def Get_size(self) -> int:
         return len(self.ranks)
@@ -257,33 +548,74 @@ class Group:
     size = property(Get_size)
     rank = property(Get_rank)
 
+    def Dup(self) -> "Group":
+        return Group._make(self.ranks)
+
+    def _check(self, ranks) -> list[int]:
+        ranks = [int(r) for r in ranks]
+        n = len(self.ranks)
+        if any(not 0 <= r < n for r in ranks) or len(set(ranks)) != len(ranks):
+            raise Exception(6, f"MPI_ERR_RANK: invalid ranks {ranks} for a group of {n}")
+        return ranks
+
     def Incl(self, ranks) -> "Group":
-        return Group([self.ranks[r] for r in ranks])
+        return Group._make([self.ranks[r] for r in self._check(ranks)])
 
     def Excl(self, ranks) -> "Group":
-        drop = set(ranks)
-        return Group([w for i, w in enumerate(self.ranks) if i not in drop])
+        drop = set(self._check(ranks))
+        return Group._make([w for i, w in enumerate(self.ranks) if i not in drop])
+
+    @staticmethod
+    def _ranges(ranks) -> list[int]:
+        out = []
+        for first, last, stride in ranks:
+            if stride == 0:
+                raise Exception(12, "MPI_ERR_ARG: a range with stride 0")
+            out += list(range(first, last + (1 if stride > 0 else -1), stride))
+        return out
+
+    def Range_incl(self, ranks) -> "Group":
+        return self.Incl(self._ranges(ranks))
+
+    def Range_excl(self, ranks) -> "Group":
+        return self.Excl(self._ranges(ranks))
 
     def Translate_ranks(self, ranks=None, group: "Group | None" = None) -> list[int]:
         ranks = range(len(self.ranks)) if ranks is None else ranks
         other = group.ranks if group is not None else None
-        return [r if other is None else (other.index(self.ranks[r]) if self.ranks[r] in other else UNDEFINED)
-                for r in ranks]
+        out = []
+        for r in ranks:
+            if r == PROC_NULL:
+                out.append(PROC_NULL)
+            elif not 0 <= r < len(self.ranks):
+                raise Exception(6, f"MPI_ERR_RANK: invalid rank {r} for a group of {len(self.ranks)}")
+            elif other is None:
+                out.append(r)
+            else:
+                out.append(other.index(self.ranks[r]) if self.ranks[r] in other else UNDEFINED)
+        return out
 
-    @classmethod
-    def Union(cls, a: "Group", b: "Group") -> "Group":
-        return Group(a.ranks + [w for w in b.ranks if w not in a.ranks])
+    def Compare(self, group: "Group") -> int:
+        a, b = self.ranks, group.ranks
+        if a == b:
+            return IDENT
+        return SIMILAR if sorted(a) == sorted(b) else UNEQUAL
 
-    @classmethod
-    def Intersection(cls, a: "Group", b: "Group") -> "Group":
-        return Group([w for w in a.ranks if w in b.ranks])
+    def Union(self, group: "Group") -> "Group":
+        return Group._make(self.ranks + [w for w in group.ranks if w not in self.ranks])
 
-    @classmethod
-    def Difference(cls, a: "Group", b: "Group") -> "Group":
-        return Group([w for w in a.ranks if w not in b.ranks])
+    def Intersection(self, group: "Group") -> "Group":
+        return Group._make([w for w in self.ranks if w in group.ranks])
+
+    Intersect = Intersection
+
+    def Difference(self, group: "Group") -> "Group":
+        return Group._make([w for w in self.ranks if w not in group.ranks])
 
     def Free(self) -> None:
-        pass
+        if self._h is None:
+            raise Exception(8, "MPI_ERR_GROUP: invalid group (GROUP_NULL)")
+        self._h = None
 
     def __getattr__(self, name):
         _unsupported("Group.", name)
@@ -295,9 +627,11 @@ def _tag_ok(tag: int, recv: bool) -> int:
     return tag
 
 
-def _op(op) -> Op:
+def _op(op, objects: bool = False) -> Op:
+    """The operator of a reduction; REPLACE and NO_OP only on Python objects (mpi4py applies them
+    there; MPI refuses them in a collective reduction on buffers)."""
     if not isinstance(op, Op) or op.name == "op_null":
         raise Exception(9, f"MPI_ERR_OP: invalid operation {op!r}")
-    if op.name in ("replace", "no_op"):
+    if op.name in ("replace", "no_op") and not objects:
         raise NotImplementedError(f"the emulated MPI has no {op.name.upper()} in collective reductions")
     return op

@@ -5,28 +5,45 @@ from __future__ import annotations
 import pickle
 
 from .channel import CHANNEL, IN_PLACE, Msg
-from .comm import (ANY_SOURCE, ANY_TAG, CONGRUENT, IDENT, PROC_NULL, TAG_UB, TAG_UB_KEY, UNDEFINED, UNEQUAL,
-                   Group, Prequest, Request, Status, _fill, _op, _pickle, _tag_ok, _unsupported)
+from .comm import (ANY_SOURCE, ANY_TAG, CONGRUENT, IDENT, PROC_NULL, SIMILAR, TAG_UB, TAG_UB_KEY, UNDEFINED,
+                   UNEQUAL, Group, Prequest, Request, Status, _fill, _op, _pickle, _tag_ok, _unsupported)
+from .attrs import Attributes
+from .consts import CONSTANTS
+from .handle import Handle, Impl, predefine_null
+from .info import ERRORS_RETURN, Errhandler, Info, call_errhandler, create_errhandler
 from .types import Exception, OPS
 
 
-class Comm:
-    def __init__(self, ctx: int | None, size: int = 0, rank: int = 0):
-        self.ctx, self._size, self._rank, self._name = ctx, size, rank, None
+def _locked(key: str):
+    """A lowercase collective holds the communicator's lock ``key`` (``MPI._comm_lock``), as mpi4py's do."""
+    def wrap(fn):
+        def locked(self, *a, **k):
+            from .misc import _comm_lock
+
+            with _comm_lock(self, key):
+                return fn(self, *a, **k)
+        locked.__name__, locked.__qualname__, locked.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+        return locked
+    return wrap
+
+
+class Comm(Attributes, Handle, family=True):
+    """A communicator: its context id (every member's the same), size and this rank's rank."""
+
+    _kind = "comm"
+
+    @classmethod
+    def _make(cls, ctx: int, size: int, rank: int) -> "Comm":
+        return cls._of(Impl(ctx=ctx, size=size, rank=rank, name=None, errhandler=ERRORS_RETURN, info=None))
+
+    ctx = property(lambda self: None if self._h is None else self._h.ctx)
+    _size = property(lambda self: self._h.size)
+    _rank = property(lambda self: self._h.rank)
 
     def _ok(self) -> int:
-        if self.ctx is None:
+        if self._h is None:
             raise Exception(5, "MPI_ERR_COMM: invalid communicator (COMM_NULL)")
-        return self.ctx
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Comm) and self.ctx == other.ctx
-
-    def __hash__(self) -> int:
-        return hash(self.ctx)
-
-    def __bool__(self) -> bool:
-        return self.ctx is not None
+        return self._h.ctx
 
     def __getattr__(self, name):
         _unsupported("Comm.", name)
@@ -44,45 +61,129 @@ class Comm:
     size = property(Get_size)
 
     def Get_name(self) -> str:
-        return self._name or {0: "MPI_COMM_WORLD", 1: "MPI_COMM_SELF", None: "MPI_COMM_NULL"}.get(self.ctx, "")
+        if self._h is None:
+            return "MPI_COMM_NULL"
+        return self._h.name if self._h.name is not None else {0: "MPI_COMM_WORLD", 1: "MPI_COMM_SELF"}.get(
+            self._h.ctx, "")
 
     def Set_name(self, name: str) -> None:
-        self._name = name
+        self._ok()
+        self._h.name = str(name)
 
     name = property(Get_name, Set_name)
 
     def Is_inter(self) -> bool:
+        self._ok()
         return False
 
     def Is_intra(self) -> bool:
+        self._ok()
         return True
 
+    is_inter = property(Is_inter)
+    is_intra = property(Is_intra)
+
     def Get_topology(self) -> int:
+        self._ok()
         return UNDEFINED
 
-    def Get_attr(self, keyval: int):
-        return TAG_UB if keyval == TAG_UB_KEY else None
+    topology = property(Get_topology)
+    is_topo = property(lambda self: self.Get_topology() != UNDEFINED)
+
+    def _builtin_attr(self, keyval: int):
+        self._ok()
+        if keyval == TAG_UB_KEY:
+            return TAG_UB
+        if keyval == CONSTANTS["WTIME_IS_GLOBAL"]:
+            return False
+        if keyval == CONSTANTS["IO"]:
+            return CONSTANTS["ANY_SOURCE"]
+        if keyval == CONSTANTS["APPNUM"]:
+            return 0
+        if keyval == CONSTANTS["UNIVERSE_SIZE"]:
+            return CHANNEL.size
+        if keyval == CONSTANTS["LASTUSEDCODE"]:
+            from .errors import last_used_code
+
+            return last_used_code()
+        return None
 
     def Get_group(self) -> Group:
         head, _ = CHANNEL.call("info", ctx=self._ok(), call="Get_group")
-        return Group(head["ranks"])
+        return Group._make(head["ranks"])
 
     group = property(Get_group)
 
     def Compare(self, other: "Comm") -> int:
-        if self.ctx == other.ctx:
+        self._ok()
+        other._ok()
+        if self._h is other._h:
             return IDENT
-        return CONGRUENT if self.Get_group().ranks == other.Get_group().ranks else UNEQUAL
+        a, b = self.Get_group().ranks, other.Get_group().ranks
+        if a == b:
+            return CONGRUENT
+        return SIMILAR if sorted(a) == sorted(b) else UNEQUAL
+
+    # -- error handlers and info ---------------------------------------------------------------------
+    def Get_errhandler(self) -> Errhandler:
+        self._ok()
+        return Errhandler(self._h.errhandler)
+
+    def Set_errhandler(self, errhandler: Errhandler) -> None:
+        self._ok()
+        if not isinstance(errhandler, Errhandler) or not errhandler:
+            raise Exception(CONSTANTS["ERR_ARG"], "MPI_ERR_ARG: invalid errhandler")
+        self._h.errhandler = Errhandler(errhandler)
+
+    def Call_errhandler(self, errorcode: int) -> None:
+        self._ok()
+        call_errhandler(self, self._h.errhandler, errorcode)
+
+    @classmethod
+    def Create_errhandler(cls, errhandler_fn) -> Errhandler:
+        return create_errhandler(errhandler_fn)
+
+    def Get_info(self) -> Info:
+        self._ok()
+        return Info.Create(self._h.info.items() if self._h.info else None)
+
+    def Set_info(self, info: Info) -> None:
+        self._ok()
+        self._h.info = info.Dup() if info else None
+
+    info = property(Get_info, Set_info)
 
     # -- making communicators --------------------------------------------------------------------------
     def _made(self, head) -> "Comm":
         if head["ctx"] is None:
             return COMM_NULL
         info, _ = CHANNEL.call("info", ctx=head["ctx"], call="Comm_info")
-        return Intracomm(head["ctx"], len(info["ranks"]), info["rank"])
+        return Intracomm._make(head["ctx"], len(info["ranks"]), info["rank"])
 
     def Dup(self, info=None) -> "Comm":
-        return self._made(CHANNEL.call("dup", ctx=self._ok(), call="Dup")[0])
+        new = self._made(CHANNEL.call("dup", ctx=self._ok(), call="Dup")[0])
+        self._copy_attrs_to(new)
+        new._h.errhandler = self._h.errhandler
+        if info is not None:
+            new.Set_info(info)
+        return new
+
+    def Dup_with_info(self, info) -> "Comm":
+        return self.Dup(info)
+
+    @classmethod
+    def Get_parent(cls) -> "Comm":
+        """The parent of a spawned process: none here (no process is spawned)."""
+        return COMM_NULL
+
+    def Idup(self, info=None):
+        """``Comm.Idup``: the duplicate, made at once, and a completed request."""
+        from .comm import _null_request
+
+        return self.Dup(info), _null_request()
+
+    def Idup_with_info(self, info):
+        return self.Idup(info)
 
     Clone = Dup
 
@@ -93,8 +194,16 @@ class Comm:
         return self._made(CHANNEL.call("create", ctx=self._ok(), ranks=group.ranks, call="Create")[0])
 
     def Free(self) -> None:
-        CHANNEL.call("free", ctx=self._ok(), call="Free")
-        self.ctx = None
+        ctx = self._ok()
+        self._delete_attrs()
+        CHANNEL.call("free", ctx=ctx, call="Free")
+        self._h = None
+
+    def Disconnect(self) -> None:
+        self.Free()
+
+    def py2f(self) -> int:
+        return self.handle
 
     def Abort(self, errorcode: int = 0):
         CHANNEL.abort(errorcode)
@@ -103,7 +212,7 @@ class Comm:
     def _send(self, payload, dest: int, tag: int, mode: str, nb: bool, call: str):
         head, _ = CHANNEL.call("send", payload, ctx=self._ok(), dest=int(dest), tag=_tag_ok(tag, False), mode=mode,
                                nb=nb, call=call)
-        return Request(head["req"], "send") if nb else None
+        return Request._make(head["req"], "send") if nb else None
 
     def send(self, obj, dest: int, tag: int = 0) -> None:
         self._send(_pickle(obj), dest, tag, "std", False, "send")
@@ -124,6 +233,11 @@ class Comm:
         return self._send(_pickle(obj), dest, tag, "sync", True, "issend")
 
     def recv(self, buf=None, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None):
+        if buf is not None:
+            import warnings
+
+            warnings.warn("the buf argument of recv() is not used (the emulated MPI sizes the message itself)",
+                          UserWarning, stacklevel=2)
         head, data = CHANNEL.call("recv", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), call="recv")
         _fill(status, head["st"])
         return pickle.loads(data) if head["st"][1] != PROC_NULL else None
@@ -131,7 +245,7 @@ class Comm:
     def irecv(self, buf=None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
         head, _ = CHANNEL.call("recv", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), nb=True,
                                call="irecv")
-        return Request(head["req"], "recv_obj")
+        return Request._make(head["req"], "recv_obj")
 
     def sendrecv(self, sendobj, dest: int, sendtag: int = 0, recvbuf=None, source: int = ANY_SOURCE,
                  recvtag: int = ANY_TAG, status: Status | None = None):
@@ -158,6 +272,19 @@ class Comm:
 
     def Iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None) -> bool:
         return self._probe(source, tag, True, status, "Iprobe")
+
+    def Mprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None):
+        from .misc import mprobe
+
+        return mprobe(self, source, tag, False, status)
+
+    def Improbe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None):
+        from .misc import mprobe
+
+        return mprobe(self, source, tag, True, status)
+
+    mprobe = Mprobe
+    improbe = Improbe
 
     # -- point to point, buffers ----------------------------------------------------------------------------
     def Send(self, buf, dest: int, tag: int = 0) -> None:
@@ -194,7 +321,7 @@ class Comm:
         msg = Msg(buf, writable=True)
         head, _ = CHANNEL.call("recv", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), nb=True,
                                call="Irecv")
-        return Request(head["req"], "recv_buf", msg)
+        return Request._make(head["req"], "recv_buf", msg)
 
     def Sendrecv(self, sendbuf, dest: int, sendtag: int = 0, recvbuf=None, source: int = ANY_SOURCE,
                  recvtag: int = ANY_TAG, status: Status | None = None) -> None:
@@ -210,19 +337,19 @@ class Comm:
         self.Sendrecv(buf, dest, sendtag, buf, source, recvtag, status)
 
     def Send_init(self, buf, dest: int, tag: int = 0) -> Prequest:
-        return Prequest(lambda: self.Isend(buf, dest, tag))
+        return Prequest._persistent(lambda: self.Isend(buf, dest, tag))
 
     def Bsend_init(self, buf, dest: int, tag: int = 0) -> Prequest:
-        return Prequest(lambda: self.Ibsend(buf, dest, tag))
+        return Prequest._persistent(lambda: self.Ibsend(buf, dest, tag))
 
     def Rsend_init(self, buf, dest: int, tag: int = 0) -> Prequest:
-        return Prequest(lambda: self.Irsend(buf, dest, tag))
+        return Prequest._persistent(lambda: self.Irsend(buf, dest, tag))
 
     def Ssend_init(self, buf, dest: int, tag: int = 0) -> Prequest:
-        return Prequest(lambda: self.Issend(buf, dest, tag))
+        return Prequest._persistent(lambda: self.Issend(buf, dest, tag))
 
     def Recv_init(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Prequest:
-        return Prequest(lambda: self.Irecv(buf, source, tag))
+        return Prequest._persistent(lambda: self.Irecv(buf, source, tag))
 
     # -- collectives ------------------------------------------------------------------------------------
     def _coll(self, kind: str, call: str, payload=b"", **head):
@@ -231,9 +358,11 @@ class Comm:
     def Barrier(self) -> None:
         self._coll("barrier", "Barrier")
 
+    @_locked("barrier")
     def barrier(self) -> None:
         self._coll("barrier", "barrier")
 
+    @_locked("bcast")
     def bcast(self, obj=None, root: int = 0):
         me = self._rank == root
         head, data = self._coll("bcast", "bcast", _pickle(obj) if me else b"", root=root, n=-1)
@@ -248,12 +377,15 @@ class Comm:
 
     # reductions
     def _reduce_obj(self, obj, op, root: int, every: bool, call: str):
-        head, data = self._coll("reduce", call, _pickle(obj), rop=_op(op).key, pickled=True, root=root, all=every)
+        head, data = self._coll("reduce", call, _pickle(obj), rop=_op(op, objects=True).key, pickled=True, root=root,
+                                all=every)
         return None if head.get("none") else pickle.loads(data)
 
+    @_locked("reduce")
     def reduce(self, sendobj, op=OPS["SUM"], root: int = 0):
         return self._reduce_obj(sendobj, op, root, False, "reduce")
 
+    @_locked("allreduce")
     def allreduce(self, sendobj, op=OPS["SUM"]):
         return self._reduce_obj(sendobj, op, 0, True, "allreduce")
 
@@ -284,12 +416,16 @@ class Comm:
     def Exscan(self, sendbuf, recvbuf, op=OPS["SUM"]) -> None:
         self._scan(sendbuf, recvbuf, op, True, "Exscan")
 
+    @_locked("scan")
     def scan(self, sendobj, op=OPS["SUM"]):
-        head, data = self._coll("scan", "scan", _pickle(sendobj), rop=_op(op).key, pickled=True, ex=False)
+        head, data = self._coll("scan", "scan", _pickle(sendobj), rop=_op(op, objects=True).key, pickled=True,
+                                ex=False)
         return pickle.loads(data)
 
+    @_locked("exscan")
     def exscan(self, sendobj, op=OPS["SUM"]):
-        head, data = self._coll("scan", "exscan", _pickle(sendobj), rop=_op(op).key, pickled=True, ex=True)
+        head, data = self._coll("scan", "exscan", _pickle(sendobj), rop=_op(op, objects=True).key, pickled=True,
+                                ex=True)
         return None if head.get("none") else pickle.loads(data)
 
     def Reduce_scatter_block(self, sendbuf, recvbuf, op=OPS["SUM"]) -> None:
@@ -301,23 +437,43 @@ class Comm:
         out.unpack(data)
 
     def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=OPS["SUM"]) -> None:
+        """As mpi4py: without ``recvcounts`` every rank's receive count is gathered (an Allgather of
+        each rank's own receive buffer's count), and the counts are checked against the buffers."""
         out = Msg(recvbuf, writable=True)
         src = Msg(recvbuf) if sendbuf is IN_PLACE else Msg(sendbuf)
-        counts = list(recvcounts) if recvcounts is not None else [src.count // self._size] * self._size
+        if recvcounts is None and sendbuf is not IN_PLACE:
+            counts = [int(c) for c in self.allgather(out.count)]
+        elif recvcounts is None:
+            raise ValueError("Reduce_scatter with IN_PLACE needs recvcounts")
+        else:
+            counts = [int(c) for c in recvcounts]
+        if len(counts) != self._size:
+            raise ValueError(f"expecting {self._size} receive counts, got {len(counts)}")
+        if sendbuf is not IN_PLACE:
+            if src.count != sum(counts):
+                raise ValueError(f"mismatch in send count {src.count} and sum(counts) {sum(counts)}")
+            if out.count != counts[self._rank]:
+                raise ValueError(f"mismatch in receive count {out.count} and counts[{self._rank}] "
+                                 f"{counts[self._rank]}")
+        elif out.count != sum(counts):
+            raise ValueError(f"mismatch in receive count {out.count} and sum(counts) {sum(counts)}")
         lens = [c * src.dt.packed for c in counts]
         head, data = self._coll("reduce_scatter", "Reduce_scatter", src.pack(), rop=_op(op).key, lens=lens,
                                 **src.type_fields())
         out.unpack(data, counts[self._rank])
 
     # gathers and scatters
+    @_locked("gather")
     def gather(self, sendobj, root: int = 0):
         head, data = self._coll("gather", "gather", _pickle(sendobj), root=root)
         return None if head.get("none") else _objects(head["lens"], data)
 
+    @_locked("allgather")
     def allgather(self, sendobj):
         head, data = self._coll("gather", "allgather", _pickle(sendobj), all=True)
         return _objects(head["lens"], data)
 
+    @_locked("scatter")
     def scatter(self, sendobj, root: int = 0):
         parts = [_pickle(o) for o in sendobj] if self._rank == root else []
         if self._rank == root and len(parts) != self._size:
@@ -325,6 +481,7 @@ class Comm:
         head, data = self._coll("scatter", "scatter", b"".join(parts), root=root, lens=[len(p) for p in parts])
         return pickle.loads(data)
 
+    @_locked("alltoall")
     def alltoall(self, sendobj):
         parts = [_pickle(o) for o in sendobj]
         if len(parts) != self._size:
@@ -415,7 +572,9 @@ def _objects(lens, data) -> list:
 
 
 class Intracomm(Comm):
-    pass
+    @classmethod
+    def Create_from_group(cls, group, stringtag: str = "org.mpi4py", info=None, errhandler=None):
+        raise NotImplementedError("Intracomm.Create_from_group (an MPI 4.0 call; the emulated library is MPI 3.1)")
 
 
-COMM_NULL = Intracomm(None)
+COMM_NULL = predefine_null(Comm(), "COMM_NULL")

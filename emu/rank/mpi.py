@@ -7,34 +7,57 @@ the call (an ``AttributeError`` too, so ``hasattr`` answers False)."""
 
 from __future__ import annotations
 
-from .channel import BOTTOM, CHANNEL, IN_PLACE
-from .comm import (ANY_SOURCE, ANY_TAG, CONGRUENT, IDENT, PROC_NULL, ROOT, SIMILAR, TAG_UB_KEY, UNDEFINED, UNEQUAL,
-                   Group, Prequest, Request, Status, Unsupported)
-from .intracomm import COMM_NULL, Comm, Intracomm
-from .types import OPS, TYPES, Datatype, Exception, Op
+import sys
+
+from .consts import CONSTANTS
+
+globals().update(CONSTANTS)  # MPICH's integer constants; those below are the emulated library's own
+
+from .channel import BOTTOM, CHANNEL, IN_PLACE  # noqa: E402
+from .comm import (ANY_SOURCE, ANY_TAG, CONGRUENT, IDENT, PROC_NULL, ROOT, SIMILAR, TAG_UB_KEY, UNDEFINED,  # noqa: E402
+                   UNEQUAL, Grequest, Group, Prequest, Request, Status, Unsupported, _null_request)
+from .errors import (Add_error_class, Add_error_code, Add_error_string, Get_error_class, Get_error_string,  # noqa: E402
+                     Remove_error_class, Remove_error_code, Remove_error_string)
+from .handle import Handle, Impl, _addressof, _handleof, _sizeof, predefine_null  # noqa: E402
+from .info import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETURN, INFO_ENV, INFO_NULL,  # noqa: E402
+                   Errhandler, Info)
+from .intracomm import COMM_NULL, Comm, Intracomm  # noqa: E402
+from .misc import (MESSAGE_NO_PROC, MESSAGE_NULL, SESSION_NULL, FILE_NULL, WIN_NULL, File, Message, Session,  # noqa: E402
+                   Win, Alloc_mem, Free_mem, buffer, memory, Pcontrol, Get_hw_resource_info, Pickle, pickle_,
+                   _comm_lock, _comm_lock_table, _commctx_inter, _commctx_intra, _typealign, _typecode)
+from .errors import Exception  # noqa: E402
+from .types import OPS, TYPES, Datatype, Op  # noqa: E402
 
 TAG_UB = TAG_UB_KEY
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
-SUCCESS, ERR_BUFFER, ERR_COUNT, ERR_TYPE, ERR_TAG, ERR_COMM, ERR_RANK, ERR_ROOT, ERR_GROUP = 0, 1, 2, 3, 4, 5, 6, 7, 8
-ERR_OP, ERR_ARG, ERR_TRUNCATE, ERR_OTHER, ERR_INTERN, ERR_REQUEST = 9, 12, 14, 15, 16, 19  # MPICH's error classes
-MAX_PROCESSOR_NAME, BSEND_OVERHEAD, VERSION, SUBVERSION = 128, 96, 3, 1
-REQUEST_NULL = Request(None)
-GROUP_EMPTY = Group([])
+VERSION, SUBVERSION = 3, 1
+"""The MPI standard the emulated library claims: 3.1 -- it has most of MPI 3.1 and parts of 4.x
+(which it says: a 4.x call it lacks raises NotImplementedError, as a 3.1 library's would)."""
+pickle = pickle_
+REQUEST_NULL = predefine_null(Request(), "REQUEST_NULL")
+GROUP_NULL = predefine_null(Group(), "GROUP_NULL")
+GROUP_EMPTY = Group._make([])._predefine("GROUP_EMPTY")
 globals().update(TYPES)
 globals().update(OPS)
 
 CHANNEL.open()
-COMM_WORLD = Intracomm(0, CHANNEL.size, CHANNEL.rank)
-COMM_SELF = Intracomm(1, 1, 0)
-_state = {"init": True, "final": False, "thread": THREAD_SERIALIZED}
+COMM_WORLD = Intracomm._make(0, CHANNEL.size, CHANNEL.rank)._predefine("COMM_WORLD")
+COMM_SELF = Intracomm._make(1, 1, 0)._predefine("COMM_SELF")
+_rc = getattr(sys.modules.get("mpi4py"), "rc", None)
+_state = {"init": bool(getattr(_rc, "initialize", True)), "final": False, "thread": THREAD_SERIALIZED}
+"""MPI is initialised at import unless ``mpi4py.rc.initialize`` was set False before it (then
+``Init``/``Init_thread`` initialise it, as with mpi4py); the library serialises the program's calls."""
 
 
 def Init() -> None:
-    raise Exception(ERR_OTHER, "Cannot call MPI_INIT or MPI_INIT_THREAD more than once")
+    if _state["init"] or _state["final"]:
+        raise Exception(ERR_OTHER, "Cannot call MPI_INIT or MPI_INIT_THREAD more than once")
+    _state["init"] = True
 
 
 def Init_thread(required: int = THREAD_MULTIPLE) -> int:
     Init()
+    return min(int(required), _state["thread"])
 
 
 def Is_initialized() -> bool:
@@ -98,10 +121,6 @@ def Attach_buffer(buf) -> None:
 def Detach_buffer():
     buf, CHANNEL.bsend_buffer = CHANNEL.bsend_buffer, None
     return buf
-
-
-def Compute_dims(nnodes: int, dims):
-    raise NotImplementedError("the emulated MPI has no MPI.Compute_dims")
 
 
 def __getattr__(name: str):

@@ -16,20 +16,7 @@ PAIRS = {"DOUBLE_INT": ("<f8", "<i4"), "FLOAT_INT": ("<f4", "<i4"), "LONG_INT": 
 ERR_TYPE, ERR_OP, ERR_BUFFER, ERR_COUNT, ERR_ARG = 3, 9, 1, 2, 12
 
 
-class Exception(RuntimeError):  # noqa: A001 -- mpi4py's name: MPI.Exception
-    """``MPI.Exception``: an MPI call failed; ``Get_error_class()`` says how."""
-
-    def __init__(self, code: int = 15, text: str = ""):
-        super().__init__(text or f"MPI error {code}")
-        self.error_code, self.text = code, text
-
-    def Get_error_code(self) -> int:
-        return self.error_code
-
-    Get_error_class = Get_error_code
-
-    def Get_error_string(self) -> str:
-        return self.text
+from .errors import Exception  # noqa: E402,A001 -- MPI.Exception
 
 
 def _np():
