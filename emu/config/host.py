@@ -106,6 +106,10 @@ class HostSpec:
     the application continues, and the NIC gets the message, this long after ``send``."""
     recv_overhead_ns: int = 300
     """Host CPU time per message received: ``recv`` returns this long after the message is there."""
+    mpi_poll_ns: int = 100
+    """``emu mpirun``: host CPU time of an MPI test or probe that finds nothing (``Iprobe``,
+    ``Test``... -- one pass of the library's progress engine), so that a program spinning on one
+    lets virtual time, and the messages it waits for, advance. 0: no time (a spin never ends)."""
     reduce_ps_per_byte: int = 250
     """Host CPU time to combine one byte of reduction operands, in picoseconds (250 ps/B = 4 GB/s);
     a reduction of B bytes costs ceil(B * this / 1000) ns."""

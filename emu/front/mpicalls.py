@@ -49,6 +49,13 @@ async def h_sendrecv(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
     return {"st": status_of(rreq)}, rreq.env.data
 
 
+async def _idle(st: RankState) -> None:
+    """A test or probe found nothing: the progress engine's pass costs ``host.mpi_poll_ns``."""
+    ns = st.host.spec.mpi_poll_ns
+    if ns > 0:
+        await st.host.compute(ns)
+
+
 def _check_source(info: CommInfo, source: int) -> None:
     if source not in (ANY_SOURCE, -1) and not 0 <= source < len(info.ranks):
         raise MpiError(f"invalid source rank {source} (the communicator has {len(info.ranks)})", 6)
@@ -73,6 +80,8 @@ async def h_wait(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
     if test:
         await st.poll()
         done = ready()
+        if not done:
+            await _idle(st)
     else:
         while not (done := ready()):
             await st.progress()
@@ -96,6 +105,7 @@ async def h_probe(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
         await st.progress()
         env = st.find_unexpected(info.ctx, head["source"], head["tag"])
     if env is None:
+        await _idle(st)
         return {"found": False}, b""
     return {"found": True, "st": [0, env.src, env.tag, len(env.data), False]}, b""
 
@@ -204,6 +214,7 @@ async def h_mprobe(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
         await st.progress()
         env = st.find_unexpected(info.ctx, head["source"], head["tag"])
     if env is None:
+        await _idle(st)
         return {"found": False}, b""
     st.unexpected.remove(env)
     req = st.new_req("recv", ctx=env.ctx, source=env.src, tag=env.tag)

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import pickle
 from array import array
 
 from .channel import CHANNEL, Msg
 from .handle import Handle, Impl
+from .pickling import PICKLE
 from .types import Datatype, Exception, Op
 
 ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED, ROOT = -2, -1, -1, -32766, -3
 IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3
 TAG_UB_KEY, TAG_UB = 1681915905, 2**31 - 1
-_pickle = lambda obj: pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)  # noqa: E731
+_pickle = PICKLE.dumps
 
 
 class Unsupported(NotImplementedError, AttributeError):
@@ -186,7 +186,7 @@ class Request(Handle, family=True):
             if h.kind == "recv_buf" and h.msg is not None:
                 h.msg.unpack(data)
             elif h.kind == "recv_obj":
-                self._value = pickle.loads(data) if row[1] != PROC_NULL and data else None
+                self._value = PICKLE.loads(data) if row[1] != PROC_NULL and data else None
         self._done()
 
     def _done(self) -> None:
@@ -461,6 +461,8 @@ class Request(Handle, family=True):
 class Prequest(Request):
     """A persistent request: ``Start`` begins it again, ``Wait`` completes it (it stays usable)."""
 
+    _strict = True
+
     @classmethod
     def _persistent(cls, start) -> "Prequest":
         req = cls._of(Impl(rid=None, kind="persistent", msg=None, done=True, row=None, data=None, start=start,
@@ -505,7 +507,10 @@ class Grequest(Request):
             raise Exception(19, "MPI_ERR_REQUEST: invalid request (REQUEST_NULL)")
         self._h.done = True
 
-    complete = Complete
+    def complete(self, obj=None) -> None:
+        """mpi4py's form: complete with ``obj`` as the request's value (``wait()`` returns it)."""
+        self.Complete()
+        self._h.value = obj
 
     def Cancel(self) -> None:
         h = self._h
@@ -515,6 +520,7 @@ class Grequest(Request):
     def _local_finish(self) -> None:
         h = self._h
         st = self._status()
+        self._value = getattr(h, "value", None)
         if h.query is not None:
             h.query(st, *h.args, **h.kwargs)
         if h.free is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 
 from .channel import CHANNEL, IN_PLACE, Msg
 from .comm import (ANY_SOURCE, ANY_TAG, CONGRUENT, IDENT, PROC_NULL, SIMILAR, TAG_UB, TAG_UB_KEY, UNDEFINED,
@@ -11,6 +10,7 @@ from .attrs import Attributes
 from .consts import CONSTANTS
 from .handle import Handle, Impl, predefine_null
 from .info import ERRORS_RETURN, Errhandler, Info, call_errhandler, create_errhandler
+from .pickling import PICKLE
 from .types import Exception, OPS
 
 
@@ -240,7 +240,7 @@ class Comm(Attributes, Handle, family=True):
                           UserWarning, stacklevel=2)
         head, data = CHANNEL.call("recv", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), call="recv")
         _fill(status, head["st"])
-        return pickle.loads(data) if head["st"][1] != PROC_NULL else None
+        return PICKLE.loads(data) if head["st"][1] != PROC_NULL else None
 
     def irecv(self, buf=None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
         head, _ = CHANNEL.call("recv", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), nb=True,
@@ -253,7 +253,7 @@ class Comm(Attributes, Handle, family=True):
                                   sendtag=_tag_ok(sendtag, False), source=int(source), recvtag=_tag_ok(recvtag, True),
                                   call="sendrecv")
         _fill(status, head["st"])
-        return pickle.loads(data) if head["st"][1] != PROC_NULL else None
+        return PICKLE.loads(data) if head["st"][1] != PROC_NULL else None
 
     def _probe(self, source, tag, nb: bool, status, call: str) -> bool:
         head, _ = CHANNEL.call("probe", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), nb=nb, call=call)
@@ -353,7 +353,11 @@ class Comm(Attributes, Handle, family=True):
 
     # -- collectives ------------------------------------------------------------------------------------
     def _coll(self, kind: str, call: str, payload=b"", **head):
-        return CHANNEL.call("coll", payload, ctx=self._ok(), kind=kind, call=call, **head)
+        ctx = self._ok()
+        if "root" in head and not 0 <= head["root"] < self._size:
+            raise Exception(CONSTANTS["ERR_ROOT"], f"MPI_ERR_ROOT: invalid root {head['root']} (the communicator "
+                                                   f"has {self._size} ranks)")
+        return CHANNEL.call("coll", payload, ctx=ctx, kind=kind, call=call, **head)
 
     def Barrier(self) -> None:
         self._coll("barrier", "Barrier")
@@ -366,7 +370,7 @@ class Comm(Attributes, Handle, family=True):
     def bcast(self, obj=None, root: int = 0):
         me = self._rank == root
         head, data = self._coll("bcast", "bcast", _pickle(obj) if me else b"", root=root, n=-1)
-        return obj if me else pickle.loads(data)
+        return obj if me else PICKLE.loads(data)
 
     def Bcast(self, buf, root: int = 0) -> None:
         msg = Msg(buf, writable=self._rank != root)
@@ -379,7 +383,7 @@ class Comm(Attributes, Handle, family=True):
     def _reduce_obj(self, obj, op, root: int, every: bool, call: str):
         head, data = self._coll("reduce", call, _pickle(obj), rop=_op(op, objects=True).key, pickled=True, root=root,
                                 all=every)
-        return None if head.get("none") else pickle.loads(data)
+        return None if head.get("none") else PICKLE.loads(data)
 
     @_locked("reduce")
     def reduce(self, sendobj, op=OPS["SUM"], root: int = 0):
@@ -420,13 +424,13 @@ class Comm(Attributes, Handle, family=True):
     def scan(self, sendobj, op=OPS["SUM"]):
         head, data = self._coll("scan", "scan", _pickle(sendobj), rop=_op(op, objects=True).key, pickled=True,
                                 ex=False)
-        return pickle.loads(data)
+        return PICKLE.loads(data)
 
     @_locked("exscan")
     def exscan(self, sendobj, op=OPS["SUM"]):
         head, data = self._coll("scan", "exscan", _pickle(sendobj), rop=_op(op, objects=True).key, pickled=True,
                                 ex=True)
-        return None if head.get("none") else pickle.loads(data)
+        return None if head.get("none") else PICKLE.loads(data)
 
     def Reduce_scatter_block(self, sendbuf, recvbuf, op=OPS["SUM"]) -> None:
         out = Msg(recvbuf, writable=True)
@@ -479,7 +483,7 @@ class Comm(Attributes, Handle, family=True):
         if self._rank == root and len(parts) != self._size:
             raise ValueError(f"expecting {self._size} items, got {len(parts)}")
         head, data = self._coll("scatter", "scatter", b"".join(parts), root=root, lens=[len(p) for p in parts])
-        return pickle.loads(data)
+        return PICKLE.loads(data)
 
     @_locked("alltoall")
     def alltoall(self, sendobj):
@@ -566,7 +570,7 @@ def _room(payload: bytes) -> bytes:
 def _objects(lens, data) -> list:
     out, at = [], 0
     for n in lens:
-        out.append(pickle.loads(data[at:at + n]))
+        out.append(PICKLE.loads(data[at:at + n]))
         at += n
     return out
 

@@ -5,7 +5,6 @@ null handles of what the emulated library does not have (sessions, files)."""
 from __future__ import annotations
 
 import ctypes
-import pickle
 
 from .channel import CHANNEL, Msg
 from .comm import PROC_NULL, Request, Status, _fill
@@ -25,7 +24,8 @@ class Message(Handle, family=True):
         h = self._h
         if h is None:
             raise Exception(CONSTANTS["ERR_REQUEST"], "MPI_ERR_REQUEST: invalid message (MESSAGE_NULL)")
-        self._h = None
+        if self is not MESSAGE_NO_PROC:  # the predefined handle itself stays what it is
+            self._h = None
         return h
 
     def Recv(self, buf, status: Status | None = None) -> None:
@@ -45,7 +45,7 @@ class Message(Handle, family=True):
             return None
         head, data = CHANNEL.call("mrecv", mid=h.mid, call="mrecv")
         _fill(status, head["st"])
-        return pickle.loads(data)
+        return pickle_.loads(data)
 
     def Irecv(self, buf) -> Request:
         status = Status()
@@ -92,7 +92,7 @@ def mprobe(comm, source: int, tag: int, nb: bool, status: Status | None):
         return None
     _fill(status, head["st"])
     if head["st"][1] == PROC_NULL:
-        return MESSAGE_NO_PROC
+        return Message(MESSAGE_NO_PROC)
     return Message._make(head["mid"], head["st"])
 
 
@@ -204,34 +204,9 @@ def Get_hw_resource_info():
     return Info.Create({"mpi_hw_resource_type": "emulated host"})
 
 
-class Pickle:
-    """``MPI.Pickle``: how the lowercase calls serialise Python objects (``MPI.pickle`` is the one
-    they use)."""
-
-    __module__ = "mpi4py.MPI"
-
-    def __init__(self, dumps=None, loads=None, protocol: int | None = None, threshold: int | None = None):
-        self._dumps = dumps or pickle.dumps
-        self._loads = loads or pickle.loads
-        self.PROTOCOL = pickle.HIGHEST_PROTOCOL if protocol is None else protocol
-        self.THRESHOLD = 1 << 18 if threshold is None else threshold
-
-    def dumps(self, obj) -> bytes:
-        return self._dumps(obj, self.PROTOCOL)
-
-    def loads(self, data):
-        return self._loads(data)
-
-    def dumps_oob(self, obj):
-        bufs = []
-        data = self._dumps(obj, self.PROTOCOL, buffer_callback=bufs.append) if self.PROTOCOL >= 5 else self.dumps(obj)
-        return data, [b.raw() for b in bufs]
-
-    def loads_oob(self, data, buffers):
-        return self._loads(data, buffers=buffers)
 
 
-pickle_ = Pickle()
+from .pickling import PICKLE as pickle_, Pickle  # noqa: E402,F401 -- MPI.pickle, MPI.Pickle
 
 
 # -- the internals mpi4py's pure-Python modules (mpi4py.util.pkl5, util.dtlib) call --------------------
