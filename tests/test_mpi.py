@@ -197,7 +197,11 @@ def test_ctrl_c_under_mpiexec_ends_every_rank_on_one_line(tmp_path):
     cmd = [MPIEXEC, "-n", "2"] + EMU + ["run", "--topo", "fattree:k=4,n=4", "--test", "allreduce", "--size", "1MiB"]
     p = subprocess.Popen(cmd, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        time.sleep(5)  # well into the run (it takes tens of seconds)
+        key = tmp_path / "key" / "mpi.key"
+        deadline = time.monotonic() + 120
+        while not key.exists() and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.2)  # the ranks made the job's key: past their imports (slow on a busy machine)
+        time.sleep(3)  # well into the run (it takes tens of seconds)
         p.send_signal(signal.SIGINT)
         out, _ = p.communicate(timeout=60)
     finally:
