@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pickle
 
-from .channel import CHANNEL, Msg
+from .buffers import Msg
+from .channel import CHANNEL
 from .types import Datatype, Exception, Op
 
 ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED, ROOT = -2, -1, -1, -32766, -3

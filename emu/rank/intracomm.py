@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pickle
 
-from .channel import CHANNEL, IN_PLACE, Msg
+from .buffers import IN_PLACE, Msg
+from .channel import CHANNEL
 from .comm import (ANY_SOURCE, ANY_TAG, CONGRUENT, IDENT, PROC_NULL, TAG_UB, TAG_UB_KEY, UNDEFINED, UNEQUAL,
                    Group, Prequest, Request, Status, _fill, _op, _pickle, _tag_ok, _unsupported)
 from .types import Exception, OPS

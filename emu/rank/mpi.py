@@ -7,7 +7,8 @@ the call (an ``AttributeError`` too, so ``hasattr`` answers False)."""
 
 from __future__ import annotations
 
-from .channel import BOTTOM, CHANNEL, IN_PLACE
+from .buffers import BOTTOM, IN_PLACE
+from .channel import CHANNEL
 from .comm import (ANY_SOURCE, ANY_TAG, CONGRUENT, IDENT, PROC_NULL, ROOT, SIMILAR, TAG_UB_KEY, UNDEFINED, UNEQUAL,
                    Group, Prequest, Request, Status, Unsupported)
 from .intracomm import COMM_NULL, Comm, Intracomm
