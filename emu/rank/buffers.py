@@ -1,103 +1,232 @@
-"""Buffer specifications of the emulated ``mpi4py.MPI`` (rank side): ``Msg``, ``IN_PLACE``, ``BOTTOM``."""
+"""Buffer specifications of the emulated ``mpi4py.MPI`` (rank side): ``Msg``, ``IN_PLACE``, ``BOTTOM``.
+
+``Msg`` reads every form mpi4py 4.1 reads (its ``message_simple`` and ``message_vector``), with its
+checks and its errors: ``buf``, ``[buf, T]``, ``[buf, count]``, ``[buf, count, T]``, ``[buf, (count,
+displ), T]``, ``[buf, count, displ, T]``; for the v-variants counts and displacements each a sequence,
+one integer or None; ``None`` or ``MPI.BOTTOM`` as the buffer with an explicit type (displacements are
+then absolute addresses, ``MPI.Get_address``). A message is (memory, address, count, datatype): its
+displacement is part of its address, as in mpi4py, and the datatype's type map is read and written
+in map order (``typemap``), never outside the buffer."""
 
 from __future__ import annotations
 
-from .types import ERR_BUFFER, TYPES, Datatype, Exception, from_format
-
-ERR_TRUNCATE = 14
-
-
-IN_PLACE = type("InPlace", (), {"__repr__": lambda self: "<emulated MPI.IN_PLACE>"})()
-BOTTOM = type("Bottom", (), {"__repr__": lambda self: "<emulated MPI.BOTTOM>"})()
+from . import ops, typemap as tm
+from .bufobj import BOTTOM, IN_PLACE, Mem, absolute, acquire, is_bottom  # noqa: F401 -- BOTTOM, IN_PLACE: MPI's
+from .dtype import TYPES, Datatype, from_format
+from .mpierr import ERR_BUFFER, ERR_TRUNCATE, Exception
+from .named import FROMCODE
 
 
-def _raw(obj, writable: bool) -> memoryview:
-    if obj is BOTTOM:
-        raise NotImplementedError("the emulated MPI has no MPI.BOTTOM (absolute addresses)")
+def _is_datatype(x) -> bool:
+    return isinstance(x, (Datatype, str))
+
+
+def _as_datatype(x) -> Datatype:
+    if isinstance(x, Datatype):
+        return x
+    key = FROMCODE.get(x) if isinstance(x, str) else None
+    if key is None:
+        raise KeyError(f"cannot map {x!r} to MPI datatype")
+    return TYPES[key]
+
+
+def _index(x, what: str) -> int:
     try:
-        mv = memoryview(obj)
+        return x.__index__()
+    except AttributeError:
+        raise TypeError(f"message: {what} must be an integer, got {type(x).__name__}") from None
+
+
+def _has_buffer(obj) -> bool:
+    try:
+        memoryview(obj)
+        return True
     except TypeError:
-        raise TypeError(f"expected a buffer (numpy array, bytes, bytearray, array, mmap), got "
-                        f"{type(obj).__name__}") from None
-    if writable and mv.readonly:
-        raise Exception(ERR_BUFFER, "MPI_ERR_BUFFER: the receive buffer is read-only")
-    if not mv.c_contiguous:
-        raise Exception(ERR_BUFFER, "MPI_ERR_BUFFER: the buffer is not contiguous")
-    return mv
+        return False
+
+
+def _split(msg, vector: bool):
+    """(buf, count(s), displ(s), type) of a specification, as mpi4py unpacks it."""
+    o_count = o_displ = o_type = None
+    if _has_buffer(msg):
+        return msg, None, None, None
+    if isinstance(msg, (list, tuple)):
+        n = len(msg)
+        pair = (tuple,) if vector else (tuple, list)
+        if n == 2:
+            o_buf, o_count = msg
+            if _is_datatype(o_count):
+                o_count, o_type = None, o_count
+            elif isinstance(o_count, pair):
+                o_count, o_displ = o_count
+        elif n == 3:
+            o_buf, o_count, o_type = msg
+            if isinstance(o_count, pair):
+                o_count, o_displ = o_count
+        elif n == 4:
+            o_buf, o_count, o_displ, o_type = msg
+        else:
+            raise ValueError("message: expecting 2 to 4 items")
+        return o_buf, o_count, o_displ, o_type
+    if hasattr(msg, "__dlpack__") or hasattr(msg, "__cuda_array_interface__"):
+        return msg, None, None, None
+    raise TypeError("message: expecting buffer or list/tuple")
+
+
+def _extent(dt: Datatype, what: str) -> int:
+    if not dt:
+        raise ValueError(f"message: cannot {what}, datatype is null")
+    lb, ext = dt.Get_extent()
+    if ext <= 0:
+        raise ValueError(f"message: cannot {what}, datatype extent {ext} (lb:{lb}, ub:{lb + ext})")
+    return ext
+
+
+def _array(x, blocks: int, what: str) -> list[int]:
+    xs = [_index(v, what) for v in x]
+    if len(xs) != blocks:
+        raise ValueError(f"expecting {blocks} items, got {len(xs)}")
+    return xs
 
 
 class Msg:
-    """A buffer and how much of it, in which datatype: ``buf``, ``[buf, type]``, ``[buf, count,
-    type]``, ``[buf, (count, displ), type]``; for the v-variants ``[buf, counts, displs, type]``,
-    ``[buf, (counts, displs), type]`` or ``[buf, counts, type]``."""
+    """A buffer specification: its memory, the message's address in it, count(s) and datatype."""
 
     def __init__(self, spec, writable: bool = False, vector: bool = False, blocks: int = 1):
-        items = list(spec) if isinstance(spec, (list, tuple)) else [spec]
-        buf, dt, count, displ, counts, displs = items[0], None, None, 0, None, None
-        rest = items[1:]
-        if rest and isinstance(rest[-1], Datatype):
-            dt = rest.pop()
-        elif rest and isinstance(rest[-1], str):
-            dt = from_format(rest.pop())
+        o_buf, o_count, o_displ, o_type = _split(spec, vector)
+        self.bottom = is_bottom(o_buf)
+        if self.bottom:  # an explicit datatype is required; addresses are absolute
+            self.mem, self.dt = None, _as_datatype(o_type)
+            length = 0
+        else:
+            self.mem = acquire(o_buf, writable)
+            self.dt = _as_datatype(o_type) if o_type is not None else from_format(self.mem.format)
+            length = self.mem.nbytes
+        self.base = 0
+        """Where the message starts: a byte offset in ``mem`` (an absolute address for BOTTOM)."""
         if vector:
-            if len(rest) == 2:
-                counts, displs = rest
-            elif (len(rest) == 1 and isinstance(rest[0], tuple) and len(rest[0]) == 2
-                  and not isinstance(rest[0][0], int)):  # (counts, displs)
-                counts, displs = rest[0]
-            elif len(rest) == 1:
-                counts = rest[0]
-        elif rest:
-            count = rest[0]
-            if isinstance(count, tuple):
-                count, displ = count
-        self.mv = _raw(buf, writable)
-        self.dt = (dt if dt is not None else from_format(self.mv.format))._ok()
-        self.raw = self.mv.cast("B") if (self.mv.format != "B" or self.mv.ndim != 1) else self.mv
-        per = self.dt.extent or 1
-        if vector:
-            if counts is None:
-                counts = [self.raw.nbytes // per // blocks] * blocks
-            counts = [int(c) for c in counts]
-            if displs is None:
-                displs = [sum(counts[:i]) for i in range(len(counts))]
-            self.counts, self.displs = counts, [int(d) for d in displs]
-        self.count = int(count) if count is not None else self.raw.nbytes // per // blocks
-        self.displ = int(displ)
+            self._vector(o_count, o_displ, length, blocks)
+        else:
+            self._simple(o_buf, o_count, o_displ, length, blocks)
 
+    def _simple(self, o_buf, o_count, o_displ, length: int, blocks: int) -> None:
+        displ = 0
+        if o_displ is not None:
+            displ = _index(o_displ, "displacement")
+            if displ < 0:
+                raise ValueError(f"message: negative displacement {displ}")
+            if displ > 0:
+                ext = _extent(self.dt, "handle displacement")
+                if displ * ext > length:
+                    raise ValueError(f"message: displacement {displ} out of bounds, number of datatype entries "
+                                     f"{length // ext}")
+                self.base = displ * ext
+                length -= self.base
+        if o_count is not None:
+            count = _index(o_count, "count")
+            if count < 0:
+                raise ValueError(f"message: negative count {count}")
+            if count > 0 and o_buf is None:
+                raise ValueError(f"message: buffer is None but count is {count}")
+        elif length > 0:
+            ext = _extent(self.dt, "infer count")
+            lb = self.dt.lb
+            if length % ext:
+                raise ValueError(f"message: cannot infer count, buffer length {length} is not a multiple of "
+                                 f"datatype extent {ext} (lb:{lb}, ub:{lb + ext})")
+            if blocks > 1 and (length // ext) % blocks:
+                raise ValueError(f"message: cannot infer count, number of entries {length // ext} is not a "
+                                 f"multiple of required number of blocks {blocks}")
+            count = (length // ext) // max(blocks, 1)
+        else:
+            count = 0
+        self.count, self.displ = count, displ
+        self.counts = self.displs = None
+
+    def _vector(self, o_counts, o_displs, length: int, blocks: int) -> None:
+        if o_counts is None:
+            size = 0
+            if length > 0:
+                ext = _extent(self.dt, "infer count")
+                if length % ext:
+                    lb = self.dt.lb
+                    raise ValueError(f"message: cannot infer count, buffer length {length} is not a multiple of "
+                                     f"datatype extent {ext} (lb:{lb}, ub:{lb + ext})")
+                size = length // ext
+            counts = [size // blocks + (size % blocks > i) for i in range(blocks)]
+        elif hasattr(o_counts, "__index__"):
+            counts = [_index(o_counts, "count")] * blocks
+        else:
+            counts = _array(o_counts, blocks, "count")
+        if o_displs is None:
+            displs = [sum(counts[:i]) for i in range(blocks)]
+        elif hasattr(o_displs, "__index__"):
+            d = _index(o_displs, "displacement")
+            displs = [d * i for i in range(blocks)]
+        else:
+            displs = _array(o_displs, blocks, "displacement")
+        self.counts, self.displs = counts, displs
+        self.count, self.displ = sum(counts), 0
+
+    # -- what the calls use --------------------------------------------------------------------------------
     @property
     def nbytes(self) -> int:
-        return self.count * self.dt.packed
+        return self.count * self.dt.size
+
+    def _region(self, flat: tm.Flat, at: int):
+        """(byte array, offset of the message's first byte + ``at`` in it) covering ``flat``."""
+        lo, hi = tm.span(flat)
+        if self.bottom:
+            start = self.base + at + lo
+            return absolute(start, self.base + at + hi), -lo
+        off = self.base + at
+        if len(flat) and (off + lo < 0 or off + hi > self.mem.nbytes):
+            raise Exception(ERR_BUFFER, f"MPI_ERR_BUFFER: the message's datatype reaches bytes [{off + lo}, "
+                                        f"{off + hi}) of a {self.mem.nbytes}-byte buffer: outside it")
+        return self.mem.arr, off
+
+    def _flat(self, count: int) -> tm.Flat:
+        return self.dt._message(count)
 
     def pack(self, count: int | None = None, displ: int | None = None) -> bytes:
+        """The packed bytes of ``count`` elements, ``displ`` extents past the message's address."""
         count = self.count if count is None else count
-        at = (self.displ if displ is None else displ) * self.dt.extent
-        if self.dt.contiguous():
-            end = at + count * self.dt.extent
-            if end > self.raw.nbytes:
-                raise Exception(ERR_BUFFER, f"MPI_ERR_BUFFER: {count} elements of {self.dt.name} do not fit the buffer")
-            return bytes(self.raw[at:end])
-        import numpy as np
-
-        return np.frombuffer(self.raw, np.uint8)[self.dt.index(count) + at].tobytes()
+        at = displ * self.dt.extent if displ else 0
+        flat = self._flat(count)
+        arr, off = self._region(flat, at)
+        return tm.gather(arr, off, flat)
 
     def unpack(self, data, count: int | None = None, displ: int | None = None) -> None:
+        """``data`` (packed) into ``count`` elements, ``displ`` extents past the message's address."""
         count = self.count if count is None else count
-        if len(data) > count * self.dt.packed:
-            raise Exception(ERR_TRUNCATE, f"MPI_ERR_TRUNCATE: a message of {len(data)} bytes for a buffer of "
-                                          f"{count * self.dt.packed}")
-        at = (self.displ if displ is None else displ) * self.dt.extent
-        if self.dt.contiguous():
-            self.raw[at:at + len(data)] = data
+        cap = count * self.dt.size
+        if len(data) > cap:
+            raise Exception(ERR_TRUNCATE, f"MPI_ERR_TRUNCATE: a message of {len(data)} bytes for a buffer of {cap}")
+        if not len(data):
             return
-        import numpy as np
+        if self.mem is not None and self.mem.readonly:
+            raise BufferError("Object is not writable.")
+        at = displ * self.dt.extent if displ else 0
+        flat = self._flat(count)
+        arr, off = self._region(flat, at)
+        tm.scatter(arr, off, flat, data)
 
-        arr = np.frombuffer(self.raw, np.uint8)
-        arr[self.dt.index(count)[:len(data)] + at] = np.frombuffer(bytes(data), np.uint8)
+    def memory(self, writable: bool = False) -> memoryview:
+        """The message's own memory (``count`` extents from its address), as a user operator gets it."""
+        n = self.count * self.dt.extent
+        if self.bottom:
+            return memoryview(absolute(self.base, self.base + n)) if n > 0 else memoryview(bytearray(0))
+        arr = self.mem.arr[self.base:self.base + max(n, 0)]
+        mv = memoryview(arr)
+        return mv.toreadonly() if not writable and not mv.readonly else mv
 
     def type_fields(self) -> dict:
         """What a reduction needs to know of the element type."""
-        base = self.dt if self.dt.named else self.dt.base
-        name = next((k for k, v in TYPES.items() if v is base), None) if base is not None else None
+        t = self.dt._t
+        base = t.base if t is not None else None
+        name = base._t.key if base is not None and base._t is not None else None
         npt = self.dt.numpy()
         return {"dtype": npt.str if npt is not None and npt.names is None else None, "tname": name}
+
+
+ops.MESSAGE.append(Msg)
