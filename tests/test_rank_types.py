@@ -112,7 +112,7 @@ def _same_bounds(a, b) -> None:
         assert [x.combiner for x in rb[3]] == [x.combiner for x in ra[3]]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(RECIPES, st.integers(1, 3))
 def test_type_maps_pack_and_unpack_as_mpich_does(recipe, count):
     a, b = real(recipe).Commit(), emu(recipe).Commit()
@@ -148,14 +148,41 @@ def test_type_maps_pack_and_unpack_as_mpich_does(recipe, count):
     tm.scatter(r2, off, flat, data)
     assert r1.tobytes() == r2.tobytes()
     if _bases(recipe) <= SWAPPABLE and fits:  # external32: big-endian values
-        e1, e2 = bytearray(n), bytearray(n)
-        p1 = a.Pack_external("external32", big[:count * ext], e1, 0)
+        e1 = _mpich_external(a, big[:count * ext], n)
+        if e1 is None:  # MPICH's external32 dies on this type (SIGILL): nothing to compare with
+            return
+        e2 = bytearray(n)
         p2 = b.Pack_external("external32", big[:count * ext], e2, 0)
-        assert (p2, bytes(e2[:p2])) == (p1, bytes(e1[:p1]))
+        assert bytes(e2[:p2]) == e1
         u1, u2 = pattern.copy(), pattern.copy()
-        a.Unpack_external("external32", e1[:p1], 0, u1[:count * ext])
+        a.Unpack_external("external32", e1, 0, u1[:count * ext])
         b.Unpack_external("external32", e2[:p2], 0, u2[:count * ext])
         assert u1.tobytes() == u2.tobytes()
+
+
+def _mpich_external(a, inbuf, n: int):
+    """MPICH's external32 packing of ``inbuf``, in a child process (MPICH 5 traps on some type maps)."""
+    import os
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover -- the child
+        try:
+            import faulthandler
+
+            faulthandler.disable()  # its trap is expected: quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+            out = bytearray(n)
+            os.write(w, bytes(out[:a.Pack_external("external32", inbuf, out, 0)]) or b"-")
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    if not os.WIFEXITED(status):
+        return None
+    return b"" if data == b"-" else data
 
 
 @settings(max_examples=150, deadline=None)

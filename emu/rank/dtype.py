@@ -202,35 +202,34 @@ class Datatype:
         t = self._committed()
         return tm.message(t.map(), count, t.ub - t.lb, t.size)
 
-    def _pack(self, inbuf, count: int | None = None) -> bytes:
-        t = self._committed()
-        mem = acquire(inbuf)
-        ext = t.ub - t.lb
-        if count is None:
-            count = mem.nbytes // ext if ext > 0 else 0
-        flat = self._message(count)
-        _inside(flat, mem.nbytes, "input buffer")
-        return tm.gather(mem.arr, 0, flat)
+    def _count(self, mem) -> int:
+        """How many elements a buffer holds (mpi4py: its length over the extent)."""
+        ext = self.extent
+        return mem.nbytes // ext if ext > 0 else 0
 
-    def _unpack(self, data, outbuf, limit: int | None = None) -> int:
-        t = self._committed()
+    def _pack(self, inbuf) -> tuple[bytes, tm.Flat]:
+        mem = acquire(inbuf)
+        flat = self._message(self._count(mem))
+        _inside(flat, mem.nbytes, "input buffer")
+        return tm.gather(mem.arr, 0, flat), flat
+
+    def _unpack(self, data, outbuf, external: bool = False) -> int:
+        """``data`` (packed) into ``outbuf``, as many whole elements as both hold; the bytes taken."""
+        size = self._committed().size
         mem = acquire(outbuf, writable=True)
-        ext = t.ub - t.lb
-        count = mem.nbytes // ext if ext > 0 else 0
-        if t.size:
-            count = min(count, -(-len(data) // t.size))
+        count = min(self._count(mem), len(data) // size) if size else 0
         flat = self._message(count)
         _inside(flat, mem.nbytes, "output buffer")
-        n = min(len(data), count * t.size)
-        tm.scatter(mem.arr, 0, flat, bytes(data[:n]))
+        n = count * size
+        data = bytes(data[:n])
+        tm.scatter(mem.arr, 0, flat, tm.to_big_endian(data, flat) if external else data)
         return n
 
     def Pack(self, inbuf, outbuf, position: int, comm) -> int:
-        return _put(outbuf, position, self._pack(inbuf))
+        return _put(outbuf, position, self._pack(inbuf)[0])
 
     def Unpack(self, inbuf, position: int, outbuf, comm) -> int:
-        src = acquire(inbuf).arr
-        return position + self._unpack(src[position:], outbuf)
+        return position + self._unpack(acquire(inbuf).arr[position:], outbuf)
 
     def Pack_size(self, count: int, comm) -> int:
         t = self._committed()
@@ -239,23 +238,14 @@ class Datatype:
         return count * t.size
 
     def Pack_external(self, datarep: str, inbuf, outbuf, position: int) -> int:
+        """Packed in external32: each basic value big-endian."""
         _external(datarep)
-        data = self._pack(inbuf)
-        return _put(outbuf, position, tm.to_big_endian(data, _packed_runs(self._message(len(data) // self.size
-                                                                                          if self.size else 0))))
+        data, flat = self._pack(inbuf)
+        return _put(outbuf, position, tm.to_big_endian(data, flat))
 
     def Unpack_external(self, datarep: str, inbuf, position: int, outbuf) -> int:
         _external(datarep)
-        t = self._committed()
-        src = acquire(inbuf).arr[position:]
-        mem = acquire(outbuf, writable=True)
-        ext = t.ub - t.lb
-        count = mem.nbytes // ext if ext > 0 else 0
-        if t.size:
-            count = min(count, len(src) // t.size)
-        n = count * t.size
-        native = tm.to_big_endian(src[:n].tobytes(), _packed_runs(self._message(count)))
-        return position + self._unpack(native, outbuf)
+        return position + self._unpack(acquire(inbuf).arr[position:], outbuf, external=True)
 
     def Pack_external_size(self, datarep: str, count: int) -> int:
         _external(datarep)
@@ -274,11 +264,6 @@ class Datatype:
             return np.dtype([("v", v), ("i", "<i4")])
         return t.base.numpy() if t.base is not None and t.base is not self else None
 
-
-
-def _packed_runs(flat: tm.Flat) -> tm.Flat:
-    """The packed message's layout: the same runs, back to back (for byte-swapping by value size)."""
-    return tm.Flat(flat.off, flat.ln, flat.sw)
 
 
 def _external(datarep: str) -> None:

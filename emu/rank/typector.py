@@ -48,7 +48,7 @@ def _make(cls, combiner: str, old: list[_Type], displs, contents, extra_bounds=N
             o.ub - o.lb)
     else:
         lb = ub = tlb = tub = 0
-    align = max((o.align for o, _ in used), default=1) if size else 1
+    align = max((o.align for o, _ in used), default=1)
     if extra_bounds is not None:
         lb, ub = extra_bounds
     base = _base([o for o, _ in used] or old) if size else None
@@ -91,7 +91,7 @@ def _hvector(self, count, blocklength, stride, combiner, contents) -> Datatype:
     def build():
         return tm.repeat(tm.repeat(t.map(), bl, ext), count, stride)
     base = t.base if n * t.size else None  # MPICH: an empty type has no basic type
-    align = t.align if base is not None else 1
+    align = t.align if count else 1  # MPICH: blocks of length 0 keep the old type's alignment
     return _wrap(type(self), _Type(combiner, n * t.size, lb, ub, tlb, tub, build, align, contents, base))
 
 
