@@ -12,7 +12,7 @@ from .channel import CHANNEL
 from .comm import (ANY_SOURCE, ANY_TAG, CONGRUENT, IDENT, PROC_NULL, ROOT, SIMILAR, TAG_UB_KEY, UNDEFINED, UNEQUAL,
                    Group, Prequest, Request, Status, Unsupported)
 from .intracomm import COMM_NULL, Comm, Intracomm
-from .types import OPS, TYPES, Datatype, Exception, Op
+from .types import CONSTANTS, OPS, TYPES, Datatype, Exception, Op
 
 TAG_UB = TAG_UB_KEY
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
@@ -23,6 +23,7 @@ REQUEST_NULL = Request(None)
 GROUP_EMPTY = Group([])
 globals().update(TYPES)
 globals().update(OPS)
+globals().update(CONSTANTS)  # emu.rank.types: combiners, orders, type classes, Get_address, Aint_add/diff
 
 CHANNEL.open()
 COMM_WORLD = Intracomm(0, CHANNEL.size, CHANNEL.rank)
