@@ -37,6 +37,17 @@ def _index(x, what: str) -> int:
         raise TypeError(f"message: {what} must be an integer, got {type(x).__name__}") from None
 
 
+def _integral(x) -> bool:
+    """An integer, not a sequence of them (a numpy scalar is one; a numpy array is not)."""
+    if not hasattr(x, "__index__"):
+        return False
+    try:
+        x.__index__()
+        return True
+    except TypeError:
+        return False
+
+
 def _has_buffer(obj) -> bool:
     try:
         memoryview(obj)
@@ -154,13 +165,13 @@ class Msg:
                                      f"datatype extent {ext} (lb:{lb}, ub:{lb + ext})")
                 size = length // ext
             counts = [size // blocks + (size % blocks > i) for i in range(blocks)]
-        elif hasattr(o_counts, "__index__"):
+        elif _integral(o_counts):
             counts = [_index(o_counts, "count")] * blocks
         else:
             counts = _array(o_counts, blocks, "count")
         if o_displs is None:
             displs = [sum(counts[:i]) for i in range(blocks)]
-        elif hasattr(o_displs, "__index__"):
+        elif _integral(o_displs):
             d = _index(o_displs, "displacement")
             displs = [d * i for i in range(blocks)]
         else:

@@ -126,25 +126,41 @@ def _kind_format(kind: str, itemsize: int) -> str:
 
 
 def _cai(obj, writable: bool) -> Mem:
+    """mpi4py's ``Py_GetCAIBuffer``: its checks in its order, and its errors."""
     cai = obj.__cuda_array_interface__
-    ptr, readonly = cai["data"]
-    typestr, shape = cai["typestr"], tuple(cai["shape"])
-    strides = cai.get("strides")
+    if not isinstance(cai, dict):
+        raise TypeError(f"__cuda_array_interface__: expected dict, got {type(cai).__name__}")
+    data, typestr, shape = cai["data"], cai["typestr"], cai["shape"]
+    strides, descr, mask = cai.get("strides"), cai.get("descr"), cai.get("mask")
+    for name, value, kind in (("data", data, tuple), ("typestr", typestr, str), ("shape", shape, tuple),
+                              ("strides", strides, tuple), ("descr", descr, list)):
+        if value is not None and not isinstance(value, kind):
+            raise TypeError(f"__cuda_array_interface__: {name} expected {kind.__name__}, got {type(value).__name__}")
+    ptr, readonly = data
     size = 1
-    for s in shape:
-        size *= s
+    for n in shape:
+        size *= n
+    if ptr is None and size == 0:
+        ptr = 0
     itemsize = int(typestr[2:])
-    if typestr[0] not in "<|":
-        raise BufferError(f"__cuda_array_interface__: typestr {typestr!r} with non-native byte order")
-    if cai.get("mask") is not None:
+    if typestr[0] == ">" or typestr[0] not in "<>|":
+        what = "non-native" if typestr[0] == ">" else "unrecognized"
+        raise BufferError(f"__cuda_array_interface__: typestr {typestr!r} with {what} byte order")
+    if mask is not None:
         raise BufferError("__cuda_array_interface__: cannot handle masked arrays")
-    if not _contig(shape, strides, itemsize):
+    if size < 0:
+        raise BufferError(f"__cuda_array_interface__: buffer with negative size (shape:{shape}, size:{size})")
+    if strides is not None and not _contig(shape, strides, itemsize):
         raise BufferError(f"__cuda_array_interface__: buffer is not contiguous (shape:{shape}, strides:{strides}, "
                           f"itemsize:{itemsize})")
     if readonly and writable:
         raise BufferError("__cuda_array_interface__: buffer is not writable")
+    if descr is not None and (len(descr) != 1 or tuple(descr[0]) != ("", typestr)):
+        import warnings
+
+        warnings.warn("__cuda_array_interface__: ignoring 'descr' key", RuntimeWarning, stacklevel=2)
     fmt = _kind_format(typestr[1], itemsize)
-    return _host_bytes(ptr or 0, size * itemsize, obj, fmt, itemsize if fmt != "B" else 1, bool(readonly))
+    return _host_bytes(ptr, size * itemsize, obj, fmt, itemsize if fmt != "B" else 1, bool(readonly))
 
 
 # -- DLPack ---------------------------------------------------------------------------------------------
@@ -181,7 +197,8 @@ _DL_KIND = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}  # kDLInt, kDLUInt, kDLFloat
 def _dlpack(obj, writable: bool) -> Mem:
     if not hasattr(obj, "__dlpack_device__"):
         raise TypeError(f"a bytes-like object is required, not '{type(obj).__name__}'")
-    device_type, _ = obj.__dlpack_device__()
+    device_type, device_id = obj.__dlpack_device__()
+    device_type, _ = int(device_type), int(device_id)
     major, name = 1, b"dltensor_versioned"
     try:
         capsule = obj.__dlpack__(max_version=(1, 0), copy=False) if device_type == 1 else \
@@ -194,19 +211,25 @@ def _dlpack(obj, writable: bool) -> Mem:
     ptr = _capsule_pointer(capsule, name)
     if major:
         managed = _DLManaged1.from_address(ptr)
-        if managed.major != 1:
+        if managed.major < 1:
             raise BufferError("dlpack: unexpected version")
         readonly = bool(managed.flags & 1)
     else:
         managed, readonly = _DLManaged0.from_address(ptr), False
     t = managed.dl_tensor
+    if t.ndim < 0:
+        raise BufferError("dlpack: number of dimensions is negative")
+    if t.ndim > 0 and not t.shape:
+        raise BufferError("dlpack: shape is NULL")
     shape = [t.shape[i] for i in range(t.ndim)]
-    if t.ndim < 0 or any(s < 0 for s in shape):
+    if any(n < 0 for n in shape):
         raise BufferError("dlpack: shape item is negative")
+    strides = [t.strides[i] for i in range(t.ndim)] if t.strides else None
+    if strides is not None and any(n < 0 for n in strides):
+        raise BufferError("dlpack: strides item is negative")
     code, bits, lanes = t.dtype.code, t.dtype.bits, t.dtype.lanes
     itemsize = (bits * lanes + 7) // 8
-    strides = [t.strides[i] * itemsize for i in range(t.ndim)] if t.strides else None
-    if not _contig(shape, strides, itemsize):
+    if not _contig(shape, strides, 1):
         raise BufferError("dlpack: buffer is not contiguous")
     if readonly and writable:
         raise BufferError("dlpack: buffer is not writable")

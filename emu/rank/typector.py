@@ -372,5 +372,6 @@ def decode(self) -> tuple[Datatype, str, dict]:
 for _f in (Create_contiguous, Create_vector, Create_hvector, Create_indexed, Create_hindexed, Create_indexed_block,
            Create_hindexed_block, Create_subarray, Create_darray, Create_resized, Dup, decode):
     setattr(Datatype, _f.__name__, _f)
+Datatype.Create_dup = Dup  # mpi4py's convenience alias
 for _f in (Create_struct, Create_f90_integer, Create_f90_real, Create_f90_complex, Match_size, Get_value_index):
     setattr(Datatype, _f.__name__, classmethod(_f))
