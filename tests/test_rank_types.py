@@ -429,3 +429,40 @@ def test_user_operators_as_mpi4py():
     assert T.OPS["REPLACE"](2, 3) == 3 and T.OPS["NO_OP"](2, 3) == 2
     with pytest.raises(ValueError):
         T.OPS["OP_NULL"](1, 2)
+
+
+def test_mpi_buffer_and_alloc_mem():
+    b = T.buffer()
+    assert (b.address, b.obj, b.nbytes, b.readonly, len(b)) == (0, None, 0, False, 0)
+    m = T.Alloc_mem(16)
+    assert m.address != 0 and m.nbytes == 16 and not m.readonly
+    m[3] = 7
+    assert m[3] == 7 and m[0:4].nbytes == 4 and isinstance(m[0:4], T.buffer)
+    with pytest.raises(IndexError):
+        m[16]
+    with pytest.raises(IndexError):
+        m[::2]
+    with pytest.raises(TypeError):
+        m[None]
+    with pytest.raises(ValueError):
+        m[0:1] = m[1:3]
+    ro = T.buffer(b"abc")
+    assert ro.readonly and memoryview(ro).readonly and ro.tobytes() == b"abc"
+    with pytest.raises(TypeError):
+        ro[:] = 0
+    assert Msg([m, "B"]).count == 16  # a buffer is a buffer specification too
+    T.Free_mem(m)
+    assert (m.address, m.nbytes) == (0, 0)
+
+
+def test_alltoallw_specifications():
+    from emu.rank.buffers import MsgW
+
+    a = np.arange(4, dtype="i4")
+    w = MsgW([a, [1, 2], [0, 4], [T.TYPES["INT"]] * 2], blocks=2)  # byte displacements
+    assert np.frombuffer(w.pack(1), "i4").tolist() == [1, 2]
+    assert MsgW([a, [T.TYPES["INT"]] * 2], blocks=2).counts == [1, 1]
+    for spec in ([a], [a, [0], [0], [T.TYPES["BYTE"]], None], [BOTTOM, None, [0], [T.TYPES["BYTE"]]],
+                 [BOTTOM, [0], None, [T.TYPES["BYTE"]]]):
+        with pytest.raises(ValueError):
+            MsgW(spec, blocks=1)

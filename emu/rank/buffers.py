@@ -240,4 +240,55 @@ class Msg:
         return {"dtype": npt.str if npt is not None and npt.names is None else None, "tname": name}
 
 
+class MsgW:
+    """An ``Alltoallw`` specification, as mpi4py's ``message_vector_w`` reads it: ``[buf, types]``,
+    ``[buf, (counts, displs), types]`` or ``[buf, counts, displs, types]``, one count, byte
+    displacement and datatype per block; ``BOTTOM`` needs counts and displacements."""
+
+    def __init__(self, spec, writable: bool = False, blocks: int = 1):
+        n = len(spec)
+        if n == 2:
+            buf, types = spec
+            counts = displs = None
+        elif n == 3:
+            buf, (counts, displs), types = spec
+        elif n == 4:
+            buf, counts, displs, types = spec
+        else:
+            raise ValueError("message: expecting 2 to 4 items")
+        self.bottom = is_bottom(buf)
+        if self.bottom:
+            if counts is None:
+                raise ValueError("message: BOTTOM requires counts")
+            if displs is None:
+                raise ValueError("message: BOTTOM requires displs")
+            self.mem = None
+        else:
+            self.mem = acquire(buf, writable)
+        if counts is None and displs is None:
+            counts, displs = [1] * blocks, [0] * blocks
+        self.counts = _array(counts, blocks, "count")
+        self.displs = _array(displs, blocks, "displacement")
+        types = list(types)
+        if len(types) != blocks:
+            raise ValueError(f"expecting {blocks} items, got {len(types)}")
+        for t in types:
+            if not isinstance(t, Datatype):
+                raise TypeError(f"expected a Datatype, got {type(t).__name__}")
+        self.types = types
+
+    def block(self, i: int) -> Msg:
+        """Block ``i`` as a message: ``counts[i]`` elements of ``types[i]``, ``displs[i]`` bytes in."""
+        m = Msg.__new__(Msg)
+        m.bottom, m.mem, m.dt, m.base = self.bottom, self.mem, self.types[i], self.displs[i]
+        m.count, m.displ, m.counts, m.displs = self.counts[i], 0, None, None
+        return m
+
+    def pack(self, i: int) -> bytes:
+        return self.block(i).pack()
+
+    def unpack(self, i: int, data) -> None:
+        self.block(i).unpack(data)
+
+
 ops.MESSAGE.append(Msg)

@@ -10,6 +10,7 @@ from .bufobj import address
 from .dtype import (COMBINERS, DISTRIBUTE_BLOCK, DISTRIBUTE_CYCLIC, DISTRIBUTE_DFLT_DARG, DISTRIBUTE_NONE,  # noqa: F401
                     FORMATS, ORDER_C, ORDER_F, PAIRS, TYPECLASS_COMPLEX, TYPECLASS_INTEGER, TYPECLASS_LOGICAL,
                     TYPECLASS_REAL, TYPES, Datatype, from_format)
+from .mpibuf import Alloc_mem, Free_mem, buffer
 from .mpierr import ERR_ARG, ERR_BUFFER, ERR_COUNT, ERR_OP, ERR_TYPE, Exception  # noqa: F401
 from .ops import OPS, PY_OPS, Op, numpy_combine  # noqa: F401
 from .typemap import MAX_PACK_BYTES  # noqa: F401
@@ -34,5 +35,6 @@ CONSTANTS = {**{f"COMBINER_{k}": v for k, v in COMBINERS.items()},
              "DISTRIBUTE_NONE": DISTRIBUTE_NONE, "DISTRIBUTE_DFLT_DARG": DISTRIBUTE_DFLT_DARG,
              "TYPECLASS_REAL": TYPECLASS_REAL, "TYPECLASS_INTEGER": TYPECLASS_INTEGER,
              "TYPECLASS_COMPLEX": TYPECLASS_COMPLEX, "TYPECLASS_LOGICAL": TYPECLASS_LOGICAL,
-             "Get_address": Get_address, "Aint_add": Aint_add, "Aint_diff": Aint_diff}
+             "Get_address": Get_address, "Aint_add": Aint_add, "Aint_diff": Aint_diff,
+             "buffer": buffer, "memory": buffer, "Alloc_mem": Alloc_mem, "Free_mem": Free_mem}
 """Module-level names of ``mpi4py.MPI`` this module adds (``mpi.py``: ``globals().update(CONSTANTS)``)."""
