@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from array import array
 
-from .channel import CHANNEL, Msg
+from .buffers import Msg
+from .channel import CHANNEL
 from .handle import Handle, Impl
 from .pickling import PICKLE
 from .types import Datatype, Exception, Op

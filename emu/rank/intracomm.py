@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 
-from .channel import CHANNEL, IN_PLACE, Msg
+from .attrs import Attributes
+from .buffers import IN_PLACE, Msg
+from .channel import CHANNEL
 from .comm import (ANY_SOURCE, ANY_TAG, CONGRUENT, IDENT, PROC_NULL, SIMILAR, TAG_UB, TAG_UB_KEY, UNDEFINED,
                    UNEQUAL, Group, Prequest, Request, Status, _fill, _op, _pickle, _tag_ok, _unsupported)
-from .attrs import Attributes
 from .consts import CONSTANTS
 from .handle import Handle, Impl, predefine_null
 from .info import ERRORS_RETURN, Errhandler, Info, call_errhandler, create_errhandler

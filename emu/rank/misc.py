@@ -4,9 +4,9 @@ null handles of what the emulated library does not have (sessions, files)."""
 
 from __future__ import annotations
 
-import ctypes
 
-from .channel import CHANNEL, Msg
+from .buffers import Msg
+from .channel import CHANNEL
 from .comm import PROC_NULL, Request, Status, _fill
 from .consts import CONSTANTS
 from .handle import Handle, Impl, predefine_null
@@ -134,63 +134,6 @@ class Win(Handle, family=True):
 SESSION_NULL = predefine_null(Session(), "SESSION_NULL")
 FILE_NULL = predefine_null(File(), "FILE_NULL")
 WIN_NULL = predefine_null(Win(), "WIN_NULL")
-
-
-# -- memory -----------------------------------------------------------------------------------------
-class buffer(bytearray):  # noqa: N801 -- mpi4py's name: MPI.buffer
-    """Memory the library allocated (``MPI.Alloc_mem``, ``buffer.allocate``): a bytearray with
-    mpi4py's ``address``, ``nbytes``, ``readonly``, ``obj``, ``tobytes``, ``release``."""
-
-    __module__ = "mpi4py.MPI"
-
-    @classmethod
-    def allocate(cls, nbytes: int, clear: bool = False) -> "buffer":
-        if nbytes < 0:
-            raise ValueError("expecting non-negative size")
-        return cls(int(nbytes))
-
-    @property
-    def address(self) -> int:
-        if not len(self):
-            return 0
-        return ctypes.addressof(ctypes.c_char.from_buffer(self))
-
-    nbytes = property(lambda self: len(self))
-    readonly = property(lambda self: False)
-    obj = property(lambda self: None)
-    format = property(lambda self: "B")
-    itemsize = property(lambda self: 1)
-
-    def tobytes(self, order=None) -> bytes:
-        return bytes(self)
-
-    def toreadonly(self) -> memoryview:
-        return memoryview(self).toreadonly()
-
-    def release(self) -> None:
-        del self[:]
-
-    def cast(self, format: str, shape=None) -> memoryview:  # noqa: A002
-        mv = memoryview(self)
-        return mv.cast(format) if shape is None else mv.cast(format, shape)
-
-
-memory = buffer
-
-_allocated: dict[int, buffer] = {}
-
-
-def Alloc_mem(size: int, info=None) -> buffer:
-    if size < 0:
-        raise Exception(CONSTANTS["ERR_SIZE"], f"MPI_ERR_SIZE: Alloc_mem of {size} bytes")
-    b = buffer.allocate(size)
-    _allocated[id(b)] = b
-    return b
-
-
-def Free_mem(mem) -> None:
-    if _allocated.pop(id(mem), None) is None:
-        raise Exception(CONSTANTS["ERR_BASE"], "MPI_ERR_BASE: memory not from MPI.Alloc_mem")
 
 
 def Pcontrol(level: int) -> None:

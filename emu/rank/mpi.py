@@ -13,7 +13,8 @@ from .consts import CONSTANTS
 
 globals().update(CONSTANTS)  # MPICH's integer constants; those below are the emulated library's own
 
-from .channel import BOTTOM, CHANNEL, IN_PLACE  # noqa: E402
+from .buffers import BOTTOM, IN_PLACE  # noqa: E402
+from .channel import CHANNEL  # noqa: E402
 from .comm import (ANY_SOURCE, ANY_TAG, CONGRUENT, IDENT, PROC_NULL, ROOT, SIMILAR, TAG_UB_KEY, UNDEFINED,  # noqa: E402
                    UNEQUAL, Grequest, Group, Prequest, Request, Status, Unsupported, _null_request)
 from .errors import (Add_error_class, Add_error_code, Add_error_string, Get_error_class, Get_error_string,  # noqa: E402
@@ -23,10 +24,10 @@ from .info import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETUR
                    Errhandler, Info)
 from .intracomm import COMM_NULL, Comm, Intracomm  # noqa: E402
 from .misc import (MESSAGE_NO_PROC, MESSAGE_NULL, SESSION_NULL, FILE_NULL, WIN_NULL, File, Message, Session,  # noqa: E402
-                   Win, Alloc_mem, Free_mem, buffer, memory, Pcontrol, Get_hw_resource_info, Pickle, pickle_,
+                   Win, Pcontrol, Get_hw_resource_info, Pickle, pickle_,
                    _comm_lock, _comm_lock_table, _commctx_inter, _commctx_intra, _typealign, _typecode)
 from .errors import Exception  # noqa: E402
-from .types import OPS, TYPES, Datatype, Op  # noqa: E402
+from .types import CONSTANTS as TYPE_NAMES, OPS, TYPES, Datatype, Op  # noqa: E402
 
 TAG_UB = TAG_UB_KEY
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
@@ -39,6 +40,7 @@ GROUP_NULL = predefine_null(Group(), "GROUP_NULL")
 GROUP_EMPTY = Group._make([])._predefine("GROUP_EMPTY")
 globals().update(TYPES)
 globals().update(OPS)
+globals().update(TYPE_NAMES)  # emu.rank.types: combiners, orders, type classes, Get_address, Aint_add/diff
 
 CHANNEL.open()
 COMM_WORLD = Intracomm._make(0, CHANNEL.size, CHANNEL.rank)._predefine("COMM_WORLD")
