@@ -245,7 +245,9 @@ async def _serve(opts: Options, job, handlers) -> object:
 
 
 def _waiting(job) -> str:
-    rows = [f"rank {st.rank} ({job.hosts[st.rank]}) in {st.waiting} since {st.since_ns:,} ns"
+    from .mpiserve import describe
+
+    rows = [f"rank {st.rank} ({job.hosts[st.rank]}) in {describe(st.waiting)} since {st.since_ns:,} ns"
             for st in job.ranks if st is not None and st.waiting is not None]
     return "; ".join(rows)
 
