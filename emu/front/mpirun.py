@@ -161,7 +161,8 @@ class Ranks:
         for r in range(n):
             ours, theirs = socket.socketpair()
             env = dict(os.environ, EMU_MPIRUN_FD=str(theirs.fileno()), EMU_MPIRUN_RANK=str(r),
-                       EMU_MPIRUN_SIZE=str(n), EMU_MPIRUN_CPU_SCALE=repr(self.opts.scale))
+                       EMU_MPIRUN_SIZE=str(n), EMU_MPIRUN_CPU_SCALE=repr(self.opts.scale),
+                       EMU_MPIRUN_PARENT=str(os.getpid()))
             try:
                 p = subprocess.Popen([sys.executable, "-m", "emu.rank", *self.opts.target, *self.opts.argv],
                                      pass_fds=[theirs.fileno()], env=env, stdin=None if r == 0 else subprocess.DEVNULL,
@@ -244,6 +245,15 @@ async def _serve(opts: Options, job, handlers) -> object:
         return net.metrics
 
 
+def _dead_rank(job, ranks: Ranks) -> str | None:
+    """Every rank waits because one of them is gone (killed while it waited for an answer): that one."""
+    for r, p in enumerate(ranks.procs):
+        if r not in job.exit_codes and p.poll() is not None:
+            job.rank_ended(r, ConnectionResetError("its process ended"))
+            return f"rank {r} ({job.hosts[r]}) failed: {job.failed[-1][1]}; the job was ended"
+    return None
+
+
 def _waiting(job) -> str:
     from .mpiserve import describe
 
@@ -272,11 +282,11 @@ def cmd_mpirun(args) -> int:
     metrics, error, job = None, None, None
     try:
         ranks.start()
-        job = Job(opts.hosts, ranks.conns, opts.offload, opts.scale, [p.pid for p in ranks.procs])
+        job = Job(opts.hosts, ranks.conns, opts.offload, opts.scale, [p.pid for p in ranks.procs], ranks.procs)
         try:
             metrics = trio.run(_serve, opts, job, {**HANDLERS, "coll": h_coll})
         except DeadlockError:
-            error = f"deadlock: every rank waits, no message is on its way: {_waiting(job)}"
+            error = _dead_rank(job, ranks) or f"deadlock: every rank waits, no message is on its way: {_waiting(job)}"
         except AppError as e:
             first = job.failed[0] if job.failed else None
             error = (f"rank {first[0]} ({opts.hosts[first[0]]}) failed: {first[1]}; the job was ended"
@@ -299,9 +309,15 @@ def cmd_mpirun(args) -> int:
         with open(opts.json, "w") as f:
             dump(figs, f, opts.indent)
     bad = [c for c in codes if c]
+    if job.ended is not None and job.ended[2] != 0:  # a rank's process ended badly: as mpiexec says it
+        from .mpiwatch import bad_termination
+
+        r, pid, code = job.ended
+        print(bad_termination(pid, f"{opts.hosts[r]} (rank {r})", code), file=sys.stderr)
+        return -code if code < 0 else code
     if error:
         print(f"emu mpirun: error: {error}", file=sys.stderr)
-        return max(bad + [1])
+        return max([c for c in bad if c > 0] + [1])
     n = len(opts.hosts)
     print(f"emu mpirun: {n} rank{'s' if n != 1 else ''} on {opts.spec}: virtual time {figs['virtual_ns']:,} ns, "
           f"{figs['frames']:,} frames, {figs['bytes']:,} bytes, {figs['hop_count']:,} hops; "

@@ -18,9 +18,12 @@ Collectives: ``emu.front.mpicoll``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from emu.rank import wire
 from emu.wire.mpi import ENVELOPE, P2P_TAG
+
+from .mpiwatch import Watch, check_interval, signal_text
 
 HDR = ENVELOPE.struct
 """The envelope of every point-to-point message (``emu.wire.mpi.MpiEnvelope``: kind, context,
@@ -96,7 +99,8 @@ class CallFigures:
 class Job:
     """What the ranks share: the world, the context ids, the options."""
 
-    def __init__(self, hosts: list[str], conns: list, offload: str | None, cpu_scale: float, pids: list[int]):
+    def __init__(self, hosts: list[str], conns: list, offload: str | None, cpu_scale: float, pids: list[int],
+                 procs: list | None = None):
         self.hosts = hosts
         self.host_rank = {h: r for r, h in enumerate(hosts)}
         self.conns = conns
@@ -110,7 +114,40 @@ class Job:
         self._frees: dict[int, int] = {}
         self.failed: list[tuple[int, str]] = []
         self.exit_codes: dict[int, int] = {}
-        self.readers = [wire.Reader(c) for c in conns]
+        self.procs = procs
+        """The rank processes (``subprocess.Popen``): how one that closed its channel ended."""
+        self.ended: tuple[int, int, int] | None = None
+        """(rank, pid, exit status) of the first rank that ended without finishing its MPI calls."""
+        self.stopped: tuple[int, int] | None = None
+        """(rank, pid) of a rank found stopped (SIGSTOP) while the emulator waited for its call."""
+        self.watches = [Watch(r, pid) for r, pid in enumerate(pids)]
+        check_s = check_interval()
+        for c in conns:
+            c.settimeout(check_s)  # a look at the rank's process when it keeps the emulator waiting that long
+        self.readers = [wire.Reader(c, partial(self._idle, r)) for r, c in enumerate(conns)]
+
+    def _idle(self, r: int) -> None:
+        why = self.watches[r].look()
+        if why == "stopped":
+            self.stopped = (r, self.pids[r])
+            self.failed.append((r, f"the process (pid {self.pids[r]}) is stopped (state T: SIGSTOP or SIGTSTP) and answers no MPI call"))
+            raise RankFailed(f"rank {r} (pid {self.pids[r]}) is stopped")
+        if why == "gone":
+            raise ConnectionResetError(f"rank {r}'s process (pid {self.pids[r]}) is gone")
+
+    def rank_ended(self, r: int, e: BaseException) -> RankFailed:
+        """Rank ``r`` closed its channel (or its process is gone) before it said it ended: how."""
+        code = None
+        if self.procs is not None:
+            try:
+                code = self.procs[r].wait(5)
+            except Exception:  # noqa: BLE001 -- still running, or not ours to wait for: said as such
+                code = None
+        if self.ended is None and code is not None:
+            self.ended = (r, self.pids[r], code)
+        how = f"ended ({signal_text(code)})" if code is not None else f"closed its channel ({e})"
+        self.failed.append((r, f"the process (pid {self.pids[r]}) {how} without finishing its MPI calls"))
+        return RankFailed(f"rank {r} {how} without finishing its MPI calls")
 
     def context(self, key: tuple, members: int) -> tuple[int, int]:
         """(context, collective id) of the communicator ``key`` names (the same on every member)."""
@@ -163,14 +200,21 @@ class RankState:
         try:
             return self.job.readers[self.rank].recv()
         except (wire.ChannelClosed, OSError) as e:
-            raise RankFailed(f"rank {self.rank} ended without finishing its MPI calls ({e})") from None
+            raise self.job.rank_ended(self.rank, e) from None
 
     def answer(self, head: dict, payload=b"") -> None:
         head["now"] = self.host.now
+        big = len(payload) > 65536
         try:
+            if big:  # no timeout for a long write (the looks at the process are for waits to read)
+                timeout = self.conn.gettimeout()
+                self.conn.settimeout(None)
             wire.send(self.conn, head, payload)
+            if big:
+                self.conn.settimeout(timeout)
         except OSError as e:
-            raise RankFailed(f"rank {self.rank} is gone ({e})") from None
+            raise self.job.rank_ended(self.rank, e) from None
+        self.job.watches[self.rank].start()
 
     async def callback(self, head: dict, payload=b"") -> bytearray:
         """Ask the rank to compute something for the library (a reduction with its own operator, or

@@ -205,8 +205,10 @@ class Reader:
 
     SIZE = 1 << 17  # more than a prefix and the largest head
 
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, idle=None):
         self.sock = sock
+        self.idle = idle
+        """Called when the socket's timeout passes without a byte (it may raise); the wait then goes on."""
         self.buf = bytearray(self.SIZE)
         self.view = memoryview(self.buf)
         self.start = self.end = 0
@@ -218,10 +220,19 @@ class Reader:
             self.buf[:left] = self.buf[self.start:self.end]
             self.start, self.end = 0, left
         while self.end - self.start < need:
-            k = self.sock.recv_into(self.view[self.end:])
+            k = self._recv_into(self.view[self.end:], 0)
             if k == 0:
                 raise ChannelClosed("the other end closed the channel")
             self.end += k
+
+    def _recv_into(self, view, n: int) -> int:
+        while True:
+            try:
+                return self.sock.recv_into(view, n)
+            except TimeoutError:  # (a socket with a timeout: the watch of a rank that keeps us waiting)
+                if self.idle is None:
+                    raise
+                self.idle()
 
     def pending(self) -> bool:
         """A whole or partial message already read from the socket and not yet taken."""
@@ -247,7 +258,7 @@ class Reader:
             self.start = self.end = 0
             view, got = memoryview(payload), have
             while got < n:
-                k = self.sock.recv_into(view[got:], n - got)
+                k = self._recv_into(view[got:], n - got)
                 if k == 0:
                     raise ChannelClosed("the other end closed the channel")
                 got += k
