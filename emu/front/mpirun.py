@@ -216,9 +216,16 @@ class Ranks:
                     pass
 
 
-def figures(job, metrics, wall_s: float) -> dict:
+def figures(job, metrics, wall_s: float, opts: Options | None = None) -> dict:
     calls = sum(f.count for st in job.ranks if st for f in st.calls.values())
-    out = {"ranks": len(job.hosts), "hosts": job.hosts,
+    out = {}
+    if opts is not None:  # what emu report reads of a run: the topology, a name, the time and the links' load
+        from .checks import named_links
+
+        out = {"topology": opts.spec, "name": "mpirun " + os.path.basename(opts.target[-1]),
+               "completion_ns": metrics.end_ns - metrics.start_ns if metrics else None,
+               "per_link": named_links(opts.topo, metrics.per_link()) if metrics else {}}
+    out |= {"ranks": len(job.hosts), "hosts": job.hosts,
            "virtual_ns": metrics.end_ns - metrics.start_ns if metrics else None,
            "frames": metrics.frames if metrics else None, "bytes": metrics.bytes if metrics else None,
            "hop_count": metrics.hop_count if metrics else None, "mpi_calls": calls, "wall_s": round(wall_s, 3),
@@ -302,7 +309,7 @@ def cmd_mpirun(args) -> int:
         return 143 if stopped[0] == signal.SIGTERM else 130
     if job is None:  # the ranks did not start (the error is on its way up)
         return 1
-    figs = {"run": opts.record, **figures(job, metrics, wall)}
+    figs = {"run": opts.record, **figures(job, metrics, wall, opts)}
     if opts.json:
         from .runrecord import dump
 
