@@ -78,3 +78,25 @@ def test_the_reader_takes_messages_whole_however_they_arrive(sizes, chunk):
     t.join()
     b.close()
     assert [(h, bytes(p)) for h, p in got] == msgs
+
+
+def test_a_reader_waiting_looks_and_may_give_up():
+    a, b = socket.socketpair()
+    looks = []
+
+    def idle():
+        looks.append(1)
+        if len(looks) == 3:
+            raise TimeoutError("given up")
+
+    reader = wire.Reader(b, idle, 0.01)
+    with pytest.raises(TimeoutError, match="given up"):
+        reader.recv()
+    assert len(looks) == 3
+    h = wire.encode_head({"now": 1})
+    a.sendall(wire.PREFIX.pack(2, len(h)) + h + b"ok")  # after the looks, a message is read as ever
+    assert reader.recv() == ({"now": 1}, bytearray(b"ok"))
+    a.close()
+    with pytest.raises(wire.ChannelClosed):
+        reader.recv()
+    b.close()

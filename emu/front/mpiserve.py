@@ -121,10 +121,8 @@ class Job:
         self.stopped: tuple[int, int] | None = None
         """(rank, pid) of a rank found stopped (SIGSTOP) while the emulator waited for its call."""
         self.watches = [Watch(r, pid) for r, pid in enumerate(pids)]
-        check_s = check_interval()
-        for c in conns:
-            c.settimeout(check_s)  # a look at the rank's process when it keeps the emulator waiting that long
-        self.readers = [wire.Reader(c, partial(self._idle, r)) for r, c in enumerate(conns)]
+        check_s = check_interval()  # a look at the rank's process when it keeps the emulator waiting that long
+        self.readers = [wire.Reader(c, partial(self._idle, r), check_s) for r, c in enumerate(conns)]
 
     def _idle(self, r: int) -> None:
         why = self.watches[r].look()
@@ -204,14 +202,8 @@ class RankState:
 
     def answer(self, head: dict, payload=b"") -> None:
         head["now"] = self.host.now
-        big = len(payload) > 65536
         try:
-            if big:  # no timeout for a long write (the looks at the process are for waits to read)
-                timeout = self.conn.gettimeout()
-                self.conn.settimeout(None)
             wire.send(self.conn, head, payload)
-            if big:
-                self.conn.settimeout(timeout)
         except OSError as e:
             raise self.job.rank_ended(self.rank, e) from None
         self.job.watches[self.rank].start()

@@ -24,6 +24,7 @@ ends can write to it. That is the authentication; no port is opened, on loopback
 from __future__ import annotations
 
 import json
+import select
 import socket
 import struct
 
@@ -205,10 +206,15 @@ class Reader:
 
     SIZE = 1 << 17  # more than a prefix and the largest head
 
-    def __init__(self, sock: socket.socket, idle=None):
+    def __init__(self, sock: socket.socket, idle=None, idle_s: float = 2.0):
         self.sock = sock
         self.idle = idle
-        """Called when the socket's timeout passes without a byte (it may raise); the wait then goes on."""
+        """Called after ``idle_s`` seconds of waiting without a byte (it may raise); the wait then goes on."""
+        self.idle_ms = max(1, int(idle_s * 1000))
+        self.poller = None
+        if idle is not None:
+            self.poller = select.poll()
+            self.poller.register(sock, select.POLLIN)
         self.buf = bytearray(self.SIZE)
         self.view = memoryview(self.buf)
         self.start = self.end = 0
@@ -226,12 +232,14 @@ class Reader:
             self.end += k
 
     def _recv_into(self, view, n: int) -> int:
-        while True:
+        if self.poller is None:
+            return self.sock.recv_into(view, n)
+        while True:  # what is there at once (one system call); else wait for it, looking every idle_s
             try:
-                return self.sock.recv_into(view, n)
-            except TimeoutError:  # (a socket with a timeout: the watch of a rank that keeps us waiting)
-                if self.idle is None:
-                    raise
+                return self.sock.recv_into(view, n, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                pass
+            if not self.poller.poll(self.idle_ms):
                 self.idle()
 
     def pending(self) -> bool:
