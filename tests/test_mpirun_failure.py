@@ -183,3 +183,32 @@ def test_a_failed_call_leaves_the_library_usable(tmp_path):
     assert res.returncode == 0, res
     assert res.lines(0) == ["error 6", "error 6", "error 4", "got [0, 2, 4, 6] later True"]
     assert res.lines(1) == ["error 6", "error 6", "error 4", "got [0, 1, 2, 3] later True"]
+
+
+STOPPED_IN_A_CALL = """
+import os, signal, sys, time
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+path = os.path.join(sys.argv[1], "pid1")
+if comm.rank == 1:
+    with open(path, "w") as f:
+        f.write(str(os.getpid()))
+comm.Barrier()
+if comm.rank == 0:
+    pid = int(open(path).read())
+    os.kill(pid, signal.SIGSTOP)  # rank 1 waits in its Recv below (or is about to)
+    while open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()[0] != "T":
+        time.sleep(0.01)
+    print("pid", pid, flush=True)
+comm.recv(source=1 - comm.rank)
+"""
+
+
+def test_a_rank_stopped_in_a_call_is_reported_not_a_deadlock(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMU_MPIRUN_CHECK_S", "0.2")
+    res = run_program(STOPPED_IN_A_CALL, n=2, topo="star:n=2", args=[str(tmp_path)], workdir=str(tmp_path),
+                      timeout_s=120)
+    assert res.returncode == 1, res
+    pid = int(next(ln.split()[1] for ln in res.stdout.splitlines() if ln.startswith("pid ")))
+    assert f"rank 1 (h1) failed: the process (pid {pid}) is stopped" in res.stderr, res.stderr
+    assert "deadlock" not in res.stderr

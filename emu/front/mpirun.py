@@ -253,11 +253,18 @@ async def _serve(opts: Options, job, handlers) -> object:
 
 
 def _dead_rank(job, ranks: Ranks) -> str | None:
-    """Every rank waits because one of them is gone (killed while it waited for an answer): that one."""
+    """Every rank waits because one of them is gone or stopped (while it waited for an answer): that one."""
+    from .mpiwatch import proc_state
+
     for r, p in enumerate(ranks.procs):
         if r not in job.exit_codes and p.poll() is not None:
             job.rank_ended(r, ConnectionResetError("its process ended"))
             return f"rank {r} ({job.hosts[r]}) failed: {job.failed[-1][1]}; the job was ended"
+    for r, p in enumerate(ranks.procs):
+        if r not in job.exit_codes and proc_state(p.pid) == "T":
+            job.stopped = (r, p.pid)
+            return (f"rank {r} ({job.hosts[r]}) failed: the process (pid {p.pid}) is stopped (state T: SIGSTOP or "
+                    "SIGTSTP) while it waits in an MPI call; the job was ended")
     return None
 
 

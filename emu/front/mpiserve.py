@@ -128,7 +128,8 @@ class Job:
         why = self.watches[r].look()
         if why == "stopped":
             self.stopped = (r, self.pids[r])
-            self.failed.append((r, f"the process (pid {self.pids[r]}) is stopped (state T: SIGSTOP or SIGTSTP) and answers no MPI call"))
+            self.failed.append((r, f"the process (pid {self.pids[r]}) is stopped (state T: SIGSTOP or SIGTSTP) "
+                                   "and answers no MPI call"))
             raise RankFailed(f"rank {r} (pid {self.pids[r]}) is stopped")
         if why == "gone":
             raise ConnectionResetError(f"rank {r}'s process (pid {self.pids[r]}) is gone")

@@ -274,9 +274,11 @@ def plot_mpi_calls(row: dict[str, Any], out: str) -> list[str]:
     left = [0.0] * len(ranks)
     for i, kind in enumerate(shown + (["other"] if rest else [])):
         group = rest if kind == "other" else [kind]
-        widths = [sum(int(r.get("calls", {}).get(k, {}).get("virtual_ns") or 0) for k in group) / 1000 for r in ranks]
+        widths = [sum(int(r.get("calls", {}).get(k, {}).get("virtual_ns") or 0) for k in group) / 1000
+                  for r in ranks]
         n = sum(count[k] for k in group)
-        ax.barh(range(len(ranks)), widths, left=left, color=plt.get_cmap("tab10")(i % 10), label=f"{kind} ({n:,} calls)")
+        ax.barh(range(len(ranks)), widths, left=left, color=plt.get_cmap("tab10")(i % 10),
+                label=f"{kind} ({n:,} calls)")
         left = [a + b for a, b in zip(left, widths)]
     ax.set_yticks(range(len(ranks)), [f"rank {r['rank']} ({r.get('host', '')})" for r in ranks], fontsize=7)
     ax.invert_yaxis()
