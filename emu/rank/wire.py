@@ -86,6 +86,9 @@ class _Form:
         self.names = tuple(n for n, _ in self.fields)
         self.fixed = struct.Struct("<B" + "".join(_FMT[k] for _, k in self.fields))
         self.simple = all(k in "q?" for _, k in self.fields)  # no table lookups, no lists
+        self.plain = all(k in "q?dn" for _, k in self.fields)  # no lists: one value per field
+        self.isname = tuple(k == "n" for _, k in self.fields)
+        self.named = tuple(n for n, k in self.fields if k == "n")
 
     def encode(self, head: dict, cpu: bool) -> bytes:
         code = self.code | CPU_FLAG if cpu else self.code
@@ -94,6 +97,8 @@ class _Form:
             if self.op is not None:
                 del vals[len(self.fields):]
             out = self.fixed.pack(code, *vals)
+        elif self.plain:  # (zip stops at the fields: op and cpu after them are not values)
+            out = self.fixed.pack(code, *[NAME_ID[v] if n else v for v, n in zip(head.values(), self.isname)])
         else:
             vals, tail = [], []
             for name, kind in self.fields:
@@ -118,6 +123,15 @@ class _Form:
     def decode(self, b) -> dict:
         vals = self.fixed.unpack_from(b)
         at = self.fixed.size
+        if self.plain:
+            head = dict(zip(self.names, vals[1:]))
+            for name in self.named:
+                head[name] = NAMES[head[name]]
+            if self.op is not None:
+                head["op"] = self.op
+                if b[0] & CPU_FLAG:
+                    head["cpu"] = _CPU.unpack_from(b, at)[0]
+            return head
         head, i = {}, 1
         for name, kind in self.fields:
             if kind == "n":
