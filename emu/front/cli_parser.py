@@ -99,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_run(sub)
     rp = sub.add_parser("report", help="plots of an emu run as PNG and SVG: link loads on the topology, "
                                        "per-rank timeline from its trace")
-    rp.add_argument("results", metavar="RESULTS.json", help="the --json file of an emu run")
+    rp.add_argument("results", metavar="RESULTS.json", help="the --json file of an emu run or an emu mpirun")
     rp.add_argument("--trace", metavar="FILE", help="the --trace file of the same run (for the timeline)")
     rp.add_argument("--out", metavar="DIR", required=True, help="folder to write the plots into (made if missing)")
     from .mpirun import add_parser as add_mpirun  # emu mpirun: unchanged mpi4py programs on the cluster

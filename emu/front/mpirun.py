@@ -161,7 +161,8 @@ class Ranks:
         for r in range(n):
             ours, theirs = socket.socketpair()
             env = dict(os.environ, EMU_MPIRUN_FD=str(theirs.fileno()), EMU_MPIRUN_RANK=str(r),
-                       EMU_MPIRUN_SIZE=str(n), EMU_MPIRUN_CPU_SCALE=repr(self.opts.scale))
+                       EMU_MPIRUN_SIZE=str(n), EMU_MPIRUN_CPU_SCALE=repr(self.opts.scale),
+                       EMU_MPIRUN_PARENT=str(os.getpid()))
             try:
                 p = subprocess.Popen([sys.executable, "-m", "emu.rank", *self.opts.target, *self.opts.argv],
                                      pass_fds=[theirs.fileno()], env=env, stdin=None if r == 0 else subprocess.DEVNULL,
@@ -215,9 +216,16 @@ class Ranks:
                     pass
 
 
-def figures(job, metrics, wall_s: float) -> dict:
+def figures(job, metrics, wall_s: float, opts: Options | None = None) -> dict:
     calls = sum(f.count for st in job.ranks if st for f in st.calls.values())
-    out = {"ranks": len(job.hosts), "hosts": job.hosts,
+    out = {}
+    if opts is not None:  # what emu report reads of a run: the topology, a name, the time and the links' load
+        from .checks import named_links
+
+        out = {"topology": opts.spec, "name": "mpirun " + os.path.basename(opts.target[-1]),
+               "completion_ns": metrics.end_ns - metrics.start_ns if metrics else None,
+               "per_link": named_links(opts.topo, metrics.per_link()) if metrics else {}}
+    out |= {"ranks": len(job.hosts), "hosts": job.hosts,
            "virtual_ns": metrics.end_ns - metrics.start_ns if metrics else None,
            "frames": metrics.frames if metrics else None, "bytes": metrics.bytes if metrics else None,
            "hop_count": metrics.hop_count if metrics else None, "mpi_calls": calls, "wall_s": round(wall_s, 3),
@@ -244,8 +252,26 @@ async def _serve(opts: Options, job, handlers) -> object:
         return net.metrics
 
 
+def _dead_rank(job, ranks: Ranks) -> str | None:
+    """Every rank waits because one of them is gone or stopped (while it waited for an answer): that one."""
+    from .mpiwatch import proc_state
+
+    for r, p in enumerate(ranks.procs):
+        if r not in job.exit_codes and p.poll() is not None:
+            job.rank_ended(r, ConnectionResetError("its process ended"))
+            return f"rank {r} ({job.hosts[r]}) failed: {job.failed[-1][1]}; the job was ended"
+    for r, p in enumerate(ranks.procs):
+        if r not in job.exit_codes and proc_state(p.pid) == "T":
+            job.stopped = (r, p.pid)
+            return (f"rank {r} ({job.hosts[r]}) failed: the process (pid {p.pid}) is stopped (state T: SIGSTOP or "
+                    "SIGTSTP) while it waits in an MPI call; the job was ended")
+    return None
+
+
 def _waiting(job) -> str:
-    rows = [f"rank {st.rank} ({job.hosts[st.rank]}) in {st.waiting} since {st.since_ns:,} ns"
+    from .mpiserve import describe
+
+    rows = [f"rank {st.rank} ({job.hosts[st.rank]}) in {describe(st.waiting)} since {st.since_ns:,} ns"
             for st in job.ranks if st is not None and st.waiting is not None]
     return "; ".join(rows)
 
@@ -270,11 +296,11 @@ def cmd_mpirun(args) -> int:
     metrics, error, job = None, None, None
     try:
         ranks.start()
-        job = Job(opts.hosts, ranks.conns, opts.offload, opts.scale, [p.pid for p in ranks.procs])
+        job = Job(opts.hosts, ranks.conns, opts.offload, opts.scale, [p.pid for p in ranks.procs], ranks.procs)
         try:
             metrics = trio.run(_serve, opts, job, {**HANDLERS, "coll": h_coll})
         except DeadlockError:
-            error = f"deadlock: every rank waits, no message is on its way: {_waiting(job)}"
+            error = _dead_rank(job, ranks) or f"deadlock: every rank waits, no message is on its way: {_waiting(job)}"
         except AppError as e:
             first = job.failed[0] if job.failed else None
             error = (f"rank {first[0]} ({opts.hosts[first[0]]}) failed: {first[1]}; the job was ended"
@@ -290,16 +316,22 @@ def cmd_mpirun(args) -> int:
         return 143 if stopped[0] == signal.SIGTERM else 130
     if job is None:  # the ranks did not start (the error is on its way up)
         return 1
-    figs = {"run": opts.record, **figures(job, metrics, wall)}
+    figs = {"run": opts.record, **figures(job, metrics, wall, opts)}
     if opts.json:
         from .runrecord import dump
 
         with open(opts.json, "w") as f:
             dump(figs, f, opts.indent)
     bad = [c for c in codes if c]
+    if job.ended is not None and job.ended[2] != 0:  # a rank's process ended badly: as mpiexec says it
+        from .mpiwatch import bad_termination
+
+        r, pid, code = job.ended
+        print(bad_termination(pid, f"{opts.hosts[r]} (rank {r})", code), file=sys.stderr)
+        return -code if code < 0 else code
     if error:
         print(f"emu mpirun: error: {error}", file=sys.stderr)
-        return max(bad + [1])
+        return max([c for c in bad if c > 0] + [1])
     n = len(opts.hosts)
     print(f"emu mpirun: {n} rank{'s' if n != 1 else ''} on {opts.spec}: virtual time {figs['virtual_ns']:,} ns, "
           f"{figs['frames']:,} frames, {figs['bytes']:,} bytes, {figs['hop_count']:,} hops; "

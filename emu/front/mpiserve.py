@@ -18,9 +18,12 @@ Collectives: ``emu.front.mpicoll``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from emu.rank import wire
 from emu.wire.mpi import ENVELOPE, P2P_TAG
+
+from .mpiwatch import Watch, check_interval, signal_text
 
 HDR = ENVELOPE.struct
 """The envelope of every point-to-point message (``emu.wire.mpi.MpiEnvelope``: kind, context,
@@ -96,7 +99,8 @@ class CallFigures:
 class Job:
     """What the ranks share: the world, the context ids, the options."""
 
-    def __init__(self, hosts: list[str], conns: list, offload: str | None, cpu_scale: float, pids: list[int]):
+    def __init__(self, hosts: list[str], conns: list, offload: str | None, cpu_scale: float, pids: list[int],
+                 procs: list | None = None):
         self.hosts = hosts
         self.host_rank = {h: r for r, h in enumerate(hosts)}
         self.conns = conns
@@ -110,6 +114,39 @@ class Job:
         self._frees: dict[int, int] = {}
         self.failed: list[tuple[int, str]] = []
         self.exit_codes: dict[int, int] = {}
+        self.procs = procs
+        """The rank processes (``subprocess.Popen``): how one that closed its channel ended."""
+        self.ended: tuple[int, int, int] | None = None
+        """(rank, pid, exit status) of the first rank that ended without finishing its MPI calls."""
+        self.stopped: tuple[int, int] | None = None
+        """(rank, pid) of a rank found stopped (SIGSTOP) while the emulator waited for its call."""
+        self.watches = [Watch(r, pid) for r, pid in enumerate(pids)]
+        check_s = check_interval()  # a look at the rank's process when it keeps the emulator waiting that long
+        self.readers = [wire.Reader(c, partial(self._idle, r), check_s) for r, c in enumerate(conns)]
+
+    def _idle(self, r: int) -> None:
+        why = self.watches[r].look()
+        if why == "stopped":
+            self.stopped = (r, self.pids[r])
+            self.failed.append((r, f"the process (pid {self.pids[r]}) is stopped (state T: SIGSTOP or SIGTSTP) "
+                                   "and answers no MPI call"))
+            raise RankFailed(f"rank {r} (pid {self.pids[r]}) is stopped")
+        if why == "gone":
+            raise ConnectionResetError(f"rank {r}'s process (pid {self.pids[r]}) is gone")
+
+    def rank_ended(self, r: int, e: BaseException) -> RankFailed:
+        """Rank ``r`` closed its channel (or its process is gone) before it said it ended: how."""
+        code = None
+        if self.procs is not None:
+            try:
+                code = self.procs[r].wait(5)
+            except Exception:  # noqa: BLE001 -- still running, or not ours to wait for: said as such
+                code = None
+        if self.ended is None and code is not None:
+            self.ended = (r, self.pids[r], code)
+        how = f"ended ({signal_text(code)})" if code is not None else f"closed its channel ({e})"
+        self.failed.append((r, f"the process (pid {self.pids[r]}) {how} without finishing its MPI calls"))
+        return RankFailed(f"rank {r} {how} without finishing its MPI calls")
 
     def context(self, key: tuple, members: int) -> tuple[int, int]:
         """(context, collective id) of the communicator ``key`` names (the same on every member)."""
@@ -160,16 +197,17 @@ class RankState:
     # -- the channel ------------------------------------------------------------------------------
     def read(self) -> tuple[dict, bytearray]:
         try:
-            return wire.recv(self.conn)
+            return self.job.readers[self.rank].recv()
         except (wire.ChannelClosed, OSError) as e:
-            raise RankFailed(f"rank {self.rank} ended without finishing its MPI calls ({e})") from None
+            raise self.job.rank_ended(self.rank, e) from None
 
     def answer(self, head: dict, payload=b"") -> None:
         head["now"] = self.host.now
         try:
             wire.send(self.conn, head, payload)
         except OSError as e:
-            raise RankFailed(f"rank {self.rank} is gone ({e})") from None
+            raise self.job.rank_ended(self.rank, e) from None
+        self.job.watches[self.rank].start()
 
     async def callback(self, head: dict, payload=b"") -> bytearray:
         """Ask the rank to compute something for the library (a reduction with its own operator, or
@@ -347,13 +385,20 @@ async def rank_app(host, job: Job, r: int, handlers: dict):
     head, _ = st.read()
     if head.get("op") != "hello" or head.get("rank") != r or head.get("pid") != job.pids[r]:
         raise RankFailed(f"rank {r}: the first message is not the rank's hello ({str(head)[:80]})")
-    st.answer({"rank": r, "size": len(job.hosts), "name": host.name})
+    st.answer({"rank": r, "size": len(job.hosts), "name": host.name,
+               **({"eager": host.spec.eager_limit_bytes} if hasattr(host.spec, "eager_limit_bytes") else {})})
+    figures = st.calls
     while True:
         head, payload = st.read()
         op = head.get("op")
         if job.failed:  # another rank failed: this one stops here
             raise RankFailed(f"rank {r} stopped: rank {job.failed[0][0]} failed")
-        await st.charge(head.get("cpu", 0.0))
+        cpu = head.get("cpu")
+        if cpu:
+            await st.charge(cpu)
+        if op == "now":  # the rank asks its host's clock (after sends that went without an answer)
+            st.answer({})
+            continue
         if op == "exit":
             st.exit_code = job.exit_codes[r] = int(head.get("code", 0))
             st.answer({})
@@ -364,16 +409,22 @@ async def rank_app(host, job: Job, r: int, handlers: dict):
             raise RankFailed(f"rank {r}: {head.get('why', 'MPI_Abort')}")
         handler = handlers.get(op)
         t0 = host.now
-        st.waiting, st.since_ns = describe(head), t0
+        st.waiting, st.since_ns = head, t0  # (describe(head) says it, when asked)
         try:
             if handler is None:
                 raise MpiError(f"the emulated MPI has no call {op!r}", 15)
             out, data = await handler(st, head, payload)
         except MpiError as e:
             out, data = {"err": str(e), "code": e.code}, b""
+            if head.get("quiet"):  # the rank did not wait for this one: it hears at its next call
+                out["late"] = head.get("call") or op
         st.waiting = None
-        f = st.figures(head.get("call") or op)
+        name = head.get("call") or op
+        f = figures.get(name)
+        if f is None:
+            f = st.figures(name)
         f.count += 1
         f.bytes += len(payload) + len(data)
         f.ns += host.now - t0
-        st.answer(out, data)
+        if not head.get("quiet") or "err" in out:
+            st.answer(out, data)

@@ -7,6 +7,8 @@
 * ``sweep.{png,svg}`` (the results of a sweep, ``emu run --size 1KiB,64KiB ...``): a panel per test,
   completion time against the swept parameter that varies fastest (log scale for sizes and numbers
   spanning a decade), one line per combination of the other swept parameters.
+* ``mpi_calls.{png,svg}`` (the ``--json`` of ``emu mpirun``, which also gives the topology plot its
+  link loads): per rank, the virtual time its MPI calls took, by call kind, with their counts.
 * ``timeline.{png,svg}`` (with ``--trace``): per host, the spans of its rank track (the test, each
   collective call, each step: send, recv) over virtual time, one panel per test; instant events
   of the hosts (drops, retransmissions, deadlock reports) as marks.
@@ -39,12 +41,17 @@ def load_run(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     run: dict[str, Any] = {}
     if isinstance(rows, dict) and isinstance(rows.get("results"), list):
         run, rows = rows.get("run") or {}, rows["results"]
+    elif isinstance(rows, dict) and isinstance(rows.get("per_rank"), list):  # emu mpirun --json: one row
+        if "per_link" not in rows:
+            raise ConfigError(f"emu report: {path} is the --json of an emu mpirun older than emu report's support "
+                              "for it (no topology, per_link); run the job again with this version")
+        run, rows = rows.get("run") or {}, [rows]
     elif isinstance(rows, dict):
         rows = [rows]
     if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) and "topology" in r and "name" in r
                                                          and isinstance(r.get("per_link"), dict) for r in rows):
-        raise ConfigError(f"emu report: {path} is not the --json of emu run (rows with topology, name and "
-                          "per_link); write one with emu run ... --json FILE")
+        raise ConfigError(f"emu report: {path} is not the --json of emu run or emu mpirun (rows with topology, "
+                          "name and per_link); write one with emu run ... --json FILE")
     return run, rows
 
 
@@ -245,6 +252,44 @@ def _save(fig, out: str, stem: str) -> list[str]:
     return paths
 
 
+# -- an emu mpirun job ---------------------------------------------------------------------------
+def plot_mpi_calls(row: dict[str, Any], out: str) -> list[str]:
+    """Per rank, a bar of the virtual time its MPI calls took, a segment per call kind (the kinds
+    that took the most time coloured, the rest together), the counts in the legend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ranks = row["per_rank"]
+    total: dict[str, int] = {}
+    count: dict[str, int] = {}
+    for r in ranks:
+        for kind, f in r.get("calls", {}).items():
+            total[kind] = total.get(kind, 0) + int(f.get("virtual_ns") or 0)
+            count[kind] = count.get(kind, 0) + int(f.get("count") or 0)
+    kinds = sorted(total, key=lambda k: (-total[k], k))
+    shown, rest = kinds[:9], kinds[9:]
+    fig, ax = plt.subplots(figsize=(10, 1.8 + 0.3 * len(ranks)))
+    left = [0.0] * len(ranks)
+    for i, kind in enumerate(shown + (["other"] if rest else [])):
+        group = rest if kind == "other" else [kind]
+        widths = [sum(int(r.get("calls", {}).get(k, {}).get("virtual_ns") or 0) for k in group) / 1000
+                  for r in ranks]
+        n = sum(count[k] for k in group)
+        ax.barh(range(len(ranks)), widths, left=left, color=plt.get_cmap("tab10")(i % 10),
+                label=f"{kind} ({n:,} calls)")
+        left = [a + b for a, b in zip(left, widths)]
+    ax.set_yticks(range(len(ranks)), [f"rank {r['rank']} ({r.get('host', '')})" for r in ranks], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("virtual time in MPI calls (us)")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.set_title(f"{row['name']} on {row['topology']}: {row.get('mpi_calls', 0):,} MPI calls, "
+                 f"{(row.get('virtual_ns') or 0):,} ns", fontsize=9)
+    fig.tight_layout()
+    return _save(fig, out, "mpi_calls")
+
+
 # -- a sweep --------------------------------------------------------------------------------------
 def _number(param: str, value: str) -> float | None:
     """A swept value as a number for an axis (sizes in bytes), None when it is a name."""
@@ -335,6 +380,8 @@ def report(results: str, trace: str | None, out: str) -> list[str]:
     os.makedirs(out, exist_ok=True)
     files = plot_sweep(run, load_run(results)[1], out) if swept else []
     files += plot_topology(t, rows, out)
+    if "per_rank" in rows[0]:
+        files += plot_mpi_calls(rows[0], out)
     if tr is not None:
         files += plot_timeline(tr, rows, out)
     return files

@@ -20,8 +20,27 @@ def _install() -> None:
     install()
 
 
+def _end_with_emulator() -> None:
+    """This process ends when the emulator that started it does, whatever the program is doing
+    (computing, sleeping): Linux's parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGKILL)``). Had the
+    emulator already gone before that was set, the process ends now."""
+    parent = int(os.environ.get("EMU_MPIRUN_PARENT", "0") or 0)
+    if not sys.platform.startswith("linux") or not parent:
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # emu mpirun ends the ranks on Ctrl-C
+    _end_with_emulator()
     if len(sys.argv) < 2:
         print("usage: python -m emu.rank PROGRAM.py [ARGS] | -m MODULE [ARGS] (started by emu mpirun)", file=sys.stderr)
         return 2

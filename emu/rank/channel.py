@@ -18,13 +18,29 @@ from . import wire
 from .types import ERR_BUFFER, TYPES, Exception, Op, numpy_combine
 
 
+QUIET_MAX_BYTES = 4096
+"""A standard-mode blocking send of at most this many bytes (and the host's eager limit) goes without
+waiting for its answer: the emulator carries it out before the rank's next call, as an eager send
+of a real MPI returns as soon as the message is on its way."""
+
+
 class _Channel:
     def __init__(self):
         self.sock: socket.socket | None = None
+        self.reader: wire.Reader | None = None
         self.rank, self.size, self.name = 0, 1, "localhost"
         self.now_ns = 0
         self.scale = float(os.environ.get("EMU_MPIRUN_CPU_SCALE", "0") or 0)
-        self.t_ret = time.process_time()
+        self.t_out = time.process_time()
+        """When the library last returned to the program (process CPU seconds)."""
+        self.app_cpu = 0.0
+        """The program's own CPU seconds since the last call that carried them to the emulator: the time
+        outside the library's public calls (``emu.rank.charging``), the library's own work excluded."""
+        self.depth = 0
+        """Inside a public call of the library (``emu.rank.charging``): 1, else 0."""
+        self.quiet_max = QUIET_MAX_BYTES
+        self.unsynced = False
+        """A send went without an answer since the last answer: the host's clock moved on unseen."""
         self.finalized = False
         self.bsend_buffer = None
         """The buffer of ``Attach_buffer``: a buffered send needs room in it (the message's bytes and
@@ -40,29 +56,56 @@ class _Channel:
         fd = int(os.environ.pop("EMU_MPIRUN_FD"))
         self.sock = socket.socket(fileno=fd)
         self.sock.set_inheritable(False)  # a program's own subprocesses do not get it
+        self.reader = wire.Reader(self.sock)
         head, _ = self.call("hello", rank=int(os.environ["EMU_MPIRUN_RANK"]), pid=os.getpid())
         self.rank, self.size, self.name = head["rank"], head["size"], head["name"]
+        self.quiet_max = min(QUIET_MAX_BYTES, head.get("eager", QUIET_MAX_BYTES))
+
+    def _quiet(self, head: dict, payload) -> bool:
+        """A send that needs no answer: standard mode, blocking, small, on COMM_WORLD or COMM_SELF to a
+        rank that is there (nothing the emulator could refuse)."""
+        if head.get("mode") != "std" or head.get("nb") or len(payload) > self.quiet_max:
+            return False
+        ctx, dest = head.get("ctx"), head.get("dest")
+        size = self.size if ctx == 0 else 1 if ctx == 1 else 0
+        return type(dest) is int and (-1 <= dest < size)
 
     def call(self, op: str, payload=b"", **head):
         if self.sock is None:
             raise Exception(15, "MPI is not running: this process was not started by emu mpirun")
         if self.finalized and op not in ("exit", "abort"):
             raise Exception(15, f"MPI call {head.get('call', op)} after MPI_Finalize")
+        quiet = op == "send" and self._quiet(head, payload)
+        if quiet:
+            head["quiet"] = True
         head["op"] = op
-        t = time.process_time()
         if self.scale > 0:
-            head["cpu"] = t - self.t_ret
+            if not self.depth:  # not through the public API (hello, exit, abort): the program's time till now
+                t = time.process_time()
+                self.app_cpu += t - self.t_out
+                self.t_out = t
+            head["cpu"], self.app_cpu = self.app_cpu, 0.0
         try:
             wire.send(self.sock, head, payload)
-            while True:
-                answer, data = wire.recv(self.sock)
-                if "cb" not in answer:
-                    break
-                self._callback(answer["cb"], data)
+            if quiet:
+                self.unsynced = True
+                return {}, b""
+            answer, data = self.reader.recv()
+            late = None
+            while "cb" in answer or "late" in answer:
+                if "late" in answer:  # a send that went without an answer failed after all
+                    late = answer
+                else:
+                    self._callback(answer["cb"], data)
+                answer, data = self.reader.recv()
         except (wire.ChannelClosed, OSError):
             os._exit(1)  # the emulator ended the job (another rank failed, Ctrl-C): nothing to add
+        self.unsynced = False
         self.now_ns = answer.pop("now", self.now_ns)
-        self.t_ret = time.process_time()
+        if self.scale > 0 and not self.depth:
+            self.t_out = time.process_time()
+        if late is not None:
+            raise Exception(late.get("code", 15), f"{late['err']} (in an earlier {late['late']})")
         if "err" in answer:
             raise Exception(answer.get("code", 15), answer["err"])
         return answer, data
@@ -77,7 +120,13 @@ class _Channel:
         os._exit(errorcode if 0 < errorcode < 256 else 1)
 
     def wtime(self) -> float:
-        return self.now_ns / 1e9 + (time.process_time() - self.t_ret) * self.scale
+        """The host's virtual clock, and the program's computation since the last call, scaled."""
+        if self.unsynced:  # a send went unanswered: ask the clock
+            self.call("now")
+        if self.scale <= 0:
+            return self.now_ns / 1e9
+        cpu = self.app_cpu + (0.0 if self.depth else time.process_time() - self.t_out)
+        return self.now_ns / 1e9 + cpu * self.scale
 
     def _callback(self, cb: dict, data) -> None:
         t = time.process_time()

@@ -129,3 +129,8 @@ def __getattr__(name: str):
     if name.startswith("_"):
         raise AttributeError(name)
     raise Unsupported(f"the emulated MPI (emu mpirun) has no MPI.{name}")
+
+
+from .charging import install as _charging  # noqa: E402 -- last: the program's CPU time apart from the library's
+
+_charging(globals())
