@@ -255,6 +255,7 @@ def cmd_mpirun(args) -> int:
 
     from .mpicalls import HANDLERS
     from .mpicoll import h_coll
+    from .mpicomms import HANDLERS as COMM_HANDLERS
     from .mpiserve import Job
 
     opts = Options(args)
@@ -272,7 +273,7 @@ def cmd_mpirun(args) -> int:
         ranks.start()
         job = Job(opts.hosts, ranks.conns, opts.offload, opts.scale, [p.pid for p in ranks.procs])
         try:
-            metrics = trio.run(_serve, opts, job, {**HANDLERS, "coll": h_coll})
+            metrics = trio.run(_serve, opts, job, {**HANDLERS, "coll": h_coll, **COMM_HANDLERS})
         except DeadlockError:
             error = f"deadlock: every rank waits, no message is on its way: {_waiting(job)}"
         except AppError as e:

@@ -11,6 +11,9 @@ from .channel import BOTTOM, CHANNEL, IN_PLACE
 from .comm import (ANY_SOURCE, ANY_TAG, CONGRUENT, IDENT, PROC_NULL, ROOT, SIMILAR, TAG_UB_KEY, UNDEFINED, UNEQUAL,
                    Group, Prequest, Request, Status, Unsupported)
 from .intracomm import COMM_NULL, Comm, Intracomm
+from .inter import COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED, COMM_TYPE_RESOURCE_GUIDED, COMM_TYPE_SHARED, Intercomm
+from .topo import CART, DIST_GRAPH, GRAPH, UNWEIGHTED, WEIGHTS_EMPTY, Cartcomm, Distgraphcomm, Graphcomm, Topocomm
+from .topo import compute_dims as Compute_dims
 from .types import OPS, TYPES, Datatype, Exception, Op
 
 TAG_UB = TAG_UB_KEY
@@ -98,10 +101,6 @@ def Attach_buffer(buf) -> None:
 def Detach_buffer():
     buf, CHANNEL.bsend_buffer = CHANNEL.bsend_buffer, None
     return buf
-
-
-def Compute_dims(nnodes: int, dims):
-    raise NotImplementedError("the emulated MPI has no MPI.Compute_dims")
 
 
 def __getattr__(name: str):
