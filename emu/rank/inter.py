@@ -12,6 +12,7 @@ emulator carries them out (``emu.front.mpicomms``).
 from __future__ import annotations
 
 import pickle
+import weakref
 
 from .channel import CHANNEL, IN_PLACE, Msg
 from .comm import PROC_NULL, ROOT, UNDEFINED, Group, _op, _pickle
@@ -46,7 +47,7 @@ class Intercomm(Comm):
         obj = cls.__new__(cls)
         Comm.__init__(obj, head["ctx"], len(head["local"]), head["rank"])
         obj._local, obj._remote = list(head["local"]), list(head["remote"])
-        return obj
+        return handle(obj)
 
     # -- what it is ---------------------------------------------------------------------------------
     def Is_inter(self) -> bool:
@@ -257,7 +258,7 @@ class Intercomm(Comm):
         out, src = Msg(recvbuf, writable=True), Msg(sendbuf)
         counts = list(recvcounts) if recvcounts is not None else [src.count // self._size] * self._size
         head, data = self._icoll("reduce_scatter", "Reduce_scatter", src.pack(), rop=_op(op).key,
-                                 lens=[c * src.dt.packed for c in counts], **src.type_fields())
+                                 lens=[c * src.dt.Get_size() for c in counts], **src.type_fields())
         out.unpack(data, counts[self._rank])
 
     def _no(self, *args, **kw):
@@ -286,7 +287,7 @@ def _unpack_blocks(out: Msg, vector: bool, lens, data) -> None:
 
 
 # -- Alltoallw's buffers: [buf, (counts, byte displacements), [types]] ---------------------------------
-def _w(spec, n: int):
+def _w(spec, n: int, writable: bool = False):
     if not isinstance(spec, (list, tuple)) or len(spec) not in (3, 4):
         raise TypeError("expecting [buffer, (counts, displacements), datatypes]")
     if len(spec) == 4:
@@ -297,8 +298,13 @@ def _w(spec, n: int):
     displs = [int(d) for d in displs] if displs is not None else [0] * len(counts)
     if len(counts) != n or len(displs) != n or len(types) != n:
         raise ValueError(f"expecting {n} counts, displacements and datatypes")
-    mv = memoryview(buf)
-    return (mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv), counts, displs, list(types)
+    return _bytes_of(buf, writable), counts, displs, list(types)
+
+
+def _bytes_of(buf, writable: bool) -> memoryview:
+    """The bytes of a buffer, as ``Msg`` takes buffers (numpy arrays, bytes, DLPack, ...)."""
+    m = Msg(buf, writable=writable)
+    return m.memory(writable) if hasattr(m, "memory") else m.raw
 
 
 def w_pack(spec, n: int) -> list[bytes]:
@@ -309,7 +315,7 @@ def w_pack(spec, n: int) -> list[bytes]:
 def w_unpack(spec, n: int, lens, data, skip=()) -> None:
     """Part i of ``data`` (``lens[i]`` bytes) into block i of the receive buffer, except those in
     ``skip`` (from PROC_NULL: left as they are)."""
-    raw, counts, displs, types = _w(spec, n)
+    raw, counts, displs, types = _w(spec, n, True)
     at = 0
     for i, (k, c, d, t) in enumerate(zip(lens, counts, displs, types)):
         if i not in skip:
@@ -370,6 +376,53 @@ def create_intercomm(self, local_leader: int, peer_comm, remote_leader: int, tag
     return Intercomm._of(head)
 
 
+# -- handles: Comm.toint / Comm.fromint (py2f / f2py) ---------------------------------------------------
+_HANDLES: "weakref.WeakValueDictionary[int, Comm]" = weakref.WeakValueDictionary()
+
+
+def handle(comm: Comm) -> Comm:
+    """Remember ``comm`` as the object of its handle (its class is not the plain one)."""
+    _HANDLES[comm.ctx] = comm
+    return comm
+
+
+def toint(self) -> int:
+    """The communicator's handle: its context (-1 for COMM_NULL)."""
+    return -1 if self.ctx is None else self.ctx
+
+
+def fromint(cls, arg: int) -> Comm:
+    """The communicator of a handle: the same object's kind (an intercommunicator, a topology)."""
+    arg = int(arg)
+    if arg < 0:
+        return COMM_NULL
+    known = _HANDLES.get(arg)
+    if known is not None:
+        return known
+    head, _ = CHANNEL.call("info", ctx=arg, call="Comm_f2c")
+    if "remote" in head:
+        return Intercomm._of({"ctx": arg, "local": head["ranks"], "remote": head["remote"], "rank": head["rank"]})
+    return Intracomm(arg, len(head["ranks"]), head["rank"])
+
+
+def _intracomm(self, ctx=None, size: int = 0, rank: int = 0) -> None:
+    """``MPI.Intracomm(comm)``: the same communicator; TypeError for an intercommunicator."""
+    if isinstance(ctx, Comm):
+        if ctx and ctx.Is_inter():
+            raise TypeError("expecting an intracommunicator")
+        ctx, size, rank = ctx.ctx, ctx._size, ctx._rank
+    Comm.__init__(self, ctx, size, rank)
+
+
+def _range_incl(self, ranges) -> Group:
+    """``Group.Range_incl([(first, last, stride), ...])``."""
+    return self.Incl([r for a, b, s in ranges for r in range(a, b + (1 if s > 0 else -1), s)])
+
+
+def _range_excl(self, ranges) -> Group:
+    return self.Excl([r for a, b, s in ranges for r in range(a, b + (1 if s > 0 else -1), s)])
+
+
 def attach(cls: type, methods: dict) -> None:
     """Give ``cls`` the ``methods`` it has not got (its own definitions win)."""
     for name, fn in methods.items():
@@ -377,6 +430,8 @@ def attach(cls: type, methods: dict) -> None:
             setattr(cls, name, fn)
 
 
-attach(Comm, {"Split_type": split_type, "is_inter": property(lambda self: self.Is_inter()),
+attach(Comm, {"toint": toint, "py2f": toint, "fromint": classmethod(fromint), "f2py": classmethod(fromint),
+              "Split_type": split_type, "is_inter": property(lambda self: self.Is_inter()),
               "is_intra": property(lambda self: self.Is_intra()), "is_topo": property(lambda self: False)})
-attach(Intracomm, {"Create_group": create_group, "Create_intercomm": create_intercomm})
+attach(Intracomm, {"__init__": _intracomm, "Create_group": create_group, "Create_intercomm": create_intercomm})
+attach(Group, {"Range_incl": _range_incl, "Range_excl": _range_excl})

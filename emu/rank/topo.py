@@ -17,7 +17,7 @@ import struct
 
 from .channel import CHANNEL, Msg
 from .comm import PROC_NULL, UNDEFINED, Request, _pickle
-from .inter import _blocks, attach, w_pack, w_unpack
+from .inter import _blocks, attach, handle, w_pack, w_unpack
 from .intracomm import COMM_NULL, Comm, Intracomm, _objects
 from .types import Exception
 
@@ -80,7 +80,7 @@ class Topocomm(Intracomm):
         obj = cls.__new__(cls)
         Comm.__init__(obj, comm.ctx, comm._size, comm._rank)
         obj.__dict__.update(topo)
-        return obj
+        return handle(obj)
 
     def _topo(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k.startswith("_t_")}
