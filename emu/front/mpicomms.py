@@ -216,7 +216,7 @@ async def _iinfo(st: RankState, head: dict, payload):
 async def h_create_group(st: RankState, head: dict, payload):
     """``Intracomm.Create_group(group, tag)``: collective over the group's members only."""
     info = st.comm(head["ctx"])
-    ranks, tag = [int(r) for r in head["ranks"]], int(head.get("tag", 0))
+    ranks, tag = [int(r) for r in head["ranks"]], head.get("tag", 0)  # an int, or Create_from_group's string
     if any(r not in info.ranks for r in ranks) or len(set(ranks)) != len(ranks):
         raise MpiError("Create_group: the group is not a subset of the communicator's group", 8)
     if st.rank not in ranks:
@@ -227,6 +227,20 @@ async def h_create_group(st: RankState, head: dict, payload):
     if len(ranks) > 1:
         await comm_of(st, new).barrier()  # the members meet
     return {"ctx": ctx}, b""
+
+
+async def h_from_groups(st: RankState, head: dict, payload):
+    """``Intercomm.Create_from_groups(local_group, local_leader, remote_group, remote_leader,
+    stringtag)`` (MPI 4): every member names it by the two groups and the tag."""
+    local, remote = [int(r) for r in head["local"]], [int(r) for r in head["remote"]]
+    if st.rank not in local:
+        raise MpiError("Create_from_groups: the calling process is not in the local group", 8)
+    if set(local) & set(remote) or len(set(local)) != len(local) or len(set(remote)) != len(remote):
+        raise MpiError("Create_from_groups: the local and remote groups overlap", 8)
+    key = ("groups", str(head.get("tag", "")), tuple(sorted([tuple(local), tuple(remote)])))
+    info = _make(st, key + (_nth(st, key),), local, remote, local.index(st.rank))
+    await _swap(st, info, b"")  # the members meet
+    return _answer(info), b""
 
 
 # -- collectives on an intercommunicator -------------------------------------------------------------
@@ -422,6 +436,7 @@ async def h_neighbor(st: RankState, head: dict, payload):
 
 
 HANDLERS = {"intercomm": h_intercomm, "merge": h_merge, "icoll": h_icoll, "create_group": h_create_group,
+            "intercomm_groups": h_from_groups,
             "neighbor": h_neighbor, "dup": _either(_idup, BASE["dup"]), "split": _either(_isplit, BASE["split"]),
             "free": _either(_ifree, BASE["free"]), "info": _either(_iinfo, BASE["info"])}
 """The handlers of this module, to be added to (and to override) ``emu.front.mpicalls.HANDLERS``."""

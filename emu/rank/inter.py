@@ -78,9 +78,12 @@ class Intercomm(Comm):
     remote_size = property(Get_remote_size)
 
     @classmethod
-    def Create_from_groups(cls, local_group, local_leader, remote_group, remote_leader, stringtag="", info=None,
-                           errhandler=None):
-        raise NotImplementedError("the emulated MPI (MPI 3.1) has no Intercomm.Create_from_groups (MPI 4)")
+    def Create_from_groups(cls, local_group: Group, local_leader: int, remote_group: Group, remote_leader: int,
+                           stringtag: str = "org.mpi4py", info=None, errhandler=None) -> "Intercomm":
+        """MPI 4: the intercommunicator of two groups, collective over both (no parent communicator)."""
+        head, _ = CHANNEL.call("intercomm_groups", local=local_group.ranks, remote=remote_group.ranks,
+                               tag=str(stringtag), call="Create_from_groups")
+        return Intercomm._of(head)
 
     # -- making communicators --------------------------------------------------------------------------
     def Merge(self, high: bool = False) -> Intracomm:
@@ -368,6 +371,12 @@ def create_group(self, group: Group, tag: int = 0):
                                    call="Create_group")[0])
 
 
+def create_from_group(cls, group: Group, stringtag: str = "org.mpi4py", info=None, errhandler=None):
+    """``Intracomm.Create_from_group`` (MPI 4): collective over the group's members, no parent."""
+    head, _ = CHANNEL.call("create_group", ctx=0, ranks=group.ranks, tag=str(stringtag), call="Create_from_group")
+    return COMM_NULL._made(head)
+
+
 def create_intercomm(self, local_leader: int, peer_comm, remote_leader: int, tag: int = 0) -> Intercomm:
     """``Intracomm.Create_intercomm``: ``peer_comm`` and ``remote_leader`` matter at the local leader."""
     peer = peer_comm.ctx if isinstance(peer_comm, Comm) else None
@@ -433,5 +442,6 @@ def attach(cls: type, methods: dict) -> None:
 attach(Comm, {"toint": toint, "py2f": toint, "fromint": classmethod(fromint), "f2py": classmethod(fromint),
               "Split_type": split_type, "is_inter": property(lambda self: self.Is_inter()),
               "is_intra": property(lambda self: self.Is_intra()), "is_topo": property(lambda self: False)})
-attach(Intracomm, {"__init__": _intracomm, "Create_group": create_group, "Create_intercomm": create_intercomm})
+attach(Intracomm, {"__init__": _intracomm, "Create_group": create_group,
+                   "Create_from_group": classmethod(create_from_group), "Create_intercomm": create_intercomm})
 attach(Group, {"Range_incl": _range_incl, "Range_excl": _range_excl})
