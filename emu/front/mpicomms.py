@@ -38,7 +38,7 @@ from .mpiserve import COLL_CTX, PROC_NULL, CommInfo, Env, MpiError, RankState, R
 
 ROOT, UNDEFINED = -3, -32766
 NGH_TAG = 1
-"""Tag of the neighbor collectives' messages on the collective context (the flat collectives use 0)."""
+"""First tag of the neighbor collectives' messages on the collective context (the flat collectives use 0)."""
 _LEN = struct.Struct("<q")
 
 
@@ -409,18 +409,21 @@ def _received(envs: list[Env]) -> bytes:
 
 async def h_neighbor(st: RankState, head: dict, payload):
     """One neighbor collective: receive from ``srcs``, send part i of the payload (``lens``) to
-    ``dsts[i]``; ``nb``: answer at once with a request."""
+    ``dsts[i]``; ``nb``: answer at once with a request. ``rtags``/``stags``: a tag per edge (a
+    Cartesian topology's directions), else one tag and the messages' order."""
     info = st.comm(head["ctx"])
     srcs, dsts, lens = head["srcs"], head["dsts"], head["lens"]
     n = len(info.ranks)
     for r in (*srcs, *dsts):
         if r != PROC_NULL and not 0 <= r < n:
             raise MpiError(f"neighbor collective: invalid neighbor {r} (the communicator has {n})", 6)
+    rtags = head.get("rtags") or [0] * len(srcs)
+    stags = head.get("stags") or [0] * len(dsts)
     c = info.ctx | COLL_CTX
-    recvs = [await st.post_recv(info, s, NGH_TAG, ctx=c) for s in srcs]
+    recvs = [await st.post_recv(info, s, NGH_TAG + t, ctx=c) for s, t in zip(srcs, rtags)]
     sends, at = [], 0
-    for d, k in zip(dsts, lens):
-        sends.append(await st.send(info, d, NGH_TAG, bytes(payload[at:at + k]), ctx=c))
+    for d, k, t in zip(dsts, lens, stags):
+        sends.append(await st.send(info, d, NGH_TAG + t, bytes(payload[at:at + k]), ctx=c))
         at += k
     for r in recvs + sends:
         st.reqs.pop(r.id, None)

@@ -106,12 +106,17 @@ class Topocomm(Intracomm):
     outedges = property(lambda self: list(self._edges()[1]))
     inoutedges = property(lambda self: tuple(list(e) for e in self._edges()))
 
+    def _tags(self) -> dict:
+        """How a receive from an in-edge is told from another of the same rank: by the order of the
+        messages (a graph's edges), unless the topology says otherwise."""
+        return {}
+
     def _neighbor(self, parts: list[bytes], call: str, deliver, nb: bool):
         srcs, dsts = self._edges()
         if len(parts) != len(dsts):
             raise ValueError(f"expecting {len(dsts)} items, got {len(parts)}")
         head, data = CHANNEL.call("neighbor", b"".join(parts), ctx=self._ok(), srcs=srcs, dsts=dsts,
-                                  lens=[len(p) for p in parts], nb=nb, call=call)
+                                  lens=[len(p) for p in parts], nb=nb, call=call, **self._tags())
         n = len(srcs)
         if nb:
             return _NeighborRequest(head["req"], lambda d: deliver(_received(d, n)))
@@ -198,11 +203,12 @@ class Cartcomm(Topocomm):
 
     dim = ndim = property(Get_dim)
     dims = property(lambda self: list(self._t_dims))
-    periods = property(lambda self: list(self._t_periods))
+    periods = property(lambda self: [int(p) for p in self._t_periods])
+    """As mpi4py gives them: ints (1: periodic)."""
     coords = property(lambda self: self.Get_coords(self._rank))
 
     def Get_topo(self) -> tuple[list[int], list[bool], list[int]]:
-        return list(self._t_dims), list(self._t_periods), self.Get_coords(self._rank)
+        return list(self._t_dims), self.periods, self.Get_coords(self._rank)
 
     topo = property(Get_topo)
 
@@ -244,6 +250,13 @@ class Cartcomm(Topocomm):
     def _edges(self):
         edges = [self._moved(i, d) for i in range(len(self._t_dims)) for d in (-1, 1)]
         return edges, edges
+
+    def _tags(self) -> dict:
+        """A Cartesian neighbor's message is told by its direction (MPI 4.0 §7.6): what a rank sends
+        in dimension i's + direction fills the receiver's slot of its - neighbor, and the other way
+        round -- even where both neighbors are one rank (a periodic dimension of 1 or 2), as MPICH."""
+        n = 2 * len(self._t_dims)
+        return {"stags": list(range(n)), "rtags": [k ^ 1 for k in range(n)]}
 
     def Sub(self, remain_dims) -> "Cartcomm":
         keep = [bool(k) for k in remain_dims]
