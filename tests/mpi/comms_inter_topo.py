@@ -117,5 +117,7 @@ say("dist_graph", sorted(zip(src, w[0])), sorted(zip(dst, w[1])))
 for c in (cart, sub, graph, dg, g2):
     c.Free()
 if rank == 0:
-    say("dims", [MPI.Compute_dims(n, k) for n in range(1, 49) for k in (1, 2, 3, 4)], MPI.Compute_dims(24, [0, 3, 0]))
+    for nodes in (*range(1, 49), 360, 1000, 1024):
+        say("dims", nodes, [MPI.Compute_dims(nodes, k) for k in (1, 2, 3, 4, 5)])
+    say("dims", MPI.Compute_dims(24, [0, 3, 0]), MPI.Compute_dims(4, []))
 print("\n".join(out), flush=True)
