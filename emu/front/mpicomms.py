@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .mpicalls import HANDLERS as BASE
 from .mpicoll import KINDS, bcast_bytes, comm_of, gather, scatter
 from .mpiserve import COLL_CTX, PROC_NULL, CommInfo, Env, MpiError, RankState, Req
 
@@ -438,8 +437,31 @@ async def h_neighbor(st: RankState, head: dict, payload):
     return {}, _received([r.env for r in recvs])
 
 
+POINT_TO_POINT = ("send", "recv", "sendrecv", "probe")
+"""Calls on an intercommunicator the point-to-point layer carries as it is (its ``ranks`` the remote group)."""
+
+
+def _guard(op: str, fn):
+    async def handler(st: RankState, head: dict, payload):
+        if isinstance(st.comms.get(head.get("ctx")), InterInfo):
+            raise MpiError(f"the emulated MPI has no {head.get('call') or op} on an intercommunicator", 5)
+        return await fn(st, head, payload)
+
+    return handler
+
+
+def with_comms(handlers: dict) -> dict:
+    """``handlers`` with this module's: a call of theirs on an intercommunicator that none of this
+    module's carries out is refused (its collective would run over the remote group as if it were the
+    communicator's)."""
+    out = {op: fn if op in POINT_TO_POINT else _guard(op, fn) for op, fn in handlers.items()}
+    out.update({op: _either(inter, handlers[op]) for op, inter in INTER.items()})
+    out.update(HANDLERS)
+    return out
+
+
 HANDLERS = {"intercomm": h_intercomm, "merge": h_merge, "icoll": h_icoll, "create_group": h_create_group,
-            "intercomm_groups": h_from_groups,
-            "neighbor": h_neighbor, "dup": _either(_idup, BASE["dup"]), "split": _either(_isplit, BASE["split"]),
-            "free": _either(_ifree, BASE["free"]), "info": _either(_iinfo, BASE["info"])}
-"""The handlers of this module, to be added to (and to override) ``emu.front.mpicalls.HANDLERS``."""
+            "intercomm_groups": h_from_groups, "neighbor": h_neighbor}
+"""The calls of this module."""
+INTER = {"dup": _idup, "split": _isplit, "free": _ifree, "info": _iinfo}
+"""The intercommunicator's side of calls ``emu.front.mpicalls`` carries out on intracommunicators."""

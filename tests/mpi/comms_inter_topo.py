@@ -29,7 +29,8 @@ for c in (0, 1):  # each group the root's in turn: its rank 0 the root
     if color == c:
         arr = np.arange(3, dtype="i") * (c + 1)
         inter.Bcast(arr if r == 0 else None, root=MPI.ROOT if r == 0 else MPI.PROC_NULL)
-        say("bcast obj root", inter.bcast(("obj", rank) if r == 0 else None, root=MPI.ROOT if r == 0 else MPI.PROC_NULL))
+        me = MPI.ROOT if r == 0 else MPI.PROC_NULL
+        say("bcast obj root", inter.bcast(("obj", rank) if r == 0 else None, root=me))
         g = np.zeros((inter.remote_size, 2), "d")
         inter.Gather(None, g if r == 0 else None, root=MPI.ROOT if r == 0 else MPI.PROC_NULL)
         if r == 0:
@@ -104,7 +105,8 @@ say("cart alltoall", got.ravel().tolist(), cart.neighbor_allgather(rank))
 index = list(range(2, 2 * size + 1, 2))
 edges = [x for i in range(size) for x in ((i - 1) % size, (i + 1) % size)]
 graph = world.Create_graph(index, edges)
-say("graph", graph.topo == (index, edges), graph.neighbors, graph.Get_neighbors(0), graph.neighbor_alltoall(["a", rank]))
+say("graph", graph.topo == (index, edges), graph.neighbors, graph.Get_neighbors(0),
+    graph.neighbor_alltoall(["a", rank]))
 dg = world.Create_dist_graph_adjacent([(rank - 1) % size], [(rank + 1) % size, (rank + 2) % size], [5], [6, 7])
 say("distgraph", dg.Get_dist_neighbors(), dg.Get_dist_neighbors_count())
 req = dg.Ineighbor_alltoallv([np.arange(3, dtype="i") + rank, ([1, 2], [0, 1]), MPI.INT],
