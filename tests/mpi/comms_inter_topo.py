@@ -1,5 +1,10 @@
 """Intercommunicators, Create_group and process topologies: every rank prints what it got, in lines
-that MPICH prints the same (tests/test_mpirun_comms.py compares them). Run with 4 ranks."""
+that MPICH prints the same (tests/test_mpirun_comms.py compares them). Run with 2 or 4 ranks. With a
+folder as argument each rank writes its lines to RANK.txt there instead (mpiexec's relay of the
+ranks' output may join two ranks' lines)."""
+
+import os
+import sys
 
 import numpy as np
 from mpi4py import MPI
@@ -122,4 +127,8 @@ if rank == 0:
     for nodes in (*range(1, 49), 360, 1000, 1024):
         say("dims", nodes, [MPI.Compute_dims(nodes, k) for k in (1, 2, 3, 4, 5)])
     say("dims", MPI.Compute_dims(24, [0, 3, 0]), MPI.Compute_dims(4, []))
-print("\n".join(out), flush=True)
+if len(sys.argv) > 1:
+    with open(os.path.join(sys.argv[1], f"{rank}.txt"), "w") as f:
+        f.write("\n".join(out) + "\n")
+else:
+    print("\n".join(out), flush=True)
