@@ -71,6 +71,8 @@ class Handle:
         if impl is not None:
             _LIVE[id(impl)] = impl
             impl.family = cls._family
+            if not hasattr(impl, "cls"):
+                impl.cls = cls
         return self
 
     # -- comparisons ------------------------------------------------------------------------------
@@ -105,7 +107,8 @@ class Handle:
         impl = _LIVE.get(handle)
         if impl is None or getattr(impl, "family", None) is not cls._family:
             raise ValueError(f"no {cls.__name__} with handle {handle:#x}")
-        return cls._of(impl)
+        kind = getattr(impl, "cls", cls)  # the object's own kind (an Intercomm, a Cartcomm ...)
+        return (kind if issubclass(kind, cls) else cls)._of(impl)
 
     def toint(self) -> int:
         return self.handle

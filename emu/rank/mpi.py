@@ -23,6 +23,9 @@ from .handle import Handle, Impl, _addressof, _handleof, _sizeof, predefine_null
 from .info import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETURN, INFO_ENV, INFO_NULL,  # noqa: E402
                    Errhandler, Info)
 from .intracomm import COMM_NULL, Comm, Intracomm  # noqa: E402
+from .inter import COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED, COMM_TYPE_RESOURCE_GUIDED, COMM_TYPE_SHARED, Intercomm  # noqa: E402,E501
+from .topo import CART, DIST_GRAPH, GRAPH, UNWEIGHTED, WEIGHTS_EMPTY, Cartcomm, Distgraphcomm, Graphcomm, Topocomm  # noqa: E402,E501
+from .topo import compute_dims as Compute_dims  # noqa: E402
 from .misc import (MESSAGE_NO_PROC, MESSAGE_NULL, SESSION_NULL, FILE_NULL, WIN_NULL, File, Message, Session,  # noqa: E402
                    Win, Pcontrol, Get_hw_resource_info, Pickle, pickle_,
                    _comm_lock, _comm_lock_table, _commctx_inter, _commctx_intra, _typealign, _typecode)
