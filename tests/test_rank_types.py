@@ -409,11 +409,16 @@ def test_user_operators_as_mpi4py():
     seen = []
 
     def mysum(a, b, dt):
+        assert isinstance(a, T.buffer) and isinstance(b, T.buffer) and not b.readonly  # as mpi4py's
         seen.append(dt)
         x, y = np.frombuffer(a, "i4"), np.frombuffer(b, "i4")
         y += x
 
     op = T.Op.Create(mysum, commute=True)
+    acc, b = np.array([1, 2], "i4"), np.array([10, 20], "i4")
+    op.fn(memoryview(acc).cast("B"), memoryview(b).cast("B"), T.TYPES["INT"])  # as the channel calls it
+    assert b.tolist() == [11, 22]
+    seen.clear()
     x, y = np.array([1, 2], "i4"), np.array([10, 20], "i4")
     op.Reduce_local([x, T.TYPES["INT"]], [y, T.TYPES["INT"]])
     assert y.tolist() == [11, 22] and seen == [T.TYPES["INT"]] and op.Is_commutative() and not op.is_predefined
