@@ -456,6 +456,10 @@ def test_mpi_buffer_and_alloc_mem():
     with pytest.raises(TypeError):
         ro[:] = 0
     assert Msg([m, "B"]).count == 16  # a buffer is a buffer specification too
+    with pytest.raises(TypeError):
+        T.buffer.allocate(None)
+    with pytest.raises(ValueError):
+        T.buffer.allocate(-1)
     T.Free_mem(m)
     assert (m.address, m.nbytes) == (0, 0)
 

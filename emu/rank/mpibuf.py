@@ -7,6 +7,8 @@ one is a one-dimensional numpy ``uint8`` array with mpi4py's interface on top: `
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .bufobj import absolute, acquire
@@ -47,7 +49,7 @@ class buffer(np.ndarray):  # noqa: N801 -- mpi4py's name
 
     @staticmethod
     def allocate(nbytes: int, clear: bool = False) -> "buffer":
-        n = nbytes.__index__()
+        n = operator.index(nbytes)
         if n < 0:
             raise ValueError("expecting non-negative size")
         owner = bytearray(max(n, 1))  # as mpi4py: even 0 bytes have an address
