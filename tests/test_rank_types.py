@@ -409,11 +409,16 @@ def test_user_operators_as_mpi4py():
     seen = []
 
     def mysum(a, b, dt):
+        assert isinstance(a, T.buffer) and isinstance(b, T.buffer) and not b.readonly  # as mpi4py's
         seen.append(dt)
         x, y = np.frombuffer(a, "i4"), np.frombuffer(b, "i4")
         y += x
 
     op = T.Op.Create(mysum, commute=True)
+    acc, b = np.array([1, 2], "i4"), np.array([10, 20], "i4")
+    op.fn(memoryview(acc).cast("B"), memoryview(b).cast("B"), T.TYPES["INT"])  # as the channel calls it
+    assert b.tolist() == [11, 22]
+    seen.clear()
     x, y = np.array([1, 2], "i4"), np.array([10, 20], "i4")
     op.Reduce_local([x, T.TYPES["INT"]], [y, T.TYPES["INT"]])
     assert y.tolist() == [11, 22] and seen == [T.TYPES["INT"]] and op.Is_commutative() and not op.is_predefined
@@ -451,6 +456,10 @@ def test_mpi_buffer_and_alloc_mem():
     with pytest.raises(TypeError):
         ro[:] = 0
     assert Msg([m, "B"]).count == 16  # a buffer is a buffer specification too
+    with pytest.raises(TypeError):
+        T.buffer.allocate(None)
+    with pytest.raises(ValueError):
+        T.buffer.allocate(-1)
     T.Free_mem(m)
     assert (m.address, m.nbytes) == (0, 0)
 
@@ -466,3 +475,26 @@ def test_alltoallw_specifications():
                  [BOTTOM, [0], None, [T.TYPES["BYTE"]]]):
         with pytest.raises(ValueError):
             MsgW(spec, blocks=1)
+
+
+def test_mpi4py_util_dtlib_works_on_the_emulated_types():
+    """mpi4py's own ``util.dtlib`` (pure Python) run on the emulated MPI: numpy dtypes to datatypes
+    and back, as on MPICH."""
+    import types as pytypes
+
+    import mpi4py.util.dtlib as real
+
+    emu_mpi = pytypes.SimpleNamespace(**{k: v for k, v in T.TYPES.items()}, **T.CONSTANTS, Datatype=T.Datatype)
+    src = open(real.__file__).read().replace("from .. import MPI", "")
+    mod = pytypes.ModuleType("emu_dtlib")
+    mod.MPI = emu_mpi
+    exec(compile(src, "dtlib.py", "exec"), mod.__dict__)  # noqa: S102 -- mpi4py's module, on our MPI
+    for spec in ["i4", "f8", "c16", "u2", "b1", [("a", "i4"), ("b", "f8")], ("f4", (2, 3)),
+                 np.dtype([("x", "i2"), ("y", "f8")], align=True), np.dtype("i4", align=True)]:
+        dt = np.dtype(spec)
+        mine, theirs = mod.from_numpy_dtype(dt), real.from_numpy_dtype(dt)
+        assert (mine.Get_size(), mine.Get_extent(), mine.Get_true_extent()) == \
+               (theirs.Get_size(), theirs.Get_extent(), theirs.Get_true_extent())
+        assert mod.to_numpy_dtype(mine) == real.to_numpy_dtype(theirs)
+    for name in ["DOUBLE_INT", "SHORT_INT", "LONG_DOUBLE_INT", "C_DOUBLE_COMPLEX"]:
+        assert mod.to_numpy_dtype(T.TYPES[name]) == real.to_numpy_dtype(getattr(MPI, name))

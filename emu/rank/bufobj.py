@@ -42,11 +42,20 @@ def is_bottom(obj) -> bool:
 class Mem:
     """A buffer's bytes (``arr``, a numpy uint8 array; None for BOTTOM), address, format and itemsize."""
 
-    __slots__ = ("arr", "addr", "format", "itemsize", "keep", "readonly")
+    __slots__ = ("arr", "addr", "format", "itemsize", "keep", "readonly", "device")
 
-    def __init__(self, arr, addr: int, fmt: str = "B", itemsize: int = 1, keep=None, readonly: bool = False):
+    def __init__(self, arr, addr: int, fmt: str = "B", itemsize: int = 1, keep=None, readonly: bool = False,
+                 device: int = 0):
         self.arr, self.addr, self.format, self.itemsize, self.keep = arr, addr, fmt, itemsize, keep
         self.readonly = readonly
+        self.device = device
+        """DLPack's device type of the memory (0: the buffer protocol's; 2: CUDA, as the CUDA array
+        interface says; the emulated MPI reads it as host memory, as a CUDA-aware MPI would)."""
+
+    def cpu(self) -> None:
+        """mpi4py's ``check_cpu_accessible``: Python may touch the memory itself."""
+        if self.device not in (0, 1, 3, 13):  # none, kDLCPU, kDLCUDAHost, kDLCUDAManaged
+            raise BufferError("buffer is not CPU-accessible")
 
     @property
     def nbytes(self) -> int:
@@ -94,9 +103,9 @@ def address(obj) -> int:
     return 0 if is_bottom(obj) else acquire(obj).addr
 
 
-def _host_bytes(addr: int, nbytes: int, keep, fmt: str, itemsize: int, readonly: bool) -> Mem:
+def _host_bytes(addr: int, nbytes: int, keep, fmt: str, itemsize: int, readonly: bool, device: int) -> Mem:
     arr = absolute(addr, addr + nbytes) if nbytes else np.zeros(0, np.uint8)
-    return Mem(arr, addr, fmt, itemsize, keep, readonly)
+    return Mem(arr, addr, fmt, itemsize, keep, readonly, device)
 
 
 def _contig(shape, strides, itemsize: int) -> bool:
@@ -160,7 +169,7 @@ def _cai(obj, writable: bool) -> Mem:
 
         warnings.warn("__cuda_array_interface__: ignoring 'descr' key", RuntimeWarning, stacklevel=2)
     fmt = _kind_format(typestr[1], itemsize)
-    return _host_bytes(ptr, size * itemsize, obj, fmt, itemsize if fmt != "B" else 1, bool(readonly))
+    return _host_bytes(ptr, size * itemsize, obj, fmt, itemsize if fmt != "B" else 1, bool(readonly), 2)
 
 
 # -- DLPack ---------------------------------------------------------------------------------------------
@@ -238,4 +247,5 @@ def _dlpack(obj, writable: bool) -> Mem:
         size *= s
     kind = _DL_KIND.get(code, "B") if lanes == 1 else ("c" if code == 2 and lanes == 2 else "B")
     fmt = _kind_format(kind, itemsize)
-    return _host_bytes((t.data or 0) + t.byte_offset, size, capsule, fmt, itemsize if fmt != "B" else 1, readonly)
+    return _host_bytes((t.data or 0) + t.byte_offset, size, capsule, fmt, itemsize if fmt != "B" else 1, readonly,
+                       device_type)

@@ -7,6 +7,8 @@ one is a one-dimensional numpy ``uint8`` array with mpi4py's interface on top: `
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .bufobj import absolute, acquire
@@ -19,39 +21,48 @@ class buffer(np.ndarray):  # noqa: N801 -- mpi4py's name
 
     def __new__(cls, obj=_NONE):
         if obj is _NONE:
-            return cls._make(np.zeros(0, np.uint8), None, False)
+            b = cls._make(np.zeros(0, np.uint8), None, False)
+            b._released = True  # the null buffer: no address
+            return b
         if obj is None or isinstance(obj, (int, float, list, tuple)):
             raise TypeError(f"a bytes-like object is required, not '{type(obj).__name__}'")
         mem = acquire(obj)
-        return cls._make(mem.arr, obj, mem.readonly)
+        return cls._make(mem.arr, obj, mem.readonly, mem)
 
     @classmethod
-    def _make(cls, arr, obj, readonly: bool) -> "buffer":
+    def _make(cls, arr, obj, readonly: bool, mem=None) -> "buffer":
         b = np.asarray(arr, np.uint8).reshape(-1).view(cls)
         if readonly:
             b.flags.writeable = False
-        b._obj, b._ro, b._released = obj, bool(readonly), False
+        b._obj, b._ro, b._released, b._mem = obj, bool(readonly), False, mem
         return b
 
     def __array_finalize__(self, parent) -> None:
         self._obj = getattr(parent, "_obj", None)
         self._ro = getattr(parent, "_ro", False)
+        self._mem = getattr(parent, "_mem", None)
         self._released = False
+
+    def _cpu(self) -> None:
+        if self._mem is not None:
+            self._mem.cpu()
 
     @staticmethod
     def allocate(nbytes: int, clear: bool = False) -> "buffer":
-        n = nbytes.__index__()
+        n = operator.index(nbytes)
         if n < 0:
             raise ValueError("expecting non-negative size")
-        owner = bytearray(n)
-        return buffer._make(np.frombuffer(owner, np.uint8) if n else np.zeros(0, np.uint8), owner, False)
+        owner = bytearray(max(n, 1))  # as mpi4py: even 0 bytes have an address
+        b = buffer._make(np.frombuffer(owner, np.uint8)[:n], owner, False)
+        b._obj = memoryview(owner)[:n]
+        return b
 
     @staticmethod
     def frombuffer(obj, readonly: bool = False) -> "buffer":
         if obj is None or isinstance(obj, (int, float, list, tuple)):
             raise TypeError(f"a bytes-like object is required, not '{type(obj).__name__}'")
         mem = acquire(obj, writable=not readonly)
-        return buffer._make(mem.arr, obj, readonly)
+        return buffer._make(mem.arr, obj, readonly, mem)
 
     @staticmethod
     def fromaddress(address: int, nbytes: int, readonly: bool = False) -> "buffer":
@@ -62,7 +73,7 @@ class buffer(np.ndarray):  # noqa: N801 -- mpi4py's name
         return buffer._make(absolute(address, address + nbytes), None, readonly)
 
     # -- mpi4py's properties --------------------------------------------------------------------------------
-    address = property(lambda self: 0 if self._released or not self.size else int(self.ctypes.data))
+    address = property(lambda self: 0 if self._released else int(self.ctypes.data))
     obj = property(lambda self: None if self._released else self._obj)
     nbytes = property(lambda self: 0 if self._released else int(self.size))
     readonly = property(lambda self: False if self._released else self._ro)
@@ -75,10 +86,12 @@ class buffer(np.ndarray):  # noqa: N801 -- mpi4py's name
         self._released = True
 
     def cast(self, format: str, shape=...):  # noqa: A002 -- mpi4py's name
+        self._cpu()
         mv = memoryview(self.view(np.ndarray))
         return mv.cast(format) if shape is ... else mv.cast(format, shape)
 
     def tobytes(self, order=None) -> bytes:
+        self._cpu()
         return b"" if self._released else self.view(np.ndarray).tobytes()
 
     # -- bytes, as mpi4py indexes them -------------------------------------------------------------------------
@@ -101,6 +114,7 @@ class buffer(np.ndarray):  # noqa: N801 -- mpi4py's name
         raise TypeError("index must be integer or slice")
 
     def __getitem__(self, item):
+        self._cpu()
         i = self._index(item)
         plain = self.view(np.ndarray)
         if isinstance(i, slice):
@@ -108,6 +122,7 @@ class buffer(np.ndarray):  # noqa: N801 -- mpi4py's name
         return int(plain[i])
 
     def __setitem__(self, item, value) -> None:
+        self._cpu()
         if self._ro:
             raise TypeError("buffer is read-only")
         i = self._index(item)

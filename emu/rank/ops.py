@@ -4,6 +4,7 @@ on the buffers' own memory) and their local side, ``Op.Reduce_local``."""
 
 from __future__ import annotations
 
+from .mpibuf import buffer
 from .mpierr import ERR_OP, Exception, Missing
 
 MAX_USER_OPS = 32
@@ -39,7 +40,17 @@ class Op:
 
     # what the channel and the collectives read
     name = property(lambda self: self._o.name if self._o is not None else "op_null")
-    fn = property(lambda self: self._o.fn if self._o is not None else None)
+    @property
+    def fn(self):
+        """The program's function as MPI calls it: ``fn(inbuf, inoutbuf, datatype)``, each buffer an
+        ``MPI.buffer`` over the operands' memory (as mpi4py hands them over)."""
+        if self._o is None or self._o.fn is None:
+            return None
+        user = self._o.fn
+
+        def call(a, b, datatype):
+            return user(_buffer(a), _buffer(b, writable=True), datatype)
+        return call
     uid = property(lambda self: self._o.uid if self._o is not None else 0)
     commute = property(lambda self: self._o.commute if self._o is not None else False)
     key = name
@@ -135,7 +146,7 @@ class Op:
             raise Exception(ERR_OP, f"MPI_ERR_OP: MPI_{self.name.upper()} is not allowed in MPI_Reduce_local "
                                     "(it is for one-sided accumulates)")
         if self._o.uid:  # the program's function, on the buffers' own memory
-            self._o.fn(src.memory(), out.memory(writable=True), out.dt)
+            self.fn(src.memory(), out.memory(writable=True), out.dt)
             return
         import numpy as np
 
@@ -157,6 +168,10 @@ class Op:
 _KINDS = {"max": "iuf", "min": "iuf", "sum": "iufc", "prod": "iufc", "land": "iub", "lor": "iub", "lxor": "iub",
           "band": "iu", "bor": "iu", "bxor": "iu", "minloc": ("pair",), "maxloc": ("pair",)}
 """The numpy kinds of the basic types each predefined operator is defined for (MPI's table)."""
+
+
+def _buffer(x, writable: bool = False):
+    return x if isinstance(x, buffer) else buffer.frombuffer(x, readonly=not writable)
 
 
 def _named(key: str) -> Op:
