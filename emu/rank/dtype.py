@@ -11,7 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import typemap as tm
+from .attrs import Attributes
 from .bufobj import acquire
+from .handle import Handle
 from .mpierr import ERR_ARG, ERR_BUFFER, ERR_COUNT, ERR_OP, ERR_TYPE, Exception, Missing  # noqa: F401
 from .named import CODES, FROMCODE, NAMED, NULL_NAMES
 
@@ -32,7 +34,8 @@ class _Type:
     """A datatype itself (what handles share)."""
 
     __slots__ = ("combiner", "ints", "addrs", "counts", "types", "size", "lb", "ub", "tlb", "tub", "align",
-                 "build", "flat", "committed", "name", "codes", "key", "base", "npcode", "predefined")
+                 "build", "flat", "committed", "name", "codes", "key", "base", "npcode", "predefined",
+                 "family", "cls", "attrs", "__weakref__")  # the last four: emu.rank.handle's and attrs'
 
     def __init__(self, combiner: str, size: int, lb: int, ub: int, tlb: int, tub: int, build, align: int = 1,
                  contents=((), (), (), ()), base=None):
@@ -56,39 +59,18 @@ def _bad(code: int, text: str) -> Exception:
     return Exception(code, text)
 
 
-class Datatype:
-    """``MPI.Datatype``: a handle on a datatype."""
+class Datatype(Attributes, Handle, family=True):
+    """``MPI.Datatype``: a handle on a datatype (``emu.rank.handle``'s object model; the datatype
+    itself is ``self._t``)."""
 
-    def __init__(self, datatype: "Datatype | None" = None):
-        if datatype is not None and not isinstance(datatype, Datatype):
-            raise TypeError(f"expected a Datatype, got {type(datatype).__name__}")
-        self._t = datatype._t if datatype is not None else None
-
-    @classmethod
-    def _of(cls, t: _Type) -> "Datatype":
-        d = object.__new__(cls)
-        d._t = t
-        return d
+    _kind = "datatype"
+    _h = property(lambda self: self.__dict__.get("_t"), lambda self, t: self.__dict__.__setitem__("_t", t))
+    """The handle's object, as every handle class names it."""
 
     def _ok(self) -> _Type:
         if self._t is None:
             raise _bad(ERR_TYPE, "MPI_ERR_TYPE: invalid datatype (DATATYPE_NULL or freed)")
         return self._t
-
-    def __eq__(self, other) -> bool:
-        if not isinstance(other, Datatype):
-            return NotImplemented
-        return self._t is other._t
-
-    def __ne__(self, other) -> bool:
-        r = self.__eq__(other)
-        return r if r is NotImplemented else not r
-
-    def __hash__(self) -> int:
-        return id(self._t)
-
-    def __bool__(self) -> bool:
-        return self._t is not None
 
     def __repr__(self) -> str:
         return f"<emulated Datatype {self.Get_name() or COMBINER_NAME.get(self.combiner, '?').lower()}>"
@@ -97,7 +79,7 @@ class Datatype:
         t = self._t
         if t is None or t.combiner == COMBINERS["NAMED"]:
             key = "DATATYPE_NULL" if t is None else t.key
-            return (_named, (key,)) if TYPES[key] is self else (Datatype, (TYPES[key],))
+            return (_named, (key,)) if TYPES[key] is self else (type(self), (TYPES[key],))
         old, comb, params = self.decode()
         return (_recreate, (old, comb, params))
 

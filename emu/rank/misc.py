@@ -185,19 +185,3 @@ def _commctx_intra(comm):
 
 def _commctx_inter(comm):
     raise NotImplementedError("the emulated MPI has no intercommunicator context for mpi4py.util")
-
-
-def _typecode(datatype) -> str | None:
-    try:
-        return datatype.tocode()
-    except (ValueError, NotImplementedError, AttributeError):
-        return None
-
-
-def _typealign(datatype) -> int | None:
-    import numpy as np
-
-    try:
-        return np.dtype(datatype.tocode()).alignment
-    except (ValueError, TypeError, NotImplementedError, AttributeError):
-        return None

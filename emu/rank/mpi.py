@@ -28,7 +28,7 @@ from .topo import CART, DIST_GRAPH, GRAPH, UNWEIGHTED, WEIGHTS_EMPTY, Cartcomm, 
 from .topo import compute_dims as Compute_dims  # noqa: E402
 from .misc import (MESSAGE_NO_PROC, MESSAGE_NULL, SESSION_NULL, FILE_NULL, WIN_NULL, File, Message, Session,  # noqa: E402
                    Win, Pcontrol, Get_hw_resource_info, Pickle, pickle_,
-                   _comm_lock, _comm_lock_table, _commctx_inter, _commctx_intra, _typealign, _typecode)
+                   _comm_lock, _comm_lock_table, _commctx_inter, _commctx_intra)
 from .errors import Exception  # noqa: E402
 from .types import CONSTANTS as TYPE_NAMES, OPS, TYPES, Datatype, Op  # noqa: E402
 

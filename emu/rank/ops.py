@@ -4,6 +4,7 @@ on the buffers' own memory) and their local side, ``Op.Reduce_local``."""
 
 from __future__ import annotations
 
+from .handle import Handle
 from .mpibuf import buffer
 from .mpierr import ERR_OP, Exception, Missing
 
@@ -15,28 +16,17 @@ importers): ``Reduce_local`` reads buffer specifications with it."""
 
 
 class _Impl:
-    __slots__ = ("name", "fn", "commute", "uid")
-
     def __init__(self, name: str, fn=None, commute: bool = True, uid: int = 0):
         self.name, self.fn, self.commute, self.uid = name, fn, commute, uid
 
 
-class Op:
-    """``MPI.Op``: a handle on a reduction operation (``Op()`` is OP_NULL, ``Op(op)`` another handle)."""
+class Op(Handle, family=True):
+    """``MPI.Op``: a handle on a reduction operation (``Op()`` is OP_NULL, ``Op(op)`` another handle;
+    ``emu.rank.handle``'s object model, the operation itself ``self._o``)."""
 
     _users: dict[int, "Op"] = {}
-
-    def __init__(self, op: "Op | None" = None):
-        if op is not None and not isinstance(op, Op):
-            raise TypeError(f"expected an Op, got {type(op).__name__}")
-        self._o = op._o if op is not None else None
-        self._picklable = True
-
-    @classmethod
-    def _of(cls, impl: _Impl) -> "Op":
-        o = cls()
-        o._o = impl
-        return o
+    _picklable = True
+    _h = property(lambda self: self.__dict__.get("_o"), lambda self, o: self.__dict__.__setitem__("_o", o))
 
     # what the channel and the collectives read
     name = property(lambda self: self._o.name if self._o is not None else "op_null")
@@ -55,28 +45,13 @@ class Op:
     commute = property(lambda self: self._o.commute if self._o is not None else False)
     key = name
 
-    def __eq__(self, other) -> bool:
-        if not isinstance(other, Op):
-            return NotImplemented
-        return self._o is other._o
-
-    def __ne__(self, other) -> bool:
-        r = self.__eq__(other)
-        return r if r is NotImplemented else not r
-
-    def __hash__(self) -> int:
-        return id(self._o)
-
-    def __bool__(self) -> bool:
-        return self._o is not None
-
     def __repr__(self) -> str:
         return f"<emulated Op {self.name}>"
 
     def __reduce__(self):
         if self._o is None or not self._o.uid:
             key = self.name.upper()
-            return (_named, (key,)) if OPS[key] is self else (Op, (OPS[key],))
+            return (_named, (key,)) if OPS[key] is self else (type(self), (OPS[key],))
         if not self._picklable:
             raise ValueError("cannot pickle user-defined reduction operation")
         return (type(self).Create, (self._o.fn, self._o.commute))

@@ -272,7 +272,9 @@ def Dup(self) -> Datatype:
     t = self._ok()
     new = _Type("DUP", t.size, t.lb, t.ub, t.tlb, t.tub, t.map, t.align, ((), (), (), [t]), t.base)
     new.committed, new.npcode = t.committed, t.npcode
-    return _wrap(type(self), new)
+    dup = _wrap(type(self), new)
+    self._copy_attrs_to(dup)
+    return dup
 
 
 def _f90(cls, combiner: str, ints, key: str | None, size: int, kind: str) -> Datatype:
