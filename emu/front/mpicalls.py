@@ -71,6 +71,8 @@ async def h_wait(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
         return done[:1] if mode == "any" else done
 
     if test:
+        if any(r.kind == "coll" and not r.done for r in reqs):  # a queued collective runs when tested
+            await st.run_nbc()
         await st.poll()
         done = ready()
     else:
@@ -96,7 +98,7 @@ async def h_probe(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
         env = st.find_unexpected(info.ctx, head["source"], head["tag"])
     if env is None:
         return {"found": False}, b""
-    return {"found": True, "st": [0, env.src, env.tag, len(env.data), False]}, b""
+    return {"found": True, "st": [0, env.src, env.tag, env.size, False]}, b""
 
 
 async def h_cancel(st: RankState, head: dict, payload) -> tuple[dict, bytes]:

@@ -7,10 +7,11 @@ import pickle
 from .channel import CHANNEL, IN_PLACE, Msg
 from .comm import (ANY_SOURCE, ANY_TAG, CONGRUENT, IDENT, PROC_NULL, TAG_UB, TAG_UB_KEY, UNDEFINED, UNEQUAL,
                    Group, Prequest, Request, Status, _fill, _op, _pickle, _tag_ok, _unsupported)
+from .icoll import CollectivesMixin
 from .types import Exception, OPS
 
 
-class Comm:
+class Comm(CollectivesMixin):
     def __init__(self, ctx: int | None, size: int = 0, rank: int = 0):
         self.ctx, self._size, self._rank, self._name = ctx, size, rank, None
 
