@@ -74,7 +74,7 @@ def test_rendezvous_keeps_mpi_matching_and_the_collectives_work(mpirun):
 
 
 @pytest.mark.skipif(MPIEXEC is None, reason="MPICH's mpiexec is not installed (the mpi extra)")
-@pytest.mark.parametrize("program", ["rendezvous", "nonblocking"])
+@pytest.mark.parametrize("program", ["rendezvous", "nonblocking", "rma"])
 def test_the_programs_are_valid_mpi(program):
     ref = subprocess.run([MPIEXEC, "-n", "3", sys.executable, str(HERE / f"{program}.py")], capture_output=True,
                          text=True, timeout=120)
@@ -143,3 +143,49 @@ def test_the_eager_limit_is_checked():
     assert HostSpec().eager_limit_bytes == 16384
     with pytest.raises(ConfigError, match="eager_limit_bytes"):
         HostSpec(eager_limit_bytes=-1)
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_one_sided_communication(mpirun, n):
+    res = mpirun(HERE / "rma.py", n=n, topo="star:n=4")
+    assert res.returncode == 0, res
+    assert sorted(res.stdout.split("\n")[:-1]) == sorted(f"ok {r}" for r in range(n)), res
+    calls = res.calls(0)
+    assert calls["Win_fence"]["count"] == 12 and calls["Put"]["count"] == 3 and calls["Win_post" if n > 1 else
+                                                                                       "Win_wait"]["count"] == 1
+
+
+PUT = """
+import numpy as np
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+mem = np.zeros(4, "i4")
+win = MPI.Win.Create(mem, 4, comm=comm)
+win.Fence()
+if comm.rank == 0:
+    win.Put(np.array([5, 6], "i4"), 1, 1)
+win.Fence()
+assert comm.rank == 0 or list(mem) == [0, 5, 6, 0], mem
+win.Free()
+"""
+
+
+def test_a_put_is_one_message_there_and_its_answer_back(mpirun):
+    """The origin's Put: its request (the envelope, the 22-byte MpiRma header, 8 bytes of data) to
+    the target, waiting in its Fence, and the target's empty reply (an envelope)."""
+    res = mpirun(PUT, n=2, topo="star:n=2")
+    assert res.returncode == 0, res
+    assert res.calls(0)["Put"]["virtual_ns"] == _one_way(17 + 22 + 8) + _one_way(17)
+    assert res.calls(0)["Put"]["bytes"] == 8
+
+
+@given(st.sampled_from(range(10)), st.integers(0, 255), st.integers(0, 2**64 - 1), st.integers(0, 2**32 - 1),
+       st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1))
+def test_the_rma_header_is_its_declaration(op, rop, disp, nbytes, npos, etype):
+    from emu.wire.mpi import ENVELOPE, RMA, MpiEnvelope, MpiRma
+
+    raw = ENVELOPE.pack(6, 7, 1, 0, 9) + RMA.pack(op, rop, disp, nbytes, npos, etype)
+    pkt = MpiEnvelope(kind=6, context=7, source=1, tag=0, seq=9) / MpiRma(op=op, rop=rop, disp=disp, nbytes=nbytes,
+                                                                          npos=npos, etype=etype)
+    assert raw == bytes(pkt) and len(raw) == 17 + 22
+    assert MpiEnvelope(raw)[MpiRma].disp == disp

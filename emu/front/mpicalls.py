@@ -7,6 +7,7 @@ import struct
 
 import numpy as np
 
+from .mpirma import h_win
 from .mpiserve import ANY_SOURCE, CommInfo, MpiError, RankState, status_of
 
 UNDEFINED = -32766
@@ -188,6 +189,6 @@ async def h_now(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
 
 HANDLERS = {"send": h_send, "recv": h_recv, "sendrecv": h_sendrecv, "wait": h_wait, "probe": h_probe,
             "cancel": h_cancel, "dup": h_dup, "split": h_split, "create": h_create, "free": h_free,
-            "info": h_info, "now": h_now}
+            "info": h_info, "now": h_now, "win": h_win}
 
 LENGTHS = struct.Struct("!Q")

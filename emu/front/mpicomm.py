@@ -37,7 +37,9 @@ class MpiComm(Comm):
         """Its rendezvous sends not yet done (completed at the call's end, ``_sends_done``)."""
 
     async def _run(self, kind: str, algo, nbytes: int, *args):
-        self.p2p = self.always or nbytes > self.st.eager
+        # (a rank with windows: every call through the point-to-point layer, whose waits serve the
+        # one-sided requests of other ranks -- a passive target's lock must not wait for a barrier)
+        self.p2p = self.always or nbytes > self.st.eager or self.st.rma is not None
         try:
             return await super()._run(kind, algo, nbytes, *args)
         finally:

@@ -27,7 +27,7 @@ HDR = ENVELOPE.struct
 source, tag, seq); no bit fields, so its struct packs it as the declaration does."""
 RNDV = RENDEZVOUS.struct
 """After a request-to-send's envelope: the size of the message (``emu.wire.mpi.MpiRendezvous``)."""
-DATA, SYNC, ACK, RTS, CTS, RDATA = 0, 1, 2, 3, 4, 5
+DATA, SYNC, ACK, RTS, CTS, RDATA, RMA, RMA_REPLY = 0, 1, 2, 3, 4, 5, 6, 7
 ANY_SOURCE, ANY_TAG, PROC_NULL = -2, -1, -1
 COLL_CTX = 0x80000000
 """Context of a communicator's collective traffic that goes point to point (its context | this)."""
@@ -169,6 +169,10 @@ class RankState:
         """Per context: the ``MpiComm`` the nonblocking collectives run on."""
         self.nbc_runner = None
         """``emu.front.mpinbc.run_pending``, set when the first one is queued."""
+        self.rma = None
+        """Its one-sided windows and requests (``emu.front.mpirma.Rma``), once it made a window."""
+        self.rma_incoming = None
+        """``emu.front.mpirma.incoming``, set when the first window is made: one-sided requests and replies."""
         n = len(job.hosts)
         self.comms: dict[int, CommInfo] = {0: CommInfo(0, list(range(n)), rank, 1), 1: CommInfo(1, [rank], 0, 0)}
         self.calls: dict[str, CallFigures] = {}
@@ -307,6 +311,8 @@ class RankState:
             req = self.rndv_recv.pop((wsrc, seq))
             req.env.data = bytes(memoryview(data)[HDR.size:])
             req.done = True
+        elif kind == RMA or kind == RMA_REPLY:
+            await self.rma_incoming(self, kind, ctx, wsrc, seq, data)
         elif kind == RTS:
             (size,) = RNDV.unpack_from(data, HDR.size)
             await self._arrived(kind, ctx, src, tag, wsrc, seq, None, size)
