@@ -17,9 +17,9 @@ from .comm import Group, Request, _unsupported
 from .types import Exception
 
 try:  # the buffer specs: emu/rank/buffers.py once they move there from channel.py
-    from .buffers import Msg
+    from .buffers import BOTTOM, Msg
 except ImportError:  # pragma: no cover
-    from .channel import Msg
+    from .channel import BOTTOM, Msg
 
 LOCK_EXCLUSIVE, LOCK_SHARED = 234, 235  # MPICH's values
 MODE_NOCHECK, MODE_NOSTORE, MODE_NOPUT, MODE_NOPRECEDE, MODE_NOSUCCEED = 1024, 2048, 4096, 8192, 16384
@@ -29,6 +29,12 @@ WIN_FLAVOR_CREATE, WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_DYNAMIC, WIN_FLAVOR_SHARED = 
 WIN_SEPARATE, WIN_UNIFIED = 1, 2
 ERR_WIN, ERR_RMA_SYNC = 45, 50
 _U64 = struct.Struct("!Q")
+
+
+def _self():
+    from .intracomm import Intracomm
+
+    return Intracomm(1, 1, 0)  # COMM_SELF
 
 
 def _np():
@@ -109,26 +115,20 @@ class Win:
 
     @classmethod
     def Create(cls, memory, disp_unit: int = 1, info=None, comm=None) -> "Win":
-        from .mpi import COMM_SELF, BOTTOM
-
         if memory is BOTTOM:
             raise NotImplementedError("the emulated MPI has no Win.Create over MPI.BOTTOM (a dynamic window)")
-        return cls._make(memory, disp_unit, comm if comm is not None else COMM_SELF, WIN_FLAVOR_CREATE)
+        return cls._make(memory, disp_unit, comm if comm is not None else _self(), WIN_FLAVOR_CREATE)
 
     @classmethod
     def Allocate(cls, size: int, disp_unit: int = 1, info=None, comm=None) -> "Win":
-        from .mpi import COMM_SELF
-
         if size < 0:
             raise Exception(12, f"MPI_ERR_SIZE: invalid window size {size}")
-        return cls._make(bytearray(int(size)), disp_unit, comm if comm is not None else COMM_SELF,
+        return cls._make(bytearray(int(size)), disp_unit, comm if comm is not None else _self(),
                          WIN_FLAVOR_ALLOCATE)
 
     @classmethod
     def Allocate_shared(cls, size: int, disp_unit: int = 1, info=None, comm=None) -> "Win":
-        from .mpi import COMM_SELF
-
-        comm = comm if comm is not None else COMM_SELF
+        comm = comm if comm is not None else _self()
         if comm.Get_size() != 1:
             raise NotImplementedError("the emulated MPI has no Win.Allocate_shared over more than one rank "
                                       "(every rank is a host of its own: no memory to share)")
@@ -188,9 +188,8 @@ class Win:
     name = property(Get_name, Set_name)
 
     def Get_info(self):
-        from . import mpi
-
-        return mpi.Info.Create() if hasattr(mpi, "Info") else None
+        self._ok()
+        raise NotImplementedError("the emulated MPI has no Win.Get_info (no MPI.Info)")
 
     def Set_info(self, info) -> None:
         self._ok()
