@@ -43,6 +43,18 @@ def _np():
     return numpy
 
 
+def _membuffer(mem):
+    """``mem`` as mpi4py's ``MPI.buffer`` behaves: bytes (format ``B``), ``m[:] = 0`` fills, the
+    buffer protocol (a numpy array of bytes with a ``format``, over the same memory)."""
+    np = _np()
+
+    class buffer(np.ndarray):
+        format = property(lambda self: "B")
+        address = property(lambda self: Get_address(self))
+
+    return np.frombuffer(mem, np.uint8).view(buffer)
+
+
 def Get_address(location) -> int:
     """The address of a buffer's first byte (what ``WIN_BASE`` is for a window over it)."""
     np = _np()
@@ -96,11 +108,17 @@ class Win:
     def __getattr__(self, name):
         _unsupported("Win.", name)
 
+    def __reduce__(self):
+        if self.wid is not None:
+            raise ValueError("cannot serialize a window (MPI.Win): it is not WIN_NULL")
+        return _null, ()
+
     # -- making one ---------------------------------------------------------------------------------
     @classmethod
     def _make(cls, mem, disp_unit: int, comm, flavor: int) -> "Win":
         ctx = comm._ok()
-        mv = memoryview(mem).cast("B") if mem is not None else memoryview(bytearray(0))
+        mv = memoryview(mem) if mem is not None else memoryview(bytearray(0))
+        mv = mv.cast("B") if mv.c_contiguous and (mv.ndim != 1 or mv.format != "B") else mv
         if mv.readonly:
             raise Exception(1, "MPI_ERR_BUFFER: a window's memory must be writable")
         head, _ = CHANNEL.call("win", bytes(mv), what="create", ctx=ctx, size=mv.nbytes, disp_unit=int(disp_unit),
@@ -156,7 +174,7 @@ class Win:
     # -- what it is -----------------------------------------------------------------------------------
     def tomemory(self):
         self._ok()
-        return self._mem
+        return _membuffer(self._mem)
 
     def Get_group(self) -> Group:
         self._ok()
@@ -358,3 +376,7 @@ def _opname(op) -> str:
 
 
 WIN_NULL = Win()
+
+
+def _null() -> Win:
+    return WIN_NULL
