@@ -3,15 +3,18 @@ a mixin of ``Comm`` (``emu.rank.intracomm``).
 
 ``Ibcast``, ``Iallreduce``, ... send the same call as the blocking collective with ``nb``: the
 emulator queues it and answers with a request (``emu.front.mpinbc`` says when it runs). Its
-``Wait``/``Test`` (alone or in ``Waitall``, ...) bring back the answer, which the request unpacks
-into the receive buffer then. ``Bcast_init``, ... (MPI 4) return a persistent request whose
+``Wait``/``Test`` (alone or in ``Waitall``, ...) bring back the answer, which is unpacked into the
+receive buffer then -- by the blocking method itself, run on a thread of its own (``_Deferred``),
+so that both take their buffers alike. ``Bcast_init``, ... (MPI 4) return a persistent request whose
 ``Start`` issues the nonblocking call, reading the buffers as they are at that moment.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import struct
+import threading
 
 from .channel import CHANNEL
 
@@ -19,8 +22,7 @@ try:  # the buffer specs: emu/rank/buffers.py once they move there from channel.
     from .buffers import IN_PLACE, Msg
 except ImportError:  # pragma: no cover
     from .channel import IN_PLACE, Msg
-from .comm import Prequest, Request, Status, _op
-from .types import OPS
+from .comm import Prequest, Request, Status
 
 _LEN = struct.Struct("!I")
 
@@ -87,8 +89,17 @@ def _wunpack(msg: Msg, data, count: int, byte_displ: int) -> None:
 
 
 def _wspec(spec, size: int) -> tuple:
-    """``[buf, counts, displs, types]`` (displacements in bytes; one type or one per rank)."""
-    buf, counts, displs, types = spec
+    """``[buf, counts, displs, types]``, ``[buf, (counts, displs), types]`` or ``[buf, counts, types]``
+    (displacements in bytes; one type or one per rank)."""
+    items = list(spec)
+    if len(items) == 4:
+        buf, counts, displs, types = items
+    elif len(items) == 3 and isinstance(items[1], tuple) and len(items[1]) == 2 and not isinstance(items[1][0], int):
+        buf, (counts, displs), types = items
+    elif len(items) == 3:
+        (buf, counts, types), displs = items, None
+    else:
+        raise ValueError(f"Alltoallw: a message is [buf, counts, displs, types], got {len(items)} items")
     types = list(types) if isinstance(types, (list, tuple)) else [types] * size
     counts = [int(c) for c in counts]
     displs = [int(d) for d in displs] if displs is not None else None
@@ -101,143 +112,71 @@ def _wspec(spec, size: int) -> tuple:
     return msgs, counts, displs
 
 
+class _Deferred:
+    """A blocking collective of ``Comm`` carried out as a nonblocking one: the blocking method runs
+    in a thread of its own on a copy of the communicator whose ``_coll`` (its one channel call) asks
+    for the nonblocking call instead, hands its request over and waits for the answer, which
+    ``CollRequest._finish`` gives it; the method then unpacks the answer into the receive buffer as
+    it always does, and the thread ends before ``Wait`` returns. So the nonblocking collectives take
+    their buffers exactly as the blocking ones do. Only one thread uses the channel at a time: the
+    caller waits until the call was made."""
+
+    def __init__(self, comm, method, name: str, args, kw):
+        self.name, self.ctx = name, comm._ok()
+        self.ready, self.answered = threading.Event(), threading.Event()
+        self.rid = self.result = self.error = None
+        proxy = copy.copy(comm)
+        proxy._coll = self._coll  # (an attribute of the copy: the communicator itself is untouched)
+        self.thread = threading.Thread(target=self._run, args=(method, proxy, args, kw), daemon=True,
+                                       name=f"emulated MPI {name}")
+        self.thread.start()
+        self.ready.wait()
+        if self.rid is None:  # it failed (or returned) before its call: as the blocking one would
+            self.thread.join()
+            if self.error is not None:
+                raise self.error
+
+    def _coll(self, kind: str, call: str, payload=b"", **head):
+        h, _ = CHANNEL.call("coll", payload, ctx=self.ctx, kind=kind, call=self.name, nb=True, **head)
+        self.rid = h["req"]
+        self.ready.set()
+        self.answered.wait()
+        return self.result
+
+    def _run(self, method, proxy, args, kw) -> None:
+        try:
+            method(proxy, *args, **kw)
+        except BaseException as e:  # noqa: BLE001 -- raised in the caller's thread (the call or its Wait)
+            self.error = e
+        finally:
+            self.ready.set()
+
+    def finish(self, head: dict, data) -> None:
+        self.result = (head, data)
+        self.answered.set()
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
+def _nonblocking(name: str, blocking: str):
+    def call(self, *args, **kw) -> CollRequest:
+        d = _Deferred(self, getattr(type(self), blocking), name, args, kw)
+        if d.rid is None:
+            return Request(None)
+        return CollRequest(d.rid, d.finish)
+
+    call.__name__ = name
+    call.__doc__ = f"MPI 3's nonblocking ``{blocking}``: a request; ``Wait`` completes it."
+    return call
+
+
 class CollectivesMixin:
     """The nonblocking (``I...``) and persistent (``..._init``) collectives, ``Alltoallw``."""
 
     def _icoll(self, kind: str, call: str, payload=b"", post=None, **head) -> CollRequest:
         h, _ = CHANNEL.call("coll", payload, ctx=self._ok(), kind=kind, call=call, nb=True, **head)
         return CollRequest(h["req"], post)
-
-    def Ibarrier(self) -> CollRequest:
-        return self._icoll("barrier", "Ibarrier")
-
-    def Ibcast(self, buf, root: int = 0) -> CollRequest:
-        me = self._rank == root
-        msg = Msg(buf, writable=not me)
-        return self._icoll("bcast", "Ibcast", msg.pack() if me else b"", None if me else lambda h, d: msg.unpack(d),
-                           root=root, n=msg.nbytes)
-
-    # reductions
-    def _ireduce(self, sendbuf, recvbuf, op, root: int, every: bool, call: str) -> CollRequest:
-        src = self._in(sendbuf, recvbuf)
-        out = Msg(recvbuf, writable=True) if (every or self._rank == root) and recvbuf is not None else None
-
-        def post(h, d):
-            if not h.get("none") and out is not None:
-                out.unpack(d)
-
-        return self._icoll("reduce", call, src.pack(), post, rop=_op(op).key, root=root, all=every, **src.type_fields())
-
-    def Ireduce(self, sendbuf, recvbuf, op=OPS["SUM"], root: int = 0) -> CollRequest:
-        return self._ireduce(sendbuf, recvbuf, op, root, False, "Ireduce")
-
-    def Iallreduce(self, sendbuf, recvbuf, op=OPS["SUM"]) -> CollRequest:
-        return self._ireduce(sendbuf, recvbuf, op, 0, True, "Iallreduce")
-
-    def _iscan(self, sendbuf, recvbuf, op, ex: bool, call: str) -> CollRequest:
-        src = self._in(sendbuf, recvbuf)
-        out = Msg(recvbuf, writable=True)
-
-        def post(h, d):
-            if not h.get("none"):
-                out.unpack(d)
-
-        return self._icoll("scan", call, src.pack(), post, rop=_op(op).key, ex=ex, **src.type_fields())
-
-    def Iscan(self, sendbuf, recvbuf, op=OPS["SUM"]) -> CollRequest:
-        return self._iscan(sendbuf, recvbuf, op, False, "Iscan")
-
-    def Iexscan(self, sendbuf, recvbuf, op=OPS["SUM"]) -> CollRequest:
-        return self._iscan(sendbuf, recvbuf, op, True, "Iexscan")
-
-    def Ireduce_scatter_block(self, sendbuf, recvbuf, op=OPS["SUM"]) -> CollRequest:
-        out = Msg(recvbuf, writable=True)
-        src = Msg(recvbuf) if sendbuf is IN_PLACE else Msg(sendbuf)
-        n = out.nbytes if sendbuf is not IN_PLACE else src.nbytes // self._size
-        return self._icoll("reduce_scatter", "Ireduce_scatter_block", src.pack(), lambda h, d: out.unpack(d),
-                           rop=_op(op).key, lens=[n] * self._size, uniform=True, **src.type_fields())
-
-    def Ireduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=OPS["SUM"]) -> CollRequest:
-        out = Msg(recvbuf, writable=True)
-        src = Msg(recvbuf) if sendbuf is IN_PLACE else Msg(sendbuf)
-        counts = list(recvcounts) if recvcounts is not None else [src.count // self._size] * self._size
-        lens = [c * src.dt.packed for c in counts]
-        mine = counts[self._rank]
-        return self._icoll("reduce_scatter", "Ireduce_scatter", src.pack(), lambda h, d: out.unpack(d, mine),
-                           rop=_op(op).key, lens=lens, **src.type_fields())
-
-    # gathers, scatters, all-to-all
-    def _igather(self, sendbuf, recvbuf, root: int, every: bool, vector: bool, call: str) -> CollRequest:
-        me = every or self._rank == root
-        out = Msg(recvbuf, writable=True, vector=vector, blocks=self._size) if me else None
-        if sendbuf is IN_PLACE:
-            at = out.displs[self._rank] if vector else self._rank * out.count
-            mine = out.pack(out.counts[self._rank] if vector else out.count, at)
-        else:
-            mine = Msg(sendbuf).pack()
-
-        def post(h, data):
-            if h.get("none"):
-                return
-            at = 0
-            for r, n in enumerate(h["lens"]):
-                out.unpack(data[at:at + n], out.counts[r] if vector else out.count,
-                           out.displs[r] if vector else r * out.count)
-                at += n
-
-        return self._icoll("gather", call, mine, post, root=root, all=every, uniform=every and not vector)
-
-    def Igather(self, sendbuf, recvbuf, root: int = 0) -> CollRequest:
-        return self._igather(sendbuf, recvbuf, root, False, False, "Igather")
-
-    def Igatherv(self, sendbuf, recvbuf, root: int = 0) -> CollRequest:
-        return self._igather(sendbuf, recvbuf, root, False, True, "Igatherv")
-
-    def Iallgather(self, sendbuf, recvbuf) -> CollRequest:
-        return self._igather(sendbuf, recvbuf, 0, True, False, "Iallgather")
-
-    def Iallgatherv(self, sendbuf, recvbuf) -> CollRequest:
-        return self._igather(sendbuf, recvbuf, 0, True, True, "Iallgatherv")
-
-    def _iscatter(self, sendbuf, recvbuf, root: int, vector: bool, call: str) -> CollRequest:
-        parts = []
-        if self._rank == root:
-            src = Msg(sendbuf, vector=vector, blocks=self._size)
-            for r in range(self._size):
-                parts.append(src.pack(src.counts[r], src.displs[r]) if vector else src.pack(src.count, r * src.count))
-        out = Msg(recvbuf, writable=True) if recvbuf is not IN_PLACE else None
-        return self._icoll("scatter", call, b"".join(parts), (lambda h, d: out.unpack(d)) if out is not None else None,
-                           root=root, lens=[len(p) for p in parts])
-
-    def Iscatter(self, sendbuf, recvbuf, root: int = 0) -> CollRequest:
-        return self._iscatter(sendbuf, recvbuf, root, False, "Iscatter")
-
-    def Iscatterv(self, sendbuf, recvbuf, root: int = 0) -> CollRequest:
-        return self._iscatter(sendbuf, recvbuf, root, True, "Iscatterv")
-
-    def _ialltoall(self, sendbuf, recvbuf, vector: bool, call: str) -> CollRequest:
-        out = Msg(recvbuf, writable=True, vector=vector, blocks=self._size)
-        src = out if sendbuf is IN_PLACE else Msg(sendbuf, vector=vector, blocks=self._size)
-        if vector:
-            parts = [src.pack(src.counts[r], src.displs[r]) for r in range(self._size)]
-        else:
-            parts = [src.pack(src.count, r * src.count) for r in range(self._size)]
-
-        def post(h, data):
-            at = 0
-            for r, n in enumerate(h["lens"]):
-                out.unpack(data[at:at + n], out.counts[r] if vector else out.count,
-                           out.displs[r] if vector else r * out.count)
-                at += n
-
-        return self._icoll("alltoall", call, b"".join(parts), post, lens=[len(p) for p in parts],
-                           uniform=not vector and len({len(p) for p in parts}) == 1)
-
-    def Ialltoall(self, sendbuf, recvbuf) -> CollRequest:
-        return self._ialltoall(sendbuf, recvbuf, False, "Ialltoall")
-
-    def Ialltoallv(self, sendbuf, recvbuf) -> CollRequest:
-        return self._ialltoall(sendbuf, recvbuf, True, "Ialltoallv")
 
     def Ialltoallw(self, sendbuf, recvbuf) -> CollRequest:
         return self._ialltoallw(sendbuf, recvbuf, "Ialltoallw")
@@ -262,6 +201,11 @@ class CollectivesMixin:
     def Alltoallw(self, sendbuf, recvbuf) -> None:
         """The nonblocking one, waited for at once (it runs inside the Wait)."""
         self._ialltoallw(sendbuf, recvbuf, "Alltoallw").Wait()
+
+
+for _name in ("Barrier", "Bcast", "Gather", "Gatherv", "Scatter", "Scatterv", "Allgather", "Allgatherv", "Alltoall",
+              "Alltoallv", "Reduce", "Allreduce", "Reduce_scatter_block", "Reduce_scatter", "Scan", "Exscan"):
+    setattr(CollectivesMixin, "I" + _name[0].lower() + _name[1:], _nonblocking("I" + _name[0].lower() + _name[1:], _name))
 
 
 def _persistent(name: str):
