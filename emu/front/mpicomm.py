@@ -37,6 +37,8 @@ class MpiComm(Comm):
         """Its rendezvous sends not yet done (completed at the call's end, ``_sends_done``)."""
 
     async def _run(self, kind: str, algo, nbytes: int, *args):
+        if not self.always:  # a blocking collective (or a communicator's making): the nonblocking ones called before it first
+            await self.st.run_nbc()
         # (a rank with windows: every call through the point-to-point layer, whose waits serve the
         # one-sided requests of other ranks -- a passive target's lock must not wait for a barrier)
         self.p2p = self.always or nbytes > self.st.eager or self.st.rma is not None

@@ -36,6 +36,23 @@ elif r == 1:
 else:
     b.Wait()
 
+# a nonblocking barrier still pending while a communicator is made and a long message goes: rank 1's
+# Send waits for rank 0, which is in Dup (whose barrier runs the pending Ibarrier first, as rank 1 does)
+b = comm.Ibarrier()
+if r == 0:
+    got = np.empty(40_000, "u1")
+    q = comm.Irecv(got, 1, 11)
+    d = comm.Dup()
+    q.Wait()
+    assert (got == 1).all()
+elif r == 1:
+    comm.Send(np.ones(40_000, "u1"), 0, 11)
+    d = comm.Dup()
+else:
+    d = comm.Dup()
+b.Wait()
+d.Free()
+
 g = np.empty((n, 3), "i4")
 comm.Igather(np.full(3, r, "i4"), g if r == 0 else None, 0).Wait()
 assert r != 0 or (g == R).all()
