@@ -189,3 +189,27 @@ def test_the_rma_header_is_its_declaration(op, rop, disp, nbytes, npos, etype):
                                                                           npos=npos, etype=etype)
     assert raw == bytes(pkt) and len(raw) == 17 + 22
     assert MpiEnvelope(raw)[MpiRma].disp == disp
+
+
+def test_the_rendezvous_is_on_the_wire(mpirun, tmp_path):
+    """In the capture: each long message is a request-to-send (25 bytes: the envelope and the size),
+    a clear-to-send (17), then the data (its envelope and 20,000 bytes); no eager data message."""
+    from collections import Counter
+
+    from scapy.utils import rdpcap
+
+    from emu.wire import HDR_LEN, MSG
+    from emu.wire.mpi import P2P_TAG
+
+    pcap = tmp_path / "r.pcapng"
+    res = mpirun(PINGPONG, n=2, topo="star:n=2", args=(20_000, 1), pcap=str(pcap))
+    assert res.returncode == 0, res
+    seen = Counter()
+    for p in rdpcap(str(pcap)):
+        b = bytes(p)
+        if len(b) > HDR_LEN + MSG.size:
+            _, tag, total, off = MSG.unpack(b[HDR_LEN:HDR_LEN + MSG.size])
+            if tag == P2P_TAG and off == 0:
+                seen[(b[HDR_LEN + MSG.size], total)] += 1
+    assert set(seen) == {(3, 25), (4, 17), (5, 20_017)}, seen
+    assert len(set(seen.values())) == 1  # one of each per message (every frame seen at as many ports)
