@@ -12,7 +12,9 @@ with ``--full`` as ``python osu_x.py`` (all their loops: osu_latency alone is 66
 4 minutes), by default through their own function with fewer iterations and smaller sizes
 (``osu_latency(skip=.., loop=.., MAX_MSG_SIZE=..)``, the keyword arguments the demos take). Their
 figures are virtual: latency beside the point-to-point model (``emu.nodes.collectives.model``:
-send overhead + frames through the switch + receive overhead, the 17-byte MPI header included),
+send overhead + frames through the switch + receive overhead, the 17-byte MPI header included; over
+``host.eager_limit_bytes`` the rendezvous's request-to-send and clear-to-send before the data; a
+long osu_bcast/osu_scatter at least its data's time on the root's link),
 bandwidth beside the link's payload rate; MPICH's are wall-clock figures of this machine's shared
 memory, printed for the record only -- not a comparison.
 """
@@ -103,8 +105,15 @@ def _rows(text: str) -> list[tuple[int, float]]:
 def model(name: str, size: int, topo: str) -> str:
     t = build(topo)
     h, lk, sw = t.nodes["h0"].spec, t.links[0].spec, t.nodes[t.switches[0].name].spec
-    if name == "osu_latency":
-        return f"{_step(size + 17, h, lk, sw, 1) / 1000:.2f} us"
+    if name == "osu_latency":  # over the eager limit: the request-to-send (+8: its size), the clear-to-send first
+        rndv = _step(17 + 8, h, lk, sw, 1) + _step(17, h, lk, sw, 1) if size > h.eager_limit_bytes else 0
+        return f"{(rndv + _step(size + 17, h, lk, sw, 1)) / 1000:.2f} us"
+    if name in ("osu_bcast", "osu_scatter") and size > h.eager_limit_bytes:
+        # a rendezvous send ends when its data went: the root's link carries at least one copy (bcast),
+        # or every other rank's part of ``size`` bytes (scatter; the ranks: OSU's table)
+        copies = OSU[name][0] - 1 if name == "osu_scatter" else 1
+        wire_ns = copies * sum(lk.serialization_ns(s) for s in frame_sizes(size + 17, h.mtu_bytes))
+        return f">= {wire_ns / 1000:.2f} us (root's link)"
     if name in ("osu_bw", "osu_bibw"):
         wire_ns = sum(lk.serialization_ns(s) for s in frame_sizes(size + 17, h.mtu_bytes))
         # a window of messages: bound by the link, or by the host CPU per message (osu_bw: the sender

@@ -116,6 +116,14 @@ class HostSpec:
     xor_ns: int = 1
     """Network-coded broadcast: the NIC's time to XOR two packets (encode or decode one chain link), ns (1 cycle at
     1 GHz by default; the source swept 0-35 cycles)."""
+    eager_limit_bytes: int = 16384
+    """``emu mpirun``'s point-to-point protocol: a message of at most this many bytes goes eagerly (at
+    once, buffered at the receiver if no receive matches it yet); a longer one by rendezvous
+    (request-to-send, clear-to-send once a receive matched it, then the data: the send completes
+    when its data went, ``emu.wire.mpi``). 16 KiB (bytes): the eager limit MPICH's ch4:ofi meets with
+    libfabric's verbs and tcp providers through ofi_rxm, whose eager buffer (FI_OFI_RXM_BUFFER_SIZE)
+    is 16 KiB by default -- the low end of the 16-64 KiB that MPICH's ch4 devices use; UCX's
+    rendezvous threshold on InfiniBand is of the same order."""
     max_message_bytes: int = 1 << 30
     """Largest message a host accepts; a segment announcing more is malformed (counted, dropped)."""
     transport: str = "none"
@@ -155,6 +163,10 @@ class HostSpec:
     def __post_init__(self) -> None:
         _check_delays("HostSpec", self, ("nic_delay_ns", "send_overhead_ns", "recv_overhead_ns", "reduce_ps_per_byte",
                                          "xor_ns"))
+        if not isinstance(self.eager_limit_bytes, int) or isinstance(self.eager_limit_bytes, bool) \
+                or not 0 <= self.eager_limit_bytes <= 1 << 30:
+            raise ConfigError(f"HostSpec.eager_limit_bytes must be an integer within 0..2**30 bytes, got "
+                              f"{self.eager_limit_bytes!r}")
         if not isinstance(self.max_message_bytes, int) or not 1 <= self.max_message_bytes <= 0xFFFFFFFF:
             raise ConfigError(f"HostSpec.max_message_bytes must be within 1..2**32-1 (the segment header's "
                               f"32-bit total), got {self.max_message_bytes!r}")

@@ -7,6 +7,7 @@ import struct
 
 import numpy as np
 
+from .mpirma import h_win
 from .mpiserve import ANY_SOURCE, CommInfo, MpiError, RankState, status_of
 
 UNDEFINED = -32766
@@ -78,6 +79,8 @@ async def h_wait(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
         return done[:1] if mode == "any" else done
 
     if test:
+        if any(r.kind == "coll" and not r.done for r in reqs):  # a queued collective runs when tested
+            await st.run_nbc()
         await st.poll()
         done = ready()
         if not done:
@@ -107,7 +110,7 @@ async def h_probe(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
     if env is None:
         await _idle(st)
         return {"found": False}, b""
-    return {"found": True, "st": [0, env.src, env.tag, len(env.data), False]}, b""
+    return {"found": True, "st": [0, env.src, env.tag, env.size, False]}, b""
 
 
 async def h_cancel(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
@@ -197,7 +200,7 @@ async def h_now(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
 
 HANDLERS = {"send": h_send, "recv": h_recv, "sendrecv": h_sendrecv, "wait": h_wait, "probe": h_probe,
             "cancel": h_cancel, "dup": h_dup, "split": h_split, "create": h_create, "free": h_free,
-            "info": h_info, "now": h_now}
+            "info": h_info, "now": h_now, "win": h_win}
 
 LENGTHS = struct.Struct("!Q")
 

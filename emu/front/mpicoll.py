@@ -18,19 +18,26 @@ from __future__ import annotations
 import numpy as np
 
 from emu.config import ConfigError
-from emu.nodes.collectives import Comm
 from emu.reduce import DTYPES, get_op
 
+from .mpicomm import ALGO_CTX, NBC_CTX, MpiComm
+from .mpinbc import start
 from .mpiserve import COLL_CTX, CommInfo, MpiError, RankState
 
 SUPPORTS = {"nic": ("allreduce", "reduce"), "hw": ("bcast", "barrier", "allreduce"),
             "switch": ("allreduce", "reduce", "bcast", "barrier")}
 
 
-def comm_of(st: RankState, info: CommInfo) -> Comm:
-    """The emulator's communicator over the same hosts (made on first use)."""
+def comm_of(st: RankState, info: CommInfo) -> MpiComm:
+    """The emulator's communicator over the same hosts (made on first use; ``emu.front.mpicomm``);
+    while the rank runs a nonblocking collective, the one whose messages all go point to point."""
+    if st.nbc_running:
+        comm = st.nbc_comms.get(info.ctx)
+        if comm is None or comm.info is not info:
+            comm = st.nbc_comms[info.ctx] = MpiComm(st, info, info.ctx | COLL_CTX | NBC_CTX, always=True)
+        return comm
     if info.comm is None:
-        info.comm = Comm(st.host, [st.job.hosts[w] for w in info.ranks], comm_id=info.coll_id)
+        info.comm = MpiComm(st, info, info.ctx | COLL_CTX | ALGO_CTX)
     return info.comm
 
 
@@ -51,7 +58,7 @@ def _native(op: str | None, dtype: str | None) -> bool:
 
 def _offload(st: RankState, info: CommInfo, kind: str, dtype=None, op: str | None = None, count: int = 0):
     o = st.job.offload
-    if o is None or len(info.ranks) < 2 or kind not in SUPPORTS[o] or (o in ("nic", "hw") and info.ctx != 0):
+    if o is None or st.nbc_running or len(info.ranks) < 2 or kind not in SUPPORTS[o] or (o in ("nic", "hw") and info.ctx != 0):
         return None
     from emu.nodes.collectives.offload import default_branch, parts, validate
 
@@ -75,7 +82,10 @@ def _algo(st: RankState, head: dict, comm: Comm | None, generic: str | None = No
 
 # -- point to point on the collective context -------------------------------------------------------
 async def _send(st: RankState, info: CommInfo, dest: int, data) -> None:
+    """Send to ``dest`` and wait until the send is done (at once for an eager message; a rendezvous
+    one when its receiver is there and its data went)."""
     req = await st.send(info, dest, 0, data, ctx=info.ctx | COLL_CTX)
+    await st.wait(req)
     st.reqs.pop(req.id, None)
 
 
@@ -234,13 +244,16 @@ async def c_alltoall(st, info, head, payload):
         y = await comm.alltoall(np.frombuffer(payload, np.uint8).reshape(size, -1).copy())
         _algo(st, head, comm)
         return {"lens": head["lens"]}, y.tobytes()
-    for i in range(1, size):
-        await _send(st, info, (me + i) % size, parts[(me + i) % size])
+    ctx = info.ctx | COLL_CTX  # every receive posted before any send: rendezvous sends cannot wait on each other
+    recvs = {(me - i) % size: await st.post_recv(info, (me - i) % size, 0, ctx=ctx) for i in range(1, size)}
+    sends = [await st.send(info, (me + i) % size, 0, parts[(me + i) % size], ctx=ctx) for i in range(1, size)]
     got = [b""] * size
     got[me] = parts[me]
-    for i in range(1, size):
-        src = (me - i) % size
-        got[src] = await _recv(st, info, src)
+    for src, req in recvs.items():
+        got[src] = (await st.wait(req)).env.data
+    for req in [*recvs.values(), *sends]:
+        await st.wait(req)
+        st.reqs.pop(req.id, None)
     _algo(st, head, None, "pairwise")
     return {"lens": [len(p) for p in got]}, b"".join(got)
 
@@ -283,4 +296,8 @@ async def h_coll(st: RankState, head: dict, payload):
     fn = KINDS.get(head.get("kind"))
     if fn is None:
         raise MpiError(f"no collective {head.get('kind')!r}", 15)
-    return await fn(st, st.comm(head["ctx"]), head, payload)
+    if head.get("nb"):  # Ibcast, ..., a persistent collective's Start: queued (emu.front.mpinbc)
+        return start(st, fn, head, payload), b""
+    info = st.comm(head["ctx"])
+    await st.run_nbc()  # the nonblocking ones called before it run first (MPI's order)
+    return await fn(st, info, head, payload)

@@ -21,14 +21,16 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from emu.rank import wire
-from emu.wire.mpi import ENVELOPE, P2P_TAG
+from emu.wire.mpi import ENVELOPE, P2P_TAG, RENDEZVOUS
 
 from .mpiwatch import Watch, check_interval, signal_text
 
 HDR = ENVELOPE.struct
 """The envelope of every point-to-point message (``emu.wire.mpi.MpiEnvelope``: kind, context,
 source, tag, seq); no bit fields, so its struct packs it as the declaration does."""
-DATA, SYNC, ACK = 0, 1, 2
+RNDV = RENDEZVOUS.struct
+"""After a request-to-send's envelope: the size of the message (``emu.wire.mpi.MpiRendezvous``)."""
+DATA, SYNC, ACK, RTS, CTS, RDATA, RMA, RMA_REPLY = 0, 1, 2, 3, 4, 5, 6, 7
 ANY_SOURCE, ANY_TAG, PROC_NULL = -2, -1, -1
 COLL_CTX = 0x80000000
 """Context of a communicator's collective traffic that goes point to point (its context | this)."""
@@ -55,9 +57,14 @@ class Env:
     ctx: int
     src: int
     tag: int
-    data: bytes
+    data: bytes | None
+    """None while a rendezvous message's bytes have not come (its request-to-send matched or waits)."""
     wsrc: int
     sync: int | None = None
+    size: int = 0
+    """The message's length in bytes (a rendezvous message's before its bytes are here)."""
+    rndv: int | None = None
+    """A rendezvous message: the ``seq`` of its request-to-send (its clear-to-send and data name it)."""
 
 
 @dataclass(eq=False)
@@ -187,6 +194,22 @@ class RankState:
         self.recv_seq: dict[int, int] = {}
         self.early: dict[tuple[int, int], tuple] = {}
         self.sync_wait: dict[tuple[int, int], Req] = {}
+        self.eager = host.spec.eager_limit_bytes
+        self.rndv_send: dict[tuple[int, int], tuple[Req, bytes]] = {}
+        """Rendezvous sends waiting for their clear-to-send: (world rank, seq) -> (request, data)."""
+        self.rndv_recv: dict[tuple[int, int], Req] = {}
+        """Receives matched to a request-to-send, waiting for its data: (world rank, seq) -> request."""
+        self.nbc: list[tuple] = []
+        """Nonblocking collectives called and not yet run, oldest first (``emu.front.mpinbc``)."""
+        self.nbc_running = False
+        self.nbc_comms: dict[int, object] = {}
+        """Per context: the ``MpiComm`` the nonblocking collectives run on."""
+        self.nbc_runner = None
+        """``emu.front.mpinbc.run_pending``, set when the first one is queued."""
+        self.rma = None
+        """Its one-sided windows and requests (``emu.front.mpirma.Rma``), once it made a window."""
+        self.rma_incoming = None
+        """``emu.front.mpirma.incoming``, set when the first window is made: one-sided requests and replies."""
         n = len(job.hosts)
         self.comms: dict[int, CommInfo] = {0: CommInfo(0, list(range(n)), rank, 1), 1: CommInfo(1, [rank], 0, 0)}
         self.calls: dict[str, CallFigures] = {}
@@ -237,8 +260,10 @@ class RankState:
     # -- point to point ---------------------------------------------------------------------------
     async def send(self, info: CommInfo, dest: int, tag: int, data, sync: bool = False,
                    ctx: int | None = None) -> Req:
-        """Send ``data`` to rank ``dest`` of ``info``; the request completes now, or for a
-        synchronous send when the receiver matched it."""
+        """Send ``data`` to rank ``dest`` of ``info``. Eager (at most ``host.eager_limit_bytes``):
+        the request completes now, or for a synchronous send when the receiver matched it (its
+        ack). Rendezvous (longer): a request-to-send goes now; the request completes when the
+        receiver's clear-to-send came and the data went (``incoming``)."""
         req = self.new_req("send")
         if dest == PROC_NULL:
             req.done = True
@@ -249,13 +274,22 @@ class RankState:
         wdst = info.ranks[dest]
         seq = self.send_seq.get(wdst, 0)
         self.send_seq[wdst] = seq + 1
+        if wdst == self.rank:  # to oneself: no fabric (MPICH copies too)
+            if sync:
+                self.sync_wait[(wdst, seq)] = req
+            else:
+                req.done = True
+            await self._arrived(SYNC if sync else DATA, ctx, info.rank, tag, self.rank, seq, bytes(data))
+            return req
+        if len(data) > self.eager:
+            self.rndv_send[(wdst, seq)] = (req, data)
+            await self.host.send(self.job.hosts[wdst], HDR.pack(RTS, ctx, info.rank, tag, seq) + RNDV.pack(len(data)),
+                                 P2P_TAG)
+            return req
         if sync:
             self.sync_wait[(wdst, seq)] = req
         else:
             req.done = True
-        if wdst == self.rank:  # to oneself: no fabric (MPICH copies too)
-            await self._arrived(SYNC if sync else DATA, ctx, info.rank, tag, self.rank, seq, bytes(data))
-            return req
         head = HDR.pack(SYNC if sync else DATA, ctx, info.rank, tag, seq)
         await self.host.send(self.job.hosts[wdst], b"".join((head, data)), P2P_TAG)
         return req
@@ -280,7 +314,13 @@ class RankState:
                 and (req.tag == ANY_TAG or req.tag == env.tag))
 
     async def _complete(self, req: Req, env: Env) -> None:
-        req.done, req.env = True, env
+        """``req`` matched ``env``: done, or (a rendezvous message) clear-to-send, done when its bytes come."""
+        req.env = env
+        if env.rndv is not None:
+            self.rndv_recv[(env.wsrc, env.rndv)] = req
+            await self.host.send(self.job.hosts[env.wsrc], HDR.pack(CTS, 0, 0, 0, env.rndv), P2P_TAG)
+            return
+        req.done = True
         if env.sync is not None:  # the sender of a synchronous send waits for this
             if env.wsrc == self.rank:
                 self._acked(self.rank, env.sync)
@@ -301,17 +341,33 @@ class RankState:
         wsrc = self.job.host_rank[msg.src]
         if kind == ACK:
             self._acked(wsrc, seq)
-            return
-        await self._arrived(kind, ctx, src, tag, wsrc, seq, bytes(memoryview(data)[HDR.size:]))
+        elif kind == CTS:  # the receiver matched our request-to-send: the data goes, the send is done
+            req, payload = self.rndv_send.pop((wsrc, seq))
+            await self.host.send(msg.src, b"".join((HDR.pack(RDATA, 0, 0, 0, seq), payload)), P2P_TAG)
+            req.done = True
+        elif kind == RDATA:
+            req = self.rndv_recv.pop((wsrc, seq))
+            req.env.data = bytes(memoryview(data)[HDR.size:])
+            req.done = True
+        elif kind == RMA or kind == RMA_REPLY:
+            await self.rma_incoming(self, kind, ctx, wsrc, seq, data)
+        elif kind == RTS:
+            (size,) = RNDV.unpack_from(data, HDR.size)
+            await self._arrived(kind, ctx, src, tag, wsrc, seq, None, size)
+        else:
+            await self._arrived(kind, ctx, src, tag, wsrc, seq, bytes(memoryview(data)[HDR.size:]))
 
-    async def _arrived(self, kind, ctx, src, tag, wsrc, seq, payload) -> None:
+    async def _arrived(self, kind, ctx, src, tag, wsrc, seq, payload, size: int = 0) -> None:
         expect = self.recv_seq.get(wsrc, 0)
         if seq != expect:  # overtook an earlier message of the same sender: wait for that one
-            self.early[(wsrc, seq)] = (kind, ctx, src, tag, payload)
+            self.early[(wsrc, seq)] = (kind, ctx, src, tag, payload, size)
             return
         while True:
             self.recv_seq[wsrc] = seq + 1
-            env = Env(ctx, src, tag, payload, wsrc, seq if kind == SYNC else None)
+            if kind == RTS:
+                env = Env(ctx, src, tag, None, wsrc, None, size, seq)
+            else:
+                env = Env(ctx, src, tag, payload, wsrc, seq if kind == SYNC else None, len(payload))
             for i, req in enumerate(self.posted):
                 if self._matches(req, env):
                     del self.posted[i]
@@ -323,11 +379,20 @@ class RankState:
             nxt = self.early.pop((wsrc, seq), None)
             if nxt is None:
                 return
-            kind, ctx, src, tag, payload = nxt
+            kind, ctx, src, tag, payload, size = nxt
 
     async def progress(self) -> None:
-        """Wait for the next point-to-point message and take it in."""
+        """Wait for the next point-to-point message and take it in; or, where nonblocking
+        collectives are queued, run them first (``emu.front.mpinbc``: the caller then looks again)."""
+        if self.nbc and not self.nbc_running:
+            await self.nbc_runner(self)
+            return
         await self.incoming(await self.host.recv(tag=P2P_TAG))
+
+    async def run_nbc(self) -> None:
+        """Run the queued nonblocking collectives now (a ``Test`` of one of them, a blocking collective)."""
+        if self.nbc and not self.nbc_running:
+            await self.nbc_runner(self)
 
     async def poll(self) -> None:
         """Take in every point-to-point message already there, without waiting."""
@@ -364,7 +429,7 @@ def status_of(req: Req) -> list:
     env = req.env
     if env is None:
         return [req.id, ANY_SOURCE, ANY_TAG, 0, req.cancelled]
-    return [req.id, env.src, env.tag, len(env.data), req.cancelled]
+    return [req.id, env.src, env.tag, env.size, req.cancelled]
 
 
 def describe(head: dict) -> str:

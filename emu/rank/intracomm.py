@@ -10,6 +10,7 @@ from .comm import (ANY_SOURCE, ANY_TAG, CONGRUENT, IDENT, PROC_NULL, SIMILAR, TA
                    UNEQUAL, Group, Prequest, Request, Status, _fill, _op, _pickle, _tag_ok, _unsupported)
 from .consts import CONSTANTS
 from .handle import Handle, Impl, predefine_null
+from .icoll import CollectivesMixin
 from .info import ERRORS_RETURN, Errhandler, Info, call_errhandler, create_errhandler
 from .pickling import PICKLE
 from .types import Exception, OPS
@@ -28,7 +29,7 @@ def _locked(key: str):
     return wrap
 
 
-class Comm(Attributes, Handle, family=True):
+class Comm(CollectivesMixin, Attributes, Handle, family=True):
     """A communicator: its context id (every member's the same), size and this rank's rank."""
 
     _kind = "comm"
