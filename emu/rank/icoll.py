@@ -15,12 +15,8 @@ import json
 import struct
 import threading
 
+from .buffers import IN_PLACE, MsgW
 from .channel import CHANNEL
-
-try:  # the buffer specs: emu/rank/buffers.py once they move there from channel.py
-    from .buffers import IN_PLACE, Msg
-except ImportError:  # pragma: no cover
-    from .channel import IN_PLACE, Msg
 from .comm import Prequest, Request, Status, _null_request
 from .errors import Exception
 
@@ -65,54 +61,6 @@ class PcollRequest(Prequest):
         self._h.inner._finish(row, data)
         self._last = self._h.inner._last
         self._done()
-
-
-def _wpack(msg: Msg, count: int, byte_displ: int) -> bytes:
-    """``count`` elements of ``msg``'s type at ``byte_displ`` bytes into its buffer (Alltoallw)."""
-    dt, at = msg.dt, byte_displ
-    if dt.contiguous():
-        return bytes(msg.raw[at:at + count * dt.extent])
-    import numpy as np
-
-    return np.frombuffer(msg.raw, np.uint8)[dt.index(count) + at].tobytes()
-
-
-def _wunpack(msg: Msg, data, count: int, byte_displ: int) -> None:
-    dt, at = msg.dt, byte_displ
-    if len(data) > count * dt.packed:
-        from .types import Exception
-
-        raise Exception(15, f"MPI_ERR_TRUNCATE: a message of {len(data)} bytes for {count} elements of {dt.name}")
-    if dt.contiguous():
-        msg.raw[at:at + len(data)] = data
-        return
-    import numpy as np
-
-    np.frombuffer(msg.raw, np.uint8)[dt.index(count)[:len(data)] + at] = np.frombuffer(bytes(data), np.uint8)
-
-
-def _wspec(spec, size: int) -> tuple:
-    """``[buf, counts, displs, types]``, ``[buf, (counts, displs), types]`` or ``[buf, counts, types]``
-    (displacements in bytes; one type or one per rank)."""
-    items = list(spec)
-    if len(items) == 4:
-        buf, counts, displs, types = items
-    elif len(items) == 3 and isinstance(items[1], tuple) and len(items[1]) == 2 and not isinstance(items[1][0], int):
-        buf, (counts, displs), types = items
-    elif len(items) == 3:
-        (buf, counts, types), displs = items, None
-    else:
-        raise ValueError(f"Alltoallw: a message is [buf, counts, displs, types], got {len(items)} items")
-    types = list(types) if isinstance(types, (list, tuple)) else [types] * size
-    counts = [int(c) for c in counts]
-    displs = [int(d) for d in displs] if displs is not None else None
-    msgs = [Msg([buf, t]) if t is not None else None for t in types]
-    if displs is None:  # packed one after the other, each in its own type
-        displs, at = [], 0
-        for c, m in zip(counts, msgs):
-            displs.append(at)
-            at += c * (m.dt.extent if m is not None else 0)
-    return msgs, counts, displs
 
 
 class _Deferred:
@@ -185,18 +133,18 @@ class CollectivesMixin:
         return self._ialltoallw(sendbuf, recvbuf, "Ialltoallw")
 
     def _ialltoallw(self, sendbuf, recvbuf, call: str) -> CollRequest:
-        routs, rcounts, rdispls = _wspec(recvbuf, self._size)
-        if sendbuf is IN_PLACE:
-            souts, scounts, sdispls = routs, rcounts, rdispls
-        else:
-            souts, scounts, sdispls = _wspec(sendbuf, self._size)
-        parts = [_wpack(souts[r], scounts[r], sdispls[r]) if scounts[r] else b"" for r in range(self._size)]
+        """Each block its own count, byte displacement and datatype (``buffers.MsgW``, as mpi4py reads
+        an Alltoallw specification)."""
+        size = self._size
+        out = MsgW(recvbuf, writable=True, blocks=size)
+        src = out if sendbuf is IN_PLACE else MsgW(sendbuf, blocks=size)
+        parts = [src.pack(r) if src.counts[r] else b"" for r in range(size)]
 
         def post(h, data):
             at = 0
             for r, n in enumerate(h["lens"]):
-                if rcounts[r]:
-                    _wunpack(routs[r], data[at:at + n], rcounts[r], rdispls[r])
+                if out.counts[r]:
+                    out.unpack(r, data[at:at + n])
                 at += n
 
         return self._icoll("alltoall", call, b"".join(parts), post, lens=[len(p) for p in parts])

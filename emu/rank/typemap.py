@@ -132,6 +132,11 @@ def _expand(off, ln):
     return np.arange(total, dtype=np.int64) + np.repeat(off - starts, ln)
 
 
+def indices(flat: Flat):
+    """Byte offsets of every byte the runs touch, in type-map order (numpy int64)."""
+    return _expand(flat.off, flat.ln)
+
+
 def _chunks(flat: Flat):
     """(first run, end run, output offset) steps of at most about _CHUNK bytes."""
     ends = np.cumsum(flat.ln)

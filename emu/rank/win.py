@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 
 from .channel import CHANNEL
+from . import typemap as tm
 from .attrs import Attributes
 from .comm import Group, Request, _null_request, _unsupported
 from .handle import Handle, Impl, predefine_null
@@ -311,10 +312,11 @@ class Win(Attributes, Handle, family=True):
         disp, count, tdt = _target(target, shape)
         if op in ("fop", "cas"):
             count = 1
-        if tdt.contiguous():
-            pos, nbytes = None, count * tdt.packed
+        flat = tdt._message(count)  # the target's bytes, in type-map order, from its displacement
+        if len(flat) == 0 or (len(flat) == 1 and int(flat.off[0]) == 0):
+            pos, nbytes = None, count * tdt.Get_size()
         else:
-            pos = tdt.index(count)
+            pos = tm.indices(flat)
             nbytes = len(pos)
         data = b""
         if op in ("put", "acc", "get_acc", "fop", "cas") and msg is not None and not (rop == "no_op" and op != "acc"):
