@@ -290,45 +290,45 @@ class Comm(CollectivesMixin, Attributes, Handle, family=True):
 
     # -- point to point, buffers ----------------------------------------------------------------------------
     def Send(self, buf, dest: int, tag: int = 0) -> None:
-        self._send(Msg(buf).pack(), dest, tag, "std", False, "Send")
+        self._send(_out(buf, dest), dest, tag, "std", False, "Send")
 
     def Bsend(self, buf, dest: int, tag: int = 0) -> None:
-        self._send(_room(Msg(buf).pack()), dest, tag, "std", False, "Bsend")
+        self._send(_room(_out(buf, dest)), dest, tag, "std", False, "Bsend")
 
     def Rsend(self, buf, dest: int, tag: int = 0) -> None:
-        self._send(Msg(buf).pack(), dest, tag, "std", False, "Rsend")
+        self._send(_out(buf, dest), dest, tag, "std", False, "Rsend")
 
     def Ssend(self, buf, dest: int, tag: int = 0) -> None:
-        self._send(Msg(buf).pack(), dest, tag, "sync", False, "Ssend")
+        self._send(_out(buf, dest), dest, tag, "sync", False, "Ssend")
 
     def Isend(self, buf, dest: int, tag: int = 0) -> Request:
-        return self._send(Msg(buf).pack(), dest, tag, "std", True, "Isend")
+        return self._send(_out(buf, dest), dest, tag, "std", True, "Isend")
 
     def Ibsend(self, buf, dest: int, tag: int = 0) -> Request:
-        return self._send(_room(Msg(buf).pack()), dest, tag, "std", True, "Ibsend")
+        return self._send(_room(_out(buf, dest)), dest, tag, "std", True, "Ibsend")
 
     def Irsend(self, buf, dest: int, tag: int = 0) -> Request:
-        return self._send(Msg(buf).pack(), dest, tag, "std", True, "Irsend")
+        return self._send(_out(buf, dest), dest, tag, "std", True, "Irsend")
 
     def Issend(self, buf, dest: int, tag: int = 0) -> Request:
-        return self._send(Msg(buf).pack(), dest, tag, "sync", True, "Issend")
+        return self._send(_out(buf, dest), dest, tag, "sync", True, "Issend")
 
     def Recv(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None) -> None:
-        msg = Msg(buf, writable=True)
+        msg = _into(buf, source)
         head, data = CHANNEL.call("recv", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), call="Recv")
         msg.unpack(data)
         _fill(status, head["st"])
 
     def Irecv(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
-        msg = Msg(buf, writable=True)
+        msg = _into(buf, source)
         head, _ = CHANNEL.call("recv", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), nb=True,
                                call="Irecv")
         return Request._make(head["req"], "recv_buf", msg)
 
     def Sendrecv(self, sendbuf, dest: int, sendtag: int = 0, recvbuf=None, source: int = ANY_SOURCE,
                  recvtag: int = ANY_TAG, status: Status | None = None) -> None:
-        out = Msg(sendbuf).pack()
-        msg = Msg(recvbuf, writable=True)
+        out = _out(sendbuf, dest)
+        msg = _into(recvbuf, source)
         head, data = CHANNEL.call("sendrecv", out, ctx=self._ok(), dest=int(dest), sendtag=_tag_ok(sendtag, False),
                                   source=int(source), recvtag=_tag_ok(recvtag, True), call="Sendrecv")
         msg.unpack(data)
@@ -396,13 +396,17 @@ class Comm(CollectivesMixin, Attributes, Handle, family=True):
         return self._reduce_obj(sendobj, op, 0, True, "allreduce")
 
     def _in(self, sendbuf, recvbuf):
-        return Msg(recvbuf) if sendbuf is IN_PLACE else Msg(sendbuf)
+        return Msg(recvbuf) if _inplace(sendbuf) else Msg(sendbuf)
 
     def _reduce_buf(self, sendbuf, recvbuf, op, root: int, every: bool, call: str) -> None:
-        src = self._in(sendbuf, recvbuf)
+        mine = every or self._rank == root
+        out = Msg(recvbuf, writable=True) if mine else None
+        src = out if _inplace(sendbuf) and mine else Msg(sendbuf)
+        if out is not None and not _inplace(sendbuf):
+            _same_shape(src, out)
         head, data = self._coll("reduce", call, src.pack(), rop=_op(op).key, root=root, all=every, **src.type_fields())
         if not head.get("none"):
-            Msg(recvbuf, writable=True).unpack(data)
+            out.unpack(data)
 
     def Reduce(self, sendbuf, recvbuf, op=OPS["SUM"], root: int = 0) -> None:
         self._reduce_buf(sendbuf, recvbuf, op, root, False, "Reduce")
@@ -412,6 +416,8 @@ class Comm(CollectivesMixin, Attributes, Handle, family=True):
 
     def _scan(self, sendbuf, recvbuf, op, ex: bool, call: str) -> None:
         src = self._in(sendbuf, recvbuf)
+        if not _inplace(sendbuf):
+            _same_shape(src, Msg(recvbuf, writable=True))
         head, data = self._coll("scan", call, src.pack(), rop=_op(op).key, ex=ex, **src.type_fields())
         if not head.get("none"):
             Msg(recvbuf, writable=True).unpack(data)
@@ -436,8 +442,8 @@ class Comm(CollectivesMixin, Attributes, Handle, family=True):
 
     def Reduce_scatter_block(self, sendbuf, recvbuf, op=OPS["SUM"]) -> None:
         out = Msg(recvbuf, writable=True)
-        src = Msg(recvbuf) if sendbuf is IN_PLACE else Msg(sendbuf)
-        n = out.nbytes if sendbuf is not IN_PLACE else src.nbytes // self._size
+        src = Msg(recvbuf) if _inplace(sendbuf) else Msg(sendbuf)
+        n = out.nbytes if not _inplace(sendbuf) else src.nbytes // self._size
         head, data = self._coll("reduce_scatter", "Reduce_scatter_block", src.pack(), rop=_op(op).key,
                                 lens=[n] * self._size, uniform=True, **src.type_fields())
         out.unpack(data)
@@ -446,8 +452,8 @@ class Comm(CollectivesMixin, Attributes, Handle, family=True):
         """As mpi4py: without ``recvcounts`` every rank's receive count is gathered (an Allgather of
         each rank's own receive buffer's count), and the counts are checked against the buffers."""
         out = Msg(recvbuf, writable=True)
-        src = Msg(recvbuf) if sendbuf is IN_PLACE else Msg(sendbuf)
-        if recvcounts is None and sendbuf is not IN_PLACE:
+        src = Msg(recvbuf) if _inplace(sendbuf) else Msg(sendbuf)
+        if recvcounts is None and not _inplace(sendbuf):
             counts = [int(c) for c in self.allgather(out.count)]
         elif recvcounts is None:
             raise ValueError("Reduce_scatter with IN_PLACE needs recvcounts")
@@ -455,7 +461,7 @@ class Comm(CollectivesMixin, Attributes, Handle, family=True):
             counts = [int(c) for c in recvcounts]
         if len(counts) != self._size:
             raise ValueError(f"expecting {self._size} receive counts, got {len(counts)}")
-        if sendbuf is not IN_PLACE:
+        if not _inplace(sendbuf):
             if src.count != sum(counts):
                 raise ValueError(f"mismatch in send count {src.count} and sum(counts) {sum(counts)}")
             if out.count != counts[self._rank]:
@@ -498,7 +504,7 @@ class Comm(CollectivesMixin, Attributes, Handle, family=True):
     def _gather_buf(self, sendbuf, recvbuf, root: int, every: bool, vector: bool, call: str) -> None:
         me = every or self._rank == root
         out = Msg(recvbuf, writable=True, vector=vector, blocks=self._size) if me else None
-        if sendbuf is IN_PLACE:
+        if _inplace(sendbuf):
             at = out.displs[self._rank] if vector else self._rank * out.count
             mine = out.pack(out.counts[self._rank] if vector else out.count, at)
         else:
@@ -533,7 +539,7 @@ class Comm(CollectivesMixin, Attributes, Handle, family=True):
             for r in range(self._size):
                 parts.append(src.pack(src.counts[r], src.displs[r]) if vector else src.pack(src.count, r * src.count))
         head, data = self._coll("scatter", call, b"".join(parts), root=root, lens=[len(p) for p in parts])
-        if recvbuf is not IN_PLACE:
+        if not _inplace(recvbuf):
             Msg(recvbuf, writable=True).unpack(data)
 
     def Scatter(self, sendbuf, recvbuf, root: int = 0) -> None:
@@ -544,7 +550,7 @@ class Comm(CollectivesMixin, Attributes, Handle, family=True):
 
     def _alltoall_buf(self, sendbuf, recvbuf, vector: bool, call: str) -> None:
         out = Msg(recvbuf, writable=True, vector=vector, blocks=self._size)
-        src = out if sendbuf is IN_PLACE else Msg(sendbuf, vector=vector, blocks=self._size)
+        src = out if _inplace(sendbuf) else Msg(sendbuf, vector=vector, blocks=self._size)
         if vector:
             parts = [src.pack(src.counts[r], src.displs[r]) for r in range(self._size)]
         else:
@@ -562,6 +568,36 @@ class Comm(CollectivesMixin, Attributes, Handle, family=True):
 
     def Alltoallv(self, sendbuf, recvbuf) -> None:
         self._alltoall_buf(sendbuf, recvbuf, True, "Alltoallv")
+
+
+def _inplace(buf) -> bool:
+    """mpi4py's ``is_IN_PLACE``: ``None`` is IN_PLACE in a collective's send buffer too."""
+    return buf is None or buf is IN_PLACE
+
+
+def _out(buf, dest: int) -> bytes:
+    """The packed message of a send; nothing parsed for PROC_NULL (as mpi4py: any buffer goes)."""
+    return b"" if dest == PROC_NULL else Msg(buf).pack()
+
+
+def _into(buf, source: int):
+    """The receive buffer of a receive; none for PROC_NULL (nothing arrives; any buffer goes)."""
+    return _Nothing() if source == PROC_NULL else Msg(buf, writable=True)
+
+
+class _Nothing:
+    """Where a receive from PROC_NULL puts its (empty) message."""
+
+    def unpack(self, data, *a) -> None:
+        pass
+
+
+def _same_shape(src, out) -> None:
+    """A reduction's send and receive buffers, checked as mpi4py checks them (``chk_cro_args``)."""
+    if src.dt != out.dt:
+        raise ValueError("mismatch in send and receive MPI datatypes")
+    if src.count != out.count:
+        raise ValueError(f"mismatch in send count {src.count} and receive count {out.count}")
 
 
 def _room(payload: bytes) -> bytes:
