@@ -127,3 +127,5 @@ def __getattr__(name: str):
     if name.startswith("_"):
         raise AttributeError(name)
     raise Unsupported(f"the emulated MPI (emu mpirun) has no MPI.{name}")
+
+from .mpiio import FILE_NULL, File, Register_datarep  # noqa: E402,F811 -- MPI-IO (replaces misc's null File)
