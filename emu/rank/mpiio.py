@@ -29,16 +29,12 @@ from .errors import Exception
 from .handle import Handle, Impl, predefine_null
 from .info import ERRORS_RETURN, Errhandler, Info, call_errhandler, create_errhandler
 from .mpiio_posix import SharedPointer, check_amode, error_of, fs_path, open_flags, read_runs, write_runs
-from .mpiio_view import View, check_datarep, committed, external32, pack, typemap, unpacker
+from .mpiio_view import (HINTS, Register_datarep, View, check_datarep, check_spec, committed, external32,  # noqa: F401
+                         hints as _hints, pack, typemap, unpacker)
 
-HINTS = {"cb_buffer_size": "16777216", "cb_nodes": "1", "ind_rd_buffer_size": "4194304",
-         "ind_wr_buffer_size": "524288", "striping_factor": "0", "striping_unit": "0"}
-"""The hints ``Get_info`` reports; a program's values of these replace them (``cb_nodes`` aside:
-every rank does its own I/O), other keys are ignored, as MPICH ignores keys it does not know."""
 _null_errhandler = [ERRORS_RETURN]
 """``FILE_NULL``'s error handler: what a file opened from now on starts with, and what a failed
 ``Open``/``Delete`` calls."""
-_datareps: set = set()
 
 
 def _fail(target, e):
@@ -453,6 +449,7 @@ def _add_access_methods() -> None:
             base = name[:-len("_end")]
 
             def fn(self, buf, status=None):
+                check_spec(buf, not write)
                 self._end(base, status)
         fn.__name__ = fn.__qualname__ = name
         fn.__doc__ = f"``MPI_File_{name.lower()}``."
@@ -487,26 +484,4 @@ def _as_pair(e: Exception) -> tuple[int, str]:
     return e.Get_error_code(), str(e)
 
 
-def _hints(hints: dict, info) -> dict:
-    if info is None or not info:
-        return hints
-    out = dict(hints)
-    for k in info.keys():
-        if k == "file_perm" or (k in HINTS and k != "cb_nodes"):
-            out[k] = info.Get(k)
-    return out
-
-
 FILE_NULL = predefine_null(File(), "FILE_NULL")
-
-
-def Register_datarep(datarep: str, read_fn, write_fn, extent_fn) -> None:
-    """``MPI.Register_datarep``: the name is taken (a second registration is ``ERR_DUP_DATAREP``), but
-    a view cannot use it (``ERR_UNSUPPORTED_DATAREP`` in ``Set_view``), as with MPICH."""
-    if not isinstance(datarep, str):
-        raise TypeError(f"datarep must be a str, got {type(datarep).__name__}")
-    if len(datarep) > C["MAX_DATAREP_STRING"]:
-        raise Exception(C["ERR_ARG"], f"MPI_ERR_ARG: datarep name longer than {C['MAX_DATAREP_STRING']}")
-    if datarep in _datareps:
-        raise Exception(C["ERR_DUP_DATAREP"], f"MPI_ERR_DUP_DATAREP: datarep {datarep!r} is already registered")
-    _datareps.add(datarep)

@@ -17,8 +17,13 @@ from .consts import CONSTANTS
 from .errors import Exception
 from .mpiio_bufs import host_spec
 
+C = CONSTANTS
 ERR_ARG, ERR_TYPE, ERR_IO = CONSTANTS["ERR_ARG"], CONSTANTS["ERR_TYPE"], CONSTANTS["ERR_IO"]
 ERR_UNSUPPORTED_DATAREP = CONSTANTS["ERR_UNSUPPORTED_DATAREP"]
+HINTS = {"cb_buffer_size": "16777216", "cb_nodes": "1", "ind_rd_buffer_size": "4194304",
+         "ind_wr_buffer_size": "524288", "striping_factor": "0", "striping_unit": "0"}
+"""The hints ``File.Get_info`` reports; a program's values of these replace them (``cb_nodes`` aside:
+every rank does its own I/O), other keys are ignored, as MPICH ignores keys it does not know."""
 DATAREPS = {"native": "native", "internal": "native", "external32": "external32"}
 """The data representations a view may name, and what ``Get_view`` says of them (MPICH: "internal"
 is "native")."""
@@ -51,6 +56,11 @@ def pack(buf) -> tuple[bytes, object]:
     """The bytes a write takes from buffer specification ``buf``, and the buffer's datatype."""
     m = Msg(host_spec(buf))
     return m.pack(), m.dt
+
+
+def check_spec(buf, writable: bool) -> None:
+    """Refuse what is not a buffer specification (a split collective's ``_end`` takes one)."""
+    Msg(host_spec(buf), writable=writable)
 
 
 def unpacker(buf) -> tuple[int, object, object]:
@@ -159,3 +169,29 @@ class View:
         tile, r = divmod(rel, self.fext) if self.fext > 0 else (0, rel)
         got = tile * self.fsize + sum(max(0, min(r - o, n)) for o, n in self.runs)
         return -(-got // self.esize)
+
+
+def hints(current: dict, info) -> dict:
+    """``current`` hints with those of Info ``info`` the library takes (``HINTS``, ``file_perm``)."""
+    if info is None or not info:
+        return current
+    out = dict(current)
+    for k in info.keys():
+        if k == "file_perm" or (k in HINTS and k != "cb_nodes"):
+            out[k] = info.Get(k)
+    return out
+
+
+_datareps: set = set()
+
+
+def Register_datarep(datarep: str, read_fn, write_fn, extent_fn) -> None:
+    """``MPI.Register_datarep``: the name is taken (a second registration is ``ERR_DUP_DATAREP``), but
+    a view cannot use it (``ERR_UNSUPPORTED_DATAREP`` in ``Set_view``), as with MPICH."""
+    if not isinstance(datarep, str):
+        raise TypeError(f"datarep must be a str, got {type(datarep).__name__}")
+    if len(datarep) > C["MAX_DATAREP_STRING"]:
+        raise Exception(C["ERR_ARG"], f"MPI_ERR_ARG: datarep name longer than {C['MAX_DATAREP_STRING']}")
+    if datarep in _datareps:
+        raise Exception(C["ERR_DUP_DATAREP"], f"MPI_ERR_DUP_DATAREP: datarep {datarep!r} is already registered")
+    _datareps.add(datarep)
