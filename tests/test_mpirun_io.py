@@ -96,3 +96,42 @@ except MPI.Exception as e:
 """
     res = mpirun(prog, n=2, topo="star:n=2")
     assert res.returncode == 0 and res.stdout.split() == ["True", "True"] * 2, res
+
+
+ERRORS = """
+import os
+import sys
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+path = sys.argv[1]
+amode = MPI.MODE_RDWR | MPI.MODE_CREATE | (MPI.MODE_UNIQUE_OPEN if comm.rank == 1 else 0)
+try:
+    MPI.File.Open(comm, path, amode)
+    print("opened", flush=True)
+except MPI.Exception as e:
+    print("open", e.Get_error_class() == MPI.ERR_NOT_SAME, flush=True)
+comm.Barrier()
+print("created", os.path.exists(path), flush=True)
+comm.Barrier()
+MPI.File.Open(comm, path, MPI.MODE_RDWR | MPI.MODE_CREATE).Close()
+fh = MPI.File.Open(comm, path, MPI.MODE_RDONLY)
+seen = []
+fh.Set_errhandler(MPI.File.Create_errhandler(lambda f, code: seen.append((f == fh, MPI.Get_error_class(code)))))
+try:
+    fh.Write_at(0, b"x")
+except MPI.Exception as e:
+    print("handler", seen == [(True, MPI.ERR_READ_ONLY)], e.Get_error_class() == MPI.ERR_READ_ONLY, flush=True)
+fh.Close()
+MPI.FILE_NULL.Set_errhandler(MPI.ERRORS_ARE_FATAL)
+MPI.File.Open(comm, path + ".missing", MPI.MODE_RDONLY)
+print("not reached", flush=True)
+"""
+
+
+def test_a_rank_that_cannot_open_fails_every_rank_and_errhandlers_are_called(mpirun, tmp_path):
+    res = mpirun(ERRORS, n=2, topo="star:n=2", args=(str(tmp_path / "e.bin"),))
+    assert res.returncode != 0  # ERRORS_ARE_FATAL of FILE_NULL: the failed Open ends the job
+    assert res.stdout.split("\n")[:-1].count("open True") == 2, res
+    assert res.stdout.split("\n")[:-1].count("created False") == 2, res  # as MPICH: amodes checked first
+    assert res.stdout.split("\n")[:-1].count("handler True True") == 2, res
+    assert "not reached" not in res.stdout

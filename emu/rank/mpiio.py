@@ -88,6 +88,12 @@ class File(Handle, family=True):
         fcomm = comm.Dup()
         size, rank = fcomm.Get_size(), fcomm.Get_rank()
         fd, err, side = None, None, None
+        if size > 1:
+            amodes = fcomm.allgather(amode)
+            if len(set(amodes)) > 1:
+                fcomm.Free()
+                raise Exception(C["ERR_NOT_SAME"], f"MPI_ERR_NOT_SAME: the ranks open with different amodes {amodes} "
+                                                   "(MPI_File_open)")
         if rank == 0:
             try:
                 fd = os.open(path, open_flags(amode, True), perm)
@@ -97,17 +103,16 @@ class File(Handle, family=True):
             except OSError as e:
                 err = _as_pair(error_of(e, "MPI_File_open", path))
         if size > 1:
-            err, side, amode0 = fcomm.bcast((err, side, amode), 0)
-            if err is None and rank:
-                try:
-                    if amode0 != amode:
-                        raise Exception(C["ERR_NOT_SAME"], f"MPI_ERR_NOT_SAME: amode {amode} here, {amode0} on the "
-                                                           "group's first rank (MPI_File_open)")
-                    fd = os.open(path, open_flags(amode, False), perm)
-                except (Exception, OSError) as e:
-                    err = _as_pair(e if isinstance(e, Exception) else error_of(e, "MPI_File_open", path))
-            errs = [err] if err is not None else fcomm.allgather(err)
-            err = err or next((x for x in errs if x is not None), None)
+            err, side = fcomm.bcast((err, side), 0)
+            if err is None:  # the file is there: the others open it, and all learn whether every rank could
+                mine = None
+                if rank:
+                    try:
+                        fd = os.open(path, open_flags(amode, False), perm)
+                    except OSError as e:
+                        mine = _as_pair(error_of(e, "MPI_File_open", path))
+                errs = fcomm.allgather(mine)
+                err = mine or next((x for x in errs if x is not None), None)
         if err is not None:
             if fd is not None:
                 os.close(fd)
@@ -176,12 +181,19 @@ class File(Handle, family=True):
         if h.amode & C["MODE_RDONLY"]:
             raise Exception(C["ERR_READ_ONLY"], f"MPI_ERR_READ_ONLY: {call} of a file opened MODE_RDONLY")
         self._sync(h)
+        err = None
         if h.rank == 0:
-            if not grow_only:
-                os.ftruncate(h.fd, size)
-            elif size > os.fstat(h.fd).st_size:
-                os.posix_fallocate(h.fd, 0, size)
-        self._sync(h)
+            try:
+                if not grow_only:
+                    os.ftruncate(h.fd, size)
+                elif size > os.fstat(h.fd).st_size:
+                    os.posix_fallocate(h.fd, 0, size)
+            except OSError as e:
+                err = _as_pair(error_of(e, call, h.path))
+        if h.size > 1:
+            err = h.comm.bcast(err, 0)
+        if err is not None:
+            raise Exception(*err)
 
     @_mpi
     def Set_size(self, size: int) -> None:
