@@ -126,7 +126,7 @@ class File(Handle, family=True):
         if size == 1:
             shared.set(pos)
         return cls._of(Impl(fd=fd, path=path, amode=amode, comm=fcomm, size=size, rank=rank, view=view,
-                            pos=pos, shared=shared, atomic=False, hints=hints, split=None, closed=False,
+                            pos=pos, shared=shared, atomic=False, dirty=False, hints=hints, split=None, closed=False,
                             errhandler=_null_errhandler[0]))
 
     def _f(self):
@@ -184,6 +184,7 @@ class File(Handle, family=True):
         err = None
         if h.rank == 0:
             try:
+                h.dirty = True
                 if not grow_only:
                     os.ftruncate(h.fd, size)
                 elif size > os.fstat(h.fd).st_size:
@@ -240,7 +241,12 @@ class File(Handle, family=True):
 
     @_mpi
     def Sync(self) -> None:
-        os.fsync(self._f().fd)
+        """Writes to the storage device (``fsync``) -- when this rank wrote since its last ``Sync``:
+        the ranks share the machine's page cache, so what another rank wrote is visible already."""
+        h = self._f()
+        if h.dirty:
+            os.fsync(h.fd)
+            h.dirty = False
 
     @_mpi
     def Get_type_extent(self, datatype) -> int:
@@ -372,6 +378,7 @@ class File(Handle, family=True):
         ext = view.datarep == "external32"
         if write:
             write_runs(h.fd, runs, external32(data, dt) if ext else data, h.atomic)
+            h.dirty = True
             got = nbytes
         else:
             data = read_runs(h.fd, runs, h.atomic)
