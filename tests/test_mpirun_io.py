@@ -3,6 +3,7 @@ ordered calls, compared byte by byte with what MPICH's mpiexec writes for the sa
 
 import os
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -135,3 +136,19 @@ def test_a_rank_that_cannot_open_fails_every_rank_and_errhandlers_are_called(mpi
     assert res.stdout.split("\n")[:-1].count("created False") == 2, res  # as MPICH: amodes checked first
     assert res.stdout.split("\n")[:-1].count("handler True True") == 2, res
     assert "not reached" not in res.stdout
+
+
+def test_a_view_maps_the_data_stream_to_the_bytes_mpich_gives():
+    from emu.rank.mpiio_view import View, external32
+    from emu.rank.types import TYPES
+
+    byte = TYPES["BYTE"]
+    ftype = byte.Create_vector(3, 2, 4).Commit()  # two bytes of every four, extent 10
+    v = View(3, byte, ftype, "native")
+    assert [v.byte_offset(i) for i in range(8)] == [3, 4, 7, 8, 11, 12, 13, 14]  # MPICH's Get_byte_offset
+    assert v.file_runs(1, 8) == [(4, 1), (7, 2), (11, 4), (17, 1)]  # runs of adjacent tiles joined
+    assert v.end_offset(19) == 10 and v.end_offset(3) == 0 and v.end_offset(12) == 5
+    ftype.Free()  # the view keeps its own copy
+    assert v.file_runs(0, 2) == [(3, 2)]
+    assert external32(struct.pack("<dd", 1.5, -2.0), TYPES["DOUBLE"]) == struct.pack(">dd", 1.5, -2.0)
+    assert external32(struct.pack("<i", 7), TYPES["INT"]) == struct.pack(">i", 7)
