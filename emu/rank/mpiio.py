@@ -28,6 +28,7 @@ from .consts import CONSTANTS as C
 from .errors import Exception
 from .handle import Handle, Impl, predefine_null
 from .info import ERRORS_RETURN, Errhandler, Info, call_errhandler, create_errhandler
+from .mpiio_access import add_access_methods
 from .mpiio_posix import SharedPointer, check_amode, error_of, fs_path, open_flags, read_runs, write_runs
 from .mpiio_view import (HINTS, Register_datarep, View, check_datarep, check_spec, committed, external32,  # noqa: F401
                          hints as _hints, pack, typemap, unpacker)
@@ -84,7 +85,10 @@ class File(Handle, family=True):
         path, amode = fs_path(filename), int(amode)
         check_amode(amode)
         hints = _hints(dict(HINTS), info)
-        perm = int(hints.pop("file_perm", "666"), 8)
+        try:
+            perm = int(hints.pop("file_perm", "666"), 8)
+        except ValueError:
+            raise Exception(C["ERR_INFO_VALUE"], "MPI_ERR_INFO_VALUE: file_perm must be an octal number") from None
         fcomm = comm.Dup()
         size, rank = fcomm.Get_size(), fcomm.Get_rank()
         fd, err, side = None, None, None
@@ -436,56 +440,7 @@ class File(Handle, family=True):
         call_errhandler(self, self.Get_errhandler(), int(errorcode))
 
 
-def _add_access_methods() -> None:
-    """``Read_at`` ... ``Write_ordered_end``: every data access routine as one ``File._io``."""
-
-    def make(name: str, how: str, write: bool, form: str):
-        if form == "blocking":
-            if how == "at":
-                def fn(self, offset, buf, status=None):
-                    _fill(status, self._io(how, write, buf, offset))
-            else:
-                def fn(self, buf, status=None):
-                    _fill(status, self._io(how, write, buf))
-        elif form == "nonblocking":
-            if how == "at":
-                def fn(self, offset, buf):
-                    return _done(self._io(how, write, buf, offset))
-            else:
-                def fn(self, buf):
-                    return _done(self._io(how, write, buf))
-        elif form == "begin":
-            base = name[:-len("_begin")]
-            if how == "at":
-                def fn(self, offset, buf):
-                    self._f()
-                    self._begin(base, self._io(how, write, buf, offset))
-            else:
-                def fn(self, buf):
-                    self._f()
-                    self._begin(base, self._io(how, write, buf))
-        else:
-            base = name[:-len("_end")]
-
-            def fn(self, buf, status=None):
-                check_spec(buf, not write)
-                self._end(base, status)
-        fn.__name__ = fn.__qualname__ = name
-        fn.__doc__ = f"``MPI_File_{name.lower()}``."
-        setattr(File, name, _mpi(fn))
-
-    for op, write in (("Read", False), ("Write", True)):
-        for suffix, how in (("_at", "at"), ("_at_all", "at"), ("", "ind"), ("_all", "ind"), ("_shared", "shared"),
-                            ("_ordered", "ordered")):
-            make(op + suffix, how, write, "blocking")
-            if how != "ordered":
-                make("I" + op.lower() + suffix, how, write, "nonblocking")
-            if suffix in ("_at_all", "_all", "_ordered"):
-                make(op + suffix + "_begin", how, write, "begin")
-                make(op + suffix + "_end", how, write, "end")
-
-
-_add_access_methods()
+add_access_methods(File, _mpi, _fill, _done, check_spec)
 
 
 def _BYTE():  # noqa: N802 -- MPI.BYTE, looked up when needed (the datatypes module is the lead's)
