@@ -1,6 +1,6 @@
 """The smaller handle classes and module functions of the emulated ``mpi4py.MPI``: matched messages
-(``Comm.Mprobe``/``Improbe`` and ``Message.Recv``), memory (``Alloc_mem``, ``MPI.buffer``), and the
-null handles of what the emulated library does not have (sessions, files)."""
+(``Comm.Mprobe``/``Improbe`` and ``Message.Recv``), the null session (the emulated library has no
+MPI 4 sessions), and the internals mpi4py's pure-Python modules call."""
 
 from __future__ import annotations
 
@@ -111,29 +111,7 @@ class Session(Handle, family=True):
         raise Exception(CONSTANTS["ERR_SESSION"], "MPI_ERR_SESSION: invalid session")
 
 
-class File(Handle, family=True):
-    """MPI-IO: not in the emulated library."""
-
-    @classmethod
-    def Open(cls, *a, **k):
-        raise NotImplementedError("the emulated MPI has no MPI-IO (MPI.File.Open)")
-
-    def Free(self) -> None:
-        raise Exception(CONSTANTS["ERR_FILE"], "MPI_ERR_FILE: invalid file")
-
-    Close = Free
-
-
-class Win(Handle, family=True):
-    """One-sided windows (the null handle; ``emu.rank.win`` where the library has them)."""
-
-    def Free(self) -> None:
-        raise Exception(CONSTANTS["ERR_WIN"], "MPI_ERR_WIN: invalid window")
-
-
 SESSION_NULL = predefine_null(Session(), "SESSION_NULL")
-FILE_NULL = predefine_null(File(), "FILE_NULL")
-WIN_NULL = predefine_null(Win(), "WIN_NULL")
 
 
 def Pcontrol(level: int) -> None:

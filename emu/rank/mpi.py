@@ -26,7 +26,7 @@ from .intracomm import COMM_NULL, Comm, Intracomm  # noqa: E402
 from .inter import COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED, COMM_TYPE_RESOURCE_GUIDED, COMM_TYPE_SHARED, Intercomm  # noqa: E402,E501
 from .topo import CART, DIST_GRAPH, GRAPH, UNWEIGHTED, WEIGHTS_EMPTY, Cartcomm, Distgraphcomm, Graphcomm, Topocomm  # noqa: E402,E501
 from .topo import compute_dims as Compute_dims  # noqa: E402
-from .misc import (MESSAGE_NO_PROC, MESSAGE_NULL, SESSION_NULL, FILE_NULL, File, Message, Session,  # noqa: E402
+from .misc import (MESSAGE_NO_PROC, MESSAGE_NULL, SESSION_NULL, Message, Session,  # noqa: E402
                    Pcontrol, Get_hw_resource_info, Pickle, pickle_,
                    _comm_lock, _comm_lock_table, _commctx_inter, _commctx_intra)
 from .errors import Exception  # noqa: E402
@@ -140,3 +140,4 @@ def __getattr__(name: str):
 from .charging import install as _charging  # noqa: E402 -- last: the program's CPU time apart from the library's
 
 _charging(globals())
+from .mpiio import FILE_NULL, File, Register_datarep  # noqa: E402 -- MPI-IO
