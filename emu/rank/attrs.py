@@ -23,7 +23,7 @@ _keyvals: dict[int, dict] = {}
 
 
 def _exc(code: int, text: str):
-    from .types import Exception
+    from .errors import Exception
 
     return Exception(code, text)
 
