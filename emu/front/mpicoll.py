@@ -272,10 +272,15 @@ async def c_scan(st, info, head, payload):
 
 
 async def c_reduce_scatter(st, info, head, payload):
-    """Reduce_scatter(_block): the reduction, rank r gets ``lens[r]`` bytes of it."""
-    lens, size = head["lens"], len(info.ranks)
+    """Reduce_scatter(_block): the reduction, rank r gets ``lens[r]`` bytes of it. Without ``lens``
+    (``Reduce_scatter(s, r, None)``) each rank gave only its own (``mine``): the ranks' are gathered
+    first (an allgather on the fabric, as mpi4py's MPI_Allgather of the counts) and answered."""
+    lens, size = head.get("lens"), len(info.ranks)
+    if lens is None:
+        mine = np.array([int(head["mine"])], np.int64)
+        lens = (await comm_of(st, info).allgather(mine)).reshape(-1).tolist() if size > 1 else mine.tolist()
     if size == 1:
-        return {}, payload
+        return {"lens": lens}, payload
     if head.get("uniform") and _native(head.get("rop"), head.get("dtype")) and len(payload) % size == 0:
         comm = comm_of(st, info)
         y = await comm.reduce_scatter(np.frombuffer(payload, head["dtype"]).copy(), head["rop"])
@@ -283,9 +288,11 @@ async def c_reduce_scatter(st, info, head, payload):
         return {}, y.tobytes()
     parts = await gather(st, info, 0, bytes(payload))
     whole = await combine(st, head, parts) if parts is not None else None
+    if sum(lens) != len(payload):  # the counts do not add up to the operand: every rank is told
+        return {"lens": lens}, b""
     out = await scatter(st, info, 0, _split(whole, lens) if whole is not None else None)
     _algo(st, head, None, "flat (reduce at rank 0, scatter)")
-    return {}, out
+    return {"lens": lens}, out
 
 
 KINDS = {"barrier": c_barrier, "bcast": c_bcast, "reduce": c_reduce, "gather": c_gather, "scatter": c_scatter,

@@ -196,7 +196,7 @@ class Request(Handle, family=True):
     @staticmethod
     def _call(reqs, mode: str, test: bool, call: str, keep: bool = False):
         live = [r for r in reqs if r is not None and r._h is not None and r._h.rid is not None]
-        local = [r for r in reqs if r is not None and r._h is not None and r._h.rid is None]
+        local = [r for r in reqs if r is not None and r._active() and r._h.rid is None]
         done = []
         for r in local:  # completed where they were made (a send to PROC_NULL, a generalized request ...)
             if r._local_done():
@@ -233,6 +233,11 @@ class Request(Handle, family=True):
                 r._local_finish()
             return out + done
         return out
+
+    def _active(self) -> bool:
+        """Neither null nor an inactive persistent request (MPI: both are ignored by Wait and Test)."""
+        h = self._h
+        return h is not None and not getattr(h, "inactive", False)
 
     def _local_done(self) -> bool:
         return self._h.done
@@ -360,7 +365,7 @@ class Request(Handle, family=True):
     @classmethod
     def _any(cls, requests, test: bool, status, call: str, keep: bool = False):
         requests = list(requests)
-        if not any(requests):
+        if not any(r is not None and r._active() for r in requests):
             _copy_status(status, Status())
             return UNDEFINED, True
         done = cls._call(requests, "any", test, call, keep=keep)
@@ -402,7 +407,7 @@ class Request(Handle, family=True):
     @classmethod
     def _some(cls, requests, test: bool, statuses, name: str, keep: bool = False):
         requests = list(requests)
-        if not any(requests):
+        if not any(r is not None and r._active() for r in requests):
             return None
         done = cls._call(requests, "some", test, name, keep=keep)
         idx = [i for i, r in enumerate(requests) if any(r is d for d in done)]
@@ -467,7 +472,7 @@ class Prequest(Request):
     @classmethod
     def _persistent(cls, start) -> "Prequest":
         req = cls._of(Impl(rid=None, kind="persistent", msg=None, done=True, row=None, data=None, start=start,
-                           inner=None))
+                           inner=None, inactive=True))
         return req
 
     def Start(self) -> None:
@@ -475,7 +480,7 @@ class Prequest(Request):
         if h is None:
             raise Exception(19, "MPI_ERR_REQUEST: invalid request (REQUEST_NULL)")
         inner = h.start()
-        h.inner = inner
+        h.inner, h.inactive = inner, False
         ih = inner._h
         if ih is None:  # completed at once (PROC_NULL)
             h.rid, h.done, h.row = None, True, inner._last and [0, inner._last.source, inner._last.tag, 0, False]
@@ -487,7 +492,7 @@ class Prequest(Request):
         self.Start()
 
     def _done(self) -> None:  # inactive again, not null
-        self._h.rid, self._h.done, self._h.row = None, True, None
+        self._h.rid, self._h.done, self._h.row, self._h.inactive = None, True, None, True
 
     def _local_finish(self) -> None:
         super()._local_finish()

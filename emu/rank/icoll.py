@@ -51,7 +51,7 @@ class PcollRequest(Prequest):
         if h.rid is not None:
             raise Exception(19, "MPI_ERR_REQUEST: the persistent request is active (Start before its Wait)")
         inner = h.start()
-        h.inner = inner
+        h.inner, h.inactive = inner, False
         if inner._h is None or inner._h.rid is None:  # nothing to wait for (a communicator of one)
             h.rid, h.done, h.row = None, True, None
         else:

@@ -449,29 +449,26 @@ class Comm(CollectivesMixin, Attributes, Handle, family=True):
         out.unpack(data)
 
     def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=OPS["SUM"]) -> None:
-        """As mpi4py: without ``recvcounts`` every rank's receive count is gathered (an Allgather of
-        each rank's own receive buffer's count), and the counts are checked against the buffers."""
+        """As mpi4py: without ``recvcounts`` every rank's receive count is gathered (each rank's own
+        receive buffer's count: an allgather on the fabric inside the call), and the counts are
+        checked against the buffers."""
         out = Msg(recvbuf, writable=True)
         src = Msg(recvbuf) if _inplace(sendbuf) else Msg(sendbuf)
-        if recvcounts is None and not _inplace(sendbuf):
-            counts = [int(c) for c in self.allgather(out.count)]
-        elif recvcounts is None:
+        counts = None
+        if recvcounts is None and _inplace(sendbuf):
             raise ValueError("Reduce_scatter with IN_PLACE needs recvcounts")
-        else:
+        if recvcounts is not None:
             counts = [int(c) for c in recvcounts]
-        if len(counts) != self._size:
-            raise ValueError(f"expecting {self._size} receive counts, got {len(counts)}")
-        if not _inplace(sendbuf):
-            if src.count != sum(counts):
-                raise ValueError(f"mismatch in send count {src.count} and sum(counts) {sum(counts)}")
-            if out.count != counts[self._rank]:
-                raise ValueError(f"mismatch in receive count {out.count} and counts[{self._rank}] "
-                                 f"{counts[self._rank]}")
-        elif out.count != sum(counts):
-            raise ValueError(f"mismatch in receive count {out.count} and sum(counts) {sum(counts)}")
-        lens = [c * src.dt.packed for c in counts]
-        head, data = self._coll("reduce_scatter", "Reduce_scatter", src.pack(), rop=_op(op).key, lens=lens,
+            if len(counts) != self._size:
+                raise ValueError(f"expecting {self._size} receive counts, got {len(counts)}")
+            _check_scatter_counts(self._rank, counts, src, out, _inplace(sendbuf))
+        per = src.dt.packed
+        kw = {"lens": [c * per for c in counts]} if counts is not None else {"mine": out.count * per}
+        head, data = self._coll("reduce_scatter", "Reduce_scatter", src.pack(), rop=_op(op).key, **kw,
                                 **src.type_fields())
+        if counts is None:
+            counts = [n // per if per else 0 for n in head["lens"]]
+            _check_scatter_counts(self._rank, counts, src, out, False)
         out.unpack(data, counts[self._rank])
 
     # gathers and scatters
@@ -590,6 +587,17 @@ class _Nothing:
 
     def unpack(self, data, *a) -> None:
         pass
+
+
+def _check_scatter_counts(rank: int, counts: list[int], src, out, inplace: bool) -> None:
+    """Reduce_scatter's counts against its buffers, as mpi4py checks them."""
+    if not inplace:
+        if src.count != sum(counts):
+            raise ValueError(f"mismatch in send count {src.count} and sum(counts) {sum(counts)}")
+        if out.count != counts[rank]:
+            raise ValueError(f"mismatch in receive count {out.count} and counts[{rank}] {counts[rank]}")
+    elif out.count != sum(counts):
+        raise ValueError(f"mismatch in receive count {out.count} and sum(counts) {sum(counts)}")
 
 
 def _same_shape(src, out) -> None:

@@ -95,6 +95,10 @@ class buffer(np.ndarray):  # noqa: N801 -- mpi4py's name
         return b"" if self._released else self.view(np.ndarray).tobytes()
 
     # -- bytes, as mpi4py indexes them -------------------------------------------------------------------------
+    def __bool__(self) -> bool:
+        """As a bytes-like object: true when it has bytes (not numpy's elementwise truth)."""
+        return len(self) > 0
+
     def __len__(self) -> int:
         return self.nbytes
 
