@@ -43,11 +43,12 @@ class _Channel:
         """A send went without an answer since the last answer: the host's clock moved on unseen."""
         self.finalized = False
         self.bsend_buffer = None
+        self.bsend_bytes = 0
         """The buffer of ``Attach_buffer``: a buffered send needs room in it (the message's bytes and
         ``BSEND_OVERHEAD``); the emulated NIC takes a message at once, so the room is free again."""
 
     def bsend_room(self, nbytes: int) -> None:
-        have = memoryview(self.bsend_buffer).nbytes if self.bsend_buffer is not None else 0
+        have = self.bsend_bytes if self.bsend_buffer is not None else 0
         if nbytes + 96 > have:
             raise Exception(ERR_BUFFER, f"MPI_ERR_BUFFER: insufficient space in Bsend buffer; requested {nbytes}, "
                                         f"total buffer size is {have} (MPI.Attach_buffer)")

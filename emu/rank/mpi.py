@@ -123,6 +123,10 @@ def Abort(errorcode: int = 0):
 
 
 def Attach_buffer(buf) -> None:
+    """The buffer buffered sends need room in; read-only memory refused (BufferError), as mpi4py."""
+    from .bufobj import acquire
+
+    CHANNEL.bsend_bytes = acquire(buf, writable=True).nbytes
     CHANNEL.bsend_buffer = buf
 
 

@@ -92,6 +92,15 @@ _STATE = frozenset({"wid", "_mem", "_buf", "_unit", "_flavor", "_ranks", "_rank"
 """What a window is (kept on its handle, ``emu.rank.handle``: ``Win(other)`` sees the same window)."""
 
 
+def _single(origin, result, compare=None) -> None:
+    for what, m in (("origin", origin), ("compare", compare), ("result", result)):
+        if m is not None and m.count != 1:
+            raise ValueError(f"{what}: expecting a single element, got {m.count}")
+    for what, m in (("compare", compare), ("result", result)):
+        if m is not None and origin is not None and m.dt != origin.dt:
+            raise ValueError(f"mismatch in origin and {what} MPI datatypes")
+
+
 class Win(Attributes, Handle, family=True):
     _kind = "win"
 
@@ -310,7 +319,8 @@ class Win(Attributes, Handle, family=True):
         res = Msg(result, writable=True) if result is not None else None
         shape = msg if msg is not None else res
         disp, count, tdt = _target(target, shape)
-        if op in ("fop", "cas"):
+        if op in ("fop", "cas"):  # one element each, of one type (mpi4py's checks)
+            _single(msg, res, Msg(compare) if op == "cas" else None)
             count = 1
         flat = tdt._message(count)  # the target's bytes, in type-map order, from its displacement
         if len(flat) == 0 or (len(flat) == 1 and int(flat.off[0]) == 0):
