@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import pickle
 import socket
+import threading
 import time
 
 from . import wire
@@ -44,6 +45,9 @@ class _Channel:
         self.finalized = False
         self.bsend_buffer = None
         self.bsend_bytes = 0
+        self.lock = threading.Lock()
+        """Held during a call: a second thread calling meanwhile is told (THREAD_SERIALIZED), not
+        let in to interleave its messages with the first's on the one channel."""
         """The buffer of ``Attach_buffer``: a buffered send needs room in it (the message's bytes and
         ``BSEND_OVERHEAD``); the emulated NIC takes a message at once, so the room is free again."""
 
@@ -76,6 +80,16 @@ class _Channel:
             raise Exception(15, "MPI is not running: this process was not started by emu mpirun")
         if self.finalized and op not in ("exit", "abort"):
             raise Exception(15, f"MPI call {head.get('call', op)} after MPI_Finalize")
+        if not self.lock.acquire(False):
+            raise Exception(15, f"MPI_ERR_OTHER: {head.get('call', op)} called while another thread is in an MPI call: "
+                                "the emulated MPI provides THREAD_SERIALIZED (MPI.Query_thread()); serialise "
+                                "the threads' calls")
+        try:
+            return self._call(op, payload, head)
+        finally:
+            self.lock.release()
+
+    def _call(self, op: str, payload, head: dict):
         quiet = op == "send" and self._quiet(head, payload)
         if quiet:
             head["quiet"] = True
