@@ -74,9 +74,11 @@ def _from_memoryview(mv: memoryview, writable: bool) -> Mem:
         raise BufferError("Object is not writable.")
     if not (mv.c_contiguous or mv.f_contiguous):
         raise BufferError("ndarray is not contiguous")
-    if mv.c_contiguous:
+    if mv.nbytes == 0:  # no bytes (a zero in its shape: memoryview cannot cast it)
+        arr = np.zeros(0, np.uint8)
+    elif mv.c_contiguous:
         flat = mv if (mv.format == "B" and mv.ndim == 1) else mv.cast("B")
-        arr = np.frombuffer(flat, np.uint8) if mv.nbytes else np.zeros(0, np.uint8)
+        arr = np.frombuffer(flat, np.uint8)
     else:  # Fortran order: its memory is contiguous too
         arr = np.asarray(mv).T.view(np.uint8).reshape(-1)
     addr = arr.ctypes.data if arr.size else 0
