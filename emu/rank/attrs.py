@@ -49,6 +49,18 @@ def _kv(kind: str, keyval: int) -> dict:
     return kv
 
 
+def _callback(fn, obj, keyval: int, value):
+    """A program's copy or delete function, as mpi4py calls it: an exception it raises is printed
+    (its traceback on stderr) and the MPI call fails with ERR_OTHER."""
+    try:
+        return fn(obj, keyval, value)
+    except Exception:  # noqa: BLE001 -- the program's error, reported as MPI reports it
+        import traceback
+
+        traceback.print_exc()
+        raise _exc(CONSTANTS["ERR_OTHER"], "MPI_ERR_OTHER: an attribute callback raised (traceback above)") from None
+
+
 class Attributes:
     """Mixin: ``Set_attr``/``Get_attr``/``Delete_attr`` over ``self._h.attrs`` and the class's
     ``Create_keyval``/``Free_keyval``; ``_kind`` names the keyval family; ``_builtin_attr(keyval)``
@@ -96,14 +108,14 @@ class Attributes:
         attrs = self._attrs()
         if keyval not in attrs:
             raise _exc(ERR_KEYVAL, f"MPI_ERR_KEYVAL: no attribute for keyval {keyval}")
-        self._delete_one(keyval, kv, attrs[keyval])
-        del attrs[keyval]
+        value = attrs.pop(keyval)  # gone even when its delete function fails (as MPICH)
+        self._delete_one(keyval, kv, value)
 
     def _delete_one(self, keyval: int, kv: dict, value) -> None:
         fn = kv["delete"]
         kv["live"] = max(0, kv.get("live", 0) - 1)
         if callable(fn):
-            fn(self, keyval, value)
+            _callback(fn, self, keyval, value)
 
     def _copy_attrs_to(self, new) -> None:
         """A duplicate's attributes, by each keyval's ``copy_fn``."""
@@ -113,7 +125,7 @@ class Attributes:
             fn = kv["copy"]
             if fn is None or fn is False:
                 continue
-            v = value if fn is True else fn(self, keyval, value)
+            v = value if fn is True else _callback(fn, self, keyval, value)
             if v is NotImplemented:
                 continue
             out[keyval] = v
@@ -125,7 +137,5 @@ class Attributes:
         h = self._h
         if h is None or not getattr(h, "attrs", None):
             return
-        for keyval, value in list(h.attrs.items()):
-            kv = _keyvals[keyval]
-            self._delete_one(keyval, kv, value)
-            del h.attrs[keyval]
+        for keyval in list(h.attrs):
+            self._delete_one(keyval, _keyvals[keyval], h.attrs.pop(keyval))

@@ -144,6 +144,7 @@ class Datatype(Attributes, Handle, family=True):
         t = self._ok()
         if t.predefined:
             raise _bad(ERR_TYPE, "MPI_ERR_TYPE: a predefined datatype cannot be freed")
+        self._delete_attrs()
         self._t = None
 
     def free(self) -> None:
