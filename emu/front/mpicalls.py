@@ -97,11 +97,13 @@ async def h_wait(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
     return {"st": [status_of(r) for r in done]}, b"".join(data)
 
 
-async def h_probe(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
+async def _probed(st: RankState, head: dict):
+    """The unexpected message a probe finds (waiting for one unless ``nb``); None if none; ``True``
+    for PROC_NULL (found at once, empty)."""
     info = st.comm(head["ctx"])
     _check_source(info, head["source"])
-    if head["source"] == -1:  # PROC_NULL: found at once, empty
-        return {"found": True, "st": [0, -1, -1, 0, False]}, b""
+    if head["source"] == -1:
+        return True
     await st.poll()
     env = st.find_unexpected(info.ctx, head["source"], head["tag"])
     while env is None and not head.get("nb"):
@@ -109,6 +111,14 @@ async def h_probe(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
         env = st.find_unexpected(info.ctx, head["source"], head["tag"])
     if env is None:
         await _idle(st)
+    return env
+
+
+async def h_probe(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
+    env = await _probed(st, head)
+    if env is True:
+        return {"found": True, "st": [0, -1, -1, 0, False]}, b""
+    if env is None:
         return {"found": False}, b""
     return {"found": True, "st": [0, env.src, env.tag, env.size, False]}, b""
 
@@ -207,28 +217,22 @@ LENGTHS = struct.Struct("!Q")
 
 # -- matched probes (MPI 3.0 §3.8.2): the message leaves the unexpected queue at the probe -------------
 async def h_mprobe(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
-    info = st.comm(head["ctx"])
-    _check_source(info, head["source"])
-    if head["source"] == -1:  # PROC_NULL: MESSAGE_NO_PROC at once
+    env = await _probed(st, head)
+    if env is True:  # PROC_NULL: MESSAGE_NO_PROC
         return {"found": True, "st": [0, -1, -1, 0, False], "mid": None}, b""
-    await st.poll()
-    env = st.find_unexpected(info.ctx, head["source"], head["tag"])
-    while env is None and not head.get("nb"):
-        await st.progress()
-        env = st.find_unexpected(info.ctx, head["source"], head["tag"])
     if env is None:
-        await _idle(st)
         return {"found": False}, b""
     st.unexpected.remove(env)
     req = st.new_req("recv", ctx=env.ctx, source=env.src, tag=env.tag)
-    await st._complete(req, env)
-    return {"found": True, "st": [0, env.src, env.tag, len(env.data), False], "mid": req.id}, b""
+    await st._complete(req, env)  # matched now (a rendezvous message: its clear-to-send goes)
+    return {"found": True, "st": [0, env.src, env.tag, env.size, False], "mid": req.id}, b""
 
 
 async def h_mrecv(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
     req = st.reqs.pop(head["mid"], None)
     if req is None:
         raise MpiError(f"message {head['mid']} was received already", 19)
+    await st.wait(req)  # a rendezvous message's bytes may still be on their way
     return {"st": status_of(req)}, req.env.data
 
 
