@@ -66,6 +66,10 @@ class Env:
     rndv: int | None = None
     """A rendezvous message: the ``seq`` of its request-to-send (its clear-to-send and data name it)."""
 
+    def __post_init__(self) -> None:
+        if not self.size and self.data is not None:  # made with its bytes: their length
+            self.size = len(self.data)
+
 
 @dataclass(eq=False)
 class Req:
