@@ -1,163 +1,21 @@
-"""Communicators, groups, requests and statuses of the emulated ``mpi4py.MPI`` (rank side)."""
+"""Requests of the emulated ``mpi4py.MPI`` and the point-to-point argument checks (rank side); statuses
+(``status``) and groups (``group``) are handed on from here."""
 
 from __future__ import annotations
 
-from array import array
 
-from .buffers import Msg
 from .channel import CHANNEL
 from .handle import Handle, Impl
 from .pickling import PICKLE
-from .types import Datatype, Exception, Op
+from .errors import Unsupported, _unsupported  # noqa: F401 -- re-exported
+from .group import Group  # noqa: F401 -- re-exported
+from .status import Status, _copy_status, _elements, _fill  # noqa: F401 -- re-exported
+from .types import Exception, Op
 
 ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED, ROOT = -2, -1, -1, -32766, -3
 IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3
 TAG_UB_KEY, TAG_UB = 1681915905, 2**31 - 1
 _pickle = PICKLE.dumps
-
-
-class Unsupported(NotImplementedError, AttributeError):
-    """A part of MPI the emulated library does not have (also an AttributeError: ``hasattr`` is False)."""
-
-
-def _unsupported(where: str, name: str):
-    if name.startswith("_"):
-        raise AttributeError(name)
-    raise Unsupported(f"the emulated MPI (emu mpirun) has no {where}{name}")
-
-
-class Status:
-    """A message's envelope as a receive saw it. Its fields live in ``tomemory()``'s five C ints as
-    MPICH lays out ``MPI_Status`` (count low, count high and cancelled, source, tag, error)."""
-
-    __module__ = "mpi4py.MPI"
-
-    def __init__(self, status: "Status | None" = None):
-        if status is not None and not isinstance(status, Status):
-            raise TypeError(f"expecting a Status, got {type(status).__name__}")
-        self._m = array("i", status._m) if status is not None else array("i", [0, 0, ANY_SOURCE, ANY_TAG, 0])
-
-    def _set(self, row) -> "Status":
-        _, self.source, self.tag, count, self.cancelled = row
-        self.count = count
-        return self
-
-    source = property(lambda s: s._m[2], lambda s, v: s._m.__setitem__(2, int(v)))
-    tag = property(lambda s: s._m[3], lambda s, v: s._m.__setitem__(3, int(v)))
-    error = property(lambda s: s._m[4], lambda s, v: s._m.__setitem__(4, int(v)))
-
-    @property
-    def count(self) -> int:
-        return (self._m[0] & 0xFFFFFFFF) | ((self._m[1] >> 1) << 32)
-
-    @count.setter
-    def count(self, v: int) -> None:
-        v = int(v)
-        self._m[0] = ((v & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
-        self._m[1] = ((v >> 32) << 1) | (self._m[1] & 1)
-
-    @property
-    def cancelled(self) -> bool:
-        return bool(self._m[1] & 1)
-
-    @cancelled.setter
-    def cancelled(self, v: bool) -> None:
-        self._m[1] = (self._m[1] & ~1) | (1 if v else 0)
-
-    def Get_source(self) -> int:
-        return self.source
-
-    def Get_tag(self) -> int:
-        return self.tag
-
-    def Get_error(self) -> int:
-        return self.error
-
-    def Set_source(self, v: int) -> None:
-        self.source = v
-
-    def Set_tag(self, v: int) -> None:
-        self.tag = v
-
-    def Set_error(self, v: int) -> None:
-        self.error = v
-
-    def Get_count(self, datatype: Datatype | None = None) -> int:
-        from .types import TYPES
-
-        n = (datatype or TYPES["BYTE"]).Get_size()
-        if n == 0:
-            return 0 if self.count == 0 else UNDEFINED
-        return self.count // n if self.count % n == 0 else UNDEFINED
-
-    def Get_elements(self, datatype: Datatype | None = None) -> int:
-        """Basic elements received: whole items of ``datatype`` times its elements, plus the
-        elements of a last partial item."""
-        from .types import TYPES
-
-        dt = datatype or TYPES["BYTE"]
-        size = dt.Get_size()
-        if size == 0:
-            return 0
-        whole, rest = divmod(self.count, size)
-        per = _elements(dt)
-        if rest == 0:
-            return whole * per
-        esize = size // per if per else 0
-        if not esize or rest % esize:
-            return UNDEFINED
-        return whole * per + rest // esize
-
-    def Set_elements(self, datatype: Datatype, count: int) -> None:
-        self.count = int(count) * datatype.Get_size() // max(1, _elements(datatype))
-
-    def Is_cancelled(self) -> bool:
-        return self.cancelled
-
-    def Set_cancelled(self, flag: bool) -> None:
-        self.cancelled = bool(flag)
-
-    def tomemory(self) -> memoryview:
-        return memoryview(self._m)
-
-    def py2f(self) -> list[int]:
-        return list(self._m)
-
-    @classmethod
-    def f2py(cls, arg) -> "Status":
-        s = cls()
-        s._m = array("i", arg)
-        return s
-
-    def __reduce__(self):
-        return (type(self), (), {"_m": list(self._m)})
-
-    def __setstate__(self, state) -> None:
-        self._m = array("i", state["_m"])
-
-    def __eq__(self, other):
-        return isinstance(other, Status) and self._m == other._m
-
-    __hash__ = None
-
-
-def _elements(dt) -> int:
-    """Basic elements in one item of ``dt`` (1 for a named type)."""
-    if getattr(dt, "named", True):
-        return 1
-    base = getattr(dt, "base", None)
-    bsize = base.Get_size() if base is not None else 1
-    return dt.Get_size() // bsize if bsize else dt.Get_size()
-
-
-def _fill(status, row) -> None:
-    if status is not None:
-        status._set(row)
-
-
-def _copy_status(status, src: Status) -> None:
-    if status is not None:
-        status._m = array("i", src._m)
 
 
 class Request(Handle, family=True):
@@ -537,100 +395,6 @@ class Grequest(Request):
 def _null_request(kind: str = "send") -> Request:
     """A request completed when made (a send to PROC_NULL, a buffered send): its status empty."""
     return Request._of(Impl(rid=None, kind=kind, msg=None, done=True, row=None, data=None))
-
-
-class Group(Handle, family=True):
-    @classmethod
-    def _make(cls, ranks) -> "Group":
-        return cls._of(Impl(ranks=list(ranks)))
-
-    @property
-    def ranks(self) -> list[int]:
-        """World ranks, in the group's order."""
-        if self._h is None:
-            raise Exception(8, "MPI_ERR_GROUP: invalid group (GROUP_NULL)")
-        return self._h.ranks
-
-    def Get_size(self) -> int:
-        return len(self.ranks)
-
-    def Get_rank(self) -> int:
-        return self.ranks.index(CHANNEL.rank) if CHANNEL.rank in self.ranks else UNDEFINED
-
-    size = property(Get_size)
-    rank = property(Get_rank)
-
-    def Dup(self) -> "Group":
-        return Group._make(self.ranks)
-
-    def _check(self, ranks) -> list[int]:
-        ranks = [int(r) for r in ranks]
-        n = len(self.ranks)
-        if any(not 0 <= r < n for r in ranks) or len(set(ranks)) != len(ranks):
-            raise Exception(6, f"MPI_ERR_RANK: invalid ranks {ranks} for a group of {n}")
-        return ranks
-
-    def Incl(self, ranks) -> "Group":
-        return Group._make([self.ranks[r] for r in self._check(ranks)])
-
-    def Excl(self, ranks) -> "Group":
-        drop = set(self._check(ranks))
-        return Group._make([w for i, w in enumerate(self.ranks) if i not in drop])
-
-    @staticmethod
-    def _ranges(ranks) -> list[int]:
-        out = []
-        for first, last, stride in ranks:
-            if stride == 0:
-                raise Exception(12, "MPI_ERR_ARG: a range with stride 0")
-            out += list(range(first, last + (1 if stride > 0 else -1), stride))
-        return out
-
-    def Range_incl(self, ranks) -> "Group":
-        return self.Incl(self._ranges(ranks))
-
-    def Range_excl(self, ranks) -> "Group":
-        return self.Excl(self._ranges(ranks))
-
-    def Translate_ranks(self, ranks=None, group: "Group | None" = None) -> list[int]:
-        ranks = range(len(self.ranks)) if ranks is None else ranks
-        other = group.ranks if group is not None else None
-        out = []
-        for r in ranks:
-            if r == PROC_NULL:
-                out.append(PROC_NULL)
-            elif not 0 <= r < len(self.ranks):
-                raise Exception(6, f"MPI_ERR_RANK: invalid rank {r} for a group of {len(self.ranks)}")
-            elif other is None:
-                out.append(r)
-            else:
-                out.append(other.index(self.ranks[r]) if self.ranks[r] in other else UNDEFINED)
-        return out
-
-    def Compare(self, group: "Group") -> int:
-        a, b = self.ranks, group.ranks
-        if a == b:
-            return IDENT
-        return SIMILAR if sorted(a) == sorted(b) else UNEQUAL
-
-    def Union(self, group: "Group") -> "Group":
-        return Group._make(self.ranks + [w for w in group.ranks if w not in self.ranks])
-
-    def Intersection(self, group: "Group") -> "Group":
-        return Group._make([w for w in self.ranks if w in group.ranks])
-
-    Intersect = Intersection
-
-    def Difference(self, group: "Group") -> "Group":
-        return Group._make([w for w in self.ranks if w not in group.ranks])
-
-    def Free(self) -> None:
-        if self._h is None:
-            raise Exception(8, "MPI_ERR_GROUP: invalid group (GROUP_NULL)")
-        self._h = None
-
-    def __getattr__(self, name):
-        _unsupported("Group.", name)
 
 
 def _tag_ok(tag: int, recv: bool) -> int:

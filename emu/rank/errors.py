@@ -238,3 +238,13 @@ def Get_error_string(errorcode: int) -> str:
     if 0 <= errorcode <= _PREDEF_MAX or errorcode == ERR_LASTCODE:
         return "Unknown error class"
     raise _exc(ERR_ARG, f"MPI_ERR_ARG: invalid error code {errorcode}")
+
+
+class Unsupported(NotImplementedError, AttributeError):
+    """A part of MPI the emulated library does not have (also an AttributeError: ``hasattr`` is False)."""
+
+
+def _unsupported(where: str, name: str):
+    if name.startswith("_"):
+        raise AttributeError(name)
+    raise Unsupported(f"the emulated MPI (emu mpirun) has no {where}{name}")
