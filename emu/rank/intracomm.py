@@ -82,14 +82,14 @@ class Comm(CollectivesMixin, Attributes, Handle, family=True):
         self._ok()
         return True
 
-    is_inter = property(Is_inter)
-    is_intra = property(Is_intra)
+    is_inter = property(lambda self: self.Is_inter())
+    is_intra = property(lambda self: self.Is_intra())
 
     def Get_topology(self) -> int:
         self._ok()
         return UNDEFINED
 
-    topology = property(Get_topology)
+    topology = property(lambda self: self.Get_topology())  # a topology's own Get_topology
     is_topo = property(lambda self: self.Get_topology() != UNDEFINED)
 
     def _builtin_attr(self, keyval: int):
