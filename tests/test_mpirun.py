@@ -56,24 +56,7 @@ def test_the_test_programs_are_valid_mpi(program):
     assert ref.returncode == 0 and sorted(re.findall(r"ok (\d)", ref.stdout)) == ["0", "1", "2"], ref.stderr[-400:]
 
 
-PINGPONG = """
-import sys
-from mpi4py import MPI
-comm = MPI.COMM_WORLD
-size, n = int(sys.argv[1]), int(sys.argv[2])
-buf = bytearray(size)
-comm.Barrier()
-t0 = MPI.Wtime()
-for _ in range(n):
-    if comm.rank == 0:
-        comm.Send(buf, 1, 1)
-        comm.Recv(buf, 1, 1)
-    else:
-        comm.Recv(buf, 0, 1)
-        comm.Send(buf, 0, 1)
-if comm.rank == 0:
-    print(round((MPI.Wtime() - t0) * 1e9))
-"""
+PINGPONG = str(HERE / "pingpong.py")
 
 
 @pytest.mark.parametrize("nbytes", [8, 4000])
