@@ -34,6 +34,14 @@ MAX_DEPTH = 64
 writes nest at most 6 deep."""
 
 
+def _refuse(what: str, text: str, tail: str = "", reason: str | None = None) -> ConfigError:
+    """The one-line refusal ``"{what}: {text}{tail}"``; ``.reason`` keeps the reason alone (``text``
+    unless given)."""
+    e = ConfigError(f"{what}: {text}{tail}")
+    e.reason = reason or text  # type: ignore[attr-defined]
+    return e
+
+
 def _kind_of(mode: int) -> str:
     for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -104,7 +112,7 @@ def depth(obj: Any) -> int:
 
 def _check_depth(what: str, obj: Any) -> Any:
     if depth(obj) > MAX_DEPTH:
-        raise ConfigError(f"{what}: nests deeper than {MAX_DEPTH} levels; this is not a file this tool writes")
+        raise _refuse(what, f"nests deeper than {MAX_DEPTH} levels", "; this is not a file this tool writes")
     return obj
 
 
@@ -116,13 +124,13 @@ def parse_json(raw: bytes, what: str, expect: str = "") -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ConfigError(f"{what}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}){tail}") from None
+        raise _refuse(what, f"not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})", tail) from None
     try:
         obj = json.loads(text)
     except RecursionError:
-        raise ConfigError(f"{what}: nests deeper than {MAX_DEPTH} levels{tail}") from None
+        raise _refuse(what, f"nests deeper than {MAX_DEPTH} levels", tail) from None
     except ValueError as e:  # JSONDecodeError, and a number of more digits than int() converts
-        raise ConfigError(f"{what}: not JSON ({e}){tail}") from None
+        raise _refuse(what, f"not JSON ({e})", tail, reason=str(e)) from None
     return _check_depth(what, obj)
 
 

@@ -126,18 +126,9 @@ def _check_key(section: str, name: str, where: str) -> None:
 
 def load_settings(path: str) -> dict[str, dict[str, object]]:
     """A TOML file of sections (``[link]``, ``[host]``, ``[nic]``, ``[switch]``) of fields."""
-    import tomllib
+    from .files import read_toml
 
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        raise ConfigError(f"--config {path}: no such file") from None
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(f"--config {path}: cannot be read as TOML ({e})") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"--config {path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}); "
-                          "TOML files are UTF-8: save it as UTF-8") from None
+    data = read_toml(path, f"--config {path}")
     out: dict[str, dict[str, object]] = {}
     for section, fields in data.items():
         if not isinstance(fields, dict):

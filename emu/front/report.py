@@ -22,6 +22,7 @@ import os
 from typing import Any
 
 from ..config import ConfigError
+from .report_input import check_run, check_trace
 from .runrecord import read_json
 
 MAX_HOSTS = 64
@@ -37,7 +38,8 @@ def load_results(path: str) -> list[dict[str, Any]]:
 def load_run(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(run record, rows) of ``emu run --json`` (a bare list of rows, as before the run record, too)."""
     rows = read_json(path, f"emu report: no file {path}; give the --json file of an emu run",
-                     f"emu report: {path} is not JSON ({{e}}); give the --json file of an emu run")
+                     f"emu report: {path} is not JSON ({{e}}); give the --json file of an emu run",
+                     what=f"emu report {path}")
     run: dict[str, Any] = {}
     if isinstance(rows, dict) and isinstance(rows.get("results"), list):
         run, rows = rows.get("run") or {}, rows["results"]
@@ -52,15 +54,18 @@ def load_run(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                                                          and isinstance(r.get("per_link"), dict) for r in rows):
         raise ConfigError(f"emu report: {path} is not the --json of emu run or emu mpirun (rows with topology, "
                           "name and per_link); write one with emu run ... --json FILE")
+    check_run(path, run, rows)
     return run, rows
 
 
 def load_trace(path: str) -> dict[str, Any]:
     trace = read_json(path, f"emu report: no trace file {path}; give the --trace file of the same emu run",
                       f"emu report: {path} is not a trace-event JSON file ({{e}}); give the --trace file of "
-                      "an emu run (one cut off by a crash cannot be read)")
+                      "an emu run (one cut off by a crash cannot be read)", what=f"emu report --trace {path}",
+                      kind="trace")
     if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
         raise ConfigError(f"emu report: {path} has no traceEvents; give the --trace file of an emu run")
+    check_trace(path, trace)
     return trace
 
 
@@ -378,10 +383,15 @@ def report(results: str, trace: str | None, out: str) -> list[str]:
     except ConfigError as e:
         raise ConfigError(f"emu report: the topology of {results} cannot be built: {e}") from None
     os.makedirs(out, exist_ok=True)
-    files = plot_sweep(run, load_run(results)[1], out) if swept else []
-    files += plot_topology(t, rows, out)
-    if "per_rank" in rows[0]:
-        files += plot_mpi_calls(rows[0], out)
-    if tr is not None:
-        files += plot_timeline(tr, rows, out)
+    try:
+        files = plot_sweep(run, load_run(results)[1], out) if swept else []
+        files += plot_topology(t, rows, out)
+        if "per_rank" in rows[0]:
+            files += plot_mpi_calls(rows[0], out)
+        if tr is not None:
+            files += plot_timeline(tr, rows, out)
+    except (KeyError, IndexError, TypeError, ValueError, OverflowError, RecursionError) as e:
+        # report_input checks every field the plots use; this is the net for a combination it missed
+        raise ConfigError(f"emu report: {results}{' or ' + trace if trace else ''} cannot be drawn "
+                          f"({type(e).__name__}: {e}); give the files of one emu run") from None
     return files

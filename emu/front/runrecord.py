@@ -115,22 +115,30 @@ def dump(obj: Any, fh, indent: int | None) -> None:
     fh.write("\n")
 
 
-def read_json(path: str, missing: str, not_json: str) -> Any:
-    """The JSON in ``path``; refused in one line: ``missing`` when there is no such file, ``not_json``
-    (its "{e}" replaced by the reason) when it cannot be read as JSON."""
+def read_json(path: str, missing: str, not_json: str, *, what: str | None = None, kind: str = "results") -> Any:
+    """The JSON in ``path`` (a regular file of at most ``emu.config.files.LIMITS[kind]`` bytes); refused
+    in one line: ``missing`` when there is no such file, ``not_json`` (its "{e}" replaced by the
+    reason) when it cannot be read as JSON, and, starting with ``what``, when it is not a regular
+    file, too large, or nests too deeply."""
+    from ..config.files import parse_json, read
+
+    what = what or path
     try:
-        with open(path) as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise ConfigError(missing) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ConfigError(not_json.replace("{e}", str(e))) from None
+        raw = read(path, what, kind)
+    except ConfigError as e:
+        if str(e) == f"{what}: no such file":
+            raise ConfigError(missing) from None
+        raise
+    try:
+        return parse_json(raw, what)
+    except ConfigError as e:
+        raise ConfigError(not_json.replace("{e}", getattr(e, "reason", str(e)))) from None
 
 
 def load(path: str, what: str = "--replay") -> tuple[dict, list[dict]]:
     """(run record, rows) of a results file, refused in one line when it is not one."""
     data = read_json(path, f"{what} {path}: no such file; give the --json file of an emu run",
-                     f"{what} {path}: not JSON ({{e}}); give the --json file of an emu run")
+                     f"{what} {path}: not JSON ({{e}}); give the --json file of an emu run", what=f"{what} {path}")
     if not (isinstance(data, dict) and isinstance(data.get("run"), dict) and isinstance(data.get("results"), list)):
         raise ConfigError(f"{what} {path}: no run record (a results file of emu run holds {{\"run\": ..., "
                           "\"results\": [...]}); write one with emu run ... --json FILE")
