@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..config import SECTIONS
+from ..config import SECTIONS, ConfigError
 
 
 OFFLOADS = ("none", "nic", "switch", "hw")
@@ -114,6 +114,27 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+class _Refusing(argparse.ArgumentParser):
+    """A parser that raises ``ConfigError`` with argparse's message where argparse would print its
+    usage text and exit: for a command line that is data, not a person's typing."""
+
+    def error(self, message: str):
+        raise ConfigError(message)
+
+
+def run_parser_refusing() -> argparse.ArgumentParser:
+    """The parser of ``emu run``'s options, refusing in one line (``ConfigError``), never with a usage
+    text: ``--replay`` parses a record's command line with it."""
+    sub = _Refusing(prog="emu", allow_abbrev=False).add_subparsers(dest="cmd", required=True)
+    _add_run(sub)
+    from .sweepargs import refuse_repeats
+
+    run = sub.choices["run"]
+    refuse_repeats(run)
+    run.set_defaults(cmd="run")
+    return run
+
+
 def _add_run(sub) -> None:
     """``emu run``: the cluster, the tests, the outputs, the faults, then the collectives' options."""
     r = sub.add_parser("run", help="build a cluster, run tests, print and save the figures",
@@ -151,7 +172,9 @@ def _add_run(sub) -> None:
                                                  "parameter and per figure, after a '# run: {...}' line")
     r.add_argument("--indent", type=_ascii(int), metavar="N", help="indent the JSON by N spaces (default: compact)")
     r.add_argument("--replay", metavar="RESULT.json", help="run the command of a --json file again and check that "
-                                                           "its figures match (exit 1 with the differences)")
+                                                           "its figures match (exit 1 with the differences); only "
+                                                           "its options of what is run are taken, the outputs are "
+                                                           "this command line's")
     r.add_argument("--trace", metavar="FILE", help="write the run's timeline as Chrome trace-event JSON (open it in "
                                                    "ui.perfetto.dev): per host the test, collective calls and their "
                                                    "steps; per port queue depth and load; faults, drops, traps, NACKs")
