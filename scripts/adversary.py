@@ -473,7 +473,7 @@ def _say(v: Verdict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--quick", action="store_true", help="a subset taking about 30 s")
     ap.add_argument("--seed", type=int, default=0, help="seeds every random choice (fault times, bytes)")
     args = ap.parse_args(argv)

@@ -94,7 +94,7 @@ async def once(spec: str, messages: int, processes: int, pcap: str | None = None
 
 
 def main(argv=None) -> list[dict]:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--messages", type=int, default=10)
     ap.add_argument("--processes", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=1)

@@ -100,7 +100,7 @@ async def fabric(n: int, latency_ns: int, bandwidth_bps: int, direct: bool = Tru
 
 
 async def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--frames", type=int, default=20000)
     ap.add_argument("--repeat", type=int, default=3, help="best of R runs of each")
     ap.add_argument("--latency-ns", type=int, default=LinkSpec().latency_ns)

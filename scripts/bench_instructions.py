@@ -52,7 +52,7 @@ def count(messages: int, direct: bool) -> dict:
 
 
 def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--messages", type=int, default=3)
     ap.add_argument("--mode", choices=("direct", "sockets"), default="direct")
     a = ap.parse_args(argv)

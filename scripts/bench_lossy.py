@@ -48,7 +48,7 @@ async def once(topo: str, size: str, rate: float, processes: int, pcap: bool) ->
 
 
 def main(argv=None) -> list[dict]:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--rates", default="0,0.05", help="drop rates, comma-separated (the first is the baseline)")
     ap.add_argument("--size", default="1MiB")
     ap.add_argument("--topo", default="star:n=8")

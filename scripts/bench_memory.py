@@ -63,7 +63,7 @@ def measure(size: int, topo: str, processes: int) -> dict:
 
 
 def main(argv=None) -> list[dict]:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--sizes", default="64MiB,256MiB,1GiB", help="sizes per rank, comma-separated")
     ap.add_argument("--topo", default="star:n=2")
     ap.add_argument("--processes", type=int, default=1)

@@ -127,7 +127,7 @@ def model_one_way_us(topo: str) -> float | None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--iters", type=int, default=2000)
     ap.add_argument("--topo", default="star:n=2")
     ap.add_argument("--only", default=",".join(KINDS), help=f"comma-separated, of {', '.join(KINDS)}")

@@ -98,7 +98,7 @@ def ns3(python: str, peers: pathlib.Path, topo_json: pathlib.Path, frame: int, m
 
 
 def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--messages", type=int, default=10)
     ap.add_argument("--size", type=int, default=1024)

@@ -184,7 +184,7 @@ def instructions(a, counts: list[int], size: int) -> None:
 
 
 def main(argv=None) -> list[dict]:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--processes", default="1,2", help="process counts, comma-separated (1 first: the base)")
     ap.add_argument("--mode", choices=["both", "sockets", "direct"], default="both")
     ap.add_argument("--repeat", type=int, default=1, help="interleaved runs of each count (the medians count)")

@@ -81,7 +81,7 @@ def alltoall(ways, repeat: int, mode: str, first=None):
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--mpi", action="store_true", help="also under mpiexec -n 2")
     ap.add_argument("--memory", action="store_true", help="also the 1 GiB star:n=2 allreduce's peak RSS")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each (the fastest counts)")

@@ -22,7 +22,7 @@ from emu.front.sweep import plot, sweep
 
 
 async def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--operation", default="allreduce", choices=sorted(ALGORITHMS))
     ap.add_argument("--nodes", default="8,16,32,64")
     ap.add_argument("--sizes", default="8,1KiB,16KiB,256KiB")

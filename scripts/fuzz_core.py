@@ -176,7 +176,7 @@ def run(sc: dict, pure: bool, timeout: float) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--seeds", default="0:40", help="A:B, the scenarios' seeds (B excluded)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds for one run")
     ap.add_argument("--one", help=argparse.SUPPRESS)

@@ -114,7 +114,7 @@ async def measure(spec: str, algo: str, count: int, dtype: str, settings: dict) 
 def main(argv=None) -> list[dict]:
     from emu.front.checks import parse_size
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--sizes", default="4KiB,64KiB,1MiB")
     ap.add_argument("--ports", type=int, default=8)
     ap.add_argument("--clusters", type=int, default=1)

@@ -119,7 +119,7 @@ def main(argv=None) -> list[dict]:
     from emu.front.checks import parse_size
     from emu.switch.aggregate.arrivals import ARRIVALS
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--parts", default="types,subset,arrivals")
     ap.add_argument("--arrivals", default="exponential", help=f"{', '.join(ARRIVALS)} (the source: exponential)")
     ap.add_argument("--hosts", type=int, default=64, help="hosts, one per port, each a child of every block")

@@ -168,7 +168,7 @@ def ideal_bytes(t, indices: list, length: int, span: int, pairs: int, pair_bytes
 
 
 def main(argv=None) -> list[dict]:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--densities", default="0.2,0.1,0.01")
     ap.add_argument("--length", type=int, default=65536)
     ap.add_argument("--leaves", default="fattree:k=4,n=2", help="a two-level tree: hash stores at its leaves")

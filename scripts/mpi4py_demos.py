@@ -156,7 +156,7 @@ def osu(demos: str, name: str, use_mpich: bool, full: bool, params: dict, n: int
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--demos", required=True, help="the demo/ folder of an mpi4py checkout")
     ap.add_argument("--only", help="comma-separated: helloworld, cpi-cco, ring, osu_latency, ... (default: all)")
     ap.add_argument("--full", action="store_true", help="run the OSU demos as they are (all their loops: long)")

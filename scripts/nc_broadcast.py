@@ -360,7 +360,7 @@ PARTS = {"size": part_size, "groups": part_groups, "time": part_time, "sources":
 
 
 def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ints = lambda s: [int(x) for x in s.split(",") if x]  # noqa: E731
     ap.add_argument("--analytic-k", type=ints, default=[4, 8, 16, 32, 64])
     ap.add_argument("--measured-k", type=ints, default=[4, 8, 16])

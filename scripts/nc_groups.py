@@ -47,7 +47,7 @@ def main(argv=None) -> list[dict]:
     from emu.nodes.collectives.coding.planner import table
     from emu.topologies.grid import Grid
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--k", type=int, default=16, help="the k-ary 2-mesh (default 16, the source's)")
     ap.add_argument("--mcast", choices=["tree", "all_at_once"], default="tree", help="multicast of B, D, E")
     ap.add_argument("--scheme", choices=["nc", "nc_every", "combine"], default="nc")

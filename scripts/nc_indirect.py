@@ -90,7 +90,7 @@ async def emulate(spec: str, algo: str, shape=None, size: int = 40) -> dict:
 def main(argv=None) -> list[dict]:
     from emu.config import ConfigError
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--topos", default="star:n=16;fattree:k=4,n=2;fattree:k=4,n=3",
                     help="indirect topologies, separated by ';'")
     ap.add_argument("--schemes", default="tree,all_at_once,nc,all_at_once_coded,combine")

@@ -60,7 +60,7 @@ def one(args) -> dict:
 
 
 def main(argv=None) -> list[dict]:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--k", type=int, default=8, help="the k-ary 2-mesh (default 8; --full: 32)")
     ap.add_argument("--full", action="store_true", help="the source's headline size: the 32-ary 2-mesh")
     ap.add_argument("--jobs", type=int, default=2, help="schemes run side by side in this many processes")

@@ -189,7 +189,7 @@ def report(console: Console, rows: list[dict], cross: dict, nodes, sizes, types)
 
 
 async def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--experiment", default="reduce,allreduce", help="reduce, allreduce or both (comma-separated)")
     ap.add_argument("--nodes", default="16,32,64,128,256")
     ap.add_argument("--reduce-types", default=REDUCE_TYPES)

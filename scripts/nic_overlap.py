@@ -82,7 +82,7 @@ async def measure(spec: str, kind: str, offload: str | None, count: int, dtype: 
 def main(argv=None) -> list[dict]:
     from emu.config import ConfigError, parse_settings
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--nodes", type=int, default=64)
     ap.add_argument("--kind", default="reduce,allreduce")
     ap.add_argument("--bytes", type=int, default=8, help="bytes per rank (the source's reduce: 8)")

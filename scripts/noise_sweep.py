@@ -64,7 +64,7 @@ async def sweep(a) -> list[dict]:
 
 
 def main(argv=None) -> list[dict]:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     ap.add_argument("--nodes", type=lambda s: [int(x) for x in s.split(",")], default=None)
     ap.add_argument("--size", type=int, default=48, help="bytes of float64 per rank (default 48: one descriptor)")
     ap.add_argument("--interval-ns", type=int, default=10_000)

@@ -378,7 +378,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     from emu.front.checks import parse_size
     from emu.topologies.registry import build
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--topos", default=DEFAULT_TOPOS, help="topology specs separated by ';'")
     ap.add_argument("--max-nodes", type=int, default=64, help="skip topologies with more hosts (default 64)")
     ap.add_argument("--routing", default=DEFAULT_ROUTING, help="policies, comma separated; qsnet/PICK for a pick")

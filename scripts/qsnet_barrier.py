@@ -75,7 +75,7 @@ def run(spec: str, algo: str, branch: int, enter: list[int]) -> tuple[int, int, 
 
 
 def main(argv=None) -> list[dict]:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--topos", default="star:n=16;fattree:k=4,n=2;fattree:k=4,n=3;fattree:k=4,n=4")
     ap.add_argument("--skew", default="0,5000", help="comma-separated arrival spreads in ns")
     ap.add_argument("--seeds", type=int, default=5)

@@ -89,7 +89,7 @@ async def measure(spec: str, size: int) -> dict:
 def main(argv=None) -> list[dict]:
     from emu.front.checks import parse_size
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--topos", default="fattree:k=4,n=2;fattree:k=4,n=3")
     ap.add_argument("--sizes", default="64,1KiB,16KiB,256KiB")
     ap.add_argument("--out", default="results/qsnet_bcast")

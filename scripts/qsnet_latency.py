@@ -94,7 +94,7 @@ async def measure(spec: str, size: int, settings: dict | None = None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--nodes", default="32,512,2048", help="node counts, comma-separated")
     ap.add_argument("--sizes", default="8,1024", help="put sizes in bytes, comma-separated")
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",

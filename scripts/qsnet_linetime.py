@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> dict:
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
     import qsnet_alltoall as q
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--topo", default="qsnet:nodes=128")
     ap.add_argument("--routing", default="qsnet", help="one policy (qsnet/PICK for a pick)")
     ap.add_argument("--pattern", default="bisection", choices=q.PATTERNS)

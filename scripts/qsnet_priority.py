@@ -81,7 +81,7 @@ def models(spec: str, settings: dict | None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--nodes", type=int, default=32)
     ap.add_argument("--bulk", type=int, default=6, help="nodes streaming bulk puts to the last node")
     ap.add_argument("--bulk-size", default="64KiB", help="bytes of each bulk put")

@@ -30,7 +30,7 @@ from expt import ci95 as ci, pyplot, write_csv  # noqa: E402
 def main(argv=None) -> list[dict]:
     from emu.front.checks import parse_size
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--topo", default="fattree:k=4,n=3")
     ap.add_argument("--thresholds", default="0,1,2,4,8,16,64")
     ap.add_argument("--picks", default="first_free,next_free,random")

@@ -43,7 +43,7 @@ def run(k: int, model: str, vcs: int, loads, warmup: int, measure: int, size: in
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     ap.add_argument("--k", type=int, action="append", help="mesh side (repeat; default 4 and 8)")
     ap.add_argument("--vcs", type=int, action="append", help="VCs (repeat; default 1, 2, 8)")
     ap.add_argument("--size", type=int, default=256, help="packet payload bytes (default 256)")

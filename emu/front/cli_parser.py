@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..config import SECTIONS
+from ..config import SECTIONS, ConfigError
 
 
 OFFLOADS = ("none", "nic", "switch", "hw")
@@ -60,20 +60,21 @@ def _parser() -> argparse.ArgumentParser:
 
     fams = "\n".join(f"  {n}:{p}  {s}" for n, p, s in describe_families())
     ap = argparse.ArgumentParser(prog="emu", description="Packet-level HPC interconnect emulator",
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
                                  epilog=f"topologies (? = optional; all also take latency_ns, bandwidth_gbps, "
                                         f"switch_delay_ns, nic_delay_ns, mtu_bytes):\n{fams}")
     ap.add_argument("--version", action="version", version=f"emu (hpc-emu) {version()}")
     ap.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-v info, -vv debug)")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("demo", help="run a small cluster and print the mechanisms side by side")
+    d = sub.add_parser("demo", help="run a small cluster and print the mechanisms side by side", allow_abbrev=False)
     d.add_argument("--hosts", type=_ascii(int), default=8, help="hosts on the star (default 8)")
     d.add_argument("--out", metavar="DIR",
                    help="folder to write the demo's plot into (made if missing; default: a new temporary folder, "
                         "named in the output)")
     d.add_argument("--plot", default="allreduce.png", metavar="FILE",
                    help="the plot's file name inside --out (default allreduce.png; '' for no plot)")
-    t = sub.add_parser("topo", help="print a topology's hosts, switches, links, diameter, bisection")
+    t = sub.add_parser("topo", help="print a topology's hosts, switches, links, diameter, bisection",
+                       allow_abbrev=False)
     t.add_argument("spec", help="e.g. fattree:k=4,n=3, or a file FILE.json|FILE.graphml")
     t.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE", help="as for emu run")
     t.add_argument("--config", metavar="FILE.toml", help="as for emu run")
@@ -82,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_topo_options(t)
     pl = sub.add_parser("plan", help="the planner of network-coded broadcast (docs/network-coding.md): group shape and intermediate "
-                                               "nodes")
+                                               "nodes", allow_abbrev=False)
     pl.add_argument("what", choices=["nc"], help="nc: hierarchical XOR network coding (docs/network-coding.md)")
     pl.add_argument("spec", help="a direct network, e.g. mesh:k=16,n=2 or torus:k=8,n=2")
     pl.add_argument("--mcast", choices=["tree", "all_at_once"], default="tree",
@@ -92,13 +93,14 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--by", choices=["hops", "longest-path"], default="hops",
                     help="hops: least total hops (default); longest-path: the source's rule, the longest paths "
                          "inside a group and between intermediate nodes balanced, ties by total hops")
-    w = sub.add_parser("wireshark", help="the Lua dissector for every header: where it is, or install it")
+    w = sub.add_parser("wireshark", help="the Lua dissector for every header: where it is, or install it",
+                       allow_abbrev=False)
     w.add_argument("action", choices=["path", "install"],
                    help="path: print where the packaged dissector is; install: copy it into the plugins folder")
     w.add_argument("--dest", help="install into this folder instead of Wireshark's personal Lua plugins folder")
     _add_run(sub)
     rp = sub.add_parser("report", help="plots of an emu run as PNG and SVG: link loads on the topology, "
-                                       "per-rank timeline from its trace")
+                                       "per-rank timeline from its trace", allow_abbrev=False)
     rp.add_argument("results", metavar="RESULTS.json", help="the --json file of an emu run or an emu mpirun")
     rp.add_argument("--trace", metavar="FILE", help="the --trace file of the same run (for the timeline)")
     rp.add_argument("--out", metavar="DIR", required=True, help="folder to write the plots into (made if missing)")
@@ -112,10 +114,32 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+class _Refusing(argparse.ArgumentParser):
+    """A parser that raises ``ConfigError`` with argparse's message where argparse would print its
+    usage text and exit: for a command line that is data, not a person's typing."""
+
+    def error(self, message: str):
+        raise ConfigError(message)
+
+
+def run_parser_refusing() -> argparse.ArgumentParser:
+    """The parser of ``emu run``'s options, refusing in one line (``ConfigError``), never with a usage
+    text: ``--replay`` parses a record's command line with it."""
+    sub = _Refusing(prog="emu", allow_abbrev=False).add_subparsers(dest="cmd", required=True)
+    _add_run(sub)
+    from .sweepargs import refuse_repeats
+
+    run = sub.choices["run"]
+    refuse_repeats(run)
+    run.set_defaults(cmd="run")
+    return run
+
+
 def _add_run(sub) -> None:
     """``emu run``: the cluster, the tests, the outputs, the faults, then the collectives' options."""
     r = sub.add_parser("run", help="build a cluster, run tests, print and save the figures",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=run_epilog())
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=run_epilog(),
+                       allow_abbrev=False)
     r.add_argument("--topo", help="topology spec, e.g. fattree:k=4,n=3, or a file FILE.json|FILE.graphml (emu topo "
                                   "SPEC --format writes one; docs/topologies.md); a sweep: several, comma-separated "
                                   "(star:n=4,star:n=8)")
@@ -148,7 +172,9 @@ def _add_run(sub) -> None:
                                                  "parameter and per figure, after a '# run: {...}' line")
     r.add_argument("--indent", type=_ascii(int), metavar="N", help="indent the JSON by N spaces (default: compact)")
     r.add_argument("--replay", metavar="RESULT.json", help="run the command of a --json file again and check that "
-                                                           "its figures match (exit 1 with the differences)")
+                                                           "its figures match (exit 1 with the differences); only "
+                                                           "its options of what is run are taken, the outputs are "
+                                                           "this command line's")
     r.add_argument("--trace", metavar="FILE", help="write the run's timeline as Chrome trace-event JSON (open it in "
                                                    "ui.perfetto.dev): per host the test, collective calls and their "
                                                    "steps; per port queue depth and load; faults, drops, traps, NACKs")

@@ -37,7 +37,7 @@ def add_parser(sub, ascii_int, ascii_float) -> None:
                                       "per rank (as mpiexec)",
                        description="Run PROGRAM.py (or -m MODULE) as N ranks on the hosts of --topo; in the ranks "
                                    "'from mpi4py import MPI' is the emulated MPI: every call is traffic of the "
-                                   "rank's host, Wtime() is virtual seconds.")
+                                   "rank's host, Wtime() is virtual seconds.", allow_abbrev=False)
     p.add_argument("-n", "-np", dest="n", type=ascii_int, required=True, help="number of ranks")
     p.add_argument("--topo", required=True, help="topology spec, e.g. fattree:k=4,n=3")
     p.add_argument("--hosts", help="the hosts of ranks 0, 1, ... (comma-separated; default: the topology's, in order)")

@@ -9,7 +9,7 @@ import trio
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from ..config import ConfigError
-from .cli_parser import _parser, version
+from .cli_parser import version
 from .consoles import console, make_console
 from .run_output import _show_results
 from .run_prepare import _prepare, run_config
@@ -42,23 +42,17 @@ async def _run(args) -> int:
 
 
 async def _replay(args) -> int:
-    """``emu run --replay RESULT.json``: the recorded command again; exit 1 with the differences in
-    one line when a figure is not the same (wall-clock times aside)."""
+    """``emu run --replay RESULT.json``: the recorded run again (``emu.front.replay``), writing only
+    where the user's own command line says; exit 1 with the differences in one line when a figure
+    is not the same (wall-clock times aside)."""
     from rich.markup import escape
 
-    from .runrecord import OUTPUTS, compare, load, replay_argv, results_document
+    from .replay import check_own, replay_args
+    from .runrecord import compare, load, results_document
 
-    given = [a for a in args.argv[1:] if a.split("=", 1)[0].startswith("--") and a.split("=", 1)[0] not in OUTPUTS]
-    if given:
-        raise ConfigError(f"--replay takes the command from its file; leave out {given[0]} (only --json, --csv, "
-                          "--indent may go with it)")
+    check_own(args.argv)
     run, old = load(args.replay)
-    argv = replay_argv(run, args.replay)
-    for opt in ("json", "csv", "indent"):
-        if getattr(args, opt) is not None:
-            argv += [f"--{opt}", str(getattr(args, opt))]
-    again = _parser().parse_args(argv)
-    again.argv = argv
+    again = replay_args(run, args.replay, args)  # from the record as data: it names no file written or read
     code = await _run(again)
     new = results_document(again, again.finished, run_config(again))["results"]
     diffs = compare(old, new)

@@ -15,10 +15,13 @@ from .trace_options import trace_config
 
 
 def _settings(args) -> tuple[dict, dict]:
-    """(--config file, --set items) as settings layers: the file under the spec string, --set over it."""
+    """(--config file, --set items) as settings layers: the file under the spec string, --set over it.
+    A replay reads no --config file its record names: it gives the settings recorded as from it."""
     from ..config import load_settings, parse_settings
 
-    return (load_settings(args.config) if args.config else {}), parse_settings(args.set or [])
+    recorded = getattr(args, "recorded_config", None)
+    config = recorded if recorded is not None else load_settings(args.config) if args.config else {}
+    return config, parse_settings(args.set or [])
 
 
 def _writable(option: str, path: str | None) -> None:

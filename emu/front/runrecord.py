@@ -22,9 +22,6 @@ from ..config import SECTIONS, ConfigError
 FORMAT = 1
 """Version of the results file's layout: ``{"run": {...}, "results": [row, ...]}``."""
 
-OUTPUTS = {"--json", "--csv", "--pcap", "--trace", "--trace-limit", "--trace-bin", "--indent", "--replay"}
-"""Options that only say where the figures go: left out when a run is replayed."""
-
 TIMES = ("completion_ns counts from the test's start; start_ns, end_ns, a message's t_ns and trace timestamps "
          "are virtual ns on the cluster's clock (from its start)")
 """How the times of ``emu run``'s rows count."""
@@ -143,25 +140,6 @@ def load(path: str, what: str = "--replay") -> tuple[dict, list[dict]]:
         raise ConfigError(f"{what} {path}: no run record (a results file of emu run holds {{\"run\": ..., "
                           "\"results\": [...]}); write one with emu run ... --json FILE")
     return data["run"], data["results"]
-
-
-def replay_argv(run: dict, path: str) -> list[str]:
-    """The recorded command line without its output options."""
-    argv = run.get("argv")
-    if not isinstance(argv, list) or not argv or argv[0] != "run":
-        raise ConfigError(f"--replay {path}: its run record has no emu run command line (argv); "
-                          "only the results of emu run can be replayed")
-    out, skip = [], False
-    for a in argv[1:]:
-        if skip:
-            skip = False
-            continue
-        opt = a.split("=", 1)[0]
-        if opt in OUTPUTS:
-            skip = "=" not in a
-            continue
-        out.append(a)
-    return ["run", *out]
 
 
 def compare(old: list[dict], new: list[dict]) -> list[str]:
