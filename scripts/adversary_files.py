@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -39,6 +40,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+REFUSED = re.compile(r"(emu(?: \w+)?: )?refused: ")
+"""A refusal: ``refused: ...`` (the run's checks) or ``emu run: refused: ...`` (the command line)."""
 DEEP = 5000
 DIGITS = "1" * 100_000
 
@@ -269,7 +272,7 @@ def run_case(c: Case, timeout: float, memory: int) -> tuple[bool, str]:
         if p.returncode != c.rc:
             problems.append(f"exit {p.returncode} (want {c.rc})")
         if c.rc == 2:
-            if len(lines) != 1 or not lines[0].startswith("refused:"):
+            if len(lines) != 1 or not REFUSED.match(lines[0]):
                 problems.append(f"{len(lines)} lines, not one 'refused:' line")
             elif c.expect and c.expect.lower() not in lines[0].lower():
                 problems.append(f"the refusal does not name {c.expect!r}")

@@ -59,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     from emu.topologies.registry import describe_families
 
     fams = "\n".join(f"  {n}:{p}  {s}" for n, p, s in describe_families())
-    ap = argparse.ArgumentParser(prog="emu", description="Packet-level HPC interconnect emulator",
+    ap = OneLine(prog="emu", description="Packet-level HPC interconnect emulator",
                                  formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
                                  epilog=f"topologies (? = optional; all also take latency_ns, bandwidth_gbps, "
                                         f"switch_delay_ns, nic_delay_ns, mtu_bytes):\n{fams}")
@@ -120,6 +120,55 @@ class _Refusing(argparse.ArgumentParser):
 
     def error(self, message: str):
         raise ConfigError(message)
+
+
+def did_you_mean(word: str, choices) -> str:
+    """`` (did you mean --json?)`` for a misspelt or shortened option or subcommand; empty when nothing
+    is close."""
+    import difflib
+
+    choices = sorted(set(choices))
+    starts = [c for c in choices if c.startswith(word) and c != word]
+    near = starts[:3] or difflib.get_close_matches(word, choices, n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(near)}?)" if near else ""
+
+
+class OneLine(argparse.ArgumentParser):
+    """A person's command line: a mistake is one line on stderr, ``emu: refused: ...`` with a "did you
+    mean" where an option or subcommand is close to one that exists, and exit status 2 (argparse's
+    usage text stays behind ``--help``)."""
+
+    _argv: list[str] = []
+
+    def parse_known_args(self, args=None, namespace=None):
+        import sys
+
+        self._argv = [str(a) for a in (sys.argv[1:] if args is None else args)]
+        return super().parse_known_args(args, namespace)
+
+    def _words(self) -> tuple[str, list[str]]:
+        """(the prog, the option strings and subcommands) of the subcommand the command line names,
+        else of this parser."""
+        words: list[str] = []
+        for a in self._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for token in self._argv:
+                    if token in a.choices:
+                        sub = a.choices[token]
+                        return sub.prog, [o for x in sub._actions for o in x.option_strings]
+                words += list(a.choices)
+            words += a.option_strings
+        return self.prog, words
+
+    def error(self, message: str):
+        import re
+        import sys
+
+        prog, words = self._words()
+        bad = re.findall(r"(?:unrecognized arguments|invalid choice): '?([^' ]+)", message)
+        hint = did_you_mean(bad[0], words) if bad else ""
+        sys.stderr.write(f"{prog}: refused: {message}{hint}; see {prog} --help\n")
+        sys.exit(2)
 
 
 def run_parser_refusing() -> argparse.ArgumentParser:
