@@ -7,6 +7,10 @@ __all__ = ["AppError", "CausalityError", "Cluster", "ConfigError", "DeadlockErro
            "FrameLossError", "HostSpec", "LinkSpec", "NodeHandle", "RunConfig", "SwitchSpec"]
 
 
+SUBPACKAGES = ("config", "front", "nodes", "rank", "switch", "topologies", "wire")
+"""Imported on first use: ``import emu`` then ``emu.topologies.build(...)`` works."""
+
+
 def __getattr__(name: str):
     # the Cluster pulls in topologies/, nodes/ and switch/, which themselves use emu.config:
     # import it on first use so that either package can be imported first
@@ -14,4 +18,8 @@ def __getattr__(name: str):
         from .front import cluster
 
         return getattr(cluster, name)
+    if name in SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'emu' has no attribute {name!r}")

@@ -38,7 +38,12 @@ def _refused(core: ModuleType) -> str | None:
     return None
 
 
+WHY: str | None = None
+"""Why the compiled core is not in use, when it was built but refused (stale, another API)."""
+
+
 def _load() -> ModuleType | None:
+    global WHY
     if os.environ.get("EMU_PURE", "") not in ("", "0"):
         return None
     try:
@@ -47,6 +52,7 @@ def _load() -> ModuleType | None:
         return None
     why = _refused(_core)
     if why is not None:
+        WHY = f"{why}; rebuild it: pip install -e ."
         log.warning("the compiled core %s: running pure Python (rebuild it: pip install -e .)", why)
         return None
     return _core
@@ -58,8 +64,9 @@ CORE: ModuleType | None = _load()
 
 def disable(why: str) -> None:
     """Run pure Python from now on (the core refused its setup: a layout it does not know)."""
-    global CORE
+    global CORE, WHY
     log.warning("compiled core not used: %s", why)
+    WHY = why
     CORE = None
 
 

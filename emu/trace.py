@@ -72,7 +72,7 @@ class Tracer:
         self.omitted: dict[str, int] = {}
         """Events left out past the size limit, by kind (span, counter, instant name)."""
         self.first_omitted_ns: int | None = None
-        self._stacks: dict[int, list[bool]] = {}
+        self._stacks: dict[int, list[tuple[bool, str, str]]] = {}  # per pid: (B written, name, cat)
         """Per host pid: the open spans, each True if its B was written (then its E is written too)."""
         self.ports: list[PortTrace] = []
         self.host_names = set(hosts)
@@ -116,16 +116,16 @@ class Tracer:
         pid = self.pids[node]
         line = (f'{_SEP}{{"ph":"B","name":{json.dumps(name)},"cat":"{cat}","pid":{pid},"tid":{RANK_TID},'
                 f'"ts":{ts(t)}{_args(args)}}}')
-        self._stacks.setdefault(pid, []).append(self._write(line, "span", t))
+        self._stacks.setdefault(pid, []).append((self._write(line, "span", t), name, cat))
 
     def end(self, node: str, t: int, args: dict | None = None) -> None:
         pid = self.pids[node]
         stack = self._stacks.get(pid)
         if not stack:
             return
-        if stack.pop():  # its B was written: so is its E, past the limit too (the track stays nested)
-            self._write(f'{_SEP}{{"ph":"E","pid":{pid},"tid":{RANK_TID},"ts":{ts(t)}{_args(args)}}}',
-                        "span", t, force=True)
+        written, name, cat = stack.pop()
+        if written:  # its B was written: so is its E, past the limit too (the track stays nested)
+            self._write(_end(pid, name, cat, t, args), "span", t, force=True)
 
     def span(self, node: str, name: str, t_of, args: dict | None = None, cat: str = "span") -> "Span":
         """A context manager: B now, E when it ends (``t_of()`` reads the virtual time)."""
@@ -159,9 +159,9 @@ class Tracer:
         self.flush_ports(t_end, final=True)
         for pid, stack in self._stacks.items():
             while stack:
-                if stack.pop():
-                    self._write(f'{_SEP}{{"ph":"E","pid":{pid},"tid":{RANK_TID},"ts":{ts(t_end)}}}', "span",
-                                t_end, force=True)
+                written, name, cat = stack.pop()
+                if written:
+                    self._write(_end(pid, name, cat, t_end, None), "span", t_end, force=True)
         if not self.f.closed:
             self.f.flush()
             if not self.header:
@@ -212,6 +212,13 @@ class Span:
 
     def __exit__(self, *exc) -> None:
         self.tracer.end(self.node, self.t_of(), self.end_args)
+
+
+def _end(pid: int, name: str, cat: str, t: int, args: dict | None) -> str:
+    """The E event of a span: it names the span as its B does (viewers other than Perfetto match
+    an unnamed E to nothing and draw the span to the profile's end)."""
+    return (f'{_SEP}{{"ph":"E","name":{json.dumps(name)},"cat":"{cat}","pid":{pid},"tid":{RANK_TID},'
+            f'"ts":{ts(t)}{_args(args)}}}')
 
 
 class _NoSpan:

@@ -48,8 +48,7 @@ def check_trace(trace: dict) -> dict:
         assert isinstance(ts, (int, float)) and 0 <= ts <= end_us, (e, end_us)
         assert math.isclose(ts * 1000, round(ts * 1000), abs_tol=1e-6), e  # whole nanoseconds
         used.add(e["pid"])
-        if ph != "E":
-            assert isinstance(e["name"], str) and e["name"], e
+        assert isinstance(e["name"], str) and e["name"], e  # an E too: viewers other than Perfetto need it
         if "args" in e:
             assert isinstance(e["args"], dict), e
         track = (e["pid"], e["tid"])
@@ -61,6 +60,7 @@ def check_trace(trace: dict) -> dict:
         elif ph == "E":
             assert stacks[track], f"E without B on track {track}: {e}"
             b = stacks[track].pop()
+            assert (e["name"], e.get("cat")) == (b["name"], b.get("cat")), f"E {e} ends B {b}"
             spans[track].append((b["ts"], ts, len(stacks[track]), b["name"], {**b.get("args", {}), **e.get("args", {})},
                                  b.get("cat")))
         elif ph == "i":

@@ -4,6 +4,7 @@ it prints."""
 from __future__ import annotations
 
 import argparse
+import os
 
 from ..config import SECTIONS, ConfigError
 
@@ -42,6 +43,18 @@ def version() -> str:
         return "unknown (not installed; pip install -e . in the checkout)"
 
 
+def element_loop() -> str:
+    """Which element loop a run here uses: the compiled core or pure Python, and why (``emu --version``
+    and the run record say it)."""
+    from .. import native
+
+    if native.CORE is not None:
+        return f"element loop: compiled core ({native.CORE.__file__})"
+    why = ("EMU_PURE is set" if os.environ.get("EMU_PURE", "") not in ("", "0") else
+           native.WHY or "the compiled core is not built (no C compiler at install)")
+    return f"element loop: pure Python ({why})"
+
+
 def _ascii(kind: type):
     """An option's number type that takes ASCII digits only (``int`` alone would read '٤' as 4)."""
     def convert(text: str):
@@ -63,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
                                  epilog=f"topologies (? = optional; all also take latency_ns, bandwidth_gbps, "
                                         f"switch_delay_ns, nic_delay_ns, mtu_bytes):\n{fams}")
-    ap.add_argument("--version", action="version", version=f"emu (hpc-emu) {version()}")
+    ap.add_argument("--version", action="version", version=f"emu (hpc-emu) {version()}; {element_loop()}")
     ap.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-v info, -vv debug)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("demo", help="run a small cluster and print the mechanisms side by side", allow_abbrev=False)

@@ -96,11 +96,18 @@ def record(argv: list[str], *, topo: list[str], offload: list[str | None], seed:
         "settings": settings[0] if len(settings) == 1 else settings,
         "settings_note": "fields that differ from their defaults (emu.config), with where each value comes from",
         "seed": seed, ("mpi_ranks" if mpi else "processes"): processes, "partition": partition,
-        "times": times}
+        "times": times, "element_loop": _element_loop()}
     if swept:
         rec["sweep"] = swept
         rec["sweep_order"] = list(swept)  # product order: the first varies slowest (emu.front.sweepargs.ORDER)
     return rec
+
+
+def _element_loop() -> str:
+    """``compiled`` or ``pure-python``: which element loop ran (the figures are the same; speed is not)."""
+    from ..native import in_use
+
+    return in_use()
 
 
 def dump(obj: Any, fh, indent: int | None) -> None:
