@@ -24,3 +24,17 @@ def test_version_and_run_record_say_which_element_loop_runs():
     rec = record(["run"], topo=["star:n=2"], offload=[None], seed=0, processes=1, mpi=False, partition=None,
                  settings=[{}])
     assert rec["element_loop"] == ("compiled" if native.CORE is not None else "pure-python")
+
+
+def test_a_row_says_only_what_its_operation_has(tmp_path):
+    import json
+
+    from emu.front.cli import main
+
+    out = tmp_path / "r.json"
+    assert main(["run", "--topo", "star:n=4", "--test", "barrier+alltoall+allreduce", "--json", str(out)]) == 0
+    rows = {r["name"]: r for r in json.loads(out.read_text())["results"]}
+    assert rows["barrier"]["result"] == "every rank left"
+    assert not {"size_bytes", "dtype", "op"} & set(rows["barrier"])  # a barrier moves no data
+    assert rows["alltoall"]["dtype"] == "float32" and "op" not in rows["alltoall"]  # and reduces nothing
+    assert rows["allreduce"]["op"] == "sum" and rows["allreduce"]["result"] == "equal to numpy"

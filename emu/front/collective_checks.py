@@ -129,9 +129,17 @@ def _collective_check(operation: str) -> CheckFn:
             check_results(res, o.count, o.dtype, o.op, o.root, options.seed)
         except AssertionError as e:
             raise EmuError(f"wrong result: {e}") from None
-        out = {"completion_ns": res.completion_ns, "algo": res.algo, "ranks": len(res.ranks), "size_bytes": o.size,
-               "dtype": o.dtype, "op": o.op, "cpu_ns_total": res.cpu_ns_total, "cpu_ns_max": res.cpu_ns_max,
-               "result": "equal to numpy", **_sparse_figures(res), **_nic_model(net, res, o)}
+        from emu.nodes.collectives.operations import OPERATIONS
+
+        kind = OPERATIONS[operation]
+        data = {} if kind.result == "none" else {"size_bytes": o.size, "dtype": o.dtype}
+        if kind.reduces:
+            data["op"] = o.op
+        out = {"completion_ns": res.completion_ns, "algo": res.algo, "ranks": len(res.ranks), **data,
+               "cpu_ns_total": res.cpu_ns_total, "cpu_ns_max": res.cpu_ns_max,
+               # a barrier moves no data: what is checked is that every rank left it
+               "result": "every rank left" if kind.result == "none" else "equal to numpy",
+               **_sparse_figures(res), **_nic_model(net, res, o)}
         if res.nc_stats:  # spec 02 on the NICs: execution time (measured and modelled) and packet latency
             from emu.nodes.collectives.coding.timing import figures
 
