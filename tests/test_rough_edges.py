@@ -38,3 +38,19 @@ def test_a_row_says_only_what_its_operation_has(tmp_path):
     assert not {"size_bytes", "dtype", "op"} & set(rows["barrier"])  # a barrier moves no data
     assert rows["alltoall"]["dtype"] == "float32" and "op" not in rows["alltoall"]  # and reduces nothing
     assert rows["allreduce"]["op"] == "sum" and rows["allreduce"]["result"] == "equal to numpy"
+
+
+def test_a_noise_sweep_may_start_at_zero_noise(tmp_path):
+    import json
+
+    from emu.front.cli import main
+
+    out, base = tmp_path / "n.json", tmp_path / "b.json"
+    common = ["run", "--topo", "star:n=4", "--test", "allreduce", "--size", "64KiB"]
+    assert main([*common, "--set", "host.noise=periodic", "--set", "host.noise_interval_ns=10000",
+                 "--set", "host.noise_duration_ns=0,2000", "--json", str(out)]) == 0
+    assert main([*common, "--json", str(base)]) == 0
+    rows = json.loads(out.read_text())["results"]
+    quiet = json.loads(base.read_text())["results"][0]["completion_ns"]
+    assert [r["point"]["host.noise_duration_ns"] for r in rows] == ["0", "2000"]
+    assert rows[0]["completion_ns"] == quiet < rows[1]["completion_ns"]  # zero-length detours: no noise at all

@@ -103,7 +103,7 @@ class Host:
         self.current: Proc | None = None
         """The application being stepped (for ``HostAPI.cpu_ns``)."""
         self.noise = Noise(self.spec, getattr(nic, "seed", 0), getattr(nic, "node_id", 0)) \
-            if self.spec.noise != "none" else None
+            if self.spec.noise != "none" and self.spec.noise_duration_ns > 0 else None
         """The CPU's detours (``host.noise``), or None: work takes exactly its time."""
         self.api = HostAPI(self)
 
