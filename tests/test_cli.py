@@ -107,6 +107,8 @@ def test_parse_size():
     from emu.front.checks import parse_size
 
     assert [parse_size(s) for s in ("64KiB", "1MiB", "4096", "8B", "2kb")] == [65536, 1 << 20, 4096, 8, 2000]
+    # a bare K/M/G as nccl-tests' -b/-e and OSU's -m read it: powers of 2; KB stays 1000
+    assert [parse_size(s) for s in ("64K", "64KB", "4M", "1G")] == [65536, 64000, 4 << 20, 1 << 30]
     with pytest.raises(Exception, match="not a number of bytes"):
         parse_size("lots")
 

@@ -280,8 +280,8 @@ def _add_collective_options(r: argparse.ArgumentParser) -> None:
     c.add_argument("--algo", help=f"algorithm by name (default: chosen by size, as MPI libraries do); in host "
                                   f"software: {soft}; with --offload hw the hardware's: barrier tree|polled; "
                                   "a sweep: ring,rabenseifner")
-    c.add_argument("--size", help="bytes per rank, e.g. 64KiB (alltoall: per destination; default 1KiB); a sweep: "
-                                  "1KiB,64KiB,1MiB")
+    c.add_argument("--size", help="bytes per rank, e.g. 64KiB (alltoall: per destination; default 1KiB; 64K is 64 KiB "
+                                  "as in nccl-tests, 64KB is 64,000); a sweep: 1KiB,64KiB,1MiB")
     c.add_argument("--dtype", help="int8..int64, uint8..uint64, float16/32/64 (default float32)")
     c.add_argument("--op", help="sum prod min max minloc maxloc land lor lxor band bor bxor (default sum)")
     c.add_argument("--root", type=_ascii(int), help="root rank of reduce, bcast, mcast (default 0)")

@@ -8,10 +8,14 @@ from ..config import ConfigError
 
 
 def parse_size(text: str) -> int:
-    """'64KiB' -> 65536; accepts B, KiB, MiB, GiB, KB, MB (powers of 10) or a plain number of bytes."""
-    m = re.fullmatch(r"\s*(\d+)\s*([KMG]i?B|B)?\s*", str(text), re.I | re.ASCII)  # ASCII digits only
+    """'64KiB' -> 65536; accepts B, KiB, MiB, GiB (powers of 2), KB, MB, GB (powers of 10), a bare
+    K, M or G as nccl-tests and the OSU benchmarks read it (powers of 2: ``64K`` is 64 KiB), or a plain
+    number of bytes."""
+    m = re.fullmatch(r"\s*(\d+)\s*([KMG]i?B|[KMG]|B)?\s*", str(text), re.I | re.ASCII)  # ASCII digits only
     if not m:
-        raise ConfigError(f"size {text!r} is not a number of bytes such as 64KiB, 1MiB or 4096")
+        raise ConfigError(f"size {text!r} is not a number of bytes such as 64KiB (65536), 64KB (64000), 64K "
+                          "(64 KiB, as nccl-tests reads it) or 4096")
     unit = (m.group(2) or "B").lower()
-    scale = {"b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 10**3, "mb": 10**6, "gb": 10**9}[unit]
+    scale = {"b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 10**3, "mb": 10**6, "gb": 10**9,
+             "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[unit]
     return int(m.group(1)) * scale
