@@ -1,6 +1,7 @@
 """One socket per process, a window's records joined per destination (emu.batch)."""
 
 import hashlib
+import select
 import socket
 import time
 
@@ -57,13 +58,16 @@ def batched(request):
 
 
 def _arrive(batch, src, data) -> int:
+    """Send ``data`` from ``src`` to the batch socket and drain it once it is there (waiting on the
+    socket, not a guessed time: a loaded machine may take long to deliver)."""
     src.sendto(data, batch.addr)
-    for _ in range(100):
-        n = batch.udp_received
+    n = batch.udp_received
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        select.select([batch.sock], [], [], 0.5)
         got = batch.drain()
         if batch.udp_received > n:
             return got
-        time.sleep(0.001)
     raise AssertionError("the datagram never came")
 
 
@@ -274,11 +278,10 @@ async def test_the_process_counts_its_datagrams_and_what_belongs_to_no_element()
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             for d in bad:
                 s.sendto(d, batch.addr)
-        for _ in range(200):
-            if batch.udp_received == 4 + len(bad):
-                break
+        deadline = time.monotonic() + 30  # waits on the datagrams; the deadline only ends a lost one
+        while batch.udp_received < 4 + len(bad) and time.monotonic() < deadline:
+            select.select([batch.sock], [], [], 0.5)
             batch.drain()
-            time.sleep(0.001)
         (ps,) = await net.process_stats()
         assert ps == {"process": 0, "elements": 3, "socket": "batch", "udp_sent": 4, "udp_received": 11, "bad_tag": 0,
                       "truncated": 2, "bad_magic": 2, "foreign_cluster": 1, "bad_link": 2}
