@@ -34,9 +34,13 @@ itself (the transpose's diagonal) injects nothing; throughput is per *source* ho
 Beside the measurement, the model: the zero-load latency of each measured packet's path from the
 topology (send overhead, NIC delay at both ends, serialisation plus latency of every link, the switches'
 processing delays; for an input-queued router its pipeline stages, and with cut-through only its head
-flit's serialisation on the link into it), averaged over the same packets. Saturation is the lowest offered load at which
-the accepted throughput falls more than 5 % short of the injected one or the mean latency exceeds 3x
-that model.
+flit's serialisation on the link into it), averaged over the same packets. Saturation is the lowest
+offered load at which the accepted throughput falls more than 5 % short of the *offered* load by more
+than its noise -- the upper bound of its 99.7 % confidence interval (3 standard errors of a Bernoulli
+count over the window's source-cycles, sqrt(p(1-p)/(sources x measure))) is below 95 % of the offered
+load -- or the mean latency exceeds 3x that model. A window whose 3 standard errors exceed half of
+that 5 % cannot resolve the shortfall: the row says so (``saturation_note``) with the ``--measure``
+that would.
 """
 
 from __future__ import annotations
@@ -256,6 +260,7 @@ def _check(pattern: str):
         fixed = destinations(pattern, n, grid)
         sources = n if fixed is None else sum(d is not None for d in fixed)
         rows, saturation = [], None
+        short_window: tuple[float, int] | None = None  # (load, the --measure that resolves it)
         frames = hops = 0
         for load in o.loads:
             scheds = [schedule(pattern, n, i, load, total, options.seed, grid) for i in range(n)]
@@ -290,19 +295,29 @@ def _check(pattern: str):
                            mean_cy=round(mean / cycle, 2), p50_cy=round(_pct(lat, 50) / cycle, 2),
                            p99_cy=round(_pct(lat, 99) / cycle, 2), max_cy=round(lat[-1] / cycle, 2),
                            model_ns=round(zero, 1))
-                short = arrived < (1 - SHORTFALL) * injected
+                err = 3 * math.sqrt(load * (1 - load) / per) if 0 < load < 1 else 0.0  # 3 standard errors
+                row["accepted_3se"] = round(err, 4)
+                short = arrived / per + err < (1 - SHORTFALL) * load
                 if saturation is None and (short or mean > LATENCY_FACTOR * zero):
                     saturation = load
+                if err > SHORTFALL * load / 2 and not short and short_window is None:
+                    # 3 SE <= SHORTFALL*p/2  <=>  measure >= 36 (1-p) / (sources p SHORTFALL^2)
+                    short_window = (load, math.ceil(36 * (1 - load) / (sources * load * SHORTFALL ** 2)))
             rows.append(row)
         first = rows[0]
         out: dict[str, Any] = {
             "pattern": pattern, "hosts": n, "sources": sources, "size_bytes": o.size, "cycle_ns": cycle,
             "warmup_cycles": o.warmup, "measure_cycles": o.measure,
             "zero_load_model_ns": first.get("model_ns"), "lowest_load_mean_ns": first.get("mean_ns"),
-            "saturation": (f"at offered {saturation} (accepted > {SHORTFALL:.0%} short of injected, or mean "
-                           f"latency > {LATENCY_FACTOR:g}x the zero-load model)") if saturation is not None
+            "saturation": (f"at offered {saturation} (accepted > {SHORTFALL:.0%} short of offered beyond 3 standard "
+                           f"errors, or mean latency > {LATENCY_FACTOR:g}x the zero-load model)") if saturation is not None
             else f"not reached up to {o.loads[-1]}",
             "saturation_load": saturation, "frames_all_loads": frames, "hop_count_all_loads": hops}
+        if short_window is not None and (saturation is None or short_window[0] < saturation):
+            out["saturation_note"] = (f"the window of {o.measure} cycles is too short to resolve a {SHORTFALL:.0%} "
+                                      f"shortfall at offered {short_window[0]} (3 standard errors "
+                                      f"{3 * math.sqrt(short_window[0] * (1 - short_window[0]) / (sources * o.measure)):.4f}); "
+                                      f"--measure {short_window[1]} would")
         o_ns = topo.hosts[0].spec.send_overhead_ns
         if o_ns > cycle:
             out["note"] = (f"host.send_overhead_ns={o_ns} > cycle {cycle} ns: a host starts at most one packet every "
