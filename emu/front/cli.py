@@ -60,7 +60,7 @@ def _main(ap, argv) -> int:
         if args.cmd == "report":
             from .report import report as write_report
 
-            for path in write_report(args.results, args.trace, args.out):
+            for path in write_report(args.results, args.trace, args.out, args.x, args.y, args.log):
                 console.print(f"wrote {path}")
             return 0
         if args.cmd == "run":

@@ -117,6 +117,13 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("results", metavar="RESULTS.json", help="the --json file of an emu run or an emu mpirun")
     rp.add_argument("--trace", metavar="FILE", help="the --trace file of the same run (for the timeline)")
     rp.add_argument("--out", metavar="DIR", required=True, help="folder to write the plots into (made if missing)")
+    rp.add_argument("--x", metavar="PARAM", help="a sweep's x axis: a swept parameter (default: the one that varies "
+                                                 "fastest)")
+    rp.add_argument("--y", metavar="FIGURE", default="completion",
+                    help="a sweep's y axis: completion (us), algbw or busbw (GB/s, as nccl-tests computes them), or any "
+                         "numeric figure of the rows (default completion)")
+    rp.add_argument("--log", choices=["auto", "x", "y", "xy", "none"], default="auto",
+                    help="log axes: auto (each axis whose values span a decade or more; default), x, y, xy or none")
     from .mpirun import add_parser as add_mpirun  # emu mpirun: unchanged mpi4py programs on the cluster
 
     add_mpirun(sub, _ascii(int), _ascii(float))

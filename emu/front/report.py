@@ -125,7 +125,14 @@ def link_loads(t, row: dict[str, Any]) -> tuple[list[float], int]:
     return loads, unknown
 
 
-def plot_topology(t, rows: list[dict[str, Any]], out: str) -> list[str]:
+LOAD_FLOOR = 1e-3
+"""The colour scale of link load is logarithmic from 0.1 % (and below) to 100 %: a lightly loaded
+network is not drawn as saturated, and a busy one is not flattened."""
+
+
+def plot_topology(t, rows: list[dict[str, Any]], out: str, point: dict | None = None) -> list[str]:
+    """A panel per test: every link coloured by its load (:data:`LOAD_FLOOR`); ``point``: the sweep
+    point these rows are of (said in the title)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -134,19 +141,19 @@ def plot_topology(t, rows: list[dict[str, Any]], out: str) -> list[str]:
 
     pos = positions(t)
     per = [link_loads(t, r) for r in rows]
-    vmax = max([max(lo, default=0) for lo, _ in per] + [1e-9])
     n = len(rows)
     big = len(t.nodes) > 200
     fig, axes = plt.subplots(1, n, figsize=(6 * n + 1, 6), squeeze=False)
     g = nx.MultiGraph()
     g.add_nodes_from(t.nodes)
     cmap = plt.get_cmap("viridis")
+    norm = matplotlib.colors.LogNorm(LOAD_FLOOR, 1.0, clip=True)
     for ax, row, (loads, unknown) in zip(axes[0], rows, per):
         edges = [(link.a, link.b) for link in t.links]
         hosts = [h.name for h in t.hosts]
         switches = [s.name for s in t.nodes.values() if s.kind != "host"]
-        nx.draw_networkx_edges(g, pos, edgelist=edges, edge_color=loads, edge_cmap=cmap, edge_vmin=0, edge_vmax=vmax,
-                               width=1.0 if big else 2.5, ax=ax)
+        colours = [cmap(norm(max(lo, LOAD_FLOOR))) for lo in loads]
+        nx.draw_networkx_edges(g, pos, edgelist=edges, edge_color=colours, width=1.0 if big else 2.5, ax=ax)
         nx.draw_networkx_nodes(g, pos, nodelist=switches, node_color="#444444", node_size=10 if big else 80,
                                node_shape="o", ax=ax)
         nx.draw_networkx_nodes(g, pos, nodelist=hosts, node_color="#bbbbbb", node_size=6 if big else 40,
@@ -155,13 +162,14 @@ def plot_topology(t, rows: list[dict[str, Any]], out: str) -> list[str]:
             nx.draw_networkx_labels(g, pos, font_size=6, ax=ax)
         busiest = max(loads, default=0)
         note = f"; {unknown} port(s) not drawn" if unknown else ""
-        ax.set_title(f"{row['name']}: {row.get('completion_ns') or 0:,} ns, busiest link {busiest:.0%}{note}",
+        ax.set_title(f"{row['name']}: {row.get('completion_ns') or 0:,} ns, busiest link {busiest:.1%}{note}",
                      fontsize=9)
         ax.set_axis_off()
-    sm = matplotlib.cm.ScalarMappable(cmap=cmap, norm=matplotlib.colors.Normalize(0, vmax))
-    fig.colorbar(sm, ax=list(axes[0]), label="link load: busier direction's busy time / test completion",
+    sm = matplotlib.cm.ScalarMappable(cmap=cmap, norm=norm)
+    fig.colorbar(sm, ax=list(axes[0]), label="link load: busier direction's busy time / test completion (log)",
                  shrink=0.8)
-    fig.suptitle(f"{rows[0]['topology']} (seed {rows[0].get('seed', 0)}): link load per test")
+    at = f"; sweep point {', '.join(f'{k}={v}' for k, v in point.items())}" if point else ""
+    fig.suptitle(f"{rows[0]['topology']} (seed {rows[0].get('seed', 0)}{at}): link load per test")
     return _save(fig, out, "topology")
 
 
@@ -285,9 +293,13 @@ def plot_mpi_calls(row: dict[str, Any], out: str) -> list[str]:
     return _save(fig, out, "mpi_calls")
 
 
-def report(results: str, trace: str | None, out: str) -> list[str]:
-    """Write the plots of ``results`` (and ``trace``) into folder ``out``; returns the files."""
+def report(results: str, trace: str | None, out: str, x: str | None = None, y: str = "completion",
+           log: str = "auto") -> list[str]:
+    """Write the plots of ``results`` (and ``trace``) into folder ``out``; returns the files. ``x``,
+    ``y``, ``log``: a sweep's axes (:func:`emu.front.report_sweep.plot_sweep`)."""
     from emu.topologies.registry import build
+
+    from .report_sweep import check_axes, plot_curves
 
     run, rows = load_run(results)
     tr = load_trace(trace) if trace else None
@@ -297,8 +309,15 @@ def report(results: str, trace: str | None, out: str) -> list[str]:
     if os.path.exists(out) and not os.path.isdir(out):
         raise ConfigError(f"emu report --out {out} is a file; give a folder")
     swept = bool(run.get("sweep"))
+    curves = [r for r in rows if isinstance(r.get("curve"), list)]
+    others = [r for r in rows if not isinstance(r.get("curve"), list)]
+    if swept and others:
+        check_axes(run, others, x, y, log)
+    elif x is not None or y != "completion":
+        raise ConfigError(f"emu report --x/--y: {results} holds no sweep of collectives to draw them for "
+                          "(emu run ... --size 1KiB,64KiB makes one)")
+    first = rows[0].get("point") if swept else None
     if swept:  # the topology drawn with the loads of the sweep's first point
-        first = rows[0].get("point")
         rows = [r for r in rows if r.get("point") == first]
     specs = {r["topology"] for r in rows}
     if len(specs) > 1:
@@ -310,8 +329,9 @@ def report(results: str, trace: str | None, out: str) -> list[str]:
         raise ConfigError(f"emu report: the topology of {results} cannot be built: {e}") from None
     os.makedirs(out, exist_ok=True)
     try:
-        files = plot_sweep(run, load_run(results)[1], out) if swept else []
-        files += plot_topology(t, rows, out)
+        files = plot_sweep(run, others, out, x, y, log) if swept and others else []
+        files += plot_curves(run, curves, out, log) if curves else []
+        files += plot_topology(t, rows, out, first)
         if "per_rank" in rows[0]:
             files += plot_mpi_calls(rows[0], out)
         if tr is not None:
