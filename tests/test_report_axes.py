@@ -74,3 +74,23 @@ def test_open_loop_traffic_is_drawn_as_latency_load_curves(tmp_path):
                  "--measure", "200", "--json", str(out)]) == 0
     files = report(str(out), None, str(tmp_path / "p"))
     assert {f.rsplit("/", 1)[1] for f in files} == {"curves.png", "curves.svg", "topology.png", "topology.svg"}
+
+
+def test_trees_are_drawn_hosts_under_their_leaf_and_faults_marked(tmp_path):
+    from emu.front.report import failed_links, positions
+    from emu.topologies.registry import build
+
+    t = build("fattree:k=4,n=2")
+    pos = positions(t)
+    for link in t.links:  # each host right under its leaf's span: hosts sorted by leaf, leaves by x
+        a, b = (link.a, link.b) if t.nodes[link.a].kind == "host" else (link.b, link.a)
+        if t.nodes[a].kind == "host":
+            assert pos[a][1] < pos[b][1]
+    leaf_of = {lk.a if t.nodes[lk.b].kind == "switch" and t.nodes[lk.a].kind == "host" else lk.b: lk
+               for lk in t.links if "host" in (t.nodes[lk.a].kind, t.nodes[lk.b].kind)}
+    hosts = sorted((h.name for h in t.hosts), key=lambda h: pos[h][0])
+    leaves = [next(x for x in (leaf_of[h].a, leaf_of[h].b) if x != h) for h in hosts]
+    assert [pos[x][0] for x in leaves] == sorted(pos[x][0] for x in leaves)  # no crossing host links
+    run = {"argv": ["run", "--fault", "at=1us,link=s0-s4,down", "--fault=at=2us,switch=s5,down",
+                    "--fault", "at=3us,link=s1-s4,up", "--fault", "garbage"]}
+    assert failed_links(run) == ({frozenset(("s0", "s4"))}, {"s5"})

@@ -92,16 +92,45 @@ def positions(t) -> dict[str, tuple[float, float]]:
     for link in t.links:
         g.add_edge(link.a, link.b)
     if any("stage" in n.info for n in t.switches):
-        for n in nodes.values():
-            g.nodes[n.name]["layer"] = n.info.get("stage", 0) if n.kind == "switch" else (
-                0 if n.kind == "host" else 1 + max(s.info.get("stage", 0) for s in t.switches))
-        return {k: (float(x), float(y)) for k, (x, y) in
-                nx.multipartite_layout(g, subset_key="layer", align="horizontal").items()}
+        return _tree_positions(t, g)
     try:  # (force-directed; networkx needs scipy past 500 nodes)
         pos = nx.spring_layout(g, seed=0)
     except ImportError:
         pos = nx.circular_layout(g)
     return {k: (float(x), float(y)) for k, (x, y) in pos.items()}
+
+
+def _tree_positions(t, g) -> dict[str, tuple[float, float]]:
+    """Trees in stages: hosts at the bottom, each switch one level above its nearest host's, every level
+    spread evenly; the leaf switches in the topology's order, each host under its leaf, each higher
+    switch above the mean place of the switches below it (ties in the topology's order), so that the
+    drawing has no needless crossings."""
+    import networkx as nx
+
+    hosts = [h.name for h in t.hosts]
+    depth = nx.multi_source_dijkstra_path_length(g, hosts) if hosts else {}
+    order = {name: i for i, name in enumerate(t.nodes)}
+    levels: dict[int, list[str]] = {}
+    for name in t.nodes:
+        levels.setdefault(int(depth.get(name, max(depth.values(), default=0) + 1)), []).append(name)
+    pos: dict[str, tuple[float, float]] = {}
+
+    def spread(names: list[str], y: int) -> None:
+        for i, name in enumerate(names):
+            pos[name] = ((i + 0.5) / len(names), float(y))
+
+    top = max(levels)
+    leaves = sorted(levels.get(1, []), key=order.__getitem__)
+    spread(leaves, 1)
+    under = {leaf: i for i, leaf in enumerate(leaves)}
+    spread(sorted(levels.get(0, []), key=lambda h: (min((under[n] for n in g[h] if n in under), default=len(under)),
+                                                      order[h])), 0)
+    for y in range(2, top + 1):
+        def place(name: str, y=y) -> tuple[float, int]:
+            below = [pos[n][0] for n in g[name] if n in pos and pos[n][1] < y]
+            return (sum(below) / len(below) if below else 0.5, order[name])
+        spread(sorted(levels.get(y, []), key=place), y)
+    return pos
 
 
 def link_loads(t, row: dict[str, Any]) -> tuple[list[float], int]:
@@ -130,9 +159,33 @@ LOAD_FLOOR = 1e-3
 network is not drawn as saturated, and a busy one is not flattened."""
 
 
-def plot_topology(t, rows: list[dict[str, Any]], out: str, point: dict | None = None) -> list[str]:
+def failed_links(run: dict[str, Any]) -> tuple[set[frozenset], set[str]]:
+    """(links, switches) the recorded command line's ``--fault``s take down at some time (the record
+    is data: each fault parsed by the fault parser, one it refuses left out)."""
+    from emu.faults import Fault
+
+    argv = run.get("argv") if isinstance(run.get("argv"), list) else []
+    texts = [b for a, b in zip(argv, argv[1:]) if a == "--fault" and isinstance(b, str)]
+    texts += [a.split("=", 1)[1] for a in argv if isinstance(a, str) and a.startswith("--fault=")]
+    links: set[frozenset] = set()
+    switches: set[str] = set()
+    for text in texts:
+        try:
+            f = Fault.parse(text)
+        except ConfigError:
+            continue
+        if f.action == "down" and f.link is not None:
+            links.add(frozenset(f.link))
+        elif f.action == "down" and f.switch is not None:
+            switches.add(f.switch)
+    return links, switches
+
+
+def plot_topology(t, rows: list[dict[str, Any]], out: str, point: dict | None = None,
+                  failed: tuple[set, set] = (set(), set())) -> list[str]:
     """A panel per test: every link coloured by its load (:data:`LOAD_FLOOR`); ``point``: the sweep
-    point these rows are of (said in the title)."""
+    point these rows are of (said in the title); ``failed`` (:func:`failed_links`): links and
+    switches a fault takes down, marked with a red cross."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -140,10 +193,12 @@ def plot_topology(t, rows: list[dict[str, Any]], out: str, point: dict | None = 
     import networkx as nx
 
     pos = positions(t)
+    tree = any("stage" in n.info for n in t.switches)
     per = [link_loads(t, r) for r in rows]
     n = len(rows)
     big = len(t.nodes) > 200
-    fig, axes = plt.subplots(1, n, figsize=(6 * n + 1, 6), squeeze=False)
+    width = max(6.0, 0.07 * len(t.hosts)) if tree and len(t.hosts) <= 256 else 6.0  # room for the host names
+    fig, axes = plt.subplots(1, n, figsize=(width * n + 1, 6), squeeze=False)
     g = nx.MultiGraph()
     g.add_nodes_from(t.nodes)
     cmap = plt.get_cmap("viridis")
@@ -160,6 +215,20 @@ def plot_topology(t, rows: list[dict[str, Any]], out: str, point: dict | None = 
                                node_shape="s", ax=ax)
         if len(t.nodes) <= 40:
             nx.draw_networkx_labels(g, pos, font_size=6, ax=ax)
+        elif len(hosts) <= 256 and tree:  # host names under the hosts, turned, as small as they must be
+            size = max(3.0, min(6.0, 500 / len(hosts)))
+            for h in hosts:
+                ax.text(pos[h][0], pos[h][1] - 0.04, h, rotation=90, ha="center", va="top", fontsize=size)
+        down = [(lk.a, lk.b) for lk in t.links if frozenset((lk.a, lk.b)) in failed[0]]
+        if down:
+            nx.draw_networkx_edges(g, pos, edgelist=down, edge_color="#d62728", style="dashed", width=1.5, ax=ax)
+            mids = [((pos[a][0] + pos[b][0]) / 2, (pos[a][1] + pos[b][1]) / 2) for a, b in down]
+            ax.plot([m[0] for m in mids], [m[1] for m in mids], "x", color="#d62728", markersize=9, mew=2)
+        dead = [s for s in failed[1] if s in pos]
+        if dead:
+            ax.plot([pos[s][0] for s in dead], [pos[s][1] for s in dead], "x", color="#d62728", markersize=12, mew=2)
+        if down or dead:
+            ax.text(0.01, 0.01, "x: taken down by a --fault", transform=ax.transAxes, color="#d62728", fontsize=7)
         busiest = max(loads, default=0)
         note = f"; {unknown} port(s) not drawn" if unknown else ""
         ax.set_title(f"{row['name']}: {row.get('completion_ns') or 0:,} ns, busiest link {busiest:.1%}{note}",
@@ -331,7 +400,7 @@ def report(results: str, trace: str | None, out: str, x: str | None = None, y: s
     try:
         files = plot_sweep(run, others, out, x, y, log) if swept and others else []
         files += plot_curves(run, curves, out, log) if curves else []
-        files += plot_topology(t, rows, out, first)
+        files += plot_topology(t, rows, out, first, failed_links(run))
         if "per_rank" in rows[0]:
             files += plot_mpi_calls(rows[0], out)
         if tr is not None:
