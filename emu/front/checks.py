@@ -54,7 +54,8 @@ class CheckResult:
     """The test's start on the cluster's clock (virtual ns from the cluster's start, as ``net.now`` and
     a message's ``t_ns``): ``completion_ns`` counts from here."""
     end_ns: int | None = None
-    """The run's last event on the cluster's clock."""
+    """The run's last event on the cluster's clock: ``end_ns - start_ns >= completion_ns`` (the last
+    application's end) by what still trails on the wire then (acknowledgements, credits)."""
 
     def as_dict(self) -> dict[str, Any]:
         d = {"name": self.name, "ok": self.ok, "completion_ns": self.completion_ns, "frames": self.frames,

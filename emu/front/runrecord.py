@@ -22,8 +22,10 @@ from ..config import SECTIONS, ConfigError
 FORMAT = 1
 """Version of the results file's layout: ``{"run": {...}, "results": [row, ...]}``."""
 
-TIMES = ("completion_ns counts from the test's start; start_ns, end_ns, a message's t_ns and trace timestamps "
-         "are virtual ns on the cluster's clock (from its start)")
+TIMES = ("completion_ns counts from the test's start to its last application's end; start_ns, end_ns, a "
+         "message's t_ns and trace timestamps are virtual ns on the cluster's clock (from its start); end_ns is "
+         "the run's last event, after the applications' end by what still trails on the wire (acknowledgements, "
+         "credits)")
 """How the times of ``emu run``'s rows count."""
 
 VOLATILE = {"wall_s"}
