@@ -87,8 +87,10 @@ async def demo(n: int = 8, plot_path: str | None = None,
     ``emu`` command passes its own)."""
     console = make_console()
     err = make_console(stderr=True)
-    console.print(f"[bold]hpc-emu demo[/]: star:n={n}, links 100 ns / 100 Gbit/s, switch 50 ns, NIC 100 ns, "
-                  "4 KiB frames")
+    console.print(f"[bold]hpc-emu demo[/]: star:n={n}, links 100 ns / 100 Gbit/s, switch 50 ns, NIC 100 ns "
+                  "(emu run's defaults); the fabric table's frames are 4 KiB (emu run's default is 1 KiB: "
+                  f"emu run --topo star:n={n} --set host.mtu_bytes=4096 is its cluster), the other tables emu run's "
+                  "defaults")
     with busy(err, f"fabric: echo, 1 MiB, fan-in on star:n={n}, one process") as say:
         wall = time.perf_counter()
         one = await _run_all(n, 1)
