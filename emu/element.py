@@ -315,7 +315,7 @@ class Element(Links, Flow):
                     if result:
                         self._emit(result, None, min_delay, cut)
                     continue
-                if tp <= th and (tt is None or tp <= tt):
+                if pev and tp <= th and (tt is None or tp <= tt):
                     if tp >= t_end:
                         break
                     self._port_event()
@@ -328,7 +328,7 @@ class Element(Links, Flow):
                 self.now = self.active_ns = tt  # (``_fire_timer``, without its call: one per message a host takes)
                 result = eng.on_timer(tt)
             else:
-                if th >= t_end:
+                if not heap or th >= t_end:  # (nothing left: a window past the horizon INF ends here, as the core's)
                     break
                 arrived = self._arrive()
                 if arrived is None:  # the port kept it: dropped, or link control

@@ -7,6 +7,9 @@ class ConfigError(ValueError):
     """A topology or parameter is refused before anything starts; the message names the fix."""
 
 
+HORIZON_NS = 1 << 62
+"""The end of virtual time: an event at or after it never happens (the elements' ``INF``). A time a
+person gives (a fault's ``at=``, a host's sleep) must fall before it; it is refused otherwise."""
 MAX_DELAY_NS = 10**12
 """Largest delay a spec may give (1000 s of virtual time): far from overflowing 64-bit time stamps."""
 

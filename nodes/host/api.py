@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from emu.config.base import HORIZON_NS
 from emu.nodes.nic.interface import MECHANISMS, Message, Op
 from emu.trace import NO_SPAN
 
@@ -273,7 +274,7 @@ class HostAPI:
         """Spend ``ns`` of host CPU time (counted in ``cpu_ns``)."""
         if ns < 0:
             raise ValueError(f"compute: ns must be >= 0, got {ns}")
-        return Compute(int(ns))
+        return Compute(self._before_horizon("compute", int(ns)))
 
     def reduce_cost(self, nbytes: int) -> Compute:
         """Spend the modelled CPU time to combine ``nbytes`` of reduction operands."""
@@ -288,7 +289,16 @@ class HostAPI:
         """Let ``ns`` nanoseconds of virtual time pass."""
         if ns < 0:
             raise ValueError(f"sleep: ns must be >= 0, got {ns}")
-        return Sleep(int(ns))
+        return Sleep(self._before_horizon("sleep", int(ns)))
+
+    def _before_horizon(self, what: str, ns: int) -> int:
+        """``ns``, refused when it would end at or past the end of virtual time (an event there never
+        happens: the run would end in a deadlock at ``now`` instead)."""
+        now = self._engine.now
+        if now + ns >= HORIZON_NS:
+            raise ValueError(f"{what}({ns} ns) at {now} ns would end at {now + ns} ns, at or past the end of "
+                             f"virtual time (2**62 = {HORIZON_NS} ns); give a shorter time")
+        return ns
 
 
 class _Verb:
