@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from emu.config import ConfigError, ElanSpec, HostSpec, LinkSpec, NicSpec, PUSpec, SwitchSpec, merge_settings
+from emu.config.numbers import decimal_float, decimal_int, hint
 
 from .base import Topology
 from .estimate import check as check_size
@@ -192,11 +193,11 @@ _SECTION_OF = {LinkSpec: "link", HostSpec: "host", SwitchSpec: "switch"}
 def _convert(family: str, key: str, value: str, kind: type):
     if kind in (int, float) and not value.isascii():  # int() and float() take any script's digits: '٤' would be 4
         raise ConfigError(f"{family}: {key} must be written in ASCII digits (0-9), got {value!r}")
-    try:
-        v = kind(value)
+    try:  # decimal only, as every number given as text (emu.config.numbers)
+        v = decimal_int(value) if kind is int else decimal_float(value) if kind is float else kind(value)
     except ValueError:
         raise ConfigError(f"{family}: {key} must be {'an integer' if kind is int else 'a number'}, "
-                          f"got {value!r}") from None
+                          f"got {value!r}{hint(value)}") from None
     if kind is float and not (math.isfinite(v) and 0 < v < 1e7):
         raise ConfigError(f"{family}: {key} must be a finite positive number below 1e7, got {value!r}")
     return v

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .base import ConfigError
+from .numbers import decimal_float, decimal_int, hint, is_decimal
 from .host import ElanSpec, HostSpec, NicSpec
 from .network import LinkSpec, ManagerSpec, PUSpec, SwitchSpec
 
@@ -62,22 +63,22 @@ def settable_fields() -> list[tuple[str, str, object, str]]:
 def _convert(where: str, value: object, kind: type) -> object:
     """A setting's value as the field's type (strings from the CLI, TOML values from a file)."""
     if isinstance(value, str) and kind is not str:
-        text = value.strip().replace("_", "")
+        text = value.strip()
         if not text.isascii():  # int() and float() take any script's digits: '٤' would be 4
             raise ConfigError(f"{where} must be written in ASCII (digits 0-9), got {value!r}")
-        try:
+        try:  # decimal only (emu.config.numbers): 0x10 and 1_0 are refused, with the decimal spelling
             if kind is bool:
                 if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
                     raise ValueError
                 value = text.lower() in ("true", "1", "yes")
             elif kind is int:
-                value = int(text, 0) if not any(c in text.lower() for c in ".e") or text.lower().startswith("0x") \
-                    else _int_from_float(where, float(text))
+                value = decimal_int(text) if is_decimal(text, fraction=False) \
+                    else _int_from_float(where, decimal_float(text))
             else:
-                value = float(text)
+                value = decimal_float(text)
         except ValueError:
             raise ConfigError(f"{where} must be {'an integer' if kind is int else 'a number' if kind is float else 'true or false'}, "
-                              f"got {value!r}") from None
+                              f"got {value!r}{hint(text) if kind is not bool else ''}") from None
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if kind is int and isinstance(value, float):

@@ -56,14 +56,18 @@ def element_loop() -> str:
 
 
 def _ascii(kind: type):
-    """An option's number type that takes ASCII digits only (``int`` alone would read '٤' as 4)."""
+    """An option's number type that takes decimal ASCII digits only (``int`` alone would read '٤' as 4,
+    and ``1_0`` as 10; ``emu.config.numbers``)."""
+    from ..config.numbers import decimal_float, decimal_int, hint
+
     def convert(text: str):
         if not text.isascii():
             raise argparse.ArgumentTypeError(f"{text!r} must be written in ASCII digits (0-9)")
         try:
-            return kind(text)
+            return decimal_int(text) if kind is int else decimal_float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}"
+                                             f"{hint(text)}") from None
     return convert
 
 

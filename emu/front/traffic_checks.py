@@ -54,6 +54,7 @@ from typing import Any
 from emu.nodes.collectives.model import HEADERS
 
 from ..config import ConfigError
+from ..config.numbers import decimal_float, hint
 from ..errors import EmuError
 from .check_registry import Options, register
 from .sizes import parse_size
@@ -90,9 +91,10 @@ def _loads(text) -> tuple[float, ...]:
     out = []
     for item in items:
         try:
-            r = float(item)
+            r = float(item) if isinstance(item, (int, float)) else decimal_float(item)  # (text: decimal, emu.config.numbers)
         except ValueError:
-            raise ConfigError(f"--load {text}: {item!r} is not a number; give loads in (0, 1], e.g. --load 0.1,0.5,0.9") from None
+            raise ConfigError(f"--load {text}: {item!r} is not a number; give loads in (0, 1], e.g. --load 0.1,0.5,0.9"
+                              f"{hint(item)}") from None
         if not (math.isfinite(r) and 0 < r <= 1):
             raise ConfigError(f"--load {text}: {item} is not within (0, 1] (packets per node per cycle, the fraction "
                               "of a host link's capacity)")
