@@ -10,31 +10,37 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
-from .config import ConfigError
+from .config import HORIZON_NS, ConfigError
+from .config.numbers import decimal_float, hint, is_decimal
 
 ACTIONS = ("down", "up", "ber")
 _UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-MAX_TIME_NS = 1 << 62
+MAX_TIME_NS = HORIZON_NS
+"""A fault strikes before the end of virtual time (``emu.config.HORIZON_NS``, 2**62 ns)."""
 
 
 def parse_time_ns(text: str) -> int:
+    """``20us`` -> 20000: a decimal number (``emu.config.numbers``) and a unit, exact (a whole number
+    of ns is not rounded through a float), refused at or past the end of virtual time."""
     t = text.strip().lower()
     if not t.isascii():  # float() takes any script's digits
         raise ConfigError(f"fault time {text!r} must be written in ASCII digits (0-9), e.g. 20us")
     for unit in sorted(_UNITS, key=len, reverse=True):
         if t.endswith(unit):
-            t, scale = t[: -len(unit)], _UNITS[unit]
+            t, scale = t[: -len(unit)].strip(), _UNITS[unit]
             break
     else:
         scale = 1
-    try:
-        v = float(t) * scale
-    except ValueError:
-        raise ConfigError(f"fault time {text!r} is not a time such as 20us, 1.5ms or 300 (ns)") from None
-    if not math.isfinite(v) or not 0 <= v < MAX_TIME_NS:
-        raise ConfigError(f"fault time {text!r} must be within 0 and 2**62 ns")
-    return int(round(v))
+    if not is_decimal(t) or len(t) > 64:
+        raise ConfigError(f"fault time {text!r} is not a time such as 20us, 1.5ms or 300 (ns){hint(t)}")
+    v = float(t) * scale
+    if v >= 2**53 and math.isfinite(v):  # exact where a float is not: 4611686018427387903 stays itself, not 2**62
+        v = Fraction(t) * scale  # (cheap: at most 64 characters of a number below 2**64)
+    if not (math.isfinite(v) and 0 <= v < MAX_TIME_NS):
+        raise ConfigError(f"fault time {text!r} must be within 0 and 2**62 ns (the end of virtual time)")
+    return round(v)
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,8 @@ class Fault:
         if self.action == "ber" and self.link is None:
             raise ConfigError("a bit-error rate applies to a link (link=A-B,ber=RATE)")
         if not (isinstance(self.at_ns, int) and 0 <= self.at_ns < MAX_TIME_NS):
-            raise ConfigError(f"fault time must be an integer number of ns within 0..2**62, got {self.at_ns!r}")
+            raise ConfigError(f"fault time must be an integer number of ns within 0..2**62-1, before the end of "
+                              f"virtual time, got {self.at_ns!r}")
         if not (isinstance(self.rate, (int, float)) and 0.0 <= self.rate <= 1.0):
             raise ConfigError(f"bit-error rate must be within 0..1, got {self.rate!r}")
 
@@ -64,8 +71,11 @@ class Fault:
     def parse(cls, text: str) -> "Fault":
         """``at=20us,link=s0-s4,down`` (see the module docstring)."""
         at, action, link, switch, rate = None, None, None, None, 0.0
+        seen: dict[str, str] = {}  # key (an action: "action") -> the item that gave it
         for item in filter(None, (x.strip() for x in text.split(","))):
             key, eq, value = (x.strip() for x in item.partition("="))
+            if key in ACTIONS or key in ("at", "link", "switch"):
+                _refuse_twice(text, seen, "action" if key in ACTIONS else key, item)
             if key == "at" and eq:
                 at = parse_time_ns(value)
             elif key == "link" and eq:
@@ -78,11 +88,9 @@ class Fault:
             elif key == "ber" and eq:
                 action = "ber"
                 try:
-                    if not value.isascii():  # float() takes any script's digits
-                        raise ValueError
-                    rate = float(value)
+                    rate = decimal_float(value)
                 except ValueError:
-                    raise ConfigError(f"fault {text!r}: ber={value} is not a number") from None
+                    raise ConfigError(f"fault {text!r}: ber={value} is not a number{hint(value)}") from None
             elif not eq and key in ("down", "up"):
                 action = key
             else:
@@ -92,3 +100,19 @@ class Fault:
             raise ConfigError(f"fault {text!r} needs at=TIME and one of down, up, ber=RATE, "
                               "e.g. at=20us,link=s0-s4,down")
         return cls(at, action, link, switch, rate)
+
+
+def _refuse_twice(text: str, seen: dict[str, str], key: str, item: str) -> None:
+    """One fault is one change at one time on one place: a key given twice, or two actions, is refused
+    (the second would silently win)."""
+    first = seen.get(key)
+    if first is None:
+        seen[key] = item
+        return
+    if key == "action":
+        if first == item:
+            raise ConfigError(f"fault {text!r} gives {item} twice; once is enough")
+        raise ConfigError(f"fault {text!r} gives two changes, {first} and {item}; one --fault is one change: "
+                          f"give one --fault each, e.g. --fault at=20us,link=s0-s4,down --fault at=40us,link=s0-s4,up")
+    raise ConfigError(f"fault {text!r} gives {key}= twice ({first}, {item}); one --fault is one change at one time "
+                      "on one link or switch: give one --fault each")
