@@ -6,6 +6,11 @@ point, one row per test and point. A topology spec has commas of its own (``fatt
 list of them is split where a new spec begins (``star:n=4,star:n=8``, a piece that names a family
 or a file before any ``=``).
 
+A sweep has at most :data:`MAX_POINTS` points (10,000): the product is counted from the lengths of
+the lists before any point is made or checked, and a larger one is refused in one line with its
+count (three ``--set`` keys of 1,000 values each would be 10^9 clusters). The points are then made
+one at a time as they are checked and run (:class:`Points`), never all at once.
+
 Options that take one value refuse a second one (argparse would silently keep the last): see
 :func:`refuse_repeats`.
 """
@@ -15,39 +20,58 @@ from __future__ import annotations
 import argparse
 import copy
 import itertools
+import math
+from collections.abc import Iterator, Sequence
 
 from ..config import ConfigError
 
 ORDER = ("topo", "set", "offload", "algo", "size")
 """The order of the product: a sweep's points vary ``--size`` fastest, ``--topo`` slowest; ``--set``
 keys in the order given."""
+MAX_POINTS = 10_000
+"""Most points a sweep may have: each is a cluster of its own, every one of them prepared (its
+topology built, its options checked) before the first starts. Split a larger study into several runs."""
 
 
 def split_topos(text: str) -> list[str]:
     """``"star:n=4,star:n=8"`` -> ``["star:n=4", "star:n=8"]``; ``"fattree:k=4,n=3"`` stays one."""
-    out: list[str] = []
+    out: list[list[str]] = []
     for piece in text.split(","):
         p = piece.strip()
         colon, eq = p.find(":"), p.find("=")
         starts = not out or eq < 0 or (0 <= colon < eq)  # a family name (or a file) before any '='
         if starts:
-            out.append(p)
+            out.append([p])
         else:
-            out[-1] += "," + p
-    return [t for t in out if t]
+            out[-1].append(p)  # (joined once at the end: a spec of many parameters stays linear)
+    return [t for t in (",".join(parts) for parts in out) if t]
 
 
-def _values(option: str, text: str | None) -> list[str | None]:
+def _split(option: str, text: str | None) -> list[str | None]:
     if text is None:
         return [None]
-    vals = split_topos(text) if option == "topo" else [v.strip() for v in text.split(",")]
+    return split_topos(text) if option == "topo" else [v.strip() for v in text.split(",")]
+
+
+def _check_values(key: str, vals: list, text: str) -> None:
+    """Refuse an empty item, or a value named twice (in time linear in the list); ``key`` an option
+    of :data:`ORDER` or a ``--set`` key."""
+    opt = f"--{key}" if key in ORDER else f"--set {key}"
     if any(not v for v in vals):
-        raise ConfigError(f"--{option} {text!r} has an empty item; give comma-separated values, e.g. --{option} "
-                          + ("star:n=4,star:n=8" if option == "topo" else "a,b"))
-    twice = sorted({v for v in vals if vals.count(v) > 1})
+        if key in ORDER:
+            raise ConfigError(f"--{key} {_short(text)!r} has an empty item; give comma-separated values, e.g. --{key} "
+                              + ("star:n=4,star:n=8" if key == "topo" else "a,b"))
+        raise ConfigError(f"--set {key}={_short(text)!r} has an empty value; give --set {key}=V1,V2,...")
+    seen: set = set()
+    twice = list(dict.fromkeys(v for v in vals if v in seen or seen.add(v)))  # (in the order given)
     if twice:
-        raise ConfigError(f"--{option} names {', '.join(twice)} twice; each value once")
-    return vals
+        more = f" and {len(twice) - 5:,} more" if len(twice) > 5 else ""
+        raise ConfigError(f"{opt} names {', '.join(_short(v) for v in twice[:5])}{more} twice; each value once")
+
+
+def _short(text: str, most: int = 60) -> str:
+    """``text``, cut to ``most`` characters for a refusal's one line (a list may be long)."""
+    return text if len(text) <= most else text[:most - 3] + "..."
 
 
 def _set_lists(items: list[str] | None) -> tuple[list[str], dict[str, list[str]]]:
@@ -63,26 +87,62 @@ def _set_lists(items: list[str] | None) -> tuple[list[str], dict[str, list[str]]
         seen.add(key)
         vals = [v.strip() for v in value.split(",")] if eq else [value]
         if len(vals) > 1:
-            if any(not v for v in vals):
-                raise ConfigError(f"--set {item!r} has an empty value; give --set {key}=V1,V2,...")
             lists[key] = vals
         else:
             single.append(item)
     return single, lists
 
 
-def sweep(args) -> tuple[dict[str, list[str]], list[dict[str, str]]]:
+class Points(Sequence):
+    """The points of a sweep, ``{parameter: value}`` in product order (the first axis varies slowest),
+    made one at a time: its length is known at once, no point is made before it is asked for."""
+
+    def __init__(self, axes: dict[str, list]):
+        self._axes = axes
+        self._n = math.prod(len(v) for v in axes.values())
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[dict]:
+        return (dict(zip(self._axes, combo)) for combo in itertools.product(*self._axes.values()))
+
+    def __getitem__(self, i: int) -> dict:
+        if not -self._n <= i < self._n:
+            raise IndexError(f"point {i} of {self._n}")
+        i %= self._n
+        out = {}
+        for name, vals in reversed(self._axes.items()):  # mixed radix: the last axis varies fastest
+            i, k = divmod(i, len(vals))
+            out[name] = vals[k]
+        return {name: out[name] for name in self._axes}
+
+    def __repr__(self) -> str:
+        return f"Points({self._n:,} of {', '.join(self._axes)})"
+
+
+def sweep(args) -> tuple[dict[str, list[str]], Points]:
     """({swept parameter: values}, the points in product order: {parameter: value}), parameters
-    named ``topo``, ``offload``, ``algo``, ``size`` or the ``--set`` key. One point without a sweep."""
+    named ``topo``, ``offload``, ``algo``, ``size`` or the ``--set`` key. One point without a sweep.
+
+    The number of points is counted first and refused past :data:`MAX_POINTS`; then each list is
+    checked (an empty item, a value named twice), and the points are made as they are used."""
     single, sets = _set_lists(args.set)
     axes: dict[str, list] = {}
     for opt in ORDER:
         if opt == "set":
             axes.update(sets)
         else:
-            axes[opt] = _values(opt, getattr(args, opt))
+            axes[opt] = _split(opt, getattr(args, opt))
+    points = Points(axes)
+    if len(points) > MAX_POINTS:
+        lists = " x ".join(f"{len(v):,} {k}" for k, v in axes.items() if len(v) > 1)
+        raise ConfigError(f"this sweep has {len(points):,} points ({lists} values), over the limit of {MAX_POINTS:,} "
+                          "(a cluster each); sweep fewer values, or split the study into several runs")
+    for k, v in axes.items():
+        if v != [None]:
+            _check_values(k, v, getattr(args, k) if k in ORDER else ",".join(v))
     swept = {k: v for k, v in axes.items() if len(v) > 1}
-    points = [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
     args._set_single = single
     return swept, points
 
