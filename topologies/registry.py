@@ -190,16 +190,20 @@ def build(spec: str, *, defaults: dict | None = None, settings: dict | None = No
 _SECTION_OF = {LinkSpec: "link", HostSpec: "host", SwitchSpec: "switch"}
 
 
+_FLOATS = "a finite positive number below 1e7"
+"""What a topology spec's float parameter may be (``bandwidth_gbps``, ``bisection``)."""
+
+
 def _convert(family: str, key: str, value: str, kind: type):
     if kind in (int, float) and not value.isascii():  # int() and float() take any script's digits: '٤' would be 4
         raise ConfigError(f"{family}: {key} must be written in ASCII digits (0-9), got {value!r}")
     try:  # decimal only, as every number given as text (emu.config.numbers)
         v = decimal_int(value) if kind is int else decimal_float(value) if kind is float else kind(value)
     except ValueError:
-        raise ConfigError(f"{family}: {key} must be {'an integer' if kind is int else 'a number'}, "
+        raise ConfigError(f"{family}: {key} must be {'an integer' if kind is int else _FLOATS}, "
                           f"got {value!r}{hint(value)}") from None
     if kind is float and not (math.isfinite(v) and 0 < v < 1e7):
-        raise ConfigError(f"{family}: {key} must be a finite positive number below 1e7, got {value!r}")
+        raise ConfigError(f"{family}: {key} must be {_FLOATS}, got {value!r}")
     return v
 
 
