@@ -62,9 +62,11 @@ async def _prepare(args) -> tuple:
     _add_manager_and_group(args, topo, extra, faults, defaults, settings)
     from .buffers import check_buffers
     from .estimate import large_run_note
+    from .memory import check_memory
     from .runrecord import resolved_settings
 
     check_buffers(topo, names, offload)  # a frame larger than a switch's buffers can never pass
+    check_memory(names, topo, extra)  # a message size whose buffers would not fit in this machine's memory
     config, given = _settings(args)
     args.resolved = resolved_settings(args.topo, config, defaults, given, args.config)
     note = await large_run_note(names, topo, extra, args.seed, args.direct)  # before it starts: a person may rather stop
