@@ -137,6 +137,14 @@ def test_the_numeric_options_are_decimal_too(argv, words, capsys):
     assert e.value.code == 2 and words in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("raw,words", [("1_000", "without '_': 1000"), ("0x10", "write 16"),
+                                       ("1e9999", "is not a number")])  # (1e9999: an OverflowError's traceback)
+def test_the_limits_in_the_environment_are_decimal_too(monkeypatch, raw, words):
+    monkeypatch.setenv("EMU_MAX_ELEMENTS", raw)
+    with pytest.raises(ConfigError, match=f"EMU_MAX_ELEMENTS='{raw}' is not a number.*{words}"):
+        build("star:n=4")
+
+
 def test_decimal_numbers_still_read_as_before():
     assert parse_size("1024") == parse_size("1KiB") == 1024
     assert build("star:n=4,bandwidth_gbps=2.5e1").links[0].spec.bandwidth_bps == 25 * 10**9

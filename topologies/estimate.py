@@ -21,6 +21,7 @@ import os
 from dataclasses import dataclass
 
 from emu.config import ConfigError
+from emu.config.numbers import decimal_float, hint
 
 BYTES_PER_ENTRY = 9
 """A routing-table entry: a pointer in a list of small ints (measured: 8.4 B with list overhead)."""
@@ -105,9 +106,9 @@ def _env_int(name: str, default: int) -> int:
     if raw is None:
         return default
     try:
-        v = int(float(raw))
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a number") from None
+        v = int(decimal_float(raw))  # (decimal, as every number given as text: 5e7 or 50000000)
+    except (ValueError, OverflowError):
+        raise ConfigError(f"{name}={raw!r} is not a number{hint(raw)}") from None
     if v < 1:
         raise ConfigError(f"{name} must be >= 1, got {v}")
     return v
