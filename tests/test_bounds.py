@@ -138,7 +138,7 @@ def test_the_numeric_options_are_decimal_too(argv, words, capsys):
 
 
 @pytest.mark.parametrize("raw,words", [("1_000", "without '_': 1000"), ("0x10", "write 16"),
-                                       ("1e9999", "is not a number")])  # (1e9999: an OverflowError's traceback)
+                                       ("1e9999", "")])  # (1e9999: an OverflowError's traceback before)
 def test_the_limits_in_the_environment_are_decimal_too(monkeypatch, raw, words):
     monkeypatch.setenv("EMU_MAX_ELEMENTS", raw)
     with pytest.raises(ConfigError, match=f"EMU_MAX_ELEMENTS='{raw}' is not a number.*{words}"):
