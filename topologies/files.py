@@ -1,4 +1,5 @@
-"""Topologies in and out of files: node-link JSON and GraphML, both through networkx.
+"""Topologies in and out of files: node-link JSON and GraphML (written through networkx, read by
+``emu.topologies.file_load``, which treats a file as data someone else wrote).
 
 One attribute scheme serves both formats (docs/topologies.md has a hand-written example):
 
@@ -9,10 +10,11 @@ One attribute scheme serves both formats (docs/topologies.md has a hand-written 
   ``switch.processing_delay_ns``, ``switch.model``, ``pu.clusters`` on switches; optional ``info``
   (the family's facts: stage, coordinates..., JSON) and ``routes`` (a switch's output port per
   destination host, in the order the hosts appear, ``-1`` for none). Host ``i`` in file order has
-  fabric address ``i``.
-* edge: optional ``source_port`` and ``target_port`` (default: the next free port of each end),
-  any ``link.*`` field (``link.latency_ns``, ``link.bandwidth_bps``, ``link.priority``), optional
-  ``index`` (the link's place in the topology's link list; default: file order).
+  fabric address ``i``; a name has at most 256 characters.
+* edge: optional ``source_port`` and ``target_port`` (0..65535; default: the next free port of each
+  end), any ``link.*`` field (``link.latency_ns``, ``link.bandwidth_bps``, ``link.priority``),
+  optional ``index`` (the link's place in the topology's link list, each its own, below the number
+  of links; links without one follow those with one, in file order).
 
 A field a file leaves out takes its default, under ``--config`` and ``--set`` as for a spec's own
 parameters: the ``--config`` file, then the file's values, then ``--set``. A file without
@@ -21,7 +23,9 @@ carried in the file (an export carries them) are checked: every host reaches eve
 loop. Either way the routing's channel dependencies are checked for a cycle
 (``emu.topologies.deadlock``): a cycle with finite buffers (an input-queued router or
 ``switch.vc_buffer_bytes``) and no dateline VC policy is refused. A bad file is refused in one line
-naming the element and the attribute.
+naming the element and the attribute; so is a file past the limits a spec is held to
+(``emu.topologies.estimate``), before anything is built. In GraphML a key's ``<default>`` applies to
+the elements without a ``<data>`` for it; a DOCTYPE, a nested graph and a hyperedge are refused.
 """
 
 from __future__ import annotations
