@@ -30,6 +30,7 @@ the elements without a ``<data>`` for it; a DOCTYPE, a nested graph and a hypere
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 
@@ -49,25 +50,36 @@ def is_file_spec(spec: object) -> bool:
 
 
 # -- out -------------------------------------------------------------------------------------------
-def _fields(section: str, obj, all_fields: bool) -> dict[str, object]:
-    cls = SECTIONS[section]
-    default = cls()
+@functools.lru_cache(maxsize=None)
+def _section(cls: type) -> tuple[tuple[str, ...], object]:
+    """A spec class's settable fields and its default instance (reading type hints is slow: once)."""
+    return tuple(_field_types(cls)), cls()
+
+
+def _fields(section: str, obj, all_fields: bool, memo: dict | None = None) -> dict[str, object]:
+    key = (section, id(obj), all_fields)
+    if memo is not None and key in memo:
+        return memo[key][1]
+    names, default = _section(SECTIONS[section])
     out = {}
-    for name in _field_types(cls):
+    for name in names:
         value = getattr(obj, name)
         if all_fields or value != getattr(default, name) or name in ALWAYS.get(section, ()):
             out[f"{section}.{name}"] = value
+    if memo is not None:
+        memo[key] = (obj, out)  # obj kept: its id stays its own while the memo lives
     return out
 
 
-def node_attributes(node, all_fields: bool = False) -> dict[str, object]:
+def node_attributes(node, all_fields: bool = False, memo: dict | None = None) -> dict[str, object]:
     """A node's spec fields as ``section.field`` attributes (those that differ from the default, and
-    the few in ``ALWAYS``; every one with ``all_fields``)."""
+    the few in ``ALWAYS``; every one with ``all_fields``). ``memo``: a dict to share the work among
+    nodes with the same spec objects (one per export)."""
     spec = node.spec
     if node.kind == "host":
-        return {**_fields("host", spec, all_fields), **_fields("nic", spec.nic, all_fields),
-                **_fields("elan", spec.elan, all_fields)}
-    return {**_fields("switch", spec, all_fields), **_fields("pu", spec.pu, all_fields)}
+        return {**_fields("host", spec, all_fields, memo), **_fields("nic", spec.nic, all_fields, memo),
+                **_fields("elan", spec.elan, all_fields, memo)}
+    return {**_fields("switch", spec, all_fields, memo), **_fields("pu", spec.pu, all_fields, memo)}
 
 
 def link_name(link) -> str:
@@ -84,6 +96,7 @@ def to_graph(t: Topology, fmt: str = "json", routes: bool = True, all_fields: bo
 
     text = fmt == "graphml"
     g = nx.MultiDiGraph()
+    memo: dict = {}
     g.graph["name"] = t.name
     if t.grid is not None:
         k, n, wrap = t.grid
@@ -96,7 +109,7 @@ def to_graph(t: Topology, fmt: str = "json", routes: bool = True, all_fields: bo
     for node in t.nodes.values():
         if node.name == t.manager:
             continue  # attached by the run (--manager), not part of the network
-        attrs = {"kind": node.kind, **node_attributes(node, all_fields)}
+        attrs = {"kind": node.kind, **node_attributes(node, all_fields, memo)}
         info = {k: v for k, v in node.info.items() if _jsonable(v)}
         if info:
             attrs["info"] = json.dumps(info) if text else info
@@ -108,7 +121,7 @@ def to_graph(t: Topology, fmt: str = "json", routes: bool = True, all_fields: bo
         if t.manager in (link.a, link.b):
             continue
         a, ap, b, bp = link.a, link.a_port, link.b, link.b_port
-        g.add_edge(a, b, index=i, source_port=ap, target_port=bp, **_fields("link", link.spec, all_fields))
+        g.add_edge(a, b, index=i, source_port=ap, target_port=bp, **_fields("link", link.spec, all_fields, memo))
     return g
 
 
