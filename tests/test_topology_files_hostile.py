@@ -295,3 +295,43 @@ def test_graphml_types_and_defaults(tmp_path):
     assert "link a-x: attribute 'link.priority' must be true or false" in _refused(tmp_path, "b.graphml", bad)
     arabic = text.replace(">75<", ">٧٥<")
     assert "must be written in ASCII" in _refused(tmp_path, "c.graphml", arabic)
+
+
+# -- the deadlock check, linear ------------------------------------------------------------------------
+def test_the_vectorised_deadlock_check_agrees_with_the_channel_dependency_graph():
+    """``file_deadlock.acyclic`` (linear in the tables) says what ``deadlock.dependency_cycle`` says, on
+    the families and on random graphs with random tables (loops and missing routes included)."""
+    import random
+
+    from emu.topologies.base import NO_ROUTE, Topology
+    from emu.topologies.deadlock import dependency_cycle
+    from emu.topologies.file_deadlock import acyclic
+
+    cases = [build(s) for s in ("mesh:k=3,n=2", "torus:k=4,n=2", "fattree:k=2,n=3", "qsnet:nodes=130",
+                                "twolevel:ports=4,hosts=10")]
+    for spec in ("mesh:k=4,n=2", "torus:k=5,n=2", "fattree:k=2,n=3"):
+        cases.append(build(spec))
+        cases[-1].compute_routes()                      # shortest paths, lowest port first
+    for seed in range(300):
+        r = random.Random(seed)
+        S, H = r.randint(2, 6), r.randint(2, 6)
+        t = Topology("random")
+        for i in range(H):
+            t.add_host(f"h{i}")
+        for i in range(S):
+            t.add_switch(f"s{i}")
+        for i in range(H):
+            t.add_link(f"h{i}", f"s{i % S}")
+        for i in range(S - 1):
+            t.add_link(f"s{i}", f"s{i + 1}")
+        for _ in range(r.randint(0, 2 * S)):
+            a, b = r.sample(range(S), 2)
+            t.add_link(f"s{a}", f"s{b}")
+        nb = t.neighbours()
+        for i in range(S):
+            ports = [p for p, _v, _vp, _l in nb[f"s{i}"]] + [NO_ROUTE]
+            t.routes[f"s{i}"] = [r.choice(ports) for _ in range(H)]
+        cases.append(t)
+    verdicts = [(acyclic(t), dependency_cycle(t) == []) for t in cases]
+    assert all(a == b for a, b in verdicts)
+    assert {a for a, _b in verdicts} == {True, False}

@@ -2,7 +2,7 @@
 routes carried in the file are made lists of ports and checked -- every switch leads every host's
 frames to it without a loop -- or, without any, shortest paths are computed; then every host must
 reach the first, the diameter is measured (up to 1024 hosts, where the file gives none) and the
-channel dependencies are checked for a cycle where buffers are finite.
+channel dependencies are checked for a cycle where buffers are finite (``file_deadlock``).
 
 Each step is linear in the routing tables (vectorised over destinations): the loop check follows
 every switch's next hop toward every destination at once, doubling the hops followed each round
@@ -16,6 +16,7 @@ import numpy as np
 from emu.config import ConfigError
 
 from .base import NO_ROUTE, Topology
+from .file_deadlock import check_deadlock
 from .file_parse import MAX_PORT, ranged
 
 CHUNK = 1 << 22
@@ -34,7 +35,7 @@ def check_routing(path: str, t: Topology, tables: dict[str, object]) -> None:
     hosts = t.hosts
     if t.diameter is None and len(hosts) <= 1024:  # beyond: a host-by-host matrix is large
         t.diameter = diameter(t)
-    _deadlock(path, t)
+    check_deadlock(path, t)
 
 
 def _row(path: str, where: str, table, nh: int) -> np.ndarray:
@@ -207,21 +208,3 @@ def diameter(t: Topology) -> int:
     np.fill_diagonal(d, 0)
     reached = d[d < INF]
     return int(reached.max()) if reached.size else 0
-
-
-def _deadlock(path: str, t: Topology) -> None:
-    """Refuse routing with a cyclic channel dependency where buffers are finite and no dateline VC
-    policy breaks the cycle (where buffers are unbounded a cycle cannot block)."""
-    finite = [s for s in t.switches if s.spec.model == "input_queued" or s.spec.vc_buffer_bytes > 0]
-    if not finite or all(s.spec.vc_policy in ("dateline", "class_dateline") for s in finite):
-        return
-    from .deadlock import dependency_cycle
-
-    cycle = dependency_cycle(t)
-    if cycle:
-        where = " -> ".join(t.port_name(n, p) for n, p in cycle[:6]) + (" -> ..." if len(cycle) > 6 else "")
-        s = finite[0]
-        raise ConfigError(f"{path}: the routing has a cyclic channel dependency ({where}) and switch {s.name!r} has "
-                          f"finite buffers (switch.model={s.spec.model}): it can deadlock; carry deadlock-free "
-                          "'routes' in the file, or use switch.model=output_queued")
-
