@@ -294,7 +294,7 @@ def test_graphml_types_and_defaults(tmp_path):
     bad = text.replace(">FALSE<", ">maybe<")
     assert "link a-x: attribute 'link.priority' must be true or false" in _refused(tmp_path, "b.graphml", bad)
     arabic = text.replace(">75<", ">٧٥<")
-    assert "must be written in ASCII" in _refused(tmp_path, "c.graphml", arabic)
+    assert "must be an integer written in ASCII" in _refused(tmp_path, "c.graphml", arabic)
 
 
 # -- the deadlock check, linear ------------------------------------------------------------------------
@@ -335,3 +335,20 @@ def test_the_vectorised_deadlock_check_agrees_with_the_channel_dependency_graph(
     verdicts = [(acyclic(t), dependency_cycle(t) == []) for t in cases]
     assert all(a == b for a, b in verdicts)
     assert {a for a, _b in verdicts} == {True, False}
+
+
+@pytest.mark.parametrize("routes,expect", [
+    ("0,1,", "attribute 'routes' must be an integer within -1..65535 (entry 2; -1: no route), got ''"),
+    ("0,,1", "(entry 1; -1: no route), got ''"),
+    ("0,1,99999999999999999999", "(entry 2; -1: no route), got '99999999999999999999'"),
+    ("0,1,x", "(entry 2; -1: no route), got 'x'"),
+    ("0,1,--2", "(entry 2; -1: no route), got '--2'"),
+    ("0,1", "attribute 'routes' has 2 ports, one per host wanted (3)"),
+    ("0,1,7", "attribute 'routes' names port 7, which has no link"),
+])
+def test_graphml_routes_text_is_read_exactly(tmp_path, routes, expect):
+    text = dumps(build("star:n=3"), "graphml").replace(">0,1,2<", f">{routes}<")
+    assert expect in _refused(tmp_path, "r.graphml", text)
+    spaced = tmp_path / "s.graphml"   # what the fast path leaves to the slow one, read the same
+    spaced.write_text(dumps(build("star:n=3"), "graphml").replace(">0,1,2<", "> 0, 1 ,2<"))
+    assert build(str(spaced)).routes["s0"] == [0, 1, 2]

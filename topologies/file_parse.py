@@ -159,20 +159,19 @@ class _GraphML:
             return "graph"
         return f"node {c[1]!r}" if c[0] == "node" else f"link {c[1]}-{c[2]}"
 
-    def value(self, key: tuple, text: str, where: str):
+    def value(self, key: tuple, text: str, where: str | None = None):
+        """``text`` as the key's type (``where``: the element, by default the one open)."""
         kid, name, kind = key
         if kind is str:
             return text
         t = text.strip()
-        if not t.isascii():  # int() and float() take any script's digits: '٤' would be 4
-            self.fail(f"{where}: attribute {name!r} must be written in ASCII, got {show(text)}")
-        try:
-            if kind is bool:
-                return BOOLS[t.lower()]
-            return kind(t)
-        except (KeyError, ValueError):  # ValueError: also an integer of more digits than int() converts
-            self.fail(f"{where}: attribute {name!r} must be {TYPE_WORDS[kind]} (its key {kid!r} says so), "
-                      f"got {show(text)}")
+        if t.isascii():  # int() and float() take any script's digits: '٤' would be 4
+            try:
+                return BOOLS[t.lower()] if kind is bool else kind(t)
+            except (KeyError, ValueError):  # ValueError: also an integer of more digits than int() converts
+                pass
+        self.fail(f"{where or self.where()}: attribute {name!r} must be {TYPE_WORDS[kind]}"
+                  f"{' written in ASCII' if not t.isascii() else ''} (its key {kid!r} says so), got {show(text)}")
 
     # handlers
     def start(self, tag: str, attrs: dict) -> None:
@@ -262,7 +261,7 @@ class _GraphML:
             text = "".join(self.text[self.mark:])
             key, self.data = self.data, None
             if local == "data":
-                self.attrs[key[1]] = text if key[2] is str else self.value(key, text, self.where())
+                self.attrs[key[1]] = text if key[2] is str else self.value(key, text)
             else:
                 value = self.value(key, text, f"<key> {key[0]!r}: <default>")
                 for scope in (("node", "edge", "graph") if self.scope == "all" else (self.scope,)):

@@ -11,6 +11,8 @@ every switch's next hop toward every destination at once, doubling the hops foll
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from emu.config import ConfigError
@@ -38,26 +40,41 @@ def check_routing(path: str, t: Topology, tables: dict[str, object]) -> None:
     check_deadlock(path, t)
 
 
-def _row(path: str, where: str, table, nh: int) -> np.ndarray:
-    """A ``routes`` attribute (a list, or comma-separated text) as an array of ports, range-checked."""
-    items = table.split(",") if isinstance(table, str) else table
-    if not isinstance(items, (list, tuple)):
+_PORT_CHARS = b"0123456789,-"
+"""What a ``routes`` attribute as GraphML carries it is written with, for the fast path (else: item
+by item)."""
+
+
+def _row(path: str, where: str, table, nh: int) -> tuple[np.ndarray, list | None]:
+    """A ``routes`` attribute (a list, or comma-separated text) as an array of ports, range-checked,
+    and the list itself when it is one of plain integers (kept as the table: no copy)."""
+    text = isinstance(table, str)
+    if not text and not isinstance(table, (list, tuple)):
         raise ConfigError(f"{path}: {where}: attribute 'routes' must be a list of ports, one per host")
-    if len(items) != nh:
-        raise ConfigError(f"{path}: {where}: attribute 'routes' has {len(items)} ports, one per host wanted ({nh})")
-    row = None
-    try:
-        if isinstance(table, str):
-            if table.isascii():
-                row = np.array(list(map(int, items)), dtype=np.int64)
-        elif set(map(type, items)) <= {int}:
-            row = np.array(items, dtype=np.int64)
-    except (ValueError, OverflowError):
-        row = None
-    if row is None or (row.size and (row.min() < NO_ROUTE or row.max() > MAX_PORT)):
+    count = (table.count(",") + 1 if table.strip() else 0) if text else len(table)
+    if count != nh:
+        raise ConfigError(f"{path}: {where}: attribute 'routes' has {count} ports, one per host wanted ({nh})")
+    row, plain = None, None
+    if text:
+        if table.isascii() and not table.encode().translate(None, _PORT_CHARS):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                try:
+                    row = np.fromstring(table, dtype=np.int64, sep=",")
+                except (ValueError, DeprecationWarning):
+                    row = None
+    elif set(map(type, table)) <= {int}:
+        try:
+            row = np.array(table, dtype=np.int64)
+            plain = table if isinstance(table, list) else None
+        except OverflowError:
+            row = None
+    if row is None or len(row) != nh or (row.size and (row.min() < NO_ROUTE or row.max() > MAX_PORT)):
+        items = table.split(",") if text else table
         row = np.array([ranged(path, where, "routes", x.strip() if isinstance(x, str) else x, NO_ROUTE, MAX_PORT,
                                f" (entry {i}; -1: no route)") for i, x in enumerate(items)], dtype=np.int64)
-    return row
+        plain = None
+    return row, plain
 
 
 def _routes(path: str, t: Topology, tables: dict[str, object]) -> None:
@@ -76,7 +93,7 @@ def _routes(path: str, t: Topology, tables: dict[str, object]) -> None:
     code.update((h.name, S + h.id) for h in hosts)
     # per node, the peer at each port (a switch's index, S + a host's address; -1: unlinked), and one
     # slot more, -2, read by NO_ROUTE (-1) entries
-    peer = {name: np.full(t.nports(name) + 1, -1, dtype=np.int64) for name in tables}
+    peer = {name: np.full(t.nports(name) + 1, -1, dtype=np.int32) for name in tables}
     for lk in t.links:
         if lk.a in peer:
             peer[lk.a][lk.a_port] = code[lk.b]
@@ -84,20 +101,25 @@ def _routes(path: str, t: Topology, tables: dict[str, object]) -> None:
             peer[lk.b][lk.b_port] = code[lk.a]
     for p in peer.values():
         p[-1] = -2
-    rows: dict[str, np.ndarray] = {}
+    nexts: dict[str, np.ndarray] = {}
+    shared: dict[bytes, list[int]] = {}
+    parsed: dict[str, tuple] = {}  # the same text, read once (GraphML: the rows switches share)
     for name, table in tables.items():
         where = f"{t.nodes[name].kind} {name!r}"
-        row = _row(path, where, table, nh)
+        got = parsed.get(table) if isinstance(table, str) else None
+        row, plain = got if got is not None else _row(path, where, table, nh)
+        if isinstance(table, str):
+            parsed[table] = (row, plain)
         n = t.nports(name)
-        bad = (row >= n) | (peer[name][np.minimum(row, n)] == -1)
+        nxt = peer[name][np.minimum(row, n)]
+        bad = (row >= n) | (nxt == -1)
         if bad.any():
             raise ConfigError(f"{path}: {where}: attribute 'routes' names port {int(row[bad.argmax()])}, which has no link")
-        rows[name] = row
-    shared: dict[bytes, list[int]] = {}
-    for name, row in rows.items():
         key = row.tobytes()
-        t.routes[name] = shared.get(key) or shared.setdefault(key, row.tolist())
-    _loops(path, t, switches, [peer[s.name][rows[s.name]] for s in switches], S, nh)
+        t.routes[name] = shared.get(key) or shared.setdefault(key, plain if plain is not None else row.tolist())
+        if name in code and code[name] < S:
+            nexts[name] = nxt
+    _loops(path, t, switches, [nexts[s.name] for s in switches], S, nh)
 
 
 def _loops(path: str, t: Topology, switches, nexts: list[np.ndarray], S: int, nh: int) -> None:
@@ -111,11 +133,11 @@ def _loops(path: str, t: Topology, switches, nexts: list[np.ndarray], S: int, nh
     rounds = int(np.ceil(np.log2(S + 1))) + 1
     for lo in range(0, nh, step):
         hi = min(nh, lo + step)
+        c = np.stack([nx[lo:hi] for nx in nexts]).astype(np.int64)
         j = np.empty((S + 2, hi - lo), dtype=np.int64)  # state per (switch, destination); two absorbing rows
-        for i, nx in enumerate(nexts):
-            c = nx[lo:hi]
-            j[i] = np.where(c >= S, np.where(c == S + dst[lo:hi], arrived, bad), np.where(c < 0, bad, c))
+        j[:S] = np.where(c >= S, np.where(c == S + dst[lo:hi], arrived, bad), np.where(c < 0, bad, c))
         j[S], j[S + 1] = arrived, bad
+        del c
         for _ in range(rounds):  # after r rounds, the state 2**r hops on
             if (j[:S] >= S).all():
                 break
