@@ -352,3 +352,49 @@ def test_graphml_routes_text_is_read_exactly(tmp_path, routes, expect):
     spaced = tmp_path / "s.graphml"   # what the fast path leaves to the slow one, read the same
     spaced.write_text(dumps(build("star:n=3"), "graphml").replace(">0,1,2<", "> 0, 1 ,2<"))
     assert build(str(spaced)).routes["s0"] == [0, 1, 2]
+
+
+def test_the_diameter_is_the_longest_shortest_path_between_hosts():
+    """``file_routes.diameter`` (a matrix over the hosts' switches) says what a breadth-first search
+    from every host says, through switches only, hosts linked to hosts included."""
+    import random
+    from collections import deque
+
+    from emu.topologies.base import Topology
+    from emu.topologies.file_routes import diameter
+
+    def bfs(t):
+        nb, best = t.neighbours(), 0
+        for h in t.hosts:
+            dist, q = {h.name: 0}, deque([h.name])
+            while q:
+                u = q.popleft()
+                if u != h.name and t.nodes[u].kind == "host":
+                    continue
+                for _p, v, _vp, _l in nb[u]:
+                    if v not in dist:
+                        dist[v] = dist[u] + 1
+                        q.append(v)
+            best = max([best] + [d for v, d in dist.items() if t.nodes[v].kind == "host"])
+        return best
+
+    cases = [build(s) for s in ("star:n=4", "fattree:k=2,n=3", "mesh:k=3,n=2", "torus:k=4,n=2", "qsnet:nodes=130")]
+    for seed in range(200):
+        r = random.Random(seed)
+        S, H = r.randint(0, 5), r.randint(2, 6)
+        t = Topology("random")
+        for i in range(H):
+            t.add_host(f"h{i}")
+        for i in range(S):
+            t.add_switch(f"s{i}")
+        for i in range(H):
+            if S and r.random() < 0.8:
+                t.add_link(f"h{i}", f"s{r.randrange(S)}")
+            if r.random() < 0.3 and (j := r.randrange(H)) != i:
+                t.add_link(f"h{i}", f"h{j}")
+        for _ in range(r.randint(0, 2 * S) if S > 1 else 0):
+            a, b = r.sample(range(S), 2)
+            t.add_link(f"s{a}", f"s{b}")
+        cases.append(t)
+    got = [(diameter(t), bfs(t)) for t in cases]
+    assert all(a == b for a, b in got) and len({a for a, _b in got}) > 3

@@ -34,6 +34,7 @@ from emu.config.files import parse_json, read
 from .base import Topology
 from .estimate import Estimate, check, limits
 from .file_parse import MAX_NAME, MAX_PORT, Elements, graphml_elements, json_elements, ranged, show
+from .file_routes import check_routing
 
 NODE_SECTIONS = {"host": ("host", "nic", "elan"), "switch": ("switch", "pu")}
 """The settings sections whose fields a node of each kind may carry."""
@@ -51,8 +52,6 @@ HINT = "a topology file ends in .json or .graphml"
 
 def load_file(path: str, fmt: str, defaults: dict, settings: dict) -> Topology:
     """The topology of the file ``path`` in format ``fmt`` (``json`` or ``graphml``)."""
-    from .file_routes import check_routing
-
     what = f"--topo {path}"
     raw = read(path, what, "topology", HINT)
     lim = limits()
