@@ -248,6 +248,8 @@ def test_the_cli_refuses_a_fifo_in_one_line(tmp_path, capsys):
     (lambda d: d["nodes"][3].update({"switch.vcs": 10**12}), "switch 's0': SwitchSpec.vcs must be within 1..32"),
     (lambda d: d["nodes"][3].update({"switch.model": "x" * 5000}), "attribute switch.model is 5,000 characters long"),
     (lambda d: d["nodes"][0].update(kind="r" * 5000), "node 'h0': attribute 'kind' must be host or switch, got 'rrr"),
+    (lambda d: d["nodes"][3].update({"switch.vcs": [1] * 100_000}), "attribute switch.vcs must be an integer, got [1, 1,"),
+    (lambda d: d["links"][0].update({"link.priority": {"a": "b" * 5000}}), "attribute link.priority must be true or false"),
 ])
 def test_numbers_out_of_range_are_refused_as_such(tmp_path, change, expect):
     assert expect in _refused(tmp_path, "t.json", _with(_star(), change))

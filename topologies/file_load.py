@@ -33,7 +33,7 @@ from emu.config.files import parse_json, read
 
 from .base import Topology
 from .estimate import Estimate, check, limits
-from .file_parse import MAX_NAME, MAX_PORT, Elements, graphml_elements, json_elements, ranged, show
+from .file_parse import MAX_NAME, MAX_PORT, TYPE_WORDS, Elements, graphml_elements, json_elements, ranged, show
 from .file_routes import check_routing
 
 NODE_SECTIONS = {"host": ("host", "nic", "elan"), "switch": ("switch", "pu")}
@@ -124,6 +124,8 @@ def _specs(path: str, where: str, attrs: dict, sections: tuple[str, ...], defaul
         if isinstance(value, str) and len(value) > MAX_VALUE:
             raise ConfigError(f"{path}: {where}: attribute {key} is {len(value):,} characters long; a field's "
                               f"value has at most {MAX_VALUE}")
+        if isinstance(value, (list, dict)):
+            raise ConfigError(f"{path}: {where}: attribute {key} must be {TYPE_WORDS[kind]}, got {show(value)}")
         try:
             mine.setdefault(section, {})[name] = _convert(key, value, kind)
         except ConfigError as e:

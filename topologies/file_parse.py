@@ -30,7 +30,7 @@ NODE_LINK = ("a topology in JSON is node-link data: an object with \"nodes\" and
 GRAPHML_TYPES = {"boolean": bool, "int": int, "long": int, "integer": int, "float": float, "double": float,
                  "string": str}
 BOOLS = {"true": True, "false": False, "1": True, "0": False}
-TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number"}
+TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "text"}
 
 
 @dataclass
@@ -46,7 +46,9 @@ def show(value, width: int = 40) -> str:
     """``repr(value)`` cut to ``width`` characters (a hostile value can be megabytes long)."""
     text = repr(value) if not isinstance(value, int) or isinstance(value, bool) or value.bit_length() < 128 \
         else f"an integer of {len(str(value)):,} digits"
-    return text if len(text) <= width else text[:width - 5] + "...'" + f" ({len(text):,} characters)"
+    if len(text) <= width:
+        return text
+    return text[:width - 5] + "..." + ("'" if isinstance(value, str) else "") + f" ({len(text):,} characters)"
 
 
 def ranged(path: str, where: str, key: str, value, lo: int, hi: int, note: str = "") -> int:
