@@ -44,8 +44,9 @@ class Elements:
 
 def show(value, width: int = 40) -> str:
     """``repr(value)`` cut to ``width`` characters (a hostile value can be megabytes long)."""
-    text = repr(value) if not isinstance(value, int) or isinstance(value, bool) or value.bit_length() < 128 \
-        else f"an integer of {len(str(value)):,} digits"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() >= 128:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1:,} digits"
+    text = repr(value)
     if len(text) <= width:
         return text
     return text[:width - 5] + "..." + ("'" if isinstance(value, str) else "") + f" ({len(text):,} characters)"
