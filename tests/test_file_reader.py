@@ -132,3 +132,10 @@ def test_replay_reads_through_the_reader(tmp_path):
     assert refused(load, "/dev/zero").startswith("--replay /dev/zero: is a character device")
     (tmp_path / "deep.json").write_text("[" * 5000 + "]" * 5000)
     assert "nests deeper than 64 levels" in refused(load, str(tmp_path / "deep.json"))
+
+
+def test_brackets_inside_strings_do_not_make_a_file_too_deep():
+    raw = b'{"name": "' + b"[" * 100 + b'"}'
+    assert F.bracket_bound(raw) == 101 and F.parse_json(raw, "f.json") == {"name": "[" * 100}
+    nested = b"[" * 10 + b"]" * 10
+    assert F.bracket_bound(nested) == F.depth(F.parse_json(nested, "f.json")) == 10

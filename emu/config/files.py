@@ -93,25 +93,41 @@ def read(path: str, what: str, kind: str, hint: str = "") -> bytes:
 
 
 def depth(obj: Any) -> int:
-    """How deeply lists and dicts nest in ``obj`` (0 for a scalar), without recursion."""
-    deepest, stack = 0, [(obj, 1)]
-    while stack:
-        o, d = stack.pop()
-        if isinstance(o, dict):
-            items = o.values()
-        elif isinstance(o, list):
-            items = o
-        else:
-            continue
-        deepest = max(deepest, d)
-        if d > MAX_DEPTH:
-            break
-        stack.extend((x, d + 1) for x in items if isinstance(x, (dict, list)))
+    """How deeply lists and dicts nest in ``obj`` (0 for a scalar), without recursion: level by level,
+    stopping past :data:`MAX_DEPTH` (linear in the containers, a comprehension per level)."""
+    level = [obj] if isinstance(obj, (dict, list)) else []
+    d = 0
+    while level and d <= MAX_DEPTH:
+        d += 1
+        nxt = []
+        for o in level:
+            nxt.extend([x for x in (o.values() if isinstance(o, dict) else o) if isinstance(x, (dict, list))])
+        level = nxt
+    return d
+
+
+def bracket_bound(raw: bytes) -> int:
+    """An upper bound on how deeply a JSON text nests: the deepest run of its ``[``/``{`` over
+    ``]``/``}``, counted on the bytes with numpy in 16 MiB pieces (brackets inside strings count
+    too, so it may only overstate)."""
+    import numpy as np
+
+    b = np.frombuffer(raw, dtype=np.uint8)
+    step = np.zeros(256, dtype=np.int8)
+    step[[ord("["), ord("{")]] = 1
+    step[[ord("]"), ord("}")]] = -1
+    level, deepest = 0, 0
+    for i in range(0, len(b), 16 << 20):
+        s = step[b[i:i + (16 << 20)]]
+        run = np.cumsum(s[s != 0], dtype=np.int64) + level  # the brackets alone
+        if len(run):
+            deepest = max(deepest, int(run.max()))
+            level = int(run[-1])
     return deepest
 
 
-def _check_depth(what: str, obj: Any) -> Any:
-    if depth(obj) > MAX_DEPTH:
+def _check_depth(what: str, obj: Any, raw: bytes | None = None) -> Any:
+    if (raw is None or bracket_bound(raw) > MAX_DEPTH) and depth(obj) > MAX_DEPTH:
         raise _refuse(what, f"nests deeper than {MAX_DEPTH} levels", "; this is not a file this tool writes")
     return obj
 
@@ -131,7 +147,7 @@ def parse_json(raw: bytes, what: str, expect: str = "") -> Any:
         raise _refuse(what, f"nests deeper than {MAX_DEPTH} levels", tail) from None
     except ValueError as e:  # JSONDecodeError, and a number of more digits than int() converts
         raise _refuse(what, f"not JSON ({e})", tail, reason=str(e)) from None
-    return _check_depth(what, obj)
+    return _check_depth(what, obj, raw)
 
 
 def parse_toml(raw: bytes, what: str) -> dict[str, Any]:
