@@ -132,6 +132,16 @@ def _check_depth(what: str, obj: Any, raw: bytes | None = None) -> Any:
     return obj
 
 
+def _digits(e: ValueError) -> str:
+    """A parser's error, with Python's advice for huge integers (a call a user cannot make) replaced."""
+    import sys
+
+    text = str(e)
+    if "integer string conversion" in text:
+        return f"a number of more than {sys.get_int_max_str_digits()} digits"
+    return text
+
+
 def parse_json(raw: bytes, what: str, expect: str = "") -> Any:
     """The JSON in ``raw``; ConfigError naming ``what`` and the problem (``expect`` ends it)."""
     import json
@@ -146,7 +156,8 @@ def parse_json(raw: bytes, what: str, expect: str = "") -> Any:
     except RecursionError:
         raise _refuse(what, f"nests deeper than {MAX_DEPTH} levels", tail) from None
     except ValueError as e:  # JSONDecodeError, and a number of more digits than int() converts
-        raise _refuse(what, f"not JSON ({e})", tail, reason=str(e)) from None
+        reason = _digits(e)
+        raise _refuse(what, f"not JSON ({reason})", tail, reason=reason) from None
     return _check_depth(what, obj, raw)
 
 
@@ -164,7 +175,7 @@ def parse_toml(raw: bytes, what: str) -> dict[str, Any]:
     except RecursionError:
         raise ConfigError(f"{what}: nests deeper than {MAX_DEPTH} levels") from None
     except ValueError as e:  # TOMLDecodeError, and an integer of more digits than int() converts
-        raise ConfigError(f"{what}: cannot be read as TOML ({e})") from None
+        raise ConfigError(f"{what}: cannot be read as TOML ({_digits(e)})") from None
     return _check_depth(what, data)
 
 
