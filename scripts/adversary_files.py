@@ -135,8 +135,7 @@ def _text(name: str, text: str | Callable[[], str]) -> Callable[[str], None]:
 
 def _graphml_deep() -> str:
     return ("<?xml version='1.0'?><graphml xmlns='http://graphml.graphdrawing.org/xmlns'><graph edgedefault="
-            "'undirected'><node id='h0'><data key='kind'>" + "<x>" * DEEP + "</x>" * DEEP
-            + "</data></node></graph></graphml>")
+            "'undirected'>" + "<desc>" * DEEP + "</desc>" * DEEP + "</graph></graphml>")
 
 
 RUN = ["run", "--topo", "star:n=2", "--test", "allreduce"]
@@ -173,7 +172,7 @@ def cases() -> list[Case]:
              setup=_text("t.json", '{"nodes": [], "links": [], "graph": ' + "[" * DEEP + "]" * DEEP + "}")),
         Case("topo-json-digits", 3, ["topo", "{d}/t.json"], expect="digits",
              setup=lambda d: _write(os.path.join(d, "t.json"), '{"nodes": [{"id": "h0", "x": ' + DIGITS + '}], "links": []}')),
-        Case("topo-graphml-deep", 3, ["topo", "{d}/t.graphml"], quick=True, setup=_text("t.graphml", _graphml_deep)),
+        Case("topo-graphml-deep", 3, ["topo", "{d}/t.graphml"], quick=True, expect="nest", setup=_text("t.graphml", _graphml_deep)),
         Case("topo-graph-is-a-list", 3, ["topo", "{d}/t.json"], expect="graph",
              setup=lambda d: _topo(d, lambda g: g.__setitem__("graph", [1, 2]))),
         Case("report-json-deep", 3, ["report", "{d}/r.json", "--out", "{d}/plots"], forbid=["{d}/plots"],
