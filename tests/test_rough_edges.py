@@ -54,3 +54,22 @@ def test_a_noise_sweep_may_start_at_zero_noise(tmp_path):
     quiet = json.loads(base.read_text())["results"][0]["completion_ns"]
     assert [r["point"]["host.noise_duration_ns"] for r in rows] == ["0", "2000"]
     assert rows[0]["completion_ns"] == quiet < rows[1]["completion_ns"]  # zero-length detours: no noise at all
+
+
+def test_set_takes_the_units_of_its_field(tmp_path):
+    import pytest
+
+    from emu.config import ConfigError, load_settings, parse_settings
+
+    got = parse_settings(["link.latency_ns=1us", "link.bandwidth_bps=25Gbps", "host.mtu_bytes=4KiB",
+                          "host.rto_ns=1.5ms", "host.eager_limit_bytes=64K", "host.send_overhead_ns=435"])
+    assert got == {"link": {"latency_ns": 1000, "bandwidth_bps": 25 * 10**9},
+                   "host": {"mtu_bytes": 4096, "rto_ns": 1_500_000, "eager_limit_bytes": 65536,
+                            "send_overhead_ns": 435}}
+    (tmp_path / "c.toml").write_text('[link]\nlatency_ns = "250ns"\nbandwidth_bps = 400e9\n')
+    assert load_settings(str(tmp_path / "c.toml")) == {"link": {"latency_ns": 250, "bandwidth_bps": 400 * 10**9}}
+    for item, word in [("link.latency_ns=1GiB", "'GiB' is not a unit of a time"),
+                       ("switch.vcs=4KiB", "takes a plain number"),
+                       ("link.latency_ns=1.5ns", "must be an integer")]:
+        with pytest.raises(ConfigError, match=word):
+            parse_settings([item])

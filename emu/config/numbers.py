@@ -58,3 +58,32 @@ def hint(text: str) -> str:
     if "_" in t and is_decimal(t.replace("_", "")):
         return f"; numbers are written without '_': {t.replace('_', '')}, not {t}"
     return ""
+
+
+BYTES = {"b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40, "kb": 10**3, "mb": 10**6,
+         "gb": 10**9, "tb": 10**12, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+"""Sizes: KiB.. powers of 2, KB.. powers of 10, a bare K, M, G powers of 2 (as nccl-tests reads them)."""
+TIMES_NS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9}
+RATES_BPS = {"bps": 1, "kbps": 10**3, "mbps": 10**6, "gbps": 10**9, "tbps": 10**12, "bit/s": 1, "kbit/s": 10**3,
+             "mbit/s": 10**6, "gbit/s": 10**9, "tbit/s": 10**12}
+UNITS = {"_ns": ("a time", TIMES_NS), "_bytes": ("a size", BYTES), "_bps": ("a bit rate", RATES_BPS)}
+"""The units a field takes by the unit in its name (``link.latency_ns=1us``, ``link.bandwidth_bps=100Gbps``,
+``host.mtu_bytes=4KiB``)."""
+_WITH_UNIT = re.compile(r"([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*([A-Za-zµ/]+)")
+
+
+def with_unit(field: str, text: str) -> float | None:
+    """``text`` with a unit its ``field`` takes (by the field name's suffix: :data:`UNITS`) as a number
+    in the field's own unit (``1.5us`` for a ``_ns`` field: 1500.0); None when ``text`` carries no
+    unit. ValueError naming the units when it carries one the field does not take."""
+    m = _WITH_UNIT.fullmatch(text.strip())
+    if not m:
+        return None
+    number, unit = m.groups()
+    for suffix, (what, table) in UNITS.items():
+        if field.endswith(suffix):
+            scale = table.get(unit.lower()) if unit != "µs" else table.get(unit)
+            if scale is None:
+                raise ValueError(f"{unit!r} is not a unit of {what}: give one of {', '.join(table)}")
+            return float(number) * scale
+    raise ValueError(f"{field} takes a plain number (only fields ending in {', '.join(UNITS)} take units)")

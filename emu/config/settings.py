@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .base import ConfigError
-from .numbers import decimal_float, decimal_int, hint, is_decimal
+from .numbers import decimal_float, decimal_int, hint, is_decimal, with_unit
 from .host import ElanSpec, HostSpec, NicSpec
 from .network import LinkSpec, ManagerSpec, PUSpec, SwitchSpec
 
@@ -71,12 +71,16 @@ def _convert(where: str, value: object, kind: type) -> object:
                 if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
                     raise ValueError
                 value = text.lower() in ("true", "1", "yes")
+            elif (scaled := with_unit(where, text)) is not None:  # 1us, 100Gbps, 8KiB
+                value = _int_from_float(where, round(scaled, 6)) if kind is int else scaled
             elif kind is int:
                 value = decimal_int(text) if is_decimal(text, fraction=False) \
                     else _int_from_float(where, decimal_float(text))
             else:
                 value = decimal_float(text)
-        except ValueError:
+        except ValueError as e:
+            if "unit" in str(e):
+                raise ConfigError(f"{where}={value}: {e}") from None
             raise ConfigError(f"{where} must be {'an integer' if kind is int else 'a number' if kind is float else 'true or false'}, "
                               f"got {value!r}{hint(text) if kind is not bool else ''}") from None
     if kind is float and isinstance(value, int) and not isinstance(value, bool):

@@ -29,7 +29,8 @@ def run_epilog() -> str:
     fields = "\n".join(f"  {name:<{fw}}  {default!s:>12}  {doc}" for name, _, default, doc in rows)
     return (f"tests (--test NAME; several: --test a+b or --test a --test b):\n{tests}\n\n"
             f"settable fields (--set SECTION.FIELD=VALUE, or [section] field = value in --config FILE.toml;\n"
-            f"precedence: --config < the topology spec's parameters < --set), with their defaults:\n{fields}")
+            f"precedence: --config < the topology spec's parameters < --set; fields ending in _ns, _bytes, _bps take "
+            f"units: 1us, 4KiB, 100Gbps), with their defaults:\n{fields}")
 
 
 def version() -> str:

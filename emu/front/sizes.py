@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ..config import ConfigError
-from ..config.numbers import hint
+from ..config.numbers import BYTES, hint
 
 
 def parse_size(text: str) -> int:
@@ -17,7 +17,4 @@ def parse_size(text: str) -> int:
         number = re.sub(r"\s*([KMG]i?B|[KMG]|B)\s*$", "", str(text).strip(), flags=re.I)
         raise ConfigError(f"size {text!r} is not a number of bytes such as 64KiB (65536), 64KB (64000), 64K "
                           f"(64 KiB, as nccl-tests reads it) or 4096{hint(number)}")
-    unit = (m.group(2) or "B").lower()
-    scale = {"b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 10**3, "mb": 10**6, "gb": 10**9,
-             "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[unit]
-    return int(m.group(1)) * scale
+    return int(m.group(1)) * BYTES[(m.group(2) or "B").lower()]
