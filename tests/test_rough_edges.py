@@ -73,3 +73,25 @@ def test_set_takes_the_units_of_its_field(tmp_path):
                        ("link.latency_ns=1.5ns", "must be an integer")]:
         with pytest.raises(ConfigError, match=word):
             parse_settings([item])
+
+
+def test_a_core_that_fails_to_build_leaves_no_earlier_build_behind(tmp_path, monkeypatch):
+    """A stale build of the compiled core is never packed into a wheel (issue 42): the build step
+    removes the last build before compiling, so a failed (optional) build leaves none."""
+    import pytest
+    from setuptools import Distribution, Extension
+
+    from emu.buildext import BuildExt
+
+    (tmp_path / "broken.c").write_text("this is not C\n")
+    dist = Distribution({"name": "x", "ext_modules": [Extension("pkg._core", [str(tmp_path / "broken.c")])]})
+    cmd = BuildExt(dist)
+    cmd.build_lib, cmd.build_temp = str(tmp_path / "lib"), str(tmp_path / "tmp")
+    cmd.ensure_finalized()
+    cmd.build_lib, cmd.build_temp = str(tmp_path / "lib"), str(tmp_path / "tmp")
+    target = tmp_path / "lib" / cmd.get_ext_filename("pkg._core")
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"an old build")
+    with pytest.raises(Exception):  # CompileError: the C does not compile
+        cmd.build_extension(dist.ext_modules[0])
+    assert not target.exists()
