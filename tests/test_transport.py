@@ -128,3 +128,45 @@ def test_under_the_hardware_offload_the_broadcast_tree_moves_to_another_top_swit
     assert r.returncode == 0, r.stdout + r.stderr
     text = " ".join(r.stdout.split())  # the figures line wraps at the terminal's width
     assert "tree root moved to" in text and text.count("result=equal to numpy") == 2
+
+
+def test_the_timeout_follows_the_measured_round_trip_within_its_floor_and_cap():
+    # issue 42: Jacobson/Karn (RFC 6298) in integer ns: the initial value until the first sample,
+    # then srtt + 4 rttvar held within the floor and the cap
+    from emu.nodes.nic.transport import RttEstimator
+
+    e = RttEstimator(1_000_000, 20_000, 1_000_000)
+    assert e.rto == 1_000_000 and e.srtt is None
+    e.sample(4_000)
+    assert (e.srtt, e.rttvar, e.rto) == (4_000, 2_000, 20_000)  # 4000 + 8000 < the floor
+    e.sample(100_000)
+    assert (e.srtt, e.rttvar) == (16_000, (3 * 2_000 + 96_000) // 4)
+    assert e.rto == 16_000 + 4 * e.rttvar
+    for _ in range(3):
+        e.sample(10_000_000)
+    assert e.rto == 1_000_000  # never above rto_ns
+    assert RttEstimator(50_000, 200_000, 50_000).rto == 50_000  # a floor above the cap: the cap
+
+
+async def test_a_lost_message_is_sent_again_after_the_measured_timeout_not_the_initial_one():
+    # the first messages give samples; a message lost later waits the floor (rto_min_ns), not rto_ns
+    t = build("star:n=2", settings={"host": {"transport": "reliable", "rto_ns": 1_000_000, "rto_min_ns": 30_000}})
+
+    async def sender(host):
+        for i in range(4):
+            await host.send("h1", b"x" * 100, tag=i)
+            await host.sleep(10_000)
+        return host.now
+
+    async def receiver(host):
+        return [(await host.recv(src="h0", tag=i)).t_ns for i in range(4)]
+
+    async with emu.Cluster(t) as net:
+        await net.schedule(25_000, "down", link=("h1", "s0"))  # the fourth message (sent at ~31 us) is lost
+        await net.schedule(40_000, "up", link=("h1", "s0"))
+        res = await net.run({"h0": (sender,), "h1": (receiver,)})
+        st = {s["name"]: s for s in await net.stats()}
+    times = res["h1"]
+    assert st["h0"]["transport"]["messages_resent"] >= 1
+    # sent again one floor after it left (~31 us + 30 us), far before the initial 1 ms
+    assert times[:3] == sorted(times[:3]) and times[2] < 25_000 and 60_000 <= times[3] < 70_000, times

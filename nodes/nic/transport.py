@@ -3,12 +3,18 @@
 Real interconnect transports (InfiniBand RC, the QsNet adapter of spec 03) recover what a failed
 link lost. Here, per pair of hosts: the sender numbers its messages to each peer (the segment
 header's ``msg_id`` is then a per-peer sequence number), keeps each until the receiver acknowledges
-the whole message (a ``MsgAck`` frame), and sends it again when no acknowledgement came ``rto_ns``
-after its last frame left the port -- the wait doubling each time -- up to ``max_tries`` sends, then
+the whole message (a ``MsgAck`` frame), and sends it again when no acknowledgement came a
+retransmission timeout after its last frame left the port -- the wait doubling each time -- up to
+``max_tries`` sends, then
 gives up, logs and counts it (``messages_failed``) and keeps a one-line note of why. The receiver
 drops what it already delivered (acknowledging it again, since the first acknowledgement may be
 what was lost) and ignores the repeated frames of a message it is still reassembling. Sans-I/O, in
 virtual time; the NIC engine (``emu.nodes.nic.engine``) owns it and hands it its frames.
+
+The timeout follows the measured round trip (:class:`RttEstimator`, Jacobson/Karn as RFC 6298):
+``host.rto_ns`` until the first acknowledgement, then ``srtt + 4 * rttvar`` within
+``host.rto_min_ns`` and ``host.rto_ns`` -- so a message lost to a failing link costs a few round
+trips and the floor, not a fixed millisecond.
 """
 
 from __future__ import annotations
@@ -31,6 +37,30 @@ class _Out:
         self.sends, self.timer, self.vc = 1, None, vc
 
 
+class RttEstimator:
+    """The round-trip estimate of one host (RFC 6298 in integer ns): ``srtt`` and ``rttvar`` from
+    the samples, ``rto`` the timeout a message sent now waits. Before any sample ``rto`` is
+    ``initial_ns``; after, ``srtt + max(1, 4 * rttvar)`` held within ``min_ns`` and ``max_ns``.
+    Integer arithmetic (floor division), so that every run computes the same timeouts."""
+
+    __slots__ = ("srtt", "rttvar", "rto", "min_ns", "max_ns", "samples")
+
+    def __init__(self, initial_ns: int, min_ns: int, max_ns: int):
+        self.srtt = self.rttvar = None
+        self.rto, self.min_ns, self.max_ns, self.samples = initial_ns, min(min_ns, max_ns), max_ns, 0
+
+    def sample(self, r: int) -> None:
+        """A round trip of ``r`` ns, from a message acknowledged after its first send (Karn: a
+        resent message's acknowledgement could answer any of its sends, so it gives none)."""
+        if self.srtt is None:
+            self.srtt, self.rttvar = r, r // 2
+        else:
+            self.rttvar = (3 * self.rttvar + abs(self.srtt - r)) // 4
+            self.srtt = (7 * self.srtt + r) // 8
+        self.samples += 1
+        self.rto = min(self.max_ns, max(self.min_ns, self.srtt + max(1, 4 * self.rttvar)))
+
+
 class Transport:
     def __init__(self, nic: Any, put: Callable[[int, int, int, Any, int], int]):
         """``put(dst, tag, msg_id, data, at, vc) -> port``: the NIC's frames of one message, handed to
@@ -43,6 +73,8 @@ class Transport:
         self.delivered: dict[int, list] = {}
         """Per source: [every id below this delivered, the ids delivered above it]."""
         self.failures: list[str] = []
+        self.rtt = RttEstimator(self.spec.rto_ns, self.spec.rto_min_ns, self.spec.rto_ns)
+        """The host's round-trip estimate: the timeout of each message at its first send."""
         self.stats = {"acks_sent": 0, "acks_received": 0, "acks_stray": 0, "messages_resent": 0,
                       "messages_failed": 0, "duplicates_dropped": 0}
 
@@ -52,7 +84,7 @@ class Transport:
         self.next_seq[dst] = (seq + 1) & 0xFFFFFFFF
         data = bytes(data)  # kept to send again: the application may reuse its buffer
         port = self.put(dst, tag, seq, data, at, vc)
-        out = self.unacked[(dst, seq)] = _Out(dst, tag, data, port, self.spec.rto_ns, at, vc)
+        out = self.unacked[(dst, seq)] = _Out(dst, tag, data, port, self.rtt.rto, at, vc)
         out.timer = self.nic.at(at + out.rto, self._timeout, (dst, seq))
 
     def on_ack(self, src: int, frame: bytes) -> None:
@@ -63,6 +95,8 @@ class Transport:
             return
         self.stats["acks_received"] += 1
         self.nic.timers.cancel(out.timer)
+        if out.sends == 1:  # Karn: only a message sent once times the round trip
+            self.rtt.sample(self.nic.now - out.first_ns)
 
     def _timeout(self, key: tuple[int, int]) -> None:
         out = self.unacked.get(key)
