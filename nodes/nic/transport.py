@@ -23,6 +23,7 @@ import logging
 from typing import Any, Callable
 
 from emu.wire import HDR_LEN, MACK, PacketType
+from emu.wire.fabric import FLAG_SRCRT
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +64,8 @@ class RttEstimator:
 
 class Transport:
     def __init__(self, nic: Any, put: Callable[[int, int, int, Any, int], int]):
-        """``put(dst, tag, msg_id, data, at, vc) -> port``: the NIC's frames of one message, handed to
-        the port at ``at`` on traffic class ``vc``."""
+        """``put(dst, tag, msg_id, data, at, vc, route=None) -> port``: the NIC's frames of one message,
+        handed to the port at ``at`` on traffic class ``vc`` (``route``: a source-chosen route id)."""
         self.nic = nic
         self.put = put
         self.spec = nic.spec
@@ -123,7 +124,9 @@ class Transport:
                                                                        if out.dst < len(self.nic.names) else out.dst,
                                                                        "tag": out.tag, "send": out.sends}, "retransmit")
         at = now + self.spec.nic_delay_ns
-        self.put(out.dst, out.tag, key[1], out.data, at, out.vc)
+        # sent again by a source route (route id: the sends before it): routers that choose among ways
+        # (adaptive, dispersive, qsnet) send each resend another way, so one dead end is left behind
+        self.put(out.dst, out.tag, key[1], out.data, at, out.vc, out.sends - 1)
         out.timer = self.nic.at(at + out.rto, self._timeout, key)
 
     def _why(self, out: _Out, now: int) -> str:
@@ -142,21 +145,29 @@ class Transport:
         low, above = self.delivered.get(src) or (0, ())
         return msg_id < low or msg_id in above
 
-    def duplicate(self, src: int, msg_id: int, total: int, last: bool) -> None:
-        """A frame of a message delivered already: dropped; its last frame acknowledged again."""
+    def duplicate(self, src: int, msg_id: int, total: int, last: bool, route: int | None = None) -> None:
+        """A frame of a message delivered already: dropped; its last frame acknowledged again (by
+        the route the resend took, ``route``)."""
         self.stats["duplicates_dropped"] += 1
         if last:
-            self.ack(src, msg_id, total)
+            self.ack(src, msg_id, total, route)
 
-    def done(self, src: int, msg_id: int, total: int) -> None:
-        """Message ``msg_id`` from ``src`` is whole: remember it and acknowledge it."""
+    def done(self, src: int, msg_id: int, total: int, route: int | None = None) -> None:
+        """Message ``msg_id`` from ``src`` is whole: remember it and acknowledge it (a resend's by the
+        route id it came by, ``route``)."""
         d = self.delivered.setdefault(src, [0, set()])
         d[1].add(msg_id)
         while d[0] in d[1]:
             d[1].discard(d[0])
             d[0] += 1
-        self.ack(src, msg_id, total)
+        self.ack(src, msg_id, total, route)
 
-    def ack(self, src: int, msg_id: int, total: int) -> None:
+    def ack(self, src: int, msg_id: int, total: int, route: int | None = None) -> None:
+        """Acknowledge a whole message; one that came by a source route (a resend) is answered by the
+        same route id, so that its acknowledgement too leaves a dead end behind."""
         self.stats["acks_sent"] += 1
-        self.nic.emit(src, PacketType.MACK, MACK.pack(msg_id, total), self.nic.now + self.spec.nic_delay_ns, prio=1)
+        if route is None:
+            self.nic.emit(src, PacketType.MACK, MACK.pack(msg_id, total), self.nic.now + self.spec.nic_delay_ns, prio=1)
+        else:
+            self.nic.emit(src, PacketType.MACK, MACK.pack(msg_id, total), self.nic.now + self.spec.nic_delay_ns, prio=1,
+                          flags=FLAG_SRCRT, rsvd=route)
