@@ -96,7 +96,9 @@ def test_a_host_cut_off_fails_within_the_budget_in_one_line_naming_its_link():
                 "--fault", "at=2us,link=h0-s0,down")
     assert r.returncode == 1
     line = next(ln for ln in r.stdout.splitlines() if "allreduce failed" in ln)
-    assert "host messages given up: h0: " in line and "its own link (port 0) is down" in line
+    assert "host messages given up: h0: " in line and "its own link h0-s0 is down" in line  # by its name
+    # a few waiting ranks and how many more, not all 16
+    assert "but 16 applications still wait: " in line and line.count(" blocked in ") == 4 and "; and 12 more" in line
     # 8 sends, the wait doubling from 1 ms: given up (2**8 - 1) ms (and the NIC's delays) after the first
     assert "given up after 8 sends over 255,000,700 ns" in line
 
@@ -184,3 +186,10 @@ def test_without_a_manager_a_resend_goes_another_way_round_a_dead_end(routing):
     assert row["result"] == "equal to numpy"
     # a few measured timeouts (the floor, 200 us, doubling), not 1 ms each
     assert row["completion_ns"] < 1_000_000, row["completion_ns"]
+
+
+def test_a_put_whose_host_is_cut_off_fails_naming_its_link_and_a_dead_end_hints_at_the_manager():
+    r = emu_run("--topo", "fattree:k=4,n=2", "--test", "put", "--size", "4KiB", "--fault", "at=2us,link=h0-s0,down")
+    assert r.returncode == 1
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("put failed"))
+    assert "h0: put failed: packet 2 to h8: no acknowledgement after 8 sends: its own link h0-s0 is down" in line

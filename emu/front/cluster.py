@@ -43,6 +43,9 @@ from .cluster_figures import ClusterFigures
 
 log = logging.getLogger(__name__)
 
+SHOWN_WAITING = 4
+"""A deadlock report names this many waiting applications, then says how many more wait."""
+
 AppSpec = Callable | tuple
 
 
@@ -392,7 +395,10 @@ class Cluster(ClusterFaults, ClusterFigures):
             if given_up:  # the reason the others wait: say it first
                 more = f" (and {len(given_up) - 1} more)" if len(given_up) > 1 else ""
                 cause = f"host messages given up: {given_up[0]}{more}; "
-            report = f"{cause}no events left at {self.now} ns but applications still wait: " + "; ".join(waiting)
+            shown = waiting[:SHOWN_WAITING]  # a few, and how many: one readable line whatever the size
+            more = f"; and {len(waiting) - len(shown)} more" if len(waiting) > len(shown) else ""
+            report = (f"{cause}no events left at {self.now} ns but {len(waiting)} application"
+                      f"{'s' if len(waiting) > 1 else ''} still wait: " + "; ".join(shown) + more)
             self._trace_instant(None, "deadlock", {"report": report})
             raise DeadlockError(report)
         return results

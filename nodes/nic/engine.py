@@ -147,6 +147,18 @@ class NicEngine(_Attributes):
         self._deliver = self.host.deliver
         """``host.deliver``, bound once (every message received is handed to it)."""
 
+    port_links = {}  # (no annotation: not a dataclass field; an instance attribute in its __dict__)
+    """Port -> the name of its link (``Topology.link_names``, as ``--fault link=`` takes it): set by
+    :func:`make_host`, for the one line that says a host's own link is down."""
+
+    def down_link(self, port: int) -> str | None:
+        """The name of the link on ``port`` if it is down at ``now`` (a host cut off names it), else
+        None (up, or no port view)."""
+        ports = getattr(self, "ports", None)
+        if ports is None or not ports.linked(port) or ports.up(port, self.now):
+            return None
+        return self.port_links.get(port, f"on port {port}")
+
     def _load(self, names: tuple[str, ...]) -> None:
         """Make the mechanisms ``names`` and their dispatch tables: packet type -> handler, request
         type -> handler, verb -> the mechanism that offers it."""
@@ -462,11 +474,20 @@ def make_host(node, topology, cache: dict) -> NicEngine:
     shared = cache.get("host_tables")
     if shared is None:
         shared = cache["host_tables"] = host_tables(topology)
-    return NicEngine(node.name, node.id, node.spec, topology.routes.get(node.name), shared[0], shared[1],
-                     cache.get("seed", 0), rails=max(1, topology.nports(node.name)),
-                     manager=topology.nodes[topology.manager].id if topology.manager else None,
-                     grid=getattr(topology, "grid", None),
-                     mechanisms=tuple(node.info.get("nic_mechanisms", BUILT_IN)))
+    eng = NicEngine(node.name, node.id, node.spec, topology.routes.get(node.name), shared[0], shared[1],
+                    cache.get("seed", 0), rails=max(1, topology.nports(node.name)),
+                    manager=topology.nodes[topology.manager].id if topology.manager else None,
+                    grid=getattr(topology, "grid", None),
+                    mechanisms=tuple(node.info.get("nic_mechanisms", BUILT_IN)))
+    links = cache.get("host_links")
+    if links is None:  # every host's ports' link names, once per process
+        links = cache["host_links"] = {}
+        for lk, name in zip(topology.links, topology.link_names()):
+            for end, port in ((lk.a, lk.a_port), (lk.b, lk.b_port)):
+                if topology.nodes[end].kind == "host":
+                    links.setdefault(end, {})[port] = name
+    eng.port_links = links.get(node.name, {})
+    return eng
 
 
 register_engine("host", make_host, min_delay=lambda spec: spec.nic_delay_ns)

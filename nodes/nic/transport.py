@@ -132,9 +132,8 @@ class Transport:
     def _why(self, out: _Out, now: int) -> str:
         names = self.nic.names
         dst = names[out.dst] if 0 <= out.dst < len(names) else str(out.dst)
-        ports = getattr(self.nic, "ports", None)
-        cut = ports is not None and ports.linked(out.port) and not ports.up(out.port, now)
-        where = (f"its own link (port {out.port}) is down" if cut else
+        cut = self.nic.down_link(out.port)
+        where = (f"its own link {cut} is down" if cut else
                  f"no acknowledgement from {dst}: no way through the network, or {dst} cannot answer")
         return (f"{self.nic.name}: a message of {len(out.data)} bytes to {dst} (tag {out.tag}) given up after "
                 f"{out.sends} sends over {now - out.first_ns:,} ns: {where}")
