@@ -140,7 +140,8 @@ class HostSpec:
     a sample before they need one), sampled from each message acknowledged after its first send --
     from when its frames were handed to the port to its acknowledgement -- as ``srtt`` and ``rttvar``
     (gains 1/8 and 1/4), and the timeout is ``srtt + 4 * rttvar`` held within ``rto_min_ns`` (or
-    this, if lower) and this. A message waits the timeout at its first send, counted from when its last frame left the
+    this, if lower) and this; the messages still waiting on the initial value when the first sample
+    comes take the measured one. A message waits the timeout at its first send, counted from when its last frame left the
     port (while frames still wait at the host's own port, the wait starts again when they left),
     doubling with each send after (the estimate itself is not backed off: other peers' messages
     keep the measured one). 1 ms, as InfiniBand's local ACK timeouts of a few ms: a healthy run,

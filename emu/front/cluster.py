@@ -391,6 +391,8 @@ class Cluster(ClusterFaults, ClusterFigures):
                     self._trace_instant(st.host, "deadlock", {"blocked in": st.waiting, "since_ns": st.since_ns})
         if waiting:
             given_up = [f for st in raw_after for f in st.get("transport", {}).get("failures", ())]
+            # the root cause first: a host cut off (its own link down) explains its peers' give-ups
+            given_up.sort(key=lambda f: "its own link " not in f)
             cause = ""
             if given_up:  # the reason the others wait: say it first
                 more = f" (and {len(given_up) - 1} more)" if len(given_up) > 1 else ""

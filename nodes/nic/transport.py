@@ -97,7 +97,18 @@ class Transport:
         self.stats["acks_received"] += 1
         self.nic.timers.cancel(out.timer)
         if out.sends == 1:  # Karn: only a message sent once times the round trip
+            first = self.rtt.samples == 0
             self.rtt.sample(self.nic.now - out.first_ns)
+            if first:  # the initial value was no measurement: the messages waiting on it take the measured one
+                self._rearm(self.rtt.rto)
+
+    def _rearm(self, rto: int) -> None:
+        """Messages at their first send, waiting the initial timeout: wait ``rto`` from their send."""
+        for key, o in self.unacked.items():
+            if o.sends == 1 and o.rto > rto:
+                self.nic.timers.cancel(o.timer)
+                o.rto = rto
+                o.timer = self.nic.at(max(self.nic.now + 1, o.first_ns + rto), self._timeout, key)
 
     def _timeout(self, key: tuple[int, int]) -> None:
         out = self.unacked.get(key)
