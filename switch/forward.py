@@ -334,8 +334,10 @@ class SwitchEngine:
                 self.groups.pop(gid, None)
         elif op == MgmtOp.ADMIT:
             self.held.discard(count)
-        elif op == MgmtOp.RESET:  # the manager resets links: out of service, both ways, until ADMIT
-            self.held.update(p for p in (self.port_bps if count == 0xFFFF else (count,)) if p != self.manager_port)
+        elif op == MgmtOp.RESET:  # the manager resets links: out of data service, both ways, until ADMIT
+            # (the port up the manager tree too: traps, commands and answers still cross a port out of
+            # service, as subnet management packets cross an InfiniBand port that is not active)
+            self.held.update(self.port_bps if count == 0xFFFF else (count,))
         elif op == MgmtOp.INC_INSTALL:
             from emu.wire.inc import INSTALL
 

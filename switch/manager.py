@@ -242,14 +242,18 @@ class ManagerEngine:
             self.stats["links_kept"] += 1
             self._record(now, f"link {name} {why}: resetting {router}'s links would cut nodes off; left as they are")
             return []
-        self.dead.add(link)
+        held = [(router, 0xFFFF)] + [(v, vp) for v, vp in peers]
+        # the manager still reaches every router after the reset: ports out of service still carry management frames (as an InfiniBand port that is not
+        # active still passes subnet management packets), so resetting the links next to it (its own
+        # switch's, in band) never cuts it off
+        self.dead.add(link)  # (the commands go round it)
+        out = [f for sw, port in held for f in self._command(sw, MgmtOp.RESET, port, b"", now)]
         self.stats["links_out"] += 1
         self.stats["routers_reset"] = self.stats.get("routers_reset", 0) + 1
-        held = [(router, 0xFFFF)] + [(v, vp) for v, vp in peers]
         self.resets[link] = held
         self._record(now, f"link {name} {why}: {router}'s links reset ({len(peers)} routers take their ports to it "
                           "out of service)")
-        return [f for sw, port in held for f in self._command(sw, MgmtOp.RESET, port, b"", now)]
+        return out
 
     def _record(self, now: int, what: str) -> None:
         self.actions.append((now, what))
@@ -332,11 +336,12 @@ class ManagerEngine:
     # -- commands --------------------------------------------------------------------------------
     def path(self, switch: str) -> list[int] | None:
         """The ports a command takes from the manager's switch to ``switch``, around the links
-        known dead (breadth first over routers, ties by port); None: unreachable."""
+        known dead (breadth first over routers, ties by port); None: unreachable. Ports a reset
+        took out of service are not in the way: they carry management frames still."""
         if self.out_of_band:  # its own link: no fault on the data links is in the way
             return [] if switch in self.mport else None
-        dead = frozenset(self.dead | set(self.down_since) | {lk for held in self.resets.values()
-                                                             for lk in (frozenset((held[0][0], v)) for v, _p in held[1:])})
+        # links out of service (reset) still carry management frames: only dead links are in the way
+        dead = frozenset(self.dead | set(self.down_since))
         if self._paths_for != dead:
             nb = self._view(None).neighbours()
             self._paths = {self.attach: []}
@@ -400,6 +405,11 @@ class ManagerEngine:
     def extra_stats(self) -> dict[str, Any]:
         """What the manager did (``Cluster.stats``): [(t_ns, what), ...]."""
         return {"actions": list(self.actions)}
+
+
+def _few(names: list[str], n: int = 4) -> str:
+    """``s0, s1, s2 and 3 more``: a list of names short enough for one line."""
+    return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
 
 
 def make_manager(node, topology, cache: dict) -> ManagerEngine:

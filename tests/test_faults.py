@@ -112,3 +112,35 @@ async def test_a_change_scheduled_after_the_apps_end_does_not_stretch_the_run():
         await net.schedule(net.now + 10**9, "down", link=("s0", "h1"))
         t0 = net.now
         assert await net["h0"].ping("h1") == base and net.metrics.completion_ns == base
+
+
+def test_parallel_links_have_distinct_names_and_a_bare_pair_takes_them_all_saying_so():
+    # issue 42: qsnet:nodes=64 joins s0 and s8 by two links; emu topo --links listed s0-s8 twice
+    from emu.front.topo_cmd import check_fault_names
+    from emu.topologies import build
+
+    t = build("qsnet:nodes=64")
+    names = t.link_names()
+    assert len(set(names)) == len(names)  # every link by a name of its own
+    assert [n for n in names if n.startswith("s0-s8")] == ["s0-s8.0", "s0-s8.1"]
+    assert "h0-s0" in names  # a pair joined once keeps its plain name
+    both = t.links_named("s0", "s8")
+    assert len(both) == 2 and t.links_named("s8", "s0") == both
+    assert t.links_named("s0", "s8.1") == [both[1]] and t.links_named("s8", "s0.0") == [both[0]]
+    assert t.links_named("s0", "s8.2") == [] and t.links_named("h0", "s0.0") == []
+    notes = check_fault_names(t, [Fault.parse("at=1us,link=s0-s8,down")], "qsnet:nodes=64")
+    assert notes == ["--fault link=s0-s8: 2 parallel links join s0 and s8 (s0-s8.0, s0-s8.1); the fault takes "
+                     "all of them (link=s0-s8.0 names one)"]
+    assert check_fault_names(t, [Fault.parse("at=1us,link=s0-s8.1,down")], "qsnet:nodes=64") == []
+    with pytest.raises(ConfigError, match=r"no link s0-s8\.2 in qsnet:nodes=64; nearest links: s0-s8\.\d"):
+        check_fault_names(t, [Fault.parse("at=1us,link=s0-s8.2,down")], "qsnet:nodes=64")
+
+
+async def test_a_fault_on_one_of_two_parallel_links_takes_that_one_only():
+    t = emu.topologies.build("qsnet:nodes=64")
+    both = t.links_named("s0", "s8")
+    async with emu.Cluster(t) as net:
+        assert net._link_ids("s0", "s8.1") == [2 * both[1], 2 * both[1] + 1]
+        assert net._link_ids("s0", "s8") == [2 * both[0], 2 * both[0] + 1, 2 * both[1], 2 * both[1] + 1]
+        with pytest.raises(ConfigError, match="no link between 's0' and 's8.5'"):
+            net._link_ids("s0", "s8.5")

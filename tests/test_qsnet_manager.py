@@ -284,3 +284,21 @@ def test_the_test_pattern_is_sized_by_the_binomial_tail():
     assert frames_to_catch(0.0101, 0.01) is None  # beyond the 16-bit count's 32767 frames
     q = caught_rate(64, 0.01)
     assert miss_probability(64, q, 0.01) <= 1e-9 < miss_probability(64, q * 0.99, 0.01)
+
+
+@pytest.mark.parametrize("dead", [("s0", "s4"), ("s0", "s5")])
+def test_in_band_the_reset_of_the_managers_own_switch_never_cuts_it_off(dead):
+    # issue 42: the manager sits on s4 (in band); resetting s4's links (or s5's, reached through s0)
+    # must leave every router reachable: ports out of service still carry management frames, and the
+    # commands go round the dead link itself
+    t = managed(action="reset")
+    net = EngineNet(t)
+    net.link_down(*dead)
+    net.run({"h0": (puts, 12, 2, 20_000)})
+    mgr = net.engines["mgr"]
+    assert mgr.attach == "s4"
+    assert [w for _t, w in mgr.actions] == [f"link {'-'.join(dead)} down: {dead[1]}'s links reset "
+                                            "(4 routers take their ports to it out of service)"]
+    assert mgr.stats["commands_failed"] == 0 and mgr.stats["commands_done"] == mgr.stats["commands_sent"] == 5
+    held = {s: set(net.engines[s].held) for s in ("s0", "s1", "s2", "s3")}
+    assert all(len(h) == 1 for h in held.values()) and net.engines[dead[1]].held, (held, net.engines[dead[1]].held)

@@ -10,6 +10,7 @@ import emu
 from emu.config import ConfigError, parse_settings
 from emu.sim import EngineNet
 from emu.wire import FLAG_BCAST, MSG, PacketType, build_frame
+from emu.wire.fabric import FLAG_SRCRT, FLAGS_OFF as FLAGS
 from emu.switch import routing
 from emu.switch.forward import make_switch
 from emu.topologies.base import NO_ROUTE, Topology
@@ -253,6 +254,23 @@ def test_dispersive_spreads_over_the_candidates_and_repeats_per_seed():
     a = draws(1)
     assert draws(1) == a and draws(2) != a and draws(1, "s1") != a     # seeded per run and per switch
     assert sorted(set(a)) == [4, 5, 6, 7] and min(a.count(p) for p in range(4, 8)) > 60
+
+
+@pytest.mark.parametrize("policy", ["adaptive", "dispersive", "qsnet"])
+def test_no_policy_chooses_a_port_whose_link_is_down_or_out_of_service_while_another_is_live(policy):
+    # issue 42: a router sees loss of signal on its own port at once (its port view), and knows the
+    # ports the manager or bring-up took out of service (held)
+    t, sw = _switch("fattree:k=4,n=3", "s0", policy, seed=3)
+    assert sw.candidates[63] == (4, 5, 6, 7)
+    srcrt = lambda route: bytes(_frame(63)[:FLAGS]) + bytes([FLAG_SRCRT, 0, route]) + _frame(63)[FLAGS + 3:]  # noqa: E731
+    for down, held in (({7}, set()), ({4, 5}, {7}), (set(), {4, 5, 6})):
+        sw.ports, sw.held = _View({}, down=down), set(held)
+        live = {4, 5, 6, 7} - down - held
+        got = {sw.receive(_frame(63), 0, i)[0][0] for i in range(200)}
+        got |= {sw.receive(srcrt(r), 0, i)[0][0] for r in range(8) for i in range(4)}
+        assert got <= live, (down, held, got)
+        if policy == "dispersive":
+            assert got == live  # and it still spreads over every live one
 
 
 def test_a_policy_registers_by_name_and_an_unknown_one_is_refused():

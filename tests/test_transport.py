@@ -3,6 +3,7 @@ message, sends again what was not acknowledged, drops duplicates -- so every col
 correctly while the network still connects its ranks -- and gives up within its budget, saying why,
 when it does not. host.transport=none keeps every figure as it was (tests/test_golden.py)."""
 
+import json
 import subprocess
 import sys
 
@@ -95,7 +96,9 @@ def test_a_host_cut_off_fails_within_the_budget_in_one_line_naming_its_link():
                 "--fault", "at=2us,link=h0-s0,down")
     assert r.returncode == 1
     line = next(ln for ln in r.stdout.splitlines() if "allreduce failed" in ln)
-    assert "host messages given up: h0: " in line and "its own link (port 0) is down" in line
+    assert "host messages given up: h0: " in line and "its own link h0-s0 is down" in line  # by its name
+    # a few waiting ranks and how many more, not all 16
+    assert "but 16 applications still wait: " in line and line.count(" blocked in ") == 4 and "; and 12 more" in line
     # 8 sends, the wait doubling from 1 ms: given up (2**8 - 1) ms (and the NIC's delays) after the first
     assert "given up after 8 sends over 255,000,700 ns" in line
 
@@ -128,3 +131,69 @@ def test_under_the_hardware_offload_the_broadcast_tree_moves_to_another_top_swit
     assert r.returncode == 0, r.stdout + r.stderr
     text = " ".join(r.stdout.split())  # the figures line wraps at the terminal's width
     assert "tree root moved to" in text and text.count("result=equal to numpy") == 2
+
+
+def test_the_timeout_follows_the_measured_round_trip_within_its_floor_and_cap():
+    # issue 42: Jacobson/Karn (RFC 6298) in integer ns: the initial value until the first sample,
+    # then srtt + 4 rttvar held within the floor and the cap
+    from emu.nodes.nic.transport import RttEstimator
+
+    e = RttEstimator(1_000_000, 20_000, 1_000_000)
+    assert e.rto == 1_000_000 and e.srtt is None
+    e.sample(4_000)
+    assert (e.srtt, e.rttvar, e.rto) == (4_000, 2_000, 20_000)  # 4000 + 8000 < the floor
+    e.sample(100_000)
+    assert (e.srtt, e.rttvar) == (16_000, (3 * 2_000 + 96_000) // 4)
+    assert e.rto == 16_000 + 4 * e.rttvar
+    for _ in range(3):
+        e.sample(10_000_000)
+    assert e.rto == 1_000_000  # never above rto_ns
+    assert RttEstimator(50_000, 200_000, 50_000).rto == 50_000  # a floor above the cap: the cap
+
+
+async def test_a_lost_message_is_sent_again_after_the_measured_timeout_not_the_initial_one():
+    # the first messages give samples; a message lost later waits the floor (rto_min_ns), not rto_ns
+    t = build("star:n=2", settings={"host": {"transport": "reliable", "rto_ns": 1_000_000, "rto_min_ns": 30_000}})
+
+    async def sender(host):
+        for i in range(4):
+            await host.send("h1", b"x" * 100, tag=i)
+            await host.sleep(10_000)
+        return host.now
+
+    async def receiver(host):
+        return [(await host.recv(src="h0", tag=i)).t_ns for i in range(4)]
+
+    async with emu.Cluster(t) as net:
+        await net.schedule(25_000, "down", link=("h1", "s0"))  # the fourth message (sent at ~31 us) is lost
+        await net.schedule(40_000, "up", link=("h1", "s0"))
+        res = await net.run({"h0": (sender,), "h1": (receiver,)})
+        st = {s["name"]: s for s in await net.stats()}
+    times = res["h1"]
+    assert st["h0"]["transport"]["messages_resent"] >= 1
+    # sent again one floor after it left (~31 us + 30 us), far before the initial 1 ms
+    assert times[:3] == sorted(times[:3]) and times[2] < 25_000 and 60_000 <= times[3] < 70_000, times
+
+
+@pytest.mark.parametrize("routing", ["adaptive", "dispersive"])
+def test_without_a_manager_a_resend_goes_another_way_round_a_dead_end(routing):
+    # issue 42: s4 can no longer reach s0's hosts; a resend carries a route id (SRCRT), so routers that
+    # choose send it (and its acknowledgement) another way -- where the table's way kept meeting s4
+    r = emu_run("--topo", "fattree:k=4,n=2", "--test", "allreduce", "--size", "64KiB", "--set",
+                f"switch.routing={routing}", "--fault", "at=10us,link=s0-s4,down", "--json", "-")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    row = json.loads(r.stdout)["results"][0]
+    assert row["result"] == "equal to numpy"
+    # a few measured timeouts (the floor, 200 us, doubling), not 1 ms each
+    assert row["completion_ns"] < 1_000_000, row["completion_ns"]
+
+
+def test_a_put_whose_host_is_cut_off_fails_naming_its_link_and_a_dead_end_hints_at_the_manager():
+    r = emu_run("--topo", "fattree:k=4,n=2", "--test", "put", "--size", "4KiB", "--fault", "at=2us,link=h0-s0,down")
+    assert r.returncode == 1
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("put failed"))
+    assert "h0: put failed: packet 2 to h8: no acknowledgement after 8 sends: its own link h0-s0 is down" in line
+    r = emu_run("--topo", "fattree:k=4,n=2", "--test", "allreduce", "--size", "64KiB", "--fault", "at=10us,link=s0-s4,down")
+    assert r.returncode == 1
+    line = next(ln for ln in r.stdout.splitlines() if "allreduce failed" in ln)
+    assert "no network manager routes around dead links in this run (emu run --manager" in line

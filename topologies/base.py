@@ -149,6 +149,33 @@ class Topology:
         """Capture interface name of a port: ``h7-nic0`` for hosts, ``s3-p2`` for switches."""
         return f"{name}-nic{port}" if self.nodes[name].kind == "host" else f"{name}-p{port}"
 
+    def link_names(self) -> list[str]:
+        """Each link's name, by index in ``links``, as ``emu topo --links`` lists it and ``--fault
+        link=`` takes it: ``A-B``; where several links join the same two nodes (parallel links,
+        e.g. ``qsnet:`` chassis joined up link to up link), ``A-B.0``, ``A-B.1``, ... in link order."""
+        pairs: dict[frozenset, list[int]] = {}
+        for i, lk in enumerate(self.links):
+            pairs.setdefault(frozenset((lk.a, lk.b)), []).append(i)
+        names = [f"{lk.a}-{lk.b}" for lk in self.links]
+        for idx in pairs.values():
+            if len(idx) > 1:
+                for k, i in enumerate(idx):
+                    names[i] += f".{k}"
+        return names
+
+    def links_named(self, a: str, b: str) -> list[int]:
+        """The indices of the links ``link=a-b`` names (either way round): every link between ``a``
+        and ``b`` (all the parallel ones), or, with ``b`` written ``B.N``, the N-th of them only
+        (``link_names``); [] when there is none."""
+        both = [i for i, lk in enumerate(self.links) if {lk.a, lk.b} == {a, b}]
+        if both or b in self.nodes:
+            return both
+        stem, dot, k = b.rpartition(".")
+        if not dot or not k.isdigit() or stem not in self.nodes:
+            return []
+        both = [i for i, lk in enumerate(self.links) if {lk.a, lk.b} == {a, stem}]
+        return [both[int(k)]] if len(both) > 1 and int(k) < len(both) else []
+
     def neighbours(self) -> dict[str, list[tuple[int, str, int, Link]]]:
         """node -> [(port, peer, peer_port, link)] sorted by port."""
         nb: dict[str, list[tuple[int, str, int, Link]]] = {n: [] for n in self.nodes}

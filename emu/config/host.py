@@ -133,10 +133,27 @@ class HostSpec:
     ``max_tries`` sends; duplicates are dropped). ``emu run`` picks reliable for a run with --fault or
     --manager unless this is set."""
     rto_ns: int = 1_000_000
-    """reliable: how long after a message's last frame left the sender waits for its acknowledgement
-    before it sends the message again (ns); doubled after each try. Longer than any queue its frames
-    meet on the way, or they are sent again needlessly (duplicates, dropped, but counted in the
-    figures): 1 ms, as InfiniBand's local ACK timeouts of a few ms."""
+    """reliable: the retransmission timeout before the host has measured a round trip, and the
+    most it ever is (ns). From the first acknowledgement on, the timeout follows the measured round
+    trip (Jacobson/Karn, as RFC 6298 and RDMA transports): one estimate per host for all its peers
+    (every path of these fabrics is a few hops; per pair, a collective's partners would seldom have
+    a sample before they need one), sampled from each message acknowledged after its first send --
+    from when its frames were handed to the port to its acknowledgement -- as ``srtt`` and ``rttvar``
+    (gains 1/8 and 1/4), and the timeout is ``srtt + 4 * rttvar`` held within ``rto_min_ns`` (or
+    this, if lower) and this; the messages still waiting on the initial value when the first sample
+    comes take the measured one. A message waits the timeout at its first send, counted from when its last frame left the
+    port (while frames still wait at the host's own port, the wait starts again when they left),
+    doubling with each send after (the estimate itself is not backed off: other peers' messages
+    keep the measured one). 1 ms, as InfiniBand's local ACK timeouts of a few ms: a healthy run,
+    which never waits that long, has the same figures whatever the estimate."""
+    rto_min_ns: int = 200_000
+    """reliable: the floor of the measured timeout (ns). It covers the queueing a message can meet
+    on a healthy lossless fabric beyond what the round trips before it showed, so that no healthy
+    run sends a message twice: measured, a message of a 16 KiB alltoall on ``qsnet:nodes=32`` waits
+    up to 211 us for its acknowledgement (on ``fattree:k=4,n=2`` at 256 KiB, 24 us), after round
+    trips of a few us -- a floor of 20 or 100 us sends some of them again. 200 us: a message lost
+    to a failing link is sent again after about a fifth of the 1 ms it waited before (TCP's floor
+    is 200 ms on round trips of ms; RDMA NICs' timeouts are a few us to hundreds of ms)."""
     max_tries: int = 8
     """reliable: sends of one message before the sender gives up on it (logged and counted; the run
     then ends saying so, never a hang)."""
@@ -177,6 +194,8 @@ class HostSpec:
             raise ConfigError(f"HostSpec.transport must be one of {', '.join(TRANSPORTS)}, got {self.transport!r}")
         if not isinstance(self.rto_ns, int) or not 1 <= self.rto_ns <= 10**12:
             raise ConfigError(f"HostSpec.rto_ns must be within 1..10**12 ns, got {self.rto_ns!r}")
+        if not isinstance(self.rto_min_ns, int) or not 1 <= self.rto_min_ns <= 10**12:
+            raise ConfigError(f"HostSpec.rto_min_ns must be within 1..10**12 ns, got {self.rto_min_ns!r}")
         if not isinstance(self.max_tries, int) or not 1 <= self.max_tries <= 64:
             raise ConfigError(f"HostSpec.max_tries must be within 1..64, got {self.max_tries!r}")
         self._check_noise()

@@ -43,6 +43,9 @@ from .cluster_figures import ClusterFigures
 
 log = logging.getLogger(__name__)
 
+SHOWN_WAITING = 4
+"""A deadlock report names this many waiting applications, then says how many more wait."""
+
 AppSpec = Callable | tuple
 
 
@@ -388,11 +391,19 @@ class Cluster(ClusterFaults, ClusterFigures):
                     self._trace_instant(st.host, "deadlock", {"blocked in": st.waiting, "since_ns": st.since_ns})
         if waiting:
             given_up = [f for st in raw_after for f in st.get("transport", {}).get("failures", ())]
+            # the root cause first: a host cut off (its own link down) explains its peers' give-ups
+            given_up.sort(key=lambda f: "its own link " not in f)
             cause = ""
             if given_up:  # the reason the others wait: say it first
                 more = f" (and {len(given_up) - 1} more)" if len(given_up) > 1 else ""
                 cause = f"host messages given up: {given_up[0]}{more}; "
-            report = f"{cause}no events left at {self.now} ns but applications still wait: " + "; ".join(waiting)
+                if self.topology.manager is None and any("no way through the network" in f for f in given_up):
+                    cause += ("no network manager routes around dead links in this run (emu run --manager, or "
+                              "Topology.add_manager(), attaches one); ")
+            shown = waiting[:SHOWN_WAITING]  # a few, and how many: one readable line whatever the size
+            more = f"; and {len(waiting) - len(shown)} more" if len(waiting) > len(shown) else ""
+            report = (f"{cause}no events left at {self.now} ns but {len(waiting)} application"
+                      f"{'s' if len(waiting) > 1 else ''} still wait: " + "; ".join(shown) + more)
             self._trace_instant(None, "deadlock", {"report": report})
             raise DeadlockError(report)
         return results

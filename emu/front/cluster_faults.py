@@ -88,10 +88,12 @@ class ClusterFaults:
                 heapq.heappush(self._sync.faults, t)
 
     def _link_ids(self, a: str, b: str) -> list[int]:
-        ids = [lid for i, link in enumerate(self.topology.links) if {link.a, link.b} == {a, b}
-               for lid in (2 * i, 2 * i + 1)]
+        """Both directions of the links ``a``-``b`` names: all the parallel ones, or with ``b``
+        written ``B.N`` the N-th (``Topology.links_named``)."""
+        ids = [lid for i in self.topology.links_named(a, b) for lid in (2 * i, 2 * i + 1)]
         if not ids:
-            raise ConfigError(f"no link between {a!r} and {b!r} in {self.topology.name}")
+            raise ConfigError(f"no link between {a!r} and {b!r} in {self.topology.name} (Topology.link_names "
+                              "lists the links by name)")
         return ids
 
     async def _set_link(self, a: str, b: str, up: bool) -> None:

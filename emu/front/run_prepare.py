@@ -135,7 +135,8 @@ def _check_faults(topo, faults, spec: str = "SPEC") -> None:
     nearest names it has."""
     from .topo_cmd import check_fault_names
 
-    check_fault_names(topo, faults, spec)
+    for note in check_fault_names(topo, faults, spec):
+        make_console(stderr=True).print(f"[yellow]{escape(note)}[/]")
 
 
 def _collective_extra(args, names: list[str], offload: str | None, topo) -> dict:

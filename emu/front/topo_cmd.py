@@ -56,8 +56,8 @@ def listing(args, t) -> bool:
         _print_rows(rows)
     if args.links:
         rows = [("link", "port", "peer port", "latency_ns", "bandwidth")]
-        for lk in t.links:
-            rows.append((f"{lk.a}-{lk.b}", t.port_name(lk.a, lk.a_port), t.port_name(lk.b, lk.b_port),
+        for lk, name in zip(t.links, t.link_names()):
+            rows.append((name, t.port_name(lk.a, lk.a_port), t.port_name(lk.b, lk.b_port),
                          str(lk.spec.latency_ns), f"{lk.spec.bandwidth_bps / 1e9:g} Gbit/s"))
         _print_rows(rows)
     return bool(to_stdout or args.links or args.nodes)
@@ -86,11 +86,13 @@ def nearest(word: str, names, what: str, n: int = 4) -> str:
     return f"; nearest {what}: {', '.join(near)}{more}"
 
 
-def check_fault_names(topo, faults, spec: str) -> None:
-    """Refuse a fault on a node or link the topology does not have, naming the nearest valid ones."""
+def check_fault_names(topo, faults, spec: str) -> list[str]:
+    """Refuse a fault on a node or link the topology does not have, naming the nearest valid ones.
+    Returns notes for the person: a bare pair naming several parallel links takes them all."""
     hint = f" (emu topo {spec} --links lists them)"
+    notes: list[str] = []
     switches = [s.name for s in topo.switches]
-    links = [f"{lk.a}-{lk.b}" for lk in topo.links]
+    links = topo.link_names()
     for f in faults:
         if f.switch:
             if f.switch not in topo.nodes or topo.nodes[f.switch].kind != "switch":
@@ -99,15 +101,24 @@ def check_fault_names(topo, faults, spec: str) -> None:
                                   + f" (emu topo {spec} --nodes lists them)")
             continue
         a, b = f.link
-        if not any({lk.a, lk.b} == {a, b} for lk in topo.links):
+        if not topo.links_named(a, b):
             name = f"{a}-{b}"
             close = [x for x in links if a in x.split("-") or b in x.split("-")]
             near = get_close_matches(name, close or links, n=4, cutoff=0.3) or (close or links)[:4]
-            missing = next((x for x in (a, b) if x not in topo.nodes), None)
+            missing = next((x for x in (a, b.rpartition(".")[0] if b not in topo.nodes and "." in b else b)
+                            if x not in topo.nodes), None)
             if missing:
                 raise ConfigError(f"--fault: no node {missing!r} in {topo.name}{nearest(missing, list(topo.nodes), 'nodes')}"
                                   f"{hint}")
-            raise ConfigError(f"--fault: no link between {a} and {b} in {topo.name}; nearest links: {', '.join(near)}{hint}")
+            what = f"between {a} and {b}" if b in topo.nodes else name
+            raise ConfigError(f"--fault: no link {what} in {topo.name}; nearest links: {', '.join(near)}{hint}")
+        ids = topo.links_named(a, b)
+        if len(ids) > 1:
+            names = topo.link_names()
+            notes.append(f"--fault link={a}-{b}: {len(ids)} parallel links join {a} and {b} "
+                         f"({', '.join(names[i] for i in ids)}); the fault takes all of them (link={names[ids[0]]} "
+                         "names one)")
+    return notes
 
 
 def check_host_names(option: str, given: list[str], hosts: list[str], spec: str) -> None:

@@ -33,6 +33,7 @@ from emu.build import register_engine
 from emu.config import HostSpec
 from emu.wire import (ETH_LEN, ETHERTYPE_FABRIC, FABRIC, FLAG_BCAST, HDR_LEN, MSG, PING, DecodeError, PacketType,
                       build_frame, parse_frame)
+from emu.wire.fabric import FLAG_SRCRT, FLAGS_OFF as _FLAGS_OFF
 
 from ..host.api import Recv, Send
 from ..host.engine import _HANDLERS as HOST_HANDLERS, AppState, Host, Proc
@@ -145,6 +146,18 @@ class NicEngine(_Attributes):
         self.host = Host(self)
         self._deliver = self.host.deliver
         """``host.deliver``, bound once (every message received is handed to it)."""
+
+    port_links = {}  # (no annotation: not a dataclass field; an instance attribute in its __dict__)
+    """Port -> the name of its link (``Topology.link_names``, as ``--fault link=`` takes it): set by
+    :func:`make_host`, for the one line that says a host's own link is down."""
+
+    def down_link(self, port: int) -> str | None:
+        """The name of the link on ``port`` if it is down at ``now`` (a host cut off names it), else
+        None (up, or no port view)."""
+        ports = getattr(self, "ports", None)
+        if ports is None or not ports.linked(port) or ports.up(port, self.now):
+            return None
+        return self.port_links.get(port, f"on port {port}")
 
     def _load(self, names: tuple[str, ...]) -> None:
         """Make the mechanisms ``names`` and their dispatch tables: packet type -> handler, request
@@ -317,10 +330,13 @@ class NicEngine(_Attributes):
         self.stats["messages_sent"] += 1
         return self._lazy
 
-    def _put_message(self, dst: int, tag: int, msg_id: int, data: bytes, at: int, vc: int = 0) -> int:
+    def _put_message(self, dst: int, tag: int, msg_id: int, data: bytes, at: int, vc: int = 0,
+                     route: int | None = None) -> int:
         """The frames of one message, handed to the port at ``at`` on VC ``vc`` (its traffic class:
         the routers map it to their VCs); returns the port. A message of ``lazy_bytes`` or more goes
-        as lazy frames (``self._lazy``: its :class:`Outgoing`, else None)."""
+        as lazy frames (``self._lazy``: its :class:`Outgoing`, else None). ``route``: a source-chosen
+        route id (fabric flag SRCRT, the id in ``rsvd``: a resend, that routers which choose among
+        ways -- adaptive, dispersive, qsnet -- send another way; ``emu.wire.fabric.source_route``)."""
         total = len(data)
         mtu = self.spec.mtu_bytes
         routes = self.routes  # (``_route``: it counts and refuses a missing route, and makes a new header)
@@ -329,13 +345,15 @@ class NicEngine(_Attributes):
         if port < 0 or head is None:
             port, head = self._route(dst, None)
         self._lazy = None
+        flags, rsvd = (0, 0) if route is None else (FLAG_SRCRT, route & 0xFF)
         if total <= mtu:  # one frame (the loop below, once)
-            self._out.append((port, b"".join((head, _FABRIC_PACK(self.node_id, dst, vc, 0, _MSG_T, 0, 0, 0, _MSG_LEN + total),
+            self._out.append((port, b"".join((head, _FABRIC_PACK(self.node_id, dst, vc, 0, _MSG_T, flags, 0, rsvd,
+                                                                   _MSG_LEN + total),
                                              _MSG_PACK(msg_id, tag, total, 0), data)), at))
             self.stats["frames_sent"] += 1
             return port
         if total >= self.lazy_bytes:
-            og = self._lazy = Outgoing(head, self.node_id, dst, vc, msg_id, tag, data, mtu)
+            og = self._lazy = Outgoing(head, self.node_id, dst, vc, msg_id, tag, data, mtu, flags, rsvd)
             frames = og.frames()
             self._out.extend([(port, f, at) for f in frames])
             self.stats["frames_sent"] += len(frames)
@@ -346,7 +364,8 @@ class NicEngine(_Attributes):
         while True:
             chunk = data[off:off + mtu]
             n = len(chunk)
-            out((port, join((head, fab(me, dst, vc, 0, ptype, 0, 0, 0, _MSG_LEN + n), msg(msg_id, tag, total, off), chunk)), at))
+            out((port, join((head, fab(me, dst, vc, 0, ptype, flags, 0, rsvd, _MSG_LEN + n), msg(msg_id, tag, total, off),
+                             chunk)), at))
             frames += 1
             off += n
             if off >= total:
@@ -399,11 +418,11 @@ class NicEngine(_Attributes):
         name = names[src] if 0 <= src < len(names) else str(src)
         tr = self.transport
         if tr is not None and tr.seen(src, msg_id):  # delivered already: the sender missed our acknowledgement
-            tr.duplicate(src, msg_id, total, offset + n == total)
+            tr.duplicate(src, msg_id, total, offset + n == total, _route(frame))
             return
         if offset == 0 and n == total:  # a one-frame message: nothing to reassemble
             if tr is not None:
-                tr.done(src, msg_id, total)
+                tr.done(src, msg_id, total, _route(frame))
             self.stats["messages_received"] += 1
             t = self.now + self.spec.nic_delay_ns
             data = frame[_DATA_OFF:]  # (bytes already when the frame is)
@@ -432,12 +451,17 @@ class NicEngine(_Attributes):
         if part.got >= total:
             del self._partial[key]
             if tr is not None:
-                tr.done(src, msg_id, total)
+                tr.done(src, msg_id, total, _route(frame))
             # a large message is handed over as its reassembly buffer (no copy); a small one as bytes
             data = part.buf if total > BIG_MESSAGE else bytes(part.buf)
             msg = Message(name, tag, data, self.now + self.spec.nic_delay_ns, hops)
             self.stats["messages_received"] += 1
             self.at(msg.t_ns, self.host.deliver, msg)
+
+
+def _route(frame) -> int | None:
+    """The route id a frame's source chose (flag SRCRT), else None: an acknowledgement echoes it."""
+    return frame[_FLAGS_OFF + 2] if frame[_FLAGS_OFF] & FLAG_SRCRT else None
 
 
 def host_tables(topology) -> tuple[dict[str, int], list[str]]:
@@ -450,11 +474,20 @@ def make_host(node, topology, cache: dict) -> NicEngine:
     shared = cache.get("host_tables")
     if shared is None:
         shared = cache["host_tables"] = host_tables(topology)
-    return NicEngine(node.name, node.id, node.spec, topology.routes.get(node.name), shared[0], shared[1],
-                     cache.get("seed", 0), rails=max(1, topology.nports(node.name)),
-                     manager=topology.nodes[topology.manager].id if topology.manager else None,
-                     grid=getattr(topology, "grid", None),
-                     mechanisms=tuple(node.info.get("nic_mechanisms", BUILT_IN)))
+    eng = NicEngine(node.name, node.id, node.spec, topology.routes.get(node.name), shared[0], shared[1],
+                    cache.get("seed", 0), rails=max(1, topology.nports(node.name)),
+                    manager=topology.nodes[topology.manager].id if topology.manager else None,
+                    grid=getattr(topology, "grid", None),
+                    mechanisms=tuple(node.info.get("nic_mechanisms", BUILT_IN)))
+    links = cache.get("host_links")
+    if links is None:  # every host's ports' link names, once per process
+        links = cache["host_links"] = {}
+        for lk, name in zip(topology.links, topology.link_names()):
+            for end, port in ((lk.a, lk.a_port), (lk.b, lk.b_port)):
+                if topology.nodes[end].kind == "host":
+                    links.setdefault(end, {})[port] = name
+    eng.port_links = links.get(node.name, {})
+    return eng
 
 
 register_engine("host", make_host, min_delay=lambda spec: spec.nic_delay_ns)

@@ -246,8 +246,12 @@ class Reliable:
         self._move(tx, event)
         self._cancel_timer(tx)
         if tx.tries >= self.spec.max_tries:
+            why = f"{why} after {tx.tries} sends"
+            cut = [n for n in map(self.nic.down_link, range(self.rails)) if n]
+            if len(cut) == self.rails:  # every link of this node is down: say which, by name
+                why += f": its own link{'s' if len(cut) > 1 else ''} {', '.join(cut)} {'are' if len(cut) > 1 else 'is'} down"
             self._fail(tx.xfer, f"packet {tx.pkt_id} to {self.nic.names[tx.xfer.dst] if tx.xfer.dst < len(self.nic.names) else tx.xfer.dst}: "
-                                f"{why} after {tx.tries} sends")
+                                f"{why}")
             return
         self._send(tx, self.nic.now)
 

@@ -3,12 +3,18 @@
 Real interconnect transports (InfiniBand RC, the QsNet adapter of spec 03) recover what a failed
 link lost. Here, per pair of hosts: the sender numbers its messages to each peer (the segment
 header's ``msg_id`` is then a per-peer sequence number), keeps each until the receiver acknowledges
-the whole message (a ``MsgAck`` frame), and sends it again when no acknowledgement came ``rto_ns``
-after its last frame left the port -- the wait doubling each time -- up to ``max_tries`` sends, then
+the whole message (a ``MsgAck`` frame), and sends it again when no acknowledgement came a
+retransmission timeout after its last frame left the port -- the wait doubling each time -- up to
+``max_tries`` sends, then
 gives up, logs and counts it (``messages_failed``) and keeps a one-line note of why. The receiver
 drops what it already delivered (acknowledging it again, since the first acknowledgement may be
 what was lost) and ignores the repeated frames of a message it is still reassembling. Sans-I/O, in
 virtual time; the NIC engine (``emu.nodes.nic.engine``) owns it and hands it its frames.
+
+The timeout follows the measured round trip (:class:`RttEstimator`, Jacobson/Karn as RFC 6298):
+``host.rto_ns`` until the first acknowledgement, then ``srtt + 4 * rttvar`` within
+``host.rto_min_ns`` and ``host.rto_ns`` -- so a message lost to a failing link costs a few round
+trips and the floor, not a fixed millisecond.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import logging
 from typing import Any, Callable
 
 from emu.wire import HDR_LEN, MACK, PacketType
+from emu.wire.fabric import FLAG_SRCRT
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +38,34 @@ class _Out:
         self.sends, self.timer, self.vc = 1, None, vc
 
 
+class RttEstimator:
+    """The round-trip estimate of one host (RFC 6298 in integer ns): ``srtt`` and ``rttvar`` from
+    the samples, ``rto`` the timeout a message sent now waits. Before any sample ``rto`` is
+    ``initial_ns``; after, ``srtt + max(1, 4 * rttvar)`` held within ``min_ns`` and ``max_ns``.
+    Integer arithmetic (floor division), so that every run computes the same timeouts."""
+
+    __slots__ = ("srtt", "rttvar", "rto", "min_ns", "max_ns", "samples")
+
+    def __init__(self, initial_ns: int, min_ns: int, max_ns: int):
+        self.srtt = self.rttvar = None
+        self.rto, self.min_ns, self.max_ns, self.samples = initial_ns, min(min_ns, max_ns), max_ns, 0
+
+    def sample(self, r: int) -> None:
+        """A round trip of ``r`` ns, from a message acknowledged after its first send (Karn: a
+        resent message's acknowledgement could answer any of its sends, so it gives none)."""
+        if self.srtt is None:
+            self.srtt, self.rttvar = r, r // 2
+        else:
+            self.rttvar = (3 * self.rttvar + abs(self.srtt - r)) // 4
+            self.srtt = (7 * self.srtt + r) // 8
+        self.samples += 1
+        self.rto = min(self.max_ns, max(self.min_ns, self.srtt + max(1, 4 * self.rttvar)))
+
+
 class Transport:
     def __init__(self, nic: Any, put: Callable[[int, int, int, Any, int], int]):
-        """``put(dst, tag, msg_id, data, at, vc) -> port``: the NIC's frames of one message, handed to
-        the port at ``at`` on traffic class ``vc``."""
+        """``put(dst, tag, msg_id, data, at, vc, route=None) -> port``: the NIC's frames of one message,
+        handed to the port at ``at`` on traffic class ``vc`` (``route``: a source-chosen route id)."""
         self.nic = nic
         self.put = put
         self.spec = nic.spec
@@ -43,6 +74,8 @@ class Transport:
         self.delivered: dict[int, list] = {}
         """Per source: [every id below this delivered, the ids delivered above it]."""
         self.failures: list[str] = []
+        self.rtt = RttEstimator(self.spec.rto_ns, self.spec.rto_min_ns, self.spec.rto_ns)
+        """The host's round-trip estimate: the timeout of each message at its first send."""
         self.stats = {"acks_sent": 0, "acks_received": 0, "acks_stray": 0, "messages_resent": 0,
                       "messages_failed": 0, "duplicates_dropped": 0}
 
@@ -52,7 +85,7 @@ class Transport:
         self.next_seq[dst] = (seq + 1) & 0xFFFFFFFF
         data = bytes(data)  # kept to send again: the application may reuse its buffer
         port = self.put(dst, tag, seq, data, at, vc)
-        out = self.unacked[(dst, seq)] = _Out(dst, tag, data, port, self.spec.rto_ns, at, vc)
+        out = self.unacked[(dst, seq)] = _Out(dst, tag, data, port, self.rtt.rto, at, vc)
         out.timer = self.nic.at(at + out.rto, self._timeout, (dst, seq))
 
     def on_ack(self, src: int, frame: bytes) -> None:
@@ -63,6 +96,19 @@ class Transport:
             return
         self.stats["acks_received"] += 1
         self.nic.timers.cancel(out.timer)
+        if out.sends == 1:  # Karn: only a message sent once times the round trip
+            first = self.rtt.samples == 0
+            self.rtt.sample(self.nic.now - out.first_ns)
+            if first:  # the initial value was no measurement: the messages waiting on it take the measured one
+                self._rearm(self.rtt.rto)
+
+    def _rearm(self, rto: int) -> None:
+        """Messages at their first send, waiting the initial timeout: wait ``rto`` from their send."""
+        for key, o in self.unacked.items():
+            if o.sends == 1 and o.rto > rto:
+                self.nic.timers.cancel(o.timer)
+                o.rto = rto
+                o.timer = self.nic.at(max(self.nic.now + 1, o.first_ns + rto), self._timeout, key)
 
     def _timeout(self, key: tuple[int, int]) -> None:
         out = self.unacked.get(key)
@@ -89,15 +135,16 @@ class Transport:
                                                                        if out.dst < len(self.nic.names) else out.dst,
                                                                        "tag": out.tag, "send": out.sends}, "retransmit")
         at = now + self.spec.nic_delay_ns
-        self.put(out.dst, out.tag, key[1], out.data, at, out.vc)
+        # sent again by a source route (route id: the sends before it): routers that choose among ways
+        # (adaptive, dispersive, qsnet) send each resend another way, so one dead end is left behind
+        self.put(out.dst, out.tag, key[1], out.data, at, out.vc, out.sends - 1)
         out.timer = self.nic.at(at + out.rto, self._timeout, key)
 
     def _why(self, out: _Out, now: int) -> str:
         names = self.nic.names
         dst = names[out.dst] if 0 <= out.dst < len(names) else str(out.dst)
-        ports = getattr(self.nic, "ports", None)
-        cut = ports is not None and ports.linked(out.port) and not ports.up(out.port, now)
-        where = (f"its own link (port {out.port}) is down" if cut else
+        cut = self.nic.down_link(out.port)
+        where = (f"its own link {cut} is down" if cut else
                  f"no acknowledgement from {dst}: no way through the network, or {dst} cannot answer")
         return (f"{self.nic.name}: a message of {len(out.data)} bytes to {dst} (tag {out.tag}) given up after "
                 f"{out.sends} sends over {now - out.first_ns:,} ns: {where}")
@@ -108,21 +155,29 @@ class Transport:
         low, above = self.delivered.get(src) or (0, ())
         return msg_id < low or msg_id in above
 
-    def duplicate(self, src: int, msg_id: int, total: int, last: bool) -> None:
-        """A frame of a message delivered already: dropped; its last frame acknowledged again."""
+    def duplicate(self, src: int, msg_id: int, total: int, last: bool, route: int | None = None) -> None:
+        """A frame of a message delivered already: dropped; its last frame acknowledged again (by
+        the route the resend took, ``route``)."""
         self.stats["duplicates_dropped"] += 1
         if last:
-            self.ack(src, msg_id, total)
+            self.ack(src, msg_id, total, route)
 
-    def done(self, src: int, msg_id: int, total: int) -> None:
-        """Message ``msg_id`` from ``src`` is whole: remember it and acknowledge it."""
+    def done(self, src: int, msg_id: int, total: int, route: int | None = None) -> None:
+        """Message ``msg_id`` from ``src`` is whole: remember it and acknowledge it (a resend's by the
+        route id it came by, ``route``)."""
         d = self.delivered.setdefault(src, [0, set()])
         d[1].add(msg_id)
         while d[0] in d[1]:
             d[1].discard(d[0])
             d[0] += 1
-        self.ack(src, msg_id, total)
+        self.ack(src, msg_id, total, route)
 
-    def ack(self, src: int, msg_id: int, total: int) -> None:
+    def ack(self, src: int, msg_id: int, total: int, route: int | None = None) -> None:
+        """Acknowledge a whole message; one that came by a source route (a resend) is answered by the
+        same route id, so that its acknowledgement too leaves a dead end behind."""
         self.stats["acks_sent"] += 1
-        self.nic.emit(src, PacketType.MACK, MACK.pack(msg_id, total), self.nic.now + self.spec.nic_delay_ns, prio=1)
+        if route is None:
+            self.nic.emit(src, PacketType.MACK, MACK.pack(msg_id, total), self.nic.now + self.spec.nic_delay_ns, prio=1)
+        else:
+            self.nic.emit(src, PacketType.MACK, MACK.pack(msg_id, total), self.nic.now + self.spec.nic_delay_ns, prio=1,
+                          flags=FLAG_SRCRT, rsvd=route)

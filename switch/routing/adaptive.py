@@ -11,7 +11,10 @@ candidate with, in this order of keys:
    routes exactly as ``static`` does and the policy departs from it only under load) -- or, for a
    frame whose source chose a route (fabric flag SRCRT: a resent QsNet packet, or its ACK), the one
    that route id names (as ``dispersive`` reads it), so that a resend tries another way even on an
-   idle fabric (a packet NACKed by a router that lost its way down goes round it);
+   idle fabric (a packet NACKed by a router that lost its way down goes round it) -- and a host
+   message sent again by the reliable transport, or its acknowledgement, which carries a route id
+   for the same reason, takes the port it names whenever that port is up and in service, whatever
+   the load (its frames would otherwise spread over the idle ports, the dead end among them);
 4. the lowest port.
 
 Without a port view (an engine driven by hand) it is the static port. QsNet's routers instead
@@ -21,10 +24,13 @@ first free, round robin or random; those can register as policies of their own.
 
 from __future__ import annotations
 
-from emu.wire import DST_OFF
+from emu.wire import DST_OFF, PacketType
 from emu.wire.fabric import source_route
 
 VC_OFF = DST_OFF + 4  # the fabric header's vc byte
+PTYPE_OFF = DST_OFF + 6  # ... and its packet type
+_HOST = frozenset((int(PacketType.MSG), int(PacketType.MACK)))
+"""Host messages and their acknowledgements (``host.transport=reliable``)."""
 
 
 def adaptive(engine, seed: int):
@@ -37,10 +43,12 @@ def adaptive(engine, seed: int):
             return static
         vc = frame[VC_OFF]
         chosen = source_route(frame, ports)
+        held = engine.held
         if chosen is not None:
+            if frame[PTYPE_OFF] in _HOST and chosen not in held and view.up(chosen, now):
+                return chosen  # a host message's resend (or its acknowledgement) keeps to the way it names
             static = chosen
         best, best_key = static, None
-        held = engine.held
         for p in ports:
             key = (not view.up(p, now) or p in held, view.queue(p, now)[1] + view.queue(p, now, vc)[1], p != static, p)
             if best_key is None or key < best_key:
