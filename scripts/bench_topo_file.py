@@ -78,7 +78,7 @@ def digest(t: Topology) -> str:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("specs", nargs="*", default=DEFAULT)
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args(argv)

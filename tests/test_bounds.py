@@ -191,7 +191,7 @@ async def test_pure_python_ends_a_window_at_the_horizon_with_the_deadlock(monkey
     heap (IndexError); it stops there, as the compiled core's loop does, and the run reports the
     deadlock."""
     pure = await _at_the_horizon(monkeypatch, True)
-    assert pure.startswith(f"no events left at {HORIZON_NS - 1} ns but applications still wait: "
+    assert pure.startswith(f"no events left at {HORIZON_NS - 1} ns but 1 application still waits: "
                            f"h0 blocked in recv(src=h1, tag=99) since {HORIZON_NS - 1} ns")
 
 

@@ -403,7 +403,7 @@ class Cluster(ClusterFaults, ClusterFigures):
             shown = waiting[:SHOWN_WAITING]  # a few, and how many: one readable line whatever the size
             more = f"; and {len(waiting) - len(shown)} more" if len(waiting) > len(shown) else ""
             report = (f"{cause}no events left at {self.now} ns but {len(waiting)} application"
-                      f"{'s' if len(waiting) > 1 else ''} still wait: " + "; ".join(shown) + more)
+                      f"{'s still wait' if len(waiting) > 1 else ' still waits'}: " + "; ".join(shown) + more)
             self._trace_instant(None, "deadlock", {"report": report})
             raise DeadlockError(report)
         return results
