@@ -8,6 +8,23 @@ command line (``emu run``, sweeps, ``emu mpirun``), the size estimate, ``Comm`` 
 by name (:func:`offload_named`) instead of testing names. A new offload is one new file; an outside
 package names its module as an entry point of the group ``emu.offloads`` (``emu.plugins``).
 
+A new offload, say an allreduce that some other engine carries out, is one class::
+
+    from emu.nodes.collectives.offloads import Offload, offload_named, register_offload
+
+    @register_offload
+    class Mirror(Offload):
+        name, summary, title = "mirror", "host software under another name", "mirror"
+        operations = ("allreduce",)                      # what it runs; the rest is refused by name
+
+        async def allreduce(self, comm, x, op, root, algo, branch):   # one method per operation
+            y = await offload_named("none").run(comm, "allreduce", x, op, root, algo, branch)
+            comm.last_algo = f"mirror({comm.last_algo})"
+            return y
+
+after which ``emu run --offload mirror``, a sweep over it and ``comm.allreduce(x, offload="mirror")``
+run it (``tests/test_offload_registry.py``).
+
 An offload's modules never import ``Comm`` or the runner: what runs on every rank before the
 measured call is returned as a :data:`Setup`, a module-level coroutine ``fn(comm, *args)`` that the
 runner calls on a communicator it makes.
