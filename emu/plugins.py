@@ -12,6 +12,9 @@ and so can a package of yours::
     [project.entry-points."emu.nic_mechanisms"]
     counter = "mypkg.counter"    # mypkg/counter.py registers the mechanism "counter"
 
+    [project.entry-points."emu.offloads"]
+    dpu = "mypkg.dpu"            # mypkg/dpu.py registers the offload "dpu" (@register_offload)
+
 so worker processes and MPI ranks, which import only what their plan names, find them as well.
 """
 
@@ -22,6 +25,8 @@ from importlib.metadata import entry_points
 
 ENGINES = "emu.engines"
 NIC_MECHANISMS = "emu.nic_mechanisms"
+OFFLOADS = "emu.offloads"
+"""Where a collective runs (``--offload``): ``emu.nodes.collectives.offloads``."""
 
 
 def load(group: str, name: str) -> bool:

@@ -229,7 +229,7 @@ async def main() -> None:
         from emu.nodes.collectives.offload import validate
 
         try:
-            validate("allreduce", np.dtype("float64"), "sum", args.branch, "nic")
+            validate("allreduce", np.dtype("float64"), "sum", args.branch)
         except ConfigError as e:
             raise SystemExit(f"--branch: {e}") from None
     console = Console(width=180)

@@ -68,7 +68,7 @@ def test_ireduce_returns_before_the_nics_are_done_and_wait_gives_the_result():
 
 def test_a_flat_tree_on_256_nodes_is_refused_in_one_line_naming_cpcnt():
     with pytest.raises(ConfigError) as e:
-        validate("reduce", np.dtype("float64"), "sum", 255, "nic")
+        validate("reduce", np.dtype("float64"), "sum", 255)
     assert "CpCnt has 6 bits" in str(e.value) and "\n" not in str(e.value)
-    validate("reduce", np.dtype("float64"), "sum", MAX_CPCNT, "nic")  # 63 children: a flat tree on 64 nodes
+    validate("reduce", np.dtype("float64"), "sum", MAX_CPCNT)  # 63 children: a flat tree on 64 nodes
 

@@ -24,7 +24,9 @@ def largest_frames(topo, names: list[str], offload: str | None) -> list[tuple[in
     host = topo.hosts[0].spec
     out = [(host.mtu_bytes + MSG_OVERHEAD, f"a message segment (host.mtu_bytes={host.mtu_bytes} + "
                                            f"{MSG_OVERHEAD} B of headers and FCS)")]
-    if offload == "hw" or any(n in ("put", "get") for n in names):
+    from emu.nodes.collectives.offloads import offload_named
+
+    if offload_named(offload).qsnet_packets or any(n in ("put", "get") for n in names):
         pb = host.elan.packet_bytes
         out.append((HDR_LEN + packet_bytes(TXN_LEN + pb) + FCS_LEN,
                     f"a QsNet packet (elan.packet_bytes={pb} with its headers and FCS)"))

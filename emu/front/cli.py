@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from ..config import ConfigError
 from ..errors import EmuError, leaves
-from .cli_parser import OFFLOADS, _parser, run_epilog, version  # noqa: F401 -- names of this module as before
+from .cli_parser import _parser, run_epilog, version  # noqa: F401 -- names of this module as before
 from .commands import cmd_plan, cmd_topo, cmd_wireshark, personal_plugin_dir  # noqa: F401
 from .consoles import console, make_console
 from .run_cmd import Terminated, _run_terminable

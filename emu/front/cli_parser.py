@@ -9,11 +9,6 @@ import os
 from ..config import SECTIONS, ConfigError
 
 
-OFFLOADS = ("none", "nic", "switch", "hw")
-"""``--offload`` values: none = host software, nic = spec 01, hw = spec 03's network hardware (bcast,
-barrier, allreduce), switch = spec 04's in-network allreduce (a network manager is attached)."""
-
-
 def run_epilog() -> str:
     """What ``emu run --help`` shows below the options: the tests by name with a one-line summary
     each (the first line of the test's docstring)."""
@@ -298,12 +293,11 @@ def _add_collective_options(r: argparse.ArgumentParser) -> None:
     c.add_argument("--op", help="sum prod min max minloc maxloc land lor lxor band bor bxor (default sum)")
     c.add_argument("--root", type=_ascii(int), help="root rank of reduce, bcast, mcast (default 0)")
     c.add_argument("--ranks", help="communicator: comma-separated hosts (default: all)")
-    c.add_argument("--offload", metavar="{" + ",".join(OFFLOADS) + "}",
-                   help="a sweep: several, comma-separated; where a collective runs: none = host software (default), "
-                        "nic = on the NICs (NIC-offloaded reduction, triggered descriptors, docs/nic-offload.md: "
-                        "allreduce, reduce), hw = the QsNet network hardware (docs/qsnet.md: bcast, barrier --algo "
-                        "tree|polled, allreduce), switch = aggregated in the switches (in-network allreduce, "
-                        "docs/in-network-allreduce.md: allreduce; a network manager is attached)")
+    from emu.nodes.collectives.offloads import OFFLOADS as registry
+
+    c.add_argument("--offload", metavar="{" + ",".join(registry) + "}",
+                   help="a sweep: several, comma-separated; where a collective runs: "
+                        + ", ".join(f"{n} = {o.summary}" for n, o in registry.items()))
     c.add_argument("--branch", type=_ascii(int),
                    help="branch degree of the offload reduction tree (default: the shallowest tree the NIC's "
                         "receive queue allows, as even as that depth permits: a level costs a fabric crossing "

@@ -67,7 +67,9 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
     count = size // itemsize
     if operation == "reduce_scatter" and count % n:
         raise ConfigError(f"reduce_scatter: {count} elements do not split evenly over {n} ranks")
-    offload = extra.get("offload") or None
+    from emu.nodes.collectives.offloads import canonical_offload, offload_named
+
+    offload = canonical_offload(extra.get("offload") or None)  # None: host software
     density, overlap, bucket = extra.get("density"), extra.get("overlap"), extra.get("bucket")
     if bucket is not None:
         from emu.nodes.collectives.run import bucket_density
@@ -87,30 +89,12 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
             return CollectiveOptions(dtype, size, count, op, root, extra.get("algo"), ranks, offload, None, density,
                                      overlap or 0.0, bucket)
         density = None
-    if extra.get("algo") and offload != "hw":
+    off = offload_named(offload)
+    if extra.get("algo") and not off.own_algos:
         check(operation, extra["algo"], n)
     branch = None if extra.get("branch") is None else int(extra["branch"])
-    if offload is not None:
-        from emu.nodes.collectives.offload import default_branch, parts, validate
-
-        from ..config import NicSpec
-
-        if offload == "hw":  # --algo names the hardware algorithm (nodes.collectives.hw.HW_ALGOS)
-            validate(operation, np.dtype(dtype), op, branch or 1, offload, count, algo=extra.get("algo"), elan=elan)
-            return CollectiveOptions(dtype, size, count, op, root, extra.get("algo"), ranks, offload, branch)
-        if offload == "switch":
-            if extra.get("algo") or branch is not None:
-                raise ConfigError("--algo and --branch do not apply to --offload switch (the manager picks the tree "
-                                  "and the aggregation algorithm)")
-            validate(operation, np.dtype(dtype), op, 1, offload)
-            return CollectiveOptions(dtype, size, count, op, root, None, ranks, offload, None)
-        if extra.get("algo"):
-            raise ConfigError("--algo names a host software algorithm; leave it out with --offload nic")
-        queue = NicSpec().queue_capacity if queue_capacity is None else queue_capacity
-        # without --branch the run picks it (on its topology: offload.default_branch); this one only validates
-        validate(operation, np.dtype(dtype), op, branch or default_branch(operation, n, parts(count, np.dtype(dtype)),
-                 queue), offload, count, queue_capacity)
-    return CollectiveOptions(dtype, size, count, op, root, extra.get("algo"), ranks, offload, branch)
+    algo, branch = off.options(operation, np.dtype(dtype), op, count, n, extra.get("algo"), branch, queue_capacity, elan)
+    return CollectiveOptions(dtype, size, count, op, root, algo, ranks, offload, branch)
 
 
 def _collective_check(operation: str) -> CheckFn:
@@ -139,7 +123,7 @@ def _collective_check(operation: str) -> CheckFn:
                "cpu_ns_total": res.cpu_ns_total, "cpu_ns_max": res.cpu_ns_max,
                # a barrier moves no data: what is checked is that every rank left it
                "result": "every rank left" if kind.result == "none" else "equal to numpy",
-               **_sparse_figures(res), **_nic_model(net, res, o)}
+               **_sparse_figures(res), **_offload_model(net, res, o)}
         if res.nc_stats:  # spec 02 on the NICs: execution time (measured and modelled) and packet latency
             from emu.nodes.collectives.coding.timing import figures
 
@@ -150,14 +134,11 @@ def _collective_check(operation: str) -> CheckFn:
     return check
 
 
-def _nic_model(net, res, o) -> dict[str, Any]:
-    """An allreduce on the NICs: the pipeline model's completion beside the measurement."""
-    if o.offload != "nic" or res.operation != "allreduce" or not res.algo.startswith("nic(branch="):
-        return {}
-    from emu.nodes.collectives.offload import predict
+def _offload_model(net, res, o) -> dict[str, Any]:
+    """The offload's model beside the measurement (on the NICs: the pipeline model's completion)."""
+    from emu.nodes.collectives.offloads import offload_named
 
-    p = predict(net.topology, res.ranks, int(res.algo[len("nic(branch="):-1]), o.count, o.dtype)
-    return {"model_ns": p.total_ns, "lanes": p.lanes}
+    return offload_named(o.offload).figures(net.topology, res, o)
 
 
 def _sparse_figures(res) -> dict[str, Any]:

@@ -164,7 +164,7 @@ async def _coding(console, err) -> bool:
 
 async def _offloads(console, err) -> bool:
     """The comparison users come for: one allreduce, host software vs each offload, on one fabric."""
-    from emu.nodes.collectives.hw import HW_GROUP
+    from emu.nodes.collectives.offloads import canonical_offload, offload_named
     from emu.nodes.collectives.run import check_results, run_collective
     from emu.topologies import build
 
@@ -172,18 +172,21 @@ async def _offloads(console, err) -> bool:
 
     spec = "fattree:k=4,n=2"
     topo = build(spec)
-    topo.add_group(HW_GROUP, topo.host_names())   # spec 03's hardware collectives
-    topo.add_manager()                            # spec 04 asks the network manager for a tree
+    shown = [offload_named(n) for n in ("none", "nic", "hw", "switch")]  # the table's columns, in this order
+    for off in shown:
+        off.add_groups(topo, topo.host_names())   # spec 03's hardware collectives
+    if any(off.needs_manager for off in shown):
+        topo.add_manager()                        # spec 04 asks the network manager for a tree
     t = Table(title=f"allreduce of float32 on {spec} (16 hosts): where it runs, virtual completion (us) "
                     "and bytes on links")
-    for col in ("size", "host software", "nic (triggered descriptors)", "hw (QsNet)", "switch (in-network)"):
+    for col in ("size", *(off.title for off in shown)):
         t.add_column(col, justify="right", no_wrap=True)
     ok, seen = True, {}
-    with busy(err, "allreduce: host software vs nic vs hw vs switch") as say:
+    with busy(err, "allreduce: " + " vs ".join(canonical_offload(o.name) or "host software" for o in shown)) as say:
         async with Cluster(topo) as net:
             for size in (256, 4096, 65536):
                 cells = []
-                for off in (None, "nic", "hw", "switch"):
+                for off in (canonical_offload(o.name) for o in shown):
                     say(f"allreduce of {size:,} B on {spec}: {off or 'host software'}")
                     try:
                         r = await run_collective(net, "allreduce", count=size // 4, dtype="float32", offload=off)

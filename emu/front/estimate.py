@@ -69,23 +69,11 @@ async def estimate(name: str, topo, extra: dict[str, Any], options=None) -> Esti
     spec = topo.hosts[0].spec
     o = collective_options(name, extra, hosts, spec.nic.queue_capacity)
     ranks = len(o.ranks) if o.ranks else n
-    if o.offload == "switch":  # every rank injects its blocks of one packet; the switches do the rest
-        import numpy as np
+    from emu.nodes.collectives.offloads import offload_named
 
-        item = np.dtype(o.dtype).itemsize
-        blocks = 1 if name == "barrier" else max(1, -(-o.count // max(1, 1024 // item)))  # a barrier: 0 bytes
-        return Estimate(name, ranks * blocks, f"switch offload: {blocks:,} blocks x {ranks} ranks")
-    if o.offload == "hw":
-        return _hw_estimate(name, o, ranks, spec.elan)
-    if o.offload is not None:
-        import numpy as np
-
-        from emu.nodes.collectives.offload import parts
-
-        nseg = parts(o.count, np.dtype(o.dtype))
-        per_edge, ways = (2, "up and down") if name == "allreduce" else (1, "up")
-        return Estimate(name, per_edge * (ranks - 1) * nseg,
-                        f"{o.offload} offload: {nseg} part{'s' if nseg > 1 else ''} x {ranks - 1} tree edges, {ways}")
+    counted = offload_named(o.offload).estimate(name, o, ranks, spec)  # the offload's own count (None: host software's)
+    if counted is not None:
+        return Estimate(name, *counted)
     from emu.topologies.grid import grid_of
 
     grid = grid_of(topo)
@@ -109,27 +97,6 @@ async def estimate(name: str, topo, extra: dict[str, Any], options=None) -> Esti
     if m is None:
         return None
     return Estimate(name, m.frames(spec.mtu_bytes), f"{m.algo}, {len(m.sizes):,} messages", not m.complete)
-
-
-def _hw_estimate(name: str, o, ranks: int, elan) -> Estimate:
-    """Frames the hosts' adapters inject for a collective in the QsNet network hardware."""
-    import numpy as np
-
-    from emu.nodes.collectives.hw import hw_algo, max_reduce_bytes
-
-    nbytes = o.count * np.dtype(o.dtype).itemsize
-    acked = 1 + (ranks - 1)  # a packet to the group and an ACK from every other member (combined)
-    if name == "bcast":
-        packets = max(1, -(-nbytes // elan.packet_bytes))
-        return Estimate(name, packets * acked, f"hw offload: {packets:,} broadcast packet{'s' if packets > 1 else ''} "
-                                               f"x (1 + {ranks - 1} ACKs)")
-    if name == "barrier" and hw_algo("barrier", o.algo) == "polled":
-        return Estimate(name, 2 * acked, f"hw offload: a network conditional and the done broadcast x (1 + {ranks - 1} "
-                                         "ACKs), when the first poll finds every member ready", at_least=True)
-    blocks = max(1, -(-nbytes // max_reduce_bytes(elan))) if name == "allreduce" else 1
-    per = 2 * (ranks - 1) + acked
-    return Estimate(name, blocks * per, f"hw offload: {blocks:,} block{'s' if blocks > 1 else ''} x ({ranks - 1} "
-                                        f"tree edges x (EVENT + ACK) + a result broadcast + {ranks - 1} ACKs)")
 
 
 async def large_run_note(names: list[str], topo, extra: dict[str, Any], seed: int = 0,

@@ -24,10 +24,6 @@ from .mpicomm import ALGO_CTX, NBC_CTX, MpiComm
 from .mpinbc import start
 from .mpiserve import COLL_CTX, CommInfo, MpiError, RankState
 
-SUPPORTS = {"nic": ("allreduce", "reduce"), "hw": ("bcast", "barrier", "allreduce"),
-            "switch": ("allreduce", "reduce", "bcast", "barrier")}
-
-
 def comm_of(st: RankState, info: CommInfo) -> MpiComm:
     """The emulator's communicator over the same hosts (made on first use; ``emu.front.mpicomm``);
     while the rank runs a nonblocking collective, the one whose messages all go point to point."""
@@ -57,23 +53,14 @@ def _native(op: str | None, dtype: str | None) -> bool:
 
 
 def _offload(st: RankState, info: CommInfo, kind: str, dtype=None, op: str | None = None, count: int = 0):
-    o = st.job.offload
-    if o is None or st.nbc_running or len(info.ranks) < 2 or kind not in SUPPORTS[o] or (o in ("nic", "hw") and info.ctx != 0):
-        return None
-    from emu.nodes.collectives.offload import default_branch, parts, validate
+    """The offload that carries this call out (its name), or None: the emulator's host algorithms."""
+    from emu.nodes.collectives.offloads import offload_named
 
-    spec, dt = st.host.spec, np.dtype(dtype or np.uint8)
-    try:
-        if o == "nic":
-            branch = default_branch(kind, len(info.ranks), parts(count, dt), spec.nic.queue_capacity)
-            validate(kind, dt, op, branch, "nic", count, spec.nic.queue_capacity)
-        elif o == "hw":
-            validate(kind, dt, op or "sum", 1, "hw", count, elan=spec.elan)
-        else:
-            validate(kind, dt, op or "sum", 1, "switch")
-    except ConfigError:
+    off = offload_named(st.job.offload)
+    if st.nbc_running or not off.accepts(kind, len(info.ranks), info.ctx == 0, np.dtype(dtype or np.uint8), op, count,
+                                         st.host.spec):
         return None
-    return o
+    return off.name
 
 
 def _algo(st: RankState, head: dict, comm: Comm | None, generic: str | None = None) -> None:

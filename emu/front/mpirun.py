@@ -29,7 +29,6 @@ import time
 from ..config import ConfigError
 from ..errors import AppError, DeadlockError
 
-OFFLOADS = ("none", "nic", "switch", "hw")
 
 
 def add_parser(sub, ascii_int, ascii_float) -> None:
@@ -41,9 +40,12 @@ def add_parser(sub, ascii_int, ascii_float) -> None:
     p.add_argument("-n", "-np", dest="n", type=ascii_int, required=True, help="number of ranks")
     p.add_argument("--topo", required=True, help="topology spec, e.g. fattree:k=4,n=3")
     p.add_argument("--hosts", help="the hosts of ranks 0, 1, ... (comma-separated; default: the topology's, in order)")
-    p.add_argument("--offload", choices=OFFLOADS, default="none",
-                   help="where collectives that support it run: nic (allreduce, reduce), hw (bcast, barrier, "
-                        "allreduce), switch (allreduce, reduce, bcast, barrier); others in host software")
+    from emu.nodes.collectives.offloads import OFFLOADS
+
+    p.add_argument("--offload", choices=tuple(OFFLOADS), default="none",
+                   help="where collectives that support it run: " + ", ".join(
+                       f"{n} ({', '.join(o.operations)})" for n, o in OFFLOADS.items() if not o.hosted)
+                        + "; others in host software")
     p.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE", help="as for emu run")
     p.add_argument("--config", metavar="FILE.toml", help="as for emu run")
     p.add_argument("--seed", type=ascii_int, default=0,
@@ -124,13 +126,14 @@ class Options:
                               f"{'given with --hosts' if args.hosts else 'on ' + args.topo}; one rank per host: "
                               "use fewer ranks or a larger topology")
         self.hosts = hosts[:args.n]
-        self.offload = None if args.offload == "none" else args.offload
-        if self.offload == "switch":  # in-network allreduce asks the network manager for a tree
-            topo.add_manager()
-        if self.offload == "hw" and len(self.hosts) > 1:
-            from emu.nodes.collectives.hw import HW_GROUP
+        from emu.nodes.collectives.offloads import canonical_offload, offload_named
 
-            topo.add_group(HW_GROUP, self.hosts)
+        self.offload = canonical_offload(args.offload)  # None: host software
+        off = offload_named(self.offload)
+        if off.needs_manager:  # in-network allreduce asks the network manager for a tree
+            topo.add_manager()
+        if len(self.hosts) > 1:  # the multicast groups its collectives use (hw)
+            off.add_groups(topo, self.hosts)
         self.topo, self.spec, self.scale = topo, args.topo, scale
         self.seed, self.pcap, self.json, self.tag = args.seed, args.pcap, args.json, args.tag_output
         self.direct = args.direct

@@ -448,9 +448,10 @@ def describe(head: dict) -> str:
 async def rank_app(host, job: Job, r: int, handlers: dict):
     """Rank ``r``'s host: answer its calls until it ends."""
     st = job.ranks[r] = RankState(job, r, host)
-    if job.offload == "nic":  # communicator setup of COMM_WORLD on the NICs, before the program starts:
-        for vp in range(1, host.spec.nic.virtual_ports):  # every VP from 1 on (a pipelined allreduce's lanes)
-            await host.nic_open(vp)
+    from emu.nodes.collectives.offloads import offload_named
+
+    # communicator setup of COMM_WORLD (on the NICs: their virtual ports), before the program starts
+    await offload_named(job.offload).rank_setup(host)
     head, _ = st.read()
     if head.get("op") != "hello" or head.get("rank") != r or head.get("pid") != job.pids[r]:
         raise RankFailed(f"rank {r}: the first message is not the rank's hello ({str(head)[:80]})")

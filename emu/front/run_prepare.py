@@ -9,7 +9,6 @@ import math
 from rich.markup import escape
 
 from ..config import MIN_REALTIME_NS_PER_S, ConfigError
-from .cli_parser import OFFLOADS
 from .consoles import make_console
 from .trace_options import trace_config
 
@@ -79,9 +78,9 @@ def _checked_run_args(args) -> tuple[list[str], str | None]:
     """The tests named and the offload (None: host software), after refusing options out of range
     and output paths that cannot be written."""
     names = tests_named(args.test)
-    if args.offload not in (None, *OFFLOADS):
-        raise ConfigError(f"--offload {args.offload}: not a place a collective runs; give one of {', '.join(OFFLOADS)}")
-    offload = None if args.offload in (None, "none") else args.offload
+    from emu.nodes.collectives.offloads import canonical_offload
+
+    offload = canonical_offload(args.offload)  # refused in one line naming the known ones
     if not 0 <= args.seed < 2**63:
         raise ConfigError(f"--seed must be within 0..2**63-1, got {args.seed}")
     if args.realtime is not None and not (math.isfinite(args.realtime) and args.realtime >= MIN_REALTIME_NS_PER_S):
@@ -204,23 +203,24 @@ def _add_manager_and_group(args, topo, extra: dict, faults, defaults: dict, sett
     from ..config import ManagerSpec, merge_settings
 
     mset = merge_settings(defaults, settings).get("manager", {})
-    offload = extra["offload"]
-    if mset and not args.manager and offload != "switch":
+    from emu.nodes.collectives.offloads import OFFLOADS, offload_named
+
+    off = offload_named(extra["offload"])
+    if mset and not args.manager and not off.needs_manager:
+        itself = ", ".join(f"--offload {n}" for n, o in OFFLOADS.items() if o.needs_manager)
         raise ConfigError(f"manager.{next(iter(mset))} (--set or [manager] in --config) is a setting of the network "
-                          "manager, and this run has none: give --manager too (--offload switch attaches one itself)")
-    if args.manager or offload == "switch":  # in-network allreduce asks the network manager for a tree
+                          f"manager, and this run has none: give --manager too ({itself} attaches one itself)")
+    if args.manager or off.needs_manager:  # in-network allreduce asks the network manager for a tree
         spec, notes = ManagerSpec(**mset), []
         if spec.bringup:  # enough test frames to catch the links given a bit-error rate from the start
             from ..bringup import sized
 
             spec, notes = sized(spec, {"-".join(f.link): f.rate for f in faults if f.action == "ber" and f.at_ns == 0})
         topo.add_manager(spec=spec).info["bringup_notes"] = notes
-    if offload == "hw":  # hardware collectives use a multicast group over the run's ranks
-        from emu.nodes.collectives.hw import HW_GROUP
-
-        # a switch or link down from the start: the group's tree is rooted and routed around it
-        avoid = [f.switch or f.link for f in faults if f.action == "down" and f.at_ns == 0]
-        topo.add_group(HW_GROUP, extra["ranks"] or topo.host_names(), avoid=avoid)
+    # the multicast groups its collectives use (hw: over the run's ranks); a switch or link down from the
+    # start: the group's tree is rooted and routed around it
+    avoid = [f.switch or f.link for f in faults if f.action == "down" and f.at_ns == 0]
+    off.add_groups(topo, extra["ranks"] or topo.host_names(), avoid=avoid)
 
 
 def run_config(args) -> "RunConfig":

@@ -23,6 +23,7 @@ from emu.trace import NO_SPAN
 
 from emu.reduce import Op, get_op
 from .hw import HW_GROUP
+from .offloads import offload_named
 from .select import ALGORITHMS, canonical, check, choose
 
 
@@ -53,16 +54,6 @@ def _traced(fn):
                 span.end_args = {"algo": self.last_algo}
             return result
     return call
-
-
-class _Completed:
-    """The request of a non-blocking call that ran to completion inside the call (host software)."""
-
-    def __init__(self, result):
-        self.result, self.done = result, True
-
-    async def wait(self):
-        return self.result
 
 
 class Comm:
@@ -169,23 +160,16 @@ class Comm:
         with triggered descriptors over a ``branch``-ary tree (``nic_setup`` first; default: the
         shallowest tree the NIC's receive queue allows, ``offload.default_branch``); then the result
         is None when the NICs report an error, and ``last_status`` says which (ErrVec bits)."""
-        o = get_op(op)
-        o.check(x.dtype)
-        if offload is not None:
-            return await self._offload(offload, "allreduce", x, op, 0, branch)
-        return await self._run("allreduce", algo, x.nbytes, o.prepare(np.ascontiguousarray(x).ravel(), self.rank), o)
+        get_op(op).check(x.dtype)
+        return await offload_named(offload).run(self, "allreduce", x, op, 0, algo, branch)
 
     @_traced
     async def reduce(self, x: np.ndarray, op: str = "sum", root: int = 0, algo: str | None = None, *,
                      offload: str | None = None, branch: int | None = None):
         """The reduction at ``root``; other ranks get None. ``offload="nic"`` as for allreduce."""
-        o = get_op(op)
-        o.check(x.dtype)
+        get_op(op).check(x.dtype)
         self._check_root(root)
-        if offload is not None:
-            return await self._offload(offload, "reduce", x, op, root, branch)
-        return await self._run("reduce", algo, x.nbytes, o.prepare(np.ascontiguousarray(x).ravel(), self.rank),
-                               o, root)
+        return await offload_named(offload).run(self, "reduce", x, op, root, algo, branch)
 
     @_traced
     async def allreduce_sparse(self, index: np.ndarray, values: np.ndarray, length: int, op: str = "sum", *,
@@ -197,26 +181,7 @@ class Comm:
         software, SparCML's split allgather (pairs, or a dense slice where fill-in makes that
         smaller; ``emu.nodes.collectives.sparse``), or ``algo="recursive_doubling"`` on pairs (a
         power-of-two number of ranks); another operator than a sum: the dense vector, reduced."""
-        if offload == "switch":
-            from .inswitch import allreduce_sparse_switch
-
-            return await allreduce_sparse_switch(self, index, values, length, op, span)
-        if offload is not None:
-            raise ConfigError(f"a sparse allreduce runs in host software or offload='switch', not {offload!r}")
-        if op != "sum":  # only a sum can leave the absent elements out: the dense vector, reduced
-            dense = np.zeros(length, np.asarray(values).dtype)
-            dense[np.asarray(index, np.int64)] = values
-            return await self.allreduce(dense, op)
-        from .sparse import allreduce_sparse_host, allreduce_sparse_split
-
-        if algo not in (None, "split_allgather", "recursive_doubling"):
-            raise ConfigError(f"sparse host allreduce: algo {algo!r}; known: split_allgather, recursive_doubling")
-        self._seq += 1
-        if algo == "recursive_doubling":
-            self.last_algo = "sparse recursive doubling"
-            return await allreduce_sparse_host(self, index, values, length)
-        self.last_algo = "sparse split allgather"
-        return await allreduce_sparse_split(self, index, values, length)
+        return await offload_named(offload).run_sparse(self, index, values, length, op, span, algo)
 
     async def free(self) -> None:
         """Done with this communicator: release its in-network allreduces (spec 04) so that the
@@ -253,52 +218,15 @@ class Comm:
         host goes on (computes); in host software (no offload) there is no progress engine beside
         the application, so the reduction runs to completion inside this call and ``wait``
         returns at once -- the overlap the offload buys is exactly what this lacks."""
-        if offload == "nic":
-            get_op(op).check(x.dtype)
-            return await self._offload("nic", "allreduce", x, op, 0, branch, nonblocking=True)
-        if offload is not None:
-            raise ConfigError(f"iallreduce offloads to the NIC (offload='nic') or runs in host software, not {offload!r}")
-        return _Completed(await self.allreduce(x, op, algo))
+        get_op(op).check(x.dtype)
+        return await offload_named(offload).start(self, "allreduce", x, op, 0, algo, branch)
 
     async def ireduce(self, x: np.ndarray, op: str = "sum", root: int = 0, algo: str | None = None, *,
                       offload: str | None = None, branch: int | None = None):
         """Non-blocking reduce, as :meth:`iallreduce` (the result on ``root``, None elsewhere)."""
-        if offload == "nic":
-            get_op(op).check(x.dtype)
-            self._check_root(root)
-            return await self._offload("nic", "reduce", x, op, root, branch, nonblocking=True)
-        if offload is not None:
-            raise ConfigError(f"ireduce offloads to the NIC (offload='nic') or runs in host software, not {offload!r}")
-        return _Completed(await self.reduce(x, op, root, algo))
-
-    async def _offload(self, where: str, kind: str, x: np.ndarray, op: str, root: int, branch: int | None,
-                       nonblocking: bool = False):
-        from .offload import DEFAULT_VP, TIMEOUT_NS_PER_PART, default_branch, offloaded, parts, start
-
-        if where == "switch" and kind in ("allreduce", "reduce"):  # spec 04: a reduce is an allreduce kept at root
-            from .inswitch import allreduce_switch
-
-            y = await allreduce_switch(self, x, op, getattr(self, "reproducible", False))
-            return y if kind == "allreduce" or self.rank == root else None
-        if where == "hw" and kind == "allreduce":
-            from .hw import allreduce_hw
-
-            self.last_algo = "hw(tree)"
-            return await allreduce_hw(self, x, op, branch)
-        if where != "nic":
-            raise ConfigError(f"{kind} cannot be offloaded to {where!r}; use offload='nic'"
-                              + (", 'hw' or 'switch'" if kind == "allreduce" else ""))
-        if branch is None:
-            from ..nic.alu import per_descriptor
-
-            branch = default_branch(kind, self.size, parts(x.size, x.dtype), self.host.spec.nic.queue_capacity,
-                                    self.host.spec, operands=per_descriptor(x.dtype))
-
-        self.last_algo = f"nic(branch={branch})"
-        timeout = TIMEOUT_NS_PER_PART * parts(x.size, x.dtype)
-        if nonblocking:
-            return await start(self, kind, x, op, root, branch, getattr(self, "vp", DEFAULT_VP), timeout)
-        return await offloaded(self, kind, x, op, root, branch, getattr(self, "vp", DEFAULT_VP), timeout)
+        get_op(op).check(x.dtype)
+        self._check_root(root)
+        return await offload_named(offload).start(self, "reduce", x, op, root, algo, branch)
 
     @_traced
     async def bcast(self, x: np.ndarray, root: int = 0, algo: str | None = None,
@@ -307,22 +235,7 @@ class Comm:
         ``offload="hw"``: the QsNet hardware broadcast (spec 03; ``emu.nodes.collectives.hw``);
         ``offload="switch"``: through the switches' aggregation (spec 04), bit for bit."""
         self._check_root(root)
-        if offload == "switch":  # spec 04: an allreduce (bitwise or) where every rank but the root adds zeros
-            from .inswitch import allreduce_switch
-
-            flat = np.ascontiguousarray(x).ravel()
-            raw = flat.view(np.uint8) if self.rank == root else np.zeros(flat.nbytes, np.uint8)
-            y = await allreduce_switch(self, raw, "bor")
-            self.last_algo = self.last_algo.replace("switch(", "switch(bcast, ", 1)
-            return y.view(flat.dtype).reshape(np.shape(x))
-        if offload is not None:
-            if offload != "hw":
-                raise ConfigError(f"bcast can be offloaded to hw (QsNet) or switch (in-network allreduce), not {offload!r}")
-            from .hw import bcast_hw
-
-            self.last_algo = "hw"
-            return await bcast_hw(self, x, root)
-        return await self._run("bcast", algo, x.nbytes, np.ascontiguousarray(x).ravel(), root)
+        return await offload_named(offload).run(self, "bcast", x, "sum", root, algo)
 
     @_traced
     async def barrier(self, algo: str | None = None, *, offload: str | None = None,
@@ -330,20 +243,7 @@ class Comm:
         """No rank leaves before every rank has entered. ``offload="hw"``: the QsNet adapters'
         barrier, ``algo="tree"`` (counted events up a ``branch``-ary tree, default) or ``"polled"``
         (the root's adapter polls a network conditional)."""
-        if offload == "switch":  # spec 04: a barrier is an allreduce of zero bytes through the switches
-            from .inswitch import allreduce_switch
-
-            await allreduce_switch(self, np.empty(0, np.int32), "sum")
-            self.last_algo = self.last_algo.replace("switch(", "switch(barrier, ", 1)
-            return None
-        if offload is not None:
-            if offload != "hw":
-                raise ConfigError(f"barrier can be offloaded to hw (QsNet) or switch (in-network allreduce), not {offload!r}")
-            from .hw import barrier_hw, hw_algo
-
-            self.last_algo = f"hw({hw_algo('barrier', algo)})"
-            return await barrier_hw(self, algo, branch)
-        await self._run("barrier", algo, 0)
+        await offload_named(offload).run(self, "barrier", None, "sum", 0, algo, branch)
 
     @_traced
     async def ibarrier(self, algo: str = "tree", branch: int | None = None) -> int:

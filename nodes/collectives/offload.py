@@ -52,32 +52,10 @@ TIMEOUT_NS_PER_PART = 10_000_000
 Generous on purpose: virtual time costs nothing while idle, and a healthy run must never hit it."""
 
 
-def validate(operation: str, dtype: np.dtype, op: str, branch: int, where: str = "nic", count: int | None = None,
-             queue_capacity: int | None = None, algo: str | None = None, elan=None) -> None:
-    """Refuse an offload request the NIC (``nic``) or the network hardware (``hw``) cannot carry
-    out, before anything runs."""
-    if where == "hw":
-        from .hw import hw_algo, max_reduce_bytes
-
-        hw_algo(operation, algo)
-        if not 1 <= branch <= 255:
-            raise ConfigError(f"branch degree must be within 1..255, got {branch}")
-        if operation == "allreduce":
-            if get_op(op).paired:
-                raise ConfigError(f"{op} cannot be reduced by the adapters (paired operands); use host software")
-            if elan is not None and max_reduce_bytes(elan) < np.dtype(dtype).itemsize:
-                raise ConfigError(f"elan.packet_bytes {elan.packet_bytes} leaves no room for one {np.dtype(dtype).name} "
-                                  "in a reduction block; raise it")
-        return
-    if where == "switch":
-        if operation not in ("allreduce", "barrier", "reduce", "bcast"):
-            raise ConfigError(f"{operation} cannot be offloaded to the switches; allreduce, reduce, bcast and "
-                              "barrier can")
-        if operation in ("allreduce", "reduce") and get_op(op).paired:
-            raise ConfigError(f"{op} cannot be aggregated in the switches (paired operands); use host software")
-        return
-    if where != "nic":
-        raise ConfigError(f"offload {where!r} is not available; known: nic, hw, switch")
+def validate(operation: str, dtype: np.dtype, op: str, branch: int, count: int | None = None,
+             queue_capacity: int | None = None) -> None:
+    """Refuse an offload request the NIC cannot carry out, before anything runs (the offload ``nic``:
+    ``emu.nodes.collectives.offloads.nic``)."""
     if operation not in ("allreduce", "reduce"):
         raise ConfigError(f"{operation} cannot be offloaded to the NIC; allreduce and reduce can")
     alu.type_code(np.dtype(dtype))
@@ -239,7 +217,7 @@ def _region(comm) -> int:
 def descriptors(comm, kind: str, x: np.ndarray, op: str, root: int, branch: int, vp: int
                 ) -> tuple[int, int, list[Posted]]:
     """This rank's descriptors for one offloaded ``allreduce`` or ``reduce``: (region, parts, posted)."""
-    validate(kind, x.dtype, op, branch, "nic", x.size, comm.host.spec.nic.queue_capacity)
+    validate(kind, x.dtype, op, branch, x.size, comm.host.spec.nic.queue_capacity)
     o = get_op(op)
     dtype = x.dtype
     rdtype, rbit = alu.type_code(dtype)

@@ -17,7 +17,8 @@ from emu.metrics import RunMetrics
 
 from .comm import Comm
 from emu.reduce import DTYPES, get_op, reference_streamed
-from .offload import default_branch, errors_text, parts, validate
+from .offload import errors_text
+from .offloads import OFFLOADS, offload_named
 from .operations import OPERATIONS as OPS
 from .select import check
 
@@ -94,20 +95,9 @@ def make_sparse_input(seed: int, rank: int, count: int, dtype: str, density: flo
     return idx.astype(np.int64), vals.astype(dt)
 
 
-async def sparse_setup_app(host, members, dtype, span):
-    """Communicator setup of a sparse in-network allreduce: ask the manager once (the grant is kept
-    by the NIC for the measured call)."""
-    comm = Comm(host, members)
-    return await host.inc_request(comm.id, comm.members, np.dtype(dtype), "sum", 0, False, 0, span)
-
-
-async def nic_setup_app(host, members):
-    await Comm(host, members).nic_setup()
-
-
-async def switch_setup_app(host, members, dtype, op, count):
-    comm = Comm(host, members)
-    return await host.inc_request(comm.id, comm.members, np.dtype(dtype), op, count * np.dtype(dtype).itemsize)
+async def setup_app(host, members, fn, *args):
+    """What an offload sets up on every rank before the measured call (``Offload.prepare``)."""
+    return await fn(Comm(host, members), *args)
 
 
 async def call(comm: Comm, operation: str, x: np.ndarray, algo: str | None, op: str, root: int,
@@ -322,36 +312,19 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
         raise ConfigError(f"reduce_scatter: count {count} must be a multiple of the {len(members)} ranks")
     op_obj = get_op(op)
     op_obj.check(np.dtype(dtype))
-    if algo is not None and offload != "hw" and sparse is None:
+    off = offload_named(offload)
+    if algo is not None and not off.own_algos and sparse is None:
         check(operation, algo, len(members))
     if sparse is not None and algo == "recursive_doubling" and len(members) & (len(members) - 1):
         raise ConfigError(f"the sparse recursive doubling needs a power-of-two number of ranks, not {len(members)}; "
                           "leave --algo out (split_allgather runs on any number)")
-    if sparse is not None and offload == "switch":  # communicator setup: the manager installs the tree
-        await net.run({h: (sparse_setup_app, members, dtype, sparse[3]) for h in members})
-    elif offload == "hw":
-        validate(operation, np.dtype(dtype), op, branch or 1, offload, count, algo=algo,
-                 elan=net.topology.nodes[members[0]].spec.elan)
-    elif offload == "switch":  # communicator setup: the manager installs the tree before the measured call
-        validate(operation, np.dtype(dtype), op, 1, offload)
-        sdt, sop, scount = dtype, op, count
-        if operation == "barrier":  # the zero-byte allreduce it is
-            sdt, sop, scount = "int32", "sum", 0
-        elif operation == "bcast":  # a bitwise-or allreduce of the bytes
-            sdt, sop, scount = "uint8", "bor", count * np.dtype(dtype).itemsize
-        await net.run({h: (switch_setup_app, members, sdt, sop, scount) for h in members})
-    elif offload is not None:
-        spec = net.topology.nodes[members[0]].spec
-        if branch is None:  # on this topology's routes, as the pipeline model predicts (several parts)
-            from . import nicmodel
-            from ..nic.alu import per_descriptor
-
-            link = next(e[3].spec for e in net.topology.neighbours()[members[0]])
-            branch = default_branch(operation, len(members), parts(count, np.dtype(dtype)), spec.nic.queue_capacity,
-                                    spec, link, nicmodel.on_topology(net.topology, members, root),
-                                    per_descriptor(np.dtype(dtype)))
-        validate(operation, np.dtype(dtype), op, branch, offload, count, spec.nic.queue_capacity)
-        await net.run({h: (nic_setup_app, members) for h in members})
+    if sparse is not None:
+        setup = off.sparse_setup(dtype, sparse[3])
+    else:  # validated on this network; the communicator's setup (the NICs', the manager's tree) in an episode of its own
+        branch, setup = await off.prepare(net, operation, members, dtype, op, count, root, branch, algo)
+    if setup is not None:
+        fn, args = setup
+        await net.run({h: (setup_app, members, fn, *args) for h in members})
     t0 = net.now
     apps = {h: (collective_app, members, operation, algo, count, dtype, op, root, seed, offload, branch, sparse)
             for h in members}
@@ -385,14 +358,15 @@ def _sparse_setup(operation: str, op: str, offload: str | None, algo: str | None
         raise ConfigError(f"--density applies to allreduce, not {operation}")
     if op != "sum":
         raise ConfigError(f"a sparse allreduce sums (absent elements are zeros), not {op}; leave --op out")
-    if offload not in (None, "switch"):
-        raise ConfigError(f"a sparse allreduce runs in host software or the switches (--offload none|switch), "
-                          f"not --offload {offload}")
+    off = offload_named(offload)
+    if not off.sparse:
+        raise ConfigError(f"a sparse allreduce runs in host software or the switches (--offload "
+                          f"{'|'.join(n for n, o in OFFLOADS.items() if o.sparse)}), not --offload {offload}")
     if not 0 <= density < 1:
         raise ConfigError(f"--density {density} must be within 0..1 (the share of non-zero elements)")
     if not 0 <= overlap <= 1:
         raise ConfigError(f"--overlap {overlap} must be within 0..1 (the share of each rank's indices common to all)")
-    if algo not in (None, "split_allgather", "recursive_doubling") or (algo and offload):
+    if algo not in (None, "split_allgather", "recursive_doubling") or (algo and not off.hosted):
         raise ConfigError(f"--algo {algo}: a sparse allreduce in host software runs as split_allgather (default) "
                           "or recursive_doubling; with --offload switch leave --algo out")
     from .inswitch import sparse_span
