@@ -49,6 +49,7 @@ from typing import Any
 import trio
 
 from .config import ConfigError
+from .config.files import kind_of
 from .element import INF
 from .errors import EmuError, FrameLossError
 from .sync import LocalHandle, RemoteHandle, Synchroniser, faults_reached, find_exception, window_start
@@ -161,7 +162,7 @@ def _read_key(path: str) -> bytes | None:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise refuse(f"is not a regular file (a {_kind(st.st_mode)}); remove it and copy the 32-byte "
+            raise refuse(f"is not a regular file (a {kind_of(st.st_mode)}); remove it and copy the 32-byte "
                          "key file there, mode 0600")
         if st.st_uid != os.geteuid():
             raise refuse(f"is owned by uid {st.st_uid}, not by you (uid {os.geteuid()}); "
@@ -174,14 +175,6 @@ def _read_key(path: str) -> bytes | None:
     if len(key) != KEY_BYTES:
         raise refuse(f"must hold {KEY_BYTES} bytes, it holds {st.st_size}")
     return key
-
-
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "folder"), (stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"),
-                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device")):
-        if test(mode):
-            return name
-    return "special file"
 
 
 async def _poll(test) -> Any:

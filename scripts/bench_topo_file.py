@@ -35,18 +35,10 @@ GOAL = 2.0
 
 
 def big_star(n: int) -> Topology:
-    """``star:n=N`` past the family's bound: the steps of ``emu.topologies.star.star``, given one spec
-    object per kind as ``build`` gives it."""
-    host, link, switch = HostSpec(), LinkSpec(), SwitchSpec()
-    t = Topology(f"star:n={n}")
-    for i in range(n):
-        t.add_host(f"h{i}", host)
-    t.add_switch("s0", switch)
-    for i in range(n):
-        t.add_link(f"h{i}", "s0", link)
-    t.routes = {"s0": list(range(n))}
-    t.diameter, t.bisection = 2, n // 2
-    return t
+    """``star:n=N`` past the family's bound, given one spec object per kind as ``build`` gives it."""
+    from emu.topologies.star import star_unbounded
+
+    return star_unbounded(n, host=HostSpec(), link=LinkSpec(), switch=SwitchSpec())
 
 
 def make(spec: str) -> Topology:

@@ -11,6 +11,12 @@ def star(n: int = 16, *, link: LinkSpec | None = None, host: HostSpec | None = N
          switch: SwitchSpec | None = None) -> Topology:
     if not isinstance(n, int) or not 2 <= n <= 4096:
         raise ConfigError(f"star: n must be an integer within 2..4096, got {n!r}")
+    return star_unbounded(n, link=link, host=host, switch=switch)
+
+
+def star_unbounded(n: int, *, link: LinkSpec | None = None, host: HostSpec | None = None,
+                   switch: SwitchSpec | None = None) -> Topology:
+    """The star of ``n`` hosts without the family's bound on ``n`` (benchmarks of very large stars)."""
     t = Topology(f"star:n={n}")
     for i in range(n):
         t.add_host(f"h{i}", host)

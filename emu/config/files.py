@@ -42,13 +42,15 @@ def _refuse(what: str, text: str, tail: str = "", reason: str | None = None) -> 
     return e
 
 
-def _kind_of(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular one is, by its ``st_mode``: ``directory``, ``FIFO (named
+    pipe)``, ``character device``, ``block device``, ``socket``, else ``special file``."""
+    for test, name in ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO (named pipe)"),
+                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
+                       (stat.S_ISSOCK, "socket")):
         if test(mode):
             return name
-    return "not a regular file"
+    return "special file"
 
 
 def read(path: str, what: str, kind: str, hint: str = "") -> bytes:
@@ -67,7 +69,7 @@ def read(path: str, what: str, kind: str, hint: str = "") -> bytes:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise ConfigError(f"{what}: is {_kind_of(st.st_mode)}, not a regular file; give a file "
+            raise ConfigError(f"{what}: is a {kind_of(st.st_mode)}, not a regular file; give a file "
                               "(copy what it holds into one)")
         if st.st_size > limit:
             raise ConfigError(f"{what}: {st.st_size:,} bytes, more than the {limit // MiB} MiB a {kind} file "
