@@ -95,3 +95,14 @@ def test_a_core_that_fails_to_build_leaves_no_earlier_build_behind(tmp_path, mon
     with pytest.raises(Exception):  # CompileError: the C does not compile
         cmd.build_extension(dist.ext_modules[0])
     assert not target.exists()
+
+
+def test_per_link_names_parallel_links_as_emu_topo_does():
+    from emu.front.checks import named_links
+    from emu.topologies.registry import build
+
+    t = build("qsnet:nodes=64")
+    per = {t.port_name(lk.a, lk.a_port): {"frames": 1} for lk in t.links}
+    names = [v["link"] for v in named_links(t, per).values()]
+    assert sorted(names) == sorted(t.link_names())  # one name per link, s0-s8.0 and s0-s8.1 apart
+    assert "s0-s8.0" in names and "s0-s8.1" in names

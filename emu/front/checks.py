@@ -106,12 +106,12 @@ async def run_check(net, name: str, options: Options) -> CheckResult:
 
 
 def named_links(topo, per_port: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]:
-    """``per_link`` with each direction's link named: ``link`` (``A-B``, as ``emu topo`` names it),
+    """``per_link`` with each direction's link named: ``link`` (``A-B``, ``A-B.N`` for parallel links,
+    as ``emu topo --links`` names it),
     ``from``, ``to`` and ``to_port`` before the figures."""
     ends = {}
-    for link in topo.links:
+    for link, name in zip(topo.links, topo.link_names()):  # parallel links: A-B.0, A-B.1, ...
         pa, pb = topo.port_name(link.a, link.a_port), topo.port_name(link.b, link.b_port)
-        name = f"{link.a}-{link.b}"
         ends[pa] = {"link": name, "from": link.a, "to": link.b, "to_port": pb}
         ends[pb] = {"link": name, "from": link.b, "to": link.a, "to_port": pa}
     return {p: {**ends.get(p, {}), **v} for p, v in per_port.items()}
