@@ -15,6 +15,9 @@ and so can a package of yours::
     [project.entry-points."emu.offloads"]
     dpu = "mypkg.dpu"            # mypkg/dpu.py registers the offload "dpu" (@register_offload)
 
+    [project.entry-points."emu.topologies"]
+    ring = "mypkg.ring"          # mypkg/ring.py registers the family "ring" (registry.register)
+
 so worker processes and MPI ranks, which import only what their plan names, find them as well.
 """
 
@@ -27,6 +30,8 @@ ENGINES = "emu.engines"
 NIC_MECHANISMS = "emu.nic_mechanisms"
 OFFLOADS = "emu.offloads"
 """Where a collective runs (``--offload``): ``emu.nodes.collectives.offloads``."""
+TOPOLOGIES = "emu.topologies"
+"""Topology families (``--topo NAME:...``): ``emu.topologies.registry.family``."""
 
 
 def load(group: str, name: str) -> bool:
@@ -35,3 +40,12 @@ def load(group: str, name: str) -> bool:
     for ep in found:
         importlib.import_module(ep.module)
     return bool(found)
+
+
+def provided(group: str) -> dict[str, str]:
+    """``{name: the package that declares it}`` of the entry points of ``group`` (installed, loaded or not)."""
+    out: dict[str, str] = {}
+    for ep in entry_points(group=group):
+        dist = getattr(ep, "dist", None)
+        out.setdefault(ep.name, dist.metadata["Name"] if dist is not None else "?")
+    return out

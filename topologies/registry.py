@@ -55,6 +55,17 @@ def register(family: Family) -> None:
     FAMILIES[family.name] = family
 
 
+def family(name: str) -> Family | None:
+    """The family ``name``: registered, or registered by the module an installed package names for it
+    in the entry-point group ``emu.topologies`` (``[project.entry-points."emu.topologies"] ring =
+    "mypkg.ring"``: ``mypkg/ring.py`` calls :func:`register`); None when there is none."""
+    if name not in FAMILIES:
+        from emu.plugins import TOPOLOGIES, load
+
+        load(TOPOLOGIES, name)
+    return FAMILIES.get(name)
+
+
 register(Family("star", star, (_p("n", help="hosts on the switch"),), "n hosts on one switch"))
 register(Family("fattree", fattree, (_p("k", help="arity: switch radix is 2k"), _p("n", help="stages"),
                                      _p("rails", False, "separate networks, each host linked to every one (default 1)"),
@@ -156,9 +167,13 @@ def build(spec: str, *, defaults: dict | None = None, settings: dict | None = No
             raise ConfigError(f"{spec}: a topology file takes no parameters ({', '.join(overrides)}); use --set")
         return load(spec, defaults=defaults, settings=settings)
     name, raw = parse(spec)
-    fam = FAMILIES.get(name)
+    fam = family(name)
     if fam is None:
-        raise ConfigError(f"unknown topology {name!r}; known: {', '.join(sorted(FAMILIES))}")
+        from emu.plugins import TOPOLOGIES, provided
+
+        outside = {n: pkg for n, pkg in provided(TOPOLOGIES).items() if n not in FAMILIES and pkg != "hpc-emu"}
+        raise ConfigError(f"unknown topology {name!r}; known: {', '.join(sorted(FAMILIES))}"
+                          + "".join(f", {n} (from {pkg})" for n, pkg in sorted(outside.items())))
     raw.update({k: str(v) for k, v in overrides.items()})
     accepted = [p.name for p in fam.params] + list(COMMON)
     kwargs: dict[str, object] = {}

@@ -42,13 +42,13 @@ def resolved_settings(spec: str, config: dict, cli_defaults: dict, settings: dic
     """``{"section.field": {"value", "default", "from"}}`` of every field that differs from its
     dataclass default in the topology built from ``spec``, with the layer its value comes from
     (later layers win as in ``build``: family, --config, emu run's test defaults, spec, --set)."""
-    from emu.topologies.registry import COMMON, FAMILIES, parse
+    from emu.topologies.registry import COMMON, family, parse
 
     try:
         name, raw = parse(spec)
     except ConfigError:
         return {}
-    fam = FAMILIES.get(name)
+    fam = family(name)
     spec_layer: dict[str, dict] = {}
     for key, value in raw.items():
         if key in COMMON:

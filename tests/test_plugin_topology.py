@@ -1,0 +1,88 @@
+"""A topology family from outside the repository (issue 43, item 2, the topology part): a package
+that declares an ``emu.topologies`` entry point is found by name in every process of a run."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+RING = '''
+from emu.config import ConfigError
+from emu.topologies import Family, Param, Topology, register
+
+
+def ring(n, *, link=None, host=None, switch=None):
+    """n switches in a ring, a host on each."""
+    if not isinstance(n, int) or not 3 <= n <= 64:
+        raise ConfigError(f"ring: n must be an integer within 3..64, got {n!r}")
+    t = Topology(f"ring:n={n}")
+    for i in range(n):
+        t.add_host(f"h{i}", host)
+    for i in range(n):
+        t.add_switch(f"s{i}", switch)
+    for i in range(n):
+        t.add_link(f"h{i}", f"s{i}", link)
+    for i in range(n):
+        t.add_link(f"s{i}", f"s{(i + 1) % n}", link)
+    t.compute_routes()
+    t.diameter, t.bisection = 2 + n // 2, 2
+    return t
+
+
+register(Family("ring", ring, (Param("n", int, True, "switches (and hosts)"),), "n switches in a ring"))
+'''
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """A package on a path of its own, with the metadata pip would write: ``ringpkg`` declaring the
+    family ``ring`` in the group ``emu.topologies``."""
+    d = tmp_path_factory.mktemp("site")
+    (d / "ringpkg").mkdir()
+    (d / "ringpkg" / "__init__.py").write_text("")
+    (d / "ringpkg" / "ring.py").write_text(RING)
+    info = d / "ringpkg-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ringpkg\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(textwrap.dedent("""\
+        [emu.topologies]
+        ring = ringpkg.ring
+        """))
+    return d
+
+
+def emu_run(site, tmp_path, *args):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "emu", *args], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env=env, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("how", [[], ["--processes", "2"], ["--direct"]], ids=["one", "two-processes", "direct"])
+def test_a_family_from_an_installed_package_runs_by_name(site, tmp_path, how):
+    out = tmp_path / "r.json"
+    p = emu_run(site, tmp_path, "run", "--topo", "ring:n=6", "--test", "pingall+allreduce", *how, "--json", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = json.loads(out.read_text())["results"]
+    assert [r["name"] for r in rows] == ["pingall", "allreduce"] and all(r["ok"] for r in rows)
+    assert rows[1]["result"] == "equal to numpy" and rows[1]["ranks"] == 6
+
+
+def test_its_figures_are_the_same_in_one_process_and_two(site, tmp_path):
+    figs = []
+    for how in ([], ["--processes", "2"]):
+        out = tmp_path / f"r{len(figs)}.json"
+        assert emu_run(site, tmp_path, "run", "--topo", "ring:n=5", "--test", "allreduce", *how,
+                       "--json", str(out)).returncode == 0
+        figs.append({k: v for k, v in json.loads(out.read_text())["results"][0].items() if k != "wall_s"})
+    assert figs[0] == figs[1]
+
+
+def test_its_refusals_and_an_unknown_family(site, tmp_path):
+    p = emu_run(site, tmp_path, "run", "--topo", "ring:n=2", "--test", "pingall")
+    assert p.returncode == 2 and "ring: n must be an integer within 3..64, got 2" in p.stdout
+    p = emu_run(site, tmp_path, "run", "--topo", "rung:n=4", "--test", "pingall")
+    assert p.returncode == 2 and "unknown topology 'rung'" in p.stdout and len(p.stdout.splitlines()) == 1
+    assert "ring (from ringpkg)" in p.stdout  # what is installed, and which package gives it
