@@ -15,6 +15,9 @@ and so can a package of yours::
     [project.entry-points."emu.offloads"]
     dpu = "mypkg.dpu"            # mypkg/dpu.py registers the offload "dpu" (@register_offload)
 
+    [project.entry-points."emu.routing"]
+    first = "mypkg.first"        # mypkg/first.py registers the routing policy "first"
+
     [project.entry-points."emu.topologies"]
     ring = "mypkg.ring"          # mypkg/ring.py registers the family "ring" (registry.register)
 
@@ -30,6 +33,8 @@ ENGINES = "emu.engines"
 NIC_MECHANISMS = "emu.nic_mechanisms"
 OFFLOADS = "emu.offloads"
 """Where a collective runs (``--offload``): ``emu.nodes.collectives.offloads``."""
+ROUTING = "emu.routing"
+"""Routing policies (``--set switch.routing=NAME``): ``emu.switch.routing.lookup``."""
 TOPOLOGIES = "emu.topologies"
 """Topology families (``--topo NAME:...``): ``emu.topologies.registry.family``."""
 

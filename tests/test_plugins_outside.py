@@ -1,5 +1,6 @@
-"""A topology family from outside the repository (issue 43, item 2, the topology part): a package
-that declares an ``emu.topologies`` entry point is found by name in every process of a run."""
+"""A topology family and a routing policy from outside the repository (issue 43, item 2, those
+parts): a package that declares ``emu.topologies`` and ``emu.routing`` entry points is found by name
+in every process of a run."""
 
 import json
 import os
@@ -36,6 +37,21 @@ register(Family("ring", ring, (Param("n", int, True, "switches (and hosts)"),), 
 '''
 
 
+LAST = '''
+from emu.switch.routing import register
+
+
+def last(engine, seed):
+    """Always the highest-numbered of the minimal next hops (a policy as small as they come)."""
+    def choose(dst, static, frame, now):
+        return engine.candidates[dst][-1]
+    return choose
+
+
+register("last", last)
+'''
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """A package on a path of its own, with the metadata pip would write: ``ringpkg`` declaring the
@@ -44,12 +60,16 @@ def site(tmp_path_factory):
     (d / "ringpkg").mkdir()
     (d / "ringpkg" / "__init__.py").write_text("")
     (d / "ringpkg" / "ring.py").write_text(RING)
+    (d / "ringpkg" / "last.py").write_text(LAST)
     info = d / "ringpkg-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ringpkg\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(textwrap.dedent("""\
         [emu.topologies]
         ring = ringpkg.ring
+
+        [emu.routing]
+        last = ringpkg.last
         """))
     return d
 
@@ -86,3 +106,20 @@ def test_its_refusals_and_an_unknown_family(site, tmp_path):
     p = emu_run(site, tmp_path, "run", "--topo", "rung:n=4", "--test", "pingall")
     assert p.returncode == 2 and "unknown topology 'rung'" in p.stdout and len(p.stdout.splitlines()) == 1
     assert "ring (from ringpkg)" in p.stdout  # what is installed, and which package gives it
+
+
+def test_a_routing_policy_from_an_installed_package_routes(site, tmp_path):
+    figs = {}
+    for routing, how in (("static", []), ("last", []), ("last", ["--processes", "2"]), ("last", ["--direct"])):
+        out = tmp_path / "r.json"
+        p = emu_run(site, tmp_path, "run", "--topo", "fattree:k=2,n=3", "--test", "alltoall", "--size", "4KiB",
+                    "--set", f"switch.routing={routing}", *how, "--json", str(out))
+        assert p.returncode == 0, p.stdout + p.stderr
+        row = json.loads(out.read_text())["results"][0]
+        assert row["result"] == "equal to numpy"
+        busy = {v["link"]: v["frames"] for v in row["per_link"].values()}
+        figs[(routing, tuple(how))] = (row["completion_ns"], sorted(busy.items()))
+    assert figs[("last", ())] == figs[("last", ("--processes", "2"))] == figs[("last", ("--direct",))]
+    assert figs[("last", ())][1] != figs[("static", ())][1]  # the policy chose other links than the tables
+    p = emu_run(site, tmp_path, "run", "--topo", "fattree:k=2,n=2", "--test", "pingall", "--set", "switch.routing=lst")
+    assert p.returncode == 2 and "unknown routing policy 'lst'" in p.stdout and "last (from ringpkg)" in p.stdout

@@ -14,7 +14,8 @@ destination (``Topology.candidates``; the runtime computes them when a switch's 
   (round robin) or a seeded random one (``SwitchSpec.adaptive_pick``); none below the threshold:
   the least loaded (:mod:`.qsnet`).
 
-Writing one: ``register("mine", make)``, where ``make(engine, seed)`` is called once per switch as
+Writing one (in your own package, declared as an entry point of the group ``emu.routing``, or
+registered before the run): ``register("mine", make)``, where ``make(engine, seed)`` is called once per switch as
 its engine is built and returns ``choose(dst, static, frame, now) -> port``, or None for "always
 the static port" (then nothing is called per frame). ``dst`` is the destination host address,
 ``static`` the table's port (always one of the candidates), ``frame`` the bytes as received and
@@ -56,10 +57,19 @@ def register(name: str, make: Make) -> None:
 
 
 def lookup(name: str) -> Make:
-    """The policy called ``name``; an unknown name is refused, naming the known ones."""
+    """The policy called ``name``: registered, or registered by the module an installed package names
+    for it in the entry-point group ``emu.routing`` (``[project.entry-points."emu.routing"] two =
+    "mypkg.two"``: ``mypkg/two.py`` calls :func:`register`), in whichever process builds the switch; an
+    unknown name is refused, naming the known ones and the package each installed one comes from."""
+    from emu.plugins import ROUTING, load, provided
+
+    if name not in POLICIES:
+        load(ROUTING, name)
     make = POLICIES.get(name)
     if make is None:
-        raise ConfigError(f"unknown routing policy {name!r}; known: {', '.join(POLICIES)}")
+        outside = {n: pkg for n, pkg in provided(ROUTING).items() if n not in POLICIES and pkg != "hpc-emu"}
+        raise ConfigError(f"unknown routing policy {name!r}; known: {', '.join(POLICIES)}"
+                          + "".join(f", {n} (from {pkg})" for n, pkg in sorted(outside.items())))
     return make
 
 
