@@ -52,6 +52,25 @@ register("last", last)
 '''
 
 
+MIRROR = '''
+from emu.nodes.collectives.offloads import Offload, offload_named, register_offload
+
+
+@register_offload
+class Mirror(Offload):
+    name, summary, title = "outside_mirror", "host software under another name, from a package", "mirror"
+    operations = ("allreduce",)
+
+    async def allreduce(self, comm, x, op, root, algo, branch):
+        y = await offload_named("none").run(comm, "allreduce", x, op, root, algo, branch)
+        comm.last_algo = f"mirror({comm.last_algo})"
+        return y
+
+    def estimate(self, operation, o, ranks, spec):
+        return None
+'''
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """A package on a path of its own, with the metadata pip would write: ``ringpkg`` declaring the
@@ -61,6 +80,7 @@ def site(tmp_path_factory):
     (d / "ringpkg" / "__init__.py").write_text("")
     (d / "ringpkg" / "ring.py").write_text(RING)
     (d / "ringpkg" / "last.py").write_text(LAST)
+    (d / "ringpkg" / "mirror.py").write_text(MIRROR)
     info = d / "ringpkg-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ringpkg\nVersion: 0.1\n")
@@ -70,6 +90,9 @@ def site(tmp_path_factory):
 
         [emu.routing]
         last = ringpkg.last
+
+        [emu.offloads]
+        outside_mirror = ringpkg.mirror
         """))
     return d
 
@@ -123,3 +146,24 @@ def test_a_routing_policy_from_an_installed_package_routes(site, tmp_path):
     assert figs[("last", ())][1] != figs[("static", ())][1]  # the policy chose other links than the tables
     p = emu_run(site, tmp_path, "run", "--topo", "fattree:k=2,n=2", "--test", "pingall", "--set", "switch.routing=lst")
     assert p.returncode == 2 and "unknown routing policy 'lst'" in p.stdout and "last (from ringpkg)" in p.stdout
+
+
+def test_an_offload_from_an_installed_package_runs_by_name(site, tmp_path):
+    rows = {}
+    for offload, how in (("none", []), ("outside_mirror", []), ("outside_mirror", ["--processes", "2"]),
+                         ("outside_mirror", ["--direct"])):
+        out = tmp_path / "r.json"
+        p = emu_run(site, tmp_path, "run", "--topo", "star:n=4", "--test", "allreduce", "--size", "4KiB",
+                    "--offload", offload, *how, "--json", str(out))
+        assert p.returncode == 0, p.stdout + p.stderr
+        rows[(offload, tuple(how))] = json.loads(out.read_text())["results"][0]
+    soft = rows[("none", ())]
+    for key, r in rows.items():
+        if key[0] == "outside_mirror":
+            assert r["algo"] == f"mirror({soft['algo']})" and r["result"] == "equal to numpy"
+            assert (r["completion_ns"], r["frames"]) == (soft["completion_ns"], soft["frames"])
+    p = emu_run(site, tmp_path, "run", "--topo", "star:n=4", "--test", "allreduce", "--offload", "outside_mirro")
+    assert p.returncode == 2 and len(p.stdout.splitlines()) == 1, p.stdout
+    assert "outside_mirror (from ringpkg)" in p.stdout
+    p = emu_run(site, tmp_path, "mpirun", "--help")
+    assert p.returncode == 0 and "outside_mirror" in p.stdout  # emu mpirun --offload takes it too

@@ -41,8 +41,9 @@ def add_parser(sub, ascii_int, ascii_float) -> None:
     p.add_argument("--topo", required=True, help="topology spec, e.g. fattree:k=4,n=3")
     p.add_argument("--hosts", help="the hosts of ranks 0, 1, ... (comma-separated; default: the topology's, in order)")
     from emu.nodes.collectives.offloads import OFFLOADS
+    from emu.nodes.collectives.offloads.base import names as offload_names
 
-    p.add_argument("--offload", choices=tuple(OFFLOADS), default="none",
+    p.add_argument("--offload", choices=offload_names(), default="none",
                    help="where collectives that support it run: " + ", ".join(
                        f"{n} ({', '.join(o.operations)})" for n, o in OFFLOADS.items() if not o.hosted)
                         + "; others in host software")

@@ -182,7 +182,11 @@ def offload_named(name: str | None) -> Offload:
         if load(GROUP, key):
             off = OFFLOADS.get(key)
     if off is None:
-        raise ConfigError(f"--offload {name}: not a place a collective runs; give one of {', '.join(OFFLOADS)}")
+        from emu.plugins import OFFLOADS as GROUP, provided
+
+        outside = {n: pkg for n, pkg in provided(GROUP).items() if n not in OFFLOADS and pkg != "hpc-emu"}
+        raise ConfigError(f"--offload {name}: not a place a collective runs; give one of {', '.join(OFFLOADS)}"
+                          + "".join(f", {n} (from {pkg})" for n, pkg in sorted(outside.items())))
     return off
 
 
@@ -193,4 +197,7 @@ def canonical_offload(name: str | None) -> str | None:
 
 
 def names() -> tuple[str, ...]:
-    return tuple(OFFLOADS)
+    """The offloads registered, then those installed packages declare (entry points of ``emu.offloads``)."""
+    from emu.plugins import OFFLOADS as GROUP, provided
+
+    return tuple(OFFLOADS) + tuple(n for n in provided(GROUP) if n not in OFFLOADS)
