@@ -54,3 +54,10 @@ def provided(group: str) -> dict[str, str]:
         dist = getattr(ep, "dist", None)
         out.setdefault(ep.name, dist.metadata["Name"] if dist is not None else "?")
     return out
+
+
+def others(group: str, known) -> str:
+    """For a refusal naming the known ones: ``", NAME (from PACKAGE)"`` for each name an installed
+    package (not this one) declares in ``group`` that is not among ``known`` yet."""
+    return "".join(f", {n} (from {pkg})" for n, pkg in sorted(provided(group).items())
+                   if n not in known and pkg != "hpc-emu")

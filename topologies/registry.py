@@ -169,11 +169,10 @@ def build(spec: str, *, defaults: dict | None = None, settings: dict | None = No
     name, raw = parse(spec)
     fam = family(name)
     if fam is None:
-        from emu.plugins import TOPOLOGIES, provided
+        from emu.plugins import TOPOLOGIES, others
 
-        outside = {n: pkg for n, pkg in provided(TOPOLOGIES).items() if n not in FAMILIES and pkg != "hpc-emu"}
         raise ConfigError(f"unknown topology {name!r}; known: {', '.join(sorted(FAMILIES))}"
-                          + "".join(f", {n} (from {pkg})" for n, pkg in sorted(outside.items())))
+                          + others(TOPOLOGIES, FAMILIES))
     raw.update({k: str(v) for k, v in overrides.items()})
     accepted = [p.name for p in fam.params] + list(COMMON)
     kwargs: dict[str, object] = {}

@@ -61,15 +61,13 @@ def lookup(name: str) -> Make:
     for it in the entry-point group ``emu.routing`` (``[project.entry-points."emu.routing"] two =
     "mypkg.two"``: ``mypkg/two.py`` calls :func:`register`), in whichever process builds the switch; an
     unknown name is refused, naming the known ones and the package each installed one comes from."""
-    from emu.plugins import ROUTING, load, provided
+    from emu.plugins import ROUTING, load, others
 
     if name not in POLICIES:
         load(ROUTING, name)
     make = POLICIES.get(name)
     if make is None:
-        outside = {n: pkg for n, pkg in provided(ROUTING).items() if n not in POLICIES and pkg != "hpc-emu"}
-        raise ConfigError(f"unknown routing policy {name!r}; known: {', '.join(POLICIES)}"
-                          + "".join(f", {n} (from {pkg})" for n, pkg in sorted(outside.items())))
+        raise ConfigError(f"unknown routing policy {name!r}; known: {', '.join(POLICIES)}" + others(ROUTING, POLICIES))
     return make
 
 

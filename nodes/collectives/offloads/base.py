@@ -182,11 +182,10 @@ def offload_named(name: str | None) -> Offload:
         if load(GROUP, key):
             off = OFFLOADS.get(key)
     if off is None:
-        from emu.plugins import OFFLOADS as GROUP, provided
+        from emu.plugins import OFFLOADS as GROUP, others
 
-        outside = {n: pkg for n, pkg in provided(GROUP).items() if n not in OFFLOADS and pkg != "hpc-emu"}
         raise ConfigError(f"--offload {name}: not a place a collective runs; give one of {', '.join(OFFLOADS)}"
-                          + "".join(f", {n} (from {pkg})" for n, pkg in sorted(outside.items())))
+                          + others(GROUP, OFFLOADS))
     return off
 
 
