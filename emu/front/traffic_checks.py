@@ -262,7 +262,7 @@ def _check(pattern: str):
         fixed = destinations(pattern, n, grid)
         sources = n if fixed is None else sum(d is not None for d in fixed)
         rows, saturation = [], None
-        short_window: tuple[float, int] | None = None  # (load, the --measure that resolves it)
+        short_window: tuple[float, float, int] | None = None  # (load, its 3 SE, the --measure that resolves it)
         frames = hops = 0
         for load in o.loads:
             scheds = [schedule(pattern, n, i, load, total, options.seed, grid) for i in range(n)]
@@ -304,7 +304,7 @@ def _check(pattern: str):
                     saturation = load
                 if err > SHORTFALL * load / 2 and not short and short_window is None:
                     # 3 SE <= SHORTFALL*p/2  <=>  measure >= 36 (1-p) / (sources p SHORTFALL^2)
-                    short_window = (load, math.ceil(36 * (1 - load) / (sources * load * SHORTFALL ** 2)))
+                    short_window = (load, err, math.ceil(36 * (1 - load) / (sources * load * SHORTFALL ** 2)))
             rows.append(row)
         first = rows[0]
         out: dict[str, Any] = {
@@ -318,8 +318,7 @@ def _check(pattern: str):
         if short_window is not None and (saturation is None or short_window[0] < saturation):
             out["saturation_note"] = (f"the window of {o.measure} cycles is too short to resolve a {SHORTFALL:.0%} "
                                       f"shortfall at offered {short_window[0]} (3 standard errors "
-                                      f"{3 * math.sqrt(short_window[0] * (1 - short_window[0]) / (sources * o.measure)):.4f}); "
-                                      f"--measure {short_window[1]} would")
+                                      f"{short_window[1]:.4f}); --measure {short_window[2]} would")
         o_ns = topo.hosts[0].spec.send_overhead_ns
         if o_ns > cycle:
             out["note"] = (f"host.send_overhead_ns={o_ns} > cycle {cycle} ns: a host starts at most one packet every "
