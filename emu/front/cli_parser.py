@@ -294,10 +294,14 @@ def _add_collective_options(r: argparse.ArgumentParser) -> None:
     c.add_argument("--root", type=_ascii(int), help="root rank of reduce, bcast, mcast (default 0)")
     c.add_argument("--ranks", help="communicator: comma-separated hosts (default: all)")
     from emu.nodes.collectives.offloads import OFFLOADS as registry
+    from emu.nodes.collectives.offloads.base import names as offload_names
+    from emu.plugins import OFFLOADS as GROUP, others
 
-    c.add_argument("--offload", metavar="{" + ",".join(registry) + "}",
+    c.add_argument("--offload", metavar="{" + ",".join(offload_names()) + "}",
                    help="a sweep: several, comma-separated; where a collective runs: "
-                        + ", ".join(f"{n} = {o.summary}" for n, o in registry.items()))
+                        + ", ".join(f"{n} = {o.summary}" for n, o in registry.items())
+                        + (f"; from installed packages: {others(GROUP, registry)[2:]}" if others(GROUP, registry)
+                           else ""))
     c.add_argument("--branch", type=_ascii(int),
                    help="branch degree of the offload reduction tree (default: the shallowest tree the NIC's "
                         "receive queue allows, as even as that depth permits: a level costs a fabric crossing "
