@@ -160,7 +160,7 @@ def test_one_trace_over_two_processes_holds_the_same_events(tmp_path):
 
 
 def test_faults_drops_retransmissions_and_deadlocks_are_instant_events(tmp_path):
-    code, rows, trace = _run(tmp_path, "--fault", "at=1us,link=s0-s2,down", tests="allreduce")
+    code, rows, trace = _run(tmp_path, "--fault", "at=1us,link=s0-s2,down", "--manager", "none", tests="allreduce")
     assert code == 1 and "DeadlockError" in rows[0]["error"]
     check_trace(trace)
     instants = defaultdict(list)

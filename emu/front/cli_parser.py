@@ -231,9 +231,11 @@ def _add_run(sub) -> None:
                     help="every link on real UDP datagrams on --bind's address, also between elements of one "
                          "process, so a live capture (tshark -i lo -f udp) sees every frame; the default now, "
                          "accepted as before")
-    r.add_argument("--manager", action="store_true",
-                   help="attach the network manager element (docs/qsnet.md): it hears the routers' traps and rewrites their "
-                        "tables around dead links (settings manager.*; manager.bringup=true tests every link first)")
+    r.add_argument("--manager", nargs="?", const="on", choices=("on", "none"), metavar="none",
+                   help="the network manager element (docs/qsnet.md): it hears the routers' traps and rewrites their "
+                        "tables around dead links (settings manager.*; manager.bringup=true tests every link first). "
+                        "As in the fabrics modelled, it is there when a --fault takes a link or switch down; "
+                        "--manager attaches it to any run, --manager none leaves it out (the bare network)")
     r.add_argument("--pcap", help="write a pcapng capture of the whole run")
     r.add_argument("--json", metavar="FILE", help="write the results as JSON ('-': to stdout, the table to stderr): "
                                                   "{\"run\": what was run, \"results\": a row per test and point}")

@@ -398,8 +398,8 @@ class Cluster(ClusterFaults, ClusterFigures):
                 more = f" (and {len(given_up) - 1} more)" if len(given_up) > 1 else ""
                 cause = f"host messages given up: {given_up[0]}{more}; "
                 if self.topology.manager is None and any("no way through the network" in f for f in given_up):
-                    cause += ("no network manager routes around dead links in this run (emu run --manager, or "
-                              "Topology.add_manager(), attaches one); ")
+                    cause += ("no network manager routes around dead links in this run (emu run attaches one "
+                              "unless --manager none; Topology.add_manager() here); ")
             shown = waiting[:SHOWN_WAITING]  # a few, and how many: one readable line whatever the size
             more = f"; and {len(waiting) - len(shown)} more" if len(waiting) > len(shown) else ""
             report = (f"{cause}no events left at {self.now} ns but {len(waiting)} application"

@@ -79,6 +79,9 @@ def recorded_options(run: dict, path: str) -> list[str]:
     while i < len(tokens):
         opt, eq, value = tokens[i].partition("=")
         i += 1
+        if opt == "--manager" and eq and value in ("on", "none"):  # --manager=none: the bare network
+            out.append(f"{opt}={value}")
+            continue
         if opt in FLAGS:
             if eq:
                 raise ConfigError(f"{where}: its command line gives {opt} a value ({tokens[i - 1]!r}); {opt} takes none")

@@ -73,8 +73,14 @@ async def _run_tests(args, topo, names: list[str], faults, extra: dict) -> tuple
     returns their results and the network manager's notes (empty without one)."""
     from .cluster import Cluster
 
+    from .run_prepare import wants_manager
+
     results: list = []
     mgr_note: list[str] = []
+    auto = args.manager is None and wants_manager(args, faults)
+    if auto:  # said, since the user did not ask for it
+        mgr_note.append("a --fault takes a link or switch down: the network manager is attached, as in the fabrics "
+                        "modelled (--manager none: the bare network)")
     err = make_console(stderr=True)
     # a bar that pulses (a run's end is not known in advance) with the virtual time reached and the
     # frames put on links per wall second; nothing at all when stderr is not a terminal
@@ -107,7 +113,7 @@ async def _run_tests(args, topo, names: list[str], faults, extra: dict) -> tuple
                 progress.update(task, description=f"{name}: running")
                 results.append(await _run_test(net, name, faults, args.seed, extra))
                 args.sink.append((args.point, args, results[-1]))  # kept whatever stops the rest
-            if topo.manager is not None and (args.manager or mgr_note):
+            if topo.manager is not None and (args.manager == "on" or mgr_note or auto):
                 mgr_note.extend(await _manager_notes(net, topo))
     args.trace_summary = net.trace_summary
     args.partition_used = net.plan.partition_used

@@ -110,7 +110,7 @@ def _topology_with_faults(args) -> tuple:
 
     faults = [Fault.parse(f) for f in args.fault or []]
     defaults, settings = _settings(args)
-    if faults or args.manager:  # a run that loses frames on purpose: host messages recover them end to end
+    if faults or args.manager == "on":  # a run that loses frames on purpose: host messages recover them end to end
         defaults = _host_default(defaults, settings, "transport", "reliable")
     from .traffic_checks import PATTERNS
 
@@ -197,6 +197,15 @@ def _traffic_extra(args, names: list[str], topo, extra: dict) -> dict:
     return traffic
 
 
+def wants_manager(args, faults) -> bool:
+    """Is the network manager attached? ``--manager`` (on), or by default when a fault takes a link or
+    switch down -- a fat tree's subnet manager, QsNet's manager are there in the fabrics modelled --
+    unless ``--manager none`` (the bare network)."""
+    if args.manager is not None:
+        return args.manager == "on"
+    return any(f.action == "down" for f in faults)
+
+
 def _add_manager_and_group(args, topo, extra: dict, faults, defaults: dict, settings: dict) -> None:
     """Attach the network manager (``--manager``, or for the switch offload, which asks it for a tree)
     and, for the hardware offload, the multicast group over the run's ranks."""
@@ -206,11 +215,15 @@ def _add_manager_and_group(args, topo, extra: dict, faults, defaults: dict, sett
     from emu.nodes.collectives.offloads import OFFLOADS, offload_named
 
     off = offload_named(extra["offload"])
-    if mset and not args.manager and not off.needs_manager:
+    if args.manager == "none" and off.needs_manager:
+        raise ConfigError(f"--offload {off.name} asks the network manager for its trees; leave out --manager none")
+    if mset and not wants_manager(args, faults) and not off.needs_manager:
         itself = ", ".join(f"--offload {n}" for n, o in OFFLOADS.items() if o.needs_manager)
+        how = "leave out --manager none" if args.manager == "none" else "give --manager too"
         raise ConfigError(f"manager.{next(iter(mset))} (--set or [manager] in --config) is a setting of the network "
-                          f"manager, and this run has none: give --manager too ({itself} attaches one itself)")
-    if args.manager or off.needs_manager:  # in-network allreduce asks the network manager for a tree
+                          f"manager, and this run has none: {how} ({itself} attaches one itself, and so does a "
+                          "--fault that takes a link or switch down)")
+    if wants_manager(args, faults) or off.needs_manager:  # in-network allreduce asks the network manager for a tree
         spec, notes = ManagerSpec(**mset), []
         if spec.bringup:  # enough test frames to catch the links given a bit-error rate from the start
             from ..bringup import sized
