@@ -79,7 +79,9 @@ def recorded_options(run: dict, path: str) -> list[str]:
     while i < len(tokens):
         opt, eq, value = tokens[i].partition("=")
         i += 1
-        if opt == "--manager" and eq and value in ("on", "none"):  # --manager=none: the bare network
+        if opt == "--manager" and not eq and i < len(tokens) and tokens[i] in ("on", "none"):
+            eq, value, i = "=", tokens[i], i + 1  # --manager none: the bare network
+        if opt == "--manager" and eq and value in ("on", "none"):
             out.append(f"{opt}={value}")
             continue
         if opt in FLAGS:
