@@ -21,6 +21,9 @@ and so can a package of yours::
     [project.entry-points."emu.topologies"]
     ring = "mypkg.ring"          # mypkg/ring.py registers the family "ring" (registry.register)
 
+    [project.entry-points."emu.transports"]
+    gbn = "mypkg.gbn"            # mypkg/gbn.py registers the host transport "gbn" (@register_transport)
+
 so worker processes and MPI ranks, which import only what their plan names, find them as well.
 """
 
@@ -37,6 +40,8 @@ ROUTING = "emu.routing"
 """Routing policies (``--set switch.routing=NAME``): ``emu.switch.routing.lookup``."""
 TOPOLOGIES = "emu.topologies"
 """Topology families (``--topo NAME:...``): ``emu.topologies.registry.family``."""
+TRANSPORTS = "emu.transports"
+"""Host messaging's end-to-end transports (``--set host.transport=NAME``): ``emu.nodes.nic.transport``."""
 
 
 def load(group: str, name: str) -> bool:

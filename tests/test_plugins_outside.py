@@ -71,6 +71,25 @@ class Mirror(Offload):
 '''
 
 
+FIXED = '''
+from emu.nodes.nic.transport import RttEstimator, Transport, register_transport
+
+
+class Fixed(RttEstimator):
+    def sample(self, r):  # the measured round trip is not used: every message waits host.rto_ns
+        self.samples += 1
+
+
+@register_transport("outside_fixed_rto")
+class FixedRto(Transport):
+    """The reliable transport with a fixed timeout (host.rto_ns), as before RFC 6298."""
+
+    def __init__(self, nic, put):
+        super().__init__(nic, put)
+        self.rtt = Fixed(self.spec.rto_ns, self.spec.rto_ns, self.spec.rto_ns)
+'''
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """A package on a path of its own, with the metadata pip would write: ``ringpkg`` declaring the
@@ -81,6 +100,7 @@ def site(tmp_path_factory):
     (d / "ringpkg" / "ring.py").write_text(RING)
     (d / "ringpkg" / "last.py").write_text(LAST)
     (d / "ringpkg" / "mirror.py").write_text(MIRROR)
+    (d / "ringpkg" / "fixed.py").write_text(FIXED)
     info = d / "ringpkg-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ringpkg\nVersion: 0.1\n")
@@ -93,6 +113,9 @@ def site(tmp_path_factory):
 
         [emu.offloads]
         outside_mirror = ringpkg.mirror
+
+        [emu.transports]
+        outside_fixed_rto = ringpkg.fixed
         """))
     return d
 
@@ -167,3 +190,26 @@ def test_an_offload_from_an_installed_package_runs_by_name(site, tmp_path):
     assert "outside_mirror (from ringpkg)" in p.stdout
     p = emu_run(site, tmp_path, "mpirun", "--help")
     assert p.returncode == 0 and "outside_mirror" in p.stdout  # emu mpirun --offload takes it too
+
+
+def test_a_transport_from_an_installed_package_carries_host_messages(site, tmp_path):
+    """A core link dies mid-allreduce: the built-in transport's timeout follows the measured round trip,
+    the package's waits a fixed host.rto_ns (1 ms) -- the same collective, recovered later."""
+    rows = {}
+    for transport, how in (("reliable", []), ("outside_fixed_rto", []), ("outside_fixed_rto", ["--processes", "2"]),
+                           ("outside_fixed_rto", ["--direct"])):
+        out = tmp_path / "r.json"
+        p = emu_run(site, tmp_path, "run", "--topo", "fattree:k=4,n=2", "--test", "allreduce", "--size", "64KiB",
+                    "--fault", "at=10us,link=s0-s4,down", "--set", f"host.transport={transport}", *how,
+                    "--json", str(out))
+        assert p.returncode == 0, p.stdout + p.stderr
+        row = json.loads(out.read_text())["results"][0]
+        assert row["result"] == "equal to numpy"
+        rows[(transport, tuple(how))] = (row["completion_ns"], row["frames"], row["dropped"])
+    fixed = rows[("outside_fixed_rto", ())]
+    assert fixed == rows[("outside_fixed_rto", ("--processes", "2"))] == rows[("outside_fixed_rto", ("--direct",))]
+    assert rows[("reliable", ())][0] < 1_000_000 < fixed[0]  # a measured timeout against a fixed millisecond
+    p = emu_run(site, tmp_path, "run", "--topo", "star:n=4", "--test", "allreduce", "--processes", "2",
+                "--set", "host.transport=outside_fixed_rt")
+    assert p.returncode == 2 and len(p.stdout.splitlines()) == 1, p.stdout + p.stderr
+    assert "unknown host.transport 'outside_fixed_rt'" in p.stdout and "outside_fixed_rto (from ringpkg)" in p.stdout

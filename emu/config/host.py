@@ -88,7 +88,8 @@ class ElanSpec:
 
 
 TRANSPORTS = ("none", "reliable")
-"""Host messaging's end-to-end transports (``HostSpec.transport``)."""
+"""Host messaging's built-in end-to-end transports (``HostSpec.transport``; more by name from
+installed packages: ``emu.nodes.nic.transport.transport_class``)."""
 
 
 @dataclass(frozen=True)
@@ -190,8 +191,9 @@ class HostSpec:
                               f"32-bit total), got {self.max_message_bytes!r}")
         if not 1 <= self.mtu_bytes <= 16_000:
             raise ConfigError(f"HostSpec.mtu_bytes must be within 1..16000, got {self.mtu_bytes}")
-        if self.transport not in TRANSPORTS:
-            raise ConfigError(f"HostSpec.transport must be one of {', '.join(TRANSPORTS)}, got {self.transport!r}")
+        if not isinstance(self.transport, str) or not self.transport.isidentifier():
+            raise ConfigError(f"HostSpec.transport must be the name of a transport ({', '.join(TRANSPORTS)}, or one "
+                              f"an installed package registers), got {self.transport!r}")
         if not isinstance(self.rto_ns, int) or not 1 <= self.rto_ns <= 10**12:
             raise ConfigError(f"HostSpec.rto_ns must be within 1..10**12 ns, got {self.rto_ns!r}")
         if not isinstance(self.rto_min_ns, int) or not 1 <= self.rto_min_ns <= 10**12:

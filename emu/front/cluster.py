@@ -80,6 +80,7 @@ class Cluster(ClusterFaults, ClusterFigures):
             raise ConfigError(f"Cluster needs a Topology or a spec such as 'fattree:k=4,n=2', "
                               f"got {type(topology).__name__}")
         topology.validate()
+        engines.check_names(topology)
         if run is None:
             run = RunConfig(seed=seed, processes=processes, capture=capture is not None,
                             realtime_ns_per_s=realtime_ns_per_s, direct=direct)

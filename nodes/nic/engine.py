@@ -41,7 +41,7 @@ from ..timers import Timers
 from . import coding, coll, inc, qsnet  # noqa: F401  (the built-in mechanisms register themselves)
 from .interface import MECHANISMS, Mechanism, Message, NicRequest, Op
 from .outgoing import Outgoing
-from .transport import Transport
+from .transport import transport_class
 
 BUILT_IN = ("coll", "qsnet", "inc", "coding")
 """The mechanisms a NIC loads unless told others (``NicEngine.mechanisms``), in this order."""
@@ -140,7 +140,8 @@ class NicEngine(_Attributes):
         self._ping_seq = 0
         self._heads: dict[int, bytes] = {}
         self._lazy: Outgoing | None = None
-        self.transport = Transport(self, self._put_message) if self.spec.transport == "reliable" else None
+        kind = transport_class(self.spec.transport)
+        self.transport = kind(self, self._put_message) if kind is not None else None
         """The end-to-end transport of host messages (None: each frame sent once)."""
         self._load(self.mechanisms)
         self.host = Host(self)

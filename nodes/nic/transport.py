@@ -15,6 +15,12 @@ The timeout follows the measured round trip (:class:`RttEstimator`, Jacobson/Kar
 ``host.rto_ns`` until the first acknowledgement, then ``srtt + 4 * rttvar`` within
 ``host.rto_min_ns`` and ``host.rto_ns`` -- so a message lost to a failing link costs a few round
 trips and the floor, not a fixed millisecond.
+
+**Transports by name** (``host.transport``): ``none`` (each frame sent once) and ``reliable`` (this
+module's :class:`Transport`) are registered here; another is a class with the same methods
+(``send``, ``on_ack``, ``seen``, ``duplicate``, ``done``, ``stats``, ``failures``), usually a
+subclass, registered with :func:`register_transport` -- in your own package, named as an entry point
+of the group ``emu.transports`` (``emu.plugins``), so that every process of a run finds it.
 """
 
 from __future__ import annotations
@@ -181,3 +187,33 @@ class Transport:
         else:
             self.nic.emit(src, PacketType.MACK, MACK.pack(msg_id, total), self.nic.now + self.spec.nic_delay_ns, prio=1,
                           flags=FLAG_SRCRT, rsvd=route)
+
+
+TRANSPORTS: dict[str, type | None] = {"none": None, "reliable": Transport}
+"""Host messaging's end-to-end transports by name (``host.transport``); None: each frame sent once."""
+
+
+def register_transport(name: str):
+    """Class decorator: the transport ``name`` (``@register_transport("mine")``)."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"a transport's name is an identifier, got {name!r}")
+
+    def deco(cls: type) -> type:
+        TRANSPORTS[name] = cls
+        return cls
+    return deco
+
+
+def transport_class(name: str) -> type | None:
+    """The transport ``name``: registered, or registered by the module an installed package names for
+    it in the entry-point group ``emu.transports``; an unknown name is refused in one line naming the
+    known ones and the package each installed one comes from."""
+    from emu.config import ConfigError
+    from emu.plugins import TRANSPORTS as GROUP, load, others
+
+    if name not in TRANSPORTS:
+        load(GROUP, name)
+    if name not in TRANSPORTS:
+        raise ConfigError(f"unknown host.transport {name!r}; known: {', '.join(TRANSPORTS)}"
+                          + others(GROUP, TRANSPORTS))
+    return TRANSPORTS[name]
