@@ -7,15 +7,36 @@ import pytest
 
 from emu.config import ConfigError, PUSpec
 from emu.switch.aggregate import ProcessingUnit, service_time
-from emu.switch.aggregate.arrivals import ARRIVALS, drive, order
+from emu.switch.aggregate.arrivals import ARRIVALS, drive, order, spacing
 
 from load_script import load
 
 
-def test_staggered_hosts_rotate_their_blocks_by_rank_within_each_window():
-    assert order("staggered", 0, 6, 4) == [0, 1, 2, 3, 4, 5]
-    assert order("staggered", 1, 6, 4) == [1, 2, 3, 0, 5, 4]
-    assert order("lockstep", 3, 5, 2) == order("exponential", 3, 5, 2) == [0, 1, 2, 3, 4]
+def test_staggered_hosts_spread_their_starting_blocks_over_each_window():
+    # the source's: 4 hosts over windows of 8 blocks start 2 blocks apart; a last, shorter window of 4: 1 apart
+    assert [order("staggered", h, 12, 8, 4)[:8] for h in range(4)] == [
+        [0, 1, 2, 3, 4, 5, 6, 7], [2, 3, 4, 5, 6, 7, 0, 1], [4, 5, 6, 7, 0, 1, 2, 3], [6, 7, 0, 1, 2, 3, 4, 5]]
+    assert [order("staggered", h, 12, 8, 4)[8:] for h in range(4)] == [[8, 9, 10, 11], [9, 10, 11, 8],
+                                                                      [10, 11, 8, 9], [11, 8, 9, 10]]
+    assert order("staggered", 3, 4, 2, 4) == [1, 0, 3, 2]  # narrower windows than hosts: two start alike
+    assert order("rotated", 0, 6, 4, 2) == [0, 1, 2, 3, 4, 5]
+    assert order("rotated", 1, 6, 4, 2) == [1, 2, 3, 0, 5, 4]
+    assert order("lockstep", 3, 5, 2, 4) == order("exponential", 3, 5, 2, 4) == [0, 1, 2, 3, 4]
+    assert spacing("staggered", 1024, 1024, 64) == 16 and spacing("rotated", 1024, 1024, 64) == 1
+    assert spacing("staggered", 16, 16, 64) == spacing("lockstep", 1024, 1024, 64) == 0
+
+
+def test_staggered_packets_of_a_block_come_apart_so_handlers_do_not_contend():
+    # 4 hosts, one cluster of 8 cores, one subset, the unit not overloaded (4 packets per 600 ns slot
+    # against 8 per L = 1024 ns): a block's packets one slot apart (rotated) queue for its lock (600 ns < L),
+    # window / P = 16 slots apart (staggered) they do not
+    def run(process):
+        p = ProcessingUnit(PUSpec(clusters=1, cores_per_cluster=8, subset=8))
+        return drive(p, 4, 64, lambda h, b: np.ones(256, np.float32), process=process, slot_ns=600, window=64)
+
+    stag, rot = run("staggered"), run("rotated")
+    assert stag.stats["busy_wait_ns"] == 0 < rot.stats["busy_wait_ns"]
+    assert stag.span_ns < rot.span_ns
 
 
 @pytest.mark.parametrize("process", ARRIVALS)
