@@ -418,6 +418,11 @@ def test_the_sparse_measurement_script_runs_and_checks_every_result(tmp_path):
     assert by[(leaves, "sparse switch (hash leaves)")]["spill_bytes"] > 0 == by[(leaves, "sparse switch (arrays)")]["spill_bytes"]
     assert by[(leaves, "sparse switch (arrays)")]["link_bytes"] < by[(leaves, "dense host")]["link_bytes"]
     assert (tmp_path / "inc_sparse.csv").stat().st_size > 0
+    # every figure with its index overlap; the leaves' uplinks: arrays meet the ideal, the hash stores' spill adds
+    assert all("overlap" in r and 0 <= r["shared"] <= 1 for r in rows)
+    hashed, arrays = by[(leaves, "sparse switch (hash leaves)")], by[(leaves, "sparse switch (arrays)")]
+    assert arrays["leaf_uplink_bytes"] == arrays["model_leaf_uplink_bytes"] > 0
+    assert hashed["leaf_uplink_bytes"] > hashed["model_leaf_uplink_bytes"] == arrays["model_leaf_uplink_bytes"]
 
 
 async def rooted_app(host, x, root):

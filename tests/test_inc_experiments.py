@@ -129,3 +129,21 @@ def test_the_64_host_workload_script_runs_the_scale_part_alone():
                                     "--scale-methods", "sparse host,sparse switch (hash leaves)", "--out", "/tmp"])
     assert [r["method"] for r in rows] == ["sparse host", "sparse switch (hash leaves)"]
     assert all(r["density"] == round(1 / 256, 5) for r in rows)
+
+
+def test_the_spill_script_replays_the_switches_hash_store_and_more_hosts_per_leaf_spill_more():
+    from emu.switch.aggregate import hashstore
+
+    h = hashstore.new_store(2, np.int32)  # 4 slots, a spill buffer of 2 pairs
+    slot = lambda i: (i * hashstore.HASH_MULT) % 4  # noqa: E731
+    same = [i for i in range(64) if slot(i) == slot(0)][:4]  # four indices on one slot
+    out = hashstore.fold(h, np.array(same + [same[0]]), np.ones(5, np.int32), np.add, 2)
+    assert [list(i) for i, _v in out] == [same[1:3]]  # the first two collisions leave at once, unaggregated
+    idx, vals = hashstore.leftovers(h)
+    assert list(idx) == [same[0], same[3]] and list(vals) == [2, 1]  # the repeat of same[0] was added in
+    spill = load("inc_spill")
+    base = spill.leaf(4, 2, 0.0, 0.2, 4096)
+    assert spill.leaf(16, 2, 0.0, 0.2, 4096)["extra_uplink"] > 5 * base["extra_uplink"] > 0
+    assert spill.leaf(4, 8, 0.0, 0.2, 4096)["extra_uplink"] < base["extra_uplink"]  # a bigger table spills less
+    assert base["extra_network"] < base["extra_uplink"] / 5  # the host links dilute it
+    assert spill.index_overlap([np.array([1, 2]), np.array([2, 3]), np.array([4])]) == pytest.approx((0.5 + 0.5) / 3)
