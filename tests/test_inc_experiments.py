@@ -147,3 +147,14 @@ def test_the_spill_script_replays_the_switches_hash_store_and_more_hosts_per_lea
     assert spill.leaf(4, 8, 0.0, 0.2, 4096)["extra_uplink"] < base["extra_uplink"]  # a bigger table spills less
     assert base["extra_network"] < base["extra_uplink"] / 5  # the host links dilute it
     assert spill.index_overlap([np.array([1, 2]), np.array([2, 3]), np.array([4])]) == pytest.approx((0.5 + 0.5) / 3)
+
+
+def test_an_unknown_sending_schedule_is_refused_in_one_line_naming_the_known_ones():
+    from types import SimpleNamespace
+
+    from emu.nodes.collectives.inswitch import _schedule
+
+    assert _schedule(SimpleNamespace()) is None and _schedule(SimpleNamespace(inc_schedule="rotated")) == "rotated"
+    with pytest.raises(ConfigError) as e:
+        _schedule(SimpleNamespace(inc_schedule="spread"))
+    assert "staggered, rotated, in order" in str(e.value) and "\n" not in str(e.value)
