@@ -20,9 +20,9 @@ from emu.wire.inc import Algo
 
 
 def _schedule(comm) -> str | None:
-    """``comm.inc_schedule``: the order hosts send their blocks in (``nodes.nic.inc.SCHEDULES``; unset:
+    """``comm.inc_schedule``: the order hosts send their blocks in (``emu.wire.inc.SCHEDULES``; unset:
     the source's staggered sending)."""
-    from emu.nodes.nic.inc import SCHEDULES
+    from emu.wire.inc import SCHEDULES
 
     s = getattr(comm, "inc_schedule", None)
     if s is not None and s not in SCHEDULES:

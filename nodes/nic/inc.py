@@ -25,8 +25,8 @@ from typing import Any, Callable
 import numpy as np
 
 from emu.wire import HDR_LEN, DecodeError, PacketType
-from emu.wire.inc import (CTL, F_LAST, F_RESULT, F_RETX, F_SPARSE, GRANT, MEMBER, REQUEST, CtlOp, decode, dtype_code,
-                          encode_dense, encode_sparse, op_code)
+from emu.wire.inc import (CTL, F_LAST, F_RESULT, F_RETX, F_SPARSE, GRANT, MEMBER, REQUEST, SCHEDULES, CtlOp, decode,
+                          dtype_code, encode_dense, encode_sparse, op_code, send_order)
 
 from .interface import PENDING, Mechanism, NicCore, NicRequest, register_mechanism
 
@@ -34,36 +34,6 @@ log = logging.getLogger(__name__)
 LINK_LOCAL = 0xFFFFFFFF
 CTL_RETRY_NS = 200_000
 CTL_TRIES = 5
-
-
-SCHEDULES = ("staggered", "rotated", "in order")
-"""The orders hosts send their blocks in (``send_order``); the first, the source's, is the default."""
-
-
-def send_order(n: int, window: int, rank: int, ranks: int = 1, schedule: str = "staggered") -> tuple[int, list[int]]:
-    """(blocks in flight, the order rank ``rank`` of ``ranks`` sends ``n`` blocks in), by groups of
-    ``window`` blocks (a host's blocks in flight: the next group starts when the last is answered),
-    each group in the order ``schedule`` says:
-
-    * ``staggered`` -- the source's staggered sending: the ranks' starting blocks spread evenly over
-      the group, rank r starting at block floor(r * width / ranks) and going on in order, wrapping
-      around: the packets of one block reach a switch width / ranks packet slots apart (ranks that
-      share a starting block, when the group is narrower than the ranks, send it together);
-    * ``rotated`` -- rank r starts at block r mod width: consecutive ranks one block apart, so the
-      packets of one block come one slot apart, closer than a handler takes to aggregate one;
-    * ``in order`` -- every rank from the group's first block (the packets of a block together).
-    """
-    if schedule not in SCHEDULES:
-        raise ValueError(f"sending schedule {schedule!r}; known: {', '.join(SCHEDULES)}")
-    w = max(1, min(window, n))
-    ranks = max(1, ranks)
-    order = []
-    for start in range(0, n, w):
-        group = list(range(start, min(start + w, n)))
-        width = len(group)
-        k = {"staggered": rank % ranks * width // ranks, "rotated": rank % width}.get(schedule, 0)
-        order += group[k:] + group[:k]
-    return w, order
 
 
 @dataclass

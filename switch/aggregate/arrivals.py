@@ -9,7 +9,7 @@ down is not modelled here). The arrival process, settable (``ARRIVALS``):
 
 * ``staggered`` (the default) -- the source's staggered sending: within each window of blocks the
   hosts' starting blocks spread evenly over it, host i of P starting at block floor(i * width / P)
-  and going on in order, wrapping around (``nodes.nic.inc.send_order``, what the emulated hosts
+  and going on in order, wrapping around (``emu.wire.inc.send_order``, what the emulated hosts
   do): the packets of one block arrive width / P slots apart (delta_c = slot * width / P; hosts
   sharing a starting block when the window is narrower than P send it in the same slot);
 * ``rotated`` -- the hosts one block apart: host i sends, in the window starting at block w, the
@@ -34,13 +34,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from emu.wire.inc import send_order
+
 ARRIVALS = ("staggered", "rotated", "lockstep", "exponential")
 
 
 def order(process: str, host: int, blocks: int, window: int, hosts: int = 1) -> list[int]:
     """The blocks host ``host`` of ``hosts`` sends, in its order."""
-    from emu.nodes.nic.inc import send_order
-
     schedule = process if process in ("staggered", "rotated") else "in order"
     return send_order(blocks, window, host, hosts, schedule)[1]
 
