@@ -11,8 +11,8 @@ completion time), the switch's peak packet memory and working memory, time handl
 busy-waiting. The processing unit is made small (``--clusters`` clusters of 8 cores) so that it, not
 the links, limits, and the algorithms differ. Beside it the model (``switch/aggregate/model.py``): the
 switch's aggregation bandwidth min(K / tau, 1 / delta) packets per cycle with the algorithm's service
-time tau (single buffer: as many handlers contend for one block as staggered hosts send it in one
-packet slot, ceil(hosts / blocks); B buffers: the same contention term with those handlers spread
+time tau (single buffer: as many handlers contend for one block as staggered hosts -- the source's
+schedule, starting blocks spread over the window -- send it in one packet slot, ceil(hosts / blocks); B buffers: the same contention term with those handlers spread
 over the B buffers, plus the fold of the other B - 1, ``model.service_time``), and delta the links'
 packet interval over the ports.
 
@@ -42,7 +42,7 @@ from expt import pyplot, scale_specs, write_csv  # noqa: E402
 ALGOS = ("single", "multi2", "multi4", "tree", "reproducible", "host ring")
 
 
-async def app(host, algo, count, dtype, phase):
+async def app(host, algo, count, dtype, phase, schedule=None):
     from emu.nodes.collectives.comm import Comm
 
     comm = Comm(host)
@@ -51,18 +51,19 @@ async def app(host, algo, count, dtype, phase):
     if algo == "host ring":
         if phase == "setup":
             return None
-        return await comm.allreduce(x, "sum", "ring"), x
+        return await comm.allreduce(x, "sum", "ring"), x, "ring"
     comm.reproducible = algo == "reproducible"
     comm.inc_algo = None if algo == "reproducible" else algo  # reproducible: always the tree
+    comm.inc_schedule = schedule
     if phase == "setup":  # the communicator's request: the tree is installed before the measured call
         from emu.wire.inc import Algo
 
         want = 0 if comm.inc_algo is None else int(Algo[comm.inc_algo.upper()])
         return await host.inc_request(comm.id, comm.members, x.dtype, "sum", x.nbytes, comm.reproducible, want)
-    return await comm.allreduce(x, "sum", offload="switch"), x
+    return await comm.allreduce(x, "sum", offload="switch"), x, comm.last_algo
 
 
-async def measure(spec: str, algo: str, count: int, dtype: str, settings: dict) -> dict:
+async def measure(spec: str, algo: str, count: int, dtype: str, settings: dict, schedule: str | None = None) -> dict:
     import emu
     from emu.switch.aggregate.model import model, service_time
     from emu.topologies import build
@@ -71,9 +72,9 @@ async def measure(spec: str, algo: str, count: int, dtype: str, settings: dict) 
     t.add_manager()
     n = len(t.hosts)
     async with emu.Cluster(t) as net:
-        await net.run({h: (app, algo, count, dtype, "setup") for h in net.hosts})
+        await net.run({h: (app, algo, count, dtype, "setup", schedule) for h in net.hosts})
         t0 = net.now
-        res = await net.run({h: (app, algo, count, dtype, "run") for h in net.hosts})
+        res = await net.run({h: (app, algo, count, dtype, "run", schedule) for h in net.hosts})
         done = max(net.now, t0)
         m = net.metrics
         stats = {s["name"]: s for s in await net.stats()}
@@ -89,6 +90,7 @@ async def measure(spec: str, algo: str, count: int, dtype: str, settings: dict) 
     pu = {k: max(s.get("pu", {}).get(k, 0) for s in stats.values()) for k in
           ("peak_packet_memory", "peak_working_memory", "busy_wait_ns", "drops")}
     row = dict(topology=spec, hosts=n, algo=algo, dtype=dtype, size=nbytes, completion_ns=completion,
+               schedule=schedule or "staggered", granted=res[t.host_names()[0]][2],
                gbps_per_host=round(nbytes * 8 / completion, 2) if completion else None,
                link_bytes=sum(m.link_bytes.values()), **pu, model_gbps=None)
     if algo != "host ring" and spec.startswith("star"):
@@ -96,8 +98,9 @@ async def measure(spec: str, algo: str, count: int, dtype: str, settings: dict) 
         link = t.links[0].spec
         pkt = 1024  # bytes of data per packet (the manager's default)
         L = pkt * sp.cycles_per_byte
-        # hosts stagger their blocks: in each packet slot the switch gets n packets of min(n, blocks)
-        # different blocks, so ceil(n / blocks) handlers at most work on one block at once
+        # hosts stagger their blocks (the source's: starting blocks spread over the window, here all the
+        # blocks): in each packet slot the switch gets n packets of min(n, blocks) different blocks, so
+        # ceil(n / blocks) handlers at most work on one block at once
         blocks = -(-nbytes // pkt)
         contending = min(sp.subset, -(-n // min(n, blocks)))
         tau = {"single": service_time("single", L, n, contending=contending),

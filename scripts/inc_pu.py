@@ -2,7 +2,7 @@
 """Spec 04's processing-unit experiments: the aggregation bandwidth of the full unit per data type,
 against the subset size S, and per host arrival process.
 
-    python scripts/inc_pu.py [--parts types,subset,arrivals] [--arrivals exponential] [--hosts 64]
+    python scripts/inc_pu.py [--parts types,subset,arrivals] [--arrivals staggered] [--hosts 64]
                              [--gbps 100] [--size 1MiB] [--algo auto] [--clusters 64] [--seed 0]
 
 The switch's processing unit (``switch/aggregate/pu.py``, PUSpec defaults: 64 clusters of 8 cores
@@ -14,15 +14,18 @@ at most one packet per slot of its ``--gbps`` link (a 1 KiB payload plus the 50 
 emulator's INC frames carry), keeps at most ``window`` blocks in flight (the working memory's share
 for one allreduce over the buffers a block takes: 1 MiB / (M x 1 KiB)), and is held back by a
 congestion signal, not dropped, when the packet memory is full. Arrivals (``--arrivals``):
-``exponential`` (the source's: gaps drawn from an exponential of mean one slot), ``lockstep`` (every
-host sends block j in slot j) or ``staggered`` (rotated by rank within each window).
+``staggered`` (the default: the source's staggered sending, the hosts' starting blocks spread evenly
+over each window, host i of P at block i * window / P, so a block's packets come window / P slots
+apart), ``rotated`` (host i starts at block i: a block's packets one slot apart), ``lockstep`` (every
+host sends block j in slot j) or ``exponential`` (gaps drawn from an exponential of mean one slot,
+blocks in order).
 
 Bandwidth: data bytes received and aggregated per second over all ports, from the first packet in to
 the last block out (Tbit/s), and in elements per second. Model beside it
 (``switch/aggregate/model.py``): min(K / tau, 1 / delta) packets per cycle with tau the algorithm's
 service time (contention among min(S, cluster) cores for a block's buffer when its packets come
-closer than L apart: lockstep and exponential arrivals count as bursts, delta_c = delta; staggered:
-delta_c = one slot) and delta the slot over the hosts. Reference lines the source quotes (reported
+closer than L apart: lockstep and exponential arrivals count as bursts, delta_c = delta; rotated:
+delta_c = one slot; staggered: window / P slots) and delta the slot over the hosts. Reference lines the source quotes (reported
 figures, not run here): a P4 switch aggregating (SwitchML) 1.6 Tbit/s, a fixed-function one (SHARP)
 3.2 Tbit/s. Every block's result is checked against numpy. Virtual time: exact and repeatable.
 
@@ -66,7 +69,7 @@ def run(hosts: int, size: int, dtype: str, algo: str, B: int, arrivals: str, gbp
         seed: int) -> dict:
     from emu.config import PUSpec
     from emu.switch.aggregate import ProcessingUnit, model, service_time
-    from emu.switch.aggregate.arrivals import drive
+    from emu.switch.aggregate.arrivals import drive, spacing
 
     spec = PUSpec(**settings)
     pu = ProcessingUnit(spec)
@@ -89,7 +92,7 @@ def run(hosts: int, size: int, dtype: str, algo: str, B: int, arrivals: str, gbp
     L = PACKET * spec.cycles_per_byte
     S = spec.subset if spec.scheduler == "hfcfs" else spec.cores
     delta = slot / hosts
-    delta_c = slot if arrivals == "staggered" else delta
+    delta_c = max(delta, slot * spacing(arrivals, blocks, window, hosts))
     contending = min(S, spec.cores_per_cluster)
     tau = {"single": service_time("single", L, hosts, contending=contending, delta_c=delta_c),
            "multi": service_time("multi", L, hosts, contending=contending, delta_c=delta_c, B=B)}.get(
@@ -121,7 +124,7 @@ def main(argv=None) -> list[dict]:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--parts", default="types,subset,arrivals")
-    ap.add_argument("--arrivals", default="exponential", help=f"{', '.join(ARRIVALS)} (the source: exponential)")
+    ap.add_argument("--arrivals", default=ARRIVALS[0], help=f"{', '.join(ARRIVALS)} (the source's: {ARRIVALS[0]})")
     ap.add_argument("--hosts", type=int, default=64, help="hosts, one per port, each a child of every block")
     ap.add_argument("--gbps", type=float, default=100.0, help="each host's link (the source: 100 Gbit/s)")
     ap.add_argument("--size", default="1MiB", help="bytes per host (the source's scaling runs: 1 MiB)")

@@ -26,6 +26,14 @@ host: ``--full`` (``--scale-length`` 26,214,400 float32); the default is 1 MiB p
 size the dense methods are left out unless ``--scale-methods`` names them: each host's operand and
 result are 100 MiB (12.8 GiB over 64 hosts) and the dense in-network run moves 6.5 million packets up.
 
+Every row prints the index overlap beside its figures (the sparse comparison depends on it):
+``overlap``, the setting, and ``shared``, measured: the share of a host's non-zero indices that
+some other host has too (``inc_spill.index_overlap``; at 20 % density and overlap 0, 16 hosts share
+96 % of their indices by chance, 4 hosts 49 %). ``leaf_uplink_bytes``: the bytes on the links from
+the leaf switches (hash stores) to their parents, beside ``model_leaf_uplink_bytes``, the ideal
+there: the extra traffic of spilling where it happens (``scripts/inc_spill.py`` sweeps its
+assumptions).
+
 Beside each measurement, the model:
 
 * ``model_link_bytes``, sparse in-network: what an ideal aggregation sends -- every link up carries,
@@ -51,6 +59,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from expt import pyplot, scale_specs, write_csv  # noqa: E402
+from inc_spill import index_overlap  # noqa: E402
 
 from emu.wire import HDR_LEN  # noqa: E402
 from emu.wire.fabric import FCS_LEN  # noqa: E402
@@ -115,9 +124,11 @@ async def measure(spec: str, method: str, length: int, density, buckets, dtype: 
         stats = {s["name"]: s for s in await net.stats()}
     per = np.dtype(dtype).itemsize
     pairs = 1024 // (4 + per)
+    indices = [data(r, length, density, buckets, dtype, overlap)[0] for r in range(n)]
+    uplink = model_uplink = 0
     if method.startswith("sparse switch"):
-        model_bytes = ideal_bytes(t, [data(r, length, density, buckets, dtype, overlap)[0] for r in range(n)], length, span,
-                                  pairs, 4 + per)
+        model_bytes, model_uplink, ups = ideal_bytes(t, indices, length, span, pairs, 4 + per, uplinks=True)
+        uplink = sum(m.link_bytes.get(p, 0) for p in ups)
         model_block = span * per  # the root's array (a leaf's hash store is smaller: 3 x pairs x pair bytes)
     elif method == "dense switch":
         nb = -(-length // (1024 // per))
@@ -133,6 +144,8 @@ async def measure(spec: str, method: str, length: int, density, buckets, dtype: 
                 peak_working_memory=max(s.get("pu", {}).get("peak_working_memory", 0) for s in stats.values()),
                 spill_bytes=sum(s["engine"].get("inc_spill_bytes", 0) for s in stats.values()),
                 algo=res[t.host_names()[0]][1], model_link_bytes=model_bytes, model_block_bytes=model_block,
+                overlap=overlap, shared=round(index_overlap(indices), 3), leaf_uplink_bytes=uplink,
+                model_leaf_uplink_bytes=model_uplink,
                 store_peak=max(s["engine"].get("inc_store_peak", 0) for s in stats.values()),
                 model_store_peak=model_block * min(-(-length // span) if span else 1, _window(res[t.host_names()[0]][1])))
 
@@ -141,8 +154,10 @@ def _window(algo: str) -> int:
     return int(algo.rsplit("window ", 1)[1].rstrip(")")) if "window " in algo else 1
 
 
-def ideal_bytes(t, indices: list, length: int, span: int, pairs: int, pair_bytes: int) -> int:
-    """Bytes on the links of an ideal sparse aggregation over the reduction tree (see the docstring)."""
+def ideal_bytes(t, indices: list, length: int, span: int, pairs: int, pair_bytes: int, uplinks: bool = False):
+    """Bytes on the links of an ideal sparse aggregation over the reduction tree (see the docstring);
+    ``uplinks``: also those on the links from the leaf switches (whose children are hosts) to their
+    parents, and the names of those links (their sending ports)."""
     hosts = t.host_names()
     root, tree = t.spanning_tree(hosts)
     nb = t.neighbours()
@@ -161,10 +176,15 @@ def ideal_bytes(t, indices: list, length: int, span: int, pairs: int, pair_bytes
 
     union = np.unique(np.concatenate(indices))
     total = sum(frames_bytes(i) for i in indices) + len(hosts) * frames_bytes(union)  # host links up and down
-    for sw, (parent, _children) in tree.items():
+    leaf_up, names = 0, []
+    for sw, (parent, children) in tree.items():
         if parent is not None:  # the link to its parent: its subtree's union up, the result down
-            total += frames_bytes(np.concatenate([indices[r] for r in below(sw)])) + frames_bytes(union)
-    return total
+            up = frames_bytes(np.concatenate([indices[r] for r in below(sw)]))
+            total += up + frames_bytes(union)
+            if all(next(v for q, v, _vp, _l in nb[sw] if q == p) in hosts for p in children):
+                leaf_up += up
+                names.append(f"{sw}-p{parent}")
+    return (total, leaf_up, names) if uplinks else total
 
 
 def main(argv=None) -> list[dict]:
@@ -197,9 +217,9 @@ def main(argv=None) -> list[dict]:
     if a.buckets < 2 or a.scale_length % a.buckets or not 0 <= a.overlap <= 1:
         raise SystemExit(f"--buckets {a.buckets} >= 2 dividing --scale-length {a.scale_length}; --overlap within 0..1")
     rows = []
-    cols = ("topology", "method", "density", "completion_ns", "link_bytes", "model_link_bytes", "spill_bytes",
-            "store_peak", "model_store_peak")
-    w = {"topology": 24, "method": 28}
+    cols = ("topology", "method", "density", "overlap", "shared", "completion_ns", "link_bytes", "model_link_bytes",
+            "leaf_uplink_bytes", "model_leaf_uplink_bytes", "spill_bytes", "store_peak", "model_store_peak")
+    w = {"topology": 24, "method": 28, "overlap": 7, "shared": 7, "model_leaf_uplink_bytes": 23}
     print(" ".join(f"{c:>{w.get(c, 17)}}" for c in cols))
 
     def show(r):
@@ -227,7 +247,7 @@ def main(argv=None) -> list[dict]:
             r = by.get(method)
             if r is None or "dense switch" not in by or "sparse host" not in by:
                 continue
-            print(f"{spec}, {method} ({r['algo']}): time x{r['completion_ns'] / by['dense switch']['completion_ns']:.2f} "
+            print(f"{spec}, overlap {r['overlap']} (shared {r['shared']}), {method} ({r['algo']}): time x{r['completion_ns'] / by['dense switch']['completion_ns']:.2f} "
                   f"and traffic x{r['link_bytes'] / by['dense switch']['link_bytes']:.3f} of dense in-network; "
                   f"x{r['completion_ns'] / by['sparse host']['completion_ns']:.2f} and "
                   f"x{r['link_bytes'] / by['sparse host']['link_bytes']:.3f} of sparse host", flush=True)

@@ -27,9 +27,10 @@ def inputs(n, count, dtype, seed=0):
     return [rng.integers(-1000, 1000, count).astype(dtype) for _ in range(n)]
 
 
-async def allreduce_app(host, members, xs, op="sum", reproducible=False):
+async def allreduce_app(host, members, xs, op="sum", reproducible=False, schedule=None):
     comm = Comm(host, members)
     comm.reproducible = reproducible
+    comm.inc_schedule = schedule
     y = await comm.allreduce(xs[comm.rank], op, offload="switch")
     return y, comm.last_algo
 
@@ -155,7 +156,28 @@ def test_hosts_send_their_blocks_staggered():
             src = parse_frame(f)[0]
             if src < 16 and src not in first:
                 first[src] = DATA.unpack(f, HDR_LEN)[3]
-    assert first == {r: r % 16 for r in range(16)}  # 16 blocks, window >= 16: host r starts at block r
+    # the source's staggered sending: 16 blocks, window >= 16, 16 ranks: rank r starts at block r * 16 // 16
+    assert first == {r: r for r in range(16)}
+
+
+def test_hosts_spread_their_starting_blocks_over_the_window_or_rotate_by_name():
+    t = managed()
+    hosts = t.host_names()[:8]
+    xs = inputs(8, 32 * 256, np.float32)
+    firsts = {}
+    for schedule in ("staggered", "rotated", "in order"):
+        net = EngineNet(t)
+        res = net.run({h: (allreduce_app, hosts, xs, "sum", False, schedule) for h in hosts})
+        np.testing.assert_allclose(res["h3"][0], np.sum(np.array(xs, np.float64), axis=0), rtol=1e-4, atol=1e-3)
+        first = firsts[schedule] = {}
+        for _t, node, _p, f in net.delivered:
+            if ptype(f) == PacketType.INC and not DATA.unpack(f, HDR_LEN)[1] & F_RESULT:
+                src = parse_frame(f)[0]
+                if src < 8 and src not in first:
+                    first[src] = DATA.unpack(f, HDR_LEN)[3]
+    # 32 blocks over 8 ranks: the source's spreads them 4 blocks apart; rotated 1; in order all at 0
+    assert firsts == {"staggered": {r: 4 * r for r in range(8)}, "rotated": {r: r for r in range(8)},
+                      "in order": {r: 0 for r in range(8)}}
 
 
 @pytest.mark.parametrize("dtype,op", [("int8", "max"), ("int16", "min"), ("float16", "sum"), ("float64", "prod"),
@@ -396,6 +418,11 @@ def test_the_sparse_measurement_script_runs_and_checks_every_result(tmp_path):
     assert by[(leaves, "sparse switch (hash leaves)")]["spill_bytes"] > 0 == by[(leaves, "sparse switch (arrays)")]["spill_bytes"]
     assert by[(leaves, "sparse switch (arrays)")]["link_bytes"] < by[(leaves, "dense host")]["link_bytes"]
     assert (tmp_path / "inc_sparse.csv").stat().st_size > 0
+    # every figure with its index overlap; the leaves' uplinks: arrays meet the ideal, the hash stores' spill adds
+    assert all("overlap" in r and 0 <= r["shared"] <= 1 for r in rows)
+    hashed, arrays = by[(leaves, "sparse switch (hash leaves)")], by[(leaves, "sparse switch (arrays)")]
+    assert arrays["leaf_uplink_bytes"] == arrays["model_leaf_uplink_bytes"] > 0
+    assert hashed["leaf_uplink_bytes"] > hashed["model_leaf_uplink_bytes"] == arrays["model_leaf_uplink_bytes"]
 
 
 async def rooted_app(host, x, root):

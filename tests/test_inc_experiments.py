@@ -7,15 +7,36 @@ import pytest
 
 from emu.config import ConfigError, PUSpec
 from emu.switch.aggregate import ProcessingUnit, service_time
-from emu.switch.aggregate.arrivals import ARRIVALS, drive, order
+from emu.switch.aggregate.arrivals import ARRIVALS, drive, order, spacing
 
 from load_script import load
 
 
-def test_staggered_hosts_rotate_their_blocks_by_rank_within_each_window():
-    assert order("staggered", 0, 6, 4) == [0, 1, 2, 3, 4, 5]
-    assert order("staggered", 1, 6, 4) == [1, 2, 3, 0, 5, 4]
-    assert order("lockstep", 3, 5, 2) == order("exponential", 3, 5, 2) == [0, 1, 2, 3, 4]
+def test_staggered_hosts_spread_their_starting_blocks_over_each_window():
+    # the source's: 4 hosts over windows of 8 blocks start 2 blocks apart; a last, shorter window of 4: 1 apart
+    assert [order("staggered", h, 12, 8, 4)[:8] for h in range(4)] == [
+        [0, 1, 2, 3, 4, 5, 6, 7], [2, 3, 4, 5, 6, 7, 0, 1], [4, 5, 6, 7, 0, 1, 2, 3], [6, 7, 0, 1, 2, 3, 4, 5]]
+    assert [order("staggered", h, 12, 8, 4)[8:] for h in range(4)] == [[8, 9, 10, 11], [9, 10, 11, 8],
+                                                                      [10, 11, 8, 9], [11, 8, 9, 10]]
+    assert order("staggered", 3, 4, 2, 4) == [1, 0, 3, 2]  # narrower windows than hosts: two start alike
+    assert order("rotated", 0, 6, 4, 2) == [0, 1, 2, 3, 4, 5]
+    assert order("rotated", 1, 6, 4, 2) == [1, 2, 3, 0, 5, 4]
+    assert order("lockstep", 3, 5, 2, 4) == order("exponential", 3, 5, 2, 4) == [0, 1, 2, 3, 4]
+    assert spacing("staggered", 1024, 1024, 64) == 16 and spacing("rotated", 1024, 1024, 64) == 1
+    assert spacing("staggered", 16, 16, 64) == spacing("lockstep", 1024, 1024, 64) == 0
+
+
+def test_staggered_packets_of_a_block_come_apart_so_handlers_do_not_contend():
+    # 4 hosts, one cluster of 8 cores, one subset, the unit not overloaded (4 packets per 600 ns slot
+    # against 8 per L = 1024 ns): a block's packets one slot apart (rotated) queue for its lock (600 ns < L),
+    # window / P = 16 slots apart (staggered) they do not
+    def run(process):
+        p = ProcessingUnit(PUSpec(clusters=1, cores_per_cluster=8, subset=8))
+        return drive(p, 4, 64, lambda h, b: np.ones(256, np.float32), process=process, slot_ns=600, window=64)
+
+    stag, rot = run("staggered"), run("rotated")
+    assert stag.stats["busy_wait_ns"] == 0 < rot.stats["busy_wait_ns"]
+    assert stag.span_ns < rot.span_ns
 
 
 @pytest.mark.parametrize("process", ARRIVALS)
@@ -108,3 +129,32 @@ def test_the_64_host_workload_script_runs_the_scale_part_alone():
                                     "--scale-methods", "sparse host,sparse switch (hash leaves)", "--out", "/tmp"])
     assert [r["method"] for r in rows] == ["sparse host", "sparse switch (hash leaves)"]
     assert all(r["density"] == round(1 / 256, 5) for r in rows)
+
+
+def test_the_spill_script_replays_the_switches_hash_store_and_more_hosts_per_leaf_spill_more():
+    from emu.switch.aggregate import hashstore
+
+    h = hashstore.new_store(2, np.int32)  # 4 slots, a spill buffer of 2 pairs
+    slot = lambda i: (i * hashstore.HASH_MULT) % 4  # noqa: E731
+    same = [i for i in range(64) if slot(i) == slot(0)][:4]  # four indices on one slot
+    out = hashstore.fold(h, np.array(same + [same[0]]), np.ones(5, np.int32), np.add, 2)
+    assert [list(i) for i, _v in out] == [same[1:3]]  # the first two collisions leave at once, unaggregated
+    idx, vals = hashstore.leftovers(h)
+    assert list(idx) == [same[0], same[3]] and list(vals) == [2, 1]  # the repeat of same[0] was added in
+    spill = load("inc_spill")
+    base = spill.leaf(4, 2, 0.0, 0.2, 4096)
+    assert spill.leaf(16, 2, 0.0, 0.2, 4096)["extra_uplink"] > 5 * base["extra_uplink"] > 0
+    assert spill.leaf(4, 8, 0.0, 0.2, 4096)["extra_uplink"] < base["extra_uplink"]  # a bigger table spills less
+    assert base["extra_network"] < base["extra_uplink"] / 5  # the host links dilute it
+    assert spill.index_overlap([np.array([1, 2]), np.array([2, 3]), np.array([4])]) == pytest.approx((0.5 + 0.5) / 3)
+
+
+def test_an_unknown_sending_schedule_is_refused_in_one_line_naming_the_known_ones():
+    from types import SimpleNamespace
+
+    from emu.nodes.collectives.inswitch import _schedule
+
+    assert _schedule(SimpleNamespace()) is None and _schedule(SimpleNamespace(inc_schedule="rotated")) == "rotated"
+    with pytest.raises(ConfigError) as e:
+        _schedule(SimpleNamespace(inc_schedule="spread"))
+    assert "staggered, rotated, in order" in str(e.value) and "\n" not in str(e.value)

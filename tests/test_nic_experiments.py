@@ -72,3 +72,53 @@ def test_a_flat_tree_on_256_nodes_is_refused_in_one_line_naming_cpcnt():
     assert "CpCnt has 6 bits" in str(e.value) and "\n" not in str(e.value)
     validate("reduce", np.dtype("float64"), "sum", MAX_CPCNT)  # 63 children: a flat tree on 64 nodes
 
+
+
+def test_the_wider_counter_of_the_source_s_flat_tree_takes_255_children_and_never_more():
+    validate("reduce", np.dtype("float64"), "sum", 255, counter_bits=8)
+    with pytest.raises(ConfigError, match="counter_bits=8"):
+        validate("reduce", np.dtype("float64"), "sum", 127, counter_bits=6)
+    with pytest.raises(ConfigError, match="BranchDegree has 8 bits"):
+        validate("reduce", np.dtype("float64"), "sum", 256, counter_bits=8)
+    with pytest.raises(ConfigError, match="6..8"):
+        from emu.config import NicSpec
+
+        NicSpec(counter_bits=9)
+
+
+def test_a_flat_tree_on_128_nodes_runs_with_the_wide_counter_says_so_and_drops_a_level():
+    sweep = load("nic_offload_sweep")
+
+    class Quiet:
+        def update(self, _text):
+            pass
+
+    kary = trio.run(sweep.measure_reduce, [128], 8, ["float64"], None, Quiet(), "kary")[0]
+    flat = trio.run(sweep.measure_reduce, [128], 8, ["float64"], None, Quiet(), "flat")[0]
+    assert kary["branch"] <= MAX_CPCNT and flat["branch"] == 127          # the root counts every leaf
+    assert "CpCnt 6 bits" in kary["reading"] and "wide counter 8 bits" in flat["reading"]
+    assert flat["nic_ns"] == flat["model_ns"] and kary["nic_ns"] == kary["model_ns"]  # one part: exact
+    # one fabric crossing less, 127 children folded at one root instead of 11 + 11 at two levels
+    assert flat["nic_ns"] < kary["nic_ns"]
+
+
+def test_the_flat_tree_s_descriptor_counts_in_branchdegree_and_leaves_cpcnt_zero():
+    from emu.nodes.collectives.offload import descriptors
+
+    class Host:
+        spec = emu.config.HostSpec(nic=emu.config.NicSpec(counter_bits=8, queue_capacity=255))
+
+        def address(self, name):
+            return int(name[1:])
+
+    class Comm:
+        size, rank, id, _seq, host = 256, 0, 1, 0, Host()
+        members = [f"h{i}" for i in range(256)]
+
+    _region, _nseg, posted = descriptors(Comm(), "reduce", np.ones(1), "sum", 0, 255, 1)
+    d = posted[0].desc
+    assert (d["branch"], d["cpcnt"]) == (255, 0)
+    from emu.wire.coll import DESC
+
+    back = dict(zip(DESC.names, DESC.unpack(DESC.pack(*(d[n] for n in DESC.names)))))  # real bytes: the fields fit
+    assert (back["branch"], back["cpcnt"]) == (255, 0)

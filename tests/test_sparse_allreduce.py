@@ -43,9 +43,11 @@ async def test_sparse_allreduce_in_host_software_and_in_the_switches(cluster):
     assert {k: v[:2] for k, v in got.items()} == PINNED
 
 
-PINNED = {(None, 0.0): (18173, 1261728), (None, 1.0): (18210, 236736), ("switch", 0.0): (16206, 454802),
+PINNED = {(None, 0.0): (18173, 1261728), (None, 1.0): (18210, 236736), ("switch", 0.0): (16206, 454810),
           ("switch", 1.0): (10106, 61072)}
-"""(offload, overlap) -> (completion ns, bytes over all links): 16 hosts, 16,384 float32 at 1 % density."""
+"""(offload, overlap) -> (completion ns, bytes over all links): 16 hosts, 16,384 float32 at 1 % density.
+("switch", 0.0) was 454,802 bytes before the source's staggered sending became the hosts' default
+(issue 44): pairs reach the leaves' hash stores in another order, and one more pair spills."""
 
 
 def test_emu_run_takes_density_and_overlap_and_refuses_in_one_line(capsys):

@@ -26,9 +26,18 @@ class NicSpec:
     """Request receive queue entries, shared by all virtual ports (must hold a branch degree)."""
     virtual_ports: int = 64
     """Virtual ports (the descriptor's VP fields have 6 bits)."""
+    counter_bits: int = 6
+    """Bits of the count of children a reduce descriptor waits for: 6, the spec's CpCnt (word 0, bits
+    41-36): at most 63 children a node, so 128 and 256 ranks get a second tree level; 7 or 8, a
+    wider counter -- the source's flat test tree, a root counting 127 or 255 leaves -- which
+    departs from the 6-bit field: the count is BranchDegree's (word 1, 8 bits), CpCnt is left 0
+    when it cannot hold it (docs/nic-offload.md)."""
 
     def __post_init__(self) -> None:
         _check_delays("NicSpec", self, ("descriptor_ns", "queue_ns", "alu_ns", "completion_ns", "post_ns"))
+        if not 6 <= self.counter_bits <= 8:
+            raise ConfigError(f"NicSpec.counter_bits must be within 6..8 (6: the spec's CpCnt; 8: BranchDegree's "
+                              f"width), got {self.counter_bits}")
         if not 1 <= self.queue_capacity <= 4096:
             raise ConfigError(f"NicSpec.queue_capacity must be within 1..4096, got {self.queue_capacity}")
         if not 1 <= self.virtual_ports <= 64:

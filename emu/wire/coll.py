@@ -8,7 +8,9 @@ Sixteen 64-bit words. Word 0 is the spec's layout exactly (bit 63 first):
 The figure has no CP bit: Type (bit 59) is it -- a message whose Type bit is set increments the
 destination VP's CP_Counter on arrival. CpCnt keeps its 6 bits: a reduce descriptor carries its child
 count there (the source driver's ``coll_counter``), so a tree with a branch degree above 63 (a flat
-tree on 256 nodes) is refused before it runs (``emu.nodes.collectives.offload.MAX_CPCNT``).
+tree on 256 nodes) is refused before it runs (``emu.nodes.collectives.offload.MAX_CPCNT``) -- unless
+``nic.counter_bits`` asks for the wider counter of the source's flat test tree: then the count is
+BranchDegree's (8 bits) and CpCnt is 0 where it cannot hold it (a departure, docs/nic-offload.md).
 
 Word 1 (widths chosen here):
 

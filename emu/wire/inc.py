@@ -232,3 +232,35 @@ def decode(payload: bytes, off: int = 0):
     if len(body) != count * dt.itemsize:
         raise DecodeError(f"{len(body)} bytes for {count} elements of {dt.itemsize}")
     return head, np.frombuffer(body, dt), None
+
+
+# -- the hosts' sending schedule: what both ends assume (hosts send so; the experiments feed a switch so)
+
+SCHEDULES = ("staggered", "rotated", "in order")
+"""The orders hosts send their blocks in (``send_order``); the first, the source's, is the default."""
+
+
+def send_order(n: int, window: int, rank: int, ranks: int = 1, schedule: str = "staggered") -> tuple[int, list[int]]:
+    """(blocks in flight, the order rank ``rank`` of ``ranks`` sends ``n`` blocks in), by groups of
+    ``window`` blocks (a host's blocks in flight: the next group starts when the last is answered),
+    each group in the order ``schedule`` says:
+
+    * ``staggered`` -- the source's staggered sending: the ranks' starting blocks spread evenly over
+      the group, rank r starting at block floor(r * width / ranks) and going on in order, wrapping
+      around: the packets of one block reach a switch width / ranks packet slots apart (ranks that
+      share a starting block, when the group is narrower than the ranks, send it together);
+    * ``rotated`` -- rank r starts at block r mod width: consecutive ranks one block apart, so the
+      packets of one block come one slot apart, closer than a handler takes to aggregate one;
+    * ``in order`` -- every rank from the group's first block (the packets of a block together).
+    """
+    if schedule not in SCHEDULES:
+        raise ValueError(f"sending schedule {schedule!r}; known: {', '.join(SCHEDULES)}")
+    w = max(1, min(window, n))
+    ranks = max(1, ranks)
+    order = []
+    for start in range(0, n, w):
+        group = list(range(start, min(start + w, n)))
+        width = len(group)
+        k = {"staggered": rank % ranks * width // ranks, "rotated": rank % width}.get(schedule, 0)
+        order += group[k:] + group[:k]
+    return w, order

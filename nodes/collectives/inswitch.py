@@ -19,6 +19,17 @@ from emu.reduce import get_op
 from emu.wire.inc import Algo
 
 
+def _schedule(comm) -> str | None:
+    """``comm.inc_schedule``: the order hosts send their blocks in (``emu.wire.inc.SCHEDULES``; unset:
+    the source's staggered sending)."""
+    from emu.wire.inc import SCHEDULES
+
+    s = getattr(comm, "inc_schedule", None)
+    if s is not None and s not in SCHEDULES:
+        raise ConfigError(f"comm.inc_schedule = {s!r}: one of {', '.join(SCHEDULES)}")
+    return s
+
+
 async def allreduce_switch(comm, x: np.ndarray, op: str, reproducible: bool = False, timeout_ns: int | None = None):
     o = get_op(op)
     if o.paired:
@@ -39,7 +50,7 @@ async def allreduce_switch(comm, x: np.ndarray, op: str, reproducible: bool = Fa
         y = await comm.allreduce(x, op)
         comm.last_algo = f"{comm.last_algo} (switch offload rejected: {g[1]})"
         return y
-    out, err, resent = await comm.host.inc_allreduce(g, flat, comm.rank, timeout_ns)
+    out, err, resent = await comm.host.inc_allreduce(g, flat, comm.rank, timeout_ns, _schedule(comm))
     if err is not None:  # the tree broke (a link or switch died): the hosts take over, as when rejected
         grants[key] = ("reject", f"in-network allreduce failed: {err}")
         y = await comm.allreduce(x, op)
@@ -92,7 +103,8 @@ async def allreduce_sparse_switch(comm, index: np.ndarray, values: np.ndarray, l
         y = await comm.allreduce(dense, op)
         comm.last_algo = f"{comm.last_algo} (switch offload rejected: {g[1]})"
         return y
-    out, err, resent = await comm.host.inc_allreduce_sparse(g, index, values, length, span, comm.rank, timeout_ns)
+    out, err, resent = await comm.host.inc_allreduce_sparse(g, index, values, length, span, comm.rank, timeout_ns,
+                                                            _schedule(comm))
     if err is not None:
         raise RuntimeError(f"rank {comm.rank}: sparse in-network allreduce failed: {err}")
     comm.last_algo = f"switch(sparse, span {span}, {g.elems} pairs/packet, window {g.window})"

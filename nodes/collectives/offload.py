@@ -43,28 +43,49 @@ from emu.reduce import get_op
 DEFAULT_VP = 1
 MAX_CPCNT = 63
 """CpCnt is 6 bits (word 0, bits 41-36, as the spec's figure reads). The source's driver writes the
-number of children (``coll_counter``) there, which a flat tree on 256 nodes makes 255: such a tree is
-refused before anything runs rather than read from the 10 bits of CollRegion (spec 01 leaves the
-choice open). A reduce descriptor carries its child count in CpCnt as the driver does; this NIC
-counts the child messages by Rcnt against BranchDegree (word 1), which holds the same number."""
+number of children (``coll_counter``) there, which a flat tree on 256 nodes makes 255: by default
+(``nic.counter_bits = 6``) such a tree is refused before anything runs rather than read from the 10
+bits of CollRegion (spec 01 leaves the choice open). A reduce descriptor carries its child count in
+CpCnt as the driver does; this NIC counts the child messages by Rcnt against BranchDegree (word 1,
+8 bits), which holds the same number. ``nic.counter_bits = 7`` or ``8`` is the other reading, the
+source's flat test tree: a wider counter, BranchDegree's, up to 255 children (CpCnt left 0 when it
+cannot hold the count): a departure from the 6-bit field, said in the algorithm's name."""
+MAX_BRANCH = 255
+"""BranchDegree has 8 bits: no counter reading goes past it."""
+
+
+def max_children(counter_bits: int = 6) -> int:
+    """The most children a node's reduce descriptor may count with a counter of ``counter_bits``."""
+    return min(MAX_BRANCH, (1 << counter_bits) - 1)
+
+
+def reading(counter_bits: int = 6) -> str:
+    """Which reading of the counter ran, for the algorithm's name and the reports."""
+    if counter_bits <= 6:
+        return "CpCnt 6 bits"
+    return f"wide counter {counter_bits} bits, not the spec's 6-bit CpCnt"
 TIMEOUT_NS_PER_PART = 10_000_000
 """How long a host waits for the NIC, per 48-byte part, before it declares the operation failed.
 Generous on purpose: virtual time costs nothing while idle, and a healthy run must never hit it."""
 
 
 def validate(operation: str, dtype: np.dtype, op: str, branch: int, count: int | None = None,
-             queue_capacity: int | None = None) -> None:
+             queue_capacity: int | None = None, counter_bits: int = 6) -> None:
     """Refuse an offload request the NIC cannot carry out, before anything runs (the offload ``nic``:
     ``emu.nodes.collectives.offloads.nic``)."""
     if operation not in ("allreduce", "reduce"):
         raise ConfigError(f"{operation} cannot be offloaded to the NIC; allreduce and reduce can")
     alu.type_code(np.dtype(dtype))
     alu.op_code(op, np.dtype(dtype))
-    if branch > MAX_CPCNT:
+    most = max_children(counter_bits)
+    if branch > MAX_BRANCH:
+        raise ConfigError(f"branch degree {branch}: BranchDegree has 8 bits (at most {MAX_BRANCH})")
+    if branch > most:
         raise ConfigError(f"branch degree {branch} needs CpCnt = {branch}, but CpCnt has 6 bits (at most {MAX_CPCNT}): "
-                          f"a flat tree on {branch + 1} ranks cannot be posted; use a branch degree of {MAX_CPCNT} or less")
+                          f"a flat tree on {branch + 1} ranks cannot be posted; use a branch degree of {MAX_CPCNT} or less, "
+                          f"or the wider counter of the source's flat test tree (--set nic.counter_bits=8)")
     if not 1 <= branch:
-        raise ConfigError(f"branch degree must be within 1..{MAX_CPCNT}, got {branch}")
+        raise ConfigError(f"branch degree must be within 1..{most}, got {branch}")
     if count is None:
         return
     nseg = parts(count, np.dtype(dtype))
@@ -108,7 +129,7 @@ def depth(n: int, k: int) -> int:
 
 
 def default_branch(operation: str, ranks: int, nseg: int, queue_capacity: int, host=None, link=None,
-                   cross=None, operands: int = 6) -> int:
+                   cross=None, operands: int = 6, counter_bits: int | None = None) -> int:
     """The branch degree an offload uses when none is given.
 
     One part (and every reduce): the shallowest tree the NIC allows and, of the degrees that
@@ -132,7 +153,9 @@ def default_branch(operation: str, ranks: int, nseg: int, queue_capacity: int, h
     k messages per part, and it has fewer lanes (queue_capacity // k): at 4 KiB of doubles on 32
     ranks of a binary fat tree the model picks 2 (measured 39.4 us), where 31 took 224 us."""
     cap = queue_capacity // max(1, nseg) if operation == "reduce" else queue_capacity
-    widest = max(1, min(MAX_CPCNT, cap, ranks - 1))  # 1 when nothing fits: validate then says why
+    if counter_bits is None:
+        counter_bits = host.nic.counter_bits if host is not None else 6
+    widest = max(1, min(max_children(counter_bits), cap, ranks - 1))  # 1 when nothing fits: validate then says why
     if operation == "allreduce" and nseg > 1:
         from emu.config import HostSpec, LinkSpec, SwitchSpec
 
@@ -217,7 +240,7 @@ def _region(comm) -> int:
 def descriptors(comm, kind: str, x: np.ndarray, op: str, root: int, branch: int, vp: int
                 ) -> tuple[int, int, list[Posted]]:
     """This rank's descriptors for one offloaded ``allreduce`` or ``reduce``: (region, parts, posted)."""
-    validate(kind, x.dtype, op, branch, x.size, comm.host.spec.nic.queue_capacity)
+    validate(kind, x.dtype, op, branch, x.size, comm.host.spec.nic.queue_capacity, comm.host.spec.nic.counter_bits)
     o = get_op(op)
     dtype = x.dtype
     rdtype, rbit = alu.type_code(dtype)
@@ -246,7 +269,8 @@ def descriptors(comm, kind: str, x: np.ndarray, op: str, root: int, branch: int,
                       dest_vp=lane, data_num=len(part), err_vec=0, err=0, fen=0, rint=0, nocnct=0, rsvd=0,
                       **{f"data{i}": data[i] for i in range(7)}, **{f"loc{i}": loc[i] for i in range(7)})
         reduce_desc = dict(common, head=Head.REDUCE, type=1, sm=0, inst=1 if not children[v] else 0,
-                           swpmp=0 if is_root else 1, swpflag=1 if is_root else 0, cpcnt=len(children[v]),
+                           swpmp=0 if is_root else 1, swpflag=1 if is_root else 0,
+                           cpcnt=len(children[v]) if len(children[v]) <= MAX_CPCNT else 0,
                            lint=1 if kind == "reduce" else 0, node_id=(me if is_root else par) & 0xFFFFF,
                            branch=len(children[v]), pbranch=pbranch, rflag=1, bflag=0)
         dests = [(me, lane)] if is_root and kind == "allreduce" else ([] if is_root else [(par, lane)])

@@ -7,10 +7,11 @@ allreduce).
 
 Data: :meth:`IncNIC.allreduce` splits a vector into blocks of ``elems`` elements, one packet each,
 sent hop by hop to the host's switch (the first of the reduction tree). At most ``window`` blocks are
-in flight (the aggregation buffers the switches gave this allreduce: Little's law), in **staggered**
-order: within each group of ``window`` blocks, host r starts at block r mod window, so the packets
-of one block reach a switch spread out in time. A block whose result has not come back within
-``timeout_ns`` (default ``elan.retransmit_ns``) is sent again (flag RETX; the switches' bitmaps
+in flight (the aggregation buffers the switches gave this allreduce: Little's law), in the source's
+**staggered** order by default: within each group of ``window`` blocks, rank r of R starts at block
+floor(r * window / R), so the packets of one block reach a switch window / R packet slots apart
+(``send_order``; ``rotated``, one block per rank, and ``in order`` by name). A block whose result
+has not come back within ``timeout_ns`` (default ``elan.retransmit_ns``) is sent again (flag RETX; the switches' bitmaps
 make it idempotent), waiting twice as long after each resend, at most ``max_tries`` times
 (``elan.max_tries``), then the operation fails with the reason -- never a hang.
 """
@@ -24,8 +25,8 @@ from typing import Any, Callable
 import numpy as np
 
 from emu.wire import HDR_LEN, DecodeError, PacketType
-from emu.wire.inc import (CTL, F_LAST, F_RESULT, F_RETX, F_SPARSE, GRANT, MEMBER, REQUEST, CtlOp, decode, dtype_code,
-                          encode_dense, encode_sparse, op_code)
+from emu.wire.inc import (CTL, F_LAST, F_RESULT, F_RETX, F_SPARSE, GRANT, MEMBER, REQUEST, SCHEDULES, CtlOp, decode,
+                          dtype_code, encode_dense, encode_sparse, op_code, send_order)
 
 from .interface import PENDING, Mechanism, NicCore, NicRequest, register_mechanism
 
@@ -33,18 +34,6 @@ log = logging.getLogger(__name__)
 LINK_LOCAL = 0xFFFFFFFF
 CTL_RETRY_NS = 200_000
 CTL_TRIES = 5
-
-
-def staggered(n: int, window: int, rank: int) -> tuple[int, list[int]]:
-    """(blocks in flight, the order rank ``rank`` sends ``n`` blocks in): within each group of
-    ``window`` blocks it starts at its rank modulo the group's size."""
-    w = max(1, min(window, n))
-    order = []
-    for start in range(0, n, w):
-        group = list(range(start, min(start + w, n)))
-        k = rank % len(group)
-        order += group[k:] + group[:k]
-    return w, order
 
 
 @dataclass
@@ -58,6 +47,9 @@ class Grant:
     latency_ns: int = 0
     """The manager's estimate of a window's blocks' time in the switches: hosts time out after no
     less than 4 times it."""
+    hosts: int = 0
+    """Members of the allreduce (the host's own request knew them; not on the wire): the ranks the
+    sending schedule spreads over."""
 
 
 @dataclass(eq=False)
@@ -137,17 +129,18 @@ class IncNIC(Mechanism):
         holding it)`` or ``("reject", why)`` when the manager did not answer."""
         return IncReq("release", aid)
 
-    def inc_allreduce(self, grant, x, rank: int, timeout_ns: int | None = None) -> IncReq:
+    def inc_allreduce(self, grant, x, rank: int, timeout_ns: int | None = None, schedule: str | None = None) -> IncReq:
         """Run the granted allreduce on ``x``; returns (result or None, error or None, blocks resent).
-        A block without its result ``timeout_ns`` (default ``elan.retransmit_ns``) is sent again."""
-        return IncReq("allreduce", grant, x, rank, timeout_ns)
+        A block without its result ``timeout_ns`` (default ``elan.retransmit_ns``) is sent again.
+        ``schedule``: the order of the blocks (``SCHEDULES``; default the source's ``staggered``)."""
+        return IncReq("allreduce", grant, x, rank, timeout_ns, schedule)
 
     def inc_allreduce_sparse(self, grant, index, values, length: int, span: int, rank: int,
-                             timeout_ns: int | None = None) -> IncReq:
+                             timeout_ns: int | None = None, schedule: str | None = None) -> IncReq:
         """Run a granted sparse allreduce (``span`` elements per block, granted with that span):
         the non-zeros of this rank's vector of ``length`` at ``index``; returns (dense result or
         None, error or None, blocks resent)."""
-        return IncReq("sparse", grant, index, values, length, span, rank, timeout_ns)
+        return IncReq("sparse", grant, index, values, length, span, rank, timeout_ns, schedule)
 
     def _req(self, op: IncReq, now: int, done: Callable) -> tuple[int, Any]:
         cost = self.nic.spec.elan.issue_ns
@@ -158,11 +151,12 @@ class IncNIC(Mechanism):
         elif op.kind == "release":
             self.release(op.args[0], t, done)
         elif op.kind == "sparse":
-            grant, index, values, length, span, rank, timeout_ns = op.args
-            self.allreduce_sparse(grant, index, values, length, span, rank, t, done, timeout_ns=timeout_ns)
+            grant, index, values, length, span, rank, timeout_ns, schedule = op.args
+            self.allreduce_sparse(grant, index, values, length, span, rank, t, done, timeout_ns=timeout_ns,
+                                  schedule=schedule)
         else:
-            grant, x, rank, timeout_ns = op.args
-            self.allreduce(grant, x, rank, t, done, timeout_ns=timeout_ns)
+            grant, x, rank, timeout_ns, schedule = op.args
+            self.allreduce(grant, x, rank, t, done, timeout_ns=timeout_ns, schedule=schedule)
         return cost, PENDING
 
     # -- control -----------------------------------------------------------------------------------
@@ -183,6 +177,7 @@ class IncNIC(Mechanism):
         frame = CTL.pack(CtlOp.REQUEST, 0, self._seq, 0, len(members)) + body
         def reply(res, key=key):
             if res[0] == "grant":
+                res[1].hosts = len(members)
                 self.granted[key] = res[1]
             on_reply(res)
 
@@ -242,14 +237,14 @@ class IncNIC(Mechanism):
 
     # -- data --------------------------------------------------------------------------------------
     def allreduce(self, g: Grant, x: np.ndarray, rank: int, t: int, on_done: Callable, *, timeout_ns: int | None = None,
-                  max_tries: int | None = None) -> None:
+                  max_tries: int | None = None, schedule: str | None = None) -> None:
         """Defaults: the adapter's ``elan.retransmit_ns`` and ``elan.max_tries``."""
         elan = self.nic.spec.elan
         timeout_ns = max(elan.retransmit_ns, 4 * g.latency_ns) if timeout_ns is None else timeout_ns
         max_tries = elan.max_tries if max_tries is None else max_tries
         flat = np.ascontiguousarray(x).ravel()
         n = max(1, -(-flat.size // g.elems))
-        w, order = staggered(n, g.window, rank)
+        w, order = send_order(n, g.window, rank, g.hosts, schedule or SCHEDULES[0])
         base = self.next_block.get(g.aid, 0)
         self.next_block[g.aid] = (base + n) & 0xFFFFFFFF
         job = Job(g.aid, flat, g.elems, w, order, timeout_ns, max_tries, on_done, np.empty_like(flat), left=n, base=base)
@@ -257,13 +252,14 @@ class IncNIC(Mechanism):
         self._pump(job, t)
 
     def allreduce_sparse(self, g: Grant, index: np.ndarray, values: np.ndarray, length: int, span: int, rank: int,
-                         t: int, on_done: Callable, *, timeout_ns: int | None = None, max_tries: int | None = None) -> None:
+                         t: int, on_done: Callable, *, timeout_ns: int | None = None, max_tries: int | None = None,
+                         schedule: str | None = None) -> None:
         """The allreduce of a sparse vector of ``length`` (its non-zeros at ``index``): blocks of
         ``span`` elements, each sent as its non-zeros in shards of ``g.elems`` pairs (an empty block
         as one empty shard); the result comes back the same way and lands in a dense array."""
         elan = self.nic.spec.elan
         n = max(1, -(-length // span))
-        w, order = staggered(n, g.window, rank)
+        w, order = send_order(n, g.window, rank, g.hosts, schedule or SCHEDULES[0])
         index = np.asarray(index, np.int64)
         srt = np.argsort(index, kind="stable")
         index, values = index[srt], np.asarray(values)[srt]

@@ -7,11 +7,16 @@ and keeps at most ``window`` of its blocks in flight (sent, their result not yet
 data plane; results are taken to reach the hosts the moment the switch completes them -- the way
 down is not modelled here). The arrival process, settable (``ARRIVALS``):
 
+* ``staggered`` (the default) -- the source's staggered sending: within each window of blocks the
+  hosts' starting blocks spread evenly over it, host i of P starting at block floor(i * width / P)
+  and going on in order, wrapping around (``emu.wire.inc.send_order``, what the emulated hosts
+  do): the packets of one block arrive width / P slots apart (delta_c = slot * width / P; hosts
+  sharing a starting block when the window is narrower than P send it in the same slot);
+* ``rotated`` -- the hosts one block apart: host i sends, in the window starting at block w, the
+  blocks w + (i + j) mod window, so the packets of one block arrive one slot apart from
+  consecutive hosts (delta_c = slot, shorter than a 1 KiB handler at 100 Gbit/s: they contend);
 * ``lockstep`` -- every host sends block j in slot j: the P packets of a block arrive together
   (a burst; delta_c = 0 within it);
-* ``staggered`` -- the source's staggered sending, rotated by rank within each window of blocks:
-  host i sends, in the window starting at block w, the blocks w + (i + j) mod window, so the
-  packets of one block arrive one slot apart from consecutive hosts (delta_c = slot);
 * ``exponential`` -- the source's processing-unit runs: each host's gaps between packets are drawn
   from an exponential distribution of mean ``slot_ns`` (seeded; a draw may be shorter than a slot:
   the link's packet time is the mean, not a floor, as in the source's model), blocks in order.
@@ -29,18 +34,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-ARRIVALS = ("lockstep", "staggered", "exponential")
+from emu.wire.inc import send_order
+
+ARRIVALS = ("staggered", "rotated", "lockstep", "exponential")
 
 
-def order(process: str, host: int, blocks: int, window: int) -> list[int]:
-    """The blocks host ``host`` sends, in its order."""
-    if process != "staggered":
-        return list(range(blocks))
-    out = []
-    for w in range(0, blocks, window):
-        width = min(window, blocks - w)
-        out += [w + (host + j) % width for j in range(width)]
-    return out
+def order(process: str, host: int, blocks: int, window: int, hosts: int = 1) -> list[int]:
+    """The blocks host ``host`` of ``hosts`` sends, in its order."""
+    schedule = process if process in ("staggered", "rotated") else "in order"
+    return send_order(blocks, window, host, hosts, schedule)[1]
+
+
+def spacing(process: str, blocks: int, window: int, hosts: int) -> float:
+    """The packet slots between two packets of one block from two hosts (the model's delta_c over
+    the slot; 0: together, a burst)."""
+    width = max(1, min(window, blocks))
+    if process == "staggered":
+        return width / hosts if width >= hosts else 0.0
+    return 1.0 if process == "rotated" and width > 1 else 0.0
 
 
 @dataclass
@@ -57,7 +68,7 @@ class Result:
         return self.last_ns - self.first_ns
 
 
-def drive(pu, P: int, blocks: int, values, *, process: str = "exponential", slot_ns: float, window: int,
+def drive(pu, P: int, blocks: int, values, *, process: str = "staggered", slot_ns: float, window: int,
           algo: str = "single", B: int = 1, combine=np.add, seed: int = 0, key=lambda b: ("a", b),
           keep: bool = False) -> Result:
     """Feed the ``P`` hosts' packets (``values(host, block)``: the packet's elements) to ``pu`` as
@@ -67,7 +78,7 @@ def drive(pu, P: int, blocks: int, values, *, process: str = "exponential", slot
     if window < 1:
         raise ValueError("window must be >= 1")
     rng = np.random.default_rng([seed, P, blocks])
-    seq = [order(process, h, blocks, window) for h in range(P)]
+    seq = [order(process, h, blocks, window, P) for h in range(P)]
     pos = [0] * P                      # next packet of each host (index into its order)
     ready = [0.0] * P                  # the earliest time of its next send (pacing)
     outstanding = [0] * P              # its blocks sent and not completed

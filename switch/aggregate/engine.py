@@ -31,6 +31,7 @@ from emu.wire import DST_OFF, HDR_LEN, PacketType, build_frame
 from emu.wire.inc import (DATA, F_LAST, F_RESULT, F_SPARSE, DecodeError, decode, encode_dense, encode_sparse,
                           op_by_code, wire_dtype)
 
+from . import hashstore
 from .pu import ProcessingUnit
 
 log = logging.getLogger(__name__)
@@ -271,37 +272,22 @@ class Aggregator:
 
     # -- the sparse hash store ---------------------------------------------------------------------
     def _hash_merge(self, ins: Install, b: BlockState, block: int, idx: np.ndarray, vals: np.ndarray, at: int) -> list:
-        """Fold a child's pairs into the block's hash table (``2 x elems`` slots); a pair whose slot
-        holds another index goes to the spill buffer (``elems`` pairs), which, when full, leaves at
-        once, unaggregated, as one more shard of this switch's output -- extra traffic."""
+        """Fold a child's pairs into the block's hash table (``hashstore``: ``2 x elems`` slots); a pair
+        whose slot holds another index goes to the spill buffer (``elems`` pairs), which, when full,
+        leaves at once, unaggregated, as one more shard of this switch's output -- extra traffic."""
         h = b.store
         if h is None:
-            slots = 2 * ins.elems
-            h = b.store = {"keys": np.full(slots, -1, np.int64), "vals": np.zeros(slots, ins.dtype.newbyteorder("=")),
-                           "si": [], "sv": [], "next": 0, "sent": []}
+            h = b.store = hashstore.new_store(ins.elems, ins.dtype.newbyteorder("="))
             self._store(_hash_bytes(ins))  # the table's pairs and a spill buffer of one packet
-        keys, table = h["keys"], h["vals"]
         out = []
-        with np.errstate(all="ignore"):
-            for i, v in zip(idx.tolist(), vals):
-                slot = (i * 2654435761) % len(keys)
-                if keys[slot] == -1:
-                    keys[slot], table[slot] = i, v
-                elif keys[slot] == i:
-                    table[slot] = ins.op.combine(table[slot:slot + 1], np.array([v], table.dtype))[0]
-                else:
-                    h["si"].append(i)
-                    h["sv"].append(v)
-                    if len(h["si"]) == ins.elems:  # the spill buffer is full: on it goes
-                        f = build_frame(self.sw.node_id, LINK_LOCAL, PacketType.INC,
-                                        encode_sparse(ins.aid, block, np.array(h["si"]), np.array(h["sv"], table.dtype),
-                                                      shard=h["next"], shards=0, last=False))
-                        h["next"] += 1
-                        h["sent"].append(f)
-                        h["si"], h["sv"] = [], []
-                        self.stats["inc_spills"] = self.stats.get("inc_spills", 0) + 1
-                        self.stats["inc_spill_bytes"] = self.stats.get("inc_spill_bytes", 0) + len(f)
-                        out.append((ins.parent, f, at))
+        for si, sv in hashstore.fold(h, idx, vals, ins.op.combine, ins.elems):
+            f = build_frame(self.sw.node_id, LINK_LOCAL, PacketType.INC,
+                            encode_sparse(ins.aid, block, si, sv, shard=h["next"], shards=0, last=False))
+            h["next"] += 1
+            h["sent"].append(f)
+            self.stats["inc_spills"] = self.stats.get("inc_spills", 0) + 1
+            self.stats["inc_spill_bytes"] = self.stats.get("inc_spill_bytes", 0) + len(f)
+            out.append((ins.parent, f, at))
         return out
 
     def _hash_frames(self, ins: Install, block: int, h: dict | None) -> list[bytes]:
@@ -309,9 +295,7 @@ class Aggregator:
         the spills already sent (the last shard carries the total)."""
         if h is None:
             return self._frames(ins, block, np.zeros(ins.span, ins.dtype.newbyteorder("=")), root=False)
-        used = h["keys"] >= 0
-        idx = np.concatenate([h["keys"][used], np.array(h["si"], np.int64)])
-        vals = np.concatenate([h["vals"][used], np.array(h["sv"], h["vals"].dtype)])
+        idx, vals = hashstore.leftovers(h)
         chunks = [slice(i, i + ins.elems) for i in range(0, len(idx), ins.elems)] or [slice(0, 0)]
         total = h["next"] + len(chunks)
         last = [build_frame(self.sw.node_id, LINK_LOCAL, PacketType.INC,
@@ -381,7 +365,7 @@ class Aggregator:
 
 def _hash_bytes(ins: Install) -> int:
     """A hash store's memory: 2 x elems slots and a spill buffer of elems, (index, value) pairs."""
-    return 3 * ins.elems * (4 + ins.dtype.itemsize)
+    return hashstore.store_bytes(ins.elems, ins.dtype.itemsize)
 
 
 def _timing_only(a: np.ndarray, _b: np.ndarray) -> np.ndarray:

@@ -10,6 +10,11 @@ from emu.config import ConfigError
 from .base import Offload, register_offload
 
 
+def branch_of(algo: str) -> int:
+    """The branch degree in an offloaded run's algorithm name (``nic(branch=K)`` or ``nic(branch=K, ...)``)."""
+    return int(algo[len("nic(branch="):].split(",")[0].rstrip(")"))
+
+
 async def nic_setup(comm) -> None:
     """Communicator setup on the NICs (every rank, before the measured call)."""
     await comm.nic_setup()
@@ -28,10 +33,13 @@ class Nic(Offload):
     def refusal(self, operation: str) -> str:
         return f"{operation} cannot be offloaded to the NIC; allreduce and reduce can"
 
-    def validate(self, operation, dtype, op, branch=None, count=None, queue_capacity=None, algo=None, elan=None):
+    def validate(self, operation, dtype, op, branch=None, count=None, queue_capacity=None, algo=None, elan=None,
+                 counter_bits=8):
+        """``counter_bits``: the NIC's (``nic.counter_bits``) where the spec is known; before it is (the
+        command line's checks), the widest, and the run's own check refuses what its NIC cannot count."""
         from ..offload import validate
 
-        validate(operation, dtype, op, 1 if branch is None else branch, count, queue_capacity)
+        validate(operation, dtype, op, 1 if branch is None else branch, count, queue_capacity, counter_bits)
 
     def options(self, operation, dtype, op, count, ranks, algo, branch, queue_capacity, elan=None):
         from emu.config import NicSpec
@@ -57,7 +65,8 @@ class Nic(Offload):
             branch = default_branch(operation, len(members), parts(count, np.dtype(dtype)), spec.nic.queue_capacity,
                                     spec, link, nicmodel.on_topology(net.topology, members, root),
                                     per_descriptor(np.dtype(dtype)))
-        self.validate(operation, np.dtype(dtype), op, branch, count, spec.nic.queue_capacity)
+        self.validate(operation, np.dtype(dtype), op, branch, count, spec.nic.queue_capacity,
+                      counter_bits=spec.nic.counter_bits)
         return branch, (nic_setup, ())
 
     async def rank_setup(self, host) -> None:
@@ -70,8 +79,9 @@ class Nic(Offload):
         if ranks < 2 or not self.supports(operation) or not world:
             return False
         try:
-            branch = default_branch(operation, ranks, parts(count, dtype), spec.nic.queue_capacity)
-            self.validate(operation, dtype, op, branch, count, spec.nic.queue_capacity)
+            branch = default_branch(operation, ranks, parts(count, dtype), spec.nic.queue_capacity,
+                                    counter_bits=spec.nic.counter_bits)
+            self.validate(operation, dtype, op, branch, count, spec.nic.queue_capacity, counter_bits=spec.nic.counter_bits)
         except ConfigError:
             return False
         return True
@@ -91,18 +101,19 @@ class Nic(Offload):
             return {}
         from ..offload import predict
 
-        p = predict(topology, res.ranks, int(res.algo[len("nic(branch="):-1]), o.count, o.dtype)
+        p = predict(topology, res.ranks, branch_of(res.algo), o.count, o.dtype)
         return {"model_ns": p.total_ns, "lanes": p.lanes}
 
     async def _go(self, comm, kind, x, op, root, branch, nonblocking=False):
-        from ..offload import DEFAULT_VP, TIMEOUT_NS_PER_PART, default_branch, offloaded, parts, start
+        from ..offload import DEFAULT_VP, TIMEOUT_NS_PER_PART, default_branch, offloaded, parts, reading, start
 
         if branch is None:
             from ...nic.alu import per_descriptor
 
             branch = default_branch(kind, comm.size, parts(x.size, x.dtype), comm.host.spec.nic.queue_capacity,
                                     comm.host.spec, operands=per_descriptor(x.dtype))
-        comm.last_algo = f"nic(branch={branch})"
+        bits = comm.host.spec.nic.counter_bits
+        comm.last_algo = f"nic(branch={branch})" if bits <= 6 else f"nic(branch={branch}, {reading(bits)})"
         timeout = TIMEOUT_NS_PER_PART * parts(x.size, x.dtype)
         if nonblocking:
             return await start(comm, kind, x, op, root, branch, getattr(comm, "vp", DEFAULT_VP), timeout)
