@@ -241,6 +241,10 @@ def _add_run(sub) -> None:
                                                   "{\"run\": what was run, \"results\": a row per test and point}")
     r.add_argument("--csv", metavar="FILE", help="write the rows as CSV ('-': to stdout): a column per swept "
                                                  "parameter and per figure, after a '# run: {...}' line")
+    r.add_argument("--format", choices=("table", "nccl-tests", "osu"), default="table",
+                   help="how the results are printed: table (default); nccl-tests or osu: the collectives in those "
+                        "benchmarks' layouts (a block per collective, a row per --size; times are virtual), so the "
+                        "figures set beside a real machine's and the scripts that read theirs read them")
     r.add_argument("--indent", type=_ascii(int), metavar="N", help="indent the JSON by N spaces (default: compact)")
     r.add_argument("--replay", metavar="RESULT.json", help="run the command of a --json file again and check that "
                                                            "its figures match (exit 1 with the differences); only "

@@ -15,8 +15,15 @@ from .run_prepare import run_config
 def _show_results(args) -> int:
     """The results table and each test's figures for a person (on stderr when stdout holds the
     JSON or CSV), the JSON and CSV if asked; exit 0 if every test passed, else 1."""
-    out = make_console(stderr=True) if "-" in (args.json, getattr(args, "csv", None)) else console  # stdout: data
-    out.print(_results_table(args, args.finished))
+    fmt = getattr(args, "format", "table")
+    if fmt != "table":  # stdout: the benchmark's layout, as plain text; the rest to stderr
+        from . import formats
+
+        sys.stdout.write((formats.nccl_tests if fmt == "nccl-tests" else formats.osu)(args.finished, args.swept))
+        sys.stdout.flush()
+    out = make_console(stderr=True) if "-" in (args.json, getattr(args, "csv", None)) or fmt != "table" else console
+    if fmt == "table":
+        out.print(_results_table(args, args.finished))
     for point, pargs, r in args.finished:
         rows = {k: v for k, v in r.figures.items() if isinstance(v, list) and v and isinstance(v[0], dict)}
         at = "".join(f" {k}={v}" for k, v in point.items() if k in args.swept)

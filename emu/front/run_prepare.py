@@ -94,6 +94,11 @@ def _checked_run_args(args) -> tuple[list[str], str | None]:
     _writable("--json", args.json)
     _writable("--csv", args.csv)
     _writable("--trace", args.trace)
+    from .formats import check as check_format
+
+    check_format(getattr(args, "format", "table"), names)
+    if getattr(args, "format", "table") != "table" and "-" in (args.json, args.csv):
+        raise ConfigError(f"--format {args.format} prints to stdout, and so does --json - or --csv -; send them to a file")
     if args.json == "-" and args.csv == "-":
         raise ConfigError("--json - and --csv - both write to stdout; send one of them to a file")
     if args.indent is not None and not 0 <= args.indent <= 16:
