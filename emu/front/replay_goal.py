@@ -127,19 +127,25 @@ class Options:
                            placement="--ranks" if args.ranks else args.placement)
 
 
-async def _run(opts: Options):
+async def _run(topo, schedule, hosts: list[str], run, capture: str | None = None):
     from emu.nodes.workload.goal_replay import goal_rank
 
-    from ..config import RunConfig
     from .cluster import Cluster
 
-    a = opts.args
-    run = RunConfig(seed=a.seed, processes=a.processes, capture=bool(a.pcap), direct=a.direct, **opts.trace)
-    tracing = bool(opts.trace)
-    async with Cluster(opts.topo, capture=a.pcap, run=run) as net:
-        out = await net.run({h: (goal_rank, r, opts.schedule.ranks[r], opts.hosts, tracing)
-                             for r, h in enumerate(opts.hosts)})
-        return out, net.metrics
+    tracing = bool(run.trace)
+    async with Cluster(topo, capture=capture, run=run) as net:
+        out = await net.run({h: (goal_rank, r, schedule.ranks[r], hosts, tracing) for r, h in enumerate(hosts)})
+        return [out[h] for h in hosts], net.metrics
+
+
+def run_schedule(topo, schedule, hosts: list[str], run=None, capture: str | None = None):
+    """Replay ``schedule`` (rank r on ``hosts[r]``) on ``topo`` with ``run`` (a RunConfig); each
+    rank's figures (``emu.nodes.workload.goal_replay.goal_rank``) and the run's metrics."""
+    import trio
+
+    from ..config import RunConfig
+
+    return trio.run(_run, topo, schedule, hosts, run or RunConfig(), capture)
 
 
 def replay(args) -> dict:
@@ -148,13 +154,15 @@ def replay(args) -> dict:
     from .checks import named_links
     from .replay_path import critical_path, path_summary, per_rank_rows, totals
 
+    from ..config import RunConfig
+
     opts = Options(args)
     s = opts.schedule
+    a = opts.args
+    run = RunConfig(seed=a.seed, processes=a.processes, capture=bool(a.pcap), direct=a.direct, **opts.trace)
     t0 = time.perf_counter()
-    import trio
-
     try:
-        out, metrics = trio.run(_run, opts)
+        results, metrics = run_schedule(opts.topo, s, opts.hosts, run, a.pcap)
     except DeadlockError as e:
         rank_of = {h: r for r, h in enumerate(opts.hosts)}
         text = str(e)
@@ -163,7 +171,6 @@ def replay(args) -> dict:
         raise DeadlockError(f"{args.schedule}: the replay cannot go on (receives that no message matches, or a "
                             f"rendezvous send no receive matches): {text}") from None
     wall = time.perf_counter() - t0
-    results = [out[h] for h in opts.hosts]
     steps = critical_path(s, results)
     figs = {"topology": args.topo, "name": f"replay {os.path.basename(args.schedule)}",
             "schedule": os.path.abspath(args.schedule), "sha256": opts.sha256, "ranks": s.num_ranks, "ops": s.ops,

@@ -16,7 +16,11 @@ CPU 0 is ``host.compute(s)`` (OS noise applies). A calc on another CPU stream (`
 beside CPU 0: it ends ``s`` after that stream is free; a message that comes meanwhile is taken in
 when the rank next looks (at the latest when that calc ends). Operations whose dependencies are met
 run in that order, those met together sends first, then receives, then calcs (as LogGOPSim queues
-them); messages that came meanwhile are taken in when no operation is ready.
+them); when the CPU is free it takes what waits longest: a message that came before the next
+operation was ready (or when it was) first. A message that arrives at the very instant the CPU
+frees up is not there yet for the rank (an element runs its own events of an instant before the
+frames that arrive then): the operation goes first. Such choices are counted (``races``): where
+there were none, a contention-free replay gives LogGOPSim's figures exactly (docs/replay.md).
 """
 
 from __future__ import annotations
@@ -65,6 +69,13 @@ class _Rank:
         """CPU stream c > 0 -> when it is free."""
         self.timers: list[tuple[int, int]] = []  # (end, op) of calcs on other streams
         self.trace = trace
+        self.ran_at = -1
+        """When the rank last started an operation."""
+        self.races = 0
+        """Times the rank's CPU had an operation ready and a message waiting (or arriving at that very
+        instant, which the rank sees after the operation: an element runs its own events of an instant
+        before the frames that arrive then). The rank takes what waited longer; LogGOPSim orders them by
+        when its events were made, so its figures may differ where races happened."""
         self.eager = host.spec.eager_limit_bytes
 
     # -- dependencies -----------------------------------------------------------------------------
@@ -200,19 +211,30 @@ class _Rank:
                 fresh, self.fresh = self.fresh, []
                 if len(fresh) > 1:
                     fresh.sort(key=lambda j: (_ORDER[kind[j]], j))
-                ready.extend(fresh)
-            if ready:
-                await self.execute(ready.popleft())
+                for j in fresh:
+                    if kind[j] == CALC and rs.cpu[j]:  # on a stream of its own: starts now, CPU 0 is not held
+                        await self.execute(j)
+                    else:
+                        ready.append(j)
                 continue
-            if not self.remaining:
-                break
-            if self.timers:  # a calc on another stream ends first unless a message is there
+            if ready:
+                t_msg = host.arrived_ns(P2P_TAG)
+                if t_msg is not None:
+                    self.races += 1
+                if t_msg is None or t_msg > self.ready_ns[ready[0]]:
+                    self.ran_at = host.now
+                    await self.execute(ready.popleft())
+                    continue
+                msg = await host.try_recv(tag=P2P_TAG)  # it came first (or together): it first
+            elif self.timers:  # a calc on another stream ends first unless a message is there
                 msg = await host.try_recv(tag=P2P_TAG)
                 if msg is None:
                     await host.sleep(self.timers[0][0] - host.now)
                     continue
             else:
                 msg = await host.recv(tag=P2P_TAG)
+            if msg.t_ns == self.ran_at:
+                self.races += 1
             await self.incoming(msg)
         return self.result()
 
@@ -226,7 +248,7 @@ class _Rank:
             row[2] += self.end[i] - self.start[i]
         return {"rank": self.rank, "end_ns": max(self.end, default=0), "ops": len(rs),
                 "kinds": {k: {"count": c, "bytes": b, "busy_ns": ns} for k, (c, b, ns) in sorted(by_kind.items())},
-                "unmatched": len(self.unexpected),
+                "unmatched": len(self.unexpected), "races": self.races,
                 "start": self.start, "end": self.end, "ready": self.ready_ns, "cause": self.cause,
                 "matched": self.matched, "sent": self.sent}
 

@@ -37,7 +37,7 @@ class LogGP:
     o: int = 1500
     g: int = 1000
     G: int | Fraction = 6
-    """ns per byte; a fraction too (a 100 Gbit/s link: 2/25), a message's (s-1) G then rounded up."""
+    """ns per byte; a fraction too (a 100 Gbit/s link: 2/25), a message's (s-1) G then rounded down."""
     O: int = 0  # noqa: E741 -- LogGOPS's name
     S: int = 65535
 
@@ -75,8 +75,8 @@ def simulate(s: Schedule, p: LogGP) -> list[int]:
     L, o, g, O, S = p.L, p.o, p.g, p.O, p.S
     G = Fraction(p.G)
 
-    def bytes_ns(size: int, per: Fraction) -> int:
-        return -((-(size - 1) * per.numerator) // per.denominator)
+    def bytes_ns(size: int, per: Fraction) -> int:  # (s-1) G, rounded down (exact for LogGOPSim's integer G)
+        return (size - 1) * per.numerator // per.denominator
 
     def executable(h: int) -> list[int]:
         r = ranks[h]
