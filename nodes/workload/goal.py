@@ -38,6 +38,11 @@ MAX_TAG = 2**31 - 1
 MAX_RANKS = 1 << 20
 
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9_]*|-1|\d+|[:{}]|\S")
+_FAST_MSG = re.compile(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*:\s*(send|recv)\s+(\d+)\s*b\s+(?:to|from)\s+(-1|\d+)"
+                       r"(?:\s+tag\s+(-1|\d+))?(?:\s+cpu\s+(\d+))?(?:\s+nic\s+(\d+))?\s*$")
+_FAST_CALC = re.compile(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*:\s*calc\s+(\d+)(?:\s+cpu\s+(\d+))?\s*$")
+_FAST_DEP = re.compile(r"\s*([A-Za-z][A-Za-z0-9_]*)\s+(requires|irequires)\s+([A-Za-z][A-Za-z0-9_]*)\s*$")
+"""The common lines, read without tokens; anything else (or a value out of range) takes the full path."""
 _KEYWORDS = {"send", "recv", "calc", "rank", "num_ranks", "requires", "irequires", "tag", "to", "from", "cpu", "nic"}
 
 
@@ -99,6 +104,9 @@ def _lines_without_comments(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
     """(line number, text) with comments blanked; a ``/*`` comment may span lines."""
     in_block = False
     for no, text in enumerate(lines, 1):
+        if not in_block and "/" not in text:  # (most lines)
+            yield no, text
+            continue
         out = []
         i, n = 0, len(text)
         while i < n:
@@ -158,6 +166,8 @@ def iter_ranks(lines: Iterable[str], path: str = "<schedule>") -> Iterator[int |
               "or a dependency as 'lA requires lB'")
     for no, text in _lines_without_comments(lines):
         rd.no = no
+        if cur is not None and _fast(cur, labels, text, num_ranks, no):
+            continue
         toks = _TOKEN.findall(text)
         i = 0
         while i < len(toks):
@@ -273,6 +283,42 @@ def _statement(rd: _Reader, cur: RankSchedule, labels: dict[str, int], toks: lis
             nic = rd.int_(toks, i + 1, "the NIC", "write 'nic <n>'", 0, 255)
         i += 2
     _add(cur, labels, label, SEND if op == "send" else RECV, size, peer, tag, cpu, nic, rd.no)
+
+
+def _fast(cur: RankSchedule, labels: dict, text: str, num_ranks: int, no: int) -> bool:
+    """Take a common, well-formed line at once (True); False: the full path reads it (and refuses)."""
+    m = _FAST_MSG.match(text)
+    if m is not None:
+        label, op, size, peer, tag, cpu, nic = m.groups()
+        if label in _KEYWORDS or label in labels:
+            return False
+        peer = int(peer)
+        tag = 0 if tag is None else int(tag)
+        cpu = 0 if cpu is None else int(cpu)
+        nic = 0 if nic is None else int(nic)
+        send = op == "send"
+        if peer >= num_ranks or (send and (peer < 0 or tag < 0)) or tag > MAX_TAG or cpu > 255 or nic > 255:
+            return False
+        _add(cur, labels, label, SEND if send else RECV, int(size), peer, tag, cpu, nic, no)
+        return True
+    m = _FAST_DEP.match(text)
+    if m is not None:
+        a, how, b = m.groups()
+        ia, ib = labels.get(a), labels.get(b)
+        if ia is None or ib is None or ia == ib or a in _KEYWORDS:
+            return False
+        (cur.after_done if how == "requires" else cur.after_start).setdefault(ib, []).append(ia)
+        cur.needs[ia] += 1
+        return True
+    m = _FAST_CALC.match(text)
+    if m is not None:
+        label, ns, cpu = m.groups()
+        cpu = 0 if cpu is None else int(cpu)
+        if label in _KEYWORDS or label in labels or cpu > 255:
+            return False
+        _add(cur, labels, label, CALC, int(ns), 0, 0, cpu, 0, no)
+        return True
+    return False
 
 
 def _add(cur: RankSchedule, labels: dict, label, kind, size, peer, tag, cpu, nic, line) -> None:
