@@ -227,3 +227,28 @@ def test_cli_refusals(tmp_path):
     rndv.write_text("num_ranks 2\nrank 0 {\nsend 90000b to 1 tag 1\n}\nrank 1 {\n}\n")
     with pytest.raises(DeadlockError, match=r"r.goal: the replay cannot go on .* rank 0 \(h0\) blocked"):
         replay(args_for(str(rndv), "--topo", "star:n=2", "--direct"))
+
+
+def test_emu_schedule_writes_the_collective_that_emu_run_runs(tmp_path, capsys):
+    """``emu schedule allreduce --algo ring`` records the host-software algorithm: replayed, it
+    moves the same messages as ``emu run`` runs (each 17 bytes longer: the MPI envelope) and ends
+    no sooner."""
+    from emu.front.cli import main
+
+    g = tmp_path / "ar.goal"
+    assert main(["schedule", "allreduce", "--algo", "ring", "--ranks", "4", "--size", "256", "-o", str(g)]) == 0
+    s = read_schedule(g.read_text().splitlines(True), str(g))
+    assert [len(r) for r in s.ranks] == [5 * 3] * 4  # 3 reduce-scatter steps (send, recv, calc), 3 allgather steps
+    assert s.ranks[0].describe(0) == "l0: send 64b to 1" and s.ranks[0].describe(1) == "l1: recv 64b from 3"
+    assert s.ranks[0].size[2] == 16  # a calc of 64 bytes at 250 ps/B
+    doc, _ = replay(args_for(str(g), "--topo", "star:n=4", "--direct"))
+    row = doc["results"][0]
+    out = tmp_path / "run.json"
+    assert main(["run", "--topo", "star:n=4", "--test", "allreduce", "--algo", "ring", "--size", "256", "--direct",
+                 "--json", str(out)]) == 0
+    ran = json.loads(out.read_text())["results"][0]
+    assert row["frames"] == ran["frames"] == 24
+    assert row["bytes"] - ran["bytes"] == 17 * 24
+    assert row["completion_ns"] > ran["completion_ns"]
+    assert main(["schedule", "allreduce", "--ranks", "4", "--offload", "nic"]) == 2
+    assert "not expressible" in capsys.readouterr().out

@@ -130,6 +130,9 @@ def _parser() -> argparse.ArgumentParser:
     from .replay_goal import add_parser as add_replay  # emu replay: a GOAL schedule on the cluster
 
     add_replay(sub, _ascii(int))
+    from .schedule_cmd import add_parser as add_schedule  # emu schedule: a collective as a GOAL schedule
+
+    add_schedule(sub, _ascii(int))
     from .sweepargs import refuse_repeats
 
     for command in sub.choices.values():  # an option of one value given twice: refused, not the last kept
