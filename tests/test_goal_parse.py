@@ -162,3 +162,13 @@ def test_loggp_closed_forms():
     text = "num_ranks 2\nrank 0 {\nsend 1b to 1\nsend 1b to 1\nsend 1b to 1\n}\nrank 1 {\nrecv 1b from 0\nrecv 1b from 0\nrecv 1b from 0\n}\n"
     p = LogGP(L=1000, o=10, g=500, G=0)
     assert simulate(parse(text), p) == [2 * 500 + 10, 2 * 500 + 10 + 1000 + 10]
+
+
+def test_loggp_names_what_never_completes():
+    from emu.nodes.workload.loggp import Stuck
+
+    text = "num_ranks 2\nrank 0 {\na: send 100b to 1 tag 1\nb: calc 5\nb requires a\n}\nrank 1 {\nr: recv 100b from 0 tag 2\n}\n"
+    with pytest.raises(Stuck, match=r"1 operation never completes: rank 1 in r: recv 100b from 0 tag 2 \(line 8\)"):
+        simulate(parse(text), LogGP())
+    with pytest.raises(Stuck, match=r"3 operations never complete: rank 0 in a: send 100b to 1 tag 1 \(line 3\); rank 0 in b"):
+        simulate(parse(text), LogGP(S=10))  # rendezvous: the send waits for a receive, b for the send

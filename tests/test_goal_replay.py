@@ -225,7 +225,8 @@ def test_cli_refusals(tmp_path):
         replay(args_for(str(bad), "--topo", "star:n=4"))
     rndv = tmp_path / "r.goal"  # a rendezvous send no receive matches: named when the run stops
     rndv.write_text("num_ranks 2\nrank 0 {\nsend 90000b to 1 tag 1\n}\nrank 1 {\n}\n")
-    with pytest.raises(DeadlockError, match=r"r.goal: the replay cannot go on .* rank 0 \(h0\) blocked"):
+    with pytest.raises(DeadlockError, match=r"r.goal: the replay cannot go on \(1 operation never completes: rank 0 in "
+                                            r"#0: send 90000b to 1 tag 1 \(line 3\)\): .* rank 0 \(h0\) blocked"):
         replay(args_for(str(rndv), "--topo", "star:n=2", "--direct"))
 
 

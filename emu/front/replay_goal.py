@@ -168,8 +168,7 @@ def replay(args) -> dict:
         text = str(e)
         for h, r in sorted(rank_of.items(), key=lambda x: -len(x[0])):
             text = text.replace(f"{h} blocked", f"rank {r} ({h}) blocked")
-        raise DeadlockError(f"{args.schedule}: the replay cannot go on (receives that no message matches, or a "
-                            f"rendezvous send no receive matches): {text}") from None
+        raise DeadlockError(f"{args.schedule}: the replay cannot go on{_why_stuck(opts)}: {text}") from None
     wall = time.perf_counter() - t0
     steps = critical_path(s, results)
     figs = {"topology": args.topo, "name": f"replay {os.path.basename(args.schedule)}",
@@ -184,6 +183,21 @@ def replay(args) -> dict:
     if args.model == "loggp":
         figs["model"] = model_figures(opts)
     return {"run": opts.record, "results": [figs]}, opts
+
+
+def _why_stuck(opts) -> str:
+    """The operations that never complete, as the LogGP model of the same schedule finds them (the
+    same matching: a receive no message matches, a rendezvous send no receive matches, what waits
+    for them); empty when the model finishes (a race of wildcards the fabric decided otherwise)."""
+    from emu.nodes.workload.loggp import Stuck, simulate
+
+    from .replay_path import loggp_of
+
+    try:
+        simulate(opts.schedule, loggp_of(opts.topo, opts.hosts)[0])
+    except Stuck as e:
+        return f" ({e})"
+    return ""
 
 
 def model_figures(opts) -> dict:
@@ -206,8 +220,10 @@ def cmd_replay(args) -> int:
 
     doc, opts = replay(args)
     figs = doc["results"][0]
-    if args.json:
-        with (sys.stdout if args.json == "-" else open(args.json, "w")) as f:
+    if args.json == "-":
+        dump(doc, sys.stdout, args.indent)
+    elif args.json:
+        with open(args.json, "w") as f:
             dump(doc, f, args.indent)
     if args.csv:
         write_csv(args.csv, figs)

@@ -8,6 +8,7 @@ else the operation before it on the rank's CPU (it was ready, the CPU was not).
 
 from __future__ import annotations
 
+import bisect
 from fractions import Fraction
 
 from emu.nodes.workload.goal import CALC, KIND_NAMES, RECV, SEND, Schedule
@@ -59,12 +60,17 @@ def critical_path(s: Schedule, results: list[dict], limit: int = 100_000) -> lis
 
 
 def _cpu_before(res: dict, t: int, i: int) -> int | None:
-    """The operation of the rank that ended last at or before ``t`` (the CPU was busy with it)."""
-    best, best_t = None, -1
-    for j, e in enumerate(res["end"]):
-        if j != i and 0 <= e <= t and e > best_t and res["start"][j] < t:
-            best, best_t = j, e
-    return best
+    """The operation of the rank that ended last at or before ``t`` having started before it (the
+    CPU was busy with it)."""
+    order = res.get("_by_end")
+    if order is None:  # (once per rank: its operations by end time)
+        order = res["_by_end"] = sorted((e, j) for j, e in enumerate(res["end"]) if e >= 0)
+    k = bisect.bisect_right(order, (t, len(res["end"])))
+    start = res["start"]
+    for e, j in reversed(order[max(0, k - 64):k]):  # (the latest few: one of them started before t)
+        if j != i and start[j] < t:
+            return j
+    return None
 
 
 def path_summary(steps: list[dict]) -> dict:

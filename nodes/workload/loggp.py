@@ -46,6 +46,14 @@ class LogGP:
         return f"L={self.L}, o={self.o}, g={self.g}, G={G}, O={self.O}, S={self.S}"
 
 
+class Stuck(ValueError):
+    """The schedule cannot finish under LogGP: ``waiting`` the (rank, operation) pairs never completed."""
+
+    def __init__(self, text: str, waiting: list[tuple[int, int]]):
+        super().__init__(text)
+        self.waiting = waiting
+
+
 class _Rank:
     __slots__ = ("rs", "needs", "fresh", "started", "done")
 
@@ -59,8 +67,9 @@ class _Rank:
 
 
 def simulate(s: Schedule, p: LogGP) -> list[int]:
-    """Each rank's end time (ns) under LogGP ``p``, as LogGOPSim computes it. Raises ValueError
-    naming the ranks whose queues are not empty at the end (unmatched messages or receives)."""
+    """Each rank's end time (ns) under LogGP ``p``, as LogGOPSim computes it. Raises :class:`Stuck`
+    naming the operations that never complete (a receive no message matches, what waits for it, a
+    rendezvous send no receive matches) or the messages no receive matched."""
     n = s.num_ranks
     ranks = [_Rank(rs) for rs in s.ranks]
     ncpu = 1 + max((max(rs.cpu, default=0) for rs in s.ranks), default=0)
@@ -184,9 +193,14 @@ def simulate(s: Schedule, p: LogGP) -> list[int]:
                 heapq.heappush(aq, (max(nexto[h][proc], nextgr[h][nic]), ets, typ, h, off, target, size, tag, proc, nic, t0))
         for hh in sorted(set(check)):
             push_free(hh, False)
-    bad = [h for h in range(n) if uq[h] or rq[h]]
+    waiting = [(h, i) for h in range(n) for i in range(len(ranks[h].rs)) if not ranks[h].done[i]]
+    if waiting:
+        shown = "; ".join(f"rank {h} in {ranks[h].rs.describe(i)} (line {ranks[h].rs.line[i]})" for h, i in waiting[:4])
+        more = f"; and {len(waiting) - 4} more" if len(waiting) > 4 else ""
+        raise Stuck(f"{len(waiting)} operation{'s never complete' if len(waiting) > 1 else ' never completes'}: {shown}{more}", waiting)
+    bad = [h for h in range(n) if uq[h]]
     if bad:
         h = bad[0]
-        raise ValueError(f"LogGP: rank {h} ends with {len(uq[h])} unmatched message(s) and {len(rq[h])} receive(s) "
-                         f"still posted" + (f" (and {len(bad) - 1} more ranks)" if len(bad) > 1 else ""))
+        raise Stuck(f"rank {h} ends with {len(uq[h])} message(s) no receive matched"
+                    + (f" (and {len(bad) - 1} more ranks)" if len(bad) > 1 else ""), [])
     return [max(row) for row in nexto]
