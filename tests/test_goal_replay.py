@@ -253,3 +253,16 @@ def test_emu_schedule_writes_the_collective_that_emu_run_runs(tmp_path, capsys):
     assert row["completion_ns"] > ran["completion_ns"]
     assert main(["schedule", "allreduce", "--ranks", "4", "--offload", "nic"]) == 2
     assert "not expressible" in capsys.readouterr().out
+
+
+def test_os_noise_stretches_calcs():
+    """host.noise applies to a schedule's calcs: periodic detours of 100 ns every 1,000 ns, aligned,
+    stretch a calc of 10,000 ns by the detours it meets (CPU work does not progress during one)."""
+    text = "num_ranks 1\nrank 0 {\na: calc 10000\n}\n"
+    _, _, _, res, _ = run(text, "star:n=2")
+    assert res[0]["end_ns"] == 10_000
+    noisy = {"host": {"noise": "periodic", "noise_interval_ns": 1000, "noise_duration_ns": 100, "noise_phase": "aligned"}}
+    _, t, _, res, _ = run(text, "star:n=2", noisy)
+    from emu.nodes.host.noise import Noise
+
+    assert res[0]["end_ns"] == Noise(t.nodes["h0"].spec, 0, t.nodes["h0"].id).finish(0, 10_000) > 10_000
