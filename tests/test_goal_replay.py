@@ -172,6 +172,8 @@ def test_cpu_streams_run_beside_each_other():
     text = "num_ranks 1\nrank 0 {\na: calc 1000\nb: calc 700 cpu 1\nc: calc 10\nc requires a\nc requires b\n}\n"
     _, _, _, res, _ = run(text, "star:n=2")
     assert res[0]["end_ns"] == 1010  # b on CPU 1 during a on CPU 0
+    _, _, _, res, _ = run("num_ranks 1\nrank 0 {\nx: calc 100 cpu 2\n}\n", "star:n=2")  # nothing on CPU 0
+    assert res[0]["end_ns"] == 100
 
 
 def test_same_figures_in_memory_on_sockets_and_over_two_processes():

@@ -277,5 +277,6 @@ def print_summary(figs: dict, args, out) -> None:
             print(f"    {m['error']}", file=out)
         else:
             c, e = m["completion_ns"], figs["completion_ns"]
-            share = f"; contention, routing and framing add {100 * (e - c) / e:.1f}% of the measured time" if e else ""
+            share = (f"; {100 * (e - c) / e:.1f}% of the measured time is what LogGP leaves out (contention, routes "
+                     "longer than L's, frame headers, store-and-forward, the rendezvous round trip)") if e else ""
             print(f"    LogGP ends at {c:,} ns; measured {e:,} ns{share}", file=out)

@@ -207,6 +207,8 @@ class _Rank:
         while self.remaining:
             if self.timers:
                 self._timers_due()
+                if not self.remaining:
+                    break
             if self.fresh:
                 fresh, self.fresh = self.fresh, []
                 if len(fresh) > 1:

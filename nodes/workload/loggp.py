@@ -85,7 +85,7 @@ def simulate(s: Schedule, p: LogGP) -> list[int]:
     G = Fraction(p.G)
 
     def bytes_ns(size: int, per: Fraction) -> int:  # (s-1) G, rounded down (exact for LogGOPSim's integer G)
-        return (size - 1) * per.numerator // per.denominator
+        return max(size - 1, 0) * per.numerator // per.denominator
 
     def executable(h: int) -> list[int]:
         r = ranks[h]
@@ -152,7 +152,7 @@ def simulate(s: Schedule, p: LogGP) -> list[int]:
             if max(nexto[h][proc], nextgs[h][nic]) <= t:
                 started(h, off)
                 check.append(h)
-                nexto[h][proc] = t + o + (size - 1) * O
+                nexto[h][proc] = t + o + max(size - 1, 0) * O
                 nextgs[h][nic] = t + g + bytes_ns(size, G)
                 heapq.heappush(aq, (t + o + L, ts, _OP_MSG, target, off, h, size, tag, proc, nic, t))
                 ts += 1
@@ -176,7 +176,7 @@ def simulate(s: Schedule, p: LogGP) -> list[int]:
                 rq[h].append((target, tag, off, size))
         else:  # a message reaches host h from ``target``
             if max(nexto[h][proc], nextgr[h][nic]) <= t:
-                nexto[h][proc] = t + o + max((size - 1) * O, bytes_ns(size, G))
+                nexto[h][proc] = t + o + max(max(size - 1, 0) * O, bytes_ns(size, G))
                 nextgr[h][nic] = t + g + bytes_ns(size, G)
                 m = match(rq[h], target, tag)
                 if m is not None:
