@@ -268,3 +268,45 @@ def test_os_noise_stretches_calcs():
     from emu.nodes.host.noise import Noise
 
     assert res[0]["end_ns"] == Noise(t.nodes["h0"].spec, 0, t.nodes["h0"].id).finish(0, 10_000) > 10_000
+
+
+MPI_PROGRAM = """import numpy as np
+from mpi4py import MPI
+c = MPI.COMM_WORLD
+if c.Get_rank() == 0:
+    c.Send(np.zeros(100, np.uint8), dest=1, tag=5)
+    c.Send(np.zeros(20000, np.uint8), dest=1, tag=6)
+else:
+    b = np.empty(100, np.uint8); c.Recv(b, source=0, tag=5)
+    b = np.empty(20000, np.uint8); c.Recv(b, source=0, tag=6)
+"""
+SAME_GOAL = """num_ranks 2
+rank 0 {
+a: send 100b to 1 tag 5
+b: send 20000b to 1 tag 6
+b requires a
+}
+rank 1 {
+c: recv 100b from 0 tag 5
+d: recv 20000b from 0 tag 6
+d requires c
+}
+"""
+
+
+def test_same_sends_same_frames_as_an_mpi_program(tmp_path):
+    """An eager and a rendezvous message: the schedule and the mpi4py program making the same sends
+    put byte-identical frames on the wire, in the same order, and end at the same virtual time."""
+    from scapy.utils import rdpcap
+
+    from emu.front.mpirun import run_program
+
+    mpi_cap, goal_cap, g = tmp_path / "mpi.pcapng", tmp_path / "goal.pcapng", tmp_path / "same.goal"
+    res = run_program(MPI_PROGRAM, n=2, topo="star:n=2", pcap=str(mpi_cap))
+    assert res.returncode == 0, res.stderr
+    g.write_text(SAME_GOAL)
+    doc, _ = replay(args_for(str(g), "--topo", "star:n=2", "--pcap", str(goal_cap)))
+    row = doc["results"][0]
+    assert row["completion_ns"] == res.figures["virtual_ns"] and row["frames"] == res.figures["frames"] == 23
+    frames = [[bytes(p) for p in rdpcap(str(c))] for c in (mpi_cap, goal_cap)]
+    assert len(frames[0]) == 92 and frames[0] == frames[1]
