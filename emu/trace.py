@@ -39,6 +39,8 @@ DEFAULT_LIMIT_BYTES = 256 << 20
 DEFAULT_BIN_NS = 1000
 """Default width of a link-load bin (ns)."""
 RANK_TID, EVENTS_TID = 1, 2
+OPS_TID = 16
+"""First track of a host's completed operations (``Tracer.complete``: a replayed schedule's operations)."""
 _SEP = ",\n"
 
 
@@ -75,6 +77,8 @@ class Tracer:
         self._stacks: dict[int, list[tuple[bool, str, str]]] = {}  # per pid: (B written, name, cat)
         """Per host pid: the open spans, each True if its B was written (then its E is written too)."""
         self.ports: list[PortTrace] = []
+        self._lanes: dict[int, list[int]] = {}
+        """Per host pid: when each of its ``ops N`` tracks is free again (``complete``)."""
         self.host_names = set(hosts)
         if header:
             self.f.write('{"displayTimeUnit":"ns","traceEvents":[\n')
@@ -126,6 +130,22 @@ class Tracer:
         written, name, cat = stack.pop()
         if written:  # its B was written: so is its E, past the limit too (the track stays nested)
             self._write(_end(pid, name, cat, t, args), "span", t, force=True)
+
+    def complete(self, node: str, name: str, t0: int, t1: int, args: dict | None = None, cat: str = "op") -> None:
+        """A span from ``t0`` to ``t1`` already over (``X``), on the first of ``node``'s ``ops N`` tracks
+        free at ``t0`` (spans that overlap go on tracks of their own: every track stays nested)."""
+        pid = self.pids[node]
+        lanes = self._lanes.setdefault(pid, [])
+        lane = next((k for k, end in enumerate(lanes) if end <= t0), None)
+        if lane is None:
+            lane = len(lanes)
+            lanes.append(t1)
+            self._meta(pid, OPS_TID + lane, "thread_name", {"name": f"ops {lane}"})
+        else:
+            lanes[lane] = t1
+        line = (f'{_SEP}{{"ph":"X","name":{json.dumps(name)},"cat":"{cat}","pid":{pid},"tid":{OPS_TID + lane},'
+                f'"ts":{ts(t0)},"dur":{ts(t1 - t0)}{_args(args)}}}')
+        self._write(line, "span", t1)
 
     def span(self, node: str, name: str, t_of, args: dict | None = None, cat: str = "span") -> "Span":
         """A context manager: B now, E when it ends (``t_of()`` reads the virtual time)."""

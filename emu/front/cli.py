@@ -69,6 +69,14 @@ def _main(ap, argv) -> int:
             from .mpirun import cmd_mpirun
 
             return cmd_mpirun(args)
+        if args.cmd == "replay":
+            from .replay_goal import cmd_replay
+
+            return cmd_replay(args)
+        if args.cmd == "schedule":
+            from .schedule_cmd import cmd_schedule
+
+            return cmd_schedule(args)
     except BaseException as e:  # noqa: BLE001 -- the CLI turns every failure into one line
         return report(e, stderr=getattr(args, "json", None) == "-", note=_keep_finished(args))
     return 2

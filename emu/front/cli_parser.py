@@ -127,6 +127,12 @@ def _parser() -> argparse.ArgumentParser:
     from .mpirun import add_parser as add_mpirun  # emu mpirun: unchanged mpi4py programs on the cluster
 
     add_mpirun(sub, _ascii(int), _ascii(float))
+    from .replay_goal import add_parser as add_replay  # emu replay: a GOAL schedule on the cluster
+
+    add_replay(sub, _ascii(int))
+    from .schedule_cmd import add_parser as add_schedule  # emu schedule: a collective as a GOAL schedule
+
+    add_schedule(sub, _ascii(int))
     from .sweepargs import refuse_repeats
 
     for command in sub.choices.values():  # an option of one value given twice: refused, not the last kept

@@ -215,6 +215,23 @@ class HostAPI:
             return NO_SPAN
         return tr.span(e.name, name, lambda: e.now, args or None)
 
+    def arrived_ns(self, tag: int | None = None) -> int | None:
+        """When the oldest message already here and not yet received (with ``tag`` if given) was
+        available, or None: a look that takes no time and takes no message (a progress engine
+        choosing between its next operation and the messages that came first)."""
+        for m in self._engine._inbox:
+            if tag is None or m.tag == tag:
+                return m.t_ns
+        return None
+
+    def span_done(self, name: str, start_ns: int, **args) -> None:
+        """A span that began at ``start_ns`` and ends now, on this host's ``ops`` tracks of the run's
+        trace (operations that overlap, as a replayed schedule's do); nothing when the run is not traced."""
+        e = self._engine
+        tr = e.nic.tracer
+        if tr is not None:
+            tr.complete(e.name, name, start_ns, e.now, args or None)
+
     def send(self, dst: str | int, data: bytes, tag: int = 0, vc: int = 0) -> Send:
         """Send ``data`` (any size) to host ``dst``; returns once the NIC has the message (``data`` is
         free then: see :meth:`isend` to send a long message without a copy). ``vc``:

@@ -1,0 +1,1 @@
+"""What drives the hosts from outside: trace readers (GOAL schedules) and their replay."""
