@@ -20,9 +20,16 @@ from .types import ERR_BUFFER, TYPES, Exception, Op, numpy_combine
 
 
 QUIET_MAX_BYTES = 4096
-"""A standard-mode blocking send of at most this many bytes (and the host's eager limit) goes without
-waiting for its answer: the emulator carries it out before the rank's next call, as an eager send
-of a real MPI returns as soon as the message is on its way."""
+"""A standard-mode send of at most this many bytes (and the host's eager limit) goes without waiting
+for its answer: the emulator carries it out before the rank's next call, as an eager send of a real
+MPI returns as soon as the message is on its way. So does the posting of a nonblocking receive."""
+HELD_MAX_BYTES = 32768
+"""Calls that need no answer are held, and go with the next call that does (one system call, one
+wake-up of the emulator), up to this many bytes of them: the emulator waits for this rank's next
+call anyway before its host's virtual time moves on, so holding them changes no figure."""
+RID_BASE = 1 << 40
+"""Requests of calls that went without an answer are numbered by the rank from here (the
+emulator's own numbers count from 1)."""
 
 
 class _Channel:
@@ -42,6 +49,10 @@ class _Channel:
         self.quiet_max = QUIET_MAX_BYTES
         self.unsynced = False
         """A send went without an answer since the last answer: the host's clock moved on unseen."""
+        self.held: list[bytes] = []
+        """Calls that need no answer, framed, not yet written to the channel (``HELD_MAX_BYTES``)."""
+        self.held_bytes = 0
+        self.next_rid = RID_BASE
         self.finalized = False
         self.bsend_buffer = None
         self.bsend_bytes = 0
@@ -66,14 +77,19 @@ class _Channel:
         self.rank, self.size, self.name = head["rank"], head["size"], head["name"]
         self.quiet_max = min(QUIET_MAX_BYTES, head.get("eager", QUIET_MAX_BYTES))
 
-    def _quiet(self, head: dict, payload) -> bool:
-        """A send that needs no answer: standard mode, blocking, small, on COMM_WORLD or COMM_SELF to a
-        rank that is there (nothing the emulator could refuse)."""
-        if head.get("mode") != "std" or head.get("nb") or len(payload) > self.quiet_max:
-            return False
-        ctx, dest = head.get("ctx"), head.get("dest")
+    def _quiet(self, op: str, head: dict, payload) -> bool:
+        """A call that needs no answer: a standard-mode small send, or the posting of a nonblocking
+        receive, on COMM_WORLD or COMM_SELF with a peer rank that is there (nothing the emulator
+        could refuse)."""
+        ctx = head.get("ctx")
         size = self.size if ctx == 0 else 1 if ctx == 1 else 0
-        return type(dest) is int and (-1 <= dest < size)
+        if op == "send":
+            if head.get("mode") != "std" or len(payload) > self.quiet_max:
+                return False
+            dest = head.get("dest")
+            return type(dest) is int and (-1 <= dest < size)
+        source = head.get("source")
+        return head.get("nb") is True and type(source) is int and (-2 <= source < size)
 
     def call(self, op: str, payload=b"", **head):
         if self.sock is None:
@@ -90,9 +106,12 @@ class _Channel:
             self.lock.release()
 
     def _call(self, op: str, payload, head: dict):
-        quiet = op == "send" and self._quiet(head, payload)
+        quiet = (op == "send" or op == "recv") and self._quiet(op, head, payload)
         if quiet:
             head["quiet"] = True
+            if head.get("nb"):  # its request is numbered here
+                rid = head["rid"] = self.next_rid
+                self.next_rid += 1
         head["op"] = op
         if self.scale > 0:
             if not self.depth:  # not through the public API (hello, exit, abort): the program's time till now
@@ -101,14 +120,23 @@ class _Channel:
                 self.t_out = t
             head["cpu"], self.app_cpu = self.app_cpu, 0.0
         try:
-            wire.send(self.sock, head, payload)
             if quiet:
+                msg = wire.frame(head, payload)
+                self.held.append(msg)
+                self.held_bytes += len(msg)
+                if self.held_bytes > HELD_MAX_BYTES:
+                    self.flush()
                 self.unsynced = True
-                return {}, b""
+                return ({"req": rid} if head.get("nb") else {}), b""
+            if self.held:
+                before, self.held, self.held_bytes = b"".join(self.held), [], 0
+                wire.send(self.sock, head, payload, before)
+            else:
+                wire.send(self.sock, head, payload)
             answer, data = self.reader.recv()
             late = None
             while "cb" in answer or "late" in answer:
-                if "late" in answer:  # a send that went without an answer failed after all
+                if "late" in answer:  # a call that went without an answer failed after all
                     late = answer
                 else:
                     self._callback(answer["cb"], data)
@@ -124,6 +152,15 @@ class _Channel:
         if "err" in answer:
             raise Exception(answer.get("code", 15), answer["err"])
         return answer, data
+
+    def flush(self) -> None:
+        """Write the held calls to the channel now."""
+        if self.held:
+            data, self.held, self.held_bytes = b"".join(self.held), [], 0
+            try:
+                self.sock.sendall(data)
+            except OSError:
+                os._exit(1)
 
     def abort(self, errorcode: int) -> None:
         """``MPI_Abort``: the job ends; this process with ``errorcode``."""
