@@ -105,3 +105,28 @@ def test_the_held_calls_heads_go_binary(head):
     b = wire.encode_head(head)
     assert b[0] & ~wire.CPU_FLAG < 0x20
     assert wire.decode_head(b) == head
+
+
+def test_the_clock_reading_is_not_charged_to_the_program(monkeypatch):
+    """Between the library's return and the program's next call the CPU clock is read once (a system
+    call): its cost, the median of back-to-back readings, is taken off; the program's own time stays."""
+    import time
+
+    from emu.rank import channel, charging
+
+    ticks = iter([0.0, 2e-6, 10.0, 10.000003, 20.0, 20.000002, 30.0, 30.000009, 40.0, 40.000002])
+    monkeypatch.setattr(time, "process_time", lambda: next(ticks))
+    assert abs(channel.clock_cost(5) - 2e-6) < 1e-12  # gaps 2, 3, 2, 9, 2 us: the median
+    ch = channel.CHANNEL
+    monkeypatch.setattr(ch, "clock_cost", 2e-6)
+    monkeypatch.setattr(ch, "app_cpu", 0.0)
+    monkeypatch.setattr(ch, "depth", 0)
+    clock = iter([1.0, 1.5, 1.5000051, 1.6, 1.6000015, 1.7])
+    monkeypatch.setattr(ch, "t_out", 0.0)
+    monkeypatch.setattr(charging.time, "process_time", lambda: next(clock))
+    f = charging._timed(lambda: None)
+    monkeypatch.setattr(ch, "t_out", 1.0 - 7e-6)  # the library returned 7 us of CPU before the first call
+    f()  # entry at 1.0: 7 - 2 = 5 us the program's
+    f()  # 1.5 -> 1.5000051: 5.1 - 2 = 3.1 us
+    f()  # 1.6 -> 1.6000015: less than the clock's cost, nothing
+    assert abs(ch.app_cpu - 8.1e-6) < 1e-12, ch.app_cpu
