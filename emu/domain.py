@@ -286,7 +286,10 @@ class Domain(DomainControl):
 
     async def _collect(self, expected: int, w: int) -> None:
         if self.batch is not None:
-            self.batch.drain()
+            if self.n_domains == 1:  # what it sent itself is all there is
+                self.batch.drain_own()
+            else:
+                self.batch.drain()
         else:
             for el in self._local_rx:
                 el.drain()
