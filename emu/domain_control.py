@@ -42,7 +42,9 @@ class DomainControl:
 
     async def rpc_cpu(self) -> dict[str, float]:
         """CPU seconds of this process so far: all of it, in windows, reading datagrams between them;
-        and where the system tells (``contention``) how long it waited for a core and how often."""
+        and where the system tells (``contention``) how long it waited for a core and how often.
+        Windows are counted from the first call on (the difference of two calls is what a run took)."""
+        self.cpu_counting = True
         return {"process_s": time.process_time(), **self.cpu, **contention()}
 
     async def rpc_cpu_marks(self, record: bool) -> list[float]:

@@ -228,6 +228,8 @@ class Synchroniser:
     async def _windows(self) -> None:
         handles = self.handles
         last_yield = time.perf_counter()
+        # one domain, in this process: its window called straight (no RPC layer, no sums)
+        alone = handles[0].domain.window if self.n == 1 and isinstance(handles[0], LocalHandle) else None
         while True:
             t0 = window_start(self.next_times, self.faults, self.max_time)
             if t0 >= INF:
@@ -237,7 +239,9 @@ class Synchroniser:
                 await self.pacer.wait_for(t0)
             self.window = w = self.window + 1
             try:
-                if self.n == 1:
+                if alone is not None:
+                    reports = [await alone(w, t0, t1, self.sent[0][0])]
+                elif self.n == 1:
                     reports = [await handles[0].call("window", w, t0, t1, self.expected(0))]
                 else:
                     reports = await self._window_everywhere(w, t0, t1)

@@ -319,3 +319,28 @@ async def test_only_ports_handed_over_in_memory_leave_the_fcs_off(direct):
         assert any(p.defer_fcs for p in ports) == direct and any(p.local is None for p in ports)
         res = await net.run(SCENARIO)
     assert res["h3"] is not None
+
+
+def test_a_process_alone_reads_back_what_it_sent_itself_and_no_more():
+    """``drain_own`` reads as many datagrams as the process sent itself, without a read that finds
+    the socket empty; a stranger's datagram read in the place of one of them leaves that one to the
+    next full ``drain``, and one lost ends the reading early (the domain's recovery takes over)."""
+    batch = Batch("127.0.0.1", None, CID)
+    got = []
+    batch.on_datagram = lambda data, sender: got.append(bytes(data)) or 1
+    stranger = _peer()
+    try:
+        batch._send(b"one", batch.addr)
+        batch._send(b"two", batch.addr)
+        assert batch.drain_own() == 2 and got == [b"one", b"two"]
+        assert batch.drain_own() == 0  # nothing more expected: no read at all
+        stranger.sendto(b"odd", batch.addr)
+        batch._send(b"three", batch.addr)
+        assert batch.drain_own() == 1 and got[2:] == [b"odd"]
+        assert batch.drain() == 1 and got[3:] == [b"three"]
+        batch._send(b"four", batch.addr)
+        batch._self_unread += 1  # one the kernel dropped
+        assert batch.drain_own() == 1 and batch._self_unread == 0
+    finally:
+        batch.close()
+        stranger.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from .base import ConfigError
@@ -147,9 +148,11 @@ def _refuse_wildcard(spec: str) -> None:
                           "send to and check; name the interface (e.g. --bind eth0) or its own address")
 
 
+@functools.lru_cache(maxsize=64)
 def is_loopback(address: str) -> bool:
     """Is ``address`` (as ``bind_address`` returns it) on loopback (127.0.0.0/8, ::1)? Off loopback
-    every datagram carries a keyed tag (``emu.wire.outer.datagram_tag``)."""
+    every datagram carries a keyed tag (``emu.wire.outer.datagram_tag``). (Remembered: a domain asks
+    before each window that waits for frames.)"""
     import ipaddress
 
     return ipaddress.ip_address(address).is_loopback

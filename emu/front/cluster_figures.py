@@ -21,7 +21,7 @@ class ClusterFigures:
         """Per process (domain order, this one first): CPU seconds used so far, in all
         (``process_s``), running windows (``window_s``) and reading datagrams between them
         (``drain_s``) -- cost figures, for comparing runs over several processes (the difference
-        of two calls is what a run took)."""
+        of two calls is what a run took; windows are counted from the first call on)."""
         async with self._lock:
             return [await h.call("cpu") for h in self._handles]
 

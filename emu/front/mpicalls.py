@@ -17,11 +17,22 @@ def _blocking_done(st: RankState, req) -> None:
     st.reqs.pop(req.id, None)
 
 
+def _numbered(st: RankState, req, head: dict) -> int:
+    """The request's number as the rank knows it: the rank's own (``rid``) for a call that went
+    without an answer (``emu.rank.channel``), else the emulator's."""
+    rid = head.get("rid")
+    if rid is not None:
+        del st.reqs[req.id]
+        req.id = rid
+        st.reqs[rid] = req
+    return req.id
+
+
 async def h_send(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
     info = st.comm(head["ctx"])
     req = await st.send(info, head["dest"], head["tag"], payload, sync=head.get("mode") == "sync")
     if head.get("nb"):
-        return {"req": req.id}, b""
+        return {"req": _numbered(st, req, head)}, b""
     await st.wait(req)
     _blocking_done(st, req)
     return {}, b""
@@ -32,7 +43,7 @@ async def h_recv(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
     _check_source(info, head["source"])
     req = await st.post_recv(info, head["source"], head["tag"])
     if head.get("nb"):
-        return {"req": req.id}, b""
+        return {"req": _numbered(st, req, head)}, b""
     await st.wait(req)
     _blocking_done(st, req)
     return {"st": status_of(req)}, req.env.data

@@ -7,7 +7,8 @@ in for what a real MPI library does in a few hundred nanoseconds, which the host
 charges (``send_overhead_ns``, ``recv_overhead_ns``). So every public callable of the emulated
 ``mpi4py.MPI`` is wrapped once, at import: on entry from the program it adds the CPU time since the
 library last returned to ``CHANNEL.app_cpu`` (which the next call carries to the emulator), and on
-return it notes the time again. Calls within calls (``Waitall`` through ``Request._call``, a
+return it notes the time again; what reading that clock costs (``CHANNEL.clock_cost``) is the
+library's too, taken off each stretch of the program's. Calls within calls (``Waitall`` through ``Request._call``, a
 ``Comm`` method using another) count once, at the outermost. With ``--compute zero`` nothing is
 wrapped: no CPU time is measured at all.
 """
@@ -31,7 +32,9 @@ def _timed(fn):
         if ch.depth:
             return fn(*args, **kwargs)
         t = clock()
-        ch.app_cpu += t - ch.t_out
+        gap = t - ch.t_out - ch.clock_cost  # (the clock's own reading is the library's)
+        if gap > 0.0:
+            ch.app_cpu += gap
         ch.depth = 1
         try:
             return fn(*args, **kwargs)

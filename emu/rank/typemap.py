@@ -120,7 +120,11 @@ def message(flat: Flat, count: int, extent: int, size: int) -> Flat:
 
 def span(flat: Flat) -> tuple[int, int]:
     """The bytes the runs touch: [lo, hi)."""
-    if not len(flat):
+    n = len(flat.off)
+    if n == 1:  # (one run, the common message: no array reductions)
+        lo = int(flat.off[0])
+        return lo, lo + int(flat.ln[0])
+    if not n:
         return 0, 0
     return int(flat.off.min()), int((flat.off + flat.ln).max())
 

@@ -61,6 +61,9 @@ REQUESTS = (  # code, op, fields: the rank's calls, the fields in the order the 
     (8, "sendrecv", "ctx:q dest:q sendtag:q source:q recvtag:q call:n"),
     (9, "send", "ctx:q dest:q tag:q mode:n nb:? call:n quiet:?"),
     (10, "now", ""),
+    (11, "send", "ctx:q dest:q tag:q mode:n nb:? call:n quiet:? rid:q"),
+    (12, "recv", "ctx:q source:q tag:q nb:? call:n quiet:? rid:q"),
+    (13, "wait", "ids:L mode:n test:? call:n keep:?"),
 )
 ANSWERS = (  # code, fields: the emulator's answers (``now`` last: the rank's host clock)
     (16, "now:q"),
@@ -199,8 +202,17 @@ def decode_head(b) -> dict:
         raise ValueError(f"malformed message head ({e})") from None
 
 
-def send(sock: socket.socket, head: dict, payload=b"") -> None:
-    """One message: the head and the payload (bytes-like; a large one sent without a copy)."""
+def frame(head: dict, payload=b"") -> bytes:
+    """One message's bytes, whole (a payload of at most 64 KiB): what ``send`` sends."""
+    h = encode_head(head)
+    if len(h) >= MAX_HEAD:
+        raise ValueError(f"message head of {len(h)} bytes; at most {MAX_HEAD - 1}")
+    return b"".join((PREFIX.pack(len(payload), len(h)), h, payload))
+
+
+def send(sock: socket.socket, head: dict, payload=b"", before: bytes = b"") -> None:
+    """One message: the head and the payload (bytes-like; a large one sent without a copy), after
+    ``before`` (messages already framed, ``frame``), all in one system call where they fit."""
     h = encode_head(head)
     if len(h) >= MAX_HEAD:
         raise ValueError(f"message head of {len(h)} bytes; at most {MAX_HEAD - 1}")
@@ -208,9 +220,9 @@ def send(sock: socket.socket, head: dict, payload=b"") -> None:
     if n >= MAX_PAYLOAD:
         raise ValueError(f"message of {n} bytes; at most {MAX_PAYLOAD - 1} per call")
     if n <= 65536:
-        sock.sendall(b"".join((PREFIX.pack(n, len(h)), h, payload)))
+        sock.sendall(b"".join((before, PREFIX.pack(n, len(h)), h, payload)))
     else:
-        sock.sendall(PREFIX.pack(n, len(h)) + h)
+        sock.sendall(before + PREFIX.pack(n, len(h)) + h)
         sock.sendall(payload)
 
 
@@ -224,11 +236,16 @@ class Reader:
         self.sock = sock
         self.idle = idle
         """Called after ``idle_s`` seconds of waiting without a byte (it may raise); the wait then goes on."""
-        self.idle_ms = max(1, int(idle_s * 1000))
         self.poller = None
-        if idle is not None:
-            self.poller = select.poll()
-            self.poller.register(sock, select.POLLIN)
+        if idle is not None:  # the kernel ends a wait of idle_s (one system call per read, waiting or not)
+            sec = max(idle_s, 0.001)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
+                                struct.pack("@ll", int(sec), int((sec - int(sec)) * 1e6)))
+            except (OSError, struct.error):  # no receive timeout here: look before each read instead
+                self.poller = select.poll()
+                self.poller.register(sock, select.POLLIN)
+                self.idle_ms = max(1, int(idle_s * 1000))
         self.buf = bytearray(self.SIZE)
         self.view = memoryview(self.buf)
         self.start = self.end = 0
@@ -247,7 +264,13 @@ class Reader:
 
     def _recv_into(self, view, n: int) -> int:
         if self.poller is None:
-            return self.sock.recv_into(view, n)
+            while True:
+                try:
+                    return self.sock.recv_into(view, n)
+                except BlockingIOError:  # (SO_RCVTIMEO) idle_s without a byte
+                    if self.idle is None:
+                        raise
+                    self.idle()
         while True:  # what is there at once (one system call); else wait for it, looking every idle_s
             try:
                 return self.sock.recv_into(view, n, socket.MSG_DONTWAIT)
