@@ -15,7 +15,8 @@ from __future__ import annotations
 from .buffers import IN_PLACE, Msg
 from .channel import CHANNEL
 from .comm import PROC_NULL, ROOT, UNDEFINED, Group, _op, _pickle
-from .intracomm import COMM_NULL, Comm, Intracomm, _objects
+from .blockcoll import _objects
+from .intracomm import COMM_NULL, Comm, Intracomm
 from .pickling import PICKLE
 from .types import OPS, Exception
 

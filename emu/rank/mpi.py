@@ -25,7 +25,7 @@ from .info import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETUR
 from .intracomm import COMM_NULL, Comm, Intracomm  # noqa: E402
 from .inter import COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED, COMM_TYPE_RESOURCE_GUIDED, COMM_TYPE_SHARED, Intercomm  # noqa: E402,E501
 from .topo import CART, DIST_GRAPH, GRAPH, UNWEIGHTED, WEIGHTS_EMPTY, Cartcomm, Distgraphcomm, Graphcomm, Topocomm  # noqa: E402,E501
-from .topo import compute_dims as Compute_dims  # noqa: E402
+from .dims import compute_dims as Compute_dims  # noqa: E402
 from .misc import (MESSAGE_NO_PROC, MESSAGE_NULL, SESSION_NULL, Message, Session,  # noqa: E402
                    Pcontrol, Get_hw_resource_info, Pickle, pickle_,
                    _comm_lock, _comm_lock_table, _commctx_inter, _commctx_intra)
