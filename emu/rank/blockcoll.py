@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .buffers import IN_PLACE, Msg
 from .channel import CHANNEL
-from .comm import _op, _pickle
+from .comm import _op, _pickle, _pickles
 from .consts import CONSTANTS
 from .pickling import PICKLE
 from .types import Exception, OPS
@@ -158,17 +158,13 @@ class BlockingCollectives:
 
     @_locked("scatter")
     def scatter(self, sendobj, root: int = 0):
-        parts = [_pickle(o) for o in sendobj] if self._rank == root else []
-        if self._rank == root and len(parts) != self._size:
-            raise ValueError(f"expecting {self._size} items, got {len(parts)}")
+        parts = _pickles(sendobj, self._size) if self._rank == root else []
         head, data = self._coll("scatter", "scatter", b"".join(parts), root=root, lens=[len(p) for p in parts])
         return PICKLE.loads(data)
 
     @_locked("alltoall")
     def alltoall(self, sendobj):
-        parts = [_pickle(o) for o in sendobj]
-        if len(parts) != self._size:
-            raise ValueError(f"expecting {self._size} items, got {len(parts)}")
+        parts = _pickles(sendobj, self._size)
         head, data = self._coll("alltoall", "alltoall", b"".join(parts), lens=[len(p) for p in parts])
         return _objects(head["lens"], data)
 

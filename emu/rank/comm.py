@@ -18,6 +18,14 @@ TAG_UB_KEY, TAG_UB = 1681915905, 2**31 - 1
 _pickle = PICKLE.dumps
 
 
+def _pickles(sendobj, n: int) -> list[bytes]:
+    """The ``n`` items of a lowercase scatter or all-to-all, pickled: ``None`` is ``n`` Nones, as mpi4py's."""
+    items = [None] * n if sendobj is None else list(sendobj)
+    if len(items) != n:
+        raise ValueError(f"expecting {n} items, got {len(items)}")
+    return [_pickle(o) for o in items]
+
+
 class Request(Handle, family=True):
     """A pending operation; after it completes it is REQUEST_NULL (``== MPI.REQUEST_NULL``)."""
 
@@ -213,6 +221,8 @@ class Request(Handle, family=True):
         if active and not cls._call(active, "all", True, "Get_status_all", keep=True):
             return False
         if statuses is not None:
+            while len(statuses) < len(requests) and isinstance(statuses, list):  # as mpi4py's (and Waitall)
+                statuses.append(Status())
             for i, r in enumerate(requests):
                 if i < len(statuses):
                     _copy_status(statuses[i], r._status() if r else Status())

@@ -36,6 +36,16 @@ _LIVE: "weakref.WeakValueDictionary[int, Impl]" = weakref.WeakValueDictionary()
 _PREDEFINED: dict[int, tuple[object, str]] = {}
 
 
+def _kind_ok(cls, other) -> bool:
+    """May ``cls(other)`` hold ``other``'s handle? Yes, unless the library's class nearest ``cls`` is strict
+    (an Intracomm, a Cartcomm, a Grequest ...) and the object behind ``other`` is not of its kind -- as
+    mpi4py checks the handle, not the Python class: ``pkl5.Intracomm(COMM_WORLD)`` is an intracommunicator."""
+    base = next(k for k in cls.__mro__ if "_strict" in k.__dict__)
+    if not base._strict:
+        return True
+    return isinstance(other, base) or issubclass(getattr(other._h, "cls", type(other)), base)
+
+
 class Handle:
     """Base of every handle class; ``_family`` is the class a handle's kind is checked against."""
 
@@ -54,7 +64,7 @@ class Handle:
         self = object.__new__(cls)
         if other is None:
             self._h = None
-        elif isinstance(other, cls._family) and (not cls._strict or isinstance(other, cls) or other._h is None):
+        elif isinstance(other, cls._family) and (other._h is None or _kind_ok(cls, other)):
             self._h = other._h
         else:
             raise TypeError(f"expecting a {cls._family.__name__} object, got {type(other).__name__}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .buffers import IN_PLACE, Msg
 from .channel import CHANNEL
-from .comm import PROC_NULL, ROOT, UNDEFINED, Group, _op, _pickle
+from .comm import PROC_NULL, ROOT, UNDEFINED, Group, _op, _pickle, _pickles
 from .blockcoll import _objects
 from .intracomm import COMM_NULL, Comm, Intracomm
 from .pickling import PICKLE
@@ -87,7 +87,7 @@ class Intercomm(Comm):
         return Intracomm._make(head["ctx"], len(head["ranks"]), head["rank"])
 
     def Dup(self, info=None) -> "Intercomm":
-        return Intercomm._from_head(CHANNEL.call("dup", ctx=self._ok(), call="Dup")[0])
+        return type(self)._from_head(CHANNEL.call("dup", ctx=self._ok(), call="Dup")[0])
 
     Clone = Dup
 
@@ -166,9 +166,7 @@ class Intercomm(Comm):
     def scatter(self, sendobj, root: int = 0):
         parts = []
         if root == ROOT:
-            parts = [_pickle(o) for o in sendobj]
-            if len(parts) != len(self._remote):
-                raise ValueError(f"expecting {len(self._remote)} items, got {len(parts)}")
+            parts = _pickles(sendobj, len(self._remote))
         head, data = self._icoll("scatter", "scatter", b"".join(parts), root=root, lens=[len(p) for p in parts])
         return None if head.get("none") else PICKLE.loads(data)
 
@@ -212,9 +210,7 @@ class Intercomm(Comm):
         w_unpack(recvbuf, n, head["lens"], data)
 
     def alltoall(self, sendobj):
-        parts = [_pickle(o) for o in sendobj]
-        if len(parts) != len(self._remote):
-            raise ValueError(f"expecting {len(self._remote)} items, got {len(parts)}")
+        parts = _pickles(sendobj, len(self._remote))
         head, data = self._alltoall(parts, "alltoall")
         return _objects(head["lens"], data)
 

@@ -144,14 +144,16 @@ class Comm(CollectivesMixin, BlockingCollectives, Attributes, Handle, family=Tru
     info = property(Get_info, Set_info)
 
     # -- making communicators --------------------------------------------------------------------------
-    def _made(self, head) -> "Comm":
+    def _made(self, head, cls=None) -> "Comm":
+        """The new intracommunicator of an answer (COMM_NULL if none), an ``Intracomm`` (``Split``,
+        ``Create`` ...) or of class ``cls`` (``Dup``: the class of the one duplicated, as mpi4py's)."""
         if head["ctx"] is None:
             return COMM_NULL
         info, _ = CHANNEL.call("info", ctx=head["ctx"], call="Comm_info")
-        return Intracomm._make(head["ctx"], len(info["ranks"]), info["rank"])
+        return (cls or Intracomm)._make(head["ctx"], len(info["ranks"]), info["rank"])
 
     def Dup(self, info=None) -> "Comm":
-        new = self._made(CHANNEL.call("dup", ctx=self._ok(), call="Dup")[0])
+        new = self._made(CHANNEL.call("dup", ctx=self._ok(), call="Dup")[0], type(self))
         self._copy_attrs_to(new)
         new._h.errhandler = self._h.errhandler
         if info is not None:
@@ -175,7 +177,8 @@ class Comm(CollectivesMixin, BlockingCollectives, Attributes, Handle, family=Tru
     def Idup_with_info(self, info):
         return self.Idup(info)
 
-    Clone = Dup
+    def Clone(self) -> "Comm":
+        return self.Dup()
 
     def Split(self, color: int = 0, key: int = 0) -> "Comm":
         return self._made(CHANNEL.call("split", ctx=self._ok(), color=int(color), key=int(key), call="Split")[0])

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from .buffers import Msg
 from .channel import CHANNEL
-from .comm import PROC_NULL, Request, Status, _fill
+from .comm import PROC_NULL, TAG_UB, Request, Status, _fill
 from .consts import CONSTANTS
-from .handle import Handle, Impl, predefine_null
+from .handle import MODULE, Handle, Impl, predefine_null
 from .types import Exception
 
 
@@ -150,16 +150,44 @@ def _comm_lock(comm, key=None):
     return lock
 
 
-def _commctx_intra(comm):
-    """A duplicate of ``comm`` for a library's own traffic, made collectively on first use, and the
-    tag to use on it."""
+def _commctx(comm) -> dict:
+    """A library's own context of ``comm`` (mpi4py's ``PyMPI_Commctx``): a duplicate made collectively on
+    first use, the next tag on it, and for an intercommunicator its local group's intracommunicator."""
     h = comm._h
     if h is None:
         raise Exception(CONSTANTS["ERR_COMM"], "MPI_ERR_COMM: invalid communicator (COMM_NULL)")
-    if getattr(h, "commctx", None) is None:
-        h.commctx = (comm.Dup(), 0)
-    return h.commctx
+    ctx = getattr(h, "commctx", None)
+    if ctx is None:
+        own = next(k for k in type(comm).__mro__ if k.__module__ == MODULE)  # the library's class, not a subclass's
+        ctx = h.commctx = {"dup": own(comm.Dup()), "tag": 0, "local": None, "low": False}
+    if ctx["tag"] >= TAG_UB:
+        ctx["tag"] = 0
+    return ctx
+
+
+def _next_tag(ctx: dict) -> int:
+    tag = ctx["tag"]
+    ctx["tag"] += 1
+    return tag
+
+
+def _commctx_intra(comm):
+    """The duplicate of ``comm`` for a library's own traffic, and the tag to use on it this time."""
+    ctx = _commctx(comm)
+    return ctx["dup"], _next_tag(ctx)
 
 
 def _commctx_inter(comm):
-    raise NotImplementedError("the emulated MPI has no intercommunicator context for mpi4py.util")
+    """``_commctx_intra`` of an intercommunicator, with its local group's intracommunicator and whether
+    this side is the low group -- as mpi4py makes them (``Merge`` with the larger side high, then
+    ``Create`` of the local group)."""
+    ctx = _commctx(comm)
+    if ctx["local"] is None:
+        lsize, rsize = comm.Get_size(), comm.Get_remote_size()
+        merged = comm.Merge(lsize > rsize)
+        ctx["low"] = False if lsize > rsize else True if lsize < rsize else merged.Get_rank() < lsize
+        group = comm.Get_group()
+        ctx["local"] = merged.Create(group)
+        group.Free()
+        merged.Free()
+    return ctx["dup"], _next_tag(ctx), ctx["local"], ctx["low"]

@@ -16,7 +16,7 @@ import struct
 
 from .buffers import Msg
 from .channel import CHANNEL
-from .comm import PROC_NULL, UNDEFINED, Request, _pickle
+from .comm import PROC_NULL, UNDEFINED, Request, _pickle, _pickles
 from .inter import _blocks, attach, w_pack, w_unpack
 from .blockcoll import _objects
 from .intracomm import COMM_NULL, Comm, Intracomm
@@ -185,7 +185,7 @@ class Topocomm(Intracomm):
         return out
 
     def neighbor_alltoall(self, sendobj) -> list:
-        return self._neighbor([_pickle(o) for o in sendobj], "neighbor_alltoall", _objs, False)
+        return self._neighbor(_pickles(sendobj, len(self._edges()[1])), "neighbor_alltoall", _objs, False)
 
 
 def _objs(got) -> list:
