@@ -159,7 +159,9 @@ class Request(Handle, family=True):
         return self.Get_status(status)
 
     def Cancel(self) -> None:
-        if self._h is not None and self._h.rid is not None:
+        if self._h is None:
+            raise Exception(19, "MPI_ERR_REQUEST: invalid request (REQUEST_NULL)")
+        if self._h.rid is not None:
             CHANNEL.call("cancel", id=self._h.rid, call="Cancel")
 
     def Free(self) -> None:

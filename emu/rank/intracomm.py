@@ -163,11 +163,6 @@ class Comm(CollectivesMixin, BlockingCollectives, Attributes, Handle, family=Tru
     def Dup_with_info(self, info) -> "Comm":
         return self.Dup(info)
 
-    @classmethod
-    def Get_parent(cls) -> "Comm":
-        """The parent of a spawned process: none here (no process is spawned)."""
-        return COMM_NULL
-
     def Idup(self, info=None):
         """``Comm.Idup``: the duplicate, made at once, and a completed request."""
         from .comm import _null_request

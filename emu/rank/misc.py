@@ -16,6 +16,9 @@ from .types import Exception
 class Message(Handle, family=True):
     """A message taken off the unexpected queue by a matched probe: received by its own ``Recv``."""
 
+    def _free(self) -> None:  # as mpi4py's: a message is not freed, it is received
+        pass
+
     @classmethod
     def _make(cls, mid, st) -> "Message":
         return cls._of(Impl(mid=mid, st=st))

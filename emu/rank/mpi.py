@@ -145,3 +145,7 @@ from .charging import install as _charging  # noqa: E402 -- last: the program's 
 
 _charging(globals())
 from .mpiio import FILE_NULL, File, Register_datarep  # noqa: E402 -- MPI-IO
+
+from .handle import mark_constants as _mark_constants  # noqa: E402
+
+_mark_constants(globals())
