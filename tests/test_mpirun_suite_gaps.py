@@ -1,6 +1,7 @@
 """emu mpirun against MPICH on the calls mpi4py's own test suite found refused or wrong (round 2 of
 issue 40): windows over BOTTOM and dynamic ones, window error handlers and info, scatter/alltoall of
-None, subclasses of the handle classes (mpi4py.util.pkl5 on intra- and intercommunicators), statuses
+None, memoryview of a window (mpi4py.util.sync's mutex and counter, whose spins need Win.Sync/Flush to
+make progress), subclasses of the handle classes (mpi4py.util.pkl5 on intra- and intercommunicators), statuses
 of get_status_all, MPI.Pickle's out-of-band buffers, free() of constants and copies, Get_parent."""
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def test_suite_gaps_program_prints_what_mpich_prints():
     assert "0 ('win_put', [2, 2, 2, 2, 2, 2, 2, 2])" in rows and "1 ('pkl5_inter', [0])" in rows
     assert "0 ('scatter_none', None, 0)" in rows and "1 ('alltoall_none', [None, None], [1, 11])" in rows
     assert "0 ('free', False, True, False, True, False, 'Intercomm')" in rows
+    assert "1 ('win_memoryview', 8, 'B', False, [-1, 41])" in rows and "0 ('util_sync', False, 6)" in rows
     if MPIEXEC is None:
         pytest.skip("no mpiexec beside this Python (pip install mpich) to compare with")
     ref = subprocess.run([MPIEXEC, "-n", "2", sys.executable, PROGRAM], capture_output=True, text=True, timeout=120,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from .channel import CHANNEL
 from .handle import Handle, Impl
 from .pickling import PICKLE
-from .errors import Unsupported, _unsupported  # noqa: F401 -- re-exported
+from .errors import Unsupported, _unsupported, call_user  # noqa: F401 -- re-exported
 from .group import Group  # noqa: F401 -- re-exported
 from .status import Status, _copy_status, _elements, _fill  # noqa: F401 -- re-exported
 from .types import Exception, Op
@@ -391,17 +391,21 @@ class Grequest(Request):
     def Cancel(self) -> None:
         h = self._h
         if h is not None and h.cancel is not None:
-            h.cancel(h.done, *h.args, **h.kwargs)
+            call_user(h.cancel, h.done, *h.args, what="the cancel function", **h.kwargs)
 
     def _local_finish(self) -> None:
+        """The query function fills the status, then the free function; the request is null after,
+        even when one of them raised (the call fails with its error class, as mpi4py's)."""
         h = self._h
         st = self._status()
         self._value = getattr(h, "value", None)
-        if h.query is not None:
-            h.query(st, *h.args, **h.kwargs)
-        if h.free is not None:
-            h.free(*h.args, **h.kwargs)
-        self._h = None
+        try:
+            if h.query is not None:
+                call_user(h.query, st, *h.args, what="the query function", **h.kwargs)
+        finally:
+            self._h = None
+            if h.free is not None:
+                call_user(h.free, *h.args, what="the free function", **h.kwargs)
 
 
 def _null_request(kind: str = "send") -> Request:

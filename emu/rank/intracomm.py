@@ -228,7 +228,7 @@ class Comm(CollectivesMixin, BlockingCollectives, Attributes, Handle, family=Tru
                           UserWarning, stacklevel=2)
         head, data = CHANNEL.call("recv", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), call="recv")
         _fill(status, head["st"])
-        return PICKLE.loads(data) if head["st"][1] != PROC_NULL else None
+        return PICKLE.loads(data) if head["st"][1] != PROC_NULL and len(data) else None  # 0 bytes: None
 
     def irecv(self, buf=None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
         head, _ = CHANNEL.call("recv", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), nb=True,
@@ -241,7 +241,7 @@ class Comm(CollectivesMixin, BlockingCollectives, Attributes, Handle, family=Tru
                                   sendtag=_tag_ok(sendtag, False), source=int(source), recvtag=_tag_ok(recvtag, True),
                                   call="sendrecv")
         _fill(status, head["st"])
-        return PICKLE.loads(data) if head["st"][1] != PROC_NULL else None
+        return PICKLE.loads(data) if head["st"][1] != PROC_NULL and len(data) else None  # 0 bytes: None
 
     def _probe(self, source, tag, nb: bool, status, call: str) -> bool:
         head, _ = CHANNEL.call("probe", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), nb=nb, call=call)

@@ -48,7 +48,7 @@ class Message(Handle, family=True):
             return None
         head, data = CHANNEL.call("mrecv", mid=h.mid, call="mrecv")
         _fill(status, head["st"])
-        return pickle_.loads(data)
+        return pickle_.loads(data) if len(data) else None  # as mpi4py: a message of 0 bytes is None
 
     def Irecv(self, buf) -> Request:
         status = Status()

@@ -19,6 +19,7 @@ from .comm import Group, Request, _null_request, _unsupported
 from .handle import Handle, Impl, predefine_null
 from .info import ERRORS_RETURN, Errhandler, Info, call_errhandler, create_errhandler
 from .types import Exception
+from .winbuf import install as install_buffer
 
 from .buffers import BOTTOM, Msg
 
@@ -438,3 +439,4 @@ def _opname(op) -> str:
 
 
 WIN_NULL = predefine_null(Win(), "WIN_NULL")
+install_buffer(Win, lambda win: win._mem if win._h is not None else bytearray())  # memoryview(win): its memory

@@ -34,6 +34,25 @@ w.Fence()
 out.append(("win_put", np.frombuffer(w.tomemory(), "u1").tolist()))
 w.Free()
 
+# memoryview(win) is the window's memory; mpi4py.util.sync's mutex (ranks spin with Sync/Flush) and counter
+w = MPI.Win.Allocate(8, 1, MPI.INFO_NULL, comm)
+mv = memoryview(w)
+mv.cast("i")[0], mv.cast("i")[1] = -1, 40 + rank
+out.append(("win_memoryview", mv.nbytes, mv.format, mv.readonly, np.frombuffer(w.tomemory(), "i").tolist()))
+mv.release()
+w.Free()
+from mpi4py.util import sync  # noqa: E402
+
+mutex = sync.Mutex(comm=comm)
+counter = sync.Counter(comm=comm)
+for _ in range(3):
+    with mutex:
+        counter.next()
+comm.Barrier()
+out.append(("util_sync", mutex.locked(), counter.next(0) if rank == 0 else None))
+counter.free()
+mutex.free()
+
 # lowercase scatter and all-to-all of None, and of an iterator
 out.append(("scatter_none", comm.scatter(None, root=0), comm.scatter(iter(range(size)), root=0)))
 out.append(("alltoall_none", comm.alltoall(None), comm.alltoall([rank * 10 + i for i in range(size)])))
