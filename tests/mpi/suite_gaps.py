@@ -100,6 +100,25 @@ for call in (MPI.Status().Get_count, MPI.Status().Get_elements):
     except MPI.Exception as e:
         out.append(("status_null_type", e.Get_error_class() == MPI.ERR_TYPE))
 
+# a message of 0 bytes is None to recv; a generalized request's raising query function fails the Wait
+sreq = comm.Isend([None, 0, "B"], rank, tag=11)
+out.append(("recv_empty", comm.recv(None, rank, tag=11)))
+sreq.Wait()
+for exc in (ValueError(42), MPI.Exception(MPI.ERR_BUFFER)):
+    def query(status, exc=exc):
+        raise exc
+    greq = MPI.Grequest.Start(query, None, None)
+    greq.Complete()
+    try:
+        import contextlib
+        import io
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            greq.Wait()
+        out.append(("grequest", "no error"))
+    except MPI.Exception as e:
+        out.append(("grequest", e.Get_error_class() == (MPI.ERR_BUFFER if isinstance(exc, MPI.Exception) else
+                                                         MPI.ERR_OTHER), err.getvalue().startswith("Traceback")))
+
 # Pickle: PROTOCOL None, out-of-band buffers above the threshold
 pk = MPI.Pickle()
 pk.PROTOCOL = None
