@@ -32,6 +32,7 @@ def test_suite_gaps_program_prints_what_mpich_prints():
     assert "0 ('scatter_none', None, 0)" in rows and "1 ('alltoall_none', [None, None], [1, 11])" in rows
     assert "0 ('free', False, True, False, True, False, 'Intercomm')" in rows
     assert "1 ('win_memoryview', 8, 'B', False, [-1, 41])" in rows and "0 ('util_sync', False, 6)" in rows
+    assert "0 ('isendrecv', [10, 11, 12, 13], [0.0, 2.0, 4.0])" in rows
     assert "0 ('recv_empty', None)" in rows and rows.count("1 ('grequest', True, True)") == 2
     if MPIEXEC is None:
         pytest.skip("no mpiexec beside this Python (pip install mpich) to compare with")

@@ -324,6 +324,20 @@ class Comm(CollectivesMixin, BlockingCollectives, Attributes, Handle, family=Tru
                          status: Status | None = None) -> None:
         self.Sendrecv(buf, dest, sendtag, buf, source, recvtag, status)
 
+    def Isendrecv(self, sendbuf, dest: int, sendtag: int = 0, recvbuf=None, source: int = ANY_SOURCE,
+                  recvtag: int = ANY_TAG) -> Request:
+        """``Isendrecv`` (MPI 4.0): the receive posted, the send started; one request completes both."""
+        out = _out(sendbuf, dest)
+        msg = _into(recvbuf, source)
+        head, _ = CHANNEL.call("sendrecv", out, ctx=self._ok(), dest=int(dest), sendtag=_tag_ok(sendtag, False),
+                               source=int(source), recvtag=_tag_ok(recvtag, True), nb=True, call="Isendrecv")
+        return Request._make(head["req"], "recv_buf", msg)
+
+    def Isendrecv_replace(self, buf, dest: int, sendtag: int = 0, source: int = ANY_SOURCE,
+                          recvtag: int = ANY_TAG) -> Request:
+        """``Isendrecv_replace`` (MPI 4.0): the send packs ``buf`` now, the receive fills it."""
+        return self.Isendrecv(buf, dest, sendtag, buf, source, recvtag)
+
     def Send_init(self, buf, dest: int, tag: int = 0) -> Prequest:
         return Prequest._persistent(lambda: self.Isend(buf, dest, tag))
 

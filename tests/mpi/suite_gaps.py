@@ -100,6 +100,14 @@ for call in (MPI.Status().Get_count, MPI.Status().Get_elements):
     except MPI.Exception as e:
         out.append(("status_null_type", e.Get_error_class() == MPI.ERR_TYPE))
 
+# Isendrecv (MPI 4.0) around a ring, and Isendrecv_replace
+sb, rb = np.arange(4, dtype="i") + 10 * rank, np.full(4, -1, "i")
+req = comm.Isendrecv(sb, (rank + 1) % size, 3, rb, (rank - 1) % size, 3)
+req.Wait()  # (its status: MPICH 5.0's is not the receive's)
+rep = np.arange(3, dtype="d") * (rank + 1)
+MPI.Request.Waitall([comm.Isendrecv_replace(rep, (rank + 1) % size, 4, (rank - 1) % size, 4)])
+out.append(("isendrecv", rb.tolist(), rep.tolist()))
+
 # a message of 0 bytes is None to recv; a generalized request's raising query function fails the Wait
 sreq = comm.Isend([None, 0, "B"], rank, tag=11)
 out.append(("recv_empty", comm.recv(None, rank, tag=11)))
