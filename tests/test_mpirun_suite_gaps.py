@@ -7,6 +7,7 @@ of get_status_all, MPI.Pickle's out-of-band buffers, free() of constants and cop
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,7 +22,10 @@ MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(sys.executable))
 
 
 def _rows(text: str) -> list[str]:
-    return sorted(ln for ln in text.splitlines() if ln[:1].isdigit())
+    """Each rank's rows ``R ('name', ...)``, sorted -- split where a row starts, not at line ends (hydra
+    may hand two ranks' output over with a line end lost between them)."""
+    rows = re.split(r"(?=(?<![\w.])\d+ \(')", "".join(ln for ln in text.splitlines() if ln[:1].isdigit()))
+    return sorted(r for r in rows if r)
 
 
 def test_suite_gaps_program_prints_what_mpich_prints():

@@ -245,6 +245,8 @@ def _inplace(buf) -> bool:
 def _check_scatter_counts(rank: int, counts: list[int], src, out, inplace: bool) -> None:
     """Reduce_scatter's counts against its buffers, as mpi4py checks them."""
     if not inplace:
+        if src.dt != out.dt:
+            raise ValueError("mismatch in send and receive MPI datatypes")
         if src.count != sum(counts):
             raise ValueError(f"mismatch in send count {src.count} and sum(counts) {sum(counts)}")
         if out.count != counts[rank]:

@@ -12,7 +12,7 @@ emulator carries them out (``emu.front.mpicomms``).
 from __future__ import annotations
 
 
-from .buffers import IN_PLACE, Msg
+from .buffers import BOTTOM, IN_PLACE, Msg, is_bottom
 from .channel import CHANNEL
 from .comm import PROC_NULL, ROOT, UNDEFINED, Group, _op, _pickle, _pickles
 from .blockcoll import _objects
@@ -293,7 +293,15 @@ def _w(spec, n: int, writable: bool = False):
     displs = [int(d) for d in displs] if displs is not None else [0] * len(counts)
     if len(counts) != n or len(displs) != n or len(types) != n:
         raise ValueError(f"expecting {n} counts, displacements and datatypes")
-    return _bytes_of(buf, writable), counts, displs, list(types)
+    return (None if is_bottom(buf) else _bytes_of(buf, writable)), counts, displs, list(types)
+
+
+def _block(raw, count: int, displ: int, dt, writable: bool = False) -> Msg:
+    """Block ``count`` of ``dt`` at byte ``displ`` of the buffer's bytes ``raw`` -- or at address ``displ``
+    when the buffer is ``MPI.BOTTOM`` (``raw`` None)."""
+    if raw is None:
+        return Msg([BOTTOM, 1, dt.Create_hindexed([count], [displ]).Commit()], writable=writable)
+    return Msg([raw[displ:], count, dt], writable=writable)
 
 
 def _bytes_of(buf, writable: bool) -> memoryview:
@@ -304,7 +312,7 @@ def _bytes_of(buf, writable: bool) -> memoryview:
 
 def w_pack(spec, n: int) -> list[bytes]:
     raw, counts, displs, types = _w(spec, n)
-    return [Msg([raw[d:], c, t]).pack() for c, d, t in zip(counts, displs, types)]
+    return [_block(raw, c, d, t).pack() for c, d, t in zip(counts, displs, types)]
 
 
 def w_unpack(spec, n: int, lens, data, skip=()) -> None:
@@ -314,7 +322,7 @@ def w_unpack(spec, n: int, lens, data, skip=()) -> None:
     at = 0
     for i, (k, c, d, t) in enumerate(zip(lens, counts, displs, types)):
         if i not in skip:
-            Msg([raw[d:], c, t], writable=True).unpack(data[at:at + k])
+            _block(raw, c, d, t, True).unpack(data[at:at + k])
         at += k
 
 

@@ -10,6 +10,7 @@ complete (at the target too) when it returns: the request of ``Rput``, ... is co
 
 from __future__ import annotations
 
+import operator
 import struct
 
 from .channel import CHANNEL
@@ -70,21 +71,24 @@ def Get_address(location) -> int:
 
 
 def _target(target, msg: Msg):
-    """mpi4py's target spec: None, disp, (disp,), (disp, count) or (disp, count, datatype)."""
+    """mpi4py's target spec (``for_rma``): None, disp, or a list/tuple (disp[, count[, datatype]])."""
     disp, count, dt = 0, msg.count, msg.dt
     if target is None:
         pass
-    elif isinstance(target, int):
-        disp = target
+    elif isinstance(target, (list, tuple)):
+        if len(target) >= 4:
+            raise ValueError("target: expecting 3 items at most")
+        if len(target) >= 1:
+            disp = operator.index(target[0])
+        if len(target) >= 2:
+            count = operator.index(target[1])
+        if len(target) >= 3:
+            dt = target[2]
     else:
-        t = list(target)
-        if not 1 <= len(t) <= 3:
-            raise ValueError(f"target: (disp[, count[, datatype]]), got {target!r}")
-        disp = int(t[0])
-        if len(t) > 1 and t[1] is not None:
-            count = int(t[1])
-        if len(t) > 2 and t[2] is not None:
-            dt = t[2]
+        try:
+            disp = operator.index(target)
+        except TypeError:
+            raise ValueError("target: expecting integral or list/tuple") from None
     if disp < 0:
         raise Exception(12, f"MPI_ERR_DISP: invalid target displacement {disp}")
     return disp, count, dt

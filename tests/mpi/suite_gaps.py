@@ -53,6 +53,38 @@ out.append(("util_sync", mutex.locked(), counter.next(0) if rank == 0 else None)
 counter.free()
 mutex.free()
 
+# argument checks as mpi4py's: a target spec of another kind, Reduce_scatter of two datatypes
+w = MPI.Win.Allocate(8, 1, MPI.INFO_NULL, MPI.COMM_SELF)
+w.Fence()
+for target in ({1: 2}, (0, 1, MPI.BYTE, None)):
+    try:
+        w.Put([bytearray(1), MPI.BYTE], 0, target)
+        out.append(("rma_target", "accepted"))
+    except ValueError:
+        out.append(("rma_target", "ValueError"))
+w.Fence()
+w.Free()
+try:
+    MPI.COMM_SELF.Reduce_scatter([np.zeros(1, "i"), MPI.INT], [np.zeros(1, "f"), MPI.FLOAT], [1])
+    out.append(("reduce_scatter_types", "accepted"))
+except ValueError:
+    out.append(("reduce_scatter_types", "ValueError"))
+
+# Alltoallw and Neighbor_alltoallw over MPI.BOTTOM (displacements are addresses)
+sbuf, rbuf = np.arange(2 * size, dtype="i") + 100 * rank, np.full(2 * size, -1, "i")
+sa, ra = MPI.Get_address(sbuf), MPI.Get_address(rbuf)
+comm.Alltoallw([MPI.BOTTOM, ([2] * size, [sa + 8 * i for i in range(size)]), [MPI.INT] * size],
+               [MPI.BOTTOM, ([2] * size, [ra + 8 * i for i in range(size)]), [MPI.INT] * size])
+out.append(("alltoallw_bottom", rbuf.tolist()))
+cart = comm.Create_cart([size], [True])
+nb = 2  # a ring: left and right neighbors
+sbuf, rbuf = np.arange(nb, dtype="d") + 10 * rank, np.full(nb, -1.0)
+sa, ra = MPI.Get_address(sbuf), MPI.Get_address(rbuf)
+cart.Neighbor_alltoallw([MPI.BOTTOM, ([1] * nb, [sa + 8 * i for i in range(nb)]), [MPI.DOUBLE] * nb],
+                        [MPI.BOTTOM, ([1] * nb, [ra + 8 * i for i in range(nb)]), [MPI.DOUBLE] * nb])
+out.append(("neighbor_alltoallw_bottom", rbuf.tolist()))
+cart.Free()
+
 # lowercase scatter and all-to-all of None, and of an iterator
 out.append(("scatter_none", comm.scatter(None, root=0), comm.scatter(iter(range(size)), root=0)))
 out.append(("alltoall_none", comm.alltoall(None), comm.alltoall([rank * 10 + i for i in range(size)])))
