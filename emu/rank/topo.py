@@ -19,6 +19,7 @@ from .channel import CHANNEL
 from .comm import PROC_NULL, UNDEFINED, Request, _pickle, _pickles
 from .inter import _blocks, attach, w_pack, w_unpack
 from .blockcoll import _objects
+from .icoll import _persistent
 from .intracomm import COMM_NULL, Comm, Intracomm
 from .pickling import PICKLE
 from .types import Exception
@@ -443,3 +444,5 @@ attach(Comm, {"topology": property(lambda self: self.Get_topology())})
 attach(Intracomm, {"Create_cart": create_cart, "Create_graph": create_graph, "Cart_map": cart_map,
                    "Graph_map": graph_map, "Create_dist_graph": create_dist_graph,
                    "Create_dist_graph_adjacent": create_dist_graph_adjacent})
+for _name in ("Neighbor_allgather", "Neighbor_allgatherv", "Neighbor_alltoall", "Neighbor_alltoallv", "Neighbor_alltoallw"):
+    setattr(Topocomm, _name + "_init", _persistent(_name + "_init"))  # MPI 4's persistent neighbor collectives

@@ -83,6 +83,14 @@ sa, ra = MPI.Get_address(sbuf), MPI.Get_address(rbuf)
 cart.Neighbor_alltoallw([MPI.BOTTOM, ([1] * nb, [sa + 8 * i for i in range(nb)]), [MPI.DOUBLE] * nb],
                         [MPI.BOTTOM, ([1] * nb, [ra + 8 * i for i in range(nb)]), [MPI.DOUBLE] * nb])
 out.append(("neighbor_alltoallw_bottom", rbuf.tolist()))
+sbuf, rbuf = np.full(2, rank + 1, "i"), np.full(2 * nb, -1, "i")
+preq = cart.Neighbor_allgather_init(sbuf, rbuf)  # persistent (MPI 4): started twice
+for k in range(2):
+    sbuf[:] = 10 * k + rank + 1
+    preq.Start()
+    preq.Wait()
+    out.append(("neighbor_allgather_init", k, rbuf.tolist()))
+preq.Free()
 cart.Free()
 
 # lowercase scatter and all-to-all of None, and of an iterator
