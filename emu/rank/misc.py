@@ -194,3 +194,32 @@ def _commctx_inter(comm):
         group.Free()
         merged.Free()
     return ctx["dup"], _next_tag(ctx), ctx["local"], ctx["low"]
+
+
+# -- ports and names (MPI 2 dynamic process management): not in the emulated library --------------------
+def _no_ports(call: str):
+    """``call`` fails as an MPI library without ports fails it: MPI.Exception of ERR_UNSUPPORTED_OPERATION
+    (mpi4py's suite then counts the library as one without ports)."""
+    raise Exception(CONSTANTS["ERR_UNSUPPORTED_OPERATION"], f"MPI_ERR_UNSUPPORTED_OPERATION: the emulated MPI has no "
+                                                           f"{call} (no ports or dynamic processes: emu mpirun "
+                                                           "starts every rank)")
+
+
+def Open_port(info=None) -> str:
+    _no_ports("Open_port")
+
+
+def Close_port(port_name: str) -> None:
+    _no_ports("Close_port")
+
+
+def Publish_name(service_name: str, port_name: str, info=None) -> None:
+    _no_ports("Publish_name")
+
+
+def Unpublish_name(service_name: str, port_name: str, info=None) -> None:
+    _no_ports("Unpublish_name")
+
+
+def Lookup_name(service_name: str, info=None) -> str:
+    _no_ports("Lookup_name")

@@ -28,7 +28,8 @@ from .topo import CART, DIST_GRAPH, GRAPH, UNWEIGHTED, WEIGHTS_EMPTY, Cartcomm, 
 from .dims import compute_dims as Compute_dims  # noqa: E402
 from .misc import (MESSAGE_NO_PROC, MESSAGE_NULL, SESSION_NULL, Message, Session,  # noqa: E402
                    Pcontrol, Get_hw_resource_info, Pickle, pickle_,
-                   _comm_lock, _comm_lock_table, _commctx_inter, _commctx_intra)
+                   _comm_lock, _comm_lock_table, _commctx_inter, _commctx_intra,
+                   Open_port, Close_port, Publish_name, Unpublish_name, Lookup_name)
 from .errors import Exception  # noqa: E402
 from .win import (LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE,  # noqa: E402
                   MODE_NOSUCCEED, WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_CREATE,
