@@ -13,6 +13,7 @@ from .consts import CONSTANTS
 from .handle import Handle, Impl, predefine_null
 from .icoll import CollectivesMixin
 from .info import ERRORS_RETURN, Errhandler, Info, call_errhandler, create_errhandler
+from .part import precv_init, psend_init
 from .pickling import PICKLE
 from .types import Exception
 
@@ -349,6 +350,14 @@ class Comm(CollectivesMixin, BlockingCollectives, Attributes, Handle, family=Tru
 
     def Ssend_init(self, buf, dest: int, tag: int = 0) -> Prequest:
         return Prequest._persistent(lambda: self.Issend(buf, dest, tag))
+
+    def Psend_init(self, buf, partitions: int, dest: int, tag: int = 0, info=None):
+        """A partitioned send (MPI 4.0; ``emu.rank.part``)."""
+        return psend_init(self, buf, partitions, dest, tag, info)
+
+    def Precv_init(self, buf, partitions: int, source: int = ANY_SOURCE, tag: int = ANY_TAG, info=None):
+        """A partitioned receive (MPI 4.0; ``emu.rank.part``)."""
+        return precv_init(self, buf, partitions, source, tag, info)
 
     def Recv_init(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Prequest:
         return Prequest._persistent(lambda: self.Irecv(buf, source, tag))

@@ -148,6 +148,24 @@ rep = np.arange(3, dtype="d") * (rank + 1)
 MPI.Request.Waitall([comm.Isendrecv_replace(rep, (rank + 1) % size, 4, (rank - 1) % size, 4)])
 out.append(("isendrecv", rb.tolist(), rep.tolist()))
 
+# partitioned point to point (MPI 4.0) around the ring: nothing arrives before the last Pready
+sb, rb = np.arange(6, dtype="i") + 10 * rank, np.full(6, -1, "i")
+sreq = comm.Psend_init(sb, 3, (rank + 1) % size, 5)
+rreq = comm.Precv_init(rb, 3, (rank - 1) % size, 5)
+rreq.Start()
+sreq.Start()
+sreq.Pready_range(0, 1)
+comm.Barrier()
+early = rreq.Parrived(2)
+comm.Barrier()
+sreq.Pready_list([2])
+while not rreq.Parrived(0):
+    pass
+MPI.Request.Waitall([sreq, rreq])
+out.append(("partitioned", early, rb.tolist(), bool(sreq), bool(rreq)))
+sreq.Free()
+rreq.Free()
+
 # a message of 0 bytes is None to recv; a generalized request's raising query function fails the Wait
 sreq = comm.Isend([None, 0, "B"], rank, tag=11)
 out.append(("recv_empty", comm.recv(None, rank, tag=11)))
