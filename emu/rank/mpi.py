@@ -14,6 +14,7 @@ from .consts import CONSTANTS
 globals().update(CONSTANTS)  # MPICH's integer constants; those below are the emulated library's own
 
 from .buffers import BOTTOM, IN_PLACE  # noqa: E402
+from .bufobj import BottomType, InPlaceType  # noqa: E402,F401 -- mpi4py.typing imports them
 from .channel import CHANNEL  # noqa: E402
 from .comm import (ANY_SOURCE, ANY_TAG, CONGRUENT, IDENT, PROC_NULL, ROOT, SIMILAR, TAG_UB_KEY, UNDEFINED,  # noqa: E402
                    UNEQUAL, Grequest, Group, Prequest, Request, Status, Unsupported, _null_request)

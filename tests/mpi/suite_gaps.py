@@ -1,5 +1,6 @@
 """Calls mpi4py's own test suite found refused or wrong under emu mpirun (round 2 of issue 40), printed
 so that the lines compare with MPICH's (tests/test_mpirun_suite_gaps.py runs it both ways)."""
+import os
 import pickle
 
 import numpy as np
@@ -202,6 +203,11 @@ wc.free()
 eh = MPI.COMM_SELF.Get_errhandler()
 eh.free()
 out.append(("free", bool(clone), bool(MPI.INT), bool(wc), bool(comm), bool(eh), type(MPI.Comm.Get_parent()).__name__))
+import mpi4py  # noqa: E402
+import mpi4py.typing  # noqa: E402,F401 -- it imports MPI.BottomType, MPI.InPlaceType
+
+out.append(("constants", type(MPI.BOTTOM).__name__, type(MPI.IN_PLACE).__name__, type(MPI.BOTTOM)() == MPI.BOTTOM,
+            os.path.isfile(os.path.join(os.path.dirname(mpi4py.__file__), "py.typed"))))
 sub = MPI.Info.Create()
 out.append(("info_dup_type", type(sub.Dup()) is MPI.Info))
 
