@@ -49,11 +49,28 @@ async def h_recv(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
     return {"st": status_of(req)}, req.env.data
 
 
+class Both:
+    """The request of an ``Isendrecv``: done when its send and its receive are; the receive's status."""
+
+    def __init__(self, rid: int, sreq, rreq):
+        self.id, self.kind, self.sreq, self.rreq, self.cancelled = rid, "sendrecv", sreq, rreq, False
+
+    done = property(lambda self: self.sreq.done and self.rreq.done)
+    env = property(lambda self: self.rreq.env)
+
+
 async def h_sendrecv(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
     info = st.comm(head["ctx"])
     _check_source(info, head["source"])
     rreq = await st.post_recv(info, head["source"], head["recvtag"])  # posted first: a ring cannot deadlock
     sreq = await st.send(info, head["dest"], head["sendtag"], payload)
+    if head.get("nb"):  # Isendrecv: one request for both
+        _blocking_done(st, sreq)
+        _blocking_done(st, rreq)
+        both = Both(st.next_req, sreq, rreq)
+        st.next_req += 1
+        st.reqs[both.id] = both
+        return {"req": both.id}, b""
     await st.wait(sreq)
     await st.wait(rreq)
     _blocking_done(st, sreq)

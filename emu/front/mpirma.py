@@ -351,9 +351,25 @@ async def _sync(st: RankState, win: Window, how: str, head: dict) -> dict:
             for w in win.post_group:
                 win.completes[w] -= 1
             win.post_group = []
-    elif how not in ("flush", "sync"):
+    elif how in ("flush", "sync"):
+        # as MPICH's: these make progress -- requests of other ranks already here are served (a rank
+        # spinning on its window memory with Sync/Flush, as mpi4py.util.sync's locks do, lets the others
+        # in); a Sync that found nothing costs a pass of the progress engine (host.mpi_poll_ns), so that
+        # such a spin lets virtual time go on
+        if not await _take_in(st) and how == "sync" and st.host.spec.mpi_poll_ns > 0:
+            await st.host.compute(st.host.spec.mpi_poll_ns)
+    else:
         raise MpiError(f"no window synchronisation {how!r}", 15)
     return out
+
+
+async def _take_in(st: RankState) -> bool:
+    """Every point-to-point message already at the host taken in (``RankState.poll``); whether any was."""
+    took = False
+    while (msg := await st.host.try_recv(tag=P2P_TAG)) is not None:
+        await st.incoming(msg)
+        took = True
+    return took
 
 
 def _member(win: Window, w: int) -> int:

@@ -18,8 +18,14 @@ _INT_FORMATS = {1: "b", 2: "h", 4: "i", 8: "l"}
 
 
 class _Constant:
-    def __init__(self, name: str, value: int):
-        self._name, self._value = name, value
+    """``MPI.BOTTOM``, ``MPI.IN_PLACE``: one object of each class (``type(MPI.BOTTOM)()`` is it)."""
+
+    _name, _value = "", 0
+
+    def __new__(cls):
+        if "_it" not in cls.__dict__:
+            cls._it = object.__new__(cls)
+        return cls._it
 
     def __repr__(self) -> str:
         return self._name
@@ -31,8 +37,18 @@ class _Constant:
         return self._name
 
 
-BOTTOM = _Constant("BOTTOM", 0)
-IN_PLACE = _Constant("IN_PLACE", -1)
+class BottomType(_Constant):
+    __module__ = "mpi4py.MPI"
+    _name, _value = "BOTTOM", 0
+
+
+class InPlaceType(_Constant):
+    __module__ = "mpi4py.MPI"
+    _name, _value = "IN_PLACE", -1
+
+
+BOTTOM = BottomType()
+IN_PLACE = InPlaceType()
 
 
 def is_bottom(obj) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from .channel import CHANNEL
 from .handle import Handle, Impl
 from .pickling import PICKLE
-from .errors import Unsupported, _unsupported  # noqa: F401 -- re-exported
+from .errors import Unsupported, _unsupported, call_user  # noqa: F401 -- re-exported
 from .group import Group  # noqa: F401 -- re-exported
 from .status import Status, _copy_status, _elements, _fill  # noqa: F401 -- re-exported
 from .types import Exception, Op
@@ -16,6 +16,14 @@ ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED, ROOT = -2, -1, -1, -32766, -3
 IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3
 TAG_UB_KEY, TAG_UB = 1681915905, 2**31 - 1
 _pickle = PICKLE.dumps
+
+
+def _pickles(sendobj, n: int) -> list[bytes]:
+    """The ``n`` items of a lowercase scatter or all-to-all, pickled: ``None`` is ``n`` Nones, as mpi4py's."""
+    items = [None] * n if sendobj is None else list(sendobj)
+    if len(items) != n:
+        raise ValueError(f"expecting {n} items, got {len(items)}")
+    return [_pickle(o) for o in items]
 
 
 class Request(Handle, family=True):
@@ -151,7 +159,9 @@ class Request(Handle, family=True):
         return self.Get_status(status)
 
     def Cancel(self) -> None:
-        if self._h is not None and self._h.rid is not None:
+        if self._h is None:
+            raise Exception(19, "MPI_ERR_REQUEST: invalid request (REQUEST_NULL)")
+        if self._h.rid is not None:
             CHANNEL.call("cancel", id=self._h.rid, call="Cancel")
 
     def Free(self) -> None:
@@ -213,6 +223,8 @@ class Request(Handle, family=True):
         if active and not cls._call(active, "all", True, "Get_status_all", keep=True):
             return False
         if statuses is not None:
+            while len(statuses) < len(requests) and isinstance(statuses, list):  # as mpi4py's (and Waitall)
+                statuses.append(Status())
             for i, r in enumerate(requests):
                 if i < len(statuses):
                     _copy_status(statuses[i], r._status() if r else Status())
@@ -379,17 +391,21 @@ class Grequest(Request):
     def Cancel(self) -> None:
         h = self._h
         if h is not None and h.cancel is not None:
-            h.cancel(h.done, *h.args, **h.kwargs)
+            call_user(h.cancel, h.done, *h.args, what="the cancel function", **h.kwargs)
 
     def _local_finish(self) -> None:
+        """The query function fills the status, then the free function; the request is null after,
+        even when one of them raised (the call fails with its error class, as mpi4py's)."""
         h = self._h
         st = self._status()
         self._value = getattr(h, "value", None)
-        if h.query is not None:
-            h.query(st, *h.args, **h.kwargs)
-        if h.free is not None:
-            h.free(*h.args, **h.kwargs)
-        self._h = None
+        try:
+            if h.query is not None:
+                call_user(h.query, st, *h.args, what="the query function", **h.kwargs)
+        finally:
+            self._h = None
+            if h.free is not None:
+                call_user(h.free, *h.args, what="the free function", **h.kwargs)
 
 
 def _null_request(kind: str = "send") -> Request:

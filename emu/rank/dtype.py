@@ -147,9 +147,13 @@ class Datatype(Attributes, Handle, family=True):
         self._delete_attrs()
         self._t = None
 
-    def free(self) -> None:
-        if self._t is not None and not self._t.predefined:
-            self.Free()
+    def free(self) -> None:  # as Handle.free
+        if self._t is None or self.__dict__.get("_const"):
+            return
+        if self._t.predefined:
+            self._t = None
+            return
+        self.Free()
 
     def _committed(self) -> _Type:
         t = self._ok()

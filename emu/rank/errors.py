@@ -248,3 +248,16 @@ def _unsupported(where: str, name: str):
     if name.startswith("_"):
         raise AttributeError(name)
     raise Unsupported(f"the emulated MPI (emu mpirun) has no {where}{name}")
+
+
+def call_user(fn, *args, what: str = "a callback", **kwargs):
+    """A program's callback, as mpi4py calls one from MPI: an exception it raises is printed (its traceback
+    on stderr) and the MPI call fails -- with the error class of an ``MPI.Exception``, else ERR_OTHER."""
+    try:
+        return fn(*args, **kwargs)
+    except BaseException as e:  # noqa: BLE001 -- the program's error, reported as MPI reports it
+        import traceback
+
+        traceback.print_exc()
+        code = e.Get_error_class() if isinstance(e, Exception) else CONSTANTS["ERR_OTHER"]
+        raise _exc(code, f"{Get_error_string(code)}: {what} raised (traceback above)") from None

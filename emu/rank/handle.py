@@ -36,6 +36,16 @@ _LIVE: "weakref.WeakValueDictionary[int, Impl]" = weakref.WeakValueDictionary()
 _PREDEFINED: dict[int, tuple[object, str]] = {}
 
 
+def _kind_ok(cls, other) -> bool:
+    """May ``cls(other)`` hold ``other``'s handle? Yes, unless the library's class nearest ``cls`` is strict
+    (an Intracomm, a Cartcomm, a Grequest ...) and the object behind ``other`` is not of its kind -- as
+    mpi4py checks the handle, not the Python class: ``pkl5.Intracomm(COMM_WORLD)`` is an intracommunicator."""
+    base = next(k for k in cls.__mro__ if "_strict" in k.__dict__)
+    if not base._strict:
+        return True
+    return isinstance(other, base) or issubclass(getattr(other._h, "cls", type(other)), base)
+
+
 class Handle:
     """Base of every handle class; ``_family`` is the class a handle's kind is checked against."""
 
@@ -54,7 +64,7 @@ class Handle:
         self = object.__new__(cls)
         if other is None:
             self._h = None
-        elif isinstance(other, cls._family) and (not cls._strict or isinstance(other, cls) or other._h is None):
+        elif isinstance(other, cls._family) and (other._h is None or _kind_ok(cls, other)):
             self._h = other._h
         else:
             raise TypeError(f"expecting a {cls._family.__name__} object, got {type(other).__name__}")
@@ -147,12 +157,21 @@ class Handle:
     def _reduce_other(self):
         raise ValueError(f"cannot serialize '{type(self).__module__}.{type(self).__name__}' instance")
 
+    _free_predefined = False
+    """Does ``free()`` of a copy of a predefined handle call ``Free`` (an Errhandler's) or make it null?"""
+
     def free(self) -> None:
-        """``Free`` unless null or predefined."""
-        if not self._is_predefined():
-            self.Free()
-        elif self._h is None:
-            pass
+        """As mpi4py's ``safefree``: nothing for null and for the module's own constants; a copy of a
+        predefined handle becomes null; anything else is freed (``Free``)."""
+        if self._h is None or self.__dict__.get("_const"):
+            return
+        if self._is_predefined() and not self._free_predefined:
+            self._h = None
+            return
+        self._free()
+
+    def _free(self) -> None:
+        self.Free()
 
 
 def _sizeof(obj) -> int:
@@ -177,6 +196,14 @@ def _handleof(obj) -> int:
     if type(obj).__name__ == "Status":
         return id(obj)
     raise TypeError(f"expecting an MPI object, got {type(obj).__name__}")
+
+
+def mark_constants(namespace: dict) -> None:
+    """The handle objects of the module ``namespace`` (``MPI.INT``, ``MPI.COMM_WORLD`` ...) are its
+    constants: ``free()`` leaves them alone (mpi4py's ``PyMPI_FLAGS_CONST``)."""
+    for v in list(namespace.values()):
+        if isinstance(v, Handle):
+            v.__dict__["_const"] = True
 
 
 def predefine_null(obj, name: str):

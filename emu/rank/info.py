@@ -48,7 +48,7 @@ class Info(Handle, family=True):
         self._h = None
 
     def Dup(self) -> "Info":
-        return Info._of(Impl(items=dict(self._d())))
+        return type(self)._of(Impl(items=dict(self._d())))
 
     def Get(self, key: str) -> str | None:
         _key(key)
@@ -188,6 +188,8 @@ INFO_ENV = Info._of(Impl(items=dict(_env_items())))._predefine("INFO_ENV")
 
 class Errhandler(Handle, family=True):
     """What a failing call does: raise (``ERRORS_RETURN``, mpi4py's default), or end the job."""
+
+    _free_predefined = True
 
     def Free(self) -> None:
         if self._h is None:

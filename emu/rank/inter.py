@@ -12,10 +12,11 @@ emulator carries them out (``emu.front.mpicomms``).
 from __future__ import annotations
 
 
-from .buffers import IN_PLACE, Msg
+from .buffers import BOTTOM, IN_PLACE, Msg, is_bottom
 from .channel import CHANNEL
-from .comm import PROC_NULL, ROOT, UNDEFINED, Group, _op, _pickle
-from .intracomm import COMM_NULL, Comm, Intracomm, _objects
+from .comm import PROC_NULL, ROOT, UNDEFINED, Group, _op, _pickle, _pickles
+from .blockcoll import _objects
+from .intracomm import COMM_NULL, Comm, Intracomm
 from .pickling import PICKLE
 from .types import OPS, Exception
 
@@ -86,7 +87,7 @@ class Intercomm(Comm):
         return Intracomm._make(head["ctx"], len(head["ranks"]), head["rank"])
 
     def Dup(self, info=None) -> "Intercomm":
-        return Intercomm._from_head(CHANNEL.call("dup", ctx=self._ok(), call="Dup")[0])
+        return type(self)._from_head(CHANNEL.call("dup", ctx=self._ok(), call="Dup")[0])
 
     Clone = Dup
 
@@ -165,9 +166,7 @@ class Intercomm(Comm):
     def scatter(self, sendobj, root: int = 0):
         parts = []
         if root == ROOT:
-            parts = [_pickle(o) for o in sendobj]
-            if len(parts) != len(self._remote):
-                raise ValueError(f"expecting {len(self._remote)} items, got {len(parts)}")
+            parts = _pickles(sendobj, len(self._remote))
         head, data = self._icoll("scatter", "scatter", b"".join(parts), root=root, lens=[len(p) for p in parts])
         return None if head.get("none") else PICKLE.loads(data)
 
@@ -211,9 +210,7 @@ class Intercomm(Comm):
         w_unpack(recvbuf, n, head["lens"], data)
 
     def alltoall(self, sendobj):
-        parts = [_pickle(o) for o in sendobj]
-        if len(parts) != len(self._remote):
-            raise ValueError(f"expecting {len(self._remote)} items, got {len(parts)}")
+        parts = _pickles(sendobj, len(self._remote))
         head, data = self._alltoall(parts, "alltoall")
         return _objects(head["lens"], data)
 
@@ -296,7 +293,15 @@ def _w(spec, n: int, writable: bool = False):
     displs = [int(d) for d in displs] if displs is not None else [0] * len(counts)
     if len(counts) != n or len(displs) != n or len(types) != n:
         raise ValueError(f"expecting {n} counts, displacements and datatypes")
-    return _bytes_of(buf, writable), counts, displs, list(types)
+    return (None if is_bottom(buf) else _bytes_of(buf, writable)), counts, displs, list(types)
+
+
+def _block(raw, count: int, displ: int, dt, writable: bool = False) -> Msg:
+    """Block ``count`` of ``dt`` at byte ``displ`` of the buffer's bytes ``raw`` -- or at address ``displ``
+    when the buffer is ``MPI.BOTTOM`` (``raw`` None)."""
+    if raw is None:
+        return Msg([BOTTOM, 1, dt.Create_hindexed([count], [displ]).Commit()], writable=writable)
+    return Msg([raw[displ:], count, dt], writable=writable)
 
 
 def _bytes_of(buf, writable: bool) -> memoryview:
@@ -307,7 +312,7 @@ def _bytes_of(buf, writable: bool) -> memoryview:
 
 def w_pack(spec, n: int) -> list[bytes]:
     raw, counts, displs, types = _w(spec, n)
-    return [Msg([raw[d:], c, t]).pack() for c, d, t in zip(counts, displs, types)]
+    return [_block(raw, c, d, t).pack() for c, d, t in zip(counts, displs, types)]
 
 
 def w_unpack(spec, n: int, lens, data, skip=()) -> None:
@@ -317,7 +322,7 @@ def w_unpack(spec, n: int, lens, data, skip=()) -> None:
     at = 0
     for i, (k, c, d, t) in enumerate(zip(lens, counts, displs, types)):
         if i not in skip:
-            Msg([raw[d:], c, t], writable=True).unpack(data[at:at + k])
+            _block(raw, c, d, t, True).unpack(data[at:at + k])
         at += k
 
 
@@ -387,6 +392,12 @@ def attach(cls: type, methods: dict) -> None:
             setattr(cls, name, fn)
 
 
-attach(Comm, {"Split_type": split_type})
+def get_parent(cls) -> Intercomm:
+    """``Comm.Get_parent``: the intercommunicator to a spawning parent, null here (no process is spawned),
+    an ``Intercomm`` as mpi4py's."""
+    return Intercomm()
+
+
+attach(Comm, {"Split_type": split_type, "Get_parent": classmethod(get_parent)})
 attach(Intracomm, {"Create_group": create_group, "Create_from_group": classmethod(create_from_group),
                    "Create_intercomm": create_intercomm})

@@ -7,14 +7,17 @@ from __future__ import annotations
 
 from .buffers import Msg
 from .channel import CHANNEL
-from .comm import PROC_NULL, Request, Status, _fill
+from .comm import PROC_NULL, TAG_UB, Request, Status, _fill
 from .consts import CONSTANTS
-from .handle import Handle, Impl, predefine_null
+from .handle import MODULE, Handle, Impl, predefine_null
 from .types import Exception
 
 
 class Message(Handle, family=True):
     """A message taken off the unexpected queue by a matched probe: received by its own ``Recv``."""
+
+    def _free(self) -> None:  # as mpi4py's: a message is not freed, it is received
+        pass
 
     @classmethod
     def _make(cls, mid, st) -> "Message":
@@ -45,7 +48,7 @@ class Message(Handle, family=True):
             return None
         head, data = CHANNEL.call("mrecv", mid=h.mid, call="mrecv")
         _fill(status, head["st"])
-        return pickle_.loads(data)
+        return pickle_.loads(data) if len(data) else None  # as mpi4py: a message of 0 bytes is None
 
     def Irecv(self, buf) -> Request:
         status = Status()
@@ -150,16 +153,73 @@ def _comm_lock(comm, key=None):
     return lock
 
 
-def _commctx_intra(comm):
-    """A duplicate of ``comm`` for a library's own traffic, made collectively on first use, and the
-    tag to use on it."""
+def _commctx(comm) -> dict:
+    """A library's own context of ``comm`` (mpi4py's ``PyMPI_Commctx``): a duplicate made collectively on
+    first use, the next tag on it, and for an intercommunicator its local group's intracommunicator."""
     h = comm._h
     if h is None:
         raise Exception(CONSTANTS["ERR_COMM"], "MPI_ERR_COMM: invalid communicator (COMM_NULL)")
-    if getattr(h, "commctx", None) is None:
-        h.commctx = (comm.Dup(), 0)
-    return h.commctx
+    ctx = getattr(h, "commctx", None)
+    if ctx is None:
+        own = next(k for k in type(comm).__mro__ if k.__module__ == MODULE)  # the library's class, not a subclass's
+        ctx = h.commctx = {"dup": own(comm.Dup()), "tag": 0, "local": None, "low": False}
+    if ctx["tag"] >= TAG_UB:
+        ctx["tag"] = 0
+    return ctx
+
+
+def _next_tag(ctx: dict) -> int:
+    tag = ctx["tag"]
+    ctx["tag"] += 1
+    return tag
+
+
+def _commctx_intra(comm):
+    """The duplicate of ``comm`` for a library's own traffic, and the tag to use on it this time."""
+    ctx = _commctx(comm)
+    return ctx["dup"], _next_tag(ctx)
 
 
 def _commctx_inter(comm):
-    raise NotImplementedError("the emulated MPI has no intercommunicator context for mpi4py.util")
+    """``_commctx_intra`` of an intercommunicator, with its local group's intracommunicator and whether
+    this side is the low group -- as mpi4py makes them (``Merge`` with the larger side high, then
+    ``Create`` of the local group)."""
+    ctx = _commctx(comm)
+    if ctx["local"] is None:
+        lsize, rsize = comm.Get_size(), comm.Get_remote_size()
+        merged = comm.Merge(lsize > rsize)
+        ctx["low"] = False if lsize > rsize else True if lsize < rsize else merged.Get_rank() < lsize
+        group = comm.Get_group()
+        ctx["local"] = merged.Create(group)
+        group.Free()
+        merged.Free()
+    return ctx["dup"], _next_tag(ctx), ctx["local"], ctx["low"]
+
+
+# -- ports and names (MPI 2 dynamic process management): not in the emulated library --------------------
+def _no_ports(call: str):
+    """``call`` fails as an MPI library without ports fails it: MPI.Exception of ERR_UNSUPPORTED_OPERATION
+    (mpi4py's suite then counts the library as one without ports)."""
+    raise Exception(CONSTANTS["ERR_UNSUPPORTED_OPERATION"], f"MPI_ERR_UNSUPPORTED_OPERATION: the emulated MPI has no "
+                                                           f"{call} (no ports or dynamic processes: emu mpirun "
+                                                           "starts every rank)")
+
+
+def Open_port(info=None) -> str:
+    _no_ports("Open_port")
+
+
+def Close_port(port_name: str) -> None:
+    _no_ports("Close_port")
+
+
+def Publish_name(service_name: str, port_name: str, info=None) -> None:
+    _no_ports("Publish_name")
+
+
+def Unpublish_name(service_name: str, port_name: str, info=None) -> None:
+    _no_ports("Unpublish_name")
+
+
+def Lookup_name(service_name: str, info=None) -> str:
+    _no_ports("Lookup_name")

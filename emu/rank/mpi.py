@@ -14,6 +14,7 @@ from .consts import CONSTANTS
 globals().update(CONSTANTS)  # MPICH's integer constants; those below are the emulated library's own
 
 from .buffers import BOTTOM, IN_PLACE  # noqa: E402
+from .bufobj import BottomType, InPlaceType  # noqa: E402,F401 -- mpi4py.typing imports them
 from .channel import CHANNEL  # noqa: E402
 from .comm import (ANY_SOURCE, ANY_TAG, CONGRUENT, IDENT, PROC_NULL, ROOT, SIMILAR, TAG_UB_KEY, UNDEFINED,  # noqa: E402
                    UNEQUAL, Grequest, Group, Prequest, Request, Status, Unsupported, _null_request)
@@ -25,10 +26,11 @@ from .info import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETUR
 from .intracomm import COMM_NULL, Comm, Intracomm  # noqa: E402
 from .inter import COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED, COMM_TYPE_RESOURCE_GUIDED, COMM_TYPE_SHARED, Intercomm  # noqa: E402,E501
 from .topo import CART, DIST_GRAPH, GRAPH, UNWEIGHTED, WEIGHTS_EMPTY, Cartcomm, Distgraphcomm, Graphcomm, Topocomm  # noqa: E402,E501
-from .topo import compute_dims as Compute_dims  # noqa: E402
+from .dims import compute_dims as Compute_dims  # noqa: E402
 from .misc import (MESSAGE_NO_PROC, MESSAGE_NULL, SESSION_NULL, Message, Session,  # noqa: E402
                    Pcontrol, Get_hw_resource_info, Pickle, pickle_,
-                   _comm_lock, _comm_lock_table, _commctx_inter, _commctx_intra)
+                   _comm_lock, _comm_lock_table, _commctx_inter, _commctx_intra,
+                   Open_port, Close_port, Publish_name, Unpublish_name, Lookup_name)
 from .errors import Exception  # noqa: E402
 from .win import (LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE,  # noqa: E402
                   MODE_NOSUCCEED, WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_CREATE,
@@ -145,3 +147,7 @@ from .charging import install as _charging  # noqa: E402 -- last: the program's 
 
 _charging(globals())
 from .mpiio import FILE_NULL, File, Register_datarep  # noqa: E402 -- MPI-IO
+
+from .handle import mark_constants as _mark_constants  # noqa: E402
+
+_mark_constants(globals())

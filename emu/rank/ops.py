@@ -84,9 +84,13 @@ class Op(Handle, family=True):
         Op._users.pop(self._o.uid, None)
         self._o = None
 
-    def free(self) -> None:
-        if self._o is not None and self._o.uid:
-            self.Free()
+    def free(self) -> None:  # as Handle.free
+        if self._o is None or self.__dict__.get("_const"):
+            return
+        if not self._o.uid:
+            self._o = None
+            return
+        self.Free()
 
     def Is_commutative(self) -> bool:
         if self._o is None:

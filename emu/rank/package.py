@@ -77,6 +77,8 @@ def install() -> types.ModuleType:
     where = [p for p in (real.submodule_search_locations or [])] if real is not None else []
     pkg = types.ModuleType("mpi4py")
     pkg.__path__ = where
+    if where:  # the real package's folder: its data files (py.typed, *.pyi, include/) are there
+        pkg.__file__ = os.path.join(where[0], "__init__.py")
     pkg.__version__ = VERSION
     pkg.__doc__ = "emulated mpi4py (emu mpirun)"
     pkg.__all__ = ["MPI"]

@@ -69,7 +69,7 @@ class Status:
     def Get_count(self, datatype: Datatype | None = None) -> int:
         from .types import TYPES
 
-        n = (datatype or TYPES["BYTE"]).Get_size()
+        n = _type_ok(TYPES["BYTE"] if datatype is None else datatype).Get_size()
         if n == 0:
             return 0 if self.count == 0 else UNDEFINED
         return self.count // n if self.count % n == 0 else UNDEFINED
@@ -79,7 +79,7 @@ class Status:
         elements of a last partial item."""
         from .types import TYPES
 
-        dt = datatype or TYPES["BYTE"]
+        dt = _type_ok(TYPES["BYTE"] if datatype is None else datatype)
         size = dt.Get_size()
         if size == 0:
             return 0
@@ -93,6 +93,7 @@ class Status:
         return whole * per + rest // esize
 
     def Set_elements(self, datatype: Datatype, count: int) -> None:
+        _type_ok(datatype)
         self.count = int(count) * datatype.Get_size() // max(1, _elements(datatype))
 
     def Is_cancelled(self) -> bool:
@@ -123,6 +124,15 @@ class Status:
         return isinstance(other, Status) and self._m == other._m
 
     __hash__ = None
+
+
+def _type_ok(dt):
+    """``dt``, if it is a datatype (MPI_ERR_TYPE for DATATYPE_NULL, as MPICH)."""
+    if isinstance(dt, Datatype) and not dt:
+        from .errors import Exception
+
+        raise Exception(CONSTANTS["ERR_TYPE"], "MPI_ERR_TYPE: invalid datatype (DATATYPE_NULL)")
+    return dt
 
 
 def _elements(dt) -> int:

@@ -16,9 +16,11 @@ import struct
 
 from .buffers import Msg
 from .channel import CHANNEL
-from .comm import PROC_NULL, UNDEFINED, Request, _pickle
+from .comm import PROC_NULL, UNDEFINED, Request, _pickle, _pickles
 from .inter import _blocks, attach, w_pack, w_unpack
-from .intracomm import COMM_NULL, Comm, Intracomm, _objects
+from .blockcoll import _objects
+from .icoll import _persistent
+from .intracomm import COMM_NULL, Comm, Intracomm
 from .pickling import PICKLE
 from .types import Exception
 
@@ -184,7 +186,7 @@ class Topocomm(Intracomm):
         return out
 
     def neighbor_alltoall(self, sendobj) -> list:
-        return self._neighbor([_pickle(o) for o in sendobj], "neighbor_alltoall", _objs, False)
+        return self._neighbor(_pickles(sendobj, len(self._edges()[1])), "neighbor_alltoall", _objs, False)
 
 
 def _objs(got) -> list:
@@ -438,66 +440,9 @@ def create_dist_graph(self, sources, degrees, destinations, weights=None, info=N
     return Distgraphcomm._with(new, _t_sources=[s for s, _ in ins], _t_dests=[d for d, _ in outs], _t_weights=weighted)
 
 
-def compute_dims(nnodes: int, dims) -> list[int]:
-    """``MPI.Compute_dims`` (MPI_Dims_create): the zeros of ``dims`` (or ``dims`` zeros) filled with
-    factors of what ``nnodes`` leaves, in non-increasing order, as MPICH fills them (the same for up
-    to 3 free dimensions and for more below 1,800 nodes; checked against MPICH 5.0's)."""
-    dims = [0] * int(dims) if isinstance(dims, int) else [int(d) for d in dims]
-    nnodes = int(nnodes)
-    if not dims:
-        return []
-    fixed = math.prod(d for d in dims if d > 0)
-    free = dims.count(0)
-    if nnodes < 0 or any(d < 0 for d in dims) or fixed == 0 or nnodes % fixed:
-        raise Exception(ERR_DIMS, f"MPI_ERR_DIMS: cannot make {nnodes} nodes of dimensions {dims}")
-    rest = nnodes // fixed
-    if free == 0:
-        if rest != 1:
-            raise Exception(ERR_DIMS, f"MPI_ERR_DIMS: dimensions {dims} do not make {nnodes} nodes")
-        return dims
-    fill = iter(_balanced(rest, free) if free <= 3 else _greedy(rest, free))
-    return [d if d > 0 else next(fill) for d in dims]
-
-
-def _balanced(n: int, k: int) -> list[int]:
-    """``n`` as a product of ``k`` factors, largest first, as MPICH's MPI_Dims_create chooses: the
-    largest less the smallest as small as can be, then the smallest as large as can be."""
-    best, key = None, None
-
-    def walk(n: int, k: int, top: int, acc: list[int]):
-        nonlocal best, key
-        if k == 1:
-            if n <= top:
-                cand = acc + [n]
-                ck = (cand[0] - n, -n)
-                if key is None or ck < key:
-                    best, key = cand, ck
-            return
-        for f in range(min(top, n), 0, -1):
-            if n % f == 0 and f ** k >= n:
-                walk(n // f, k - 1, f, acc + [f])
-
-    walk(n, k, n, [])
-    return best
-
-
-def _greedy(n: int, k: int) -> list[int]:
-    """Each prime factor of ``n``, the largest first, into the dimension smallest so far."""
-    dims, p = [1] * k, 2
-    primes = []
-    while p * p <= n:
-        while n % p == 0:
-            primes.append(p)
-            n //= p
-        p += 1
-    if n > 1:
-        primes.append(n)
-    for f in sorted(primes, reverse=True):
-        dims[dims.index(min(dims))] *= f
-    return sorted(dims, reverse=True)
-
-
 attach(Comm, {"topology": property(lambda self: self.Get_topology())})
 attach(Intracomm, {"Create_cart": create_cart, "Create_graph": create_graph, "Cart_map": cart_map,
                    "Graph_map": graph_map, "Create_dist_graph": create_dist_graph,
                    "Create_dist_graph_adjacent": create_dist_graph_adjacent})
+for _name in ("Neighbor_allgather", "Neighbor_allgatherv", "Neighbor_alltoall", "Neighbor_alltoallv", "Neighbor_alltoallw"):
+    setattr(Topocomm, _name + "_init", _persistent(_name + "_init"))  # MPI 4's persistent neighbor collectives

@@ -10,6 +10,7 @@ complete (at the target too) when it returns: the request of ``Rput``, ... is co
 
 from __future__ import annotations
 
+import operator
 import struct
 
 from .channel import CHANNEL
@@ -17,7 +18,9 @@ from . import typemap as tm
 from .attrs import Attributes
 from .comm import Group, Request, _null_request, _unsupported
 from .handle import Handle, Impl, predefine_null
+from .info import ERRORS_RETURN, Errhandler, Info, call_errhandler, create_errhandler
 from .types import Exception
+from .winbuf import install as install_buffer
 
 from .buffers import BOTTOM, Msg
 
@@ -27,7 +30,7 @@ WIN_BASE, WIN_SIZE, WIN_DISP_UNIT, WIN_CREATE_FLAVOR, WIN_MODEL = (0x66000001, 0
                                                                    0x66000009)
 WIN_FLAVOR_CREATE, WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_DYNAMIC, WIN_FLAVOR_SHARED = 1, 2, 3, 4
 WIN_SEPARATE, WIN_UNIFIED = 1, 2
-ERR_WIN, ERR_RMA_SYNC = 45, 50
+ERR_ARG, ERR_WIN, ERR_RMA_SYNC, ERR_RMA_ATTACH, ERR_RMA_FLAVOR = 12, 45, 50, 56, 58
 _U64 = struct.Struct("!Q")
 
 
@@ -68,27 +71,31 @@ def Get_address(location) -> int:
 
 
 def _target(target, msg: Msg):
-    """mpi4py's target spec: None, disp, (disp,), (disp, count) or (disp, count, datatype)."""
+    """mpi4py's target spec (``for_rma``): None, disp, or a list/tuple (disp[, count[, datatype]])."""
     disp, count, dt = 0, msg.count, msg.dt
     if target is None:
         pass
-    elif isinstance(target, int):
-        disp = target
+    elif isinstance(target, (list, tuple)):
+        if len(target) >= 4:
+            raise ValueError("target: expecting 3 items at most")
+        if len(target) >= 1:
+            disp = operator.index(target[0])
+        if len(target) >= 2:
+            count = operator.index(target[1])
+        if len(target) >= 3:
+            dt = target[2]
     else:
-        t = list(target)
-        if not 1 <= len(t) <= 3:
-            raise ValueError(f"target: (disp[, count[, datatype]]), got {target!r}")
-        disp = int(t[0])
-        if len(t) > 1 and t[1] is not None:
-            count = int(t[1])
-        if len(t) > 2 and t[2] is not None:
-            dt = t[2]
+        try:
+            disp = operator.index(target)
+        except TypeError:
+            raise ValueError("target: expecting integral or list/tuple") from None
     if disp < 0:
         raise Exception(12, f"MPI_ERR_DISP: invalid target displacement {disp}")
     return disp, count, dt
 
 
-_STATE = frozenset({"wid", "_mem", "_buf", "_unit", "_flavor", "_ranks", "_rank", "_snap", "_name"})
+_STATE = frozenset({"wid", "_mem", "_buf", "_unit", "_flavor", "_ranks", "_rank", "_snap", "_name", "_errh", "_info",
+                    "_attached"})
 """What a window is (kept on its handle, ``emu.rank.handle``: ``Win(other)`` sees the same window)."""
 
 
@@ -130,7 +137,7 @@ class Win(Attributes, Handle, family=True):
 
     # -- making one ---------------------------------------------------------------------------------
     @classmethod
-    def _make(cls, mem, disp_unit: int, comm, flavor: int) -> "Win":
+    def _make(cls, mem, disp_unit: int, comm, flavor: int, info=None) -> "Win":
         ctx = comm._ok()
         mv = memoryview(mem) if mem is not None else memoryview(bytearray(0))
         mv = mv.cast("B") if mv.c_contiguous and (mv.ndim != 1 or mv.format != "B") else mv
@@ -139,22 +146,25 @@ class Win(Attributes, Handle, family=True):
         head, _ = CHANNEL.call("win", bytes(mv), what="create", ctx=ctx, size=mv.nbytes, disp_unit=int(disp_unit),
                                call="Win_create")
         np = _np()
-        return cls._of(Impl(wid=head["win"], _mem=mv, _buf=mem, _unit=int(disp_unit), _flavor=flavor,
-                            _ranks=head["ranks"], _rank=head["rank"], _snap=np.frombuffer(mv, np.uint8).copy(),
-                            _name=None))
+        win = cls._of(Impl(wid=head["win"], _mem=mv, _buf=mem, _unit=int(disp_unit), _flavor=flavor,
+                           _ranks=head["ranks"], _rank=head["rank"], _snap=np.frombuffer(mv, np.uint8).copy(),
+                           _name=None, _errh=ERRORS_RETURN, _info=None, _attached=[]))
+        if info:
+            win.Set_info(info)
+        return win
 
     @classmethod
     def Create(cls, memory, disp_unit: int = 1, info=None, comm=None) -> "Win":
-        if memory is BOTTOM:
-            raise NotImplementedError("the emulated MPI has no Win.Create over MPI.BOTTOM (a dynamic window)")
-        return cls._make(memory, disp_unit, comm if comm is not None else _self(), WIN_FLAVOR_CREATE)
+        if memory is BOTTOM:  # no memory of this rank's (MPI: base BOTTOM, size 0)
+            memory = None
+        return cls._make(memory, disp_unit, comm if comm is not None else _self(), WIN_FLAVOR_CREATE, info)
 
     @classmethod
     def Allocate(cls, size: int, disp_unit: int = 1, info=None, comm=None) -> "Win":
         if size < 0:
             raise Exception(12, f"MPI_ERR_SIZE: invalid window size {size}")
         return cls._make(bytearray(int(size)), disp_unit, comm if comm is not None else _self(),
-                         WIN_FLAVOR_ALLOCATE)
+                         WIN_FLAVOR_ALLOCATE, info)
 
     @classmethod
     def Allocate_shared(cls, size: int, disp_unit: int = 1, info=None, comm=None) -> "Win":
@@ -162,11 +172,30 @@ class Win(Attributes, Handle, family=True):
         if comm.Get_size() != 1:
             raise NotImplementedError("the emulated MPI has no Win.Allocate_shared over more than one rank "
                                       "(every rank is a host of its own: no memory to share)")
-        return cls._make(bytearray(int(size)), disp_unit, comm, WIN_FLAVOR_SHARED)
+        return cls._make(bytearray(int(size)), disp_unit, comm, WIN_FLAVOR_SHARED, info)
 
     @classmethod
     def Create_dynamic(cls, info=None, comm=None) -> "Win":
-        raise NotImplementedError("the emulated MPI has no Win.Create_dynamic (absolute addresses)")
+        """A window of no memory to which each rank attaches its own (``Attach``/``Detach``). One-sided
+        operations on it (target displacements are the target's addresses) are not carried: they raise
+        NotImplementedError naming the call."""
+        return cls._make(None, 1, comm if comm is not None else _self(), WIN_FLAVOR_DYNAMIC, info)
+
+    def Attach(self, memory) -> None:
+        self._ok()
+        if self._flavor != WIN_FLAVOR_DYNAMIC:
+            raise Exception(ERR_RMA_FLAVOR, "MPI_ERR_RMA_FLAVOR: Attach needs a window of Create_dynamic")
+        mv = memoryview(memory)
+        self._attached.append((Get_address(mv), mv.nbytes, mv))
+
+    def Detach(self, memory) -> None:
+        self._ok()
+        base = Get_address(memoryview(memory))
+        for i, (b, _, _) in enumerate(self._attached):
+            if b == base:
+                del self._attached[i]
+                return
+        raise Exception(ERR_RMA_ATTACH, "MPI_ERR_RMA_ATTACH: this memory is not attached to the window")
 
     def Shared_query(self, rank: int):
         self._ok()
@@ -218,14 +247,34 @@ class Win(Attributes, Handle, family=True):
 
     name = property(Get_name, Set_name)
 
-    def Get_info(self):
+    def Get_info(self) -> Info:
         self._ok()
-        raise NotImplementedError("the emulated MPI has no Win.Get_info (no MPI.Info)")
+        return Info.Create(self._info.items() if self._info else None)
 
     def Set_info(self, info) -> None:
         self._ok()
+        self._info = info.Dup() if info else None
 
     info = property(Get_info, Set_info)
+
+    # -- error handlers -------------------------------------------------------------------------------------
+    def Get_errhandler(self) -> Errhandler:
+        self._ok()
+        return Errhandler(self._errh)
+
+    def Set_errhandler(self, errhandler: Errhandler) -> None:
+        self._ok()
+        if not isinstance(errhandler, Errhandler) or not errhandler:
+            raise Exception(ERR_ARG, "MPI_ERR_ARG: invalid errhandler")
+        self._errh = Errhandler(errhandler)
+
+    def Call_errhandler(self, errorcode: int) -> None:
+        self._ok()
+        call_errhandler(self, self._errh, errorcode)
+
+    @classmethod
+    def Create_errhandler(cls, errhandler_fn) -> Errhandler:
+        return create_errhandler(errhandler_fn, "win")
 
     # -- the private copy and the public one ---------------------------------------------------------
     def _diff(self) -> bytes:
@@ -313,6 +362,9 @@ class Win(Attributes, Handle, family=True):
     # -- communication --------------------------------------------------------------------------------------
     def _op(self, op: str, call: str, origin, target_rank: int, target, rop=None, result=None, compare=None):
         self._ok()
+        if self._flavor == WIN_FLAVOR_DYNAMIC:
+            raise NotImplementedError(f"the emulated MPI has no {call} on a window of Create_dynamic "
+                                      "(a target's attached memory is not carried)")
         if target_rank == -1:  # PROC_NULL: nothing moves
             return
         msg = Msg(origin, writable=op == "get") if origin is not None else None
@@ -391,3 +443,4 @@ def _opname(op) -> str:
 
 
 WIN_NULL = predefine_null(Win(), "WIN_NULL")
+install_buffer(Win, lambda win: win._mem if win._h is not None else bytearray())  # memoryview(win): its memory
