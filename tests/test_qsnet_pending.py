@@ -104,3 +104,60 @@ async def test_both_router_models_spread_a_hot_link_by_pending_operations_and_ev
     assert pend["s0"]["ops"] == 64 and all(p["ops"] == p["acked"] and p["expired"] == 0 for p in pend.values()), pend
     qns, qup, qpend = await _hot(model, "queue")
     assert qpend == {} and min(qup.values()) >= 0
+
+
+def test_with_adaptive_heavy_route_no_light_link_keeps_the_packets_route():
+    """Issue 44: the threshold sorts links into light or not; ``route`` ranks no heavy link above another."""
+    outs = {}
+    for heavy in ("least_loaded", "route"):
+        sw = _router(f"switch.adaptive_heavy={heavy}")
+        assert sw.routes[63] == 7 and sw.spec.adaptive_heavy == heavy
+        outs[heavy] = [sw.receive(_pkt(1, 63, i), 1, 10 * i)[0][0] for i in range(11)]
+        # 4's two ops are acknowledged: 4 is light again (0 pending), and taken under both
+        for i in (0, 1):
+            assert sw.receive(_ack(63, 1, i), 4, 200 + i)[0][0] == 1
+        outs[heavy] += [sw.receive(_pkt(1, 63, 20 + i), 1, 210 + i)[0][0] for i in range(3)]
+    # below the threshold both pick first free; above it least_loaded spreads packet by packet on
+    # counts of 2 and 3, route keeps the table's port 7 whatever the others hold
+    assert outs["least_loaded"] == [4, 4, 5, 5, 6, 6, 7, 7, 7, 4, 5, 4, 4, 6]
+    assert outs["route"] == [4, 4, 5, 5, 6, 6, 7, 7, 7, 7, 7, 4, 4, 7]
+
+
+def test_adaptive_heavy_route_gives_way_when_the_route_is_down_and_follows_a_source_route():
+    sw = _router("switch.adaptive_heavy=route")
+    for i in range(8):
+        sw.receive(_pkt(1, 63, i), 1, i)
+    assert sw.pending.count == {4: 2, 5: 2, 6: 2, 7: 2}
+    sw.held.add(7)  # the table's port out of service: the least loaded live one, as least_loaded
+    assert sw.receive(_pkt(1, 63, 8), 1, 10)[0][0] == 4
+    sw.held.discard(7)
+    assert sw.receive(_pkt(1, 63, 9), 1, 11)[0][0] == 7
+    with pytest.raises(ConfigError, match="adaptive_heavy 'lightest' is not one of least_loaded, route"):
+        SwitchSpec(adaptive_heavy="lightest")
+
+
+async def _mirror_put(host):
+    host.mem_write(0x1000, b"m" * 16384)
+    r = await host.put((host.rank + 8) % 16, 0x1000, 0x100000, 16384)
+    return r.ok, host.now
+
+
+async def _mirror(heavy: str, **kw):
+    """Every node of fattree:k=4,n=2 puts 16 KiB to node i + 8 on input-queued routers: a
+    permutation that destination-mod-k routes with no two flows on one link."""
+    t = build("fattree:k=4,n=2", settings=parse_settings(
+        ["switch.model=input_queued"] + (["switch.routing=static"] if heavy == "static" else
+                                         ["switch.routing=qsnet", f"switch.adaptive_heavy={heavy}"])))
+
+    async with emu.Cluster(t, **kw) as net:
+        r = await net.run({h: (_mirror_put,) for h in net.hosts})
+    assert all(ok for ok, _t in r.values())
+    return max(t for _ok, t in r.values())
+
+
+async def test_on_a_permutation_static_routes_cleanly_keeping_the_route_when_heavy_loses_less():
+    """Issue 44: least_loaded moves packets between links whose pending counts differ by one or two
+    (each carries a round trip's worth at line rate), so flows that had a link each meet."""
+    got = {h: await _mirror(h, direct=True) for h in ("static", "least_loaded", "route")}
+    assert got == {"static": 8576, "least_loaded": 10734, "route": 9866}
+    assert await _mirror("route", processes=2) == got["route"]

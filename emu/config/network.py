@@ -138,6 +138,11 @@ class SwitchSpec:
     adaptive_pick: str = "first_free"
     """How ``routing=qsnet`` picks among the lightly loaded links: first_free (the lowest-numbered),
     next_free (round robin per switch) or random (seeded per switch)."""
+    adaptive_heavy: str = "least_loaded"
+    """What ``routing=qsnet`` does when no candidate link is lightly loaded: least_loaded (the link with
+    the fewest pending operations, ties to the packet's route) or route (the packet's own route -- the
+    table's port, or the one its source chose -- as the source's threshold rule ranks no heavy link
+    above another; a route that is down or out of service still gives way to the least loaded)."""
     adaptive_load: str = "pending"
     """What ``routing=qsnet`` compares against ``adaptive_threshold``: pending (QsNet's measure: the
     operations this router sent out of a link whose ACK has not come back through it; the token
@@ -206,6 +211,8 @@ class SwitchSpec:
         if self.adaptive_pick not in ("first_free", "next_free", "random"):  # switch.routing.qsnet.PICKS
             raise ConfigError(f"SwitchSpec.adaptive_pick {self.adaptive_pick!r} is not one of "
                               "first_free, next_free, random")
+        if self.adaptive_heavy not in ADAPTIVE_HEAVY:
+            raise ConfigError(f"SwitchSpec.adaptive_heavy {self.adaptive_heavy!r} is not one of {', '.join(ADAPTIVE_HEAVY)}")
         if self.adaptive_load not in ADAPTIVE_LOADS:
             raise ConfigError(f"SwitchSpec.adaptive_load {self.adaptive_load!r} is not one of {', '.join(ADAPTIVE_LOADS)}")
         if not isinstance(self.pending_expiry_ns, int) or isinstance(self.pending_expiry_ns, bool) \
@@ -261,6 +268,7 @@ class SwitchSpec:
 
 
 ADAPTIVE_LOADS = ("pending", "queue")
+ADAPTIVE_HEAVY = ("least_loaded", "route")
 VC_POLICIES = ("by_class", "dateline", "class_dateline")
 ROUTER_MODELS = ("output_queued", "input_queued")
 ALLOCATORS = ("round_robin", "islip")

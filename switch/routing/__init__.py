@@ -12,7 +12,7 @@ destination (``Topology.candidates``; the runtime computes them when a switch's 
 * ``qsnet`` -- QsNet's threshold rule: among the candidates with fewer than
   ``SwitchSpec.adaptive_threshold`` pending frames, the first, the next after the last one chosen
   (round robin) or a seeded random one (``SwitchSpec.adaptive_pick``); none below the threshold:
-  the least loaded (:mod:`.qsnet`).
+  the least loaded, or the packet's route (``SwitchSpec.adaptive_heavy``; :mod:`.qsnet`).
 
 Writing one (in your own package, declared as an entry point of the group ``emu.routing``, or
 registered before the run): ``register("mine", make)``, where ``make(engine, seed)`` is called once per switch as

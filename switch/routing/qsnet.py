@@ -11,8 +11,13 @@ operations, is below a threshold (``SwitchSpec.adaptive_threshold``) -- then pic
 * ``random`` -- a lightly loaded link drawn from a generator seeded per switch (the run's seed and
   the switch's fabric address, DESIGN.md principle 10), so runs repeat exactly.
 
-If no candidate is lightly loaded, the least loaded link is taken (ties to the preferred port, then
-the lowest).
+If no candidate is lightly loaded (``SwitchSpec.adaptive_heavy``): ``least_loaded`` takes the least
+loaded link (ties to the preferred port, then the lowest); ``route`` takes the preferred port (below),
+since the source's rule only sorts links into lightly loaded or not and ranks no heavy link above
+another -- unless that port is down or out of service, when the least loaded is taken as before.
+``least_loaded`` compares counts that, under load, differ by one or two operations out of the
+round trip's worth every link at line rate carries, and moves packets on that difference
+(docs/qsnet.md, "Adaptive routing below static").
 
 **The load** (``SwitchSpec.adaptive_load``):
 
@@ -72,6 +77,7 @@ def qsnet(engine, seed: int):
     if getattr(spec, "adaptive_load", "queue") == "pending":
         pending = engine.pending = Pending(spec.pending_expiry_ns)
     rng = random.Random(seed * 1_000_003 + engine.node_id)
+    keep_route = getattr(spec, "adaptive_heavy", "least_loaded") == "route"
     last = [-1]  # next_free: the port chosen last time, per switch
 
     def choose(dst: int, static: int, frame: bytes, now: int) -> int:
@@ -85,17 +91,19 @@ def qsnet(engine, seed: int):
         light = []
         best, best_key = preferred, None
         held = engine.held
+        usable = False
         for p in ports:
             if not view.up(p, now) or p in held:  # down, or out of service (bring-up, the manager's reset)
                 continue
+            usable = usable or p == preferred
             n = load(view, p, now) if pending is None else pending.load(p, now)
             if n < threshold:
                 light.append(p)
             key = (n, p != preferred, p)
             if best_key is None or key < best_key:
                 best, best_key = p, key
-        if not light:
-            out = best  # nothing lightly loaded: the least loaded (every port down: the preferred)
+        if not light:  # nothing lightly loaded: the route, or the least loaded (every port down: the preferred)
+            out = preferred if keep_route and usable else best
         elif source_chose and preferred in light:
             out = preferred
         elif pick == "first_free":
