@@ -46,7 +46,7 @@ def test_the_granted_window_is_littles_law_on_a_two_level_tree_capped_by_the_mem
     link = LinkSpec(latency_ns=latency)
     body = 16 + 256 * 4
     slot = link.serialization_ns(link.frame_bytes(PacketType.INC, body))  # B = P / slot packets a ns
-    P, S, K, L, copy = 4, 8, 512, body * 1.0, 64
+    P, S, K, L, copy = 4, 8, 512, 256 * 4 * 1.0, 64  # L: 1 cycle a data byte at 1 GHz
     tau = copy + (P - 1) * L / P  # the tree's service time; with 512 cores the unit keeps up: no spread
     dc = slot / P  # a block's packets from the P children, one slot each
     Q = max(0.0, P / S * (1 - min(S * dc, K * dc) / tau))
@@ -88,7 +88,7 @@ def test_where_the_unit_limits_the_group_keeps_a_block_a_handler_time_apart_and_
     (algo, waits, ns), (_a, rot_waits, rot_ns) = once(None), once("rotated")
     window = int(algo.split("window ")[1].rstrip(")"))
     slot = LinkSpec().serialization_ns(LinkSpec().frame_bytes(PacketType.INC, 1040))
-    g = math.ceil(16 * 1040 / slot)  # 16 ranks, L = 1,040 ns apart
+    g = math.ceil(16 * 1024 / slot)  # 16 ranks, L = 1,024 ns apart
     widths = group_widths(256, g, window)
     assert min(widths) >= g and max(widths) <= window  # every group as wide as the spacing asks, within the window
     assert window > (16 - 1) * max(widths) // 16  # and the window covers the spread: ranks go on sending

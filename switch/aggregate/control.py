@@ -10,7 +10,8 @@ request of a communicator the manager:
    its children's ports, the port toward its parent, the algorithm, operator, type, elements per
    packet and the aggregation buffers it gives this allreduce -- its memory share);
 3. when every switch answered DONE, GRANTs: allreduce id, elements per packet, blocks a host may
-   have in flight (Little's law on the buffers), algorithm;
+   have in flight (Little's law, capped by the buffers: ``little``), the staggered schedule's group,
+   algorithm;
 4. when a switch REFUSED (its memory is partitioned among ``pu.max_allreduces`` allreduces and they
    are all taken), releases what it installed, marks the switch full and tries another tree without
    it; when there is none, REJECTs -- the application falls back to host allreduce.
@@ -239,14 +240,14 @@ def little(req: Request, algo: Algo, topology, root: str, tree: dict, share: int
     """The window a host gets (``model.little_window``: Little's law, R = M B L / P buffers, capped by
     the memory ``share``) and the staggered schedule's group, from what the manager knows of the tree:
 
-    * slot: a data packet's time on the widest member's link (``LinkSpec.frame_bytes`` of a packet of
+    * slot: a data packet's time on the slowest member's link (``LinkSpec.frame_bytes`` of a packet of
       ``elems``): B = P / slot packets a ns into a switch of P children;
     * the spacing the staggered schedule keeps between consecutive ranks (``model.switch_spacing``,
       the most a switch of the tree asks): at a switch whose unit,
       a block's packets coming together, aggregates fewer packets than its links bring
       (``model.contention_limits``: K / tau < P / slot), the spacing at which no handler waits
       (``model.stagger_spacing``: single buffer L, B buffers L / B, the tree 0, and tau / (S B)
-      where a block's packets outnumber its cores), L = ``cycles_per_byte`` x packet bytes; where
+      where a block's packets outnumber its cores), L = ``cycles_per_byte`` x data bytes a packet; where
       no switch's unit limits, none -- a spread only delays every block (it completes when its last
       rank sent it), and the staggered schedule sends in order;
     * L: the ranks' spread, then, for the member farthest from the root, each link up and down
@@ -270,7 +271,7 @@ def little(req: Request, algo: Algo, topology, root: str, tree: dict, share: int
     for sw, (_parent, children) in tree.items():
         pu = topology.nodes[sw].spec.pu
         units[sw] = (len(children), pu.subset if pu.scheduler == "hfcfs" else pu.cores, pu.cores_per_cluster, pu.cores,
-                     body * pu.cycles_per_byte / pu.ghz, pu.copy_cycles / pu.ghz)
+                     (body - DATA_LEN) * pu.cycles_per_byte / pu.ghz, pu.copy_cycles / pu.ghz)
     spacing = max(switch_spacing(name, L, P, S, C, K, slot, B, copy) for P, S, C, K, L, copy in units.values())
     block = {sw: block_time(name, L, P, S, C, K, slot, spacing, B, copy) for sw, (P, S, C, K, L, copy) in units.items()}
     far = {(u, p): (v, lk) for u in nb for p, v, _vp, lk in nb[u]}
