@@ -11,23 +11,26 @@ of working memory shared by 4 allreduces, hierarchical FCFS over subsets of S = 
 directly by ``--hosts`` hosts, one per port, each sending ``--size`` bytes in packets of 1 KiB of
 data, one packet per reduction block from each host (``switch/aggregate/arrivals.py``). A host sends
 at most one packet per slot of its ``--gbps`` link (a 1 KiB payload plus the 50 bytes of headers the
-emulator's INC frames carry), keeps at most ``window`` blocks in flight (the working memory's share
-for one allreduce over the buffers a block takes: 1 MiB / (M x 1 KiB)), and is held back by a
-congestion signal, not dropped, when the packet memory is full. Arrivals (``--arrivals``):
-``staggered`` (the default: the source's staggered sending, the hosts' starting blocks spread evenly
-over each window, host i of P at block i * window / P, so a block's packets come window / P slots
-apart), ``rotated`` (host i starts at block i: a block's packets one slot apart), ``lockstep`` (every
-host sends block j in slot j) or ``exponential`` (gaps drawn from an exponential of mean one slot,
-blocks in order).
+emulator's INC frames carry), keeps at most ``window`` blocks in flight (as the network manager
+grants it, ``model.little_window``: Little's law over the staggered spread and the block's last
+handler, at most the working memory's share for one allreduce over the buffers a block takes,
+1 MiB / (M x 1 KiB)), and is held back by a congestion signal, not dropped, when the packet memory
+is full. Arrivals (``--arrivals``): ``staggered`` (the default: the source's staggered sending, the
+hosts' starting blocks spread evenly over each group -- ``group``: the narrowest that keeps a
+block's packets a handler time apart, widened to split the vector evenly --, host i of P at block
+i * group / P, so a block's packets come group / P slots apart), ``rotated`` (host i starts at block
+i: a block's packets one slot apart), ``lockstep`` (every host sends block j in slot j) or
+``exponential`` (gaps drawn from an exponential of mean one slot, blocks in order).
 
 Bandwidth: data bytes received and aggregated per second over all ports, from the first packet in to
 the last block out (Tbit/s), and in elements per second. Model beside it
 (``switch/aggregate/model.py``): min(K / tau, 1 / delta) packets per cycle with tau the algorithm's
 service time (contention among min(S, cluster) cores for a block's buffer when its packets come
 closer than L apart: lockstep and exponential arrivals count as bursts, delta_c = delta; rotated:
-delta_c = one slot; staggered: window / P slots) and delta the slot over the hosts. Reference lines the source quotes (reported
-figures, not run here): a P4 switch aggregating (SwitchML) 1.6 Tbit/s, a fixed-function one (SHARP)
-3.2 Tbit/s. Every block's result is checked against numpy. Virtual time: exact and repeatable.
+delta_c = one slot; staggered: group / P slots) and delta the slot over the hosts. Reference lines
+the source quotes (reported figures, not run here): a P4 switch aggregating (SwitchML) 1.6 Tbit/s,
+a fixed-function one (SHARP) 3.2 Tbit/s. Every block's result is checked against numpy. Virtual time:
+exact and repeatable.
 
 Parts: ``types`` -- int32, int16, int8, float32 at --size with the algorithm the spec's size rule
 picks (``--algo auto``: single buffer above 512 KiB, 4 buffers above 256 KiB, 2 above 128 KiB, tree
@@ -70,6 +73,7 @@ def run(hosts: int, size: int, dtype: str, algo: str, B: int, arrivals: str, gbp
     from emu.config import PUSpec
     from emu.switch.aggregate import ProcessingUnit, model, service_time
     from emu.switch.aggregate.arrivals import drive, spacing
+    from emu.switch.aggregate.model import block_time, little_window, switch_spacing
 
     spec = PUSpec(**settings)
     pu = ProcessingUnit(spec)
@@ -80,9 +84,19 @@ def run(hosts: int, size: int, dtype: str, algo: str, B: int, arrivals: str, gbp
     base = [(rng.integers(-50, 50, n) if dt.kind == "i" else rng.standard_normal(n)).astype(dt) for _ in range(hosts)]
     slot = (PACKET + WIRE_EXTRA) * 8 / gbps
     M = B if algo == "multi" else (hosts if algo == "tree" else 1)
-    window = max(1, min(blocks, spec.working_memory_bytes // spec.max_allreduces // (M * PACKET)))
+    share = max(1, min(blocks, spec.working_memory_bytes // spec.max_allreduces // (M * PACKET)))
+    L = PACKET * spec.cycles_per_byte / spec.ghz
+    S = spec.subset if spec.scheduler == "hfcfs" else spec.cores
+    # the window as the network manager grants it (Little's law, capped by the memory share): the
+    # staggered spread over the narrowest group that keeps a block's packets from waiting (where the
+    # unit would limit otherwise), plus the block's time in the unit (results reach the hosts when the
+    # block completes: no way up or down here)
+    C, K, copy = spec.cores_per_cluster, spec.cores, spec.copy_cycles / spec.ghz
+    gap = switch_spacing(algo, L, hosts, S, C, K, slot, B, copy)
+    win = little_window(blocks, hosts, slot, gap, block_time(algo, L, hosts, S, C, K, slot, gap, B, copy), share)
+    window = win.window
     r = drive(pu, hosts, blocks, lambda h, b: base[h], process=arrivals, slot_ns=slot, window=window, algo=algo,
-              B=B, seed=seed, keep=True)
+              B=B, seed=seed, keep=True, group=win.group)
     want = np.sum(np.array(base, np.float64 if dt.kind == "f" else np.int64), axis=0).astype(dt)
     for b, got in r.results.items():
         ok = np.allclose(got, want, rtol=1e-4, atol=1e-3) if dt.kind == "f" else np.array_equal(got, want)
@@ -90,9 +104,8 @@ def run(hosts: int, size: int, dtype: str, algo: str, B: int, arrivals: str, gbp
     seconds = r.span_ns * 1e-9
     data = hosts * blocks * PACKET
     L = PACKET * spec.cycles_per_byte
-    S = spec.subset if spec.scheduler == "hfcfs" else spec.cores
     delta = slot / hosts
-    delta_c = max(delta, slot * spacing(arrivals, blocks, window, hosts))
+    delta_c = max(delta, slot * spacing(arrivals, blocks, window, hosts, win.group))
     contending = min(S, spec.cores_per_cluster)
     tau = {"single": service_time("single", L, hosts, contending=contending, delta_c=delta_c),
            "multi": service_time("multi", L, hosts, contending=contending, delta_c=delta_c, B=B)}.get(
@@ -100,7 +113,7 @@ def run(hosts: int, size: int, dtype: str, algo: str, B: int, arrivals: str, gbp
     m = model(K=spec.cores, tau=tau / spec.ghz, delta=delta, delta_c=delta_c, P=hosts, S=S, B=B)
     model_tbps = m.bandwidth * PACKET * 8 / 1000
     return dict(dtype=dtype, algo=algo + (str(B) if algo == "multi" else ""), S=S, arrivals=arrivals, hosts=hosts,
-                size=size, window=window, span_ns=r.span_ns, tbps=round(data * 8 / seconds / 1e12, 3),
+                size=size, window=window, group=win.width, span_ns=r.span_ns, tbps=round(data * 8 / seconds / 1e12, 3),
                 model_tbps=round(model_tbps, 3), gelems=round(data / dt.itemsize / seconds / 1e9, 1),
                 model_gelems=round(model_tbps * 1e12 / 8 / dt.itemsize / 1e9, 1),
                 peak_packet_memory=r.stats["peak_packet_memory"], model_packet_memory=round(m.in_switch * PACKET),
@@ -108,7 +121,7 @@ def run(hosts: int, size: int, dtype: str, algo: str, B: int, arrivals: str, gbp
                 paused=r.stats["paused"], drops=r.stats["drops"])
 
 
-COLS = ("dtype", "algo", "S", "arrivals", "window", "tbps", "model_tbps", "gelems", "model_gelems",
+COLS = ("dtype", "algo", "S", "arrivals", "window", "group", "tbps", "model_tbps", "gelems", "model_gelems",
         "peak_packet_memory", "model_packet_memory", "peak_working_memory", "busy_wait_ns", "paused")
 
 

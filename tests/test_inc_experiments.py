@@ -13,11 +13,12 @@ from load_script import load
 
 
 def test_staggered_hosts_spread_their_starting_blocks_over_each_window():
-    # the source's: 4 hosts over windows of 8 blocks start 2 blocks apart; a last, shorter window of 4: 1 apart
-    assert [order("staggered", h, 12, 8, 4)[:8] for h in range(4)] == [
+    # the source's: 4 hosts over windows of 8 blocks start 2 blocks apart
+    assert [order("staggered", h, 16, 8, 4)[:8] for h in range(4)] == [
         [0, 1, 2, 3, 4, 5, 6, 7], [2, 3, 4, 5, 6, 7, 0, 1], [4, 5, 6, 7, 0, 1, 2, 3], [6, 7, 0, 1, 2, 3, 4, 5]]
-    assert [order("staggered", h, 12, 8, 4)[8:] for h in range(4)] == [[8, 9, 10, 11], [9, 10, 11, 8],
-                                                                      [10, 11, 8, 9], [11, 8, 9, 10]]
+    # 12 blocks: two equal groups of 6 (not 8 and a short 4 that would crowd its packets), starts 0, 1, 3, 4
+    assert [order("staggered", h, 12, 8, 4)[6:] for h in range(4)] == [[6, 7, 8, 9, 10, 11], [7, 8, 9, 10, 11, 6],
+                                                                      [9, 10, 11, 6, 7, 8], [10, 11, 6, 7, 8, 9]]
     assert order("staggered", 3, 4, 2, 4) == [1, 0, 3, 2]  # narrower windows than hosts: two start alike
     assert order("rotated", 0, 6, 4, 2) == [0, 1, 2, 3, 4, 5]
     assert order("rotated", 1, 6, 4, 2) == [1, 2, 3, 0, 5, 4]

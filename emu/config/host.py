@@ -46,6 +46,10 @@ class NicSpec:
 
 ROUTE_PICKS = ("round_robin", "random")
 
+INC_SCHEDULES = ("staggered", "rotated", "in order")
+"""The orders hosts send an in-network allreduce's blocks in (``emu.wire.inc.send_order``); the
+first, the source's, is the default."""
+
 
 @dataclass(frozen=True)
 class ElanSpec:
@@ -76,6 +80,10 @@ class ElanSpec:
     poll_ns: int = 1000
     """The polled barrier: how long the root's adapter waits after a conditional came back false
     before it sends the next."""
+    inc_schedule: str = "staggered"
+    """In-network allreduce (``--offload switch``): the order the adapter sends an allreduce's blocks
+    in -- staggered (the source's), rotated or "in order" (``emu.wire.inc.send_order``);
+    ``comm.inc_schedule`` overrides it for a communicator."""
 
     def __post_init__(self) -> None:
         _check_delays("ElanSpec", self, ("mem_write_ns", "issue_ns", "retransmit_ns", "poll_ns"))
@@ -94,6 +102,8 @@ class ElanSpec:
             raise ConfigError(f"ElanSpec.route_pick {self.route_pick!r} is not one of {', '.join(ROUTE_PICKS)}")
         if not 0 <= self.vc <= 30:
             raise ConfigError(f"ElanSpec.vc must be within 0..30, got {self.vc}")
+        if self.inc_schedule not in INC_SCHEDULES:
+            raise ConfigError(f"ElanSpec.inc_schedule {self.inc_schedule!r} is not one of {', '.join(INC_SCHEDULES)}")
 
 
 TRANSPORTS = ("none", "reliable")

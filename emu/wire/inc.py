@@ -28,6 +28,7 @@ import zlib
 from scapy.fields import ByteEnumField, ByteField, FlagsField, IntField, LongField, ShortField
 from scapy.packet import Packet
 
+from ..config.host import INC_SCHEDULES
 from .codec import DecodeError, StructCodec
 
 INC_FLAGS = ["LAST", "RESULT", "SPARSE", "RETX", "R4", "R5", "R6", "R7"]
@@ -139,6 +140,7 @@ class IncGrant(Packet):
         ByteField("depth", 0),       # levels of the reduction tree
         ShortField("switches", 0),   # switches in the tree
         IntField("latency_ns", 0),   # the model's time for the blocks of one window to come back
+        ShortField("group", 0),      # blocks the staggered ranks' starting blocks spread over (0: the window)
     ]
 
 
@@ -174,7 +176,7 @@ REQUEST = StructCodec(IncRequest)
 GRANT = StructCodec(IncGrant)
 INSTALL = StructCodec(IncInstall)
 DATA_LEN, CTL_LEN = DATA.size, CTL.size
-assert (DATA_LEN, CTL_LEN, REQUEST.size, GRANT.size, INSTALL.size) == (16, 8, 24, 12, 24)
+assert (DATA_LEN, CTL_LEN, REQUEST.size, GRANT.size, INSTALL.size) == (16, 8, 24, 14, 24)
 MEMBER = struct.Struct("!I")
 
 
@@ -236,14 +238,27 @@ def decode(payload: bytes, off: int = 0):
 
 # -- the hosts' sending schedule: what both ends assume (hosts send so; the experiments feed a switch so)
 
-SCHEDULES = ("staggered", "rotated", "in order")
-"""The orders hosts send their blocks in (``send_order``); the first, the source's, is the default."""
+SCHEDULES = INC_SCHEDULES
+"""The orders hosts send their blocks in (``send_order``; ``elan.inc_schedule``); the first, the
+source's, is the default."""
 
 
-def send_order(n: int, window: int, rank: int, ranks: int = 1, schedule: str = "staggered") -> tuple[int, list[int]]:
-    """(blocks in flight, the order rank ``rank`` of ``ranks`` sends ``n`` blocks in), by groups of
-    ``window`` blocks (a host's blocks in flight: the next group starts when the last is answered),
-    each group in the order ``schedule`` says:
+def group_widths(n: int, group: int, window: int) -> list[int]:
+    """The widths of the groups ``n`` blocks are sent in: as equal as can be, each at least ``group``
+    (a short last group would crowd its packets) and at most ``window`` (a rank must reach every block
+    of a group while its earlier blocks are in flight, or no block of it completes)."""
+    n, window = max(0, n), max(1, window)
+    g = max(1, min(group, window))
+    k = max(1, n // g, -(-n // window)) if n else 1
+    return [(i + 1) * n // k - i * n // k for i in range(k)]
+
+
+def send_order(n: int, window: int, rank: int, ranks: int = 1, schedule: str = "staggered",
+               group: int = 0) -> tuple[int, list[int]]:
+    """(blocks in flight, the order rank ``rank`` of ``ranks`` sends ``n`` blocks in), by groups
+    (``group_widths``: of ``group`` blocks or a little more, the staggered schedule's width -- the
+    manager's grant; 0: the window; the other schedules: groups of the window), each group in the
+    order ``schedule`` says:
 
     * ``staggered`` -- the source's staggered sending: the ranks' starting blocks spread evenly over
       the group, rank r starting at block floor(r * width / ranks) and going on in order, wrapping
@@ -252,15 +267,21 @@ def send_order(n: int, window: int, rank: int, ranks: int = 1, schedule: str = "
     * ``rotated`` -- rank r starts at block r mod width: consecutive ranks one block apart, so the
       packets of one block come one slot apart, closer than a handler takes to aggregate one;
     * ``in order`` -- every rank from the group's first block (the packets of a block together).
+
+    Blocks in flight are at least the widest group's (never fewer than the window, and only more
+    when ``window`` is below ``group``).
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"sending schedule {schedule!r}; known: {', '.join(SCHEDULES)}")
     w = max(1, min(window, n))
     ranks = max(1, ranks)
-    order = []
-    for start in range(0, n, w):
-        group = list(range(start, min(start + w, n)))
-        width = len(group)
+    widths = group_widths(n, group or w, w) if schedule == "staggered" else \
+        [min(w, n - s) for s in range(0, n, w)]
+    order: list[int] = []
+    start = 0
+    for width in widths:
+        group_ = list(range(start, start + width))
         k = {"staggered": rank % ranks * width // ranks, "rotated": rank % width}.get(schedule, 0)
-        order += group[k:] + group[:k]
+        order += group_[k:] + group_[:k]
+        start += width
     return w, order

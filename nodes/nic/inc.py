@@ -7,10 +7,11 @@ allreduce).
 
 Data: :meth:`IncNIC.allreduce` splits a vector into blocks of ``elems`` elements, one packet each,
 sent hop by hop to the host's switch (the first of the reduction tree). At most ``window`` blocks are
-in flight (the aggregation buffers the switches gave this allreduce: Little's law), in the source's
-**staggered** order by default: within each group of ``window`` blocks, rank r of R starts at block
-floor(r * window / R), so the packets of one block reach a switch window / R packet slots apart
-(``send_order``; ``rotated``, one block per rank, and ``in order`` by name). A block whose result
+in flight (the manager's: Little's law, capped by the aggregation buffers the switches gave this
+allreduce), in the source's **staggered** order by default: within each group of ``group`` blocks
+(the grant's, a little wider to split the vector evenly), rank r of R starts at block
+floor(r * group / R), so the packets of one block reach a switch group / R packet slots apart
+(``send_order``; ``rotated``, one block per rank, and ``in order`` by name, by groups of the window). A block whose result
 has not come back within ``timeout_ns`` (default ``elan.retransmit_ns``) is sent again (flag RETX; the switches' bitmaps
 make it idempotent), waiting twice as long after each resend, at most ``max_tries`` times
 (``elan.max_tries``), then the operation fails with the reason -- never a hang.
@@ -25,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from emu.wire import HDR_LEN, DecodeError, PacketType
-from emu.wire.inc import (CTL, F_LAST, F_RESULT, F_RETX, F_SPARSE, GRANT, MEMBER, REQUEST, SCHEDULES, CtlOp, decode,
+from emu.wire.inc import (CTL, F_LAST, F_RESULT, F_RETX, F_SPARSE, GRANT, MEMBER, REQUEST, CtlOp, decode,
                           dtype_code, encode_dense, encode_sparse, op_code, send_order)
 
 from .interface import PENDING, Mechanism, NicCore, NicRequest, register_mechanism
@@ -47,6 +48,9 @@ class Grant:
     latency_ns: int = 0
     """The manager's estimate of a window's blocks' time in the switches: hosts time out after no
     less than 4 times it."""
+    group: int = 0
+    """Blocks the staggered schedule spreads the ranks' starting blocks over (``send_order``; 0: the
+    window): the manager's, as narrow as keeps a block's packets from waiting at the switches."""
     hosts: int = 0
     """Members of the allreduce (the host's own request knew them; not on the wire): the ranks the
     sending schedule spreads over."""
@@ -132,7 +136,8 @@ class IncNIC(Mechanism):
     def inc_allreduce(self, grant, x, rank: int, timeout_ns: int | None = None, schedule: str | None = None) -> IncReq:
         """Run the granted allreduce on ``x``; returns (result or None, error or None, blocks resent).
         A block without its result ``timeout_ns`` (default ``elan.retransmit_ns``) is sent again.
-        ``schedule``: the order of the blocks (``SCHEDULES``; default the source's ``staggered``)."""
+        ``schedule``: the order of the blocks (``SCHEDULES``; default ``elan.inc_schedule``, the
+        source's ``staggered``)."""
         return IncReq("allreduce", grant, x, rank, timeout_ns, schedule)
 
     def inc_allreduce_sparse(self, grant, index, values, length: int, span: int, rank: int,
@@ -244,7 +249,7 @@ class IncNIC(Mechanism):
         max_tries = elan.max_tries if max_tries is None else max_tries
         flat = np.ascontiguousarray(x).ravel()
         n = max(1, -(-flat.size // g.elems))
-        w, order = send_order(n, g.window, rank, g.hosts, schedule or SCHEDULES[0])
+        w, order = send_order(n, g.window, rank, g.hosts, schedule or elan.inc_schedule, g.group)
         base = self.next_block.get(g.aid, 0)
         self.next_block[g.aid] = (base + n) & 0xFFFFFFFF
         job = Job(g.aid, flat, g.elems, w, order, timeout_ns, max_tries, on_done, np.empty_like(flat), left=n, base=base)
@@ -259,7 +264,7 @@ class IncNIC(Mechanism):
         as one empty shard); the result comes back the same way and lands in a dense array."""
         elan = self.nic.spec.elan
         n = max(1, -(-length // span))
-        w, order = send_order(n, g.window, rank, g.hosts, schedule or SCHEDULES[0])
+        w, order = send_order(n, g.window, rank, g.hosts, schedule or elan.inc_schedule, g.group)
         index = np.asarray(index, np.int64)
         srt = np.argsort(index, kind="stable")
         index, values = index[srt], np.asarray(values)[srt]

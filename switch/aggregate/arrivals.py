@@ -7,8 +7,9 @@ and keeps at most ``window`` of its blocks in flight (sent, their result not yet
 data plane; results are taken to reach the hosts the moment the switch completes them -- the way
 down is not modelled here). The arrival process, settable (``ARRIVALS``):
 
-* ``staggered`` (the default) -- the source's staggered sending: within each window of blocks the
-  hosts' starting blocks spread evenly over it, host i of P starting at block floor(i * width / P)
+* ``staggered`` (the default) -- the source's staggered sending: within each group of blocks (the
+  window, or ``group``: the manager's, ``model.little_window``) the hosts' starting blocks spread
+  evenly over it, host i of P starting at block floor(i * width / P)
   and going on in order, wrapping around (``emu.wire.inc.send_order``, what the emulated hosts
   do): the packets of one block arrive width / P slots apart (delta_c = slot * width / P; hosts
   sharing a starting block when the window is narrower than P send it in the same slot);
@@ -34,22 +35,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from emu.wire.inc import send_order
+from emu.wire.inc import group_widths, send_order
 
 ARRIVALS = ("staggered", "rotated", "lockstep", "exponential")
 
 
-def order(process: str, host: int, blocks: int, window: int, hosts: int = 1) -> list[int]:
-    """The blocks host ``host`` of ``hosts`` sends, in its order."""
+def order(process: str, host: int, blocks: int, window: int, hosts: int = 1, group: int = 0) -> list[int]:
+    """The blocks host ``host`` of ``hosts`` sends, in its order (``group``: the staggered schedule's
+    group, 0: the window)."""
     schedule = process if process in ("staggered", "rotated") else "in order"
-    return send_order(blocks, window, host, hosts, schedule)[1]
+    return send_order(blocks, window, host, hosts, schedule, group)[1]
 
 
-def spacing(process: str, blocks: int, window: int, hosts: int) -> float:
+def spacing(process: str, blocks: int, window: int, hosts: int, group: int = 0) -> float:
     """The packet slots between two packets of one block from two hosts (the model's delta_c over
-    the slot; 0: together, a burst)."""
+    the slot; 0: together, a burst) -- in the narrowest group."""
     width = max(1, min(window, blocks))
     if process == "staggered":
+        width = min(group_widths(blocks, group or width, width))
         return width / hosts if width >= hosts else 0.0
     return 1.0 if process == "rotated" and width > 1 else 0.0
 
@@ -70,15 +73,16 @@ class Result:
 
 def drive(pu, P: int, blocks: int, values, *, process: str = "staggered", slot_ns: float, window: int,
           algo: str = "single", B: int = 1, combine=np.add, seed: int = 0, key=lambda b: ("a", b),
-          keep: bool = False) -> Result:
+          keep: bool = False, group: int = 0) -> Result:
     """Feed the ``P`` hosts' packets (``values(host, block)``: the packet's elements) to ``pu`` as
-    ``process`` says; run until every block completed. ``keep``: keep the results by block."""
+    ``process`` says; run until every block completed. ``keep``: keep the results by block;
+    ``group``: the staggered schedule's group (``emu.wire.inc.send_order``; 0: the window)."""
     if process not in ARRIVALS:
         raise ValueError(f"arrival process {process!r}; known: {', '.join(ARRIVALS)}")
     if window < 1:
         raise ValueError("window must be >= 1")
     rng = np.random.default_rng([seed, P, blocks])
-    seq = [order(process, h, blocks, window, P) for h in range(P)]
+    seq = [order(process, h, blocks, window, P, group) for h in range(P)]
     pos = [0] * P                      # next packet of each host (index into its order)
     ready = [0.0] * P                  # the earliest time of its next send (pacing)
     outstanding = [0] * P              # its blocks sent and not completed

@@ -10,7 +10,8 @@ request of a communicator the manager:
    its children's ports, the port toward its parent, the algorithm, operator, type, elements per
    packet and the aggregation buffers it gives this allreduce -- its memory share);
 3. when every switch answered DONE, GRANTs: allreduce id, elements per packet, blocks a host may
-   have in flight (Little's law on the buffers), algorithm;
+   have in flight (Little's law, capped by the buffers: ``little``), the staggered schedule's group,
+   algorithm;
 4. when a switch REFUSED (its memory is partitioned among ``pu.max_allreduces`` allreduces and they
    are all taken), releases what it installed, marks the switch full and tries another tree without
    it; when there is none, REJECTs -- the application falls back to host allreduce.
@@ -36,7 +37,6 @@ from emu.wire.inc import CTL, GRANT, INSTALL, MEMBER, REQUEST, Algo, CtlOp, Deco
 from emu.wire.qsnet import MgmtOp
 
 log = logging.getLogger(__name__)
-MAX_WINDOW = 256
 
 
 def algorithm(nbytes: int, reproducible: bool) -> Algo:
@@ -137,21 +137,20 @@ class IncControl:
         req.aid, req.tree, req.state = self._aid, tree, "installing"
         req.round += 1
         algo = Algo.TREE if req.reproducible else Algo(req.want) if req.want else algorithm(req.nbytes, False)
-        window = MAX_WINDOW
+        share = 0xFFFF
         out = []
         req.waiting = set(tree)
         work = 0  # the model's handler time of one block at its busiest switch
         for sw, (parent, children) in tree.items():
             pu = m.topology.nodes[sw].spec.pu
-            share = pu.working_memory_bytes // pu.max_allreduces
             store = _store(req, m.topology, sw, children)
-            buffers = max(1, share // _block_bytes(req, algo, store, len(children)))
+            buffers = max(1, pu.working_memory_bytes // pu.max_allreduces // _block_bytes(req, algo, store, len(children)))
             per_packet = req.elems * (req.dtype.itemsize + (4 if req.span else 0)) * 8  # a child may send 8 shards
             if store == 1:
                 per_packet += int(req.span * req.dtype.itemsize * pu.scan_cycles_per_byte / pu.cycles_per_byte)
             work = max(work, math.ceil(len(children) * per_packet * pu.cycles_per_byte / pu.ghz)
                        + pu.copy_cycles)
-            window = min(window, buffers)
+            share = min(share, buffers)
             body = INSTALL.pack(sum(1 << p for p in children), len(children), 255 if parent is None else parent, algo,
                                 int(req.reproducible), _dcode(req.dtype), _store(req, m.topology, sw, children),
                                 req.elems, min(buffers, 0xFFFF), req.op, req.span)
@@ -159,14 +158,18 @@ class IncControl:
                               on_answer=lambda ok, t, why, s=sw, r=req, n=req.round: self._installed(r, n, s, ok, t, why))
             m.stats["inc_installs"] += 1
         depth = _depth(m.topology, root, tree)
+        win = little(req, algo, m.topology, root, tree, share)
+        window = win.window
         # a window of blocks comes back after about: every level's work on a block, the blocks of the
         # window sharing the switch's subsets of cores -- hosts time out after a multiple of it
         pu0 = m.topology.nodes[root].spec.pu
         subsets = max(1, pu0.cores // (pu0.subset if pu0.scheduler == "hfcfs" else pu0.cores))
         latency = depth * work * max(1, -(-max(1, window) // subsets))
-        req.grant = GRANT.pack(req.elems, max(1, window), algo, depth, len(tree), min(latency, 0xFFFFFFFF))
+        req.grant = GRANT.pack(req.elems, max(1, window), algo, depth, len(tree), min(latency, 0xFFFFFFFF),
+                               min(win.group, 0xFFFF))
         m._record(now, f"allreduce {req.aid}: tree of {len(tree)} switches rooted at {root}, {Algo(algo).name}, "
-                       f"{req.elems} elements per packet, window {window}")
+                       f"{req.elems} elements per packet, window {window} (Little's law {win.little}, memory {share}), "
+                       f"staggered over groups of {win.width}")
         return out
 
     def _installed(self, req: Request, rnd: int, sw: str, ok: bool, now: int, why: str) -> list:
@@ -231,6 +234,59 @@ class IncControl:
             out.append((m.port_to(host), build_frame(m.node_id, host, PacketType.INCCTL, body, prio=1), at))
         req.askers = []
         return out
+
+
+def little(req: Request, algo: Algo, topology, root: str, tree: dict, share: int):
+    """The window a host gets (``model.little_window``: Little's law, R = M B L / P buffers, capped by
+    the memory ``share``) and the staggered schedule's group, from what the manager knows of the tree:
+
+    * slot: a data packet's time on the slowest member's link (``LinkSpec.frame_bytes`` of a packet of
+      ``elems``): B = P / slot packets a ns into a switch of P children;
+    * the spacing the staggered schedule keeps between consecutive ranks (``model.switch_spacing``,
+      the most a switch of the tree asks): at a switch whose unit,
+      a block's packets coming together, aggregates fewer packets than its links bring
+      (``model.contention_limits``: K / tau < P / slot), the spacing at which no handler waits
+      (``model.stagger_spacing``: single buffer L, B buffers L / B, the tree 0, and tau / (S B)
+      where a block's packets outnumber its cores), L = ``cycles_per_byte`` x data bytes a packet; where
+      no switch's unit limits, none -- a spread only delays every block (it completes when its last
+      rank sent it), and the staggered schedule sends in order;
+    * L: the ranks' spread, then, for the member farthest from the root, each link up and down
+      (its latency and a packet's serialization), each switch twice (``processing_delay_ns``), each
+      switch's block time (``model.block_time``: Q tau + its last handler -- the spec's (Q + 1) tau,
+      Q by ``model.model`` at that spacing, tau by ``service_time``, with the last handler's own
+      time in place of one tau, ``model.last_handler``; the spread (P - 1) delta_c of the spec's
+      block latency is the ranks' spread, counted once), and the member's NIC (``nic_delay_ns``)."""
+    from emu.wire import PacketType
+    from emu.wire.inc import DATA_LEN
+
+    from .model import block_time, little_window, switch_spacing
+
+    nb = topology.neighbours()
+    body = DATA_LEN + req.elems * (req.dtype.itemsize + (4 if req.span else 0))
+    hosts = [topology.nodes[h] for h in req.members]
+    first = {h.name: nb[h.name][0] for h in hosts}  # (port, switch, switch port, link)
+    slot = max(lk.spec.serialization_ns(lk.spec.frame_bytes(PacketType.INC, body)) for _p, _s, _sp, lk in first.values())
+    name, B = {Algo.SINGLE: ("single", 1), Algo.MULTI2: ("multi", 2), Algo.MULTI4: ("multi", 4)}.get(algo, ("tree", 1))
+    units = {}
+    for sw, (_parent, children) in tree.items():
+        pu = topology.nodes[sw].spec.pu
+        units[sw] = (len(children), pu.subset if pu.scheduler == "hfcfs" else pu.cores, pu.cores_per_cluster, pu.cores,
+                     (body - DATA_LEN) * pu.cycles_per_byte / pu.ghz, pu.copy_cycles / pu.ghz)
+    spacing = max(switch_spacing(name, L, P, S, C, K, slot, B, copy) for P, S, C, K, L, copy in units.values())
+    block = {sw: block_time(name, L, P, S, C, K, slot, spacing, B, copy) for sw, (P, S, C, K, L, copy) in units.items()}
+    far = {(u, p): (v, lk) for u in nb for p, v, _vp, lk in nb[u]}
+    path = 0.0
+    for h in hosts:
+        _p, v, _sp, lk = first[h.name]
+        ns = h.spec.nic_delay_ns
+        while True:
+            ns += 2 * (lk.spec.latency_ns + lk.spec.serialization_ns(lk.spec.frame_bytes(PacketType.INC, body)))
+            ns += 2 * topology.nodes[v].spec.processing_delay_ns + block[v]
+            if v == root:
+                break
+            v, lk = far[(v, tree[v][0])]
+        path = max(path, ns)
+    return little_window(-(-req.nbytes // max(1, body - DATA_LEN)), len(hosts), slot, spacing, path, share)
 
 
 def _block_bytes(req: Request, algo: Algo, store: int, P: int) -> int:
