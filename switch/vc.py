@@ -85,6 +85,8 @@ def _hops(node, vcs: int) -> Selector:
     def select(in_port: int, out_port: int, vc: int) -> int:
         if in_port < hosts:
             return 0
+        if out_port < hosts:  # to its host: no hop more
+            return vc
         return vc + 1 if vc < top else top
     return select
 

@@ -36,12 +36,15 @@ class RouteModel:
         R = self.R = len(sw)
         nb = t.neighbours()
         self.peer: list[dict[int, int]] = [{} for _ in range(R)]  # router -> {port: next router}
+        self.peer_port: list[dict[int, int]] = [{} for _ in range(R)]  # router -> {port: the port it reaches}
+        self.routes = [t.routes.get(n) for n in self.names]
         self.of_host = [0] * len(t.hosts)
         self.host_port = [0] * len(t.hosts)
         for i, s in enumerate(sw):
             for port, v, vport, _lk in nb[s.name]:
                 if v in self.index:
                     self.peer[i][port] = self.index[v]
+                    self.peer_port[i][port] = vport
                 elif t.nodes[v].kind == "host" and vport == 0:
                     a = t.nodes[v].id
                     self.of_host[a], self.host_port[a] = i, port
@@ -111,33 +114,27 @@ class RouteModel:
         return (self.group[i] if self.dragonfly else i) == inter
 
     def step(self, i: int, inter: int | None, target: int) -> int:
-        """The next port at ``i`` toward ``inter`` (None: none) and then router ``target``."""
-        if inter is None or self.arrived(i, inter):
-            return self.toward(i, target, target)
+        """The next port at ``i`` toward ``inter`` (not yet arrived) on the way to router ``target``."""
         return self.toward_group(i, inter, target) if self.dragonfly else self.next[i][inter]
 
-    def path(self, i: int, inter: int | None, target: int) -> list[tuple[int, int]]:
-        """[(router, out port)] from router ``i`` to ``target`` (its out port: -1), via ``inter``."""
+    def path(self, i: int, inter: int | None, dst: int) -> list[tuple[int, int]]:
+        """[(router, out port)] from router ``i`` to host address ``dst`` via ``inter``: the
+        intermediate by :meth:`step`, then the routing tables, as the switches route."""
         out = []
+        target = self.of_host[dst]
         for _ in range(4 * self.R + 4):
             if inter is not None and self.arrived(i, inter):
                 inter = None
-            if i == target:
-                out.append((i, -1))
-                return out
-            p = self.step(i, inter, target)
+            p = self.routes[i][dst] if inter is None else self.step(i, inter, target)
             out.append((i, p))
+            if p not in self.peer[i]:
+                return out
             i = self.peer[i][p]
-        raise ConfigError(f"no route from router {self.names[out[0][0]]} to {self.names[target]}: the topology "
-                          "is not connected")
+        raise ConfigError(f"the routes from {self.names[out[0][0]]} to host {dst} loop")
 
-    def hops(self, i: int, inter: int | None, target: int) -> int:
+    def hops(self, i: int, inter: int | None, dst: int) -> int:
         """Router-to-router links of :meth:`path`."""
-        if not self.dragonfly:
-            if inter is None or inter == i:
-                return self.dist[target][i]
-            return self.dist[inter][i] + self.dist[target][inter]
-        return len(self.path(i, inter, target)) - 1
+        return len(self.path(i, inter, dst)) - 1
 
     def intermediate_useful(self, src: int, inter: int, dst: int) -> bool:
         """Is ``inter`` a detour from ``src`` to ``dst`` (not where they already are)?"""

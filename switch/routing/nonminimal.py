@@ -83,7 +83,7 @@ def _policy(kind: str):
 
         def q_path(src: int, inter, dst: int, now: int) -> int:
             total = 0
-            for r, p in model.path(src, inter, dst)[:-1]:
+            for r, p in model.path(src, inter, dst)[:-1]:  # (the last: the port to the host)
                 e = engines.get(model.names[r])
                 if e is None:
                     raise EngineError(f"routing=ugal_g is an oracle that reads every router's queues; router "
@@ -101,9 +101,9 @@ def _policy(kind: str):
             view = engine.ports
             if view is None:
                 return static, None
-            h_min, h_non = model.hops(me, None, tgt), model.hops(me, inter, tgt)
+            h_min, h_non = model.hops(me, None, dst), model.hops(me, inter, dst)
             if kind == "ugal_g":
-                q_min, q_non = q_path(me, None, tgt, now), q_path(me, inter, tgt, now)
+                q_min, q_non = q_path(me, None, dst, now), q_path(me, inter, dst, now)
             else:
                 q_min, q_non = depth(engine, view, static, now), depth(engine, view, non, now)
             if q_min * h_min > q_non * h_non + threshold:
