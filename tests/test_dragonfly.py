@@ -238,3 +238,18 @@ async def test_ugal_g_is_an_oracle_of_one_process():
 
 def _messages(e) -> str:
     return str(e) + "".join(_messages(x) for x in getattr(e, "exceptions", ()))
+
+
+@pytest.mark.parametrize("fmt", ["json", "graphml"])
+def test_a_dragonfly_file_keeps_its_groups_and_its_vc_classes_check(tmp_path, fmt):
+    from emu.topologies.files import write
+
+    t = build("dragonfly:p=1,a=2,h=1", settings=parse_settings(["switch.routing=valiant"]))
+    path = str(tmp_path / f"d.{fmt}")
+    write(t, fmt, path)
+    back = build(path)
+    assert [s.info["group"] for s in back.switches] == [s.info["group"] for s in t.switches]
+    assert back.figures == t.figures and back.diameter == t.diameter
+    assert list(RouteModel(back).path(0, 1, 5)) == list(RouteModel(t).path(0, 1, 5))
+    with pytest.raises(ConfigError, match="routing=valiant with vc_policy=dragonfly has a cyclic channel dependency"):
+        build(path, settings=parse_settings(["switch.vcs=2"]))
