@@ -29,6 +29,11 @@ local and global links ``link.local_*`` and ``link.global_*`` where set (0: the 
 Routing tables are minimal (at most one local, one global and one local hop: l-g-l): toward
 another group, the router's own global link to it, else the local link to the router of its group
 that has one; with m > 1 links between two groups, the (destination router mod m)-th.
+
+Figures: diameter 5 links host to host (l-g-l and the two host links); ``bisection`` the global links
+between the first g//2 groups and the rest, (g//2)(g - g//2) m -- a cut along groups, not an exact
+halving of the hosts when g is odd, and an upper bound on the width; cables by kind (host, local,
+global).
 """
 
 from __future__ import annotations
