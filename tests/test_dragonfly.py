@@ -253,3 +253,45 @@ def test_a_dragonfly_file_keeps_its_groups_and_its_vc_classes_check(tmp_path, fm
     assert list(RouteModel(back).path(0, 1, 5)) == list(RouteModel(t).path(0, 1, 5))
     with pytest.raises(ConfigError, match="routing=valiant with vc_policy=dragonfly has a cyclic channel dependency"):
         build(path, settings=parse_settings(["switch.vcs=2"]))
+
+
+def test_par_decides_again_after_a_minimal_local_hop_and_only_there():
+    from emu.switch.routing.nonminimal import FLAG_REDECIDE
+    from emu.wire import HOPS_OFF
+
+    t = build("dragonfly:p=2")
+    m = RouteModel(t)
+    dst = 16                                                  # group 2, router g2r0
+    src = next(n for n in m.names if m.group[m.index[n]] == 0
+               and m.peer[m.index[n]][t.routes[n][dst]] is not None
+               and m.group[m.peer[m.index[n]][t.routes[n][dst]]] == 0)  # a router whose minimal hop is local
+    eng = _Eng(t, src)
+    choose = lookup("par")(eng, 1)
+    eng.ports = _View({})                                     # idle: minimal, to be decided again next hop
+    frame = build_frame(4, dst, PacketType.MSG, b"x" * 64)
+    out = choose(dst, t.routes[src][dst], frame, 0)
+    tagged = bytearray(eng.retag(frame, out))
+    assert out == t.routes[src][dst] and tagged[FLAGS_OFF] & FLAG_REDECIDE and not tagged[FLAGS_OFF] & FLAG_DETOUR
+    nxt = m.names[m.peer[m.index[src]][out]]
+    tagged[HOPS_OFF] = 1
+    eng2 = _Eng(t, nxt)
+    choose2 = lookup("par")(eng2, 1)
+    static = t.routes[nxt][dst]
+    eng2.ports = _View({static: 10_000})                       # its global link is full: a detour
+    detours = 0
+    for _ in range(8):
+        out2 = choose2(dst, static, bytes(tagged), 0)
+        again = eng2.retag(bytes(tagged), out2)
+        assert not again[FLAGS_OFF] & FLAG_REDECIDE          # decided once more, never again
+        if again[FLAGS_OFF] & FLAG_DETOUR:
+            detours += 1
+            assert out2 != static
+        else:                                                 # a draw of its own group or the destination's
+            assert out2 == static
+    assert detours >= 4
+    eng3 = _Eng(t, nxt)                                       # a frame without REDECIDE past its source: no decision
+    choose3 = lookup("par")(eng3, 1)
+    eng3.ports = _View({static: 10_000})
+    plain = bytearray(frame)
+    plain[HOPS_OFF] = 1
+    assert choose3(dst, static, bytes(plain), 0) == static and eng3.retag(bytes(plain), static) == bytes(plain)
