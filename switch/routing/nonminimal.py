@@ -21,7 +21,7 @@ check, :mod:`.deadlock`, follows):
   UGAL-G; it needs every router in one process (``--processes 1``) and says so otherwise.
 * ``par`` -- progressive adaptive (Jiang, Kim and Dally, ISCA 2009): the UGAL-L decision at the
   source router and, for a frame sent minimally over a local link (still in its group), once more at
-  the next router (flag ``REDECIDE``); its detour then starts with a local hop, which the
+  the next router (flag ``AGAIN``); its detour then starts with a local hop, which the
   ``dragonfly`` VC policy gives a class of its own (4 classes).
 
 Deadlock freedom comes from the VC classes (``SwitchSpec.vc_policy``: ``dragonfly`` or ``hops``,
@@ -45,7 +45,7 @@ from .model import route_model
 FLAG_DETOUR = 0x08
 """Fabric flag: the frame is on its way to the intermediate ``rsvd`` names."""
 FLAG_REDECIDE = 0x10
-"""Fabric flag (PAR): the next router decides again between the minimal route and a detour."""
+"""Fabric flag AGAIN (PAR): the next router decides again between the minimal route and a detour."""
 FLAG_SRCRT = 0x02
 
 
