@@ -89,6 +89,13 @@ class SwitchEngine:
     """The runtime's port view (what the adaptive policy reads)."""
     vc_select: object = None
     """``select(in_port, out_port, vc) -> vc`` (``emu.switch.vc``), or None: frames keep their VC."""
+    retag: object = None
+    """``retag(frame, out) -> frame``: a policy that routes in phases (``emu.switch.routing.nonminimal``:
+    Valiant, UGAL, PAR) rewrites the fabric header's flags and ``rsvd`` of the frame it has just
+    chosen ``out`` for; None: frames keep them."""
+    network: object = None
+    """(topology, the domain's engine cache): for policies that need the whole network (set before
+    the policy is made)."""
     pending: object = None
     """``emu.switch.routing.pending.Pending`` when the policy's load is the pending operations per link
     (``routing=qsnet``, ``adaptive_load=pending``): QsNet packets are counted out, their tokens retrace."""
@@ -183,6 +190,8 @@ class SwitchEngine:
                     pend.sent(frame, port, out, now)
         elif self.choose is not None:
             out = self.choose(dst, out, frame, now)
+            if self.retag is not None:
+                frame = self.retag(frame, out)
         view = self.ports
         if view is not None and pt == _QPKT and not view.up(out, now) or out in self.held:
             if pt != _QPKT:
@@ -473,6 +482,7 @@ def make_switch(node, topology, cache: dict, engine: SwitchEngine | None = None)
     if make is not static and not topology.candidates:
         topology.compute_candidates()  # a plan computes them before the engines; a test harness may not
         eng.candidates = topology.candidates.get(node.name, [])
+    eng.network = (topology, cache)
     eng.choose = make(eng, cache.get("seed", 0))
     nb = cache.get("neighbours")
     if nb is None:

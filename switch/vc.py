@@ -10,6 +10,12 @@ it.
   around link of the dimension it travels in, VC 1 from there on; back to VC 0 when it turns into
   the next dimension. On a ring, dimension-order routing with one VC has a cyclic channel
   dependency (a deadlock under load); splitting each ring at its dateline removes the cycle.
+* ``dragonfly``: VC 0 from a host, one VC more after each global link, and one more at a local-to-local
+  turn (only a route re-decided in its group takes one: PAR). Minimal routes (l-g-l) take VCs 0, 1;
+  Valiant and UGAL (l-g-l-g-l) 0..2; PAR 0..3. The class never goes down along a route, so the
+  channel dependencies cannot close a cycle (``emu.switch.routing.deadlock`` checks it).
+* ``hops`` (HyperX, Slim Fly): VC 0 from a host, one more per router-to-router hop.
+With both, classes past the last VC share it: too few VCs bring the cycles back (the check says so).
 """
 
 from __future__ import annotations
@@ -46,8 +52,47 @@ def _class_dateline(node, vcs: int) -> Selector | None:
     return select
 
 
+def _host_ports(node, policy: str) -> int:
+    n = node.info.get("host_ports")
+    if n is None:
+        raise ConfigError(f"{node.name}: the {policy} VC policy needs a dragonfly, HyperX or Slim Fly router (its "
+                          "host ports); use vc_policy=by_class elsewhere")
+    return n
+
+
+def _dragonfly(node, vcs: int) -> Selector:
+    hosts = _host_ports(node, "dragonfly")
+    glob = frozenset(node.info.get("global_ports", ()))
+    top = vcs - 1
+
+    def select(in_port: int, out_port: int, vc: int) -> int:
+        if in_port < hosts:
+            return 0
+        if in_port in glob:
+            v = vc + 1
+        elif out_port >= hosts and out_port not in glob:
+            v = vc + 1  # local to local: a route re-decided in its group (PAR)
+        else:
+            v = vc
+        return v if v <= top else top
+    return select
+
+
+def _hops(node, vcs: int) -> Selector:
+    hosts = _host_ports(node, "hops")
+    top = vcs - 1
+
+    def select(in_port: int, out_port: int, vc: int) -> int:
+        if in_port < hosts:
+            return 0
+        if out_port < hosts:  # to its host: no hop more
+            return vc
+        return vc + 1 if vc < top else top
+    return select
+
+
 POLICIES: dict[str, Callable] = {"by_class": lambda node, vcs: None, "dateline": _dateline,
-                                 "class_dateline": _class_dateline}
+                                 "class_dateline": _class_dateline, "dragonfly": _dragonfly, "hops": _hops}
 
 
 def selector(policy: str, node, vcs: int) -> Selector | None:

@@ -131,7 +131,7 @@ def test_link_and_element_figures_from_the_spec():
 
 
 @pytest.mark.parametrize("spec,message", [
-    ("hypercube:n=4", r"unknown topology 'hypercube'; known: clos, fattree, mesh, qsnet, star, torus, twolevel"),
+    ("hypercube:n=4", r"unknown topology 'hypercube'; known: clos, dragonfly, fattree, hyperx, mesh, qsnet, slimfly, star, torus, twolevel"),
     ("fattree:k=4", r"fattree: missing parameter n; fattree needs k \(.*\), n \(stages\), e.g. fattree:k=4,n=3"),
     ("fattree:k=1,n=2", r"fattree: k must be an integer within 2..64, got 1"),
     ("fattree:k=4,n=9", r"fattree: n must be an integer within 1..8, got 9"),

@@ -96,6 +96,29 @@ def estimate(family: str, p: dict) -> Estimate | None:
             size = k ** n
             inner = n * k ** n if family == "torus" else n * (k - 1) * k ** (n - 1)
             return Estimate(size, size, size * p.get("ports", 1) + inner, size * size)
+        if family == "dragonfly":
+            pp = p["p"]
+            a = p.get("a") or 2 * pp
+            h = p.get("h") or pp
+            g = p.get("g") or a * h + 1
+            if not (1 <= pp <= 64 and 1 <= a <= 128 and 1 <= h <= 64 and 2 <= g <= a * h + 1) or g * a * pp > 65536:
+                return None
+            hosts, routers = g * a * pp, g * a
+            return Estimate(hosts, routers, hosts + g * a * (a - 1) // 2 + g * a * h // 2, routers * hosts)
+        if family == "hyperx":
+            S, L, K, T = p["S"], p["L"], p.get("K", 1), p.get("T", 1)
+            if not (2 <= S <= 64 and 1 <= L <= 4 and 1 <= K <= 8 and 1 <= T <= 64) or S ** L * T > 65536:
+                return None
+            n = S ** L
+            return Estimate(n * T, n, n * T + L * S ** (L - 1) * S * (S - 1) // 2 * K, n * n * T)
+        if family == "slimfly":
+            q = p["q"]
+            if not 3 <= q <= 29 or q % 4 not in (1, 3):
+                return None
+            k = (3 * q - (1 if q % 4 == 1 else -1)) // 2
+            pp = p.get("p") or -(-k // 2)
+            n = 2 * q * q
+            return Estimate(n * pp, n, n * pp + n * k // 2, n * n * pp)
     except (KeyError, TypeError):
         return None
     return None

@@ -107,6 +107,16 @@ def check_deadlock(path: str, t: Topology) -> None:
     finite = [s for s in t.switches if s.spec.model == "input_queued" or s.spec.vc_buffer_bytes > 0]
     if not finite or all(s.spec.vc_policy in ("dateline", "class_dateline") for s in finite) or acyclic(t):
         return
+    if all(s.spec.vc_policy in ("dragonfly", "hops") for s in finite):  # VC classes: the check over (port, VC)
+        from emu.switch.routing.deadlock import DETOURS, cycle as vc_cycle
+
+        routing = finite[0].spec.routing
+        found = vc_cycle(t, routing if routing in DETOURS else "minimal")
+        if found:
+            where = " -> ".join(f"{t.port_name(n, p)}/vc{v}" for n, p, v in found[:6]) + (" -> ..." if len(found) > 6 else "")
+            raise ConfigError(f"{path}: routing={routing} with vc_policy={finite[0].spec.vc_policy} has a cyclic channel "
+                              f"dependency ({where}): it can deadlock; give the switches more VCs (switch.vcs)")
+        return
     from .deadlock import dependency_cycle
 
     cycle = dependency_cycle(t)

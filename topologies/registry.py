@@ -19,7 +19,10 @@ from .base import Topology
 from .estimate import check as check_size
 from .estimate import estimate
 from .direct import mesh, torus
+from .dragonfly import dragonfly
+from .hyperx import hyperx
 from .qsnet import qsnet
+from .slimfly import slimfly
 from .star import star
 from .trees import clos, fattree, twolevel
 
@@ -122,6 +125,31 @@ register(Family("torus", torus, (_p("k", help="side, >= 3"), _p("n", help="dimen
                 "k-ary n-torus, a router per node, dimension-order routing with wrap-around; input-queued "
                 "routers, 4 VCs in dateline classes, virtual cut-through", TORUS_DEFAULTS))
 
+DIRECT_ROUTERS = {"switch": {"model": "input_queued", "cut_through": True, "vcs": 4, "routing": "minimal"},
+                  "link": {"framing": "flit"}}
+"""Dragonflies, HyperX and Slim Flies have routers of their own, as meshes do: input-queued, virtual
+cut-through at 64-byte flits, 4 VCs in the classes their routing needs (``emu.switch.vc``:
+``dragonfly`` -- a class more per global link crossed, and per re-decision -- or ``hops`` -- a class
+per router-to-router hop), minimal routing (``--set switch.routing=valiant|ugal_l|ugal_g|par``)."""
+register(Family("dragonfly", dragonfly,
+                (_p("p", help="hosts per router"), _p("a", False, "routers per group (default 2p)"),
+                 _p("h", False, "global links per router (default p)"),
+                 _p("g", False, "groups (default a*h+1; g-1 must divide a*h)"),
+                 _p("arrangement", False, "global links: absolute (default), relative or circulant", str)),
+                "dragonfly: groups of a routers fully connected, h global links each, g groups; "
+                "link.local_*/global_* set the two kinds of links apart; minimal routing, VC classes per global hop",
+                {"switch": {**DIRECT_ROUTERS["switch"], "vc_policy": "dragonfly"}, "link": DIRECT_ROUTERS["link"]}))
+register(Family("hyperx", hyperx,
+                (_p("S", help="switches along each dimension"), _p("L", help="dimensions"),
+                 _p("K", False, "parallel links between two switches of a dimension (default 1)"),
+                 _p("T", False, "hosts per switch (default 1)")),
+                "HyperX: S**L switches, all-to-all along each dimension, dimension-order routing, VC class per hop",
+                {"switch": {**DIRECT_ROUTERS["switch"], "vc_policy": "hops"}, "link": DIRECT_ROUTERS["link"]}))
+register(Family("slimfly", slimfly,
+                (_p("q", help="a prime 4w+1 or 4w-1: 2q^2 routers"), _p("p", False, "hosts per router (default ceil(k/2))")),
+                "Slim Fly (MMS graph): 2q^2 routers of network radix (3q-d)/2, diameter 2, VC class per hop",
+                {"switch": {**DIRECT_ROUTERS["switch"], "vc_policy": "hops"}, "link": DIRECT_ROUTERS["link"]}))
+
 # element and link figures every family accepts: spec name -> (spec class, field, scale)
 COMMON: dict[str, tuple[type, str, float, type]] = {
     "latency_ns": (LinkSpec, "latency_ns", 1, int),
@@ -222,7 +250,8 @@ def _convert(family: str, key: str, value: str, kind: type):
 
 
 EXAMPLES = {"qsnet": "qsnet:nodes=1024", "star": "star:n=16", "fattree": "fattree:k=4,n=3", "clos": "clos:radix=32,stages=2",
-            "twolevel": "twolevel:ports=8,hosts=64", "mesh": "mesh:k=8,n=2", "torus": "torus:k=4,n=3"}
+            "twolevel": "twolevel:ports=8,hosts=64", "mesh": "mesh:k=8,n=2", "torus": "torus:k=4,n=3",
+            "dragonfly": "dragonfly:p=2,a=4,h=2,g=9", "hyperx": "hyperx:S=4,L=2,K=1,T=2", "slimfly": "slimfly:q=5"}
 
 
 def example(name: str) -> str:

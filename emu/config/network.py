@@ -25,6 +25,14 @@ class LinkSpec:
     (the frame and its FCS, as on the socket; the generic families), ``qsnet`` (QsNet packets: segment
     headers, CRCs and payload; ``qsnet:``), ``flit`` (mechanism header and payload behind an 8-byte
     head-flit header; ``mesh:``, ``torus:``). The socket and the capture carry the same bytes whatever it is."""
+    local_latency_ns: int = 0
+    """A dragonfly's local links (inside a group): their latency; 0: ``latency_ns``."""
+    local_bandwidth_bps: int = 0
+    """A dragonfly's local links: their line rate; 0: ``bandwidth_bps``."""
+    global_latency_ns: int = 0
+    """A dragonfly's global links (between groups): their latency; 0: ``latency_ns``."""
+    global_bandwidth_bps: int = 0
+    """A dragonfly's global links: their line rate; 0: ``bandwidth_bps``."""
 
     def __post_init__(self) -> None:
         if self.framing not in ("ethernet", "qsnet", "flit"):
@@ -36,6 +44,15 @@ class LinkSpec:
         if not isinstance(self.bandwidth_bps, int) or not 1_000 <= self.bandwidth_bps <= 10**16:
             raise ConfigError(f"LinkSpec.bandwidth_bps must be an integer within 1000..10**16 bit/s, "
                               f"got {self.bandwidth_bps!r}")
+        for f in ("local_latency_ns", "global_latency_ns"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= MAX_DELAY_NS:
+                raise ConfigError(f"LinkSpec.{f} must be 0 (as latency_ns) or an integer within 1..10**12 ns, got {v!r}")
+        for f in ("local_bandwidth_bps", "global_bandwidth_bps"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool) or not (v == 0 or 1_000 <= v <= 10**16):
+                raise ConfigError(f"LinkSpec.{f} must be 0 (as bandwidth_bps) or an integer within 1000..10**16 bit/s, "
+                                  f"got {v!r}")
 
     def serialization_ns(self, nbytes: int) -> int:
         return -((-nbytes * 8 * 1_000_000_000) // self.bandwidth_bps)
@@ -131,7 +148,8 @@ class SwitchSpec:
     routing: str = "static"
     """Routing policy by name: static (the table's port), adaptive (the least-loaded minimal next
     hop), dispersive (a seeded random minimal next hop), qsnet (QsNet's rule: a minimal next hop
-    below ``adaptive_threshold`` pending frames, picked by ``adaptive_pick``; none: the least loaded)."""
+    below ``adaptive_threshold`` pending frames, picked by ``adaptive_pick``; none: the least loaded);
+    on dragonflies, HyperX and Slim Flies minimal, valiant, ugal_l, ugal_g (an oracle) and par."""
     adaptive_threshold: int = 2
     """Pending frames on a link below which it counts as lightly loaded (``routing=qsnet``): frames
     on the line plus those waiting for credit; 0: no link is, always the least loaded."""
@@ -151,10 +169,17 @@ class SwitchSpec:
     pending_expiry_ns: int = 1_000_000
     """``adaptive_load=pending``: an operation whose ACK has not come back this long after it was
     routed (lost with its packet or on the way back) leaves the count."""
+    ugal_threshold_bytes: int = 0
+    """``routing=ugal_l|ugal_g|par``: the source takes the non-minimal route only when the minimal one's
+    queue depth x hops exceeds the non-minimal one's by more than this (bytes x hops)."""
     vc_policy: str = "by_class"
     """How a switch picks the VC on the next link: by_class (the frame's own vc), dateline (tori:
     VC 0 until the frame crosses a dimension's wrap-around link, then 1; back to 0 in a new dimension),
-    class_dateline (tori: a pair of VCs per traffic class 2c, 2c + 1, the dateline bit as above)."""
+    class_dateline (tori: a pair of VCs per traffic class 2c, 2c + 1, the dateline bit as above), dragonfly
+    (VC 0 from the host, one more after each global link and at a re-decided local-to-local turn: 2
+    classes for minimal routes, 3 for Valiant and UGAL, 4 for PAR), hops (VC 0 from the host, one more
+    per router-to-router hop: HyperX, Slim Fly); the last two put each class on a VC of its own, the
+    classes past ``vcs - 1`` on the last one."""
     cut_through: bool = False
     """Virtual cut-through: a frame's head leaves ``processing_delay_ns`` (the header's route and
     allocation cycles) after it arrived, before its tail is in, when the output port is free -- its
@@ -215,6 +240,10 @@ class SwitchSpec:
             raise ConfigError(f"SwitchSpec.adaptive_heavy {self.adaptive_heavy!r} is not one of {', '.join(ADAPTIVE_HEAVY)}")
         if self.adaptive_load not in ADAPTIVE_LOADS:
             raise ConfigError(f"SwitchSpec.adaptive_load {self.adaptive_load!r} is not one of {', '.join(ADAPTIVE_LOADS)}")
+        if not isinstance(self.ugal_threshold_bytes, int) or isinstance(self.ugal_threshold_bytes, bool) \
+                or not 0 <= self.ugal_threshold_bytes <= 1 << 40:
+            raise ConfigError(f"SwitchSpec.ugal_threshold_bytes must be an integer within 0..2**40, "
+                              f"got {self.ugal_threshold_bytes!r}")
         if not isinstance(self.pending_expiry_ns, int) or isinstance(self.pending_expiry_ns, bool) \
                 or not 1 <= self.pending_expiry_ns <= MAX_DELAY_NS:
             raise ConfigError(f"SwitchSpec.pending_expiry_ns must be an integer within 1..{MAX_DELAY_NS} ns, "
@@ -254,6 +283,8 @@ class SwitchSpec:
     def vc_groups(self) -> int:
         """Input-queued router: VC groups -- a frame on VC v is of group v mod this; the policy picks
         the group at the next hop (by_class: ``classes``; dateline: 2; class_dateline: 2 per class)."""
+        if self.vc_policy in ("dragonfly", "hops"):
+            return self.vcs
         return {"dateline": 2, "class_dateline": 2 * self.classes}.get(self.vc_policy, self.classes)
 
     @property
@@ -269,7 +300,7 @@ class SwitchSpec:
 
 ADAPTIVE_LOADS = ("pending", "queue")
 ADAPTIVE_HEAVY = ("least_loaded", "route")
-VC_POLICIES = ("by_class", "dateline", "class_dateline")
+VC_POLICIES = ("by_class", "dateline", "class_dateline", "dragonfly", "hops")
 ROUTER_MODELS = ("output_queued", "input_queued")
 ALLOCATORS = ("round_robin", "islip")
 

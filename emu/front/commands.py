@@ -42,6 +42,9 @@ def cmd_topo(args) -> int:
         table.add_row("  carved out of routers" + (" (one element each)" if "node_switches" in f else ""),
                       str(len(routers)))
     table.add_row("links", str(len(t.links)))
+    for key, v in f.items():  # a dragonfly's, HyperX's or Slim Fly's cables by kind
+        if key.startswith("cables_"):
+            table.add_row(f"  {key[7:]} cables", str(v))
     table.add_row("diameter (links, host to host)", str(t.diameter))
     table.add_row("bisection width (links)", "n/a" if t.bisection is None else str(t.bisection))
     specs = {(link.spec.latency_ns, link.spec.bandwidth_bps) for link in t.links}

@@ -28,7 +28,9 @@ of four this swaps the high and low halves of the index bits), ``bitcomplement``
 every index bit inverted, n-1-i), ``hotspot`` (10 % of packets to host 0, the rest uniform; host 0
 itself sends uniformly), ``neighbor`` (i+1 mod n; on a mesh or torus the next node along dimension 0,
 x+1 mod k: one hop, but on a mesh the last column's packets cross the row back -- a permutation, so no
-host receives more than it could). A host whose destination would be
+host receives more than it could), ``worst_case`` (a dragonfly's adversarial pattern: every host of
+group G sends to a host of group G+1 mod g, uniformly; minimal routing puts a group's traffic on its
+one global link to the next group). A host whose destination would be
 itself (the transpose's diagonal) injects nothing; throughput is per *source* host.
 
 Beside the measurement, the model: the zero-load latency of each measured packet's path from the
@@ -59,7 +61,7 @@ from ..errors import EmuError
 from .check_registry import Options, register
 from .sizes import parse_size
 
-PATTERNS = ("uniform", "transpose", "bitcomplement", "hotspot", "neighbor")
+PATTERNS = ("uniform", "transpose", "bitcomplement", "hotspot", "neighbor", "worst_case")
 DEFAULT_LOADS = (0.1, 0.3, 0.5, 0.7, 0.9)
 DEFAULT_SIZE = 256
 """Payload bytes of one packet: with the 50 bytes of headers and FCS, 306 B on the wire, one frame."""
@@ -155,8 +157,10 @@ def destinations(pattern: str, n: int, grid=None):
     return None
 
 
-def schedule(pattern: str, n: int, i: int, load: float, cycles: int, seed: int, grid=None) -> tuple[list, list]:
-    """Host i's injections: (cycles, destination indices), Bernoulli at ``load`` per cycle."""
+def schedule(pattern: str, n: int, i: int, load: float, cycles: int, seed: int, grid=None,
+             groups=None) -> tuple[list, list]:
+    """Host i's injections: (cycles, destination indices), Bernoulli at ``load`` per cycle
+    (``groups``: each host's dragonfly group, for ``worst_case``)."""
     fixed = destinations(pattern, n, grid)
     if fixed is not None and fixed[i] is None:
         return [], []
@@ -168,6 +172,10 @@ def schedule(pattern: str, n: int, i: int, load: float, cycles: int, seed: int, 
                 d = fixed[i]
             elif pattern == "hotspot" and i != HOTSPOT_HOST and rng.random() < HOTSPOT_FRACTION:
                 d = HOTSPOT_HOST
+            elif pattern == "worst_case":
+                ng = max(groups) + 1
+                nxt = [h for h, g in enumerate(groups) if g == (groups[i] + 1) % ng]
+                d = nxt[rng.randrange(len(nxt))]
             else:
                 d = rng.randrange(n - 1)
                 d += d >= i
@@ -179,7 +187,7 @@ def schedule(pattern: str, n: int, i: int, load: float, cycles: int, seed: int, 
 async def traffic_app(host, cycle_ns: int, when: list, dst: list, size: int, expect: int, window: tuple[int, int]):
     """Send each packet at its cycle (open loop), then receive the ``expect`` packets sent here.
     Returns (latencies and sources of the packets created in the window, packets that arrived in
-    the window, packets received)."""
+    the window, packets that arrived after a later one of the same source)."""
     t0 = host.now
     pad = bytes(size - HEAD.size)
     names = host.hosts
@@ -189,16 +197,20 @@ async def traffic_app(host, cycle_ns: int, when: list, dst: list, size: int, exp
             await host.sleep(t - host.now)
         await host.send(names[d], HEAD.pack(t, seq) + pad, tag=TAG)
     w0, w1 = t0 + window[0] * cycle_ns, t0 + window[1] * cycle_ns
-    lat, src, arrived = [], [], 0
+    lat, src, arrived, last, late = [], [], 0, {}, 0
     for _ in range(expect):
         m = await host.recv(tag=TAG)
-        created = HEAD.unpack_from(m.data)[0]
+        created, seq = HEAD.unpack_from(m.data)
+        if seq < last.get(m.src, -1):
+            late += 1  # overtaken by a later packet of its source (another path)
+        else:
+            last[m.src] = seq
         if w0 <= created < w1:
             lat.append(m.t_ns - created)
             src.append(m.src)
         if w0 <= m.t_ns < w1:
             arrived += 1
-    return lat, src, arrived
+    return lat, src, arrived, late
 
 
 def frame_bytes(link, size: int) -> int:
@@ -256,6 +268,12 @@ def _check(pattern: str):
         cycle = link.serialization_ns(frame_bytes(link, o.size))
         wire_ns = frame_bytes(link, o.size) * 8e9 / link.bandwidth_bps  # the frame's exact time on the link
         grid = grid_of(topo)
+        groups = None
+        if pattern == "worst_case":
+            groups = [h.info.get("group") for h in topo.hosts]
+            if None in groups or max(groups) < 1:
+                raise ConfigError(f"worst_case needs a dragonfly of two groups or more (each host's group); "
+                                  f"{topo.name} has none: use e.g. --topo dragonfly:p=2")
         model = PathModel(topo, o.size)
         window = (o.warmup, o.warmup + o.measure)
         total = o.warmup * 2 + o.measure
@@ -265,7 +283,7 @@ def _check(pattern: str):
         short_window: tuple[float, float, int] | None = None  # (load, its 3 SE, the --measure that resolves it)
         frames = hops = 0
         for load in o.loads:
-            scheds = [schedule(pattern, n, i, load, total, options.seed, grid) for i in range(n)]
+            scheds = [schedule(pattern, n, i, load, total, options.seed, grid, groups) for i in range(n)]
             expect = [0] * n
             injected = 0
             for when, dst in scheds:
@@ -274,12 +292,13 @@ def _check(pattern: str):
                     injected += window[0] <= c < window[1]
             res = await net.run({h: (traffic_app, cycle, scheds[i][0], scheds[i][1], o.size, expect[i], window)
                                  for i, h in enumerate(hosts)})
-            lat, mod, arrived = [], 0, 0
+            lat, mod, arrived, late = [], 0, 0, 0
             for h in hosts:
-                ls, ss, a = res[h]
+                ls, ss, a, ooo = res[h]
                 lat.extend(ls)
                 mod += sum(model(s, h) for s in ss)
                 arrived += a
+                late += ooo
             frames += net.metrics.frames
             hops += net.metrics.hop_count
             if len(lat) != injected:
@@ -289,7 +308,7 @@ def _check(pattern: str):
             row: dict[str, Any] = {"offered": load, "injected": round(injected / per, 4),
                                    "accepted": round(arrived / per, 4),
                                    "capacity": round(arrived / per * wire_ns / cycle, 4),
-                                   "packets": len(lat)}
+                                   "packets": len(lat), "out_of_order": late}
             if lat:
                 mean = sum(lat) / len(lat)
                 zero = mod / len(lat)

@@ -52,7 +52,7 @@ class PacketType(enum.IntEnum):
     MACK = 12  # a host message's acknowledgement (host.transport=reliable; emu.wire.host.MsgAck)
 
 
-FLAG_NAMES = ["BCAST", "SRCRT", "POOL", "R3", "R4", "R5", "R6", "R7"]
+FLAG_NAMES = ["BCAST", "SRCRT", "POOL", "DETOUR", "AGAIN", "R5", "R6", "R7"]
 FLAG_BCAST = 0x01
 FLAG_SRCRT = 0x02
 """Source-chosen route: ``rsvd`` carries a route id; a switch whose policy honours it (dispersive)

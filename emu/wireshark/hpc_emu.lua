@@ -484,6 +484,8 @@ function p_fabric.dissector(tvb, pinfo, tree)
   if bit.band(v.flags, 1) ~= 0 then flags[#flags + 1] = "BCAST" end
   if bit.band(v.flags, 2) ~= 0 then flags[#flags + 1] = "SRCRT" end
   if bit.band(v.flags, 4) ~= 0 then flags[#flags + 1] = "POOL" end
+  if bit.band(v.flags, 8) ~= 0 then flags[#flags + 1] = "DETOUR" end
+  if bit.band(v.flags, 16) ~= 0 then flags[#flags + 1] = "AGAIN" end
   if #flags > 0 then t:append_text(' [' .. table.concat(flags, ',') .. ']') end
   local off = 16
   local s = by_ptype[v.ptype]

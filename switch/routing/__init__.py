@@ -12,7 +12,11 @@ destination (``Topology.candidates``; the runtime computes them when a switch's 
 * ``qsnet`` -- QsNet's threshold rule: among the candidates with fewer than
   ``SwitchSpec.adaptive_threshold`` pending frames, the first, the next after the last one chosen
   (round robin) or a seeded random one (``SwitchSpec.adaptive_pick``); none below the threshold:
-  the least loaded, or the packet's route (``SwitchSpec.adaptive_heavy``; :mod:`.qsnet`).
+  the least loaded, or the packet's route (``SwitchSpec.adaptive_heavy``; :mod:`.qsnet`);
+* ``minimal``, ``valiant``, ``ugal_l``, ``ugal_g``, ``par`` -- on dragonflies, HyperX and Slim Flies:
+  the family's minimal routes, Valiant's random intermediate, UGAL with local (or, as an oracle,
+  global) queue depths, progressive adaptive routing (:mod:`.nonminimal`; a policy may rewrite the
+  frame's header through ``engine.retag``).
 
 Writing one (in your own package, declared as an entry point of the group ``emu.routing``, or
 registered before the run): ``register("mine", make)``, where ``make(engine, seed)`` is called once per switch as
@@ -34,6 +38,7 @@ from emu.config import ConfigError
 
 from .adaptive import adaptive
 from .dispersive import dispersive
+from .nonminimal import POLICIES as NONMINIMAL
 from .qsnet import qsnet
 
 Choose = Callable[[int, int, bytes, int], int]
@@ -48,7 +53,7 @@ def static(engine, seed: int) -> None:
 
 
 POLICIES: dict[str, Make] = {"static": static, "adaptive": adaptive, "dispersive": dispersive,
-                           "qsnet": qsnet}
+                           "qsnet": qsnet, **NONMINIMAL}
 
 
 def register(name: str, make: Make) -> None:
