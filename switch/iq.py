@@ -120,6 +120,8 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
     """Bytes per input VC buffer."""
     pool: int = 0
     """Bytes of each input port's shared pool (``SwitchSpec.pool_bytes``)."""
+    eject_ports: frozenset = frozenset()
+    """Ports to hosts with VCs to allocate (``SwitchSpec.eject_vcs``): no credits, a VC per packet."""
     prio_ports: frozenset = frozenset()
     """Output ports whose link lets high-priority frames go first (``LinkSpec.priority``)."""
     credit_out: object = None
@@ -145,7 +147,11 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         """The switch's own next timer (link tests, processing unit)."""
         self._next = INF
         """The next allocation round."""
-        self.iq_stats = {"rounds": 0, "va_grants": 0, "sa_grants": 0, "sa_conflicts": 0, "hol_waits": 0}
+        self.iq_stats = {"rounds": 0, "repeats": 0, "va_grants": 0, "sa_grants": 0, "sa_conflicts": 0, "hol_waits": 0}
+        self.vc_rule = ("tail_granted", "tail_sent", "tail_credit").index(s.vc_release)
+        self.credit_rule = s.credit_release
+        self._tail_wait: dict = {}
+        """(output, VC) -> when its tail left: VCs waiting for the receiver's tail credit (vc_release=tail_credit)."""
 
     @property
     def ports(self):
@@ -172,6 +178,8 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         self.vc_hold, self.vc_free, self.allowed = [], [], []
         for o in range(nports):
             d = self.downstream[o] if o < len(self.downstream) else None
+            if d is None and o in self.eject_ports:
+                d = (V, 0, 0, 0)
             if d is None:
                 self.vc_hold.append(None)
                 self.vc_free.append(None)
@@ -337,7 +345,14 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         wrong = self.oc.credit(port, vc, nbytes, pool)
         if wrong:
             raise EngineError(f"{self.name}: port {port} VC {vc}: {wrong}")
-        self._wake_at(now)  # a copy waiting for this credit may go now
+        if self._tail_wait:
+            w = vc % len(self.credits[port])
+            key = (port, w)
+            if key in self._tail_wait and self.oc.empty(port, w):  # its tail's credit: the VC is free
+                t = max(now, self._tail_wait.pop(key))
+                self.vc_free[port][w] = t
+                self._vc_freed(port, w, t)
+        self._wake_at(now)  # a copy waiting for this credit may go now (``Rounds._round``: once per instant)
 
     def lost(self, port: int, nbytes: int, vc: int, now: int, pool: bool = False) -> None:
         """A frame for ``port``'s buffer never entered it (lost or damaged on the wire): its credit
@@ -353,6 +368,22 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         if not need:
             return 0, 0, 0
         return (*parts(need, self.downstream[port][1], pool), 1 if self.downstream[port][3] else 0)
+
+    def _credit_left(self, pkt: Packet) -> None:
+        """``pkt`` has left its buffer (its last copy granted): its room back to the sender, as
+        ``credit_release`` says -- per frame when its tail left (or its head), or a flit at a time."""
+        rule = self.credit_rule
+        if rule == "tail_left":
+            self._credit(pkt.port, pkt.vc, pkt.vpart, pkt.ppart, pkt.exit)
+        elif rule == "head_left":
+            self._credit(pkt.port, pkt.vc, pkt.vpart, pkt.ppart, pkt.hexit)
+        else:  # per flit: flit k of F when it has left, evenly from the head's leaving to the tail's
+            fb, a = self.fb, pkt.vpart
+            F = a // fb
+            h, span = pkt.hexit, pkt.exit - pkt.hexit
+            for k in range(1, F):
+                self._credit(pkt.port, pkt.vc, fb, 0, h + span * k // F)
+            self._credit(pkt.port, pkt.vc, a - (F - 1) * fb if F else a, pkt.ppart, pkt.exit)
 
     def _credit(self, port: int, vc: int, a: int, b: int, at: int) -> None:
         if port < self.nports and self.credit_out is not None:
@@ -413,12 +444,17 @@ def make_iq(node, topology, cache: dict) -> InputQueuedEngine:
     nb = cache.get("neighbours")
     if nb is None:
         nb = cache["neighbours"] = topology.neighbours()
-    largest = cache.get("largest_frame")
-    if largest is None:
-        largest = cache["largest_frame"] = largest_frame(topology)
+    big = cache.setdefault("largest_frame", {})
+
+    def largest_at(name: str) -> int:  # (the framing of the links into that node: its buffers' bytes)
+        if name not in big:
+            big[name] = largest_frame(topology, name)
+        return big[name]
+
+    largest = largest_at(node.name)
     down: list = [None] * topology.nports(node.name)
     in_bps = {}
-    prio_ports = set()
+    prio_ports, eject = set(), set()
     for p, v, _vp, lk in nb[node.name]:
         in_bps[p] = lk.spec.bandwidth_bps
         if lk.spec.priority:
@@ -426,9 +462,11 @@ def make_iq(node, topology, cache: dict) -> InputQueuedEngine:
         peer = topology.nodes[v]
         ps = peer.spec
         if getattr(ps, "input_queued", False):
-            down[p] = (ps.vcs, ps.buffer_bytes(largest), ps.flit_bytes, ps.pool_bytes)
+            down[p] = (ps.vcs, ps.buffer_bytes(largest_at(v)), ps.flit_bytes, ps.pool_bytes)
         elif finite_buffers(peer):
             down[p] = (ps.vcs, ps.vc_buffer_bytes, 1, 0)
+        elif spec.eject_vcs and peer.kind == "host":
+            eject.add(p)
     buffer = spec.buffer_bytes(largest)
     if buffer + spec.pool_bytes < -(-largest // spec.flit_bytes) * spec.flit_bytes:
         raise ConfigError(f"{node.name}: switch.vc_buffer_bytes={buffer} (+ pool_bytes={spec.pool_bytes}) cannot hold a "
@@ -439,7 +477,7 @@ def make_iq(node, topology, cache: dict) -> InputQueuedEngine:
                             candidates=topology.candidates.get(node.name, []),
                             groups=topology.group_ports.get(node.name, {}),
                             downstream=down, in_bps=in_bps, groups_n=G, buffer=buffer, pool=spec.pool_bytes,
-                            prio_ports=frozenset(prio_ports))
+                            prio_ports=frozenset(prio_ports), eject_ports=frozenset(eject))
     eng.sel = selector(spec.vc_policy, node, G)
     make_switch(node, topology, cache, engine=eng)
     eng._btimer = eng.timer  # the switch's own first timer (link bring-up), set by make_switch
