@@ -204,6 +204,9 @@ def _build_elements(dom: Domain, plan: Plan, index: int, address: str, key: byte
                                           rx.spec.pool_bytes, unit=unit,
                                           groups=rx.spec.vc_groups if input_queued(rx) else 0, framing=op.framing,
                                           vc_bytes=rx.spec.buffer_bytes(big) if input_queued(rx) and rx.spec.pool_bytes else 0)
+                    src_spec = t.nodes[src].spec
+                    if input_queued(rx) and getattr(src_spec, "inject_vc", "") == "free":
+                        op.flow.late = True  # BookSim's source: the VC picked as the frame starts
                 outs[src].append(op)
             if dst in ins:
                 ip = InPort(dport, t.port_name(dst, dport), plan.iface_base[dst] + dport, link_id,
