@@ -348,8 +348,9 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         if self._tail_wait:
             w = vc % len(self.credits[port])
             key = (port, w)
-            if key in self._tail_wait and self.oc.empty(port, w):  # its tail's credit: the VC is free
-                t = max(now, self._tail_wait.pop(key))
+            if key in self._tail_wait and self.oc.empty(port, w):  # its tail's credit: the VC is free --
+                # from the next slot when this instant's round has run (its requests asked then)
+                t = max(now + (self.slot if now == self._rnow else 0), self._tail_wait.pop(key))
                 self.vc_free[port][w] = t
                 self._vc_freed(port, w, t)
         self._wake_at(now)  # a copy waiting for this credit may go now (``Rounds._round``: once per instant)

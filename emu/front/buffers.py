@@ -24,8 +24,8 @@ def largest_frames(topo, names: list[str], offload: str | None) -> list[tuple[in
     from emu.wire.qsnet import MGMT, TXN_LEN, packet_bytes
 
     host = topo.hosts[0].spec
-    out = [(host.mtu_bytes + MSG_OVERHEAD, f"a message segment (host.mtu_bytes={host.mtu_bytes} + "
-                                           f"{MSG_OVERHEAD} B of headers and FCS)", PacketType.MSG)]
+    out = [(host.mtu_bytes + MSG_OVERHEAD, f"a message segment of host.mtu_bytes={host.mtu_bytes} with its headers",
+            PacketType.MSG)]
     from emu.nodes.collectives.offloads import offload_named
 
     if offload_named(offload).qsnet_packets or any(n in ("put", "get") for n in names):
@@ -61,5 +61,5 @@ def check_buffers(topo, names: list[str], offload: str | None) -> None:
                          for f in framings.get(s.name, {"ethernet"}))
         if max(vc, getattr(spec, "pool_bytes", 0)) < size:
             raise ConfigError(f"switch.vc_buffer_bytes={vc} is smaller than the largest frame of this run, "
-                              f"{size:,} B ({what}): it could never enter {s.name}'s buffer and the run would "
+                              f"{size:,} B on the links into {s.name} ({what}): it could never enter {s.name}'s buffer and the run would "
                               f"deadlock; give switch.vc_buffer_bytes={size} or more")

@@ -116,6 +116,8 @@ def _topology_with_faults(args) -> tuple:
 
     if set(tests_named(args.test)) & set(PATTERNS):  # open loop: a packet every cycle drawn, not 300 ns later
         defaults = _host_default(defaults, settings, "send_overhead_ns", 0)
+        if getattr(args, "drain", None) == "measured":  # its sources receive between packets: at no cost
+            defaults = _host_default(defaults, settings, "recv_overhead_ns", 0)
     topo = build(args.topo, defaults=defaults, settings=settings)
     topo.validate()
     _check_faults(topo, faults, args.topo)

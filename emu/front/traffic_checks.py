@@ -19,7 +19,14 @@ from the seeded schedules -- so the run ends when every packet has arrived (the 
 
 Windows: ``--warmup`` cycles (default 1000; packets created then are not measured), ``--measure``
 cycles (default 1000; packets created then are measured), then the sources keep injecting for another
-``--warmup`` cycles, so that measured packets meet the same load until they arrive, and stop.
+``--warmup`` cycles, so that measured packets meet the same load until they arrive, and stop. With
+``--drain measured`` they keep injecting instead, as BookSim does, until the measured packets sent to
+each have arrived (at most ``DRAIN_FACTOR`` windows more): each source receives between its packets
+(``emu run`` sets ``host.recv_overhead_ns=0`` then unless given), stops, and tells every host how many
+packets it sent there, so that past saturation the measured packets meet the load until the end.
+``--to-self``: uniform draws (and hotspot's uniform part) include the source itself, as BookSim's
+``uniform`` does (the packet crosses its router). ``--set host.inject_vc=free``: the VC a packet takes
+into its router is picked as it starts, as BookSim's source does (``emu.config.HostSpec``).
 Accepted throughput counts the packets that arrive within the measurement window.
 
 Patterns (host index i of n, in address order): ``uniform`` (any other host, uniformly),
