@@ -18,7 +18,11 @@ What a frame meets, in virtual time (every tie broken by a fixed rule, so runs a
   ``vc_policy=by_class``, 2 per class for the dateline policies, which pick the next group as in
   ``emu.switch.vc``) is given the lowest-numbered free VC of its next group at the output; requests
   for one output are served in rotating order over (input port, VC). A VC is held until its frame's
-  tail has left.
+  tail flit has won switch allocation (``vc_release=tail_granted``, BookSim's iq router with
+  ``wait_for_tail_credit=0``: a 1-flit packet holds it two allocation cycles), until its tail has left
+  on the line (``tail_sent``), or until the receiver's credit for its tail is back and the VC empty
+  there (``tail_credit``). With ``eject_vcs`` the ports to hosts have ``vcs`` VCs to allocate too
+  (BookSim's ejection port), without credits.
 * **Switch allocation.** Once per allocation round, inputs are matched to outputs: ``round_robin``
   (separable, input first: each input picks one of its ready VCs, each output one of the inputs
   that picked it, both by rotating priority; high-priority copies first, each class with its own
@@ -28,7 +32,10 @@ What a frame meets, in virtual time (every tie broken by a fixed rule, so runs a
   cut-through: a frame never stops half-way across a link). A round runs when a stage ends, an
   input, output or VC frees, or a credit arrives; a frame that lost a round in which others
   were granted tries again one flit time (on the fastest output) later, as a clocked allocator
-  would in its next cycle.
+  would in its next cycle. One round per instant: frames and credits that arrive at an instant
+  whose round has run (they come after the timer, ``emu.element``) are allocated at that instant
+  with what the round left, but no request that took part in it asks again then (that would be a
+  second allocator iteration moving the round-robin pointers).
 * **Traversal.** A granted frame leaves ``sw_alloc + traversal`` later, never before its tail could
   follow it at the output's rate; input and output are busy while its flits cross.
 
@@ -48,9 +55,16 @@ port with one unbounded VC.
 Adaptive routing policies read the ports through :class:`IQView`: a port's load includes the frames
 waiting for it in this router's input buffers, not only those already granted to it.
 
+Credits: per frame when its tail has left the buffer (``credit_release=tail_left``), flit by flit as
+each leaves (``per_flit``, BookSim's: a credit frame per flit), or the whole frame's when its head
+left (``head_left``). Buffers default to two of the largest frames in the framing of the links into
+the router (``emu.build.largest_frame``).
+
 Not modelled: wormhole flow control (a frame that stalls with its flits spread over several routers
-needs per-flit events on the links; virtual cut-through is the closest) and credits returned flit
-by flit (they return per frame, when its tail has left).
+needs per-flit events on the links; virtual cut-through is the closest): frames are atomic on the
+crossbar and the line, where BookSim interleaves the flits of different VCs. Against BookSim2 the
+difference shows on multi-flit packets only (``scripts/router_curves.py --booksim``; issue 44's
+figures in ``docs/fabric.md``).
 """
 
 from __future__ import annotations
