@@ -29,6 +29,7 @@ saturation, both in cycles, side by side::
     python scripts/router_curves.py --booksim /tmp/booksim2/src/booksim            # 4x4 and 8x8, 1/2/8 VCs, 1 and 4 flits
     python scripts/router_curves.py --booksim B --k 4 --vcs 2 --flits 1 --cycles 200
     python scripts/router_curves.py --booksim B --legacy    # only the settings an older tree has
+    python scripts/router_curves.py --booksim B --flits 4 --booksim-set hold_switch_for_packet=1
 
 Ours runs with BookSim's choices where they are settings (``host.inject_vc=free``,
 ``switch.eject_vcs``, ``switch.credit_release=per_flit``, ``--to-self``, ``--drain measured`` for the
@@ -66,11 +67,12 @@ FAITHFUL = {"host.inject_vc": "free", "switch.eject_vcs": "true", "switch.credit
 """BookSim's choices that are settings here (``--legacy`` leaves them out)."""
 
 
-def booksim(binary: str, k: int, vcs: int, flits: int, rate: float, sim: str) -> dict:
+def booksim(binary: str, k: int, vcs: int, flits: int, rate: float, sim: str, extra: dict | None = None) -> dict:
     """One BookSim2 run: its average packet latency and accepted flit rate (per node per cycle)."""
     import re
 
-    cfg = dict(BOOKSIM, topology="mesh", k=k, n=2, num_vcs=vcs, packet_size=flits, injection_rate=rate, sim_type=sim)
+    cfg = dict(BOOKSIM, topology="mesh", k=k, n=2, num_vcs=vcs, packet_size=flits, injection_rate=rate, sim_type=sim,
+               **(extra or {}))
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "b.cfg")
         with open(path, "w") as f:
@@ -117,9 +119,10 @@ def compare(a) -> int:
     for k in ks:
         for v in vcs:
             for f in flits:
-                sat_bs = booksim(a.booksim, k, v, f, 1.0, "throughput")["accepted"]
+                bs = dict(x.split("=", 1) for x in a.booksim_set or [])
+                sat_bs = booksim(a.booksim, k, v, f, 1.0, "throughput", bs)["accepted"]
                 pts = [round(sat_bs * x, 4) for x in (0.5, 0.8)]
-                lat_bs = [booksim(a.booksim, k, v, f, r, "latency") for r in pts]
+                lat_bs = [booksim(a.booksim, k, v, f, r, "latency", bs) for r in pts]
                 over = round(min(1.0, OVER * sat_bs), 4)  # (past both saturations: little backlog to drain)
                 sat = ours(k, v, f, [over], cyc, a.legacy, False, a.set or [])[0]["accepted"]
                 lat = ours(k, v, f, pts, cyc, a.legacy, True, a.set or [])
@@ -154,6 +157,9 @@ def main(argv=None) -> int:
     ap.add_argument("--flits", type=int, action="append", help="--booksim: packet flits (repeat; default 1 and 4)")
     ap.add_argument("--legacy", action="store_true", help="--booksim: only the settings a tree before them has")
     ap.add_argument("--set", action="append", metavar="KEY=VALUE", help="--booksim: more settings of ours")
+    ap.add_argument("--booksim-set", action="append", metavar="KEY=VALUE",
+                    help="--booksim: more settings of BookSim's, e.g. hold_switch_for_packet=1 (a packet's flits "
+                         "cross the switch together, as our frames do)")
     a = ap.parse_args(argv)
     if a.booksim:
         return compare(a)
