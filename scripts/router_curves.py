@@ -89,6 +89,7 @@ def ours(k: int, vcs: int, flits: int, loads, cycles: int, legacy: bool, drain: 
     sets = dict(OURS, **{"switch.vcs": vcs})
     if not legacy:
         sets.update(FAITHFUL)
+    sets.update(x.split("=", 1) for x in extra)  # (a setting given twice is refused: the last one wins here)
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "r.json")
         cmd = [sys.executable, "-m", "emu", "run", "--topo", f"mesh:k={k},n=2", "--test", "uniform", "--direct",
@@ -96,8 +97,6 @@ def ours(k: int, vcs: int, flits: int, loads, cycles: int, legacy: bool, drain: 
                "--size", f"{FLIT * flits - 24}B", "--json", out]
         for key, v in sets.items():
             cmd += ["--set", f"{key}={v}"]
-        for x in extra:
-            cmd += ["--set", x]
         if not legacy:
             cmd += ["--to-self"] + (["--drain", "measured"] if drain else [])
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
