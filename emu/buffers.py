@@ -66,6 +66,24 @@ class CreditState:
     marked with the fabric flag POOL (:func:`pool_place`); 0: a frame goes wholly into its VC buffer,
     or wholly into the pool when that is short (the record's DATA_POOL kind says which)."""
 
+    late: bool = False
+    """(With ``groups``) the sender's ``inject_vc=free``: ``queues[g]`` holds group g's frames in order,
+    and the one at its head takes, when it starts, the VC :meth:`free` gives."""
+    last: list = field(default_factory=list)
+    """Per group: the VC the last frame took (``late``)."""
+
+    def free(self, g: int, c: int) -> int:
+        """``late``: the VC of group ``g`` a frame taking ``c`` bytes takes now -- the next after the
+        group's last, round robin, whose buffer or pool has room for it; -1: none."""
+        G, V = self.groups, self.vcs
+        ws = list(range(g % V, V, G)) or [g % V]
+        k = ws.index(self.last[g]) + 1 if self.last[g] in ws else 0
+        for i in range(len(ws)):
+            w = ws[(k + i) % len(ws)]
+            if self.place(w, c) is not None:
+                return w
+        return -1
+
     def place(self, vc: int, c: int) -> bool | None:
         """Where a frame taking ``c`` bytes of buffer goes on ``vc`` now: False (its VC buffer first),
         True (the pool), None (no room: it waits)."""
@@ -92,6 +110,8 @@ class CreditState:
     def __post_init__(self) -> None:
         if not self.queues:
             self.queues = [deque() for _ in range(self.vcs)]
+        if not self.last:
+            self.last = [-1] * max(self.groups, 1)
 
     def waiting(self) -> int:
         return sum(len(q) for q in self.queues)

@@ -134,11 +134,18 @@ FRAME_OVERHEAD = 50
 segment 16, FCS 4 (``HostSpec.mtu_bytes``)."""
 
 
-def largest_frame(topology: Topology) -> int:
-    """The largest host message frame on the wire (FCS included): what a VC buffer of an
-    input-queued router must hold whole."""
+def largest_frame(topology: Topology, node: str | None = None) -> int:
+    """The largest host message frame (FCS included) in the framing of the links into ``node`` (the
+    modelled length: what a VC buffer of an input-queued router must hold whole, in the bytes its
+    flits count); without a node, on an Ethernet-framed link."""
+    from .wire.fabric import PacketType
+    from .wire.framing import frame_length
+
     mtus = [n.spec.mtu_bytes for n in topology.nodes.values() if n.kind == "host"]
-    return max(mtus, default=1024) + FRAME_OVERHEAD
+    body = max(mtus, default=1024) + FRAME_OVERHEAD - 34  # its message segment header and data (34: Ethernet, fabric, FCS)
+    names = {"ethernet"} if node is None else \
+        {lk.spec.framing for lk in topology.links if node in (lk.a, lk.b)} or {"ethernet"}
+    return max(frame_length(f, PacketType.MSG, body) for f in names)
 
 
 def make_engine(topology: Topology, name: str, cache: dict | None = None):
@@ -174,7 +181,7 @@ def _build_elements(dom: Domain, plan: Plan, index: int, address: str, key: byte
         # datagram per destination per window (emu.batch); a process with no element has nothing to read
         dom.batch = Batch(address, key, plan.cluster_id)
     outs: dict[str, list[OutPort]] = {n: [] for n in t.nodes if plan.owner[n] == index}
-    largest = largest_frame(t)
+    largest: dict[str, int] = {}
     ins: dict[str, list[InPort]] = {n: [] for n in outs}
     for i, link in enumerate(t.links):
         for (src, sport, dst, dport), link_id in (((link.a, link.a_port, link.b, link.b_port), 2 * i),
@@ -189,11 +196,17 @@ def _build_elements(dom: Domain, plan: Plan, index: int, address: str, key: byte
                 if input_queued(rx):  # the router takes a frame as its head arrives; priority: at the port's
                     op.head_bytes = rx.spec.flit_bytes  # credit queues and in the routers' allocators
                 if finite and not input_queued(t.nodes[src]):  # (an input-queued router's engine keeps credits)
+                    if dst not in largest:
+                        largest[dst] = largest_frame(t, dst)
+                    big = largest[dst]
                     unit = rx.spec.flit_bytes if input_queued(rx) else 1
-                    op.flow = CreditState(rx.spec.vcs, [rx.spec.buffer_bytes(largest)] * rx.spec.vcs,
+                    op.flow = CreditState(rx.spec.vcs, [rx.spec.buffer_bytes(big)] * rx.spec.vcs,
                                           rx.spec.pool_bytes, unit=unit,
                                           groups=rx.spec.vc_groups if input_queued(rx) else 0, framing=op.framing,
-                                          vc_bytes=rx.spec.buffer_bytes(largest) if input_queued(rx) and rx.spec.pool_bytes else 0)
+                                          vc_bytes=rx.spec.buffer_bytes(big) if input_queued(rx) and rx.spec.pool_bytes else 0)
+                    src_spec = t.nodes[src].spec
+                    if input_queued(rx) and getattr(src_spec, "inject_vc", "") == "free":
+                        op.flow.late = True  # BookSim's source: the VC picked as the frame starts
                 outs[src].append(op)
             if dst in ins:
                 ip = InPort(dport, t.port_name(dst, dport), plan.iface_base[dst] + dport, link_id,

@@ -310,7 +310,9 @@ class OutPort:
         starts it when the port is free and a credit covers it."""
         fl = self.flow
         frame = made(frame)  # waiting for credit, it may be rewritten (its VC): made now (emu.wire.lazy)
-        if fl.groups and len(frame) > VC_OFF:  # the receiver lets the sender pick a VC of the frame's group
+        if fl.late and len(frame) > VC_OFF:  # one queue per group: its VC is picked as it starts
+            vc = frame[VC_OFF] % fl.groups
+        elif fl.groups and len(frame) > VC_OFF:  # the receiver lets the sender pick a VC of the frame's group
             vc = fl.pick(frame[VC_OFF] % fl.groups)
             if vc != frame[VC_OFF]:
                 frame = b"".join((frame[:VC_OFF], bytes((vc,)), frame[VC_OFF + 1:]))
@@ -340,14 +342,15 @@ class OutPort:
         if prio and self.head_bytes and self.free_at > now and self.line is not None and self.line[3]:
             self._cut_ready(now, started)
         while self.free_at <= now:
-            best, blocked, key = -1, False, None
+            best, blocked, key, bw = -1, False, None, -1
             for v, qv in enumerate(fl.queues):
                 if qv and qv[0][0] <= now:
                     n = -(-self.framing.length_wire(qv[0][1]) // fl.unit) * fl.unit
-                    if fl.place(v, n) is not None:
+                    w = fl.free(v, n) if fl.late else v
+                    if w >= 0 and fl.place(w, n) is not None:
                         k = (not (prio and qv[0][1][PRIO_OFF]), qv[0][0])  # high priority first (link.priority)
                         if best < 0 or k < key:
-                            best, key = v, k
+                            best, key, bw = v, k, w
                     else:
                         blocked = True
             if best < 0:
@@ -355,7 +358,7 @@ class OutPort:
                     fl.stalled_since = now
                     fl.stalls += 1
                 break
-            wire, token, n, pool = self._take_credit(best)
+            wire, token, n, pool = self._take_credit(best, bw)
             if fl.stalled_since is not None:
                 fl.stall_ns += now - fl.stalled_since
                 fl.stalled_since = None
@@ -390,25 +393,33 @@ class OutPort:
         handed over first, ties to the lower VC) goes into the packet on the line at its next segment
         boundary (``emu.segcut``)."""
         fl = self.flow
-        best, key = -1, None
+        best, key, bw = -1, None, -1
         for v, qv in enumerate(fl.queues):
             if qv and qv[0][0] <= now and qv[0][1][PRIO_OFF]:
                 c = -(-self.framing.length_wire(qv[0][1]) // fl.unit) * fl.unit
-                if fl.place(v, c) is not None and (best < 0 or qv[0][0] < key):
-                    best, key = v, qv[0][0]
+                w = fl.free(v, c) if fl.late else v
+                if w >= 0 and fl.place(w, c) is not None and (best < 0 or qv[0][0] < key):
+                    best, key, bw = v, qv[0][0], w
         if best < 0 or cut_point(self, now) is None:  # (checked before anything is taken or charged)
             return
-        wire, token, n, _pool = self._take_credit(best)
+        wire, token, n, _pool = self._take_credit(best, bw)
         cut_in(self, wire, now, n)
         if token is not None:
             started.append(token)
 
-    def _take_credit(self, vc: int) -> tuple[bytes, Any, int, bool]:
-        """Take the frame at the head of ``vc``'s queue and charge its credit (its VC buffer, the
-        receiver's pool, or both); the frame's POOL flag set as it was placed, since the receiver files
-        it by that flag. Returns (frame, release token, modelled bytes, in the pool?)."""
+    def _take_credit(self, q: int, vc: int = -1) -> tuple[bytes, Any, int, bool]:
+        """Take the frame at the head of queue ``q`` and charge its credit on ``vc`` (default: ``q``; its
+        VC buffer, the receiver's pool, or both); the frame's POOL flag set as it was placed, since the
+        receiver files it by that flag, and its VC byte to ``vc``. Returns (frame, release token,
+        modelled bytes, in the pool?)."""
         fl = self.flow
-        _at, wire, token = fl.queues[vc].popleft()
+        _at, wire, token = fl.queues[q].popleft()
+        if vc < 0:
+            vc = q
+        if fl.late:
+            fl.last[q] = vc
+            if wire[VC_OFF] != vc:
+                wire = add_fcs(b"".join((wire[:VC_OFF], bytes((vc,)), wire[VC_OFF + 1:-4])))
         n = self.framing.length_wire(wire)
         c = -(-n // fl.unit) * fl.unit
         pool = fl.place(vc, c)

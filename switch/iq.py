@@ -18,7 +18,11 @@ What a frame meets, in virtual time (every tie broken by a fixed rule, so runs a
   ``vc_policy=by_class``, 2 per class for the dateline policies, which pick the next group as in
   ``emu.switch.vc``) is given the lowest-numbered free VC of its next group at the output; requests
   for one output are served in rotating order over (input port, VC). A VC is held until its frame's
-  tail has left.
+  tail flit has won switch allocation (``vc_release=tail_granted``, BookSim's iq router with
+  ``wait_for_tail_credit=0``: a 1-flit packet holds it two allocation cycles), until its tail has left
+  on the line (``tail_sent``), or until the receiver's credit for its tail is back and the VC empty
+  there (``tail_credit``). With ``eject_vcs`` the ports to hosts have ``vcs`` VCs to allocate too
+  (BookSim's ejection port), without credits.
 * **Switch allocation.** Once per allocation round, inputs are matched to outputs: ``round_robin``
   (separable, input first: each input picks one of its ready VCs, each output one of the inputs
   that picked it, both by rotating priority; high-priority copies first, each class with its own
@@ -28,7 +32,10 @@ What a frame meets, in virtual time (every tie broken by a fixed rule, so runs a
   cut-through: a frame never stops half-way across a link). A round runs when a stage ends, an
   input, output or VC frees, or a credit arrives; a frame that lost a round in which others
   were granted tries again one flit time (on the fastest output) later, as a clocked allocator
-  would in its next cycle.
+  would in its next cycle. One round per instant: frames and credits that arrive at an instant
+  whose round has run (they come after the timer, ``emu.element``) are allocated at that instant
+  with what the round left, but no request that took part in it asks again then (that would be a
+  second allocator iteration moving the round-robin pointers).
 * **Traversal.** A granted frame leaves ``sw_alloc + traversal`` later, never before its tail could
   follow it at the output's rate; input and output are busy while its flits cross.
 
@@ -48,9 +55,16 @@ port with one unbounded VC.
 Adaptive routing policies read the ports through :class:`IQView`: a port's load includes the frames
 waiting for it in this router's input buffers, not only those already granted to it.
 
+Credits: per frame when its tail has left the buffer (``credit_release=tail_left``), flit by flit as
+each leaves (``per_flit``, BookSim's: a credit frame per flit), or the whole frame's when its head
+left (``head_left``). Buffers default to two of the largest frames in the framing of the links into
+the router (``emu.build.largest_frame``).
+
 Not modelled: wormhole flow control (a frame that stalls with its flits spread over several routers
-needs per-flit events on the links; virtual cut-through is the closest) and credits returned flit
-by flit (they return per frame, when its tail has left).
+needs per-flit events on the links; virtual cut-through is the closest): frames are atomic on the
+crossbar and the line, where BookSim interleaves the flits of different VCs. Against BookSim2 the
+difference shows on multi-flit packets only (``scripts/router_curves.py --booksim``; issue 44's
+figures in ``docs/fabric.md``).
 """
 
 from __future__ import annotations
@@ -120,6 +134,8 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
     """Bytes per input VC buffer."""
     pool: int = 0
     """Bytes of each input port's shared pool (``SwitchSpec.pool_bytes``)."""
+    eject_ports: frozenset = frozenset()
+    """Ports to hosts with VCs to allocate (``SwitchSpec.eject_vcs``): no credits, a VC per packet."""
     prio_ports: frozenset = frozenset()
     """Output ports whose link lets high-priority frames go first (``LinkSpec.priority``)."""
     credit_out: object = None
@@ -145,7 +161,11 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         """The switch's own next timer (link tests, processing unit)."""
         self._next = INF
         """The next allocation round."""
-        self.iq_stats = {"rounds": 0, "va_grants": 0, "sa_grants": 0, "sa_conflicts": 0, "hol_waits": 0}
+        self.iq_stats = {"rounds": 0, "repeats": 0, "va_grants": 0, "sa_grants": 0, "sa_conflicts": 0, "hol_waits": 0}
+        self.vc_rule = ("tail_granted", "tail_sent", "tail_credit").index(s.vc_release)
+        self.credit_rule = s.credit_release
+        self._tail_wait: dict = {}
+        """(output, VC) -> when its tail left: VCs waiting for the receiver's tail credit (vc_release=tail_credit)."""
 
     @property
     def ports(self):
@@ -172,6 +192,8 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         self.vc_hold, self.vc_free, self.allowed = [], [], []
         for o in range(nports):
             d = self.downstream[o] if o < len(self.downstream) else None
+            if d is None and o in self.eject_ports:
+                d = (V, 0, 0, 0)
             if d is None:
                 self.vc_hold.append(None)
                 self.vc_free.append(None)
@@ -337,7 +359,15 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         wrong = self.oc.credit(port, vc, nbytes, pool)
         if wrong:
             raise EngineError(f"{self.name}: port {port} VC {vc}: {wrong}")
-        self._wake_at(now)  # a copy waiting for this credit may go now
+        if self._tail_wait:
+            w = vc % len(self.credits[port])
+            key = (port, w)
+            if key in self._tail_wait and self.oc.empty(port, w):  # its tail's credit: the VC is free --
+                # from the next slot when this instant's round has run (its requests asked then)
+                t = max(now + (self.slot if now == self._rnow else 0), self._tail_wait.pop(key))
+                self.vc_free[port][w] = t
+                self._vc_freed(port, w, t)
+        self._wake_at(now)  # a copy waiting for this credit may go now (``Rounds._round``: once per instant)
 
     def lost(self, port: int, nbytes: int, vc: int, now: int, pool: bool = False) -> None:
         """A frame for ``port``'s buffer never entered it (lost or damaged on the wire): its credit
@@ -353,6 +383,22 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         if not need:
             return 0, 0, 0
         return (*parts(need, self.downstream[port][1], pool), 1 if self.downstream[port][3] else 0)
+
+    def _credit_left(self, pkt: Packet) -> None:
+        """``pkt`` has left its buffer (its last copy granted): its room back to the sender, as
+        ``credit_release`` says -- per frame when its tail left (or its head), or a flit at a time."""
+        rule = self.credit_rule
+        if rule == "tail_left":
+            self._credit(pkt.port, pkt.vc, pkt.vpart, pkt.ppart, pkt.exit)
+        elif rule == "head_left":
+            self._credit(pkt.port, pkt.vc, pkt.vpart, pkt.ppart, pkt.hexit)
+        else:  # per flit: flit k of F when it has left, evenly from the head's leaving to the tail's
+            fb, a = self.fb, pkt.vpart
+            F = a // fb
+            h, span = pkt.hexit, pkt.exit - pkt.hexit
+            for k in range(1, F):
+                self._credit(pkt.port, pkt.vc, fb, 0, h + span * k // F)
+            self._credit(pkt.port, pkt.vc, a - (F - 1) * fb if F else a, pkt.ppart, pkt.exit)
 
     def _credit(self, port: int, vc: int, a: int, b: int, at: int) -> None:
         if port < self.nports and self.credit_out is not None:
@@ -413,12 +459,17 @@ def make_iq(node, topology, cache: dict) -> InputQueuedEngine:
     nb = cache.get("neighbours")
     if nb is None:
         nb = cache["neighbours"] = topology.neighbours()
-    largest = cache.get("largest_frame")
-    if largest is None:
-        largest = cache["largest_frame"] = largest_frame(topology)
+    big = cache.setdefault("largest_frame", {})
+
+    def largest_at(name: str) -> int:  # (the framing of the links into that node: its buffers' bytes)
+        if name not in big:
+            big[name] = largest_frame(topology, name)
+        return big[name]
+
+    largest = largest_at(node.name)
     down: list = [None] * topology.nports(node.name)
     in_bps = {}
-    prio_ports = set()
+    prio_ports, eject = set(), set()
     for p, v, _vp, lk in nb[node.name]:
         in_bps[p] = lk.spec.bandwidth_bps
         if lk.spec.priority:
@@ -426,9 +477,11 @@ def make_iq(node, topology, cache: dict) -> InputQueuedEngine:
         peer = topology.nodes[v]
         ps = peer.spec
         if getattr(ps, "input_queued", False):
-            down[p] = (ps.vcs, ps.buffer_bytes(largest), ps.flit_bytes, ps.pool_bytes)
+            down[p] = (ps.vcs, ps.buffer_bytes(largest_at(v)), ps.flit_bytes, ps.pool_bytes)
         elif finite_buffers(peer):
             down[p] = (ps.vcs, ps.vc_buffer_bytes, 1, 0)
+        elif spec.eject_vcs and peer.kind == "host":
+            eject.add(p)
     buffer = spec.buffer_bytes(largest)
     if buffer + spec.pool_bytes < -(-largest // spec.flit_bytes) * spec.flit_bytes:
         raise ConfigError(f"{node.name}: switch.vc_buffer_bytes={buffer} (+ pool_bytes={spec.pool_bytes}) cannot hold a "
@@ -439,7 +492,7 @@ def make_iq(node, topology, cache: dict) -> InputQueuedEngine:
                             candidates=topology.candidates.get(node.name, []),
                             groups=topology.group_ports.get(node.name, {}),
                             downstream=down, in_bps=in_bps, groups_n=G, buffer=buffer, pool=spec.pool_bytes,
-                            prio_ports=frozenset(prio_ports))
+                            prio_ports=frozenset(prio_ports), eject_ports=frozenset(eject))
     eng.sel = selector(spec.vc_policy, node, G)
     make_switch(node, topology, cache, engine=eng)
     eng._btimer = eng.timer  # the switch's own first timer (link bring-up), set by make_switch

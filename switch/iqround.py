@@ -17,49 +17,10 @@ import heapq
 
 from .forward import VC_OFF
 from .iqcut import cuttable
+from .iqpacket import INF, Copy, Packet
 from .iqpool import FLAGS_OFF, in_pool, mark
 
-INF = 1 << 62
-
-
-class Packet:
-    """A frame in an input VC buffer."""
-
-    __slots__ = ("port", "vc", "head", "tail", "cost", "copies", "left", "exit", "rc_at", "vpart", "ppart")
-
-    def __init__(self, port: int, vc: int, head: int, tail: int, cost: int) -> None:
-        self.port, self.vc, self.head, self.tail, self.cost = port, vc, head, tail, cost
-        self.vpart, self.ppart = cost, 0
-        """Its bytes in its VC buffer and in the port's pool (``emu.switch.iqpool``)."""
-        self.copies: list[Copy] = []
-        self.left = 0
-        self.exit = 0
-        """When its last granted copy's tail has left the buffer."""
-        self.rc_at = INF
-        """When route computation is over (set when it reaches the head of its VC)."""
-
-
-class Copy:
-    """One frame the router sends because of a packet: its output, VC and progress."""
-
-    __slots__ = ("pkt", "out", "frame", "group", "ovc", "need", "sa_at", "granted", "prio", "n", "ser", "lag", "rank", "vpart")
-
-    def __init__(self, pkt: Packet, out: int, frame, group: int, need: int, prio: int = 0, n: int = 0) -> None:
-        self.pkt, self.out, self.frame, self.group, self.need = pkt, out, frame, group, need
-        self.n = n
-        """Its modelled length on its output's link (``mlen``)."""
-        self.ser = self.lag = 0
-        """Its time on its output's line; from its head's start to its tail's (``InputQueuedEngine._copy``)."""
-        self.rank = 0
-        """Its place among its packet's copies."""
-        self.vpart = need
-        """Its part for the receiver's VC buffer when it goes there (the rest: the pool; ``iqpool``)."""
-        self.prio = prio
-        """1: a high-priority frame (fabric header prio > 0, ``link.priority`` on its output): the
-        allocators serve it before every priority-0 one."""
-        self.ovc = -1
-        self.sa_at = INF
-        self.granted = False
+__all__ = ["INF", "Copy", "Packet", "Rounds"]
 
 
 class Rounds:
@@ -89,6 +50,8 @@ class Rounds:
         self._VS = max((len(f) for f in self.vc_free if f is not None), default=0) + 1
         """(more than the VCs of any receiver: they need not be this router's)"""
         self._RS = self._VCF + n * self._VS
+        self._rnow = -1
+        """The time of the last allocation round."""
         self._rel: list[int] = []
         """time * _RS + slot of every time an input (slot p), an output (``_OUT + o``) or a VC at an output
         (``_VCF + o * _VS + w``) frees, pushed as they are set; stale ones are dropped when seen."""
@@ -150,25 +113,40 @@ class Rounds:
             yield p, v, q[p][v][0]
 
     def _round(self, now: int) -> list:
-        self.iq_stats["rounds"] += 1
+        """The allocation round at ``now``: one per instant. What arrives at an instant whose round has
+        run (a frame, a credit: they come after the timer, ``emu.element``) is allocated at that
+        instant too, with what the round left (inputs, outputs, VCs), but nothing that asked in the
+        round asks again at the same instant -- no hidden second iteration of the allocators, whose
+        pointers move for the new requests' grants only."""
+        again = self._rnow == now
+        self._rnow = now
+        self.iq_stats["repeats" if again else "rounds"] += 1
         if not self.active:
             return []
         if self._rcq and self._rcq[0] < (now + 1) * self._RK:
             self._rc_done(now)
         if self._va:
-            self._va_round(now)
-        out = self._sa_round(now) if self._sa else []
-        self._granted = bool(out)
+            self._va_round(now, again)
+        out = self._sa_round(now, again) if self._sa else []
+        self._granted = bool(out) or (again and self._granted)
         return out
 
-    def _va_round(self, now: int) -> None:
-        """VC allocation at the outputs with requests (each output's on its own: their order does not matter)."""
+    def _va_round(self, now: int, again: bool = False) -> None:
+        """VC allocation at the outputs with requests (each output's on its own: their order does not
+        matter); ``again``: a second round at ``now``, for the requests that did not ask in the first."""
         va, chk = self._va, self._va_chk
         for o in list(va):
             reqs = va[o]
             if chk[o] > now:
                 continue  # no VC there has freed since its requests found none
-            if self._va_output(o, reqs, now):
+            ask = reqs
+            if again:
+                ask = [c for c in reqs if c.va_try != now]
+                if not ask:
+                    continue
+            for c in ask:
+                c.va_try = now
+            if self._va_output(o, ask if again else reqs, now):
                 left = [c for c in reqs if c.ovc < 0]
                 for c in reqs:
                     if c.ovc >= 0:
@@ -239,7 +217,7 @@ class Rounds:
             w = -1
             for x in allowed[c.group]:
                 if hold[x] is None and free_at[x] <= now:
-                    if not c.prio or self.oc.empty(o, x):  # high priority: a VC no frame waits in
+                    if not c.prio or self.credits[o] is None or self.oc.empty(o, x):  # high priority: a VC no frame waits in
                         w = x
                         break
                     if w == -1:
@@ -270,7 +248,7 @@ class Rounds:
             return False
         return self.credits[o] is None or self.oc.place(o, c.ovc, c.need) is not None
 
-    def _sa_round(self, now: int) -> list:
+    def _sa_round(self, now: int, again: bool = False) -> list:
         """Switch allocation among the copies that may go at ``now``: per input, its ready copies in
         VC order (then in their packet's order), as the scan of the heads finds them."""
         req: dict[int, list] = {}
@@ -282,7 +260,7 @@ class Rounds:
             cr = credits[o]
             for c in lst:
                 p = c.pkt.port
-                if in_ready[p] > now or c.sa_at > now:
+                if in_ready[p] > now or c.sa_at > now or (again and c.sa_try == now):
                     continue
                 if busy and (not c.prio or self._cut_at(c, self._t0(c, now)) is None):
                     continue
@@ -296,6 +274,8 @@ class Rounds:
         if not req:
             return []
         for p, rq in req.items():
+            for c in rq:
+                c.sa_try = now
             if len(rq) > 1:
                 rq.sort(key=_vc_rank)
             req[p] = [(c.pkt.vc, c) for c in rq]
@@ -329,6 +309,7 @@ class Rounds:
         w = c.ovc
         cr = self.credits[o]
         pool = False
+        debited = False
         if cr is not None:
             oc = self.oc
             need, head = c.need, c.vpart
@@ -336,6 +317,7 @@ class Rounds:
             pool = not (cr[w] >= head and pools[o] >= need - head)  # (OutCredits.place: it was ready)
             up = self._up
             if up is None or up(o, depart):  # (a frame the port drops takes no room downstream: OutCredits.debit)
+                debited = True
                 if pool:
                     pools[o] -= need
                 else:
@@ -343,17 +325,26 @@ class Rounds:
                     pools[o] -= need - head
                 if oc.cap[o][1]:
                     oc.frames[o][w] += 1
-            self.vc_hold[o][w] = None
+        hold = self.vc_hold[o]
+        if hold is not None:
+            hold[w] = None
             key = (o, w)
             k, b = self.wait_vc[key]
             if k == 1:
                 del self.wait_vc[key]
             else:
                 self.wait_vc[key] = (k - 1, b - n)
-            t = self.vc_free[o][w] = depart + ser
-            heapq.heappush(rel, t * self._RS + self._VCF + o * self._VS + w)
-            if self._va_chk.get(o, 0) > t:
-                self._va_chk[o] = t  # its VC is free for the requests there then
+            rule = self.vc_rule
+            if rule == 0:  # its tail flit wins switch allocation (the head's grant, lag later)
+                t = depart - self.st + c.lag
+            elif rule == 2 and debited:  # the receiver's credit for its tail (``on_credit``)
+                t = INF
+                self._tail_wait[key] = depart + ser
+            else:  # its tail has left on the line
+                t = depart + ser
+            self.vc_free[o][w] = t
+            if t < INF:
+                self._vc_freed(o, w, t)
         c.granted = True
         lst = self._sa[o]
         if len(lst) == 1:
@@ -377,18 +368,26 @@ class Rounds:
         leaves = depart - self.st + ser
         if leaves > pkt.exit:
             pkt.exit = leaves
+        if depart - self.st > pkt.hexit:
+            pkt.hexit = depart - self.st
         if pkt.left == 0:
             self._pop(pkt, busy)
             if pkt.tail <= now:  # arrived whole: no stretch reaches it, nothing reads its copies again
                 pkt.copies = []  # (no Packet-Copy cycle left for the collector)
         return o, frame, depart
 
+    def _vc_freed(self, o: int, w: int, t: int) -> None:
+        """VC ``w`` at output ``o`` may be given again from ``t``."""
+        heapq.heappush(self._rel, t * self._RS + self._VCF + o * self._VS + w)
+        if self._va_chk.get(o, 0) > t:
+            self._va_chk[o] = t  # its VC is free for the requests there then
+
     def _pop(self, pkt: Packet, t_next: int) -> None:
         qv = self.q[pkt.port][pkt.vc]
         qv.popleft()
         if pkt.port < self.nports:
             self.bufs.free(pkt.port, pkt.vc, pkt.vpart, pkt.ppart)
-            self._credit(pkt.port, pkt.vc, pkt.vpart, pkt.ppart, pkt.exit)
+            self._credit_left(pkt)
         if qv:
             nxt = qv[0]
             base = nxt.head if self.vct or pkt.port == self.nports else nxt.tail

@@ -4,7 +4,9 @@ delivery and the capture bytes of small loaded all-to-alls.
 The router's allocation is event-driven (only the heads whose state changed are looked at again);
 it must decide exactly what the scan of every waiting head decided before. The figures in
 ``tests/golden/iq_figures.json`` were computed by that scanning code (main at a897d86, before the
-router was made event-driven) and must not move: each case's completion, frames, crossings, capture
+router was made event-driven), regenerated once for issue 44 (one allocation round per instant, and
+output VCs released when their tail flit wins switch allocation, BookSim's rule; the ``repeats``
+counter: rounds at an instant whose round had run), and must not move: each case's completion, frames, crossings, capture
 sha256, the sums over all routers of every router counter (``rounds``, ``va_grants``, ``sa_grants``,
 ``sa_conflicts``, ``hol_waits``, ...), the sums over all ports of every port counter, and the sha256 of
 every element's whole stats (per element, per port, peaks included).

@@ -114,3 +114,31 @@ def test_saturation_is_not_called_on_a_noisy_sample(tmp_path):
     assert r["saturation_load"] is None
     # 3 SE <= 5 % x 0.1 / 2  <=>  measure >= 36 x 0.9 / (16 x 0.1 x 0.05^2) = 8100
     assert r["saturation_note"].endswith("--measure 8100 would")
+
+
+BOOKSIM_LIKE = ["--topo", "mesh:k=3,n=2", "--test", "uniform", "--load", "0.2,0.9", "--warmup", "10", "--measure", "100",
+                "--size", "40B", "--to-self", "--set", "host.inject_vc=free", "--set", "switch.eject_vcs=true",
+                "--set", "switch.credit_release=per_flit", "--set", "host.send_overhead_ns=0"]
+
+
+def test_booksim_s_options_give_the_same_figures_in_memory_and_over_two_processes(tmp_path):
+    """``--to-self``, ``--drain measured``, ``host.inject_vc=free``, ``switch.eject_vcs``, per-flit credits
+    (issue 44): over sockets, in memory and over two processes, the same figures; and past saturation,
+    where the measured packets take longer than the 10 cycles of ``--drain fixed`` to arrive, the
+    sources inject for longer with ``--drain measured`` (until the measured packets are in)."""
+    args = [*BOOKSIM_LIKE, "--drain", "measured"]
+    one = run(tmp_path, *args, name="p1.json")
+    assert one == run(tmp_path, *args, "--direct", name="d.json") == run(tmp_path, *args, "--processes", "2",
+                                                                          name="p2.json")
+    fixed = run(tmp_path, *BOOKSIM_LIKE, "--direct", name="f.json")
+    (r,), (f,) = one, fixed
+    assert r["drain"] == "measured" and r["to_self"] and f["drain"] == "fixed"
+    assert r["curve"][0]["packets"] == f["curve"][0]["packets"]  # the same measured packets at each load
+    assert r["frames_all_loads"] > f["frames_all_loads"]
+
+
+def test_uniform_with_self_draws_every_host_itself_included():
+    n = 8
+    _when, dst = schedule("uniform", n, 3, 0.5, 8000, seed=0, to_self=True)
+    assert set(dst) == set(range(n)) and 0.09 < dst.count(3) / len(dst) < 0.16  # 1/8 to itself
+    assert 3 not in schedule("uniform", n, 3, 0.5, 2000, seed=0)[1]

@@ -109,6 +109,8 @@ class ElanSpec:
 TRANSPORTS = ("none", "reliable")
 """Host messaging's built-in end-to-end transports (``HostSpec.transport``; more by name from
 installed packages: ``emu.nodes.nic.transport.transport_class``)."""
+INJECT_VCS = ("most_credit", "free")
+"""How a frame into an input-queued router takes its VC (``HostSpec.inject_vc``)."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,11 @@ class HostSpec:
     rendezvous threshold on InfiniBand is of the same order."""
     max_message_bytes: int = 1 << 30
     """Largest message a host accepts; a segment announcing more is malformed (counted, dropped)."""
+    inject_vc: str = "most_credit"
+    """Into an input-queued router, which VC of its group a frame takes: most_credit (chosen as it is
+    handed to the port, the VC with the most credit not yet spoken for; frames then wait per VC) or
+    free (BookSim's source: frames wait in one queue per group, and the one at its head takes, when
+    it starts, the next VC round robin with credit for it)."""
     transport: str = "none"
     """Host messaging end to end: none (each frame sent once, as ns-3's UDP; a frame lost to a fault
     is never recovered) or reliable (the receiver acknowledges each whole message; the sender sends
@@ -210,6 +217,8 @@ class HostSpec:
                               f"32-bit total), got {self.max_message_bytes!r}")
         if not 1 <= self.mtu_bytes <= 16_000:
             raise ConfigError(f"HostSpec.mtu_bytes must be within 1..16000, got {self.mtu_bytes}")
+        if self.inject_vc not in INJECT_VCS:
+            raise ConfigError(f"HostSpec.inject_vc must be one of {', '.join(INJECT_VCS)}, got {self.inject_vc!r}")
         if not isinstance(self.transport, str) or not self.transport.isidentifier():
             raise ConfigError(f"HostSpec.transport must be the name of a transport ({', '.join(TRANSPORTS)}, or one "
                               f"an installed package registers), got {self.transport!r}")

@@ -211,6 +211,20 @@ class SwitchSpec:
     or islip (request, grant, accept; pointers move on first-iteration accepts only)."""
     iterations: int = 1
     """Input-queued router: iterations of the islip allocator per allocation round."""
+    vc_release: str = "tail_granted"
+    """Input-queued router: when an output VC may be given to another packet: tail_granted (its tail
+    flit has won switch allocation: BookSim's iq router, ``wait_for_tail_credit=0``), tail_sent (its
+    tail has left on the line) or tail_credit (the receiver's credit for its tail is back and the VC
+    is empty there: BookSim's ``wait_for_tail_credit=1``)."""
+    credit_release: str = "tail_left"
+    """Input-queued router: when a frame's room in an input buffer is credited back: tail_left (one
+    credit for the frame when its tail has left the buffer), per_flit (a credit per flit as each flit
+    leaves: BookSim's; one credit frame per flit on the wire) or head_left (the whole frame's credit
+    when its head leaves: the earliest, as if the rest followed without stopping)."""
+    eject_vcs: bool = False
+    """Input-queued router: allocate VCs at a port to a host too (as BookSim's ejection port does:
+    ``vcs`` VCs, one packet each at a time, released by ``vc_release``; the host still takes every
+    flit at once, so no credit). False: a host is an unbounded sink, no VC to allocate."""
     pu: PUSpec = PUSpec()
     """Its processing unit for in-network aggregation (spec 04)."""
 
@@ -252,6 +266,13 @@ class SwitchSpec:
     def _check_router(self) -> None:
         if self.model not in ROUTER_MODELS:
             raise ConfigError(f"SwitchSpec.model {self.model!r} is not one of {', '.join(ROUTER_MODELS)}")
+        if self.vc_release not in VC_RELEASES:
+            raise ConfigError(f"SwitchSpec.vc_release {self.vc_release!r} is not one of {', '.join(VC_RELEASES)}")
+        if self.credit_release not in CREDIT_RELEASES:
+            raise ConfigError(f"SwitchSpec.credit_release {self.credit_release!r} is not one of "
+                              f"{', '.join(CREDIT_RELEASES)}")
+        if not isinstance(self.eject_vcs, bool):
+            raise ConfigError(f"SwitchSpec.eject_vcs must be true or false, got {self.eject_vcs!r}")
         if self.allocator not in ALLOCATORS:
             raise ConfigError(f"SwitchSpec.allocator {self.allocator!r} is not one of {', '.join(ALLOCATORS)}")
         for f, lo, hi in (("flit_bytes", 1, 1 << 16), ("classes", 1, 16), ("iterations", 1, 16),
@@ -303,6 +324,8 @@ ADAPTIVE_HEAVY = ("least_loaded", "route")
 VC_POLICIES = ("by_class", "dateline", "class_dateline", "dragonfly", "hops")
 ROUTER_MODELS = ("output_queued", "input_queued")
 ALLOCATORS = ("round_robin", "islip")
+VC_RELEASES = ("tail_granted", "tail_sent", "tail_credit")
+CREDIT_RELEASES = ("tail_left", "per_flit", "head_left")
 
 MANAGER_ACTIONS = ("rewrite", "reset", "none")
 MANAGER_BANDS = ("auto", "out", "in")

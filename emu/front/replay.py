@@ -25,9 +25,9 @@ from ..config import ConfigError
 
 WHAT = ("--topo", "--test", "--seed", "--processes", "--partition", "--set", "--config", "--fault", "--realtime",
         "--algo", "--size", "--dtype", "--op", "--root", "--ranks", "--offload", "--branch", "--density",
-        "--bucket", "--overlap", "--load", "--warmup", "--measure")
+        "--bucket", "--overlap", "--load", "--warmup", "--measure", "--drain")
 """Options of ``emu run`` with a value that say what is run: a replay takes them from the record."""
-FLAGS = ("--direct", "--wire", "--manager")
+FLAGS = ("--direct", "--wire", "--manager", "--to-self")
 """Options of ``emu run`` without a value that say what is run (or how, with the same figures)."""
 OUTPUTS = ("--json", "--csv", "--indent", "--pcap", "--trace", "--trace-limit", "--trace-bin")
 """Options that say where the figures go: never taken from a record; the user's own may go with --replay."""

@@ -121,6 +121,8 @@ def _topology_with_faults(args) -> tuple:
 
     if set(tests_named(args.test)) & set(PATTERNS):  # open loop: a packet every cycle drawn, not 300 ns later
         defaults = _host_default(defaults, settings, "send_overhead_ns", 0)
+        if getattr(args, "drain", None) == "measured":  # its sources receive between packets: at no cost
+            defaults = _host_default(defaults, settings, "recv_overhead_ns", 0)
     topo = build(args.topo, defaults=defaults, settings=settings)
     topo.validate()
     _check_faults(topo, faults, args.topo)
@@ -189,11 +191,12 @@ def _traffic_extra(args, names: list[str], topo, extra: dict) -> dict:
     starts when out of range, when a pattern cannot run on the topology, or when no traffic test is named."""
     from .traffic_checks import PATTERNS, check_pattern, traffic_options
 
-    traffic = {"load": args.load, "warmup": args.warmup, "measure": args.measure}
+    traffic = {"load": args.load, "warmup": args.warmup, "measure": args.measure, "drain": args.drain,
+               "to_self": args.to_self}
     patterns = [n for n in names if n in PATTERNS]
     if not patterns:
         if any(v is not None for v in traffic.values()):
-            raise ConfigError(f"--load, --warmup and --measure apply to the traffic tests ({', '.join(PATTERNS)}) "
+            raise ConfigError(f"--load, --warmup, --measure, --drain and --to-self apply to the traffic tests ({', '.join(PATTERNS)}) "
                               f"only; --test {'+'.join(names)} has none")
         return {}
     traffic_options({**extra, **traffic}, topo)

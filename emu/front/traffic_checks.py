@@ -19,7 +19,14 @@ from the seeded schedules -- so the run ends when every packet has arrived (the 
 
 Windows: ``--warmup`` cycles (default 1000; packets created then are not measured), ``--measure``
 cycles (default 1000; packets created then are measured), then the sources keep injecting for another
-``--warmup`` cycles, so that measured packets meet the same load until they arrive, and stop.
+``--warmup`` cycles, so that measured packets meet the same load until they arrive, and stop. With
+``--drain measured`` they keep injecting instead, as BookSim does, until the measured packets sent to
+each have arrived (at most ``DRAIN_FACTOR`` windows more): each source receives between its packets
+(``emu run`` sets ``host.recv_overhead_ns=0`` then unless given), stops, and tells every host how many
+packets it sent there, so that past saturation the measured packets meet the load until the end.
+``--to-self``: uniform draws (and hotspot's uniform part) include the source itself, as BookSim's
+``uniform`` does (the packet crosses its router). ``--set host.inject_vc=free``: the VC a packet takes
+into its router is picked as it starts, as BookSim's source does (``emu.config.HostSpec``).
 Accepted throughput counts the packets that arrive within the measurement window.
 
 Patterns (host index i of n, in address order): ``uniform`` (any other host, uniformly),
@@ -78,12 +85,21 @@ HEAD = struct.Struct("<qI")  # creation time (ns), sequence number
 TAG = 29
 
 
+DRAINS = ("fixed", "measured")
+DRAIN_FACTOR = 10
+"""``--drain measured``: a source injects at most this many windows (warm-up + measurement) past the window."""
+TAG_END = 30
+"""The tag of a source's last word to each host (``--drain measured``): how many packets it sent there."""
+
+
 @dataclass(frozen=True)
 class TrafficOptions:
     loads: tuple[float, ...]
     size: int
     warmup: int
     measure: int
+    drain: str = "fixed"
+    to_self: bool = False
 
 
 def _loads(text) -> tuple[float, ...]:
@@ -124,7 +140,11 @@ def traffic_options(extra: dict[str, Any], topo=None) -> TrafficOptions:
         if not isinstance(v, int) or not (0 if key == "warmup" else 1) <= v <= 10_000_000:
             raise ConfigError(f"--{key} {v}: cycles within {0 if key == 'warmup' else 1}..10,000,000")
         counts[key] = v
-    return TrafficOptions(_loads(extra.get("load")), size, counts["warmup"], counts["measure"])
+    drain = extra.get("drain") or "fixed"
+    if drain not in DRAINS:
+        raise ConfigError(f"--drain {drain}: one of {', '.join(DRAINS)}")
+    return TrafficOptions(_loads(extra.get("load")), size, counts["warmup"], counts["measure"], drain,
+                          bool(extra.get("to_self")))
 
 
 def check_pattern(pattern: str, n: int) -> None:
@@ -158,9 +178,10 @@ def destinations(pattern: str, n: int, grid=None):
 
 
 def schedule(pattern: str, n: int, i: int, load: float, cycles: int, seed: int, grid=None,
-             groups=None) -> tuple[list, list]:
-    """Host i's injections: (cycles, destination indices), Bernoulli at ``load`` per cycle
-    (``groups``: each host's dragonfly group, for ``worst_case``)."""
+             to_self: bool = False, groups=None) -> tuple[list, list]:
+    """Host i's injections: (cycles, destination indices), Bernoulli at ``load`` per cycle; ``to_self``:
+    the uniform draws take any host, i itself included (BookSim's uniform); ``groups``: each host's
+    dragonfly group, for ``worst_case``."""
     fixed = destinations(pattern, n, grid)
     if fixed is not None and fixed[i] is None:
         return [], []
@@ -176,6 +197,8 @@ def schedule(pattern: str, n: int, i: int, load: float, cycles: int, seed: int, 
                 ng = max(groups) + 1
                 nxt = [h for h, g in enumerate(groups) if g == (groups[i] + 1) % ng]
                 d = nxt[rng.randrange(len(nxt))]
+            elif to_self:
+                d = rng.randrange(n)
             else:
                 d = rng.randrange(n - 1)
                 d += d >= i
@@ -184,22 +207,22 @@ def schedule(pattern: str, n: int, i: int, load: float, cycles: int, seed: int, 
     return when, dst
 
 
-async def traffic_app(host, cycle_ns: int, when: list, dst: list, size: int, expect: int, window: tuple[int, int]):
+async def traffic_app(host, cycle_ns: int, when: list, dst: list, size: int, expect: int, window: tuple[int, int],
+                      measured: int | None = None):
     """Send each packet at its cycle (open loop), then receive the ``expect`` packets sent here.
     Returns (latencies and sources of the packets created in the window, packets that arrived in
-    the window, packets that arrived after a later one of the same source)."""
+    the window, packets received, packets that arrived after a later one of the same source). ``measured`` (``--drain measured``): past the window, inject only
+    while fewer than that many packets created in the window have arrived here, then tell every
+    host how many packets went to it (tag ``TAG_END``) and receive until each one's count is in."""
     t0 = host.now
     pad = bytes(size - HEAD.size)
     names = host.hosts
-    for seq, (c, d) in enumerate(zip(when, dst)):
-        t = t0 + c * cycle_ns
-        if host.now < t:
-            await host.sleep(t - host.now)
-        await host.send(names[d], HEAD.pack(t, seq) + pad, tag=TAG)
     w0, w1 = t0 + window[0] * cycle_ns, t0 + window[1] * cycle_ns
     lat, src, arrived, last, late = [], [], 0, {}, 0
-    for _ in range(expect):
-        m = await host.recv(tag=TAG)
+    got = 0
+
+    def take(m) -> None:
+        nonlocal arrived, late
         created, seq = HEAD.unpack_from(m.data)
         if seq < last.get(m.src, -1):
             late += 1  # overtaken by a later packet of its source (another path)
@@ -210,6 +233,38 @@ async def traffic_app(host, cycle_ns: int, when: list, dst: list, size: int, exp
             src.append(m.src)
         if w0 <= m.t_ns < w1:
             arrived += 1
+
+    sent = [0] * len(names)
+    for seq, (c, d) in enumerate(zip(when, dst)):
+        t = t0 + c * cycle_ns
+        if host.now < t:
+            await host.sleep(t - host.now)
+        if measured is not None and c >= window[1]:
+            while True:  # what has arrived so far: are the measured packets sent here all in?
+                m = await host.try_recv(tag=TAG)
+                if m is None:
+                    break
+                take(m)
+                got += 1
+            if len(lat) >= measured:
+                break
+        await host.send(names[d], HEAD.pack(t, seq) + pad, tag=TAG)
+        sent[d] += 1
+    if measured is not None:
+        for d, name in enumerate(names):
+            await host.send(name, struct.pack("<q", sent[d]), tag=TAG_END)
+        expect, ends = 0, 0
+        while ends < len(names) or got < expect:
+            m = await host.recv()
+            if m.tag == TAG_END:
+                ends += 1
+                expect += struct.unpack_from("<q", m.data)[0]
+            else:
+                take(m)
+                got += 1
+        return lat, src, arrived, late
+    for _ in range(expect):
+        take(await host.recv(tag=TAG))
     return lat, src, arrived, late
 
 
@@ -277,21 +332,27 @@ def _check(pattern: str):
         model = PathModel(topo, o.size)
         window = (o.warmup, o.warmup + o.measure)
         total = o.warmup * 2 + o.measure
+        if o.drain == "measured":
+            total = window[1] + DRAIN_FACTOR * window[1]
         fixed = destinations(pattern, n, grid)
         sources = n if fixed is None else sum(d is not None for d in fixed)
         rows, saturation = [], None
         short_window: tuple[float, float, int] | None = None  # (load, its 3 SE, the --measure that resolves it)
         frames = hops = 0
         for load in o.loads:
-            scheds = [schedule(pattern, n, i, load, total, options.seed, grid, groups) for i in range(n)]
+            scheds = [schedule(pattern, n, i, load, total, options.seed, grid, o.to_self, groups) for i in range(n)]
             expect = [0] * n
+            measured = [0] * n
             injected = 0
             for when, dst in scheds:
                 for c, d in zip(when, dst):
                     expect[d] += 1
-                    injected += window[0] <= c < window[1]
-            res = await net.run({h: (traffic_app, cycle, scheds[i][0], scheds[i][1], o.size, expect[i], window)
-                                 for i, h in enumerate(hosts)})
+                    inside = window[0] <= c < window[1]
+                    injected += inside
+                    measured[d] += inside
+            drain = o.drain == "measured"
+            res = await net.run({h: (traffic_app, cycle, scheds[i][0], scheds[i][1], o.size, expect[i], window,
+                                     measured[i] if drain else None) for i, h in enumerate(hosts)})
             lat, mod, arrived, late = [], 0, 0, 0
             for h in hosts:
                 ls, ss, a, ooo = res[h]
@@ -328,7 +389,7 @@ def _check(pattern: str):
         first = rows[0]
         out: dict[str, Any] = {
             "pattern": pattern, "hosts": n, "sources": sources, "size_bytes": o.size, "cycle_ns": cycle,
-            "warmup_cycles": o.warmup, "measure_cycles": o.measure,
+            "warmup_cycles": o.warmup, "measure_cycles": o.measure, "drain": o.drain, "to_self": o.to_self,
             "zero_load_model_ns": first.get("model_ns"), "lowest_load_mean_ns": first.get("mean_ns"),
             "saturation": (f"at offered {saturation} (accepted > {SHORTFALL:.0%} short of offered beyond 3 standard "
                            f"errors, or mean latency > {LATENCY_FACTOR:g}x the zero-load model)") if saturation is not None
