@@ -34,7 +34,7 @@ def write_ring(path: str, ranks: int, rounds: int, size: int) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(allow_abbrev=False)
     ap.add_argument("--ranks", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=50)
     ap.add_argument("--size", type=int, default=1024)

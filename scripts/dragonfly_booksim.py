@@ -125,7 +125,7 @@ def booksim_point(exe: str, routing: str, pattern: str, load: float) -> tuple[fl
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--booksim", help="BookSim2's booksim binary (leave out: emu's column alone)")
     ap.add_argument("--load", type=float, default=0.9)
     ap.add_argument("--warmup", type=int, default=100)

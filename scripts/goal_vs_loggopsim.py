@@ -36,7 +36,7 @@ def loggopsim(bindir: str, text: str, p: LogGP) -> list[int]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(allow_abbrev=False)
     ap.add_argument("--bin", required=True, help="folder with LogGOPSim and txt2bin")
     ap.add_argument("--count", type=int, default=50)
     ap.add_argument("--emu", action="store_true", help="also compare the emulator's replay with LogGOPSim")

@@ -121,7 +121,9 @@ NO_LIVE = _can_capture_on_lo()
 @pytest.mark.skipif(NO_LIVE is not None, reason=str(NO_LIVE))
 def test_live_loopback_capture_decodes(tmp_path):
     pcap = tmp_path / "live.pcapng"
-    cap = subprocess.Popen([TSHARK, "-i", "lo", "-f", "udp", "-w", str(pcap), "-q"], stderr=subprocess.DEVNULL)
+    # a 64 MiB kernel buffer: other emulator runs on the machine (a parallel test worker) may flood lo
+    cap = subprocess.Popen([TSHARK, "-i", "lo", "-f", "udp", "-B", "64", "-w", str(pcap), "-q"],
+                           stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 20
         while time.time() < deadline and not (pcap.exists() and pcap.stat().st_size > 0):
@@ -135,7 +137,7 @@ def test_live_loopback_capture_decodes(tmp_path):
                   "trio.run(main)\n")
         cid = subprocess.run([sys.executable, "-c", script], check=True, timeout=60, capture_output=True,
                              text=True).stdout.strip()
-        time.sleep(1.0)
+        time.sleep(2.0)
     finally:
         cap.terminate()
         cap.wait(timeout=20)

@@ -101,6 +101,12 @@ def _dag(src: np.ndarray, dst: np.ndarray, n: int) -> bool:
     return seen == len(out)
 
 
+VC_CLASS_CHECK: list = []
+"""The check of routing over (router, port, VC) classes (``switch.vc_policy=dragonfly|hops``):
+``(detours, cycle)``, registered by the switches' side (``emu.switch.routing.deadlock``, on import),
+since a topology knows no switch code. The front door imports it before it reads a file."""
+
+
 def check_deadlock(path: str, t: Topology) -> None:
     """Refuse routing with a cyclic channel dependency where buffers are finite and no dateline VC
     policy breaks the cycle (where buffers are unbounded a cycle cannot block)."""
@@ -108,8 +114,10 @@ def check_deadlock(path: str, t: Topology) -> None:
     if not finite or all(s.spec.vc_policy in ("dateline", "class_dateline") for s in finite) or acyclic(t):
         return
     if all(s.spec.vc_policy in ("dragonfly", "hops") for s in finite):  # VC classes: the check over (port, VC)
-        from emu.switch.routing.deadlock import DETOURS, cycle as vc_cycle
-
+        if not VC_CLASS_CHECK:
+            raise ConfigError(f"{path}: its switches' vc_policy={finite[0].spec.vc_policy} needs the routing's "
+                              "deadlock check; import emu.switch first (the emu command does)")
+        DETOURS, vc_cycle = VC_CLASS_CHECK[0]
         routing = finite[0].spec.routing
         found = vc_cycle(t, routing if routing in DETOURS else "minimal")
         if found:

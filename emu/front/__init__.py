@@ -4,3 +4,5 @@ The ``Cluster`` API that makes a topology real (as Mininet's ``net.py`` over ``t
 ``emu`` command, the demo, the named checks and their option validation, the run-size estimate and
 the pytest plugin. Engines reach the runtime through the engine registry (``emu.build``).
 """
+
+import emu.switch.routing  # noqa: F401,E402 -- registers the VC-class deadlock check topology files use

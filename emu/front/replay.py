@@ -29,7 +29,7 @@ WHAT = ("--topo", "--test", "--seed", "--processes", "--partition", "--set", "--
 """Options of ``emu run`` with a value that say what is run: a replay takes them from the record."""
 FLAGS = ("--direct", "--wire", "--manager", "--to-self")
 """Options of ``emu run`` without a value that say what is run (or how, with the same figures)."""
-OUTPUTS = ("--json", "--csv", "--indent", "--pcap", "--trace", "--trace-limit", "--trace-bin")
+OUTPUTS = ("--json", "--csv", "--indent", "--pcap", "--trace", "--trace-limit", "--trace-bin", "--format")
 """Options that say where the figures go: never taken from a record; the user's own may go with --replay."""
 OWN = (*OUTPUTS, "--bind")
 """What a user may give with ``--replay`` (and ``--topo FILE`` when the record's topology is a file)."""

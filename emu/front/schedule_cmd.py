@@ -41,7 +41,9 @@ def cmd_schedule(args) -> int:
 
     from .sizes import parse_size
 
-    if args.offload not in ("none", "host"):
+    from emu.nodes.collectives.offloads import canonical_offload, offload_named
+
+    if not offload_named(canonical_offload(args.offload)).hosted:
         raise ConfigError(f"--offload {args.offload}: a GOAL schedule holds host messages and calcs; the NIC's and "
                           "the switches' offload protocols are not expressible in it; give --offload none")
     if not 2 <= args.ranks <= 2048:

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from emu.config import ConfigError
 
 from .adaptive import adaptive
+from . import deadlock as _deadlock  # noqa: F401 -- registers the VC-class check topology files use
 from .dispersive import dispersive
 from .nonminimal import POLICIES as NONMINIMAL
 from .qsnet import qsnet

@@ -97,3 +97,14 @@ def classes(t, policy: str) -> int:
     given as many VCs as it asks for."""
     g = dependencies(t, policy, vcs=32)
     return 1 + max((c[2] for c in g.nodes), default=0)
+
+
+def _register() -> None:
+    """Give topology files this check (``emu.topologies.file_deadlock.VC_CLASS_CHECK``)."""
+    from emu.topologies.file_deadlock import VC_CLASS_CHECK
+
+    if not VC_CLASS_CHECK:
+        VC_CLASS_CHECK.append((DETOURS, cycle))
+
+
+_register()
