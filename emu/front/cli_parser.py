@@ -316,11 +316,11 @@ def _add_collective_options(r: argparse.ArgumentParser) -> None:
     from emu.nodes.collectives.offloads.base import names as offload_names
     from emu.plugins import OFFLOADS as GROUP, others
 
+    installed = others(GROUP, registry)  # (one scan of the entry points for the help text)
     c.add_argument("--offload", metavar="{" + ",".join(offload_names()) + "}",
                    help="a sweep: several, comma-separated; where a collective runs: "
                         + ", ".join(f"{n} = {o.summary}" for n, o in registry.items())
-                        + (f"; from installed packages: {others(GROUP, registry)[2:]}" if others(GROUP, registry)
-                           else ""))
+                        + (f"; from installed packages: {installed[2:]}" if installed else ""))
     c.add_argument("--branch", type=_ascii(int),
                    help="branch degree of the offload reduction tree (default: the shallowest tree the NIC's "
                         "receive queue allows, as even as that depth permits: a level costs a fabric crossing "
