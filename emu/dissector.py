@@ -23,6 +23,7 @@ from .wire import CollDesc, EmuLink, Fabric, LinkCredit, MsgAck, MsgSegment, Pac
 from .wire.credit import ETHERTYPE_CREDIT
 from .wire.fabric import ETHERTYPE_FABRIC, FLAG_NAMES
 from .wire.outer import MAGIC, VERSION
+from .wire.cc import Cnp, Nack, Pull
 from .wire.coding import NcHeader
 from .wire.inc import IncCtl, IncData
 from .wire.qsnet import QsAck, QsCont, QsMgmt, QsSegment, QsTrailer, QsTrap, QsTxn
@@ -48,6 +49,9 @@ HEADERS: list[tuple[type, str, list[int] | None]] = [
     (IncData, "inc", [PacketType.INC]),      # spec 04: then the elements (or index/value pairs)
     (IncCtl, "incctl", [PacketType.INCCTL]),  # then the operation's body
     (NcHeader, "nc", [PacketType.NC]),       # spec 02: then the (coded) payload
+    (Cnp, "cnp", [PacketType.CNP]),          # issue 47: congestion signals (emu.wire.cc)
+    (Pull, "pull", [PacketType.PULL]),
+    (Nack, "nack", [PacketType.NACK]),
 ]
 
 

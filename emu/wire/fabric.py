@@ -50,9 +50,12 @@ class PacketType(enum.IntEnum):
     INCCTL = 10  # its control plane: requests, grants, installs (emu.wire.inc.IncCtl)
     NC = 11    # a network-coded broadcast packet of spec 02 (emu.wire.coding.NcHeader)
     MACK = 12  # a host message's acknowledgement (host.transport=reliable; emu.wire.host.MsgAck)
+    CNP = 13   # a congestion notification from a receiver to a sender (host.cc; emu.wire.cc.Cnp)
+    PULL = 14  # a receiver-driven transport's pull (host.cc=ndp; emu.wire.cc.Pull)
+    NACK = 15  # a receiver's request to resend a trimmed segment (host.cc=ndp; emu.wire.cc.Nack)
 
 
-FLAG_NAMES = ["BCAST", "SRCRT", "POOL", "DETOUR", "AGAIN", "R5", "R6", "R7"]
+FLAG_NAMES = ["BCAST", "SRCRT", "POOL", "DETOUR", "AGAIN", "ECN", "INT", "TRIM"]
 FLAG_BCAST = 0x01
 FLAG_SRCRT = 0x02
 """Source-chosen route: ``rsvd`` carries a route id; a switch whose policy honours it (dispersive)

@@ -36,7 +36,7 @@ local L_link = {
   {"length", 24, 2, nil, 16},
   {"window", 26, 2, nil, 16},
 }
-local vs_fabric_ptype = {[1] = "MSG", [2] = "PING", [3] = "PONG", [4] = "COLL", [5] = "QPKT", [6] = "QACK", [7] = "TRAP", [8] = "MGMT", [9] = "INC", [10] = "INCCTL", [11] = "NC", [12] = "MACK"}
+local vs_fabric_ptype = {[1] = "MSG", [2] = "PING", [3] = "PONG", [4] = "COLL", [5] = "QPKT", [6] = "QACK", [7] = "TRAP", [8] = "MGMT", [9] = "INC", [10] = "INCCTL", [11] = "NC", [12] = "MACK", [13] = "CNP", [14] = "PULL", [15] = "NACK"}
 local p_fabric = Proto("hpcemu_fabric", "hpc-emu Fabric")
 local f_fabric = {
   src = ProtoField.uint32("hpcemu.fabric.src", "src", base.DEC, nil),
@@ -414,6 +414,45 @@ local L_nc = {
   {"parts", 10, 2, nil, 16},
   {"stamp", 12, 4, nil, 32},
 }
+local p_cnp = Proto("hpcemu_cnp", "hpc-emu Cnp")
+local f_cnp = {
+  msg_id = ProtoField.uint32("hpcemu.cnp.msg_id", "msg_id", base.DEC, nil),
+  marked = ProtoField.uint16("hpcemu.cnp.marked", "marked", base.DEC, nil),
+  rsvd = ProtoField.uint16("hpcemu.cnp.rsvd", "rsvd", base.DEC, nil),
+}
+do local t = {} for _, v in pairs(f_cnp) do t[#t + 1] = v end
+  p_cnp.fields = t end
+local L_cnp = {
+  {"msg_id", 0, 4, nil, 32},
+  {"marked", 4, 2, nil, 16},
+  {"rsvd", 6, 2, nil, 16},
+}
+local p_pull = Proto("hpcemu_pull", "hpc-emu Pull")
+local f_pull = {
+  msg_id = ProtoField.uint32("hpcemu.pull.msg_id", "msg_id", base.DEC, nil),
+  pull_no = ProtoField.uint32("hpcemu.pull.pull_no", "pull_no", base.DEC, nil),
+  count = ProtoField.uint16("hpcemu.pull.count", "count", base.DEC, nil),
+  rsvd = ProtoField.uint16("hpcemu.pull.rsvd", "rsvd", base.DEC, nil),
+}
+do local t = {} for _, v in pairs(f_pull) do t[#t + 1] = v end
+  p_pull.fields = t end
+local L_pull = {
+  {"msg_id", 0, 4, nil, 32},
+  {"pull_no", 4, 4, nil, 32},
+  {"count", 8, 2, nil, 16},
+  {"rsvd", 10, 2, nil, 16},
+}
+local p_nack = Proto("hpcemu_nack", "hpc-emu Nack")
+local f_nack = {
+  msg_id = ProtoField.uint32("hpcemu.nack.msg_id", "msg_id", base.DEC, nil),
+  offset = ProtoField.uint32("hpcemu.nack.offset", "offset", base.DEC, nil),
+}
+do local t = {} for _, v in pairs(f_nack) do t[#t + 1] = v end
+  p_nack.fields = t end
+local L_nack = {
+  {"msg_id", 0, 4, nil, 32},
+  {"offset", 4, 4, nil, 32},
+}
 
 -- add every field of a header to `tree`, in declaration order; returns the values by name
 local function add_fields(tree, tvb, off, layout, fields, list_groups)
@@ -473,7 +512,7 @@ local function qsnet_segments(tvb, tree, off, info, seg)
   return off, info
 end
 
-local by_ptype = {[1] = {p_msg, f_msg, L_msg, 16, false}, [2] = {p_ping, f_ping, L_ping, 16, false}, [3] = {p_ping, f_ping, L_ping, 16, false}, [4] = {p_coll, f_coll, L_coll, 128, true}, [5] = {p_qseg, f_qseg, L_qseg, 8, false}, [6] = {p_qack, f_qack, L_qack, 16, false}, [7] = {p_qtrap, f_qtrap, L_qtrap, 20, false}, [8] = {p_qmgmt, f_qmgmt, L_qmgmt, 8, false}, [9] = {p_inc, f_inc, L_inc, 16, false}, [10] = {p_incctl, f_incctl, L_incctl, 8, false}, [11] = {p_nc, f_nc, L_nc, 16, false}, [12] = {p_mack, f_mack, L_mack, 8, false}}
+local by_ptype = {[1] = {p_msg, f_msg, L_msg, 16, false}, [2] = {p_ping, f_ping, L_ping, 16, false}, [3] = {p_ping, f_ping, L_ping, 16, false}, [4] = {p_coll, f_coll, L_coll, 128, true}, [5] = {p_qseg, f_qseg, L_qseg, 8, false}, [6] = {p_qack, f_qack, L_qack, 16, false}, [7] = {p_qtrap, f_qtrap, L_qtrap, 20, false}, [8] = {p_qmgmt, f_qmgmt, L_qmgmt, 8, false}, [9] = {p_inc, f_inc, L_inc, 16, false}, [10] = {p_incctl, f_incctl, L_incctl, 8, false}, [11] = {p_nc, f_nc, L_nc, 16, false}, [12] = {p_mack, f_mack, L_mack, 8, false}, [13] = {p_cnp, f_cnp, L_cnp, 8, false}, [14] = {p_pull, f_pull, L_pull, 12, false}, [15] = {p_nack, f_nack, L_nack, 8, false}}
 
 function p_fabric.dissector(tvb, pinfo, tree)
   if tvb:len() < 16 then return 0 end
@@ -486,6 +525,9 @@ function p_fabric.dissector(tvb, pinfo, tree)
   if bit.band(v.flags, 4) ~= 0 then flags[#flags + 1] = "POOL" end
   if bit.band(v.flags, 8) ~= 0 then flags[#flags + 1] = "DETOUR" end
   if bit.band(v.flags, 16) ~= 0 then flags[#flags + 1] = "AGAIN" end
+  if bit.band(v.flags, 32) ~= 0 then flags[#flags + 1] = "ECN" end
+  if bit.band(v.flags, 64) ~= 0 then flags[#flags + 1] = "INT" end
+  if bit.band(v.flags, 128) ~= 0 then flags[#flags + 1] = "TRIM" end
   if #flags > 0 then t:append_text(' [' .. table.concat(flags, ',') .. ']') end
   local off = 16
   local s = by_ptype[v.ptype]
