@@ -35,12 +35,14 @@ def field_docs(cls: type) -> dict[str, str]:
     import inspect
     import textwrap
 
+    docs = {}
+    for base in cls.__mro__[1:-1]:  # a spec's dataclass bases (HostSpec's CcParams) document their own fields
+        docs.update(field_docs(base) if hasattr(base, "__dataclass_fields__") else {})
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     except (OSError, TypeError):
-        return {}
+        return docs
     body = tree.body[0].body
-    docs = {}
     for a, b in zip(body, body[1:]):
         if (isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and isinstance(b, ast.Expr)
                 and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str)):
