@@ -49,6 +49,9 @@ class RunMetrics:
     """Virtual time each output port spent sending (its frames' times on the line), per port."""
     peak_queue_bytes: dict[str, int] = field(default_factory=dict)
     """Per output port, the most bytes queued at once during the run."""
+    cc: dict[str, int] = field(default_factory=dict)
+    """The hosts' congestion control counters (``host.cc`` other than none), summed over the hosts:
+    segments sent and resent, CNPs, pulls, NACKs, out-of-order arrivals, timeouts, rate changes..."""
 
     @property
     def completion_ns(self) -> int:
@@ -66,7 +69,8 @@ class RunMetrics:
                 "fcs_errors": sum(self.fcs_errors.values()), "lost_in_flight": sum(self.lost_in_flight.values()),
                 **({"max_vc_peak_bytes": max(max(v) for v in self.vc_peak_bytes.values()),
                     "credit_stalls": sum(self.credit_stalls.values()),
-                    "credit_stall_ns": sum(self.credit_stall_ns.values())} if self.vc_peak_bytes else {})}
+                    "credit_stall_ns": sum(self.credit_stall_ns.values())} if self.vc_peak_bytes else {}),
+                **({"cc": dict(self.cc)} if self.cc else {})}
 
     def per_link(self) -> dict[str, dict[str, int]]:
         """Per link direction (named by its sending port) that carried, dropped or queued anything
@@ -156,3 +160,16 @@ def add_flow(m: RunMetrics, before: list[dict[str, Any]], after: list[dict[str, 
                 if ns:
                     m.credit_stall_ns[name] = ns
 
+
+def add_cc(m: RunMetrics, before: list[dict[str, Any]], after: list[dict[str, Any]]) -> None:
+    """The congestion control counters of a run (the hosts' ``transport`` stats under ``host.cc``: those
+    that count ``segments_sent``), summed over the hosts."""
+    prev = {el["name"]: el.get("transport") or {} for el in before}
+    for el in after:
+        tr = el.get("transport")
+        if not tr or "segments_sent" not in tr:
+            continue
+        old = prev.get(el["name"], {})
+        for k, v in tr.items():
+            if isinstance(v, int):
+                m.cc[k] = m.cc.get(k, 0) + v - old.get(k, 0)

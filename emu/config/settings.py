@@ -24,7 +24,9 @@ def _field_types(cls: type) -> dict[str, type]:
     import typing
 
     hints = typing.get_type_hints(cls)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls) if hints[f.name] in (int, float, bool, str)}
+    own = cls.__dict__.get("__annotations__", {})  # a spec's own fields first, then its bases' (HostSpec's CcParams)
+    fields = sorted(dataclasses.fields(cls), key=lambda f: f.name not in own)
+    return {f.name: hints[f.name] for f in fields if hints[f.name] in (int, float, bool, str)}
 
 
 def field_docs(cls: type) -> dict[str, str]:
