@@ -77,7 +77,7 @@ class CcParams:
     swift_retx_reset: int = 5
     """Swift: timeouts in a row after which the window drops to its minimum (htsim RETX_RESET_THRESHOLD 5)."""
     ndp_iw_segments: int = 15
-    """NDP: segments a sender sends blind before the first pull (Handley et al. SIGCOMM 2017; htsim's NDP default window)."""
+    """NDP: segments a sender sends blind before the first pull (Handley et al. SIGCOMM 2017; htsim main_ndp.cpp cwnd = 15)."""
 
     def _check_cc(self) -> None:
         if not isinstance(self.cc, str) or not self.cc.isidentifier():
