@@ -346,3 +346,29 @@ def test_a_registered_algorithm_is_chosen_by_name_and_recovery_is_settable():
         assert h.tr.sr and t1 - t0 == -(-(HDR_LEN + MSG.size + 1000 + FCS_LEN) * 8_000_000_000 // (LINE // 2))
     finally:
         CCS.pop("halfrate")
+
+
+async def test_ndp_gives_the_same_figures_over_the_wire_in_memory_and_two_processes():
+    import emu
+    from emu.topologies import build
+
+    topo = build("star:n=4", settings={"host": {"cc": "ndp", "mtu_bytes": 1000}})
+    apps_of = {"h0": (apps.send_to, "h3", 30_000, 1), "h1": (apps.send_to, "h3", 30_000, 2),
+               "h2": (apps.send_to, "h3", 30_000, 3), "h3": (apps.recv_n, 3)}
+    figures = []
+    for kw in ({}, {"direct": True}, {"processes": 2}):
+        async with emu.Cluster(topo, **kw) as net:
+            res = await net.run(apps_of)
+            figures.append((sorted(res["h3"]), net.metrics.summary(), net.metrics.per_link()))
+    assert figures[0][1]["cc"]["pulls_sent"] == figures[0][1]["cc"]["segments_sent"] == 90
+    assert figures[1] == figures[0] and figures[2] == figures[0]
+
+
+def test_an_unknown_name_is_refused_in_one_line_before_the_run():
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "emu", "run", "--topo", "star:n=2", "--set", "host.cc=bogus"],
+                       capture_output=True, text=True, timeout=120)
+    lines = (r.stdout + r.stderr).strip().splitlines()
+    assert r.returncode != 0 and lines == ["refused: unknown host.cc 'bogus'; known: none, dcqcn, hpcc, swift, ndp"]
