@@ -74,6 +74,19 @@ def test_dcqcn_rate_after_cnps_is_the_formula():
     assert f.cc.target == rc and f.rate == rc * (1 - a / 2) and f.cc.alpha == (1 - g) * a + g
 
 
+def test_dcqcn_a_cnp_respaces_the_next_segment_at_the_new_rate():
+    h = H(cc="dcqcn")
+    h.send(1, 5000)
+    [(seg, t0)] = h.frames(PacketType.MSG)
+    wire = len(seg) + FCS_LEN
+    assert h.n.timer == t0 + -(-wire * 8 // 100) - h.n.spec.nic_delay_ns  # the next at the line rate...
+    h.rx(build_frame(1, 0, PacketType.CNP, CNP.pack(0, 1, 0)), 1)
+    h.run(50_000)
+    times = [at for _, at in h.frames(PacketType.MSG)]
+    half = -(-wire * 8_000_000_000 // (LINE // 2))
+    assert times == [t0 + i * half for i in range(5)]  # ... and from the CNP on at half of it
+
+
 def test_dcqcn_increase_stages_fast_recovery_then_additive():
     h = H(cc="dcqcn", dcqcn_byte_counter_bytes=0, dcqcn_f=2, dcqcn_rai_mbps=40, dcqcn_rhai_mbps=200)
     h.send(1, 2000)

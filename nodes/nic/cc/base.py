@@ -79,6 +79,12 @@ class Flow:
         self.next_ns = 0
         """Pacing: no segment before this."""
         self.pump_at: int | None = None
+        """When the pending pump timer fires (None: none pending)."""
+        self.pump_timer: int | None = None
+        self.last_t = self.last_wire = 0
+        """The last segment's hand-over time and wire bytes (a new rate re-spaces the next one from them)."""
+        self.cur: _Msg | None = None
+        """The message the last new segment came from."""
         self.timer: int | None = None
         self.tries = 0
         self.rate: float | None = None
@@ -172,10 +178,23 @@ class CcTransport:
         """A segment of ``n`` bytes went to the port."""
 
     def set_rate(self, flow: Flow, rate: float | None, cwnd: float | None = None) -> None:
-        """Set the flow's pacing rate (bit/s) and window (bytes), counting a change."""
-        if rate != flow.rate or cwnd != flow.cwnd:
-            self.stats["rate_changes"] += 1
+        """Set the flow's pacing rate (bit/s) and window (bytes), counting a change. A new rate re-spaces
+        the next segment from the last one's hand-over (as the HPCC repository's ns-3 ``ChangeRate``)."""
+        if rate == flow.rate and cwnd == flow.cwnd:
+            return
+        self.stats["rate_changes"] += 1
+        paced = rate != flow.rate
         flow.rate, flow.cwnd = rate, cwnd
+        if paced and flow.last_wire and not self._pumping:
+            flow.next_ns = flow.last_t + self.gap(flow.last_wire, rate)
+            if flow.pump_timer is not None:
+                self.nic.timers.cancel(flow.pump_timer)
+                flow.pump_timer = flow.pump_at = None
+                self._pump(flow)
+
+    def gap(self, wire: int, rate: float | None) -> int:
+        """Pacing: ns from one segment of ``wire`` bytes (FCS aside) to the next at ``rate`` (None: the line's)."""
+        return -(-(wire + FCS_LEN) * 8_000_000_000 // int(rate or self.line_bps))
 
     # -- the sender --------------------------------------------------------------------------------
     def flow(self, dst: int) -> Flow:
@@ -200,7 +219,7 @@ class CcTransport:
             self._pump(f)
 
     def _pump_timer(self, f: Flow) -> None:
-        f.pump_at = None
+        f.pump_at = f.pump_timer = None
         self._pump(f)
 
     def _next(self, f: Flow) -> tuple[int, _Msg, int, int] | None:
@@ -213,15 +232,30 @@ class CcTransport:
                 continue
             m, off = rec[0], rec[1]
             return seq, m, off, min(self.mtu, len(m.data) - off)
-        if f.nxt >= f.end:
+        nxt = f.nxt
+        if nxt >= f.end:
             return None
-        for m in f.msgs:
-            if m.start <= f.nxt < m.start + m.span:
-                off = f.nxt - m.start
-                return f.nxt, m, off, min(self.mtu, len(m.data) - off)
-        return None
+        m = f.cur
+        if m is not None and not m.start <= nxt < m.start + m.span:
+            m = f.by_id.get((m.msg_id + 1) & 0xFFFFFFFF)  # (the usual case: on to the next message)
+        if m is None or not m.start <= nxt < m.start + m.span:
+            m = next((x for x in f.msgs if x.start <= nxt < x.start + x.span), None)  # (after going back)
+            if m is None:
+                return None
+        f.cur = m
+        off = nxt - m.start
+        return nxt, m, off, min(self.mtu, len(m.data) - off)
+
+    _pumping = False
 
     def _pump(self, f: Flow) -> None:
+        self._pumping = True
+        try:
+            self._pump_on(f)
+        finally:
+            self._pumping = False
+
+    def _pump_on(self, f: Flow) -> None:
         nic = self.nic
         now = nic.now
         earliest = now + self.delay
@@ -238,7 +272,7 @@ class CcTransport:
             if t > earliest:
                 if f.pump_at is None:
                     f.pump_at = t - self.delay
-                    nic.at(t - self.delay, self._pump_timer, f)
+                    f.pump_timer = nic.at(t - self.delay, self._pump_timer, f)
                 return
             if f.retx and f.retx[0] == seq:
                 f.retx.popleft()
@@ -255,7 +289,8 @@ class CcTransport:
             if resend:
                 self.stats["segments_resent"] += 1
             self.on_sent(f, n)
-            f.next_ns = t + -(-(wire + FCS_LEN) * 8_000_000_000 // int(f.rate or self.line_bps))
+            f.last_t, f.last_wire = t, wire
+            f.next_ns = t + self.gap(wire, f.rate)
             if f.timer is None:
                 self._arm(f, t)
 

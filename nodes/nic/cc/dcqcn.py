@@ -12,8 +12,8 @@ needed, as many times as the timer would have fired). Increase events: the timer
 sent); with T timer events and BC byte events since the decrease, an event is fast recovery (``Rc =
 (Rt + Rc)/2``) while ``max(T, BC) < F``, hyper increase (``Rt += R_HAI``) when ``min(T, BC) >= F``,
 else additive increase (``Rt += R_AI``), each then ``Rc = (Rt + Rc)/2`` -- ``Rt`` held at the line
-rate. The timer stops when the rate is back at the line rate. A new rate paces from the segment
-after the next one on (the gap to the next is set as a segment leaves). Rates are floats in bit/s; the pacing
+rate. The timer stops when the rate is back at the line rate. A new rate re-spaces the next segment
+from the last one's hand-over (ns-3's ``ChangeRate``). Rates are floats in bit/s; the pacing
 gap of a segment is its wire time at ``Rc``, rounded up to the ns.
 """
 
