@@ -249,6 +249,22 @@ def test_swift_decrease_and_increase_follow_the_delay_and_its_hop_scaled_target(
     assert f.cc.cwnd == w + sp.swift_ai * 1 / w
 
 
+def test_swift_paces_below_one_segment_and_a_timeout_cuts_the_window():
+    s = H(cc="swift")
+    s.send(1, 40_000)
+    f, sp, tr = s.tr.flows[1], s.n.spec, s.tr
+    tr.rtt.sample(40_000)
+    f.cc.cwnd = 0.5
+    tr._apply(f)
+    assert f.rate == 0.5 * 1000 * 8e9 / 40_000 and f.cwnd == 1000  # one segment out, one per srtt / cwnd
+    f.cc.cwnd, f.cc.last_decrease = 8.0, None
+    tr.on_timeout_cc(f)
+    assert f.cc.cwnd == 8.0 * (1 - sp.swift_max_mdf) and f.rate is None
+    f.cc.retx = sp.swift_retx_reset - 1
+    tr.on_timeout_cc(f)
+    assert f.cc.cwnd == sp.swift_min_cwnd
+
+
 # -- NDP --------------------------------------------------------------------------------------------
 def test_ndp_first_window_blind_then_one_segment_per_pull():
     s = H(cc="ndp")

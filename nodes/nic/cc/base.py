@@ -391,6 +391,9 @@ class CcTransport:
             return
         self.stats["timeouts"] += 1
         f.tries += 1
+        if nic.tracer is not None:
+            nic.tracer.instant(nic.name, "retransmit", now, {"what": "timeout", "cc": self.cc_name, "to": self.nic.names[f.dst] if f.dst < len(self.nic.names) else f.dst,
+                                                              "from_seq": f.una, "try": f.tries}, "retransmit")
         if f.tries >= self.spec.max_tries:
             self._give_up(f, now)
             return
@@ -441,9 +444,8 @@ class CcTransport:
         end = off + n
         key, exp = (msg_id, off), (rx.exp_id, rx.exp_off)
         if self.sr:
-            if key != exp and not self.seen(src, msg_id):
-                if key > exp or not self._partial_has(src, msg_id, off):
-                    self.stats["out_of_order"] += 1
+            if key != exp and not self.seen(src, msg_id) and not self._partial_has(src, msg_id, off):
+                self.stats["out_of_order"] += 1  # past a gap, or filling one (not a copy of one taken)
             if key >= exp:
                 rx.exp_id, rx.exp_off = (msg_id + 1, 0) if end >= total else (msg_id, end)
             self.nic._on_segment(src, hops, frame)
