@@ -392,7 +392,8 @@ class CcTransport:
         self.stats["timeouts"] += 1
         f.tries += 1
         if nic.tracer is not None:
-            nic.tracer.instant(nic.name, "retransmit", now, {"what": "timeout", "cc": self.cc_name, "to": self.nic.names[f.dst] if f.dst < len(self.nic.names) else f.dst,
+            to = nic.names[f.dst] if f.dst < len(nic.names) else f.dst
+            nic.tracer.instant(nic.name, "retransmit", now, {"what": "timeout", "cc": self.cc_name, "to": to,
                                                               "from_seq": f.una, "try": f.tries}, "retransmit")
         if f.tries >= self.spec.max_tries:
             self._give_up(f, now)
