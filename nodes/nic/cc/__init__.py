@@ -45,7 +45,7 @@ def cc_class(name: str) -> type | None:
     if name not in CCS:
         load(GROUP, name)
     if name not in CCS:
-        known = list(dict.fromkeys([*CCS, *BUILT_IN]))
+        known = list(dict.fromkeys(["none", *BUILT_IN, *CCS]))
         raise ConfigError(f"unknown host.cc {name!r}; known: {', '.join(known)}" + others(GROUP, known))
     return CCS[name]
 
