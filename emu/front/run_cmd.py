@@ -108,6 +108,14 @@ async def _run_tests(args, topo, names: list[str], faults, extra: dict) -> tuple
                 mgr = topo.nodes[topo.manager].info
                 mgr_note.append(f"link bring-up over at {net.now:,} ns; {guarantee(mgr['manager'])}")
                 mgr_note.extend(mgr.get("bringup_notes", []))
+            if extra.get("jobs"):  # --job: the jobs at once, then each alone (emu.front.jobs_run)
+                from .jobs_run import run_jobs
+
+                current = "jobs"
+                progress.update(task, description="jobs: running")
+                for r in await run_jobs(net, extra["jobs"], args.seed, not args.no_isolated):
+                    results.append(r)
+                    args.sink.append((args.point, args, r))
             for name in names:
                 current = name
                 progress.update(task, description=f"{name}: running")
