@@ -154,6 +154,10 @@ def resolve(args, topo, tables: list[dict[str, Any]]) -> list[Job]:
                 if test != "gpcnet":
                     raise ConfigError("gpcnet= applies to test=gpcnet only")
                 extra["gpcnet"] = t["gpcnet"]
+            if test == "gpcnet":
+                from .gpcnet import gpcnet_options
+
+                gpcnet_options(extra.get("gpcnet"), len(placed[name]))
             start = parse_time_ns(str(t.get("start", "0")))
             klass = _number("class", t.get("class", "0"), int)
             if klass not in (0, 1):
@@ -180,8 +184,8 @@ def apply_classes(topo, jobs: list[Job]) -> None:
     for job in jobs:
         if job.traffic_class:
             for h in job.hosts:
-                node = topo.nodes[h]
-                node.spec = replace(node.spec, traffic_class=job.traffic_class)
+                node = topo.nodes[h]  # (a Node is frozen: a new one in its place, the dict's order kept)
+                topo.nodes[h] = replace(node, spec=replace(node.spec, traffic_class=job.traffic_class))
 
 
 async def prepare_jobs(args) -> tuple:

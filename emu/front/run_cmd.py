@@ -30,7 +30,7 @@ async def _run(args) -> int:
     prepared = []
     for point in points:  # bad input at any point is refused before the first starts
         pargs = point_args(args, point)
-        prepared.append((point, pargs, await _prepare(pargs)))
+        prepared.append((point, pargs, await _prepare_point(pargs)))
     args.finished, args.points = [], []
     for point, pargs, (names, topo, faults, extra) in prepared:
         pargs.sink, pargs.point = args.finished, point  # what finished is kept for --json (_keep_finished)
@@ -39,6 +39,17 @@ async def _run(args) -> int:
         args.partition_used = getattr(pargs, "partition_used", None)
         args.points.append((point, pargs, results, mgr_note))
     return _show_results(args)
+
+
+async def _prepare_point(args) -> tuple:
+    """``_prepare``, or for a run of jobs (``--job``, ``[[job]]``) ``emu.front.jobs.prepare_jobs``."""
+    from .jobs import job_texts, prepare_jobs
+
+    if job_texts(args):
+        return await prepare_jobs(args)
+    if getattr(args, "no_isolated", False):
+        raise ConfigError("--no-isolated applies to runs of --job only")
+    return await _prepare(args)
 
 
 async def _replay(args) -> int:

@@ -55,14 +55,6 @@ def tests_named(given: list[str] | None) -> list[str]:
 
 async def _prepare(args) -> tuple:
     """One point: (tests, topology, faults, options), refused in one line when bad."""
-    from .jobs import job_texts
-
-    if job_texts(args):  # --job / [[job]]: the jobs' own tests and options (emu.front.jobs)
-        from .jobs import prepare_jobs
-
-        return await prepare_jobs(args)
-    if getattr(args, "no_isolated", False):
-        raise ConfigError("--no-isolated applies to runs of --job only")
     names, offload = _checked_run_args(args)
     topo, faults, defaults, settings = _topology_with_faults(args)
     extra = _collective_extra(args, names, offload, topo)
@@ -70,6 +62,10 @@ async def _prepare(args) -> tuple:
         if "gpcnet" not in names:
             raise ConfigError("--gpcnet applies to --test gpcnet only")
         extra["gpcnet"] = args.gpcnet
+    if "gpcnet" in names:
+        from .gpcnet import gpcnet_options
+
+        gpcnet_options(extra.get("gpcnet"), len(topo.hosts))  # refused before anything starts
     _add_manager_and_group(args, topo, extra, faults, defaults, settings)
     from .buffers import check_buffers
     from .estimate import large_run_note
