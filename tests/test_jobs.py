@@ -145,3 +145,22 @@ def test_gpcnet_prints_its_table(tmp_path, capsys):
         a, b = round(row["isolated_avg"], 1), round(row["congested_avg"], 1)
         assert row["impact_avg"] == round(b / a if lat else a / b, 1)
         assert all(int(n) >= 1 for n in row["congestor_iterations"].split("/"))
+
+
+def test_a_goal_schedule_as_a_job_takes_alone_what_emu_replay_takes(tmp_path):
+    """A ping-pong of 64 KiB in GOAL's text beside an alltoall on the same two leaves: alone it ends when
+    ``emu replay`` says; beside the alltoall the shared links slow both."""
+    from emu.front.replay_goal import read_goal, run_schedule
+    from emu.topologies import build
+
+    goal = tmp_path / "pp.goal"
+    goal.write_text("num_ranks 2\nrank 0 {\nl1: send 65536b to 1 tag 0\nl2: recv 8b from 1 tag 1\nl2 requires l1\n}\n"
+                    "rank 1 {\nl1: recv 65536b from 0 tag 0\nl2: send 8b to 0 tag 1\nl2 requires l1\n}\n")
+    topo = "twolevel:ports=2,hosts=4,spines=1"
+    rows = _run(["--topo", topo, "--job", f"g:hosts=h0+h2,goal={goal}", "--job", "b:hosts=h1+h3,test=alltoall,size=64KiB"],
+                tmp_path)
+    schedule, _ = read_goal(str(goal))
+    alone, _m = run_schedule(build(topo), schedule, ["h0", "h2"])
+    assert rows["g"]["name"] == "g:goal" and rows["g"]["isolated_ns"] == max(r["end_ns"] for r in alone) == 11240
+    assert rows["g"]["completion_ns"] == 13996 and rows["b"]["slowdown"] > 1
+    assert main(["run", "--topo", topo, "--job", f"g:hosts=h0-h2,goal={goal}"]) == 2  # 3 hosts, 2 ranks

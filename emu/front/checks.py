@@ -25,6 +25,7 @@ from .collective_checks import COLLECTIVES, CollectiveOptions, collective_option
 from . import qsnet_checks  # noqa: F401  isort: skip
 from . import traffic_checks  # noqa: F401  isort: skip
 from . import gpcnet  # noqa: F401  isort: skip
+from . import goal_check  # noqa: F401  isort: skip
 
 __all__ = ["CHECKS", "COLLECTIVES", "CheckResult", "CollectiveOptions", "Options", "collective_options", "parse_size",
            "pingall", "register", "run_check"]

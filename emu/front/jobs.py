@@ -15,7 +15,7 @@ from ..config import ConfigError
 WORKLOAD_KEYS = ("size", "algo", "dtype", "op", "root", "density", "overlap", "bucket", "load", "warmup", "measure",
                  "drain", "to_self", "gpcnet")
 """A job's workload options: the ``emu run`` options of the same name (``to-self`` also as written there)."""
-KEYS = ("hosts", "test", "start", "class", *WORKLOAD_KEYS)
+KEYS = ("hosts", "test", "start", "class", "goal", *WORKLOAD_KEYS)
 _INTS = ("root", "bucket", "warmup", "measure")
 _FLOATS = ("density", "overlap")
 
@@ -133,7 +133,10 @@ def resolve(args, topo, tables: list[dict[str, Any]]) -> list[Job]:
     for t in tables:
         name = t["name"]
         try:
-            test = t.get("test") or "pingall"
+            test = t.get("test") or ("goal" if "goal" in t else "pingall")
+            if ("goal" in t) != (test == "goal"):
+                raise ConfigError("goal=FILE is the job's workload (a GOAL schedule): give it without test=, or "
+                                  "test=goal with goal=FILE")
             (test,) = tests_named([test]) if "+" not in test else (None,)
             if test is None:
                 raise ConfigError(f"test={t['test']}: a job runs one test; give one job per test")
@@ -158,6 +161,14 @@ def resolve(args, topo, tables: list[dict[str, Any]]) -> list[Job]:
                 from .gpcnet import gpcnet_options
 
                 gpcnet_options(extra.get("gpcnet"), len(placed[name]))
+            if test == "goal":
+                from .replay_goal import read_goal
+
+                schedule, _sha = read_goal(str(t["goal"]))
+                if schedule.num_ranks != len(placed[name]):
+                    raise ConfigError(f"goal={t['goal']} has {schedule.num_ranks} ranks and the job {len(placed[name])} "
+                                      "hosts; give one host per rank")
+                extra.update(goal_schedule=schedule, goal=str(t["goal"]))
             start = parse_time_ns(str(t.get("start", "0")))
             klass = _number("class", t.get("class", "0"), int)
             if klass not in (0, 1):
