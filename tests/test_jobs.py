@@ -164,3 +164,13 @@ def test_a_goal_schedule_as_a_job_takes_alone_what_emu_replay_takes(tmp_path):
     assert rows["g"]["name"] == "g:goal" and rows["g"]["isolated_ns"] == max(r["end_ns"] for r in alone) == 11240
     assert rows["g"]["completion_ns"] == 13996 and rows["b"]["slowdown"] > 1
     assert main(["run", "--topo", topo, "--job", f"g:hosts=h0-h2,goal={goal}"]) == 2  # 3 hosts, 2 ranks
+
+
+def test_an_open_loop_traffic_job_sends_among_its_own_hosts(tmp_path):
+    """uniform on 8 of 16 hosts, two loads (load=0.3+0.5): every packet stays within the job; its hosts
+    alone send without the host's send overhead, as emu run --test uniform sets it."""
+    rows = _run(["--topo", "twolevel:ports=4,hosts=16,spines=2", "--job", "a:hosts=random:8,test=allreduce",
+                 "--job", "b:hosts=random:8,test=uniform,load=0.3+0.5,warmup=100,measure=100"], tmp_path)
+    b = rows["b"]
+    assert b["ok"] and b["sources"] == 8 and [r["offered"] for r in b["curve"]] == [0.3, 0.5]
+    assert rows["a"]["isolated_ns"] == 5850  # the allreduce's hosts keep their 300 ns send overhead

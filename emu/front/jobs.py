@@ -148,6 +148,8 @@ def resolve(args, topo, tables: list[dict[str, Any]]) -> list[Job]:
                     v = _number(k, v, int)
                 elif k in _FLOATS and v is not None:
                     v = _number(k, v, float)
+                elif k == "load" and v is not None:  # several: load=[0.3,0.5] or load=0.3+0.5
+                    v = str(v).strip().strip("[]").replace("+", ",").replace(" ", "")
                 elif k == "to_self" and v is not None:
                     v = str(v).lower() in ("1", "true", "yes", "")
                 setattr(jargs, k, v)
@@ -190,13 +192,22 @@ def _number(key: str, value, kind):
         raise ConfigError(f"{key}={value}: not {'a whole number' if kind is int else 'a number'}") from None
 
 
-def apply_classes(topo, jobs: list[Job]) -> None:
-    """Each job's traffic class onto its hosts' spec (the NIC stamps it on their message frames)."""
+def apply_host_specs(topo, jobs: list[Job], defaults: dict, settings: dict) -> None:
+    """Onto each job's hosts' spec: its traffic class (the NIC stamps it on their message frames), and
+    for an open-loop traffic test what ``emu run --test uniform`` sets on every host unless given
+    (``host.send_overhead_ns=0``; with ``drain=measured`` also ``recv_overhead_ns=0``)."""
+    from .traffic_checks import PATTERNS
+
+    given = {**defaults.get("host", {}), **settings.get("host", {})}
     for job in jobs:
-        if job.traffic_class:
+        change: dict = {"traffic_class": job.traffic_class} if job.traffic_class else {}
+        if job.test in PATTERNS:
+            change.update({f: 0 for f in ("send_overhead_ns", "recv_overhead_ns")
+                           if f not in given and (f == "send_overhead_ns" or job.extra.get("drain") == "measured")})
+        if change:
             for h in job.hosts:
                 node = topo.nodes[h]  # (a Node is frozen: a new one in its place, the dict's order kept)
-                topo.nodes[h] = replace(node, spec=replace(node.spec, traffic_class=job.traffic_class))
+                topo.nodes[h] = replace(node, spec=replace(node.spec, **change))
 
 
 async def prepare_jobs(args) -> tuple:
@@ -211,15 +222,19 @@ async def prepare_jobs(args) -> tuple:
     if getattr(args, "format", "table") != "table":
         raise ConfigError(f"--format {args.format} prints collective sweeps; a run of --job prints a row per job")
     tables = job_texts(args)
-    tests = "+".join(dict.fromkeys(t.get("test") or "pingall" for t in tables))
+    if getattr(args, "recorded_config", None) is not None:  # a replay reads no file its record names
+        named = [t["name"] for t in tables if str(t.get("hosts", "")).startswith("file:") or "goal" in t]
+        if named:
+            raise ConfigError(f"--replay: --job {named[0]} reads a file (hosts=file: or goal=); a replay reads no file "
+                              "its record names: run the command again instead")
     given = args.test
-    args.test = [tests] if all(n for n in tests.split("+")) else None
+    args.test = None  # (the traffic tests' host settings go onto their jobs' hosts only: apply_host_specs)
     try:
         topo, faults, defaults, settings = _topology_with_faults(args)
     finally:
         args.test = given
     jobs = resolve(args, topo, tables)
-    apply_classes(topo, jobs)
+    apply_host_specs(topo, jobs, defaults, settings)
     _add_manager_and_group(args, topo, {"offload": None, "ranks": None}, faults, defaults, settings)
     from .runrecord import resolved_settings
     from .run_prepare import _settings
