@@ -15,7 +15,7 @@ from ..config import ConfigError
 WORKLOAD_KEYS = ("size", "algo", "dtype", "op", "root", "density", "overlap", "bucket", "load", "warmup", "measure",
                  "drain", "to_self", "gpcnet")
 """A job's workload options: the ``emu run`` options of the same name (``to-self`` also as written there)."""
-KEYS = ("hosts", "test", "start", "class", "goal", *WORKLOAD_KEYS)
+KEYS = ("hosts", "test", "start", "class", "goal", "mpirun", *WORKLOAD_KEYS)
 _INTS = ("root", "bucket", "warmup", "measure")
 _FLOATS = ("density", "overlap")
 
@@ -90,8 +90,9 @@ def config_jobs(path: str) -> list[dict[str, Any]]:
         if unknown:
             raise ConfigError(f"--config {path}: [[job]] {name}: unknown key {unknown[0]!r}; keys: {', '.join(KEYS)}")
         row = {k.replace("-", "_"): v for k, v in t.items()}
-        if isinstance(row.get("hosts"), list):
-            row["hosts"] = "[" + ",".join(str(h) for h in row["hosts"]) + "]"
+        for k in ("hosts", "mpirun", "load"):
+            if isinstance(row.get(k), list):
+                row[k] = "[" + ",".join(str(h) for h in row[k]) + "]"
         out.append({k: v if isinstance(v, (str, bool)) or k == "name" else str(v) for k, v in row.items()})
     return out
 
@@ -133,10 +134,10 @@ def resolve(args, topo, tables: list[dict[str, Any]]) -> list[Job]:
     for t in tables:
         name = t["name"]
         try:
-            test = t.get("test") or ("goal" if "goal" in t else "pingall")
-            if ("goal" in t) != (test == "goal"):
-                raise ConfigError("goal=FILE is the job's workload (a GOAL schedule): give it without test=, or "
-                                  "test=goal with goal=FILE")
+            test = t.get("test") or ("goal" if "goal" in t else "mpirun" if "mpirun" in t else "pingall")
+            for key in ("goal", "mpirun"):
+                if (key in t) != (test == key):
+                    raise ConfigError(f"{key}= is the job's workload: give it without test= (or test={key} with {key}=)")
             (test,) = tests_named([test]) if "+" not in test else (None,)
             if test is None:
                 raise ConfigError(f"test={t['test']}: a job runs one test; give one job per test")
@@ -171,6 +172,12 @@ def resolve(args, topo, tables: list[dict[str, Any]]) -> list[Job]:
                     raise ConfigError(f"goal={t['goal']} has {schedule.num_ranks} ranks and the job {len(placed[name])} "
                                       "hosts; give one host per rank")
                 extra.update(goal_schedule=schedule, goal=str(t["goal"]))
+            if test == "mpirun":
+                from .mpirun_check import program
+
+                if args.processes != 1 or getattr(args, "mpi", False):
+                    raise ConfigError("an mpirun= job's ranks talk to the emulator's own process: leave out --processes")
+                extra["mpirun"] = program(str(t["mpirun"]))
             start = parse_time_ns(str(t.get("start", "0")))
             klass = _number("class", t.get("class", "0"), int)
             if klass not in (0, 1):
@@ -223,9 +230,9 @@ async def prepare_jobs(args) -> tuple:
         raise ConfigError(f"--format {args.format} prints collective sweeps; a run of --job prints a row per job")
     tables = job_texts(args)
     if getattr(args, "recorded_config", None) is not None:  # a replay reads no file its record names
-        named = [t["name"] for t in tables if str(t.get("hosts", "")).startswith("file:") or "goal" in t]
+        named = [t["name"] for t in tables if str(t.get("hosts", "")).startswith("file:") or "goal" in t or "mpirun" in t]
         if named:
-            raise ConfigError(f"--replay: --job {named[0]} reads a file (hosts=file: or goal=); a replay reads no file "
+            raise ConfigError(f"--replay: --job {named[0]} reads a file (hosts=file:, goal= or mpirun=); a replay reads no file "
                               "its record names: run the command again instead")
     given = args.test
     args.test = None  # (the traffic tests' host settings go onto their jobs' hosts only: apply_host_specs)
