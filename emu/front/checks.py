@@ -26,7 +26,6 @@ from . import qsnet_checks  # noqa: F401  isort: skip
 from . import traffic_checks  # noqa: F401  isort: skip
 from . import gpcnet  # noqa: F401  isort: skip
 from . import goal_check  # noqa: F401  isort: skip
-from . import mpirun_check  # noqa: F401  isort: skip
 
 __all__ = ["CHECKS", "COLLECTIVES", "CheckResult", "CollectiveOptions", "Options", "collective_options", "parse_size",
            "pingall", "register", "run_check"]

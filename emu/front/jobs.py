@@ -112,7 +112,8 @@ def resolve(args, topo, tables: list[dict[str, Any]]) -> list[Job]:
     from emu.nodes.workload.placement import parse_hosts, place
 
     from ..faults import parse_time_ns
-    from .run_prepare import _collective_extra, tests_named
+    from . import mpirun_check  # noqa: F401  (registers the test mpirun: only a job runs it; emu.front.checks
+    from .run_prepare import _collective_extra, tests_named  # imports it not, as emu.front.mpirun imports checks)
 
     if args.test or any(getattr(args, k, None) not in (None, False) for k in WORKLOAD_KEYS if k != "gpcnet") \
             or args.ranks or args.offload not in (None, "none"):

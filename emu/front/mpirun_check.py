@@ -1,7 +1,8 @@
 """``--job NAME:hosts=...,mpirun=[PROGRAM.py,ARG,...]``: an unchanged mpi4py program as a job's
 workload, as ``emu mpirun`` runs it (a process per rank, ``emu.rank``; ``--compute zero``: the
 program's own CPU time is not charged, so the figures are deterministic), rank r on the job's r-th
-host. Registered as the test ``mpirun``, which only a job can name (it needs the program)."""
+host. Registered as the test ``mpirun`` when ``emu.front.jobs`` reads a job (only a job can name it: it
+needs the program)."""
 
 from __future__ import annotations
 
