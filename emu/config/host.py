@@ -201,6 +201,10 @@ class HostSpec(CcParams):
     [0, ``skew_ns``]) or exponential (mean ``skew_ns``), drawn per host from the seed."""
     skew_ns: int = 0
     """The skew's scale (ns)."""
+    traffic_class: int = 0
+    """The fabric header's ``prio`` on this host's message frames: 0, or 1 for frames that overtake
+    priority-0 frames waiting at every output port they pass (strict priority, ``LinkSpec.priority``).
+    ``emu run --job NAME:...,class=1`` sets it on the job's hosts (docs/jobs.md)."""
     nic: NicSpec = NicSpec()
     """The collective-offload engine of the NIC (spec 01)."""
     elan: ElanSpec = ElanSpec()
@@ -209,6 +213,8 @@ class HostSpec(CcParams):
     def __post_init__(self) -> None:
         _check_delays("HostSpec", self, ("nic_delay_ns", "send_overhead_ns", "recv_overhead_ns", "reduce_ps_per_byte",
                                          "xor_ns"))
+        if self.traffic_class not in (0, 1) or isinstance(self.traffic_class, bool):
+            raise ConfigError(f"HostSpec.traffic_class must be 0 or 1 (the fabric header's prio), got {self.traffic_class!r}")
         if not isinstance(self.eager_limit_bytes, int) or isinstance(self.eager_limit_bytes, bool) \
                 or not 0 <= self.eager_limit_bytes <= 1 << 30:
             raise ConfigError(f"HostSpec.eager_limit_bytes must be an integer within 0..2**30 bytes, got "

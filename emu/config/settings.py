@@ -140,6 +140,8 @@ def load_settings(path: str) -> dict[str, dict[str, object]]:
     data = read_toml(path, f"--config {path}")
     out: dict[str, dict[str, object]] = {}
     for section, fields in data.items():
+        if section == "job" and isinstance(fields, list):  # [[job]] tables: the jobs of a run (emu.front.jobs)
+            continue
         if not isinstance(fields, dict):
             raise ConfigError(f"--config {path}: {section} = ... must be a [section] of fields "
                               f"(sections: {', '.join(SECTIONS)})")

@@ -24,6 +24,8 @@ from .ping_checks import pingall  # isort: skip
 from .collective_checks import COLLECTIVES, CollectiveOptions, collective_options  # isort: skip
 from . import qsnet_checks  # noqa: F401  isort: skip
 from . import traffic_checks  # noqa: F401  isort: skip
+from . import gpcnet  # noqa: F401  isort: skip
+from . import goal_check  # noqa: F401  isort: skip
 
 __all__ = ["CHECKS", "COLLECTIVES", "CheckResult", "CollectiveOptions", "Options", "collective_options", "parse_size",
            "pingall", "register", "run_check"]

@@ -220,6 +220,16 @@ def _add_run(sub) -> None:
                                   "(star:n=4,star:n=8)")
     r.add_argument("--test", action="append", metavar="TEST[+TEST...]",
                    help="tests to run, in order: joined with '+' or one --test each (default pingall; listed below)")
+    r.add_argument("--job", action="append", metavar="NAME:hosts=...,test=...",
+                   help="a job: a test on its own hosts, run at once with the other jobs on one cluster; keys hosts= "
+                        "(h0+h3, h0-h7, packed:N, random:N, interleaved:N, file:PATH), test=, start=TIME, class=0|1 "
+                        "and the test's options (size=, algo=, load=, ...); also [[job]] tables in --config "
+                        "(docs/jobs.md). Each job's row gives its slowdown against itself alone on the same hosts")
+    r.add_argument("--no-isolated", action="store_true",
+                   help="with --job: do not run each job alone afterwards (no slowdown column)")
+    r.add_argument("--gpcnet", metavar="KEY=VALUE,...",
+                   help="--test gpcnet's counts and sizes (docs/jobs.md): victims=0.2, rings=, lat_iters=, bw_iters=, "
+                        "bw_size=, ar_iters=, cong_size=, cong_iters= (default GPCNeT's figures scaled to an emulator)")
     r.add_argument("--seed", type=_ascii(int), default=0, help="seeds the run's random choices (every element's generator, sampled pingall peers, the tests' data): the same seed gives the same figures (default 0)")
     r.add_argument("--processes", type=_ascii(int), default=1, help="OS processes to spread the elements over")
     r.add_argument("--bind", default="127.0.0.1", metavar="ADDRESS|INTERFACE",

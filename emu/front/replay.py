@@ -25,9 +25,9 @@ from ..config import ConfigError
 
 WHAT = ("--topo", "--test", "--seed", "--processes", "--partition", "--set", "--config", "--fault", "--realtime",
         "--algo", "--size", "--dtype", "--op", "--root", "--ranks", "--offload", "--branch", "--density",
-        "--bucket", "--overlap", "--load", "--warmup", "--measure", "--drain")
+        "--bucket", "--overlap", "--load", "--warmup", "--measure", "--drain", "--job", "--gpcnet")
 """Options of ``emu run`` with a value that say what is run: a replay takes them from the record."""
-FLAGS = ("--direct", "--wire", "--manager", "--to-self")
+FLAGS = ("--direct", "--wire", "--manager", "--to-self", "--no-isolated")
 """Options of ``emu run`` without a value that say what is run (or how, with the same figures)."""
 OUTPUTS = ("--json", "--csv", "--indent", "--pcap", "--trace", "--trace-limit", "--trace-bin", "--format")
 """Options that say where the figures go: never taken from a record; the user's own may go with --replay."""

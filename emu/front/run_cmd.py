@@ -30,7 +30,7 @@ async def _run(args) -> int:
     prepared = []
     for point in points:  # bad input at any point is refused before the first starts
         pargs = point_args(args, point)
-        prepared.append((point, pargs, await _prepare(pargs)))
+        prepared.append((point, pargs, await _prepare_point(pargs)))
     args.finished, args.points = [], []
     for point, pargs, (names, topo, faults, extra) in prepared:
         pargs.sink, pargs.point = args.finished, point  # what finished is kept for --json (_keep_finished)
@@ -39,6 +39,17 @@ async def _run(args) -> int:
         args.partition_used = getattr(pargs, "partition_used", None)
         args.points.append((point, pargs, results, mgr_note))
     return _show_results(args)
+
+
+async def _prepare_point(args) -> tuple:
+    """``_prepare``, or for a run of jobs (``--job``, ``[[job]]``) ``emu.front.jobs.prepare_jobs``."""
+    from .jobs import job_texts, prepare_jobs
+
+    if job_texts(args):
+        return await prepare_jobs(args)
+    if getattr(args, "no_isolated", False):
+        raise ConfigError("--no-isolated applies to runs of --job only")
+    return await _prepare(args)
 
 
 async def _replay(args) -> int:
@@ -108,6 +119,14 @@ async def _run_tests(args, topo, names: list[str], faults, extra: dict) -> tuple
                 mgr = topo.nodes[topo.manager].info
                 mgr_note.append(f"link bring-up over at {net.now:,} ns; {guarantee(mgr['manager'])}")
                 mgr_note.extend(mgr.get("bringup_notes", []))
+            if extra.get("jobs"):  # --job: the jobs at once, then each alone (emu.front.jobs_run)
+                from .jobs_run import run_jobs
+
+                current = "jobs"
+                progress.update(task, description="jobs: running")
+                for r in await run_jobs(net, extra["jobs"], args.seed, not args.no_isolated):
+                    results.append(r)
+                    args.sink.append((args.point, args, r))
             for name in names:
                 current = name
                 progress.update(task, description=f"{name}: running")

@@ -27,7 +27,11 @@ def _show_results(args) -> int:
     for point, pargs, r in args.finished:
         rows = {k: v for k, v in r.figures.items() if isinstance(v, list) and v and isinstance(v[0], dict)}
         at = "".join(f" {k}={v}" for k, v in point.items() if k in args.swept)
-        out.print(f"[bold]{r.name}[/]{at}: " + escape("  ".join(f"{k}={v}" for k, v in r.figures.items() if k not in rows)))
+        out.print(f"[bold]{r.name}[/]{at}: " + escape("  ".join(f"{k}={v}" for k, v in r.figures.items()
+                                                                if k not in rows and k != "gpcnet_table")))
+        if r.figures.get("gpcnet_table"):  # --test gpcnet: GPCNeT's own printout
+            out.print(escape(r.figures["gpcnet_table"]), highlight=False, soft_wrap=True)
+            rows = {}
         for k, v in rows.items():  # a figure that is a list of rows (a test's curve): a table
             out.print(_rows_table(f"{r.name}{at}: {k}", v))
         if r.error:

@@ -57,7 +57,18 @@ async def _prepare(args) -> tuple:
     """One point: (tests, topology, faults, options), refused in one line when bad."""
     names, offload = _checked_run_args(args)
     topo, faults, defaults, settings = _topology_with_faults(args)
+    if "goal" in names or "mpirun" in names:
+        raise ConfigError("--test goal and --test mpirun run a job's GOAL schedule or mpi4py program: give --job "
+                          "NAME:hosts=...,goal=FILE or mpirun=PROGRAM.py (alone: emu replay FILE, emu mpirun PROGRAM.py)")
     extra = _collective_extra(args, names, offload, topo)
+    if getattr(args, "gpcnet", None) is not None:
+        if "gpcnet" not in names:
+            raise ConfigError("--gpcnet applies to --test gpcnet only")
+        extra["gpcnet"] = args.gpcnet
+    if "gpcnet" in names:
+        from .gpcnet import gpcnet_options
+
+        gpcnet_options(extra.get("gpcnet"), len(topo.hosts))  # refused before anything starts
     _add_manager_and_group(args, topo, extra, faults, defaults, settings)
     from .buffers import check_buffers
     from .estimate import large_run_note

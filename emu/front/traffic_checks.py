@@ -208,15 +208,16 @@ def schedule(pattern: str, n: int, i: int, load: float, cycles: int, seed: int, 
 
 
 async def traffic_app(host, cycle_ns: int, when: list, dst: list, size: int, expect: int, window: tuple[int, int],
-                      measured: int | None = None):
+                      measured: int | None = None, names: list[str] | None = None):
     """Send each packet at its cycle (open loop), then receive the ``expect`` packets sent here.
     Returns (latencies and sources of the packets created in the window, packets that arrived in
     the window, packets received, packets that arrived after a later one of the same source). ``measured`` (``--drain measured``): past the window, inject only
     while fewer than that many packets created in the window have arrived here, then tell every
-    host how many packets went to it (tag ``TAG_END``) and receive until each one's count is in."""
+    host how many packets went to it (tag ``TAG_END``) and receive until each one's count is in.
+    ``names``: the hosts the destinations index (default every host; a job's own, ``emu run --job``)."""
     t0 = host.now
     pad = bytes(size - HEAD.size)
-    names = host.hosts
+    names = host.hosts if names is None else names
     w0, w1 = t0 + window[0] * cycle_ns, t0 + window[1] * cycle_ns
     lat, src, arrived, last, late = [], [], 0, {}, 0
     got = 0
@@ -352,7 +353,8 @@ def _check(pattern: str):
                     measured[d] += inside
             drain = o.drain == "measured"
             res = await net.run({h: (traffic_app, cycle, scheds[i][0], scheds[i][1], o.size, expect[i], window,
-                                     measured[i] if drain else None) for i, h in enumerate(hosts)})
+                                     measured[i] if drain else None, None if n == len(topo.hosts) else hosts)
+                                 for i, h in enumerate(hosts)})
             lat, mod, arrived, late = [], 0, 0, 0
             for h in hosts:
                 ls, ss, a, ooo = res[h]

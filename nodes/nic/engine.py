@@ -140,6 +140,8 @@ class NicEngine(_Attributes):
         self._ping_seq = 0
         self._heads: dict[int, bytes] = {}
         self._lazy: Outgoing | None = None
+        if self.spec.traffic_class:  # the compiled core's one-frame send writes prio 0: a NIC with a method of its
+            self._route = self._route  # own (in its __dict__) is left to Python (emu/csrc/nic.h inst_plain)
         self._load(self.mechanisms)
         self.transport = make_transport(self, self._put_message)  # (host.cc's, or host.transport's)
         """The end-to-end transport of host messages (None: each frame sent once)."""
@@ -347,14 +349,15 @@ class NicEngine(_Attributes):
             port, head = self._route(dst, None)
         self._lazy = None
         flags, rsvd = (0, 0) if route is None else (FLAG_SRCRT, route & 0xFF)
+        prio = self.spec.traffic_class  # (a job's class: the fabric header's prio)
         if total <= mtu:  # one frame (the loop below, once)
-            self._out.append((port, b"".join((head, _FABRIC_PACK(self.node_id, dst, vc, 0, _MSG_T, flags, 0, rsvd,
+            self._out.append((port, b"".join((head, _FABRIC_PACK(self.node_id, dst, vc, prio, _MSG_T, flags, 0, rsvd,
                                                                    _MSG_LEN + total),
                                              _MSG_PACK(msg_id, tag, total, 0), data)), at))
             self.stats["frames_sent"] += 1
             return port
         if total >= self.lazy_bytes:
-            og = self._lazy = Outgoing(head, self.node_id, dst, vc, msg_id, tag, data, mtu, flags, rsvd)
+            og = self._lazy = Outgoing(head, self.node_id, dst, vc, msg_id, tag, data, mtu, flags, rsvd, prio)
             frames = og.frames()
             self._out.extend([(port, f, at) for f in frames])
             self.stats["frames_sent"] += len(frames)
@@ -365,7 +368,7 @@ class NicEngine(_Attributes):
         while True:
             chunk = data[off:off + mtu]
             n = len(chunk)
-            out((port, join((head, fab(me, dst, vc, 0, ptype, flags, 0, rsvd, _MSG_LEN + n), msg(msg_id, tag, total, off),
+            out((port, join((head, fab(me, dst, vc, prio, ptype, flags, 0, rsvd, _MSG_LEN + n), msg(msg_id, tag, total, off),
                              chunk)), at))
             frames += 1
             off += n

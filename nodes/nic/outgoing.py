@@ -30,12 +30,12 @@ class Outgoing:
     """One message cut into lazy frames (keys: the frames' offsets into the message)."""
 
     __slots__ = ("eth", "me", "dst", "vc", "msg_id", "tag", "total", "mtu", "data", "base", "left", "low",
-                 "_heads", "copied", "flags", "rsvd")
+                 "_heads", "copied", "flags", "rsvd", "prio")
 
     def __init__(self, eth: bytes, me: int, dst: int, vc: int, msg_id: int, tag: int, data, mtu: int,
-                 flags: int = 0, rsvd: int = 0):
+                 flags: int = 0, rsvd: int = 0, prio: int = 0):
         self.eth, self.me, self.dst, self.vc, self.msg_id, self.tag = eth, me, dst, vc, msg_id, tag
-        self.flags, self.rsvd = flags, rsvd
+        self.flags, self.rsvd, self.prio = flags, rsvd, prio
         """The fabric header's flags and rsvd byte (a resend's source route: SRCRT and its route id)."""
         self.total = len(data)
         self.mtu = mtu
@@ -63,7 +63,7 @@ class Outgoing:
         n = min(self.mtu, self.total - off)
         h = self._heads.get(n)
         if h is None:
-            h = self._heads[n] = self.eth + _FAB(self.me, self.dst, self.vc, 0, PacketType.MSG, self.flags, 0, self.rsvd,
+            h = self._heads[n] = self.eth + _FAB(self.me, self.dst, self.vc, self.prio, PacketType.MSG, self.flags, 0, self.rsvd,
                                            _MSG_LEN + n)
         return h
 
