@@ -310,7 +310,9 @@ class OutPort:
         starts it when the port is free and a credit covers it."""
         fl = self.flow
         frame = made(frame)  # waiting for credit, it may be rewritten (its VC): made now (emu.wire.lazy)
-        if fl.late and len(frame) > VC_OFF:  # one queue per group: its VC is picked as it starts
+        if fl.by_prio:  # a queue per traffic class (emu.pause)
+            vc = frame[PRIO_OFF] & 7 if len(frame) > PRIO_OFF else 0
+        elif fl.late and len(frame) > VC_OFF:  # one queue per group: its VC is picked as it starts
             vc = frame[VC_OFF] % fl.groups
         elif fl.groups and len(frame) > VC_OFF:  # the receiver lets the sender pick a VC of the frame's group
             vc = fl.pick(frame[VC_OFF] % fl.groups)
@@ -320,6 +322,8 @@ class OutPort:
             vc = frame[VC_OFF] % fl.vcs if len(frame) > VC_OFF else 0
         wire = add_fcs(frame)
         fl.queues[vc].append((at, wire, token))
+        if fl.by_prio:
+            fl.held_bytes += self.framing.length_wire(wire)
         q = self.queued
         if self.tracer is None:
             while q and q[0][0] <= at:
@@ -359,6 +363,10 @@ class OutPort:
                     fl.stalls += 1
                 break
             wire, token, n, pool = self._take_credit(best, bw)
+            if fl.by_prio:
+                fl.held_bytes -= n
+                if fl.stamp is not None:
+                    wire = fl.stamp(self, wire, now, n)
             if fl.stalled_since is not None:
                 fl.stall_ns += now - fl.stalled_since
                 fl.stalled_since = None
