@@ -6,7 +6,7 @@ the reverse direction of the link, numbered, captured and decoded like any frame
 
 from __future__ import annotations
 
-from .element_const import DIR_OUT, DROPPED, PAUSE_END
+from .element_const import DIR_IN, DIR_OUT, DROPPED, PAUSE_END
 from .pause import DROP, HELD, INF
 from .port import PRIO_OFF, InPort
 from .wire.fabric import add_fcs
@@ -24,7 +24,7 @@ class Pfc:
             return [inp, prio, None, n, 0]
         if q == DROP:
             if self.capture is not None:
-                self.capture.append((now, inp.iface, DROPPED, wire))
+                self.capture.append((now, inp.iface, DIR_IN | DROPPED, wire))
             return None
         self._send_pause(inp.index, {prio: q})
         return [inp, prio, None, n, 0]

@@ -22,7 +22,7 @@ from emu.wire.host import MSG
 from emu.wire.pause import is_pause, parse_pause
 from emu.topologies.base import Topology
 from emu.topologies.registry import build
-from switch.queues import SwitchQueues
+from emu.switch.queues import SwitchQueues
 
 DIR_IN, DIR_OUT, DROPPED = 1, 2, 4
 WIRE = 1024 + 50  # a full message segment (host.mtu_bytes) on the wire, FCS included
