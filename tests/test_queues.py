@@ -286,3 +286,12 @@ async def test_a_cycle_of_paused_queues_is_named_a_pfc_deadlock():
         with pytest.raises(emu.DeadlockError, match=r"PFC deadlock at \d+ ns: \d+ frame\(s\) wait in queues paused by "
                                                     r"PFC.*cyclic wait: (s\d+-p\d prio0 -> ){4}s\d+-p\d prio0"):
             await run_collective(net, "alltoall", count=2048, dtype="int32")
+
+
+def test_a_topology_file_keeps_the_queue_settings(tmp_path):
+    from emu.topologies.files import dumps
+    t = build("star:n=2", settings=parse_settings(["queues.ecn=step", "queues.pfc_classes=3"]))
+    p = tmp_path / "t.json"
+    p.write_text(dumps(t, "json"))
+    q = build(str(p)).nodes["s0"].spec.queues
+    assert (q.ecn, q.pfc_mask, q.buffer_bytes) == ("step", 8, 0)

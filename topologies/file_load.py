@@ -36,7 +36,7 @@ from .estimate import Estimate, check, limits
 from .file_parse import MAX_NAME, MAX_PORT, TYPE_WORDS, Elements, graphml_elements, json_elements, ranged, show
 from .file_routes import check_routing
 
-NODE_SECTIONS = {"host": ("host", "nic", "elan"), "switch": ("switch", "pu")}
+NODE_SECTIONS = {"host": ("host", "nic", "elan"), "switch": ("switch", "pu", "queues")}
 """The settings sections whose fields a node of each kind may carry."""
 GRAPH_ATTRS = ("name", "grid", "diameter", "bisection", "figures")
 UNLINKED = 256
