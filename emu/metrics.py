@@ -71,7 +71,17 @@ class RunMetrics:
                 "fcs_errors": sum(self.fcs_errors.values()), "lost_in_flight": sum(self.lost_in_flight.values()),
                 **({"max_vc_peak_bytes": max(max(v) for v in self.vc_peak_bytes.values()),
                     "credit_stalls": sum(self.credit_stalls.values()),
-                    "credit_stall_ns": sum(self.credit_stall_ns.values())} if self.vc_peak_bytes else {})}
+                    "credit_stall_ns": sum(self.credit_stall_ns.values())} if self.vc_peak_bytes else {}),
+                **self.queue_totals()}
+
+    def queue_totals(self) -> dict[str, int]:
+        """The output-queue mechanisms' counts summed over the ports (none when no mechanism did anything)."""
+        out: dict[str, int] = {}
+        for v in self.queues.values():
+            for k in QUEUE_TOTALS:
+                if v.get(k):
+                    out[k] = out.get(k, 0) + v[k]
+        return out
 
     def per_link(self) -> dict[str, dict[str, int]]:
         """Per link direction (named by its sending port) that carried, dropped or queued anything
@@ -93,6 +103,10 @@ class RunMetrics:
             del d["queues"]
         d["completion_ns"] = self.completion_ns
         return d
+
+
+QUEUE_TOTALS = ("tail_drops", "trimmed", "ecn_marked", "int_stamped", "xoff_tx", "xon_tx", "headroom_drops", "paused_ns")
+"""The counters of ``RunMetrics.queues`` a run's summary sums (``switch.queues``, ``emu.pause``)."""
 
 
 def _port_order(name: str) -> tuple[str, int]:

@@ -66,8 +66,13 @@ class SwitchQueues:
     @staticmethod
     def queue_bytes(p, at: int) -> int:
         """Bytes handed to port ``p`` whose last bit has not left by ``at``."""
-        q = p.queued_bytes + p.flow.held_bytes
-        for done, n in p.queued:
+        dq = p.queued
+        if p.tracer is None:  # (as hand_over drains it: what has left by ``at`` leaves the count)
+            while dq and dq[0][0] <= at:
+                p.queued_bytes -= dq.popleft()[1]
+            return p.queued_bytes + p.flow.held_bytes
+        q = p.queued_bytes + p.flow.held_bytes  # (a traced port's tracer drains it, recording the changes)
+        for done, n in dq:
             if done > at:
                 break
             q -= n
