@@ -296,3 +296,27 @@ def test_a_topology_file_keeps_the_queue_settings(tmp_path):
     p.write_text(dumps(t, "json"))
     q = build(str(p)).nodes["s0"].spec.queues
     assert (q.ecn, q.pfc_mask, q.buffer_bytes) == ("step", 8, 0)
+
+
+async def test_a_pause_of_few_quanta_lapses_and_the_next_frame_above_xoff_pauses_again():
+    q = QueueSpec(pfc_classes="0", xoff_bytes=3 * WIRE, xon_bytes=WIRE, headroom_bytes=20 * WIRE, pause_quanta=100)
+    recs, base, m = await _burst(q, 12, recv=1)
+    h0 = base - 2  # h0's interface (h0, h1, then s0's)
+    sent = [t for t, i, d, f in recs if i == h0 and d == DIR_OUT]
+    got = [t for t, i, d, f in recs if i == h0 and d == DIR_IN and is_pause(f) and parse_pause(f)[0]]
+    lapse = 100 * 512 // 100  # 100 quanta of 512 bit times at 100 Gbit/s: 512 ns
+    assert len(got) >= 2
+    for tp in got:  # h0 starts nothing from the PAUSE's arrival until it lapses, then at once
+        later = [t for t in sent if t >= tp]
+        if later:
+            assert later[0] == tp + lapse
+    assert m.per_link()["h0-nic0"]["paused_ns"] == lapse * len(got)
+    assert m.per_link()["s0-p0"]["xoff_tx"] == len(got)
+
+
+async def test_a_headroom_too_small_for_the_link_loses_frames_and_says_so():
+    q = QueueSpec(pfc_classes="0", xoff_bytes=3 * WIRE, xon_bytes=WIRE, headroom_bytes=WIRE)
+    recs, base, m = await _burst(q, 12)
+    lost = [f for t, i, d, f in recs if i == base and d == DIR_IN | DROPPED]
+    assert len(lost) == m.per_link()["s0-p0"]["headroom_drops"] > 0
+    assert m.per_link()["s0-p1"]["frames"] == 12 - len(lost)
