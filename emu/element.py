@@ -419,8 +419,7 @@ class Element(Links, Flow, Pfc):
         if inp.buf is None:
             token = None
         elif inp.buf.pfc:  # a PFC ingress: the frame's bytes held for its class (emu.element_pfc)
-            token = self._pfc_enter(inp, wire, inp.framing.length(wire) if kind & NOFCS else inp.framing.length_wire(wire), now)
-            if token is None:
+            if (token := self._pfc_enter(inp, wire, kind, now)) is None:
                 return None
         else:
             token = self._enter_buffer(inp, wire, kind, now)
@@ -452,12 +451,8 @@ class Element(Links, Flow, Pfc):
                     self.capture.append((at, p.iface, DIR_OUT | DROPPED, add_fcs(frame)))
                 continue
             fl = p.flow
-            if fl is not None and fl.admit is not None:  # a switch's output-queue discipline (switch.queues)
-                kept = fl.admit(frame, at)
-                if kept is None:  # dropped (counted there)
-                    self._queue_drop(p, made(frame), at)
-                    continue
-                frame = kept
+            if fl is not None and fl.admit is not None and (frame := self._admit(p, frame, at)) is None:
+                continue  # dropped by a switch's output-queue discipline (switch.queues)
             if token is not None:
                 token[4] += 1
             if fl is not None:  # the receiver's buffers take it when a credit covers it (or its class is not paused)
@@ -485,23 +480,19 @@ class Element(Links, Flow, Pfc):
                         "fault_corrupted": p.fault_corrupted,
                         "peak_queue_frames": p.peak_queue_frames, "peak_queue_bytes": p.peak_queue_bytes,
                         "overtakes": p.overtakes, "busy_ns": p.busy_ns})
-            q = {}
-            if inp.buf is not None and inp.buf.pfc:  # PFC at this ingress (emu.pause)
-                q = inp.buf.counters()
-            elif inp.buf is not None:  # input buffers of this port (credit flow control)
+            if inp.buf is not None and not inp.buf.pfc:  # input buffers of this port (credit flow control)
                 inp.buf._advance(self.now)
                 out[-1].update(vc_peak_bytes=list(inp.buf.peak), vc_byte_ns=list(inp.buf.integral),
                                vc_buffer_bytes=inp.buf.capacity, pool_peak_bytes=inp.buf.pool_peak)
-            if p.flow is not None and p.flow.by_prio:  # queues per class (emu.pause, switch.queues)
-                q.update(p.flow.counters(self.now))
-                out[-1]["frames_waiting"] = p.flow.waiting()
+            if p.flow is not None and p.flow.by_prio:  # queues per class, PFC (emu.pause, switch.queues)
+                self._queue_stats(p, inp, out[-1])
             elif p.flow is not None:  # credits this port waits for
                 out[-1].update(credit_stalls=p.flow.stalls, credit_stall_ns=p.flow.stall_ns,
                                frames_waiting=p.flow.waiting())
             elif self.iq:  # frames waiting for this port in the input-queued router's buffers
                 out[-1]["frames_waiting"] = self.engine.wait_n[p.index]
-            if q:
-                out[-1]["queues"] = q
+            elif inp.buf is not None and inp.buf.pfc:  # a PFC ingress only
+                self._queue_stats(p, inp, out[-1])
         return out
 
 

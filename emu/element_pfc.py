@@ -6,18 +6,20 @@ the reverse direction of the link, numbered, captured and decoded like any frame
 
 from __future__ import annotations
 
-from .element_const import DIR_IN, DIR_OUT, DROPPED, PAUSE_END
+from .element_const import DIR_IN, DIR_OUT, DROPPED, NOFCS, PAUSE_END
 from .pause import DROP, HELD, INF
 from .port import PRIO_OFF, InPort
 from .wire.fabric import add_fcs
+from .wire.lazy import made
 from .wire.pause import build_pause, parse_pause, quanta_ns
 
 class Pfc:
     """The PFC side of :class:`emu.element.Element` (a part of it, never used alone)."""
 
-    def _pfc_enter(self, inp: InPort, wire: bytes, n: int, now: int) -> list | None:
+    def _pfc_enter(self, inp: InPort, wire: bytes, kind: int, now: int) -> list | None:
         """A data frame arrives at a PFC ingress: its bytes are held for its class (a PAUSE upstream at
         ``xoff_bytes``); None when it is beyond the headroom (dropped, counted and captured)."""
+        n = inp.framing.length(wire) if kind & NOFCS else inp.framing.length_wire(wire)
         prio = wire[PRIO_OFF] & 7 if len(wire) > PRIO_OFF else 0
         q = inp.buf.take(prio, n, now)
         if q is None:
@@ -67,9 +69,26 @@ class Pfc:
         if p.flow.paused[c] == until and p.flow.resume(c, self.now):
             self._wake(p)
 
+    def _admit(self, p, frame, at: int):
+        """``frame`` as port ``p``'s queue discipline takes it at ``at`` (marked, trimmed), or None:
+        dropped (counted there, captured here)."""
+        kept = p.flow.admit(frame, at)
+        if kept is None:
+            self._queue_drop(p, made(frame), at)
+        return kept
+
     def _queue_drop(self, p, frame, at: int) -> None:
         """The output queue's discipline dropped ``frame`` (counted there): captured as dropped."""
         if self.capture is not None:
             self.capture.append((at, p.iface, DIR_OUT | DROPPED, add_fcs(frame)))
         if self.tracer is not None:
             self.tracer.instant(self.name, "drop", at, {"port": p.name, "reason": "queue full"}, "drop")
+
+    def _queue_stats(self, p, inp: InPort, out: dict) -> None:
+        """``port_stats`` of a port with class queues or a PFC ingress: their counters under ``queues``."""
+        q = inp.buf.counters() if inp.buf is not None and inp.buf.pfc else {}
+        if p.flow is not None and p.flow.by_prio:
+            q.update(p.flow.counters(self.now))
+            out["frames_waiting"] = p.flow.waiting()
+        if q:
+            out["queues"] = q
