@@ -269,6 +269,12 @@ def test_the_cli_refuses_xon_above_xoff_before_anything_starts():
     assert "queues.xon_bytes=9 is above queues.xoff_bytes=8" in said and len(said.splitlines()) == 1
 
 
+def test_class_lists():
+    from emu.config import class_mask
+    assert [class_mask("x", v) for v in ("", "3", "0+3", "0,3", "2-4", "all")] == [0, 8, 9, 9, 28, 255]
+    assert build("star:n=2", settings=parse_settings(["queues.pfc_classes=1+2"])).nodes["s0"].spec.queues.pfc_mask == 6
+
+
 def test_off_by_default_so_the_compiled_core_keeps_plain_switches():
     t = build("star:n=2")
     assert not t.nodes["s0"].spec.queues.on

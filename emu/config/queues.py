@@ -3,7 +3,8 @@
 trimming. Everything is off by default: a switch then forwards exactly as before.
 
 Traffic classes are the fabric header's ``prio`` (0..7). The per-class settings take a list of
-classes: ``"3"``, ``"0,3"``, ``"0-7"``, ``"all"`` or ``""`` (none)."""
+classes: ``"3"``, ``"0+3"`` (or ``"0,3"`` in a file: on the command line a comma makes a sweep),
+``"0-7"``, ``"all"`` or ``""`` (none)."""
 
 from __future__ import annotations
 
@@ -17,21 +18,21 @@ CLASSES = 8
 
 
 def class_mask(where: str, text: str) -> int:
-    """A list of traffic classes (``"0,3"``, ``"2-5"``, ``"all"``, ``""``) as a bit mask."""
+    """A list of traffic classes (``"0+3"`` or ``"0,3"``, ``"2-5"``, ``"all"``, ``""``) as a bit mask."""
     t = text.strip().lower()
     if t in ("", "none"):
         return 0
     if t == "all":
         return (1 << CLASSES) - 1
     mask = 0
-    for part in t.split(","):
+    for part in t.replace("+", ",").split(","):
         lo, dash, hi = part.strip().partition("-")
         try:
             a = int(lo)
             b = int(hi) if dash else a
         except ValueError:
             raise ConfigError(f"{where}={text!r} is not a list of traffic classes 0..7; write e.g. "
-                              f"{where}=3 or {where}=0,3 or {where}=0-7 or {where}=all") from None
+                              f"{where}=3 or {where}=0+3 or {where}=0-7 or {where}=all") from None
         if not 0 <= a <= b < CLASSES:
             raise ConfigError(f"{where}={text!r}: traffic classes are 0..7 (the fabric header's prio); "
                               f"write e.g. {where}=3 or {where}=0-7")
@@ -65,9 +66,9 @@ class QueueSpec:
     """Step marking: a segment is marked when the queue holds this many bytes or more (DCTCP's K, 65
     packets of 1500 bytes)."""
     ecn_classes: str = "all"
-    """Traffic classes that are marked."""
+    """Traffic classes that are marked: e.g. 3, 0+3, 0-7, all."""
     pfc_classes: str = ""
-    """Lossless traffic classes (PFC, IEEE 802.1Qbb): never tail-dropped; an ingress whose bytes of a
+    """Lossless traffic classes (PFC, IEEE 802.1Qbb; e.g. 3, 0+3, 0-7, all; none by default): never tail-dropped; an ingress whose bytes of a
     class reach ``xoff_bytes`` sends a PAUSE upstream for that class, an XON below ``xon_bytes``."""
     xoff_bytes: int = 100_000
     """PFC: bytes of one class held for one ingress port at which a PAUSE goes upstream."""
