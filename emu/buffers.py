@@ -81,6 +81,8 @@ class CreditState:
     """``stamp(port, wire, now, n) -> wire``: the frame as it starts on its way out (INT); None: as it is."""
     held_bytes = 0
     """(With ``by_prio``) modelled bytes waiting in the queues."""
+    line_bytes = 0
+    """(With ``by_prio``) modelled bytes of the frame started last (on the line until ``free_at``)."""
 
     def free(self, g: int, c: int) -> int:
         """``late``: the VC of group ``g`` a frame taking ``c`` bytes takes now -- the next after the

@@ -70,9 +70,9 @@ class Pfc:
             self._wake(p)
 
     def _admit(self, p, frame, at: int):
-        """``frame`` as port ``p``'s queue discipline takes it at ``at`` (marked, trimmed), or None:
-        dropped (counted there, captured here)."""
-        kept = p.flow.admit(frame, at)
+        """``frame`` as port ``p``'s queue discipline takes it (marked, trimmed), deciding as it arrives
+        (``now``), or None: dropped (counted there, captured here at ``at``, its hand-off)."""
+        kept = p.flow.admit(frame, self.now)
         if kept is None:
             self._queue_drop(p, made(frame), at)
         return kept

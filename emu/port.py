@@ -365,6 +365,7 @@ class OutPort:
             wire, token, n, pool = self._take_credit(best, bw)
             if fl.by_prio:
                 fl.held_bytes -= n
+                fl.line_bytes = n
                 if fl.stamp is not None:
                     wire = fl.stamp(self, wire, now, n)
             if fl.stalled_since is not None:

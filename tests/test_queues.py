@@ -154,12 +154,13 @@ async def test_wireshark_decodes_the_pause_frames(tmp_path):
 
 
 def _dt_drops(arrivals, buffer, alpha, delay=50):
-    """By hand: one queue of a shared buffer (dynamic thresholds), frames of WIRE bytes handed to the
-    slow port ``delay`` after they arrive; the first dropped and admitted ones."""
+    """By hand: one queue of a shared buffer (dynamic thresholds) deciding as frames of WIRE bytes
+    arrive (the bytes in it: admitted frames whose last bit has not left), the admitted ones handed to
+    the slow port ``delay`` after they arrived. The indices of the dropped ones."""
     done, free, dropped = [], 0, []
     for i, a in enumerate(arrivals):
         t = a + delay
-        q = WIRE * sum(1 for d in done if d > t)
+        q = WIRE * sum(1 for d in done if d > a)
         if q + WIRE > buffer or q >= alpha * (buffer - q):
             dropped.append(i)
             continue

@@ -8,9 +8,10 @@ the line (``OutPort.start_ready``):
 * **shared buffer, dynamic thresholds** (Choudhury and Hahne, "Dynamic queue length thresholds for
   shared-memory packet switches", IEEE/ACM ToN 1998): the switch's ``buffer_bytes`` are shared by its
   output queues; a frame of a lossy class is tail-dropped when its queue holds ``alpha`` x the free
-  buffer or more, or when it does not fit in the buffer. A queue's bytes are those handed to the
-  port whose last bit has not left (on the line or waiting), as ``OutPort.queued`` and the class
-  queues hold them. Lossless classes (PFC) are never dropped here: their ingress pauses instead.
+  buffer or more, or when it does not fit in the buffer. The switch decides as the frame arrives; a
+  queue's bytes then are the frames for its port that arrived and whose last bit has not left: the
+  one on the line, those waiting in the class queues, those still in the switch's processing delay.
+  Lossless classes (PFC) are never dropped here: their ingress pauses instead.
 * **trimming** (NDP, Handley et al., SIGCOMM 2017): a host message segment that would be dropped is
   cut to its headers (``emu.wire.cc.trim``: fabric, INT, segment header; fabric flag TRIM) and joins
   the queue of class 7.
@@ -64,29 +65,22 @@ class SwitchQueues:
         return lambda frame, at: self.admit(p, frame, at)
 
     @staticmethod
-    def queue_bytes(p, at: int) -> int:
-        """Bytes handed to port ``p`` whose last bit has not left by ``at``."""
-        dq = p.queued
-        if p.tracer is None:  # (as hand_over drains it: what has left by ``at`` leaves the count)
-            while dq and dq[0][0] <= at:
-                p.queued_bytes -= dq.popleft()[1]
-            return p.queued_bytes + p.flow.held_bytes
-        q = p.queued_bytes + p.flow.held_bytes  # (a traced port's tracer drains it, recording the changes)
-        for done, n in dq:
-            if done > at:
-                break
-            q -= n
-        return q
+    def queue_bytes(p, now: int) -> int:
+        """Bytes in the buffer for port ``p`` at ``now``: the frame on its line, the frames waiting in its
+        class queues and those still in the switch's pipeline (arrived, not yet handed to the port)."""
+        fl = p.flow
+        return fl.held_bytes + fl.line_bytes if p.free_at > now else fl.held_bytes
 
-    def admit(self, p, frame, at: int):
-        """``frame`` as it joins port ``p``'s queue at ``at`` (marked, trimmed), or None (dropped)."""
+    def admit(self, p, frame, now: int):
+        """``frame``, arriving at ``now`` for port ``p``, as it joins the port's queue (marked, trimmed),
+        or None (dropped)."""
         fl = p.flow
         st = fl.stats
-        q = self.queue_bytes(p, at)
+        q = self.queue_bytes(p, now)
         prio = frame[PRIO_OFF] & 7
         if self.buffer:
             n = p.framing.length(frame)
-            total = sum(self.queue_bytes(x, at) for x in self.ports)
+            total = sum(self.queue_bytes(x, now) for x in self.ports)
             if not self.lossless >> prio & 1 and (total + n > self.buffer or q >= self.alpha * (self.buffer - total)):
                 cut = trim(frame) if self.trim else None
                 if cut is None:
