@@ -419,7 +419,7 @@ class Element(Links, Flow, Pfc):
         if inp.buf is None:
             token = None
         elif inp.buf.pfc:  # a PFC ingress: the frame's bytes held for its class (emu.element_pfc)
-            if (token := self._pfc_enter(inp, wire, kind, now)) is None:
+            if (token := self._pfc_enter(inp, wire, kind, now)) is False:
                 return None
         else:
             token = self._enter_buffer(inp, wire, kind, now)

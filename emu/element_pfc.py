@@ -16,18 +16,21 @@ from .wire.pause import build_pause, parse_pause, quanta_ns
 class Pfc:
     """The PFC side of :class:`emu.element.Element` (a part of it, never used alone)."""
 
-    def _pfc_enter(self, inp: InPort, wire: bytes, kind: int, now: int) -> list | None:
+    def _pfc_enter(self, inp: InPort, wire: bytes, kind: int, now: int) -> list | None | bool:
         """A data frame arrives at a PFC ingress: its bytes are held for its class (a PAUSE upstream at
-        ``xoff_bytes``); None when it is beyond the headroom (dropped, counted and captured)."""
-        n = inp.framing.length(wire) if kind & NOFCS else inp.framing.length_wire(wire)
+        ``xoff_bytes``) until the token is released; None: a class (or a port) PFC does not hold; False:
+        beyond the headroom (dropped, counted and captured)."""
         prio = wire[PRIO_OFF] & 7 if len(wire) > PRIO_OFF else 0
+        if not inp.buf.mask >> prio & 1:
+            return None
+        n = inp.framing.length(wire) if kind & NOFCS else inp.framing.length_wire(wire)
         q = inp.buf.take(prio, n, now)
         if q is None:
             return [inp, prio, None, n, 0]
         if q == DROP:
             if self.capture is not None:
                 self.capture.append((now, inp.iface, DIR_IN | DROPPED, wire))
-            return None
+            return False
         self._send_pause(inp.index, {prio: q})
         return [inp, prio, None, n, 0]
 
