@@ -42,6 +42,10 @@ class PrioQueues(CreditState):
     in :meth:`counters`)."""
     pause_rx: int = 0
     """PAUSE frames (XOFF and XON) received for this port."""
+    held: list = field(default_factory=lambda: [0] * 8)
+    """Per class: modelled bytes waiting (``held_bytes`` is their sum)."""
+    line_class: int = 0
+    """The class of the frame started last (``line_bytes``)."""
     stats: dict = field(default_factory=dict)
     """The switch's queue counters of this port (``switch.queues``): marks, drops, trims, INT."""
 

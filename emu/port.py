@@ -323,7 +323,9 @@ class OutPort:
         wire = add_fcs(frame)
         fl.queues[vc].append((at, wire, token))
         if fl.by_prio:
-            fl.held_bytes += self.framing.length_wire(wire)
+            n = self.framing.length_wire(wire)
+            fl.held_bytes += n
+            fl.held[vc] += n
         q = self.queued
         if self.tracer is None:
             while q and q[0][0] <= at:
@@ -365,7 +367,8 @@ class OutPort:
             wire, token, n, pool = self._take_credit(best, bw)
             if fl.by_prio:
                 fl.held_bytes -= n
-                fl.line_bytes = n
+                fl.held[best] -= n
+                fl.line_bytes, fl.line_class = n, best
                 if fl.stamp is not None:
                     wire = fl.stamp(self, wire, now, n)
             if fl.stalled_since is not None:

@@ -74,6 +74,24 @@ def test_red_marks_nothing_below_kmin_all_from_kmax_and_draws_the_seeded_probabi
     assert p.flow.stats["ecn_marked"] == sum(expect)
 
 
+def test_a_queue_is_a_port_and_a_class():
+    f0 = _segment()
+    f3 = build_frame(1, 2, PacketType.MSG, MSG.pack(7, 0, 1 << 20, 0) + bytes(1000), prio=3)
+    n = len(f0) + 4
+    p, _ = _port(QueueSpec(ecn="step", k_bytes=n))
+    for f in (f0, f0, f0):
+        p.hand_over(p.flow.admit(f, 0), 0, None)
+    marks = []
+    for _ in range(2):
+        g = p.flow.admit(f3, 0)
+        p.hand_over(g, 0, None)
+        marks.append(bool(g[FLAGS_OFF] & FLAG_ECN))
+    assert marks == [False, True]  # class 3's queue: empty, then one frame (= k), whatever class 0 holds
+    p.start_ready(0)  # class 3 goes first; on the line, it still counts for class 3 only
+    assert (SwitchQueues.class_bytes(p, 3, 1), SwitchQueues.class_bytes(p, 0, 1)) == (2 * n, 3 * n)
+    assert SwitchQueues.queue_bytes(p, 1) == 5 * n and SwitchQueues.queue_bytes(p, p.free_at) == 4 * n
+
+
 def test_only_message_segments_of_the_marked_classes_are_marked():
     p, _ = _port(QueueSpec(ecn="step", k_bytes=0, ecn_classes="1-7"))
     assert not p.flow.admit(_segment(), 0)[FLAGS_OFF] & FLAG_ECN  # class 0 is not in the list

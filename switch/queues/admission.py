@@ -9,15 +9,16 @@ the line (``OutPort.start_ready``):
   shared-memory packet switches", IEEE/ACM ToN 1998): the switch's ``buffer_bytes`` are shared by its
   output queues; a frame of a lossy class is tail-dropped when its queue holds ``alpha`` x the free
   buffer or more, or when it does not fit in the buffer. The switch decides as the frame arrives; a
-  queue's bytes then are the frames for its port that arrived and whose last bit has not left: the
-  one on the line, those waiting in the class queues, those still in the switch's processing delay.
+  queue (a port and a traffic class) holds then the frames of its class for its port that arrived and
+  whose last bit has not left: the one on the line, those waiting, those still in the switch's
+  processing delay; the shared buffer, those of every queue of the switch.
   Lossless classes (PFC) are never dropped here: their ingress pauses instead.
 * **trimming** (NDP, Handley et al., SIGCOMM 2017): a host message segment that would be dropped is
   cut to its headers (``emu.wire.cc.trim``: fabric, INT, segment header; fabric flag TRIM) and joins
   the queue of class 7.
 * **ECN** (RED: Floyd and Jacobson 1993, with DCQCN's settings, Zhu et al. SIGCOMM 2015; step: DCTCP,
   Alizadeh et al. SIGCOMM 2010): a host message segment of a marked class finding ``q`` bytes in its
-  queue is marked (fabric flag ECN) with probability 0 below ``kmin_bytes``, ``pmax (q - kmin) /
+  queue (its port and class) is marked (fabric flag ECN) with probability 0 below ``kmin_bytes``, ``pmax (q - kmin) /
   (kmax - kmin)`` up to ``kmax_bytes``, 1 from there; or, with ``step``, when ``q >= k_bytes``. The
   draws come from a generator per port seeded by the run's seed, the switch and the port.
 * **INT** (HPCC, Li et al., SIGCOMM 2019): a frame with the fabric flag INT gets a hop record as it
@@ -71,13 +72,19 @@ class SwitchQueues:
         fl = p.flow
         return fl.held_bytes + fl.line_bytes if p.free_at > now else fl.held_bytes
 
+    @staticmethod
+    def class_bytes(p, c: int, now: int) -> int:
+        """... of class ``c`` only: the bytes of the egress queue (port, class) a frame of ``c`` joins."""
+        fl = p.flow
+        return fl.held[c] + fl.line_bytes if p.free_at > now and fl.line_class == c else fl.held[c]
+
     def admit(self, p, frame, now: int):
         """``frame``, arriving at ``now`` for port ``p``, as it joins the port's queue (marked, trimmed),
         or None (dropped)."""
         fl = p.flow
         st = fl.stats
-        q = self.queue_bytes(p, now)
         prio = frame[PRIO_OFF] & 7
+        q = self.class_bytes(p, prio, now)
         if self.buffer:
             n = p.framing.length(frame)
             total = sum(self.queue_bytes(x, now) for x in self.ports)
