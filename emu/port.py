@@ -354,7 +354,10 @@ class OutPort:
                     n = -(-self.framing.length_wire(qv[0][1]) // fl.unit) * fl.unit
                     w = fl.free(v, n) if fl.late else v
                     if w >= 0 and fl.place(w, n) is not None:
-                        k = (not (prio and qv[0][1][PRIO_OFF]), qv[0][0])  # high priority first (link.priority)
+                        if fl.by_prio:  # class queues: the higher class first (strict priority, 802.1Q)
+                            k = (-v if prio else 0, qv[0][0])
+                        else:
+                            k = (not (prio and qv[0][1][PRIO_OFF]), qv[0][0])  # high priority first (link.priority)
                         if best < 0 or k < key:
                             best, key, bw = v, k, w
                     else:

@@ -345,3 +345,15 @@ async def test_a_headroom_too_small_for_the_link_loses_frames_and_says_so():
     lost = [f for t, i, d, f in recs if i == base and d == DIR_IN | DROPPED]
     assert len(lost) == m.per_link()["s0-p0"]["headroom_drops"] > 0
     assert m.per_link()["s0-p1"]["frames"] == 12 - len(lost)
+
+
+def test_the_classes_of_a_port_are_served_in_strict_priority():
+    p, _ = _port(QueueSpec(ecn="step"))
+    for c in (1, 5, 0, 2):
+        f = build_frame(1, 2, PacketType.MSG, MSG.pack(c, 0, 100, 0) + bytes(100), prio=c)
+        p.hand_over(p.flow.admit(f, 0), 0, None)
+    order = []
+    while p.flow.waiting():
+        p.start_ready(p.free_at)
+        order.append(p.pending[-1][2][23])
+    assert order == [5, 2, 1, 0]
