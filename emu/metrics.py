@@ -49,6 +49,9 @@ class RunMetrics:
     """Virtual time each output port spent sending (its frames' times on the line), per port."""
     peak_queue_bytes: dict[str, int] = field(default_factory=dict)
     """Per output port, the most bytes queued at once during the run."""
+    cc: dict[str, int] = field(default_factory=dict)
+    """The hosts' congestion control counters (``host.cc`` other than none), summed over the hosts:
+    segments sent and resent, CNPs, pulls, NACKs, out-of-order arrivals, timeouts, rate changes..."""
     queues: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per output port of a switch with ``[queues]`` mechanisms (and a port into one with PFC): its
     counters over the run (``tail_drops``, ``trimmed``, ``ecn_marked``, ``int_stamped``, ``pause_tx``
@@ -72,7 +75,7 @@ class RunMetrics:
                 **({"max_vc_peak_bytes": max(max(v) for v in self.vc_peak_bytes.values()),
                     "credit_stalls": sum(self.credit_stalls.values()),
                     "credit_stall_ns": sum(self.credit_stall_ns.values())} if self.vc_peak_bytes else {}),
-                **self.queue_totals()}
+                **({"cc": dict(self.cc)} if self.cc else {}), **self.queue_totals()}
 
     def queue_totals(self) -> dict[str, int]:
         """The output-queue mechanisms' counts summed over the ports (none when no mechanism did anything)."""
@@ -183,3 +186,16 @@ def add_flow(m: RunMetrics, before: list[dict[str, Any]], after: list[dict[str, 
                 if ns:
                     m.credit_stall_ns[name] = ns
 
+
+def add_cc(m: RunMetrics, before: list[dict[str, Any]], after: list[dict[str, Any]]) -> None:
+    """The congestion control counters of a run (the hosts' ``transport`` stats under ``host.cc``: those
+    that count ``segments_sent``), summed over the hosts."""
+    prev = {el["name"]: el.get("transport") or {} for el in before}
+    for el in after:
+        tr = el.get("transport")
+        if not tr or "segments_sent" not in tr:
+            continue
+        old = prev.get(el["name"], {})
+        for k, v in tr.items():
+            if isinstance(v, int):
+                m.cc[k] = m.cc.get(k, 0) + v - old.get(k, 0)

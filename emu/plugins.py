@@ -24,6 +24,9 @@ and so can a package of yours::
     [project.entry-points."emu.transports"]
     gbn = "mypkg.gbn"            # mypkg/gbn.py registers the host transport "gbn" (@register_transport)
 
+    [project.entry-points."emu.cc"]
+    timely = "mypkg.timely"      # mypkg/timely.py registers the congestion control "timely" (@register_cc)
+
 so worker processes and MPI ranks, which import only what their plan names, find them as well.
 """
 
@@ -42,6 +45,8 @@ TOPOLOGIES = "emu.topologies"
 """Topology families (``--topo NAME:...``): ``emu.topologies.registry.family``."""
 TRANSPORTS = "emu.transports"
 """Host messaging's end-to-end transports (``--set host.transport=NAME``): ``emu.nodes.nic.transport``."""
+CC = "emu.cc"
+"""Congestion controls at the NIC (``--set host.cc=NAME``): ``emu.nodes.nic.cc``."""
 
 
 def load(group: str, name: str) -> bool:

@@ -69,3 +69,7 @@ class PortView:
         p = self._el.outs[port]
         return 0 if p is None else p.free_at
 
+    def rate_bps(self, port: int) -> int:
+        """The line rate of the port's link (bit/s); 0 without a link."""
+        p = self._el.outs[port]
+        return 0 if p is None else p.bandwidth_bps

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .base import ConfigError, _check_delays
+from .cc import CcParams
 
 
 @dataclass(frozen=True)
@@ -114,8 +115,8 @@ INJECT_VCS = ("most_credit", "free")
 
 
 @dataclass(frozen=True)
-class HostSpec:
-    """A host and its NIC."""
+class HostSpec(CcParams):
+    """A host and its NIC (its congestion control's settings: :class:`emu.config.cc.CcParams`)."""
 
     nic_delay_ns: int = 100
     """Per-frame NIC processing delay, on transmit (hand-off to the port) and on receive (ns)."""
@@ -229,6 +230,7 @@ class HostSpec:
         if not isinstance(self.max_tries, int) or not 1 <= self.max_tries <= 64:
             raise ConfigError(f"HostSpec.max_tries must be within 1..64, got {self.max_tries!r}")
         self._check_noise()
+        self._check_cc()
 
     def _check_noise(self) -> None:
         for f in ("noise_interval_ns", "noise_duration_ns", "skew_ns"):

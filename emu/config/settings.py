@@ -26,7 +26,9 @@ def _field_types(cls: type) -> dict[str, type]:
     import typing
 
     hints = typing.get_type_hints(cls)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls) if hints[f.name] in (int, float, bool, str)}
+    own = cls.__dict__.get("__annotations__", {})  # a spec's own fields first, then its bases' (HostSpec's CcParams)
+    fields = sorted(dataclasses.fields(cls), key=lambda f: f.name not in own)
+    return {f.name: hints[f.name] for f in fields if hints[f.name] in (int, float, bool, str)}
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -37,12 +39,14 @@ def field_docs(cls: type) -> dict[str, str]:
     import inspect
     import textwrap
 
+    docs = {}
+    for base in cls.__mro__[1:-1]:  # a spec's dataclass bases (HostSpec's CcParams) document their own fields
+        docs.update(field_docs(base) if hasattr(base, "__dataclass_fields__") else {})
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     except (OSError, TypeError):
-        return {}
+        return docs
     body = tree.body[0].body
-    docs = {}
     for a, b in zip(body, body[1:]):
         if (isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and isinstance(b, ast.Expr)
                 and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str)):

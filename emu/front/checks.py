@@ -98,7 +98,7 @@ async def run_check(net, name: str, options: Options) -> CheckResult:
     for p, n in m.credit_stalls.items():
         flow.setdefault(p, {}).update(credit_stalls=n, credit_stall_ns=m.credit_stall_ns.get(p, 0))
     summary = m.summary()
-    extra = {k: summary[k] for k in ("max_vc_peak_bytes", "credit_stalls", "credit_stall_ns") if k in summary}
+    extra = {k: summary[k] for k in ("max_vc_peak_bytes", "credit_stalls", "credit_stall_ns", "cc") if k in summary}
     losses = {k: summary[k] for k in ("dropped", "corrupted", "fcs_errors", "lost_in_flight")}
     return CheckResult(name, ok, completion if ok else None, m.frames, m.bytes, m.hop_count,
                        {**figures, "max_queue_frames": m.max_queue_frames, **losses, **extra}, error,

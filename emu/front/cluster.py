@@ -33,7 +33,7 @@ from emu.topologies.registry import build as build_topology
 from ..build import Plan, build_domain
 from ..config import ConfigError, RunConfig
 from ..errors import AppError, DeadlockError, EmuError, leaves
-from ..metrics import RunMetrics, add_flow, diff, port_counters
+from ..metrics import RunMetrics, add_cc, add_flow, diff, port_counters
 from ..control import SECRET, start_workers, worker_command
 from ..sync import LocalHandle, MsgStream, Pacer, RemoteHandle, Synchroniser
 from ..watchdog import watch_workers
@@ -372,6 +372,7 @@ class Cluster(ClusterFaults, ClusterFigures):
             raw_after = await self._stats()
             self.metrics = diff(before, port_counters(raw_after), start, max(start, sync.max_time))
             add_flow(self.metrics, raw_before, raw_after)
+            add_cc(self.metrics, raw_before, raw_after)
             stuck = sum(p.get("frames_waiting", 0) for s in raw_after for p in s["ports"])
             if stuck:
                 await self._credit_deadlock(stuck)

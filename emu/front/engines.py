@@ -12,9 +12,10 @@ import emu.switch.manager  # noqa: F401 -- registers "manager"
 
 
 def check_names(topology) -> None:
-    """Look up the routing policies and host transports ``topology``'s elements name (installed
+    """Look up the routing policies, host transports and congestion controls ``topology``'s elements name (installed
     packages included), so that a name nobody has is refused in one line before any worker process
     starts -- a worker would otherwise fail while building its elements."""
+    from emu.nodes.nic.cc import cc_class
     from emu.nodes.nic.transport import transport_class
     from emu.switch.routing import lookup
 
@@ -22,3 +23,5 @@ def check_names(topology) -> None:
         lookup(name)
     for name in sorted({n.spec.transport for n in topology.hosts if n.spec is not None}):
         transport_class(name)
+    for name in sorted({n.spec.cc for n in topology.hosts if n.spec is not None}):
+        cc_class(name)

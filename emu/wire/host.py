@@ -23,7 +23,10 @@ class MsgSegment(Packet):
 
 class MsgAck(Packet):
     """A whole message received (``host.transport=reliable``): the receiver acknowledges message
-    ``msg_id`` of ``total`` bytes to its sender, which stops resending it."""
+    ``msg_id`` of ``total`` bytes to its sender, which stops resending it. Under a congestion control
+    (``host.cc``, ``emu.nodes.nic.cc``) one answers each segment and ``total`` is the end offset it
+    acknowledges: cumulative under go-back-N (the message's total once whole), that segment's end
+    under selective repeat; an INT stack (fabric flag INT) may precede it, echoed from the segment."""
 
     name = "MsgAck"
     fields_desc = [

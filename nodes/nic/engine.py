@@ -41,7 +41,7 @@ from ..timers import Timers
 from . import coding, coll, inc, qsnet  # noqa: F401  (the built-in mechanisms register themselves)
 from .interface import MECHANISMS, Mechanism, Message, NicRequest, Op
 from .outgoing import Outgoing
-from .transport import transport_class
+from .cc import make_transport
 
 BUILT_IN = ("coll", "qsnet", "inc", "coding")
 """The mechanisms a NIC loads unless told others (``NicEngine.mechanisms``), in this order."""
@@ -140,10 +140,10 @@ class NicEngine(_Attributes):
         self._ping_seq = 0
         self._heads: dict[int, bytes] = {}
         self._lazy: Outgoing | None = None
-        kind = transport_class(self.spec.transport)
-        self.transport = kind(self, self._put_message) if kind is not None else None
-        """The end-to-end transport of host messages (None: each frame sent once)."""
         self._load(self.mechanisms)
+        self.transport = make_transport(self, self._put_message)  # (host.cc's, or host.transport's)
+        """The end-to-end transport of host messages (None: each frame sent once)."""
+        self._segment = getattr(self.transport, "on_segment", None) or self._on_segment  # (a MSG frame's first stop)
         self.host = Host(self)
         self._deliver = self.host.deliver
         """``host.deliver``, bound once (every message received is handed to it)."""
@@ -228,7 +228,7 @@ class NicEngine(_Attributes):
                 return out
             self.stats["frames_received"] += 1
             if ptype == _MSG_T:
-                self._on_segment(src, hops, frame)
+                self._segment(src, hops, frame)
             elif ptype == _PING_T:
                 ident, seq, t_sent = PING.unpack(frame, HDR_LEN)
                 self.stats["pings_answered"] += 1
