@@ -111,6 +111,11 @@ def test_int_writes_a_hop_record_as_the_frame_starts():
     assert int_hops(w1[:-4]) == [(n, n, 0, 100_000)]  # one frame behind it, its own bytes sent
     assert int_hops(w2[:-4]) == [(0, 2 * n, s2, 100_000)] and s2 == p._ser(n)
     assert p.flow.stats == {"int_stamped": 2}
+    from emu.wire.host import MACK
+    ack = build_frame(2, 1, PacketType.MACK, empty_int(3) + MACK.pack(7, 100), flags=FLAG_INT, prio=1)
+    p.hand_over(p.flow.admit(ack, p.free_at), p.free_at, None)
+    p.start_ready(p.free_at)
+    assert p.pending[-1][2][:-4] == ack  # an ack echoing its segment's stack is not stamped
 
 
 def _bottleneck(queues, pcap=False):

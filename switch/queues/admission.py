@@ -21,8 +21,8 @@ the line (``OutPort.start_ready``):
   queue (its port and class) is marked (fabric flag ECN) with probability 0 below ``kmin_bytes``, ``pmax (q - kmin) /
   (kmax - kmin)`` up to ``kmax_bytes``, 1 from there; or, with ``step``, when ``q >= k_bytes``. The
   draws come from a generator per port seeded by the run's seed, the switch and the port.
-* **INT** (HPCC, Li et al., SIGCOMM 2019): a frame with the fabric flag INT gets a hop record as it
-  starts: the bytes left in the port's queues behind it, the bytes started on the port so far (this
+* **INT** (HPCC, Li et al., SIGCOMM 2019): a host message segment with the fabric flag INT gets a hop
+  record as it starts (an acknowledgement echoing its segment's stack is left as it is): the bytes left in the port's queues behind it, the bytes started on the port so far (this
   frame's included), the start time and the line rate in Mbit/s (``emu.wire.cc.int_push``).
 """
 
@@ -118,7 +118,7 @@ class SwitchQueues:
     def stamp(self, p, wire: bytes, now: int, n: int) -> bytes:
         """INT: ``wire`` (with its FCS) as it starts on ``p`` at ``now``: a hop record if it asks for one."""
         tx = self.tx[p.index] = self.tx[p.index] + n
-        if not wire[FLAGS_OFF] & FLAG_INT:
+        if not wire[FLAGS_OFF] & FLAG_INT or wire[PTYPE_OFF] != _MSG:  # (an ack echoing a stack is not stamped)
             return wire
         st = p.flow.stats
         st["int_stamped"] = st.get("int_stamped", 0) + 1
