@@ -362,3 +362,19 @@ def test_the_classes_of_a_port_are_served_in_strict_priority():
         p.start_ready(p.free_at)
         order.append(p.pending[-1][2][23])
     assert order == [5, 2, 1, 0]
+
+
+@pytest.mark.parametrize("sets, mine, theirs", [
+    (["host.cc=dcqcn", "queues.ecn=step", "queues.k_bytes=20000"], "ecn_marked", "ecn_marked_received"),
+    (["host.cc=hpcc", "queues.int_telemetry=true"], "int_stamped", "segments_sent"),
+    (["host.cc=ndp", "queues.buffer_bytes=60000", "queues.trim=true"], "trimmed", "trimmed_received"),
+])
+async def test_the_hosts_transports_read_what_the_switch_writes(sets, mine, theirs):
+    """An incast under each host.cc with its switch signal: every byte arrives, and what the switch
+    counts it wrote (marks, INT records on one switch's crossing, trims) the receivers counted."""
+    async with emu.Cluster(build("star:n=5", settings=parse_settings(sets))) as net:
+        r = await net.run({**{f"h{i}": (apps.send_to, "h4", 60_000, 0, 1) for i in range(4)},
+                           "h4": (apps.recv_count, 4)})
+        s = net.metrics.summary()
+    assert r["h4"][0] == 4 * 60_000 and s["cc"]["messages_failed"] == 0
+    assert s[mine] == s["cc"][theirs] > 0
