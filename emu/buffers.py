@@ -72,6 +72,18 @@ class CreditState:
     last: list = field(default_factory=list)
     """Per group: the VC the last frame took (``late``)."""
 
+    by_prio = False
+    """Queues per traffic class (the fabric header's prio) instead of per VC (``emu.pause.PrioQueues``)."""
+    admit = None
+    """``admit(frame, at) -> frame or None`` (a switch's output-queue discipline, ``switch.queues``): the
+    frame as it joins the queue (marked, trimmed) or None (dropped); None: every frame joins as it is."""
+    stamp = None
+    """``stamp(port, wire, now, n) -> wire``: the frame as it starts on its way out (INT); None: as it is."""
+    held_bytes = 0
+    """(With ``by_prio``) modelled bytes waiting in the queues."""
+    line_bytes = 0
+    """(With ``by_prio``) modelled bytes of the frame started last (on the line until ``free_at``)."""
+
     def free(self, g: int, c: int) -> int:
         """``late``: the VC of group ``g`` a frame taking ``c`` bytes takes now -- the next after the
         group's last, round robin, whose buffer or pool has room for it; -1: none."""
@@ -122,6 +134,8 @@ class BufferState:
     """An input port's buffers under credit flow control: occupancy per VC and in the shared pool,
     peaks and time integrals (for the time-weighted mean) since the last reset."""
 
+    pfc = False
+    """(An ``emu.pause.Ingress`` in ``InPort.buf`` says True: PFC, not credits.)"""
     vcs: int
     capacity: int
     """Bytes per VC buffer."""

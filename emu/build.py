@@ -29,6 +29,8 @@ from .element import Element
 from .graph import Node, Topology
 from .partition import partition_used
 from .buffers import BufferState, CreditState
+from .pause import Ingress, PrioQueues
+from .wire.pause import quanta_ns
 from .port import InPort, OutPort
 from .wire.framing import framing
 from .wire.outer import tag_key
@@ -102,7 +104,7 @@ class Plan:
         delay = {name: engine_kind(node).min_delay(node.spec) for name, node in t.nodes.items()}
         if not t.candidates and any(getattr(n.spec, "routing", "static") != "static" for n in t.switches):
             t.compute_candidates()  # the minimal next hops adaptive and dispersive routing choose from
-        if any(finite_buffers(node) for node in t.nodes.values()):
+        if any(finite_buffers(node) or queue_spec(node) is not None for node in t.nodes.values()):  # (class queues, PAUSE: as credits)
             # a credit arriving at t may start a frame at t, and a frame leaving a buffer at t sends
             # a credit at t: an event can cause an arrival one link latency later, no sooner
             lookahead = min(link.spec.latency_ns for link in t.links)
@@ -121,6 +123,18 @@ def finite_buffers(node: Node) -> bool:
     """Does this node's input side use credit flow control (finite buffers)? (The input-queued
     router always does.)"""
     return bool(getattr(node.spec, "vc_buffer_bytes", 0)) or input_queued(node)
+
+
+def queue_spec(node: Node):
+    """The output-queue mechanisms of a switch (``SwitchSpec.queues``) when any is on, else None."""
+    q = getattr(node.spec, "queues", None)
+    return q if q is not None and q.on else None
+
+
+def pfc_on(node: Node) -> bool:
+    """Does this switch send PFC PAUSE frames (``queues.pfc_classes``)?"""
+    q = queue_spec(node)
+    return q is not None and q.pfc_on
 
 
 def input_queued(node: Node) -> bool:
@@ -207,6 +221,8 @@ def _build_elements(dom: Domain, plan: Plan, index: int, address: str, key: byte
                     src_spec = t.nodes[src].spec
                     if input_queued(rx) and getattr(src_spec, "inject_vc", "") == "free":
                         op.flow.late = True  # BookSim's source: the VC picked as the frame starts
+                elif not input_queued(t.nodes[src]) and (queue_spec(t.nodes[src]) is not None or pfc_on(rx)):  # a queue per class (emu.pause)
+                    op.flow = PrioQueues(framing=op.framing)
                 outs[src].append(op)
             if dst in ins:
                 ip = InPort(dport, t.port_name(dst, dport), plan.iface_base[dst] + dport, link_id,
@@ -218,6 +234,10 @@ def _build_elements(dom: Domain, plan: Plan, index: int, address: str, key: byte
                 elif finite:
                     ip.buf = BufferState(rx.spec.vcs, rx.spec.vc_buffer_bytes, rx.spec.pool_bytes,
                                          rx.spec.credit_delay_ns)
+                if pfc_on(rx):  # PFC at this ingress; PAUSE frames come in where the sender has PFC
+                    ip.buf = Ingress(rx.spec.queues, quanta_ns(rx.spec.queues.pause_quanta, link.spec.bandwidth_bps))
+                elif pfc_on(t.nodes[src]) and ip.buf is None and not input_queued(rx):
+                    ip.buf = Ingress()
                 ins[dst].append(ip)
     cache: dict = {"seed": plan.run.seed}
     for name in outs:
@@ -233,6 +253,10 @@ def _build_elements(dom: Domain, plan: Plan, index: int, address: str, key: byte
                         lookahead_ns=plan.lookahead_ns,
                         drop_rate=plan.run.socket_drop_rate, node_id=node.id, bind=address, tag_key=key,
                         batch=dom.batch))
+    for el in dom.elements:  # a switch's output-queue mechanisms take their ports (switch.queues)
+        attach = getattr(el.engine, "attach_queues", None)
+        if attach is not None:
+            attach(el.outs, plan.run.seed)
     if dom.batch is not None:
         dom.batch.index(dom.elements)
     direct = plan.run.direct and not plan.run.socket_drop_rate  # in-process links skip the socket

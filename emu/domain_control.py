@@ -226,8 +226,9 @@ class DomainControl:
         """Who waits for whom when frames are stuck (credit deadlock diagnosis): ``blocked``: (node,
         out port, vc, peer node, peer's in port, frames waiting) for every port with frames no credit
         covers; ``held``: (node, in port, vc, out port, out vc) for every frame sitting in an input
-        buffer while it waits at an output port of the same node."""
-        blocked, held = [], []
+        buffer while it waits at an output port of the same node; ``paused``: (node, out port, class) of
+        the class queues PFC paused with frames waiting (a PFC ingress's bytes count as its buffer)."""
+        blocked, held, paused = [], [], []
         for el in self.elements:
             if el.iq:  # the input-queued router keeps its frames and credits itself
                 b, h = el.engine.credit_waits()
@@ -241,10 +242,12 @@ class DomainControl:
                 for vc, q in enumerate(fl.queues):
                     if q:
                         blocked.append((el.name, p.index, vc, p.peer, p.peer_port_name, len(q)))
+                        if fl.by_prio and fl.paused[vc]:  # a class queue PFC paused (emu.pause)
+                            paused.append((el.name, p.index, vc))
                         for _, _, token in q:
                             if token is not None:
                                 held.append((el.name, token[0].index, token[1], p.index, vc))
-        return {"blocked": blocked, "held": held}
+        return {"blocked": blocked, "held": held, "paused": paused}
 
     def _take_capture(self) -> list[tuple[int, int, int, bytes]]:
         out: list[tuple[int, int, int, bytes]] = []

@@ -30,10 +30,12 @@ from .wire.fabric import (DST_OFF, ETHERTYPE_FABRIC, FCS_RESIDUE, FLAG_BCAST, FL
                           node_mac)
 from .wire.lazy import LazyFrame, made
 from .wire.outer import MAGIC, OUTER_LEN, VERSION, LinkKind, tagger
-from .element_const import (INF, RCVBUF, DIR_IN, DIR_OUT, DROPPED, WAKE, RELEASE, CREDIT_OUT, STRETCH_OUT, POOL,
+from .element_const import (INF, RCVBUF, DIR_IN, DIR_OUT, DROPPED, WAKE, RELEASE, CREDIT_OUT, STRETCH_OUT, PAUSE_END, POOL,
                             CLEAN, NOFCS)
 from .element_flow import Flow
 from .element_links import Links
+from .element_pfc import Pfc
+from .wire.pause import is_pause
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +83,7 @@ class Scheduler(Protocol):
         """``n`` frames went by socket to element ``peer`` of domain ``peer_domain``."""
 
 
-class Element(Links, Flow):
+class Element(Links, Flow, Pfc):
     __slots__ = ("heap", "ins", "outs", "busy", "link_events", "pevents", "capture", "engine", "now", "active_ns",
                  "safe_time", "lookahead", "lost_until", "unsent", "batch", "_drop_rate", "stats", "domain",
                  "out_ports")
@@ -367,6 +369,8 @@ class Element(Links, Flow):
             self._release(obj)
         elif what == CREDIT_OUT:
             self._credit_now(*obj)
+        elif what == PAUSE_END:
+            self._pause_end(obj)
         elif what == STRETCH_OUT:
             outp, d = obj
             outp.ctl.append((self.now, self.now + outp.latency_ns, add_fcs(build_stretch(self.mac, d)), False))
@@ -405,11 +409,20 @@ class Element(Links, Flow):
         if is_credit(wire):  # link control: credit for the reverse direction's sender
             self._credit_arrived(port, wire)
             return None
+        if is_pause(wire):  # link control: PFC for the reverse direction's sender (emu.element_pfc)
+            self._pause_arrived(port, wire)
+            return None
         if damaged:  # passed on by an engine that checks its own CRCs: it takes no counted room
             if self.iq:
                 self.engine.uncharged = True  # (the input-queued router files the next frame so)
             return wire[:-4], port, None
-        token = None if inp.buf is None else self._enter_buffer(inp, wire, kind, now)
+        if inp.buf is None:
+            token = None
+        elif inp.buf.pfc:  # a PFC ingress: the frame's bytes held for its class (emu.element_pfc)
+            if (token := self._pfc_enter(inp, wire, kind, now)) is False:
+                return None
+        else:
+            token = self._enter_buffer(inp, wire, kind, now)
         return (wire if kind & NOFCS else wire[:-4]), port, token
 
     def _emit(self, result: list, token: list | None, min_delay: int, cut: bool) -> None:
@@ -437,9 +450,12 @@ class Element(Links, Flow):
                 if self.capture is not None:
                     self.capture.append((at, p.iface, DIR_OUT | DROPPED, add_fcs(frame)))
                 continue
+            fl = p.flow
+            if fl is not None and fl.admit is not None and (frame := self._admit(p, frame, at)) is None:
+                continue  # dropped by a switch's output-queue discipline (switch.queues)
             if token is not None:
                 token[4] += 1
-            if p.flow is not None:  # the receiver's buffers take it when a credit covers it
+            if fl is not None:  # the receiver's buffers take it when a credit covers it (or its class is not paused)
                 p.hand_over(frame, at, token)
                 if not now < p.wake_at <= at:  # (a wake already due by then covers it)
                     p.wake_at = at
@@ -464,15 +480,19 @@ class Element(Links, Flow):
                         "fault_corrupted": p.fault_corrupted,
                         "peak_queue_frames": p.peak_queue_frames, "peak_queue_bytes": p.peak_queue_bytes,
                         "overtakes": p.overtakes, "busy_ns": p.busy_ns})
-            if inp.buf is not None:  # input buffers of this port (credit flow control)
+            if inp.buf is not None and not inp.buf.pfc:  # input buffers of this port (credit flow control)
                 inp.buf._advance(self.now)
                 out[-1].update(vc_peak_bytes=list(inp.buf.peak), vc_byte_ns=list(inp.buf.integral),
                                vc_buffer_bytes=inp.buf.capacity, pool_peak_bytes=inp.buf.pool_peak)
-            if p.flow is not None:  # credits this port waits for
+            if p.flow is not None and p.flow.by_prio:  # queues per class, PFC (emu.pause, switch.queues)
+                self._queue_stats(p, inp, out[-1])
+            elif p.flow is not None:  # credits this port waits for
                 out[-1].update(credit_stalls=p.flow.stalls, credit_stall_ns=p.flow.stall_ns,
                                frames_waiting=p.flow.waiting())
             elif self.iq:  # frames waiting for this port in the input-queued router's buffers
                 out[-1]["frames_waiting"] = self.engine.wait_n[p.index]
+            elif inp.buf is not None and inp.buf.pfc:  # a PFC ingress only
+                self._queue_stats(p, inp, out[-1])
         return out
 
 

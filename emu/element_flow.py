@@ -41,6 +41,8 @@ class Flow:
         header says where its credit goes): its credit goes back."""
         if is_credit(wire):
             return
+        if inp.buf is not None and inp.buf.pfc:  # (never held at a PFC ingress: nothing to free)
+            return
         if inp.buf is not None:
             self._return_credit(inp, wire, bool(kind & POOL))
         elif self.iq:
@@ -119,6 +121,9 @@ class Flow:
         if token[4] > 0:
             return
         inp, vc, pool, n, _ = token
+        if pool is None:  # a PFC ingress's bytes (emu.element_pfc)
+            self._pfc_free(inp, vc, n)
+            return
         inp.buf.free(vc, pool, n, self.now)
         self._send_credit(inp, vc, pool, n)
 

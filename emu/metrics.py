@@ -52,6 +52,11 @@ class RunMetrics:
     cc: dict[str, int] = field(default_factory=dict)
     """The hosts' congestion control counters (``host.cc`` other than none), summed over the hosts:
     segments sent and resent, CNPs, pulls, NACKs, out-of-order arrivals, timeouts, rate changes..."""
+    queues: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per output port of a switch with ``[queues]`` mechanisms (and a port into one with PFC): its
+    counters over the run (``tail_drops``, ``trimmed``, ``ecn_marked``, ``int_stamped``, ``pause_tx``
+    -- XOFF and XON sent on it, ``xoff_tx``, ``xon_tx``, ``headroom_drops`` and ``ingress_peak_bytes``
+    of the ingress of the same number --, ``pause_rx``, ``paused_ns`` summed over its classes)."""
 
     @property
     def completion_ns(self) -> int:
@@ -70,7 +75,16 @@ class RunMetrics:
                 **({"max_vc_peak_bytes": max(max(v) for v in self.vc_peak_bytes.values()),
                     "credit_stalls": sum(self.credit_stalls.values()),
                     "credit_stall_ns": sum(self.credit_stall_ns.values())} if self.vc_peak_bytes else {}),
-                **({"cc": dict(self.cc)} if self.cc else {})}
+                **({"cc": dict(self.cc)} if self.cc else {}), **self.queue_totals()}
+
+    def queue_totals(self) -> dict[str, int]:
+        """The output-queue mechanisms' counts summed over the ports (none when no mechanism did anything)."""
+        out: dict[str, int] = {}
+        for v in self.queues.values():
+            for k in QUEUE_TOTALS:
+                if v.get(k):
+                    out[k] = out.get(k, 0) + v[k]
+        return out
 
     def per_link(self) -> dict[str, dict[str, int]]:
         """Per link direction (named by its sending port) that carried, dropped or queued anything
@@ -78,17 +92,24 @@ class RunMetrics:
         bytes), ``credit_stall_ns`` (free with frames ready and no credit) and ``drops`` (link down,
         emulated loss). Its frames add up to ``hop_count``."""
         names = sorted(set(self.link_frames) | set(self.dropped) | set(self.peak_queue_frames)
-                       | set(self.credit_stall_ns) | set(self.busy_ns), key=_port_order)
+                       | set(self.credit_stall_ns) | set(self.busy_ns) | set(self.queues), key=_port_order)
         return {p: {"frames": self.link_frames.get(p, 0), "bytes": self.link_bytes.get(p, 0),
                     "busy_ns": self.busy_ns.get(p, 0), "peak_queue_frames": self.peak_queue_frames.get(p, 0),
                     "peak_queue_bytes": self.peak_queue_bytes.get(p, 0),
-                    "credit_stall_ns": self.credit_stall_ns.get(p, 0), "drops": self.dropped.get(p, 0)}
+                    "credit_stall_ns": self.credit_stall_ns.get(p, 0), "drops": self.dropped.get(p, 0),
+                    **self.queues.get(p, {})}
                 for p in names}
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        if not d["queues"]:  # (no queue mechanism on: the figures as they always were)
+            del d["queues"]
         d["completion_ns"] = self.completion_ns
         return d
+
+
+QUEUE_TOTALS = ("tail_drops", "trimmed", "ecn_marked", "int_stamped", "xoff_tx", "xon_tx", "headroom_drops", "paused_ns")
+"""The counters of ``RunMetrics.queues`` a run's summary sums (``switch.queues``, ``emu.pause``)."""
 
 
 def _port_order(name: str) -> tuple[str, int]:
@@ -151,6 +172,11 @@ def add_flow(m: RunMetrics, before: list[dict[str, Any]], after: list[dict[str, 
                 m.vc_mean_bytes[name] = [round(x / span, 1) for x in p["vc_byte_ns"]]
                 if p["pool_peak_bytes"]:
                     m.pool_peak_bytes[name] = p["pool_peak_bytes"]
+            if "queues" in p:  # output-queue mechanisms (switch.queues, emu.pause): counts over the run
+                old = prev.get(name, {}).get("queues", {})
+                d = {k: v if k == "ingress_peak_bytes" else v - old.get(k, 0) for k, v in p["queues"].items()}
+                if any(d.values()):
+                    m.queues[name] = d
             if "credit_stalls" in p:
                 old = prev.get(name, {})
                 d = p["credit_stalls"] - old.get("credit_stalls", 0)

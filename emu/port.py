@@ -310,7 +310,9 @@ class OutPort:
         starts it when the port is free and a credit covers it."""
         fl = self.flow
         frame = made(frame)  # waiting for credit, it may be rewritten (its VC): made now (emu.wire.lazy)
-        if fl.late and len(frame) > VC_OFF:  # one queue per group: its VC is picked as it starts
+        if fl.by_prio:  # a queue per traffic class (emu.pause)
+            vc = frame[PRIO_OFF] & 7 if len(frame) > PRIO_OFF else 0
+        elif fl.late and len(frame) > VC_OFF:  # one queue per group: its VC is picked as it starts
             vc = frame[VC_OFF] % fl.groups
         elif fl.groups and len(frame) > VC_OFF:  # the receiver lets the sender pick a VC of the frame's group
             vc = fl.pick(frame[VC_OFF] % fl.groups)
@@ -320,6 +322,10 @@ class OutPort:
             vc = frame[VC_OFF] % fl.vcs if len(frame) > VC_OFF else 0
         wire = add_fcs(frame)
         fl.queues[vc].append((at, wire, token))
+        if fl.by_prio:
+            n = self.framing.length_wire(wire)
+            fl.held_bytes += n
+            fl.held[vc] += n
         q = self.queued
         if self.tracer is None:
             while q and q[0][0] <= at:
@@ -348,7 +354,10 @@ class OutPort:
                     n = -(-self.framing.length_wire(qv[0][1]) // fl.unit) * fl.unit
                     w = fl.free(v, n) if fl.late else v
                     if w >= 0 and fl.place(w, n) is not None:
-                        k = (not (prio and qv[0][1][PRIO_OFF]), qv[0][0])  # high priority first (link.priority)
+                        if fl.by_prio:  # class queues: the higher class first (strict priority, 802.1Q)
+                            k = (-v if prio else 0, qv[0][0])
+                        else:
+                            k = (not (prio and qv[0][1][PRIO_OFF]), qv[0][0])  # high priority first (link.priority)
                         if best < 0 or k < key:
                             best, key, bw = v, k, w
                     else:
@@ -359,6 +368,12 @@ class OutPort:
                     fl.stalls += 1
                 break
             wire, token, n, pool = self._take_credit(best, bw)
+            if fl.by_prio:
+                fl.held_bytes -= n
+                fl.held[best] -= n
+                fl.line_bytes, fl.line_class = n, best
+                if fl.stamp is not None:
+                    wire = fl.stamp(self, wire, now, n)
             if fl.stalled_since is not None:
                 fl.stall_ns += now - fl.stalled_since
                 fl.stalled_since = None

@@ -47,6 +47,8 @@ class PortView:
         if vc is not None:
             if p.flow is None:
                 return (0, 0)
+            if p.flow.by_prio:  # a switch's class queues (switch.queues): every frame waiting, whatever its VC
+                return p.flow.waiting(), p.flow.held_bytes
             q = p.flow.queues[vc % p.flow.vcs]
             return len(q), sum(len(w) for _, w, _ in q)
         return p.queue_at(now)

@@ -137,7 +137,7 @@ class SwitchEngine:
 
     def plain_table_now(self) -> tuple[list, int, set] | None:
         """What :attr:`plain_table` is, computed from the engine as it is now (its specification)."""
-        if self.choose is None and self.pending is None and not self.cut_through \
+        if self.choose is None and self.pending is None and not self.cut_through and not self.spec.queues.on \
                 and self.min_delay_ns <= self.spec.processing_delay_ns \
                 and self.vc_select is None and type(self.routes) is list and type(self).receive is SwitchEngine.receive:
             return self.routes, self.spec.processing_delay_ns, self.held
@@ -446,9 +446,21 @@ class SwitchEngine:
     """Bring-up: the share of its test frames a port may lose or damage and go into service at once
     (``ManagerSpec.max_error_rate``)."""
 
+    queues = None
+    """``switch.queues.SwitchQueues`` when ``SwitchSpec.queues`` turns a mechanism on (``attach_queues``)."""
+
+    def attach_queues(self, outs: list, seed: int) -> None:
+        """The element's output ports, once built: the queue mechanisms take them (``emu.build``)."""
+        if self.spec.queues.on:
+            from .queues import attach
+
+            self.queues = attach(self, outs, seed)
+
     def extra_stats(self) -> dict[str, dict[str, int]]:
         """The processing unit's counters (``Cluster.stats``), once an allreduce was installed here."""
         out = {"pu": dict(self.agg.pu.stats)} if self.agg is not None else {}
+        if self.queues is not None and self.queues.buffer:
+            out["queues"] = {"peak_shared_bytes": self.queues.peak_bytes}
         if self.pending is not None:
             out["pending"] = dict(self.pending.stats)
         return out

@@ -27,7 +27,7 @@ from collections import Counter
 from difflib import get_close_matches
 from operator import itemgetter
 
-from emu.config import (MAX_INT, SECTIONS, ConfigError, ElanSpec, HostSpec, LinkSpec, NicSpec, PUSpec, SwitchSpec,
+from emu.config import (MAX_INT, SECTIONS, ConfigError, ElanSpec, HostSpec, LinkSpec, NicSpec, PUSpec, QueueSpec, SwitchSpec,
                         _convert, _field_types, merge_settings)
 from emu.config.files import parse_json, read
 
@@ -36,7 +36,7 @@ from .estimate import Estimate, check, limits
 from .file_parse import MAX_NAME, MAX_PORT, TYPE_WORDS, Elements, graphml_elements, json_elements, ranged, show
 from .file_routes import check_routing
 
-NODE_SECTIONS = {"host": ("host", "nic", "elan"), "switch": ("switch", "pu")}
+NODE_SECTIONS = {"host": ("host", "nic", "elan"), "switch": ("switch", "pu", "queues")}
 """The settings sections whose fields a node of each kind may carry."""
 GRAPH_ATTRS = ("name", "grid", "diameter", "bisection", "figures")
 UNLINKED = 256
@@ -258,7 +258,8 @@ def _topology(path: str, els: Elements, defaults: dict, settings: dict) -> tuple
                 spec = _build_spec(path, where, lambda: HostSpec(**fields.get("host", {}), nic=NicSpec(**fields.get("nic", {})),
                                                                  elan=ElanSpec(**fields.get("elan", {}))))
             else:
-                spec = _build_spec(path, where, lambda: SwitchSpec(**fields.get("switch", {}), pu=PUSpec(**fields.get("pu", {}))))
+                spec = _build_spec(path, where, lambda: SwitchSpec(**fields.get("switch", {}), pu=PUSpec(**fields.get("pu", {})),
+                                                                          queues=QueueSpec(**fields.get("queues", {}))))
             if key is not None:
                 cache[(kind, key)] = spec
         try:

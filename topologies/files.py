@@ -79,7 +79,8 @@ def node_attributes(node, all_fields: bool = False, memo: dict | None = None) ->
     if node.kind == "host":
         return {**_fields("host", spec, all_fields, memo), **_fields("nic", spec.nic, all_fields, memo),
                 **_fields("elan", spec.elan, all_fields, memo)}
-    return {**_fields("switch", spec, all_fields, memo), **_fields("pu", spec.pu, all_fields, memo)}
+    return {**_fields("switch", spec, all_fields, memo), **_fields("pu", spec.pu, all_fields, memo),
+            **_fields("queues", spec.queues, all_fields, memo)}
 
 
 def link_name(link) -> str:

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from emu.config import ConfigError, ElanSpec, HostSpec, LinkSpec, NicSpec, PUSpec, SwitchSpec, merge_settings
+from emu.config import ConfigError, ElanSpec, HostSpec, LinkSpec, NicSpec, PUSpec, QueueSpec, SwitchSpec, merge_settings
 from emu.config.numbers import decimal_float, decimal_int, hint
 
 from .base import Topology
@@ -224,7 +224,8 @@ def build(spec: str, *, defaults: dict | None = None, settings: dict | None = No
     link = LinkSpec(**fields.get("link", {}))
     host = HostSpec(**fields.get("host", {}), nic=NicSpec(**fields.get("nic", {})),
                     elan=ElanSpec(**fields.get("elan", {})))
-    switch = SwitchSpec(**fields.get("switch", {}), pu=PUSpec(**fields.get("pu", {})))
+    switch = SwitchSpec(**fields.get("switch", {}), pu=PUSpec(**fields.get("pu", {})),
+                        queues=QueueSpec(**fields.get("queues", {})))
     check_size(spec.strip(), estimate(name, kwargs))
     return fam.build(**kwargs, link=link, host=host, switch=switch)
 

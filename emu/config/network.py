@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .base import MAX_DELAY_NS, ConfigError, _check_delays
+from .queues import QueueSpec
 
 
 @dataclass(frozen=True)
@@ -227,6 +228,8 @@ class SwitchSpec:
     flit at once, so no credit). False: a host is an unbounded sink, no VC to allocate."""
     pu: PUSpec = PUSpec()
     """Its processing unit for in-network aggregation (spec 04)."""
+    queues: QueueSpec = QueueSpec()
+    """Its output-queue mechanisms (``[queues]`` settings, ``switch/queues``): all off by default."""
 
     def __post_init__(self) -> None:
         _check_delays("SwitchSpec", self, ("processing_delay_ns", "credit_delay_ns"))
@@ -241,6 +244,7 @@ class SwitchSpec:
         if not isinstance(self.cut_through, bool):
             raise ConfigError(f"SwitchSpec.cut_through must be true or false, got {self.cut_through!r}")
         self._check_router()
+        self.queues.check_switch(self)
         if self.vc_policy not in VC_POLICIES:
             raise ConfigError(f"SwitchSpec.vc_policy {self.vc_policy!r} is not one of {', '.join(VC_POLICIES)}")
         if not isinstance(self.adaptive_threshold, int) or isinstance(self.adaptive_threshold, bool) \

@@ -6,10 +6,12 @@ from .base import ConfigError
 from .numbers import decimal_float, decimal_int, hint, is_decimal, with_unit
 from .host import ElanSpec, HostSpec, NicSpec
 from .network import LinkSpec, ManagerSpec, PUSpec, SwitchSpec
+from .queues import QueueSpec
 
 # -- settings: every field of the specs, from the CLI (--set) and from TOML files (--config) ------
 SECTIONS: dict[str, type] = {"link": LinkSpec, "host": HostSpec, "nic": NicSpec, "elan": ElanSpec,
-                             "switch": SwitchSpec, "manager": ManagerSpec, "pu": PUSpec}
+                             "switch": SwitchSpec, "manager": ManagerSpec, "pu": PUSpec,
+                             "queues": QueueSpec}
 """Settable sections by name; a later spec registers its own with :func:`register_section`."""
 MAX_INT = 1 << 62
 """Largest integer a setting may take: virtual times are 64-bit on the wire."""

@@ -107,11 +107,12 @@ class ClusterFaults:
 
     async def _credit_deadlock(self, stuck: int) -> None:
         """Nothing can move but frames wait for credit: name the cyclic wait (elements, ports, VCs)."""
-        blocked, held = [], []
+        blocked, held, paused = [], [], set()
         for h in self._handles:
             w = await h.call("credit_waits")
             blocked += w["blocked"]
             held += w["held"]
+            paused.update(map(tuple, w.get("paused", ())))
         t = self.topology
         # (node, out port, vc) waits for the peer's input buffer (peer, in port, vc), whose frames wait
         # at the peer's output ports: an edge to each of those
@@ -123,6 +124,8 @@ class ClusterFaults:
             pin = int(peer_port.rsplit("p", 1)[1]) if t.nodes[peer].kind == "switch" else -1
             edges[(node, outp, vc)] = by_buffer.get((peer, pin, vc), set())
         cycle = _find_cycle(edges)
+        if paused:  # queues PFC paused (emu.pause): a cycle of paused classes
+            await self._pfc_deadlock(stuck, cycle, blocked, paused)
         where = (" -> ".join(f"{t.port_name(n, p)} vc{v}" for n, p, v in cycle + cycle[:1]) if cycle
                  else "no cycle found; " + ", ".join(f"{t.port_name(n, p)} vc{v} ({k} waiting)"
                                                      for n, p, v, _, _, k in blocked[:8]))
@@ -131,6 +134,18 @@ class ClusterFaults:
         raise DeadlockError(f"credit deadlock at {self.now} ns: {stuck} frame(s) wait for credit that can "
                             f"never come; cyclic wait: {where}. Use more VCs with a deadlock-free VC policy "
                             "(--set switch.vcs=2 --set switch.vc_policy=dateline on tori) or larger buffers")
+
+
+    async def _pfc_deadlock(self, stuck: int, cycle: list, blocked: list, paused: set) -> None:
+        t = self.topology
+        where = (" -> ".join(f"{t.port_name(n, p)} prio{c}" for n, p, c in cycle + cycle[:1]) if cycle
+                 else "no cycle found; paused: " + ", ".join(f"{t.port_name(n, p)} prio{c}" for n, p, c in sorted(paused)[:8]))
+        self._sync.broken = "a PFC deadlock"
+        self._trace_instant(None, "PFC deadlock", {"frames waiting": stuck, "cyclic wait": where})
+        raise DeadlockError(f"PFC deadlock at {self.now} ns: {stuck} frame(s) wait in queues paused by PFC that "
+                            f"nothing can resume; cyclic wait: {where}. Route without a cycle of buffer dependencies "
+                            "(a deadlock-free routing), give the classes that cross the cycle room each (larger "
+                            "queues.xoff_bytes) or make the class lossy (queues.pfc_classes)")
 
 
 def _find_cycle(edges: dict[tuple, set]) -> list[tuple]:

@@ -1,0 +1,155 @@
+"""The output-queue disciplines of an output-queued switch (``[queues]`` settings, ``--set queues.x=``;
+``switch/queues``): a shared buffer with dynamic thresholds and tail drop, ECN marking, PFC, INT,
+trimming. Everything is off by default: a switch then forwards exactly as before.
+
+Traffic classes are the fabric header's ``prio`` (0..7). The per-class settings take a list of
+classes: ``"3"``, ``"0+3"`` (or ``"0,3"`` in a file: on the command line a comma makes a sweep),
+``"0-7"``, ``"all"`` or ``""`` (none)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .base import ConfigError
+
+ECN_MODES = ("off", "red", "step")
+CLASSES = 8
+"""Traffic classes: the fabric header's prio, and the 8 PAUSE timers of an 802.1Qbb frame."""
+
+
+def class_mask(where: str, text: str) -> int:
+    """A list of traffic classes (``"0+3"`` or ``"0,3"``, ``"2-5"``, ``"all"``, ``""``) as a bit mask."""
+    t = text.strip().lower()
+    if t in ("", "none"):
+        return 0
+    if t == "all":
+        return (1 << CLASSES) - 1
+    mask = 0
+    for part in t.replace("+", ",").split(","):
+        lo, dash, hi = part.strip().partition("-")
+        try:
+            a = int(lo)
+            b = int(hi) if dash else a
+        except ValueError:
+            raise ConfigError(f"{where}={text!r} is not a list of traffic classes 0..7; write e.g. "
+                              f"{where}=3 or {where}=0+3 or {where}=0-7 or {where}=all") from None
+        if not 0 <= a <= b < CLASSES:
+            raise ConfigError(f"{where}={text!r}: traffic classes are 0..7 (the fabric header's prio); "
+                              f"write e.g. {where}=3 or {where}=0-7")
+        for c in range(a, b + 1):
+            mask |= 1 << c
+    return mask
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    """Output-queue mechanisms of an output-queued switch (``switch.model=output_queued``)."""
+
+    buffer_bytes: int = 0
+    """The switch's shared packet buffer (bytes); 0: unbounded (no tail drop). A frame of a lossy
+    class is dropped when its output queue holds ``alpha`` x the free shared buffer or more, or when
+    the buffer is full (Choudhury-Hahne dynamic thresholds)."""
+    alpha: float = 1.0
+    """Dynamic-threshold factor: an output queue may grow to alpha x (buffer_bytes - bytes in the
+    buffer)."""
+    ecn: str = "off"
+    """ECN marking of host message segments (fabric flag ECN): off, red (``kmin_bytes``/``kmax_bytes``/
+    ``pmax``) or step (at ``k_bytes``), on the output queue's bytes as the frame arrives."""
+    kmin_bytes: int = 5_000
+    """RED: below this many bytes in the queue nothing is marked (DCQCN's Kmin, 5 KB)."""
+    kmax_bytes: int = 200_000
+    """RED: at or above this many bytes every segment is marked (DCQCN's Kmax, 200 KB)."""
+    pmax: float = 0.01
+    """RED: the marking probability just below ``kmax_bytes`` (DCQCN's Pmax, 1 %); linear from 0 at
+    ``kmin_bytes``."""
+    k_bytes: int = 97_500
+    """Step marking: a segment is marked when the queue holds this many bytes or more (DCTCP's K, 65
+    packets of 1500 bytes)."""
+    ecn_classes: str = "all"
+    """Traffic classes that are marked: e.g. 3, 0+3, 0-7, all."""
+    pfc_classes: str = ""
+    """Lossless traffic classes (PFC, IEEE 802.1Qbb; e.g. 3, 0+3, 0-7, all; none by default): never tail-dropped; an ingress whose bytes of a
+    class reach ``xoff_bytes`` sends a PAUSE upstream for that class, an XON below ``xon_bytes``."""
+    xoff_bytes: int = 100_000
+    """PFC: bytes of one class held for one ingress port at which a PAUSE goes upstream."""
+    xon_bytes: int = 50_000
+    """PFC: ... below which the pause is lifted (a PAUSE of quanta 0)."""
+    headroom_bytes: int = 50_000
+    """PFC: what may still arrive on a paused ingress (the frames in flight and the one on the line
+    each way); a frame beyond ``xoff_bytes + headroom_bytes`` is dropped (counted: the headroom is too
+    small for the link)."""
+    pause_quanta: int = 65535
+    """PFC: the pause time a PAUSE asks for, in quanta of 512 bit times. 65535: held until XON (the
+    switch refreshes it before it lapses; the refreshes are not sent as frames of their own)."""
+    int_telemetry: bool = False
+    """INT: add a hop record (queue bytes, transmitted bytes, time, line rate; HPCC) to every frame that
+    carries the fabric flag INT as it starts on its way out."""
+    trim: bool = False
+    """Packet trimming (NDP): a host message segment that tail drop would drop is cut to its headers
+    and sent at priority 7 instead."""
+
+    def __post_init__(self) -> None:
+        for f in ("buffer_bytes", "kmin_bytes", "kmax_bytes", "k_bytes", "xoff_bytes", "xon_bytes", "headroom_bytes"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 1 << 40:
+                raise ConfigError(f"queues.{f} must be an integer within 0..2**40 bytes, got {v!r}")
+        if not isinstance(self.alpha, (int, float)) or not 0 < self.alpha <= 1024:
+            raise ConfigError(f"queues.alpha must be a number within (0, 1024], got {self.alpha!r}; e.g. queues.alpha=1")
+        if not isinstance(self.pmax, (int, float)) or not 0 <= self.pmax <= 1:
+            raise ConfigError(f"queues.pmax is a probability within 0..1, got {self.pmax!r}; e.g. queues.pmax=0.01")
+        if self.ecn not in ECN_MODES:
+            raise ConfigError(f"queues.ecn {self.ecn!r} is not one of {', '.join(ECN_MODES)}")
+        if not isinstance(self.pause_quanta, int) or not 1 <= self.pause_quanta <= 65535:
+            raise ConfigError(f"queues.pause_quanta must be within 1..65535 quanta of 512 bit times, "
+                              f"got {self.pause_quanta!r}")
+        for f in ("int_telemetry", "trim"):
+            if not isinstance(getattr(self, f), bool):
+                raise ConfigError(f"queues.{f} must be true or false, got {getattr(self, f)!r}")
+        self.ecn_mask, self.pfc_mask  # (the class lists are checked here)
+        if self.ecn == "red" and self.kmin_bytes >= self.kmax_bytes:
+            raise ConfigError(f"queues.kmin_bytes={self.kmin_bytes} is not below queues.kmax_bytes={self.kmax_bytes}: "
+                              "RED marks between them; set kmin_bytes < kmax_bytes")
+        if self.trim and not self.buffer_bytes:
+            raise ConfigError("queues.trim=true trims what tail drop would drop, and an unbounded buffer drops "
+                              "nothing; give queues.buffer_bytes too")
+        if self.pfc_mask:
+            if self.xon_bytes > self.xoff_bytes:
+                raise ConfigError(f"queues.xon_bytes={self.xon_bytes} is above queues.xoff_bytes={self.xoff_bytes}: "
+                                  "a pause could never be lifted; set xon_bytes <= xoff_bytes")
+            if self.xoff_bytes == 0:
+                raise ConfigError("queues.xoff_bytes=0 would pause before anything arrives; give the bytes an "
+                                  "ingress may hold, e.g. queues.xoff_bytes=100000")
+            if self.buffer_bytes and self.buffer_bytes < self.xoff_bytes + self.headroom_bytes:
+                raise ConfigError(f"queues.buffer_bytes={self.buffer_bytes} is smaller than one ingress's "
+                                  f"xoff_bytes + headroom_bytes = {self.xoff_bytes + self.headroom_bytes}: "
+                                  "give a larger buffer or smaller thresholds")
+
+    @property
+    def ecn_mask(self) -> int:
+        return class_mask("queues.ecn_classes", self.ecn_classes)
+
+    @property
+    def pfc_mask(self) -> int:
+        return class_mask("queues.pfc_classes", self.pfc_classes)
+
+    @property
+    def pfc_on(self) -> bool:
+        return bool(self.pfc_mask)
+
+    @property
+    def on(self) -> bool:
+        """Is any mechanism switched on (then the switch's frames take the Python path)?"""
+        return bool(self.buffer_bytes or self.ecn != "off" or self.pfc_mask or self.int_telemetry or self.trim)
+
+    def check_switch(self, switch) -> None:
+        """Refuse combinations with the switch's other settings (``SwitchSpec``)."""
+        if not self.on:
+            return
+        if switch.model != "output_queued":
+            raise ConfigError(f"queues.* needs output queues: switch.model={switch.model} has none; set "
+                              "switch.model=output_queued or switch the queues settings off")
+        if switch.vc_buffer_bytes:
+            raise ConfigError("queues.* and credit flow control (switch.vc_buffer_bytes > 0) are two buffer models; "
+                              "set switch.vc_buffer_bytes=0 to use the shared output buffer")
+        if switch.cut_through:
+            raise ConfigError("queues.* needs store-and-forward switches; set switch.cut_through=false")
