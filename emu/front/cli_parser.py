@@ -280,7 +280,8 @@ def _add_run(sub) -> None:
     r.epilog += (f"\n\nsweeps: --{', --'.join(o for o in ORDER)} take comma-separated lists; the run is their "
                  f"product, --{ORDER[0]} varying slowest and --{ORDER[-1]} fastest, one cluster per point, one "
                  "row per test and point in one table (--json, --csv); an option of one value refuses a second")
-    g = r.add_argument_group("open-loop traffic (uniform, transpose, bitcomplement, hotspot, neighbor; --size: the "
+    g = r.add_argument_group("open-loop traffic (uniform, transpose, bitcomplement, hotspot, neighbor, worst_case, "
+                             "tornado, shuffle, randperm; --size: the "
                              "packet's payload, one frame, default 256B)")
     g.add_argument("--load", help="offered loads, packets per node per cycle = fractions of a host link's capacity "
                                   "in (0, 1], comma-separated (default 0.1,0.3,0.5,0.7,0.9)")
