@@ -275,6 +275,9 @@ def _add_run(sub) -> None:
     r.add_argument("--realtime", type=_ascii(float), metavar="NS_PER_S",
                    help="pace virtual time to the wall clock: virtual ns per second (1e9 = real time)")
     _add_collective_options(r)
+    from .flow_options import add_flow_options
+
+    add_flow_options(r, _ascii(int))
     from .sweepargs import ORDER
 
     r.epilog += (f"\n\nsweeps: --{', --'.join(o for o in ORDER)} take comma-separated lists; the run is their "

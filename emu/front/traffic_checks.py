@@ -66,6 +66,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from emu.nodes.collectives.model import HEADERS
+from emu.nodes.workload.flows import derangement
 
 from ..config import ConfigError
 from ..config.numbers import decimal_float, hint
@@ -162,17 +163,6 @@ def check_pattern(pattern: str, n: int) -> None:
                           f"the topology has {n}")
     if pattern in ("bitcomplement", "shuffle") and n & (n - 1):
         raise ConfigError(f"{pattern} needs a power-of-two host count, the topology has {n}")
-
-
-def derangement(n: int, seed: int) -> list[int]:
-    """A permutation of range(n) without fixed points, drawn from ``seed`` (shuffles until one has
-    none: about e tries)."""
-    rng = random.Random(f"{seed}:randperm:{n}")
-    p = list(range(n))
-    while True:
-        rng.shuffle(p)
-        if all(d != i for i, d in enumerate(p)):
-            return p
 
 
 def destinations(pattern: str, n: int, grid=None, seed: int = 0):
