@@ -173,3 +173,24 @@ def test_flow_workloads_repeat_over_processes_and_in_memory(tmp_path):
     assert [b["buckets"][0]["bucket"] for b in a] == ["<=100KB", "<=100KB", "<=10KB"]
     assert run(tmp_path, *args, "--processes", "2", name="b.json") == a
     assert run(tmp_path, *args, "--direct", name="c.json") == a
+
+
+# -- emu report -----------------------------------------------------------------------------------
+
+def test_emu_report_draws_slowdown_by_size_and_queues_over_time(tmp_path, capsys):
+    res, tr, out = tmp_path / "r.json", tmp_path / "t.json", tmp_path / "plots"
+    assert main(["run", "--topo", "star:n=4", "--test", "incast", "--size", "10KiB", "--json", str(res),
+                 "--trace", str(tr)]) == 0
+    assert main(["report", str(res), "--trace", str(tr), "--out", str(out)]) == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert {"fct_slowdown.png", "fct_slowdown.svg", "queues.png", "queues.svg"} <= set(names)
+    from emu.front.report_flows import queue_tracks
+
+    tracks = queue_tracks(json.loads(tr.read_text()), "t.json")
+    assert max(b for _, b in tracks["s0-p0"]) > 10 * 1074      # the incast's queue at h0's switch port
+    doc = json.loads(res.read_text())
+    doc["results"][0]["buckets"][0]["slowdown_p99"] = "high"
+    res.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["report", str(res), "--out", str(tmp_path / "p2")]) == 2
+    assert capsys.readouterr().out.count("\n") == 1
