@@ -193,4 +193,5 @@ def test_emu_report_draws_slowdown_by_size_and_queues_over_time(tmp_path, capsys
     res.write_text(json.dumps(doc))
     capsys.readouterr()
     assert main(["report", str(res), "--out", str(tmp_path / "p2")]) == 2
-    assert capsys.readouterr().out.count("\n") == 1
+    assert capsys.readouterr().out == (f"refused: emu report: {res}: the buckets of 'incast'[0].slowdown_p99 must be a "
+                                       "number >= 0; give the files of one emu run\n")

@@ -86,12 +86,10 @@ def queue_tracks(trace: dict[str, Any], path: str) -> dict[str, list[tuple[float
     return tracks
 
 
-def plot_queues(trace: dict[str, Any], path: str, out: str) -> list[str]:
+def plot_queues(tracks: dict[str, list[tuple[float, float]]], out: str) -> list[str]:
     """Two panels: the switches' output ports and the hosts' NIC ports (their send queues: a host's
-    messages wait there in the order taken), each the ``MAX_PORTS`` with the highest peaks."""
-    tracks = queue_tracks(trace, path)
-    if not tracks:
-        return []
+    messages wait there in the order taken), each the ``MAX_PORTS`` with the highest peaks, from
+    :func:`queue_tracks`."""
     import re
 
     import matplotlib
