@@ -165,7 +165,7 @@ def test_an_incast_finishes_when_the_receiver_link_has_carried_every_frame(tmp_p
 
 
 def test_flow_workloads_repeat_over_processes_and_in_memory(tmp_path):
-    args = ["--topo", "fattree:k=2,n=3", "--test", "permutation+all_to_all+poisson", "--size", "20KB",
+    args = ["--topo", "fattree:k=2,n=3", "--test", "permutation+alltoall_flows+poisson", "--size", "20KB",
             "--load", "0.6", "--cdf", "hadoop", "--duration", "100us", "--seed", "3", "--set", "switch.routing=ecmp"]
     a = run(tmp_path, *args, name="a.json")
     assert [r["flows"] for r in a[:2]] == [8, 56] and a[2]["flows"] > 20

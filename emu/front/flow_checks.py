@@ -1,5 +1,5 @@
 """Flow workloads and their completion times (issue 47, item 4): ``emu run --test incast --senders 16
---size 450KB``, ``--test permutation``, ``--test all_to_all``, ``--test poisson --load 0.5 --cdf
+--size 450KB``, ``--test permutation``, ``--test alltoall_flows``, ``--test poisson --load 0.5 --cdf
 websearch``, ``--test flows --flows FILE`` (the workloads: :mod:`emu.nodes.workload.flows`).
 
 Each flow is one host message (``host.send`` of ``size`` bytes, its tag the flow's number, its
@@ -29,10 +29,10 @@ from ..errors import EmuError
 from .check_registry import Options, register
 from .flow_model import IdealFct
 
-TESTS = ("flows", "incast", "permutation", "all_to_all", "poisson")
+TESTS = ("flows", "incast", "permutation", "alltoall_flows", "poisson")
 BUCKETS = (10_000, 100_000, 1_000_000, 10_000_000)
 """Upper edges (bytes, inclusive) of the size buckets; the last bucket is open."""
-DEFAULT_SIZE = {"incast": 450_000, "permutation": 1_000_000, "all_to_all": 100_000}
+DEFAULT_SIZE = {"incast": 450_000, "permutation": 1_000_000, "alltoall_flows": 100_000}
 DEFAULT_DURATION_NS = 100_000
 _ZERO = bytearray(1)
 
@@ -196,7 +196,7 @@ def _check(name: str):
                   "FCT and slowdown, goodput.",
         "permutation": "Every host sends --size bytes (default 1MB) to one other (a seeded permutation without "
                        "fixed points); FCT and slowdown, goodput.",
-        "all_to_all": "Every host sends --size bytes (default 100KB) to every other at once, as independent flows "
+        "alltoall_flows": "Every host sends --size bytes (default 100KB) to every other at once, as independent flows "
                       "(not the alltoall collective); FCT and slowdown, goodput.",
         "poisson": "Poisson flow arrivals per host at --load (one value) of its link for --duration (default 100us), "
                    "sizes from --cdf websearch|hadoop|FILE, destinations uniform; FCT slowdown by size bucket."}[name]

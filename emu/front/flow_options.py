@@ -12,7 +12,8 @@ FLOW_OPTIONS = ("flows", "senders", "cdf", "duration")
 
 
 def add_flow_options(r: argparse.ArgumentParser, ascii_int) -> None:
-    g = r.add_argument_group("flow workloads (flows, incast, permutation, all_to_all, poisson; --size: bytes per flow; "
+    g = r.add_argument_group("flow workloads (flows, incast, permutation, alltoall_flows, poisson; --size: bytes "
+                             "per flow; "
                              "--load: poisson's one load; docs/flows.md)")
     g.add_argument("--flows", metavar="FILE", help="--test flows: a flow per line, 'src dst priority size start_ns' "
                                                    "(hosts by index or name), or the HPCC code's flow.txt")

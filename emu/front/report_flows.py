@@ -1,6 +1,6 @@
 """``emu report``'s plots of flow workloads (issue 47, item 4):
 
-* ``fct_slowdown.{png,svg}`` (rows with ``buckets``: ``emu run --test incast|permutation|all_to_all|
+* ``fct_slowdown.{png,svg}`` (rows with ``buckets``: ``emu run --test incast|permutation|alltoall_flows|
   poisson|flows``): per test, the p50, p95 and p99 slowdown of each flow-size bucket, against the
   flow alone on the idle network (1, dashed);
 * ``queues.{png,svg}`` (a ``--trace`` with port queue counters): the queued bytes of the busiest
