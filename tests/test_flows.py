@@ -195,3 +195,24 @@ def test_emu_report_draws_slowdown_by_size_and_queues_over_time(tmp_path, capsys
     assert main(["report", str(res), "--out", str(tmp_path / "p2")]) == 2
     assert capsys.readouterr().out == (f"refused: emu report: {res}: the buckets of 'incast'[0].slowdown_p99 must be a "
                                        "number >= 0; give the files of one emu run\n")
+
+
+# -- the readers on any text ----------------------------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_TOKENS = st.sampled_from(["0", "1", "3", "h2", "4", "-1", "1.5", "1e3", "256", "99999999999", "x", "#", "2.0", "\t"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_TOKENS, max_size=7).map(" ".join), max_size=6).map("\n".join) | st.text(max_size=80))
+def test_the_readers_take_any_text_and_refuse_in_one_line(text):
+    for parse in (lambda: parse_flows(text, "f.txt", HOSTS), lambda: parse_cdf(text, "c.txt")):
+        try:
+            out = parse()
+        except ConfigError as e:
+            assert "\n" not in str(e) and str(e).startswith(("f.txt", "c.txt"))
+        else:
+            if isinstance(out, list):
+                assert out and all(0 <= f.src < 4 and 0 <= f.dst < 4 and f.src != f.dst and f.size >= 1
+                                   and f.start_ns >= 0 for f in out)

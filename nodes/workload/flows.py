@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass
 
 from emu.config import ConfigError
@@ -102,7 +103,7 @@ def parse_cdf(text: str, name: str) -> Cdf:
     pts = []
     for no, f in _fields(text):
         try:
-            if len(f) != 2:
+            if len(f) != 2 or not all(_SECONDS.match(t) for t in f):
                 raise ValueError
             x, y = float(f[0]), float(f[1])
             if not (math.isfinite(x) and math.isfinite(y)):
@@ -118,10 +119,18 @@ def cdf_named(name: str) -> Cdf:
     return check_cdf(name, CDFS[name])
 
 
+_SECONDS = re.compile(r"[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?\Z")
+
+
+def _uint(tok: str) -> bool:
+    """A whole number in ASCII digits (``str.isdigit`` also takes '²' and other scripts' digits)."""
+    return tok.isascii() and tok.isdigit()
+
+
 def _host(tok: str, hosts: list[str], index: dict[str, int]) -> int | None:
     if tok in index:
         return index[tok]
-    if tok.isdigit() and int(tok) < len(hosts):
+    if _uint(tok) and int(tok) < len(hosts):
         return int(tok)
     return None
 
@@ -134,7 +143,7 @@ def parse_flows(text: str, name: str, hosts: list[str], max_bytes: int = 1 << 32
     hpcc = bool(lines) and len(lines[0][1]) == 1
     if hpcc:
         no, (count,) = lines.pop(0)
-        if not count.isdigit():
+        if not _uint(count):
             raise ConfigError(f"{name}:{no}: {count!r} is not a number of flows (an HPCC flow file starts with the "
                               "count alone); give the count, or leave the line out of a 'src dst priority size "
                               "start_ns' file")
@@ -154,13 +163,15 @@ def parse_flows(text: str, name: str, hosts: list[str], max_bytes: int = 1 << 32
         if src == dst:
             raise bad(f"a flow from {hosts[src]} to itself", "give another destination")
         size_tok, start_tok = (f[4], f[5]) if hpcc else (f[3], f[4])
-        if not f[2].isdigit() or int(f[2]) > 255:
+        if not _uint(f[2]) or int(f[2]) > 255:
             raise bad(f"priority {f[2]!r} is not a traffic class", "give 0..255")
-        if not size_tok.isdigit() or not 1 <= int(size_tok) <= max_bytes:
+        if not _uint(size_tok) or not 1 <= int(size_tok) <= max_bytes:
             raise bad(f"size {size_tok!r} is not a byte count", f"give 1..{max_bytes} (host.max_message_bytes)")
         try:
+            if not (_SECONDS.match(start_tok) if hpcc else _uint(start_tok)):
+                raise ValueError
             start = float(start_tok) * 1e9 if hpcc else int(start_tok)
-            if not math.isfinite(start) or start < 0:
+            if not math.isfinite(start) or start >= 2**62:
                 raise ValueError
         except ValueError:
             unit = "seconds, e.g. 2.000001" if hpcc else "whole ns, e.g. 1500"
