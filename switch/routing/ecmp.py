@@ -33,6 +33,8 @@ from emu.wire.fabric import ETH_LEN, FLAG_SRCRT, FLAGS_OFF, RSVD_OFF, source_rou
 KEY_OFF = ETH_LEN
 """The fabric header's ``src`` and ``dst`` (8 bytes from here)."""
 PTYPE_OFF = ETH_LEN + 10
+MEMO = 4096
+"""Hashes a switch remembers (by the header bytes that hold the key), cleared when full."""
 
 
 def flow_key(frame: bytes) -> bytes:
@@ -59,8 +61,10 @@ def _live(engine):
 
 
 def ecmp(engine, seed: int):
-    s = salt(seed, engine.node_id)
+    s0 = zlib.crc32(struct.pack(">I", salt(seed, engine.node_id)))  # the salt's CRC, once
     live = _live(engine)
+    crc = zlib.crc32
+    memo: dict[bytes, int] = {}  # the fabric header from src to rsvd -> its hash (the key is in it)
 
     def choose(dst: int, static: int, frame: bytes, now: int) -> int:
         cands = engine.candidates
@@ -68,11 +72,18 @@ def ecmp(engine, seed: int):
         k = len(ports)
         if k < 2:
             return static
-        chosen = source_route(frame, ports)
-        h = ecmp_hash(frame, s) if chosen is None else 0
-        if chosen is None:
+        if frame[FLAGS_OFF] & FLAG_SRCRT:
+            chosen, h = source_route(frame, ports), 0
+        else:  # ecmp_hash, inline: CRC-32 of salt, src and dst, then ptype and entropy
+            head = frame[KEY_OFF:RSVD_OFF + 1]
+            h = memo.get(head)
+            if h is None:
+                if len(memo) >= MEMO:
+                    memo.clear()
+                h = memo[head] = crc(bytes((frame[PTYPE_OFF], frame[RSVD_OFF])), crc(frame[KEY_OFF:KEY_OFF + 8], s0))
             chosen = ports[h % k]
-        if live(chosen, now):
+        view = engine.ports
+        if chosen not in engine.held and (view is None or view.up(chosen, now)):
             return chosen
         up = [q for q in ports if live(q, now)]
         return up[h % len(up)] if up else chosen
@@ -89,17 +100,25 @@ def spray(engine, seed: int):
         k = len(ports)
         if k < 2:
             return static
-        chosen = source_route(frame, ports)
-        if chosen is not None and live(chosen, now):
-            return chosen
+        if frame[FLAGS_OFF] & FLAG_SRCRT:
+            chosen = source_route(frame, ports)
+            if live(chosen, now):
+                return chosen
         i = turn.get(dst, 0)
-        for j in range(k):
+        if i >= k:  # (the manager's SET_ROUTES gave fewer candidates)
+            i = 0
+        p = ports[i]
+        view = engine.ports
+        if p not in engine.held and (view is None or view.up(p, now)):  # (the common case: live)
+            turn[dst] = i + 1 if i + 1 < k else 0
+            return p
+        for j in range(1, k):
             p = ports[(i + j) % k]
             if live(p, now):
                 turn[dst] = (i + j + 1) % k
                 return p
         turn[dst] = (i + 1) % k
-        return ports[i % k]
+        return ports[i]
     return choose
 
 
