@@ -78,3 +78,22 @@ async def test_a_flow_takes_one_path_under_ecmp_and_spreads_under_spray():
     assert s["s0-p2"] == s["s0-p3"] == 4                     # round the two up ports
     assert sum(n for p, n in s.items() if p.startswith("s0-")) == 8
     assert await _one_flow("ecmp") == e                      # deterministic
+
+
+def test_on_a_permutation_spray_comes_near_the_ideal_and_ecmp_collides(tmp_path):
+    """fattree:k=4,n=2, 16 hosts each sending 64 KB to one other: spraying spreads every flow over the
+    4 up links and each finishes near its time alone; ECMP puts whole flows on one path, and where two
+    or three hash onto one link they share it; the static tables (destination mod k) collide too."""
+    import json
+
+    from emu.front.cli import main
+
+    got = {}
+    for policy in ("static", "ecmp", "spray"):
+        out = tmp_path / f"{policy}.json"
+        assert main(["run", "--topo", "fattree:k=4,n=2", "--test", "permutation", "--size", "64KB", "--set",
+                     f"switch.routing={policy}", "--json", str(out)]) == 0
+        got[policy] = json.loads(out.read_text())["results"][0]
+    assert got["spray"]["slowdown_max"] < 1.1
+    assert got["ecmp"]["slowdown_max"] > 2 and got["static"]["slowdown_max"] > 1.5
+    assert got["spray"]["goodput_gbps"] > 1.5 * max(got["ecmp"]["goodput_gbps"], got["static"]["goodput_gbps"])
