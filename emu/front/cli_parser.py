@@ -113,9 +113,11 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--dest", help="install into this folder instead of Wireshark's personal Lua plugins folder")
     _add_run(sub)
     rp = sub.add_parser("report", help="plots of an emu run as PNG and SVG: link loads on the topology, "
-                                       "per-rank timeline from its trace", allow_abbrev=False)
+                                       "per-rank timeline from its trace, flow slowdown by size, queues over "
+                                       "time", allow_abbrev=False)
     rp.add_argument("results", metavar="RESULTS.json", help="the --json file of an emu run or an emu mpirun")
-    rp.add_argument("--trace", metavar="FILE", help="the --trace file of the same run (for the timeline)")
+    rp.add_argument("--trace", metavar="FILE", help="the --trace file of the same run (for the timeline and the "
+                                                    "queues over time)")
     rp.add_argument("--out", metavar="DIR", required=True, help="folder to write the plots into (made if missing)")
     rp.add_argument("--x", metavar="PARAM", help="a sweep's x axis: a swept parameter (default: the one that varies "
                                                  "fastest)")
