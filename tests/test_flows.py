@@ -72,7 +72,9 @@ def test_the_cli_refuses_a_bad_flow_file_in_one_line(tmp_path, capsys):
                        (["--test", "incast", "--senders", "4"], "--senders 4: an incast on 4 hosts has 1..3"),
                        (["--test", "poisson"], "--test poisson --load None: give one load in (0, 1]"),
                        (["--test", "poisson", "--load", "0.5", "--cdf", "nope"], "--cdf nope: neither a CDF by name"),
-                       (["--test", "poisson", "--load", "0.5", "--duration", "soon"], "--duration soon: a time 'soon'")):
+                       (["--test", "poisson", "--load", "0.5", "--duration", "soon"], "--duration soon: a time 'soon'"),
+                       (["--test", "poisson", "--load", "0.5", "--size", "1KB"], "--size does not apply to --test "
+                                                                                 "poisson: the sizes come from --cdf")):
         assert main(["run", "--topo", "star:n=4", *args]) == 2
         out = capsys.readouterr().out
         assert out.startswith("refused: " + says) and out.count("\n") == 1, out

@@ -50,6 +50,9 @@ def flow_extra(args, names: list[str], topo, extra: dict) -> dict:
     for k, owner in (("flows", "flows"), ("senders", "incast"), ("cdf", "poisson"), ("duration", "poisson")):
         if given[k] is not None and owner not in tests:
             raise ConfigError(f"--{k} applies to --test {owner}; --test {'+'.join(names)} has no {owner}")
+    if getattr(args, "size", None) is not None and all(n in ("poisson", "flows") for n in names):
+        raise ConfigError(f"--size does not apply to --test {'+'.join(names)}: the sizes come from "
+                          f"{'--cdf' if 'poisson' in names else 'the flow file'}; leave it out")
     if given["flows"] is not None:
         out["flows_text"] = _read("--flows", given["flows"])
     cdf = given["cdf"]
