@@ -12,7 +12,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 MECHANISMS = ["nic-offload.md", "network-coding.md", "qsnet.md", "in-network-allreduce.md"]
-PAGES = MECHANISMS + ["fabric.md", "topologies.md"]
+PAGES = MECHANISMS + ["fabric.md", "topologies.md", "flows.md"]
 SPEC = re.compile(r"\bspecs? 0\d", re.I)
 
 

@@ -280,7 +280,7 @@ def test_a_policy_registers_by_name_and_an_unknown_one_is_refused():
         assert sw.receive(_frame(63), 0, 0)[0][0] == 7 and sw.receive(_frame(16), 0, 0)[0][0] == 7
     finally:
         del routing.POLICIES["highest"]
-    with pytest.raises(ConfigError, match="unknown routing policy 'zigzag'; known: static, adaptive, dispersive, qsnet, minimal, valiant, ugal_l, ugal_g, par$"):
+    with pytest.raises(ConfigError, match="unknown routing policy 'zigzag'; known: static, adaptive, dispersive, qsnet, minimal, valiant, ugal_l, ugal_g, par, ecmp, spray$"):
         _switch("star:n=2", "s0", "zigzag")
 
 

@@ -102,6 +102,33 @@ def test_patterns():
     assert schedule("transpose", n, 5, 0.5, 100, seed=0) == ([], [])
 
 
+def test_tornado_shuffle_and_randperm_as_booksim_defines_them():
+    from emu.topologies.grid import Grid
+
+    assert destinations("tornado", 8) == [3, 4, 5, 6, 7, 0, 1, 2]          # i + ceil(8/2) - 1
+    assert destinations("tornado", 5) == [2, 3, 4, 0, 1]                   # i + ceil(5/2) - 1
+    assert destinations("tornado", 2) == [None, None]                      # half way less one: itself
+    # a 4x4 torus: x + 1 and y + 1 (mod 4) together, node (x, y) = y*4 + x
+    t = destinations("tornado", 16, Grid(4, 2, True))
+    assert t[0] == 5 and t[3] == 4 and t[15] == 0 and sorted(t) == list(range(16))
+    sh = destinations("shuffle", 8)
+    assert sh == [None, 2, 4, 6, 1, 3, 5, None]                            # 3 bits rotated left by one
+    p = destinations("randperm", 16, seed=3)
+    assert sorted(p) == list(range(16)) and all(d != i for i, d in enumerate(p))  # a derangement
+    assert destinations("randperm", 16, seed=3) == p != destinations("randperm", 16, seed=4)
+    when, dst = schedule("randperm", 16, 5, 0.5, 200, seed=3)
+    assert set(dst) == {p[5]} and len(when) > 50
+
+
+def test_the_new_patterns_run_and_refuse_a_host_count_they_are_not_defined_on(tmp_path, capsys):
+    rows = run(tmp_path, "--topo", "fattree:k=2,n=3", "--test", "tornado+shuffle+randperm", "--load", "0.2",
+               "--warmup", "100", "--measure", "300")
+    assert [r["sources"] for r in rows] == [8, 6, 8]
+    assert all(r["curve"][0]["packets"] > 0 for r in rows)
+    assert main(["run", "--topo", "star:n=6", "--test", "shuffle"]) == 2
+    assert "refused: shuffle needs a power-of-two host count, the topology has 6\n" in capsys.readouterr().out
+
+
 def test_saturation_is_not_called_on_a_noisy_sample(tmp_path):
     """mesh:k=4,n=2 at 0.1 over 200 cycles: 5 % short of its own noisy injected count once called this
     saturation (issue 42). Against the offered load with a 3-standard-error bound it is not; and the

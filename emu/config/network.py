@@ -150,7 +150,8 @@ class SwitchSpec:
     """Routing policy by name: static (the table's port), adaptive (the least-loaded minimal next
     hop), dispersive (a seeded random minimal next hop), qsnet (QsNet's rule: a minimal next hop
     below ``adaptive_threshold`` pending frames, picked by ``adaptive_pick``; none: the least loaded);
-    on dragonflies, HyperX and Slim Flies minimal, valiant, ugal_l, ugal_g (an oracle) and par."""
+    on dragonflies, HyperX and Slim Flies minimal, valiant, ugal_l, ugal_g (an oracle) and par; ecmp (a
+    hash of the flow: source, destination, packet type, entropy byte) and spray (per packet, in turn)."""
     adaptive_threshold: int = 2
     """Pending frames on a link below which it counts as lightly loaded (``routing=qsnet``): frames
     on the line plus those waiting for credit; 0: no link is, always the least loaded."""

@@ -19,13 +19,14 @@ from .sizes import parse_size
 
 # The modules that define tests register them as they are imported, so this order is the order of
 # CHECKS, the order ``emu run --help`` lists them in: pingall, the collectives, QsNet put and get,
-# the open-loop traffic patterns.
+# the open-loop traffic patterns, the flow workloads.
 from .ping_checks import pingall  # isort: skip
 from .collective_checks import COLLECTIVES, CollectiveOptions, collective_options  # isort: skip
 from . import qsnet_checks  # noqa: F401  isort: skip
 from . import traffic_checks  # noqa: F401  isort: skip
 from . import gpcnet  # noqa: F401  isort: skip
 from . import goal_check  # noqa: F401  isort: skip
+from . import flow_checks  # noqa: F401  isort: skip
 
 __all__ = ["CHECKS", "COLLECTIVES", "CheckResult", "CollectiveOptions", "Options", "collective_options", "parse_size",
            "pingall", "register", "run_check"]

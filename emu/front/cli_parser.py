@@ -113,9 +113,11 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--dest", help="install into this folder instead of Wireshark's personal Lua plugins folder")
     _add_run(sub)
     rp = sub.add_parser("report", help="plots of an emu run as PNG and SVG: link loads on the topology, "
-                                       "per-rank timeline from its trace", allow_abbrev=False)
+                                       "per-rank timeline from its trace, flow slowdown by size, queues over "
+                                       "time", allow_abbrev=False)
     rp.add_argument("results", metavar="RESULTS.json", help="the --json file of an emu run or an emu mpirun")
-    rp.add_argument("--trace", metavar="FILE", help="the --trace file of the same run (for the timeline)")
+    rp.add_argument("--trace", metavar="FILE", help="the --trace file of the same run (for the timeline and the "
+                                                    "queues over time)")
     rp.add_argument("--out", metavar="DIR", required=True, help="folder to write the plots into (made if missing)")
     rp.add_argument("--x", metavar="PARAM", help="a sweep's x axis: a swept parameter (default: the one that varies "
                                                  "fastest)")
@@ -285,12 +287,16 @@ def _add_run(sub) -> None:
     r.add_argument("--realtime", type=_ascii(float), metavar="NS_PER_S",
                    help="pace virtual time to the wall clock: virtual ns per second (1e9 = real time)")
     _add_collective_options(r)
+    from .flow_options import add_flow_options
+
+    add_flow_options(r, _ascii(int))
     from .sweepargs import ORDER
 
     r.epilog += (f"\n\nsweeps: --{', --'.join(o for o in ORDER)} take comma-separated lists; the run is their "
                  f"product, --{ORDER[0]} varying slowest and --{ORDER[-1]} fastest, one cluster per point, one "
                  "row per test and point in one table (--json, --csv); an option of one value refuses a second")
-    g = r.add_argument_group("open-loop traffic (uniform, transpose, bitcomplement, hotspot, neighbor; --size: the "
+    g = r.add_argument_group("open-loop traffic (uniform, transpose, bitcomplement, hotspot, neighbor, worst_case, "
+                             "tornado, shuffle, randperm; --size: the "
                              "packet's payload, one frame, default 256B)")
     g.add_argument("--load", help="offered loads, packets per node per cycle = fractions of a host link's capacity "
                                   "in (0, 1], comma-separated (default 0.1,0.3,0.5,0.7,0.9)")

@@ -25,7 +25,8 @@ from ..config import ConfigError
 
 WHAT = ("--topo", "--test", "--seed", "--processes", "--partition", "--set", "--config", "--fault", "--realtime",
         "--algo", "--size", "--dtype", "--op", "--root", "--ranks", "--offload", "--branch", "--density",
-        "--bucket", "--overlap", "--load", "--warmup", "--measure", "--drain", "--job", "--gpcnet")
+        "--bucket", "--overlap", "--load", "--warmup", "--measure", "--drain", "--job", "--gpcnet", "--flows",
+        "--senders", "--cdf", "--duration")
 """Options of ``emu run`` with a value that say what is run: a replay takes them from the record."""
 FLAGS = ("--direct", "--wire", "--manager", "--to-self", "--no-isolated")
 """Options of ``emu run`` without a value that say what is run (or how, with the same figures)."""

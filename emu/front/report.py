@@ -12,6 +12,8 @@
 * ``timeline.{png,svg}`` (with ``--trace``): per host, the spans of its rank track (the test, each
   collective call, each step: send, recv) over virtual time, one panel per test; instant events
   of the hosts (drops, retransmissions, deadlock reports) as marks.
+* ``fct_slowdown.{png,svg}`` (flow workloads) and ``queues.{png,svg}`` (a ``--trace`` with port queue
+  counters): slowdown by flow size and queue occupancy over time (:mod:`emu.front.report_flows`).
 
 matplotlib and networkx draw; this module only lays out and reads the files.
 """
@@ -23,6 +25,7 @@ from typing import Any
 
 from ..config import ConfigError
 from .report_input import check_run, check_trace
+from .report_flows import flow_rows, plot_queues, plot_slowdown, queue_tracks
 from .report_plot import save as _save
 from .report_sweep import plot_sweep, sweep_lines  # noqa: F401 -- names of this module as before
 from .runrecord import read_json
@@ -396,6 +399,8 @@ def report(results: str, trace: str | None, out: str, x: str | None = None, y: s
         t = build(rows[0]["topology"])
     except ConfigError as e:
         raise ConfigError(f"emu report: the topology of {results} cannot be built: {e}") from None
+    flows = flow_rows(rows, results)
+    queues = queue_tracks(tr, trace) if tr is not None else None
     os.makedirs(out, exist_ok=True)
     try:
         files = plot_sweep(run, others, out, x, y, log) if swept and others else []
@@ -405,6 +410,8 @@ def report(results: str, trace: str | None, out: str, x: str | None = None, y: s
             files += plot_mpi_calls(rows[0], out)
         if tr is not None:
             files += plot_timeline(tr, rows, out)
+        files += plot_slowdown(flows, out) if flows else []
+        files += plot_queues(queues, out) if queues else []
     except (KeyError, IndexError, TypeError, ValueError, OverflowError, RecursionError) as e:
         # report_input checks every field the plots use; this is the net for a combination it missed
         raise ConfigError(f"emu report: {results}{' or ' + trace if trace else ''} cannot be drawn "

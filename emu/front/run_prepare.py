@@ -178,6 +178,12 @@ def _collective_extra(args, names: list[str], offload: str | None, topo) -> dict
     traffic = _traffic_extra(args, names, topo, extra)
     if traffic and given == ["size"]:
         given = []  # a traffic test's packet size
+    from .flow_checks import TESTS as FLOW_TESTS
+    from .flow_options import flow_extra
+
+    flows = flow_extra(args, names, topo, {**extra, "load": args.load})
+    if any(n in FLOW_TESTS for n in names) and given == ["size"]:
+        given = []  # a flow's size
     if given and not collectives:
         raise ConfigError(f"--{', --'.join(given)} apply to collective tests only; --test {'+'.join(names)} has none")
     if args.branch is not None and not offload:
@@ -194,7 +200,7 @@ def _collective_extra(args, names: list[str], offload: str | None, topo) -> dict
             raise ConfigError(f"--size {opts.size:,} B is over what the hosts accept in one message "
                               f"(host.max_message_bytes = {limit:,}); use a smaller size or --set "
                               "host.max_message_bytes=...")
-    return {**extra, **traffic}
+    return {**extra, **traffic, **flows, **({"load": args.load} if "poisson" in names else {})}
 
 
 def _traffic_extra(args, names: list[str], topo, extra: dict) -> dict:
@@ -206,6 +212,8 @@ def _traffic_extra(args, names: list[str], topo, extra: dict) -> dict:
                "to_self": args.to_self}
     patterns = [n for n in names if n in PATTERNS]
     if not patterns:
+        if "poisson" in names and all(v is None for k, v in traffic.items() if k != "load"):
+            return {}  # poisson's load (emu.front.flow_options)
         if any(v is not None for v in traffic.values()):
             raise ConfigError(f"--load, --warmup, --measure, --drain and --to-self apply to the traffic tests ({', '.join(PATTERNS)}) "
                               f"only; --test {'+'.join(names)} has none")

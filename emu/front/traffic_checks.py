@@ -37,8 +37,13 @@ itself sends uniformly), ``neighbor`` (i+1 mod n; on a mesh or torus the next no
 x+1 mod k: one hop, but on a mesh the last column's packets cross the row back -- a permutation, so no
 host receives more than it could), ``worst_case`` (a dragonfly's adversarial pattern: every host of
 group G sends to a host of group G+1 mod g, uniformly; minimal routing puts a group's traffic on its
-one global link to the next group). A host whose destination would be
-itself (the transpose's diagonal) injects nothing; throughput is per *source* host.
+one global link to the next group), and, as BookSim defines them (issue 48), ``tornado`` (halfway
+round less one: i + ceil(n/2) - 1 mod n; on a mesh or torus of side k the same along every
+dimension, x + ceil(k/2) - 1 mod k), ``shuffle`` (n a power of two: the index bits rotated left by one,
+the perfect shuffle) and ``randperm`` (a random permutation without fixed points drawn once per run
+from the seed -- every host sends to one host and receives from one). A host whose destination would
+be itself (the transpose's diagonal, shuffle's 0 and n-1, tornado on 2 hosts) injects nothing;
+throughput is per *source* host.
 
 Beside the measurement, the model: the zero-load latency of each measured packet's path from the
 topology (send overhead, NIC delay at both ends, serialisation plus latency of every link, the switches'
@@ -61,6 +66,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from emu.nodes.collectives.model import HEADERS
+from emu.nodes.workload.flows import derangement
 
 from ..config import ConfigError
 from ..config.numbers import decimal_float, hint
@@ -68,7 +74,8 @@ from ..errors import EmuError
 from .check_registry import Options, register
 from .sizes import parse_size
 
-PATTERNS = ("uniform", "transpose", "bitcomplement", "hotspot", "neighbor", "worst_case")
+PATTERNS = ("uniform", "transpose", "bitcomplement", "hotspot", "neighbor", "worst_case", "tornado", "shuffle",
+            "randperm")
 DEFAULT_LOADS = (0.1, 0.3, 0.5, 0.7, 0.9)
 DEFAULT_SIZE = 256
 """Payload bytes of one packet: with the 50 bytes of headers and FCS, 306 B on the wire, one frame."""
@@ -154,13 +161,31 @@ def check_pattern(pattern: str, n: int) -> None:
     if pattern == "transpose" and math.isqrt(n) ** 2 != n:
         raise ConfigError(f"transpose needs a square host count (m x m; a power of four for the index bits), "
                           f"the topology has {n}")
-    if pattern == "bitcomplement" and n & (n - 1):
-        raise ConfigError(f"bitcomplement needs a power-of-two host count, the topology has {n}")
+    if pattern in ("bitcomplement", "shuffle") and n & (n - 1):
+        raise ConfigError(f"{pattern} needs a power-of-two host count, the topology has {n}")
 
 
-def destinations(pattern: str, n: int, grid=None):
-    """The destination rule: ``fixed`` (a list: host i's only destination, None for none) or a
-    function of (i, rng) for the random patterns."""
+def destinations(pattern: str, n: int, grid=None, seed: int = 0):
+    """The destination rule: ``fixed`` (a list: host i's only destination, None for none), or None
+    for the patterns that draw a destination per packet (``seed``: randperm's permutation)."""
+    if pattern == "tornado":
+        if grid is not None and grid.size == n:
+            k, out = grid.k, []
+            for i in range(n):
+                d, mul = 0, 1
+                for _ in range(grid.n):
+                    d += ((i // mul) % k + (k + 1) // 2 - 1) % k * mul
+                    mul *= k
+                out.append(d)
+        else:
+            out = [(i + (n + 1) // 2 - 1) % n for i in range(n)]
+        return [None if d == i else d for i, d in enumerate(out)]
+    if pattern == "shuffle":
+        bits = n.bit_length() - 1
+        out = [((i << 1) & (n - 1)) | (i >> (bits - 1)) & 1 for i in range(n)]
+        return [None if d == i else d for i, d in enumerate(out)]
+    if pattern == "randperm":
+        return derangement(n, seed)
     if pattern == "transpose":
         m = math.isqrt(n)
         return [None if (i % m) * m + i // m == i else (i % m) * m + i // m for i in range(n)]
@@ -182,7 +207,7 @@ def schedule(pattern: str, n: int, i: int, load: float, cycles: int, seed: int, 
     """Host i's injections: (cycles, destination indices), Bernoulli at ``load`` per cycle; ``to_self``:
     the uniform draws take any host, i itself included (BookSim's uniform); ``groups``: each host's
     dragonfly group, for ``worst_case``."""
-    fixed = destinations(pattern, n, grid)
+    fixed = destinations(pattern, n, grid, seed)
     if fixed is not None and fixed[i] is None:
         return [], []
     rng = random.Random(f"{seed}:{pattern}:{load!r}:{i}")
@@ -335,7 +360,7 @@ def _check(pattern: str):
         total = o.warmup * 2 + o.measure
         if o.drain == "measured":
             total = window[1] + DRAIN_FACTOR * window[1]
-        fixed = destinations(pattern, n, grid)
+        fixed = destinations(pattern, n, grid, options.seed)
         sources = n if fixed is None else sum(d is not None for d in fixed)
         rows, saturation = [], None
         short_window: tuple[float, float, int] | None = None  # (load, its 3 SE, the --measure that resolves it)

@@ -16,7 +16,10 @@ destination (``Topology.candidates``; the runtime computes them when a switch's 
 * ``minimal``, ``valiant``, ``ugal_l``, ``ugal_g``, ``par`` -- on dragonflies, HyperX and Slim Flies:
   the family's minimal routes, Valiant's random intermediate, UGAL with local (or, as an oracle,
   global) queue depths, progressive adaptive routing (:mod:`.nonminimal`; a policy may rewrite the
-  frame's header through ``engine.retag``).
+  frame's header through ``engine.retag``);
+* ``ecmp`` -- per flow: a CRC-32 of the frame's source, destination, packet type and the entropy byte
+  its sender may set (``rsvd`` without SRCRT), salted per switch; ``spray`` -- per packet, round the
+  candidates in turn (:mod:`.ecmp`).
 
 Writing one (in your own package, declared as an entry point of the group ``emu.routing``, or
 registered before the run): ``register("mine", make)``, where ``make(engine, seed)`` is called once per switch as
@@ -39,6 +42,7 @@ from emu.config import ConfigError
 from .adaptive import adaptive
 from . import deadlock as _deadlock  # noqa: F401 -- registers the VC-class check topology files use
 from .dispersive import dispersive
+from .ecmp import POLICIES as BALANCE
 from .nonminimal import POLICIES as NONMINIMAL
 from .qsnet import qsnet
 
@@ -54,7 +58,7 @@ def static(engine, seed: int) -> None:
 
 
 POLICIES: dict[str, Make] = {"static": static, "adaptive": adaptive, "dispersive": dispersive,
-                           "qsnet": qsnet, **NONMINIMAL}
+                           "qsnet": qsnet, **NONMINIMAL, **BALANCE}
 
 
 def register(name: str, make: Make) -> None:
