@@ -40,7 +40,7 @@ def crossing_ns(policy: str, frames: int) -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     p.add_argument("--frames", type=int, default=200_000)
     a = p.parse_args()
     for policy in POLICIES:

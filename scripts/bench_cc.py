@@ -48,7 +48,7 @@ def once(cc: str, senders: int, size: int, mtu: int) -> dict:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--senders", type=int, default=4)
     ap.add_argument("--size", default="256KiB")
     ap.add_argument("--mtu", type=int, default=1000)

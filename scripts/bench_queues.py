@@ -62,7 +62,7 @@ async def one(sets: list[str], messages: int, size: int, direct: bool) -> tuple[
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--messages", type=int, default=4)
     ap.add_argument("--size", type=int, default=30_000)
     ap.add_argument("--repeat", type=int, default=3, help="runs per case; the least CPU time is kept")

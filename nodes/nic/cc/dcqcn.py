@@ -12,7 +12,9 @@ needed, as many times as the timer would have fired). Increase events: the timer
 sent); with T timer events and BC byte events since the decrease, an event is fast recovery (``Rc =
 (Rt + Rc)/2``) while ``max(T, BC) < F``, hyper increase (``Rt += R_HAI``) when ``min(T, BC) >= F``,
 else additive increase (``Rt += R_AI``), each then ``Rc = (Rt + Rc)/2`` -- ``Rt`` held at the line
-rate. The timer stops when the rate is back at the line rate. A new rate re-spaces the next segment
+rate. The timer stops when the rate is back at the line rate, and while the peer has nothing to send
+(it would only keep a finished run's clock going): the events it would have had meanwhile are applied
+when the next message to that peer comes, exactly as if it had run. A new rate re-spaces the next segment
 from the last one's hand-over (ns-3's ``ChangeRate``). Rates are floats in bit/s; the pacing
 gap of a segment is its wire time at ``Rc``, rounded up to the ns.
 """
@@ -27,12 +29,14 @@ from .base import CTRL_PRIO, CcTransport, Flow
 
 
 class _Rp:
-    __slots__ = ("target", "alpha", "last_cnp", "t_stage", "bc_stage", "bytes", "timer")
+    __slots__ = ("target", "alpha", "last_cnp", "t_stage", "bc_stage", "bytes", "timer", "due")
 
     def __init__(self, line: float):
         self.target, self.alpha, self.last_cnp = line, 1.0, None
         self.t_stage = self.bc_stage = self.bytes = 0
         self.timer = None
+        self.due = None
+        """While the timer rests (nothing to send): when it would have fired next."""
 
 
 @register_cc("dcqcn")
@@ -104,7 +108,25 @@ class Dcqcn(CcTransport):
         st.t_stage += 1
         self._increase(f)
         if f.rate < self.line_bps or st.target < self.line_bps:
-            st.timer = self.nic.at(self.nic.now + self.spec.dcqcn_rate_timer_ns, self._rate_timer, f)
+            if f.idle():  # rest until there is something to send (send() catches up)
+                st.due = self.nic.now + self.spec.dcqcn_rate_timer_ns
+            else:
+                st.timer = self.nic.at(self.nic.now + self.spec.dcqcn_rate_timer_ns, self._rate_timer, f)
+
+    def send(self, dst: int, tag: int, data, at: int, vc: int = 0) -> None:
+        f = self.flows.get(dst)
+        st = f.cc if f is not None else None
+        if st is not None and st.due is not None:  # the rate timer rested: its events since, then on
+            period, due = self.spec.dcqcn_rate_timer_ns, st.due
+            st.due = None
+            now = self.nic.now
+            while due <= now and (f.rate < self.line_bps or st.target < self.line_bps):
+                st.t_stage += 1
+                self._increase(f)
+                due += period
+            if f.rate < self.line_bps or st.target < self.line_bps:
+                st.timer = self.nic.at(due, self._rate_timer, f)
+        super().send(dst, tag, data, at, vc)
 
     def on_sent(self, f: Flow, n: int) -> None:
         b = self.spec.dcqcn_byte_counter_bytes
