@@ -347,6 +347,10 @@ def test_dcqcn_marks_on_the_way_slow_the_sender_and_every_byte_arrives():
     tx, rx = net.engines["h0"].transport, net.engines["h2"].transport
     assert rx.stats["cnps_sent"] == tx.stats["cnps_received"] >= 1 and tx.stats["rate_changes"] >= 1
     assert done[True] > done[False]  # at half the line rate after the first CNP
+    # the rate timer rests once everything is acknowledged: nothing is left to run when the last
+    # acknowledgement is in (it ran on at 55 us a step to the line rate: 140 ms of virtual time)
+    assert tx.flows[2].cc.timer is None and tx.flows[2].rate < tx.line_bps
+    assert net.now - done[True] < 5_000
 
 
 # -- names and settings -----------------------------------------------------------------------------

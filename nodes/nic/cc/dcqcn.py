@@ -36,7 +36,7 @@ class _Rp:
         self.t_stage = self.bc_stage = self.bytes = 0
         self.timer = None
         self.due = None
-        """While the timer rests (nothing to send): when it would have fired next."""
+        """When the rate timer fires next (or would, while it rests: nothing to send)."""
 
 
 @register_cc("dcqcn")
@@ -100,7 +100,14 @@ class Dcqcn(CcTransport):
         st.t_stage = st.bc_stage = st.bytes = 0
         if st.timer is not None:
             self.nic.timers.cancel(st.timer)
-        st.timer = self.nic.at(now + self.spec.dcqcn_rate_timer_ns, self._rate_timer, f)
+        st.due = now + self.spec.dcqcn_rate_timer_ns
+        st.timer = self.nic.at(st.due, self._rate_timer, f)
+
+    def on_ack_cc(self, f: Flow, newly: int, rtt, hops: int, stack: bytes) -> None:
+        st: _Rp = f.cc
+        if st.timer is not None and f.idle():  # all sent and acknowledged: the rate timer rests
+            self.nic.timers.cancel(st.timer)
+            st.timer = None
 
     def _rate_timer(self, f: Flow) -> None:
         st: _Rp = f.cc
@@ -108,15 +115,14 @@ class Dcqcn(CcTransport):
         st.t_stage += 1
         self._increase(f)
         if f.rate < self.line_bps or st.target < self.line_bps:
-            if f.idle():  # rest until there is something to send (send() catches up)
-                st.due = self.nic.now + self.spec.dcqcn_rate_timer_ns
-            else:
-                st.timer = self.nic.at(self.nic.now + self.spec.dcqcn_rate_timer_ns, self._rate_timer, f)
+            st.due = self.nic.now + self.spec.dcqcn_rate_timer_ns
+            if not f.idle():  # (idle: it rests until there is something to send; send() catches up)
+                st.timer = self.nic.at(st.due, self._rate_timer, f)
 
     def send(self, dst: int, tag: int, data, at: int, vc: int = 0) -> None:
         f = self.flows.get(dst)
         st = f.cc if f is not None else None
-        if st is not None and st.due is not None:  # the rate timer rested: its events since, then on
+        if st is not None and st.timer is None and st.due is not None:  # the rate timer rested: its events since, then on
             period, due = self.spec.dcqcn_rate_timer_ns, st.due
             st.due = None
             now = self.nic.now
