@@ -24,7 +24,17 @@ def add_parser(sub, ascii_int) -> None:
                        description="Replay FILE.goal: rank r runs on the r-th host of --ranks (or of the "
                                    "placement); every send and receive is a host message with MPI matching, "
                                    "every calc CPU time (docs/replay.md).", allow_abbrev=False)
-    p.add_argument("schedule", metavar="FILE.goal", help="the schedule (GOAL text, as LogGOPSim's txt2bin reads)")
+    p.add_argument("schedule", metavar="FILE.goal|TRACE", help="the schedule (GOAL text, as LogGOPSim's txt2bin reads), "
+                                                               "or a Chakra trace: its folder, a NAME.R.et file or NAME")
+    p.add_argument("--format", choices=["goal", "chakra"], help="what the schedule is (default: chakra for .et files, "
+                                                                 "a folder or a NAME of NAME.R.et files; else goal)")
+    p.add_argument("--comm-groups", metavar="FILE.json", help="Chakra: the process groups {\"pg_name\": [ranks]} "
+                                                             "(default: every collective on every rank)")
+    p.add_argument("--window", type=ascii_int, default=4096, metavar="N",
+                   help="Chakra: nodes a rank reads ahead of its oldest unfinished one (default 4096)")
+    p.add_argument("--algo", metavar="NAME|COLL=NAME,...", help="Chakra: the collectives' algorithm (default: by size)")
+    p.add_argument("--offload", help="Chakra: run the collectives it takes there (nic, switch, hw)")
+    p.add_argument("--branch", type=ascii_int, help="Chakra: the offload tree's degree")
     p.add_argument("--topo", required=True, help="topology spec, e.g. star:n=16 or fattree:k=4,n=3")
     p.add_argument("--ranks", metavar="HOSTS", help="the hosts of ranks 0, 1, ... (comma-separated)")
     p.add_argument("--placement", choices=["packed", "random"], default="packed",
@@ -75,6 +85,7 @@ def read_goal(path: str):
 
 class Options:
     def __init__(self, args):
+        from emu.nodes.collectives.offloads import offload_named
         from emu.topologies.registry import build
 
         from ..config import load_settings, parse_settings
@@ -88,7 +99,14 @@ class Options:
             if path and path != "-" and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
                 raise ConfigError(f"{opt} {path}: its folder does not exist; create it or write elsewhere")
         self.trace = trace_config(args)
-        self.schedule, self.sha256 = read_goal(args.schedule)
+        self.chakra = chakra_options(args)
+        if self.chakra:
+            from .replay_chakra import Trace
+
+            self.schedule = Trace(args.schedule, args.comm_groups, args.window)
+            self.sha256 = self.schedule.sha256
+        else:
+            self.schedule, self.sha256 = read_goal(args.schedule)
         defaults = load_settings(args.config) if args.config else {}
         given = parse_settings(args.set or [])
         topo = build(args.topo, defaults=defaults, settings=given)
@@ -115,6 +133,11 @@ class Options:
             hosts = hosts[:n]
         if args.processes > len(topo.nodes):
             raise ConfigError(f"--processes {args.processes} exceeds the {len(topo.nodes)} nodes of {args.topo}")
+        if self.chakra and args.offload:
+            off = offload_named(args.offload)
+            if off.needs_manager:
+                topo.add_manager()
+            off.add_groups(topo, hosts)
         self.topo, self.hosts, self.args = topo, hosts, args
         from .runrecord import record, resolved_settings
 
@@ -124,7 +147,29 @@ class Options:
                              settings=[resolved_settings(args.topo, defaults, {}, given, args.config)],
                              times="end_ns of a rank: when its last operation completed; virtual_ns: the run's")
         self.record.update(schedule=os.path.abspath(args.schedule), sha256=self.sha256, ranks=n, hosts=hosts,
-                           placement="--ranks" if args.ranks else args.placement)
+                           placement="--ranks" if args.ranks else args.placement,
+                           format="chakra" if self.chakra else "goal")
+
+
+def chakra_options(args) -> bool:
+    """Is the schedule a Chakra trace? Refuses the options of the other format."""
+    from .replay_chakra import is_chakra
+
+    chakra = is_chakra(args.schedule, getattr(args, "format", None))
+    for opt, given in (("--comm-groups", getattr(args, "comm_groups", None)), ("--algo", getattr(args, "algo", None)),
+                       ("--offload", getattr(args, "offload", None)), ("--branch", getattr(args, "branch", None))):
+        if given is not None and not chakra:
+            raise ConfigError(f"{opt} applies to a Chakra trace's collectives; a GOAL schedule has none (leave it out)")
+    if chakra:
+        if getattr(args, "model", None):
+            raise ConfigError("--model loggp reads GOAL schedules; a Chakra trace's collectives have no LogGP figures here")
+        if not 1 <= getattr(args, "window", 4096) <= 1 << 24:
+            raise ConfigError(f"--window {args.window}: give 1..16777216 nodes")
+        if getattr(args, "offload", None):
+            from emu.nodes.collectives.offloads import canonical_offload
+
+            args.offload = canonical_offload(args.offload)
+    return chakra
 
 
 async def _run(topo, schedule, hosts: list[str], run, capture: str | None = None):
@@ -160,6 +205,10 @@ def replay(args) -> dict:
     s = opts.schedule
     a = opts.args
     run = RunConfig(seed=a.seed, processes=a.processes, capture=bool(a.pcap), direct=a.direct, **opts.trace)
+    if opts.chakra:
+        from .replay_chakra import replay_trace
+
+        return {"run": opts.record, "results": [replay_trace(opts, run)]}, opts
     t0 = time.perf_counter()
     try:
         results, metrics = run_schedule(opts.topo, s, opts.hosts, run, a.pcap)
@@ -233,7 +282,7 @@ def cmd_replay(args) -> int:
 
 
 def write_csv(path: str, figs: dict) -> None:
-    kinds = ("send", "recv", "calc")
+    kinds = ("send", "recv", "calc", "coll") if figs.get("format") == "chakra" else ("send", "recv", "calc")
     with open(path, "w") as f:
         f.write("rank,host,end_ns,ops,unmatched," + ",".join(f"{k}_count,{k}_bytes,{k}_busy_ns" for k in kinds) + "\n")
         for r in figs["per_rank"]:
@@ -255,6 +304,9 @@ def print_summary(figs: dict, args, out) -> None:
     for k, v in figs["totals"].items():
         print(f"  {k:5} {v['count']:>10,} ops {v['bytes']:>14,} bytes {v['busy_ns']:>16,} ns from start to end",
               file=out)
+    if figs.get("collectives"):
+        print("  collectives (name/algorithm: calls, summed over ranks): "
+              + ", ".join(f"{k}: {v:,}" for k, v in sorted(figs["collectives"].items())), file=out)
     if n <= 16:
         print("  end per rank (ns): " + ", ".join(f"{r['rank']}: {r['end_ns']:,}" for r in figs["per_rank"]), file=out)
     cp = figs["critical_path"]

@@ -29,8 +29,9 @@ from typing import Iterable, Iterator
 
 from emu.config import ConfigError
 
-SEND, RECV, CALC = 0, 1, 2
-KIND_NAMES = ("send", "recv", "calc")
+SEND, RECV, CALC, COLL = 0, 1, 2, 3
+KIND_NAMES = ("send", "recv", "calc", "coll")
+"""(COLL: a collective of a Chakra trace, ``emu.nodes.workload.chakra``; GOAL has none.)"""
 ANY = -1
 """Any source / any tag of a receive."""
 MAX_TAG = 2**31 - 1
