@@ -198,7 +198,7 @@ def test_a_rank_holds_at_most_window_nodes(tmp_path):
         feed = Feed(iter_ops(f, p, 0, 1, None), p, 16)
         most, ready = 0, []
         while not feed.exhausted or feed.ids:
-            ready += [i for i, _, n in feed.more() if n == 0]
+            ready += [i for i, _, n, _, _ in feed.more() if n == 0]
             most = max(most, len(feed.ids))
             ready += feed.finished(ready.pop())
     assert (most, feed.count) == (16, 3000)

@@ -211,14 +211,17 @@ class PathView:
     """What ``replay_path.critical_path`` reads of a schedule, from the ranks' kept arrays."""
 
     class _Rank:
-        def __init__(self, res):
-            self.kind, self.line, self._ids = res["kind"], res["ids"], res["ids"]
+        def __init__(self, res, goal: bool):
+            self.kind, self.ids, self.labels, self.goal = res["kind"], res["ids"], res.get("labels"), goal
+            self.line = res["lines"] if goal else res["ids"]
 
         def name(self, i: int) -> str:
-            return f"node {self._ids[i]}"
+            if self.labels and self.labels[i] is not None:
+                return self.labels[i]
+            return f"#{i}" if self.goal else f"node {self.ids[i]}"
 
-    def __init__(self, results: list[dict]):
-        self.ranks = [self._Rank(r) for r in results]
+    def __init__(self, results: list[dict], goal: bool = False):
+        self.ranks = [self._Rank(r, goal) for r in results]
 
 
 def replay_trace(opts, run) -> dict:
@@ -242,7 +245,7 @@ def replay_trace(opts, run) -> dict:
     wall = time.perf_counter() - t0
     steps = critical_path(PathView(results), results) if keep else []
     for res in results:  # (the arrays are the critical path's; the row keeps the figures)
-        for k in ("start", "end", "ready", "cause", "matched", "sent", "kind", "ids", "_by_end"):
+        for k in ("start", "end", "ready", "cause", "matched", "sent", "kind", "ids", "lines", "labels", "_by_end"):
             res.pop(k, None)
     algos: dict[str, int] = {}
     for res in results:

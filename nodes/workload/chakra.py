@@ -121,6 +121,9 @@ class Op:
     tag: int = 0
     coll: str = ""
     root: int = 0
+    cpu: int = 0
+    label: str | None = None
+    line: int = 0
 
 
 def read_metadata(f: BinaryIO, path: str):
@@ -248,7 +251,10 @@ class Feed:
         self.needs: dict[int, int] = {}
         self.done = DoneSet()
 
-    def more(self) -> list[tuple[int, Op, int]]:
+    def more(self, now: int = 0) -> list[tuple[int, Op, int, int, int]]:
+        """(index, node, dependencies left, when it became ready, what made it ready) of the nodes
+        newly read: ready now when none are left (a node read later than it could have started
+        -- the window was full -- is not told apart: Chakra's own feeder reads by windows too)."""
         out = []
         while not self.exhausted and len(self.ids) < self.window:
             op = next(self.ops, None)
@@ -274,10 +280,13 @@ class Feed:
                     self.waiting_for.setdefault(d, []).append(i)
                 n += 1
             self.needs[i] = n
-            out.append((i, op, n))
+            out.append((i, op, n, now, -1))
         return out
 
-    def finished(self, i: int) -> list[int]:
+    def started(self, i: int, now: int = 0) -> tuple:
+        return ()  # (every Chakra dependency is on a node's completion)
+
+    def finished(self, i: int, now: int = 0) -> list[int]:
         nid = self.ids.pop(i)
         del self.live[nid]
         self.needs.pop(i, None)
@@ -312,7 +321,7 @@ def check_file(f: BinaryIO, path: str, rank: int, nranks: int, groups: dict | No
     feed = Feed(iter_ops(f, path, rank, nranks, groups), path, window)
     ready: list[int] = []
     while True:
-        for i, op, n in feed.more():
+        for i, op, n, _, _ in feed.more():
             if collectives is not None and op.kind == COLL:
                 key = (op.coll, op.peer, op.size)
                 collectives[key] = collectives.get(key, 0) + 1

@@ -23,16 +23,19 @@ from .goal_replay import _Rank
 
 
 class _Window:
-    """The nodes in flight, by index (what ``_Rank`` reads as its schedule)."""
+    """The operations in flight, by index (what ``_Rank`` reads as its schedule)."""
 
-    def __init__(self):
+    def __init__(self, goal: bool):
         self.kind, self.size, self.peer, self.tag, self.cpu, self.nic = {}, {}, {}, {}, {}, {}
         self.ids: dict[int, int] = {}
+        self.label: dict[int, str | None] = {}
         self.after_done: dict = {}
         self.after_start: dict = {}
+        self.goal = goal
 
     def name(self, i: int) -> str:
-        return f"node {self.ids[i]}"
+        lab = self.label[i]
+        return lab if lab is not None else (f"#{i}" if self.goal else f"node {self.ids[i]}")
 
 
 def operand(name: str, size: int, n: int) -> np.ndarray | None:
@@ -49,15 +52,17 @@ def operand(name: str, size: int, n: int) -> np.ndarray | None:
     return np.zeros(count, dt)
 
 
-class ChakraRank(_Rank):
-    def __init__(self, host, rank: int, path: str, hosts: list[str], trace: bool, nranks: int, groups: dict | None,
-                 window: int, plan: dict, keep: bool):
+class StreamRank(_Rank):
+    """A rank whose operations come from ``feed`` as it goes (``chakra.Feed``, ``goal_stream.GoalFeed``):
+    ``feed.more(now)`` gives the operations that may now be considered, ``feed.started(i, now)`` and
+    ``feed.finished(i, now)`` the ones an operation's start or end released."""
+
+    def __init__(self, host, rank: int, feed, hosts: list[str], trace: bool, plan: dict, keep: bool, f=None,
+                 goal: bool = False):
         self.host, self.rank, self.hosts = host, rank, hosts
         self.host_rank = {h: r for r, h in enumerate(hosts)}
-        self.f = open(path, "rb")
-        read_metadata(self.f, path)
-        self.feed = Feed(iter_ops(self.f, path, rank, nranks, groups), path, window)
-        self.rs = _Window()
+        self.f, self.feed = f, feed
+        self.rs = _Window(goal)
         self.needs: dict = {}
         self.ready: deque[int] = deque()
         self.fresh: list[int] = []
@@ -74,19 +79,19 @@ class ChakraRank(_Rank):
         self.comms: dict[tuple, object] = {}
         self.plan = plan
         self.keep = keep
-        self.hist = {k: array("q") for k in ("start", "end", "ready", "cause")} if keep else None
+        self.hist = {k: array("q") for k in ("start", "end", "ready", "cause", "line")} if keep else None
         self.hist_kind, self.hist_id = array("b"), array("Q")
+        self.hist_label: list | None = [] if keep and goal else None
         self.by_kind: dict[int, list[int]] = {}
         self.algos: dict[str, int] = {}
         self.last_end = 0
         self.refill = self._refill
 
     def _refill(self) -> None:
-        if self.feed.exhausted or len(self.feed.ids) >= self.feed.window:
-            return
-        rs, now = self.rs, self.host.now
-        for i, op, n in self.feed.more():
-            rs.kind[i], rs.size[i], rs.tag[i], rs.cpu[i], rs.nic[i], rs.ids[i] = op.kind, op.size, op.tag, 0, 0, op.id
+        rs = self.rs
+        for i, op, n, ready_ns, cause in self.feed.more(self.host.now):
+            rs.kind[i], rs.size[i], rs.tag[i], rs.cpu[i], rs.nic[i], rs.ids[i] = op.kind, op.size, op.tag, op.cpu, 0, op.id
+            rs.label[i] = op.label
             rs.peer[i] = op.peer if op.kind != COLL else 0
             if op.kind == COLL:
                 self.colls[i] = (op.coll, op.peer, op.size, op.root)
@@ -95,17 +100,27 @@ class ChakraRank(_Rank):
             if self.keep:
                 for a in self.hist.values():
                     a.append(-1)
+                self.hist["line"][-1] = op.line
                 self.hist_kind.append(op.kind)
                 self.hist_id.append(op.id)
+                if self.hist_label is not None:
+                    self.hist_label.append(op.label)
             if n == 0:
-                self.ready_ns[i], self.cause[i] = now, -1
+                self.ready_ns[i], self.cause[i] = ready_ns, cause
                 self.fresh.append(i)
+
+    def started(self, i: int) -> None:
+        now = self.host.now
+        self.start[i] = now
+        for j in self.feed.started(i, now):
+            self.ready_ns[j], self.cause[j] = now, i
+            self.fresh.append(j)
 
     def done(self, i: int) -> None:
         now = self.host.now
         self.end[i] = now
         self.remaining -= 1
-        for j in self.feed.finished(i):
+        for j in self.feed.finished(i, now):
             self.ready_ns[j], self.cause[j] = now, i
             self.fresh.append(j)
         rs = self.rs
@@ -126,8 +141,8 @@ class ChakraRank(_Rank):
         else:
             self.matched.pop(i, None)
             self.sent.pop(i, None)
-        for d in (rs.kind, rs.size, rs.peer, rs.tag, rs.cpu, rs.nic, rs.ids, self.start, self.end, self.ready_ns,
-                  self.cause):
+        for d in (rs.kind, rs.size, rs.peer, rs.tag, rs.cpu, rs.nic, rs.ids, rs.label, self.start, self.end,
+                  self.ready_ns, self.cause):
             del d[i]
         self.colls.pop(i, None)
 
@@ -152,23 +167,28 @@ class ChakraRank(_Rank):
         self.algos[key] = self.algos.get(key, 0) + 1
 
     def result(self) -> dict:
-        self.f.close()
+        if self.f is not None:
+            self.f.close()
         out = {"rank": self.rank, "end_ns": self.last_end, "ops": self.feed.count,
                "kinds": {KIND_NAMES[k]: {"count": c, "bytes": b, "busy_ns": ns}
                          for k, (c, b, ns) in sorted(self.by_kind.items(), key=lambda x: KIND_NAMES[x[0]])},
                "unmatched": len(self.unexpected), "races": self.races, "algos": self.algos,
                "left": self.feed.count - sum(c for c, _, _ in self.by_kind.values())}
+        delays = getattr(self.feed, "delays", None)
+        if delays is not None:
+            out["window_delays"], out["first_delay"] = delays, self.feed.first_delay
         if self.keep:
             out.update(start=self.hist["start"], end=self.hist["end"], ready=self.hist["ready"],
                        cause=self.hist["cause"], matched=self.matched, sent=self.sent, kind=self.hist_kind,
-                       ids=self.hist_id)
+                       ids=self.hist_id, lines=self.hist["line"], labels=self.hist_label)
         return out
 
     async def run(self):
         try:
             return await super().run()
         finally:
-            self.f.close()
+            if self.f is not None:
+                self.f.close()
 
 
 async def chakra_rank(host, rank: int, path: str, hosts: list[str], trace: bool = False, nranks: int | None = None,
@@ -176,5 +196,11 @@ async def chakra_rank(host, rank: int, path: str, hosts: list[str], trace: bool 
     """Replay rank ``rank``'s trace file ``path`` (``hosts``: the host of every rank); its figures:
     end time, per node kind count, bytes and time, the collectives' algorithms and (``keep``) per
     node its start, end, readiness and cause for the critical path."""
-    return await ChakraRank(host, rank, path, hosts, trace, nranks or len(hosts), groups, window, plan or {},
-                            keep).run()
+    f = open(path, "rb")
+    try:
+        read_metadata(f, path)
+        feed = Feed(iter_ops(f, path, rank, nranks or len(hosts), groups), path, window)
+    except BaseException:
+        f.close()
+        raise
+    return await StreamRank(host, rank, feed, hosts, trace, plan or {}, keep, f).run()
