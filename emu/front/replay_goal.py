@@ -31,7 +31,8 @@ def add_parser(sub, ascii_int) -> None:
     p.add_argument("--comm-groups", metavar="FILE.json", help="Chakra: the process groups {\"pg_name\": [ranks]} "
                                                              "(default: every collective on every rank)")
     p.add_argument("--window", type=ascii_int, default=4096, metavar="N",
-                   help="Chakra: nodes a rank reads ahead of its oldest unfinished one (default 4096)")
+                   help="operations a rank holds read and not completed (default 4096; a GOAL operation is taken up "
+                        "once N/4 more were read)")
     p.add_argument("--algo", metavar="NAME|COLL=NAME,...", help="Chakra: the collectives' algorithm (default: by size)")
     p.add_argument("--offload", help="Chakra: run the collectives it takes there (nic, switch, hw)")
     p.add_argument("--branch", type=ascii_int, help="Chakra: the offload tree's degree")
@@ -100,13 +101,22 @@ class Options:
                 raise ConfigError(f"{opt} {path}: its folder does not exist; create it or write elsewhere")
         self.trace = trace_config(args)
         self.chakra = chakra_options(args)
+        self.streamed = None
         if self.chakra:
             from .replay_chakra import Trace
 
             self.schedule = Trace(args.schedule, args.comm_groups, args.window)
             self.sha256 = self.schedule.sha256
         else:
-            self.schedule, self.sha256 = read_goal(args.schedule)
+            self.streamed = None
+            if not args.model and os.path.isfile(args.schedule):  # (LogGOPSim's model takes the whole schedule)
+                from .replay_stream import scan_goal
+
+                self.streamed = scan_goal(args.schedule)
+            if self.streamed:
+                self.schedule, self.sha256 = self.streamed, self.streamed.sha256
+            else:
+                self.schedule, self.sha256 = read_goal(args.schedule)
         defaults = load_settings(args.config) if args.config else {}
         given = parse_settings(args.set or [])
         topo = build(args.topo, defaults=defaults, settings=given)
@@ -156,6 +166,8 @@ def chakra_options(args) -> bool:
     from .replay_chakra import is_chakra
 
     chakra = is_chakra(args.schedule, getattr(args, "format", None))
+    if not 2 <= getattr(args, "window", 4096) <= 1 << 24:
+        raise ConfigError(f"--window {args.window}: give 2..16777216 operations")
     for opt, given in (("--comm-groups", getattr(args, "comm_groups", None)), ("--algo", getattr(args, "algo", None)),
                        ("--offload", getattr(args, "offload", None)), ("--branch", getattr(args, "branch", None))):
         if given is not None and not chakra:
@@ -163,8 +175,6 @@ def chakra_options(args) -> bool:
     if chakra:
         if getattr(args, "model", None):
             raise ConfigError("--model loggp reads GOAL schedules; a Chakra trace's collectives have no LogGP figures here")
-        if not 1 <= getattr(args, "window", 4096) <= 1 << 24:
-            raise ConfigError(f"--window {args.window}: give 1..16777216 nodes")
         if getattr(args, "offload", None):
             from emu.nodes.collectives.offloads import canonical_offload
 
@@ -210,8 +220,14 @@ def replay(args) -> dict:
 
         return {"run": opts.record, "results": [replay_trace(opts, run)]}, opts
     t0 = time.perf_counter()
+    keep = not opts.streamed or a.path > 0 or bool(a.json)
     try:
-        results, metrics = run_schedule(opts.topo, s, opts.hosts, run, a.pcap)
+        if opts.streamed:
+            from .replay_stream import run_streamed
+
+            results, metrics = run_streamed(opts.topo, s, opts.hosts, run, a.pcap, a.window, keep)
+        else:
+            results, metrics = run_schedule(opts.topo, s, opts.hosts, run, a.pcap)
     except DeadlockError as e:
         rank_of = {h: r for r, h in enumerate(opts.hosts)}
         text = str(e)
@@ -219,7 +235,12 @@ def replay(args) -> dict:
             text = text.replace(f"{h} blocked", f"rank {r} ({h}) blocked")
         raise DeadlockError(f"{args.schedule}: the replay cannot go on{_why_stuck(opts)}: {text}") from None
     wall = time.perf_counter() - t0
-    steps = critical_path(s, results)
+    if opts.streamed:
+        from .replay_chakra import PathView
+
+        steps = critical_path(PathView(results, goal=True), results) if keep else []
+    else:
+        steps = critical_path(s, results)
     figs = {"topology": args.topo, "name": f"replay {os.path.basename(args.schedule)}",
             "schedule": os.path.abspath(args.schedule), "sha256": opts.sha256, "ranks": s.num_ranks, "ops": s.ops,
             "completion_ns": max((r["end_ns"] for r in results), default=0),
@@ -229,6 +250,10 @@ def replay(args) -> dict:
             "totals": totals(results), "critical_path": {"summary": path_summary(steps), "steps": steps},
             "per_rank": per_rank_rows(s, results, opts.hosts),
             "per_link": named_links(opts.topo, metrics.per_link())}
+    if opts.streamed:
+        figs["window"] = a.window
+        figs["window_delays"] = sum(r["window_delays"] for r in results)
+        figs["first_delay"] = next((r["first_delay"] for r in results if r["first_delay"]), None)
     if args.model == "loggp":
         figs["model"] = model_figures(opts)
     return {"run": opts.record, "results": [figs]}, opts
@@ -242,8 +267,11 @@ def _why_stuck(opts) -> str:
 
     from .replay_path import loggp_of
 
+    schedule = opts.schedule
+    if opts.streamed:  # (the model takes the whole schedule, which a streamed run did not keep: read it now)
+        schedule = read_goal(opts.args.schedule)[0]
     try:
-        simulate(opts.schedule, loggp_of(opts.topo, opts.hosts)[0])
+        simulate(schedule, loggp_of(opts.topo, opts.hosts)[0])
     except Stuck as e:
         return f" ({e})"
     return ""
@@ -319,6 +347,10 @@ def print_summary(figs: dict, args, out) -> None:
             w = f" <- {st['waited_on']}" if "waited_on" in st else ""
             print(f"    rank {st['rank']:>4} {st['op']:>10} {st['kind']:5} {st['start_ns']:>12,} .. {st['end_ns']:>12,}{w}",
                   file=out)
+    if figs.get("window_delays"):
+        print(f"  the window (--window {figs['window']:,}) held back {figs['window_delays']:,} operations that were ready "
+              f"(first: {figs['first_delay']}): the figures may differ from those of the whole schedule; raise --window",
+              file=out)
     unmatched = sum(r["unmatched"] for r in figs["per_rank"])
     if unmatched:
         print(f"  {unmatched} message(s) arrived that no receive matched (left in the unexpected queues)", file=out)
