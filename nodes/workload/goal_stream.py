@@ -47,13 +47,23 @@ class _Grow:
         return self.d.pop(i)
 
 
+class _Counts(_Grow):
+    """Dependencies left per operation; an operation taken up and done has none (a late line names it:
+    refused by ``GoalFeed._deps``)."""
+
+    __slots__ = ()
+
+    def __getitem__(self, i: int):
+        return self.d.get(i, 0)
+
+
 class _Block:
     """What ``goal._add`` and the dependency parsers write into (a ``RankSchedule``'s attributes)."""
 
     def __init__(self, rank: int):
         self.rank = rank
         self.kind, self.size, self.peer, self.tag, self.cpu, self.nic = (_Grow() for _ in range(6))
-        self.labels, self.line, self.needs = _Grow(), _Grow(), _Grow()
+        self.labels, self.line, self.needs = _Grow(), _Grow(), _Counts()
         self.after_done: dict[int, list[int]] = {}
         self.after_start: dict[int, list[int]] = {}
 
@@ -78,7 +88,7 @@ class GoalFeed:
         self.ready_at: dict[int, tuple[int, int]] = {}
         """An operation not sealed yet whose last dependency was met: (when, by which)."""
         self.delays, self.first_delay = 0, None
-        self.evict_at = 2 * (window + self.seal)
+        self.evict_at = 8 * window
 
     @property
     def count(self) -> int:
@@ -103,8 +113,8 @@ class GoalFeed:
             try:
                 _statement(self.rd, cur, self.labels, toks, self.num_ranks, OP_FIX)
             except GoalError as e:
-                raise GoalError(f"{e} (or it names an operation more than {self.evict_at:,} operations back, which a "
-                                "replay no longer holds: raise --window)") from None
+                raise GoalError(f"{e} (or it names an operation more than {4 * self.window:,} operations back, which "
+                                "a replay no longer holds: raise --window)") from None
         self.in_flight = self.count - self._retired
         if cur.after_done or cur.after_start:
             self._deps(no)
@@ -141,9 +151,9 @@ class GoalFeed:
 
     def _evict(self) -> None:
         """Forget the labels of operations far behind (a later line cannot name them)."""
-        low = self.count - self.window - self.seal
+        low = self.count - 4 * self.window
         self.labels = {k: v for k, v in self.labels.items() if v >= low or v not in self.done}
-        self.evict_at = self.count + self.window + self.seal
+        self.evict_at = self.count + 4 * self.window
 
     # -- what the replay asks -------------------------------------------------------------------------
     def more(self, now: int) -> list[tuple[int, Op, int, int, int]]:
