@@ -254,4 +254,4 @@ def test_a_receive_no_send_matches_is_named_when_the_run_stops(tmp_path):
 def test_window_option_is_checked():
     with pytest.raises(ConfigError, match="--window 0"):
         replay(args_for("x.et", "--window", "0", "--topo", "star:n=2"))
-    assert WINDOW == 4096
+    assert WINDOW == 1024

@@ -30,9 +30,12 @@ def add_parser(sub, ascii_int) -> None:
                                                                  "a folder or a NAME of NAME.R.et files; else goal)")
     p.add_argument("--comm-groups", metavar="FILE.json", help="Chakra: the process groups {\"pg_name\": [ranks]} "
                                                              "(default: every collective on every rank)")
-    p.add_argument("--window", type=ascii_int, default=4096, metavar="N",
-                   help="operations a rank holds read and not completed (default 4096; a GOAL operation is taken up "
+    p.add_argument("--window", type=ascii_int, default=1024, metavar="N",
+                   help="operations a rank holds read and not completed (default 1024; a GOAL operation is taken up "
                         "once N/4 more were read)")
+    p.add_argument("--read", choices=["auto", "stream", "whole"], default="auto",
+                   help="GOAL: stream: each rank reads its block as the run goes (memory bounded by --window); whole: "
+                        "the schedule read first (faster); auto (default): stream files above 32 MB")
     p.add_argument("--algo", metavar="NAME|COLL=NAME,...", help="Chakra: the collectives' algorithm (default: by size)")
     p.add_argument("--offload", help="Chakra: run the collectives it takes there (nic, switch, hw)")
     p.add_argument("--branch", type=ascii_int, help="Chakra: the offload tree's degree")
@@ -109,7 +112,7 @@ class Options:
             self.sha256 = self.schedule.sha256
         else:
             self.streamed = None
-            if not args.model and os.path.isfile(args.schedule):  # (LogGOPSim's model takes the whole schedule)
+            if _streams(args):
                 from .replay_stream import scan_goal
 
                 self.streamed = scan_goal(args.schedule)
@@ -161,18 +164,34 @@ class Options:
                            format="chakra" if self.chakra else "goal")
 
 
+STREAM_BYTES = 32 << 20
+"""``--read auto`` streams a GOAL schedule larger than this (about 700,000 operations)."""
+
+
+def _streams(args) -> bool:
+    """Stream the GOAL schedule? Not for --model loggp (LogGOPSim's simulation takes it whole)."""
+    how = getattr(args, "read", "auto")
+    if args.model or how == "whole" or not os.path.isfile(args.schedule):
+        if how == "stream" and args.model:
+            raise ConfigError("--read stream: --model loggp takes the whole schedule; leave one of them out")
+        return False
+    return how == "stream" or os.path.getsize(args.schedule) > STREAM_BYTES
+
+
 def chakra_options(args) -> bool:
     """Is the schedule a Chakra trace? Refuses the options of the other format."""
     from .replay_chakra import is_chakra
 
     chakra = is_chakra(args.schedule, getattr(args, "format", None))
-    if not 2 <= getattr(args, "window", 4096) <= 1 << 24:
+    if not 2 <= getattr(args, "window", 1024) <= 1 << 24:
         raise ConfigError(f"--window {args.window}: give 2..16777216 operations")
     for opt, given in (("--comm-groups", getattr(args, "comm_groups", None)), ("--algo", getattr(args, "algo", None)),
                        ("--offload", getattr(args, "offload", None)), ("--branch", getattr(args, "branch", None))):
         if given is not None and not chakra:
             raise ConfigError(f"{opt} applies to a Chakra trace's collectives; a GOAL schedule has none (leave it out)")
     if chakra:
+        if getattr(args, "read", "auto") == "whole":
+            raise ConfigError("--read whole: a Chakra trace is always read as the run goes; leave --read out")
         if getattr(args, "model", None):
             raise ConfigError("--model loggp reads GOAL schedules; a Chakra trace's collectives have no LogGP figures here")
         if getattr(args, "offload", None):

@@ -84,7 +84,7 @@ async def _run(topo, index: GoalIndex, hosts, run, capture, window, keep):
         return [out[h] for h in hosts], net.metrics
 
 
-def run_streamed(topo, index: GoalIndex, hosts: list[str], run=None, capture: str | None = None, window: int = 4096,
+def run_streamed(topo, index: GoalIndex, hosts: list[str], run=None, capture: str | None = None, window: int = 1024,
                  keep: bool = True):
     """Replay the schedule of ``index`` (rank r on ``hosts[r]``), each rank reading its own block:
     each rank's figures and the run's metrics. A refusal only the run finds (a dependency line too

@@ -35,7 +35,7 @@ KIND_NAMES = ("send", "recv", "calc", "coll")
 COLLECTIVES = {0: "allreduce", 1: "reduce", 2: "allgather", 5: "bcast", 6: "alltoall", 7: "reduce_scatter",
                8: "reduce_scatter", 9: "barrier"}
 """Chakra's CollectiveCommType -> the emulator's collective (GATHER 3 and SCATTER 4 have none)."""
-WINDOW = 4096
+WINDOW = 1024
 MAX_MESSAGE = 1 << 28
 
 
@@ -255,6 +255,8 @@ class Feed:
         """(index, node, dependencies left, when it became ready, what made it ready) of the nodes
         newly read: ready now when none are left (a node read later than it could have started
         -- the window was full -- is not told apart: Chakra's own feeder reads by windows too)."""
+        if self.exhausted or len(self.ids) >= self.window:
+            return ()
         out = []
         while not self.exhausted and len(self.ids) < self.window:
             op = next(self.ops, None)

@@ -88,7 +88,7 @@ class GoalFeed:
         self.ready_at: dict[int, tuple[int, int]] = {}
         """An operation not sealed yet whose last dependency was met: (when, by which)."""
         self.delays, self.first_delay = 0, None
-        self.evict_at = 8 * window
+        self.evict_at = 4 * window
 
     @property
     def count(self) -> int:
@@ -113,7 +113,7 @@ class GoalFeed:
             try:
                 _statement(self.rd, cur, self.labels, toks, self.num_ranks, OP_FIX)
             except GoalError as e:
-                raise GoalError(f"{e} (or it names an operation more than {4 * self.window:,} operations back, which "
+                raise GoalError(f"{e} (or it names an operation more than {2 * self.window:,} operations back, which "
                                 "a replay no longer holds: raise --window)") from None
         self.in_flight = self.count - self._retired
         if cur.after_done or cur.after_start:
@@ -151,14 +151,16 @@ class GoalFeed:
 
     def _evict(self) -> None:
         """Forget the labels of operations far behind (a later line cannot name them)."""
-        low = self.count - 4 * self.window
+        low = self.count - 2 * self.window
         self.labels = {k: v for k, v in self.labels.items() if v >= low or v not in self.done}
-        self.evict_at = self.count + 4 * self.window
+        self.evict_at = self.count + 2 * self.window
 
     # -- what the replay asks -------------------------------------------------------------------------
     def more(self, now: int) -> list[tuple[int, Op, int, int, int]]:
         """(index, operation, dependencies left, when it became ready, what made it ready) of each
         operation sealed now."""
+        if self.sealed >= self.count and (self.exhausted or self.in_flight >= self.window):
+            return ()
         while not self.exhausted and self.in_flight < self.window:
             self._line()
         limit = self.count if self.exhausted else self.count - self.seal
@@ -209,7 +211,7 @@ class GoalFeed:
 
 
 async def goal_stream_rank(host, rank: int, path: str, offset: int, first_line: int, num_ranks: int,
-                           hosts: list[str], trace: bool = False, window: int = 4096, keep: bool = True):
+                           hosts: list[str], trace: bool = False, window: int = 1024, keep: bool = True):
     """Replay rank ``rank``'s block of the GOAL schedule ``path``, read from byte ``offset`` (the line
     after ``rank r {``, line ``first_line``) as the run consumes it."""
     from .chakra_replay import StreamRank
