@@ -4,7 +4,9 @@ The schedule is read here, at the front door (``emu.nodes.workload.goal``), one 
 time, and checked before anything starts (grammar, dependency cycles, receives no send can match,
 ranks that do not fit the hosts); each rank's host then runs ``emu.nodes.workload.goal_replay``:
 every send and receive a host message of ``emu mpirun``'s point-to-point protocol. ``--model loggp``
-prints LogGOPSim's LogGP figures for the same schedule beside the measured ones. Not the same thing
+prints LogGOPSim's LogGP figures for the same schedule beside the measured ones. A large schedule
+(``--read``) is streamed instead: checked a block at a time, each rank reading its own block as the
+run goes (``replay_stream``). A Chakra execution trace goes to ``replay_chakra``. Not the same thing
 as ``emu run --replay RESULT.json`` (a recorded run made again).
 """
 
@@ -20,8 +22,9 @@ from ..config import ConfigError
 
 
 def add_parser(sub, ascii_int) -> None:
-    p = sub.add_parser("replay", help="replay a GOAL schedule (LogGOPSim's text format) on the emulated cluster",
-                       description="Replay FILE.goal: rank r runs on the r-th host of --ranks (or of the "
+    p = sub.add_parser("replay", help="replay a GOAL schedule (LogGOPSim's text format) or a Chakra execution trace "
+                                      "on the emulated cluster",
+                       description="Replay FILE.goal or a Chakra trace: rank r runs on the r-th host of --ranks (or of the "
                                    "placement); every send and receive is a host message with MPI matching, "
                                    "every calc CPU time (docs/replay.md).", allow_abbrev=False)
     p.add_argument("schedule", metavar="FILE.goal|TRACE", help="the schedule (GOAL text, as LogGOPSim's txt2bin reads), "
