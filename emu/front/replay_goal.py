@@ -4,7 +4,9 @@ The schedule is read here, at the front door (``emu.nodes.workload.goal``), one 
 time, and checked before anything starts (grammar, dependency cycles, receives no send can match,
 ranks that do not fit the hosts); each rank's host then runs ``emu.nodes.workload.goal_replay``:
 every send and receive a host message of ``emu mpirun``'s point-to-point protocol. ``--model loggp``
-prints LogGOPSim's LogGP figures for the same schedule beside the measured ones. Not the same thing
+prints LogGOPSim's LogGP figures for the same schedule beside the measured ones. A large schedule
+(``--read``) is streamed instead: checked a block at a time, each rank reading its own block as the
+run goes (``replay_stream``). A Chakra execution trace goes to ``replay_chakra``. Not the same thing
 as ``emu run --replay RESULT.json`` (a recorded run made again).
 """
 
@@ -20,11 +22,26 @@ from ..config import ConfigError
 
 
 def add_parser(sub, ascii_int) -> None:
-    p = sub.add_parser("replay", help="replay a GOAL schedule (LogGOPSim's text format) on the emulated cluster",
-                       description="Replay FILE.goal: rank r runs on the r-th host of --ranks (or of the "
+    p = sub.add_parser("replay", help="replay a GOAL schedule (LogGOPSim's text format) or a Chakra execution trace "
+                                      "on the emulated cluster",
+                       description="Replay FILE.goal or a Chakra trace: rank r runs on the r-th host of --ranks (or of the "
                                    "placement); every send and receive is a host message with MPI matching, "
                                    "every calc CPU time (docs/replay.md).", allow_abbrev=False)
-    p.add_argument("schedule", metavar="FILE.goal", help="the schedule (GOAL text, as LogGOPSim's txt2bin reads)")
+    p.add_argument("schedule", metavar="FILE.goal|TRACE", help="the schedule (GOAL text, as LogGOPSim's txt2bin reads), "
+                                                               "or a Chakra trace: its folder, a NAME.R.et file or NAME")
+    p.add_argument("--format", choices=["goal", "chakra"], help="what the schedule is (default: chakra for .et files, "
+                                                                 "a folder or a NAME of NAME.R.et files; else goal)")
+    p.add_argument("--comm-groups", metavar="FILE.json", help="Chakra: the process groups {\"pg_name\": [ranks]} "
+                                                             "(default: every collective on every rank)")
+    p.add_argument("--window", type=ascii_int, default=1024, metavar="N",
+                   help="operations a rank holds read and not completed (default 1024; a GOAL operation is taken up "
+                        "once N/4 more were read)")
+    p.add_argument("--read", choices=["auto", "stream", "whole"], default="auto",
+                   help="GOAL: stream: each rank reads its block as the run goes (memory bounded by --window); whole: "
+                        "the schedule read first (faster); auto (default): stream files above 32 MB")
+    p.add_argument("--algo", metavar="NAME|COLL=NAME,...", help="Chakra: the collectives' algorithm (default: by size)")
+    p.add_argument("--offload", help="Chakra: run the collectives it takes there (nic, switch, hw)")
+    p.add_argument("--branch", type=ascii_int, help="Chakra: the offload tree's degree")
     p.add_argument("--topo", required=True, help="topology spec, e.g. star:n=16 or fattree:k=4,n=3")
     p.add_argument("--ranks", metavar="HOSTS", help="the hosts of ranks 0, 1, ... (comma-separated)")
     p.add_argument("--placement", choices=["packed", "random"], default="packed",
@@ -75,6 +92,7 @@ def read_goal(path: str):
 
 class Options:
     def __init__(self, args):
+        from emu.nodes.collectives.offloads import offload_named
         from emu.topologies.registry import build
 
         from ..config import load_settings, parse_settings
@@ -88,7 +106,23 @@ class Options:
             if path and path != "-" and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
                 raise ConfigError(f"{opt} {path}: its folder does not exist; create it or write elsewhere")
         self.trace = trace_config(args)
-        self.schedule, self.sha256 = read_goal(args.schedule)
+        self.chakra = chakra_options(args)
+        self.streamed = None
+        if self.chakra:
+            from .replay_chakra import Trace
+
+            self.schedule = Trace(args.schedule, args.comm_groups, args.window)
+            self.sha256 = self.schedule.sha256
+        else:
+            self.streamed = None
+            if _streams(args):
+                from .replay_stream import scan_goal
+
+                self.streamed = scan_goal(args.schedule)
+            if self.streamed:
+                self.schedule, self.sha256 = self.streamed, self.streamed.sha256
+            else:
+                self.schedule, self.sha256 = read_goal(args.schedule)
         defaults = load_settings(args.config) if args.config else {}
         given = parse_settings(args.set or [])
         topo = build(args.topo, defaults=defaults, settings=given)
@@ -115,6 +149,11 @@ class Options:
             hosts = hosts[:n]
         if args.processes > len(topo.nodes):
             raise ConfigError(f"--processes {args.processes} exceeds the {len(topo.nodes)} nodes of {args.topo}")
+        if self.chakra and args.offload:
+            off = offload_named(args.offload)
+            if off.needs_manager:
+                topo.add_manager()
+            off.add_groups(topo, hosts)
         self.topo, self.hosts, self.args = topo, hosts, args
         from .runrecord import record, resolved_settings
 
@@ -124,7 +163,45 @@ class Options:
                              settings=[resolved_settings(args.topo, defaults, {}, given, args.config)],
                              times="end_ns of a rank: when its last operation completed; virtual_ns: the run's")
         self.record.update(schedule=os.path.abspath(args.schedule), sha256=self.sha256, ranks=n, hosts=hosts,
-                           placement="--ranks" if args.ranks else args.placement)
+                           placement="--ranks" if args.ranks else args.placement,
+                           format="chakra" if self.chakra else "goal")
+
+
+STREAM_BYTES = 32 << 20
+"""``--read auto`` streams a GOAL schedule larger than this (about 700,000 operations)."""
+
+
+def _streams(args) -> bool:
+    """Stream the GOAL schedule? Not for --model loggp (LogGOPSim's simulation takes it whole)."""
+    how = getattr(args, "read", "auto")
+    if args.model or how == "whole" or not os.path.isfile(args.schedule):
+        if how == "stream" and args.model:
+            raise ConfigError("--read stream: --model loggp takes the whole schedule; leave one of them out")
+        return False
+    return how == "stream" or os.path.getsize(args.schedule) > STREAM_BYTES
+
+
+def chakra_options(args) -> bool:
+    """Is the schedule a Chakra trace? Refuses the options of the other format."""
+    from .replay_chakra import is_chakra
+
+    chakra = is_chakra(args.schedule, getattr(args, "format", None))
+    if not 2 <= getattr(args, "window", 1024) <= 1 << 24:
+        raise ConfigError(f"--window {args.window}: give 2..16777216 operations")
+    for opt, given in (("--comm-groups", getattr(args, "comm_groups", None)), ("--algo", getattr(args, "algo", None)),
+                       ("--offload", getattr(args, "offload", None)), ("--branch", getattr(args, "branch", None))):
+        if given is not None and not chakra:
+            raise ConfigError(f"{opt} applies to a Chakra trace's collectives; a GOAL schedule has none (leave it out)")
+    if chakra:
+        if getattr(args, "read", "auto") == "whole":
+            raise ConfigError("--read whole: a Chakra trace is always read as the run goes; leave --read out")
+        if getattr(args, "model", None):
+            raise ConfigError("--model loggp reads GOAL schedules; a Chakra trace's collectives have no LogGP figures here")
+        if getattr(args, "offload", None):
+            from emu.nodes.collectives.offloads import canonical_offload
+
+            args.offload = canonical_offload(args.offload)
+    return chakra
 
 
 async def _run(topo, schedule, hosts: list[str], run, capture: str | None = None):
@@ -160,9 +237,19 @@ def replay(args) -> dict:
     s = opts.schedule
     a = opts.args
     run = RunConfig(seed=a.seed, processes=a.processes, capture=bool(a.pcap), direct=a.direct, **opts.trace)
+    if opts.chakra:
+        from .replay_chakra import replay_trace
+
+        return {"run": opts.record, "results": [replay_trace(opts, run)]}, opts
     t0 = time.perf_counter()
+    keep = not opts.streamed or a.path > 0 or bool(a.json)
     try:
-        results, metrics = run_schedule(opts.topo, s, opts.hosts, run, a.pcap)
+        if opts.streamed:
+            from .replay_stream import run_streamed
+
+            results, metrics = run_streamed(opts.topo, s, opts.hosts, run, a.pcap, a.window, keep)
+        else:
+            results, metrics = run_schedule(opts.topo, s, opts.hosts, run, a.pcap)
     except DeadlockError as e:
         rank_of = {h: r for r, h in enumerate(opts.hosts)}
         text = str(e)
@@ -170,7 +257,12 @@ def replay(args) -> dict:
             text = text.replace(f"{h} blocked", f"rank {r} ({h}) blocked")
         raise DeadlockError(f"{args.schedule}: the replay cannot go on{_why_stuck(opts)}: {text}") from None
     wall = time.perf_counter() - t0
-    steps = critical_path(s, results)
+    if opts.streamed:
+        from .replay_chakra import PathView
+
+        steps = critical_path(PathView(results, goal=True), results) if keep else []
+    else:
+        steps = critical_path(s, results)
     figs = {"topology": args.topo, "name": f"replay {os.path.basename(args.schedule)}",
             "schedule": os.path.abspath(args.schedule), "sha256": opts.sha256, "ranks": s.num_ranks, "ops": s.ops,
             "completion_ns": max((r["end_ns"] for r in results), default=0),
@@ -180,6 +272,10 @@ def replay(args) -> dict:
             "totals": totals(results), "critical_path": {"summary": path_summary(steps), "steps": steps},
             "per_rank": per_rank_rows(s, results, opts.hosts),
             "per_link": named_links(opts.topo, metrics.per_link())}
+    if opts.streamed:
+        figs["window"] = a.window
+        figs["window_delays"] = sum(r["window_delays"] for r in results)
+        figs["first_delay"] = next((r["first_delay"] for r in results if r["first_delay"]), None)
     if args.model == "loggp":
         figs["model"] = model_figures(opts)
     return {"run": opts.record, "results": [figs]}, opts
@@ -193,8 +289,11 @@ def _why_stuck(opts) -> str:
 
     from .replay_path import loggp_of
 
+    schedule = opts.schedule
+    if opts.streamed:  # (the model takes the whole schedule, which a streamed run did not keep: read it now)
+        schedule = read_goal(opts.args.schedule)[0]
     try:
-        simulate(opts.schedule, loggp_of(opts.topo, opts.hosts)[0])
+        simulate(schedule, loggp_of(opts.topo, opts.hosts)[0])
     except Stuck as e:
         return f" ({e})"
     return ""
@@ -233,7 +332,7 @@ def cmd_replay(args) -> int:
 
 
 def write_csv(path: str, figs: dict) -> None:
-    kinds = ("send", "recv", "calc")
+    kinds = ("send", "recv", "calc", "coll") if figs.get("format") == "chakra" else ("send", "recv", "calc")
     with open(path, "w") as f:
         f.write("rank,host,end_ns,ops,unmatched," + ",".join(f"{k}_count,{k}_bytes,{k}_busy_ns" for k in kinds) + "\n")
         for r in figs["per_rank"]:
@@ -255,6 +354,9 @@ def print_summary(figs: dict, args, out) -> None:
     for k, v in figs["totals"].items():
         print(f"  {k:5} {v['count']:>10,} ops {v['bytes']:>14,} bytes {v['busy_ns']:>16,} ns from start to end",
               file=out)
+    if figs.get("collectives"):
+        print("  collectives (name/algorithm: calls, summed over ranks): "
+              + ", ".join(f"{k}: {v:,}" for k, v in sorted(figs["collectives"].items())), file=out)
     if n <= 16:
         print("  end per rank (ns): " + ", ".join(f"{r['rank']}: {r['end_ns']:,}" for r in figs["per_rank"]), file=out)
     cp = figs["critical_path"]
@@ -267,6 +369,10 @@ def print_summary(figs: dict, args, out) -> None:
             w = f" <- {st['waited_on']}" if "waited_on" in st else ""
             print(f"    rank {st['rank']:>4} {st['op']:>10} {st['kind']:5} {st['start_ns']:>12,} .. {st['end_ns']:>12,}{w}",
                   file=out)
+    if figs.get("window_delays"):
+        print(f"  the window (--window {figs['window']:,}) held back {figs['window_delays']:,} operations that were ready "
+              f"(first: {figs['first_delay']}): the figures may differ from those of the whole schedule; raise --window",
+              file=out)
     unmatched = sum(r["unmatched"] for r in figs["per_rank"])
     if unmatched:
         print(f"  {unmatched} message(s) arrived that no receive matched (left in the unexpected queues)", file=out)

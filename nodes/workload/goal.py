@@ -29,8 +29,9 @@ from typing import Iterable, Iterator
 
 from emu.config import ConfigError
 
-SEND, RECV, CALC = 0, 1, 2
-KIND_NAMES = ("send", "recv", "calc")
+SEND, RECV, CALC, COLL = 0, 1, 2, 3
+KIND_NAMES = ("send", "recv", "calc", "coll")
+"""(COLL: a collective of a Chakra trace, ``emu.nodes.workload.chakra``; GOAL has none.)"""
 ANY = -1
 """Any source / any tag of a receive."""
 MAX_TAG = 2**31 - 1
@@ -70,6 +71,9 @@ class RankSchedule:
     after_done: dict[int, list[int]] = field(default_factory=dict)
     after_start: dict[int, list[int]] = field(default_factory=dict)
     needs: list[int] = field(default_factory=list)
+    first_line: int = 0
+    """The line of ``rank r {``; ``alone``: nothing else on it (a streamed replay reads from the next)."""
+    alone: bool = True
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -190,7 +194,7 @@ def iter_ranks(lines: Iterable[str], path: str = "<schedule>") -> Iterator[int |
                 if i + 2 >= len(toks) or toks[i + 2] != "{":
                     raise rd.fail(f"'{{' expected after 'rank {r}'", f"write 'rank {r} {{' on one line")
                 seen.add(r)
-                cur, labels = RankSchedule(r), {}
+                cur, labels = RankSchedule(r, first_line=no, alone=i == 0 and len(toks) == 3), {}
                 i += 3
                 continue
             if t == "}":
@@ -375,27 +379,54 @@ def check_acyclic(rs: RankSchedule, path: str) -> None:
 def check_matching(s: Schedule) -> None:
     """Refuse, before a run, receives no send can match: per rank, more receives than messages sent
     to it, or more receives from a given source and tag than that source sends with that tag."""
-    sent_to = [0] * s.num_ranks
-    exact: dict[tuple[int, int, int], int] = {}
+    m = Matching(s.num_ranks, s.path)
     for rs in s.ranks:
-        for k, p, t in zip(rs.kind, rs.peer, rs.tag):
-            if k == SEND:
-                sent_to[p] += 1
-                exact[(rs.rank, p, t)] = exact.get((rs.rank, p, t), 0) + 1
-    for rs in s.ranks:
-        posted: dict[tuple[int, int], list[int]] = {}
-        count = 0
+        m.add(rs)
+    m.check(lambda r: s.ranks[r])
+
+
+class Matching:
+    """What :func:`check_matching` counts, a rank block at a time (a block need not be kept): the
+    messages sent per destination and per (source, destination, tag), the receives per rank, and
+    the line of each receive from a given source and tag."""
+
+    def __init__(self, num_ranks: int, path: str):
+        self.path = path
+        self.sent_to = [0] * num_ranks
+        self.exact: dict[tuple[int, int, int], int] = {}
+        self.count = [0] * num_ranks
+        self.posted: dict[tuple[int, int, int], list[int]] = {}
+        """(rank, source, tag) -> the op indices of its receives from that source with that tag."""
+
+    def add(self, rs: RankSchedule) -> None:
+        from array import array
+
+        exact, posted, r = self.exact, self.posted, rs.rank
         for i, (k, p, t) in enumerate(zip(rs.kind, rs.peer, rs.tag)):
-            if k == RECV:
-                count += 1
+            if k == SEND:
+                self.sent_to[p] += 1
+                exact[(r, p, t)] = exact.get((r, p, t), 0) + 1
+            elif k == RECV:
+                self.count[r] += 1
                 if p != ANY and t != ANY:
-                    posted.setdefault((p, t), []).append(i)
-        if count > sent_to[rs.rank]:
-            raise GoalError(f"{s.path}: rank {rs.rank} posts {count} receives but {sent_to[rs.rank]} messages are sent "
-                            "to it: the rest would wait for ever; remove receives or add sends")
-        for (p, t), ops in posted.items():
-            have = exact.get((p, rs.rank, t), 0)
-            if len(ops) > have:
-                i = ops[have]
-                raise GoalError(f"{s.path}:{rs.line[i]}: rank {rs.rank}'s {rs.describe(i)} can match no send: rank {p} "
-                                f"sends it {have} message{'s' if have != 1 else ''} with tag {t}; fix the source or tag")
+                    ops = posted.get((r, p, t))
+                    if ops is None:
+                        ops = posted[(r, p, t)] = array("q")
+                    ops.append(i)
+
+    def check(self, block) -> None:
+        """Refuse the first receive no send can match; ``block(r)``: rank r's RankSchedule (to name it)."""
+        by_rank: dict[int, list] = {}
+        for key, ops in self.posted.items():
+            by_rank.setdefault(key[0], []).append((key, ops))
+        for r in range(len(self.count)):
+            if self.count[r] > self.sent_to[r]:
+                raise GoalError(f"{self.path}: rank {r} posts {self.count[r]} receives but {self.sent_to[r]} messages "
+                                "are sent to it: the rest would wait for ever; remove receives or add sends")
+            for (_, p, t), ops in by_rank.get(r, ()):
+                have = self.exact.get((p, r, t), 0)
+                if len(ops) > have:
+                    rs, i = block(r), ops[have]
+                    raise GoalError(f"{self.path}:{rs.line[i]}: rank {r}'s {rs.describe(i)} can match no send: rank {p} "
+                                    f"sends it {have} message{'s' if have != 1 else ''} with tag {t}; fix the source "
+                                    "or tag")

@@ -35,7 +35,7 @@ from .goal import ANY, CALC, KIND_NAMES, RECV, SEND, RankSchedule
 HDR = ENVELOPE.struct
 RNDV = RENDEZVOUS.struct
 DATA, RTS, CTS, RDATA = 0, 3, 4, 5
-_ORDER = {SEND: 0, RECV: 1, CALC: 2}
+_ORDER = {SEND: 0, RECV: 1, CALC: 2, 3: 3}  # (3: a Chakra trace's collective)
 
 
 class _Rank:
@@ -201,10 +201,18 @@ class _Rank:
             self.done(heapq.heappop(self.timers)[1])
 
     # -- the loop ---------------------------------------------------------------------------------
+    refill = None
+    """Called before each turn of the loop by a rank that reads its operations as it goes (a Chakra
+    trace, ``emu.nodes.workload.chakra_replay``); None: every operation is there from the start."""
+
     async def run(self):
         host, rs = self.host, self.rs
         ready, kind = self.ready, rs.kind
-        while self.remaining:
+        while True:
+            if self.refill is not None:
+                self.refill()
+            if not self.remaining:
+                break
             if self.timers:
                 self._timers_due()
                 if not self.remaining:
