@@ -164,6 +164,11 @@ def test_an_incast_finishes_when_the_receiver_link_has_carried_every_frame(tmp_p
     assert r["goodput_gbps"] == round(3 * 10240 * 8 / 3416, 3)
     ideal = IdealFct(build("star:n=4"))("h1", "h0", 10240)
     assert r["slowdown_max"] == round(3416 / ideal, 4) and r["slowdown_min"] > 1
+    rows = r["per_flow"]  # each flow's own figures: the last to finish is the run's last completion
+    assert [(f["src"], f["dst"], f["size"]) for f in rows] == [("h1", "h0", 10240), ("h2", "h0", 10240),
+                                                                ("h3", "h0", 10240)]
+    assert max(f["fct_ns"] for f in rows) == 3416 and all(f["ideal_ns"] == ideal for f in rows)
+    assert max(f["slowdown"] for f in rows) == r["slowdown_max"]
 
 
 def test_flow_workloads_repeat_over_processes_and_in_memory(tmp_path):

@@ -13,7 +13,7 @@ slowdown is FCT over the ideal FCT of the same flow alone on the idle network
 Figures: flows, bytes, goodput (the flows' bytes over the time from the first start to the last
 completion, Gbit/s), FCT and slowdown (mean, p50, p95, p99, max), and per size bucket (``buckets``:
 flows, mean FCT, p50, p95, p99 and max slowdown; the buckets are decades: up to 10 KB, 100 KB, 1 MB,
-10 MB, above). Percentiles are nearest-rank. Queue occupancy over time per port is in ``--trace``
+10 MB, above); up to ``PER_FLOW_MAX`` flows, each flow's own (``per_flow``). Percentiles are nearest-rank. Queue occupancy over time per port is in ``--trace``
 (each port's ``queue`` counter); ``emu report`` draws it and the slowdown by size.
 """
 
@@ -32,6 +32,9 @@ from .flow_model import IdealFct
 TESTS = ("flows", "incast", "permutation", "alltoall_flows", "poisson")
 BUCKETS = (10_000, 100_000, 1_000_000, 10_000_000)
 """Upper edges (bytes, inclusive) of the size buckets; the last bucket is open."""
+PER_FLOW_MAX = 64
+"""Up to this many flows, a run also gives each flow's own figures (``per_flow``: source, destination,
+size, start, FCT, ideal FCT, slowdown)."""
 DEFAULT_SIZE = {"incast": 450_000, "permutation": 1_000_000, "alltoall_flows": 100_000}
 DEFAULT_DURATION_NS = 100_000
 _ZERO = bytearray(1)
@@ -184,6 +187,10 @@ def _check(name: str):
         model = IdealFct(topo)
         ideal = [model(hosts[f.src], hosts[f.dst], f.size) for f in flows]
         out = {**about, **summarise(flows, fct, ideal)}
+        if len(flows) <= PER_FLOW_MAX:  # a crafted case: each flow's own figures (a victim beside an incast)
+            out["per_flow"] = [{"flow": k, "src": hosts[f.src], "dst": hosts[f.dst], "size": f.size,
+                                "start_ns": f.start_ns, "fct_ns": fct[k], "ideal_ns": ideal[k],
+                                "slowdown": round(fct[k] / ideal[k], 4)} for k, f in enumerate(flows)]
         if any(getattr(s.spec, "input_queued", False) for s in topo.switches):
             out["ideal_note"] = ("the ideal FCT models output-queued store-and-forward switches; these input-queued "
                                  "routers cut through and hold frames for credit, so a lone flow may beat it or "
