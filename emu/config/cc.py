@@ -27,20 +27,20 @@ class CcParams:
     """Loss recovery under a congestion control: auto (the algorithm's own -- go-back-N for dcqcn and
     hpcc as RoCE NICs do, selective repeat for swift and ndp), gbn or sr."""
     dcqcn_g: float = 1 / 256
-    """DCQCN: the gain of alpha's moving average (Zhu et al. SIGCOMM 2015 g = 1/256; the HPCC repository's
+    """DCQCN: the gain of alpha's moving average (Zhu et al SIGCOMM 2015 g = 1/256; the HPCC repository's
     run.py EWMA_GAIN 0.00390625)."""
     dcqcn_cnp_interval_ns: int = 50_000
-    """DCQCN: the receiver sends at most one CNP per flow in this time (Zhu et al.: N = 50 us)."""
+    """DCQCN: the receiver sends at most one CNP per flow in this time (Zhu et al: N = 50 us)."""
     dcqcn_alpha_timer_ns: int = 55_000
-    """DCQCN: alpha decays by (1 - g) when no CNP came in this time (Zhu et al. K = 55 us; the HPCC
+    """DCQCN: alpha decays by (1 - g) when no CNP came in this time (Zhu et al K = 55 us; the HPCC
     repository's ns-3 AlphaResumInterval default 55 us)."""
     dcqcn_rate_timer_ns: int = 55_000
     """DCQCN: the rate-increase timer T (the HPCC repository's run.py ``dcqcn_paper``: RP_TIMER 55 us; its
     ``dcqcn``, the Mellanox setting, 300 us)."""
     dcqcn_byte_counter_bytes: int = 10_000_000
-    """DCQCN: the rate-increase byte counter B (Zhu et al.: 10 MB); 0: timer only (as the ns-3 code)."""
+    """DCQCN: the rate-increase byte counter B (Zhu et al: 10 MB); 0: timer only (as the ns-3 code)."""
     dcqcn_f: int = 5
-    """DCQCN: increase events of fast recovery before additive increase, F (Zhu et al.; ns-3 FastRecoveryTimes
+    """DCQCN: increase events of fast recovery before additive increase, F (Zhu et al; ns-3 FastRecoveryTimes
     default 5)."""
     dcqcn_rai_mbps: float = 0.0
     """DCQCN: additive increase step R_AI (Mb/s); 0: 5 Mb/s per 25 Gb/s of line rate (the HPCC repository's run.py)."""
@@ -49,9 +49,9 @@ class CcParams:
     dcqcn_min_rate_mbps: float = 1000.0
     """DCQCN: the rate never falls below this (Mb/s; run.py MIN_RATE 1000Mb/s)."""
     hpcc_u_target: float = 0.95
-    """HPCC: target utilisation eta (Li et al. SIGCOMM 2019; ns-3 TargetUtil 0.95)."""
+    """HPCC: target utilisation eta (Li et al SIGCOMM 2019; ns-3 TargetUtil 0.95)."""
     hpcc_max_stage: int = 5
-    """HPCC: additive increases before a multiplicative one, maxStage (Li et al.; ns-3 MiThresh default 5)."""
+    """HPCC: additive increases before a multiplicative one, maxStage (Li et al; ns-3 MiThresh default 5)."""
     hpcc_rai_mbps: float = 0.0
     """HPCC: additive step as a rate, W_AI = this x T (Mb/s); 0: 10 Mb/s per 25 Gb/s of line rate (run.py)."""
     hpcc_base_rtt_ns: int = 0
@@ -59,7 +59,7 @@ class CcParams:
     hpcc_int_hops: int = 5
     """HPCC: hop records the sender preallocates in each segment's INT stack (ns-3 IntHeader::maxHop 5)."""
     swift_base_target_ns: int = 20_000
-    """Swift: base target delay (Kumar et al. SIGCOMM 2020; htsim swift.cpp 20 us)."""
+    """Swift: base target delay (Kumar et al SIGCOMM 2020; htsim swift.cpp 20 us)."""
     swift_hop_scale_ns: int = 3053
     """Swift: target delay added per switch crossed, h (htsim: base/6.55)."""
     swift_ai: float = 1.0
@@ -77,7 +77,7 @@ class CcParams:
     swift_retx_reset: int = 5
     """Swift: timeouts in a row after which the window drops to its minimum (htsim RETX_RESET_THRESHOLD 5)."""
     ndp_iw_segments: int = 15
-    """NDP: segments a sender sends blind before the first pull (Handley et al. SIGCOMM 2017; htsim main_ndp.cpp cwnd = 15)."""
+    """NDP: segments a sender sends blind before the first pull (Handley et al SIGCOMM 2017; htsim main_ndp.cpp cwnd = 15)."""
 
     def _check_cc(self) -> None:
         if not isinstance(self.cc, str) or not self.cc.isidentifier():
