@@ -105,13 +105,6 @@ class Rounds:
         return self.vc_free[o][w]
 
     # -- allocation -------------------------------------------------------------------------------
-    def _heads(self):
-        """(input, VC, head packet) of every non-empty VC buffer, in (input, VC) order."""
-        q, vm = self.q, self.VMAX
-        for key in self.active:
-            p, v = divmod(key, vm)
-            yield p, v, q[p][v][0]
-
     def _round(self, now: int) -> list:
         """The allocation round at ``now``: one per instant. What arrives at an instant whose round has
         run (a frame, a credit: they come after the timer, ``emu.element``) is allocated at that
@@ -172,19 +165,6 @@ class Rounds:
                 if h is None and now < free_at[w] < t:
                     t = free_at[w]
             chk[o] = t
-
-    def _allocate_vcs(self, heads, now: int) -> None:
-        """VC allocation over ``heads`` ((input, VC, head packet), as ``_heads`` gives them): the scan
-        form of the round's, for the allocator's tests."""
-        by_out: dict[int, list] = {}
-        for _p, _v, pkt in heads:
-            if pkt.rc_at > now:
-                continue
-            for c in pkt.copies:
-                if c.ovc < 0:
-                    by_out.setdefault(c.out, []).append(c)
-        for o in sorted(by_out):
-            self._va_output(o, by_out[o], now)
 
     def _va_output(self, o: int, reqs: list, now: int) -> bool:
         """Output ``o``'s VC allocator over its requests ``reqs`` (sorted in place when more than one
