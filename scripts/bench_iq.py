@@ -19,7 +19,8 @@ CPU -- is printed apart). All times are CPU time, not wall: the machine is share
 
     python scripts/bench_iq.py --booksim /tmp/booksim2/src/booksim                 # every configuration, W=300
     python scripts/bench_iq.py --booksim B --k 4 --vcs 8 --flits 1 --cycles 1000
-    python scripts/bench_iq.py --booksim B --tree /work/main                       # another tree's code ("before")
+    python scripts/bench_iq.py --booksim B --tree /work/main                       # another tree's code
+    python scripts/bench_iq.py --booksim B --before /work/main                     # before and after, alternating
     python scripts/bench_iq.py --booksim B --json out.json                         # the rows, for a before/after table
 
 Printed per load point: our CPU seconds (input-queued), BookSim's, their ratio; the cycles each
@@ -144,6 +145,8 @@ def main(argv=None) -> int:
     ap.add_argument("--at", default="0.5,0.8", help="load points as fractions of BookSim's saturation (default 0.5,0.8)")
     ap.add_argument("--cycles", type=int, default=300, help="warm-up and measured cycles, each (default 300)")
     ap.add_argument("--tree", help="the code tree to measure (default: the one this runs in), e.g. /work/main")
+    ap.add_argument("--before", metavar="TREE", help="also measure TREE's code (e.g. /work/main), alternating with --tree's "
+                    "per configuration, so both see the same machine load")
     ap.add_argument("--no-oq", action="store_true", help="leave out the output-queued router")
     ap.add_argument("--json", metavar="FILE", help="write the rows as JSON")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -161,41 +164,48 @@ def main(argv=None) -> int:
     except ValueError:
         raise SystemExit(f"bench_iq: --at {a.at!r} is not a comma-separated list of numbers, e.g. --at 0.5,0.8")
     models = ("input_queued",) if a.no_oq else ("input_queued", "output_queued")
+    trees = [("before", a.before), ("after", a.tree)] if a.before else [("", a.tree)]
     rows = []
     print(f"uniform traffic, {a.cycles} + {a.cycles} cycles (warm-up, measured) then the measured packets drained, "
-          f"both simulators; CPU seconds (process time, not wall); cores: {os.cpu_count()}")
-    print(f"{'mesh':>5} {'vcs':>3} {'fl':>2} {'load':>6} | {'emu s':>7} {'BS s':>6} {'ratio':>6} | {'cyc':>5} "
-          f"{'BS cyc':>6} | {'IQ cr/s':>8} {'OQ cr/s':>8} {'IQ/OQ':>5} | {'lat IQ':>6} {'OQ':>6} {'BS':>6}")
+          f"both simulators; CPU seconds (process time, not wall); cores: {os.cpu_count()}"
+          + (f"; 'before' is {a.before}, 'after' {a.tree or 'this tree'}, run alternately" if a.before else ""))
+    print(f"{'mesh':>5} {'vcs':>3} {'fl':>2} {'load':>6} {'tree':>6} | {'emu s':>6} {'BS s':>5} {'ratio':>5} | {'cyc':>5} "
+          f"{'BS cyc':>6} | {'IQ cr/s':>7} {'OQ cr/s':>7} {'IQ/OQ':>5} | {'lat IQ':>6} {'OQ':>6} {'BS':>6}")
     for k in a.k or [4, 8]:
         for v in a.vcs or [1, 2, 8]:
             for fl in a.flits or [1, 4]:
                 loads = [round(SAT[(k, v, fl)] * x, 4) for x in at] if (k, v, fl) in SAT else at
-                res = ours(a.tree, k, v, fl, loads, a.cycles, models)
+                res = {label: ours(tree, k, v, fl, loads, a.cycles, models) for label, tree in trees}
                 for load in loads:
-                    p = {m: next(x for x in res["points"] if x["model"] == m and x["load"] == load) for m in models}
-                    iq, oq = p["input_queued"], p.get("output_queued")
                     bs = booksim(a.booksim, k, v, fl, load, a.cycles) if a.booksim else None
-                    cps = {m: x["hops"] / x["cpu_s"] for m, x in p.items()}
-                    row = {"k": k, "vcs": v, "flits": fl, "load": load, "startup_s": res["startup_s"],
-                           "iq": iq, "oq": oq, "booksim": bs}
-                    rows.append(row)
-                    ratio = f"{iq['cpu_s'] / bs['cpu_s']:>6.1f}" if bs and bs["cpu_s"] > 0 else f"{'-':>6}"
-                    print(f"{k:>3}x{k:<1} {v:>3} {fl:>2} {load:>6.4f} | {iq['cpu_s']:>7.2f} "
-                          f"{bs['cpu_s'] if bs else float('nan'):>6.2f} {ratio} | {iq['end_ns'] // CYCLE_NS:>5} "
-                          f"{bs['cycles'] if bs else '-':>6} | {cps['input_queued']:>8,.0f} "
-                          f"{cps.get('output_queued', 0):>8,.0f} "
-                          f"{cps['output_queued'] / cps['input_queued'] if oq else 0:>5.2f} | "
-                          f"{iq['latency']:>6.2f} {oq['latency'] if oq else 0:>6.2f} "
-                          f"{bs['latency'] if bs and bs['latency'] else 0:>6.2f}", flush=True)
-                print(f"      (start-up of that child, interpreter and imports: {res['startup_s']:.2f} s; tree "
-                      f"{res['tree']})", flush=True)
-    if rows:
-        tot = {key: sum(r[key]["cpu_s"] for r in rows if r[key]) for key in ("iq", "oq", "booksim")}
-        hops = {key: sum(r[key]["hops"] for r in rows if r[key]) for key in ("iq", "oq")}
-        print(f"total CPU s: emu input-queued {tot['iq']:.2f}, output-queued {tot['oq']:.2f}, BookSim "
-              f"{tot['booksim']:.2f}; crossings/s IQ {hops['iq'] / tot['iq']:,.0f}"
-              + (f", OQ {hops['oq'] / tot['oq']:,.0f}, IQ cost per crossing {hops['oq'] / tot['oq'] / (hops['iq'] / tot['iq']):.2f}x OQ's"
-                 if tot["oq"] else ""))
+                    for label, _tree in trees:
+                        r = res[label]
+                        p = {m: next(x for x in r["points"] if x["model"] == m and x["load"] == load) for m in models}
+                        iq, oq = p["input_queued"], p.get("output_queued")
+                        cps = {m: x["hops"] / x["cpu_s"] for m, x in p.items()}
+                        rows.append({"k": k, "vcs": v, "flits": fl, "load": load, "tree": label or r["tree"],
+                                     "startup_s": r["startup_s"], "iq": iq, "oq": oq, "booksim": bs})
+                        ratio = f"{iq['cpu_s'] / bs['cpu_s']:>5.1f}" if bs and bs["cpu_s"] > 0 else f"{'-':>5}"
+                        print(f"{k:>3}x{k:<1} {v:>3} {fl:>2} {load:>6.4f} {label:>6} | {iq['cpu_s']:>6.2f} "
+                              f"{bs['cpu_s'] if bs else float('nan'):>5.2f} {ratio} | {iq['end_ns'] // CYCLE_NS:>5} "
+                              f"{bs['cycles'] if bs else '-':>6} | {cps['input_queued']:>7,.0f} "
+                              f"{cps.get('output_queued', 0):>7,.0f} "
+                              f"{cps['output_queued'] / cps['input_queued'] if oq else 0:>5.2f} | "
+                              f"{iq['latency']:>6.2f} {oq['latency'] if oq else 0:>6.2f} "
+                              f"{bs['latency'] if bs and bs['latency'] else 0:>6.2f}", flush=True)
+                print("      (start-up of each child, interpreter and imports: "
+                      + ", ".join(f"{label or res[label]['tree']} {res[label]['startup_s']:.2f} s" for label, _t in trees)
+                      + ")", flush=True)
+    for label, _tree in trees:
+        sel = [r for r in rows if r["tree"] == (label or r["tree"])]
+        tot = {key: sum(r[key]["cpu_s"] for r in sel if r[key]) for key in ("iq", "oq", "booksim")}
+        hops = {key: sum(r[key]["hops"] for r in sel if r[key]) for key in ("iq", "oq")}
+        if sel:
+            print(f"{label or 'total'}: CPU s emu input-queued {tot['iq']:.2f}, output-queued {tot['oq']:.2f}, BookSim "
+                  f"{tot['booksim']:.2f} (IQ {tot['iq'] / tot['booksim'] if tot['booksim'] else 0:.1f}x BookSim); "
+                  f"crossings/s IQ {hops['iq'] / tot['iq']:,.0f}"
+                  + (f", OQ {hops['oq'] / tot['oq']:,.0f}: IQ's cost per crossing "
+                     f"{hops['oq'] / tot['oq'] / (hops['iq'] / tot['iq']):.2f}x OQ's" if tot["oq"] else ""))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -179,14 +179,10 @@ class Rounds:
                 c.sa_at = va_at
             return True
         free_at = self.vc_free[o]
-        nfree = 0
-        w1 = -1
-        for w in range(len(hold)):
-            if hold[w] is None and free_at[w] <= now:
-                nfree += 1
-                w1 = w
-        if not nfree:
+        free = [w for w, h, f in zip(range(len(hold)), hold, free_at) if h is None and f <= now]
+        if not free:
             return False
+        nfree, w1 = len(free), free[-1]
         ptrs = self.va_ptr
         V, N = self._V1, self._N
         allowed = self.allowed[o]
