@@ -9,7 +9,8 @@ the same windows -- ``W`` cycles of warm-up, ``W`` measured, then the measured p
 * BookSim2's ``iq`` router (``warmup_periods=1``, ``sample_period=W``, ``max_samples=2``: one
   warm-up period and one sample, then its drain), its CPU time from ``getrusage(RUSAGE_CHILDREN)``;
 * ours with the input-queued router (``router_curves``' stage-for-stage mapping, BookSim's choices
-  where they are settings), ``emu run ... --warmup W --measure W --drain measured``;
+  where they are settings), ``emu run ... --warmup W/F --measure W/F --drain measured`` (its windows
+  are counted in packet times, F flit cycles each for F-flit packets);
 * ours with the output-queued router on the same settings (``switch.model=output_queued``).
 
 Ours runs in a child process per configuration (one interpreter: imports and the compiled core
@@ -22,6 +23,7 @@ CPU -- is printed apart). All times are CPU time, not wall: the machine is share
     python scripts/bench_iq.py --booksim B --tree /work/main                       # another tree's code
     python scripts/bench_iq.py --booksim B --before /work/main                     # before and after, alternating
     python scripts/bench_iq.py --booksim B --json out.json                         # the rows, for a before/after table
+    python scripts/bench_iq.py --instructions --before /work/main --at 0.8 --cycles 100   # instructions per crossing
 
 Printed per load point: our CPU seconds (input-queued), BookSim's, their ratio; the cycles each
 simulated (ours: the run's end, drain included); crossings (frames x hops) per CPU second of each of
@@ -36,6 +38,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -82,8 +85,9 @@ def child(spec: dict) -> dict:
 
     def run(model: str, load: float, cycles: int, out: str) -> None:
         sets = dict(OURS, **FAITHFUL, **{"switch.vcs": spec["vcs"], "switch.model": model})
+        w = max(1, cycles // spec["flits"])  # (ours counts windows in packet times: F flit cycles each)
         argv = ["run", "--topo", f"mesh:k={spec['k']},n=2", "--test", "uniform", "--direct", "--load", f"{load:.4f}",
-                "--warmup", str(cycles), "--measure", str(cycles), "--size", f"{FLIT * spec['flits'] - 24}B",
+                "--warmup", str(w), "--measure", str(w), "--size", f"{FLIT * spec['flits'] - 24}B",
                 "--to-self", "--drain", "measured", "--json", out]
         for key, v in sets.items():
             argv += ["--set", f"{key}={v}"]
@@ -99,7 +103,8 @@ def child(spec: dict) -> dict:
     res = {"tree": os.path.dirname(os.path.dirname(emu.__file__)), "switch": switch.__file__, "points": []}
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "r.json")
-        run("input_queued", 0.05, 20, out)  # (lazy imports, the core's set-up: not any load point's)
+        if not spec.get("callgrind"):  # (under callgrind only the windows count: no warm-up run)
+            run("input_queued", 0.05, 20, out)  # (lazy imports, the core's set-up: not any load point's)
         res["startup_s"] = time.process_time() - t0
         for load in spec["loads"]:
             for model in spec["models"]:
@@ -115,8 +120,10 @@ def child(spec: dict) -> dict:
     return res
 
 
-def ours(tree: str | None, k: int, vcs: int, flits: int, loads, cycles: int, models) -> dict:
-    """A child process on ``tree``'s code (default: this one's) for one configuration."""
+def ours(tree: str | None, k: int, vcs: int, flits: int, loads, cycles: int, models, callgrind: bool = False) -> dict:
+    """A child process on ``tree``'s code (default: this one's) for one configuration; ``callgrind``:
+    under valgrind, its instructions inside the compiled core's ``window()`` counted (every element
+    window of the runs, start-up and the topology's build not)."""
     env = dict(os.environ)
     if tree:
         tree = os.path.abspath(tree)
@@ -126,13 +133,45 @@ def ours(tree: str | None, k: int, vcs: int, flits: int, loads, cycles: int, mod
         else:
             env["EMU_WT"] = tree
             env["PYTHONPATH"] = f"{tree}:/work/wtsite"
-    spec = {"k": k, "vcs": vcs, "flits": flits, "loads": list(loads), "cycles": cycles, "models": list(models)}
+    spec = {"k": k, "vcs": vcs, "flits": flits, "loads": list(loads), "cycles": cycles, "models": list(models),
+            "callgrind": callgrind}
     with tempfile.TemporaryDirectory() as d:
-        out = os.path.join(d, "child.json")
-        subprocess.run([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec), "--json", out],
-                       env=env, check=True)
+        out, cg = os.path.join(d, "child.json"), os.path.join(d, "callgrind.out")
+        pre = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", "--toggle-collect=window",
+               "--cache-sim=no"] if callgrind else []
+        subprocess.run(pre + [sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec), "--json", out],
+                       env=dict(env, PYTHONHASHSEED="0") if callgrind else env, check=True,
+                       stderr=subprocess.DEVNULL if callgrind else None)
         with open(out) as f:
-            return json.load(f)
+            res = json.load(f)
+        if callgrind:
+            with open(cg) as f:
+                total = re.search(r"^(?:summary|totals): (\d+)", f.read(), re.M)
+            res["instructions"] = int(total.group(1)) if total else 0
+        return res
+
+
+def instructions(a, models) -> int:
+    """``--instructions``: each model's instructions per crossing at each load point, on each tree."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("bench_iq: --instructions needs valgrind (apt-get install valgrind)")
+    trees = [("before", a.before), ("after", a.tree)] if a.before else [("", a.tree)]
+    print(f"instructions in the compiled core's window() (every element window; callgrind, PYTHONHASHSEED=0), "
+          f"{a.cycles} + {a.cycles} cycles then the drain")
+    print(f"{'mesh':>5} {'vcs':>3} {'fl':>2} {'load':>6} {'model':>13} {'tree':>6} | {'instructions':>14} "
+          f"{'crossings':>9} {'per crossing':>12}")
+    for k in a.k or [4]:
+        for v in a.vcs or [8]:
+            for fl in a.flits or [1]:
+                loads = [round(SAT[(k, v, fl)] * x, 4) for x in a.at_list] if (k, v, fl) in SAT else a.at_list
+                for load in loads:
+                    for m in models:
+                        for label, tree in trees:
+                            r = ours(tree, k, v, fl, [load], a.cycles, [m], callgrind=True)
+                            hops = r["points"][0]["hops"]
+                            print(f"{k:>3}x{k:<1} {v:>3} {fl:>2} {load:>6.4f} {m:>13} {label:>6} | "
+                                  f"{r['instructions']:>14,} {hops:>9,} {r['instructions'] / hops:>12,.0f}", flush=True)
+    return 0
 
 
 def main(argv=None) -> int:
@@ -148,6 +187,9 @@ def main(argv=None) -> int:
     ap.add_argument("--before", metavar="TREE", help="also measure TREE's code (e.g. /work/main), alternating with --tree's "
                     "per configuration, so both see the same machine load")
     ap.add_argument("--no-oq", action="store_true", help="leave out the output-queued router")
+    ap.add_argument("--instructions", action="store_true",
+                    help="count instructions under valgrind's callgrind instead (deterministic; default 4x4, 8 VCs, "
+                         "1 flit; slow: about 100x)")
     ap.add_argument("--json", metavar="FILE", help="write the rows as JSON")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -164,6 +206,9 @@ def main(argv=None) -> int:
     except ValueError:
         raise SystemExit(f"bench_iq: --at {a.at!r} is not a comma-separated list of numbers, e.g. --at 0.5,0.8")
     models = ("input_queued",) if a.no_oq else ("input_queued", "output_queued")
+    a.at_list = at
+    if a.instructions:
+        return instructions(a, models)
     trees = [("before", a.before), ("after", a.tree)] if a.before else [("", a.tree)]
     rows = []
     print(f"uniform traffic, {a.cycles} + {a.cycles} cycles (warm-up, measured) then the measured packets drained, "
