@@ -17,6 +17,12 @@ from .wire.fabric import ETH_LEN, FLAG_POOL, FLAGS_OFF, add_fcs
 from .element_const import (DIR_IN, DIR_OUT, FAULT_DROP, FAULT_CORRUPT, WAKE, CREDIT_OUT, CREDIT_BACK, STRETCH_OUT,
                             POOL, NOFCS, FCS_ERROR, LOST_DOWN)
 
+_KEEP = 4096
+_BUILT: dict = {}
+"""Credit frames with their FCS by (sender MAC, VC, pool, bytes, frames): the same fields, the same bytes."""
+_READ: dict = {}
+"""A credit frame's fields by its bytes (``CREDIT.unpack``'s, for frames seen before)."""
+
 
 class Flow:
     """The flow-control side of :class:`emu.element.Element` (a part of it, never used alone)."""
@@ -75,7 +81,14 @@ class Flow:
 
     def _credit_arrived(self, port: int, wire: bytes) -> None:
         """Credit for the output port of the same number (the reverse direction of the link)."""
-        vc, pool, frames, nbytes = CREDIT.unpack(wire, ETH_LEN)
+        fields = _READ.get(wire) if wire.__class__ is bytes else None
+        if fields is None:  # (decoded once per distinct credit frame)
+            fields = CREDIT.unpack(wire, ETH_LEN)
+            if wire.__class__ is bytes:
+                if len(_READ) >= _KEEP:
+                    _READ.clear()
+                _READ[wire] = fields
+        vc, pool, frames, nbytes = fields
         if pool == STRETCH:  # the packet arriving on this input port is late (emu.segcut)
             if self.iq:
                 self.engine.on_stretch(port, nbytes, self.now)
@@ -181,8 +194,13 @@ class Flow:
 
     def _credit_now(self, port: int, vc: int, n: int, pool: bool, frames: int) -> None:
         outp = self.outs[port]
-        outp.ctl.append((self.now, self.now + outp.latency_ns, add_fcs(build_credit(self.mac, vc, pool, n, frames)),
-                         False))
+        key = (self.mac, vc, pool, n, frames)
+        wire = _BUILT.get(key)
+        if wire is None:  # (a credit's bytes are those of its fields: built once per sender and fields)
+            if len(_BUILT) >= _KEEP:
+                _BUILT.clear()
+            wire = _BUILT[key] = add_fcs(build_credit(self.mac, vc, pool, n, frames))
+        outp.ctl.append((self.now, self.now + outp.latency_ns, wire, False))
         self.busy[outp] = None
 
     def _send_credit(self, inp: InPort, vc: int, pool: bool, n: int) -> None:

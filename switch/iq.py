@@ -70,49 +70,24 @@ figures in ``docs/fabric.md``).
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections import deque
 from dataclasses import dataclass, field
 
 from emu.errors import EngineError
 from emu.port import PRIO_OFF
+from emu.wire.fabric import FLAG_POOL
+from emu.wire.framing import ETHERNET
 
 from .forward import VC_OFF, SwitchEngine, make_switch
 from .iqalloc import Allocators
 from .iqcut import SegmentCut
-from .iqpool import InBuffers, OutCredits, in_pool, parts
+from .iqpool import FLAGS_OFF, InBuffers, OutCredits, parts
 from .iqround import INF, Copy, Packet, Rounds
+from .iqview import IQView
 from .vc import selector
 
 __all__ = ["Copy", "IQView", "InputQueuedEngine", "Packet", "make_iq"]
-
-
-class IQView:
-    """The port view the routing policies read on an input-queued router (``engine.ports``): a
-    port's load counts the frames granted to it whose last bit has not left (the element's port)
-    and the frames waiting for it in this router's input buffers; ``credits`` are the router's."""
-
-    def __init__(self, view, engine: "InputQueuedEngine") -> None:
-        self._view, self._eng = view, engine
-
-    def __getattr__(self, name):  # up, linked, free_at, len: the element's
-        return getattr(self._view, name)
-
-    def __len__(self) -> int:
-        return len(self._view)
-
-    def queue(self, port: int, now: int, vc: int | None = None) -> tuple[int, int]:
-        e = self._eng
-        if vc is not None:  # those waiting for that VC at the next hop
-            return e.wait_vc.get((port, vc), (0, 0))
-        f, b = self._view.queue(port, now)
-        return f + e.wait_n[port], b + e.wait_b[port]
-
-    def waiting(self, port: int) -> int:
-        return self._eng.wait_n[port]
-
-    def credits(self, port: int, vc: int = 0) -> int | None:
-        cr = self._eng.credits[port]
-        return None if cr is None else cr[vc % len(cr)]
 
 
 @dataclass(eq=False)
@@ -153,6 +128,7 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         s = self.spec
         self.min_delay_ns = 0  # credit flow control: the lookahead is the links' own latency
         self.fb = s.flit_bytes
+        self._V = s.vcs
         self.rc, self.va, self.sa, self.st = s.stages_ns
         self.vct = s.cut_through
         self.islip = s.allocator == "islip"
@@ -241,21 +217,21 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
 
     # -- events -----------------------------------------------------------------------------------
     def receive(self, frame: bytes, port: int, now: int) -> list:
-        n = self.mlen(port, frame)  # its modelled length: time on the line, flits of the buffer
-        key = port << 32 | n
+        n = self.port_framing.get(port, ETHERNET).length(frame)  # (``mlen``) its modelled length: time on
+        key = port << 32 | n  # the line, flits of the buffer
         t = self._ins.get(key)
         if t is None:  # (its whole flits, its tail's time behind its head's), per input and length
             fb = self.fb
             t = self._ins[key] = (-(-n // fb) * fb, self._ser_in(port, n) - self._ser_in(port, min(fb, n)))
         cost, lag = t
-        v = frame[VC_OFF] % self.spec.vcs if len(frame) > VC_OFF else 0
+        v = frame[VC_OFF] % self._V if len(frame) > VC_OFF else 0
         if self.uncharged:  # damaged on the wire: its header may name the wrong VC, POOL flag
             self.uncharged = False
             a = b = 0
-        else:
-            a, b = self.bufs.take(port, v, cost, in_pool(frame))
+        else:  # (``in_pool`` inline)
+            a, b = self.bufs.take(port, v, cost, len(frame) > FLAGS_OFF and bool(frame[FLAGS_OFF] & FLAG_POOL))
         tail = now + lag
-        results = super().receive(frame, port, now)
+        results = SwitchEngine.receive(self, frame, port, now)
         pkt = Packet(port, v, now, tail, cost)
         pkt.vpart, pkt.ppart = a, b
         arr = self.arriving[port]
@@ -264,7 +240,8 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
             if not done.left:  # out of its buffer and arrived whole: nothing reads its copies again
                 done.copies = []  # (and its copies' pkt no longer makes a cycle: freed without the collector)
         arr.append(pkt)
-        self._file(pkt, results, now, v)
+        if results:
+            self._file(pkt, results, now, v)
         if not pkt.copies:  # consumed here (or dropped): its room is free at once
             self.bufs.free(port, v, a, b)
             self._credit(port, v, a, b, now)
@@ -272,10 +249,13 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
             qv = self.q[port][v]
             qv.append(pkt)
             if len(qv) == 1:
-                pkt.rc_at = (now if self.vct else tail) + self.rc
-                self._activate(port, v)
-                self._rc_push(pkt)
-                self._wake_at(pkt.rc_at)
+                rc_at = pkt.rc_at = (now if self.vct else tail) + self.rc
+                bisect.insort(self.active, port * self.VMAX + v)  # (``_activate``)
+                heapq.heappush(self._rcq, rc_at * self._RK + port * self.VMAX + v)  # (``_rc_push``)
+                if rc_at < self._next:  # (``_wake_at``)
+                    self._next = rc_at
+                    if self.timer is None or rc_at < self.timer:
+                        self.timer = rc_at
             else:
                 self.iq_stats["hol_waits"] += 1
         return []
@@ -283,22 +263,28 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
     def _file(self, pkt: Packet, results: list, now: int, v: int) -> None:
         """Split what the switch would send into copies of ``pkt`` and frames it makes later."""
         soon = now + self.spec.processing_delay_ns
-        G = self.groups_n
-        g_in = v % G
+        g_in = v % self.groups_n
         sel = self.sel
+        copies = pkt.copies
+        lines, pf, wait_n, wait_b = self._lines, self.port_framing, self.wait_n, self.wait_b
         for out, frame, at in results:
             if at > soon:  # made later by the switch itself (a processing unit's result): internal port
                 self._inject(out, frame, at)
                 continue
             g = sel(pkt.port, out, g_in) if sel is not None else g_in
-            n = self.mlen(out, frame)
+            n = pf.get(out, ETHERNET).length(frame)  # (``mlen``)
             prio = 1 if out in self.prio_ports and len(frame) > PRIO_OFF and frame[PRIO_OFF] else 0
-            c = self._copy(pkt, out, frame, g, n, prio)
-            c.rank = len(pkt.copies)
-            pkt.copies.append(c)
-            self.wait_n[out] += 1
-            self.wait_b[out] += n
-        pkt.left = len(pkt.copies)
+            t = lines.get(out << 32 | n)
+            if t is None:
+                c = self._copy(pkt, out, frame, g, n, prio)
+            else:  # (``_copy``'s, its times known)
+                c = Copy(pkt, out, frame, g, t[0], prio, n)
+                c.ser, c.lag, c.vpart = t[1], t[2], t[3]
+            c.rank = len(copies)
+            copies.append(c)
+            wait_n[out] += 1
+            wait_b[out] += n
+        pkt.left = len(copies)
 
     def need(self, out: int, n: int) -> int:
         """Credit a frame of ``n`` bytes (FCS included) takes at the receiver on ``out`` (0: none)."""
@@ -352,22 +338,34 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
     def on_credit(self, port: int, vc: int, nbytes: int, now: int, pool: bool = False, frames: int = 0) -> None:
         """A credit from the receiver on ``port`` (for its pool when ``pool``; ``frames`` left its
         queue of ``vc`` with it)."""
-        if port >= len(self.credits) or self.credits[port] is None:
+        credits = self.credits
+        cr = credits[port] if port < len(credits) else None
+        if cr is None:
             return
         if frames:
-            self.oc.frames[port][vc % len(self.credits[port])] -= frames
-        wrong = self.oc.credit(port, vc, nbytes, pool)
-        if wrong:
-            raise EngineError(f"{self.name}: port {port} VC {vc}: {wrong}")
+            self.oc.frames[port][vc % len(cr)] -= frames
+        if pool:
+            wrong = self.oc.credit(port, vc, nbytes, pool)
+            if wrong:
+                raise EngineError(f"{self.name}: port {port} VC {vc}: {wrong}")
+        else:  # (``OutCredits.credit``'s VC case)
+            w = vc % len(cr)
+            cr[w] += nbytes
+            if cr[w] > self.oc.cap[port][0]:
+                raise EngineError(f"{self.name}: port {port} VC {vc}: credit above the receiver's buffer "
+                                  f"({cr[w]} > {self.oc.cap[port][0]} bytes)")
         if self._tail_wait:
-            w = vc % len(self.credits[port])
+            w = vc % len(cr)
             key = (port, w)
             if key in self._tail_wait and self.oc.empty(port, w):  # its tail's credit: the VC is free --
                 # from the next slot when this instant's round has run (its requests asked then)
                 t = max(now + (self.slot if now == self._rnow else 0), self._tail_wait.pop(key))
                 self.vc_free[port][w] = t
                 self._vc_freed(port, w, t)
-        self._wake_at(now)  # a copy waiting for this credit may go now (``Rounds._round``: once per instant)
+        if now < self._next:  # (``_wake_at``) a copy waiting for this credit may go now (``Rounds._round``:
+            self._next = now  # once per instant)
+            if self.timer is None or now < self.timer:
+                self.timer = now
 
     def lost(self, port: int, nbytes: int, vc: int, now: int, pool: bool = False) -> None:
         """A frame for ``port``'s buffer never entered it (lost or damaged on the wire): its credit
@@ -409,11 +407,23 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
                 self.credit_out(port, vc, b, at + self.spec.credit_delay_ns, True, 0 if a else f)
 
     def on_timer(self, now: int) -> list:
-        out = []
         if self._btimer is not None and self._btimer <= now:
             for o, frame, at in super().on_timer(now):
                 self._inject(o, frame, max(at, now))
-        out = self._round(now) if self._next <= now else []
+        out = []
+        if self._next <= now:  # (``Rounds._round``, inline: one call less per round)
+            again = self._rnow == now
+            self._rnow = now
+            self.iq_stats["repeats" if again else "rounds"] += 1
+            if self.active:
+                rcq = self._rcq
+                if rcq and rcq[0] < (now + 1) * self._RK:
+                    self._rc_done(now)
+                if self._va:
+                    self._va_round(now, again)
+                if self._sa:
+                    out = self._sa_round(now, again)
+                self._granted = bool(out) or (again and self._granted)
         self._retime(now)
         return out
 

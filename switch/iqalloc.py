@@ -13,6 +13,26 @@ from __future__ import annotations
 class Allocators:
     """``round_robin`` (separable, input first) and ``islip``; who waits for whom."""
 
+    def _heads(self):
+        """(input, VC, head packet) of every non-empty VC buffer, in (input, VC) order."""
+        q, vm = self.q, self.VMAX
+        for key in self.active:
+            p, v = divmod(key, vm)
+            yield p, v, q[p][v][0]
+
+    def _allocate_vcs(self, heads, now: int) -> None:
+        """VC allocation over ``heads`` ((input, VC, head packet), as ``_heads`` gives them): the scan
+        form of the round's, for the allocator's tests."""
+        by_out: dict[int, list] = {}
+        for _p, _v, pkt in heads:
+            if pkt.rc_at > now:
+                continue
+            for c in pkt.copies:
+                if c.ovc < 0:
+                    by_out.setdefault(c.out, []).append(c)
+        for o in sorted(by_out):
+            self._va_output(o, by_out[o], now)
+
     def _separable(self, req: dict) -> list:
         """Input first: each input its ready copy next after its pointer (over VCs, then copies);
         each output the requesting input next after its pointer."""

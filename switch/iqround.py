@@ -105,13 +105,6 @@ class Rounds:
         return self.vc_free[o][w]
 
     # -- allocation -------------------------------------------------------------------------------
-    def _heads(self):
-        """(input, VC, head packet) of every non-empty VC buffer, in (input, VC) order."""
-        q, vm = self.q, self.VMAX
-        for key in self.active:
-            p, v = divmod(key, vm)
-            yield p, v, q[p][v][0]
-
     def _round(self, now: int) -> list:
         """The allocation round at ``now``: one per instant. What arrives at an instant whose round has
         run (a frame, a credit: they come after the timer, ``emu.element``) is allocated at that
@@ -147,10 +140,21 @@ class Rounds:
             for c in ask:
                 c.va_try = now
             if self._va_output(o, ask if again else reqs, now):
-                left = [c for c in reqs if c.ovc < 0]
+                left = []
+                sa, fresh = self._sa, self._fresh
                 for c in reqs:
-                    if c.ovc >= 0:
-                        self._to_sa(c, now)
+                    if c.ovc < 0:
+                        left.append(c)
+                        continue
+                    lst = sa.get(o)  # (``_to_sa``)
+                    if lst is None:
+                        sa[o] = [c]
+                    else:
+                        lst.append(c)
+                    if c.prio:
+                        self._sa_prio[o] = self._sa_prio.get(o, 0) + 1
+                    if c.sa_at > now:
+                        fresh.append(c)
                 if not left:
                     del va[o]
                     continue
@@ -161,19 +165,6 @@ class Rounds:
                 if h is None and now < free_at[w] < t:
                     t = free_at[w]
             chk[o] = t
-
-    def _allocate_vcs(self, heads, now: int) -> None:
-        """VC allocation over ``heads`` ((input, VC, head packet), as ``_heads`` gives them): the scan
-        form of the round's, for the allocator's tests."""
-        by_out: dict[int, list] = {}
-        for _p, _v, pkt in heads:
-            if pkt.rc_at > now:
-                continue
-            for c in pkt.copies:
-                if c.ovc < 0:
-                    by_out.setdefault(c.out, []).append(c)
-        for o in sorted(by_out):
-            self._va_output(o, by_out[o], now)
 
     def _va_output(self, o: int, reqs: list, now: int) -> bool:
         """Output ``o``'s VC allocator over its requests ``reqs`` (sorted in place when more than one
@@ -188,14 +179,10 @@ class Rounds:
                 c.sa_at = va_at
             return True
         free_at = self.vc_free[o]
-        nfree = 0
-        w1 = -1
-        for w in range(len(hold)):
-            if hold[w] is None and free_at[w] <= now:
-                nfree += 1
-                w1 = w
-        if not nfree:
+        free = [w for w, h, f in zip(range(len(hold)), hold, free_at) if h is None and f <= now]
+        if not free:
             return False
+        nfree, w1 = len(free), free[-1]
         ptrs = self.va_ptr
         V, N = self._V1, self._N
         allowed = self.allowed[o]
@@ -253,14 +240,17 @@ class Rounds:
         VC order (then in their packet's order), as the scan of the heads finds them."""
         req: dict[int, list] = {}
         in_ready, out_ready, credits, pools = self.in_ready, self.out_ready, self.credits, self.oc.pool
+        sa_prio = self._sa_prio
         for o, lst in self._sa.items():
             busy = out_ready[o] > now
-            if busy and not self._sa_prio.get(o):
+            if busy and not sa_prio.get(o):
                 continue  # (only a high-priority copy may go into the packet on its line)
             cr = credits[o]
             for c in lst:
+                if c.sa_at > now or (again and c.sa_try == now):
+                    continue
                 p = c.pkt.port
-                if in_ready[p] > now or c.sa_at > now or (again and c.sa_try == now):
+                if in_ready[p] > now:
                     continue
                 if busy and (not c.prio or self._cut_at(c, self._t0(c, now)) is None):
                     continue
@@ -274,13 +264,18 @@ class Rounds:
         if not req:
             return []
         for p, rq in req.items():
-            for c in rq:
-                c.sa_try = now
             if len(rq) > 1:
+                for c in rq:
+                    c.sa_try = now
                 rq.sort(key=_vc_rank)
-            req[p] = [(c.pkt.vc, c) for c in rq]
+                req[p] = [(c.pkt.vc, c) for c in rq]
+            else:
+                c = rq[0]
+                c.sa_try = now
+                req[p] = [(c.pkt.vc, c)]
         grants = self._islip(req) if self.islip else self._separable(req)
-        return [self._grant(c, now) for c in grants]
+        grant = self._grant
+        return [grant(c, now) for c in grants]
 
     def _grant(self, c: Copy, now: int) -> tuple[int, bytes, int]:
         stats = self.iq_stats
@@ -289,23 +284,25 @@ class Rounds:
         n, ser = c.n, c.ser
         self.wait_n[o] -= 1
         self.wait_b[o] -= n
-        depart = now + self.sa + self.st  # (_t0: the tail never leaves before it came)
+        st = self.st
+        depart = now + self.sa + st  # (_t0: the tail never leaves before it came)
         if self.vct and pkt.tail - c.lag > depart:
             depart = pkt.tail - c.lag
-        lead = ser - self.sa - self.st
-        rel = self._rel
-        if self.out_ready[o] > now:  # high priority, into the packet on the line at its next boundary
+        lead = ser - self.sa - st
+        rel, RS = self._rel, self._RS
+        out_ready = self.out_ready
+        if out_ready[o] > now:  # high priority, into the packet on the line at its next boundary
             depart = self._cut_at(c, depart)
             self._hold_longer(self.line[o][4], ser, depart)
             stats["cut_in"] = stats.get("cut_in", 0) + 1
         else:
-            self.out_ready[o] = depart + lead
-            heapq.heappush(rel, (depart + lead) * self._RS + self._OUT + o)
+            out_ready[o] = depart + lead
+            heapq.heappush(rel, (depart + lead) * RS + self._OUT + o)
             self.line[o] = [depart, depart + ser, n, o in self.prio_ports and cuttable(c.frame), c, []]
         busy = depart + lead
         p = pkt.port
         self.in_ready[p] = busy
-        heapq.heappush(rel, busy * self._RS + p)
+        heapq.heappush(rel, busy * RS + p)
         w = c.ovc
         cr = self.credits[o]
         pool = False
@@ -329,22 +326,26 @@ class Rounds:
         if hold is not None:
             hold[w] = None
             key = (o, w)
-            k, b = self.wait_vc[key]
+            wait_vc = self.wait_vc
+            k, b = wait_vc[key]
             if k == 1:
-                del self.wait_vc[key]
+                del wait_vc[key]
             else:
-                self.wait_vc[key] = (k - 1, b - n)
+                wait_vc[key] = (k - 1, b - n)
             rule = self.vc_rule
             if rule == 0:  # its tail flit wins switch allocation (the head's grant, lag later)
-                t = depart - self.st + c.lag
+                t = depart - st + c.lag
             elif rule == 2 and debited:  # the receiver's credit for its tail (``on_credit``)
                 t = INF
                 self._tail_wait[key] = depart + ser
             else:  # its tail has left on the line
                 t = depart + ser
             self.vc_free[o][w] = t
-            if t < INF:
-                self._vc_freed(o, w, t)
+            if t < INF:  # (``_vc_freed``)
+                heapq.heappush(rel, t * RS + self._VCF + o * self._VS + w)
+                chk = self._va_chk
+                if chk.get(o, 0) > t:
+                    chk[o] = t  # its VC is free for the requests there then
         c.granted = True
         lst = self._sa[o]
         if len(lst) == 1:
@@ -365,11 +366,11 @@ class Rounds:
                 mark(frame, pool)
             frame = bytes(frame)
         pkt.left -= 1
-        leaves = depart - self.st + ser
+        leaves = depart - st + ser
         if leaves > pkt.exit:
             pkt.exit = leaves
-        if depart - self.st > pkt.hexit:
-            pkt.hexit = depart - self.st
+        if depart - st > pkt.hexit:
+            pkt.hexit = depart - st
         if pkt.left == 0:
             self._pop(pkt, busy)
             if pkt.tail <= now:  # arrived whole: no stretch reaches it, nothing reads its copies again
@@ -383,18 +384,22 @@ class Rounds:
             self._va_chk[o] = t  # its VC is free for the requests there then
 
     def _pop(self, pkt: Packet, t_next: int) -> None:
-        qv = self.q[pkt.port][pkt.vc]
+        port, vc = pkt.port, pkt.vc
+        qv = self.q[port][vc]
         qv.popleft()
-        if pkt.port < self.nports:
-            self.bufs.free(pkt.port, pkt.vc, pkt.vpart, pkt.ppart)
+        inner = port < self.nports
+        if inner:
+            bufs = self.bufs  # (``InBuffers.free``)
+            bufs.occ[port][vc] -= pkt.vpart
+            bufs.pool[port] -= pkt.ppart
             self._credit_left(pkt)
         if qv:
             nxt = qv[0]
-            base = nxt.head if self.vct or pkt.port == self.nports else nxt.tail
-            nxt.rc_at = max(base, t_next) + (self.rc if pkt.port < self.nports else 0)
-            self._rc_push(nxt)
+            base = nxt.head if self.vct or not inner else nxt.tail
+            rc_at = nxt.rc_at = (base if base > t_next else t_next) + (self.rc if inner else 0)
+            heapq.heappush(self._rcq, rc_at * self._RK + port * self.VMAX + vc)  # (``_rc_push``)
         else:
-            self.active.remove(pkt.port * self.VMAX + pkt.vc)
+            self.active.remove(port * self.VMAX + vc)
 
     # -- the next allocation round ----------------------------------------------------------------
     def _retime(self, now: int) -> None:
@@ -408,9 +413,10 @@ class Rounds:
         such time in the future is an input's or an output's freeing, which count anyway while a
         copy waits, only copies whose ``sa_at`` is in the future are looked at one by one; a copy that
         could have gone but lost a round with grants tries again one slot later."""
-        if self._rcq and self._rcq[0] < (now + 1) * self._RK:
+        rcq, K = self._rcq, self._RK
+        if rcq and rcq[0] < (now + 1) * K:
             self._rc_done(now)
-        t = self._rcq[0] // self._RK if self._rcq else INF
+        t = rcq[0] // K if rcq else INF
         in_ready, out_ready = self.in_ready, self.out_ready
         if self._fresh:
             keep = []
@@ -433,15 +439,22 @@ class Rounds:
         if self._granted and now + self.slot < t and self._lost(now):
             t = now + self.slot  # the others' grants changed what it competes with: next slot
         if self.active:
-            rel, RS = self._rel, self._RS
+            rel, RS, OUT, VCF = self._rel, self._RS, self._OUT, self._VCF
             while rel:
                 r, slot = divmod(rel[0], RS)
-                if r <= now or self._release_at(slot) != r:
-                    heapq.heappop(rel)
-                    continue
-                if r < t:
-                    t = r
-                break
+                if r > now:  # (``_release_at``, inline: the time ``slot`` holds now)
+                    if slot < OUT:
+                        cur = in_ready[slot]
+                    elif slot < VCF:
+                        cur = out_ready[slot - OUT]
+                    else:
+                        o, w = divmod(slot - VCF, self._VS)
+                        cur = self.vc_free[o][w]
+                    if cur == r:
+                        if r < t:
+                            t = r
+                        break
+                heapq.heappop(rel)
         self._next = t
         b = self._btimer
         if b is not None and b < t:

@@ -1,0 +1,261 @@
+"""What the input-queued router costs: CPU seconds per load point beside BookSim2, and per crossing
+beside the output-queued router.
+
+For each mesh, VCs and packet length of BookSim2's uniform comparison (``scripts/router_curves.py
+--booksim``: 4x4 and 8x8, 1/2/8 VCs, 1- and 4-flit packets) and each load point (by default 50 % and
+80 % of BookSim's saturation, :data:`SAT`), the same open-loop uniform traffic three ways, each for
+the same windows -- ``W`` cycles of warm-up, ``W`` measured, then the measured packets drained:
+
+* BookSim2's ``iq`` router (``warmup_periods=1``, ``sample_period=W``, ``max_samples=2``: one
+  warm-up period and one sample, then its drain), its CPU time from ``getrusage(RUSAGE_CHILDREN)``;
+* ours with the input-queued router (``router_curves``' stage-for-stage mapping, BookSim's choices
+  where they are settings), ``emu run ... --warmup W/F --measure W/F --drain measured`` (its windows
+  are counted in packet times, F flit cycles each for F-flit packets);
+* ours with the output-queued router on the same settings (``switch.model=output_queued``).
+
+Ours runs in a child process per configuration (one interpreter: imports and the compiled core
+loaded once, then each load point's ``emu run`` timed alone with ``time.process_time``: the
+topology's build, the run and its report; the start-up -- interpreter and imports, about 1-2 s of
+CPU -- is printed apart). All times are CPU time, not wall: the machine is shared.
+
+    python scripts/bench_iq.py --booksim /tmp/booksim2/src/booksim                 # every configuration, W=300
+    python scripts/bench_iq.py --booksim B --k 4 --vcs 8 --flits 1 --cycles 1000
+    python scripts/bench_iq.py --booksim B --tree /work/main                       # another tree's code
+    python scripts/bench_iq.py --booksim B --before /work/main                     # before and after, alternating
+    python scripts/bench_iq.py --booksim B --json out.json                         # the rows, for a before/after table
+    python scripts/bench_iq.py --instructions --before /work/main --at 0.8 --cycles 100   # instructions per crossing
+
+Printed per load point: our CPU seconds (input-queued), BookSim's, their ratio; the cycles each
+simulated (ours: the run's end, drain included); crossings (frames x hops) per CPU second of each of
+our routers and the input-queued router's cost per crossing over the output-queued one's; and the
+mean latency of each (cycles), so a tree's figures can be compared with another's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from router_curves import BOOKSIM, CYCLE_NS, FAITHFUL, FLIT, OURS  # noqa: E402
+
+SAT = {(4, 1, 1): 0.3511, (4, 1, 4): 0.4806, (4, 2, 1): 0.7084, (4, 2, 4): 0.7006, (4, 8, 1): 0.7682,
+       (4, 8, 4): 0.7655, (8, 1, 1): 0.1934, (8, 1, 4): 0.2626, (8, 2, 1): 0.3854, (8, 2, 4): 0.3809,
+       (8, 8, 1): 0.3916, (8, 8, 4): 0.4076}
+"""BookSim2's saturation throughput (accepted flits per node per cycle at an offered 1.0) per (k, VCs,
+flits), as ``router_curves.py --booksim`` measured it (docs/fabric.md): where the load points sit."""
+
+
+def booksim(binary: str, k: int, vcs: int, flits: int, rate: float, cycles: int) -> dict:
+    """One BookSim2 latency run of one warm-up period and one sample of ``cycles``: its CPU seconds."""
+    cfg = dict(BOOKSIM, topology="mesh", k=k, n=2, num_vcs=vcs, packet_size=flits, injection_rate=rate,
+               sim_type="latency", warmup_periods=1, sample_period=cycles, max_samples=2)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "b.cfg")
+        with open(path, "w") as f:
+            f.write("".join(f"{key} = {v};\n" for key, v in cfg.items()))
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out = subprocess.run([binary, path], capture_output=True, text=True).stdout  # (exits 255 when done)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    lat = re.findall(r"Packet latency average = ([0-9.]+)", out)
+    took = re.findall(r"Time taken is (\d+) cycles", out)
+    if not took:
+        raise SystemExit(f"bench_iq: BookSim gave no 'Time taken' line for k={k} vcs={vcs} flits={flits}; "
+                         f"run {binary} by hand on such a configuration to see why")
+    return {"cpu_s": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), "cycles": int(took[-1]),
+            "latency": float(lat[-1]) if lat else None}
+
+
+def child(spec: dict) -> dict:
+    """In the child: each load point's ``emu run`` timed alone (after an untimed warm-up run)."""
+    import time
+
+    t0 = time.process_time()
+    from emu.front.cli import main
+    import emu
+    import switch
+
+    def run(model: str, load: float, cycles: int, out: str) -> None:
+        sets = dict(OURS, **FAITHFUL, **{"switch.vcs": spec["vcs"], "switch.model": model})
+        w = max(1, cycles // spec["flits"])  # (ours counts windows in packet times: F flit cycles each)
+        argv = ["run", "--topo", f"mesh:k={spec['k']},n=2", "--test", "uniform", "--direct", "--load", f"{load:.4f}",
+                "--warmup", str(w), "--measure", str(w), "--size", f"{FLIT * spec['flits'] - 24}B",
+                "--to-self", "--drain", "measured", "--json", out]
+        for key, v in sets.items():
+            argv += ["--set", f"{key}={v}"]
+        with open(os.devnull, "w") as null:
+            saved, sys.stdout = sys.stdout, null
+            try:
+                rc = main(argv)
+            finally:
+                sys.stdout = saved
+        if rc:
+            raise SystemExit(f"bench_iq: emu run {' '.join(argv)} exited {rc}")
+
+    res = {"tree": os.path.dirname(os.path.dirname(emu.__file__)), "switch": switch.__file__, "points": []}
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "r.json")
+        if not spec.get("callgrind"):  # (under callgrind only the windows count: no warm-up run)
+            run("input_queued", 0.05, 20, out)  # (lazy imports, the core's set-up: not any load point's)
+        res["startup_s"] = time.process_time() - t0
+        for load in spec["loads"]:
+            for model in spec["models"]:
+                c0 = time.process_time()
+                run(model, load, spec["cycles"], out)
+                cpu = time.process_time() - c0
+                with open(out) as f:
+                    r = json.load(f)["results"][0]
+                row = r["curve"][0]
+                res["points"].append({"model": model, "load": load, "cpu_s": cpu, "hops": r["hop_count_all_loads"],
+                                      "frames": r["frames_all_loads"], "end_ns": r["end_ns"],
+                                      "latency": row["mean_ns"] / CYCLE_NS, "accepted": row["accepted"]})
+    return res
+
+
+def ours(tree: str | None, k: int, vcs: int, flits: int, loads, cycles: int, models, callgrind: bool = False) -> dict:
+    """A child process on ``tree``'s code (default: this one's) for one configuration; ``callgrind``:
+    under valgrind, its instructions inside the compiled core's ``window()`` counted (every element
+    window of the runs, start-up and the topology's build not)."""
+    env = dict(os.environ)
+    if tree:
+        tree = os.path.abspath(tree)
+        if tree == "/work/main":  # (main itself: the venv's editable install points there)
+            env.pop("EMU_WT", None)
+            env["PYTHONPATH"] = tree
+        else:
+            env["EMU_WT"] = tree
+            env["PYTHONPATH"] = f"{tree}:/work/wtsite"
+    spec = {"k": k, "vcs": vcs, "flits": flits, "loads": list(loads), "cycles": cycles, "models": list(models),
+            "callgrind": callgrind}
+    with tempfile.TemporaryDirectory() as d:
+        out, cg = os.path.join(d, "child.json"), os.path.join(d, "callgrind.out")
+        pre = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", "--toggle-collect=window",
+               "--cache-sim=no"] if callgrind else []
+        subprocess.run(pre + [sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec), "--json", out],
+                       env=dict(env, PYTHONHASHSEED="0") if callgrind else env, check=True,
+                       stderr=subprocess.DEVNULL if callgrind else None)
+        with open(out) as f:
+            res = json.load(f)
+        if callgrind:
+            with open(cg) as f:
+                total = re.search(r"^(?:summary|totals): (\d+)", f.read(), re.M)
+            res["instructions"] = int(total.group(1)) if total else 0
+        return res
+
+
+def instructions(a, models) -> int:
+    """``--instructions``: each model's instructions per crossing at each load point, on each tree."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("bench_iq: --instructions needs valgrind (apt-get install valgrind)")
+    trees = [("before", a.before), ("after", a.tree)] if a.before else [("", a.tree)]
+    print(f"instructions in the compiled core's window() (every element window; callgrind, PYTHONHASHSEED=0), "
+          f"{a.cycles} + {a.cycles} cycles then the drain")
+    print(f"{'mesh':>5} {'vcs':>3} {'fl':>2} {'load':>6} {'model':>13} {'tree':>6} | {'instructions':>14} "
+          f"{'crossings':>9} {'per crossing':>12}")
+    for k in a.k or [4]:
+        for v in a.vcs or [8]:
+            for fl in a.flits or [1]:
+                loads = [round(SAT[(k, v, fl)] * x, 4) for x in a.at_list] if (k, v, fl) in SAT else a.at_list
+                for load in loads:
+                    for m in models:
+                        for label, tree in trees:
+                            r = ours(tree, k, v, fl, [load], a.cycles, [m], callgrind=True)
+                            hops = r["points"][0]["hops"]
+                            print(f"{k:>3}x{k:<1} {v:>3} {fl:>2} {load:>6.4f} {m:>13} {label:>6} | "
+                                  f"{r['instructions']:>14,} {hops:>9,} {r['instructions'] / hops:>12,.0f}", flush=True)
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 allow_abbrev=False)
+    ap.add_argument("--booksim", metavar="PATH", help="BookSim2's booksim binary (leave out: ours only)")
+    ap.add_argument("--k", type=int, action="append", help="mesh side (repeat; default 4 and 8)")
+    ap.add_argument("--vcs", type=int, action="append", help="VCs (repeat; default 1, 2, 8)")
+    ap.add_argument("--flits", type=int, action="append", help="packet flits (repeat; default 1 and 4)")
+    ap.add_argument("--at", default="0.5,0.8", help="load points as fractions of BookSim's saturation (default 0.5,0.8)")
+    ap.add_argument("--cycles", type=int, default=300, help="warm-up and measured cycles, each (default 300)")
+    ap.add_argument("--tree", help="the code tree to measure (default: the one this runs in), e.g. /work/main")
+    ap.add_argument("--before", metavar="TREE", help="also measure TREE's code (e.g. /work/main), alternating with --tree's "
+                    "per configuration, so both see the same machine load")
+    ap.add_argument("--no-oq", action="store_true", help="leave out the output-queued router")
+    ap.add_argument("--instructions", action="store_true",
+                    help="count instructions under valgrind's callgrind instead (deterministic; default 4x4, 8 VCs, "
+                         "1 flit; slow: about 100x)")
+    ap.add_argument("--json", metavar="FILE", help="write the rows as JSON")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        res = child(json.loads(a.child))
+        with open(a.json, "w") as f:
+            json.dump(res, f)
+        return 0
+    if a.booksim and not os.access(a.booksim, os.X_OK):
+        raise SystemExit(f"bench_iq: {a.booksim} is not an executable; build BookSim2 (make in its src/) and give "
+                         "--booksim PATH/src/booksim")
+    try:
+        at = [float(x) for x in a.at.split(",")]
+    except ValueError:
+        raise SystemExit(f"bench_iq: --at {a.at!r} is not a comma-separated list of numbers, e.g. --at 0.5,0.8")
+    models = ("input_queued",) if a.no_oq else ("input_queued", "output_queued")
+    a.at_list = at
+    if a.instructions:
+        return instructions(a, models)
+    trees = [("before", a.before), ("after", a.tree)] if a.before else [("", a.tree)]
+    rows = []
+    print(f"uniform traffic, {a.cycles} + {a.cycles} cycles (warm-up, measured) then the measured packets drained, "
+          f"both simulators; CPU seconds (process time, not wall); cores: {os.cpu_count()}"
+          + (f"; 'before' is {a.before}, 'after' {a.tree or 'this tree'}, run alternately" if a.before else ""))
+    print(f"{'mesh':>5} {'vcs':>3} {'fl':>2} {'load':>6} {'tree':>6} | {'emu s':>6} {'BS s':>5} {'ratio':>5} | {'cyc':>5} "
+          f"{'BS cyc':>6} | {'IQ cr/s':>7} {'OQ cr/s':>7} {'IQ/OQ':>5} | {'lat IQ':>6} {'OQ':>6} {'BS':>6}")
+    for k in a.k or [4, 8]:
+        for v in a.vcs or [1, 2, 8]:
+            for fl in a.flits or [1, 4]:
+                loads = [round(SAT[(k, v, fl)] * x, 4) for x in at] if (k, v, fl) in SAT else at
+                res = {label: ours(tree, k, v, fl, loads, a.cycles, models) for label, tree in trees}
+                for load in loads:
+                    bs = booksim(a.booksim, k, v, fl, load, a.cycles) if a.booksim else None
+                    for label, _tree in trees:
+                        r = res[label]
+                        p = {m: next(x for x in r["points"] if x["model"] == m and x["load"] == load) for m in models}
+                        iq, oq = p["input_queued"], p.get("output_queued")
+                        cps = {m: x["hops"] / x["cpu_s"] for m, x in p.items()}
+                        rows.append({"k": k, "vcs": v, "flits": fl, "load": load, "tree": label or r["tree"],
+                                     "startup_s": r["startup_s"], "iq": iq, "oq": oq, "booksim": bs})
+                        ratio = f"{iq['cpu_s'] / bs['cpu_s']:>5.1f}" if bs and bs["cpu_s"] > 0 else f"{'-':>5}"
+                        print(f"{k:>3}x{k:<1} {v:>3} {fl:>2} {load:>6.4f} {label:>6} | {iq['cpu_s']:>6.2f} "
+                              f"{bs['cpu_s'] if bs else float('nan'):>5.2f} {ratio} | {iq['end_ns'] // CYCLE_NS:>5} "
+                              f"{bs['cycles'] if bs else '-':>6} | {cps['input_queued']:>7,.0f} "
+                              f"{cps.get('output_queued', 0):>7,.0f} "
+                              f"{cps['output_queued'] / cps['input_queued'] if oq else 0:>5.2f} | "
+                              f"{iq['latency']:>6.2f} {oq['latency'] if oq else 0:>6.2f} "
+                              f"{bs['latency'] if bs and bs['latency'] else 0:>6.2f}", flush=True)
+                print("      (start-up of each child, interpreter and imports: "
+                      + ", ".join(f"{label or res[label]['tree']} {res[label]['startup_s']:.2f} s" for label, _t in trees)
+                      + ")", flush=True)
+    for label, _tree in trees:
+        sel = [r for r in rows if r["tree"] == (label or r["tree"])]
+        tot = {key: sum(r[key]["cpu_s"] for r in sel if r[key]) for key in ("iq", "oq", "booksim")}
+        hops = {key: sum(r[key]["hops"] for r in sel if r[key]) for key in ("iq", "oq")}
+        if sel:
+            print(f"{label or 'total'}: CPU s emu input-queued {tot['iq']:.2f}, output-queued {tot['oq']:.2f}, BookSim "
+                  f"{tot['booksim']:.2f} (IQ {tot['iq'] / tot['booksim'] if tot['booksim'] else 0:.1f}x BookSim); "
+                  f"crossings/s IQ {hops['iq'] / tot['iq']:,.0f}"
+                  + (f", OQ {hops['oq'] / tot['oq']:,.0f}: IQ's cost per crossing "
+                     f"{hops['oq'] / tot['oq'] / (hops['iq'] / tot['iq']):.2f}x OQ's" if tot["oq"] else ""))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
