@@ -397,6 +397,12 @@ async def test_ndp_gives_the_same_figures_over_the_wire_in_memory_and_two_proces
     assert figures[1] == figures[0] and figures[2] == figures[0]
 
 
+def test_a_cc_with_a_second_transport_is_refused_in_one_line():
+    with pytest.raises(ConfigError, match=r"host.cc=ndp brings its own transport .* leave host.transport at none"):
+        HostSpec(cc="ndp", transport="reliable")
+    assert HostSpec(cc="ndp").transport == "none" and HostSpec(transport="reliable").cc == "none"
+
+
 def test_an_unknown_name_is_refused_in_one_line_before_the_run():
     import subprocess
     import sys

@@ -83,6 +83,9 @@ class CcParams:
         if not isinstance(self.cc, str) or not self.cc.isidentifier():
             raise ConfigError(f"host.cc must be the name of a congestion control ({', '.join(CC_BUILT_IN)}, or one an "
                               f"installed package registers), got {self.cc!r}")
+        if self.cc != "none" and getattr(self, "transport", "none") != "none":
+            raise ConfigError(f"host.cc={self.cc} brings its own transport (acknowledgements, resends) and "
+                              f"host.transport={self.transport} would be ignored; leave host.transport at none")
         if self.cc_recovery not in RECOVERIES:
             raise ConfigError(f"host.cc_recovery must be one of {', '.join(RECOVERIES)}, got {self.cc_recovery!r}")
         for name, lo, hi in (("dcqcn_g", 0.0, 1.0), ("hpcc_u_target", 0.0, 1.0), ("swift_beta", 0.0, 1.0),
