@@ -223,6 +223,9 @@ def _build_elements(dom: Domain, plan: Plan, index: int, address: str, key: byte
                         op.flow.late = True  # BookSim's source: the VC picked as the frame starts
                 elif not input_queued(t.nodes[src]) and (queue_spec(t.nodes[src]) is not None or pfc_on(rx)):  # a queue per class (emu.pause)
                     op.flow = PrioQueues(framing=op.framing)
+                    qs = queue_spec(t.nodes[src])
+                    if qs is not None:
+                        op.flow.quanta = qs.quanta  # (None: strict priority)
                 outs[src].append(op)
             if dst in ins:
                 ip = InPort(dport, t.port_name(dst, dport), plan.iface_base[dst] + dport, link_id,

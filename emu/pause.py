@@ -49,7 +49,37 @@ class PrioQueues(CreditState):
     stats: dict = field(default_factory=dict)
     """The switch's queue counters of this port (``switch.queues``): marks, drops, trims, INT."""
 
+    quanta: list | None = None
+    """Deficit round robin between the classes (``queues.arbiter=drr``): bytes each class may send per
+    turn; None: strict priority, the highest class first."""
+    deficit: list = field(default_factory=lambda: [0] * 8)
+    rr: int = 0
+    """DRR: the class whose turn it is."""
+    fresh: bool = True
+    """DRR: that class's quantum is still to be added (its turn has just begun)."""
+
     by_prio = True
+
+    def drr_pick(self, ready: dict) -> int:
+        """Deficit round robin (Shreedhar and Varghese, SIGCOMM 1995), one frame at a time: ``ready``
+        maps each class whose head may start now to its head's modelled bytes; returns the class
+        that sends. A turn adds the class's quantum; it sends while its deficit covers its head; a
+        class whose queue is empty when its turn ends keeps no deficit."""
+        q = self.quanta
+        while True:
+            v = self.rr
+            n = ready.get(v)
+            if n is not None:
+                if self.fresh:
+                    self.deficit[v] += q[v]
+                    self.fresh = False
+                if self.deficit[v] >= n:
+                    self.deficit[v] -= n
+                    return v
+            if not self.queues[v]:
+                self.deficit[v] = 0
+            self.rr = (v + 1) & 7
+            self.fresh = True
 
     def place(self, vc: int, c: int) -> bool | None:
         return None if self.paused[vc] else False

@@ -349,11 +349,15 @@ class OutPort:
             self._cut_ready(now, started)
         while self.free_at <= now:
             best, blocked, key, bw = -1, False, None, -1
+            drr = {} if fl.by_prio and fl.quanta is not None else None
             for v, qv in enumerate(fl.queues):
                 if qv and qv[0][0] <= now:
                     n = -(-self.framing.length_wire(qv[0][1]) // fl.unit) * fl.unit
                     w = fl.free(v, n) if fl.late else v
                     if w >= 0 and fl.place(w, n) is not None:
+                        if drr is not None:  # class queues, deficit round robin (queues.arbiter=drr)
+                            drr[v] = n
+                            continue
                         if fl.by_prio:  # class queues: the higher class first (strict priority, 802.1Q)
                             k = (-v if prio else 0, qv[0][0])
                         else:
@@ -362,6 +366,8 @@ class OutPort:
                             best, key, bw = v, k, w
                     else:
                         blocked = True
+            if drr:
+                best = bw = fl.drr_pick(drr)
             if best < 0:
                 if blocked and fl.stalled_since is None:
                     fl.stalled_since = now

@@ -378,3 +378,72 @@ async def test_the_hosts_transports_read_what_the_switch_writes(sets, mine, thei
         s = net.metrics.summary()
     assert r["h4"][0] == 4 * 60_000 and s["cc"]["messages_failed"] == 0
     assert s[mine] == s["cc"][theirs] > 0
+
+
+def test_deficit_round_robin_gives_each_class_its_weighted_share_within_one_frame():
+    """queues.arbiter=drr, weights 1+3: with both classes always backlogged, class 1 sends three bytes
+    for each of class 0's, within one frame, at every point of a long run; strict priority (the
+    default) sends all of class 1 first."""
+    f0 = _segment()
+    f1 = build_frame(1, 2, PacketType.MSG, MSG.pack(7, 0, 1 << 20, 0) + bytes(1000), prio=1)
+    n = len(f0) + 4
+    for arbiter, weights in (("drr", "1+3"), ("drr", ""), ("strict", "")):
+        p, _ = _port(QueueSpec(arbiter=arbiter, weights=weights))
+        p.flow.quanta = QueueSpec(arbiter=arbiter, weights=weights).quanta  # (what emu.build sets)
+        for _ in range(400):
+            for f in (f0, f1):
+                p.hand_over(p.flow.admit(f, 0), 0, None)
+        sent, t = [0, 0], 0
+        for _ in range(300):
+            p.start_ready(t)
+            sent[p.flow.line_class] += p.flow.line_bytes
+            t = p.free_at
+            if arbiter == "drr":
+                w = 3 if weights else 1
+                assert abs(sent[1] - w * sent[0]) <= w * n + 2048 * w, (weights, sent)
+        if arbiter == "strict":
+            assert sent == [0, 300 * n]
+        else:
+            share = sent[1] / sum(sent)
+            assert abs(share - (0.75 if weights else 0.5)) * sum(sent) <= n, (weights, sent)
+
+
+def test_drr_settings_are_checked():
+    assert QueueSpec(arbiter="drr", weights="1+3").quanta[:3] == [2048, 6144, 2048] and QueueSpec().quanta is None
+    assert QueueSpec(arbiter="drr").on and not QueueSpec().on
+    for bad, says in ((dict(arbiter="wrr"), "not one of strict, drr"), (dict(weights="1+3"), "set queues.arbiter=drr"),
+                      (dict(arbiter="drr", weights="1+0"), "whole numbers 1..1000")):
+        with pytest.raises(ConfigError, match=says):
+            QueueSpec(**bad)
+
+
+async def test_drr_shares_a_bottleneck_between_two_classes_by_their_weights():
+    """h0 (class 0) and h2 (class 1) each send 100 segments to h1 over s0's 10 Gbit/s port. Strict
+    priority: class 1's message ends after its 100 frames' line time, class 0's after 200. DRR 1+3:
+    class 1 gets three quarters of the line while both wait, so it ends after 100 / (3/4) = 133.3
+    line times; class 0 still after 200. Equal weights: both near 200."""
+    from emu.config import HostSpec
+
+    def topo(queues):
+        t = Topology("two-classes")
+        t.add_host("h0", HostSpec(traffic_class=0))
+        t.add_host("h1")
+        t.add_host("h2", HostSpec(traffic_class=1))
+        t.add_switch("s0", SwitchSpec(queues=queues))
+        t.add_link("h0", "s0", LinkSpec(latency_ns=100, bandwidth_bps=10**11), a_port=0, b_port=0)
+        t.add_link("h1", "s0", LinkSpec(latency_ns=100, bandwidth_bps=10**10), a_port=0, b_port=1)
+        t.add_link("h2", "s0", LinkSpec(latency_ns=100, bandwidth_bps=10**11), a_port=0, b_port=2)
+        t.routes = {"s0": [0, 1, 2]}
+        return t
+
+    ends = {}
+    for name, q in (("strict", QueueSpec(buffer_bytes=1 << 30)), ("drr13", QueueSpec(arbiter="drr", weights="1+3")),
+                    ("drr11", QueueSpec(arbiter="drr"))):
+        async with emu.Cluster(topo(q), run=RunConfig(direct=True)) as net:
+            res = await net.run({"h0": (apps.send_to, "h1", 1024 * 100, 0), "h2": (apps.send_to, "h1", 1024 * 100, 1),
+                                 "h1": (apps.recv_n, 2)})
+        ends[name] = {tag: t for _s, tag, _n, t, *_ in res["h1"]}
+    line = SLOW  # one segment's time on the 10 Gbit/s line
+    assert ends["strict"][1] < ends["strict"][0] and abs(ends["strict"][1] - 100 * line) <= 3 * line
+    assert abs(ends["drr13"][1] - 400 * line / 3) <= 3 * line and abs(ends["drr13"][0] - 200 * line) <= 3 * line
+    assert abs(ends["drr11"][1] - ends["drr11"][0]) <= 3 * line and abs(ends["drr11"][0] - 200 * line) <= 3 * line

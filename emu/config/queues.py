@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from .base import ConfigError
 
 ECN_MODES = ("off", "red", "step")
+ARBITERS = ("strict", "drr")
 CLASSES = 8
 """Traffic classes: the fabric header's prio, and the 8 PAUSE timers of an 802.1Qbb frame."""
 
@@ -87,6 +88,12 @@ class QueueSpec:
     trim: bool = False
     """Packet trimming (NDP): a host message segment that tail drop would drop is cut to its headers
     and sent at priority 7 instead."""
+    arbiter: str = "strict"
+    """How an output port chooses between its class queues: strict (the highest class first, 802.1Q) or drr (deficit round robin with queues.weights)."""
+    weights: str = ""
+    """DRR: each class's weight, class 0 first, joined by + (e.g. 1+3: class 1 gets three times class 0's share of a busy port); classes not given weigh 1."""
+    drr_quantum_bytes: int = 2048
+    """DRR: the bytes a class of weight 1 may send per turn (a turn of weight w: w times this)."""
 
     def __post_init__(self) -> None:
         for f in ("buffer_bytes", "kmin_bytes", "kmax_bytes", "k_bytes", "xoff_bytes", "xon_bytes", "headroom_bytes"):
@@ -102,6 +109,13 @@ class QueueSpec:
         if not isinstance(self.pause_quanta, int) or not 1 <= self.pause_quanta <= 65535:
             raise ConfigError(f"queues.pause_quanta must be within 1..65535 quanta of 512 bit times, "
                               f"got {self.pause_quanta!r}")
+        if self.arbiter not in ARBITERS:
+            raise ConfigError(f"queues.arbiter {self.arbiter!r} is not one of {', '.join(ARBITERS)}")
+        if not isinstance(self.drr_quantum_bytes, int) or not 1 <= self.drr_quantum_bytes <= 1 << 20:
+            raise ConfigError(f"queues.drr_quantum_bytes must be an integer within 1..2**20, got {self.drr_quantum_bytes!r}")
+        self.quanta  # (the weights are checked here)
+        if self.weights and self.arbiter != "drr":
+            raise ConfigError("queues.weights are deficit round robin's; set queues.arbiter=drr too")
         for f in ("int_telemetry", "trim"):
             if not isinstance(getattr(self, f), bool):
                 raise ConfigError(f"queues.{f} must be true or false, got {getattr(self, f)!r}")
@@ -133,13 +147,27 @@ class QueueSpec:
         return class_mask("queues.pfc_classes", self.pfc_classes)
 
     @property
+    def quanta(self) -> list[int] | None:
+        """DRR's bytes per turn for each class (None: strict priority)."""
+        if self.arbiter != "drr":
+            return None
+        text = str(self.weights).strip()
+        parts = [p.strip() for p in text.replace(",", "+").split("+")] if text else []
+        if len(parts) > CLASSES or not all(p.isascii() and p.isdigit() and 1 <= int(p) <= 1000 for p in parts):
+            raise ConfigError(f"queues.weights {self.weights!r}: give up to {CLASSES} whole numbers 1..1000 joined "
+                              "by +, class 0 first (e.g. 1+3)")
+        w = [int(p) for p in parts] + [1] * (CLASSES - len(parts))
+        return [x * self.drr_quantum_bytes for x in w]
+
+    @property
     def pfc_on(self) -> bool:
         return bool(self.pfc_mask)
 
     @property
     def on(self) -> bool:
         """Is any mechanism switched on (then the switch's frames take the Python path)?"""
-        return bool(self.buffer_bytes or self.ecn != "off" or self.pfc_mask or self.int_telemetry or self.trim)
+        return bool(self.buffer_bytes or self.ecn != "off" or self.pfc_mask or self.int_telemetry or self.trim
+                    or self.arbiter != "strict")
 
     def check_switch(self, switch) -> None:
         """Refuse combinations with the switch's other settings (``SwitchSpec``)."""
