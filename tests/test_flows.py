@@ -223,3 +223,19 @@ def test_the_readers_take_any_text_and_refuse_in_one_line(text):
             if isinstance(out, list):
                 assert out and all(0 <= f.src < 4 and 0 <= f.dst < 4 and f.src != f.dst and f.size >= 1
                                    and f.start_ns >= 0 for f in out)
+
+
+@pytest.mark.parametrize("entropy", ["flow", "message", "segment"])
+def test_the_senders_entropy_byte_spreads_segments_under_ecmp(tmp_path, entropy):
+    """host.cc_entropy under switch.routing=ecmp, one 200 KB flow h0 -> h15 across the core of
+    fattree:k=4,n=2 (196 segments): one entropy per flow (or per message: there is one) keeps every
+    segment on one of s0's four uplinks; one per segment spreads them over all four (the sender sprays),
+    and selective repeat takes what comes out of order."""
+    f = tmp_path / "one.txt"
+    f.write_text("0 15 0 200000 0\n")
+    (r,) = run(tmp_path, "--topo", "fattree:k=4,n=2", "--test", "flows", "--flows", str(f), "--set",
+               "switch.routing=ecmp", "--set", "host.cc=swift", "--set", f"host.cc_entropy={entropy}")
+    up = sorted(v["frames"] for k, v in r["per_link"].items() if k in ("s0-p4", "s0-p5", "s0-p6", "s0-p7")
+                and v.get("frames"))
+    assert sum(up) == 196 and r["per_flow"][0]["fct_ns"] > 0
+    assert up == ([196] if entropy != "segment" else [48, 48, 50, 50])

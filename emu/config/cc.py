@@ -14,6 +14,7 @@ from .base import ConfigError
 CC_BUILT_IN = ("none", "dcqcn", "hpcc", "swift", "ndp")
 """The congestion controls that come with the emulator (more by name: ``emu.nodes.nic.cc.cc_class``)."""
 RECOVERIES = ("auto", "gbn", "sr")
+ENTROPIES = ("flow", "message", "segment")
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,8 @@ class CcParams:
     cc_recovery: str = "auto"
     """Loss recovery under a congestion control: auto (the algorithm's own -- go-back-N for dcqcn and
     hpcc as RoCE NICs do, selective repeat for swift and ndp), gbn or sr."""
+    cc_entropy: str = "flow"
+    """Under a congestion control, the entropy byte its segments carry for ECMP (the fabric header's rsvd; switch.routing=ecmp hashes it): flow (0: every segment to a peer takes one path, as one RoCE queue pair), message (each message its own) or segment (each segment its own: the sender sprays)."""
     dcqcn_g: float = 1 / 256
     """DCQCN: the gain of alpha's moving average (Zhu et al SIGCOMM 2015 g = 1/256; the HPCC repository's
     run.py EWMA_GAIN 0.00390625)."""
@@ -86,6 +89,8 @@ class CcParams:
         if self.cc != "none" and getattr(self, "transport", "none") != "none":
             raise ConfigError(f"host.cc={self.cc} brings its own transport (acknowledgements, resends) and "
                               f"host.transport={self.transport} would be ignored; leave host.transport at none")
+        if self.cc_entropy not in ENTROPIES:
+            raise ConfigError(f"host.cc_entropy must be one of {', '.join(ENTROPIES)}, got {self.cc_entropy!r}")
         if self.cc_recovery not in RECOVERIES:
             raise ConfigError(f"host.cc_recovery must be one of {', '.join(RECOVERIES)}, got {self.cc_recovery!r}")
         for name, lo, hi in (("dcqcn_g", 0.0, 1.0), ("hpcc_u_target", 0.0, 1.0), ("swift_beta", 0.0, 1.0),

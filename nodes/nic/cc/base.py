@@ -297,7 +297,10 @@ class CcTransport:
     def _emit(self, f: Flow, m: _Msg, off: int, n: int, t: int) -> int:
         stack = self.int_stack
         body = b"".join((stack, MSG.pack(m.msg_id, m.tag, len(m.data), off), m.data[off:off + n]))
-        self.nic.emit(f.dst, _MSG_T, body, t, vc=m.vc, prio=self.nic.spec.traffic_class, flags=FLAG_INT if stack else 0)
+        e = self.spec.cc_entropy  # the ECMP entropy byte (host.cc_entropy)
+        rsvd = 0 if e == "flow" else m.msg_id & 0xFF if e == "message" else ((m.start + off) // self.mtu) & 0xFF
+        self.nic.emit(f.dst, _MSG_T, body, t, vc=m.vc, prio=self.nic.spec.traffic_class, flags=FLAG_INT if stack else 0,
+                      rsvd=rsvd)
         return HDR_LEN + len(body)
 
     def _arm(self, f: Flow, t: int) -> None:
