@@ -81,7 +81,7 @@ def child(spec: dict) -> dict:
     t0 = time.process_time()
     from emu.front.cli import main
     import emu
-    import switch
+    import emu.switch
 
     def run(model: str, load: float, cycles: int, out: str) -> None:
         sets = dict(OURS, **FAITHFUL, **{"switch.vcs": spec["vcs"], "switch.model": model})

@@ -124,13 +124,16 @@ class Observer:
         from emu.wire.qsnet import ACK, AckKind
 
         obs = self
-        saved = (IQ.InputQueuedEngine._round, R.Reliable._pump, R.Reliable._release, R.Reliable._send,
+        saved = (IQ.InputQueuedEngine.on_timer, R.Reliable._pump, R.Reliable._release, R.Reliable._send,
                  R.Reliable.on_ack)
-        rnd, pump, release, send, on_ack = saved
+        timer, pump, release, send, on_ack = saved
 
-        def _round(eng, now):
-            out = rnd(eng, now)
-            obs.after_round(eng, now)
+        def _on_timer(eng, now):  # the router's round runs inline in on_timer: after it, when one ran
+            st = eng.iq_stats
+            n = st["rounds"] + st["repeats"]
+            out = timer(eng, now)
+            if st["rounds"] + st["repeats"] != n:
+                obs.after_round(eng, now)
             return out
 
         def _pump(rel, t):
@@ -154,11 +157,11 @@ class Observer:
                 obs.ack_ns.append(now - tx.sent_ns)
             return on_ack(rel, frame, src, port, now)
 
-        IQ.InputQueuedEngine._round, R.Reliable._pump, R.Reliable._release = _round, _pump, _release
+        IQ.InputQueuedEngine.on_timer, R.Reliable._pump, R.Reliable._release = _on_timer, _pump, _release
         R.Reliable._send, R.Reliable.on_ack = _send, _on_ack
 
         def undo():
-            (IQ.InputQueuedEngine._round, R.Reliable._pump, R.Reliable._release, R.Reliable._send,
+            (IQ.InputQueuedEngine.on_timer, R.Reliable._pump, R.Reliable._release, R.Reliable._send,
              R.Reliable.on_ack) = saved
         return undo
 

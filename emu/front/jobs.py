@@ -114,9 +114,10 @@ def resolve(args, topo, tables: list[dict[str, Any]]) -> list[Job]:
     from ..faults import parse_time_ns
     from . import mpirun_check  # noqa: F401  (registers the test mpirun: only a job runs it; emu.front.checks
     from .run_prepare import _collective_extra, tests_named  # imports it not, as emu.front.mpirun imports checks)
+    from emu.nodes.collectives.offloads import canonical_offload
 
     if args.test or any(getattr(args, k, None) not in (None, False) for k in WORKLOAD_KEYS if k != "gpcnet") \
-            or args.ranks or args.offload not in (None, "none"):
+            or args.ranks or canonical_offload(args.offload) is not None:
         raise ConfigError("with --job, give each job's test and its options inside it (--job a:hosts=packed:4,"
                           "test=allreduce,size=1KiB), not as --test, --size, ... of the run")
     names = [t["name"] for t in tables]
