@@ -1,5 +1,5 @@
 """``emu mpirun``: ports and names (MPI 3.1 §10.4), emulator side -- ``Open_port``, ``Comm.Accept``,
-``Comm.Connect`` (and ``Comm.Join``, which the rank builds of them), ``Publish_name``/``Lookup_name``.
+``Comm.Connect``, ``Comm.Join``, ``Publish_name``/``Lookup_name``.
 
 A port is a name the job's process manager hands out (as MPICH's hydra does: out of band, no frame
 on the fabric): ``emu-port:<host>:<world rank>:<id>``, its id unique in the job. The connection
@@ -40,6 +40,8 @@ class Ports:
         self.names: dict[str, str] = {}
         """Service name -> port name."""
         self.accepted = 0
+        self.joins: dict[str, tuple[int, int]] = {}
+        """``Comm.Join``: the socket's key -> (world rank, tag) of the side that called first."""
 
 
 def _ports(st: RankState) -> Ports:
@@ -78,16 +80,40 @@ def _world(st: RankState) -> CommInfo:
     return CommInfo(PORT_CTX, list(range(len(st.job.hosts))), st.rank)
 
 
-async def _roundtrip(st: RankState, dest: int, tag: int, data: bytes) -> bytes:
-    """Send ``data`` to world rank ``dest`` on the port context and wait for its answer."""
+async def _accept_at(st: RankState, tag: int, ranks: list[int]) -> dict:
+    """Wait for a connection request on the port context with ``tag``; answer it with ``ranks`` and a
+    new token: the remote group's ranks and the token."""
+    ports, world = _ports(st), _world(st)
+    req = await st.post_recv(world, ANY_SOURCE, tag, ctx=PORT_CTX)
+    await st.wait(req)
+    st.reqs.pop(req.id, None)
+    theirs = json.loads(req.env.data)
+    token = f"{st.rank}.{ports.accepted}"
+    ports.accepted += 1
+    sreq = await st.send(world, req.env.src, tag, json.dumps({"ranks": ranks, "token": token}).encode(), ctx=PORT_CTX)
+    await st.wait(sreq)
+    st.reqs.pop(sreq.id, None)
+    return {"ranks": theirs["ranks"], "token": token}
+
+
+async def _connect_to(st: RankState, owner: int, tag: int, ranks: list[int]) -> dict:
+    """Send a connection request with ``ranks`` to world rank ``owner`` on the port context with ``tag``
+    and wait for its answer: the remote group's ranks and the token."""
     world = _world(st)
-    rreq = await st.post_recv(world, dest, tag, ctx=PORT_CTX)
-    sreq = await st.send(world, dest, tag, data, ctx=PORT_CTX)
+    rreq = await st.post_recv(world, owner, tag, ctx=PORT_CTX)
+    sreq = await st.send(world, owner, tag, json.dumps({"ranks": ranks}).encode(), ctx=PORT_CTX)
     await st.wait(sreq)
     await st.wait(rreq)
     for r in (sreq, rreq):
         st.reqs.pop(r.id, None)
-    return rreq.env.data
+    return json.loads(rreq.env.data)
+
+
+def _intercomm(st: RankState, local: list[int], rank: int, theirs: dict) -> dict:
+    remote = [int(r) for r in theirs["ranks"]]
+    if set(remote) & set(local):
+        raise MpiError("Accept/Connect: the two groups share processes (a process connected to itself)", ERR_OTHER)
+    return _answer(_make(st, ("port", theirs["token"]), local, remote, rank))
 
 
 async def _connection(st: RankState, head: dict, accept: bool) -> dict:
@@ -106,31 +132,31 @@ async def _connection(st: RankState, head: dict, accept: bool) -> dict:
             if where is None or ports.open.get(name) != st.rank:
                 raise MpiError(f"Accept: {name!r} is not a port this process opened (MPI.Open_port) and has not "
                                "closed", ERR_PORT)
-            world = _world(st)
-            req = await st.post_recv(world, ANY_SOURCE, where[1], ctx=PORT_CTX)
-            await st.wait(req)
-            st.reqs.pop(req.id, None)
-            theirs = json.loads(req.env.data)
-            token = f"{st.rank}.{ports.accepted}"
-            ports.accepted += 1
-            mine = {"ranks": info.ranks, "token": token}
-            sreq = await st.send(world, req.env.src, where[1], json.dumps(mine).encode(), ctx=PORT_CTX)
-            await st.wait(sreq)
-            st.reqs.pop(sreq.id, None)
-            got = json.dumps({"ranks": theirs["ranks"], "token": token}).encode()
+            got = json.dumps(await _accept_at(st, where[1], info.ranks)).encode()
         else:
             if where is None or name not in ports.open:
                 raise MpiError(f"Connect: no open port {name!r} (a name MPI.Open_port gave, or MPI.Lookup_name "
                                "found)", ERR_PORT)
-            got = await _roundtrip(st, where[0], where[1], json.dumps({"ranks": info.ranks}).encode())
+            got = json.dumps(await _connect_to(st, where[0], where[1], info.ranks)).encode()
     if len(info.ranks) > 1:
         got = await bcast_bytes(st, info, root, got)
-    theirs = json.loads(got)
-    remote = [int(r) for r in theirs["ranks"]]
-    if set(remote) & set(info.ranks):
-        raise MpiError("Accept/Connect: the two groups share processes (a process connected to itself)", ERR_OTHER)
-    made = _make(st, ("port", theirs["token"]), info.ranks, remote, info.rank)
-    return _answer(made)
+    return _intercomm(st, info.ranks, info.rank, json.loads(got))
+
+
+async def h_join(st: RankState, head: dict, payload):
+    """``Comm.Join(fd)``: the two processes at the ends of a socket name it by the same ``key`` (the rank
+    makes it of the socket's two addresses); the first to call waits for the other's request, as an
+    ``Accept`` on a port of its own, the second sends it, as a ``Connect``."""
+    ports, key = _ports(st), str(head["key"])
+    first = ports.joins.pop(key, None)
+    if first is None:
+        tag = ports.next_id
+        ports.next_id += 1
+        ports.joins[key] = (st.rank, tag)
+        theirs = await _accept_at(st, tag, [st.rank])
+    else:
+        theirs = await _connect_to(st, first[0], first[1], [st.rank])
+    return _intercomm(st, [st.rank], 0, theirs), b""
 
 
 async def h_accept(st: RankState, head: dict, payload):
@@ -167,4 +193,4 @@ async def h_lookup(st: RankState, head: dict, payload):
 
 
 HANDLERS = {"open_port": h_open_port, "close_port": h_close_port, "accept": h_accept, "connect": h_connect,
-            "publish_name": h_publish, "unpublish_name": h_unpublish, "lookup_name": h_lookup}
+            "join": h_join, "publish_name": h_publish, "unpublish_name": h_unpublish, "lookup_name": h_lookup}

@@ -2,12 +2,13 @@
 ``Close_port``, ``Intracomm.Accept``/``Connect``, ``Comm.Join`` and the name service. The emulator
 hands the ports out and carries the connection over the fabric (``emu.front.mpiports``).
 
-``Comm.Join(fd)`` is built as MPICH builds it: each side opens a port, the two send each other its
-name over the socket, the side of the lower name accepts on its port and the other connects to it."""
+``Comm.Join(fd)``: the two ends of a TCP socket name the connection by the socket's two addresses,
+which both see (other sockets: by two random words sent over it), and the emulator pairs them."""
 
 from __future__ import annotations
 
 import os
+import socket
 import struct
 
 from .channel import CHANNEL
@@ -80,26 +81,38 @@ def _recv_all(fd: int, n: int) -> bytes:
     while len(out) < n:
         got = os.read(fd, n - len(out))
         if not got:
-            raise Exception(ERR_ARG, "MPI_ERR_ARG: Comm.Join: the socket was closed before the peer's port name came")
+            raise Exception(ERR_ARG, "MPI_ERR_ARG: Comm.Join: the socket was closed before the peer's word came")
         out += got
     return out
 
 
-def join(cls, fd: int) -> Intercomm:
-    """``Comm.Join(fd)``: the intercommunicator of this process and the one at the socket's other end."""
-    fd = int(fd)
-    mine = Open_port()
+def _join_key(fd: int) -> str:
+    """The same string at both ends of the connected socket ``fd``: its two addresses, in order (a TCP
+    socket); else two random words swapped over it."""
     try:
-        data = mine.encode()
-        _send_all(fd, _LEN.pack(len(data)) + data)
-        (n,) = _LEN.unpack(_recv_all(fd, _LEN.size))
-        theirs = _recv_all(fd, n).decode()
-        self_comm = Intracomm._make(1, 1, 0)  # COMM_SELF's context
-        if mine < theirs:
-            return accept(self_comm, mine)
-        return connect(self_comm, theirs)
+        sock = socket.socket(fileno=os.dup(fd))
+    except OSError as e:
+        raise Exception(ERR_ARG, f"MPI_ERR_ARG: Comm.Join: {fd} is not a socket ({e.strerror})") from None
+    try:
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            try:
+                ends = sorted([repr(sock.getsockname()), repr(sock.getpeername())])
+            except OSError as e:
+                raise Exception(ERR_ARG, f"MPI_ERR_ARG: Comm.Join: socket {fd} is not connected ({e.strerror})") from None
+            return "tcp " + " ".join(ends)
     finally:
-        Close_port(mine)
+        sock.close()
+    mine = os.urandom(16).hex().encode()
+    _send_all(fd, _LEN.pack(len(mine)) + mine)
+    (n,) = _LEN.unpack(_recv_all(fd, _LEN.size))
+    return "words " + " ".join(sorted([mine.decode(), _recv_all(fd, n).decode()]))
+
+
+def join(cls, fd: int) -> Intercomm:
+    """``Comm.Join(fd)``: the intercommunicator of this process and the one at the socket's other end
+    (which the emulator pairs by the socket's key: ``emu.front.mpiports.h_join``)."""
+    head, _ = CHANNEL.call("join", key=_join_key(int(fd)), call="Join")
+    return Intercomm._from_head(head)
 
 
 attach(Intracomm, {"Accept": accept, "Connect": connect})
