@@ -164,6 +164,52 @@ def test_ports_accept_connect_names_and_join_as_mpich(tmp_path):
     assert rows == _mpich(PORTS, 3, tmp_path)
 
 
+ULFM = """
+import struct
+from mpi4py import MPI
+comm = MPI.COMM_WORLD.Dup()
+r, n = comm.rank, comm.size
+""" + ROW + """
+flag = memoryview(MPI.buffer.allocate(struct.calcsize("i"))).cast("i")
+seen = []
+for root in range(n):  # the root's Iagree waits for the others, who enter it after a barrier
+    comm.Barrier()
+    if r == root:
+        flag[0] = 0b1011
+        req = comm.Iagree(flag)
+        seen.append(req.Test())
+        comm.Send([b"x", MPI.BYTE], (r + 1) % n, tag=5)  # a program's own message, received with ANY_TAG
+        comm.Barrier()
+    else:
+        flag[0] = 0b1101
+        comm.Barrier()
+        req = comm.Iagree(flag)
+    if r == (root + 1) % n:
+        st = MPI.Status()
+        comm.Recv(bytearray(1), MPI.ANY_SOURCE, MPI.ANY_TAG, st)
+        seen.append(st.Get_tag())
+    req.Wait()
+    seen.append(flag[0])
+failed = comm.Get_failed()
+shrunk = comm.Shrink()
+inter = comm.Split(r % 2).Create_intercomm(0, comm, 1 - r % 2 if n > 1 else 0) if n > 1 else None
+row((seen, comm.Agree(r + 6), failed.size, comm.Ack_failed(), shrunk.size, shrunk.rank,
+     inter.Agree(7 if r else 5) if inter else None))
+"""
+
+
+def test_ulfm_agree_iagree_shrink_as_mpich(tmp_path):
+    res = run_program(ULFM, n=3, topo="star:n=3", timeout_s=120)
+    assert res.returncode == 0, res.stderr
+    rows = _rows(res.stdout)
+    # 6 & 7 & 8, 0b1011 & 0b1101; on the intercommunicator the remote group's flags only (rank 1's 7)
+    assert rows[0] == "ROW0 ([False, 9, 9, 5, 9], 0, 0, 0, 3, 0, 7)", rows
+    assert rows[1] == "ROW1 ([5, 9, False, 9, 9], 0, 0, 0, 3, 1, 5)", rows
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec beside this Python (pip install mpich) to compare with")
+    assert rows == _mpich(ULFM, 3, tmp_path)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux") or platform.machine() != "x86_64",
                     reason="/proc/PID/task/TID/syscall (Linux, x86-64 system call numbers)")
 def test_a_process_waiting_in_accept_waits_outside_and_one_sleeping_does_not():

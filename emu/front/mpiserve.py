@@ -321,7 +321,7 @@ class RankState:
     @staticmethod
     def _matches(req: Req, env: Env) -> bool:
         return (req.ctx == env.ctx and (req.source == ANY_SOURCE or req.source == env.src)
-                and (req.tag == ANY_TAG or req.tag == env.tag))
+                and (req.tag == env.tag or (req.tag == ANY_TAG and env.tag >= 0)))  # (< 0: the library's own)
 
     async def _complete(self, req: Req, env: Env) -> None:
         """``req`` matched ``env``: done, or (a rendezvous message) clear-to-send, done when its bytes come."""

@@ -31,6 +31,7 @@ from .misc import (MESSAGE_NO_PROC, MESSAGE_NULL, Message,  # noqa: E402
                    Pcontrol, Get_hw_resource_info, Pickle, pickle_,
                    _comm_lock, _comm_lock_table, _commctx_inter, _commctx_intra)
 from .ports import Close_port, Lookup_name, Open_port, Publish_name, Unpublish_name  # noqa: E402
+from . import ulfm as _ulfm  # noqa: E402,F401 -- Comm.Agree, Shrink, Get_failed ...
 from .errors import Exception  # noqa: E402
 from .session import SESSION_NULL, Session  # noqa: E402
 from .win import (LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE,  # noqa: E402
