@@ -16,7 +16,9 @@ every rank, is skipped when rank 0 skipped it, and fails otherwise -- a case tha
 (the job died or timed out first) included.
 
 The table: per module and n, the cases MPICH passes and how many of those pass under emu; cases
-skipped by one side only are counted apart. ``--json`` writes every case's outcome both ways.
+skipped by one side only are counted apart. ``--json`` writes every case's outcome both ways. The
+emulated MPI has no ``Comm.Spawn``: its runs set ``MPI4PY_TEST_SPAWN=0``, the suite's own switch for
+that, so that the suite skips those cases ("mpi-spawn"); ``--spawn`` runs them (and they fail).
 """
 
 from __future__ import annotations
@@ -119,8 +121,15 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
-def run_one(impl: str, tests: str, module: str, n: int, timeout: float, driver: str) -> dict:
+SPAWN_OFF = {"MPI4PY_TEST_SPAWN": "0"}
+"""The suite's own switch for a library or environment without ``Comm.Spawn`` (``mpitestutil.
+disable_mpi_spawn``: its cases are skipped as "mpi-spawn"). The emulated MPI has no Spawn; its runs get
+it unless ``--spawn``."""
+
+
+def run_one(impl: str, tests: str, module: str, n: int, timeout: float, driver: str, spawn: bool = False) -> dict:
     """Every case's outcome, by id: pass, skip or fail (with why)."""
+    env = dict(os.environ, **(SPAWN_OFF if impl == "emu" and not spawn else {}))
     with tempfile.TemporaryDirectory() as out:
         if impl == "mpich":
             mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or "mpiexec"
@@ -130,7 +139,7 @@ def run_one(impl: str, tests: str, module: str, n: int, timeout: float, driver: 
                    "--compute", "zero", driver, tests, out, module]
         t0 = time.perf_counter()
         try:
-            p = subprocess.run(cmd, cwd=tests, capture_output=True, text=True, timeout=timeout,
+            p = subprocess.run(cmd, cwd=tests, capture_output=True, text=True, timeout=timeout, env=env,
                                start_new_session=True, preexec_fn=_limit_memory)
             tail = (p.stderr or "").strip().splitlines()[-3:]
             ended = f"exit {p.returncode}"
@@ -180,6 +189,9 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per module and n (default 300)")
     ap.add_argument("--json", help="write every case's outcome here")
     ap.add_argument("--fails", action="store_true", help="print each case MPICH passes and emu does not, with why")
+    ap.add_argument("--spawn", action="store_true",
+                    help="run the Comm.Spawn cases under emu too (by default MPI4PY_TEST_SPAWN=0 skips them there: "
+                         "the emulated MPI has no Spawn)")
     args = ap.parse_args()
     tests = suite_dir(args)
     names = modules(tests, args.only.split(",") if args.only else None)
@@ -199,7 +211,7 @@ def main() -> int:
             for n in sizes:
                 row = {}
                 for impl in impls:
-                    row[impl] = run_one(impl, tests, m, n, args.timeout, driver)
+                    row[impl] = run_one(impl, tests, m, n, args.timeout, driver, args.spawn)
                 results.setdefault(m, {})[str(n)] = row
                 cells = []
                 for impl in impls:
@@ -226,6 +238,9 @@ def main() -> int:
               + (f"   {both_ok}/{both_base}" if len(impls) == 2 else ""))
         print("(* the job ended before the module's end: a crash, a deadlock or the timeout; cases that "
               "never reported count as failed)")
+        if "emu" in impls and not args.spawn:
+            print("(emu runs with MPI4PY_TEST_SPAWN=0: the suite skips its Comm.Spawn cases there, \"mpi-spawn\"; "
+                  "--spawn runs them)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

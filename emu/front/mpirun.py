@@ -286,6 +286,7 @@ def cmd_mpirun(args) -> int:
     from .mpicalls import HANDLERS
     from .mpicoll import h_coll
     from .mpicomms import with_comms
+    from .mpiports import HANDLERS as PORTS
     from .mpiserve import Job
 
     opts = Options(args)
@@ -303,7 +304,7 @@ def cmd_mpirun(args) -> int:
         ranks.start()
         job = Job(opts.hosts, ranks.conns, opts.offload, opts.scale, [p.pid for p in ranks.procs], ranks.procs)
         try:
-            metrics = trio.run(_serve, opts, job, with_comms({**HANDLERS, "coll": h_coll}))
+            metrics = trio.run(_serve, opts, job, with_comms({**HANDLERS, **PORTS, "coll": h_coll}))
         except DeadlockError:
             error = _dead_rank(job, ranks) or f"deadlock: every rank waits, no message is on its way: {_waiting(job)}"
         except AppError as e:

@@ -23,7 +23,7 @@ from functools import partial
 from emu.rank import wire
 from emu.wire.mpi import ENVELOPE, P2P_TAG, RENDEZVOUS
 
-from .mpiwatch import Watch, check_interval, signal_text
+from .mpiwatch import Outside, Watch, check_interval, signal_text, wait_outside
 
 HDR = ENVELOPE.struct
 """The envelope of every point-to-point message (``emu.wire.mpi.MpiEnvelope``: kind, context,
@@ -133,10 +133,14 @@ class Job:
         """(rank, pid) of a rank found stopped (SIGSTOP) while the emulator waited for its call."""
         self.watches = [Watch(r, pid) for r, pid in enumerate(pids)]
         check_s = check_interval()  # a look at the rank's process when it keeps the emulator waiting that long
-        self.readers = [wire.Reader(c, partial(self._idle, r), check_s) for r, c in enumerate(conns)]
+        self.readers = [wire.Reader(c, partial(self.look, r), check_s) for r, c in enumerate(conns)]
 
-    def _idle(self, r: int) -> None:
+    def look(self, r: int, outside: bool = True) -> None:
+        """A look at rank ``r``'s process while the emulator waits for its call: a failure raised, or
+        (``outside``) ``Outside`` when it waits for something outside MPI (``emu.front.mpiwatch``)."""
         why = self.watches[r].look()
+        if why == "outside" and outside and not self.readers[r].pending():
+            raise Outside(r)
         if why == "stopped":
             self.stopped = (r, self.pids[r])
             self.failed.append((r, f"the process (pid {self.pids[r]}) is stopped (state T: SIGSTOP or SIGTSTP) "
@@ -220,6 +224,8 @@ class RankState:
         self.waiting: str | None = None
         self.since_ns = 0
         self.exit_code: int | None = None
+        self.outside = False
+        """The rank waits outside MPI and its last call needed no answer (``emu.front.mpiwatch``)."""
 
     # -- the channel ------------------------------------------------------------------------------
     def read(self) -> tuple[dict, bytearray]:
@@ -315,7 +321,7 @@ class RankState:
     @staticmethod
     def _matches(req: Req, env: Env) -> bool:
         return (req.ctx == env.ctx and (req.source == ANY_SOURCE or req.source == env.src)
-                and (req.tag == ANY_TAG or req.tag == env.tag))
+                and (req.tag == env.tag or (req.tag == ANY_TAG and env.tag >= 0)))  # (< 0: the library's own)
 
     async def _complete(self, req: Req, env: Env) -> None:
         """``req`` matched ``env``: done, or (a rendezvous message) clear-to-send, done when its bytes come."""
@@ -459,7 +465,13 @@ async def rank_app(host, job: Job, r: int, handlers: dict):
                **({"eager": host.spec.eager_limit_bytes} if hasattr(host.spec, "eager_limit_bytes") else {})})
     figures = st.calls
     while True:
-        head, payload = st.read()
+        if st.outside:  # (it sent calls that need no answer while it waits outside MPI)
+            head, payload = await wait_outside(st)
+        else:
+            try:
+                head, payload = st.read()
+            except Outside:  # the rank waits for something outside MPI: the others go on meanwhile
+                head, payload = await wait_outside(st)
         op = head.get("op")
         if job.failed:  # another rank failed: this one stops here
             raise RankFailed(f"rank {r} stopped: rank {job.failed[0][0]} failed")

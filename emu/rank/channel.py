@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import socket
 import threading
 import time
@@ -26,7 +27,8 @@ MPI returns as soon as the message is on its way. So does the posting of a nonbl
 HELD_MAX_BYTES = 32768
 """Calls that need no answer are held, and go with the next call that does (one system call, one
 wake-up of the emulator), up to this many bytes of them: the emulator waits for this rank's next
-call anyway before its host's virtual time moves on, so holding them changes no figure."""
+call anyway before its host's virtual time moves on, so holding them changes no figure. (A program
+that waits outside MPI -- for another rank's socket -- is sent ``wire.FLUSH_SIGNAL``: they go then.)"""
 RID_BASE = 1 << 40
 """Requests of calls that went without an answer are numbered by the rank from here (the
 emulator's own numbers count from 1)."""
@@ -90,6 +92,18 @@ class _Channel:
         head, _ = self.call("hello", rank=int(os.environ["EMU_MPIRUN_RANK"]), pid=os.getpid())
         self.rank, self.size, self.name = head["rank"], head["size"], head["name"]
         self.quiet_max = min(QUIET_MAX_BYTES, head.get("eager", QUIET_MAX_BYTES))
+        try:  # the emulator asks for the held calls when the program waits outside MPI
+            signal.signal(wire.FLUSH_SIGNAL, self._flush_held)
+        except (ValueError, OSError):  # not the main thread: the held calls go with the next call
+            pass
+
+    def _flush_held(self, signum, frame) -> None:
+        """``FLUSH_SIGNAL``: the held calls go now -- unless the program is in an MPI call (which sends them)."""
+        if self.held and self.lock.acquire(False):
+            try:
+                self.flush()
+            finally:
+                self.lock.release()
 
     def _quiet(self, op: str, head: dict, payload) -> bool:
         """A call that needs no answer: a standard-mode small send, or the posting of a nonblocking

@@ -1,6 +1,5 @@
 """The smaller handle classes and module functions of the emulated ``mpi4py.MPI``: matched messages
-(``Comm.Mprobe``/``Improbe`` and ``Message.Recv``), the null session (the emulated library has no
-MPI 4 sessions), and the internals mpi4py's pure-Python modules call."""
+(``Comm.Mprobe``/``Improbe`` and ``Message.Recv``) and the internals mpi4py's pure-Python modules call."""
 
 from __future__ import annotations
 
@@ -103,20 +102,6 @@ MESSAGE_NULL = predefine_null(Message(), "MESSAGE_NULL")
 MESSAGE_NO_PROC = Message._of(Impl(mid=None, st=None))._predefine("MESSAGE_NO_PROC")
 
 
-class Session(Handle, family=True):
-    """MPI 4 sessions: not in the emulated library (it is an MPI 3.1 library)."""
-
-    @classmethod
-    def Init(cls, *a, **k):
-        raise NotImplementedError("the emulated MPI has no sessions (MPI.Session.Init; an MPI 4.0 feature)")
-
-    def Free(self) -> None:
-        raise Exception(CONSTANTS["ERR_SESSION"], "MPI_ERR_SESSION: invalid session")
-
-
-SESSION_NULL = predefine_null(Session(), "SESSION_NULL")
-
-
 def Pcontrol(level: int) -> None:
     if not isinstance(level, int):
         raise TypeError("Pcontrol level must be an int")
@@ -194,32 +179,3 @@ def _commctx_inter(comm):
         group.Free()
         merged.Free()
     return ctx["dup"], _next_tag(ctx), ctx["local"], ctx["low"]
-
-
-# -- ports and names (MPI 2 dynamic process management): not in the emulated library --------------------
-def _no_ports(call: str):
-    """``call`` fails as an MPI library without ports fails it: MPI.Exception of ERR_UNSUPPORTED_OPERATION
-    (mpi4py's suite then counts the library as one without ports)."""
-    raise Exception(CONSTANTS["ERR_UNSUPPORTED_OPERATION"], f"MPI_ERR_UNSUPPORTED_OPERATION: the emulated MPI has no "
-                                                           f"{call} (no ports or dynamic processes: emu mpirun "
-                                                           "starts every rank)")
-
-
-def Open_port(info=None) -> str:
-    _no_ports("Open_port")
-
-
-def Close_port(port_name: str) -> None:
-    _no_ports("Close_port")
-
-
-def Publish_name(service_name: str, port_name: str, info=None) -> None:
-    _no_ports("Publish_name")
-
-
-def Unpublish_name(service_name: str, port_name: str, info=None) -> None:
-    _no_ports("Unpublish_name")
-
-
-def Lookup_name(service_name: str, info=None) -> str:
-    _no_ports("Lookup_name")

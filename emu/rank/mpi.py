@@ -27,11 +27,13 @@ from .intracomm import COMM_NULL, Comm, Intracomm  # noqa: E402
 from .inter import COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED, COMM_TYPE_RESOURCE_GUIDED, COMM_TYPE_SHARED, Intercomm  # noqa: E402,E501
 from .topo import CART, DIST_GRAPH, GRAPH, UNWEIGHTED, WEIGHTS_EMPTY, Cartcomm, Distgraphcomm, Graphcomm, Topocomm  # noqa: E402,E501
 from .dims import compute_dims as Compute_dims  # noqa: E402
-from .misc import (MESSAGE_NO_PROC, MESSAGE_NULL, SESSION_NULL, Message, Session,  # noqa: E402
+from .misc import (MESSAGE_NO_PROC, MESSAGE_NULL, Message,  # noqa: E402
                    Pcontrol, Get_hw_resource_info, Pickle, pickle_,
-                   _comm_lock, _comm_lock_table, _commctx_inter, _commctx_intra,
-                   Open_port, Close_port, Publish_name, Unpublish_name, Lookup_name)
+                   _comm_lock, _comm_lock_table, _commctx_inter, _commctx_intra)
+from .ports import Close_port, Lookup_name, Open_port, Publish_name, Unpublish_name  # noqa: E402
+from . import ulfm as _ulfm  # noqa: E402,F401 -- Comm.Agree, Shrink, Get_failed ...
 from .errors import Exception  # noqa: E402
+from .session import SESSION_NULL, Session  # noqa: E402
 from .win import (LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE,  # noqa: E402
                   MODE_NOSUCCEED, WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_CREATE,
                   WIN_FLAVOR_DYNAMIC, WIN_FLAVOR_SHARED, WIN_MODEL, WIN_NULL, WIN_SEPARATE, WIN_SIZE, WIN_UNIFIED, Win)

@@ -25,9 +25,13 @@ from __future__ import annotations
 
 import json
 import select
+import signal
 import socket
 import struct
 
+FLUSH_SIGNAL = getattr(signal, "SIGRTMIN", 34) + 5
+"""The signal the emulator sends a rank it finds waiting outside MPI (``emu.front.mpiwatch``): the rank
+writes the calls it holds (``Channel.held``), which would otherwise wait for its next call."""
 PREFIX = struct.Struct("!IH")
 MAX_HEAD = 1 << 16
 MAX_PAYLOAD = 1 << 32
