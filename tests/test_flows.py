@@ -15,13 +15,7 @@ from emu.topologies.registry import build
 HOSTS = ["h0", "h1", "h2", "h3"]
 
 
-def run(tmp_path, *args, name="r.json"):
-    out = tmp_path / name
-    assert main(["run", *args, "--json", str(out)]) == 0
-    rows = json.loads(out.read_text())["results"]
-    for r in rows:
-        r.pop("wall_s")
-    return rows
+from test_traffic import run  # noqa: E402  (emu run's JSON rows, wall time left out)
 
 
 # -- the flow file --------------------------------------------------------------------------------

@@ -127,17 +127,17 @@ async def _connection(st: RankState, head: dict, accept: bool) -> dict:
     got = None
     if info.rank == root:
         name = head.get("port")
-        where = _parse(name)
+        port_at = _parse(name)
         if accept:
-            if where is None or ports.open.get(name) != st.rank:
+            if port_at is None or ports.open.get(name) != st.rank:
                 raise MpiError(f"Accept: {name!r} is not a port this process opened (MPI.Open_port) and has not "
                                "closed", ERR_PORT)
-            got = json.dumps(await _accept_at(st, where[1], info.ranks)).encode()
+            got = json.dumps(await _accept_at(st, port_at[1], info.ranks)).encode()
         else:
-            if where is None or name not in ports.open:
+            if port_at is None or name not in ports.open:
                 raise MpiError(f"Connect: no open port {name!r} (a name MPI.Open_port gave, or MPI.Lookup_name "
                                "found)", ERR_PORT)
-            got = json.dumps(await _connect_to(st, where[0], where[1], info.ranks)).encode()
+            got = json.dumps(await _connect_to(st, port_at[0], port_at[1], info.ranks)).encode()
     if len(info.ranks) > 1:
         got = await bcast_bytes(st, info, root, got)
     return _intercomm(st, info.ranks, info.rank, json.loads(got))
