@@ -1,0 +1,198 @@
+"""Quality of service (issue 49 item 3): per-class buffer reserves in the shared buffer, per-class
+counters in ``per_link``, more than two classes with a class map, weighted arbitration in the input-
+queued router. Exact figures against hand models."""
+
+from dataclasses import replace
+
+import pytest
+
+import apps
+import emu
+from emu.config import ConfigError, HostSpec, LinkSpec, QueueSpec, RunConfig, SwitchSpec, parse_settings
+from emu.pause import PrioQueues
+from emu.port import OutPort
+from emu.switch.queues import SwitchQueues
+from emu.topologies.base import Topology
+from emu.topologies.registry import build
+from emu.wire.fabric import PacketType, build_frame
+from emu.wire.host import MSG
+
+WIRE = 1024 + 50  # a full message segment on the wire, FCS included
+FAST, SLOW = -(-WIRE * 8 // 100), -(-WIRE * 8 // 10)  # its time on a 100 and a 10 Gbit/s line (ns)
+
+
+def _frame(prio, size=1024):
+    return build_frame(1, 2, PacketType.MSG, MSG.pack(7, 0, 1 << 20, 0) + bytes(size), prio=prio)
+
+
+def _admitted(spec, classes, ports=1):
+    """Frames of ``classes`` (port i % ports) offered at time 0 to a switch whose ports send nothing:
+    which were admitted."""
+    ps = []
+    for i in range(ports):
+        p = OutPort(i, f"s0-p{i}", i, i, "h1", "h1-nic0", 100, 10**11)
+        p.flow = PrioQueues(framing=p.framing)
+        ps.append(p)
+    SwitchQueues(spec, ps, 0, 5)
+    out = []
+    for i, c in enumerate(classes):
+        p = ps[i % ports]
+        g = p.flow.admit(_frame(c), 0)
+        out.append(g is not None)
+        if g is not None:
+            p.hand_over(g, 0, None)
+    return out, ps
+
+
+def _model(buffer, alpha, reserve, classes, ports=1):
+    """The documented rule, by hand: reserve first, then the shared rest under the dynamic threshold
+    of the queue's bytes beyond its class's reserve."""
+    n = WIRE
+    by = [0] * 8
+    queue: dict = {}
+    shared = buffer - sum(reserve)
+    out = []
+    for i, c in enumerate(classes):
+        q = queue.get((i % ports, c), 0)
+        if by[c] + n <= reserve[c]:
+            ok = True
+        else:
+            used = sum(max(0, b - r) for b, r in zip(by, reserve))
+            free = shared - used
+            ok = by[c] + n - max(reserve[c], by[c]) <= free and q - reserve[c] < alpha * free
+        out.append(ok)
+        if ok:
+            by[c] += n
+            queue[(i % ports, c)] = q + n
+    return out
+
+
+@pytest.mark.parametrize("shares, ports", [("", 1), ("0+4296", 1), ("0+0.4", 1), ("0.2+0.3", 2), ("0+0+0+30%", 2)])
+def test_reserves_then_the_shared_rest_under_the_dynamic_threshold(shares, ports):
+    buffer = 10 * WIRE
+    spec = QueueSpec(buffer_bytes=buffer, alpha=1.0, class_shares=shares)
+    reserve = spec.reserves or [0] * 8
+    classes = [0] * 8 + [1] * 8 + [3] * 6 + [0, 1, 3] * 2
+    got, ps = _admitted(spec, classes, ports)
+    assert got == _model(buffer, 1.0, reserve, classes, ports)
+    drops = [sum(p.flow.drops[c] for p in ps) for c in range(8)]
+    assert drops == [sum(1 for k, ok in zip(classes, got) if k == c and not ok) for c in range(8)]
+
+
+def test_a_reserve_admits_a_class_the_full_shared_buffer_would_refuse():
+    buffer = 10 * WIRE
+    # class 0 first: with no reserve it fills to alpha x free = half the buffer (5 frames), class 1
+    # then 3 more (q < 5 - q); with 4 frames reserved for class 1, class 0 gets q < 6 - q: 3 frames,
+    # class 1 its 4 reserved and 2 shared (q - 4 < 6 - 3 - (q - 4))
+    got, _ = _admitted(QueueSpec(buffer_bytes=buffer), [0] * 8 + [1] * 8)
+    assert got == [True] * 5 + [False] * 3 + [True] * 3 + [False] * 5
+    got, _ = _admitted(QueueSpec(buffer_bytes=buffer, class_shares=f"0+{4 * WIRE}"), [0] * 8 + [1] * 8)
+    assert got == [True] * 3 + [False] * 5 + [True] * 6 + [False] * 2
+
+
+@pytest.mark.parametrize("sets, says", [
+    (["queues.class_shares=0+0.5"], "queues.buffer_bytes=0 is unbounded; give queues.buffer_bytes too"),
+    (["queues.buffer_bytes=10000", "queues.class_shares=0.5+0.5"], "reserve 10000 of queues.buffer_bytes=10000 bytes"),
+    (["queues.buffer_bytes=10000", "queues.class_shares=6000+4000"], "leave nothing shared"),
+    (["queues.buffer_bytes=10000", "queues.class_shares=0+1.5"], "each a fraction of queues.buffer_bytes"),
+    (["queues.buffer_bytes=10000", "queues.class_shares=a"], "e.g. queues.class_shares=0+0.25"),
+    (["queues.buffer_bytes=10000", "queues.class_shares=" + "+".join(["1"] * 9)], "up to 8 shares"),
+    (["queues.class_map=0+9"], "priorities 0..7"),
+])
+def test_inconsistent_shares_and_maps_are_refused_in_one_line(sets, says):
+    with pytest.raises(ConfigError, match=says.replace("(", r"\(").replace(".", r"\.").replace("+", r"\+")) as e:
+        build("star:n=2", settings=parse_settings(sets))
+    assert "\n" not in str(e.value)
+
+
+def _two_ports(queues, late=50):
+    """h0 (class 0) -> h2 and h1 (class 1) -> h3 through s0, 100 Gbit/s in, 10 Gbit/s out; h1's link
+    ``late`` ns longer (no two arrivals at one instant)."""
+    t = Topology("two-ports")
+    t.add_host("h0", HostSpec(traffic_class=0))
+    t.add_host("h1", HostSpec(traffic_class=1))
+    t.add_host("h2")
+    t.add_host("h3")
+    t.add_switch("s0", SwitchSpec(queues=queues))
+    for i, (lat, bw) in enumerate(((100, 10**11), (100 + late, 10**11), (100, 10**10), (100, 10**10))):
+        t.add_link(f"h{i}", "s0", LinkSpec(latency_ns=lat, bandwidth_bps=bw), a_port=0, b_port=i)
+    t.routes = {"s0": [0, 1, 2, 3]}
+    return t
+
+
+def _switch_model(arrivals, buffer, reserve, alpha=1.0, delay=50):
+    """By hand: arrivals (time, class) at s0, class c to its own port (FIFO at 10 Gbit/s, a frame handed
+    to it ``delay`` after it arrived); a frame holds its bytes from its arrival until its last bit has
+    left. The admission rule of ``_model``. Per class: (admitted, dropped)."""
+    done: dict = {0: [], 1: []}
+    free = {0: 0, 1: 0}
+    shared = buffer - sum(reserve)
+    kept, lost = [0, 0], [0, 0]
+    for a, c in sorted(arrivals):
+        by = [WIRE * sum(1 for d in done[k] if d > a) for k in (0, 1)]
+        if by[c] + WIRE <= reserve[c]:
+            ok = True
+        else:
+            used = sum(max(0, by[k] - reserve[k]) for k in (0, 1))
+            f = shared - used
+            ok = by[c] + WIRE - max(reserve[c], by[c]) <= f and by[c] - reserve[c] < alpha * f
+        if not ok:
+            lost[c] += 1
+            continue
+        kept[c] += 1
+        free[c] = max(a + delay, free[c]) + SLOW
+        done[c].append(free[c])
+    return kept, lost
+
+
+@pytest.mark.parametrize("shares", ["", f"0+{6 * WIRE}"])
+async def test_per_class_counters_and_reserves_on_a_switch_match_the_model(shares):
+    """Two 40-segment messages, class 0 and class 1, through two 10 Gbit/s ports of one switch with a
+    10-frame buffer: the tail drops of each class are the model's, and ``per_link``'s per-class
+    counters add up to the port's."""
+    buffer = 10 * WIRE
+    q = QueueSpec(buffer_bytes=buffer, class_shares=shares)
+    async with emu.Cluster(_two_ports(q), run=RunConfig(capture=True, direct=True)) as net:
+        await net.run({"h0": (apps.send_to, "h2", 1024 * 40, 0), "h1": (apps.send_to, "h3", 1024 * 40, 0)})
+        recs = await net.capture_records()
+        base = net.plan.iface_base["s0"]
+        link = net.metrics.per_link()
+    arrivals = [(t, i - base) for t, i, d, f in recs if i in (base, base + 1) and d == 1]
+    kept, lost = _switch_model(arrivals, buffer, q.reserves or [0] * 8)
+    assert len(arrivals) == 80 and min(lost) > 0 or shares
+    for c, port in ((0, "s0-p2"), (1, "s0-p3")):
+        cls = link[port]["classes"]
+        assert set(cls) == {str(c)}
+        assert cls[str(c)]["frames"] == kept[c] == link[port]["frames"]
+        assert cls[str(c)]["bytes"] == link[port]["bytes"] == kept[c] * WIRE
+        assert cls[str(c)]["drops"] == lost[c] == link[port].get("tail_drops", 0)
+    if shares:  # class 1's six reserved frames and its share of the rest, class 0 only the rest
+        assert lost[1] < lost[0]
+        no_res = _switch_model(arrivals, buffer, [0] * 8)
+        assert no_res[1][1] > lost[1]
+
+
+async def test_pauses_per_class():
+    """A lossless class 3 beside lossy class 0 (prio 3 from host.traffic_class=3): the PAUSEs the
+    incast raises are all class 3's, at both ends of the link."""
+    sets = ["queues.buffer_bytes=40000", "queues.pfc_classes=3", "queues.xoff_bytes=6000", "queues.xon_bytes=3000",
+            "queues.headroom_bytes=5000"]
+    t = build("star:n=5", settings=parse_settings(sets))
+    for h in ("h0", "h1"):
+        t.nodes[h] = replace(t.nodes[h], spec=replace(t.nodes[h].spec, traffic_class=3))
+    async with emu.Cluster(t, run=RunConfig(direct=True)) as net:
+        await net.run({f"h{i}": (apps.send_to, "h4", 30_000, 0, 2) for i in range(4)})
+        link = net.metrics.per_link()
+    xoff = {p: v["classes"] for p, v in link.items() if any(c.get("xoff_tx") for c in v.get("classes", {}).values())}
+    assert xoff and all(set(c for c, x in cls.items() if x["xoff_tx"]) == {"3"} for cls in xoff.values())
+    for p, v in link.items():
+        for c, x in v.get("classes", {}).items():
+            assert not x["pauses"] or c == "3"
+            assert not x["drops"] or c == "0"
+    assert sum(v["3"]["xoff_tx"] for v in xoff.values()) == sum(v.get("xoff_tx", 0) for v in link.values())
+    assert sum(x["pauses"] for v in link.values() for x in v.get("classes", {}).values()) == \
+        sum(v.get("xoff_tx", 0) for v in link.values())
+    for p, v in link.items():
+        if "classes" in v and p.startswith("s0"):
+            assert sum(x["frames"] for x in v["classes"].values()) == v["frames"]
+            assert sum(x["bytes"] for x in v["classes"].values()) == v["bytes"]
