@@ -196,3 +196,60 @@ async def test_pauses_per_class():
         if "classes" in v and p.startswith("s0"):
             assert sum(x["frames"] for x in v["classes"].values()) == v["frames"]
             assert sum(x["bytes"] for x in v["classes"].values()) == v["bytes"]
+
+
+def _three(queues):
+    """h0, h2, h3 (classes 0, 1, 2) -> h1 through s0's 10 Gbit/s port."""
+    t = Topology("three-classes")
+    for h, c in (("h0", 0), ("h1", 0), ("h2", 1), ("h3", 2)):
+        t.add_host(h, HostSpec(traffic_class=c))
+    t.add_switch("s0", SwitchSpec(queues=queues))
+    for i in range(4):
+        t.add_link(f"h{i}", "s0", LinkSpec(latency_ns=100, bandwidth_bps=10**10 if i == 1 else 10**11), a_port=0, b_port=i)
+    t.routes = {"s0": [0, 1, 2, 3]}
+    return t
+
+
+async def _ends(queues):
+    async with emu.Cluster(_three(queues), run=RunConfig(direct=True)) as net:
+        res = await net.run({**{h: (apps.send_to, "h1", 1024 * 100, c) for h, c in (("h0", 0), ("h2", 1), ("h3", 2))},
+                             "h1": (apps.recv_n, 3)})
+        link = net.metrics.per_link()
+    return {tag: t for _s, tag, _n, t, *_ in res["h1"]}, link
+
+
+async def test_three_classes_by_strict_priority_and_by_weights():
+    """Three 100-segment messages of classes 0, 1, 2 into one 10 Gbit/s port (L: one segment's line
+    time). Strict priority: class 2 ends after 100 L, 1 after 200 L, 0 after 300 L. DRR 1+2+3: class 2
+    has half the line while all three wait (100 frames in 200 L), then class 1 two thirds of it (its
+    33.3 frames left in 50 L: 250 L), then class 0 alone (300 L)."""
+    L = SLOW
+    strict, link = await _ends(QueueSpec(buffer_bytes=1 << 30))
+    cls = link["s0-p1"]["classes"]
+    assert {c: (v["frames"], v["bytes"]) for c, v in cls.items()} == {c: (100, 100 * WIRE) for c in "012"}
+    for c, k in ((2, 100), (1, 200), (0, 300)):
+        assert abs(strict[c] - k * L) <= 3 * L, (c, strict)
+    drr, _ = await _ends(QueueSpec(arbiter="drr", weights="1+2+3"))
+    for c, k in ((2, 200), (1, 250), (0, 300)):
+        assert abs(drr[c] - k * L) <= 3 * L, (c, drr)
+    assert (strict, drr) == ({2: 86_836, 1: 172_836, 0: 258_836}, {2: 174_556, 1: 216_696, 0: 258_836})
+
+
+def test_jobs_classes_go_through_the_class_map(tmp_path):
+    """Three jobs of classes 0, 1, 2 with queues.class_map=0+3+5: their frames cross the switch in class
+    queues 0, 3 and 5 (``per_link``'s classes), and each row says its class and prio."""
+    import json
+
+    from emu.front.cli import main
+
+    out = tmp_path / "r.json"
+    assert main(["run", "--topo", "star:n=6", "--set", "queues.arbiter=drr", "--set", "queues.class_map=0+3+5",
+                 "--job", "a:hosts=h0+h1,test=allreduce,size=4KiB", "--job", "b:hosts=h2+h3,test=allreduce,size=4KiB,class=1",
+                 "--job", "c:hosts=h4+h5,test=allreduce,size=4KiB,class=2", "--no-isolated", "--json", str(out)]) == 0
+    rows = {r["job"]: r for r in json.loads(out.read_text())["results"]}
+    assert [(rows[j]["class"], rows[j]["prio"]) for j in "abc"] == [(0, 0), (1, 3), (2, 5)]
+    seen = {c for v in rows["a"]["per_link"].values() for c in v.get("classes", {})}
+    assert seen == {"0", "3", "5"}
+    for p, v in rows["a"]["per_link"].items():
+        if "classes" in v:
+            assert sum(x["frames"] for x in v["classes"].values()) == v["frames"]
