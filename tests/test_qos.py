@@ -253,3 +253,82 @@ def test_jobs_classes_go_through_the_class_map(tmp_path):
     for p, v in rows["a"]["per_link"].items():
         if "classes" in v:
             assert sum(x["frames"] for x in v["classes"].values()) == v["frames"]
+
+
+def _iq(queues, **kw):
+    """h0 (class 0) and h2 (class 1) -> h1 through an input-queued router, 10 Gbit/s out to h1."""
+    t = Topology("iq-two-classes")
+    t.add_host("h0", HostSpec(traffic_class=0))
+    t.add_host("h1")
+    t.add_host("h2", HostSpec(traffic_class=1))
+    t.add_switch("s0", SwitchSpec(model="input_queued", queues=queues, **kw))
+    for i in range(3):
+        t.add_link(f"h{i}", "s0", LinkSpec(latency_ns=100, bandwidth_bps=10**10 if i == 1 else 10**11), a_port=0, b_port=i)
+    t.routes = {"s0": [0, 1, 2]}
+    return t
+
+
+async def _iq_ends(queues, **kw):
+    async with emu.Cluster(_iq(queues, **kw), run=RunConfig(direct=True)) as net:
+        res = await net.run({"h0": (apps.send_to, "h1", 1024 * 100, 0), "h2": (apps.send_to, "h1", 1024 * 100, 1),
+                             "h1": (apps.recv_n, 2)})
+    return {tag: t for _s, tag, _n, t, *_ in res["h1"]}, None
+
+
+async def test_weighted_switch_allocation_in_the_input_queued_router():
+    """The router's output to h1 is the bottleneck; both inputs always hold a ready frame. Strict
+    priority (link.priority, the default): class 1 first, 100 line times L, class 0 after 200 L.
+    queues.arbiter=drr 1+3: the output's arbiter gives class 1 three quarters of the grants while
+    both wait: 133.3 L, class 0 200 L; equal weights: both near 200 L."""
+    L = SLOW
+    big = dict(vcs=4, vc_buffer_bytes=4 * 1088)  # (a head ready in another VC while one is in the pipeline)
+    strict, _ = await _iq_ends(QueueSpec(), **big)
+    drr13, _ = await _iq_ends(QueueSpec(arbiter="drr", weights="1+3"), **big)
+    drr11, _ = await _iq_ends(QueueSpec(arbiter="drr"), **big)
+    assert abs(strict[1] - 100 * L) <= 3 * L and abs(strict[0] - 200 * L) <= 3 * L, strict
+    assert abs(drr13[1] - 400 * L / 3) <= 3 * L and abs(drr13[0] - 200 * L) <= 3 * L, drr13
+    assert abs(drr11[1] - drr11[0]) <= 3 * L and abs(drr11[0] - 200 * L) <= 3 * L, drr11
+    assert (strict, drr13, drr11) == ({1: 86_836, 0: 172_836}, {1: 116_076, 0: 172_836}, {0: 171_976, 1: 172_836})
+
+
+async def _send_vc(host, dst, size, tag, vc):
+    await host.send(dst, bytes(size), tag, vc=vc)
+
+
+def _iq_chain(queues, classes):
+    """h0 (class 0) and h2 (class 1) -> s0 -> s1 -> h1, input-queued routers of 4 VCs: at s1 both classes
+    come in through one input, and its switch arbiter chooses between them (the input stage)."""
+    t = Topology("iq-chain")
+    t.add_host("h0", HostSpec(traffic_class=0))
+    t.add_host("h1")
+    t.add_host("h2", HostSpec(traffic_class=1))
+    for s in ("s0", "s1"):
+        t.add_switch(s, SwitchSpec(model="input_queued", queues=queues, vcs=4, vc_buffer_bytes=4 * 1088, classes=classes))
+    fast = LinkSpec(latency_ns=100, bandwidth_bps=10**11)
+    t.add_link("h0", "s0", fast, a_port=0, b_port=0)
+    t.add_link("h2", "s0", fast, a_port=0, b_port=1)
+    t.add_link("s0", "s1", fast, a_port=2, b_port=0)
+    t.add_link("h1", "s1", LinkSpec(latency_ns=100, bandwidth_bps=10**10), a_port=0, b_port=1)
+    t.routes = {"s0": [0, 2, 1], "s1": [0, 1, 0]}
+    return t
+
+
+async def test_weights_at_the_input_stage_of_a_router():
+    """Both classes through one input of s1. In VCs of their own (``switch.classes=2``, each host's
+    messages on the VC of its class: the class -> VC map), s1's input arbiter gives class 1 three
+    quarters of its bottleneck as the output's did above (133.3 L, 200 L). Sharing the VCs, the mix
+    entering s1 is what s0's VC allocator let in, turn by turn: near 1:1 whatever the weights."""
+    L = SLOW
+    ends = {}
+    for name, q, classes in (("strict", QueueSpec(), 2), ("drr13", QueueSpec(arbiter="drr", weights="1+3"), 2),
+                             ("shared", QueueSpec(arbiter="drr", weights="1+3"), 1)):
+        async with emu.Cluster(_iq_chain(q, classes), run=RunConfig(direct=True)) as net:
+            res = await net.run({"h0": (_send_vc, "h1", 1024 * 100, 0, 0), "h2": (_send_vc, "h1", 1024 * 100, 1, 1),
+                                 "h1": (apps.recv_n, 2)})
+        ends[name] = {tag: t for _s, tag, _n, t, *_ in res["h1"]}
+    hop = ends["strict"][1] - 100 * L - 836  # (the second router's fixed delay: strict's class 1 ends 100 L in)
+    assert 0 < hop < 2 * L
+    assert abs(ends["drr13"][1] - hop - 836 - 400 * L / 3) <= 4 * L and abs(ends["drr13"][0] - 200 * L) <= 3 * L, ends
+    assert abs(ends["shared"][1] - ends["shared"][0]) <= 4 * L  # (the weights cannot reach past the shared VCs)
+    assert ends == {"strict": {1: 87_932, 0: 173_222}, "drr13": {1: 119_752, 0: 173_072},
+                    "shared": {0: 170_492, 1: 173_222}}

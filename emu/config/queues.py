@@ -8,7 +8,7 @@ classes: ``"3"``, ``"0+3"`` (or ``"0,3"`` in a file: on the command line a comma
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .base import ConfigError
 
@@ -231,9 +231,15 @@ class QueueSpec:
         """Refuse combinations with the switch's other settings (``SwitchSpec``)."""
         if not self.on:
             return
+        if switch.model == "input_queued" and replace(self, arbiter="strict", weights="").on is False:
+            if switch.allocator != "round_robin":  # weights in switch allocation (emu.switch.iqdrr)
+                raise ConfigError(f"queues.arbiter=drr weighs the classes in the separable switch allocator; set "
+                                  f"switch.allocator=round_robin (not {switch.allocator})")
+            return
         if switch.model != "output_queued":
-            raise ConfigError(f"queues.* needs output queues: switch.model={switch.model} has none; set "
-                              "switch.model=output_queued or switch the queues settings off")
+            raise ConfigError(f"queues.* needs output queues: switch.model={switch.model} has none (of them it takes "
+                              "queues.arbiter=drr with queues.weights only); set switch.model=output_queued or switch "
+                              "the other queues settings off")
         if switch.vc_buffer_bytes:
             raise ConfigError("queues.* and credit flow control (switch.vc_buffer_bytes > 0) are two buffer models; "
                               "set switch.vc_buffer_bytes=0 to use the shared output buffer")
