@@ -56,7 +56,9 @@ class RunMetrics:
     """Per output port of a switch with ``[queues]`` mechanisms (and a port into one with PFC): its
     counters over the run (``tail_drops``, ``trimmed``, ``ecn_marked``, ``int_stamped``, ``pause_tx``
     -- XOFF and XON sent on it, ``xoff_tx``, ``xon_tx``, ``headroom_drops`` and ``ingress_peak_bytes``
-    of the ingress of the same number --, ``pause_rx``, ``paused_ns`` summed over its classes)."""
+    of the ingress of the same number --, ``pause_rx``, ``paused_ns`` summed over its classes), and per
+    class lists of 8 (``class_frames``, ``class_bytes``, ``class_drops``, ``class_marks``,
+    ``class_pauses``, ``class_paused_ns``, ``class_xoff_tx``) that ``per_link`` gives as ``classes``."""
 
     @property
     def completion_ns(self) -> int:
