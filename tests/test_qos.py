@@ -268,8 +268,8 @@ def _iq(queues, **kw):
     return t
 
 
-async def _iq_ends(queues, **kw):
-    async with emu.Cluster(_iq(queues, **kw), run=RunConfig(direct=True)) as net:
+async def _iq_ends(queues, processes=1, **kw):
+    async with emu.Cluster(_iq(queues, **kw), run=RunConfig(direct=processes == 1), processes=processes) as net:
         res = await net.run({"h0": (apps.send_to, "h1", 1024 * 100, 0), "h2": (apps.send_to, "h1", 1024 * 100, 1),
                              "h1": (apps.recv_n, 2)})
     return {tag: t for _s, tag, _n, t, *_ in res["h1"]}, None
@@ -289,6 +289,7 @@ async def test_weighted_switch_allocation_in_the_input_queued_router():
     assert abs(drr13[1] - 400 * L / 3) <= 3 * L and abs(drr13[0] - 200 * L) <= 3 * L, drr13
     assert abs(drr11[1] - drr11[0]) <= 3 * L and abs(drr11[0] - 200 * L) <= 3 * L, drr11
     assert (strict, drr13, drr11) == ({1: 86_836, 0: 172_836}, {1: 116_076, 0: 172_836}, {0: 171_976, 1: 172_836})
+    assert (await _iq_ends(QueueSpec(arbiter="drr", weights="1+3"), processes=2, **big))[0] == drr13  # (sockets)
 
 
 async def _send_vc(host, dst, size, tag, vc):
