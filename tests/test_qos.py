@@ -333,3 +333,34 @@ async def test_weights_at_the_input_stage_of_a_router():
     assert abs(ends["shared"][1] - ends["shared"][0]) <= 4 * L  # (the weights cannot reach past the shared VCs)
     assert ends == {"strict": {1: 87_932, 0: 173_222}, "drr13": {1: 119_752, 0: 173_072},
                     "shared": {0: 170_492, 1: 173_222}}
+
+
+def test_three_backlogged_classes_share_a_port_by_their_weights():
+    """queues.arbiter=drr, weights 1+2+3, every class always backlogged: at every frame each class's
+    bytes are within its quantum and one frame of its weight's share of the total (the deficit round
+    robin bound: a class is at most one turn and one frame ahead or behind), and at the end of every
+    round of turns -- when class 0's turn comes again -- within one frame."""
+    spec = QueueSpec(arbiter="drr", weights="1+2+3")
+    p = OutPort(0, "s0-p0", 0, 0, "h1", "h1-nic0", 100, 10**11)
+    p.flow = PrioQueues(framing=p.framing)
+    p.flow.quanta = spec.quanta
+    SwitchQueues(spec, [p], 0, 5)
+    for _ in range(700):
+        for c in range(3):
+            p.hand_over(p.flow.admit(_frame(c), 0), 0, None)
+    t, last, rounds, dev = 0, 0, 0, []
+    for _ in range(600):
+        p.start_ready(t)
+        t = p.free_at
+        sent = p.flow.tx_bytes[:3]
+        for c, w in enumerate((1, 2, 3)):
+            assert abs(sent[c] - w * sum(sent) / 6) <= spec.quanta[c] + WIRE, sent
+        if p.flow.line_class == 0 and last == 2:  # a new round began with this frame: the one before ended it
+            rounds += 1
+            before = list(sent)
+            before[0] -= WIRE
+            for c, w in enumerate((1, 2, 3)):
+                dev.append(abs(before[c] - w * sum(before) / 6))
+        last = p.flow.line_class
+    assert max(dev) <= WIRE, dev
+    assert rounds >= 50 and p.flow.tx_frames[:3] == [s // WIRE for s in p.flow.tx_bytes[:3]]
