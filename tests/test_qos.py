@@ -244,7 +244,8 @@ def test_jobs_classes_go_through_the_class_map(tmp_path):
 
     out = tmp_path / "r.json"
     assert main(["run", "--topo", "star:n=6", "--set", "queues.arbiter=drr", "--set", "queues.class_map=0+3+5",
-                 "--job", "a:hosts=h0+h1,test=allreduce,size=4KiB", "--job", "b:hosts=h2+h3,test=allreduce,size=4KiB,class=1",
+                 "--job", "a:hosts=h0+h1,test=allreduce,size=4KiB",
+                 "--job", "b:hosts=h2+h3,test=allreduce,size=4KiB,class=1",
                  "--job", "c:hosts=h4+h5,test=allreduce,size=4KiB,class=2", "--no-isolated", "--json", str(out)]) == 0
     rows = {r["job"]: r for r in json.loads(out.read_text())["results"]}
     assert [(rows[j]["class"], rows[j]["prio"]) for j in "abc"] == [(0, 0), (1, 3), (2, 5)]

@@ -1,6 +1,8 @@
 """The output-queue disciplines of an output-queued switch (``[queues]`` settings, ``--set queues.x=``;
-``switch/queues``): a shared buffer with dynamic thresholds and tail drop, ECN marking, PFC, INT,
-trimming. Everything is off by default: a switch then forwards exactly as before.
+``switch/queues``): a shared buffer with dynamic thresholds and tail drop (per-class reserves in it),
+ECN marking, PFC, INT, trimming, strict or weighted (DRR) service of the classes. Everything is off by
+default: a switch then forwards exactly as before. The input-queued router takes the arbiter only
+(weights in its switch allocator, ``switch/iqdrr.py``).
 
 Traffic classes are the fabric header's ``prio`` (0..7). The per-class settings take a list of
 classes: ``"3"``, ``"0+3"`` (or ``"0,3"`` in a file: on the command line a comma makes a sweep),
