@@ -235,6 +235,21 @@ async def test_three_classes_by_strict_priority_and_by_weights():
     assert (strict, drr) == ({2: 86_836, 1: 172_836, 0: 258_836}, {2: 174_556, 1: 216_696, 0: 258_836})
 
 
+def test_a_jobs_class_takes_its_vc_group_on_input_queued_routers(tmp_path):
+    """switch.classes=2 (VC groups, vc_policy=by_class): a job of class 1 gets host.class_vc=1 on its
+    hosts; a class without a group is refused in one line."""
+    from emu.front.jobs import Job, apply_host_specs
+
+    t = build("star:n=4", settings=parse_settings(["switch.model=input_queued", "switch.vcs=4", "switch.classes=2",
+                                                   "queues.arbiter=drr", "queues.weights=1+3"]))
+    jobs = [Job("a", "pingall", ("h0", "h1")), Job("b", "pingall", ("h2", "h3"), traffic_class=1)]
+    apply_host_specs(t, jobs, {}, {})
+    assert [(t.nodes[h].spec.traffic_class, t.nodes[h].spec.class_vc) for h in ("h0", "h2")] == [(0, 0), (1, 1)]
+    with pytest.raises(ConfigError, match="class=2 has no VC group on the input-queued routers") as e:
+        apply_host_specs(t, [Job("c", "pingall", ("h0",), traffic_class=2)], {}, {})
+    assert "\n" not in str(e.value)
+
+
 def test_jobs_classes_go_through_the_class_map(tmp_path):
     """Three jobs of classes 0, 1, 2 with queues.class_map=0+3+5: their frames cross the switch in class
     queues 0, 3 and 5 (``per_link``'s classes), and each row says its class and prio."""
@@ -334,6 +349,17 @@ async def test_weights_at_the_input_stage_of_a_router():
     assert abs(ends["shared"][1] - ends["shared"][0]) <= 4 * L  # (the weights cannot reach past the shared VCs)
     assert ends == {"strict": {1: 87_932, 0: 173_222}, "drr13": {1: 119_752, 0: 173_072},
                     "shared": {0: 170_492, 1: 173_222}}
+    # the class -> VC map a job gets (HostSpec.class_vc): h2's messages sent on VC 0 go on VC 1
+    t = _iq_chain(QueueSpec(arbiter="drr", weights="1+3"), 2)
+    t.nodes["h2"] = replace(t.nodes["h2"], spec=replace(t.nodes["h2"].spec, class_vc=1))
+    async with emu.Cluster(t, run=RunConfig(capture=True)) as net:
+        res = await net.run({"h0": (apps.send_to, "h1", 1024 * 100, 0), "h2": (apps.send_to, "h1", 1024 * 100, 1),
+                             "h1": (apps.recv_n, 2)})
+        recs = await net.capture_records()
+        base = net.plan.iface_base["s0"]
+    assert {tag: t for _s, tag, _n, t, *_ in res["h1"]} == ends["drr13"]
+    vcs = {(i - base, f[22] % 2) for _t, i, d, f in recs if i in (base, base + 1) and d == 1 and len(f) > 100}
+    assert vcs == {(0, 0), (1, 1)}
 
 
 def test_three_backlogged_classes_share_a_port_by_their_weights():

@@ -207,6 +207,10 @@ class HostSpec(CcParams):
     prio-0 frames waiting there (strict priority, ``LinkSpec.priority``); a switch's class queues serve
     the eight by strict priority or by weights (``queues.arbiter``). ``emu run --job NAME:...,class=K``
     sets it on the job's hosts, through ``queues.class_map`` (docs/jobs.md)."""
+    class_vc: int = 0
+    """The VC byte of this host's messages its program sends on VC 0 (``send``/``isend``'s default):
+    a job's class on input-queued routers with ``switch.classes`` > 1 and ``vc_policy=by_class``, so
+    the job's frames have VC buffers of their own there (``emu run --job ...,class=K``). 0: as sent."""
     nic: NicSpec = NicSpec()
     """The collective-offload engine of the NIC (spec 01)."""
     elan: ElanSpec = ElanSpec()
@@ -218,6 +222,8 @@ class HostSpec(CcParams):
         if self.traffic_class not in range(8) or isinstance(self.traffic_class, bool):
             raise ConfigError(f"HostSpec.traffic_class must be within 0..7 (the fabric header's prio: the switches' "
                               f"traffic classes), got {self.traffic_class!r}")
+        if not isinstance(self.class_vc, int) or isinstance(self.class_vc, bool) or not 0 <= self.class_vc <= 255:
+            raise ConfigError(f"HostSpec.class_vc must be within 0..255 (the fabric header's vc), got {self.class_vc!r}")
         if not isinstance(self.eager_limit_bytes, int) or isinstance(self.eager_limit_bytes, bool) \
                 or not 0 <= self.eager_limit_bytes <= 1 << 30:
             raise ConfigError(f"HostSpec.eager_limit_bytes must be an integer within 0..2**30 bytes, got "

@@ -212,9 +212,12 @@ def apply_host_specs(topo, jobs: list[Job], defaults: dict, settings: dict) -> N
 
     given = {**defaults.get("host", {}), **settings.get("host", {})}
     prio_of = class_map(topo, jobs)
+    groups = vc_groups(topo, jobs)
     for job in jobs:
         prio = job.prio = prio_of[job.traffic_class]
         change: dict = {"traffic_class": prio} if prio else {}
+        if groups > 1 and job.traffic_class:
+            change["class_vc"] = job.traffic_class
         if job.test in PATTERNS:
             change.update({f: 0 for f in ("send_overhead_ns", "recv_overhead_ns")
                            if f not in given and (f == "send_overhead_ns" or job.extra.get("drain") == "measured")})
@@ -242,6 +245,20 @@ def class_map(topo, jobs: list[Job]) -> list[int]:
                               "switches a port tells only prio 0 from the rest: turn class queues on (e.g. --set "
                               "queues.arbiter=drr, or queues.buffer_bytes) or use class 0 or 1")
     return prio_of
+
+
+def vc_groups(topo, jobs: list[Job]) -> int:
+    """The VC groups a job's class maps to on input-queued routers (``switch.classes`` with
+    ``vc_policy=by_class``: class k on group k); 1: none (classes share the VCs). Refused where a job's
+    class has no group."""
+    iq = [n.spec for n in topo.nodes.values() if getattr(n.spec, "model", "") == "input_queued"]
+    groups = min((s.classes for s in iq if s.vc_policy == "by_class"), default=1)
+    for job in jobs:
+        if groups > 1 and job.traffic_class >= groups:
+            raise ConfigError(f"--job {job.name}: class={job.traffic_class} has no VC group on the input-queued routers "
+                              f"(switch.classes={groups}: classes 0..{groups - 1}); give switch.classes more groups or "
+                              "a lower class")
+    return groups
 
 
 async def prepare_jobs(args) -> tuple:
