@@ -17,6 +17,7 @@ import heapq
 
 from .forward import VC_OFF
 from .iqcut import cuttable
+from .iqdrr import drr_separable
 from .iqpacket import INF, Copy, Packet
 from .iqpool import FLAGS_OFF, in_pool, mark
 
@@ -273,7 +274,7 @@ class Rounds:
                 c = rq[0]
                 c.sa_try = now
                 req[p] = [(c.pkt.vc, c)]
-        grants = self._islip(req) if self.islip else self._separable(req)
+        grants = self._islip(req) if self.islip else self._separable(req) if self.drr is None else drr_separable(self, req)
         grant = self._grant
         return [grant(c, now) for c in grants]
 
