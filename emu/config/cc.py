@@ -89,6 +89,10 @@ class CcParams:
         if self.cc != "none" and getattr(self, "transport", "none") != "none":
             raise ConfigError(f"host.cc={self.cc} brings its own transport (acknowledgements, resends) and "
                               f"host.transport={self.transport} would be ignored; leave host.transport at none")
+        nic = getattr(self, "nic", None)
+        if self.cc == "none" and getattr(nic, "qp_sched", "auto") == "rr":
+            raise ConfigError("nic.qp_sched=rr arbitrates between the queue pairs of a congestion control's "
+                              "transport; set host.cc (dcqcn, hpcc, swift, ndp) or leave nic.qp_sched at auto")
         if self.cc_entropy not in ENTROPIES:
             raise ConfigError(f"host.cc_entropy must be one of {', '.join(ENTROPIES)}, got {self.cc_entropy!r}")
         if self.cc_recovery not in RECOVERIES:

@@ -119,7 +119,7 @@ class Dcqcn(CcTransport):
             if not f.idle():  # (idle: it rests until there is something to send; send() catches up)
                 st.timer = self.nic.at(st.due, self._rate_timer, f)
 
-    def send(self, dst: int, tag: int, data, at: int, vc: int = 0) -> None:
+    def send(self, dst: int, tag: int, data, at: int, vc: int = 0, prio: int | None = None) -> None:
         f = self.flows.get(dst)
         st = f.cc if f is not None else None
         if st is not None and st.timer is None and st.due is not None:  # the rate timer rested: its events since, then on
@@ -132,7 +132,7 @@ class Dcqcn(CcTransport):
                 due += period
             if f.rate < self.line_bps or st.target < self.line_bps:
                 st.timer = self.nic.at(due, self._rate_timer, f)
-        super().send(dst, tag, data, at, vc)
+        super().send(dst, tag, data, at, vc, prio)
 
     def on_sent(self, f: Flow, n: int) -> None:
         b = self.spec.dcqcn_byte_counter_bytes
