@@ -78,3 +78,12 @@ def test_bad_settings_are_refused_in_one_line(capsys, sets, says):
     assert capsys.readouterr().out == f"refused: {says}\n"
     with pytest.raises(ConfigError):
         HostSpec(nic=NicSpec(qp_sched="rr"))
+
+
+def test_round_robin_figures_repeat_over_processes_and_in_memory(tmp_path):
+    args = ["--topo", "fattree:k=2,n=2", "--test", "poisson", "--load", "0.9", "--cdf", "hadoop", "--duration",
+            "60us", "--seed", "3", "--set", "host.cc=dcqcn"]
+    a = run(tmp_path, *args, name="a.json")
+    assert a[0]["flows"] > 4 and a[0]["cc"]["segments_sent"] > 100
+    assert run(tmp_path, *args, "--processes", "2", name="b.json") == a
+    assert run(tmp_path, *args, "--direct", name="c.json") == a
