@@ -56,8 +56,6 @@ class QpScheduler:
         """Peers whose queue pair is in a ring."""
         self._serving: int | None = None
         self._again: set[int] = set()
-        self.stats = {"qp_picks": 0, "qp_switches": 0}
-        self._last: dict[int, int] = {}
 
     def kick(self, f: Any) -> None:
         """Queue pair ``f`` may have something to send: into its port's ring, and a look at the port."""
@@ -72,6 +70,9 @@ class QpScheduler:
             if port != self._serving:
                 self._again.add(port)
             return
+        self._serve(port)
+
+    def _serve(self, port: int) -> None:
         self._serving = port
         try:
             self._look(port)
@@ -92,15 +93,7 @@ class QpScheduler:
 
     def _timer(self, port: int) -> None:
         self.timers.pop(port, None)
-        self._serving = port
-        try:
-            self._look(port)
-            while self._again:
-                p = self._again.pop()
-                self._serving = p
-                self._look(p)
-        finally:
-            self._serving = None
+        self._serve(port)
 
     def _arm(self, port: int, t: int) -> None:
         old = self.timers.get(port)
@@ -144,10 +137,6 @@ class QpScheduler:
                     wake = due
                 continue
             wire = tr.send_segment(f, nxt, earliest)
-            self.stats["qp_picks"] += 1
-            if self._last.get(port, f.dst) != f.dst:
-                self.stats["qp_switches"] += 1
-            self._last[port] = f.dst
             self.free[port] = end = earliest + self.line_ns(port, wire)
             self._arm(port, end - self.delay)
             return
