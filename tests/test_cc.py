@@ -54,7 +54,7 @@ def segment(src, dst, msg_id, off, total, flags=0, stack=b"", hops=0, tag=0):
 
 # -- DCQCN ------------------------------------------------------------------------------------------
 def test_dcqcn_rate_after_cnps_is_the_formula():
-    h = H(cc="dcqcn")
+    h = H(cc="dcqcn", dcqcn_rate_decrease_interval_ns=0)  # (the decrease on the CNP itself: the paper's reading)
     h.send(1, 50_000)
     f = h.tr.flows[1]
     assert f.rate == LINE and h.tr.line_bps == LINE
@@ -75,7 +75,7 @@ def test_dcqcn_rate_after_cnps_is_the_formula():
 
 
 def test_dcqcn_a_cnp_respaces_the_next_segment_at_the_new_rate():
-    h = H(cc="dcqcn")
+    h = H(cc="dcqcn", dcqcn_rate_decrease_interval_ns=0)
     h.send(1, 5000)
     [(seg, t0)] = h.frames(PacketType.MSG)
     wire = len(seg) + FCS_LEN
@@ -87,8 +87,37 @@ def test_dcqcn_a_cnp_respaces_the_next_segment_at_the_new_rate():
     assert times == [t0 + i * half for i in range(5)]  # ... and from the CNP on at half of it
 
 
+def test_dcqcn_decreases_at_the_next_4us_check_once_for_every_cnp_since_the_last():
+    """ns-3's CheckRateDecreaseMlx: the checks run every RateDecreaseInterval (4 us) from the first CNP
+    + 1 ns; a check with a CNP since the last one decreases once. CNPs at 1,000 and 3,000 ns: the rate
+    stays the line rate until the check at 5,001, then halves (alpha 1) -- one change for two CNPs. A CNP
+    at 6,000 waits for the check at 9,001 (the grid, not 6,000 + 4 us)."""
+    h = H(cc="dcqcn")
+    assert h.n.spec.dcqcn_rate_decrease_interval_ns == 4000
+    h.send(1, 50_000)
+    f = h.tr.flows[1]
+    cnp = build_frame(1, 0, PacketType.CNP, CNP.pack(0, 1, 0))
+    h.rx(cnp, 1000)
+    h.rx(cnp, 3000)
+    h.run(5000)
+    assert f.rate == LINE and h.tr.stats["cnps_received"] == 2 and h.tr.stats["rate_changes"] == 0
+    h.run(5001)
+    g = h.n.spec.dcqcn_g
+    assert f.rate == LINE / 2 and f.cc.target == LINE and f.cc.alpha == (1 - g) + g and h.tr.stats["rate_changes"] == 1
+    h.rx(cnp, 6000)
+    h.run(9000)
+    assert f.rate == LINE / 2
+    h.run(9001)
+    a = f.cc.alpha
+    assert f.rate == LINE / 4 and f.cc.target == LINE / 2 and a == (1 - g) * 1.0 + g
+    # with no CNP since, the checks decrease nothing (and no timer is left for them)
+    h.run(30_000)
+    assert f.rate == LINE / 4 and f.cc.check is None and h.tr.stats["rate_changes"] == 2
+
+
 def test_dcqcn_increase_stages_fast_recovery_then_additive():
-    h = H(cc="dcqcn", dcqcn_byte_counter_bytes=0, dcqcn_f=2, dcqcn_rai_mbps=40, dcqcn_rhai_mbps=200)
+    h = H(cc="dcqcn", dcqcn_byte_counter_bytes=0, dcqcn_f=2, dcqcn_rai_mbps=40, dcqcn_rhai_mbps=200,
+          dcqcn_rate_decrease_interval_ns=0)
     h.send(1, 2000)
     f = h.tr.flows[1]
     h.rx(build_frame(1, 0, PacketType.CNP, CNP.pack(0, 1, 0)), 0)
@@ -113,7 +142,7 @@ def test_dcqcn_stage_of_an_increase_event_from_timer_and_byte_counts():
 
 
 def test_dcqcn_byte_counter_counts_bytes_sent_after_a_cnp():
-    h = H(cc="dcqcn", dcqcn_byte_counter_bytes=2500)
+    h = H(cc="dcqcn", dcqcn_byte_counter_bytes=2500, dcqcn_rate_decrease_interval_ns=0)
     h.send(1, 10_000)
     f = h.tr.flows[1]
     h.rx(build_frame(1, 0, PacketType.CNP, CNP.pack(0, 1, 0)), 0)

@@ -49,6 +49,10 @@ class CcParams:
     """DCQCN: additive increase step R_AI (Mb/s); 0: 5 Mb/s per 25 Gb/s of line rate (the HPCC repository's run.py)."""
     dcqcn_rhai_mbps: float = 0.0
     """DCQCN: hyper increase step R_HAI (Mb/s); 0: 50 Mb/s per 25 Gb/s of line rate (run.py)."""
+    dcqcn_rate_decrease_interval_ns: int = 4000
+    """DCQCN: the rate decreases at most once per this interval, at a check on a grid from the first CNP, if
+    a CNP came since the last check (the HPCC repository's ns-3 RateDecreaseInterval 4 us, run.py
+    RATE_DECREASE_INTERVAL 4); 0: on each CNP."""
     dcqcn_min_rate_mbps: float = 1000.0
     """DCQCN: the rate never falls below this (Mb/s; run.py MIN_RATE 1000Mb/s)."""
     hpcc_u_target: float = 0.95
@@ -89,6 +93,10 @@ class CcParams:
         if self.cc != "none" and getattr(self, "transport", "none") != "none":
             raise ConfigError(f"host.cc={self.cc} brings its own transport (acknowledgements, resends) and "
                               f"host.transport={self.transport} would be ignored; leave host.transport at none")
+        nic = getattr(self, "nic", None)
+        if self.cc == "none" and getattr(nic, "qp_sched", "auto") == "rr":
+            raise ConfigError("nic.qp_sched=rr arbitrates between the queue pairs of a congestion control's "
+                              "transport; set host.cc (dcqcn, hpcc, swift, ndp) or leave nic.qp_sched at auto")
         if self.cc_entropy not in ENTROPIES:
             raise ConfigError(f"host.cc_entropy must be one of {', '.join(ENTROPIES)}, got {self.cc_entropy!r}")
         if self.cc_recovery not in RECOVERIES:
@@ -103,7 +111,7 @@ class CcParams:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ConfigError(f"host.{name} must be a positive integer, got {v!r}")
-        for name in ("dcqcn_byte_counter_bytes", "hpcc_base_rtt_ns", "swift_base_target_ns", "swift_hop_scale_ns"):
+        for name in ("dcqcn_byte_counter_bytes", "dcqcn_rate_decrease_interval_ns", "hpcc_base_rtt_ns", "swift_base_target_ns", "swift_hop_scale_ns"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ConfigError(f"host.{name} must be an integer >= 0, got {v!r}")

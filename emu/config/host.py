@@ -34,7 +34,16 @@ class NicSpec:
     departs from the 6-bit field: the count is BranchDegree's (word 1, 8 bits), CpCnt is left 0
     when it cannot hold it (docs/nic-offload.md)."""
 
+    qp_sched: str = "auto"
+    """How the NIC's queue pairs share its port under a host.cc (issue #47): rr (round robin per
+    segment among the queue pairs that may send, as RDMA NICs arbitrate; ``emu.nodes.nic.qpsched``),
+    fifo (each queue pair hands its segments to the port at its own pacing times; the port sends them
+    in hand-over order), or auto: rr under a host.cc. Without one the NIC has no queue pairs: messages
+    go in the order taken (fifo)."""
+
     def __post_init__(self) -> None:
+        if self.qp_sched not in ("auto", "fifo", "rr"):
+            raise ConfigError(f"nic.qp_sched must be one of auto, fifo, rr, got {self.qp_sched!r}")
         _check_delays("NicSpec", self, ("descriptor_ns", "queue_ns", "alu_ns", "completion_ns", "post_ns"))
         if not 6 <= self.counter_bits <= 8:
             raise ConfigError(f"NicSpec.counter_bits must be within 6..8 (6: the spec's CpCnt; 8: BranchDegree's "

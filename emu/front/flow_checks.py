@@ -3,9 +3,10 @@
 websearch``, ``--test flows --flows FILE`` (the workloads: :mod:`emu.nodes.workload.flows`).
 
 Each flow is one host message (``host.send`` of ``size`` bytes, its tag the flow's number, its
-traffic class the flow's priority). A host sends its flows in start order, each at its start (or as
+traffic class -- the frames' ``prio`` -- the flow's priority; 0 leaves the host's own class). A host sends its flows in start order, each at its start (or as
 soon as its previous send returned: the host's send overhead), then receives the flows sent to it;
-its messages leave its NIC in the order taken (no interleaving at the source). A flow's completion
+its NIC sends its messages in the order taken, or, under a ``host.cc``, its queue pairs (one per
+peer) round robin (``nic.qp_sched``). A flow's completion
 time (FCT) is the arrival of its last byte at the receiver (``Message.t_ns``) less its start; its
 slowdown is FCT over the ideal FCT of the same flow alone on the idle network
 (:mod:`emu.front.flow_model`), so 1 is the best a flow can do.
@@ -56,7 +57,7 @@ async def flow_app(host, sends: list[tuple[int, str, int, int, int]], expect: in
         t = t0 + start
         if host.now < t:
             await host.sleep(t - host.now)
-        await host.send(dst, _payload(size), tag=tag, vc=prio)
+        await host.send(dst, _payload(size), tag=tag, prio=prio or None)  # (0: the host's own class)
     got = []
     for _ in range(expect):
         m = await host.recv()

@@ -37,6 +37,16 @@ class Send(Op):
         return f"{'isend' if self.request else 'send'}(dst={names[self.dst]}, {len(self.data)} bytes, tag={self.tag})"
 
 
+class SendClass(Send):
+    """A send on a traffic class of its own (``send(..., prio=)``): the frames' ``prio``."""
+
+    __slots__ = ("prio",)
+
+    def __init__(self, dst: int, data: bytes, tag: int, vc: int = 0, request: bool = False, prio: int = 0):
+        super().__init__(dst, data, tag, vc, request)
+        self.prio = prio
+
+
 class SendRequest:
     """What ``isend`` returns (as MPI_Isend's request): whether the NIC still reads the sender's
     buffer. A long message's frames are made from that buffer as the port sends them, so it must
@@ -232,11 +242,18 @@ class HostAPI:
         if tr is not None:
             tr.complete(e.name, name, start_ns, e.now, args or None)
 
-    def send(self, dst: str | int, data: bytes, tag: int = 0, vc: int = 0) -> Send:
+    def send(self, dst: str | int, data: bytes, tag: int = 0, vc: int = 0, prio: int | None = None) -> Send:
         """Send ``data`` (any size) to host ``dst``; returns once the NIC has the message (``data`` is
-        free then: see :meth:`isend` to send a long message without a copy). ``vc``:
-        its traffic class, carried in every frame's VC byte; routers map it to their virtual
-        channels (``switch.vc_policy``, ``switch.classes``)."""
+        free then: see :meth:`isend` to send a long message without a copy). ``vc``: carried in every
+        frame's VC byte; routers map it to their virtual channels (``switch.vc_policy``,
+        ``switch.classes``). ``prio``: the message's traffic class 0..7, every frame's ``prio`` byte
+        (class queues, PFC, DRR weights, a port's overtaking); None: the host's own
+        (``host.traffic_class``, a job's class)."""
+        if prio is not None:
+            if not isinstance(prio, int) or isinstance(prio, bool) or not 0 <= prio <= 7:
+                raise ValueError(f"send: prio must be a traffic class 0..7, got {prio!r}")
+            op = self.send(dst, data, tag, vc)
+            return SendClass(op.dst, op.data, op.tag, op.vc, False, prio)
         if vc.__class__ is not int or not 0 <= vc <= 255:  # (the common case: one test)
             if not isinstance(vc, int) or isinstance(vc, bool) or not 0 <= vc <= 255:
                 raise ValueError(f"send: vc must be an integer within 0..255, got {vc!r}")
@@ -255,12 +272,12 @@ class HostAPI:
         op.dst, op.data, op.tag, op.vc, op.request = self._addr(dst) if addr is None else addr, data, tag, vc, False
         return op
 
-    def isend(self, dst: str | int, data: bytes, tag: int = 0, vc: int = 0) -> Send:
+    def isend(self, dst: str | int, data: bytes, tag: int = 0, vc: int = 0, prio: int | None = None) -> Send:
         """Send ``data`` to host ``dst`` as :meth:`send` does (the same virtual time: the NIC takes
         the message after the send overhead), without a copy: returns a :class:`SendRequest`, and
         ``data`` must stay as it is until the request is done or ``await host.wait(request)``
         returned (the NIC makes a long message's frames from it as its port sends them)."""
-        op = self.send(dst, data, tag, vc)
+        op = self.send(dst, data, tag, vc, prio)
         op.request = True
         return op
 

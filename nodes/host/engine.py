@@ -24,7 +24,7 @@ from typing import Any, Callable, Protocol
 import emu.native as native
 from emu.nodes.nic.interface import PENDING, Message, NicRequest, Op
 
-from .api import Compute, HostAPI, PingOp, Recv, Send, SendRequest, Sleep, TryRecv, Wait
+from .api import Compute, HostAPI, PingOp, Recv, Send, SendClass, SendRequest, Sleep, TryRecv, Wait
 from .noise import Noise, entry_skew_ns
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ class HostNic(Protocol):
 
     def resolve(self, host: str | int) -> int: ...
 
-    def send_message(self, dst: int, tag: int, data: bytes, t: int, vc: int = 0) -> Any: ...
+    def send_message(self, dst: int, tag: int, data: bytes, t: int, vc: int = 0, prio: int | None = None) -> Any: ...
 
     def ping(self, dst: int) -> int: ...
 
@@ -211,10 +211,13 @@ class Host:
         o = self.spec.send_overhead_ns
         nic = self.nic
         done = nic.now + o if self.noise is None else self.noise.finish(nic.now, o)  # (cpu_done)
-        core = native.CORE  # (a one-frame message in the compiled core: NicEngine.send_message's twin)
         vc = op.vc or self.spec.class_vc  # (a job's class on input-queued routers' VC groups: HostSpec.class_vc)
-        out = None if core is not None and core.nic_send(nic, op.dst, op.tag, op.data, done, vc) else \
-            nic.send_message(op.dst, op.tag, op.data, done, vc)
+        if op.__class__ is SendClass:  # (a class of its own: Python's, the core writes the host's)
+            out = nic.send_message(op.dst, op.tag, op.data, done, vc, op.prio)
+        else:
+            core = native.CORE  # (a one-frame message in the compiled core: NicEngine.send_message's twin)
+            out = None if core is not None and core.nic_send(nic, op.dst, op.tag, op.data, done, vc) else \
+                nic.send_message(op.dst, op.tag, op.data, done, vc)
         if op.request:
             req = SendRequest(out)
         else:  # send: the buffer is the application's again when it returns
@@ -292,5 +295,5 @@ class Host:
 
 
 # requests an application can await, dispatched by type (DESIGN.md principle 4)
-_HANDLERS = {Send: Host._op_send, Recv: Host._op_recv, TryRecv: Host._op_try_recv, Compute: Host._op_compute,
+_HANDLERS = {Send: Host._op_send, SendClass: Host._op_send, Recv: Host._op_recv, TryRecv: Host._op_try_recv, Compute: Host._op_compute,
              PingOp: Host._op_ping, Sleep: Host._op_sleep, Wait: Host._op_wait}

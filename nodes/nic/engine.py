@@ -320,24 +320,29 @@ class NicEngine(_Attributes):
             raise ValueError(f"unknown host address {host}")
         return host
 
-    def send_message(self, dst: int, tag: int, data: bytes, t: int, vc: int = 0) -> Outgoing | None:
+    def send_message(self, dst: int, tag: int, data: bytes, t: int, vc: int = 0,
+                     prio: int | None = None) -> Outgoing | None:
         """Take a message at ``t`` (after the sender's software overhead) and put its frames out
-        on traffic class ``vc`` (through the end-to-end transport with ``host.transport=reliable``).
+        with VC byte ``vc`` and traffic class ``prio`` (None: the host's, ``host.traffic_class``),
+        through the end-to-end transport if there is one.
         Returns the message's :class:`Outgoing` while its frames are made from ``data`` as the port
         sends them (a long message), else None: ``data`` is free already."""
         if self.transport is not None:
-            self.transport.send(dst, tag, data, t + self.spec.nic_delay_ns, vc)  # (a copy of its own)
+            if prio is None:  # (a transport of a plug-in may not know prio)
+                self.transport.send(dst, tag, data, t + self.spec.nic_delay_ns, vc)  # (a copy of its own)
+            else:
+                self.transport.send(dst, tag, data, t + self.spec.nic_delay_ns, vc, prio)
             self.stats["messages_sent"] += 1
             return None
         self._msg_id = msg_id = (self._msg_id + 1) & 0xFFFFFFFF
-        self._put_message(dst, tag, msg_id, data, t + self.spec.nic_delay_ns, vc)
+        self._put_message(dst, tag, msg_id, data, t + self.spec.nic_delay_ns, vc, None, prio)
         self.stats["messages_sent"] += 1
         return self._lazy
 
     def _put_message(self, dst: int, tag: int, msg_id: int, data: bytes, at: int, vc: int = 0,
-                     route: int | None = None) -> int:
-        """The frames of one message, handed to the port at ``at`` on VC ``vc`` (its traffic class:
-        the routers map it to their VCs); returns the port. A message of ``lazy_bytes`` or more goes
+                     route: int | None = None, prio: int | None = None) -> int:
+        """The frames of one message, handed to the port at ``at`` with VC byte ``vc`` (the routers
+        map it to their VCs) and traffic class ``prio`` (None: the host's); returns the port. A message of ``lazy_bytes`` or more goes
         as lazy frames (``self._lazy``: its :class:`Outgoing`, else None). ``route``: a source-chosen
         route id (fabric flag SRCRT, the id in ``rsvd``: a resend, that routers which choose among
         ways -- adaptive, dispersive, qsnet -- send another way; ``emu.wire.fabric.source_route``)."""
@@ -350,7 +355,8 @@ class NicEngine(_Attributes):
             port, head = self._route(dst, None)
         self._lazy = None
         flags, rsvd = (0, 0) if route is None else (FLAG_SRCRT, route & 0xFF)
-        prio = self.spec.traffic_class  # (a job's class: the fabric header's prio)
+        if prio is None:
+            prio = self.spec.traffic_class  # (a job's class: the fabric header's prio)
         if total <= mtu:  # one frame (the loop below, once)
             self._out.append((port, b"".join((head, _FABRIC_PACK(self.node_id, dst, vc, prio, _MSG_T, flags, 0, rsvd,
                                                                    _MSG_LEN + total),

@@ -37,11 +37,12 @@ log = logging.getLogger(__name__)
 class _Out:
     """A message sent and not yet acknowledged."""
 
-    __slots__ = ("dst", "tag", "data", "port", "sends", "rto", "timer", "first_ns", "vc")
+    __slots__ = ("dst", "tag", "data", "port", "sends", "rto", "timer", "first_ns", "vc", "prio")
 
-    def __init__(self, dst: int, tag: int, data: bytes, port: int, rto: int, first_ns: int, vc: int = 0):
+    def __init__(self, dst: int, tag: int, data: bytes, port: int, rto: int, first_ns: int, vc: int = 0,
+                 prio: int | None = None):
         self.dst, self.tag, self.data, self.port, self.rto, self.first_ns = dst, tag, data, port, rto, first_ns
-        self.sends, self.timer, self.vc = 1, None, vc
+        self.sends, self.timer, self.vc, self.prio = 1, None, vc, prio
 
 
 class RttEstimator:
@@ -70,8 +71,9 @@ class RttEstimator:
 
 class Transport:
     def __init__(self, nic: Any, put: Callable[[int, int, int, Any, int], int]):
-        """``put(dst, tag, msg_id, data, at, vc, route=None) -> port``: the NIC's frames of one message,
-        handed to the port at ``at`` on traffic class ``vc`` (``route``: a source-chosen route id)."""
+        """``put(dst, tag, msg_id, data, at, vc, route=None, prio=None) -> port``: the NIC's frames of one
+        message, handed to the port at ``at`` with VC byte ``vc`` and traffic class ``prio`` (None: the
+        host's) (``route``: a source-chosen route id)."""
         self.nic = nic
         self.put = put
         self.spec = nic.spec
@@ -86,12 +88,12 @@ class Transport:
                       "messages_failed": 0, "duplicates_dropped": 0}
 
     # -- the sender --------------------------------------------------------------------------------
-    def send(self, dst: int, tag: int, data: Any, at: int, vc: int = 0) -> None:
+    def send(self, dst: int, tag: int, data: Any, at: int, vc: int = 0, prio: int | None = None) -> None:
         seq = self.next_seq.get(dst, 0)
         self.next_seq[dst] = (seq + 1) & 0xFFFFFFFF
         data = bytes(data)  # kept to send again: the application may reuse its buffer
-        port = self.put(dst, tag, seq, data, at, vc)
-        out = self.unacked[(dst, seq)] = _Out(dst, tag, data, port, self.rtt.rto, at, vc)
+        port = self.put(dst, tag, seq, data, at, vc, None, prio)
+        out = self.unacked[(dst, seq)] = _Out(dst, tag, data, port, self.rtt.rto, at, vc, prio)
         out.timer = self.nic.at(at + out.rto, self._timeout, (dst, seq))
 
     def on_ack(self, src: int, frame: bytes) -> None:
@@ -143,7 +145,7 @@ class Transport:
         at = now + self.spec.nic_delay_ns
         # sent again by a source route (route id: the sends before it): routers that choose among ways
         # (adaptive, dispersive, qsnet) send each resend another way, so one dead end is left behind
-        self.put(out.dst, out.tag, key[1], out.data, at, out.vc, out.sends - 1)
+        self.put(out.dst, out.tag, key[1], out.data, at, out.vc, out.sends - 1, out.prio)
         out.timer = self.nic.at(at + out.rto, self._timeout, key)
 
     def _why(self, out: _Out, now: int) -> str:

@@ -12,7 +12,7 @@ the front door (``emu.front.flow_checks``) runs each as one host message.
 * :func:`parse_flows` -- a flow file (below); :func:`parse_cdf` -- a CDF file.
 
 **Flow file.** One flow per line, ``src dst priority size start_ns`` (hosts by index or by name, the
-priority a traffic class 0..255, the size in bytes, the start in ns); ``#`` starts a comment, blank
+priority a traffic class 0..7 -- the frames' ``prio``, as the HPCC code's ``pg`` --, the size in bytes, the start in ns); ``#`` starts a comment, blank
 lines are skipped. The HPCC code's own ``flow.txt`` is read as it is: a first line holding only the
 number of flows, then ``src dst priority dport size start_s`` (the destination port is ignored, the
 start in seconds). A bad line is refused in one line naming the file, the line and the fix.
@@ -163,8 +163,8 @@ def parse_flows(text: str, name: str, hosts: list[str], max_bytes: int = 1 << 32
         if src == dst:
             raise bad(f"a flow from {hosts[src]} to itself", "give another destination")
         size_tok, start_tok = (f[4], f[5]) if hpcc else (f[3], f[4])
-        if not _uint(f[2]) or int(f[2]) > 255:
-            raise bad(f"priority {f[2]!r} is not a traffic class", "give 0..255")
+        if not _uint(f[2]) or int(f[2]) > 7:
+            raise bad(f"priority {f[2]!r} is not a traffic class", "give 0..7")
         if not _uint(size_tok) or not 1 <= int(size_tok) <= max_bytes:
             raise bad(f"size {size_tok!r} is not a byte count", f"give 1..{max_bytes} (host.max_message_bytes)")
         try:

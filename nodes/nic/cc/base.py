@@ -32,7 +32,9 @@ from emu.wire import FCS_LEN, HDR_LEN, HOPS_OFF, MACK, MSG, PacketType
 from emu.wire.cc import FLAG_INT, FLAG_TRIM, NACK, strip_int
 from emu.wire.fabric import FLAGS_OFF
 
+from ..qpsched import QpScheduler
 from ..transport import RttEstimator
+from .flow import Flow, _Msg, _Rx  # noqa: F401  (Flow: the algorithms import it from here)
 
 log = logging.getLogger(__name__)
 
@@ -43,69 +45,6 @@ CTRL_PRIO = 1
 """Priority of acknowledgements and control frames (as ``host.transport=reliable``'s)."""
 _DATA_OFF = HDR_LEN + MSG.size
 _MSG_T = int(PacketType.MSG)
-
-
-class _Msg:
-    __slots__ = ("msg_id", "tag", "data", "vc", "ready_ns", "start", "span")
-
-    def __init__(self, msg_id: int, tag: int, data: bytes, vc: int, ready_ns: int, start: int):
-        self.msg_id, self.tag, self.data, self.vc, self.ready_ns, self.start = msg_id, tag, data, vc, ready_ns, start
-        self.span = len(data) or 1
-        """Sequence numbers the message takes (an empty message: one, its one empty segment)."""
-
-
-class Flow:
-    """One peer's queue pair at the sender."""
-
-    def __init__(self, dst: int, port: int):
-        self.dst, self.port = dst, port
-        self.msgs: deque[_Msg] = deque()
-        """Messages not yet wholly acknowledged, in order."""
-        self.by_id: dict[int, _Msg] = {}
-        self.end = 0
-        """Sequence number after the last message queued."""
-        self.una = 0
-        """Everything below is acknowledged."""
-        self.nxt = 0
-        """The next new segment's sequence number (go-back-N moves it back)."""
-        self.high = 0
-        """Highest sequence number sent + 1 (a segment below it is a resend)."""
-        self.out: dict[int, list] = {}
-        """Sequence number -> [msg, offset, seq length, handed-over ns, resend?, in flight?] of segments out,
-        unacknowledged (a timeout counts them out of flight: lost)."""
-        self.retx: deque[int] = deque()
-        """Selective repeat: sequence numbers to send again."""
-        self.inflight = 0
-        self.next_ns = 0
-        """Pacing: no segment before this."""
-        self.pump_at: int | None = None
-        """When the pending pump timer fires (None: none pending)."""
-        self.pump_timer: int | None = None
-        self.last_t = self.last_wire = 0
-        """The last segment's hand-over time and wire bytes (a new rate re-spaces the next one from them)."""
-        self.cur: _Msg | None = None
-        """The message the last new segment came from."""
-        self.timer: int | None = None
-        self.tries = 0
-        self.rate: float | None = None
-        """Bits per second the flow is paced at (None: the line rate)."""
-        self.cwnd: float | None = None
-        """Bytes it may have unacknowledged (None: no window)."""
-        self.cc: Any = None
-        """The algorithm's own state."""
-
-    def idle(self) -> bool:
-        return not self.msgs
-
-
-class _Rx:
-    """A receiver's state for one sender."""
-
-    __slots__ = ("exp_id", "exp_off", "nack_key", "nack_until", "cc")
-
-    def __init__(self):
-        self.exp_id = self.exp_off = 0
-        self.nack_key, self.nack_until, self.cc = None, 0, None
 
 
 class CcTransport:
@@ -125,6 +64,10 @@ class CcTransport:
         self.delivered: dict[int, list] = {}
         self.failures: list[str] = []
         self.rtt = RttEstimator(spec.rto_ns, spec.rto_min_ns, spec.rto_ns)
+        mode = spec.nic.qp_sched
+        self.sched = QpScheduler(self) if mode in ("auto", "rr") else None
+        """The port's round robin among queue pairs (``nic.qp_sched``), or None: each QP hands its
+        segments to the port at its own pacing times (fifo)."""
         self.int_stack = b""
         """The INT stack data segments carry (HPCC: an empty one), else empty."""
         self.stats = {"cc": 0, "segments_sent": 0, "segments_resent": 0, "acks_sent": 0, "acks_received": 0,
@@ -185,7 +128,11 @@ class CcTransport:
         self.stats["rate_changes"] += 1
         paced = rate != flow.rate
         flow.rate, flow.cwnd = rate, cwnd
-        if paced and flow.last_wire and not self._pumping:
+        if self.sched is not None:
+            if paced and flow.last_wire:
+                flow.next_ns = flow.last_t + self.gap(flow.last_wire, rate)
+            self.sched.kick(flow)
+        elif paced and flow.last_wire and not self._pumping:
             flow.next_ns = flow.last_t + self.gap(flow.last_wire, rate)
             if flow.pump_timer is not None:
                 self.nic.timers.cancel(flow.pump_timer)
@@ -204,18 +151,20 @@ class CcTransport:
             self.flow_init(f)
         return f
 
-    def send(self, dst: int, tag: int, data: Any, at: int, vc: int = 0) -> None:
+    def send(self, dst: int, tag: int, data: Any, at: int, vc: int = 0, prio: int | None = None) -> None:
         seq = self.next_seq.get(dst, 0)
         self.next_seq[dst] = (seq + 1) & 0xFFFFFFFF
         f = self.flow(dst)
-        m = _Msg(seq, tag, bytes(data), vc, at, f.end)
+        m = _Msg(seq, tag, bytes(data), vc, at, f.end, self.spec.traffic_class if prio is None else prio)
         f.end += m.span
         f.msgs.append(m)
         f.by_id[seq] = m
         self.kick(f)
 
     def kick(self, f: Flow) -> None:
-        if f.pump_at is None:
+        if self.sched is not None:  # (nic.qp_sched=rr: the port's round robin sends it)
+            self.sched.kick(f)
+        elif f.pump_at is None:
             self._pump(f)
 
     def _pump_timer(self, f: Flow) -> None:
@@ -263,10 +212,8 @@ class CcTransport:
             nxt = self._next(f)
             if nxt is None:
                 return
-            seq, m, off, n = nxt
-            span = n if m.data else 1
-            resend = seq < f.high
-            if not self.allowed(f, span):
+            m, n = nxt[1], nxt[3]
+            if not self.allowed(f, n if m.data else 1):
                 return
             t = max(earliest, f.next_ns, m.ready_ns)
             if t > earliest:
@@ -274,32 +221,40 @@ class CcTransport:
                     f.pump_at = t - self.delay
                     f.pump_timer = nic.at(t - self.delay, self._pump_timer, f)
                 return
-            if f.retx and f.retx[0] == seq:
-                f.retx.popleft()
-            else:
-                f.nxt = seq + span
-            wire = self._emit(f, m, off, n, t)
-            old = f.out.get(seq)
-            if old is not None and old[5]:
-                f.inflight -= span
-            f.out[seq] = [m, off, span, t, resend, True]
-            f.inflight += span
-            f.high = max(f.high, seq + span)
-            self.stats["segments_sent"] += 1
-            if resend:
-                self.stats["segments_resent"] += 1
-            self.on_sent(f, n)
-            f.last_t, f.last_wire = t, wire
-            f.next_ns = t + self.gap(wire, f.rate)
-            if f.timer is None:
-                self._arm(f, t)
+            self.send_segment(f, nxt, t)
+
+    def send_segment(self, f: Flow, nxt: tuple, t: int) -> int:
+        """Hand segment ``nxt`` (from :meth:`_next`) of ``f`` to the port at ``t``; returns its wire bytes."""
+        seq, m, off, n = nxt
+        span = n if m.data else 1
+        resend = seq < f.high
+        if f.retx and f.retx[0] == seq:
+            f.retx.popleft()
+        else:
+            f.nxt = seq + span
+        wire = self._emit(f, m, off, n, t)
+        old = f.out.get(seq)
+        if old is not None and old[5]:
+            f.inflight -= span
+        f.out[seq] = [m, off, span, t, resend, True]
+        f.inflight += span
+        f.high = max(f.high, seq + span)
+        self.stats["segments_sent"] += 1
+        if resend:
+            self.stats["segments_resent"] += 1
+        self.on_sent(f, n)
+        f.last_t, f.last_wire = t, wire
+        f.next_ns = t + self.gap(wire, f.rate)
+        if f.timer is None:
+            self._arm(f, t)
+        return wire
 
     def _emit(self, f: Flow, m: _Msg, off: int, n: int, t: int) -> int:
         stack = self.int_stack
         body = b"".join((stack, MSG.pack(m.msg_id, m.tag, len(m.data), off), m.data[off:off + n]))
         e = self.spec.cc_entropy  # the ECMP entropy byte (host.cc_entropy)
         rsvd = 0 if e == "flow" else m.msg_id & 0xFF if e == "message" else ((m.start + off) // self.mtu) & 0xFF
-        self.nic.emit(f.dst, _MSG_T, body, t, vc=m.vc, prio=self.nic.spec.traffic_class, flags=FLAG_INT if stack else 0,
+        self.nic.emit(f.dst, _MSG_T, body, t, vc=m.vc, prio=m.prio, flags=FLAG_INT if stack else 0,
                       rsvd=rsvd)
         return HDR_LEN + len(body)
 
@@ -422,6 +377,8 @@ class CcTransport:
             self.failures.append(why)
             log.warning("%s", why)
         del self.flows[f.dst]
+        if self.sched is not None:
+            self.sched.forget(f)
 
     # -- the receiver ------------------------------------------------------------------------------
     def on_segment(self, src: int, hops: int, frame: bytes) -> None:

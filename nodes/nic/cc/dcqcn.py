@@ -17,6 +17,13 @@ rate. The timer stops when the rate is back at the line rate, and while the peer
 when the next message to that peer comes, exactly as if it had run. A new rate re-spaces the next segment
 from the last one's hand-over (ns-3's ``ChangeRate``). Rates are floats in bit/s; the pacing
 gap of a segment is its wire time at ``Rc``, rounded up to the ns.
+
+The decrease (with alpha's update and the restart of the increase) is not made on the CNP itself but at
+the next rate-decrease check, every ``dcqcn_rate_decrease_interval_ns`` (4 us) on a grid from the first
+CNP + 1 ns, once however many CNPs came since the last check: the HPCC repository's ns-3
+``RdmaHw::CheckRateDecreaseMlx`` (``RateDecreaseInterval``). 0 decreases on each CNP (the paper's
+reading). Alpha follows the paper: updated at the decrease, decayed per ``dcqcn_alpha_timer_ns``
+without one (ns-3 updates it on its own 55 us grid).
 """
 
 from __future__ import annotations
@@ -29,12 +36,14 @@ from .base import CTRL_PRIO, CcTransport, Flow
 
 
 class _Rp:
-    __slots__ = ("target", "alpha", "last_cnp", "t_stage", "bc_stage", "bytes", "timer", "due")
+    __slots__ = ("target", "alpha", "last_cnp", "t_stage", "bc_stage", "bytes", "timer", "due", "grid", "check")
 
     def __init__(self, line: float):
         self.target, self.alpha, self.last_cnp = line, 1.0, None
         self.t_stage = self.bc_stage = self.bytes = 0
         self.timer = None
+        self.grid = self.check = None
+        """The rate-decrease checks: their grid's origin (the first CNP + 1 ns), the pending one's timer."""
         self.due = None
         """When the rate timer fires next (or would, while it rests: nothing to send)."""
 
@@ -77,8 +86,23 @@ class Dcqcn(CcTransport):
         CNP.unpack(frame, HDR_LEN)  # (raises on a short frame)
         self.stats["cnps_received"] += 1
         f = self.flows.get(src)
-        if f is not None:
+        if f is None:
+            return
+        interval = self.spec.dcqcn_rate_decrease_interval_ns
+        if not interval:  # (0: the decrease on the CNP itself)
             self.cnp(f, now)
+            return
+        st: _Rp = f.cc
+        if st.check is None:  # the next check of the 4 us grid after now decreases (once for all CNPs till then)
+            if st.grid is None:
+                st.grid = now + 1  # (ns-3: "add 1 ns to make sure rate decrease is after alpha update")
+            t = st.grid + interval * max(1, (now - st.grid) // interval + 1)  # (the first: grid + interval)
+            st.check = self.nic.at(t, self._check, f)
+
+    def _check(self, f: Flow) -> None:
+        f.cc.check = None
+        if self.flows.get(f.dst) is f:
+            self.cnp(f, self.nic.now)
 
     def alpha_at(self, st: _Rp, now: int) -> float:
         """alpha at ``now``: decayed once for each alpha timer period since the last CNP."""
@@ -91,6 +115,7 @@ class Dcqcn(CcTransport):
         return a
 
     def cnp(self, f: Flow, now: int) -> None:
+        """The rate decrease (at a CNP's check, or on the CNP with ``dcqcn_rate_decrease_interval_ns`` 0)."""
         st: _Rp = f.cc
         alpha = self.alpha_at(st, now)
         st.target = f.rate
@@ -119,7 +144,7 @@ class Dcqcn(CcTransport):
             if not f.idle():  # (idle: it rests until there is something to send; send() catches up)
                 st.timer = self.nic.at(st.due, self._rate_timer, f)
 
-    def send(self, dst: int, tag: int, data, at: int, vc: int = 0) -> None:
+    def send(self, dst: int, tag: int, data, at: int, vc: int = 0, prio: int | None = None) -> None:
         f = self.flows.get(dst)
         st = f.cc if f is not None else None
         if st is not None and st.timer is None and st.due is not None:  # the rate timer rested: its events since, then on
@@ -132,7 +157,7 @@ class Dcqcn(CcTransport):
                 due += period
             if f.rate < self.line_bps or st.target < self.line_bps:
                 st.timer = self.nic.at(due, self._rate_timer, f)
-        super().send(dst, tag, data, at, vc)
+        super().send(dst, tag, data, at, vc, prio)
 
     def on_sent(self, f: Flow, n: int) -> None:
         b = self.spec.dcqcn_byte_counter_bytes

@@ -51,11 +51,11 @@ class Ndp(CcTransport):
     def flow_init(self, flow: Flow) -> None:
         flow.cc = _Nd()
 
-    def send(self, dst, tag, data, at, vc=0) -> None:
+    def send(self, dst, tag, data, at, vc=0, prio=None) -> None:
         f = self.flow(dst)
         if f.idle():  # a new burst: the first window goes blind
             f.cc.credit = self.spec.ndp_iw_segments
-        super().send(dst, tag, data, at, vc)
+        super().send(dst, tag, data, at, vc, prio)
 
     def allowed(self, f: Flow, n: int) -> bool:
         return f.cc.credit > 0
