@@ -27,7 +27,9 @@ Cases (each prints what both sides assume, then both sides' figures):
     RED kmin 400 KB / kmax 1600 KB / pmax 0.2 at 100 G, PFC on; its DCQCN and HPCC settings as that
     file has them), on a flow file in its format read as is by both: a long flow 2 -> 1 and, 20 us
     later, an incast of ``--incast`` senders 3.. -> 1. emu: ``star:n=66`` (so host numbers are the
-    same), the file's settings where emu has one (listed as they are used).
+    same), the file's settings where emu has one (listed as they are used). DCQCN runs on ns-3 twice:
+    as the file has it (``HAS_WIN 1``: a window of one BDP besides the rate) and with ``HAS_WIN 0``
+    (``run.py --cc dcqcn``), the rate-only DCQCN that emu's is.
 
     python scripts/cc_reference.py --htsim /tmp/x/htsim/sim/datacenter/htsim_ndp --hpcc /tmp/x/hpcc/simulation
     python scripts/cc_reference.py --only ndp --senders 16 64
@@ -134,13 +136,15 @@ BUFFER = 32 * 1024 * 1024         # BUFFER_SIZE 32 (MiB: third.cc multiplies by 
 HDRM = int(100e9 * 1e-6 / 8 * 3)  # third.cc: headroom = rate x link delay x 3, per port
 XOFF = (BUFFER - 65 * HDRM - 65 * 4096) >> 3  # switch-mmu.cc GetPfcThreshold at an empty buffer (shift 3)
 
-CC = {  # name: (CC_MODE, emu settings equal to mix/config.txt's)
+CC = {  # name: (CC_MODE, emu settings equal to mix/config.txt's, ns-3 variants: (label, config overrides))
     "dcqcn": (1, ["host.cc=dcqcn", "host.dcqcn_g=0.00390625", "host.dcqcn_alpha_timer_ns=1000",
                   "host.dcqcn_rate_timer_ns=900000", "host.dcqcn_f=1", "host.dcqcn_rai_mbps=50",
                   "host.dcqcn_rhai_mbps=100", "host.dcqcn_min_rate_mbps=100", "host.dcqcn_byte_counter_bytes=0",
-                  "host.dcqcn_cnp_interval_ns=4000"]),
+                  "host.dcqcn_cnp_interval_ns=4000"],
+              [("ns-3 config.txt (HAS_WIN 1: a BDP window too)", {}),
+               ("ns-3 HAS_WIN 0 (run.py --cc dcqcn)", {"HAS_WIN": "0", "VAR_WIN": "0"})]),
     "hpcc": (3, ["host.cc=hpcc", "queues.int_telemetry=true", "host.hpcc_u_target=0.95", "host.hpcc_max_stage=0",
-                 "host.hpcc_rai_mbps=50", "host.hpcc_int_hops=5"]),
+                 "host.hpcc_rai_mbps=50", "host.hpcc_int_hops=5"], [("ns-3 config.txt", {})]),
 }
 
 
@@ -157,14 +161,14 @@ def ip_node(ip: str) -> int:
     return (v >> 16) * 256 + ((v >> 8) & 0xFF)
 
 
-def ns3_run(sim: str, mode: int, flows: str, d: str) -> dict:
+def ns3_run(sim: str, mode: int, flows: str, d: str, over: dict) -> dict:
     with open(os.path.join(sim, "mix", "config.txt")) as f:
         conf = f.read()
     out = {k: os.path.join(d, v) for k, v in (("TRACE_OUTPUT_FILE", "mix.tr"), ("FCT_OUTPUT_FILE", "fct.txt"),
                                                ("PFC_OUTPUT_FILE", "pfc.txt"), ("QLEN_MON_FILE", "qlen.txt"))}
     sets = dict(out, FLOW_FILE=flows, TOPOLOGY_FILE=os.path.join(sim, "mix", "topology.txt"),
                 TRACE_FILE=os.path.join(sim, "mix", "trace.txt"), CC_MODE=str(mode), ENABLE_TRACE="0",
-                QLEN_MON_START="2000000000", QLEN_MON_END="2100000000", SIMULATOR_STOP_TIME="2.2")
+                QLEN_MON_START="2000000000", QLEN_MON_END="2100000000", SIMULATOR_STOP_TIME="2.2", **over)
     for key, val in sets.items():
         conf = re.sub(rf"^{key} .*$", f"{key} {val}", conf, flags=re.M)
     cfg = os.path.join(d, "config.txt")
@@ -207,23 +211,23 @@ def hpcc_case(sim: str | None, incast: int, long_bytes: int, size: int) -> None:
     with tempfile.TemporaryDirectory() as d:
         flows = os.path.join(d, "flow.txt")
         flow_file(flows, long_bytes, incast, size)
-        for name, (mode, sets) in CC.items():
+        for name, (mode, sets, variants) in CC.items():
             print(f"\n{name}: ns-3 CC_MODE {mode}; emu --set " + " ".join(sets))
-            print(f"{'':6} {'long fct us':>11} {'incast last us':>14} {'incast mean us':>14} {'peak q KB':>9} "
+            print(f"{'':46} {'long fct us':>11} {'incast last us':>14} {'incast mean us':>14} {'peak q KB':>9} "
                   f"{'PAUSEs':>7}")
             rtt = 0
-            if ok:
-                n = ns3_run(sim, mode, flows, d)
+            for label, over in variants if ok else ():
+                n = ns3_run(sim, mode, flows, d, over)
                 if "error" in n:
-                    print(f"{'ns-3':6} failed: {n['error']}")
-                else:
-                    rtt = n["max_rtt"]
-                    inc = [n["fct"][h][0] for h in range(3, 3 + incast) if h in n["fct"]]
-                    print(f"{'ns-3':6} {n['fct'].get(2, (0,))[0] / 1e3:11.1f} {max(inc) / 1e3:14.1f} "
-                          f"{sum(inc) / len(inc) / 1e3:14.1f} {n['peak_kb']:9,} {n['pauses']:7}   (maxRtt {rtt} ns; "
-                          f"{len(n['fct'])} of {incast + 1} flows done)")
-            else:
-                print(f"{'ns-3':6} not built ({sim!r}); see this script's docstring")
+                    print(f"{label:46} failed: {n['error']}")
+                    continue
+                rtt = n["max_rtt"]
+                inc = [n["fct"][h][0] for h in range(3, 3 + incast) if h in n["fct"]]
+                print(f"{label:46} {n['fct'].get(2, (0,))[0] / 1e3:11.1f} {max(inc) / 1e3:14.1f} "
+                      f"{sum(inc) / len(inc) / 1e3:14.1f} {n['peak_kb']:9,} {n['pauses']:7}   (maxRtt {rtt} ns; "
+                      f"{len(n['fct'])} of {incast + 1} flows done)")
+            if not ok:
+                print(f"{'ns-3':46} not built ({sim!r}); see this script's docstring")
             extra = sets + ([f"host.hpcc_base_rtt_ns={rtt}"] if name == "hpcc" and rtt else [])
             r, wall = run(["--topo", "star:n=66", "--test", "flows", "--flows", flows, "--direct",
                            *[a for s in [
@@ -234,12 +238,12 @@ def hpcc_case(sim: str | None, incast: int, long_bytes: int, size: int) -> None:
                                f"queues.xoff_bytes={XOFF}", f"queues.xon_bytes={XOFF - 3 * 1024}",
                                f"queues.headroom_bytes={HDRM}", *extra] for a in ("--set", s)]])
             if not r.get("ok"):
-                print(f"{'emu':6} failed: {str(r.get('error', ''))[:200]}")
+                print(f"{'emu':46} failed: {str(r.get('error', ''))[:200]}")
                 continue
             pf = r["per_flow"]
             inc = [f["fct_ns"] for f in pf if f["src"] != "h2"]
             lng = next(f["fct_ns"] for f in pf if f["src"] == "h2")
-            print(f"{'emu':6} {lng / 1e3:11.1f} {max(inc) / 1e3:14.1f} {sum(inc) / len(inc) / 1e3:14.1f} "
+            print(f"{'emu':46} {lng / 1e3:11.1f} {max(inc) / 1e3:14.1f} {sum(inc) / len(inc) / 1e3:14.1f} "
                   f"{r['per_link'].get('s0-p1', {}).get('peak_queue_bytes', 0) // 1000:9,} {links(r, 'pause_tx'):7}   "
                   f"(wall {wall:.0f} s{'; T = ns-3 maxRtt' if name == 'hpcc' and rtt else ''})")
 
