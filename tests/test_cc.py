@@ -261,6 +261,28 @@ def test_hpcc_multiplicative_decrease_when_utilisation_is_over_target():
     assert hp.inc_stage == 0 and hp.Wc == f.cwnd and f.rate == pytest.approx(f.cwnd * 8e9 / T)
 
 
+@pytest.mark.parametrize("stages", [0, 5])
+def test_hpcc_max_stage_zero_is_the_hpcc_codes_mi_thresh_0_every_update_multiplicative(stages):
+    T = 10_000
+    s = H(cc="hpcc", hpcc_base_rtt_ns=T, hpcc_max_stage=stages)
+    s.send(1, 200_000)
+    f = s.tr.flows[1]
+    hp = f.cc
+    hp.Wc, hp.U = 50_000.0, 0.0
+    s.tr.update(f, [(0, 62_500, 11_000, 100_000)], [(0, 0, 1000, 100_000)], True)  # U = 0.5, under eta
+    w_ai = 10 * LINE / 25e9 * 1e6 * T / 8e9
+    assert hp.U == pytest.approx(0.5)
+    if stages:  # additive: the window grows by W_AI, one stage counted
+        assert f.cwnd == pytest.approx(50_000 + w_ai) and hp.inc_stage == 1
+    else:  # ns-3 MiThresh 0 (mix/config.txt): W = Wc / (U / eta) + W_AI even under the target
+        assert f.cwnd == pytest.approx(min(50_000 / (0.5 / 0.95) + w_ai, LINE * T / 8e9)) and hp.inc_stage == 0
+        hp.U = 0.0
+        s.tr.update(f, [(0, 0, 11_000 + T, 100_000)], [(0, 0, 11_000, 100_000)], True)  # U = 0: no division
+        assert hp.U == 0 and f.cwnd == pytest.approx(LINE * T / 8e9)  # ns-3's Wc / 0 = inf, capped at B T
+    with pytest.raises(ConfigError, match="hpcc_max_stage must be an integer >= 0"):
+        HostSpec(hpcc_max_stage=-1)
+
+
 # -- Swift ------------------------------------------------------------------------------------------
 def test_swift_decrease_and_increase_follow_the_delay_and_its_hop_scaled_target():
     s = H(cc="swift")

@@ -58,7 +58,8 @@ class CcParams:
     hpcc_u_target: float = 0.95
     """HPCC: target utilisation eta (Li et al SIGCOMM 2019; ns-3 TargetUtil 0.95)."""
     hpcc_max_stage: int = 5
-    """HPCC: additive increases before a multiplicative one, maxStage (Li et al; ns-3 MiThresh default 5)."""
+    """HPCC: additive increases before a multiplicative one, maxStage (Li et al; ns-3 MiThresh default 5); 0:
+    every update multiplicative (the HPCC code's mix/config.txt and run.py: MI_THRESH 0)."""
     hpcc_rai_mbps: float = 0.0
     """HPCC: additive step as a rate, W_AI = this x T (Mb/s); 0: 10 Mb/s per 25 Gb/s of line rate (run.py)."""
     hpcc_base_rtt_ns: int = 0
@@ -107,11 +108,12 @@ class CcParams:
             if not lo < v <= hi:
                 raise ConfigError(f"host.{name} must be within ({lo}, {hi}], got {v!r}")
         for name in ("dcqcn_cnp_interval_ns", "dcqcn_alpha_timer_ns", "dcqcn_rate_timer_ns", "dcqcn_f",
-                     "hpcc_max_stage", "swift_retx_reset", "ndp_iw_segments"):
+                     "swift_retx_reset", "ndp_iw_segments"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ConfigError(f"host.{name} must be a positive integer, got {v!r}")
-        for name in ("dcqcn_byte_counter_bytes", "dcqcn_rate_decrease_interval_ns", "hpcc_base_rtt_ns", "swift_base_target_ns", "swift_hop_scale_ns"):
+        for name in ("dcqcn_byte_counter_bytes", "dcqcn_rate_decrease_interval_ns", "hpcc_max_stage", "hpcc_base_rtt_ns",
+                     "swift_base_target_ns", "swift_hop_scale_ns"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ConfigError(f"host.{name} must be an integer >= 0, got {v!r}")

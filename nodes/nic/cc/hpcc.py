@@ -107,7 +107,7 @@ class Hpcc(CcTransport):
         hp.U = U = self.measure(hp, recs, prev)
         w_init, w_ai = self.window(hp)
         if U >= self.eta or hp.inc_stage >= self.spec.hpcc_max_stage:
-            W = hp.Wc / (U / self.eta) + w_ai
+            W = (hp.Wc / (U / self.eta) if U > 0 else w_init) + w_ai  # U = 0 (max_stage 0): ns-3's inf, capped
             stage = 0
         else:
             W = hp.Wc + w_ai
