@@ -151,15 +151,16 @@ class Worker:
             await proc.wait()
             self.exited.set()
         finally:
-            if proc.returncode is None:  # cancelled (teardown, error, Ctrl-C): end it
-                proc.terminate()
-                with trio.move_on_after(2) as scope:
-                    scope.shield = True
-                    await proc.wait()
-                if proc.returncode is None:
-                    proc.kill()
-                    proc.reap()
-            self.exited.set()
+            try:
+                if proc.returncode is None:  # cancelled (teardown, error, Ctrl-C): end it
+                    proc.terminate()
+                    with trio.move_on_after(2) as scope:
+                        scope.shield = True
+                        await proc.wait()
+                    if proc.returncode is None:
+                        proc.kill()
+            finally:
+                self.exited.set()
 
     async def _feed(self, secret: bytes) -> None:
         try:
@@ -200,7 +201,10 @@ class _Forked:
 
     def reap(self) -> bool:
         if self.returncode is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # (reaped by someone else: its status is lost)
+                pid, status = self.pid, 255 << 8
             if pid == 0:
                 return False
             self.returncode = os.waitstatus_to_exitcode(status)
@@ -213,13 +217,24 @@ class _Forked:
         return self.returncode
 
     def terminate(self) -> None:
-        if self.returncode is None:
-            os.kill(self.pid, signal.SIGTERM)
+        self._signal(signal.SIGTERM)
 
     def kill(self) -> None:
+        self._signal(signal.SIGKILL)
         if self.returncode is None:
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
+            self.returncode = -signal.SIGKILL
+            os.close(self._fd)
+
+    def _signal(self, sig: int) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:  # (gone and reaped)
+                pass
 
 
 async def start_workers(nursery: trio.Nursery, count: int, send_plan: Callable[[MsgStream, int], object],
@@ -354,10 +369,16 @@ class Launch:
         self.admitted = True
         return self.workers, self.chans
 
-    async def aclose(self) -> None:
-        """End the workers (those told to stop end by themselves first; the others are sent SIGTERM)
-        and wait for them; close the listener and the connections."""
+    async def aclose(self, grace_s: float = 0.0) -> None:
+        """End the workers and wait for them: those told to stop have ``grace_s`` seconds to end by
+        themselves, then every one still there is sent SIGTERM; close the listener and the connections."""
         self._accepting.cancel()
+        if grace_s > 0:
+            with trio.move_on_after(grace_s) as scope:
+                scope.shield = True
+                for w in self.workers:
+                    if w.proc is not None:
+                        await w.exited.wait()
         for chan in self.chans.values():
             with trio.CancelScope(shield=True):
                 try:

@@ -214,6 +214,9 @@ def whole(spec: str, size: int, processes: int, direct: bool) -> dict:
             steps.setdefault(int(pid), {})[what] = (float(mono) - t0, float(cpu))
     main_steps = steps.pop(done.pid)
     workers = list(steps.values())
+    for w in workers:  # (a worker sent SIGTERM at the end, past its grace, writes no last step)
+        w.setdefault("worker-done", w.get("worker-stop", max(w.values())))
+        w.setdefault("worker-stop", w["worker-done"])
     if crit_line is None or len(workers) != processes - 1:
         raise SystemExit(f"{processes} processes: the timeline lacks the run's critical path or a worker's steps")
     figures = re.sub(r"wall_s=[0-9.]+", "", done.stdout)  # (the one wall-clock figure of the output)

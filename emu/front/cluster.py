@@ -45,6 +45,8 @@ from .cluster_figures import ClusterFigures
 log = logging.getLogger(__name__)
 
 SHOWN_WAITING = 4
+STOP_GRACE_S = 2.0
+"""Wall-clock seconds a worker told to stop has to end by itself before it is sent SIGTERM."""
 """A deadlock report names this many waiting applications, then says how many more wait."""
 
 AppSpec = Callable | tuple
@@ -219,7 +221,7 @@ class Cluster(ClusterFaults, ClusterFigures):
                     if isinstance(h, RemoteHandle):
                         await h.close()
                 if self._launch is not None:  # told to stop, the workers end (those started before the
-                    await self._launch.aclose()  # cluster are not in its nursery: waited for here)
+                    await self._launch.aclose(STOP_GRACE_S)  # cluster are not in its nursery: waited for here)
             self._nursery.cancel_scope.cancel()
             try:
                 with _one_error():
