@@ -25,6 +25,7 @@ import hmac
 import logging
 import os
 import secrets
+import signal
 import struct
 import subprocess
 import sys
@@ -34,6 +35,7 @@ import trio
 
 from .errors import EmuError
 from .sync import MsgStream
+from .timeline import mark
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +142,26 @@ class Worker:
                     proc.kill()
             self.exited.set()
 
+    async def adopt(self, pid: int, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """A worker forked from this process (``fork_workers``): waited for as ``run`` waits for a
+        started one (its stderr is this process's: nothing to keep)."""
+        proc = self.proc = _Forked(pid)
+        try:
+            task_status.started(self)
+            await proc.wait()
+            self.exited.set()
+        finally:
+            try:
+                if proc.returncode is None:  # cancelled (teardown, error, Ctrl-C): end it
+                    proc.terminate()
+                    with trio.move_on_after(2) as scope:
+                        scope.shield = True
+                        await proc.wait()
+                    if proc.returncode is None:
+                        proc.kill()
+            finally:
+                self.exited.set()
+
     async def _feed(self, secret: bytes) -> None:
         try:
             await self.proc.stdin.send_all(secret)
@@ -168,67 +190,204 @@ class Worker:
         return f"worker process of domain {self.index} exited with status {self.proc.returncode} before connecting{why}"
 
 
+class _Forked:
+    """A forked child process, as much of ``trio.Process`` as ``Worker`` uses: waited for through a
+    pidfd (Linux), its status kept."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.returncode: int | None = None
+        self._fd = os.pidfd_open(pid)
+
+    def reap(self) -> bool:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # (reaped by someone else: its status is lost)
+                pid, status = self.pid, 255 << 8
+            if pid == 0:
+                return False
+            self.returncode = os.waitstatus_to_exitcode(status)
+            os.close(self._fd)
+        return True
+
+    async def wait(self) -> int:
+        while not self.reap():
+            await trio.lowlevel.wait_readable(self._fd)
+        return self.returncode
+
+    def terminate(self) -> None:
+        self._signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self._signal(signal.SIGKILL)
+        if self.returncode is None:
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
+            self.returncode = -signal.SIGKILL
+            os.close(self._fd)
+
+    def _signal(self, sig: int) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:  # (gone and reaped)
+                pass
+
+
 async def start_workers(nursery: trio.Nursery, count: int, send_plan: Callable[[MsgStream, int], object],
                         command: Callable[[str, int, int], list[str]] = worker_command,
                         secret: bytes | None = None) -> tuple[list[Worker], dict[int, MsgStream]]:
     """Start ``count`` workers (domains 1..count), let them in, and hand each authenticated
     connection to ``send_plan``. Returns the workers and their control streams by domain.
     ``secret``: the cluster's (``SECRET`` bytes; also the key of its datagram tags), else a new one."""
+    launch = await launch_workers(nursery, count, command, secret)
+    try:
+        return await launch.admit(send_plan)
+    except BaseException:
+        with trio.CancelScope(shield=True):
+            await launch.aclose()
+        raise
+
+
+async def launch_workers(nursery: trio.Nursery, count: int,
+                         command: Callable[[str, int, int], list[str]] = worker_command,
+                         secret: bytes | None = None, preload: tuple[str, ...] = ()) -> "Launch":
+    """Start ``count`` workers (domains 1..count) before their plan exists: each starts Python,
+    imports the modules named in ``preload`` and proves itself on the control connection while this
+    process goes on (``emu run`` builds the topology and the plan meanwhile: the two start-ups
+    overlap). ``Launch.admit`` then hands each its plan; ``Launch.aclose`` ends workers not wanted
+    after all. The workers' tasks run in ``nursery``."""
     secret = secret or secrets.token_bytes(SECRET)
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    launch = Launch(count, secret, listeners, preload)
     port = listeners[0].socket.getsockname()[1]
-    workers = [Worker(d) for d in range(1, count + 1)]
-    for w in workers:
-        await nursery.start(w.run, command("127.0.0.1", port, w.index), secret)
-    expected = {w.index for w in workers}
-    chans: dict[int, MsgStream] = {}
-    all_in = trio.Event()
+    try:
+        for w in launch.workers:
+            await nursery.start(launch._hold, w, command("127.0.0.1", port, w.index))
+        await nursery.start(launch._accept)
+        mark("workers-launched")
+    except BaseException:
+        with trio.CancelScope(shield=True):
+            await launch.aclose()
+        raise
+    return launch
 
-    async def serve(stream: trio.SocketStream) -> None:
+
+class Launch:
+    """Worker processes started, connecting or connected, not yet given their plan (``launch_workers``)."""
+
+    def __init__(self, count: int, secret: bytes, listeners: list, preload: tuple[str, ...]):
+        self.count = count
+        self.secret = secret
+        """The cluster's secret: the workers hold it (the key of the datagram tags off loopback)."""
+        self.workers = [Worker(d) for d in range(1, count + 1)]
+        self.chans: dict[int, MsgStream] = {}
+        self.preload = tuple(preload)
+        self.deadline = trio.current_time() + CONNECT_TIMEOUT_S
+        self._listeners = listeners
+        self._expected = {w.index for w in self.workers}
+        self._settled = trio.Event()
+        """Set when every worker is in, or one ended before connecting (``_failure``)."""
+        self._failure: str | None = None
+        self._accepting = trio.CancelScope()
+        self._scopes: list[trio.CancelScope] = []
+        self.admitted = False
+
+    @property
+    def ready(self) -> bool:
+        """Every worker connected and proved itself (``admit`` will not wait)."""
+        return len(self.chans) == self.count
+
+    async def _hold(self, w: Worker, cmd: list[str], task_status=trio.TASK_STATUS_IGNORED) -> None:
+        with trio.CancelScope() as scope:  # (aclose ends the workers of this launch only)
+            self._scopes.append(scope)
+            await w.run(cmd, self.secret, task_status=task_status)
+
+    async def _hold_forked(self, w: Worker, pid: int, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        with trio.CancelScope() as scope:
+            self._scopes.append(scope)
+            await w.adopt(pid, task_status=task_status)
+
+    async def _accept(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        with self._accepting:
+            try:
+                async with trio.open_nursery() as conns:
+                    for w in self.workers:
+                        conns.start_soon(self._watch, w)
+                    task_status.started()
+                    while True:
+                        stream = await self._listeners[0].accept()
+                        conns.start_soon(self._serve, stream)
+            finally:
+                for lst in self._listeners:
+                    with trio.CancelScope(shield=True):
+                        await lst.aclose()
+
+    async def _serve(self, stream: trio.SocketStream) -> None:
         try:
             with trio.fail_after(HANDSHAKE_TIMEOUT_S):
-                index = await server_handshake(stream, secret, expected)
+                index = await server_handshake(stream, self.secret, self._expected)
         except (PermissionError, EOFError, trio.TooSlowError, trio.BrokenResourceError, struct.error) as e:
             log.warning("control listener: refused a connection (%s)", e or type(e).__name__)
             await stream.aclose()
             return
-        expected.discard(index)
+        self._expected.discard(index)
         chan = MsgStream(stream)
-        await send_plan(chan, index)
-        chans[index] = chan
-        if len(chans) == count:
-            all_in.set()
+        try:  # what a worker imports while its plan is being made
+            await chan.send((list(sys.path), self.preload))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            await stream.aclose()
+            return  # (it ended: its watch tells)
+        self.chans[index] = chan
+        if self.ready:
+            self._settled.set()
 
-    async def accept(task_status=trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as conns:
-            task_status.started()
-            while True:
-                stream = await listeners[0].accept()
-                conns.start_soon(serve, stream)
-
-    async def watch(w: Worker) -> None:
+    async def _watch(self, w: Worker) -> None:
         await w.exited.wait()
-        if w.index not in chans:
-            raise EmuError(w.failure())
+        if w.index not in self.chans and self._failure is None:
+            self._failure = w.failure()
+            self._settled.set()
 
-    try:
-        async with trio.open_nursery() as waiting:
-            await waiting.start(accept)
-            for w in workers:
-                waiting.start_soon(watch, w)
-            with trio.move_on_after(CONNECT_TIMEOUT_S):
-                await all_in.wait()
-            waiting.cancel_scope.cancel()
-    except BaseExceptionGroup as eg:
-        errors = [e for e in eg.exceptions if isinstance(e, EmuError)]
-        if errors:
-            raise errors[0] from None
-        raise
-    finally:
-        for lst in listeners:
-            await lst.aclose()
-    if len(chans) < count:
-        missing = sorted(set(range(1, count + 1)) - set(chans))
-        raise EmuError(f"only {len(chans)} of {count} worker processes connected within {CONNECT_TIMEOUT_S:g} s "
-                       f"(missing domains {missing})")
-    return workers, chans
+    async def admit(self, send_plan: Callable[[MsgStream, int], object]) -> tuple[list[Worker], dict[int, MsgStream]]:
+        """Wait for every worker (until ``CONNECT_TIMEOUT_S`` after the launch), then hand each
+        connection to ``send_plan`` in domain order. Returns the workers and their control streams
+        by domain. Raises EmuError when a worker ended before connecting or did not connect."""
+        with trio.move_on_at(self.deadline):
+            await self._settled.wait()
+        self._accepting.cancel()  # nobody else gets in
+        if self._failure is not None:
+            raise EmuError(self._failure)
+        if not self.ready:
+            missing = sorted(set(range(1, self.count + 1)) - set(self.chans))
+            raise EmuError(f"only {len(self.chans)} of {self.count} worker processes connected within "
+                           f"{CONNECT_TIMEOUT_S:g} s (missing domains {missing})")
+        for d in sorted(self.chans):
+            await send_plan(self.chans[d], d)
+        self.admitted = True
+        return self.workers, self.chans
+
+    async def aclose(self, grace_s: float = 0.0) -> None:
+        """End the workers and wait for them: those told to stop have ``grace_s`` seconds to end by
+        themselves, then every one still there is sent SIGTERM; close the listener and the connections."""
+        self._accepting.cancel()
+        if grace_s > 0:
+            with trio.move_on_after(grace_s) as scope:
+                scope.shield = True
+                for w in self.workers:
+                    if w.proc is not None:
+                        await w.exited.wait()
+        for chan in self.chans.values():
+            with trio.CancelScope(shield=True):
+                try:
+                    await chan.aclose()
+                except (trio.ClosedResourceError, OSError):
+                    pass
+        for scope in self._scopes:
+            scope.cancel()
+        with trio.CancelScope(shield=True):
+            for w in self.workers:
+                if w.proc is not None:
+                    await w.exited.wait()

@@ -2,7 +2,8 @@
 
 It reads the cluster secret from its standard input (never from its command line), connects back to
 the cluster's control listener (127.0.0.1), proves it holds the secret and checks that the listener
-does too (``emu.control``), receives the plan, starts its elements as trio tasks, reports their
+does too (``emu.control``), imports what it is told to while the main process makes the plan (the
+modules of the engines: the two start-ups overlap), receives the plan, starts its elements as trio tasks, reports their
 socket addresses, then serves the synchroniser's calls until told to stop or the connection closes.
 
 It exits quietly -- no traceback -- on SIGINT, SIGTERM, a closed control connection, or the death of
@@ -12,6 +13,7 @@ the process that started it (its parent process id changes: checked every ``PARE
 from __future__ import annotations
 
 import gc
+import importlib
 import logging
 import os
 import signal
@@ -21,15 +23,18 @@ import trio
 
 from .control import SECRET, client_handshake
 from .sync import MsgStream, run_thresholds
+from .timeline import mark
 
 log = logging.getLogger("emu.worker")
 
 _GONE = (EOFError, trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError)
 
 
-async def main_task(host: str, port: int, index: int, secret: bytes, parent: int | None = None) -> None:
+async def main_task(host: str, port: int, index: int, secret: bytes, parent: int | None = None,
+                    sock=None) -> None:
     """Serve the cluster until done; SIGTERM or the end of the parent cancels everything cleanly
-    (and quietly)."""
+    (and quietly). ``sock``: a forked worker's end of its socket pair (``run_forked``), else the
+    control connection is made to ``host:port``."""
     async with trio.open_nursery() as nursery:
         if parent is not None:
             nursery.start_soon(_watch_parent, parent, nursery.cancel_scope)
@@ -41,22 +46,31 @@ async def main_task(host: str, port: int, index: int, secret: bytes, parent: int
                     return
 
         await nursery.start(on_sigterm)
-        await serve(host, port, index, secret)
+        await serve(host, port, index, secret, sock)
         nursery.cancel_scope.cancel()
 
 
-async def serve(host: str, port: int, index: int, secret: bytes) -> None:
+async def serve(host: str, port: int, index: int, secret: bytes, sock=None) -> None:
     spilled: list = []
-    stream = await trio.open_tcp_stream(host, port)
+    if sock is None:
+        stream = await trio.open_tcp_stream(host, port)
+    else:  # (a socket pair with the process that forked us: nobody else holds it, no handshake)
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
     try:
-        with trio.fail_after(30):
-            await client_handshake(stream, secret, index)
+        if sock is None:
+            with trio.fail_after(30):
+                await client_handshake(stream, secret, index)
         chan = MsgStream(stream)
-        paths = await chan.recv()  # the parent's sys.path, so applications unpickle here too
+        paths, preload = await chan.recv()  # the parent's sys.path, so applications unpickle here too
         sys.path[:0] = [p for p in paths if p not in sys.path]
+        mark("worker-connected")
         from .build import build_domain
 
+        for module in preload:  # while the main process makes the plan (emu.control.launch_workers)
+            importlib.import_module(module)
+        mark("worker-preloaded")
         plan, index = await chan.recv()
+        mark("worker-plan")
         domain = build_domain(plan, index, secret)  # (off loopback the secret keys the datagram tags)
         spilled.append(domain)
         gc.freeze()  # (this process serves this domain alone: what it built is never collected apart)
@@ -64,7 +78,9 @@ async def serve(host: str, port: int, index: int, secret: bytes) -> None:
         async with trio.open_nursery() as nursery:
             addrs = await nursery.start(domain.serve_sockets)
             await chan.send(addrs)
+            mark("worker-built")
             await serve_calls(chan, domain)
+            mark("worker-stop")
             nursery.cancel_scope.cancel()
     except _GONE:
         pass  # the cluster went away: nothing left to serve
@@ -123,6 +139,7 @@ def _quiet(e: BaseException) -> bool:
 
 
 def main() -> int:
+    mark("worker-imported")
     logging.basicConfig(level=logging.WARNING, format="worker %(name)s: %(message)s")
     try:
         host, port, index, parent = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -132,12 +149,17 @@ def main() -> int:
         return 2
     if os.getppid() != parent:  # it died before we started
         return 0
+    secret = sys.stdin.buffer.read(SECRET)
+    if len(secret) != SECRET:
+        print("worker: no cluster secret on stdin", file=sys.stderr)
+        return 2
+    return _serve_until_done(host, port, index, secret, parent)
+
+
+def _serve_until_done(host: str, port: int, index: int, secret: bytes, parent: int, sock=None) -> int:
     try:
-        secret = sys.stdin.buffer.read(SECRET)
-        if len(secret) != SECRET:
-            print("worker: no cluster secret on stdin", file=sys.stderr)
-            return 2
-        trio.run(main_task, host, port, index, secret, parent)
+        trio.run(main_task, host, port, index, secret, parent, sock)
+        mark("worker-done")
     except BaseException as e:  # noqa: BLE001 -- the one place that decides how a worker ends
         if _quiet(e):
             return 0
@@ -146,6 +168,25 @@ def main() -> int:
             return 3
         raise
     return 0
+
+
+def run_forked(sock, index: int, secret: bytes, parent: int, preload: tuple[str, ...]) -> int:
+    """A worker forked from the main process before that runs trio (``emu.control.fork_workers``):
+    in a session of its own, it imports ``preload`` at once (most of what it needs is imported
+    already: the main process's modules are its own), then serves domain ``index`` over ``sock``.
+    Returns the exit status."""
+    os.setsid()  # (as a started worker: a share of the machine of its own, no terminal's Ctrl-C)
+    mark("worker-forked")
+    logging.basicConfig(level=logging.WARNING, format="worker %(name)s: %(message)s", force=True)
+    try:
+        for module in preload:
+            importlib.import_module(module)
+    except BaseException as e:  # noqa: BLE001 -- told by the main process when it takes the worker
+        if _quiet(e):
+            return 0
+        raise
+    mark("worker-imported")
+    return _serve_until_done("", 0, index, secret, parent, sock)
 
 
 if __name__ == "__main__":

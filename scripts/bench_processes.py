@@ -1,33 +1,36 @@
 #!/usr/bin/env python3
 """Does spreading a run over processes pay off, and where does each process spend its time?
 
-The 256-host recursive-doubling allreduce of issue 27 (``fattree:k=4,n=4``, 64 KiB, ``emu run
---test allreduce --algo recursive_doubling``) with 1, 2, ... processes, in both transport modes
-(every link a real UDP socket, emu's default, and ``--direct``). The runs are interleaved (1, 2, 1,
-2, ... processes); the wall time is the median of ``--repeat`` runs, the other figures are those of
-the run of median wall time. For each count:
+The 256-host recursive-doubling allreduce of issue 27 (``fattree:k=4,n=4``, 64 KiB) with 1, 2, ...
+processes, in both transport modes (every link a real UDP socket, emu's default, and ``--direct``).
+The runs are interleaved (1, 2, 1, 2, ... processes); the wall time is the median of ``--repeat``
+runs, the other figures are those of the run of median wall time.
 
-- the wall time of the run (the cluster's start-up excluded) and the speed-up against one process
-  in the same mode, per core too -- what this machine gave, with everything else it ran;
-- each process's CPU seconds during the run -- in windows, reading datagrams between them, the rest
-  (the synchroniser, the control connection) -- from ``Cluster.cpu_times``; "CPU split": one
-  process's CPU over the busiest process's;
-- the critical path in CPU time (``Cluster.window_cpu``): window by window, the CPU of the process
-  that took longest from that window's start to the next, summed -- what the run would take with a
-  core per process and instant messages; one process's CPU over it is the speed-up the spread allows;
-- what held the processes up: the seconds each waited, ready to run, for a core, the seconds it slept
-  (waiting for the other processes' windows or messages), the times it was preempted, and how many
-  cores other programs kept busy meanwhile. On a shared machine these, not
-  the emulator, decide most of the wall time's swings.
+By default each run is the whole command a user types (issue 45), start-up and teardown included:
+``python -m emu run --topo fattree:k=4,n=4 --test allreduce --algo recursive_doubling --size 64KiB
+--processes P [--direct]``, timed from its start to its exit, with ``EMU_TIMELINE`` set so that
+each process of it writes down its steps (``emu.timeline``). For each count:
 
-Every virtual-time figure must be the same in every run. ``--instructions`` counts instead, under
-valgrind's callgrind, the instructions each process executes (a deterministic figure: it does not
-depend on what else the machine runs, to about 1 %): a run at ``--size`` less one at half of it, so
-that start-up cancels out (the default size takes some minutes); the instruction split is one
-process's count over the busiest process's.
+- wall: from start to exit, split into start-up (until the first window), run (the windows) and
+  teardown (the last window to the exit); the speed-up against one process in the same mode, the
+  issue's goal (1.6x with 2 processes); how many cores other programs kept busy meanwhile (on a
+  shared machine they, not the emulator, decide most of the wall time's swings);
+- CPU seconds per process, in the same three parts; for a worker, how much of its start-up was done
+  before the main process had a plan for it (then it cost no wall time);
+- the critical path in CPU seconds: start-up (the main process to its plan, then the slower of its own
+  build and each worker's start -- from the moment it was launched -- and build), the run window by
+  window (the busiest process's CPU from one window's start to the next, summed), the main process's
+  teardown. It is what the command takes with a core per process and instant messages: its ratio to
+  one process's is the speed-up to expect on a quiet machine with enough cores, and the model for
+  counts beyond this machine's cores.
+
+Every virtual-time figure must be the same in every run (the command's output, wall-clock times
+aside). ``--cluster-only`` measures instead ``emu.Cluster`` in this process, the run alone (no
+start-up), as before issue 45. ``--instructions`` counts, under valgrind's callgrind, the
+instructions each process executes for the second half of the data (deterministic to about 1 %).
 
     python scripts/bench_processes.py [--processes 1,2] [--mode both|sockets|direct] [--repeat 1]
-        [--topo SPEC] [--size 64KiB] [--instructions]
+        [--topo SPEC] [--size 64KiB] [--cluster-only | --instructions]
 """
 
 from __future__ import annotations
@@ -35,8 +38,11 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import re
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import trio
@@ -183,6 +189,94 @@ def instructions(a, counts: list[int], size: int) -> None:
                   f"instruction split {base / max(counts_p):.2f}x", flush=True)
 
 
+def whole(spec: str, size: int, processes: int, direct: bool) -> dict:
+    """One whole ``emu run`` command in a process of its own, with its timeline."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tl = pathlib.Path(tmp) / "timeline"
+        cmd = [sys.executable, "-m", "emu", "run", "--topo", spec, "--test", "allreduce", "--algo", "recursive_doubling",
+               "--size", str(size), "--processes", str(processes), *(["--direct"] if direct else [])]
+        env = {**os.environ, "EMU_TIMELINE": str(tl)}
+        busy0 = busy_cpu_s()
+        t0 = time.monotonic()
+        done = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        done.stdout, done.stderr = done.communicate()
+        wall = time.monotonic() - t0
+        busy1 = busy_cpu_s()
+        if done.returncode:
+            raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}): {done.stdout.strip()[-300:]} "
+                             f"{done.stderr.strip()[-300:]}")
+        steps: dict[int, dict[str, tuple[float, float]]] = {}
+        crit_line = None
+        for line in tl.read_text().splitlines():
+            pid, mono, cpu, what = line.split(None, 3)
+            if what.startswith("run-critical "):
+                crit_line = [float(x) for x in what.split()[1:]]
+            steps.setdefault(int(pid), {})[what] = (float(mono) - t0, float(cpu))
+    main_steps = steps.pop(done.pid)
+    workers = list(steps.values())
+    for w in workers:  # (a worker sent SIGTERM at the end, past its grace, writes no last step)
+        w.setdefault("worker-done", w.get("worker-stop", max(w.values())))
+        w.setdefault("worker-stop", w["worker-done"])
+    if crit_line is None or len(workers) != processes - 1:
+        raise SystemExit(f"{processes} processes: the timeline lacks the run's critical path or a worker's steps")
+    figures = re.sub(r"wall_s=[0-9.]+", "", done.stdout)  # (the one wall-clock figure of the output)
+    own = main_steps["done"][1] + sum(w["worker-done"][1] for w in workers)
+    others = None if busy0 is None else min(os.cpu_count(), max(0.0, (busy1 - busy0 - own) / wall))
+    return {"wall": wall, "main": main_steps, "workers": workers, "run_crit": crit_line[0], "run_cpu": crit_line[1:],
+            "figures": figures, "other_cores": others}
+
+
+def model(r: dict) -> dict:
+    """The parts of a whole run (wall and CPU) and its critical path in CPU seconds (the docstring)."""
+    m = r["main"]
+    cpu = lambda what: m[what][1]  # noqa: E731
+    start_wall, end_wall = m["run-begin"][0], r["wall"] - m["run-end"][0]
+    teardown = cpu("done") - cpu("run-end")
+    if not r["workers"]:
+        start = cpu("run-begin")
+    else:
+        planned = cpu("cluster-enter")
+        built_at = "local-built"
+        local = cpu(built_at) - (cpu("workers-in") if m["local-built"][0] > m["workers-in"][0] else planned)
+        ready = planned + local
+        for w in r["workers"]:
+            build = w["worker-built"][1] - w["worker-plan"][1]
+            ready = max(ready, max(cpu("workers-launched") + w["worker-preloaded"][1], planned) + build)
+        start = ready + (cpu("run-begin") - cpu("workers-built"))
+    return {"start_wall": start_wall, "run_wall": m["run-end"][0] - m["run-begin"][0], "end_wall": end_wall,
+            "start": start, "run": r["run_crit"], "end": teardown, "crit": start + r["run_crit"] + teardown}
+
+
+def describe_whole(mode: str, p: int, r: dict, base: dict, cores: int) -> str:
+    x, b = model(r), model(base)
+    m = r["main"]
+    speed = base["wall"] / r["wall"]
+    goal = "" if p == 1 else f"; goal {GOAL}x: {'met' if speed >= GOAL else 'not met'}"
+    walls = "" if len(r["walls"]) == 1 else f" (runs {', '.join(f'{w:.2f}' for w in r['walls'])})"
+    busy = "" if r["other_cores"] is None else f"; other programs kept {r['other_cores']:.1f} of {cores} cores busy"
+    lines = [f"{mode:>7}, {p} process{'es' if p > 1 else ''}: wall {r['wall']:.2f} s{walls} = start-up "
+             f"{x['start_wall']:.2f} + run {x['run_wall']:.2f} + teardown {x['end_wall']:.2f}; speed-up {speed:.2f}x"
+             f"{'' if p <= cores else ' (more processes than cores)'}{goal}{busy}"]
+    main_cpu = m["done"][1]
+    lines.append(f"    CPU s, main process: {main_cpu:.2f} = start-up {m['run-begin'][1]:.2f} (imports "
+                 f"{m['imported'][1]:.2f}, command line {m['parsed'][1] - m['imported'][1]:.2f}, topology and "
+                 f"checks {m['prepared'][1] - m['parsed'][1]:.2f}, plan {m['planned'][1] - m['prepared'][1]:.2f}, "
+                 f"elements and workers {m['run-begin'][1] - m['planned'][1]:.2f}) + run {r['run_cpu'][0]:.2f} + "
+                 f"teardown {m['done'][1] - m['run-end'][1]:.2f}")
+    for i, w in enumerate(r["workers"], 1):
+        waited = max(0.0, m["cluster-enter"][0] - w["worker-preloaded"][0])
+        lines.append(f"    CPU s, worker {i}: {w['worker-done'][1]:.2f} = start-up {w['worker-built'][1]:.2f} (Python and "
+                     f"imports {w['worker-preloaded'][1]:.2f}, ready {waited:.2f} s before the plan; its elements "
+                     f"{w['worker-built'][1] - w['worker-plan'][1]:.2f}) + run {r['run_cpu'][i]:.2f} + teardown "
+                     f"{w['worker-done'][1] - w['worker-stop'][1]:.2f}")
+    split = r["run_cpu"] and base["run_cpu"][0] / max(r["run_cpu"])
+    lines.append(f"    critical path {x['crit']:.2f} CPU s = start-up {x['start']:.2f} + run {x['run']:.2f} + teardown "
+                 f"{x['end']:.2f}; CPU split of the run {split:.2f}x; speed-up with a core per process "
+                 f"{b['crit'] / x['crit']:.2f}x (start-up {b['start'] / x['start']:.2f}x, run {b['run'] / x['run']:.2f}x); "
+                 f"same figures")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--processes", default="1,2", help="process counts, comma-separated (1 first: the base)")
@@ -190,6 +284,8 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--repeat", type=int, default=1, help="interleaved runs of each count (the medians count)")
     ap.add_argument("--topo", default=TOPO)
     ap.add_argument("--size", default="64KiB")
+    ap.add_argument("--cluster-only", action="store_true",
+                    help="time emu.Cluster's run in this process, start-up excluded, instead of the whole command")
     ap.add_argument("--instructions", action="store_true",
                     help="count each process's instructions under callgrind instead (slow: minutes)")
     a = ap.parse_args(argv)
@@ -203,8 +299,10 @@ def main(argv=None) -> list[dict]:
         counts.insert(0, 1)
     size = parse_size(a.size)
     cores = os.cpu_count()
-    print(f"{cores} cores; recursive-doubling allreduce of {size:,} B on {a.topo}; goal {GOAL}x with 2 processes",
-          flush=True)
+    what = ("emu.Cluster's run alone, in this process" if a.cluster_only or a.instructions else
+            "the whole emu run command, start-up and teardown included")
+    print(f"{cores} cores; recursive-doubling allreduce of {size:,} B on {a.topo}: {what}; goal {GOAL}x with 2 "
+          "processes", flush=True)
     if a.instructions:
         instructions(a, counts, size)
         return []
@@ -213,17 +311,23 @@ def main(argv=None) -> list[dict]:
         runs: dict[int, list[dict]] = {p: [] for p in counts}
         for _ in range(a.repeat):
             for p in counts:
-                runs[p].append(trio.run(once, a.topo, size, p, mode == "direct"))
+                runs[p].append(trio.run(once, a.topo, size, p, mode == "direct") if a.cluster_only
+                               else whole(a.topo, size, p, mode == "direct"))
         base = median_run(runs[1])
         for p in counts:
             r = median_run(runs[p])
             if any(x["figures"] != base["figures"] for x in runs[p]):
                 raise SystemExit(f"{mode}, {p} processes: FIGURES DIFFER from one process's")
-            print(describe(mode, p, r, base, cores), flush=True)
-            cpu = [c["process_s"] for c in r["cpu"]]
-            rows.append({"mode": mode, "processes": p, **r, "speedup": base["wall"] / r["wall"],
-                         "cpu_split": base["cpu"][0]["process_s"] / max(cpu),
-                         "bound": base["critical_s"] / r["critical_s"]})
+            if a.cluster_only:
+                print(describe(mode, p, r, base, cores), flush=True)
+                cpu = [c["process_s"] for c in r["cpu"]]
+                rows.append({"mode": mode, "processes": p, **r, "speedup": base["wall"] / r["wall"],
+                             "cpu_split": base["cpu"][0]["process_s"] / max(cpu),
+                             "bound": base["critical_s"] / r["critical_s"]})
+            else:
+                print(describe_whole(mode, p, r, base, cores), flush=True)
+                rows.append({"mode": mode, "processes": p, **r, "speedup": base["wall"] / r["wall"],
+                             "model": model(r), "bound": model(base)["crit"] / model(r)["crit"]})
     return rows
 
 

@@ -1,5 +1,9 @@
-"""scripts/bench_processes.py (issue 27: runs over several processes) at a tiny size: it runs, prints
-the core count and each process's CPU split, and finds the figures the same over 1 and 2 processes."""
+"""scripts/bench_processes.py (issues 27 and 45: runs over several processes) at a tiny size: it runs,
+prints the core count and each process's CPU split, and finds the figures the same over 1 and 2
+processes -- the whole ``emu run`` command (its start-up, run and teardown, from its timeline) and
+``emu.Cluster``'s run alone."""
+
+import re
 
 import subprocess
 import sys
@@ -14,6 +18,18 @@ def test_bench_processes_runs_at_a_tiny_size():
     assert p.returncode == 0, p.stderr
     assert "cores" in p.stdout and "2 processes" in p.stdout and "CPU split" in p.stdout and "critical path" in p.stdout
     assert p.stdout.count("same figures") == 2
+    # the whole command: its parts, and a worker forked as the command started (ready before its plan)
+    assert "start-up" in p.stdout and "teardown" in p.stdout and "worker 1:" in p.stdout
+    parts = re.search(r"wall ([0-9.]+) s = start-up ([0-9.]+) \+ run ([0-9.]+) \+ teardown ([0-9.]+)", p.stdout)
+    assert parts and abs(float(parts[1]) - sum(map(float, parts.groups()[1:]))) < 0.02
+
+
+def test_bench_processes_cluster_only():
+    p = subprocess.run([sys.executable, str(SCRIPTS / "bench_processes.py"), "--topo", "star:n=4", "--size", "4KiB",
+                        "--processes", "1,2", "--mode", "direct", "--cluster-only"], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "in this process" in p.stdout and "CPU split" in p.stdout and p.stdout.count("same figures") == 2
 
 
 def test_counting_instructions_without_valgrind_is_refused_in_one_line(tmp_path):

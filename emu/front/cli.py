@@ -20,6 +20,7 @@ from rich.markup import escape
 
 from ..config import ConfigError
 from ..errors import EmuError, leaves
+from ..timeline import mark
 from .cli_parser import _parser, run_epilog, version  # noqa: F401 -- names of this module as before
 from .commands import cmd_plan, cmd_topo, cmd_wireshark, personal_plugin_dir  # noqa: F401
 from .consoles import console, make_console
@@ -29,17 +30,48 @@ from .run_prepare import run_config, tests_named  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = _parser()
+    mark("imported")
+    early = _fork_early(sys.argv[1:]) if argv is None else None
+    try:
+        ap = _parser()
+        from .. import mpi
+
+        try:  # under mpiexec: rank 0 runs the command, the other ranks serve their domains
+            return mpi.entry(lambda: _main(ap, argv, early))
+        except ConfigError as e:  # no key file for the ranks
+            return report(e)
+    finally:
+        if early is not None and early.kids:  # not taken by a cluster (refused, another command)
+            early.discard()
+
+
+def _fork_early(argv: list[str]):
+    """``emu run ... --processes N`` (N > 1, not under mpiexec; read off the command line before it
+    is parsed): fork the N - 1 worker processes now, before anything else (``emu.control.fork_workers``),
+    and the cluster takes them; else None."""
     from .. import mpi
+    from ..forked import fork_workers
+    from . import WORKER_PRELOAD
+    from .run_cmd import LAUNCH_EARLY_MAX
 
-    try:  # under mpiexec: rank 0 runs the command, the other ranks serve their domains
-        return mpi.entry(lambda: _main(ap, argv))
-    except ConfigError as e:  # no key file for the ranks
-        return report(e)
+    words = [w for w in argv if not w.startswith("-")]
+    if not words or words[0] != "run" or mpi.world()[1] > 1 or {"-h", "--help", "--replay"} & set(argv):
+        return None
+    n = None
+    for i, w in enumerate(argv):
+        if w == "--processes" and i + 1 < len(argv):
+            n = argv[i + 1]
+        elif w.startswith("--processes="):
+            n = w.split("=", 1)[1]
+    if n is None or not (n.isascii() and n.isdigit()) or not 2 <= int(n) <= LAUNCH_EARLY_MAX:
+        return None
+    return fork_workers(int(n) - 1, WORKER_PRELOAD)
 
 
-def _main(ap, argv) -> int:
+def _main(ap, argv, early=None) -> int:
     args = ap.parse_args(argv)
+    mark("parsed")
+    args.forked = early  # (emu.front.run_cmd._launch_early takes them)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # what was run, for the run record
     logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
                         format="%(levelname)s %(name)s: %(message)s")
@@ -64,7 +96,10 @@ def _main(ap, argv) -> int:
                 console.print(f"wrote {path}")
             return 0
         if args.cmd == "run":
-            return trio.run(_run_terminable, args)
+            try:
+                return trio.run(_run_terminable, args)
+            finally:
+                mark("done")
         if args.cmd == "mpirun":
             from .mpirun import cmd_mpirun
 

@@ -142,7 +142,24 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-class _Refusing(argparse.ArgumentParser):
+class _LazyEpilog:
+    """A parser whose epilog may be given as a function, called when the help is shown: ``emu run``'s
+    lists every test and settable field, which imports every test (a third of a second of every
+    run's start-up otherwise)."""
+
+    @property
+    def epilog(self):
+        text = self.__dict__.get("_epilog")
+        if callable(text):
+            text = self.__dict__["_epilog"] = text()
+        return text
+
+    @epilog.setter
+    def epilog(self, text) -> None:
+        self.__dict__["_epilog"] = text
+
+
+class _Refusing(_LazyEpilog, argparse.ArgumentParser):
     """A parser that raises ``ConfigError`` with argparse's message where argparse would print its
     usage text and exit: for a command line that is data, not a person's typing."""
 
@@ -161,7 +178,7 @@ def did_you_mean(word: str, choices) -> str:
     return f" (did you mean {' or '.join(near)}?)" if near else ""
 
 
-class OneLine(argparse.ArgumentParser):
+class OneLine(_LazyEpilog, argparse.ArgumentParser):
     """A person's command line: a mistake is one line on stderr, ``emu: refused: ...`` with a "did you
     mean" where an option or subcommand is close to one that exists, and exit status 2 (argparse's
     usage text stays behind ``--help``)."""
@@ -212,10 +229,20 @@ def run_parser_refusing() -> argparse.ArgumentParser:
     return run
 
 
+def _run_epilog_sweeps() -> str:
+    """``emu run --help`` below the options: the tests, the settable fields, the sweeps."""
+    from .sweepargs import ORDER
+
+    return run_epilog() + (f"\n\nsweeps: --{', --'.join(o for o in ORDER)} take comma-separated lists; the run is "
+                           f"their product, --{ORDER[0]} varying slowest and --{ORDER[-1]} fastest, one cluster per "
+                           "point, one row per test and point in one table (--json, --csv); an option of one value "
+                           "refuses a second")
+
+
 def _add_run(sub) -> None:
     """``emu run``: the cluster, the tests, the outputs, the faults, then the collectives' options."""
     r = sub.add_parser("run", help="build a cluster, run tests, print and save the figures",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=run_epilog(),
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_run_epilog_sweeps,
                        allow_abbrev=False)
     r.add_argument("--topo", help="topology spec, e.g. fattree:k=4,n=3, or a file FILE.json|FILE.graphml (emu topo "
                                   "SPEC --format writes one; docs/topologies.md); a sweep: several, comma-separated "
@@ -291,11 +318,6 @@ def _add_run(sub) -> None:
     from .flow_options import add_flow_options
 
     add_flow_options(r, _ascii(int))
-    from .sweepargs import ORDER
-
-    r.epilog += (f"\n\nsweeps: --{', --'.join(o for o in ORDER)} take comma-separated lists; the run is their "
-                 f"product, --{ORDER[0]} varying slowest and --{ORDER[-1]} fastest, one cluster per point, one "
-                 "row per test and point in one table (--json, --csv); an option of one value refuses a second")
     g = r.add_argument_group("open-loop traffic (uniform, transpose, bitcomplement, hotspot, neighbor, worst_case, "
                              "tornado, shuffle, randperm; --size: the "
                              "packet's payload, one frame, default 256B)")

@@ -20,7 +20,6 @@ import contextlib
 import logging
 import os
 import secrets
-import sys
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -34,16 +33,20 @@ from ..build import Plan, build_domain
 from ..config import ConfigError, RunConfig
 from ..errors import AppError, DeadlockError, EmuError, leaves
 from ..metrics import RunMetrics, add_cc, add_flow, diff, port_counters
-from ..control import SECRET, start_workers, worker_command
+from ..control import SECRET, Launch, launch_workers, worker_command
 from ..sync import LocalHandle, MsgStream, Pacer, RemoteHandle, Synchroniser
+from .. import timeline
+from ..timeline import mark
 from ..watchdog import watch_workers
-from . import engines  # noqa: F401 -- fills the engine registry with the kinds that come with the emulator
+from . import WORKER_PRELOAD, engines  # noqa: F401 -- fills the engine registry with the kinds that come with the emulator
 from .cluster_faults import ClusterFaults
 from .cluster_figures import ClusterFigures
 
 log = logging.getLogger(__name__)
 
 SHOWN_WAITING = 4
+STOP_GRACE_S = 2.0
+"""Wall-clock seconds a worker told to stop has to end by itself before it is sent SIGTERM."""
 """A deadlock report names this many waiting applications, then says how many more wait."""
 
 AppSpec = Callable | tuple
@@ -73,7 +76,7 @@ class Cluster(ClusterFaults, ClusterFigures):
     def __init__(self, topology: Topology | str, *, seed: int = 0, processes: int = 1,
                  capture: str | os.PathLike | None = None, run: RunConfig | None = None,
                  progress: Callable[[int, int], None] | None = None, realtime_ns_per_s: float | None = None,
-                 direct: bool = False):
+                 direct: bool = False, workers: Launch | None = None):
         if isinstance(topology, str):
             topology = build_topology(topology)
         if not isinstance(topology, Topology):
@@ -96,11 +99,19 @@ class Cluster(ClusterFaults, ClusterFigures):
         if run.processes > len(topology.nodes):
             raise ConfigError(f"processes={run.processes} exceeds the {len(topology.nodes)} nodes of "
                               f"{topology.name}; use at most one process per node")
+        if workers is not None and (run.mpi or workers.admitted or workers.count != run.processes - 1):
+            raise ConfigError(f"workers: a launch of {workers.count} worker process(es) not yet admitted is for a "
+                              f"cluster of processes={workers.count + 1} (this one: {run.processes}"
+                              f"{', under MPI' if run.mpi else ''}); start them with emu.control.launch_workers")
+        self._launch = workers
+        """Worker processes started before this cluster (``emu run`` starts them before it builds
+        the topology: ``emu.control.launch_workers``), else None until ``_start`` launches them."""
         self.topology = topology
         self.run_config = run
         self.capture_path = capture
         self.cluster_id = secrets.randbits(32) | 1
         self.plan = Plan.make(topology, run, self.cluster_id)
+        mark("planned")
         self.lookahead_ns = self.plan.lookahead_ns
         self._progress = progress
         self._stack: contextlib.AsyncExitStack | None = None
@@ -169,6 +180,7 @@ class Cluster(ClusterFaults, ClusterFigures):
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def __aenter__(self) -> "Cluster":
+        mark("cluster-enter")
         stack = contextlib.AsyncExitStack()
         await stack.__aenter__()
         self._spill_root()  # (refused before anything starts when its folder cannot be made)
@@ -177,6 +189,9 @@ class Cluster(ClusterFaults, ClusterFigures):
             await self._start()
         except BaseException as e:
             self._close_sockets()
+            if self._launch is not None:  # (started before the cluster: not in its nursery)
+                with trio.CancelScope(shield=True):
+                    await self._launch.aclose()
             self._drop_spill_root()
             if self._local is not None and self._local.tracer is not None:
                 self._local.tracer.f.close()
@@ -185,9 +200,11 @@ class Cluster(ClusterFaults, ClusterFigures):
                 await stack.__aexit__(type(e), e, e.__traceback__)
             raise
         self._stack = stack
+        mark("cluster-started")
         return self
 
     async def __aexit__(self, etype, exc, tb) -> bool:
+        mark("cluster-exit")
         stack, self._stack = self._stack, None
         trace_error = None
         try:
@@ -203,6 +220,8 @@ class Cluster(ClusterFaults, ClusterFigures):
                 for h in self._handles:
                     if isinstance(h, RemoteHandle):
                         await h.close()
+                if self._launch is not None:  # told to stop, the workers end (those started before the
+                    await self._launch.aclose(STOP_GRACE_S)  # cluster are not in its nursery: waited for here)
             self._nursery.cancel_scope.cancel()
             try:
                 with _one_error():
@@ -212,6 +231,7 @@ class Cluster(ClusterFaults, ClusterFigures):
                 if self._local is not None:  # capture runs nobody collected (an error) go too
                     self._local._drop_runs()
                 self._drop_spill_root()  # and those of a worker that was killed
+                mark("cluster-closed")
         if trace_error is not None:
             if exc is None:
                 raise trace_error
@@ -252,23 +272,34 @@ class Cluster(ClusterFaults, ClusterFigures):
             secret = mpi.load_key(create=True)
         else:
             secret = secrets.token_bytes(SECRET)
-        self._local = build_domain(self.plan, 0, secret)
-        handles: list = [LocalHandle(self._local)]
+        handles: list = []
         addrs: dict[str, tuple[str, int]] = {}
         if self.run_config.mpi:
             from .. import mpi
 
+            self._local = build_domain(self.plan, 0, secret)
+            handles.append(LocalHandle(self._local))
             self._handles = handles
             remotes, addrs = await mpi.start_ranks(self.plan, secret)
             handles.extend(remotes)
         elif p > 1:
             self._handles = handles  # so that teardown closes whatever connected, also on error
+            if self._launch is None:  # started now, they import while this process builds its domain
+                self._launch = await launch_workers(nursery, p - 1, self._worker_command, secret, WORKER_PRELOAD)
+            secret = self._launch.secret
 
             async def send_plan(chan: MsgStream, d: int) -> None:
-                await chan.send(list(sys.path))
                 await chan.send((self.plan, d))
 
-            self._workers, chans = await start_workers(nursery, p - 1, send_plan, self._worker_command, secret)
+            if not self._launch.ready:
+                self._local = build_domain(self.plan, 0, secret)
+                mark("local-built")
+            self._workers, chans = await self._launch.admit(send_plan)
+            mark("workers-in")
+            if self._local is None:  # (the workers were waiting: they build theirs meanwhile)
+                self._local = build_domain(self.plan, 0, secret)
+                mark("local-built")
+            handles.insert(0, LocalHandle(self._local))
             remotes = {d: RemoteHandle(d, chan) for d, chan in chans.items()}
             handles.extend(remotes[d] for d in sorted(remotes))
             for w in self._workers:  # a worker that stops answering is reported, not waited for
@@ -281,6 +312,10 @@ class Cluster(ClusterFaults, ClusterFigures):
                 except (EOFError, trio.BrokenResourceError, trio.TooSlowError) as e:
                     raise EmuError(f"worker process of domain {d} failed while starting its elements "
                                    f"({type(e).__name__}); see its messages above") from None
+        else:
+            self._local = build_domain(self.plan, 0, secret)
+            handles.append(LocalHandle(self._local))
+        mark("workers-built")
         addrs.update(await nursery.start(self._local.serve_sockets))  # one reader for the process's sockets
         self._handles = handles
         for h in handles:
@@ -358,6 +393,8 @@ class Cluster(ClusterFaults, ClusterFigures):
             before = port_counters(raw_before)
             for d, h in enumerate(self._handles):  # apps, and engines with timers of their own
                 sync.next_times[d] = min(sync.next_times[d], await h.call("start_apps", start, per_domain.get(d, {})))
+            probe = await timeline.run_begin(self._handles)  # (None without EMU_TIMELINE)
+            mark("run-begin")
             try:
                 await sync.run_until_quiet()
             except BaseException as e:
@@ -366,6 +403,8 @@ class Cluster(ClusterFaults, ClusterFigures):
                 if isinstance(e, Exception):
                     await self._close_apps()
                 raise
+            mark("run-end")
+            await timeline.run_end(self._handles, probe)
             states = []
             for h in self._handles:
                 states.extend(await h.call("app_states"))

@@ -9,6 +9,7 @@ import trio
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from ..config import ConfigError
+from ..timeline import mark
 from .cli_parser import version
 from .consoles import console, make_console
 from .run_output import _show_results
@@ -27,18 +28,53 @@ async def _run(args) -> int:
     if len(points) > 1 and (args.pcap or args.trace):
         raise ConfigError(f"--pcap and --trace write one file per cluster; this sweep has {len(points)} points: "
                           "run the point you want to capture on its own")
-    prepared = []
-    for point in points:  # bad input at any point is refused before the first starts
-        pargs = point_args(args, point)
-        prepared.append((point, pargs, await _prepare_point(pargs)))
-    args.finished, args.points = [], []
-    for point, pargs, (names, topo, faults, extra) in prepared:
-        pargs.sink, pargs.point = args.finished, point  # what finished is kept for --json (_keep_finished)
-        results, mgr_note = await _run_tests(pargs, topo, names, faults, extra)
-        args.trace_summary = getattr(pargs, "trace_summary", None)
-        args.partition_used = getattr(pargs, "partition_used", None)
-        args.points.append((point, pargs, results, mgr_note))
+    async with trio.open_nursery() as nursery:
+        launch = await _launch_early(nursery, args)
+        try:
+            prepared = []
+            for point in points:  # bad input at any point is refused before the first starts
+                pargs = point_args(args, point)
+                prepared.append((point, pargs, await _prepare_point(pargs)))
+            mark("prepared")
+            args.finished, args.points = [], []
+            for point, pargs, (names, topo, faults, extra) in prepared:
+                pargs.sink, pargs.point = args.finished, point  # what finished is kept for --json (_keep_finished)
+                results, mgr_note = await _run_tests(pargs, topo, names, faults, extra, launch)
+                launch = None  # (the first cluster's; the next points start their own)
+                args.trace_summary = getattr(pargs, "trace_summary", None)
+                args.partition_used = getattr(pargs, "partition_used", None)
+                args.points.append((point, pargs, results, mgr_note))
+        finally:
+            if launch is not None:  # refused before its cluster started: the workers end
+                with trio.CancelScope(shield=True):
+                    await launch.aclose()
+    mark("ran")
     return _show_results(args)
+
+
+LAUNCH_EARLY_MAX = 64
+"""``--processes`` up to this: the worker processes start before the topology is built."""
+
+
+async def _launch_early(nursery, args):
+    """With ``--processes N`` (N > 1, not under mpiexec): start the N - 1 worker processes now, so
+    that their start-up (Python, the emulator's modules) overlaps this process's (the topology, the
+    checks of the input, the plan); the first cluster takes them (``Cluster(workers=...)``). None
+    otherwise; more than ``LAUNCH_EARLY_MAX`` start with their cluster, once the input is checked."""
+    from ..mpi import world
+
+    n = args.processes
+    forked, args.forked = getattr(args, "forked", None), None
+    if forked is not None:  # forked as the command started (emu.front.cli._fork_early)
+        if forked.count == n - 1 and world()[1] == 1:
+            return await forked.launch(nursery)
+        forked.discard()
+    if not isinstance(n, int) or n < 2 or n > LAUNCH_EARLY_MAX or world()[1] > 1:
+        return None
+    from ..control import launch_workers
+    from . import WORKER_PRELOAD
+
+    return await launch_workers(nursery, n - 1, preload=WORKER_PRELOAD)
 
 
 async def _prepare_point(args) -> tuple:
@@ -79,9 +115,10 @@ async def _replay(args) -> int:
     return code
 
 
-async def _run_tests(args, topo, names: list[str], faults, extra: dict) -> tuple[list, list[str]]:
+async def _run_tests(args, topo, names: list[str], faults, extra: dict, launch=None) -> tuple[list, list[str]]:
     """Start the cluster and run the tests in order under a transient progress line on stderr;
-    returns their results and the network manager's notes (empty without one)."""
+    returns their results and the network manager's notes (empty without one). ``launch``: its
+    worker processes, started already (``_launch_early``)."""
     from .cluster import Cluster
 
     from .run_prepare import wants_manager
@@ -108,7 +145,7 @@ async def _run_tests(args, topo, names: list[str], faults, extra: dict) -> tuple
                             speed=f"{rate:,.0f} frames/s, {frames:,} frames, {window:,} windows")
 
         current = "start"
-        async with Cluster(topo, run=run_config(args), capture=args.pcap, progress=on_progress) as net:
+        async with Cluster(topo, run=run_config(args), capture=args.pcap, progress=on_progress, workers=launch) as net:
             # the manager's settings hold with --offload switch's manager too (bring-up included)
             if topo.manager is not None and topo.nodes[topo.manager].info["manager"].bringup:
                 current = "link bring-up"

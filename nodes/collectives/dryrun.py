@@ -16,7 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import trio
-import trio.testing
+
+try:  # (trio.testing imports pytest where it is installed: a tenth of emu run's start-up)
+    from trio._core import wait_all_tasks_blocked
+except ImportError:  # pragma: no cover -- another trio: its public name
+    from trio.testing import wait_all_tasks_blocked
 
 from .comm import Comm
 from emu.reduce import get_op
@@ -144,7 +148,7 @@ async def count_messages(operation: str, ranks: int, count: int, dtype: str = "f
 
     async def watch(nursery: trio.Nursery) -> None:
         nonlocal stuck
-        await trio.testing.wait_all_tasks_blocked()
+        await wait_all_tasks_blocked()
         if done < ranks:
             stuck = True
             nursery.cancel_scope.cancel()

@@ -1,0 +1,58 @@
+"""Where a run's wall-clock time goes, process by process: with ``EMU_TIMELINE=FILE`` in the
+environment, each process of the run (the ``emu`` command, its worker processes) appends a line
+``PID MONOTONIC_S CPU_S WHAT`` to FILE at each step of its start-up, run and teardown
+(``scripts/bench_processes.py`` reads it back). The monotonic clock is the machine's, common to
+its processes; the CPU seconds are the process's own. Without the variable ``mark`` does nothing.
+A cost figure only: nothing in the model depends on it."""
+
+from __future__ import annotations
+
+import os
+import time
+
+PATH = os.environ.get("EMU_TIMELINE") or None
+
+
+def mark(what: str) -> None:
+    """One step of this process reached (``what``: one word, or words joined by '-')."""
+    if PATH is None:
+        return
+    line = f"{os.getpid()} {time.monotonic():.6f} {time.process_time():.6f} {what}\n"
+    fd = os.open(PATH, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:  # one write of a short line with O_APPEND: the processes' lines do not interleave
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+async def run_begin(handles: list) -> list[float] | None:
+    """With a timeline: each process's CPU seconds now, and its CPU at each window's start recorded
+    from now on (``Domain.rpc_cpu_marks``); None without one."""
+    if PATH is None:
+        return None
+    before = [(await h.call("cpu"))["process_s"] for h in handles]
+    for h in handles:
+        await h.call("cpu_marks", True)
+    return before
+
+
+async def run_end(handles: list, before: list[float] | None) -> None:
+    """With a timeline (``before``: ``run_begin``'s): a line ``run-critical CRIT CPU0 CPU1 ...``: the
+    run's critical path in CPU seconds (window by window the busiest process's CPU from one window's
+    start to the next, summed: what the run would take with a core per process and instant
+    messages) and each process's CPU over the run, in domain order."""
+    if before is None:
+        return
+    marks = [await h.call("cpu_marks", False) for h in handles]
+    after = [(await h.call("cpu"))["process_s"] for h in handles]
+    crit = critical_path(before, marks, after)
+    mark("run-critical " + " ".join(f"{x:.6f}" for x in [crit, *(a - b for a, b in zip(after, before))]))
+
+
+def critical_path(before: list[float], marks: list[list[float]], after: list[float]) -> float:
+    """Window by window the busiest process's CPU from one window's start to the next (the run's
+    start and end included), summed. ``marks[d]``: process ``d``'s CPU at each window's start."""
+    cuts = [[b, *m, a] for b, m, a in zip(before, marks, after)]
+    if len({len(c) for c in cuts}) != 1:
+        raise ValueError("the processes recorded different numbers of windows")
+    return sum(max(c[i + 1] - c[i] for c in cuts) for i in range(len(cuts[0]) - 1))

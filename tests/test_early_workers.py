@@ -1,0 +1,81 @@
+"""Issue 45: ``emu run --processes N`` forks its workers as the command starts (``emu.forked``), so
+that their start-up overlaps the topology's; a library cluster starts them before it builds its own
+elements (``emu.control.launch_workers``). The figures are those of one process; a refused command
+leaves no worker behind; a launch meant for another cluster is refused in one line."""
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+import trio
+
+import emu
+from emu.control import launch_workers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUN = ["run", "--topo", "fattree:k=4,n=2", "--test", "allreduce", "--algo", "recursive_doubling", "--size", "4KiB"]
+
+
+def _emu(args, tmp_path, name):
+    tl = tmp_path / name
+    env = {**os.environ, "EMU_TIMELINE": str(tl)}
+    p = subprocess.run([sys.executable, "-m", "emu", *args], capture_output=True, text=True, env=env, cwd=ROOT,
+                       timeout=240)
+    steps = [line.split(None, 3) for line in tl.read_text().splitlines()] if tl.exists() else []
+    return p, steps
+
+
+def _gone(pid: int, timeout: float = 10) -> bool:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_forked_workers_give_the_figures_of_one_process(tmp_path):
+    one, _ = _emu([*RUN, "--processes", "1"], tmp_path, "one")
+    two, steps = _emu([*RUN, "--processes", "2"], tmp_path, "two")
+    assert one.returncode == 0 and two.returncode == 0, two.stderr
+    same = lambda out: re.sub(r"wall_s=[0-9.]+", "", out)  # noqa: E731
+    assert same(one.stdout) == same(two.stdout) and "result=equal to numpy" in two.stdout
+    main = {s[3] for s in steps if s[3] == "imported"}
+    forked = [s for s in steps if s[3] == "worker-forked"]
+    assert main and len(forked) == 1  # a worker of its own, forked (not started as python -m emu.worker)
+    pid = int(forked[0][0])
+    by_pid = [s[3] for s in steps if int(s[0]) == pid]
+    assert by_pid.index("worker-preloaded") < by_pid.index("worker-plan") < by_pid.index("worker-built")
+    assert "worker-done" in by_pid and _gone(pid)
+
+
+def test_a_refused_command_leaves_no_forked_worker(tmp_path):
+    p, steps = _emu([*RUN[:4], "nosuchtest", "--processes", "3"], tmp_path, "refused")
+    assert p.returncode == 2 and p.stdout.count("\n") == 1 and "refused" in p.stdout and "Traceback" not in p.stderr
+    forked = [int(s[0]) for s in steps if s[3] == "worker-forked"]
+    assert len(forked) == 2 and all(_gone(pid) for pid in forked)
+
+
+async def test_a_launch_for_another_cluster_is_refused():
+    async with trio.open_nursery() as nursery:
+        launch = await launch_workers(nursery, 2)
+        try:
+            with pytest.raises(emu.ConfigError, match="for a cluster of processes=3"):
+                emu.Cluster("star:n=4", processes=2, workers=launch)
+        finally:
+            await launch.aclose()
+    assert all(w.proc.returncode is not None for w in launch.workers)
+
+
+async def test_a_cluster_takes_workers_launched_before_it():
+    async with trio.open_nursery() as nursery:
+        launch = await launch_workers(nursery, 1)
+        async with emu.Cluster("star:n=4", processes=2, workers=launch) as net:
+            assert net.worker_pids == [launch.workers[0].pid]
+            assert await net.ping("h0", "h3") > 0
+        assert launch.workers[0].proc.returncode is not None  # ended with its cluster
