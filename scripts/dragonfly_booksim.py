@@ -2,7 +2,7 @@
 (p=2, a=4, h=2, g=9: 72 hosts), uniform and worst-case traffic: emu beside BookSim2's dragonflynew.
 
     python scripts/dragonfly_booksim.py --booksim /path/to/booksim2/src/booksim [--load 0.9]
-        [--warmup 100 --measure 200]
+        [--warmup 1000 --measure 1000]
 
 Each side is offered ``--load`` (packets per host per cycle, 1-flit packets) and the accepted
 throughput is printed, beside the analytic limit (uniform: 1 for every policy on a balanced dragonfly
@@ -36,9 +36,18 @@ one global VC), emu's allocation *and traversal* (``switch/iqround.py``: the nex
 computation starts when its predecessor has left), 3 cycles (at most 1/3: 0.032, 0.234 uniform).
 With emu's pipeline cut to one cycle (``vc_alloc_ns=sw_alloc_ns=0``, ``traversal_ns`` one cycle)
 minimal uniform accepts 0.465, beside BookSim's 0.423. Hosts inject on VC 0 in emu, on a random VC
-in BookSim (two VCs' worth of pipeline at the injection port). Offered load above saturation: the
-accepted rate is what the network delivers in the window, not a converged steady state in emu
-(a 200-cycle warm-up against a 200-cycle global round trip).
+in BookSim (two VCs' worth of pipeline at the injection port).
+
+The window. A Valiant detour crosses two global links of 100 cycles: its zero-load latency is about
+250 cycles. With the old defaults (100 cycles of warm-up, 200 measured) the window counted the
+network filling -- packets injected in the first ~50 cycles -- and Valiant read 0.034 at an offered
+0.1 and 0.123 at 0.6 (the "drop" of issue 48's re-measure: a window artifact, not the router). The
+defaults are now BookSim's sample period, 1000 + 1000 cycles; emu's traffic tests say so
+(``warmup_note``) when the warm-up is shorter than the longest measured route. Offered 0.6, the
+window 100+200 -> 1000+1000 (``python scripts/dragonfly_booksim.py --load 0.6``, CPU 7-11 min per
+point on a loaded 2-core machine): minimal uniform 0.325 -> 0.390 (BookSim 0.424), Valiant uniform
+0.123 -> 0.347, UGAL-L uniform 0.307 -> 0.393 (0.401), minimal worst case 0.054 -> 0.062 (0.062),
+Valiant worst case 0.114 -> 0.335, UGAL-L worst case 0.104 -> 0.249 (0.110).
 """
 
 from __future__ import annotations
@@ -128,8 +137,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--booksim", help="BookSim2's booksim binary (leave out: emu's column alone)")
     ap.add_argument("--load", type=float, default=0.9)
-    ap.add_argument("--warmup", type=int, default=100)
-    ap.add_argument("--measure", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=1000)
+    ap.add_argument("--measure", type=int, default=1000)
     ap.add_argument("--cases", default=",".join(f"{r}/{p}" for r, p in CASES))
     a = ap.parse_args()
     print(f"dragonfly p=2 a=4 h=2 g=9 (72 hosts), offered {a.load} packets/host/cycle, 1-flit packets")
