@@ -13,9 +13,9 @@ head comes in, so "the first link to free" is read from what is already committe
 measures, then, as the source names two: how many operations a link has outstanding downstream
 (the subset; an ACK returns a round trip later) and whether it can take the packet now (the pick).
 ``light`` (the reading before issue 44): every lightly loaded link counts as free, and the pick
-goes by port order alone:
+goes by port order alone. The picks, over the links so found:
 
-* ``first_free`` -- the lowest-numbered of those links;
+* ``first_free`` -- the lowest-numbered of them;
 * ``next_free`` -- round robin: the first of them after the link this switch chose last time
   (whatever the destination), wrapping round to the lowest;
 * ``random`` -- one drawn from a generator seeded per switch (the run's seed and the switch's
