@@ -132,7 +132,7 @@ def test_adaptive_heavy_route_gives_way_when_the_route_is_down_and_follows_a_sou
     assert sw.receive(_pkt(1, 63, 8), 1, 10)[0][0] == 4
     sw.held.discard(7)
     assert sw.receive(_pkt(1, 63, 9), 1, 11)[0][0] == 7
-    with pytest.raises(ConfigError, match="adaptive_heavy 'lightest' is not one of least_loaded, route"):
+    with pytest.raises(ConfigError, match="adaptive_heavy 'lightest' is not one of pick, least_loaded, route"):
         SwitchSpec(adaptive_heavy="lightest")
 
 
@@ -142,12 +142,12 @@ async def _mirror_put(host):
     return r.ok, host.now
 
 
-async def _mirror(heavy: str, **kw):
+async def _mirror(*settings, **kw):
     """Every node of fattree:k=4,n=2 puts 16 KiB to node i + 8 on input-queued routers: a
-    permutation that destination-mod-k routes with no two flows on one link."""
+    permutation that destination-mod-k routes with no two flows on one link. ``settings``: qsnet's
+    (none: static routing)."""
     t = build("fattree:k=4,n=2", settings=parse_settings(
-        ["switch.model=input_queued"] + (["switch.routing=static"] if heavy == "static" else
-                                         ["switch.routing=qsnet", f"switch.adaptive_heavy={heavy}"])))
+        ["switch.model=input_queued"] + (["switch.routing=qsnet", *settings] if settings else ["switch.routing=static"])))
 
     async with emu.Cluster(t, **kw) as net:
         r = await net.run({h: (_mirror_put,) for h in net.hosts})
@@ -155,9 +155,15 @@ async def _mirror(heavy: str, **kw):
     return max(t for _ok, t in r.values())
 
 
-async def test_on_a_permutation_static_routes_cleanly_keeping_the_route_when_heavy_loses_less():
-    """Issue 44: least_loaded moves packets between links whose pending counts differ by one or two
-    (each carries a round trip's worth at line rate), so flows that had a link each meet."""
-    got = {h: await _mirror(h, direct=True) for h in ("static", "least_loaded", "route")}
-    assert got == {"static": 8576, "least_loaded": 10734, "route": 9866}
-    assert await _mirror("route", processes=2) == got["route"]
+async def test_on_a_permutation_static_routes_cleanly_and_the_free_pick_keeps_it():
+    """Issue 44: with every light link counted free (``adaptive_free=light``, the reading before),
+    least_loaded moves packets between links whose pending counts differ by one or two (each
+    carries a round trip's worth at line rate), so flows that had a link each meet; keeping the
+    route loses less. Picking the link free now (the default) finds static's clean assignment."""
+    light = "switch.adaptive_free=light"
+    got = {"static": await _mirror(direct=True),
+           "least_loaded": await _mirror(light, "switch.adaptive_heavy=least_loaded", direct=True),
+           "route": await _mirror(light, "switch.adaptive_heavy=route", direct=True),
+           "free": await _mirror("switch.adaptive_pick=first_free", direct=True)}
+    assert got == {"static": 8576, "least_loaded": 10734, "route": 9866, "free": 8576}
+    assert await _mirror(light, "switch.adaptive_heavy=route", processes=2) == got["route"]

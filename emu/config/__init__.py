@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from .base import HORIZON_NS, MAX_DELAY_NS, ConfigError, _check_delays  # noqa: F401 -- private names as before
 from .host import TRANSPORTS, ROUTE_PICKS, ElanSpec, HostSpec, NicSpec
-from .network import (ADAPTIVE_HEAVY, ADAPTIVE_LOADS, ALLOCATORS, MANAGER_ACTIONS, MANAGER_BANDS, PU_SCHEDULERS, ROUTER_MODELS,
+from .network import (ADAPTIVE_FREE, ADAPTIVE_HEAVY, ADAPTIVE_LOADS, ALLOCATORS, MANAGER_ACTIONS, MANAGER_BANDS, PU_SCHEDULERS, ROUTER_MODELS,
                       VC_POLICIES, LinkSpec, ManagerSpec, PUSpec, SwitchSpec)
 from .queues import ECN_MODES, QueueSpec, class_mask
 from .run import MIN_REALTIME_NS_PER_S, PARTITIONS, RunConfig, _refuse_wildcard, bind_address, is_loopback  # noqa: F401
 from .settings import (MAX_INT, SECTIONS, _check_key, _convert, _field_types, _int_from_float, field_docs,  # noqa: F401
                        load_settings, merge_settings, parse_settings, register_section, settable_fields)
 
-__all__ = ["ADAPTIVE_HEAVY", "ADAPTIVE_LOADS", "ALLOCATORS", "MANAGER_ACTIONS", "MANAGER_BANDS", "HORIZON_NS", "MAX_DELAY_NS", "MAX_INT",
+__all__ = ["ADAPTIVE_FREE", "ADAPTIVE_HEAVY", "ADAPTIVE_LOADS", "ALLOCATORS", "MANAGER_ACTIONS", "MANAGER_BANDS", "HORIZON_NS", "MAX_DELAY_NS", "MAX_INT",
            "MIN_REALTIME_NS_PER_S", "PARTITIONS", "PU_SCHEDULERS", "ROUTER_MODELS", "ROUTE_PICKS", "SECTIONS",
            "TRANSPORTS", "VC_POLICIES", "ConfigError", "ElanSpec", "HostSpec", "LinkSpec", "ManagerSpec", "NicSpec",
            "PUSpec", "QueueSpec", "ECN_MODES", "class_mask", "RunConfig", "SwitchSpec", "bind_address", "field_docs", "is_loopback", "load_settings",

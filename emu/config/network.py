@@ -156,13 +156,18 @@ class SwitchSpec:
     """Pending frames on a link below which it counts as lightly loaded (``routing=qsnet``): frames
     on the line plus those waiting for credit; 0: no link is, always the least loaded."""
     adaptive_pick: str = "first_free"
-    """How ``routing=qsnet`` picks among the lightly loaded links: first_free (the lowest-numbered),
-    next_free (round robin per switch) or random (seeded per switch)."""
-    adaptive_heavy: str = "least_loaded"
-    """What ``routing=qsnet`` does when no candidate link is lightly loaded: least_loaded (the link with
-    the fewest pending operations, ties to the packet's route) or route (the packet's own route -- the
-    table's port, or the one its source chose -- as the source's threshold rule ranks no heavy link
-    above another; a route that is down or out of service still gives way to the least loaded)."""
+    """How ``routing=qsnet`` picks among the lightly loaded links: first_free (the lowest-numbered
+    free one), next_free (round robin per switch) or random (seeded per switch)."""
+    adaptive_free: str = "now"
+    """What ``routing=qsnet``'s pick counts as a free link: now (nothing on its line and nothing waiting
+    for it in the router; none free: those with the fewest bytes ahead, the first to free) or light
+    (every lightly loaded link, by port order alone: the reading before issue 44)."""
+    adaptive_heavy: str = "pick"
+    """What ``routing=qsnet`` does when no candidate link is lightly loaded: pick (the same pick over
+    every live candidate: the threshold ranks no heavy link above another), least_loaded (the link
+    with the fewest pending operations, ties to the packet's route) or route (the packet's own route --
+    the table's port, or the one its source chose; a route that is down or out of service gives way
+    to the least loaded)."""
     adaptive_load: str = "pending"
     """What ``routing=qsnet`` compares against ``adaptive_threshold``: pending (QsNet's measure: the
     operations this router sent out of a link whose ACK has not come back through it; the token
@@ -257,6 +262,8 @@ class SwitchSpec:
                               "first_free, next_free, random")
         if self.adaptive_heavy not in ADAPTIVE_HEAVY:
             raise ConfigError(f"SwitchSpec.adaptive_heavy {self.adaptive_heavy!r} is not one of {', '.join(ADAPTIVE_HEAVY)}")
+        if self.adaptive_free not in ADAPTIVE_FREE:
+            raise ConfigError(f"SwitchSpec.adaptive_free {self.adaptive_free!r} is not one of {', '.join(ADAPTIVE_FREE)}")
         if self.adaptive_load not in ADAPTIVE_LOADS:
             raise ConfigError(f"SwitchSpec.adaptive_load {self.adaptive_load!r} is not one of {', '.join(ADAPTIVE_LOADS)}")
         if not isinstance(self.ugal_threshold_bytes, int) or isinstance(self.ugal_threshold_bytes, bool) \
@@ -325,7 +332,8 @@ class SwitchSpec:
 
 
 ADAPTIVE_LOADS = ("pending", "queue")
-ADAPTIVE_HEAVY = ("least_loaded", "route")
+ADAPTIVE_HEAVY = ("pick", "least_loaded", "route")
+ADAPTIVE_FREE = ("now", "light")
 VC_POLICIES = ("by_class", "dateline", "class_dateline", "dragonfly", "hops")
 ROUTER_MODELS = ("output_queued", "input_queued")
 ALLOCATORS = ("round_robin", "islip")

@@ -10,9 +10,10 @@ destination (``Topology.candidates``; the runtime computes them when a switch's 
   (:mod:`.adaptive`);
 * ``dispersive`` -- a random candidate from a generator seeded per switch (:mod:`.dispersive`);
 * ``qsnet`` -- QsNet's threshold rule: among the candidates with fewer than
-  ``SwitchSpec.adaptive_threshold`` pending frames, the first, the next after the last one chosen
-  (round robin) or a seeded random one (``SwitchSpec.adaptive_pick``); none below the threshold:
-  the least loaded, or the packet's route (``SwitchSpec.adaptive_heavy``; :mod:`.qsnet`);
+  ``SwitchSpec.adaptive_threshold`` pending frames, a free one (``SwitchSpec.adaptive_free``: free
+  now, or the first to free), the first, the next after the last one chosen (round robin) or a
+  seeded random one (``SwitchSpec.adaptive_pick``); none below the threshold: the same pick over
+  every candidate, the least loaded, or the packet's route (``SwitchSpec.adaptive_heavy``; :mod:`.qsnet`);
 * ``minimal``, ``valiant``, ``ugal_l``, ``ugal_g``, ``par`` -- on dragonflies, HyperX and Slim Flies:
   the family's minimal routes, Valiant's random intermediate, UGAL with local (or, as an oracle,
   global) queue depths, progressive adaptive routing (:mod:`.nonminimal`; a policy may rewrite the
