@@ -127,6 +127,12 @@ disable_mpi_spawn``: its cases are skipped as "mpi-spawn"). The emulated MPI has
 it unless ``--spawn``."""
 
 
+SPAWN_MODULES = {"test_spawn"}
+"""Modules whose runs get hosts for spawned processes too (``emu mpirun`` puts one process on a host):
+``n * max(3, 2 n)`` beyond the ranks' own -- each of the ``n`` ranks at once (on ``COMM_SELF``) may spawn
+two commands of ``n`` processes, or of 1 and 2. (A Spawn waits for the children of the one before to end.)"""
+
+
 def run_one(impl: str, tests: str, module: str, n: int, timeout: float, driver: str, spawn: bool = False) -> dict:
     """Every case's outcome, by id: pass, skip or fail (with why)."""
     env = dict(os.environ, **(SPAWN_OFF if impl == "emu" and not spawn else {}))
@@ -135,7 +141,8 @@ def run_one(impl: str, tests: str, module: str, n: int, timeout: float, driver: 
             mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or "mpiexec"
             cmd = [mpiexec, "-n", str(n), sys.executable, driver, tests, out, module]
         else:
-            cmd = [sys.executable, "-m", "emu", "mpirun", "-n", str(n), "--topo", f"star:n={max(n, 2)}",
+            hosts = max(n, 2) + (n * max(3, 2 * n) if spawn and module in SPAWN_MODULES else 0)
+            cmd = [sys.executable, "-m", "emu", "mpirun", "-n", str(n), "--topo", f"star:n={hosts}",
                    "--compute", "zero", driver, tests, out, module]
         t0 = time.perf_counter()
         try:
