@@ -218,6 +218,9 @@ def quiet(job, r: int) -> bool:
 
 
 PYTHON = re.compile(r"python[0-9.]*$")
+FLAGS = {"-B", "-b", "-bb", "-d", "-E", "-I", "-O", "-OO", "-q", "-R", "-s", "-S", "-u", "-v", "-x"}
+"""Options of the interpreter a Spawn's arguments may start with (as ``mpi4py.futures`` gives ``-B``): the rank
+runs without them."""
 
 
 def _is_python(command: str) -> bool:
@@ -237,13 +240,15 @@ def program(command, args, cwd: str, path: str | None) -> list[str]:
         if not args:
             raise MpiError(f"Spawn: {command} without a program; give the script (or -m MODULE, -c CODE) in args",
                            ERR_SPAWN)
-        if args[0] in ("-m", "-c"):
+        while args and args[0] in FLAGS or args[:1] in (["-W"], ["-X"]):  # the interpreter's own options: dropped
+            args = args[2:] if args[0] in ("-W", "-X") else args[1:]
+        if args[:1] in (["-m"], ["-c"]):
             if len(args) < 2:
                 raise MpiError(f"Spawn: {command} {args[0]} without its argument", ERR_SPAWN)
             return args
-        if args[0].startswith("-"):
-            raise MpiError(f"Spawn: {command} {args[0]}: emu mpirun runs a script, -m MODULE or -c CODE (no other "
-                           "interpreter options)", ERR_SPAWN)
+        if not args or args[0].startswith("-"):
+            raise MpiError(f"Spawn: {command} {' '.join(args[:1])}: emu mpirun runs a script, -m MODULE or -c CODE",
+                           ERR_SPAWN)
         if not os.path.isfile(os.path.join(cwd, args[0])):
             raise MpiError(f"Spawn: {args[0]}: no such file (in {cwd})", ERR_SPAWN)
         return args
