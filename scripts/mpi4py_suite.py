@@ -127,15 +127,15 @@ SPAWN_OFF = {"MPI4PY_TEST_SPAWN": "0"}
 disable_mpi_spawn``: its cases are skipped as "mpi-spawn"): emu's runs get it with ``--no-spawn``."""
 
 
-SPAWN_MODULES = {"test_spawn"}
-"""Modules whose Spawn cases run under emu (elsewhere ``SPAWN_OFF``: ``test_util_pool``'s process pool is
-not tried yet), with hosts for the spawned processes too (``emu mpirun`` puts one process on a host):
+SPAWN_MODULES = {"test_spawn", "test_util_pool"}
+"""Modules whose Spawn cases run under emu (``test_util_pool``: ``mpi4py.futures``' process pool, at n = 1),
+with hosts for the spawned processes too (``emu mpirun`` puts one process on a host):
 ``n * max(3, 2 n)`` beyond the ranks' own -- each of the ``n`` ranks at once (on ``COMM_SELF``) may spawn
 two commands of ``n`` processes, or of 1 and 2. (A Spawn waits for the children of the one before to end.)"""
 
 
 SPAWN_TIMEOUT = 3
-"""``test_spawn`` gets this many times ``--timeout`` (each child is a Python process that imports the emulated
+"""Those modules get this many times ``--timeout`` (each child is a Python process that imports the emulated
 library: about 0.5 s of CPU time each, where MPICH's imports its compiled one)."""
 
 

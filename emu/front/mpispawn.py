@@ -159,7 +159,10 @@ class Spawner:
         started = []
         for i, (n, argv, cwd, _) in enumerate(plans):
             for host in assign[i]:
-                proc, conn = self.start_process(len(job.hosts), argv, total, cwd)
+                try:
+                    proc, conn = self.start_process(len(job.hosts), argv, total, cwd)
+                except OSError as e:  # (the processes started before it go on: they wait for their parents)
+                    raise MpiError(f"Spawn: a process could not be started ({e.strerror})", ERR_SPAWN) from None
                 r = job.enrol(host, conn, proc)
                 world.members.append(r)
                 world.appnum[r] = i
