@@ -312,3 +312,23 @@ except MPI.Exception as e:
     assert res.returncode == 0, res.stderr
     assert res.lines() == ["universe 2", "refused True Spawn: 2 processes asked for, but 1 of the universe's 2 hosts "
                            "are free (one process per host)", "missing True"], res.stdout
+
+
+def test_what_a_spawn_runs_of_its_command(tmp_path):
+    from emu.front.mpijob import MpiError
+    from emu.front.mpispawn import ERR_SPAWN, program
+
+    script = tmp_path / "child"
+    script.write_text("#!/usr/bin/env python3\nprint('hi')\n")
+    script.chmod(0o755)
+    data = tmp_path / "data.txt"
+    data.write_text("not a program\n")
+    assert program(sys.executable, ["-B", "-X", "dev", "-m", "pkg.mod", "1"], str(tmp_path), None) == ["-m", "pkg.mod", "1"]
+    assert program("python3", ["child", "a"], str(tmp_path), None) == ["child", "a"]
+    assert program(str(script), None, str(tmp_path), None) == [str(script)]
+    assert program("child", ["x"], str(tmp_path), str(tmp_path)) == [str(script), "x"]  # found on the info key path
+    for command, args in ((str(data), None), (sys.executable, None), (sys.executable, ["missing.py"]),
+                          ("no-such-command", None), (sys.executable, ["-u"])):
+        with pytest.raises(MpiError) as e:
+            program(command, args, str(tmp_path), str(tmp_path))
+        assert e.value.code == ERR_SPAWN, command
