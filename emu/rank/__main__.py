@@ -92,6 +92,8 @@ def main() -> int:
         pass
     if CHANNEL.sock is None:  # a program that never imported MPI still says it ended
         CHANNEL.open()
+    if getattr(CHANNEL, "abort_status", 0):  # (MPI._set_abort_status: mpi4py.run saw the program fail)
+        CHANNEL.abort(CHANNEL.abort_status)
     CHANNEL.call("exit", code=code)
     return code
 

@@ -127,6 +127,12 @@ def Abort(errorcode: int = 0):
     CHANNEL.abort(errorcode)
 
 
+def _set_abort_status(status: int) -> None:
+    """``mpi4py.run``'s helper (a program it ran ended by an exception): the process aborts the job with
+    ``status`` when it ends, as mpi4py's exit handler does (``emu.rank.__main__``)."""
+    CHANNEL.abort_status = int(status)
+
+
 def Attach_buffer(buf) -> None:
     """The buffer buffered sends need room in; read-only memory refused (BufferError), as mpi4py."""
     from .bufobj import acquire
