@@ -61,12 +61,16 @@ class DomainControl:
                 p.peer_addr = addrs[p.peer]
 
     async def rpc_start_apps(self, t: int, apps: dict[str, tuple[Any, tuple]]) -> int:
-        self._idle = (-1, INF)
         for host, (fn, args) in apps.items():
-            el = self.by_name[host]
-            el.engine.start_app(host, fn, args, t)
-            self.schedule(el)
+            self.start_app(t, host, fn, args)
         return self.next_activity()
+
+    def start_app(self, t: int, host: str, fn, args: tuple) -> None:
+        """Start an application on ``host`` at ``t`` (also while a window runs, for ``t`` past its end)."""
+        self._idle = (-1, INF)
+        el = self.by_name[host]
+        el.engine.start_app(host, fn, args, t)
+        self.schedule(el)
 
     async def rpc_app_states(self) -> list:
         out = []

@@ -17,8 +17,9 @@ every rank, is skipped when rank 0 skipped it, and fails otherwise -- a case tha
 
 The table: per module and n, the cases MPICH passes and how many of those pass under emu; cases
 skipped by one side only are counted apart. ``--json`` writes every case's outcome both ways. The
-emulated MPI has no ``Comm.Spawn``: its runs set ``MPI4PY_TEST_SPAWN=0``, the suite's own switch for
-that, so that the suite skips those cases ("mpi-spawn"); ``--spawn`` runs them (and they fail).
+``Comm.Spawn`` cases (``test_spawn``: about 130 processes started at n = 2, minutes of wall time) run
+on a topology with hosts for the children too; ``--no-spawn`` skips them under emu with
+``MPI4PY_TEST_SPAWN=0``, the suite's own switch for a library without Spawn ("mpi-spawn").
 """
 
 from __future__ import annotations
@@ -123,22 +124,37 @@ def _limit_memory() -> None:
 
 SPAWN_OFF = {"MPI4PY_TEST_SPAWN": "0"}
 """The suite's own switch for a library or environment without ``Comm.Spawn`` (``mpitestutil.
-disable_mpi_spawn``: its cases are skipped as "mpi-spawn"). The emulated MPI has no Spawn; its runs get
-it unless ``--spawn``."""
+disable_mpi_spawn``: its cases are skipped as "mpi-spawn"): emu's runs get it with ``--no-spawn``."""
 
 
-def run_one(impl: str, tests: str, module: str, n: int, timeout: float, driver: str, spawn: bool = False) -> dict:
+SPAWN_MODULES = {"test_spawn", "test_util_pool"}
+"""Modules whose Spawn cases run under emu (``test_util_pool``: ``mpi4py.futures``' process pool, at n = 1),
+with hosts for the spawned processes too (``emu mpirun`` puts one process on a host):
+``n * max(3, 2 n)`` beyond the ranks' own -- each of the ``n`` ranks at once (on ``COMM_SELF``) may spawn
+two commands of ``n`` processes, or of 1 and 2. (A Spawn waits for the children of the one before to end.)"""
+
+
+SPAWN_TIMEOUT = 3
+"""Those modules get this many times ``--timeout`` (each child is a Python process that imports the emulated
+library: about 0.5 s of CPU time each, where MPICH's imports its compiled one)."""
+
+
+def run_one(impl: str, tests: str, module: str, n: int, timeout: float, driver: str, spawn: bool = True) -> dict:
     """Every case's outcome, by id: pass, skip or fail (with why)."""
+    spawn = spawn and module in SPAWN_MODULES
     env = dict(os.environ, **(SPAWN_OFF if impl == "emu" and not spawn else {}))
     with tempfile.TemporaryDirectory() as out:
         if impl == "mpich":
             mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or "mpiexec"
             cmd = [mpiexec, "-n", str(n), sys.executable, driver, tests, out, module]
         else:
-            cmd = [sys.executable, "-m", "emu", "mpirun", "-n", str(n), "--topo", f"star:n={max(n, 2)}",
+            hosts = max(n, 2) + (n * max(3, 2 * n) if spawn else 0)
+            cmd = [sys.executable, "-m", "emu", "mpirun", "-n", str(n), "--topo", f"star:n={hosts}",
                    "--compute", "zero", driver, tests, out, module]
         t0 = time.perf_counter()
         try:
+            if spawn:
+                timeout *= SPAWN_TIMEOUT
             p = subprocess.run(cmd, cwd=tests, capture_output=True, text=True, timeout=timeout, env=env,
                                start_new_session=True, preexec_fn=_limit_memory)
             tail = (p.stderr or "").strip().splitlines()[-3:]
@@ -189,9 +205,8 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per module and n (default 300)")
     ap.add_argument("--json", help="write every case's outcome here")
     ap.add_argument("--fails", action="store_true", help="print each case MPICH passes and emu does not, with why")
-    ap.add_argument("--spawn", action="store_true",
-                    help="run the Comm.Spawn cases under emu too (by default MPI4PY_TEST_SPAWN=0 skips them there: "
-                         "the emulated MPI has no Spawn)")
+    ap.add_argument("--no-spawn", dest="spawn", action="store_false",
+                    help="skip the Comm.Spawn cases under emu (MPI4PY_TEST_SPAWN=0): they start many processes")
     args = ap.parse_args()
     tests = suite_dir(args)
     names = modules(tests, args.only.split(",") if args.only else None)
@@ -239,8 +254,8 @@ def main() -> int:
         print("(* the job ended before the module's end: a crash, a deadlock or the timeout; cases that "
               "never reported count as failed)")
         if "emu" in impls and not args.spawn:
-            print("(emu runs with MPI4PY_TEST_SPAWN=0: the suite skips its Comm.Spawn cases there, \"mpi-spawn\"; "
-                  "--spawn runs them)")
+            print("(--no-spawn: emu runs with MPI4PY_TEST_SPAWN=0, the suite skips its Comm.Spawn cases there, "
+                  "\"mpi-spawn\")")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -1,8 +1,9 @@
-"""emu mpirun against MPICH on MPI 4 sessions and on ports (issue 40, round 3): ``Session.Init`` and its
+"""emu mpirun against MPICH on MPI 4 sessions, ports and Spawn (issue 40, rounds 3 and 4): ``Session.Init`` and its
 process sets, groups and communicators made from them, errors on null and bad arguments; ``Open_port``,
 ``Accept``/``Connect`` both ways between a rank and a group of two, the name service, ``Comm.Join``
 over a TCP socket the ranks connect themselves (a rank waiting in ``accept`` outside MPI while the one it
-waits for must go on: ``emu.front.mpiwatch``)."""
+waits for must go on: ``emu.front.mpiwatch``); ``Spawn_multiple`` and the children's ``Get_parent``, their
+COMM_WORLD, APPNUM, collectives over the intercommunicator and ``Merge``; a Spawn beyond the universe refused."""
 
 from __future__ import annotations
 
@@ -230,3 +231,104 @@ def test_a_process_waiting_in_accept_waits_outside_and_one_sleeping_does_not():
         sleep.kill()
         accept.wait()
         sleep.wait()
+
+
+SPAWN = """
+import sys
+from mpi4py import MPI
+world = MPI.COMM_WORLD
+parent = MPI.Comm.Get_parent()
+r = world.rank if parent == MPI.COMM_NULL else 10 + world.rank
+""" + ROW + """
+if parent == MPI.COMM_NULL:
+    codes = []
+    inter = world.Spawn_multiple([sys.executable] * 2, [[__file__, "a"], [__file__, "b", "c"]], [1, 2], root=0,
+                                 errcodes=codes)
+    got = inter.allreduce(r + 100)  # (the remote group's sum)
+    inter.bcast(["from", "parents"] if r == 0 else None, MPI.ROOT if r == 0 else MPI.PROC_NULL)
+    row((inter.size, inter.rank, inter.remote_size, codes, got, inter.Get_remote_group().size, inter.Is_inter()))
+    inter.Disconnect()
+    bad = None
+    if r == 0:  # (MPICH refuses at the root only: the others would wait)
+        try:
+            MPI.COMM_SELF.Spawn(sys.executable, [__file__], -1)
+            bad = 0
+        except MPI.Exception as e:
+            bad = e.Get_error_class()
+    merged = None
+    child = MPI.COMM_SELF.Spawn(sys.executable, ["-c", "from mpi4py import MPI; p = MPI.Comm.Get_parent(); "
+                                                 "m = p.Merge(True); m.bcast(m.rank, root=1); m.Free(); p.Disconnect()"], 1) if r == 0 else None
+    if child is not None:
+        merged = child.Merge(False)
+        merged = (merged.size, merged.rank, merged.bcast(None, root=1))
+    row((bad, merged, MPI.Comm.Get_parent() == MPI.COMM_NULL, world.Get_attr(MPI.APPNUM)))
+else:
+    row((world.size, world.rank, sys.argv[1:], world.Get_attr(MPI.APPNUM), parent.size, parent.remote_size,
+         parent.rank, parent.allreduce(world.rank), world.allreduce(1), parent.bcast(None, 0)))
+    parent.Disconnect()
+    row((MPI.Comm.Get_parent() == MPI.COMM_NULL, parent == MPI.COMM_NULL))
+"""
+
+
+def test_spawn_multiple_intercomm_merge_and_errors_as_mpich(tmp_path):
+    res = run_program(SPAWN, n=2, topo="star:n=6", timeout_s=180)
+    assert res.returncode == 0, res.stderr
+    rows = _rows(res.stdout)
+    # the parents: their group of 2, the sum of the 3 children's ranks, error codes per command
+    assert "ROW0 (2, 0, 3, [[0], [0, 0]], 3, 3, True)" in rows, rows
+    assert "ROW1 (2, 1, 3, [[0], [0, 0]], 3, 3, True)" in rows
+    assert "ROW1 (None, None, True, 0)" in rows
+    assert "ROW0 (12, (2, 0, 1), True, 0)" in rows  # maxprocs -1: MPI_ERR_ARG; Merge(high) puts the child last
+    # the children: one COMM_WORLD of 3 in command order, APPNUM the command's index, the parents' sum 100+101
+    assert "ROW10 (3, 0, ['a'], 0, 3, 2, 0, 201, 3, ['from', 'parents'])" in rows
+    assert "ROW12 (3, 2, ['b', 'c'], 1, 3, 2, 2, 201, 3, ['from', 'parents'])" in rows
+    assert rows.count("ROW11 (True, True)") == 1
+    assert res.figures["ranks"] == 2 and res.figures["spawned"] == 4
+    assert [p.get("spawn") for p in res.figures["per_rank"]] == [None, None, 1, 1, 1, 2]
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec beside this Python (pip install mpich) to compare with")
+    assert rows == _mpich(SPAWN, 2, tmp_path)
+
+
+def test_spawn_beyond_the_universe_is_refused_and_the_universe_size_said():
+    prog = """
+import sys
+from mpi4py import MPI
+print("universe", MPI.COMM_WORLD.Get_attr(MPI.UNIVERSE_SIZE), flush=True)
+try:
+    MPI.COMM_WORLD.Spawn(sys.executable, ["-c", "pass"], 2).Disconnect()
+    print("spawned", flush=True)
+except MPI.Exception as e:
+    print("refused", e.Get_error_class() == MPI.ERR_SPAWN, str(e).split(";")[0], flush=True)
+try:
+    MPI.COMM_WORLD.Spawn(sys.executable, ["no-such-program.py"], 1)
+except MPI.Exception as e:
+    print("missing", e.Get_error_class() == MPI.ERR_SPAWN, flush=True)
+"""
+    res = run_program(prog, n=1, topo="star:n=4", timeout_s=120)
+    assert res.returncode == 0, res.stderr
+    assert res.lines() == ["universe 4", "spawned", "missing True"], res.stdout
+    res = run_program(prog, n=1, topo="star:n=4", timeout_s=120, universe=2)
+    assert res.returncode == 0, res.stderr
+    assert res.lines() == ["universe 2", "refused True Spawn: 2 processes asked for, but 1 of the universe's 2 hosts "
+                           "are free (one process per host)", "missing True"], res.stdout
+
+
+def test_what_a_spawn_runs_of_its_command(tmp_path):
+    from emu.front.mpijob import MpiError
+    from emu.front.mpispawn import ERR_SPAWN, program
+
+    script = tmp_path / "child"
+    script.write_text("#!/usr/bin/env python3\nprint('hi')\n")
+    script.chmod(0o755)
+    data = tmp_path / "data.txt"
+    data.write_text("not a program\n")
+    assert program(sys.executable, ["-B", "-X", "dev", "-m", "pkg.mod", "1"], str(tmp_path), None) == ["-m", "pkg.mod", "1"]
+    assert program("python3", ["child", "a"], str(tmp_path), None) == ["child", "a"]
+    assert program(str(script), None, str(tmp_path), None) == [str(script)]
+    assert program("child", ["x"], str(tmp_path), str(tmp_path)) == [str(script), "x"]  # found on the info key path
+    for command, args in ((str(data), None), (sys.executable, None), (sys.executable, ["missing.py"]),
+                          ("no-such-command", None), (sys.executable, ["-u"])):
+        with pytest.raises(MpiError) as e:
+            program(command, args, str(tmp_path), str(tmp_path))
+        assert e.value.code == ERR_SPAWN, command

@@ -449,6 +449,15 @@ class Cluster(ClusterFaults, ClusterFigures):
             raise DeadlockError(report)
         return results
 
+    def start_app_later(self, host: str, fn, args: tuple, at_ns: int) -> None:
+        """Start an application on ``host`` at virtual time ``at_ns`` while a run is under way, from
+        an application of that run (``emu mpirun``'s ``Comm.Spawn``); the run's end waits for it too.
+        ``at_ns`` is at least one lookahead after the caller's now: no element has reached it yet (the
+        synchroniser's window is that long). A host of this process's domain only."""
+        if self._local is None or host not in self._local.by_name:
+            raise EmuError(f"start_app_later: {host!r} is not a host of this process's domain")
+        self._local.start_app(at_ns, host, fn, args)
+
     async def _close_apps(self) -> None:
         """Close the coroutines of a run that broke off (they never end otherwise); best effort."""
         for h in self._handles:

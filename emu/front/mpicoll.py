@@ -57,7 +57,8 @@ def _offload(st: RankState, info: CommInfo, kind: str, dtype=None, op: str | Non
     from emu.nodes.collectives.offloads import offload_named
 
     off = offload_named(st.job.offload)
-    if st.nbc_running or not off.accepts(kind, len(info.ranks), info.ctx == 0, np.dtype(dtype or np.uint8), op, count,
+    world = info.ctx == 0 and st.rank < st.job.first  # (a spawned COMM_WORLD is not the one the offload set up)
+    if st.nbc_running or not off.accepts(kind, len(info.ranks), world, np.dtype(dtype or np.uint8), op, count,
                                          st.host.spec):
         return None
     return off.name

@@ -44,7 +44,7 @@ class Ports:
         """``Comm.Join``: the socket's key -> (world rank, tag) of the side that called first."""
 
 
-def _ports(st: RankState) -> Ports:
+def ports_of(st: RankState) -> Ports:
     p = getattr(st.job, "ports", None)
     if p is None:
         p = st.job.ports = Ports()
@@ -63,7 +63,7 @@ def _parse(name) -> tuple[int, int] | None:
 
 
 async def h_open_port(st: RankState, head: dict, payload):
-    ports = _ports(st)
+    ports = ports_of(st)
     name = f"{PREFIX}{st.host.name}:{st.rank}:{ports.next_id}"
     ports.next_id += 1
     ports.open[name] = st.rank
@@ -71,7 +71,7 @@ async def h_open_port(st: RankState, head: dict, payload):
 
 
 async def h_close_port(st: RankState, head: dict, payload):
-    _ports(st).open.pop(head.get("port"), None)  # as MPICH: closing a closed port is no error
+    ports_of(st).open.pop(head.get("port"), None)  # as MPICH: closing a closed port is no error
     return {}, b""
 
 
@@ -80,10 +80,10 @@ def _world(st: RankState) -> CommInfo:
     return CommInfo(PORT_CTX, list(range(len(st.job.hosts))), st.rank)
 
 
-async def _accept_at(st: RankState, tag: int, ranks: list[int]) -> dict:
+async def accept_at(st: RankState, tag: int, ranks: list[int]) -> dict:
     """Wait for a connection request on the port context with ``tag``; answer it with ``ranks`` and a
     new token: the remote group's ranks and the token."""
-    ports, world = _ports(st), _world(st)
+    ports, world = ports_of(st), _world(st)
     req = await st.post_recv(world, ANY_SOURCE, tag, ctx=PORT_CTX)
     await st.wait(req)
     st.reqs.pop(req.id, None)
@@ -96,7 +96,7 @@ async def _accept_at(st: RankState, tag: int, ranks: list[int]) -> dict:
     return {"ranks": theirs["ranks"], "token": token}
 
 
-async def _connect_to(st: RankState, owner: int, tag: int, ranks: list[int]) -> dict:
+async def connect_to(st: RankState, owner: int, tag: int, ranks: list[int]) -> dict:
     """Send a connection request with ``ranks`` to world rank ``owner`` on the port context with ``tag``
     and wait for its answer: the remote group's ranks and the token."""
     world = _world(st)
@@ -109,7 +109,7 @@ async def _connect_to(st: RankState, owner: int, tag: int, ranks: list[int]) -> 
     return json.loads(rreq.env.data)
 
 
-def _intercomm(st: RankState, local: list[int], rank: int, theirs: dict) -> dict:
+def make_intercomm(st: RankState, local: list[int], rank: int, theirs: dict) -> dict:
     remote = [int(r) for r in theirs["ranks"]]
     if set(remote) & set(local):
         raise MpiError("Accept/Connect: the two groups share processes (a process connected to itself)", ERR_OTHER)
@@ -123,7 +123,7 @@ async def _connection(st: RankState, head: dict, accept: bool) -> dict:
     root = int(head.get("root", 0))
     if not 0 <= root < len(info.ranks):
         raise MpiError(f"invalid root {root} (the communicator has {len(info.ranks)})", ERR_ROOT)
-    ports = _ports(st)
+    ports = ports_of(st)
     got = None
     if info.rank == root:
         name = head.get("port")
@@ -132,31 +132,31 @@ async def _connection(st: RankState, head: dict, accept: bool) -> dict:
             if port_at is None or ports.open.get(name) != st.rank:
                 raise MpiError(f"Accept: {name!r} is not a port this process opened (MPI.Open_port) and has not "
                                "closed", ERR_PORT)
-            got = json.dumps(await _accept_at(st, port_at[1], info.ranks)).encode()
+            got = json.dumps(await accept_at(st, port_at[1], info.ranks)).encode()
         else:
             if port_at is None or name not in ports.open:
                 raise MpiError(f"Connect: no open port {name!r} (a name MPI.Open_port gave, or MPI.Lookup_name "
                                "found)", ERR_PORT)
-            got = json.dumps(await _connect_to(st, port_at[0], port_at[1], info.ranks)).encode()
+            got = json.dumps(await connect_to(st, port_at[0], port_at[1], info.ranks)).encode()
     if len(info.ranks) > 1:
         got = await bcast_bytes(st, info, root, got)
-    return _intercomm(st, info.ranks, info.rank, json.loads(got))
+    return make_intercomm(st, info.ranks, info.rank, json.loads(got))
 
 
 async def h_join(st: RankState, head: dict, payload):
     """``Comm.Join(fd)``: the two processes at the ends of a socket name it by the same ``key`` (the rank
     makes it of the socket's two addresses); the first to call waits for the other's request, as an
     ``Accept`` on a port of its own, the second sends it, as a ``Connect``."""
-    ports, key = _ports(st), str(head["key"])
+    ports, key = ports_of(st), str(head["key"])
     first = ports.joins.pop(key, None)
     if first is None:
         tag = ports.next_id
         ports.next_id += 1
         ports.joins[key] = (st.rank, tag)
-        theirs = await _accept_at(st, tag, [st.rank])
+        theirs = await accept_at(st, tag, [st.rank])
     else:
-        theirs = await _connect_to(st, first[0], first[1], [st.rank])
-    return _intercomm(st, [st.rank], 0, theirs), b""
+        theirs = await connect_to(st, first[0], first[1], [st.rank])
+    return make_intercomm(st, [st.rank], 0, theirs), b""
 
 
 async def h_accept(st: RankState, head: dict, payload):
@@ -170,7 +170,7 @@ async def h_connect(st: RankState, head: dict, payload):
 
 
 async def h_publish(st: RankState, head: dict, payload):
-    ports, service, port = _ports(st), str(head["service"]), str(head["port"])
+    ports, service, port = ports_of(st), str(head["service"]), str(head["port"])
     if service in ports.names:
         raise MpiError(f"Publish_name: the service {service!r} is already published", ERR_NAME)
     ports.names[service] = port
@@ -178,7 +178,7 @@ async def h_publish(st: RankState, head: dict, payload):
 
 
 async def h_unpublish(st: RankState, head: dict, payload):
-    ports, service = _ports(st), str(head["service"])
+    ports, service = ports_of(st), str(head["service"])
     if service not in ports.names:
         raise MpiError(f"Unpublish_name: no service {service!r} is published", ERR_SERVICE)
     del ports.names[service]
@@ -186,7 +186,7 @@ async def h_unpublish(st: RankState, head: dict, payload):
 
 
 async def h_lookup(st: RankState, head: dict, payload):
-    ports, service = _ports(st), str(head["service"])
+    ports, service = ports_of(st), str(head["service"])
     if service not in ports.names:
         raise MpiError(f"Lookup_name: no service {service!r} is published", ERR_NAME)
     return {"port": ports.names[service]}, b""

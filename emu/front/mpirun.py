@@ -40,6 +40,10 @@ def add_parser(sub, ascii_int, ascii_float) -> None:
     p.add_argument("-n", "-np", dest="n", type=ascii_int, required=True, help="number of ranks")
     p.add_argument("--topo", required=True, help="topology spec, e.g. fattree:k=4,n=3")
     p.add_argument("--hosts", help="the hosts of ranks 0, 1, ... (comma-separated; default: the topology's, in order)")
+    p.add_argument("--universe-size", "-usize", dest="universe", type=ascii_int, metavar="N",
+                   help="the hosts the job may use (as hydra's -usize): the -n ranks' and, after them, those "
+                        "Comm.Spawn may start processes on (default: every host of --hosts or of the topology); "
+                        "MPI.UNIVERSE_SIZE")
     from emu.nodes.collectives.offloads import OFFLOADS
     from emu.nodes.collectives.offloads.base import names as offload_names
 
@@ -127,6 +131,12 @@ class Options:
                               f"{'given with --hosts' if args.hosts else 'on ' + args.topo}; one rank per host: "
                               "use fewer ranks or a larger topology")
         self.hosts = hosts[:args.n]
+        universe = len(hosts) if args.universe is None else args.universe
+        if not args.n <= universe <= len(hosts):
+            raise ConfigError(f"--universe-size {universe}: give a number within -n {args.n} .. {len(hosts)} (the hosts "
+                              f"{'given with --hosts' if args.hosts else 'of ' + args.topo}; one process per host)")
+        self.universe = hosts[:universe]
+        """The hosts of the job: the ranks' (``hosts``), then those ``Comm.Spawn`` may use (``emu.front.mpispawn``)."""
         from emu.nodes.collectives.offloads import canonical_offload, offload_named
 
         self.offload = canonical_offload(args.offload)  # None: host software
@@ -163,22 +173,30 @@ class Ranks:
     def start(self) -> None:
         n = len(self.opts.hosts)
         for r in range(n):
-            ours, theirs = socket.socketpair()
-            env = dict(os.environ, EMU_MPIRUN_FD=str(theirs.fileno()), EMU_MPIRUN_RANK=str(r),
-                       EMU_MPIRUN_SIZE=str(n), EMU_MPIRUN_CPU_SCALE=repr(self.opts.scale),
-                       EMU_MPIRUN_PARENT=str(os.getpid()))
-            try:
-                p = subprocess.Popen([sys.executable, "-m", "emu.rank", *self.opts.target, *self.opts.argv],
-                                     pass_fds=[theirs.fileno()], env=env, stdin=None if r == 0 else subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            finally:
-                theirs.close()
-            self.procs.append(p)
-            self.conns.append(ours)
-            for pipe, out in ((p.stdout, sys.stdout), (p.stderr, sys.stderr)):
-                t = threading.Thread(target=self._relay, args=(r, pipe, out), daemon=True)
-                t.start()
-                self.threads.append(t)
+            self.launch(r, [*self.opts.target, *self.opts.argv], n)
+
+    def launch(self, r: int, argv: list[str], size: int, cwd: str | None = None) -> tuple:
+        """Start process ``r`` of a ``COMM_WORLD`` of ``size``: ``python -m emu.rank ARGV`` (in ``cwd``), its
+        channel and its output's relays (also for ``Comm.Spawn``, during the run)."""
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ, EMU_MPIRUN_FD=str(theirs.fileno()), EMU_MPIRUN_RANK=str(r),
+                   EMU_MPIRUN_SIZE=str(size), EMU_MPIRUN_CPU_SCALE=repr(self.opts.scale), EMU_MPIRUN_PARENT=str(os.getpid()))
+        try:
+            p = subprocess.Popen([sys.executable, "-m", "emu.rank", *argv], pass_fds=[theirs.fileno()], env=env,
+                                 stdin=None if r == 0 else subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, cwd=cwd)
+        except OSError:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        self.procs.append(p)
+        self.conns.append(ours)
+        for pipe, out in ((p.stdout, sys.stdout), (p.stderr, sys.stderr)):
+            t = threading.Thread(target=self._relay, args=(r, pipe, out), daemon=True)
+            t.start()
+            self.threads.append(t)
+        return p, ours
 
     def _relay(self, rank: int, pipe, out) -> None:
         prefix = f"[{rank}] ".encode() if self.opts.tag else b""
@@ -229,7 +247,8 @@ def figures(job, metrics, wall_s: float, opts: Options | None = None) -> dict:
         out = {"topology": opts.spec, "name": "mpirun " + os.path.basename(opts.target[-1]),
                "completion_ns": metrics.end_ns - metrics.start_ns if metrics else None,
                "per_link": named_links(opts.topo, metrics.per_link()) if metrics else {}}
-    out |= {"ranks": len(job.hosts), "hosts": job.hosts,
+    out |= {"ranks": job.first, "hosts": job.hosts[:job.first],
+           **({"spawned": len(job.hosts) - job.first} if len(job.hosts) > job.first else {}),
            "virtual_ns": metrics.end_ns - metrics.start_ns if metrics else None,
            "frames": metrics.frames if metrics else None, "bytes": metrics.bytes if metrics else None,
            "hop_count": metrics.hop_count if metrics else None, "mpi_calls": calls, "wall_s": round(wall_s, 3),
@@ -237,7 +256,9 @@ def figures(job, metrics, wall_s: float, opts: Options | None = None) -> dict:
     for st in job.ranks:
         if st is None:
             continue
+        spawned = job.spawner.worlds.get(st.rank) if job.spawner is not None else None
         out["per_rank"].append({"rank": st.rank, "host": job.hosts[st.rank], "exit": job.exit_codes.get(st.rank),
+                                **({"spawn": spawned.sid, "world_rank": st.comms[0].rank} if spawned else {}),
                                 "calls": {k: {"count": f.count, "bytes": f.bytes, "virtual_ns": f.ns,
                                               **({"algorithms": sorted(f.algos)} if f.algos else {})}
                                           for k, f in sorted(st.calls.items())}})
@@ -252,6 +273,9 @@ async def _serve(opts: Options, job, handlers) -> object:
 
     run = RunConfig(seed=opts.seed, capture=bool(opts.pcap), direct=opts.direct, **opts.trace)
     async with Cluster(opts.topo, capture=opts.pcap, run=run) as net:
+        if job.spawner is not None:  # Comm.Spawn starts its processes' hosts during the run
+            job.spawner.start_app = lambda host, r, at: net.start_app_later(host, rank_app, (job, r, handlers), at)
+            job.spawner.lookahead_ns = net.lookahead_ns
         await net.run({h: (rank_app, job, r, handlers) for r, h in enumerate(opts.hosts)})
         return net.metrics
 
@@ -288,6 +312,7 @@ def cmd_mpirun(args) -> int:
     from .mpicomms import with_comms
     from .mpiports import HANDLERS as PORTS
     from .mpiserve import Job
+    from .mpispawn import HANDLERS as SPAWN, Spawner
 
     opts = Options(args)
     ranks = Ranks(opts)
@@ -303,13 +328,14 @@ def cmd_mpirun(args) -> int:
     try:
         ranks.start()
         job = Job(opts.hosts, ranks.conns, opts.offload, opts.scale, [p.pid for p in ranks.procs], ranks.procs)
+        job.spawner = Spawner(opts.universe, ranks.launch, 0)
         try:
-            metrics = trio.run(_serve, opts, job, with_comms({**HANDLERS, **PORTS, "coll": h_coll}))
+            metrics = trio.run(_serve, opts, job, with_comms({**HANDLERS, **PORTS, **SPAWN, "coll": h_coll}))
         except DeadlockError:
             error = _dead_rank(job, ranks) or f"deadlock: every rank waits, no message is on its way: {_waiting(job)}"
         except AppError as e:
             first = job.failed[0] if job.failed else None
-            error = (f"rank {first[0]} ({opts.hosts[first[0]]}) failed: {first[1]}; the job was ended"
+            error = (f"rank {first[0]} ({job.hosts[first[0]]}) failed: {first[1]}; the job was ended"
                      if first else str(e))  # the library's own failure: its traceback is what helps
     finally:
         codes = ranks.stop(0.5 if (error or stopped) else 10.0)
@@ -333,13 +359,13 @@ def cmd_mpirun(args) -> int:
         from .mpiwatch import bad_termination
 
         r, pid, code = job.ended
-        print(bad_termination(pid, f"{opts.hosts[r]} (rank {r})", code), file=sys.stderr)
+        print(bad_termination(pid, f"{job.hosts[r]} (rank {r})", code), file=sys.stderr)
         return -code if code < 0 else code
     if error:
         print(f"emu mpirun: error: {error}", file=sys.stderr)
         return max([c for c in bad if c > 0] + [1])
-    n = len(opts.hosts)
-    print(f"emu mpirun: {n} rank{'s' if n != 1 else ''} on {opts.spec}: virtual time {figs['virtual_ns']:,} ns, "
+    n, more = len(opts.hosts), figs.get("spawned")
+    print(f"emu mpirun: {n} rank{'s' if n != 1 else ''}{f' (and {more} spawned)' if more else ''} on {opts.spec}: virtual time {figs['virtual_ns']:,} ns, "
           f"{figs['frames']:,} frames, {figs['bytes']:,} bytes, {figs['hop_count']:,} hops; "
           f"{figs['mpi_calls']:,} MPI calls in {wall:.2f} s wall"
           + (f"; capture written to {opts.pcap}" if opts.pcap else ""), file=sys.stderr)
@@ -374,7 +400,7 @@ class MpiResult:
 def run_program(program: str, n: int = 4, topo: str = "star:n=4", args=(), *, stdin: str | None = None,
                 offload: str | None = None, compute: str | None = "zero", cpu_scale: float | None = None,
                 tag_output: bool = False, settings=(), hosts=None, pcap: str | None = None, workdir: str | None = None,
-                timeout_s: float = 300) -> MpiResult:
+                timeout_s: float = 300, universe: int | None = None) -> MpiResult:
     """Run ``program`` (a path, or the source of a program) with ``emu mpirun`` in a process of its
     own; the output and the figures. ``compute="zero"`` by default: the figures are deterministic."""
     import tempfile
@@ -397,6 +423,8 @@ def run_program(program: str, n: int = 4, topo: str = "star:n=4", args=(), *, st
             cmd.append("--tag-output")
         if hosts:
             cmd += ["--hosts", ",".join(hosts)]
+        if universe is not None:
+            cmd += ["--universe-size", str(universe)]
         if pcap:
             cmd += ["--pcap", pcap]
         for s in settings:

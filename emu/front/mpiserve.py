@@ -18,12 +18,12 @@ Collectives: ``emu.front.mpicoll``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import partial
 
 from emu.rank import wire
 from emu.wire.mpi import ENVELOPE, P2P_TAG, RENDEZVOUS
 
-from .mpiwatch import Outside, Watch, check_interval, signal_text, wait_outside
+from .mpijob import Job, MpiError, RankFailed  # noqa: F401 -- the library's modules take them from here
+from .mpiwatch import Outside, wait_outside
 
 HDR = ENVELOPE.struct
 """The envelope of every point-to-point message (``emu.wire.mpi.MpiEnvelope``: kind, context,
@@ -34,20 +34,6 @@ DATA, SYNC, ACK, RTS, CTS, RDATA, RMA, RMA_REPLY = 0, 1, 2, 3, 4, 5, 6, 7
 ANY_SOURCE, ANY_TAG, PROC_NULL = -2, -1, -1
 COLL_CTX = 0x80000000
 """Context of a communicator's collective traffic that goes point to point (its context | this)."""
-MAX_COLL_IDS = 250
-
-
-class MpiError(Exception):
-    """An MPI call that fails: the rank gets ``MPI.Exception`` with this text (its error class in
-    ``code``)."""
-
-    def __init__(self, text: str, code: int = 15):
-        super().__init__(text)
-        self.code = code
-
-
-class RankFailed(Exception):
-    """A rank aborted, raised, or ended without saying so: the job ends."""
 
 
 @dataclass(eq=False)
@@ -107,87 +93,6 @@ class CallFigures:
     """The collective algorithms (or offloads) that carried the calls out."""
 
 
-class Job:
-    """What the ranks share: the world, the context ids, the options."""
-
-    def __init__(self, hosts: list[str], conns: list, offload: str | None, cpu_scale: float, pids: list[int],
-                 procs: list | None = None):
-        self.hosts = hosts
-        self.host_rank = {h: r for r, h in enumerate(hosts)}
-        self.conns = conns
-        self.pids = pids
-        self.offload = offload
-        self.cpu_scale = cpu_scale
-        self.ranks: list[RankState | None] = [None] * len(hosts)
-        self._ctx_of: dict[tuple, int] = {}
-        self._next_ctx = 2  # 0: COMM_WORLD, 1: COMM_SELF
-        self._coll_ids: dict[int, int] = {0: 1}
-        self._frees: dict[int, int] = {}
-        self.failed: list[tuple[int, str]] = []
-        self.exit_codes: dict[int, int] = {}
-        self.procs = procs
-        """The rank processes (``subprocess.Popen``): how one that closed its channel ended."""
-        self.ended: tuple[int, int, int] | None = None
-        """(rank, pid, exit status) of the first rank that ended without finishing its MPI calls."""
-        self.stopped: tuple[int, int] | None = None
-        """(rank, pid) of a rank found stopped (SIGSTOP) while the emulator waited for its call."""
-        self.watches = [Watch(r, pid) for r, pid in enumerate(pids)]
-        check_s = check_interval()  # a look at the rank's process when it keeps the emulator waiting that long
-        self.readers = [wire.Reader(c, partial(self.look, r), check_s) for r, c in enumerate(conns)]
-
-    def look(self, r: int, outside: bool = True) -> None:
-        """A look at rank ``r``'s process while the emulator waits for its call: a failure raised, or
-        (``outside``) ``Outside`` when it waits for something outside MPI (``emu.front.mpiwatch``)."""
-        why = self.watches[r].look()
-        if why == "outside" and outside and not self.readers[r].pending():
-            raise Outside(r)
-        if why == "stopped":
-            self.stopped = (r, self.pids[r])
-            self.failed.append((r, f"the process (pid {self.pids[r]}) is stopped (state T: SIGSTOP or SIGTSTP) "
-                                   "and answers no MPI call"))
-            raise RankFailed(f"rank {r} (pid {self.pids[r]}) is stopped")
-        if why == "gone":
-            raise ConnectionResetError(f"rank {r}'s process (pid {self.pids[r]}) is gone")
-
-    def rank_ended(self, r: int, e: BaseException) -> RankFailed:
-        """Rank ``r`` closed its channel (or its process is gone) before it said it ended: how."""
-        code = None
-        if self.procs is not None:
-            try:
-                code = self.procs[r].wait(5)
-            except Exception:  # noqa: BLE001 -- still running, or not ours to wait for: said as such
-                code = None
-        if self.ended is None and code is not None:
-            self.ended = (r, self.pids[r], code)
-        how = f"ended ({signal_text(code)})" if code is not None else f"closed its channel ({e})"
-        self.failed.append((r, f"the process (pid {self.pids[r]}) {how} without finishing its MPI calls"))
-        return RankFailed(f"rank {r} {how} without finishing its MPI calls")
-
-    def context(self, key: tuple, members: int) -> tuple[int, int]:
-        """(context, collective id) of the communicator ``key`` names (the same on every member)."""
-        ctx = self._ctx_of.get(key)
-        if ctx is None:
-            ctx = self._ctx_of[key] = self._next_ctx
-            self._next_ctx += 1
-            used = set(self._coll_ids.values())
-            free = next((i for i in range(1, MAX_COLL_IDS + 1) if i not in used), None)
-            if free is None:
-                raise MpiError(f"more than {MAX_COLL_IDS} communicators at once: the emulated library has "
-                               "that many collective ids; free some (Comm.Free)", 16)
-            self._coll_ids[ctx] = free
-            self._frees[ctx] = members
-        return ctx, self._coll_ids[ctx]
-
-    def release(self, ctx: int) -> None:
-        """A member freed communicator ``ctx``; the last one gives its collective id back."""
-        if ctx not in self._frees:
-            return
-        self._frees[ctx] -= 1
-        if self._frees[ctx] == 0:
-            del self._frees[ctx]
-            self._coll_ids.pop(ctx, None)
-
-
 class RankState:
     """One rank's library state on its host."""
 
@@ -218,8 +123,8 @@ class RankState:
         """Its one-sided windows and requests (``emu.front.mpirma.Rma``), once it made a window."""
         self.rma_incoming = None
         """``emu.front.mpirma.incoming``, set when the first window is made: one-sided requests and replies."""
-        n = len(job.hosts)
-        self.comms: dict[int, CommInfo] = {0: CommInfo(0, list(range(n)), rank, 1), 1: CommInfo(1, [rank], 0, 0)}
+        world, place, cid = job.world_of(rank)
+        self.comms: dict[int, CommInfo] = {0: CommInfo(0, world, place, cid), 1: CommInfo(1, [rank], 0, 0)}
         self.calls: dict[str, CallFigures] = {}
         self.waiting: str | None = None
         self.since_ns = 0
@@ -456,13 +361,16 @@ async def rank_app(host, job: Job, r: int, handlers: dict):
     st = job.ranks[r] = RankState(job, r, host)
     from emu.nodes.collectives.offloads import offload_named
 
-    # communicator setup of COMM_WORLD (on the NICs: their virtual ports), before the program starts
-    await offload_named(job.offload).rank_setup(host)
+    if r < job.first:  # communicator setup of COMM_WORLD (on the NICs: their virtual ports), before the program starts
+        await offload_named(job.offload).rank_setup(host)
     head, _ = st.read()
     if head.get("op") != "hello" or head.get("rank") != r or head.get("pid") != job.pids[r]:
         raise RankFailed(f"rank {r}: the first message is not the rank's hello ({str(head)[:80]})")
-    st.answer({"rank": r, "size": len(job.hosts), "name": host.name,
-               **({"eager": host.spec.eager_limit_bytes} if hasattr(host.spec, "eager_limit_bytes") else {})})
+    hello = {"rank": r, "size": len(st.comms[0].ranks), "name": host.name,
+             **({"eager": host.spec.eager_limit_bytes} if hasattr(host.spec, "eager_limit_bytes") else {})}
+    if job.spawner is not None:  # a spawned process's MPI_Init meets its parents' Spawn (emu.front.mpispawn)
+        hello |= await job.spawner.hello(st)
+    st.answer(hello)
     figures = st.calls
     while True:
         if st.outside:  # (it sent calls that need no answer while it waits outside MPI)

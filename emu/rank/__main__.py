@@ -1,4 +1,4 @@
-"""``python -m emu.rank PROGRAM.py [ARGS]`` (or ``-m MODULE``): one rank of ``emu mpirun``.
+"""``python -m emu.rank PROGRAM.py [ARGS]`` (or ``-m MODULE``, ``-c CODE``): one rank of ``emu mpirun``.
 
 The emulated MPI is put in place of ``mpi4py`` in this process only (``sys.modules``), then the
 program runs unchanged as ``__main__``. Its end is told to the emulator: the exit status, or -- when
@@ -42,7 +42,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # emu mpirun ends the ranks on Ctrl-C
     _end_with_emulator()
     if len(sys.argv) < 2:
-        print("usage: python -m emu.rank PROGRAM.py [ARGS] | -m MODULE [ARGS] (started by emu mpirun)", file=sys.stderr)
+        print("usage: python -m emu.rank PROGRAM.py [ARGS] | -m MODULE [ARGS] | -c CODE [ARGS] (started by emu mpirun)", file=sys.stderr)
         return 2
     _install()
     from emu.rank.channel import CHANNEL
@@ -54,6 +54,13 @@ def main() -> int:
             sys.argv = [mod, *sys.argv[3:]]
             sys.path[0] = os.getcwd()
             runpy.run_module(mod, run_name="__main__", alter_sys=True)
+        elif sys.argv[1] == "-c":  # (a Comm.Spawn of python -c CODE)
+            source = sys.argv[2]
+            sys.argv = ["-c", *sys.argv[3:]]
+            sys.path[0] = ""
+            main_mod = types.ModuleType("__main__")
+            sys.modules["__main__"] = main_mod
+            exec(compile(source, "<string>", "exec"), main_mod.__dict__)
         else:
             prog = sys.argv[1]
             sys.argv = sys.argv[1:]
@@ -85,6 +92,8 @@ def main() -> int:
         pass
     if CHANNEL.sock is None:  # a program that never imported MPI still says it ended
         CHANNEL.open()
+    if getattr(CHANNEL, "abort_status", 0):  # (MPI._set_abort_status: mpi4py.run saw the program fail)
+        CHANNEL.abort(CHANNEL.abort_status)
     CHANNEL.call("exit", code=code)
     return code
 

@@ -50,6 +50,7 @@ class _Channel:
         self.sock: socket.socket | None = None
         self.reader: wire.Reader | None = None
         self.rank, self.size, self.name = 0, 1, "localhost"
+        self.world, self.world_rank, self.universe, self.appnum, self.parent = [0], 0, 1, 0, None
         self.now_ns = 0
         self.scale = float(os.environ.get("EMU_MPIRUN_CPU_SCALE", "0") or 0)
         self.t_out = time.process_time()
@@ -91,6 +92,14 @@ class _Channel:
         self.reader = wire.Reader(self.sock)
         head, _ = self.call("hello", rank=int(os.environ["EMU_MPIRUN_RANK"]), pid=os.getpid())
         self.rank, self.size, self.name = head["rank"], head["size"], head["name"]
+        self.world = head.get("world") or list(range(self.size))
+        """``COMM_WORLD``'s members (process numbers: ``rank`` is this one's); a spawned process's world is
+        the processes its Spawn started."""
+        self.world_rank = self.world.index(self.rank)
+        self.universe = head.get("universe", self.size)
+        self.appnum = head.get("appnum", 0)
+        self.parent = head.get("parent")
+        """The parent intercommunicator of a spawned process (the emulator's answer), else None."""
         self.quiet_max = min(QUIET_MAX_BYTES, head.get("eager", QUIET_MAX_BYTES))
         try:  # the emulator asks for the held calls when the program waits outside MPI
             signal.signal(wire.FLUSH_SIGNAL, self._flush_held)

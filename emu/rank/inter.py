@@ -392,12 +392,6 @@ def attach(cls: type, methods: dict) -> None:
             setattr(cls, name, fn)
 
 
-def get_parent(cls) -> Intercomm:
-    """``Comm.Get_parent``: the intercommunicator to a spawning parent, null here (no process is spawned),
-    an ``Intercomm`` as mpi4py's."""
-    return Intercomm()
-
-
-attach(Comm, {"Split_type": split_type, "Get_parent": classmethod(get_parent)})
+attach(Comm, {"Split_type": split_type})
 attach(Intracomm, {"Create_group": create_group, "Create_from_group": classmethod(create_from_group),
                    "Create_intercomm": create_intercomm})

@@ -90,9 +90,9 @@ class Comm(CollectivesMixin, BlockingCollectives, Attributes, Handle, family=Tru
         if keyval == CONSTANTS["IO"]:
             return CONSTANTS["ANY_SOURCE"]
         if keyval == CONSTANTS["APPNUM"]:
-            return 0
-        if keyval == CONSTANTS["UNIVERSE_SIZE"]:
-            return CHANNEL.size
+            return CHANNEL.appnum
+        if keyval == CONSTANTS["UNIVERSE_SIZE"]:  # emu mpirun --universe-size (emu.front.mpispawn)
+            return CHANNEL.universe
         if keyval == CONSTANTS["LASTUSEDCODE"]:
             from .errors import last_used_code
 

@@ -31,6 +31,7 @@ from .misc import (MESSAGE_NO_PROC, MESSAGE_NULL, Message,  # noqa: E402
                    Pcontrol, Get_hw_resource_info, Pickle, pickle_,
                    _comm_lock, _comm_lock_table, _commctx_inter, _commctx_intra)
 from .ports import Close_port, Lookup_name, Open_port, Publish_name, Unpublish_name  # noqa: E402
+from . import spawn as _spawn  # noqa: E402,F401 -- Intracomm.Spawn, Spawn_multiple, Comm.Get_parent
 from . import ulfm as _ulfm  # noqa: E402,F401 -- Comm.Agree, Shrink, Get_failed ...
 from .errors import Exception  # noqa: E402
 from .session import SESSION_NULL, Session  # noqa: E402
@@ -53,7 +54,7 @@ globals().update(OPS)
 globals().update(TYPE_NAMES)  # emu.rank.types: combiners, orders, type classes, Get_address, Aint_add/diff
 
 CHANNEL.open()
-COMM_WORLD = Intracomm._make(0, CHANNEL.size, CHANNEL.rank)._predefine("COMM_WORLD")
+COMM_WORLD = Intracomm._make(0, CHANNEL.size, CHANNEL.world_rank)._predefine("COMM_WORLD")
 COMM_SELF = Intracomm._make(1, 1, 0)._predefine("COMM_SELF")
 _rc = getattr(sys.modules.get("mpi4py"), "rc", None)
 _state = {"init": bool(getattr(_rc, "initialize", True)), "final": False, "thread": THREAD_SERIALIZED}
@@ -102,7 +103,7 @@ def Get_version() -> tuple[int, int]:
 
 def Get_library_version() -> str:
     return ("hpc-emu emulated MPI (emu mpirun): every call is traffic of an emulated host; "
-            f"rank {CHANNEL.rank} of {CHANNEL.size} on {CHANNEL.name}")
+            f"rank {CHANNEL.world_rank} of {CHANNEL.size} on {CHANNEL.name}")
 
 
 def get_vendor() -> tuple[str, tuple[int, int, int]]:
@@ -124,6 +125,12 @@ def Wtick() -> float:
 
 def Abort(errorcode: int = 0):
     CHANNEL.abort(errorcode)
+
+
+def _set_abort_status(status: int) -> None:
+    """``mpi4py.run``'s helper (a program it ran ended by an exception): the process aborts the job with
+    ``status`` when it ends, as mpi4py's exit handler does (``emu.rank.__main__``)."""
+    CHANNEL.abort_status = int(status)
 
 
 def Attach_buffer(buf) -> None:

@@ -28,7 +28,7 @@ _THREADS = ("MPI_THREAD_SINGLE", "MPI_THREAD_FUNNELED", "MPI_THREAD_SERIALIZED",
 
 def _members(name: str) -> list[int]:
     """World ranks of the process set ``name`` (one of ``PSETS``)."""
-    return list(range(CHANNEL.size)) if name == PSETS[0] else [CHANNEL.rank]
+    return list(CHANNEL.world) if name == PSETS[0] else [CHANNEL.rank]
 
 
 class Session(Handle, family=True):
