@@ -142,6 +142,9 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         self.credit_rule = s.credit_release
         self._tail_wait: dict = {}
         """(output, VC) -> when its tail left: VCs waiting for the receiver's tail credit (vc_release=tail_credit)."""
+        self._cst = None
+        """The compiled core's round (``Rounds._core_state``): None until the first round, False when
+        this router is not the plain case (Python runs)."""
 
     @property
     def ports(self):
@@ -274,6 +277,8 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
             g = sel(pkt.port, out, g_in) if sel is not None else g_in
             n = pf.get(out, ETHERNET).length(frame)  # (``mlen``)
             prio = 1 if out in self.prio_ports and len(frame) > PRIO_OFF and frame[PRIO_OFF] else 0
+            if prio:
+                self._cst = False  # (the compiled round takes priority 0 only: Python's from now on)
             t = lines.get(out << 32 | n)
             if t is None:
                 c = self._copy(pkt, out, frame, g, n, prio)
@@ -415,7 +420,13 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
             again = self._rnow == now
             self._rnow = now
             self.iq_stats["repeats" if again else "rounds"] += 1
-            if self.active:
+            cs = self._cst
+            if cs is None:
+                cs = self._cst = self._core_state()
+            if cs and self.active:  # the plain case: the compiled twin of the lines below
+                out = cs[0](cs[1], cs[2], self._fresh, now, again, self._up, self.credit_out)
+                self._granted = bool(out) or (again and self._granted)
+            elif self.active:
                 rcq = self._rcq
                 if rcq and rcq[0] < (now + 1) * self._RK:
                     self._rc_done(now)
@@ -444,6 +455,11 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
             self._next = t
             if self.timer is None or t < self.timer:
                 self.timer = t
+
+    def _core_methods_plain(self) -> bool:
+        """Are the round's credit and timer methods this class's own (``Rounds._core_plain``)?"""
+        cls = type(self)
+        return all(getattr(cls, n) is getattr(InputQueuedEngine, n) for n in ("_credit_left", "_credit", "on_timer"))
 
     def _activate(self, p: int, v: int) -> None:
         bisect.insort(self.active, p * self.VMAX + v)
