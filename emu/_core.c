@@ -172,6 +172,8 @@ static PyMethodDef methods[] = {
     {"iq_setup", iq_setup, METH_VARARGS, "iq_setup(Copy, Packet): the input-queued router's slots"},
     {"iq_round", (PyCFunction)(void (*)(void))iq_round, METH_FASTCALL,
      "the input-queued router's allocation round, plain case (switch/iqround.py)"},
+    {"iq_retime", (PyCFunction)(void (*)(void))iq_retime, METH_FASTCALL,
+     "the input-queued router's next round time, plain case (Rounds._retime)"},
     {"counts", counts, METH_NOARGS, "frames the core forwarded, enqueued and handed over in this process"},
     {"crc32", crc32, METH_O, "crc32(bytes-like) -> zlib.crc32 of it (the core's own CRC-32)"},
     {"setup", setup, METH_VARARGS, "setup(OutPort, InPort, LazyFrame, LinkSender, LinkReceiver, CausalityError, consts)"},

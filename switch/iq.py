@@ -416,13 +416,13 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
             for o, frame, at in super().on_timer(now):
                 self._inject(o, frame, max(at, now))
         out = []
+        cs = self._cst
+        if cs is None:
+            cs = self._cst = self._core_state()
         if self._next <= now:  # (``Rounds._round``, inline: one call less per round)
             again = self._rnow == now
             self._rnow = now
             self.iq_stats["repeats" if again else "rounds"] += 1
-            cs = self._cst
-            if cs is None:
-                cs = self._cst = self._core_state()
             if cs and self.active:  # the plain case: the compiled twin of the lines below
                 out = cs[0](cs[1], cs[2], self._fresh, now, again, self._up, self.credit_out)
                 self._granted = bool(out) or (again and self._granted)
@@ -435,7 +435,14 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
                 if self._sa:
                     out = self._sa_round(now, again)
                 self._granted = bool(out) or (again and self._granted)
-        self._retime(now)
+        if cs:  # (``_retime``'s compiled twin)
+            t = self._next = cs[3](cs[1], cs[2], self._fresh, now, self._granted, self.slot)
+            b = self._btimer
+            if b is not None and b < t:
+                t = b
+            self.timer = None if t >= INF else t
+        else:
+            self._retime(now)
         return out
 
     def on_link_change(self, port: int, up: bool, now: int) -> list:

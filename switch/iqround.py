@@ -87,7 +87,7 @@ class Rounds:
         return self._core_methods_plain()  # (the router's own ``_credit_left``, ``_credit``: ``emu.switch.iq``)
 
     def _core_state(self):
-        """(iq_round, state, settings) for the compiled core's round, or False (not plain: Python
+        """(iq_round, state, settings, iq_retime) for the compiled core's round, or False (not plain: Python
         runs). The state is this router's own lists and dicts, shared, not copied."""
         if not self._core_plain():
             return False
@@ -104,7 +104,7 @@ class Rounds:
               self.spec.vcs, self.fb, self.va, self.sa, self.st, self.rc, int(bool(self.vct)), self.vc_rule,
               rules.index(self.credit_rule), self.spec.credit_delay_ns, int(bool(self.pool)), int(self.sel is not None),
               VC_OFF, FLAGS_OFF, FLAG_POOL, INF, PTYPE_OFF, _QPKT, PRIO_OFF)
-        return core.iq_round, st, ks
+        return core.iq_round, st, ks, core.iq_retime
 
     # -- the heads' state ---------------------------------------------------------------------------
     def _rc_push(self, pkt: Packet) -> None:

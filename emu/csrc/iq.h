@@ -2,6 +2,7 @@
  * case (part of emu/_core.c, one translation unit).
  *
  *   iq_round(st, consts, fresh, now, again, up, credit_out) -> list of (output, frame, depart)
+ *   iq_retime(st, consts, fresh, now, granted, slot) -> the next round's time (``Rounds._retime``, ``_lost``)
  *
  * does what ``InputQueuedEngine.on_timer``'s round does once ``self.active`` is not empty:
  * ``_rc_done``, ``_va_round`` (``_va_output``), ``_sa_round`` with the separable allocator
@@ -1073,44 +1074,51 @@ done:
     return out;
 }
 
+/* the state, settings, fresh list and now of a call (args[0..3]): 0, or -1 with an error */
+static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const char *usage)
+{
+    if (nargs != want || !PyTuple_CheckExact(args[0]) || PyTuple_GET_SIZE(args[0]) != IS_N ||
+        !PyTuple_CheckExact(args[1]) || PyTuple_GET_SIZE(args[1]) != IK_COUNT || !PyList_CheckExact(args[2]) || !iq_ready) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    for (int i = 0; i < IS_N; i++)
+        z->s[i] = PyTuple_GET_ITEM(args[0], i);
+    for (int i = 0; i < IK_COUNT; i++)
+        if (!get_ll(PyTuple_GET_ITEM(args[1], i), &z->k[i]))
+            return iq_bad("a setting is not an integer");
+    if (!PyList_CheckExact(z->s[IS_RCQ]) || !PyList_CheckExact(z->s[IS_REL]) || !PyList_CheckExact(z->s[IS_ACTIVE]) ||
+        !PyDict_CheckExact(z->s[IS_VA]) || !PyDict_CheckExact(z->s[IS_CHK]) || !PyDict_CheckExact(z->s[IS_SA]) ||
+        !PyDict_CheckExact(z->s[IS_WAITVC]) || !PyDict_CheckExact(z->s[IS_TAILW]) || !PyDict_CheckExact(z->s[IS_STATS]) ||
+        !PyAnySet_Check(z->s[IS_PRIOPORTS]) || !PyList_CheckExact(z->s[IS_LINE]) || z->k[IK_V] < 1 || z->k[IK_N] < 1 ||
+        z->k[IK_VMAX] < 1 || z->k[IK_FB] < 1 || z->k[IK_RK] < 1 || z->k[IK_RS] < 1) {
+        PyErr_SetString(PyExc_TypeError, "emu._core: the state is not laid out as Rounds._core_state lays it out");
+        return -1;
+    }
+    z->fresh = args[2];
+    if (!get_ll(args[3], &z->now))
+        return iq_bad("now is not an integer");
+    long long K = z->k[IK_RK];
+    if (z->now < 0 || z->now + 1 > LLONG_MAX / (K > z->k[IK_RS] ? K : z->k[IK_RS]) / 4) {
+        PyErr_SetString(PyExc_OverflowError, "emu._core: a time too large for the compiled round");
+        return -1;
+    }
+    z->up = z->credit_out = Py_None;
+    z->va_grants = z->sa_grants = z->sa_conflicts = 0;
+    return 0;
+}
+
 static PyObject *iq_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 7 || !PyTuple_CheckExact(args[0]) || PyTuple_GET_SIZE(args[0]) != IS_N || !PyTuple_CheckExact(args[1]) ||
-        PyTuple_GET_SIZE(args[1]) != IK_COUNT || !PyList_CheckExact(args[2]) || !iq_ready) {
-        PyErr_SetString(PyExc_TypeError, "iq_round(state, consts, fresh, now, again, up, credit_out), after iq_setup");
-        return NULL;
-    }
     IQ z;
-    for (int i = 0; i < IS_N; i++)
-        z.s[i] = PyTuple_GET_ITEM(args[0], i);
-    for (int i = 0; i < IK_COUNT; i++)
-        if (!get_ll(PyTuple_GET_ITEM(args[1], i), &z.k[i])) {
-            iq_bad("a setting is not an integer");
-            return NULL;
-        }
-    if (!PyList_CheckExact(z.s[IS_RCQ]) || !PyList_CheckExact(z.s[IS_REL]) || !PyList_CheckExact(z.s[IS_ACTIVE]) ||
-        !PyDict_CheckExact(z.s[IS_VA]) || !PyDict_CheckExact(z.s[IS_CHK]) || !PyDict_CheckExact(z.s[IS_SA]) ||
-        !PyDict_CheckExact(z.s[IS_WAITVC]) || !PyDict_CheckExact(z.s[IS_TAILW]) || !PyDict_CheckExact(z.s[IS_STATS]) || !PyAnySet_Check(z.s[IS_PRIOPORTS]) ||
-        !PyList_CheckExact(z.s[IS_LINE]) || z.k[IK_V] < 1 || z.k[IK_N] < 1 || z.k[IK_VMAX] < 1 || z.k[IK_FB] < 1) {
-        PyErr_SetString(PyExc_TypeError, "iq_round: the state is not laid out as Rounds._core_state lays it out");
+    if (iq_parse(&z, args, nargs, 7, "iq_round(state, consts, fresh, now, again, up, credit_out), after iq_setup") < 0)
         return NULL;
-    }
-    z.fresh = args[2];
-    if (!get_ll(args[3], &z.now)) {
-        iq_bad("now is not an integer");
-        return NULL;
-    }
     int again = PyObject_IsTrue(args[4]);
     if (again < 0)
         return NULL;
     z.up = args[5];
     z.credit_out = args[6];
-    z.va_grants = z.sa_grants = z.sa_conflicts = 0;
     long long K = z.k[IK_RK];
-    if (z.now < 0 || z.now + 1 > LLONG_MAX / (K > z.k[IK_RS] ? K : z.k[IK_RS]) / 4) {
-        PyErr_SetString(PyExc_OverflowError, "iq_round: a time too large for the compiled round");
-        return NULL;
-    }
     PyObject *out = NULL;
     long long top;
     if (PyList_GET_SIZE(z.s[IS_RCQ]) && get_ll(PyList_GET_ITEM(z.s[IS_RCQ], 0), &top) && top < (z.now + 1) * K &&
@@ -1125,6 +1133,163 @@ end:
         (z.sa_conflicts && dict_add(z.s[IS_STATS], s_sa_conflicts, z.sa_conflicts, 1, "sa_conflicts") < 0))
         Py_CLEAR(out);
     return out;
+}
+
+/* ``_lost``: did a copy that could have gone at now lose the round, with credit for it? */
+static int iq_lost(IQ *z)
+{
+    PyObject *oobj, *lst;
+    Py_ssize_t pos = 0;
+    long long now = z->now;
+    while (PyDict_Next(z->s[IS_SA], &pos, &oobj, &lst)) {
+        long long o, x, pl, cap0 = 0;
+        if (!get_ll(oobj, &o) || li(z->s[IS_OUTR], o, &x) < 0 || !PyList_CheckExact(lst))
+            return iq_bad("an output is not an integer");
+        if (x > now)
+            continue; /* (busy: no high-priority copy may cut into it here) */
+        PyObject *cr = PyList_GetItem(z->s[IS_CREDITS], o);
+        if (cr == NULL || li(z->s[IS_POOLS], o, &pl) < 0)
+            return -1;
+        if (cr != Py_None) {
+            PyObject *cap = PyList_GetItem(z->s[IS_CAPS], o);
+            if (cap == NULL || !PyTuple_Check(cap) || PyTuple_GET_SIZE(cap) != 2 || !get_ll(PyTuple_GET_ITEM(cap, 0), &cap0))
+                return iq_bad("a receiver's capacity is not a pair");
+        }
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lst); i++) {
+            PyObject *c = PyList_GET_ITEM(lst, i), *pkt;
+            long long sa_at, p, ovc, need, crw = 0;
+            IRD(c, c_sa_at, sa_at);
+            if (sa_at > now)
+                continue;
+            pkt = SLOT(c, c_pkt);
+            if (pkt == NULL || Py_TYPE(pkt) != PacketT)
+                return iq_bad("a copy's packet is not a Packet");
+            IRD(pkt, p_port, p);
+            if (li(z->s[IS_INR], p, &x) < 0)
+                return -1;
+            if (x > now)
+                continue;
+            if (cr == Py_None)
+                return 1;
+            IRD(c, c_ovc, ovc);
+            IRD(c, c_need, need);
+            if (li(cr, ovc, &crw) < 0)
+                return -1;
+            long long head = need < cap0 ? need : cap0; /* (``pool_place``: not None) */
+            if ((crw >= head && pl >= need - head) || pl >= need)
+                return 1;
+        }
+    }
+    return 0;
+fail:
+    return -1;
+}
+
+/* ``_retime``: the next round's time after a round at now (INF: none); ``fresh`` kept in place */
+static PyObject *iq_retime(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    IQ z;
+    if (iq_parse(&z, args, nargs, 6, "iq_retime(state, consts, fresh, now, granted, slot), after iq_setup") < 0)
+        return NULL;
+    int granted = PyObject_IsTrue(args[4]);
+    long long slot, now = z.now, K = z.k[IK_RK], t, top;
+    if (granted < 0 || !get_ll(args[5], &slot))
+        return iq_bad("granted, slot: a bool and an integer") < 0 ? NULL : NULL;
+    PyObject *rcq = z.s[IS_RCQ];
+    if (PyList_GET_SIZE(rcq)) {
+        if (!get_ll(PyList_GET_ITEM(rcq, 0), &top))
+            return iq_bad("a route-computation key is not an integer") < 0 ? NULL : NULL;
+        if (top < (now + 1) * K && iq_rc_done(&z) < 0)
+            return NULL;
+    }
+    if (PyList_GET_SIZE(rcq)) {
+        if (!get_ll(PyList_GET_ITEM(rcq, 0), &top))
+            return iq_bad("a route-computation key is not an integer") < 0 ? NULL : NULL;
+        t = pyfloordiv(top, K);
+    } else
+        t = z.k[IK_INF];
+    PyObject *fresh = z.fresh;
+    Py_ssize_t nf = PyList_GET_SIZE(fresh), j = 0;
+    if (nf) {
+        for (Py_ssize_t i = 0; i < nf; i++) {
+            PyObject *c = PyList_GET_ITEM(fresh, i), *pkt = SLOT(c, c_pkt);
+            long long sa_at, prio, p, o, r;
+            int g = PyObject_IsTrue(SLOT(c, c_granted));
+            if (g < 0)
+                return NULL;
+            IRD(c, c_sa_at, sa_at);
+            if (g || sa_at <= now)
+                continue;
+            IRD(c, c_prio, prio);
+            if (prio || pkt == NULL || Py_TYPE(pkt) != PacketT)
+                return iq_bad("a high-priority copy (the compiled round takes priority 0 only)") < 0 ? NULL : NULL;
+            if (j != i) { /* keep.append(c), in place */
+                PyObject **items = ((PyListObject *)fresh)->ob_item;
+                PyObject *old = items[j];
+                items[j] = Py_NewRef(c);
+                Py_DECREF(old);
+            }
+            j++;
+            long long cand = sa_at;
+            IRD(pkt, p_port, p);
+            IRD(c, c_out, o);
+            if (li(z.s[IS_INR], p, &r) < 0)
+                return NULL;
+            if (r > cand)
+                cand = r;
+            if (li(z.s[IS_OUTR], o, &r) < 0)
+                return NULL;
+            if (r > cand)
+                cand = r;
+            if (cand < t)
+                t = cand;
+        }
+        if (j < nf && PyList_SetSlice(fresh, j, nf, NULL) < 0)
+            return NULL;
+    }
+    if (granted && now + slot < t) {
+        int lost = iq_lost(&z);
+        if (lost < 0)
+            return NULL;
+        if (lost)
+            t = now + slot;
+    }
+    if (PyList_GET_SIZE(z.s[IS_ACTIVE])) {
+        PyObject *rel = z.s[IS_REL];
+        long long RS = z.k[IK_RS], OUT = z.k[IK_OUT], VCF = z.k[IK_VCF], VS = z.k[IK_VS];
+        while (PyList_GET_SIZE(rel)) {
+            long long key, r, sl, cur;
+            if (!get_ll(PyList_GET_ITEM(rel, 0), &key))
+                return iq_bad("a release key is not an integer") < 0 ? NULL : NULL;
+            r = pyfloordiv(key, RS);
+            sl = key - r * RS;
+            if (r > now) {
+                if (sl < OUT) {
+                    if (li(z.s[IS_INR], sl, &cur) < 0)
+                        return NULL;
+                } else if (sl < VCF) {
+                    if (li(z.s[IS_OUTR], sl - OUT, &cur) < 0)
+                        return NULL;
+                } else {
+                    PyObject *fa = PyList_GetItem(z.s[IS_FREE], (sl - VCF) / VS);
+                    if (fa == NULL || li(fa, (sl - VCF) % VS, &cur) < 0)
+                        return NULL;
+                }
+                if (cur == r) {
+                    if (r < t)
+                        t = r;
+                    break;
+                }
+            }
+            PyObject *x = heap_pop(rel);
+            if (x == NULL)
+                return NULL;
+            Py_DECREF(x);
+        }
+    }
+    return PyLong_FromLongLong(t);
+fail:
+    return NULL;
 }
 
 #endif /* EMU_CSRC_IQ_H */
