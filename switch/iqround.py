@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import heapq
 
-from emu import native
+import emu.native as native
 from emu.wire.fabric import FLAG_POOL
 
 from .forward import VC_OFF
