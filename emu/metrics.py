@@ -56,7 +56,9 @@ class RunMetrics:
     """Per output port of a switch with ``[queues]`` mechanisms (and a port into one with PFC): its
     counters over the run (``tail_drops``, ``trimmed``, ``ecn_marked``, ``int_stamped``, ``pause_tx``
     -- XOFF and XON sent on it, ``xoff_tx``, ``xon_tx``, ``headroom_drops`` and ``ingress_peak_bytes``
-    of the ingress of the same number --, ``pause_rx``, ``paused_ns`` summed over its classes)."""
+    of the ingress of the same number --, ``pause_rx``, ``paused_ns`` summed over its classes), and per
+    class lists of 8 (``class_frames``, ``class_bytes``, ``class_drops``, ``class_marks``,
+    ``class_pauses``, ``class_paused_ns``, ``class_xoff_tx``) that ``per_link`` gives as ``classes``."""
 
     @property
     def completion_ns(self) -> int:
@@ -90,14 +92,18 @@ class RunMetrics:
         """Per link direction (named by its sending port) that carried, dropped or queued anything
         in the run: frames and bytes sent, ``busy_ns`` (time sending), the largest queue (frames,
         bytes), ``credit_stall_ns`` (free with frames ready and no credit) and ``drops`` (link down,
-        emulated loss). Its frames add up to ``hop_count``."""
+        emulated loss). Its frames add up to ``hop_count``. Where the port queues by class (a switch
+        with ``[queues]``, a port into one with PFC), its queue counters and ``classes``: per traffic
+        class that did anything, ``frames`` and ``bytes`` started on the line (their sums are the
+        port's), ``drops`` (tail drops), ``marks`` (ECN), ``pauses`` (PAUSEs received for the class),
+        ``paused_ns`` and ``xoff_tx`` (XOFFs its ingress of the same number sent upstream)."""
         names = sorted(set(self.link_frames) | set(self.dropped) | set(self.peak_queue_frames)
                        | set(self.credit_stall_ns) | set(self.busy_ns) | set(self.queues), key=_port_order)
         return {p: {"frames": self.link_frames.get(p, 0), "bytes": self.link_bytes.get(p, 0),
                     "busy_ns": self.busy_ns.get(p, 0), "peak_queue_frames": self.peak_queue_frames.get(p, 0),
                     "peak_queue_bytes": self.peak_queue_bytes.get(p, 0),
                     "credit_stall_ns": self.credit_stall_ns.get(p, 0), "drops": self.dropped.get(p, 0),
-                    **self.queues.get(p, {})}
+                    **_by_class(self.queues.get(p, {}))}
                 for p in names}
 
     def as_dict(self) -> dict[str, Any]:
@@ -110,6 +116,21 @@ class RunMetrics:
 
 QUEUE_TOTALS = ("tail_drops", "trimmed", "ecn_marked", "int_stamped", "xoff_tx", "xon_tx", "headroom_drops", "paused_ns")
 """The counters of ``RunMetrics.queues`` a run's summary sums (``switch.queues``, ``emu.pause``)."""
+
+
+CLASS_COUNTERS = (("frames", "class_frames"), ("bytes", "class_bytes"), ("drops", "class_drops"), ("marks", "class_marks"),
+                  ("pauses", "class_pauses"), ("paused_ns", "class_paused_ns"), ("xoff_tx", "class_xoff_tx"))
+"""``per_link``'s per-class counters and the port counters' lists they come from (``emu.pause``)."""
+
+
+def _by_class(q: dict) -> dict:
+    """A port's queue counters with its per-class lists as ``classes``: {class: {counter: n}} for the
+    classes with any count."""
+    out = {k: v for k, v in q.items() if not isinstance(v, list)}
+    if any(k in q for _n, k in CLASS_COUNTERS):
+        lists = [(name, q.get(k) or [0] * 8) for name, k in CLASS_COUNTERS]
+        out["classes"] = {str(c): {name: v[c] for name, v in lists} for c in range(8) if any(v[c] for _n, v in lists)}
+    return out
 
 
 def _port_order(name: str) -> tuple[str, int]:
@@ -174,8 +195,10 @@ def add_flow(m: RunMetrics, before: list[dict[str, Any]], after: list[dict[str, 
                     m.pool_peak_bytes[name] = p["pool_peak_bytes"]
             if "queues" in p:  # output-queue mechanisms (switch.queues, emu.pause): counts over the run
                 old = prev.get(name, {}).get("queues", {})
-                d = {k: v if k == "ingress_peak_bytes" else v - old.get(k, 0) for k, v in p["queues"].items()}
-                if any(d.values()):
+                d = {k: v if k == "ingress_peak_bytes" else
+                     [a - b for a, b in zip(v, old.get(k, [0] * len(v)))] if isinstance(v, list) else v - old.get(k, 0)
+                     for k, v in p["queues"].items()}
+                if any(any(v) if isinstance(v, list) else v for v in d.values()):
                     m.queues[name] = d
             if "credit_stalls" in p:
                 old = prev.get(name, {})

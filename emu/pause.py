@@ -48,6 +48,18 @@ class PrioQueues(CreditState):
     """The class of the frame started last (``line_bytes``)."""
     stats: dict = field(default_factory=dict)
     """The switch's queue counters of this port (``switch.queues``): marks, drops, trims, INT."""
+    tx_frames: list = field(default_factory=lambda: [0] * 8)
+    """Per class: frames started on the line (``per_link``'s ``classes``)."""
+    tx_bytes: list = field(default_factory=lambda: [0] * 8)
+    """Per class: their bytes as sent (FCS included: as ``link_bytes`` counts them)."""
+    drops: list = field(default_factory=lambda: [0] * 8)
+    """Per class: frames tail-dropped as they came to this port (``switch.queues``)."""
+    marks: list = field(default_factory=lambda: [0] * 8)
+    """Per class: segments ECN-marked as they joined this port's queue."""
+    pauses: list = field(default_factory=lambda: [0] * 8)
+    """Per class: pauses received for it (a PAUSE frame's class with quanta > 0)."""
+    class_paused_ns: list = field(default_factory=lambda: [0] * 8)
+    """Per class: the time it spent paused (``paused_ns`` is their sum)."""
 
     quanta: list | None = None
     """Deficit round robin between the classes (``queues.arbiter=drr``): bytes each class may send per
@@ -88,6 +100,7 @@ class PrioQueues(CreditState):
         if not self.paused[c]:
             self.since[c] = now
         self.paused[c] = until
+        self.pauses[c] += 1
 
     def resume(self, c: int, now: int) -> bool:
         """Lift class ``c``'s pause; was it paused?"""
@@ -95,13 +108,17 @@ class PrioQueues(CreditState):
             return False
         self.paused[c] = 0
         self.paused_ns += now - self.since[c]
+        self.class_paused_ns[c] += now - self.since[c]
         return True
 
     def counters(self, now: int) -> dict:
-        on = sum(now - s for c, s in enumerate(self.since) if self.paused[c])
+        on = [now - s if self.paused[c] else 0 for c, s in enumerate(self.since)]
         out = dict(self.stats)
         if self.pause_rx:
-            out.update(pause_rx=self.pause_rx, paused_ns=self.paused_ns + on)
+            out.update(pause_rx=self.pause_rx, paused_ns=self.paused_ns + sum(on))
+        out.update(class_frames=list(self.tx_frames), class_bytes=list(self.tx_bytes), class_drops=list(self.drops),
+                   class_marks=list(self.marks), class_pauses=list(self.pauses),
+                   class_paused_ns=[a + b for a, b in zip(self.class_paused_ns, on)])
         return out
 
     def paused_classes(self) -> list[int]:
@@ -128,6 +145,8 @@ class Ingress:
         self.asserted = [False] * 8
         self.sent_at = [0] * 8
         self.pause_tx = 0
+        self.class_xoff = [0] * 8
+        """Per class: XOFFs sent upstream."""
         self.resume_tx = 0
         self.headroom_drops = 0
 
@@ -147,6 +166,7 @@ class Ingress:
             self.asserted[prio] = True
             self.sent_at[prio] = now
             self.pause_tx += 1
+            self.class_xoff[prio] += 1
             return self.quanta
         return None
 
@@ -168,4 +188,5 @@ class Ingress:
         if not self.mask:
             return {}
         return {"pause_tx": self.pause_tx + self.resume_tx, "xoff_tx": self.pause_tx, "xon_tx": self.resume_tx,
-                "headroom_drops": self.headroom_drops, "ingress_peak_bytes": max(self.peak)}
+                "headroom_drops": self.headroom_drops, "ingress_peak_bytes": max(self.peak),
+                "class_xoff_tx": list(self.class_xoff)}

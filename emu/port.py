@@ -380,6 +380,8 @@ class OutPort:
                 fl.line_bytes, fl.line_class = n, best
                 if fl.stamp is not None:
                     wire = fl.stamp(self, wire, now, n)
+                fl.tx_frames[best] += 1
+                fl.tx_bytes[best] += len(wire)
             if fl.stalled_since is not None:
                 fl.stall_ns += now - fl.stalled_since
                 fl.stalled_since = None

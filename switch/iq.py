@@ -79,6 +79,7 @@ from emu.port import PRIO_OFF
 from emu.wire.fabric import FLAG_POOL
 from emu.wire.framing import ETHERNET
 
+from . import iqdrr
 from .forward import VC_OFF, SwitchEngine, make_switch
 from .iqalloc import Allocators
 from .iqcut import SegmentCut
@@ -132,6 +133,8 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         self.rc, self.va, self.sa, self.st = s.stages_ns
         self.vct = s.cut_through
         self.islip = s.allocator == "islip"
+        self.drr = s.queues.quanta if s.queues is not None else None
+        """Per-class weights in switch allocation (``queues.arbiter=drr``: ``emu.switch.iqdrr``), else None."""
         self.iters = s.iterations
         self._btimer = None
         """The switch's own next timer (link tests, processing unit)."""
@@ -208,6 +211,8 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         self.out_ptr = ([0] * nports, [0] * nports)
         """Per priority class, per output: the input its switch arbiter serves next."""
         self._setup_rounds()
+        if self.drr is not None:
+            iqdrr.setup(self, self.drr)
         self._lines: dict[int, tuple[int, int, int, int]] = {}
         self._ins: dict[int, tuple[int, int]] = {}
 
@@ -474,6 +479,8 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
     def extra_stats(self) -> dict:
         out = super().extra_stats()
         out["router"] = dict(self.iq_stats, peak_vc_bytes=[list(r) for r in self.bufs.peak])
+        if self.drr is not None:
+            out["router"]["class_grants"] = list(self.class_grants)
         if self.pool:
             out["router"]["peak_pool_bytes"] = list(self.bufs.pool_peak)
         return out
@@ -505,7 +512,7 @@ def make_iq(node, topology, cache: dict) -> InputQueuedEngine:
     prio_ports, eject = set(), set()
     for p, v, _vp, lk in nb[node.name]:
         in_bps[p] = lk.spec.bandwidth_bps
-        if lk.spec.priority:
+        if lk.spec.priority and spec.queues.arbiter != "drr":  # (weights: no class is strict, emu.switch.iqdrr)
             prio_ports.add(p)
         peer = topology.nodes[v]
         ps = peer.spec

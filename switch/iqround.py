@@ -20,6 +20,7 @@ from emu.wire.fabric import FLAG_POOL
 
 from .forward import VC_OFF
 from .iqcut import _QPKT, PRIO_OFF, PTYPE_OFF, cuttable
+from .iqdrr import drr_separable
 from .iqpacket import INF, Copy, Packet
 from .iqpool import FLAGS_OFF, in_pool, mark
 
@@ -68,13 +69,14 @@ class Rounds:
     # -- the compiled twin --------------------------------------------------------------------------
     def _core_plain(self) -> bool:
         """May the compiled core run this router's rounds? Only the plain case it was written and tested
-        for: the separable round-robin allocator, every copy of priority 0 (no cut-in into a busy line:
+        for: the separable round-robin allocator (no per-class weights), every copy of priority 0 (no cut-in into a busy line:
         ``InputQueuedEngine._file`` hands the rounds back to Python for good at the first high-priority
         copy), no shared pool at the inputs or at any receiver, and none of this
         class's round methods replaced. Any new allocator setting (weights, another arbiter) must be
         added here as not plain until the core does it too."""
         core = native.CORE
-        if not USE_CORE or core is None or not hasattr(core, "iq_round") or self.islip or self.pool:
+        if not USE_CORE or core is None or not hasattr(core, "iq_round") or self.islip or self.pool or \
+                self.drr is not None:  # (per-class weights: ``emu.switch.iqdrr``, Python's)
             return False
         if any(cap[1] for cap in self.oc.cap) or self._sa_prio:
             return False
@@ -323,7 +325,7 @@ class Rounds:
                 c = rq[0]
                 c.sa_try = now
                 req[p] = [(c.pkt.vc, c)]
-        grants = self._islip(req) if self.islip else self._separable(req)
+        grants = self._islip(req) if self.islip else self._separable(req) if self.drr is None else drr_separable(self, req)
         grant = self._grant
         return [grant(c, now) for c in grants]
 

@@ -10,7 +10,7 @@ import apps
 import emu
 from emu.config import ConfigError, SwitchSpec, parse_settings
 from emu.switch.routing import lookup
-from emu.switch.routing.deadlock import classes, cycle
+from emu.switch.routing.deadlock import classes, cycle, dependencies, dependencies_by_route
 from emu.switch.routing.model import RouteModel
 from emu.switch.routing.nonminimal import FLAG_DETOUR
 from emu.topologies.estimate import estimate
@@ -138,6 +138,20 @@ def test_vc_classes_make_every_policy_deadlock_free_and_too_few_do_not(spec, nee
         assert cycle(t, policy) == [] and classes(t, policy) == n      # the family's 4 VCs suffice
         assert cycle(t, policy, vcs=n - 1)                              # one class short: a cycle
         assert cycle(build(spec, settings=parse_settings(["switch.vc_policy=by_class"])), policy)
+
+
+@pytest.mark.parametrize("spec,policies,vcs", [("dragonfly:p=2,a=4,h=1,g=5", ("minimal", "valiant", "ugal_l", "par"), (None, 2, 32)),
+                                                ("hyperx:S=2,L=3,K=1,T=2", ("minimal", "valiant"), (None, 2, 32)),
+                                                ("slimfly:q=5,p=1", ("valiant",), (None,))])
+def test_the_fast_dependency_walk_gives_the_graph_of_every_route(spec, policies, vcs):
+    """The deadlock check's walk (shared suffixes, hosts of a router walked once, Slim Fly/HyperX
+    detours from where they reach their intermediate) builds exactly the graph of following every
+    route one by one, with the family's VCs, too few and plenty."""
+    t = build(spec)
+    for policy in policies:
+        for n in vcs:
+            a, b = dependencies(t, policy, n), dependencies_by_route(t, policy, n)
+            assert set(a.nodes) == set(b.nodes) and set(a.edges) == set(b.edges) and a.number_of_edges() > 0
 
 
 def test_hyperx_dimension_order_needs_no_class_but_valiant_does():

@@ -37,11 +37,14 @@ def test_low_load_latency_is_the_zero_load_model(tmp_path):
     assert row["packets"] > 50
     assert row["p50_ns"] == 500 and 500 <= row["mean_ns"] <= 501  # a 1 % load: a rare collision of a cycle
     assert row["p50_cy"] == 20.0
+    assert "longest measured route (20 cycles)" in r["warmup_note"]  # no warm-up: the window sees the fill
+    assert "give --warmup 1000 or more" in r["warmup_note"]
 
 
 def test_accepted_equals_offered_below_saturation(tmp_path):
     (r,) = run(tmp_path, "--topo", "fattree:k=2,n=2", "--test", "uniform", "--load", "0.2,0.6", *SHORT)
     assert r["saturation_load"] is None and r["saturation"] == "not reached up to 0.6"
+    assert "warmup_note" not in r  # 200 cycles of warm-up against a zero-load route of a few
     for row in r["curve"]:
         R = row["offered"]
         sigma = math.sqrt(R * (1 - R) / (r["sources"] * r["measure_cycles"]))

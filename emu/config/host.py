@@ -202,9 +202,15 @@ class HostSpec(CcParams):
     skew_ns: int = 0
     """The skew's scale (ns)."""
     traffic_class: int = 0
-    """The fabric header's ``prio`` on this host's message frames: 0, or 1 for frames that overtake
-    priority-0 frames waiting at every output port they pass (strict priority, ``LinkSpec.priority``).
-    ``emu run --job NAME:...,class=1`` sets it on the job's hosts (docs/jobs.md)."""
+    """The fabric header's ``prio`` on this host's message frames, 0..7 (the switches' traffic classes:
+    ``[queues]``). A port without class queues has two levels: a frame of prio > 0 overtakes the
+    prio-0 frames waiting there (strict priority, ``LinkSpec.priority``); a switch's class queues serve
+    the eight by strict priority or by weights (``queues.arbiter``). ``emu run --job NAME:...,class=K``
+    sets it on the job's hosts, through ``queues.class_map`` (docs/jobs.md)."""
+    class_vc: int = 0
+    """The VC byte of this host's messages its program sends on VC 0 (``send``/``isend``'s default):
+    a job's class on input-queued routers with ``switch.classes`` > 1 and ``vc_policy=by_class``, so
+    the job's frames have VC buffers of their own there (``emu run --job ...,class=K``). 0: as sent."""
     nic: NicSpec = NicSpec()
     """The collective-offload engine of the NIC (spec 01)."""
     elan: ElanSpec = ElanSpec()
@@ -213,8 +219,11 @@ class HostSpec(CcParams):
     def __post_init__(self) -> None:
         _check_delays("HostSpec", self, ("nic_delay_ns", "send_overhead_ns", "recv_overhead_ns", "reduce_ps_per_byte",
                                          "xor_ns"))
-        if self.traffic_class not in (0, 1) or isinstance(self.traffic_class, bool):
-            raise ConfigError(f"HostSpec.traffic_class must be 0 or 1 (the fabric header's prio), got {self.traffic_class!r}")
+        if self.traffic_class not in range(8) or isinstance(self.traffic_class, bool):
+            raise ConfigError(f"HostSpec.traffic_class must be within 0..7 (the fabric header's prio: the switches' "
+                              f"traffic classes), got {self.traffic_class!r}")
+        if not isinstance(self.class_vc, int) or isinstance(self.class_vc, bool) or not 0 <= self.class_vc <= 255:
+            raise ConfigError(f"HostSpec.class_vc must be within 0..255 (the fabric header's vc), got {self.class_vc!r}")
         if not isinstance(self.eager_limit_bytes, int) or isinstance(self.eager_limit_bytes, bool) \
                 or not 0 <= self.eager_limit_bytes <= 1 << 30:
             raise ConfigError(f"HostSpec.eager_limit_bytes must be an integer within 0..2**30 bytes, got "

@@ -1,6 +1,8 @@
 """The output-queue disciplines of an output-queued switch (``[queues]`` settings, ``--set queues.x=``;
-``switch/queues``): a shared buffer with dynamic thresholds and tail drop, ECN marking, PFC, INT,
-trimming. Everything is off by default: a switch then forwards exactly as before.
+``switch/queues``): a shared buffer with dynamic thresholds and tail drop (per-class reserves in it),
+ECN marking, PFC, INT, trimming, strict or weighted (DRR) service of the classes. Everything is off by
+default: a switch then forwards exactly as before. The input-queued router takes the arbiter only
+(weights in its switch allocator, ``switch/iqdrr.py``).
 
 Traffic classes are the fabric header's ``prio`` (0..7). The per-class settings take a list of
 classes: ``"3"``, ``"0+3"`` (or ``"0,3"`` in a file: on the command line a comma makes a sweep),
@@ -8,7 +10,7 @@ classes: ``"3"``, ``"0+3"`` (or ``"0,3"`` in a file: on the command line a comma
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .base import ConfigError
 
@@ -94,6 +96,18 @@ class QueueSpec:
     """DRR: each class's weight, class 0 first, joined by + (e.g. 1+3: class 1 gets three times class 0's share of a busy port); classes not given weigh 1."""
     drr_quantum_bytes: int = 2048
     """DRR: the bytes a class of weight 1 may send per turn (a turn of weight w: w times this)."""
+    class_shares: str = ""
+    """Per-class buffer reserves within ``buffer_bytes``, class 0 first, joined by + (e.g. 0+0.25: class
+    1 is guaranteed a quarter of the buffer; 0+20000: 20,000 bytes): a fraction (with a point, or a
+    percentage) or whole bytes; classes not given reserve nothing. A frame of class c that fits in c's
+    reserve (the bytes of c in the whole switch, with it, at most the reserve) is admitted; beyond it
+    the frame takes the shared rest (``buffer_bytes`` minus every reserve) under the dynamic threshold,
+    a queue counting only its bytes beyond its class's reserve (a real switch's per-priority-group
+    guaranteed buffer beside its shared pool)."""
+    class_map: str = ""
+    """The fabric prio (0..7) a job of class k is given, job class 0 first, joined by + (e.g. 0+3+5: a
+    job with class=1 sends at prio 3, class=2 at prio 5); classes not given keep their number. Read by
+    ``emu run --job ...,class=K`` (docs/jobs.md)."""
 
     def __post_init__(self) -> None:
         for f in ("buffer_bytes", "kmin_bytes", "kmax_bytes", "k_bytes", "xoff_bytes", "xon_bytes", "headroom_bytes"):
@@ -114,6 +128,16 @@ class QueueSpec:
         if not isinstance(self.drr_quantum_bytes, int) or not 1 <= self.drr_quantum_bytes <= 1 << 20:
             raise ConfigError(f"queues.drr_quantum_bytes must be an integer within 1..2**20, got {self.drr_quantum_bytes!r}")
         self.quanta  # (the weights are checked here)
+        self.prio_of  # (the class map too)
+        r = self.reserves
+        if str(self.class_shares).strip() and not self.buffer_bytes:
+            raise ConfigError("queues.class_shares reserve parts of the shared buffer, and queues.buffer_bytes=0 is "
+                              "unbounded; give queues.buffer_bytes too")
+        if r is not None:
+            if sum(r) >= self.buffer_bytes:
+                raise ConfigError(f"queues.class_shares={self.class_shares!s} reserve {sum(r)} of queues.buffer_bytes="
+                                  f"{self.buffer_bytes} bytes and leave nothing shared: give smaller shares (their sum "
+                                  "below the buffer)")
         if self.weights and self.arbiter != "drr":
             raise ConfigError("queues.weights are deficit round robin's; set queues.arbiter=drr too")
         for f in ("int_telemetry", "trim"):
@@ -160,6 +184,42 @@ class QueueSpec:
         return [x * self.drr_quantum_bytes for x in w]
 
     @property
+    def reserves(self) -> list[int] | None:
+        """Each class's reserved bytes of the buffer (``class_shares``; None: none reserved)."""
+        text = str(self.class_shares).strip()
+        if not text:
+            return None
+        parts = [p.strip() for p in text.replace(",", "+").split("+")]
+        out = []
+        for p in parts:
+            try:
+                if p.endswith("%"):
+                    v = float(p[:-1]) / 100
+                    frac = True
+                else:
+                    frac = "." in p or "e" in p.lower()
+                    v = float(p) if frac else int(p)
+            except ValueError:
+                v, frac = -1, False
+            if len(parts) > CLASSES or v < 0 or (frac and not v <= 1) or (not frac and v > 1 << 40):
+                raise ConfigError(f"queues.class_shares {self.class_shares!r}: give up to {CLASSES} shares joined by +, "
+                                  "class 0 first, each a fraction of queues.buffer_bytes (0.25, 25%) or whole bytes "
+                                  "(20000); e.g. queues.class_shares=0+0.25")
+            out.append(int(v * self.buffer_bytes) if frac else v)
+        out += [0] * (CLASSES - len(out))
+        return out if any(out) else None
+
+    @property
+    def prio_of(self) -> list[int]:
+        """The fabric prio of each job class (``class_map``; the identity where not given)."""
+        text = str(self.class_map).strip()
+        parts = [p.strip() for p in text.replace(",", "+").split("+")] if text else []
+        if len(parts) > CLASSES or not all(p.isascii() and p.isdigit() and int(p) < CLASSES for p in parts):
+            raise ConfigError(f"queues.class_map {self.class_map!r}: give up to {CLASSES} priorities 0..7 joined by +, "
+                              "job class 0 first (e.g. 0+3+5: class 1 sends at prio 3, class 2 at 5)")
+        return [int(p) for p in parts] + list(range(len(parts), CLASSES))
+
+    @property
     def pfc_on(self) -> bool:
         return bool(self.pfc_mask)
 
@@ -173,9 +233,15 @@ class QueueSpec:
         """Refuse combinations with the switch's other settings (``SwitchSpec``)."""
         if not self.on:
             return
+        if switch.model == "input_queued" and replace(self, arbiter="strict", weights="").on is False:
+            if switch.allocator != "round_robin":  # weights in switch allocation (emu.switch.iqdrr)
+                raise ConfigError(f"queues.arbiter=drr weighs the classes in the separable switch allocator; set "
+                                  f"switch.allocator=round_robin (not {switch.allocator})")
+            return
         if switch.model != "output_queued":
-            raise ConfigError(f"queues.* needs output queues: switch.model={switch.model} has none; set "
-                              "switch.model=output_queued or switch the queues settings off")
+            raise ConfigError(f"queues.* needs output queues: switch.model={switch.model} has none (of them it takes "
+                              "queues.arbiter=drr with queues.weights only); set switch.model=output_queued or switch "
+                              "the other queues settings off")
         if switch.vc_buffer_bytes:
             raise ConfigError("queues.* and credit flow control (switch.vc_buffer_bytes > 0) are two buffer models; "
                               "set switch.vc_buffer_bytes=0 to use the shared output buffer")

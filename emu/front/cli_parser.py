@@ -224,8 +224,9 @@ def _add_run(sub) -> None:
                    help="tests to run, in order: joined with '+' or one --test each (default pingall; listed below)")
     r.add_argument("--job", action="append", metavar="NAME:hosts=...,test=...",
                    help="a job: a test on its own hosts, run at once with the other jobs on one cluster; keys hosts= "
-                        "(h0+h3, h0-h7, packed:N, random:N, interleaved:N, file:PATH), test=, start=TIME, class=0|1 "
-                        "and the test's options (size=, algo=, load=, ...); also [[job]] tables in --config "
+                        "(h0+h3, h0-h7, packed:N, random:N, interleaved:N, file:PATH), test=, start=TIME, class=0..7 "
+                        "(its prio through queues.class_map) and the test's options (size=, algo=, load=, ...); "
+                        "also [[job]] tables in --config "
                         "(docs/jobs.md). Each job's row gives its slowdown against itself alone on the same hosts")
     r.add_argument("--no-isolated", action="store_true",
                    help="with --job: do not run each job alone afterwards (no slowdown column)")

@@ -28,10 +28,13 @@ class Job:
     start_ns: int = 0
     """When the job starts, from the shared run's start (its first episode; ``start=10us``)."""
     traffic_class: int = 0
-    """Its hosts' ``HostSpec.traffic_class``: the fabric prio of their message frames."""
+    """Its class (0..7, ``class=``): its hosts' ``HostSpec.traffic_class`` -- the fabric prio of their
+    message frames -- is ``queues.class_map``'s entry for it (the class itself by default)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """The test's options, as ``Options.extra`` of a ``--test`` run."""
     hosts_text: str = ""
+    prio: int = 0
+    """The fabric prio its class maps to (``apply_host_specs``)."""
 
 
 def job_texts(args) -> list[dict[str, Any]]:
@@ -182,9 +185,9 @@ def resolve(args, topo, tables: list[dict[str, Any]]) -> list[Job]:
                 extra["mpirun"] = program(str(t["mpirun"]))
             start = parse_time_ns(str(t.get("start", "0")))
             klass = _number("class", t.get("class", "0"), int)
-            if klass not in (0, 1):
-                raise ConfigError(f"class={klass}: the traffic classes are 0 and 1 (the fabric header's prio: 1 overtakes 0 "
-                                  "at every output port)")
+            if klass not in range(8):
+                raise ConfigError(f"class={klass}: the traffic classes are 0..7 (the fabric header's prio through "
+                                  "queues.class_map; the switches' class queues)")
         except ConfigError as e:
             msg = str(e)
             raise ConfigError(msg if msg.startswith(f"--job {name}") else f"--job {name}: {msg}") from None
@@ -208,8 +211,13 @@ def apply_host_specs(topo, jobs: list[Job], defaults: dict, settings: dict) -> N
     from .traffic_checks import PATTERNS
 
     given = {**defaults.get("host", {}), **settings.get("host", {})}
+    prio_of = class_map(topo, jobs)
+    groups = vc_groups(topo, jobs)
     for job in jobs:
-        change: dict = {"traffic_class": job.traffic_class} if job.traffic_class else {}
+        prio = job.prio = prio_of[job.traffic_class]
+        change: dict = {"traffic_class": prio} if prio else {}
+        if groups > 1 and job.traffic_class:
+            change["class_vc"] = job.traffic_class
         if job.test in PATTERNS:
             change.update({f: 0 for f in ("send_overhead_ns", "recv_overhead_ns")
                            if f not in given and (f == "send_overhead_ns" or job.extra.get("drain") == "measured")})
@@ -217,6 +225,40 @@ def apply_host_specs(topo, jobs: list[Job], defaults: dict, settings: dict) -> N
             for h in job.hosts:
                 node = topo.nodes[h]  # (a Node is frozen: a new one in its place, the dict's order kept)
                 topo.nodes[h] = replace(node, spec=replace(node.spec, **change))
+
+
+def class_map(topo, jobs: list[Job]) -> list[int]:
+    """The fabric prio of each job class (``queues.class_map``, the same on every switch); refused where
+    a job's prio is above 1 and no switch has class queues to tell it from prio 1."""
+    switches = [n for n in topo.nodes.values() if getattr(n.spec, "queues", None) is not None]
+    maps = {tuple(n.spec.queues.prio_of) for n in switches}
+    if len(maps) > 1:
+        raise ConfigError("queues.class_map differs between switches; a job's class has one prio on the whole fabric: "
+                          "give queues.class_map once for all")
+    prio_of = list(maps.pop()) if maps else list(range(8))
+    queued = any(n.spec.queues.on and (getattr(n.spec, "model", "") == "output_queued" or n.spec.queues.arbiter == "drr")
+                 for n in switches)
+    for job in jobs:
+        p = prio_of[job.traffic_class]
+        if p > 1 and not queued:
+            raise ConfigError(f"--job {job.name}: class={job.traffic_class} is prio {p}, and with no class queues in the "
+                              "switches a port tells only prio 0 from the rest: turn class queues on (e.g. --set "
+                              "queues.arbiter=drr, or queues.buffer_bytes) or use class 0 or 1")
+    return prio_of
+
+
+def vc_groups(topo, jobs: list[Job]) -> int:
+    """The VC groups a job's class maps to on input-queued routers (``switch.classes`` with
+    ``vc_policy=by_class``: class k on group k); 1: none (classes share the VCs). Refused where a job's
+    class has no group."""
+    iq = [n.spec for n in topo.nodes.values() if getattr(n.spec, "model", "") == "input_queued"]
+    groups = min((s.classes for s in iq if s.vc_policy == "by_class"), default=1)
+    for job in jobs:
+        if groups > 1 and job.traffic_class >= groups:
+            raise ConfigError(f"--job {job.name}: class={job.traffic_class} has no VC group on the input-queued routers "
+                              f"(switch.classes={groups}: classes 0..{groups - 1}); give switch.classes more groups or "
+                              "a lower class")
+    return groups
 
 
 async def prepare_jobs(args) -> tuple:

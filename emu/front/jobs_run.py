@@ -171,6 +171,7 @@ async def run_jobs(net, jobs, seed: int, isolated: bool = True) -> list:
     for job, r, a in zip(jobs, shared, alone):
         r.name = f"{job.name}:{job.test}"
         info = {"job": job.name, "hosts": len(job.hosts), "placement": job.hosts_text, "class": job.traffic_class,
+                "prio": job.prio,
                 "job_start_ns": job.start_ns}
         if a is not None:
             info["isolated_ns"] = a.completion_ns

@@ -54,7 +54,9 @@ than its noise -- the upper bound of its 99.7 % confidence interval (3 standard 
 count over the window's source-cycles, sqrt(p(1-p)/(sources x measure))) is below 95 % of the offered
 load -- or the mean latency exceeds 3x that model. A window whose 3 standard errors exceed half of
 that 5 % cannot resolve the shortfall: the row says so (``saturation_note``) with the ``--measure``
-that would.
+that would. A warm-up shorter than the zero-load latency of the longest measured route (a dragonfly's
+detour over two 100-cycle global links) leaves the window counting the network's fill, not its steady
+state: the result says so (``warmup_note``) with the ``--warmup`` to give.
 """
 
 from __future__ import annotations
@@ -363,6 +365,7 @@ def _check(pattern: str):
         fixed = destinations(pattern, n, grid, options.seed)
         sources = n if fixed is None else sum(d is not None for d in fixed)
         rows, saturation = [], None
+        longest = 0  # the longest zero-load model latency of a measured packet (ns)
         short_window: tuple[float, float, int] | None = None  # (load, its 3 SE, the --measure that resolves it)
         frames = hops = 0
         for load in o.loads:
@@ -384,7 +387,9 @@ def _check(pattern: str):
             for h in hosts:
                 ls, ss, a, ooo = res[h]
                 lat.extend(ls)
-                mod += sum(model(s, h) for s in ss)
+                zs = [model(s, h) for s in ss]
+                mod += sum(zs)
+                longest = max([longest, *zs])
                 arrived += a
                 late += ooo
             frames += net.metrics.frames
@@ -426,6 +431,11 @@ def _check(pattern: str):
             out["saturation_note"] = (f"the window of {o.measure} cycles is too short to resolve a {SHORTFALL:.0%} "
                                       f"shortfall at offered {short_window[0]} (3 standard errors "
                                       f"{short_window[1]:.4f}); --measure {short_window[2]} would")
+        if o.warmup * cycle < longest:
+            out["warmup_note"] = (f"the warm-up of {o.warmup} cycles is shorter than the zero-load latency of the "
+                                  f"longest measured route ({math.ceil(longest / cycle)} cycles): the window counts "
+                                  "the network filling, and accepted throughput reads low: give --warmup "
+                                  f"{max(1000, 4 * math.ceil(longest / cycle))} or more")
         o_ns = topo.hosts[0].spec.send_overhead_ns
         if o_ns > cycle:
             out["note"] = (f"host.send_overhead_ns={o_ns} > cycle {cycle} ns: a host starts at most one packet every "

@@ -212,8 +212,9 @@ class Host:
         nic = self.nic
         done = nic.now + o if self.noise is None else self.noise.finish(nic.now, o)  # (cpu_done)
         core = native.CORE  # (a one-frame message in the compiled core: NicEngine.send_message's twin)
-        out = None if core is not None and core.nic_send(nic, op.dst, op.tag, op.data, done, op.vc) else \
-            nic.send_message(op.dst, op.tag, op.data, done, op.vc)
+        vc = op.vc or self.spec.class_vc  # (a job's class on input-queued routers' VC groups: HostSpec.class_vc)
+        out = None if core is not None and core.nic_send(nic, op.dst, op.tag, op.data, done, vc) else \
+            nic.send_message(op.dst, op.tag, op.data, done, vc)
         if op.request:
             req = SendRequest(out)
         else:  # send: the buffer is the application's again when it returns

@@ -140,8 +140,9 @@ class NicEngine(_Attributes):
         self._ping_seq = 0
         self._heads: dict[int, bytes] = {}
         self._lazy: Outgoing | None = None
-        if self.spec.traffic_class:  # the compiled core's one-frame send writes prio 0: a NIC with a method of its
-            self._route = self._route  # own (in its __dict__) is left to Python (emu/csrc/nic.h inst_plain)
+        if self.spec.traffic_class or getattr(self.spec, "class_vc", 0):  # the compiled core's one-frame send writes
+            self._route = self._route  # prio 0 and the op's vc: a NIC with a method of its own (in its __dict__) is
+            # left to Python (emu/csrc/nic.h inst_plain), whose Host._op_send puts HostSpec.class_vc in
         self._load(self.mechanisms)
         self.transport = make_transport(self, self._put_message)  # (host.cc's, or host.transport's)
         """The end-to-end transport of host messages (None: each frame sent once)."""

@@ -13,6 +13,11 @@ the line (``OutPort.start_ready``):
   whose last bit has not left: the one on the line, those waiting, those still in the switch's
   processing delay; the shared buffer, those of every queue of the switch.
   Lossless classes (PFC) are never dropped here: their ingress pauses instead.
+  With ``class_shares`` a class c has ``reserve[c]`` bytes of the buffer to itself: a frame of c is
+  admitted when the bytes of c in the whole switch, with it, fit in the reserve; otherwise it takes
+  the shared rest ``S = buffer - sum(reserve)``, of which ``U = sum_c max(0, bytes of c - reserve[c])``
+  is in use: it is dropped when its part beyond the reserve does not fit in ``S - U`` or its queue's
+  bytes beyond the reserve are ``alpha x (S - U)`` or more. With no reserves this is the rule above.
 * **trimming** (NDP, Handley et al., SIGCOMM 2017): a host message segment that would be dropped is
   cut to its headers (``emu.wire.cc.trim``: fabric, INT, segment header; fabric flag TRIM) and joins
   the queue of class 7.
@@ -50,6 +55,9 @@ class SwitchQueues:
         self.ecn_mask = spec.ecn_mask if spec.ecn != "off" else 0
         self.kmin, self.kmax, self.pmax, self.k = spec.kmin_bytes, spec.kmax_bytes, spec.pmax, spec.k_bytes
         self.trim = spec.trim
+        self.reserve = spec.reserves
+        """Per class: its reserved bytes of the buffer (``queues.class_shares``; None: all shared)."""
+        self.shared = self.buffer - sum(self.reserve) if self.reserve else self.buffer
         self.peak_bytes = 0
         """The most bytes the shared buffer held at once."""
         self.tx = {}
@@ -87,11 +95,16 @@ class SwitchQueues:
         q = self.class_bytes(p, prio, now)
         if self.buffer:
             n = p.framing.length(frame)
-            total = sum(self.queue_bytes(x, now) for x in self.ports)
-            if not self.lossless >> prio & 1 and (total + n > self.buffer or q >= self.alpha * (self.buffer - total)):
+            if self.reserve is None:
+                total = sum(self.queue_bytes(x, now) for x in self.ports)
+                full = total + n > self.buffer or q >= self.alpha * (self.buffer - total)
+            else:
+                total, full = self._shares(prio, q, n, now)
+            if full and not self.lossless >> prio & 1:
                 cut = trim(frame) if self.trim else None
                 if cut is None:
                     st["tail_drops"] = st.get("tail_drops", 0) + 1
+                    fl.drops[prio] += 1
                     return None
                 st["trimmed"] = st.get("trimmed", 0) + 1
                 frame = cut
@@ -103,7 +116,24 @@ class SwitchQueues:
             b[FLAGS_OFF] |= FLAG_ECN
             frame = bytes(b)
             st["ecn_marked"] = st.get("ecn_marked", 0) + 1
+            fl.marks[prio] += 1
         return frame
+
+    def _shares(self, prio: int, q: int, n: int, now: int) -> tuple[int, bool]:
+        """With class reserves: (bytes in the buffer, is it full for a frame of ``n`` bytes of class
+        ``prio`` whose queue holds ``q``?) -- see the module's text."""
+        by = [0] * 8
+        for x in self.ports:
+            for c in range(8):
+                by[c] += self.class_bytes(x, c, now)
+        r = self.reserve
+        mine, res = by[prio], r[prio]
+        if mine + n <= res:
+            return sum(by), False
+        used = sum(b - r[c] for c, b in enumerate(by) if b > r[c])
+        free = self.shared - used
+        beyond = mine + n - (res if res > mine else mine)
+        return sum(by), beyond > free or q - res >= self.alpha * free
 
     def marks(self, fl, q: int) -> bool:
         """Is a segment finding ``q`` bytes in its queue marked?"""
