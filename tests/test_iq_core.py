@@ -6,8 +6,8 @@ same figures (every result and per-link counter of ``emu run --json``) and the s
 Cases: BookSim2's uniform comparison (``scripts/bench_iq.py``: 4x4 mesh with 1, 2 and 8 VCs and 1-
 and 4-flit packets, an 8x8 one with 8 VCs), a torus (dateline VCs: the VC byte rewritten per hop), and
 random small meshes and tori over the release rules, cut-through and loads (hypothesis). Each run
-asserts the core took rounds (its twin was exercised), or, for a configuration it does not cover,
-that Python ran alone.
+asserts the core took rounds (its twin was exercised), or, for a configuration it does not cover
+(iSLIP, per-class weights), that Python ran alone.
 """
 
 import json
@@ -104,6 +104,12 @@ def test_torus_dateline_same_figures_and_frames(tmp_path, monkeypatch):
 def test_islip_stays_python(tmp_path, monkeypatch):
     _twin(tmp_path, monkeypatch, "mesh:k=3,n=2", 2, 1, 0.5, 30, covered=False,
           extra={"switch.allocator": "islip", "switch.iterations": 2})
+
+
+@needs_core
+def test_weighted_classes_stay_python(tmp_path, monkeypatch):
+    _twin(tmp_path, monkeypatch, "mesh:k=3,n=2", 2, 1, 0.5, 30, covered=False,
+          extra={"queues.arbiter": "drr", "queues.weights": "1+3"})
 
 
 @needs_core
