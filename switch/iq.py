@@ -82,6 +82,7 @@ from emu.wire.framing import ETHERNET
 from . import iqdrr
 from .forward import VC_OFF, SwitchEngine, make_switch
 from .iqalloc import Allocators
+from .iqcore import CoreRound
 from .iqcut import SegmentCut
 from .iqpool import FLAGS_OFF, InBuffers, OutCredits, parts
 from .iqround import INF, Copy, Packet, Rounds
@@ -92,7 +93,7 @@ __all__ = ["Copy", "IQView", "InputQueuedEngine", "Packet", "make_iq"]
 
 
 @dataclass(eq=False)
-class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
+class InputQueuedEngine(CoreRound, Rounds, Allocators, SegmentCut, SwitchEngine):
     """``SwitchSpec.model = input_queued``; see the module's text."""
 
     __setattr__ = object.__setattr__
@@ -146,7 +147,7 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         self._tail_wait: dict = {}
         """(output, VC) -> when its tail left: VCs waiting for the receiver's tail credit (vc_release=tail_credit)."""
         self._cst = None
-        """The compiled core's round (``Rounds._core_state``): None until the first round, False when
+        """The compiled core's round (``CoreRound._core_state``): None until the first round, False when
         this router is not the plain case (Python runs)."""
 
     @property
@@ -469,7 +470,7 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
                 self.timer = t
 
     def _core_methods_plain(self) -> bool:
-        """Are the round's credit and timer methods this class's own (``Rounds._core_plain``)?"""
+        """Are the round's credit and timer methods this class's own (``CoreRound._core_plain``)?"""
         cls = type(self)
         return all(getattr(cls, n) is getattr(InputQueuedEngine, n) for n in ("_credit_left", "_credit", "on_timer"))
 

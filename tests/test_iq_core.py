@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from emu import native
 from emu.front.cli import main
-from emu.switch import iqround
-from emu.switch.iqround import Rounds
+from emu.switch import iqcore
+from emu.switch.iqcore import CoreRound
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))
 from router_curves import FAITHFUL, FLIT, OURS  # noqa: E402
@@ -33,9 +33,9 @@ needs_core = pytest.mark.skipif(native.CORE is None, reason="the compiled core i
 def _run(tmp: Path, use_core: bool, monkeypatch, topo: str, vcs: int, flits: int, load: float, cycles: int,
          extra: dict | None = None) -> tuple[dict, bytes, int]:
     """One ``emu run`` of uniform traffic: (its results without wall time, its capture, rounds the core ran)."""
-    monkeypatch.setattr(iqround, "USE_CORE", use_core)
+    monkeypatch.setattr(iqcore, "USE_CORE", use_core)
     calls = [0]
-    made = Rounds._core_state
+    made = CoreRound._core_state
 
     def counted(self):
         cs = made(self)
@@ -48,7 +48,7 @@ def _run(tmp: Path, use_core: bool, monkeypatch, topo: str, vcs: int, flits: int
             return fn(*a)
         return (call, *cs[1:])
 
-    monkeypatch.setattr(Rounds, "_core_state", counted)
+    monkeypatch.setattr(CoreRound, "_core_state", counted)
     sets = {**OURS, **FAITHFUL, "switch.vcs": vcs, "switch.model": "input_queued", **(extra or {})}
     w = max(1, cycles // flits)
     out, cap = tmp / f"r{int(use_core)}.json", tmp / f"c{int(use_core)}.pcapng"
