@@ -22,6 +22,8 @@
  *                                       a host NIC's one-frame messages both ways and its timers,
  *                                       Host.resume / deliver and the send and recv requests' plain
  *                                       cases; Op.__await__ (await_setup)
+ *   iq_round (csrc/iq.h)                the input-queued router's allocation round (switch/iqround.py:
+ *                                       VC and separable switch allocation, grants, pops, credits)
  *   heappush, heappop, crc32, counts, setup, switch_setup, domain_setup, element_setup, nic_setup,
  *   host_setup
  *
@@ -134,6 +136,7 @@ static PyObject *switch_setup(PyObject *self, PyObject *args)
 #include "csrc/nic.h"
 #include "csrc/host.h"
 #include "csrc/window.h"
+#include "csrc/iq.h"
 
 static PyObject *py_heappush(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -166,6 +169,11 @@ static PyObject *counts(PyObject *self, PyObject *unused)
 static PyMethodDef methods[] = {
     {"heappush", (PyCFunction)(void (*)(void))py_heappush, METH_FASTCALL, "heapq.heappush, the core's comparison"},
     {"heappop", py_heappop, METH_O, "heapq.heappop, the core's comparison"},
+    {"iq_setup", iq_setup, METH_VARARGS, "iq_setup(Copy, Packet): the input-queued router's slots"},
+    {"iq_round", (PyCFunction)(void (*)(void))iq_round, METH_FASTCALL,
+     "the input-queued router's allocation round, plain case (switch/iqround.py)"},
+    {"iq_retime", (PyCFunction)(void (*)(void))iq_retime, METH_FASTCALL,
+     "the input-queued router's next round time, plain case (Rounds._retime)"},
     {"counts", counts, METH_NOARGS, "frames the core forwarded, enqueued and handed over in this process"},
     {"crc32", crc32, METH_O, "crc32(bytes-like) -> zlib.crc32 of it (the core's own CRC-32)"},
     {"setup", setup, METH_VARARGS, "setup(OutPort, InPort, LazyFrame, LinkSender, LinkReceiver, CausalityError, consts)"},

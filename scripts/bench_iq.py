@@ -100,7 +100,7 @@ def child(spec: dict) -> dict:
         if rc:
             raise SystemExit(f"bench_iq: emu run {' '.join(argv)} exited {rc}")
 
-    res = {"tree": os.path.dirname(os.path.dirname(emu.__file__)), "switch": switch.__file__, "points": []}
+    res = {"tree": os.path.dirname(os.path.dirname(emu.__file__)), "switch": emu.switch.__file__, "points": []}
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "r.json")
         if not spec.get("callgrind"):  # (under callgrind only the windows count: no warm-up run)

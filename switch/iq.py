@@ -82,6 +82,7 @@ from emu.wire.framing import ETHERNET
 from . import iqdrr
 from .forward import VC_OFF, SwitchEngine, make_switch
 from .iqalloc import Allocators
+from .iqcore import CoreRound
 from .iqcut import SegmentCut
 from .iqpool import FLAGS_OFF, InBuffers, OutCredits, parts
 from .iqround import INF, Copy, Packet, Rounds
@@ -92,7 +93,7 @@ __all__ = ["Copy", "IQView", "InputQueuedEngine", "Packet", "make_iq"]
 
 
 @dataclass(eq=False)
-class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
+class InputQueuedEngine(CoreRound, Rounds, Allocators, SegmentCut, SwitchEngine):
     """``SwitchSpec.model = input_queued``; see the module's text."""
 
     __setattr__ = object.__setattr__
@@ -145,6 +146,9 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
         self.credit_rule = s.credit_release
         self._tail_wait: dict = {}
         """(output, VC) -> when its tail left: VCs waiting for the receiver's tail credit (vc_release=tail_credit)."""
+        self._cst = None
+        """The compiled core's round (``CoreRound._core_state``): None until the first round, False when
+        this router is not the plain case (Python runs)."""
 
     @property
     def ports(self):
@@ -279,6 +283,8 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
             g = sel(pkt.port, out, g_in) if sel is not None else g_in
             n = pf.get(out, ETHERNET).length(frame)  # (``mlen``)
             prio = 1 if out in self.prio_ports and len(frame) > PRIO_OFF and frame[PRIO_OFF] else 0
+            if prio:
+                self._cst = False  # (the compiled round takes priority 0 only: Python's from now on)
             t = lines.get(out << 32 | n)
             if t is None:
                 c = self._copy(pkt, out, frame, g, n, prio)
@@ -416,11 +422,17 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
             for o, frame, at in super().on_timer(now):
                 self._inject(o, frame, max(at, now))
         out = []
+        cs = self._cst
+        if cs is None:
+            cs = self._cst = self._core_state()
         if self._next <= now:  # (``Rounds._round``, inline: one call less per round)
             again = self._rnow == now
             self._rnow = now
             self.iq_stats["repeats" if again else "rounds"] += 1
-            if self.active:
+            if cs and self.active:  # the plain case: the compiled twin of the lines below
+                out = cs[0](cs[1], cs[2], self._fresh, now, again, self._up, self.credit_out)
+                self._granted = bool(out) or (again and self._granted)
+            elif self.active:
                 rcq = self._rcq
                 if rcq and rcq[0] < (now + 1) * self._RK:
                     self._rc_done(now)
@@ -429,7 +441,14 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
                 if self._sa:
                     out = self._sa_round(now, again)
                 self._granted = bool(out) or (again and self._granted)
-        self._retime(now)
+        if cs:  # (``_retime``'s compiled twin)
+            t = self._next = cs[3](cs[1], cs[2], self._fresh, now, self._granted, self.slot)
+            b = self._btimer
+            if b is not None and b < t:
+                t = b
+            self.timer = None if t >= INF else t
+        else:
+            self._retime(now)
         return out
 
     def on_link_change(self, port: int, up: bool, now: int) -> list:
@@ -449,6 +468,11 @@ class InputQueuedEngine(Rounds, Allocators, SegmentCut, SwitchEngine):
             self._next = t
             if self.timer is None or t < self.timer:
                 self.timer = t
+
+    def _core_methods_plain(self) -> bool:
+        """Are the round's credit and timer methods this class's own (``CoreRound._core_plain``)?"""
+        cls = type(self)
+        return all(getattr(cls, n) is getattr(InputQueuedEngine, n) for n in ("_credit_left", "_credit", "on_timer"))
 
     def _activate(self, p: int, v: int) -> None:
         bisect.insort(self.active, p * self.VMAX + v)

@@ -9,6 +9,12 @@ holding a VC (per output; a busy output's are passed over at once unless one is 
 and the next round's time is kept from a heap of the times inputs, outputs and VCs free. It decides exactly what a scan of every waiting head decides
 (``_allocate_vcs`` keeps that scan's form for the allocator's own tests): the same grants in the
 same order at the same times, round for round.
+
+This code is the specification of the compiled twin ``emu._core.iq_round`` / ``iq_retime``
+(``emu/csrc/iq.h``), which runs the rounds of the plain case (``CoreRound._core_plain``, ``emu.switch.iqcore``: round robin,
+no per-class weights, no shared pools, priority-0 copies) on the same lists and dicts; any other
+configuration runs here. ``tests/test_iq_core.py`` runs both on the same traffic: same figures,
+same capture bytes.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1295 @@
+/* emu/csrc/iq.h: the input-queued router's allocation round, the twin of switch/iqround.py's plain
+ * case (part of emu/_core.c, one translation unit).
+ *
+ *   iq_round(st, consts, fresh, now, again, up, credit_out) -> list of (output, frame, depart)
+ *   iq_retime(st, consts, fresh, now, granted, slot) -> the next round's time (``Rounds._retime``, ``_lost``)
+ *
+ * does what ``InputQueuedEngine.on_timer``'s round does once ``self.active`` is not empty:
+ * ``_rc_done``, ``_va_round`` (``_va_output``), ``_sa_round`` with the separable allocator
+ * (``Allocators._separable``), ``_grant``, ``_pop`` and ``_credit_left``, on the engine's own lists
+ * and dicts (``Rounds._core_state`` lays them out), in the same order, moving the same pointers and
+ * counters. Python decides when it may (``Rounds._core_plain``): round robin, no high-priority
+ * ports, no shared pools; anything else never reaches this code. A high-priority copy or a busy
+ * output met here anyway is refused with an error (the guard was wrong), never allocated otherwise.
+ */
+#ifndef EMU_CSRC_IQ_H
+#define EMU_CSRC_IQ_H
+
+static PyTypeObject *CopyT, *PacketT;
+static Py_ssize_t c_pkt, c_out, c_frame, c_group, c_ovc, c_need, c_sa_at, c_granted, c_prio, c_n, c_ser, c_lag,
+    c_rank, c_vpart, c_va_try, c_sa_try;
+static Py_ssize_t p_port, p_vc, p_head, p_tail, p_copies, p_left, p_exit, p_hexit, p_rc_at, p_vpart, p_ppart;
+static PyObject *s_va_grants, *s_sa_grants, *s_sa_conflicts;
+static int iq_ready = 0;
+static PyObject *iq_zero;
+
+static PyObject *iq_setup(PyObject *self, PyObject *args)
+{
+    PyObject *copy, *packet;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &copy, &PyType_Type, &packet))
+        return NULL;
+    struct { const char *n; Py_ssize_t *o; } cs[] = {
+        {"pkt", &c_pkt}, {"out", &c_out}, {"frame", &c_frame}, {"group", &c_group}, {"ovc", &c_ovc},
+        {"need", &c_need}, {"sa_at", &c_sa_at}, {"granted", &c_granted}, {"prio", &c_prio}, {"n", &c_n},
+        {"ser", &c_ser}, {"lag", &c_lag}, {"rank", &c_rank}, {"vpart", &c_vpart}, {"va_try", &c_va_try},
+        {"sa_try", &c_sa_try}};
+    struct { const char *n; Py_ssize_t *o; } ps[] = {
+        {"port", &p_port}, {"vc", &p_vc}, {"head", &p_head}, {"tail", &p_tail}, {"copies", &p_copies},
+        {"left", &p_left}, {"exit", &p_exit}, {"hexit", &p_hexit}, {"rc_at", &p_rc_at}, {"vpart", &p_vpart},
+        {"ppart", &p_ppart}};
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++)
+        if (slot_offset((PyTypeObject *)copy, cs[k].n, cs[k].o) < 0)
+            return NULL;
+    for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+        if (slot_offset((PyTypeObject *)packet, ps[k].n, ps[k].o) < 0)
+            return NULL;
+    if (s_va_grants == NULL) {
+        iq_zero = PyLong_FromLong(0);
+        s_va_grants = PyUnicode_InternFromString("va_grants");
+        s_sa_grants = PyUnicode_InternFromString("sa_grants");
+        s_sa_conflicts = PyUnicode_InternFromString("sa_conflicts");
+        if (!iq_zero || !s_va_grants || !s_sa_grants || !s_sa_conflicts)
+            return NULL;
+    }
+    Py_XSETREF(CopyT, (PyTypeObject *)Py_NewRef(copy));
+    Py_XSETREF(PacketT, (PyTypeObject *)Py_NewRef(packet));
+    iq_ready = 1;
+    Py_RETURN_NONE;
+}
+
+/* the round's state and settings, read once per call */
+enum { IS_ACTIVE, IS_RCQ, IS_Q, IS_VA, IS_CHK, IS_SA, IS_HOLD, IS_FREE, IS_ALLOWED, IS_VAPTR, IS_CREDITS, IS_POOLS, IS_CAPS,
+       IS_FRAMES, IS_WAITVC, IS_WAITN, IS_WAITB, IS_INR, IS_OUTR, IS_INPTR, IS_OUTPTR, IS_REL, IS_LINE, IS_OCC, IS_BPOOL,
+       IS_TAILW, IS_STATS, IS_PRIOPORTS, IS_CUTTABLE, IS_N };
+enum { IK_RK, IK_VMAX, IK_V1, IK_N, IK_RS, IK_OUT, IK_VCF, IK_VS, IK_NPORTS, IK_V, IK_FB, IK_VA, IK_SA, IK_ST, IK_RC, IK_VCT,
+       IK_VCRULE, IK_CRULE, IK_CDELAY, IK_INPOOL, IK_SEL, IK_VCOFF, IK_FLAGSOFF, IK_FLAGPOOL, IK_INF, IK_PTYPEOFF, IK_QPKT, IK_PRIOOFF, IK_COUNT };
+
+typedef struct {
+    PyObject *s[IS_N];
+    long long k[IK_COUNT];
+    PyObject *fresh, *up, *credit_out;
+    long long now;
+    long long va_grants, sa_grants, sa_conflicts;
+} IQ;
+
+static int iq_bad(const char *what)
+{
+    if (!PyErr_Occurred())
+        PyErr_Format(PyExc_TypeError, "emu._core.iq_round: %s", what);
+    return -1;
+}
+
+#define IRD(o, off, var)                                                                                       \
+    do {                                                                                                       \
+        if (!get_ll(SLOT(o, off), &(var))) {                                                                   \
+            iq_bad("a copy's or packet's field is not an integer");                                           \
+            goto fail;                                                                                         \
+        }                                                                                                      \
+    } while (0)
+#define IWR(o, off, v)                                                                                         \
+    do {                                                                                                       \
+        if (set_ll(o, off, v) < 0)                                                                             \
+            goto fail;                                                                                         \
+    } while (0)
+
+/* list[i] as an int (an error when it is not one) */
+static inline int li(PyObject *l, Py_ssize_t i, long long *v)
+{
+    if (!PyList_CheckExact(l) || i < 0 || i >= PyList_GET_SIZE(l))
+        return iq_bad("an index outside a list");
+    if (!get_ll(PyList_GET_ITEM(l, i), v))
+        return iq_bad("a list item is not an integer");
+    return 0;
+}
+
+static inline int lset(PyObject *l, Py_ssize_t i, long long v)
+{
+    if (!PyList_CheckExact(l) || i < 0 || i >= PyList_GET_SIZE(l))
+        return iq_bad("an index outside a list");
+    return put_ll(&((PyListObject *)l)->ob_item[i], v);
+}
+
+static inline long long pymod(long long a, long long m) /* Python's a % m, m > 0 */
+{
+    long long r = a % m;
+    return r < 0 ? r + m : r;
+}
+
+static inline long long pyfloordiv(long long a, long long m)
+{
+    long long q = a / m;
+    return (a % m != 0 && ((a < 0) != (m < 0))) ? q - 1 : q;
+}
+
+/* heapq.heappush(heap, v) for an int v */
+static int push_int(PyObject *heap, long long v)
+{
+    PyObject *n = PyLong_FromLongLong(v);
+    if (n == NULL)
+        return -1;
+    int rc = heap_push(heap, n);
+    Py_DECREF(n);
+    return rc;
+}
+
+/* d.get(key) as an int, ``dflt`` when missing */
+static int dict_ll(PyObject *d, PyObject *key, long long dflt, long long *v)
+{
+    PyObject *x = PyDict_GetItemWithError(d, key);
+    if (x == NULL) {
+        if (PyErr_Occurred())
+            return -1;
+        *v = dflt;
+        return 0;
+    }
+    if (!get_ll(x, v))
+        return iq_bad("a dict value is not an integer");
+    return 0;
+}
+
+static int dict_set_ll(PyObject *d, PyObject *key, long long v)
+{
+    PyObject *n = PyLong_FromLongLong(v);
+    if (n == NULL)
+        return -1;
+    int rc = PyDict_SetItem(d, key, n);
+    Py_DECREF(n);
+    return rc;
+}
+
+/* a dict's list value: append c, the list made when missing */
+static int dict_append(PyObject *d, PyObject *key, PyObject *c)
+{
+    PyObject *r = PyDict_GetItemWithError(d, key);
+    if (r == NULL) {
+        if (PyErr_Occurred())
+            return -1;
+        PyObject *l = PyList_New(1);
+        if (l == NULL)
+            return -1;
+        PyList_SET_ITEM(l, 0, Py_NewRef(c));
+        int rc = PyDict_SetItem(d, key, l);
+        Py_DECREF(l);
+        return rc;
+    }
+    if (!PyList_CheckExact(r))
+        return iq_bad("a dict value is not a list");
+    return PyList_Append(r, c);
+}
+
+/* ``_rc_done``: heads whose route computation is over by now ask for a VC */
+static int iq_rc_done(IQ *z)
+{
+    PyObject *q = z->s[IS_RCQ], *va = z->s[IS_VA], *chk = z->s[IS_CHK], *bufs = z->s[IS_Q];
+    long long K = z->k[IK_RK], vm = z->k[IK_VMAX], due = (z->now + 1) * K;
+    PyObject *zero = iq_zero;
+    while (PyList_GET_SIZE(q)) {
+        long long key;
+        if (!get_ll(PyList_GET_ITEM(q, 0), &key))
+            return iq_bad("a route-computation key is not an integer");
+        if (key >= due)
+            break;
+        PyObject *top = heap_pop(q);
+        if (top == NULL)
+            return -1;
+        Py_DECREF(top);
+        long long r = pymod(key, K), p = r / vm, v = r % vm;
+        PyObject *row = PyList_GetItem(bufs, p);
+        PyObject *qv = row == NULL ? NULL : PyList_GetItem(row, v);
+        PyObject *pkt = qv == NULL ? NULL : PySequence_GetItem(qv, 0);
+        if (pkt == NULL)
+            return -1;
+        if (Py_TYPE(pkt) != PacketT) {
+            Py_DECREF(pkt);
+            return iq_bad("a head is not a Packet");
+        }
+        PyObject *copies = SLOT(pkt, p_copies);
+        if (copies == NULL || !PyList_CheckExact(copies)) {
+            Py_DECREF(pkt);
+            return iq_bad("a packet's copies are not a list");
+        }
+        Py_INCREF(copies);
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(copies); i++) {
+            PyObject *c = PyList_GET_ITEM(copies, i);
+            PyObject *o = SLOT(c, c_out);
+            if (Py_TYPE(c) != CopyT || o == NULL || dict_append(va, o, c) < 0 || PyDict_SetItem(chk, o, zero) < 0) {
+                Py_DECREF(copies);
+                Py_DECREF(pkt);
+                return iq_bad("a copy is not a Copy");
+            }
+        }
+        Py_DECREF(copies);
+        Py_DECREF(pkt);
+    }
+    return 0;
+}
+
+/* a stable sort of ``n`` items by ``keys`` (insertion: the lists are short) */
+static void sort_by(PyObject **items, long long *keys, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 1; i < n; i++) {
+        PyObject *it = items[i];
+        long long k = keys[i];
+        Py_ssize_t j = i;
+        while (j > 0 && keys[j - 1] > k) {
+            items[j] = items[j - 1];
+            keys[j] = keys[j - 1];
+            j--;
+        }
+        items[j] = it;
+        keys[j] = k;
+    }
+}
+
+/* a copy's (input, VC) in the VC allocator's rotation: input * (vcs + 1) + VC */
+static int iq_pv(IQ *z, PyObject *c, long long *pv, long long *port, long long *vc)
+{
+    PyObject *pkt = SLOT(c, c_pkt);
+    if (pkt == NULL || Py_TYPE(pkt) != PacketT || !get_ll(SLOT(pkt, p_port), port) || !get_ll(SLOT(pkt, p_vc), vc))
+        return iq_bad("a copy's packet is not a Packet");
+    *pv = *port * z->k[IK_V1] + *vc;
+    return 0;
+}
+
+/* is ``w`` in the list of ints ``l``? */
+static int in_list(PyObject *l, long long w)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(l); i++) {
+        long long x;
+        if (!get_ll(PyList_GET_ITEM(l, i), &x))
+            return iq_bad("an allowed VC is not an integer");
+        if (x == w)
+            return 1;
+    }
+    return 0;
+}
+
+/* ``_va_output``: output o's VC allocator over ``reqs`` (a list, sorted in place as Python does) */
+static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
+{
+    PyObject *hold = PyList_GetItem(z->s[IS_HOLD], o);
+    if (hold == NULL)
+        return -1;
+    long long now = z->now, va_at = now + z->k[IK_VA];
+    Py_ssize_t nr = PyList_GET_SIZE(reqs);
+    if (hold == Py_None) {
+        for (Py_ssize_t i = 0; i < nr; i++) {
+            PyObject *c = PyList_GET_ITEM(reqs, i);
+            long long g;
+            IRD(c, c_group, g);
+            IWR(c, c_ovc, g);
+            IWR(c, c_sa_at, va_at);
+        }
+        return 1;
+    }
+    PyObject *free_at = PyList_GetItem(z->s[IS_FREE], o), *allowed = PyList_GetItem(z->s[IS_ALLOWED], o);
+    if (free_at == NULL || allowed == NULL || !PyList_CheckExact(hold) || !PyList_CheckExact(free_at) ||
+        !PyList_CheckExact(allowed))
+        return iq_bad("an output's VC state is not lists");
+    Py_ssize_t nv = PyList_GET_SIZE(hold), nfree = 0, w1 = -1;
+    for (Py_ssize_t w = 0; w < nv; w++) {
+        long long f = 0;
+        if (PyList_GET_ITEM(hold, w) != Py_None)
+            continue;
+        if (li(free_at, w, &f) < 0)
+            return -1;
+        if (f <= now) {
+            nfree++;
+            w1 = w;
+        }
+    }
+    if (!nfree)
+        return 0;
+    long long V = z->k[IK_V1], N = z->k[IK_N], p0;
+    if (li(z->s[IS_VAPTR], o, &p0) < 0)
+        return -1;
+    PyObject *one[1];
+    PyObject **order = NULL;
+    Py_ssize_t norder = nr;
+    if (nfree == 1 && nr > 1) { /* the first in that order whose group may take it */
+        PyObject *best = NULL;
+        long long bk = 2 * N;
+        for (Py_ssize_t i = 0; i < nr; i++) {
+            PyObject *c = PyList_GET_ITEM(reqs, i);
+            long long g, pv, port, vc, prio;
+            IRD(c, c_group, g);
+            IRD(c, c_prio, prio);
+            if (prio)
+                return iq_bad("a high-priority copy (the compiled round takes priority 0 only)");
+            PyObject *ag = PyList_GetItem(allowed, g);
+            if (ag == NULL || !PyList_CheckExact(ag))
+                return iq_bad("allowed VCs are not a list");
+            int in = in_list(ag, w1);
+            if (in < 0)
+                return -1;
+            if (in) {
+                if (iq_pv(z, c, &pv, &port, &vc) < 0)
+                    return -1;
+                long long k = N + pymod(pv - p0, N);
+                if (k < bk) {
+                    best = c;
+                    bk = k;
+                }
+            }
+        }
+        if (best == NULL)
+            return 0;
+        one[0] = best;
+        order = one;
+        norder = 1;
+    } else {
+        if (nr > 1) { /* reqs.sort(key=(-prio, (port * V + vc - ptr) % N)): in place, stable */
+            long long *keys = PyMem_Malloc(sizeof(long long) * nr);
+            if (keys == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            for (Py_ssize_t i = 0; i < nr; i++) {
+                long long pv, port, vc, prio;
+                if (!get_ll(SLOT(PyList_GET_ITEM(reqs, i), c_prio), &prio) || prio ||
+                    iq_pv(z, PyList_GET_ITEM(reqs, i), &pv, &port, &vc) < 0) {
+                    PyMem_Free(keys);
+                    return iq_bad("a high-priority copy (the compiled round takes priority 0 only)");
+                }
+                keys[i] = pymod(pv - p0, N);
+            }
+            sort_by(((PyListObject *)reqs)->ob_item, keys, nr);
+            PyMem_Free(keys);
+        }
+        order = ((PyListObject *)reqs)->ob_item;
+    }
+    int given = 0;
+    for (Py_ssize_t i = 0; i < norder; i++) {
+        PyObject *c = order[i];
+        long long g, w = -1;
+        IRD(c, c_group, g);
+        PyObject *ag = PyList_GetItem(allowed, g);
+        if (ag == NULL || !PyList_CheckExact(ag))
+            return iq_bad("allowed VCs are not a list");
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(ag); j++) {
+            long long x, f;
+            if (!get_ll(PyList_GET_ITEM(ag, j), &x) || x < 0 || x >= nv)
+                return iq_bad("an allowed VC outside the receiver's");
+            if (PyList_GET_ITEM(hold, x) == Py_None) {
+                if (li(free_at, x, &f) < 0)
+                    return -1;
+                if (f <= now) {
+                    w = x;
+                    break;
+                }
+            }
+        }
+        if (w < 0)
+            continue;
+        Py_SETREF(((PyListObject *)hold)->ob_item[w], Py_NewRef(c));
+        IWR(c, c_ovc, w);
+        IWR(c, c_sa_at, va_at);
+        long long cn, pv, port, vc, wn = 0, wb = 0;
+        IRD(c, c_n, cn);
+        PyObject *key = Py_BuildValue("(LL)", o, w);
+        if (key == NULL)
+            return -1;
+        PyObject *old = PyDict_GetItemWithError(z->s[IS_WAITVC], key);
+        if (old == NULL && PyErr_Occurred()) {
+            Py_DECREF(key);
+            return -1;
+        }
+        if (old != NULL && (!PyTuple_Check(old) || PyTuple_GET_SIZE(old) != 2 || !get_ll(PyTuple_GET_ITEM(old, 0), &wn) ||
+                            !get_ll(PyTuple_GET_ITEM(old, 1), &wb))) {
+            Py_DECREF(key);
+            return iq_bad("wait_vc's value is not a pair of integers");
+        }
+        PyObject *nvv = Py_BuildValue("(LL)", wn + 1, wb + cn);
+        int rc = nvv == NULL ? -1 : PyDict_SetItem(z->s[IS_WAITVC], key, nvv);
+        Py_XDECREF(nvv);
+        Py_DECREF(key);
+        if (rc < 0 || iq_pv(z, c, &pv, &port, &vc) < 0 || lset(z->s[IS_VAPTR], o, pymod(pv + 1, N)) < 0)
+            return -1;
+        z->va_grants++;
+        given = 1;
+        if (!--nfree)
+            break;
+    }
+    (void)oobj;
+    (void)V;
+    return given;
+fail:
+    return -1;
+}
+
+/* ``_va_round``: VC allocation at the outputs with requests */
+static int iq_va_round(IQ *z, int again)
+{
+    PyObject *va = z->s[IS_VA], *chk = z->s[IS_CHK], *sa = z->s[IS_SA];
+    long long now = z->now, INF_ = z->k[IK_INF];
+    PyObject *keys = PyDict_Keys(va);
+    if (keys == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys); i++) {
+        PyObject *oobj = PyList_GET_ITEM(keys, i), *ask = NULL;
+        long long o, ck = 0;
+        if (!get_ll(oobj, &o) || dict_ll(chk, oobj, 0, &ck) < 0) {
+            iq_bad("an output is not an integer");
+            goto fail;
+        }
+        PyObject *reqs = PyDict_GetItemWithError(va, oobj);
+        if (reqs == NULL || !PyList_CheckExact(reqs)) {
+            iq_bad("requests are not a list");
+            goto fail;
+        }
+        if (ck > now)
+            continue;
+        Py_INCREF(reqs);
+        if (again) {
+            ask = PyList_New(0);
+            if (ask == NULL)
+                goto fail_r;
+            for (Py_ssize_t j = 0; j < PyList_GET_SIZE(reqs); j++) {
+                PyObject *c = PyList_GET_ITEM(reqs, j);
+                long long t;
+                if (!get_ll(SLOT(c, c_va_try), &t)) {
+                    iq_bad("va_try is not an integer");
+                    goto fail_r;
+                }
+                if (t != now && PyList_Append(ask, c) < 0)
+                    goto fail_r;
+            }
+            if (!PyList_GET_SIZE(ask)) {
+                Py_DECREF(ask);
+                Py_DECREF(reqs);
+                continue;
+            }
+        } else {
+            ask = Py_NewRef(reqs);
+        }
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(ask); j++)
+            if (set_ll(PyList_GET_ITEM(ask, j), c_va_try, now) < 0)
+                goto fail_r;
+        int given = iq_va_output(z, o, oobj, ask);
+        Py_CLEAR(ask);
+        if (given < 0)
+            goto fail_r;
+        if (given) {
+            PyObject *left = PyList_New(0);
+            if (left == NULL)
+                goto fail_r;
+            for (Py_ssize_t j = 0; j < PyList_GET_SIZE(reqs); j++) {
+                PyObject *c = PyList_GET_ITEM(reqs, j);
+                long long ovc, sa_at;
+                if (!get_ll(SLOT(c, c_ovc), &ovc) || !get_ll(SLOT(c, c_sa_at), &sa_at)) {
+                    Py_DECREF(left);
+                    iq_bad("a copy's VC is not an integer");
+                    goto fail_r;
+                }
+                if (ovc < 0) {
+                    if (PyList_Append(left, c) < 0) {
+                        Py_DECREF(left);
+                        goto fail_r;
+                    }
+                    continue;
+                }
+                if (dict_append(sa, oobj, c) < 0 || (sa_at > now && PyList_Append(z->fresh, c) < 0)) {
+                    Py_DECREF(left);
+                    goto fail_r;
+                }
+            }
+            if (!PyList_GET_SIZE(left)) {
+                Py_DECREF(left);
+                Py_DECREF(reqs);
+                if (PyDict_DelItem(va, oobj) < 0)
+                    goto fail;
+                continue;
+            }
+            int rc = PyDict_SetItem(va, oobj, left);
+            Py_DECREF(left);
+            if (rc < 0)
+                goto fail_r;
+        }
+        Py_DECREF(reqs);
+        PyObject *hold = PyList_GetItem(z->s[IS_HOLD], o), *free_at = PyList_GetItem(z->s[IS_FREE], o);
+        if (hold == NULL || free_at == NULL)
+            goto fail;
+        if (!PyList_CheckExact(hold) || !PyList_CheckExact(free_at)) {
+            iq_bad("an output's VC state is not lists");
+            goto fail;
+        }
+        long long t = INF_;
+        for (Py_ssize_t w = 0; w < PyList_GET_SIZE(hold); w++) {
+            long long f = 0;
+            if (PyList_GET_ITEM(hold, w) != Py_None)
+                continue;
+            if (li(free_at, w, &f) < 0)
+                goto fail;
+            if (now < f && f < t)
+                t = f;
+        }
+        if (dict_set_ll(chk, oobj, t) < 0)
+            goto fail;
+        continue;
+    fail_r:
+        Py_XDECREF(ask);
+        Py_DECREF(reqs);
+        goto fail;
+    }
+    Py_DECREF(keys);
+    return 0;
+fail:
+    Py_DECREF(keys);
+    return -1;
+}
+
+/* ``_credit``: the room of a packet's part back to its sender */
+static int iq_credit(IQ *z, long long port, long long vc, long long a, long long b, long long at)
+{
+    if (port >= z->k[IK_NPORTS] || z->credit_out == Py_None)
+        return 0;
+    long long f = z->k[IK_INPOOL] ? 1 : 0;
+    at += z->k[IK_CDELAY];
+    for (int part = 0; part < 2; part++) {
+        long long n = part ? b : a;
+        if (!n)
+            continue;
+        PyObject *r = PyObject_CallFunction(z->credit_out, "LLLLOL", port, vc, n, at, part ? Py_True : Py_False,
+                                            part ? (a ? 0 : f) : f);
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
+    }
+    return 0;
+}
+
+/* ``_pop``: ``pkt`` leaves its buffer (its last copy granted; the input busy until ``t_next``) */
+static int iq_pop(IQ *z, PyObject *pkt, long long t_next)
+{
+    long long port, vc, vpart, ppart;
+    IRD(pkt, p_port, port);
+    IRD(pkt, p_vc, vc);
+    IRD(pkt, p_vpart, vpart);
+    IRD(pkt, p_ppart, ppart);
+    PyObject *row = PyList_GetItem(z->s[IS_Q], port);
+    PyObject *qv = row == NULL ? NULL : PyList_GetItem(row, vc);
+    if (qv == NULL)
+        return -1;
+    PyObject *r = q_popleft(qv);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    int inner = port < z->k[IK_NPORTS];
+    if (inner) {
+        long long x;
+        PyObject *occ = PyList_GetItem(z->s[IS_OCC], port);
+        if (occ == NULL || li(occ, vc, &x) < 0 || lset(occ, vc, x - vpart) < 0 || li(z->s[IS_BPOOL], port, &x) < 0 ||
+            lset(z->s[IS_BPOOL], port, x - ppart) < 0)
+            return -1;
+        /* ``_credit_left`` */
+        long long ex, hx;
+        IRD(pkt, p_exit, ex);
+        IRD(pkt, p_hexit, hx);
+        long long rule = z->k[IK_CRULE];
+        if (rule == 0) {
+            if (iq_credit(z, port, vc, vpart, ppart, ex) < 0)
+                return -1;
+        } else if (rule == 1) {
+            if (iq_credit(z, port, vc, vpart, ppart, hx) < 0)
+                return -1;
+        } else {
+            long long fb = z->k[IK_FB], F = pyfloordiv(vpart, fb), span = ex - hx;
+            for (long long k = 1; k < F; k++)
+                if (iq_credit(z, port, vc, fb, 0, hx + pyfloordiv(span * k, F)) < 0)
+                    return -1;
+            if (iq_credit(z, port, vc, F ? vpart - (F - 1) * fb : vpart, ppart, ex) < 0)
+                return -1;
+        }
+    }
+    Py_ssize_t len = PySequence_Size(qv);
+    if (len < 0)
+        return -1;
+    if (len) {
+        PyObject *nxt = PySequence_GetItem(qv, 0);
+        if (nxt == NULL)
+            return -1;
+        long long base, rc_at;
+        if (Py_TYPE(nxt) != PacketT || !get_ll(SLOT(nxt, (z->k[IK_VCT] || !inner) ? p_head : p_tail), &base)) {
+            Py_DECREF(nxt);
+            return iq_bad("a buffer's packet is not a Packet");
+        }
+        rc_at = (base > t_next ? base : t_next) + (inner ? z->k[IK_RC] : 0);
+        int rc = set_ll(nxt, p_rc_at, rc_at);
+        Py_DECREF(nxt);
+        if (rc < 0 || push_int(z->s[IS_RCQ], rc_at * z->k[IK_RK] + port * z->k[IK_VMAX] + vc) < 0)
+            return -1;
+    } else { /* active.remove(port * VMAX + vc) */
+        PyObject *act = z->s[IS_ACTIVE];
+        long long want = port * z->k[IK_VMAX] + vc, x;
+        Py_ssize_t i = 0;
+        for (; i < PyList_GET_SIZE(act); i++) {
+            if (!get_ll(PyList_GET_ITEM(act, i), &x))
+                return iq_bad("an active key is not an integer");
+            if (x == want)
+                break;
+        }
+        if (i == PyList_GET_SIZE(act)) {
+            PyErr_SetString(PyExc_ValueError, "list.remove(x): x not in list");
+            return -1;
+        }
+        if (PySequence_DelItem(act, i) < 0)
+            return -1;
+    }
+    return 0;
+fail:
+    return -1;
+}
+
+/* ``_grant``: ``c`` won switch allocation at now; (output, frame, depart) */
+static PyObject *iq_grant(IQ *z, PyObject *c)
+{
+    long long now = z->now, o, n, ser, lag, tail, w, port;
+    PyObject *pkt = SLOT(c, c_pkt), *res = NULL;
+    if (pkt == NULL || Py_TYPE(pkt) != PacketT) {
+        iq_bad("a copy's packet is not a Packet");
+        return NULL;
+    }
+    Py_INCREF(pkt);
+    Py_INCREF(c);
+    z->sa_grants++;
+    IRD(c, c_out, o);
+    IRD(c, c_n, n);
+    IRD(c, c_ser, ser);
+    IRD(c, c_lag, lag);
+    IRD(c, c_ovc, w);
+    IRD(pkt, p_tail, tail);
+    IRD(pkt, p_port, port);
+    long long x;
+    if (li(z->s[IS_WAITN], o, &x) < 0 || lset(z->s[IS_WAITN], o, x - 1) < 0 || li(z->s[IS_WAITB], o, &x) < 0 ||
+        lset(z->s[IS_WAITB], o, x - n) < 0)
+        goto fail;
+    long long st = z->k[IK_ST], depart = now + z->k[IK_SA] + st;
+    if (z->k[IK_VCT] && tail - lag > depart)
+        depart = tail - lag;
+    long long lead = ser - z->k[IK_SA] - st, RS = z->k[IK_RS];
+    if (li(z->s[IS_OUTR], o, &x) < 0)
+        goto fail;
+    if (x > now) {
+        iq_bad("a grant into a busy output (the compiled round takes no cut-in)");
+        goto fail;
+    }
+    long long busy = depart + lead;
+    if (lset(z->s[IS_OUTR], o, busy) < 0 || push_int(z->s[IS_REL], busy * RS + z->k[IK_OUT] + o) < 0)
+        goto fail;
+    {
+        /* o in prio_ports and cuttable(c.frame): a priority-0 QsNet packet high-priority ones may cut into */
+        PyObject *cut = NULL, *fr = SLOT(c, c_frame);
+        int inp = PySet_Contains(z->s[IS_PRIOPORTS], SLOT(c, c_out));
+        if (inp < 0)
+            goto fail;
+        if (inp && PyBytes_CheckExact(fr)) {
+            const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(fr);
+            Py_ssize_t len = PyBytes_GET_SIZE(fr);
+            long long po = z->k[IK_PTYPEOFF], pr = z->k[IK_PRIOOFF];
+            int yes = len > po && d[po] == z->k[IK_QPKT];
+            if (yes && len <= pr) {
+                PyErr_SetString(PyExc_IndexError, "index out of range");
+                goto fail;
+            }
+            cut = Py_NewRef(yes && !d[pr] ? Py_True : Py_False);
+        } else if (inp) {
+            cut = PyObject_CallOneArg(z->s[IS_CUTTABLE], fr);
+            if (cut == NULL)
+                goto fail;
+        } else
+            cut = Py_NewRef(Py_False);
+        PyObject *ln = Py_BuildValue("[LLLOO[]]", depart, depart + ser, n, cut, c);
+        Py_DECREF(cut);
+        if (ln == NULL || PyList_SetItem(z->s[IS_LINE], o, ln) < 0)
+            goto fail;
+    }
+    if (lset(z->s[IS_INR], port, busy) < 0 || push_int(z->s[IS_REL], busy * RS + port) < 0)
+        goto fail;
+    PyObject *cr = PyList_GetItem(z->s[IS_CREDITS], o);
+    if (cr == NULL)
+        goto fail;
+    int pool = 0, debited = 0;
+    if (cr != Py_None) {
+        long long need, head, crw = 0, pl = 0;
+        IRD(c, c_need, need);
+        IRD(c, c_vpart, head);
+        if (li(cr, w, &crw) < 0 || li(z->s[IS_POOLS], o, &pl) < 0)
+            goto fail;
+        pool = !(crw >= head && pl >= need - head);
+        int up = 1;
+        if (z->up != Py_None) {
+            PyObject *r = PyObject_CallFunction(z->up, "LL", o, depart);
+            if (r == NULL)
+                goto fail;
+            up = PyObject_IsTrue(r);
+            Py_DECREF(r);
+            if (up < 0)
+                goto fail;
+        }
+        if (up) {
+            debited = 1;
+            if (pool) {
+                if (lset(z->s[IS_POOLS], o, pl - need) < 0)
+                    goto fail;
+            } else if (lset(cr, w, crw - head) < 0 || lset(z->s[IS_POOLS], o, pl - (need - head)) < 0)
+                goto fail;
+            PyObject *cap = PyList_GetItem(z->s[IS_CAPS], o);
+            long long pcap;
+            if (cap == NULL || !PyTuple_Check(cap) || PyTuple_GET_SIZE(cap) != 2 || !get_ll(PyTuple_GET_ITEM(cap, 1), &pcap)) {
+                iq_bad("a receiver's capacity is not a pair");
+                goto fail;
+            }
+            if (pcap) {
+                PyObject *fr = PyList_GetItem(z->s[IS_FRAMES], o);
+                if (fr == NULL || li(fr, w, &x) < 0 || lset(fr, w, x + 1) < 0)
+                    goto fail;
+            }
+        }
+    }
+    PyObject *hold = PyList_GetItem(z->s[IS_HOLD], o);
+    if (hold == NULL)
+        goto fail;
+    if (hold != Py_None) {
+        if (!PyList_CheckExact(hold) || w < 0 || w >= PyList_GET_SIZE(hold)) {
+            iq_bad("a held VC outside the receiver's");
+            goto fail;
+        }
+        Py_SETREF(((PyListObject *)hold)->ob_item[w], Py_NewRef(Py_None));
+        PyObject *key = Py_BuildValue("(LL)", o, w);
+        if (key == NULL)
+            goto fail;
+        PyObject *old = PyDict_GetItemWithError(z->s[IS_WAITVC], key);
+        long long k, b;
+        if (old == NULL || !PyTuple_Check(old) || PyTuple_GET_SIZE(old) != 2 || !get_ll(PyTuple_GET_ITEM(old, 0), &k) ||
+            !get_ll(PyTuple_GET_ITEM(old, 1), &b)) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, key);
+            Py_DECREF(key);
+            goto fail;
+        }
+        int rc;
+        if (k == 1)
+            rc = PyDict_DelItem(z->s[IS_WAITVC], key);
+        else {
+            PyObject *nv = Py_BuildValue("(LL)", k - 1, b - n);
+            rc = nv == NULL ? -1 : PyDict_SetItem(z->s[IS_WAITVC], key, nv);
+            Py_XDECREF(nv);
+        }
+        long long rule = z->k[IK_VCRULE], t = 0, INF_ = z->k[IK_INF];
+        if (rc == 0) {
+            if (rule == 0)
+                t = depart - st + lag;
+            else if (rule == 2 && debited) {
+                t = INF_;
+                PyObject *tv = PyLong_FromLongLong(depart + ser);
+                rc = tv == NULL ? -1 : PyDict_SetItem(z->s[IS_TAILW], key, tv);
+                Py_XDECREF(tv);
+            } else
+                t = depart + ser;
+        }
+        Py_DECREF(key);
+        if (rc < 0)
+            goto fail;
+        PyObject *fa = PyList_GetItem(z->s[IS_FREE], o);
+        if (fa == NULL || lset(fa, w, t) < 0)
+            goto fail;
+        if (t < INF_) {
+            long long ck;
+            PyObject *oo = SLOT(c, c_out);
+            if (push_int(z->s[IS_REL], t * RS + z->k[IK_VCF] + o * z->k[IK_VS] + w) < 0 ||
+                dict_ll(z->s[IS_CHK], oo, 0, &ck) < 0 || (ck > t && dict_set_ll(z->s[IS_CHK], oo, t) < 0))
+                goto fail;
+        }
+    }
+    Py_SETREF(SLOT(c, c_granted), Py_NewRef(Py_True));
+    {
+        PyObject *oo = SLOT(c, c_out);
+        PyObject *lst = PyDict_GetItemWithError(z->s[IS_SA], oo);
+        if (lst == NULL || !PyList_CheckExact(lst)) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, oo);
+            goto fail;
+        }
+        if (PyList_GET_SIZE(lst) == 1) {
+            if (PyDict_DelItem(z->s[IS_SA], oo) < 0)
+                goto fail;
+        } else {
+            Py_ssize_t i = 0;
+            while (i < PyList_GET_SIZE(lst) && PyList_GET_ITEM(lst, i) != c)
+                i++;
+            if (i == PyList_GET_SIZE(lst)) {
+                PyErr_SetString(PyExc_ValueError, "list.remove(x): x not in list");
+                goto fail;
+            }
+            if (PySequence_DelItem(lst, i) < 0)
+                goto fail;
+        }
+    }
+    PyObject *frame = Py_NewRef(SLOT(c, c_frame));
+    int setvc = cr != Py_None || z->k[IK_SEL], setpool = z->k[IK_INPOOL] || pool;
+    long long voff = z->k[IK_VCOFF], foff = z->k[IK_FLAGSOFF], fpool = z->k[IK_FLAGPOOL];
+    int remake = !PyBytes_CheckExact(frame);
+    if (!remake && setvc) {
+        if (PyBytes_GET_SIZE(frame) <= voff) {
+            Py_DECREF(frame);
+            PyErr_SetString(PyExc_IndexError, "index out of range");
+            goto fail;
+        }
+        remake = (unsigned char)PyBytes_AS_STRING(frame)[voff] != w;
+    }
+    if (!remake && setpool && PyBytes_GET_SIZE(frame) > foff)
+        remake = (((unsigned char)PyBytes_AS_STRING(frame)[foff] & fpool) != 0) != pool;
+    if (remake) {
+        PyObject *ba = PyByteArray_FromObject(frame);
+        Py_DECREF(frame);
+        if (ba == NULL)
+            goto fail;
+        unsigned char *d = (unsigned char *)PyByteArray_AS_STRING(ba);
+        Py_ssize_t len = PyByteArray_GET_SIZE(ba);
+        if (setvc) {
+            if (len <= voff || w < 0 || w > 255) {
+                Py_DECREF(ba);
+                PyErr_SetString(PyExc_IndexError, "bytearray index out of range");
+                goto fail;
+            }
+            d[voff] = (unsigned char)w;
+        }
+        if (setpool && len > foff)
+            d[foff] = pool ? (d[foff] | fpool) : (d[foff] & ~fpool & 0xFF);
+        frame = PyBytes_FromStringAndSize((const char *)d, len);
+        Py_DECREF(ba);
+        if (frame == NULL)
+            goto fail;
+    }
+    long long left, ex, hx;
+    IRD(pkt, p_left, left);
+    IRD(pkt, p_exit, ex);
+    IRD(pkt, p_hexit, hx);
+    left--;
+    IWR(pkt, p_left, left);
+    if (depart - st + ser > ex)
+        IWR(pkt, p_exit, depart - st + ser);
+    if (depart - st > hx)
+        IWR(pkt, p_hexit, depart - st);
+    if (left == 0) {
+        if (iq_pop(z, pkt, busy) < 0) {
+            Py_DECREF(frame);
+            goto fail;
+        }
+        if (tail <= now) {
+            PyObject *e = PyList_New(0);
+            if (e == NULL) {
+                Py_DECREF(frame);
+                goto fail;
+            }
+            Py_XSETREF(SLOT(pkt, p_copies), e);
+        }
+    }
+    res = Py_BuildValue("(LNL)", o, frame, depart);
+fail:
+    Py_DECREF(c);
+    Py_DECREF(pkt);
+    return res;
+}
+
+typedef struct {
+    PyObject *c;
+    long long p, v, key2;
+} Cand;
+
+static void sort_cands(Cand *a, Py_ssize_t n) /* stable, by (p, key2) */
+{
+    for (Py_ssize_t i = 1; i < n; i++) {
+        Cand x = a[i];
+        Py_ssize_t j = i;
+        while (j > 0 && (a[j - 1].p > x.p || (a[j - 1].p == x.p && a[j - 1].key2 > x.key2))) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = x;
+    }
+}
+
+/* ``_sa_round`` with ``_separable``, then ``_grant`` of each grant: the list of what leaves */
+static PyObject *iq_sa_round(IQ *z, int again)
+{
+    PyObject *sa = z->s[IS_SA], *out = NULL;
+    long long now = z->now;
+    Py_ssize_t cap = 0, n = 0, pos = 0;
+    PyObject *oobj, *lst;
+    while (PyDict_Next(sa, &pos, &oobj, &lst))
+        cap += PyList_Check(lst) ? PyList_GET_SIZE(lst) : 0;
+    Cand *cd = PyMem_Malloc(sizeof(Cand) * (cap ? cap : 1));
+    Cand *pk = PyMem_Malloc(sizeof(Cand) * (cap ? cap : 1));
+    if (cd == NULL || pk == NULL) {
+        PyMem_Free(cd);
+        PyMem_Free(pk);
+        return PyErr_NoMemory();
+    }
+    pos = 0;
+    while (PyDict_Next(sa, &pos, &oobj, &lst)) {
+        long long o, x, vc, rank;
+        if (!get_ll(oobj, &o) || li(z->s[IS_OUTR], o, &x) < 0) {
+            iq_bad("an output is not an integer");
+            goto done;
+        }
+        if (x > now)
+            continue; /* busy: only a high-priority copy may go into its packet, and there is none */
+        PyObject *cr = PyList_GetItem(z->s[IS_CREDITS], o);
+        long long pl;
+        if (cr == NULL || li(z->s[IS_POOLS], o, &pl) < 0)
+            goto done;
+        if (!PyList_CheckExact(lst)) {
+            iq_bad("an output's copies are not a list");
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lst) && n < cap; i++) {
+            PyObject *c = PyList_GET_ITEM(lst, i);
+            long long sa_at, sa_try, p, ovc, vpart, need;
+            if (Py_TYPE(c) != CopyT) {
+                iq_bad("a copy is not a Copy");
+                goto done;
+            }
+            IRD(c, c_sa_at, sa_at);
+            IRD(c, c_sa_try, sa_try);
+            if (sa_at > now || (again && sa_try == now))
+                continue;
+            PyObject *pkt = SLOT(c, c_pkt);
+            if (pkt == NULL || Py_TYPE(pkt) != PacketT) {
+                iq_bad("a copy's packet is not a Packet");
+                goto done;
+            }
+            IRD(pkt, p_port, p);
+            if (li(z->s[IS_INR], p, &x) < 0)
+                goto done;
+            if (x > now)
+                continue;
+            if (cr != Py_None) {
+                long long crw = 0;
+                IRD(c, c_ovc, ovc);
+                IRD(c, c_vpart, vpart);
+                IRD(c, c_need, need);
+                if (li(cr, ovc, &crw) < 0)
+                    goto done;
+                if ((crw < vpart || pl < need - vpart) && pl < need)
+                    continue;
+            }
+            IRD(pkt, p_vc, vc);
+            IRD(c, c_rank, rank);
+            cd[n].c = c;
+            cd[n].p = p;
+            cd[n].v = vc;
+            cd[n].key2 = vc * ((long long)1 << 31) + rank; /* (vc, rank): both small */
+            n++;
+        }
+    }
+    out = PyList_New(0);
+    if (out == NULL || !n)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (set_ll(cd[i].c, c_sa_try, now) < 0)
+            goto bad;
+    sort_cands(cd, n);
+    /* the input stage: per input (ascending), its copy nearest after its pointer over VCs */
+    long long V = z->k[IK_V], nin = z->k[IK_NPORTS] + 1;
+    Py_ssize_t np = 0;
+    for (Py_ssize_t i = 0; i < n;) {
+        Py_ssize_t j = i;
+        while (j < n && cd[j].p == cd[i].p)
+            j++;
+        Py_ssize_t b = i;
+        if (j - i > 1) {
+            long long ptr, best = V;
+            if (li(z->s[IS_INPTR], cd[i].p, &ptr) < 0)
+                goto bad;
+            for (Py_ssize_t m = i; m < j; m++) {
+                long long k = pymod(cd[m].v - ptr, V);
+                if (k < best) {
+                    best = k;
+                    b = m;
+                }
+            }
+        }
+        pk[np] = cd[b];
+        IRD(cd[b].c, c_out, pk[np].key2); /* (by output now) */
+        pk[np].p = cd[b].p;
+        np++;
+        i = j;
+    }
+    /* the output stage: per output (ascending), the input nearest after its pointer */
+    for (Py_ssize_t i = 1; i < np; i++) { /* stable sort by output */
+        Cand x = pk[i];
+        Py_ssize_t j = i;
+        while (j > 0 && pk[j - 1].key2 > x.key2) {
+            pk[j] = pk[j - 1];
+            j--;
+        }
+        pk[j] = x;
+    }
+    PyObject **grants = (PyObject **)cd; /* (cd no longer needed: its room holds the grants) */
+    Py_ssize_t ng = 0;
+    for (Py_ssize_t i = 0; i < np;) {
+        Py_ssize_t j = i;
+        while (j < np && pk[j].key2 == pk[i].key2)
+            j++;
+        Py_ssize_t b = i;
+        long long o = pk[i].key2;
+        if (j - i > 1) {
+            long long ptr, best = nin;
+            if (li(z->s[IS_OUTPTR], o, &ptr) < 0)
+                goto bad;
+            for (Py_ssize_t m = i; m < j; m++) {
+                long long k = pymod(pk[m].p - ptr, nin);
+                if (k < best) {
+                    best = k;
+                    b = m;
+                }
+            }
+            z->sa_conflicts += j - i - 1;
+        }
+        if (lset(z->s[IS_OUTPTR], o, pymod(pk[b].p + 1, nin)) < 0 || lset(z->s[IS_INPTR], pk[b].p, pymod(pk[b].v + 1, V)) < 0)
+            goto bad;
+        grants[ng++] = pk[b].c;
+        i = j;
+    }
+    for (Py_ssize_t i = 0; i < ng; i++)
+        Py_INCREF(grants[i]);
+    for (Py_ssize_t i = 0; i < ng; i++) {
+        PyObject *g = out == NULL ? NULL : iq_grant(z, grants[i]);
+        if (g == NULL || PyList_Append(out, g) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(g);
+    }
+    for (Py_ssize_t i = 0; i < ng; i++)
+        Py_DECREF(grants[i]);
+    goto done;
+fail:
+bad:
+    Py_CLEAR(out);
+done:
+    if (out == NULL && !PyErr_Occurred())
+        iq_bad("a copy's field is not an integer");
+    PyMem_Free(cd);
+    PyMem_Free(pk);
+    return out;
+}
+
+/* the state, settings, fresh list and now of a call (args[0..3]): 0, or -1 with an error */
+static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const char *usage)
+{
+    if (nargs != want || !PyTuple_CheckExact(args[0]) || PyTuple_GET_SIZE(args[0]) != IS_N ||
+        !PyTuple_CheckExact(args[1]) || PyTuple_GET_SIZE(args[1]) != IK_COUNT || !PyList_CheckExact(args[2]) || !iq_ready) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    for (int i = 0; i < IS_N; i++)
+        z->s[i] = PyTuple_GET_ITEM(args[0], i);
+    for (int i = 0; i < IK_COUNT; i++)
+        if (!get_ll(PyTuple_GET_ITEM(args[1], i), &z->k[i]))
+            return iq_bad("a setting is not an integer");
+    if (!PyList_CheckExact(z->s[IS_RCQ]) || !PyList_CheckExact(z->s[IS_REL]) || !PyList_CheckExact(z->s[IS_ACTIVE]) ||
+        !PyDict_CheckExact(z->s[IS_VA]) || !PyDict_CheckExact(z->s[IS_CHK]) || !PyDict_CheckExact(z->s[IS_SA]) ||
+        !PyDict_CheckExact(z->s[IS_WAITVC]) || !PyDict_CheckExact(z->s[IS_TAILW]) || !PyDict_CheckExact(z->s[IS_STATS]) ||
+        !PyAnySet_Check(z->s[IS_PRIOPORTS]) || !PyList_CheckExact(z->s[IS_LINE]) || z->k[IK_V] < 1 || z->k[IK_N] < 1 ||
+        z->k[IK_VMAX] < 1 || z->k[IK_FB] < 1 || z->k[IK_RK] < 1 || z->k[IK_RS] < 1) {
+        PyErr_SetString(PyExc_TypeError, "emu._core: the state is not laid out as Rounds._core_state lays it out");
+        return -1;
+    }
+    z->fresh = args[2];
+    if (!get_ll(args[3], &z->now))
+        return iq_bad("now is not an integer");
+    long long K = z->k[IK_RK];
+    if (z->now < 0 || z->now + 1 > LLONG_MAX / (K > z->k[IK_RS] ? K : z->k[IK_RS]) / 4) {
+        PyErr_SetString(PyExc_OverflowError, "emu._core: a time too large for the compiled round");
+        return -1;
+    }
+    z->up = z->credit_out = Py_None;
+    z->va_grants = z->sa_grants = z->sa_conflicts = 0;
+    return 0;
+}
+
+static PyObject *iq_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    IQ z;
+    if (iq_parse(&z, args, nargs, 7, "iq_round(state, consts, fresh, now, again, up, credit_out), after iq_setup") < 0)
+        return NULL;
+    int again = PyObject_IsTrue(args[4]);
+    if (again < 0)
+        return NULL;
+    z.up = args[5];
+    z.credit_out = args[6];
+    long long K = z.k[IK_RK];
+    PyObject *out = NULL;
+    long long top;
+    if (PyList_GET_SIZE(z.s[IS_RCQ]) && get_ll(PyList_GET_ITEM(z.s[IS_RCQ], 0), &top) && top < (z.now + 1) * K &&
+        iq_rc_done(&z) < 0)
+        goto end;
+    if (PyDict_GET_SIZE(z.s[IS_VA]) && iq_va_round(&z, again) < 0)
+        goto end;
+    out = PyDict_GET_SIZE(z.s[IS_SA]) ? iq_sa_round(&z, again) : PyList_New(0);
+end:
+    if ((z.va_grants && dict_add(z.s[IS_STATS], s_va_grants, z.va_grants, 1, "va_grants") < 0) ||
+        (z.sa_grants && dict_add(z.s[IS_STATS], s_sa_grants, z.sa_grants, 1, "sa_grants") < 0) ||
+        (z.sa_conflicts && dict_add(z.s[IS_STATS], s_sa_conflicts, z.sa_conflicts, 1, "sa_conflicts") < 0))
+        Py_CLEAR(out);
+    return out;
+}
+
+/* ``_lost``: did a copy that could have gone at now lose the round, with credit for it? */
+static int iq_lost(IQ *z)
+{
+    PyObject *oobj, *lst;
+    Py_ssize_t pos = 0;
+    long long now = z->now;
+    while (PyDict_Next(z->s[IS_SA], &pos, &oobj, &lst)) {
+        long long o, x, pl, cap0 = 0;
+        if (!get_ll(oobj, &o) || li(z->s[IS_OUTR], o, &x) < 0 || !PyList_CheckExact(lst))
+            return iq_bad("an output is not an integer");
+        if (x > now)
+            continue; /* (busy: no high-priority copy may cut into it here) */
+        PyObject *cr = PyList_GetItem(z->s[IS_CREDITS], o);
+        if (cr == NULL || li(z->s[IS_POOLS], o, &pl) < 0)
+            return -1;
+        if (cr != Py_None) {
+            PyObject *cap = PyList_GetItem(z->s[IS_CAPS], o);
+            if (cap == NULL || !PyTuple_Check(cap) || PyTuple_GET_SIZE(cap) != 2 || !get_ll(PyTuple_GET_ITEM(cap, 0), &cap0))
+                return iq_bad("a receiver's capacity is not a pair");
+        }
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lst); i++) {
+            PyObject *c = PyList_GET_ITEM(lst, i), *pkt;
+            long long sa_at, p, ovc, need, crw = 0;
+            IRD(c, c_sa_at, sa_at);
+            if (sa_at > now)
+                continue;
+            pkt = SLOT(c, c_pkt);
+            if (pkt == NULL || Py_TYPE(pkt) != PacketT)
+                return iq_bad("a copy's packet is not a Packet");
+            IRD(pkt, p_port, p);
+            if (li(z->s[IS_INR], p, &x) < 0)
+                return -1;
+            if (x > now)
+                continue;
+            if (cr == Py_None)
+                return 1;
+            IRD(c, c_ovc, ovc);
+            IRD(c, c_need, need);
+            if (li(cr, ovc, &crw) < 0)
+                return -1;
+            long long head = need < cap0 ? need : cap0; /* (``pool_place``: not None) */
+            if ((crw >= head && pl >= need - head) || pl >= need)
+                return 1;
+        }
+    }
+    return 0;
+fail:
+    return -1;
+}
+
+/* ``_retime``: the next round's time after a round at now (INF: none); ``fresh`` kept in place */
+static PyObject *iq_retime(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    IQ z;
+    if (iq_parse(&z, args, nargs, 6, "iq_retime(state, consts, fresh, now, granted, slot), after iq_setup") < 0)
+        return NULL;
+    int granted = PyObject_IsTrue(args[4]);
+    long long slot, now = z.now, K = z.k[IK_RK], t, top;
+    if (granted < 0 || !get_ll(args[5], &slot))
+        return iq_bad("granted, slot: a bool and an integer") < 0 ? NULL : NULL;
+    PyObject *rcq = z.s[IS_RCQ];
+    if (PyList_GET_SIZE(rcq)) {
+        if (!get_ll(PyList_GET_ITEM(rcq, 0), &top))
+            return iq_bad("a route-computation key is not an integer") < 0 ? NULL : NULL;
+        if (top < (now + 1) * K && iq_rc_done(&z) < 0)
+            return NULL;
+    }
+    if (PyList_GET_SIZE(rcq)) {
+        if (!get_ll(PyList_GET_ITEM(rcq, 0), &top))
+            return iq_bad("a route-computation key is not an integer") < 0 ? NULL : NULL;
+        t = pyfloordiv(top, K);
+    } else
+        t = z.k[IK_INF];
+    PyObject *fresh = z.fresh;
+    Py_ssize_t nf = PyList_GET_SIZE(fresh), j = 0;
+    if (nf) {
+        for (Py_ssize_t i = 0; i < nf; i++) {
+            PyObject *c = PyList_GET_ITEM(fresh, i), *pkt = SLOT(c, c_pkt);
+            long long sa_at, prio, p, o, r;
+            int g = PyObject_IsTrue(SLOT(c, c_granted));
+            if (g < 0)
+                return NULL;
+            IRD(c, c_sa_at, sa_at);
+            if (g || sa_at <= now)
+                continue;
+            IRD(c, c_prio, prio);
+            if (prio || pkt == NULL || Py_TYPE(pkt) != PacketT)
+                return iq_bad("a high-priority copy (the compiled round takes priority 0 only)") < 0 ? NULL : NULL;
+            if (j != i) { /* keep.append(c), in place */
+                PyObject **items = ((PyListObject *)fresh)->ob_item;
+                PyObject *old = items[j];
+                items[j] = Py_NewRef(c);
+                Py_DECREF(old);
+            }
+            j++;
+            long long cand = sa_at;
+            IRD(pkt, p_port, p);
+            IRD(c, c_out, o);
+            if (li(z.s[IS_INR], p, &r) < 0)
+                return NULL;
+            if (r > cand)
+                cand = r;
+            if (li(z.s[IS_OUTR], o, &r) < 0)
+                return NULL;
+            if (r > cand)
+                cand = r;
+            if (cand < t)
+                t = cand;
+        }
+        if (j < nf && PyList_SetSlice(fresh, j, nf, NULL) < 0)
+            return NULL;
+    }
+    if (granted && now + slot < t) {
+        int lost = iq_lost(&z);
+        if (lost < 0)
+            return NULL;
+        if (lost)
+            t = now + slot;
+    }
+    if (PyList_GET_SIZE(z.s[IS_ACTIVE])) {
+        PyObject *rel = z.s[IS_REL];
+        long long RS = z.k[IK_RS], OUT = z.k[IK_OUT], VCF = z.k[IK_VCF], VS = z.k[IK_VS];
+        while (PyList_GET_SIZE(rel)) {
+            long long key, r, sl, cur;
+            if (!get_ll(PyList_GET_ITEM(rel, 0), &key))
+                return iq_bad("a release key is not an integer") < 0 ? NULL : NULL;
+            r = pyfloordiv(key, RS);
+            sl = key - r * RS;
+            if (r > now) {
+                if (sl < OUT) {
+                    if (li(z.s[IS_INR], sl, &cur) < 0)
+                        return NULL;
+                } else if (sl < VCF) {
+                    if (li(z.s[IS_OUTR], sl - OUT, &cur) < 0)
+                        return NULL;
+                } else {
+                    PyObject *fa = PyList_GetItem(z.s[IS_FREE], (sl - VCF) / VS);
+                    if (fa == NULL || li(fa, (sl - VCF) % VS, &cur) < 0)
+                        return NULL;
+                }
+                if (cur == r) {
+                    if (r < t)
+                        t = r;
+                    break;
+                }
+            }
+            PyObject *x = heap_pop(rel);
+            if (x == NULL)
+                return NULL;
+            Py_DECREF(x);
+        }
+    }
+    return PyLong_FromLongLong(t);
+fail:
+    return NULL;
+}
+
+#endif /* EMU_CSRC_IQ_H */

@@ -1,0 +1,69 @@
+"""The input-queued router's compiled allocation round (mixed into
+:class:`emu.switch.iq.InputQueuedEngine`): when the compiled core's twin of ``emu.switch.iqround``
+(``emu._core.iq_round`` and ``iq_retime``, ``emu/csrc/iq.h``) may run this router's rounds, and the
+state it runs them on -- the router's own lists and dicts, shared, not copied, so either side may
+take the next round from where the other left it."""
+
+from __future__ import annotations
+
+import emu.native as native
+from emu.wire.fabric import FLAG_POOL
+
+from .forward import VC_OFF
+from .iqalloc import Allocators
+from .iqcut import _QPKT, PRIO_OFF, PTYPE_OFF, cuttable
+from .iqpacket import INF, Copy, Packet
+from .iqpool import FLAGS_OFF
+from .iqround import Rounds
+
+__all__ = ["CoreRound", "USE_CORE"]
+
+USE_CORE = True
+"""Let the compiled core (``emu._core.iq_round``, ``emu/csrc/iq.h``) run the plain rounds
+(``CoreRound._core_state``); the twin tests turn it off to run this module's code alone."""
+_CORE_READY: list = []
+"""The core ``iq_setup`` was given Copy and Packet (once per process)."""
+
+
+class CoreRound:
+    """``_core_plain`` and ``_core_state`` (see the module's text)."""
+
+    def _core_plain(self) -> bool:
+        """May the compiled core run this router's rounds? Only the plain case it was written and tested
+        for: the separable round-robin allocator (no per-class weights), every copy of priority 0 (no cut-in into a busy line:
+        ``InputQueuedEngine._file`` hands the rounds back to Python for good at the first high-priority
+        copy), no shared pool at the inputs or at any receiver, and none of this
+        class's round methods replaced. Any new allocator setting (weights, another arbiter) must be
+        added here as not plain until the core does it too."""
+        core = native.CORE
+        if not USE_CORE or core is None or not hasattr(core, "iq_round") or self.islip or self.pool or \
+                self.drr is not None:  # (per-class weights: ``emu.switch.iqdrr``, Python's)
+            return False
+        if any(cap[1] for cap in self.oc.cap) or self._sa_prio:
+            return False
+        cls = type(self)
+        mine = {"_rc_done": Rounds, "_va_round": Rounds, "_va_output": Rounds, "_sa_round": Rounds, "_grant": Rounds,
+                "_pop": Rounds, "_separable": Allocators}
+        if any(getattr(cls, name) is not getattr(owner, name) for name, owner in mine.items()):
+            return False
+        return self._core_methods_plain()  # (the router's own ``_credit_left``, ``_credit``: ``emu.switch.iq``)
+
+    def _core_state(self):
+        """(iq_round, state, settings, iq_retime) for the compiled core's round, or False (not plain: Python
+        runs). The state is this router's own lists and dicts, shared, not copied."""
+        if not self._core_plain():
+            return False
+        core = native.CORE
+        if not _CORE_READY:
+            core.iq_setup(Copy, Packet)
+            _CORE_READY.append(core)
+        rules = ("tail_left", "head_left", "per_flit")
+        st = (self.active, self._rcq, self.q, self._va, self._va_chk, self._sa, self.vc_hold, self.vc_free, self.allowed,
+              self.va_ptr[0], self.credits, self.oc.pool, self.oc.cap, self.oc.frames, self.wait_vc, self.wait_n,
+              self.wait_b, self.in_ready, self.out_ready, self.in_ptr[0], self.out_ptr[0], self._rel, self.line,
+              self.bufs.occ, self.bufs.pool, self._tail_wait, self.iq_stats, self.prio_ports, cuttable)
+        ks = (self._RK, self.VMAX, self._V1, self._N, self._RS, self._OUT, self._VCF, self._VS, self.nports,
+              self.spec.vcs, self.fb, self.va, self.sa, self.st, self.rc, int(bool(self.vct)), self.vc_rule,
+              rules.index(self.credit_rule), self.spec.credit_delay_ns, int(bool(self.pool)), int(self.sel is not None),
+              VC_OFF, FLAGS_OFF, FLAG_POOL, INF, PTYPE_OFF, _QPKT, PRIO_OFF)
+        return core.iq_round, st, ks, core.iq_retime

@@ -1,0 +1,128 @@
+"""The input-queued router's compiled allocation round (``emu._core.iq_round``, ``emu/csrc/iq.h``) is
+the exact twin of ``switch/iqround.py``'s plain case: the same runs with it and without it give the
+same figures (every result and per-link counter of ``emu run --json``) and the same capture bytes
+(every frame, credits included, in the same order at the same times).
+
+Cases: BookSim2's uniform comparison (``scripts/bench_iq.py``: 4x4 mesh with 1, 2 and 8 VCs and 1-
+and 4-flit packets, an 8x8 one with 8 VCs), a torus (dateline VCs: the VC byte rewritten per hop), and
+random small meshes and tori over the release rules, cut-through and loads (hypothesis). Each run
+asserts the core took rounds (its twin was exercised), or, for a configuration it does not cover
+(iSLIP, per-class weights), that Python ran alone.
+"""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from emu import native
+from emu.front.cli import main
+from emu.switch import iqcore
+from emu.switch.iqcore import CoreRound
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))
+from router_curves import FAITHFUL, FLIT, OURS  # noqa: E402
+
+needs_core = pytest.mark.skipif(native.CORE is None, reason="the compiled core is not built here (no C compiler?)")
+
+
+def _run(tmp: Path, use_core: bool, monkeypatch, topo: str, vcs: int, flits: int, load: float, cycles: int,
+         extra: dict | None = None) -> tuple[dict, bytes, int]:
+    """One ``emu run`` of uniform traffic: (its results without wall time, its capture, rounds the core ran)."""
+    monkeypatch.setattr(iqcore, "USE_CORE", use_core)
+    calls = [0]
+    made = CoreRound._core_state
+
+    def counted(self):
+        cs = made(self)
+        if not cs:
+            return cs
+        fn = cs[0]
+
+        def call(*a):
+            calls[0] += 1
+            return fn(*a)
+        return (call, *cs[1:])
+
+    monkeypatch.setattr(CoreRound, "_core_state", counted)
+    sets = {**OURS, **FAITHFUL, "switch.vcs": vcs, "switch.model": "input_queued", **(extra or {})}
+    w = max(1, cycles // flits)
+    out, cap = tmp / f"r{int(use_core)}.json", tmp / f"c{int(use_core)}.pcapng"
+    argv = ["run", "--topo", topo, "--test", "uniform", "--direct", "--load", f"{load:.4f}", "--warmup", str(w),
+            "--measure", str(w), "--size", f"{FLIT * flits - 24}B", "--to-self", "--drain", "measured",
+            "--json", str(out), "--pcap", str(cap)]
+    for key, v in sets.items():
+        argv += ["--set", f"{key}={v}"]
+    with open(os.devnull, "w") as null:
+        saved, sys.stdout = sys.stdout, null
+        try:
+            assert main(argv) == 0
+        finally:
+            sys.stdout = saved
+    res = json.loads(out.read_text())["results"]
+    for r in res:
+        r.pop("wall_s", None)
+    return res, cap.read_bytes(), calls[0]
+
+
+def _twin(tmp: Path, monkeypatch, *args, covered: bool = True, **kw) -> dict:
+    pure, pure_cap, n0 = _run(tmp, False, monkeypatch, *args, **kw)
+    comp, comp_cap, n1 = _run(tmp, True, monkeypatch, *args, **kw)
+    assert n0 == 0
+    assert (n1 > 0) == covered  # the compiled round ran (or, not covered, never did)
+    assert comp == pure
+    assert comp_cap == pure_cap
+    assert pure[0]["hop_count"] > 0
+    return pure[0]
+
+
+@needs_core
+@pytest.mark.parametrize("vcs", [1, 2, 8])
+@pytest.mark.parametrize("flits", [1, 4])
+def test_booksim_mesh_4x4_same_figures_and_frames(vcs, flits, tmp_path, monkeypatch):
+    from bench_iq import SAT
+    r = _twin(tmp_path, monkeypatch, "mesh:k=4,n=2", vcs, flits, SAT[(4, vcs, flits)] * 0.9, 60)
+    assert r["curve"][0]["accepted"] > 0
+
+
+@needs_core
+def test_booksim_mesh_8x8_same_figures_and_frames(tmp_path, monkeypatch):
+    from bench_iq import SAT
+    _twin(tmp_path, monkeypatch, "mesh:k=8,n=2", 8, 1, SAT[(8, 8, 1)] * 0.8, 6)
+
+
+@needs_core
+def test_torus_dateline_same_figures_and_frames(tmp_path, monkeypatch):
+    _twin(tmp_path, monkeypatch, "torus:k=4,n=2", 4, 2, 0.5, 40)
+
+
+@needs_core
+def test_islip_stays_python(tmp_path, monkeypatch):
+    _twin(tmp_path, monkeypatch, "mesh:k=3,n=2", 2, 1, 0.5, 30, covered=False,
+          extra={"switch.allocator": "islip", "switch.iterations": 2})
+
+
+@needs_core
+def test_weighted_classes_stay_python(tmp_path, monkeypatch):
+    _twin(tmp_path, monkeypatch, "mesh:k=3,n=2", 2, 1, 0.5, 30, covered=False,
+          extra={"queues.arbiter": "drr", "queues.weights": "1+3"})
+
+
+@needs_core
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(k=st.integers(2, 3), torus=st.booleans(), vcs=st.integers(1, 4), flits=st.integers(1, 3),
+       load=st.sampled_from([0.2, 0.5, 0.9]), credit=st.sampled_from(["tail_left", "head_left", "per_flit"]),
+       vc_release=st.sampled_from(["tail_granted", "tail_sent", "tail_credit"]), cut=st.booleans(),
+       eject=st.booleans())
+def test_random_configurations_same_figures_and_frames(tmp_path_factory, monkeypatch, k, torus, vcs, flits, load,
+                                                       credit, vc_release, cut, eject):
+    if torus:
+        k, vcs = max(k, 3), max(vcs, 2)  # (a torus has 3 routers a side at least; dateline: two VC groups)
+    extra = {"switch.credit_release": credit, "switch.vc_release": vc_release, "switch.cut_through": str(cut).lower(),
+             "switch.eject_vcs": str(eject).lower()}
+    _twin(tmp_path_factory.mktemp("r"), monkeypatch, f"{'torus' if torus else 'mesh'}:k={k},n=2", vcs, flits, load, 24,
+          extra=extra)
