@@ -331,6 +331,28 @@ def test_ndp_first_window_blind_then_one_segment_per_pull():
     assert len(s.frames(PacketType.MSG)) == 2 and s.tr.stats["pulls_received"] == 2
 
 
+def test_ndp_releases_the_pulls_of_a_message_that_has_arrived_and_the_next_message_starts_blind():
+    """As htsim's NdpSink (release_pulls): pulls still queued when their message is whole are not
+    sent. The sender's next message, with nothing out and no credit left, then goes as a new burst."""
+    r = H("h1", 1, cc="ndp")
+    for i in range(3):  # three segments at once: the first pull goes, the other two wait for the line
+        r.rx(segment(0, 1, 0, 1000 * i, 3000), 0)
+    r.run()
+    assert len(r.frames(PacketType.PULL)) == 1
+    assert r.tr.stats["pulls_sent"] == 1 and r.tr.stats["pulls_released"] == 2
+    s = H(cc="ndp")
+    s.send(1, 15_000)  # message 0: the blind window exactly
+    s.send(1, 5_000)   # message 1 waits for credit
+    s.run()
+    assert len(s.frames(PacketType.MSG)) == 15
+    for i in range(15):  # every segment of message 0 acknowledged, no pull (released)
+        s.rx(build_frame(1, 0, PacketType.MACK, MACK.pack(0, 1000 * (i + 1))), 20_000 + i)
+    s.run(until=30_000)  # (before message 1's retransmission timeout)
+    sent = [(MSG.unpack(f, HDR_LEN)[0], at) for f, at in s.frames(PacketType.MSG)]
+    assert [m for m, _ in sent] == [0] * 15 + [1] * 5 and s.tr.stats["bursts"] == 1
+    assert min(at for m, at in sent if m == 1) > 20_014  # after the last acknowledgement
+
+
 def test_ndp_trimmed_header_is_nacked_and_pulls_are_paced_at_the_line_rate():
     r = H("h1", 1, cc="ndp")
     r.rx(segment(0, 1, 0, 0, 5000), 0)

@@ -12,6 +12,13 @@ this receiver granted that sender so far: the sender adds what is new, so a lost
 the next. A trimmed header is also answered by a :class:`emu.wire.cc.Nack` naming the segment; the
 sender queues it for a resend, which goes with the next pull. Every whole segment is acknowledged
 (``MsgAck``, the segment's end offset).
+
+A pull still queued when its message has all arrived is released, not sent (counted
+``pulls_released``), as htsim's ``NdpSink`` releases a finished flow's pulls (``release_pulls``):
+sent, it would take a full segment's slot on the receiver's link and pull nothing. A queue pair
+carries one peer's messages one after another, so a sender whose earlier messages are all
+acknowledged, with nothing out and no credit left (the pulls released with the last message), starts
+the next one as a new burst, blind, as a new NDP connection does.
 """
 
 from __future__ import annotations
@@ -44,6 +51,8 @@ class Ndp(CcTransport):
         """Pulls sent to each sender so far (the next pull's ``pull_no``)."""
         self.pull_next = 0
         self.pull_timer = None
+        self.stats["pulls_released"] = 0
+        self.stats["bursts"] = 0
 
     def frames(self):
         return {**super().frames(), int(PacketType.PULL): self._on_pull}
@@ -62,6 +71,13 @@ class Ndp(CcTransport):
 
     def on_sent(self, f: Flow, n: int) -> None:
         f.cc.credit -= 1
+
+    def on_ack_cc(self, f: Flow, newly: int, rtt, hops: int, stack: bytes) -> None:
+        if not f.out and f.cc.credit <= 0 and f.msgs and f.nxt == f.msgs[0].start:
+            # the messages before all acknowledged, the next one not begun, nothing out to bring a pull
+            # (the receiver released the pulls of the last one): it goes as a new burst, blind
+            f.cc.credit = self.spec.ndp_iw_segments
+            self.stats["bursts"] += 1
 
     def on_timeout_cc(self, f: Flow) -> None:
         f.cc.credit = max(f.cc.credit, 1)  # a segment lost whole brought no pull: the resend goes unpulled
@@ -99,6 +115,11 @@ class Ndp(CcTransport):
             self.pull_timer = self.nic.at(t - self.delay, self._pull_pump, None)
             return
         src, msg_id = self.pulls.popleft()
+        while self.seen(src, msg_id):  # all arrived: the pull would pull nothing
+            self.stats["pulls_released"] += 1
+            if not self.pulls:
+                return
+            src, msg_id = self.pulls.popleft()
         n = self.granted[src] = (self.granted.get(src, 0) + 1) & 0xFFFFFFFF
         self.stats["pulls_sent"] += 1
         self.nic.emit(src, PacketType.PULL, PULL.pack(msg_id, n, 1, 0), t, prio=CTRL_PRIO)
