@@ -103,6 +103,19 @@ def worker_env() -> dict[str, str]:
     return env
 
 
+
+async def _end(proc) -> None:
+    """End a worker still running when its waiter is cancelled (teardown, error, Ctrl-C): SIGTERM,
+    up to 2 s to go, then SIGKILL."""
+    if proc.returncode is None:
+        proc.terminate()
+        with trio.move_on_after(2) as scope:
+            scope.shield = True
+            await proc.wait()
+        if proc.returncode is None:
+            proc.kill()
+
+
 class Worker:
     """A worker process: started with the secret on stdin, in a session of its own (so that it gets
     a share of the machine of its own where the kernel shares it out by session; a terminal's
@@ -133,13 +146,7 @@ class Worker:
                 await proc.wait()
                 self.exited.set()
         finally:
-            if proc.returncode is None:  # cancelled (teardown, error, Ctrl-C): end it
-                proc.terminate()
-                with trio.move_on_after(2) as scope:
-                    scope.shield = True
-                    await proc.wait()
-                if proc.returncode is None:
-                    proc.kill()
+            await _end(proc)
             self.exited.set()
 
     async def adopt(self, pid: int, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -152,13 +159,7 @@ class Worker:
             self.exited.set()
         finally:
             try:
-                if proc.returncode is None:  # cancelled (teardown, error, Ctrl-C): end it
-                    proc.terminate()
-                    with trio.move_on_after(2) as scope:
-                        scope.shield = True
-                        await proc.wait()
-                    if proc.returncode is None:
-                        proc.kill()
+                await _end(proc)
             finally:
                 self.exited.set()
 
