@@ -897,6 +897,23 @@ typedef struct {
     long long p, v, key2;
 } Cand;
 
+/* A round-robin arbiter's pick among c[i..j): the copy whose key (its VC, by_v, else its input port)
+   comes first at or after the pointer ptr, modulo m; the earliest on a tie (switch/iqalloc.py's
+   (key - ptr) % m loops). */
+static Py_ssize_t rr_pick(const Cand *c, Py_ssize_t i, Py_ssize_t j, int by_v, long long ptr, long long m)
+{
+    Py_ssize_t b = i;
+    long long best = m;
+    for (Py_ssize_t x = i; x < j; x++) {
+        long long k = pymod((by_v ? c[x].v : c[x].p) - ptr, m);
+        if (k < best) {
+            best = k;
+            b = x;
+        }
+    }
+    return b;
+}
+
 static void sort_cands(Cand *a, Py_ssize_t n) /* stable, by (p, key2) */
 {
     for (Py_ssize_t i = 1; i < n; i++) {
@@ -999,16 +1016,10 @@ static PyObject *iq_sa_round(IQ *z, int again)
             j++;
         Py_ssize_t b = i;
         if (j - i > 1) {
-            long long ptr, best = V;
+            long long ptr;
             if (li(z->s[IS_INPTR], cd[i].p, &ptr) < 0)
                 goto bad;
-            for (Py_ssize_t m = i; m < j; m++) {
-                long long k = pymod(cd[m].v - ptr, V);
-                if (k < best) {
-                    best = k;
-                    b = m;
-                }
-            }
+            b = rr_pick(cd, i, j, 1, ptr, V);
         }
         pk[np] = cd[b];
         IRD(cd[b].c, c_out, pk[np].key2); /* (by output now) */
@@ -1035,16 +1046,10 @@ static PyObject *iq_sa_round(IQ *z, int again)
         Py_ssize_t b = i;
         long long o = pk[i].key2;
         if (j - i > 1) {
-            long long ptr, best = nin;
+            long long ptr;
             if (li(z->s[IS_OUTPTR], o, &ptr) < 0)
                 goto bad;
-            for (Py_ssize_t m = i; m < j; m++) {
-                long long k = pymod(pk[m].p - ptr, nin);
-                if (k < best) {
-                    best = k;
-                    b = m;
-                }
-            }
+            b = rr_pick(pk, i, j, 0, ptr, nin);
             z->sa_conflicts += j - i - 1;
         }
         if (lset(z->s[IS_OUTPTR], o, pymod(pk[b].p + 1, nin)) < 0 || lset(z->s[IS_INPTR], pk[b].p, pymod(pk[b].v + 1, V)) < 0)
