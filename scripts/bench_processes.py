@@ -29,8 +29,13 @@ aside). ``--cluster-only`` measures instead ``emu.Cluster`` in this process, the
 start-up), as before issue 45. ``--instructions`` counts, under valgrind's callgrind, the
 instructions each process executes for the second half of the data (deterministic to about 1 %).
 
+The commands run with Python's default bytecode cache (``--bytecode cache``: an untimed first run
+fills ``__pycache__``), as a user's ``python`` runs them; this sandbox sets ``PYTHONDONTWRITEBYTECODE``,
+which makes every process compile every module at every start (about 0.6 CPU s each, most of the
+serial start-up); ``--bytecode as-is`` keeps that.
+
     python scripts/bench_processes.py [--processes 1,2] [--mode both|sockets|direct] [--repeat 1]
-        [--topo SPEC] [--size 64KiB] [--cluster-only | --instructions]
+        [--topo SPEC] [--size 64KiB] [--bytecode cache|as-is] [--cluster-only | --instructions]
 """
 
 from __future__ import annotations
@@ -189,13 +194,28 @@ def instructions(a, counts: list[int], size: int) -> None:
                   f"instruction split {base / max(counts_p):.2f}x", flush=True)
 
 
-def whole(spec: str, size: int, processes: int, direct: bool) -> dict:
+BYTECODE = {"cache": "Python's default: compiled modules cached in __pycache__ (filled by an untimed first run)",
+            "as-is": "this environment's PYTHONDONTWRITEBYTECODE as it is (if set: every module compiled at every start)"}
+
+
+def command_env(bytecode: str) -> dict:
+    """The environment of the measured commands: with ``bytecode="cache"`` Python writes and reads
+    compiled modules as a fresh ``python`` does (a set ``PYTHONDONTWRITEBYTECODE`` -- this sandbox sets
+    it -- makes every start compile every module again, ~0.6 CPU s per process, a cost no user with a
+    default Python pays)."""
+    env = dict(os.environ)
+    if bytecode == "cache":
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def whole(spec: str, size: int, processes: int, direct: bool, env0: dict | None = None) -> dict:
     """One whole ``emu run`` command in a process of its own, with its timeline."""
     with tempfile.TemporaryDirectory() as tmp:
         tl = pathlib.Path(tmp) / "timeline"
         cmd = [sys.executable, "-m", "emu", "run", "--topo", spec, "--test", "allreduce", "--algo", "recursive_doubling",
                "--size", str(size), "--processes", str(processes), *(["--direct"] if direct else [])]
-        env = {**os.environ, "EMU_TIMELINE": str(tl)}
+        env = {**(os.environ if env0 is None else env0), "EMU_TIMELINE": str(tl)}
         busy0 = busy_cpu_s()
         t0 = time.monotonic()
         done = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -288,6 +308,9 @@ def main(argv=None) -> list[dict]:
                     help="time emu.Cluster's run in this process, start-up excluded, instead of the whole command")
     ap.add_argument("--instructions", action="store_true",
                     help="count each process's instructions under callgrind instead (slow: minutes)")
+    ap.add_argument("--bytecode", choices=sorted(BYTECODE), default="cache",
+                    help="cache (default): compiled modules cached as by a default python; as-is: this "
+                         "environment's PYTHONDONTWRITEBYTECODE kept")
     a = ap.parse_args(argv)
     try:
         counts = [int(x) for x in a.processes.split(",")]
@@ -306,13 +329,17 @@ def main(argv=None) -> list[dict]:
     if a.instructions:
         instructions(a, counts, size)
         return []
+    env0 = command_env(a.bytecode)
+    print(f"bytecode: {BYTECODE[a.bytecode]}", flush=True)
+    if not a.cluster_only:
+        whole(a.topo, size, max(counts), a.mode == "direct", env0)  # untimed: fills the caches (files, bytecode)
     rows = []
     for mode in (["sockets", "direct"] if a.mode == "both" else [a.mode]):
         runs: dict[int, list[dict]] = {p: [] for p in counts}
         for _ in range(a.repeat):
             for p in counts:
                 runs[p].append(trio.run(once, a.topo, size, p, mode == "direct") if a.cluster_only
-                               else whole(a.topo, size, p, mode == "direct"))
+                               else whole(a.topo, size, p, mode == "direct", env0))
         base = median_run(runs[1])
         for p in counts:
             r = median_run(runs[p])
