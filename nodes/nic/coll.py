@@ -43,36 +43,14 @@ from emu.wire import DESC, HDR_LEN, DecodeError, PacketType
 from emu.wire.coll import ErrBit, Head
 
 from . import alu
-from .interface import PENDING, Mechanism, NicCore, NicRequest, register_mechanism
+from .coll_requests import Completion, NicOpen, NicPost, NicWait, Posted
+from .interface import PENDING, Mechanism, NicCore, register_mechanism
 
 log = logging.getLogger(__name__)
 
 _IDX = {name: i for i, name in enumerate(DESC.names)}
 _DATA = [_IDX[f"data{i}"] for i in range(7)]
 _LOC = [_IDX[f"loc{i}"] for i in range(7)]
-
-
-@dataclass(eq=False)
-class Posted:
-    """A descriptor the host posted, with what does not travel on the wire."""
-
-    desc: dict[str, int]
-    """The 128-byte descriptor's fields (``emu.wire.coll.CollDesc``)."""
-    dests: list[tuple[int, int]] = field(default_factory=list)
-    """(host address, VP) it sends to: the parent of a reduce, the children of a broadcast."""
-    completion: int = 0
-    """Host memory address (an id) the completion is written to."""
-
-
-@dataclass
-class Completion:
-    region: int
-    seg: int
-    err_vec: int
-    values: np.ndarray | None
-    locations: np.ndarray | None
-    t_ns: int
-    vp: int = 1
 
 
 @dataclass(eq=False)
@@ -101,36 +79,6 @@ class _VP:
 
 def rtype_of(d: dict[str, int]) -> tuple[int, int, int]:
     return d["rop"], d["rdtype"], d["rbit"]
-
-
-class NicOpen(NicRequest):
-    __slots__ = ("vp",)
-
-    def __init__(self, vp: int):
-        self.vp = vp
-
-    def describe(self, names) -> str:
-        return f"nic_open(vp={self.vp})"
-
-
-class NicPost(NicRequest):
-    __slots__ = ("vp", "posted")
-
-    def __init__(self, vp: int, posted: list):
-        self.vp, self.posted = vp, posted
-
-    def describe(self, names) -> str:
-        return f"nic_post(vp={self.vp}, {len(self.posted)} descriptors)"
-
-
-class NicWait(NicRequest):
-    __slots__ = ("region", "count", "timeout_ns", "vp")
-
-    def __init__(self, region: int, count: int, timeout_ns: int, vp: int):
-        self.region, self.count, self.timeout_ns, self.vp = region, count, timeout_ns, vp
-
-    def describe(self, names) -> str:
-        return f"nic_wait(region={self.region}, {self.count} completions)"
 
 
 @register_mechanism
