@@ -57,6 +57,9 @@ window, which per-element sockets used to share out."""
 SELF_DRAIN_BYTES = 1 << 20
 """Bytes sent to this process's own socket after which it is read before anything more is sent."""
 _NACK, _LAST = int(LinkKind.NACK), int(LinkKind.DATA_POOL)
+IOV_MAX = 1024
+_SENDMSG = hasattr(socket.socket, "sendmsg")
+"""The most buffers one ``sendmsg`` takes (Linux's UIO_MAXIOV): a datagram of more groups is joined here."""
 PROCESS_DROPS = ("bad_tag", "truncated", "bad_magic", "foreign_cluster", "bad_link")
 """What the process's socket drops before any element is known (``Batch.drops``)."""
 
@@ -144,7 +147,7 @@ class Batch:
             self.pending[addr] = [[data], len(data)]
             return
         if q[1] + len(data) > MAX_DATAGRAM:
-            self._send(b"".join(q[0]), addr)
+            self._send(q[0], addr, q[1])
             q[0] = [data]
             q[1] = len(data)
         else:
@@ -155,10 +158,15 @@ class Batch:
         """Send what the window's elements sent: one datagram per destination (or per 60 KB)."""
         self.holding = False
         pending, self.pending = self.pending, {}
-        for addr, (parts, _) in pending.items():
-            self._send(parts[0] if len(parts) == 1 else b"".join(parts), addr)
+        for addr, (parts, size) in pending.items():
+            self._send(parts[0] if len(parts) == 1 else parts, addr, size)
 
-    def _send(self, data: bytes, addr: tuple[str, int]) -> None:
+    def _send(self, data: bytes | list[bytes], addr: tuple[str, int], size: int = -1) -> None:
+        """One datagram to ``addr``: ``data``, or the groups of a list joined (``size``: their bytes)
+        -- by the kernel where it can (``sendmsg``'s scatter-gather: the same datagram, no copy made
+        of it here), else here."""
+        if data.__class__ is list and (self._tag is not None or self.unsent or len(data) > IOV_MAX or not _SENDMSG):
+            data = b"".join(data)
         if self._tag is not None:
             data += self._tag(data)
         self.udp_sent += 1
@@ -166,13 +174,17 @@ class Batch:
             self.unsent.append((data, addr))
             return
         try:
-            self.sock.sendto(data, addr)
+            if data.__class__ is list:
+                self.sock.sendmsg(data, (), 0, addr)
+            else:
+                self.sock.sendto(data, addr)
+                size = len(data)
         except BlockingIOError:
-            self.unsent.append((data, addr))
+            self.unsent.append((b"".join(data) if data.__class__ is list else data, addr))
             return
         if addr == self.addr:
             self._self_unread += 1
-            self._to_self += len(data)
+            self._to_self += size
             if self._to_self > self.self_drain:
                 self.drain()
 

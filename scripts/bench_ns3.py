@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The emulator beside ns-3 on the same all-to-all, in one run (issue 27: in memory at least twice
-ns-3's link crossings per second, every frame on a socket at least ns-3's).
+"""The emulator beside ns-3 on the same all-to-all, in one run (issue 45's floors: in memory at least
+2.5x ns-3's link crossings per second, every frame on a socket at least 1.5x).
 
 The workload of the peers' tools (``../shared/tools/peers/``): every host sends ``--messages``
 messages of ``--size`` bytes to every other host (shift order) at t = 0; all element delays and host
@@ -11,10 +11,13 @@ Python that has the ns-3 wheel (``--ns3-python``; ``python3 -m venv ns3venv && n
 install ns3==3.44.post0``, ~3 min once). Rounds alternate: emulator in memory, emulator with every
 frame on a socket, ns-3. Each reports link crossings per wall second of its run (start-up excluded)
 and its virtual completion time, which must be the same in all three. Figures move +-20-30 % from
-run to run on a shared machine: the medians and the best of each side are compared.
+run to run on a shared machine: the medians and the best of each side are compared. ``--clock cpu``
+counts each run's CPU seconds instead (the process's user + system time over the same stretch; ns-3's
+``ns3_sim.py`` run with its clock read as ``time.process_time``): a machine shared with other work
+moves those far less than wall seconds, which count the time the run waited for a core.
 
     python scripts/bench_ns3.py [--rounds 3] [--messages 10] [--size 1024] [--topo SPEC]
-        [--ns3-python PATH] [--peers DIR]
+        [--ns3-python PATH] [--peers DIR] [--clock wall|cpu]
 """
 
 from __future__ import annotations
@@ -39,8 +42,8 @@ from emu.topologies import build  # noqa: E402
 
 TOPO = "fattree:k=4,n=3,latency_ns=1000,bandwidth_gbps=8,switch_delay_ns=0,nic_delay_ns=0"
 PEERS = pathlib.Path(__file__).resolve().parents[2] / "shared" / "tools" / "peers"
-GOALS = {"direct": 2.0, "sockets": 1.0}
-"""Crossings per second against ns-3's (issue 27)."""
+GOALS = {"direct": 2.5, "sockets": 1.5}
+"""Crossings per second against ns-3's: issue 45's floors (issue 27 asked 2x and 1x; 45's goals are 5x and 2.5x)."""
 ENVELOPE = 30
 """ns-3's headers around the UDP payload it is given (PPP 2, IPv4 20, UDP 8): a payload of the
 emulator's mean frame length less these makes ns-3's frames on the line as long as the emulator's."""
@@ -77,21 +80,30 @@ async def shift(host, i: int, n: int, m: int, size: int) -> int:
     return last
 
 
-async def emulator(spec: str, messages: int, size: int, direct: bool) -> dict:
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+"""What a run's seconds are (``--clock``): wall seconds, or this process's CPU seconds."""
+_NS3_CPU = ("import runpy, sys, time; time.perf_counter = time.process_time; sys.argv = sys.argv[1:]; "
+            "runpy.run_path(sys.argv[0], run_name='__main__')")
+"""ns3_sim.py run with its clock read as CPU seconds (its 'per wall second' figures then per CPU second)."""
+
+
+async def emulator(spec: str, messages: int, size: int, direct: bool, clock: str = "wall") -> dict:
     topo = topology(spec, size)
     names = topo.host_names()
+    now = CLOCKS[clock]
     async with emu.Cluster(topo, run=emu.RunConfig(direct=direct)) as net:
         t0 = net.now
-        w = time.perf_counter()
+        w = now()
         res = await net.run({h: (shift, i, len(names), messages, size) for i, h in enumerate(names)})
-        wall = time.perf_counter() - w
+        wall = now() - w
         s = net.metrics.summary()
     return {"crossings": s["hop_count"], "frames": s["frames"], "bytes": s["bytes"], "wall_s": wall,
             "per_s": s["hop_count"] / wall, "completion_ns": max(res.values()) - t0}
 
 
-def ns3(python: str, peers: pathlib.Path, topo_json: pathlib.Path, frame: int, messages: int) -> dict:
-    out = subprocess.run([python, str(peers / "ns3_sim.py"), str(topo_json), "a2a", str(frame), str(messages), "shift"],
+def ns3(python: str, peers: pathlib.Path, topo_json: pathlib.Path, frame: int, messages: int, clock: str = "wall") -> dict:
+    cpu = ["-c", _NS3_CPU] if clock == "cpu" else []
+    out = subprocess.run([python, *cpu, str(peers / "ns3_sim.py"), str(topo_json), "a2a", str(frame), str(messages), "shift"],
                          capture_output=True, text=True, check=True).stdout
     d = json.loads(out[out.index("{"):])
     return {"per_s": d["link_crossings_per_wall_s(run)"], "completion_ns": int(d["completion_ns"])}
@@ -105,6 +117,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--topo", default=TOPO)
     ap.add_argument("--ns3-python", help="a Python with the ns-3 wheel (without it only the emulator runs)")
     ap.add_argument("--peers", default=str(PEERS), help="the peers' tools (ns3_sim.py)")
+    ap.add_argument("--clock", choices=tuple(CLOCKS), default="wall",
+                    help="seconds of a run: wall, or CPU (user + system: less moved by other work on the machine)")
     a = ap.parse_args(argv)
     peers = pathlib.Path(a.peers)
     if a.rounds < 1 or a.messages < 1 or a.size < 1:
@@ -115,17 +129,17 @@ def main(argv=None) -> dict:
     if a.ns3_python and not (peers / "ns3_sim.py").is_file():
         ap.error(f"--peers {peers}: no ns3_sim.py there (give the folder of the peers' tools)")
     print(f"{a.topo}: {a.messages} messages of {a.size} B from every host to every other; element loop "
-          f"{native.in_use()}; ns-3: {a.ns3_python or 'not run (--ns3-python)'}")
+          f"{native.in_use()}; ns-3: {a.ns3_python or 'not run (--ns3-python)'}; crossings per {a.clock} second")
     runs: dict[str, list[dict]] = {"direct": [], "sockets": [], "ns-3": []}
     with tempfile.TemporaryDirectory() as tmp:
         topo_json = pathlib.Path(tmp) / "topo.json"
         export(topology(a.topo, a.size), a.topo, topo_json)
         for r in range(a.rounds):
             for mode in ("direct", "sockets"):
-                runs[mode].append(trio.run(emulator, a.topo, a.messages, a.size, mode == "direct"))
+                runs[mode].append(trio.run(emulator, a.topo, a.messages, a.size, mode == "direct", a.clock))
             frame = runs["direct"][-1]["bytes"] // runs["direct"][-1]["frames"]
             if a.ns3_python:
-                runs["ns-3"].append(ns3(a.ns3_python, peers, topo_json, frame - ENVELOPE, a.messages))
+                runs["ns-3"].append(ns3(a.ns3_python, peers, topo_json, frame - ENVELOPE, a.messages, a.clock))
             print(f"round {r + 1}: " + "   ".join(f"{k} {v[-1]['per_s']:,.0f} crossings/s, completion {v[-1]['completion_ns']:,} ns"
                                                   for k, v in runs.items() if v))
     ends = {v[-1]["completion_ns"] for v in runs.values() if v}

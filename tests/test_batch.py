@@ -127,6 +127,28 @@ def test_a_window_s_groups_are_joined_per_destination_up_to_the_datagram_limit(b
     assert b.recv(65536) == b"now"
 
 
+def test_a_window_s_groups_leave_as_one_datagram_whether_gathered_by_the_kernel_or_joined(batched, monkeypatch):
+    """The groups for one destination leave as one datagram, their bytes in order: gathered by
+    sendmsg, or joined first where sendmsg cannot take them (more groups than one call takes)."""
+    el, batch, a, _ = batched
+    for n in (3, emu.batch.IOV_MAX + 1):
+        groups = [bytes([k % 251]) * (1 + k % 7) for k in range(n)]
+        batch.holding = True
+        for g in groups:
+            batch.send(g, a.getsockname())
+        batch.flush()
+        assert a.recv(65536) == b"".join(groups)
+    sent = []
+    monkeypatch.setattr(batch, "sock", type("S", (), {"sendmsg": lambda *x: sent.append(("sendmsg", len(x[1]))),
+                                                     "sendto": lambda *x: sent.append(("sendto", len(x[1])))})())
+    for n in (3, emu.batch.IOV_MAX + 1):
+        batch.holding = True
+        for k in range(n):
+            batch.send(b"x", ("127.0.0.1", 9))
+        batch.flush()
+    assert sent == [("sendmsg", 3), ("sendto", emu.batch.IOV_MAX + 1)]
+
+
 async def _run(batch: bool, tmp_path, capture: bool, processes: int = 1):
     cap = tmp_path / f"b{batch}{capture}{processes}.pcapng" if capture else None
     run = RunConfig(batch=batch, processes=processes, capture=capture)

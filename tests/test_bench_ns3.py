@@ -20,3 +20,18 @@ def test_a_missing_ns3_python_is_refused(tmp_path, capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "no such file" in err and "pip install ns3" in err
+
+
+def test_cpu_seconds_are_the_run_s_own(capsys, monkeypatch):
+    """--clock cpu: a run's seconds are read from the CPU clock, once before and once after the run."""
+    import time
+    bench = load("bench_ns3")
+    reads = []
+    monkeypatch.setitem(bench.CLOCKS, "cpu", lambda: reads.append(1) or 100.0 + 0.5 * len(reads))
+    out = bench.main(["--topo", "star:n=4", "--messages", "1", "--rounds", "1", "--clock", "cpu"])
+    assert len(reads) == 4  # two reads per run, both modes
+    assert all(v["median"] == v["best"] for v in out.values())
+    # each run lasted 0.5 "CPU seconds": its crossings (the same in both modes) twice over
+    assert out["sockets"]["median"] == out["direct"]["median"] and (out["direct"]["median"] * 0.5).is_integer()
+    assert "per cpu second" in capsys.readouterr().out
+    assert bench.CLOCKS["wall"] is time.perf_counter

@@ -45,14 +45,14 @@ async def _datagrams(pure: bool, monkeypatch, settings: list[str], direct: bool 
     sent = []
     send = _BATCH_SEND
 
-    def record(self, data, addr):
-        b = bytearray(data)
+    def record(self, data, addr, size=-1):
+        b = bytearray(b"".join(data) if isinstance(data, list) else data)
         off = 0
         while off + OUTER_LEN <= len(b):
             b[off + 4:off + 8] = bytes(4)
             off += OUTER_LEN + int.from_bytes(b[off + 24:off + 26], "big")
         sent.append(bytes(b))
-        return send(self, data, addr)
+        return send(self, data, addr, size)
 
     monkeypatch.setattr(Batch, "_send", record)
     t = build("fattree:k=2,n=2", settings=parse_settings(["host.send_overhead_ns=0", "host.recv_overhead_ns=0",
