@@ -28,6 +28,9 @@ from .element import INF, Element
 from .errors import FrameLossError
 
 log = logging.getLogger(__name__)
+STRETCH_MAX = 64
+"""Windows of one element alone run after a window without a round of the synchroniser, at most
+(then the synchroniser's loop gets its turn: its checkpoints, its progress)."""
 
 
 class Domain(DomainControl):
@@ -74,6 +77,8 @@ class Domain(DomainControl):
         """While recorded (``rpc_cpu_marks``): this process's CPU seconds at the start of each window."""
         self._with_links: set[Element] = set()
         """Elements that hold scheduled link changes (``rpc_schedule``)."""
+        self.merged = 0
+        """Windows the last ``window`` call ran after the one asked for (its ``stretch``)."""
         self._idle = (-1, INF)
         """(frames accepted, next activity) after the last window: a window in which nothing ran
         here and nothing came changes neither (an idle domain holding a far-off change need not
@@ -197,26 +202,32 @@ class Domain(DomainControl):
         sending in ``w``; nothing of ``w + 1`` can exist yet, since that needs our report of ``w``)."""
         return self.received - self._by_window.get(w & 0xFFFF, 0)
 
-    async def window(self, w: int, t0: int, t1: int, expected: int) -> tuple[list[int], int, int]:
+    async def window(self, w: int, t0: int, t1: int, expected: int, stretch: int = 0) -> tuple[list[int], int, int]:
         if not self.cpu_counting and self.cpu_marks is None:
-            return await self._window(w, t0, t1, expected)
+            return await self._window(w, t0, t1, expected, stretch)
         c0 = time.process_time()
         if self.cpu_marks is not None:
             self.cpu_marks.append(c0)
         try:
-            return await self._window(w, t0, t1, expected)
+            return await self._window(w, t0, t1, expected, 0)
         finally:
             self.cpu["window_s"] += time.process_time() - c0
 
-    async def _window(self, w: int, t0: int, t1: int, expected: int) -> tuple[list[int], int, int]:
+    async def _window(self, w: int, t0: int, t1: int, expected: int, stretch: int = 0) -> tuple[list[int], int, int]:
+        """Window ``w``; with ``stretch`` (the lookahead: the synchroniser's one domain, no scheduled
+        link change, no pacing), the windows after it too while each would have one element active
+        (``_lone``): they run here, numbered ``w + 1``, ... as the synchroniser would number them,
+        without a round each (``merged`` says how many)."""
+        self.merged = 0
         if self._received_before(w) < expected:
             await self._collect(expected, w)
         got = self._received_before(w)
         if got != expected:
             raise FrameLossError(f"domain {self.index}: {got} frames of windows before {w} accepted, but "
                                  f"{expected} were sent (a frame was counted twice: a bug)")
-        for old in [k for k in self._by_window if k != w & 0xFFFF]:
-            del self._by_window[old]  # counted in `received`; no longer needed apart
+        if len(self._by_window) > 1 or (self._by_window and w & 0xFFFF not in self._by_window):
+            for old in [k for k in self._by_window if k != w & 0xFFFF]:
+                del self._by_window[old]  # counted in `received`; no longer needed apart
         # what was sent two windows ago has been received everywhere (see emu.sync)
         hist = self._history
         core = native.CORE
@@ -227,6 +238,43 @@ class Domain(DomainControl):
             else:
                 for el in els:
                     el.forget(old_w)
+        batch = self.batch
+        if batch is not None:
+            batch.holding = True  # what the elements send now leaves as one datagram per destination
+        sent: list[Element] = []
+        first_arrival, active = await self._run(w, t0, t1, sent)
+        if sent:
+            hist.append((w, sent))
+        if stretch and not self._with_links:
+            while self.merged < STRETCH_MAX:
+                t = self._lone(first_arrival, stretch)
+                if t >= INF:
+                    break
+                self.merged += 1
+                sent = []
+                fa, more = await self._run(w + self.merged, t, t + stretch, sent)
+                if fa < first_arrival:
+                    first_arrival = fa
+                if sent:
+                    hist.append((w + self.merged, sent))
+                active.update(more)
+        if batch is not None:
+            batch.flush()
+            if batch.unsent:
+                await batch.flush_unsent()
+        if self.run.capture and sum(len(el.capture) for el in active) and \
+                sum(len(el.capture) for el in self.elements) > self.run.capture_spill_records:
+            self._spill()
+        if active or self.received != self._idle[0]:
+            nt = self.next_activity()
+            self._idle = (self.received, nt)
+        else:
+            nt = self._idle[1]
+        return self.sent_to[:], (first_arrival if first_arrival < nt else nt), self.max_time
+
+    async def _run(self, w: int, t0: int, t1: int, sent: list) -> tuple[int, dict]:
+        """Run every element with an event before ``t1`` (window ``w`` from ``t0``): the earliest
+        arrival of the frames they sent, and the elements that ran (those that sent, in ``sent``)."""
         heap = self._heap
         elements = self.elements
         active: dict[Element, None] = {}
@@ -236,10 +284,7 @@ class Domain(DomainControl):
             at[i] = INF
             active[elements[i]] = None
         first_arrival = INF
-        sent: list[Element] = []
-        batch = self.batch
-        if batch is not None:
-            batch.holding = True  # what the elements send now leaves as one datagram per destination
+        core = native.CORE
         if core is not None and type(self) is Domain:  # the loop below in the compiled core
             act, k = list(active), 0
             while True:  # (a static-table switch's window runs whole there)
@@ -268,21 +313,32 @@ class Domain(DomainControl):
                 if t < at[i]:
                     at[i] = t
                     heapq.heappush(heap, (t, i))
-        if batch is not None:
-            batch.flush()
-            if batch.unsent:
-                await batch.flush_unsent()
-        if sent:
-            hist.append((w, sent))
-        if self.run.capture and sum(len(el.capture) for el in active) and \
-                sum(len(el.capture) for el in self.elements) > self.run.capture_spill_records:
-            self._spill()
-        if active or self.received != self._idle[0]:
-            nt = self.next_activity()
-            self._idle = (self.received, nt)
-        else:
-            nt = self._idle[1]
-        return self.sent_to[:], (first_arrival if first_arrival < nt else nt), self.max_time
+        return first_arrival, active
+
+    def _lone(self, first_arrival: int, lookahead: int) -> int:
+        """Where the next window starts if one element alone would run in it, else INF: the earliest
+        event here, ``t``, when no other element has one before ``t + lookahead`` and no frame sent
+        (``first_arrival``, not yet in the heap) arrives before then. That window is then exactly
+        the synchroniser's next one (it starts at ``t`` and lasts a lookahead); what it is spared
+        is the round. The other elements' heap entries are lower bounds of their next events: a
+        stale one only keeps the window a round of its own."""
+        t = self.next_time()
+        end = t + lookahead
+        if t >= INF or first_arrival < end:
+            return INF
+        heap = self._heap
+        n, me = len(heap), heap[0][1]
+        look = [1, 2]
+        while look:  # the heap's entries before `end`: all the top element's?
+            j = look.pop()
+            if j < n:
+                tj, i = heap[j]
+                if tj < end:
+                    if i != me:
+                        return INF
+                    look.append(2 * j + 1)
+                    look.append(2 * j + 2)
+        return t
 
     async def _collect(self, expected: int, w: int) -> None:
         if self.batch is not None:
@@ -294,6 +350,8 @@ class Domain(DomainControl):
             for el in self._local_rx:
                 el.drain()
         self._local_rx.clear()
+        if self._received_before(w) >= expected:  # (nearly always: all there)
+            return
         rounds = 0
         # fast retransmit: every datagram of earlier windows was sent before this window was asked
         # for, and on loopback sendto delivers at once, so a shortfall that lasts recovery_first_s

@@ -202,6 +202,9 @@ class Synchroniser:
         self.sent = [[0] * self.n for _ in range(self.n)]
         self.next_times = [INF] * self.n
         self.window = 0
+        self.rounds = 0
+        """Windows the synchroniser started (``window`` also counts those a lone element ran after
+        one of them, ``Domain._lone``)."""
         self.max_time = 0
         self.faults: list[int] = []
         """Times of scheduled link changes not yet reached (a heap): a window starts at the next
@@ -229,7 +232,8 @@ class Synchroniser:
         handles = self.handles
         last_yield = time.perf_counter()
         # one domain, in this process: its window called straight (no RPC layer, no sums)
-        alone = handles[0].domain.window if self.n == 1 and isinstance(handles[0], LocalHandle) else None
+        alone = handles[0].domain if self.n == 1 and isinstance(handles[0], LocalHandle) else None
+        look = self.window + 0x100  # (the progress and a checkpoint every 256 windows, merged ones counted)
         while True:
             t0 = window_start(self.next_times, self.faults, self.max_time)
             if t0 >= INF:
@@ -238,9 +242,12 @@ class Synchroniser:
             if self.pacer is not None:
                 await self.pacer.wait_for(t0)
             self.window = w = self.window + 1
+            self.rounds += 1
             try:
-                if alone is not None:
-                    reports = [await alone(w, t0, t1, self.sent[0][0])]
+                if alone is not None:  # (windows of one element alone after it, without a round each)
+                    stretch = self.lookahead if self.pacer is None and not self.faults else 0
+                    reports = [await alone.window(w, t0, t1, self.sent[0][0], stretch)]
+                    self.window = w = w + alone.merged
                 elif self.n == 1:
                     reports = [await handles[0].call("window", w, t0, t1, self.expected(0))]
                 else:
@@ -259,7 +266,8 @@ class Synchroniser:
                     self.max_time = mt
             if self.faults and self.faults[0] <= t0:
                 self.fault_max = max(self.fault_max, faults_reached(self.faults, t0 + 1))
-            if w & 0xFF == 0:
+            if w >= look:
+                look = w + 0x100
                 now = time.perf_counter()
                 if now - last_yield > 0.05:
                     last_yield = now

@@ -96,6 +96,8 @@ class _Form:
         self.plain = all(k in "q?dn" for _, k in self.fields)  # no lists: one value per field
         self.isname = tuple(k == "n" for _, k in self.fields)
         self.named = tuple(n for n, k in self.fields if k == "n")
+        self.name_at = tuple(j for j, (_, k) in enumerate(self.fields) if k == "n")
+        self.row_now = op is None and tuple(k for _, k in self.fields) == ("S", "q")  # (a status, the clock)
 
     def encode(self, head: dict, cpu: bool) -> bytes:
         code = self.code | CPU_FLAG if cpu else self.code
@@ -104,8 +106,17 @@ class _Form:
             if self.op is not None:
                 del vals[len(self.fields):]
             out = self.fixed.pack(code, *vals)
-        elif self.plain:  # (zip stops at the fields: op and cpu after them are not values)
-            out = self.fixed.pack(code, *[NAME_ID[v] if n else v for v, n in zip(head.values(), self.isname)])
+        elif self.row_now:
+            st, now = head.values()
+            if len(st) != 5:
+                raise ValueError("a status row has 5 fields")
+            out = self.fixed.pack(code, *st, now)
+        elif self.plain:  # (the head's keys are the fields in order, then op and cpu: not values)
+            vals = list(head.values())
+            del vals[len(self.fields):]
+            for j in self.name_at:
+                vals[j] = NAME_ID[vals[j]]
+            out = self.fixed.pack(code, *vals)
         else:
             vals, tail = [], []
             for name, kind in self.fields:
@@ -139,6 +150,8 @@ class _Form:
                 if b[0] & CPU_FLAG:
                     head["cpu"] = _CPU.unpack_from(b, at)[0]
             return head
+        if self.row_now:
+            return {self.names[0]: list(vals[1:6]), self.names[1]: vals[6]}
         head, i = {}, 1
         for name, kind in self.fields:
             if kind == "n":
