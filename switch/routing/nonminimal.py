@@ -49,14 +49,19 @@ FLAG_REDECIDE = 0x10
 FLAG_SRCRT = 0x02
 
 
+def held(eng, p: int) -> int:
+    """Bytes of the next router's buffers (every VC) output ``p`` holds credit for: sent and not yet
+    credited back (BookSim's ``GetUsedCredit``); 0 on a router without credits or toward a host."""
+    oc = getattr(eng, "oc", None)  # the input-queued router's credits of the next router's buffers
+    if oc is None or oc.vc[p] is None:
+        return 0
+    cap = oc.cap[p][0]
+    return sum(cap - c for c in oc.vc[p])
+
+
 def depth(eng, view, p: int, now: int) -> int:
     """Bytes queued toward output ``p``: on the line or waiting for it here, and held downstream."""
-    b = view.queue(p, now)[1]
-    oc = getattr(eng, "oc", None)  # the input-queued router's credits of the next router's buffers
-    if oc is not None and oc.vc[p] is not None:
-        cap = oc.cap[p][0]
-        b += sum(cap - c for c in oc.vc[p])
-    return b
+    return view.queue(p, now)[1] + held(eng, p)
 
 
 def minimal(engine, seed: int):
@@ -75,6 +80,10 @@ def _policy(kind: str):
         me = model.index[engine.name]
         rng = random.Random(seed * 1_000_003 + engine.node_id)
         threshold = getattr(engine.spec, "ugal_threshold_bytes", 0)
+        credits_only = getattr(engine.spec, "ugal_queue", "depth") == "credits"
+
+        def queue(e, view, p: int, now: int) -> int:
+            return held(e, p) if credits_only else depth(e, view, p, now)
         tag = [None]
         engines = None
         if kind == "ugal_g":
@@ -89,13 +98,14 @@ def _policy(kind: str):
                     raise EngineError(f"routing=ugal_g is an oracle that reads every router's queues; router "
                                       f"{model.names[r]} runs in another process: run it with --processes 1")
                 if e.ports is not None:
-                    total += depth(e, e.ports, p, now)
+                    total += queue(e, e.ports, p, now)
             return total
 
         def decide(dst: int, static: int, now: int, tgt: int):
             """UGAL: (port, intermediate or None)."""
             inter = rng.randrange(model.inters)
             if not model.intermediate_useful(me, inter, tgt):
+                engine.stats["ugal_no_detour"] = engine.stats.get("ugal_no_detour", 0) + 1
                 return static, None
             non = model.step(me, inter, tgt)
             view = engine.ports
@@ -105,9 +115,12 @@ def _policy(kind: str):
             if kind == "ugal_g":
                 q_min, q_non = q_path(me, None, dst, now), q_path(me, inter, dst, now)
             else:
-                q_min, q_non = depth(engine, view, static, now), depth(engine, view, non, now)
+                q_min, q_non = queue(engine, view, static, now), queue(engine, view, non, now)
+            st = engine.stats
             if q_min * h_min > q_non * h_non + threshold:
+                st["ugal_detour"] = st.get("ugal_detour", 0) + 1
                 return non, inter
+            st["ugal_minimal"] = st.get("ugal_minimal", 0) + 1
             return static, None
 
         def choose(dst: int, static: int, frame: bytes, now: int) -> int:
@@ -169,4 +182,4 @@ ugal_g = _policy("ugal_g")
 par = _policy("par")
 
 POLICIES = {"minimal": minimal, "valiant": valiant, "ugal_l": ugal_l, "ugal_g": ugal_g, "par": par}
-__all__ = ["FLAG_DETOUR", "FLAG_REDECIDE", "POLICIES", "depth"]
+__all__ = ["FLAG_DETOUR", "FLAG_REDECIDE", "POLICIES", "depth", "held"]
