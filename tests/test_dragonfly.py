@@ -130,6 +130,35 @@ def test_minimal_and_valiant_route_lengths(spec, minimal, detour):
                 assert sum(m.group[r] != m.group[m.peer[r][p]] for r, p in v[:-1]) == 2
 
 
+def test_router_intermediates_end_the_detour_at_that_router():
+    """switch.ugal_intermediate=router (BookSim's node): the detour reaches the drawn router itself,
+    one local hop more in its group when it enters elsewhere, and a 4th VC class for that local turn."""
+    t = build("dragonfly:p=2", settings=parse_settings(["switch.routing=valiant", "switch.ugal_intermediate=router"]))
+    m, g = RouteModel(t), RouteModel(build("dragonfly:p=2"))
+    assert (m.inters, g.inters) == (36, 9)
+    longer = 0
+    for dst in (16, 40, 71):
+        tgt = m.of_host[dst]
+        for s in range(m.R):
+            for inter in range(m.R):
+                useful = m.intermediate_useful(s, inter, tgt)
+                assert useful == (m.group[inter] not in (m.group[s], m.group[tgt])) == g.intermediate_useful(
+                    s, m.group[inter], tgt)
+                if not useful:
+                    continue
+                v = m.path(s, inter, dst)
+                assert inter in [r for r, _ in v] and v[-1] == (tgt, m.host_port[dst])
+                assert sum(m.group[r] != m.group[m.peer[r][p]] for r, p in v[:-1]) == 2
+                via_group = g.path(s, m.group[inter], dst)
+                assert len(via_group) <= len(v) <= len(via_group) + 2
+                longer += len(v) > len(via_group)
+    assert longer
+    assert classes(t, "valiant") == classes(t, "ugal_l") == 4 and classes(build("dragonfly:p=2"), "valiant") == 3
+    assert cycle(t, "valiant", 3) and not cycle(t, "valiant", 4)
+    with pytest.raises(ConfigError, match="ugal_intermediate 'node' is not one of group, router"):
+        SwitchSpec(ugal_intermediate="node")
+
+
 @pytest.mark.parametrize("spec,need", [("dragonfly:p=1,a=2,h=1", {"minimal": 2, "valiant": 3, "ugal_l": 3, "par": 4}),
                                        ("dragonfly:p=1,a=4,h=1,g=5", {"minimal": 2, "valiant": 3, "par": 4})])
 def test_vc_classes_make_every_policy_deadlock_free_and_too_few_do_not(spec, need):
@@ -193,9 +222,9 @@ class _Credits:
         self.vc = [[cap - min(cap, max(0, used.get(p, 0) - v * cap)) for v in range(3)] for p in range(ports)]
 
 
-@pytest.mark.parametrize("threshold", [0, 1000])
-def test_ugal_l_takes_the_detour_exactly_when_its_rule_says(threshold):
-    t = build("dragonfly:p=2")
+@pytest.mark.parametrize("threshold,inter", [(0, "group"), (1000, "group"), (0, "router")])
+def test_ugal_l_takes_the_detour_exactly_when_its_rule_says(threshold, inter):
+    t = build("dragonfly:p=2", settings=parse_settings([f"switch.ugal_intermediate={inter}"]))
     m = RouteModel(t)
     src, dst = "g0r1", 16  # host 16: group 2, router g2r0
     me, tgt = m.index[src], m.of_host[16]
@@ -270,10 +299,10 @@ def test_ugal_queue_credits_needs_the_input_queued_router():
         SwitchSpec(model="input_queued", ugal_queue="bytes")
 
 
-async def _adversarial(spec, routing, processes=1, direct=False):
+async def _adversarial(spec, routing, processes=1, direct=False, more=()):
     """Every host sends 3 messages of 600 B to the host ``n/2`` on (some cross the network's middle)
     and receives the 3 sent to it."""
-    t = build(spec, settings=parse_settings([f"switch.routing={routing}"]))
+    t = build(spec, settings=parse_settings([f"switch.routing={routing}", *more]))
     names = t.host_names()
     n = len(names)
     async with emu.Cluster(t, seed=5, processes=processes, direct=direct) as net:
@@ -295,6 +324,14 @@ async def test_every_policy_runs_with_the_same_figures_in_one_and_two_processes_
     assert one == await _adversarial(spec, routing, direct=True)
     if routing == "valiant" and spec.startswith("dragonfly"):
         assert one[2] > (await _adversarial(spec, "minimal"))[2]   # detours cross more routers
+
+
+async def test_router_intermediates_run_alike_every_way_and_cross_more_routers():
+    spec, more = "dragonfly:p=1,a=4,h=1,g=5", ("switch.ugal_intermediate=router",)
+    one = await _adversarial(spec, "valiant", more=more)
+    assert one == await _adversarial(spec, "valiant", processes=2, more=more)
+    assert one == await _adversarial(spec, "valiant", direct=True, more=more)
+    assert one[2] > (await _adversarial(spec, "valiant"))[2]  # mostly a local hop more in the intermediate group
 
 
 async def test_ugal_g_is_an_oracle_of_one_process():

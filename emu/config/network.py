@@ -179,6 +179,12 @@ class SwitchSpec:
     ugal_threshold_bytes: int = 0
     """``routing=ugal_l|ugal_g|par``: the source takes the non-minimal route only when the minimal one's
     queue depth x hops exceeds the non-minimal one's by more than this (bytes x hops)."""
+    ugal_intermediate: str = "group"
+    """``routing=valiant|ugal_l|ugal_g|par`` on a dragonfly: the intermediate the source draws -- group
+    (a random group: the detour ends where it enters it; Kim et al.) or router (a random router, as
+    BookSim's ``dragonflynew`` draws a node: mostly one local hop more in that group, and a local-to-local
+    turn there, which the ``dragonfly`` VC policy gives a class of its own). HyperX and Slim Fly: always
+    a router."""
     ugal_queue: str = "depth"
     """What ``routing=ugal_l|ugal_g|par`` counts as a port's queue: depth (the bytes on its line or
     waiting for it in this router's input buffers, plus the credit it holds of the next router's buffer)
@@ -275,6 +281,8 @@ class SwitchSpec:
                 or not 0 <= self.ugal_threshold_bytes <= 1 << 40:
             raise ConfigError(f"SwitchSpec.ugal_threshold_bytes must be an integer within 0..2**40, "
                               f"got {self.ugal_threshold_bytes!r}")
+        if self.ugal_intermediate not in ("group", "router"):
+            raise ConfigError(f"SwitchSpec.ugal_intermediate {self.ugal_intermediate!r} is not one of group, router")
         if self.ugal_queue not in UGAL_QUEUES:
             raise ConfigError(f"SwitchSpec.ugal_queue {self.ugal_queue!r} is not one of {', '.join(UGAL_QUEUES)}")
         if self.ugal_queue == "credits" and self.model != "input_queued":

@@ -6,7 +6,8 @@ check, :mod:`.deadlock`, follows):
 * ``minimal`` -- the family's minimal tables (dragonfly l-g-l, HyperX dimension order, Slim Fly
   shortest paths): the same ports as ``static``, by its own name.
 * ``valiant`` -- the source router (the first a frame meets: ``hops`` = 0) draws an intermediate
-  uniformly -- a group of a dragonfly, a router elsewhere -- from its own seeded generator; the frame
+  uniformly -- a group of a dragonfly (a router with ``switch.ugal_intermediate=router``, as BookSim
+  draws a node), a router elsewhere -- from its own seeded generator; the frame
   goes minimally to it, then minimally to its destination. An intermediate where the frame already is
   or where it is going (the source's or the destination's group or router) is no detour: the frame
   goes minimally. The frame carries its intermediate in the fabric header (flag ``DETOUR``, ``rsvd``
@@ -14,8 +15,11 @@ check, :mod:`.deadlock`, follows):
 * ``ugal_l`` -- UGAL with local information: the source router draws an intermediate as Valiant does
   and sends the frame the non-minimal way exactly when ``q_min * H_min > q_non * H_non + T``:
   ``q`` the depth of its own output port each way (:func:`depth`: bytes on the line or waiting for it
-  in this router, plus the bytes the next router holds for it -- the credit it has used), ``H`` the
+  in this router, plus the bytes the next router holds for it -- the credit it has used; with
+  ``switch.ugal_queue=credits`` that credit alone, :func:`held`, BookSim's ``GetUsedCredit``), ``H`` the
   router-to-router hops of each route, ``T`` ``SwitchSpec.ugal_threshold_bytes``. Ties go minimal.
+  The router counts its decisions (``stats``: ``ugal_minimal``, ``ugal_detour``, and
+  ``ugal_no_detour`` for a draw that is no detour); the traffic tests print them per load.
 * ``ugal_g`` -- the same rule with ``q`` summed over every router of each route (each router's own
   output depth, read from its engine at ``now``): an **oracle** no router has, as in BookSim's
   UGAL-G; it needs every router in one process (``--processes 1``) and says so otherwise.
