@@ -74,12 +74,13 @@ LIMIT = {("minimal", "uniform"): 1.0, ("valiant", "uniform"): 0.5, ("ugal_l", "u
          ("minimal", "worst_case"): 1 / 8, ("valiant", "worst_case"): 0.5, ("ugal_l", "worst_case"): 0.5}
 
 
-def emu_point(routing: str, pattern: str, load: float, warmup: int, measure: int) -> tuple[float, float, int]:
-    """(accepted, wall seconds, cycle ns) of one emu run."""
+def emu_point(routing: str, pattern: str, load: float, warmup: int, measure: int,
+              more: tuple[str, ...] = ()) -> tuple[float, float, int]:
+    """(accepted, wall seconds, cycle ns) of one emu run (``more``: further ``--set`` settings)."""
     cyc = 23  # the 256-byte packet's time on a 100 Gbit/s flit-framed link (emu run prints cycle_ns)
     sets = [f"switch.routing={routing}", "switch.flit_bytes=512", f"switch.vc_buffer_bytes={256 * 512}",
             f"link.latency_ns={cyc}", f"link.local_latency_ns={10 * cyc}", f"link.global_latency_ns={100 * cyc}", "switch.route_ns=0", f"switch.vc_alloc_ns={cyc}", f"switch.sw_alloc_ns={cyc}",
-            f"switch.traversal_ns={cyc}", f"switch.credit_delay_ns={2 * cyc}"]
+            f"switch.traversal_ns={cyc}", f"switch.credit_delay_ns={2 * cyc}", *more]
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "r.json")
         cmd = [sys.executable, "-m", "emu", "run", "--topo", "dragonfly:p=2,a=4,h=2,g=9", "--test", pattern,
@@ -111,10 +112,13 @@ def _find(data, key):
     return None
 
 
-def booksim_point(exe: str, routing: str, pattern: str, load: float) -> tuple[float | None, float]:
-    """(accepted flits per node per cycle, wall seconds) of one BookSim run."""
+def booksim_point(exe: str, routing: str, pattern: str, load: float,
+                  more_env: tuple[str, ...] = ()) -> tuple[float | None, float]:
+    """(accepted flits per node per cycle, wall seconds) of one BookSim run (``more_env``: K=V for a
+    build with ``scripts/booksim/dragonfly_ugal_experiments.patch``)."""
     fn = {"minimal": "min", "valiant": "ugal", "ugal_l": "ugal"}[routing]
     env = dict(os.environ)
+    env.update(kv.split("=", 1) for kv in more_env)
     if routing == "valiant":
         env["BS_UGAL_THRESHOLD"] = "-1000000"
     with tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False) as fh:
@@ -140,13 +144,19 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1000)
     ap.add_argument("--measure", type=int, default=1000)
     ap.add_argument("--cases", default=",".join(f"{r}/{p}" for r, p in CASES))
+    ap.add_argument("--set", action="append", default=[], metavar="K=V", help="a further emu setting")
+    ap.add_argument("--bs-env", action="append", default=[], metavar="K=V",
+                    help="an environment variable of the patched BookSim (BS_UGAL_INTM=group, ...)")
     a = ap.parse_args()
+    bad = [kv for kv in a.set + a.bs_env if "=" not in kv]
+    if bad:
+        ap.error(f"{bad[0]!r} is not K=V: give e.g. --set switch.ugal_queue=credits")
     print(f"dragonfly p=2 a=4 h=2 g=9 (72 hosts), offered {a.load} packets/host/cycle, 1-flit packets")
     print(f"{'routing':8} {'traffic':11} {'limit':>6} {'emu':>7} {'emu s':>7} {'booksim':>8} {'bs s':>6}")
     for case in a.cases.split(","):
         routing, pattern = case.split("/")
-        acc, wall, _cyc = emu_point(routing, pattern, a.load, a.warmup, a.measure)
-        bs, bwall = booksim_point(a.booksim, routing, pattern, a.load) if a.booksim else (None, 0.0)
+        acc, wall, _cyc = emu_point(routing, pattern, a.load, a.warmup, a.measure, tuple(a.set))
+        bs, bwall = booksim_point(a.booksim, routing, pattern, a.load, tuple(a.bs_env)) if a.booksim else (None, 0.0)
         print(f"{routing:8} {pattern:11} {LIMIT[(routing, pattern)]:6.3f} {acc:7.3f} {wall:7.1f} "
               f"{'-' if bs is None else f'{bs:.3f}':>8} {bwall:6.1f}", flush=True)
 
