@@ -24,8 +24,13 @@ What each side assumes (set alike where both can):
   traffic for the worst case. Its UGAL picks a random intermediate *node* (its router ends the
   detour, one local hop more than emu's group) and compares ``1 x q_min <= 2 x q_non + 30`` in credits
   (hop counts fixed at 1 and 2). It has no Valiant: this script runs its UGAL with the threshold at
-  -1000000 (an environment variable the local build reads, ``BS_UGAL_THRESHOLD``: one line changed in
-  networks/dragonfly.cpp), i.e. every packet whose intermediate is outside its own group detours.
+  -1000000 (``BS_UGAL_THRESHOLD``, read by a build with ``scripts/booksim/dragonfly_ugal_experiments.patch``;
+  an unpatched build ignores it and runs UGAL), i.e. every packet whose intermediate is outside its
+  own group detours. The patch's other switches (``--bs-env``): ``BS_UGAL_INTM=group`` (the detour
+  ends on entering the intermediate's group, as emu's), ``BS_UGAL_HOPS=1`` (the routes' hop counts),
+  ``BS_UGAL_VC=global`` (a packet's VC = the global links it has crossed, emu's ``dragonfly`` classes),
+  ``BS_INJ_VC0=1`` (inject on VC 0); it prints UGAL's decisions per 1000 cycles and the packets routed
+  on each group's link to the next (cycles 3000-5000) to stderr (``UGALSTATS``, ``UGALLINK``).
   It injects on a random VC and counts throughput in flits per node per cycle after 3 warm-up
   periods of 1000 cycles (``max_samples`` 5; a run past 900 s prints ``-``).
 
@@ -48,6 +53,14 @@ window 100+200 -> 1000+1000 (``python scripts/dragonfly_booksim.py --load 0.6``,
 point on a loaded 2-core machine): minimal uniform 0.325 -> 0.390 (BookSim 0.424), Valiant uniform
 0.123 -> 0.347, UGAL-L uniform 0.307 -> 0.393 (0.401), minimal worst case 0.054 -> 0.062 (0.062),
 Valiant worst case 0.114 -> 0.335, UGAL-L worst case 0.104 -> 0.249 (0.110).
+
+UGAL-L worst case, 0.249 beside 0.110 (docs/topologies.md has the tables): not the rule -- both sides
+detour most of what they compare -- but BookSim's VCs by phase, which put the detours crossing a
+group into the VC buffers of that group's stuck minimal traffic, its random intermediate *node* (a
+local hop more), and its figure falling with time past saturation (0.147 in cycles 1000-2000, emu's
+window, 0.110 in its last period). With a group intermediate and emu's VC classes BookSim reads
+0.176; emu with BookSim's intermediate and queue measure (``--set switch.ugal_intermediate=router
+--set switch.ugal_queue=credits``) 0.207.
 """
 
 from __future__ import annotations
