@@ -157,6 +157,11 @@ def test_router_intermediates_end_the_detour_at_that_router():
     assert cycle(t, "valiant", 3) and not cycle(t, "valiant", 4)
     with pytest.raises(ConfigError, match="ugal_intermediate 'node' is not one of group, router"):
         SwitchSpec(ugal_intermediate="node")
+    par = build("dragonfly:p=2", settings=parse_settings(["switch.ugal_intermediate=router", "switch.vcs=5"]))
+    assert classes(par, "par") == 5 and cycle(par, "par", 4) and not cycle(par, "par")
+    with pytest.raises(ConfigError, match="routing=par with ugal_intermediate=router takes 5 VC classes .* "
+                                          "switch.vcs=4: set switch.vcs=5"):
+        build("dragonfly:p=2", settings=parse_settings(["switch.routing=par", "switch.ugal_intermediate=router"]))
 
 
 @pytest.mark.parametrize("spec,need", [("dragonfly:p=1,a=2,h=1", {"minimal": 2, "valiant": 3, "ugal_l": 3, "par": 4}),

@@ -283,6 +283,11 @@ class SwitchSpec:
                               f"got {self.ugal_threshold_bytes!r}")
         if self.ugal_intermediate not in ("group", "router"):
             raise ConfigError(f"SwitchSpec.ugal_intermediate {self.ugal_intermediate!r} is not one of group, router")
+        need = {"valiant": 4, "ugal_l": 4, "ugal_g": 4, "par": 5}.get(self.routing, 0)
+        if self.ugal_intermediate == "router" and self.vc_policy == "dragonfly" and self.vcs < need:
+            raise ConfigError(f"routing={self.routing} with ugal_intermediate=router takes {need} VC classes on a "
+                              f"dragonfly (a local-to-local turn at the intermediate router), switch.vcs={self.vcs}: "
+                              f"set switch.vcs={need}")
         if self.ugal_queue not in UGAL_QUEUES:
             raise ConfigError(f"SwitchSpec.ugal_queue {self.ugal_queue!r} is not one of {', '.join(UGAL_QUEUES)}")
         if self.ugal_queue == "credits" and self.model != "input_queued":
