@@ -24,8 +24,13 @@ What each side assumes (set alike where both can):
   traffic for the worst case. Its UGAL picks a random intermediate *node* (its router ends the
   detour, one local hop more than emu's group) and compares ``1 x q_min <= 2 x q_non + 30`` in credits
   (hop counts fixed at 1 and 2). It has no Valiant: this script runs its UGAL with the threshold at
-  -1000000 (an environment variable the local build reads, ``BS_UGAL_THRESHOLD``: one line changed in
-  networks/dragonfly.cpp), i.e. every packet whose intermediate is outside its own group detours.
+  -1000000 (``BS_UGAL_THRESHOLD``, read by a build with ``scripts/booksim/dragonfly_ugal_experiments.patch``;
+  an unpatched build ignores it and runs UGAL), i.e. every packet whose intermediate is outside its
+  own group detours. The patch's other switches (``--bs-env``): ``BS_UGAL_INTM=group`` (the detour
+  ends on entering the intermediate's group, as emu's), ``BS_UGAL_HOPS=1`` (the routes' hop counts),
+  ``BS_UGAL_VC=global`` (a packet's VC = the global links it has crossed, emu's ``dragonfly`` classes),
+  ``BS_INJ_VC0=1`` (inject on VC 0); it prints UGAL's decisions per 1000 cycles and the packets routed
+  on each group's link to the next (cycles 3000-5000) to stderr (``UGALSTATS``, ``UGALLINK``).
   It injects on a random VC and counts throughput in flits per node per cycle after 3 warm-up
   periods of 1000 cycles (``max_samples`` 5; a run past 900 s prints ``-``).
 
@@ -48,6 +53,14 @@ window 100+200 -> 1000+1000 (``python scripts/dragonfly_booksim.py --load 0.6``,
 point on a loaded 2-core machine): minimal uniform 0.325 -> 0.390 (BookSim 0.424), Valiant uniform
 0.123 -> 0.347, UGAL-L uniform 0.307 -> 0.393 (0.401), minimal worst case 0.054 -> 0.062 (0.062),
 Valiant worst case 0.114 -> 0.335, UGAL-L worst case 0.104 -> 0.249 (0.110).
+
+UGAL-L worst case, 0.249 beside 0.110 (docs/topologies.md has the tables): not the rule -- both sides
+detour most of what they compare -- but BookSim's VCs by phase, which put the detours crossing a
+group into the VC buffers of that group's stuck minimal traffic, its random intermediate *node* (a
+local hop more), and its figure falling with time past saturation (0.147 in cycles 1000-2000, emu's
+window, 0.110 in its last period). With a group intermediate and emu's VC classes BookSim reads
+0.176; emu with BookSim's intermediate and queue measure (``--set switch.ugal_intermediate=router
+--set switch.ugal_queue=credits``) 0.207.
 """
 
 from __future__ import annotations
@@ -74,12 +87,13 @@ LIMIT = {("minimal", "uniform"): 1.0, ("valiant", "uniform"): 0.5, ("ugal_l", "u
          ("minimal", "worst_case"): 1 / 8, ("valiant", "worst_case"): 0.5, ("ugal_l", "worst_case"): 0.5}
 
 
-def emu_point(routing: str, pattern: str, load: float, warmup: int, measure: int) -> tuple[float, float, int]:
-    """(accepted, wall seconds, cycle ns) of one emu run."""
+def emu_point(routing: str, pattern: str, load: float, warmup: int, measure: int,
+              more: tuple[str, ...] = ()) -> tuple[float, float, int]:
+    """(accepted, wall seconds, cycle ns) of one emu run (``more``: further ``--set`` settings)."""
     cyc = 23  # the 256-byte packet's time on a 100 Gbit/s flit-framed link (emu run prints cycle_ns)
     sets = [f"switch.routing={routing}", "switch.flit_bytes=512", f"switch.vc_buffer_bytes={256 * 512}",
             f"link.latency_ns={cyc}", f"link.local_latency_ns={10 * cyc}", f"link.global_latency_ns={100 * cyc}", "switch.route_ns=0", f"switch.vc_alloc_ns={cyc}", f"switch.sw_alloc_ns={cyc}",
-            f"switch.traversal_ns={cyc}", f"switch.credit_delay_ns={2 * cyc}"]
+            f"switch.traversal_ns={cyc}", f"switch.credit_delay_ns={2 * cyc}", *more]
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "r.json")
         cmd = [sys.executable, "-m", "emu", "run", "--topo", "dragonfly:p=2,a=4,h=2,g=9", "--test", pattern,
@@ -111,10 +125,13 @@ def _find(data, key):
     return None
 
 
-def booksim_point(exe: str, routing: str, pattern: str, load: float) -> tuple[float | None, float]:
-    """(accepted flits per node per cycle, wall seconds) of one BookSim run."""
+def booksim_point(exe: str, routing: str, pattern: str, load: float,
+                  more_env: tuple[str, ...] = ()) -> tuple[float | None, float]:
+    """(accepted flits per node per cycle, wall seconds) of one BookSim run (``more_env``: K=V for a
+    build with ``scripts/booksim/dragonfly_ugal_experiments.patch``)."""
     fn = {"minimal": "min", "valiant": "ugal", "ugal_l": "ugal"}[routing]
     env = dict(os.environ)
+    env.update(kv.split("=", 1) for kv in more_env)
     if routing == "valiant":
         env["BS_UGAL_THRESHOLD"] = "-1000000"
     with tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False) as fh:
@@ -140,13 +157,19 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1000)
     ap.add_argument("--measure", type=int, default=1000)
     ap.add_argument("--cases", default=",".join(f"{r}/{p}" for r, p in CASES))
+    ap.add_argument("--set", action="append", default=[], metavar="K=V", help="a further emu setting")
+    ap.add_argument("--bs-env", action="append", default=[], metavar="K=V",
+                    help="an environment variable of the patched BookSim (BS_UGAL_INTM=group, ...)")
     a = ap.parse_args()
+    bad = [kv for kv in a.set + a.bs_env if "=" not in kv]
+    if bad:
+        ap.error(f"{bad[0]!r} is not K=V: give e.g. --set switch.ugal_queue=credits")
     print(f"dragonfly p=2 a=4 h=2 g=9 (72 hosts), offered {a.load} packets/host/cycle, 1-flit packets")
     print(f"{'routing':8} {'traffic':11} {'limit':>6} {'emu':>7} {'emu s':>7} {'booksim':>8} {'bs s':>6}")
     for case in a.cases.split(","):
         routing, pattern = case.split("/")
-        acc, wall, _cyc = emu_point(routing, pattern, a.load, a.warmup, a.measure)
-        bs, bwall = booksim_point(a.booksim, routing, pattern, a.load) if a.booksim else (None, 0.0)
+        acc, wall, _cyc = emu_point(routing, pattern, a.load, a.warmup, a.measure, tuple(a.set))
+        bs, bwall = booksim_point(a.booksim, routing, pattern, a.load, tuple(a.bs_env)) if a.booksim else (None, 0.0)
         print(f"{routing:8} {pattern:11} {LIMIT[(routing, pattern)]:6.3f} {acc:7.3f} {wall:7.1f} "
               f"{'-' if bs is None else f'{bs:.3f}':>8} {bwall:6.1f}", flush=True)
 

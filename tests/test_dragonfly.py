@@ -130,6 +130,40 @@ def test_minimal_and_valiant_route_lengths(spec, minimal, detour):
                 assert sum(m.group[r] != m.group[m.peer[r][p]] for r, p in v[:-1]) == 2
 
 
+def test_router_intermediates_end_the_detour_at_that_router():
+    """switch.ugal_intermediate=router (BookSim's node): the detour reaches the drawn router itself,
+    one local hop more in its group when it enters elsewhere, and a 4th VC class for that local turn."""
+    t = build("dragonfly:p=2", settings=parse_settings(["switch.routing=valiant", "switch.ugal_intermediate=router"]))
+    m, g = RouteModel(t), RouteModel(build("dragonfly:p=2"))
+    assert (m.inters, g.inters) == (36, 9)
+    longer = 0
+    for dst in (16, 40, 71):
+        tgt = m.of_host[dst]
+        for s in range(m.R):
+            for inter in range(m.R):
+                useful = m.intermediate_useful(s, inter, tgt)
+                assert useful == (m.group[inter] not in (m.group[s], m.group[tgt])) == g.intermediate_useful(
+                    s, m.group[inter], tgt)
+                if not useful:
+                    continue
+                v = m.path(s, inter, dst)
+                assert inter in [r for r, _ in v] and v[-1] == (tgt, m.host_port[dst])
+                assert sum(m.group[r] != m.group[m.peer[r][p]] for r, p in v[:-1]) == 2
+                via_group = g.path(s, m.group[inter], dst)
+                assert len(via_group) <= len(v) <= len(via_group) + 2
+                longer += len(v) > len(via_group)
+    assert longer
+    assert classes(t, "valiant") == classes(t, "ugal_l") == 4 and classes(build("dragonfly:p=2"), "valiant") == 3
+    assert cycle(t, "valiant", 3) and not cycle(t, "valiant", 4)
+    with pytest.raises(ConfigError, match="ugal_intermediate 'node' is not one of group, router"):
+        SwitchSpec(ugal_intermediate="node")
+    par = build("dragonfly:p=2", settings=parse_settings(["switch.ugal_intermediate=router", "switch.vcs=5"]))
+    assert classes(par, "par") == 5 and cycle(par, "par", 4) and not cycle(par, "par")
+    with pytest.raises(ConfigError, match="routing=par with ugal_intermediate=router takes 5 VC classes .* "
+                                          "switch.vcs=4: set switch.vcs=5"):
+        build("dragonfly:p=2", settings=parse_settings(["switch.routing=par", "switch.ugal_intermediate=router"]))
+
+
 @pytest.mark.parametrize("spec,need", [("dragonfly:p=1,a=2,h=1", {"minimal": 2, "valiant": 3, "ugal_l": 3, "par": 4}),
                                        ("dragonfly:p=1,a=4,h=1,g=5", {"minimal": 2, "valiant": 3, "par": 4})])
 def test_vc_classes_make_every_policy_deadlock_free_and_too_few_do_not(spec, need):
@@ -178,15 +212,24 @@ class _View:
 
 
 class _Eng:
-    def __init__(self, t, name, threshold=0):
+    def __init__(self, t, name, threshold=0, **spec):
         self.network, self.name, self.node_id = (t, {}), name, t.nodes[name].id
-        self.spec = SwitchSpec(ugal_threshold_bytes=threshold)
-        self.ports, self.retag, self.held = None, None, set()
+        self.spec = SwitchSpec(ugal_threshold_bytes=threshold, **spec)
+        self.ports, self.retag, self.held, self.stats = None, None, set(), {}
 
 
-@pytest.mark.parametrize("threshold", [0, 1000])
-def test_ugal_l_takes_the_detour_exactly_when_its_rule_says(threshold):
-    t = build("dragonfly:p=2")
+class _Credits:
+    """An input-queued router's credits of the next routers' buffers (``OutCredits``): 3 VCs of
+    ``cap`` bytes per port, ``used[port]`` bytes of them held (taken from VC 0 up)."""
+
+    def __init__(self, used, ports=8, cap=4096):
+        self.cap = [(cap, 0)] * ports
+        self.vc = [[cap - min(cap, max(0, used.get(p, 0) - v * cap)) for v in range(3)] for p in range(ports)]
+
+
+@pytest.mark.parametrize("threshold,inter", [(0, "group"), (1000, "group"), (0, "router")])
+def test_ugal_l_takes_the_detour_exactly_when_its_rule_says(threshold, inter):
+    t = build("dragonfly:p=2", settings=parse_settings([f"switch.ugal_intermediate={inter}"]))
     m = RouteModel(t)
     src, dst = "g0r1", 16  # host 16: group 2, router g2r0
     me, tgt = m.index[src], m.of_host[16]
@@ -215,10 +258,56 @@ def test_ugal_l_takes_the_detour_exactly_when_its_rule_says(threshold):
     assert seen[True] and seen[False]
 
 
-async def _adversarial(spec, routing, processes=1, direct=False):
+@pytest.mark.parametrize("queue", ["depth", "credits"])
+def test_ugal_l_weighs_the_queue_its_setting_names_and_counts_its_decisions(queue):
+    """depth: the bytes waiting here plus the credit held downstream; credits: the credit alone
+    (BookSim's GetUsedCredit). Crafted so that the two rules disagree both ways."""
+    t = build("dragonfly:p=2")
+    m = RouteModel(t)
+    src, dst = "g0r1", 16
+    me, tgt = m.index[src], m.of_host[16]
+    static = t.routes[src][dst]
+    want = {"ugal_minimal": 0, "ugal_detour": 0, "ugal_no_detour": 0}
+    eng = _Eng(t, src, model="input_queued", ugal_queue=queue)
+    choose = lookup("ugal_l")(eng, 3)
+    rng = random.Random(3 * 1_000_003 + eng.node_id)
+    frame = build_frame(2, dst, PacketType.MSG, b"x" * 64)
+    for row in [(9000, 0, 0, 2048), (0, 9000, 9000, 2048), (0, 0, 0, 0), (5000, 6000, 0, 0)]:
+        for _ in range(6):
+            local_min, held_min, local_non, held_non = row
+            inter = rng.randrange(m.inters)
+            if not m.intermediate_useful(me, inter, tgt):
+                want["ugal_no_detour"] += 1
+                eng.ports, eng.oc = _View({}), _Credits({})
+                assert choose(dst, static, frame, 0) == static
+                eng.retag(frame, static)
+                continue
+            non = m.step(me, inter, tgt)
+            if non == static:  # the detour starts on the minimal port: the same queue both ways
+                local_non, held_non = local_min, held_min
+            eng.ports = _View({non: local_non, static: local_min})
+            eng.oc = _Credits({non: held_non, static: held_min})
+            q_min, q_non = (held_min, held_non) if queue == "credits" else (local_min + held_min, local_non + held_non)
+            detour = q_min * m.hops(me, None, dst) > q_non * m.hops(me, inter, dst)
+            want["ugal_detour" if detour else "ugal_minimal"] += 1
+            out = choose(dst, static, frame, 0)
+            assert out == (non if detour else static)
+            assert bool(eng.retag(frame, out)[FLAGS_OFF] & FLAG_DETOUR) == detour
+    assert eng.stats == {k: v for k, v in want.items() if v}
+    assert want["ugal_detour"] and want["ugal_minimal"]
+
+
+def test_ugal_queue_credits_needs_the_input_queued_router():
+    with pytest.raises(ConfigError, match="ugal_queue=credits .* needs switch.model=input_queued"):
+        SwitchSpec(ugal_queue="credits")
+    with pytest.raises(ConfigError, match="ugal_queue 'bytes' is not one of depth, credits"):
+        SwitchSpec(model="input_queued", ugal_queue="bytes")
+
+
+async def _adversarial(spec, routing, processes=1, direct=False, more=()):
     """Every host sends 3 messages of 600 B to the host ``n/2`` on (some cross the network's middle)
     and receives the 3 sent to it."""
-    t = build(spec, settings=parse_settings([f"switch.routing={routing}"]))
+    t = build(spec, settings=parse_settings([f"switch.routing={routing}", *more]))
     names = t.host_names()
     n = len(names)
     async with emu.Cluster(t, seed=5, processes=processes, direct=direct) as net:
@@ -240,6 +329,14 @@ async def test_every_policy_runs_with_the_same_figures_in_one_and_two_processes_
     assert one == await _adversarial(spec, routing, direct=True)
     if routing == "valiant" and spec.startswith("dragonfly"):
         assert one[2] > (await _adversarial(spec, "minimal"))[2]   # detours cross more routers
+
+
+async def test_router_intermediates_run_alike_every_way_and_cross_more_routers():
+    spec, more = "dragonfly:p=1,a=4,h=1,g=5", ("switch.ugal_intermediate=router",)
+    one = await _adversarial(spec, "valiant", more=more)
+    assert one == await _adversarial(spec, "valiant", processes=2, more=more)
+    assert one == await _adversarial(spec, "valiant", direct=True, more=more)
+    assert one[2] > (await _adversarial(spec, "valiant"))[2]  # mostly a local hop more in the intermediate group
 
 
 async def test_ugal_g_is_an_oracle_of_one_process():
@@ -309,3 +406,24 @@ def test_par_decides_again_after_a_minimal_local_hop_and_only_there():
     plain = bytearray(frame)
     plain[HOPS_OFF] = 1
     assert choose3(dst, static, bytes(plain), 0) == static and eng3.retag(bytes(plain), static) == bytes(plain)
+
+
+async def _worst_case(routing):
+    from emu.front.checks import Options, run_check
+
+    t = build("dragonfly:p=1,a=2,h=1", settings=parse_settings([f"switch.routing={routing}", "host.send_overhead_ns=0"]))
+    async with emu.Cluster(t, seed=3, direct=True) as net:
+        r = await run_check(net, "worst_case", Options(seed=3, extra={"load": "0.2,0.4", "warmup": 30,
+                                                                      "measure": 60}))
+    return r.figures
+
+
+async def test_the_traffic_rows_count_ugal_decisions_of_every_packet_and_only_under_ugal():
+    """Every worst-case packet leaves its group: UGAL decides each one once, at its source router."""
+    fig = await _worst_case("ugal_l")
+    rows = fig["curve"]
+    sent = [sum(r[k] for k in ("ugal_minimal", "ugal_detour", "ugal_no_detour")) for r in rows]
+    assert sum(sent) == fig["frames_all_loads"] and sent[1] > sent[0] > 0
+    assert all(r["ugal_detour"] + r["ugal_minimal"] > 0 for r in rows)
+    plain = await _worst_case("minimal")
+    assert not any(k.startswith("ugal_") for r in plain["curve"] for k in r)

@@ -179,6 +179,17 @@ class SwitchSpec:
     ugal_threshold_bytes: int = 0
     """``routing=ugal_l|ugal_g|par``: the source takes the non-minimal route only when the minimal one's
     queue depth x hops exceeds the non-minimal one's by more than this (bytes x hops)."""
+    ugal_intermediate: str = "group"
+    """``routing=valiant|ugal_l|ugal_g|par`` on a dragonfly: the intermediate the source draws -- group
+    (a random group: the detour ends where it enters it; Kim et al.) or router (a random router, as
+    BookSim's ``dragonflynew`` draws a node: mostly one local hop more in that group, and a local-to-local
+    turn there, which the ``dragonfly`` VC policy gives a class of its own). HyperX and Slim Fly: always
+    a router."""
+    ugal_queue: str = "depth"
+    """What ``routing=ugal_l|ugal_g|par`` counts as a port's queue: depth (the bytes on its line or
+    waiting for it in this router's input buffers, plus the credit it holds of the next router's buffer)
+    or credits (that credit alone, every VC: BookSim's ``GetUsedCredit``, bounded by the next router's
+    buffers; the input-queued router's only)."""
     vc_policy: str = "by_class"
     """How a switch picks the VC on the next link: by_class (the frame's own vc), dateline (tori:
     VC 0 until the frame crosses a dimension's wrap-around link, then 1; back to 0 in a new dimension),
@@ -270,6 +281,18 @@ class SwitchSpec:
                 or not 0 <= self.ugal_threshold_bytes <= 1 << 40:
             raise ConfigError(f"SwitchSpec.ugal_threshold_bytes must be an integer within 0..2**40, "
                               f"got {self.ugal_threshold_bytes!r}")
+        if self.ugal_intermediate not in ("group", "router"):
+            raise ConfigError(f"SwitchSpec.ugal_intermediate {self.ugal_intermediate!r} is not one of group, router")
+        need = {"valiant": 4, "ugal_l": 4, "ugal_g": 4, "par": 5}.get(self.routing, 0)
+        if self.ugal_intermediate == "router" and self.vc_policy == "dragonfly" and self.vcs < need:
+            raise ConfigError(f"routing={self.routing} with ugal_intermediate=router takes {need} VC classes on a "
+                              f"dragonfly (a local-to-local turn at the intermediate router), switch.vcs={self.vcs}: "
+                              f"set switch.vcs={need}")
+        if self.ugal_queue not in UGAL_QUEUES:
+            raise ConfigError(f"SwitchSpec.ugal_queue {self.ugal_queue!r} is not one of {', '.join(UGAL_QUEUES)}")
+        if self.ugal_queue == "credits" and self.model != "input_queued":
+            raise ConfigError("SwitchSpec.ugal_queue=credits reads the credits of the next router's buffers: it "
+                              "needs switch.model=input_queued")
         if not isinstance(self.pending_expiry_ns, int) or isinstance(self.pending_expiry_ns, bool) \
                 or not 1 <= self.pending_expiry_ns <= MAX_DELAY_NS:
             raise ConfigError(f"SwitchSpec.pending_expiry_ns must be an integer within 1..{MAX_DELAY_NS} ns, "
@@ -332,6 +355,7 @@ class SwitchSpec:
 
 
 ADAPTIVE_LOADS = ("pending", "queue")
+UGAL_QUEUES = ("depth", "credits")
 ADAPTIVE_HEAVY = ("pick", "least_loaded", "route")
 ADAPTIVE_FREE = ("now", "light")
 VC_POLICIES = ("by_class", "dateline", "class_dateline", "dragonfly", "hops")

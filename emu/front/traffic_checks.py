@@ -338,6 +338,22 @@ def _pct(xs: list[int], p: float) -> int:
     return xs[max(0, math.ceil(p / 100 * len(xs)) - 1)]
 
 
+UGAL_COUNTS = ("ugal_minimal", "ugal_detour", "ugal_no_detour")
+"""The switches' counters of UGAL's source decisions (``switch.routing.nonminimal``): the minimal route
+by the rule, the detour by the rule, and the minimal route with no comparison (the intermediate drawn
+is where the frame is or goes)."""
+
+
+async def _ugal_counts(net) -> dict[str, int]:
+    """The network's UGAL decision counters so far (none unless a switch routes by UGAL)."""
+    out: dict[str, int] = {}
+    for st in await net.stats():
+        for k, v in st.get("engine", {}).items():
+            if k in UGAL_COUNTS:
+                out[k] = out.get(k, 0) + v
+    return out
+
+
 def _check(pattern: str):
     async def check(net, options: Options) -> dict[str, Any]:
         from emu.topologies.grid import grid_of
@@ -368,6 +384,7 @@ def _check(pattern: str):
         longest = 0  # the longest zero-load model latency of a measured packet (ns)
         short_window: tuple[float, float, int] | None = None  # (load, its 3 SE, the --measure that resolves it)
         frames = hops = 0
+        ugal = await _ugal_counts(net)
         for load in o.loads:
             scheds = [schedule(pattern, n, i, load, total, options.seed, grid, o.to_self, groups) for i in range(n)]
             expect = [0] * n
@@ -402,6 +419,10 @@ def _check(pattern: str):
                                    "accepted": round(arrived / per, 4),
                                    "capacity": round(arrived / per * wire_ns / cycle, 4),
                                    "packets": len(lat), "out_of_order": late}
+            now_ugal = await _ugal_counts(net)
+            if now_ugal != ugal:  # UGAL's source decisions over this load's run (warm-up, window, drain)
+                row.update({k: now_ugal.get(k, 0) - ugal.get(k, 0) for k in UGAL_COUNTS})
+                ugal = now_ugal
             if lat:
                 mean = sum(lat) / len(lat)
                 zero = mod / len(lat)

@@ -5,7 +5,9 @@ One :class:`RouteModel` per topology and process (built when the first switch's 
 ``cache["route_model"]``), shared by every switch there and by the deadlock check
 (:mod:`.deadlock`), so that both follow the very same routes.
 
-* **Dragonfly** (switches with ``info["group"]``): an intermediate is a *group*; the minimal route
+* **Dragonfly** (switches with ``info["group"]``): an intermediate is a *group* (or, with
+  ``switch.ugal_intermediate=router``, a router, as BookSim's ``dragonflynew`` draws a node: the
+  detour then ends at that router, often one local hop past the group's entry); the minimal route
   toward a router of another group is l-g-l -- the router's own global link to that group, else the
   local link to the router of its group that has one (with m links between two groups, the
   (``key`` mod m)-th, ``key`` the final destination router, as the family's tables choose); toward
@@ -59,8 +61,10 @@ class RouteModel:
                         self.gates.setdefault((self.group[i], self.group[j]), []).append((i, port))
             self.local = [{self.peer[i][p]: p for p in self.peer[i] if self.group[self.peer[i][p]] == self.group[i]}
                           for i in range(R)]
-            self.inters = self.ngroups
+            self.by_router = bool(sw) and getattr(sw[0].spec, "ugal_intermediate", "group") == "router"
+            self.inters = R if self.by_router else self.ngroups
         else:
+            self.by_router = True
             self.dist, self.next = self._shortest()
             self.inters = R
         if self.inters > MAX_INTERMEDIATES:
@@ -111,11 +115,13 @@ class RouteModel:
 
     def arrived(self, i: int, inter: int) -> bool:
         """Has a frame at router ``i`` reached its intermediate (group, or router)?"""
-        return (self.group[i] if self.dragonfly else i) == inter
+        return (i if self.by_router else self.group[i]) == inter
 
     def step(self, i: int, inter: int | None, target: int) -> int:
         """The next port at ``i`` toward ``inter`` (not yet arrived) on the way to router ``target``."""
-        return self.toward_group(i, inter, target) if self.dragonfly else self.next[i][inter]
+        if not self.dragonfly:
+            return self.next[i][inter]
+        return self.toward(i, inter, target) if self.by_router else self.toward_group(i, inter, target)
 
     def path(self, i: int, inter: int | None, dst: int) -> list[tuple[int, int]]:
         """[(router, out port)] from router ``i`` to host address ``dst`` via ``inter``: the
@@ -138,8 +144,9 @@ class RouteModel:
 
     def intermediate_useful(self, src: int, inter: int, dst: int) -> bool:
         """Is ``inter`` a detour from ``src`` to ``dst`` (not where they already are)?"""
-        if self.dragonfly:
-            return inter != self.group[src] and inter != self.group[dst]
+        if self.dragonfly:  # (a router of the source's or the destination's group is no detour either)
+            g = self.group[inter] if self.by_router else inter
+            return g != self.group[src] and g != self.group[dst]
         return inter != src and inter != dst
 
 

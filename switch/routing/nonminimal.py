@@ -6,7 +6,8 @@ check, :mod:`.deadlock`, follows):
 * ``minimal`` -- the family's minimal tables (dragonfly l-g-l, HyperX dimension order, Slim Fly
   shortest paths): the same ports as ``static``, by its own name.
 * ``valiant`` -- the source router (the first a frame meets: ``hops`` = 0) draws an intermediate
-  uniformly -- a group of a dragonfly, a router elsewhere -- from its own seeded generator; the frame
+  uniformly -- a group of a dragonfly (a router with ``switch.ugal_intermediate=router``, as BookSim
+  draws a node), a router elsewhere -- from its own seeded generator; the frame
   goes minimally to it, then minimally to its destination. An intermediate where the frame already is
   or where it is going (the source's or the destination's group or router) is no detour: the frame
   goes minimally. The frame carries its intermediate in the fabric header (flag ``DETOUR``, ``rsvd``
@@ -14,8 +15,11 @@ check, :mod:`.deadlock`, follows):
 * ``ugal_l`` -- UGAL with local information: the source router draws an intermediate as Valiant does
   and sends the frame the non-minimal way exactly when ``q_min * H_min > q_non * H_non + T``:
   ``q`` the depth of its own output port each way (:func:`depth`: bytes on the line or waiting for it
-  in this router, plus the bytes the next router holds for it -- the credit it has used), ``H`` the
+  in this router, plus the bytes the next router holds for it -- the credit it has used; with
+  ``switch.ugal_queue=credits`` that credit alone, :func:`held`, BookSim's ``GetUsedCredit``), ``H`` the
   router-to-router hops of each route, ``T`` ``SwitchSpec.ugal_threshold_bytes``. Ties go minimal.
+  The router counts its decisions (``stats``: ``ugal_minimal``, ``ugal_detour``, and
+  ``ugal_no_detour`` for a draw that is no detour); the traffic tests print them per load.
 * ``ugal_g`` -- the same rule with ``q`` summed over every router of each route (each router's own
   output depth, read from its engine at ``now``): an **oracle** no router has, as in BookSim's
   UGAL-G; it needs every router in one process (``--processes 1``) and says so otherwise.
@@ -49,14 +53,19 @@ FLAG_REDECIDE = 0x10
 FLAG_SRCRT = 0x02
 
 
+def held(eng, p: int) -> int:
+    """Bytes of the next router's buffers (every VC) output ``p`` holds credit for: sent and not yet
+    credited back (BookSim's ``GetUsedCredit``); 0 on a router without credits or toward a host."""
+    oc = getattr(eng, "oc", None)  # the input-queued router's credits of the next router's buffers
+    if oc is None or oc.vc[p] is None:
+        return 0
+    cap = oc.cap[p][0]
+    return sum(cap - c for c in oc.vc[p])
+
+
 def depth(eng, view, p: int, now: int) -> int:
     """Bytes queued toward output ``p``: on the line or waiting for it here, and held downstream."""
-    b = view.queue(p, now)[1]
-    oc = getattr(eng, "oc", None)  # the input-queued router's credits of the next router's buffers
-    if oc is not None and oc.vc[p] is not None:
-        cap = oc.cap[p][0]
-        b += sum(cap - c for c in oc.vc[p])
-    return b
+    return view.queue(p, now)[1] + held(eng, p)
 
 
 def minimal(engine, seed: int):
@@ -75,6 +84,10 @@ def _policy(kind: str):
         me = model.index[engine.name]
         rng = random.Random(seed * 1_000_003 + engine.node_id)
         threshold = getattr(engine.spec, "ugal_threshold_bytes", 0)
+        credits_only = getattr(engine.spec, "ugal_queue", "depth") == "credits"
+
+        def queue(e, view, p: int, now: int) -> int:
+            return held(e, p) if credits_only else depth(e, view, p, now)
         tag = [None]
         engines = None
         if kind == "ugal_g":
@@ -89,13 +102,14 @@ def _policy(kind: str):
                     raise EngineError(f"routing=ugal_g is an oracle that reads every router's queues; router "
                                       f"{model.names[r]} runs in another process: run it with --processes 1")
                 if e.ports is not None:
-                    total += depth(e, e.ports, p, now)
+                    total += queue(e, e.ports, p, now)
             return total
 
         def decide(dst: int, static: int, now: int, tgt: int):
             """UGAL: (port, intermediate or None)."""
             inter = rng.randrange(model.inters)
             if not model.intermediate_useful(me, inter, tgt):
+                engine.stats["ugal_no_detour"] = engine.stats.get("ugal_no_detour", 0) + 1
                 return static, None
             non = model.step(me, inter, tgt)
             view = engine.ports
@@ -105,9 +119,12 @@ def _policy(kind: str):
             if kind == "ugal_g":
                 q_min, q_non = q_path(me, None, dst, now), q_path(me, inter, dst, now)
             else:
-                q_min, q_non = depth(engine, view, static, now), depth(engine, view, non, now)
+                q_min, q_non = queue(engine, view, static, now), queue(engine, view, non, now)
+            st = engine.stats
             if q_min * h_min > q_non * h_non + threshold:
+                st["ugal_detour"] = st.get("ugal_detour", 0) + 1
                 return non, inter
+            st["ugal_minimal"] = st.get("ugal_minimal", 0) + 1
             return static, None
 
         def choose(dst: int, static: int, frame: bytes, now: int) -> int:
@@ -169,4 +186,4 @@ ugal_g = _policy("ugal_g")
 par = _policy("par")
 
 POLICIES = {"minimal": minimal, "valiant": valiant, "ugal_l": ugal_l, "ugal_g": ugal_g, "par": par}
-__all__ = ["FLAG_DETOUR", "FLAG_REDECIDE", "POLICIES", "depth"]
+__all__ = ["FLAG_DETOUR", "FLAG_REDECIDE", "POLICIES", "depth", "held"]
