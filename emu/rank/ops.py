@@ -4,7 +4,7 @@ on the buffers' own memory) and their local side, ``Op.Reduce_local``."""
 
 from __future__ import annotations
 
-from .handle import Handle
+from .handle import Handle, _Cell
 from .mpibuf import buffer
 from .mpierr import ERR_OP, Exception, Missing
 
@@ -26,7 +26,9 @@ class Op(Handle, family=True):
 
     _users: dict[int, "Op"] = {}
     _picklable = True
-    _h = property(lambda self: self.__dict__.get("_o"), lambda self, o: self.__dict__.__setitem__("_o", o))
+    _o = _Cell()
+    _store = "_o"
+    _h = property(lambda self: self._o, lambda self, o: self.__dict__.__setitem__("_o", o))
 
     # what the channel and the collectives read
     name = property(lambda self: self._o.name if self._o is not None else "op_null")

@@ -112,7 +112,7 @@ class Win(Attributes, Handle, family=True):
     _kind = "win"
 
     def __getattr__(self, name):
-        h = self.__dict__.get("_h")
+        h = self._h
         if name in _STATE:
             if h is None:
                 if name in ("wid", "_name"):
@@ -128,7 +128,7 @@ class Win(Attributes, Handle, family=True):
             object.__setattr__(self, name, value)
 
     def _ok_h(self):
-        if self.__dict__.get("_h") is None:
+        if self._h is None:
             raise Exception(ERR_WIN, "MPI_ERR_WIN: invalid window (WIN_NULL)")
         return self._h
 
