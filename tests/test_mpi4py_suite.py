@@ -15,7 +15,8 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULES = ["test_status", "test_request", "test_group", "test_info", "test_errorcode", "test_p2p_obj_matched",
-           "test_cco_obj", "test_win", "test_subclass", "test_grequest", "test_session", "test_ulfm"]
+           "test_cco_obj", "test_win", "test_subclass", "test_grequest", "test_session", "test_ulfm", "test_ctypes",
+           "test_objmodel", "test_doc", "test_mpiabi"]
 """Modules whose every case MPICH passes must pass under emu (fast ones: about a minute in all). Not
 ``test_spawn``: its ~130 processes take minutes to start (``tests/test_mpirun_dynamic.py`` checks Spawn
 against MPICH; ``scripts/mpi4py_suite.py`` runs the module)."""
