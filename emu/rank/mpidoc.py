@@ -20,10 +20,13 @@ TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpidoc.json")
 
 
 def _signature(name: str, obj) -> str:
-    try:
-        return f"{name}{inspect.signature(obj)}"
-    except (TypeError, ValueError):
+    """``name(a, b, ...)``: the function's parameters by name (what ``inspect.signature`` would say, cheaply:
+    this runs at every rank's import)."""
+    code = getattr(obj, "__code__", None)
+    if code is None:
         return f"{name}(...)"
+    n = code.co_argcount + code.co_kwonlyargcount
+    return f"{name}({', '.join(code.co_varnames[:n])})"
 
 
 def _own(name: str, obj, doc: str | None, head: str | None) -> str | None:
