@@ -103,7 +103,8 @@ class Op(Handle, family=True):
     is_predefined = property(lambda self: self._o is None or not self._o.uid)
 
     def toint(self) -> int:
-        return -1 if self._o is None else (self._o.uid + 1000 if self._o.uid else _ORDER.index(self._o.name))
+        # OP_NULL too has an int (0: "op_null"), as MPI 5's MPI_Op_toint gives one (-1 would say "no toint")
+        return 0 if self._o is None else (self._o.uid + 1000 if self._o.uid else _ORDER.index(self._o.name))
 
     @classmethod
     def fromint(cls, arg: int) -> "Op":
