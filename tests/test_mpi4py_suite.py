@@ -15,7 +15,8 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULES = ["test_status", "test_request", "test_group", "test_info", "test_errorcode", "test_p2p_obj_matched",
-           "test_cco_obj", "test_win", "test_subclass", "test_grequest", "test_session", "test_ulfm"]
+           "test_cco_obj", "test_win", "test_subclass", "test_grequest", "test_session", "test_ulfm", "test_ctypes",
+           "test_objmodel", "test_doc", "test_mpiabi", "test_handle"]
 """Modules whose every case MPICH passes must pass under emu (fast ones: about a minute in all). Not
 ``test_spawn``: its ~130 processes take minutes to start (``tests/test_mpirun_dynamic.py`` checks Spawn
 against MPICH; ``scripts/mpi4py_suite.py`` runs the module)."""
@@ -50,6 +51,12 @@ def suite():
         yield mod, tests, driver
 
 
+ACCEPTED_SKIPS = {"test_objmodel.TestObjModel.testCAPI": "cython"}
+"""Cases emu skips, MPICH passes, for the reason the suite gives an implementation without that feature:
+``testCAPI`` reads the C API capsules of a Cython-built ``mpi4py.MPI`` (``__pyx_capi__``), which a module
+written in Python has not got."""
+
+
 @pytest.mark.parametrize("n", [2])  # n=1 is in it: each module runs its cases on COMM_SELF too
 def test_every_case_mpich_passes_passes(suite, n):
     mod, tests, driver = suite
@@ -65,7 +72,7 @@ def test_every_case_mpich_passes_passes(suite, n):
                 continue
             counted += 1
             mine = got["cases"].get(case, {"outcome": "fail", "why": "never ran"})
-            if mine["outcome"] != "pass":
+            if mine["outcome"] != "pass" and not (mine["outcome"] == "skip" and ACCEPTED_SKIPS.get(case) == mine["why"]):
                 missing.append(f"{case}: {mine['outcome']}: {(mine.get('why') or '').strip()[-300:]}")
     assert counted > 100, f"only {counted} cases ran under MPICH: the suite or the driver is broken"
     assert not missing, "cases MPICH passes and emu does not:\n" + "\n".join(missing)

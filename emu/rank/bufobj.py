@@ -14,6 +14,8 @@ import ctypes
 
 import numpy as np
 
+from .winbuf import install_empty
+
 _INT_FORMATS = {1: "b", 2: "h", 4: "i", 8: "l"}
 
 
@@ -36,10 +38,41 @@ class _Constant:
     def __reduce__(self) -> str:
         return self._name
 
+    def __bool__(self) -> bool:
+        return self._value != 0
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __eq__(self, other):
+        if isinstance(other, type(self)):
+            return True
+        if isinstance(other, _Constant) or not _integral(other):
+            return NotImplemented
+        return self._value == int(other)
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+
+def _integral(x) -> bool:
+    try:
+        x.__index__()
+    except (AttributeError, TypeError):
+        return False
+    return True
+
+
+install_empty(_Constant)  # memoryview(MPI.BOTTOM): no bytes, no object (before the subclasses: they inherit it)
+
 
 class BottomType(_Constant):
     __module__ = "mpi4py.MPI"
     _name, _value = "BOTTOM", 0
+
+    def __index__(self) -> int:  # as mpi4py's: BOTTOM alone is an index
+        return self._value
 
 
 class InPlaceType(_Constant):
@@ -47,8 +80,16 @@ class InPlaceType(_Constant):
     _name, _value = "IN_PLACE", -1
 
 
+class BufferAutomaticType(_Constant):
+    """``MPI.BUFFER_AUTOMATIC`` (MPI 4.1): buffered sends take the room they need."""
+
+    __module__ = "mpi4py.MPI"
+    _name, _value = "BUFFER_AUTOMATIC", -2
+
+
 BOTTOM = BottomType()
 IN_PLACE = InPlaceType()
+BUFFER_AUTOMATIC = BufferAutomaticType()
 
 
 def is_bottom(obj) -> bool:
@@ -118,7 +159,9 @@ def acquire(obj, writable: bool = False) -> Mem:
 
 def address(obj) -> int:
     """``MPI.Get_address``: where ``obj``'s memory starts (0 for BOTTOM or None)."""
-    return 0 if is_bottom(obj) else acquire(obj).addr
+    if isinstance(obj, _Constant):  # BOTTOM, IN_PLACE, BUFFER_AUTOMATIC: their values (MPICH's addresses)
+        return obj._value
+    return 0 if obj is None else acquire(obj).addr
 
 
 def _host_bytes(addr: int, nbytes: int, keep, fmt: str, itemsize: int, readonly: bool, device: int) -> Mem:

@@ -328,6 +328,7 @@ class Request(Handle, family=True):
 
     @classmethod
     def startall(cls, requests) -> None:
+        """Start a collection of persistent requests (``Startall``)."""
         cls.Startall(requests)
 
     def __getattr__(self, name):
@@ -359,6 +360,7 @@ class Prequest(Request):
             h.kind_inner = ih.kind
 
     def start(self) -> None:
+        """Start the persistent request (``Start``)."""
         self.Start()
 
     def _done(self) -> None:  # inactive again, not null

@@ -13,7 +13,7 @@ import numpy as np
 from . import typemap as tm
 from .attrs import Attributes
 from .bufobj import acquire
-from .handle import Handle
+from .handle import Handle, _Cell
 from .mpierr import ERR_ARG, ERR_BUFFER, ERR_COUNT, ERR_OP, ERR_TYPE, Exception, Missing  # noqa: F401
 from .named import CODES, FROMCODE, NAMED, NULL_NAMES
 
@@ -64,7 +64,9 @@ class Datatype(Attributes, Handle, family=True):
     itself is ``self._t``)."""
 
     _kind = "datatype"
-    _h = property(lambda self: self.__dict__.get("_t"), lambda self, t: self.__dict__.__setitem__("_t", t))
+    _t = _Cell()
+    _store = "_t"
+    _h = property(lambda self: self._t, lambda self, t: self.__dict__.__setitem__("_t", t))
     """The handle's object, as every handle class names it."""
 
     def _ok(self) -> _Type:

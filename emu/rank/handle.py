@@ -46,8 +46,49 @@ def _kind_ok(cls, other) -> bool:
     return isinstance(other, base) or issubclass(getattr(other._h, "cls", type(other)), base)
 
 
+class _Cell:
+    """Where a handle object's MPI object is found once ``MPI._addressof`` has given out the address of its
+    handle: the handle (the object's id, 0 for null) is then in C memory (``_cell``, a ``void *``), which a
+    program may read and write (ctypes, cffi), as mpi4py's ``ob_mpi``. A non-data descriptor: an object whose
+    address was never asked for keeps its MPI object in its ``__dict__`` (a plain attribute, no cost); one
+    whose address was given out reads the cell (and ``_addressof`` moves a value set since back into it)."""
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            return self
+        d = obj.__dict__
+        cell = d.get("_cell")
+        if cell is None:
+            return None
+        value = cell.value or 0
+        keep = d.get("_keep")
+        if value == (0 if keep is None else id(keep)):
+            return keep
+        impl = _LIVE.get(value) if value else None  # a handle written there: alive while its holder is
+        d["_keep"] = impl
+        return impl
+
+
+class _Family:
+    """``cls._family``: the family's class, kept out of the class's own namespace as a class (mpi4py's
+    ``test_doc`` walks every class found in the module's and the classes' namespaces)."""
+
+    def __init__(self, cls: type):
+        self.cls = cls
+
+    def __get__(self, obj, owner=None) -> type:
+        return self.cls
+
+
 class Handle:
     """Base of every handle class; ``_family`` is the class a handle's kind is checked against."""
+
+    _h = _Cell()
+    _store = "_h"
+    """The attribute a class keeps its MPI object in (a Datatype ``_t``, an Op ``_o``)."""
 
     _family: type = None  # set by each family's base class (Comm, Group, Info, ...)
     _strict = False
@@ -56,7 +97,7 @@ class Handle:
     def __init_subclass__(cls, family: bool = False, **kw):
         super().__init_subclass__(**kw)
         if family:
-            cls._family = cls
+            cls._family = _Family(cls)
         if cls.__module__.startswith("emu.rank"):
             cls.__module__ = MODULE
 
@@ -175,19 +216,35 @@ class Handle:
 
 
 def _sizeof(obj) -> int:
-    """``MPI._sizeof``: bytes of the C object (an MPICH handle is an int; a status five)."""
+    """``MPI._sizeof``: bytes of the C object: a handle is a pointer (the MPI object's address, as Open MPI's
+    handles are); a status five ints (MPICH's)."""
     cls = obj if isinstance(obj, type) else type(obj)
     if getattr(cls, "__name__", "") == "Status" or any(c.__name__ == "Status" for c in cls.__mro__):
         return 20
     if not issubclass(cls, Handle) and not hasattr(cls, "_h"):
         raise TypeError(f"expecting an MPI object or class, got {cls.__name__}")
-    return 4
+    return 8
 
 
 def _addressof(obj) -> int:
+    """``MPI._addressof``: where the object's handle is in memory (``_Cell``); a status: the object's id."""
     if obj is None or not (isinstance(obj, Handle) or type(obj).__name__ == "Status" or hasattr(obj, "_h")):
         raise TypeError(f"expecting an MPI object, got {type(obj).__name__}")
-    return id(obj)
+    if not isinstance(obj, Handle):
+        return id(obj)
+    import ctypes
+
+    d, store = obj.__dict__, type(obj)._store
+    cell = d.get("_cell")
+    if cell is None or store in d:  # first time, or the object was given another MPI object since
+        impl = getattr(obj, store)
+        d.pop(store, None)
+        if cell is None:
+            cell = d["_cell"] = ctypes.c_void_p()
+        if impl is not None:
+            _LIVE[id(impl)] = impl
+        cell.value, d["_keep"] = (0 if impl is None else id(impl)), impl
+    return ctypes.addressof(cell)
 
 
 def _handleof(obj) -> int:

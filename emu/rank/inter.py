@@ -374,7 +374,10 @@ def create_group(self, group: Group, tag: int = 0):
 def create_from_group(cls, group: Group, stringtag: str = "org.mpi4py", info=None, errhandler=None):
     """``Intracomm.Create_from_group`` (MPI 4): collective over the group's members, no parent."""
     head, _ = CHANNEL.call("create_group", ctx=0, ranks=group.ranks, tag=str(stringtag), call="Create_from_group")
-    return COMM_NULL._made(head)
+    comm = COMM_NULL._made(head)
+    if comm and getattr(group._h, "session", None) is not None:
+        comm._h.session = group._h.session  # its session's buffered-send buffer (emu.rank.bsend)
+    return comm
 
 
 def create_intercomm(self, local_leader: int, peer_comm, remote_leader: int, tag: int = 0) -> Intercomm:

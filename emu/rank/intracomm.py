@@ -5,6 +5,7 @@ from __future__ import annotations
 from numpy import frombuffer, ndarray, uint8
 
 from .attrs import Attributes
+from . import bsend
 from .blockcoll import BlockingCollectives
 from .buffers import Msg
 from .channel import CHANNEL
@@ -201,15 +202,16 @@ class Comm(CollectivesMixin, BlockingCollectives, Attributes, Handle, family=Tru
 
     # -- point to point, Python objects -------------------------------------------------------------------
     def _send(self, payload, dest: int, tag: int, mode: str, nb: bool, call: str):
+        kw = {"bsend": True} if call.lower() in ("bsend", "ibsend") else {}  # buffered sends complete locally
         head, _ = CHANNEL.call("send", payload, ctx=self._ok(), dest=int(dest), tag=_tag_ok(tag, False), mode=mode,
-                               nb=nb, call=call)
+                               nb=nb, call=call, **kw)
         return Request._make(head["req"], "send") if nb else None
 
     def send(self, obj, dest: int, tag: int = 0) -> None:
         self._send(_pickle(obj), dest, tag, "std", False, "send")
 
     def bsend(self, obj, dest: int, tag: int = 0) -> None:
-        self._send(_room(_pickle(obj)), dest, tag, "std", False, "bsend")
+        self._send(_room(self, _pickle(obj)), dest, tag, "std", False, "bsend")
 
     def ssend(self, obj, dest: int, tag: int = 0) -> None:
         self._send(_pickle(obj), dest, tag, "sync", False, "ssend")
@@ -218,7 +220,7 @@ class Comm(CollectivesMixin, BlockingCollectives, Attributes, Handle, family=Tru
         return self._send(_pickle(obj), dest, tag, "std", True, "isend")
 
     def ibsend(self, obj, dest: int, tag: int = 0) -> Request:
-        return self._send(_room(_pickle(obj)), dest, tag, "std", True, "ibsend")
+        return self._send(_room(self, _pickle(obj)), dest, tag, "std", True, "ibsend")
 
     def issend(self, obj, dest: int, tag: int = 0) -> Request:
         return self._send(_pickle(obj), dest, tag, "sync", True, "issend")
@@ -282,7 +284,7 @@ class Comm(CollectivesMixin, BlockingCollectives, Attributes, Handle, family=Tru
         self._send(_out(buf, dest), dest, tag, "std", False, "Send")
 
     def Bsend(self, buf, dest: int, tag: int = 0) -> None:
-        self._send(_room(_out(buf, dest)), dest, tag, "std", False, "Bsend")
+        self._send(_room(self, _out(buf, dest)), dest, tag, "std", False, "Bsend")
 
     def Rsend(self, buf, dest: int, tag: int = 0) -> None:
         self._send(_out(buf, dest), dest, tag, "std", False, "Rsend")
@@ -294,7 +296,7 @@ class Comm(CollectivesMixin, BlockingCollectives, Attributes, Handle, family=Tru
         return self._send(_out(buf, dest), dest, tag, "std", True, "Isend")
 
     def Ibsend(self, buf, dest: int, tag: int = 0) -> Request:
-        return self._send(_room(_out(buf, dest)), dest, tag, "std", True, "Ibsend")
+        return self._send(_room(self, _out(buf, dest)), dest, tag, "std", True, "Ibsend")
 
     def Irsend(self, buf, dest: int, tag: int = 0) -> Request:
         return self._send(_out(buf, dest), dest, tag, "std", True, "Irsend")
@@ -409,8 +411,8 @@ class _Nothing:
         pass
 
 
-def _room(payload: bytes) -> bytes:
-    CHANNEL.bsend_room(len(payload))
+def _room(comm: Comm, payload: bytes) -> bytes:
+    bsend.room(comm._h, len(payload))
     return payload
 
 

@@ -14,7 +14,7 @@ from .consts import CONSTANTS
 globals().update(CONSTANTS)  # MPICH's integer constants; those below are the emulated library's own
 
 from .buffers import BOTTOM, IN_PLACE  # noqa: E402
-from .bufobj import BottomType, InPlaceType  # noqa: E402,F401 -- mpi4py.typing imports them
+from .bufobj import BUFFER_AUTOMATIC, BottomType, BufferAutomaticType, InPlaceType  # noqa: E402,F401 -- mpi4py.typing imports them
 from .channel import CHANNEL  # noqa: E402
 from .comm import (ANY_SOURCE, ANY_TAG, CONGRUENT, IDENT, PROC_NULL, ROOT, SIMILAR, TAG_UB_KEY, UNDEFINED,  # noqa: E402
                    UNEQUAL, Grequest, Group, Prequest, Request, Status, Unsupported, _null_request)
@@ -35,6 +35,9 @@ from . import spawn as _spawn  # noqa: E402,F401 -- Intracomm.Spawn, Spawn_multi
 from . import ulfm as _ulfm  # noqa: E402,F401 -- Comm.Agree, Shrink, Get_failed ...
 from .errors import Exception  # noqa: E402
 from .session import SESSION_NULL, Session  # noqa: E402
+from . import bsend as _bsend  # noqa: E402
+
+_bsend.install(Comm, Session)  # Comm's and Session's Attach_buffer, Detach_buffer, Flush_buffer, Iflush_buffer
 from .win import (LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE,  # noqa: E402
                   MODE_NOSUCCEED, WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_CREATE,
                   WIN_FLAVOR_DYNAMIC, WIN_FLAVOR_SHARED, WIN_MODEL, WIN_NULL, WIN_SEPARATE, WIN_SIZE, WIN_UNIFIED, Win)
@@ -42,9 +45,10 @@ from .types import CONSTANTS as TYPE_NAMES, OPS, TYPES, Datatype, Op  # noqa: E4
 
 TAG_UB = TAG_UB_KEY
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
-VERSION, SUBVERSION = 3, 1
-"""The MPI standard the emulated library claims: 3.1 -- it has most of MPI 3.1 and parts of 4.x
-(which it says: a 4.x call it lacks raises NotImplementedError, as a 3.1 library's would)."""
+VERSION, SUBVERSION = 4, 1
+"""The MPI standard the emulated library claims: 4.1 -- what mpi4py's test suite asks of a 4.1 library
+(sessions, partitioned and large-count calls, the hardware-guided ``Split_type`` kinds, buffers attached
+to communicators and sessions) it has; a call it lacks raises NotImplementedError naming it."""
 pickle = pickle_
 REQUEST_NULL = predefine_null(Request(), "REQUEST_NULL")
 GROUP_NULL = predefine_null(Group(), "GROUP_NULL")
@@ -106,6 +110,36 @@ def Get_library_version() -> str:
             f"rank {CHANNEL.world_rank} of {CHANNEL.size} on {CHANNEL.name}")
 
 
+def Get_abi_version() -> tuple[int, int]:
+    """No standard MPI ABI (MPI 5.0): (-1, -1), as mpi4py answers for a library without ``MPI_Abi_get_version``."""
+    return -1, -1
+
+
+def Get_abi_info() -> Info:
+    """The sizes of the address, count and offset integers, as mpi4py's fallback (``mpiapi50.h``) gives them."""
+    info = Info.Create()
+    for name in ("aint", "count", "offset"):
+        info.Set(f"mpi_{name}_size", str(TYPES[name.upper()].Get_size()))
+    return info
+
+
+def Get_abi_fortran_info() -> Info:
+    """The Fortran types' sizes and which sized ones the library has, as mpi4py's fallback (``mpiapi50.h``)
+    gives them (INFO_NULL without the four basic ones)."""
+    sizes = [TYPES[k].Get_size() if TYPES.get(k) else 0 for k in ("LOGICAL", "INTEGER", "REAL", "DOUBLE_PRECISION")]
+    if not any(sizes):
+        return Info()
+    info = Info.Create()
+    for name, size in zip(("logical", "integer", "real", "double_precision"), sizes):
+        info.Set(f"mpi_{name}_size", str(size))
+    for kind, sizes in (("logical", (1, 2, 4, 8, 16)), ("integer", (1, 2, 4, 8, 16)), ("real", (2, 4, 8, 16)),
+                        ("complex", (4, 8, 16, 32)), ("double_complex", ("",))):
+        for n in sizes:
+            t = TYPES.get(f"{kind}{n}".upper())
+            info.Set(f"mpi_{kind}{n}_supported", "true" if t and t.Get_size() > 0 else "false")
+    return info
+
+
 def get_vendor() -> tuple[str, tuple[int, int, int]]:
     return "hpc-emu", (0, 1, 0)
 
@@ -124,6 +158,7 @@ def Wtick() -> float:
 
 
 def Abort(errorcode: int = 0):
+    """Terminate the MPI execution environment (the job ends, as ``COMM_WORLD.Abort``)."""
     CHANNEL.abort(errorcode)
 
 
@@ -134,16 +169,25 @@ def _set_abort_status(status: int) -> None:
 
 
 def Attach_buffer(buf) -> None:
-    """The buffer buffered sends need room in; read-only memory refused (BufferError), as mpi4py."""
-    from .bufobj import acquire
+    """The buffer buffered sends need room in (``BUFFER_AUTOMATIC`` or None: as much as they take);
+    read-only memory refused (BufferError), as mpi4py."""
+    from .bsend import take
 
-    CHANNEL.bsend_bytes = acquire(buf, writable=True).nbytes
-    CHANNEL.bsend_buffer = buf
+    CHANNEL.bsend_buffer, CHANNEL.bsend_bytes = take(buf)
 
 
 def Detach_buffer():
     buf, CHANNEL.bsend_buffer = CHANNEL.bsend_buffer, None
     return buf
+
+
+def Flush_buffer() -> None:
+    """MPI 4.1: the buffered messages are sent (the emulated NIC took each at once)."""
+
+
+def Iflush_buffer() -> Request:
+    """MPI 4.1: a request complete when made (``Flush_buffer``)."""
+    return _null_request()
 
 
 def __getattr__(name: str):
@@ -160,3 +204,10 @@ from .mpiio import FILE_NULL, File, Register_datarep  # noqa: E402 -- MPI-IO
 from .handle import mark_constants as _mark_constants  # noqa: E402
 
 _mark_constants(globals())
+
+del sys, _spawn, _ulfm, _bsend  # modules are not the MPI module's names (mpi4py's has none)
+del predefine_null  # the library's own helper
+from .mpidoc import apply as _apply_docs  # noqa: E402
+
+_apply_docs(globals())  # mpi4py's docstrings (emu.rank.mpidoc)
+del _apply_docs

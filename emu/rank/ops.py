@@ -4,7 +4,7 @@ on the buffers' own memory) and their local side, ``Op.Reduce_local``."""
 
 from __future__ import annotations
 
-from .handle import Handle
+from .handle import Handle, _Cell
 from .mpibuf import buffer
 from .mpierr import ERR_OP, Exception, Missing
 
@@ -26,7 +26,9 @@ class Op(Handle, family=True):
 
     _users: dict[int, "Op"] = {}
     _picklable = True
-    _h = property(lambda self: self.__dict__.get("_o"), lambda self, o: self.__dict__.__setitem__("_o", o))
+    _o = _Cell()
+    _store = "_o"
+    _h = property(lambda self: self._o, lambda self, o: self.__dict__.__setitem__("_o", o))
 
     # what the channel and the collectives read
     name = property(lambda self: self._o.name if self._o is not None else "op_null")
@@ -101,7 +103,8 @@ class Op(Handle, family=True):
     is_predefined = property(lambda self: self._o is None or not self._o.uid)
 
     def toint(self) -> int:
-        return -1 if self._o is None else (self._o.uid + 1000 if self._o.uid else _ORDER.index(self._o.name))
+        # OP_NULL too has an int (0: "op_null"), as MPI 5's MPI_Op_toint gives one (-1 would say "no toint")
+        return 0 if self._o is None else (self._o.uid + 1000 if self._o.uid else _ORDER.index(self._o.name))
 
     @classmethod
     def fromint(cls, arg: int) -> "Op":

@@ -95,11 +95,40 @@ def install() -> types.ModuleType:
     def get_config() -> dict:
         return {}
 
-    def profile(name, *, path=None):
-        raise NotImplementedError("the emulated MPI has no profiling interface (mpi4py.profile): "
-                                  "emu mpirun's --json and --trace record every call")
-
     pkg.get_include, pkg.get_config, pkg.profile = get_include, get_config, profile
     sys.modules["mpi4py"] = pkg
     sys.meta_path.insert(0, _Finder(where))
     return pkg
+
+
+def profile(name, *, path=None):
+    """``mpi4py.profile``: the profiler library found and loaded (``RTLD_GLOBAL``) as mpi4py finds and loads
+    it -- ValueError when it is not found, a UserWarning when it does not load -- and a RuntimeWarning that
+    it sees no call: a profiler wraps the C library's ``MPI_*`` functions, and the emulated MPI makes its
+    calls in Python (``emu mpirun``'s ``--json`` and ``--trace`` record every call)."""
+    import pathlib
+    import warnings
+    from _ctypes import dlopen
+
+    if path is None:
+        path = [""]
+    elif isinstance(path, os.PathLike):
+        path = [path]
+    elif isinstance(path, str):
+        path = path.split(os.pathsep)
+    elif isinstance(path, bytes):
+        path = path.split(os.fsencode(os.pathsep))
+    name = os.fsdecode(name)
+    patterns = [("", ""), ("lib", ".so")]
+    filename = next((str((pathlib.Path(p) / f"{pre}{name}{suf}").resolve()) for p in map(os.fsdecode, path)
+                     for pre, suf in patterns if (pathlib.Path(p) / f"{pre}{name}{suf}").is_file()), None)
+    if filename is None:
+        raise ValueError(f"profiler {name!r} not found")
+    try:
+        handle = dlopen(filename, os.RTLD_NOW | os.RTLD_GLOBAL)
+    except OSError as exc:
+        warnings.warn(exc.args[0], stacklevel=2)
+        return
+    vars(profile).setdefault("registry", []).append((name, (handle, filename)))
+    warnings.warn(f"profiler {name!r} loaded, but the emulated MPI (emu mpirun) makes no C MPI calls for it to "
+                  "see: emu mpirun's --json and --trace record every call", RuntimeWarning, stacklevel=2)

@@ -6,8 +6,8 @@ and ``mpi://SELF`` (this rank), as MPICH does; ``Create_group`` gives the pset's
 ``Intracomm.Create_from_group`` makes a communicator (a collective over the group's members, carried
 by the emulator as ``Create_group`` is). Names are matched as MPICH matches them: exactly by
 ``Get_pset_info``, case-insensitively by ``Create_group``. Errors go to the session's error handler
-(``ERRORS_RETURN`` unless ``Init`` was given another). The buffered-send buffer of a session (MPI
-4.1) is not in the emulated library, an MPI 3.1 library: those calls raise NotImplementedError.
+(``ERRORS_RETURN`` unless ``Init`` was given another). A session's buffered-send buffer (MPI 4.1) is
+``emu.rank.bsend``'s: a communicator made from one of its groups uses it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 
 from .channel import CHANNEL
 from .consts import CONSTANTS
-from .errors import Exception, Unsupported
+from .errors import Exception
 from .group import Group
 from .handle import Handle, Impl, predefine_null
 from .info import ERRORS_RETURN, Errhandler, Info, call_errhandler, create_errhandler
@@ -85,7 +85,9 @@ class Session(Handle, family=True):
         name = next((p for p in PSETS if p.lower() == str(pset_name).lower()), None)
         if name is None:
             self._fail(f"MPI_ERR_ARG: invalid pset name {pset_name!r} (the session has {', '.join(PSETS)})")
-        return Group._make(_members(name))
+        group = Group._make(_members(name))
+        group._h.session = self._h  # a communicator made of it uses the session's buffered-send buffer
+        return group
 
     def Get_info(self) -> Info:
         self._ok()
@@ -109,24 +111,6 @@ class Session(Handle, family=True):
 
     def Call_errhandler(self, errorcode: int) -> None:
         call_errhandler(self, self._ok().errhandler, errorcode)
-
-    # -- the buffered-send buffer of a session (MPI 4.1): not in the emulated library ---------------
-    def _no_buffer(self, call: str):
-        self._ok()
-        raise Unsupported(f"the emulated MPI (emu mpirun) has no Session.{call} (a session's buffered-send "
-                          "buffer is MPI 4.1; MPI.Attach_buffer gives the process one)")
-
-    def Attach_buffer(self, buf) -> None:
-        self._no_buffer("Attach_buffer")
-
-    def Detach_buffer(self):
-        self._no_buffer("Detach_buffer")
-
-    def Flush_buffer(self) -> None:
-        self._no_buffer("Flush_buffer")
-
-    def Iflush_buffer(self):
-        self._no_buffer("Iflush_buffer")
 
 
 SESSION_NULL = predefine_null(Session(), "SESSION_NULL")

@@ -202,6 +202,7 @@ def _fill(out: Msg, vector: bool, got) -> None:
 # -- Cartesian ------------------------------------------------------------------------------------------
 class Cartcomm(Topocomm):
     _topology = CART
+    _strict = True  # MPI.Cartcomm(a communicator of another topology): TypeError
 
     def Get_dim(self) -> int:
         return len(self._t_dims)
@@ -281,6 +282,7 @@ class Cartcomm(Topocomm):
 # -- graphs -------------------------------------------------------------------------------------------
 class Graphcomm(Topocomm):
     _topology = GRAPH
+    _strict = True  # MPI.Graphcomm(a communicator of another topology): TypeError
 
     def Get_dims(self) -> tuple[int, int]:
         return len(self._t_index), len(self._t_edges)
@@ -314,6 +316,7 @@ class Graphcomm(Topocomm):
 
 class Distgraphcomm(Topocomm):
     _topology = DIST_GRAPH
+    _strict = True  # MPI.Distgraphcomm(a communicator of another topology): TypeError
 
     def Get_dist_neighbors_count(self) -> tuple[int, int, bool]:
         return len(self._t_sources), len(self._t_dests), self._t_weights is not None

@@ -112,7 +112,7 @@ class Win(Attributes, Handle, family=True):
     _kind = "win"
 
     def __getattr__(self, name):
-        h = self.__dict__.get("_h")
+        h = self._h
         if name in _STATE:
             if h is None:
                 if name in ("wid", "_name"):
@@ -128,7 +128,7 @@ class Win(Attributes, Handle, family=True):
             object.__setattr__(self, name, value)
 
     def _ok_h(self):
-        if self.__dict__.get("_h") is None:
+        if self._h is None:
             raise Exception(ERR_WIN, "MPI_ERR_WIN: invalid window (WIN_NULL)")
         return self._h
 
@@ -198,10 +198,22 @@ class Win(Attributes, Handle, family=True):
         raise Exception(ERR_RMA_ATTACH, "MPI_ERR_RMA_ATTACH: this memory is not attached to the window")
 
     def Shared_query(self, rank: int):
+        """The memory of ``rank`` this process can load and store. A shared window (of one rank): its own.
+        Another flavor (MPI 4.1): this rank's own memory; another rank's is on another emulated host, out of
+        reach: no memory, size 0. ``PROC_NULL`` (the first segment of nonzero size in rank order): rank 0's
+        own when it has memory; at another rank, that first segment is taken to be a lower rank's, out of
+        reach (the library does not know the others' sizes; MPI allows size 0 for memory out of reach)."""
         self._ok()
-        if self._flavor != WIN_FLAVOR_SHARED or rank not in (0, -1):
-            raise NotImplementedError("the emulated MPI has no Win.Shared_query of another rank's memory")
-        return self._mem, self._unit
+        rank = int(rank)
+        if self._flavor == WIN_FLAVOR_SHARED:
+            if rank not in (0, -1):
+                raise NotImplementedError("the emulated MPI has no Win.Shared_query of another rank's memory")
+            return self._mem, self._unit
+        if self._flavor == WIN_FLAVOR_DYNAMIC:
+            raise NotImplementedError("the emulated MPI has no Win.Shared_query of a window of Create_dynamic")
+        if rank == self._rank or (rank == -1 and self._rank == 0 and self._mem.nbytes):
+            return self._mem, self._unit
+        return memoryview(bytearray(0)), self._unit
 
     def Free(self) -> None:
         CHANNEL.call("win", self._diff(), what="free", win=self._ok(), call="Win_free")

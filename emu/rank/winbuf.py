@@ -64,3 +64,27 @@ def install(cls: type, memory) -> bool:
     _keep.append(fn)
     ctypes.c_void_p.from_address(at).value = ctypes.cast(fn, ctypes.c_void_p).value
     return True
+
+
+def install_empty(cls: type) -> bool:
+    """Make ``memoryview(obj)`` of every ``cls`` (and subclass made later) an empty writable buffer that
+    belongs to no object (``.obj`` None), as mpi4py's constants export theirs (``PyBuffer_FillInfo`` with no
+    exporter: ``MPI.BOTTOM``, ``MPI.IN_PLACE``, ``MPI.BUFFER_AUTOMATIC``). True when done."""
+    if sys.version_info >= (3, 12):
+        cls.__buffer__ = lambda self, flags: memoryview(bytearray())
+        return True
+    at = _slot_address(cls)
+    if at is None:
+        log.info("emu.rank.winbuf: no buffer protocol for %s on this Python", cls.__name__)
+        return False
+    fill = ctypes.pythonapi.PyBuffer_FillInfo
+    fill.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_int]
+    fill.restype = ctypes.c_int
+
+    def getbuffer(obj, view, flags):
+        return fill(view, None, None, 0, 0, flags)
+
+    fn = _GETBUFFER(getbuffer)
+    _keep.append(fn)
+    ctypes.c_void_p.from_address(at).value = ctypes.cast(fn, ctypes.c_void_p).value
+    return True
