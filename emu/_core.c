@@ -22,6 +22,8 @@
  *                                       a host NIC's one-frame messages both ways and its timers,
  *                                       Host.resume / deliver and the send and recv requests' plain
  *                                       cases; Op.__await__ (await_setup)
+ *   iq_receive (csrc/iqrecv.h)          the input-queued router's receive of a plain data frame
+ *                                       (switch/iq.py: InputQueuedEngine.receive, its table lookup, _file)
  *   iq_round (csrc/iq.h)                the input-queued router's allocation round (switch/iqround.py:
  *                                       VC and separable switch allocation, grants, pops, credits)
  *   heappush, heappop, crc32, counts, setup, switch_setup, domain_setup, element_setup, nic_setup,
@@ -137,6 +139,7 @@ static PyObject *switch_setup(PyObject *self, PyObject *args)
 #include "csrc/host.h"
 #include "csrc/window.h"
 #include "csrc/iq.h"
+#include "csrc/iqrecv.h"
 
 static PyObject *py_heappush(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -160,7 +163,7 @@ static PyObject *py_heappop(PyObject *self, PyObject *heap)
 
 static PyObject *counts(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsK}", "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over",
+    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsK}", "iq_received", n_iq_received, "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over",
                          n_handed, "taken", n_taken, "batched", n_batched, "records", n_records, "windows", n_windows,
                          "element_windows", n_element_windows, "nic_messages", n_nic_messages,
                          "nic_sent", n_nic_sent, "host_steps", n_host_steps, "nic_segments", n_nic_segments);
@@ -174,6 +177,8 @@ static PyMethodDef methods[] = {
      "the input-queued router's allocation round, plain case (switch/iqround.py)"},
     {"iq_retime", (PyCFunction)(void (*)(void))iq_retime, METH_FASTCALL,
      "the input-queued router's next round time, plain case (Rounds._retime)"},
+    {"iq_receive", (PyCFunction)(void (*)(void))iq_receive, METH_FASTCALL,
+     "the input-queued router's receive of a plain data frame (InputQueuedEngine.receive), or None"},
     {"counts", counts, METH_NOARGS, "frames the core forwarded, enqueued and handed over in this process"},
     {"crc32", crc32, METH_O, "crc32(bytes-like) -> zlib.crc32 of it (the core's own CRC-32)"},
     {"setup", setup, METH_VARARGS, "setup(OutPort, InPort, LazyFrame, LinkSender, LinkReceiver, CausalityError, consts)"},
@@ -222,7 +227,7 @@ PyMODINIT_FUNC PyInit__core(void)
     s_datagrams_sent = PyUnicode_InternFromString("datagrams_sent");
     if (!s_holding || !s_pending || !s_send || !s_datagrams_sent)
         return NULL;
-    if (window_init() < 0 || attrs_init() < 0)
+    if (window_init() < 0 || attrs_init() < 0 || rx_init() < 0)
         return NULL;
     PyObject *collections = PyImport_ImportModule("collections");
     if (collections == NULL)
