@@ -144,3 +144,43 @@ def test_random_configurations_same_figures_and_frames(tmp_path_factory, monkeyp
              "switch.eject_vcs": str(eject).lower()}
     _twin(tmp_path_factory.mktemp("r"), monkeypatch, f"{'torus' if torus else 'mesh'}:k={k},n=2", vcs, flits, load, 24,
           extra=extra, received=not torus)  # (a torus's dateline VC selector: Python's receive)
+
+
+def _run_uncaptured(tmp: Path, core, monkeypatch, topo: str, vcs: int, flits: int, load: float, cycles: int) -> dict:
+    """``_run`` without a capture (the compiled element paths -- a window, a transmit -- run only then),
+    with the whole compiled core (``core``) or none (None): its results without wall time."""
+    monkeypatch.setattr(native, "CORE", core)
+    sets = {**OURS, **FAITHFUL, "switch.vcs": vcs, "switch.model": "input_queued"}
+    w = max(1, cycles // flits)
+    out = tmp / f"u{int(core is not None)}.json"
+    argv = ["run", "--topo", topo, "--test", "uniform", "--direct", "--load", f"{load:.4f}", "--warmup", str(w),
+            "--measure", str(w), "--size", f"{FLIT * flits - 24}B", "--to-self", "--drain", "measured", "--json", str(out)]
+    for key, v in sets.items():
+        argv += ["--set", f"{key}={v}"]
+    with open(os.devnull, "w") as null:
+        saved, sys.stdout = sys.stdout, null
+        try:
+            assert main(argv) == 0
+        finally:
+            sys.stdout = saved
+    res = json.loads(out.read_text())["results"]
+    for r in res:
+        r.pop("wall_s", None)
+    return res
+
+
+@needs_core
+@pytest.mark.parametrize("vcs,flits", [(8, 1), (2, 4)])
+def test_uncaptured_runs_are_the_same_with_and_without_the_core(vcs, flits, tmp_path, monkeypatch):
+    """No capture: the router's compiled receive and the hand-over of credits in the core
+    (``transmit_local`` with link control queued) give the same figures and per-link counters (frames
+    and bytes each way, credits counted by the receiver only) as pure Python."""
+    from bench_iq import SAT
+    core = native.CORE
+    pure = _run_uncaptured(tmp_path, None, monkeypatch, "mesh:k=4,n=2", vcs, flits, SAT[(4, vcs, flits)] * 0.9, 60)
+    before = core.counts()
+    comp = _run_uncaptured(tmp_path, core, monkeypatch, "mesh:k=4,n=2", vcs, flits, SAT[(4, vcs, flits)] * 0.9, 60)
+    did = {k: v - before[k] for k, v in core.counts().items()}
+    assert did["iq_received"] > 0 and did["handed_over"] > 0
+    assert comp == pure
+    assert pure[0]["hop_count"] > 0

@@ -113,6 +113,25 @@ static inline PyObject *q_popleft(PyObject *q)
     return Py_TYPE(q) == DequeT ? PyObject_Vectorcall(deque_popleft, &q, 1, NULL) : PyObject_CallMethodNoArgs(q, s_popleft);
 }
 
+/* the time of the first entry of ``seq`` (a list or deque of tuples): 1 (in *t), 0 (empty), 2 (not
+ * what this code reads: Python's), -1 (error) */
+static int head_time(PyObject *seq, int field, long long *t)
+{
+    if (seq == NULL)
+        return 2;
+    Py_ssize_t n = PyList_CheckExact(seq) ? PyList_GET_SIZE(seq) : (Py_TYPE(seq) == DequeT ? PySequence_Size(seq) : -2);
+    if (n == -2)
+        return 2;
+    if (n <= 0)
+        return (int)n;
+    PyObject *head = PyList_CheckExact(seq) ? Py_NewRef(PyList_GET_ITEM(seq, 0)) : PySequence_GetItem(seq, 0);
+    if (head == NULL)
+        return -1;
+    int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) > field && get_ll(PyTuple_GET_ITEM(head, field), t);
+    Py_DECREF(head);
+    return ok ? 1 : (PyErr_Occurred() ? -1 : 2);
+}
+
 /* Write ``v`` into the int ``o`` itself when nobody else can see it: ``o`` held by one reference
  * only (the caller's slot or dict entry), not a small int, and ``v`` of the same sign and number of
  * digits (CPython 3.11's layout, as get_ll reads it). A counter's update then makes no new object.

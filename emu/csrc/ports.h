@@ -507,6 +507,115 @@ done:
     return rc;
 }
 
+/* Element._transmit_ports's general path for a port to an element of this process with link control
+ * queued (credits: no time on the wire) and no emulated fault, nothing captured (the caller checks):
+ * its credits due before ``release`` then its frames due (Python's order: the credits first, each
+ * list in time order) into the peer's heap as one hand-over (Links._hand_over). The counts as
+ * Python keeps them: the receiver counts every frame and byte, the sender its data frames only.
+ * *handed: frames handed over (0: none due); their earliest arrival lowers *first. 0, or -1. */
+static int hand_over_ctl(PyObject *p, PyObject *local, PyObject *ctl, PyObject *pend, long long release, PyObject *window,
+                         PyObject *domain, int inline_counts, long long *local_n, long long *first)
+{
+    PyObject *peer = PyTuple_GET_ITEM(local, 0), *inp = PyTuple_GET_ITEM(local, 1);
+    PyObject *link = SLOT(p, o_link), *rlink, *heap = NULL, *f_clean = NULL;
+    if (Py_TYPE(inp) != InPortT || link == NULL || Py_TYPE(link) != SenderT || (rlink = SLOT(inp, i_link)) == NULL ||
+        Py_TYPE(rlink) != ReceiverT)
+        return 1; /* (not this case: Python's) */
+    long long a_ctl = 0, a_pend = 0;
+    int h_ctl = head_time(ctl, 1, &a_ctl), h_pend = head_time(pend, 1, &a_pend);
+    if (h_ctl < 0 || h_pend < 0)
+        return -1;
+    if (h_ctl == 2 || h_pend == 2)
+        return 1;
+    int due_ctl = h_ctl == 1 && a_ctl < release, due_pend = h_pend == 1 && a_pend < release;
+    if (!due_ctl && !due_pend)
+        return 0;
+    long long a0 = due_ctl ? a_ctl : a_pend, st, seq, lat;
+    PyObject *safe = EL_GET(peer, E_SAFE_TIME);
+    int okst = get_ll(safe, &st);
+    Py_XDECREF(safe);
+    if (!okst) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: safe_time is not an integer");
+        return -1;
+    }
+    if (a0 < st) {
+        PyErr_Format(CausalityError, "%S: frame stamped %lld ns handed over after %lld ns was processed; "
+                     "the synchroniser let a window run too far", SLOT(inp, i_name), a0, st);
+        return -1;
+    }
+    if (!get_ll(SLOT(link, ls_seq), &seq) || !get_ll(SLOT(p, o_latency), &lat)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a sequence number is not an integer");
+        return -1;
+    }
+    int rc = -1;
+    if ((heap = EL_GET(peer, E_HEAP)) == NULL || (f_clean = PyLong_FromLongLong(C_CLEAN)) == NULL)
+        goto done;
+    long long nc = 0, cbytes = 0, ts = (long long)1 << 62;
+    for (;;) { /* the credits due */
+        long long arr;
+        int h = head_time(ctl, 1, &arr);
+        if (h < 0)
+            goto done;
+        if (h == 2) {
+            PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a link-control entry is not a tuple");
+            goto done;
+        }
+        if (h == 0 || arr >= release)
+            break;
+        PyObject *e = q_popleft(ctl);
+        if (e == NULL)
+            goto done;
+        PyObject *fr = PyTuple_GET_SIZE(e) == 4 ? PyTuple_GET_ITEM(e, 2) : NULL;
+        if (fr == NULL || !PyBytes_CheckExact(fr)) {
+            Py_DECREF(e);
+            PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a link-control frame is not bytes");
+            goto done;
+        }
+        PyObject *rec = tuple_steal(5, (PyObject *[]){PyLong_FromLongLong(arr), Py_NewRef(SLOT(inp, i_index)),
+                                                      PyLong_FromLongLong(seq), Py_NewRef(fr), Py_NewRef(f_clean)});
+        cbytes += PyBytes_GET_SIZE(fr);
+        Py_DECREF(e);
+        if (rec == NULL)
+            goto done;
+        int pushed = heap_push(heap, rec);
+        Py_DECREF(rec);
+        if (pushed < 0)
+            goto done;
+        seq = (seq + 1) & 0xFFFFFFFFLL;
+        nc++;
+        if (arr < ts)
+            ts = arr;
+    }
+    long n = 0;
+    long long nbytes = 0, last = 0;
+    if (due_pend) { /* then the frames due */
+        long long flags = SLOT(p, o_defer_fcs) == Py_True ? C_CLEAN | C_NOFCS : C_CLEAN;
+        if (hand_over_into(pend, heap, SLOT(inp, i_index), seq, flags, release, C_POOL, &n, &nbytes, &seq, &last) < 0)
+            goto done;
+        if (flags & C_NOFCS)
+            nbytes += 4LL * n;
+        if (a_pend < ts)
+            ts = a_pend;
+        if (set_ll(p, o_sent_done, last - lat) < 0)
+            goto done;
+    }
+    if (ts < *first)
+        *first = ts;
+    if (set_ll(link, ls_seq, seq) < 0 || set_ll(rlink, lr_expected, seq) < 0 || add_ll(p, o_tx_frames, n) < 0 ||
+        add_ll(p, o_tx_bytes, nbytes) < 0 || add_ll(inp, i_rx_frames, n + nc) < 0 ||
+        add_ll(inp, i_rx_bytes, nbytes + cbytes) < 0 ||
+        (inline_counts ? (*local_n += n + nc, frames_due(domain, peer, ts)) : frames_local_call(domain, peer, n + nc, ts, window)) < 0)
+        goto done;
+    n_handed += nc;
+    rc = 0;
+done:
+    Py_XDECREF(heap);
+    Py_XDECREF(f_clean);
+    return rc;
+}
+
 /* Element._transmit's first part: every busy port with neither link control nor an emulated fault
  * (the caller checks the capture) whose peer is in this process hands the frames due before
  * ``release`` straight into the peer's heap; given the process's ``batch`` (None: no socket path
@@ -534,6 +643,25 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
     for (Py_ssize_t kp = 0; kp < PyList_GET_SIZE(ports); kp++, drop(&held), drop(&held_pend)) {
         PyObject *p = PyList_GET_ITEM(ports, kp), *local, *ctl, *pend;
         Py_ssize_t nctl;
+        if (Py_TYPE(p) == OutPortT && (local = SLOT(p, o_local)) != NULL && PyTuple_CheckExact(local) &&
+            PyTuple_GET_SIZE(local) == 2 && SLOT(p, o_fault_rng) == Py_None && (ctl = SLOT(p, o_ctl)) != NULL &&
+            Py_TYPE(ctl) == DequeT && PySequence_Size(ctl) > 0 && (pend = SLOT(p, o_pending)) != NULL &&
+            Py_TYPE(pend) == DequeT) { /* to this process, with credits to send: Python's general path, here */
+            held = Py_NewRef(local);
+            Py_INCREF(ctl);
+            held_pend = Py_NewRef(pend);
+            int hc = hand_over_ctl(p, local, ctl, pend, release, window, domain, inline_counts, &local_n, &first);
+            Py_ssize_t left = hc < 0 ? -1 : PySequence_Size(ctl);
+            Py_DECREF(ctl);
+            if (hc < 0 || left < 0)
+                goto fail;
+            if (hc == 1 && PyList_Append(others, p) < 0)
+                goto fail;
+            Py_ssize_t lp = hc == 1 ? 1 : PySequence_Size(pend);
+            if (lp < 0 || (lp == 0 && left == 0 && PyList_Append(done, p) < 0))
+                goto fail;
+            continue;
+        }
         if (Py_TYPE(p) != OutPortT || (local = SLOT(p, o_local)) == NULL || SLOT(p, o_fault_rng) != Py_None ||
             (ctl = SLOT(p, o_ctl)) == NULL || (nctl = PySequence_Size(ctl)) != 0 || (pend = SLOT(p, o_pending)) == NULL ||
             (local == Py_None && to_python) ||

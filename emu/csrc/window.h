@@ -30,25 +30,6 @@ static int lookup_attr(PyObject *o, PyObject *name, PyObject **out)
 #endif
 }
 
-/* the time of the first entry of ``seq`` (a list or deque of tuples): 1 (in *t), 0 (empty), 2 (not
- * what this code reads: Python's), -1 (error) */
-static int head_time(PyObject *seq, int field, long long *t)
-{
-    if (seq == NULL)
-        return 2;
-    Py_ssize_t n = PyList_CheckExact(seq) ? PyList_GET_SIZE(seq) : (Py_TYPE(seq) == DequeT ? PySequence_Size(seq) : -2);
-    if (n == -2)
-        return 2;
-    if (n <= 0)
-        return (int)n;
-    PyObject *head = PyList_CheckExact(seq) ? Py_NewRef(PyList_GET_ITEM(seq, 0)) : PySequence_GetItem(seq, 0);
-    if (head == NULL)
-        return -1;
-    int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) > field && get_ll(PyTuple_GET_ITEM(head, field), t);
-    Py_DECREF(head);
-    return ok ? 1 : (PyErr_Occurred() ? -1 : 2);
-}
-
 /* *t lowered to the time of ``seq``'s first entry less ``sub``, if it has one: 0, 1 (an entry this
  * code does not read: Python's), -1 (error) */
 static int lower_to_head(PyObject *seq, int field, long long sub, long long *t)
