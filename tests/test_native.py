@@ -227,7 +227,9 @@ async def test_elements_windows_of_frames_and_timers_are_the_same_in_the_core(sp
     did = {k: v - before[k] for k, v in CORE.counts().items()}
     assert compiled == pure
     assert did["element_windows"] > 0
-    assert did["nic_messages"] > 0 if spec.startswith("fattree") else did["nic_messages"] == 0  # (QsNet's own packets)
+    # (QsNet's hosts too: their windows with port events -- credits on the links -- run in the core's loop,
+    # and the messages that are one QsNet packet reach its NIC path)
+    assert did["nic_messages"] > 0
 
 
 @needs_core
