@@ -76,7 +76,8 @@ static PyObject *setup(PyObject *self, PyObject *args)
         {"busy_ns", &o_busy_ns}, {"tracer", &o_tracer}, {"head_bytes", &o_head_bytes}, {"framing", &o_framing},
         {"bandwidth_bps", &o_bps}, {"latency_ns", &o_latency}, {"local", &o_local}, {"ctl", &o_ctl},
         {"fault_rng", &o_fault_rng}, {"link", &o_link}, {"sent_done", &o_sent_done}, {"tx_frames", &o_tx_frames},
-        {"tx_bytes", &o_tx_bytes}, {"peer_addr", &o_peer_addr}, {"peer_domain", &o_peer_domain}, {"peer", &o_peer}};
+        {"tx_bytes", &o_tx_bytes}, {"peer_addr", &o_peer_addr}, {"peer_domain", &o_peer_domain}, {"peer", &o_peer},
+        {"line", &o_line}};
     for (size_t k = 0; k < sizeof os / sizeof os[0]; k++)
         if (slot_offset(OutPortT, os[k].n, os[k].o) < 0)
             return NULL;
@@ -89,7 +90,7 @@ static PyObject *setup(PyObject *self, PyObject *args)
         slot_offset(ReceiverT, "expected", &lr_expected) < 0)
         return NULL;
     long *cs[] = {&C_MAGIC, &C_VERSION, &C_KIND_DATA, &C_KIND_POOL, &C_OUTER_LEN, &C_MAX_DATAGRAM, &C_POOL, &C_CLEAN, &C_NOFCS, &C_FCS_RESIDUE, &C_CREDIT_LEN, &C_CREDIT_HI, &C_CREDIT_LO, &C_ET_HI, &C_ET_LO, &C_HDR_LEN,
-                  &C_DST_OFF, &C_PTYPE_OFF, &C_FLAGS_OFF, &C_HOPS_OFF, &C_PRIO_OFF, &C_FLAG_BCAST};
+                  &C_DST_OFF, &C_PTYPE_OFF, &C_FLAGS_OFF, &C_HOPS_OFF, &C_PRIO_OFF, &C_FLAG_BCAST, &C_QPKT_PORT};
     if (PyTuple_GET_SIZE(consts) != (Py_ssize_t)(sizeof cs / sizeof cs[0])) {
         PyErr_SetString(PyExc_ValueError, "setup: wrong number of constants");
         return NULL;

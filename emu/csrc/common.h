@@ -13,7 +13,7 @@ static PyObject *deque_popleft, *deque_append;
 static Py_ssize_t o_free_at, o_pending, o_defer_fcs, o_queued, o_queued_bytes, o_up, o_timeline, o_flow,
     o_priority, o_peak_f, o_peak_b, o_busy_ns, o_tracer, o_head_bytes, o_framing, o_bps, o_latency;
 static Py_ssize_t o_local, o_ctl, o_fault_rng, o_link, o_sent_done, o_tx_frames, o_tx_bytes, o_peer_addr, o_peer_domain,
-    o_peer;
+    o_peer, o_line;
 /* InPort slots */
 static Py_ssize_t i_timeline, i_buf, i_index, i_link, i_rx_frames, i_rx_bytes, i_name;
 /* LinkSender / LinkReceiver slots */
@@ -28,6 +28,7 @@ static unsigned long long n_forwarded, n_enqueued, n_handed, n_records, n_taken,
 static long C_MAX_HOPS;
 static unsigned char decline[256]; /* packet types a plain switch does not forward by its table */
 static int switch_ready = 0;
+static long C_QPKT_PORT = -1; /* emu.port's _QPKT (setup's last constant) */
 
 /* what emu/native.py expects: raise it whenever a function's arguments or results change */
 #define CORE_API 10

@@ -38,7 +38,17 @@ static int plain_port(PyObject *p, int *defer)
 /* OutPort.enqueue's plain tail for ``frame`` (bytes, its FCS already on unless deferred) of ``n``
  * modelled bytes handed over at ``at`` with the port free at ``free``: the port's times, occupancy
  * and pending queue. Returns start, or -1 on error (a Python exception set). */
+static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long long at, long long free, long long hb);
+
 static long long enqueue_tail(PyObject *p, PyObject *frame, long long n, long long at, long long free)
+{
+    return enqueue_tail_hb(p, frame, n, at, free, 0);
+}
+
+/* enqueue_tail for a port whose receiver takes a frame when its head (``hb`` bytes) is in (0: its
+ * tail): the frame on the line recorded (``line``: start, done, modelled bytes, cuttable, []) and
+ * its arrival that of its head */
+static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long long at, long long free, long long hb)
 {
     long long bps, lat, busy, qb, peakf, peakb;
     if (!get_ll(SLOT(p, o_bps), &bps) || bps <= 0 || !get_ll(SLOT(p, o_latency), &lat) ||
@@ -96,7 +106,30 @@ static long long enqueue_tail(PyObject *p, PyObject *frame, long long n, long lo
         return -1;
     if (qb > peakb && set_ll(p, o_peak_b, qb) < 0)
         return -1;
-    PyObject *pe = tuple_steal(4, (PyObject *[]){PyLong_FromLongLong(start), PyLong_FromLongLong(done + lat),
+    long long arrival = done + lat;
+    if (hb) { /* self.line = [start, done, n, a QsNet packet of priority 0, []]; its head's arrival */
+        Py_ssize_t wl = PyBytes_GET_SIZE(frame);
+        const unsigned char *wb = (const unsigned char *)PyBytes_AS_STRING(frame);
+        int cuttable = wl > C_PTYPE_OFF && wb[C_PTYPE_OFF] == C_QPKT_PORT && !(wl > C_PRIO_OFF && wb[C_PRIO_OFF]);
+        PyObject *line = PyList_New(5), *e = PyList_New(0);
+        if (line == NULL || e == NULL) {
+            Py_XDECREF(line);
+            Py_XDECREF(e);
+            return -1;
+        }
+        PyList_SET_ITEM(line, 0, PyLong_FromLongLong(start));
+        PyList_SET_ITEM(line, 1, PyLong_FromLongLong(done));
+        PyList_SET_ITEM(line, 2, PyLong_FromLongLong(n));
+        PyList_SET_ITEM(line, 3, Py_NewRef(cuttable ? Py_True : Py_False));
+        PyList_SET_ITEM(line, 4, e);
+        if (!PyList_GET_ITEM(line, 0) || !PyList_GET_ITEM(line, 1) || !PyList_GET_ITEM(line, 2)) {
+            Py_DECREF(line);
+            return -1;
+        }
+        Py_XSETREF(SLOT(p, o_line), line);
+        arrival = start + (((hb < n ? hb : n) * 8000000000LL + bps - 1) / bps) + lat;
+    }
+    PyObject *pe = tuple_steal(4, (PyObject *[]){PyLong_FromLongLong(start), PyLong_FromLongLong(arrival),
                                                  Py_NewRef(frame), Py_NewRef(Py_False)});
     if (pe == NULL)
         return -1;
@@ -131,16 +164,78 @@ static PyObject *with_fcs(const char *src, Py_ssize_t flen, Py_ssize_t hops_off)
     return out;
 }
 
+/* plain_port's test for a port of any framing whose modelled lengths the core computes (its ``add``
+ * table, in *add; NULL: the plain framing) and with head flits (*hb: ``head_bytes``, 0 none) */
+static PyObject *framed_obj, *framed_add, *s_add_tbl;
+static int framed_port(PyObject *p, int *defer, long long *hb, PyObject **add)
+{
+    if (Py_TYPE(p) != OutPortT || SLOT(p, o_tracer) != Py_None || SLOT(p, o_up) != Py_True ||
+        SLOT(p, o_timeline) != Py_None || SLOT(p, o_flow) != Py_None)
+        return 0;
+    PyObject *h = SLOT(p, o_head_bytes), *fr = SLOT(p, o_framing), *d = SLOT(p, o_defer_fcs);
+    if (h == NULL || fr == NULL || !get_ll(h, hb) || *hb < 0 || (d != Py_True && d != Py_False) ||
+        (*hb && C_QPKT_PORT < 0)) {
+        PyErr_Clear();
+        return 0;
+    }
+    *defer = d == Py_True;
+    if (fr == plain_framing) {
+        *add = NULL;
+        return 1;
+    }
+    if (fr == framed_obj) {
+        *add = framed_add;
+        return 1;
+    }
+    if (s_add_tbl == NULL && (s_add_tbl = PyUnicode_InternFromString("add")) == NULL)
+        return 0;
+    PyObject *plain = PyObject_GetAttr(fr, s_plain), *tbl = NULL;
+    if (plain == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_DECREF(plain);
+    if (plain == Py_True) {
+        Py_XSETREF(plain_framing, Py_NewRef(fr));
+        *add = NULL;
+        return 1;
+    }
+    if (plain != Py_False || (tbl = PyObject_GetAttr(fr, s_add_tbl)) == NULL || !PyTuple_CheckExact(tbl) ||
+        PyTuple_GET_SIZE(tbl) != 256) {
+        Py_XDECREF(tbl);
+        PyErr_Clear();
+        return 0;
+    }
+    Py_XSETREF(framed_obj, Py_NewRef(fr)); /* (held: its address is not reused) */
+    Py_XSETREF(framed_add, tbl);
+    *add = framed_add;
+    return 1;
+}
+
 /* OutPort.enqueue's plain path for ``frame`` handed to port ``p`` at ``at``: 1 (queued, *start
  * set), 0 (not the plain case: nothing changed, Python's), -1 (error) */
 static int enqueue_plain(PyObject *p, PyObject *frame, long long at, long long *start)
 {
-    long long free;
+    long long free, hb = 0;
     int defer;
-    if (!ready || !(PyBytes_CheckExact(frame) || Py_TYPE(frame) == LazyT) || !plain_port(p, &defer) ||
-        !get_ll(SLOT(p, o_free_at), &free)) {
+    PyObject *add = NULL;
+    if (!ready || !(PyBytes_CheckExact(frame) || Py_TYPE(frame) == LazyT) || !framed_port(p, &defer, &hb, &add) ||
+        !get_ll(SLOT(p, o_free_at), &free) || ((add != NULL || hb) && !PyBytes_CheckExact(frame))) {
         PyErr_Clear();
         return 0;
+    }
+    long long n = -1; /* its modelled length (Framing.length), when the framing is not the plain one */
+    if (add != NULL) {
+        Py_ssize_t fl = PyBytes_GET_SIZE(frame);
+        long long a;
+        if (fl <= C_PTYPE_OFF)
+            n = fl + 4;
+        else if (!get_ll(PyTuple_GET_ITEM(add, ((const unsigned char *)PyBytes_AS_STRING(frame))[C_PTYPE_OFF]), &a) ||
+                 a < 0) {
+            PyErr_Clear();
+            return 0; /* (a body carried in a QsNet packet: Python's) */
+        } else
+            n = fl - C_HDR_LEN + a;
     }
     PyObject *wire;
     Py_ssize_t flen;
@@ -165,7 +260,7 @@ static int enqueue_plain(PyObject *p, PyObject *frame, long long at, long long *
     }
     if (wire == NULL)
         return -1;
-    *start = enqueue_tail(p, wire, flen + 4, at, free);
+    *start = enqueue_tail_hb(p, wire, n < 0 ? flen + 4 : n, at, free, hb);
     Py_DECREF(wire);
     if (*start < 0)
         return -1;
