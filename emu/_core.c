@@ -164,7 +164,8 @@ static PyObject *py_heappop(PyObject *self, PyObject *heap)
 
 static PyObject *counts(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsK}", "iq_received", n_iq_received, "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over",
+    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "iq_received", n_iq_received, "credits_out", n_credits_out,
+                         "credits_in", n_credits_in, "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over",
                          n_handed, "taken", n_taken, "batched", n_batched, "records", n_records, "windows", n_windows,
                          "element_windows", n_element_windows, "nic_messages", n_nic_messages,
                          "nic_sent", n_nic_sent, "host_steps", n_host_steps, "nic_segments", n_nic_segments);
