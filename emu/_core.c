@@ -4,17 +4,21 @@
  * and handing everything else back to Python before it has changed anything (or where Python's code
  * goes on from the state it left, as the Python would have):
  *
- *   enqueue(port, frame, at)            OutPort.enqueue without tracer, priority overtaking, modelled
- *                                       framing or head flits (bytes, or a message's lazy frames)
+ *   enqueue(port, frame, at)            OutPort.enqueue without tracer or priority overtaking (bytes, or
+ *                                       a message's lazy frames; a modelled framing the core computes and
+ *                                       head flits into an input-queued router: bytes)
  *   forward(heap, t_end, ins, outs, busy, routes, delay)
  *                                       Element.run_window's frames-only loop for a static-table switch
  *                                       (SwitchEngine.receive, Element._emit, OutPort.enqueue)
  *   window(domain, active, k, t1, w, link_end, sent)
  *                                       Domain._window's loop over its active elements; a static-table
- *                                       switch's whole window (forward, transmit, next time) in C
+ *                                       switch's whole window (forward, transmit, next time) in C; any
+ *                                       other element's frames, timers and port events in run_window's
+ *                                       order, the credit path's plain cases in C (csrc/credits.h)
  *   transmit_local(busy, release, window, domain, batch, stats)
  *                                       Element._transmit for ports to this process (the in-memory
- *                                       hand-over) and to its socket (records given to the batch)
+ *                                       hand-over, queued credits first: csrc/transmit.h) and to its
+ *                                       socket (records given to the batch)
  *   hand_over, take, records, arrived, forget
  *                                       the hand-over loop, LinkSender.take, Batch.on_datagram's common
  *                                       records and last loop, Element.forget
@@ -136,8 +140,10 @@ static PyObject *switch_setup(PyObject *self, PyObject *args)
 #include "csrc/domain.h"
 #include "csrc/links.h"
 #include "csrc/ports.h"
+#include "csrc/transmit.h"
 #include "csrc/nic.h"
 #include "csrc/host.h"
+#include "csrc/credits.h"
 #include "csrc/window.h"
 #include "csrc/iq.h"
 #include "csrc/iqrecv.h"
