@@ -4,17 +4,21 @@
  * and handing everything else back to Python before it has changed anything (or where Python's code
  * goes on from the state it left, as the Python would have):
  *
- *   enqueue(port, frame, at)            OutPort.enqueue without tracer, priority overtaking, modelled
- *                                       framing or head flits (bytes, or a message's lazy frames)
+ *   enqueue(port, frame, at)            OutPort.enqueue without tracer or priority overtaking (bytes, or
+ *                                       a message's lazy frames; a modelled framing the core computes and
+ *                                       head flits into an input-queued router: bytes)
  *   forward(heap, t_end, ins, outs, busy, routes, delay)
  *                                       Element.run_window's frames-only loop for a static-table switch
  *                                       (SwitchEngine.receive, Element._emit, OutPort.enqueue)
  *   window(domain, active, k, t1, w, link_end, sent)
  *                                       Domain._window's loop over its active elements; a static-table
- *                                       switch's whole window (forward, transmit, next time) in C
+ *                                       switch's whole window (forward, transmit, next time) in C; any
+ *                                       other element's frames, timers and port events in run_window's
+ *                                       order, the credit path's plain cases in C (csrc/credits.h)
  *   transmit_local(busy, release, window, domain, batch, stats)
  *                                       Element._transmit for ports to this process (the in-memory
- *                                       hand-over) and to its socket (records given to the batch)
+ *                                       hand-over, queued credits first: csrc/transmit.h) and to its
+ *                                       socket (records given to the batch)
  *   hand_over, take, records, arrived, forget
  *                                       the hand-over loop, LinkSender.take, Batch.on_datagram's common
  *                                       records and last loop, Element.forget
@@ -22,6 +26,8 @@
  *                                       a host NIC's one-frame messages both ways and its timers,
  *                                       Host.resume / deliver and the send and recv requests' plain
  *                                       cases; Op.__await__ (await_setup)
+ *   iq_receive (csrc/iqrecv.h)          the input-queued router's receive of a plain data frame
+ *                                       (switch/iq.py: InputQueuedEngine.receive, its table lookup, _file)
  *   iq_round (csrc/iq.h)                the input-queued router's allocation round (switch/iqround.py:
  *                                       VC and separable switch allocation, grants, pops, credits)
  *   heappush, heappop, crc32, counts, setup, switch_setup, domain_setup, element_setup, nic_setup,
@@ -74,7 +80,8 @@ static PyObject *setup(PyObject *self, PyObject *args)
         {"busy_ns", &o_busy_ns}, {"tracer", &o_tracer}, {"head_bytes", &o_head_bytes}, {"framing", &o_framing},
         {"bandwidth_bps", &o_bps}, {"latency_ns", &o_latency}, {"local", &o_local}, {"ctl", &o_ctl},
         {"fault_rng", &o_fault_rng}, {"link", &o_link}, {"sent_done", &o_sent_done}, {"tx_frames", &o_tx_frames},
-        {"tx_bytes", &o_tx_bytes}, {"peer_addr", &o_peer_addr}, {"peer_domain", &o_peer_domain}, {"peer", &o_peer}};
+        {"tx_bytes", &o_tx_bytes}, {"peer_addr", &o_peer_addr}, {"peer_domain", &o_peer_domain}, {"peer", &o_peer},
+        {"line", &o_line}};
     for (size_t k = 0; k < sizeof os / sizeof os[0]; k++)
         if (slot_offset(OutPortT, os[k].n, os[k].o) < 0)
             return NULL;
@@ -87,7 +94,7 @@ static PyObject *setup(PyObject *self, PyObject *args)
         slot_offset(ReceiverT, "expected", &lr_expected) < 0)
         return NULL;
     long *cs[] = {&C_MAGIC, &C_VERSION, &C_KIND_DATA, &C_KIND_POOL, &C_OUTER_LEN, &C_MAX_DATAGRAM, &C_POOL, &C_CLEAN, &C_NOFCS, &C_FCS_RESIDUE, &C_CREDIT_LEN, &C_CREDIT_HI, &C_CREDIT_LO, &C_ET_HI, &C_ET_LO, &C_HDR_LEN,
-                  &C_DST_OFF, &C_PTYPE_OFF, &C_FLAGS_OFF, &C_HOPS_OFF, &C_PRIO_OFF, &C_FLAG_BCAST};
+                  &C_DST_OFF, &C_PTYPE_OFF, &C_FLAGS_OFF, &C_HOPS_OFF, &C_PRIO_OFF, &C_FLAG_BCAST, &C_QPKT_PORT};
     if (PyTuple_GET_SIZE(consts) != (Py_ssize_t)(sizeof cs / sizeof cs[0])) {
         PyErr_SetString(PyExc_ValueError, "setup: wrong number of constants");
         return NULL;
@@ -133,10 +140,13 @@ static PyObject *switch_setup(PyObject *self, PyObject *args)
 #include "csrc/domain.h"
 #include "csrc/links.h"
 #include "csrc/ports.h"
+#include "csrc/transmit.h"
 #include "csrc/nic.h"
 #include "csrc/host.h"
+#include "csrc/credits.h"
 #include "csrc/window.h"
 #include "csrc/iq.h"
+#include "csrc/iqrecv.h"
 
 static PyObject *py_heappush(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -160,7 +170,8 @@ static PyObject *py_heappop(PyObject *self, PyObject *heap)
 
 static PyObject *counts(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsK}", "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over",
+    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "iq_received", n_iq_received, "credits_out", n_credits_out,
+                         "credits_in", n_credits_in, "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over",
                          n_handed, "taken", n_taken, "batched", n_batched, "records", n_records, "windows", n_windows,
                          "element_windows", n_element_windows, "nic_messages", n_nic_messages,
                          "nic_sent", n_nic_sent, "host_steps", n_host_steps, "nic_segments", n_nic_segments);
@@ -174,6 +185,8 @@ static PyMethodDef methods[] = {
      "the input-queued router's allocation round, plain case (switch/iqround.py)"},
     {"iq_retime", (PyCFunction)(void (*)(void))iq_retime, METH_FASTCALL,
      "the input-queued router's next round time, plain case (Rounds._retime)"},
+    {"iq_receive", (PyCFunction)(void (*)(void))iq_receive, METH_FASTCALL,
+     "the input-queued router's receive of a plain data frame (InputQueuedEngine.receive), or None"},
     {"counts", counts, METH_NOARGS, "frames the core forwarded, enqueued and handed over in this process"},
     {"crc32", crc32, METH_O, "crc32(bytes-like) -> zlib.crc32 of it (the core's own CRC-32)"},
     {"setup", setup, METH_VARARGS, "setup(OutPort, InPort, LazyFrame, LinkSender, LinkReceiver, CausalityError, consts)"},
@@ -222,7 +235,7 @@ PyMODINIT_FUNC PyInit__core(void)
     s_datagrams_sent = PyUnicode_InternFromString("datagrams_sent");
     if (!s_holding || !s_pending || !s_send || !s_datagrams_sent)
         return NULL;
-    if (window_init() < 0 || attrs_init() < 0)
+    if (window_init() < 0 || attrs_init() < 0 || rx_init() < 0)
         return NULL;
     PyObject *collections = PyImport_ImportModule("collections");
     if (collections == NULL)

@@ -27,7 +27,7 @@ from .port import InPort, OutPort
 from .portview import PortView
 from .wire.credit import CREDIT_FRAME_LEN, ETHERTYPE_CREDIT, build_stretch, is_credit
 from .wire.fabric import (DST_OFF, ETHERTYPE_FABRIC, FCS_RESIDUE, FLAG_BCAST, FLAGS_OFF, HDR_LEN, HOPS_OFF, add_fcs,
-                          node_mac)
+                          PacketType, node_mac)
 from .wire.lazy import LazyFrame, made
 from .wire.outer import MAGIC, OUTER_LEN, VERSION, LinkKind, tagger
 from .element_const import (INF, RCVBUF, DIR_IN, DIR_OUT, DROPPED, WAKE, RELEASE, CREDIT_OUT, STRETCH_OUT, PAUSE_END, POOL,
@@ -44,7 +44,7 @@ if native.CORE is not None:  # the compiled core learns the ports' layout and th
     try:
         native.CORE.setup(OutPort, InPort, LazyFrame, LinkSender, LinkReceiver, CausalityError,
                           (MAGIC, VERSION, int(LinkKind.DATA), int(LinkKind.DATA_POOL), OUTER_LEN, MAX_DATAGRAM, POOL, CLEAN, NOFCS, FCS_RESIDUE, CREDIT_FRAME_LEN, ETHERTYPE_CREDIT >> 8, ETHERTYPE_CREDIT & 0xFF, ETHERTYPE_FABRIC >> 8, ETHERTYPE_FABRIC & 0xFF,
-                           HDR_LEN, DST_OFF, DST_OFF + 6, FLAGS_OFF, HOPS_OFF, DST_OFF + 5, FLAG_BCAST))
+                           HDR_LEN, DST_OFF, DST_OFF + 6, FLAGS_OFF, HOPS_OFF, DST_OFF + 5, FLAG_BCAST, int(PacketType.QPKT)))
     except (TypeError, ValueError, AttributeError) as e:
         native.disable(str(e))
 

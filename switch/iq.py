@@ -146,6 +146,9 @@ class InputQueuedEngine(CoreRound, Rounds, Allocators, SegmentCut, SwitchEngine)
         self.credit_rule = s.credit_release
         self._tail_wait: dict = {}
         """(output, VC) -> when its tail left: VCs waiting for the receiver's tail credit (vc_release=tail_credit)."""
+        self._crx = None
+        """The compiled core's receive (``CoreRound._core_receive_state``): None until the first frame, False
+        when this router is not its plain case (Python's receive runs)."""
         self._cst = None
         """The compiled core's round (``CoreRound._core_state``): None until the first round, False when
         this router is not the plain case (Python runs)."""
@@ -226,6 +229,11 @@ class InputQueuedEngine(CoreRound, Rounds, Allocators, SegmentCut, SwitchEngine)
 
     # -- events -----------------------------------------------------------------------------------
     def receive(self, frame: bytes, port: int, now: int) -> list:
+        rx = self._crx
+        if rx is None:
+            rx = self._crx = self._core_receive_state()
+        if rx and (done := rx[0](rx[1], self, frame, port, now)) is not None:
+            return done  # (the compiled twin of the lines below took a plain data frame: ``CoreRound``)
         n = self.port_framing.get(port, ETHERNET).length(frame)  # (``mlen``) its modelled length: time on
         key = port << 32 | n  # the line, flits of the buffer
         t = self._ins.get(key)
@@ -473,6 +481,12 @@ class InputQueuedEngine(CoreRound, Rounds, Allocators, SegmentCut, SwitchEngine)
         """Are the round's credit and timer methods this class's own (``CoreRound._core_plain``)?"""
         cls = type(self)
         return all(getattr(cls, n) is getattr(InputQueuedEngine, n) for n in ("_credit_left", "_credit", "on_timer"))
+
+    def _core_receive_methods_plain(self) -> bool:
+        """Are the receive's methods this class's own (``CoreRound._core_receive_state``)?"""
+        cls = type(self)
+        return all(getattr(cls, n) is getattr(InputQueuedEngine, n) for n in ("receive", "_file", "_copy")) and \
+            type(self.bufs) is InBuffers
 
     def _activate(self, p: int, v: int) -> None:
         bisect.insort(self.active, p * self.VMAX + v)

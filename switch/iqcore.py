@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import emu.native as native
 from emu.wire.fabric import FLAG_POOL
+from emu.wire.framing import ETHERNET, Framing
 
 from .forward import VC_OFF
 from .iqalloc import Allocators
@@ -67,3 +68,25 @@ class CoreRound:
               rules.index(self.credit_rule), self.spec.credit_delay_ns, int(bool(self.pool)), int(self.sel is not None),
               VC_OFF, FLAGS_OFF, FLAG_POOL, INF, PTYPE_OFF, _QPKT, PRIO_OFF)
         return core.iq_round, st, ks, core.iq_retime
+
+    def _core_receive_state(self):
+        """(iq_receive, state) for the compiled core's receive of a plain data frame
+        (``emu._core.iq_receive``, ``emu/csrc/iqrecv.h``), or False (Python's receive runs). Its plain
+        case: no shared pool, no VC selector, the receive's methods this class's own, every port's
+        framing one the core computes a length for; the rest (routing policies, held ports, priority,
+        lengths not in the caches yet...) it checks per frame, and declines before changing anything."""
+        core = native.CORE
+        if not USE_CORE or core is None or not hasattr(core, "iq_receive") or self.pool or self.sel is not None or \
+                not self._core_receive_methods_plain():
+            return False
+        if not _CORE_READY:
+            core.iq_setup(Copy, Packet)
+            _CORE_READY.append(core)
+        framings = [self.port_framing.get(p, ETHERNET) for p in range(self.nports)]
+        if any(type(f) is not Framing for f in framings):
+            return False
+        b = self.bufs
+        rx = (self._ins, self._lines, b.occ, b.peak, self.arriving, self.q, self.active, self._rcq, self.wait_n,
+              self.wait_b, self.iq_stats, self.stats, self.prio_ports, [f.add for f in framings], self._V, b.vc_bytes,
+              self.groups_n, self.VMAX, self._RK, self.rc, int(bool(self.vct)), self.nports, VC_OFF, FLAG_POOL)
+        return core.iq_receive, rx

@@ -1,13 +1,14 @@
-"""The input-queued router's compiled allocation round (``emu._core.iq_round``, ``emu/csrc/iq.h``) is
-the exact twin of ``switch/iqround.py``'s plain case: the same runs with it and without it give the
+"""The input-queued router's compiled allocation round (``emu._core.iq_round``, ``emu/csrc/iq.h``) and its
+compiled receive of a plain data frame (``emu._core.iq_receive``, ``emu/csrc/iqrecv.h``) are the exact
+twins of ``switch/iqround.py``'s and ``switch/iq.py``'s plain cases: the same runs with it and without it give the
 same figures (every result and per-link counter of ``emu run --json``) and the same capture bytes
 (every frame, credits included, in the same order at the same times).
 
 Cases: BookSim2's uniform comparison (``scripts/bench_iq.py``: 4x4 mesh with 1, 2 and 8 VCs and 1-
 and 4-flit packets, an 8x8 one with 8 VCs), a torus (dateline VCs: the VC byte rewritten per hop), and
 random small meshes and tori over the release rules, cut-through and loads (hypothesis). Each run
-asserts the core took rounds (its twin was exercised), or, for a configuration it does not cover
-(iSLIP, per-class weights), that Python ran alone.
+asserts the core took rounds and frames (its twins were exercised), or, for a configuration it does not
+cover (iSLIP, per-class weights: the round; a VC selector: the receive), that Python ran alone.
 """
 
 import json
@@ -31,10 +32,11 @@ needs_core = pytest.mark.skipif(native.CORE is None, reason="the compiled core i
 
 
 def _run(tmp: Path, use_core: bool, monkeypatch, topo: str, vcs: int, flits: int, load: float, cycles: int,
-         extra: dict | None = None) -> tuple[dict, bytes, int]:
-    """One ``emu run`` of uniform traffic: (its results without wall time, its capture, rounds the core ran)."""
+         extra: dict | None = None) -> tuple[dict, bytes, list]:
+    """One ``emu run`` of uniform traffic: (its results without wall time, its capture, [rounds the core ran,
+    frames the core's receive took])."""
     monkeypatch.setattr(iqcore, "USE_CORE", use_core)
-    calls = [0]
+    calls = [0, 0]
     made = CoreRound._core_state
 
     def counted(self):
@@ -49,6 +51,21 @@ def _run(tmp: Path, use_core: bool, monkeypatch, topo: str, vcs: int, flits: int
         return (call, *cs[1:])
 
     monkeypatch.setattr(CoreRound, "_core_state", counted)
+    made_rx = CoreRound._core_receive_state
+
+    def counted_rx(self):  # (the frames the compiled receive took: it returns a list, None when it declines)
+        rx = made_rx(self)
+        if not rx:
+            return rx
+        fn = rx[0]
+
+        def call(*a):
+            r = fn(*a)
+            calls[1] += r is not None
+            return r
+        return (call, rx[1])
+
+    monkeypatch.setattr(CoreRound, "_core_receive_state", counted_rx)
     sets = {**OURS, **FAITHFUL, "switch.vcs": vcs, "switch.model": "input_queued", **(extra or {})}
     w = max(1, cycles // flits)
     out, cap = tmp / f"r{int(use_core)}.json", tmp / f"c{int(use_core)}.pcapng"
@@ -66,14 +83,15 @@ def _run(tmp: Path, use_core: bool, monkeypatch, topo: str, vcs: int, flits: int
     res = json.loads(out.read_text())["results"]
     for r in res:
         r.pop("wall_s", None)
-    return res, cap.read_bytes(), calls[0]
+    return res, cap.read_bytes(), list(calls)  # (a copy: a later run's wrappers call this one's)
 
 
-def _twin(tmp: Path, monkeypatch, *args, covered: bool = True, **kw) -> dict:
+def _twin(tmp: Path, monkeypatch, *args, covered: bool = True, received: bool | None = None, **kw) -> dict:
     pure, pure_cap, n0 = _run(tmp, False, monkeypatch, *args, **kw)
     comp, comp_cap, n1 = _run(tmp, True, monkeypatch, *args, **kw)
-    assert n0 == 0
-    assert (n1 > 0) == covered  # the compiled round ran (or, not covered, never did)
+    assert n0 == [0, 0]
+    assert (n1[0] > 0) == covered  # the compiled round ran (or, not covered, never did)
+    assert (n1[1] > 0) == (covered if received is None else received)  # ... and the compiled receive
     assert comp == pure
     assert comp_cap == pure_cap
     assert pure[0]["hop_count"] > 0
@@ -97,18 +115,18 @@ def test_booksim_mesh_8x8_same_figures_and_frames(tmp_path, monkeypatch):
 
 @needs_core
 def test_torus_dateline_same_figures_and_frames(tmp_path, monkeypatch):
-    _twin(tmp_path, monkeypatch, "torus:k=4,n=2", 4, 2, 0.5, 40)
+    _twin(tmp_path, monkeypatch, "torus:k=4,n=2", 4, 2, 0.5, 40, received=False)  # (a VC selector: Python's receive)
 
 
 @needs_core
 def test_islip_stays_python(tmp_path, monkeypatch):
-    _twin(tmp_path, monkeypatch, "mesh:k=3,n=2", 2, 1, 0.5, 30, covered=False,
-          extra={"switch.allocator": "islip", "switch.iterations": 2})
+    _twin(tmp_path, monkeypatch, "mesh:k=3,n=2", 2, 1, 0.5, 30, covered=False, received=True,
+          extra={"switch.allocator": "islip", "switch.iterations": 2})  # (the receive is the allocator's either way)
 
 
 @needs_core
 def test_weighted_classes_stay_python(tmp_path, monkeypatch):
-    _twin(tmp_path, monkeypatch, "mesh:k=3,n=2", 2, 1, 0.5, 30, covered=False,
+    _twin(tmp_path, monkeypatch, "mesh:k=3,n=2", 2, 1, 0.5, 30, covered=False, received=True,
           extra={"queues.arbiter": "drr", "queues.weights": "1+3"})
 
 
@@ -125,4 +143,46 @@ def test_random_configurations_same_figures_and_frames(tmp_path_factory, monkeyp
     extra = {"switch.credit_release": credit, "switch.vc_release": vc_release, "switch.cut_through": str(cut).lower(),
              "switch.eject_vcs": str(eject).lower()}
     _twin(tmp_path_factory.mktemp("r"), monkeypatch, f"{'torus' if torus else 'mesh'}:k={k},n=2", vcs, flits, load, 24,
-          extra=extra)
+          extra=extra, received=not torus)  # (a torus's dateline VC selector: Python's receive)
+
+
+def _run_uncaptured(tmp: Path, core, monkeypatch, topo: str, vcs: int, flits: int, load: float, cycles: int) -> dict:
+    """``_run`` without a capture (the compiled element paths -- a window, a transmit -- run only then),
+    with the whole compiled core (``core``) or none (None): its results without wall time."""
+    monkeypatch.setattr(native, "CORE", core)
+    sets = {**OURS, **FAITHFUL, "switch.vcs": vcs, "switch.model": "input_queued"}
+    w = max(1, cycles // flits)
+    out = tmp / f"u{int(core is not None)}.json"
+    argv = ["run", "--topo", topo, "--test", "uniform", "--direct", "--load", f"{load:.4f}", "--warmup", str(w),
+            "--measure", str(w), "--size", f"{FLIT * flits - 24}B", "--to-self", "--drain", "measured", "--json", str(out)]
+    for key, v in sets.items():
+        argv += ["--set", f"{key}={v}"]
+    with open(os.devnull, "w") as null:
+        saved, sys.stdout = sys.stdout, null
+        try:
+            assert main(argv) == 0
+        finally:
+            sys.stdout = saved
+    res = json.loads(out.read_text())["results"]
+    for r in res:
+        r.pop("wall_s", None)
+    return res
+
+
+@needs_core
+@pytest.mark.parametrize("vcs,flits", [(8, 1), (2, 4)])
+def test_uncaptured_runs_are_the_same_with_and_without_the_core(vcs, flits, tmp_path, monkeypatch):
+    """No capture: the router's compiled receive, its grants onto ports of flit framing with head flits
+    (``enqueue``), the credits it sends (``Flow._credit_now``'s plain case) and those it receives (to
+    ``on_credit``) in the core's window, and their hand-over (``transmit_local`` with link control queued)
+    give the same figures and per-link counters as pure Python."""
+    from bench_iq import SAT
+    core = native.CORE
+    pure = _run_uncaptured(tmp_path, None, monkeypatch, "mesh:k=4,n=2", vcs, flits, SAT[(4, vcs, flits)] * 0.9, 60)
+    before = core.counts()
+    comp = _run_uncaptured(tmp_path, core, monkeypatch, "mesh:k=4,n=2", vcs, flits, SAT[(4, vcs, flits)] * 0.9, 60)
+    did = {k: v - before[k] for k, v in core.counts().items()}
+    assert did["iq_received"] > 0 and did["handed_over"] > 0 and did["enqueued"] > 0  # (the grants onto flit ports)
+    assert did["credits_out"] > 0 and did["credits_in"] > 0  # (the credit path's plain cases in the core's window)
+    assert comp == pure
+    assert pure[0]["hop_count"] > 0

@@ -34,7 +34,8 @@ async def test_a_next_time_the_core_cannot_read_is_elements_own():
             el.pevents.clear()
 
 
-async def _datagrams(pure: bool, monkeypatch, settings: list[str], direct: bool = False) -> tuple:
+async def _datagrams(pure: bool, monkeypatch, settings: list[str], direct: bool = False,
+                     topo: str = "fattree:k=2,n=2") -> tuple:
     """A run on the process's one socket (every port's peer behind it), every UDP datagram the
     batch sends recorded in order (cluster id blanked: a new one per cluster), with its figures."""
     from emu.config import parse_settings
@@ -55,7 +56,7 @@ async def _datagrams(pure: bool, monkeypatch, settings: list[str], direct: bool 
         return send(self, data, addr, size)
 
     monkeypatch.setattr(Batch, "_send", record)
-    t = build("fattree:k=2,n=2", settings=parse_settings(["host.send_overhead_ns=0", "host.recv_overhead_ns=0",
+    t = build(topo, settings=parse_settings(["host.send_overhead_ns=0", "host.recv_overhead_ns=0",
                                                            *settings]))
 
     async def alltoall(host, hosts):
@@ -103,6 +104,25 @@ async def test_the_batch_sends_the_same_datagrams_with_and_without_the_core(sett
     assert did["windows"] > 0 if len(settings) == 1 else did["windows"] == 0
     if not direct:  # (windows of several links' groups to one socket)
         assert max(len(d) for d in pure[0]) > 30_000
+
+
+@needs_core
+@pytest.mark.parametrize("direct", [False, True], ids=["sockets", "direct"])
+async def test_an_input_queued_mesh_is_the_same_with_and_without_the_core(direct, monkeypatch):
+    """Input-queued routers with flit framing and per-flit credits (BookSim's settings): the router's
+    compiled receive, its grants onto ports with head flits, the credits it sends and receives in the
+    core's window and their hand-over leave the same datagrams, figures, per-port counters (frames and
+    bytes each way) and domain and element state as pure Python."""
+    settings = ["switch.model=input_queued", "switch.vcs=2", "switch.flit_bytes=64", "switch.vc_buffer_bytes=512",
+                "switch.credit_release=per_flit", "host.inject_vc=free", "switch.eject_vcs=true",
+                "link.latency_ns=10", "host.mtu_bytes=232"]
+    before = CORE.counts()
+    pure = await _datagrams(True, monkeypatch, settings, direct, "mesh:k=2,n=2")
+    compiled = await _datagrams(False, monkeypatch, settings, direct, "mesh:k=2,n=2")
+    did = {k: v - before[k] for k, v in CORE.counts().items()}
+    assert compiled[0] == pure[0]
+    assert compiled[1:] == pure[1:]
+    assert did["iq_received"] > 0 and did["credits_out"] > 0 and did["credits_in"] > 0 and did["enqueued"] > 0
 
 
 @needs_core

@@ -13,7 +13,7 @@ static PyObject *deque_popleft, *deque_append;
 static Py_ssize_t o_free_at, o_pending, o_defer_fcs, o_queued, o_queued_bytes, o_up, o_timeline, o_flow,
     o_priority, o_peak_f, o_peak_b, o_busy_ns, o_tracer, o_head_bytes, o_framing, o_bps, o_latency;
 static Py_ssize_t o_local, o_ctl, o_fault_rng, o_link, o_sent_done, o_tx_frames, o_tx_bytes, o_peer_addr, o_peer_domain,
-    o_peer;
+    o_peer, o_line;
 /* InPort slots */
 static Py_ssize_t i_timeline, i_buf, i_index, i_link, i_rx_frames, i_rx_bytes, i_name;
 /* LinkSender / LinkReceiver slots */
@@ -28,9 +28,10 @@ static unsigned long long n_forwarded, n_enqueued, n_handed, n_records, n_taken,
 static long C_MAX_HOPS;
 static unsigned char decline[256]; /* packet types a plain switch does not forward by its table */
 static int switch_ready = 0;
+static long C_QPKT_PORT = -1; /* emu.port's _QPKT (setup's last constant) */
 
 /* what emu/native.py expects: raise it whenever a function's arguments or results change */
-#define CORE_API 9
+#define CORE_API 10
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
@@ -111,6 +112,25 @@ static inline PyObject *q_append(PyObject *q, PyObject *item)
 static inline PyObject *q_popleft(PyObject *q)
 {
     return Py_TYPE(q) == DequeT ? PyObject_Vectorcall(deque_popleft, &q, 1, NULL) : PyObject_CallMethodNoArgs(q, s_popleft);
+}
+
+/* the time of the first entry of ``seq`` (a list or deque of tuples): 1 (in *t), 0 (empty), 2 (not
+ * what this code reads: Python's), -1 (error) */
+static int head_time(PyObject *seq, int field, long long *t)
+{
+    if (seq == NULL)
+        return 2;
+    Py_ssize_t n = PyList_CheckExact(seq) ? PyList_GET_SIZE(seq) : (Py_TYPE(seq) == DequeT ? PySequence_Size(seq) : -2);
+    if (n == -2)
+        return 2;
+    if (n <= 0)
+        return (int)n;
+    PyObject *head = PyList_CheckExact(seq) ? Py_NewRef(PyList_GET_ITEM(seq, 0)) : PySequence_GetItem(seq, 0);
+    if (head == NULL)
+        return -1;
+    int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) > field && get_ll(PyTuple_GET_ITEM(head, field), t);
+    Py_DECREF(head);
+    return ok ? 1 : (PyErr_Occurred() ? -1 : 2);
 }
 
 /* Write ``v`` into the int ``o`` itself when nobody else can see it: ``o`` held by one reference

@@ -18,6 +18,7 @@
 static PyTypeObject *CopyT, *PacketT;
 static Py_ssize_t c_pkt, c_out, c_frame, c_group, c_ovc, c_need, c_sa_at, c_granted, c_prio, c_n, c_ser, c_lag,
     c_rank, c_vpart, c_va_try, c_sa_try;
+static Py_ssize_t p_cost;
 static Py_ssize_t p_port, p_vc, p_head, p_tail, p_copies, p_left, p_exit, p_hexit, p_rc_at, p_vpart, p_ppart;
 static PyObject *s_va_grants, *s_sa_grants, *s_sa_conflicts;
 static int iq_ready = 0;
@@ -36,7 +37,7 @@ static PyObject *iq_setup(PyObject *self, PyObject *args)
     struct { const char *n; Py_ssize_t *o; } ps[] = {
         {"port", &p_port}, {"vc", &p_vc}, {"head", &p_head}, {"tail", &p_tail}, {"copies", &p_copies},
         {"left", &p_left}, {"exit", &p_exit}, {"hexit", &p_hexit}, {"rc_at", &p_rc_at}, {"vpart", &p_vpart},
-        {"ppart", &p_ppart}};
+        {"ppart", &p_ppart}, {"cost", &p_cost}};
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++)
         if (slot_offset((PyTypeObject *)copy, cs[k].n, cs[k].o) < 0)
             return NULL;

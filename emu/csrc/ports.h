@@ -38,7 +38,17 @@ static int plain_port(PyObject *p, int *defer)
 /* OutPort.enqueue's plain tail for ``frame`` (bytes, its FCS already on unless deferred) of ``n``
  * modelled bytes handed over at ``at`` with the port free at ``free``: the port's times, occupancy
  * and pending queue. Returns start, or -1 on error (a Python exception set). */
+static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long long at, long long free, long long hb);
+
 static long long enqueue_tail(PyObject *p, PyObject *frame, long long n, long long at, long long free)
+{
+    return enqueue_tail_hb(p, frame, n, at, free, 0);
+}
+
+/* enqueue_tail for a port whose receiver takes a frame when its head (``hb`` bytes) is in (0: its
+ * tail): the frame on the line recorded (``line``: start, done, modelled bytes, cuttable, []) and
+ * its arrival that of its head */
+static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long long at, long long free, long long hb)
 {
     long long bps, lat, busy, qb, peakf, peakb;
     if (!get_ll(SLOT(p, o_bps), &bps) || bps <= 0 || !get_ll(SLOT(p, o_latency), &lat) ||
@@ -96,7 +106,30 @@ static long long enqueue_tail(PyObject *p, PyObject *frame, long long n, long lo
         return -1;
     if (qb > peakb && set_ll(p, o_peak_b, qb) < 0)
         return -1;
-    PyObject *pe = tuple_steal(4, (PyObject *[]){PyLong_FromLongLong(start), PyLong_FromLongLong(done + lat),
+    long long arrival = done + lat;
+    if (hb) { /* self.line = [start, done, n, a QsNet packet of priority 0, []]; its head's arrival */
+        Py_ssize_t wl = PyBytes_GET_SIZE(frame);
+        const unsigned char *wb = (const unsigned char *)PyBytes_AS_STRING(frame);
+        int cuttable = wl > C_PTYPE_OFF && wb[C_PTYPE_OFF] == C_QPKT_PORT && !(wl > C_PRIO_OFF && wb[C_PRIO_OFF]);
+        PyObject *line = PyList_New(5), *e = PyList_New(0);
+        if (line == NULL || e == NULL) {
+            Py_XDECREF(line);
+            Py_XDECREF(e);
+            return -1;
+        }
+        PyList_SET_ITEM(line, 0, PyLong_FromLongLong(start));
+        PyList_SET_ITEM(line, 1, PyLong_FromLongLong(done));
+        PyList_SET_ITEM(line, 2, PyLong_FromLongLong(n));
+        PyList_SET_ITEM(line, 3, Py_NewRef(cuttable ? Py_True : Py_False));
+        PyList_SET_ITEM(line, 4, e);
+        if (!PyList_GET_ITEM(line, 0) || !PyList_GET_ITEM(line, 1) || !PyList_GET_ITEM(line, 2)) {
+            Py_DECREF(line);
+            return -1;
+        }
+        Py_XSETREF(SLOT(p, o_line), line);
+        arrival = start + (((hb < n ? hb : n) * 8000000000LL + bps - 1) / bps) + lat;
+    }
+    PyObject *pe = tuple_steal(4, (PyObject *[]){PyLong_FromLongLong(start), PyLong_FromLongLong(arrival),
                                                  Py_NewRef(frame), Py_NewRef(Py_False)});
     if (pe == NULL)
         return -1;
@@ -131,16 +164,78 @@ static PyObject *with_fcs(const char *src, Py_ssize_t flen, Py_ssize_t hops_off)
     return out;
 }
 
+/* plain_port's test for a port of any framing whose modelled lengths the core computes (its ``add``
+ * table, in *add; NULL: the plain framing) and with head flits (*hb: ``head_bytes``, 0 none) */
+static PyObject *framed_obj, *framed_add, *s_add_tbl;
+static int framed_port(PyObject *p, int *defer, long long *hb, PyObject **add)
+{
+    if (Py_TYPE(p) != OutPortT || SLOT(p, o_tracer) != Py_None || SLOT(p, o_up) != Py_True ||
+        SLOT(p, o_timeline) != Py_None || SLOT(p, o_flow) != Py_None)
+        return 0;
+    PyObject *h = SLOT(p, o_head_bytes), *fr = SLOT(p, o_framing), *d = SLOT(p, o_defer_fcs);
+    if (h == NULL || fr == NULL || !get_ll(h, hb) || *hb < 0 || (d != Py_True && d != Py_False) ||
+        (*hb && C_QPKT_PORT < 0)) {
+        PyErr_Clear();
+        return 0;
+    }
+    *defer = d == Py_True;
+    if (fr == plain_framing) {
+        *add = NULL;
+        return 1;
+    }
+    if (fr == framed_obj) {
+        *add = framed_add;
+        return 1;
+    }
+    if (s_add_tbl == NULL && (s_add_tbl = PyUnicode_InternFromString("add")) == NULL)
+        return 0;
+    PyObject *plain = PyObject_GetAttr(fr, s_plain), *tbl = NULL;
+    if (plain == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_DECREF(plain);
+    if (plain == Py_True) {
+        Py_XSETREF(plain_framing, Py_NewRef(fr));
+        *add = NULL;
+        return 1;
+    }
+    if (plain != Py_False || (tbl = PyObject_GetAttr(fr, s_add_tbl)) == NULL || !PyTuple_CheckExact(tbl) ||
+        PyTuple_GET_SIZE(tbl) != 256) {
+        Py_XDECREF(tbl);
+        PyErr_Clear();
+        return 0;
+    }
+    Py_XSETREF(framed_obj, Py_NewRef(fr)); /* (held: its address is not reused) */
+    Py_XSETREF(framed_add, tbl);
+    *add = framed_add;
+    return 1;
+}
+
 /* OutPort.enqueue's plain path for ``frame`` handed to port ``p`` at ``at``: 1 (queued, *start
  * set), 0 (not the plain case: nothing changed, Python's), -1 (error) */
 static int enqueue_plain(PyObject *p, PyObject *frame, long long at, long long *start)
 {
-    long long free;
+    long long free, hb = 0;
     int defer;
-    if (!ready || !(PyBytes_CheckExact(frame) || Py_TYPE(frame) == LazyT) || !plain_port(p, &defer) ||
-        !get_ll(SLOT(p, o_free_at), &free)) {
+    PyObject *add = NULL;
+    if (!ready || !(PyBytes_CheckExact(frame) || Py_TYPE(frame) == LazyT) || !framed_port(p, &defer, &hb, &add) ||
+        !get_ll(SLOT(p, o_free_at), &free) || ((add != NULL || hb) && !PyBytes_CheckExact(frame))) {
         PyErr_Clear();
         return 0;
+    }
+    long long n = -1; /* its modelled length (Framing.length), when the framing is not the plain one */
+    if (add != NULL) {
+        Py_ssize_t fl = PyBytes_GET_SIZE(frame);
+        long long a;
+        if (fl <= C_PTYPE_OFF)
+            n = fl + 4;
+        else if (!get_ll(PyTuple_GET_ITEM(add, ((const unsigned char *)PyBytes_AS_STRING(frame))[C_PTYPE_OFF]), &a) ||
+                 a < 0) {
+            PyErr_Clear();
+            return 0; /* (a body carried in a QsNet packet: Python's) */
+        } else
+            n = fl - C_HDR_LEN + a;
     }
     PyObject *wire;
     Py_ssize_t flen;
@@ -165,7 +260,7 @@ static int enqueue_plain(PyObject *p, PyObject *frame, long long at, long long *
     }
     if (wire == NULL)
         return -1;
-    *start = enqueue_tail(p, wire, flen + 4, at, free);
+    *start = enqueue_tail_hb(p, wire, n < 0 ? flen + 4 : n, at, free, hb);
     Py_DECREF(wire);
     if (*start < 0)
         return -1;
@@ -424,249 +519,5 @@ static PyObject *hand_over(PyObject *self, PyObject *const *args, Py_ssize_t nar
         return NULL;
     return Py_BuildValue("(lLLL)", n, nbytes, seq, last);
 }
-
-/* Batch.send(dgram, addr) while a window runs: the group joins its destination's parts when it fits
- * (Python's test); anything else -- not holding, a datagram full -- Batch.send itself. */
-static int batch_send(PyObject *batch, PyObject *dg, PyObject *addr)
-{
-    PyObject *holding = PyObject_GetAttr(batch, s_holding), *pending = NULL;
-    if (holding == NULL)
-        return -1;
-    int rc = -1;
-    if (holding == Py_True && (pending = PyObject_GetAttr(batch, s_pending)) != NULL && PyDict_CheckExact(pending)) {
-        Py_ssize_t len = PyBytes_GET_SIZE(dg);
-        PyObject *q = PyDict_GetItemWithError(pending, addr);
-        if (q == NULL) {
-            if (PyErr_Occurred())
-                goto done;
-            PyObject *nq = Py_BuildValue("[[O]n]", dg, len);
-            if (nq == NULL)
-                goto done;
-            rc = PyDict_SetItem(pending, addr, nq);
-            Py_DECREF(nq);
-            goto done;
-        }
-        long long size;
-        if (PyList_CheckExact(q) && PyList_GET_SIZE(q) == 2 && PyList_CheckExact(PyList_GET_ITEM(q, 0)) &&
-            get_ll(PyList_GET_ITEM(q, 1), &size) && size + len <= C_MAX_DATAGRAM) {
-            PyObject *nsize = PyLong_FromLongLong(size + len);
-            if (nsize == NULL || PyList_Append(PyList_GET_ITEM(q, 0), dg) < 0) {
-                Py_XDECREF(nsize);
-                goto done;
-            }
-            rc = PyList_SetItem(q, 1, nsize);
-            goto done;
-        }
-        if (PyErr_Occurred())
-            goto done;
-    } else if (PyErr_Occurred())
-        goto done;
-    PyObject *r = PyObject_CallMethodObjArgs(batch, s_send, dg, addr, NULL);
-    Py_XDECREF(r);
-    rc = r == NULL ? -1 : 0;
-done:
-    Py_DECREF(holding);
-    Py_XDECREF(pending);
-    return rc;
-}
-
-/* the batch branch of Element._transmit for one port: its frames due before ``release`` become
- * records (take), their groups go to the process's batch, the domain and the counters are told */
-static int transmit_batch(PyObject *p, PyObject *pend, long long release, long long window, PyObject *domain,
-                          PyObject *batch, PyObject *stats)
-{
-    PyObject *out = NULL, *addr = SLOT(p, o_peer_addr), *pdom = SLOT(p, o_peer_domain), *peer = SLOT(p, o_peer);
-    long n;
-    long long nbytes, last, lat;
-    if (addr == NULL || pdom == NULL || peer == NULL || !get_ll(SLOT(p, o_latency), &lat)) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a port without its peer");
-        return -1;
-    }
-    Py_INCREF(addr);
-    Py_INCREF(pdom);
-    Py_INCREF(peer);
-    int rc = -1;
-    if (take_into(SLOT(p, o_link), pend, release, window, &out, &n, &nbytes, &last) < 0)
-        goto done;
-    if (dict_add(stats, s_datagrams_sent, PyList_GET_SIZE(out), 0, "an element's stats['datagrams_sent']") < 0)
-        goto done;
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(out); k++)
-        if (batch_send(batch, PyList_GET_ITEM(out, k), addr) < 0)
-            goto done;
-    if (frames_sent(domain, pdom, n, peer) < 0 || set_ll(p, o_sent_done, last - lat) < 0 ||
-        add_ll(p, o_tx_frames, n) < 0 || add_ll(p, o_tx_bytes, nbytes) < 0)
-        goto done;
-    n_batched += n;
-    rc = 0;
-done:
-    Py_XDECREF(out);
-    Py_DECREF(addr);
-    Py_DECREF(pdom);
-    Py_DECREF(peer);
-    return rc;
-}
-
-/* Element._transmit's first part: every busy port with neither link control nor an emulated fault
- * (the caller checks the capture) whose peer is in this process hands the frames due before
- * ``release`` straight into the peer's heap; given the process's ``batch`` (None: no socket path
- * here), a port whose peer is elsewhere turns them into records for it -- up to the first such port
- * left to Python, so that the groups reach the batch in Python's order. A port left empty leaves
- * ``busy``. Returns (earliest arrival handed over or taken, or INF; the other busy ports for Python,
- * in their order). */
-static int transmit_into(PyObject *busy, long long release, PyObject *window, PyObject *domain, PyObject *batch,
-                         PyObject *stats, long long *first_out, PyObject **others_out)
-{
-    long long win, clean = C_CLEAN, nofcs = C_NOFCS, first = (long long)1 << 62;
-    int to_python = batch == Py_None; /* a remote port went to Python: so do the ones after it */
-    int inline_counts = DomainT != NULL && Py_TYPE(domain) == DomainT; /* (the domain told once, at the end) */
-    long long local_n = 0;
-    if (!ready || !PyDict_CheckExact(busy) || !get_ll(window, &win)) {
-        PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: bad arguments");
-        return -1;
-    }
-    /* the ports as they are now (Python code runs in between: a lazy frame made, the domain told),
-     * each port's (peer, input port) held while it is used */
-    PyObject *others = PyList_New(0), *done = PyList_New(0), *ports = PyDict_Keys(busy), *held = NULL,
-             *held_pend = NULL;
-    if (others == NULL || done == NULL || ports == NULL)
-        goto fail;
-    for (Py_ssize_t kp = 0; kp < PyList_GET_SIZE(ports); kp++, drop(&held), drop(&held_pend)) {
-        PyObject *p = PyList_GET_ITEM(ports, kp), *local, *ctl, *pend;
-        Py_ssize_t nctl;
-        if (Py_TYPE(p) != OutPortT || (local = SLOT(p, o_local)) == NULL || SLOT(p, o_fault_rng) != Py_None ||
-            (ctl = SLOT(p, o_ctl)) == NULL || (nctl = PySequence_Size(ctl)) != 0 || (pend = SLOT(p, o_pending)) == NULL ||
-            (local == Py_None && to_python) ||
-            (local != Py_None && (!PyTuple_CheckExact(local) || PyTuple_GET_SIZE(local) != 2))) {
-            if (PyErr_Occurred() || PyList_Append(others, p) < 0)
-                goto fail;
-            if (Py_TYPE(p) != OutPortT || local == NULL || local == Py_None)
-                to_python = 1;
-            continue;
-        }
-        held = Py_NewRef(local);
-        held_pend = Py_NewRef(pend);
-        Py_ssize_t npend = PySequence_Size(pend);
-        if (npend < 0)
-            goto fail;
-        if (npend) {
-            PyObject *head = PySequence_GetItem(pend, 0);
-            if (head == NULL)
-                goto fail;
-            long long a0;
-            int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) == 4 && get_ll(PyTuple_GET_ITEM(head, 1), &a0);
-            Py_DECREF(head);
-            if (!ok) {
-                if (!PyErr_Occurred())
-                    PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a pending entry is not a 4-tuple");
-                goto fail;
-            }
-            if (a0 < release && local == Py_None) { /* by the process's socket */
-                if (a0 < first)
-                    first = a0;
-                if (transmit_batch(p, pend, release, win, domain, batch, stats) < 0)
-                    goto fail;
-                npend = PySequence_Size(pend);
-            } else if (a0 < release) {
-                PyObject *peer = PyTuple_GET_ITEM(local, 0), *inp = PyTuple_GET_ITEM(local, 1);
-                PyObject *link = SLOT(p, o_link), *rlink;
-                if (Py_TYPE(inp) != InPortT || link == NULL || Py_TYPE(link) != SenderT ||
-                    (rlink = SLOT(inp, i_link)) == NULL || Py_TYPE(rlink) != ReceiverT) {
-                    if (PyList_Append(others, p) < 0)
-                        goto fail;
-                    continue;
-                }
-                PyObject *safe = EL_GET(peer, E_SAFE_TIME);
-                long long st;
-                int okst = get_ll(safe, &st);
-                Py_XDECREF(safe);
-                if (!okst) {
-                    if (!PyErr_Occurred())
-                        PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: safe_time is not an integer");
-                    goto fail;
-                }
-                if (a0 < st) {
-                    PyErr_Format(CausalityError, "%S: frame stamped %lld ns handed over after %lld ns was processed; "
-                                 "the synchroniser let a window run too far", SLOT(inp, i_name), a0, st);
-                    goto fail;
-                }
-                if (a0 < first)
-                    first = a0;
-                PyObject *heap = EL_GET(peer, E_HEAP);
-                if (heap == NULL)
-                    goto fail;
-                long long seq, flags = SLOT(p, o_defer_fcs) == Py_True ? clean | nofcs : clean;
-                if (!get_ll(SLOT(link, ls_seq), &seq)) {
-                    Py_DECREF(heap);
-                    if (!PyErr_Occurred())
-                        PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a sequence number is not an integer");
-                    goto fail;
-                }
-                long n;
-                long long nbytes, nseq, last, lat;
-                int okh = hand_over_into(pend, heap, SLOT(inp, i_index), seq, flags, release, C_POOL, &n, &nbytes,
-                                         &nseq, &last);
-                Py_DECREF(heap);
-                if (okh < 0 || !get_ll(SLOT(p, o_latency), &lat))
-                    goto fail;
-                if (flags & nofcs)
-                    nbytes += 4LL * n;
-                if (set_ll(link, ls_seq, nseq) < 0 || set_ll(rlink, lr_expected, nseq) < 0 ||
-                    set_ll(p, o_sent_done, last - lat) < 0 || add_ll(p, o_tx_frames, n) < 0 ||
-                    add_ll(p, o_tx_bytes, nbytes) < 0 || add_ll(inp, i_rx_frames, n) < 0 ||
-                    add_ll(inp, i_rx_bytes, nbytes) < 0 ||
-                    (inline_counts ? (local_n += n, frames_due(domain, peer, a0)) : frames_local_call(domain, peer, n, a0, window)) < 0)
-                    goto fail;
-                npend = PySequence_Size(pend);
-            }
-        }
-        if (npend < 0 || (npend == 0 && PyList_Append(done, p) < 0))
-            goto fail;
-    }
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(done); k++)
-        if (PyDict_DelItem(busy, PyList_GET_ITEM(done, k)) < 0)
-            goto fail;
-    Py_DECREF(done);
-    Py_DECREF(ports);
-    if (local_counts(domain, local_n, window) < 0) {
-        Py_DECREF(others);
-        return -1;
-    }
-    *first_out = first;
-    *others_out = others;
-    return 0;
-fail:
-    if (local_n) { /* what was handed over stands: counted, the error kept */
-        PyObject *et, *ev, *tb;
-        PyErr_Fetch(&et, &ev, &tb);
-        if (local_counts(domain, local_n, window) < 0)
-            PyErr_Clear();
-        PyErr_Restore(et, ev, tb);
-    }
-    Py_XDECREF(held);
-    Py_XDECREF(held_pend);
-    Py_XDECREF(others);
-    Py_XDECREF(done);
-    Py_XDECREF(ports);
-    return -1;
-}
-
-static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "transmit_local(busy, release, window, domain, batch, stats)");
-        return NULL;
-    }
-    long long release, first;
-    PyObject *others;
-    if (!get_ll(args[1], &release)) {
-        PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: bad arguments");
-        return NULL;
-    }
-    if (transmit_into(args[0], release, args[2], args[3], args[4], args[5], &first, &others) < 0)
-        return NULL;
-    return Py_BuildValue("(LN)", first, others);
-}
-
 
 #endif /* EMU_CSRC_PORTS_H */

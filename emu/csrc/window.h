@@ -4,7 +4,7 @@
 #define EMU_CSRC_WINDOW_H
 
 static PyObject *s_timer, *s_stats, *s_plain_table, *s_run_window, *s_transmit_ports, *s_forwarded, *s_schedule,
-    *s_min_delay_ns, *s_cut_through, *s_receive, *s_on_timer, *s_emit;
+    *s_min_delay_ns, *s_cut_through, *s_receive, *s_on_timer, *s_emit, *s_port_event, *s_arrive, *s_release;
 static unsigned long long n_windows; /* static-table switch windows run whole here (counts()) */
 static unsigned long long n_element_windows; /* other elements' windows of frames and timers run here */
 
@@ -14,7 +14,8 @@ static int window_init(void)
         {&s_timer, "timer"}, {&s_stats, "stats"}, {&s_plain_table, "plain_table"}, {&s_run_window, "run_window"},
         {&s_transmit_ports, "_transmit_ports"}, {&s_forwarded, "forwarded"}, {&s_schedule, "schedule"},
         {&s_min_delay_ns, "min_delay_ns"}, {&s_cut_through, "cut_through"}, {&s_receive, "receive"},
-        {&s_on_timer, "on_timer"}, {&s_emit, "_emit"}};
+        {&s_on_timer, "on_timer"}, {&s_emit, "_emit"}, {&s_port_event, "_port_event"}, {&s_arrive, "_arrive"},
+        {&s_release, "_release"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if ((*names[k].s = PyUnicode_InternFromString(names[k].n)) == NULL)
             return -1;
@@ -28,25 +29,6 @@ static int lookup_attr(PyObject *o, PyObject *name, PyObject **out)
 #else
     return _PyObject_LookupAttr(o, name, out);
 #endif
-}
-
-/* the time of the first entry of ``seq`` (a list or deque of tuples): 1 (in *t), 0 (empty), 2 (not
- * what this code reads: Python's), -1 (error) */
-static int head_time(PyObject *seq, int field, long long *t)
-{
-    if (seq == NULL)
-        return 2;
-    Py_ssize_t n = PyList_CheckExact(seq) ? PyList_GET_SIZE(seq) : (Py_TYPE(seq) == DequeT ? PySequence_Size(seq) : -2);
-    if (n == -2)
-        return 2;
-    if (n <= 0)
-        return (int)n;
-    PyObject *head = PyList_CheckExact(seq) ? Py_NewRef(PyList_GET_ITEM(seq, 0)) : PySequence_GetItem(seq, 0);
-    if (head == NULL)
-        return -1;
-    int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) > field && get_ll(PyTuple_GET_ITEM(head, field), t);
-    Py_DECREF(head);
-    return ok ? 1 : (PyErr_Occurred() ? -1 : 2);
 }
 
 /* *t lowered to the time of ``seq``'s first entry less ``sub``, if it has one: 0, 1 (an entry this
@@ -190,8 +172,10 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
     int rc = -1;
     if (lookup_attr(eng, s_plain_table, &plain) < 0)
         return -1;
-    if (plain == NULL)
+    if (plain == NULL || plain == Py_None) { /* (not a static table now: the engine's window, element_window) */
+        Py_XDECREF(plain);
         return 2;
+    }
     if ((le = EL_GET(el, E_LINK_EVENTS)) == NULL || (pev = EL_GET(el, E_PEVENTS)) == NULL ||
         (tt = PyObject_GetAttr(eng, s_timer)) == NULL || (cap = EL_GET(el, E_CAPTURE)) == NULL)
         goto done;
@@ -291,7 +275,7 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
         mdv = -1;
     for (;;) {
         rc = 1;
-        if (PyList_GET_SIZE(le) || PyList_GET_SIZE(pev) || SLOT(el, el_attr[E_CAPTURE].off) != Py_None ||
+        if (PyList_GET_SIZE(le) || SLOT(el, el_attr[E_CAPTURE].off) != Py_None ||
             SLOT(el, el_attr[E_HEAP].off) != heap || SLOT(el, el_attr[E_INS].off) != ins ||
             SLOT(el, el_attr[E_LINK_EVENTS].off) != le || SLOT(el, el_attr[E_PEVENTS].off) != pev ||
             !get_ll(SLOT(el, el_attr[E_NOW].off), &now))
@@ -307,7 +291,28 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             (head != NULL && (!PyTuple_CheckExact(head) || PyTuple_GET_SIZE(head) != 5 ||
                               !get_ll(PyTuple_GET_ITEM(head, 0), &th))))
             goto done;
-        PyObject *result;
+        PyObject *result, *token = NULL;
+        if (PyList_GET_SIZE(pev)) { /* a port event first, at its time or before the timer's and the frame's */
+            PyObject *ph = PyList_GET_ITEM(pev, 0);
+            long long tp;
+            if (!PyTuple_CheckExact(ph) || PyTuple_GET_SIZE(ph) < 1 || !get_ll(PyTuple_GET_ITEM(ph, 0), &tp))
+                goto done; /* (a time it does not read: Python's) */
+            if (tp <= th && (tt == Py_None || tp <= ttv)) {
+                if (tp >= t1)
+                    break;
+                rc = -1;
+                int c = credit_out_c(el, pev, ph); /* a credit built before, here; any other: Element._port_event */
+                if (c < 0)
+                    goto done;
+                if (c == 0) {
+                    PyObject *r = PyObject_CallMethodNoArgs(el, s_port_event);
+                    if (r == NULL)
+                        goto done;
+                    Py_DECREF(r);
+                }
+                continue;
+            }
+        }
         if (tt != Py_None && ttv <= th) { /* Element._fire_timer */
             if (ttv >= t1)
                 break;
@@ -326,8 +331,42 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
                 break;
             long long port, kind;
             PyObject *wire;
-            if (!plain_arrival(head, ins, &port, &kind, &wire) || (!(kind & C_NOFCS) && PyBytes_GET_SIZE(wire) < 4))
-                goto done; /* damaged, link control, a port's buffer or timeline: Python's */
+            if (!plain_arrival(head, ins, &port, &kind, &wire) || (!(kind & C_NOFCS) && PyBytes_GET_SIZE(wire) < 4)) {
+                /* damaged, link control, a port's buffer or timeline: the port's (Element._arrive), then the
+                 * engine's receive of what it hands on, as run_window's general loop does */
+                PyErr_Clear();
+                rc = -1;
+                int c = credit_in_c(el, eng, head, ins); /* a credit: Flow._credit_arrived's plain case here */
+                if (c < 0)
+                    goto done;
+                if (c == 1)
+                    continue;
+                PyObject *arrived = PyObject_CallMethodNoArgs(el, s_arrive);
+                if (arrived == NULL)
+                    goto done;
+                if (arrived == Py_None) {
+                    Py_DECREF(arrived);
+                    continue;
+                }
+                PyObject *nw = EL_GET(el, E_NOW);
+                if (nw == NULL || !PyTuple_CheckExact(arrived) || PyTuple_GET_SIZE(arrived) != 3) {
+                    Py_XDECREF(nw);
+                    Py_DECREF(arrived);
+                    goto done;
+                }
+                token = Py_NewRef(PyTuple_GET_ITEM(arrived, 2));
+                result = PyObject_CallMethodObjArgs(eng, s_receive, PyTuple_GET_ITEM(arrived, 0),
+                                                    PyTuple_GET_ITEM(arrived, 1), nw, NULL);
+                Py_DECREF(nw);
+                Py_DECREF(arrived);
+                if (result == NULL) {
+                    Py_DECREF(token);
+                    goto done;
+                }
+                if (token == Py_None)
+                    Py_CLEAR(token);
+                goto emit;
+            }
             Py_ssize_t wlen = PyBytes_GET_SIZE(wire);
             const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(wire);
             rc = -1;
@@ -349,7 +388,35 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
         rc = -1;
         if (result == NULL)
             goto done;
+    emit:;
         int any = PyList_CheckExact(result) ? PyList_GET_SIZE(result) > 0 : PyObject_IsTrue(result);
+        if (any > 0 && token != NULL) { /* a frame that holds its input buffer: Python's _emit counts on it */
+            PyObject *r = PyObject_CallMethodObjArgs(el, s_emit, result, token, md, cut, NULL);
+            Py_DECREF(result);
+            if (r == NULL) {
+                Py_DECREF(token);
+                goto done;
+            }
+            Py_DECREF(r);
+            any = 0;
+            result = Py_NewRef(Py_None);
+        }
+        if (token != NULL) { /* consumed here, or dropped: the buffer is free now (run_window's last lines) */
+            PyObject *cnt = PyList_CheckExact(token) && PyList_GET_SIZE(token) == 5 ? PyList_GET_ITEM(token, 4) : NULL;
+            long long cv;
+            int bad = cnt == NULL || !get_ll(cnt, &cv);
+            if (!bad && cv == 0) {
+                PyObject *r = PyList_SetItem(token, 4, PyLong_FromLong(1)) < 0 ? NULL
+                              : PyObject_CallMethodOneArg(el, s_release, token);
+                bad = r == NULL;
+                Py_XDECREF(r);
+            }
+            Py_DECREF(token);
+            if (bad) {
+                Py_DECREF(result);
+                goto done;
+            }
+        }
         if (any > 0 && PyList_CheckExact(result) && mdv >= 0) { /* Element._emit: the plain frames here */
             PyObject *outs = SLOT(el, el_attr[E_OUTS].off), *busy_ = SLOT(el, el_attr[E_BUSY].off);
             long long nowv;

@@ -1,0 +1,168 @@
+/* emu/csrc/credits.h: the credit path's plain cases inside an element's window (part of emu/_core.c,
+ * one translation unit; used by csrc/window.h's element_window) */
+#ifndef EMU_CSRC_CREDITS_H
+#define EMU_CSRC_CREDITS_H
+
+/* The credit path's plain cases (Flow._credit_now for a credit frame built before, Flow._credit_arrived
+ * for one decoded before, to an input-queued router), with emu.element_flow's caches of credit frames
+ * (_BUILT: by their fields; _READ: their fields by their bytes), read in place; anything else is
+ * Python's. cr_state: 0 not looked up yet, 1 ready, -1 not available (Python's always). */
+static PyObject *cr_built, *cr_read, *s_mac, *s_credit_arrived, *s_iq, *s_on_credit;
+static long long CR_CREDIT_OUT = -1, CR_STRETCH = -1;
+static int cr_state = 0;
+static unsigned long long n_credits_out, n_credits_in;
+
+static int credit_init(void)
+{
+    if (cr_state)
+        return cr_state > 0;
+    cr_state = -1;
+    PyObject *fl = PyImport_ImportModule("emu.element_flow"), *ec = PyImport_ImportModule("emu.element_const"),
+             *wc = PyImport_ImportModule("emu.wire.credit"), *a = NULL, *b = NULL;
+    int ok = fl != NULL && ec != NULL && wc != NULL && (cr_built = PyObject_GetAttrString(fl, "_BUILT")) != NULL &&
+             PyDict_CheckExact(cr_built) && (cr_read = PyObject_GetAttrString(fl, "_READ")) != NULL &&
+             PyDict_CheckExact(cr_read) && (a = PyObject_GetAttrString(ec, "CREDIT_OUT")) != NULL &&
+             get_ll(a, &CR_CREDIT_OUT) && (b = PyObject_GetAttrString(wc, "STRETCH")) != NULL && get_ll(b, &CR_STRETCH) &&
+             (s_mac = PyUnicode_InternFromString("mac")) != NULL &&
+             (s_credit_arrived = PyUnicode_InternFromString("_credit_arrived")) != NULL &&
+             (s_iq = PyUnicode_InternFromString("iq")) != NULL &&
+             (s_on_credit = PyUnicode_InternFromString("on_credit")) != NULL;
+    Py_XDECREF(fl);
+    Py_XDECREF(ec);
+    Py_XDECREF(wc);
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    PyErr_Clear();
+    if (ok)
+        cr_state = 1;
+    return ok;
+}
+
+/* Element._port_event for ``ph`` (the head of ``pev``) when it is a CREDIT_OUT whose frame
+ * Flow._credit_now built before: popped, ``now`` set, the frame queued on the port's link control, the
+ * port busy. 1 done, 0 not this case (nothing changed), -1 error. */
+static int credit_out_c(PyObject *el, PyObject *pev, PyObject *ph)
+{
+    long long what, port, lat;
+    PyObject *obj, *outs, *outp, *mac, *key, *wire, *ctl, *busy;
+    if (credit_init() <= 0 || PyTuple_GET_SIZE(ph) != 4 || !get_ll(PyTuple_GET_ITEM(ph, 2), &what) ||
+        what != CR_CREDIT_OUT || !PyTuple_CheckExact(obj = PyTuple_GET_ITEM(ph, 3)) || PyTuple_GET_SIZE(obj) != 5 ||
+        !get_ll(PyTuple_GET_ITEM(obj, 0), &port) || (outs = SLOT(el, el_attr[E_OUTS].off)) == NULL ||
+        !PyList_CheckExact(outs) || port < 0 || port >= PyList_GET_SIZE(outs) ||
+        Py_TYPE(outp = PyList_GET_ITEM(outs, port)) != OutPortT || (ctl = SLOT(outp, o_ctl)) == NULL ||
+        Py_TYPE(ctl) != DequeT || !get_ll(SLOT(outp, o_latency), &lat) || (busy = SLOT(el, el_attr[E_BUSY].off)) == NULL ||
+        !PyDict_CheckExact(busy)) {
+        PyErr_Clear();
+        return 0;
+    }
+    if ((mac = PyObject_GetAttr(el, s_mac)) == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    key = PyTuple_Pack(5, mac, PyTuple_GET_ITEM(obj, 1), PyTuple_GET_ITEM(obj, 3), PyTuple_GET_ITEM(obj, 2),
+                       PyTuple_GET_ITEM(obj, 4)); /* (self.mac, vc, pool, n, frames) */
+    Py_DECREF(mac);
+    if (key == NULL)
+        return -1;
+    wire = PyDict_GetItemWithError(cr_built, key);
+    Py_DECREF(key);
+    if (wire == NULL)
+        return PyErr_Occurred() ? -1 : 0; /* (not built yet: Python's builds it) */
+    Py_INCREF(wire);
+    Py_INCREF(outp);
+    Py_INCREF(ctl);
+    int rc = -1;
+    PyObject *item = heap_pop(pev), *t, *r;
+    if (item == NULL)
+        goto done;
+    t = PyTuple_GET_ITEM(item, 0);
+    long long tv;
+    if (!get_ll(t, &tv) || EL_SET(el, E_NOW, t) < 0)
+        goto done;
+    PyObject *e = tuple_steal(4, (PyObject *[]){Py_NewRef(t), PyLong_FromLongLong(tv + lat), Py_NewRef(wire),
+                                               Py_NewRef(Py_False)});
+    if (e == NULL || (r = q_append(ctl, e)) == NULL) {
+        Py_XDECREF(e);
+        goto done;
+    }
+    Py_DECREF(r);
+    Py_DECREF(e);
+    if (PyDict_SetItem(busy, outp, Py_None) < 0)
+        goto done;
+    n_credits_out++;
+    rc = 1;
+done:
+    Py_XDECREF(item);
+    Py_DECREF(wire);
+    Py_DECREF(outp);
+    Py_DECREF(ctl);
+    return rc;
+}
+
+/* Element._arrive for ``head`` (the heap's first record) when it is a credit frame its port checks
+ * plainly (clean or its FCS good, no schedule on the link; no capture: the caller's test): popped, the
+ * element's times set, and Flow._credit_arrived -- the engine's on_credit straight, for an input-queued
+ * router and a credit decoded before (not a stretch), else the method. 1 done, 0 not this case, -1. */
+static int credit_in_c(PyObject *el, PyObject *eng, PyObject *head, PyObject *ins)
+{
+    long long port, kind;
+    PyObject *wire, *inp;
+    if (credit_init() <= 0 || !get_ll(PyTuple_GET_ITEM(head, 1), &port) || !get_ll(PyTuple_GET_ITEM(head, 4), &kind) ||
+        !PyBytes_CheckExact(wire = PyTuple_GET_ITEM(head, 3)) || port < 0 || port >= PyList_GET_SIZE(ins) ||
+        Py_TYPE(inp = PyList_GET_ITEM(ins, port)) != InPortT || SLOT(inp, i_timeline) != Py_None) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_ssize_t wlen = PyBytes_GET_SIZE(wire);
+    const unsigned char *w = (const unsigned char *)PyBytes_AS_STRING(wire);
+    if (!(wlen >= C_CREDIT_LEN && w[13] == C_CREDIT_LO && w[12] == C_CREDIT_HI) ||
+        (!(kind & C_CLEAN) && (wlen < 4 || crc32_of(w, wlen) != C_FCS_RESIDUE)))
+        return 0;
+    PyObject *outs = SLOT(el, el_attr[E_OUTS].off), *fields = PyDict_GetItemWithError(cr_read, wire), *iqv;
+    if (fields == NULL && PyErr_Occurred())
+        return -1;
+    long long vc, pool, frames, nbytes;
+    int direct = fields != NULL && PyTuple_CheckExact(fields) && PyTuple_GET_SIZE(fields) == 4 &&
+                 get_ll(PyTuple_GET_ITEM(fields, 0), &vc) && get_ll(PyTuple_GET_ITEM(fields, 1), &pool) &&
+                 get_ll(PyTuple_GET_ITEM(fields, 2), &frames) && get_ll(PyTuple_GET_ITEM(fields, 3), &nbytes) &&
+                 pool != CR_STRETCH && outs != NULL && PyList_CheckExact(outs) && port < PyList_GET_SIZE(outs);
+    PyErr_Clear();
+    if (direct) { /* (outp None or without credit flow, and the engine an input-queued router's) */
+        PyObject *outp = PyList_GET_ITEM(outs, port);
+        direct = outp == Py_None || (Py_TYPE(outp) == OutPortT && SLOT(outp, o_flow) == Py_None);
+        if (direct) {
+            if ((iqv = PyObject_GetAttr(el, s_iq)) == NULL)
+                return -1;
+            direct = iqv == Py_True;
+            Py_DECREF(iqv);
+        }
+    }
+    Py_INCREF(wire);
+    if (fields != NULL)
+        Py_INCREF(fields);
+    int rc = -1;
+    PyObject *item = heap_pop(SLOT(el, el_attr[E_HEAP].off)), *r = NULL;
+    if (item == NULL)
+        goto done;
+    PyObject *t = PyTuple_GET_ITEM(item, 0), *pt = PyTuple_GET_ITEM(item, 1);
+    if (EL_SET(el, E_NOW, t) < 0 || EL_SET(el, E_ACTIVE_NS, t) < 0)
+        goto done;
+    if (direct) { /* engine.on_credit(port, vc, nbytes, now, bool(pool), frames) */
+        PyObject *args[7] = {eng, pt, PyTuple_GET_ITEM(fields, 0), PyTuple_GET_ITEM(fields, 3), t,
+                             pool ? Py_True : Py_False, PyTuple_GET_ITEM(fields, 2)};
+        r = PyObject_VectorcallMethod(s_on_credit, args, 7, NULL);
+        n_credits_in++;
+    } else
+        r = PyObject_CallMethodObjArgs(el, s_credit_arrived, pt, wire, NULL);
+    if (r == NULL)
+        goto done;
+    Py_DECREF(r);
+    rc = 1;
+done:
+    Py_XDECREF(item);
+    Py_DECREF(wire);
+    Py_XDECREF(fields);
+    return rc;
+}
+
+#endif /* EMU_CSRC_CREDITS_H */

@@ -1,0 +1,327 @@
+/* emu/csrc/iqrecv.h: the input-queued router's receive of a plain data frame, the twin of
+ * switch/iq.py's InputQueuedEngine.receive (with SwitchEngine.receive's table lookup and _file)
+ * (part of emu/_core.c, one translation unit).
+ *
+ *   iq_receive(rx, eng, frame, port, now) -> [] (taken: the frame filed as Python files it), or None
+ *
+ * None means "not the plain case": nothing was changed, and Python's receive takes the frame. The
+ * plain case is a data frame the static table routes (no special packet type, no QsNet packet or
+ * ACK, no broadcast, below the hop limit, a route, its port not held), on a router with no routing
+ * policy, no pending-operation load, no VC selector, no cut-through in SwitchEngine's sense, no
+ * shared pool, whose input and output lengths are already in the router's caches (``_ins``,
+ * ``_lines``: the first frame of each length goes to Python, which fills them), of priority 0 at
+ * its output, within its VC buffer, and not handed over damaged (``uncharged``). Every decision is
+ * taken before anything is written, so a refusal leaves the router as it was.
+ */
+#ifndef EMU_CSRC_IQRECV_H
+#define EMU_CSRC_IQRECV_H
+
+static PyObject *s_uncharged, *s_routes, *s_choose, *s_pending, *s_vc_select, *s_held, *s_cut_through_rx, *s_next_rx,
+    *s_timer_rx, *s_hol_waits, *s_forwarded_rx, *rx_inf;
+static unsigned long long n_iq_received;
+
+enum { RX_INS, RX_LINES, RX_OCC, RX_PEAK, RX_ARR, RX_Q, RX_ACTIVE, RX_RCQ, RX_WAITN, RX_WAITB, RX_IQSTATS, RX_STATS,
+       RX_PRIOPORTS, RX_ADD, RX_V, RX_VCBYTES, RX_GROUPS, RX_VMAX, RX_RK, RX_RC, RX_VCT, RX_NPORTS, RX_VCOFF, RX_FLAGPOOL, RX_N };
+
+static int rx_init(void)
+{
+    struct { PyObject **s; const char *n; } names[] = {
+        {&s_uncharged, "uncharged"}, {&s_routes, "routes"}, {&s_choose, "choose"}, {&s_pending, "pending"},
+        {&s_vc_select, "vc_select"}, {&s_held, "held"}, {&s_cut_through_rx, "cut_through"}, {&s_next_rx, "_next"},
+        {&s_timer_rx, "timer"}, {&s_hol_waits, "hol_waits"}, {&s_forwarded_rx, "forwarded"}};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (*names[k].s == NULL && (*names[k].s = PyUnicode_InternFromString(names[k].n)) == NULL)
+            return -1;
+    if (rx_inf == NULL && (rx_inf = PyLong_FromLongLong((long long)1 << 62)) == NULL)
+        return -1;
+    return 0;
+}
+
+/* the modelled length (``Framing.length``) of a frame of ``n`` bytes and ptype ``pt`` on a link whose
+ * framing adds ``add[pt]`` to the body (``Framing.add``: the plain framing's table adds the header and
+ * FCS); -1: not a length this code computes (a body carried in a QsNet packet) */
+static long long rx_mlen(PyObject *add, Py_ssize_t n, int pt)
+{
+    long long a;
+    if (!PyTuple_CheckExact(add) || PyTuple_GET_SIZE(add) != 256 || !get_ll(PyTuple_GET_ITEM(add, pt), &a) || a < 0)
+        return -1;
+    return (long long)n - C_HDR_LEN + a;
+}
+
+/* a dict's (ints...) tuple value under the int key ``key``: borrowed, or NULL (missing, or an error) */
+static PyObject *rx_cached(PyObject *d, long long key, Py_ssize_t want)
+{
+    PyObject *k = PyLong_FromLongLong(key);
+    if (k == NULL)
+        return NULL;
+    PyObject *t = PyDict_CheckExact(d) ? PyDict_GetItemWithError(d, k) : NULL;
+    Py_DECREF(k);
+    return t != NULL && PyTuple_CheckExact(t) && PyTuple_GET_SIZE(t) == want ? t : NULL;
+}
+
+/* an attribute of the engine is None / an empty set: 1, 0 (not), -1 (error) */
+static int rx_none(PyObject *eng, PyObject *name)
+{
+    PyObject *v = PyObject_GetAttr(eng, name);
+    if (v == NULL)
+        return -1;
+    int r = v == Py_None;
+    Py_DECREF(v);
+    return r;
+}
+
+/* a new slotted object of ``t`` (its __init__ not run: every slot set by the caller) */
+static PyObject *rx_new(PyTypeObject *t) { return t->tp_alloc(t, 0); }
+
+static inline int rx_slot(PyObject *o, Py_ssize_t off, PyObject *v) /* steals v */
+{
+    if (v == NULL)
+        return -1;
+    Py_XSETREF(SLOT(o, off), v);
+    return 0;
+}
+
+static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5 || !PyTuple_CheckExact(args[0]) || PyTuple_GET_SIZE(args[0]) != RX_N) {
+        PyErr_SetString(PyExc_TypeError, "iq_receive(rx, engine, frame, port, now)");
+        return NULL;
+    }
+    PyObject *const *rx = &PyTuple_GET_ITEM(args[0], 0);
+    PyObject *eng = args[1], *frame = args[2];
+    long long port, now, k[RX_N];
+    if (!iq_ready || !ready || !switch_ready || !PyBytes_CheckExact(frame) || !get_ll(args[3], &port) ||
+        !get_ll(args[4], &now))
+        goto decline;
+    for (int i = RX_V; i < RX_N; i++)
+        if (!get_ll(rx[i], &k[i]))
+            goto decline;
+    Py_ssize_t n = PyBytes_GET_SIZE(frame);
+    const unsigned char *w = (const unsigned char *)PyBytes_AS_STRING(frame);
+    long long nports = k[RX_NPORTS], V = k[RX_V];
+    PyObject *adds = rx[RX_ADD];
+    if (port < 0 || port >= nports || !PyList_CheckExact(adds) || PyList_GET_SIZE(adds) != nports || V <= 0 ||
+        k[RX_VCOFF] < 0 || k[RX_VCOFF] >= C_HDR_LEN || k[RX_GROUPS] <= 0)
+        goto decline;
+    /* SwitchEngine.receive's plain case */
+    if (n < C_HDR_LEN || w[12] != C_ET_HI || w[13] != C_ET_LO || decline[w[C_PTYPE_OFF]] ||
+        (w[C_FLAGS_OFF] & C_FLAG_BCAST) || w[C_HOPS_OFF] >= C_MAX_HOPS)
+        goto decline;
+    PyObject *un = PyObject_GetAttr(eng, s_uncharged);
+    if (un == NULL)
+        return NULL;
+    int charged = un == Py_False;
+    Py_DECREF(un);
+    if (!charged)
+        goto decline;
+    PyObject *names[] = {s_choose, s_pending, s_vc_select};
+    for (int i = 0; i < 3; i++) {
+        int r = rx_none(eng, names[i]);
+        if (r < 0)
+            return NULL;
+        if (!r)
+            goto decline;
+    }
+    PyObject *ct = PyObject_GetAttr(eng, s_cut_through_rx);
+    if (ct == NULL)
+        return NULL;
+    int cut = ct != Py_False;
+    Py_DECREF(ct);
+    if (cut)
+        goto decline;
+    long long dst = (long long)be(w + C_DST_OFF, 4), out;
+    PyObject *routes = PyObject_GetAttr(eng, s_routes);
+    if (routes == NULL)
+        return NULL;
+    int routed = PyList_CheckExact(routes) && dst < PyList_GET_SIZE(routes) &&
+                 get_ll(PyList_GET_ITEM(routes, dst), &out) && out >= 0 && out < nports;
+    Py_DECREF(routes);
+    if (!routed)
+        goto decline;
+    PyObject *held = PyObject_GetAttr(eng, s_held);
+    if (held == NULL)
+        return NULL;
+    int free_ = PyAnySet_CheckExact(held) && PySet_GET_SIZE(held) == 0;
+    Py_DECREF(held);
+    if (!free_)
+        goto decline;
+    /* InputQueuedEngine.receive: its modelled lengths, its times from the caches, its room */
+    long long nin = rx_mlen(PyList_GET_ITEM(adds, port), n, w[C_PTYPE_OFF]),
+              nout = rx_mlen(PyList_GET_ITEM(adds, out), n, w[C_PTYPE_OFF]);
+    if (nin < 0 || nout < 0)
+        goto decline;
+    PyObject *tin = rx_cached(rx[RX_INS], port << 32 | nin, 2), *tout = NULL;
+    if (tin == NULL || (tout = rx_cached(rx[RX_LINES], out << 32 | nout, 4)) == NULL)
+        goto decline;
+    long long cost, lag, need, ser, olag, ovpart;
+    if (!get_ll(PyTuple_GET_ITEM(tin, 0), &cost) || !get_ll(PyTuple_GET_ITEM(tin, 1), &lag) ||
+        !get_ll(PyTuple_GET_ITEM(tout, 0), &need) || !get_ll(PyTuple_GET_ITEM(tout, 1), &ser) ||
+        !get_ll(PyTuple_GET_ITEM(tout, 2), &olag) || !get_ll(PyTuple_GET_ITEM(tout, 3), &ovpart))
+        goto decline;
+    long long v = w[k[RX_VCOFF]] % V;
+    if ((w[C_FLAGS_OFF] & k[RX_FLAGPOOL]))
+        goto decline; /* (marked for a pool this router has not: Python's refusal) */
+    long long vcb = k[RX_VCBYTES], a = cost < vcb ? cost : vcb;
+    if (cost - a)
+        goto decline; /* (more than a VC buffer and no pool: Python's refusal) */
+    PyObject *occr = PyList_CheckExact(rx[RX_OCC]) && port < PyList_GET_SIZE(rx[RX_OCC]) ? PyList_GET_ITEM(rx[RX_OCC], port) : NULL;
+    PyObject *peakr = PyList_CheckExact(rx[RX_PEAK]) && port < PyList_GET_SIZE(rx[RX_PEAK]) ? PyList_GET_ITEM(rx[RX_PEAK], port) : NULL;
+    long long occ, peak;
+    if (occr == NULL || peakr == NULL || !PyList_CheckExact(occr) || !PyList_CheckExact(peakr) ||
+        v >= PyList_GET_SIZE(occr) || v >= PyList_GET_SIZE(peakr) || !get_ll(PyList_GET_ITEM(occr, v), &occ) ||
+        !get_ll(PyList_GET_ITEM(peakr, v), &peak) || occ + a > vcb)
+        goto decline;
+    int prio = 0;
+    if (n > C_PRIO_OFF && w[C_PRIO_OFF]) {
+        PyObject *o = PyLong_FromLongLong(out);
+        prio = o == NULL ? -1 : PySequence_Contains(rx[RX_PRIOPORTS], o);
+        Py_XDECREF(o);
+        if (prio < 0)
+            return NULL;
+    }
+    if (prio)
+        goto decline; /* (a high-priority copy: Python's, which hands the rounds to Python for good) */
+    PyObject *arr = PyList_CheckExact(rx[RX_ARR]) && port < PyList_GET_SIZE(rx[RX_ARR]) ? PyList_GET_ITEM(rx[RX_ARR], port) : NULL;
+    PyObject *qrow = PyList_CheckExact(rx[RX_Q]) && port < PyList_GET_SIZE(rx[RX_Q]) ? PyList_GET_ITEM(rx[RX_Q], port) : NULL;
+    PyObject *qv = qrow != NULL && PyList_CheckExact(qrow) && v < PyList_GET_SIZE(qrow) ? PyList_GET_ITEM(qrow, v) : NULL;
+    long long wn, wb;
+    if (arr == NULL || Py_TYPE(arr) != DequeT || qv == NULL || Py_TYPE(qv) != DequeT ||
+        !PyList_CheckExact(rx[RX_ACTIVE]) || !PyList_CheckExact(rx[RX_RCQ]) || !PyDict_CheckExact(rx[RX_IQSTATS]) ||
+        !PyDict_CheckExact(rx[RX_STATS]) || li(rx[RX_WAITN], out, &wn) < 0 || li(rx[RX_WAITB], out, &wb) < 0) {
+        PyErr_Clear();
+        goto decline;
+    }
+    /* taken: from here on as Python does it, in its order */
+    if (lset(occr, v, occ + a) < 0 || (occ + a > peak && lset(peakr, v, occ + a) < 0))
+        return NULL;
+    long long tail = now + lag;
+    if (dict_add(rx[RX_STATS], s_forwarded_rx, 1, 0, "a switch's stats['forwarded']") < 0)
+        return NULL;
+    PyObject *pkt = rx_new(PacketT), *c = NULL, *next = NULL, *res = NULL;
+    if (pkt == NULL)
+        return NULL;
+    if (rx_slot(pkt, p_port, PyLong_FromLongLong(port)) < 0 || rx_slot(pkt, p_vc, PyLong_FromLongLong(v)) < 0 ||
+        rx_slot(pkt, p_head, Py_NewRef(args[4])) < 0 || rx_slot(pkt, p_tail, PyLong_FromLongLong(tail)) < 0 ||
+        rx_slot(pkt, p_cost, PyLong_FromLongLong(cost)) < 0 || rx_slot(pkt, p_vpart, PyLong_FromLongLong(a)) < 0 ||
+        rx_slot(pkt, p_ppart, PyLong_FromLongLong(0)) < 0 || rx_slot(pkt, p_left, PyLong_FromLongLong(0)) < 0 ||
+        rx_slot(pkt, p_exit, PyLong_FromLongLong(0)) < 0 || rx_slot(pkt, p_hexit, PyLong_FromLongLong(0)) < 0 ||
+        rx_slot(pkt, p_rc_at, Py_NewRef(rx_inf)) < 0 || rx_slot(pkt, p_copies, PyList_New(0)) < 0)
+        goto fail;
+    /* the frames whose tail has arrived leave ``arriving`` (their copies freed once out of the buffer) */
+    for (;;) {
+        Py_ssize_t m = PySequence_Size(arr);
+        if (m < 0)
+            goto fail;
+        if (m == 0)
+            break;
+        PyObject *head = PySequence_GetItem(arr, 0);
+        long long ht, left;
+        if (head == NULL)
+            goto fail;
+        int ok = Py_TYPE(head) == PacketT && get_ll(SLOT(head, p_tail), &ht) && get_ll(SLOT(head, p_left), &left);
+        if (!ok) {
+            Py_DECREF(head);
+            iq_bad("an arriving entry is not a packet");
+            goto fail;
+        }
+        if (ht > now) {
+            Py_DECREF(head);
+            break;
+        }
+        PyObject *r = q_popleft(arr);
+        Py_XDECREF(r);
+        if (r == NULL || (!left && rx_slot(head, p_copies, PyList_New(0)) < 0)) {
+            Py_DECREF(head);
+            goto fail;
+        }
+        Py_DECREF(head);
+    }
+    PyObject *r = q_append(arr, pkt);
+    if (r == NULL)
+        goto fail;
+    Py_DECREF(r);
+    /* _file: one copy, the next hop's frame (one more hop), of priority 0 */
+    if ((next = PyBytes_FromStringAndSize((const char *)w, n)) == NULL)
+        goto fail;
+    ((unsigned char *)PyBytes_AS_STRING(next))[C_HOPS_OFF] = (w[C_HOPS_OFF] + 1) & 0xFF;
+    if ((c = rx_new(CopyT)) == NULL)
+        goto fail;
+    if (rx_slot(c, c_pkt, Py_NewRef(pkt)) < 0 || rx_slot(c, c_out, PyLong_FromLongLong(out)) < 0 ||
+        rx_slot(c, c_frame, Py_NewRef(next)) < 0 || rx_slot(c, c_group, PyLong_FromLongLong(v % k[RX_GROUPS])) < 0 ||
+        rx_slot(c, c_need, PyLong_FromLongLong(need)) < 0 || rx_slot(c, c_n, PyLong_FromLongLong(nout)) < 0 ||
+        rx_slot(c, c_ser, PyLong_FromLongLong(ser)) < 0 || rx_slot(c, c_lag, PyLong_FromLongLong(olag)) < 0 ||
+        rx_slot(c, c_rank, PyLong_FromLongLong(0)) < 0 || rx_slot(c, c_vpart, PyLong_FromLongLong(ovpart)) < 0 ||
+        rx_slot(c, c_prio, PyLong_FromLongLong(0)) < 0 || rx_slot(c, c_ovc, PyLong_FromLongLong(-1)) < 0 ||
+        rx_slot(c, c_sa_at, Py_NewRef(rx_inf)) < 0 || rx_slot(c, c_granted, Py_NewRef(Py_False)) < 0 ||
+        rx_slot(c, c_va_try, PyLong_FromLongLong(-1)) < 0 || rx_slot(c, c_sa_try, PyLong_FromLongLong(-1)) < 0)
+        goto fail;
+    if (PyList_Append(SLOT(pkt, p_copies), c) < 0 || lset(rx[RX_WAITN], out, wn + 1) < 0 ||
+        lset(rx[RX_WAITB], out, wb + nout) < 0 || set_ll(pkt, p_left, 1) < 0)
+        goto fail;
+    /* into its VC's queue: at its head, it asks for route computation */
+    if ((r = q_append(qv, pkt)) == NULL)
+        goto fail;
+    Py_DECREF(r);
+    Py_ssize_t qn = PySequence_Size(qv);
+    if (qn < 0)
+        goto fail;
+    if (qn == 1) {
+        long long rc_at = (k[RX_VCT] ? now : tail) + k[RX_RC], key = port * k[RX_VMAX] + v;
+        if (set_ll(pkt, p_rc_at, rc_at) < 0)
+            goto fail;
+        PyObject *act = rx[RX_ACTIVE];
+        Py_ssize_t lo = 0, hi = PyList_GET_SIZE(act); /* bisect.insort (right) */
+        while (lo < hi) {
+            Py_ssize_t mid = (lo + hi) / 2;
+            long long x;
+            if (!get_ll(PyList_GET_ITEM(act, mid), &x)) {
+                iq_bad("an active key is not an integer");
+                goto fail;
+            }
+            if (key < x)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        PyObject *kk = PyLong_FromLongLong(key);
+        int bad = kk == NULL || PyList_Insert(act, lo, kk) < 0;
+        Py_XDECREF(kk);
+        if (bad || push_int(rx[RX_RCQ], rc_at * k[RX_RK] + key) < 0)
+            goto fail;
+        PyObject *nx = PyObject_GetAttr(eng, s_next_rx);
+        long long nxv;
+        int got = nx != NULL && get_ll(nx, &nxv);
+        Py_XDECREF(nx);
+        if (!got) {
+            iq_bad("the router's next round is not an integer");
+            goto fail;
+        }
+        if (rc_at < nxv) { /* (``_wake_at``) */
+            PyObject *t = PyLong_FromLongLong(rc_at), *tt = NULL;
+            if (t == NULL || PyObject_SetAttr(eng, s_next_rx, t) < 0 || (tt = PyObject_GetAttr(eng, s_timer_rx)) == NULL) {
+                Py_XDECREF(t);
+                goto fail;
+            }
+            long long ttv;
+            int later = tt == Py_None || (get_ll(tt, &ttv) && rc_at < ttv);
+            Py_DECREF(tt);
+            int bad2 = later && PyObject_SetAttr(eng, s_timer_rx, t) < 0;
+            Py_DECREF(t);
+            if (bad2)
+                goto fail;
+        }
+    } else if (dict_add(rx[RX_IQSTATS], s_hol_waits, 1, 0, "the router's hol_waits") < 0)
+        goto fail;
+    res = PyList_New(0);
+    n_iq_received++;
+fail:
+    Py_XDECREF(pkt);
+    Py_XDECREF(c);
+    Py_XDECREF(next);
+    return res;
+decline: /* (a value it could not read: Python's, which says what is wrong with it) */
+    PyErr_Clear();
+    Py_RETURN_NONE;
+}
+
+#endif /* EMU_CSRC_IQRECV_H */

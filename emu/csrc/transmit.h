@@ -1,0 +1,378 @@
+/* emu/csrc/transmit.h: Element._transmit's first part in the core -- the busy ports' frames (and a
+ * local port's queued credits) into this process's heaps or its batch (part of emu/_core.c, one
+ * translation unit) */
+#ifndef EMU_CSRC_TRANSMIT_H
+#define EMU_CSRC_TRANSMIT_H
+
+/* Batch.send(dgram, addr) while a window runs: the group joins its destination's parts when it fits
+ * (Python's test); anything else -- not holding, a datagram full -- Batch.send itself. */
+static int batch_send(PyObject *batch, PyObject *dg, PyObject *addr)
+{
+    PyObject *holding = PyObject_GetAttr(batch, s_holding), *pending = NULL;
+    if (holding == NULL)
+        return -1;
+    int rc = -1;
+    if (holding == Py_True && (pending = PyObject_GetAttr(batch, s_pending)) != NULL && PyDict_CheckExact(pending)) {
+        Py_ssize_t len = PyBytes_GET_SIZE(dg);
+        PyObject *q = PyDict_GetItemWithError(pending, addr);
+        if (q == NULL) {
+            if (PyErr_Occurred())
+                goto done;
+            PyObject *nq = Py_BuildValue("[[O]n]", dg, len);
+            if (nq == NULL)
+                goto done;
+            rc = PyDict_SetItem(pending, addr, nq);
+            Py_DECREF(nq);
+            goto done;
+        }
+        long long size;
+        if (PyList_CheckExact(q) && PyList_GET_SIZE(q) == 2 && PyList_CheckExact(PyList_GET_ITEM(q, 0)) &&
+            get_ll(PyList_GET_ITEM(q, 1), &size) && size + len <= C_MAX_DATAGRAM) {
+            PyObject *nsize = PyLong_FromLongLong(size + len);
+            if (nsize == NULL || PyList_Append(PyList_GET_ITEM(q, 0), dg) < 0) {
+                Py_XDECREF(nsize);
+                goto done;
+            }
+            rc = PyList_SetItem(q, 1, nsize);
+            goto done;
+        }
+        if (PyErr_Occurred())
+            goto done;
+    } else if (PyErr_Occurred())
+        goto done;
+    PyObject *r = PyObject_CallMethodObjArgs(batch, s_send, dg, addr, NULL);
+    Py_XDECREF(r);
+    rc = r == NULL ? -1 : 0;
+done:
+    Py_DECREF(holding);
+    Py_XDECREF(pending);
+    return rc;
+}
+
+/* the batch branch of Element._transmit for one port: its frames due before ``release`` become
+ * records (take), their groups go to the process's batch, the domain and the counters are told */
+static int transmit_batch(PyObject *p, PyObject *pend, long long release, long long window, PyObject *domain,
+                          PyObject *batch, PyObject *stats)
+{
+    PyObject *out = NULL, *addr = SLOT(p, o_peer_addr), *pdom = SLOT(p, o_peer_domain), *peer = SLOT(p, o_peer);
+    long n;
+    long long nbytes, last, lat;
+    if (addr == NULL || pdom == NULL || peer == NULL || !get_ll(SLOT(p, o_latency), &lat)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a port without its peer");
+        return -1;
+    }
+    Py_INCREF(addr);
+    Py_INCREF(pdom);
+    Py_INCREF(peer);
+    int rc = -1;
+    if (take_into(SLOT(p, o_link), pend, release, window, &out, &n, &nbytes, &last) < 0)
+        goto done;
+    if (dict_add(stats, s_datagrams_sent, PyList_GET_SIZE(out), 0, "an element's stats['datagrams_sent']") < 0)
+        goto done;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(out); k++)
+        if (batch_send(batch, PyList_GET_ITEM(out, k), addr) < 0)
+            goto done;
+    if (frames_sent(domain, pdom, n, peer) < 0 || set_ll(p, o_sent_done, last - lat) < 0 ||
+        add_ll(p, o_tx_frames, n) < 0 || add_ll(p, o_tx_bytes, nbytes) < 0)
+        goto done;
+    n_batched += n;
+    rc = 0;
+done:
+    Py_XDECREF(out);
+    Py_DECREF(addr);
+    Py_DECREF(pdom);
+    Py_DECREF(peer);
+    return rc;
+}
+
+/* Element._transmit_ports's general path for a port to an element of this process with link control
+ * queued (credits: no time on the wire) and no emulated fault, nothing captured (the caller checks):
+ * its credits due before ``release`` then its frames due (Python's order: the credits first, each
+ * list in time order) into the peer's heap as one hand-over (Links._hand_over). The counts as
+ * Python keeps them: the receiver counts every frame and byte, the sender its data frames only.
+ * *handed: frames handed over (0: none due); their earliest arrival lowers *first. 0, or -1. */
+static int hand_over_ctl(PyObject *p, PyObject *local, PyObject *ctl, PyObject *pend, long long release, PyObject *window,
+                         PyObject *domain, int inline_counts, long long *local_n, long long *first)
+{
+    PyObject *peer = PyTuple_GET_ITEM(local, 0), *inp = PyTuple_GET_ITEM(local, 1);
+    PyObject *link = SLOT(p, o_link), *rlink, *heap = NULL, *f_clean = NULL;
+    if (Py_TYPE(inp) != InPortT || link == NULL || Py_TYPE(link) != SenderT || (rlink = SLOT(inp, i_link)) == NULL ||
+        Py_TYPE(rlink) != ReceiverT)
+        return 1; /* (not this case: Python's) */
+    long long a_ctl = 0, a_pend = 0;
+    int h_ctl = head_time(ctl, 1, &a_ctl), h_pend = head_time(pend, 1, &a_pend);
+    if (h_ctl < 0 || h_pend < 0)
+        return -1;
+    if (h_ctl == 2 || h_pend == 2)
+        return 1;
+    int due_ctl = h_ctl == 1 && a_ctl < release, due_pend = h_pend == 1 && a_pend < release;
+    if (!due_ctl && !due_pend)
+        return 0;
+    long long a0 = due_ctl ? a_ctl : a_pend, st, seq, lat;
+    PyObject *safe = EL_GET(peer, E_SAFE_TIME);
+    int okst = get_ll(safe, &st);
+    Py_XDECREF(safe);
+    if (!okst) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: safe_time is not an integer");
+        return -1;
+    }
+    if (a0 < st) {
+        PyErr_Format(CausalityError, "%S: frame stamped %lld ns handed over after %lld ns was processed; "
+                     "the synchroniser let a window run too far", SLOT(inp, i_name), a0, st);
+        return -1;
+    }
+    if (!get_ll(SLOT(link, ls_seq), &seq) || !get_ll(SLOT(p, o_latency), &lat)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a sequence number is not an integer");
+        return -1;
+    }
+    int rc = -1;
+    if ((heap = EL_GET(peer, E_HEAP)) == NULL || (f_clean = PyLong_FromLongLong(C_CLEAN)) == NULL)
+        goto done;
+    long long nc = 0, cbytes = 0, ts = (long long)1 << 62;
+    for (;;) { /* the credits due */
+        long long arr;
+        int h = head_time(ctl, 1, &arr);
+        if (h < 0)
+            goto done;
+        if (h == 2) {
+            PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a link-control entry is not a tuple");
+            goto done;
+        }
+        if (h == 0 || arr >= release)
+            break;
+        PyObject *e = q_popleft(ctl);
+        if (e == NULL)
+            goto done;
+        PyObject *fr = PyTuple_GET_SIZE(e) == 4 ? PyTuple_GET_ITEM(e, 2) : NULL;
+        if (fr == NULL || !PyBytes_CheckExact(fr)) {
+            Py_DECREF(e);
+            PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a link-control frame is not bytes");
+            goto done;
+        }
+        PyObject *rec = tuple_steal(5, (PyObject *[]){PyLong_FromLongLong(arr), Py_NewRef(SLOT(inp, i_index)),
+                                                      PyLong_FromLongLong(seq), Py_NewRef(fr), Py_NewRef(f_clean)});
+        cbytes += PyBytes_GET_SIZE(fr);
+        Py_DECREF(e);
+        if (rec == NULL)
+            goto done;
+        int pushed = heap_push(heap, rec);
+        Py_DECREF(rec);
+        if (pushed < 0)
+            goto done;
+        seq = (seq + 1) & 0xFFFFFFFFLL;
+        nc++;
+        if (arr < ts)
+            ts = arr;
+    }
+    long n = 0;
+    long long nbytes = 0, last = 0;
+    if (due_pend) { /* then the frames due */
+        long long flags = SLOT(p, o_defer_fcs) == Py_True ? C_CLEAN | C_NOFCS : C_CLEAN;
+        if (hand_over_into(pend, heap, SLOT(inp, i_index), seq, flags, release, C_POOL, &n, &nbytes, &seq, &last) < 0)
+            goto done;
+        if (flags & C_NOFCS)
+            nbytes += 4LL * n;
+        if (a_pend < ts)
+            ts = a_pend;
+        if (set_ll(p, o_sent_done, last - lat) < 0)
+            goto done;
+    }
+    if (ts < *first)
+        *first = ts;
+    if (set_ll(link, ls_seq, seq) < 0 || set_ll(rlink, lr_expected, seq) < 0 || add_ll(p, o_tx_frames, n) < 0 ||
+        add_ll(p, o_tx_bytes, nbytes) < 0 || add_ll(inp, i_rx_frames, n + nc) < 0 ||
+        add_ll(inp, i_rx_bytes, nbytes + cbytes) < 0 ||
+        (inline_counts ? (*local_n += n + nc, frames_due(domain, peer, ts)) : frames_local_call(domain, peer, n + nc, ts, window)) < 0)
+        goto done;
+    n_handed += nc;
+    rc = 0;
+done:
+    Py_XDECREF(heap);
+    Py_XDECREF(f_clean);
+    return rc;
+}
+
+/* Element._transmit's first part: every busy port with neither link control nor an emulated fault
+ * (the caller checks the capture) whose peer is in this process hands the frames due before
+ * ``release`` straight into the peer's heap; given the process's ``batch`` (None: no socket path
+ * here), a port whose peer is elsewhere turns them into records for it -- up to the first such port
+ * left to Python, so that the groups reach the batch in Python's order. A port left empty leaves
+ * ``busy``. Returns (earliest arrival handed over or taken, or INF; the other busy ports for Python,
+ * in their order). */
+static int transmit_into(PyObject *busy, long long release, PyObject *window, PyObject *domain, PyObject *batch,
+                         PyObject *stats, long long *first_out, PyObject **others_out)
+{
+    long long win, clean = C_CLEAN, nofcs = C_NOFCS, first = (long long)1 << 62;
+    int to_python = batch == Py_None; /* a remote port went to Python: so do the ones after it */
+    int inline_counts = DomainT != NULL && Py_TYPE(domain) == DomainT; /* (the domain told once, at the end) */
+    long long local_n = 0;
+    if (!ready || !PyDict_CheckExact(busy) || !get_ll(window, &win)) {
+        PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: bad arguments");
+        return -1;
+    }
+    /* the ports as they are now (Python code runs in between: a lazy frame made, the domain told),
+     * each port's (peer, input port) held while it is used */
+    PyObject *others = PyList_New(0), *done = PyList_New(0), *ports = PyDict_Keys(busy), *held = NULL,
+             *held_pend = NULL;
+    if (others == NULL || done == NULL || ports == NULL)
+        goto fail;
+    for (Py_ssize_t kp = 0; kp < PyList_GET_SIZE(ports); kp++, drop(&held), drop(&held_pend)) {
+        PyObject *p = PyList_GET_ITEM(ports, kp), *local, *ctl, *pend;
+        Py_ssize_t nctl;
+        if (Py_TYPE(p) == OutPortT && (local = SLOT(p, o_local)) != NULL && PyTuple_CheckExact(local) &&
+            PyTuple_GET_SIZE(local) == 2 && SLOT(p, o_fault_rng) == Py_None && (ctl = SLOT(p, o_ctl)) != NULL &&
+            Py_TYPE(ctl) == DequeT && PySequence_Size(ctl) > 0 && (pend = SLOT(p, o_pending)) != NULL &&
+            Py_TYPE(pend) == DequeT) { /* to this process, with credits to send: Python's general path, here */
+            held = Py_NewRef(local);
+            Py_INCREF(ctl);
+            held_pend = Py_NewRef(pend);
+            int hc = hand_over_ctl(p, local, ctl, pend, release, window, domain, inline_counts, &local_n, &first);
+            Py_ssize_t left = hc < 0 ? -1 : PySequence_Size(ctl);
+            Py_DECREF(ctl);
+            if (hc < 0 || left < 0)
+                goto fail;
+            if (hc == 1 && PyList_Append(others, p) < 0)
+                goto fail;
+            Py_ssize_t lp = hc == 1 ? 1 : PySequence_Size(pend);
+            if (lp < 0 || (lp == 0 && left == 0 && PyList_Append(done, p) < 0))
+                goto fail;
+            continue;
+        }
+        if (Py_TYPE(p) != OutPortT || (local = SLOT(p, o_local)) == NULL || SLOT(p, o_fault_rng) != Py_None ||
+            (ctl = SLOT(p, o_ctl)) == NULL || (nctl = PySequence_Size(ctl)) != 0 || (pend = SLOT(p, o_pending)) == NULL ||
+            (local == Py_None && to_python) ||
+            (local != Py_None && (!PyTuple_CheckExact(local) || PyTuple_GET_SIZE(local) != 2))) {
+            if (PyErr_Occurred() || PyList_Append(others, p) < 0)
+                goto fail;
+            if (Py_TYPE(p) != OutPortT || local == NULL || local == Py_None)
+                to_python = 1;
+            continue;
+        }
+        held = Py_NewRef(local);
+        held_pend = Py_NewRef(pend);
+        Py_ssize_t npend = PySequence_Size(pend);
+        if (npend < 0)
+            goto fail;
+        if (npend) {
+            PyObject *head = PySequence_GetItem(pend, 0);
+            if (head == NULL)
+                goto fail;
+            long long a0;
+            int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) == 4 && get_ll(PyTuple_GET_ITEM(head, 1), &a0);
+            Py_DECREF(head);
+            if (!ok) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a pending entry is not a 4-tuple");
+                goto fail;
+            }
+            if (a0 < release && local == Py_None) { /* by the process's socket */
+                if (a0 < first)
+                    first = a0;
+                if (transmit_batch(p, pend, release, win, domain, batch, stats) < 0)
+                    goto fail;
+                npend = PySequence_Size(pend);
+            } else if (a0 < release) {
+                PyObject *peer = PyTuple_GET_ITEM(local, 0), *inp = PyTuple_GET_ITEM(local, 1);
+                PyObject *link = SLOT(p, o_link), *rlink;
+                if (Py_TYPE(inp) != InPortT || link == NULL || Py_TYPE(link) != SenderT ||
+                    (rlink = SLOT(inp, i_link)) == NULL || Py_TYPE(rlink) != ReceiverT) {
+                    if (PyList_Append(others, p) < 0)
+                        goto fail;
+                    continue;
+                }
+                PyObject *safe = EL_GET(peer, E_SAFE_TIME);
+                long long st;
+                int okst = get_ll(safe, &st);
+                Py_XDECREF(safe);
+                if (!okst) {
+                    if (!PyErr_Occurred())
+                        PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: safe_time is not an integer");
+                    goto fail;
+                }
+                if (a0 < st) {
+                    PyErr_Format(CausalityError, "%S: frame stamped %lld ns handed over after %lld ns was processed; "
+                                 "the synchroniser let a window run too far", SLOT(inp, i_name), a0, st);
+                    goto fail;
+                }
+                if (a0 < first)
+                    first = a0;
+                PyObject *heap = EL_GET(peer, E_HEAP);
+                if (heap == NULL)
+                    goto fail;
+                long long seq, flags = SLOT(p, o_defer_fcs) == Py_True ? clean | nofcs : clean;
+                if (!get_ll(SLOT(link, ls_seq), &seq)) {
+                    Py_DECREF(heap);
+                    if (!PyErr_Occurred())
+                        PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a sequence number is not an integer");
+                    goto fail;
+                }
+                long n;
+                long long nbytes, nseq, last, lat;
+                int okh = hand_over_into(pend, heap, SLOT(inp, i_index), seq, flags, release, C_POOL, &n, &nbytes,
+                                         &nseq, &last);
+                Py_DECREF(heap);
+                if (okh < 0 || !get_ll(SLOT(p, o_latency), &lat))
+                    goto fail;
+                if (flags & nofcs)
+                    nbytes += 4LL * n;
+                if (set_ll(link, ls_seq, nseq) < 0 || set_ll(rlink, lr_expected, nseq) < 0 ||
+                    set_ll(p, o_sent_done, last - lat) < 0 || add_ll(p, o_tx_frames, n) < 0 ||
+                    add_ll(p, o_tx_bytes, nbytes) < 0 || add_ll(inp, i_rx_frames, n) < 0 ||
+                    add_ll(inp, i_rx_bytes, nbytes) < 0 ||
+                    (inline_counts ? (local_n += n, frames_due(domain, peer, a0)) : frames_local_call(domain, peer, n, a0, window)) < 0)
+                    goto fail;
+                npend = PySequence_Size(pend);
+            }
+        }
+        if (npend < 0 || (npend == 0 && PyList_Append(done, p) < 0))
+            goto fail;
+    }
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(done); k++)
+        if (PyDict_DelItem(busy, PyList_GET_ITEM(done, k)) < 0)
+            goto fail;
+    Py_DECREF(done);
+    Py_DECREF(ports);
+    if (local_counts(domain, local_n, window) < 0) {
+        Py_DECREF(others);
+        return -1;
+    }
+    *first_out = first;
+    *others_out = others;
+    return 0;
+fail:
+    if (local_n) { /* what was handed over stands: counted, the error kept */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (local_counts(domain, local_n, window) < 0)
+            PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+    }
+    Py_XDECREF(held);
+    Py_XDECREF(held_pend);
+    Py_XDECREF(others);
+    Py_XDECREF(done);
+    Py_XDECREF(ports);
+    return -1;
+}
+
+static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "transmit_local(busy, release, window, domain, batch, stats)");
+        return NULL;
+    }
+    long long release, first;
+    PyObject *others;
+    if (!get_ll(args[1], &release)) {
+        PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: bad arguments");
+        return NULL;
+    }
+    if (transmit_into(args[0], release, args[2], args[3], args[4], args[5], &first, &others) < 0)
+        return NULL;
+    return Py_BuildValue("(LN)", first, others);
+}
+
+#endif /* EMU_CSRC_TRANSMIT_H */
