@@ -67,11 +67,17 @@ def _run(tmp: Path, use_core: bool, monkeypatch, topo: str, vcs: int, flits: int
 
     monkeypatch.setattr(CoreRound, "_core_receive_state", counted_rx)
     sets = {**OURS, **FAITHFUL, "switch.vcs": vcs, "switch.model": "input_queued", **(extra or {})}
+    cap = tmp / f"c{int(use_core)}.pcapng"
+    res = _uniform(tmp / f"r{int(use_core)}.json", topo, flits, load, cycles, sets, ["--pcap", str(cap)])
+    return res, cap.read_bytes(), list(calls)  # (a copy: a later run's wrappers call this one's)
+
+
+def _uniform(out: Path, topo: str, flits: int, load: float, cycles: int, sets: dict, more: list[str]) -> list:
+    """One quiet ``emu run --test uniform`` of the twins; its results without wall time."""
     w = max(1, cycles // flits)
-    out, cap = tmp / f"r{int(use_core)}.json", tmp / f"c{int(use_core)}.pcapng"
     argv = ["run", "--topo", topo, "--test", "uniform", "--direct", "--load", f"{load:.4f}", "--warmup", str(w),
             "--measure", str(w), "--size", f"{FLIT * flits - 24}B", "--to-self", "--drain", "measured",
-            "--json", str(out), "--pcap", str(cap)]
+            "--json", str(out), *more]
     for key, v in sets.items():
         argv += ["--set", f"{key}={v}"]
     with open(os.devnull, "w") as null:
@@ -83,7 +89,7 @@ def _run(tmp: Path, use_core: bool, monkeypatch, topo: str, vcs: int, flits: int
     res = json.loads(out.read_text())["results"]
     for r in res:
         r.pop("wall_s", None)
-    return res, cap.read_bytes(), list(calls)  # (a copy: a later run's wrappers call this one's)
+    return res
 
 
 def _twin(tmp: Path, monkeypatch, *args, covered: bool = True, received: bool | None = None, **kw) -> dict:
@@ -151,22 +157,7 @@ def _run_uncaptured(tmp: Path, core, monkeypatch, topo: str, vcs: int, flits: in
     with the whole compiled core (``core``) or none (None): its results without wall time."""
     monkeypatch.setattr(native, "CORE", core)
     sets = {**OURS, **FAITHFUL, "switch.vcs": vcs, "switch.model": "input_queued"}
-    w = max(1, cycles // flits)
-    out = tmp / f"u{int(core is not None)}.json"
-    argv = ["run", "--topo", topo, "--test", "uniform", "--direct", "--load", f"{load:.4f}", "--warmup", str(w),
-            "--measure", str(w), "--size", f"{FLIT * flits - 24}B", "--to-self", "--drain", "measured", "--json", str(out)]
-    for key, v in sets.items():
-        argv += ["--set", f"{key}={v}"]
-    with open(os.devnull, "w") as null:
-        saved, sys.stdout = sys.stdout, null
-        try:
-            assert main(argv) == 0
-        finally:
-            sys.stdout = saved
-    res = json.loads(out.read_text())["results"]
-    for r in res:
-        r.pop("wall_s", None)
-    return res
+    return _uniform(tmp / f"u{int(core is not None)}.json", topo, flits, load, cycles, sets, [])
 
 
 @needs_core
