@@ -28,6 +28,16 @@ def _rows(text: str) -> list[str]:
     return sorted(r for r in rows if r)
 
 
+def mpich_rows(program: str) -> list[str]:
+    """``program``'s rows under MPICH's mpiexec at n = 2 (the test is skipped where there is none)."""
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec beside this Python (pip install mpich) to compare with")
+    ref = subprocess.run([MPIEXEC, "-n", "2", sys.executable, program], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=""))
+    assert ref.returncode == 0, ref.stderr
+    return _rows(ref.stdout)
+
+
 def test_suite_gaps_program_prints_what_mpich_prints():
     res = run_program(PROGRAM, n=2, topo="star:n=2", timeout_s=180)
     assert res.returncode == 0, res.stderr
@@ -38,12 +48,7 @@ def test_suite_gaps_program_prints_what_mpich_prints():
     assert "1 ('win_memoryview', 8, 'B', False, [-1, 41])" in rows and "0 ('util_sync', False, 6)" in rows
     assert "0 ('isendrecv', [10, 11, 12, 13], [0.0, 2.0, 4.0])" in rows
     assert "0 ('recv_empty', None)" in rows and rows.count("1 ('grequest', True, True)") == 2
-    if MPIEXEC is None:
-        pytest.skip("no mpiexec beside this Python (pip install mpich) to compare with")
-    ref = subprocess.run([MPIEXEC, "-n", "2", sys.executable, PROGRAM], capture_output=True, text=True, timeout=120,
-                         env=dict(os.environ, PYTHONPATH=""))
-    assert ref.returncode == 0, ref.stderr
-    assert rows == _rows(ref.stdout)
+    assert rows == mpich_rows(PROGRAM)
 
 
 DYNAMIC_PUT = """
