@@ -30,6 +30,8 @@
  *                                       (switch/iq.py: InputQueuedEngine.receive, its table lookup, _file)
  *   iq_round (csrc/iq.h)                the input-queued router's allocation round (switch/iqround.py:
  *                                       VC and separable switch allocation, grants, pops, credits)
+ *   and in window() (csrc/iqtimer.h)    InputQueuedEngine.on_timer (its round, _retime) and on_credit's
+ *                                       plain case
  *   heappush, heappop, crc32, counts, setup, switch_setup, domain_setup, element_setup, nic_setup,
  *   host_setup
  *
@@ -145,8 +147,10 @@ static PyObject *switch_setup(PyObject *self, PyObject *args)
 #include "csrc/host.h"
 #include "csrc/credits.h"
 #include "csrc/window.h"
+#include "csrc/iqhooks.h"
 #include "csrc/iq.h"
 #include "csrc/iqrecv.h"
+#include "csrc/iqtimer.h"
 
 static PyObject *py_heappush(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -170,17 +174,17 @@ static PyObject *py_heappop(PyObject *self, PyObject *heap)
 
 static PyObject *counts(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "iq_received", n_iq_received, "credits_out", n_credits_out,
+    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "iq_received", n_iq_received, "credits_out", n_credits_out,
                          "credits_in", n_credits_in, "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over",
                          n_handed, "taken", n_taken, "batched", n_batched, "records", n_records, "windows", n_windows,
                          "element_windows", n_element_windows, "nic_messages", n_nic_messages,
-                         "nic_sent", n_nic_sent, "host_steps", n_host_steps, "nic_segments", n_nic_segments);
+                         "nic_sent", n_nic_sent, "host_steps", n_host_steps, "nic_segments", n_nic_segments, "iq_timers", n_iq_timers, "iq_credits", n_iq_credits, "iq_hooks", n_iq_hooks);
 }
 
 static PyMethodDef methods[] = {
     {"heappush", (PyCFunction)(void (*)(void))py_heappush, METH_FASTCALL, "heapq.heappush, the core's comparison"},
     {"heappop", py_heappop, METH_O, "heapq.heappop, the core's comparison"},
-    {"iq_setup", iq_setup, METH_VARARGS, "iq_setup(Copy, Packet): the input-queued router's slots"},
+    {"iq_setup", iq_setup, METH_VARARGS, "iq_setup(Copy, Packet, InputQueuedEngine): the input-queued router's slots and class"},
     {"iq_round", (PyCFunction)(void (*)(void))iq_round, METH_FASTCALL,
      "the input-queued router's allocation round, plain case (switch/iqround.py)"},
     {"iq_retime", (PyCFunction)(void (*)(void))iq_retime, METH_FASTCALL,

@@ -16,6 +16,7 @@
 #define EMU_CSRC_IQ_H
 
 static PyTypeObject *CopyT, *PacketT;
+static int iqtimer_setup(PyObject *cls); /* (csrc/iqtimer.h) */
 static Py_ssize_t c_pkt, c_out, c_frame, c_group, c_ovc, c_need, c_sa_at, c_granted, c_prio, c_n, c_ser, c_lag,
     c_rank, c_vpart, c_va_try, c_sa_try;
 static Py_ssize_t p_cost;
@@ -26,8 +27,8 @@ static PyObject *iq_zero;
 
 static PyObject *iq_setup(PyObject *self, PyObject *args)
 {
-    PyObject *copy, *packet;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &copy, &PyType_Type, &packet))
+    PyObject *copy, *packet, *engine;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyType_Type, &copy, &PyType_Type, &packet, &PyType_Type, &engine))
         return NULL;
     struct { const char *n; Py_ssize_t *o; } cs[] = {
         {"pkt", &c_pkt}, {"out", &c_out}, {"frame", &c_frame}, {"group", &c_group}, {"ovc", &c_ovc},
@@ -52,6 +53,8 @@ static PyObject *iq_setup(PyObject *self, PyObject *args)
         if (!iq_zero || !s_va_grants || !s_sa_grants || !s_sa_conflicts)
             return NULL;
     }
+    if (iqtimer_setup(engine) < 0) /* (csrc/iqtimer.h) */
+        return NULL;
     Py_XSETREF(CopyT, (PyTypeObject *)Py_NewRef(copy));
     Py_XSETREF(PacketT, (PyTypeObject *)Py_NewRef(packet));
     iq_ready = 1;
@@ -550,6 +553,11 @@ static int iq_credit(IQ *z, long long port, long long vc, long long a, long long
         long long n = part ? b : a;
         if (!n)
             continue;
+        int c = iq_credit_out_c(z->credit_out, port, vc, n, at, part, part ? (a ? 0 : f) : f); /* (csrc/iqhooks.h) */
+        if (c < 0)
+            return -1;
+        if (c == 0)
+            continue;
         PyObject *r = PyObject_CallFunction(z->credit_out, "LLLLOL", port, vc, n, at, part ? Py_True : Py_False,
                                             part ? (a ? 0 : f) : f);
         if (r == NULL)
@@ -718,7 +726,9 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
             goto fail;
         pool = !(crw >= head && pl >= need - head);
         int up = 1;
-        if (z->up != Py_None) {
+        if (z->up != Py_None && (up = iq_up_c(z->up, o, depart)) < 0) /* (csrc/iqhooks.h) */
+            goto fail;
+        if (up == 2) {
             PyObject *r = PyObject_CallFunction(z->up, "LL", o, depart);
             if (r == NULL)
                 goto fail;
