@@ -214,6 +214,8 @@ def schedule(pattern: str, n: int, i: int, load: float, cycles: int, seed: int, 
         return [], []
     rng = random.Random(f"{seed}:{pattern}:{load!r}:{i}")
     when, dst = [], []
+    if fixed is None and pattern not in ("hotspot", "worst_case") and n > 1 and _RANDBELOW_PLAIN:
+        return _uniform(rng, n, i, load, cycles, to_self)
     for c in range(cycles):
         if rng.random() < load:
             if fixed is not None:
@@ -229,6 +231,30 @@ def schedule(pattern: str, n: int, i: int, load: float, cycles: int, seed: int, 
             else:
                 d = rng.randrange(n - 1)
                 d += d >= i
+            when.append(c)
+            dst.append(d)
+    return when, dst
+
+
+_RANDBELOW_PLAIN = random.Random._randbelow is random.Random._randbelow_with_getrandbits
+"""``Random.randrange(m)`` is ``_randbelow_with_getrandbits(m)`` (CPython's): ``_uniform`` may draw as it does."""
+
+
+def _uniform(rng: random.Random, n: int, i: int, load: float, cycles: int, to_self: bool) -> tuple[list, list]:
+    """``schedule``'s loop for the uniform draws, the same numbers from the same generator: its
+    ``randrange(m)`` inline (``Random._randbelow_with_getrandbits``: ``getrandbits(m.bit_length())``
+    until below ``m``), a call per packet instead of three."""
+    m = n if to_self else n - 1
+    k = m.bit_length()
+    rnd, bits = rng.random, rng.getrandbits
+    when, dst = [], []
+    for c in range(cycles):
+        if rnd() < load:
+            d = bits(k)
+            while d >= m:
+                d = bits(k)
+            if not to_self and d >= i:
+                d += 1
             when.append(c)
             dst.append(d)
     return when, dst
