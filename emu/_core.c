@@ -30,8 +30,9 @@
  *                                       (switch/iq.py: InputQueuedEngine.receive, its table lookup, _file)
  *   iq_round (csrc/iq.h)                the input-queued router's allocation round (switch/iqround.py:
  *                                       VC and separable switch allocation, grants, pops, credits)
- *   and in window() (csrc/iqtimer.h)    InputQueuedEngine.on_timer (its round, _retime) and on_credit's
- *                                       plain case
+ *   and in window() (csrc/iqtimer.h)    InputQueuedEngine.on_timer (its round, _retime), on_credit's
+ *                                       plain case, receive's call of iq_receive (csrc/iqhooks.h: the
+ *                                       round's up and credit_out callbacks)
  *   heappush, heappop, crc32, counts, setup, switch_setup, domain_setup, element_setup, nic_setup,
  *   host_setup
  *
@@ -174,11 +175,11 @@ static PyObject *py_heappop(PyObject *self, PyObject *heap)
 
 static PyObject *counts(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "iq_received", n_iq_received, "credits_out", n_credits_out,
+    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "iq_received", n_iq_received, "credits_out", n_credits_out,
                          "credits_in", n_credits_in, "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over",
                          n_handed, "taken", n_taken, "batched", n_batched, "records", n_records, "windows", n_windows,
                          "element_windows", n_element_windows, "nic_messages", n_nic_messages,
-                         "nic_sent", n_nic_sent, "host_steps", n_host_steps, "nic_segments", n_nic_segments, "iq_timers", n_iq_timers, "iq_credits", n_iq_credits, "iq_hooks", n_iq_hooks);
+                         "nic_sent", n_nic_sent, "host_steps", n_host_steps, "nic_segments", n_nic_segments, "iq_timers", n_iq_timers, "iq_credits", n_iq_credits, "iq_hooks", n_iq_hooks, "iq_frames", n_iq_frames);
 }
 
 static PyMethodDef methods[] = {

@@ -1,7 +1,9 @@
-/* emu/csrc/iqtimer.h: the input-queued router's timer and credit in the element's window -- the
- * twins of InputQueuedEngine.on_timer (its round and _retime's compiled twins, without the Python
- * frame around them) and of InputQueuedEngine.on_credit's plain case (part of emu/_core.c, one
- * translation unit; called from csrc/window.h's element_window and csrc/credits.h's credit_in_c).
+/* emu/csrc/iqtimer.h: the input-queued router's timer, credit and receive in the element's window --
+ * the twins of InputQueuedEngine.on_timer (its round and _retime's compiled twins, without the Python
+ * frame around them), of InputQueuedEngine.on_credit's plain case, and InputQueuedEngine.receive's
+ * call of its compiled twin (iq_receive, csrc/iqrecv.h) without the method's frame (part of
+ * emu/_core.c, one translation unit; called from csrc/window.h's element_window and csrc/credits.h's
+ * credit_in_c).
  *
  * Plain: the engine of exactly the class given to iq_setup, that class's on_timer / on_credit still
  * the ones it had then, none set on the object, and its compiled round chosen (``_cst`` a tuple:
@@ -13,14 +15,14 @@
 #define EMU_CSRC_IQTIMER_H
 
 static PyTypeObject *IQEngT;            /* switch.iq.InputQueuedEngine (iq_setup's third argument) */
-static PyObject *iq_fn_timer, *iq_fn_credit; /* its on_timer and on_credit as given */
+static PyObject *iq_fn_timer, *iq_fn_credit, *iq_fn_receive; /* its on_timer, on_credit, receive as given */
 enum { T_CST, T_BTIMER, T_NEXT, T_RNOW, T_STATS, T_ACTIVE, T_FRESH, T_UP, T_COUT, T_GRANTED, T_SLOT, T_TIMER,
-       T_TAILW, T_ONTIMER, T_ONCREDIT, T_ROUNDS, T_REPEATS, T_N };
+       T_TAILW, T_ONTIMER, T_ONCREDIT, T_ROUNDS, T_REPEATS, T_RECEIVE, T_CRX, T_N };
 static const char *t_names[T_N] = {"_cst", "_btimer", "_next", "_rnow", "iq_stats", "active", "_fresh", "_up",
                                    "credit_out", "_granted", "slot", "timer", "_tail_wait", "on_timer", "on_credit",
-                                   "rounds", "repeats"};
+                                   "rounds", "repeats", "receive", "_crx"};
 static PyObject *t_s[T_N];
-static unsigned long long n_iq_timers, n_iq_credits;
+static unsigned long long n_iq_timers, n_iq_credits, n_iq_frames;
 
 static int iqtimer_setup(PyObject *cls)
 {
@@ -32,11 +34,13 @@ static int iqtimer_setup(PyObject *cls)
         if (t_s[k] == NULL && (t_s[k] = PyUnicode_InternFromString(t_names[k])) == NULL)
             return -1;
     PyObject *ft = _PyType_Lookup((PyTypeObject *)cls, t_s[T_ONTIMER]),
-             *fc = _PyType_Lookup((PyTypeObject *)cls, t_s[T_ONCREDIT]);
-    if (ft == NULL || fc == NULL) {
-        PyErr_SetString(PyExc_TypeError, "iq_setup: the class has no on_timer or on_credit");
+             *fc = _PyType_Lookup((PyTypeObject *)cls, t_s[T_ONCREDIT]),
+             *fr = _PyType_Lookup((PyTypeObject *)cls, t_s[T_RECEIVE]);
+    if (ft == NULL || fc == NULL || fr == NULL) {
+        PyErr_SetString(PyExc_TypeError, "iq_setup: the class has no on_timer, on_credit or receive");
         return -1;
     }
+    Py_XSETREF(iq_fn_receive, Py_NewRef(fr));
     Py_XSETREF(iq_fn_timer, Py_NewRef(ft));
     Py_XSETREF(iq_fn_credit, Py_NewRef(fc));
     Py_XSETREF(IQEngT, (PyTypeObject *)Py_NewRef(cls));
@@ -183,6 +187,34 @@ static int iq_on_credit(PyObject *eng, long long port, long long vc, long long n
             return -1;
     }
     n_iq_credits++;
+    return 0;
+}
+
+/* InputQueuedEngine.receive(frame, port, now) when its compiled receive is chosen (``_crx`` a tuple:
+ * CoreRound._core_receive_state) and takes the frame: 0 done (*out_p its result), 1 not this case
+ * (nothing changed: Python's method, which asks the compiled receive again and goes on), -1 error. */
+static int iq_on_receive(PyObject *eng, PyObject *frame, PyObject *port, PyObject *now, PyObject **out_p)
+{
+    if (IQEngT == NULL || Py_TYPE(eng) != IQEngT || _PyType_Lookup(IQEngT, t_s[T_RECEIVE]) != iq_fn_receive)
+        return 1;
+    PyObject **dp = _PyObject_GetDictPtr(eng), *rx;
+    if (dp == NULL || *dp == NULL || (rx = PyDict_GetItemWithError(*dp, t_s[T_CRX])) == NULL || !PyTuple_CheckExact(rx) ||
+        PyTuple_GET_SIZE(rx) != 2 || PyDict_GetItemWithError(*dp, t_s[T_RECEIVE]) != NULL) {
+        PyErr_Clear();
+        return 1;
+    }
+    PyObject *args[5] = {PyTuple_GET_ITEM(rx, 1), eng, frame, port, now};
+    Py_INCREF(rx);
+    PyObject *r = iq_receive(NULL, args, 5);
+    Py_DECREF(rx);
+    if (r == NULL)
+        return -1;
+    if (r == Py_None) {
+        Py_DECREF(r);
+        return 1;
+    }
+    *out_p = r;
+    n_iq_frames++;
     return 0;
 }
 

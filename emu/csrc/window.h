@@ -381,6 +381,8 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             result = NULL;
             if (!bad) { /* a host NIC's one-frame message here, anything else by the engine's receive */
                 int nr = nic_receive(eng, frame, t, &result);
+                if (nr == 1) /* (an input-queued router's compiled receive: csrc/iqtimer.h) */
+                    nr = iq_on_receive(eng, frame, pt, t, &result);
                 if (nr == 1)
                     result = PyObject_CallMethodObjArgs(eng, s_receive, frame, pt, t, NULL);
             }
