@@ -125,6 +125,31 @@ static inline long long pyfloordiv(long long a, long long m)
     return (a % m != 0 && ((a < 0) != (m < 0))) ? q - 1 : q;
 }
 
+/* (a, b): a new tuple of two ints */
+static inline PyObject *pair_ll(long long a, long long b)
+{
+    return tuple_steal(2, (PyObject *[]){PyLong_FromLongLong(a), PyLong_FromLongLong(b)});
+}
+
+/* [start, done, n, cut, c, []]: a line's entry (Py_BuildValue's "[LLLOO[]]", without its format) */
+static PyObject *line_entry(long long start, long long done, long long n, PyObject *cut, PyObject *c)
+{
+    PyObject *items[6] = {PyLong_FromLongLong(start), PyLong_FromLongLong(done), PyLong_FromLongLong(n),
+                          Py_NewRef(cut), Py_NewRef(c), PyList_New(0)}, *l = NULL;
+    for (int k = 0; k < 6; k++)
+        if (items[k] == NULL)
+            goto fail;
+    if ((l = PyList_New(6)) == NULL)
+        goto fail;
+    for (int k = 0; k < 6; k++)
+        PyList_SET_ITEM(l, k, items[k]);
+    return l;
+fail:
+    for (int k = 0; k < 6; k++)
+        Py_XDECREF(items[k]);
+    return NULL;
+}
+
 /* heapq.heappush(heap, v) for an int v */
 static int push_int(PyObject *heap, long long v)
 {
@@ -390,7 +415,7 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
         IWR(c, c_sa_at, va_at);
         long long cn, pv, port, vc, wn = 0, wb = 0;
         IRD(c, c_n, cn);
-        PyObject *key = Py_BuildValue("(LL)", o, w);
+        PyObject *key = pair_ll(o, w);
         if (key == NULL)
             return -1;
         PyObject *old = PyDict_GetItemWithError(z->s[IS_WAITVC], key);
@@ -403,7 +428,7 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
             Py_DECREF(key);
             return iq_bad("wait_vc's value is not a pair of integers");
         }
-        PyObject *nvv = Py_BuildValue("(LL)", wn + 1, wb + cn);
+        PyObject *nvv = pair_ll(wn + 1, wb + cn);
         int rc = nvv == NULL ? -1 : PyDict_SetItem(z->s[IS_WAITVC], key, nvv);
         Py_XDECREF(nvv);
         Py_DECREF(key);
@@ -707,7 +732,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
                 goto fail;
         } else
             cut = Py_NewRef(Py_False);
-        PyObject *ln = Py_BuildValue("[LLLOO[]]", depart, depart + ser, n, cut, c);
+        PyObject *ln = line_entry(depart, depart + ser, n, cut, c);
         Py_DECREF(cut);
         if (ln == NULL || PyList_SetItem(z->s[IS_LINE], o, ln) < 0)
             goto fail;
@@ -766,7 +791,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
             goto fail;
         }
         Py_SETREF(((PyListObject *)hold)->ob_item[w], Py_NewRef(Py_None));
-        PyObject *key = Py_BuildValue("(LL)", o, w);
+        PyObject *key = pair_ll(o, w);
         if (key == NULL)
             goto fail;
         PyObject *old = PyDict_GetItemWithError(z->s[IS_WAITVC], key);
@@ -782,7 +807,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
         if (k == 1)
             rc = PyDict_DelItem(z->s[IS_WAITVC], key);
         else {
-            PyObject *nv = Py_BuildValue("(LL)", k - 1, b - n);
+            PyObject *nv = pair_ll(k - 1, b - n);
             rc = nv == NULL ? -1 : PyDict_SetItem(z->s[IS_WAITVC], key, nv);
             Py_XDECREF(nv);
         }
@@ -896,7 +921,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
             Py_XSETREF(SLOT(pkt, p_copies), e);
         }
     }
-    res = Py_BuildValue("(LNL)", o, frame, depart);
+    res = tuple_steal(3, (PyObject *[]){PyLong_FromLongLong(o), frame, PyLong_FromLongLong(depart)});
 fail:
     Py_DECREF(c);
     Py_DECREF(pkt);
@@ -1091,6 +1116,25 @@ done:
 }
 
 /* the state, settings, fresh list and now of a call (args[0..3]): 0, or -1 with an error */
+/* the settings tuple's integers, read once per tuple (a tuple never changes: kept, with a reference,
+ * by its address) */
+#define IQ_KC 512
+static struct { PyObject *t; long long k[IK_COUNT]; } iq_kc[IQ_KC];
+static int iq_consts(PyObject *ks, long long *k)
+{
+    size_t h = (size_t)(((uint64_t)(uintptr_t)ks * 0x9E3779B97F4A7C15ULL) >> 55); /* (of IQ_KC: 512) */
+    if (iq_kc[h].t == ks) {
+        memcpy(k, iq_kc[h].k, sizeof iq_kc[h].k);
+        return 0;
+    }
+    for (int i = 0; i < IK_COUNT; i++)
+        if (!get_ll(PyTuple_GET_ITEM(ks, i), &k[i]))
+            return iq_bad("a setting is not an integer");
+    Py_XSETREF(iq_kc[h].t, Py_NewRef(ks));
+    memcpy(iq_kc[h].k, k, sizeof iq_kc[h].k);
+    return 0;
+}
+
 static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const char *usage)
 {
     if (nargs != want || !PyTuple_CheckExact(args[0]) || PyTuple_GET_SIZE(args[0]) != IS_N ||
@@ -1100,9 +1144,8 @@ static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t w
     }
     for (int i = 0; i < IS_N; i++)
         z->s[i] = PyTuple_GET_ITEM(args[0], i);
-    for (int i = 0; i < IK_COUNT; i++)
-        if (!get_ll(PyTuple_GET_ITEM(args[1], i), &z->k[i]))
-            return iq_bad("a setting is not an integer");
+    if (iq_consts(args[1], z->k) < 0)
+        return -1;
     if (!PyList_CheckExact(z->s[IS_RCQ]) || !PyList_CheckExact(z->s[IS_REL]) || !PyList_CheckExact(z->s[IS_ACTIVE]) ||
         !PyDict_CheckExact(z->s[IS_VA]) || !PyDict_CheckExact(z->s[IS_CHK]) || !PyDict_CheckExact(z->s[IS_SA]) ||
         !PyDict_CheckExact(z->s[IS_WAITVC]) || !PyDict_CheckExact(z->s[IS_TAILW]) || !PyDict_CheckExact(z->s[IS_STATS]) ||
