@@ -177,5 +177,6 @@ def test_uncaptured_runs_are_the_same_with_and_without_the_core(vcs, flits, tmp_
     assert did["credits_out"] > 0 and did["credits_in"] > 0  # (the credit path's plain cases in the core's window)
     assert did["iq_timers"] > 0 and did["iq_credits"] > 0  # (on_timer and on_credit's twins: csrc/iqtimer.h)
     assert did["iq_hooks"] > 0 and did["iq_frames"] > 0  # (the round's callbacks, receive's frame: csrc/iqhooks.h)
+    assert did["started"] > 0  # (the hosts' ports into the routers: OutPort.start_ready's twin, csrc/flowwake.h)
     assert comp == pure
     assert pure[0]["hop_count"] > 0
