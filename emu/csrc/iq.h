@@ -1167,10 +1167,14 @@ static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t w
     return 0;
 }
 
-static PyObject *iq_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* iq_round, its arguments parsed before (``pre``: iq_parse's, by csrc/iqtimer.h) or not (NULL) */
+static PyObject *iq_round_with(const IQ *pre, PyObject *const *args, Py_ssize_t nargs)
 {
     IQ z;
-    if (iq_parse(&z, args, nargs, 7, "iq_round(state, consts, fresh, now, again, up, credit_out), after iq_setup") < 0)
+    if (pre != NULL) {
+        z = *pre;
+        z.va_grants = z.sa_grants = z.sa_conflicts = 0;
+    } else if (iq_parse(&z, args, nargs, 7, "iq_round(state, consts, fresh, now, again, up, credit_out), after iq_setup") < 0)
         return NULL;
     int again = PyObject_IsTrue(args[4]);
     if (again < 0)
@@ -1245,10 +1249,18 @@ fail:
 }
 
 /* ``_retime``: the next round's time after a round at now (INF: none); ``fresh`` kept in place */
-static PyObject *iq_retime(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *iq_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return iq_round_with(NULL, args, nargs);
+}
+
+/* iq_retime, its arguments parsed before (``pre``) or not (NULL) */
+static PyObject *iq_retime_with(const IQ *pre, PyObject *const *args, Py_ssize_t nargs)
 {
     IQ z;
-    if (iq_parse(&z, args, nargs, 6, "iq_retime(state, consts, fresh, now, granted, slot), after iq_setup") < 0)
+    if (pre != NULL)
+        z = *pre;
+    else if (iq_parse(&z, args, nargs, 6, "iq_retime(state, consts, fresh, now, granted, slot), after iq_setup") < 0)
         return NULL;
     int granted = PyObject_IsTrue(args[4]);
     long long slot, now = z.now, K = z.k[IK_RK], t, top;
@@ -1349,6 +1361,11 @@ static PyObject *iq_retime(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return PyLong_FromLongLong(t);
 fail:
     return NULL;
+}
+
+static PyObject *iq_retime(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return iq_retime_with(NULL, args, nargs);
 }
 
 #endif /* EMU_CSRC_IQ_H */

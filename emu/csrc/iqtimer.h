@@ -86,15 +86,19 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
         return 1; /* (the switch's own timer due: Python injects its frames) */
     PyObject *st = PyTuple_GET_ITEM(cs, 1), *ks = PyTuple_GET_ITEM(cs, 2), *fresh = Py_NewRef(v[T_FRESH]);
     PyObject *out = NULL, *granted = Py_NewRef(v[T_GRANTED]), *t = NULL;
-    int rc = -1;
+    int rc = -1, again = rnow == now;
+    PyObject *rargs[7] = {st, ks, fresh, tt, again ? Py_True : Py_False, v[T_UP], v[T_COUT]};
+    IQ z; /* (the round's and _retime's arguments parsed once) */
+    if (iq_parse(&z, rargs, 7, 7, "InputQueuedEngine: the compiled round's state") < 0)
+        goto done;
+    z.up = v[T_UP];
+    z.credit_out = v[T_COUT];
     if (nxt <= now) { /* (Rounds._round, as on_timer inlines it) */
-        int again = rnow == now;
         if (PyDict_SetItem(d, t_s[T_RNOW], tt) < 0 ||
             dict_add(v[T_STATS], t_s[again ? T_REPEATS : T_ROUNDS], 1, 0, "iq_stats") < 0)
             goto done;
         if (PyList_GET_SIZE(v[T_ACTIVE])) {
-            PyObject *args[7] = {st, ks, fresh, tt, again ? Py_True : Py_False, v[T_UP], v[T_COUT]};
-            if ((out = iq_round(NULL, args, 7)) == NULL)
+            if ((out = iq_round_with(&z, rargs, 7)) == NULL)
                 goto done;
             int g = PyList_GET_SIZE(out) > 0;
             if (!g && again && (g = PyObject_IsTrue(granted)) < 0)
@@ -115,7 +119,7 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
     }
     Py_INCREF(b);
     PyObject *args[6] = {st, ks, fresh, tt, granted, slot};
-    t = iq_retime(NULL, args, 6);
+    t = iq_retime_with(&z, args, 6);
     long long tv, bv;
     if (t == NULL || !get_ll(t, &tv) || PyDict_SetItem(d, t_s[T_NEXT], t) < 0) {
         Py_DECREF(b);
