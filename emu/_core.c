@@ -30,6 +30,11 @@
  *                                       (switch/iq.py: InputQueuedEngine.receive, its table lookup, _file)
  *   iq_round (csrc/iq.h)                the input-queued router's allocation round (switch/iqround.py:
  *                                       VC and separable switch allocation, grants, pops, credits)
+ *   and in window() (csrc/iqtimer.h)    InputQueuedEngine.on_timer (its round, _retime), on_credit's
+ *                                       plain case, receive's call of iq_receive (csrc/iqhooks.h: the
+ *                                       round's up and credit_out callbacks)
+ *   start_ready (csrc/flowwake.h)      OutPort.start_ready's plain case under credit flow control (a
+ *                                       host's port into an input-queued router), for Flow._wake
  *   heappush, heappop, crc32, counts, setup, switch_setup, domain_setup, element_setup, nic_setup,
  *   host_setup
  *
@@ -145,8 +150,11 @@ static PyObject *switch_setup(PyObject *self, PyObject *args)
 #include "csrc/host.h"
 #include "csrc/credits.h"
 #include "csrc/window.h"
+#include "csrc/iqhooks.h"
 #include "csrc/iq.h"
 #include "csrc/iqrecv.h"
+#include "csrc/iqtimer.h"
+#include "csrc/flowwake.h"
 
 static PyObject *py_heappush(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -170,23 +178,25 @@ static PyObject *py_heappop(PyObject *self, PyObject *heap)
 
 static PyObject *counts(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "iq_received", n_iq_received, "credits_out", n_credits_out,
+    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "iq_received", n_iq_received, "credits_out", n_credits_out,
                          "credits_in", n_credits_in, "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over",
                          n_handed, "taken", n_taken, "batched", n_batched, "records", n_records, "windows", n_windows,
                          "element_windows", n_element_windows, "nic_messages", n_nic_messages,
-                         "nic_sent", n_nic_sent, "host_steps", n_host_steps, "nic_segments", n_nic_segments);
+                         "nic_sent", n_nic_sent, "host_steps", n_host_steps, "nic_segments", n_nic_segments, "iq_timers", n_iq_timers, "iq_credits", n_iq_credits, "iq_hooks", n_iq_hooks, "iq_frames", n_iq_frames, "started", n_started);
 }
 
 static PyMethodDef methods[] = {
     {"heappush", (PyCFunction)(void (*)(void))py_heappush, METH_FASTCALL, "heapq.heappush, the core's comparison"},
     {"heappop", py_heappop, METH_O, "heapq.heappop, the core's comparison"},
-    {"iq_setup", iq_setup, METH_VARARGS, "iq_setup(Copy, Packet): the input-queued router's slots"},
+    {"iq_setup", iq_setup, METH_VARARGS, "iq_setup(Copy, Packet, InputQueuedEngine): the input-queued router's slots and class"},
     {"iq_round", (PyCFunction)(void (*)(void))iq_round, METH_FASTCALL,
      "the input-queued router's allocation round, plain case (switch/iqround.py)"},
     {"iq_retime", (PyCFunction)(void (*)(void))iq_retime, METH_FASTCALL,
      "the input-queued router's next round time, plain case (Rounds._retime)"},
     {"iq_receive", (PyCFunction)(void (*)(void))iq_receive, METH_FASTCALL,
      "the input-queued router's receive of a plain data frame (InputQueuedEngine.receive), or None"},
+    {"start_ready", (PyCFunction)(void (*)(void))start_ready, METH_FASTCALL,
+     "OutPort.start_ready's plain case under credit flow control: (started, wake), or None"},
     {"counts", counts, METH_NOARGS, "frames the core forwarded, enqueued and handed over in this process"},
     {"crc32", crc32, METH_O, "crc32(bytes-like) -> zlib.crc32 of it (the core's own CRC-32)"},
     {"setup", setup, METH_VARARGS, "setup(OutPort, InPort, LazyFrame, LinkSender, LinkReceiver, CausalityError, consts)"},

@@ -126,7 +126,7 @@ class CreditState:
             self.last = [-1] * max(self.groups, 1)
 
     def waiting(self) -> int:
-        return sum(len(q) for q in self.queues)
+        return sum(map(len, self.queues))
 
 
 @dataclass(eq=False)

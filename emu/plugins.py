@@ -33,6 +33,7 @@ so worker processes and MPI ranks, which import only what their plan names, find
 from __future__ import annotations
 
 import importlib
+import sys
 from importlib.metadata import entry_points
 
 ENGINES = "emu.engines"
@@ -57,13 +58,23 @@ def load(group: str, name: str) -> bool:
     return bool(found)
 
 
+_PROVIDED: dict[tuple, dict[str, str]] = {}
+"""``provided``'s answers by group and import path (reading every installed package's metadata takes
+~30 ms, and a run asks a few times); :func:`load` always looks afresh."""
+
+
 def provided(group: str) -> dict[str, str]:
-    """``{name: the package that declares it}`` of the entry points of ``group`` (installed, loaded or not)."""
-    out: dict[str, str] = {}
-    for ep in entry_points(group=group):
-        dist = getattr(ep, "dist", None)
-        out.setdefault(ep.name, dist.metadata["Name"] if dist is not None else "?")
-    return out
+    """``{name: the package that declares it}`` of the entry points of ``group`` (installed, loaded or not;
+    as found the first time this process asked with this import path)."""
+    key = (group, tuple(sys.path))
+    out = _PROVIDED.get(key)
+    if out is None:
+        out = {}
+        for ep in entry_points(group=group):
+            dist = getattr(ep, "dist", None)
+            out.setdefault(ep.name, dist.metadata["Name"] if dist is not None else "?")
+        _PROVIDED[key] = out
+    return dict(out)
 
 
 def others(group: str, known) -> str:

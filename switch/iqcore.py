@@ -23,11 +23,17 @@ USE_CORE = True
 """Let the compiled core (``emu._core.iq_round``, ``emu/csrc/iq.h``) run the plain rounds
 (``CoreRound._core_state``); the twin tests turn it off to run this module's code alone."""
 _CORE_READY: list = []
-"""The core ``iq_setup`` was given Copy and Packet (once per process)."""
+"""The core ``iq_setup`` was given Copy, Packet and InputQueuedEngine (once per process)."""
 
 
 class CoreRound:
     """``_core_plain`` and ``_core_state`` (see the module's text)."""
+
+    def _core_class(self) -> type:
+        """The router's class whose ``on_timer`` and ``on_credit`` the compiled core stands in for in the
+        element's window (``emu/csrc/iqtimer.h``: an engine of exactly that class, those methods its own):
+        the one that defines ``_core_methods_plain`` (``emu.switch.iq.InputQueuedEngine``)."""
+        return next(c for c in type(self).__mro__ if "_core_methods_plain" in c.__dict__)
 
     def _core_plain(self) -> bool:
         """May the compiled core run this router's rounds? Only the plain case it was written and tested
@@ -56,7 +62,7 @@ class CoreRound:
             return False
         core = native.CORE
         if not _CORE_READY:
-            core.iq_setup(Copy, Packet)
+            core.iq_setup(Copy, Packet, self._core_class())
             _CORE_READY.append(core)
         rules = ("tail_left", "head_left", "per_flit")
         st = (self.active, self._rcq, self.q, self._va, self._va_chk, self._sa, self.vc_hold, self.vc_free, self.allowed,
@@ -80,7 +86,7 @@ class CoreRound:
                 not self._core_receive_methods_plain():
             return False
         if not _CORE_READY:
-            core.iq_setup(Copy, Packet)
+            core.iq_setup(Copy, Packet, self._core_class())
             _CORE_READY.append(core)
         framings = [self.port_framing.get(p, ETHERNET) for p in range(self.nports)]
         if any(type(f) is not Framing for f in framings):

@@ -165,8 +165,8 @@ def _run_uncaptured(tmp: Path, core, monkeypatch, topo: str, vcs: int, flits: in
 def test_uncaptured_runs_are_the_same_with_and_without_the_core(vcs, flits, tmp_path, monkeypatch):
     """No capture: the router's compiled receive, its grants onto ports of flit framing with head flits
     (``enqueue``), the credits it sends (``Flow._credit_now``'s plain case) and those it receives (to
-    ``on_credit``) in the core's window, and their hand-over (``transmit_local`` with link control queued)
-    give the same figures and per-link counters as pure Python."""
+    ``on_credit``, whose plain case is the core's too, as is ``on_timer``: csrc/iqtimer.h) in the core's
+    window, and their hand-over (``transmit_local`` with link control queued) give the same figures and per-link counters as pure Python."""
     from bench_iq import SAT
     core = native.CORE
     pure = _run_uncaptured(tmp_path, None, monkeypatch, "mesh:k=4,n=2", vcs, flits, SAT[(4, vcs, flits)] * 0.9, 60)
@@ -175,5 +175,8 @@ def test_uncaptured_runs_are_the_same_with_and_without_the_core(vcs, flits, tmp_
     did = {k: v - before[k] for k, v in core.counts().items()}
     assert did["iq_received"] > 0 and did["handed_over"] > 0 and did["enqueued"] > 0  # (the grants onto flit ports)
     assert did["credits_out"] > 0 and did["credits_in"] > 0  # (the credit path's plain cases in the core's window)
+    assert did["iq_timers"] > 0 and did["iq_credits"] > 0  # (on_timer and on_credit's twins: csrc/iqtimer.h)
+    assert did["iq_hooks"] > 0 and did["iq_frames"] > 0  # (the round's callbacks, receive's frame: csrc/iqhooks.h)
+    assert did["started"] > 0  # (the hosts' ports into the routers: OutPort.start_ready's twin, csrc/flowwake.h)
     assert comp == pure
     assert pure[0]["hop_count"] > 0

@@ -172,3 +172,23 @@ def test_uniform_with_self_draws_every_host_itself_included():
     _when, dst = schedule("uniform", n, 3, 0.5, 8000, seed=0, to_self=True)
     assert set(dst) == set(range(n)) and 0.09 < dst.count(3) / len(dst) < 0.16  # 1/8 to itself
     assert 3 not in schedule("uniform", n, 3, 0.5, 2000, seed=0)[1]
+
+
+@pytest.mark.parametrize("n,to_self", [(2, False), (3, True), (16, True), (64, False), (100, True)])
+def test_uniform_schedule_draws_as_randrange_does(n, to_self):
+    """``schedule``'s uniform loop (``_uniform``: ``randrange`` inline) gives the injections and
+    destinations the plain loop over ``Random.random`` and ``Random.randrange`` gives."""
+    import random
+
+    for i in (0, 1, n - 1):
+        rng = random.Random(f"7:uniform:0.37:{i}")
+        when, dst = [], []
+        for c in range(600):
+            if rng.random() < 0.37:
+                d = rng.randrange(n) if to_self else rng.randrange(n - 1)
+                if not to_self and d >= i:
+                    d += 1
+                when.append(c)
+                dst.append(d)
+        assert schedule("uniform", n, i, 0.37, 600, 7, None, to_self) == (when, dst)
+        assert when and (to_self or i not in dst)

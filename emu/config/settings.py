@@ -21,14 +21,21 @@ def register_section(name: str, cls: type) -> None:
     SECTIONS[name] = cls
 
 
-def _field_types(cls: type) -> dict[str, type]:
-    import dataclasses
-    import typing
+_FIELD_TYPES: dict[type, dict[str, type]] = {}
+"""``_field_types`` per class, worked out once (``typing.get_type_hints`` compiles every annotation)."""
 
-    hints = typing.get_type_hints(cls)
-    own = cls.__dict__.get("__annotations__", {})  # a spec's own fields first, then its bases' (HostSpec's CcParams)
-    fields = sorted(dataclasses.fields(cls), key=lambda f: f.name not in own)
-    return {f.name: hints[f.name] for f in fields if hints[f.name] in (int, float, bool, str)}
+
+def _field_types(cls: type) -> dict[str, type]:
+    got = _FIELD_TYPES.get(cls)
+    if got is None:
+        import dataclasses
+        import typing
+
+        hints = typing.get_type_hints(cls)
+        own = cls.__dict__.get("__annotations__", {})  # a spec's own fields first, then its bases' (HostSpec's CcParams)
+        fields = sorted(dataclasses.fields(cls), key=lambda f: f.name not in own)
+        got = _FIELD_TYPES[cls] = {f.name: hints[f.name] for f in fields if hints[f.name] in (int, float, bool, str)}
+    return dict(got)
 
 
 def field_docs(cls: type) -> dict[str, str]:

@@ -11,6 +11,11 @@ static PyObject *cr_built, *cr_read, *s_mac, *s_credit_arrived, *s_iq, *s_on_cre
 static long long CR_CREDIT_OUT = -1, CR_STRETCH = -1;
 static int cr_state = 0;
 static unsigned long long n_credits_out, n_credits_in;
+/* (csrc/iqtimer.h, after the round it calls) */
+static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p);
+static int iq_on_receive(PyObject *eng, PyObject *frame, PyObject *port, PyObject *now, PyObject **out_p);
+static int iq_on_credit(PyObject *eng, long long port, long long vc, long long nbytes, PyObject *now, long long pool,
+                        long long frames);
 
 static int credit_init(void)
 {
@@ -147,15 +152,21 @@ static int credit_in_c(PyObject *el, PyObject *eng, PyObject *head, PyObject *in
     PyObject *t = PyTuple_GET_ITEM(item, 0), *pt = PyTuple_GET_ITEM(item, 1);
     if (EL_SET(el, E_NOW, t) < 0 || EL_SET(el, E_ACTIVE_NS, t) < 0)
         goto done;
-    if (direct) { /* engine.on_credit(port, vc, nbytes, now, bool(pool), frames) */
+    int ic = direct ? iq_on_credit(eng, port, vc, nbytes, t, pool, frames) : 1; /* (its plain case here) */
+    if (ic < 0)
+        goto done;
+    if (ic == 0)
+        r = Py_NewRef(Py_None);
+    else if (direct) { /* engine.on_credit(port, vc, nbytes, now, bool(pool), frames) */
         PyObject *args[7] = {eng, pt, PyTuple_GET_ITEM(fields, 0), PyTuple_GET_ITEM(fields, 3), t,
                              pool ? Py_True : Py_False, PyTuple_GET_ITEM(fields, 2)};
         r = PyObject_VectorcallMethod(s_on_credit, args, 7, NULL);
-        n_credits_in++;
     } else
         r = PyObject_CallMethodObjArgs(el, s_credit_arrived, pt, wire, NULL);
     if (r == NULL)
         goto done;
+    if (direct)
+        n_credits_in++;
     Py_DECREF(r);
     rc = 1;
 done:

@@ -16,6 +16,7 @@
 #define EMU_CSRC_IQ_H
 
 static PyTypeObject *CopyT, *PacketT;
+static int iqtimer_setup(PyObject *cls); /* (csrc/iqtimer.h) */
 static Py_ssize_t c_pkt, c_out, c_frame, c_group, c_ovc, c_need, c_sa_at, c_granted, c_prio, c_n, c_ser, c_lag,
     c_rank, c_vpart, c_va_try, c_sa_try;
 static Py_ssize_t p_cost;
@@ -26,8 +27,8 @@ static PyObject *iq_zero;
 
 static PyObject *iq_setup(PyObject *self, PyObject *args)
 {
-    PyObject *copy, *packet;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &copy, &PyType_Type, &packet))
+    PyObject *copy, *packet, *engine;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyType_Type, &copy, &PyType_Type, &packet, &PyType_Type, &engine))
         return NULL;
     struct { const char *n; Py_ssize_t *o; } cs[] = {
         {"pkt", &c_pkt}, {"out", &c_out}, {"frame", &c_frame}, {"group", &c_group}, {"ovc", &c_ovc},
@@ -52,6 +53,8 @@ static PyObject *iq_setup(PyObject *self, PyObject *args)
         if (!iq_zero || !s_va_grants || !s_sa_grants || !s_sa_conflicts)
             return NULL;
     }
+    if (iqtimer_setup(engine) < 0) /* (csrc/iqtimer.h) */
+        return NULL;
     Py_XSETREF(CopyT, (PyTypeObject *)Py_NewRef(copy));
     Py_XSETREF(PacketT, (PyTypeObject *)Py_NewRef(packet));
     iq_ready = 1;
@@ -120,6 +123,31 @@ static inline long long pyfloordiv(long long a, long long m)
 {
     long long q = a / m;
     return (a % m != 0 && ((a < 0) != (m < 0))) ? q - 1 : q;
+}
+
+/* (a, b): a new tuple of two ints */
+static inline PyObject *pair_ll(long long a, long long b)
+{
+    return tuple_steal(2, (PyObject *[]){PyLong_FromLongLong(a), PyLong_FromLongLong(b)});
+}
+
+/* [start, done, n, cut, c, []]: a line's entry (Py_BuildValue's "[LLLOO[]]", without its format) */
+static PyObject *line_entry(long long start, long long done, long long n, PyObject *cut, PyObject *c)
+{
+    PyObject *items[6] = {PyLong_FromLongLong(start), PyLong_FromLongLong(done), PyLong_FromLongLong(n),
+                          Py_NewRef(cut), Py_NewRef(c), PyList_New(0)}, *l = NULL;
+    for (int k = 0; k < 6; k++)
+        if (items[k] == NULL)
+            goto fail;
+    if ((l = PyList_New(6)) == NULL)
+        goto fail;
+    for (int k = 0; k < 6; k++)
+        PyList_SET_ITEM(l, k, items[k]);
+    return l;
+fail:
+    for (int k = 0; k < 6; k++)
+        Py_XDECREF(items[k]);
+    return NULL;
 }
 
 /* heapq.heappush(heap, v) for an int v */
@@ -387,7 +415,7 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
         IWR(c, c_sa_at, va_at);
         long long cn, pv, port, vc, wn = 0, wb = 0;
         IRD(c, c_n, cn);
-        PyObject *key = Py_BuildValue("(LL)", o, w);
+        PyObject *key = pair_ll(o, w);
         if (key == NULL)
             return -1;
         PyObject *old = PyDict_GetItemWithError(z->s[IS_WAITVC], key);
@@ -400,7 +428,7 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
             Py_DECREF(key);
             return iq_bad("wait_vc's value is not a pair of integers");
         }
-        PyObject *nvv = Py_BuildValue("(LL)", wn + 1, wb + cn);
+        PyObject *nvv = pair_ll(wn + 1, wb + cn);
         int rc = nvv == NULL ? -1 : PyDict_SetItem(z->s[IS_WAITVC], key, nvv);
         Py_XDECREF(nvv);
         Py_DECREF(key);
@@ -549,6 +577,11 @@ static int iq_credit(IQ *z, long long port, long long vc, long long a, long long
     for (int part = 0; part < 2; part++) {
         long long n = part ? b : a;
         if (!n)
+            continue;
+        int c = iq_credit_out_c(z->credit_out, port, vc, n, at, part, part ? (a ? 0 : f) : f); /* (csrc/iqhooks.h) */
+        if (c < 0)
+            return -1;
+        if (c == 0)
             continue;
         PyObject *r = PyObject_CallFunction(z->credit_out, "LLLLOL", port, vc, n, at, part ? Py_True : Py_False,
                                             part ? (a ? 0 : f) : f);
@@ -699,7 +732,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
                 goto fail;
         } else
             cut = Py_NewRef(Py_False);
-        PyObject *ln = Py_BuildValue("[LLLOO[]]", depart, depart + ser, n, cut, c);
+        PyObject *ln = line_entry(depart, depart + ser, n, cut, c);
         Py_DECREF(cut);
         if (ln == NULL || PyList_SetItem(z->s[IS_LINE], o, ln) < 0)
             goto fail;
@@ -718,7 +751,9 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
             goto fail;
         pool = !(crw >= head && pl >= need - head);
         int up = 1;
-        if (z->up != Py_None) {
+        if (z->up != Py_None && (up = iq_up_c(z->up, o, depart)) < 0) /* (csrc/iqhooks.h) */
+            goto fail;
+        if (up == 2) {
             PyObject *r = PyObject_CallFunction(z->up, "LL", o, depart);
             if (r == NULL)
                 goto fail;
@@ -756,7 +791,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
             goto fail;
         }
         Py_SETREF(((PyListObject *)hold)->ob_item[w], Py_NewRef(Py_None));
-        PyObject *key = Py_BuildValue("(LL)", o, w);
+        PyObject *key = pair_ll(o, w);
         if (key == NULL)
             goto fail;
         PyObject *old = PyDict_GetItemWithError(z->s[IS_WAITVC], key);
@@ -772,7 +807,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
         if (k == 1)
             rc = PyDict_DelItem(z->s[IS_WAITVC], key);
         else {
-            PyObject *nv = Py_BuildValue("(LL)", k - 1, b - n);
+            PyObject *nv = pair_ll(k - 1, b - n);
             rc = nv == NULL ? -1 : PyDict_SetItem(z->s[IS_WAITVC], key, nv);
             Py_XDECREF(nv);
         }
@@ -886,7 +921,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
             Py_XSETREF(SLOT(pkt, p_copies), e);
         }
     }
-    res = Py_BuildValue("(LNL)", o, frame, depart);
+    res = tuple_steal(3, (PyObject *[]){PyLong_FromLongLong(o), frame, PyLong_FromLongLong(depart)});
 fail:
     Py_DECREF(c);
     Py_DECREF(pkt);
@@ -1081,6 +1116,25 @@ done:
 }
 
 /* the state, settings, fresh list and now of a call (args[0..3]): 0, or -1 with an error */
+/* the settings tuple's integers, read once per tuple (a tuple never changes: kept, with a reference,
+ * by its address) */
+#define IQ_KC 512
+static struct { PyObject *t; long long k[IK_COUNT]; } iq_kc[IQ_KC];
+static int iq_consts(PyObject *ks, long long *k)
+{
+    size_t h = (size_t)(((uint64_t)(uintptr_t)ks * 0x9E3779B97F4A7C15ULL) >> 55); /* (of IQ_KC: 512) */
+    if (iq_kc[h].t == ks) {
+        memcpy(k, iq_kc[h].k, sizeof iq_kc[h].k);
+        return 0;
+    }
+    for (int i = 0; i < IK_COUNT; i++)
+        if (!get_ll(PyTuple_GET_ITEM(ks, i), &k[i]))
+            return iq_bad("a setting is not an integer");
+    Py_XSETREF(iq_kc[h].t, Py_NewRef(ks));
+    memcpy(iq_kc[h].k, k, sizeof iq_kc[h].k);
+    return 0;
+}
+
 static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const char *usage)
 {
     if (nargs != want || !PyTuple_CheckExact(args[0]) || PyTuple_GET_SIZE(args[0]) != IS_N ||
@@ -1090,9 +1144,8 @@ static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t w
     }
     for (int i = 0; i < IS_N; i++)
         z->s[i] = PyTuple_GET_ITEM(args[0], i);
-    for (int i = 0; i < IK_COUNT; i++)
-        if (!get_ll(PyTuple_GET_ITEM(args[1], i), &z->k[i]))
-            return iq_bad("a setting is not an integer");
+    if (iq_consts(args[1], z->k) < 0)
+        return -1;
     if (!PyList_CheckExact(z->s[IS_RCQ]) || !PyList_CheckExact(z->s[IS_REL]) || !PyList_CheckExact(z->s[IS_ACTIVE]) ||
         !PyDict_CheckExact(z->s[IS_VA]) || !PyDict_CheckExact(z->s[IS_CHK]) || !PyDict_CheckExact(z->s[IS_SA]) ||
         !PyDict_CheckExact(z->s[IS_WAITVC]) || !PyDict_CheckExact(z->s[IS_TAILW]) || !PyDict_CheckExact(z->s[IS_STATS]) ||
@@ -1114,10 +1167,14 @@ static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t w
     return 0;
 }
 
-static PyObject *iq_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* iq_round, its arguments parsed before (``pre``: iq_parse's, by csrc/iqtimer.h) or not (NULL) */
+static PyObject *iq_round_with(const IQ *pre, PyObject *const *args, Py_ssize_t nargs)
 {
     IQ z;
-    if (iq_parse(&z, args, nargs, 7, "iq_round(state, consts, fresh, now, again, up, credit_out), after iq_setup") < 0)
+    if (pre != NULL) {
+        z = *pre;
+        z.va_grants = z.sa_grants = z.sa_conflicts = 0;
+    } else if (iq_parse(&z, args, nargs, 7, "iq_round(state, consts, fresh, now, again, up, credit_out), after iq_setup") < 0)
         return NULL;
     int again = PyObject_IsTrue(args[4]);
     if (again < 0)
@@ -1192,10 +1249,18 @@ fail:
 }
 
 /* ``_retime``: the next round's time after a round at now (INF: none); ``fresh`` kept in place */
-static PyObject *iq_retime(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *iq_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return iq_round_with(NULL, args, nargs);
+}
+
+/* iq_retime, its arguments parsed before (``pre``) or not (NULL) */
+static PyObject *iq_retime_with(const IQ *pre, PyObject *const *args, Py_ssize_t nargs)
 {
     IQ z;
-    if (iq_parse(&z, args, nargs, 6, "iq_retime(state, consts, fresh, now, granted, slot), after iq_setup") < 0)
+    if (pre != NULL)
+        z = *pre;
+    else if (iq_parse(&z, args, nargs, 6, "iq_retime(state, consts, fresh, now, granted, slot), after iq_setup") < 0)
         return NULL;
     int granted = PyObject_IsTrue(args[4]);
     long long slot, now = z.now, K = z.k[IK_RK], t, top;
@@ -1296,6 +1361,11 @@ static PyObject *iq_retime(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return PyLong_FromLongLong(t);
 fail:
     return NULL;
+}
+
+static PyObject *iq_retime(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return iq_retime_with(NULL, args, nargs);
 }
 
 #endif /* EMU_CSRC_IQ_H */

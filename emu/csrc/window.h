@@ -323,6 +323,8 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
                 goto done;
             int nt = nic_on_timer(eng, tt, &result); /* a host NIC's here, any other engine's method */
             if (nt == 1)
+                nt = iq_on_timer(eng, tt, &result); /* (an input-queued router's plain case: csrc/iqtimer.h) */
+            if (nt == 1)
                 result = PyObject_CallMethodOneArg(eng, s_on_timer, tt); /* (asked as it fires, as _fire_timer does) */
             else if (nt < 0)
                 result = NULL;
@@ -379,6 +381,8 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             result = NULL;
             if (!bad) { /* a host NIC's one-frame message here, anything else by the engine's receive */
                 int nr = nic_receive(eng, frame, t, &result);
+                if (nr == 1) /* (an input-queued router's compiled receive: csrc/iqtimer.h) */
+                    nr = iq_on_receive(eng, frame, pt, t, &result);
                 if (nr == 1)
                     result = PyObject_CallMethodObjArgs(eng, s_receive, frame, pt, t, NULL);
             }

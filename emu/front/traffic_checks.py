@@ -214,6 +214,8 @@ def schedule(pattern: str, n: int, i: int, load: float, cycles: int, seed: int, 
         return [], []
     rng = random.Random(f"{seed}:{pattern}:{load!r}:{i}")
     when, dst = [], []
+    if fixed is None and pattern not in ("hotspot", "worst_case") and n > 1 and _RANDBELOW_PLAIN:
+        return _uniform(rng, n, i, load, cycles, to_self)
     for c in range(cycles):
         if rng.random() < load:
             if fixed is not None:
@@ -229,6 +231,26 @@ def schedule(pattern: str, n: int, i: int, load: float, cycles: int, seed: int, 
             else:
                 d = rng.randrange(n - 1)
                 d += d >= i
+            when.append(c)
+            dst.append(d)
+    return when, dst
+
+
+_RANDBELOW_PLAIN = random.Random._randbelow is random.Random._randbelow_with_getrandbits  # (``_uniform`` may draw so)
+
+
+def _uniform(rng: random.Random, n: int, i: int, load: float, cycles: int, to_self: bool) -> tuple[list, list]:
+    """``schedule``'s uniform draws, the same numbers: ``randrange(m)`` inline (``_randbelow_with_getrandbits``:
+    ``getrandbits(m.bit_length())`` until below ``m``), a call per packet instead of three."""
+    m, skip = (n, n) if to_self else (n - 1, i)  # (draws of skip and above are one more: i itself left out)
+    k, rnd, bits = m.bit_length(), rng.random, rng.getrandbits
+    when, dst = [], []
+    for c in range(cycles):
+        if rnd() < load:
+            d = bits(k)
+            while d >= m:
+                d = bits(k)
+            d += d >= skip
             when.append(c)
             dst.append(d)
     return when, dst
@@ -311,6 +333,7 @@ class PathModel:
         for lk in topo.links:
             self.links[(lk.a, lk.b)] = self.links[(lk.b, lk.a)] = lk.spec
         self.cache: dict[tuple[str, str], int] = {}
+        self.hops: dict[tuple[str, str], int] = {}  # per link direction (u, w): its part of v
 
     def __call__(self, a: str, b: str) -> int:
         key = (a, b)
@@ -320,13 +343,17 @@ class PathModel:
             path = self.topo.route(a, b)
             ha, hb = nodes[a].spec, nodes[b].spec
             v = ha.send_overhead_ns + ha.nic_delay_ns + hb.nic_delay_ns
+            hops = self.hops
             for u, w in zip(path, path[1:]):
-                spec = self.links[(u, w)]
-                rx = nodes[w].spec
-                # into an input-queued router with cut-through, its head flit is what the pipeline waits for
-                nbytes = frame_bytes(spec, self.size)  # its modelled length on this link
-                head = rx.flit_bytes if getattr(rx, "input_queued", False) and rx.cut_through else nbytes
-                v += spec.serialization_ns(min(head, nbytes)) + spec.latency_ns
+                h = hops.get((u, w))
+                if h is None:
+                    spec = self.links[(u, w)]
+                    rx = nodes[w].spec
+                    # into an input-queued router with cut-through, its head flit is what the pipeline waits for
+                    nbytes = frame_bytes(spec, self.size)  # its modelled length on this link
+                    head = rx.flit_bytes if getattr(rx, "input_queued", False) and rx.cut_through else nbytes
+                    h = hops[(u, w)] = spec.serialization_ns(min(head, nbytes)) + spec.latency_ns
+                v += h
             for s in path[1:-1]:
                 rs = nodes[s].spec
                 v += sum(rs.stages_ns) if rs.input_queued else rs.processing_delay_ns

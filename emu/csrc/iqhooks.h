@@ -1,0 +1,113 @@
+/* emu/csrc/iqhooks.h: the two callbacks the input-queued router's compiled round makes per grant, in
+ * C when they are the element's own (part of emu/_core.c, one translation unit; used by csrc/iq.h):
+ *
+ *   iq_up_c          PortView.up(port, now) (emu.portview): the port's ``up``, for a port without a
+ *                    schedule (a timeline: Python's)
+ *   iq_credit_out_c  Element._credit_later(port, vc, n, at, pool, frames) (emu.element_flow.Flow): its
+ *                    port event pushed (Flow._event: ``_pseq`` counted, the entry on ``pevents``)
+ *
+ * Each takes only the bound method of exactly those functions on an object of exactly that class
+ * (Element: the one element_setup was given, its ``_event`` Flow's, none set on the object) and
+ * declines before changing anything otherwise (the caller calls the method). */
+#ifndef EMU_CSRC_IQHOOKS_H
+#define EMU_CSRC_IQHOOKS_H
+
+static PyTypeObject *PortViewT;
+static PyObject *pv_up_fn, *fl_credit_later_fn, *fl_event_fn, *s_pseq, *s_event_name, *hk_credit_out;
+static Py_ssize_t pv_el = -1;
+static unsigned long long n_iq_hooks; /* (counts(): the callbacks taken here) */
+static int hk_state = 0; /* 0 not looked up yet, 1 ready, -1 not available (Python's always) */
+
+static int hooks_init(void)
+{
+    if (hk_state)
+        return hk_state > 0;
+    hk_state = -1;
+    PyObject *pv = PyImport_ImportModule("emu.portview"), *fl = PyImport_ImportModule("emu.element_flow");
+    PyObject *pvc = pv ? PyObject_GetAttrString(pv, "PortView") : NULL, *flc = fl ? PyObject_GetAttrString(fl, "Flow") : NULL,
+             *s_up = PyUnicode_InternFromString("up");
+    int ok = pvc != NULL && flc != NULL && PyType_Check(pvc) && PyType_Check(flc) && credit_init() > 0 &&
+             slot_offset((PyTypeObject *)pvc, "_el", &pv_el) == 0 &&
+             s_up != NULL && (pv_up_fn = _PyType_Lookup((PyTypeObject *)pvc, s_up)) != NULL &&
+             (fl_credit_later_fn = PyDict_GetItemString(((PyTypeObject *)flc)->tp_dict, "_credit_later")) != NULL &&
+             (fl_event_fn = PyDict_GetItemString(((PyTypeObject *)flc)->tp_dict, "_event")) != NULL &&
+             (hk_credit_out = PyLong_FromLongLong(CR_CREDIT_OUT)) != NULL &&
+             (s_event_name = PyUnicode_InternFromString("_event")) != NULL &&
+             (s_pseq = PyUnicode_InternFromString("_pseq")) != NULL;
+    if (ok) {
+        Py_INCREF(pv_up_fn);
+        Py_INCREF(fl_credit_later_fn);
+        Py_INCREF(fl_event_fn);
+        PortViewT = (PyTypeObject *)Py_NewRef(pvc);
+        hk_state = 1;
+    }
+    Py_XDECREF(pv);
+    Py_XDECREF(fl);
+    Py_XDECREF(pvc);
+    Py_XDECREF(flc);
+    Py_XDECREF(s_up);
+    PyErr_Clear();
+    return hk_state > 0;
+}
+
+/* ``up(o, at)`` for PortView.up's plain case: 1 up, 0 not, 2 not this case (call it), -1 error */
+static int iq_up_c(PyObject *up, long long o, long long at)
+{
+    (void)at; /* (read by a port's timeline only: Python's) */
+    if (Py_TYPE(up) != &PyMethod_Type || hooks_init() <= 0 || PyMethod_GET_FUNCTION(up) != pv_up_fn)
+        return 2;
+    PyObject *view = PyMethod_GET_SELF(up), *el, *outs, *p, *u;
+    if (Py_TYPE(view) != PortViewT || (el = SLOT(view, pv_el)) == NULL || ElementT == NULL || Py_TYPE(el) != ElementT ||
+        (outs = SLOT(el, el_attr[E_OUTS].off)) == NULL || !PyList_CheckExact(outs) || o < 0 || o >= PyList_GET_SIZE(outs))
+        return 2;
+    p = PyList_GET_ITEM(outs, o);
+    if (p == Py_None)
+        return n_iq_hooks++, 0;
+    if (Py_TYPE(p) != OutPortT || ((u = SLOT(p, o_up)) != Py_True && u != Py_False))
+        return 2;
+    if (u == Py_True && SLOT(p, o_timeline) != Py_None)
+        return 2;
+    n_iq_hooks++;
+    return u == Py_True;
+}
+
+/* ``credit_out(port, vc, n, at, pool, frames)`` for Element._credit_later's plain case: 0 done, 1 not
+ * this case (call it), -1 error */
+static int iq_credit_out_c(PyObject *co, long long port, long long vc, long long n, long long at, int pool,
+                           long long frames)
+{
+    if (Py_TYPE(co) != &PyMethod_Type || hooks_init() <= 0 || PyMethod_GET_FUNCTION(co) != fl_credit_later_fn)
+        return 1;
+    PyObject *el = PyMethod_GET_SELF(co), **dp, *pev, *seq;
+    long long sv;
+    if (ElementT == NULL || Py_TYPE(el) != ElementT || _PyType_Lookup(ElementT, s_event_name) != fl_event_fn ||
+        (dp = _PyObject_GetDictPtr(el)) == NULL || *dp == NULL || (pev = SLOT(el, el_attr[E_PEVENTS].off)) == NULL ||
+        !PyList_CheckExact(pev))
+        return 1;
+    if (PyDict_GetItemWithError(*dp, s_event_name) != NULL || (seq = PyDict_GetItemWithError(*dp, s_pseq)) == NULL ||
+        !get_ll(seq, &sv)) {
+        PyErr_Clear();
+        return 1;
+    }
+    PyObject *ns = PyLong_FromLongLong(sv + 1);
+    if (ns == NULL)
+        return -1;
+    if (PyDict_SetItem(*dp, s_pseq, ns) < 0) {
+        Py_DECREF(ns);
+        return -1;
+    }
+    PyObject *obj = tuple_steal(5, (PyObject *[]){PyLong_FromLongLong(port), PyLong_FromLongLong(vc),
+                                                  PyLong_FromLongLong(n), Py_NewRef(pool ? Py_True : Py_False),
+                                                  PyLong_FromLongLong(frames)});
+    PyObject *e = tuple_steal(4, (PyObject *[]){PyLong_FromLongLong(at), ns, Py_NewRef(hk_credit_out), obj});
+    if (e == NULL)
+        return -1;
+    int rc = heap_push(pev, e);
+    Py_DECREF(e);
+    if (rc < 0)
+        return -1;
+    n_iq_hooks++;
+    return 0;
+}
+
+#endif /* EMU_CSRC_IQHOOKS_H */

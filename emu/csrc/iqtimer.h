@@ -1,0 +1,225 @@
+/* emu/csrc/iqtimer.h: the input-queued router's timer, credit and receive in the element's window --
+ * the twins of InputQueuedEngine.on_timer (its round and _retime's compiled twins, without the Python
+ * frame around them), of InputQueuedEngine.on_credit's plain case, and InputQueuedEngine.receive's
+ * call of its compiled twin (iq_receive, csrc/iqrecv.h) without the method's frame (part of
+ * emu/_core.c, one translation unit; called from csrc/window.h's element_window and csrc/credits.h's
+ * credit_in_c).
+ *
+ * Plain: the engine of exactly the class given to iq_setup, that class's on_timer / on_credit still
+ * the ones it had then, none set on the object, and its compiled round chosen (``_cst`` a tuple:
+ * CoreRound._core_state); on_timer's also no switch timer of its own due (link tests, processing
+ * unit: Python injects their frames); on_credit's also a VC credit (no pool, no frames counted, no
+ * VC waiting for a tail credit) within the receiver's buffer. Anything else: Python's method, called
+ * before anything here changed. */
+#ifndef EMU_CSRC_IQTIMER_H
+#define EMU_CSRC_IQTIMER_H
+
+static PyTypeObject *IQEngT;            /* switch.iq.InputQueuedEngine (iq_setup's third argument) */
+static PyObject *iq_fn_timer, *iq_fn_credit, *iq_fn_receive; /* its on_timer, on_credit, receive as given */
+enum { T_CST, T_BTIMER, T_NEXT, T_RNOW, T_STATS, T_ACTIVE, T_FRESH, T_UP, T_COUT, T_GRANTED, T_SLOT, T_TIMER,
+       T_TAILW, T_ONTIMER, T_ONCREDIT, T_ROUNDS, T_REPEATS, T_RECEIVE, T_CRX, T_N };
+static const char *t_names[T_N] = {"_cst", "_btimer", "_next", "_rnow", "iq_stats", "active", "_fresh", "_up",
+                                   "credit_out", "_granted", "slot", "timer", "_tail_wait", "on_timer", "on_credit",
+                                   "rounds", "repeats", "receive", "_crx"};
+static PyObject *t_s[T_N];
+static unsigned long long n_iq_timers, n_iq_credits, n_iq_frames;
+
+static int iqtimer_setup(PyObject *cls)
+{
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "iq_setup: InputQueuedEngine must be a class");
+        return -1;
+    }
+    for (int k = 0; k < T_N; k++)
+        if (t_s[k] == NULL && (t_s[k] = PyUnicode_InternFromString(t_names[k])) == NULL)
+            return -1;
+    PyObject *ft = _PyType_Lookup((PyTypeObject *)cls, t_s[T_ONTIMER]),
+             *fc = _PyType_Lookup((PyTypeObject *)cls, t_s[T_ONCREDIT]),
+             *fr = _PyType_Lookup((PyTypeObject *)cls, t_s[T_RECEIVE]);
+    if (ft == NULL || fc == NULL || fr == NULL) {
+        PyErr_SetString(PyExc_TypeError, "iq_setup: the class has no on_timer, on_credit or receive");
+        return -1;
+    }
+    Py_XSETREF(iq_fn_receive, Py_NewRef(fr));
+    Py_XSETREF(iq_fn_timer, Py_NewRef(ft));
+    Py_XSETREF(iq_fn_credit, Py_NewRef(fc));
+    Py_XSETREF(IQEngT, (PyTypeObject *)Py_NewRef(cls));
+    return 0;
+}
+
+/* the engine's instance dict when the engine is plain for ``fn`` (the method named ``name``), with
+ * its compiled round's state (a borrowed tuple in *cs); NULL otherwise (no error) */
+static PyObject *iq_plain_dict(PyObject *eng, PyObject *fn, int name, PyObject **cs)
+{
+    if (IQEngT == NULL || Py_TYPE(eng) != IQEngT || !iq_ready || _PyType_Lookup(IQEngT, t_s[name]) != fn)
+        return NULL;
+    PyObject **dp = _PyObject_GetDictPtr(eng);
+    if (dp == NULL || *dp == NULL || !PyDict_CheckExact(*dp))
+        return NULL;
+    PyObject *d = *dp, *c = PyDict_GetItemWithError(d, t_s[T_CST]);
+    if (c == NULL || !PyTuple_CheckExact(c) || PyTuple_GET_SIZE(c) != 4 || PyDict_GetItemWithError(d, t_s[name]) != NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    *cs = c;
+    return d;
+}
+
+/* InputQueuedEngine.on_timer(now) in the plain case: 0 done (*out_p the frames granted, a new
+ * list), 1 not this case (nothing changed: Python's method), -1 error. */
+static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
+{
+    PyObject *cs, *d = iq_plain_dict(eng, iq_fn_timer, T_ONTIMER, &cs);
+    if (d == NULL)
+        return 1;
+    PyObject *v[T_N];
+    for (int k = T_BTIMER; k <= T_TIMER; k++)
+        if ((v[k] = PyDict_GetItemWithError(d, t_s[k])) == NULL) {
+            PyErr_Clear();
+            return 1; /* (not set: Python's, which says so) */
+        }
+    long long now, bt = 0, nxt, rnow, inf;
+    if (!get_ll(tt, &now) || (v[T_BTIMER] != Py_None && !get_ll(v[T_BTIMER], &bt)) || !get_ll(v[T_NEXT], &nxt) ||
+        !get_ll(v[T_RNOW], &rnow) || !PyList_CheckExact(v[T_ACTIVE]) || !PyList_CheckExact(v[T_FRESH]) ||
+        !PyDict_CheckExact(v[T_STATS]) || !get_ll(PyTuple_GET_ITEM(PyTuple_GET_ITEM(cs, 2), IK_INF), &inf) ||
+        (v[T_BTIMER] != Py_None && bt <= now))
+        return 1; /* (the switch's own timer due: Python injects its frames) */
+    PyObject *st = PyTuple_GET_ITEM(cs, 1), *ks = PyTuple_GET_ITEM(cs, 2), *fresh = Py_NewRef(v[T_FRESH]);
+    PyObject *out = NULL, *granted = Py_NewRef(v[T_GRANTED]), *t = NULL;
+    int rc = -1, again = rnow == now;
+    PyObject *rargs[7] = {st, ks, fresh, tt, again ? Py_True : Py_False, v[T_UP], v[T_COUT]};
+    IQ z; /* (the round's and _retime's arguments parsed once) */
+    if (iq_parse(&z, rargs, 7, 7, "InputQueuedEngine: the compiled round's state") < 0)
+        goto done;
+    z.up = v[T_UP];
+    z.credit_out = v[T_COUT];
+    if (nxt <= now) { /* (Rounds._round, as on_timer inlines it) */
+        if (PyDict_SetItem(d, t_s[T_RNOW], tt) < 0 ||
+            dict_add(v[T_STATS], t_s[again ? T_REPEATS : T_ROUNDS], 1, 0, "iq_stats") < 0)
+            goto done;
+        if (PyList_GET_SIZE(v[T_ACTIVE])) {
+            if ((out = iq_round_with(&z, rargs, 7)) == NULL)
+                goto done;
+            int g = PyList_GET_SIZE(out) > 0;
+            if (!g && again && (g = PyObject_IsTrue(granted)) < 0)
+                goto done;
+            Py_SETREF(granted, Py_NewRef(g ? Py_True : Py_False));
+            if (PyDict_SetItem(d, t_s[T_GRANTED], granted) < 0)
+                goto done;
+        }
+    }
+    if (out == NULL && (out = PyList_New(0)) == NULL)
+        goto done;
+    /* (``_retime``'s compiled twin; the dict read again: the round ran Python's credit_out) */
+    PyObject *slot = PyDict_GetItemWithError(d, t_s[T_SLOT]), *b = PyDict_GetItemWithError(d, t_s[T_BTIMER]);
+    if (slot == NULL || b == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_AttributeError, "InputQueuedEngine: slot or _btimer unset");
+        goto done;
+    }
+    Py_INCREF(b);
+    PyObject *args[6] = {st, ks, fresh, tt, granted, slot};
+    t = iq_retime_with(&z, args, 6);
+    long long tv, bv;
+    if (t == NULL || !get_ll(t, &tv) || PyDict_SetItem(d, t_s[T_NEXT], t) < 0) {
+        Py_DECREF(b);
+        if (t != NULL && !PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "iq_retime: not an integer");
+        goto done;
+    }
+    PyObject *tm = t;
+    if (b != Py_None && get_ll(b, &bv) && bv < tv)
+        tm = b, tv = bv;
+    int bad = PyDict_SetItem(d, t_s[T_TIMER], tv >= inf ? Py_None : tm) < 0;
+    Py_DECREF(b);
+    if (bad)
+        goto done;
+    *out_p = out;
+    out = NULL;
+    n_iq_timers++;
+    rc = 0;
+done:
+    Py_XDECREF(out);
+    Py_XDECREF(t);
+    Py_DECREF(granted);
+    Py_DECREF(fresh);
+    return rc;
+}
+
+/* InputQueuedEngine.on_credit(port, vc, nbytes, now, pool, frames) in the plain case (a VC's credit:
+ * no pool, no frames, no VC waiting for its tail's credit, within the receiver's buffer): 0 done, 1
+ * not this case (nothing changed: Python's method), -1 error. */
+static int iq_on_credit(PyObject *eng, long long port, long long vc, long long nbytes, PyObject *now, long long pool,
+                        long long frames)
+{
+    PyObject *cs, *d = iq_plain_dict(eng, iq_fn_credit, T_ONCREDIT, &cs);
+    if (d == NULL || pool || frames)
+        return 1;
+    PyObject *tw = PyDict_GetItemWithError(d, t_s[T_TAILW]), *nx = PyDict_GetItemWithError(d, t_s[T_NEXT]),
+             *tm = PyDict_GetItemWithError(d, t_s[T_TIMER]), *st = PyTuple_GET_ITEM(cs, 1);
+    long long t, nv, tv = 0;
+    if (tw == NULL || nx == NULL || tm == NULL || !PyDict_CheckExact(tw) || PyDict_GET_SIZE(tw) ||
+        !PyTuple_CheckExact(st) || PyTuple_GET_SIZE(st) != IS_N || !get_ll(now, &t) || !get_ll(nx, &nv) ||
+        (tm != Py_None && !get_ll(tm, &tv))) {
+        PyErr_Clear();
+        return 1;
+    }
+    PyObject *credits = PyTuple_GET_ITEM(st, IS_CREDITS), *caps = PyTuple_GET_ITEM(st, IS_CAPS);
+    if (!PyList_CheckExact(credits) || !PyList_CheckExact(caps) || port < 0)
+        return 1;
+    if (port < PyList_GET_SIZE(credits)) {
+        PyObject *cr = PyList_GET_ITEM(credits, port), *cap;
+        long long have, cap0;
+        if (cr != Py_None) {
+            if (!PyList_CheckExact(cr) || PyList_GET_SIZE(cr) < 1 || port >= PyList_GET_SIZE(caps) ||
+                !PyTuple_CheckExact(cap = PyList_GET_ITEM(caps, port)) || PyTuple_GET_SIZE(cap) < 1 ||
+                !get_ll(PyTuple_GET_ITEM(cap, 0), &cap0))
+                return 1;
+            Py_ssize_t w = (Py_ssize_t)pymod(vc, PyList_GET_SIZE(cr));
+            if (!get_ll(PyList_GET_ITEM(cr, w), &have) || have + nbytes > cap0)
+                return 1; /* (above the receiver's buffer: Python's error) */
+            if (put_ll(&((PyListObject *)cr)->ob_item[w], have + nbytes) < 0)
+                return -1;
+        } else
+            return n_iq_credits++, 0; /* (unbounded: nothing to count, no round to wake) */
+    } else
+        return n_iq_credits++, 0;
+    if (t < nv) { /* (``_wake_at``) a copy waiting for this credit may go now */
+        if (PyDict_SetItem(d, t_s[T_NEXT], now) < 0)
+            return -1;
+        if ((tm == Py_None || t < tv) && PyDict_SetItem(d, t_s[T_TIMER], now) < 0)
+            return -1;
+    }
+    n_iq_credits++;
+    return 0;
+}
+
+/* InputQueuedEngine.receive(frame, port, now) when its compiled receive is chosen (``_crx`` a tuple:
+ * CoreRound._core_receive_state) and takes the frame: 0 done (*out_p its result), 1 not this case
+ * (nothing changed: Python's method, which asks the compiled receive again and goes on), -1 error. */
+static int iq_on_receive(PyObject *eng, PyObject *frame, PyObject *port, PyObject *now, PyObject **out_p)
+{
+    if (IQEngT == NULL || Py_TYPE(eng) != IQEngT || _PyType_Lookup(IQEngT, t_s[T_RECEIVE]) != iq_fn_receive)
+        return 1;
+    PyObject **dp = _PyObject_GetDictPtr(eng), *rx;
+    if (dp == NULL || *dp == NULL || (rx = PyDict_GetItemWithError(*dp, t_s[T_CRX])) == NULL || !PyTuple_CheckExact(rx) ||
+        PyTuple_GET_SIZE(rx) != 2 || PyDict_GetItemWithError(*dp, t_s[T_RECEIVE]) != NULL) {
+        PyErr_Clear();
+        return 1;
+    }
+    PyObject *args[5] = {PyTuple_GET_ITEM(rx, 1), eng, frame, port, now};
+    Py_INCREF(rx);
+    PyObject *r = iq_receive(NULL, args, 5);
+    Py_DECREF(rx);
+    if (r == NULL)
+        return -1;
+    if (r == Py_None) {
+        Py_DECREF(r);
+        return 1;
+    }
+    *out_p = r;
+    n_iq_frames++;
+    return 0;
+}
+
+#endif /* EMU_CSRC_IQTIMER_H */
