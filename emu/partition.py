@@ -27,16 +27,26 @@ def by_order(names: list[str], parts: int) -> dict[str, int]:
     return {name: (i * parts) // len(names) for i, name in enumerate(names)}
 
 
+def graph_of(topology: Topology) -> tuple[list[str], list[tuple[str, str]], list[str]]:
+    """What the partition reads of a topology: its node names in order, its links as name pairs in
+    order, its hosts (every node when it has none). Plain lists: a worker process can make the
+    partition from them while the main process checks the rest of the input (``emu.control``)."""
+    names = list(topology.nodes)
+    return names, [(link.a, link.b) for link in topology.links], [n.name for n in topology.hosts] or names
+
+
 def expected_load(topology: Topology) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
     """Expected all-to-all traffic per node pair with links between them (summed over parallel
     links), and per node; integers (METIS takes integer weights), at least 1."""
-    names = list(topology.nodes)
-    hosts = [n.name for n in topology.hosts] or names
-    between = edge_betweenness(names, [(link.a, link.b) for link in topology.links], hosts)
+    return _expected_load(*graph_of(topology))
+
+
+def _expected_load(names, links, hosts) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
+    between = edge_betweenness(names, links, hosts)
     edge = {}
     for (a, b), v in between.items():
         edge[(a, b) if a <= b else (b, a)] = max(1, round(v))  # ordered pairs: both directions
-    node = dict.fromkeys(topology.nodes, 1)
+    node = dict.fromkeys(names, 1)
     for (a, b), v in edge.items():
         node[a] += v
         node[b] += v
@@ -156,12 +166,17 @@ def partition(topology: Topology, parts: int, method: str = "metis") -> dict[str
 
 def partition_used(topology: Topology, parts: int, method: str = "metis") -> tuple[dict[str, int], str]:
     """(node name -> part, the method actually used, in words: what a run's record says)."""
-    names = list(topology.nodes)
+    return partition_of(*graph_of(topology), parts, method)
+
+
+def partition_of(names: list[str], links: list[tuple[str, str]], hosts: list[str], parts: int,
+                 method: str = "metis") -> tuple[dict[str, int], str]:
+    """``partition_used`` of the topology whose ``graph_of`` is ``names``, ``links``, ``hosts``."""
     if parts <= 1:
         return dict.fromkeys(names, 0), "none (one process)"
     if method == "order" or parts >= len(names):
         return by_order(names, parts), "order" + ("" if method == "order" else " (a node per process)")
-    edge, node = expected_load(topology)
+    edge, node = _expected_load(names, links, hosts)
     owner, used = _metis(names, edge, node, parts), "metis"
     if owner is None:
         owner = _kernighan_lin(names, edge, node, parts)

@@ -110,7 +110,12 @@ class Cluster(ClusterFaults, ClusterFigures):
         self.run_config = run
         self.capture_path = capture
         self.cluster_id = secrets.randbits(32) | 1
-        self.plan = Plan.make(topology, run, self.cluster_id)
+        known = None
+        if workers is not None:  # (the partition its first worker made while the input was checked)
+            from ..partition import graph_of
+
+            known = workers.known_partition(graph_of(topology), run.processes, run.partition)
+        self.plan = Plan.make(topology, run, self.cluster_id, known)
         mark("planned")
         self.lookahead_ns = self.plan.lookahead_ns
         self._progress = progress
