@@ -20,7 +20,8 @@ each process of it writes down its steps (``emu.timeline``). For each count:
 - the critical path in CPU seconds: start-up (the main process to its plan -- waiting, where worker 1
   makes the partition, for the later of its own checks and the partition asked of the worker when
   the topology was built --, then the slower of its own build and each worker's start -- from the
-  moment it was launched -- and build), the run window by
+  moment it was launched -- and build, then the calls that start the run, the main process's and each
+  worker's CPU for them one after another), the run window by
   window (the busiest process's CPU from one window's start to the next, summed), the main process's
   teardown. It is what the command takes with a core per process and instant messages: its ratio to
   one process's is the speed-up to expect on a quiet machine with enough cores, and the model for
@@ -228,11 +229,13 @@ def whole(spec: str, size: int, processes: int, direct: bool, env0: dict | None 
             raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}): {done.stdout.strip()[-300:]} "
                              f"{done.stderr.strip()[-300:]}")
         steps: dict[int, dict[str, tuple[float, float]]] = {}
-        crit_line = None
+        crit_line = before_line = None
         for line in tl.read_text().splitlines():
             pid, mono, cpu, what = line.split(None, 3)
             if what.startswith("run-critical "):
                 crit_line = [float(x) for x in what.split()[1:]]
+            if what.startswith("run-before "):
+                before_line = [float(x) for x in what.split()[1:]]
             steps.setdefault(int(pid), {})[what] = (float(mono) - t0, float(cpu))
     main_steps = steps.pop(done.pid)
     workers = list(steps.values())
@@ -245,6 +248,7 @@ def whole(spec: str, size: int, processes: int, direct: bool, env0: dict | None 
     own = main_steps["done"][1] + sum(w["worker-done"][1] for w in workers)
     others = None if busy0 is None else min(os.cpu_count(), max(0.0, (busy1 - busy0 - own) / wall))
     return {"wall": wall, "main": main_steps, "workers": workers, "run_crit": crit_line[0], "run_cpu": crit_line[1:],
+            "run_before": before_line,
             "figures": figures, "other_cores": others}
 
 
@@ -271,6 +275,8 @@ def model(r: dict) -> dict:
             ready = max(ready, max(cpu("workers-launched") + w.get("worker-partitioned", w["worker-preloaded"])[1],
                                    planned) + build)
         start = ready + (cpu("run-begin") - cpu("workers-built"))
+        if r.get("run_before"):  # the workers' part of the calls before the run (addresses, apps): one after another
+            start += sum(b - w["worker-built"][1] for b, w in zip(r["run_before"][1:], r["workers"]))
     return {"start_wall": start_wall, "run_wall": m["run-end"][0] - m["run-begin"][0], "end_wall": end_wall,
             "start": start, "run": r["run_crit"], "end": teardown, "crit": start + r["run_crit"] + teardown}
 
