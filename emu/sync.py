@@ -403,3 +403,30 @@ def faults_reached(faults: list[int], t1: int) -> int:
 def find_exception(e: BaseException, kind: type[BaseException]) -> BaseException | None:
     """The first ``kind`` in ``e`` or, if ``e`` is an exception group, among its leaves."""
     return next((x for x in leaves(e) if isinstance(x, kind)), None)
+
+
+async def call_everywhere(handles: list, method: str, args_of: Callable[[int], tuple] = lambda d: ()) -> list:
+    """``method`` of every domain in ``handles`` (the ``d``-th with ``args_of(d)``) at once, as the
+    synchroniser's windows go: every worker is asked first, then this process answers its own, then
+    the workers' answers are read (one call after another, a worker's work would wait for the
+    others': with N processes the calls that start a run took N - 1 times a worker's part). The
+    answers in the order of ``handles``; an error is raised once every answer is in."""
+    answers: list = [None] * len(handles)
+    errors: list[BaseException] = []
+    remote = [(d, h) for d, h in enumerate(handles) if not isinstance(h, LocalHandle)]
+    for d, h in remote:
+        await h.request(method, *args_of(d))
+    for d, h in enumerate(handles):
+        if isinstance(h, LocalHandle):
+            try:
+                answers[d] = await h.call(method, *args_of(d))
+            except Exception as e:  # the workers' answers are read all the same
+                errors.append(e)
+    for d, h in remote:
+        try:
+            answers[d] = await h.reply(method)
+        except Exception as e:
+            errors.append(e)
+    if errors:
+        raise errors[0] if len(errors) == 1 else BaseExceptionGroup(f"{method} failed", errors)
+    return answers
