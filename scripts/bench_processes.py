@@ -20,8 +20,9 @@ each process of it writes down its steps (``emu.timeline``). For each count:
 - the critical path in CPU seconds: start-up (the main process to its plan -- waiting, where worker 1
   makes the partition, for the later of its own checks and the partition asked of the worker when
   the topology was built --, then the slower of its own build and each worker's start -- from the
-  moment it was launched -- and build, then the calls that start the run, the main process's and each
-  worker's CPU for them one after another), the run window by
+  moment it was launched -- and build, then the calls that start the run: the main process's CPU for
+  them and the busiest worker's after it, an upper bound since they go to every process at once), the
+  run window by
   window (the busiest process's CPU from one window's start to the next, summed), the main process's
   teardown. It is what the command takes with a core per process and instant messages: its ratio to
   one process's is the speed-up to expect on a quiet machine with enough cores, and the model for
@@ -275,8 +276,8 @@ def model(r: dict) -> dict:
             ready = max(ready, max(cpu("workers-launched") + w.get("worker-partitioned", w["worker-preloaded"])[1],
                                    planned) + build)
         start = ready + (cpu("run-begin") - cpu("workers-built"))
-        if r.get("run_before"):  # the workers' part of the calls before the run (addresses, apps): one after another
-            start += sum(b - w["worker-built"][1] for b, w in zip(r["run_before"][1:], r["workers"]))
+        if r.get("run_before"):  # the workers' part of the calls before the run (addresses, apps): at once, each
+            start += max(b - w["worker-built"][1] for b, w in zip(r["run_before"][1:], r["workers"]))  # (after ours)
     return {"start_wall": start_wall, "run_wall": m["run-end"][0] - m["run-begin"][0], "end_wall": end_wall,
             "start": start, "run": r["run_crit"], "end": teardown, "crit": start + r["run_crit"] + teardown}
 
