@@ -93,9 +93,12 @@ class Plan:
     """How the nodes were spread over the processes, in words (``emu.partition.partition_used``)."""
 
     @classmethod
-    def make(cls, topology: Topology, run: RunConfig, cluster_id: int) -> "Plan":
+    def make(cls, topology: Topology, run: RunConfig, cluster_id: int,
+             known: tuple[dict[str, int], str] | None = None) -> "Plan":
+        """``known``: the partition (``partition_used``'s), made already (by a worker process:
+        ``emu.control.Launch.ask_partition``)."""
         names = list(topology.nodes)
-        owner, used = partition_used(topology, run.processes, run.partition)  # balanced load, least traffic cut
+        owner, used = known or partition_used(topology, run.processes, run.partition)  # balanced load, least traffic cut
         base, n = {}, 0
         for name in names:
             base[name] = n

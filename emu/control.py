@@ -296,6 +296,10 @@ class Launch:
         self._accepting = trio.CancelScope()
         self._scopes: list[trio.CancelScope] = []
         self.admitted = False
+        self._asked: tuple | None = None
+        """The partition asked of worker 1 (``ask_partition``), its answer not read yet."""
+        self._partition: tuple | None = None
+        """(what was asked, (part of each node, method used)): worker 1's answer."""
 
     @property
     def ready(self) -> bool:
@@ -352,6 +356,42 @@ class Launch:
             self._failure = w.failure()
             self._settled.set()
 
+    async def ask_partition(self, graph: tuple, parts: int, method: str) -> None:
+        """Ask worker 1, connected and waiting for its plan, to make the partition of ``graph``
+        (``emu.partition.graph_of``) into ``parts`` while this process goes on (``emu run`` checks
+        the rest of its input meanwhile): the partition, most of a plan's cost, leaves the serial
+        start-up. Nothing when no worker is in yet or one was asked already."""
+        if self._asked is not None or self._partition is not None or 1 not in self.chans or self.admitted:
+            return
+        ask = (graph, parts, method)
+        try:
+            await self.chans[1].send(("partition", ask))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return  # (it ended: admit tells)
+        self._asked = ask
+        mark("partition-asked")
+
+    async def partition_answer(self) -> None:
+        """Read worker 1's answer to ``ask_partition``, if asked (``known_partition`` then has it)."""
+        ask, self._asked = self._asked, None
+        if ask is None:
+            return
+        try:
+            status, value = await self.chans[1].recv()
+        except (EOFError, trio.BrokenResourceError, trio.ClosedResourceError):
+            return  # (it ended: admit tells)
+        if status == "ok":
+            self._partition = (ask, value)
+        else:
+            log.warning("worker 1 did not make the partition (%s); this process makes it", value)
+
+    def known_partition(self, graph: tuple, parts: int, method: str) -> tuple[dict[str, int], str] | None:
+        """(node -> part, method used) as worker 1 made it for this very graph, parts and method, else None."""
+        if self._partition is None or self._partition[0] != (graph, parts, method):
+            return None
+        parts_of, used = self._partition[1]
+        return dict(zip(graph[0], parts_of)), used
+
     async def admit(self, send_plan: Callable[[MsgStream, int], object]) -> tuple[list[Worker], dict[int, MsgStream]]:
         """Wait for every worker (until ``CONNECT_TIMEOUT_S`` after the launch), then hand each
         connection to ``send_plan`` in domain order. Returns the workers and their control streams
@@ -365,6 +405,7 @@ class Launch:
             missing = sorted(set(range(1, self.count + 1)) - set(self.chans))
             raise EmuError(f"only {len(self.chans)} of {self.count} worker processes connected within "
                            f"{CONNECT_TIMEOUT_S:g} s (missing domains {missing})")
+        await self.partition_answer()  # (an answer not read yet would come before worker 1's addresses)
         for d in sorted(self.chans):
             await send_plan(self.chans[d], d)
         self.admitted = True

@@ -26,11 +26,12 @@ def mark(what: str) -> None:
 
 
 async def run_begin(handles: list) -> list[float] | None:
-    """With a timeline: each process's CPU seconds now, and its CPU at each window's start recorded
-    from now on (``Domain.rpc_cpu_marks``); None without one."""
+    """With a timeline: each process's CPU seconds now (a line ``run-before CPU0 CPU1 ...``), and its
+    CPU at each window's start recorded from now on (``Domain.rpc_cpu_marks``); None without one."""
     if PATH is None:
         return None
     before = [(await h.call("cpu"))["process_s"] for h in handles]
+    mark("run-before " + " ".join(f"{x:.6f}" for x in before))  # (each process's CPU as the run begins)
     for h in handles:
         await h.call("cpu_marks", True)
     return before

@@ -69,7 +69,12 @@ async def serve(host: str, port: int, index: int, secret: bytes, sock=None) -> N
         for module in preload:  # while the main process makes the plan (emu.control.launch_workers)
             importlib.import_module(module)
         mark("worker-preloaded")
-        plan, index = await chan.recv()
+        msg = await chan.recv()
+        while isinstance(msg[0], str):  # ("partition", ...): asked while the main process checks its input
+            await chan.send(partition_answer(*msg[1]))
+            mark("worker-partitioned")
+            msg = await chan.recv()
+        plan, index = msg
         mark("worker-plan")
         domain = build_domain(plan, index, secret)  # (off loopback the secret keys the datagram tags)
         spilled.append(domain)
@@ -92,6 +97,19 @@ async def serve(host: str, port: int, index: int, secret: bytes, sock=None) -> N
                 await stream.aclose()
             except OSError:
                 pass
+
+
+def partition_answer(graph: tuple, parts: int, method: str) -> tuple[str, object]:
+    """The partition of ``graph`` (``emu.partition.graph_of``) into ``parts``, made here for the main
+    process (``emu.control.Launch.ask_partition``): ``("ok", (part of each node in order, method
+    used))``, or ``("err", what went wrong)`` and the main process makes it itself."""
+    from .partition import partition_of
+
+    try:
+        owner, used = partition_of(*graph, parts, method)
+        return "ok", ([owner[n] for n in graph[0]], used)
+    except Exception as e:  # noqa: BLE001 -- told, not fatal: the main process makes it itself
+        return "err", f"{type(e).__name__}: {e}"
 
 
 async def serve_calls(chan, domain, special: dict | None = None) -> str:

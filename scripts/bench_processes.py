@@ -17,8 +17,12 @@ each process of it writes down its steps (``emu.timeline``). For each count:
   shared machine they, not the emulator, decide most of the wall time's swings);
 - CPU seconds per process, in the same three parts; for a worker, how much of its start-up was done
   before the main process had a plan for it (then it cost no wall time);
-- the critical path in CPU seconds: start-up (the main process to its plan, then the slower of its own
-  build and each worker's start -- from the moment it was launched -- and build), the run window by
+- the critical path in CPU seconds: start-up (the main process to its plan -- waiting, where worker 1
+  makes the partition, for the later of its own checks and the partition asked of the worker when
+  the topology was built --, then the slower of its own build and each worker's start -- from the
+  moment it was launched -- and build, then the calls that start the run: the main process's CPU for
+  them and the busiest worker's after it, an upper bound since they go to every process at once), the
+  run window by
   window (the busiest process's CPU from one window's start to the next, summed), the main process's
   teardown. It is what the command takes with a core per process and instant messages: its ratio to
   one process's is the speed-up to expect on a quiet machine with enough cores, and the model for
@@ -226,11 +230,13 @@ def whole(spec: str, size: int, processes: int, direct: bool, env0: dict | None 
             raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}): {done.stdout.strip()[-300:]} "
                              f"{done.stderr.strip()[-300:]}")
         steps: dict[int, dict[str, tuple[float, float]]] = {}
-        crit_line = None
+        crit_line = before_line = None
         for line in tl.read_text().splitlines():
             pid, mono, cpu, what = line.split(None, 3)
             if what.startswith("run-critical "):
                 crit_line = [float(x) for x in what.split()[1:]]
+            if what.startswith("run-before "):
+                before_line = [float(x) for x in what.split()[1:]]
             steps.setdefault(int(pid), {})[what] = (float(mono) - t0, float(cpu))
     main_steps = steps.pop(done.pid)
     workers = list(steps.values())
@@ -243,6 +249,7 @@ def whole(spec: str, size: int, processes: int, direct: bool, env0: dict | None 
     own = main_steps["done"][1] + sum(w["worker-done"][1] for w in workers)
     others = None if busy0 is None else min(os.cpu_count(), max(0.0, (busy1 - busy0 - own) / wall))
     return {"wall": wall, "main": main_steps, "workers": workers, "run_crit": crit_line[0], "run_cpu": crit_line[1:],
+            "run_before": before_line,
             "figures": figures, "other_cores": others}
 
 
@@ -256,13 +263,21 @@ def model(r: dict) -> dict:
         start = cpu("run-begin")
     else:
         planned = cpu("cluster-enter")
+        w1 = r["workers"][0]
+        if "partition-asked" in m and "worker-partitioned" in w1:  # (worker 1 made the partition meanwhile)
+            answer = max(cpu("partition-asked"), cpu("workers-launched") + w1["worker-preloaded"][1]) + \
+                w1["worker-partitioned"][1] - w1["worker-preloaded"][1]
+            planned = max(cpu("prepared"), answer) + cpu("cluster-enter") - cpu("prepared")
         built_at = "local-built"
         local = cpu(built_at) - (cpu("workers-in") if m["local-built"][0] > m["workers-in"][0] else planned)
         ready = planned + local
         for w in r["workers"]:
             build = w["worker-built"][1] - w["worker-plan"][1]
-            ready = max(ready, max(cpu("workers-launched") + w["worker-preloaded"][1], planned) + build)
+            ready = max(ready, max(cpu("workers-launched") + w.get("worker-partitioned", w["worker-preloaded"])[1],
+                                   planned) + build)
         start = ready + (cpu("run-begin") - cpu("workers-built"))
+        if r.get("run_before"):  # the workers' part of the calls before the run (addresses, apps): at once, each
+            start += max(b - w["worker-built"][1] for b, w in zip(r["run_before"][1:], r["workers"]))  # (after ours)
     return {"start_wall": start_wall, "run_wall": m["run-end"][0] - m["run-begin"][0], "end_wall": end_wall,
             "start": start, "run": r["run_crit"], "end": teardown, "crit": start + r["run_crit"] + teardown}
 
@@ -284,9 +299,11 @@ def describe_whole(mode: str, p: int, r: dict, base: dict, cores: int) -> str:
                  f"elements and workers {m['run-begin'][1] - m['planned'][1]:.2f}) + run {r['run_cpu'][0]:.2f} + "
                  f"teardown {m['done'][1] - m['run-end'][1]:.2f}")
     for i, w in enumerate(r["workers"], 1):
-        waited = max(0.0, m["cluster-enter"][0] - w["worker-preloaded"][0])
+        waited = max(0.0, m["cluster-enter"][0] - w.get("worker-partitioned", w["worker-preloaded"])[0])
+        part = "" if "worker-partitioned" not in w else \
+            f", the partition {w['worker-partitioned'][1] - w['worker-preloaded'][1]:.2f}"
         lines.append(f"    CPU s, worker {i}: {w['worker-done'][1]:.2f} = start-up {w['worker-built'][1]:.2f} (Python and "
-                     f"imports {w['worker-preloaded'][1]:.2f}, ready {waited:.2f} s before the plan; its elements "
+                     f"imports {w['worker-preloaded'][1]:.2f}{part}, ready {waited:.2f} s before the plan; its elements "
                      f"{w['worker-built'][1] - w['worker-plan'][1]:.2f}) + run {r['run_cpu'][i]:.2f} + teardown "
                      f"{w['worker-done'][1] - w['worker-stop'][1]:.2f}")
     split = r["run_cpu"] and base["run_cpu"][0] / max(r["run_cpu"])

@@ -449,3 +449,31 @@ async def test_a_run_batches_young_collections_and_gives_the_thresholds_back(mon
         assert seen[0] == (max(before[0], sync.RUN_GEN0), *before[1:])
     finally:
         gc.set_threshold(*before)
+
+
+def test_a_commands_start_up_freeze_is_undone_by_its_first_run(monkeypatch):
+    """``emu run`` freezes its modules as it starts (emu.sync.freeze_until_run: the start-up's
+    collections skip them); its first run undoes that and freezes everything, as without it; a
+    program's own freeze is kept."""
+    import gc
+
+    from emu import sync
+
+    calls = []
+    count = [0]
+    monkeypatch.setattr(sync, "_frozen", False)
+    monkeypatch.setattr(sync, "_until_run", False)
+    monkeypatch.setattr(gc, "get_freeze_count", lambda: count[0])
+    monkeypatch.setattr(gc, "freeze", lambda: (calls.append("freeze"), count.__setitem__(0, 5)))
+    monkeypatch.setattr(gc, "unfreeze", lambda: (calls.append("unfreeze"), count.__setitem__(0, 0)))
+    monkeypatch.setattr(gc, "collect", lambda *a: calls.append("collect") or 0)
+    sync.freeze_until_run()
+    sync.freeze_until_run()  # (once)
+    assert calls == ["freeze"] and sync._until_run
+    sync.freeze_startup()
+    assert calls == ["freeze", "unfreeze", "collect", "freeze"] and sync._frozen and not sync._until_run
+    monkeypatch.setattr(sync, "_frozen", False)
+    calls.clear()
+    sync.freeze_until_run()  # a program that froze objects itself (count 5): neither is done
+    sync.freeze_startup()
+    assert calls == [] and not sync._until_run

@@ -51,6 +51,9 @@ def test_forked_workers_give_the_figures_of_one_process(tmp_path):
     pid = int(forked[0][0])
     by_pid = [s[3] for s in steps if int(s[0]) == pid]
     assert by_pid.index("worker-preloaded") < by_pid.index("worker-plan") < by_pid.index("worker-built")
+    # the worker made the partition while the main process checked the input (the plan came after)
+    assert by_pid.index("worker-preloaded") < by_pid.index("worker-partitioned") < by_pid.index("worker-plan")
+    assert [s[3] for s in steps if s[3] in ("partition-asked", "prepared")] == ["partition-asked", "prepared"]
     assert "worker-done" in by_pid and _gone(pid)
 
 
@@ -79,3 +82,44 @@ async def test_a_cluster_takes_workers_launched_before_it():
             assert net.worker_pids == [launch.workers[0].pid]
             assert await net.ping("h0", "h3") > 0
         assert launch.workers[0].proc.returncode is not None  # ended with its cluster
+
+
+async def _ready(launch) -> None:
+    with trio.fail_after(60):
+        while not launch.ready:
+            await trio.sleep(0.02)
+
+
+async def test_the_first_worker_makes_the_partition_the_plan_would_make():
+    from emu.partition import graph_of, partition_used
+    from emu.topologies import build
+
+    t = build("fattree:k=4,n=2")
+    async with trio.open_nursery() as nursery:
+        launch = await launch_workers(nursery, 1)
+        await _ready(launch)
+        await launch.ask_partition(graph_of(t), 2, "metis")
+        await launch.partition_answer()
+        known = launch.known_partition(graph_of(t), 2, "metis")
+        assert known == partition_used(t, 2, "metis") and set(known[0].values()) == {0, 1}
+        assert launch.known_partition(graph_of(t), 2, "order") is None  # (made for another method: not used)
+        async with emu.Cluster(t, processes=2, workers=launch) as net:
+            assert net.plan.owner == known[0] and net.plan.partition_used == known[1]
+            assert await net.ping("h0", "h7") > 0
+
+
+async def test_a_partition_the_worker_cannot_make_is_made_here():
+    from emu.partition import graph_of, partition_used
+    from emu.topologies import build
+
+    t = build("star:n=4")
+    names, links, hosts = graph_of(t)
+    async with trio.open_nursery() as nursery:
+        launch = await launch_workers(nursery, 1)
+        await _ready(launch)
+        await launch.ask_partition((names, [*links, ("h0", "nowhere")], hosts), 2, "metis")  # (its worker fails)
+        await launch.partition_answer()
+        assert launch.known_partition((names, [*links, ("h0", "nowhere")], hosts), 2, "metis") is None
+        async with emu.Cluster(t, processes=2, workers=launch) as net:  # (the answer read: its plan comes next)
+            assert net.plan.owner == partition_used(t, 2, "metis")[0]
+            assert await net.ping("h0", "h3") > 0

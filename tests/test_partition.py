@@ -35,3 +35,35 @@ def test_the_fat_tree_splits_evenly():
     owner, used = partition_used(build("fattree:k=4,n=3"), 2)
     assert used == "metis" or used.startswith("kernighan")
     assert sorted(list(owner.values()).count(p) for p in (0, 1)) == [len(owner) // 2] * 2
+
+
+def _networkx_doubled(names, links, hosts):
+    g = nx.Graph()
+    g.add_nodes_from(names)
+    g.add_edges_from(links)
+    return {tuple(sorted(k)): 2 * v for k, v in
+            nx.edge_betweenness_centrality_subset(g, hosts, hosts, normalized=False).items()}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_sources_on_one_link_share_their_neighbours_pass_to_the_bit(seed):
+    # random graphs with hosts on one link (to a switch, to another host, two on one switch), hosts
+    # on several links, a self-loop, parallel links, a part out of reach: networkx's floats exactly
+    import random
+
+    rng = random.Random(seed)
+    core = [f"s{i}" for i in range(rng.randint(3, 9))]
+    links = [(rng.choice(core), rng.choice(core)) for _ in range(rng.randint(3, 14))]
+    names, hosts = list(core), []
+    for i in range(rng.randint(2, 12)):
+        h = f"h{i}"
+        names.append(h)
+        hosts.append(h)
+        links += [(h, rng.choice(core + hosts[:-1]))] * rng.choice([1, 1, 1, 2])  # (2: a doubled link)
+        if rng.random() < 0.2:
+            links.append((h, rng.choice(core)))  # a second neighbour: a pass of its own
+    names.append("far")
+    hosts += rng.sample(core, rng.randint(0, 2)) + (["far"] if seed % 3 == 0 else [])
+    rng.shuffle(links)
+    mine = {tuple(sorted(k)): v for k, v in edge_betweenness(names, links, hosts).items()}
+    assert mine == _networkx_doubled(names, links, hosts)

@@ -31,6 +31,10 @@ from .run_prepare import run_config, tests_named  # noqa: F401
 
 def main(argv: list[str] | None = None) -> int:
     mark("imported")
+    if argv is None and sys.argv[1:2] == ["run"]:  # (a command's process: its start-up, not a library's)
+        from ..sync import freeze_until_run
+
+        freeze_until_run()
     early = _fork_early(sys.argv[1:]) if argv is None else None
     try:
         ap = _parser()

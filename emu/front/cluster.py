@@ -34,7 +34,7 @@ from ..config import ConfigError, RunConfig
 from ..errors import AppError, DeadlockError, EmuError, leaves
 from ..metrics import RunMetrics, add_cc, add_flow, diff, port_counters
 from ..control import SECRET, Launch, launch_workers, worker_command
-from ..sync import LocalHandle, MsgStream, Pacer, RemoteHandle, Synchroniser
+from ..sync import LocalHandle, MsgStream, Pacer, RemoteHandle, Synchroniser, call_everywhere
 from .. import timeline
 from ..timeline import mark
 from ..watchdog import watch_workers
@@ -110,7 +110,12 @@ class Cluster(ClusterFaults, ClusterFigures):
         self.run_config = run
         self.capture_path = capture
         self.cluster_id = secrets.randbits(32) | 1
-        self.plan = Plan.make(topology, run, self.cluster_id)
+        known = None
+        if workers is not None:  # (the partition its first worker made while the input was checked)
+            from ..partition import graph_of
+
+            known = workers.known_partition(graph_of(topology), run.processes, run.partition)
+        self.plan = Plan.make(topology, run, self.cluster_id, known)
         mark("planned")
         self.lookahead_ns = self.plan.lookahead_ns
         self._progress = progress
@@ -318,8 +323,7 @@ class Cluster(ClusterFaults, ClusterFigures):
         mark("workers-built")
         addrs.update(await nursery.start(self._local.serve_sockets))  # one reader for the process's sockets
         self._handles = handles
-        for h in handles:
-            await h.call("set_addresses", addrs)
+        await call_everywhere(handles, "set_addresses", lambda d: (addrs,))
         pacer = Pacer(self.run_config.realtime_ns_per_s) if self.run_config.realtime_ns_per_s else None
         if self.run_config.mpi:
             self._sync = mpi.MpiSynchroniser(handles, self.lookahead_ns, mpi.comm(), self._progress, pacer)
@@ -387,12 +391,12 @@ class Cluster(ClusterFaults, ClusterFigures):
             sync = self._sync
             start = self.now
             self.metrics = None  # a run that fails half-way has no figures (not the last run's)
-            for h in self._handles:
-                await h.call("reset_peaks", start)
+            await call_everywhere(self._handles, "reset_peaks", lambda d: (start,))
             raw_before = await self._stats()
             before = port_counters(raw_before)
-            for d, h in enumerate(self._handles):  # apps, and engines with timers of their own
-                sync.next_times[d] = min(sync.next_times[d], await h.call("start_apps", start, per_domain.get(d, {})))
+            started = await call_everywhere(self._handles, "start_apps", lambda d: (start, per_domain.get(d, {})))
+            for d, t in enumerate(started):  # apps, and engines with timers of their own
+                sync.next_times[d] = min(sync.next_times[d], t)
             probe = await timeline.run_begin(self._handles)  # (None without EMU_TIMELINE)
             mark("run-begin")
             try:
@@ -405,9 +409,7 @@ class Cluster(ClusterFaults, ClusterFigures):
                 raise
             mark("run-end")
             await timeline.run_end(self._handles, probe)
-            states = []
-            for h in self._handles:
-                states.extend(await h.call("app_states"))
+            states = [s for part in await call_everywhere(self._handles, "app_states") for s in part]
             raw_after = await self._stats()
             self.metrics = diff(before, port_counters(raw_after), start, max(start, sync.max_time))
             add_flow(self.metrics, raw_before, raw_after)

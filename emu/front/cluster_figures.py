@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import EmuError
 from ..pcapng import capture_order, write_pcapng
-from ..sync import RemoteHandle
+from ..sync import RemoteHandle, call_everywhere
 
 
 class ClusterFigures:
@@ -51,9 +51,7 @@ class ClusterFigures:
             return [await h.call("process_stats") for h in self._handles]
 
     async def _stats(self) -> list[dict[str, Any]]:
-        out = []
-        for h in self._handles:
-            out.extend(await h.call("stats"))
+        out = [s for part in await call_everywhere(self._handles, "stats") for s in part]
         order = {name: i for i, name in enumerate(self.topology.nodes)}
         return sorted(out, key=lambda s: order[s["name"]])
 

@@ -34,7 +34,7 @@ async def _run(args) -> int:
             prepared = []
             for point in points:  # bad input at any point is refused before the first starts
                 pargs = point_args(args, point)
-                prepared.append((point, pargs, await _prepare_point(pargs)))
+                prepared.append((point, pargs, await _prepare_point(pargs, launch if not prepared else None)))
             mark("prepared")
             args.finished, args.points = [], []
             for point, pargs, (names, topo, faults, extra) in prepared:
@@ -77,15 +77,17 @@ async def _launch_early(nursery, args):
     return await launch_workers(nursery, n - 1, preload=WORKER_PRELOAD)
 
 
-async def _prepare_point(args) -> tuple:
-    """``_prepare``, or for a run of jobs (``--job``, ``[[job]]``) ``emu.front.jobs.prepare_jobs``."""
+async def _prepare_point(args, launch=None) -> tuple:
+    """``_prepare``, or for a run of jobs (``--job``, ``[[job]]``) ``emu.front.jobs.prepare_jobs``.
+    ``launch``: the worker processes started for this point's cluster (one of them makes the
+    partition while the input is checked)."""
     from .jobs import job_texts, prepare_jobs
 
     if job_texts(args):
         return await prepare_jobs(args)
     if getattr(args, "no_isolated", False):
         raise ConfigError("--no-isolated applies to runs of --job only")
-    return await _prepare(args)
+    return await _prepare(args, launch)
 
 
 async def _replay(args) -> int:
@@ -145,6 +147,8 @@ async def _run_tests(args, topo, names: list[str], faults, extra: dict, launch=N
                             speed=f"{rate:,.0f} frames/s, {frames:,} frames, {window:,} windows")
 
         current = "start"
+        if launch is not None:  # (the partition a worker made meanwhile: _prepare asked it)
+            await launch.partition_answer()
         async with Cluster(topo, run=run_config(args), capture=args.pcap, progress=on_progress, workers=launch) as net:
             # the manager's settings hold with --offload switch's manager too (bring-up included)
             if topo.manager is not None and topo.nodes[topo.manager].info["manager"].bringup:

@@ -53,8 +53,10 @@ def tests_named(given: list[str] | None) -> list[str]:
     return names
 
 
-async def _prepare(args) -> tuple:
-    """One point: (tests, topology, faults, options), refused in one line when bad."""
+async def _prepare(args, launch=None) -> tuple:
+    """One point: (tests, topology, faults, options), refused in one line when bad. ``launch``: the
+    worker processes started for its cluster: the first makes the partition while the rest of the
+    input is checked (``emu.control.Launch.ask_partition``)."""
     names, offload = _checked_run_args(args)
     topo, faults, defaults, settings = _topology_with_faults(args)
     if "goal" in names or "mpirun" in names:
@@ -70,6 +72,10 @@ async def _prepare(args) -> tuple:
 
         gpcnet_options(extra.get("gpcnet"), len(topo.hosts))  # refused before anything starts
     _add_manager_and_group(args, topo, extra, faults, defaults, settings)
+    if launch is not None:  # (the nodes and links are final: the rest only checks)
+        from ..partition import graph_of
+
+        await launch.ask_partition(graph_of(topo), args.processes, args.partition)
     from .buffers import check_buffers
     from .estimate import large_run_note
     from .memory import check_memory
