@@ -162,7 +162,9 @@ class Links:
             return 0
         return Links.on_datagram(self, data[:n], sender)
 
-    def _sendto_tagged(self, data: bytes, addr: tuple[str, int], lossy: bool = True) -> None:
+    def _sendto_tagged(self, data: bytes | list[bytes], addr: tuple[str, int], lossy: bool = True) -> None:
+        if data.__class__ is list:
+            data = b"".join(data)
         Links._sendto(self, data + self._tag(data), addr, lossy)
 
     def _note(self, what: str, detail: str) -> None:
@@ -343,7 +345,8 @@ class Links:
             if r and r[0][0] <= upto_window:  # (frames handed over in memory are never retained)
                 p.link.forget(upto_window)
 
-    def _sendto(self, data: bytes, addr: tuple[str, int], lossy: bool = True) -> None:
+    def _sendto(self, data: bytes | list[bytes], addr: tuple[str, int], lossy: bool = True) -> None:
+        """One group of records (a datagram's bytes, or the parts ``LinkSender.take`` made) to ``addr``."""
         if lossy and self._drop_rate and self._drop_rng.random() < self._drop_rate:
             self.stats["sock_dropped"] += 1
             return
@@ -351,6 +354,8 @@ class Links:
         if self.batch is not None:  # (a group of one link's records: the batch joins and sends them)
             self.batch.send(data, addr)
             return
+        if data.__class__ is list:
+            data = b"".join(data)
         try:
             self.sock.sendto(data, addr)
         except BlockingIOError:

@@ -3,34 +3,37 @@
 #define EMU_CSRC_LINKS_H
 
 /* LinkSender.take: every frame of ``pend`` arriving before ``release`` becomes a DATA (DATA_POOL)
- * record -- its 12-byte prefix, then seq, arrival, length, window (network order) and the frame --
- * joined into datagrams of at most MAX_DATAGRAM bytes, each retained for retransmission as
- * (window, first seq, last seq, datagram). Returns (datagrams, frames, their bytes, last arrival). */
+ * record -- its 12-byte prefix, then seq, arrival, length, window (network order), a header of its
+ * own, then the frame itself (not copied) -- grouped into groups of at most MAX_DATAGRAM bytes, each a
+ * list [header, frame, header, frame, ...] retained for retransmission as (window, first seq, last
+ * seq, group). Returns (groups, frames, their bytes, last arrival). */
 typedef struct { PyObject *frame; long long arrival; int pool; } rec_t;
 
 static PyObject *flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssize_t k1, Py_ssize_t size,
                              long long seq0, long long w16, long long window, PyObject *out)
 {
-    PyObject *dg = PyBytes_FromStringAndSize(NULL, size);
+    (void)size;
+    PyObject *dg = PyList_New(2 * (k1 - k0));
     if (dg == NULL)
         return NULL;
-    unsigned char *b = (unsigned char *)PyBytes_AS_STRING(dg);
     PyObject *pre = SLOT(link, ls_prefix), *prep = SLOT(link, ls_prefix_pool);
     long long seq = seq0;
     for (Py_ssize_t k = k0; k < k1; k++) {
-        PyObject *px = recs[k].pool ? prep : pre;
+        PyObject *px = recs[k].pool ? prep : pre, *hdr = PyBytes_FromStringAndSize(NULL, C_OUTER_LEN);
+        if (hdr == NULL) {
+            Py_DECREF(dg);
+            return NULL;
+        }
+        unsigned char *b = (unsigned char *)PyBytes_AS_STRING(hdr);
         memcpy(b, PyBytes_AS_STRING(px), 12);
         b += 12;
-        uint32_t sq = (uint32_t)seq;
-        uint64_t ts = (uint64_t)recs[k].arrival;
         Py_ssize_t n = PyBytes_GET_SIZE(recs[k].frame);
-        put_be(b, sq, 4);
-        put_be(b + 4, ts, 8);
+        put_be(b, (uint32_t)seq, 4);
+        put_be(b + 4, (uint64_t)recs[k].arrival, 8);
         put_be(b + 12, (uint64_t)n, 2);
         put_be(b + 14, (uint64_t)w16, 2);
-        b += 16;
-        memcpy(b, PyBytes_AS_STRING(recs[k].frame), n);
-        b += n;
+        PyList_SET_ITEM(dg, 2 * (k - k0), hdr);
+        PyList_SET_ITEM(dg, 2 * (k - k0) + 1, Py_NewRef(recs[k].frame));
         seq = (seq + 1) & 0xFFFFFFFFLL;
     }
     PyObject *kept = tuple_steal(4, (PyObject *[]){PyLong_FromLongLong(window), PyLong_FromLongLong(seq0),
@@ -51,8 +54,8 @@ static PyObject *flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssiz
     return out;
 }
 
-/* the records of ``link``'s frames of ``pend`` arriving before ``release``: a new list of datagrams
- * in *out, frames, their bytes and the last arrival (take's work, shared with transmit_local) */
+/* the records of ``link``'s frames of ``pend`` arriving before ``release``: a new list of groups
+ * (each a list of parts) in *out, frames, their bytes and the last arrival (take's work, shared with transmit_local) */
 static int take_into(PyObject *link, PyObject *pend, long long release, long long window, PyObject **out_p,
                      long *n_out, long long *nbytes_out, long long *last_out)
 {
@@ -107,7 +110,7 @@ static int take_into(PyObject *link, PyObject *pend, long long release, long lon
         nbytes += PyBytes_GET_SIZE(frame);
         last = arrival;
     }
-    { /* into datagrams, as Python's loop cuts them */
+    { /* into groups, as Python's loop cuts them */
         Py_ssize_t k0 = 0, size = 0;
         long long first = seq0, seq = seq0;
         for (Py_ssize_t k = 0; k < nrec; k++) {
@@ -163,6 +166,91 @@ static PyObject *take(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (take_into(args[0], args[1], release, window, &out, &n, &nbytes, &last) < 0)
         return NULL;
     return Py_BuildValue("(NlLL)", out, n, nbytes, last);
+}
+
+/* Batch._send's gather: one datagram of ``items`` (each a bytes, or a group: a list of bytes parts)
+ * by sendmsg on the non-blocking UDP socket ``fd`` to (``host``, ``port``) -- what socket.sendmsg
+ * does with the flattened parts, without a buffer object per part. Returns the bytes sent; None
+ * when it is not this case (more than ``iov_max`` parts, a part not bytes, not an IPv4 address: the
+ * caller's socket.sendmsg); an OSError (BlockingIOError: no room) as socket.sendmsg raises it. */
+#ifndef _WIN32
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#endif
+static PyObject *sendparts(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long fd, port, iov_max;
+    if (nargs != 5 || !get_ll(args[0], &fd) || !PyUnicode_CheckExact(args[1]) || !get_ll(args[2], &port) ||
+        !PyList_CheckExact(args[3]) || !get_ll(args[4], &iov_max)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "sendparts(fd, host, port, items, iov_max)");
+        return NULL;
+    }
+#ifdef _WIN32
+    Py_RETURN_NONE;
+#else
+    PyObject *items = args[3];
+    Py_ssize_t nparts = 0, total = 0;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(items); k++) {
+        PyObject *it = PyList_GET_ITEM(items, k);
+        if (PyBytes_CheckExact(it))
+            nparts++;
+        else if (PyList_CheckExact(it))
+            nparts += PyList_GET_SIZE(it);
+        else
+            Py_RETURN_NONE;
+    }
+    const char *host = PyUnicode_AsUTF8(args[1]);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    if (host == NULL)
+        return NULL;
+    if (nparts > iov_max || nparts == 0 || port < 0 || port > 0xFFFF || inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        Py_RETURN_NONE;
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    struct iovec stack_iov[256], *iov = nparts <= 256 ? stack_iov : PyMem_Malloc(nparts * sizeof(struct iovec));
+    if (iov == NULL)
+        return PyErr_NoMemory();
+    Py_ssize_t j = 0;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(items); k++) {
+        PyObject *it = PyList_GET_ITEM(items, k);
+        Py_ssize_t m = PyBytes_CheckExact(it) ? 1 : PyList_GET_SIZE(it);
+        for (Py_ssize_t q = 0; q < m; q++) {
+            PyObject *b = PyBytes_CheckExact(it) ? it : PyList_GET_ITEM(it, q);
+            if (!PyBytes_CheckExact(b)) {
+                if (iov != stack_iov)
+                    PyMem_Free(iov);
+                Py_RETURN_NONE;
+            }
+            iov[j].iov_base = PyBytes_AS_STRING(b);
+            iov[j].iov_len = (size_t)PyBytes_GET_SIZE(b);
+            total += PyBytes_GET_SIZE(b);
+            j++;
+        }
+    }
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_name = &sa;
+    msg.msg_namelen = sizeof sa;
+    msg.msg_iov = iov;
+    msg.msg_iovlen = (size_t)j;
+    ssize_t sent;
+    do
+        sent = sendmsg((int)fd, &msg, 0);
+    while (sent < 0 && errno == EINTR);
+    int err = errno;
+    if (iov != stack_iov)
+        PyMem_Free(iov);
+    if (sent < 0) {
+        errno = err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    (void)total;
+    return PyLong_FromSsize_t(sent);
+#endif
 }
 
 /* sender == peer address: two (host, port) tuples of a str and an int compared in place (the

@@ -4,18 +4,28 @@
 #ifndef EMU_CSRC_TRANSMIT_H
 #define EMU_CSRC_TRANSMIT_H
 
-/* Batch.send(dgram, addr) while a window runs: the group joins its destination's parts when it fits
- * (Python's test); anything else -- not holding, a datagram full -- Batch.send itself. */
+/* Batch.send(group, addr) while a window runs, ``group`` a list of bytes parts (take's): it joins its
+ * destination's groups when it fits (Python's test); anything else -- not holding, a datagram full
+ * -- Batch.send itself. */
 static int batch_send(PyObject *batch, PyObject *dg, PyObject *addr)
 {
     PyObject *holding = PyObject_GetAttr(batch, s_holding), *pending = NULL;
     if (holding == NULL)
         return -1;
     int rc = -1;
-    if (holding == Py_True && (pending = PyObject_GetAttr(batch, s_pending)) != NULL && PyDict_CheckExact(pending)) {
-        Py_ssize_t len = PyBytes_GET_SIZE(dg);
-        PyObject *q = PyDict_GetItemWithError(pending, addr);
-        if (q == NULL) {
+    if (holding == Py_True && PyList_CheckExact(dg) && (pending = PyObject_GetAttr(batch, s_pending)) != NULL &&
+        PyDict_CheckExact(pending)) {
+        Py_ssize_t len = 0, np = PyList_GET_SIZE(dg);
+        for (Py_ssize_t k = 0; k < np; k++) {
+            PyObject *part = PyList_GET_ITEM(dg, k);
+            if (!PyBytes_CheckExact(part)) {
+                len = -1;
+                break;
+            }
+            len += PyBytes_GET_SIZE(part);
+        }
+        PyObject *q = len < 0 ? NULL : PyDict_GetItemWithError(pending, addr);
+        if (q == NULL && len >= 0) {
             if (PyErr_Occurred())
                 goto done;
             PyObject *nq = Py_BuildValue("[[O]n]", dg, len);
@@ -26,7 +36,7 @@ static int batch_send(PyObject *batch, PyObject *dg, PyObject *addr)
             goto done;
         }
         long long size;
-        if (PyList_CheckExact(q) && PyList_GET_SIZE(q) == 2 && PyList_CheckExact(PyList_GET_ITEM(q, 0)) &&
+        if (q != NULL && PyList_CheckExact(q) && PyList_GET_SIZE(q) == 2 && PyList_CheckExact(PyList_GET_ITEM(q, 0)) &&
             get_ll(PyList_GET_ITEM(q, 1), &size) && size + len <= C_MAX_DATAGRAM) {
             PyObject *nsize = PyLong_FromLongLong(size + len);
             if (nsize == NULL || PyList_Append(PyList_GET_ITEM(q, 0), dg) < 0) {
