@@ -324,6 +324,7 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     }
     const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(data);
     long long cur = -1, cwin = -1, safe = 0;
+    PyObject *same_pa = NULL; /* a peer address found equal to ``sender`` (held) */
     PyObject *el = NULL, *heap = NULL, *lk = NULL, *index = NULL, *held = NULL; /* (el, lk, index: of held, the
                                                                                   owner tuple; heap owned) */
     run_t run = {NULL, NULL, 0, 0, (long long)1 << 62};
@@ -360,9 +361,11 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
                 break;
             PyObject *inp = PyTuple_GET_ITEM(owner, 1);
             PyObject *pa = SLOT(inp, i_peer_addr);
-            int same = pa == NULL ? 0 : addr_eq(sender, pa);
+            int same = pa == NULL ? 0 : pa == same_pa ? 1 : addr_eq(sender, pa);
             if (same < 0)
                 goto fail;
+            if (same && pa != same_pa) /* (one sender per datagram: its peers' address found equal once) */
+                Py_XSETREF(same_pa, Py_NewRef(pa));
             if (!same || (lk = SLOT(inp, i_link)) == NULL || Py_TYPE(lk) != ReceiverT)
                 break;
             Py_XSETREF(held, Py_NewRef(owner));
@@ -467,12 +470,14 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         goto fail;
     Py_XDECREF(heap);
     Py_XDECREF(held);
+    Py_XDECREF(same_pa);
     Py_DECREF(f_data);
     Py_DECREF(f_pool);
     return PyLong_FromLongLong(off);
 fail:
     Py_XDECREF(heap);
     Py_XDECREF(held);
+    Py_XDECREF(same_pa);
     Py_XDECREF(f_data);
     Py_XDECREF(f_pool);
     return NULL;
