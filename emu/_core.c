@@ -139,6 +139,7 @@ static PyObject *switch_setup(PyObject *self, PyObject *args)
  * plain framing, no head flits)? Its defer_fcs in *defer. */
 #include "csrc/domain.h"
 #include "csrc/links.h"
+#include "csrc/gather.h"
 #include "csrc/ports.h"
 #include "csrc/transmit.h"
 #include "csrc/nic.h"
