@@ -9,8 +9,8 @@ in a fabric where a port sends about one frame per window, that is one ``sendto`
 With a :class:`Batch` (the default socket path: ``emu.build.build_domain`` makes one per process)
 the elements of a process share one socket. While the process runs a window, the groups its
 elements send are held per destination socket and gathered into datagrams of up to ``MAX_DATAGRAM``
-bytes (the kernel joins the parts: ``sendmsg``), sent when the window's elements have run (or when one fills up): one ``sendto`` per
-destination process per window, whatever the number of links. Every frame still crosses a real UDP
+bytes (the kernel joins the parts: ``sendmsg``), sent when the window's elements have run (or when
+one fills up): one ``sendmsg`` per destination process per window, whatever the number of links. Every frame still crosses a real UDP
 socket, as bytes its sender built and its receiver decodes; only the number of datagrams changes.
 
 The receiving side splits a datagram into its records and hands each to the element at the end of
@@ -59,7 +59,7 @@ SELF_DRAIN_BYTES = 1 << 20
 _NACK, _LAST = int(LinkKind.NACK), int(LinkKind.DATA_POOL)
 IOV_MAX = 1024
 _SENDMSG = hasattr(socket.socket, "sendmsg")
-"""The most buffers one ``sendmsg`` takes (Linux's UIO_MAXIOV): a datagram of more groups is joined here."""
+"""The most buffers one ``sendmsg`` takes (Linux's UIO_MAXIOV): a datagram of more parts is joined here."""
 PROCESS_DROPS = ("bad_tag", "truncated", "bad_magic", "foreign_cluster", "bad_link")
 """What the process's socket drops before any element is known (``Batch.drops``)."""
 

@@ -1,7 +1,7 @@
 """An element's side of its links (part of :class:`emu.element.Element`): the frames its busy ports
 send in a window -- handed over in memory to elements of this process, or as records in datagrams
 (``emu.link``) by socket --, the records it reads back, NACKs and go-back-N retransmission, and the
-retained datagrams it forgets."""
+retained record groups it forgets."""
 
 from __future__ import annotations
 
@@ -177,7 +177,8 @@ class Links:
         self._sendto(inp.link.nack(), inp.peer_addr)
 
     def retransmit(self, outp: OutPort, from_seq: int) -> None:
-        """Go back N: resend every retained datagram that holds a record at or after ``from_seq``."""
+        """Go back N: resend every retained group (joined: its datagram) that holds a record at or after
+        ``from_seq``."""
         for dgram in outp.link.go_back(from_seq):
             self.stats["retransmitted"] += 1
             self._sendto(dgram, outp.peer_addr, lossy=False)
@@ -336,7 +337,7 @@ class Links:
         self.domain.frames_local(peer, len(frames), first_ts, window)
 
     def forget(self, upto_window: int) -> None:
-        """Drop retained datagrams of windows <= ``upto_window``: every receiver has them."""
+        """Drop retained groups of windows <= ``upto_window``: every receiver has them."""
         if native.CORE is not None and type(self.out_ports) is list:
             native.CORE.forget(self.out_ports, upto_window)
             return
