@@ -144,6 +144,7 @@ static PyObject *switch_setup(PyObject *self, PyObject *args)
  * plain framing, no head flits)? Its defer_fcs in *defer. */
 #include "csrc/domain.h"
 #include "csrc/links.h"
+#include "csrc/gather.h"
 #include "csrc/ports.h"
 #include "csrc/transmit.h"
 #include "csrc/nic.h"
@@ -220,7 +221,8 @@ static PyMethodDef methods[] = {
     {"forget_elements", (PyCFunction)(void (*)(void))forget_elements, METH_FASTCALL,
      "Element.forget of every element of a list"},
     {"records", (PyCFunction)(void (*)(void))records, METH_FASTCALL, "a datagram's in-sequence records into their heaps"},
-    {"take", (PyCFunction)(void (*)(void))take, METH_FASTCALL, "LinkSender.take: a port's frames as records in datagrams"},
+    {"take", (PyCFunction)(void (*)(void))take, METH_FASTCALL, "LinkSender.take: a port's frames as records in groups of parts"},
+    {"sendparts", (PyCFunction)(void (*)(void))sendparts, METH_FASTCALL, "Batch._send's gather: one datagram of groups by sendmsg"},
     {"hand_over", (PyCFunction)(void (*)(void))hand_over, METH_FASTCALL, "frames into a local peer's heap"},
     {NULL, NULL, 0, NULL}};
 

@@ -2,15 +2,15 @@
 
 An element's link layer (``emu.link``) turns the frames a port sends in one window into a group of
 ``EmuLink`` records (one per frame, its own sequence number, time stamp and window), and keeps that
-group for retransmission. Without batching every group is one datagram from the element's own socket:
+group for retransmission (as its parts: each record's header, then the frame itself). Without batching every group is one datagram from the element's own socket:
 in a fabric where a port sends about one frame per window, that is one ``sendto`` and one
 ``recvfrom`` per frame, and the two system calls cost more than everything else a crossing does.
 
 With a :class:`Batch` (the default socket path: ``emu.build.build_domain`` makes one per process)
 the elements of a process share one socket. While the process runs a window, the groups its
-elements send are held per destination socket and joined into datagrams of up to ``MAX_DATAGRAM``
-bytes, sent when the window's elements have run (or when one fills up): one ``sendto`` per
-destination process per window, whatever the number of links. Every frame still crosses a real UDP
+elements send are held per destination socket and gathered into datagrams of up to ``MAX_DATAGRAM``
+bytes (the kernel joins the parts: ``sendmsg``), sent when the window's elements have run (or when
+one fills up): one ``sendmsg`` per destination process per window, whatever the number of links. Every frame still crosses a real UDP
 socket, as bytes its sender built and its receiver decodes; only the number of datagrams changes.
 
 The receiving side splits a datagram into its records and hands each to the element at the end of
@@ -59,9 +59,14 @@ SELF_DRAIN_BYTES = 1 << 20
 _NACK, _LAST = int(LinkKind.NACK), int(LinkKind.DATA_POOL)
 IOV_MAX = 1024
 _SENDMSG = hasattr(socket.socket, "sendmsg")
-"""The most buffers one ``sendmsg`` takes (Linux's UIO_MAXIOV): a datagram of more groups is joined here."""
+"""The most buffers one ``sendmsg`` takes (Linux's UIO_MAXIOV): a datagram of more parts is joined here."""
 PROCESS_DROPS = ("bad_tag", "truncated", "bad_magic", "foreign_cluster", "bad_link")
 """What the process's socket drops before any element is known (``Batch.drops``)."""
+
+def _parts(items: list) -> list[bytes]:
+    """The parts of a datagram given as groups (each a bytes, or a list of parts), in order."""
+    return [p for g in items for p in (g if g.__class__ is list else (g,))]
+
 
 def _count(inp, g: list, rn: int, rb: int, rts: int) -> None:
     """``rn`` frames of ``rb`` bytes, the earliest stamped ``rts``, accepted on one link: onto its
@@ -94,6 +99,7 @@ class Batch:
             self.sock.close()
             raise
         self.addr: tuple[str, int] = self.sock.getsockname()
+        self._fd = self.sock.fileno()
         # read back what this process sends itself well before the receive buffer it got is full
         # (the kernel reports twice the size asked for; without SO_RCVBUFFORCE it may be far below RCVBUF)
         self.self_drain = min(SELF_DRAIN_BYTES, self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) // 4)
@@ -137,36 +143,53 @@ class Batch:
         return {"udp_sent": self.udp_sent, "udp_received": self.udp_received, **self.drops}
 
     # -- send side ------------------------------------------------------------------------------
-    def send(self, data: bytes, addr: tuple[str, int]) -> None:
-        """A group of records for the socket at ``addr``: held while a window runs, else sent now."""
+    def send(self, data: bytes | list[bytes], addr: tuple[str, int]) -> None:
+        """A group of records for the socket at ``addr`` (one datagram's bytes, or the parts a
+        link's ``take`` made, see ``emu.link``): held while a window runs, else sent now."""
+        size = len(data) if data.__class__ is not list else sum(map(len, data))
         if not self.holding:
-            self._send(data, addr)
+            self._send(data, addr, size)
             return
         q = self.pending.get(addr)
         if q is None:
-            self.pending[addr] = [[data], len(data)]
+            self.pending[addr] = [[data], size]
             return
-        if q[1] + len(data) > MAX_DATAGRAM:
+        if q[1] + size > MAX_DATAGRAM:
             self._send(q[0], addr, q[1])
             q[0] = [data]
-            q[1] = len(data)
+            q[1] = size
         else:
             q[0].append(data)
-            q[1] += len(data)
+            q[1] += size
 
     def flush(self) -> None:
         """Send what the window's elements sent: one datagram per destination (or per 60 KB)."""
         self.holding = False
         pending, self.pending = self.pending, {}
-        for addr, (parts, size) in pending.items():
-            self._send(parts[0] if len(parts) == 1 else parts, addr, size)
+        for addr, (groups, size) in pending.items():
+            self._send(groups[0] if len(groups) == 1 else groups, addr, size)
 
-    def _send(self, data: bytes | list[bytes], addr: tuple[str, int], size: int = -1) -> None:
-        """One datagram to ``addr``: ``data``, or the groups of a list joined (``size``: their bytes)
-        -- by the kernel where it can (``sendmsg``'s scatter-gather: the same datagram, no copy made
-        of it here), else here."""
-        if data.__class__ is list and (self._tag is not None or self.unsent or len(data) > IOV_MAX or not _SENDMSG):
-            data = b"".join(data)
+    def _send(self, data: bytes | list, addr: tuple[str, int], size: int = -1) -> None:
+        """One datagram to ``addr``: ``data``, or the join of a list of groups (``size``: their
+        bytes), each a datagram's bytes or a list of parts -- gathered by the kernel where it can
+        (``sendmsg``'s scatter-gather: the same datagram, no copy made of it here), else joined here."""
+        core = native.CORE
+        if data.__class__ is list:
+            if core is not None and self._tag is None and not self.unsent:  # (the gather, no part copied)
+                try:
+                    sent = core.sendparts(self._fd, addr[0], addr[1], data, IOV_MAX)
+                except BlockingIOError:
+                    sent = None
+                    self.udp_sent += 1
+                    self.unsent.append((b"".join(_parts(data)), addr))
+                    return
+                if sent is not None:
+                    self.udp_sent += 1
+                    self._sent_to(addr, sent)
+                    return
+            data = _parts(data)
+            if self._tag is not None or self.unsent or len(data) > IOV_MAX or not _SENDMSG:
+                data = b"".join(data)
         if self._tag is not None:
             data += self._tag(data)
         self.udp_sent += 1
@@ -175,13 +198,16 @@ class Batch:
             return
         try:
             if data.__class__ is list:
-                self.sock.sendmsg(data, (), 0, addr)
+                size = self.sock.sendmsg(data, (), 0, addr)
             else:
-                self.sock.sendto(data, addr)
-                size = len(data)
+                size = self.sock.sendto(data, addr)
         except BlockingIOError:
             self.unsent.append((b"".join(data) if data.__class__ is list else data, addr))
             return
+        self._sent_to(addr, size)
+
+    def _sent_to(self, addr: tuple[str, int], size: int) -> None:
+        """``size`` bytes left for ``addr``: what this process sent itself is read back in time."""
         if addr == self.addr:
             self._self_unread += 1
             self._to_self += size

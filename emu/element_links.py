@@ -1,7 +1,7 @@
 """An element's side of its links (part of :class:`emu.element.Element`): the frames its busy ports
 send in a window -- handed over in memory to elements of this process, or as records in datagrams
 (``emu.link``) by socket --, the records it reads back, NACKs and go-back-N retransmission, and the
-retained datagrams it forgets."""
+retained record groups it forgets."""
 
 from __future__ import annotations
 
@@ -162,7 +162,9 @@ class Links:
             return 0
         return Links.on_datagram(self, data[:n], sender)
 
-    def _sendto_tagged(self, data: bytes, addr: tuple[str, int], lossy: bool = True) -> None:
+    def _sendto_tagged(self, data: bytes | list[bytes], addr: tuple[str, int], lossy: bool = True) -> None:
+        if data.__class__ is list:
+            data = b"".join(data)
         Links._sendto(self, data + self._tag(data), addr, lossy)
 
     def _note(self, what: str, detail: str) -> None:
@@ -175,7 +177,8 @@ class Links:
         self._sendto(inp.link.nack(), inp.peer_addr)
 
     def retransmit(self, outp: OutPort, from_seq: int) -> None:
-        """Go back N: resend every retained datagram that holds a record at or after ``from_seq``."""
+        """Go back N: resend every retained group (joined: its datagram) that holds a record at or after
+        ``from_seq``."""
         for dgram in outp.link.go_back(from_seq):
             self.stats["retransmitted"] += 1
             self._sendto(dgram, outp.peer_addr, lossy=False)
@@ -334,7 +337,7 @@ class Links:
         self.domain.frames_local(peer, len(frames), first_ts, window)
 
     def forget(self, upto_window: int) -> None:
-        """Drop retained datagrams of windows <= ``upto_window``: every receiver has them."""
+        """Drop retained groups of windows <= ``upto_window``: every receiver has them."""
         if native.CORE is not None and type(self.out_ports) is list:
             native.CORE.forget(self.out_ports, upto_window)
             return
@@ -343,7 +346,8 @@ class Links:
             if r and r[0][0] <= upto_window:  # (frames handed over in memory are never retained)
                 p.link.forget(upto_window)
 
-    def _sendto(self, data: bytes, addr: tuple[str, int], lossy: bool = True) -> None:
+    def _sendto(self, data: bytes | list[bytes], addr: tuple[str, int], lossy: bool = True) -> None:
+        """One group of records (a datagram's bytes, or the parts ``LinkSender.take`` made) to ``addr``."""
         if lossy and self._drop_rate and self._drop_rng.random() < self._drop_rate:
             self.stats["sock_dropped"] += 1
             return
@@ -351,6 +355,8 @@ class Links:
         if self.batch is not None:  # (a group of one link's records: the batch joins and sends them)
             self.batch.send(data, addr)
             return
+        if data.__class__ is list:
+            data = b"".join(data)
         try:
             self.sock.sendto(data, addr)
         except BlockingIOError:

@@ -2,8 +2,12 @@
 
 Each link direction has a :class:`LinkSender` at its output port and a :class:`LinkReceiver` at its
 input port. The sender numbers every frame (a per-link sequence number in the outer ``EmuLink``
-record), batches the records of one window into datagrams, and keeps each datagram until every
-receiver is known to have it (two windows later, see ``emu.sync``). The receiver accepts records
+record), batches the records of one window into groups of at most ``MAX_DATAGRAM`` bytes, and keeps
+each group until every receiver is known to have it (two windows later, see ``emu.sync``). A group
+is kept as its parts -- each record's 28-byte outer header, then the frame itself, the bytes object
+the port sent --, not joined: the socket gathers the parts into the datagram (``sendmsg``), so a
+frame is not copied on its way out, and a group is joined into one datagram only when it must be
+sent again (a NACK) or cannot be gathered. The receiver accepts records
 strictly in sequence: a record past the one it expects reveals a lost datagram and is answered with
 one NACK ("go back to ``expected``"), which the sender answers by resending every retained datagram
 from there on; a record before it is a duplicate. Neither touches a socket or a clock: the element
@@ -40,8 +44,9 @@ class LinkSender:
         self.link_id = link_id
         self.seq = 0
         """Sequence number of the next record."""
-        self.retained: deque[tuple[int, int, int, bytes]] = deque()
-        """(window, first_seq, last_seq, datagram) kept for retransmission."""
+        self.retained: deque[tuple[int, int, int, list[bytes]]] = deque()
+        """(window, first_seq, last_seq, group) kept for retransmission; a group is its parts (see
+        :meth:`take`), the datagram their join."""
         self.prefix = OUTER.pack(MAGIC, VERSION, LinkKind.DATA, cluster_id, link_id, 0, 0, 0, 0)[:12]
         """The constant first 12 bytes of this link's DATA records (magic .. link id)."""
         self.prefix_pool = OUTER.pack(MAGIC, VERSION, LinkKind.DATA_POOL, cluster_id, link_id, 0, 0, 0, 0)[:12]
@@ -49,15 +54,18 @@ class LinkSender:
     def datagrams(self, frames: list[tuple[int, bytes, bool]], window: int) -> list[bytes]:
         """DATA records for ``frames`` ((virtual arrival ns, frame with its FCS, pool) in sending
         order; pool: true for a frame in the receiver's pool, a DATA_POOL record), numbered in sequence
-        and batched into datagrams of at most ``MAX_DATAGRAM`` bytes; each is retained."""
-        return self.take(deque((0, a, f, pool) for a, f, pool in frames), _NEVER, window)[0]
+        and batched into datagrams of at most ``MAX_DATAGRAM`` bytes (joined); each is retained."""
+        return [b"".join(g) for g in self.take(deque((0, a, f, pool) for a, f, pool in frames), _NEVER, window)[0]]
 
-    def take(self, pend, release: int, window: int) -> tuple[list[bytes], int, int, int]:
+    def take(self, pend, release: int, window: int) -> tuple[list[list[bytes]], int, int, int]:
         """:meth:`datagrams` straight from an output port's queue ``pend`` ((start, arrival, frame,
-        pool) in order): every frame arriving before ``release`` leaves it as a record (the socket
-        path's common case: no fault, no capture, no credits on the port). Returns (datagrams, frames,
-        their bytes as the frames' lengths, last arrival)."""
-        out: list[bytes] = []
+        pool) in order), as groups not joined: every frame arriving before ``release`` leaves it as a
+        record (the socket path's common case: no fault, no capture, no credits on the port). A group
+        is a list of parts, each record's 28-byte outer header then its frame (as bytes: a bytes-like
+        frame is copied, so that what is kept cannot change), whose join is one datagram of at most
+        ``MAX_DATAGRAM`` bytes; each group is retained as it is. Returns (groups, frames, their bytes
+        as the frames' lengths, last arrival)."""
+        out: list[list[bytes]] = []
         pack = _SEQ_TS_LEN.pack
         prefix = self.prefix
         prefix_pool = self.prefix_pool
@@ -71,29 +79,32 @@ class LinkSender:
             _, arrival, frame, pool = popleft()
             if frame.__class__ is LazyFrame:  # made from its sender's buffer now (emu.wire.lazy)
                 frame = frame.make()
+            if frame.__class__ is not bytes:
+                frame = bytes(frame)
             n = len(frame)
             if size + OUTER_LEN + n > MAX_DATAGRAM and parts:
-                out.append(self._keep(window, first, seq, b"".join(parts)))
+                out.append(self._keep(window, first, seq, parts))
                 parts = []
                 size = 0
                 first = seq
-            parts += (prefix_pool if pool else prefix, pack(seq, arrival, n, w16), frame)
+            parts += ((prefix_pool if pool else prefix) + pack(seq, arrival, n, w16), frame)
             size += OUTER_LEN + n
             nbytes += n
             seq = (seq + 1) & SEQ_MASK
         if parts:
-            out.append(self._keep(window, first, seq, b"".join(parts)))
+            out.append(self._keep(window, first, seq, parts))
         k = (seq - self.seq) & SEQ_MASK
         self.seq = seq
         return out, k, nbytes, arrival
 
-    def _keep(self, window: int, first: int, end_seq: int, dgram: bytes) -> bytes:
-        self.retained.append((window, first, (end_seq - 1) & SEQ_MASK, dgram))
-        return dgram
+    def _keep(self, window: int, first: int, end_seq: int, group: list[bytes]) -> list[bytes]:
+        self.retained.append((window, first, (end_seq - 1) & SEQ_MASK, group))
+        return group
 
     def go_back(self, from_seq: int) -> list[bytes]:
-        """The retained datagrams holding a record at or after ``from_seq`` (answer to a NACK)."""
-        return [d for _, _, last, d in self.retained if ((last - from_seq) & SEQ_MASK) < 0x80000000]
+        """The retained groups holding a record at or after ``from_seq``, each joined into its
+        datagram (answer to a NACK)."""
+        return [b"".join(g) for _, _, last, g in self.retained if ((last - from_seq) & SEQ_MASK) < 0x80000000]
 
     def forget(self, upto_window: int) -> None:
         """Drop retained datagrams of windows <= ``upto_window``: every receiver has them."""

@@ -6,7 +6,7 @@ import pytest
 
 import emu
 from emu import native
-from emu.batch import Batch
+from emu.batch import Batch, _parts
 from emu.element import INF, WAKE
 
 CORE = native.CORE
@@ -47,7 +47,7 @@ async def _datagrams(pure: bool, monkeypatch, settings: list[str], direct: bool 
     send = _BATCH_SEND
 
     def record(self, data, addr, size=-1):
-        b = bytearray(b"".join(data) if isinstance(data, list) else data)
+        b = bytearray(b"".join(_parts(data)) if isinstance(data, list) else data)
         off = 0
         while off + OUTER_LEN <= len(b):
             b[off + 4:off + 8] = bytes(4)
@@ -138,7 +138,7 @@ async def test_records_refuses_a_count_it_cannot_read_with_an_error():
         link_id, (el, inp) = next(iter(b.in_owner.items()))
         s = LinkSender(net.cluster_id, link_id)
         s.seq = inp.link.expected
-        data = s.take(deque([(0, 10**6, bytes(80), False)]), 10**7, 7)[0][0]
+        data = b"".join(s.take(deque([(0, 10**6, bytes(80), False)]), 10**7, 7)[0][0])
         for got in ({el: [1.5, 5, 99]}, {el: [2**70, 5, 99]}, {el: [1, 5.5, 99]}):  # (99: another window's)
             with pytest.raises(TypeError, match="count"):
                 CORE.records(data, 0, len(data), net.cluster_id, b.in_owner, inp.peer_addr, got)

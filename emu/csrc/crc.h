@@ -125,6 +125,55 @@ static uint32_t crc32_of(const unsigned char *b, Py_ssize_t len)
     return c ^ 0xFFFFFFFFu;
 }
 
+/* -- one byte changed: the CRC-32 of a message that differs from one whose CRC is ``crc`` only in
+ * its byte at ``z`` bytes before its end, by ``d`` (old xor new), without reading the message: CRC-32
+ * is affine, so the change is the raw CRC of d followed by z zero bytes, d's table entry times
+ * x^(8z) modulo the polynomial (zlib's crc32_combine: multmodp, x2nmodp). The powers x^(8z) of the
+ * last lengths seen are kept (one frame length after another, the same few). */
+static uint32_t crc_multmodp(uint32_t a, uint32_t b)
+{
+    uint32_t m = (uint32_t)1 << 31, p = 0;
+    for (;;) {
+        if (a & m) {
+            p ^= b;
+            if ((a & (m - 1)) == 0)
+                break;
+        }
+        m >>= 1;
+        b = b & 1 ? (b >> 1) ^ 0xEDB88320u : b >> 1;
+    }
+    return p;
+}
+
+static uint32_t crc_x2n[32]; /* x^(2^k) mod P */
+static struct { Py_ssize_t z; uint32_t pw; } crc_pw_cache[64];
+
+static uint32_t crc_x8n(Py_ssize_t z)
+{
+    int slot = (int)(z & 63);
+    if (crc_pw_cache[slot].z == z + 1) /* (z + 1: 0 marks an empty slot) */
+        return crc_pw_cache[slot].pw;
+    if (crc_x2n[0] == 0) {
+        uint32_t p = (uint32_t)1 << 30; /* x^1 */
+        crc_x2n[0] = p;
+        for (int k = 1; k < 32; k++)
+            crc_x2n[k] = p = crc_multmodp(p, p);
+    }
+    uint32_t p = (uint32_t)1 << 31; /* x^0 */
+    Py_ssize_t n = z;
+    for (unsigned k = 3; n; n >>= 1, k++)
+        if (n & 1)
+            p = crc_multmodp(crc_x2n[k & 31], p);
+    crc_pw_cache[slot].z = z + 1;
+    crc_pw_cache[slot].pw = p;
+    return p;
+}
+
+static inline uint32_t crc32_one_byte(uint32_t crc, unsigned d, Py_ssize_t z)
+{
+    return d ? crc ^ crc_multmodp(crc_x8n(z), crc_t[0][d & 0xFF]) : crc;
+}
+
 static PyObject *crc32(PyObject *self, PyObject *arg)
 {
     Py_buffer view;

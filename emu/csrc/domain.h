@@ -160,6 +160,9 @@ static PyObject *domain_setup(PyObject *self, PyObject *cls) { return attrs_setu
  * sent_to[peer_domain] += n; a peer of this domain goes into _local_rx. Any other class: its method. */
 static PyObject *s_holding, *s_pending, *s_send, *s_datagrams_sent;
 
+/* frames_sent's second half (a Domain): a peer in this domain noted among those with frames to read */
+static int frames_sent_local(PyObject *domain, PyObject *peer_domain, PyObject *peer);
+
 static int frames_sent(PyObject *domain, PyObject *peer_domain, long n, PyObject *peer)
 {
     if (DomainT == NULL || Py_TYPE(domain) != DomainT) {
@@ -169,6 +172,11 @@ static int frames_sent(PyObject *domain, PyObject *peer_domain, long n, PyObject
     }
     if (add_attr_item(domain, D_SENT_TO, peer_domain, n, 1) < 0)
         return -1;
+    return frames_sent_local(domain, peer_domain, peer);
+}
+
+static int frames_sent_local(PyObject *domain, PyObject *peer_domain, PyObject *peer)
+{
     PyObject *index = DOM_GET(domain, D_INDEX);
     int same = index == NULL ? -1 : PyObject_RichCompareBool(peer_domain, index, Py_EQ);
     Py_XDECREF(index);

@@ -3,34 +3,37 @@
 #define EMU_CSRC_LINKS_H
 
 /* LinkSender.take: every frame of ``pend`` arriving before ``release`` becomes a DATA (DATA_POOL)
- * record -- its 12-byte prefix, then seq, arrival, length, window (network order) and the frame --
- * joined into datagrams of at most MAX_DATAGRAM bytes, each retained for retransmission as
- * (window, first seq, last seq, datagram). Returns (datagrams, frames, their bytes, last arrival). */
+ * record -- its 12-byte prefix, then seq, arrival, length, window (network order), a header of its
+ * own, then the frame itself (not copied) -- grouped into groups of at most MAX_DATAGRAM bytes, each a
+ * list [header, frame, header, frame, ...] retained for retransmission as (window, first seq, last
+ * seq, group). Returns (groups, frames, their bytes, last arrival). */
 typedef struct { PyObject *frame; long long arrival; int pool; } rec_t;
 
 static PyObject *flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssize_t k1, Py_ssize_t size,
                              long long seq0, long long w16, long long window, PyObject *out)
 {
-    PyObject *dg = PyBytes_FromStringAndSize(NULL, size);
+    (void)size;
+    PyObject *dg = PyList_New(2 * (k1 - k0));
     if (dg == NULL)
         return NULL;
-    unsigned char *b = (unsigned char *)PyBytes_AS_STRING(dg);
     PyObject *pre = SLOT(link, ls_prefix), *prep = SLOT(link, ls_prefix_pool);
     long long seq = seq0;
     for (Py_ssize_t k = k0; k < k1; k++) {
-        PyObject *px = recs[k].pool ? prep : pre;
+        PyObject *px = recs[k].pool ? prep : pre, *hdr = PyBytes_FromStringAndSize(NULL, C_OUTER_LEN);
+        if (hdr == NULL) {
+            Py_DECREF(dg);
+            return NULL;
+        }
+        unsigned char *b = (unsigned char *)PyBytes_AS_STRING(hdr);
         memcpy(b, PyBytes_AS_STRING(px), 12);
         b += 12;
-        uint32_t sq = (uint32_t)seq;
-        uint64_t ts = (uint64_t)recs[k].arrival;
         Py_ssize_t n = PyBytes_GET_SIZE(recs[k].frame);
-        put_be(b, sq, 4);
-        put_be(b + 4, ts, 8);
+        put_be(b, (uint32_t)seq, 4);
+        put_be(b + 4, (uint64_t)recs[k].arrival, 8);
         put_be(b + 12, (uint64_t)n, 2);
         put_be(b + 14, (uint64_t)w16, 2);
-        b += 16;
-        memcpy(b, PyBytes_AS_STRING(recs[k].frame), n);
-        b += n;
+        PyList_SET_ITEM(dg, 2 * (k - k0), hdr);
+        PyList_SET_ITEM(dg, 2 * (k - k0) + 1, Py_NewRef(recs[k].frame));
         seq = (seq + 1) & 0xFFFFFFFFLL;
     }
     PyObject *kept = tuple_steal(4, (PyObject *[]){PyLong_FromLongLong(window), PyLong_FromLongLong(seq0),
@@ -51,8 +54,8 @@ static PyObject *flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssiz
     return out;
 }
 
-/* the records of ``link``'s frames of ``pend`` arriving before ``release``: a new list of datagrams
- * in *out, frames, their bytes and the last arrival (take's work, shared with transmit_local) */
+/* the records of ``link``'s frames of ``pend`` arriving before ``release``: a new list of groups
+ * (each a list of parts) in *out, frames, their bytes and the last arrival (take's work, shared with transmit_local) */
 static int take_into(PyObject *link, PyObject *pend, long long release, long long window, PyObject **out_p,
                      long *n_out, long long *nbytes_out, long long *last_out)
 {
@@ -107,7 +110,7 @@ static int take_into(PyObject *link, PyObject *pend, long long release, long lon
         nbytes += PyBytes_GET_SIZE(frame);
         last = arrival;
     }
-    { /* into datagrams, as Python's loop cuts them */
+    { /* into groups, as Python's loop cuts them */
         Py_ssize_t k0 = 0, size = 0;
         long long first = seq0, seq = seq0;
         for (Py_ssize_t k = 0; k < nrec; k++) {
@@ -236,6 +239,7 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     }
     const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(data);
     long long cur = -1, cwin = -1, safe = 0;
+    PyObject *same_pa = NULL; /* a peer address found equal to ``sender`` (held) */
     PyObject *el = NULL, *heap = NULL, *lk = NULL, *index = NULL, *held = NULL; /* (el, lk, index: of held, the
                                                                                   owner tuple; heap owned) */
     run_t run = {NULL, NULL, 0, 0, (long long)1 << 62};
@@ -272,9 +276,11 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
                 break;
             PyObject *inp = PyTuple_GET_ITEM(owner, 1);
             PyObject *pa = SLOT(inp, i_peer_addr);
-            int same = pa == NULL ? 0 : addr_eq(sender, pa);
+            int same = pa == NULL ? 0 : pa == same_pa ? 1 : addr_eq(sender, pa);
             if (same < 0)
                 goto fail;
+            if (same && pa != same_pa) /* (one sender per datagram: its peers' address found equal once) */
+                Py_XSETREF(same_pa, Py_NewRef(pa));
             if (!same || (lk = SLOT(inp, i_link)) == NULL || Py_TYPE(lk) != ReceiverT)
                 break;
             Py_XSETREF(held, Py_NewRef(owner));
@@ -379,12 +385,14 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         goto fail;
     Py_XDECREF(heap);
     Py_XDECREF(held);
+    Py_XDECREF(same_pa);
     Py_DECREF(f_data);
     Py_DECREF(f_pool);
     return PyLong_FromLongLong(off);
 fail:
     Py_XDECREF(heap);
     Py_XDECREF(held);
+    Py_XDECREF(same_pa);
     Py_XDECREF(f_data);
     Py_XDECREF(f_pool);
     return NULL;

@@ -396,8 +396,15 @@ static int forward_into(PyObject *heap, long long t_end, PyObject *ins, PyObject
              * made in its bytes -- the hop count raised, the FCS rewritten (a copy otherwise) */
             frame = Py_NewRef(wire);
             unsigned char *b = (unsigned char *)PyBytes_AS_STRING(frame);
-            b[C_HOPS_OFF] = (b[C_HOPS_OFF] + 1) & 0xFF;
-            if (!defer)
+            unsigned old_hops = b[C_HOPS_OFF];
+            b[C_HOPS_OFF] = (old_hops + 1) & 0xFF;
+            if (!defer && !(kind & C_CLEAN)) { /* its FCS was just checked: changed by the one byte */
+                uint32_t crc = (uint32_t)b[flen] | (uint32_t)b[flen + 1] << 8 | (uint32_t)b[flen + 2] << 16 |
+                               (uint32_t)b[flen + 3] << 24;
+                crc = crc32_one_byte(crc, old_hops ^ b[C_HOPS_OFF], flen - C_HOPS_OFF - 1);
+                for (int i = 0; i < 4; i++)
+                    b[flen + i] = (crc >> (8 * i)) & 0xFF;
+            } else if (!defer)
                 put_fcs(b, flen);
 #if PY_VERSION_HEX < 0x030D0000
 #pragma GCC diagnostic push

@@ -4,55 +4,121 @@
 #ifndef EMU_CSRC_TRANSMIT_H
 #define EMU_CSRC_TRANSMIT_H
 
-/* Batch.send(dgram, addr) while a window runs: the group joins its destination's parts when it fits
- * (Python's test); anything else -- not holding, a datagram full -- Batch.send itself. */
-static int batch_send(PyObject *batch, PyObject *dg, PyObject *addr)
+/* What transmit_into knows of the process's batch across its ports: whether it is holding and its
+ * pending dict (read once, again after Python code ran), the last destination's entry, the groups
+ * sent (the element's stats['datagrams_sent'], added once) and the frames sent to one peer domain
+ * not yet added to the domain's ``sent_to`` (the same sums, told once per run of equal peers). */
+typedef struct {
+    PyObject *batch, *pending, *addr, *q, *pdom;
+    int holding; /* -1: not read yet */
+    long long groups, pdom_n;
+} bctx_t;
+
+static void bctx_forget(bctx_t *c)
 {
-    PyObject *holding = PyObject_GetAttr(batch, s_holding), *pending = NULL;
-    if (holding == NULL)
-        return -1;
-    int rc = -1;
-    if (holding == Py_True && (pending = PyObject_GetAttr(batch, s_pending)) != NULL && PyDict_CheckExact(pending)) {
-        Py_ssize_t len = PyBytes_GET_SIZE(dg);
-        PyObject *q = PyDict_GetItemWithError(pending, addr);
-        if (q == NULL) {
-            if (PyErr_Occurred())
-                goto done;
-            PyObject *nq = Py_BuildValue("[[O]n]", dg, len);
-            if (nq == NULL)
-                goto done;
-            rc = PyDict_SetItem(pending, addr, nq);
-            Py_DECREF(nq);
-            goto done;
+    Py_CLEAR(c->pending);
+    Py_CLEAR(c->addr);
+    Py_CLEAR(c->q);
+    c->holding = -1;
+}
+
+/* the frames counted for the last peer domain onto the domain's sent_to (Domain.frames_sent's sum) */
+static int bctx_sent(bctx_t *c, PyObject *domain)
+{
+    if (c->pdom == NULL)
+        return 0;
+    int rc = c->pdom_n ? add_attr_item(domain, D_SENT_TO, c->pdom, c->pdom_n, 1) : 0;
+    Py_CLEAR(c->pdom);
+    c->pdom_n = 0;
+    return rc;
+}
+
+/* the groups and frames counted in ``c`` told (the element's stats, the domain's sent_to), its
+ * references dropped: 0, or -1 (all of it done, the first error kept) */
+static int bctx_end(bctx_t *c, PyObject *domain, PyObject *stats)
+{
+    int rc = 0;
+    if (c->groups && dict_add(stats, s_datagrams_sent, c->groups, 0, "an element's stats['datagrams_sent']") < 0)
+        rc = -1;
+    c->groups = 0;
+    if (rc == 0)
+        rc = bctx_sent(c, domain);
+    Py_CLEAR(c->pdom);
+    bctx_forget(c);
+    return rc;
+}
+
+/* Batch.send(group, addr) while a window runs, ``group`` a list of bytes parts (take's): it joins its
+ * destination's groups when it fits (Python's test); anything else -- not holding, a datagram full
+ * -- Batch.send itself. */
+static int batch_send(bctx_t *c, PyObject *dg, PyObject *addr)
+{
+    if (c->holding < 0) {
+        PyObject *holding = PyObject_GetAttr(c->batch, s_holding);
+        if (holding == NULL)
+            return -1;
+        c->holding = holding == Py_True;
+        Py_DECREF(holding);
+        if (c->holding) {
+            if ((c->pending = PyObject_GetAttr(c->batch, s_pending)) == NULL)
+                return -1;
+            if (!PyDict_CheckExact(c->pending))
+                c->holding = 0;
+        }
+    }
+    if (c->holding && PyList_CheckExact(dg)) {
+        PyObject *pending = c->pending;
+        Py_ssize_t len = 0, np = PyList_GET_SIZE(dg);
+        for (Py_ssize_t k = 0; k < np; k++) {
+            PyObject *part = PyList_GET_ITEM(dg, k);
+            if (!PyBytes_CheckExact(part)) {
+                len = -1;
+                break;
+            }
+            len += PyBytes_GET_SIZE(part);
+        }
+        PyObject *q = NULL;
+        if (len >= 0) {
+            if (addr == c->addr)
+                q = c->q;
+            else if ((q = PyDict_GetItemWithError(pending, addr)) == NULL) {
+                if (PyErr_Occurred())
+                    return -1;
+                PyObject *nq = Py_BuildValue("[[O]n]", dg, len);
+                if (nq == NULL)
+                    return -1;
+                int rc = PyDict_SetItem(pending, addr, nq);
+                Py_XSETREF(c->addr, Py_NewRef(addr));
+                Py_XSETREF(c->q, nq); /* (the dict holds it too) */
+                return rc;
+            }
         }
         long long size;
-        if (PyList_CheckExact(q) && PyList_GET_SIZE(q) == 2 && PyList_CheckExact(PyList_GET_ITEM(q, 0)) &&
+        if (q != NULL && PyList_CheckExact(q) && PyList_GET_SIZE(q) == 2 && PyList_CheckExact(PyList_GET_ITEM(q, 0)) &&
             get_ll(PyList_GET_ITEM(q, 1), &size) && size + len <= C_MAX_DATAGRAM) {
+            Py_INCREF(q);
+            Py_XSETREF(c->addr, Py_NewRef(addr));
+            Py_XSETREF(c->q, q);
             PyObject *nsize = PyLong_FromLongLong(size + len);
             if (nsize == NULL || PyList_Append(PyList_GET_ITEM(q, 0), dg) < 0) {
                 Py_XDECREF(nsize);
-                goto done;
+                return -1;
             }
-            rc = PyList_SetItem(q, 1, nsize);
-            goto done;
+            return PyList_SetItem(q, 1, nsize);
         }
         if (PyErr_Occurred())
-            goto done;
-    } else if (PyErr_Occurred())
-        goto done;
-    PyObject *r = PyObject_CallMethodObjArgs(batch, s_send, dg, addr, NULL);
+            return -1;
+    }
+    bctx_forget(c); /* (Python code runs: read the batch again after it) */
+    PyObject *r = PyObject_CallMethodObjArgs(c->batch, s_send, dg, addr, NULL);
     Py_XDECREF(r);
-    rc = r == NULL ? -1 : 0;
-done:
-    Py_DECREF(holding);
-    Py_XDECREF(pending);
-    return rc;
+    return r == NULL ? -1 : 0;
 }
 
 /* the batch branch of Element._transmit for one port: its frames due before ``release`` become
  * records (take), their groups go to the process's batch, the domain and the counters are told */
 static int transmit_batch(PyObject *p, PyObject *pend, long long release, long long window, PyObject *domain,
-                          PyObject *batch, PyObject *stats)
+                          bctx_t *c)
 {
     PyObject *out = NULL, *addr = SLOT(p, o_peer_addr), *pdom = SLOT(p, o_peer_domain), *peer = SLOT(p, o_peer);
     long n;
@@ -68,13 +134,23 @@ static int transmit_batch(PyObject *p, PyObject *pend, long long release, long l
     int rc = -1;
     if (take_into(SLOT(p, o_link), pend, release, window, &out, &n, &nbytes, &last) < 0)
         goto done;
-    if (dict_add(stats, s_datagrams_sent, PyList_GET_SIZE(out), 0, "an element's stats['datagrams_sent']") < 0)
-        goto done;
+    c->groups += PyList_GET_SIZE(out);
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(out); k++)
-        if (batch_send(batch, PyList_GET_ITEM(out, k), addr) < 0)
+        if (batch_send(c, PyList_GET_ITEM(out, k), addr) < 0)
             goto done;
-    if (frames_sent(domain, pdom, n, peer) < 0 || set_ll(p, o_sent_done, last - lat) < 0 ||
-        add_ll(p, o_tx_frames, n) < 0 || add_ll(p, o_tx_bytes, nbytes) < 0)
+    if (DomainT != NULL && Py_TYPE(domain) == DomainT) { /* (Domain.frames_sent: its sum kept here a while) */
+        if (c->pdom != pdom && (c->pdom == NULL || !PyLong_CheckExact(pdom) || !PyLong_CheckExact(c->pdom) ||
+                                PyObject_RichCompareBool(pdom, c->pdom, Py_EQ) != 1)) {
+            if (PyErr_Occurred() || bctx_sent(c, domain) < 0)
+                goto done;
+            c->pdom = Py_NewRef(pdom);
+        }
+        c->pdom_n += n;
+        if (frames_sent_local(domain, pdom, peer) < 0)
+            goto done;
+    } else if (frames_sent(domain, pdom, n, peer) < 0)
+        goto done;
+    if (set_ll(p, o_sent_done, last - lat) < 0 || add_ll(p, o_tx_frames, n) < 0 || add_ll(p, o_tx_bytes, nbytes) < 0)
         goto done;
     n_batched += n;
     rc = 0;
@@ -209,6 +285,7 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
     int to_python = batch == Py_None; /* a remote port went to Python: so do the ones after it */
     int inline_counts = DomainT != NULL && Py_TYPE(domain) == DomainT; /* (the domain told once, at the end) */
     long long local_n = 0;
+    bctx_t bc = {batch, NULL, NULL, NULL, NULL, -1, 0, 0};
     if (!ready || !PyDict_CheckExact(busy) || !get_ll(window, &win)) {
         PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: bad arguments");
         return -1;
@@ -271,7 +348,7 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
             if (a0 < release && local == Py_None) { /* by the process's socket */
                 if (a0 < first)
                     first = a0;
-                if (transmit_batch(p, pend, release, win, domain, batch, stats) < 0)
+                if (transmit_batch(p, pend, release, win, domain, &bc) < 0)
                     goto fail;
                 npend = PySequence_Size(pend);
             } else if (a0 < release) {
@@ -335,7 +412,7 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
             goto fail;
     Py_DECREF(done);
     Py_DECREF(ports);
-    if (local_counts(domain, local_n, window) < 0) {
+    if (bctx_end(&bc, domain, stats) < 0 || local_counts(domain, local_n, window) < 0) {
         Py_DECREF(others);
         return -1;
     }
@@ -343,10 +420,11 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
     *others_out = others;
     return 0;
 fail:
-    if (local_n) { /* what was handed over stands: counted, the error kept */
+    if (local_n || bc.groups || bc.pdom != NULL || bc.holding >= 0) { /* what was sent or handed over stands:
+                                                                        counted, the error kept */
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
-        if (local_counts(domain, local_n, window) < 0)
+        if (bctx_end(&bc, domain, stats) < 0 || (local_n && local_counts(domain, local_n, window) < 0))
             PyErr_Clear();
         PyErr_Restore(et, ev, tb);
     }
