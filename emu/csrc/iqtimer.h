@@ -84,6 +84,9 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
         !PyDict_CheckExact(v[T_STATS]) || !get_ll(PyTuple_GET_ITEM(PyTuple_GET_ITEM(cs, 2), IK_INF), &inf) ||
         (v[T_BTIMER] != Py_None && bt <= now))
         return 1; /* (the switch's own timer due: Python injects its frames) */
+    /* (held for the call, as Python's locals and arguments hold them: the round may run Python's up or
+     * credit_out, which could rebind the engine's _cst, _up or credit_out and free what the dict held) */
+    PyObject *hold[4] = {Py_NewRef(d), Py_NewRef(cs), Py_NewRef(v[T_UP]), Py_NewRef(v[T_COUT])};
     PyObject *st = PyTuple_GET_ITEM(cs, 1), *ks = PyTuple_GET_ITEM(cs, 2), *fresh = Py_NewRef(v[T_FRESH]);
     PyObject *out = NULL, *granted = Py_NewRef(v[T_GRANTED]), *t = NULL;
     int rc = -1, again = rnow == now;
@@ -143,6 +146,8 @@ done:
     Py_XDECREF(t);
     Py_DECREF(granted);
     Py_DECREF(fresh);
+    for (int k = 0; k < 4; k++)
+        Py_DECREF(hold[k]);
     return rc;
 }
 
