@@ -180,3 +180,69 @@ def test_uncaptured_runs_are_the_same_with_and_without_the_core(vcs, flits, tmp_
     assert did["started"] > 0  # (the hosts' ports into the routers: OutPort.start_ready's twin, csrc/flowwake.h)
     assert comp == pure
     assert pure[0]["hop_count"] > 0
+
+
+@needs_core
+def test_methods_set_on_the_engine_object_are_honoured(tmp_path, monkeypatch):
+    """An ``on_timer``, ``on_credit`` or ``receive`` set on a router object (not its class) is the one
+    called: the compiled twins in the element's window (csrc/iqtimer.h) decline for that router, and
+    the figures are those of the run without the core."""
+    from bench_iq import SAT
+
+    from emu.switch.iq import InputQueuedEngine
+    core = native.CORE
+    load = SAT[(4, 2, 1)] * 0.9
+    pure = _run_uncaptured(tmp_path, None, monkeypatch, "mesh:k=4,n=2", 2, 1, load, 40)
+    calls = {"on_timer": 0, "on_credit": 0, "receive": 0}
+    init = InputQueuedEngine.__init__
+
+    def init_overriding(self, *a, **kw):
+        init(self, *a, **kw)
+        for name in calls:
+            def wrapper(*args, _m=getattr(self, name), _n=name):
+                calls[_n] += 1
+                return _m(*args)
+            setattr(self, name, wrapper)  # (in the object's __dict__: the class's method unchanged)
+
+    monkeypatch.setattr(InputQueuedEngine, "__init__", init_overriding)
+    before = core.counts()
+    comp = _run_uncaptured(tmp_path, core, monkeypatch, "mesh:k=4,n=2", 2, 1, load, 40)
+    did = {k: v - before[k] for k, v in core.counts().items()}
+    assert calls["on_timer"] > 0 and calls["on_credit"] > 0 and calls["receive"] > 0
+    assert did["iq_timers"] == 0 and did["iq_credits"] == 0 and did["iq_frames"] == 0  # (the objects' own ran)
+    assert comp == pure
+
+
+@needs_core
+def test_a_round_state_holding_other_functions_is_called_as_python_does(tmp_path, monkeypatch):
+    """``on_timer`` calls the round and retime its ``_cst`` tuple holds: a tuple holding other functions
+    (here the core's, wrapped) has them called -- the window's compiled on_timer declines rather than
+    calling the core's round itself -- with the figures of the run without the core."""
+    from bench_iq import SAT
+    core = native.CORE
+    load = SAT[(4, 2, 1)] * 0.9
+    pure = _run_uncaptured(tmp_path, None, monkeypatch, "mesh:k=4,n=2", 2, 1, load, 40)
+    calls = [0, 0]
+    made = CoreRound._core_state
+
+    def wrapped(self):
+        cs = made(self)
+        if not cs:
+            return cs
+
+        def rnd(*a, _f=cs[0]):
+            calls[0] += 1
+            return _f(*a)
+
+        def retime(*a, _f=cs[3]):
+            calls[1] += 1
+            return _f(*a)
+        return (rnd, cs[1], cs[2], retime)
+
+    monkeypatch.setattr(CoreRound, "_core_state", wrapped)
+    before = core.counts()
+    comp = _run_uncaptured(tmp_path, core, monkeypatch, "mesh:k=4,n=2", 2, 1, load, 40)
+    did = {k: v - before[k] for k, v in core.counts().items()}
+    assert calls[0] > 0 and calls[1] > 0
+    assert did["iq_timers"] == 0  # (every on_timer Python's, calling the tuple's functions)
+    assert comp == pure

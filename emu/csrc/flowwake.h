@@ -242,7 +242,6 @@ static PyObject *start_ready(PyObject *self, PyObject *const *args, Py_ssize_t n
         if (!get_ll(PyList_GET_ITEM(credits, bw), &cr) ||
             put_ll(&((PyListObject *)credits)->ob_item[bw], cr - (bpool ? 0 : bc)) < 0) {
             Py_DECREF(wire);
-            Py_DECREF(wire);
             Py_DECREF(e);
             goto fail_int;
         }

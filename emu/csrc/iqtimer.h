@@ -47,6 +47,13 @@ static int iqtimer_setup(PyObject *cls)
     return 0;
 }
 
+/* is ``f`` this module's function ``fn`` (``_cst``'s round and retime: Python's on_timer calls what the
+ * tuple holds, so a tuple holding anything else is Python's to call) */
+static int iq_is_core_fn(PyObject *f, PyObject *(*fn)(PyObject *, PyObject *const *, Py_ssize_t))
+{
+    return PyCFunction_Check(f) && ((PyCFunctionObject *)f)->m_ml->ml_meth == (PyCFunction)(void (*)(void))fn;
+}
+
 /* the engine's instance dict when the engine is plain for ``fn`` (the method named ``name``), with
  * its compiled round's state (a borrowed tuple in *cs); NULL otherwise (no error) */
 static PyObject *iq_plain_dict(PyObject *eng, PyObject *fn, int name, PyObject **cs)
@@ -57,7 +64,8 @@ static PyObject *iq_plain_dict(PyObject *eng, PyObject *fn, int name, PyObject *
     if (dp == NULL || *dp == NULL || !PyDict_CheckExact(*dp))
         return NULL;
     PyObject *d = *dp, *c = PyDict_GetItemWithError(d, t_s[T_CST]);
-    if (c == NULL || !PyTuple_CheckExact(c) || PyTuple_GET_SIZE(c) != 4 || PyDict_GetItemWithError(d, t_s[name]) != NULL) {
+    if (c == NULL || !PyTuple_CheckExact(c) || PyTuple_GET_SIZE(c) != 4 || !iq_is_core_fn(PyTuple_GET_ITEM(c, 0), iq_round) ||
+        !iq_is_core_fn(PyTuple_GET_ITEM(c, 3), iq_retime) || PyDict_GetItemWithError(d, t_s[name]) != NULL) {
         PyErr_Clear();
         return NULL;
     }
@@ -84,6 +92,9 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
         !PyDict_CheckExact(v[T_STATS]) || !get_ll(PyTuple_GET_ITEM(PyTuple_GET_ITEM(cs, 2), IK_INF), &inf) ||
         (v[T_BTIMER] != Py_None && bt <= now))
         return 1; /* (the switch's own timer due: Python injects its frames) */
+    /* (held for the call, as Python's locals and arguments hold them: the round may run Python's up or
+     * credit_out, which could rebind the engine's _cst, _up or credit_out and free what the dict held) */
+    PyObject *hold[4] = {Py_NewRef(d), Py_NewRef(cs), Py_NewRef(v[T_UP]), Py_NewRef(v[T_COUT])};
     PyObject *st = PyTuple_GET_ITEM(cs, 1), *ks = PyTuple_GET_ITEM(cs, 2), *fresh = Py_NewRef(v[T_FRESH]);
     PyObject *out = NULL, *granted = Py_NewRef(v[T_GRANTED]), *t = NULL;
     int rc = -1, again = rnow == now;
@@ -143,6 +154,8 @@ done:
     Py_XDECREF(t);
     Py_DECREF(granted);
     Py_DECREF(fresh);
+    for (int k = 0; k < 4; k++)
+        Py_DECREF(hold[k]);
     return rc;
 }
 
