@@ -1,8 +1,8 @@
 """The fast paths of ``emu mpirun``'s small messages (issue 40, item 5) change no figure.
 
-- A window in which one element alone would run is run by the domain right after the one before,
-  without a round of the synchroniser (``Domain._lone``): the same windows, numbered alike, the
-  same figures and frames; only the rounds are fewer.
+- The synchroniser's one domain runs the windows after a window itself, without a round each
+  (``Domain._following``: its frames collected as the next round would collect them): the same
+  windows, numbered alike, the same figures and frames; only the rounds are fewer.
 - A plain NumPy array (C-contiguous, native order, an element code of a predefined type) is a
   message whole: the rank library's fast path packs and fills it as the general buffer
   specification does, errors included.
@@ -15,28 +15,39 @@ import emu
 from emu import domain, native
 from emu.topologies import star
 
-from apps import exchange
+from apps import exchange, recv_n, send_to
 
 
-async def _run(monkeypatch, stretch_max: int):
+SCENES = {  # a ping-pong (one element at a time), and three senders into one host at once (a queue)
+    "pingpong": (2, lambda: {"h0": (exchange, "h1", 8, 20), "h1": (exchange, "h0", 8, 20)}),
+    "incast": (4, lambda: {"h0": (send_to, "h3", 3000, 0, 4), "h1": (send_to, "h3", 700, 0, 6),
+                           "h2": (send_to, "h3", 64, 0, 9), "h3": (recv_n, 19)}),
+}
+
+
+async def _run(monkeypatch, stretch_max: int, scene: str, direct: bool):
     monkeypatch.setattr(domain, "STRETCH_MAX", stretch_max)
-    async with emu.Cluster(star(2), run=emu.RunConfig(capture=True)) as net:
-        res = await net.run({"h0": (exchange, "h1", 8, 20), "h1": (exchange, "h0", 8, 20)})
+    n, apps = SCENES[scene]
+    async with emu.Cluster(star(n), run=emu.RunConfig(capture=True, direct=direct)) as net:
+        res = await net.run(apps())
         recs = await net.capture_records()
         m = net.metrics
         return (res, m.end_ns, m.frames, m.hop_count, [tuple(r) for r in recs],
                 net.windows), net._sync.rounds
 
 
+@pytest.mark.parametrize("direct", [False, True], ids=["udp", "direct"])
+@pytest.mark.parametrize("scene", sorted(SCENES))
 @pytest.mark.parametrize("core", ["compiled", "pure"])
-async def test_lone_windows_without_a_round_give_the_same_run(core, monkeypatch):
+async def test_windows_without_a_round_give_the_same_run(core, scene, direct, monkeypatch):
     if core == "pure":
         monkeypatch.setattr(native, "CORE", None)
-    merged, rounds = await _run(monkeypatch, domain.STRETCH_MAX)
-    alone, plain_rounds = await _run(monkeypatch, 0)
+    limit = domain.STRETCH_MAX
+    merged, rounds = await _run(monkeypatch, limit, scene, direct)
+    alone, plain_rounds = await _run(monkeypatch, 0, scene, direct)
     assert merged == alone  # results, end, frames, hops, every captured frame, windows
     assert plain_rounds == alone[-1]  # without: a round per window
-    assert rounds < plain_rounds * 0.7  # a ping-pong: most windows have one element alone
+    assert rounds <= plain_rounds // limit + 2  # with: a round per STRETCH_MAX windows
 
 
 ARRAYS = [np.arange(5, dtype=t) for t in ("f8", "f4", "i8", "i4", "i2", "i1", "u1", "u8")] + [
@@ -66,3 +77,78 @@ def test_a_plain_array_packs_and_fills_as_its_buffer_specification(arr):
         want = general(lambda: Msg(b, writable=True).unpack(data))
         assert got == want
         assert a.tobytes() == b.tobytes()
+
+
+class _Wire:
+    """The rank's channel, recorded: each call's op, payload and head; the answer's bytes are
+    ``fill`` (its length the payload's), ``none`` for a rank that gets nothing."""
+
+    def __init__(self, none: bool = False):
+        self.calls, self.none = [], none
+
+    def call(self, op, payload=b"", **head):
+        self.calls.append((op, bytes(payload), list(head.items())))
+        if self.none:
+            return {"none": True}, b""
+        n = len(payload) if payload else head.get("n", 0)
+        return {}, bytes((7 * i + 3) & 0xFF for i in range(max(n, 0)))
+
+
+def _both_ways(monkeypatch, fn, make, none=False):
+    """``fn(comm, *make())`` by the plain arrays' fast path and by the general way: what each sent,
+    answered (or raised) and left in the buffers."""
+    from emu.rank import blockcoll
+    from emu.rank.intracomm import Comm
+    from emu.rank.types import Exception as MpiException
+
+    out = []
+    for fast in (True, False):
+        wire = _Wire(none)
+        monkeypatch.setattr(blockcoll, "CHANNEL", wire)
+        if not fast:
+            monkeypatch.setattr(blockcoll, "plain", lambda buf: False)
+        bufs = make()
+        try:
+            res = ("ok", fn(Comm._make(0, 2, 0), *bufs))
+        except (MpiException, BufferError, KeyError, ValueError, TypeError, NotImplementedError) as e:
+            res = (type(e).__name__, str(e))
+        out.append((res, wire.calls, [b.tobytes() if isinstance(b, np.ndarray) else b for b in bufs]))
+        monkeypatch.undo()
+    return out
+
+
+PAIRS = [  # (send buffer, receive buffer)
+    lambda: (np.arange(3.0), np.zeros(3)), lambda: (np.arange(4, dtype="i4"), np.zeros(4, "i4")),
+    lambda: (np.array(2.5), np.zeros(1)), lambda: (np.zeros(0), np.zeros(0)),
+    lambda: (np.arange(3.0), np.zeros(4)),  # counts differ
+    lambda: (np.arange(3.0), np.zeros(3, "f4")),  # types differ
+    lambda: (np.arange(3, dtype="u1"), np.zeros(3, "i1")),
+    lambda: (np.arange(6.0).reshape(2, 3), np.zeros((3, 2))),
+    lambda: (np.arange(3.0), np.zeros(3, ">f8")), lambda: (np.zeros(3, ">f8"), np.zeros(3)),
+    lambda: (np.arange(3.0), np.zeros(6)[::2]),
+    lambda: (np.arange(3.0), np.frombuffer(bytes(24), np.float64)),  # read-only
+    lambda: (None, np.arange(3.0)), lambda: (None, np.frombuffer(bytes(24), np.float64)),
+    lambda: (np.arange(3.0), None),
+]
+
+
+@pytest.mark.parametrize("pair", range(len(PAIRS)))
+@pytest.mark.parametrize("call", ["Allreduce", "Reduce", "Reduce_other", "Allreduce_max", "Allreduce_replace"])
+def test_a_plain_reduction_sends_and_fills_as_the_general_way(monkeypatch, pair, call):
+    from emu.rank.types import OPS
+
+    op = OPS["MAX"] if call.endswith("max") else OPS["REPLACE"] if call.endswith("replace") else OPS["SUM"]
+    if call == "Reduce_other":  # a rank other than the root: nothing comes back
+        fast, general = _both_ways(monkeypatch, lambda c, s, r: c.Reduce(s, r, op, root=1), PAIRS[pair], none=True)
+    elif call == "Reduce":
+        fast, general = _both_ways(monkeypatch, lambda c, s, r: c.Reduce(s, r, op, root=0), PAIRS[pair])
+    else:
+        fast, general = _both_ways(monkeypatch, lambda c, s, r: c.Allreduce(s, r, op), PAIRS[pair])
+    assert fast == general
+
+
+@pytest.mark.parametrize("pair", range(len(PAIRS)))
+@pytest.mark.parametrize("root", [0, 1])
+def test_a_plain_bcast_sends_and_fills_as_the_general_way(monkeypatch, pair, root):
+    fast, general = _both_ways(monkeypatch, lambda c, s, r: c.Bcast(r, root=root), PAIRS[pair])
+    assert fast == general
