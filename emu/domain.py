@@ -329,14 +329,16 @@ class Domain(DomainControl):
             return INF
         batch = self.batch
         if batch is not None:
-            batch.flush()
+            if batch.pending:
+                batch.flush()
+                batch.holding = True
             if batch.unsent:
                 await batch.flush_unsent()
-            batch.holding = True
         expected = self.sent_to[self.index]
-        if self._received_before(w) < expected:
-            await self._collect(expected, w)
-        self._check_count(w, expected)
+        if self.received - self._by_window.get(w & 0xFFFF, 0) != expected:  # (_received_before(w))
+            if self._received_before(w) < expected:
+                await self._collect(expected, w)
+            self._check_count(w, expected)
         return t
 
     async def _collect(self, expected: int, w: int) -> None:

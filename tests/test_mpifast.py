@@ -152,3 +152,44 @@ def test_a_plain_reduction_sends_and_fills_as_the_general_way(monkeypatch, pair,
 def test_a_plain_bcast_sends_and_fills_as_the_general_way(monkeypatch, pair, root):
     fast, general = _both_ways(monkeypatch, lambda c, s, r: c.Bcast(r, root=root), PAIRS[pair])
     assert fast == general
+
+
+def _sample(form, cpu: bool) -> dict:
+    """A head of ``form`` with values of each field's kind (then ``op``, and ``cpu`` when asked)."""
+    from emu.rank import wire
+
+    vals = {"q": -(2 ** 40) - 3, "?": True, "d": 2.5, "n": "Allreduce"}
+    head = {name: vals[kind] for name, kind in form.fields}
+    if form.op is not None:
+        head["op"] = form.op
+        if cpu:
+            head["cpu"] = 1.25e-06
+    return head
+
+
+def test_a_plain_head_decodes_by_its_own_function_as_the_general_decoder():
+    """The decoders written out per form (``wire._Form._plain_decoder``) give the general decoder's
+    dict -- the same keys in the same order, which a binary form needs -- and its errors."""
+    import struct
+
+    from emu.rank import wire
+
+    plain = [f for f in wire._BY_CODE.values() if f.plain]
+    assert len(plain) >= 12 and all("decode" in vars(f) for f in plain)  # (each has its own)
+    for form in plain:
+        for cpu in ((False, True) if form.op is not None else (False,)):
+            head = _sample(form, cpu)
+            b = wire.encode_head(head)
+            assert b[0] & 0x7F == form.code
+            got, want = form.decode(b), wire._Form.decode(form, b)
+            assert list(got.items()) == list(want.items()) == list(head.items())
+            if form.fixed.size > 1:
+                for bad in (b[:-9] if cpu else b[:-1], bytes([b[0]]) + b"\xff" * (len(b) - 1)):
+                    errors = []
+                    for fn in (form.decode, lambda x: wire._Form.decode(form, x)):
+                        try:
+                            fn(bad)
+                            errors.append(None)
+                        except (struct.error, IndexError) as e:
+                            errors.append(type(e))
+                    assert errors[0] == errors[1]

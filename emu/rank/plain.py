@@ -10,7 +10,7 @@ checks and errors.
 
 from __future__ import annotations
 
-from numpy import frombuffer, ndarray, uint8
+from numpy import ndarray
 
 from .mpierr import ERR_TRUNCATE
 from .types import Exception
@@ -34,8 +34,9 @@ class Whole:
         arr = self.arr
         if len(data) > arr.nbytes:
             raise Exception(ERR_TRUNCATE, f"MPI_ERR_TRUNCATE: a message of {len(data)} bytes for a buffer of {arr.nbytes}")
-        if len(data):
-            arr.reshape(-1).view(uint8)[:len(data)] = frombuffer(data, uint8)
+        n = len(data)
+        if n:  # (one copy through the array's own memory: the callers hand over writable arrays only)
+            memoryview(arr).cast("B")[:n] = data
 
 
 _FIELDS: dict[str, dict] = {}
