@@ -331,7 +331,8 @@ class Domain(DomainControl):
         if batch is not None:
             if batch.pending:
                 batch.flush()
-                batch.holding = True
+            else:
+                batch.holding = False  # (a recovery's requests to retransmit, and the answers, go at once)
             if batch.unsent:
                 await batch.flush_unsent()
         expected = self.sent_to[self.index]
@@ -339,6 +340,8 @@ class Domain(DomainControl):
             if self._received_before(w) < expected:
                 await self._collect(expected, w)
             self._check_count(w, expected)
+        if batch is not None:
+            batch.holding = True
         return t
 
     async def _collect(self, expected: int, w: int) -> None:
