@@ -2,10 +2,12 @@
 
 - The synchroniser's one domain runs the windows after a window itself, without a round each
   (``Domain._following``: its frames collected as the next round would collect them): the same
-  windows, numbered alike, the same figures and frames; only the rounds are fewer.
+  windows, numbered alike, the same figures and frames, a lost datagram recovered; only the rounds
+  are fewer.
 - A plain NumPy array (C-contiguous, native order, an element code of a predefined type) is a
-  message whole: the rank library's fast path packs and fills it as the general buffer
-  specification does, errors included.
+  message whole: the rank library's fast path (``emu.rank.plain``) packs and fills it as the general
+  buffer specification does, errors included -- in point to point, reductions and broadcasts.
+- The channel's binary heads decode by a function per form as the general decoder does.
 """
 
 import numpy as np
