@@ -29,7 +29,7 @@ from .errors import FrameLossError
 
 log = logging.getLogger(__name__)
 STRETCH_MAX = 64
-"""Windows of one element alone run after a window without a round of the synchroniser, at most
+"""Windows run after a window without a round of the synchroniser (``Domain._following``), at most
 (then the synchroniser's loop gets its turn: its checkpoints, its progress)."""
 
 
@@ -215,16 +215,13 @@ class Domain(DomainControl):
 
     async def _window(self, w: int, t0: int, t1: int, expected: int, stretch: int = 0) -> tuple[list[int], int, int]:
         """Window ``w``; with ``stretch`` (the lookahead: the synchroniser's one domain, no scheduled
-        link change, no pacing), the windows after it too while each would have one element active
-        (``_lone``): they run here, numbered ``w + 1``, ... as the synchroniser would number them,
-        without a round each (``merged`` says how many)."""
+        link change, no pacing), the windows after it too (``_following``): they run here, numbered
+        ``w + 1``, ... and placed as the synchroniser would place them, without a round each
+        (``merged`` says how many)."""
         self.merged = 0
         if self._received_before(w) < expected:
             await self._collect(expected, w)
-        got = self._received_before(w)
-        if got != expected:
-            raise FrameLossError(f"domain {self.index}: {got} frames of windows before {w} accepted, but "
-                                 f"{expected} were sent (a frame was counted twice: a bug)")
+        self._check_count(w, expected)
         if len(self._by_window) > 1 or (self._by_window and w & 0xFFFF not in self._by_window):
             for old in [k for k in self._by_window if k != w & 0xFFFF]:
                 del self._by_window[old]  # counted in `received`; no longer needed apart
@@ -247,14 +244,12 @@ class Domain(DomainControl):
             hist.append((w, sent))
         if stretch and not self._with_links:
             while self.merged < STRETCH_MAX:
-                t = self._lone(first_arrival, stretch)
+                t = await self._following(w + self.merged + 1, first_arrival)
                 if t >= INF:
                     break
                 self.merged += 1
                 sent = []
-                fa, more = await self._run(w + self.merged, t, t + stretch, sent)
-                if fa < first_arrival:
-                    first_arrival = fa
+                first_arrival, more = await self._run(w + self.merged, t, t + stretch, sent)
                 if sent:
                     hist.append((w + self.merged, sent))
                 active.update(more)
@@ -315,29 +310,38 @@ class Domain(DomainControl):
                     heapq.heappush(heap, (t, i))
         return first_arrival, active
 
-    def _lone(self, first_arrival: int, lookahead: int) -> int:
-        """Where the next window starts if one element alone would run in it, else INF: the earliest
-        event here, ``t``, when no other element has one before ``t + lookahead`` and no frame sent
-        (``first_arrival``, not yet in the heap) arrives before then. That window is then exactly
-        the synchroniser's next one (it starts at ``t`` and lasts a lookahead); what it is spared
-        is the round. The other elements' heap entries are lower bounds of their next events: a
-        stale one only keeps the window a round of its own."""
-        t = self.next_time()
-        end = t + lookahead
-        if t >= INF or first_arrival < end:
+    def _check_count(self, w: int, expected: int) -> None:
+        got = self._received_before(w)
+        if got != expected:
+            raise FrameLossError(f"domain {self.index}: {got} frames of windows before {w} accepted, but "
+                                 f"{expected} were sent (a frame was counted twice: a bug)")
+
+    async def _following(self, w: int, first_arrival: int) -> int:
+        """Where window ``w`` starts (INF: nowhere, the run is over), after window ``w - 1`` whose
+        frames arrive from ``first_arrival`` on: what the synchroniser's next round would do with
+        this one domain, done here without the round -- the start is the earlier of that arrival
+        and the next event here (the report ``_window`` would make), then the frames sent so far
+        leave (one datagram per destination) and are collected as the next round would collect
+        them (``expected``: every frame this domain sent itself)."""
+        nt = self.next_time()
+        t = first_arrival if first_arrival < nt else nt
+        if t >= INF:
             return INF
-        heap = self._heap
-        n, me = len(heap), heap[0][1]
-        look = [1, 2]
-        while look:  # the heap's entries before `end`: all the top element's?
-            j = look.pop()
-            if j < n:
-                tj, i = heap[j]
-                if tj < end:
-                    if i != me:
-                        return INF
-                    look.append(2 * j + 1)
-                    look.append(2 * j + 2)
+        batch = self.batch
+        if batch is not None:
+            if batch.pending:
+                batch.flush()
+            else:
+                batch.holding = False  # (a recovery's requests to retransmit, and the answers, go at once)
+            if batch.unsent:
+                await batch.flush_unsent()
+        expected = self.sent_to[self.index]
+        if self.received - self._by_window.get(w & 0xFFFF, 0) != expected:  # (_received_before(w))
+            if self._received_before(w) < expected:
+                await self._collect(expected, w)
+            self._check_count(w, expected)
+        if batch is not None:
+            batch.holding = True
         return t
 
     async def _collect(self, expected: int, w: int) -> None:

@@ -203,8 +203,8 @@ class Synchroniser:
         self.next_times = [INF] * self.n
         self.window = 0
         self.rounds = 0
-        """Windows the synchroniser started (``window`` also counts those a lone element ran after
-        one of them, ``Domain._lone``)."""
+        """Windows the synchroniser started (``window`` also counts those the one domain ran after
+        one of them, ``Domain._following``)."""
         self.max_time = 0
         self.faults: list[int] = []
         """Times of scheduled link changes not yet reached (a heap): a window starts at the next

@@ -3,6 +3,7 @@
     python scripts/bench_mpi_calls.py                    # 2 ranks on star:n=2, 2,000 iterations per call
     python scripts/bench_mpi_calls.py --iters 5000 --only pingpong,barrier
     python scripts/bench_mpi_calls.py --profile prof.out # cProfile of the emulator process (default path)
+    python scripts/bench_mpi_calls.py --instructions 500 --only pingpong   # valgrind: deterministic (UDP path)
 
 One unchanged mpi4py program (below, ``PROGRAM``) times each kind of call in a loop: an 8-byte
 ``Send``/``Recv`` ping-pong, ``Barrier``, ``Allreduce`` of 8 bytes, and ``Isend``/``Irecv``/
@@ -89,6 +90,13 @@ for name in only:
         n = iters * calls
         print(f"RESULT {name} {(w1 - w0) / n * 1e6:.3f} {(v1 - v0) / iters * 1e6:.4f} "
               f"{sum(cpu) / (size * n) * 1e6:.3f} {(e1 - e0) / (size * n) * 1e6:.3f}", flush=True)
+if sys.argv[3:] == ["quick-exit"] and "EMU_MPIRUN_RANK" in os.environ:
+    # (--instructions: the rank says it ended, as emu.rank's __main__ does, and goes without the interpreter's
+    # shutdown, which under valgrind can outlast the grace mpirun gives a rank -- and then valgrind writes nothing)
+    from emu.rank.channel import CHANNEL
+    sys.stdout.flush()
+    CHANNEL.call("exit", code=0)
+    os._exit(0)
 '''
 KINDS = ("pingpong", "barrier", "allreduce", "nonblocking")
 LABEL = {"pingpong": "Send/Recv 8 B ping-pong", "barrier": "Barrier", "allreduce": "Allreduce 8 B",
@@ -126,6 +134,43 @@ def model_one_way_us(topo: str) -> float | None:
     return _step(8 + 17, h, lk, sw, 1) / 1e3
 
 
+INSTR_BASE = 10
+"""Iterations of the shorter run of ``--instructions`` (the start-up and the end it subtracts)."""
+
+
+def instructions(kind: str, iters: int, topo: str, direct: bool, prog: str, tmp: str) -> tuple[float, float]:
+    """User-space instructions (valgrind's callgrind, every process of the job) per iteration of
+    ``kind``: the emulator's, and one rank's per MPI call -- the difference between a run of
+    ``INSTR_BASE + iters`` iterations and one of ``INSTR_BASE``, so start-up and end cancel out."""
+    totals = []
+    for n in (INSTR_BASE, INSTR_BASE + iters):
+        out = os.path.join(tmp, f"cg-{kind}-{n}-{int(direct)}")
+        os.makedirs(out)
+        cmd = ["valgrind", "--tool=callgrind", "--trace-children=yes", "--cache-sim=no",
+               f"--callgrind-out-file={out}/cg.%p", sys.executable, "-m", "emu", "mpirun", "-n", "2", "--topo", topo,
+               "--compute", "zero", *(["--direct"] if direct else []), prog, str(n), kind, "quick-exit"]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED="0"), timeout=7200)
+        emu = ranks = None
+        rank_totals = []
+        for name in os.listdir(out):
+            with open(os.path.join(out, name)) as f:
+                text = f.read()
+            cmdline = next((ln for ln in text.splitlines() if ln.startswith("cmd:")), "")
+            total = next((int(ln.split()[1]) for ln in text.splitlines() if ln.startswith(("summary:", "totals:"))), None)
+            if " emu mpirun " in cmdline:
+                emu = total
+            elif " emu.rank " in cmdline and total is not None:
+                rank_totals.append(total)
+        if len(rank_totals) == 2:
+            ranks = sum(rank_totals) / 2
+        if p.returncode or emu is None:
+            raise SystemExit(f"the run under valgrind failed (exit {p.returncode}): {p.stderr.strip()[-300:]}")
+        totals.append((emu, ranks))  # (ranks None: a rank's valgrind was ended before it wrote its counts)
+    calls = {"pingpong": 2, "barrier": 1, "allreduce": 1, "nonblocking": 3}[kind]
+    ranks = None if None in (totals[0][1], totals[1][1]) else (totals[1][1] - totals[0][1]) / (iters * calls)
+    return (totals[1][0] - totals[0][0]) / iters, ranks
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--iters", type=int, default=2000)
@@ -134,6 +179,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-mpich", action="store_true")
     ap.add_argument("--no-udp", action="store_true", help="only the --direct path")
     ap.add_argument("--profile", metavar="FILE", help="run the emulator (default path) under cProfile into FILE")
+    ap.add_argument("--instructions", type=int, metavar="N",
+                    help=f"instead of wall time: user-space instructions per iteration (valgrind; the difference "
+                         f"between {INSTR_BASE} and {INSTR_BASE} + N iterations; deterministic, slow: minutes per kind)")
     args = ap.parse_args(argv)
     only = [k.strip() for k in args.only.split(",") if k.strip()]
     bad = [k for k in only if k not in KINDS]
@@ -144,6 +192,19 @@ def main(argv=None) -> int:
         prog = os.path.join(tmp, "bench.py")
         with open(prog, "w") as f:
             f.write(PROGRAM)
+        if args.instructions:
+            if not shutil.which("valgrind"):
+                print("--instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
+                return 2
+            print(f"user-space instructions, {args.instructions} iterations ({INSTR_BASE} + {args.instructions} "
+                  f"minus {INSTR_BASE}), 2 ranks on {args.topo}: the emulator's per iteration, a rank's per MPI call")
+            for direct in ([True] if args.no_udp else [False]):  # the default path, or --direct
+                for k in only:
+                    e, r = instructions(k, args.instructions, args.topo, direct, prog, tmp)
+                    rank = "?" if r is None else f"{r / 1e3:6.1f}k"
+                    print(f"{LABEL[k]:26} {'--direct' if direct else 'UDP':9} emulator {e / 1e3:8.1f}k   rank {rank}",
+                          flush=True)
+            return 0
         tail = [prog, str(args.iters), ",".join(only)]
         emu = [sys.executable, "-m", "emu", "mpirun", "-n", "2", "--topo", args.topo, "--compute", "zero"]
         if args.profile:

@@ -37,8 +37,24 @@ def comm_of(st: RankState, info: CommInfo) -> MpiComm:
     return info.comm
 
 
+_NATIVE: dict[tuple, bool] = {}
+
+
 def _native(op: str | None, dtype: str | None) -> bool:
-    """Does the emulator reduce this built-in operator on this type (else: the rank combines)?"""
+    """Does the emulator reduce this built-in operator on this type (else: the rank combines)?
+    (Known once per pair: the answer depends on nothing else.)"""
+    if not (op.__class__ is str and dtype.__class__ is str):  # (None, or what a rank's JSON head holds)
+        return _native_now(op, dtype)
+    key = (op, dtype)
+    known = _NATIVE.get(key)
+    if known is None:
+        known = _native_now(op, dtype)
+        if len(_NATIVE) < 256:  # (the predefined operators and types; a stray string is not kept)
+            _NATIVE[key] = known
+    return known
+
+
+def _native_now(op: str | None, dtype: str | None) -> bool:
     if not op or op.startswith("user") or dtype is None:
         return False
     try:

@@ -358,6 +358,10 @@ def describe(head: dict) -> str:
     return f"{op}({args})"
 
 
+_OWN = frozenset(("now", "exit", "abort"))
+"""The calls ``rank_app`` answers itself (no handler, no figures)."""
+
+
 async def rank_app(host, job: Job, r: int, handlers: dict):
     """Rank ``r``'s host: answer its calls until it ends."""
     st = job.ranks[r] = RankState(job, r, host)
@@ -388,15 +392,15 @@ async def rank_app(host, job: Job, r: int, handlers: dict):
         cpu = head.get("cpu")
         if cpu:
             await st.charge(cpu)
-        if op == "now":  # the rank asks its host's clock (after sends that went without an answer)
-            st.answer({})
-            continue
-        if op == "exit":
-            st.exit_code = job.exit_codes[r] = int(head.get("code", 0))
-            st.answer({})
-            return st.exit_code
-        if op == "abort":
-            job.failed.append((r, head.get("why", "MPI_Abort")))
+        if op in _OWN:
+            if op == "now":  # the rank asks its host's clock (after sends that went without an answer)
+                st.answer({})
+                continue
+            if op == "exit":
+                st.exit_code = job.exit_codes[r] = int(head.get("code", 0))
+                st.answer({})
+                return st.exit_code
+            job.failed.append((r, head.get("why", "MPI_Abort")))  # abort
             st.answer({})
             raise RankFailed(f"rank {r}: {head.get('why', 'MPI_Abort')}")
         handler = handlers.get(op)

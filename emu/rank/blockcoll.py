@@ -8,6 +8,7 @@ from .channel import CHANNEL
 from .comm import _op, _pickle, _pickles
 from .consts import CONSTANTS
 from .pickling import PICKLE
+from .plain import Whole, plain, type_fields
 from .types import Exception, OPS
 
 
@@ -49,8 +50,13 @@ class BlockingCollectives:
         return obj if me else PICKLE.loads(data)
 
     def Bcast(self, buf, root: int = 0) -> None:
-        msg = Msg(buf, writable=self._rank != root)
         me = self._rank == root
+        if plain(buf) and (me or buf.flags.writeable):  # (emu.rank.plain: what Msg would find)
+            head, data = self._coll("bcast", "Bcast", buf.tobytes() if me else b"", root=root, n=buf.nbytes)
+            if not me:
+                Whole(buf).unpack(data)
+            return
+        msg = Msg(buf, writable=self._rank != root)
         head, data = self._coll("bcast", "Bcast", msg.pack() if me else b"", root=root, n=msg.nbytes)
         if not me:
             msg.unpack(data)
@@ -74,6 +80,8 @@ class BlockingCollectives:
 
     def _reduce_buf(self, sendbuf, recvbuf, op, root: int, every: bool, call: str) -> None:
         mine = every or self._rank == root
+        if self._plain_reduce(sendbuf, recvbuf, op, root, every, call, mine):
+            return
         out = Msg(recvbuf, writable=True) if mine else None
         src = out if _inplace(sendbuf) and mine else Msg(sendbuf)
         if out is not None and not _inplace(sendbuf):
@@ -81,6 +89,27 @@ class BlockingCollectives:
         head, data = self._coll("reduce", call, src.pack(), rop=_op(op).key, root=root, all=every, **src.type_fields())
         if not head.get("none"):
             out.unpack(data)
+
+    def _plain_reduce(self, sendbuf, recvbuf, op, root: int, every: bool, call: str, mine: bool) -> bool:
+        """The reduction of plain arrays (``emu.rank.plain``) as the general way makes it: the same
+        head and bytes, the result filled in by one copy. False (nothing done) for anything else --
+        and for buffers that do not match, whose errors the general way raises."""
+        inplace = _inplace(sendbuf)
+        src = recvbuf if inplace else sendbuf
+        if not plain(src):
+            return False
+        if mine:
+            if not (plain(recvbuf) and recvbuf.flags.writeable):
+                return False
+            if not inplace and (recvbuf.dtype.char != src.dtype.char or recvbuf.size != src.size):
+                return False
+        elif inplace:
+            return False
+        head, data = self._coll("reduce", call, src.tobytes(), rop=_op(op).key, root=root, all=every,
+                                **type_fields(src))
+        if not head.get("none"):
+            Whole(recvbuf).unpack(data)
+        return True
 
     def Reduce(self, sendbuf, recvbuf, op=OPS["SUM"], root: int = 0) -> None:
         self._reduce_buf(sendbuf, recvbuf, op, root, False, "Reduce")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from numpy import frombuffer, ndarray, uint8
-
 from .attrs import Attributes
 from . import bsend
 from .blockcoll import BlockingCollectives
@@ -17,7 +15,7 @@ from .icoll import CollectivesMixin
 from .info import ERRORS_RETURN, Errhandler, Info, call_errhandler, create_errhandler
 from .part import precv_init, psend_init
 from .pickling import PICKLE
-from .mpierr import ERR_TRUNCATE
+from .plain import Whole, plain
 from .types import Exception
 
 
@@ -366,42 +364,18 @@ class Comm(CollectivesMixin, BlockingCollectives, Attributes, Handle, family=Tru
     def Recv_init(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Prequest:
         return Prequest._persistent(lambda: self.Irecv(buf, source, tag))
 
-PLAIN = frozenset("bBhHiIlLqQfd")
-"""Element codes of a NumPy array whose buffer format names a predefined datatype of its own size
-(``dtype.from_format``): such an array, C-contiguous, in native byte order, is its message whole --
-what ``Msg`` would find, without parsing a specification (the fast path of ``_out`` and ``_into``)."""
-
-
-def _plain(buf) -> bool:
-    return type(buf) is ndarray and buf.flags.c_contiguous and buf.dtype.char in PLAIN and buf.dtype.isnative
-
-
 def _out(buf, dest: int) -> bytes:
     """The packed message of a send; nothing parsed for PROC_NULL (as mpi4py: any buffer goes)."""
     if dest == PROC_NULL:
         return b""
-    return buf.tobytes() if _plain(buf) else Msg(buf).pack()
+    return buf.tobytes() if plain(buf) else Msg(buf).pack()
 
 
 def _into(buf, source: int):
     """The receive buffer of a receive; none for PROC_NULL (nothing arrives; any buffer goes)."""
     if source == PROC_NULL:
         return _Nothing()
-    return _Whole(buf) if _plain(buf) and buf.flags.writeable else Msg(buf, writable=True)
-
-
-class _Whole:
-    """The receive buffer of a plain array (``_plain``): the message's bytes from its start."""
-
-    def __init__(self, arr):
-        self.arr = arr
-
-    def unpack(self, data) -> None:
-        arr = self.arr
-        if len(data) > arr.nbytes:
-            raise Exception(ERR_TRUNCATE, f"MPI_ERR_TRUNCATE: a message of {len(data)} bytes for a buffer of {arr.nbytes}")
-        if len(data):
-            arr.reshape(-1).view(uint8)[:len(data)] = frombuffer(data, uint8)
+    return Whole(buf) if plain(buf) and buf.flags.writeable else Msg(buf, writable=True)
 
 
 class _Nothing:

@@ -98,6 +98,24 @@ class _Form:
         self.named = tuple(n for n, k in self.fields if k == "n")
         self.name_at = tuple(j for j, (_, k) in enumerate(self.fields) if k == "n")
         self.row_now = op is None and tuple(k for _, k in self.fields) == ("S", "q")  # (a status, the clock)
+        if self.plain:  # its decoder written out: one unpack, one dict display (``decode``'s plain case)
+            self.decode = self._plain_decoder()
+
+    def _plain_decoder(self):
+        """``decode`` of a plain form as one function of its own: the same dict, keys in the same
+        order (the fields, then ``op``, then ``cpu``), the same errors (``struct.error``, ``IndexError``)."""
+        items = [f"{n!r}: " + (f"NAMES[v[{j}]]" if k == "n" else f"v[{j}]") for j, (n, k) in enumerate(self.fields, 1)]
+        body = [f"def decode(b, unpack=unpack, NAMES=NAMES, cpu=cpu):", "    v = unpack(b)"]
+        if self.op is None:
+            body.append("    return {" + ", ".join(items) + "}")
+        else:
+            items.append(f"'op': {self.op!r}")
+            body += ["    head = {" + ", ".join(items) + "}",
+                     f"    if b[0] & {CPU_FLAG}:", f"        head['cpu'] = cpu(b, {self.fixed.size})[0]",
+                     "    return head"]
+        scope = {"unpack": self.fixed.unpack_from, "NAMES": NAMES, "cpu": _CPU.unpack_from}
+        exec("\n".join(body), scope)  # (the tables above are the only source: no outside text)
+        return scope["decode"]
 
     def encode(self, head: dict, cpu: bool) -> bytes:
         code = self.code | CPU_FLAG if cpu else self.code
@@ -302,6 +320,29 @@ class Reader:
 
     def recv(self) -> tuple[dict, bytearray]:
         """The next message: (head, payload). A malformed head is refused (``ValueError``)."""
+        start = self.start
+        if start == self.end:  # nothing read ahead: one read (usually the whole message, or several)
+            start = self.start = self.end = 0
+            k = self._recv_into(self.view, 0)
+            if k == 0:
+                raise ChannelClosed("the other end closed the channel")
+            self.end = k
+        end = self.end
+        if end - start >= 6:  # the whole message here already: taken without ``_fill``
+            n, hn = PREFIX.unpack_from(self.buf, start)
+            stop = start + 6 + hn + n
+            if stop <= end:
+                at = start + 6
+                head = decode_head(self.view[at:at + hn]) if hn else {}
+                payload = self.buf[at + hn:stop] if n else bytearray()
+                if stop == end:
+                    self.start = self.end = 0
+                else:
+                    self.start = stop
+                return head, payload
+        return self._recv()
+
+    def _recv(self) -> tuple[dict, bytearray]:
         if self.end - self.start < 6:
             self._fill(6)
         n, hn = PREFIX.unpack_from(self.buf, self.start)
