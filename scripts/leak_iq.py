@@ -6,9 +6,9 @@ one interpreter. After each run and a full collection it prints the interpreter'
 and, with ``--trace``, tracemalloc's current bytes; a reference the core kept per event would grow
 them by thousands per run (a run makes ~12,800 compiled on_timer calls).
 
-    EMU_WT=. python scripts/leak_iq.py 12            # 12 runs
-    EMU_WT=. python scripts/leak_iq.py 8 --trace     # with tracemalloc
-    CYC=200 EMU_WT=. python scripts/leak_iq.py 6     # longer runs (default 60 cycles per window)
+    python scripts/leak_iq.py 12            # 12 runs
+    python scripts/leak_iq.py 8 --trace     # with tracemalloc
+    CYC=200 python scripts/leak_iq.py 6     # longer runs (default 60 cycles per window)
 """
 
 from __future__ import annotations
