@@ -2,7 +2,7 @@
 
 from .codec import DecodeError, StructCodec
 from .fabric import (BROADCAST_MAC, DST_OFF, ETH_LEN, ETHERTYPE_FABRIC, FABRIC, FABRIC_LEN, FLAG_BCAST,
-                     HDR_LEN, HOPS_OFF, FCS_LEN, EthernetFCS, Fabric, PacketType, add_fcs, build_frame, fcs_ok,
+                     HDR_LEN, HOPS_OFF, FCS_LEN, Fabric, PacketType, add_fcs, build_frame, fcs_ok,
                      node_mac, parse_frame)
 from .coll import DESC, DESC_LEN, CollDesc, ErrBit, Head, RdType, RopCode
 from .credit import CREDIT, ETHERTYPE_CREDIT, LinkCredit, build_credit, is_credit
@@ -16,3 +16,11 @@ __all__ = [
     "MsgAck", "MsgSegment", "OUTER", "OUTER_LEN", "PING", "PacketType", "Ping", "StructCodec", "VERSION",
     "add_fcs", "build_frame", "fcs_ok", "node_mac", "parse_frame",
 ]
+
+
+def __getattr__(name: str):
+    if name == "EthernetFCS":  # (made when scapy's Ethernet layer is imported: emu.wire.l2)
+        from . import fabric
+
+        return fabric.EthernetFCS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,11 +17,12 @@ InfiniBand's flow-control packets ride between data packets) and it never enters
 from __future__ import annotations
 
 from scapy.fields import ByteField, IntField, ShortField
-from scapy.layers.l2 import Ether
 from scapy.packet import Packet, bind_layers
 
+from . import fabric
 from .codec import StructCodec
-from .fabric import ETH_LEN, EthernetFCS
+from .fabric import ETH_LEN
+from .l2 import when_ether
 
 ETHERTYPE_CREDIT = 0x88B6
 CREDIT_MAC = bytes.fromhex("0180c2000001")
@@ -37,8 +38,16 @@ class LinkCredit(Packet):
     ]
 
 
-bind_layers(Ether, LinkCredit, type=ETHERTYPE_CREDIT)
-bind_layers(EthernetFCS, LinkCredit, type=ETHERTYPE_CREDIT)
+
+
+def _bind(Ether) -> None:
+    """Under both Ethernet layers, once scapy's exists (``emu.wire.l2``; after ``fabric``'s binding,
+    which makes ``EthernetFCS``)."""
+    bind_layers(Ether, LinkCredit, type=ETHERTYPE_CREDIT)
+    bind_layers(fabric.EthernetFCS, LinkCredit, type=ETHERTYPE_CREDIT)
+
+
+when_ether(_bind)
 
 CREDIT = StructCodec(LinkCredit)
 CREDIT_FRAME_LEN = ETH_LEN + CREDIT.size

@@ -25,10 +25,10 @@ import struct
 import zlib
 
 from scapy.fields import ByteEnumField, ByteField, FCSField, FlagsField, IntField, ShortField
-from scapy.layers.l2 import Ether
 from scapy.packet import Packet, bind_layers
 
 from .codec import DecodeError, StructCodec
+from .l2 import ether, when_ether
 
 ETHERTYPE_FABRIC = 0x88B5
 ETH_LEN = 14
@@ -102,23 +102,44 @@ class Fabric(Packet):
         return s[: self.length], s[self.length:]
 
 
-class EthernetFCS(Ether):
-    """An Ethernet frame as it is on the wire and in captures: the MAC client frame, then the frame
-    check sequence (IEEE 802.3 CRC-32 over the whole frame before it, least significant byte first;
-    ``fcs=None`` computes it)."""
+def _ethernet_fcs(Ether) -> type:
+    class EthernetFCS(Ether):
+        """An Ethernet frame as it is on the wire and in captures: the MAC client frame, then the frame
+        check sequence (IEEE 802.3 CRC-32 over the whole frame before it, least significant byte first;
+        ``fcs=None`` computes it)."""
 
-    name = "Ethernet+FCS"
-    fields_desc = Ether.fields_desc + [FCSField("fcs", None, fmt="<I")]
+        name = "Ethernet+FCS"
+        fields_desc = Ether.fields_desc + [FCSField("fcs", None, fmt="<I")]
 
-    def post_build(self, pkt: bytes, pay: bytes) -> bytes:
-        pkt += pay  # the FCS field's placeholder is the last 4 bytes of `pay`
-        if self.fcs is None:
-            pkt = pkt[:-FCS_LEN] + _FCS.pack(zlib.crc32(pkt[:-FCS_LEN]))
-        return pkt
+        def post_build(self, pkt: bytes, pay: bytes) -> bytes:
+            pkt += pay  # the FCS field's placeholder is the last 4 bytes of `pay`
+            if self.fcs is None:
+                pkt = pkt[:-FCS_LEN] + _FCS.pack(zlib.crc32(pkt[:-FCS_LEN]))
+            return pkt
+
+    EthernetFCS.__qualname__ = EthernetFCS.__name__
+    EthernetFCS.__module__ = __name__
+    return EthernetFCS
 
 
-bind_layers(Ether, Fabric, type=ETHERTYPE_FABRIC)
-bind_layers(EthernetFCS, Fabric, type=ETHERTYPE_FABRIC)
+def _bind(Ether) -> None:
+    """``EthernetFCS`` and the fabric header under both Ethernet layers, once scapy's exists
+    (``emu.wire.l2``: the emulator itself never needs it)."""
+    global EthernetFCS
+    EthernetFCS = _ethernet_fcs(Ether)
+    bind_layers(Ether, Fabric, type=ETHERTYPE_FABRIC)
+    bind_layers(EthernetFCS, Fabric, type=ETHERTYPE_FABRIC)
+
+
+when_ether(_bind)
+
+
+def __getattr__(name: str):
+    if name == "EthernetFCS":  # (made when scapy's Ether is imported: import it)
+        ether()
+        return globals()["EthernetFCS"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 FCS_LEN = 4
 FCS_RESIDUE = 0x2144DF1C
