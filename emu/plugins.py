@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-from importlib.metadata import entry_points
 
 ENGINES = "emu.engines"
 NIC_MECHANISMS = "emu.nic_mechanisms"
@@ -52,6 +51,8 @@ CC = "emu.cc"
 
 def load(group: str, name: str) -> bool:
     """Import the module the entry point ``name`` of ``group`` names; False: there is none."""
+    from importlib.metadata import entry_points  # (only when asked: a run of the emulator's own kinds never is)
+
     found = entry_points(group=group, name=name)
     for ep in found:
         importlib.import_module(ep.module)
@@ -69,6 +70,8 @@ def provided(group: str) -> dict[str, str]:
     key = (group, tuple(sys.path))
     out = _PROVIDED.get(key)
     if out is None:
+        from importlib.metadata import entry_points
+
         out = {}
         for ep in entry_points(group=group):
             dist = getattr(ep, "dist", None)

@@ -21,7 +21,7 @@ from rich.markup import escape
 from ..config import ConfigError
 from ..errors import EmuError, leaves
 from ..timeline import mark
-from .cli_parser import _parser, run_epilog, version  # noqa: F401 -- names of this module as before
+from .cli_parser import _parser, command_word, run_epilog, version  # noqa: F401 -- names of this module as before
 from .commands import cmd_plan, cmd_topo, cmd_wireshark, personal_plugin_dir  # noqa: F401
 from .consoles import console, make_console
 from .run_cmd import Terminated, _run_terminable
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         freeze_until_run()
     early = _fork_early(sys.argv[1:]) if argv is None else None
     try:
-        ap = _parser()
+        ap = _parser(only=command_word(sys.argv[1:] if argv is None else argv))  # (only the subcommand run)
         from .. import mpi
 
         try:  # under mpiexec: rank 0 runs the command, the other ranks serve their domains

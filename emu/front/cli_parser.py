@@ -4,6 +4,7 @@ it prints."""
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 
 from ..config import SECTIONS, ConfigError
@@ -28,8 +29,10 @@ def run_epilog() -> str:
             f"units: 1us, 4KiB, 100Gbps), with their defaults:\n{fields}")
 
 
+@functools.cache
 def version() -> str:
-    """The installed package's version (its metadata), as ``emu --version`` prints it."""
+    """The installed package's version (its metadata), as ``emu --version`` prints it (read once per
+    process: reading the metadata takes milliseconds, and a run's record asks again)."""
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as installed
 
@@ -67,18 +70,64 @@ def _ascii(kind: type):
     return convert
 
 
-def _parser() -> argparse.ArgumentParser:
-    """The ``emu`` command line: the options, the subcommands and their help."""
+COMMANDS = ("demo", "topo", "plan", "wireshark", "run", "report", "mpirun", "replay", "schedule")
+"""The subcommands of ``emu``, in the order of its help (``_parser``)."""
+
+
+def command_word(argv: list[str]) -> str | None:
+    """The subcommand a command line names, when the parser of that subcommand alone parses it as the
+    whole parser would: its first word a subcommand, after nothing but ``-v``/``--verbose`` (``-h``,
+    ``--version`` or a mistake before it: None, the whole parser)."""
+    for word in argv:
+        if word in ("-v", "--verbose") or (word.startswith("-v") and set(word[1:]) == {"v"}):
+            continue
+        return word if word in COMMANDS else None
+    return None
+
+
+def _families_epilog() -> str:
     from emu.topologies.registry import describe_families
 
     fams = "\n".join(f"  {n}:{p}  {s}" for n, p, s in describe_families())
+    return (f"topologies (? = optional; all also take latency_ns, bandwidth_gbps, switch_delay_ns, nic_delay_ns, "
+            f"mtu_bytes):\n{fams}")
+
+
+class _Version(argparse.Action):
+    """``--version``: the version and the element loop, read when asked (argparse's ``version``
+    action takes the text when the parser is made, at every command's start)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0,
+                         help=help or "show program's version number and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import sys
+
+        parser._print_message(f"emu (hpc-emu) {version()}; {element_loop()}\n", sys.stdout)
+        parser.exit()
+
+
+def _parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``emu`` command line: the options, the subcommands and their help. ``only``: a subcommand
+    (``command_word`` of the command line), the only one made -- the command's start-up, not the other
+    eight; its help texts that list what is installed are filled in when the help is shown."""
     ap = OneLine(prog="emu", description="Packet-level HPC interconnect emulator",
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
-                                 epilog=f"topologies (? = optional; all also take latency_ns, bandwidth_gbps, "
-                                        f"switch_delay_ns, nic_delay_ns, mtu_bytes):\n{fams}")
-    ap.add_argument("--version", action="version", version=f"emu (hpc-emu) {version()}; {element_loop()}")
+                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False, epilog=_families_epilog)
+    ap.add_argument("--version", action=_Version)
     ap.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-v info, -vv debug)")
     sub = ap.add_subparsers(dest="cmd", required=True)
+    made = [name for name in COMMANDS if only in (None, name)]
+    for name in made:
+        _SUBCOMMANDS[name](sub, only is not None)
+    from .sweepargs import refuse_repeats
+
+    for command in sub.choices.values():  # an option of one value given twice: refused, not the last kept
+        refuse_repeats(command)
+    return ap
+
+
+def _add_demo(sub, late: bool) -> None:
     d = sub.add_parser("demo", help="run a small cluster and print the mechanisms side by side", allow_abbrev=False)
     d.add_argument("--hosts", type=_ascii(int), default=8, help="hosts on the star (default 8)")
     d.add_argument("--out", metavar="DIR",
@@ -86,6 +135,9 @@ def _parser() -> argparse.ArgumentParser:
                         "named in the output)")
     d.add_argument("--plot", default="allreduce.png", metavar="FILE",
                    help="the plot's file name inside --out (default allreduce.png; '' for no plot)")
+
+
+def _add_topo(sub, late: bool) -> None:
     t = sub.add_parser("topo", help="print a topology's hosts, switches, links, diameter, bisection",
                        allow_abbrev=False)
     t.add_argument("spec", help="e.g. fattree:k=4,n=3, or a file FILE.json|FILE.graphml")
@@ -95,6 +147,9 @@ def _parser() -> argparse.ArgumentParser:
     from .topo_cmd import add_options as add_topo_options
 
     add_topo_options(t)
+
+
+def _add_plan(sub, late: bool) -> None:
     pl = sub.add_parser("plan", help="the planner of network-coded broadcast (docs/network-coding.md): group shape and intermediate "
                                                "nodes", allow_abbrev=False)
     pl.add_argument("what", choices=["nc"], help="nc: hierarchical XOR network coding (docs/network-coding.md)")
@@ -106,12 +161,17 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--by", choices=["hops", "longest-path"], default="hops",
                     help="hops: least total hops (default); longest-path: the source's rule, the longest paths "
                          "inside a group and between intermediate nodes balanced, ties by total hops")
+
+
+def _add_wireshark(sub, late: bool) -> None:
     w = sub.add_parser("wireshark", help="the Lua dissector for every header: where it is, or install it",
                        allow_abbrev=False)
     w.add_argument("action", choices=["path", "install"],
                    help="path: print where the packaged dissector is; install: copy it into the plugins folder")
     w.add_argument("--dest", help="install into this folder instead of Wireshark's personal Lua plugins folder")
-    _add_run(sub)
+
+
+def _add_report(sub, late: bool) -> None:
     rp = sub.add_parser("report", help="plots of an emu run as PNG and SVG: link loads on the topology, "
                                        "per-rank timeline from its trace, flow slowdown by size, queues over "
                                        "time", allow_abbrev=False)
@@ -126,26 +186,30 @@ def _parser() -> argparse.ArgumentParser:
                          "numeric figure of the rows (default completion)")
     rp.add_argument("--log", choices=["auto", "x", "y", "xy", "none"], default="auto",
                     help="log axes: auto (each axis whose values span a decade or more; default), x, y, xy or none")
+
+
+def _add_mpirun(sub, late: bool) -> None:
     from .mpirun import add_parser as add_mpirun  # emu mpirun: unchanged mpi4py programs on the cluster
 
     add_mpirun(sub, _ascii(int), _ascii(float))
+
+
+def _add_replay(sub, late: bool) -> None:
     from .replay_goal import add_parser as add_replay  # emu replay: a GOAL schedule on the cluster
 
     add_replay(sub, _ascii(int))
+
+
+def _add_schedule(sub, late: bool) -> None:
     from .schedule_cmd import add_parser as add_schedule  # emu schedule: a collective as a GOAL schedule
 
     add_schedule(sub, _ascii(int))
-    from .sweepargs import refuse_repeats
-
-    for command in sub.choices.values():  # an option of one value given twice: refused, not the last kept
-        refuse_repeats(command)
-    return ap
 
 
 class _LazyEpilog:
     """A parser whose epilog may be given as a function, called when the help is shown: ``emu run``'s
     lists every test and settable field, which imports every test (a third of a second of every
-    run's start-up otherwise)."""
+    run's start-up otherwise); likewise the help texts of its ``late_texts``."""
 
     @property
     def epilog(self):
@@ -157,6 +221,23 @@ class _LazyEpilog:
     @epilog.setter
     def epilog(self, text) -> None:
         self.__dict__["_epilog"] = text
+
+    @property
+    def late_texts(self) -> list:
+        """Functions that fill in help texts, called once before the help or usage is first shown."""
+        return self.__dict__.setdefault("_late", [])
+
+    def format_help(self) -> str:
+        self._fill_late()
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        self._fill_late()
+        return super().format_usage()
+
+    def _fill_late(self) -> None:
+        for fill in self.__dict__.pop("_late", []):
+            fill()
 
 
 class _Refusing(_LazyEpilog, argparse.ArgumentParser):
@@ -239,8 +320,9 @@ def _run_epilog_sweeps() -> str:
                            "refuses a second")
 
 
-def _add_run(sub) -> None:
-    """``emu run``: the cluster, the tests, the outputs, the faults, then the collectives' options."""
+def _add_run(sub, late: bool = False) -> None:
+    """``emu run``: the cluster, the tests, the outputs, the faults, then the collectives' options
+    (``late``: the help texts that list what is installed filled in when the help is shown)."""
     r = sub.add_parser("run", help="build a cluster, run tests, print and save the figures",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_run_epilog_sweeps,
                        allow_abbrev=False)
@@ -314,7 +396,7 @@ def _add_run(sub) -> None:
                         "or at=0,switch=s3,down; or at=0,link=h0-s0,ber=1e-6")
     r.add_argument("--realtime", type=_ascii(float), metavar="NS_PER_S",
                    help="pace virtual time to the wall clock: virtual ns per second (1e9 = real time)")
-    _add_collective_options(r)
+    _add_collective_options(r, late)
     from .flow_options import add_flow_options
 
     add_flow_options(r, _ascii(int))
@@ -334,32 +416,37 @@ def _add_run(sub) -> None:
                         "(its packet crosses its router)")
 
 
-def _add_collective_options(r: argparse.ArgumentParser) -> None:
-    """``emu run``'s options of the collective tests, in a group of their own."""
-    from emu.nodes.collectives.operations import OPERATIONS
-
-    c = r.add_argument_group(f"collectives ({', '.join(OPERATIONS)})")
-    from emu.nodes.collectives.select import ALGORITHMS
-
-    soft = "; ".join(f"{op} {', '.join(algos)}" for op, algos in ALGORITHMS.items())
-    c.add_argument("--algo", help=f"algorithm by name (default: chosen by size, as MPI libraries do); in host "
-                                  f"software: {soft}; with --offload hw the hardware's: barrier tree|polled; "
-                                  "a sweep: ring,rabenseifner")
+def _add_collective_options(r: argparse.ArgumentParser, late: bool = False) -> None:
+    """``emu run``'s options of the collective tests, in a group of their own. Their help lists the
+    operations, algorithms and offloads (installed packages' too: a scan of every package's metadata);
+    ``late``: those texts are filled in when the help is shown."""
+    c = r.add_argument_group("collectives")
+    algo = c.add_argument("--algo", help="algorithm by name")
     c.add_argument("--size", help="bytes per rank, e.g. 64KiB (alltoall: per destination; default 1KiB; 64K is 64 KiB "
                                   "as in nccl-tests, 64KB is 64,000); a sweep: 1KiB,64KiB,1MiB")
     c.add_argument("--dtype", help="int8..int64, uint8..uint64, float16/32/64 (default float32)")
     c.add_argument("--op", help="sum prod min max minloc maxloc land lor lxor band bor bxor (default sum)")
     c.add_argument("--root", type=_ascii(int), help="root rank of reduce, bcast, mcast (default 0)")
     c.add_argument("--ranks", help="communicator: comma-separated hosts (default: all)")
-    from emu.nodes.collectives.offloads import OFFLOADS as registry
-    from emu.nodes.collectives.offloads.base import names as offload_names
-    from emu.plugins import OFFLOADS as GROUP, others
+    offload = c.add_argument("--offload", metavar="OFFLOAD", help="where a collective runs")
 
-    installed = others(GROUP, registry)  # (one scan of the entry points for the help text)
-    c.add_argument("--offload", metavar="{" + ",".join(offload_names()) + "}",
-                   help="a sweep: several, comma-separated; where a collective runs: "
+    def fill() -> None:
+        from emu.nodes.collectives.offloads import OFFLOADS as registry
+        from emu.nodes.collectives.offloads.base import names as offload_names
+        from emu.nodes.collectives.operations import OPERATIONS
+        from emu.nodes.collectives.select import ALGORITHMS
+        from emu.plugins import OFFLOADS as GROUP, others
+
+        c.title = f"collectives ({', '.join(OPERATIONS)})"
+        soft = "; ".join(f"{op} {', '.join(algos)}" for op, algos in ALGORITHMS.items())
+        algo.help = (f"algorithm by name (default: chosen by size, as MPI libraries do); in host software: {soft}; "
+                     "with --offload hw the hardware's: barrier tree|polled; a sweep: ring,rabenseifner")
+        installed = others(GROUP, registry)  # (one scan of the entry points for the help text)
+        offload.metavar = "{" + ",".join(offload_names()) + "}"
+        offload.help = ("a sweep: several, comma-separated; where a collective runs: "
                         + ", ".join(f"{n} = {o.summary}" for n, o in registry.items())
                         + (f"; from installed packages: {installed[2:]}" if installed else ""))
+
     c.add_argument("--branch", type=_ascii(int),
                    help="branch degree of the offload reduction tree (default: the shallowest tree the NIC's "
                         "receive queue allows, as even as that depth permits: a level costs a fabric crossing "
@@ -377,3 +464,12 @@ def _add_collective_options(r: argparse.ArgumentParser) -> None:
     c.add_argument("--overlap", type=_ascii(float),
                    help="with --density: the share of each rank's non-zero indices drawn from a pool common to "
                         "all ranks (default 0: every rank's drawn on its own; 1: the same indices everywhere)")
+    if late:
+        r.late_texts.append(fill)
+    else:
+        fill()
+
+
+_SUBCOMMANDS = {"demo": _add_demo, "topo": _add_topo, "plan": _add_plan, "wireshark": _add_wireshark, "run": _add_run,
+                "report": _add_report, "mpirun": _add_mpirun, "replay": _add_replay, "schedule": _add_schedule}
+"""Each subcommand's maker (``_parser``), by name, as :data:`COMMANDS` lists them."""

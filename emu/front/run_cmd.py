@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 import trio
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from ..config import ConfigError
 from ..timeline import mark
@@ -134,8 +133,7 @@ async def _run_tests(args, topo, names: list[str], faults, extra: dict, launch=N
     err = make_console(stderr=True)
     # a bar that pulses (a run's end is not known in advance) with the virtual time reached and the
     # frames put on links per wall second; nothing at all when stderr is not a terminal
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[speed]}"),
-                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
+    with _progress_bar(err) as progress:
         task = progress.add_task(f"starting {args.topo}", total=None, speed="")
         last = [time.perf_counter(), 0]
 
@@ -149,7 +147,8 @@ async def _run_tests(args, topo, names: list[str], faults, extra: dict, launch=N
         current = "start"
         if launch is not None:  # (the partition a worker made meanwhile: _prepare asked it)
             await launch.partition_answer()
-        async with Cluster(topo, run=run_config(args), capture=args.pcap, progress=on_progress, workers=launch) as net:
+        async with Cluster(topo, run=run_config(args), capture=args.pcap, workers=launch,
+                           progress=on_progress if err.is_terminal else None) as net:
             # the manager's settings hold with --offload switch's manager too (bring-up included)
             if topo.manager is not None and topo.nodes[topo.manager].info["manager"].bringup:
                 current = "link bring-up"
@@ -178,6 +177,32 @@ async def _run_tests(args, topo, names: list[str], faults, extra: dict, launch=N
     args.trace_summary = net.trace_summary
     args.partition_used = net.plan.partition_used
     return results, mgr_note
+
+
+class _NoBar:
+    """The progress bar where stderr is not a terminal: nothing shown, nothing computed."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def add_task(self, *args, **kw) -> int:
+        return 0
+
+    def update(self, *args, **kw) -> None:
+        return None
+
+
+def _progress_bar(err):
+    """rich's progress bar on the console ``err`` if it is a terminal, else :class:`_NoBar`."""
+    if not err.is_terminal:
+        return _NoBar()
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[speed]}"),
+                    TimeElapsedColumn(), console=err, transient=True)
 
 
 async def _bring_up_links(net, faults) -> None:

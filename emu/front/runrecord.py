@@ -13,6 +13,7 @@ cluster's start, as ``net.now``, a message's ``t_ns`` and the trace's timestamps
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 from typing import Any
@@ -78,8 +79,9 @@ def resolved_settings(spec: str, config: dict, cli_defaults: dict, settings: dic
     return dict(sorted(out.items()))
 
 
+@functools.cache
 def version() -> str:
-    """The installed package's version (as ``emu --version`` prints it)."""
+    """The installed package's version (as ``emu --version`` prints it; read once per process)."""
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as installed
 
@@ -116,10 +118,10 @@ def _element_loop() -> str:
 
 def dump(obj: Any, fh, indent: int | None) -> None:
     """JSON: compact (one line) unless ``indent`` is given."""
-    if indent is None:
-        json.dump(obj, fh, separators=(",", ":"))
+    if indent is None:  # (dumps: the compiled encoder; dump encodes in Python, piece by piece)
+        fh.write(json.dumps(obj, separators=(",", ":")))
     else:
-        json.dump(obj, fh, indent=indent)
+        fh.write(json.dumps(obj, indent=indent))
     fh.write("\n")
 
 
