@@ -199,6 +199,8 @@ def _build_elements(dom: Domain, plan: Plan, index: int, address: str, key: byte
         dom.batch = Batch(address, key, plan.cluster_id)
     outs: dict[str, list[OutPort]] = {n: [] for n in t.nodes if plan.owner[n] == index}
     largest: dict[str, int] = {}
+    qspec = {n: queue_spec(node) for n, node in t.nodes.items()}  # (per node once: not per link direction)
+    pfc = {n: q is not None and q.pfc_on for n, q in qspec.items()}
     ins: dict[str, list[InPort]] = {n: [] for n in outs}
     for i, link in enumerate(t.links):
         for (src, sport, dst, dport), link_id in (((link.a, link.a_port, link.b, link.b_port), 2 * i),
@@ -224,9 +226,9 @@ def _build_elements(dom: Domain, plan: Plan, index: int, address: str, key: byte
                     src_spec = t.nodes[src].spec
                     if input_queued(rx) and getattr(src_spec, "inject_vc", "") == "free":
                         op.flow.late = True  # BookSim's source: the VC picked as the frame starts
-                elif not input_queued(t.nodes[src]) and (queue_spec(t.nodes[src]) is not None or pfc_on(rx)):  # a queue per class (emu.pause)
+                elif not input_queued(t.nodes[src]) and (qspec[src] is not None or pfc[dst]):  # a queue per class (emu.pause)
                     op.flow = PrioQueues(framing=op.framing)
-                    qs = queue_spec(t.nodes[src])
+                    qs = qspec[src]
                     if qs is not None:
                         op.flow.quanta = qs.quanta  # (None: strict priority)
                 outs[src].append(op)
@@ -240,9 +242,9 @@ def _build_elements(dom: Domain, plan: Plan, index: int, address: str, key: byte
                 elif finite:
                     ip.buf = BufferState(rx.spec.vcs, rx.spec.vc_buffer_bytes, rx.spec.pool_bytes,
                                          rx.spec.credit_delay_ns)
-                if pfc_on(rx):  # PFC at this ingress; PAUSE frames come in where the sender has PFC
+                if pfc[dst]:  # PFC at this ingress; PAUSE frames come in where the sender has PFC
                     ip.buf = Ingress(rx.spec.queues, quanta_ns(rx.spec.queues.pause_quanta, link.spec.bandwidth_bps))
-                elif pfc_on(t.nodes[src]) and ip.buf is None and not input_queued(rx):
+                elif pfc[src] and ip.buf is None and not input_queued(rx):
                     ip.buf = Ingress()
                 ins[dst].append(ip)
     cache: dict = {"seed": plan.run.seed}

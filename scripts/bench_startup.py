@@ -72,7 +72,8 @@ def fattree_argv(size: str, processes: int) -> list[str]:
 
 
 def tree_env(tree: str | None) -> dict:
-    """The environment that runs ``tree``'s code (None: this checkout's), bytecode cached."""
+    """The environment that runs ``tree``'s code (None: this checkout's), bytecode cached. (Every
+    command runs in a folder of its own: ``python -m emu`` puts the working folder first on the path.)"""
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     if tree:
@@ -95,7 +96,7 @@ def whole(argv: list[str], env: dict) -> dict:
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
         done = subprocess.run([sys.executable, "-m", "emu", *argv], capture_output=True, text=True,
-                              env={**env, "EMU_TIMELINE": tl})
+                              env={**env, "EMU_TIMELINE": tl}, cwd=tmp)
         wall = time.monotonic() - t0
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode:
@@ -136,8 +137,9 @@ def parts(r: dict) -> dict:
 
 def modules(argv: list[str], env: dict) -> int:
     """Modules the command imports (``-X importtime``'s lines: one per module, the first import)."""
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "emu", *argv], capture_output=True, text=True,
-                          env=env)
+    with tempfile.TemporaryDirectory() as tmp:
+        done = subprocess.run([sys.executable, "-X", "importtime", "-m", "emu", *argv], capture_output=True, text=True,
+                              env=env, cwd=tmp)
     return sum(1 for line in done.stderr.splitlines() if line.startswith("import time:") and "|" in line
                and "cumulative" not in line)
 
@@ -173,7 +175,7 @@ def warm_calls(cycles: int, env: dict) -> dict:
         out = os.path.join(d, "child.json")
         spec = {"argv": mesh_argv(cycles, os.path.join(d, "r.json"))}
         subprocess.run([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec), "--json", out],
-                       env=env, check=True)
+                       env=env, check=True, cwd=d)
         with open(out) as f:
             return json.load(f)
 
@@ -184,7 +186,7 @@ def instructions(argv: list[str], env: dict) -> int:
         out = os.path.join(d, "cg.out")
         subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--cache-sim=no",
                         sys.executable, "-m", "emu", *argv], env={**env, "PYTHONHASHSEED": "0"}, check=True,
-                       capture_output=True)
+                       capture_output=True, cwd=d)
         with open(out) as f:
             total = re.search(r"^(?:summary|totals): (\d+)", f.read(), re.M)
         return int(total.group(1)) if total else 0
