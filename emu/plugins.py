@@ -85,3 +85,36 @@ def others(group: str, known) -> str:
     package (not this one) declares in ``group`` that is not among ``known`` yet."""
     return "".join(f", {n} (from {pkg})" for n, pkg in sorted(provided(group).items())
                    if n not in known and pkg != "hpc-emu")
+
+
+def installed_version(dist: str = "hpc-emu") -> str | None:
+    """The version of the installed distribution ``dist``, read from the ``Version:`` line of its
+    ``NAME-VERSION.dist-info/METADATA`` -- the first on the import path, as ``importlib.metadata.version``
+    finds it -- without importing ``importlib.metadata`` (and the email parser it reads metadata
+    with: some 50 ms of a command's start-up). None where it is not installed that way (an egg,
+    a zip): then ask ``importlib.metadata``."""
+    import os
+    import re
+
+    def norm(text: str) -> str:
+        return re.sub(r"[-_.]+", "_", text).lower()
+
+    want = norm(dist)
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if not (name.endswith(".dist-info") and norm(name.partition("-")[0]) == want):
+                continue
+            try:
+                with open(os.path.join(entry or ".", name, "METADATA"), encoding="utf-8") as f:
+                    for line in f:
+                        if line.startswith("Version:"):
+                            return line.split(":", 1)[1].strip()
+                        if not line.strip():  # (the headers end at the first empty line)
+                            break
+            except OSError:
+                pass
+    return None

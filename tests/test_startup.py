@@ -89,10 +89,26 @@ def test_a_run_imports_only_what_it_uses(tmp_path):
     mods = _imported(run)
     assert "emu.wire.fabric" in mods and "emu.switch.iq" in mods  # (it ran)
     assert sorted(m for m in NOT_NEEDED if m in mods) == []
-    assert "importlib.metadata" not in mods  # (no --json: the version is not read, no plug-in is looked up)
+    assert "importlib.metadata" not in mods  # (no plug-in looked up)
     with_json = _imported([*run, "--json", str(tmp_path / "r.json")])
-    assert "importlib.metadata" in with_json  # (the run record names the version)
-    assert json.loads((tmp_path / "r.json").read_text())["run"]["version"]
+    assert "importlib.metadata" not in with_json  # (the run record's version read from the METADATA file)
+    from importlib.metadata import version
+
+    assert json.loads((tmp_path / "r.json").read_text())["run"]["version"] == version("hpc-emu")
+
+
+def test_the_installed_version_is_importlib_metadatas(tmp_path, monkeypatch):
+    from importlib.metadata import version
+
+    from emu.plugins import installed_version
+
+    assert installed_version("hpc-emu") == installed_version("hpc_emu") == version("hpc-emu")
+    assert installed_version("no-such-dist") is None
+    info = tmp_path / "my.pkg-2.5rc1.dist-info"  # the first on the path wins, as importlib.metadata finds it
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my.pkg\nVersion: 2.5rc1\n\nVersion: 9\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert installed_version("My-Pkg") == version("My-Pkg") == "2.5rc1"
 
 
 def test_scapy_dissects_the_fabric_after_the_emulator_is_imported():

@@ -33,6 +33,11 @@ def run_epilog() -> str:
 def version() -> str:
     """The installed package's version (its metadata), as ``emu --version`` prints it (read once per
     process: reading the metadata takes milliseconds, and a run's record asks again)."""
+    from ..plugins import installed_version
+
+    fast = installed_version("hpc-emu")
+    if fast is not None:
+        return fast
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as installed
 

@@ -82,6 +82,11 @@ def resolved_settings(spec: str, config: dict, cli_defaults: dict, settings: dic
 @functools.cache
 def version() -> str:
     """The installed package's version (as ``emu --version`` prints it; read once per process)."""
+    from ..plugins import installed_version
+
+    fast = installed_version("hpc-emu")
+    if fast is not None:
+        return fast
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as installed
 
