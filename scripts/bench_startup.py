@@ -216,7 +216,8 @@ def main(argv=None) -> int:
         raise SystemExit("bench_startup: --repeat and --cycles must be at least 1")
     trees = [("before", a.before), ("after", a.tree)] if a.before else [("", a.tree)]
     envs = {label: tree_env(tree) for label, tree in trees}
-    out = tempfile.mkdtemp(prefix="bench_startup_")
+    tmp = tempfile.TemporaryDirectory(prefix="bench_startup_")  # (removed at exit)
+    out = tmp.name
     commands = {"mesh 4x4": mesh_argv(a.cycles, os.path.join(out, "r.json")),
                 "fattree, 1 process": fattree_argv(a.size, 1), "fattree, 2 processes": fattree_argv(a.size, 2)}
     print(f"{os.cpu_count()} cores; CPU seconds of the main process (medians of {a.repeat}; trees alternating)"
