@@ -5,6 +5,9 @@
  * emu/_core.c, one translation unit; called from csrc/window.h's element_window and csrc/credits.h's
  * credit_in_c).
  *
+ * The engine's state these read and write at every call is in its slots (InputQueuedEngine.__slots__),
+ * at the offsets iq_setup found; the rest (credit_out, the methods set on the object) in its dict.
+ *
  * Plain: the engine of exactly the class given to iq_setup, that class's on_timer / on_credit still
  * the ones it had then, none set on the object, and its compiled round chosen (``_cst`` a tuple:
  * CoreRound._core_state); on_timer's also no switch timer of its own due (link tests, processing
@@ -111,7 +114,7 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
         (v[T_BTIMER] != Py_None && bt <= now))
         return 1; /* (the switch's own timer due: Python injects its frames) */
     /* (held for the call, as Python's locals and arguments hold them: the round may run Python's up or
-     * credit_out, which could rebind the engine's _cst, _up or credit_out and free what the dict held) */
+     * credit_out, which could rebind the engine's _cst, _up or credit_out and free what it held) */
     PyObject *hold[4] = {Py_NewRef(eng), Py_NewRef(cs), Py_NewRef(v[T_UP]), Py_NewRef(v[T_COUT])};
     PyObject *st = PyTuple_GET_ITEM(cs, 1), *ks = PyTuple_GET_ITEM(cs, 2), *fresh = Py_NewRef(v[T_FRESH]);
     PyObject *out = NULL, *granted = Py_NewRef(v[T_GRANTED]), *t = NULL;
