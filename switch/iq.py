@@ -100,6 +100,12 @@ class InputQueuedEngine(CoreRound, Rounds, Allocators, SegmentCut, SwitchEngine)
     """Plain stores (the rounds store per frame): its own ``receive`` makes ``plain_table`` None for
     good, so there is nothing for ``SwitchEngine.__setattr__`` to keep."""
 
+    __slots__ = ("_cst", "_crx", "_btimer", "_next", "_rnow", "_granted", "_fresh", "_up", "slot", "timer", "active",
+                 "iq_stats", "_tail_wait")
+    """The state the timer, credit and receive read and write at every call, in slots (the rest in the
+    instance's ``__dict__``): the compiled core (``emu/csrc/iqtimer.h``) reads and writes them at their
+    offsets instead of looking them up by name."""
+
     downstream: list = field(default_factory=list)
     """Per output port: None (the receiver's buffers are unbounded: no credits) or (vcs, bytes per
     VC, credit unit in bytes, bytes of its shared pool)."""
@@ -160,7 +166,7 @@ class InputQueuedEngine(CoreRound, Rounds, Allocators, SegmentCut, SwitchEngine)
     @ports.setter
     def ports(self, view) -> None:  # the element's port view, seen through this router's buffers
         self.__dict__["_view"] = None if view is None else IQView(view, self)
-        self.__dict__["_up"] = None if view is None else view.up
+        self._up = None if view is None else view.up
 
     def setup(self, nports: int, group_select) -> None:
         """Size the state for ``nports`` linked ports (port ``nports`` is the internal one)."""

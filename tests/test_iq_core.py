@@ -246,3 +246,40 @@ def test_a_round_state_holding_other_functions_is_called_as_python_does(tmp_path
     assert calls[0] > 0 and calls[1] > 0
     assert did["iq_timers"] == 0  # (every on_timer Python's, calling the tuple's functions)
     assert comp == pure
+
+
+@needs_core
+def test_the_state_the_core_keeps_in_slots_is_what_python_reads(tmp_path, monkeypatch):
+    """The timer, credit and receive state the compiled twins read and write at their slots' offsets
+    (``InputQueuedEngine.__slots__``: next round, last round, timer, granted, stats, active VCs, ...)
+    is, at the end of a run, what the pure-Python run leaves in every router, read as Python reads it;
+    none of it in the objects' ``__dict__``."""
+    from bench_iq import SAT
+
+    from emu.switch.iq import InputQueuedEngine
+    made: list = []
+    init = InputQueuedEngine.__init__
+
+    def init_kept(self, *a, **kw):
+        init(self, *a, **kw)
+        made.append(self)
+
+    monkeypatch.setattr(InputQueuedEngine, "__init__", init_kept)
+
+    def state(e) -> tuple:
+        assert not set(InputQueuedEngine.__slots__) & set(vars(e))
+        return (e.name, e._next, e._rnow, e.timer, e._granted, e._btimer, e.slot, dict(e.iq_stats), list(e.active),
+                len(e._fresh), dict(e._tail_wait), e._up is not None)
+
+    load, core = SAT[(4, 8, 1)] * 0.9, native.CORE
+    _run_uncaptured(tmp_path, None, monkeypatch, "mesh:k=4,n=2", 8, 1, load, 40)
+    pure = sorted(state(e) for e in made)
+    made.clear()
+    before = core.counts()
+    _run_uncaptured(tmp_path, core, monkeypatch, "mesh:k=4,n=2", 8, 1, load, 40)
+    did = {k: v - before[k] for k, v in core.counts().items()}
+    assert did["iq_timers"] > 0 and did["iq_credits"] > 0 and did["iq_frames"] > 0
+    assert all(e._cst for e in made)  # (the compiled round chosen in every router)
+    comp = sorted(state(e) for e in made)
+    assert len(comp) == 16 and sum(s[7]["rounds"] for s in comp) > 0
+    assert comp == pure

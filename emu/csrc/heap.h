@@ -6,9 +6,13 @@
  * with the comparison of the entries (time, port, sequence, ...) done on their leading integers */
 /* a < b: 1, 0, or -1 (error). Entries are tuples led by integers (an element's (time, port,
  * sequence, ...), a domain's (time, index)): compared on up to three of them, as far as needed;
- * anything else (or all of them equal) as heapq compares it. */
+ * two ints that fit 64 bits (the input-queued router's keys) directly; anything else (or all of them
+ * equal) as heapq compares it. */
 static int entry_lt(PyObject *a, PyObject *b)
 {
+    long long ia, ib;
+    if (PyLong_CheckExact(a) && PyLong_CheckExact(b) && get_ll(a, &ia) && get_ll(b, &ib))
+        return ia < ib; /* (plain ints: the input-queued router's keys) */
     if (PyTuple_CheckExact(a) && PyTuple_CheckExact(b)) {
         Py_ssize_t n = PyTuple_GET_SIZE(a) < PyTuple_GET_SIZE(b) ? PyTuple_GET_SIZE(a) : PyTuple_GET_SIZE(b);
         if (n > 3)

@@ -131,6 +131,19 @@ static inline PyObject *pair_ll(long long a, long long b)
     return tuple_steal(2, (PyObject *[]){PyLong_FromLongLong(a), PyLong_FromLongLong(b)});
 }
 
+/* the key (o, w) of wait_vc and _tail_wait: a new reference, from a cache for small o and w (a tuple
+ * of two ints never changes; bounded: 256 outputs x 64 VCs) */
+static PyObject *ow_keys[256][64];
+static PyObject *ow_key(long long o, long long w)
+{
+    if (o < 0 || o >= 256 || w < 0 || w >= 64)
+        return pair_ll(o, w);
+    PyObject **k = &ow_keys[o][w];
+    if (*k == NULL && (*k = pair_ll(o, w)) == NULL)
+        return NULL;
+    return Py_NewRef(*k);
+}
+
 /* [start, done, n, cut, c, []]: a line's entry (Py_BuildValue's "[LLLOO[]]", without its format) */
 static PyObject *line_entry(long long start, long long done, long long n, PyObject *cut, PyObject *c)
 {
@@ -415,7 +428,7 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
         IWR(c, c_sa_at, va_at);
         long long cn, pv, port, vc, wn = 0, wb = 0;
         IRD(c, c_n, cn);
-        PyObject *key = pair_ll(o, w);
+        PyObject *key = ow_key(o, w);
         if (key == NULL)
             return -1;
         PyObject *old = PyDict_GetItemWithError(z->s[IS_WAITVC], key);
@@ -446,16 +459,13 @@ fail:
     return -1;
 }
 
-/* ``_va_round``: VC allocation at the outputs with requests */
-static int iq_va_round(IQ *z, int again)
+/* ``_va_round``'s body for the output ``oobj`` (a key of va, held by the caller) */
+static int iq_va_one(IQ *z, int again, PyObject *oobj)
 {
     PyObject *va = z->s[IS_VA], *chk = z->s[IS_CHK], *sa = z->s[IS_SA];
     long long now = z->now, INF_ = z->k[IK_INF];
-    PyObject *keys = PyDict_Keys(va);
-    if (keys == NULL)
-        return -1;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys); i++) {
-        PyObject *oobj = PyList_GET_ITEM(keys, i), *ask = NULL;
+    {
+        PyObject *ask = NULL;
         long long o, ck = 0;
         if (!get_ll(oobj, &o) || dict_ll(chk, oobj, 0, &ck) < 0) {
             iq_bad("an output is not an integer");
@@ -467,7 +477,7 @@ static int iq_va_round(IQ *z, int again)
             goto fail;
         }
         if (ck > now)
-            continue;
+            return 0;
         Py_INCREF(reqs);
         if (again) {
             ask = PyList_New(0);
@@ -486,7 +496,7 @@ static int iq_va_round(IQ *z, int again)
             if (!PyList_GET_SIZE(ask)) {
                 Py_DECREF(ask);
                 Py_DECREF(reqs);
-                continue;
+                return 0;
             }
         } else {
             ask = Py_NewRef(reqs);
@@ -525,9 +535,7 @@ static int iq_va_round(IQ *z, int again)
             if (!PyList_GET_SIZE(left)) {
                 Py_DECREF(left);
                 Py_DECREF(reqs);
-                if (PyDict_DelItem(va, oobj) < 0)
-                    goto fail;
-                continue;
+                return PyDict_DelItem(va, oobj);
             }
             int rc = PyDict_SetItem(va, oobj, left);
             Py_DECREF(left);
@@ -552,19 +560,30 @@ static int iq_va_round(IQ *z, int again)
             if (now < f && f < t)
                 t = f;
         }
-        if (dict_set_ll(chk, oobj, t) < 0)
-            goto fail;
-        continue;
+        return dict_set_ll(chk, oobj, t);
     fail_r:
         Py_XDECREF(ask);
         Py_DECREF(reqs);
-        goto fail;
     }
-    Py_DECREF(keys);
-    return 0;
 fail:
-    Py_DECREF(keys);
     return -1;
+}
+
+/* ``_va_round``: VC allocation at the outputs with requests (``for o in list(va)``, in place: nothing
+ * here adds a key to va -- a value replaced or a key deleted leaves the other entries where they are
+ * -- and no Python code runs) */
+static int iq_va_round(IQ *z, int again)
+{
+    Py_ssize_t pos = 0;
+    PyObject *oobj, *reqs;
+    while (PyDict_Next(z->s[IS_VA], &pos, &oobj, &reqs)) {
+        Py_INCREF(oobj); /* (its entry may go) */
+        int rc = iq_va_one(z, again, oobj);
+        Py_DECREF(oobj);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* ``_credit``: the room of a packet's part back to its sender */
@@ -791,7 +810,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
             goto fail;
         }
         Py_SETREF(((PyListObject *)hold)->ob_item[w], Py_NewRef(Py_None));
-        PyObject *key = pair_ll(o, w);
+        PyObject *key = ow_key(o, w);
         if (key == NULL)
             goto fail;
         PyObject *old = PyDict_GetItemWithError(z->s[IS_WAITVC], key);
@@ -875,16 +894,28 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
     }
     if (!remake && setpool && PyBytes_GET_SIZE(frame) > foff)
         remake = (((unsigned char)PyBytes_AS_STRING(frame)[foff] & fpool) != 0) != pool;
-    if (remake) {
-        PyObject *ba = PyByteArray_FromObject(frame);
-        Py_DECREF(frame);
-        if (ba == NULL)
+    if (remake) { /* (bytes(bytearray(frame)) with its bytes set: a new bytes object, written before anyone sees it) */
+        PyObject *src = frame;
+        if (!PyBytes_CheckExact(src)) {
+            PyObject *ba = PyByteArray_FromObject(src);
+            Py_DECREF(src);
+            if (ba == NULL)
+                goto fail;
+            src = ba;
+        }
+        int isb = PyBytes_CheckExact(src);
+        Py_ssize_t n = isb ? PyBytes_GET_SIZE(src) : PyByteArray_GET_SIZE(src);
+        frame = PyBytes_FromStringAndSize(NULL, n); /* (a new object of its own, the empty one aside: written only at len > 0) */
+        if (frame != NULL)
+            memcpy(PyBytes_AS_STRING(frame), isb ? PyBytes_AS_STRING(src) : PyByteArray_AS_STRING(src), (size_t)n);
+        Py_DECREF(src);
+        if (frame == NULL)
             goto fail;
-        unsigned char *d = (unsigned char *)PyByteArray_AS_STRING(ba);
-        Py_ssize_t len = PyByteArray_GET_SIZE(ba);
+        unsigned char *d = (unsigned char *)PyBytes_AS_STRING(frame);
+        Py_ssize_t len = PyBytes_GET_SIZE(frame);
         if (setvc) {
             if (len <= voff || w < 0 || w > 255) {
-                Py_DECREF(ba);
+                Py_DECREF(frame);
                 PyErr_SetString(PyExc_IndexError, "bytearray index out of range");
                 goto fail;
             }
@@ -892,10 +923,6 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
         }
         if (setpool && len > foff)
             d[foff] = pool ? (d[foff] | fpool) : (d[foff] & ~fpool & 0xFF);
-        frame = PyBytes_FromStringAndSize((const char *)d, len);
-        Py_DECREF(ba);
-        if (frame == NULL)
-            goto fail;
     }
     long long left, ex, hx;
     IRD(pkt, p_left, left);
@@ -963,23 +990,38 @@ static void sort_cands(Cand *a, Py_ssize_t n) /* stable, by (p, key2) */
     }
 }
 
+/* the candidates' two arrays, twice as long (their first n kept): 0, or -1 with an error (the arrays
+ * as they were) */
+#define IQ_CANDS 64
+static int iq_cands_grow(Cand **cd, Cand **pk, Cand *cd_s, Cand *pk_s, Py_ssize_t *cap, Py_ssize_t n)
+{
+    Py_ssize_t m = *cap * 2;
+    Cand *a = PyMem_Malloc(sizeof(Cand) * m), *b = PyMem_Malloc(sizeof(Cand) * m);
+    if (a == NULL || b == NULL) {
+        PyMem_Free(a);
+        PyMem_Free(b);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(a, *cd, sizeof(Cand) * n);
+    if (*cd != cd_s)
+        PyMem_Free(*cd);
+    if (*pk != pk_s)
+        PyMem_Free(*pk);
+    *cd = a;
+    *pk = b;
+    *cap = m;
+    return 0;
+}
+
 /* ``_sa_round`` with ``_separable``, then ``_grant`` of each grant: the list of what leaves */
 static PyObject *iq_sa_round(IQ *z, int again)
 {
     PyObject *sa = z->s[IS_SA], *out = NULL;
     long long now = z->now;
-    Py_ssize_t cap = 0, n = 0, pos = 0;
+    Py_ssize_t cap = IQ_CANDS, n = 0, pos = 0;
     PyObject *oobj, *lst;
-    while (PyDict_Next(sa, &pos, &oobj, &lst))
-        cap += PyList_Check(lst) ? PyList_GET_SIZE(lst) : 0;
-    Cand *cd = PyMem_Malloc(sizeof(Cand) * (cap ? cap : 1));
-    Cand *pk = PyMem_Malloc(sizeof(Cand) * (cap ? cap : 1));
-    if (cd == NULL || pk == NULL) {
-        PyMem_Free(cd);
-        PyMem_Free(pk);
-        return PyErr_NoMemory();
-    }
-    pos = 0;
+    Cand cd_s[IQ_CANDS], pk_s[IQ_CANDS], *cd = cd_s, *pk = pk_s; /* (on the stack; more: grown on the heap) */
     while (PyDict_Next(sa, &pos, &oobj, &lst)) {
         long long o, x, vc, rank;
         if (!get_ll(oobj, &o) || li(z->s[IS_OUTR], o, &x) < 0) {
@@ -996,7 +1038,7 @@ static PyObject *iq_sa_round(IQ *z, int again)
             iq_bad("an output's copies are not a list");
             goto done;
         }
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lst) && n < cap; i++) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lst); i++) {
             PyObject *c = PyList_GET_ITEM(lst, i);
             long long sa_at, sa_try, p, ovc, vpart, need;
             if (Py_TYPE(c) != CopyT) {
@@ -1029,6 +1071,8 @@ static PyObject *iq_sa_round(IQ *z, int again)
             }
             IRD(pkt, p_vc, vc);
             IRD(c, c_rank, rank);
+            if (n == cap && iq_cands_grow(&cd, &pk, cd_s, pk_s, &cap, n) < 0)
+                goto done;
             cd[n].c = c;
             cd[n].p = p;
             cd[n].v = vc;
@@ -1110,8 +1154,10 @@ bad:
 done:
     if (out == NULL && !PyErr_Occurred())
         iq_bad("a copy's field is not an integer");
-    PyMem_Free(cd);
-    PyMem_Free(pk);
+    if (cd != cd_s)
+        PyMem_Free(cd);
+    if (pk != pk_s)
+        PyMem_Free(pk);
     return out;
 }
 

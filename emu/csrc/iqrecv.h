@@ -19,6 +19,8 @@
 static PyObject *s_uncharged, *s_routes, *s_choose, *s_pending, *s_vc_select, *s_held, *s_cut_through_rx, *s_next_rx,
     *s_timer_rx, *s_hol_waits, *s_forwarded_rx, *rx_inf;
 static unsigned long long n_iq_received;
+static PyTypeObject *rx_engt;            /* switch.iq.InputQueuedEngine (set by iqtimer_setup) */
+static Py_ssize_t rx_off_next, rx_off_timer; /* its slots _next and timer (csrc/iqtimer.h) */
 
 enum { RX_INS, RX_LINES, RX_OCC, RX_PEAK, RX_ARR, RX_Q, RX_ACTIVE, RX_RCQ, RX_WAITN, RX_WAITB, RX_IQSTATS, RX_STATS,
        RX_PRIOPORTS, RX_ADD, RX_V, RX_VCBYTES, RX_GROUPS, RX_VMAX, RX_RK, RX_RC, RX_VCT, RX_NPORTS, RX_VCOFF, RX_FLAGPOOL, RX_N };
@@ -59,10 +61,44 @@ static PyObject *rx_cached(PyObject *d, long long key, Py_ssize_t want)
     return t != NULL && PyTuple_CheckExact(t) && PyTuple_GET_SIZE(t) == want ? t : NULL;
 }
 
+/* getattr(eng, name), a new reference: from the instance dict directly when Python's generic getattr
+ * would take it from there (no data descriptor of that name on the class, no __getattribute__ or
+ * __getattr__ of its own), else by PyObject_GetAttr */
+static PyObject *iq_attr(PyObject *eng, PyObject *name)
+{
+    PyTypeObject *t = Py_TYPE(eng);
+    if (t->tp_getattro == PyObject_GenericGetAttr) {
+        PyObject *ca = _PyType_Lookup(t, name), **dp;
+        if ((ca == NULL || Py_TYPE(ca)->tp_descr_set == NULL) && (dp = _PyObject_GetDictPtr(eng)) != NULL &&
+            *dp != NULL && PyDict_CheckExact(*dp)) {
+            PyObject *v = PyDict_GetItemWithError(*dp, name);
+            if (v != NULL)
+                return Py_NewRef(v);
+            if (PyErr_Occurred())
+                return NULL;
+        }
+    }
+    return PyObject_GetAttr(eng, name);
+}
+
+/* setattr(eng, name, v): into the instance dict directly when Python's generic setattr would put it
+ * there (no data descriptor of that name on the class, no __setattr__ of its own) */
+static int iq_setattr(PyObject *eng, PyObject *name, PyObject *v)
+{
+    PyTypeObject *t = Py_TYPE(eng);
+    if (t->tp_setattro == PyObject_GenericSetAttr) {
+        PyObject *ca = _PyType_Lookup(t, name), **dp;
+        if ((ca == NULL || Py_TYPE(ca)->tp_descr_set == NULL) && (dp = _PyObject_GetDictPtr(eng)) != NULL &&
+            *dp != NULL && PyDict_CheckExact(*dp))
+            return PyDict_SetItem(*dp, name, v);
+    }
+    return PyObject_SetAttr(eng, name, v);
+}
+
 /* an attribute of the engine is None / an empty set: 1, 0 (not), -1 (error) */
 static int rx_none(PyObject *eng, PyObject *name)
 {
-    PyObject *v = PyObject_GetAttr(eng, name);
+    PyObject *v = iq_attr(eng, name);
     if (v == NULL)
         return -1;
     int r = v == Py_None;
@@ -107,7 +143,7 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (n < C_HDR_LEN || w[12] != C_ET_HI || w[13] != C_ET_LO || decline[w[C_PTYPE_OFF]] ||
         (w[C_FLAGS_OFF] & C_FLAG_BCAST) || w[C_HOPS_OFF] >= C_MAX_HOPS)
         goto decline;
-    PyObject *un = PyObject_GetAttr(eng, s_uncharged);
+    PyObject *un = iq_attr(eng, s_uncharged);
     if (un == NULL)
         return NULL;
     int charged = un == Py_False;
@@ -122,7 +158,7 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
         if (!r)
             goto decline;
     }
-    PyObject *ct = PyObject_GetAttr(eng, s_cut_through_rx);
+    PyObject *ct = iq_attr(eng, s_cut_through_rx);
     if (ct == NULL)
         return NULL;
     int cut = ct != Py_False;
@@ -130,7 +166,7 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (cut)
         goto decline;
     long long dst = (long long)be(w + C_DST_OFF, 4), out;
-    PyObject *routes = PyObject_GetAttr(eng, s_routes);
+    PyObject *routes = iq_attr(eng, s_routes);
     if (routes == NULL)
         return NULL;
     int routed = PyList_CheckExact(routes) && dst < PyList_GET_SIZE(routes) &&
@@ -138,7 +174,7 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
     Py_DECREF(routes);
     if (!routed)
         goto decline;
-    PyObject *held = PyObject_GetAttr(eng, s_held);
+    PyObject *held = iq_attr(eng, s_held);
     if (held == NULL)
         return NULL;
     int free_ = PyAnySet_CheckExact(held) && PySet_GET_SIZE(held) == 0;
@@ -288,7 +324,10 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
         Py_XDECREF(kk);
         if (bad || push_int(rx[RX_RCQ], rc_at * k[RX_RK] + key) < 0)
             goto fail;
-        PyObject *nx = PyObject_GetAttr(eng, s_next_rx);
+        int mine = Py_TYPE(eng) == rx_engt; /* (its slots at their offsets; any other engine by name) */
+        PyObject *nx = mine ? Py_XNewRef(SLOT(eng, rx_off_next)) : iq_attr(eng, s_next_rx);
+        if (nx == NULL && mine)
+            PyErr_SetString(PyExc_AttributeError, "InputQueuedEngine: _next unset");
         long long nxv;
         int got = nx != NULL && get_ll(nx, &nxv);
         Py_XDECREF(nx);
@@ -298,14 +337,25 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
         }
         if (rc_at < nxv) { /* (``_wake_at``) */
             PyObject *t = PyLong_FromLongLong(rc_at), *tt = NULL;
-            if (t == NULL || PyObject_SetAttr(eng, s_next_rx, t) < 0 || (tt = PyObject_GetAttr(eng, s_timer_rx)) == NULL) {
+            if (t != NULL && mine) {
+                Py_XSETREF(SLOT(eng, rx_off_next), Py_NewRef(t));
+                tt = Py_XNewRef(SLOT(eng, rx_off_timer));
+                if (tt == NULL)
+                    PyErr_SetString(PyExc_AttributeError, "InputQueuedEngine: timer unset");
+            }
+            if (t == NULL || (!mine && (iq_setattr(eng, s_next_rx, t) < 0 || (tt = iq_attr(eng, s_timer_rx)) == NULL)) ||
+                tt == NULL) {
                 Py_XDECREF(t);
                 goto fail;
             }
             long long ttv;
             int later = tt == Py_None || (get_ll(tt, &ttv) && rc_at < ttv);
             Py_DECREF(tt);
-            int bad2 = later && PyObject_SetAttr(eng, s_timer_rx, t) < 0;
+            int bad2 = 0;
+            if (later && mine)
+                Py_XSETREF(SLOT(eng, rx_off_timer), Py_NewRef(t));
+            else if (later)
+                bad2 = iq_setattr(eng, s_timer_rx, t) < 0;
             Py_DECREF(t);
             if (bad2)
                 goto fail;

@@ -5,6 +5,9 @@
  * emu/_core.c, one translation unit; called from csrc/window.h's element_window and csrc/credits.h's
  * credit_in_c).
  *
+ * The engine's state these read and write at every call is in its slots (InputQueuedEngine.__slots__),
+ * at the offsets iq_setup found; the rest (credit_out, the methods set on the object) in its dict.
+ *
  * Plain: the engine of exactly the class given to iq_setup, that class's on_timer / on_credit still
  * the ones it had then, none set on the object, and its compiled round chosen (``_cst`` a tuple:
  * CoreRound._core_state); on_timer's also no switch timer of its own due (link tests, processing
@@ -22,7 +25,14 @@ static const char *t_names[T_N] = {"_cst", "_btimer", "_next", "_rnow", "iq_stat
                                    "credit_out", "_granted", "slot", "timer", "_tail_wait", "on_timer", "on_credit",
                                    "rounds", "repeats", "receive", "_crx"};
 static PyObject *t_s[T_N];
+static Py_ssize_t t_off[T_N]; /* the slots' offsets in the class's objects (0: not a slot, read from the dict) */
 static unsigned long long n_iq_timers, n_iq_credits, n_iq_frames;
+
+/* the engine's slot ``k`` (borrowed; NULL when unset), for an engine of exactly IQEngT */
+#define ESLOT(eng, k) SLOT(eng, t_off[k])
+
+/* the engine's slot ``k`` = v (a new reference to v taken) */
+static inline void eslot_set(PyObject *eng, int k, PyObject *v) { Py_XSETREF(ESLOT(eng, k), Py_NewRef(v)); }
 
 static int iqtimer_setup(PyObject *cls)
 {
@@ -40,6 +50,17 @@ static int iqtimer_setup(PyObject *cls)
         PyErr_SetString(PyExc_TypeError, "iq_setup: the class has no on_timer, on_credit or receive");
         return -1;
     }
+    /* (switch/iq.py's InputQueuedEngine.__slots__: the state read and written at every call) */
+    static const int slotted[] = {T_CST, T_BTIMER, T_NEXT, T_RNOW, T_STATS, T_ACTIVE, T_FRESH, T_UP, T_GRANTED, T_SLOT,
+                                  T_TIMER, T_TAILW, T_CRX};
+    Py_ssize_t off[T_N] = {0};
+    for (size_t k = 0; k < sizeof slotted / sizeof slotted[0]; k++)
+        if (slot_offset((PyTypeObject *)cls, t_names[slotted[k]], &off[slotted[k]]) < 0)
+            return -1;
+    memcpy(t_off, off, sizeof off);
+    rx_off_next = off[T_NEXT];
+    rx_off_timer = off[T_TIMER];
+    Py_XSETREF(rx_engt, (PyTypeObject *)Py_NewRef(cls));
     Py_XSETREF(iq_fn_receive, Py_NewRef(fr));
     Py_XSETREF(iq_fn_timer, Py_NewRef(ft));
     Py_XSETREF(iq_fn_credit, Py_NewRef(fc));
@@ -63,7 +84,7 @@ static PyObject *iq_plain_dict(PyObject *eng, PyObject *fn, int name, PyObject *
     PyObject **dp = _PyObject_GetDictPtr(eng);
     if (dp == NULL || *dp == NULL || !PyDict_CheckExact(*dp))
         return NULL;
-    PyObject *d = *dp, *c = PyDict_GetItemWithError(d, t_s[T_CST]);
+    PyObject *d = *dp, *c = ESLOT(eng, T_CST);
     if (c == NULL || !PyTuple_CheckExact(c) || PyTuple_GET_SIZE(c) != 4 || !iq_is_core_fn(PyTuple_GET_ITEM(c, 0), iq_round) ||
         !iq_is_core_fn(PyTuple_GET_ITEM(c, 3), iq_retime) || PyDict_GetItemWithError(d, t_s[name]) != NULL) {
         PyErr_Clear();
@@ -82,7 +103,7 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
         return 1;
     PyObject *v[T_N];
     for (int k = T_BTIMER; k <= T_TIMER; k++)
-        if ((v[k] = PyDict_GetItemWithError(d, t_s[k])) == NULL) {
+        if ((v[k] = k == T_COUT ? PyDict_GetItemWithError(d, t_s[k]) : ESLOT(eng, k)) == NULL) {
             PyErr_Clear();
             return 1; /* (not set: Python's, which says so) */
         }
@@ -93,8 +114,8 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
         (v[T_BTIMER] != Py_None && bt <= now))
         return 1; /* (the switch's own timer due: Python injects its frames) */
     /* (held for the call, as Python's locals and arguments hold them: the round may run Python's up or
-     * credit_out, which could rebind the engine's _cst, _up or credit_out and free what the dict held) */
-    PyObject *hold[4] = {Py_NewRef(d), Py_NewRef(cs), Py_NewRef(v[T_UP]), Py_NewRef(v[T_COUT])};
+     * credit_out, which could rebind the engine's _cst, _up or credit_out and free what it held) */
+    PyObject *hold[4] = {Py_NewRef(eng), Py_NewRef(cs), Py_NewRef(v[T_UP]), Py_NewRef(v[T_COUT])};
     PyObject *st = PyTuple_GET_ITEM(cs, 1), *ks = PyTuple_GET_ITEM(cs, 2), *fresh = Py_NewRef(v[T_FRESH]);
     PyObject *out = NULL, *granted = Py_NewRef(v[T_GRANTED]), *t = NULL;
     int rc = -1, again = rnow == now;
@@ -105,8 +126,8 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
     z.up = v[T_UP];
     z.credit_out = v[T_COUT];
     if (nxt <= now) { /* (Rounds._round, as on_timer inlines it) */
-        if (PyDict_SetItem(d, t_s[T_RNOW], tt) < 0 ||
-            dict_add(v[T_STATS], t_s[again ? T_REPEATS : T_ROUNDS], 1, 0, "iq_stats") < 0)
+        eslot_set(eng, T_RNOW, tt);
+        if (dict_add(v[T_STATS], t_s[again ? T_REPEATS : T_ROUNDS], 1, 0, "iq_stats") < 0)
             goto done;
         if (PyList_GET_SIZE(v[T_ACTIVE])) {
             if ((out = iq_round_with(&z, rargs, 7)) == NULL)
@@ -115,36 +136,35 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
             if (!g && again && (g = PyObject_IsTrue(granted)) < 0)
                 goto done;
             Py_SETREF(granted, Py_NewRef(g ? Py_True : Py_False));
-            if (PyDict_SetItem(d, t_s[T_GRANTED], granted) < 0)
-                goto done;
+            eslot_set(eng, T_GRANTED, granted);
         }
     }
     if (out == NULL && (out = PyList_New(0)) == NULL)
         goto done;
-    /* (``_retime``'s compiled twin; the dict read again: the round ran Python's credit_out) */
-    PyObject *slot = PyDict_GetItemWithError(d, t_s[T_SLOT]), *b = PyDict_GetItemWithError(d, t_s[T_BTIMER]);
+    /* (``_retime``'s compiled twin; the slots read again: the round ran Python's credit_out) */
+    PyObject *slot = ESLOT(eng, T_SLOT), *b = ESLOT(eng, T_BTIMER);
     if (slot == NULL || b == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_AttributeError, "InputQueuedEngine: slot or _btimer unset");
+        PyErr_SetString(PyExc_AttributeError, "InputQueuedEngine: slot or _btimer unset");
         goto done;
     }
+    Py_INCREF(slot);
     Py_INCREF(b);
     PyObject *args[6] = {st, ks, fresh, tt, granted, slot};
     t = iq_retime_with(&z, args, 6);
+    Py_DECREF(slot);
     long long tv, bv;
-    if (t == NULL || !get_ll(t, &tv) || PyDict_SetItem(d, t_s[T_NEXT], t) < 0) {
+    if (t == NULL || !get_ll(t, &tv)) {
         Py_DECREF(b);
         if (t != NULL && !PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "iq_retime: not an integer");
         goto done;
     }
+    eslot_set(eng, T_NEXT, t);
     PyObject *tm = t;
     if (b != Py_None && get_ll(b, &bv) && bv < tv)
         tm = b, tv = bv;
-    int bad = PyDict_SetItem(d, t_s[T_TIMER], tv >= inf ? Py_None : tm) < 0;
+    eslot_set(eng, T_TIMER, tv >= inf ? Py_None : tm);
     Py_DECREF(b);
-    if (bad)
-        goto done;
     *out_p = out;
     out = NULL;
     n_iq_timers++;
@@ -168,8 +188,7 @@ static int iq_on_credit(PyObject *eng, long long port, long long vc, long long n
     PyObject *cs, *d = iq_plain_dict(eng, iq_fn_credit, T_ONCREDIT, &cs);
     if (d == NULL || pool || frames)
         return 1;
-    PyObject *tw = PyDict_GetItemWithError(d, t_s[T_TAILW]), *nx = PyDict_GetItemWithError(d, t_s[T_NEXT]),
-             *tm = PyDict_GetItemWithError(d, t_s[T_TIMER]), *st = PyTuple_GET_ITEM(cs, 1);
+    PyObject *tw = ESLOT(eng, T_TAILW), *nx = ESLOT(eng, T_NEXT), *tm = ESLOT(eng, T_TIMER), *st = PyTuple_GET_ITEM(cs, 1);
     long long t, nv, tv = 0;
     if (tw == NULL || nx == NULL || tm == NULL || !PyDict_CheckExact(tw) || PyDict_GET_SIZE(tw) ||
         !PyTuple_CheckExact(st) || PyTuple_GET_SIZE(st) != IS_N || !get_ll(now, &t) || !get_ll(nx, &nv) ||
@@ -198,10 +217,10 @@ static int iq_on_credit(PyObject *eng, long long port, long long vc, long long n
     } else
         return n_iq_credits++, 0;
     if (t < nv) { /* (``_wake_at``) a copy waiting for this credit may go now */
-        if (PyDict_SetItem(d, t_s[T_NEXT], now) < 0)
-            return -1;
-        if ((tm == Py_None || t < tv) && PyDict_SetItem(d, t_s[T_TIMER], now) < 0)
-            return -1;
+        int later = tm == Py_None || t < tv; /* (tm read before _next's store may release it) */
+        eslot_set(eng, T_NEXT, now);
+        if (later)
+            eslot_set(eng, T_TIMER, now);
     }
     n_iq_credits++;
     return 0;
@@ -215,7 +234,7 @@ static int iq_on_receive(PyObject *eng, PyObject *frame, PyObject *port, PyObjec
     if (IQEngT == NULL || Py_TYPE(eng) != IQEngT || _PyType_Lookup(IQEngT, t_s[T_RECEIVE]) != iq_fn_receive)
         return 1;
     PyObject **dp = _PyObject_GetDictPtr(eng), *rx;
-    if (dp == NULL || *dp == NULL || (rx = PyDict_GetItemWithError(*dp, t_s[T_CRX])) == NULL || !PyTuple_CheckExact(rx) ||
+    if (dp == NULL || *dp == NULL || (rx = ESLOT(eng, T_CRX)) == NULL || !PyTuple_CheckExact(rx) ||
         PyTuple_GET_SIZE(rx) != 2 || PyDict_GetItemWithError(*dp, t_s[T_RECEIVE]) != NULL) {
         PyErr_Clear();
         return 1;
