@@ -149,7 +149,10 @@ def instructions(kind: str, iters: int, topo: str, direct: bool, prog: str, tmp:
         cmd = ["valgrind", "--tool=callgrind", "--trace-children=yes", "--cache-sim=no",
                f"--callgrind-out-file={out}/cg.%p", sys.executable, "-m", "emu", "mpirun", "-n", "2", "--topo", topo,
                "--compute", "zero", *(["--direct"] if direct else []), prog, str(n), kind, "quick-exit"]
-        p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED="0"), timeout=7200)
+        # (EMU_MPIRUN_CHECK_S: under valgrind on a busy machine a rank can sit in its read long enough for the
+        # emulator's look to take it for one waiting outside MPI; the looks wait 10 minutes here)
+        env = dict(os.environ, PYTHONHASHSEED="0", EMU_MPIRUN_CHECK_S=os.environ.get("EMU_MPIRUN_CHECK_S", "600"))
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=7200)
         emu = ranks = None
         rank_totals = []
         for name in os.listdir(out):

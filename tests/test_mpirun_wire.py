@@ -100,3 +100,21 @@ def test_a_reader_waiting_looks_and_may_give_up():
     with pytest.raises(wire.ChannelClosed):
         reader.recv()
     b.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(-2**63, 2**63 - 1), st.integers(-1, 2**31), st.integers(-2**63, 2**63 - 1),
+       st.sampled_from(["Send", "Rsend", "send", "Recv", "recv"]), st.none() | st.floats(0, 1e3),
+       st.binary(max_size=40))
+def test_the_framed_send_and_receive_are_wire_frames(ctx, peer, tag, call, cpu, payload):
+    """``emu.rank.channel``'s two calls framed without a head dict make the bytes ``wire.frame`` makes
+    of the head ``Channel.call`` builds (a quiet standard send; a blocking receive), with and without
+    the program's CPU time."""
+    from emu.rank.channel import frame_recv, frame_send
+
+    send = {"ctx": ctx, "dest": peer, "tag": tag, "mode": "std", "nb": False, "call": call, "quiet": True,
+            "op": "send", **({} if cpu is None else {"cpu": cpu})}
+    recv = {"ctx": ctx, "source": peer, "tag": tag, "call": call, "op": "recv", **({} if cpu is None else {"cpu": cpu})}
+    assert frame_send(payload, ctx, peer, tag, call, cpu) == wire.frame(send, payload)
+    assert frame_recv(ctx, peer, tag, call, cpu) == wire.frame(recv)
+    assert wire.decode_head(frame_send(payload, ctx, peer, tag, call, cpu)[6:-len(payload) or None]) == send

@@ -8,7 +8,7 @@ import struct
 import numpy as np
 
 from .mpirma import h_win
-from .mpiserve import ANY_SOURCE, CommInfo, MpiError, RankState, status_of
+from .mpiserve import ANY_SOURCE, DATA, HDR, P2P_TAG, CommInfo, MpiError, RankState, status_of
 
 UNDEFINED = -32766
 
@@ -29,6 +29,18 @@ def _numbered(st: RankState, req, head: dict) -> int:
 
 
 async def h_send(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
+    info = st.comms.get(head["ctx"])
+    dest = head["dest"]
+    if info is not None and head.get("mode") == "std" and dest.__class__ is int and 0 <= dest < len(info.ranks) \
+            and len(payload) <= st.eager and not head.get("nb") and "bsend" not in head:
+        wdst = info.ranks[dest]
+        if wdst != st.rank:  # a blocking eager standard send to another rank: ``RankState.send``'s case, flat
+            st.next_req += 1  # (the number its request took there, done at once)
+            seq = st.send_seq.get(wdst, 0)
+            st.send_seq[wdst] = seq + 1
+            await st.host.send(st.job.hosts[wdst], b"".join((HDR.pack(DATA, info.ctx, info.rank, head["tag"], seq),
+                                                             payload)), P2P_TAG)
+            return {}, b""
     info = st.comm(head["ctx"])
     req = await st.send(info, head["dest"], head["tag"], payload, sync=head.get("mode") == "sync")
     if head.get("bsend") and not req.done:  # buffered (MPI 3.4): complete at once, the data in the attached
@@ -44,13 +56,21 @@ async def h_send(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
 
 async def h_recv(st: RankState, head: dict, payload) -> tuple[dict, bytes]:
     info = st.comm(head["ctx"])
-    _check_source(info, head["source"])
-    req = await st.post_recv(info, head["source"], head["tag"])
+    source = head["source"]
+    _check_source(info, source)
+    req = await st.post_recv(info, source, head["tag"])
     if head.get("nb"):
         return {"req": _numbered(st, req, head)}, b""
-    await st.wait(req)
-    _blocking_done(st, req)
-    return {"st": status_of(req)}, req.env.data
+    if not req.done:  # (``RankState.wait`` and ``progress``, flat: a blocking receive's wait)
+        incoming, p2p = st.incoming, st.p2p_recv
+        while not req.done:
+            if st.nbc and not st.nbc_running:
+                await st.nbc_runner(st)
+            else:
+                await incoming(await p2p)
+    st.reqs.pop(req.id, None)
+    env = req.env
+    return {"st": [req.id, env.src, env.tag, env.size, req.cancelled]}, env.data  # (``status_of``: a receive has its env)
 
 
 class Both:

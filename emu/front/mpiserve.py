@@ -110,6 +110,8 @@ class RankState:
         self.early: dict[tuple[int, int], tuple] = {}
         self.sync_wait: dict[tuple[int, int], Req] = {}
         self.eager = host.spec.eager_limit_bytes
+        self.p2p_recv = host.recv(tag=P2P_TAG)
+        """What ``progress`` awaits: the host's next message of the point-to-point layer (one request serves all)."""
         self.rndv_send: dict[tuple[int, int], tuple[Req, bytes]] = {}
         """Rendezvous sends waiting for their clear-to-send: (world rank, seq) -> (request, data)."""
         self.rndv_recv: dict[tuple[int, int], Req] = {}
@@ -271,6 +273,22 @@ class RankState:
         elif kind == RTS:
             (size,) = RNDV.unpack_from(data, HDR.size)
             await self._arrived(kind, ctx, src, tag, wsrc, seq, None, size)
+        elif kind == DATA and seq == self.recv_seq.get(wsrc, 0) and not self.early:
+            # (``_arrived``'s common case, flat: in order, nothing early; the first posted receive it
+            # matches is done, as ``_complete`` does for a message that needs no answer)
+            self.recv_seq[wsrc] = seq + 1
+            payload = bytes(memoryview(data)[HDR.size:])
+            env = Env(ctx, src, tag, payload, wsrc, None, len(payload))
+            posted = self.posted
+            for i in range(len(posted)):
+                req = posted[i]
+                if req.ctx == ctx and (req.source == ANY_SOURCE or req.source == src) and \
+                        (req.tag == tag or (req.tag == ANY_TAG and tag >= 0)):  # (``_matches``)
+                    del posted[i]
+                    req.env = env
+                    req.done = True
+                    return
+            self.unexpected.append(env)
         else:
             await self._arrived(kind, ctx, src, tag, wsrc, seq, bytes(memoryview(data)[HDR.size:]))
 
@@ -304,7 +322,7 @@ class RankState:
         if self.nbc and not self.nbc_running:
             await self.nbc_runner(self)
             return
-        await self.incoming(await self.host.recv(tag=P2P_TAG))
+        await self.incoming(await self.p2p_recv)
 
     async def run_nbc(self) -> None:
         """Run the queued nonblocking collectives now (a ``Test`` of one of them, a blocking collective)."""

@@ -13,6 +13,7 @@ import os
 import pickle
 import signal
 import socket
+import struct
 import threading
 import time
 
@@ -170,6 +171,13 @@ class _Channel:
                 wire.send(self.sock, head, payload, before)
             else:
                 wire.send(self.sock, head, payload)
+        except (wire.ChannelClosed, OSError):
+            os._exit(1)  # the emulator ended the job (another rank failed, Ctrl-C): nothing to add
+        return self._answer()
+
+    def _answer(self):
+        """The answer to the call just written (the emulator's callbacks served first)."""
+        try:
             answer, data = self.reader.recv()
             late = None
             while "cb" in answer or "late" in answer:
@@ -189,6 +197,60 @@ class _Channel:
         if "err" in answer:
             raise Exception(answer.get("code", 15), answer["err"])
         return answer, data
+
+    # -- the two commonest calls, framed without a head dict (``frame_send`` and ``frame_recv``: the bytes
+    # ``wire.frame`` makes of the head ``call`` would build; tests/test_mpirun_wire.py holds them equal) --
+    def send_std(self, payload: bytes, ctx: int, dest: int, tag: int, call: str):
+        """``call("send", payload, ctx=, dest=, tag=, mode="std", nb=False, call=)``."""
+        if self.sock is None or self.finalized or not self.lock.acquire(False):
+            return self.call("send", payload, ctx=ctx, dest=dest, tag=tag, mode="std", nb=False, call=call)
+        try:
+            size = self.size if ctx == 0 else 1 if ctx == 1 else 0
+            if len(payload) > self.quiet_max or dest.__class__ is not int or not -1 <= dest < size or \
+                    call not in wire.NAME_ID:  # (not one that goes without an answer: ``_quiet``)
+                return self._call("send", payload, {"ctx": ctx, "dest": dest, "tag": tag, "mode": "std", "nb": False,
+                                                    "call": call})
+            head = {"ctx": ctx, "dest": dest, "tag": tag, "mode": "std", "nb": False, "call": call}
+            if not (_INT64[0] <= ctx <= _INT64[1] and _INT64[0] <= tag <= _INT64[1]):
+                return self._call("send", payload, head)  # (wire.frame's JSON form)
+            msg = frame_send(payload, ctx, dest, tag, call, self._cpu())
+            self.held.append(msg)
+            self.held_bytes += len(msg)
+            if self.held_bytes > HELD_MAX_BYTES:
+                self.flush()
+            self.unsynced = True
+            return {}, b""
+        finally:
+            self.lock.release()
+
+    def recv_blocking(self, ctx: int, source: int, tag: int, call: str):
+        """``call("recv", ctx=, source=, tag=, call=)``: a blocking receive's call."""
+        if self.sock is None or self.finalized or call not in wire.NAME_ID or not self.lock.acquire(False):
+            return self.call("recv", ctx=ctx, source=source, tag=tag, call=call)
+        try:
+            if not (_INT64[0] <= ctx <= _INT64[1] and _INT64[0] <= source <= _INT64[1] and _INT64[0] <= tag <= _INT64[1]):
+                return self._call("recv", b"", {"ctx": ctx, "source": source, "tag": tag, "call": call})
+            msg = frame_recv(ctx, source, tag, call, self._cpu())
+            try:
+                if self.held:
+                    msg, self.held, self.held_bytes = b"".join((*self.held, msg)), [], 0
+                self.sock.sendall(msg)
+            except OSError:
+                os._exit(1)  # the emulator ended the job (another rank failed, Ctrl-C): nothing to add
+            return self._answer()
+        finally:
+            self.lock.release()
+
+    def _cpu(self) -> float | None:
+        """What ``_call`` puts in a head's ``cpu`` (None: no ``cpu``, the ranks' time is not charged)."""
+        if self.scale <= 0:
+            return None
+        if not self.depth:
+            t = time.process_time()
+            self.app_cpu += max(0.0, t - self.t_out - self.clock_cost)
+            self.t_out = t
+        cpu, self.app_cpu = self.app_cpu, 0.0
+        return cpu
 
     def flush(self) -> None:
         """Write the held calls to the channel now."""
@@ -229,6 +291,31 @@ class _Channel:
 
 
 CHANNEL = _Channel()
+_SEND = wire._BY_CODE[9].fixed.pack
+"""The binary head of a send that needs no answer (``wire.REQUESTS`` code 9)."""
+_RECV = wire._BY_CODE[2].fixed.pack
+"""The binary head of a blocking receive (code 2)."""
+_STD, _PREFIX, _CPU = wire.NAME_ID["std"], wire.PREFIX.pack, struct.Struct("<d").pack
+_INT64 = (-1 << 63, (1 << 63) - 1)
+
+
+def frame_send(payload, ctx: int, dest: int, tag: int, call: str, cpu: float | None) -> bytes:
+    """``wire.frame`` of ``{ctx, dest, tag, mode: "std", nb: False, call, quiet: True, op: "send"[, cpu]}``
+    (``wire.encode_head``'s binary form, code 9)."""
+    if cpu is None:
+        h = _SEND(9, ctx, dest, tag, _STD, False, wire.NAME_ID[call], True)
+    else:
+        h = _SEND(9 | wire.CPU_FLAG, ctx, dest, tag, _STD, False, wire.NAME_ID[call], True) + _CPU(cpu)
+    return b"".join((_PREFIX(len(payload), len(h)), h, payload))
+
+
+def frame_recv(ctx: int, source: int, tag: int, call: str, cpu: float | None) -> bytes:
+    """``wire.frame`` of ``{ctx, source, tag, call, op: "recv"[, cpu]}`` (code 2)."""
+    if cpu is None:
+        h = _RECV(2, ctx, source, tag, wire.NAME_ID[call])
+    else:
+        h = _RECV(2 | wire.CPU_FLAG, ctx, source, tag, wire.NAME_ID[call]) + _CPU(cpu)
+    return _PREFIX(0, len(h)) + h
 
 
 def op_of(key: str) -> Op:

@@ -200,6 +200,9 @@ class Comm(CollectivesMixin, BlockingCollectives, Attributes, Handle, family=Tru
 
     # -- point to point, Python objects -------------------------------------------------------------------
     def _send(self, payload, dest: int, tag: int, mode: str, nb: bool, call: str):
+        if not nb and mode == "std" and call != "Bsend" and call != "bsend":  # (the commonest: framed directly)
+            CHANNEL.send_std(payload, self._ok(), int(dest), _tag_ok(tag, False), call)
+            return None
         kw = {"bsend": True} if call.lower() in ("bsend", "ibsend") else {}  # buffered sends complete locally
         head, _ = CHANNEL.call("send", payload, ctx=self._ok(), dest=int(dest), tag=_tag_ok(tag, False), mode=mode,
                                nb=nb, call=call, **kw)
@@ -229,7 +232,7 @@ class Comm(CollectivesMixin, BlockingCollectives, Attributes, Handle, family=Tru
 
             warnings.warn("the buf argument of recv() is not used (the emulated MPI sizes the message itself)",
                           UserWarning, stacklevel=2)
-        head, data = CHANNEL.call("recv", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), call="recv")
+        head, data = CHANNEL.recv_blocking(self._ok(), int(source), _tag_ok(tag, True), "recv")
         _fill(status, head["st"])
         return PICKLE.loads(data) if head["st"][1] != PROC_NULL and len(data) else None  # 0 bytes: None
 
@@ -304,7 +307,7 @@ class Comm(CollectivesMixin, BlockingCollectives, Attributes, Handle, family=Tru
 
     def Recv(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None) -> None:
         msg = _into(buf, source)
-        head, data = CHANNEL.call("recv", ctx=self._ok(), source=int(source), tag=_tag_ok(tag, True), call="Recv")
+        head, data = CHANNEL.recv_blocking(self._ok(), int(source), _tag_ok(tag, True), "Recv")
         msg.unpack(data)
         _fill(status, head["st"])
 
