@@ -230,13 +230,15 @@ def whole(spec: str, size: int, processes: int, direct: bool, env0: dict | None 
             raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}): {done.stdout.strip()[-300:]} "
                              f"{done.stderr.strip()[-300:]}")
         steps: dict[int, dict[str, tuple[float, float]]] = {}
-        crit_line = before_line = None
+        crit_line = before_line = wait_line = None
         for line in tl.read_text().splitlines():
             pid, mono, cpu, what = line.split(None, 3)
             if what.startswith("run-critical "):
                 crit_line = [float(x) for x in what.split()[1:]]
             if what.startswith("run-before "):
                 before_line = [float(x) for x in what.split()[1:]]
+            if what.startswith("run-wait "):
+                wait_line = what.split()[1:]
             steps.setdefault(int(pid), {})[what] = (float(mono) - t0, float(cpu))
     main_steps = steps.pop(done.pid)
     workers = list(steps.values())
@@ -249,8 +251,15 @@ def whole(spec: str, size: int, processes: int, direct: bool, env0: dict | None 
     own = main_steps["done"][1] + sum(w["worker-done"][1] for w in workers)
     others = None if busy0 is None else min(os.cpu_count(), max(0.0, (busy1 - busy0 - own) / wall))
     return {"wall": wall, "main": main_steps, "workers": workers, "run_crit": crit_line[0], "run_cpu": crit_line[1:],
-            "run_before": before_line,
+            "run_before": before_line, "run_wait": None if wait_line is None else wait_of(wait_line, processes),
             "figures": figures, "other_cores": others}
+
+
+def wait_of(fields: list[str], processes: int) -> dict:
+    """The timeline's ``run-wait`` line (``emu.timeline.waits``): windows, each process's wait for the
+    busiest one in the model, in how many windows each was the busiest."""
+    return {"windows": int(fields[0]), "waited": [float(x) for x in fields[1:1 + processes]],
+            "slowest": [int(x) for x in fields[1 + processes:1 + 2 * processes]]}
 
 
 def model(r: dict) -> dict:
@@ -307,6 +316,14 @@ def describe_whole(mode: str, p: int, r: dict, base: dict, cores: int) -> str:
                      f"{w['worker-built'][1] - w['worker-plan'][1]:.2f}) + run {r['run_cpu'][i]:.2f} + teardown "
                      f"{w['worker-done'][1] - w['worker-stop'][1]:.2f}")
     split = r["run_cpu"] and base["run_cpu"][0] / max(r["run_cpu"])
+    wait = r.get("run_wait")
+    if wait and p > 1:  # (what the per-window imbalance costs: each process's CPU idle in the model)
+        names = ["main process", *(f"worker {i}" for i in range(1, p))]
+        lines.append(f"    the run's {wait['windows']:,} windows in the model: waited for the busiest process " +
+                     ", ".join(f"{n} {w:.2f} s" for n, w in zip(names, wait["waited"])) + "; the busiest in " +
+                     ", ".join(f"{s:,}" for s in wait["slowest"]) + " windows; CPU over the run " +
+                     ", ".join(f"{c:.2f}" for c in r["run_cpu"]) + f" s (sum {sum(r['run_cpu']):.2f}, one process "
+                     f"{base['run_cpu'][0]:.2f})")
     lines.append(f"    critical path {x['crit']:.2f} CPU s = start-up {x['start']:.2f} + run {x['run']:.2f} + teardown "
                  f"{x['end']:.2f}; CPU split of the run {split:.2f}x; speed-up with a core per process "
                  f"{b['crit'] / x['crit']:.2f}x (start-up {b['start'] / x['start']:.2f}x, run {b['run'] / x['run']:.2f}x); "
