@@ -30,7 +30,9 @@ each process of it writes down its steps (``emu.timeline``). For each count:
 
 Every virtual-time figure must be the same in every run (the command's output, wall-clock times
 aside). ``--cluster-only`` measures instead ``emu.Cluster`` in this process, the run alone (no
-start-up), as before issue 45. ``--instructions`` counts, under valgrind's callgrind, the
+start-up), as before issue 45. ``--work-split`` counts instead, in one run of one process, the frames
+each part of each count's partition sends and receives window by window: the per-window balance
+of the work, deterministic. ``--instructions`` counts, under valgrind's callgrind, the
 instructions each process executes for the second half of the data (deterministic to about 1 %).
 
 The commands run with Python's default bytecode cache (``--bytecode cache``: an untimed first run
@@ -39,7 +41,7 @@ which makes every process compile every module at every start (about 0.6 CPU s e
 serial start-up); ``--bytecode as-is`` keeps that.
 
     python scripts/bench_processes.py [--processes 1,2] [--mode both|sockets|direct] [--repeat 1]
-        [--topo SPEC] [--size 64KiB] [--bytecode cache|as-is] [--cluster-only | --instructions]
+        [--topo SPEC] [--size 64KiB] [--bytecode cache|as-is] [--cluster-only | --instructions | --work-split]
 """
 
 from __future__ import annotations
@@ -151,6 +153,60 @@ def describe(mode: str, p: int, r: dict, base: dict, cores: int) -> str:
             f"({speed / min(p, cores):.2f} per core{'' if p <= cores else ', more processes than cores'}{goal}); "
             f"{r['windows']:,} windows; CPU s per process: {parts}; CPU split {split:.2f}x; critical path "
             f"{r['critical_s']:.2f} CPU s, speed-up with a core per process {bound:.2f}x{held}; same figures")
+
+
+def work_split(spec: str, size: int, counts: list[int]) -> list[dict]:
+    """The per-window balance of the work, deterministic: one process runs the allreduce, and after
+    each window the frames every element sent and received in it are added up per part of each
+    count's partition (``emu.partition.partition``, as ``--processes N`` makes it). The windows are
+    the same whatever the count (their bounds are virtual times), so window by window the busiest
+    part's frames, summed, over the mean part's is what the per-window imbalance costs the run at
+    that count with a core per process, counted in frames rather than in CPU seconds (which vary
+    by a few per cent from window to window on a shared machine)."""
+    from emu import domain as dm
+    from emu.partition import partition
+
+    topo = build(spec)
+    owners = {p: partition(topo, p) for p in counts}
+    rows: dict[int, list[list[int]]] = {p: [] for p in counts}
+    window = dm.Domain._window
+
+    def frames(dom) -> dict[str, int]:
+        return {el.name: sum(p.tx_frames + el.ins[p.index].rx_frames for p in el.out_ports) for el in dom.elements}
+
+    async def counted(self, w, t0, t1, expected, stretch=0):  # (one window at a time: no merged ones)
+        before = frames(self)
+        out = await window(self, w, t0, t1, expected, 0)
+        after = frames(self)
+        for p in counts:
+            row = [0] * p
+            for name, n in after.items():
+                row[owners[p][name]] += n - before[name]
+            rows[p].append(row)
+        return out
+
+    async def run() -> None:
+        async with emu.Cluster(topo, processes=1) as net:
+            await run_collective(net, "allreduce", count=size // 4, algo="recursive_doubling")
+
+    dm.Domain._window = counted
+    try:
+        trio.run(run)
+    finally:
+        dm.Domain._window = window
+    out = []
+    for p in counts:
+        per = rows[p]
+        total = [sum(r[d] for r in per) for d in range(p)]
+        crit = sum(max(r) for r in per)
+        mean = sum(total) / p
+        out.append({"processes": p, "windows": len(per), "frames": total, "critical": crit,
+                    "loss": crit / mean, "whole": max(total) / mean})
+        print(f"{p} process{'es' if p > 1 else ''}: {len(per):,} windows; frames sent and received per part "
+              f"{', '.join(f'{t:,}' for t in total)}; busiest part {max(total) / mean:.3f}x the mean; window by "
+              f"window the busiest part's frames summed {crit / mean:.3f}x the mean (frame speed-up with a core "
+              f"per process {sum(total) / crit:.2f}x)", flush=True)
+    return out
 
 
 def instructions(a, counts: list[int], size: int) -> None:
@@ -340,6 +396,8 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--size", default="64KiB")
     ap.add_argument("--cluster-only", action="store_true",
                     help="time emu.Cluster's run in this process, start-up excluded, instead of the whole command")
+    ap.add_argument("--work-split", action="store_true",
+                    help="count each part's frames window by window in a one-process run instead (deterministic)")
     ap.add_argument("--instructions", action="store_true",
                     help="count each process's instructions under callgrind instead (slow: minutes)")
     ap.add_argument("--bytecode", choices=sorted(BYTECODE), default="cache",
@@ -356,13 +414,16 @@ def main(argv=None) -> list[dict]:
         counts.insert(0, 1)
     size = parse_size(a.size)
     cores = os.cpu_count()
-    what = ("emu.Cluster's run alone, in this process" if a.cluster_only or a.instructions else
+    what = ("one process's run, its frames counted per part of each count's partition" if a.work_split else
+            "emu.Cluster's run alone, in this process" if a.cluster_only or a.instructions else
             "the whole emu run command, start-up and teardown included")
     print(f"{cores} cores; recursive-doubling allreduce of {size:,} B on {a.topo}: {what}; goal {GOAL}x with 2 "
           "processes", flush=True)
     if a.instructions:
         instructions(a, counts, size)
         return []
+    if a.work_split:
+        return work_split(a.topo, size, counts)
     env0 = command_env(a.bytecode)
     print(f"bytecode: {BYTECODE[a.bytecode]}", flush=True)
     if not a.cluster_only:
