@@ -41,13 +41,16 @@ async def run_end(handles: list, before: list[float] | None) -> None:
     """With a timeline (``before``: ``run_begin``'s): a line ``run-critical CRIT CPU0 CPU1 ...``: the
     run's critical path in CPU seconds (window by window the busiest process's CPU from one window's
     start to the next, summed: what the run would take with a core per process and instant
-    messages) and each process's CPU over the run, in domain order."""
+    messages) and each process's CPU over the run, in domain order; then ``waits``' line
+    ``run-wait ...``: what the per-window imbalance costs each process."""
     if before is None:
         return
     marks = [await h.call("cpu_marks", False) for h in handles]
     after = [(await h.call("cpu"))["process_s"] for h in handles]
     crit = critical_path(before, marks, after)
     mark("run-critical " + " ".join(f"{x:.6f}" for x in [crit, *(a - b for a, b in zip(after, before))]))
+    rounds, waited, slowest = waits(before, marks, after)
+    mark(f"run-wait {rounds} " + " ".join(f"{x:.6f}" for x in waited) + " " + " ".join(map(str, slowest)))
 
 
 def critical_path(before: list[float], marks: list[list[float]], after: list[float]) -> float:
@@ -57,3 +60,23 @@ def critical_path(before: list[float], marks: list[list[float]], after: list[flo
     if len({len(c) for c in cuts}) != 1:
         raise ValueError("the processes recorded different numbers of windows")
     return sum(max(c[i + 1] - c[i] for c in cuts) for i in range(len(cuts[0]) - 1))
+
+
+def waits(before: list[float], marks: list[list[float]], after: list[float]) -> tuple[int, list[float], list[int]]:
+    """In the critical path's model (``critical_path``): the number of windows (the intervals from
+    one window's start to the next), how long each process waited for the busiest one, summed over
+    them (its idle CPU seconds with a core per process: the cost of the per-window imbalance), and
+    in how many of them each process was the busiest. With a timeline, ``run_end`` writes them as
+    ``run-wait WINDOWS WAIT0 WAIT1 ... SLOWEST0 SLOWEST1 ...``."""
+    cuts = [[b, *m, a] for b, m, a in zip(before, marks, after)]
+    if len({len(c) for c in cuts}) != 1:
+        raise ValueError("the processes recorded different numbers of windows")
+    waited = [0.0] * len(cuts)
+    slowest = [0] * len(cuts)
+    for i in range(len(cuts[0]) - 1):
+        spans = [c[i + 1] - c[i] for c in cuts]
+        top = max(spans)
+        slowest[spans.index(top)] += 1
+        for d, x in enumerate(spans):
+            waited[d] += top - x
+    return len(cuts[0]) - 1, waited, slowest

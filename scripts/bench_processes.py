@@ -30,7 +30,9 @@ each process of it writes down its steps (``emu.timeline``). For each count:
 
 Every virtual-time figure must be the same in every run (the command's output, wall-clock times
 aside). ``--cluster-only`` measures instead ``emu.Cluster`` in this process, the run alone (no
-start-up), as before issue 45. ``--instructions`` counts, under valgrind's callgrind, the
+start-up), as before issue 45. ``--work-split`` counts instead, in one run of one process, the frames
+each part of each count's partition sends and receives window by window: the per-window balance
+of the work, deterministic. ``--instructions`` counts, under valgrind's callgrind, the
 instructions each process executes for the second half of the data (deterministic to about 1 %).
 
 The commands run with Python's default bytecode cache (``--bytecode cache``: an untimed first run
@@ -39,7 +41,7 @@ which makes every process compile every module at every start (about 0.6 CPU s e
 serial start-up); ``--bytecode as-is`` keeps that.
 
     python scripts/bench_processes.py [--processes 1,2] [--mode both|sockets|direct] [--repeat 1]
-        [--topo SPEC] [--size 64KiB] [--bytecode cache|as-is] [--cluster-only | --instructions]
+        [--topo SPEC] [--size 64KiB] [--bytecode cache|as-is] [--cluster-only | --instructions | --work-split]
 """
 
 from __future__ import annotations
@@ -153,6 +155,60 @@ def describe(mode: str, p: int, r: dict, base: dict, cores: int) -> str:
             f"{r['critical_s']:.2f} CPU s, speed-up with a core per process {bound:.2f}x{held}; same figures")
 
 
+def work_split(spec: str, size: int, counts: list[int]) -> list[dict]:
+    """The per-window balance of the work, deterministic: one process runs the allreduce, and after
+    each window the frames every element sent and received in it are added up per part of each
+    count's partition (``emu.partition.partition``, as ``--processes N`` makes it). The windows are
+    the same whatever the count (their bounds are virtual times), so window by window the busiest
+    part's frames, summed, over the mean part's is what the per-window imbalance costs the run at
+    that count with a core per process, counted in frames rather than in CPU seconds (which vary
+    by a few per cent from window to window on a shared machine)."""
+    from emu import domain as dm
+    from emu.partition import partition
+
+    topo = build(spec)
+    owners = {p: partition(topo, p) for p in counts}
+    rows: dict[int, list[list[int]]] = {p: [] for p in counts}
+    window = dm.Domain._window
+
+    def frames(dom) -> dict[str, int]:
+        return {el.name: sum(p.tx_frames + el.ins[p.index].rx_frames for p in el.out_ports) for el in dom.elements}
+
+    async def counted(self, w, t0, t1, expected, stretch=0):  # (one window at a time: no merged ones)
+        before = frames(self)
+        out = await window(self, w, t0, t1, expected, 0)
+        after = frames(self)
+        for p in counts:
+            row = [0] * p
+            for name, n in after.items():
+                row[owners[p][name]] += n - before[name]
+            rows[p].append(row)
+        return out
+
+    async def run() -> None:
+        async with emu.Cluster(topo, processes=1) as net:
+            await run_collective(net, "allreduce", count=size // 4, algo="recursive_doubling")
+
+    dm.Domain._window = counted
+    try:
+        trio.run(run)
+    finally:
+        dm.Domain._window = window
+    out = []
+    for p in counts:
+        per = rows[p]
+        total = [sum(r[d] for r in per) for d in range(p)]
+        crit = sum(max(r) for r in per)
+        mean = sum(total) / p
+        out.append({"processes": p, "windows": len(per), "frames": total, "critical": crit,
+                    "loss": crit / mean, "whole": max(total) / mean})
+        print(f"{p} process{'es' if p > 1 else ''}: {len(per):,} windows; frames sent and received per part "
+              f"{', '.join(f'{t:,}' for t in total)}; busiest part {max(total) / mean:.3f}x the mean; window by "
+              f"window the busiest part's frames summed {crit / mean:.3f}x the mean (frame speed-up with a core "
+              f"per process {sum(total) / crit:.2f}x)", flush=True)
+    return out
+
+
 def instructions(a, counts: list[int], size: int) -> None:
     """Each process's instructions for the second half of ``size`` (a run at ``size`` less one at
     half of it), under callgrind; one process's over the busiest process's."""
@@ -230,13 +286,15 @@ def whole(spec: str, size: int, processes: int, direct: bool, env0: dict | None 
             raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}): {done.stdout.strip()[-300:]} "
                              f"{done.stderr.strip()[-300:]}")
         steps: dict[int, dict[str, tuple[float, float]]] = {}
-        crit_line = before_line = None
+        crit_line = before_line = wait_line = None
         for line in tl.read_text().splitlines():
             pid, mono, cpu, what = line.split(None, 3)
             if what.startswith("run-critical "):
                 crit_line = [float(x) for x in what.split()[1:]]
             if what.startswith("run-before "):
                 before_line = [float(x) for x in what.split()[1:]]
+            if what.startswith("run-wait "):
+                wait_line = what.split()[1:]
             steps.setdefault(int(pid), {})[what] = (float(mono) - t0, float(cpu))
     main_steps = steps.pop(done.pid)
     workers = list(steps.values())
@@ -249,8 +307,15 @@ def whole(spec: str, size: int, processes: int, direct: bool, env0: dict | None 
     own = main_steps["done"][1] + sum(w["worker-done"][1] for w in workers)
     others = None if busy0 is None else min(os.cpu_count(), max(0.0, (busy1 - busy0 - own) / wall))
     return {"wall": wall, "main": main_steps, "workers": workers, "run_crit": crit_line[0], "run_cpu": crit_line[1:],
-            "run_before": before_line,
+            "run_before": before_line, "run_wait": None if wait_line is None else wait_of(wait_line, processes),
             "figures": figures, "other_cores": others}
+
+
+def wait_of(fields: list[str], processes: int) -> dict:
+    """The timeline's ``run-wait`` line (``emu.timeline.waits``): windows, each process's wait for the
+    busiest one in the model, in how many windows each was the busiest."""
+    return {"windows": int(fields[0]), "waited": [float(x) for x in fields[1:1 + processes]],
+            "slowest": [int(x) for x in fields[1 + processes:1 + 2 * processes]]}
 
 
 def model(r: dict) -> dict:
@@ -307,6 +372,14 @@ def describe_whole(mode: str, p: int, r: dict, base: dict, cores: int) -> str:
                      f"{w['worker-built'][1] - w['worker-plan'][1]:.2f}) + run {r['run_cpu'][i]:.2f} + teardown "
                      f"{w['worker-done'][1] - w['worker-stop'][1]:.2f}")
     split = r["run_cpu"] and base["run_cpu"][0] / max(r["run_cpu"])
+    wait = r.get("run_wait")
+    if wait and p > 1:  # (what the per-window imbalance costs: each process's CPU idle in the model)
+        names = ["main process", *(f"worker {i}" for i in range(1, p))]
+        lines.append(f"    the run's {wait['windows']:,} windows in the model: waited for the busiest process " +
+                     ", ".join(f"{n} {w:.2f} s" for n, w in zip(names, wait["waited"])) + "; the busiest in " +
+                     ", ".join(f"{s:,}" for s in wait["slowest"]) + " windows; CPU over the run " +
+                     ", ".join(f"{c:.2f}" for c in r["run_cpu"]) + f" s (sum {sum(r['run_cpu']):.2f}, one process "
+                     f"{base['run_cpu'][0]:.2f})")
     lines.append(f"    critical path {x['crit']:.2f} CPU s = start-up {x['start']:.2f} + run {x['run']:.2f} + teardown "
                  f"{x['end']:.2f}; CPU split of the run {split:.2f}x; speed-up with a core per process "
                  f"{b['crit'] / x['crit']:.2f}x (start-up {b['start'] / x['start']:.2f}x, run {b['run'] / x['run']:.2f}x); "
@@ -323,6 +396,8 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--size", default="64KiB")
     ap.add_argument("--cluster-only", action="store_true",
                     help="time emu.Cluster's run in this process, start-up excluded, instead of the whole command")
+    ap.add_argument("--work-split", action="store_true",
+                    help="count each part's frames window by window in a one-process run instead (deterministic)")
     ap.add_argument("--instructions", action="store_true",
                     help="count each process's instructions under callgrind instead (slow: minutes)")
     ap.add_argument("--bytecode", choices=sorted(BYTECODE), default="cache",
@@ -339,13 +414,16 @@ def main(argv=None) -> list[dict]:
         counts.insert(0, 1)
     size = parse_size(a.size)
     cores = os.cpu_count()
-    what = ("emu.Cluster's run alone, in this process" if a.cluster_only or a.instructions else
+    what = ("one process's run, its frames counted per part of each count's partition" if a.work_split else
+            "emu.Cluster's run alone, in this process" if a.cluster_only or a.instructions else
             "the whole emu run command, start-up and teardown included")
     print(f"{cores} cores; recursive-doubling allreduce of {size:,} B on {a.topo}: {what}; goal {GOAL}x with 2 "
           "processes", flush=True)
     if a.instructions:
         instructions(a, counts, size)
         return []
+    if a.work_split:
+        return work_split(a.topo, size, counts)
     env0 = command_env(a.bytecode)
     print(f"bytecode: {BYTECODE[a.bytecode]}", flush=True)
     if not a.cluster_only:

@@ -39,3 +39,16 @@ def test_counting_instructions_without_valgrind_is_refused_in_one_line(tmp_path)
     p = subprocess.run([sys.executable, str(SCRIPTS / "bench_processes.py"), "--instructions"], capture_output=True,
                        text=True, timeout=120, env={**os.environ, "PATH": str(tmp_path)})
     assert p.returncode != 0 and p.stderr.strip().splitlines() == ["--instructions needs valgrind (apt-get install valgrind)"]
+
+
+def test_the_work_split_counts_every_frame_once_per_part():
+    p = subprocess.run([sys.executable, str(SCRIPTS / "bench_processes.py"), "--topo", "fattree:k=2,n=2", "--size",
+                        "4KiB", "--processes", "1,2", "--work-split"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    one = re.search(r"1 process: ([0-9,]+) windows; frames sent and received per part ([0-9,]+);", p.stdout)
+    two = re.search(r"2 processes: ([0-9,]+) windows; frames sent and received per part ([0-9,]+), ([0-9,]+);.*"
+                    r"summed ([0-9.]+)x the mean", p.stdout)
+    assert one and two and one[1] == two[1], p.stdout  # the same windows
+    n = lambda x: int(x.replace(",", ""))  # noqa: E731
+    assert n(two[2]) + n(two[3]) == n(one[2]) > 0  # every frame in one part or the other
+    assert float(two[4]) >= 1.0

@@ -451,10 +451,11 @@ async def test_a_run_batches_young_collections_and_gives_the_thresholds_back(mon
         gc.set_threshold(*before)
 
 
-def test_a_commands_start_up_freeze_is_undone_by_its_first_run(monkeypatch):
+def test_a_commands_start_up_freeze_is_extended_by_its_first_run(monkeypatch):
     """``emu run`` freezes its modules as it starts (emu.sync.freeze_until_run: the start-up's
-    collections skip them); its first run undoes that and freezes everything, as without it; a
-    program's own freeze is kept."""
+    collections skip them); its first run freezes what was made since with them, without a pass
+    of the collector over everything (the workers would wait for it); a program's own freeze is
+    kept."""
     import gc
 
     from emu import sync
@@ -471,7 +472,9 @@ def test_a_commands_start_up_freeze_is_undone_by_its_first_run(monkeypatch):
     sync.freeze_until_run()  # (once)
     assert calls == ["freeze"] and sync._until_run
     sync.freeze_startup()
-    assert calls == ["freeze", "unfreeze", "collect", "freeze"] and sync._frozen and not sync._until_run
+    assert calls == ["freeze", "freeze"] and sync._frozen and not sync._until_run
+    sync.freeze_startup()  # (once)
+    assert calls == ["freeze", "freeze"]
     monkeypatch.setattr(sync, "_frozen", False)
     calls.clear()
     sync.freeze_until_run()  # a program that froze objects itself (count 5): neither is done

@@ -44,3 +44,16 @@ def test_the_critical_path_takes_the_busiest_process_window_by_window():
     before, marks, after = [0.0, 0.0], [[1.0, 3.0], [2.0, 2.5]], [4.0, 3.5]
     assert bench.critical_path(before, marks, after) == 2.0 + 2.0 + 1.0
     assert bench.critical_path([0.0], [[1.0, 3.0]], [4.0]) == 4.0  # one process: its own CPU
+
+
+def test_each_process_waits_for_the_busiest_one_window_by_window():
+    from emu.timeline import critical_path, waits
+
+    # spans: process 0 takes 1, 2, 1; process 1 takes 2, 0.5, 1 (a tie in the last: the first counts)
+    before, marks, after = [0.0, 0.0], [[1.0, 3.0], [2.0, 2.5]], [4.0, 3.5]
+    windows, waited, slowest = waits(before, marks, after)
+    assert windows == 3 and slowest == [2, 1]
+    assert waited == [1.0, 1.5]
+    # the critical path is each process's own CPU plus its wait, whichever process is taken
+    assert all(critical_path(before, marks, after) == (a - b) + w for a, b, w in zip(after, before, waited))
+    assert waits([0.0], [[1.0, 3.0]], [4.0]) == (3, [0.0], [3])  # one process: never waits
