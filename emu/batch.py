@@ -115,6 +115,8 @@ class Batch:
         """Datagrams sent to this socket since it was last read (``drain_own``)."""
         self.in_owner: dict = {}
         """Link id -> (element, input port) for every link that ends in this process."""
+        self.in_list: list = []
+        """``in_owner`` as a list by link id (None: no such link here), for the compiled core."""
         self.out_owner: dict = {}
         """Link id -> (element, output port) for every link that starts here (its NACKs come here)."""
         self.domain = None
@@ -133,6 +135,8 @@ class Batch:
                 self.in_owner[p.link_id] = (el, p)
             for p in el.out_ports:
                 self.out_owner[p.link_id] = (el, p)
+        top = max(self.in_owner, default=-1) + 1
+        self.in_list = [self.in_owner.get(k) for k in range(top)] if top <= 8 * len(self.in_owner) + 64 else []
 
     def close(self) -> None:
         self.sock.close()
@@ -301,6 +305,7 @@ class Batch:
         push = heapq.heappush
         # frames accepted per element: [count, earliest time stamp, window] (told to the domain at the end)
         got: dict = {}
+        taken = 0  # (frames the compiled core took and told the domains of)
         cur = cwin = -1  # the link (and window) of the records being read, its sender checked
         inp = g = None
         rn = rb = 0  # frames and bytes accepted on link ``cur`` not yet added to its port
@@ -308,7 +313,8 @@ class Batch:
         core = native.CORE
         while off < n:
             if core is not None and not rn:  # the common records in the compiled core, up to another one
-                off = core.records(data, off, n, cid, in_owner, sender, got)
+                off, k = core.records(data, off, n, cid, self.in_list, sender)
+                taken += k
                 cur = -1  # (it may have read other links: look the next one up again)
                 if off >= n:
                     break
@@ -373,7 +379,7 @@ class Batch:
         if rn:
             _count(inp, g, rn, rb, rts)
         if core is not None:  # (the loop below, the domains' counts kept inline)
-            return core.arrived(got)
+            return taken + core.arrived(got) if got else taken
         accepted = 0
         for el, (k, first_ts, win) in got.items():
             if k:
