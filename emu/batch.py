@@ -36,12 +36,14 @@ from __future__ import annotations
 import heapq
 import hmac
 import logging
+import select
 import socket
 import time
 
 import trio
 
 from . import native
+from .batch_conn import CONNECTED, open_connected, read_connected, reuse_port
 from .element_const import INF, RX_FLAGS
 from .element_links import read_datagrams, send_unsent
 from .link import MAX_DATAGRAM
@@ -93,6 +95,8 @@ class Batch:
                     self.sock.setsockopt(socket.SOL_SOCKET, force, RCVBUF_FORCE)
                 except OSError:  # not permitted: RCVBUF (capped by net.core.rmem_max)
                     pass
+            if CONNECTED and tag_key is None:  # (sockets connected to its peers beside it: emu.batch_conn)
+                reuse_port(self.sock)
             self.sock.bind((bind, 0))
             self.sock.setblocking(False)
         except BaseException:
@@ -126,6 +130,12 @@ class Batch:
         """UDP datagrams this socket sent and read (an element counts its record groups: ``datagrams_sent``)."""
         self.drops = dict.fromkeys(PROCESS_DROPS, 0)
         """Input dropped that belongs to no element of the process, by why."""
+        self.connected: list[tuple[socket.socket, tuple[str, int]]] = []
+        """(socket connected to a peer socket, its address) beside ``sock`` (``connect_peers``)."""
+        self._own = None
+        """(connected socket, address) that reads what this process sends itself (None: ``sock`` does)."""
+        self._ep = None
+        """An epoll of ``sock`` and the connected sockets, which ``serve`` waits on (None: ``sock`` only)."""
 
     def index(self, elements) -> None:
         """Learn which element owns each link (after the process's elements are built)."""
@@ -138,7 +148,38 @@ class Batch:
         top = max(self.in_owner, default=-1) + 1
         self.in_list = [self.in_owner.get(k) for k in range(top)] if top <= 8 * len(self.in_owner) + 64 else []
 
+    def connect_peers(self) -> None:
+        """With the peers' addresses known (after ``index``): a socket connected to each peer socket
+        this process's links come from, and to its own (``emu.batch_conn``); the ports' equal peer
+        addresses become one object each, the one the connected socket's datagrams are read with."""
+        if not CONNECTED or self._tag is not None:
+            return
+        self._close_connected()
+        canon: dict[tuple[str, int], tuple[str, int]] = {}
+        for owners in (self.in_owner, self.out_owner):
+            for _, p in owners.values():
+                if p.peer_addr is not None:
+                    p.peer_addr = canon.setdefault(tuple(p.peer_addr), p.peer_addr)
+        self._ep = select.epoll()
+        self._ep.register(self.sock.fileno(), select.EPOLLIN)
+        for peer in canon.values():
+            s = open_connected(self.addr, peer, RCVBUF, RCVBUF_FORCE)
+            self.connected.append((s, peer))
+            self._ep.register(s.fileno(), select.EPOLLIN)
+            if peer == self.addr:
+                self._own = (s, peer)
+
+    def _close_connected(self) -> None:
+        for s, _ in self.connected:
+            s.close()
+        self.connected = []
+        self._own = None
+        if self._ep is not None:
+            self._ep.close()
+            self._ep = None
+
     def close(self) -> None:
+        self._close_connected()
         self.sock.close()
 
     @property
@@ -226,7 +267,7 @@ class Batch:
         """Read the socket until cancelled; ``wake`` the domain when frames were accepted. ``cpu``:
         the CPU seconds spent reading are added to its ``drain_s`` (``Domain.cpu``)."""
         while True:
-            await trio.lowlevel.wait_readable(self.sock)
+            await trio.lowlevel.wait_readable(self.sock if self._ep is None else self._ep)
             c0 = time.process_time()
             accepted = self.drain()
             if cpu is not None:
@@ -238,7 +279,10 @@ class Batch:
         """Read every datagram waiting on the socket; return how many DATA frames were accepted."""
         self._to_self = 0
         self._self_unread = 0
-        return read_datagrams(self.sock, self.on_datagram)
+        accepted = 0
+        for s, peer in self.connected:
+            accepted += read_connected(s, peer, self.on_datagram)
+        return accepted + read_datagrams(self.sock, self.on_datagram)
 
     def drain_own(self) -> int:
         """Read as many datagrams as this process sent itself since the socket was last read, and no
@@ -247,10 +291,11 @@ class Batch:
         place -- is what ``drain`` and the domain's recovery read later, as ever."""
         self._to_self = 0
         accepted = 0
-        recv = self.sock.recvfrom
+        own = self._own
+        recv = self.sock.recvfrom if own is None else own[0].recv
         while self._self_unread > 0:
             try:
-                data, sender = recv(65536)
+                data, sender = recv(65536) if own is None else (recv(65536), own[1])
             except BlockingIOError:
                 self._self_unread = 0
                 break
