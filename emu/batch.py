@@ -135,7 +135,11 @@ class Batch:
         self._own = None
         """(connected socket, address) that reads what this process sends itself (None: ``sock`` does)."""
         self._ep = None
-        """An epoll of ``sock`` and the connected sockets, which ``serve`` waits on (None: ``sock`` only)."""
+        """An epoll of ``sock`` and the connected sockets, which ``serve`` waits on (None: ``sock`` only);
+        made now, as ``serve`` starts before the peers are known."""
+        if CONNECTED and tag_key is None:
+            self._ep = select.epoll()
+            self._ep.register(self._fd, select.EPOLLIN)
 
     def index(self, elements) -> None:
         """Learn which element owns each link (after the process's elements are built)."""
@@ -152,7 +156,7 @@ class Batch:
         """With the peers' addresses known (after ``index``): a socket connected to each peer socket
         this process's links come from, and to its own (``emu.batch_conn``); the ports' equal peer
         addresses become one object each, the one the connected socket's datagrams are read with."""
-        if not CONNECTED or self._tag is not None:
+        if self._ep is None:
             return
         self._close_connected()
         canon: dict[tuple[str, int], tuple[str, int]] = {}
@@ -160,8 +164,6 @@ class Batch:
             for _, p in owners.values():
                 if p.peer_addr is not None:
                     p.peer_addr = canon.setdefault(tuple(p.peer_addr), p.peer_addr)
-        self._ep = select.epoll()
-        self._ep.register(self.sock.fileno(), select.EPOLLIN)
         for peer in canon.values():
             s = open_connected(self.addr, peer, RCVBUF, RCVBUF_FORCE)
             self.connected.append((s, peer))
@@ -171,15 +173,15 @@ class Batch:
 
     def _close_connected(self) -> None:
         for s, _ in self.connected:
+            self._ep.unregister(s.fileno())
             s.close()
         self.connected = []
         self._own = None
-        if self._ep is not None:
-            self._ep.close()
-            self._ep = None
 
     def close(self) -> None:
-        self._close_connected()
+        if self._ep is not None:
+            self._close_connected()
+            self._ep.close()
         self.sock.close()
 
     @property
