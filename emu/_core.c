@@ -143,6 +143,7 @@ static PyObject *switch_setup(PyObject *self, PyObject *args)
 /* Is ``p`` an output port the plain path may take (no tracer, up, no schedule, no credit flow,
  * plain framing, no head flits)? Its defer_fcs in *defer. */
 #include "csrc/domain.h"
+#include "csrc/fpool.h"
 #include "csrc/links.h"
 #include "csrc/gather.h"
 #include "csrc/ports.h"

@@ -25,6 +25,11 @@ process's own ``stats`` beside its UDP datagram counts (``Cluster.process_stats`
 has already processed is a buggy peer's or a forger's, not ours: counted (``late``) and dropped, its
 place left open for the genuine one (only a frame handed over in memory raises ``CausalityError``).
 
+Where the system allows it (Linux 5.4 or later, loopback), the process's socket has beside it one socket
+connected to each peer socket (``emu.batch_conn``): the kernel hands each peer's datagrams to the socket
+connected to it, read without formatting a source address, and everything else -- a stranger's -- to
+the process's socket, read and counted as ever.
+
 Frames a process sends to itself are read back at once when more than ``SELF_DRAIN_BYTES`` are
 waiting in the socket (the process is the only reader of its socket and does not read it while a
 window runs), so a big window does not overflow the receive buffer; the link layer's recovery
