@@ -143,6 +143,7 @@ static PyObject *switch_setup(PyObject *self, PyObject *args)
 /* Is ``p`` an output port the plain path may take (no tracer, up, no schedule, no credit flow,
  * plain framing, no head flits)? Its defer_fcs in *defer. */
 #include "csrc/domain.h"
+#include "csrc/fpool.h"
 #include "csrc/links.h"
 #include "csrc/gather.h"
 #include "csrc/ports.h"
@@ -179,7 +180,7 @@ static PyObject *py_heappop(PyObject *self, PyObject *heap)
 
 static PyObject *counts(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "iq_received", n_iq_received, "credits_out", n_credits_out,
+    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "reused", n_reused, "iq_received", n_iq_received, "credits_out", n_credits_out,
                          "credits_in", n_credits_in, "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over",
                          n_handed, "taken", n_taken, "batched", n_batched, "records", n_records, "windows", n_windows,
                          "element_windows", n_element_windows, "nic_messages", n_nic_messages,
@@ -200,6 +201,8 @@ static PyMethodDef methods[] = {
      "OutPort.start_ready's plain case under credit flow control: (started, wake), or None"},
     {"counts", counts, METH_NOARGS, "frames the core forwarded, enqueued and handed over in this process"},
     {"crc32", crc32, METH_O, "crc32(bytes-like) -> zlib.crc32 of it (the core's own CRC-32)"},
+    {"crc32_byte", (PyCFunction)(void (*)(void))crc32_byte, METH_FASTCALL,
+     "crc32_byte(crc, old ^ new, z): the CRC-32 after one byte z bytes before the end changed (a forward's FCS)"},
     {"setup", setup, METH_VARARGS, "setup(OutPort, InPort, LazyFrame, LinkSender, LinkReceiver, CausalityError, consts)"},
     {"switch_setup", switch_setup, METH_VARARGS, "switch_setup(decline, max_hops)"},
     {"enqueue", (PyCFunction)(void (*)(void))enqueue, METH_FASTCALL, "OutPort.enqueue's plain path, or None"},

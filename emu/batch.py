@@ -25,6 +25,11 @@ process's own ``stats`` beside its UDP datagram counts (``Cluster.process_stats`
 has already processed is a buggy peer's or a forger's, not ours: counted (``late``) and dropped, its
 place left open for the genuine one (only a frame handed over in memory raises ``CausalityError``).
 
+Where the system allows it (Linux 5.4 or later, loopback), the process's socket has beside it one socket
+connected to each peer socket (``emu.batch_conn``): the kernel hands each peer's datagrams to the socket
+connected to it, read without formatting a source address, and everything else -- a stranger's -- to
+the process's socket, read and counted as ever.
+
 Frames a process sends to itself are read back at once when more than ``SELF_DRAIN_BYTES`` are
 waiting in the socket (the process is the only reader of its socket and does not read it while a
 window runs), so a big window does not overflow the receive buffer; the link layer's recovery
@@ -36,12 +41,14 @@ from __future__ import annotations
 import heapq
 import hmac
 import logging
+import select
 import socket
 import time
 
 import trio
 
 from . import native
+from .batch_conn import CONNECTED, open_connected, read_connected, reuse_port
 from .element_const import INF, RX_FLAGS
 from .element_links import read_datagrams, send_unsent
 from .link import MAX_DATAGRAM
@@ -93,6 +100,8 @@ class Batch:
                     self.sock.setsockopt(socket.SOL_SOCKET, force, RCVBUF_FORCE)
                 except OSError:  # not permitted: RCVBUF (capped by net.core.rmem_max)
                     pass
+            if CONNECTED and tag_key is None:  # (sockets connected to its peers beside it: emu.batch_conn)
+                reuse_port(self.sock)
             self.sock.bind((bind, 0))
             self.sock.setblocking(False)
         except BaseException:
@@ -115,6 +124,8 @@ class Batch:
         """Datagrams sent to this socket since it was last read (``drain_own``)."""
         self.in_owner: dict = {}
         """Link id -> (element, input port) for every link that ends in this process."""
+        self.in_list: list = []
+        """``in_owner`` as a list by link id (None: no such link here), for the compiled core."""
         self.out_owner: dict = {}
         """Link id -> (element, output port) for every link that starts here (its NACKs come here)."""
         self.domain = None
@@ -124,6 +135,16 @@ class Batch:
         """UDP datagrams this socket sent and read (an element counts its record groups: ``datagrams_sent``)."""
         self.drops = dict.fromkeys(PROCESS_DROPS, 0)
         """Input dropped that belongs to no element of the process, by why."""
+        self.connected: list[tuple[socket.socket, tuple[str, int]]] = []
+        """(socket connected to a peer socket, its address) beside ``sock`` (``connect_peers``)."""
+        self._own = None
+        """(connected socket, address) that reads what this process sends itself (None: ``sock`` does)."""
+        self._ep = None
+        """An epoll of ``sock`` and the connected sockets, which ``serve`` waits on (None: ``sock`` only);
+        made now, as ``serve`` starts before the peers are known."""
+        if CONNECTED and tag_key is None:
+            self._ep = select.epoll()
+            self._ep.register(self._fd, select.EPOLLIN)
 
     def index(self, elements) -> None:
         """Learn which element owns each link (after the process's elements are built)."""
@@ -133,8 +154,39 @@ class Batch:
                 self.in_owner[p.link_id] = (el, p)
             for p in el.out_ports:
                 self.out_owner[p.link_id] = (el, p)
+        top = max(self.in_owner, default=-1) + 1
+        self.in_list = [self.in_owner.get(k) for k in range(top)] if top <= 8 * len(self.in_owner) + 64 else []
+
+    def connect_peers(self) -> None:
+        """With the peers' addresses known (after ``index``): a socket connected to each peer socket
+        this process's links come from, and to its own (``emu.batch_conn``); the ports' equal peer
+        addresses become one object each, the one the connected socket's datagrams are read with."""
+        if self._ep is None:
+            return
+        self._close_connected()
+        canon: dict[tuple[str, int], tuple[str, int]] = {}
+        for owners in (self.in_owner, self.out_owner):
+            for _, p in owners.values():
+                if p.peer_addr is not None:
+                    p.peer_addr = canon.setdefault(tuple(p.peer_addr), p.peer_addr)
+        for peer in canon.values():
+            s = open_connected(self.addr, peer, RCVBUF, RCVBUF_FORCE)
+            self.connected.append((s, peer))
+            self._ep.register(s.fileno(), select.EPOLLIN)
+            if peer == self.addr:
+                self._own = (s, peer)
+
+    def _close_connected(self) -> None:
+        for s, _ in self.connected:
+            self._ep.unregister(s.fileno())
+            s.close()
+        self.connected = []
+        self._own = None
 
     def close(self) -> None:
+        if self._ep is not None:
+            self._close_connected()
+            self._ep.close()
         self.sock.close()
 
     @property
@@ -222,7 +274,7 @@ class Batch:
         """Read the socket until cancelled; ``wake`` the domain when frames were accepted. ``cpu``:
         the CPU seconds spent reading are added to its ``drain_s`` (``Domain.cpu``)."""
         while True:
-            await trio.lowlevel.wait_readable(self.sock)
+            await trio.lowlevel.wait_readable(self.sock if self._ep is None else self._ep)
             c0 = time.process_time()
             accepted = self.drain()
             if cpu is not None:
@@ -234,7 +286,10 @@ class Batch:
         """Read every datagram waiting on the socket; return how many DATA frames were accepted."""
         self._to_self = 0
         self._self_unread = 0
-        return read_datagrams(self.sock, self.on_datagram)
+        accepted = 0
+        for s, peer in self.connected:
+            accepted += read_connected(s, peer, self.on_datagram)
+        return accepted + read_datagrams(self.sock, self.on_datagram)
 
     def drain_own(self) -> int:
         """Read as many datagrams as this process sent itself since the socket was last read, and no
@@ -243,10 +298,11 @@ class Batch:
         place -- is what ``drain`` and the domain's recovery read later, as ever."""
         self._to_self = 0
         accepted = 0
-        recv = self.sock.recvfrom
+        own = self._own
+        recv = self.sock.recvfrom if own is None else own[0].recv
         while self._self_unread > 0:
             try:
-                data, sender = recv(65536)
+                data, sender = recv(65536) if own is None else (recv(65536), own[1])
             except BlockingIOError:
                 self._self_unread = 0
                 break
@@ -301,6 +357,7 @@ class Batch:
         push = heapq.heappush
         # frames accepted per element: [count, earliest time stamp, window] (told to the domain at the end)
         got: dict = {}
+        taken = 0  # (frames the compiled core took and told the domains of)
         cur = cwin = -1  # the link (and window) of the records being read, its sender checked
         inp = g = None
         rn = rb = 0  # frames and bytes accepted on link ``cur`` not yet added to its port
@@ -308,7 +365,8 @@ class Batch:
         core = native.CORE
         while off < n:
             if core is not None and not rn:  # the common records in the compiled core, up to another one
-                off = core.records(data, off, n, cid, in_owner, sender, got)
+                off, k = core.records(data, off, n, cid, self.in_list, sender)
+                taken += k
                 cur = -1  # (it may have read other links: look the next one up again)
                 if off >= n:
                     break
@@ -373,7 +431,7 @@ class Batch:
         if rn:
             _count(inp, g, rn, rb, rts)
         if core is not None:  # (the loop below, the domains' counts kept inline)
-            return core.arrived(got)
+            return taken + core.arrived(got) if got else taken
         accepted = 0
         for el, (k, first_ts, win) in got.items():
             if k:

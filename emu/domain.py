@@ -274,12 +274,13 @@ class Domain(DomainControl):
         elements = self.elements
         active: dict[Element, None] = {}
         at = self._at
+        core = native.CORE
+        pop = heapq.heappop if core is None else core.heappop  # (the same heap, compared on its ints)
         while heap and heap[0][0] < t1:
-            i = heapq.heappop(heap)[1]
+            i = pop(heap)[1]
             at[i] = INF
             active[elements[i]] = None
         first_arrival = INF
-        core = native.CORE
         if core is not None and type(self) is Domain:  # the loop below in the compiled core
             act, k = list(active), 0
             while True:  # (a static-table switch's window runs whole there)

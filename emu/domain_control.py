@@ -59,6 +59,8 @@ class DomainControl:
                 p.peer_addr = addrs[p.peer]
             for p in el.in_ports:
                 p.peer_addr = addrs[p.peer]
+        if self.batch is not None:  # (the kernel sorts the peers' datagrams: emu.batch_conn)
+            self.batch.connect_peers()
 
     async def rpc_start_apps(self, t: int, apps: dict[str, tuple[Any, tuple]]) -> int:
         for host, (fn, args) in apps.items():

@@ -126,19 +126,29 @@ async def test_an_input_queued_mesh_is_the_same_with_and_without_the_core(direct
 
 
 @needs_core
-async def test_records_refuses_a_count_it_cannot_read_with_an_error():
-    """records() given a ``got`` entry whose frame count is not an int (only a caller's bug can do
-    that) raises TypeError -- not NULL without an exception (SystemError)."""
+async def test_records_takes_a_link_s_records_and_tells_the_domain_and_leaves_the_rest_to_python():
+    """records() takes the in-sequence records of a link from its peer's socket: into the element's
+    heap, onto its input port's counters, told to the domain (frames arrived in that window); it
+    stops, for Python, at a record from another socket, a duplicate, or a link not in its list."""
     from collections import deque
 
     from emu.link import LinkSender
 
     async with emu.Cluster("star:n=2") as net:
         b = net._local.batch
+        dom = net._local
         link_id, (el, inp) = next(iter(b.in_owner.items()))
         s = LinkSender(net.cluster_id, link_id)
         s.seq = inp.link.expected
-        data = b"".join(s.take(deque([(0, 10**6, bytes(80), False)]), 10**7, 7)[0][0])
-        for got in ({el: [1.5, 5, 99]}, {el: [2**70, 5, 99]}, {el: [1, 5.5, 99]}):  # (99: another window's)
-            with pytest.raises(TypeError, match="count"):
-                CORE.records(data, 0, len(data), net.cluster_id, b.in_owner, inp.peer_addr, got)
+        data = b"".join(s.take(deque([(0, 10**6 + k, bytes(80 + k), False) for k in range(3)]), 10**7, 7)[0][0])
+        received, frames, heap = dom.received, inp.rx_frames, len(el.heap)
+        assert CORE.records(data, 0, len(data), net.cluster_id, b.in_list, ("127.0.0.1", 1)) == (0, 0)
+        assert CORE.records(data, 0, len(data), net.cluster_id, [], inp.peer_addr) == (0, 0)
+        assert dom.received == received and inp.rx_frames == frames
+        assert CORE.records(data, 0, len(data), net.cluster_id, b.in_list, inp.peer_addr) == (len(data), 3)
+        assert dom.received == received + 3 and dom._by_window[7] >= 3
+        assert inp.rx_frames == frames + 3 and inp.rx_bytes >= 3 * 80 and len(el.heap) == heap + 3
+        assert CORE.records(data, 0, len(data), net.cluster_id, b.in_list, inp.peer_addr) == (0, 0)  # duplicates
+        with pytest.raises(TypeError):
+            CORE.records(data, 0, len(data) + 1, net.cluster_id, b.in_list, inp.peer_addr)
+        el.heap.clear()

@@ -128,8 +128,8 @@ static uint32_t crc32_of(const unsigned char *b, Py_ssize_t len)
 /* -- one byte changed: the CRC-32 of a message that differs from one whose CRC is ``crc`` only in
  * its byte at ``z`` bytes before its end, by ``d`` (old xor new), without reading the message: CRC-32
  * is affine, so the change is the raw CRC of d followed by z zero bytes, d's table entry times
- * x^(8z) modulo the polynomial (zlib's crc32_combine: multmodp, x2nmodp). The powers x^(8z) of the
- * last lengths seen are kept (one frame length after another, the same few). */
+ * x^(8z) modulo the polynomial (zlib's crc32_combine: multmodp, x2nmodp). The changes of each of
+ * a byte's 8 bits at the last distances seen are kept (one frame length after another, the same few). */
 static uint32_t crc_multmodp(uint32_t a, uint32_t b)
 {
     uint32_t m = (uint32_t)1 << 31, p = 0;
@@ -146,13 +146,16 @@ static uint32_t crc_multmodp(uint32_t a, uint32_t b)
 }
 
 static uint32_t crc_x2n[32]; /* x^(2^k) mod P */
-static struct { Py_ssize_t z; uint32_t pw; } crc_pw_cache[64];
+/* per distance z (the last lengths seen, by z mod 64): the change of one byte's bit b at that distance,
+ * for b = 0..7 -- a byte's change is the xor of its bits' (linear), at most 8 xors instead of a
+ * 32-step multiplication */
+static struct { Py_ssize_t z; uint32_t bit[8]; } crc_pw_cache[64];
 
-static uint32_t crc_x8n(Py_ssize_t z)
+static const uint32_t *crc_bits(Py_ssize_t z)
 {
     int slot = (int)(z & 63);
     if (crc_pw_cache[slot].z == z + 1) /* (z + 1: 0 marks an empty slot) */
-        return crc_pw_cache[slot].pw;
+        return crc_pw_cache[slot].bit;
     if (crc_x2n[0] == 0) {
         uint32_t p = (uint32_t)1 << 30; /* x^1 */
         crc_x2n[0] = p;
@@ -164,14 +167,34 @@ static uint32_t crc_x8n(Py_ssize_t z)
     for (unsigned k = 3; n; n >>= 1, k++)
         if (n & 1)
             p = crc_multmodp(crc_x2n[k & 31], p);
+    for (int b = 0; b < 8; b++)
+        crc_pw_cache[slot].bit[b] = crc_multmodp(p, crc_t[0][1u << b]);
     crc_pw_cache[slot].z = z + 1;
-    crc_pw_cache[slot].pw = p;
-    return p;
+    return crc_pw_cache[slot].bit;
 }
 
 static inline uint32_t crc32_one_byte(uint32_t crc, unsigned d, Py_ssize_t z)
 {
-    return d ? crc ^ crc_multmodp(crc_x8n(z), crc_t[0][d & 0xFF]) : crc;
+    if (!(d & 0xFF))
+        return crc;
+    const uint32_t *bit = crc_bits(z);
+    for (int b = 0; b < 8; b++)
+        if (d >> b & 1)
+            crc ^= bit[b];
+    return crc;
+}
+
+/* crc32_one_byte(crc, old ^ new, z) for Python (tests/test_native.py checks it against zlib) */
+static PyObject *crc32_byte(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long crc, d, z;
+    if (nargs != 3 || !get_ll(args[0], &crc) || !get_ll(args[1], &d) || !get_ll(args[2], &z) || crc < 0 ||
+        crc > 0xFFFFFFFFLL || d < 0 || d > 0xFF || z < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "crc32_byte(crc, old ^ new byte, bytes after it)");
+        return NULL;
+    }
+    return PyLong_FromUnsignedLong(crc32_one_byte((uint32_t)crc, (unsigned)d, (Py_ssize_t)z));
 }
 
 static PyObject *crc32(PyObject *self, PyObject *arg)

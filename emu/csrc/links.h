@@ -36,12 +36,14 @@ static PyObject *flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssiz
         PyList_SET_ITEM(dg, 2 * (k - k0) + 1, Py_NewRef(recs[k].frame));
         seq = (seq + 1) & 0xFFFFFFFFLL;
     }
+    PyObject_GC_UnTrack(dg); /* (bytes only, the group and the entry keeping it: no cycle through them) */
     PyObject *kept = tuple_steal(4, (PyObject *[]){PyLong_FromLongLong(window), PyLong_FromLongLong(seq0),
                                                    PyLong_FromLongLong((seq - 1) & 0xFFFFFFFFLL), Py_NewRef(dg)});
     if (kept == NULL) {
         Py_DECREF(dg);
         return NULL;
     }
+    PyObject_GC_UnTrack(kept);
     PyObject *r = q_append(SLOT(link, ls_retained), kept);
     Py_DECREF(kept);
     if (r == NULL || PyList_Append(out, dg) < 0) {
@@ -189,60 +191,83 @@ static int addr_eq(PyObject *a, PyObject *b)
 
 /* Batch.on_datagram's common case: from ``off``, every DATA / DATA_POOL record of this cluster whose
  * link ends here, from the socket at its other end, in sequence and not late goes into its element's
- * heap as Python would put it; ``got`` (element -> [frames, earliest stamp, window]) counts them as
- * Python's loop does. Stops at the first other record (Python's: a drop, a gap, a NACK ...) and
- * returns its offset (``n`` when all were taken). */
+ * heap as Python would put it, and its input port's counters. Stops at the first other record
+ * (Python's: a drop, a gap, a NACK ...). The frames taken are told to their elements' domains before
+ * it returns (Domain.frames_arrived: per element and window, the earliest stamp -- what Python's
+ * ``got`` adds up, told in groups of its own: the counts are sums, the heap entry the earliest).
+ * Returns (the offset it stopped at, n when all were taken; the frames taken). */
 
-typedef struct { PyObject *inp, *g; long long rn, rb, rts; } run_t;
+typedef struct { PyObject *el; long long n, first, win; } rgot_t; /* (el held) */
+#define RGOT_MAX 64
 
-static int flush_run(run_t *r)
+/* the counts of ``got`` told to the elements' domains (frames_arrived; a Domain's received and
+ * _by_window added once per run of entries of the same domain and window), the entries released */
+static int rgot_tell(rgot_t *got, int *ngot)
 {
-    if (r->rn == 0)
-        return 0;
-    long long g0, g1;
-    if (add_ll(r->inp, i_rx_frames, r->rn) < 0 || add_ll(r->inp, i_rx_bytes, r->rb) < 0)
-        return -1;
-    if (!get_ll(PyList_GET_ITEM(r->g, 0), &g0) || !get_ll(PyList_GET_ITEM(r->g, 1), &g1)) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "emu._core.records: a count is not an integer");
-        return -1;
+    int rc = 0;
+    for (int k = 0; k < *ngot && rc == 0; k++) {
+        PyObject *dom = EL_GET(got[k].el, E_DOMAIN), *w = NULL;
+        if (dom == NULL || (w = PyLong_FromLongLong(got[k].win)) == NULL)
+            rc = -1;
+        else if (DomainT == NULL || Py_TYPE(dom) != DomainT)
+            rc = frames_arrived(dom, got[k].el, (long)got[k].n, got[k].first, w);
+        else { /* (the same sums as one call per element: its heap entry, then the counts of a run) */
+            long long total = got[k].n;
+            rc = frames_due(dom, got[k].el, got[k].first);
+            while (rc == 0 && k + 1 < *ngot && got[k + 1].win == got[k].win) {
+                PyObject *d2 = EL_GET(got[k + 1].el, E_DOMAIN);
+                int same = d2 == dom;
+                Py_XDECREF(d2);
+                if (d2 == NULL)
+                    rc = -1;
+                if (!same || rc < 0)
+                    break;
+                k++;
+                total += got[k].n;
+                rc = frames_due(dom, got[k].el, got[k].first);
+            }
+            if (rc == 0)
+                rc = arrived_counts(dom, total, w);
+        }
+        Py_XDECREF(dom);
+        Py_XDECREF(w);
     }
-    PyObject *a = PyLong_FromLongLong(g0 + r->rn);
-    if (a == NULL || PyList_SetItem(r->g, 0, a) < 0)
-        return -1;
-    if (r->rts < g1) {
-        PyObject *b = PyLong_FromLongLong(r->rts);
-        if (b == NULL || PyList_SetItem(r->g, 1, b) < 0)
-            return -1;
-    }
-    r->rn = r->rb = 0;
-    r->rts = (long long)1 << 62;
-    return 0;
+    for (int k = 0; k < *ngot; k++)
+        Py_DECREF(got[k].el);
+    *ngot = 0;
+    return rc;
 }
 
 static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "records(data, off, n, cluster_id, in_owner, sender, got)");
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "records(data, off, n, cluster_id, in_list, sender)");
         return NULL;
     }
-    PyObject *data = args[0], *in_owner = args[4], *sender = args[5], *got = args[6];
+    PyObject *data = args[0], *in_list = args[4], *sender = args[5];
     long long off, n, cid;
-    if (!PyBytes_CheckExact(data))
-        return Py_NewRef(args[1]); /* (not bytes: Python reads it) */
-    if (!ready || !PyDict_CheckExact(in_owner) || !PyDict_CheckExact(got) ||
-        !get_ll(args[1], &off) || !get_ll(args[2], &n) || !get_ll(args[3], &cid) || n > PyBytes_GET_SIZE(data) ||
-        off < 0) {
+    if (!ready || !PyList_CheckExact(in_list) || !get_ll(args[1], &off) || !get_ll(args[2], &n) ||
+        !get_ll(args[3], &cid) || off < 0) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "emu._core.records: bad arguments");
         return NULL;
     }
-    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(data);
-    long long cur = -1, cwin = -1, safe = 0;
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (n > view.len) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "emu._core.records: n past the data");
+        return NULL;
+    }
+    const unsigned char *b = (const unsigned char *)view.buf;
+    long long cur = -1, cwin = -1, safe = 0, accepted = 0;
     PyObject *same_pa = NULL; /* a peer address found equal to ``sender`` (held) */
-    PyObject *el = NULL, *heap = NULL, *lk = NULL, *index = NULL, *held = NULL; /* (el, lk, index: of held, the
-                                                                                  owner tuple; heap owned) */
-    run_t run = {NULL, NULL, 0, 0, (long long)1 << 62};
+    PyObject *el = NULL, *heap = NULL, *lk = NULL, *index = NULL, *inp = NULL, *held = NULL; /* (el, inp, lk,
+                                                                     index: of held, the owner tuple; heap owned) */
+    rgot_t got[RGOT_MAX];
+    int ngot = 0, g = -1;                     /* (g: el's entry in got for window cwin) */
+    long long rn = 0, rb = 0;                 /* frames and bytes taken on link ``cur``, not yet on its port */
     PyObject *f_data = PyLong_FromLong(0), *f_pool = PyLong_FromLong(C_POOL);
     if (f_data == NULL || f_pool == NULL)
         goto fail;
@@ -258,32 +283,26 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             (kind != C_KIND_DATA && kind != C_KIND_POOL) || ts >= ((uint64_t)1 << 62))
             break;
         if (link != cur || win != cwin) {
-            if (flush_run(&run) < 0)
+            if (rn && (add_ll(inp, i_rx_frames, rn) < 0 || add_ll(inp, i_rx_bytes, rb) < 0))
                 goto fail;
+            rn = rb = 0;
             cur = -1;
-            PyObject *key = PyLong_FromLongLong(link);
-            if (key == NULL)
-                goto fail;
-            PyObject *owner = PyDict_GetItemWithError(in_owner, key);
-            Py_DECREF(key);
-            if (owner == NULL) {
-                if (PyErr_Occurred())
-                    goto fail;
+            if (link >= PyList_GET_SIZE(in_list))
                 break;
-            }
+            PyObject *owner = PyList_GET_ITEM(in_list, link);
             if (!PyTuple_CheckExact(owner) || PyTuple_GET_SIZE(owner) != 2 ||
                 Py_TYPE(PyTuple_GET_ITEM(owner, 1)) != InPortT)
-                break;
-            PyObject *inp = PyTuple_GET_ITEM(owner, 1);
-            PyObject *pa = SLOT(inp, i_peer_addr);
+                break; /* (None: no such link here) */
+            PyObject *ip = PyTuple_GET_ITEM(owner, 1), *pa = SLOT(ip, i_peer_addr);
             int same = pa == NULL ? 0 : pa == same_pa ? 1 : addr_eq(sender, pa);
             if (same < 0)
                 goto fail;
             if (same && pa != same_pa) /* (one sender per datagram: its peers' address found equal once) */
                 Py_XSETREF(same_pa, Py_NewRef(pa));
-            if (!same || (lk = SLOT(inp, i_link)) == NULL || Py_TYPE(lk) != ReceiverT)
+            if (!same || (lk = SLOT(ip, i_link)) == NULL || Py_TYPE(lk) != ReceiverT)
                 break;
             Py_XSETREF(held, Py_NewRef(owner));
+            inp = ip;
             el = PyTuple_GET_ITEM(owner, 0);
             PyObject *st = EL_GET(el, E_SAFE_TIME);
             int okst = get_ll(st, &safe);
@@ -301,55 +320,20 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
                 goto fail;
             }
             index = SLOT(inp, i_index);
-            PyObject *g = PyDict_GetItemWithError(got, el);
-            if (g == NULL && PyErr_Occurred())
-                goto fail;
-            long long gw = -1;
-            if (g != NULL && (!PyList_CheckExact(g) || PyList_GET_SIZE(g) != 3 || !get_ll(PyList_GET_ITEM(g, 2), &gw))) {
-                if (!PyErr_Occurred())
-                    PyErr_SetString(PyExc_TypeError, "emu._core.records: a count entry is not [frames, first, window]");
-                goto fail;
-            }
-            if (g == NULL || gw != win) { /* (a window's groups and an older retransmitted one) */
-                long long g0 = 0;
-                if (g != NULL && !get_ll(PyList_GET_ITEM(g, 0), &g0)) {
-                    if (!PyErr_Occurred())
-                        PyErr_SetString(PyExc_TypeError, "emu._core.records: a count is not an integer");
-                    goto fail;
-                }
-                if (g0) {
-                    long long g1;
-                    PyObject *dom = EL_GET(el, E_DOMAIN);
-                    if (dom == NULL)
-                        goto fail;
-                    Py_INCREF(g); /* (the dict's entry is replaced below) */
-                    int rc = get_ll(PyList_GET_ITEM(g, 1), &g1) ? frames_arrived(dom, el, (long)g0, g1, PyList_GET_ITEM(g, 2)) : -1;
-                    Py_DECREF(g);
-                    Py_DECREF(dom);
-                    if (rc < 0) {
-                        if (!PyErr_Occurred())
-                            PyErr_SetString(PyExc_TypeError, "emu._core.records: a count is not an integer");
-                        goto fail;
+            if (g < 0 || got[g].el != el || got[g].win != win) { /* its element's entry for this window */
+                g = -1;
+                for (int k = ngot - 1; k >= 0; k--)
+                    if (got[k].el == el && got[k].win == win) {
+                        g = k;
+                        break;
                     }
+                if (g < 0) {
+                    if (ngot == RGOT_MAX && rgot_tell(got, &ngot) < 0)
+                        goto fail;
+                    g = ngot++;
+                    got[g] = (rgot_t){Py_NewRef(el), 0, (long long)1 << 62, win};
                 }
-                PyObject *ng = PyList_New(3), *g_items[3] = {PyLong_FromLong(0), PyLong_FromLongLong((long long)1 << 62),
-                                                             PyLong_FromLongLong(win)};
-                if (ng == NULL || !g_items[0] || !g_items[1] || !g_items[2]) {
-                    Py_XDECREF(ng);
-                    for (int j = 0; j < 3; j++)
-                        Py_XDECREF(g_items[j]);
-                    goto fail;
-                }
-                for (int j = 0; j < 3; j++)
-                    PyList_SET_ITEM(ng, j, g_items[j]); /* [0, INF, window] */
-                int bad = PyDict_SetItem(got, el, ng);
-                Py_DECREF(ng);
-                if (bad < 0)
-                    goto fail;
-                g = ng; /* (the dict holds it) */
             }
-            run.inp = inp;
-            run.g = g;
             cur = link;
             cwin = win;
         }
@@ -365,36 +349,50 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             goto fail;
         PyObject *rec = tuple_steal(5, (PyObject *[]){PyLong_FromLongLong((long long)ts), Py_NewRef(index),
                                                       PyLong_FromLongLong(seq),
-                                                      PyBytes_FromStringAndSize((const char *)h + C_OUTER_LEN,
-                                                                                end - off - C_OUTER_LEN),
+                                                      frame_bytes((const char *)h + C_OUTER_LEN, end - off - C_OUTER_LEN),
                                                       Py_NewRef(kind == C_KIND_POOL ? f_pool : f_data)});
         if (rec == NULL)
             goto fail;
+        PyObject_GC_UnTrack(rec); /* (ints and bytes: no cycle through it) */
         int pushed = heap_push(heap, rec);
         Py_DECREF(rec);
         if (pushed < 0)
             goto fail;
-        run.rn++;
+        rn++;
+        rb += end - off - C_OUTER_LEN;
+        got[g].n++;
+        if ((long long)ts < got[g].first)
+            got[g].first = (long long)ts;
+        accepted++;
         n_records++;
-        run.rb += end - off - C_OUTER_LEN;
-        if ((long long)ts < run.rts)
-            run.rts = (long long)ts;
         off = end;
     }
-    if (flush_run(&run) < 0)
+    if (rn && (add_ll(inp, i_rx_frames, rn) < 0 || add_ll(inp, i_rx_bytes, rb) < 0))
+        goto fail;
+    rn = 0;
+    if (rgot_tell(got, &ngot) < 0)
         goto fail;
     Py_XDECREF(heap);
     Py_XDECREF(held);
     Py_XDECREF(same_pa);
     Py_DECREF(f_data);
     Py_DECREF(f_pool);
-    return PyLong_FromLongLong(off);
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(LL)", off, accepted);
 fail:
+    { /* what was taken stands: counted and told, the first error kept */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if ((rn && (add_ll(inp, i_rx_frames, rn) < 0 || add_ll(inp, i_rx_bytes, rb) < 0)) || rgot_tell(got, &ngot) < 0)
+            PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+    }
     Py_XDECREF(heap);
     Py_XDECREF(held);
     Py_XDECREF(same_pa);
     Py_XDECREF(f_data);
     Py_XDECREF(f_pool);
+    PyBuffer_Release(&view);
     return NULL;
 }
 
@@ -439,7 +437,7 @@ static int forget_ports(PyObject *ports, long long upto)
                 Py_DECREF(r);
                 return -1;
             }
-            Py_DECREF(x);
+            retained_release(x);
         }
         Py_DECREF(r);
     }

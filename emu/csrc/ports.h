@@ -91,6 +91,7 @@ static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long
     PyObject *entry = tuple_steal(2, (PyObject *[]){PyLong_FromLongLong(done), PyLong_FromLongLong(n)});
     if (entry == NULL)
         return -1;
+    PyObject_GC_UnTrack(entry); /* (ints: no cycle through it) */
     PyObject *r = q_append(q, entry);
     Py_DECREF(entry);
     if (r == NULL)
@@ -133,6 +134,8 @@ static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long
                                                  Py_NewRef(frame), Py_NewRef(Py_False)});
     if (pe == NULL)
         return -1;
+    if (PyBytes_CheckExact(frame))
+        PyObject_GC_UnTrack(pe); /* (ints and bytes: no cycle through it) */
     r = q_append(SLOT(p, o_pending), pe);
     Py_DECREF(pe);
     if (r == NULL)
@@ -485,6 +488,8 @@ static int hand_over_into(PyObject *pend, PyObject *heap, PyObject *index, long 
                                                       Py_NewRef(pool ? f_pool : f_plain)});
         if (rec == NULL)
             goto fail;
+        if (PyBytes_CheckExact(PyTuple_GET_ITEM(rec, 3)))
+            PyObject_GC_UnTrack(rec); /* (ints and bytes: no cycle through it) */
         int pushed = heap_push(heap, rec);
         Py_DECREF(rec);
         if (pushed < 0)

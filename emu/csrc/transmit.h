@@ -234,6 +234,7 @@ static int hand_over_ctl(PyObject *p, PyObject *local, PyObject *ctl, PyObject *
         Py_DECREF(e);
         if (rec == NULL)
             goto done;
+        PyObject_GC_UnTrack(rec); /* (ints and bytes: no cycle through it) */
         int pushed = heap_push(heap, rec);
         Py_DECREF(rec);
         if (pushed < 0)

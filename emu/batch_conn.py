@@ -1,0 +1,81 @@
+"""Connected sockets beside a process's batch socket (``emu.batch``): the kernel sorts datagrams by sender.
+
+The process's socket is unconnected: it reads with ``recvfrom``, which formats every datagram's
+source address (the sender check of ``Batch.on_datagram`` compares it with the socket at the other
+end of each record's link). Where the system allows it, the process opens, beside it, one UDP socket
+per peer socket (every other process's batch socket its links come from, and its own for what it
+sends itself), bound to the same address and port (``SO_REUSEPORT``) and ``connect``-ed to that
+peer. Linux then delivers a datagram from the peer to the socket connected to it (a connected
+socket's match is the more exact one) and every other datagram to the unconnected one. A connected
+socket is read with ``recv``: its sender is known without being formatted, and the same sender
+check still runs on each record (a peer process may only send the records of its own links).
+
+What a user sees of a stranger's datagram does not change: nobody is connected to the stranger, so
+its datagrams still reach the unconnected socket and are read, counted (``wrong_sender`` on the
+element, ``bad_link`` ... on the process) and logged as before -- the kernel drops nothing of ours.
+
+Only on Linux 5.4 or later: before it, a reuse-port group chose among its sockets by a hash, so a
+connected socket could be handed a stranger's datagram; there (and on other systems, and off
+loopback, where the keyed tag decides) the process keeps its one socket.
+"""
+
+from __future__ import annotations
+
+import platform
+import socket
+import sys
+
+
+def _kernel_sorts_by_sender() -> bool:
+    if sys.platform != "linux" or not hasattr(socket, "SO_REUSEPORT"):
+        return False
+    try:
+        major, minor = (int(x) for x in platform.release().split("-")[0].split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (5, 4)
+
+
+CONNECTED = _kernel_sorts_by_sender()
+"""Does this system deliver a peer's datagrams to the socket connected to it, and only those?"""
+
+
+def reuse_port(sock: socket.socket) -> None:
+    """Let connected sockets share ``sock``'s address (before it is bound)."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+
+
+def open_connected(addr: tuple[str, int], peer: tuple[str, int], rcvbuf: int, rcvbuf_force: int) -> socket.socket:
+    """A non-blocking UDP socket bound to ``addr`` (shared with the batch socket) and connected to ``peer``."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        reuse_port(s)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        force = getattr(socket, "SO_RCVBUFFORCE", None)
+        if force is not None:
+            try:
+                s.setsockopt(socket.SOL_SOCKET, force, rcvbuf_force)
+            except OSError:  # not permitted: rcvbuf (capped by net.core.rmem_max)
+                pass
+        s.bind(addr)
+        s.connect(peer)
+        s.setblocking(False)
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
+def read_connected(sock: socket.socket, peer: tuple[str, int], on_datagram) -> int:
+    """Every datagram waiting on the connected ``sock`` into ``on_datagram(data, peer)``; the sum of
+    what it returned."""
+    accepted = 0
+    recv = sock.recv
+    while True:
+        try:
+            data = recv(65536)
+        except BlockingIOError:
+            return accepted
+        except ConnectionRefusedError:  # ICMP from a peer that already closed (teardown)
+            continue
+        accepted += on_datagram(data, peer)

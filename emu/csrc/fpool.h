@@ -1,0 +1,83 @@
+/* emu/csrc/fpool.h: received frames' copies made in the buffers of frames a link forgot (part of emu/_core.c, one translation unit) */
+#ifndef EMU_CSRC_FPOOL_H
+#define EMU_CSRC_FPOOL_H
+
+/* -- frames' bytes used again: a frame a link kept for retransmission, once forgotten (every receiver
+ * has it) and held by nobody else, keeps its buffer here for the next frame of its length a datagram
+ * brings (records): a received frame's copy then takes no malloc and its sender's none of free --
+ * the socket path's one allocation per crossing the in-memory path does not make. Only frames of
+ * malloc's sizes (pymalloc takes the small ones cheaply), a few lengths, a bounded number of each. */
+#define FP_LENS 8
+#define FP_DEPTH 128
+#define FP_MIN 513
+#define FP_MAX 16384
+static struct { Py_ssize_t len; int n; PyObject *items[FP_DEPTH]; } fpool[FP_LENS];
+static unsigned long long n_reused; /* (counts()) */
+
+/* keep ``b`` (a reference the caller gives up: exact bytes held by nobody else) for use again, or let it go */
+static void fpool_put(PyObject *b)
+{
+    Py_ssize_t len = PyBytes_GET_SIZE(b);
+    if (len >= FP_MIN && len <= FP_MAX && Py_REFCNT(b) == 1) {
+        int empty = -1;
+        for (int k = 0; k < FP_LENS; k++) {
+            if (fpool[k].len == len) {
+                if (fpool[k].n < FP_DEPTH) {
+                    fpool[k].items[fpool[k].n++] = b;
+                    return;
+                }
+                empty = -2; /* (full: let it go) */
+                break;
+            }
+            if (fpool[k].n == 0 && empty == -1)
+                empty = k;
+        }
+        if (empty >= 0) {
+            fpool[empty].len = len;
+            fpool[empty].items[0] = b;
+            fpool[empty].n = 1;
+            return;
+        }
+    }
+    Py_DECREF(b);
+}
+
+/* bytes(src[:len]): a kept buffer of that length written over, or a new one */
+static PyObject *frame_bytes(const char *src, Py_ssize_t len)
+{
+    if (len >= FP_MIN && len <= FP_MAX)
+        for (int k = 0; k < FP_LENS; k++)
+            if (fpool[k].len == len && fpool[k].n > 0) {
+                PyObject *b = fpool[k].items[--fpool[k].n];
+                memcpy(PyBytes_AS_STRING(b), src, (size_t)len);
+#if PY_VERSION_HEX < 0x030D0000
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+                ((PyBytesObject *)b)->ob_shash = -1; /* (its hash, were it cached, is another frame's) */
+#pragma GCC diagnostic pop
+#endif
+                n_reused++;
+                return b;
+            }
+    return PyBytes_FromStringAndSize(src, len);
+}
+
+/* a retained entry (window, first, last, group) let go: its frames kept for use again when nobody
+ * else holds them (the entry, its group and the frame each held once: by what is let go) */
+static void retained_release(PyObject *x)
+{
+    PyObject *g;
+    if (Py_REFCNT(x) == 1 && PyTuple_CheckExact(x) && PyTuple_GET_SIZE(x) == 4 &&
+        PyList_CheckExact(g = PyTuple_GET_ITEM(x, 3)) && Py_REFCNT(g) == 1)
+        for (Py_ssize_t k = 1; k < PyList_GET_SIZE(g); k += 2) {
+            PyObject *f = PyList_GET_ITEM(g, k);
+            if (PyBytes_CheckExact(f) && Py_REFCNT(f) == 1 && PyBytes_GET_SIZE(f) >= FP_MIN &&
+                PyBytes_GET_SIZE(f) <= FP_MAX) {
+                PyList_SET_ITEM(g, k, Py_NewRef(Py_None)); /* (the list's reference is now f's, given to the pool) */
+                fpool_put(f);
+            }
+        }
+    Py_DECREF(x);
+}
+
+#endif /* EMU_CSRC_FPOOL_H */
