@@ -139,6 +139,9 @@ class Batch:
         """(socket connected to a peer socket, its address) beside ``sock`` (``connect_peers``)."""
         self._own = None
         """(connected socket, address) that reads what this process sends itself (None: ``sock`` does)."""
+        self._early: list = []
+        """(data, true sender) queued on a connected socket before its connect (``open_connected``),
+        handed to ``on_datagram`` by the next ``drain``."""
         self._ep = None
         """An epoll of ``sock`` and the connected sockets, which ``serve`` waits on (None: ``sock`` only);
         made now, as ``serve`` starts before the peers are known."""
@@ -170,7 +173,7 @@ class Batch:
                 if p.peer_addr is not None:
                     p.peer_addr = canon.setdefault(tuple(p.peer_addr), p.peer_addr)
         for peer in canon.values():
-            s = open_connected(self.addr, peer, RCVBUF, RCVBUF_FORCE)
+            s = open_connected(self.addr, peer, RCVBUF, RCVBUF_FORCE, self._early)
             self.connected.append((s, peer))
             self._ep.register(s.fileno(), select.EPOLLIN)
             if peer == self.addr:
@@ -287,6 +290,10 @@ class Batch:
         self._to_self = 0
         self._self_unread = 0
         accepted = 0
+        if self._early:
+            early, self._early = self._early, []
+            for data, sender in early:
+                accepted += self.on_datagram(data, sender)
         for s, peer in self.connected:
             accepted += read_connected(s, peer, self.on_datagram)
         return accepted + read_datagrams(self.sock, self.on_datagram)

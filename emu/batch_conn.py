@@ -45,8 +45,25 @@ def reuse_port(sock: socket.socket) -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
 
 
-def open_connected(addr: tuple[str, int], peer: tuple[str, int], rcvbuf: int, rcvbuf_force: int) -> socket.socket:
-    """A non-blocking UDP socket bound to ``addr`` (shared with the batch socket) and connected to ``peer``."""
+def open_connected(addr: tuple[str, int], peer: tuple[str, int], rcvbuf: int, rcvbuf_force: int,
+                   early: list | None = None) -> socket.socket:
+    """A non-blocking UDP socket bound to ``addr`` (shared with the batch socket) and connected to ``peer``.
+
+    Between its bind and its connect the socket is an unconnected member of the port's group, so the
+    kernel may queue on it datagrams from anyone; those are read at once with their true senders and
+    appended to ``early`` as (data, sender) (dropped when ``early`` is None), so that nothing a
+    stranger sent in that moment is later read as ``peer``'s."""
+    s = bind_shared(addr, rcvbuf, rcvbuf_force)
+    try:
+        connect_shared(s, peer, early)
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
+def bind_shared(addr: tuple[str, int], rcvbuf: int, rcvbuf_force: int) -> socket.socket:
+    """The first half of ``open_connected``: a UDP socket bound to ``addr`` in its reuse-port group."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         reuse_port(s)
@@ -58,12 +75,26 @@ def open_connected(addr: tuple[str, int], peer: tuple[str, int], rcvbuf: int, rc
             except OSError:  # not permitted: rcvbuf (capped by net.core.rmem_max)
                 pass
         s.bind(addr)
-        s.connect(peer)
         s.setblocking(False)
     except BaseException:
         s.close()
         raise
     return s
+
+
+def connect_shared(s: socket.socket, peer: tuple[str, int], early: list | None) -> None:
+    """The second half of ``open_connected``: connect ``s`` to ``peer``, then take what was queued on
+    it before (any sender's) into ``early`` with each datagram's true sender."""
+    s.connect(peer)
+    while True:
+        try:
+            got = s.recvfrom(65536)
+        except BlockingIOError:
+            return
+        except ConnectionRefusedError:
+            continue
+        if early is not None:
+            early.append(got)
 
 
 def read_connected(sock: socket.socket, peer: tuple[str, int], on_datagram) -> int:

@@ -120,3 +120,38 @@ async def test_two_processes_connect_to_each_other_s_socket():
         assert all(s.getpeername() == peer for s, peer in b.connected)
         assert await net["h0"].ping("h3") > 0
         assert sum(s["element"]["wrong_sender"] for s in await net.stats()) == 0
+
+
+@needs_connected
+def test_what_a_stranger_sent_between_bind_and_connect_keeps_its_true_sender():
+    """Between its bind and its connect a connected socket is an unconnected member of the port's
+    group: the kernel may queue a stranger's datagram on it. Those are taken with their true senders
+    (``open_connected``'s ``early``), never read later as the peer's."""
+    from emu.batch_conn import bind_shared, connect_shared, read_connected
+
+    main = _udp(reuse=True)
+    addr = main.getsockname()
+    peer = _udp()
+    strangers = [_udp() for _ in range(24)]  # (the group hashes by sender: some land on ``s``)
+    s = bind_shared(addr, 1 << 16, 1 << 16)
+    try:
+        for i, st in enumerate(strangers):
+            st.sendto(b"x%d" % i, addr)
+        time.sleep(0.2)
+        early: list = []
+        connect_shared(s, peer.getsockname(), early)
+        got = _read_all({"main": main}, 24 - len(early), timeout=10)["main"]
+        names = {st.getsockname() for st in strangers}
+        assert early, "no stranger's datagram was queued on the second socket (the group sent all 24 to one)"
+        assert all(sender in names for _, sender in early)
+        assert len(early) + len(got) == 24
+        peer.sendto(b"peer", addr)
+        seen = []
+        deadline = time.monotonic() + 10
+        while not seen and time.monotonic() < deadline:
+            select.select([s], [], [], 0.5)
+            read_connected(s, peer.getsockname(), lambda d, p: seen.append((d, p)) or 0)
+        assert seen == [(b"peer", peer.getsockname())]
+    finally:
+        for x in (main, peer, s, *strangers):
+            x.close()
