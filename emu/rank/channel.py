@@ -151,12 +151,9 @@ class _Channel:
                 rid = head["rid"] = self.next_rid
                 self.next_rid += 1
         head["op"] = op
-        if self.scale > 0:
-            if not self.depth:  # not through the public API (hello, exit, abort): the program's time till now
-                t = time.process_time()
-                self.app_cpu += max(0.0, t - self.t_out - self.clock_cost)
-                self.t_out = t
-            head["cpu"], self.app_cpu = self.app_cpu, 0.0
+        cpu = self._cpu()
+        if cpu is not None:
+            head["cpu"] = cpu
         try:
             if quiet:
                 msg = wire.frame(head, payload)
@@ -245,7 +242,7 @@ class _Channel:
         """What ``_call`` puts in a head's ``cpu`` (None: no ``cpu``, the ranks' time is not charged)."""
         if self.scale <= 0:
             return None
-        if not self.depth:
+        if not self.depth:  # not through the public API (hello, exit, abort): the program's time till now
             t = time.process_time()
             self.app_cpu += max(0.0, t - self.t_out - self.clock_cost)
             self.t_out = t
