@@ -56,7 +56,7 @@ static long long rx_mlen(PyObject *add, Py_ssize_t n, int pt)
  * attributes by its type version tag. A later CPython: no keeping, every lookup made. */
 #if PY_VERSION_HEX < 0x030C0000
 #define RX_KEEP 1
-#define RX_TC 256 /* the caches of the routers' ``_ins`` and ``_lines`` */
+#define RX_TC 1024 /* the caches of the routers' ``_ins`` and ``_lines`` (a power of two) */
 static struct { PyObject *d; uint64_t ver; long long key; PyObject *t; } rx_tc[RX_TC];
 #define RX_EC 64 /* per engine: its plain case's checks passed, its routes and held */
 static struct { PyObject *eng; PyTypeObject *type; unsigned int tver; PyObject *dict; uint64_t dver;
@@ -70,7 +70,8 @@ static inline uint64_t rx_dver(PyObject *d) { return ((PyDictObject *)d)->ma_ver
 static PyObject *rx_cached(PyObject *d, long long key, Py_ssize_t want)
 {
 #if RX_KEEP
-    size_t h = (size_t)(((unsigned long long)key * 0x9E3779B97F4A7C15ull) >> 40 ^ (uintptr_t)d >> 4) & (RX_TC - 1);
+    size_t h = (size_t)(((unsigned long long)key * 0x9E3779B97F4A7C15ull + (uintptr_t)d * 0xBF58476D1CE4E5B9ull) >> 40) &
+               (RX_TC - 1);
     if (rx_tc[h].d == d && rx_tc[h].key == key && PyDict_CheckExact(d) && rx_tc[h].ver == rx_dver(d))
         return rx_tc[h].t; /* (the dict unchanged: it still holds that tuple) */
 #endif
