@@ -283,3 +283,58 @@ def test_the_state_the_core_keeps_in_slots_is_what_python_reads(tmp_path, monkey
     comp = sorted(state(e) for e in made)
     assert len(comp) == 16 and sum(s[7]["rounds"] for s in comp) > 0
     assert comp == pure
+
+
+@needs_core
+def test_a_vc_selector_set_on_the_routers_mid_run_is_honoured_by_the_compiled_receive(tmp_path, monkeypatch):
+    """The compiled receive keeps a router's plain-case checks (``uncharged`` False; ``choose``, ``pending``,
+    ``vc_select`` None; ``cut_through`` False) while the router's instance dict and class are unchanged
+    (csrc/iqrecv.h ``rx_engine``), and the window's timer the absence of an ``on_timer`` set on the object
+    (csrc/iqtimer.h ``t_absent``): a VC selector and an ``on_timer`` set on every router mid-run (at the 60th
+    message a host delivers) are honoured from then on -- the compiled twins decline and Python's methods
+    call them, as often as in the pure-Python run, with the same figures."""
+    from bench_iq import SAT
+
+    from emu.nodes.host.engine import Host
+    from emu.switch.iq import InputQueuedEngine
+    made: list = []
+    init = InputQueuedEngine.__init__
+
+    def init_kept(self, *a, **kw):
+        init(self, *a, **kw)
+        made.append(self)
+
+    monkeypatch.setattr(InputQueuedEngine, "__init__", init_kept)
+    deliver = Host.deliver
+    n, calls, timers = [0], [0], [0]
+
+    def sel(i, o, v):  # (keeps the VC: the figures stay the plain run's)
+        calls[0] += 1
+        return v
+
+    def delivered(self, msg):
+        n[0] += 1
+        if n[0] == 60:
+            for e in made:
+                e.vc_select = sel
+
+                def on_timer(now, _m=e.on_timer):
+                    timers[0] += 1
+                    return _m(now)
+                e.on_timer = on_timer  # (in the object's __dict__)
+        return deliver(self, msg)
+
+    monkeypatch.setattr(Host, "deliver", delivered)
+    load, core = SAT[(4, 8, 1)] * 0.9, native.CORE
+    pure = _run_uncaptured(tmp_path, None, monkeypatch, "mesh:k=4,n=2", 8, 1, load, 40)
+    pure_calls, pure_n, pure_timers = calls[0], n[0], timers[0]
+    made.clear()
+    n[0] = calls[0] = timers[0] = 0
+    before = core.counts()
+    comp = _run_uncaptured(tmp_path, core, monkeypatch, "mesh:k=4,n=2", 8, 1, load, 40)
+    did = {k: v - before[k] for k, v in core.counts().items()}
+    assert pure_n > 60 and n[0] == pure_n
+    assert did["iq_received"] > 0  # (the compiled receive took frames before the selector was set)
+    assert pure_calls > 0 and calls[0] == pure_calls  # (and none after: every later frame met the selector)
+    assert pure_timers > 0 and timers[0] == pure_timers  # (every later timer the object's own)
+    assert comp == pure

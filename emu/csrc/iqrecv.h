@@ -50,15 +50,45 @@ static long long rx_mlen(PyObject *add, Py_ssize_t n, int pt)
     return (long long)n - C_HDR_LEN + a;
 }
 
+/* What the receive looks up per frame and what seldom changes, kept while it provably has not: a
+ * dict's content by its version tag (CPython 3.11: every change of any dict takes a new number from
+ * one global counter, and a new dict one too, so an equal tag is the same dict unchanged), a class's
+ * attributes by its type version tag. A later CPython: no keeping, every lookup made. */
+#if PY_VERSION_HEX < 0x030C0000
+#define RX_KEEP 1
+#define RX_TC 1024 /* the caches of the routers' ``_ins`` and ``_lines`` (a power of two) */
+static struct { PyObject *d; uint64_t ver; long long key; PyObject *t; } rx_tc[RX_TC];
+#define RX_EC 64 /* per engine: its plain case's checks passed, its routes and held */
+static struct { PyObject *eng; PyTypeObject *type; unsigned int tver; PyObject *dict; uint64_t dver;
+                PyObject *routes, *held; } rx_ec[RX_EC];
+static inline uint64_t rx_dver(PyObject *d) { return ((PyDictObject *)d)->ma_version_tag; }
+#else
+#define RX_KEEP 0
+#endif
+
 /* a dict's (ints...) tuple value under the int key ``key``: borrowed, or NULL (missing, or an error) */
 static PyObject *rx_cached(PyObject *d, long long key, Py_ssize_t want)
 {
+#if RX_KEEP
+    size_t h = (size_t)(((unsigned long long)key * 0x9E3779B97F4A7C15ull + (uintptr_t)d * 0xBF58476D1CE4E5B9ull) >> 40) &
+               (RX_TC - 1);
+    if (rx_tc[h].d == d && rx_tc[h].key == key && PyDict_CheckExact(d) && rx_tc[h].ver == rx_dver(d))
+        return rx_tc[h].t; /* (the dict unchanged: it still holds that tuple) */
+#endif
     PyObject *k = PyLong_FromLongLong(key);
     if (k == NULL)
         return NULL;
     PyObject *t = PyDict_CheckExact(d) ? PyDict_GetItemWithError(d, k) : NULL;
     Py_DECREF(k);
-    return t != NULL && PyTuple_CheckExact(t) && PyTuple_GET_SIZE(t) == want ? t : NULL;
+    if (t == NULL || !PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != want)
+        return NULL;
+#if RX_KEEP
+    rx_tc[h].d = d;
+    rx_tc[h].ver = rx_dver(d);
+    rx_tc[h].key = key;
+    rx_tc[h].t = t;
+#endif
+    return t;
 }
 
 /* getattr(eng, name), a new reference: from the instance dict directly when Python's generic getattr
@@ -106,6 +136,74 @@ static int rx_none(PyObject *eng, PyObject *name)
     return r;
 }
 
+/* The engine's side of the plain case: ``uncharged`` False, ``choose``, ``pending`` and ``vc_select``
+ * None, ``cut_through`` False: 1 (``*routes`` and ``*held``, new references), 0 (not the plain case),
+ * -1 (an error). Kept per engine while its instance dict and its class are unchanged (``rx_ec``):
+ * then none of the five changed, nor which objects ``routes`` and ``held`` are (their contents, which
+ * change in place, the caller reads every time). */
+static int rx_engine(PyObject *eng, PyObject **routes, PyObject **held)
+{
+    *routes = *held = NULL;
+#if RX_KEEP
+    PyTypeObject *t = Py_TYPE(eng);
+    PyObject **dp = _PyObject_GetDictPtr(eng), *d = dp != NULL ? *dp : NULL;
+    int can = d != NULL && PyDict_CheckExact(d) && PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG);
+    unsigned int tver = can ? t->tp_version_tag : 0;
+    uint64_t dver = can ? rx_dver(d) : 0;
+    __typeof__(rx_ec[0]) *e = &rx_ec[((uintptr_t)eng >> 4) % RX_EC];
+    if (can && e->eng == eng && e->type == t && e->tver == tver && e->dict == d && e->dver == dver) {
+        *routes = Py_NewRef(e->routes);
+        *held = Py_NewRef(e->held);
+        return 1;
+    }
+#endif
+    PyObject *un = iq_attr(eng, s_uncharged);
+    if (un == NULL)
+        return -1;
+    int charged = un == Py_False;
+    Py_DECREF(un);
+    if (!charged)
+        return 0;
+    PyObject *names[] = {s_choose, s_pending, s_vc_select};
+    for (int i = 0; i < 3; i++) {
+        int r = rx_none(eng, names[i]);
+        if (r <= 0)
+            return r;
+    }
+    PyObject *ct = iq_attr(eng, s_cut_through_rx);
+    if (ct == NULL)
+        return -1;
+    int cut = ct != Py_False;
+    Py_DECREF(ct);
+    if (cut)
+        return 0;
+    if ((*routes = iq_attr(eng, s_routes)) == NULL || (*held = iq_attr(eng, s_held)) == NULL) {
+        Py_CLEAR(*routes);
+        return -1;
+    }
+#if RX_KEEP
+    /* kept when nothing above changed the dict or the class, and both objects are the dict's own (held
+     * by it while it is unchanged) */
+    if (can && Py_TYPE(eng) == t && PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG) && t->tp_version_tag == tver &&
+        *dp == d && rx_dver(d) == dver && PyDict_GetItemWithError(d, s_routes) == *routes &&
+        PyDict_GetItemWithError(d, s_held) == *held) {
+        e->eng = eng;
+        e->type = t;
+        e->tver = tver;
+        e->dict = d;
+        e->dver = dver;
+        e->routes = *routes;
+        e->held = *held;
+    }
+    if (PyErr_Occurred()) {
+        Py_CLEAR(*routes);
+        Py_CLEAR(*held);
+        return -1;
+    }
+#endif
+    return 1;
+}
+
 /* a new slotted object of ``t`` (its __init__ not run: every slot set by the caller) */
 static PyObject *rx_new(PyTypeObject *t) { return t->tp_alloc(t, 0); }
 
@@ -143,43 +241,19 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (n < C_HDR_LEN || w[12] != C_ET_HI || w[13] != C_ET_LO || decline[w[C_PTYPE_OFF]] ||
         (w[C_FLAGS_OFF] & C_FLAG_BCAST) || w[C_HOPS_OFF] >= C_MAX_HOPS)
         goto decline;
-    PyObject *un = iq_attr(eng, s_uncharged);
-    if (un == NULL)
+    PyObject *routes, *held;
+    int plain = rx_engine(eng, &routes, &held);
+    if (plain < 0)
         return NULL;
-    int charged = un == Py_False;
-    Py_DECREF(un);
-    if (!charged)
-        goto decline;
-    PyObject *names[] = {s_choose, s_pending, s_vc_select};
-    for (int i = 0; i < 3; i++) {
-        int r = rx_none(eng, names[i]);
-        if (r < 0)
-            return NULL;
-        if (!r)
-            goto decline;
-    }
-    PyObject *ct = iq_attr(eng, s_cut_through_rx);
-    if (ct == NULL)
-        return NULL;
-    int cut = ct != Py_False;
-    Py_DECREF(ct);
-    if (cut)
+    if (!plain)
         goto decline;
     long long dst = (long long)be(w + C_DST_OFF, 4), out;
-    PyObject *routes = iq_attr(eng, s_routes);
-    if (routes == NULL)
-        return NULL;
     int routed = PyList_CheckExact(routes) && dst < PyList_GET_SIZE(routes) &&
                  get_ll(PyList_GET_ITEM(routes, dst), &out) && out >= 0 && out < nports;
-    Py_DECREF(routes);
-    if (!routed)
-        goto decline;
-    PyObject *held = iq_attr(eng, s_held);
-    if (held == NULL)
-        return NULL;
     int free_ = PyAnySet_CheckExact(held) && PySet_GET_SIZE(held) == 0;
+    Py_DECREF(routes);
     Py_DECREF(held);
-    if (!free_)
+    if (!routed || !free_)
         goto decline;
     /* InputQueuedEngine.receive: its modelled lengths, its times from the caches, its room */
     long long nin = rx_mlen(PyList_GET_ITEM(adds, port), n, w[C_PTYPE_OFF]),

@@ -75,6 +75,61 @@ static int iq_is_core_fn(PyObject *f, PyObject *(*fn)(PyObject *, PyObject *cons
     return PyCFunction_Check(f) && ((PyCFunctionObject *)f)->m_ml->ml_meth == (PyCFunction)(void (*)(void))fn;
 }
 
+/* Per engine, the methods seen absent from its instance dict (a bit per name) and its ``credit_out``
+ * there, kept while that dict is unchanged (csrc/iqrecv.h's RX_KEEP: CPython 3.11's dict version
+ * tags, one global counter, so an equal tag is the same dict unchanged): the state the calls write is
+ * in slots, so the dict seldom changes. */
+#if RX_KEEP
+#define T_EC 64 /* (a power of two) */
+static struct { PyObject *eng, *dict; uint64_t dver; unsigned absent; PyObject *cout; } t_ec[T_EC];
+
+static inline __typeof__(t_ec[0]) *t_kept(PyObject *eng, PyObject *d)
+{
+    __typeof__(t_ec[0]) *e = &t_ec[((uint64_t)(uintptr_t)eng * 0x9E3779B97F4A7C15ULL) >> 58];
+    uint64_t v = rx_dver(d);
+    if (e->eng != eng || e->dict != d || e->dver != v) { /* (another engine's, or this one's dict changed) */
+        e->eng = eng;
+        e->dict = d;
+        e->dver = v;
+        e->absent = 0;
+        e->cout = NULL;
+    }
+    return e;
+}
+#endif
+
+/* is the name t_s[k] missing from the engine's instance dict ``d``: 1, 0 (there), -1 (an error) */
+static int t_absent(PyObject *eng, PyObject *d, int k)
+{
+#if RX_KEEP
+    __typeof__(t_ec[0]) *e = t_kept(eng, d);
+    if (e->absent >> k & 1)
+        return 1;
+#endif
+    if (PyDict_GetItemWithError(d, t_s[k]) != NULL)
+        return 0;
+    if (PyErr_Occurred())
+        return -1;
+#if RX_KEEP
+    e->absent |= 1u << k;
+#endif
+    return 1;
+}
+
+/* the engine's ``credit_out`` in its instance dict ``d`` (borrowed), or NULL (missing, or an error) */
+static PyObject *t_cout(PyObject *eng, PyObject *d)
+{
+#if RX_KEEP
+    __typeof__(t_ec[0]) *e = t_kept(eng, d);
+    if (e->cout != NULL)
+        return e->cout; /* (the dict unchanged: it still holds it) */
+    return e->cout = PyDict_GetItemWithError(d, t_s[T_COUT]);
+#else
+    (void)eng;
+    return PyDict_GetItemWithError(d, t_s[T_COUT]);
+#endif
+}
+
 /* the engine's instance dict when the engine is plain for ``fn`` (the method named ``name``), with
  * its compiled round's state (a borrowed tuple in *cs); NULL otherwise (no error) */
 static PyObject *iq_plain_dict(PyObject *eng, PyObject *fn, int name, PyObject **cs)
@@ -86,7 +141,7 @@ static PyObject *iq_plain_dict(PyObject *eng, PyObject *fn, int name, PyObject *
         return NULL;
     PyObject *d = *dp, *c = ESLOT(eng, T_CST);
     if (c == NULL || !PyTuple_CheckExact(c) || PyTuple_GET_SIZE(c) != 4 || !iq_is_core_fn(PyTuple_GET_ITEM(c, 0), iq_round) ||
-        !iq_is_core_fn(PyTuple_GET_ITEM(c, 3), iq_retime) || PyDict_GetItemWithError(d, t_s[name]) != NULL) {
+        !iq_is_core_fn(PyTuple_GET_ITEM(c, 3), iq_retime) || t_absent(eng, d, name) <= 0) {
         PyErr_Clear();
         return NULL;
     }
@@ -103,7 +158,7 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
         return 1;
     PyObject *v[T_N];
     for (int k = T_BTIMER; k <= T_TIMER; k++)
-        if ((v[k] = k == T_COUT ? PyDict_GetItemWithError(d, t_s[k]) : ESLOT(eng, k)) == NULL) {
+        if ((v[k] = k == T_COUT ? t_cout(eng, d) : ESLOT(eng, k)) == NULL) {
             PyErr_Clear();
             return 1; /* (not set: Python's, which says so) */
         }
@@ -235,7 +290,7 @@ static int iq_on_receive(PyObject *eng, PyObject *frame, PyObject *port, PyObjec
         return 1;
     PyObject **dp = _PyObject_GetDictPtr(eng), *rx;
     if (dp == NULL || *dp == NULL || (rx = ESLOT(eng, T_CRX)) == NULL || !PyTuple_CheckExact(rx) ||
-        PyTuple_GET_SIZE(rx) != 2 || PyDict_GetItemWithError(*dp, t_s[T_RECEIVE]) != NULL) {
+        PyTuple_GET_SIZE(rx) != 2 || !PyDict_CheckExact(*dp) || t_absent(eng, *dp, T_RECEIVE) <= 0) {
         PyErr_Clear();
         return 1;
     }
