@@ -1,12 +1,14 @@
-/* emu/csrc/fpool.h: received frames' copies made in the buffers of frames a link forgot (part of emu/_core.c, one translation unit) */
+/* emu/csrc/fpool.h: received frames' copies and sent datagrams made in the buffers of frames and
+ * datagrams let go (part of emu/_core.c, one translation unit) */
 #ifndef EMU_CSRC_FPOOL_H
 #define EMU_CSRC_FPOOL_H
 
-/* -- frames' bytes used again: a frame a link kept for retransmission, once forgotten (every receiver
- * has it) and held by nobody else, keeps its buffer here for the next frame of its length a datagram
- * brings (records): a received frame's copy then takes no malloc and its sender's none of free --
- * the socket path's one allocation per crossing the in-memory path does not make. Only frames of
- * malloc's sizes (pymalloc takes the small ones cheaply), a few lengths, a bounded number of each. */
+/* -- bytes used again: a frame a link has copied into its records (take) and a datagram a link kept
+ * for retransmission, once forgotten (every receiver has it), held by nobody else, keep their
+ * buffers here for the next frame of their length a datagram brings (records) and the next
+ * datagram of theirs a link makes (take): neither then takes a malloc, nor its sender a free --
+ * the socket path's allocations per crossing the in-memory path does not make. Only malloc's
+ * sizes (pymalloc takes the small ones cheaply), a few lengths, a bounded number of each. */
 #define FP_LENS 8
 #define FP_DEPTH 128
 #define FP_MIN 513
@@ -42,14 +44,14 @@ static void fpool_put(PyObject *b)
     Py_DECREF(b);
 }
 
-/* bytes(src[:len]): a kept buffer of that length written over, or a new one */
-static PyObject *frame_bytes(const char *src, Py_ssize_t len)
+/* a bytes object of ``len`` bytes for the caller to fill (nobody else holds it): a kept buffer of
+ * that length, or a new one */
+static PyObject *fpool_take(Py_ssize_t len)
 {
     if (len >= FP_MIN && len <= FP_MAX)
         for (int k = 0; k < FP_LENS; k++)
             if (fpool[k].len == len && fpool[k].n > 0) {
                 PyObject *b = fpool[k].items[--fpool[k].n];
-                memcpy(PyBytes_AS_STRING(b), src, (size_t)len);
 #if PY_VERSION_HEX < 0x030D0000
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -59,15 +61,30 @@ static PyObject *frame_bytes(const char *src, Py_ssize_t len)
                 n_reused++;
                 return b;
             }
-    return PyBytes_FromStringAndSize(src, len);
+    return PyBytes_FromStringAndSize(NULL, len);
 }
 
-/* a retained entry (window, first, last, group) let go: its frames kept for use again when nobody
- * else holds them (the entry, its group and the frame each held once: by what is let go) */
+/* bytes(src[:len]): a kept buffer of that length written over, or a new one */
+static PyObject *frame_bytes(const char *src, Py_ssize_t len)
+{
+    PyObject *b = fpool_take(len);
+    if (b != NULL)
+        memcpy(PyBytes_AS_STRING(b), src, (size_t)len);
+    return b;
+}
+
+/* a retained entry (window, first, last, group) let go: its datagram (take's group) or its frames
+ * (a group of parts) kept for use again when nobody else holds them (the entry, its group and the
+ * frame each held once: by what is let go) */
 static void retained_release(PyObject *x)
 {
     PyObject *g;
     if (Py_REFCNT(x) == 1 && PyTuple_CheckExact(x) && PyTuple_GET_SIZE(x) == 4 &&
+        PyBytes_CheckExact(g = PyTuple_GET_ITEM(x, 3)) && Py_REFCNT(g) == 1) {
+        PyTuple_SET_ITEM(x, 3, Py_NewRef(Py_None)); /* (the tuple's reference is now g's, given to the pool) */
+        fpool_put(g);
+    }
+    else if (Py_REFCNT(x) == 1 && PyTuple_CheckExact(x) && PyTuple_GET_SIZE(x) == 4 &&
         PyList_CheckExact(g = PyTuple_GET_ITEM(x, 3)) && Py_REFCNT(g) == 1)
         for (Py_ssize_t k = 1; k < PyList_GET_SIZE(g); k += 2) {
             PyObject *f = PyList_GET_ITEM(g, k);
