@@ -10,22 +10,26 @@
  * the socket path's allocations per crossing the in-memory path does not make. Only malloc's
  * sizes (pymalloc takes the small ones cheaply), a few lengths, a bounded number of each. */
 #define FP_LENS 8
-#define FP_DEPTH 128
+#define FP_DEPTH 4096
 #define FP_MIN 513
 #define FP_MAX 16384
+#define FP_BUDGET ((Py_ssize_t)32 << 20)
 static struct { Py_ssize_t len; int n; PyObject *items[FP_DEPTH]; } fpool[FP_LENS];
+static Py_ssize_t fpool_bytes; /* (what the pool keeps, at most FP_BUDGET: a run's frames in flight
+                                * rise and fall by thousands -- 128 of a length kept a fifth of them) */
 static unsigned long long n_reused; /* (counts()) */
 
 /* keep ``b`` (a reference the caller gives up: exact bytes held by nobody else) for use again, or let it go */
 static void fpool_put(PyObject *b)
 {
     Py_ssize_t len = PyBytes_GET_SIZE(b);
-    if (len >= FP_MIN && len <= FP_MAX && Py_REFCNT(b) == 1) {
+    if (len >= FP_MIN && len <= FP_MAX && Py_REFCNT(b) == 1 && fpool_bytes + len <= FP_BUDGET) {
         int empty = -1;
         for (int k = 0; k < FP_LENS; k++) {
             if (fpool[k].len == len) {
                 if (fpool[k].n < FP_DEPTH) {
                     fpool[k].items[fpool[k].n++] = b;
+                    fpool_bytes += len;
                     return;
                 }
                 empty = -2; /* (full: let it go) */
@@ -38,6 +42,7 @@ static void fpool_put(PyObject *b)
             fpool[empty].len = len;
             fpool[empty].items[0] = b;
             fpool[empty].n = 1;
+            fpool_bytes += len;
             return;
         }
     }
@@ -52,6 +57,7 @@ static PyObject *fpool_take(Py_ssize_t len)
         for (int k = 0; k < FP_LENS; k++)
             if (fpool[k].len == len && fpool[k].n > 0) {
                 PyObject *b = fpool[k].items[--fpool[k].n];
+                fpool_bytes -= len;
 #if PY_VERSION_HEX < 0x030D0000
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"

@@ -440,15 +440,13 @@ static int forget_ports(PyObject *ports, long long upto)
             }
             if (k == 0)
                 break;
-            for (Py_ssize_t j = 0; j < k; j++)
-                xs[j] = Py_NewRef(PyList_GET_ITEM(r, j));
-            int cut = PyList_SetSlice(r, 0, k, NULL);
+            PyObject **items = ((PyListObject *)r)->ob_item; /* (the head cut in place: the list's
+                                                                 references to it become ours) */
+            memcpy(xs, items, (size_t)k * sizeof(PyObject *));
+            memmove(items, items + k, (size_t)(len - k) * sizeof(PyObject *));
+            Py_SET_SIZE(r, len - k);
             for (Py_ssize_t j = 0; j < k; j++) /* (each now held here alone: its frames kept for use again) */
                 retained_release(xs[j]);
-            if (cut < 0) {
-                Py_DECREF(r);
-                return -1;
-            }
             if (k < FG_MAX)
                 break;
         }
