@@ -1,5 +1,6 @@
 /* emu/csrc/fpool.h: received frames' copies and sent datagrams made in the buffers of frames and
- * datagrams let go (part of emu/_core.c, one translation unit) */
+ * datagrams let go; Element.forget, which lets a link's retained datagrams go (part of emu/_core.c,
+ * one translation unit) */
 #ifndef EMU_CSRC_FPOOL_H
 #define EMU_CSRC_FPOOL_H
 
@@ -101,6 +102,128 @@ static void retained_release(PyObject *x)
             }
         }
     Py_DECREF(x);
+}
+
+/* -- what a link forgets: its retained datagrams, into the pool */
+
+/* Element.forget: every output port's retained datagrams of windows <= ``upto`` are dropped (every
+ * receiver has them). ``ports``: the element's output ports (a list). */
+/* Element.forget for the output ports ``ports`` (a list): 0, or -1 with an error */
+static int forget_ports(PyObject *ports, long long upto)
+{
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(ports); k++) {
+        PyObject *p = PyList_GET_ITEM(ports, k), *link, *r;
+        if (Py_TYPE(p) != OutPortT || (link = SLOT(p, o_link)) == NULL || Py_TYPE(link) != SenderT ||
+            (r = SLOT(link, ls_retained)) == NULL) {
+            PyErr_SetString(PyExc_TypeError, "emu._core.forget: not an output port with a link sender");
+            return -1;
+        }
+        Py_INCREF(r);
+        while (PyList_CheckExact(r)) { /* (LinkSender's: a list, its head cut at once, at most FG_MAX a time) */
+            enum { FG_MAX = 16 };
+            PyObject *xs[FG_MAX];
+            Py_ssize_t k = 0, len = PyList_GET_SIZE(r);
+            while (k < len && k < FG_MAX) {
+                PyObject *head = PyList_GET_ITEM(r, k);
+                long long w;
+                if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) < 1 || !get_ll(PyTuple_GET_ITEM(head, 0), &w)) {
+                    Py_DECREF(r);
+                    if (!PyErr_Occurred())
+                        PyErr_SetString(PyExc_TypeError, "emu._core.forget: a retained entry is not (window, ...)");
+                    return -1;
+                }
+                if (w > upto)
+                    break;
+                k++;
+            }
+            if (k == 0)
+                break;
+            PyObject **items = ((PyListObject *)r)->ob_item; /* (the head cut in place: the list's
+                                                                 references to it become ours) */
+            memcpy(xs, items, (size_t)k * sizeof(PyObject *));
+            memmove(items, items + k, (size_t)(len - k) * sizeof(PyObject *));
+            Py_SET_SIZE(r, len - k);
+            for (Py_ssize_t j = 0; j < k; j++) /* (each now held here alone: its frames kept for use again) */
+                retained_release(xs[j]);
+            if (k < FG_MAX)
+                break;
+        }
+        for (; !PyList_CheckExact(r);) {
+            Py_ssize_t len = PySequence_Size(r);
+            if (len <= 0) {
+                if (len < 0) {
+                    Py_DECREF(r);
+                    return -1;
+                }
+                break;
+            }
+            PyObject *head = PySequence_GetItem(r, 0);
+            long long w;
+            int ok = head != NULL && PyTuple_Check(head) && PyTuple_GET_SIZE(head) >= 1 &&
+                     get_ll(PyTuple_GET_ITEM(head, 0), &w);
+            Py_XDECREF(head);
+            if (!ok) {
+                Py_DECREF(r);
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "emu._core.forget: a retained entry is not (window, ...)");
+                return -1;
+            }
+            if (w > upto)
+                break;
+            PyObject *x = q_popleft(r);
+            if (x == NULL) {
+                Py_DECREF(r);
+                return -1;
+            }
+            retained_release(x);
+        }
+        Py_DECREF(r);
+    }
+    return 0;
+}
+
+static PyObject *forget(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long upto;
+    if (nargs != 2 || !PyList_CheckExact(args[0]) || !get_ll(args[1], &upto)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "forget(ports, upto_window)");
+        return NULL;
+    }
+    if (forget_ports(args[0], upto) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Domain._window's ``for el in els: el.forget(upto)``: an Element's output ports here, any other
+ * object's method */
+static PyObject *forget_elements(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long upto;
+    if (nargs != 2 || !PyList_CheckExact(args[0]) || !get_ll(args[1], &upto)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "forget_elements(elements, upto_window)");
+        return NULL;
+    }
+    PyObject *els = args[0];
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(els); k++) {
+        PyObject *el = Py_NewRef(PyList_GET_ITEM(els, k)), *ports = NULL;
+        int rc;
+        if (Py_TYPE(el) == ElementT && (ports = SLOT(el, el_attr[E_OUT_PORTS].off)) != NULL && PyList_CheckExact(ports)) {
+            Py_INCREF(ports); /* (held: what a retained queue does may run Python code) */
+            rc = forget_ports(ports, upto);
+            Py_DECREF(ports);
+        }
+        else {
+            PyObject *r = PyObject_CallMethodOneArg(el, s_forget, args[1]);
+            rc = r == NULL ? -1 : 0;
+            Py_XDECREF(r);
+        }
+        Py_DECREF(el);
+        if (rc < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
 }
 
 #endif /* EMU_CSRC_FPOOL_H */
