@@ -2,7 +2,7 @@
 
 An element's link layer (``emu.link``) turns the frames a port sends in one window into a group of
 ``EmuLink`` records (one per frame, its own sequence number, time stamp and window), and keeps that
-group for retransmission (as its parts: each record's header, then the frame itself). Without batching every group is one datagram from the element's own socket:
+group for retransmission (one bytes object: each record's header, then the frame). Without batching every group is one datagram from the element's own socket:
 in a fabric where a port sends about one frame per window, that is one ``sendto`` and one
 ``recvfrom`` per frame, and the two system calls cost more than everything else a crossing does.
 

@@ -35,7 +35,7 @@ STRETCH_MAX = 64
 
 class Domain(DomainControl):
     __slots__ = ("index", "received", "_by_window", "sent_to", "_idx", "_at", "_heap", "max_time", "_local_rx",
-                 "by_name")
+                 "by_name", "batch")
     """The counts the compiled core keeps in place (their offsets, read at ``domain_setup``); the
     rest live in the instance's ``__dict__`` (DomainControl gives it one)."""
 
@@ -53,6 +53,7 @@ class Domain(DomainControl):
         self.sent_to = [0] * n_domains
         """DATA frames this domain's elements sent to each domain since the start."""
         self._local_rx: dict[Element, None] = {}
+        """Elements of this domain sent frames by their own sockets (no batch), to read at ``_collect``."""
         self._heap: list[tuple[int, int]] = []
         self._at: list[int] = []
         """Per element: a time at or after which it has an entry in ``_heap`` (INF: none known), so
@@ -142,7 +143,7 @@ class Domain(DomainControl):
     # -- callbacks from elements ----------------------------------------------------------------
     def frames_sent(self, peer_domain: int, n: int, peer: str) -> None:
         self.sent_to[peer_domain] += n
-        if peer_domain == self.index:
+        if self.batch is None and peer_domain == self.index:  # (with a batch, _collect reads its socket instead)
             self._local_rx[self.by_name[peer]] = None
 
     def frames_arrived(self, el: Element, n: int, first_ts: int, window: int) -> None:

@@ -2,12 +2,12 @@
 
 Each link direction has a :class:`LinkSender` at its output port and a :class:`LinkReceiver` at its
 input port. The sender numbers every frame (a per-link sequence number in the outer ``EmuLink``
-record), batches the records of one window into groups of at most ``MAX_DATAGRAM`` bytes, and keeps
-each group until every receiver is known to have it (two windows later, see ``emu.sync``). A group
-is kept as its parts -- each record's 28-byte outer header, then the frame itself, the bytes object
-the port sent --, not joined: the socket gathers the parts into the datagram (``sendmsg``), so a
-frame is not copied on its way out, and a group is joined into one datagram only when it must be
-sent again (a NACK) or cannot be gathered. The receiver accepts records
+record), batches the records of one window into datagrams of at most ``MAX_DATAGRAM`` bytes, and
+keeps each datagram until every receiver is known to have it (two windows later, see ``emu.sync``).
+A datagram is one bytes object, each record's 28-byte outer header then the frame: the frame is
+copied into it once (in the compiled core, into the buffer of a datagram let go before, so that
+neither a header of its own nor a list of parts is made per record, and the frame's own buffer is
+free for a frame received). The receiver accepts records
 strictly in sequence: a record past the one it expects reveals a lost datagram and is answered with
 one NACK ("go back to ``expected``"), which the sender answers by resending every retained datagram
 from there on; a record before it is a duplicate. Neither touches a socket or a clock: the element
@@ -44,9 +44,10 @@ class LinkSender:
         self.link_id = link_id
         self.seq = 0
         """Sequence number of the next record."""
-        self.retained: deque[tuple[int, int, int, list[bytes]]] = deque()
-        """(window, first_seq, last_seq, group) kept for retransmission; a group is its parts (see
-        :meth:`take`), the datagram their join."""
+        self.retained: list[tuple[int, int, int, bytes]] = []
+        """(window, first_seq, last_seq, datagram) kept for retransmission, oldest first. (A list: a
+        link keeps the datagrams of two or three windows, a handful, and the core appends and cuts it
+        without a method call.)"""
         self.prefix = OUTER.pack(MAGIC, VERSION, LinkKind.DATA, cluster_id, link_id, 0, 0, 0, 0)[:12]
         """The constant first 12 bytes of this link's DATA records (magic .. link id)."""
         self.prefix_pool = OUTER.pack(MAGIC, VERSION, LinkKind.DATA_POOL, cluster_id, link_id, 0, 0, 0, 0)[:12]
@@ -55,17 +56,15 @@ class LinkSender:
         """DATA records for ``frames`` ((virtual arrival ns, frame with its FCS, pool) in sending
         order; pool: true for a frame in the receiver's pool, a DATA_POOL record), numbered in sequence
         and batched into datagrams of at most ``MAX_DATAGRAM`` bytes (joined); each is retained."""
-        return [b"".join(g) for g in self.take(deque((0, a, f, pool) for a, f, pool in frames), _NEVER, window)[0]]
+        return self.take(deque((0, a, f, pool) for a, f, pool in frames), _NEVER, window)[0]
 
-    def take(self, pend, release: int, window: int) -> tuple[list[list[bytes]], int, int, int]:
+    def take(self, pend, release: int, window: int) -> tuple[list[bytes], int, int, int]:
         """:meth:`datagrams` straight from an output port's queue ``pend`` ((start, arrival, frame,
-        pool) in order), as groups not joined: every frame arriving before ``release`` leaves it as a
-        record (the socket path's common case: no fault, no capture, no credits on the port). A group
-        is a list of parts, each record's 28-byte outer header then its frame (as bytes: a bytes-like
-        frame is copied, so that what is kept cannot change), whose join is one datagram of at most
-        ``MAX_DATAGRAM`` bytes; each group is retained as it is. Returns (groups, frames, their bytes
-        as the frames' lengths, last arrival)."""
-        out: list[list[bytes]] = []
+        pool) in order): every frame arriving before ``release`` leaves it as a record (the socket
+        path's common case: no fault, no capture, no credits on the port), each record's 28-byte
+        outer header then its frame, in datagrams of at most ``MAX_DATAGRAM`` bytes; each is retained.
+        Returns (datagrams, frames, their bytes as the frames' lengths, last arrival)."""
+        out: list[bytes] = []
         pack = _SEQ_TS_LEN.pack
         prefix = self.prefix
         prefix_pool = self.prefix_pool
@@ -97,20 +96,23 @@ class LinkSender:
         self.seq = seq
         return out, k, nbytes, arrival
 
-    def _keep(self, window: int, first: int, end_seq: int, group: list[bytes]) -> list[bytes]:
-        self.retained.append((window, first, (end_seq - 1) & SEQ_MASK, group))
-        return group
+    def _keep(self, window: int, first: int, end_seq: int, parts: list[bytes]) -> bytes:
+        dgram = b"".join(parts)
+        self.retained.append((window, first, (end_seq - 1) & SEQ_MASK, dgram))
+        return dgram
 
     def go_back(self, from_seq: int) -> list[bytes]:
-        """The retained groups holding a record at or after ``from_seq``, each joined into its
-        datagram (answer to a NACK)."""
-        return [b"".join(g) for _, _, last, g in self.retained if ((last - from_seq) & SEQ_MASK) < 0x80000000]
+        """The retained datagrams holding a record at or after ``from_seq`` (answer to a NACK)."""
+        return [d for _, _, last, d in self.retained if ((last - from_seq) & SEQ_MASK) < 0x80000000]
 
     def forget(self, upto_window: int) -> None:
         """Drop retained datagrams of windows <= ``upto_window``: every receiver has them."""
         r = self.retained
-        while r and r[0][0] <= upto_window:
-            r.popleft()
+        k = 0
+        while k < len(r) and r[k][0] <= upto_window:
+            k += 1
+        if k:
+            del r[:k]
 
 
 class LinkReceiver:

@@ -16,14 +16,20 @@ counts each run's CPU seconds instead (the process's user + system time over the
 ``ns3_sim.py`` run with its clock read as ``time.process_time``): a machine shared with other work
 moves those far less than wall seconds, which count the time the run waited for a core.
 
+Every emulator run is a process of its own, started in its tree's folder with that tree first on the
+import path (``--before TREE`` adds another checkout's runs, alternating with this one's, in the same
+rounds: before and after on the same machine load). A run started from another folder would import
+that folder's ``emu`` first -- two trees mixed.
+
     python scripts/bench_ns3.py [--rounds 3] [--messages 10] [--size 1024] [--topo SPEC]
-        [--ns3-python PATH] [--peers DIR] [--clock wall|cpu]
+        [--ns3-python PATH] [--peers DIR] [--clock wall|cpu] [--before TREE]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import statistics
 import subprocess
@@ -33,7 +39,9 @@ import time
 
 import trio
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+HERE = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, os.environ.get("BENCH_NS3_TREE") or str(HERE))
+"""(a run of another tree, ``--before``: that tree's ``emu``; see ``tree_env``)"""
 
 import emu  # noqa: E402
 from emu import native  # noqa: E402
@@ -98,7 +106,32 @@ async def emulator(spec: str, messages: int, size: int, direct: bool, clock: str
         wall = now() - w
         s = net.metrics.summary()
     return {"crossings": s["hop_count"], "frames": s["frames"], "bytes": s["bytes"], "wall_s": wall,
-            "per_s": s["hop_count"] / wall, "completion_ns": max(res.values()) - t0}
+            "per_s": s["hop_count"] / wall, "completion_ns": max(res.values()) - t0, "emu": emu.__file__,
+            "cwd": os.getcwd()}
+
+
+def tree_env(tree: pathlib.Path) -> dict:
+    """The environment that runs ``tree``'s code: first on the import path, and the worktree the
+    shared sitecustomize (``/work/wtsite``, when there) points the editable install at."""
+    env = dict(os.environ, BENCH_NS3_TREE=str(tree))
+    site = pathlib.Path("/work/wtsite")
+    env["PYTHONPATH"] = f"{tree}:{site}" if site.is_dir() else str(tree)
+    if tree == pathlib.Path("/work/main"):  # (main itself: the editable install points there)
+        env.pop("EMU_WT", None)
+        env["PYTHONPATH"] = str(tree)
+    else:
+        env["EMU_WT"] = str(tree)
+    return env
+
+
+def emulator_run(tree: pathlib.Path, spec: str, messages: int, size: int, direct: bool, clock: str) -> dict:
+    """``emulator`` run by ``tree``'s code in a process of its own, in ``tree``'s folder."""
+    job = json.dumps({"spec": spec, "messages": messages, "size": size, "direct": direct, "clock": clock})
+    done = subprocess.run([sys.executable, str(pathlib.Path(__file__).resolve()), "--child", job], cwd=tree,
+                          env=tree_env(tree), capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"the emulator run of {tree} failed: {done.stderr.strip()[-400:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def ns3(python: str, peers: pathlib.Path, topo_json: pathlib.Path, frame: int, messages: int, clock: str = "wall") -> dict:
@@ -119,7 +152,14 @@ def main(argv=None) -> dict:
     ap.add_argument("--peers", default=str(PEERS), help="the peers' tools (ns3_sim.py)")
     ap.add_argument("--clock", choices=tuple(CLOCKS), default="wall",
                     help="seconds of a run: wall, or CPU (user + system: less moved by other work on the machine)")
+    ap.add_argument("--before", metavar="TREE", help="another checkout whose emulator runs alternate with this one's")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.child:  # (one emulator run, in its tree's folder: emulator_run)
+        j = json.loads(a.child)
+        r = trio.run(emulator, j["spec"], j["messages"], j["size"], j["direct"], j["clock"])
+        print(json.dumps(r))
+        return r
     peers = pathlib.Path(a.peers)
     if a.rounds < 1 or a.messages < 1 or a.size < 1:
         ap.error("--rounds, --messages and --size must be at least 1")
@@ -128,15 +168,22 @@ def main(argv=None) -> dict:
                  "ns3venv/bin/pip install ns3==3.44.post0)")
     if a.ns3_python and not (peers / "ns3_sim.py").is_file():
         ap.error(f"--peers {peers}: no ns3_sim.py there (give the folder of the peers' tools)")
+    trees = {"": HERE}
+    if a.before:
+        before = pathlib.Path(a.before).resolve()
+        if not (before / "emu" / "__init__.py").is_file():
+            ap.error(f"--before {a.before}: not a checkout of the emulator (no emu/__init__.py there)")
+        trees = {"before ": before, "": HERE}
     print(f"{a.topo}: {a.messages} messages of {a.size} B from every host to every other; element loop "
           f"{native.in_use()}; ns-3: {a.ns3_python or 'not run (--ns3-python)'}; crossings per {a.clock} second")
-    runs: dict[str, list[dict]] = {"direct": [], "sockets": [], "ns-3": []}
+    modes = [(t, m) for t in trees for m in ("direct", "sockets")]
+    runs: dict[str, list[dict]] = {**{t + m: [] for t, m in modes}, "ns-3": []}
     with tempfile.TemporaryDirectory() as tmp:
         topo_json = pathlib.Path(tmp) / "topo.json"
         export(topology(a.topo, a.size), a.topo, topo_json)
         for r in range(a.rounds):
-            for mode in ("direct", "sockets"):
-                runs[mode].append(trio.run(emulator, a.topo, a.messages, a.size, mode == "direct", a.clock))
+            for t, mode in modes:
+                runs[t + mode].append(emulator_run(trees[t], a.topo, a.messages, a.size, mode == "direct", a.clock))
             frame = runs["direct"][-1]["bytes"] // runs["direct"][-1]["frames"]
             if a.ns3_python:
                 runs["ns-3"].append(ns3(a.ns3_python, peers, topo_json, frame - ENVELOPE, a.messages, a.clock))
@@ -148,9 +195,9 @@ def main(argv=None) -> dict:
     out = {k: {"median": statistics.median(x["per_s"] for x in v), "best": max(x["per_s"] for x in v)}
            for k, v in runs.items() if v}
     for k, v in out.items():
-        print(f"{k:8s} median {v['median']:,.0f}  best {v['best']:,.0f} crossings/s")
+        print(f"{k:15s} median {v['median']:,.0f}  best {v['best']:,.0f} crossings/s")
     if "ns-3" in out:
-        for mode, goal in GOALS.items():
+        for mode, goal in ((t + m, GOALS[m]) for t, m in modes):
             med, best = out[mode]["median"] / out["ns-3"]["median"], out[mode]["best"] / out["ns-3"]["best"]
             out[mode]["vs_ns3"] = med
             print(f"{mode} / ns-3: {med:.2f}x median to median, {best:.2f}x best to best; goal {goal:g}x: "

@@ -140,7 +140,7 @@ async def test_records_takes_a_link_s_records_and_tells_the_domain_and_leaves_th
         link_id, (el, inp) = next(iter(b.in_owner.items()))
         s = LinkSender(net.cluster_id, link_id)
         s.seq = inp.link.expected
-        data = b"".join(s.take(deque([(0, 10**6 + k, bytes(80 + k), False) for k in range(3)]), 10**7, 7)[0][0])
+        data = s.take(deque([(0, 10**6 + k, bytes(80 + k), False) for k in range(3)]), 10**7, 7)[0][0]
         received, frames, heap = dom.received, inp.rx_frames, len(el.heap)
         assert CORE.records(data, 0, len(data), net.cluster_id, b.in_list, ("127.0.0.1", 1)) == (0, 0)
         assert CORE.records(data, 0, len(data), net.cluster_id, [], inp.peer_addr) == (0, 0)

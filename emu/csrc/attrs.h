@@ -15,9 +15,9 @@ enum { E_HEAP, E_INS, E_OUTS, E_BUSY, E_LINK_EVENTS, E_PEVENTS, E_CAPTURE, E_ENG
 static Attr el_attr[E_N] = {{"heap"}, {"ins"}, {"outs"}, {"busy"}, {"link_events"}, {"pevents"}, {"capture"},
                             {"engine"}, {"now"}, {"active_ns"}, {"safe_time"}, {"lookahead"}, {"lost_until"},
                             {"unsent"}, {"batch"}, {"_drop_rate"}, {"stats"}, {"domain"}, {"out_ports"}};
-enum { D_INDEX, D_RECEIVED, D_BY_WINDOW, D_SENT_TO, D_IDX, D_AT, D_HEAP, D_MAX_TIME, D_LOCAL_RX, D_BY_NAME, D_N };
+enum { D_INDEX, D_RECEIVED, D_BY_WINDOW, D_SENT_TO, D_IDX, D_AT, D_HEAP, D_MAX_TIME, D_LOCAL_RX, D_BY_NAME, D_BATCH, D_N };
 static Attr dom_attr[D_N] = {{"index"}, {"received"}, {"_by_window"}, {"sent_to"}, {"_idx"}, {"_at"}, {"_heap"},
-                             {"max_time"}, {"_local_rx"}, {"by_name"}};
+                             {"max_time"}, {"_local_rx"}, {"by_name"}, {"batch"}};
 static PyTypeObject *ElementT, *DomainT; /* NULL until their setup: every access by name */
 static PyObject *s_forget;
 

@@ -157,7 +157,8 @@ static PyObject *arrived(PyObject *self, PyObject *got)
 static PyObject *domain_setup(PyObject *self, PyObject *cls) { return attrs_setup(cls, dom_attr, D_N, &DomainT); }
 
 /* Domain.frames_sent(peer_domain, n, peer) -- inline for the Domain class, its bookkeeping exactly:
- * sent_to[peer_domain] += n; a peer of this domain goes into _local_rx. Any other class: its method. */
+ * sent_to[peer_domain] += n; without a batch, a peer of this domain goes into _local_rx. Any other class:
+ * its method. */
 static PyObject *s_holding, *s_pending, *s_send, *s_datagrams_sent;
 
 /* frames_sent's second half (a Domain): a peer in this domain noted among those with frames to read */
@@ -177,6 +178,12 @@ static int frames_sent(PyObject *domain, PyObject *peer_domain, long n, PyObject
 
 static int frames_sent_local(PyObject *domain, PyObject *peer_domain, PyObject *peer)
 {
+    PyObject *batch = DOM_GET(domain, D_BATCH); /* (with a batch, _collect reads its socket: no _local_rx) */
+    if (batch == NULL)
+        return -1;
+    Py_DECREF(batch);
+    if (batch != Py_None)
+        return 0;
     PyObject *index = DOM_GET(domain, D_INDEX);
     int same = index == NULL ? -1 : PyObject_RichCompareBool(peer_domain, index, Py_EQ);
     Py_XDECREF(index);

@@ -1,29 +1,36 @@
-/* emu/csrc/fpool.h: received frames' copies made in the buffers of frames a link forgot (part of emu/_core.c, one translation unit) */
+/* emu/csrc/fpool.h: received frames' copies and sent datagrams made in the buffers of frames and
+ * datagrams let go; Element.forget, which lets a link's retained datagrams go (part of emu/_core.c,
+ * one translation unit) */
 #ifndef EMU_CSRC_FPOOL_H
 #define EMU_CSRC_FPOOL_H
 
-/* -- frames' bytes used again: a frame a link kept for retransmission, once forgotten (every receiver
- * has it) and held by nobody else, keeps its buffer here for the next frame of its length a datagram
- * brings (records): a received frame's copy then takes no malloc and its sender's none of free --
- * the socket path's one allocation per crossing the in-memory path does not make. Only frames of
- * malloc's sizes (pymalloc takes the small ones cheaply), a few lengths, a bounded number of each. */
+/* -- bytes used again: a frame a link has copied into its records (take) and a datagram a link kept
+ * for retransmission, once forgotten (every receiver has it), held by nobody else, keep their
+ * buffers here for the next frame of their length a datagram brings (records) and the next
+ * datagram of theirs a link makes (take): neither then takes a malloc, nor its sender a free --
+ * the socket path's allocations per crossing the in-memory path does not make. Only malloc's
+ * sizes (pymalloc takes the small ones cheaply), a few lengths, a bounded number of each. */
 #define FP_LENS 8
-#define FP_DEPTH 128
+#define FP_DEPTH 4096
 #define FP_MIN 513
 #define FP_MAX 16384
+#define FP_BUDGET ((Py_ssize_t)32 << 20)
 static struct { Py_ssize_t len; int n; PyObject *items[FP_DEPTH]; } fpool[FP_LENS];
+static Py_ssize_t fpool_bytes; /* (what the pool keeps, at most FP_BUDGET: a run's frames in flight
+                                * rise and fall by thousands -- 128 of a length kept a fifth of them) */
 static unsigned long long n_reused; /* (counts()) */
 
 /* keep ``b`` (a reference the caller gives up: exact bytes held by nobody else) for use again, or let it go */
 static void fpool_put(PyObject *b)
 {
     Py_ssize_t len = PyBytes_GET_SIZE(b);
-    if (len >= FP_MIN && len <= FP_MAX && Py_REFCNT(b) == 1) {
+    if (len >= FP_MIN && len <= FP_MAX && Py_REFCNT(b) == 1 && fpool_bytes + len <= FP_BUDGET) {
         int empty = -1;
         for (int k = 0; k < FP_LENS; k++) {
             if (fpool[k].len == len) {
                 if (fpool[k].n < FP_DEPTH) {
                     fpool[k].items[fpool[k].n++] = b;
+                    fpool_bytes += len;
                     return;
                 }
                 empty = -2; /* (full: let it go) */
@@ -36,20 +43,22 @@ static void fpool_put(PyObject *b)
             fpool[empty].len = len;
             fpool[empty].items[0] = b;
             fpool[empty].n = 1;
+            fpool_bytes += len;
             return;
         }
     }
     Py_DECREF(b);
 }
 
-/* bytes(src[:len]): a kept buffer of that length written over, or a new one */
-static PyObject *frame_bytes(const char *src, Py_ssize_t len)
+/* a bytes object of ``len`` bytes for the caller to fill (nobody else holds it): a kept buffer of
+ * that length, or a new one */
+static PyObject *fpool_take(Py_ssize_t len)
 {
     if (len >= FP_MIN && len <= FP_MAX)
         for (int k = 0; k < FP_LENS; k++)
             if (fpool[k].len == len && fpool[k].n > 0) {
                 PyObject *b = fpool[k].items[--fpool[k].n];
-                memcpy(PyBytes_AS_STRING(b), src, (size_t)len);
+                fpool_bytes -= len;
 #if PY_VERSION_HEX < 0x030D0000
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -59,15 +68,30 @@ static PyObject *frame_bytes(const char *src, Py_ssize_t len)
                 n_reused++;
                 return b;
             }
-    return PyBytes_FromStringAndSize(src, len);
+    return PyBytes_FromStringAndSize(NULL, len);
 }
 
-/* a retained entry (window, first, last, group) let go: its frames kept for use again when nobody
- * else holds them (the entry, its group and the frame each held once: by what is let go) */
+/* bytes(src[:len]): a kept buffer of that length written over, or a new one */
+static PyObject *frame_bytes(const char *src, Py_ssize_t len)
+{
+    PyObject *b = fpool_take(len);
+    if (b != NULL)
+        memcpy(PyBytes_AS_STRING(b), src, (size_t)len);
+    return b;
+}
+
+/* a retained entry (window, first, last, group) let go: its datagram (take's group) or its frames
+ * (a group of parts) kept for use again when nobody else holds them (the entry, its group and the
+ * frame each held once: by what is let go) */
 static void retained_release(PyObject *x)
 {
     PyObject *g;
     if (Py_REFCNT(x) == 1 && PyTuple_CheckExact(x) && PyTuple_GET_SIZE(x) == 4 &&
+        PyBytes_CheckExact(g = PyTuple_GET_ITEM(x, 3)) && Py_REFCNT(g) == 1) {
+        PyTuple_SET_ITEM(x, 3, Py_NewRef(Py_None)); /* (the tuple's reference is now g's, given to the pool) */
+        fpool_put(g);
+    }
+    else if (Py_REFCNT(x) == 1 && PyTuple_CheckExact(x) && PyTuple_GET_SIZE(x) == 4 &&
         PyList_CheckExact(g = PyTuple_GET_ITEM(x, 3)) && Py_REFCNT(g) == 1)
         for (Py_ssize_t k = 1; k < PyList_GET_SIZE(g); k += 2) {
             PyObject *f = PyList_GET_ITEM(g, k);
@@ -78,6 +102,128 @@ static void retained_release(PyObject *x)
             }
         }
     Py_DECREF(x);
+}
+
+/* -- what a link forgets: its retained datagrams, into the pool */
+
+/* Element.forget: every output port's retained datagrams of windows <= ``upto`` are dropped (every
+ * receiver has them). ``ports``: the element's output ports (a list). */
+/* Element.forget for the output ports ``ports`` (a list): 0, or -1 with an error */
+static int forget_ports(PyObject *ports, long long upto)
+{
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(ports); k++) {
+        PyObject *p = PyList_GET_ITEM(ports, k), *link, *r;
+        if (Py_TYPE(p) != OutPortT || (link = SLOT(p, o_link)) == NULL || Py_TYPE(link) != SenderT ||
+            (r = SLOT(link, ls_retained)) == NULL) {
+            PyErr_SetString(PyExc_TypeError, "emu._core.forget: not an output port with a link sender");
+            return -1;
+        }
+        Py_INCREF(r);
+        while (PyList_CheckExact(r)) { /* (LinkSender's: a list, its head cut at once, at most FG_MAX a time) */
+            enum { FG_MAX = 16 };
+            PyObject *xs[FG_MAX];
+            Py_ssize_t k = 0, len = PyList_GET_SIZE(r);
+            while (k < len && k < FG_MAX) {
+                PyObject *head = PyList_GET_ITEM(r, k);
+                long long w;
+                if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) < 1 || !get_ll(PyTuple_GET_ITEM(head, 0), &w)) {
+                    Py_DECREF(r);
+                    if (!PyErr_Occurred())
+                        PyErr_SetString(PyExc_TypeError, "emu._core.forget: a retained entry is not (window, ...)");
+                    return -1;
+                }
+                if (w > upto)
+                    break;
+                k++;
+            }
+            if (k == 0)
+                break;
+            PyObject **items = ((PyListObject *)r)->ob_item; /* (the head cut in place: the list's
+                                                                 references to it become ours) */
+            memcpy(xs, items, (size_t)k * sizeof(PyObject *));
+            memmove(items, items + k, (size_t)(len - k) * sizeof(PyObject *));
+            Py_SET_SIZE(r, len - k);
+            for (Py_ssize_t j = 0; j < k; j++) /* (each now held here alone: its frames kept for use again) */
+                retained_release(xs[j]);
+            if (k < FG_MAX)
+                break;
+        }
+        for (; !PyList_CheckExact(r);) {
+            Py_ssize_t len = PySequence_Size(r);
+            if (len <= 0) {
+                if (len < 0) {
+                    Py_DECREF(r);
+                    return -1;
+                }
+                break;
+            }
+            PyObject *head = PySequence_GetItem(r, 0);
+            long long w;
+            int ok = head != NULL && PyTuple_Check(head) && PyTuple_GET_SIZE(head) >= 1 &&
+                     get_ll(PyTuple_GET_ITEM(head, 0), &w);
+            Py_XDECREF(head);
+            if (!ok) {
+                Py_DECREF(r);
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "emu._core.forget: a retained entry is not (window, ...)");
+                return -1;
+            }
+            if (w > upto)
+                break;
+            PyObject *x = q_popleft(r);
+            if (x == NULL) {
+                Py_DECREF(r);
+                return -1;
+            }
+            retained_release(x);
+        }
+        Py_DECREF(r);
+    }
+    return 0;
+}
+
+static PyObject *forget(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long upto;
+    if (nargs != 2 || !PyList_CheckExact(args[0]) || !get_ll(args[1], &upto)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "forget(ports, upto_window)");
+        return NULL;
+    }
+    if (forget_ports(args[0], upto) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Domain._window's ``for el in els: el.forget(upto)``: an Element's output ports here, any other
+ * object's method */
+static PyObject *forget_elements(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long upto;
+    if (nargs != 2 || !PyList_CheckExact(args[0]) || !get_ll(args[1], &upto)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "forget_elements(elements, upto_window)");
+        return NULL;
+    }
+    PyObject *els = args[0];
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(els); k++) {
+        PyObject *el = Py_NewRef(PyList_GET_ITEM(els, k)), *ports = NULL;
+        int rc;
+        if (Py_TYPE(el) == ElementT && (ports = SLOT(el, el_attr[E_OUT_PORTS].off)) != NULL && PyList_CheckExact(ports)) {
+            Py_INCREF(ports); /* (held: what a retained queue does may run Python code) */
+            rc = forget_ports(ports, upto);
+            Py_DECREF(ports);
+        }
+        else {
+            PyObject *r = PyObject_CallMethodOneArg(el, s_forget, args[1]);
+            rc = r == NULL ? -1 : 0;
+            Py_XDECREF(r);
+        }
+        Py_DECREF(el);
+        if (rc < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
 }
 
 #endif /* EMU_CSRC_FPOOL_H */

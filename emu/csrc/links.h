@@ -3,61 +3,72 @@
 #define EMU_CSRC_LINKS_H
 
 /* LinkSender.take: every frame of ``pend`` arriving before ``release`` becomes a DATA (DATA_POOL)
- * record -- its 12-byte prefix, then seq, arrival, length, window (network order), a header of its
- * own, then the frame itself (not copied) -- grouped into groups of at most MAX_DATAGRAM bytes, each a
- * list [header, frame, header, frame, ...] retained for retransmission as (window, first seq, last
- * seq, group). Returns (groups, frames, their bytes, last arrival). */
+ * record -- its 12-byte prefix, then seq, arrival, length, window (network order), then the frame
+ * itself -- in datagrams of at most MAX_DATAGRAM bytes, each a bytes object retained for
+ * retransmission as (window, first seq, last seq, datagram). Returns (datagrams, frames, their bytes,
+ * last arrival). */
 typedef struct { PyObject *frame; long long arrival; int pool; } rec_t;
 
 static PyObject *flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssize_t k1, Py_ssize_t size,
                              long long seq0, long long w16, long long window, PyObject *out)
 {
-    (void)size;
-    PyObject *dg = PyList_New(2 * (k1 - k0));
+    PyObject *dg = fpool_take(size); /* (the datagram written here: the frames copied once, into it) */
     if (dg == NULL)
         return NULL;
     PyObject *pre = SLOT(link, ls_prefix), *prep = SLOT(link, ls_prefix_pool);
+    unsigned char *b = (unsigned char *)PyBytes_AS_STRING(dg);
     long long seq = seq0;
     for (Py_ssize_t k = k0; k < k1; k++) {
-        PyObject *px = recs[k].pool ? prep : pre, *hdr = PyBytes_FromStringAndSize(NULL, C_OUTER_LEN);
-        if (hdr == NULL) {
+        Py_ssize_t n = PyBytes_GET_SIZE(recs[k].frame);
+        memcpy(b, PyBytes_AS_STRING(recs[k].pool ? prep : pre), 12);
+        put_be(b + 12, (uint32_t)seq, 4);
+        put_be(b + 16, (uint64_t)recs[k].arrival, 8);
+        put_be(b + 24, (uint64_t)n, 2);
+        put_be(b + 26, (uint64_t)w16, 2);
+        memcpy(b + C_OUTER_LEN, PyBytes_AS_STRING(recs[k].frame), (size_t)n);
+        b += C_OUTER_LEN + n;
+        seq = (seq + 1) & 0xFFFFFFFFLL;
+    }
+    static PyObject *win_obj; /* (the window's int, shared by the entries of a window: ints are immutable) */
+    static long long win_val;
+    if (win_obj == NULL || win_val != window) {
+        PyObject *w = PyLong_FromLongLong(window);
+        if (w == NULL) {
             Py_DECREF(dg);
             return NULL;
         }
-        unsigned char *b = (unsigned char *)PyBytes_AS_STRING(hdr);
-        memcpy(b, PyBytes_AS_STRING(px), 12);
-        b += 12;
-        Py_ssize_t n = PyBytes_GET_SIZE(recs[k].frame);
-        put_be(b, (uint32_t)seq, 4);
-        put_be(b + 4, (uint64_t)recs[k].arrival, 8);
-        put_be(b + 12, (uint64_t)n, 2);
-        put_be(b + 14, (uint64_t)w16, 2);
-        PyList_SET_ITEM(dg, 2 * (k - k0), hdr);
-        PyList_SET_ITEM(dg, 2 * (k - k0) + 1, Py_NewRef(recs[k].frame));
-        seq = (seq + 1) & 0xFFFFFFFFLL;
+        Py_XSETREF(win_obj, w);
+        win_val = window;
     }
-    PyObject_GC_UnTrack(dg); /* (bytes only, the group and the entry keeping it: no cycle through them) */
-    PyObject *kept = tuple_steal(4, (PyObject *[]){PyLong_FromLongLong(window), PyLong_FromLongLong(seq0),
-                                                   PyLong_FromLongLong((seq - 1) & 0xFFFFFFFFLL), Py_NewRef(dg)});
+    PyObject *first = PyLong_FromLongLong(seq0); /* (and the last, when one record) */
+    PyObject *kept = tuple_steal(4, (PyObject *[]){Py_NewRef(win_obj), first,
+                                                   k1 - k0 == 1 ? Py_XNewRef(first) : PyLong_FromLongLong((seq - 1) & 0xFFFFFFFFLL),
+                                                   Py_NewRef(dg)});
     if (kept == NULL) {
         Py_DECREF(dg);
         return NULL;
     }
     PyObject_GC_UnTrack(kept);
-    PyObject *r = q_append(SLOT(link, ls_retained), kept);
-    Py_DECREF(kept);
-    if (r == NULL || PyList_Append(out, dg) < 0) {
+    PyObject *ret = SLOT(link, ls_retained), *r = NULL;
+    int rc;
+    if (ret != NULL && PyList_CheckExact(ret)) /* (LinkSender's: a list) */
+        rc = PyList_Append(ret, kept);
+    else {
+        r = q_append(ret, kept);
+        rc = r == NULL ? -1 : 0;
         Py_XDECREF(r);
+    }
+    Py_DECREF(kept);
+    if (rc < 0 || PyList_Append(out, dg) < 0) {
         Py_DECREF(dg);
         return NULL;
     }
-    Py_DECREF(r);
     Py_DECREF(dg);
     return out;
 }
 
-/* the records of ``link``'s frames of ``pend`` arriving before ``release``: a new list of groups
- * (each a list of parts) in *out, frames, their bytes and the last arrival (take's work, shared with transmit_local) */
+/* the records of ``link``'s frames of ``pend`` arriving before ``release``: a new list of datagrams
+ * (bytes) in *out, frames, their bytes and the last arrival (take's work, shared with transmit_local) */
 static int take_into(PyObject *link, PyObject *pend, long long release, long long window, PyObject **out_p,
                      long *n_out, long long *nbytes_out, long long *last_out)
 {
@@ -132,8 +143,8 @@ static int take_into(PyObject *link, PyObject *pend, long long release, long lon
         if (set_ll(link, ls_seq, seq) < 0)
             goto fail;
     }
-    for (Py_ssize_t k = 0; k < nrec; k++)
-        Py_DECREF(recs[k].frame);
+    for (Py_ssize_t k = 0; k < nrec; k++) /* (copied: a frame nobody else holds keeps its buffer for a received one) */
+        fpool_put(recs[k].frame);
     PyMem_Free(recs);
     n_taken += nrec;
     *out_p = out;
@@ -396,96 +407,5 @@ fail:
     return NULL;
 }
 
-
-/* Element.forget: every output port's retained datagrams of windows <= ``upto`` are dropped (every
- * receiver has them). ``ports``: the element's output ports (a list). */
-/* Element.forget for the output ports ``ports`` (a list): 0, or -1 with an error */
-static int forget_ports(PyObject *ports, long long upto)
-{
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(ports); k++) {
-        PyObject *p = PyList_GET_ITEM(ports, k), *link, *r;
-        if (Py_TYPE(p) != OutPortT || (link = SLOT(p, o_link)) == NULL || Py_TYPE(link) != SenderT ||
-            (r = SLOT(link, ls_retained)) == NULL) {
-            PyErr_SetString(PyExc_TypeError, "emu._core.forget: not an output port with a link sender");
-            return -1;
-        }
-        Py_INCREF(r);
-        for (;;) {
-            Py_ssize_t len = PySequence_Size(r);
-            if (len <= 0) {
-                if (len < 0) {
-                    Py_DECREF(r);
-                    return -1;
-                }
-                break;
-            }
-            PyObject *head = PySequence_GetItem(r, 0);
-            long long w;
-            int ok = head != NULL && PyTuple_Check(head) && PyTuple_GET_SIZE(head) >= 1 &&
-                     get_ll(PyTuple_GET_ITEM(head, 0), &w);
-            Py_XDECREF(head);
-            if (!ok) {
-                Py_DECREF(r);
-                if (!PyErr_Occurred())
-                    PyErr_SetString(PyExc_TypeError, "emu._core.forget: a retained entry is not (window, ...)");
-                return -1;
-            }
-            if (w > upto)
-                break;
-            PyObject *x = q_popleft(r);
-            if (x == NULL) {
-                Py_DECREF(r);
-                return -1;
-            }
-            retained_release(x);
-        }
-        Py_DECREF(r);
-    }
-    return 0;
-}
-
-static PyObject *forget(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    long long upto;
-    if (nargs != 2 || !PyList_CheckExact(args[0]) || !get_ll(args[1], &upto)) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "forget(ports, upto_window)");
-        return NULL;
-    }
-    if (forget_ports(args[0], upto) < 0)
-        return NULL;
-    Py_RETURN_NONE;
-}
-
-/* Domain._window's ``for el in els: el.forget(upto)``: an Element's output ports here, any other
- * object's method */
-static PyObject *forget_elements(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    long long upto;
-    if (nargs != 2 || !PyList_CheckExact(args[0]) || !get_ll(args[1], &upto)) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "forget_elements(elements, upto_window)");
-        return NULL;
-    }
-    PyObject *els = args[0];
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(els); k++) {
-        PyObject *el = Py_NewRef(PyList_GET_ITEM(els, k)), *ports = NULL;
-        int rc;
-        if (Py_TYPE(el) == ElementT && (ports = SLOT(el, el_attr[E_OUT_PORTS].off)) != NULL && PyList_CheckExact(ports)) {
-            Py_INCREF(ports); /* (held: what a retained queue does may run Python code) */
-            rc = forget_ports(ports, upto);
-            Py_DECREF(ports);
-        }
-        else {
-            PyObject *r = PyObject_CallMethodOneArg(el, s_forget, args[1]);
-            rc = r == NULL ? -1 : 0;
-            Py_XDECREF(r);
-        }
-        Py_DECREF(el);
-        if (rc < 0)
-            return NULL;
-    }
-    Py_RETURN_NONE;
-}
 
 #endif /* EMU_CSRC_LINKS_H */

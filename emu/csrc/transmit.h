@@ -48,7 +48,7 @@ static int bctx_end(bctx_t *c, PyObject *domain, PyObject *stats)
     return rc;
 }
 
-/* Batch.send(group, addr) while a window runs, ``group`` a list of bytes parts (take's): it joins its
+/* Batch.send(group, addr) while a window runs, ``group`` a datagram's bytes (take's) or a list of bytes parts: it joins its
  * destination's groups when it fits (Python's test); anything else -- not holding, a datagram full
  * -- Batch.send itself. */
 static int batch_send(bctx_t *c, PyObject *dg, PyObject *addr)
@@ -66,9 +66,9 @@ static int batch_send(bctx_t *c, PyObject *dg, PyObject *addr)
                 c->holding = 0;
         }
     }
-    if (c->holding && PyList_CheckExact(dg)) {
+    if (c->holding && (PyList_CheckExact(dg) || PyBytes_CheckExact(dg))) {
         PyObject *pending = c->pending;
-        Py_ssize_t len = 0, np = PyList_GET_SIZE(dg);
+        Py_ssize_t len = PyBytes_CheckExact(dg) ? PyBytes_GET_SIZE(dg) : 0, np = PyBytes_CheckExact(dg) ? 0 : PyList_GET_SIZE(dg);
         for (Py_ssize_t k = 0; k < np; k++) {
             PyObject *part = PyList_GET_ITEM(dg, k);
             if (!PyBytes_CheckExact(part)) {
