@@ -1,7 +1,8 @@
-"""Alltoallw's and Neighbor_alltoallw's blocks on the rank side (``emu.rank.inter.w_pack``/``w_unpack``):
+"""What a neighbor collective costs on the rank side. Alltoallw's and Neighbor_alltoallw's blocks (``emu.rank.inter.w_pack``/``w_unpack``):
 each block is the buffer's memory (or absolute addresses, BOTTOM) with its displacement as the message's
 base -- no datatype is made per block and per call (mpi4py's ``test_cco_ngh_buf`` at n = 4 made about
-20,000 of them per test case), the bytes are the same, and a block outside its buffer is refused."""
+20,000 of them per test case), the bytes are the same, and a block outside its buffer is refused; and a
+type's message runs are kept per count."""
 
 from __future__ import annotations
 
@@ -56,3 +57,22 @@ def test_a_block_outside_its_buffer_is_refused():
     with pytest.raises(ValueError, match="negative count"):
         inter.w_pack([a, ([-1], [0]), [INT]], 1)
     assert inter.w_pack([a, ([0], [64]), [INT]], 1) == [b""]  # an empty block reads nothing
+
+
+def test_a_types_message_runs_are_kept_per_count_and_stay_right():
+    """``Datatype._message``: the runs of a message of ``count`` elements are worked out once per type and
+    count (a neighbor collective asked for them 8 times per call), for small ones only."""
+    INT = T.TYPES["INT"]
+    vec = INT.Create_vector(3, 1, 2).Commit()
+    first = vec._message(2)
+    assert vec._message(2) is first and vec._message(3) is not first
+    a = np.arange(12, dtype="i4")
+    from emu.rank.buffers import Msg
+    for _ in range(2):  # the same bytes from the kept runs
+        assert np.frombuffer(Msg([a, 2, vec]).pack(), "i4").tolist() == [0, 2, 4, 5, 7, 9]
+    big = INT.Create_vector(5000, 1, 2).Commit()
+    assert big._message(1) is big._message(1)  # (one element: the type's own runs)
+    assert big._message(2) is not big._message(2)  # 10,000 runs: not kept
+    for k in range(20):  # a few counts kept at a time
+        vec._message(k)
+    assert len(vec._t.msgs) <= 8
