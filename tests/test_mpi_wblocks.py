@@ -1,8 +1,8 @@
-"""What a neighbor collective costs on the rank side. Alltoallw's and Neighbor_alltoallw's blocks (``emu.rank.inter.w_pack``/``w_unpack``):
-each block is the buffer's memory (or absolute addresses, BOTTOM) with its displacement as the message's
-base -- no datatype is made per block and per call (mpi4py's ``test_cco_ngh_buf`` at n = 4 made about
-20,000 of them per test case), the bytes are the same, and a block outside its buffer is refused; and a
-type's message runs are kept per count."""
+"""What a neighbor collective costs on the rank side. Alltoallw's and Neighbor_alltoallw's blocks
+(``emu.rank.inter.w_pack``/``w_unpack``): each block is the buffer's memory (or absolute addresses,
+BOTTOM) with its displacement as the message's base -- no datatype is made per block and per call
+(mpi4py's ``test_cco_ngh_buf`` at n = 4 made about 20,000 of them per test case), the bytes are the
+same, and a block outside its buffer is refused. And a type's message runs are kept per count."""
 
 from __future__ import annotations
 

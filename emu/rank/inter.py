@@ -12,7 +12,7 @@ emulator carries them out (``emu.front.mpicomms``).
 from __future__ import annotations
 
 
-from .buffers import BOTTOM, IN_PLACE, Msg, _as_datatype, acquire, is_bottom
+from .buffers import IN_PLACE, Msg, _as_datatype, acquire, is_bottom
 from .channel import CHANNEL
 from .comm import PROC_NULL, ROOT, UNDEFINED, Group, _op, _pickle, _pickles
 from .blockcoll import _objects
