@@ -179,6 +179,14 @@ class Msg:
         self.counts, self.displs = counts, displs
         self.count, self.displ = sum(counts), 0
 
+    @classmethod
+    def block(cls, mem: Mem | None, dt: Datatype, base: int, count: int) -> "Msg":
+        """``count`` elements of ``dt`` at byte ``base`` of ``mem`` (None: at address ``base``, BOTTOM)."""
+        m = cls.__new__(cls)
+        m.bottom, m.mem, m.dt, m.base = mem is None, mem, dt, base
+        m.count, m.displ, m.counts, m.displs = count, 0, None, None
+        return m
+
     # -- what the calls use --------------------------------------------------------------------------------
     @property
     def nbytes(self) -> int:
@@ -279,10 +287,7 @@ class MsgW:
 
     def block(self, i: int) -> Msg:
         """Block ``i`` as a message: ``counts[i]`` elements of ``types[i]``, ``displs[i]`` bytes in."""
-        m = Msg.__new__(Msg)
-        m.bottom, m.mem, m.dt, m.base = self.bottom, self.mem, self.types[i], self.displs[i]
-        m.count, m.displ, m.counts, m.displs = self.counts[i], 0, None, None
-        return m
+        return Msg.block(self.mem, self.types[i], self.displs[i], self.counts[i])
 
     def pack(self, i: int) -> bytes:
         return self.block(i).pack()

@@ -34,7 +34,7 @@ class _Type:
     """A datatype itself (what handles share)."""
 
     __slots__ = ("combiner", "ints", "addrs", "counts", "types", "size", "lb", "ub", "tlb", "tub", "align",
-                 "build", "flat", "committed", "name", "codes", "key", "base", "npcode", "predefined",
+                 "build", "flat", "msgs", "committed", "name", "codes", "key", "base", "npcode", "predefined",
                  "family", "cls", "attrs", "__weakref__")  # the last four: emu.rank.handle's and attrs'
 
     def __init__(self, combiner: str, size: int, lb: int, ub: int, tlb: int, tub: int, build, align: int = 1,
@@ -43,6 +43,8 @@ class _Type:
         self.ints, self.addrs, self.counts, self.types = (list(x) for x in contents)
         self.size, self.lb, self.ub, self.tlb, self.tub, self.align = size, lb, ub, tlb, tub, align
         self.build, self.flat = build, None
+        self.msgs: dict | None = None
+        """The runs of a message of ``count`` elements, by count (``Datatype._message``; a few kept)."""
         self.committed = combiner == "NAMED"
         self.name, self.codes, self.key, self.npcode = "", None, None, None
         self.base = base
@@ -189,7 +191,19 @@ class Datatype(Attributes, Handle, family=True):
     # -- packing -------------------------------------------------------------------------------------------------
     def _message(self, count: int) -> tm.Flat:
         t = self._committed()
-        return tm.message(t.map(), count, t.ub - t.lb, t.size)
+        msgs = t.msgs
+        if msgs is None:
+            msgs = t.msgs = {}
+        else:
+            flat = msgs.get(count)
+            if flat is not None:
+                return flat
+        flat = tm.message(t.map(), count, t.ub - t.lb, t.size)
+        if len(flat) <= 4096:  # (a program's few message lengths, small ones; the runs' users never change them)
+            if len(msgs) >= 8:
+                msgs.clear()
+            msgs[count] = flat
+        return flat
 
     def _count(self, mem) -> int:
         """How many elements a buffer holds (mpi4py: its length over the extent)."""

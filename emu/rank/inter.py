@@ -12,7 +12,7 @@ emulator carries them out (``emu.front.mpicomms``).
 from __future__ import annotations
 
 
-from .buffers import BOTTOM, IN_PLACE, Msg, is_bottom
+from .buffers import IN_PLACE, Msg, _as_datatype, acquire, is_bottom
 from .channel import CHANNEL
 from .comm import PROC_NULL, ROOT, UNDEFINED, Group, _op, _pickle, _pickles
 from .blockcoll import _objects
@@ -296,12 +296,13 @@ def _w(spec, n: int, writable: bool = False):
     return (None if is_bottom(buf) else _bytes_of(buf, writable)), counts, displs, list(types)
 
 
-def _block(raw, count: int, displ: int, dt, writable: bool = False) -> Msg:
-    """Block ``count`` of ``dt`` at byte ``displ`` of the buffer's bytes ``raw`` -- or at address ``displ``
-    when the buffer is ``MPI.BOTTOM`` (``raw`` None)."""
-    if raw is None:
-        return Msg([BOTTOM, 1, dt.Create_hindexed([count], [displ]).Commit()], writable=writable)
-    return Msg([raw[displ:], count, dt], writable=writable)
+def _block(mem, count: int, displ: int, dt, writable: bool = False) -> Msg:
+    """Block ``count`` of ``dt`` at byte ``displ`` of the buffer's memory ``mem`` -- or at address ``displ``
+    when the buffer is ``MPI.BOTTOM`` (``mem`` None): the displacement is the message's base, as in
+    ``MsgW.block`` (no datatype made for it; the datatype's map is checked against the whole buffer)."""
+    if count < 0:
+        raise ValueError(f"message: negative count {count}")
+    return Msg.block(mem, _as_datatype(dt), displ, count)
 
 
 def _bytes_of(buf, writable: bool) -> memoryview:
@@ -310,19 +311,24 @@ def _bytes_of(buf, writable: bool) -> memoryview:
     return m.memory(writable) if hasattr(m, "memory") else m.raw
 
 
+def _w_mem(spec, n: int, writable: bool = False):
+    raw, counts, displs, types = _w(spec, n, writable)
+    return (None if raw is None else acquire(raw, writable)), counts, displs, types
+
+
 def w_pack(spec, n: int) -> list[bytes]:
-    raw, counts, displs, types = _w(spec, n)
-    return [_block(raw, c, d, t).pack() for c, d, t in zip(counts, displs, types)]
+    mem, counts, displs, types = _w_mem(spec, n)
+    return [_block(mem, c, d, t).pack() for c, d, t in zip(counts, displs, types)]
 
 
 def w_unpack(spec, n: int, lens, data, skip=()) -> None:
     """Part i of ``data`` (``lens[i]`` bytes) into block i of the receive buffer, except those in
     ``skip`` (from PROC_NULL: left as they are)."""
-    raw, counts, displs, types = _w(spec, n, True)
+    mem, counts, displs, types = _w_mem(spec, n, True)
     at = 0
     for i, (k, c, d, t) in enumerate(zip(lens, counts, displs, types)):
         if i not in skip:
-            _block(raw, c, d, t, True).unpack(data[at:at + k])
+            _block(mem, c, d, t, True).unpack(data[at:at + k])
         at += k
 
 

@@ -79,6 +79,7 @@ class Topocomm(Intracomm):
             return COMM_NULL
         obj = cls._of(comm._h)
         obj._h.__dict__.update(topo)
+        obj._h.__dict__.pop("_nbrs", None)
         obj._h.cls = cls
         return obj
 
@@ -104,6 +105,18 @@ class Topocomm(Intracomm):
     def _edges(self) -> tuple[list[int], list[int]]:
         raise NotImplementedError
 
+    def _nbrs(self) -> tuple[list[int], list[int]]:
+        """``_edges``, worked out once per communicator (its topology does not change): the neighbor
+        collectives' in- and out-edges, not to be changed."""
+        h = self._h
+        if h is None:
+            self._ok()  # (raises: COMM_NULL)
+        d = h.__dict__
+        e = d.get("_nbrs")
+        if e is None:
+            e = d["_nbrs"] = self._edges()
+        return e
+
     degrees = property(lambda self: (len(self._edges()[0]), len(self._edges()[1])))
     indegree = property(lambda self: len(self._edges()[0]))
     outdegree = property(lambda self: len(self._edges()[1]))
@@ -117,7 +130,7 @@ class Topocomm(Intracomm):
         return {}
 
     def _neighbor(self, parts: list[bytes], call: str, deliver, nb: bool):
-        srcs, dsts = self._edges()
+        srcs, dsts = self._nbrs()
         if len(parts) != len(dsts):
             raise ValueError(f"expecting {len(dsts)} items, got {len(parts)}")
         head, data = CHANNEL.call("neighbor", b"".join(parts), ctx=self._ok(), srcs=srcs, dsts=dsts,
@@ -128,14 +141,14 @@ class Topocomm(Intracomm):
         return deliver(_received(data, n))
 
     def _gather_buf(self, sendbuf, recvbuf, vector: bool, call: str, nb: bool):
-        srcs, dsts = self._edges()
+        srcs, dsts = self._nbrs()
         mine = Msg(sendbuf).pack()
         spec = _vspec(recvbuf, len(srcs)) if vector else recvbuf
         out = Msg(spec, writable=True, vector=vector, blocks=max(len(srcs), 1))
         return self._neighbor([mine] * len(dsts), call, lambda got: _fill(out, vector, got), nb)
 
     def _alltoall_buf(self, sendbuf, recvbuf, vector: bool, call: str, nb: bool):
-        srcs, dsts = self._edges()
+        srcs, dsts = self._nbrs()
         if vector:
             sendbuf, recvbuf = _vspec(sendbuf, len(dsts)), _vspec(recvbuf, len(srcs))
         src = Msg(sendbuf, vector=vector, blocks=max(len(dsts), 1))
@@ -143,7 +156,7 @@ class Topocomm(Intracomm):
         return self._neighbor(_blocks(src, vector, len(dsts)), call, lambda got: _fill(out, vector, got), nb)
 
     def _alltoallw(self, sendbuf, recvbuf, call: str, nb: bool):
-        srcs, dsts = self._edges()
+        srcs, dsts = self._nbrs()
 
         def deliver(got):
             skip = {i for i, p in enumerate(got) if p is None}
@@ -182,11 +195,11 @@ class Topocomm(Intracomm):
         return self._alltoallw(sendbuf, recvbuf, "Ineighbor_alltoallw", True)
 
     def neighbor_allgather(self, sendobj) -> list:
-        out = self._neighbor([_pickle(sendobj)] * len(self._edges()[1]), "neighbor_allgather", _objs, False)
+        out = self._neighbor([_pickle(sendobj)] * len(self._nbrs()[1]), "neighbor_allgather", _objs, False)
         return out
 
     def neighbor_alltoall(self, sendobj) -> list:
-        return self._neighbor(_pickles(sendobj, len(self._edges()[1])), "neighbor_alltoall", _objs, False)
+        return self._neighbor(_pickles(sendobj, len(self._nbrs()[1])), "neighbor_alltoall", _objs, False)
 
 
 def _objs(got) -> list:
