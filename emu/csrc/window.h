@@ -302,6 +302,8 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
                     break;
                 rc = -1;
                 int c = credit_out_c(el, pev, ph); /* a credit built before, here; any other: Element._port_event */
+                if (c == 0)
+                    c = wake_event_c(el, pev, ph); /* (a port's WAKE: csrc/hostflow.h) */
                 if (c < 0)
                     goto done;
                 if (c == 0) {
@@ -426,6 +428,8 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             long long nowv;
             Py_ssize_t k = outs == NULL || busy_ == NULL || !get_ll(SLOT(el, el_attr[E_NOW].off), &nowv)
                                ? 0 : emit_into(outs, busy_, result, nowv, mdv);
+            if (k >= 0 && k < PyList_GET_SIZE(result)) /* (a port with credit flow: csrc/hostflow.h) */
+                k = emit_rest(el, outs, busy_, result, k, nowv, mdv);
             if (k < 0) {
                 Py_DECREF(result);
                 goto done;
