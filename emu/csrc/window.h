@@ -31,6 +31,37 @@ static int lookup_attr(PyObject *o, PyObject *name, PyObject **out)
 #endif
 }
 
+/* o.<name> for a name some engines keep in a slot (an input-queued router's ``timer``): read at the
+ * slot's offset when ``o``'s class (unchanged since: its version tag) has that slot -- a data
+ * descriptor, which no instance attribute overrides -- and the generic getattr; else by name. A new
+ * reference, or NULL with an error (AttributeError when unset, as PyObject_GetAttr). */
+typedef struct {
+    PyTypeObject *t; /* (borrowed: compared only, with its version tag) */
+    unsigned int ver;
+    Py_ssize_t off;
+} SlotCache;
+
+static PyObject *slot_attr(PyObject *o, PyObject *name, SlotCache *c)
+{
+    PyTypeObject *t = Py_TYPE(o);
+    if (c->t != t || c->ver != t->tp_version_tag || !(t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)) {
+        c->t = NULL;
+        PyObject *d = _PyType_Lookup(t, name); /* (assigns the class its version tag) */
+        if (d != NULL && t->tp_getattro == PyObject_GenericGetAttr && (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) &&
+            Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
+            ((PyMemberDescrObject *)d)->d_common.d_type == t)
+            c->t = t, c->ver = t->tp_version_tag, c->off = ((PyMemberDescrObject *)d)->d_member->offset;
+    }
+    if (c->t == t) {
+        PyObject *v = SLOT(o, c->off);
+        if (v != NULL)
+            return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(o, name);
+}
+
+static SlotCache sc_timer;
+
 /* *t lowered to the time of ``seq``'s first entry less ``sub``, if it has one: 0, 1 (an entry this
  * code does not read: Python's), -1 (error) */
 static int lower_to_head(PyObject *seq, int field, long long sub, long long *t)
@@ -50,7 +81,7 @@ static int next_time_in(PyObject *el, long long *t_out)
     int rc = -1;
     long long t = (long long)1 << 62, v, look;
     if (heap == NULL || (le = EL_GET(el, E_LINK_EVENTS)) == NULL || (eng = EL_GET(el, E_ENGINE)) == NULL ||
-        (tt = PyObject_GetAttr(eng, s_timer)) == NULL || (pev = EL_GET(el, E_PEVENTS)) == NULL ||
+        (tt = slot_attr(eng, s_timer, &sc_timer)) == NULL || (pev = EL_GET(el, E_PEVENTS)) == NULL ||
         (la = EL_GET(el, E_LOOKAHEAD)) == NULL || (busy = EL_GET(el, E_BUSY)) == NULL)
         goto done;
     rc = 1;
@@ -177,7 +208,7 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
         return 2;
     }
     if ((le = EL_GET(el, E_LINK_EVENTS)) == NULL || (pev = EL_GET(el, E_PEVENTS)) == NULL ||
-        (tt = PyObject_GetAttr(eng, s_timer)) == NULL || (cap = EL_GET(el, E_CAPTURE)) == NULL)
+        (tt = slot_attr(eng, s_timer, &sc_timer)) == NULL || (cap = EL_GET(el, E_CAPTURE)) == NULL)
         goto done;
     rc = 1;
     if (!PyList_CheckExact(le) || PyList_GET_SIZE(le) || !PyList_CheckExact(pev) || PyList_GET_SIZE(pev) ||
@@ -280,7 +311,7 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             SLOT(el, el_attr[E_LINK_EVENTS].off) != le || SLOT(el, el_attr[E_PEVENTS].off) != pev ||
             !get_ll(SLOT(el, el_attr[E_NOW].off), &now))
             goto done; /* (something else is due now: Python's run_window) */
-        Py_XSETREF(tt, Py_TYPE(eng) == NicT ? NIC_GET(eng, N_TIMER) : PyObject_GetAttr(eng, s_timer));
+        Py_XSETREF(tt, Py_TYPE(eng) == NicT ? NIC_GET(eng, N_TIMER) : slot_attr(eng, s_timer, &sc_timer));
         rc = -1;
         if (tt == NULL)
             goto done;
