@@ -24,7 +24,7 @@ from router_curves import FAITHFUL, FLIT, OURS  # noqa: E402
 
 CORE = native.CORE
 needs_core = pytest.mark.skipif(CORE is None, reason="the compiled core is not built here (no C compiler?)")
-FLOW = ("flow_handed", "flow_wakes", "flow_credits", "host_sleeps", "host_try_recvs")
+FLOW = ("flow_handed", "flow_wakes", "flow_credits", "host_sleeps", "host_try_recvs", "flow_idle")
 
 
 def _run(out: Path, core, monkeypatch, topo: str, flits: int, load: float, cycles: int, sets: dict) -> tuple:

@@ -20,7 +20,7 @@ static long long HF_WAKE = -1;
 static PyObject *s_pseq, *s_admit, *s_by_prio, *s_late, *s_groups, *s_vcs, *s_queues, *s_credits, *s_pool,
     *s_wake_m, *s_release_m;
 static int hf_state = 0; /* 0 not looked up yet, 1 ready, -1 not available (Python's always) */
-static unsigned long long n_flow_handed, n_flow_wakes, n_flow_credits; /* (counts()) */
+static unsigned long long n_flow_handed, n_flow_wakes, n_flow_credits, n_flow_idle; /* (counts()) */
 
 static int hf_init(void)
 {
@@ -77,6 +77,24 @@ static int hf_event(PyObject *el, long long t, PyObject *p)
     return rc;
 }
 
+/* every queue of the port's CreditState empty: its start_ready (the core's or OutPort's, any case)
+ * starts nothing, changes nothing and asks no wake -- ([], None) */
+static int hf_idle(PyObject *p)
+{
+    PyObject *fl = SLOT(p, o_flow), *d, *qs;
+    if (fl == NULL || Py_TYPE(fl) != CreditStateT || (d = hf_dict(fl)) == NULL ||
+        (qs = PyDict_GetItemWithError(d, s_queues)) == NULL || !PyList_CheckExact(qs)) {
+        PyErr_Clear();
+        return 0;
+    }
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(qs); k++) {
+        PyObject *q = PyList_GET_ITEM(qs, k);
+        if (Py_TYPE(q) != DequeT || Py_SIZE(q) != 0)
+            return 0;
+    }
+    return 1;
+}
+
 /* Flow._wake(p) at the element's now: start what the port can start, release the tokens of what
  * started (Python's _release), look again when start_ready says. 0, or -1 with an error. */
 static int hf_wake(PyObject *el, PyObject *p, PyObject *nowo)
@@ -84,6 +102,17 @@ static int hf_wake(PyObject *el, PyObject *p, PyObject *nowo)
     long long now;
     if (!get_ll(nowo, &now))
         return -1;
+    if (hf_idle(p)) { /* (nothing waits for credit: only ``if p.pending: self.busy[p] = None``) */
+        PyObject *busy = SLOT(el, el_attr[E_BUSY].off), *pend = SLOT(p, o_pending);
+        Py_ssize_t np = pend == NULL ? -1 : PySequence_Size(pend);
+        if (np < 0 || busy == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "emu._core: a port's pending is not what it was");
+            return -1;
+        }
+        n_flow_idle++;
+        return np > 0 ? PyDict_SetItem(busy, p, Py_None) : 0;
+    }
     PyObject *args[2] = {p, nowo}, *r = start_ready(NULL, args, 2);
     if (r == NULL)
         return -1;
