@@ -169,11 +169,19 @@ static inline int call_drop(PyObject *r)
 
 /* Host._busy(proc, ns, value, done): the application spends ``ns`` (not 0) of CPU time and continues
  * with ``value`` at ``done``: proc.cpu_ns, proc.busy, the timer that resumes it (host.nic.at) */
+static int resume_at(PyObject *host, PyObject *proc, PyObject *value, long long done);
+
 static int host_busy(PyObject *host, PyObject *proc, long long ns, PyObject *value, long long done)
 {
     if (add_ll(proc, pr_cpu, ns) < 0)
         return -1;
     Py_XSETREF(SLOT(proc, pr_busy), Py_NewRef(Py_True));
+    return resume_at(host, proc, value, done);
+}
+
+/* self.nic.at(done, self.resume, (proc, value)): the timer that resumes the app. 0, -1 error */
+static int resume_at(PyObject *host, PyObject *proc, PyObject *value, long long done)
+{
     PyObject *nic = SLOT(host, h_nic), *timers = NIC_GET(nic, N_TIMERS);
     PyObject *fn = timers == NULL ? NULL : PyMethod_New(f_resume, host); /* (self.resume) */
     PyObject *arg = fn == NULL ? NULL : PyTuple_Pack(2, proc, value);
@@ -325,17 +333,7 @@ static int op_sleep(PyObject *host, PyObject *proc, PyObject *op)
     int k = nic_ll(nic, N_NOW, &now);
     if (k != 1)
         return k < 0 ? -1 : 2;
-    PyObject *timers = NIC_GET(nic, N_TIMERS);
-    PyObject *fn = timers == NULL ? NULL : PyMethod_New(f_resume, host); /* (self.resume) */
-    PyObject *arg = fn == NULL ? NULL : PyTuple_Pack(2, proc, Py_None);
-    PyObject *t = arg == NULL ? NULL : PyLong_FromLongLong(now + nsv);
-    int ip = t == NULL ? -1 : inst_plain(nic); /* (self.nic.at: one set on the NIC wins) */
-    int rc = ip < 0 ? -1 : ip ? timers_at(timers, t, fn, arg) : call_drop(PyObject_CallMethodObjArgs(nic, s_at, t, fn, arg, NULL));
-    Py_XDECREF(timers);
-    Py_XDECREF(fn);
-    Py_XDECREF(arg);
-    Py_XDECREF(t);
-    return rc;
+    return resume_at(host, proc, Py_None, now + nsv);
 }
 
 /* the exception being raised handed to the host's ``method(proc, e[, tb])`` (Host._app_failed,
