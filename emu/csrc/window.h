@@ -62,6 +62,44 @@ static PyObject *slot_attr(PyObject *o, PyObject *name, SlotCache *c)
 
 static SlotCache sc_timer;
 
+/* lookup_attr(o, name, out) for a name o's class (version tag unchanged since) does not have at all,
+ * with the generic getattr: the instance dict's entry only (an input-queued router's or a NIC's
+ * cut_through, plain_table: none), without the class's lookup and the AttributeError of a miss;
+ * anything else by lookup_attr. 1 found (*out a new reference), 0 not there, -1 error. */
+typedef struct {
+    PyTypeObject *t; /* (borrowed: compared only, with its version tag) */
+    unsigned int ver;
+} MissCache;
+
+static int lookup_missing(PyObject *o, PyObject *name, MissCache *c, PyObject **out)
+{
+    PyTypeObject *t = Py_TYPE(o);
+    *out = NULL;
+    if (c->t != t || c->ver != t->tp_version_tag || !(t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)) {
+        c->t = NULL;
+        PyObject *d = _PyType_Lookup(t, name); /* (assigns the class its version tag) */
+        if (d == NULL && !PyErr_Occurred() && t->tp_getattro == PyObject_GenericGetAttr &&
+            (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+            c->t = t, c->ver = t->tp_version_tag;
+        PyErr_Clear();
+    }
+    if (c->t != t)
+        return lookup_attr(o, name, out);
+    PyObject **dp = _PyObject_GetDictPtr(o), *v;
+    if (dp == NULL) { /* (no dict to read, or it could not be made: by name) */
+        PyErr_Clear();
+        return lookup_attr(o, name, out);
+    }
+    if (*dp == NULL)
+        return 0; /* (no instance attribute at all) */
+    if ((v = PyDict_GetItemWithError(*dp, name)) == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    *out = Py_NewRef(v);
+    return 1;
+}
+
+static MissCache mc_plain_table, mc_cut_through;
+
 /* *t lowered to the time of ``seq``'s first entry less ``sub``, if it has one: 0, 1 (an entry this
  * code does not read: Python's), -1 (error) */
 static int lower_to_head(PyObject *seq, int field, long long sub, long long *t)
@@ -201,7 +239,7 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
     PyObject *plain = NULL, *le = NULL, *pev = NULL, *tt = NULL, *cap = NULL, *fwd = NULL, *heap = NULL, *ins = NULL,
              *outs = NULL, *busy = NULL, *estats = NULL;
     int rc = -1;
-    if (lookup_attr(eng, s_plain_table, &plain) < 0)
+    if (lookup_missing(eng, s_plain_table, &mc_plain_table, &plain) < 0)
         return -1;
     if (plain == NULL || plain == Py_None) { /* (not a static table now: the engine's window, element_window) */
         Py_XDECREF(plain);
@@ -297,7 +335,7 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
     int rc = -1;
     long long now;
     if ((md = Py_TYPE(eng) == NicT ? NIC_GET(eng, N_MIN_DELAY_NS) : PyObject_GetAttr(eng, s_min_delay_ns)) == NULL ||
-        lookup_attr(eng, s_cut_through, &cut) < 0)
+        lookup_missing(eng, s_cut_through, &mc_cut_through, &cut) < 0)
         goto done;
     if (cut == NULL)
         cut = Py_NewRef(Py_False);
