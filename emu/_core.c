@@ -150,6 +150,7 @@ static PyObject *switch_setup(PyObject *self, PyObject *args)
 #include "csrc/transmit.h"
 #include "csrc/nic.h"
 #include "csrc/host.h"
+#include "csrc/hostflow.h"
 #include "csrc/credits.h"
 #include "csrc/window.h"
 #include "csrc/iqhooks.h"
@@ -180,11 +181,11 @@ static PyObject *py_heappop(PyObject *self, PyObject *heap)
 
 static PyObject *counts(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "reused", n_reused, "iq_received", n_iq_received, "credits_out", n_credits_out,
+    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "reused", n_reused, "iq_received", n_iq_received, "credits_out", n_credits_out,
                          "credits_in", n_credits_in, "forwarded", n_forwarded, "enqueued", n_enqueued, "handed_over",
                          n_handed, "taken", n_taken, "batched", n_batched, "records", n_records, "windows", n_windows,
                          "element_windows", n_element_windows, "nic_messages", n_nic_messages,
-                         "nic_sent", n_nic_sent, "host_steps", n_host_steps, "nic_segments", n_nic_segments, "iq_timers", n_iq_timers, "iq_credits", n_iq_credits, "iq_hooks", n_iq_hooks, "iq_frames", n_iq_frames, "started", n_started);
+                         "nic_sent", n_nic_sent, "host_steps", n_host_steps, "nic_segments", n_nic_segments, "iq_timers", n_iq_timers, "iq_credits", n_iq_credits, "iq_hooks", n_iq_hooks, "iq_frames", n_iq_frames, "started", n_started, "flow_handed", n_flow_handed, "flow_wakes", n_flow_wakes, "flow_credits", n_flow_credits, "host_sleeps", n_host_sleeps, "host_try_recvs", n_host_try_recvs, "flow_idle", n_flow_idle);
 }
 
 static PyMethodDef methods[] = {

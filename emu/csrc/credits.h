@@ -132,10 +132,13 @@ static int credit_in_c(PyObject *el, PyObject *eng, PyObject *head, PyObject *in
                  get_ll(PyTuple_GET_ITEM(fields, 2), &frames) && get_ll(PyTuple_GET_ITEM(fields, 3), &nbytes) &&
                  pool != CR_STRETCH && outs != NULL && PyList_CheckExact(outs) && port < PyList_GET_SIZE(outs);
     PyErr_Clear();
+    PyObject *fport = NULL; /* a port with credit flow control taking it (csrc/hostflow.h) */
     if (direct) { /* (outp None or without credit flow, and the engine an input-queued router's) */
         PyObject *outp = PyList_GET_ITEM(outs, port);
         direct = outp == Py_None || (Py_TYPE(outp) == OutPortT && SLOT(outp, o_flow) == Py_None);
-        if (direct) {
+        if (!direct && Py_TYPE(outp) == OutPortT && flow_credit_ok(outp, vc, pool))
+            fport = Py_NewRef(outp);
+        else if (direct) {
             if ((iqv = PyObject_GetAttr(el, s_iq)) == NULL)
                 return -1;
             direct = iqv == Py_True;
@@ -153,6 +156,8 @@ static int credit_in_c(PyObject *el, PyObject *eng, PyObject *head, PyObject *in
     if (EL_SET(el, E_NOW, t) < 0 || EL_SET(el, E_ACTIVE_NS, t) < 0)
         goto done;
     int ic = direct ? iq_on_credit(eng, port, vc, nbytes, t, pool, frames) : 1; /* (its plain case here) */
+    if (fport != NULL) /* OutPort.credit, Flow._wake */
+        ic = flow_credit(el, fport, vc, pool, nbytes, t) < 0 ? -1 : 0;
     if (ic < 0)
         goto done;
     if (ic == 0)
@@ -173,6 +178,7 @@ done:
     Py_XDECREF(item);
     Py_DECREF(wire);
     Py_XDECREF(fields);
+    Py_XDECREF(fport);
     return rc;
 }
 

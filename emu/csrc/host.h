@@ -17,6 +17,49 @@ static PyObject *s_send_overhead_ns, *s_recv_overhead_ns, *s_app_failed, *s_op_f
     *s_run_due;
 static unsigned long long n_host_steps; /* application steps (coroutine sends) run here (counts()) */
 
+/* Host._op_sleep's and Host._op_try_recv's requests (Sleep, TryRecv), found in the handlers' table at
+ * host_setup by their handler (NULL: not there as this code reads them -- Python's) */
+static PyTypeObject *SleepT, *TryRecvT;
+static PyObject *f_op_sleep, *f_op_try_recv;
+static Py_ssize_t sl_ns;
+static unsigned long long n_host_sleeps, n_host_try_recvs; /* requests taken here (counts()) */
+
+static int extra_ops_setup(void)
+{
+    Py_CLEAR(SleepT);
+    Py_CLEAR(TryRecvT);
+    Py_CLEAR(f_op_sleep);
+    Py_CLEAR(f_op_try_recv);
+    PyObject *n_sleep = PyUnicode_InternFromString("_op_sleep"), *n_try = PyUnicode_InternFromString("_op_try_recv"),
+             *n_matches = PyUnicode_InternFromString("matches");
+    if (n_sleep == NULL || n_try == NULL || n_matches == NULL) {
+        Py_XDECREF(n_sleep);
+        Py_XDECREF(n_try);
+        Py_XDECREF(n_matches);
+        return -1;
+    }
+    PyObject *fs = _PyType_Lookup(HostT, n_sleep), *ft = _PyType_Lookup(HostT, n_try), *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(host_handlers, &pos, &k, &v)) {
+        if (!PyType_Check(k) || v == NULL || !PyFunction_Check(v))
+            continue;
+        PyTypeObject *t = (PyTypeObject *)k;
+        if (v == fs && SleepT == NULL && slot_offset(t, "ns", &sl_ns) == 0) {
+            SleepT = (PyTypeObject *)Py_NewRef(t);
+            f_op_sleep = Py_NewRef(v);
+        } else if (v == ft && TryRecvT == NULL && PyType_IsSubtype(t, RecvT) && t->tp_basicsize == RecvT->tp_basicsize &&
+                   _PyType_Lookup(t, n_matches) == _PyType_Lookup(RecvT, n_matches)) { /* (Recv's slots, its matches) */
+            TryRecvT = (PyTypeObject *)Py_NewRef(t);
+            f_op_try_recv = Py_NewRef(v);
+        }
+        PyErr_Clear();
+    }
+    Py_DECREF(n_sleep);
+    Py_DECREF(n_try);
+    Py_DECREF(n_matches);
+    return 0;
+}
+
 /* host_setup(Host, Proc, Send, Recv, handlers): the classes whose slots the core reads in place */
 static PyObject *host_setup(PyObject *self, PyObject *args)
 {
@@ -86,6 +129,8 @@ static PyObject *host_setup(PyObject *self, PyObject *args)
     for (int c = 0; c < W_N; c++)
         watch_tags[c] = 0, watch_t[c] = watch_type(c);
     watching = 1;
+    if (extra_ops_setup() < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -124,11 +169,19 @@ static inline int call_drop(PyObject *r)
 
 /* Host._busy(proc, ns, value, done): the application spends ``ns`` (not 0) of CPU time and continues
  * with ``value`` at ``done``: proc.cpu_ns, proc.busy, the timer that resumes it (host.nic.at) */
+static int resume_at(PyObject *host, PyObject *proc, PyObject *value, long long done);
+
 static int host_busy(PyObject *host, PyObject *proc, long long ns, PyObject *value, long long done)
 {
     if (add_ll(proc, pr_cpu, ns) < 0)
         return -1;
     Py_XSETREF(SLOT(proc, pr_busy), Py_NewRef(Py_True));
+    return resume_at(host, proc, value, done);
+}
+
+/* self.nic.at(done, self.resume, (proc, value)): the timer that resumes the app. 0, -1 error */
+static int resume_at(PyObject *host, PyObject *proc, PyObject *value, long long done)
+{
     PyObject *nic = SLOT(host, h_nic), *timers = NIC_GET(nic, N_TIMERS);
     PyObject *fn = timers == NULL ? NULL : PyMethod_New(f_resume, host); /* (self.resume) */
     PyObject *arg = fn == NULL ? NULL : PyTuple_Pack(2, proc, value);
@@ -229,13 +282,17 @@ static int host_received(PyObject *host, PyObject *proc, PyObject *msg, long lon
  * inbox's messages Messages from known hosts (names and tags as the NIC makes them): no Python code
  * runs until the match. 1 the app goes on, 0 it waits, 2 not this case (nothing changed: the
  * handler's), -1 error */
-static int op_recv(PyObject *host, PyObject *proc, PyObject *op, PyObject **value)
+static int op_recv(PyObject *host, PyObject *proc, PyObject *op, PyObject **value, int try_)
 {
     PyObject *inbox = SLOT(host, h_inbox), *ids = SLOT(host, h_host_ids), *spec = SLOT(host, h_spec);
     if (inbox == NULL || !PyList_CheckExact(inbox) || SLOT(host, h_noise) != Py_None || !int_or_none(SLOT(op, rv_src)) ||
         !int_or_none(SLOT(op, rv_tag)))
         return 2;
     Py_ssize_t n = PyList_GET_SIZE(inbox);
+    if (n == 0 && try_) { /* (_op_try_recv: nothing there, the app goes on at once with None) */
+        *value = Py_NewRef(Py_None);
+        return 1;
+    }
     if (n == 0)
         return 0; /* (most receives: the app waits) */
     if (ids == NULL || !PyDict_CheckExact(ids) || spec == NULL)
@@ -258,7 +315,25 @@ static int op_recv(PyObject *host, PyObject *proc, PyObject *op, PyObject **valu
             return rc;
         }
     }
-    return 0;
+    if (try_)
+        *value = Py_NewRef(Py_None);
+    return try_ ? 1 : 0;
+}
+
+/* Host._op_sleep(proc, op) for a Sleep of an int: self.nic.at(self.now + op.ns, self.resume, (proc,
+ * None)), the app waiting. 0, 2 not this case (nothing changed: the handler's), -1 error */
+static int op_sleep(PyObject *host, PyObject *proc, PyObject *op)
+{
+    PyObject *ns = SLOT(op, sl_ns), *nic = SLOT(host, h_nic);
+    long long nsv, now;
+    if (ns == NULL || !PyLong_CheckExact(ns) || !get_ll(ns, &nsv) || nic == NULL) {
+        PyErr_Clear();
+        return 2;
+    }
+    int k = nic_ll(nic, N_NOW, &now);
+    if (k != 1)
+        return k < 0 ? -1 : 2;
+    return resume_at(host, proc, Py_None, now + nsv);
 }
 
 /* the exception being raised handed to the host's ``method(proc, e[, tb])`` (Host._app_failed,
@@ -366,10 +441,19 @@ static int host_resume(PyObject *host, PyObject *arg)
         if (handler == f_op_send && Py_TYPE(op) == SendT)
             k = op_send(host, proc, op, &value);
         else if (handler == f_op_recv && Py_TYPE(op) == RecvT)
-            k = op_recv(host, proc, op, &value);
+            k = op_recv(host, proc, op, &value, 0);
+        else if (handler != NULL && handler == f_op_try_recv && Py_TYPE(op) == TryRecvT) {
+            k = op_recv(host, proc, op, &value, 1);
+            n_host_try_recvs += k == 1;
+        } else if (handler != NULL && handler == f_op_sleep && Py_TYPE(op) == SleepT) {
+            k = op_sleep(host, proc, op);
+            n_host_sleeps += k == 0;
+        }
         else if (handler == NULL && PyErr_Occurred())
             k = -1;
-        if (k < 0 && (handler == f_op_send || handler == f_op_recv) && PyErr_ExceptionMatches(PyExc_Exception)) {
+        if (k < 0 && handler != NULL &&
+            (handler == f_op_send || handler == f_op_recv || handler == f_op_try_recv || handler == f_op_sleep) &&
+            PyErr_ExceptionMatches(PyExc_Exception)) {
             Py_DECREF(op); /* (inside the handler in Python: the app fails) */
             rc = host_failed(host, proc, s_op_failed, 0);
             break;

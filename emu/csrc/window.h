@@ -31,6 +31,75 @@ static int lookup_attr(PyObject *o, PyObject *name, PyObject **out)
 #endif
 }
 
+/* o.<name> for a name some engines keep in a slot (an input-queued router's ``timer``): read at the
+ * slot's offset when ``o``'s class (unchanged since: its version tag) has that slot -- a data
+ * descriptor, which no instance attribute overrides -- and the generic getattr; else by name. A new
+ * reference, or NULL with an error (AttributeError when unset, as PyObject_GetAttr). */
+typedef struct {
+    PyTypeObject *t; /* (borrowed: compared only, with its version tag) */
+    unsigned int ver;
+    Py_ssize_t off;
+} SlotCache;
+
+static PyObject *slot_attr(PyObject *o, PyObject *name, SlotCache *c)
+{
+    PyTypeObject *t = Py_TYPE(o);
+    if (c->t != t || c->ver != t->tp_version_tag || !(t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)) {
+        c->t = NULL;
+        PyObject *d = _PyType_Lookup(t, name); /* (assigns the class its version tag) */
+        if (d != NULL && t->tp_getattro == PyObject_GenericGetAttr && (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) &&
+            Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
+            ((PyMemberDescrObject *)d)->d_common.d_type == t)
+            c->t = t, c->ver = t->tp_version_tag, c->off = ((PyMemberDescrObject *)d)->d_member->offset;
+    }
+    if (c->t == t) {
+        PyObject *v = SLOT(o, c->off);
+        if (v != NULL)
+            return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(o, name);
+}
+
+static SlotCache sc_timer;
+
+/* lookup_attr(o, name, out) for a name o's class (version tag unchanged since) does not have at all,
+ * with the generic getattr: the instance dict's entry only (an input-queued router's or a NIC's
+ * cut_through, plain_table: none), without the class's lookup and the AttributeError of a miss;
+ * anything else by lookup_attr. 1 found (*out a new reference), 0 not there, -1 error. */
+typedef struct {
+    PyTypeObject *t; /* (borrowed: compared only, with its version tag) */
+    unsigned int ver;
+} MissCache;
+
+static int lookup_missing(PyObject *o, PyObject *name, MissCache *c, PyObject **out)
+{
+    PyTypeObject *t = Py_TYPE(o);
+    *out = NULL;
+    if (c->t != t || c->ver != t->tp_version_tag || !(t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)) {
+        c->t = NULL;
+        PyObject *d = _PyType_Lookup(t, name); /* (assigns the class its version tag) */
+        if (d == NULL && !PyErr_Occurred() && t->tp_getattro == PyObject_GenericGetAttr &&
+            (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+            c->t = t, c->ver = t->tp_version_tag;
+        PyErr_Clear();
+    }
+    if (c->t != t)
+        return lookup_attr(o, name, out);
+    PyObject **dp = _PyObject_GetDictPtr(o), *v;
+    if (dp == NULL) { /* (no dict to read, or it could not be made: by name) */
+        PyErr_Clear();
+        return lookup_attr(o, name, out);
+    }
+    if (*dp == NULL)
+        return 0; /* (no instance attribute at all) */
+    if ((v = PyDict_GetItemWithError(*dp, name)) == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    *out = Py_NewRef(v);
+    return 1;
+}
+
+static MissCache mc_plain_table, mc_cut_through;
+
 /* *t lowered to the time of ``seq``'s first entry less ``sub``, if it has one: 0, 1 (an entry this
  * code does not read: Python's), -1 (error) */
 static int lower_to_head(PyObject *seq, int field, long long sub, long long *t)
@@ -50,7 +119,7 @@ static int next_time_in(PyObject *el, long long *t_out)
     int rc = -1;
     long long t = (long long)1 << 62, v, look;
     if (heap == NULL || (le = EL_GET(el, E_LINK_EVENTS)) == NULL || (eng = EL_GET(el, E_ENGINE)) == NULL ||
-        (tt = PyObject_GetAttr(eng, s_timer)) == NULL || (pev = EL_GET(el, E_PEVENTS)) == NULL ||
+        (tt = slot_attr(eng, s_timer, &sc_timer)) == NULL || (pev = EL_GET(el, E_PEVENTS)) == NULL ||
         (la = EL_GET(el, E_LOOKAHEAD)) == NULL || (busy = EL_GET(el, E_BUSY)) == NULL)
         goto done;
     rc = 1;
@@ -170,14 +239,14 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
     PyObject *plain = NULL, *le = NULL, *pev = NULL, *tt = NULL, *cap = NULL, *fwd = NULL, *heap = NULL, *ins = NULL,
              *outs = NULL, *busy = NULL, *estats = NULL;
     int rc = -1;
-    if (lookup_attr(eng, s_plain_table, &plain) < 0)
+    if (lookup_missing(eng, s_plain_table, &mc_plain_table, &plain) < 0)
         return -1;
     if (plain == NULL || plain == Py_None) { /* (not a static table now: the engine's window, element_window) */
         Py_XDECREF(plain);
         return 2;
     }
     if ((le = EL_GET(el, E_LINK_EVENTS)) == NULL || (pev = EL_GET(el, E_PEVENTS)) == NULL ||
-        (tt = PyObject_GetAttr(eng, s_timer)) == NULL || (cap = EL_GET(el, E_CAPTURE)) == NULL)
+        (tt = slot_attr(eng, s_timer, &sc_timer)) == NULL || (cap = EL_GET(el, E_CAPTURE)) == NULL)
         goto done;
     rc = 1;
     if (!PyList_CheckExact(le) || PyList_GET_SIZE(le) || !PyList_CheckExact(pev) || PyList_GET_SIZE(pev) ||
@@ -266,7 +335,7 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
     int rc = -1;
     long long now;
     if ((md = Py_TYPE(eng) == NicT ? NIC_GET(eng, N_MIN_DELAY_NS) : PyObject_GetAttr(eng, s_min_delay_ns)) == NULL ||
-        lookup_attr(eng, s_cut_through, &cut) < 0)
+        lookup_missing(eng, s_cut_through, &mc_cut_through, &cut) < 0)
         goto done;
     if (cut == NULL)
         cut = Py_NewRef(Py_False);
@@ -280,7 +349,7 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             SLOT(el, el_attr[E_LINK_EVENTS].off) != le || SLOT(el, el_attr[E_PEVENTS].off) != pev ||
             !get_ll(SLOT(el, el_attr[E_NOW].off), &now))
             goto done; /* (something else is due now: Python's run_window) */
-        Py_XSETREF(tt, Py_TYPE(eng) == NicT ? NIC_GET(eng, N_TIMER) : PyObject_GetAttr(eng, s_timer));
+        Py_XSETREF(tt, Py_TYPE(eng) == NicT ? NIC_GET(eng, N_TIMER) : slot_attr(eng, s_timer, &sc_timer));
         rc = -1;
         if (tt == NULL)
             goto done;
@@ -302,6 +371,8 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
                     break;
                 rc = -1;
                 int c = credit_out_c(el, pev, ph); /* a credit built before, here; any other: Element._port_event */
+                if (c == 0)
+                    c = wake_event_c(el, pev, ph); /* (a port's WAKE: csrc/hostflow.h) */
                 if (c < 0)
                     goto done;
                 if (c == 0) {
@@ -426,6 +497,8 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             long long nowv;
             Py_ssize_t k = outs == NULL || busy_ == NULL || !get_ll(SLOT(el, el_attr[E_NOW].off), &nowv)
                                ? 0 : emit_into(outs, busy_, result, nowv, mdv);
+            if (k >= 0 && k < PyList_GET_SIZE(result)) /* (a port with credit flow: csrc/hostflow.h) */
+                k = emit_rest(el, outs, busy_, result, k, nowv, mdv);
             if (k < 0) {
                 Py_DECREF(result);
                 goto done;
