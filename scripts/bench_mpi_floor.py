@@ -63,7 +63,7 @@ int main(int argc,char**argv){
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--iters", type=int, default=20000, help="ping-pong iterations (default 20,000)")
     ap.add_argument("--hops", default="2,0", help="UDP hops per message, comma-separated (default 2,0)")
     a = ap.parse_args(argv)
