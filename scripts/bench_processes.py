@@ -340,6 +340,11 @@ def wait_of(fields: list[str], processes: int) -> dict:
             "slowest": [int(x) for x in fields[1 + processes:1 + 2 * processes]]}
 
 
+def _waiting(w: dict) -> tuple[float, float]:
+    """(wall, CPU) at which a worker was ready for its plan: imports done, and the partition if asked."""
+    return max(w["worker-preloaded"], w.get("worker-partitioned", w["worker-preloaded"]))
+
+
 def model(r: dict) -> dict:
     """The parts of a whole run (wall and CPU) and its critical path in CPU seconds (the docstring)."""
     m = r["main"]
@@ -352,16 +357,15 @@ def model(r: dict) -> dict:
         planned = cpu("cluster-enter")
         w1 = r["workers"][0]
         if "partition-asked" in m and "worker-partitioned" in w1:  # (worker 1 made the partition meanwhile)
-            answer = max(cpu("partition-asked"), cpu("workers-launched") + w1["worker-preloaded"][1]) + \
-                w1["worker-partitioned"][1] - w1["worker-preloaded"][1]
+            began = w1.get("worker-asked", w1["worker-preloaded"])[1]  # (its CPU as it took the ask)
+            answer = max(cpu("partition-asked"), cpu("workers-launched") + began) + w1["worker-partitioned"][1] - began
             planned = max(cpu("prepared"), answer) + cpu("cluster-enter") - cpu("prepared")
         built_at = "local-built"
         local = cpu(built_at) - (cpu("workers-in") if m["local-built"][0] > m["workers-in"][0] else planned)
         ready = planned + local
         for w in r["workers"]:
             build = w["worker-built"][1] - w["worker-plan"][1]
-            ready = max(ready, max(cpu("workers-launched") + w.get("worker-partitioned", w["worker-preloaded"])[1],
-                                   planned) + build)
+            ready = max(ready, max(cpu("workers-launched") + _waiting(w)[1], planned) + build)
         start = ready + (cpu("run-begin") - cpu("workers-built"))
         if r.get("run_before"):  # the workers' part of the calls before the run (addresses, apps): at once, each
             start += max(b - w["worker-built"][1] for b, w in zip(r["run_before"][1:], r["workers"]))  # (after ours)
@@ -386,9 +390,9 @@ def describe_whole(mode: str, p: int, r: dict, base: dict, cores: int) -> str:
                  f"elements and workers {m['run-begin'][1] - m['planned'][1]:.2f}) + run {r['run_cpu'][0]:.2f} + "
                  f"teardown {m['done'][1] - m['run-end'][1]:.2f}")
     for i, w in enumerate(r["workers"], 1):
-        waited = max(0.0, m["cluster-enter"][0] - w.get("worker-partitioned", w["worker-preloaded"])[0])
+        waited = max(0.0, m["cluster-enter"][0] - _waiting(w)[0])
         part = "" if "worker-partitioned" not in w else \
-            f", the partition {w['worker-partitioned'][1] - w['worker-preloaded'][1]:.2f}"
+            f", the partition {w['worker-partitioned'][1] - w.get('worker-asked', w['worker-preloaded'])[1]:.2f}"
         lines.append(f"    CPU s, worker {i}: {w['worker-done'][1]:.2f} = start-up {w['worker-built'][1]:.2f} (Python and "
                      f"imports {w['worker-preloaded'][1]:.2f}{part}, ready {waited:.2f} s before the plan; its elements "
                      f"{w['worker-built'][1] - w['worker-plan'][1]:.2f}) + run {r['run_cpu'][i]:.2f} + teardown "
