@@ -67,14 +67,13 @@ async def serve(host: str, port: int, index: int, secret: bytes, sock=None) -> N
         msg = None
         if index == 1:  # asked for the partition as soon as the main process has its topology: first
             _partition_modules()
-            if chan.ready():  # (asked already: answered before the imports)
-                msg = await _answer_partitions(chan)
+            msg = await _answer_partitions(chan, wait=False)  # (asked already: answered before the imports)
         from .build import build_domain
 
         for module in preload:  # while the main process makes the plan (emu.control.launch_workers)
             importlib.import_module(module)
         mark("worker-preloaded")
-        plan, index = msg or await _answer_partitions(chan)
+        plan, index = msg or await _answer_partitions(chan, wait=True)
         mark("worker-plan")
         domain = build_domain(plan, index, secret)  # (off loopback the secret keys the datagram tags)
         spilled.append(domain)
@@ -99,16 +98,18 @@ async def serve(host: str, port: int, index: int, secret: bytes, sock=None) -> N
                 pass
 
 
-async def _answer_partitions(chan) -> tuple:
+async def _answer_partitions(chan, wait: bool) -> tuple | None:
     """Answer the main process's asks for the partition (``("partition", ...)``: asked while it
-    checks its input) until its next message, the plan, which is returned."""
-    msg = await chan.recv()
-    while isinstance(msg[0], str):
+    checks its input) until its next message, the plan, which is returned; without ``wait``, only
+    while a message has come (None: nothing more yet)."""
+    while wait or chan.ready():
+        msg = await chan.recv()
+        if not isinstance(msg[0], str):
+            return msg
         mark("worker-asked")
         await chan.send(partition_answer(*msg[1]))
         mark("worker-partitioned")
-        msg = await chan.recv()
-    return msg
+    return None
 
 
 def _partition_modules() -> None:
@@ -215,15 +216,16 @@ def _serve_until_done(host: str, port: int, index: int, secret: bytes, parent: i
 def run_forked(sock, index: int, secret: bytes, parent: int, preload: tuple[str, ...]) -> int:
     """A worker forked from the main process before that runs trio (``emu.control.fork_workers``):
     in a session of its own, it imports ``preload`` at once (most of what it needs is imported
-    already: the main process's modules are its own) -- worker 1 what the partition needs too --,
-    then serves domain ``index`` over ``sock``. Returns the exit status."""
+    already: the main process's modules are its own; worker 1 what the partition needs first), then
+    serves domain ``index`` over ``sock``. Returns the exit status."""
     os.setsid()  # (as a started worker: a share of the machine of its own, no terminal's Ctrl-C)
     mark("worker-forked")
     logging.basicConfig(level=logging.WARNING, format="worker %(name)s: %(message)s", force=True)
-    try:
-        for module in preload:
+    try:  # (worker 1, asked for the partition as soon as the main process has its topology: what that
+        # needs first, ``preload`` in ``serve``, after answering if it was asked by then)
+        for module in preload if index != 1 else ():
             importlib.import_module(module)
-        if index == 1:  # (asked for the partition as soon as the main process has its topology)
+        if index == 1:
             _partition_modules()
     except BaseException as e:  # noqa: BLE001 -- told by the main process when it takes the worker
         if _quiet(e):

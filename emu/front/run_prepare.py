@@ -109,7 +109,7 @@ async def _ask_partition_early(args, launch) -> tuple | None:
     try:
         defaults, settings = _settings(args)
         topo = build(args.topo, defaults=defaults, settings=settings)
-    except ConfigError:
+    except Exception:  # noqa: BLE001 -- raised again where the usual order builds it
         return None
     await launch.ask_partition(graph_of(topo), args.processes, args.partition)
     return args.topo, defaults, settings, topo
