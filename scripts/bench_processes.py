@@ -391,10 +391,13 @@ def describe_whole(mode: str, p: int, r: dict, base: dict, cores: int) -> str:
                  f"teardown {m['done'][1] - m['run-end'][1]:.2f}")
     for i, w in enumerate(r["workers"], 1):
         waited = max(0.0, m["cluster-enter"][0] - _waiting(w)[0])
-        part = "" if "worker-partitioned" not in w else \
-            f", the partition {w['worker-partitioned'][1] - w.get('worker-asked', w['worker-preloaded'])[1]:.2f}"
+        made = 0.0 if "worker-partitioned" not in w else \
+            w["worker-partitioned"][1] - w.get("worker-asked", w["worker-preloaded"])[1]
+        part = f", the partition {made:.2f}" if "worker-partitioned" in w else ""
+        early = w.get("worker-partitioned", (0, 1e9))[1] < w["worker-preloaded"][1]  # (answered before its imports)
+        imports = w["worker-preloaded"][1] - (made if early else 0.0)
         lines.append(f"    CPU s, worker {i}: {w['worker-done'][1]:.2f} = start-up {w['worker-built'][1]:.2f} (Python and "
-                     f"imports {w['worker-preloaded'][1]:.2f}{part}, ready {waited:.2f} s before the plan; its elements "
+                     f"imports {imports:.2f}{part}, ready {waited:.2f} s before the plan; its elements "
                      f"{w['worker-built'][1] - w['worker-plan'][1]:.2f}) + run {r['run_cpu'][i]:.2f} + teardown "
                      f"{w['worker-done'][1] - w['worker-stop'][1]:.2f}")
     split = r["run_cpu"] and base["run_cpu"][0] / max(r["run_cpu"])
