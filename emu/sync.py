@@ -84,6 +84,17 @@ class MsgStream:
         (n,) = self._LEN.unpack(await self._read(8))
         return pickle.loads(await self._read(n))
 
+    def ready(self) -> bool:
+        """Has (a part of) a message come that ``recv`` has not read? Without waiting."""
+        if self._buf:
+            return True
+        sock = getattr(self.stream, "socket", None)
+        if sock is None:
+            return False
+        import select
+
+        return bool(select.select([sock.fileno()], [], [], 0)[0])
+
     async def aclose(self) -> None:
         await self.stream.aclose()
 

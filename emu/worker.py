@@ -64,17 +64,16 @@ async def serve(host: str, port: int, index: int, secret: bytes, sock=None) -> N
         paths, preload = await chan.recv()  # the parent's sys.path, so applications unpickle here too
         sys.path[:0] = [p for p in paths if p not in sys.path]
         mark("worker-connected")
+        msg = None
+        if index == 1:  # asked for the partition as soon as the main process has its topology: first
+            _partition_modules()
+            msg = await _answer_partitions(chan, wait=False)  # (asked already: answered before the imports)
         from .build import build_domain
 
         for module in preload:  # while the main process makes the plan (emu.control.launch_workers)
             importlib.import_module(module)
         mark("worker-preloaded")
-        msg = await chan.recv()
-        while isinstance(msg[0], str):  # ("partition", ...): asked while the main process checks its input
-            await chan.send(partition_answer(*msg[1]))
-            mark("worker-partitioned")
-            msg = await chan.recv()
-        plan, index = msg
+        plan, index = msg or await _answer_partitions(chan, wait=True)
         mark("worker-plan")
         domain = build_domain(plan, index, secret)  # (off loopback the secret keys the datagram tags)
         spilled.append(domain)
@@ -97,6 +96,32 @@ async def serve(host: str, port: int, index: int, secret: bytes, sock=None) -> N
                 await stream.aclose()
             except OSError:
                 pass
+
+
+async def _answer_partitions(chan, wait: bool) -> tuple | None:
+    """Answer the main process's asks for the partition (``("partition", ...)``: asked while it
+    checks its input) until its next message, the plan, which is returned; without ``wait``, only
+    while a message has come (None: nothing more yet)."""
+    while wait or chan.ready():
+        msg = await chan.recv()
+        if not isinstance(msg[0], str):
+            return msg
+        mark("worker-asked")
+        await chan.send(partition_answer(*msg[1]))
+        mark("worker-partitioned")
+    return None
+
+
+def _partition_modules() -> None:
+    """Import what ``partition_answer`` uses before it is asked: METIS's module reads its own
+    version from the installed metadata as it is imported (importlib.metadata: most of a
+    partition's cost on a 256-host fat tree)."""
+    from . import partition  # noqa: F401
+
+    try:
+        import pymetis  # noqa: F401
+    except ImportError:
+        pass
 
 
 def partition_answer(graph: tuple, parts: int, method: str) -> tuple[str, object]:
@@ -191,14 +216,17 @@ def _serve_until_done(host: str, port: int, index: int, secret: bytes, parent: i
 def run_forked(sock, index: int, secret: bytes, parent: int, preload: tuple[str, ...]) -> int:
     """A worker forked from the main process before that runs trio (``emu.control.fork_workers``):
     in a session of its own, it imports ``preload`` at once (most of what it needs is imported
-    already: the main process's modules are its own), then serves domain ``index`` over ``sock``.
-    Returns the exit status."""
+    already: the main process's modules are its own; worker 1 what the partition needs first), then
+    serves domain ``index`` over ``sock``. Returns the exit status."""
     os.setsid()  # (as a started worker: a share of the machine of its own, no terminal's Ctrl-C)
     mark("worker-forked")
     logging.basicConfig(level=logging.WARNING, format="worker %(name)s: %(message)s", force=True)
-    try:
-        for module in preload:
+    try:  # (worker 1, asked for the partition as soon as the main process has its topology: what that
+        # needs first, ``preload`` in ``serve``, after answering if it was asked by then)
+        for module in preload if index != 1 else ():
             importlib.import_module(module)
+        if index == 1:
+            _partition_modules()
     except BaseException as e:  # noqa: BLE001 -- told by the main process when it takes the worker
         if _quiet(e):
             return 0

@@ -22,9 +22,8 @@ each process of it writes down its steps (``emu.timeline``). For each count:
   the topology was built --, then the slower of its own build and each worker's start -- from the
   moment it was launched -- and build, then the calls that start the run: the main process's CPU for
   them and the busiest worker's after it, an upper bound since they go to every process at once), the
-  run window by
-  window (the busiest process's CPU from one window's start to the next, summed), the main process's
-  teardown. It is what the command takes with a core per process and instant messages: its ratio to
+  run window by window (the busiest process's CPU from one window's start to the next, summed), the
+  main process's teardown. It is what the command takes with a core per process and instant messages: its ratio to
   one process's is the speed-up to expect on a quiet machine with enough cores, and the model for
   counts beyond this machine's cores.
 
@@ -40,8 +39,13 @@ fills ``__pycache__``), as a user's ``python`` runs them; this sandbox sets ``PY
 which makes every process compile every module at every start (about 0.6 CPU s each, most of the
 serial start-up); ``--bytecode as-is`` keeps that.
 
+``--tree TREE`` runs another checkout's code (default: this script's), ``--before TREE`` TREE's too,
+alternating run by run (whole commands). Each command runs in an empty folder with its tree first on
+the path (``python -m emu`` imports the working folder's ``emu`` first).
+
     python scripts/bench_processes.py [--processes 1,2] [--mode both|sockets|direct] [--repeat 1]
-        [--topo SPEC] [--size 64KiB] [--bytecode cache|as-is] [--cluster-only | --instructions | --work-split]
+        [--topo SPEC] [--size 64KiB] [--bytecode cache|as-is] [--tree TREE] [--before TREE]
+        [--cluster-only | --instructions | --work-split]
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ import argparse
 import os
 import pathlib
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -58,11 +63,9 @@ import time
 
 import trio
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-
-import emu  # noqa: E402
-from emu.nodes.collectives.run import check_results, run_collective  # noqa: E402
-from emu.topologies import build  # noqa: E402
+HOME = pathlib.Path(__file__).resolve().parents[1]
+"""The checkout this script belongs to: its in-process modes import this one's ``emu``."""
+sys.path.insert(0, str(HOME))
 
 TOPO = "fattree:k=4,n=4"
 GOAL = 1.6
@@ -100,6 +103,10 @@ def critical_path(before: list[float], marks: list[list[float]], after: list[flo
 
 
 async def once(spec: str, size: int, processes: int, direct: bool) -> dict:
+    import emu
+    from emu.nodes.collectives.run import check_results, run_collective
+    from emu.topologies import build
+
     count = size // 4
     async with emu.Cluster(build(spec), processes=processes, direct=direct) as net:
         before = await net.cpu_times()
@@ -163,8 +170,11 @@ def work_split(spec: str, size: int, counts: list[int]) -> list[dict]:
     part's frames, summed, over the mean part's is what the per-window imbalance costs the run at
     that count with a core per process, counted in frames rather than in CPU seconds (which vary
     by a few per cent from window to window on a shared machine)."""
+    import emu
     from emu import domain as dm
+    from emu.nodes.collectives.run import run_collective
     from emu.partition import partition
+    from emu.topologies import build
 
     topo = build(spec)
     owners = {p: partition(topo, p) for p in counts}
@@ -212,11 +222,6 @@ def work_split(spec: str, size: int, counts: list[int]) -> list[dict]:
 def instructions(a, counts: list[int], size: int) -> None:
     """Each process's instructions for the second half of ``size`` (a run at ``size`` less one at
     half of it), under callgrind; one process's over the busiest process's."""
-    import re
-    import shutil
-    import subprocess
-    import tempfile
-
     if shutil.which("valgrind") is None:
         raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
     code = ("import sys, trio; sys.path.insert(0, {s!r}); import bench_processes as b; "
@@ -258,19 +263,36 @@ BYTECODE = {"cache": "Python's default: compiled modules cached in __pycache__ (
             "as-is": "this environment's PYTHONDONTWRITEBYTECODE as it is (if set: every module compiled at every start)"}
 
 
-def command_env(bytecode: str) -> dict:
-    """The environment of the measured commands: with ``bytecode="cache"`` Python writes and reads
-    compiled modules as a fresh ``python`` does (a set ``PYTHONDONTWRITEBYTECODE`` -- this sandbox sets
-    it -- makes every start compile every module again, ~0.6 CPU s per process, a cost no user with a
-    default Python pays)."""
-    env = dict(os.environ)
+def tree_env(tree: str | os.PathLike | None, env: dict | None = None) -> dict:
+    """``env`` (default: this process's) running ``tree``'s code (None: as it is), the tree first on
+    the path (and with this sandbox's ``EMU_WT`` and /work/wtsite, its ``emu.nodes`` etc. too)."""
+    env = dict(os.environ if env is None else env)
+    if tree is None:
+        return env
+    tree = os.path.abspath(tree)
+    if tree == "/work/main":  # (main itself: the venv's editable install points there)
+        env.pop("EMU_WT", None)
+        env["PYTHONPATH"] = tree
+    else:
+        env["EMU_WT"] = tree
+        env["PYTHONPATH"] = f"{tree}:/work/wtsite" if os.path.isdir("/work/wtsite") else tree
+    return env
+
+
+def command_env(bytecode: str, tree: str | os.PathLike | None = None) -> dict:
+    """The environment of the measured commands, running ``tree``'s code (``tree_env``): with
+    ``bytecode="cache"`` Python writes and reads compiled modules as a fresh ``python`` does (a set
+    ``PYTHONDONTWRITEBYTECODE`` -- this sandbox sets it -- makes every start compile every module
+    again, ~0.6 CPU s per process, a cost no user with a default Python pays)."""
+    env = tree_env(tree)
     if bytecode == "cache":
         env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
 def whole(spec: str, size: int, processes: int, direct: bool, env0: dict | None = None) -> dict:
-    """One whole ``emu run`` command in a process of its own, with its timeline."""
+    """One whole ``emu run`` command in a process of its own, with its timeline, started in an
+    empty folder (not inside any checkout: ``python -m emu`` imports the working folder's first)."""
     with tempfile.TemporaryDirectory() as tmp:
         tl = pathlib.Path(tmp) / "timeline"
         cmd = [sys.executable, "-m", "emu", "run", "--topo", spec, "--test", "allreduce", "--algo", "recursive_doubling",
@@ -278,7 +300,7 @@ def whole(spec: str, size: int, processes: int, direct: bool, env0: dict | None 
         env = {**(os.environ if env0 is None else env0), "EMU_TIMELINE": str(tl)}
         busy0 = busy_cpu_s()
         t0 = time.monotonic()
-        done = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        done = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp)
         done.stdout, done.stderr = done.communicate()
         wall = time.monotonic() - t0
         busy1 = busy_cpu_s()
@@ -318,6 +340,11 @@ def wait_of(fields: list[str], processes: int) -> dict:
             "slowest": [int(x) for x in fields[1 + processes:1 + 2 * processes]]}
 
 
+def _waiting(w: dict) -> tuple[float, float]:
+    """(wall, CPU) at which a worker was ready for its plan: imports done, and the partition if asked."""
+    return max(w["worker-preloaded"], w.get("worker-partitioned", w["worker-preloaded"]))
+
+
 def model(r: dict) -> dict:
     """The parts of a whole run (wall and CPU) and its critical path in CPU seconds (the docstring)."""
     m = r["main"]
@@ -330,16 +357,15 @@ def model(r: dict) -> dict:
         planned = cpu("cluster-enter")
         w1 = r["workers"][0]
         if "partition-asked" in m and "worker-partitioned" in w1:  # (worker 1 made the partition meanwhile)
-            answer = max(cpu("partition-asked"), cpu("workers-launched") + w1["worker-preloaded"][1]) + \
-                w1["worker-partitioned"][1] - w1["worker-preloaded"][1]
+            began = w1.get("worker-asked", w1["worker-preloaded"])[1]  # (its CPU as it took the ask)
+            answer = max(cpu("partition-asked"), cpu("workers-launched") + began) + w1["worker-partitioned"][1] - began
             planned = max(cpu("prepared"), answer) + cpu("cluster-enter") - cpu("prepared")
         built_at = "local-built"
         local = cpu(built_at) - (cpu("workers-in") if m["local-built"][0] > m["workers-in"][0] else planned)
         ready = planned + local
         for w in r["workers"]:
             build = w["worker-built"][1] - w["worker-plan"][1]
-            ready = max(ready, max(cpu("workers-launched") + w.get("worker-partitioned", w["worker-preloaded"])[1],
-                                   planned) + build)
+            ready = max(ready, max(cpu("workers-launched") + _waiting(w)[1], planned) + build)
         start = ready + (cpu("run-begin") - cpu("workers-built"))
         if r.get("run_before"):  # the workers' part of the calls before the run (addresses, apps): at once, each
             start += max(b - w["worker-built"][1] for b, w in zip(r["run_before"][1:], r["workers"]))  # (after ours)
@@ -364,11 +390,14 @@ def describe_whole(mode: str, p: int, r: dict, base: dict, cores: int) -> str:
                  f"elements and workers {m['run-begin'][1] - m['planned'][1]:.2f}) + run {r['run_cpu'][0]:.2f} + "
                  f"teardown {m['done'][1] - m['run-end'][1]:.2f}")
     for i, w in enumerate(r["workers"], 1):
-        waited = max(0.0, m["cluster-enter"][0] - w.get("worker-partitioned", w["worker-preloaded"])[0])
-        part = "" if "worker-partitioned" not in w else \
-            f", the partition {w['worker-partitioned'][1] - w['worker-preloaded'][1]:.2f}"
+        waited = max(0.0, m["cluster-enter"][0] - _waiting(w)[0])
+        made = 0.0 if "worker-partitioned" not in w else \
+            w["worker-partitioned"][1] - w.get("worker-asked", w["worker-preloaded"])[1]
+        part = f", the partition {made:.2f}" if "worker-partitioned" in w else ""
+        early = w.get("worker-partitioned", (0, 1e9))[1] < w["worker-preloaded"][1]  # (answered before its imports)
+        imports = w["worker-preloaded"][1] - (made if early else 0.0)
         lines.append(f"    CPU s, worker {i}: {w['worker-done'][1]:.2f} = start-up {w['worker-built'][1]:.2f} (Python and "
-                     f"imports {w['worker-preloaded'][1]:.2f}{part}, ready {waited:.2f} s before the plan; its elements "
+                     f"imports {imports:.2f}{part}, ready {waited:.2f} s before the plan; its elements "
                      f"{w['worker-built'][1] - w['worker-plan'][1]:.2f}) + run {r['run_cpu'][i]:.2f} + teardown "
                      f"{w['worker-done'][1] - w['worker-stop'][1]:.2f}")
     split = r["run_cpu"] and base["run_cpu"][0] / max(r["run_cpu"])
@@ -403,7 +432,15 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--bytecode", choices=sorted(BYTECODE), default="cache",
                     help="cache (default): compiled modules cached as by a default python; as-is: this "
                          "environment's PYTHONDONTWRITEBYTECODE kept")
+    ap.add_argument("--tree", default=str(HOME), help="the checkout whose code the commands run (default: this one)")
+    ap.add_argument("--before", metavar="TREE", help="also TREE's code, alternating with --tree's, run by run")
     a = ap.parse_args(argv)
+    trees = {"before": a.before, "after": a.tree} if a.before else {"": a.tree}
+    if not all(os.path.isfile(os.path.join(t, "emu", "__init__.py")) for t in trees.values()):
+        raise SystemExit(f"--tree/--before: {' or '.join(trees.values())} is not a checkout of hpc-emu (no emu/)")
+    if (a.cluster_only or a.work_split or a.instructions) and (a.before or os.path.abspath(a.tree) != str(HOME)):
+        raise SystemExit("--cluster-only, --work-split and --instructions run this checkout's code in this process: "
+                         "run the other tree's own scripts/bench_processes.py instead of --tree/--before")
     try:
         counts = [int(x) for x in a.processes.split(",")]
     except ValueError:
@@ -424,33 +461,51 @@ def main(argv=None) -> list[dict]:
         return []
     if a.work_split:
         return work_split(a.topo, size, counts)
-    env0 = command_env(a.bytecode)
-    print(f"bytecode: {BYTECODE[a.bytecode]}", flush=True)
+    envs = {label: command_env(a.bytecode, t) for label, t in trees.items()}
+    print(f"bytecode: {BYTECODE[a.bytecode]}; " + "; ".join(f"{label or 'code'}: {t}" for label, t in trees.items()),
+          flush=True)
     if not a.cluster_only:
-        whole(a.topo, size, max(counts), a.mode == "direct", env0)  # untimed: fills the caches (files, bytecode)
+        for env0 in envs.values():  # untimed: fills the caches (files, bytecode)
+            whole(a.topo, size, max(counts), a.mode == "direct", env0)
     rows = []
     for mode in (["sockets", "direct"] if a.mode == "both" else [a.mode]):
-        runs: dict[int, list[dict]] = {p: [] for p in counts}
+        runs: dict[tuple[str, int], list[dict]] = {(label, p): [] for label in trees for p in counts}
         for _ in range(a.repeat):
             for p in counts:
-                runs[p].append(trio.run(once, a.topo, size, p, mode == "direct") if a.cluster_only
-                               else whole(a.topo, size, p, mode == "direct", env0))
-        base = median_run(runs[1])
-        for p in counts:
-            r = median_run(runs[p])
-            if any(x["figures"] != base["figures"] for x in runs[p]):
-                raise SystemExit(f"{mode}, {p} processes: FIGURES DIFFER from one process's")
-            if a.cluster_only:
-                print(describe(mode, p, r, base, cores), flush=True)
-                cpu = [c["process_s"] for c in r["cpu"]]
-                rows.append({"mode": mode, "processes": p, **r, "speedup": base["wall"] / r["wall"],
-                             "cpu_split": base["cpu"][0]["process_s"] / max(cpu),
-                             "bound": base["critical_s"] / r["critical_s"]})
-            else:
-                print(describe_whole(mode, p, r, base, cores), flush=True)
-                rows.append({"mode": mode, "processes": p, **r, "speedup": base["wall"] / r["wall"],
-                             "model": model(r), "bound": model(base)["crit"] / model(r)["crit"]})
+                for label in trees:
+                    runs[label, p].append(trio.run(once, a.topo, size, p, mode == "direct") if a.cluster_only
+                                          else whole(a.topo, size, p, mode == "direct", envs[label]))
+        mine = [row for label in trees for row in _report(a, mode, label, {p: runs[label, p] for p in counts}, cores)]
+        if any(row["figures"] != mine[0]["figures"] for row in mine):
+            raise SystemExit(f"{mode}: FIGURES DIFFER between the trees")
+        rows += mine
+        if a.before:
+            got = {r["tree"]: r["speedup"] for r in mine if r["processes"] == max(counts)}
+            print(f"{mode}, {max(counts)} processes against 1: speed-up before {got['before']:.2f}x, after "
+                  f"{got['after']:.2f}x (the same runs' medians as above)", flush=True)
     return rows
+
+
+def _report(a, mode: str, label: str, runs: dict[int, list[dict]], cores: int) -> list[dict]:
+    """Print one mode's figures of one tree (each count against its 1 process) and return its rows."""
+    rows, base = [], median_run(runs[1])
+    if label:
+        print(f"-- {label}: {a.before if label == 'before' else a.tree}", flush=True)
+    for p in runs:
+        r = median_run(runs[p])
+        if any(x["figures"] != base["figures"] for x in runs[p]):
+            raise SystemExit(f"{mode}, {p} processes: FIGURES DIFFER from one process's")
+        if a.cluster_only:
+            print(describe(mode, p, r, base, cores), flush=True)
+            cpu = [c["process_s"] for c in r["cpu"]]
+            rows.append({"mode": mode, "processes": p, **r, "speedup": base["wall"] / r["wall"],
+                         "cpu_split": base["cpu"][0]["process_s"] / max(cpu),
+                         "bound": base["critical_s"] / r["critical_s"]})
+        else:
+            print(describe_whole(mode, p, r, base, cores), flush=True)
+            rows.append({"mode": mode, "processes": p, **r, "speedup": base["wall"] / r["wall"],
+                         "model": model(r), "bound": model(base)["crit"] / model(r)["crit"]})
+    return [{**row, "tree": label} for row in rows]
 
 
 if __name__ == "__main__":

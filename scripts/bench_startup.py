@@ -49,6 +49,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from bench_processes import model, tree_env as processes_tree_env  # noqa: E402
 from router_curves import FAITHFUL, FLIT, OURS  # noqa: E402
 
 SAT_4_8_1 = 0.7682
@@ -74,16 +75,8 @@ def fattree_argv(size: str, processes: int) -> list[str]:
 def tree_env(tree: str | None) -> dict:
     """The environment that runs ``tree``'s code (None: this checkout's), bytecode cached. (Every
     command runs in a folder of its own: ``python -m emu`` puts the working folder first on the path.)"""
-    env = dict(os.environ)
+    env = processes_tree_env(tree)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    if tree:
-        tree = os.path.abspath(tree)
-        if tree == "/work/main":  # (main itself: the venv's editable install points there)
-            env.pop("EMU_WT", None)
-            env["PYTHONPATH"] = tree
-        else:
-            env["EMU_WT"] = tree
-            env["PYTHONPATH"] = f"{tree}:/work/wtsite" if os.path.isdir("/work/wtsite") else tree
     return env
 
 
@@ -241,8 +234,6 @@ def main(argv=None) -> int:
             p = {k: median(runs[label], lambda r, k=k: parts(r)[k]) for k in (*PARTS, "fixed", "all")}
             extra = ""
             if "2 processes" in name:
-                from bench_processes import model  # (imports emu: only here)
-
                 extra = f"  | {median(runs[label], lambda r: model(r)['start']):.2f}"
                 p["critical_start"] = median(runs[label], lambda r: model(r)["start"])
             p["cpu_all_processes"] = median(runs[label], lambda r: r["cpu_all"])

@@ -52,3 +52,18 @@ def test_the_work_split_counts_every_frame_once_per_part():
     n = lambda x: int(x.replace(",", ""))  # noqa: E731
     assert n(two[2]) + n(two[3]) == n(one[2]) > 0  # every frame in one part or the other
     assert float(two[4]) >= 1.0
+
+
+def test_the_commands_run_this_checkouts_code_wherever_the_script_is_started(tmp_path):
+    """``python -m emu`` imports the working folder's ``emu`` first: started inside another checkout
+    (here a folder whose ``emu`` fails on import), the script still runs its own tree's commands."""
+    (tmp_path / "emu").mkdir()
+    (tmp_path / "emu" / "__init__.py").write_text("raise SystemExit('the wrong tree was imported')\n")
+    p = subprocess.run([sys.executable, str(SCRIPTS / "bench_processes.py"), "--topo", "star:n=2", "--size", "4KiB",
+                        "--processes", "1", "--mode", "direct"], capture_output=True, text=True, timeout=300,
+                       cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "same figures" in p.stdout and str(SCRIPTS.parent) in p.stdout
+    bad = subprocess.run([sys.executable, str(SCRIPTS / "bench_processes.py"), "--before", str(tmp_path / "no")],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1 and "not a checkout" in bad.stderr

@@ -51,8 +51,10 @@ def test_forked_workers_give_the_figures_of_one_process(tmp_path):
     pid = int(forked[0][0])
     by_pid = [s[3] for s in steps if int(s[0]) == pid]
     assert by_pid.index("worker-preloaded") < by_pid.index("worker-plan") < by_pid.index("worker-built")
-    # the worker made the partition while the main process checked the input (the plan came after)
-    assert by_pid.index("worker-preloaded") < by_pid.index("worker-partitioned") < by_pid.index("worker-plan")
+    # the worker made the partition while the main process checked the input (the plan came after),
+    # asked as soon as the main process had its topology (before or after the worker's imports)
+    assert by_pid.index("worker-imported") < by_pid.index("worker-asked") < by_pid.index("worker-partitioned") \
+        < by_pid.index("worker-plan")
     assert [s[3] for s in steps if s[3] in ("partition-asked", "prepared")] == ["partition-asked", "prepared"]
     assert "worker-done" in by_pid and _gone(pid)
 

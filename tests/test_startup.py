@@ -68,7 +68,7 @@ except SystemExit as e:
 print("MODULES", json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
-NOT_NEEDED = ["scapy.layers.l2", "scapy.arch", "scapy.sendrecv", "scapy.route", "emu.front.mpirun",
+NOT_NEEDED = ["scapy", "scapy.packet", "scapy.fields", "scapy.layers.l2", "scapy.arch", "scapy.sendrecv", "scapy.route", "emu.front.mpirun",
               "emu.front.replay_goal", "emu.front.schedule_cmd", "emu.front.demo",
               "emu.front.report", "rich.progress"]
 """Modules an ``emu run`` of a mesh (stdout and stderr not a terminal) has no use for."""
@@ -95,6 +95,17 @@ def test_a_run_imports_only_what_it_uses(tmp_path):
     from importlib.metadata import version
 
     assert json.loads((tmp_path / "r.json").read_text())["run"]["version"] == version("hpc-emu")
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--topo", "fattree:k=2,n=3", "--test", "allreduce+pingall", "--algo", "recursive_doubling", "--pcap", "{tmp}"],
+    ["run", "--topo", "qsnet:nodes=8", "--test", "allreduce+bcast", "--offload", "hw", "--direct"],
+    ["run", "--topo", "mesh:k=4,n=2", "--test", "mcast_all", "--algo", "nc", "--direct"]])
+def test_a_run_imports_no_scapy(argv, tmp_path):
+    """The wire's codecs are made from their layouts (``emu.wire.codec``): scapy's declarations, and
+    scapy, only when something asks for them."""
+    mods = _imported([a.replace("{tmp}", str(tmp_path / "c.pcap")) for a in argv])
+    assert "emu.wire.host" in mods and sorted(m for m in mods if m.split(".")[0] == "scapy") == []
 
 
 def test_the_installed_version_is_importlib_metadatas(tmp_path, monkeypatch):

@@ -57,8 +57,9 @@ async def _prepare(args, launch=None) -> tuple:
     """One point: (tests, topology, faults, options), refused in one line when bad. ``launch``: the
     worker processes started for its cluster: the first makes the partition while the rest of the
     input is checked (``emu.control.Launch.ask_partition``)."""
+    early = await _ask_partition_early(args, launch) if launch is not None else None
     names, offload = _checked_run_args(args)
-    topo, faults, defaults, settings = _topology_with_faults(args)
+    topo, faults, defaults, settings = _topology_with_faults(args, early)
     if "goal" in names or "mpirun" in names:
         raise ConfigError("--test goal and --test mpirun run a job's GOAL schedule or mpi4py program: give --job "
                           "NAME:hosts=...,goal=FILE or mpirun=PROGRAM.py (alone: emu replay FILE, emu mpirun PROGRAM.py)")
@@ -89,6 +90,29 @@ async def _prepare(args, launch=None) -> tuple:
     if note:
         make_console(stderr=True).print(f"[yellow]{escape(note)}[/]")
     return names, topo, faults, extra
+
+
+async def _ask_partition_early(args, launch) -> tuple | None:
+    """Build the topology and ask worker 1 for its partition at once, before the input is checked:
+    the checks import the engines and the collectives (a tenth of a second), which the partition
+    then overlaps. Only where nothing after may change the graph -- host software (no offload
+    attaches the network manager), no manager, no faults --, and whatever else happens the plan
+    takes the partition only if made for the final topology's very graph (``Launch.known_partition``).
+    Returns (spec, settings layers, topology) for ``_topology_with_faults`` to take if the same, or
+    None; a topology that cannot be built is left to be refused in the usual order."""
+    if getattr(args, "offload", None) is not None or args.manager == "on" or args.fault:
+        return None
+    from emu.topologies.registry import build
+
+    from ..partition import graph_of
+
+    try:
+        defaults, settings = _settings(args)
+        topo = build(args.topo, defaults=defaults, settings=settings)
+    except Exception:  # noqa: BLE001 -- raised again where the usual order builds it
+        return None
+    await launch.ask_partition(graph_of(topo), args.processes, args.partition)
+    return args.topo, defaults, settings, topo
 
 
 def _checked_run_args(args) -> tuple[list[str], str | None]:
@@ -123,9 +147,10 @@ def _checked_run_args(args) -> tuple[list[str], str | None]:
     return names, offload
 
 
-def _topology_with_faults(args) -> tuple:
+def _topology_with_faults(args, early: tuple | None = None) -> tuple:
     """(topology, faults, settings file layer, --set layer): the topology built and validated, and the
-    ``--fault`` options parsed, each naming real nodes and links of it."""
+    ``--fault`` options parsed, each naming real nodes and links of it. ``early``: (spec, settings
+    layers, topology) built already (``_ask_partition_early``), taken if built from the same."""
     from emu.topologies.registry import build
 
     from ..faults import Fault
@@ -140,7 +165,10 @@ def _topology_with_faults(args) -> tuple:
         defaults = _host_default(defaults, settings, "send_overhead_ns", 0)
         if getattr(args, "drain", None) == "measured":  # its sources receive between packets: at no cost
             defaults = _host_default(defaults, settings, "recv_overhead_ns", 0)
-    topo = build(args.topo, defaults=defaults, settings=settings)
+    if early is not None and early[:3] == (args.topo, defaults, settings):
+        topo = early[3]
+    else:
+        topo = build(args.topo, defaults=defaults, settings=settings)
     topo.validate()
     _check_faults(topo, faults, args.topo)
     return topo, faults, defaults, settings

@@ -27,11 +27,8 @@ from __future__ import annotations
 
 import struct
 
-from scapy.fields import ByteField, IntField, ShortField
-from scapy.packet import Packet, bind_layers
-
-from .codec import StructCodec
-from .fabric import FLAGS_OFF, HDR_LEN, Fabric, PacketType
+from .codec import StructCodec, declarations
+from .fabric import FLAGS_OFF, HDR_LEN, PacketType
 from .host import MSG
 
 FLAG_ECN = 0x20
@@ -43,49 +40,55 @@ LEN_OFF = HDR_LEN - 2   # ... and its length
 TRIM_PRIO = 7
 
 
-class IntShim(Packet):
-    name = "IntShim"
-    fields_desc = [ByteField("nhops", 0), ByteField("max_hops", 5)]
+def _declare() -> dict:
+    """scapy's declarations (the specification; the codecs below are their layouts)."""
+    from scapy.fields import ByteField, IntField, ShortField
+    from scapy.packet import Packet, bind_layers
+
+    from .fabric import Fabric
+
+    class IntShim(Packet):
+        name = "IntShim"
+        fields_desc = [ByteField("nhops", 0), ByteField("max_hops", 5)]
+
+    class IntHop(Packet):
+        name = "IntHop"
+        fields_desc = [IntField("qlen_bytes", 0), IntField("tx_bytes", 0), IntField("ts_ns", 0),
+                       IntField("rate_mbps", 0)]
+
+    class Cnp(Packet):
+        """A congestion notification (RoCEv2's CNP): the receiver of marked segments of message
+        ``msg_id`` from the frame's destination tells that sender to slow down."""
+
+        name = "Cnp"
+        fields_desc = [IntField("msg_id", 0), ShortField("marked", 0), ShortField("rsvd", 0)]
+
+    class Pull(Packet):
+        """NDP's pull: the receiver lets the sender send ``count`` more segments of ``msg_id``;
+        ``pull_no`` numbers the pulls per sender (a lost pull is covered by the next)."""
+
+        name = "Pull"
+        fields_desc = [IntField("msg_id", 0), IntField("pull_no", 0), ShortField("count", 1), ShortField("rsvd", 0)]
+
+    class Nack(Packet):
+        """NDP's negative acknowledgement: the segment at ``offset`` of ``msg_id`` arrived trimmed."""
+
+        name = "Nack"
+        fields_desc = [IntField("msg_id", 0), IntField("offset", 0)]
+
+    bind_layers(Fabric, Cnp, ptype=PacketType.CNP)
+    bind_layers(Fabric, Pull, ptype=PacketType.PULL)
+    bind_layers(Fabric, Nack, ptype=PacketType.NACK)
+    return {"IntShim": IntShim, "IntHop": IntHop, "Cnp": Cnp, "Pull": Pull, "Nack": Nack}
 
 
-class IntHop(Packet):
-    name = "IntHop"
-    fields_desc = [IntField("qlen_bytes", 0), IntField("tx_bytes", 0), IntField("ts_ns", 0),
-                   IntField("rate_mbps", 0)]
+__getattr__ = declarations(globals(), _declare, ("IntShim", "IntHop", "Cnp", "Pull", "Nack"))
 
-
-class Cnp(Packet):
-    """A congestion notification (RoCEv2's CNP): the receiver of marked segments of message
-    ``msg_id`` from the frame's destination tells that sender to slow down."""
-
-    name = "Cnp"
-    fields_desc = [IntField("msg_id", 0), ShortField("marked", 0), ShortField("rsvd", 0)]
-
-
-class Pull(Packet):
-    """NDP's pull: the receiver lets the sender send ``count`` more segments of ``msg_id``;
-    ``pull_no`` numbers the pulls per sender (a lost pull is covered by the next)."""
-
-    name = "Pull"
-    fields_desc = [IntField("msg_id", 0), IntField("pull_no", 0), ShortField("count", 1), ShortField("rsvd", 0)]
-
-
-class Nack(Packet):
-    """NDP's negative acknowledgement: the segment at ``offset`` of ``msg_id`` arrived trimmed."""
-
-    name = "Nack"
-    fields_desc = [IntField("msg_id", 0), IntField("offset", 0)]
-
-
-bind_layers(Fabric, Cnp, ptype=PacketType.CNP)
-bind_layers(Fabric, Pull, ptype=PacketType.PULL)
-bind_layers(Fabric, Nack, ptype=PacketType.NACK)
-
-INT_SHIM = StructCodec(IntShim)
-INT_HOP = StructCodec(IntHop)
-CNP = StructCodec(Cnp)
-PULL = StructCodec(Pull)
-NACK = StructCodec(Nack)
+INT_SHIM = StructCodec.of("IntShim", "nhops:B max_hops:B")
+INT_HOP = StructCodec.of("IntHop", "qlen_bytes:I tx_bytes:I ts_ns:I rate_mbps:I")
+CNP = StructCodec.of("Cnp", "msg_id:I marked:H rsvd:H")
+PULL = StructCodec.of("Pull", "msg_id:I pull_no:I count:H rsvd:H")
+NACK = StructCodec.of("Nack", "msg_id:I offset:I")
 _U16 = struct.Struct("!H")
 
 

@@ -19,10 +19,7 @@ from __future__ import annotations
 
 import enum
 
-from scapy.fields import BitEnumField, BitField, ByteEnumField, IntField, ShortField
-from scapy.packet import Packet
-
-from .codec import StructCodec
+from .codec import StructCodec, declarations
 
 
 class NcKind(enum.IntEnum):
@@ -34,21 +31,30 @@ class NcKind(enum.IntEnum):
 NC_STEPS = {0: "BASE", 1: "B", 2: "D", 3: "E", 4: "F"}
 
 
-class NcHeader(Packet):
-    name = "NcCoded"
-    fields_desc = [
-        ByteEnumField("step", 1, NC_STEPS),
-        BitField("level", 0, 4),
-        BitEnumField("kind", 0, 4, {k.value: k.name for k in NcKind}),
-        ShortField("group", 0),
-        ShortField("a", 0),
-        ShortField("b", 0),
-        ShortField("root", 0),
-        ShortField("parts", 1),
-        IntField("stamp", 0),
-    ]
+def _declare() -> dict:
+    """scapy's declaration (the specification; ``NC`` is its layout)."""
+    from scapy.fields import BitEnumField, BitField, ByteEnumField, IntField, ShortField
+    from scapy.packet import Packet
+
+    class NcHeader(Packet):
+        name = "NcCoded"
+        fields_desc = [
+            ByteEnumField("step", 1, NC_STEPS),
+            BitField("level", 0, 4),
+            BitEnumField("kind", 0, 4, {k.value: k.name for k in NcKind}),
+            ShortField("group", 0),
+            ShortField("a", 0),
+            ShortField("b", 0),
+            ShortField("root", 0),
+            ShortField("parts", 1),
+            IntField("stamp", 0),
+        ]
+
+    return {"NcHeader": NcHeader}
 
 
-NC = StructCodec(NcHeader)
+__getattr__ = declarations(globals(), _declare, ("NcHeader",))
+
+NC = StructCodec.of("NcHeader", "step:B level/4 kind/4 group:H a:H b:H root:H parts:H stamp:I")
 NC_LEN = NC.size
 assert NC_LEN == 16

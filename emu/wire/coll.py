@@ -38,11 +38,8 @@ from __future__ import annotations
 
 import enum
 
-from scapy.fields import BitEnumField, BitField, XLongField
-from scapy.packet import Packet, bind_layers
-
-from .codec import StructCodec
-from .fabric import Fabric, PacketType
+from .codec import StructCodec, declarations
+from .fabric import PacketType
 
 DESC_LEN = 128
 MAX_DATA_BYTES = 48
@@ -88,43 +85,56 @@ def _names(e):
     return {m.value: m.name for m in e}
 
 
-class CollDesc(Packet):
-    name = "CollDesc"
-    fields_desc = [
-        # word 0
-        BitEnumField("head", Head.REDUCE, 4, _names(Head)),
-        BitField("type", 1, 1),
-        BitField("sm", 0, 1),
-        BitField("lint", 0, 1),
-        BitField("rint", 0, 1),
-        BitField("inst", 0, 1),
-        BitField("err", 0, 1),
-        BitField("fen", 0, 1),
-        BitField("swpmp", 0, 1),
-        BitField("coll_region", 0, 10),
-        BitField("cpcnt", 0, 6),
-        BitField("swpflag", 0, 3),
-        BitField("nocnct", 0, 1),
-        BitField("src_vp", 0, 6),
-        BitField("dest_vp", 0, 6),
-        BitField("node_id", 0, 20),
-        # word 1
-        BitField("data_num", 0, 8),
-        BitField("err_vec", 0, 8),
-        BitField("branch", 0, 8),
-        BitField("pbranch", 0, 8),
-        BitEnumField("rop", RopCode.SUM, 4, _names(RopCode)),
-        BitEnumField("rdtype", RdType.FLOAT, 4, _names(RdType)),
-        BitField("rbit", 1, 1),
-        BitField("rflag", 0, 1),
-        BitField("bflag", 0, 1),
-        BitField("seg", 0, 8),
-        BitField("nseg", 1, 8),
-        BitField("rsvd", 0, 5),
-    ] + [f for i in range(PAIRS) for f in (XLongField(f"data{i}", 0), XLongField(f"loc{i}", 0))]
+def _declare() -> dict:
+    """scapy's declaration (the specification; ``DESC`` is its layout)."""
+    from scapy.fields import BitEnumField, BitField, XLongField
+    from scapy.packet import Packet, bind_layers
+
+    from .fabric import Fabric
+
+    class CollDesc(Packet):
+        name = "CollDesc"
+        fields_desc = [
+            # word 0
+            BitEnumField("head", Head.REDUCE, 4, _names(Head)),
+            BitField("type", 1, 1),
+            BitField("sm", 0, 1),
+            BitField("lint", 0, 1),
+            BitField("rint", 0, 1),
+            BitField("inst", 0, 1),
+            BitField("err", 0, 1),
+            BitField("fen", 0, 1),
+            BitField("swpmp", 0, 1),
+            BitField("coll_region", 0, 10),
+            BitField("cpcnt", 0, 6),
+            BitField("swpflag", 0, 3),
+            BitField("nocnct", 0, 1),
+            BitField("src_vp", 0, 6),
+            BitField("dest_vp", 0, 6),
+            BitField("node_id", 0, 20),
+            # word 1
+            BitField("data_num", 0, 8),
+            BitField("err_vec", 0, 8),
+            BitField("branch", 0, 8),
+            BitField("pbranch", 0, 8),
+            BitEnumField("rop", RopCode.SUM, 4, _names(RopCode)),
+            BitEnumField("rdtype", RdType.FLOAT, 4, _names(RdType)),
+            BitField("rbit", 1, 1),
+            BitField("rflag", 0, 1),
+            BitField("bflag", 0, 1),
+            BitField("seg", 0, 8),
+            BitField("nseg", 1, 8),
+            BitField("rsvd", 0, 5),
+        ] + [f for i in range(PAIRS) for f in (XLongField(f"data{i}", 0), XLongField(f"loc{i}", 0))]
+
+    bind_layers(Fabric, CollDesc, ptype=PacketType.COLL)
+    return {"CollDesc": CollDesc}
 
 
-bind_layers(Fabric, CollDesc, ptype=PacketType.COLL)
+__getattr__ = declarations(globals(), _declare, ("CollDesc",))
 
-DESC = StructCodec(CollDesc)
+DESC = StructCodec.of("CollDesc", "head/4 type/1 sm/1 lint/1 rint/1 inst/1 err/1 fen/1 swpmp/1 coll_region/10 "
+                      "cpcnt/6 swpflag/3 nocnct/1 src_vp/6 dest_vp/6 node_id/20 data_num/8 err_vec/8 branch/8 "
+                      "pbranch/8 rop/4 rdtype/4 rbit/1 rflag/1 bflag/1 seg/8 nseg/8 rsvd/5 "
+                      + " ".join(f"data{i}:Q loc{i}:Q" for i in range(PAIRS)))
 assert DESC.size == DESC_LEN

@@ -16,11 +16,8 @@ InfiniBand's flow-control packets ride between data packets) and it never enters
 
 from __future__ import annotations
 
-from scapy.fields import ByteField, IntField, ShortField
-from scapy.packet import Packet, bind_layers
-
 from . import fabric
-from .codec import StructCodec
+from .codec import StructCodec, declarations, declare
 from .fabric import ETH_LEN
 from .l2 import when_ether
 
@@ -28,28 +25,39 @@ ETHERTYPE_CREDIT = 0x88B6
 CREDIT_MAC = bytes.fromhex("0180c2000001")
 
 
-class LinkCredit(Packet):
-    name = "LinkCredit"
-    fields_desc = [
-        ByteField("vc", 0),
-        ByteField("pool", 0),
-        ShortField("frames", 0),
-        IntField("bytes", 0),
-    ]
+def _declare() -> dict:
+    """scapy's declaration (the specification; ``CREDIT`` is its layout)."""
+    from scapy.fields import ByteField, IntField, ShortField
+    from scapy.packet import Packet
+
+    class LinkCredit(Packet):
+        name = "LinkCredit"
+        fields_desc = [
+            ByteField("vc", 0),
+            ByteField("pool", 0),
+            ShortField("frames", 0),
+            IntField("bytes", 0),
+        ]
+
+    return {"LinkCredit": LinkCredit}
 
 
+__getattr__ = declarations(globals(), _declare, ("LinkCredit",))
 
 
 def _bind(Ether) -> None:
     """Under both Ethernet layers, once scapy's exists (``emu.wire.l2``; after ``fabric``'s binding,
     which makes ``EthernetFCS``)."""
+    from scapy.packet import bind_layers
+
+    declare()
     bind_layers(Ether, LinkCredit, type=ETHERTYPE_CREDIT)
     bind_layers(fabric.EthernetFCS, LinkCredit, type=ETHERTYPE_CREDIT)
 
 
 when_ether(_bind)
 
-CREDIT = StructCodec(LinkCredit)
+CREDIT = StructCodec.of("LinkCredit", "vc:B pool:B frames:H bytes:I")
 CREDIT_FRAME_LEN = ETH_LEN + CREDIT.size
 
 

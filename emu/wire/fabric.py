@@ -24,10 +24,7 @@ import enum
 import struct
 import zlib
 
-from scapy.fields import ByteEnumField, ByteField, FCSField, FlagsField, IntField, ShortField
-from scapy.packet import Packet, bind_layers
-
-from .codec import DecodeError, StructCodec
+from .codec import DecodeError, StructCodec, declarations, declare
 from .l2 import ether, when_ether
 
 ETHERTYPE_FABRIC = 0x88B5
@@ -79,30 +76,42 @@ def source_route(frame: bytes, ports) -> int | None:
     return ports[(frame[RSVD_OFF] // k ** frame[ETH_LEN + 12]) % k]
 
 
-class Fabric(Packet):
-    name = "Fabric"
-    fields_desc = [
-        IntField("src", 0),
-        IntField("dst", 0),
-        ByteField("vc", 0),
-        ByteField("prio", 0),
-        ByteEnumField("ptype", PacketType.MSG, {p.value: p.name for p in PacketType}),
-        FlagsField("flags", 0, 8, FLAG_NAMES),
-        ByteField("hops", 0),
-        ByteField("rsvd", 0),
-        ShortField("length", None),
-    ]
+def _declare() -> dict:
+    """scapy's declaration of the fabric header: the specification (``FABRIC`` is its layout)."""
+    from scapy.fields import ByteEnumField, ByteField, FlagsField, IntField, ShortField
+    from scapy.packet import Packet
 
-    def post_build(self, pkt: bytes, pay: bytes) -> bytes:
-        if self.length is None:
-            pkt = pkt[:14] + len(pay).to_bytes(2, "big") + pkt[16:]
-        return pkt + pay
+    class Fabric(Packet):
+        name = "Fabric"
+        fields_desc = [
+            IntField("src", 0),
+            IntField("dst", 0),
+            ByteField("vc", 0),
+            ByteField("prio", 0),
+            ByteEnumField("ptype", PacketType.MSG, {p.value: p.name for p in PacketType}),
+            FlagsField("flags", 0, 8, FLAG_NAMES),
+            ByteField("hops", 0),
+            ByteField("rsvd", 0),
+            ShortField("length", None),
+        ]
 
-    def extract_padding(self, s: bytes):
-        return s[: self.length], s[self.length:]
+        def post_build(self, pkt: bytes, pay: bytes) -> bytes:
+            if self.length is None:
+                pkt = pkt[:14] + len(pay).to_bytes(2, "big") + pkt[16:]
+            return pkt + pay
+
+        def extract_padding(self, s: bytes):
+            return s[: self.length], s[self.length:]
+
+    return {"Fabric": Fabric}
+
+
+_layer = declarations(globals(), _declare, ("Fabric",))
 
 
 def _ethernet_fcs(Ether) -> type:
+    from scapy.fields import FCSField
+
     class EthernetFCS(Ether):
         """An Ethernet frame as it is on the wire and in captures: the MAC client frame, then the frame
         check sequence (IEEE 802.3 CRC-32 over the whole frame before it, least significant byte first;
@@ -124,8 +133,11 @@ def _ethernet_fcs(Ether) -> type:
 
 def _bind(Ether) -> None:
     """``EthernetFCS`` and the fabric header under both Ethernet layers, once scapy's exists
-    (``emu.wire.l2``: the emulator itself never needs it)."""
+    (``emu.wire.l2``: the emulator itself never needs it); every declaration made first."""
+    from scapy.packet import bind_layers
+
     global EthernetFCS
+    declare()
     EthernetFCS = _ethernet_fcs(Ether)
     bind_layers(Ether, Fabric, type=ETHERTYPE_FABRIC)
     bind_layers(EthernetFCS, Fabric, type=ETHERTYPE_FABRIC)
@@ -138,7 +150,7 @@ def __getattr__(name: str):
     if name == "EthernetFCS":  # (made when scapy's Ether is imported: import it)
         ether()
         return globals()["EthernetFCS"]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _layer(name)
 
 
 FCS_LEN = 4
@@ -156,7 +168,7 @@ def fcs_ok(wire: bytes) -> bool:
     """Does a received frame (FCS included) pass its frame check sequence?"""
     return zlib.crc32(wire) == FCS_RESIDUE
 
-FABRIC = StructCodec(Fabric)
+FABRIC = StructCodec.of("Fabric", "src:I dst:I vc:B prio:B ptype:B flags/8 hops:B rsvd:B length:H")
 FABRIC_LEN = FABRIC.size        # 16
 HDR_LEN = ETH_LEN + FABRIC_LEN  # 30: where the mechanism header starts
 # offsets into the whole inner frame, for the hot path of switches
@@ -176,7 +188,6 @@ def build_frame(src: int, dst: int, ptype: int, body: bytes, *, vc: int = 0, pri
     dmac = BROADCAST_MAC if flags & FLAG_BCAST else node_mac(dst)
     return (_ETH.pack(dmac, node_mac(src), ETHERTYPE_FABRIC)
             + FABRIC.pack(src, dst, vc, prio, ptype, flags, hops, 0, len(body)) + body)
-
 
 
 def parse_frame(frame: bytes) -> tuple[int, int, int, int, int, int, int, int, int]:

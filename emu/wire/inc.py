@@ -25,11 +25,8 @@ import struct
 import numpy as np
 import zlib
 
-from scapy.fields import ByteEnumField, ByteField, FlagsField, IntField, LongField, ShortField
-from scapy.packet import Packet
-
 from ..config.host import INC_SCHEDULES
-from .codec import DecodeError, StructCodec
+from .codec import DecodeError, StructCodec, declarations
 
 INC_FLAGS = ["LAST", "RESULT", "SPARSE", "RETX", "R4", "R5", "R6", "R7"]
 F_LAST, F_RESULT, F_SPARSE, F_RETX = 0x01, 0x02, 0x04, 0x08
@@ -77,20 +74,6 @@ def wire_dtype(code: int) -> np.dtype:
     return dt.newbyteorder(">") if dt.fields is None else dt
 
 
-class IncData(Packet):
-    name = "IncData"
-    fields_desc = [
-        ShortField("aid", 0),
-        FlagsField("flags", 0, 8, INC_FLAGS),
-        ByteEnumField("dtype", DType.FLOAT32, {c.value: c.name for c in DType}),
-        IntField("block", 0),
-        ShortField("shard", 0),
-        ShortField("shards", 1),
-        ShortField("count", 0),
-        ShortField("rsvd", 0),
-    ]
-
-
 class CtlOp(enum.IntEnum):
     REQUEST = 1    # host -> manager: an allreduce for these members
     GRANT = 2      # manager -> host: aid, elements per packet, blocks in flight
@@ -102,48 +85,6 @@ class CtlOp(enum.IntEnum):
     RELEASED = 8   # switch -> manager, manager -> host
 
 
-class IncCtl(Packet):
-    name = "IncCtl"
-    fields_desc = [
-        ByteEnumField("op", CtlOp.REQUEST, {c.value: c.name for c in CtlOp}),
-        ByteField("status", 0),
-        ShortField("seq", 0),
-        ShortField("aid", 0),
-        ShortField("count", 0),
-    ]
-
-
-class IncRequest(Packet):
-    """A REQUEST's body (then ``count`` member addresses, u32 each, in rank order)."""
-
-    name = "IncRequest"
-    fields_desc = [
-        ByteEnumField("dtype", DType.FLOAT32, {c.value: c.name for c in DType}),
-        ByteField("reproducible", 0),
-        ShortField("algo", 0),       # an Algo code the host asks for (0: the manager picks by size)
-        IntField("comm", 0),
-        LongField("nbytes", 0),
-        ShortField("op", 0),         # op_code(name) of the operator
-        ShortField("elems", 0),      # elements per packet the host would like (0: the manager's choice)
-        IntField("span", 0),         # sparse: elements a block spans (0: dense)
-    ]
-
-
-class IncGrant(Packet):
-    """A GRANT's body."""
-
-    name = "IncGrant"
-    fields_desc = [
-        ShortField("elems", 0),      # elements per packet
-        ShortField("window", 0),     # blocks a host may have in flight (the switch's buffers, Little's law)
-        ByteField("algo", 0),        # Algo code the switches run
-        ByteField("depth", 0),       # levels of the reduction tree
-        ShortField("switches", 0),   # switches in the tree
-        IntField("latency_ns", 0),   # the model's time for the blocks of one window to come back
-        ShortField("group", 0),      # blocks the staggered ranks' starting blocks spread over (0: the window)
-    ]
-
-
 class Algo(enum.IntEnum):
     SINGLE = 1     # one buffer per block, a critical section per packet
     MULTI2 = 2     # two buffers per block
@@ -151,30 +92,93 @@ class Algo(enum.IntEnum):
     TREE = 8       # a buffer per packet, combined in a fixed tree (reproducible when pinned to ports)
 
 
-class IncInstall(Packet):
-    """An INSTALL's body: what one switch of the tree runs for allreduce ``aid``."""
+def _declare() -> dict:
+    """scapy's declarations (the specification; the codecs below are their layouts)."""
+    from scapy.fields import ByteEnumField, ByteField, FlagsField, IntField, LongField, ShortField
+    from scapy.packet import Packet
 
-    name = "IncInstall"
-    fields_desc = [
-        LongField("children", 0),    # bitmap of the ports its children are on
-        ByteField("nchildren", 0),
-        ByteField("parent", 255),    # port toward the parent (255: the root)
-        ByteEnumField("algo", Algo.TREE, {c.value: c.name for c in Algo}),
-        ByteField("reproducible", 0),
-        ByteEnumField("dtype", DType.FLOAT32, {c.value: c.name for c in DType}),
-        ByteField("sparse", 0),      # blocks come as (index, value) shards
-        ShortField("elems", 0),      # elements (dense) or pairs (sparse) per packet
-        ShortField("buffers", 0),    # aggregation buffers of this allreduce here (its memory share)
-        ShortField("op", 0),         # op_code(name) of the operator
-        IntField("span", 0),         # sparse: elements a block spans
-    ]
+    class IncData(Packet):
+        name = "IncData"
+        fields_desc = [
+            ShortField("aid", 0),
+            FlagsField("flags", 0, 8, INC_FLAGS),
+            ByteEnumField("dtype", DType.FLOAT32, {c.value: c.name for c in DType}),
+            IntField("block", 0),
+            ShortField("shard", 0),
+            ShortField("shards", 1),
+            ShortField("count", 0),
+            ShortField("rsvd", 0),
+        ]
+
+    class IncCtl(Packet):
+        name = "IncCtl"
+        fields_desc = [
+            ByteEnumField("op", CtlOp.REQUEST, {c.value: c.name for c in CtlOp}),
+            ByteField("status", 0),
+            ShortField("seq", 0),
+            ShortField("aid", 0),
+            ShortField("count", 0),
+        ]
+
+    class IncRequest(Packet):
+        """A REQUEST's body (then ``count`` member addresses, u32 each, in rank order)."""
+
+        name = "IncRequest"
+        fields_desc = [
+            ByteEnumField("dtype", DType.FLOAT32, {c.value: c.name for c in DType}),
+            ByteField("reproducible", 0),
+            ShortField("algo", 0),       # an Algo code the host asks for (0: the manager picks by size)
+            IntField("comm", 0),
+            LongField("nbytes", 0),
+            ShortField("op", 0),         # op_code(name) of the operator
+            ShortField("elems", 0),      # elements per packet the host would like (0: the manager's choice)
+            IntField("span", 0),         # sparse: elements a block spans (0: dense)
+        ]
+
+    class IncGrant(Packet):
+        """A GRANT's body."""
+
+        name = "IncGrant"
+        fields_desc = [
+            ShortField("elems", 0),      # elements per packet
+            ShortField("window", 0),     # blocks a host may have in flight (the switch's buffers, Little's law)
+            ByteField("algo", 0),        # Algo code the switches run
+            ByteField("depth", 0),       # levels of the reduction tree
+            ShortField("switches", 0),   # switches in the tree
+            IntField("latency_ns", 0),   # the model's time for the blocks of one window to come back
+            ShortField("group", 0),      # blocks the staggered ranks' starting blocks spread over (0: the window)
+        ]
+
+    class IncInstall(Packet):
+        """An INSTALL's body: what one switch of the tree runs for allreduce ``aid``."""
+
+        name = "IncInstall"
+        fields_desc = [
+            LongField("children", 0),    # bitmap of the ports its children are on
+            ByteField("nchildren", 0),
+            ByteField("parent", 255),    # port toward the parent (255: the root)
+            ByteEnumField("algo", Algo.TREE, {c.value: c.name for c in Algo}),
+            ByteField("reproducible", 0),
+            ByteEnumField("dtype", DType.FLOAT32, {c.value: c.name for c in DType}),
+            ByteField("sparse", 0),      # blocks come as (index, value) shards
+            ShortField("elems", 0),      # elements (dense) or pairs (sparse) per packet
+            ShortField("buffers", 0),    # aggregation buffers of this allreduce here (its memory share)
+            ShortField("op", 0),         # op_code(name) of the operator
+            IntField("span", 0),         # sparse: elements a block spans
+        ]
+
+    return {"IncData": IncData, "IncCtl": IncCtl, "IncRequest": IncRequest, "IncGrant": IncGrant,
+            "IncInstall": IncInstall}
 
 
-DATA = StructCodec(IncData)
-CTL = StructCodec(IncCtl)
-REQUEST = StructCodec(IncRequest)
-GRANT = StructCodec(IncGrant)
-INSTALL = StructCodec(IncInstall)
+__getattr__ = declarations(globals(), _declare, ("IncData", "IncCtl", "IncRequest", "IncGrant", "IncInstall"))
+
+DATA = StructCodec.of("IncData", "aid:H flags/8 dtype:B block:I shard:H shards:H count:H rsvd:H")
+CTL = StructCodec.of("IncCtl", "op:B status:B seq:H aid:H count:H")
+REQUEST = StructCodec.of("IncRequest", "dtype:B reproducible:B algo:H comm:I nbytes:Q op:H elems:H span:I")
+GRANT = StructCodec.of("IncGrant", "elems:H window:H algo:B depth:B switches:H latency_ns:I group:H")
+INSTALL = StructCodec.of("IncInstall", "children:Q nchildren:B parent:B algo:B reproducible:B dtype:B sparse:B "
+                         "elems:H buffers:H op:H span:I")
 DATA_LEN, CTL_LEN = DATA.size, CTL.size
 assert (DATA_LEN, CTL_LEN, REQUEST.size, GRANT.size, INSTALL.size) == (16, 8, 24, 14, 24)
 MEMBER = struct.Struct("!I")

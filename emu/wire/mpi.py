@@ -14,10 +14,7 @@ take no sequence number of their own.
 
 from __future__ import annotations
 
-from scapy.fields import ByteEnumField, ByteField, IntField, LongField, SignedIntField
-from scapy.packet import Packet, bind_layers
-
-from .codec import StructCodec
+from .codec import StructCodec, declarations
 
 P2P_TAG = 0xFF000000
 """Host tag of every point-to-point message of the library (collective algorithms tag theirs with
@@ -37,49 +34,55 @@ RMA_OPS = {0: "put", 1: "get", 2: "acc", 3: "get_acc", 4: "fop", 5: "cas", 6: "l
 ``rop`` 1 exclusive, 2 shared; post and complete need no reply)."""
 
 
-class MpiEnvelope(Packet):
-    """Who sent a message to whom, in which communicator, with which tag; ``seq`` numbers the
-    messages of a pair of ranks (MPI's non-overtaking rule, whatever the routing)."""
+def _declare() -> dict:
+    """scapy's declarations (the specification; the codecs below are their layouts)."""
+    from scapy.fields import ByteEnumField, ByteField, IntField, LongField, SignedIntField
+    from scapy.packet import Packet, bind_layers
 
-    name = "MpiEnvelope"
-    fields_desc = [
-        ByteEnumField("kind", 0, KINDS),
-        IntField("context", 0),
-        SignedIntField("source", 0),
-        SignedIntField("tag", 0),
-        IntField("seq", 0),
-    ]
+    class MpiEnvelope(Packet):
+        """Who sent a message to whom, in which communicator, with which tag; ``seq`` numbers the
+        messages of a pair of ranks (MPI's non-overtaking rule, whatever the routing)."""
+
+        name = "MpiEnvelope"
+        fields_desc = [
+            ByteEnumField("kind", 0, KINDS),
+            IntField("context", 0),
+            SignedIntField("source", 0),
+            SignedIntField("tag", 0),
+            IntField("seq", 0),
+        ]
+
+    class MpiRendezvous(Packet):
+        """After the envelope of a request-to-send: the size of the message it announces (bytes), what
+        a probe of it reports before any of its bytes moved."""
+
+        name = "MpiRendezvous"
+        fields_desc = [LongField("size", 0)]
+
+    class MpiRma(Packet):
+        """After the envelope of a one-sided request: what to do where in the target's window. The
+        target's bytes are at ``disp`` times its displacement unit, then ``nbytes`` in a row, or
+        ``npos`` 8-byte positions (a derived target datatype: each byte's place) follow; then the
+        origin's data (put, accumulate: in the element type ``etype``, numpy's type string as 4 ASCII
+        bytes; compare-and-swap: the value, then the one compared with)."""
+
+        name = "MpiRma"
+        fields_desc = [
+            ByteEnumField("op", 0, RMA_OPS),
+            ByteField("rop", 0),
+            LongField("disp", 0),
+            IntField("nbytes", 0),
+            IntField("npos", 0),
+            IntField("etype", 0),
+        ]
+
+    bind_layers(MpiEnvelope, MpiRendezvous, kind=RTS_KIND)
+    bind_layers(MpiEnvelope, MpiRma, kind=RMA_KIND)
+    return {"MpiEnvelope": MpiEnvelope, "MpiRendezvous": MpiRendezvous, "MpiRma": MpiRma}
 
 
-class MpiRendezvous(Packet):
-    """After the envelope of a request-to-send: the size of the message it announces (bytes), what
-    a probe of it reports before any of its bytes moved."""
+__getattr__ = declarations(globals(), _declare, ("MpiEnvelope", "MpiRendezvous", "MpiRma"))
 
-    name = "MpiRendezvous"
-    fields_desc = [LongField("size", 0)]
-
-
-class MpiRma(Packet):
-    """After the envelope of a one-sided request: what to do where in the target's window. The
-    target's bytes are at ``disp`` times its displacement unit, then ``nbytes`` in a row, or
-    ``npos`` 8-byte positions (a derived target datatype: each byte's place) follow; then the
-    origin's data (put, accumulate: in the element type ``etype``, numpy's type string as 4 ASCII
-    bytes; compare-and-swap: the value, then the one compared with)."""
-
-    name = "MpiRma"
-    fields_desc = [
-        ByteEnumField("op", 0, RMA_OPS),
-        ByteField("rop", 0),
-        LongField("disp", 0),
-        IntField("nbytes", 0),
-        IntField("npos", 0),
-        IntField("etype", 0),
-    ]
-
-
-bind_layers(MpiEnvelope, MpiRendezvous, kind=RTS_KIND)
-bind_layers(MpiEnvelope, MpiRma, kind=RMA_KIND)
-
-ENVELOPE = StructCodec(MpiEnvelope)
-RENDEZVOUS = StructCodec(MpiRendezvous)
-RMA = StructCodec(MpiRma)
+ENVELOPE = StructCodec.of("MpiEnvelope", "kind:B context:I source:i tag:i seq:I")
+RENDEZVOUS = StructCodec.of("MpiRendezvous", "size:Q")
+RMA = StructCodec.of("MpiRma", "op:B rop:B disp:Q nbytes:I npos:I etype:I")

@@ -29,10 +29,7 @@ from __future__ import annotations
 import enum
 import hashlib
 
-from scapy.fields import ByteEnumField, ByteField, IntField, LongField, ShortField, XIntField, XShortField
-from scapy.packet import Packet
-
-from .codec import StructCodec
+from .codec import StructCodec, declarations
 
 MAGIC = 0xFAB1
 VERSION = 1
@@ -46,32 +43,41 @@ class LinkKind(enum.IntEnum):
     # 3: retired (DATA_NOFCS), never to be reused -- an old datagram of that kind is refused as unknown
 
 
-class EmuLink(Packet):
-    name = "EmuLink"
-    fields_desc = [
-        XShortField("magic", MAGIC),
-        ByteField("version", VERSION),
-        ByteEnumField("kind", LinkKind.DATA, {k.value: k.name for k in LinkKind}),
-        XIntField("cluster", 0),
-        IntField("link", 0),
-        IntField("seq", 0),
-        LongField("ts_ns", 0),
-        ShortField("length", None),
-        ShortField("window", 0),
-    ]
+def _declare() -> dict:
+    """scapy's declaration (the specification; ``OUTER`` is its layout)."""
+    from scapy.fields import ByteEnumField, ByteField, IntField, LongField, ShortField, XIntField, XShortField
+    from scapy.packet import Packet
 
-    def post_build(self, pkt: bytes, pay: bytes) -> bytes:
-        if self.length is None:
-            n = len(pay)
-            pkt = pkt[:24] + n.to_bytes(2, "big") + pkt[26:]
-        return pkt + pay
+    class EmuLink(Packet):
+        name = "EmuLink"
+        fields_desc = [
+            XShortField("magic", MAGIC),
+            ByteField("version", VERSION),
+            ByteEnumField("kind", LinkKind.DATA, {k.value: k.name for k in LinkKind}),
+            XIntField("cluster", 0),
+            IntField("link", 0),
+            IntField("seq", 0),
+            LongField("ts_ns", 0),
+            ShortField("length", None),
+            ShortField("window", 0),
+        ]
 
-    def extract_padding(self, s: bytes):
-        # the payload is exactly `length` bytes; what follows is the next record of the datagram
-        return s[: self.length], s[self.length:]
+        def post_build(self, pkt: bytes, pay: bytes) -> bytes:
+            if self.length is None:
+                n = len(pay)
+                pkt = pkt[:24] + n.to_bytes(2, "big") + pkt[26:]
+            return pkt + pay
+
+        def extract_padding(self, s: bytes):
+            # the payload is exactly `length` bytes; what follows is the next record of the datagram
+            return s[: self.length], s[self.length:]
+
+    return {"EmuLink": EmuLink}
 
 
-OUTER = StructCodec(EmuLink)
+__getattr__ = declarations(globals(), _declare, ("EmuLink",))
+
+OUTER = StructCodec.of("EmuLink", "magic:H version:B kind:B cluster:I link:I seq:I ts_ns:Q length:H window:H")
 OUTER_LEN = OUTER.size  # 28
 
 

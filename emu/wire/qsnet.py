@@ -36,12 +36,7 @@ import enum
 import struct
 import zlib
 
-from scapy.fields import (BitEnumField, BitField, ByteEnumField, ByteField, FlagsField, IntField, LongField,
-                          ShortField,
-                          XIntField, XLongField, XShortField)
-from scapy.packet import Packet
-
-from .codec import DecodeError, StructCodec
+from .codec import DecodeError, StructCodec, declarations
 
 SEG_BYTES = 256
 FIRST_DATA = 248
@@ -90,79 +85,6 @@ ACK_BCAST = 0x02
 ``value`` counts the members whose transfer this packet completed."""
 
 
-class QsSegment(Packet):
-    """The 8-byte header of a packet's first segment (``crc16`` None: computed)."""
-
-    name = "QsSegment"
-    fields_desc = [
-        BitField("vc", 0, 5),
-        BitField("prio", 0, 1),
-        BitField("rsvd", 0, 2),
-        BitField("length", 0, 8),
-        ShortField("dest", 0),
-        ShortField("tstamp", 0),
-        XShortField("crc16", None),
-    ]
-
-    def post_build(self, pkt: bytes, pay: bytes) -> bytes:
-        if self.crc16 is None:
-            pkt = pkt[:6] + struct.pack("!H", binascii.crc_hqx(pkt[:6], 0))
-        return pkt + pay
-
-
-class QsCont(Packet):
-    """The 4-byte header of every further segment of a packet."""
-
-    name = "QsCont"
-    fields_desc = [
-        BitField("vc", 0, 5),
-        BitField("prio", 0, 1),
-        BitField("last", 0, 1),
-        BitField("rsvd", 0, 1),
-        BitField("length", 0, 8),
-        ShortField("index", 1),
-    ]
-
-
-class QsTxn(Packet):
-    """The transaction header: the first 24 bytes of a packet's payload."""
-
-    name = "QsTxn"
-    fields_desc = [
-        ByteEnumField("op", QsOp.PUT, {o.value: o.name for o in QsOp}),
-        FlagsField("flags", 0, 8, TXN_FLAGS),
-        ShortField("rank", 0),
-        IntField("xfer", 0),
-        IntField("offset", 0),
-        IntField("total", 0),
-        XLongField("addr", 0),
-    ]
-
-
-class QsTrailer(Packet):
-    """After the last segment: CRC-32 of the payload and the packet id."""
-
-    name = "QsTrailer"
-    fields_desc = [
-        XIntField("crc32", 0),
-        IntField("pkt_id", 0),
-    ]
-
-
-class QsAck(Packet):
-    """An ACK or NACK token for one packet."""
-
-    name = "QsAck"
-    fields_desc = [
-        BitEnumField("kind", AckKind.ACK, 8, {k.value: k.name for k in AckKind}),
-        BitEnumField("reason", Reason.NONE, 8, {r.value: r.name for r in Reason}),
-        FlagsField("flags", 0, 8, ACK_FLAGS),
-        BitField("rsvd", 0, 8),
-        IntField("pkt_id", 0),
-        LongField("value", 0),
-    ]
-
-
 class TrapKind(enum.IntEnum):
     LINK_DOWN = 1     # a router's link failed
     INVALID_DEST = 2  # a router could not reach a destination on the way down (it NACKed)
@@ -190,45 +112,131 @@ class MgmtOp(enum.IntEnum):
     RESET = 13        # spec 03: take port ``count`` out of service (0xFFFF: every port but the manager's)
 
 
-class QsTrap(Packet):
-    """A router's trap to the network manager (ptype TRAP)."""
+def _declare() -> dict:
+    """scapy's declarations (the specification; the codecs below are their layouts). The headers
+    that follow the fabric header directly are bound under it (the segmented body is walked by
+    :func:`decode_packet` and the dissector, not by scapy's layering)."""
+    from scapy.fields import (BitEnumField, BitField, ByteEnumField, ByteField, FlagsField, IntField, LongField,
+                              ShortField, XIntField, XLongField, XShortField)
+    from scapy.packet import Packet, bind_layers
 
-    name = "QsTrap"
-    fields_desc = [
-        ByteEnumField("kind", TrapKind.LINK_DOWN, {k.value: k.name for k in TrapKind}),
-        BitField("port", 0, 8),
-        ShortField("count", 1),
-        IntField("router", 0),
-        IntField("dest", 0),
-        LongField("t_ns", 0),
-    ]
+    from .fabric import Fabric, PacketType
+
+    class QsSegment(Packet):
+        """The 8-byte header of a packet's first segment (``crc16`` None: computed)."""
+
+        name = "QsSegment"
+        fields_desc = [
+            BitField("vc", 0, 5),
+            BitField("prio", 0, 1),
+            BitField("rsvd", 0, 2),
+            BitField("length", 0, 8),
+            ShortField("dest", 0),
+            ShortField("tstamp", 0),
+            XShortField("crc16", None),
+        ]
+
+        def post_build(self, pkt: bytes, pay: bytes) -> bytes:
+            if self.crc16 is None:
+                pkt = pkt[:6] + struct.pack("!H", binascii.crc_hqx(pkt[:6], 0))
+            return pkt + pay
+
+    class QsCont(Packet):
+        """The 4-byte header of every further segment of a packet."""
+
+        name = "QsCont"
+        fields_desc = [
+            BitField("vc", 0, 5),
+            BitField("prio", 0, 1),
+            BitField("last", 0, 1),
+            BitField("rsvd", 0, 1),
+            BitField("length", 0, 8),
+            ShortField("index", 1),
+        ]
+
+    class QsTxn(Packet):
+        """The transaction header: the first 24 bytes of a packet's payload."""
+
+        name = "QsTxn"
+        fields_desc = [
+            ByteEnumField("op", QsOp.PUT, {o.value: o.name for o in QsOp}),
+            FlagsField("flags", 0, 8, TXN_FLAGS),
+            ShortField("rank", 0),
+            IntField("xfer", 0),
+            IntField("offset", 0),
+            IntField("total", 0),
+            XLongField("addr", 0),
+        ]
+
+    class QsTrailer(Packet):
+        """After the last segment: CRC-32 of the payload and the packet id."""
+
+        name = "QsTrailer"
+        fields_desc = [
+            XIntField("crc32", 0),
+            IntField("pkt_id", 0),
+        ]
+
+    class QsAck(Packet):
+        """An ACK or NACK token for one packet."""
+
+        name = "QsAck"
+        fields_desc = [
+            BitEnumField("kind", AckKind.ACK, 8, {k.value: k.name for k in AckKind}),
+            BitEnumField("reason", Reason.NONE, 8, {r.value: r.name for r in Reason}),
+            FlagsField("flags", 0, 8, ACK_FLAGS),
+            BitField("rsvd", 0, 8),
+            IntField("pkt_id", 0),
+            LongField("value", 0),
+        ]
+
+    class QsTrap(Packet):
+        """A router's trap to the network manager (ptype TRAP)."""
+
+        name = "QsTrap"
+        fields_desc = [
+            ByteEnumField("kind", TrapKind.LINK_DOWN, {k.value: k.name for k in TrapKind}),
+            BitField("port", 0, 8),
+            ShortField("count", 1),
+            IntField("router", 0),
+            IntField("dest", 0),
+            LongField("t_ns", 0),
+        ]
+
+    class QsMgmt(Packet):
+        """A network manager's command to a router, or the router's answer (ptype MGMT). Followed by
+        ``nhops`` route bytes (the output port at each router on the way; ``hop`` is the next one to
+        use), ``nhops`` back bytes (each router writes the port the command came in by: the answer's
+        route) and the body ``op`` names. A router answers DONE along the reversed back bytes. Link
+        bring-up frames (HELLO..RESULT) cross one link and carry no route bytes."""
+
+        name = "QsMgmt"
+        fields_desc = [
+            ByteEnumField("op", MgmtOp.SET_ROUTES, {k.value: k.name for k in MgmtOp}),
+            ByteField("hop", 0),
+            ByteField("nhops", 0),
+            ByteField("rsvd", 0),
+            ShortField("seq", 0),
+            ShortField("count", 0),
+        ]
+
+    bind_layers(Fabric, QsSegment, ptype=PacketType.QPKT)
+    bind_layers(Fabric, QsAck, ptype=PacketType.QACK)
+    bind_layers(Fabric, QsTrap, ptype=PacketType.TRAP)
+    return {"QsSegment": QsSegment, "QsCont": QsCont, "QsTxn": QsTxn, "QsTrailer": QsTrailer, "QsAck": QsAck,
+            "QsTrap": QsTrap, "QsMgmt": QsMgmt}
 
 
-class QsMgmt(Packet):
-    """A network manager's command to a router, or the router's answer (ptype MGMT). Followed by
-    ``nhops`` route bytes (the output port at each router on the way; ``hop`` is the next one to
-    use), ``nhops`` back bytes (each router writes the port the command came in by: the answer's
-    route) and the body ``op`` names. A router answers DONE along the reversed back bytes. Link
-    bring-up frames (HELLO..RESULT) cross one link and carry no route bytes."""
+__getattr__ = declarations(globals(), _declare,
+                           ("QsSegment", "QsCont", "QsTxn", "QsTrailer", "QsAck", "QsTrap", "QsMgmt"))
 
-    name = "QsMgmt"
-    fields_desc = [
-        ByteEnumField("op", MgmtOp.SET_ROUTES, {k.value: k.name for k in MgmtOp}),
-        ByteField("hop", 0),
-        ByteField("nhops", 0),
-        ByteField("rsvd", 0),
-        ShortField("seq", 0),
-        ShortField("count", 0),
-    ]
-
-
-SEG = StructCodec(QsSegment)
-CONT = StructCodec(QsCont)
-TXN = StructCodec(QsTxn)
-TRAILER = StructCodec(QsTrailer)
-ACK = StructCodec(QsAck)
-TRAP = StructCodec(QsTrap)
-MGMT = StructCodec(QsMgmt)
+SEG = StructCodec.of("QsSegment", "vc/5 prio/1 rsvd/2 length/8 dest:H tstamp:H crc16:H")
+CONT = StructCodec.of("QsCont", "vc/5 prio/1 last/1 rsvd/1 length/8 index:H")
+TXN = StructCodec.of("QsTxn", "op:B flags/8 rank:H xfer:I offset:I total:I addr:Q")
+TRAILER = StructCodec.of("QsTrailer", "crc32:I pkt_id:I")
+ACK = StructCodec.of("QsAck", "kind/8 reason/8 flags/8 rsvd/8 pkt_id:I value:Q")
+TRAP = StructCodec.of("QsTrap", "kind:B port/8 count:H router:I dest:I t_ns:Q")
+MGMT = StructCodec.of("QsMgmt", "op:B hop:B nhops:B rsvd:B seq:H count:H")
 ROUTE_ENTRY = struct.Struct("!IB")
 """One SET_ROUTES entry: destination address and a count n of ports, the n ports following (the
 first is the static choice, all are the adaptive candidates; none: no route)."""
@@ -325,21 +333,6 @@ def decode_packet(body: bytes | memoryview, offset: int = 0) -> tuple[int, int, 
     if payload_crc(payload, pkt_id) != crc:
         raise Damaged(f"QsNet packet {pkt_id} fails its payload CRC-32", pkt_id, dest)
     return vc, prio, dest, tstamp, payload, pkt_id
-
-
-def bind() -> None:
-    """Bind the headers that follow the fabric header directly (the segmented body is walked by
-    :func:`decode_packet` and the dissector, not by scapy's layering)."""
-    from scapy.packet import bind_layers
-
-    from .fabric import Fabric, PacketType
-
-    bind_layers(Fabric, QsSegment, ptype=PacketType.QPKT)
-    bind_layers(Fabric, QsAck, ptype=PacketType.QACK)
-    bind_layers(Fabric, QsTrap, ptype=PacketType.TRAP)
-
-
-bind()
 
 
 _PTYPE_OFF = 14 + 10  # Ethernet, then the fabric header's ptype byte
