@@ -11,8 +11,6 @@ asserts the core took rounds and frames (its twins were exercised), or, for a co
 cover (iSLIP, per-class weights: the round; a VC selector: the receive), that Python ran alone.
 """
 
-import json
-import os
 import sys
 from pathlib import Path
 
@@ -21,12 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from emu import native
-from emu.front.cli import main
 from emu.switch import iqcore
 from emu.switch.iqcore import CoreRound
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))
-from router_curves import FAITHFUL, FLIT, OURS  # noqa: E402
+from router_curves import FAITHFUL, OURS  # noqa: E402
+from uniform_run import uniform  # noqa: E402
 
 needs_core = pytest.mark.skipif(native.CORE is None, reason="the compiled core is not built here (no C compiler?)")
 
@@ -74,22 +72,7 @@ def _run(tmp: Path, use_core: bool, monkeypatch, topo: str, vcs: int, flits: int
 
 def _uniform(out: Path, topo: str, flits: int, load: float, cycles: int, sets: dict, more: list[str]) -> list:
     """One quiet ``emu run --test uniform`` of the twins; its results without wall time."""
-    w = max(1, cycles // flits)
-    argv = ["run", "--topo", topo, "--test", "uniform", "--direct", "--load", f"{load:.4f}", "--warmup", str(w),
-            "--measure", str(w), "--size", f"{FLIT * flits - 24}B", "--to-self", "--drain", "measured",
-            "--json", str(out), *more]
-    for key, v in sets.items():
-        argv += ["--set", f"{key}={v}"]
-    with open(os.devnull, "w") as null:
-        saved, sys.stdout = sys.stdout, null
-        try:
-            assert main(argv) == 0
-        finally:
-            sys.stdout = saved
-    res = json.loads(out.read_text())["results"]
-    for r in res:
-        r.pop("wall_s", None)
-    return res
+    return uniform(out, topo, flits, load, cycles, sets, more)
 
 
 def _twin(tmp: Path, monkeypatch, *args, covered: bool = True, received: bool | None = None, **kw) -> dict:

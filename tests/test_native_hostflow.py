@@ -9,18 +9,16 @@ Each case runs the same ``emu run --json`` with the compiled core and with none 
 result and per-link counter equal; the core's counters say which twins ran.
 """
 
-import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
 from emu import native
-from emu.front.cli import main
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))
 from router_curves import FAITHFUL, FLIT, OURS  # noqa: E402
+from uniform_run import uniform  # noqa: E402
 
 CORE = native.CORE
 needs_core = pytest.mark.skipif(CORE is None, reason="the compiled core is not built here (no C compiler?)")
@@ -31,21 +29,7 @@ def _run(out: Path, core, monkeypatch, topo: str, flits: int, load: float, cycle
     """One quiet ``emu run --test uniform``: (its results without wall time, what the core's flow twins did)."""
     monkeypatch.setattr(native, "CORE", core)
     before = CORE.counts()
-    w = max(1, cycles // flits)
-    argv = ["run", "--topo", topo, "--test", "uniform", "--direct", "--load", f"{load:.4f}", "--warmup", str(w),
-            "--measure", str(w), "--size", f"{FLIT * flits - 24}B", "--to-self", "--drain", "measured",
-            "--json", str(out)]
-    for key, v in sets.items():
-        argv += ["--set", f"{key}={v}"]
-    with open(os.devnull, "w") as null:
-        saved, sys.stdout = sys.stdout, null
-        try:
-            assert main(argv) == 0
-        finally:
-            sys.stdout = saved
-    res = json.loads(out.read_text())["results"]
-    for r in res:
-        r.pop("wall_s", None)
+    res = uniform(out, topo, flits, load, cycles, sets)
     after = CORE.counts()
     return res, {k: after[k] - before[k] for k in FLOW}
 
