@@ -33,31 +33,6 @@ static int entry_lt(PyObject *a, PyObject *b)
     return PyObject_RichCompareBool(a, b, Py_LT);
 }
 
-/* a plain non-negative int of up to two digits read in place (the input-queued router's keys, and
- * every key of the int heaps): 1, or 0 (anything else: compared by entry_lt) */
-static inline __attribute__((always_inline)) int heap_int(PyObject *o, long long *v)
-{
-#if PY_VERSION_HEX < 0x030C0000
-    if (Py_IS_TYPE(o, &PyLong_Type)) {
-        const digit *d = ((PyLongObject *)o)->ob_digit;
-        switch (Py_SIZE(o)) {
-        case 0:
-            *v = 0;
-            return 1;
-        case 1:
-            *v = (long long)d[0];
-            return 1;
-        case 2:
-            *v = (long long)d[0] | ((long long)d[1] << PyLong_SHIFT);
-            return 1;
-        }
-    }
-    return 0;
-#else
-    return PyLong_CheckExact(o) && get_ll(o, v);
-#endif
-}
-
 static int sift_down(PyObject *heap, Py_ssize_t startpos, Py_ssize_t pos)
 {
     PyObject **arr = ((PyListObject *)heap)->ob_item;
@@ -66,7 +41,7 @@ static int sift_down(PyObject *heap, Py_ssize_t startpos, Py_ssize_t pos)
         Py_ssize_t parentpos = (pos - 1) >> 1;
         PyObject *parent = arr[parentpos];
         long long x, y;
-        if (heap_int(newitem, &x) && heap_int(parent, &y)) { /* (two ints: no Python code runs) */
+        if (get_ll(newitem, &x) && get_ll(parent, &y)) { /* (two plain ints, read in place: no Python code runs) */
             if (!(x < y))
                 break;
         } else {
@@ -103,7 +78,7 @@ static int sift_up(PyObject *heap, Py_ssize_t pos)
         if (childpos + 1 < endpos) {
             PyObject *a = arr[childpos], *b = arr[childpos + 1];
             long long x, y;
-            if (heap_int(a, &x) && heap_int(b, &y)) /* (two ints: no Python code runs) */
+            if (get_ll(a, &x) && get_ll(b, &y)) /* (two plain ints, read in place: no Python code runs) */
                 childpos += !(x < y);
             else {
                 Py_INCREF(a);
