@@ -69,7 +69,7 @@ static int slot_offset(PyTypeObject *t, const char *name, Py_ssize_t *off)
     return 0;
 }
 
-static inline int get_ll(PyObject *o, long long *v)
+static inline __attribute__((always_inline)) int get_ll(PyObject *o, long long *v)
 {
     if (o == NULL || !PyLong_CheckExact(o))
         return 0;
