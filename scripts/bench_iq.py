@@ -45,6 +45,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from trees import tree_env  # noqa: E402
 from router_curves import BOOKSIM, CYCLE_NS, FAITHFUL, FLIT, OURS  # noqa: E402
 
 SAT = {(4, 1, 1): 0.3511, (4, 1, 4): 0.4806, (4, 2, 1): 0.7084, (4, 2, 4): 0.7006, (4, 8, 1): 0.7682,
@@ -124,15 +125,7 @@ def ours(tree: str | None, k: int, vcs: int, flits: int, loads, cycles: int, mod
     """A child process on ``tree``'s code (default: this one's) for one configuration; ``callgrind``:
     under valgrind, its instructions inside the compiled core's ``window()`` counted (every element
     window of the runs, start-up and the topology's build not)."""
-    env = dict(os.environ)
-    if tree:
-        tree = os.path.abspath(tree)
-        if tree == "/work/main":  # (main itself: the venv's editable install points there)
-            env.pop("EMU_WT", None)
-            env["PYTHONPATH"] = tree
-        else:
-            env["EMU_WT"] = tree
-            env["PYTHONPATH"] = f"{tree}:/work/wtsite"
+    env = tree_env(tree or None)
     spec = {"k": k, "vcs": vcs, "flits": flits, "loads": list(loads), "cycles": cycles, "models": list(models),
             "callgrind": callgrind}
     with tempfile.TemporaryDirectory() as d:

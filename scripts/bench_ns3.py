@@ -41,7 +41,10 @@ import trio
 
 HERE = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, os.environ.get("BENCH_NS3_TREE") or str(HERE))
-"""(a run of another tree, ``--before``: that tree's ``emu``; see ``tree_env``)"""
+"""(a run of another tree, ``--before``: that tree's ``emu``; see ``trees.tree_env``)"""
+
+sys.path.insert(1, str(pathlib.Path(__file__).resolve().parent))
+from trees import tree_env  # noqa: E402
 
 import emu  # noqa: E402
 from emu import native  # noqa: E402
@@ -110,25 +113,11 @@ async def emulator(spec: str, messages: int, size: int, direct: bool, clock: str
             "cwd": os.getcwd()}
 
 
-def tree_env(tree: pathlib.Path) -> dict:
-    """The environment that runs ``tree``'s code: first on the import path, and the worktree the
-    shared sitecustomize (``/work/wtsite``, when there) points the editable install at."""
-    env = dict(os.environ, BENCH_NS3_TREE=str(tree))
-    site = pathlib.Path("/work/wtsite")
-    env["PYTHONPATH"] = f"{tree}:{site}" if site.is_dir() else str(tree)
-    if tree == pathlib.Path("/work/main"):  # (main itself: the editable install points there)
-        env.pop("EMU_WT", None)
-        env["PYTHONPATH"] = str(tree)
-    else:
-        env["EMU_WT"] = str(tree)
-    return env
-
-
 def emulator_run(tree: pathlib.Path, spec: str, messages: int, size: int, direct: bool, clock: str) -> dict:
     """``emulator`` run by ``tree``'s code in a process of its own, in ``tree``'s folder."""
     job = json.dumps({"spec": spec, "messages": messages, "size": size, "direct": direct, "clock": clock})
     done = subprocess.run([sys.executable, str(pathlib.Path(__file__).resolve()), "--child", job], cwd=tree,
-                          env=tree_env(tree), capture_output=True, text=True)
+                          env=dict(tree_env(tree), BENCH_NS3_TREE=str(tree)), capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"the emulator run of {tree} failed: {done.stderr.strip()[-400:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -66,6 +66,8 @@ import trio
 HOME = pathlib.Path(__file__).resolve().parents[1]
 """The checkout this script belongs to: its in-process modes import this one's ``emu``."""
 sys.path.insert(0, str(HOME))
+sys.path.insert(1, str(HOME / "scripts"))
+from trees import tree_env  # noqa: E402
 
 TOPO = "fattree:k=4,n=4"
 GOAL = 1.6
@@ -261,22 +263,6 @@ def instructions(a, counts: list[int], size: int) -> None:
 
 BYTECODE = {"cache": "Python's default: compiled modules cached in __pycache__ (filled by an untimed first run)",
             "as-is": "this environment's PYTHONDONTWRITEBYTECODE as it is (if set: every module compiled at every start)"}
-
-
-def tree_env(tree: str | os.PathLike | None, env: dict | None = None) -> dict:
-    """``env`` (default: this process's) running ``tree``'s code (None: as it is), the tree first on
-    the path (and with this sandbox's ``EMU_WT`` and /work/wtsite, its ``emu.nodes`` etc. too)."""
-    env = dict(os.environ if env is None else env)
-    if tree is None:
-        return env
-    tree = os.path.abspath(tree)
-    if tree == "/work/main":  # (main itself: the venv's editable install points there)
-        env.pop("EMU_WT", None)
-        env["PYTHONPATH"] = tree
-    else:
-        env["EMU_WT"] = tree
-        env["PYTHONPATH"] = f"{tree}:/work/wtsite" if os.path.isdir("/work/wtsite") else tree
-    return env
 
 
 def command_env(bytecode: str, tree: str | os.PathLike | None = None) -> dict:
