@@ -97,7 +97,7 @@ static int iq_bad(const char *what)
     } while (0)
 
 /* list[i] as an int (an error when it is not one) */
-static inline int li(PyObject *l, Py_ssize_t i, long long *v)
+static inline __attribute__((always_inline)) int li(PyObject *l, Py_ssize_t i, long long *v)
 {
     if (!PyList_CheckExact(l) || i < 0 || i >= PyList_GET_SIZE(l))
         return iq_bad("an index outside a list");
@@ -106,7 +106,7 @@ static inline int li(PyObject *l, Py_ssize_t i, long long *v)
     return 0;
 }
 
-static inline int lset(PyObject *l, Py_ssize_t i, long long v)
+static inline __attribute__((always_inline)) int lset(PyObject *l, Py_ssize_t i, long long v)
 {
     if (!PyList_CheckExact(l) || i < 0 || i >= PyList_GET_SIZE(l))
         return iq_bad("an index outside a list");
@@ -132,15 +132,30 @@ static inline PyObject *pair_ll(long long a, long long b)
 }
 
 /* the key (o, w) of wait_vc and _tail_wait: a new reference, from a cache for small o and w (a tuple
- * of two ints never changes; bounded: 256 outputs x 64 VCs) */
+ * of two ints never changes; bounded: 256 outputs x 64 VCs), its hash in *h (kept with it: the
+ * dicts' operations then take it known, without hashing the tuple again) */
 static PyObject *ow_keys[256][64];
-static PyObject *ow_key(long long o, long long w)
+static Py_hash_t ow_hash[256][64];
+static PyObject *ow_key(long long o, long long w, Py_hash_t *h)
 {
-    if (o < 0 || o >= 256 || w < 0 || w >= 64)
-        return pair_ll(o, w);
+    if (o < 0 || o >= 256 || w < 0 || w >= 64) {
+        PyObject *k = pair_ll(o, w);
+        if (k != NULL && (*h = PyObject_Hash(k)) == -1)
+            Py_CLEAR(k);
+        return k;
+    }
     PyObject **k = &ow_keys[o][w];
-    if (*k == NULL && (*k = pair_ll(o, w)) == NULL)
-        return NULL;
+    if (*k == NULL) {
+        PyObject *t = pair_ll(o, w);
+        Py_hash_t th = t == NULL ? -1 : PyObject_Hash(t);
+        if (th == -1) {
+            Py_XDECREF(t);
+            return NULL;
+        }
+        ow_hash[o][w] = th;
+        *k = t;
+    }
+    *h = ow_hash[o][w];
     return Py_NewRef(*k);
 }
 
@@ -174,10 +189,39 @@ static int push_int(PyObject *heap, long long v)
     return rc;
 }
 
+/* a dict key's hash: an int's own value for the outputs' keys (0 <= o < 2**61 - 1: hash(o) == o),
+ * PyObject_Hash otherwise; -1 with an error */
+static inline Py_hash_t kh_of(PyObject *k)
+{
+    long long v;
+    if (PyLong_CheckExact(k) && get_ll(k, &v) && v >= 0 && v < (long long)_PyHASH_MODULUS)
+        return (Py_hash_t)v;
+    return PyObject_Hash(k);
+}
+
+/* d[key] / d[key] = v / del d[key] with the key's hash taken once (kh_of) */
+static inline PyObject *kd_get(PyObject *d, PyObject *key)
+{
+    Py_hash_t h = kh_of(key);
+    return h == -1 ? NULL : _PyDict_GetItem_KnownHash(d, key, h);
+}
+
+static inline int kd_set(PyObject *d, PyObject *key, PyObject *v)
+{
+    Py_hash_t h = kh_of(key);
+    return h == -1 ? -1 : _PyDict_SetItem_KnownHash(d, key, v, h);
+}
+
+static inline int kd_del(PyObject *d, PyObject *key)
+{
+    Py_hash_t h = kh_of(key);
+    return h == -1 ? -1 : _PyDict_DelItem_KnownHash(d, key, h);
+}
+
 /* d.get(key) as an int, ``dflt`` when missing */
 static int dict_ll(PyObject *d, PyObject *key, long long dflt, long long *v)
 {
-    PyObject *x = PyDict_GetItemWithError(d, key);
+    PyObject *x = kd_get(d, key);
     if (x == NULL) {
         if (PyErr_Occurred())
             return -1;
@@ -194,7 +238,7 @@ static int dict_set_ll(PyObject *d, PyObject *key, long long v)
     PyObject *n = PyLong_FromLongLong(v);
     if (n == NULL)
         return -1;
-    int rc = PyDict_SetItem(d, key, n);
+    int rc = kd_set(d, key, n);
     Py_DECREF(n);
     return rc;
 }
@@ -202,7 +246,7 @@ static int dict_set_ll(PyObject *d, PyObject *key, long long v)
 /* a dict's list value: append c, the list made when missing */
 static int dict_append(PyObject *d, PyObject *key, PyObject *c)
 {
-    PyObject *r = PyDict_GetItemWithError(d, key);
+    PyObject *r = kd_get(d, key);
     if (r == NULL) {
         if (PyErr_Occurred())
             return -1;
@@ -210,7 +254,7 @@ static int dict_append(PyObject *d, PyObject *key, PyObject *c)
         if (l == NULL)
             return -1;
         PyList_SET_ITEM(l, 0, Py_NewRef(c));
-        int rc = PyDict_SetItem(d, key, l);
+        int rc = kd_set(d, key, l);
         Py_DECREF(l);
         return rc;
     }
@@ -254,7 +298,7 @@ static int iq_rc_done(IQ *z)
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(copies); i++) {
             PyObject *c = PyList_GET_ITEM(copies, i);
             PyObject *o = SLOT(c, c_out);
-            if (Py_TYPE(c) != CopyT || o == NULL || dict_append(va, o, c) < 0 || PyDict_SetItem(chk, o, zero) < 0) {
+            if (Py_TYPE(c) != CopyT || o == NULL || dict_append(va, o, c) < 0 || kd_set(chk, o, zero) < 0) {
                 Py_DECREF(copies);
                 Py_DECREF(pkt);
                 return iq_bad("a copy is not a Copy");
@@ -428,10 +472,11 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
         IWR(c, c_sa_at, va_at);
         long long cn, pv, port, vc, wn = 0, wb = 0;
         IRD(c, c_n, cn);
-        PyObject *key = ow_key(o, w);
+        Py_hash_t kh;
+        PyObject *key = ow_key(o, w, &kh);
         if (key == NULL)
             return -1;
-        PyObject *old = PyDict_GetItemWithError(z->s[IS_WAITVC], key);
+        PyObject *old = _PyDict_GetItem_KnownHash(z->s[IS_WAITVC], key, kh);
         if (old == NULL && PyErr_Occurred()) {
             Py_DECREF(key);
             return -1;
@@ -442,7 +487,7 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
             return iq_bad("wait_vc's value is not a pair of integers");
         }
         PyObject *nvv = pair_ll(wn + 1, wb + cn);
-        int rc = nvv == NULL ? -1 : PyDict_SetItem(z->s[IS_WAITVC], key, nvv);
+        int rc = nvv == NULL ? -1 : _PyDict_SetItem_KnownHash(z->s[IS_WAITVC], key, nvv, kh);
         Py_XDECREF(nvv);
         Py_DECREF(key);
         if (rc < 0 || iq_pv(z, c, &pv, &port, &vc) < 0 || lset(z->s[IS_VAPTR], o, pymod(pv + 1, N)) < 0)
@@ -471,7 +516,7 @@ static int iq_va_one(IQ *z, int again, PyObject *oobj)
             iq_bad("an output is not an integer");
             goto fail;
         }
-        PyObject *reqs = PyDict_GetItemWithError(va, oobj);
+        PyObject *reqs = kd_get(va, oobj);
         if (reqs == NULL || !PyList_CheckExact(reqs)) {
             iq_bad("requests are not a list");
             goto fail;
@@ -535,9 +580,9 @@ static int iq_va_one(IQ *z, int again, PyObject *oobj)
             if (!PyList_GET_SIZE(left)) {
                 Py_DECREF(left);
                 Py_DECREF(reqs);
-                return PyDict_DelItem(va, oobj);
+                return kd_del(va, oobj);
             }
-            int rc = PyDict_SetItem(va, oobj, left);
+            int rc = kd_set(va, oobj, left);
             Py_DECREF(left);
             if (rc < 0)
                 goto fail_r;
@@ -810,10 +855,11 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
             goto fail;
         }
         Py_SETREF(((PyListObject *)hold)->ob_item[w], Py_NewRef(Py_None));
-        PyObject *key = ow_key(o, w);
+        Py_hash_t kh;
+        PyObject *key = ow_key(o, w, &kh);
         if (key == NULL)
             goto fail;
-        PyObject *old = PyDict_GetItemWithError(z->s[IS_WAITVC], key);
+        PyObject *old = _PyDict_GetItem_KnownHash(z->s[IS_WAITVC], key, kh);
         long long k, b;
         if (old == NULL || !PyTuple_Check(old) || PyTuple_GET_SIZE(old) != 2 || !get_ll(PyTuple_GET_ITEM(old, 0), &k) ||
             !get_ll(PyTuple_GET_ITEM(old, 1), &b)) {
@@ -824,10 +870,10 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
         }
         int rc;
         if (k == 1)
-            rc = PyDict_DelItem(z->s[IS_WAITVC], key);
+            rc = _PyDict_DelItem_KnownHash(z->s[IS_WAITVC], key, kh);
         else {
             PyObject *nv = pair_ll(k - 1, b - n);
-            rc = nv == NULL ? -1 : PyDict_SetItem(z->s[IS_WAITVC], key, nv);
+            rc = nv == NULL ? -1 : _PyDict_SetItem_KnownHash(z->s[IS_WAITVC], key, nv, kh);
             Py_XDECREF(nv);
         }
         long long rule = z->k[IK_VCRULE], t = 0, INF_ = z->k[IK_INF];
@@ -837,7 +883,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
             else if (rule == 2 && debited) {
                 t = INF_;
                 PyObject *tv = PyLong_FromLongLong(depart + ser);
-                rc = tv == NULL ? -1 : PyDict_SetItem(z->s[IS_TAILW], key, tv);
+                rc = tv == NULL ? -1 : _PyDict_SetItem_KnownHash(z->s[IS_TAILW], key, tv, kh);
                 Py_XDECREF(tv);
             } else
                 t = depart + ser;
@@ -859,14 +905,14 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
     Py_SETREF(SLOT(c, c_granted), Py_NewRef(Py_True));
     {
         PyObject *oo = SLOT(c, c_out);
-        PyObject *lst = PyDict_GetItemWithError(z->s[IS_SA], oo);
+        PyObject *lst = kd_get(z->s[IS_SA], oo);
         if (lst == NULL || !PyList_CheckExact(lst)) {
             if (!PyErr_Occurred())
                 PyErr_SetObject(PyExc_KeyError, oo);
             goto fail;
         }
         if (PyList_GET_SIZE(lst) == 1) {
-            if (PyDict_DelItem(z->s[IS_SA], oo) < 0)
+            if (kd_del(z->s[IS_SA], oo) < 0)
                 goto fail;
         } else {
             Py_ssize_t i = 0;
@@ -1181,16 +1227,22 @@ static int iq_consts(PyObject *ks, long long *k)
     return 0;
 }
 
-static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const char *usage)
+/* The state tuple's items and the settings of a (state, settings) pair, checked once per pair (tuples
+ * never change, and the items' types with them: kept, with references, by the tuples' addresses) */
+#define IQ_PC 64
+static struct { PyObject *st, *ks; PyObject *s[IS_N]; long long k[IK_COUNT]; } iq_pc[IQ_PC];
+
+static int iq_state(PyObject *st, PyObject *ks, IQ *z)
 {
-    if (nargs != want || !PyTuple_CheckExact(args[0]) || PyTuple_GET_SIZE(args[0]) != IS_N ||
-        !PyTuple_CheckExact(args[1]) || PyTuple_GET_SIZE(args[1]) != IK_COUNT || !PyList_CheckExact(args[2]) || !iq_ready) {
-        PyErr_SetString(PyExc_TypeError, usage);
-        return -1;
+    size_t h = (size_t)((((uint64_t)(uintptr_t)st ^ ((uint64_t)(uintptr_t)ks >> 4)) * 0x9E3779B97F4A7C15ULL) >> 58);
+    if (iq_pc[h].st == st && iq_pc[h].ks == ks) {
+        memcpy(z->s, iq_pc[h].s, sizeof z->s);
+        memcpy(z->k, iq_pc[h].k, sizeof z->k);
+        return 0;
     }
     for (int i = 0; i < IS_N; i++)
-        z->s[i] = PyTuple_GET_ITEM(args[0], i);
-    if (iq_consts(args[1], z->k) < 0)
+        z->s[i] = PyTuple_GET_ITEM(st, i);
+    if (iq_consts(ks, z->k) < 0)
         return -1;
     if (!PyList_CheckExact(z->s[IS_RCQ]) || !PyList_CheckExact(z->s[IS_REL]) || !PyList_CheckExact(z->s[IS_ACTIVE]) ||
         !PyDict_CheckExact(z->s[IS_VA]) || !PyDict_CheckExact(z->s[IS_CHK]) || !PyDict_CheckExact(z->s[IS_SA]) ||
@@ -1200,6 +1252,22 @@ static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t w
         PyErr_SetString(PyExc_TypeError, "emu._core: the state is not laid out as Rounds._core_state lays it out");
         return -1;
     }
+    Py_XSETREF(iq_pc[h].st, Py_NewRef(st));
+    Py_XSETREF(iq_pc[h].ks, Py_NewRef(ks));
+    memcpy(iq_pc[h].s, z->s, sizeof z->s);
+    memcpy(iq_pc[h].k, z->k, sizeof z->k);
+    return 0;
+}
+
+static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const char *usage)
+{
+    if (nargs != want || !PyTuple_CheckExact(args[0]) || PyTuple_GET_SIZE(args[0]) != IS_N ||
+        !PyTuple_CheckExact(args[1]) || PyTuple_GET_SIZE(args[1]) != IK_COUNT || !PyList_CheckExact(args[2]) || !iq_ready) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    if (iq_state(args[0], args[1], z) < 0)
+        return -1;
     z->fresh = args[2];
     if (!get_ll(args[3], &z->now))
         return iq_bad("now is not an integer");
@@ -1213,20 +1281,12 @@ static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t w
     return 0;
 }
 
-/* iq_round, its arguments parsed before (``pre``: iq_parse's, by csrc/iqtimer.h) or not (NULL) */
-static PyObject *iq_round_with(const IQ *pre, PyObject *const *args, Py_ssize_t nargs)
+/* iq_round on parsed arguments (``z``: iq_parse's, its up and credit_out set; its counters written
+ * into the stats here) */
+static PyObject *iq_round_z(IQ *zp, int again)
 {
-    IQ z;
-    if (pre != NULL) {
-        z = *pre;
-        z.va_grants = z.sa_grants = z.sa_conflicts = 0;
-    } else if (iq_parse(&z, args, nargs, 7, "iq_round(state, consts, fresh, now, again, up, credit_out), after iq_setup") < 0)
-        return NULL;
-    int again = PyObject_IsTrue(args[4]);
-    if (again < 0)
-        return NULL;
-    z.up = args[5];
-    z.credit_out = args[6];
+#define z (*zp)
+    z.va_grants = z.sa_grants = z.sa_conflicts = 0;
     long long K = z.k[IK_RK];
     PyObject *out = NULL;
     long long top;
@@ -1242,6 +1302,7 @@ end:
         (z.sa_conflicts && dict_add(z.s[IS_STATS], s_sa_conflicts, z.sa_conflicts, 1, "sa_conflicts") < 0))
         Py_CLEAR(out);
     return out;
+#undef z
 }
 
 /* ``_lost``: did a copy that could have gone at now lose the round, with credit for it? */
@@ -1297,21 +1358,22 @@ fail:
 /* ``_retime``: the next round's time after a round at now (INF: none); ``fresh`` kept in place */
 static PyObject *iq_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    return iq_round_with(NULL, args, nargs);
+    IQ z;
+    if (iq_parse(&z, args, nargs, 7, "iq_round(state, consts, fresh, now, again, up, credit_out), after iq_setup") < 0)
+        return NULL;
+    int again = PyObject_IsTrue(args[4]);
+    if (again < 0)
+        return NULL;
+    z.up = args[5];
+    z.credit_out = args[6];
+    return iq_round_z(&z, again);
 }
 
-/* iq_retime, its arguments parsed before (``pre``) or not (NULL) */
-static PyObject *iq_retime_with(const IQ *pre, PyObject *const *args, Py_ssize_t nargs)
+/* iq_retime on parsed arguments (``z``: iq_parse's) */
+static PyObject *iq_retime_z(IQ *zp, int granted, long long slot)
 {
-    IQ z;
-    if (pre != NULL)
-        z = *pre;
-    else if (iq_parse(&z, args, nargs, 6, "iq_retime(state, consts, fresh, now, granted, slot), after iq_setup") < 0)
-        return NULL;
-    int granted = PyObject_IsTrue(args[4]);
-    long long slot, now = z.now, K = z.k[IK_RK], t, top;
-    if (granted < 0 || !get_ll(args[5], &slot))
-        return iq_bad("granted, slot: a bool and an integer") < 0 ? NULL : NULL;
+#define z (*zp)
+    long long now = z.now, K = z.k[IK_RK], t, top;
     PyObject *rcq = z.s[IS_RCQ];
     if (PyList_GET_SIZE(rcq)) {
         if (!get_ll(PyList_GET_ITEM(rcq, 0), &top))
@@ -1407,11 +1469,19 @@ static PyObject *iq_retime_with(const IQ *pre, PyObject *const *args, Py_ssize_t
     return PyLong_FromLongLong(t);
 fail:
     return NULL;
+#undef z
 }
 
 static PyObject *iq_retime(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    return iq_retime_with(NULL, args, nargs);
+    IQ z;
+    if (iq_parse(&z, args, nargs, 6, "iq_retime(state, consts, fresh, now, granted, slot), after iq_setup") < 0)
+        return NULL;
+    int granted = PyObject_IsTrue(args[4]);
+    long long slot;
+    if (granted < 0 || !get_ll(args[5], &slot))
+        return iq_bad("granted, slot: a bool and an integer") < 0 ? NULL : NULL;
+    return iq_retime_z(&z, granted, slot);
 }
 
 #endif /* EMU_CSRC_IQ_H */

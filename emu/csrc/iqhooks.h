@@ -92,7 +92,9 @@ static int iq_credit_out_c(PyObject *co, long long port, long long vc, long long
     PyObject *ns = PyLong_FromLongLong(sv + 1);
     if (ns == NULL)
         return -1;
-    if (PyDict_SetItem(*dp, s_pseq, ns) < 0) {
+    /* (self._pseq += 1: the dict's int written in place when it is the only reference to it, an equal
+     * int of its own in the event; else the new int in both, as Python has it) */
+    if (!int_in_place(seq, sv + 1) && PyDict_SetItem(*dp, s_pseq, ns) < 0) {
         Py_DECREF(ns);
         return -1;
     }
