@@ -113,6 +113,20 @@ static inline __attribute__((always_inline)) int lset(PyObject *l, Py_ssize_t i,
     return put_ll(&((PyListObject *)l)->ob_item[i], v);
 }
 
+/* PyList_GetItem(l, i), inlined: borrowed, NULL with its errors (not a list, an index outside it) */
+static inline __attribute__((always_inline)) PyObject *lget(PyObject *l, Py_ssize_t i)
+{
+    if (!PyList_Check(l)) {
+        PyErr_BadInternalCall();
+        return NULL;
+    }
+    if ((size_t)i >= (size_t)PyList_GET_SIZE(l)) {
+        PyErr_SetString(PyExc_IndexError, "list index out of range");
+        return NULL;
+    }
+    return PyList_GET_ITEM(l, i);
+}
+
 static inline long long pymod(long long a, long long m) /* Python's a % m, m > 0 */
 {
     long long r = a % m;
@@ -178,15 +192,50 @@ fail:
     return NULL;
 }
 
+/* The heaps' int keys popped and dropped, kept for the next pushes: an int of one digit held by the
+ * caller's reference only (nobody else can see it) is written in place with the next key that fits
+ * one digit and is not a small int (those stay CPython's own), instead of freeing one and making
+ * another */
+#define IQ_IFREE 64
+static PyObject *iq_ifree[IQ_IFREE];
+static int iq_nifree;
+
+static inline void int_drop(PyObject *x) /* (the caller's reference) */
+{
+#if PY_VERSION_HEX < 0x030C0000
+    if (Py_REFCNT(x) == 1 && PyLong_CheckExact(x) && Py_SIZE(x) == 1 && iq_nifree < IQ_IFREE) {
+        iq_ifree[iq_nifree++] = x;
+        return;
+    }
+#endif
+    Py_DECREF(x);
+}
+
 /* heapq.heappush(heap, v) for an int v */
 static int push_int(PyObject *heap, long long v)
 {
-    PyObject *n = PyLong_FromLongLong(v);
-    if (n == NULL)
+    PyObject *n;
+#if PY_VERSION_HEX < 0x030C0000
+    if (v > 256 && v <= (long long)PyLong_MASK && iq_nifree) {
+        n = iq_ifree[--iq_nifree];
+        ((PyLongObject *)n)->ob_digit[0] = (digit)v;
+    } else
+#endif
+    if ((n = PyLong_FromLongLong(v)) == NULL)
         return -1;
     int rc = heap_push(heap, n);
     Py_DECREF(n);
     return rc;
+}
+
+/* del l[i] for a list l and 0 <= i < len(l) (list_ass_slice's work without the resize) */
+static inline void list_del(PyObject *l, Py_ssize_t i)
+{
+    PyObject **it = ((PyListObject *)l)->ob_item, *x = it[i];
+    Py_ssize_t n = PyList_GET_SIZE(l);
+    memmove(&it[i], &it[i + 1], (size_t)(n - i - 1) * sizeof(PyObject *));
+    Py_SET_SIZE(l, n - 1);
+    Py_DECREF(x);
 }
 
 /* a dict key's hash: an int's own value for the outputs' keys (0 <= o < 2**61 - 1: hash(o) == o),
@@ -278,10 +327,10 @@ static int iq_rc_done(IQ *z)
         PyObject *top = heap_pop(q);
         if (top == NULL)
             return -1;
-        Py_DECREF(top);
+        int_drop(top);
         long long r = pymod(key, K), p = r / vm, v = r % vm;
-        PyObject *row = PyList_GetItem(bufs, p);
-        PyObject *qv = row == NULL ? NULL : PyList_GetItem(row, v);
+        PyObject *row = lget(bufs, p);
+        PyObject *qv = row == NULL ? NULL : lget(row, v);
         PyObject *pkt = qv == NULL ? NULL : PySequence_GetItem(qv, 0);
         if (pkt == NULL)
             return -1;
@@ -353,7 +402,7 @@ static int in_list(PyObject *l, long long w)
 /* ``_va_output``: output o's VC allocator over ``reqs`` (a list, sorted in place as Python does) */
 static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
 {
-    PyObject *hold = PyList_GetItem(z->s[IS_HOLD], o);
+    PyObject *hold = lget(z->s[IS_HOLD], o);
     if (hold == NULL)
         return -1;
     long long now = z->now, va_at = now + z->k[IK_VA];
@@ -368,7 +417,7 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
         }
         return 1;
     }
-    PyObject *free_at = PyList_GetItem(z->s[IS_FREE], o), *allowed = PyList_GetItem(z->s[IS_ALLOWED], o);
+    PyObject *free_at = lget(z->s[IS_FREE], o), *allowed = lget(z->s[IS_ALLOWED], o);
     if (free_at == NULL || allowed == NULL || !PyList_CheckExact(hold) || !PyList_CheckExact(free_at) ||
         !PyList_CheckExact(allowed))
         return iq_bad("an output's VC state is not lists");
@@ -402,7 +451,7 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
             IRD(c, c_prio, prio);
             if (prio)
                 return iq_bad("a high-priority copy (the compiled round takes priority 0 only)");
-            PyObject *ag = PyList_GetItem(allowed, g);
+            PyObject *ag = lget(allowed, g);
             if (ag == NULL || !PyList_CheckExact(ag))
                 return iq_bad("allowed VCs are not a list");
             int in = in_list(ag, w1);
@@ -449,7 +498,7 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
         PyObject *c = order[i];
         long long g, w = -1;
         IRD(c, c_group, g);
-        PyObject *ag = PyList_GetItem(allowed, g);
+        PyObject *ag = lget(allowed, g);
         if (ag == NULL || !PyList_CheckExact(ag))
             return iq_bad("allowed VCs are not a list");
         for (Py_ssize_t j = 0; j < PyList_GET_SIZE(ag); j++) {
@@ -554,31 +603,28 @@ static int iq_va_one(IQ *z, int again, PyObject *oobj)
         if (given < 0)
             goto fail_r;
         if (given) {
-            PyObject *left = PyList_New(0);
-            if (left == NULL)
-                goto fail_r;
+            PyObject *left = NULL; /* (made at its first copy: mostly none is left) */
             for (Py_ssize_t j = 0; j < PyList_GET_SIZE(reqs); j++) {
                 PyObject *c = PyList_GET_ITEM(reqs, j);
                 long long ovc, sa_at;
                 if (!get_ll(SLOT(c, c_ovc), &ovc) || !get_ll(SLOT(c, c_sa_at), &sa_at)) {
-                    Py_DECREF(left);
+                    Py_XDECREF(left);
                     iq_bad("a copy's VC is not an integer");
                     goto fail_r;
                 }
                 if (ovc < 0) {
-                    if (PyList_Append(left, c) < 0) {
-                        Py_DECREF(left);
+                    if ((left == NULL && (left = PyList_New(0)) == NULL) || PyList_Append(left, c) < 0) {
+                        Py_XDECREF(left);
                         goto fail_r;
                     }
                     continue;
                 }
                 if (dict_append(sa, oobj, c) < 0 || (sa_at > now && PyList_Append(z->fresh, c) < 0)) {
-                    Py_DECREF(left);
+                    Py_XDECREF(left);
                     goto fail_r;
                 }
             }
-            if (!PyList_GET_SIZE(left)) {
-                Py_DECREF(left);
+            if (left == NULL) {
                 Py_DECREF(reqs);
                 return kd_del(va, oobj);
             }
@@ -588,7 +634,7 @@ static int iq_va_one(IQ *z, int again, PyObject *oobj)
                 goto fail_r;
         }
         Py_DECREF(reqs);
-        PyObject *hold = PyList_GetItem(z->s[IS_HOLD], o), *free_at = PyList_GetItem(z->s[IS_FREE], o);
+        PyObject *hold = lget(z->s[IS_HOLD], o), *free_at = lget(z->s[IS_FREE], o);
         if (hold == NULL || free_at == NULL)
             goto fail;
         if (!PyList_CheckExact(hold) || !PyList_CheckExact(free_at)) {
@@ -664,8 +710,8 @@ static int iq_pop(IQ *z, PyObject *pkt, long long t_next)
     IRD(pkt, p_vc, vc);
     IRD(pkt, p_vpart, vpart);
     IRD(pkt, p_ppart, ppart);
-    PyObject *row = PyList_GetItem(z->s[IS_Q], port);
-    PyObject *qv = row == NULL ? NULL : PyList_GetItem(row, vc);
+    PyObject *row = lget(z->s[IS_Q], port);
+    PyObject *qv = row == NULL ? NULL : lget(row, vc);
     if (qv == NULL)
         return -1;
     PyObject *r = q_popleft(qv);
@@ -675,7 +721,7 @@ static int iq_pop(IQ *z, PyObject *pkt, long long t_next)
     int inner = port < z->k[IK_NPORTS];
     if (inner) {
         long long x;
-        PyObject *occ = PyList_GetItem(z->s[IS_OCC], port);
+        PyObject *occ = lget(z->s[IS_OCC], port);
         if (occ == NULL || li(occ, vc, &x) < 0 || lset(occ, vc, x - vpart) < 0 || li(z->s[IS_BPOOL], port, &x) < 0 ||
             lset(z->s[IS_BPOOL], port, x - ppart) < 0)
             return -1;
@@ -730,8 +776,7 @@ static int iq_pop(IQ *z, PyObject *pkt, long long t_next)
             PyErr_SetString(PyExc_ValueError, "list.remove(x): x not in list");
             return -1;
         }
-        if (PySequence_DelItem(act, i) < 0)
-            return -1;
+        list_del(act, i);
     }
     return 0;
 fail:
@@ -777,7 +822,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
     {
         /* o in prio_ports and cuttable(c.frame): a priority-0 QsNet packet high-priority ones may cut into */
         PyObject *cut = NULL, *fr = SLOT(c, c_frame);
-        int inp = PySet_Contains(z->s[IS_PRIOPORTS], SLOT(c, c_out));
+        int inp = PySet_GET_SIZE(z->s[IS_PRIOPORTS]) ? PySet_Contains(z->s[IS_PRIOPORTS], SLOT(c, c_out)) : 0;
         if (inp < 0)
             goto fail;
         if (inp && PyBytes_CheckExact(fr)) {
@@ -803,7 +848,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
     }
     if (lset(z->s[IS_INR], port, busy) < 0 || push_int(z->s[IS_REL], busy * RS + port) < 0)
         goto fail;
-    PyObject *cr = PyList_GetItem(z->s[IS_CREDITS], o);
+    PyObject *cr = lget(z->s[IS_CREDITS], o);
     if (cr == NULL)
         goto fail;
     int pool = 0, debited = 0;
@@ -833,20 +878,20 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
                     goto fail;
             } else if (lset(cr, w, crw - head) < 0 || lset(z->s[IS_POOLS], o, pl - (need - head)) < 0)
                 goto fail;
-            PyObject *cap = PyList_GetItem(z->s[IS_CAPS], o);
+            PyObject *cap = lget(z->s[IS_CAPS], o);
             long long pcap;
             if (cap == NULL || !PyTuple_Check(cap) || PyTuple_GET_SIZE(cap) != 2 || !get_ll(PyTuple_GET_ITEM(cap, 1), &pcap)) {
                 iq_bad("a receiver's capacity is not a pair");
                 goto fail;
             }
             if (pcap) {
-                PyObject *fr = PyList_GetItem(z->s[IS_FRAMES], o);
+                PyObject *fr = lget(z->s[IS_FRAMES], o);
                 if (fr == NULL || li(fr, w, &x) < 0 || lset(fr, w, x + 1) < 0)
                     goto fail;
             }
         }
     }
-    PyObject *hold = PyList_GetItem(z->s[IS_HOLD], o);
+    PyObject *hold = lget(z->s[IS_HOLD], o);
     if (hold == NULL)
         goto fail;
     if (hold != Py_None) {
@@ -891,7 +936,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
         Py_DECREF(key);
         if (rc < 0)
             goto fail;
-        PyObject *fa = PyList_GetItem(z->s[IS_FREE], o);
+        PyObject *fa = lget(z->s[IS_FREE], o);
         if (fa == NULL || lset(fa, w, t) < 0)
             goto fail;
         if (t < INF_) {
@@ -922,8 +967,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
                 PyErr_SetString(PyExc_ValueError, "list.remove(x): x not in list");
                 goto fail;
             }
-            if (PySequence_DelItem(lst, i) < 0)
-                goto fail;
+            list_del(lst, i);
         }
     }
     PyObject *frame = Py_NewRef(SLOT(c, c_frame));
@@ -1076,7 +1120,7 @@ static PyObject *iq_sa_round(IQ *z, int again)
         }
         if (x > now)
             continue; /* busy: only a high-priority copy may go into its packet, and there is none */
-        PyObject *cr = PyList_GetItem(z->s[IS_CREDITS], o);
+        PyObject *cr = lget(z->s[IS_CREDITS], o);
         long long pl;
         if (cr == NULL || li(z->s[IS_POOLS], o, &pl) < 0)
             goto done;
@@ -1317,11 +1361,11 @@ static int iq_lost(IQ *z)
             return iq_bad("an output is not an integer");
         if (x > now)
             continue; /* (busy: no high-priority copy may cut into it here) */
-        PyObject *cr = PyList_GetItem(z->s[IS_CREDITS], o);
+        PyObject *cr = lget(z->s[IS_CREDITS], o);
         if (cr == NULL || li(z->s[IS_POOLS], o, &pl) < 0)
             return -1;
         if (cr != Py_None) {
-            PyObject *cap = PyList_GetItem(z->s[IS_CAPS], o);
+            PyObject *cap = lget(z->s[IS_CAPS], o);
             if (cap == NULL || !PyTuple_Check(cap) || PyTuple_GET_SIZE(cap) != 2 || !get_ll(PyTuple_GET_ITEM(cap, 0), &cap0))
                 return iq_bad("a receiver's capacity is not a pair");
         }
@@ -1450,7 +1494,7 @@ static PyObject *iq_retime_z(IQ *zp, int granted, long long slot)
                     if (li(z.s[IS_OUTR], sl - OUT, &cur) < 0)
                         return NULL;
                 } else {
-                    PyObject *fa = PyList_GetItem(z.s[IS_FREE], (sl - VCF) / VS);
+                    PyObject *fa = lget(z.s[IS_FREE], (sl - VCF) / VS);
                     if (fa == NULL || li(fa, (sl - VCF) % VS, &cur) < 0)
                         return NULL;
                 }
@@ -1463,7 +1507,7 @@ static PyObject *iq_retime_z(IQ *zp, int granted, long long slot)
             PyObject *x = heap_pop(rel);
             if (x == NULL)
                 return NULL;
-            Py_DECREF(x);
+            int_drop(x);
         }
     }
     return PyLong_FromLongLong(t);
