@@ -192,6 +192,49 @@ fail:
     return NULL;
 }
 
+/* lines[o] = [start, done, n, cut, c, []] written into the entry there when nobody else holds it (the
+ * line's list its only reference: an entry of the same six items, its own empty list kept when it is
+ * still empty and unshared), the old items released once the new are in: 1 done, 0 not (a new
+ * entry: line_entry), -1 error */
+static int line_reuse(PyObject *lines, long long o, long long start, long long done, long long n, PyObject *cut,
+                      PyObject *c)
+{
+    if (!PyList_CheckExact(lines) || o < 0 || o >= PyList_GET_SIZE(lines))
+        return 0;
+    PyObject *e = PyList_GET_ITEM(lines, o);
+    if (!PyList_CheckExact(e) || Py_REFCNT(e) != 1 || PyList_GET_SIZE(e) != 6)
+        return 0;
+    PyObject **it = ((PyListObject *)e)->ob_item, *old[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    long long v[3] = {start, done, n};
+    for (int k = 0; k < 3; k++)
+        if (!int_in_place(it[k], v[k])) {
+            PyObject *x = PyLong_FromLongLong(v[k]);
+            if (x == NULL)
+                goto fail;
+            old[k] = it[k];
+            it[k] = x;
+        }
+    PyObject *inner = it[5];
+    if (!PyList_CheckExact(inner) || Py_REFCNT(inner) != 1 || PyList_GET_SIZE(inner) != 0) {
+        PyObject *x = PyList_New(0);
+        if (x == NULL)
+            goto fail;
+        old[5] = inner;
+        it[5] = x;
+    }
+    old[3] = it[3];
+    it[3] = Py_NewRef(cut);
+    old[4] = it[4];
+    it[4] = Py_NewRef(c);
+    for (int k = 0; k < 6; k++)
+        Py_XDECREF(old[k]);
+    return 1;
+fail:
+    for (int k = 0; k < 6; k++)
+        Py_XDECREF(old[k]);
+    return -1;
+}
+
 /* The heaps' int keys popped and dropped, kept for the next pushes: an int of one digit held by the
  * caller's reference only (nobody else can see it) is written in place with the next key that fits
  * one digit and is not a small int (those stay CPython's own), instead of freeing one and making
@@ -841,9 +884,13 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
                 goto fail;
         } else
             cut = Py_NewRef(Py_False);
-        PyObject *ln = line_entry(depart, depart + ser, n, cut, c);
+        int lr = line_reuse(z->s[IS_LINE], o, depart, depart + ser, n, cut, c);
+        if (lr == 0) {
+            PyObject *ln = line_entry(depart, depart + ser, n, cut, c);
+            lr = ln == NULL || PyList_SetItem(z->s[IS_LINE], o, ln) < 0 ? -1 : 1;
+        }
         Py_DECREF(cut);
-        if (ln == NULL || PyList_SetItem(z->s[IS_LINE], o, ln) < 0)
+        if (lr < 0)
             goto fail;
     }
     if (lset(z->s[IS_INR], port, busy) < 0 || push_int(z->s[IS_REL], busy * RS + port) < 0)
