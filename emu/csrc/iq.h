@@ -24,6 +24,7 @@ static Py_ssize_t p_port, p_vc, p_head, p_tail, p_copies, p_left, p_exit, p_hexi
 static PyObject *s_va_grants, *s_sa_grants, *s_sa_conflicts;
 static int iq_ready = 0;
 static PyObject *iq_zero;
+static PyObject *iq_inf; /* (INF, 1 << 62: one int, shared: never written in place, held here too) */
 
 static PyObject *iq_setup(PyObject *self, PyObject *args)
 {
@@ -47,10 +48,11 @@ static PyObject *iq_setup(PyObject *self, PyObject *args)
             return NULL;
     if (s_va_grants == NULL) {
         iq_zero = PyLong_FromLong(0);
+        iq_inf = PyLong_FromLongLong((long long)1 << 62);
         s_va_grants = PyUnicode_InternFromString("va_grants");
         s_sa_grants = PyUnicode_InternFromString("sa_grants");
         s_sa_conflicts = PyUnicode_InternFromString("sa_conflicts");
-        if (!iq_zero || !s_va_grants || !s_sa_grants || !s_sa_conflicts)
+        if (!iq_zero || !iq_inf || !s_va_grants || !s_sa_grants || !s_sa_conflicts)
             return NULL;
     }
     if (iqtimer_setup(engine) < 0) /* (csrc/iqtimer.h) */
@@ -327,12 +329,33 @@ static int dict_ll(PyObject *d, PyObject *key, long long dflt, long long *v)
 
 static int dict_set_ll(PyObject *d, PyObject *key, long long v)
 {
-    PyObject *n = PyLong_FromLongLong(v);
+    PyObject *n = v == ((long long)1 << 62) && iq_inf != NULL ? Py_NewRef(iq_inf) : PyLong_FromLongLong(v);
     if (n == NULL)
         return -1;
     int rc = kd_set(d, key, n);
     Py_DECREF(n);
     return rc;
+}
+
+/* The one-copy lists of va and sa taken out of their dict with nobody else holding them, kept (emptied)
+ * for the next output that needs one: no list and no item array freed and made again per copy */
+#define IQ_LFREE 32
+static PyObject *iq_lfree[IQ_LFREE];
+static int iq_nlfree;
+
+static inline void list_recycle(PyObject *l) /* (the caller's reference, its dict's entry gone) */
+{
+    if (Py_REFCNT(l) == 1 && PyList_CheckExact(l) && iq_nlfree < IQ_LFREE && ((PyListObject *)l)->allocated >= 1 &&
+        ((PyListObject *)l)->allocated <= 8) {
+        PyObject **it = ((PyListObject *)l)->ob_item;
+        Py_ssize_t n = PyList_GET_SIZE(l);
+        Py_SET_SIZE(l, 0);
+        for (Py_ssize_t i = 0; i < n; i++)
+            Py_DECREF(it[i]);
+        iq_lfree[iq_nlfree++] = l;
+        return;
+    }
+    Py_DECREF(l);
 }
 
 /* a dict's list value: append c, the list made when missing */
@@ -342,10 +365,11 @@ static int dict_append(PyObject *d, PyObject *key, PyObject *c)
     if (r == NULL) {
         if (PyErr_Occurred())
             return -1;
-        PyObject *l = PyList_New(1);
+        PyObject *l = iq_nlfree ? iq_lfree[--iq_nlfree] : PyList_New(1);
         if (l == NULL)
             return -1;
         PyList_SET_ITEM(l, 0, Py_NewRef(c));
+        Py_SET_SIZE(l, 1);
         int rc = kd_set(d, key, l);
         Py_DECREF(l);
         return rc;
@@ -668,8 +692,9 @@ static int iq_va_one(IQ *z, int again, PyObject *oobj)
                 }
             }
             if (left == NULL) {
-                Py_DECREF(reqs);
-                return kd_del(va, oobj);
+                int rc = kd_del(va, oobj);
+                list_recycle(reqs);
+                return rc;
             }
             int rc = kd_set(va, oobj, left);
             Py_DECREF(left);
@@ -1004,7 +1029,10 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
             goto fail;
         }
         if (PyList_GET_SIZE(lst) == 1) {
-            if (kd_del(z->s[IS_SA], oo) < 0)
+            Py_INCREF(lst);
+            int rc = kd_del(z->s[IS_SA], oo);
+            list_recycle(lst);
+            if (rc < 0)
                 goto fail;
         } else {
             Py_ssize_t i = 0;
