@@ -1346,21 +1346,11 @@ static int iq_consts(PyObject *ks, long long *k)
     return 0;
 }
 
-/* The state tuple's items and the settings of a (state, settings) pair, checked once per pair (tuples
- * never change, and the items' types with them: kept, with references, by the tuples' addresses) */
-#define IQ_PC 64
-static struct { PyObject *st, *ks; PyObject *s[IS_N]; long long k[IK_COUNT]; } iq_pc[IQ_PC];
-
+/* The state tuple's items (copied at once from the tuple's own array) and the settings (iq_consts),
+ * the items' types checked */
 static int iq_state(PyObject *st, PyObject *ks, IQ *z)
 {
-    size_t h = (size_t)((((uint64_t)(uintptr_t)st ^ ((uint64_t)(uintptr_t)ks >> 4)) * 0x9E3779B97F4A7C15ULL) >> 58);
-    if (iq_pc[h].st == st && iq_pc[h].ks == ks) {
-        memcpy(z->s, iq_pc[h].s, sizeof z->s);
-        memcpy(z->k, iq_pc[h].k, sizeof z->k);
-        return 0;
-    }
-    for (int i = 0; i < IS_N; i++)
-        z->s[i] = PyTuple_GET_ITEM(st, i);
+    memcpy(z->s, ((PyTupleObject *)st)->ob_item, sizeof z->s); /* (IS_N items: the caller checked its size) */
     if (iq_consts(ks, z->k) < 0)
         return -1;
     if (!PyList_CheckExact(z->s[IS_RCQ]) || !PyList_CheckExact(z->s[IS_REL]) || !PyList_CheckExact(z->s[IS_ACTIVE]) ||
@@ -1371,10 +1361,6 @@ static int iq_state(PyObject *st, PyObject *ks, IQ *z)
         PyErr_SetString(PyExc_TypeError, "emu._core: the state is not laid out as Rounds._core_state lays it out");
         return -1;
     }
-    Py_XSETREF(iq_pc[h].st, Py_NewRef(st));
-    Py_XSETREF(iq_pc[h].ks, Py_NewRef(ks));
-    memcpy(iq_pc[h].s, z->s, sizeof z->s);
-    memcpy(iq_pc[h].k, z->k, sizeof z->k);
     return 0;
 }
 
