@@ -1,11 +1,10 @@
 """The compiled round's in-place writes (``emu/csrc/iq.h``) touch only objects nobody else holds: a grant's
 line entry written into the output's old one (``line_reuse``), the heaps' popped int keys written with
 the next keys pushed (``int_drop`` / ``push_int``), va's and sa's one-copy lists kept for the next
-output (``list_recycle``). Python holding
-any of them -- here a reference kept to every line entry, heap key and request list after every other
-round -- sees its line entries and keys unchanged, and the run's figures and capture bytes are the
-pure-Python run's (rounds with nothing held in between: the in-place paths taken too).
-"""
+output (``list_recycle``). Python holding any of them -- here a reference kept to every line entry,
+heap key and request list after every other round -- sees its line entries and keys unchanged, and
+the run's figures and capture bytes are the pure-Python run's (rounds with nothing held in between:
+the in-place paths taken too)."""
 
 import sys
 from pathlib import Path
