@@ -569,7 +569,7 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
         if (ag == NULL || !PyList_CheckExact(ag))
             return iq_bad("allowed VCs are not a list");
         for (Py_ssize_t j = 0; j < PyList_GET_SIZE(ag); j++) {
-            long long x, f;
+            long long x, f = 0;
             if (!get_ll(PyList_GET_ITEM(ag, j), &x) || x < 0 || x >= nv)
                 return iq_bad("an allowed VC outside the receiver's");
             if (PyList_GET_ITEM(hold, x) == Py_None) {
@@ -870,7 +870,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
     IRD(c, c_ovc, w);
     IRD(pkt, p_tail, tail);
     IRD(pkt, p_port, port);
-    long long x;
+    long long x = 0; /* (li sets it; 0: the compiler's uninitialized-use warning) */
     if (li(z->s[IS_WAITN], o, &x) < 0 || lset(z->s[IS_WAITN], o, x - 1) < 0 || li(z->s[IS_WAITB], o, &x) < 0 ||
         lset(z->s[IS_WAITB], o, x - n) < 0)
         goto fail;
@@ -1261,7 +1261,7 @@ static PyObject *iq_sa_round(IQ *z, int again)
             j++;
         Py_ssize_t b = i;
         if (j - i > 1) {
-            long long ptr;
+            long long ptr = 0;
             if (li(z->s[IS_INPTR], cd[i].p, &ptr) < 0)
                 goto bad;
             b = rr_pick(cd, i, j, 1, ptr, V);
@@ -1291,7 +1291,7 @@ static PyObject *iq_sa_round(IQ *z, int again)
         Py_ssize_t b = i;
         long long o = pk[i].key2;
         if (j - i > 1) {
-            long long ptr;
+            long long ptr = 0;
             if (li(z->s[IS_OUTPTR], o, &ptr) < 0)
                 goto bad;
             b = rr_pick(pk, i, j, 0, ptr, nin);
