@@ -24,6 +24,7 @@ static Py_ssize_t p_port, p_vc, p_head, p_tail, p_copies, p_left, p_exit, p_hexi
 static PyObject *s_va_grants, *s_sa_grants, *s_sa_conflicts;
 static int iq_ready = 0;
 static PyObject *iq_zero;
+static PyObject *iq_inf; /* (INF, 1 << 62: one int, shared: never written in place, held here too) */
 
 static PyObject *iq_setup(PyObject *self, PyObject *args)
 {
@@ -47,10 +48,11 @@ static PyObject *iq_setup(PyObject *self, PyObject *args)
             return NULL;
     if (s_va_grants == NULL) {
         iq_zero = PyLong_FromLong(0);
+        iq_inf = PyLong_FromLongLong((long long)1 << 62);
         s_va_grants = PyUnicode_InternFromString("va_grants");
         s_sa_grants = PyUnicode_InternFromString("sa_grants");
         s_sa_conflicts = PyUnicode_InternFromString("sa_conflicts");
-        if (!iq_zero || !s_va_grants || !s_sa_grants || !s_sa_conflicts)
+        if (!iq_zero || !iq_inf || !s_va_grants || !s_sa_grants || !s_sa_conflicts)
             return NULL;
     }
     if (iqtimer_setup(engine) < 0) /* (csrc/iqtimer.h) */
@@ -97,7 +99,7 @@ static int iq_bad(const char *what)
     } while (0)
 
 /* list[i] as an int (an error when it is not one) */
-static inline int li(PyObject *l, Py_ssize_t i, long long *v)
+static inline __attribute__((always_inline)) int li(PyObject *l, Py_ssize_t i, long long *v)
 {
     if (!PyList_CheckExact(l) || i < 0 || i >= PyList_GET_SIZE(l))
         return iq_bad("an index outside a list");
@@ -106,11 +108,25 @@ static inline int li(PyObject *l, Py_ssize_t i, long long *v)
     return 0;
 }
 
-static inline int lset(PyObject *l, Py_ssize_t i, long long v)
+static inline __attribute__((always_inline)) int lset(PyObject *l, Py_ssize_t i, long long v)
 {
     if (!PyList_CheckExact(l) || i < 0 || i >= PyList_GET_SIZE(l))
         return iq_bad("an index outside a list");
     return put_ll(&((PyListObject *)l)->ob_item[i], v);
+}
+
+/* PyList_GetItem(l, i), inlined: borrowed, NULL with its errors (not a list, an index outside it) */
+static inline __attribute__((always_inline)) PyObject *lget(PyObject *l, Py_ssize_t i)
+{
+    if (!PyList_Check(l)) {
+        PyErr_BadInternalCall();
+        return NULL;
+    }
+    if ((size_t)i >= (size_t)PyList_GET_SIZE(l)) {
+        PyErr_SetString(PyExc_IndexError, "list index out of range");
+        return NULL;
+    }
+    return PyList_GET_ITEM(l, i);
 }
 
 static inline long long pymod(long long a, long long m) /* Python's a % m, m > 0 */
@@ -132,15 +148,30 @@ static inline PyObject *pair_ll(long long a, long long b)
 }
 
 /* the key (o, w) of wait_vc and _tail_wait: a new reference, from a cache for small o and w (a tuple
- * of two ints never changes; bounded: 256 outputs x 64 VCs) */
+ * of two ints never changes; bounded: 256 outputs x 64 VCs), its hash in *h (kept with it: the
+ * dicts' operations then take it known, without hashing the tuple again) */
 static PyObject *ow_keys[256][64];
-static PyObject *ow_key(long long o, long long w)
+static Py_hash_t ow_hash[256][64];
+static PyObject *ow_key(long long o, long long w, Py_hash_t *h)
 {
-    if (o < 0 || o >= 256 || w < 0 || w >= 64)
-        return pair_ll(o, w);
+    if (o < 0 || o >= 256 || w < 0 || w >= 64) {
+        PyObject *k = pair_ll(o, w);
+        if (k != NULL && (*h = PyObject_Hash(k)) == -1)
+            Py_CLEAR(k);
+        return k;
+    }
     PyObject **k = &ow_keys[o][w];
-    if (*k == NULL && (*k = pair_ll(o, w)) == NULL)
-        return NULL;
+    if (*k == NULL) {
+        PyObject *t = pair_ll(o, w);
+        Py_hash_t th = t == NULL ? -1 : PyObject_Hash(t);
+        if (th == -1) {
+            Py_XDECREF(t);
+            return NULL;
+        }
+        ow_hash[o][w] = th;
+        *k = t;
+    }
+    *h = ow_hash[o][w];
     return Py_NewRef(*k);
 }
 
@@ -163,21 +194,128 @@ fail:
     return NULL;
 }
 
+/* lines[o] = [start, done, n, cut, c, []] written into the entry there when nobody else holds it (the
+ * line's list its only reference: an entry of the same six items, its own empty list kept when it is
+ * still empty and unshared), the old items released once the new are in: 1 done, 0 not (a new
+ * entry: line_entry), -1 error */
+static int line_reuse(PyObject *lines, long long o, long long start, long long done, long long n, PyObject *cut,
+                      PyObject *c)
+{
+    if (!PyList_CheckExact(lines) || o < 0 || o >= PyList_GET_SIZE(lines))
+        return 0;
+    PyObject *e = PyList_GET_ITEM(lines, o);
+    if (!PyList_CheckExact(e) || Py_REFCNT(e) != 1 || PyList_GET_SIZE(e) != 6)
+        return 0;
+    PyObject **it = ((PyListObject *)e)->ob_item, *old[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    long long v[3] = {start, done, n};
+    for (int k = 0; k < 3; k++)
+        if (!int_in_place(it[k], v[k])) {
+            PyObject *x = PyLong_FromLongLong(v[k]);
+            if (x == NULL)
+                goto fail;
+            old[k] = it[k];
+            it[k] = x;
+        }
+    PyObject *inner = it[5];
+    if (!PyList_CheckExact(inner) || Py_REFCNT(inner) != 1 || PyList_GET_SIZE(inner) != 0) {
+        PyObject *x = PyList_New(0);
+        if (x == NULL)
+            goto fail;
+        old[5] = inner;
+        it[5] = x;
+    }
+    old[3] = it[3];
+    it[3] = Py_NewRef(cut);
+    old[4] = it[4];
+    it[4] = Py_NewRef(c);
+    for (int k = 0; k < 6; k++)
+        Py_XDECREF(old[k]);
+    return 1;
+fail:
+    for (int k = 0; k < 6; k++)
+        Py_XDECREF(old[k]);
+    return -1;
+}
+
+/* The heaps' int keys popped and dropped, kept for the next pushes: an int of one digit held by the
+ * caller's reference only (nobody else can see it) is written in place with the next key that fits
+ * one digit and is not a small int (those stay CPython's own), instead of freeing one and making
+ * another */
+#define IQ_IFREE 64
+static PyObject *iq_ifree[IQ_IFREE];
+static int iq_nifree;
+
+static inline void int_drop(PyObject *x) /* (the caller's reference) */
+{
+#if PY_VERSION_HEX < 0x030C0000
+    if (Py_REFCNT(x) == 1 && PyLong_CheckExact(x) && Py_SIZE(x) == 1 && iq_nifree < IQ_IFREE) {
+        iq_ifree[iq_nifree++] = x;
+        return;
+    }
+#endif
+    Py_DECREF(x);
+}
+
 /* heapq.heappush(heap, v) for an int v */
 static int push_int(PyObject *heap, long long v)
 {
-    PyObject *n = PyLong_FromLongLong(v);
-    if (n == NULL)
+    PyObject *n;
+#if PY_VERSION_HEX < 0x030C0000
+    if (v > 256 && v <= (long long)PyLong_MASK && iq_nifree) {
+        n = iq_ifree[--iq_nifree];
+        ((PyLongObject *)n)->ob_digit[0] = (digit)v;
+    } else
+#endif
+    if ((n = PyLong_FromLongLong(v)) == NULL)
         return -1;
     int rc = heap_push(heap, n);
     Py_DECREF(n);
     return rc;
 }
 
+/* del l[i] for a list l and 0 <= i < len(l) (list_ass_slice's work without the resize) */
+static inline void list_del(PyObject *l, Py_ssize_t i)
+{
+    PyObject **it = ((PyListObject *)l)->ob_item, *x = it[i];
+    Py_ssize_t n = PyList_GET_SIZE(l);
+    memmove(&it[i], &it[i + 1], (size_t)(n - i - 1) * sizeof(PyObject *));
+    Py_SET_SIZE(l, n - 1);
+    Py_DECREF(x);
+}
+
+/* a dict key's hash: an int's own value for the outputs' keys (0 <= o < 2**61 - 1: hash(o) == o),
+ * PyObject_Hash otherwise; -1 with an error */
+static inline Py_hash_t kh_of(PyObject *k)
+{
+    long long v;
+    if (PyLong_CheckExact(k) && get_ll(k, &v) && v >= 0 && v < (long long)_PyHASH_MODULUS)
+        return (Py_hash_t)v;
+    return PyObject_Hash(k);
+}
+
+/* d[key] / d[key] = v / del d[key] with the key's hash taken once (kh_of) */
+static inline PyObject *kd_get(PyObject *d, PyObject *key)
+{
+    Py_hash_t h = kh_of(key);
+    return h == -1 ? NULL : _PyDict_GetItem_KnownHash(d, key, h);
+}
+
+static inline int kd_set(PyObject *d, PyObject *key, PyObject *v)
+{
+    Py_hash_t h = kh_of(key);
+    return h == -1 ? -1 : _PyDict_SetItem_KnownHash(d, key, v, h);
+}
+
+static inline int kd_del(PyObject *d, PyObject *key)
+{
+    Py_hash_t h = kh_of(key);
+    return h == -1 ? -1 : _PyDict_DelItem_KnownHash(d, key, h);
+}
+
 /* d.get(key) as an int, ``dflt`` when missing */
 static int dict_ll(PyObject *d, PyObject *key, long long dflt, long long *v)
 {
-    PyObject *x = PyDict_GetItemWithError(d, key);
+    PyObject *x = kd_get(d, key);
     if (x == NULL) {
         if (PyErr_Occurred())
             return -1;
@@ -191,26 +329,48 @@ static int dict_ll(PyObject *d, PyObject *key, long long dflt, long long *v)
 
 static int dict_set_ll(PyObject *d, PyObject *key, long long v)
 {
-    PyObject *n = PyLong_FromLongLong(v);
+    PyObject *n = v == ((long long)1 << 62) && iq_inf != NULL ? Py_NewRef(iq_inf) : PyLong_FromLongLong(v);
     if (n == NULL)
         return -1;
-    int rc = PyDict_SetItem(d, key, n);
+    int rc = kd_set(d, key, n);
     Py_DECREF(n);
     return rc;
+}
+
+/* The one-copy lists of va and sa taken out of their dict with nobody else holding them, kept (emptied)
+ * for the next output that needs one: no list and no item array freed and made again per copy */
+#define IQ_LFREE 32
+static PyObject *iq_lfree[IQ_LFREE];
+static int iq_nlfree;
+
+static inline void list_recycle(PyObject *l) /* (the caller's reference, its dict's entry gone) */
+{
+    if (Py_REFCNT(l) == 1 && PyList_CheckExact(l) && iq_nlfree < IQ_LFREE && ((PyListObject *)l)->allocated >= 1 &&
+        ((PyListObject *)l)->allocated <= 8) {
+        PyObject **it = ((PyListObject *)l)->ob_item;
+        Py_ssize_t n = PyList_GET_SIZE(l);
+        Py_SET_SIZE(l, 0);
+        for (Py_ssize_t i = 0; i < n; i++)
+            Py_DECREF(it[i]);
+        iq_lfree[iq_nlfree++] = l;
+        return;
+    }
+    Py_DECREF(l);
 }
 
 /* a dict's list value: append c, the list made when missing */
 static int dict_append(PyObject *d, PyObject *key, PyObject *c)
 {
-    PyObject *r = PyDict_GetItemWithError(d, key);
+    PyObject *r = kd_get(d, key);
     if (r == NULL) {
         if (PyErr_Occurred())
             return -1;
-        PyObject *l = PyList_New(1);
+        PyObject *l = iq_nlfree ? iq_lfree[--iq_nlfree] : PyList_New(1);
         if (l == NULL)
             return -1;
         PyList_SET_ITEM(l, 0, Py_NewRef(c));
-        int rc = PyDict_SetItem(d, key, l);
+        Py_SET_SIZE(l, 1);
+        int rc = kd_set(d, key, l);
         Py_DECREF(l);
         return rc;
     }
@@ -234,10 +394,10 @@ static int iq_rc_done(IQ *z)
         PyObject *top = heap_pop(q);
         if (top == NULL)
             return -1;
-        Py_DECREF(top);
+        int_drop(top);
         long long r = pymod(key, K), p = r / vm, v = r % vm;
-        PyObject *row = PyList_GetItem(bufs, p);
-        PyObject *qv = row == NULL ? NULL : PyList_GetItem(row, v);
+        PyObject *row = lget(bufs, p);
+        PyObject *qv = row == NULL ? NULL : lget(row, v);
         PyObject *pkt = qv == NULL ? NULL : PySequence_GetItem(qv, 0);
         if (pkt == NULL)
             return -1;
@@ -254,7 +414,7 @@ static int iq_rc_done(IQ *z)
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(copies); i++) {
             PyObject *c = PyList_GET_ITEM(copies, i);
             PyObject *o = SLOT(c, c_out);
-            if (Py_TYPE(c) != CopyT || o == NULL || dict_append(va, o, c) < 0 || PyDict_SetItem(chk, o, zero) < 0) {
+            if (Py_TYPE(c) != CopyT || o == NULL || dict_append(va, o, c) < 0 || kd_set(chk, o, zero) < 0) {
                 Py_DECREF(copies);
                 Py_DECREF(pkt);
                 return iq_bad("a copy is not a Copy");
@@ -309,7 +469,7 @@ static int in_list(PyObject *l, long long w)
 /* ``_va_output``: output o's VC allocator over ``reqs`` (a list, sorted in place as Python does) */
 static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
 {
-    PyObject *hold = PyList_GetItem(z->s[IS_HOLD], o);
+    PyObject *hold = lget(z->s[IS_HOLD], o);
     if (hold == NULL)
         return -1;
     long long now = z->now, va_at = now + z->k[IK_VA];
@@ -324,7 +484,7 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
         }
         return 1;
     }
-    PyObject *free_at = PyList_GetItem(z->s[IS_FREE], o), *allowed = PyList_GetItem(z->s[IS_ALLOWED], o);
+    PyObject *free_at = lget(z->s[IS_FREE], o), *allowed = lget(z->s[IS_ALLOWED], o);
     if (free_at == NULL || allowed == NULL || !PyList_CheckExact(hold) || !PyList_CheckExact(free_at) ||
         !PyList_CheckExact(allowed))
         return iq_bad("an output's VC state is not lists");
@@ -358,7 +518,7 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
             IRD(c, c_prio, prio);
             if (prio)
                 return iq_bad("a high-priority copy (the compiled round takes priority 0 only)");
-            PyObject *ag = PyList_GetItem(allowed, g);
+            PyObject *ag = lget(allowed, g);
             if (ag == NULL || !PyList_CheckExact(ag))
                 return iq_bad("allowed VCs are not a list");
             int in = in_list(ag, w1);
@@ -405,11 +565,11 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
         PyObject *c = order[i];
         long long g, w = -1;
         IRD(c, c_group, g);
-        PyObject *ag = PyList_GetItem(allowed, g);
+        PyObject *ag = lget(allowed, g);
         if (ag == NULL || !PyList_CheckExact(ag))
             return iq_bad("allowed VCs are not a list");
         for (Py_ssize_t j = 0; j < PyList_GET_SIZE(ag); j++) {
-            long long x, f;
+            long long x, f = 0;
             if (!get_ll(PyList_GET_ITEM(ag, j), &x) || x < 0 || x >= nv)
                 return iq_bad("an allowed VC outside the receiver's");
             if (PyList_GET_ITEM(hold, x) == Py_None) {
@@ -428,10 +588,11 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
         IWR(c, c_sa_at, va_at);
         long long cn, pv, port, vc, wn = 0, wb = 0;
         IRD(c, c_n, cn);
-        PyObject *key = ow_key(o, w);
+        Py_hash_t kh;
+        PyObject *key = ow_key(o, w, &kh);
         if (key == NULL)
             return -1;
-        PyObject *old = PyDict_GetItemWithError(z->s[IS_WAITVC], key);
+        PyObject *old = _PyDict_GetItem_KnownHash(z->s[IS_WAITVC], key, kh);
         if (old == NULL && PyErr_Occurred()) {
             Py_DECREF(key);
             return -1;
@@ -442,7 +603,7 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
             return iq_bad("wait_vc's value is not a pair of integers");
         }
         PyObject *nvv = pair_ll(wn + 1, wb + cn);
-        int rc = nvv == NULL ? -1 : PyDict_SetItem(z->s[IS_WAITVC], key, nvv);
+        int rc = nvv == NULL ? -1 : _PyDict_SetItem_KnownHash(z->s[IS_WAITVC], key, nvv, kh);
         Py_XDECREF(nvv);
         Py_DECREF(key);
         if (rc < 0 || iq_pv(z, c, &pv, &port, &vc) < 0 || lset(z->s[IS_VAPTR], o, pymod(pv + 1, N)) < 0)
@@ -471,7 +632,7 @@ static int iq_va_one(IQ *z, int again, PyObject *oobj)
             iq_bad("an output is not an integer");
             goto fail;
         }
-        PyObject *reqs = PyDict_GetItemWithError(va, oobj);
+        PyObject *reqs = kd_get(va, oobj);
         if (reqs == NULL || !PyList_CheckExact(reqs)) {
             iq_bad("requests are not a list");
             goto fail;
@@ -509,41 +670,39 @@ static int iq_va_one(IQ *z, int again, PyObject *oobj)
         if (given < 0)
             goto fail_r;
         if (given) {
-            PyObject *left = PyList_New(0);
-            if (left == NULL)
-                goto fail_r;
+            PyObject *left = NULL; /* (made at its first copy: mostly none is left) */
             for (Py_ssize_t j = 0; j < PyList_GET_SIZE(reqs); j++) {
                 PyObject *c = PyList_GET_ITEM(reqs, j);
                 long long ovc, sa_at;
                 if (!get_ll(SLOT(c, c_ovc), &ovc) || !get_ll(SLOT(c, c_sa_at), &sa_at)) {
-                    Py_DECREF(left);
+                    Py_XDECREF(left);
                     iq_bad("a copy's VC is not an integer");
                     goto fail_r;
                 }
                 if (ovc < 0) {
-                    if (PyList_Append(left, c) < 0) {
-                        Py_DECREF(left);
+                    if ((left == NULL && (left = PyList_New(0)) == NULL) || PyList_Append(left, c) < 0) {
+                        Py_XDECREF(left);
                         goto fail_r;
                     }
                     continue;
                 }
                 if (dict_append(sa, oobj, c) < 0 || (sa_at > now && PyList_Append(z->fresh, c) < 0)) {
-                    Py_DECREF(left);
+                    Py_XDECREF(left);
                     goto fail_r;
                 }
             }
-            if (!PyList_GET_SIZE(left)) {
-                Py_DECREF(left);
-                Py_DECREF(reqs);
-                return PyDict_DelItem(va, oobj);
+            if (left == NULL) {
+                int rc = kd_del(va, oobj);
+                list_recycle(reqs);
+                return rc;
             }
-            int rc = PyDict_SetItem(va, oobj, left);
+            int rc = kd_set(va, oobj, left);
             Py_DECREF(left);
             if (rc < 0)
                 goto fail_r;
         }
         Py_DECREF(reqs);
-        PyObject *hold = PyList_GetItem(z->s[IS_HOLD], o), *free_at = PyList_GetItem(z->s[IS_FREE], o);
+        PyObject *hold = lget(z->s[IS_HOLD], o), *free_at = lget(z->s[IS_FREE], o);
         if (hold == NULL || free_at == NULL)
             goto fail;
         if (!PyList_CheckExact(hold) || !PyList_CheckExact(free_at)) {
@@ -619,8 +778,8 @@ static int iq_pop(IQ *z, PyObject *pkt, long long t_next)
     IRD(pkt, p_vc, vc);
     IRD(pkt, p_vpart, vpart);
     IRD(pkt, p_ppart, ppart);
-    PyObject *row = PyList_GetItem(z->s[IS_Q], port);
-    PyObject *qv = row == NULL ? NULL : PyList_GetItem(row, vc);
+    PyObject *row = lget(z->s[IS_Q], port);
+    PyObject *qv = row == NULL ? NULL : lget(row, vc);
     if (qv == NULL)
         return -1;
     PyObject *r = q_popleft(qv);
@@ -630,7 +789,7 @@ static int iq_pop(IQ *z, PyObject *pkt, long long t_next)
     int inner = port < z->k[IK_NPORTS];
     if (inner) {
         long long x;
-        PyObject *occ = PyList_GetItem(z->s[IS_OCC], port);
+        PyObject *occ = lget(z->s[IS_OCC], port);
         if (occ == NULL || li(occ, vc, &x) < 0 || lset(occ, vc, x - vpart) < 0 || li(z->s[IS_BPOOL], port, &x) < 0 ||
             lset(z->s[IS_BPOOL], port, x - ppart) < 0)
             return -1;
@@ -685,8 +844,7 @@ static int iq_pop(IQ *z, PyObject *pkt, long long t_next)
             PyErr_SetString(PyExc_ValueError, "list.remove(x): x not in list");
             return -1;
         }
-        if (PySequence_DelItem(act, i) < 0)
-            return -1;
+        list_del(act, i);
     }
     return 0;
 fail:
@@ -712,7 +870,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
     IRD(c, c_ovc, w);
     IRD(pkt, p_tail, tail);
     IRD(pkt, p_port, port);
-    long long x;
+    long long x = 0; /* (li sets it; 0: the compiler's uninitialized-use warning) */
     if (li(z->s[IS_WAITN], o, &x) < 0 || lset(z->s[IS_WAITN], o, x - 1) < 0 || li(z->s[IS_WAITB], o, &x) < 0 ||
         lset(z->s[IS_WAITB], o, x - n) < 0)
         goto fail;
@@ -732,7 +890,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
     {
         /* o in prio_ports and cuttable(c.frame): a priority-0 QsNet packet high-priority ones may cut into */
         PyObject *cut = NULL, *fr = SLOT(c, c_frame);
-        int inp = PySet_Contains(z->s[IS_PRIOPORTS], SLOT(c, c_out));
+        int inp = PySet_GET_SIZE(z->s[IS_PRIOPORTS]) ? PySet_Contains(z->s[IS_PRIOPORTS], SLOT(c, c_out)) : 0;
         if (inp < 0)
             goto fail;
         if (inp && PyBytes_CheckExact(fr)) {
@@ -751,14 +909,18 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
                 goto fail;
         } else
             cut = Py_NewRef(Py_False);
-        PyObject *ln = line_entry(depart, depart + ser, n, cut, c);
+        int lr = line_reuse(z->s[IS_LINE], o, depart, depart + ser, n, cut, c);
+        if (lr == 0) {
+            PyObject *ln = line_entry(depart, depart + ser, n, cut, c);
+            lr = ln == NULL || PyList_SetItem(z->s[IS_LINE], o, ln) < 0 ? -1 : 1;
+        }
         Py_DECREF(cut);
-        if (ln == NULL || PyList_SetItem(z->s[IS_LINE], o, ln) < 0)
+        if (lr < 0)
             goto fail;
     }
     if (lset(z->s[IS_INR], port, busy) < 0 || push_int(z->s[IS_REL], busy * RS + port) < 0)
         goto fail;
-    PyObject *cr = PyList_GetItem(z->s[IS_CREDITS], o);
+    PyObject *cr = lget(z->s[IS_CREDITS], o);
     if (cr == NULL)
         goto fail;
     int pool = 0, debited = 0;
@@ -788,20 +950,20 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
                     goto fail;
             } else if (lset(cr, w, crw - head) < 0 || lset(z->s[IS_POOLS], o, pl - (need - head)) < 0)
                 goto fail;
-            PyObject *cap = PyList_GetItem(z->s[IS_CAPS], o);
+            PyObject *cap = lget(z->s[IS_CAPS], o);
             long long pcap;
             if (cap == NULL || !PyTuple_Check(cap) || PyTuple_GET_SIZE(cap) != 2 || !get_ll(PyTuple_GET_ITEM(cap, 1), &pcap)) {
                 iq_bad("a receiver's capacity is not a pair");
                 goto fail;
             }
             if (pcap) {
-                PyObject *fr = PyList_GetItem(z->s[IS_FRAMES], o);
+                PyObject *fr = lget(z->s[IS_FRAMES], o);
                 if (fr == NULL || li(fr, w, &x) < 0 || lset(fr, w, x + 1) < 0)
                     goto fail;
             }
         }
     }
-    PyObject *hold = PyList_GetItem(z->s[IS_HOLD], o);
+    PyObject *hold = lget(z->s[IS_HOLD], o);
     if (hold == NULL)
         goto fail;
     if (hold != Py_None) {
@@ -810,10 +972,11 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
             goto fail;
         }
         Py_SETREF(((PyListObject *)hold)->ob_item[w], Py_NewRef(Py_None));
-        PyObject *key = ow_key(o, w);
+        Py_hash_t kh;
+        PyObject *key = ow_key(o, w, &kh);
         if (key == NULL)
             goto fail;
-        PyObject *old = PyDict_GetItemWithError(z->s[IS_WAITVC], key);
+        PyObject *old = _PyDict_GetItem_KnownHash(z->s[IS_WAITVC], key, kh);
         long long k, b;
         if (old == NULL || !PyTuple_Check(old) || PyTuple_GET_SIZE(old) != 2 || !get_ll(PyTuple_GET_ITEM(old, 0), &k) ||
             !get_ll(PyTuple_GET_ITEM(old, 1), &b)) {
@@ -824,10 +987,10 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
         }
         int rc;
         if (k == 1)
-            rc = PyDict_DelItem(z->s[IS_WAITVC], key);
+            rc = _PyDict_DelItem_KnownHash(z->s[IS_WAITVC], key, kh);
         else {
             PyObject *nv = pair_ll(k - 1, b - n);
-            rc = nv == NULL ? -1 : PyDict_SetItem(z->s[IS_WAITVC], key, nv);
+            rc = nv == NULL ? -1 : _PyDict_SetItem_KnownHash(z->s[IS_WAITVC], key, nv, kh);
             Py_XDECREF(nv);
         }
         long long rule = z->k[IK_VCRULE], t = 0, INF_ = z->k[IK_INF];
@@ -837,7 +1000,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
             else if (rule == 2 && debited) {
                 t = INF_;
                 PyObject *tv = PyLong_FromLongLong(depart + ser);
-                rc = tv == NULL ? -1 : PyDict_SetItem(z->s[IS_TAILW], key, tv);
+                rc = tv == NULL ? -1 : _PyDict_SetItem_KnownHash(z->s[IS_TAILW], key, tv, kh);
                 Py_XDECREF(tv);
             } else
                 t = depart + ser;
@@ -845,7 +1008,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
         Py_DECREF(key);
         if (rc < 0)
             goto fail;
-        PyObject *fa = PyList_GetItem(z->s[IS_FREE], o);
+        PyObject *fa = lget(z->s[IS_FREE], o);
         if (fa == NULL || lset(fa, w, t) < 0)
             goto fail;
         if (t < INF_) {
@@ -859,14 +1022,17 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
     Py_SETREF(SLOT(c, c_granted), Py_NewRef(Py_True));
     {
         PyObject *oo = SLOT(c, c_out);
-        PyObject *lst = PyDict_GetItemWithError(z->s[IS_SA], oo);
+        PyObject *lst = kd_get(z->s[IS_SA], oo);
         if (lst == NULL || !PyList_CheckExact(lst)) {
             if (!PyErr_Occurred())
                 PyErr_SetObject(PyExc_KeyError, oo);
             goto fail;
         }
         if (PyList_GET_SIZE(lst) == 1) {
-            if (PyDict_DelItem(z->s[IS_SA], oo) < 0)
+            Py_INCREF(lst);
+            int rc = kd_del(z->s[IS_SA], oo);
+            list_recycle(lst);
+            if (rc < 0)
                 goto fail;
         } else {
             Py_ssize_t i = 0;
@@ -876,8 +1042,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
                 PyErr_SetString(PyExc_ValueError, "list.remove(x): x not in list");
                 goto fail;
             }
-            if (PySequence_DelItem(lst, i) < 0)
-                goto fail;
+            list_del(lst, i);
         }
     }
     PyObject *frame = Py_NewRef(SLOT(c, c_frame));
@@ -1030,7 +1195,7 @@ static PyObject *iq_sa_round(IQ *z, int again)
         }
         if (x > now)
             continue; /* busy: only a high-priority copy may go into its packet, and there is none */
-        PyObject *cr = PyList_GetItem(z->s[IS_CREDITS], o);
+        PyObject *cr = lget(z->s[IS_CREDITS], o);
         long long pl;
         if (cr == NULL || li(z->s[IS_POOLS], o, &pl) < 0)
             goto done;
@@ -1096,7 +1261,7 @@ static PyObject *iq_sa_round(IQ *z, int again)
             j++;
         Py_ssize_t b = i;
         if (j - i > 1) {
-            long long ptr;
+            long long ptr = 0;
             if (li(z->s[IS_INPTR], cd[i].p, &ptr) < 0)
                 goto bad;
             b = rr_pick(cd, i, j, 1, ptr, V);
@@ -1126,7 +1291,7 @@ static PyObject *iq_sa_round(IQ *z, int again)
         Py_ssize_t b = i;
         long long o = pk[i].key2;
         if (j - i > 1) {
-            long long ptr;
+            long long ptr = 0;
             if (li(z->s[IS_OUTPTR], o, &ptr) < 0)
                 goto bad;
             b = rr_pick(pk, i, j, 0, ptr, nin);
@@ -1181,16 +1346,12 @@ static int iq_consts(PyObject *ks, long long *k)
     return 0;
 }
 
-static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const char *usage)
+/* The state tuple's items (copied at once from the tuple's own array) and the settings (iq_consts),
+ * the items' types checked */
+static int iq_state(PyObject *st, PyObject *ks, IQ *z)
 {
-    if (nargs != want || !PyTuple_CheckExact(args[0]) || PyTuple_GET_SIZE(args[0]) != IS_N ||
-        !PyTuple_CheckExact(args[1]) || PyTuple_GET_SIZE(args[1]) != IK_COUNT || !PyList_CheckExact(args[2]) || !iq_ready) {
-        PyErr_SetString(PyExc_TypeError, usage);
-        return -1;
-    }
-    for (int i = 0; i < IS_N; i++)
-        z->s[i] = PyTuple_GET_ITEM(args[0], i);
-    if (iq_consts(args[1], z->k) < 0)
+    memcpy(z->s, ((PyTupleObject *)st)->ob_item, sizeof z->s); /* (IS_N items: the caller checked its size) */
+    if (iq_consts(ks, z->k) < 0)
         return -1;
     if (!PyList_CheckExact(z->s[IS_RCQ]) || !PyList_CheckExact(z->s[IS_REL]) || !PyList_CheckExact(z->s[IS_ACTIVE]) ||
         !PyDict_CheckExact(z->s[IS_VA]) || !PyDict_CheckExact(z->s[IS_CHK]) || !PyDict_CheckExact(z->s[IS_SA]) ||
@@ -1200,6 +1361,18 @@ static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t w
         PyErr_SetString(PyExc_TypeError, "emu._core: the state is not laid out as Rounds._core_state lays it out");
         return -1;
     }
+    return 0;
+}
+
+static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const char *usage)
+{
+    if (nargs != want || !PyTuple_CheckExact(args[0]) || PyTuple_GET_SIZE(args[0]) != IS_N ||
+        !PyTuple_CheckExact(args[1]) || PyTuple_GET_SIZE(args[1]) != IK_COUNT || !PyList_CheckExact(args[2]) || !iq_ready) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    if (iq_state(args[0], args[1], z) < 0)
+        return -1;
     z->fresh = args[2];
     if (!get_ll(args[3], &z->now))
         return iq_bad("now is not an integer");
@@ -1213,20 +1386,12 @@ static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t w
     return 0;
 }
 
-/* iq_round, its arguments parsed before (``pre``: iq_parse's, by csrc/iqtimer.h) or not (NULL) */
-static PyObject *iq_round_with(const IQ *pre, PyObject *const *args, Py_ssize_t nargs)
+/* iq_round on parsed arguments (``z``: iq_parse's, its up and credit_out set; its counters written
+ * into the stats here) */
+static PyObject *iq_round_z(IQ *zp, int again)
 {
-    IQ z;
-    if (pre != NULL) {
-        z = *pre;
-        z.va_grants = z.sa_grants = z.sa_conflicts = 0;
-    } else if (iq_parse(&z, args, nargs, 7, "iq_round(state, consts, fresh, now, again, up, credit_out), after iq_setup") < 0)
-        return NULL;
-    int again = PyObject_IsTrue(args[4]);
-    if (again < 0)
-        return NULL;
-    z.up = args[5];
-    z.credit_out = args[6];
+#define z (*zp)
+    z.va_grants = z.sa_grants = z.sa_conflicts = 0;
     long long K = z.k[IK_RK];
     PyObject *out = NULL;
     long long top;
@@ -1242,6 +1407,7 @@ end:
         (z.sa_conflicts && dict_add(z.s[IS_STATS], s_sa_conflicts, z.sa_conflicts, 1, "sa_conflicts") < 0))
         Py_CLEAR(out);
     return out;
+#undef z
 }
 
 /* ``_lost``: did a copy that could have gone at now lose the round, with credit for it? */
@@ -1256,11 +1422,11 @@ static int iq_lost(IQ *z)
             return iq_bad("an output is not an integer");
         if (x > now)
             continue; /* (busy: no high-priority copy may cut into it here) */
-        PyObject *cr = PyList_GetItem(z->s[IS_CREDITS], o);
+        PyObject *cr = lget(z->s[IS_CREDITS], o);
         if (cr == NULL || li(z->s[IS_POOLS], o, &pl) < 0)
             return -1;
         if (cr != Py_None) {
-            PyObject *cap = PyList_GetItem(z->s[IS_CAPS], o);
+            PyObject *cap = lget(z->s[IS_CAPS], o);
             if (cap == NULL || !PyTuple_Check(cap) || PyTuple_GET_SIZE(cap) != 2 || !get_ll(PyTuple_GET_ITEM(cap, 0), &cap0))
                 return iq_bad("a receiver's capacity is not a pair");
         }
@@ -1297,21 +1463,22 @@ fail:
 /* ``_retime``: the next round's time after a round at now (INF: none); ``fresh`` kept in place */
 static PyObject *iq_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    return iq_round_with(NULL, args, nargs);
+    IQ z;
+    if (iq_parse(&z, args, nargs, 7, "iq_round(state, consts, fresh, now, again, up, credit_out), after iq_setup") < 0)
+        return NULL;
+    int again = PyObject_IsTrue(args[4]);
+    if (again < 0)
+        return NULL;
+    z.up = args[5];
+    z.credit_out = args[6];
+    return iq_round_z(&z, again);
 }
 
-/* iq_retime, its arguments parsed before (``pre``) or not (NULL) */
-static PyObject *iq_retime_with(const IQ *pre, PyObject *const *args, Py_ssize_t nargs)
+/* iq_retime on parsed arguments (``z``: iq_parse's) */
+static PyObject *iq_retime_z(IQ *zp, int granted, long long slot)
 {
-    IQ z;
-    if (pre != NULL)
-        z = *pre;
-    else if (iq_parse(&z, args, nargs, 6, "iq_retime(state, consts, fresh, now, granted, slot), after iq_setup") < 0)
-        return NULL;
-    int granted = PyObject_IsTrue(args[4]);
-    long long slot, now = z.now, K = z.k[IK_RK], t, top;
-    if (granted < 0 || !get_ll(args[5], &slot))
-        return iq_bad("granted, slot: a bool and an integer") < 0 ? NULL : NULL;
+#define z (*zp)
+    long long now = z.now, K = z.k[IK_RK], t, top;
     PyObject *rcq = z.s[IS_RCQ];
     if (PyList_GET_SIZE(rcq)) {
         if (!get_ll(PyList_GET_ITEM(rcq, 0), &top))
@@ -1388,7 +1555,7 @@ static PyObject *iq_retime_with(const IQ *pre, PyObject *const *args, Py_ssize_t
                     if (li(z.s[IS_OUTR], sl - OUT, &cur) < 0)
                         return NULL;
                 } else {
-                    PyObject *fa = PyList_GetItem(z.s[IS_FREE], (sl - VCF) / VS);
+                    PyObject *fa = lget(z.s[IS_FREE], (sl - VCF) / VS);
                     if (fa == NULL || li(fa, (sl - VCF) % VS, &cur) < 0)
                         return NULL;
                 }
@@ -1401,17 +1568,25 @@ static PyObject *iq_retime_with(const IQ *pre, PyObject *const *args, Py_ssize_t
             PyObject *x = heap_pop(rel);
             if (x == NULL)
                 return NULL;
-            Py_DECREF(x);
+            int_drop(x);
         }
     }
     return PyLong_FromLongLong(t);
 fail:
     return NULL;
+#undef z
 }
 
 static PyObject *iq_retime(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    return iq_retime_with(NULL, args, nargs);
+    IQ z;
+    if (iq_parse(&z, args, nargs, 6, "iq_retime(state, consts, fresh, now, granted, slot), after iq_setup") < 0)
+        return NULL;
+    int granted = PyObject_IsTrue(args[4]);
+    long long slot;
+    if (granted < 0 || !get_ll(args[5], &slot))
+        return iq_bad("granted, slot: a bool and an integer") < 0 ? NULL : NULL;
+    return iq_retime_z(&z, granted, slot);
 }
 
 #endif /* EMU_CSRC_IQ_H */

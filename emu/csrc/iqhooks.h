@@ -92,9 +92,17 @@ static int iq_credit_out_c(PyObject *co, long long port, long long vc, long long
     PyObject *ns = PyLong_FromLongLong(sv + 1);
     if (ns == NULL)
         return -1;
-    if (PyDict_SetItem(*dp, s_pseq, ns) < 0) {
-        Py_DECREF(ns);
-        return -1;
+    /* (self._pseq += 1: the dict's int written in place when it is the only reference to it, else an
+     * int of its own stored there -- not the event's, so that the next one can be written in place --
+     * and an equal one in the event) */
+    if (!int_in_place(seq, sv + 1)) {
+        PyObject *own = PyLong_FromLongLong(sv + 1);
+        int rc = own == NULL ? -1 : PyDict_SetItem(*dp, s_pseq, own);
+        Py_XDECREF(own);
+        if (rc < 0) {
+            Py_DECREF(ns);
+            return -1;
+        }
     }
     PyObject *obj = tuple_steal(5, (PyObject *[]){PyLong_FromLongLong(port), PyLong_FromLongLong(vc),
                                                   PyLong_FromLongLong(n), Py_NewRef(pool ? Py_True : Py_False),

@@ -294,7 +294,7 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
     PyObject *arr = PyList_CheckExact(rx[RX_ARR]) && port < PyList_GET_SIZE(rx[RX_ARR]) ? PyList_GET_ITEM(rx[RX_ARR], port) : NULL;
     PyObject *qrow = PyList_CheckExact(rx[RX_Q]) && port < PyList_GET_SIZE(rx[RX_Q]) ? PyList_GET_ITEM(rx[RX_Q], port) : NULL;
     PyObject *qv = qrow != NULL && PyList_CheckExact(qrow) && v < PyList_GET_SIZE(qrow) ? PyList_GET_ITEM(qrow, v) : NULL;
-    long long wn, wb;
+    long long wn = 0, wb = 0;
     if (arr == NULL || Py_TYPE(arr) != DequeT || qv == NULL || Py_TYPE(qv) != DequeT ||
         !PyList_CheckExact(rx[RX_ACTIVE]) || !PyList_CheckExact(rx[RX_RCQ]) || !PyDict_CheckExact(rx[RX_IQSTATS]) ||
         !PyDict_CheckExact(rx[RX_STATS]) || li(rx[RX_WAITN], out, &wn) < 0 || li(rx[RX_WAITB], out, &wb) < 0) {

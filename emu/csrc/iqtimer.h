@@ -185,7 +185,7 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
         if (dict_add(v[T_STATS], t_s[again ? T_REPEATS : T_ROUNDS], 1, 0, "iq_stats") < 0)
             goto done;
         if (PyList_GET_SIZE(v[T_ACTIVE])) {
-            if ((out = iq_round_with(&z, rargs, 7)) == NULL)
+            if ((out = iq_round_z(&z, again)) == NULL)
                 goto done;
             int g = PyList_GET_SIZE(out) > 0;
             if (!g && again && (g = PyObject_IsTrue(granted)) < 0)
@@ -202,12 +202,14 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
         PyErr_SetString(PyExc_AttributeError, "InputQueuedEngine: slot or _btimer unset");
         goto done;
     }
-    Py_INCREF(slot);
+    long long sl, tv, bv;
+    int gr = granted == Py_True ? 1 : granted == Py_False ? 0 : PyObject_IsTrue(granted);
+    if (gr < 0 || !get_ll(slot, &sl)) {
+        iq_bad("granted, slot: a bool and an integer");
+        goto done;
+    }
     Py_INCREF(b);
-    PyObject *args[6] = {st, ks, fresh, tt, granted, slot};
-    t = iq_retime_with(&z, args, 6);
-    Py_DECREF(slot);
-    long long tv, bv;
+    t = iq_retime_z(&z, gr, sl);
     if (t == NULL || !get_ll(t, &tv)) {
         Py_DECREF(b);
         if (t != NULL && !PyErr_Occurred())
