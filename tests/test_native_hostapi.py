@@ -23,7 +23,8 @@ SEND_CASES = [
     ("h", b"x", 1, -1), ("h", b"x", 1, 1.0), ("h", "text"), ("nobody", b"x"), (0, b"x"), (1, b"x", 2, 3), ("h", b"x", 1, 2, 3),
     ("h", b"x", 1, 2, 9), ("h",), (), ("h", b"x", 1, 2, 3, 4), ("h", b"x", 1 << 70),
 ]
-SEND_KW = [{"tag": 4}, {"vc": 2}, {"prio": None}, {"tag": 1, "vc": 1}, {"bogus": 1}]
+SEND_KW = [{"tag": 4}, {"vc": 2}, {"prio": None}, {"tag": 1, "vc": 1}, {"vc": 3, "tag": 2}, {"bogus": 1},
+           {"tag": -1}, {"vc": 300}, {"tag": 2, "prio": 1}, {"data": b"x"}]
 SLEEP_CASES = [(0,), (5,), (10 ** 6,), (-1,), (2.5,), (True,), (2 ** 62,), (2 ** 62 - 1,), (2 ** 80,), ("5",), (), (1, 2)]
 
 
@@ -51,6 +52,9 @@ def compare(host, names):
         a, b = outcome(PY["send"], host, names[1], b"k", **kw), outcome(host.send, names[1], b"k", **kw)
         if a != b:
             bad.append(("send", kw, a, b))
+    a, b = outcome(PY["send"], host, names[1], b"k", 1, tag=2), outcome(host.send, names[1], b"k", 1, tag=2)
+    if a != b:  # (the tag twice: Python's TypeError)
+        bad.append(("send", "tag twice", a, b))
     for args in SLEEP_CASES:
         a, b = outcome(PY["sleep"], host, *args), outcome(host.sleep, *args)
         if a != b:
@@ -77,10 +81,11 @@ async def twin_app(host, names):
     """Inside a run (a plain Host, its NicEngine): the comparisons, at two times; the plain cases the
     core's (no Python call), the others Python's."""
     bad = compare(host, names)
-    taken = [python_calls(host.send, names[1], b"x", 5, 1), python_calls(host.sleep, 10),
+    taken = [python_calls(host.send, names[1], b"x", 5, 1), python_calls(lambda: host.send(names[1], b"x", tag=5)),
+             python_calls(host.sleep, 10),
              python_calls(lambda: host.now), python_calls(host.send, names[1], bytearray(b"x")),
              python_calls(host.sleep, True)]
-    assert taken == [0, 0, 0, 1, 1], taken
+    assert taken == [0, 0, 0, 0, 1, 1], taken
     await host.sleep(1234)
     await host.send(names[(names.index(host.name) + 1) % len(names)], b"hello", 3)
     bad += compare(host, names)

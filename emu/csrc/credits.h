@@ -43,6 +43,22 @@ static int credit_init(void)
     return ok;
 }
 
+/* _BUILT's entries seen here, by (mac, vc, pool, n, frames) -- the mac held, compared by identity, the
+ * rest as ints (as the dict's key compares them: True is 1) -- without a key tuple and its hash per
+ * credit. An entry found is the frame _BUILT gave for those fields: the same bytes Python builds
+ * again for them should _BUILT have been cleared since. */
+#define CR_CACHE 256
+static struct { PyObject *mac, *wire; long long f[4]; } cr_cache[CR_CACHE];
+
+static inline __attribute__((always_inline)) int cr_int(PyObject *o, long long *v)
+{
+    if (o == Py_True || o == Py_False) {
+        *v = o == Py_True;
+        return 1;
+    }
+    return get_ll(o, v);
+}
+
 /* Element._port_event for ``ph`` (the head of ``pev``) when it is a CREDIT_OUT whose frame
  * Flow._credit_now built before: popped, ``now`` set, the frame queued on the port's link control, the
  * port busy. 1 done, 0 not this case (nothing changed), -1 error. */
@@ -64,16 +80,37 @@ static int credit_out_c(PyObject *el, PyObject *pev, PyObject *ph)
         PyErr_Clear();
         return 0;
     }
-    key = PyTuple_Pack(5, mac, PyTuple_GET_ITEM(obj, 1), PyTuple_GET_ITEM(obj, 3), PyTuple_GET_ITEM(obj, 2),
-                       PyTuple_GET_ITEM(obj, 4)); /* (self.mac, vc, pool, n, frames) */
-    Py_DECREF(mac);
-    if (key == NULL)
-        return -1;
-    wire = PyDict_GetItemWithError(cr_built, key);
-    Py_DECREF(key);
-    if (wire == NULL)
-        return PyErr_Occurred() ? -1 : 0; /* (not built yet: Python's builds it) */
-    Py_INCREF(wire);
+    long long f[4]; /* (vc, pool, n, frames) */
+    int ints = cr_int(PyTuple_GET_ITEM(obj, 1), &f[0]) && cr_int(PyTuple_GET_ITEM(obj, 3), &f[1]) &&
+               cr_int(PyTuple_GET_ITEM(obj, 2), &f[2]) && cr_int(PyTuple_GET_ITEM(obj, 4), &f[3]);
+    size_t h = ints ? (size_t)((((uint64_t)(uintptr_t)mac >> 4) ^ (uint64_t)f[0] * 0x9E3779B97F4A7C15ULL ^
+                                (uint64_t)f[1] * 0xC2B2AE3D27D4EB4FULL ^ (uint64_t)f[2] * 0x165667B19E3779F9ULL ^
+                                (uint64_t)f[3] * 0x27D4EB2F165667C5ULL) * 0x9E3779B97F4A7C15ULL >> 56) : 0;
+    if (ints && cr_cache[h].mac == mac && cr_cache[h].f[0] == f[0] && cr_cache[h].f[1] == f[1] &&
+        cr_cache[h].f[2] == f[2] && cr_cache[h].f[3] == f[3]) {
+        wire = Py_NewRef(cr_cache[h].wire);
+        Py_DECREF(mac);
+    } else {
+        key = PyTuple_Pack(5, mac, PyTuple_GET_ITEM(obj, 1), PyTuple_GET_ITEM(obj, 3), PyTuple_GET_ITEM(obj, 2),
+                           PyTuple_GET_ITEM(obj, 4)); /* (self.mac, vc, pool, n, frames) */
+        if (key == NULL) {
+            Py_DECREF(mac);
+            return -1;
+        }
+        wire = PyDict_GetItemWithError(cr_built, key);
+        Py_DECREF(key);
+        if (wire == NULL) {
+            Py_DECREF(mac);
+            return PyErr_Occurred() ? -1 : 0; /* (not built yet: Python's builds it) */
+        }
+        Py_INCREF(wire);
+        if (ints && PyBytes_CheckExact(wire)) { /* (the entry now: mac and wire held) */
+            Py_XSETREF(cr_cache[h].mac, mac);
+            Py_XSETREF(cr_cache[h].wire, Py_NewRef(wire));
+            memcpy(cr_cache[h].f, f, sizeof f);
+        } else
+            Py_DECREF(mac);
+    }
     Py_INCREF(outp);
     Py_INCREF(ctl);
     int rc = -1;

@@ -205,8 +205,7 @@ static inline int take_ll(PyObject *x, long long *v)
     return ok ? 1 : (PyErr_Occurred() ? -1 : 0);
 }
 
-/* an int attribute of ``o`` / of a NIC: 1 (in *v), 0 (not an int: Python's), -1 (error) */
-static inline int attr_ll(PyObject *o, PyObject *name, long long *v) { return take_ll(PyObject_GetAttr(o, name), v); }
+/* an int attribute of a NIC: 1 (in *v), 0 (not an int: Python's), -1 (error) */
 static inline int nic_ll(PyObject *nic, int k, long long *v) { return take_ll(NIC_GET(nic, k), v); }
 
 /* Host._op_send(proc, op) for a send (not an isend) without OS noise whose message the NIC takes
@@ -220,7 +219,7 @@ static int op_send(PyObject *host, PyObject *proc, PyObject *op, PyObject **valu
         data == NULL || vc == NULL)
         return 2;
     long long o, now;
-    int k = attr_ll(spec, s_send_overhead_ns, &o);
+    int k = take_ll(spec_get(spec, s_send_overhead_ns), &o);
     if (k != 1)
         return k < 0 ? -1 : 2;
     if ((k = nic_ll(nic, N_NOW, &now)) != 1)
@@ -298,7 +297,7 @@ static int op_recv(PyObject *host, PyObject *proc, PyObject *op, PyObject **valu
     if (ids == NULL || !PyDict_CheckExact(ids) || spec == NULL)
         return 2;
     long long ro;
-    int k = attr_ll(spec, s_recv_overhead_ns, &ro);
+    int k = take_ll(spec_get(spec, s_recv_overhead_ns), &ro);
     if (k != 1)
         return k < 0 ? -1 : 2;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -543,7 +542,7 @@ static int host_deliver(PyObject *host, PyObject *msg)
     }
     Py_DECREF(srco);
     long long ro = 0;
-    int k = rc == -2 || taker == NULL ? 1 : attr_ll(SLOT(host, h_spec), s_recv_overhead_ns, &ro);
+    int k = rc == -2 || taker == NULL ? 1 : take_ll(spec_get(SLOT(host, h_spec), s_recv_overhead_ns), &ro);
     if (k < 0)
         return -1;
     if (rc == -2 || k == 0) { /* (recv_overhead_ns not an int: Python's too) */

@@ -92,16 +92,40 @@ static inline int ll_within(PyObject *o, long long lo, long long hi, long long *
     return *v >= lo && *v <= hi;
 }
 
-/* HostAPI.send(dst, data, tag=0, vc=0) given by position, ``dst`` a host's name, ``data`` bytes, the
- * tag and VC ints in range: the Send request (object.__new__(Send), its slots set as Python's) */
+/* send's tag and vc given by keyword (``kwnames``, after ``nargs`` positional ones) into a[2], a[3]:
+ * 1, 0 another keyword or one given twice (Python's) */
+static int api_send_kw(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **a)
+{
+    static PyObject *s_tag, *s_vc;
+    if (s_tag == NULL && ((s_tag = PyUnicode_InternFromString("tag")) == NULL ||
+                          (s_vc = PyUnicode_InternFromString("vc")) == NULL)) {
+        PyErr_Clear();
+        return 0;
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); k++) {
+        PyObject *n = PyTuple_GET_ITEM(kwnames, k);
+        int i = n == s_tag ? 2 : n == s_vc ? 3 : -1; /* (interned: the names as written in a call) */
+        if (i < 0 || i < nargs || a[i] != NULL)
+            return 0;
+        a[i] = args[nargs + k];
+    }
+    return 1;
+}
+
+/* HostAPI.send(dst, data, tag=0, vc=0), tag and vc by position or keyword, ``dst`` a host's name,
+ * ``data`` bytes, the tag and VC ints in range: the Send request (object.__new__(Send), its slots set
+ * as Python's) */
 static PyObject *api_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     long long tag = 0, vc = 0;
-    PyObject *host = NULL, *ids, *addr;
-    if (kwnames != NULL || nargs < 2 || nargs > 4 || !PyUnicode_CheckExact(args[0]) || !PyBytes_CheckExact(args[1]) ||
-        (nargs > 2 && !ll_within(args[2], 0, 0xFFFFFFFFLL, &tag)) || (nargs > 3 && !ll_within(args[3], 0, 255, &vc)) ||
+    PyObject *host = NULL, *ids, *addr, *a[4] = {NULL, NULL, NULL, NULL};
+    for (Py_ssize_t k = 0; k < nargs && k < 4; k++)
+        a[k] = args[k];
+    if (nargs < 2 || nargs > 4 || (kwnames != NULL && !api_send_kw(args, nargs, kwnames, a)) ||
+        !PyUnicode_CheckExact(a[0]) || !PyBytes_CheckExact(a[1]) ||
+        (a[2] != NULL && !ll_within(a[2], 0, 0xFFFFFFFFLL, &tag)) || (a[3] != NULL && !ll_within(a[3], 0, 255, &vc)) ||
         !api_globals_same() || (host = api_host(self)) == NULL || (ids = SLOT(host, h_host_ids)) == NULL ||
-        !PyDict_CheckExact(ids) || (addr = PyDict_GetItemWithError(ids, args[0])) == NULL) {
+        !PyDict_CheckExact(ids) || (addr = PyDict_GetItemWithError(ids, a[0])) == NULL) {
         Py_XDECREF(host);
         if (PyErr_Occurred())
             return NULL;
@@ -109,8 +133,8 @@ static PyObject *api_send(PyObject *self, PyObject *const *args, Py_ssize_t narg
     }
     Py_INCREF(addr);
     Py_DECREF(host);
-    PyObject *op = api_send_t->tp_alloc(api_send_t, 0), *t = nargs > 2 ? Py_NewRef(args[2]) : PyLong_FromLong(0),
-             *v = nargs > 3 ? Py_NewRef(args[3]) : PyLong_FromLong(0);
+    PyObject *op = api_send_t->tp_alloc(api_send_t, 0), *t = a[2] != NULL ? Py_NewRef(a[2]) : PyLong_FromLong(0),
+             *v = a[3] != NULL ? Py_NewRef(a[3]) : PyLong_FromLong(0);
     if (op == NULL || t == NULL || v == NULL) {
         Py_XDECREF(op);
         Py_XDECREF(t);
@@ -119,7 +143,7 @@ static PyObject *api_send(PyObject *self, PyObject *const *args, Py_ssize_t narg
         return NULL;
     }
     SLOT(op, sd_dst) = addr; /* (op.dst, op.data, op.tag, op.vc, op.request = addr, data, tag, vc, False) */
-    SLOT(op, sd_data) = Py_NewRef(args[1]);
+    SLOT(op, sd_data) = Py_NewRef(a[1]);
     SLOT(op, sd_tag) = t;
     SLOT(op, sd_vc) = v;
     SLOT(op, sd_request) = Py_NewRef(Py_False);
