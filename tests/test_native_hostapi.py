@@ -133,6 +133,17 @@ class _Engine:
 
 
 @needs_core
+def test_the_core_s_calls_have_python_s_docs_and_signatures():
+    import inspect
+
+    for name in ("send", "sleep"):
+        assert PY[name].__doc__ in getattr(HostAPI, name).__doc__
+        assert list(inspect.signature(getattr(HostAPI, name)).parameters)[1:] == \
+            list(inspect.signature(PY[name]).parameters)[1:]
+    assert HostAPI.now.__doc__ == PY["now"].__doc__
+
+
+@needs_core
 def test_another_engine_is_pythons():
     api = HostAPI(_Engine())
     assert compare(api, ["a", "b"]) == []

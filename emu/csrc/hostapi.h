@@ -224,6 +224,30 @@ static PyObject *api_setup(PyObject *self, PyObject *args)
                                              "_new_op and HORIZON_NS, are not as the core reads them");
         return NULL;
     }
+    /* their docs Python's (help(host.send)), with the signature inspect reads */
+    static PyObject *doc_send, *doc_sleep, *doc_now;
+    PyObject *ds = PyObject_GetAttrString(fs, "__doc__"), *dl = ds ? PyObject_GetAttrString(fl, "__doc__") : NULL,
+             *dn = dl ? PyObject_GetAttrString(pn, "__doc__") : NULL;
+    if (dn == NULL || !PyUnicode_Check(ds) || !PyUnicode_Check(dl) || !PyUnicode_Check(dn)) {
+        Py_XDECREF(ds);
+        Py_XDECREF(dl);
+        Py_XDECREF(dn);
+        Py_DECREF(getter);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "api_setup: HostAPI's send, sleep and now have no docstrings");
+        return NULL;
+    }
+    Py_XSETREF(doc_send, PyUnicode_FromFormat("send($self, /, dst, data, tag=0, vc=0, prio=None)\n--\n\n%U", ds));
+    Py_XSETREF(doc_sleep, PyUnicode_FromFormat("sleep($self, /, ns)\n--\n\n%U", dl));
+    Py_XSETREF(doc_now, Py_NewRef(dn));
+    Py_DECREF(ds);
+    Py_DECREF(dl);
+    Py_DECREF(dn);
+    if (doc_send == NULL || doc_sleep == NULL || (api_send_def.ml_doc = PyUnicode_AsUTF8(doc_send)) == NULL ||
+        (api_sleep_def.ml_doc = PyUnicode_AsUTF8(doc_sleep)) == NULL || (api_now_def.doc = PyUnicode_AsUTF8(doc_now)) == NULL) {
+        Py_DECREF(getter);
+        return NULL;
+    }
     PyObject *d_send = PyDescr_NewMethod(t, &api_send_def), *d_sleep = PyDescr_NewMethod(t, &api_sleep_def),
              *d_now = PyDescr_NewGetSet(t, &api_now_def);
     Py_XSETREF(api_py_send, Py_NewRef(fs));
