@@ -174,3 +174,13 @@ async def test_a_changed_module_global_is_pythons(monkeypatch):
     got, err, after, ns = res[net.hosts[0]]
     assert got == "MySend" and "at or past the end of virtual time" in err
     assert after == "Send" and ns == 5000
+
+
+@needs_core
+def test_a_second_setup_keeps_python_s_specification():
+    """api_setup again (the core's methods installed already): the Python ones it falls back on are
+    still ``_PYTHON``'s, not its own."""
+    CORE.api_setup(HostAPI, vars(api_mod))
+    api = HostAPI(_Engine())
+    assert compare(api, ["a", "b"]) == []
+    assert api.sleep(4).ns == 4

@@ -206,8 +206,13 @@ static PyObject *api_setup(PyObject *self, PyObject *args)
         if (*names[k].s == NULL && (*names[k].s = PyUnicode_InternFromString(names[k].n)) == NULL)
             return NULL;
     PyTypeObject *t = (PyTypeObject *)cls;
-    PyObject *fs = PyDict_GetItemString(t->tp_dict, "send"), *fl = PyDict_GetItemString(t->tp_dict, "sleep"),
-             *pn = PyDict_GetItemString(t->tp_dict, "now"), *st = PyDict_GetItemWithError(globals, s_api_send),
+    PyObject *spec = PyDict_GetItemString(globals, "_PYTHON"); /* (Python's, as written: a second setup finds them too) */
+    if (spec == NULL || !PyDict_CheckExact(spec)) {
+        PyErr_SetString(PyExc_TypeError, "api_setup: the module has no _PYTHON table of HostAPI's send, sleep and now");
+        return NULL;
+    }
+    PyObject *fs = PyDict_GetItemString(spec, "send"), *fl = PyDict_GetItemString(spec, "sleep"),
+             *pn = PyDict_GetItemString(spec, "now"), *st = PyDict_GetItemWithError(globals, s_api_send),
              *sl = PyDict_GetItemWithError(globals, s_api_sleep), *no = PyDict_GetItemWithError(globals, s_api_new_op),
              *hz = PyDict_GetItemWithError(globals, s_api_horizon), *getter = NULL;
     long long h;
