@@ -25,6 +25,11 @@ SEND_CASES = [
 ]
 SEND_KW = [{"tag": 4}, {"vc": 2}, {"prio": None}, {"tag": 1, "vc": 1}, {"vc": 3, "tag": 2}, {"bogus": 1},
            {"tag": -1}, {"vc": 300}, {"tag": 2, "prio": 1}, {"data": b"x"}]
+RECV_CASES = [((), {}), ((None,), {}), ((None, 3), {}), ((), {"tag": 3}), ((), {"src": None}), ((), {"tag": None}),
+              (("h",), {}), (("h", 2), {}), ((), {"src": "h", "tag": 1}), ((None, "x"), {}), ((), {"bogus": 1}),
+              ((None, 1, 2), {}), ((None,), {"src": None}), ((), {"src": "nobody"})]
+ARRIVED_CASES = [((), {}), ((3,), {}), ((), {"tag": 3}), ((3.0,), {}), ((None,), {}), ((1, 2), {}), ((), {"bogus": 1}),
+                 ((3,), {"tag": 3}), ((99,), {})]
 SLEEP_CASES = [(0,), (5,), (10 ** 6,), (-1,), (2.5,), (True,), (2 ** 62,), (2 ** 62 - 1,), (2 ** 80,), ("5",), (), (1, 2)]
 
 
@@ -59,6 +64,18 @@ def compare(host, names):
         a, b = outcome(PY["sleep"], host, *args), outcome(host.sleep, *args)
         if a != b:
             bad.append(("sleep", args, a, b))
+    for name in ("recv", "try_recv"):
+        for args, kw in RECV_CASES:
+            args = tuple(names[1] if isinstance(x, str) and x == "h" else x for x in args)
+            a, b = outcome(PY[name], host, *args, **kw), outcome(getattr(host, name), *args, **kw)
+            if name == "recv" and args == () and not kw:
+                assert getattr(host, name)() is host._recv_any
+            if a != b:
+                bad.append((name, args, kw, a, b))
+    for args, kw in ARRIVED_CASES:
+        a, b = outcome(PY["arrived_ns"], host, *args, **kw), outcome(host.arrived_ns, *args, **kw)
+        if a != b:
+            bad.append(("arrived_ns", args, kw, a, b))
     a, b = outcome(PY["now"].fget, host), outcome(lambda: host.now)
     if a != b:
         bad.append(("now", a, b))
@@ -67,7 +84,7 @@ def compare(host, names):
 
 def python_calls(fn, *args) -> int:
     """How many calls of the Python host calls ``fn(*args)`` made (0: the core took it)."""
-    codes = {PY["send"].__code__, PY["sleep"].__code__, PY["now"].fget.__code__}
+    codes = {PY[n].__code__ for n in ("send", "sleep", "recv", "try_recv", "arrived_ns")} | {PY["now"].fget.__code__}
     seen = []
     sys.setprofile(lambda frame, event, arg: seen.append(1) if event == "call" and frame.f_code in codes else None)
     try:
@@ -83,11 +100,15 @@ async def twin_app(host, names):
     bad = compare(host, names)
     taken = [python_calls(host.send, names[1], b"x", 5, 1), python_calls(lambda: host.send(names[1], b"x", tag=5)),
              python_calls(host.sleep, 10),
-             python_calls(lambda: host.now), python_calls(host.send, names[1], bytearray(b"x")),
-             python_calls(host.sleep, True)]
-    assert taken == [0, 0, 0, 0, 1, 1], taken
+             python_calls(lambda: host.now), python_calls(host.recv), python_calls(lambda: host.recv(tag=3)),
+             python_calls(lambda: host.try_recv(tag=3)), python_calls(host.arrived_ns, 3),
+             python_calls(host.send, names[1], bytearray(b"x")), python_calls(host.sleep, True),
+             python_calls(host.recv, names[1])]
+    assert taken == [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1], taken
     await host.sleep(1234)
     await host.send(names[(names.index(host.name) + 1) % len(names)], b"hello", 3)
+    await host.sleep(5000)  # (the neighbours' messages in the inbox: arrived_ns and the receives find them)
+    assert host.arrived_ns(3) is not None and host.arrived_ns(99) is None and host.arrived_ns() is not None
     bad += compare(host, names)
     m = await host.recv()
     return bad, host.now, m.src, m.tag
@@ -101,7 +122,7 @@ async def test_host_calls_are_pythons_in_a_run():
         res = await net.run({h: (twin_app, net.hosts) for h in net.hosts})
     for h, (bad, now, src, tag) in res.items():
         assert bad == [], (h, bad)
-        assert now > 1234 and tag == 3
+        assert now > 6234 and tag == 3
 
 
 class _Nic:
@@ -136,7 +157,7 @@ class _Engine:
 def test_the_core_s_calls_have_python_s_docs_and_signatures():
     import inspect
 
-    for name in ("send", "sleep"):
+    for name in ("send", "sleep", "recv", "try_recv", "arrived_ns"):
         assert PY[name].__doc__ in getattr(HostAPI, name).__doc__
         assert list(inspect.signature(getattr(HostAPI, name)).parameters)[1:] == \
             list(inspect.signature(PY[name]).parameters)[1:]

@@ -9,6 +9,9 @@
 #define EMU_CSRC_HOSTAPI_H
 
 static PyObject *api_py_send, *api_py_sleep, *api_py_now; /* Python's send, sleep and now's getter */
+static PyObject *api_py_recv, *api_py_try_recv, *api_py_arrived; /* ... recv, try_recv, arrived_ns */
+static PyObject *api_recv_init;                                  /* Recv.__init__ at setup (recv(tag=) makes one) */
+static PyObject *s_api_recv, *s_api_try_recv, *s_recv_any, *s_init, *s_src, *s_tag_kw;
 static PyObject *api_globals, *api_new_op, *api_horizon;  /* the api module's globals, _new_op, HORIZON_NS */
 static long long API_HORIZON;
 static PyObject *s_engine, *s_api_send, *s_api_sleep, *s_api_new_op, *s_api_horizon, *s_now;
@@ -29,7 +32,9 @@ static inline int api_globals_same(void)
     if (PyDict_GetItem(api_globals, s_api_send) != (PyObject *)api_send_t ||
         PyDict_GetItem(api_globals, s_api_sleep) != (PyObject *)api_sleep_t ||
         PyDict_GetItem(api_globals, s_api_new_op) != api_new_op ||
-        PyDict_GetItem(api_globals, s_api_horizon) != api_horizon)
+        PyDict_GetItem(api_globals, s_api_horizon) != api_horizon ||
+        PyDict_GetItem(api_globals, s_api_recv) != (PyObject *)RecvT ||
+        PyDict_GetItem(api_globals, s_api_try_recv) != (PyObject *)TryRecvT)
         return 0;
 #if PY_VERSION_HEX < 0x030C0000
     seen_ver = ver;
@@ -184,91 +189,194 @@ static PyObject *api_now(PyObject *self, void *unused)
     return PyObject_CallOneArg(api_py_now, self);
 }
 
+/* (src=None, tag=None) by position or keyword into a[0], a[1] (NULL: not given): 1, 0 anything else */
+static int api_src_tag(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **a)
+{
+    a[0] = a[1] = NULL;
+    if (nargs > 2)
+        return 0;
+    for (Py_ssize_t k = 0; k < nargs; k++)
+        a[k] = args[k];
+    for (Py_ssize_t k = 0; kwnames != NULL && k < PyTuple_GET_SIZE(kwnames); k++) {
+        PyObject *n = PyTuple_GET_ITEM(kwnames, k);
+        int i = n == s_src ? 0 : n == s_tag_kw ? 1 : -1; /* (interned: the names as written in a call) */
+        if (i < 0 || i < nargs || a[i] != NULL)
+            return 0;
+        a[i] = args[nargs + k];
+    }
+    return 1;
+}
+
+/* HostAPI.recv(src=None, tag=None) from any source: the one Recv(None, None) of the API, or a
+ * Recv(None, tag) (its slots set as Recv.__init__ sets them, that __init__ the one of setup) */
+static PyObject *api_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *a[2];
+    if (!api_src_tag(args, nargs, kwnames, a) || (a[0] != NULL && a[0] != Py_None) || !api_globals_same() ||
+        RecvT == NULL || _PyType_Lookup(RecvT, s_init) != api_recv_init)
+        return api_python(api_py_recv, self, args, nargs, kwnames);
+    if (a[1] == NULL || a[1] == Py_None)
+        return PyObject_GetAttr(self, s_recv_any);
+    PyObject *op = RecvT->tp_alloc(RecvT, 0);
+    if (op == NULL)
+        return NULL;
+    SLOT(op, rv_src) = Py_NewRef(Py_None);
+    SLOT(op, rv_tag) = Py_NewRef(a[1]);
+    return op;
+}
+
+/* HostAPI.try_recv(src=None, tag=None) from any source: a TryRecv(None, tag) */
+static PyObject *api_try_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *a[2];
+    if (!api_src_tag(args, nargs, kwnames, a) || (a[0] != NULL && a[0] != Py_None) || TryRecvT == NULL ||
+        !api_globals_same())
+        return api_python(api_py_try_recv, self, args, nargs, kwnames);
+    PyObject *op = TryRecvT->tp_alloc(TryRecvT, 0);
+    if (op == NULL)
+        return NULL;
+    SLOT(op, rv_src) = Py_NewRef(Py_None);
+    SLOT(op, rv_tag) = Py_NewRef(a[1] != NULL ? a[1] : Py_None);
+    return op;
+}
+
+/* HostAPI.arrived_ns(tag=None) on a plain Host whose inbox holds Messages, the tag None or an int
+ * and the messages' tags ints: the first one's t_ns (with that tag), or None -- no Python code runs */
+static PyObject *api_arrived_ns(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *host = NULL, *inbox, *tag = nargs == 1 ? args[0] : Py_None;
+    if (nargs > 1 || (kwnames != NULL && (nargs || PyTuple_GET_SIZE(kwnames) != 1 ||
+                                          PyTuple_GET_ITEM(kwnames, 0) != s_tag_kw)))
+        return api_python(api_py_arrived, self, args, nargs, kwnames);
+    if (kwnames != NULL)
+        tag = args[0];
+    if ((tag != Py_None && !PyLong_CheckExact(tag)) || (host = api_host(self)) == NULL ||
+        (inbox = SLOT(host, h_inbox)) == NULL || !PyList_CheckExact(inbox))
+        goto python;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(inbox); i++) {
+        PyObject *m = PyList_GET_ITEM(inbox, i), *mt;
+        if (Py_TYPE(m) != MessageT || PyTuple_GET_SIZE(m) < 4 || !PyLong_CheckExact(mt = PyTuple_GET_ITEM(m, 1)))
+            goto python;
+        if (tag == Py_None || int_eq(mt, tag)) {
+            Py_DECREF(host);
+            return Py_NewRef(PyTuple_GET_ITEM(m, 3));
+        }
+    }
+    Py_DECREF(host);
+    Py_RETURN_NONE;
+python:
+    Py_XDECREF(host);
+    return api_python(api_py_arrived, self, args, nargs, kwnames);
+}
+
+static PyMethodDef api_recv_def = {"recv", (PyCFunction)(void (*)(void))api_recv, METH_FASTCALL | METH_KEYWORDS, NULL};
+static PyMethodDef api_try_recv_def = {"try_recv", (PyCFunction)(void (*)(void))api_try_recv,
+                                       METH_FASTCALL | METH_KEYWORDS, NULL};
+static PyMethodDef api_arrived_def = {"arrived_ns", (PyCFunction)(void (*)(void))api_arrived_ns,
+                                      METH_FASTCALL | METH_KEYWORDS, NULL};
 static PyMethodDef api_send_def = {"send", (PyCFunction)(void (*)(void))api_send, METH_FASTCALL | METH_KEYWORDS,
                                    "Send data to host dst (the compiled core's plain case of HostAPI.send)"};
 static PyMethodDef api_sleep_def = {"sleep", (PyCFunction)(void (*)(void))api_sleep, METH_FASTCALL | METH_KEYWORDS,
                                     "Let ns nanoseconds of virtual time pass (the compiled core's plain case)"};
 static PyGetSetDef api_now_def = {"now", api_now, NULL, "Current virtual time (ns)", NULL};
 
-/* api_setup(HostAPI, the api module's globals): its send, sleep and now the core's (host_setup first) */
+/* api_setup(HostAPI, the api module's globals): its send, sleep, recv, try_recv, arrived_ns and now
+ * the core's, falling back on the module's _PYTHON (host_setup first) */
 static PyObject *api_setup(PyObject *self, PyObject *args)
 {
     PyObject *cls, *globals;
     if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &cls, &PyDict_Type, &globals))
         return NULL;
-    if (HostT == NULL || SendT == NULL) {
+    if (HostT == NULL || SendT == NULL || RecvT == NULL) {
         PyErr_SetString(PyExc_ValueError, "api_setup: host_setup first");
         return NULL;
     }
     struct { PyObject **s; const char *n; } names[] = {{&s_engine, "_engine"}, {&s_api_send, "Send"},
-        {&s_api_sleep, "Sleep"}, {&s_api_new_op, "_new_op"}, {&s_api_horizon, "HORIZON_NS"}, {&s_now, "now"}};
+        {&s_api_sleep, "Sleep"}, {&s_api_new_op, "_new_op"}, {&s_api_horizon, "HORIZON_NS"}, {&s_now, "now"},
+        {&s_api_recv, "Recv"}, {&s_api_try_recv, "TryRecv"}, {&s_recv_any, "_recv_any"}, {&s_init, "__init__"},
+        {&s_src, "src"}, {&s_tag_kw, "tag"}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (*names[k].s == NULL && (*names[k].s = PyUnicode_InternFromString(names[k].n)) == NULL)
             return NULL;
-    PyTypeObject *t = (PyTypeObject *)cls;
-    PyObject *spec = PyDict_GetItemString(globals, "_PYTHON"); /* (Python's, as written: a second setup finds them too) */
+    /* the methods: Python's (as written: a second setup finds them too), the core's, their signatures */
+    struct { const char *n; PyMethodDef *def; const char *sig; PyObject **py; } ms[] = {
+        {"send", &api_send_def, "($self, /, dst, data, tag=0, vc=0, prio=None)", &api_py_send},
+        {"sleep", &api_sleep_def, "($self, /, ns)", &api_py_sleep},
+        {"recv", &api_recv_def, "($self, /, src=None, tag=None)", &api_py_recv},
+        {"try_recv", &api_try_recv_def, "($self, /, src=None, tag=None)", &api_py_try_recv},
+        {"arrived_ns", &api_arrived_def, "($self, /, tag=None)", &api_py_arrived}};
+    enum { N_MS = sizeof ms / sizeof ms[0] };
+    static PyObject *docs[N_MS + 1];
+    PyObject *spec = PyDict_GetItemString(globals, "_PYTHON"), *fn[N_MS], *pn, *getter = NULL, *dn = NULL;
     if (spec == NULL || !PyDict_CheckExact(spec)) {
-        PyErr_SetString(PyExc_TypeError, "api_setup: the module has no _PYTHON table of HostAPI's send, sleep and now");
+        PyErr_SetString(PyExc_TypeError, "api_setup: the module has no _PYTHON table of HostAPI's calls");
         return NULL;
     }
-    PyObject *fs = PyDict_GetItemString(spec, "send"), *fl = PyDict_GetItemString(spec, "sleep"),
-             *pn = PyDict_GetItemString(spec, "now"), *st = PyDict_GetItemWithError(globals, s_api_send),
-             *sl = PyDict_GetItemWithError(globals, s_api_sleep), *no = PyDict_GetItemWithError(globals, s_api_new_op),
-             *hz = PyDict_GetItemWithError(globals, s_api_horizon), *getter = NULL;
+    for (int k = 0; k < N_MS; k++)
+        if ((fn[k] = PyDict_GetItemString(spec, ms[k].n)) == NULL || !PyFunction_Check(fn[k])) {
+            PyErr_Format(PyExc_TypeError, "api_setup: _PYTHON has no function %s", ms[k].n);
+            return NULL;
+        }
+    PyObject *st = PyDict_GetItemWithError(globals, s_api_send), *sl = PyDict_GetItemWithError(globals, s_api_sleep),
+             *no = PyDict_GetItemWithError(globals, s_api_new_op), *hz = PyDict_GetItemWithError(globals, s_api_horizon),
+             *rv = PyDict_GetItemWithError(globals, s_api_recv), *tr = PyDict_GetItemWithError(globals, s_api_try_recv),
+             *init = _PyType_Lookup(RecvT, s_init);
     long long h;
     if (PyErr_Occurred())
         return NULL;
-    if (fs == NULL || !PyFunction_Check(fs) || fl == NULL || !PyFunction_Check(fl) || pn == NULL ||
-        !PyObject_TypeCheck(pn, &PyProperty_Type) || (getter = PyObject_GetAttrString(pn, "fget")) == NULL ||
-        !PyFunction_Check(getter) || st != (PyObject *)SendT || sl == NULL || !PyType_Check(sl) ||
-        sl != (PyObject *)SleepT || no == NULL || no != PyDict_GetItemString(PyBaseObject_Type.tp_dict, "__new__") ||
+    if ((pn = PyDict_GetItemString(spec, "now")) == NULL || !PyObject_TypeCheck(pn, &PyProperty_Type) ||
+        (getter = PyObject_GetAttrString(pn, "fget")) == NULL || !PyFunction_Check(getter) ||
+        (dn = PyObject_GetAttrString(pn, "__doc__")) == NULL || !PyUnicode_Check(dn) || st != (PyObject *)SendT ||
+        sl == NULL || sl != (PyObject *)SleepT || rv != (PyObject *)RecvT || tr == NULL || tr != (PyObject *)TryRecvT ||
+        no == NULL || no != PyDict_GetItemString(PyBaseObject_Type.tp_dict, "__new__") || init == NULL ||
         hz == NULL || !PyLong_CheckExact(hz) || !get_ll(hz, &h)) {
         Py_XDECREF(getter);
+        Py_XDECREF(dn);
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "api_setup: HostAPI's send, sleep and now, or the module's Send, Sleep, "
+            PyErr_SetString(PyExc_TypeError, "api_setup: HostAPI's now, or the module's Send, Sleep, Recv, TryRecv, "
                                              "_new_op and HORIZON_NS, are not as the core reads them");
         return NULL;
     }
     /* their docs Python's (help(host.send)), with the signature inspect reads */
-    static PyObject *doc_send, *doc_sleep, *doc_now;
-    PyObject *ds = PyObject_GetAttrString(fs, "__doc__"), *dl = ds ? PyObject_GetAttrString(fl, "__doc__") : NULL,
-             *dn = dl ? PyObject_GetAttrString(pn, "__doc__") : NULL;
-    if (dn == NULL || !PyUnicode_Check(ds) || !PyUnicode_Check(dl) || !PyUnicode_Check(dn)) {
-        Py_XDECREF(ds);
-        Py_XDECREF(dl);
-        Py_XDECREF(dn);
-        Py_DECREF(getter);
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "api_setup: HostAPI's send, sleep and now have no docstrings");
-        return NULL;
+    for (int k = 0; k < N_MS; k++) {
+        PyObject *d = PyObject_GetAttrString(fn[k], "__doc__");
+        PyObject *doc = d == NULL ? NULL : PyUnicode_FromFormat("%s%s\n--\n\n%S", ms[k].n, ms[k].sig,
+                                                                 PyUnicode_Check(d) ? d : PyUnicode_New(0, 0));
+        Py_XDECREF(d);
+        if (doc == NULL || (ms[k].def->ml_doc = PyUnicode_AsUTF8(doc)) == NULL) {
+            Py_XDECREF(doc);
+            Py_DECREF(getter);
+            Py_DECREF(dn);
+            return NULL;
+        }
+        Py_XSETREF(docs[k], doc);
     }
-    Py_XSETREF(doc_send, PyUnicode_FromFormat("send($self, /, dst, data, tag=0, vc=0, prio=None)\n--\n\n%U", ds));
-    Py_XSETREF(doc_sleep, PyUnicode_FromFormat("sleep($self, /, ns)\n--\n\n%U", dl));
-    Py_XSETREF(doc_now, Py_NewRef(dn));
-    Py_DECREF(ds);
-    Py_DECREF(dl);
-    Py_DECREF(dn);
-    if (doc_send == NULL || doc_sleep == NULL || (api_send_def.ml_doc = PyUnicode_AsUTF8(doc_send)) == NULL ||
-        (api_sleep_def.ml_doc = PyUnicode_AsUTF8(doc_sleep)) == NULL || (api_now_def.doc = PyUnicode_AsUTF8(doc_now)) == NULL) {
+    Py_XSETREF(docs[N_MS], dn);
+    if ((api_now_def.doc = PyUnicode_AsUTF8(dn)) == NULL) {
         Py_DECREF(getter);
         return NULL;
     }
-    PyObject *d_send = PyDescr_NewMethod(t, &api_send_def), *d_sleep = PyDescr_NewMethod(t, &api_sleep_def),
-             *d_now = PyDescr_NewGetSet(t, &api_now_def);
-    Py_XSETREF(api_py_send, Py_NewRef(fs));
-    Py_XSETREF(api_py_sleep, Py_NewRef(fl));
+    for (int k = 0; k < N_MS; k++)
+        Py_XSETREF(*ms[k].py, Py_NewRef(fn[k]));
     Py_XSETREF(api_py_now, getter);
     Py_XSETREF(api_globals, Py_NewRef(globals));
     Py_XSETREF(api_new_op, Py_NewRef(no));
     Py_XSETREF(api_horizon, Py_NewRef(hz));
+    Py_XSETREF(api_recv_init, Py_NewRef(init));
     API_HORIZON = h;
     api_send_t = SendT, api_sleep_t = SleepT;
-    int rc = d_send == NULL || d_sleep == NULL || d_now == NULL || PyObject_SetAttrString(cls, "send", d_send) < 0 ||
-             PyObject_SetAttrString(cls, "sleep", d_sleep) < 0 || PyObject_SetAttrString(cls, "now", d_now) < 0;
-    Py_XDECREF(d_send);
-    Py_XDECREF(d_sleep);
+    PyTypeObject *t = (PyTypeObject *)cls;
+    for (int k = 0; k < N_MS; k++) {
+        PyObject *d = PyDescr_NewMethod(t, ms[k].def);
+        int bad = d == NULL || PyObject_SetAttrString(cls, ms[k].n, d) < 0;
+        Py_XDECREF(d);
+        if (bad)
+            return NULL;
+    }
+    PyObject *d_now = PyDescr_NewGetSet(t, &api_now_def);
+    int bad = d_now == NULL || PyObject_SetAttrString(cls, "now", d_now) < 0;
     Py_XDECREF(d_now);
-    if (rc)
+    if (bad)
         return NULL;
     Py_RETURN_NONE;
 }

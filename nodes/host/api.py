@@ -341,10 +341,10 @@ class HostAPI:
         return ns
 
 
-_PYTHON = {name: HostAPI.__dict__[name] for name in ("send", "sleep", "now")}
+_PYTHON = {name: HostAPI.__dict__[name] for name in ("send", "sleep", "recv", "try_recv", "arrived_ns", "now")}
 """The specification of the host calls the compiled core stands in for when it is built
 (``emu/csrc/hostapi.h``, installed by ``emu.nodes.nic.engine``: their plain cases in C, anything else
-handed to these): send, sleep and the ``now`` property, as written here."""
+handed to these): send, sleep, recv, try_recv, arrived_ns and the ``now`` property, as written here."""
 
 
 class _Verb:
