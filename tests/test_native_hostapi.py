@@ -205,3 +205,42 @@ def test_a_second_setup_keeps_python_s_specification():
     api = HostAPI(_Engine())
     assert compare(api, ["a", "b"]) == []
     assert api.sleep(4).ns == 4
+
+
+@needs_core
+def test_the_await_slot_of_the_api_s_requests():
+    """A request class of the API awaits through the core's slot (OpWait straight); a subclass made
+    later, or one given an ``__await__`` of its own, awaits as Python says."""
+
+    class Later(api_mod.Sleep):
+        __slots__ = ()
+
+    class Own(api_mod.Sleep):
+        __slots__ = ()
+
+    def own_await(self):
+        got = yield ("own", self)
+        return ("own got", got)
+
+    Own.__await__ = own_await
+
+    async def app():
+        a = await api_mod.Sleep(5)
+        b = await Later(6)
+        c = await Own(7)
+        return a, b, c
+
+    coro = app()
+    first = coro.send(None)
+    assert type(first) is api_mod.Sleep and first.ns == 5
+    second = coro.send("A")
+    assert type(second) is Later and second.ns == 6
+    third = coro.send("B")
+    assert third[0] == "own" and third[1].ns == 7
+    try:
+        coro.send("C")
+    except StopIteration as stop:
+        assert stop.value == ("A", "B", ("own got", "C"))
+    else:
+        raise AssertionError("the app did not end")
+    assert type(api_mod.Send.__await__).__name__ == "method_descriptor"

@@ -810,6 +810,31 @@ static PyObject *op_await(PyObject *self, PyObject *unused)
 static PyMethodDef op_await_def = {"__await__", op_await, METH_NOARGS,
                                    "the request yielded to the host once; the host's answer returned"};
 
+/* the await slot of a class whose __await__ is the core's: OpWait straight, without the slot's lookup
+ * of __await__ and its call (CPython's slot_am_await) -- set on the classes that had it at
+ * await_setup; a class that gets __await__ set since has CPython's slot again (update_slot) */
+static PyObject *op_am_await(PyObject *self)
+{
+    return op_await(self, NULL);
+}
+
+static int await_slots(PyTypeObject *t, PyObject *d, PyObject *name)
+{
+    if ((t->tp_flags & Py_TPFLAGS_HEAPTYPE) && t->tp_as_async == &((PyHeapTypeObject *)t)->as_async &&
+        _PyType_Lookup(t, name) == d)
+        t->tp_as_async->am_await = op_am_await;
+    PyObject *subs = PyObject_CallMethod((PyObject *)t, "__subclasses__", NULL);
+    if (subs == NULL || !PyList_Check(subs)) {
+        Py_XDECREF(subs);
+        return -1;
+    }
+    int rc = 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(subs); i++)
+        rc = await_slots((PyTypeObject *)PyList_GET_ITEM(subs, i), d, name);
+    Py_DECREF(subs);
+    return rc;
+}
+
 /* await_setup(Op): Op.__await__ made the core's (its Python one's twin) */
 static PyObject *await_setup(PyObject *self, PyObject *op)
 {
@@ -823,6 +848,9 @@ static PyObject *await_setup(PyObject *self, PyObject *op)
     if (d == NULL)
         return NULL;
     int rc = PyObject_SetAttrString(op, "__await__", d);
+    PyObject *name = rc < 0 ? NULL : PyUnicode_InternFromString("__await__");
+    rc = name == NULL ? -1 : await_slots((PyTypeObject *)op, d, name);
+    Py_XDECREF(name);
     Py_DECREF(d);
     if (rc < 0)
         return NULL;
