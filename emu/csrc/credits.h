@@ -43,12 +43,23 @@ static int credit_init(void)
     return ok;
 }
 
-/* _BUILT's entries seen here, by (mac, vc, pool, n, frames) -- the mac held, compared by identity, the
- * rest as ints (as the dict's key compares them: True is 1) -- without a key tuple and its hash per
- * credit. An entry found is the frame _BUILT gave for those fields: the same bytes Python builds
- * again for them should _BUILT have been cleared since. */
-#define CR_CACHE 256
-static struct { PyObject *mac, *wire; long long f[4]; } cr_cache[CR_CACHE];
+/* _BUILT's entries seen here, by (mac, vc, pool, n, frames) -- the mac by its bytes (at most 8: a
+ * node's 6), the rest as ints (as the dict's key compares them: True is 1) -- without a key tuple and
+ * its hash per credit. An entry found is the frame _BUILT gave for those fields: the same bytes
+ * Python builds again for them should _BUILT have been cleared since (a later run's elements, of
+ * the same macs, find them too: nothing held per run). */
+#define CR_CACHE 1024 /* (a power of two) */
+static struct { uint64_t mac; Py_ssize_t mlen; PyObject *wire; long long f[4]; } cr_cache[CR_CACHE];
+
+/* a mac of at most 8 bytes as one number: 1, 0 (another object: not cached) */
+static inline int cr_mac(PyObject *mac, uint64_t *m, Py_ssize_t *n)
+{
+    if (!PyBytes_CheckExact(mac) || (*n = PyBytes_GET_SIZE(mac)) > 8)
+        return 0;
+    *m = 0;
+    memcpy(m, PyBytes_AS_STRING(mac), (size_t)*n);
+    return 1;
+}
 
 static inline __attribute__((always_inline)) int cr_int(PyObject *o, long long *v)
 {
@@ -81,13 +92,17 @@ static int credit_out_c(PyObject *el, PyObject *pev, PyObject *ph)
         return 0;
     }
     long long f[4]; /* (vc, pool, n, frames) */
-    int ints = cr_int(PyTuple_GET_ITEM(obj, 1), &f[0]) && cr_int(PyTuple_GET_ITEM(obj, 3), &f[1]) &&
-               cr_int(PyTuple_GET_ITEM(obj, 2), &f[2]) && cr_int(PyTuple_GET_ITEM(obj, 4), &f[3]);
-    size_t h = ints ? (size_t)((((uint64_t)(uintptr_t)mac >> 4) ^ (uint64_t)f[0] * 0x9E3779B97F4A7C15ULL ^
-                                (uint64_t)f[1] * 0xC2B2AE3D27D4EB4FULL ^ (uint64_t)f[2] * 0x165667B19E3779F9ULL ^
-                                (uint64_t)f[3] * 0x27D4EB2F165667C5ULL) * 0x9E3779B97F4A7C15ULL >> 56) : 0;
-    if (ints && cr_cache[h].mac == mac && cr_cache[h].f[0] == f[0] && cr_cache[h].f[1] == f[1] &&
-        cr_cache[h].f[2] == f[2] && cr_cache[h].f[3] == f[3]) {
+    uint64_t mv = 0;
+    Py_ssize_t ml = 0;
+    int ints = cr_mac(mac, &mv, &ml) && cr_int(PyTuple_GET_ITEM(obj, 1), &f[0]) &&
+               cr_int(PyTuple_GET_ITEM(obj, 3), &f[1]) && cr_int(PyTuple_GET_ITEM(obj, 2), &f[2]) &&
+               cr_int(PyTuple_GET_ITEM(obj, 4), &f[3]);
+    uint64_t x = mv ^ ((uint64_t)f[0] << 48) ^ ((uint64_t)f[1] << 63) ^ ((uint64_t)f[2] << 24) ^ ((uint64_t)f[3] << 40);
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL; /* (splitmix64's finaliser) */
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    size_t h = ints ? (size_t)((x ^ (x >> 31)) & (CR_CACHE - 1)) : 0;
+    if (ints && cr_cache[h].wire != NULL && cr_cache[h].mac == mv && cr_cache[h].mlen == ml &&
+        cr_cache[h].f[0] == f[0] && cr_cache[h].f[1] == f[1] && cr_cache[h].f[2] == f[2] && cr_cache[h].f[3] == f[3]) {
         wire = Py_NewRef(cr_cache[h].wire);
         Py_DECREF(mac);
     } else {
@@ -104,12 +119,12 @@ static int credit_out_c(PyObject *el, PyObject *pev, PyObject *ph)
             return PyErr_Occurred() ? -1 : 0; /* (not built yet: Python's builds it) */
         }
         Py_INCREF(wire);
-        if (ints && PyBytes_CheckExact(wire)) { /* (the entry now: mac and wire held) */
-            Py_XSETREF(cr_cache[h].mac, mac);
+        if (ints && PyBytes_CheckExact(wire)) { /* (the entry now: its wire held) */
+            cr_cache[h].mac = mv, cr_cache[h].mlen = ml;
             Py_XSETREF(cr_cache[h].wire, Py_NewRef(wire));
             memcpy(cr_cache[h].f, f, sizeof f);
-        } else
-            Py_DECREF(mac);
+        }
+        Py_DECREF(mac);
     }
     Py_INCREF(outp);
     Py_INCREF(ctl);

@@ -219,7 +219,7 @@ static int op_send(PyObject *host, PyObject *proc, PyObject *op, PyObject **valu
         data == NULL || vc == NULL)
         return 2;
     long long o, now;
-    int k = take_ll(spec_get(spec, s_send_overhead_ns), &o);
+    int k = take_ll(spec_get(spec, s_send_overhead_ns, SP_SEND_OVERHEAD), &o);
     if (k != 1)
         return k < 0 ? -1 : 2;
     if ((k = nic_ll(nic, N_NOW, &now)) != 1)
@@ -297,7 +297,7 @@ static int op_recv(PyObject *host, PyObject *proc, PyObject *op, PyObject **valu
     if (ids == NULL || !PyDict_CheckExact(ids) || spec == NULL)
         return 2;
     long long ro;
-    int k = take_ll(spec_get(spec, s_recv_overhead_ns), &ro);
+    int k = take_ll(spec_get(spec, s_recv_overhead_ns, SP_RECV_OVERHEAD), &ro);
     if (k != 1)
         return k < 0 ? -1 : 2;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -542,7 +542,7 @@ static int host_deliver(PyObject *host, PyObject *msg)
     }
     Py_DECREF(srco);
     long long ro = 0;
-    int k = rc == -2 || taker == NULL ? 1 : take_ll(spec_get(SLOT(host, h_spec), s_recv_overhead_ns), &ro);
+    int k = rc == -2 || taker == NULL ? 1 : take_ll(spec_get(SLOT(host, h_spec), s_recv_overhead_ns, SP_RECV_OVERHEAD), &ro);
     if (k < 0)
         return -1;
     if (rc == -2 || k == 0) { /* (recv_overhead_ns not an int: Python's too) */

@@ -28,11 +28,12 @@ static PyObject *s_at, *s_mtu_bytes, *s_frames_sent, *s_messages_sent;
 static PyTypeObject *HostT, *ProcT, *SendT, *RecvT; /* (host_setup's, emu/csrc/host.h) */
 
 /* spec.<name> of a host's spec: for an emu.config.HostSpec (a frozen dataclass: its fields do not
- * change) read once per spec object and name, the spec held; any other spec read each time */
+ * change) read once per spec object and name -- the last spec read, held, per name (a run's hosts
+ * share theirs: the next run's replaces it); any other spec read each time */
 static PyTypeObject *HostSpecT;
 static int hs_state; /* 0 not looked up yet, 1 HostSpecT known, -1 not available */
-#define SPEC_CACHE 64
-static struct { PyObject *spec, *name, *v; } spec_cache[SPEC_CACHE];
+enum { SP_NIC_DELAY, SP_MTU, SP_SEND_OVERHEAD, SP_RECV_OVERHEAD, SP_N }; /* (the names read: an entry each) */
+static struct { PyObject *spec, *name, *v; } spec_cache[SP_N];
 
 static PyTypeObject *hostspec_type(void)
 {
@@ -54,11 +55,10 @@ static PyTypeObject *hostspec_type(void)
     return HostSpecT;
 }
 
-static PyObject *spec_get(PyObject *spec, PyObject *name) /* (a new reference; NULL error) */
+static PyObject *spec_get(PyObject *spec, PyObject *name, int h) /* (h: the name's SP_; a new reference, NULL error) */
 {
     if (Py_TYPE(spec) != hostspec_type() || HostSpecT == NULL)
         return PyObject_GetAttr(spec, name);
-    size_t h = (size_t)(((uint64_t)(uintptr_t)spec ^ ((uint64_t)(uintptr_t)name >> 4)) * 0x9E3779B97F4A7C15ULL >> 58);
     if (spec_cache[h].spec == spec && spec_cache[h].name == name)
         return Py_NewRef(spec_cache[h].v);
     PyObject *v = PyObject_GetAttr(spec, name);
@@ -330,7 +330,7 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
     if ((node_id = NIC_GET(eng, N_NODE_ID)) == NULL || (anywhere = NIC_GET(eng, N_ANYWHERE)) == NULL ||
         (transport = NIC_GET(eng, N_TRANSPORT)) == NULL || (names = NIC_GET(eng, N_NAMES)) == NULL ||
         (stats = NIC_GET(eng, N_STATS)) == NULL || (spec = NIC_GET(eng, N_SPEC)) == NULL ||
-        (nd = spec_get(spec, s_nic_delay_ns)) == NULL || (timers = NIC_GET(eng, N_TIMERS)) == NULL ||
+        (nd = spec_get(spec, s_nic_delay_ns, SP_NIC_DELAY)) == NULL || (timers = NIC_GET(eng, N_TIMERS)) == NULL ||
         (deliver = NIC_GET(eng, N_DELIVER)) == NULL)
         goto done;
     rc = 1;
@@ -460,7 +460,7 @@ static int nic_send_one(PyObject *eng, PyObject *dsto, PyObject *tago, PyObject 
              *stats = NULL, *out = NULL, *node_id = NULL;
     int rc = -1;
     if ((transport = NIC_GET(eng, N_TRANSPORT)) == NULL || (spec = NIC_GET(eng, N_SPEC)) == NULL ||
-        (mtu = spec_get(spec, s_mtu_bytes)) == NULL || (nd = spec_get(spec, s_nic_delay_ns)) == NULL ||
+        (mtu = spec_get(spec, s_mtu_bytes, SP_MTU)) == NULL || (nd = spec_get(spec, s_nic_delay_ns, SP_NIC_DELAY)) == NULL ||
         (routes = NIC_GET(eng, N_ROUTES)) == NULL || (heads = NIC_GET(eng, N_HEADS)) == NULL ||
         (msg_id = NIC_GET(eng, N_MSG_ID)) == NULL || (stats = NIC_GET(eng, N_STATS)) == NULL ||
         (out = NIC_GET(eng, N_OUT)) == NULL || (node_id = NIC_GET(eng, N_NODE_ID)) == NULL)
