@@ -26,6 +26,7 @@
  *                                       a host NIC's one-frame messages both ways and its timers,
  *                                       Host.resume / deliver and the send and recv requests' plain
  *                                       cases; Op.__await__ (await_setup)
+ *   api_setup (csrc/hostapi.h)          HostAPI.send, sleep, recv, try_recv, arrived_ns and now's plain cases
  *   iq_receive (csrc/iqrecv.h)          the input-queued router's receive of a plain data frame
  *                                       (switch/iq.py: InputQueuedEngine.receive, its table lookup, _file)
  *   iq_round (csrc/iq.h)                the input-queued router's allocation round (switch/iqround.py:
@@ -150,6 +151,7 @@ static PyObject *switch_setup(PyObject *self, PyObject *args)
 #include "csrc/transmit.h"
 #include "csrc/nic.h"
 #include "csrc/host.h"
+#include "csrc/hostapi.h"
 #include "csrc/hostflow.h"
 #include "csrc/credits.h"
 #include "csrc/window.h"
@@ -214,6 +216,7 @@ static PyMethodDef methods[] = {
      "nic_setup(NicEngine, Timers, Message, msg_ptype, msg_header_len, sample_head, Partial, big_message)"},
     {"host_setup", host_setup, METH_VARARGS, "host_setup(Host, Proc, Send, Recv, handlers, the module's globals)"},
     {"await_setup", await_setup, METH_O, "await_setup(Op): Op.__await__ the core's"},
+    {"api_setup", api_setup, METH_VARARGS, "api_setup(HostAPI, the api module's globals): its send, sleep, recv, try_recv, arrived_ns and now the core's"},
     {"nic_send", (PyCFunction)(void (*)(void))nic_send, METH_FASTCALL,
      "NicEngine.send_message's one-frame case: True (sent) or False (not this case)"},
     {"transmit_local", (PyCFunction)(void (*)(void))transmit_local, METH_FASTCALL,

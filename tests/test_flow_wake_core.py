@@ -89,3 +89,26 @@ def test_start_ready_declines_what_it_does_not_do():
     assert _state(p) == before
     p.tracer = None
     assert native.CORE.start_ready(p, 0) is not None and _state(p) != before
+
+
+@needs_core
+def test_a_field_set_after_a_call_is_seen():
+    """The core keeps the fields it read per version of the flow's dict: a field set, added or taken
+    away since is read again (the twin of Python's, which reads them every call)."""
+    rng = random.Random(2)
+    p = _port(rng, "p", False, False, "ethernet")
+    q = copy.deepcopy(p)
+    for port in (p, q):
+        port.hand_over(bytes(60), 0, None)
+    assert native.CORE.start_ready(p, 0) == q.start_ready(0)  # (its fields seen)
+    for port in (p, q):
+        port.flow.vc_bytes = 64  # (a receiver with vc_bytes: Python's only)
+        port.hand_over(bytes(60), 0, None)
+    assert native.CORE.start_ready(p, 10 ** 6) is None
+    for port in (p, q):
+        port.flow.vc_bytes = 0
+        port.flow.queues = [type(x)(x) for x in port.flow.queues]  # (new queue objects, the same frames)
+    assert native.CORE.start_ready(p, 10 ** 6) == q.start_ready(10 ** 6)
+    assert _state(p) == _state(q)
+    p.flow.by_prio = {}
+    assert native.CORE.start_ready(p, 2 * 10 ** 6) is None

@@ -43,6 +43,33 @@ static int credit_init(void)
     return ok;
 }
 
+/* _BUILT's entries seen here, by (mac, vc, pool, n, frames) -- the mac by its bytes (at most 8: a
+ * node's 6), the rest as ints (as the dict's key compares them: True is 1) -- without a key tuple and
+ * its hash per credit. An entry found is the frame _BUILT gave for those fields: the same bytes
+ * Python builds again for them should _BUILT have been cleared since (a later run's elements, of
+ * the same macs, find them too: nothing held per run). */
+#define CR_CACHE 1024 /* (a power of two) */
+static struct { uint64_t mac; Py_ssize_t mlen; PyObject *wire; long long f[4]; } cr_cache[CR_CACHE];
+
+/* a mac of at most 8 bytes as one number: 1, 0 (another object: not cached) */
+static inline int cr_mac(PyObject *mac, uint64_t *m, Py_ssize_t *n)
+{
+    if (!PyBytes_CheckExact(mac) || (*n = PyBytes_GET_SIZE(mac)) > 8)
+        return 0;
+    *m = 0;
+    memcpy(m, PyBytes_AS_STRING(mac), (size_t)*n);
+    return 1;
+}
+
+static inline __attribute__((always_inline)) int cr_int(PyObject *o, long long *v)
+{
+    if (o == Py_True || o == Py_False) {
+        *v = o == Py_True;
+        return 1;
+    }
+    return get_ll(o, v);
+}
+
 /* Element._port_event for ``ph`` (the head of ``pev``) when it is a CREDIT_OUT whose frame
  * Flow._credit_now built before: popped, ``now`` set, the frame queued on the port's link control, the
  * port busy. 1 done, 0 not this case (nothing changed), -1 error. */
@@ -64,16 +91,41 @@ static int credit_out_c(PyObject *el, PyObject *pev, PyObject *ph)
         PyErr_Clear();
         return 0;
     }
-    key = PyTuple_Pack(5, mac, PyTuple_GET_ITEM(obj, 1), PyTuple_GET_ITEM(obj, 3), PyTuple_GET_ITEM(obj, 2),
-                       PyTuple_GET_ITEM(obj, 4)); /* (self.mac, vc, pool, n, frames) */
-    Py_DECREF(mac);
-    if (key == NULL)
-        return -1;
-    wire = PyDict_GetItemWithError(cr_built, key);
-    Py_DECREF(key);
-    if (wire == NULL)
-        return PyErr_Occurred() ? -1 : 0; /* (not built yet: Python's builds it) */
-    Py_INCREF(wire);
+    long long f[4]; /* (vc, pool, n, frames) */
+    uint64_t mv = 0;
+    Py_ssize_t ml = 0;
+    int ints = cr_mac(mac, &mv, &ml) && cr_int(PyTuple_GET_ITEM(obj, 1), &f[0]) &&
+               cr_int(PyTuple_GET_ITEM(obj, 3), &f[1]) && cr_int(PyTuple_GET_ITEM(obj, 2), &f[2]) &&
+               cr_int(PyTuple_GET_ITEM(obj, 4), &f[3]);
+    uint64_t x = mv ^ ((uint64_t)f[0] << 48) ^ ((uint64_t)f[1] << 63) ^ ((uint64_t)f[2] << 24) ^ ((uint64_t)f[3] << 40);
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL; /* (splitmix64's finaliser) */
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    size_t h = ints ? (size_t)((x ^ (x >> 31)) & (CR_CACHE - 1)) : 0;
+    if (ints && cr_cache[h].wire != NULL && cr_cache[h].mac == mv && cr_cache[h].mlen == ml &&
+        cr_cache[h].f[0] == f[0] && cr_cache[h].f[1] == f[1] && cr_cache[h].f[2] == f[2] && cr_cache[h].f[3] == f[3]) {
+        wire = Py_NewRef(cr_cache[h].wire);
+        Py_DECREF(mac);
+    } else {
+        key = PyTuple_Pack(5, mac, PyTuple_GET_ITEM(obj, 1), PyTuple_GET_ITEM(obj, 3), PyTuple_GET_ITEM(obj, 2),
+                           PyTuple_GET_ITEM(obj, 4)); /* (self.mac, vc, pool, n, frames) */
+        if (key == NULL) {
+            Py_DECREF(mac);
+            return -1;
+        }
+        wire = PyDict_GetItemWithError(cr_built, key);
+        Py_DECREF(key);
+        if (wire == NULL) {
+            Py_DECREF(mac);
+            return PyErr_Occurred() ? -1 : 0; /* (not built yet: Python's builds it) */
+        }
+        Py_INCREF(wire);
+        if (ints && PyBytes_CheckExact(wire)) { /* (the entry now: its wire held) */
+            cr_cache[h].mac = mv, cr_cache[h].mlen = ml;
+            Py_XSETREF(cr_cache[h].wire, Py_NewRef(wire));
+            memcpy(cr_cache[h].f, f, sizeof f);
+        }
+        Py_DECREF(mac);
+    }
     Py_INCREF(outp);
     Py_INCREF(ctl);
     int rc = -1;

@@ -87,6 +87,37 @@ static inline long long fw_len(int f, PyObject *wire)
     return n - C_HDR_LEN + fw_fr[f].add[((const unsigned char *)PyBytes_AS_STRING(wire))[C_PTYPE_OFF]];
 }
 
+/* the CreditState's fields (its __dict__ ``d``'s values, borrowed) into v: 1, 0 one missing or a
+ * ``by_prio`` there (Python's), -1 error. The dict's values at a version (CPython 3.11: a new one
+ * with every change of the dict, and for every new dict) are those seen at that version: a port's
+ * are looked up again only when one was set since (its ints changed in place leave the dict as it was,
+ * the objects the same). */
+#if PY_VERSION_HEX < 0x030C0000
+#define FW_DC 64
+static struct { PyObject *d; uint64_t ver; PyObject *v[F_N]; } fw_dc[FW_DC];
+#endif
+static int fw_fields(PyObject *d, PyObject **v)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    uint64_t ver = ((PyDictObject *)d)->ma_version_tag;
+    size_t h = (size_t)((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL >> 58); /* (of FW_DC: 64) */
+    if (fw_dc[h].d == d && fw_dc[h].ver == ver && ver) {
+        memcpy(v, fw_dc[h].v, sizeof fw_dc[h].v);
+        return 1;
+    }
+#endif
+    for (int k = 0; k < F_N; k++)
+        if (k != F_BYPRIO && (v[k] = PyDict_GetItemWithError(d, f_s[k])) == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+    if ((v[F_BYPRIO] = PyDict_GetItemWithError(d, f_s[F_BYPRIO])) != NULL || PyErr_Occurred())
+        return PyErr_Occurred() ? -1 : 0;
+#if PY_VERSION_HEX < 0x030C0000
+    fw_dc[h].d = d, fw_dc[h].ver = ver; /* (the dict's address with its version: no other dict has both) */
+    memcpy(fw_dc[h].v, v, sizeof fw_dc[h].v);
+#endif
+    return 1;
+}
+
 static PyObject *start_ready(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2) {
@@ -100,11 +131,10 @@ static PyObject *start_ready(PyObject *self, PyObject *const *args, Py_ssize_t n
         SLOT(p, o_tracer) != Py_None || (prio = PyObject_IsTrue(SLOT(p, o_priority))) < 0 ||
         Py_TYPE(fl = SLOT(p, o_flow)) != CreditStateT || (dp = _PyObject_GetDictPtr(fl)) == NULL || (d = *dp) == NULL)
         goto decline;
-    for (int k = 0; k < F_N; k++)
-        if (k != F_BYPRIO && (v[k] = PyDict_GetItemWithError(d, f_s[k])) == NULL)
-            goto decline;
+    if (fw_fields(d, v) <= 0)
+        goto decline;
     int f, late = v[F_LATE] == Py_True;
-    if (PyDict_GetItemWithError(d, f_s[F_BYPRIO]) != NULL || (v[F_LATE] != Py_False && !late) ||
+    if ((v[F_LATE] != Py_False && !late) ||
         !PyList_CheckExact(v[F_QUEUES]) || !PyList_CheckExact(v[F_CREDITS]) || !get_ll(v[F_GROUPS], &G) ||
         !get_ll(v[F_VCS], &V) || V < 1 || PyList_GET_SIZE(v[F_CREDITS]) < V || !PyList_CheckExact(v[F_LAST]) ||
         (late ? G < 1 : PyList_GET_SIZE(v[F_CREDITS]) < PyList_GET_SIZE(v[F_QUEUES])) ||

@@ -205,8 +205,7 @@ static inline int take_ll(PyObject *x, long long *v)
     return ok ? 1 : (PyErr_Occurred() ? -1 : 0);
 }
 
-/* an int attribute of ``o`` / of a NIC: 1 (in *v), 0 (not an int: Python's), -1 (error) */
-static inline int attr_ll(PyObject *o, PyObject *name, long long *v) { return take_ll(PyObject_GetAttr(o, name), v); }
+/* an int attribute of a NIC: 1 (in *v), 0 (not an int: Python's), -1 (error) */
 static inline int nic_ll(PyObject *nic, int k, long long *v) { return take_ll(NIC_GET(nic, k), v); }
 
 /* Host._op_send(proc, op) for a send (not an isend) without OS noise whose message the NIC takes
@@ -220,7 +219,7 @@ static int op_send(PyObject *host, PyObject *proc, PyObject *op, PyObject **valu
         data == NULL || vc == NULL)
         return 2;
     long long o, now;
-    int k = attr_ll(spec, s_send_overhead_ns, &o);
+    int k = take_ll(spec_get(spec, s_send_overhead_ns, SP_SEND_OVERHEAD), &o);
     if (k != 1)
         return k < 0 ? -1 : 2;
     if ((k = nic_ll(nic, N_NOW, &now)) != 1)
@@ -298,7 +297,7 @@ static int op_recv(PyObject *host, PyObject *proc, PyObject *op, PyObject **valu
     if (ids == NULL || !PyDict_CheckExact(ids) || spec == NULL)
         return 2;
     long long ro;
-    int k = attr_ll(spec, s_recv_overhead_ns, &ro);
+    int k = take_ll(spec_get(spec, s_recv_overhead_ns, SP_RECV_OVERHEAD), &ro);
     if (k != 1)
         return k < 0 ? -1 : 2;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -543,7 +542,7 @@ static int host_deliver(PyObject *host, PyObject *msg)
     }
     Py_DECREF(srco);
     long long ro = 0;
-    int k = rc == -2 || taker == NULL ? 1 : attr_ll(SLOT(host, h_spec), s_recv_overhead_ns, &ro);
+    int k = rc == -2 || taker == NULL ? 1 : take_ll(spec_get(SLOT(host, h_spec), s_recv_overhead_ns, SP_RECV_OVERHEAD), &ro);
     if (k < 0)
         return -1;
     if (rc == -2 || k == 0) { /* (recv_overhead_ns not an int: Python's too) */
@@ -811,6 +810,31 @@ static PyObject *op_await(PyObject *self, PyObject *unused)
 static PyMethodDef op_await_def = {"__await__", op_await, METH_NOARGS,
                                    "the request yielded to the host once; the host's answer returned"};
 
+/* the await slot of a class whose __await__ is the core's: OpWait straight, without the slot's lookup
+ * of __await__ and its call (CPython's slot_am_await) -- set on the classes that had it at
+ * await_setup; a class that gets __await__ set since has CPython's slot again (update_slot) */
+static PyObject *op_am_await(PyObject *self)
+{
+    return op_await(self, NULL);
+}
+
+static int await_slots(PyTypeObject *t, PyObject *d, PyObject *name)
+{
+    if ((t->tp_flags & Py_TPFLAGS_HEAPTYPE) && t->tp_as_async == &((PyHeapTypeObject *)t)->as_async &&
+        _PyType_Lookup(t, name) == d)
+        t->tp_as_async->am_await = op_am_await;
+    PyObject *subs = PyObject_CallMethod((PyObject *)t, "__subclasses__", NULL);
+    if (subs == NULL || !PyList_Check(subs)) {
+        Py_XDECREF(subs);
+        return -1;
+    }
+    int rc = 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(subs); i++)
+        rc = await_slots((PyTypeObject *)PyList_GET_ITEM(subs, i), d, name);
+    Py_DECREF(subs);
+    return rc;
+}
+
 /* await_setup(Op): Op.__await__ made the core's (its Python one's twin) */
 static PyObject *await_setup(PyObject *self, PyObject *op)
 {
@@ -824,6 +848,9 @@ static PyObject *await_setup(PyObject *self, PyObject *op)
     if (d == NULL)
         return NULL;
     int rc = PyObject_SetAttrString(op, "__await__", d);
+    PyObject *name = rc < 0 ? NULL : PyUnicode_InternFromString("__await__");
+    rc = name == NULL ? -1 : await_slots((PyTypeObject *)op, d, name);
+    Py_XDECREF(name);
     Py_DECREF(d);
     if (rc < 0)
         return NULL;

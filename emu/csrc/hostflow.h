@@ -55,6 +55,38 @@ static inline PyObject *hf_dict(PyObject *o)
     return dp != NULL && *dp != NULL && PyDict_CheckExact(*dp) ? *dp : NULL;
 }
 
+/* A CreditState's fields the plain cases read (its instance dict's values, borrowed; NULL: not there),
+ * kept per dict and version (CPython 3.11: a new version with every change of a dict, and for every
+ * new dict): looked up again only when one was set since -- an int changed in place, a list's item
+ * set, leave the dict and its objects as they were. */
+enum { HK_ADMIT, HK_BYPRIO, HK_LATE, HK_GROUPS, HK_VCS, HK_QUEUES, HK_CREDITS, HK_POOL, HK_N };
+#if PY_VERSION_HEX < 0x030C0000
+#define HK_CACHE 64
+static struct { PyObject *d; uint64_t ver; PyObject *v[HK_N]; } hk_cache[HK_CACHE];
+#endif
+
+/* d's fields into v: 0, -1 error (hf_init first: the names) */
+static int hk_fields(PyObject *d, PyObject **v)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    uint64_t ver = ((PyDictObject *)d)->ma_version_tag;
+    size_t h = (size_t)((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL >> 58); /* (of HK_CACHE: 64) */
+    if (hk_cache[h].d == d && hk_cache[h].ver == ver && ver) {
+        memcpy(v, hk_cache[h].v, sizeof hk_cache[h].v);
+        return 0;
+    }
+#endif
+    PyObject *names[HK_N] = {s_admit, s_by_prio, s_late, s_groups, s_vcs, s_queues, s_credits, s_pool};
+    for (int k = 0; k < HK_N; k++)
+        if ((v[k] = PyDict_GetItemWithError(d, names[k])) == NULL && PyErr_Occurred())
+            return -1;
+#if PY_VERSION_HEX < 0x030C0000
+    hk_cache[h].d = d, hk_cache[h].ver = ver; /* (the dict's address with its version: no other dict has both) */
+    memcpy(hk_cache[h].v, v, sizeof hk_cache[h].v);
+#endif
+    return 0;
+}
+
 /* Flow._event(t, WAKE, p): self._pseq += 1; heappush(self.pevents, (t, self._pseq, WAKE, p)) */
 static int hf_event(PyObject *el, long long t, PyObject *p)
 {
@@ -81,9 +113,9 @@ static int hf_event(PyObject *el, long long t, PyObject *p)
  * starts nothing, changes nothing and asks no wake -- ([], None) */
 static int hf_idle(PyObject *p)
 {
-    PyObject *fl = SLOT(p, o_flow), *d, *qs;
-    if (fl == NULL || Py_TYPE(fl) != CreditStateT || (d = hf_dict(fl)) == NULL ||
-        (qs = PyDict_GetItemWithError(d, s_queues)) == NULL || !PyList_CheckExact(qs)) {
+    PyObject *fl = SLOT(p, o_flow), *d, *qs, *v[HK_N];
+    if (fl == NULL || Py_TYPE(fl) != CreditStateT || (d = hf_dict(fl)) == NULL || hk_fields(d, v) < 0 ||
+        (qs = v[HK_QUEUES]) == NULL || !PyList_CheckExact(qs)) {
         PyErr_Clear();
         return 0;
     }
@@ -167,12 +199,12 @@ static int wake_event_c(PyObject *el, PyObject *pev, PyObject *ph)
 }
 
 /* the CreditState ``fl`` of a port Flow's plain cases take: of exactly that class, no admit, not by
- * class queues (neither set on it); its instance dict, or NULL */
-static inline PyObject *hf_flow_dict(PyObject *fl)
+ * class queues (neither set on it); its instance dict (its fields in v), or NULL */
+static inline PyObject *hf_flow_dict(PyObject *fl, PyObject **v)
 {
     PyObject *d;
-    if (Py_TYPE(fl) != CreditStateT || (d = hf_dict(fl)) == NULL || PyDict_GetItemWithError(d, s_admit) != NULL ||
-        PyDict_GetItemWithError(d, s_by_prio) != NULL)
+    if (Py_TYPE(fl) != CreditStateT || (d = hf_dict(fl)) == NULL || hk_fields(d, v) < 0 || v[HK_ADMIT] != NULL ||
+        v[HK_BYPRIO] != NULL)
         return NULL;
     return d;
 }
@@ -181,27 +213,29 @@ static inline PyObject *hf_flow_dict(PyObject *fl)
  * decoded before: may it take it? (its port checked by the caller: an OutPort, flow set) */
 static int flow_credit_ok(PyObject *outp, long long vc, long long pool)
 {
-    PyObject *d, *cr, *pl;
-    if (hf_init() <= 0 || (d = hf_flow_dict(SLOT(outp, o_flow))) == NULL) {
+    PyObject *cr, *pl, *v[HK_N];
+    if (hf_init() <= 0 || hf_flow_dict(SLOT(outp, o_flow), v) == NULL) {
         PyErr_Clear();
         return 0;
     }
     if (pool)
-        return (pl = PyDict_GetItemWithError(d, s_pool)) != NULL && PyLong_CheckExact(pl);
-    return (cr = PyDict_GetItemWithError(d, s_credits)) != NULL && PyList_CheckExact(cr) && vc >= 0 &&
+        return (pl = v[HK_POOL]) != NULL && PyLong_CheckExact(pl);
+    return (cr = v[HK_CREDITS]) != NULL && PyList_CheckExact(cr) && vc >= 0 &&
            vc < PyList_GET_SIZE(cr) && PyLong_CheckExact(PyList_GET_ITEM(cr, vc));
 }
 
 /* ... and take it (flow_credit_ok said yes; the element's now set): OutPort.credit, Flow._wake */
 static int flow_credit(PyObject *el, PyObject *outp, long long vc, long long pool, long long n, PyObject *now)
 {
-    PyObject *d = hf_dict(SLOT(outp, o_flow)), *cr;
+    PyObject *d = hf_dict(SLOT(outp, o_flow)), *cr, *f[HK_N];
     long long v;
+    if (d == NULL || hk_fields(d, f) < 0)
+        return -1;
     if (pool) { /* self.flow.pool += n */
-        if (!get_ll(PyDict_GetItem(d, s_pool), &v) || dict_set_ll(d, s_pool, v + n) < 0)
+        if (!get_ll(f[HK_POOL], &v) || dict_set_ll(d, s_pool, v + n) < 0)
             return -1;
     } else { /* self.flow.credits[vc] += n */
-        cr = PyDict_GetItem(d, s_credits);
+        cr = f[HK_CREDITS];
         if (!get_ll(PyList_GET_ITEM(cr, vc), &v) || put_ll(&((PyListObject *)cr)->ob_item[vc], v + n) < 0)
             return -1;
     }
@@ -214,13 +248,13 @@ static int flow_credit(PyObject *el, PyObject *outp, long long vc, long long poo
  * and the WAKE it asks. 1 done, 0 not this case (nothing changed), -1 error. */
 static int emit_flow_one(PyObject *el, PyObject *p, PyObject *frame, long long at, long long now)
 {
-    PyObject *fl, *d, *late, *qs, *q, *dq;
+    PyObject *fl, *late, *qs, *q, *dq, *v[HK_N];
     long long groups, vcs, vc = 0, qb, peakf, wa;
     if (hf_init() <= 0 || Py_TYPE(p) != OutPortT || SLOT(p, o_tracer) != Py_None || SLOT(p, o_up) != Py_True ||
-        SLOT(p, o_timeline) != Py_None || (fl = SLOT(p, o_flow)) == NULL || (d = hf_flow_dict(fl)) == NULL ||
-        !PyBytes_CheckExact(frame) || (late = PyDict_GetItemWithError(d, s_late)) == NULL ||
-        (late != Py_True && late != Py_False) || !get_ll(PyDict_GetItemWithError(d, s_groups), &groups) ||
-        !get_ll(PyDict_GetItemWithError(d, s_vcs), &vcs) || (qs = PyDict_GetItemWithError(d, s_queues)) == NULL ||
+        SLOT(p, o_timeline) != Py_None || (fl = SLOT(p, o_flow)) == NULL || hf_flow_dict(fl, v) == NULL ||
+        !PyBytes_CheckExact(frame) || (late = v[HK_LATE]) == NULL ||
+        (late != Py_True && late != Py_False) || !get_ll(v[HK_GROUPS], &groups) ||
+        !get_ll(v[HK_VCS], &vcs) || (qs = v[HK_QUEUES]) == NULL ||
         !PyList_CheckExact(qs) || Py_TYPE(dq = SLOT(p, o_queued)) != DequeT || !get_ll(SLOT(p, o_queued_bytes), &qb) ||
         !get_ll(SLOT(p, o_peak_f), &peakf) || !get_ll(SLOT(p, o_wake_at), &wa))
         goto decline;

@@ -27,6 +27,49 @@ static PyObject *s_at, *s_mtu_bytes, *s_frames_sent, *s_messages_sent;
 
 static PyTypeObject *HostT, *ProcT, *SendT, *RecvT; /* (host_setup's, emu/csrc/host.h) */
 
+/* spec.<name> of a host's spec: for an emu.config.HostSpec (a frozen dataclass: its fields do not
+ * change) read once per spec object and name -- the last spec read, held, per name (a run's hosts
+ * share theirs: the next run's replaces it); any other spec read each time */
+static PyTypeObject *HostSpecT;
+static int hs_state; /* 0 not looked up yet, 1 HostSpecT known, -1 not available */
+enum { SP_NIC_DELAY, SP_MTU, SP_SEND_OVERHEAD, SP_RECV_OVERHEAD, SP_N }; /* (the names read: an entry each) */
+static struct { PyObject *spec, *name, *v; } spec_cache[SP_N];
+
+static PyTypeObject *hostspec_type(void)
+{
+    if (hs_state == 0) {
+        hs_state = -1;
+        PyObject *m = PyImport_ImportModule("emu.config"), *c = m ? PyObject_GetAttrString(m, "HostSpec") : NULL,
+                 *params = c ? PyObject_GetAttrString(c, "__dataclass_params__") : NULL,
+                 *frozen = params ? PyObject_GetAttrString(params, "frozen") : NULL;
+        if (c != NULL && PyType_Check(c) && frozen == Py_True) {
+            HostSpecT = (PyTypeObject *)Py_NewRef(c);
+            hs_state = 1;
+        }
+        Py_XDECREF(m);
+        Py_XDECREF(c);
+        Py_XDECREF(params);
+        Py_XDECREF(frozen);
+        PyErr_Clear();
+    }
+    return HostSpecT;
+}
+
+static PyObject *spec_get(PyObject *spec, PyObject *name, int h) /* (h: the name's SP_; a new reference, NULL error) */
+{
+    if (Py_TYPE(spec) != hostspec_type() || HostSpecT == NULL)
+        return PyObject_GetAttr(spec, name);
+    if (spec_cache[h].spec == spec && spec_cache[h].name == name)
+        return Py_NewRef(spec_cache[h].v);
+    PyObject *v = PyObject_GetAttr(spec, name);
+    if (v != NULL && PyLong_CheckExact(v)) {
+        Py_XSETREF(spec_cache[h].spec, Py_NewRef(spec));
+        Py_XSETREF(spec_cache[h].name, Py_NewRef(name));
+        Py_XSETREF(spec_cache[h].v, Py_NewRef(v));
+    }
+    return v;
+}
+
 /* -- what the core stands in for, as the classes had it at host_setup: each attribute's object
  * (its function, a property), checked again whenever a class's version tag moved (a class changed:
  * a method replaced, as a test or a plug-in may, and Python's is called from then on) */
@@ -287,7 +330,7 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
     if ((node_id = NIC_GET(eng, N_NODE_ID)) == NULL || (anywhere = NIC_GET(eng, N_ANYWHERE)) == NULL ||
         (transport = NIC_GET(eng, N_TRANSPORT)) == NULL || (names = NIC_GET(eng, N_NAMES)) == NULL ||
         (stats = NIC_GET(eng, N_STATS)) == NULL || (spec = NIC_GET(eng, N_SPEC)) == NULL ||
-        (nd = PyObject_GetAttr(spec, s_nic_delay_ns)) == NULL || (timers = NIC_GET(eng, N_TIMERS)) == NULL ||
+        (nd = spec_get(spec, s_nic_delay_ns, SP_NIC_DELAY)) == NULL || (timers = NIC_GET(eng, N_TIMERS)) == NULL ||
         (deliver = NIC_GET(eng, N_DELIVER)) == NULL)
         goto done;
     rc = 1;
@@ -417,7 +460,7 @@ static int nic_send_one(PyObject *eng, PyObject *dsto, PyObject *tago, PyObject 
              *stats = NULL, *out = NULL, *node_id = NULL;
     int rc = -1;
     if ((transport = NIC_GET(eng, N_TRANSPORT)) == NULL || (spec = NIC_GET(eng, N_SPEC)) == NULL ||
-        (mtu = PyObject_GetAttr(spec, s_mtu_bytes)) == NULL || (nd = PyObject_GetAttr(spec, s_nic_delay_ns)) == NULL ||
+        (mtu = spec_get(spec, s_mtu_bytes, SP_MTU)) == NULL || (nd = spec_get(spec, s_nic_delay_ns, SP_NIC_DELAY)) == NULL ||
         (routes = NIC_GET(eng, N_ROUTES)) == NULL || (heads = NIC_GET(eng, N_HEADS)) == NULL ||
         (msg_id = NIC_GET(eng, N_MSG_ID)) == NULL || (stats = NIC_GET(eng, N_STATS)) == NULL ||
         (out = NIC_GET(eng, N_OUT)) == NULL || (node_id = NIC_GET(eng, N_NODE_ID)) == NULL)

@@ -269,32 +269,35 @@ async def traffic_app(host, cycle_ns: int, when: list, dst: list, size: int, exp
     names = host.hosts if names is None else names
     w0, w1 = t0 + window[0] * cycle_ns, t0 + window[1] * cycle_ns
     lat, src, arrived, last, late = [], [], 0, {}, 0
+    unpack_head = HEAD.unpack_from
     got = 0
 
     def take(m) -> None:
         nonlocal arrived, late
-        created, seq = HEAD.unpack_from(m.data)
-        if seq < last.get(m.src, -1):
+        msrc, _tag, data, t_ns, _hops = m  # (a Message: its fields at once, not an attribute lookup each)
+        created, seq = unpack_head(data)
+        if seq < last.get(msrc, -1):
             late += 1  # overtaken by a later packet of its source (another path)
         else:
-            last[m.src] = seq
+            last[msrc] = seq
         if w0 <= created < w1:
-            lat.append(m.t_ns - created)
-            src.append(m.src)
-        if w0 <= m.t_ns < w1:
+            lat.append(t_ns - created)
+            src.append(msrc)
+        if w0 <= t_ns < w1:
             arrived += 1
 
     sent = [0] * len(names)
     # (per packet: the head and its zero padding packed at once, the calls looked up once, ``now`` read once)
     pack = struct.Struct(f"<qI{size - HEAD.size}x").pack if size >= HEAD.size else lambda t, s: HEAD.pack(t, s) + pad
-    send, sleep = host.send, host.sleep
+    send, sleep, arrived_ns = host.send, host.sleep, host.arrived_ns
     for seq, (c, d) in enumerate(zip(when, dst)):
         t = t0 + c * cycle_ns
         now = host.now
         if now < t:
             await sleep(t - now)
         if measured is not None and c >= window[1]:
-            while True:  # what has arrived so far: are the measured packets sent here all in?
+            while arrived_ns(TAG) is not None:  # what has arrived so far: are the measured packets sent here all in?
+                # (a look first, which takes no time: try_recv's None, without its await)
                 m = await host.try_recv(tag=TAG)
                 if m is None:
                     break

@@ -298,7 +298,9 @@ class HostAPI:
     def try_recv(self, src: str | int | None = None, tag: int | None = None) -> TryRecv:
         """A message already there (from ``src`` / with ``tag`` if given), or None without waiting
         (what ``MPI_Test`` and ``MPI_Iprobe`` need); a message found costs the receive overhead."""
-        return TryRecv(None if src is None else self._addr(src), tag)
+        op = _new_op(TryRecv)  # (TryRecv(src, tag) without its Python __init__, as send's)
+        op.src, op.tag = None if src is None else self._addr(src), tag
+        return op
 
     def ping(self, dst: str | int) -> PingOp:
         """Echo request to ``dst``; returns the virtual round-trip time in ns."""
@@ -321,6 +323,10 @@ class HostAPI:
 
     def sleep(self, ns: int) -> Sleep:
         """Let ``ns`` nanoseconds of virtual time pass."""
+        if ns.__class__ is int and 0 <= ns < HORIZON_NS - self._engine.now:  # (the common case: the checks below, at once)
+            op = _new_op(Sleep)  # (Sleep(ns) without its Python __init__: one per sleep, as send's)
+            op.ns = ns
+            return op
         if ns < 0:
             raise ValueError(f"sleep: ns must be >= 0, got {ns}")
         return Sleep(self._before_horizon("sleep", int(ns)))
@@ -333,6 +339,12 @@ class HostAPI:
             raise ValueError(f"{what}({ns} ns) at {now} ns would end at {now + ns} ns, at or past the end of "
                              f"virtual time (2**62 = {HORIZON_NS} ns); give a shorter time")
         return ns
+
+
+_PYTHON = {name: HostAPI.__dict__[name] for name in ("send", "sleep", "recv", "try_recv", "arrived_ns", "now")}
+"""The specification of the host calls the compiled core stands in for when it is built
+(``emu/csrc/hostapi.h``, installed by ``emu.nodes.nic.engine``: their plain cases in C, anything else
+handed to these): send, sleep, recv, try_recv, arrived_ns and the ``now`` property, as written here."""
 
 
 class _Verb:

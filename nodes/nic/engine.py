@@ -35,7 +35,7 @@ from emu.wire import (ETH_LEN, ETHERTYPE_FABRIC, FABRIC, FLAG_BCAST, HDR_LEN, MS
                       build_frame, parse_frame)
 from emu.wire.fabric import FLAG_SRCRT, FLAGS_OFF as _FLAGS_OFF
 
-from ..host.api import Recv, Send
+from ..host.api import HostAPI, Recv, Send
 from ..host.engine import _HANDLERS as HOST_HANDLERS, AppState, Host, Proc
 from ..timers import Timers
 from . import coding, coll, inc, qsnet  # noqa: F401  (the built-in mechanisms register themselves)
@@ -510,5 +510,6 @@ if native.CORE is not None:  # the compiled core takes a one-frame message's rec
         native.CORE.host_setup(Host, Proc, Send, Recv, HOST_HANDLERS,  # (its timers, resume, deliver, send, recv)
                                sys.modules[Host.__module__].__dict__)  # (where Python's resume reads _HANDLERS)
         native.CORE.await_setup(Op)  # (awaiting a request: Op.__await__'s twin, without a generator per await)
+        native.CORE.api_setup(HostAPI, sys.modules[HostAPI.__module__].__dict__)  # (send, sleep, now: their twins)
     except (TypeError, ValueError, AttributeError) as e:
         native.disable(str(e))
