@@ -21,6 +21,7 @@ def test_bench_processes_runs_at_a_tiny_size():
     # the whole command: its parts, and a worker forked as the command started (ready before its plan)
     assert "start-up" in p.stdout and "teardown" in p.stdout and "worker 1:" in p.stdout
     assert "the partition" in p.stdout  # (made by worker 1 while the main process checked the input)
+    assert "the check of its ranks" in p.stdout  # (a worker checks its ranks' results: its CPU after the run)
     parts = re.search(r"wall ([0-9.]+) s = start-up ([0-9.]+) \+ run ([0-9.]+) \+ teardown ([0-9.]+)", p.stdout)
     assert parts and abs(float(parts[1]) - sum(map(float, parts.groups()[1:]))) < 0.02
 
