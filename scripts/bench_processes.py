@@ -306,7 +306,7 @@ def whole(spec: str, size: int, processes: int, direct: bool, env0: dict | None 
                 wait_line = what.split()[1:]
             steps.setdefault(int(pid), {})[what] = (float(mono) - t0, float(cpu))
     main_steps = steps.pop(done.pid)
-    workers = list(steps.values())
+    workers = in_domain_order(list(steps.values()))
     for w in workers:  # (a worker sent SIGTERM at the end, past its grace, writes no last step)
         w.setdefault("worker-done", w.get("worker-stop", max(w.values())))
         w.setdefault("worker-stop", w["worker-done"])
@@ -318,6 +318,13 @@ def whole(spec: str, size: int, processes: int, direct: bool, env0: dict | None 
     return {"wall": wall, "main": main_steps, "workers": workers, "run_crit": crit_line[0], "run_cpu": crit_line[1:],
             "run_before": before_line, "run_wait": None if wait_line is None else wait_of(wait_line, processes),
             "figures": figures, "other_cores": others}
+
+
+def in_domain_order(workers: list[dict]) -> list[dict]:
+    """The workers' steps in domain order, by their own ``worker-domain D`` step (their lines come in
+    the order they started writing; a tree without that step: as they came)."""
+    return sorted(workers, key=lambda w: min((int(k.split()[1]) for k in w if k.startswith("worker-domain ")),
+                                             default=0))
 
 
 def wait_of(fields: list[str], processes: int) -> dict:

@@ -68,3 +68,13 @@ def test_the_commands_run_this_checkouts_code_wherever_the_script_is_started(tmp
     bad = subprocess.run([sys.executable, str(SCRIPTS / "bench_processes.py"), "--before", str(tmp_path / "no")],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1 and "not a checkout" in bad.stderr
+
+
+def test_the_workers_steps_are_read_in_domain_order():
+    sys.path.insert(0, str(SCRIPTS))
+    from bench_processes import in_domain_order
+
+    steps = [{"worker-domain 3": (0, 0)}, {"worker-domain 1": (0, 0)}, {"worker-domain 2": (0, 0)}]
+    assert [next(iter(w)) for w in in_domain_order(steps)] == ["worker-domain 1", "worker-domain 2", "worker-domain 3"]
+    old = [{"worker-built": (1, 0)}, {"worker-built": (2, 0)}]  # (a tree that does not say: as they came)
+    assert in_domain_order(old) == old
