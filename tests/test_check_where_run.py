@@ -112,3 +112,19 @@ async def test_a_failed_run_keeps_nothing_here():
         assert len(kept._KEPT) == 1
         await check_where_run(net, res, 16, "float32", "sum", 0, 0)
         assert left() == 0
+
+
+def test_the_reference_made_once_answers_as_allclose():
+    rng = np.random.default_rng(5)
+    ref = rng.uniform(-1, 1, 64).astype(np.float32)
+    odd = ref.copy()
+    odd[3], odd[9] = np.inf, np.nan
+    for f in (ref, odd):
+        near = kept._Near(f, 1e-3)
+        for g in (f.copy(), f + np.float32(5e-4), f + np.float32(3e-3), np.where(np.isnan(f), 0, f).astype(np.float32),
+                  np.full_like(f, np.nan), np.where(np.isfinite(f), f, np.inf).astype(np.float32)):
+            for a, b in ((0, 64), (10, 30)):
+                want = bool(np.allclose(g[a:b].astype(np.float64), f[a:b].astype(np.float64), rtol=1e-3, atol=1e-3))
+                assert near(g[a:b], a, b) == want
+    exact = kept._Near(np.arange(8, dtype=np.int32), None)
+    assert exact(np.arange(2, 5, dtype=np.int32), 2, 5) and not exact(np.arange(3, 6, dtype=np.int32), 2, 5)
