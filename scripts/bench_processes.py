@@ -239,6 +239,8 @@ def instructions(a, counts: list[int], size: int) -> None:
                            sys.executable, "-c", code.format(s=str(pathlib.Path(__file__).parent), topo=a.topo,
                                                              size=sz, p=p, direct=mode == "direct")]
                     env = {**os.environ, "PYTHONHASHSEED": "0"}
+                    for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # (as the emu command,
+                        env.setdefault(k, "1")  # emu.control.one_math_thread: a BLAS pool's spinning threads are noise)
                     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
                     if done.returncode:
                         raise SystemExit(f"{mode}, {p} processes under callgrind failed: {done.stderr.strip()[-300:]}")
