@@ -81,6 +81,10 @@ class DomainControl:
                 out.extend(el.engine.app_states())
         return out
 
+    async def rpc_call(self, fn, *args) -> Any:
+        """``fn(*args)`` in this process (``Cluster.each_process``)."""
+        return fn(*args)
+
     async def rpc_process_stats(self) -> dict[str, Any]:
         """This process's socket counters (``Cluster.process_stats``)."""
         out: dict[str, Any] = {"process": self.index, "elements": len(self.elements)}

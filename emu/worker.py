@@ -64,6 +64,7 @@ async def serve(host: str, port: int, index: int, secret: bytes, sock=None) -> N
         paths, preload = await chan.recv()  # the parent's sys.path, so applications unpickle here too
         sys.path[:0] = [p for p in paths if p not in sys.path]
         mark("worker-connected")
+        mark(f"worker-domain {index}")  # (which domain this process serves: the timeline's readers sort by it)
         msg = None
         if index == 1:  # asked for the partition as soon as the main process has its topology: first
             _partition_modules()

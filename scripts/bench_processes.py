@@ -23,7 +23,8 @@ each process of it writes down its steps (``emu.timeline``). For each count:
   moment it was launched -- and build, then the calls that start the run: the main process's CPU for
   them and the busiest worker's after it, an upper bound since they go to every process at once), the
   run window by window (the busiest process's CPU from one window's start to the next, summed), the
-  main process's teardown. It is what the command takes with a core per process and instant messages: its ratio to
+  teardown: the main process's, or if longer, the busiest worker's calls after the run (the check of
+  its ranks' results) and the main process's last steps after them. It is what the command takes with a core per process and instant messages: its ratio to
   one process's is the speed-up to expect on a quiet machine with enough cores, and the model for
   counts beyond this machine's cores.
 
@@ -106,7 +107,7 @@ def critical_path(before: list[float], marks: list[list[float]], after: list[flo
 
 async def once(spec: str, size: int, processes: int, direct: bool) -> dict:
     import emu
-    from emu.nodes.collectives.run import check_results, run_collective
+    from emu.nodes.collectives.run import check_where_run, run_collective
     from emu.topologies import build
 
     count = size // 4
@@ -116,13 +117,13 @@ async def once(spec: str, size: int, processes: int, direct: bool) -> dict:
         w0 = net.windows
         busy0 = busy_cpu_s()
         t = time.perf_counter()
-        res = await run_collective(net, "allreduce", count=count, algo="recursive_doubling")
+        res = await run_collective(net, "allreduce", count=count, algo="recursive_doubling", keep=True)
         wall = time.perf_counter() - t
         busy1 = busy_cpu_s()
         marks = await net.window_cpu(record=False)
         after = await net.cpu_times()
         windows = net.windows - w0
-    check_results(res, count, "float32", "sum", 0, 0)
+        await check_where_run(net, res, count, "float32", "sum", 0, 0)  # (each process its ranks', as emu run)
     cpu = [{k: a[k] - b[k] for k in a} for a, b in zip(after, before)]
     crit = critical_path([b["process_s"] for b in before], marks, [a["process_s"] for a in after])
     others = None if busy0 is None else \
@@ -238,6 +239,8 @@ def instructions(a, counts: list[int], size: int) -> None:
                            sys.executable, "-c", code.format(s=str(pathlib.Path(__file__).parent), topo=a.topo,
                                                              size=sz, p=p, direct=mode == "direct")]
                     env = {**os.environ, "PYTHONHASHSEED": "0"}
+                    for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # (as the emu command,
+                        env.setdefault(k, "1")  # emu.control.one_math_thread: a BLAS pool's spinning threads are noise)
                     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
                     if done.returncode:
                         raise SystemExit(f"{mode}, {p} processes under callgrind failed: {done.stderr.strip()[-300:]}")
@@ -305,7 +308,7 @@ def whole(spec: str, size: int, processes: int, direct: bool, env0: dict | None 
                 wait_line = what.split()[1:]
             steps.setdefault(int(pid), {})[what] = (float(mono) - t0, float(cpu))
     main_steps = steps.pop(done.pid)
-    workers = list(steps.values())
+    workers = in_domain_order(list(steps.values()))
     for w in workers:  # (a worker sent SIGTERM at the end, past its grace, writes no last step)
         w.setdefault("worker-done", w.get("worker-stop", max(w.values())))
         w.setdefault("worker-stop", w["worker-done"])
@@ -317,6 +320,13 @@ def whole(spec: str, size: int, processes: int, direct: bool, env0: dict | None 
     return {"wall": wall, "main": main_steps, "workers": workers, "run_crit": crit_line[0], "run_cpu": crit_line[1:],
             "run_before": before_line, "run_wait": None if wait_line is None else wait_of(wait_line, processes),
             "figures": figures, "other_cores": others}
+
+
+def in_domain_order(workers: list[dict]) -> list[dict]:
+    """The workers' steps in domain order, by their own ``worker-domain D`` step (their lines come in
+    the order they started writing; a tree without that step: as they came)."""
+    return sorted(workers, key=lambda w: min((int(k.split()[1]) for k in w if k.startswith("worker-domain ")),
+                                             default=0))
 
 
 def wait_of(fields: list[str], processes: int) -> dict:
@@ -337,6 +347,9 @@ def model(r: dict) -> dict:
     cpu = lambda what: m[what][1]  # noqa: E731
     start_wall, end_wall = m["run-begin"][0], r["wall"] - m["run-end"][0]
     teardown = cpu("done") - cpu("run-end")
+    after = after_run(r)
+    if after:  # a worker's part after the run (the check of its ranks' results), then our last steps
+        teardown = max(teardown, max(after) + cpu("done") - cpu("cluster-exit"))
     if not r["workers"]:
         start = cpu("run-begin")
     else:
@@ -359,6 +372,14 @@ def model(r: dict) -> dict:
             "start": start, "run": r["run_crit"], "end": teardown, "crit": start + r["run_crit"] + teardown}
 
 
+def after_run(r: dict) -> list[float]:
+    """Each worker's CPU seconds from the run's end until it was told to stop (the calls after the
+    run: figures, and the check of its ranks' results, ``check_where_run``); [] if not recorded."""
+    if not r["workers"] or not r.get("run_before"):
+        return []
+    return [w["worker-stop"][1] - (b + c) for w, b, c in zip(r["workers"], r["run_before"][1:], r["run_cpu"][1:])]
+
+
 def describe_whole(mode: str, p: int, r: dict, base: dict, cores: int) -> str:
     x, b = model(r), model(base)
     m = r["main"]
@@ -375,6 +396,7 @@ def describe_whole(mode: str, p: int, r: dict, base: dict, cores: int) -> str:
                  f"checks {m['prepared'][1] - m['parsed'][1]:.2f}, plan {m['planned'][1] - m['prepared'][1]:.2f}, "
                  f"elements and workers {m['run-begin'][1] - m['planned'][1]:.2f}) + run {r['run_cpu'][0]:.2f} + "
                  f"teardown {m['done'][1] - m['run-end'][1]:.2f}")
+    after = after_run(r) or [0.0] * len(r["workers"])
     for i, w in enumerate(r["workers"], 1):
         waited = max(0.0, m["cluster-enter"][0] - _waiting(w)[0])
         made = 0.0 if "worker-partitioned" not in w else \
@@ -384,8 +406,8 @@ def describe_whole(mode: str, p: int, r: dict, base: dict, cores: int) -> str:
         imports = w["worker-preloaded"][1] - (made if early else 0.0)
         lines.append(f"    CPU s, worker {i}: {w['worker-done'][1]:.2f} = start-up {w['worker-built'][1]:.2f} (Python and "
                      f"imports {imports:.2f}{part}, ready {waited:.2f} s before the plan; its elements "
-                     f"{w['worker-built'][1] - w['worker-plan'][1]:.2f}) + run {r['run_cpu'][i]:.2f} + teardown "
-                     f"{w['worker-done'][1] - w['worker-stop'][1]:.2f}")
+                     f"{w['worker-built'][1] - w['worker-plan'][1]:.2f}) + run {r['run_cpu'][i]:.2f} + after it (figures, "
+                     f"the check of its ranks) {after[i - 1]:.2f} + teardown {w['worker-done'][1] - w['worker-stop'][1]:.2f}")
     split = r["run_cpu"] and base["run_cpu"][0] / max(r["run_cpu"])
     wait = r.get("run_wait")
     if wait and p > 1:  # (what the per-window imbalance costs: each process's CPU idle in the model)

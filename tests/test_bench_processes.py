@@ -21,6 +21,7 @@ def test_bench_processes_runs_at_a_tiny_size():
     # the whole command: its parts, and a worker forked as the command started (ready before its plan)
     assert "start-up" in p.stdout and "teardown" in p.stdout and "worker 1:" in p.stdout
     assert "the partition" in p.stdout  # (made by worker 1 while the main process checked the input)
+    assert "the check of its ranks" in p.stdout  # (a worker checks its ranks' results: its CPU after the run)
     parts = re.search(r"wall ([0-9.]+) s = start-up ([0-9.]+) \+ run ([0-9.]+) \+ teardown ([0-9.]+)", p.stdout)
     assert parts and abs(float(parts[1]) - sum(map(float, parts.groups()[1:]))) < 0.02
 
@@ -67,3 +68,13 @@ def test_the_commands_run_this_checkouts_code_wherever_the_script_is_started(tmp
     bad = subprocess.run([sys.executable, str(SCRIPTS / "bench_processes.py"), "--before", str(tmp_path / "no")],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1 and "not a checkout" in bad.stderr
+
+
+def test_the_workers_steps_are_read_in_domain_order():
+    sys.path.insert(0, str(SCRIPTS))
+    from bench_processes import in_domain_order
+
+    steps = [{"worker-domain 3": (0, 0)}, {"worker-domain 1": (0, 0)}, {"worker-domain 2": (0, 0)}]
+    assert [next(iter(w)) for w in in_domain_order(steps)] == ["worker-domain 1", "worker-domain 2", "worker-domain 3"]
+    old = [{"worker-built": (1, 0)}, {"worker-built": (2, 0)}]  # (a tree that does not say: as they came)
+    assert in_domain_order(old) == old

@@ -285,3 +285,17 @@ def test_ctrl_c_at_a_terminal_ends_the_workers_too():
     finally:
         proc.kill()
     assert "KeyboardInterrupt" in proc.stderr.read()
+
+
+def test_the_emu_command_runs_numpys_math_library_on_one_thread_unless_told():
+    """``python -m emu`` (and the ``emu`` script, ``emu.__main__:main``) sets it before numpy is
+    imported: the pool's threads spinning as numpy is imported took a worker's core."""
+    code = ("import os, sys\nimport emu.__main__ as m\nsys.argv = ['emu', '--help']\ntry:\n    m.main()\n"
+            "except SystemExit:\n    pass\nimport numpy\nprint(os.environ.get('OPENBLAS_NUM_THREADS'), "
+            "os.environ.get('OMP_NUM_THREADS'))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60).stdout
+    assert out.splitlines()[-1] == "1 1"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**env, "OMP_NUM_THREADS": "3"}).stdout
+    assert out.splitlines()[-1] == "1 3"

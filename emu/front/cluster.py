@@ -471,6 +471,16 @@ class Cluster(ClusterFaults, ClusterFigures):
     async def ping(self, src: str, dst: str) -> int:
         return (await self.run({src: (_ping_app, dst)}))[src]
 
+    async def each_process(self, fn: Callable, args_of: Callable[[int], tuple] = lambda d: ()) -> list:
+        """``fn(*args_of(d))`` in every process of the cluster at once (``d``: its index, 0 this one);
+        their answers in that order. ``fn`` goes to a worker by reference, as an application does (a
+        function of a module): e.g. to check applications' results where they ran
+        (``emu.nodes.collectives.run.check_where_run``)."""
+        if self._sync is None:
+            raise EmuError("the cluster is not running; use 'async with Cluster(...) as net:'")
+        async with self._lock:
+            return await call_everywhere(self._handles, "call", lambda d: (fn, *args_of(d)))
+
 
 @contextlib.contextmanager
 def _one_error():

@@ -99,19 +99,20 @@ def collective_options(operation: str, extra: dict[str, Any], hosts: list[str],
 
 def _collective_check(operation: str) -> CheckFn:
     async def check(net, options: Options) -> dict[str, Any]:
-        from emu.nodes.collectives.run import check_results, run_collective
+        from emu.nodes.collectives.run import check_where_run, run_collective
 
         spec = net.topology.hosts[0].spec
         o = collective_options(operation, options.extra, net.hosts, spec.nic.queue_capacity, spec.elan)
+        # (keep: each process checks the results of the ranks it ran, issue 45)
         res = await run_collective(net, operation, count=o.count, dtype=o.dtype, op=o.op, algo=o.algo,
                                    root=o.root, ranks=o.ranks, seed=options.seed, offload=o.offload,
                                    branch=o.branch, density=None if o.bucket else o.density, overlap=o.overlap,
-                                   bucket=o.bucket)
-        if res.errors:
-            raise EmuError(f"the NICs reported errors: {res.errors}")
+                                   bucket=o.bucket, keep=True)
         try:
-            check_results(res, o.count, o.dtype, o.op, o.root, options.seed)
+            await check_where_run(net, res, o.count, o.dtype, o.op, o.root, options.seed)
         except AssertionError as e:
+            if res.errors:  # (the check says so first)
+                raise EmuError(f"the NICs reported errors: {res.errors}") from None
             raise EmuError(f"wrong result: {e}") from None
         from emu.nodes.collectives.operations import OPERATIONS
 

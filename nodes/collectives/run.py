@@ -15,46 +15,16 @@ import numpy as np
 from emu.config import ConfigError
 from emu.metrics import RunMetrics
 
+from . import check as kept_check
 from .comm import Comm
 from emu.reduce import DTYPES, get_op, reference_streamed
 from .offload import errors_text
 from .offloads import OFFLOADS, offload_named
+from .operands import input_chunks, make_input  # noqa: F401 -- (also this module's: the tests, the scripts)
 from .operations import OPERATIONS as OPS
 from .select import check
 
 OPERATIONS = tuple(OPS)
-
-
-def make_input(seed: int, rank: int, count: int, dtype: str, op: str, size: int, chunk: int = 1 << 20) -> np.ndarray:
-    """Rank ``rank``'s operand: reproducible random values suited to the operator and type."""
-    rng = np.random.default_rng([seed, rank])
-    dt = np.dtype(dtype)
-    shape = (size, count) if op == "alltoall" else (count,)
-    if op in ("land", "lor", "lxor"):
-        return (rng.random(shape) < 0.6).astype(dt) * rng.integers(1, 3, shape).astype(dt)
-    # drawn in chunks into the result: no float64 (or whole-size) temporary of a large operand. The
-    # chunk is a multiple of 4 elements, so that the draws (numpy buffers 32-bit words for 8- and
-    # 16-bit integers) are the very ones a single call makes (tested)
-    out = np.empty(shape, dt)
-    flat = out.reshape(-1)
-    for i, part in enumerate(input_chunks(rng, dt, op, flat.size, chunk)):
-        flat[i * chunk:i * chunk + len(part)] = part
-    return out
-
-
-def input_chunks(rng: np.random.Generator, dt: np.dtype, op: str, n: int, chunk: int = 1 << 20):
-    """The ``n`` values of an operand (not of the logical operators), ``chunk`` at a time, as
-    :func:`make_input` draws them from ``rng``."""
-    if dt.kind == "f":
-        lo, hi = (0.5, 1.5) if op == "prod" else (-1.0, 1.0)
-    else:
-        info = np.iinfo(dt)
-    for i in range(0, n, chunk):
-        j = min(n, i + chunk)
-        if dt.kind == "f":
-            yield rng.uniform(lo, hi, j - i).astype(dt, copy=False)
-        else:
-            yield rng.integers(info.min, info.max, j - i, dtype=dt, endpoint=True)
 
 
 def make_sparse_input(seed: int, rank: int, count: int, dtype: str, density: float, overlap: float,
@@ -121,7 +91,7 @@ async def call(comm: Comm, operation: str, x: np.ndarray, algo: str | None, op: 
 
 
 async def collective_app(host, members, operation, algo, count, dtype, op, root, seed, offload=None, branch=None,
-                         sparse=None):
+                         sparse=None, keep=None):
     comm = Comm(host, members)
     comm.in_place = True  # the input is made here and not needed after: no working copy of it
     late = host.entry_skew_ns(comm.rank)  # ``host.skew``: this rank enters the operation late
@@ -134,6 +104,9 @@ async def collective_app(host, members, operation, algo, count, dtype, op, root,
         return y, host.now, host.cpu_ns, comm.last_algo, comm.last_status, None
     x = make_input(seed, comm.rank, count, dtype, op if operation != "alltoall" else "alltoall", comm.size)
     y = await call(comm, operation, x, algo, op, root, offload, branch)
+    if keep is not None:  # the result stays in this process, checked here (``check.keep``)
+        kept_check.keep(keep, comm.rank, y)
+        y = None
     return y, host.now, host.cpu_ns, comm.last_algo, comm.last_status, getattr(comm, "nc_stats", None)
 
 
@@ -155,6 +128,9 @@ class CollectiveResult:
     """Spec 02's broadcasts run by the NICs: every rank's per-step figures (``coding.timing.figures``)."""
     sparse: tuple[float, float, int | None] | None = None
     """(density, overlap, bucket) of a sparse allreduce's operands (``make_sparse_input``), else None."""
+    kept: str | None = None
+    """The ranks' results stayed in the processes that ran them (``run_collective(keep=True)``; then
+    ``results`` is empty) under this name, until :func:`check_where_run` checks them there."""
 
     frames = property(lambda self: self.metrics.frames)
     bytes = property(lambda self: self.metrics.bytes)
@@ -203,58 +179,31 @@ def expected_sparse(ranks: int, count: int, dtype: str, seed: int, density: floa
     return out
 
 
-def _close(dt: np.dtype, operation: str, op: str, ranks: int):
-    """The comparison of a result with numpy's: within a tolerance for float sums and products
-    (the algorithms add in another order), else exact."""
-    if dt.kind == "f" and operation in ("allreduce", "reduce", "reduce_scatter") and op in ("sum", "prod"):
-        rtol = {2: 2e-2, 4: 1e-4, 8: 1e-10}[dt.itemsize] * max(1, ranks)
-        return lambda g, f: bool(np.allclose(g.astype(np.float64), f.astype(np.float64), rtol=rtol, atol=rtol))
-    return lambda g, f: bool(np.array_equal(g, f))
-
-
 def _check_by_chunks(res: CollectiveResult, count: int, dtype: str, op: str, root: int, seed: int,
-                     chunk: int = 1 << 20) -> bool:
+                     chunk: int = kept_check.CHUNK) -> bool:
     """A reduction's results against numpy's, computed ``chunk`` elements at a time: each rank's
     operand is drawn a chunk at a time (:func:`input_chunks`, the very values :func:`make_input`
     makes) and folded (``reference_streamed``), so the check holds no operand nor reference
-    whole -- only the results. False when the operation or operator cannot go by chunks (its
-    operands are not drawn by chunks: logical operators; paired ones)."""
-    spec = OPS.get(res.operation)
-    o = get_op(op)
-    if spec is None or spec.result not in ("reduced", "root_reduced", "scattered") or o.paired or \
-            op in ("land", "lor", "lxor"):
+    whole -- only the results. The check of :func:`check_where_run` with every rank in one part
+    (``check.Part``). False when the operation or operator cannot go by chunks (its operands are
+    not drawn by chunks: logical operators; paired ones)."""
+    if not kept_check.checkable(res.operation, op):
         return False
-    n, dt = len(res.ranks), np.dtype(dtype)
-    span = {"reduced": lambda r: (0, count), "root_reduced": lambda r: (0, count) if r == root else None,
-            "scattered": lambda r: (r * (count // n), (r + 1) * (count // n))}[spec.result]
-    want, got = {}, {}
-    for r, host in enumerate(res.ranks):
-        want[r] = span(r)
-        g = res.results[host]
-        if want[r] is None:
-            assert g is None, f"rank {r} ({host}) got a result, expected none"
-            continue
-        g = np.asarray(g).reshape(-1)
-        lo, hi = want[r]
-        assert g.size == hi - lo, f"rank {r} ({host}): {g.size} elements in its result, {hi - lo} expected"
-        got[r] = g
-    close = _close(dt, res.operation, op, n)
-    draws = [input_chunks(np.random.default_rng([seed, r]), dt, op, count, chunk) for r in range(n)]
+    part = kept_check.Part({r: res.results[h] for r, h in enumerate(res.ranks)},
+                           (res.operation, len(res.ranks), count, dtype, op, root, seed, chunk))
+    assert part.problem is None, kept_check.problem_text(part.problem, res.ranks)
     for i in range(0, count, chunk):
-        ref = reference_streamed(o, (next(d) for d in draws))
-        j = i + len(ref)
-        for r, g in got.items():
-            lo, hi = want[r]
-            a, b = max(i, lo), min(j, hi)
-            if a < b:
-                assert close(g[a - lo:b - lo], ref[a - i:b - i]), \
-                    f"{res.operation}/{res.algo} {op} {dtype}: rank {r} ({res.ranks[r]}) differs from numpy"
+        r = part.compare(i, part.fold())
+        assert r is None, kept_check.differs_text(res, op, dtype, r)
     return True
 
 
 def check_results(res: CollectiveResult, count: int, dtype: str, op: str, root: int, seed: int) -> None:
     """Raise AssertionError naming the first rank whose result differs from numpy's. A reduction
     is checked a chunk at a time (:func:`_check_by_chunks`): no second copy of any rank's data."""
+    if res.kept is not None:
+        raise ValueError("the results stayed where their ranks ran (run_collective(keep=True)): check them there "
+                         "with check_where_run")
     assert not res.errors, f"{res.operation}/{res.algo}: the NICs reported errors: {res.errors}"
     if res.sparse is None and _check_by_chunks(res, count, dtype, op, root, seed):
         return
@@ -284,7 +233,7 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
                          algo: str | None = None, root: int = 0, ranks: list[str] | None = None,
                          seed: int = 0, offload: str | None = None, branch: int | None = None,
                          density: float | None = None, overlap: float = 0.0,
-                         bucket: int | None = None) -> CollectiveResult:
+                         bucket: int | None = None, keep: bool = False) -> CollectiveResult:
     """Run ``operation`` on ``ranks`` (default: every host, in address order) and measure it.
 
     ``offload="nic"`` (allreduce and reduce) first sets the communicator up on the NICs in an
@@ -295,7 +244,10 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
     split_allgather, the default, or recursive_doubling) or aggregated in the switches (blocks of
     the span whose average non-zeros fill a packet, ``inswitch.sparse_span``). ``bucket``: one
     non-zero per bucket of that many elements (the source's gradient-like data; density
-    1 / bucket, ``make_sparse_input``)."""
+    1 / bucket, ``make_sparse_input``). ``keep``: where the check goes by chunks (a dense reduction,
+    ``check.checkable``), the results stay in the processes that ran the ranks, for
+    :func:`check_where_run` to check there (``CollectiveResult.kept``; ``results`` is empty): no
+    process receives nor checks every rank's (issue 45)."""
     sparse = None
     if bucket is not None:
         density = bucket_density(bucket, count, density)
@@ -326,16 +278,45 @@ async def run_collective(net, operation: str, *, count: int = 1024, dtype: str =
         fn, args = setup
         await net.run({h: (setup_app, members, fn, *args) for h in members})
     t0 = net.now
-    apps = {h: (collective_app, members, operation, algo, count, dtype, op, root, seed, offload, branch, sparse)
+    token = kept_check.new_token() if keep and sparse is None and kept_check.checkable(operation, op) else None
+    apps = {h: (collective_app, members, operation, algo, count, dtype, op, root, seed, offload, branch, sparse, token)
             for h in members}
-    out = await net.run(apps)
+    try:
+        out = await net.run(apps)
+    except BaseException:
+        kept_check.release(token)  # (this process's; a worker's go with it as the cluster ends)
+        raise
     m = net.metrics
     errors = {h: errors_text(out[h][4]) for h in members if out[h][4]}
     return CollectiveResult(
-        operation, out[members[0]][3], members, {h: out[h][0] for h in members},
+        operation, out[members[0]][3], members, {} if token else {h: out[h][0] for h in members},
         max(out[h][1] for h in members) - t0, sum(out[h][2] for h in members), max(out[h][2] for h in members),
         m, errors, [out[h][5] for h in members] if out[members[0]][5] is not None else None,
-        None if sparse is None else sparse[:3])
+        None if sparse is None else sparse[:3], token)
+
+
+async def check_where_run(net, res: CollectiveResult, count: int, dtype: str, op: str, root: int, seed: int) -> None:
+    """:func:`check_results` for results kept where their ranks ran (``res.kept``; else that check
+    itself): each process checks its own ranks' (``check``), the main process makes the reference
+    of the parts the processes fold. Raises AssertionError naming the first rank whose result
+    differs from numpy's, in the same words. The kept results are released whatever the outcome."""
+    if res.kept is None:
+        return check_results(res, count, dtype, op, root, seed)
+    token, res.kept = res.kept, None
+    try:
+        assert not res.errors, f"{res.operation}/{res.algo}: the NICs reported errors: {res.errors}"
+        what = (res.operation, len(res.ranks), count, dtype, op, root, seed, kept_check.CHUNK)
+        began = await net.each_process(kept_check.begin, lambda d: (token, what))
+        if sum(n for n, _ in began) != len(res.ranks):
+            raise RuntimeError(f"the processes kept {sum(n for n, _ in began)} results of {len(res.ranks)} ranks")
+        problems = [p for _, p in began if p is not None]
+        assert not problems, kept_check.problem_text(min(problems, key=lambda p: p[1]), res.ranks)
+        for i in range(0, count, kept_check.CHUNK):
+            ref = kept_check.combine(op, await net.each_process(kept_check.fold, lambda d: (token,)))
+            wrong = [r for r in await net.each_process(kept_check.compare, lambda d: (token, i, ref)) if r is not None]
+            assert not wrong, kept_check.differs_text(res, op, dtype, min(wrong))
+    finally:
+        await net.each_process(kept_check.release, lambda d: (token,))
 
 
 def bucket_density(bucket: int, count: int, density: float | None = None) -> float:
