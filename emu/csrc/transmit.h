@@ -120,7 +120,8 @@ static int batch_send(bctx_t *c, PyObject *dg, PyObject *addr)
 static int transmit_batch(PyObject *p, PyObject *pend, long long release, long long window, PyObject *domain,
                           bctx_t *c)
 {
-    PyObject *out = NULL, *addr = SLOT(p, o_peer_addr), *pdom = SLOT(p, o_peer_domain), *peer = SLOT(p, o_peer);
+    dgvec_t out;
+    PyObject *addr = SLOT(p, o_peer_addr), *pdom = SLOT(p, o_peer_domain), *peer = SLOT(p, o_peer);
     long n;
     long long nbytes, last, lat;
     if (addr == NULL || pdom == NULL || peer == NULL || !get_ll(SLOT(p, o_latency), &lat)) {
@@ -134,9 +135,9 @@ static int transmit_batch(PyObject *p, PyObject *pend, long long release, long l
     int rc = -1;
     if (take_into(SLOT(p, o_link), pend, release, window, &out, &n, &nbytes, &last) < 0)
         goto done;
-    c->groups += PyList_GET_SIZE(out);
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(out); k++)
-        if (batch_send(c, PyList_GET_ITEM(out, k), addr) < 0)
+    c->groups += out.n;
+    for (Py_ssize_t k = 0; k < out.n; k++)
+        if (batch_send(c, out.v[k], addr) < 0)
             goto done;
     if (DomainT != NULL && Py_TYPE(domain) == DomainT) { /* (Domain.frames_sent: its sum kept here a while) */
         if (c->pdom != pdom && (c->pdom == NULL || !PyLong_CheckExact(pdom) || !PyLong_CheckExact(c->pdom) ||
@@ -155,7 +156,7 @@ static int transmit_batch(PyObject *p, PyObject *pend, long long release, long l
     n_batched += n;
     rc = 0;
 done:
-    Py_XDECREF(out);
+    dgv_clear(&out);
     Py_DECREF(addr);
     Py_DECREF(pdom);
     Py_DECREF(peer);
