@@ -237,12 +237,14 @@ class Domain(DomainControl):
         if sent:
             hist.append((w, sent))
         if stretch and not self._with_links:
+            # (a lone domain's links all in memory, as emu.build makes them with run.direct: none retains)
+            retains = not self.run.direct or bool(self.run.socket_drop_rate)
             while self.merged < STRETCH_MAX:
                 t = await self._following(w + self.merged + 1, first_arrival)
                 if t >= INF:
                     break
                 self.merged += 1
-                if hist and hist[0][0] <= w + self.merged - 2:  # (as the window's own round would)
+                if retains and hist and hist[0][0] <= w + self.merged - 2:  # (as the window's own round would)
                     self._forget(w + self.merged)
                 sent = []
                 first_arrival, more = await self._run(w + self.merged, t, t + stretch, sent)
