@@ -243,7 +243,7 @@ static int dict_add(PyObject *d, PyObject *key, long long n, int missing_ok, con
  * order) if it arrives before ``release``: popped, its frame made if lazy (emu.wire.lazy), a new
  * reference in *frame. Returns 1 (taken), 0 (none due) or -1 (error; ``who`` names the caller). */
 static int pop_due(PyObject *pend, long long release, long long *arrival, PyObject **frame, int *pool,
-                   const char *who)
+                   const char *who, PyObject **arrival_obj /* (or NULL: the entry's arrival int, a new reference) */)
 {
     Py_ssize_t len = PySequence_Size(pend);
     if (len <= 0)
@@ -269,6 +269,8 @@ static int pop_due(PyObject *pend, long long release, long long *arrival, PyObje
     Py_DECREF(r);
     PyObject *f = Py_NewRef(PyTuple_GET_ITEM(head, 2));
     *pool = PyObject_IsTrue(PyTuple_GET_ITEM(head, 3));
+    if (*pool >= 0 && arrival_obj != NULL)
+        *arrival_obj = Py_NewRef(PyTuple_GET_ITEM(head, 1));
     Py_DECREF(head);
     if (*pool < 0) {
         Py_DECREF(f);
@@ -277,8 +279,11 @@ static int pop_due(PyObject *pend, long long release, long long *arrival, PyObje
     if (Py_TYPE(f) == LazyT) { /* made from its sender's buffer now */
         PyObject *made = PyObject_CallMethodNoArgs(f, s_make);
         Py_DECREF(f);
-        if (made == NULL)
+        if (made == NULL) {
+            if (arrival_obj != NULL)
+                Py_CLEAR(*arrival_obj);
             return -1;
+        }
         f = made;
     }
     *frame = f;

@@ -129,7 +129,7 @@ static int take_into(PyObject *link, PyObject *pend, long long release, long lon
     for (;;) { /* off the queue, made if lazy */
         long long arrival;
         PyObject *frame;
-        int pool, got = pop_due(pend, release, &arrival, &frame, &pool, "take");
+        int pool, got = pop_due(pend, release, &arrival, &frame, &pool, "take", NULL);
         if (got < 0)
             goto fail;
         if (got == 0)
