@@ -63,7 +63,7 @@ static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long
     long long done = start + ser;
     PyObject *q = SLOT(p, o_queued);
     for (;;) {
-        Py_ssize_t len = PySequence_Size(q);
+        Py_ssize_t len = q_len(q);
         if (len < 0)
             return -1;
         if (len == 0)
@@ -104,7 +104,7 @@ static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long
         return -1;
     Py_DECREF(r);
     qb += n;
-    Py_ssize_t qlen = PySequence_Size(q);
+    Py_ssize_t qlen = q_len(q);
     if (qlen < 0)
         return -1;
     if (set_ll(p, o_free_at, done) < 0 || set_ll(p, o_busy_ns, busy + ser) < 0 || set_ll(p, o_queued_bytes, qb) < 0)
