@@ -13,7 +13,8 @@ crossing. Compare two builds by running it in each checkout. Needs valgrind
 ``--whole`` counts the whole process instead, twice -- ``--messages`` and twice as many -- and
 divides the difference by the difference in crossings: start-up cancels, and what runs outside
 ``window()`` is in (on sockets the receiving side: reading the socket, the records into the heaps,
-the links forgetting what every receiver has -- about a quarter of that path).
+the links forgetting what every receiver has -- about a quarter of that path). It moves more from
+run to run (about 2 %: the event loop's polls and the sockets' timing are in it): take a few.
 
     python scripts/bench_instructions.py [--messages 3] [--mode direct|sockets] [--whole]
 """
