@@ -226,16 +226,9 @@ class Domain(DomainControl):
         if len(self._by_window) > 1 or (self._by_window and w & 0xFFFF not in self._by_window):
             for old in [k for k in self._by_window if k != w & 0xFFFF]:
                 del self._by_window[old]  # counted in `received`; no longer needed apart
-        # what was sent two windows ago has been received everywhere (see emu.sync)
         hist = self._history
-        core = native.CORE
-        while hist and hist[0][0] <= w - 2:
-            old_w, els = hist.popleft()
-            if core is not None:
-                core.forget_elements(els, old_w)
-            else:
-                for el in els:
-                    el.forget(old_w)
+        if hist and hist[0][0] <= w - 2:
+            self._forget(w)
         batch = self.batch
         if batch is not None:
             batch.holding = True  # what the elements send now leaves as one datagram per destination
@@ -244,11 +237,15 @@ class Domain(DomainControl):
         if sent:
             hist.append((w, sent))
         if stretch and not self._with_links:
+            # (a lone domain's links all in memory, as emu.build makes them with run.direct: none retains)
+            retains = not self.run.direct or bool(self.run.socket_drop_rate)
             while self.merged < STRETCH_MAX:
                 t = await self._following(w + self.merged + 1, first_arrival)
                 if t >= INF:
                     break
                 self.merged += 1
+                if retains and hist and hist[0][0] <= w + self.merged - 2:  # (as the window's own round would)
+                    self._forget(w + self.merged)
                 sent = []
                 first_arrival, more = await self._run(w + self.merged, t, t + stretch, sent)
                 if sent:
@@ -267,6 +264,20 @@ class Domain(DomainControl):
         else:
             nt = self._idle[1]
         return self.sent_to[:], (first_arrival if first_arrival < nt else nt), self.max_time
+
+    def _forget(self, w: int) -> None:
+        """At the start of window ``w``, every frame of this domain's ``received`` collected: what
+        was sent two windows ago has been received everywhere (see emu.sync), so the links let its
+        retained datagrams go (their buffers into the compiled core's pool, for the next ones)."""
+        hist = self._history
+        core = native.CORE
+        while hist and hist[0][0] <= w - 2:
+            old_w, els = hist.popleft()
+            if core is not None:
+                core.forget_elements(els, old_w)
+            else:
+                for el in els:
+                    el.forget(old_w)
 
     async def _run(self, w: int, t0: int, t1: int, sent: list) -> tuple[int, dict]:
         """Run every element with an event before ``t1`` (window ``w`` from ``t0``): the earliest

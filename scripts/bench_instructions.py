@@ -10,7 +10,13 @@ virtual completion (the same in every build: the model did not change) and instr
 crossing. Compare two builds by running it in each checkout. Needs valgrind
 (``apt-get install valgrind``) and the compiled core (``pure-python`` has no ``window()``).
 
-    python scripts/bench_instructions.py [--messages 3] [--mode direct|sockets]
+``--whole`` counts the whole process instead, twice -- ``--messages`` and twice as many -- and
+divides the difference by the difference in crossings: start-up cancels, and what runs outside
+``window()`` is in (on sockets the receiving side: reading the socket, the records into the heaps,
+the links forgetting what every receiver has -- about a quarter of that path). It moves more from
+run to run (about 2 %: the event loop's polls and the sockets' timing are in it): take a few.
+
+    python scripts/bench_instructions.py [--messages 3] [--mode direct|sockets] [--whole]
 """
 
 from __future__ import annotations
@@ -35,12 +41,14 @@ print("RESULT", r["crossings"], r["completion_ns"], native.in_use())
 """
 
 
-def count(messages: int, direct: bool) -> dict:
-    """One run under callgrind: {instructions, crossings, completion_ns, loop}."""
+def count(messages: int, direct: bool, whole: bool = False) -> dict:
+    """One run under callgrind: {instructions, crossings, completion_ns, loop} (``whole``: every
+    instruction of the process, start-up included; else only inside ``window()``)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = pathlib.Path(tmp) / "callgrind.out"
         code = RUN.format(scripts=str(ROOT / "scripts"), messages=messages, direct=direct)
-        proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--toggle-collect=window",
+        toggle = [] if whole else ["--toggle-collect=window"]
+        proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *toggle,
                                "--cache-sim=no", sys.executable, "-c", code],
                               capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
         m = re.search(r"RESULT (\d+) (\d+) (\S+)", proc.stdout)
@@ -55,11 +63,15 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--messages", type=int, default=3)
     ap.add_argument("--mode", choices=("direct", "sockets"), default="direct")
+    ap.add_argument("--whole", action="store_true",
+                    help="the whole process, --messages and twice as many: the difference per crossing")
     a = ap.parse_args(argv)
     if a.messages < 1:
         ap.error("--messages must be at least 1")
     if shutil.which("valgrind") is None:
         ap.error("valgrind is not installed (apt-get install valgrind): it counts the instructions")
+    if a.whole:
+        return whole(a.messages, a.mode)
     r = count(a.messages, a.mode == "direct")
     if r["loop"] != "compiled" or not r["instructions"]:
         raise SystemExit(f"the element loop ran {r['loop']}: build the compiled core (pip install -e .) to count its window()")
@@ -67,6 +79,18 @@ def main(argv=None) -> dict:
           f"{r['crossings']:,} link crossings ({r['instructions'] / r['crossings']:,.0f} per crossing); "
           f"virtual completion {r['completion_ns']:,} ns")
     return r
+
+
+def whole(messages: int, mode: str) -> dict:
+    """``--whole``: two runs of the whole process, their difference per crossing."""
+    a, b = (count(m, mode == "direct", whole=True) for m in (messages, 2 * messages))
+    if a["loop"] != "compiled" or b["crossings"] <= a["crossings"]:
+        raise SystemExit(f"the element loop ran {a['loop']}: build the compiled core (pip install -e .)")
+    n, d = b["crossings"] - a["crossings"], b["instructions"] - a["instructions"]
+    print(f"{mode}, whole process, {messages} -> {2 * messages} messages per pair: {d:,} instructions more for "
+          f"{n:,} crossings more ({d / n:,.0f} per crossing); virtual completion {a['completion_ns']:,} -> "
+          f"{b['completion_ns']:,} ns")
+    return {"instructions": d, "crossings": n, "per_crossing": d / n, "runs": (a, b)}
 
 
 if __name__ == "__main__":

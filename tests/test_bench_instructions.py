@@ -32,3 +32,21 @@ def test_it_counts_a_run_whose_figures_are_the_models(monkeypatch):
     monkeypatch.setattr(bench, "RUN", bench.RUN.replace("bench_ns3.TOPO", "'star:n=3'"))
     r = bench.count(1, True)
     assert r["crossings"] == 3 * 2 * 2 and r["instructions"] > 0  # (6 messages, each host link then the switch's)
+
+
+def test_whole_is_the_difference_of_two_runs_per_crossing(monkeypatch, capsys):
+    """--whole: the process counted at --messages and twice as many; start-up cancels."""
+    bench = load("bench_instructions")
+    monkeypatch.setattr(bench.shutil, "which", lambda name: "/usr/bin/valgrind")
+    seen = []
+
+    def fake(messages, direct, whole=False):
+        seen.append((messages, direct, whole))
+        return {"instructions": 1_000_000 + 300 * 100 * messages, "crossings": 100 * messages,
+                "completion_ns": 7 * messages, "loop": "compiled"}
+
+    monkeypatch.setattr(bench, "count", fake)
+    r = bench.main(["--whole", "--messages", "2", "--mode", "sockets"])
+    assert seen == [(2, False, True), (4, False, True)]
+    assert r["crossings"] == 200 and r["per_crossing"] == 300
+    assert "(300 per crossing)" in capsys.readouterr().out

@@ -310,6 +310,26 @@ def test_crc32_by_table_too():
 
 
 @needs_core
+@pytest.mark.parametrize("env", [{}, {"EMU_NO_CLMUL8": "1"}])
+def test_crc32_folds_of_eight_and_of_four(env):
+    """Eight blocks folded at a time (AVX, the default where there is one) and four (EMU_NO_CLMUL8=1),
+    at every length about their edges (64, 128, 192 bytes and the 16-byte tails), from odd offsets."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import os, zlib, emu.element, emu.native as n\n"
+            "for k in [*range(48, 272), 1074, 1102, 9000]:\n"
+            "    b = os.urandom(k + 3)\n"
+            "    for v in (b[:k], memoryview(b)[3:]):\n"
+            "        assert n.CORE.crc32(v) == zlib.crc32(v), k\n"
+            "print(n.in_use())\n")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "compiled", out.stderr
+
+
+@needs_core
 @pytest.mark.parametrize("length", range(14, 32))
 def test_enqueue_short_frames_as_python(length):
     """A frame too short to hold a fabric header: Python reads its priority byte on the frame as it

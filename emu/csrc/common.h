@@ -98,6 +98,13 @@ static inline __attribute__((always_inline)) int get_ll(PyObject *o, long long *
     return !overflow && !(*v == -1 && PyErr_Occurred());
 }
 
+/* len(q): a deque's its size field (a deque keeps its length there, as len reads it), anything
+ * else's by the sequence protocol (-1 with an error) */
+static inline Py_ssize_t q_len(PyObject *q)
+{
+    return Py_TYPE(q) == DequeT ? Py_SIZE(q) : PySequence_Size(q);
+}
+
 /* deque.append(q, item) / deque.popleft(q) by their method descriptors (no lookup by name) for a
  * deque, by name for anything else: a new reference, or NULL with an error */
 static inline PyObject *q_append(PyObject *q, PyObject *item)
@@ -120,7 +127,7 @@ static int head_time(PyObject *seq, int field, long long *t)
 {
     if (seq == NULL)
         return 2;
-    Py_ssize_t n = PyList_CheckExact(seq) ? PyList_GET_SIZE(seq) : (Py_TYPE(seq) == DequeT ? PySequence_Size(seq) : -2);
+    Py_ssize_t n = PyList_CheckExact(seq) ? PyList_GET_SIZE(seq) : (Py_TYPE(seq) == DequeT ? Py_SIZE(seq) : -2);
     if (n == -2)
         return 2;
     if (n <= 0)
@@ -243,9 +250,9 @@ static int dict_add(PyObject *d, PyObject *key, long long n, int missing_ok, con
  * order) if it arrives before ``release``: popped, its frame made if lazy (emu.wire.lazy), a new
  * reference in *frame. Returns 1 (taken), 0 (none due) or -1 (error; ``who`` names the caller). */
 static int pop_due(PyObject *pend, long long release, long long *arrival, PyObject **frame, int *pool,
-                   const char *who)
+                   const char *who, PyObject **arrival_obj /* (or NULL: the entry's arrival int, a new reference) */)
 {
-    Py_ssize_t len = PySequence_Size(pend);
+    Py_ssize_t len = q_len(pend);
     if (len <= 0)
         return (int)len; /* (0: empty, -1: error) */
     PyObject *head = PySequence_GetItem(pend, 0);
@@ -269,6 +276,8 @@ static int pop_due(PyObject *pend, long long release, long long *arrival, PyObje
     Py_DECREF(r);
     PyObject *f = Py_NewRef(PyTuple_GET_ITEM(head, 2));
     *pool = PyObject_IsTrue(PyTuple_GET_ITEM(head, 3));
+    if (*pool >= 0 && arrival_obj != NULL)
+        *arrival_obj = Py_NewRef(PyTuple_GET_ITEM(head, 1));
     Py_DECREF(head);
     if (*pool < 0) {
         Py_DECREF(f);
@@ -277,8 +286,11 @@ static int pop_due(PyObject *pend, long long release, long long *arrival, PyObje
     if (Py_TYPE(f) == LazyT) { /* made from its sender's buffer now */
         PyObject *made = PyObject_CallMethodNoArgs(f, s_make);
         Py_DECREF(f);
-        if (made == NULL)
+        if (made == NULL) {
+            if (arrival_obj != NULL)
+                Py_CLEAR(*arrival_obj);
             return -1;
+        }
         f = made;
     }
     *frame = f;

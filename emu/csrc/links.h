@@ -9,12 +9,52 @@
  * last arrival). */
 typedef struct { PyObject *frame; long long arrival; int pool; } rec_t;
 
-static PyObject *flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssize_t k1, Py_ssize_t size,
-                             long long seq0, long long w16, long long window, PyObject *out)
+/* take's datagrams (new references), in order: a few in place, more in a PyMem array (no list and
+ * no malloc for the common take of one or two) */
+#define DGV_LOCAL 8
+typedef struct { PyObject **v; Py_ssize_t n, cap; PyObject *local[DGV_LOCAL]; } dgvec_t;
+
+static void dgv_init(dgvec_t *d)
+{
+    d->v = d->local;
+    d->n = 0;
+    d->cap = DGV_LOCAL;
+}
+
+static int dgv_push(dgvec_t *d, PyObject *dg) /* (steals dg, released on failure) */
+{
+    if (d->n == d->cap) {
+        PyObject **more = PyMem_Malloc(2 * d->cap * sizeof(PyObject *));
+        if (more == NULL) {
+            Py_DECREF(dg);
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(more, d->v, d->n * sizeof(PyObject *));
+        if (d->v != d->local)
+            PyMem_Free(d->v);
+        d->v = more;
+        d->cap *= 2;
+    }
+    d->v[d->n++] = dg;
+    return 0;
+}
+
+static void dgv_clear(dgvec_t *d)
+{
+    for (Py_ssize_t k = 0; k < d->n; k++)
+        Py_DECREF(d->v[k]);
+    if (d->v != d->local)
+        PyMem_Free(d->v);
+    dgv_init(d);
+}
+
+static int flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssize_t k1, Py_ssize_t size,
+                       long long seq0, long long w16, long long window, dgvec_t *out)
 {
     PyObject *dg = fpool_take(size); /* (the datagram written here: the frames copied once, into it) */
     if (dg == NULL)
-        return NULL;
+        return -1;
     PyObject *pre = SLOT(link, ls_prefix), *prep = SLOT(link, ls_prefix_pool);
     unsigned char *b = (unsigned char *)PyBytes_AS_STRING(dg);
     long long seq = seq0;
@@ -35,7 +75,7 @@ static PyObject *flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssiz
         PyObject *w = PyLong_FromLongLong(window);
         if (w == NULL) {
             Py_DECREF(dg);
-            return NULL;
+            return -1;
         }
         Py_XSETREF(win_obj, w);
         win_val = window;
@@ -46,7 +86,7 @@ static PyObject *flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssiz
                                                    Py_NewRef(dg)});
     if (kept == NULL) {
         Py_DECREF(dg);
-        return NULL;
+        return -1;
     }
     PyObject_GC_UnTrack(kept);
     PyObject *ret = SLOT(link, ls_retained), *r = NULL;
@@ -59,20 +99,21 @@ static PyObject *flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssiz
         Py_XDECREF(r);
     }
     Py_DECREF(kept);
-    if (rc < 0 || PyList_Append(out, dg) < 0) {
+    if (rc < 0) {
         Py_DECREF(dg);
-        return NULL;
+        return -1;
     }
-    Py_DECREF(dg);
-    return out;
+    return dgv_push(out, dg);
 }
 
-/* the records of ``link``'s frames of ``pend`` arriving before ``release``: a new list of datagrams
- * (bytes) in *out, frames, their bytes and the last arrival (take's work, shared with transmit_local) */
-static int take_into(PyObject *link, PyObject *pend, long long release, long long window, PyObject **out_p,
+/* the records of ``link``'s frames of ``pend`` arriving before ``release``: their datagrams (bytes)
+ * into *out (initialised here; the caller clears it, also on failure), frames, their bytes and the
+ * last arrival (take's work, shared with transmit_local) */
+static int take_into(PyObject *link, PyObject *pend, long long release, long long window, dgvec_t *out,
                      long *n_out, long long *nbytes_out, long long *last_out)
 {
     long long seq0;
+    dgv_init(out);
     if (!ready || Py_TYPE(link) != SenderT || !get_ll(SLOT(link, ls_seq), &seq0) || SLOT(link, ls_prefix) == NULL ||
         !PyBytes_CheckExact(SLOT(link, ls_prefix)) || PyBytes_GET_SIZE(SLOT(link, ls_prefix)) != 12 ||
         SLOT(link, ls_prefix_pool) == NULL || !PyBytes_CheckExact(SLOT(link, ls_prefix_pool)) ||
@@ -81,16 +122,14 @@ static int take_into(PyObject *link, PyObject *pend, long long release, long lon
             PyErr_SetString(PyExc_TypeError, "emu._core.take: bad arguments");
         return -1;
     }
-    Py_ssize_t cap = 16, nrec = 0;
-    rec_t *recs = PyMem_Malloc(cap * sizeof(rec_t));
-    PyObject *out = PyList_New(0);
+    enum { RECS_LOCAL = 16 };
+    rec_t local[RECS_LOCAL], *recs = local; /* (in place; a PyMem array past RECS_LOCAL frames) */
+    Py_ssize_t cap = RECS_LOCAL, nrec = 0;
     long long nbytes = 0, last = 0, w16 = window & 0xFFFF;
-    if (recs == NULL || out == NULL)
-        goto fail;
     for (;;) { /* off the queue, made if lazy */
         long long arrival;
         PyObject *frame;
-        int pool, got = pop_due(pend, release, &arrival, &frame, &pool, "take");
+        int pool, got = pop_due(pend, release, &arrival, &frame, &pool, "take", NULL);
         if (got < 0)
             goto fail;
         if (got == 0)
@@ -108,11 +147,15 @@ static int take_into(PyObject *link, PyObject *pend, long long release, long lon
             goto fail;
         }
         if (nrec == cap) {
-            rec_t *more = PyMem_Realloc(recs, 2 * cap * sizeof(rec_t));
+            rec_t *more = recs == local ? PyMem_Malloc(2 * cap * sizeof(rec_t))
+                                        : PyMem_Realloc(recs, 2 * cap * sizeof(rec_t));
             if (more == NULL) {
                 Py_DECREF(frame);
+                PyErr_NoMemory();
                 goto fail;
             }
+            if (recs == local)
+                memcpy(more, local, nrec * sizeof(rec_t));
             recs = more;
             cap *= 2;
         }
@@ -129,7 +172,7 @@ static int take_into(PyObject *link, PyObject *pend, long long release, long lon
         for (Py_ssize_t k = 0; k < nrec; k++) {
             Py_ssize_t n = PyBytes_GET_SIZE(recs[k].frame);
             if (size + C_OUTER_LEN + n > C_MAX_DATAGRAM && k > k0) {
-                if (flush_dgram(link, recs, k0, k, size, first, w16, window, out) == NULL)
+                if (flush_dgram(link, recs, k0, k, size, first, w16, window, out) < 0)
                     goto fail;
                 k0 = k;
                 size = 0;
@@ -138,27 +181,25 @@ static int take_into(PyObject *link, PyObject *pend, long long release, long lon
             size += C_OUTER_LEN + n;
             seq = (seq + 1) & 0xFFFFFFFFLL;
         }
-        if (nrec > k0 && flush_dgram(link, recs, k0, nrec, size, first, w16, window, out) == NULL)
+        if (nrec > k0 && flush_dgram(link, recs, k0, nrec, size, first, w16, window, out) < 0)
             goto fail;
         if (set_ll(link, ls_seq, seq) < 0)
             goto fail;
     }
     for (Py_ssize_t k = 0; k < nrec; k++) /* (copied: a frame nobody else holds keeps its buffer for a received one) */
         fpool_put(recs[k].frame);
-    PyMem_Free(recs);
+    if (recs != local)
+        PyMem_Free(recs);
     n_taken += nrec;
-    *out_p = out;
     *n_out = (long)nrec;
     *nbytes_out = nbytes;
     *last_out = last;
     return 0;
 fail:
-    if (recs != NULL) {
-        for (Py_ssize_t k = 0; k < nrec; k++)
-            Py_DECREF(recs[k].frame);
+    for (Py_ssize_t k = 0; k < nrec; k++)
+        Py_DECREF(recs[k].frame);
+    if (recs != local)
         PyMem_Free(recs);
-    }
-    Py_XDECREF(out);
     return -1;
 }
 
@@ -170,15 +211,24 @@ static PyObject *take(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     long long release, window, nbytes, last;
     long n;
-    PyObject *out;
+    dgvec_t dgs;
     if (!get_ll(args[2], &release) || !get_ll(args[3], &window)) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "emu._core.take: bad arguments");
         return NULL;
     }
-    if (take_into(args[0], args[1], release, window, &out, &n, &nbytes, &last) < 0)
+    if (take_into(args[0], args[1], release, window, &dgs, &n, &nbytes, &last) < 0) {
+        dgv_clear(&dgs);
         return NULL;
-    return Py_BuildValue("(NlLL)", out, n, nbytes, last);
+    }
+    PyObject *out = PyList_New(dgs.n);
+    if (out != NULL) {
+        for (Py_ssize_t k = 0; k < dgs.n; k++) /* (the references the list's now) */
+            PyList_SET_ITEM(out, k, dgs.v[k]);
+        dgs.n = 0;
+    }
+    dgv_clear(&dgs);
+    return out == NULL ? NULL : Py_BuildValue("(NlLL)", out, n, nbytes, last);
 }
 
 /* sender == peer address: two (host, port) tuples of a str and an int compared in place (the

@@ -63,7 +63,7 @@ static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long
     long long done = start + ser;
     PyObject *q = SLOT(p, o_queued);
     for (;;) {
-        Py_ssize_t len = PySequence_Size(q);
+        Py_ssize_t len = q_len(q);
         if (len < 0)
             return -1;
         if (len == 0)
@@ -88,7 +88,13 @@ static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long
         Py_DECREF(r);
         qb -= hn;
     }
-    PyObject *entry = tuple_steal(2, (PyObject *[]){PyLong_FromLongLong(done), PyLong_FromLongLong(n)});
+    static PyObject *n_obj; /* (the last length's int, shared by the entries of that length: ints are immutable) */
+    static long long n_val;
+    if (n_obj == NULL || n_val != n) {
+        Py_XSETREF(n_obj, PyLong_FromLongLong(n));
+        n_val = n;
+    }
+    PyObject *entry = tuple_steal(2, (PyObject *[]){PyLong_FromLongLong(done), Py_XNewRef(n_obj)});
     if (entry == NULL)
         return -1;
     PyObject_GC_UnTrack(entry); /* (ints: no cycle through it) */
@@ -98,7 +104,7 @@ static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long
         return -1;
     Py_DECREF(r);
     qb += n;
-    Py_ssize_t qlen = PySequence_Size(q);
+    Py_ssize_t qlen = q_len(q);
     if (qlen < 0)
         return -1;
     if (set_ll(p, o_free_at, done) < 0 || set_ll(p, o_busy_ns, busy + ser) < 0 || set_ll(p, o_queued_bytes, qb) < 0)
@@ -472,8 +478,8 @@ static int hand_over_into(PyObject *pend, PyObject *heap, PyObject *index, long 
         goto fail;
     for (;;) {
         long long arrival;
-        PyObject *frame;
-        int pool, got = pop_due(pend, release, &arrival, &frame, &pool, "hand_over");
+        PyObject *frame, *arr; /* (the pending entry's arrival int, the record's: ints are immutable) */
+        int pool, got = pop_due(pend, release, &arrival, &frame, &pool, "hand_over", &arr);
         if (got < 0)
             goto fail;
         if (got == 0)
@@ -481,9 +487,10 @@ static int hand_over_into(PyObject *pend, PyObject *heap, PyObject *index, long 
         Py_ssize_t flen = PyObject_Length(frame);
         if (flen < 0) {
             Py_DECREF(frame);
+            Py_DECREF(arr);
             goto fail;
         }
-        PyObject *rec = tuple_steal(5, (PyObject *[]){PyLong_FromLongLong(arrival), Py_NewRef(index),
+        PyObject *rec = tuple_steal(5, (PyObject *[]){arr, Py_NewRef(index),
                                                       PyLong_FromLongLong(seq), frame,
                                                       Py_NewRef(pool ? f_pool : f_plain)});
         if (rec == NULL)

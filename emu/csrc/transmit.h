@@ -120,7 +120,8 @@ static int batch_send(bctx_t *c, PyObject *dg, PyObject *addr)
 static int transmit_batch(PyObject *p, PyObject *pend, long long release, long long window, PyObject *domain,
                           bctx_t *c)
 {
-    PyObject *out = NULL, *addr = SLOT(p, o_peer_addr), *pdom = SLOT(p, o_peer_domain), *peer = SLOT(p, o_peer);
+    dgvec_t out;
+    PyObject *addr = SLOT(p, o_peer_addr), *pdom = SLOT(p, o_peer_domain), *peer = SLOT(p, o_peer);
     long n;
     long long nbytes, last, lat;
     if (addr == NULL || pdom == NULL || peer == NULL || !get_ll(SLOT(p, o_latency), &lat)) {
@@ -134,9 +135,9 @@ static int transmit_batch(PyObject *p, PyObject *pend, long long release, long l
     int rc = -1;
     if (take_into(SLOT(p, o_link), pend, release, window, &out, &n, &nbytes, &last) < 0)
         goto done;
-    c->groups += PyList_GET_SIZE(out);
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(out); k++)
-        if (batch_send(c, PyList_GET_ITEM(out, k), addr) < 0)
+    c->groups += out.n;
+    for (Py_ssize_t k = 0; k < out.n; k++)
+        if (batch_send(c, out.v[k], addr) < 0)
             goto done;
     if (DomainT != NULL && Py_TYPE(domain) == DomainT) { /* (Domain.frames_sent: its sum kept here a while) */
         if (c->pdom != pdom && (c->pdom == NULL || !PyLong_CheckExact(pdom) || !PyLong_CheckExact(c->pdom) ||
@@ -155,7 +156,7 @@ static int transmit_batch(PyObject *p, PyObject *pend, long long release, long l
     n_batched += n;
     rc = 0;
 done:
-    Py_XDECREF(out);
+    dgv_clear(&out);
     Py_DECREF(addr);
     Py_DECREF(pdom);
     Py_DECREF(peer);
@@ -302,25 +303,25 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
         Py_ssize_t nctl;
         if (Py_TYPE(p) == OutPortT && (local = SLOT(p, o_local)) != NULL && PyTuple_CheckExact(local) &&
             PyTuple_GET_SIZE(local) == 2 && SLOT(p, o_fault_rng) == Py_None && (ctl = SLOT(p, o_ctl)) != NULL &&
-            Py_TYPE(ctl) == DequeT && PySequence_Size(ctl) > 0 && (pend = SLOT(p, o_pending)) != NULL &&
+            Py_TYPE(ctl) == DequeT && q_len(ctl) > 0 && (pend = SLOT(p, o_pending)) != NULL &&
             Py_TYPE(pend) == DequeT) { /* to this process, with credits to send: Python's general path, here */
             held = Py_NewRef(local);
             Py_INCREF(ctl);
             held_pend = Py_NewRef(pend);
             int hc = hand_over_ctl(p, local, ctl, pend, release, window, domain, inline_counts, &local_n, &first);
-            Py_ssize_t left = hc < 0 ? -1 : PySequence_Size(ctl);
+            Py_ssize_t left = hc < 0 ? -1 : q_len(ctl);
             Py_DECREF(ctl);
             if (hc < 0 || left < 0)
                 goto fail;
             if (hc == 1 && PyList_Append(others, p) < 0)
                 goto fail;
-            Py_ssize_t lp = hc == 1 ? 1 : PySequence_Size(pend);
+            Py_ssize_t lp = hc == 1 ? 1 : q_len(pend);
             if (lp < 0 || (lp == 0 && left == 0 && PyList_Append(done, p) < 0))
                 goto fail;
             continue;
         }
         if (Py_TYPE(p) != OutPortT || (local = SLOT(p, o_local)) == NULL || SLOT(p, o_fault_rng) != Py_None ||
-            (ctl = SLOT(p, o_ctl)) == NULL || (nctl = PySequence_Size(ctl)) != 0 || (pend = SLOT(p, o_pending)) == NULL ||
+            (ctl = SLOT(p, o_ctl)) == NULL || (nctl = q_len(ctl)) != 0 || (pend = SLOT(p, o_pending)) == NULL ||
             (local == Py_None && to_python) ||
             (local != Py_None && (!PyTuple_CheckExact(local) || PyTuple_GET_SIZE(local) != 2))) {
             if (PyErr_Occurred() || PyList_Append(others, p) < 0)
@@ -331,7 +332,7 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
         }
         held = Py_NewRef(local);
         held_pend = Py_NewRef(pend);
-        Py_ssize_t npend = PySequence_Size(pend);
+        Py_ssize_t npend = q_len(pend);
         if (npend < 0)
             goto fail;
         if (npend) {
@@ -351,7 +352,7 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
                     first = a0;
                 if (transmit_batch(p, pend, release, win, domain, &bc) < 0)
                     goto fail;
-                npend = PySequence_Size(pend);
+                npend = q_len(pend);
             } else if (a0 < release) {
                 PyObject *peer = PyTuple_GET_ITEM(local, 0), *inp = PyTuple_GET_ITEM(local, 1);
                 PyObject *link = SLOT(p, o_link), *rlink;
@@ -402,7 +403,7 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
                     add_ll(inp, i_rx_bytes, nbytes) < 0 ||
                     (inline_counts ? (local_n += n, frames_due(domain, peer, a0)) : frames_local_call(domain, peer, n, a0, window)) < 0)
                     goto fail;
-                npend = PySequence_Size(pend);
+                npend = q_len(pend);
             }
         }
         if (npend < 0 || (npend == 0 && PyList_Append(done, p) < 0))
