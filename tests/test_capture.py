@@ -4,6 +4,7 @@ import shutil
 import subprocess
 
 import pytest
+from scapy.layers.l2 import Ether  # noqa: F401 -- scapy 2.8's rdpcap decodes Ethernet only once this is imported
 from scapy.utils import rdpcap
 
 import apps
