@@ -17,7 +17,8 @@
 #define EMU_CSRC_IQRECV_H
 
 static PyObject *s_uncharged, *s_routes, *s_choose, *s_pending, *s_vc_select, *s_held, *s_cut_through_rx, *s_next_rx,
-    *s_timer_rx, *s_hol_waits, *s_forwarded_rx, *rx_inf;
+    *s_timer_rx, *s_hol_waits, *s_forwarded_rx, *rx_inf,
+    *rx_0, *rx_m1; /* (0 and -1: CPython's own small ints) */
 static unsigned long long n_iq_received;
 static PyTypeObject *rx_engt;            /* switch.iq.InputQueuedEngine (set by iqtimer_setup) */
 static Py_ssize_t rx_off_next, rx_off_timer; /* its slots _next and timer (csrc/iqtimer.h) */
@@ -35,6 +36,8 @@ static int rx_init(void)
         if (*names[k].s == NULL && (*names[k].s = PyUnicode_InternFromString(names[k].n)) == NULL)
             return -1;
     if (rx_inf == NULL && (rx_inf = PyLong_FromLongLong((long long)1 << 62)) == NULL)
+        return -1;
+    if ((rx_0 == NULL && (rx_0 = PyLong_FromLong(0)) == NULL) || (rx_m1 == NULL && (rx_m1 = PyLong_FromLong(-1)) == NULL))
         return -1;
     return 0;
 }
@@ -204,6 +207,15 @@ static int rx_engine(PyObject *eng, PyObject **routes, PyObject **held)
     return 1;
 }
 
+/* o's slot = v (a constant held elsewhere too: 0, -1, INF, False), nothing done when it holds v
+ * already (a kept copy or packet, iq.h's obj_reuse) */
+static inline int rx_same(PyObject *o, Py_ssize_t off, PyObject *v)
+{
+    if (SLOT(o, off) != v)
+        Py_XSETREF(SLOT(o, off), Py_NewRef(v));
+    return 0;
+}
+
 static inline int rx_slot(PyObject *o, Py_ssize_t off, PyObject *v) /* steals v */
 {
     if (v == NULL)
@@ -310,8 +322,8 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
     PyObject *cl = SLOT(pkt, p_copies); /* (a kept packet's list of copies: emptied, when nobody else holds it) */
     if (set_ll(pkt, p_port, port) < 0 || set_ll(pkt, p_vc, v) < 0 || rx_slot(pkt, p_head, Py_NewRef(args[4])) < 0 ||
         set_ll(pkt, p_tail, tail) < 0 || set_ll(pkt, p_cost, cost) < 0 || set_ll(pkt, p_vpart, a) < 0 ||
-        set_ll(pkt, p_ppart, 0) < 0 || set_ll(pkt, p_left, 0) < 0 || set_ll(pkt, p_exit, 0) < 0 ||
-        set_ll(pkt, p_hexit, 0) < 0 || rx_slot(pkt, p_rc_at, Py_NewRef(rx_inf)) < 0 ||
+        rx_same(pkt, p_ppart, rx_0) < 0 || rx_same(pkt, p_left, rx_0) < 0 || rx_same(pkt, p_exit, rx_0) < 0 ||
+        rx_same(pkt, p_hexit, rx_0) < 0 || rx_same(pkt, p_rc_at, rx_inf) < 0 ||
         ((cl == NULL || !PyList_CheckExact(cl) || Py_REFCNT(cl) != 1 || PyList_GET_SIZE(cl) != 0) &&
          rx_slot(pkt, p_copies, PyList_New(0)) < 0))
         goto fail;
@@ -356,10 +368,10 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
         goto fail;
     if (rx_slot(c, c_pkt, Py_NewRef(pkt)) < 0 || set_ll(c, c_out, out) < 0 || rx_slot(c, c_frame, Py_NewRef(next)) < 0 ||
         set_ll(c, c_group, v % k[RX_GROUPS]) < 0 || set_ll(c, c_need, need) < 0 || set_ll(c, c_n, nout) < 0 ||
-        set_ll(c, c_ser, ser) < 0 || set_ll(c, c_lag, olag) < 0 || set_ll(c, c_rank, 0) < 0 ||
-        set_ll(c, c_vpart, ovpart) < 0 || set_ll(c, c_prio, 0) < 0 || set_ll(c, c_ovc, -1) < 0 ||
-        rx_slot(c, c_sa_at, Py_NewRef(rx_inf)) < 0 || rx_slot(c, c_granted, Py_NewRef(Py_False)) < 0 ||
-        set_ll(c, c_va_try, -1) < 0 || set_ll(c, c_sa_try, -1) < 0)
+        set_ll(c, c_ser, ser) < 0 || set_ll(c, c_lag, olag) < 0 || rx_same(c, c_rank, rx_0) < 0 ||
+        set_ll(c, c_vpart, ovpart) < 0 || rx_same(c, c_prio, rx_0) < 0 || rx_same(c, c_ovc, rx_m1) < 0 ||
+        rx_same(c, c_sa_at, rx_inf) < 0 || rx_same(c, c_granted, Py_False) < 0 || rx_same(c, c_va_try, rx_m1) < 0 ||
+        rx_same(c, c_sa_try, rx_m1) < 0)
         goto fail;
     if (PyList_Append(SLOT(pkt, p_copies), c) < 0 || lset(rx[RX_WAITN], out, wn + 1) < 0 ||
         lset(rx[RX_WAITB], out, wb + nout) < 0 || set_ll(pkt, p_left, 1) < 0)
