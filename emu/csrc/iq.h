@@ -420,9 +420,9 @@ static inline PyObject *obj_reuse(PyTypeObject *t, PyObject **free, int *nfree)
 {
     while (*nfree) {
         PyObject *o = free[--*nfree];
-        if (Py_TYPE(o) == t)
+        if (Py_TYPE(o) == t && Py_REFCNT(o) == 1)
             return o;
-        Py_DECREF(o); /* (kept under a type set up before: not this one's) */
+        Py_DECREF(o); /* (kept under a type set up before, or found since -- gc.get_objects(): not made again) */
     }
     return t->tp_alloc(t, 0);
 }
