@@ -175,6 +175,8 @@ static PyObject *ow_key(long long o, long long w, Py_hash_t *h)
     return Py_NewRef(*k);
 }
 
+static inline void copy_drop(PyObject *c);
+
 /* [start, done, n, cut, c, []]: a line's entry (Py_BuildValue's "[LLLOO[]]", without its format) */
 static PyObject *line_entry(long long start, long long done, long long n, PyObject *cut, PyObject *c)
 {
@@ -229,7 +231,10 @@ static int line_reuse(PyObject *lines, long long o, long long start, long long d
     old[4] = it[4];
     it[4] = Py_NewRef(c);
     for (int k = 0; k < 6; k++)
-        Py_XDECREF(old[k]);
+        if (k == 4 && old[4] != NULL)
+            copy_drop(old[4]); /* (the line's last copy: kept for the next when that was its last reference) */
+        else
+            Py_XDECREF(old[k]);
     return 1;
 fail:
     for (int k = 0; k < 6; k++)
@@ -356,6 +361,70 @@ static inline void list_recycle(PyObject *l) /* (the caller's reference, its dic
         return;
     }
     Py_DECREF(l);
+}
+
+/* Copies and packets whose last reference the round drops, kept for iq_receive's next copy and
+ * packet (every slot written there again) instead of freed and made anew: a Copy (exactly, no
+ * subclass) held by the caller's reference only, its frame and packet let go, and its packet too
+ * when that copy held the only reference to it. Slotted objects without __weakref__ or __dict__:
+ * nobody else can see them. */
+#define IQ_OFREE 64
+static PyObject *iq_cfree[IQ_OFREE], *iq_pfree[IQ_OFREE];
+static int iq_ncfree, iq_npfree;
+
+static inline void pkt_drop(PyObject *pkt) /* (the caller's reference) */
+{
+    if (Py_REFCNT(pkt) == 1 && Py_TYPE(pkt) == PacketT && iq_npfree < IQ_OFREE) {
+        iq_pfree[iq_npfree++] = pkt;
+        return;
+    }
+    Py_DECREF(pkt);
+}
+
+static inline void copy_drop(PyObject *c) /* (the caller's reference) */
+{
+    if (Py_REFCNT(c) == 1 && Py_TYPE(c) == CopyT && iq_ncfree < IQ_OFREE) {
+        PyObject *pkt = SLOT(c, c_pkt);
+        SLOT(c, c_pkt) = NULL;
+        Py_CLEAR(SLOT(c, c_frame));
+        iq_cfree[iq_ncfree++] = c;
+        if (pkt != NULL)
+            pkt_drop(pkt);
+        return;
+    }
+    Py_DECREF(c);
+}
+
+/* pkt.copies = []: its list emptied in place when nobody else holds it (its copies let go through
+ * copy_drop; the caller holds pkt), else a new list. 0, or -1 with an error. */
+static int copies_clear(PyObject *pkt)
+{
+    PyObject *l = SLOT(pkt, p_copies);
+    if (l != NULL && PyList_CheckExact(l) && Py_REFCNT(l) == 1) {
+        Py_ssize_t n = PyList_GET_SIZE(l);
+        PyObject **it = ((PyListObject *)l)->ob_item;
+        Py_SET_SIZE(l, 0);
+        for (Py_ssize_t i = 0; i < n; i++)
+            copy_drop(it[i]);
+        return 0;
+    }
+    PyObject *e = PyList_New(0);
+    if (e == NULL)
+        return -1;
+    Py_XSETREF(SLOT(pkt, p_copies), e);
+    return 0;
+}
+
+/* a kept object of type ``t`` (a new reference: its slots as they were) or a new one (slots unset) */
+static inline PyObject *obj_reuse(PyTypeObject *t, PyObject **free, int *nfree)
+{
+    while (*nfree) {
+        PyObject *o = free[--*nfree];
+        if (Py_TYPE(o) == t && Py_REFCNT(o) == 1)
+            return o;
+        Py_DECREF(o); /* (kept under a type set up before, or found since -- gc.get_objects(): not made again) */
+    }
+    return t->tp_alloc(t, 0);
 }
 
 /* a dict's list value: append c, the list made when missing */
@@ -1104,13 +1173,9 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
             Py_DECREF(frame);
             goto fail;
         }
-        if (tail <= now) {
-            PyObject *e = PyList_New(0);
-            if (e == NULL) {
-                Py_DECREF(frame);
-                goto fail;
-            }
-            Py_XSETREF(SLOT(pkt, p_copies), e);
+        if (tail <= now && copies_clear(pkt) < 0) {
+            Py_DECREF(frame);
+            goto fail;
         }
     }
     res = tuple_steal(3, (PyObject *[]){PyLong_FromLongLong(o), frame, PyLong_FromLongLong(depart)});
@@ -1311,7 +1376,7 @@ static PyObject *iq_sa_round(IQ *z, int again)
         Py_XDECREF(g);
     }
     for (Py_ssize_t i = 0; i < ng; i++)
-        Py_DECREF(grants[i]);
+        copy_drop(grants[i]);
     goto done;
 fail:
 bad:

@@ -17,7 +17,8 @@
 #define EMU_CSRC_IQRECV_H
 
 static PyObject *s_uncharged, *s_routes, *s_choose, *s_pending, *s_vc_select, *s_held, *s_cut_through_rx, *s_next_rx,
-    *s_timer_rx, *s_hol_waits, *s_forwarded_rx, *rx_inf;
+    *s_timer_rx, *s_hol_waits, *s_forwarded_rx, *rx_inf,
+    *rx_0, *rx_m1; /* (0 and -1: CPython's own small ints) */
 static unsigned long long n_iq_received;
 static PyTypeObject *rx_engt;            /* switch.iq.InputQueuedEngine (set by iqtimer_setup) */
 static Py_ssize_t rx_off_next, rx_off_timer; /* its slots _next and timer (csrc/iqtimer.h) */
@@ -35,6 +36,8 @@ static int rx_init(void)
         if (*names[k].s == NULL && (*names[k].s = PyUnicode_InternFromString(names[k].n)) == NULL)
             return -1;
     if (rx_inf == NULL && (rx_inf = PyLong_FromLongLong((long long)1 << 62)) == NULL)
+        return -1;
+    if ((rx_0 == NULL && (rx_0 = PyLong_FromLong(0)) == NULL) || (rx_m1 == NULL && (rx_m1 = PyLong_FromLong(-1)) == NULL))
         return -1;
     return 0;
 }
@@ -204,8 +207,14 @@ static int rx_engine(PyObject *eng, PyObject **routes, PyObject **held)
     return 1;
 }
 
-/* a new slotted object of ``t`` (its __init__ not run: every slot set by the caller) */
-static PyObject *rx_new(PyTypeObject *t) { return t->tp_alloc(t, 0); }
+/* o's slot = v (a constant held elsewhere too: 0, -1, INF, False), nothing done when it holds v
+ * already (a kept copy or packet, iq.h's obj_reuse) */
+static inline int rx_same(PyObject *o, Py_ssize_t off, PyObject *v)
+{
+    if (SLOT(o, off) != v)
+        Py_XSETREF(SLOT(o, off), Py_NewRef(v));
+    return 0;
+}
 
 static inline int rx_slot(PyObject *o, Py_ssize_t off, PyObject *v) /* steals v */
 {
@@ -307,15 +316,16 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
     long long tail = now + lag;
     if (dict_add(rx[RX_STATS], s_forwarded_rx, 1, 0, "a switch's stats['forwarded']") < 0)
         return NULL;
-    PyObject *pkt = rx_new(PacketT), *c = NULL, *next = NULL, *res = NULL;
+    PyObject *pkt = obj_reuse(PacketT, iq_pfree, &iq_npfree), *c = NULL, *next = NULL, *res = NULL;
     if (pkt == NULL)
         return NULL;
-    if (rx_slot(pkt, p_port, PyLong_FromLongLong(port)) < 0 || rx_slot(pkt, p_vc, PyLong_FromLongLong(v)) < 0 ||
-        rx_slot(pkt, p_head, Py_NewRef(args[4])) < 0 || rx_slot(pkt, p_tail, PyLong_FromLongLong(tail)) < 0 ||
-        rx_slot(pkt, p_cost, PyLong_FromLongLong(cost)) < 0 || rx_slot(pkt, p_vpart, PyLong_FromLongLong(a)) < 0 ||
-        rx_slot(pkt, p_ppart, PyLong_FromLongLong(0)) < 0 || rx_slot(pkt, p_left, PyLong_FromLongLong(0)) < 0 ||
-        rx_slot(pkt, p_exit, PyLong_FromLongLong(0)) < 0 || rx_slot(pkt, p_hexit, PyLong_FromLongLong(0)) < 0 ||
-        rx_slot(pkt, p_rc_at, Py_NewRef(rx_inf)) < 0 || rx_slot(pkt, p_copies, PyList_New(0)) < 0)
+    PyObject *cl = SLOT(pkt, p_copies); /* (a kept packet's list of copies: emptied, when nobody else holds it) */
+    if (set_ll(pkt, p_port, port) < 0 || set_ll(pkt, p_vc, v) < 0 || rx_slot(pkt, p_head, Py_NewRef(args[4])) < 0 ||
+        set_ll(pkt, p_tail, tail) < 0 || set_ll(pkt, p_cost, cost) < 0 || set_ll(pkt, p_vpart, a) < 0 ||
+        rx_same(pkt, p_ppart, rx_0) < 0 || rx_same(pkt, p_left, rx_0) < 0 || rx_same(pkt, p_exit, rx_0) < 0 ||
+        rx_same(pkt, p_hexit, rx_0) < 0 || rx_same(pkt, p_rc_at, rx_inf) < 0 ||
+        ((cl == NULL || !PyList_CheckExact(cl) || Py_REFCNT(cl) != 1 || PyList_GET_SIZE(cl) != 0) &&
+         rx_slot(pkt, p_copies, PyList_New(0)) < 0))
         goto fail;
     /* the frames whose tail has arrived leave ``arriving`` (their copies freed once out of the buffer) */
     for (;;) {
@@ -340,11 +350,11 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
         }
         PyObject *r = q_popleft(arr);
         Py_XDECREF(r);
-        if (r == NULL || (!left && rx_slot(head, p_copies, PyList_New(0)) < 0)) {
+        if (r == NULL || (!left && copies_clear(head) < 0)) {
             Py_DECREF(head);
             goto fail;
         }
-        Py_DECREF(head);
+        pkt_drop(head);
     }
     PyObject *r = q_append(arr, pkt);
     if (r == NULL)
@@ -354,16 +364,14 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
     if ((next = PyBytes_FromStringAndSize((const char *)w, n)) == NULL)
         goto fail;
     ((unsigned char *)PyBytes_AS_STRING(next))[C_HOPS_OFF] = (w[C_HOPS_OFF] + 1) & 0xFF;
-    if ((c = rx_new(CopyT)) == NULL)
+    if ((c = obj_reuse(CopyT, iq_cfree, &iq_ncfree)) == NULL)
         goto fail;
-    if (rx_slot(c, c_pkt, Py_NewRef(pkt)) < 0 || rx_slot(c, c_out, PyLong_FromLongLong(out)) < 0 ||
-        rx_slot(c, c_frame, Py_NewRef(next)) < 0 || rx_slot(c, c_group, PyLong_FromLongLong(v % k[RX_GROUPS])) < 0 ||
-        rx_slot(c, c_need, PyLong_FromLongLong(need)) < 0 || rx_slot(c, c_n, PyLong_FromLongLong(nout)) < 0 ||
-        rx_slot(c, c_ser, PyLong_FromLongLong(ser)) < 0 || rx_slot(c, c_lag, PyLong_FromLongLong(olag)) < 0 ||
-        rx_slot(c, c_rank, PyLong_FromLongLong(0)) < 0 || rx_slot(c, c_vpart, PyLong_FromLongLong(ovpart)) < 0 ||
-        rx_slot(c, c_prio, PyLong_FromLongLong(0)) < 0 || rx_slot(c, c_ovc, PyLong_FromLongLong(-1)) < 0 ||
-        rx_slot(c, c_sa_at, Py_NewRef(rx_inf)) < 0 || rx_slot(c, c_granted, Py_NewRef(Py_False)) < 0 ||
-        rx_slot(c, c_va_try, PyLong_FromLongLong(-1)) < 0 || rx_slot(c, c_sa_try, PyLong_FromLongLong(-1)) < 0)
+    if (rx_slot(c, c_pkt, Py_NewRef(pkt)) < 0 || set_ll(c, c_out, out) < 0 || rx_slot(c, c_frame, Py_NewRef(next)) < 0 ||
+        set_ll(c, c_group, v % k[RX_GROUPS]) < 0 || set_ll(c, c_need, need) < 0 || set_ll(c, c_n, nout) < 0 ||
+        set_ll(c, c_ser, ser) < 0 || set_ll(c, c_lag, olag) < 0 || rx_same(c, c_rank, rx_0) < 0 ||
+        set_ll(c, c_vpart, ovpart) < 0 || rx_same(c, c_prio, rx_0) < 0 || rx_same(c, c_ovc, rx_m1) < 0 ||
+        rx_same(c, c_sa_at, rx_inf) < 0 || rx_same(c, c_granted, Py_False) < 0 || rx_same(c, c_va_try, rx_m1) < 0 ||
+        rx_same(c, c_sa_try, rx_m1) < 0)
         goto fail;
     if (PyList_Append(SLOT(pkt, p_copies), c) < 0 || lset(rx[RX_WAITN], out, wn + 1) < 0 ||
         lset(rx[RX_WAITB], out, wb + nout) < 0 || set_ll(pkt, p_left, 1) < 0)
