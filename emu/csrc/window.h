@@ -98,7 +98,7 @@ static int lookup_missing(PyObject *o, PyObject *name, MissCache *c, PyObject **
     return 1;
 }
 
-static MissCache mc_plain_table, mc_cut_through;
+static MissCache mc_plain_table, mc_cut_through, mc_min_delay_ns;
 
 /* *t lowered to the time of ``seq``'s first entry less ``sub``, if it has one: 0, 1 (an entry this
  * code does not read: Python's), -1 (error) */
@@ -334,8 +334,14 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
     PyObject *md = NULL, *cut = NULL, *tt = NULL, *busy = NULL;
     int rc = -1;
     long long now;
-    if ((md = Py_TYPE(eng) == NicT ? NIC_GET(eng, N_MIN_DELAY_NS) : PyObject_GetAttr(eng, s_min_delay_ns)) == NULL ||
-        lookup_missing(eng, s_cut_through, &mc_cut_through, &cut) < 0)
+    if (Py_TYPE(eng) == NicT)
+        md = NIC_GET(eng, N_MIN_DELAY_NS);
+    else { /* (an instance attribute of a switch's engine: its dict's entry, lookup_missing) */
+        int got = lookup_missing(eng, s_min_delay_ns, &mc_min_delay_ns, &md);
+        if (got == 0)
+            PyErr_SetObject(PyExc_AttributeError, s_min_delay_ns);
+    }
+    if (md == NULL || lookup_missing(eng, s_cut_through, &mc_cut_through, &cut) < 0)
         goto done;
     if (cut == NULL)
         cut = Py_NewRef(Py_False);
