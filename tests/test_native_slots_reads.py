@@ -46,33 +46,38 @@ async def test_credits_carry_each_element_s_own_mac_read_in_its_slot(direct, mon
         assert any(b"\x06\xc5" in d for d in pure[0])
 
 
-def _repeater(promise, delay: int, as_property: bool):
+def _repeater(promise, delay: int, where: str):
     class Repeater:
         kind = "repeater"
 
         def __init__(self, nports):
             self.nports, self.timer, self.ports, self.stats = nports, None, None, {}
-            if not as_property:
+            if where in ("instance", "both"):
                 self.min_delay_ns = promise
 
         def receive(self, frame, port, now):
             return [(p, frame, now + delay) for p in range(self.nports) if p != port]
 
-    if as_property:
+    if where == "property":
         Repeater.min_delay_ns = property(lambda self: promise)
+    elif where == "class":
+        Repeater.min_delay_ns = promise
+    elif where == "both":  # (the instance's value hides the class's)
+        Repeater.min_delay_ns = 250 - promise
     return Repeater
 
 
 @needs_core
-@pytest.mark.parametrize("as_property", [False, True], ids=["instance", "property"])
+@pytest.mark.parametrize("where", ["instance", "property", "class", "both"])
 @pytest.mark.parametrize("promise", [100, 150], ids=["kept", "broken"])
-async def test_a_switch_engine_s_promise_is_read_as_python_reads_it(promise, as_property, monkeypatch):
-    """An engine's ``min_delay_ns`` (an instance attribute, or a property of its class): a frame
+async def test_a_switch_engine_s_promise_is_read_as_python_reads_it(promise, where, monkeypatch):
+    """An engine's ``min_delay_ns`` (an instance attribute, a property or a plain value of its class, an
+    instance attribute hiding a class value -- window.h's lookup_missing, each of its ways): a frame
     emitted sooner than it is the same error with the core as without, a kept one the same run."""
     from emu.build import ENGINES, register_engine
     from emu.topologies import star
 
-    cls = _repeater(promise, 100, as_property)
+    cls = _repeater(promise, 100, where)
     monkeypatch.setitem(ENGINES, "repeater", ENGINES.get("repeater"))  # (restored after the test)
     register_engine("repeater", lambda node, t, c: cls(t.nports(node.name)), min_delay=lambda spec: 100)
     seen = []

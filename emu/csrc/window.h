@@ -63,12 +63,14 @@ static PyObject *slot_attr(PyObject *o, PyObject *name, SlotCache *c)
 static SlotCache sc_timer;
 
 /* lookup_attr(o, name, out) for a name o's class (version tag unchanged since) does not have at all,
- * with the generic getattr: the instance dict's entry only (an input-queued router's or a NIC's
- * cut_through, plain_table: none), without the class's lookup and the AttributeError of a miss;
- * anything else by lookup_attr. 1 found (*out a new reference), 0 not there, -1 error. */
+ * or has as a plain value (no descriptor: SwitchEngine's ``plain_table = None``), with the generic
+ * getattr: the instance dict's entry, else that class value -- the generic getattr's answer without
+ * its class lookup and the AttributeError of a miss (an input-queued router's or a NIC's cut_through,
+ * plain_table); anything else by lookup_attr. 1 found (*out a new reference), 0 not there, -1 error. */
 typedef struct {
     PyTypeObject *t; /* (borrowed: compared only, with its version tag) */
     unsigned int ver;
+    PyObject *cv; /* the class's value, NULL: none (borrowed: its class dict holds it while the tag stands) */
 } MissCache;
 
 static int lookup_missing(PyObject *o, PyObject *name, MissCache *c, PyObject **out)
@@ -78,9 +80,9 @@ static int lookup_missing(PyObject *o, PyObject *name, MissCache *c, PyObject **
     if (c->t != t || c->ver != t->tp_version_tag || !(t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)) {
         c->t = NULL;
         PyObject *d = _PyType_Lookup(t, name); /* (assigns the class its version tag) */
-        if (d == NULL && !PyErr_Occurred() && t->tp_getattro == PyObject_GenericGetAttr &&
-            (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
-            c->t = t, c->ver = t->tp_version_tag;
+        if (!PyErr_Occurred() && (d == NULL || Py_TYPE(d)->tp_descr_get == NULL) &&
+            t->tp_getattro == PyObject_GenericGetAttr && (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+            c->t = t, c->ver = t->tp_version_tag, c->cv = d;
         PyErr_Clear();
     }
     if (c->t != t)
@@ -90,11 +92,15 @@ static int lookup_missing(PyObject *o, PyObject *name, MissCache *c, PyObject **
         PyErr_Clear();
         return lookup_attr(o, name, out);
     }
-    if (*dp == NULL)
-        return 0; /* (no instance attribute at all) */
-    if ((v = PyDict_GetItemWithError(*dp, name)) == NULL)
-        return PyErr_Occurred() ? -1 : 0;
-    *out = Py_NewRef(v);
+    if (*dp != NULL && (v = PyDict_GetItemWithError(*dp, name)) != NULL) {
+        *out = Py_NewRef(v);
+        return 1;
+    }
+    if (PyErr_Occurred())
+        return -1;
+    if (c->cv == NULL)
+        return 0; /* (no instance attribute, no class value) */
+    *out = Py_NewRef(c->cv);
     return 1;
 }
 
