@@ -92,3 +92,38 @@ async def test_a_switch_engine_s_promise_is_read_as_python_reads_it(promise, whe
             seen.append(("error", "promised minimum delay of 150 ns" in repr(e) or "promised minimum" in str(e)))
     assert seen[0] == seen[1]
     assert seen[0] == ("error", True) if promise == 150 else seen[0] > 0
+
+
+@needs_core
+async def test_a_handler_replaced_mid_run_in_the_same_table_is_called_at_once(monkeypatch):
+    """The host's request handlers, kept by the core per the table's version (host.h's handler_of):
+    Send's handler replaced in the same dict while the apps run (after sends the core has taken)
+    is the one every later send meets, as in pure Python."""
+    from emu.nodes.host import engine as host_engine
+
+    monkeypatch.setitem(host_engine._HANDLERS, host_engine.Send, host_engine._HANDLERS[host_engine.Send])
+    send = host_engine._HANDLERS[host_engine.Send]
+    calls = []
+
+    def counted(host, proc, op):
+        calls.append(host.name)
+        return send(host, proc, op)
+
+    async def app(host, hosts):
+        peer = hosts[1 - hosts.index(host.name)]
+        for k in range(6):
+            if k == 3 and host.name == hosts[0]:
+                host_engine._HANDLERS[host_engine.Send] = counted  # (the same dict: its version moves)
+            await host.send(peer, bytes([k]) * 300, tag=k)
+        return [(await host.recv(tag=k)).data[0] for k in range(6)]
+
+    seen = []
+    for pure in (True, False):
+        monkeypatch.setattr(native, "CORE", None if pure else CORE)
+        host_engine._HANDLERS[host_engine.Send] = send
+        calls.clear()
+        async with emu.Cluster("star:n=2", run=emu.RunConfig(direct=True)) as net:
+            res = await net.run({h: (app, net.hosts) for h in net.hosts})
+            seen.append((res, list(calls), net.metrics.end_ns - net.metrics.start_ns))
+    assert seen[0] == seen[1]
+    assert len(seen[0][1]) >= 3  # (h0's last three sends at least, and h1's after the swap)
