@@ -127,3 +127,34 @@ async def test_a_handler_replaced_mid_run_in_the_same_table_is_called_at_once(mo
             seen.append((res, list(calls), net.metrics.end_ns - net.metrics.start_ns))
     assert seen[0] == seen[1]
     assert len(seen[0][1]) >= 3  # (h0's last three sends at least, and h1's after the swap)
+
+
+@needs_core
+@pytest.mark.parametrize("start", [0, 300, 2 ** 40, -7], ids=["small", "in-place", "wide", "negative"])
+async def test_a_nic_s_message_counts_move_by_one_per_message_from_any_start(start, monkeypatch):
+    """nic.h's count_add (a NIC's frames and messages sent and received, read once and written back
+    while the stats dict is unchanged): from small, shared, in-place, wide and negative starting
+    values the counts end where pure Python's do, one per message."""
+    keys = ("frames_sent", "messages_sent", "frames_received", "messages_received")
+
+    async def app(host, hosts):
+        peer = hosts[1 - hosts.index(host.name)]
+        for k in range(5):
+            await host.send(peer, bytes([k]) * 100, tag=k)
+        return [(await host.recv(tag=k)).data[0] for k in range(5)]
+
+    seen = []
+    before = CORE.counts()
+    for pure in (True, False):
+        monkeypatch.setattr(native, "CORE", None if pure else CORE)
+        async with emu.Cluster("star:n=2", run=emu.RunConfig(direct=True)) as net:
+            engines = [net._local.by_name[h].engine for h in net.hosts]
+            for eng in engines:
+                for key in keys:
+                    eng.stats[key] = start
+            res = await net.run({h: (app, net.hosts) for h in net.hosts})
+            seen.append((res, [[eng.stats[key] for key in keys] for eng in engines]))
+    assert seen[0] == seen[1]
+    assert seen[0][1] == [[start + 5] * 4] * 2
+    did = {k: v - before[k] for k, v in CORE.counts().items()}
+    assert did["nic_sent"] == 10 and did["nic_messages"] == 10  # (every message the core's, both ways)
