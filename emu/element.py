@@ -86,7 +86,7 @@ class Scheduler(Protocol):
 class Element(Links, Flow, Pfc):
     __slots__ = ("heap", "ins", "outs", "busy", "link_events", "pevents", "capture", "engine", "now", "active_ns",
                  "safe_time", "lookahead", "lost_until", "unsent", "batch", "_drop_rate", "stats", "domain",
-                 "out_ports")
+                 "out_ports", "mac", "iq")
     """The attributes the compiled core reads and writes in place (their offsets, read at
     ``element_setup``); the rest live in the instance's ``__dict__`` (its mixins have one)."""
 

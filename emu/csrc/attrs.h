@@ -11,10 +11,12 @@ typedef struct {
 } Attr;
 
 enum { E_HEAP, E_INS, E_OUTS, E_BUSY, E_LINK_EVENTS, E_PEVENTS, E_CAPTURE, E_ENGINE, E_NOW, E_ACTIVE_NS, E_SAFE_TIME,
-       E_LOOKAHEAD, E_LOST_UNTIL, E_UNSENT, E_BATCH, E_DROP_RATE, E_STATS, E_DOMAIN, E_OUT_PORTS, E_N };
+       E_LOOKAHEAD, E_LOST_UNTIL, E_UNSENT, E_BATCH, E_DROP_RATE, E_STATS, E_DOMAIN, E_OUT_PORTS,
+       E_MAC, E_IQ, E_N };
 static Attr el_attr[E_N] = {{"heap"}, {"ins"}, {"outs"}, {"busy"}, {"link_events"}, {"pevents"}, {"capture"},
                             {"engine"}, {"now"}, {"active_ns"}, {"safe_time"}, {"lookahead"}, {"lost_until"},
-                            {"unsent"}, {"batch"}, {"_drop_rate"}, {"stats"}, {"domain"}, {"out_ports"}};
+                            {"unsent"}, {"batch"}, {"_drop_rate"}, {"stats"}, {"domain"}, {"out_ports"},
+                            {"mac"}, {"iq"}};
 enum { D_INDEX, D_RECEIVED, D_BY_WINDOW, D_SENT_TO, D_IDX, D_AT, D_HEAP, D_MAX_TIME, D_LOCAL_RX, D_BY_NAME, D_BATCH, D_N };
 static Attr dom_attr[D_N] = {{"index"}, {"received"}, {"_by_window"}, {"sent_to"}, {"_idx"}, {"_at"}, {"_heap"},
                              {"max_time"}, {"_local_rx"}, {"by_name"}, {"batch"}};

@@ -7,7 +7,7 @@
  * for one decoded before, to an input-queued router), with emu.element_flow's caches of credit frames
  * (_BUILT: by their fields; _READ: their fields by their bytes), read in place; anything else is
  * Python's. cr_state: 0 not looked up yet, 1 ready, -1 not available (Python's always). */
-static PyObject *cr_built, *cr_read, *s_mac, *s_credit_arrived, *s_iq, *s_on_credit;
+static PyObject *cr_built, *cr_read, *s_credit_arrived, *s_on_credit;
 static long long CR_CREDIT_OUT = -1, CR_STRETCH = -1;
 static int cr_state = 0;
 static unsigned long long n_credits_out, n_credits_in;
@@ -28,9 +28,7 @@ static int credit_init(void)
              PyDict_CheckExact(cr_built) && (cr_read = PyObject_GetAttrString(fl, "_READ")) != NULL &&
              PyDict_CheckExact(cr_read) && (a = PyObject_GetAttrString(ec, "CREDIT_OUT")) != NULL &&
              get_ll(a, &CR_CREDIT_OUT) && (b = PyObject_GetAttrString(wc, "STRETCH")) != NULL && get_ll(b, &CR_STRETCH) &&
-             (s_mac = PyUnicode_InternFromString("mac")) != NULL &&
              (s_credit_arrived = PyUnicode_InternFromString("_credit_arrived")) != NULL &&
-             (s_iq = PyUnicode_InternFromString("iq")) != NULL &&
              (s_on_credit = PyUnicode_InternFromString("on_credit")) != NULL;
     Py_XDECREF(fl);
     Py_XDECREF(ec);
@@ -87,7 +85,7 @@ static int credit_out_c(PyObject *el, PyObject *pev, PyObject *ph)
         PyErr_Clear();
         return 0;
     }
-    if ((mac = PyObject_GetAttr(el, s_mac)) == NULL) {
+    if ((mac = EL_GET(el, E_MAC)) == NULL) { /* (its slot: element_setup) */
         PyErr_Clear();
         return 0;
     }
@@ -191,7 +189,7 @@ static int credit_in_c(PyObject *el, PyObject *eng, PyObject *head, PyObject *in
         if (!direct && Py_TYPE(outp) == OutPortT && flow_credit_ok(outp, vc, pool))
             fport = Py_NewRef(outp);
         else if (direct) {
-            if ((iqv = PyObject_GetAttr(el, s_iq)) == NULL)
+            if ((iqv = EL_GET(el, E_IQ)) == NULL)
                 return -1;
             direct = iqv == Py_True;
             Py_DECREF(iqv);

@@ -169,7 +169,7 @@ static PyObject *start_ready(PyObject *self, PyObject *const *args, Py_ssize_t n
         int blocked = 0, bpool = 0;
         for (Py_ssize_t q = 0; q < nq; q++) {
             PyObject *qv = PyList_GET_ITEM(queues, q);
-            if (PySequence_Size(qv) <= 0)
+            if (q_len(qv) <= 0)
                 continue;
             PyObject *h = PySequence_GetItem(qv, 0);
             long long at, cr;
@@ -369,7 +369,7 @@ static PyObject *start_ready(PyObject *self, PyObject *const *args, Py_ssize_t n
     long long wake = -1;
     for (Py_ssize_t q = 0; q < nq; q++) {
         PyObject *qv = PyList_GET_ITEM(queues, q);
-        if (PySequence_Size(qv) <= 0)
+        if (q_len(qv) <= 0)
             continue;
         PyObject *h = PySequence_GetItem(qv, 0);
         long long at, t;

@@ -392,6 +392,31 @@ static int unpack2(PyObject *r, PyObject **a, PyObject **b)
     return 0;
 }
 
+/* host_handlers[t] (borrowed; NULL: none, or NULL with an error): the last few hits kept per the
+ * dict's version (3.11: ma_version_tag; a hit's handler held by the dict while its version stands) --
+ * a dict lookup per request otherwise */
+#define HH_N 4
+static struct { PyObject *d; uint64_t ver; PyTypeObject *t; PyObject *h; } hh_cache[HH_N];
+static unsigned hh_next;
+
+static inline PyObject *handler_of(PyTypeObject *t)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    uint64_t ver = ((PyDictObject *)host_handlers)->ma_version_tag;
+    for (int i = 0; i < HH_N; i++)
+        if (hh_cache[i].t == t && hh_cache[i].d == host_handlers && hh_cache[i].ver == ver && ver)
+            return hh_cache[i].h;
+    PyObject *h = PyDict_GetItemWithError(host_handlers, (PyObject *)t);
+    if (h != NULL) {
+        unsigned i = hh_next++ % HH_N;
+        hh_cache[i].d = host_handlers, hh_cache[i].ver = ver, hh_cache[i].t = t, hh_cache[i].h = h;
+    }
+    return h;
+#else
+    return PyDict_GetItemWithError(host_handlers, (PyObject *)t);
+#endif
+}
+
 /* Host.resume((proc, value)): the application steps until it waits or ends, its requests carried
  * out (a send's and a receive's plain cases here, the rest by the handler table). 0, -1 error. */
 static int host_resume(PyObject *host, PyObject *arg)
@@ -435,7 +460,7 @@ static int host_resume(PyObject *host, PyObject *arg)
                 rc = host_failed(host, proc, s_app_failed, 1);
             break;
         }
-        PyObject *handler = PyDict_GetItemWithError(host_handlers, (PyObject *)Py_TYPE(op)); /* (borrowed) */
+        PyObject *handler = handler_of(Py_TYPE(op)); /* (borrowed) */
         int k = 2;
         if (handler == f_op_send && Py_TYPE(op) == SendT)
             k = op_send(host, proc, op, &value);

@@ -22,6 +22,13 @@ static PyObject *s_pseq, *s_admit, *s_by_prio, *s_late, *s_groups, *s_vcs, *s_qu
 static int hf_state = 0; /* 0 not looked up yet, 1 ready, -1 not available (Python's always) */
 static unsigned long long n_flow_handed, n_flow_wakes, n_flow_credits, n_flow_idle; /* (counts()) */
 
+/* len(q): a deque's own size in place (its ob_size: CPython's deque is a PyVarObject), anything else
+ * by PySequence_Size (-1 with an error) */
+static inline Py_ssize_t q_len(PyObject *q)
+{
+    return Py_TYPE(q) == DequeT ? Py_SIZE(q) : PySequence_Size(q);
+}
+
 static int hf_init(void)
 {
     if (hf_state)
@@ -136,7 +143,7 @@ static int hf_wake(PyObject *el, PyObject *p, PyObject *nowo)
         return -1;
     if (hf_idle(p)) { /* (nothing waits for credit: only ``if p.pending: self.busy[p] = None``) */
         PyObject *busy = SLOT(el, el_attr[E_BUSY].off), *pend = SLOT(p, o_pending);
-        Py_ssize_t np = pend == NULL ? -1 : PySequence_Size(pend);
+        Py_ssize_t np = pend == NULL ? -1 : q_len(pend);
         if (np < 0 || busy == NULL) {
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_TypeError, "emu._core: a port's pending is not what it was");
@@ -155,7 +162,7 @@ static int hf_wake(PyObject *el, PyObject *p, PyObject *nowo)
     PyObject *started = PyTuple_GET_ITEM(r, 0), *wk = PyTuple_GET_ITEM(r, 1), *busy = SLOT(el, el_attr[E_BUSY].off),
              *pend = SLOT(p, o_pending);
     int rc = -1;
-    Py_ssize_t np = pend == NULL ? -1 : PySequence_Size(pend);
+    Py_ssize_t np = pend == NULL ? -1 : q_len(pend);
     if (np < 0 || busy == NULL || (np > 0 && PyDict_SetItem(busy, p, Py_None) < 0)) /* if p.pending: busy[p] = None */
         goto done;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(started); i++)
@@ -310,9 +317,9 @@ static int emit_flow_one(PyObject *el, PyObject *p, PyObject *frame, long long a
     if (drained && set_ll(p, o_queued_bytes, qb - drained) < 0)
         return -1;
     /* waiting = fl.waiting(); the peak of len(q) + waiting */
-    Py_ssize_t waiting = PySequence_Size(dq);
+    Py_ssize_t waiting = q_len(dq);
     for (Py_ssize_t k = 0; waiting >= 0 && k < PyList_GET_SIZE(qs); k++) {
-        Py_ssize_t nk = PySequence_Size(PyList_GET_ITEM(qs, k));
+        Py_ssize_t nk = q_len(PyList_GET_ITEM(qs, k));
         waiting = nk < 0 ? -1 : waiting + nk;
     }
     if (waiting < 0 || (waiting > peakf && set_ll(p, o_peak_f, waiting) < 0))

@@ -299,6 +299,38 @@ static int timer_next(PyObject *eng, PyObject *timers)
     return NIC_SET(eng, N_TIMER, nxt);
 }
 
+/* d[key] += 1 for a count read before as ``seen`` (borrowed), the dict then at version *ver (3.11's
+ * ma_version_tag; 0: not known): when the dict has not changed since, ``seen`` is still its value --
+ * written in place when it can be (int_in_place: the version stays) or replaced, without dict_add's
+ * lookup; else dict_add. *ver follows the dict (0 when not known). 0, or -1 with an error. */
+static int count_add(PyObject *d, PyObject *key, PyObject *seen, uint64_t *ver, const char *what)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    long long v;
+    if (*ver != 0 && ((PyDictObject *)d)->ma_version_tag == *ver && get_ll(seen, &v)) {
+        if (int_in_place(seen, v + 1))
+            return 0;
+        PyObject *nv = PyLong_FromLongLong(v + 1);
+        int rc = nv == NULL ? -1 : PyDict_SetItem(d, key, nv);
+        Py_XDECREF(nv);
+        *ver = rc < 0 ? 0 : ((PyDictObject *)d)->ma_version_tag;
+        return rc;
+    }
+#endif
+    *ver = 0;
+    return dict_add(d, key, 1, 0, what);
+}
+
+/* the version of dict ``d`` as read now (0: not known) */
+static inline uint64_t dict_ver(PyObject *d)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    return ((PyDictObject *)d)->ma_version_tag;
+#else
+    return 0;
+#endif
+}
+
 /* NicEngine.receive(frame, port, now) for a message frame to this host (no mechanism takes its
  * packet type anywhere, no end-to-end transport): a one-frame message, or a later frame of a long
  * one into the buffer its first frame made (_on_segment's): the engine's now and output list, its
@@ -342,6 +374,7 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
         (fr = PyDict_GetItemWithError(stats, s_frames_received)) == NULL || !get_ll(fr, &fv) ||
         (mr = PyDict_GetItemWithError(stats, s_messages_received)) == NULL || !get_ll(mr, &mv))
         goto done;
+    uint64_t sver = dict_ver(stats); /* (fr, mr its values at this version: count_add) */
     PyObject *taker = PyDict_GetItemWithError(anywhere, msg_ptype_obj);
     if (taker != NULL || PyErr_Occurred())
         goto done;
@@ -399,8 +432,8 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
     rc = -1; /* taken: NicEngine.receive's and _on_segment's steps */
     PyObject *out = PyList_New(0);
     if (out == NULL || NIC_SET(eng, N_NOW, now) < 0 || NIC_SET(eng, N_OUT, out) < 0 ||
-        dict_add(stats, s_frames_received, 1, 0, "a NIC's frames_received") < 0 ||
-        dict_add(stats, s_messages_received, 1, 0, "a NIC's messages_received") < 0) {
+        count_add(stats, s_frames_received, fr, &sver, "a NIC's frames_received") < 0 ||
+        count_add(stats, s_messages_received, mr, &sver, "a NIC's messages_received") < 0) {
         Py_XDECREF(out);
         goto done;
     }
@@ -477,6 +510,7 @@ static int nic_send_one(PyObject *eng, PyObject *dsto, PyObject *tago, PyObject 
         node < 0 || node > 0xFFFFFFFFLL || (fs = PyDict_GetItemWithError(stats, s_frames_sent)) == NULL ||
         !get_ll(fs, &fv) || (ms = PyDict_GetItemWithError(stats, s_messages_sent)) == NULL || !get_ll(ms, &mv))
         goto done;
+    uint64_t sver = dict_ver(stats); /* (fs, ms its values at this version: count_add) */
     head = PyDict_GetItemWithError(heads, dsto);
     if ((head == NULL && (PyErr_Occurred() || !heads_here)) ||
         (head != NULL && (!PyBytes_CheckExact(head) || PyBytes_GET_SIZE(head) != hlen)))
@@ -513,8 +547,8 @@ static int nic_send_one(PyObject *eng, PyObject *dsto, PyObject *tago, PyObject 
     PyObject *entry = tuple_steal(3, (PyObject *[]){port, frame, PyLong_FromLongLong(t + delay)});
     int bad = entry == NULL || NIC_SET_LL(eng, N_MSG_ID, id) < 0 ||
               NIC_SET(eng, N_LAZY, Py_None) < 0 || PyList_Append(out, entry) < 0 ||
-              dict_add(stats, s_frames_sent, 1, 0, "a NIC's frames_sent") < 0 ||
-              dict_add(stats, s_messages_sent, 1, 0, "a NIC's messages_sent") < 0;
+              count_add(stats, s_frames_sent, fs, &sver, "a NIC's frames_sent") < 0 ||
+              count_add(stats, s_messages_sent, ms, &sver, "a NIC's messages_sent") < 0;
     Py_XDECREF(entry);
     if (bad)
         goto done;

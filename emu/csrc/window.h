@@ -63,12 +63,14 @@ static PyObject *slot_attr(PyObject *o, PyObject *name, SlotCache *c)
 static SlotCache sc_timer;
 
 /* lookup_attr(o, name, out) for a name o's class (version tag unchanged since) does not have at all,
- * with the generic getattr: the instance dict's entry only (an input-queued router's or a NIC's
- * cut_through, plain_table: none), without the class's lookup and the AttributeError of a miss;
- * anything else by lookup_attr. 1 found (*out a new reference), 0 not there, -1 error. */
+ * or has as a plain value (no descriptor: SwitchEngine's ``plain_table = None``), with the generic
+ * getattr: the instance dict's entry, else that class value -- the generic getattr's answer without
+ * its class lookup and the AttributeError of a miss (an input-queued router's or a NIC's cut_through,
+ * plain_table); anything else by lookup_attr. 1 found (*out a new reference), 0 not there, -1 error. */
 typedef struct {
     PyTypeObject *t; /* (borrowed: compared only, with its version tag) */
     unsigned int ver;
+    PyObject *cv; /* the class's value, NULL: none (borrowed: its class dict holds it while the tag stands) */
 } MissCache;
 
 static int lookup_missing(PyObject *o, PyObject *name, MissCache *c, PyObject **out)
@@ -78,9 +80,9 @@ static int lookup_missing(PyObject *o, PyObject *name, MissCache *c, PyObject **
     if (c->t != t || c->ver != t->tp_version_tag || !(t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)) {
         c->t = NULL;
         PyObject *d = _PyType_Lookup(t, name); /* (assigns the class its version tag) */
-        if (d == NULL && !PyErr_Occurred() && t->tp_getattro == PyObject_GenericGetAttr &&
-            (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
-            c->t = t, c->ver = t->tp_version_tag;
+        if (!PyErr_Occurred() && (d == NULL || Py_TYPE(d)->tp_descr_get == NULL) &&
+            t->tp_getattro == PyObject_GenericGetAttr && (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+            c->t = t, c->ver = t->tp_version_tag, c->cv = d;
         PyErr_Clear();
     }
     if (c->t != t)
@@ -90,15 +92,19 @@ static int lookup_missing(PyObject *o, PyObject *name, MissCache *c, PyObject **
         PyErr_Clear();
         return lookup_attr(o, name, out);
     }
-    if (*dp == NULL)
-        return 0; /* (no instance attribute at all) */
-    if ((v = PyDict_GetItemWithError(*dp, name)) == NULL)
-        return PyErr_Occurred() ? -1 : 0;
-    *out = Py_NewRef(v);
+    if (*dp != NULL && (v = PyDict_GetItemWithError(*dp, name)) != NULL) {
+        *out = Py_NewRef(v);
+        return 1;
+    }
+    if (PyErr_Occurred())
+        return -1;
+    if (c->cv == NULL)
+        return 0; /* (no instance attribute, no class value) */
+    *out = Py_NewRef(c->cv);
     return 1;
 }
 
-static MissCache mc_plain_table, mc_cut_through;
+static MissCache mc_plain_table, mc_cut_through, mc_min_delay_ns;
 
 /* *t lowered to the time of ``seq``'s first entry less ``sub``, if it has one: 0, 1 (an entry this
  * code does not read: Python's), -1 (error) */
@@ -334,8 +340,14 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
     PyObject *md = NULL, *cut = NULL, *tt = NULL, *busy = NULL;
     int rc = -1;
     long long now;
-    if ((md = Py_TYPE(eng) == NicT ? NIC_GET(eng, N_MIN_DELAY_NS) : PyObject_GetAttr(eng, s_min_delay_ns)) == NULL ||
-        lookup_missing(eng, s_cut_through, &mc_cut_through, &cut) < 0)
+    if (Py_TYPE(eng) == NicT)
+        md = NIC_GET(eng, N_MIN_DELAY_NS);
+    else { /* (an instance attribute of a switch's engine: its dict's entry, lookup_missing) */
+        int got = lookup_missing(eng, s_min_delay_ns, &mc_min_delay_ns, &md);
+        if (got == 0)
+            PyErr_SetObject(PyExc_AttributeError, s_min_delay_ns);
+    }
+    if (md == NULL || lookup_missing(eng, s_cut_through, &mc_cut_through, &cut) < 0)
         goto done;
     if (cut == NULL)
         cut = Py_NewRef(Py_False);
