@@ -11,7 +11,11 @@ from setuptools.command.build_ext import build_ext
 class BuildExt(build_ext):
     def build_extension(self, ext):
         target = self.get_ext_fullpath(ext.name)
-        if os.path.exists(target):
-            os.remove(target)  # a failed (optional) build must not leave the last one in its place
+        # an editable install builds in a folder of its own, then copies the core beside this file:
+        # that copy goes too, or a failed build leaves an older core there to be refused at import
+        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.path.basename(target))
+        for old in {target, here}:
+            if os.path.exists(old):
+                os.remove(old)  # a failed (optional) build must not leave the last one in its place
         super().build_extension(ext)
 

@@ -22,12 +22,7 @@ static PyObject *s_pseq, *s_admit, *s_by_prio, *s_late, *s_groups, *s_vcs, *s_qu
 static int hf_state = 0; /* 0 not looked up yet, 1 ready, -1 not available (Python's always) */
 static unsigned long long n_flow_handed, n_flow_wakes, n_flow_credits, n_flow_idle; /* (counts()) */
 
-/* len(q): a deque's own size in place (its ob_size: CPython's deque is a PyVarObject), anything else
- * by PySequence_Size (-1 with an error) */
-static inline Py_ssize_t q_len(PyObject *q)
-{
-    return Py_TYPE(q) == DequeT ? Py_SIZE(q) : PySequence_Size(q);
-}
+/* (q_len: common.h's) */
 
 static int hf_init(void)
 {
