@@ -434,8 +434,16 @@ static int dict_append(PyObject *d, PyObject *key, PyObject *c)
     if (r == NULL) {
         if (PyErr_Occurred())
             return -1;
-        PyObject *l = iq_nlfree ? iq_lfree[--iq_nlfree] : PyList_New(1);
-        if (l == NULL)
+        PyObject *l = NULL;
+        while (l == NULL && iq_nlfree) { /* (a kept list Python found since -- gc.get_objects() -- is let go: held,
+                                           or changed and let go again) */
+            l = iq_lfree[--iq_nlfree];
+            if (Py_REFCNT(l) != 1 || PyList_GET_SIZE(l) != 0 || ((PyListObject *)l)->allocated < 1) {
+                Py_DECREF(l);
+                l = NULL;
+            }
+        }
+        if (l == NULL && (l = PyList_New(1)) == NULL)
             return -1;
         PyList_SET_ITEM(l, 0, Py_NewRef(c));
         Py_SET_SIZE(l, 1);
