@@ -95,6 +95,10 @@ static int credit_out_c(PyObject *el, PyObject *pev, PyObject *ph)
     int ints = cr_mac(mac, &mv, &ml) && cr_int(PyTuple_GET_ITEM(obj, 1), &f[0]) &&
                cr_int(PyTuple_GET_ITEM(obj, 3), &f[1]) && cr_int(PyTuple_GET_ITEM(obj, 2), &f[2]) &&
                cr_int(PyTuple_GET_ITEM(obj, 4), &f[3]);
+    if (!ints) { /* (a field that is no int: looked up by the key tuple below, as Python's _BUILT.get does) */
+        PyErr_Clear();
+        f[0] = f[1] = f[2] = f[3] = 0;
+    }
     uint64_t x = mv ^ ((uint64_t)f[0] << 48) ^ ((uint64_t)f[1] << 63) ^ ((uint64_t)f[2] << 24) ^ ((uint64_t)f[3] << 40);
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL; /* (splitmix64's finaliser) */
     x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
