@@ -31,6 +31,8 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from trees import fixed_addresses  # noqa: E402
 RUN = """
 import sys, trio
 sys.path.insert(0, {scripts!r})
@@ -48,7 +50,7 @@ def count(messages: int, direct: bool, whole: bool = False) -> dict:
         out = pathlib.Path(tmp) / "callgrind.out"
         code = RUN.format(scripts=str(ROOT / "scripts"), messages=messages, direct=direct)
         toggle = [] if whole else ["--toggle-collect=window"]
-        proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *toggle,
+        proc = subprocess.run([*fixed_addresses(), "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *toggle,
                                "--cache-sim=no", sys.executable, "-c", code],
                               capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
         m = re.search(r"RESULT (\d+) (\d+) (\S+)", proc.stdout)

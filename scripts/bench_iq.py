@@ -45,7 +45,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from trees import tree_env  # noqa: E402
+from trees import fixed_addresses, tree_env  # noqa: E402
 from router_curves import BOOKSIM, CYCLE_NS, FAITHFUL, FLIT, OURS  # noqa: E402
 
 SAT = {(4, 1, 1): 0.3511, (4, 1, 4): 0.4806, (4, 2, 1): 0.7084, (4, 2, 4): 0.7006, (4, 8, 1): 0.7682,
@@ -130,7 +130,7 @@ def ours(tree: str | None, k: int, vcs: int, flits: int, loads, cycles: int, mod
             "callgrind": callgrind}
     with tempfile.TemporaryDirectory() as d:
         out, cg = os.path.join(d, "child.json"), os.path.join(d, "callgrind.out")
-        pre = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", "--toggle-collect=window",
+        pre = [*fixed_addresses(), "valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", "--toggle-collect=window",
                "--cache-sim=no"] if callgrind else []
         subprocess.run(pre + [sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec), "--json", out],
                        env=dict(env, PYTHONHASHSEED="0") if callgrind else env, check=True,
