@@ -12,49 +12,24 @@ from pathlib import Path
 import pytest
 
 from emu import native
-from emu.switch import iqcore
-from emu.switch.iqcore import CoreRound
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))
-from router_curves import FAITHFUL, OURS  # noqa: E402
-from uniform_run import uniform  # noqa: E402
+from uniform_run import mesh_watching_rounds  # noqa: E402
 
 needs_core = pytest.mark.skipif(native.CORE is None, reason="the compiled core is not built here (no C compiler?)")
 
 
 def _run(tmp: Path, monkeypatch, use_core: bool, keep: list | None, lists: list | None = None) -> tuple[list, bytes, int]:
-    """One ``emu run`` of uniform traffic on a 4x4 mesh, 8 VCs: (results, capture, compiled rounds run);
-    ``keep``: after every other compiled round, (object, what it held then) of each router's line
-    entries and heap keys appended to it (never changed after: a line entry is replaced, not written,
-    as Python does it), and its request lists to ``lists`` (held: those go on changing while they are
-    their output's, as Python's do)."""
-    from bench_iq import SAT
-    monkeypatch.setattr(iqcore, "USE_CORE", use_core)
-    rounds = [0]
-    made = CoreRound._core_state
-
-    def holding(self):
-        cs = made(self)
-        if not cs or keep is None:
-            return cs
-        fn = cs[0]
-
-        def call(*a):
-            out = fn(*a)
-            rounds[0] += 1
-            if rounds[0] % 2:
-                keep.extend((e, list(e)) for e in self.line if e is not None)
-                keep.extend((k, str(k)) for k in (*self._rel, *self._rcq))
-                lists.extend(lst for d in (self._va, self._sa) for lst in d.values())
-            return out
-        return (call, *cs[1:])
-
-    monkeypatch.setattr(CoreRound, "_core_state", holding)
-    sets = {**OURS, **FAITHFUL, "switch.vcs": 8, "switch.model": "input_queued"}
-    cap = tmp / f"c{int(use_core)}.pcapng"
-    res = uniform(tmp / f"r{int(use_core)}.json", "mesh:k=4,n=2", 1, SAT[(4, 8, 1)] * 0.9, 40, sets,
-                  ["--pcap", str(cap)])
-    return res, cap.read_bytes(), rounds[0]
+    """(results, capture, compiled rounds run); ``keep``: after every other compiled round, (object, what
+    it held then) of each router's line entries and heap keys appended to it (never changed after: a
+    line entry is replaced, not written, as Python does it), and its request lists to ``lists`` (held:
+    those go on changing while they are their output's, as Python's do)."""
+    def hold(self, n):
+        if n % 2:
+            keep.extend((e, list(e)) for e in self.line if e is not None)
+            keep.extend((k, str(k)) for k in (*self._rel, *self._rcq))
+            lists.extend(lst for d in (self._va, self._sa) for lst in d.values())
+    return mesh_watching_rounds(tmp, monkeypatch, use_core, None if keep is None else hold)
 
 
 @needs_core

@@ -10,44 +10,25 @@ from pathlib import Path
 import pytest
 
 from emu import native
-from emu.switch import iqcore
-from emu.switch.iqcore import CoreRound
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))
-from router_curves import FAITHFUL, OURS  # noqa: E402
-from uniform_run import uniform  # noqa: E402
+from uniform_run import mesh_watching_rounds  # noqa: E402
 
 needs_core = pytest.mark.skipif(native.CORE is None, reason="the compiled core is not built here (no C compiler?)")
 
 
 @needs_core
 def test_a_request_list_python_found_in_gc_is_not_reused(tmp_path, monkeypatch):
-    from bench_iq import SAT
-    monkeypatch.setattr(iqcore, "USE_CORE", True)
-    made = CoreRound._core_state
-    rounds = [0]
     held: list = []  # (empty lists found by gc.get_objects, none a request list then)
     aliased: list = []
 
-    def holding(self):
-        cs = made(self)
-        if not cs:
-            return cs
-        fn = cs[0]
+    def look(self, n):
+        values = {id(v) for d in (self._va, self._sa) for v in d.values()}
+        if held:
+            aliased.extend(v for v in held if id(v) in values)
+        if n in (200, 400, 800):
+            held.extend(o for o in gc.get_objects() if type(o) is list and not o and id(o) not in values)
 
-        def call(*a):
-            out = fn(*a)
-            rounds[0] += 1
-            values = {id(v) for d in (self._va, self._sa) for v in d.values()}
-            if held:
-                aliased.extend(v for v in held if id(v) in values)
-            if rounds[0] in (200, 400, 800):
-                held.extend(o for o in gc.get_objects() if type(o) is list and not o and id(o) not in values)
-            return out
-        return (call, *cs[1:])
-
-    monkeypatch.setattr(CoreRound, "_core_state", holding)
-    sets = {**OURS, **FAITHFUL, "switch.vcs": 8, "switch.model": "input_queued"}
-    uniform(tmp_path / "r.json", "mesh:k=4,n=2", 1, SAT[(4, 8, 1)] * 0.9, 40, sets, [])
-    assert rounds[0] > 800 and held
+    _, _, rounds = mesh_watching_rounds(tmp_path, monkeypatch, True, look, pcap=False)
+    assert rounds > 800 and held
     assert not aliased  # (a list Python holds became a router's request list)

@@ -12,13 +12,10 @@ from pathlib import Path
 import pytest
 
 from emu import native
-from emu.switch import iqcore
-from emu.switch.iqcore import CoreRound
 from emu.switch.iqpacket import Copy, Packet
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))
-from router_curves import FAITHFUL, OURS  # noqa: E402
-from uniform_run import uniform  # noqa: E402
+from uniform_run import mesh_watching_rounds  # noqa: E402
 
 needs_core = pytest.mark.skipif(native.CORE is None, reason="the compiled core is not built here (no C compiler?)")
 
@@ -31,38 +28,16 @@ def _fixed(o) -> tuple:
 
 
 def _run(tmp: Path, monkeypatch, use_core: bool, keep: list | None) -> tuple[list, bytes, int]:
-    """One ``emu run`` of uniform traffic on a 4x4 mesh, 8 VCs: (results, capture, compiled rounds run);
-    ``keep``: after every other compiled round, (object, its fixed fields then) of each router's copies
-    and packets in its queues, requests and lines."""
-    from bench_iq import SAT
-    monkeypatch.setattr(iqcore, "USE_CORE", use_core)
-    rounds = [0]
-    made = CoreRound._core_state
-
-    def holding(self):
-        cs = made(self)
-        if not cs or keep is None:
-            return cs
-        fn = cs[0]
-
-        def call(*a):
-            out = fn(*a)
-            rounds[0] += 1
-            if rounds[0] % 2:
-                objs = [c for d in (self._va, self._sa) for lst in d.values() for c in lst]
-                objs += [e[4] for e in self.line if e is not None and type(e[4]) is Copy]
-                objs += [p for row in (*self.q, [*self.arriving]) for dq in row for p in dq]
-                objs += [c.pkt for c in objs if type(c) is Copy]
-                keep.extend((o, _fixed(o)) for o in objs)
-            return out
-        return (call, *cs[1:])
-
-    monkeypatch.setattr(CoreRound, "_core_state", holding)
-    sets = {**OURS, **FAITHFUL, "switch.vcs": 8, "switch.model": "input_queued"}
-    cap = tmp / f"c{int(use_core)}.pcapng"
-    res = uniform(tmp / f"r{int(use_core)}.json", "mesh:k=4,n=2", 1, SAT[(4, 8, 1)] * 0.9, 40, sets,
-                  ["--pcap", str(cap)])
-    return res, cap.read_bytes(), rounds[0]
+    """(results, capture, compiled rounds run); ``keep``: after every other compiled round, (object, its
+    fixed fields then) of each router's copies and packets in its queues, requests and lines."""
+    def hold(self, n):
+        if n % 2:
+            objs = [c for d in (self._va, self._sa) for lst in d.values() for c in lst]
+            objs += [e[4] for e in self.line if e is not None and type(e[4]) is Copy]
+            objs += [p for row in (*self.q, [*self.arriving]) for dq in row for p in dq]
+            objs += [c.pkt for c in objs if type(c) is Copy]
+            keep.extend((o, _fixed(o)) for o in objs)
+    return mesh_watching_rounds(tmp, monkeypatch, use_core, None if keep is None else hold)
 
 
 @needs_core

@@ -33,3 +33,38 @@ def uniform(out: Path, topo: str, flits: int, load: float, cycles: int, sets: di
     for r in res:
         r.pop("wall_s", None)
     return res
+
+
+def mesh_watching_rounds(tmp: Path, monkeypatch, use_core: bool, after_round=None, pcap: bool = True):
+    """The 4x4 mesh, 8 VCs, 1-flit packets at 90 % of BookSim's saturation for 40 cycles each way,
+    as the tests of the compiled round's reuse of objects run it: ``after_round(router, n)`` is called
+    after each compiled round ``n`` (1, 2, ...) with the router it ran for. (results, capture bytes or
+    None, compiled rounds run)."""
+    from bench_iq import SAT
+    from emu.switch import iqcore
+    from emu.switch.iqcore import CoreRound
+    from router_curves import FAITHFUL, OURS
+
+    monkeypatch.setattr(iqcore, "USE_CORE", use_core)
+    rounds = [0]
+    made = CoreRound._core_state
+
+    def watching(self):
+        cs = made(self)
+        if not cs or after_round is None:
+            return cs
+        fn = cs[0]
+
+        def call(*a):
+            out = fn(*a)
+            rounds[0] += 1
+            after_round(self, rounds[0])
+            return out
+        return (call, *cs[1:])
+
+    monkeypatch.setattr(CoreRound, "_core_state", watching)
+    sets = {**OURS, **FAITHFUL, "switch.vcs": 8, "switch.model": "input_queued"}
+    cap = tmp / f"c{int(use_core)}.pcapng"
+    res = uniform(tmp / f"r{int(use_core)}.json", "mesh:k=4,n=2", 1, SAT[(4, 8, 1)] * 0.9, 40, sets,
+                  ["--pcap", str(cap)] if pcap else [])
+    return res, cap.read_bytes() if pcap else None, rounds[0]
