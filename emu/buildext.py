@@ -11,9 +11,15 @@ from setuptools.command.build_ext import build_ext
 class BuildExt(build_ext):
     def build_extension(self, ext):
         target = self.get_ext_fullpath(ext.name)
-        # an editable install builds in a folder of its own, then copies the core beside this file:
-        # that copy goes too, or a failed build leaves an older core there to be refused at import
-        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.path.basename(target))
+        # an editable install builds in a folder of its own, then copies the core into the package's
+        # source folder: that copy goes too, or a failed build leaves an older core there to be
+        # refused at import (the path an in-place build of this extension writes: ext.name's package
+        # under the project being built -- never this file's own checkout's, unless that is it)
+        inplace, self.inplace = self.inplace, 1
+        try:
+            here = self.get_ext_fullpath(ext.name)
+        finally:
+            self.inplace = inplace
         for old in {target, here}:
             if os.path.exists(old):
                 os.remove(old)  # a failed (optional) build must not leave the last one in its place

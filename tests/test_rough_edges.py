@@ -1,6 +1,7 @@
 """Smaller rough edges a new user met (issue 42, item 4)."""
 
 import os
+from pathlib import Path
 import subprocess
 import sys
 
@@ -92,9 +93,13 @@ def test_a_core_that_fails_to_build_leaves_no_earlier_build_behind(tmp_path, mon
     target = tmp_path / "lib" / cmd.get_ext_filename("pkg._core")
     target.parent.mkdir(parents=True)
     target.write_bytes(b"an old build")
+    import emu
+    ours = Path(emu.__file__).parent / os.path.basename(target)  # (this checkout's core, if built)
+    built = ours.exists()
     with pytest.raises(Exception):  # CompileError: the C does not compile
         cmd.build_extension(dist.ext_modules[0])
     assert not target.exists()
+    assert ours.exists() == built  # (another project's failed build never removes this one's core)
 
 
 def test_per_link_names_parallel_links_as_emu_topo_does():
