@@ -45,3 +45,20 @@ def test_no_ugal_names_real_policies_that_count_nothing():
     from emu.switch.routing import POLICIES
 
     assert NO_UGAL <= set(POLICIES) and not NO_UGAL & {"ugal_l", "ugal_g", "par"}
+
+
+@pytest.mark.parametrize("spec,sets", [("mesh:k=3,n=2", {"switch": {"model": "input_queued"}}),
+                                       ("fattree:k=4,n=2", {"link": {"framing": "flit"}}),
+                                       ("star:n=4", {"link": {"framing": "qsnet"}, "host": {"mtu_bytes": 4000}})])
+def test_largest_frames_is_largest_frame_of_each_node(spec, sets):
+    """``emu.build.largest_frames`` (every node in one pass, for the routers' set-up) against
+    ``largest_frame`` node by node; a link of another framing beside the rest counts at both ends."""
+    from emu.build import largest_frame, largest_frames
+    from emu.config import LinkSpec
+
+    topo = build(spec, settings=sets)
+    a, b = topo.host_names()[0], topo.switches[-1].name
+    topo.add_link(a, b, LinkSpec(framing="flit" if "link" not in sets else "ethernet"))
+    topo.add_host("lonely")  # (no link: Ethernet's)
+    assert largest_frames(topo) == {n: largest_frame(topo, n) for n in topo.nodes}
+    assert len(set(largest_frames(topo).values())) > 1

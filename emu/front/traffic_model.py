@@ -30,6 +30,7 @@ class PathModel:
         self.cache: dict[tuple[str, str], int] = {}
         self.hops: dict[tuple[str, str], int] = {}  # per link direction (u, w): its part of v
         self.tails: dict[tuple[str, str], int] = {}  # (switch s, host b): the part of v from s on, b's NIC included
+        self.stages: dict[str, int] = {}  # per switch: its part of v
         self.exact = True  # every part an int so far (sums in any order the same)
 
     def __call__(self, a: str, b: str) -> int:
@@ -54,8 +55,11 @@ class PathModel:
         return h
 
     def _stage(self, s: str):
-        rs = self.topo.nodes[s].spec
-        return sum(rs.stages_ns) if rs.input_queued else rs.processing_delay_ns
+        v = self.stages.get(s)
+        if v is None:
+            rs = self.topo.nodes[s].spec
+            v = self.stages[s] = sum(rs.stages_ns) if rs.input_queued else rs.processing_delay_ns
+        return v
 
     def _tail(self, a: str, b: str) -> int | None:
         """The part of v from host ``a`` on (its own overhead and NIC delay left out), by the tables;
