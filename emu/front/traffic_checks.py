@@ -62,7 +62,6 @@ state: the result says so (``warmup_note``) with the ``--warmup`` to give.
 from __future__ import annotations
 
 import math
-import random
 import struct
 from dataclasses import dataclass
 from typing import Any
