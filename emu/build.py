@@ -165,6 +165,21 @@ def largest_frame(topology: Topology, node: str | None = None) -> int:
     return max(frame_length(f, PacketType.MSG, body) for f in names)
 
 
+def largest_frames(topology: Topology) -> dict[str, int]:
+    """``largest_frame(topology, n)`` of every node n, in one pass over the links (not one per node)."""
+    from .wire.fabric import PacketType
+    from .wire.framing import frame_length
+
+    mtus = [n.spec.mtu_bytes for n in topology.nodes.values() if n.kind == "host"]
+    body = max(mtus, default=1024) + FRAME_OVERHEAD - 34  # (as largest_frame)
+    names: dict[str, set] = {n: set() for n in topology.nodes}
+    for lk in topology.links:
+        names[lk.a].add(lk.spec.framing)
+        names[lk.b].add(lk.spec.framing)
+    size = {f: frame_length(f, PacketType.MSG, body) for f in set().union({"ethernet"}, *names.values())}
+    return {n: max(size[f] for f in (fs or ("ethernet",))) for n, fs in names.items()}
+
+
 def make_engine(topology: Topology, name: str, cache: dict | None = None):
     """The engine of one node, by its registered kind; pass one ``cache`` for every engine of a
     process so that they share what they can."""
@@ -215,8 +230,8 @@ def _build_elements(dom: Domain, plan: Plan, index: int, address: str, key: byte
                 if input_queued(rx):  # the router takes a frame as its head arrives; priority: at the port's
                     op.head_bytes = rx.spec.flit_bytes  # credit queues and in the routers' allocators
                 if finite and not input_queued(t.nodes[src]):  # (an input-queued router's engine keeps credits)
-                    if dst not in largest:
-                        largest[dst] = largest_frame(t, dst)
+                    if not largest:
+                        largest = largest_frames(t)
                     big = largest[dst]
                     unit = rx.spec.flit_bytes if input_queued(rx) else 1
                     op.flow = CreditState(rx.spec.vcs, [rx.spec.buffer_bytes(big)] * rx.spec.vcs,

@@ -509,7 +509,7 @@ class InputQueuedEngine(CoreRound, Rounds, Allocators, SegmentCut, SwitchEngine)
 
 def make_iq(node, topology, cache: dict) -> InputQueuedEngine:
     """The input-queued router of ``node``: its downstream buffers and line rates from the topology."""
-    from emu.build import finite_buffers, largest_frame
+    from emu.build import finite_buffers, largest_frames
     from emu.config import ConfigError
 
     spec = node.spec
@@ -520,13 +520,10 @@ def make_iq(node, topology, cache: dict) -> InputQueuedEngine:
     nb = cache.get("neighbours")
     if nb is None:
         nb = cache["neighbours"] = topology.neighbours()
-    big = cache.setdefault("largest_frame", {})
-
-    def largest_at(name: str) -> int:  # (the framing of the links into that node: its buffers' bytes)
-        if name not in big:
-            big[name] = largest_frame(topology, name)
-        return big[name]
-
+    big = cache.get("largest_frames")
+    if big is None:  # (per node, the framing of the links into it: its buffers' bytes)
+        big = cache["largest_frames"] = largest_frames(topology)
+    largest_at = big.__getitem__
     largest = largest_at(node.name)
     down: list = [None] * topology.nports(node.name)
     in_bps = {}

@@ -194,9 +194,7 @@ class Topology:
         """The nodes a frame from host ``src`` to host ``dst`` visits, following the tables.
 
         Raises ConfigError on a missing route or a loop."""
-        nb = self._portmap
-        if nb is None or len(nb) != len(self.nodes):
-            nb = self._portmap = {n: {p: (peer, pp) for p, peer, pp, _ in e} for n, e in self.neighbours().items()}
+        nb = self.peers()
         d = self.nodes[dst].id
         path = [src]
         here, port = src, self.out_port(src, d)
@@ -211,6 +209,13 @@ class Topology:
                 raise ConfigError(f"{self.name}: route from {src} to {dst} reaches host {here}")
             port = self.out_port(here, d)
         raise ConfigError(f"{self.name}: route from {src} to {dst} loops: {' '.join(path[:12])}...")
+
+    def peers(self) -> dict[str, dict[int, tuple[str, int]]]:
+        """Per node, per linked port: the node and port at its other end (kept until a link is added)."""
+        nb = self._portmap
+        if nb is None or len(nb) != len(self.nodes):
+            nb = self._portmap = {n: {p: (peer, pp) for p, peer, pp, _ in e} for n, e in self.neighbours().items()}
+        return nb
 
     def out_port(self, name: str, dst_addr: int) -> int:
         table = self.routes.get(name)

@@ -62,7 +62,6 @@ state: the result says so (``warmup_note``) with the ``--warmup`` to give.
 from __future__ import annotations
 
 import math
-import random
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -75,6 +74,8 @@ from ..config.numbers import decimal_float, hint
 from ..errors import EmuError
 from .check_registry import Options, register
 from .sizes import parse_size
+from .traffic_draws import Draws
+from .traffic_model import PathModel, frame_bytes
 
 PATTERNS = ("uniform", "transpose", "bitcomplement", "hotspot", "neighbor", "worst_case", "tornado", "shuffle",
             "randperm")
@@ -83,8 +84,6 @@ DEFAULT_SIZE = 256
 """Payload bytes of one packet: with the 50 bytes of headers and FCS, 306 B on the wire, one frame."""
 DEFAULT_WARMUP = 1000
 DEFAULT_MEASURE = 1000
-HOTSPOT_FRACTION = 0.1
-HOTSPOT_HOST = 0
 FRAME_OVERHEAD = HEADERS
 """Ethernet 14, fabric 16, message segment 16 and the FCS around a message's data (the collectives'
 model's ``HEADERS``)."""
@@ -98,6 +97,8 @@ DRAINS = ("fixed", "measured")
 DRAIN_FACTOR = 10
 """``--drain measured``: a source injects at most this many windows (warm-up + measurement) past the window."""
 TAG_END = 30
+DRAW_CYCLES = 128
+"""``--drain measured``: a source draws its injections past the window this many cycles at a time, as it reaches them."""
 """The tag of a source's last word to each host (``--drain measured``): how many packets it sent there."""
 
 
@@ -208,62 +209,19 @@ def schedule(pattern: str, n: int, i: int, load: float, cycles: int, seed: int, 
              to_self: bool = False, groups=None) -> tuple[list, list]:
     """Host i's injections: (cycles, destination indices), Bernoulli at ``load`` per cycle; ``to_self``:
     the uniform draws take any host, i itself included (BookSim's uniform); ``groups``: each host's
-    dragonfly group, for ``worst_case``."""
-    fixed = destinations(pattern, n, grid, seed)
-    if fixed is not None and fixed[i] is None:
-        return [], []
-    rng = random.Random(f"{seed}:{pattern}:{load!r}:{i}")
-    when, dst = [], []
-    if fixed is None and pattern not in ("hotspot", "worst_case") and n > 1 and _RANDBELOW_PLAIN:
-        return _uniform(rng, n, i, load, cycles, to_self)
-    for c in range(cycles):
-        if rng.random() < load:
-            if fixed is not None:
-                d = fixed[i]
-            elif pattern == "hotspot" and i != HOTSPOT_HOST and rng.random() < HOTSPOT_FRACTION:
-                d = HOTSPOT_HOST
-            elif pattern == "worst_case":
-                ng = max(groups) + 1
-                nxt = [h for h, g in enumerate(groups) if g == (groups[i] + 1) % ng]
-                d = nxt[rng.randrange(len(nxt))]
-            elif to_self:
-                d = rng.randrange(n)
-            else:
-                d = rng.randrange(n - 1)
-                d += d >= i
-            when.append(c)
-            dst.append(d)
-    return when, dst
-
-
-_RANDBELOW_PLAIN = random.Random._randbelow is random.Random._randbelow_with_getrandbits  # (``_uniform`` may draw so)
-
-
-def _uniform(rng: random.Random, n: int, i: int, load: float, cycles: int, to_self: bool) -> tuple[list, list]:
-    """``schedule``'s uniform draws, the same numbers: ``randrange(m)`` inline (``_randbelow_with_getrandbits``:
-    ``getrandbits(m.bit_length())`` until below ``m``), a call per packet instead of three."""
-    m, skip = (n, n) if to_self else (n - 1, i)  # (draws of skip and above are one more: i itself left out)
-    k, rnd, bits = m.bit_length(), rng.random, rng.getrandbits
-    when, dst = [], []
-    for c in range(cycles):
-        if rnd() < load:
-            d = bits(k)
-            while d >= m:
-                d = bits(k)
-            d += d >= skip
-            when.append(c)
-            dst.append(d)
-    return when, dst
+    dragonfly group, for ``worst_case``. (All at once: ``Draws`` draws them a part at a time.)"""
+    return Draws(pattern, n, i, load, cycles, seed, destinations(pattern, n, grid, seed), to_self, groups).upto(cycles)
 
 
 async def traffic_app(host, cycle_ns: int, when: list, dst: list, size: int, expect: int, window: tuple[int, int],
-                      measured: int | None = None, names: list[str] | None = None):
+                      measured: int | None = None, names: list[str] | None = None, more: Draws | None = None):
     """Send each packet at its cycle (open loop), then receive the ``expect`` packets sent here.
     Returns (latencies and sources of the packets created in the window, packets that arrived in
     the window, packets received, packets that arrived after a later one of the same source). ``measured`` (``--drain measured``): past the window, inject only
     while fewer than that many packets created in the window have arrived here, then tell every
     host how many packets went to it (tag ``TAG_END``) and receive until each one's count is in.
-    ``names``: the hosts the destinations index (default every host; a job's own, ``emu run --job``)."""
+    ``names``: the hosts the destinations index (default every host; a job's own, ``emu run --job``);
+    ``more``: the schedule's draws past ``when`` (drawn as they are reached, ``DRAW_CYCLES`` at a time)."""
     t0 = host.now
     pad = bytes(size - HEAD.size)
     names = host.hosts if names is None else names
@@ -290,7 +248,7 @@ async def traffic_app(host, cycle_ns: int, when: list, dst: list, size: int, exp
     # (per packet: the head and its zero padding packed at once, the calls looked up once, ``now`` read once)
     pack = struct.Struct(f"<qI{size - HEAD.size}x").pack if size >= HEAD.size else lambda t, s: HEAD.pack(t, s) + pad
     send, sleep, arrived_ns = host.send, host.sleep, host.arrived_ns
-    for seq, (c, d) in enumerate(zip(when, dst)):
+    for seq, (c, d) in enumerate(zip(when, dst) if more is None else _pairs(when, dst, more)):
         t = t0 + c * cycle_ns
         now = host.now
         if now < t:
@@ -325,47 +283,11 @@ async def traffic_app(host, cycle_ns: int, when: list, dst: list, size: int, exp
     return lat, src, arrived, late
 
 
-def frame_bytes(link, size: int) -> int:
-    """The modelled length on ``link`` of a one-frame message of ``size`` data bytes (``FRAME_OVERHEAD``
-    more on an Ethernet-framed link; its framing's otherwise)."""
-    return link.frame_bytes(1, 16 + size)  # ptype MSG: a 16-byte message segment header
-
-
-class PathModel:
-    """Zero-load latency of a packet from host a to host b by the topology (cached per pair)."""
-
-    def __init__(self, topo, size: int):
-        self.topo, self.size = topo, size
-        self.links = {}
-        for lk in topo.links:
-            self.links[(lk.a, lk.b)] = self.links[(lk.b, lk.a)] = lk.spec
-        self.cache: dict[tuple[str, str], int] = {}
-        self.hops: dict[tuple[str, str], int] = {}  # per link direction (u, w): its part of v
-
-    def __call__(self, a: str, b: str) -> int:
-        key = (a, b)
-        v = self.cache.get(key)
-        if v is None:
-            nodes = self.topo.nodes
-            path = self.topo.route(a, b)
-            ha, hb = nodes[a].spec, nodes[b].spec
-            v = ha.send_overhead_ns + ha.nic_delay_ns + hb.nic_delay_ns
-            hops = self.hops
-            for u, w in zip(path, path[1:]):
-                h = hops.get((u, w))
-                if h is None:
-                    spec = self.links[(u, w)]
-                    rx = nodes[w].spec
-                    # into an input-queued router with cut-through, its head flit is what the pipeline waits for
-                    nbytes = frame_bytes(spec, self.size)  # its modelled length on this link
-                    head = rx.flit_bytes if getattr(rx, "input_queued", False) and rx.cut_through else nbytes
-                    h = hops[(u, w)] = spec.serialization_ns(min(head, nbytes)) + spec.latency_ns
-                v += h
-            for s in path[1:-1]:
-                rs = nodes[s].spec
-                v += sum(rs.stages_ns) if rs.input_queued else rs.processing_delay_ns
-            self.cache[key] = v
-        return v
+def _pairs(when: list, dst: list, more: Draws):
+    """(cycle, destination) of ``when`` and ``dst``, then of ``more``'s draws, a part at a time."""
+    yield from zip(when, dst)
+    while not more.done:
+        yield from zip(*more.upto(more.next + DRAW_CYCLES))
 
 
 def _pct(xs: list[int], p: float) -> int:
@@ -378,9 +300,16 @@ by the rule, the detour by the rule, and the minimal route with no comparison (t
 is where the frame is or goes)."""
 
 
+NO_UGAL = frozenset({"static", "minimal", "valiant", "adaptive", "dispersive", "qsnet", "ecmp", "spray"})
+"""The built-in routing policies that count no UGAL decision: a network whose switches all route by
+one of them has none to read (the traffic tests then skip the two reads of every element's stats)."""
+
+
 async def _ugal_counts(net) -> dict[str, int]:
     """The network's UGAL decision counters so far (none unless a switch routes by UGAL)."""
     out: dict[str, int] = {}
+    if all(getattr(sw.spec, "routing", None) in NO_UGAL for sw in net.topology.switches):
+        return out
     for st in await net.stats():
         for k, v in st.get("engine", {}).items():
             if k in UGAL_COUNTS:
@@ -420,7 +349,10 @@ def _check(pattern: str):
         frames = hops = 0
         ugal = await _ugal_counts(net)
         for load in o.loads:
-            scheds = [schedule(pattern, n, i, load, total, options.seed, grid, o.to_self, groups) for i in range(n)]
+            drain = o.drain == "measured"
+            draws = [Draws(pattern, n, i, load, total, options.seed, fixed, o.to_self, groups) for i in range(n)]
+            # (--drain measured: the window's injections now, for its counts; the rest as each source reaches them)
+            scheds = [dr.upto(window[1] if drain else total) for dr in draws]
             expect = [0] * n
             measured = [0] * n
             injected = 0
@@ -430,9 +362,9 @@ def _check(pattern: str):
                     inside = window[0] <= c < window[1]
                     injected += inside
                     measured[d] += inside
-            drain = o.drain == "measured"
             res = await net.run({h: (traffic_app, cycle, scheds[i][0], scheds[i][1], o.size, expect[i], window,
-                                     measured[i] if drain else None, None if n == len(topo.hosts) else hosts)
+                                     measured[i] if drain else None, None if n == len(topo.hosts) else hosts,
+                                     draws[i] if drain else None)
                                  for i, h in enumerate(hosts)})
             lat, mod, arrived, late = [], 0, 0, 0
             for h in hosts:
