@@ -75,6 +75,10 @@ def booksim(binary: str, k: int, vcs: int, flits: int, rate: float, cycles: int)
             "latency": float(lat[-1]) if lat else None}
 
 
+def res_tree(emu) -> str:
+    return os.path.dirname(os.path.dirname(emu.__file__))
+
+
 def child(spec: dict) -> dict:
     """In the child: each load point's ``emu run`` timed alone (after an untimed warm-up run)."""
     import time
@@ -101,7 +105,11 @@ def child(spec: dict) -> dict:
         if rc:
             raise SystemExit(f"bench_iq: emu run {' '.join(argv)} exited {rc}")
 
-    res = {"tree": os.path.dirname(os.path.dirname(emu.__file__)), "switch": emu.switch.__file__, "points": []}
+    from emu import native
+    if native.CORE is None and not os.environ.get("EMU_PURE"):  # (a stale or missing core: pure Python, silently)
+        raise SystemExit(f"bench_iq: {res_tree(emu)}'s compiled core is not in use "
+                         f"({native.WHY or 'not built'}): build it there first, or set EMU_PURE=1 to measure pure Python")
+    res = {"tree": res_tree(emu), "switch": emu.switch.__file__, "points": [], "loop": native.in_use()}
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "r.json")
         if not spec.get("callgrind"):  # (under callgrind only the windows count: no warm-up run)
@@ -132,9 +140,13 @@ def ours(tree: str | None, k: int, vcs: int, flits: int, loads, cycles: int, mod
         out, cg = os.path.join(d, "child.json"), os.path.join(d, "callgrind.out")
         pre = [*fixed_addresses(), "valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", "--toggle-collect=window",
                "--cache-sim=no"] if callgrind else []
-        subprocess.run(pre + [sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec), "--json", out],
-                       env=dict(env, PYTHONHASHSEED="0") if callgrind else env, check=True,
-                       stderr=subprocess.DEVNULL if callgrind else None)
+        done = subprocess.run(pre + [sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec), "--json", out],
+                       env=dict(env, PYTHONHASHSEED="0") if callgrind else env, check=False,
+                       stderr=subprocess.PIPE if callgrind else None, text=True)
+        if done.returncode:
+            said = [ln for ln in (done.stderr or "").splitlines() if ln.strip() and not ln.startswith("==")][-1:]
+            said = said or ["its message above"]  # (valgrind's own lines start with ==pid==)
+            raise SystemExit(f"bench_iq: the run of {tree or 'this tree'} failed (exit {done.returncode}): {said[0]}")
         with open(out) as f:
             res = json.load(f)
         if callgrind:
