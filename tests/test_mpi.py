@@ -19,7 +19,7 @@ EMU = [sys.executable, "-m", "emu.front.cli"]
 
 
 def _env(tmp_path):
-    env = dict(os.environ, EMU_KEY_FILE=str(tmp_path / "key" / "mpi.key"), PYTHONPATH=str(HERE.parent))
+    env = dict(os.environ, EMU_KEY_FILE=str(tmp_path / "key" / "mpi.key"), PYTHONPATH=os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")])))
     for k in ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMIX_SIZE"):
         env.pop(k, None)
     return env
