@@ -97,6 +97,22 @@ static inline int ll_within(PyObject *o, long long lo, long long hi, long long *
     return *v >= lo && *v <= hi;
 }
 
+/* the keyword arguments (``kwnames``, after ``nargs`` positional ones) named n0 and n1 into a[i0], a[i1]
+ * (interned: the names as written in a call): 1, 0 another keyword, or one given twice or also by
+ * position (Python's errors) */
+static int api_kw(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **a, PyObject *n0, int i0,
+                  PyObject *n1, int i1)
+{
+    for (Py_ssize_t k = 0; kwnames != NULL && k < PyTuple_GET_SIZE(kwnames); k++) {
+        PyObject *n = PyTuple_GET_ITEM(kwnames, k);
+        int i = n == n0 ? i0 : n == n1 ? i1 : -1;
+        if (i < 0 || i < nargs || a[i] != NULL)
+            return 0;
+        a[i] = args[nargs + k];
+    }
+    return 1;
+}
+
 /* send's tag and vc given by keyword (``kwnames``, after ``nargs`` positional ones) into a[2], a[3]:
  * 1, 0 another keyword or one given twice (Python's) */
 static int api_send_kw(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **a)
@@ -107,14 +123,7 @@ static int api_send_kw(PyObject *const *args, Py_ssize_t nargs, PyObject *kwname
         PyErr_Clear();
         return 0;
     }
-    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); k++) {
-        PyObject *n = PyTuple_GET_ITEM(kwnames, k);
-        int i = n == s_tag ? 2 : n == s_vc ? 3 : -1; /* (interned: the names as written in a call) */
-        if (i < 0 || i < nargs || a[i] != NULL)
-            return 0;
-        a[i] = args[nargs + k];
-    }
-    return 1;
+    return api_kw(args, nargs, kwnames, a, s_tag, 2, s_vc, 3);
 }
 
 /* HostAPI.send(dst, data, tag=0, vc=0), tag and vc by position or keyword, ``dst`` a host's name,
@@ -197,14 +206,7 @@ static int api_src_tag(PyObject *const *args, Py_ssize_t nargs, PyObject *kwname
         return 0;
     for (Py_ssize_t k = 0; k < nargs; k++)
         a[k] = args[k];
-    for (Py_ssize_t k = 0; kwnames != NULL && k < PyTuple_GET_SIZE(kwnames); k++) {
-        PyObject *n = PyTuple_GET_ITEM(kwnames, k);
-        int i = n == s_src ? 0 : n == s_tag_kw ? 1 : -1; /* (interned: the names as written in a call) */
-        if (i < 0 || i < nargs || a[i] != NULL)
-            return 0;
-        a[i] = args[nargs + k];
-    }
-    return 1;
+    return api_kw(args, nargs, kwnames, a, s_src, 0, s_tag_kw, 1);
 }
 
 /* HostAPI.recv(src=None, tag=None) from any source: the one Recv(None, None) of the API, or a
