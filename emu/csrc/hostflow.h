@@ -340,8 +340,7 @@ static Py_ssize_t emit_rest(PyObject *el, PyObject *outs, PyObject *busy, PyObje
     for (; k < PyList_GET_SIZE(result); k++) {
         PyObject *e = PyList_GET_ITEM(result, k);
         long long port, at, start;
-        if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 3 || !get_ll(PyTuple_GET_ITEM(e, 0), &port) ||
-            !get_ll(PyTuple_GET_ITEM(e, 2), &at) || port < 0 || port >= PyList_GET_SIZE(outs) || at - now < min_delay)
+        if (!emit_entry(e, outs, now, min_delay, &port, &at))
             break;
         PyObject *p = PyList_GET_ITEM(outs, port);
         Py_INCREF(e);

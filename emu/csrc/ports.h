@@ -296,6 +296,17 @@ static PyObject *enqueue(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     return PyLong_FromLongLong(start);
 }
 
+/* one entry of an element's result as Element._emit takes it plainly: a (port, frame, at) tuple, the
+ * port one of ``outs``, ``at`` kept to the promise (at - now >= min_delay): 1 with *port and *at, 0
+ * anything else (an error from reading an int left set: the caller hands the rest to Python) */
+static inline int emit_entry(PyObject *e, PyObject *outs, long long now, long long min_delay, long long *port,
+                             long long *at)
+{
+    return PyTuple_CheckExact(e) && PyTuple_GET_SIZE(e) == 3 && get_ll(PyTuple_GET_ITEM(e, 0), port) &&
+           get_ll(PyTuple_GET_ITEM(e, 2), at) && *port >= 0 && *port < PyList_GET_SIZE(outs) &&
+           *at - now >= min_delay;
+}
+
 /* Element._emit(result, None, min_delay, cut) for the frames it queues plainly, in order: each
  * (port, frame, at) onto its port (no token, the promise kept, the port up, no timeline, no credit
  * flow, enqueue's plain case), the port made busy, its entry set to None. Returns the index of the
@@ -308,8 +319,7 @@ static Py_ssize_t emit_into(PyObject *outs, PyObject *busy, PyObject *result, lo
     for (; k < PyList_GET_SIZE(result); k++) {
         PyObject *e = PyList_GET_ITEM(result, k);
         long long port, at, start;
-        if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 3 || !get_ll(PyTuple_GET_ITEM(e, 0), &port) ||
-            !get_ll(PyTuple_GET_ITEM(e, 2), &at) || port < 0 || port >= PyList_GET_SIZE(outs) || at - now < min_delay)
+        if (!emit_entry(e, outs, now, min_delay, &port, &at))
             break;
         PyObject *p = PyList_GET_ITEM(outs, port);
         Py_INCREF(e);
