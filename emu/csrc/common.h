@@ -98,6 +98,33 @@ static inline __attribute__((always_inline)) int get_ll(PyObject *o, long long *
     return !overflow && !(*v == -1 && PyErr_Occurred());
 }
 
+/* a dict's values for ``n`` (at most DC_KEYS) interned keys, borrowed (NULL: not there), kept per dict
+ * and version in ``cache`` (DC_SLOTS entries; CPython 3.11: a new version with every change of a dict,
+ * and for every new dict): looked up again only when one was set since -- an int changed in place, a
+ * list's item set, leave the dict and its objects as they were. 0, -1 error. */
+#define DC_SLOTS 64
+#define DC_KEYS 16
+typedef struct { PyObject *d; uint64_t ver; PyObject *v[DC_KEYS]; } dict_cache_t;
+static int dict_values(dict_cache_t *cache, PyObject *d, PyObject *const *keys, int n, PyObject **v)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    uint64_t ver = ((PyDictObject *)d)->ma_version_tag;
+    size_t h = (size_t)((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL >> 58); /* (of DC_SLOTS: 64) */
+    if (cache[h].d == d && cache[h].ver == ver && ver) {
+        memcpy(v, cache[h].v, (size_t)n * sizeof *v);
+        return 0;
+    }
+#endif
+    for (int k = 0; k < n; k++)
+        if ((v[k] = PyDict_GetItemWithError(d, keys[k])) == NULL && PyErr_Occurred())
+            return -1;
+#if PY_VERSION_HEX < 0x030C0000
+    cache[h].d = d, cache[h].ver = ver; /* (the dict's address with its version: no other dict has both) */
+    memcpy(cache[h].v, v, (size_t)n * sizeof *v);
+#endif
+    return 0;
+}
+
 /* len(q): a deque's its size field (a deque keeps its length there, as len reads it), anything
  * else's by the sequence protocol (-1 with an error) */
 static inline Py_ssize_t q_len(PyObject *q)

@@ -87,34 +87,17 @@ static inline long long fw_len(int f, PyObject *wire)
     return n - C_HDR_LEN + fw_fr[f].add[((const unsigned char *)PyBytes_AS_STRING(wire))[C_PTYPE_OFF]];
 }
 
-/* the CreditState's fields (its __dict__ ``d``'s values, borrowed) into v: 1, 0 one missing or a
- * ``by_prio`` there (Python's), -1 error. The dict's values at a version (CPython 3.11: a new one
- * with every change of the dict, and for every new dict) are those seen at that version: a port's
- * are looked up again only when one was set since (its ints changed in place leave the dict as it was,
- * the objects the same). */
-#if PY_VERSION_HEX < 0x030C0000
-#define FW_DC 64
-static struct { PyObject *d; uint64_t ver; PyObject *v[F_N]; } fw_dc[FW_DC];
-#endif
+/* the CreditState's fields (its __dict__ ``d``'s values, borrowed; common.h's dict_values, kept per
+ * version of the dict) into v: 1, 0 one missing or a ``by_prio`` there (Python's), -1 error */
+static dict_cache_t fw_dc[DC_SLOTS];
+_Static_assert(F_N <= DC_KEYS, "a CreditState's fields fit a dict_cache_t");
 static int fw_fields(PyObject *d, PyObject **v)
 {
-#if PY_VERSION_HEX < 0x030C0000
-    uint64_t ver = ((PyDictObject *)d)->ma_version_tag;
-    size_t h = (size_t)((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL >> 58); /* (of FW_DC: 64) */
-    if (fw_dc[h].d == d && fw_dc[h].ver == ver && ver) {
-        memcpy(v, fw_dc[h].v, sizeof fw_dc[h].v);
-        return 1;
-    }
-#endif
+    if (dict_values(fw_dc, d, f_s, F_N, v) < 0)
+        return -1;
     for (int k = 0; k < F_N; k++)
-        if (k != F_BYPRIO && (v[k] = PyDict_GetItemWithError(d, f_s[k])) == NULL)
-            return PyErr_Occurred() ? -1 : 0;
-    if ((v[F_BYPRIO] = PyDict_GetItemWithError(d, f_s[F_BYPRIO])) != NULL || PyErr_Occurred())
-        return PyErr_Occurred() ? -1 : 0;
-#if PY_VERSION_HEX < 0x030C0000
-    fw_dc[h].d = d, fw_dc[h].ver = ver; /* (the dict's address with its version: no other dict has both) */
-    memcpy(fw_dc[h].v, v, sizeof fw_dc[h].v);
-#endif
+        if ((v[k] == NULL) != (k == F_BYPRIO))
+            return 0;
     return 1;
 }
 

@@ -57,36 +57,17 @@ static inline PyObject *hf_dict(PyObject *o)
     return dp != NULL && *dp != NULL && PyDict_CheckExact(*dp) ? *dp : NULL;
 }
 
-/* A CreditState's fields the plain cases read (its instance dict's values, borrowed; NULL: not there),
- * kept per dict and version (CPython 3.11: a new version with every change of a dict, and for every
- * new dict): looked up again only when one was set since -- an int changed in place, a list's item
- * set, leave the dict and its objects as they were. */
+/* A CreditState's fields the plain cases read (its instance dict's values, borrowed; NULL: not there;
+ * common.h's dict_values, kept per version of the dict). */
 enum { HK_ADMIT, HK_BYPRIO, HK_LATE, HK_GROUPS, HK_VCS, HK_QUEUES, HK_CREDITS, HK_POOL, HK_N };
-#if PY_VERSION_HEX < 0x030C0000
-#define HK_CACHE 64
-static struct { PyObject *d; uint64_t ver; PyObject *v[HK_N]; } hk_cache[HK_CACHE];
-#endif
+static dict_cache_t hk_cache[DC_SLOTS];
+_Static_assert(HK_N <= DC_KEYS, "the fields fit a dict_cache_t");
 
 /* d's fields into v: 0, -1 error (hf_init first: the names) */
 static int hk_fields(PyObject *d, PyObject **v)
 {
-#if PY_VERSION_HEX < 0x030C0000
-    uint64_t ver = ((PyDictObject *)d)->ma_version_tag;
-    size_t h = (size_t)((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL >> 58); /* (of HK_CACHE: 64) */
-    if (hk_cache[h].d == d && hk_cache[h].ver == ver && ver) {
-        memcpy(v, hk_cache[h].v, sizeof hk_cache[h].v);
-        return 0;
-    }
-#endif
     PyObject *names[HK_N] = {s_admit, s_by_prio, s_late, s_groups, s_vcs, s_queues, s_credits, s_pool};
-    for (int k = 0; k < HK_N; k++)
-        if ((v[k] = PyDict_GetItemWithError(d, names[k])) == NULL && PyErr_Occurred())
-            return -1;
-#if PY_VERSION_HEX < 0x030C0000
-    hk_cache[h].d = d, hk_cache[h].ver = ver; /* (the dict's address with its version: no other dict has both) */
-    memcpy(hk_cache[h].v, v, sizeof hk_cache[h].v);
-#endif
-    return 0;
+    return dict_values(hk_cache, d, names, HK_N, v);
 }
 
 /* Flow._event(t, WAKE, p): self._pseq += 1; heappush(self.pevents, (t, self._pseq, WAKE, p)) */
