@@ -106,3 +106,23 @@ async def test_a_run_is_the_same_with_and_without_the_core(monkeypatch, model):
             return [x for v in o for x in ints(v)]
         return [o] if isinstance(o, int) and not isinstance(o, bool) else []
     assert all(type(x) is int for x in ints(core[1]))
+
+
+@needs_core
+@pytest.mark.parametrize("seed", range(20))
+def test_the_heap_of_pairs_is_laid_out_as_heapq_lays_it_out(seed):
+    """The core's heap on (time, index) pairs -- compared on their ints in place where those decide
+    (heap.h, entry_lt_fast) -- against heapq, entry for entry: equal pairs, ties on the time, times
+    past 64 bits and floats (compared as Python compares them)."""
+    rng = random.Random(seed)
+    mine: list = []
+    ref: list = []
+    for _ in range(300):
+        if rng.random() < 0.6 or not ref:
+            t = rng.choice([rng.randrange(8), rng.randrange(8) + 0.5, 2 ** 70 + rng.randrange(3), INF])
+            item = (t, rng.randrange(4)) if rng.random() < 0.9 else (t, rng.randrange(4), rng.randrange(2))
+            CORE.heappush(mine, item)
+            heapq.heappush(ref, item)
+        else:
+            assert CORE.heappop(mine) == heapq.heappop(ref)
+        assert mine == ref
