@@ -10,6 +10,8 @@
  *   forward(heap, t_end, ins, outs, busy, routes, delay)
  *                                       Element.run_window's frames-only loop for a static-table switch
  *                                       (SwitchEngine.receive, Element._emit, OutPort.enqueue)
+ *   due(heap, t1, at, elements)       Domain._run's first loop: the domain heap's entries before t1
+ *                                       popped, the elements they name (csrc/window.h)
  *   window(domain, active, k, t1, w, link_end, sent)
  *                                       Domain._window's loop over its active elements; a static-table
  *                                       switch's whole window (forward, transmit, next time) in C; any
@@ -223,6 +225,8 @@ static PyMethodDef methods[] = {
      "the busy ports' frames into peers of this process; returns (first arrival, the other ports)"},
     {"window", (PyCFunction)(void (*)(void))window, METH_FASTCALL,
      "Domain._window's loop over its active elements (a static-table switch's window whole)"},
+    {"due", (PyCFunction)(void (*)(void))due, METH_FASTCALL,
+     "Domain._run's first loop: the heap's entries before t1 popped, the elements they name, each once"},
     {"arrived", arrived, METH_O, "Batch.on_datagram's frames accepted per element told to their domains"},
     {"forget", (PyCFunction)(void (*)(void))forget, METH_FASTCALL, "Element.forget: retained datagrams dropped"},
     {"forget_elements", (PyCFunction)(void (*)(void))forget_elements, METH_FASTCALL,

@@ -234,6 +234,7 @@ class Domain(DomainControl):
             batch.holding = True  # what the elements send now leaves as one datagram per destination
         sent: list[Element] = []
         first_arrival, active = await self._run(w, t0, t1, sent)
+        ran = [active]  # (each run's elements: the windows' own and those of the stretch)
         if sent:
             hist.append((w, sent))
         if stretch and not self._with_links:
@@ -250,15 +251,15 @@ class Domain(DomainControl):
                 first_arrival, more = await self._run(w + self.merged, t, t + stretch, sent)
                 if sent:
                     hist.append((w + self.merged, sent))
-                active.update(more)
+                ran.append(more)
         if batch is not None:
             batch.flush()
             if batch.unsent:
                 await batch.flush_unsent()
-        if self.run.capture and sum(len(el.capture) for el in active) and \
+        if self.run.capture and any(el.capture for els in ran for el in els) and \
                 sum(len(el.capture) for el in self.elements) > self.run.capture_spill_records:
             self._spill()
-        if active or self.received != self._idle[0]:
+        if any(ran) or self.received != self._idle[0]:
             nt = self.next_activity()
             self._idle = (self.received, nt)
         else:
@@ -279,22 +280,17 @@ class Domain(DomainControl):
                 for el in els:
                     el.forget(old_w)
 
-    async def _run(self, w: int, t0: int, t1: int, sent: list) -> tuple[int, dict]:
+    async def _run(self, w: int, t0: int, t1: int, sent: list) -> tuple[int, list | dict]:
         """Run every element with an event before ``t1`` (window ``w`` from ``t0``): the earliest
-        arrival of the frames they sent, and the elements that ran (those that sent, in ``sent``)."""
+        arrival of the frames they sent, and the elements that ran, each once (those that sent, in
+        ``sent``). The compiled core's path is the twin of the pure-Python one below it (the
+        specification): ``core.due`` its first loop, ``core.window`` its second."""
         heap = self._heap
-        elements = self.elements
-        active: dict[Element, None] = {}
         at = self._at
         core = native.CORE
-        pop = heapq.heappop if core is None else core.heappop  # (the same heap, compared on its ints)
-        while heap and heap[0][0] < t1:
-            i = pop(heap)[1]
-            at[i] = INF
-            active[elements[i]] = None
         first_arrival = INF
-        if core is not None and type(self) is Domain:  # the loop below in the compiled core
-            act, k = list(active), 0
+        if core is not None and type(self) is Domain:  # the loops below in the compiled core
+            act, k = core.due(heap, t1, at, self.elements), 0  # (the first loop below, its list)
             while True:  # (a static-table switch's window runs whole there)
                 k, fa = core.window(self, act, k, t1, w, t0 + 1, sent)
                 if fa < first_arrival:
@@ -304,23 +300,30 @@ class Domain(DomainControl):
                 await act[k].flush_unsent()  # (its datagrams waited for room in the socket)
                 self.schedule(act[k])
                 k += 1
-        else:
-            for el in active:
-                fa = el.run_window(t1, w, t0 + 1)  # link changes only at the window start
-                if fa < first_arrival:
-                    first_arrival = fa
-                if fa < INF:
-                    sent.append(el)
-                last = el.active_ns if el.active_ns > el.lost_until else el.lost_until
-                if last > self.max_time:
-                    self.max_time = last
-                if el.unsent:
-                    await el.flush_unsent()
-                t = el.next_time()
-                i = self._idx[el]
-                if t < at[i]:
-                    at[i] = t
-                    heapq.heappush(heap, (t, i))
+            return first_arrival, act
+        elements = self.elements
+        active: dict[Element, None] = {}
+        pop = heapq.heappop if core is None else core.heappop  # (the same heap, compared on its ints)
+        while heap and heap[0][0] < t1:
+            i = pop(heap)[1]
+            at[i] = INF
+            active[elements[i]] = None
+        for el in active:
+            fa = el.run_window(t1, w, t0 + 1)  # link changes only at the window start
+            if fa < first_arrival:
+                first_arrival = fa
+            if fa < INF:
+                sent.append(el)
+            last = el.active_ns if el.active_ns > el.lost_until else el.lost_until
+            if last > self.max_time:
+                self.max_time = last
+            if el.unsent:
+                await el.flush_unsent()
+            t = el.next_time()
+            i = self._idx[el]
+            if t < at[i]:
+                at[i] = t
+                heapq.heappush(heap, (t, i))
         return first_arrival, active
 
     def _check_count(self, w: int, expected: int) -> None:

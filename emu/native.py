@@ -16,10 +16,10 @@ from pathlib import Path
 from types import ModuleType
 
 
-API = 17
+API = 18
 """The interface of ``emu/_core.c`` this code calls (its ``CORE_API``)."""
 FUNCTIONS = ("setup", "switch_setup", "enqueue", "forward", "hand_over", "transmit_local", "take", "records",
-             "arrived", "window", "forget", "forget_elements", "domain_setup", "element_setup", "nic_setup",
+             "arrived", "due", "window", "forget", "forget_elements", "domain_setup", "element_setup", "nic_setup",
              "nic_send", "host_setup", "await_setup", "api_setup", "heappush", "heappop", "crc32", "crc32_byte", "counts", "sendparts", "iq_setup", "iq_round", "iq_retime",
              "iq_receive", "start_ready")
 log = logging.getLogger(__name__)

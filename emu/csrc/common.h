@@ -31,7 +31,7 @@ static int switch_ready = 0;
 static long C_QPKT_PORT = -1; /* emu.port's _QPKT (setup's last constant) */
 
 /* what emu/native.py expects: raise it whenever a function's arguments or results change */
-#define CORE_API 17
+#define CORE_API 18
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
@@ -198,6 +198,21 @@ static inline int int_in_place(PyObject *o, long long v)
     return 0;
 }
 
+/* A count's int ``o`` set to a small v (1..256) in place, if its holder's is the only reference:
+ * that makes it an int of its own (not the cached one, which has many), as dict_add makes it. 1
+ * written, 0 not. (One digit, not zero: a normalised int, equal to the cached v in all but identity.) */
+static inline int count_in_place(PyObject *o, long long v)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    if (Py_REFCNT(o) != 1 || !PyLong_CheckExact(o) || Py_SIZE(o) != 1 || v < 1 || v > 256)
+        return 0;
+    ((PyLongObject *)o)->ob_digit[0] = (digit)v;
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 /* *slot = v (an int; the slot's reference): in place if it can be (int_in_place), else a new int */
 static inline int put_ll(PyObject **slot, long long v)
 {
@@ -267,7 +282,21 @@ static int dict_add(PyObject *d, PyObject *key, long long n, int missing_ok, con
     }
     if (old != NULL && int_in_place(old, v + n)) /* (the dict's is the only reference) */
         return 0;
-    PyObject *nv = PyLong_FromLongLong(v + n);
+    PyObject *nv;
+#if PY_VERSION_HEX < 0x030C0000
+    if (old != NULL && v + n >= 1 && v + n <= 256) {
+        /* a count that stays small (a router's over a short run): cached small ints cannot be
+         * written in place, so its value in an int of its own -- equal to the cached one in all but
+         * identity -- that the next adds write in place (count_in_place), not a new dict item each */
+        if (count_in_place(old, v + n))
+            return 0;
+        PyLongObject *o = _PyLong_New(1);
+        if (o != NULL)
+            o->ob_digit[0] = (digit)(v + n);
+        nv = (PyObject *)o;
+    } else
+#endif
+        nv = PyLong_FromLongLong(v + n);
     int rc = nv == NULL ? -1 : PyDict_SetItem(d, key, nv);
     Py_XDECREF(nv);
     return rc;

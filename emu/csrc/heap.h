@@ -33,6 +33,26 @@ static int entry_lt(PyObject *a, PyObject *b)
     return PyObject_RichCompareBool(a, b, Py_LT);
 }
 
+/* entry_lt(a, b) where it is decided on the leading ints of two tuples -- the first that differ of
+ * their first two (a domain's (time, index), an element's (time, port, ...)) --, read in place: no
+ * Python code runs, nothing is referenced. 1 or 0 (that answer), -2 (not decided here: entry_lt). */
+static inline __attribute__((always_inline)) int entry_lt_fast(PyObject *a, PyObject *b)
+{
+    if (!PyTuple_CheckExact(a) || !PyTuple_CheckExact(b))
+        return -2;
+    Py_ssize_t n = PyTuple_GET_SIZE(a) < PyTuple_GET_SIZE(b) ? PyTuple_GET_SIZE(a) : PyTuple_GET_SIZE(b);
+    if (n > 2)
+        n = 2;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long x, y;
+        if (!get_ll(PyTuple_GET_ITEM(a, i), &x) || !get_ll(PyTuple_GET_ITEM(b, i), &y))
+            return -2; /* (not an int, or too large for 64 bits: entry_lt, as before) */
+        if (x != y)
+            return x < y;
+    }
+    return -2;
+}
+
 static int sift_down(PyObject *heap, Py_ssize_t startpos, Py_ssize_t pos)
 {
     PyObject **arr = ((PyListObject *)heap)->ob_item;
@@ -41,8 +61,12 @@ static int sift_down(PyObject *heap, Py_ssize_t startpos, Py_ssize_t pos)
         Py_ssize_t parentpos = (pos - 1) >> 1;
         PyObject *parent = arr[parentpos];
         long long x, y;
+        int f;
         if (get_ll(newitem, &x) && get_ll(parent, &y)) { /* (two plain ints, read in place: no Python code runs) */
             if (!(x < y))
+                break;
+        } else if ((f = entry_lt_fast(newitem, parent)) >= 0) { /* (tuples decided on their ints, likewise) */
+            if (!f)
                 break;
         } else {
             Py_INCREF(newitem);
@@ -78,8 +102,11 @@ static int sift_up(PyObject *heap, Py_ssize_t pos)
         if (childpos + 1 < endpos) {
             PyObject *a = arr[childpos], *b = arr[childpos + 1];
             long long x, y;
+            int f;
             if (get_ll(a, &x) && get_ll(b, &y)) /* (two plain ints, read in place: no Python code runs) */
                 childpos += !(x < y);
+            else if ((f = entry_lt_fast(a, b)) >= 0) /* (tuples decided on their ints, likewise) */
+                childpos += f ^ 1;
             else {
                 Py_INCREF(a);
                 Py_INCREF(b);

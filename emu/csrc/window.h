@@ -7,6 +7,7 @@ static PyObject *s_timer, *s_stats, *s_plain_table, *s_run_window, *s_transmit_p
     *s_min_delay_ns, *s_cut_through, *s_receive, *s_on_timer, *s_emit, *s_port_event, *s_arrive, *s_release;
 static unsigned long long n_windows; /* static-table switch windows run whole here (counts()) */
 static unsigned long long n_element_windows; /* other elements' windows of frames and timers run here */
+static PyObject *w_inf; /* INF (emu.element_const), what ``due`` leaves in ``at`` */
 
 static int window_init(void)
 {
@@ -19,7 +20,83 @@ static int window_init(void)
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if ((*names[k].s = PyUnicode_InternFromString(names[k].n)) == NULL)
             return -1;
-    return 0;
+    return (w_inf = PyLong_FromLongLong((long long)1 << 62)) == NULL ? -1 : 0;
+}
+
+/* Domain._run's first loop -- every entry of the domain's heap before t1 popped, its element's
+ * ``at`` INF, the elements in the order of their first entry, each once:
+ *     while heap and heap[0][0] < t1: i = heappop(heap)[1]; at[i] = INF; active[elements[i]] = None
+ * due(heap, t1, at, elements) -> list(active). An entry's time that is not a plain int is compared
+ * as Python compares it; anything else not laid out so (an entry not a (time, index) tuple, an index
+ * out of range): TypeError, the heap as far as popped. */
+static PyObject *due(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[2]) || !PyList_CheckExact(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "due(heap: list, t1, at: list, elements: list)");
+        return NULL;
+    }
+    PyObject *heap = args[0], *t1o = args[1], *at = args[2], *els = args[3];
+    long long t1, t;
+    int t1_plain = get_ll(t1o, &t1);
+    PyErr_Clear();
+    Py_ssize_t n = PyList_GET_SIZE(els);
+    if (PyList_GET_SIZE(at) != n) {
+        PyErr_SetString(PyExc_TypeError, "emu._core.due: at and elements differ in length");
+        return NULL;
+    }
+    PyObject *out = PyList_New(0);
+    unsigned char small[256], *seen = n <= 256 ? small : PyMem_Calloc((size_t)n, 1);
+    if (seen == NULL)
+        PyErr_NoMemory();
+    if (out == NULL || seen == NULL)
+        goto fail;
+    if (seen == small)
+        memset(small, 0, (size_t)n);
+    while (PyList_GET_SIZE(heap)) {
+        PyObject *head = PyList_GET_ITEM(heap, 0);
+        if (!PyTuple_CheckExact(head) || PyTuple_GET_SIZE(head) != 2) {
+            PyErr_SetString(PyExc_TypeError, "emu._core.due: a heap entry is not (time, index)");
+            goto fail;
+        }
+        int before;
+        if (t1_plain && get_ll(PyTuple_GET_ITEM(head, 0), &t))
+            before = t < t1;
+        else {
+            PyErr_Clear();
+            PyObject *ht = Py_NewRef(PyTuple_GET_ITEM(head, 0));
+            before = PyObject_RichCompareBool(ht, t1o, Py_LT);
+            Py_DECREF(ht);
+        }
+        if (before < 0)
+            goto fail;
+        if (!before)
+            break;
+        PyObject *item = heap_pop(heap);
+        if (item == NULL)
+            goto fail;
+        Py_ssize_t i = PyLong_CheckExact(PyTuple_GET_ITEM(item, 1)) ? PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 1)) : -1;
+        Py_DECREF(item);
+        if (i < 0 || i >= n || PyList_GET_SIZE(at) != n || PyList_GET_SIZE(els) != n) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "emu._core.due: a heap entry's index is not an element's");
+            goto fail;
+        }
+        if (PyList_SetItem(at, i, Py_NewRef(w_inf)) < 0)
+            goto fail;
+        if (!seen[i]) {
+            seen[i] = 1;
+            if (PyList_Append(out, PyList_GET_ITEM(els, i)) < 0)
+                goto fail;
+        }
+    }
+    if (seen != small)
+        PyMem_Free(seen);
+    return out;
+fail:
+    if (seen != small)
+        PyMem_Free(seen);
+    Py_XDECREF(out);
+    return NULL;
 }
 
 static int lookup_attr(PyObject *o, PyObject *name, PyObject **out)
