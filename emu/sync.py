@@ -71,9 +71,10 @@ class MsgStream:
     On a socket, messages go out and come in with one non-blocking system call each when they can
     (a window's are a few dozen bytes: they always can, but for the wait for a message that has
     not come): trio's ``send_all`` and ``receive_some`` visit its scheduler up to three times for
-    each, which with 7 workers was most of the main process's work in a window beyond its own
-    elements' (the busiest process in nearly every window at 8 processes). Cancellation is still
-    honoured at every call, and every ``CHECKPOINT_EVERY`` calls let trio's other tasks run."""
+    each: with 7 workers the main process's coordination took 1.40 M instructions per window, now
+    0.42 M (``scripts/bench_coordination.py``; at 8 processes the main process had been the busiest
+    in most windows). Cancellation is still honoured at every call, and every ``CHECKPOINT_EVERY``
+    calls let trio's other tasks run."""
 
     _LEN = struct.Struct("!Q")
     _KIND = 56
@@ -107,6 +108,8 @@ class MsgStream:
         except struct.error:  # (an integer beyond 64 bits)
             pass
         data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        if len(data) > cls._MASK:
+            raise EmuError(f"a control message of {len(data):,} bytes: more than a header can say")
         return cls._LEN.pack(len(data)) + data
 
     def _take(self) -> tuple[bool, Any]:
