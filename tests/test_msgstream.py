@@ -123,3 +123,18 @@ def test_cancelled_while_waiting_then_read():
         await inn.aclose()
 
     trio.run(main)
+
+
+def test_coordination_bench_runs():
+    """scripts/bench_coordination.py's measured loop: 7 worker processes answer 20 windows' requests,
+    every answer checked (its checksum), without valgrind."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    home = pathlib.Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, str(home / "scripts" / "bench_coordination.py"), "--tree", str(home),
+                           "--windows", "20", "--run"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(home)})
+    assert done.returncode == 0, done.stderr[-500:]
