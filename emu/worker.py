@@ -16,6 +16,7 @@ import gc
 import importlib
 import logging
 import os
+import pickle
 import signal
 import sys
 
@@ -75,6 +76,8 @@ async def serve(host: str, port: int, index: int, secret: bytes, sock=None) -> N
             importlib.import_module(module)
         mark("worker-preloaded")
         plan, index = msg or await _answer_partitions(chan, wait=True)
+        if isinstance(plan, bytes):  # (the main process pickles the plan once for every worker)
+            plan = pickle.loads(plan)
         mark("worker-plan")
         domain = build_domain(plan, index, secret)  # (off loopback the secret keys the datagram tags)
         spilled.append(domain)
