@@ -698,11 +698,21 @@ typedef struct {
     PyObject *op; /* the request; NULL once yielded */
     int state;    /* 0 not started, 1 the request yielded, 2 done (as the generator's frame states) */
 } OpWait;
+static PyTypeObject OpWaitT; /* (below: the kept OpWaits are of it) */
+
+/* OpWaits let go, kept for the next awaits (one per await otherwise: a malloc and a free each). Not
+ * tracked by the GC and never seen by Python while kept (refcount 0, off every list of objects). */
+#define HO_OPWAIT_KEEP 8
+static OpWait *ho_opwait_kept[HO_OPWAIT_KEEP];
+static int ho_opwait_n;
 
 static void opwait_dealloc(OpWait *w)
 {
-    Py_XDECREF(w->op);
-    PyObject_Free(w);
+    Py_CLEAR(w->op);
+    if (ho_opwait_n < HO_OPWAIT_KEEP && Py_TYPE(w) == &OpWaitT)
+        ho_opwait_kept[ho_opwait_n++] = w;
+    else
+        PyObject_Free(w);
 }
 
 static PySendResult opwait_send(PyObject *self, PyObject *arg, PyObject **result)
@@ -826,7 +836,12 @@ static PyTypeObject OpWaitT = {
 /* Op.__await__(self) */
 static PyObject *op_await(PyObject *self, PyObject *unused)
 {
-    OpWait *w = PyObject_New(OpWait, &OpWaitT);
+    OpWait *w;
+    if (ho_opwait_n > 0) { /* (a kept one: made an object again, as PyObject_New would, without the malloc) */
+        w = ho_opwait_kept[--ho_opwait_n];
+        _Py_NewReference((PyObject *)w);
+    } else
+        w = PyObject_New(OpWait, &OpWaitT);
     if (w != NULL)
         w->op = Py_NewRef(self), w->state = 0;
     return (PyObject *)w;
