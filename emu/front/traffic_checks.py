@@ -225,9 +225,8 @@ async def traffic_app(host, cycle_ns: int, when: list, dst: list, size: int, exp
     ``more``: the schedule's draws past ``when`` (drawn as they are reached, ``DRAW_CYCLES`` at a time).
 
     Per packet, the same requests in the same order as ever (what the figures depend on), with as
-    little Python around them as it takes: the calls, tags and bounds in locals, a message's fields
-    unpacked at once and taken inline where the loop receives, and ``more``'s parts walked by a loop
-    of their own rather than through a generator (a resumption per packet)."""
+    little Python around them as it takes: the calls, tags and bounds in locals, and ``more``'s parts
+    walked by a loop of their own rather than through a generator (a resumption per packet)."""
     t0 = host.now
     pad = bytes(size - HEAD.size)
     names = host.hosts if names is None else names
@@ -273,18 +272,7 @@ async def traffic_app(host, cycle_ns: int, when: list, dst: list, size: int, exp
                     m = await try_recv(tag=tag_data)
                     if m is None:
                         break
-                    # (take(m), inline: every packet received past the window comes this way)
-                    msrc, _tag, data, t_ns, _hops = m
-                    created, mseq = unpack_head(data)
-                    if mseq < last_get(msrc, -1):
-                        late += 1
-                    else:
-                        last[msrc] = mseq
-                    if w0 <= created < w1:
-                        lat_append(t_ns - created)
-                        src_append(msrc)
-                    if w0 <= t_ns < w1:
-                        arrived += 1
+                    take(m)
                     got += 1
                 if len(lat) >= measured:
                     stop = True
