@@ -147,7 +147,7 @@ static PyObject *api_send(PyObject *self, PyObject *const *args, Py_ssize_t narg
     }
     Py_INCREF(addr);
     Py_DECREF(host);
-    PyObject *op = api_send_t->tp_alloc(api_send_t, 0), *t = a[2] != NULL ? Py_NewRef(a[2]) : PyLong_FromLong(0),
+    PyObject *op = ho_op_take(api_send_t), *t = a[2] != NULL ? Py_NewRef(a[2]) : PyLong_FromLong(0),
              *v = a[3] != NULL ? Py_NewRef(a[3]) : PyLong_FromLong(0);
     if (op == NULL || t == NULL || v == NULL) {
         Py_XDECREF(op);
@@ -177,7 +177,7 @@ static PyObject *api_sleep(PyObject *self, PyObject *const *args, Py_ssize_t nar
         return api_python(api_py_sleep, self, args, nargs, kwnames);
     }
     Py_DECREF(host);
-    PyObject *op = api_sleep_t->tp_alloc(api_sleep_t, 0);
+    PyObject *op = ho_op_take(api_sleep_t);
     if (op == NULL)
         return NULL;
     SLOT(op, sl_ns) = Py_NewRef(args[0]);
@@ -234,7 +234,7 @@ static PyObject *api_try_recv(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (!api_src_tag(args, nargs, kwnames, a) || (a[0] != NULL && a[0] != Py_None) || TryRecvT == NULL ||
         !api_globals_same())
         return api_python(api_py_try_recv, self, args, nargs, kwnames);
-    PyObject *op = TryRecvT->tp_alloc(TryRecvT, 0);
+    PyObject *op = ho_op_take(TryRecvT);
     if (op == NULL)
         return NULL;
     SLOT(op, rv_src) = Py_NewRef(Py_None);

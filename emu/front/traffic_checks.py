@@ -97,9 +97,10 @@ DRAINS = ("fixed", "measured")
 DRAIN_FACTOR = 10
 """``--drain measured``: a source injects at most this many windows (warm-up + measurement) past the window."""
 TAG_END = 30
+"""The tag of a source's last word to each host (``--drain measured``): how many packets it sent there."""
+_COUNT = struct.Struct("<q")  # (a TAG_END message's count)
 DRAW_CYCLES = 128
 """``--drain measured``: a source draws its injections past the window this many cycles at a time, as it reaches them."""
-"""The tag of a source's last word to each host (``--drain measured``): how many packets it sent there."""
 
 
 @dataclass(frozen=True)
@@ -221,7 +222,11 @@ async def traffic_app(host, cycle_ns: int, when: list, dst: list, size: int, exp
     while fewer than that many packets created in the window have arrived here, then tell every
     host how many packets went to it (tag ``TAG_END``) and receive until each one's count is in.
     ``names``: the hosts the destinations index (default every host; a job's own, ``emu run --job``);
-    ``more``: the schedule's draws past ``when`` (drawn as they are reached, ``DRAW_CYCLES`` at a time)."""
+    ``more``: the schedule's draws past ``when`` (drawn as they are reached, ``DRAW_CYCLES`` at a time).
+
+    Per packet, the same requests in the same order as ever (what the figures depend on), with as
+    little Python around them as it takes: the calls, tags and bounds in locals, and ``more``'s parts
+    walked by a loop of their own rather than through a generator (a resumption per packet)."""
     t0 = host.now
     pad = bytes(size - HEAD.size)
     names = host.hosts if names is None else names
@@ -229,65 +234,74 @@ async def traffic_app(host, cycle_ns: int, when: list, dst: list, size: int, exp
     lat, src, arrived, last, late = [], [], 0, {}, 0
     unpack_head = HEAD.unpack_from
     got = 0
+    tag_data = TAG
+    last_get = last.get
+    lat_append, src_append = lat.append, src.append
 
     def take(m) -> None:
         nonlocal arrived, late
         msrc, _tag, data, t_ns, _hops = m  # (a Message: its fields at once, not an attribute lookup each)
         created, seq = unpack_head(data)
-        if seq < last.get(msrc, -1):
+        if seq < last_get(msrc, -1):
             late += 1  # overtaken by a later packet of its source (another path)
         else:
             last[msrc] = seq
         if w0 <= created < w1:
-            lat.append(t_ns - created)
-            src.append(msrc)
+            lat_append(t_ns - created)
+            src_append(msrc)
         if w0 <= t_ns < w1:
             arrived += 1
 
     sent = [0] * len(names)
     # (per packet: the head and its zero padding packed at once, the calls looked up once, ``now`` read once)
     pack = struct.Struct(f"<qI{size - HEAD.size}x").pack if size >= HEAD.size else lambda t, s: HEAD.pack(t, s) + pad
-    send, sleep, arrived_ns = host.send, host.sleep, host.arrived_ns
-    for seq, (c, d) in enumerate(zip(when, dst) if more is None else _pairs(when, dst, more)):
-        t = t0 + c * cycle_ns
-        now = host.now
-        if now < t:
-            await sleep(t - now)
-        if measured is not None and c >= window[1]:
-            while arrived_ns(TAG) is not None:  # what has arrived so far: are the measured packets sent here all in?
-                # (a look first, which takes no time: try_recv's None, without its await)
-                m = await host.try_recv(tag=TAG)
-                if m is None:
+    send, sleep, arrived_ns, try_recv = host.send, host.sleep, host.arrived_ns, host.try_recv
+    wend = window[1]
+    seq = 0
+    part = (when, dst)
+    stop = False
+    while True:
+        for c, d in zip(*part):
+            t = t0 + c * cycle_ns
+            now = host.now
+            if now < t:
+                await sleep(t - now)
+            if measured is not None and c >= wend:
+                while arrived_ns(tag_data) is not None:  # what has arrived so far: are the measured packets sent here all in?
+                    # (a look first, which takes no time: try_recv's None, without its await)
+                    m = await try_recv(tag=tag_data)
+                    if m is None:
+                        break
+                    take(m)
+                    got += 1
+                if len(lat) >= measured:
+                    stop = True
                     break
-                take(m)
-                got += 1
-            if len(lat) >= measured:
-                break
-        await send(names[d], pack(t, seq), TAG)
-        sent[d] += 1
+            await send(names[d], pack(t, seq), tag_data)
+            sent[d] += 1
+            seq += 1
+        if stop or more is None or more.done:
+            break
+        part = more.upto(more.next + DRAW_CYCLES)
     if measured is not None:
+        count = _COUNT.pack
         for d, name in enumerate(names):
-            await host.send(name, struct.pack("<q", sent[d]), tag=TAG_END)
+            await send(name, count(sent[d]), TAG_END)
         expect, ends = 0, 0
+        unpack_count = _COUNT.unpack_from
+        recv = host.recv
         while ends < len(names) or got < expect:
-            m = await host.recv()
-            if m.tag == TAG_END:
+            m = await recv()
+            if m[1] == TAG_END:  # (m.tag)
                 ends += 1
-                expect += struct.unpack_from("<q", m.data)[0]
+                expect += unpack_count(m[2])[0]  # (m.data)
             else:
                 take(m)
                 got += 1
         return lat, src, arrived, late
     for _ in range(expect):
-        take(await host.recv(tag=TAG))
+        take(await host.recv(tag=tag_data))
     return lat, src, arrived, late
-
-
-def _pairs(when: list, dst: list, more: Draws):
-    """(cycle, destination) of ``when`` and ``dst``, then of ``more``'s draws, a part at a time."""
-    yield from zip(when, dst)
-    while not more.done:
-        yield from zip(*more.upto(more.next + DRAW_CYCLES))
 
 
 def _pct(xs: list[int], p: float) -> int:
