@@ -29,6 +29,39 @@ static int add_attr_item(PyObject *domain, int which, PyObject *key, long long n
     return rc;
 }
 
+/* _idx[el] (a borrowed reference; NULL: an error set), kept per element with the dict's address and
+ * version (CPython 3.11: a new version with every change of a dict, and for every new dict): while
+ * both stand the dict holds the element and its int, so the entry is what a lookup would find --
+ * one frames_due per crossing looks an element up (its hash and the dict's probe) no more */
+#define SK_IDX_SLOTS 256
+static struct { PyObject *el, *idx, *i; uint64_t ver; Py_ssize_t k; } sk_idx_cache[SK_IDX_SLOTS];
+
+static PyObject *sk_dom_index(PyObject *idx, PyObject *el, Py_ssize_t *k)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    uint64_t ver = ((PyDictObject *)idx)->ma_version_tag;
+    size_t h = (size_t)((uint64_t)(uintptr_t)el * 0x9E3779B97F4A7C15ULL >> 56); /* (of SK_IDX_SLOTS: 256) */
+    if (sk_idx_cache[h].el == el && sk_idx_cache[h].idx == idx && sk_idx_cache[h].ver == ver && ver) {
+        *k = sk_idx_cache[h].k;
+        return sk_idx_cache[h].i;
+    }
+#endif
+    PyObject *i = PyDict_GetItemWithError(idx, el);
+    if (i == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetObject(PyExc_KeyError, el);
+        return NULL;
+    }
+    *k = PyLong_AsSsize_t(i);
+    if (*k == -1 && PyErr_Occurred())
+        return NULL;
+#if PY_VERSION_HEX < 0x030C0000
+    sk_idx_cache[h].el = el, sk_idx_cache[h].idx = idx, sk_idx_cache[h].i = i;
+    sk_idx_cache[h].ver = ver, sk_idx_cache[h].k = *k;
+#endif
+    return i;
+}
+
 /* the element's entry in the domain's heap no later than ``t`` (Domain.schedule's and
  * frames_arrived's: i = _idx[el]; if t < _at[i]: _at[i] = t; heappush(_heap, (t, i))) */
 static int frames_due(PyObject *domain, PyObject *el, long long t)
@@ -37,15 +70,12 @@ static int frames_due(PyObject *domain, PyObject *el, long long t)
     PyObject *idx = DOM_GET(domain, D_IDX), *i = NULL, *at = NULL, *ts = NULL;
     if (idx == NULL || !PyDict_CheckExact(idx))
         goto done;
-    i = PyDict_GetItemWithError(idx, el);
-    if (i == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetObject(PyExc_KeyError, el);
+    Py_ssize_t k;
+    i = sk_dom_index(idx, el, &k);
+    if (i == NULL)
         goto done;
-    }
     Py_INCREF(i);
     at = DOM_GET(domain, D_AT);
-    Py_ssize_t k = PyLong_AsSsize_t(i);
     long long cur;
     if (at == NULL || !PyList_CheckExact(at) || k < 0 || k >= PyList_GET_SIZE(at) || !get_ll(PyList_GET_ITEM(at, k), &cur))
         goto done;

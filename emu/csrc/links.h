@@ -260,6 +260,14 @@ static int addr_eq(PyObject *a, PyObject *b)
 
 typedef struct { PyObject *el; long long n, first, win; } rgot_t; /* (el held) */
 #define RGOT_MAX 64
+/* an element's entry for a window found by a table of RGOT_SLOTS (open addressing, at most half
+ * full; -1 empty) rather than a search of the entries: a datagram's records come one link, and
+ * often one element, after another */
+#define RGOT_SLOTS 128
+static inline size_t rgot_hash(PyObject *el, long long win)
+{
+    return (size_t)(((uint64_t)(uintptr_t)el ^ (uint64_t)win) * 0x9E3779B97F4A7C15ULL >> 57);
+}
 
 /* the counts of ``got`` told to the elements' domains (frames_arrived; a Domain's received and
  * _by_window added once per run of entries of the same domain and window), the entries released */
@@ -327,6 +335,8 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     PyObject *el = NULL, *heap = NULL, *lk = NULL, *index = NULL, *inp = NULL, *held = NULL; /* (el, inp, lk,
                                                                      index: of held, the owner tuple; heap owned) */
     rgot_t got[RGOT_MAX];
+    signed char gslot[RGOT_SLOTS];            /* (got's entries by rgot_hash) */
+    memset(gslot, -1, sizeof gslot);
     int ngot = 0, g = -1;                     /* (g: el's entry in got for window cwin) */
     long long rn = 0, rb = 0;                 /* frames and bytes taken on link ``cur``, not yet on its port */
     PyObject *f_data = PyLong_FromLong(0), *f_pool = PyLong_FromLong(C_POOL);
@@ -382,16 +392,18 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             }
             index = SLOT(inp, i_index);
             if (g < 0 || got[g].el != el || got[g].win != win) { /* its element's entry for this window */
-                g = -1;
-                for (int k = ngot - 1; k >= 0; k--)
-                    if (got[k].el == el && got[k].win == win) {
-                        g = k;
-                        break;
-                    }
+                size_t h = rgot_hash(el, win);
+                while ((g = gslot[h]) >= 0 && (got[g].el != el || got[g].win != win))
+                    h = (h + 1) & (RGOT_SLOTS - 1);
                 if (g < 0) {
-                    if (ngot == RGOT_MAX && rgot_tell(got, &ngot) < 0)
-                        goto fail;
+                    if (ngot == RGOT_MAX) {
+                        if (rgot_tell(got, &ngot) < 0)
+                            goto fail;
+                        memset(gslot, -1, sizeof gslot);
+                        h = rgot_hash(el, win);
+                    }
                     g = ngot++;
+                    gslot[h] = (signed char)g;
                     got[g] = (rgot_t){Py_NewRef(el), 0, (long long)1 << 62, win};
                 }
             }

@@ -352,7 +352,7 @@ static int plain_arrival(PyObject *item, PyObject *ins, long long *port, long lo
         return 0;
     Py_ssize_t wlen = PyBytes_GET_SIZE(*wire);
     const unsigned char *w = (const unsigned char *)PyBytes_AS_STRING(*wire);
-    if (!(*kind & C_CLEAN) && (wlen < 4 || crc32_of(w, wlen) != C_FCS_RESIDUE))
+    if (!(*kind & C_CLEAN) && (wlen < 4 || crc32_pybytes(*wire) != C_FCS_RESIDUE))
         return 0; /* (a bad FCS: the port's) */
     return !(wlen >= C_CREDIT_LEN && w[13] == C_CREDIT_LO && w[12] == C_CREDIT_HI); /* (link control: the port's) */
 }
