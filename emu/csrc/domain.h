@@ -33,14 +33,14 @@ static int add_attr_item(PyObject *domain, int which, PyObject *key, long long n
  * version (CPython 3.11: a new version with every change of a dict, and for every new dict): while
  * both stand the dict holds the element and its int, so the entry is what a lookup would find --
  * one frames_due per crossing looks an element up (its hash and the dict's probe) no more */
-#define SK_IDX_SLOTS 256
+#define SK_IDX_SLOTS 1024
 static struct { PyObject *el, *idx, *i; uint64_t ver; Py_ssize_t k; } sk_idx_cache[SK_IDX_SLOTS];
 
 static PyObject *sk_dom_index(PyObject *idx, PyObject *el, Py_ssize_t *k)
 {
 #if PY_VERSION_HEX < 0x030C0000
     uint64_t ver = ((PyDictObject *)idx)->ma_version_tag;
-    size_t h = (size_t)((uint64_t)(uintptr_t)el * 0x9E3779B97F4A7C15ULL >> 56); /* (of SK_IDX_SLOTS: 256) */
+    size_t h = (size_t)((uint64_t)(uintptr_t)el * 0x9E3779B97F4A7C15ULL >> 54); /* (of SK_IDX_SLOTS: 1024) */
     if (sk_idx_cache[h].el == el && sk_idx_cache[h].idx == idx && sk_idx_cache[h].ver == ver && ver) {
         *k = sk_idx_cache[h].k;
         return sk_idx_cache[h].i;

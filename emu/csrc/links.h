@@ -2,6 +2,24 @@
 #ifndef EMU_CSRC_LINKS_H
 #define EMU_CSRC_LINKS_H
 
+/* the outer header's fields in network order, read and written whole (one load or store and a byte
+ * swap; common.h's be / put_be, a byte at a time, elsewhere) */
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+static inline uint64_t sk_be16(const unsigned char *b) { uint16_t v; memcpy(&v, b, 2); return __builtin_bswap16(v); }
+static inline uint64_t sk_be32(const unsigned char *b) { uint32_t v; memcpy(&v, b, 4); return __builtin_bswap32(v); }
+static inline uint64_t sk_be64(const unsigned char *b) { uint64_t v; memcpy(&v, b, 8); return __builtin_bswap64(v); }
+static inline void sk_put_be16(unsigned char *b, uint64_t v) { uint16_t x = __builtin_bswap16((uint16_t)v); memcpy(b, &x, 2); }
+static inline void sk_put_be32(unsigned char *b, uint64_t v) { uint32_t x = __builtin_bswap32((uint32_t)v); memcpy(b, &x, 4); }
+static inline void sk_put_be64(unsigned char *b, uint64_t v) { uint64_t x = __builtin_bswap64(v); memcpy(b, &x, 8); }
+#else
+static inline uint64_t sk_be16(const unsigned char *b) { return be(b, 2); }
+static inline uint64_t sk_be32(const unsigned char *b) { return be(b, 4); }
+static inline uint64_t sk_be64(const unsigned char *b) { return be(b, 8); }
+static inline void sk_put_be16(unsigned char *b, uint64_t v) { put_be(b, v, 2); }
+static inline void sk_put_be32(unsigned char *b, uint64_t v) { put_be(b, v, 4); }
+static inline void sk_put_be64(unsigned char *b, uint64_t v) { put_be(b, v, 8); }
+#endif
+
 /* LinkSender.take: every frame of ``pend`` arriving before ``release`` becomes a DATA (DATA_POOL)
  * record -- its 12-byte prefix, then seq, arrival, length, window (network order), then the frame
  * itself -- in datagrams of at most MAX_DATAGRAM bytes, each a bytes object retained for
@@ -61,10 +79,10 @@ static int flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssize_t k1
     for (Py_ssize_t k = k0; k < k1; k++) {
         Py_ssize_t n = PyBytes_GET_SIZE(recs[k].frame);
         memcpy(b, PyBytes_AS_STRING(recs[k].pool ? prep : pre), 12);
-        put_be(b + 12, (uint32_t)seq, 4);
-        put_be(b + 16, (uint64_t)recs[k].arrival, 8);
-        put_be(b + 24, (uint64_t)n, 2);
-        put_be(b + 26, (uint64_t)w16, 2);
+        sk_put_be32(b + 12, (uint32_t)seq);
+        sk_put_be64(b + 16, (uint64_t)recs[k].arrival);
+        sk_put_be16(b + 24, (uint64_t)n);
+        sk_put_be16(b + 26, (uint64_t)w16);
         memcpy(b + C_OUTER_LEN, PyBytes_AS_STRING(recs[k].frame), (size_t)n);
         b += C_OUTER_LEN + n;
         seq = (seq + 1) & 0xFFFFFFFFLL;
@@ -347,10 +365,10 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             break;
         const unsigned char *h = b + off;
         long kind = h[3];
-        long long link = (long long)be(h + 8, 4), seq = (long long)be(h + 12, 4), win = (long long)be(h + 26, 2);
-        uint64_t ts = be(h + 16, 8);
-        long long end = off + C_OUTER_LEN + (long long)be(h + 24, 2);
-        if ((long)be(h, 2) != C_MAGIC || h[2] != C_VERSION || (long long)be(h + 4, 4) != cid || end > n ||
+        long long link = (long long)sk_be32(h + 8), seq = (long long)sk_be32(h + 12), win = (long long)sk_be16(h + 26);
+        uint64_t ts = sk_be64(h + 16);
+        long long end = off + C_OUTER_LEN + (long long)sk_be16(h + 24);
+        if ((long)sk_be16(h) != C_MAGIC || h[2] != C_VERSION || (long long)sk_be32(h + 4) != cid || end > n ||
             (kind != C_KIND_DATA && kind != C_KIND_POOL) || ts >= ((uint64_t)1 << 62))
             break;
         if (link != cur || win != cwin) {
