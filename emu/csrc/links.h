@@ -20,25 +20,6 @@ static inline void sk_put_be32(unsigned char *b, uint64_t v) { put_be(b, v, 4); 
 static inline void sk_put_be64(unsigned char *b, uint64_t v) { put_be(b, v, 8); }
 #endif
 
-/* common.h's tuple_steal inline, for the two tuples every crossing of a socket makes (a record
- * into its heap, a datagram retained): its loops unrolled for their constant ``n`` */
-static inline __attribute__((always_inline)) PyObject *sk_tuple_steal(Py_ssize_t n, PyObject **items)
-{
-    PyObject *t = NULL;
-    for (Py_ssize_t k = 0; k < n; k++)
-        if (items[k] == NULL)
-            goto fail;
-    if ((t = PyTuple_New(n)) == NULL)
-        goto fail;
-    for (Py_ssize_t k = 0; k < n; k++)
-        PyTuple_SET_ITEM(t, k, items[k]);
-    return t;
-fail:
-    for (Py_ssize_t k = 0; k < n; k++)
-        Py_XDECREF(items[k]);
-    return NULL;
-}
-
 /* LinkSender.take: every frame of ``pend`` arriving before ``release`` becomes a DATA (DATA_POOL)
  * record -- its 12-byte prefix, then seq, arrival, length, window (network order), then the frame
  * itself -- in datagrams of at most MAX_DATAGRAM bytes, each a bytes object retained for
@@ -118,14 +99,13 @@ static int flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssize_t k1
         win_val = window;
     }
     PyObject *first = PyLong_FromLongLong(seq0); /* (and the last, when one record) */
-    PyObject *kept = sk_tuple_steal(4, (PyObject *[]){Py_NewRef(win_obj), first,
+    PyObject *kept = sk_retained_entry((PyObject *[]){Py_NewRef(win_obj), first,
                                                    k1 - k0 == 1 ? Py_XNewRef(first) : PyLong_FromLongLong((seq - 1) & 0xFFFFFFFFLL),
                                                    Py_NewRef(dg)});
     if (kept == NULL) {
         Py_DECREF(dg);
         return -1;
     }
-    PyObject_GC_UnTrack(kept);
     PyObject *ret = SLOT(link, ls_retained), *r = NULL;
     int rc;
     if (ret != NULL && PyList_CheckExact(ret)) /* (LinkSender's: a list) */
