@@ -100,11 +100,6 @@ __attribute__((target("pclmul,sse4.1"))) static uint32_t crc32_clmul(const unsig
 }
 static int use_clmul = 0;
 
-/* the same by eight blocks of 16 at a time (128 bytes a round: the fold constants x^(8*128+32) and
- * x^(8*128-32) mod P, reflected as above), VEX-encoded (AVX: the loads folded into the xors); the
- * eight then folded into four (x^(4*128+-32)) and finished as crc32_clmul does: ``len`` >= 128, a
- * multiple of 16. Fewer instructions a byte than four at a time; checked against zlib by
- * tests/test_native_crc.py. */
 /* crc32_clmul8's folding from its first eight blocks, ``x`` (the running state already in them),
  * on: ``len`` more bytes at ``buf``, a multiple of 16 */
 __attribute__((target("avx,pclmul,sse4.1"), always_inline)) static inline uint32_t
@@ -174,6 +169,11 @@ crc32_fold8(__m128i *x, const unsigned char *buf, Py_ssize_t len)
     return (uint32_t)_mm_extract_epi32(x1, 1);
 }
 
+/* the same by eight blocks of 16 at a time (128 bytes a round: the fold constants x^(8*128+32) and
+ * x^(8*128-32) mod P, reflected as above), VEX-encoded (AVX: the loads folded into the xors); the
+ * eight then folded into four (x^(4*128+-32)) and finished as crc32_clmul does: ``len`` >= 128, a
+ * multiple of 16. Fewer instructions a byte than four at a time; checked against zlib by
+ * tests/test_native_crc.py. */
 __attribute__((target("avx,pclmul,sse4.1"))) static uint32_t crc32_clmul8(const unsigned char *buf, Py_ssize_t len,
                                                                          uint32_t crc)
 {
