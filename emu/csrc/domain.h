@@ -2,8 +2,9 @@
 #ifndef EMU_CSRC_DOMAIN_H
 #define EMU_CSRC_DOMAIN_H
 
-/* common.h's tuple_steal inline, for the tuples every crossing of a socket makes (a record into
- * its heap, a datagram retained, a domain's heap entry): its loops unrolled for their constant ``n`` */
+/* common.h's tuple_steal inline, for the tuples every crossing makes (a record into a heap, an
+ * output port's queued and pending entries, a datagram retained, a domain's heap entry): its
+ * loops unrolled for their constant ``n`` */
 static inline __attribute__((always_inline)) PyObject *sk_tuple_steal(Py_ssize_t n, PyObject **items)
 {
     PyObject *t = NULL;
