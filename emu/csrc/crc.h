@@ -100,29 +100,17 @@ __attribute__((target("pclmul,sse4.1"))) static uint32_t crc32_clmul(const unsig
 }
 static int use_clmul = 0;
 
-/* the same by eight blocks of 16 at a time (128 bytes a round: the fold constants x^(8*128+32) and
- * x^(8*128-32) mod P, reflected as above), VEX-encoded (AVX: the loads folded into the xors); the
- * eight then folded into four (x^(4*128+-32)) and finished as crc32_clmul does: ``len`` >= 128, a
- * multiple of 16. Fewer instructions a byte than four at a time; checked against zlib by
- * tests/test_native_crc.py. */
-__attribute__((target("avx,pclmul,sse4.1"))) static uint32_t crc32_clmul8(const unsigned char *buf, Py_ssize_t len,
-                                                                         uint32_t crc)
+/* crc32_clmul8's folding from its first eight blocks, ``x`` (the running state already in them),
+ * on: ``len`` more bytes at ``buf``, a multiple of 16 */
+__attribute__((target("avx,pclmul,sse4.1"), always_inline)) static inline uint32_t
+crc32_fold8(__m128i *x, const unsigned char *buf, Py_ssize_t len)
 {
     static const uint64_t k8[2] __attribute__((aligned(16))) = {0x01e88ef372ULL, 0x014a7fe880ULL};
     static const uint64_t k1k2[2] __attribute__((aligned(16))) = {0x0154442bd4ULL, 0x01c6e41596ULL};
     static const uint64_t k3k4[2] __attribute__((aligned(16))) = {0x01751997d0ULL, 0x00ccaa009eULL};
     static const uint64_t k5k0[2] __attribute__((aligned(16))) = {0x0163cd6124ULL, 0x0000000000ULL};
     static const uint64_t poly[2] __attribute__((aligned(16))) = {0x01db710641ULL, 0x01f7011641ULL};
-    __m128i x[8], x0, x1, x2, x3, x5;
-
-    _Pragma("GCC unroll 8")
-
-    for (int i = 0; i < 8; i++)
-        x[i] = _mm_loadu_si128((const __m128i *)(buf + 16 * i));
-    x[0] = _mm_xor_si128(x[0], _mm_cvtsi32_si128((int)crc));
-    x0 = _mm_load_si128((const __m128i *)k8);
-    buf += 128;
-    len -= 128;
+    __m128i x0 = _mm_load_si128((const __m128i *)k8), x1, x2, x3, x5;
     while (len >= 128) { /* fold eight blocks of 16 at a time */
         _Pragma("GCC unroll 8")
         for (int i = 0; i < 8; i++) {
@@ -179,6 +167,51 @@ __attribute__((target("avx,pclmul,sse4.1"))) static uint32_t crc32_clmul8(const 
     x2 = _mm_clmulepi64_si128(x2, x0, 0x00);
     x1 = _mm_xor_si128(x1, x2);
     return (uint32_t)_mm_extract_epi32(x1, 1);
+}
+
+/* the same by eight blocks of 16 at a time (128 bytes a round: the fold constants x^(8*128+32) and
+ * x^(8*128-32) mod P, reflected as above), VEX-encoded (AVX: the loads folded into the xors); the
+ * eight then folded into four (x^(4*128+-32)) and finished as crc32_clmul does: ``len`` >= 128, a
+ * multiple of 16. Fewer instructions a byte than four at a time; checked against zlib by
+ * tests/test_native_crc.py. */
+__attribute__((target("avx,pclmul,sse4.1"))) static uint32_t crc32_clmul8(const unsigned char *buf, Py_ssize_t len,
+                                                                         uint32_t crc)
+{
+    __m128i x[8];
+
+    _Pragma("GCC unroll 8")
+
+    for (int i = 0; i < 8; i++)
+        x[i] = _mm_loadu_si128((const __m128i *)(buf + 16 * i));
+    x[0] = _mm_xor_si128(x[0], _mm_cvtsi32_si128((int)crc));
+    return crc32_fold8(x, buf + 128, len - 128);
+}
+
+/* zlib's CRC-32 of the ``len`` (>= 144) bytes at ``b`` -- which has 15 bytes before it that may be
+ * read (a bytes object's header: crc32_pybytes) -- all by folding, no bytes left over for the table:
+ * the message as if ``pad`` = -len mod 16 zero bytes came before it, its first four bytes inverted
+ * (zlib's initial 0xFFFFFFFF). Zeros before the message leave a CRC that starts at 0 at 0, so that
+ * is the same CRC; the first block is read from ``b - pad``, its bytes before ``b`` masked off. */
+__attribute__((target("avx,pclmul,sse4.1"))) static uint32_t crc32_clmul8_padded(const unsigned char *b,
+                                                                                Py_ssize_t len)
+{
+    static const unsigned char keep[32] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                           0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                                           0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+    static const unsigned char inv[64] = {[32] = 0xFF, [33] = 0xFF, [34] = 0xFF, [35] = 0xFF};
+    Py_ssize_t pad = -len & 15;
+    const unsigned char *vs = b - pad; /* (the virtual start: pad bytes before b, read and masked off) */
+    __m128i x[8];
+
+    _Pragma("GCC unroll 8")
+
+    for (int i = 0; i < 8; i++)
+        x[i] = _mm_loadu_si128((const __m128i *)(vs + 16 * i));
+    /* bytes [pad, pad + 4) of the virtual message inverted: in the first block, or straddling into the second */
+    x[0] = _mm_xor_si128(_mm_and_si128(x[0], _mm_loadu_si128((const __m128i *)(keep + 16 - pad))),
+                         _mm_loadu_si128((const __m128i *)(inv + 32 - pad)));
+    x[1] = _mm_xor_si128(x[1], _mm_loadu_si128((const __m128i *)(inv + 48 - pad)));
+    return crc32_fold8(x, vs + 128, len + pad - 128) ^ 0xFFFFFFFFu;
 }
 /* crc32_clmul8's CPU: AVX, and its registers saved by the OS (OSXSAVE, XCR0's SSE and AVX state);
  * asked once, on the first long CRC (EMU_NO_CLMUL8 set: never) */
@@ -292,8 +325,29 @@ static PyObject *crc32_byte(PyObject *self, PyObject *const *args, Py_ssize_t na
     return PyLong_FromUnsignedLong(crc32_one_byte((uint32_t)crc, (unsigned)d, (Py_ssize_t)z));
 }
 
+/* crc32_of the bytes of ``o`` (exact bytes): its leading bytes folded with the rest (crc32_clmul8_padded
+ * reads up to 15 bytes before them, inside the object's header) -- the receive side's FCS check of
+ * a frame of any length in one pass, no bytes left over for the table */
+static uint32_t crc32_pybytes(PyObject *o)
+{
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(o);
+    Py_ssize_t len = PyBytes_GET_SIZE(o);
+#ifdef HAVE_CLMUL_CRC
+    _Static_assert(offsetof(PyBytesObject, ob_sval) >= 15, "a bytes object's header is 15 bytes or more");
+    if (use_clmul && len >= 144) {
+        if (use_clmul8 < 0)
+            use_clmul8 = clmul8_usable();
+        if (use_clmul8)
+            return crc32_clmul8_padded(b, len);
+    }
+#endif
+    return crc32_of(b, len);
+}
+
 static PyObject *crc32(PyObject *self, PyObject *arg)
 {
+    if (PyBytes_CheckExact(arg))
+        return PyLong_FromUnsignedLong(crc32_pybytes(arg));
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;

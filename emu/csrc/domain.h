@@ -2,6 +2,26 @@
 #ifndef EMU_CSRC_DOMAIN_H
 #define EMU_CSRC_DOMAIN_H
 
+/* common.h's tuple_steal inline, for the tuples every crossing makes (a record into a heap, an
+ * output port's queued and pending entries, a datagram retained, a domain's heap entry): its
+ * loops unrolled for their constant ``n`` */
+static inline __attribute__((always_inline)) PyObject *sk_tuple_steal(Py_ssize_t n, PyObject **items)
+{
+    PyObject *t = NULL;
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (items[k] == NULL)
+            goto fail;
+    if ((t = PyTuple_New(n)) == NULL)
+        goto fail;
+    for (Py_ssize_t k = 0; k < n; k++)
+        PyTuple_SET_ITEM(t, k, items[k]);
+    return t;
+fail:
+    for (Py_ssize_t k = 0; k < n; k++)
+        Py_XDECREF(items[k]);
+    return NULL;
+}
+
 /* Domain.frames_local(peer, n, first_ts, window) and frames_arrived -- inline for the Domain class
  * (domain_setup), their bookkeeping exactly: sent_to[index] += n (local); received += n;
  * _by_window[window] += n; the element's entry in the domain's heap no later than first_ts. Any
@@ -29,6 +49,39 @@ static int add_attr_item(PyObject *domain, int which, PyObject *key, long long n
     return rc;
 }
 
+/* _idx[el] (a borrowed reference; NULL: an error set), kept per element with the dict's address and
+ * version (CPython 3.11: a new version with every change of a dict, and for every new dict): while
+ * both stand the dict holds the element and its int, so the entry is what a lookup would find --
+ * one frames_due per crossing looks an element up (its hash and the dict's probe) no more */
+#define SK_IDX_SLOTS 1024
+static struct { PyObject *el, *idx, *i; uint64_t ver; Py_ssize_t k; } sk_idx_cache[SK_IDX_SLOTS];
+
+static PyObject *sk_dom_index(PyObject *idx, PyObject *el, Py_ssize_t *k)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    uint64_t ver = ((PyDictObject *)idx)->ma_version_tag;
+    size_t h = (size_t)((uint64_t)(uintptr_t)el * 0x9E3779B97F4A7C15ULL >> 54); /* (of SK_IDX_SLOTS: 1024) */
+    if (sk_idx_cache[h].el == el && sk_idx_cache[h].idx == idx && sk_idx_cache[h].ver == ver && ver) {
+        *k = sk_idx_cache[h].k;
+        return sk_idx_cache[h].i;
+    }
+#endif
+    PyObject *i = PyDict_GetItemWithError(idx, el);
+    if (i == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetObject(PyExc_KeyError, el);
+        return NULL;
+    }
+    *k = PyLong_AsSsize_t(i);
+    if (*k == -1 && PyErr_Occurred())
+        return NULL;
+#if PY_VERSION_HEX < 0x030C0000
+    sk_idx_cache[h].el = el, sk_idx_cache[h].idx = idx, sk_idx_cache[h].i = i;
+    sk_idx_cache[h].ver = ver, sk_idx_cache[h].k = *k;
+#endif
+    return i;
+}
+
 /* the element's entry in the domain's heap no later than ``t`` (Domain.schedule's and
  * frames_arrived's: i = _idx[el]; if t < _at[i]: _at[i] = t; heappush(_heap, (t, i))) */
 static int frames_due(PyObject *domain, PyObject *el, long long t)
@@ -37,15 +90,12 @@ static int frames_due(PyObject *domain, PyObject *el, long long t)
     PyObject *idx = DOM_GET(domain, D_IDX), *i = NULL, *at = NULL, *ts = NULL;
     if (idx == NULL || !PyDict_CheckExact(idx))
         goto done;
-    i = PyDict_GetItemWithError(idx, el);
-    if (i == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetObject(PyExc_KeyError, el);
+    Py_ssize_t k;
+    i = sk_dom_index(idx, el, &k);
+    if (i == NULL)
         goto done;
-    }
     Py_INCREF(i);
     at = DOM_GET(domain, D_AT);
-    Py_ssize_t k = PyLong_AsSsize_t(i);
     long long cur;
     if (at == NULL || !PyList_CheckExact(at) || k < 0 || k >= PyList_GET_SIZE(at) || !get_ll(PyList_GET_ITEM(at, k), &cur))
         goto done;
@@ -56,7 +106,7 @@ static int frames_due(PyObject *domain, PyObject *el, long long t)
         PyObject *dheap = DOM_GET(domain, D_HEAP);
         if (dheap == NULL)
             goto done;
-        PyObject *entry = PyTuple_Pack(2, ts, i);
+        PyObject *entry = sk_tuple_steal(2, (PyObject *[]){Py_NewRef(ts), Py_NewRef(i)});
         int pushed = entry == NULL || !PyList_CheckExact(dheap) ? -1 : heap_push(dheap, entry);
         Py_XDECREF(entry);
         Py_DECREF(dheap);

@@ -80,9 +80,48 @@ static PyObject *frame_bytes(const char *src, Py_ssize_t len)
     return b;
 }
 
+/* -- retained entries used again: an entry let go that nobody else holds (and the collector does
+ * not track) is kept, emptied, for take's next (sk_retained_entry), instead of a tuple freed and
+ * another made for every crossing */
+#define RT_KEEP 1024
+static PyObject *rt_kept[RT_KEEP]; /* (4-tuples, their items NULL: seen by nobody) */
+static int rt_n;
+
+static void retained_keep_or_free(PyObject *x)
+{
+    if (rt_n < RT_KEEP && Py_REFCNT(x) == 1 && PyTuple_CheckExact(x) && PyTuple_GET_SIZE(x) == 4 &&
+        !PyObject_GC_IsTracked(x)) {
+        for (int i = 0; i < 4; i++) {
+            PyObject *it = PyTuple_GET_ITEM(x, i);
+            PyTuple_SET_ITEM(x, i, NULL);
+            Py_XDECREF(it);
+        }
+        rt_kept[rt_n++] = x;
+        return;
+    }
+    Py_DECREF(x);
+}
+
+/* (window, first, last, datagram) from its four new references (stolen; NULL if any is NULL, all
+ * released): a kept entry filled again, or a new tuple -- not tracked by the collector (ints and
+ * bytes: no cycle through it) */
+static PyObject *sk_retained_entry(PyObject **items)
+{
+    if (rt_n == 0 || items[0] == NULL || items[1] == NULL || items[2] == NULL || items[3] == NULL) {
+        PyObject *t = sk_tuple_steal(4, items);
+        if (t != NULL)
+            PyObject_GC_UnTrack(t);
+        return t;
+    }
+    PyObject *t = rt_kept[--rt_n];
+    for (int i = 0; i < 4; i++)
+        PyTuple_SET_ITEM(t, i, items[i]);
+    return t;
+}
+
 /* a retained entry (window, first, last, group) let go: its datagram (take's group) or its frames
  * (a group of parts) kept for use again when nobody else holds them (the entry, its group and the
- * frame each held once: by what is let go) */
+ * frame each held once: by what is let go); the entry itself kept too (retained_keep_or_free) */
 static void retained_release(PyObject *x)
 {
     PyObject *g;
@@ -101,7 +140,7 @@ static void retained_release(PyObject *x)
                 fpool_put(f);
             }
         }
-    Py_DECREF(x);
+    retained_keep_or_free(x);
 }
 
 /* -- what a link forgets: its retained datagrams, into the pool */

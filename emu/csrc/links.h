@@ -2,6 +2,24 @@
 #ifndef EMU_CSRC_LINKS_H
 #define EMU_CSRC_LINKS_H
 
+/* the outer header's fields in network order, read and written whole (one load or store and a byte
+ * swap; common.h's be / put_be, a byte at a time, elsewhere) */
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+static inline uint64_t sk_be16(const unsigned char *b) { uint16_t v; memcpy(&v, b, 2); return __builtin_bswap16(v); }
+static inline uint64_t sk_be32(const unsigned char *b) { uint32_t v; memcpy(&v, b, 4); return __builtin_bswap32(v); }
+static inline uint64_t sk_be64(const unsigned char *b) { uint64_t v; memcpy(&v, b, 8); return __builtin_bswap64(v); }
+static inline void sk_put_be16(unsigned char *b, uint64_t v) { uint16_t x = __builtin_bswap16((uint16_t)v); memcpy(b, &x, 2); }
+static inline void sk_put_be32(unsigned char *b, uint64_t v) { uint32_t x = __builtin_bswap32((uint32_t)v); memcpy(b, &x, 4); }
+static inline void sk_put_be64(unsigned char *b, uint64_t v) { uint64_t x = __builtin_bswap64(v); memcpy(b, &x, 8); }
+#else
+static inline uint64_t sk_be16(const unsigned char *b) { return be(b, 2); }
+static inline uint64_t sk_be32(const unsigned char *b) { return be(b, 4); }
+static inline uint64_t sk_be64(const unsigned char *b) { return be(b, 8); }
+static inline void sk_put_be16(unsigned char *b, uint64_t v) { put_be(b, v, 2); }
+static inline void sk_put_be32(unsigned char *b, uint64_t v) { put_be(b, v, 4); }
+static inline void sk_put_be64(unsigned char *b, uint64_t v) { put_be(b, v, 8); }
+#endif
+
 /* LinkSender.take: every frame of ``pend`` arriving before ``release`` becomes a DATA (DATA_POOL)
  * record -- its 12-byte prefix, then seq, arrival, length, window (network order), then the frame
  * itself -- in datagrams of at most MAX_DATAGRAM bytes, each a bytes object retained for
@@ -61,10 +79,10 @@ static int flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssize_t k1
     for (Py_ssize_t k = k0; k < k1; k++) {
         Py_ssize_t n = PyBytes_GET_SIZE(recs[k].frame);
         memcpy(b, PyBytes_AS_STRING(recs[k].pool ? prep : pre), 12);
-        put_be(b + 12, (uint32_t)seq, 4);
-        put_be(b + 16, (uint64_t)recs[k].arrival, 8);
-        put_be(b + 24, (uint64_t)n, 2);
-        put_be(b + 26, (uint64_t)w16, 2);
+        sk_put_be32(b + 12, (uint32_t)seq);
+        sk_put_be64(b + 16, (uint64_t)recs[k].arrival);
+        sk_put_be16(b + 24, (uint64_t)n);
+        sk_put_be16(b + 26, (uint64_t)w16);
         memcpy(b + C_OUTER_LEN, PyBytes_AS_STRING(recs[k].frame), (size_t)n);
         b += C_OUTER_LEN + n;
         seq = (seq + 1) & 0xFFFFFFFFLL;
@@ -81,14 +99,13 @@ static int flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssize_t k1
         win_val = window;
     }
     PyObject *first = PyLong_FromLongLong(seq0); /* (and the last, when one record) */
-    PyObject *kept = tuple_steal(4, (PyObject *[]){Py_NewRef(win_obj), first,
+    PyObject *kept = sk_retained_entry((PyObject *[]){Py_NewRef(win_obj), first,
                                                    k1 - k0 == 1 ? Py_XNewRef(first) : PyLong_FromLongLong((seq - 1) & 0xFFFFFFFFLL),
                                                    Py_NewRef(dg)});
     if (kept == NULL) {
         Py_DECREF(dg);
         return -1;
     }
-    PyObject_GC_UnTrack(kept);
     PyObject *ret = SLOT(link, ls_retained), *r = NULL;
     int rc;
     if (ret != NULL && PyList_CheckExact(ret)) /* (LinkSender's: a list) */
@@ -260,6 +277,14 @@ static int addr_eq(PyObject *a, PyObject *b)
 
 typedef struct { PyObject *el; long long n, first, win; } rgot_t; /* (el held) */
 #define RGOT_MAX 64
+/* an element's entry for a window found by a table of RGOT_SLOTS (open addressing, at most half
+ * full; -1 empty) rather than a search of the entries: a datagram's records come one link, and
+ * often one element, after another */
+#define RGOT_SLOTS 128
+static inline size_t rgot_hash(PyObject *el, long long win)
+{
+    return (size_t)(((uint64_t)(uintptr_t)el ^ (uint64_t)win) * 0x9E3779B97F4A7C15ULL >> 57);
+}
 
 /* the counts of ``got`` told to the elements' domains (frames_arrived; a Domain's received and
  * _by_window added once per run of entries of the same domain and window), the entries released */
@@ -327,6 +352,8 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     PyObject *el = NULL, *heap = NULL, *lk = NULL, *index = NULL, *inp = NULL, *held = NULL; /* (el, inp, lk,
                                                                      index: of held, the owner tuple; heap owned) */
     rgot_t got[RGOT_MAX];
+    signed char gslot[RGOT_SLOTS];            /* (got's entries by rgot_hash) */
+    memset(gslot, -1, sizeof gslot);
     int ngot = 0, g = -1;                     /* (g: el's entry in got for window cwin) */
     long long rn = 0, rb = 0;                 /* frames and bytes taken on link ``cur``, not yet on its port */
     PyObject *f_data = PyLong_FromLong(0), *f_pool = PyLong_FromLong(C_POOL);
@@ -337,10 +364,10 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             break;
         const unsigned char *h = b + off;
         long kind = h[3];
-        long long link = (long long)be(h + 8, 4), seq = (long long)be(h + 12, 4), win = (long long)be(h + 26, 2);
-        uint64_t ts = be(h + 16, 8);
-        long long end = off + C_OUTER_LEN + (long long)be(h + 24, 2);
-        if ((long)be(h, 2) != C_MAGIC || h[2] != C_VERSION || (long long)be(h + 4, 4) != cid || end > n ||
+        long long link = (long long)sk_be32(h + 8), seq = (long long)sk_be32(h + 12), win = (long long)sk_be16(h + 26);
+        uint64_t ts = sk_be64(h + 16);
+        long long end = off + C_OUTER_LEN + (long long)sk_be16(h + 24);
+        if ((long)sk_be16(h) != C_MAGIC || h[2] != C_VERSION || (long long)sk_be32(h + 4) != cid || end > n ||
             (kind != C_KIND_DATA && kind != C_KIND_POOL) || ts >= ((uint64_t)1 << 62))
             break;
         if (link != cur || win != cwin) {
@@ -382,16 +409,18 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             }
             index = SLOT(inp, i_index);
             if (g < 0 || got[g].el != el || got[g].win != win) { /* its element's entry for this window */
-                g = -1;
-                for (int k = ngot - 1; k >= 0; k--)
-                    if (got[k].el == el && got[k].win == win) {
-                        g = k;
-                        break;
-                    }
+                size_t h = rgot_hash(el, win);
+                while ((g = gslot[h]) >= 0 && (got[g].el != el || got[g].win != win))
+                    h = (h + 1) & (RGOT_SLOTS - 1);
                 if (g < 0) {
-                    if (ngot == RGOT_MAX && rgot_tell(got, &ngot) < 0)
-                        goto fail;
+                    if (ngot == RGOT_MAX) {
+                        if (rgot_tell(got, &ngot) < 0)
+                            goto fail;
+                        memset(gslot, -1, sizeof gslot);
+                        h = rgot_hash(el, win);
+                    }
                     g = ngot++;
+                    gslot[h] = (signed char)g;
                     got[g] = (rgot_t){Py_NewRef(el), 0, (long long)1 << 62, win};
                 }
             }
@@ -408,7 +437,7 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             break; /* a gap, a duplicate, a late record: Python's */
         if (set_ll(lk, lr_expected, (seq + 1) & 0xFFFFFFFFLL) < 0)
             goto fail;
-        PyObject *rec = tuple_steal(5, (PyObject *[]){PyLong_FromLongLong((long long)ts), Py_NewRef(index),
+        PyObject *rec = sk_tuple_steal(5, (PyObject *[]){PyLong_FromLongLong((long long)ts), Py_NewRef(index),
                                                       PyLong_FromLongLong(seq),
                                                       frame_bytes((const char *)h + C_OUTER_LEN, end - off - C_OUTER_LEN),
                                                       Py_NewRef(kind == C_KIND_POOL ? f_pool : f_data)});

@@ -94,7 +94,7 @@ static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long
         Py_XSETREF(n_obj, PyLong_FromLongLong(n));
         n_val = n;
     }
-    PyObject *entry = tuple_steal(2, (PyObject *[]){PyLong_FromLongLong(done), Py_XNewRef(n_obj)});
+    PyObject *entry = sk_tuple_steal(2, (PyObject *[]){PyLong_FromLongLong(done), Py_XNewRef(n_obj)});
     if (entry == NULL)
         return -1;
     PyObject_GC_UnTrack(entry); /* (ints: no cycle through it) */
@@ -136,7 +136,7 @@ static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long
         Py_XSETREF(SLOT(p, o_line), line);
         arrival = start + (((hb < n ? hb : n) * 8000000000LL + bps - 1) / bps) + lat;
     }
-    PyObject *pe = tuple_steal(4, (PyObject *[]){PyLong_FromLongLong(start), PyLong_FromLongLong(arrival),
+    PyObject *pe = sk_tuple_steal(4, (PyObject *[]){PyLong_FromLongLong(start), PyLong_FromLongLong(arrival),
                                                  Py_NewRef(frame), Py_NewRef(Py_False)});
     if (pe == NULL)
         return -1;
@@ -352,7 +352,7 @@ static int plain_arrival(PyObject *item, PyObject *ins, long long *port, long lo
         return 0;
     Py_ssize_t wlen = PyBytes_GET_SIZE(*wire);
     const unsigned char *w = (const unsigned char *)PyBytes_AS_STRING(*wire);
-    if (!(*kind & C_CLEAN) && (wlen < 4 || crc32_of(w, wlen) != C_FCS_RESIDUE))
+    if (!(*kind & C_CLEAN) && (wlen < 4 || crc32_pybytes(*wire) != C_FCS_RESIDUE))
         return 0; /* (a bad FCS: the port's) */
     return !(wlen >= C_CREDIT_LEN && w[13] == C_CREDIT_LO && w[12] == C_CREDIT_HI); /* (link control: the port's) */
 }
@@ -500,7 +500,7 @@ static int hand_over_into(PyObject *pend, PyObject *heap, PyObject *index, long 
             Py_DECREF(arr);
             goto fail;
         }
-        PyObject *rec = tuple_steal(5, (PyObject *[]){arr, Py_NewRef(index),
+        PyObject *rec = sk_tuple_steal(5, (PyObject *[]){arr, Py_NewRef(index),
                                                       PyLong_FromLongLong(seq), frame,
                                                       Py_NewRef(pool ? f_pool : f_plain)});
         if (rec == NULL)
