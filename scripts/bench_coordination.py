@@ -82,7 +82,7 @@ def count(tree: str, windows: int) -> int:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--tree", default=str(HOME), help="the checkout whose emu.sync is measured")
     ap.add_argument("--before", help="also this checkout's, for comparison")
     ap.add_argument("--windows", type=int, default=2000)
