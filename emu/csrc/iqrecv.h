@@ -316,7 +316,7 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (lset(occr, v, occ + a) < 0 || (occ + a > peak && lset(peakr, v, occ + a) < 0))
         return NULL;
     long long tail = now + lag;
-    if (dict_add(rx[RX_STATS], s_forwarded_rx, 1, 0, "a switch's stats['forwarded']") < 0)
+    if (iqr_count_add(rx[RX_STATS], s_forwarded_rx, 1, 0, "a switch's stats['forwarded']") < 0)
         return NULL;
     PyObject *pkt = obj_reuse(PacketT, iq_pfree, &iq_npfree), *c = NULL, *next = NULL, *res = NULL;
     if (pkt == NULL)
@@ -444,7 +444,7 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
             if (bad2)
                 goto fail;
         }
-    } else if (dict_add(rx[RX_IQSTATS], s_hol_waits, 1, 0, "the router's hol_waits") < 0)
+    } else if (iqr_count_add(rx[RX_IQSTATS], s_hol_waits, 1, 0, "the router's hol_waits") < 0)
         goto fail;
     res = PyList_New(0);
     n_iq_received++;
