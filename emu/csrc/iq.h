@@ -94,7 +94,7 @@ static int iq_bad(const char *what)
     } while (0)
 #define IWR(o, off, v)                                                                                         \
     do {                                                                                                       \
-        if (set_ll(o, off, v) < 0)                                                                             \
+        if (iqr_set_ll(o, off, v) < 0)                                                                             \
             goto fail;                                                                                         \
     } while (0)
 
@@ -112,7 +112,7 @@ static inline __attribute__((always_inline)) int lset(PyObject *l, Py_ssize_t i,
 {
     if (!PyList_CheckExact(l) || i < 0 || i >= PyList_GET_SIZE(l))
         return iq_bad("an index outside a list");
-    return put_ll(&((PyListObject *)l)->ob_item[i], v);
+    return iqr_put_ll(&((PyListObject *)l)->ob_item[i], v);
 }
 
 /* PyList_GetItem(l, i), inlined: borrowed, NULL with its errors (not a list, an index outside it) */
@@ -788,7 +788,7 @@ static int iq_va_one(IQ *z, int again, PyObject *oobj)
             ask = Py_NewRef(reqs);
         }
         for (Py_ssize_t j = 0; j < PyList_GET_SIZE(ask); j++)
-            if (set_ll(PyList_GET_ITEM(ask, j), c_va_try, now) < 0)
+            if (iqr_set_ll(PyList_GET_ITEM(ask, j), c_va_try, now) < 0)
                 goto fail_r;
         int given = iq_va_output(z, o, oobj, ask);
         Py_CLEAR(ask);
@@ -951,7 +951,7 @@ static int iq_pop(IQ *z, PyObject *pkt, long long t_next)
             return iq_bad("a buffer's packet is not a Packet");
         }
         rc_at = (base > t_next ? base : t_next) + (inner ? z->k[IK_RC] : 0);
-        int rc = set_ll(nxt, p_rc_at, rc_at);
+        int rc = iqr_set_ll(nxt, p_rc_at, rc_at);
         Py_DECREF(nxt);
         if (rc < 0 || push_int(z->s[IS_RCQ], rc_at * z->k[IK_RK] + port * z->k[IK_VMAX] + vc) < 0)
             return -1;
@@ -1370,7 +1370,7 @@ static PyObject *iq_sa_round(IQ *z, int again)
     if (out == NULL || !n)
         goto done;
     for (Py_ssize_t i = 0; i < n; i++)
-        if (set_ll(cd[i].c, c_sa_try, now) < 0)
+        if (iqr_set_ll(cd[i].c, c_sa_try, now) < 0)
             goto bad;
     sort_cands(cd, n);
     /* the input stage: per input (ascending), its copy nearest after its pointer over VCs */

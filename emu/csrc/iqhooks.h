@@ -50,6 +50,32 @@ static PyObject *iqr_own_int(long long v) { return PyLong_FromLongLong(v); }
 static inline int iqr_int_write(PyObject *o, long long v) { return int_in_place(o, v); }
 #endif
 
+/* put_ll / set_ll (csrc/common.h) inlined for the router's slots and lists, and nothing written when the
+ * slot holds an int of that value already (a reused copy's VC, a pointer that stays: most of its writes) */
+static inline __attribute__((always_inline)) int iqr_put_ll(PyObject **slot, long long v)
+{
+    PyObject *o = *slot;
+#if PY_VERSION_HEX < 0x030C0000
+    if (o != NULL && PyLong_CheckExact(o) && v >= 0 && !(v >> PyLong_SHIFT)) {
+        Py_ssize_t sz = Py_SIZE(o);
+        if (sz == 0 ? v == 0 : (sz == 1 && ((PyLongObject *)o)->ob_digit[0] == (digit)v))
+            return 0; /* (equal: as good as the int put_ll would put there) */
+    }
+#endif
+    if (o != NULL && int_in_place(o, v))
+        return 0;
+    PyObject *n = PyLong_FromLongLong(v);
+    if (n == NULL)
+        return -1;
+    Py_XSETREF(*slot, n);
+    return 0;
+}
+
+static inline __attribute__((always_inline)) int iqr_set_ll(PyObject *obj, Py_ssize_t off, long long v)
+{
+    return iqr_put_ll(&SLOT(obj, off), v);
+}
+
 static PyTypeObject *PortViewT;
 static PyObject *pv_up_fn, *fl_credit_later_fn, *fl_event_fn, *s_pseq, *s_event_name, *hk_credit_out;
 static Py_ssize_t pv_el = -1;

@@ -211,14 +211,14 @@ static int rx_engine(PyObject *eng, PyObject **routes, PyObject **held)
 
 /* o's slot = v (a constant held elsewhere too: 0, -1, INF, False), nothing done when it holds v
  * already (a kept copy or packet, iq.h's obj_reuse) */
-static inline int rx_same(PyObject *o, Py_ssize_t off, PyObject *v)
+static inline __attribute__((always_inline)) int rx_same(PyObject *o, Py_ssize_t off, PyObject *v)
 {
     if (SLOT(o, off) != v)
         Py_XSETREF(SLOT(o, off), Py_NewRef(v));
     return 0;
 }
 
-static inline int rx_slot(PyObject *o, Py_ssize_t off, PyObject *v) /* steals v */
+static inline __attribute__((always_inline)) int rx_slot(PyObject *o, Py_ssize_t off, PyObject *v) /* steals v */
 {
     if (v == NULL)
         return -1;
@@ -322,8 +322,8 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (pkt == NULL)
         return NULL;
     PyObject *cl = SLOT(pkt, p_copies); /* (a kept packet's list of copies: emptied, when nobody else holds it) */
-    if (set_ll(pkt, p_port, port) < 0 || set_ll(pkt, p_vc, v) < 0 || rx_slot(pkt, p_head, Py_NewRef(args[4])) < 0 ||
-        set_ll(pkt, p_tail, tail) < 0 || set_ll(pkt, p_cost, cost) < 0 || set_ll(pkt, p_vpart, a) < 0 ||
+    if (iqr_set_ll(pkt, p_port, port) < 0 || iqr_set_ll(pkt, p_vc, v) < 0 || rx_slot(pkt, p_head, Py_NewRef(args[4])) < 0 ||
+        iqr_set_ll(pkt, p_tail, tail) < 0 || iqr_set_ll(pkt, p_cost, cost) < 0 || iqr_set_ll(pkt, p_vpart, a) < 0 ||
         rx_same(pkt, p_ppart, rx_0) < 0 || rx_same(pkt, p_left, rx_0) < 0 || rx_same(pkt, p_exit, rx_0) < 0 ||
         rx_same(pkt, p_hexit, rx_0) < 0 || rx_same(pkt, p_rc_at, rx_inf) < 0 ||
         ((cl == NULL || !PyList_CheckExact(cl) || Py_REFCNT(cl) != 1 || PyList_GET_SIZE(cl) != 0) &&
@@ -368,15 +368,15 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
     ((unsigned char *)PyBytes_AS_STRING(next))[C_HOPS_OFF] = (w[C_HOPS_OFF] + 1) & 0xFF;
     if ((c = obj_reuse(CopyT, iq_cfree, &iq_ncfree)) == NULL)
         goto fail;
-    if (rx_slot(c, c_pkt, Py_NewRef(pkt)) < 0 || set_ll(c, c_out, out) < 0 || rx_slot(c, c_frame, Py_NewRef(next)) < 0 ||
-        set_ll(c, c_group, v % k[RX_GROUPS]) < 0 || set_ll(c, c_need, need) < 0 || set_ll(c, c_n, nout) < 0 ||
-        set_ll(c, c_ser, ser) < 0 || set_ll(c, c_lag, olag) < 0 || rx_same(c, c_rank, rx_0) < 0 ||
-        set_ll(c, c_vpart, ovpart) < 0 || rx_same(c, c_prio, rx_0) < 0 || rx_same(c, c_ovc, rx_m1) < 0 ||
+    if (rx_slot(c, c_pkt, Py_NewRef(pkt)) < 0 || iqr_set_ll(c, c_out, out) < 0 || rx_slot(c, c_frame, Py_NewRef(next)) < 0 ||
+        iqr_set_ll(c, c_group, v % k[RX_GROUPS]) < 0 || iqr_set_ll(c, c_need, need) < 0 || iqr_set_ll(c, c_n, nout) < 0 ||
+        iqr_set_ll(c, c_ser, ser) < 0 || iqr_set_ll(c, c_lag, olag) < 0 || rx_same(c, c_rank, rx_0) < 0 ||
+        iqr_set_ll(c, c_vpart, ovpart) < 0 || rx_same(c, c_prio, rx_0) < 0 || rx_same(c, c_ovc, rx_m1) < 0 ||
         rx_same(c, c_sa_at, rx_inf) < 0 || rx_same(c, c_granted, Py_False) < 0 || rx_same(c, c_va_try, rx_m1) < 0 ||
         rx_same(c, c_sa_try, rx_m1) < 0)
         goto fail;
     if (PyList_Append(SLOT(pkt, p_copies), c) < 0 || lset(rx[RX_WAITN], out, wn + 1) < 0 ||
-        lset(rx[RX_WAITB], out, wb + nout) < 0 || set_ll(pkt, p_left, 1) < 0)
+        lset(rx[RX_WAITB], out, wb + nout) < 0 || iqr_set_ll(pkt, p_left, 1) < 0)
         goto fail;
     /* into its VC's queue: at its head, it asks for route computation */
     if ((r = q_append(qv, pkt)) == NULL)
@@ -387,7 +387,7 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
         goto fail;
     if (qn == 1) {
         long long rc_at = (k[RX_VCT] ? now : tail) + k[RX_RC], key = port * k[RX_VMAX] + v;
-        if (set_ll(pkt, p_rc_at, rc_at) < 0)
+        if (iqr_set_ll(pkt, p_rc_at, rc_at) < 0)
             goto fail;
         PyObject *act = rx[RX_ACTIVE];
         Py_ssize_t lo = 0, hi = PyList_GET_SIZE(act); /* bisect.insort (right) */

@@ -268,7 +268,7 @@ static int iq_on_credit(PyObject *eng, long long port, long long vc, long long n
             Py_ssize_t w = (Py_ssize_t)pymod(vc, PyList_GET_SIZE(cr));
             if (!get_ll(PyList_GET_ITEM(cr, w), &have) || have + nbytes > cap0)
                 return 1; /* (above the receiver's buffer: Python's error) */
-            if (put_ll(&((PyListObject *)cr)->ob_item[w], have + nbytes) < 0)
+            if (iqr_put_ll(&((PyListObject *)cr)->ob_item[w], have + nbytes) < 0)
                 return -1;
         } else
             return n_iq_credits++, 0; /* (unbounded: nothing to count, no round to wake) */
