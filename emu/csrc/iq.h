@@ -94,7 +94,7 @@ static int iq_bad(const char *what)
     } while (0)
 #define IWR(o, off, v)                                                                                         \
     do {                                                                                                       \
-        if (set_ll(o, off, v) < 0)                                                                             \
+        if (iqr_set_ll(o, off, v) < 0)                                                                             \
             goto fail;                                                                                         \
     } while (0)
 
@@ -112,7 +112,7 @@ static inline __attribute__((always_inline)) int lset(PyObject *l, Py_ssize_t i,
 {
     if (!PyList_CheckExact(l) || i < 0 || i >= PyList_GET_SIZE(l))
         return iq_bad("an index outside a list");
-    return put_ll(&((PyListObject *)l)->ob_item[i], v);
+    return iqr_put_ll(&((PyListObject *)l)->ob_item[i], v);
 }
 
 /* PyList_GetItem(l, i), inlined: borrowed, NULL with its errors (not a list, an index outside it) */
@@ -340,6 +340,54 @@ static int dict_set_ll(PyObject *d, PyObject *key, long long v)
     int rc = kd_set(d, key, n);
     Py_DECREF(n);
     return rc;
+}
+
+/* d[key] += n for the router's counters (iq_stats, a switch's stats: dict_add's work, the same values
+ * in the dict) without a lookup per count: per (dict, key), the value object last seen there, kept
+ * while the dict's version tag is unchanged (CPython 3.11: every change of any dict takes a new number
+ * from one global counter, so an equal tag is that dict unchanged, still holding that object), and
+ * written in place while the dict's is its only reference. A count the small-int cache would share
+ * (<= 256) gets an int object of its own (equal, not identical: nothing reads a count by identity), so
+ * that it too is written in place from then on. A later CPython: dict_add. */
+#if PY_VERSION_HEX < 0x030C0000
+#define IQR_CC 4096 /* (a power of two, well above the counters of a run: an 8x8 mesh's 64 routers have about 450) */
+static struct { PyObject *d, *key, *val; uint64_t ver; } iqr_cc[IQR_CC];
+
+#endif
+
+static int iqr_count_add(PyObject *d, PyObject *key, long long n, int missing_ok, const char *what)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    if (!PyDict_CheckExact(d))
+        return dict_add(d, key, n, missing_ok, what);
+    __typeof__(iqr_cc[0]) *e =
+        &iqr_cc[(((uint64_t)(uintptr_t)d ^ ((uint64_t)(uintptr_t)key << 1)) * 0x9E3779B97F4A7C15ULL) >> 52]; /* (of IQR_CC: 4096) */
+    uint64_t ver = ((PyDictObject *)d)->ma_version_tag;
+    PyObject *old;
+    if (e->d == d && e->key == key && e->ver == ver)
+        old = e->val; /* (the dict unchanged: d[key] is still that object) */
+    else if ((old = PyDict_GetItemWithError(d, key)) == NULL)
+        return dict_add(d, key, n, missing_ok, what); /* (missing, an error: as dict_add says) */
+    long long v;
+    if (!PyLong_CheckExact(old) || !get_ll(old, &v)) {
+        PyErr_Clear();
+        return dict_add(d, key, n, missing_ok, what);
+    }
+    v += n;
+    if (!iqr_int_write(old, v)) {
+        PyObject *nv = iqr_own_int(v);
+        int rc = nv == NULL ? -1 : PyDict_SetItem(d, key, nv);
+        Py_XDECREF(nv);
+        if (rc < 0)
+            return -1;
+        old = nv; /* (held by the dict) */
+        ver = ((PyDictObject *)d)->ma_version_tag;
+    }
+    e->d = d, e->key = key, e->val = old, e->ver = ver;
+    return 0;
+#else
+    return dict_add(d, key, n, missing_ok, what);
+#endif
 }
 
 /* The one-copy lists of va and sa taken out of their dict with nobody else holding them, kept (emptied)
@@ -740,7 +788,7 @@ static int iq_va_one(IQ *z, int again, PyObject *oobj)
             ask = Py_NewRef(reqs);
         }
         for (Py_ssize_t j = 0; j < PyList_GET_SIZE(ask); j++)
-            if (set_ll(PyList_GET_ITEM(ask, j), c_va_try, now) < 0)
+            if (iqr_set_ll(PyList_GET_ITEM(ask, j), c_va_try, now) < 0)
                 goto fail_r;
         int given = iq_va_output(z, o, oobj, ask);
         Py_CLEAR(ask);
@@ -903,7 +951,7 @@ static int iq_pop(IQ *z, PyObject *pkt, long long t_next)
             return iq_bad("a buffer's packet is not a Packet");
         }
         rc_at = (base > t_next ? base : t_next) + (inner ? z->k[IK_RC] : 0);
-        int rc = set_ll(nxt, p_rc_at, rc_at);
+        int rc = iqr_set_ll(nxt, p_rc_at, rc_at);
         Py_DECREF(nxt);
         if (rc < 0 || push_int(z->s[IS_RCQ], rc_at * z->k[IK_RK] + port * z->k[IK_VMAX] + vc) < 0)
             return -1;
@@ -1322,7 +1370,7 @@ static PyObject *iq_sa_round(IQ *z, int again)
     if (out == NULL || !n)
         goto done;
     for (Py_ssize_t i = 0; i < n; i++)
-        if (set_ll(cd[i].c, c_sa_try, now) < 0)
+        if (iqr_set_ll(cd[i].c, c_sa_try, now) < 0)
             goto bad;
     sort_cands(cd, n);
     /* the input stage: per input (ascending), its copy nearest after its pointer over VCs */
@@ -1475,9 +1523,9 @@ static PyObject *iq_round_z(IQ *zp, int again)
         goto end;
     out = PyDict_GET_SIZE(z.s[IS_SA]) ? iq_sa_round(&z, again) : PyList_New(0);
 end:
-    if ((z.va_grants && dict_add(z.s[IS_STATS], s_va_grants, z.va_grants, 1, "va_grants") < 0) ||
-        (z.sa_grants && dict_add(z.s[IS_STATS], s_sa_grants, z.sa_grants, 1, "sa_grants") < 0) ||
-        (z.sa_conflicts && dict_add(z.s[IS_STATS], s_sa_conflicts, z.sa_conflicts, 1, "sa_conflicts") < 0))
+    if ((z.va_grants && iqr_count_add(z.s[IS_STATS], s_va_grants, z.va_grants, 1, "va_grants") < 0) ||
+        (z.sa_grants && iqr_count_add(z.s[IS_STATS], s_sa_grants, z.sa_grants, 1, "sa_grants") < 0) ||
+        (z.sa_conflicts && iqr_count_add(z.s[IS_STATS], s_sa_conflicts, z.sa_conflicts, 1, "sa_conflicts") < 0))
         Py_CLEAR(out);
     return out;
 #undef z

@@ -12,11 +12,80 @@
 #ifndef EMU_CSRC_IQHOOKS_H
 #define EMU_CSRC_IQHOOKS_H
 
+/* Counters written in place (csrc/iq.h's iqr_count_add, _pseq here), CPython 3.11's int layout: */
+#if PY_VERSION_HEX < 0x030C0000
+/* a new int of value v, of its own (not the small-int cache's) when 0 < v < 2**30 */
+static PyObject *iqr_own_int(long long v)
+{
+    if (v <= 0 || v >> PyLong_SHIFT)
+        return PyLong_FromLongLong(v);
+    PyLongObject *o = _PyLong_New(1);
+    if (o == NULL)
+        return NULL;
+    o->ob_digit[0] = (digit)v;
+    return (PyObject *)o;
+}
+
+/* the int ``o`` set to v > 0 in place when its holder (a dict's entry) is its only reference -- so not
+ * the small-int cache's, which holds its own -- and v has as many digits: 1 written, 0 not */
+static inline int iqr_int_write(PyObject *o, long long v)
+{
+    if (Py_REFCNT(o) != 1 || !PyLong_CheckExact(o) || v <= 0)
+        return 0;
+    Py_ssize_t sz = Py_SIZE(o);
+    digit *dg = ((PyLongObject *)o)->ob_digit;
+    if (sz == 1 && !(v >> PyLong_SHIFT)) {
+        dg[0] = (digit)v;
+        return 1;
+    }
+    if (sz == 2 && (v >> PyLong_SHIFT) && !(v >> (2 * PyLong_SHIFT))) {
+        dg[0] = (digit)(v & PyLong_MASK);
+        dg[1] = (digit)(v >> PyLong_SHIFT);
+        return 1;
+    }
+    return 0;
+}
+#else
+static PyObject *iqr_own_int(long long v) { return PyLong_FromLongLong(v); }
+static inline int iqr_int_write(PyObject *o, long long v) { return int_in_place(o, v); }
+#endif
+
+/* put_ll / set_ll (csrc/common.h) inlined for the router's slots and lists, and nothing written when the
+ * slot holds an int of that value already (a reused copy's VC, a pointer that stays: most of its writes) */
+static inline __attribute__((always_inline)) int iqr_put_ll(PyObject **slot, long long v)
+{
+    PyObject *o = *slot;
+#if PY_VERSION_HEX < 0x030C0000
+    if (o != NULL && PyLong_CheckExact(o) && v >= 0 && !(v >> PyLong_SHIFT)) {
+        Py_ssize_t sz = Py_SIZE(o);
+        if (sz == 0 ? v == 0 : (sz == 1 && ((PyLongObject *)o)->ob_digit[0] == (digit)v))
+            return 0; /* (equal: as good as the int put_ll would put there) */
+    }
+#endif
+    if (o != NULL && int_in_place(o, v))
+        return 0;
+    PyObject *n = PyLong_FromLongLong(v);
+    if (n == NULL)
+        return -1;
+    Py_XSETREF(*slot, n);
+    return 0;
+}
+
+static inline __attribute__((always_inline)) int iqr_set_ll(PyObject *obj, Py_ssize_t off, long long v)
+{
+    return iqr_put_ll(&SLOT(obj, off), v);
+}
+
 static PyTypeObject *PortViewT;
 static PyObject *pv_up_fn, *fl_credit_later_fn, *fl_event_fn, *s_pseq, *s_event_name, *hk_credit_out;
 static Py_ssize_t pv_el = -1;
 static unsigned long long n_iq_hooks; /* (counts(): the callbacks taken here) */
 static int hk_state = 0; /* 0 not looked up yet, 1 ready, -1 not available (Python's always) */
+#if PY_VERSION_HEX < 0x030C0000
+/* per element, its instance dict's ``_pseq`` int, kept while that dict's version tag is unchanged (no
+ * ``_event`` of its own there either, as it was looked up: csrc/iqrecv.h's RX_KEEP) */
+static struct { PyObject *el, *d, *seq; uint64_t ver; } hk_pc[1024];
+#endif
 
 static int hooks_init(void)
 {
@@ -84,8 +153,18 @@ static int iq_credit_out_c(PyObject *co, long long port, long long vc, long long
         (dp = _PyObject_GetDictPtr(el)) == NULL || *dp == NULL || (pev = SLOT(el, el_attr[E_PEVENTS].off)) == NULL ||
         !PyList_CheckExact(pev))
         return 1;
-    if (PyDict_GetItemWithError(*dp, s_event_name) != NULL || (seq = PyDict_GetItemWithError(*dp, s_pseq)) == NULL ||
-        !get_ll(seq, &sv)) {
+#if PY_VERSION_HEX < 0x030C0000
+    __typeof__(hk_pc[0]) *pc = &hk_pc[((uint64_t)(uintptr_t)el * 0x9E3779B97F4A7C15ULL) >> 54];
+    PyObject *d = *dp;
+    if (pc->el == el && pc->d == d && pc->ver == ((PyDictObject *)d)->ma_version_tag)
+        seq = pc->seq; /* (the dict unchanged: no ``_event`` of its own, ``_pseq`` that object) */
+    else
+#endif
+    if (PyDict_GetItemWithError(*dp, s_event_name) != NULL || (seq = PyDict_GetItemWithError(*dp, s_pseq)) == NULL) {
+        PyErr_Clear();
+        return 1;
+    }
+    if (!get_ll(seq, &sv)) {
         PyErr_Clear();
         return 1;
     }
@@ -93,17 +172,21 @@ static int iq_credit_out_c(PyObject *co, long long port, long long vc, long long
     if (ns == NULL)
         return -1;
     /* (self._pseq += 1: the dict's int written in place when it is the only reference to it, else an
-     * int of its own stored there -- not the event's, so that the next one can be written in place --
-     * and an equal one in the event) */
-    if (!int_in_place(seq, sv + 1)) {
-        PyObject *own = PyLong_FromLongLong(sv + 1);
+     * int of its own stored there -- not the event's, nor the small-int cache's, so that the next one
+     * can be written in place -- and an equal one in the event) */
+    if (!iqr_int_write(seq, sv + 1)) {
+        PyObject *own = iqr_own_int(sv + 1);
         int rc = own == NULL ? -1 : PyDict_SetItem(*dp, s_pseq, own);
         Py_XDECREF(own);
         if (rc < 0) {
             Py_DECREF(ns);
             return -1;
         }
+        seq = own; /* (held by the dict) */
     }
+#if PY_VERSION_HEX < 0x030C0000
+    pc->el = el, pc->d = d, pc->seq = seq, pc->ver = ((PyDictObject *)d)->ma_version_tag;
+#endif
     PyObject *obj = tuple_steal(5, (PyObject *[]){PyLong_FromLongLong(port), PyLong_FromLongLong(vc),
                                                   PyLong_FromLongLong(n), Py_NewRef(pool ? Py_True : Py_False),
                                                   PyLong_FromLongLong(frames)});

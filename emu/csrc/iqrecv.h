@@ -59,9 +59,11 @@ static long long rx_mlen(PyObject *add, Py_ssize_t n, int pt)
  * attributes by its type version tag. A later CPython: no keeping, every lookup made. */
 #if PY_VERSION_HEX < 0x030C0000
 #define RX_KEEP 1
-#define RX_TC 1024 /* the caches of the routers' ``_ins`` and ``_lines`` (a power of two) */
+#define RX_TC 4096 /* the caches of the routers' ``_ins`` and ``_lines`` (a power of two: an 8x8 mesh's 64
+                     * routers have 640 keys, few sharing an entry) */
 static struct { PyObject *d; uint64_t ver; long long key; PyObject *t; } rx_tc[RX_TC];
-#define RX_EC 64 /* per engine: its plain case's checks passed, its routes and held */
+#define RX_EC 1024 /* per engine: its plain case's checks passed, its routes and held (a power of two, well
+                    * above the routers of a run: few share an entry, which each would fill again and again) */
 static struct { PyObject *eng; PyTypeObject *type; unsigned int tver; PyObject *dict; uint64_t dver;
                 PyObject *routes, *held; } rx_ec[RX_EC];
 static inline uint64_t rx_dver(PyObject *d) { return ((PyDictObject *)d)->ma_version_tag; }
@@ -153,7 +155,7 @@ static int rx_engine(PyObject *eng, PyObject **routes, PyObject **held)
     int can = d != NULL && PyDict_CheckExact(d) && PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG);
     unsigned int tver = can ? t->tp_version_tag : 0;
     uint64_t dver = can ? rx_dver(d) : 0;
-    __typeof__(rx_ec[0]) *e = &rx_ec[((uintptr_t)eng >> 4) % RX_EC];
+    __typeof__(rx_ec[0]) *e = &rx_ec[((uint64_t)(uintptr_t)eng * 0x9E3779B97F4A7C15ULL) >> 54]; /* (of RX_EC: 1024) */
     if (can && e->eng == eng && e->type == t && e->tver == tver && e->dict == d && e->dver == dver) {
         *routes = Py_NewRef(e->routes);
         *held = Py_NewRef(e->held);
@@ -209,14 +211,14 @@ static int rx_engine(PyObject *eng, PyObject **routes, PyObject **held)
 
 /* o's slot = v (a constant held elsewhere too: 0, -1, INF, False), nothing done when it holds v
  * already (a kept copy or packet, iq.h's obj_reuse) */
-static inline int rx_same(PyObject *o, Py_ssize_t off, PyObject *v)
+static inline __attribute__((always_inline)) int rx_same(PyObject *o, Py_ssize_t off, PyObject *v)
 {
     if (SLOT(o, off) != v)
         Py_XSETREF(SLOT(o, off), Py_NewRef(v));
     return 0;
 }
 
-static inline int rx_slot(PyObject *o, Py_ssize_t off, PyObject *v) /* steals v */
+static inline __attribute__((always_inline)) int rx_slot(PyObject *o, Py_ssize_t off, PyObject *v) /* steals v */
 {
     if (v == NULL)
         return -1;
@@ -314,14 +316,14 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (lset(occr, v, occ + a) < 0 || (occ + a > peak && lset(peakr, v, occ + a) < 0))
         return NULL;
     long long tail = now + lag;
-    if (dict_add(rx[RX_STATS], s_forwarded_rx, 1, 0, "a switch's stats['forwarded']") < 0)
+    if (iqr_count_add(rx[RX_STATS], s_forwarded_rx, 1, 0, "a switch's stats['forwarded']") < 0)
         return NULL;
     PyObject *pkt = obj_reuse(PacketT, iq_pfree, &iq_npfree), *c = NULL, *next = NULL, *res = NULL;
     if (pkt == NULL)
         return NULL;
     PyObject *cl = SLOT(pkt, p_copies); /* (a kept packet's list of copies: emptied, when nobody else holds it) */
-    if (set_ll(pkt, p_port, port) < 0 || set_ll(pkt, p_vc, v) < 0 || rx_slot(pkt, p_head, Py_NewRef(args[4])) < 0 ||
-        set_ll(pkt, p_tail, tail) < 0 || set_ll(pkt, p_cost, cost) < 0 || set_ll(pkt, p_vpart, a) < 0 ||
+    if (iqr_set_ll(pkt, p_port, port) < 0 || iqr_set_ll(pkt, p_vc, v) < 0 || rx_slot(pkt, p_head, Py_NewRef(args[4])) < 0 ||
+        iqr_set_ll(pkt, p_tail, tail) < 0 || iqr_set_ll(pkt, p_cost, cost) < 0 || iqr_set_ll(pkt, p_vpart, a) < 0 ||
         rx_same(pkt, p_ppart, rx_0) < 0 || rx_same(pkt, p_left, rx_0) < 0 || rx_same(pkt, p_exit, rx_0) < 0 ||
         rx_same(pkt, p_hexit, rx_0) < 0 || rx_same(pkt, p_rc_at, rx_inf) < 0 ||
         ((cl == NULL || !PyList_CheckExact(cl) || Py_REFCNT(cl) != 1 || PyList_GET_SIZE(cl) != 0) &&
@@ -366,15 +368,15 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
     ((unsigned char *)PyBytes_AS_STRING(next))[C_HOPS_OFF] = (w[C_HOPS_OFF] + 1) & 0xFF;
     if ((c = obj_reuse(CopyT, iq_cfree, &iq_ncfree)) == NULL)
         goto fail;
-    if (rx_slot(c, c_pkt, Py_NewRef(pkt)) < 0 || set_ll(c, c_out, out) < 0 || rx_slot(c, c_frame, Py_NewRef(next)) < 0 ||
-        set_ll(c, c_group, v % k[RX_GROUPS]) < 0 || set_ll(c, c_need, need) < 0 || set_ll(c, c_n, nout) < 0 ||
-        set_ll(c, c_ser, ser) < 0 || set_ll(c, c_lag, olag) < 0 || rx_same(c, c_rank, rx_0) < 0 ||
-        set_ll(c, c_vpart, ovpart) < 0 || rx_same(c, c_prio, rx_0) < 0 || rx_same(c, c_ovc, rx_m1) < 0 ||
+    if (rx_slot(c, c_pkt, Py_NewRef(pkt)) < 0 || iqr_set_ll(c, c_out, out) < 0 || rx_slot(c, c_frame, Py_NewRef(next)) < 0 ||
+        iqr_set_ll(c, c_group, v % k[RX_GROUPS]) < 0 || iqr_set_ll(c, c_need, need) < 0 || iqr_set_ll(c, c_n, nout) < 0 ||
+        iqr_set_ll(c, c_ser, ser) < 0 || iqr_set_ll(c, c_lag, olag) < 0 || rx_same(c, c_rank, rx_0) < 0 ||
+        iqr_set_ll(c, c_vpart, ovpart) < 0 || rx_same(c, c_prio, rx_0) < 0 || rx_same(c, c_ovc, rx_m1) < 0 ||
         rx_same(c, c_sa_at, rx_inf) < 0 || rx_same(c, c_granted, Py_False) < 0 || rx_same(c, c_va_try, rx_m1) < 0 ||
         rx_same(c, c_sa_try, rx_m1) < 0)
         goto fail;
     if (PyList_Append(SLOT(pkt, p_copies), c) < 0 || lset(rx[RX_WAITN], out, wn + 1) < 0 ||
-        lset(rx[RX_WAITB], out, wb + nout) < 0 || set_ll(pkt, p_left, 1) < 0)
+        lset(rx[RX_WAITB], out, wb + nout) < 0 || iqr_set_ll(pkt, p_left, 1) < 0)
         goto fail;
     /* into its VC's queue: at its head, it asks for route computation */
     if ((r = q_append(qv, pkt)) == NULL)
@@ -385,7 +387,7 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
         goto fail;
     if (qn == 1) {
         long long rc_at = (k[RX_VCT] ? now : tail) + k[RX_RC], key = port * k[RX_VMAX] + v;
-        if (set_ll(pkt, p_rc_at, rc_at) < 0)
+        if (iqr_set_ll(pkt, p_rc_at, rc_at) < 0)
             goto fail;
         PyObject *act = rx[RX_ACTIVE];
         Py_ssize_t lo = 0, hi = PyList_GET_SIZE(act); /* bisect.insort (right) */
@@ -442,7 +444,7 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
             if (bad2)
                 goto fail;
         }
-    } else if (dict_add(rx[RX_IQSTATS], s_hol_waits, 1, 0, "the router's hol_waits") < 0)
+    } else if (iqr_count_add(rx[RX_IQSTATS], s_hol_waits, 1, 0, "the router's hol_waits") < 0)
         goto fail;
     res = PyList_New(0);
     n_iq_received++;

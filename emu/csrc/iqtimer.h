@@ -80,12 +80,13 @@ static int iq_is_core_fn(PyObject *f, PyObject *(*fn)(PyObject *, PyObject *cons
  * tags, one global counter, so an equal tag is the same dict unchanged): the state the calls write is
  * in slots, so the dict seldom changes. */
 #if RX_KEEP
-#define T_EC 64 /* (a power of two) */
+#define T_EC 1024 /* (a power of two, well above the routers of a run: an 8x8 mesh's 64 in 64 entries shared
+                   * many, each filled again at every other call) */
 static struct { PyObject *eng, *dict; uint64_t dver; unsigned absent; PyObject *cout; } t_ec[T_EC];
 
 static inline __typeof__(t_ec[0]) *t_kept(PyObject *eng, PyObject *d)
 {
-    __typeof__(t_ec[0]) *e = &t_ec[((uint64_t)(uintptr_t)eng * 0x9E3779B97F4A7C15ULL) >> 58];
+    __typeof__(t_ec[0]) *e = &t_ec[((uint64_t)(uintptr_t)eng * 0x9E3779B97F4A7C15ULL) >> 54]; /* (of T_EC: 1024) */
     uint64_t v = rx_dver(d);
     if (e->eng != eng || e->dict != d || e->dver != v) { /* (another engine's, or this one's dict changed) */
         e->eng = eng;
@@ -182,7 +183,7 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
     z.credit_out = v[T_COUT];
     if (nxt <= now) { /* (Rounds._round, as on_timer inlines it) */
         eslot_set(eng, T_RNOW, tt);
-        if (dict_add(v[T_STATS], t_s[again ? T_REPEATS : T_ROUNDS], 1, 0, "iq_stats") < 0)
+        if (iqr_count_add(v[T_STATS], t_s[again ? T_REPEATS : T_ROUNDS], 1, 0, "iq_stats") < 0)
             goto done;
         if (PyList_GET_SIZE(v[T_ACTIVE])) {
             if ((out = iq_round_z(&z, again)) == NULL)
@@ -267,7 +268,7 @@ static int iq_on_credit(PyObject *eng, long long port, long long vc, long long n
             Py_ssize_t w = (Py_ssize_t)pymod(vc, PyList_GET_SIZE(cr));
             if (!get_ll(PyList_GET_ITEM(cr, w), &have) || have + nbytes > cap0)
                 return 1; /* (above the receiver's buffer: Python's error) */
-            if (put_ll(&((PyListObject *)cr)->ob_item[w], have + nbytes) < 0)
+            if (iqr_put_ll(&((PyListObject *)cr)->ob_item[w], have + nbytes) < 0)
                 return -1;
         } else
             return n_iq_credits++, 0; /* (unbounded: nothing to count, no round to wake) */
