@@ -261,6 +261,22 @@ static inline void int_drop(PyObject *x) /* (the caller's reference) */
     Py_DECREF(x);
 }
 
+/* a new reference to an int of value v: a kept one (int_drop's) written in place when v fits one digit
+ * and is not a small int, INF the shared one, else a new int */
+static inline PyObject *int_new(long long v)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    if (v > 256 && v <= (long long)PyLong_MASK && iq_nifree) {
+        PyObject *n = iq_ifree[--iq_nifree];
+        ((PyLongObject *)n)->ob_digit[0] = (digit)v;
+        return n;
+    }
+#endif
+    if (v == ((long long)1 << 62) && iq_inf != NULL)
+        return Py_NewRef(iq_inf);
+    return PyLong_FromLongLong(v);
+}
+
 /* heapq.heappush(heap, v) for an int v */
 static int push_int(PyObject *heap, long long v)
 {
@@ -745,8 +761,9 @@ fail:
     return -1;
 }
 
-/* ``_va_round``'s body for the output ``oobj`` (a key of va, held by the caller) */
-static int iq_va_one(IQ *z, int again, PyObject *oobj)
+/* ``_va_round``'s body for the output ``oobj`` (a key of va, held by the caller) and its requests
+ * ``reqs`` (va[oobj], as the caller's PyDict_Next found it: borrowed) */
+static int iq_va_one(IQ *z, int again, PyObject *oobj, PyObject *reqs)
 {
     PyObject *va = z->s[IS_VA], *chk = z->s[IS_CHK], *sa = z->s[IS_SA];
     long long now = z->now, INF_ = z->k[IK_INF];
@@ -757,8 +774,7 @@ static int iq_va_one(IQ *z, int again, PyObject *oobj)
             iq_bad("an output is not an integer");
             goto fail;
         }
-        PyObject *reqs = kd_get(va, oobj);
-        if (reqs == NULL || !PyList_CheckExact(reqs)) {
+        if (!PyList_CheckExact(reqs)) {
             iq_bad("requests are not a list");
             goto fail;
         }
@@ -861,8 +877,8 @@ static int iq_va_round(IQ *z, int again)
     Py_ssize_t pos = 0;
     PyObject *oobj, *reqs;
     while (PyDict_Next(z->s[IS_VA], &pos, &oobj, &reqs)) {
-        Py_INCREF(oobj); /* (its entry may go) */
-        int rc = iq_va_one(z, again, oobj);
+        Py_INCREF(oobj); /* (its entry may go; reqs is held by iq_va_one before anything changes) */
+        int rc = iq_va_one(z, again, oobj, reqs);
         Py_DECREF(oobj);
         if (rc < 0)
             return -1;
@@ -1649,8 +1665,13 @@ static PyObject *iq_retime_z(IQ *zp, int granted, long long slot)
             if (cand < t)
                 t = cand;
         }
-        if (j < nf && PyList_SetSlice(fresh, j, nf, NULL) < 0)
-            return NULL;
+        if (j < nf) { /* (del fresh[j:], in place: the list's size first, then its references let go -- a
+                       * copy freed here runs no Python code) */
+            PyObject **items = ((PyListObject *)fresh)->ob_item;
+            Py_SET_SIZE(fresh, j);
+            for (Py_ssize_t i = j; i < nf; i++)
+                Py_DECREF(items[i]);
+        }
     }
     if (granted && now + slot < t) {
         int lost = iq_lost(&z);
@@ -1692,7 +1713,7 @@ static PyObject *iq_retime_z(IQ *zp, int granted, long long slot)
             int_drop(x);
         }
     }
-    return PyLong_FromLongLong(t);
+    return int_new(t);
 fail:
     return NULL;
 #undef z
