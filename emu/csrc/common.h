@@ -35,15 +35,16 @@ static long C_QPKT_PORT = -1; /* emu.port's _QPKT (setup's last constant) */
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
-/* a new tuple of ``n`` new references (stolen; NULL if any is NULL, all released) */
-static PyObject *tuple_steal(Py_ssize_t n, PyObject **items)
+/* a new tuple of ``n`` new references (stolen; NULL if any is NULL, all released); inline, for the
+ * tuples every crossing makes (a record into a heap, an output port's queued and pending entries, a
+ * datagram retained, a domain's heap entry): its loops unrolled for their constant ``n`` */
+static inline __attribute__((always_inline)) PyObject *tuple_steal_inline(Py_ssize_t n, PyObject **items)
 {
     PyObject *t = NULL;
     for (Py_ssize_t k = 0; k < n; k++)
         if (items[k] == NULL)
             goto fail;
-    t = PyTuple_New(n);
-    if (t == NULL)
+    if ((t = PyTuple_New(n)) == NULL)
         goto fail;
     for (Py_ssize_t k = 0; k < n; k++)
         PyTuple_SET_ITEM(t, k, items[k]);
@@ -52,6 +53,12 @@ fail:
     for (Py_ssize_t k = 0; k < n; k++)
         Py_XDECREF(items[k]);
     return NULL;
+}
+
+/* the same, called (the other places) */
+static PyObject *tuple_steal(Py_ssize_t n, PyObject **items)
+{
+    return tuple_steal_inline(n, items);
 }
 
 static int slot_offset(PyTypeObject *t, const char *name, Py_ssize_t *off)
@@ -214,7 +221,7 @@ static inline int count_in_place(PyObject *o, long long v)
 }
 
 /* *slot = v (an int; the slot's reference): in place if it can be (int_in_place), else a new int */
-static inline int put_ll(PyObject **slot, long long v)
+static inline __attribute__((always_inline)) int put_ll(PyObject **slot, long long v)
 {
     if (*slot != NULL && int_in_place(*slot, v))
         return 0;

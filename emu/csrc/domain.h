@@ -2,26 +2,6 @@
 #ifndef EMU_CSRC_DOMAIN_H
 #define EMU_CSRC_DOMAIN_H
 
-/* common.h's tuple_steal inline, for the tuples every crossing makes (a record into a heap, an
- * output port's queued and pending entries, a datagram retained, a domain's heap entry): its
- * loops unrolled for their constant ``n`` */
-static inline __attribute__((always_inline)) PyObject *sk_tuple_steal(Py_ssize_t n, PyObject **items)
-{
-    PyObject *t = NULL;
-    for (Py_ssize_t k = 0; k < n; k++)
-        if (items[k] == NULL)
-            goto fail;
-    if ((t = PyTuple_New(n)) == NULL)
-        goto fail;
-    for (Py_ssize_t k = 0; k < n; k++)
-        PyTuple_SET_ITEM(t, k, items[k]);
-    return t;
-fail:
-    for (Py_ssize_t k = 0; k < n; k++)
-        Py_XDECREF(items[k]);
-    return NULL;
-}
-
 /* Domain.frames_local(peer, n, first_ts, window) and frames_arrived -- inline for the Domain class
  * (domain_setup), their bookkeeping exactly: sent_to[index] += n (local); received += n;
  * _by_window[window] += n; the element's entry in the domain's heap no later than first_ts. Any
@@ -106,7 +86,7 @@ static int frames_due(PyObject *domain, PyObject *el, long long t)
         PyObject *dheap = DOM_GET(domain, D_HEAP);
         if (dheap == NULL)
             goto done;
-        PyObject *entry = sk_tuple_steal(2, (PyObject *[]){Py_NewRef(ts), Py_NewRef(i)});
+        PyObject *entry = tuple_steal_inline(2, (PyObject *[]){Py_NewRef(ts), Py_NewRef(i)});
         int pushed = entry == NULL || !PyList_CheckExact(dheap) ? -1 : heap_push(dheap, entry);
         Py_XDECREF(entry);
         Py_DECREF(dheap);

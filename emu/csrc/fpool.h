@@ -108,7 +108,7 @@ static void retained_keep_or_free(PyObject *x)
 static PyObject *sk_retained_entry(PyObject **items)
 {
     if (rt_n == 0 || items[0] == NULL || items[1] == NULL || items[2] == NULL || items[3] == NULL) {
-        PyObject *t = sk_tuple_steal(4, items);
+        PyObject *t = tuple_steal_inline(4, items);
         if (t != NULL)
             PyObject_GC_UnTrack(t);
         return t;

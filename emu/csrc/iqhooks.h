@@ -62,13 +62,7 @@ static inline __attribute__((always_inline)) int iqr_put_ll(PyObject **slot, lon
             return 0; /* (equal: as good as the int put_ll would put there) */
     }
 #endif
-    if (o != NULL && int_in_place(o, v))
-        return 0;
-    PyObject *n = PyLong_FromLongLong(v);
-    if (n == NULL)
-        return -1;
-    Py_XSETREF(*slot, n);
-    return 0;
+    return put_ll(slot, v);
 }
 
 static inline __attribute__((always_inline)) int iqr_set_ll(PyObject *obj, Py_ssize_t off, long long v)

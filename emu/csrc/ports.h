@@ -94,7 +94,7 @@ static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long
         Py_XSETREF(n_obj, PyLong_FromLongLong(n));
         n_val = n;
     }
-    PyObject *entry = sk_tuple_steal(2, (PyObject *[]){PyLong_FromLongLong(done), Py_XNewRef(n_obj)});
+    PyObject *entry = tuple_steal_inline(2, (PyObject *[]){PyLong_FromLongLong(done), Py_XNewRef(n_obj)});
     if (entry == NULL)
         return -1;
     PyObject_GC_UnTrack(entry); /* (ints: no cycle through it) */
@@ -136,7 +136,7 @@ static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long
         Py_XSETREF(SLOT(p, o_line), line);
         arrival = start + (((hb < n ? hb : n) * 8000000000LL + bps - 1) / bps) + lat;
     }
-    PyObject *pe = sk_tuple_steal(4, (PyObject *[]){PyLong_FromLongLong(start), PyLong_FromLongLong(arrival),
+    PyObject *pe = tuple_steal_inline(4, (PyObject *[]){PyLong_FromLongLong(start), PyLong_FromLongLong(arrival),
                                                  Py_NewRef(frame), Py_NewRef(Py_False)});
     if (pe == NULL)
         return -1;
@@ -500,7 +500,7 @@ static int hand_over_into(PyObject *pend, PyObject *heap, PyObject *index, long 
             Py_DECREF(arr);
             goto fail;
         }
-        PyObject *rec = sk_tuple_steal(5, (PyObject *[]){arr, Py_NewRef(index),
+        PyObject *rec = tuple_steal_inline(5, (PyObject *[]){arr, Py_NewRef(index),
                                                       PyLong_FromLongLong(seq), frame,
                                                       Py_NewRef(pool ? f_pool : f_plain)});
         if (rec == NULL)

@@ -229,7 +229,7 @@ static int hand_over_ctl(PyObject *p, PyObject *local, PyObject *ctl, PyObject *
             PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a link-control frame is not bytes");
             goto done;
         }
-        PyObject *rec = sk_tuple_steal(5, (PyObject *[]){PyLong_FromLongLong(arr), Py_NewRef(SLOT(inp, i_index)),
+        PyObject *rec = tuple_steal_inline(5, (PyObject *[]){PyLong_FromLongLong(arr), Py_NewRef(SLOT(inp, i_index)),
                                                       PyLong_FromLongLong(seq), Py_NewRef(fr), Py_NewRef(f_clean)});
         cbytes += PyBytes_GET_SIZE(fr);
         Py_DECREF(e);

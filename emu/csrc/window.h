@@ -36,7 +36,7 @@ static PyObject *due(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *heap = args[0], *t1o = args[1], *at = args[2], *els = args[3];
-    long long t1, t;
+    long long t1 = 0, t; /* (t1 read only when t1_plain) */
     int t1_plain = get_ll(t1o, &t1);
     PyErr_Clear();
     Py_ssize_t n = PyList_GET_SIZE(els);
