@@ -23,6 +23,7 @@ from ..errors import EmuError, leaves
 from ..timeline import mark
 from .cli_parser import _parser, command_word, run_epilog, version  # noqa: F401 -- names of this module as before
 from .commands import cmd_plan, cmd_topo, cmd_wireshark, personal_plugin_dir  # noqa: F401
+from . import startup_gc
 from .consoles import console, make_console
 from .run_cmd import Terminated, _run_terminable
 from .run_output import _keep_finished
@@ -40,11 +41,14 @@ def main(argv: list[str] | None = None) -> int:
         ap = _parser(only=command_word(sys.argv[1:] if argv is None else argv))  # (only the subcommand run)
         from .. import mpi
 
+        if mpi.world()[1] > 1:  # (the other ranks serve domains for the whole command: the collector on)
+            startup_gc.back()
         try:  # under mpiexec: rank 0 runs the command, the other ranks serve their domains
             return mpi.entry(lambda: _main(ap, argv, early))
         except ConfigError as e:  # no key file for the ranks
             return report(e)
     finally:
+        startup_gc.back()  # (a command that ended before any run)
         if early is not None and early.kids:  # not taken by a cluster (refused, another command)
             early.discard()
 
@@ -69,7 +73,8 @@ def _fork_early(argv: list[str]):
             n = w.split("=", 1)[1]
     if n is None or not (n.isascii() and n.isdigit()) or not 2 <= int(n) <= LAUNCH_EARLY_MAX:
         return None
-    return fork_workers(int(n) - 1, WORKER_PRELOAD)
+    with startup_gc.on_for_fork():  # (each worker with the collector on)
+        return fork_workers(int(n) - 1, WORKER_PRELOAD)
 
 
 def _main(ap, argv, early=None) -> int:

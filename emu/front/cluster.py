@@ -42,6 +42,7 @@ from ..watchdog import watch_workers
 from . import WORKER_PRELOAD, engines  # noqa: F401 -- fills the engine registry with the kinds that come with the emulator
 from .cluster_faults import ClusterFaults
 from .cluster_figures import ClusterFigures
+from . import startup_gc
 
 log = logging.getLogger(__name__)
 
@@ -404,6 +405,7 @@ class Cluster(ClusterFaults, ClusterFigures):
                 sync.next_times[d] = min(sync.next_times[d], t)
             probe = await timeline.run_begin(self._handles)  # (None without EMU_TIMELINE)
             mark("run-begin")
+            startup_gc.back(freeze=True)  # (the emu run command's start-up ends: the collector on again)
             try:
                 await sync.run_until_quiet()
             except BaseException as e:
