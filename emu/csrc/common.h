@@ -143,7 +143,7 @@ static inline Py_ssize_t q_len(PyObject *q)
  * ``deque.append`` (METH_O) and ``deque.popleft`` (METH_NOARGS): what the descriptor's call runs
  * after checking its arguments (a deque: checked by the caller), without that call. Its first item
  * read in place (CPython 3.11's dequeobject: its left block and index), when a check at the first
- * use finds the layout reads what deque[0] does; else by deque's sq_item. */
+ * use finds the layout reads what deque[0] does; else by the sequence protocol. */
 typedef PyObject *(*dq_fn_t)(PyObject *, PyObject *);
 static dq_fn_t dq_append_fn, dq_popleft_fn;
 static int dq_state; /* 0 not looked at yet, 1 the C functions known, 2 not (the descriptors' calls) */
@@ -262,12 +262,14 @@ static inline PyObject *q_popleft(PyObject *q)
 /* q[0] of a non-empty ``q`` (a new reference, or NULL with an error): a deque's read in place (dq_init) */
 static inline PyObject *q_first(PyObject *q)
 {
-    if (Py_TYPE(q) == DequeT && (dq_state == 1 || dq_init() > 0)) {
-        if (dq_layout)
+    if (Py_TYPE(q) == DequeT) {
+        int known = dq_state == 1 ? 1 : dq_init();
+        if (known < 0)
+            return NULL;
+        if (known && dq_layout)
             return Py_NewRef(dq_first_in_place(q));
-        return DequeT->tp_as_sequence->sq_item(q, 0);
     }
-    return PyErr_Occurred() ? NULL : PySequence_GetItem(q, 0);
+    return PySequence_GetItem(q, 0);
 }
 
 /* the time of the first entry of ``seq`` (a list or deque of tuples): 1 (in *t), 0 (empty), 2 (not
@@ -512,13 +514,19 @@ static int pop_due(PyObject *pend, long long release, long long *arrival, PyObje
     Py_DECREF(r);
     PyObject *f, *pl;
     if (Py_REFCNT(head) == 1 && PyTuple_CheckExact(head)) { /* (nobody else can see it: its items taken, it kept) */
+        PyObject *start = PyTuple_GET_ITEM(head, 0); /* (kept only when an int: nothing else held longer) */
         f = PyTuple_GET_ITEM(head, 2);
         pl = PyTuple_GET_ITEM(head, 3);
         PyTuple_SET_ITEM(head, 2, NULL);
         PyTuple_SET_ITEM(head, 3, NULL);
+        if (start != NULL && !PyLong_CheckExact(start))
+            PyTuple_SET_ITEM(head, 0, NULL);
+        else
+            start = NULL;
         if (arrival_obj != NULL)
             *arrival_obj = Py_NewRef(PyTuple_GET_ITEM(head, 1));
         dq_keep(head);
+        Py_XDECREF(start);
     } else {
         f = Py_NewRef(PyTuple_GET_ITEM(head, 2));
         pl = Py_NewRef(PyTuple_GET_ITEM(head, 3));
