@@ -139,11 +139,108 @@ static inline Py_ssize_t q_len(PyObject *q)
     return Py_TYPE(q) == DequeT ? Py_SIZE(q) : PySequence_Size(q);
 }
 
-/* deque.append(q, item) / deque.popleft(q) by their method descriptors (no lookup by name) for a
- * deque, by name for anything else: a new reference, or NULL with an error */
+/* collections.deque's own C functions, found once in its method table through the descriptors of
+ * ``deque.append`` (METH_O) and ``deque.popleft`` (METH_NOARGS): what the descriptor's call runs
+ * after checking its arguments (a deque: checked by the caller), without that call. Its first item
+ * read in place (CPython 3.11's dequeobject: its left block and index), when a check at the first
+ * use finds the layout reads what deque[0] does; else by the sequence protocol. */
+typedef PyObject *(*dq_fn_t)(PyObject *, PyObject *);
+static dq_fn_t dq_append_fn, dq_popleft_fn;
+static int dq_state; /* 0 not looked at yet, 1 the C functions known, 2 not (the descriptors' calls) */
+static int dq_layout; /* the first item read in place (checked) */
+#if PY_VERSION_HEX < 0x030C0000
+typedef struct dq_block { struct dq_block *leftlink; PyObject *data[64]; struct dq_block *rightlink; } dq_block;
+typedef struct { PyObject_VAR_HEAD dq_block *leftblock, *rightblock; Py_ssize_t leftindex, rightindex; } dq_object;
+#endif
+
+static dq_fn_t dq_method(PyObject *descr, int flags)
+{
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyMethodDescr_Type))
+        return NULL;
+    PyMethodDef *m = ((PyMethodDescrObject *)descr)->d_method;
+    return m != NULL && (m->ml_flags & ~METH_COEXIST) == flags ? (dq_fn_t)(void (*)(void))m->ml_meth : NULL;
+}
+
+/* the first item of the non-empty deque ``q``, borrowed, read in place */
+static inline PyObject *dq_first_in_place(PyObject *q)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    dq_object *d = (dq_object *)q;
+    return d->leftblock->data[d->leftindex];
+#else
+    (void)q;
+    return NULL;
+#endif
+}
+
+/* 1 (deque's C functions known), 0 (not: its descriptors are called), -1 error (at the check) */
+static int dq_init(void)
+{
+    if (dq_state)
+        return dq_state == 1;
+    dq_state = 2;
+    dq_append_fn = dq_method(deque_append, METH_O);
+    dq_popleft_fn = dq_method(deque_popleft, METH_NOARGS);
+    if (dq_append_fn == NULL || dq_popleft_fn == NULL || DequeT->tp_as_sequence == NULL ||
+        DequeT->tp_as_sequence->sq_item == NULL)
+        return 0;
+    dq_state = 1;
+#if PY_VERSION_HEX < 0x030C0000
+    /* the layout checked against deque[0]: 200 distinct ints in a deque, popped from the left one by
+     * one (across its blocks), appended to on the right now and then */
+    PyObject *q = PyObject_CallNoArgs((PyObject *)DequeT);
+    if (q == NULL)
+        return -1;
+    int same = 1;
+    for (long k = 0; k < 200 && same; k++) {
+        PyObject *v = PyLong_FromLong(1000 + k), *r = v == NULL ? NULL : dq_append_fn(q, v);
+        Py_XDECREF(v);
+        if (r == NULL) {
+            Py_DECREF(q);
+            return -1;
+        }
+        Py_DECREF(r);
+    }
+    for (long k = 0; k < 260 && same && Py_SIZE(q) > 0; k++) {
+        PyObject *h = DequeT->tp_as_sequence->sq_item(q, 0);
+        if (h == NULL) {
+            Py_DECREF(q);
+            return -1;
+        }
+        same = dq_first_in_place(q) == h;
+        Py_DECREF(h);
+        PyObject *r = dq_popleft_fn(q, NULL);
+        if (r == NULL) {
+            Py_DECREF(q);
+            return -1;
+        }
+        Py_DECREF(r);
+        if (k % 3 == 0) {
+            PyObject *v = PyLong_FromLong(5000 + k);
+            r = v == NULL ? NULL : dq_append_fn(q, v);
+            Py_XDECREF(v);
+            if (r == NULL) {
+                Py_DECREF(q);
+                return -1;
+            }
+            Py_DECREF(r);
+        }
+    }
+    Py_DECREF(q);
+    dq_layout = same;
+#endif
+    return 1;
+}
+
+/* deque.append(q, item) / deque.popleft(q): deque's own C functions for a deque (dq_init), by name
+ * for anything else: a new reference, or NULL with an error */
 static inline PyObject *q_append(PyObject *q, PyObject *item)
 {
     if (Py_TYPE(q) == DequeT) {
+        if (dq_state == 1 || dq_init() > 0)
+            return dq_append_fn(q, item);
+        if (PyErr_Occurred())
+            return NULL;
         PyObject *args[2] = {q, item};
         return PyObject_Vectorcall(deque_append, args, 2, NULL);
     }
@@ -152,7 +249,27 @@ static inline PyObject *q_append(PyObject *q, PyObject *item)
 
 static inline PyObject *q_popleft(PyObject *q)
 {
-    return Py_TYPE(q) == DequeT ? PyObject_Vectorcall(deque_popleft, &q, 1, NULL) : PyObject_CallMethodNoArgs(q, s_popleft);
+    if (Py_TYPE(q) == DequeT) {
+        if (dq_state == 1 || dq_init() > 0)
+            return dq_popleft_fn(q, NULL);
+        if (PyErr_Occurred())
+            return NULL;
+        return PyObject_Vectorcall(deque_popleft, &q, 1, NULL);
+    }
+    return PyObject_CallMethodNoArgs(q, s_popleft);
+}
+
+/* q[0] of a non-empty ``q`` (a new reference, or NULL with an error): a deque's read in place (dq_init) */
+static inline PyObject *q_first(PyObject *q)
+{
+    if (Py_TYPE(q) == DequeT) {
+        int known = dq_state == 1 ? 1 : dq_init();
+        if (known < 0)
+            return NULL;
+        if (known && dq_layout)
+            return Py_NewRef(dq_first_in_place(q));
+    }
+    return PySequence_GetItem(q, 0);
 }
 
 /* the time of the first entry of ``seq`` (a list or deque of tuples): 1 (in *t), 0 (empty), 2 (not
@@ -309,6 +426,64 @@ static int dict_add(PyObject *d, PyObject *key, long long n, int missing_ok, con
     return rc;
 }
 
+/* Entries made again from those that left a queue, when nobody else can see them: a tuple of one
+ * reference (the caller's), exactly a tuple, its items written (ints in place when they can be,
+ * put_ll). A tuple is immutable to everyone who can see it; this one nobody else can. */
+
+/* ``t`` (a reference, consumed; an exact 2-tuple of ints, or NULL) as (a, b): ``t`` itself when
+ * nobody else holds it, else NULL (released; an error set only when an int could not be made) */
+static inline PyObject *dq_reuse2(PyObject *t, long long a, PyObject *b)
+{
+    if (t == NULL)
+        return NULL;
+    if (Py_REFCNT(t) != 1 || !PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 2 || put_ll(&PyTuple_GET_ITEM(t, 0), a) < 0) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    if (PyTuple_GET_ITEM(t, 1) != b)
+        Py_XSETREF(PyTuple_GET_ITEM(t, 1), Py_NewRef(b));
+    return t;
+}
+
+/* pending entries' 4-tuples that left (pop_due), kept for the next ones (dq_pending): untracked,
+ * held here only, items 2 and 3 empty (NULL), 0 and 1 ints or NULL */
+#define DQ_SPARES 16
+static PyObject *dq_spare[DQ_SPARES];
+static int dq_spares;
+
+/* a pending entry (start, arrival, frame, pool): a 4-tuple kept (dq_spare) or a new one; the frame
+ * and pool new references taken (stolen); NULL with an error */
+static inline PyObject *dq_pending(long long start, long long arrival, PyObject *frame, PyObject *pool)
+{
+    if (dq_spares > 0) {
+        PyObject *t = dq_spare[--dq_spares];
+        PyTuple_SET_ITEM(t, 2, frame);
+        PyTuple_SET_ITEM(t, 3, pool);
+        if (put_ll(&PyTuple_GET_ITEM(t, 0), start) < 0 || put_ll(&PyTuple_GET_ITEM(t, 1), arrival) < 0) {
+            Py_DECREF(t); /* (its items released: tupledealloc's Py_XDECREF) */
+            return NULL;
+        }
+        if (!PyBytes_CheckExact(frame))
+            PyObject_GC_Track(t); /* (as a new tuple is: anything in it) */
+        return t;
+    }
+    PyObject *t = tuple_steal_inline(4, (PyObject *[]){PyLong_FromLongLong(start), PyLong_FromLongLong(arrival), frame, pool});
+    if (t != NULL && PyBytes_CheckExact(frame))
+        PyObject_GC_UnTrack(t); /* (ints and bytes: no cycle through it) */
+    return t;
+}
+
+/* ``t`` (a pending entry popped, the caller's only reference -- checked by the caller -- its items
+ * 2 and 3 already taken out and NULL) kept for dq_pending, or released when enough are kept */
+static inline void dq_keep(PyObject *t)
+{
+    if (dq_spares < DQ_SPARES) {
+        PyObject_GC_UnTrack(t);
+        dq_spare[dq_spares++] = t;
+    } else
+        Py_DECREF(t);
+}
+
 /* The next entry of an output port's pending queue ``pend`` ((start, arrival, frame, pool), in
  * order) if it arrives before ``release``: popped, its frame made if lazy (emu.wire.lazy), a new
  * reference in *frame. Returns 1 (taken), 0 (none due) or -1 (error; ``who`` names the caller). */
@@ -318,7 +493,7 @@ static int pop_due(PyObject *pend, long long release, long long *arrival, PyObje
     Py_ssize_t len = q_len(pend);
     if (len <= 0)
         return (int)len; /* (0: empty, -1: error) */
-    PyObject *head = PySequence_GetItem(pend, 0);
+    PyObject *head = q_first(pend);
     if (head == NULL)
         return -1;
     if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) != 4 || !get_ll(PyTuple_GET_ITEM(head, 1), arrival)) {
@@ -337,12 +512,33 @@ static int pop_due(PyObject *pend, long long release, long long *arrival, PyObje
         return -1;
     }
     Py_DECREF(r);
-    PyObject *f = Py_NewRef(PyTuple_GET_ITEM(head, 2));
-    *pool = PyObject_IsTrue(PyTuple_GET_ITEM(head, 3));
-    if (*pool >= 0 && arrival_obj != NULL)
-        *arrival_obj = Py_NewRef(PyTuple_GET_ITEM(head, 1));
-    Py_DECREF(head);
+    PyObject *f, *pl;
+    if (Py_REFCNT(head) == 1 && PyTuple_CheckExact(head)) { /* (nobody else can see it: its items taken, it kept) */
+        PyObject *start = PyTuple_GET_ITEM(head, 0); /* (kept only when an int: nothing else held longer) */
+        f = PyTuple_GET_ITEM(head, 2);
+        pl = PyTuple_GET_ITEM(head, 3);
+        PyTuple_SET_ITEM(head, 2, NULL);
+        PyTuple_SET_ITEM(head, 3, NULL);
+        if (start != NULL && !PyLong_CheckExact(start))
+            PyTuple_SET_ITEM(head, 0, NULL);
+        else
+            start = NULL;
+        if (arrival_obj != NULL)
+            *arrival_obj = Py_NewRef(PyTuple_GET_ITEM(head, 1));
+        dq_keep(head);
+        Py_XDECREF(start);
+    } else {
+        f = Py_NewRef(PyTuple_GET_ITEM(head, 2));
+        pl = Py_NewRef(PyTuple_GET_ITEM(head, 3));
+        if (arrival_obj != NULL)
+            *arrival_obj = Py_NewRef(PyTuple_GET_ITEM(head, 1));
+        Py_DECREF(head);
+    }
+    *pool = PyObject_IsTrue(pl);
+    Py_DECREF(pl);
     if (*pool < 0) {
+        if (arrival_obj != NULL)
+            Py_CLEAR(*arrival_obj);
         Py_DECREF(f);
         return -1;
     }

@@ -61,21 +61,22 @@ static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long
     long long start = at > free ? at : free;
     long long ser = (n * 8000000000LL + bps - 1) / bps;
     long long done = start + ser;
-    PyObject *q = SLOT(p, o_queued);
+    PyObject *head;
+    PyObject *q = SLOT(p, o_queued), *spent = NULL; /* (the last entry popped: a reference) */
     for (;;) {
         Py_ssize_t len = q_len(q);
-        if (len < 0)
+        if (len < 0 || (len > 0 && (head = q_first(q)) == NULL)) {
+            Py_XDECREF(spent);
             return -1;
+        }
         if (len == 0)
             break;
-        PyObject *head = PySequence_GetItem(q, 0);
-        if (head == NULL)
-            return -1;
         long long hd, hn;
         int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) == 2 && get_ll(PyTuple_GET_ITEM(head, 0), &hd) &&
                  get_ll(PyTuple_GET_ITEM(head, 1), &hn);
         Py_DECREF(head);
         if (!ok) {
+            Py_XDECREF(spent);
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_TypeError, "emu._core: a queued entry is not (done, bytes)");
             return -1;
@@ -83,9 +84,11 @@ static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long
         if (hd > at)
             break;
         PyObject *r = q_popleft(q);
-        if (r == NULL)
+        if (r == NULL) {
+            Py_XDECREF(spent);
             return -1;
-        Py_DECREF(r);
+        }
+        Py_XSETREF(spent, r);
         qb -= hn;
     }
     static PyObject *n_obj; /* (the last length's int, shared by the entries of that length: ints are immutable) */
@@ -93,8 +96,14 @@ static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long
     if (n_obj == NULL || n_val != n) {
         Py_XSETREF(n_obj, PyLong_FromLongLong(n));
         n_val = n;
+        if (n_obj == NULL) {
+            Py_XDECREF(spent);
+            return -1;
+        }
     }
-    PyObject *entry = tuple_steal_inline(2, (PyObject *[]){PyLong_FromLongLong(done), Py_XNewRef(n_obj)});
+    PyObject *entry = dq_reuse2(spent, done, n_obj); /* (the last entry that left, when nobody else has it) */
+    if (entry == NULL && !PyErr_Occurred())
+        entry = tuple_steal_inline(2, (PyObject *[]){PyLong_FromLongLong(done), Py_XNewRef(n_obj)});
     if (entry == NULL)
         return -1;
     PyObject_GC_UnTrack(entry); /* (ints: no cycle through it) */
@@ -136,12 +145,9 @@ static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long
         Py_XSETREF(SLOT(p, o_line), line);
         arrival = start + (((hb < n ? hb : n) * 8000000000LL + bps - 1) / bps) + lat;
     }
-    PyObject *pe = tuple_steal_inline(4, (PyObject *[]){PyLong_FromLongLong(start), PyLong_FromLongLong(arrival),
-                                                 Py_NewRef(frame), Py_NewRef(Py_False)});
+    PyObject *pe = dq_pending(start, arrival, Py_NewRef(frame), Py_NewRef(Py_False));
     if (pe == NULL)
         return -1;
-    if (PyBytes_CheckExact(frame))
-        PyObject_GC_UnTrack(pe); /* (ints and bytes: no cycle through it) */
     r = q_append(SLOT(p, o_pending), pe);
     Py_DECREF(pe);
     if (r == NULL)

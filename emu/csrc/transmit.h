@@ -336,7 +336,7 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
         if (npend < 0)
             goto fail;
         if (npend) {
-            PyObject *head = PySequence_GetItem(pend, 0);
+            PyObject *head = q_first(pend);
             if (head == NULL)
                 goto fail;
             long long a0;
