@@ -23,6 +23,40 @@ static void crc_init(void)
 #include <cpuid.h>
 #include <immintrin.h>
 #define HAVE_CLMUL_CRC 1
+/* the end of a fold (crc32_clmul, crc32_fold8): the 128-bit state ``x1`` on over the ``len`` more
+ * bytes at ``buf`` (a multiple of 16) by ``x0`` (k3k4), then to 64 bits and by Barrett reduction to 32 */
+__attribute__((target("pclmul,sse4.1"), always_inline)) static inline uint32_t
+crc32_fold_tail(__m128i x1, __m128i x0, const unsigned char *buf, Py_ssize_t len)
+{
+    static const uint64_t k5k0[2] __attribute__((aligned(16))) = {0x0163cd6124ULL, 0x0000000000ULL};
+    static const uint64_t poly[2] __attribute__((aligned(16))) = {0x01db710641ULL, 0x01f7011641ULL};
+    __m128i x2, x3, x5;
+    while (len >= 16) { /* single blocks of 16 */
+        x2 = _mm_loadu_si128((const __m128i *)buf);
+        x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+        x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+        x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
+        buf += 16;
+        len -= 16;
+    }
+    x2 = _mm_clmulepi64_si128(x1, x0, 0x10); /* 128 bits to 64 */
+    x3 = _mm_setr_epi32(~0, 0, ~0, 0);
+    x1 = _mm_srli_si128(x1, 8);
+    x1 = _mm_xor_si128(x1, x2);
+    x0 = _mm_loadl_epi64((const __m128i *)k5k0);
+    x2 = _mm_srli_si128(x1, 4);
+    x1 = _mm_and_si128(x1, x3);
+    x1 = _mm_clmulepi64_si128(x1, x0, 0x00);
+    x1 = _mm_xor_si128(x1, x2);
+    x0 = _mm_load_si128((const __m128i *)poly); /* Barrett reduction to 32 bits */
+    x2 = _mm_and_si128(x1, x3);
+    x2 = _mm_clmulepi64_si128(x2, x0, 0x10);
+    x2 = _mm_and_si128(x2, x3);
+    x2 = _mm_clmulepi64_si128(x2, x0, 0x00);
+    x1 = _mm_xor_si128(x1, x2);
+    return (uint32_t)_mm_extract_epi32(x1, 1);
+}
+
 /* CRC-32 by carry-less multiplication (Intel, "Fast CRC Computation for Generic Polynomials Using
  * PCLMULQDQ"; the bit-reflected constants as zlib-chromium uses them): ``len`` >= 64, a multiple of
  * 16; ``crc`` the running state (inverted). Checked against zlib by tests/test_native.py. */
@@ -31,8 +65,6 @@ __attribute__((target("pclmul,sse4.1"))) static uint32_t crc32_clmul(const unsig
 {
     static const uint64_t k1k2[2] __attribute__((aligned(16))) = {0x0154442bd4ULL, 0x01c6e41596ULL};
     static const uint64_t k3k4[2] __attribute__((aligned(16))) = {0x01751997d0ULL, 0x00ccaa009eULL};
-    static const uint64_t k5k0[2] __attribute__((aligned(16))) = {0x0163cd6124ULL, 0x0000000000ULL};
-    static const uint64_t poly[2] __attribute__((aligned(16))) = {0x01db710641ULL, 0x01f7011641ULL};
     __m128i x0, x1, x2, x3, x4, x5, x6, x7, x8, y5, y6, y7, y8;
 
     x1 = _mm_loadu_si128((const __m128i *)(buf + 0x00));
@@ -73,30 +105,7 @@ __attribute__((target("pclmul,sse4.1"))) static uint32_t crc32_clmul(const unsig
     x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
     x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
     x1 = _mm_xor_si128(_mm_xor_si128(x1, x4), x5);
-    while (len >= 16) { /* single blocks of 16 */
-        x2 = _mm_loadu_si128((const __m128i *)buf);
-        x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
-        x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
-        x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
-        buf += 16;
-        len -= 16;
-    }
-    x2 = _mm_clmulepi64_si128(x1, x0, 0x10); /* 128 bits to 64 */
-    x3 = _mm_setr_epi32(~0, 0, ~0, 0);
-    x1 = _mm_srli_si128(x1, 8);
-    x1 = _mm_xor_si128(x1, x2);
-    x0 = _mm_loadl_epi64((const __m128i *)k5k0);
-    x2 = _mm_srli_si128(x1, 4);
-    x1 = _mm_and_si128(x1, x3);
-    x1 = _mm_clmulepi64_si128(x1, x0, 0x00);
-    x1 = _mm_xor_si128(x1, x2);
-    x0 = _mm_load_si128((const __m128i *)poly); /* Barrett reduction to 32 bits */
-    x2 = _mm_and_si128(x1, x3);
-    x2 = _mm_clmulepi64_si128(x2, x0, 0x10);
-    x2 = _mm_and_si128(x2, x3);
-    x2 = _mm_clmulepi64_si128(x2, x0, 0x00);
-    x1 = _mm_xor_si128(x1, x2);
-    return (uint32_t)_mm_extract_epi32(x1, 1);
+    return crc32_fold_tail(x1, x0, buf, len);
 }
 static int use_clmul = 0;
 
@@ -108,9 +117,7 @@ crc32_fold8(__m128i *x, const unsigned char *buf, Py_ssize_t len)
     static const uint64_t k8[2] __attribute__((aligned(16))) = {0x01e88ef372ULL, 0x014a7fe880ULL};
     static const uint64_t k1k2[2] __attribute__((aligned(16))) = {0x0154442bd4ULL, 0x01c6e41596ULL};
     static const uint64_t k3k4[2] __attribute__((aligned(16))) = {0x01751997d0ULL, 0x00ccaa009eULL};
-    static const uint64_t k5k0[2] __attribute__((aligned(16))) = {0x0163cd6124ULL, 0x0000000000ULL};
-    static const uint64_t poly[2] __attribute__((aligned(16))) = {0x01db710641ULL, 0x01f7011641ULL};
-    __m128i x0 = _mm_load_si128((const __m128i *)k8), x1, x2, x3, x5;
+    __m128i x0 = _mm_load_si128((const __m128i *)k8), x1, x5;
     while (len >= 128) { /* fold eight blocks of 16 at a time */
         _Pragma("GCC unroll 8")
         for (int i = 0; i < 8; i++) {
@@ -143,30 +150,7 @@ crc32_fold8(__m128i *x, const unsigned char *buf, Py_ssize_t len)
         x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
         x1 = _mm_xor_si128(_mm_xor_si128(x1, x[i]), x5);
     }
-    while (len >= 16) { /* single blocks of 16 */
-        x2 = _mm_loadu_si128((const __m128i *)buf);
-        x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
-        x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
-        x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
-        buf += 16;
-        len -= 16;
-    }
-    x2 = _mm_clmulepi64_si128(x1, x0, 0x10); /* 128 bits to 64 */
-    x3 = _mm_setr_epi32(~0, 0, ~0, 0);
-    x1 = _mm_srli_si128(x1, 8);
-    x1 = _mm_xor_si128(x1, x2);
-    x0 = _mm_loadl_epi64((const __m128i *)k5k0);
-    x2 = _mm_srli_si128(x1, 4);
-    x1 = _mm_and_si128(x1, x3);
-    x1 = _mm_clmulepi64_si128(x1, x0, 0x00);
-    x1 = _mm_xor_si128(x1, x2);
-    x0 = _mm_load_si128((const __m128i *)poly); /* Barrett reduction to 32 bits */
-    x2 = _mm_and_si128(x1, x3);
-    x2 = _mm_clmulepi64_si128(x2, x0, 0x10);
-    x2 = _mm_and_si128(x2, x3);
-    x2 = _mm_clmulepi64_si128(x2, x0, 0x00);
-    x1 = _mm_xor_si128(x1, x2);
-    return (uint32_t)_mm_extract_epi32(x1, 1);
+    return crc32_fold_tail(x1, x0, buf, len);
 }
 
 /* the same by eight blocks of 16 at a time (128 bytes a round: the fold constants x^(8*128+32) and
