@@ -283,7 +283,7 @@ static int head_time(PyObject *seq, int field, long long *t)
         return 2;
     if (n <= 0)
         return (int)n;
-    PyObject *head = PyList_CheckExact(seq) ? Py_NewRef(PyList_GET_ITEM(seq, 0)) : PySequence_GetItem(seq, 0);
+    PyObject *head = PyList_CheckExact(seq) ? Py_NewRef(PyList_GET_ITEM(seq, 0)) : q_first(seq);
     if (head == NULL)
         return -1;
     int ok = PyTuple_Check(head) && PyTuple_GET_SIZE(head) > field && get_ll(PyTuple_GET_ITEM(head, field), t);
