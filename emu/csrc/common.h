@@ -322,19 +322,46 @@ static inline int int_in_place(PyObject *o, long long v)
     return 0;
 }
 
-/* A count's int ``o`` set to a small v (1..256) in place, if its holder's is the only reference:
- * that makes it an int of its own (not the cached one, which has many), as dict_add makes it. 1
- * written, 0 not. (One digit, not zero: a normalised int, equal to the cached v in all but identity.) */
+/* A count's int ``o`` set to v > 0 in place when its holder (a dict's entry, a slot) is its only
+ * reference -- so not the small-int cache's, which holds its own -- and v has as many digits (one or
+ * two; CPython 3.11's layout): 1 written, 0 not. With own_int, a count that stays small is written
+ * in place too, where int_in_place leaves the values of the small-int cache alone. (3.12 on:
+ * int_in_place.) */
 static inline int count_in_place(PyObject *o, long long v)
 {
 #if PY_VERSION_HEX < 0x030C0000
-    if (Py_REFCNT(o) != 1 || !PyLong_CheckExact(o) || Py_SIZE(o) != 1 || v < 1 || v > 256)
+    if (Py_REFCNT(o) != 1 || !PyLong_CheckExact(o) || v <= 0)
         return 0;
-    ((PyLongObject *)o)->ob_digit[0] = (digit)v;
-    return 1;
-#else
+    Py_ssize_t sz = Py_SIZE(o);
+    digit *dg = ((PyLongObject *)o)->ob_digit;
+    if (sz == 1 && !(v >> PyLong_SHIFT)) {
+        dg[0] = (digit)v;
+        return 1;
+    }
+    if (sz == 2 && (v >> PyLong_SHIFT) && !(v >> (2 * PyLong_SHIFT))) {
+        dg[0] = (digit)(v & PyLong_MASK);
+        dg[1] = (digit)(v >> PyLong_SHIFT);
+        return 1;
+    }
     return 0;
+#else
+    return int_in_place(o, v);
 #endif
+}
+
+/* A new int of value v, of its own -- not the small-int cache's, equal to it in all but identity --
+ * when 0 < v < 2**30 (CPython 3.11), so that count_in_place can write it later */
+static PyObject *own_int(long long v)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    if (v > 0 && !(v >> PyLong_SHIFT)) {
+        PyLongObject *o = _PyLong_New(1);
+        if (o != NULL)
+            o->ob_digit[0] = (digit)v;
+        return (PyObject *)o;
+    }
+#endif
+    return PyLong_FromLongLong(v);
 }
 
 /* *slot = v (an int; the slot's reference): in place if it can be (int_in_place), else a new int */
@@ -404,23 +431,11 @@ static int dict_add(PyObject *d, PyObject *key, long long n, int missing_ok, con
             PyErr_Format(PyExc_TypeError, "emu._core: %s is not a count", what);
         return -1;
     }
-    if (old != NULL && int_in_place(old, v + n)) /* (the dict's is the only reference) */
+    if (old != NULL && (int_in_place(old, v + n) || count_in_place(old, v + n))) /* (the dict's is the only reference) */
         return 0;
-    PyObject *nv;
-#if PY_VERSION_HEX < 0x030C0000
-    if (old != NULL && v + n >= 1 && v + n <= 256) {
-        /* a count that stays small (a router's over a short run): cached small ints cannot be
-         * written in place, so its value in an int of its own -- equal to the cached one in all but
-         * identity -- that the next adds write in place (count_in_place), not a new dict item each */
-        if (count_in_place(old, v + n))
-            return 0;
-        PyLongObject *o = _PyLong_New(1);
-        if (o != NULL)
-            o->ob_digit[0] = (digit)(v + n);
-        nv = (PyObject *)o;
-    } else
-#endif
-        nv = PyLong_FromLongLong(v + n);
+    /* (a count that stays small -- a router's over a short run -- in an int of its own, which the next
+     * adds write in place, not a new dict item each: the small-int cache's cannot be written) */
+    PyObject *nv = old != NULL ? own_int(v + n) : PyLong_FromLongLong(v + n);
     int rc = nv == NULL ? -1 : PyDict_SetItem(d, key, nv);
     Py_XDECREF(nv);
     return rc;

@@ -390,8 +390,8 @@ static int iqr_count_add(PyObject *d, PyObject *key, long long n, int missing_ok
         return dict_add(d, key, n, missing_ok, what);
     }
     v += n;
-    if (!iqr_int_write(old, v)) {
-        PyObject *nv = iqr_own_int(v);
+    if (!count_in_place(old, v)) {
+        PyObject *nv = own_int(v);
         int rc = nv == NULL ? -1 : PyDict_SetItem(d, key, nv);
         Py_XDECREF(nv);
         if (rc < 0)

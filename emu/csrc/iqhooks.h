@@ -12,44 +12,6 @@
 #ifndef EMU_CSRC_IQHOOKS_H
 #define EMU_CSRC_IQHOOKS_H
 
-/* Counters written in place (csrc/iq.h's iqr_count_add, _pseq here), CPython 3.11's int layout: */
-#if PY_VERSION_HEX < 0x030C0000
-/* a new int of value v, of its own (not the small-int cache's) when 0 < v < 2**30 */
-static PyObject *iqr_own_int(long long v)
-{
-    if (v <= 0 || v >> PyLong_SHIFT)
-        return PyLong_FromLongLong(v);
-    PyLongObject *o = _PyLong_New(1);
-    if (o == NULL)
-        return NULL;
-    o->ob_digit[0] = (digit)v;
-    return (PyObject *)o;
-}
-
-/* the int ``o`` set to v > 0 in place when its holder (a dict's entry) is its only reference -- so not
- * the small-int cache's, which holds its own -- and v has as many digits: 1 written, 0 not */
-static inline int iqr_int_write(PyObject *o, long long v)
-{
-    if (Py_REFCNT(o) != 1 || !PyLong_CheckExact(o) || v <= 0)
-        return 0;
-    Py_ssize_t sz = Py_SIZE(o);
-    digit *dg = ((PyLongObject *)o)->ob_digit;
-    if (sz == 1 && !(v >> PyLong_SHIFT)) {
-        dg[0] = (digit)v;
-        return 1;
-    }
-    if (sz == 2 && (v >> PyLong_SHIFT) && !(v >> (2 * PyLong_SHIFT))) {
-        dg[0] = (digit)(v & PyLong_MASK);
-        dg[1] = (digit)(v >> PyLong_SHIFT);
-        return 1;
-    }
-    return 0;
-}
-#else
-static PyObject *iqr_own_int(long long v) { return PyLong_FromLongLong(v); }
-static inline int iqr_int_write(PyObject *o, long long v) { return int_in_place(o, v); }
-#endif
-
 /* put_ll / set_ll (csrc/common.h) inlined for the router's slots and lists, and nothing written when the
  * slot holds an int of that value already (a reused copy's VC, a pointer that stays: most of its writes) */
 static inline __attribute__((always_inline)) int iqr_put_ll(PyObject **slot, long long v)
@@ -168,8 +130,8 @@ static int iq_credit_out_c(PyObject *co, long long port, long long vc, long long
     /* (self._pseq += 1: the dict's int written in place when it is the only reference to it, else an
      * int of its own stored there -- not the event's, nor the small-int cache's, so that the next one
      * can be written in place -- and an equal one in the event) */
-    if (!iqr_int_write(seq, sv + 1)) {
-        PyObject *own = iqr_own_int(sv + 1);
+    if (!count_in_place(seq, sv + 1)) {
+        PyObject *own = own_int(sv + 1);
         int rc = own == NULL ? -1 : PyDict_SetItem(*dp, s_pseq, own);
         Py_XDECREF(own);
         if (rc < 0) {
