@@ -261,7 +261,8 @@ async def start_workers(nursery: trio.Nursery, count: int, send_plan: Callable[[
 
 async def launch_workers(nursery: trio.Nursery, count: int,
                          command: Callable[[str, int, int], list[str]] = worker_command,
-                         secret: bytes | None = None, preload: tuple[str, ...] = ()) -> "Launch":
+                         secret: bytes | None = None, preload: tuple[str, ...] = (),
+                         connect_timeout_s: float = CONNECT_TIMEOUT_S) -> "Launch":
     """Start ``count`` workers (domains 1..count) before their plan exists: each starts Python,
     imports the modules named in ``preload`` and proves itself on the control connection while this
     process goes on (``emu run`` builds the topology and the plan meanwhile: the two start-ups
@@ -269,7 +270,7 @@ async def launch_workers(nursery: trio.Nursery, count: int,
     after all. The workers' tasks run in ``nursery``."""
     secret = secret or secrets.token_bytes(SECRET)
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-    launch = Launch(count, secret, listeners, preload)
+    launch = Launch(count, secret, listeners, preload, connect_timeout_s)
     port = listeners[0].socket.getsockname()[1]
     try:
         for w in launch.workers:
@@ -286,14 +287,16 @@ async def launch_workers(nursery: trio.Nursery, count: int,
 class Launch:
     """Worker processes started, connecting or connected, not yet given their plan (``launch_workers``)."""
 
-    def __init__(self, count: int, secret: bytes, listeners: list, preload: tuple[str, ...]):
+    def __init__(self, count: int, secret: bytes, listeners: list, preload: tuple[str, ...],
+                 connect_timeout_s: float = CONNECT_TIMEOUT_S):
         self.count = count
         self.secret = secret
         """The cluster's secret: the workers hold it (the key of the datagram tags off loopback)."""
         self.workers = [Worker(d) for d in range(1, count + 1)]
         self.chans: dict[int, MsgStream] = {}
         self.preload = tuple(preload)
-        self.deadline = trio.current_time() + CONNECT_TIMEOUT_S
+        self.connect_timeout_s = connect_timeout_s
+        self.deadline = trio.current_time() + connect_timeout_s
         self._listeners = listeners
         self._expected = {w.index for w in self.workers}
         self._settled = trio.Event()
@@ -399,7 +402,7 @@ class Launch:
         return dict(zip(graph[0], parts_of)), used
 
     async def admit(self, send_plan: Callable[[MsgStream, int], object]) -> tuple[list[Worker], dict[int, MsgStream]]:
-        """Wait for every worker (until ``CONNECT_TIMEOUT_S`` after the launch), then hand each
+        """Wait for every worker (until ``connect_timeout_s`` after the launch), then hand each
         connection to ``send_plan`` in domain order. Returns the workers and their control streams
         by domain. Raises EmuError when a worker ended before connecting or did not connect."""
         with trio.move_on_at(self.deadline):
@@ -410,7 +413,8 @@ class Launch:
         if not self.ready:
             missing = sorted(set(range(1, self.count + 1)) - set(self.chans))
             raise EmuError(f"only {len(self.chans)} of {self.count} worker processes connected within "
-                           f"{CONNECT_TIMEOUT_S:g} s (missing domains {missing})")
+                           f"{self.connect_timeout_s:g} s (missing domains {missing}; "
+                           f"RunConfig.connect_timeout_s gives them longer)")
         await self.partition_answer()  # (an answer not read yet would come before worker 1's addresses)
         for d in sorted(self.chans):
             await send_plan(self.chans[d], d)

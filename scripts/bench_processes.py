@@ -111,7 +111,10 @@ async def once(spec: str, size: int, processes: int, direct: bool) -> dict:
     from emu.topologies import build
 
     count = size // 4
-    async with emu.Cluster(build(spec), processes=processes, direct=direct) as net:
+    # (under callgrind, --instructions, the workers take minutes to start: RunConfig.connect_timeout_s)
+    wait = float(os.environ.get("BENCH_CONNECT_S", "60"))
+    run = emu.RunConfig(processes=processes, direct=direct, connect_timeout_s=wait)
+    async with emu.Cluster(build(spec), run=run) as net:
         before = await net.cpu_times()
         await net.window_cpu(record=True)
         w0 = net.windows
@@ -238,7 +241,7 @@ def instructions(a, counts: list[int], size: int) -> None:
                     cmd = ["valgrind", "--tool=callgrind", "--trace-children=yes", f"--callgrind-out-file={tmp}/cg.%p",
                            sys.executable, "-c", code.format(s=str(pathlib.Path(__file__).parent), topo=a.topo,
                                                              size=sz, p=p, direct=mode == "direct")]
-                    env = {**os.environ, "PYTHONHASHSEED": "0"}
+                    env = {**os.environ, "PYTHONHASHSEED": "0", "BENCH_CONNECT_S": "900"}
                     for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # (as the emu command,
                         env.setdefault(k, "1")  # emu.control.one_math_thread: a BLAS pool's spinning threads are noise)
                     done = subprocess.run(cmd, capture_output=True, text=True, env=env)

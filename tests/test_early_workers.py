@@ -125,3 +125,26 @@ async def test_a_partition_the_worker_cannot_make_is_made_here():
         async with emu.Cluster(t, processes=2, workers=launch) as net:  # (the answer read: its plan comes next)
             assert net.plan.owner == partition_used(t, 2, "metis")[0]
             assert await net.ping("h0", "h3") > 0
+
+
+async def test_a_worker_that_never_connects_is_named_within_the_connect_timeout():
+    """``RunConfig.connect_timeout_s`` (``launch_workers``' ``connect_timeout_s``): a worker that
+    starts but never connects back ends the wait at that deadline, in one line naming the domain
+    and the setting that gives it longer (bench_processes.py --instructions raises it for valgrind)."""
+    from emu.errors import EmuError
+
+    def silent(host, port, index):
+        return [sys.executable, "-c", "import time; time.sleep(60)"]
+
+    async with trio.open_nursery() as nursery:
+        t0 = trio.current_time()
+        launch = await launch_workers(nursery, 1, silent, connect_timeout_s=1.0)
+        try:
+            with pytest.raises(EmuError, match=r"0 of 1 worker processes connected within 1 s "
+                                               r"\(missing domains \[1\]; RunConfig.connect_timeout_s"):
+                await launch.admit(lambda chan, d: None)
+            assert trio.current_time() - t0 < 30
+        finally:
+            await launch.aclose()
+        nursery.cancel_scope.cancel()
+    assert emu.RunConfig().connect_timeout_s == 60.0

@@ -45,6 +45,10 @@ class RunConfig:
     """Where the spilled runs go: a ``Cluster`` makes one folder for them in it (None: the system's
     temporary folder) and removes that folder when it ends, however it ends -- also after a worker
     process was killed."""
+    connect_timeout_s: float = 60.0
+    """Wall-clock seconds the worker processes have, from their launch, to start Python, import and
+    connect back before the run stops with an error naming the ones missing (raise it for runs under
+    valgrind or on a very slow machine)."""
     worker_timeout_s: float | None = 8.0
     """Wall-clock seconds a worker process may leave a call unanswered while using no CPU (stopped,
     SIGSTOP, or hung) before the run stops with an error naming its domain and pid, and the worker

@@ -292,7 +292,8 @@ class Cluster(ClusterFaults, ClusterFigures):
         elif p > 1:
             self._handles = handles  # so that teardown closes whatever connected, also on error
             if self._launch is None:  # started now, they import while this process builds its domain
-                self._launch = await launch_workers(nursery, p - 1, self._worker_command, secret, WORKER_PRELOAD)
+                self._launch = await launch_workers(nursery, p - 1, self._worker_command, secret, WORKER_PRELOAD,
+                                                    self.run_config.connect_timeout_s)
             secret = self._launch.secret
 
             pickled: list[bytes] = []
