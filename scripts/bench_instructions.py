@@ -14,9 +14,11 @@ crossing. Compare two builds by running it in each checkout. Needs valgrind
 divides the difference by the difference in crossings: start-up cancels, and what runs outside
 ``window()`` is in (on sockets the receiving side: reading the socket, the records into the heaps,
 the links forgetting what every receiver has -- about a quarter of that path). It moves more from
-run to run (about 2 %: the event loop's polls and the sockets' timing are in it): take a few.
+run to run (about 2 %: the event loop's polls and the sockets' timing are in it; on a loaded machine
+a run can poll a billion instructions more): ``--repeat N`` counts each size N times and takes each
+one's fewest (load only adds polls), and prints the spread.
 
-    python scripts/bench_instructions.py [--messages 3] [--mode direct|sockets] [--whole]
+    python scripts/bench_instructions.py [--messages 3] [--mode direct|sockets] [--whole [--repeat 3]]
 """
 
 from __future__ import annotations
@@ -67,13 +69,17 @@ def main(argv=None) -> dict:
     ap.add_argument("--mode", choices=("direct", "sockets"), default="direct")
     ap.add_argument("--whole", action="store_true",
                     help="the whole process, --messages and twice as many: the difference per crossing")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="--whole: count each size this many times and take its fewest instructions (default 1)")
     a = ap.parse_args(argv)
     if a.messages < 1:
         ap.error("--messages must be at least 1")
+    if a.repeat < 1:
+        ap.error("--repeat must be at least 1")
     if shutil.which("valgrind") is None:
         ap.error("valgrind is not installed (apt-get install valgrind): it counts the instructions")
     if a.whole:
-        return whole(a.messages, a.mode)
+        return whole(a.messages, a.mode, a.repeat)
     r = count(a.messages, a.mode == "direct")
     if r["loop"] != "compiled" or not r["instructions"]:
         raise SystemExit(f"the element loop ran {r['loop']}: build the compiled core (pip install -e .) to count its window()")
@@ -83,15 +89,23 @@ def main(argv=None) -> dict:
     return r
 
 
-def whole(messages: int, mode: str) -> dict:
-    """``--whole``: two runs of the whole process, their difference per crossing."""
-    a, b = (count(m, mode == "direct", whole=True) for m in (messages, 2 * messages))
+def whole(messages: int, mode: str, repeat: int = 1) -> dict:
+    """``--whole``: the whole process at two sizes (each ``repeat`` times, its fewest instructions
+    kept), their difference per crossing."""
+    runs = {m: [count(m, mode == "direct", whole=True) for _ in range(repeat)] for m in (messages, 2 * messages)}
+    a, b = (min(runs[m], key=lambda r: r["instructions"]) for m in (messages, 2 * messages))
     if a["loop"] != "compiled" or b["crossings"] <= a["crossings"]:
         raise SystemExit(f"the element loop ran {a['loop']}: build the compiled core (pip install -e .)")
     n, d = b["crossings"] - a["crossings"], b["instructions"] - a["instructions"]
+    if d <= 0:
+        raise SystemExit(f"{mode}: the run with {2 * messages} messages per pair counted {-d:,} instructions fewer than "
+                         f"the one with {messages}: the event loop's polls on a loaded machine outweigh the work; "
+                         f"run it again with --repeat 3 (or on a quieter machine)")
+    spread = "".join(f"; {m} messages: {len(rs)} runs, {max(r['instructions'] for r in rs) - min(r['instructions'] for r in rs):,} "
+                     f"instructions apart" for m, rs in runs.items() if len(rs) > 1)
     print(f"{mode}, whole process, {messages} -> {2 * messages} messages per pair: {d:,} instructions more for "
           f"{n:,} crossings more ({d / n:,.0f} per crossing); virtual completion {a['completion_ns']:,} -> "
-          f"{b['completion_ns']:,} ns")
+          f"{b['completion_ns']:,} ns{spread}")
     return {"instructions": d, "crossings": n, "per_crossing": d / n, "runs": (a, b)}
 
 

@@ -50,3 +50,24 @@ def test_whole_is_the_difference_of_two_runs_per_crossing(monkeypatch, capsys):
     assert seen == [(2, False, True), (4, False, True)]
     assert r["crossings"] == 200 and r["per_crossing"] == 300
     assert "(300 per crossing)" in capsys.readouterr().out
+
+
+def test_whole_repeated_takes_each_sizes_fewest_and_refuses_a_negative_difference(monkeypatch, capsys):
+    """--repeat N: a loaded machine only adds the event loop's polls, so each size's fewest counts;
+    a larger run that counted fewer instructions is refused in one line, not printed as a figure."""
+    bench = load("bench_instructions")
+    monkeypatch.setattr(bench.shutil, "which", lambda name: "/usr/bin/valgrind")
+    extra = iter([900_000_000, 0, 0, 5_000])  # (the first run of 2 messages polled 0.9 G more)
+
+    def fake(messages, direct, whole=False):
+        return {"instructions": 1_000_000 + 300 * 100 * messages + next(extra), "crossings": 100 * messages,
+                "completion_ns": 7 * messages, "loop": "compiled"}
+
+    monkeypatch.setattr(bench, "count", fake)
+    r = bench.main(["--whole", "--messages", "2", "--repeat", "2"])
+    assert r["per_crossing"] == 300
+    assert "2 messages: 2 runs, 900,000,000 instructions apart" in capsys.readouterr().out
+    monkeypatch.setattr(bench, "count", lambda m, d, whole=False: {
+        "instructions": 5_000_000 - m, "crossings": 100 * m, "completion_ns": 1, "loop": "compiled"})
+    with pytest.raises(SystemExit, match="counted 2 instructions fewer.*--repeat 3"):
+        bench.main(["--whole", "--messages", "2"])
