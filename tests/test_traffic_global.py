@@ -91,3 +91,15 @@ def test_a_job_drains_globally_in_one_process_and_is_refused_over_two(tmp_path, 
     assert main(["run", "--topo", "star:n=8", "--job", job, "--processes", "2"]) == 2
     said = capsys.readouterr().out
     assert said.startswith("refused: --job b:") and ONE_PROCESS in said and said.count("\n") == 1, said
+
+
+def test_the_ledger_stops_injection_a_lag_after_the_last_measured_packet_was_counted():
+    from emu.front.traffic_global import Ledger
+
+    led = Ledger(2, 3, 10)
+    led.count, led.last = 1, 100
+    assert not led.stopped(10**9)  # a measured packet still out: never
+    led.count = 2
+    assert not led.stopped(109) and led.stopped(110)  # (a host at 109 may be in the window of the count at 100)
+    with pytest.raises(ValueError):
+        Ledger(0, 3, 0)
