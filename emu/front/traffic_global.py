@@ -100,8 +100,8 @@ async def global_app(host, cycle_ns: int, when: list, dst: list, size: int, wind
         now = host.now
         if now < t:
             await sleep(t - now)
+        sent[d] += 1  # (counted before the send's await: with a send overhead it returns later than ``t``)
         await send(names[d], pack(t, seq), TAG)
-        sent[d] += 1
         seq += 1
     pw: list = []
     pd: list = []
@@ -131,8 +131,8 @@ async def global_app(host, cycle_ns: int, when: list, dst: list, size: int, wind
             k = 0
         if k < len(pw) and pw[k] == c:
             d = pd[k]
-            await send(names[d], pack(t, seq), TAG)
             sent[d] += 1
+            await send(names[d], pack(t, seq), TAG)
             seq += 1
             k += 1
         c += 1
