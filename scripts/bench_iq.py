@@ -9,8 +9,12 @@ the same windows -- ``W`` cycles of warm-up, ``W`` measured, then the measured p
 * BookSim2's ``iq`` router (``warmup_periods=1``, ``sample_period=W``, ``max_samples=2``: one
   warm-up period and one sample, then its drain), its CPU time from ``getrusage(RUSAGE_CHILDREN)``;
 * ours with the input-queued router (``router_curves``' stage-for-stage mapping, BookSim's choices
-  where they are settings), ``emu run ... --warmup W/F --measure W/F --drain measured`` (its windows
-  are counted in packet times, F flit cycles each for F-flit packets);
+  where they are settings), ``emu run ... --warmup W/F --measure W/F --drain global`` (its windows
+  are counted in packet times, F flit cycles each for F-flit packets; ``--drain global`` is BookSim's
+  drain: every source injects until every measured packet anywhere is in, counted out of band, then
+  none; ``--drain measured`` here runs the older drain -- each source until the measured packets sent
+  to it are in, then a count message to every host, n x n frames -- which a tree before ``global``
+  has: ``--before-drain measured`` gives it to the ``--before`` tree alone);
 * ours with the output-queued router on the same settings (``switch.model=output_queued``).
 
 Ours runs in a child process per configuration (one interpreter: imports and the compiled core
@@ -22,11 +26,13 @@ CPU -- is printed apart). All times are CPU time, not wall: the machine is share
     python scripts/bench_iq.py --booksim B --k 4 --vcs 8 --flits 1 --cycles 1000
     python scripts/bench_iq.py --booksim B --tree /work/main                       # another tree's code
     python scripts/bench_iq.py --booksim B --before /work/main                     # before and after, alternating
+    python scripts/bench_iq.py --booksim B --before /work/main --before-drain measured   # a tree without --drain global
     python scripts/bench_iq.py --booksim B --json out.json                         # the rows, for a before/after table
     python scripts/bench_iq.py --instructions --before /work/main --at 0.8 --cycles 100   # instructions per crossing
 
 Printed per load point: our CPU seconds (input-queued), BookSim's, their ratio; the cycles each
-simulated (ours: the run's end, drain included); crossings (frames x hops) per CPU second of each of
+simulated (ours: the run's end, drain included) and the frames our hosts injected (count messages
+included); crossings (frames x hops) per CPU second of each of
 our routers and the input-queued router's cost per crossing over the output-queued one's; and the
 mean latency of each (cycles), so a tree's figures can be compared with another's.
 """
@@ -34,6 +40,7 @@ mean latency of each (cycles), so a tree's figures can be compared with another'
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import re
@@ -53,6 +60,29 @@ SAT = {(4, 1, 1): 0.3511, (4, 1, 4): 0.4806, (4, 2, 1): 0.7084, (4, 2, 4): 0.700
        (8, 8, 1): 0.3916, (8, 8, 4): 0.4076}
 """BookSim2's saturation throughput (accepted flits per node per cycle at an offered 1.0) per (k, VCs,
 flits), as ``router_curves.py --booksim`` measured it (docs/fabric.md): where the load points sit."""
+DRAINS = {"global": "BookSim's: every source until every measured packet anywhere is in, counted out of band",
+          "measured": "each source until the measured packets sent to it are in, then n x n count messages"}
+"""Our drains the comparison can run (``emu run --drain``), and what each is."""
+
+
+def drains_of(tree: str | None) -> tuple | None:
+    """The ``--drain`` choices ``tree``'s code has (None: this tree's), read from its source (None:
+    not known there; the child then checks)."""
+    root = tree or os.environ.get("EMU_TREE") or os.path.dirname(HERE)
+    try:
+        with open(os.path.join(root, "emu", "front", "traffic_checks.py")) as f:
+            found = re.search(r"^DRAINS = (\(.*?\))", f.read(), re.M)
+        return tuple(ast.literal_eval(found.group(1))) if found else None
+    except (OSError, ValueError, SyntaxError):
+        return None
+
+
+def check_drain(tree: str | None, drain: str, option: str) -> None:
+    """Refuse, before anything runs, a drain ``tree``'s code does not have."""
+    known = drains_of(tree)
+    if known is not None and drain not in known:
+        raise SystemExit(f"bench_iq: {tree or 'this tree'} has no --drain {drain} (its drains: {', '.join(known)}); "
+                         f"give {option} measured (the older drain: each source's own, with n x n count messages)")
 
 
 def booksim(binary: str, k: int, vcs: int, flits: int, rate: float, cycles: int) -> dict:
@@ -93,7 +123,7 @@ def child(spec: dict) -> dict:
         w = max(1, cycles // spec["flits"])  # (ours counts windows in packet times: F flit cycles each)
         argv = ["run", "--topo", f"mesh:k={spec['k']},n=2", "--test", "uniform", "--direct", "--load", f"{load:.4f}",
                 "--warmup", str(w), "--measure", str(w), "--size", f"{FLIT * spec['flits'] - 24}B",
-                "--to-self", "--drain", "measured", "--json", out]
+                "--to-self", "--drain", spec.get("drain", "measured"), "--json", out]
         for key, v in sets.items():
             argv += ["--set", f"{key}={v}"]
         with open(os.devnull, "w") as null:
@@ -106,6 +136,11 @@ def child(spec: dict) -> dict:
             raise SystemExit(f"bench_iq: emu run {' '.join(argv)} exited {rc}")
 
     from emu import native
+    from emu.front import traffic_checks
+    has = getattr(traffic_checks, "DRAINS", ("fixed", "measured"))
+    if spec.get("drain", "measured") not in has:
+        raise SystemExit(f"bench_iq: {res_tree(emu)} has no --drain {spec['drain']} (its drains: {', '.join(has)}); "
+                         "give --drain measured (or --before-drain measured for the --before tree)")
     if native.CORE is None and not os.environ.get("EMU_PURE"):  # (a stale or missing core: pure Python, silently)
         raise SystemExit(f"bench_iq: {res_tree(emu)}'s compiled core is not in use "
                          f"({native.WHY or 'not built'}): build it there first, or set EMU_PURE=1 to measure pure Python")
@@ -129,13 +164,14 @@ def child(spec: dict) -> dict:
     return res
 
 
-def ours(tree: str | None, k: int, vcs: int, flits: int, loads, cycles: int, models, callgrind: bool = False) -> dict:
+def ours(tree: str | None, k: int, vcs: int, flits: int, loads, cycles: int, models, callgrind: bool = False,
+         drain: str = "global") -> dict:
     """A child process on ``tree``'s code (default: this one's) for one configuration; ``callgrind``:
     under valgrind, its instructions inside the compiled core's ``window()`` counted (every element
     window of the runs, start-up and the topology's build not)."""
     env = tree_env(tree or None)
     spec = {"k": k, "vcs": vcs, "flits": flits, "loads": list(loads), "cycles": cycles, "models": list(models),
-            "callgrind": callgrind}
+            "callgrind": callgrind, "drain": drain}
     with tempfile.TemporaryDirectory() as d:
         out, cg = os.path.join(d, "child.json"), os.path.join(d, "callgrind.out")
         pre = [*fixed_addresses(), "valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", "--toggle-collect=window",
@@ -162,7 +198,7 @@ def instructions(a, models) -> int:
         raise SystemExit("bench_iq: --instructions needs valgrind (apt-get install valgrind)")
     trees = [("before", a.before), ("after", a.tree)] if a.before else [("", a.tree)]
     print(f"instructions in the compiled core's window() (every element window; callgrind, PYTHONHASHSEED=0), "
-          f"{a.cycles} + {a.cycles} cycles then the drain")
+          f"{a.cycles} + {a.cycles} cycles then the drain ({drain_text(a)})")
     print(f"{'mesh':>5} {'vcs':>3} {'fl':>2} {'load':>6} {'model':>13} {'tree':>6} | {'instructions':>14} "
           f"{'crossings':>9} {'per crossing':>12}")
     for k in a.k or [4]:
@@ -172,11 +208,18 @@ def instructions(a, models) -> int:
                 for load in loads:
                     for m in models:
                         for label, tree in trees:
-                            r = ours(tree, k, v, fl, [load], a.cycles, [m], callgrind=True)
+                            r = ours(tree, k, v, fl, [load], a.cycles, [m], callgrind=True, drain=a.drains[label])
                             hops = r["points"][0]["hops"]
                             print(f"{k:>3}x{k:<1} {v:>3} {fl:>2} {load:>6.4f} {m:>13} {label:>6} | "
                                   f"{r['instructions']:>14,} {hops:>9,} {r['instructions'] / hops:>12,.0f}", flush=True)
     return 0
+
+
+def drain_text(a) -> str:
+    """What each side's drain is, for the header."""
+    if a.before and a.drains["before"] != a.drains["after"]:
+        return "; ".join(f"{label} {a.drains[label]} ({DRAINS[a.drains[label]]})" for label in ("before", "after"))
+    return f"{a.drain} ({DRAINS[a.drain]})"
 
 
 def main(argv=None) -> int:
@@ -192,6 +235,11 @@ def main(argv=None) -> int:
     ap.add_argument("--before", metavar="TREE", help="also measure TREE's code (e.g. /work/main), alternating with --tree's "
                     "per configuration, so both see the same machine load")
     ap.add_argument("--no-oq", action="store_true", help="leave out the output-queued router")
+    ap.add_argument("--drain", choices=tuple(DRAINS), default="global",
+                    help="our drain (emu run --drain): global, BookSim's (the default), or measured, the older one "
+                         "with n x n count messages (a tree before global has only it)")
+    ap.add_argument("--before-drain", choices=tuple(DRAINS),
+                    help="the --before tree's drain (default --drain's): measured for a tree without global")
     ap.add_argument("--instructions", action="store_true",
                     help="count instructions under valgrind's callgrind instead (deterministic; default 4x4, 8 VCs, "
                          "1 flit; slow: about 100x)")
@@ -212,6 +260,12 @@ def main(argv=None) -> int:
         raise SystemExit(f"bench_iq: --at {a.at!r} is not a comma-separated list of numbers, e.g. --at 0.5,0.8")
     models = ("input_queued",) if a.no_oq else ("input_queued", "output_queued")
     a.at_list = at
+    if a.before_drain and not a.before:
+        raise SystemExit("bench_iq: --before-drain is the --before tree's drain: give --before TREE too")
+    a.drains = {"before": a.before_drain or a.drain, "after": a.drain, "": a.drain}
+    check_drain(a.tree, a.drain, "--drain")
+    if a.before:
+        check_drain(a.before, a.drains["before"], "--before-drain")
     if a.instructions:
         return instructions(a, models)
     trees = [("before", a.before), ("after", a.tree)] if a.before else [("", a.tree)]
@@ -219,13 +273,14 @@ def main(argv=None) -> int:
     print(f"uniform traffic, {a.cycles} + {a.cycles} cycles (warm-up, measured) then the measured packets drained, "
           f"both simulators; CPU seconds (process time, not wall); cores: {os.cpu_count()}"
           + (f"; 'before' is {a.before}, 'after' {a.tree or 'this tree'}, run alternately" if a.before else ""))
+    print(f"our drain: {drain_text(a)}; BookSim's: every source until no measured packet is outstanding, then none")
     print(f"{'mesh':>5} {'vcs':>3} {'fl':>2} {'load':>6} {'tree':>6} | {'emu s':>6} {'BS s':>5} {'ratio':>5} | {'cyc':>5} "
-          f"{'BS cyc':>6} | {'IQ cr/s':>7} {'OQ cr/s':>7} {'IQ/OQ':>5} | {'lat IQ':>6} {'OQ':>6} {'BS':>6}")
+          f"{'BS cyc':>6} {'frames':>6} | {'IQ cr/s':>7} {'OQ cr/s':>7} {'IQ/OQ':>5} | {'lat IQ':>6} {'OQ':>6} {'BS':>6}")
     for k in a.k or [4, 8]:
         for v in a.vcs or [1, 2, 8]:
             for fl in a.flits or [1, 4]:
                 loads = [round(SAT[(k, v, fl)] * x, 4) for x in at] if (k, v, fl) in SAT else at
-                res = {label: ours(tree, k, v, fl, loads, a.cycles, models) for label, tree in trees}
+                res = {label: ours(tree, k, v, fl, loads, a.cycles, models, drain=a.drains[label]) for label, tree in trees}
                 for load in loads:
                     bs = booksim(a.booksim, k, v, fl, load, a.cycles) if a.booksim else None
                     for label, _tree in trees:
@@ -234,11 +289,12 @@ def main(argv=None) -> int:
                         iq, oq = p["input_queued"], p.get("output_queued")
                         cps = {m: x["hops"] / x["cpu_s"] for m, x in p.items()}
                         rows.append({"k": k, "vcs": v, "flits": fl, "load": load, "tree": label or r["tree"],
-                                     "startup_s": r["startup_s"], "iq": iq, "oq": oq, "booksim": bs})
+                                     "drain": a.drains[label], "startup_s": r["startup_s"], "iq": iq, "oq": oq,
+                                     "booksim": bs})
                         ratio = f"{iq['cpu_s'] / bs['cpu_s']:>5.1f}" if bs and bs["cpu_s"] > 0 else f"{'-':>5}"
                         print(f"{k:>3}x{k:<1} {v:>3} {fl:>2} {load:>6.4f} {label:>6} | {iq['cpu_s']:>6.2f} "
                               f"{bs['cpu_s'] if bs else float('nan'):>5.2f} {ratio} | {iq['end_ns'] // CYCLE_NS:>5} "
-                              f"{bs['cycles'] if bs else '-':>6} | {cps['input_queued']:>7,.0f} "
+                              f"{bs['cycles'] if bs else '-':>6} {iq['frames']:>6} | {cps['input_queued']:>7,.0f} "
                               f"{cps.get('output_queued', 0):>7,.0f} "
                               f"{cps['output_queued'] / cps['input_queued'] if oq else 0:>5.2f} | "
                               f"{iq['latency']:>6.2f} {oq['latency'] if oq else 0:>6.2f} "
@@ -251,7 +307,9 @@ def main(argv=None) -> int:
         tot = {key: sum(r[key]["cpu_s"] for r in sel if r[key]) for key in ("iq", "oq", "booksim")}
         hops = {key: sum(r[key]["hops"] for r in sel if r[key]) for key in ("iq", "oq")}
         if sel:
-            print(f"{label or 'total'}: CPU s emu input-queued {tot['iq']:.2f}, output-queued {tot['oq']:.2f}, BookSim "
+            frames = sum(r["iq"]["frames"] for r in sel)
+            print(f"{label or 'total'} (--drain {a.drains[label]}, input-queued frames {frames:,}): CPU s emu "
+                  f"input-queued {tot['iq']:.2f}, output-queued {tot['oq']:.2f}, BookSim "
                   f"{tot['booksim']:.2f} (IQ {tot['iq'] / tot['booksim'] if tot['booksim'] else 0:.1f}x BookSim); "
                   f"crossings/s IQ {hops['iq'] / tot['iq']:,.0f}"
                   + (f", OQ {hops['oq'] / tot['oq']:,.0f}: IQ's cost per crossing "

@@ -32,8 +32,10 @@ saturation, both in cycles, side by side::
     python scripts/router_curves.py --booksim B --flits 4 --booksim-set hold_switch_for_packet=1
 
 Ours runs with BookSim's choices where they are settings (``host.inject_vc=free``,
-``switch.eject_vcs``, ``switch.credit_release=per_flit``, ``--to-self``, ``--drain measured`` for the
-latency points; ``--legacy`` leaves them out, for a tree without them); ``--set`` adds more.
+``switch.eject_vcs``, ``switch.credit_release=per_flit``, ``--to-self``, ``--drain global`` -- BookSim's
+drain -- for the latency points; ``--legacy`` leaves them out, for a tree without them); ``--set`` adds
+more; ``--drain measured`` runs the latency points with the older drain (each source until the measured
+packets sent to it are in, then a count message to every host), which a tree before ``global`` has.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ def booksim(binary: str, k: int, vcs: int, flits: int, rate: float, sim: str, ex
             "unstable": "unstable" in out or "Aborting" in out}
 
 
-def ours(k: int, vcs: int, flits: int, loads, cycles: int, legacy: bool, drain: bool, extra: list) -> list[dict]:
+def ours(k: int, vcs: int, flits: int, loads, cycles: int, legacy: bool, drain: str | None, extra: list) -> list[dict]:
     """Our uniform curve at ``loads`` (flits per node per cycle) on the BookSim mapping; latencies in cycles."""
     sets = dict(OURS, **{"switch.vcs": vcs})
     if not legacy:
@@ -98,7 +100,7 @@ def ours(k: int, vcs: int, flits: int, loads, cycles: int, legacy: bool, drain: 
         for key, v in sets.items():
             cmd += ["--set", f"{key}={v}"]
         if not legacy:
-            cmd += ["--to-self"] + (["--drain", "measured"] if drain else [])
+            cmd += ["--to-self"] + (["--drain", drain] if drain else [])
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         with open(out) as f:
             rows = json.load(f)["results"][0]["curve"]
@@ -111,7 +113,8 @@ def compare(a) -> int:
     cyc = a.cycles or 300
     print(f"BookSim2 ({a.booksim}) against ours ({'legacy settings' if a.legacy else 'BookSim-faithful settings'}"
           f"{', ' + ' '.join(a.set) if a.set else ''}): uniform traffic, self included{'' if not a.legacy else ' in BookSim only'}; "
-          f"ours {cyc} + {cyc} cycles of warm-up and measurement, BookSim 3 x 1,000 + up to 10 x 1,000; "
+          f"ours {cyc} + {cyc} cycles of warm-up and measurement"
+          f"{'' if a.legacy else f' then --drain {a.drain}'}, BookSim 3 x 1,000 + up to 10 x 1,000 then its drain; "
           "rates in flits per node per cycle, latency in cycles")
     print(f"{'mesh':>5} {'vcs':>3} {'flits':>5} | {'sat BS':>7} {'sat ours':>8} {'ratio':>6} | "
           f"{'@50% BS':>7} {'ours':>7} | {'@80% BS':>7} {'ours':>7}")
@@ -123,8 +126,8 @@ def compare(a) -> int:
                 pts = [round(sat_bs * x, 4) for x in (0.5, 0.8)]
                 lat_bs = [booksim(a.booksim, k, v, f, r, "latency", bs) for r in pts]
                 over = round(min(1.0, OVER * sat_bs), 4)  # (past both saturations: little backlog to drain)
-                sat = ours(k, v, f, [over], cyc, a.legacy, False, a.set or [])[0]["accepted"]
-                lat = ours(k, v, f, pts, cyc, a.legacy, True, a.set or [])
+                sat = ours(k, v, f, [over], cyc, a.legacy, None, a.set or [])[0]["accepted"]
+                lat = ours(k, v, f, pts, cyc, a.legacy, a.drain, a.set or [])
                 mark = ">" if sat > (1 - 0.05) * over else " "  # (not saturated at the load offered)
                 print(f"{k:>3}x{k:<1} {v:>3} {f:>5} | {sat_bs:>7.4f} {mark}{sat:>7.4f} {sat / sat_bs:>6.3f} | "
                       f"{lat_bs[0]['latency']:>7.2f} {lat[0]['latency']:>7.2f} | "
@@ -156,6 +159,9 @@ def main(argv=None) -> int:
     ap.add_argument("--flits", type=int, action="append", help="--booksim: packet flits (repeat; default 1 and 4)")
     ap.add_argument("--legacy", action="store_true", help="--booksim: only the settings a tree before them has")
     ap.add_argument("--set", action="append", metavar="KEY=VALUE", help="--booksim: more settings of ours")
+    ap.add_argument("--drain", choices=("global", "measured"), default="global",
+                    help="--booksim: our latency points' drain: global, BookSim's (the default), or measured, the "
+                         "older one (each source's own, n x n count messages), for a tree without global")
     ap.add_argument("--booksim-set", action="append", metavar="KEY=VALUE",
                     help="--booksim: more settings of BookSim's, e.g. hold_switch_for_packet=1 (a packet's flits "
                          "cross the switch together, as our frames do)")

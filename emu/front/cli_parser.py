@@ -412,10 +412,14 @@ def _add_run(sub, late: bool = False) -> None:
                                   "in (0, 1], comma-separated (default 0.1,0.3,0.5,0.7,0.9)")
     g.add_argument("--warmup", type=_ascii(int), help="cycles before the measurement window (default 1000)")
     g.add_argument("--measure", type=_ascii(int), help="cycles of the measurement window (default 1000)")
-    g.add_argument("--drain", choices=("fixed", "measured"),
-                   help="after the window the sources keep injecting: fixed (--warmup more cycles, the default) or "
-                        "measured (each until the measured packets sent to it have arrived, as BookSim does; at most "
-                        "10x the window)")
+    g.add_argument("--drain", choices=("fixed", "measured", "global"),
+                   help="after the window the sources keep injecting: fixed (--warmup more cycles, the default); "
+                        "measured (each until the measured packets sent to it have arrived, then it sends every host "
+                        "a count message: n x n messages, not BookSim's drain; at most 10x the window); or global "
+                        "(BookSim's drain: all until every measured packet anywhere has arrived, counted out of band "
+                        "with no messages, then none; they stop at the first cycle at least the lookahead -- "
+                        "drain_lag_ns in the results, one cycle on BookSim's mesh -- after the last one arrived, "
+                        "BookSim the cycle after; at most 10x the window; one process only)")
     g.add_argument("--to-self", action="store_true", default=None,
                    help="uniform (and hotspot's uniform part): a host may draw itself, as BookSim's uniform does "
                         "(its packet crosses its router)")

@@ -207,7 +207,7 @@ def _number(key: str, value, kind):
 def apply_host_specs(topo, jobs: list[Job], defaults: dict, settings: dict) -> None:
     """Onto each job's hosts' spec: its traffic class (the NIC stamps it on their message frames), and
     for an open-loop traffic test what ``emu run --test uniform`` sets on every host unless given
-    (``host.send_overhead_ns=0``; with ``drain=measured`` also ``recv_overhead_ns=0``)."""
+    (``host.send_overhead_ns=0``; with ``drain=measured`` or ``global`` also ``recv_overhead_ns=0``)."""
     from .traffic_checks import PATTERNS
 
     given = {**defaults.get("host", {}), **settings.get("host", {})}
@@ -220,7 +220,7 @@ def apply_host_specs(topo, jobs: list[Job], defaults: dict, settings: dict) -> N
             change["class_vc"] = job.traffic_class
         if job.test in PATTERNS:
             change.update({f: 0 for f in ("send_overhead_ns", "recv_overhead_ns")
-                           if f not in given and (f == "send_overhead_ns" or job.extra.get("drain") == "measured")})
+                           if f not in given and (f == "send_overhead_ns" or job.extra.get("drain") in ("measured", "global"))})
         if change:
             for h in job.hosts:
                 node = topo.nodes[h]  # (a Node is frozen: a new one in its place, the dict's order kept)

@@ -163,7 +163,7 @@ def _topology_with_faults(args, early: tuple | None = None) -> tuple:
 
     if set(tests_named(args.test)) & set(PATTERNS):  # open loop: a packet every cycle drawn, not 300 ns later
         defaults = _host_default(defaults, settings, "send_overhead_ns", 0)
-        if getattr(args, "drain", None) == "measured":  # its sources receive between packets: at no cost
+        if getattr(args, "drain", None) in ("measured", "global"):  # its sources receive between packets: at no cost
             defaults = _host_default(defaults, settings, "recv_overhead_ns", 0)
     if early is not None and early[:3] == (args.topo, defaults, settings):
         topo = early[3]
@@ -240,7 +240,7 @@ def _collective_extra(args, names: list[str], offload: str | None, topo) -> dict
 def _traffic_extra(args, names: list[str], topo, extra: dict) -> dict:
     """The open-loop traffic options (``--load``, ``--warmup``, ``--measure``), refused before anything
     starts when out of range, when a pattern cannot run on the topology, or when no traffic test is named."""
-    from .traffic_checks import PATTERNS, check_pattern, traffic_options
+    from .traffic_checks import ONE_PROCESS, PATTERNS, check_pattern, traffic_options
 
     traffic = {"load": args.load, "warmup": args.warmup, "measure": args.measure, "drain": args.drain,
                "to_self": args.to_self}
@@ -253,6 +253,8 @@ def _traffic_extra(args, names: list[str], topo, extra: dict) -> dict:
                               f"only; --test {'+'.join(names)} has none")
         return {}
     traffic_options({**extra, **traffic}, topo)
+    if args.drain == "global" and _processes(args) > 1:
+        raise ConfigError(ONE_PROCESS)
     for name in patterns:
         check_pattern(name, len(topo.hosts))
     return traffic
@@ -297,9 +299,8 @@ def _add_manager_and_group(args, topo, extra: dict, faults, defaults: dict, sett
     off.add_groups(topo, extra["ranks"] or topo.host_names(), avoid=avoid)
 
 
-def run_config(args) -> "RunConfig":
-    """How ``emu run`` runs: under ``mpiexec -n N`` the N ranks are its processes (``emu.mpi``)."""
-    from ..config import RunConfig
+def _processes(args) -> int:
+    """The processes ``emu run`` runs over: ``--processes``, or under ``mpiexec -n N`` the N ranks."""
     from ..mpi import world
 
     processes, size = args.processes, world()[1]
@@ -308,6 +309,15 @@ def run_config(args) -> "RunConfig":
             raise ConfigError(f"--processes {args.processes} under mpiexec -n {size}: the ranks are the "
                               "processes; leave --processes out")
         processes = size
+    return processes
+
+
+def run_config(args) -> "RunConfig":
+    """How ``emu run`` runs: under ``mpiexec -n N`` the N ranks are its processes (``emu.mpi``)."""
+    from ..config import RunConfig
+    from ..mpi import world
+
+    processes, size = _processes(args), world()[1]
     return RunConfig(seed=args.seed, processes=processes, capture=bool(args.pcap), realtime_ns_per_s=args.realtime,
                      direct=args.direct, bind=args.bind, partition=args.partition, mpi=size > 1,
                      **trace_config(args))

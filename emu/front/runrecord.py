@@ -35,8 +35,8 @@ VOLATILE = {"wall_s"}
 
 CLI_DEFAULTS = {"host.transport": "emu run's default with --fault or --manager (host messages recover losses)",
                 "host.send_overhead_ns": "emu run's default for the open-loop traffic tests (a packet every cycle)",
-                "host.recv_overhead_ns": "emu run's default with --drain measured (a source receives between its "
-                                         "packets)"}
+                "host.recv_overhead_ns": "emu run's default with --drain measured or global (a source receives "
+                                         "between its packets)"}
 """Where a default ``emu run`` gives a test comes from, by field (``run_prepare._topology_with_faults``)."""
 
 

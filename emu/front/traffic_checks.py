@@ -20,10 +20,16 @@ from the seeded schedules -- so the run ends when every packet has arrived (the 
 Windows: ``--warmup`` cycles (default 1000; packets created then are not measured), ``--measure``
 cycles (default 1000; packets created then are measured), then the sources keep injecting for another
 ``--warmup`` cycles, so that measured packets meet the same load until they arrive, and stop. With
-``--drain measured`` they keep injecting instead, as BookSim does, until the measured packets sent to
-each have arrived (at most ``DRAIN_FACTOR`` windows more): each source receives between its packets
-(``emu run`` sets ``host.recv_overhead_ns=0`` then unless given), stops, and tells every host how many
-packets it sent there, so that past saturation the measured packets meet the load until the end.
+``--drain measured`` each source keeps injecting instead until the measured packets sent *to it* have
+arrived (at most ``DRAIN_FACTOR`` windows more): it receives between its packets (``emu run`` sets
+``host.recv_overhead_ns=0`` then unless given), stops, and tells every host how many packets it sent
+there -- n x n count messages, a burst at the end that BookSim's runs do not have: a decision of each
+source of its own, not BookSim's drain. ``--drain global`` is BookSim's (``emu.front.traffic_global``):
+every source injects until every measured packet anywhere has arrived, then none does, and the run
+ends when every packet is in; the count is the harness's, out of band (no frames); the sources stop at
+the first cycle at least ``drain_lag_ns`` (the synchroniser's lookahead) after the last measured packet
+was counted -- BookSim stops the cycle after -- and it runs in one process only. Past saturation,
+either way, the measured packets meet the load until they arrive.
 ``--to-self``: uniform draws (and hotspot's uniform part) include the source itself, as BookSim's
 ``uniform`` does (the packet crosses its router). ``--set host.inject_vc=free``: the VC a packet takes
 into its router is picked as it starts, as BookSim's source does (``emu.config.HostSpec``).
@@ -74,7 +80,8 @@ from ..config.numbers import decimal_float, hint
 from ..errors import EmuError
 from .check_registry import Options, register
 from .sizes import parse_size
-from .traffic_draws import Draws
+from .traffic_draws import DRAW_CYCLES, HEAD, TAG, Draws
+from .traffic_global import ONE_PROCESS, Ledger, global_app
 from .traffic_model import PathModel, frame_bytes
 
 PATTERNS = ("uniform", "transpose", "bitcomplement", "hotspot", "neighbor", "worst_case", "tornado", "shuffle",
@@ -89,18 +96,14 @@ FRAME_OVERHEAD = HEADERS
 model's ``HEADERS``)."""
 SHORTFALL = 0.05
 LATENCY_FACTOR = 3.0
-HEAD = struct.Struct("<qI")  # creation time (ns), sequence number
-TAG = 29
 
 
-DRAINS = ("fixed", "measured")
+DRAINS = ("fixed", "measured", "global")
 DRAIN_FACTOR = 10
-"""``--drain measured``: a source injects at most this many windows (warm-up + measurement) past the window."""
+"""``--drain measured`` and ``global``: a source injects at most this many windows (warm-up + measurement) past the window."""
 TAG_END = 30
 """The tag of a source's last word to each host (``--drain measured``): how many packets it sent there."""
 _COUNT = struct.Struct("<q")  # (a TAG_END message's count)
-DRAW_CYCLES = 128
-"""``--drain measured``: a source draws its injections past the window this many cycles at a time, as it reaches them."""
 
 
 @dataclass(frozen=True)
@@ -353,8 +356,13 @@ def _check(pattern: str):
         model = PathModel(topo, o.size)
         window = (o.warmup, o.warmup + o.measure)
         total = o.warmup * 2 + o.measure
-        if o.drain == "measured":
+        if o.drain != "fixed":
             total = window[1] + DRAIN_FACTOR * window[1]
+        lag = None
+        if o.drain == "global":
+            if net.run_config.processes > 1:
+                raise ConfigError(ONE_PROCESS)
+            lag = net.lookahead_ns  # (the synchroniser's window: what a host may not see yet of another's count)
         fixed = destinations(pattern, n, grid, options.seed)
         sources = n if fixed is None else sum(d is not None for d in fixed)
         rows, saturation = [], None
@@ -363,9 +371,10 @@ def _check(pattern: str):
         frames = hops = 0
         ugal = await _ugal_counts(net)
         for load in o.loads:
-            drain = o.drain == "measured"
+            drain = o.drain != "fixed"
             draws = [Draws(pattern, n, i, load, total, options.seed, fixed, o.to_self, groups) for i in range(n)]
-            # (--drain measured: the window's injections now, for its counts; the rest as each source reaches them)
+            # (--drain measured and global: the window's injections now, for its counts; the rest as each source
+            # reaches them)
             scheds = [dr.upto(window[1] if drain else total) for dr in draws]
             expect = [0] * n
             measured = [0] * n
@@ -376,13 +385,19 @@ def _check(pattern: str):
                     inside = window[0] <= c < window[1]
                     injected += inside
                     measured[d] += inside
-            res = await net.run({h: (traffic_app, cycle, scheds[i][0], scheds[i][1], o.size, expect[i], window,
-                                     measured[i] if drain else None, None if n == len(topo.hosts) else hosts,
-                                     draws[i] if drain else None)
-                                 for i, h in enumerate(hosts)})
-            lat, mod, arrived, late = [], 0, 0, 0
+            names = None if n == len(topo.hosts) else hosts
+            if lag is not None:
+                ledger = Ledger(injected, n, lag)
+                res = await net.run({h: (global_app, cycle, scheds[i][0], scheds[i][1], o.size, window, names, draws[i],
+                                         ledger) for i, h in enumerate(hosts)})
+            else:
+                res = await net.run({h: (traffic_app, cycle, scheds[i][0], scheds[i][1], o.size, expect[i], window,
+                                         measured[i] if drain else None, names, draws[i] if drain else None)
+                                     for i, h in enumerate(hosts)})
+            lat, mod, arrived, late, newest = [], 0, 0, 0, -1
             for h in hosts:
-                ls, ss, a, ooo = res[h]
+                ls, ss, a, ooo, *last = res[h]
+                newest = max([newest, *last])
                 lat.extend(ls)
                 zs = [model(s, h) for s in ss]
                 mod += sum(zs)
@@ -399,6 +414,11 @@ def _check(pattern: str):
                                    "accepted": round(arrived / per, 4),
                                    "capacity": round(arrived / per * wire_ns / cycle, 4),
                                    "packets": len(lat), "out_of_order": late}
+            if lag is not None:  # when the last measured packet was counted, when injection stopped, what was sent
+                t0 = ledger.t0
+                row.update(measured_in_cy=round((ledger.last - t0) / cycle, 2),
+                           inject_stop_cy=math.ceil((ledger.last + lag - t0) / cycle), packets_sent=sum(ledger.sent),
+                           last_created_cy=(newest - t0) // cycle if newest >= 0 else None)
             now_ugal = await _ugal_counts(net)
             if now_ugal != ugal:  # UGAL's source decisions over this load's run (warm-up, window, drain)
                 row.update({k: now_ugal.get(k, 0) - ugal.get(k, 0) for k in UGAL_COUNTS})
@@ -422,7 +442,8 @@ def _check(pattern: str):
         first = rows[0]
         out: dict[str, Any] = {
             "pattern": pattern, "hosts": n, "sources": sources, "size_bytes": o.size, "cycle_ns": cycle,
-            "warmup_cycles": o.warmup, "measure_cycles": o.measure, "drain": o.drain, "to_self": o.to_self,
+            "warmup_cycles": o.warmup, "measure_cycles": o.measure, "drain": o.drain,
+            **({"drain_lag_ns": lag} if lag is not None else {}), "to_self": o.to_self,
             "zero_load_model_ns": first.get("model_ns"), "lowest_load_mean_ns": first.get("mean_ns"),
             "saturation": (f"at offered {saturation} (accepted > {SHORTFALL:.0%} short of offered beyond 3 standard "
                            f"errors, or mean latency > {LATENCY_FACTOR:g}x the zero-load model)") if saturation is not None

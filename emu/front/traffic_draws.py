@@ -1,13 +1,19 @@
 """A host's open-loop injections (``emu.front.traffic_checks``), drawn in order from its own seeded
 generator: all at once (``schedule``), or a part at a time as its application needs them (``Draws``:
-``--drain measured`` stops a source when the packets measured at it are in, mostly long before its
+``--drain measured`` and ``global`` stop a source when the measured packets are in, mostly long before its
 ``DRAIN_FACTOR`` windows are up, so the rest need never be drawn). Each cycle takes the same draws
 either way, so the injections are the same numbers."""
 
 from __future__ import annotations
 
 import random
+import struct
 
+HEAD = struct.Struct("<qI")  # a packet's creation time (ns) and sequence number, at the head of its data
+TAG = 29
+"""The tag of a traffic packet."""
+DRAW_CYCLES = 128
+"""``--drain measured`` and ``global``: a source draws its injections past the window this many cycles at a time, as it reaches them."""
 HOTSPOT_FRACTION = 0.1
 HOTSPOT_HOST = 0
 
