@@ -147,6 +147,75 @@ static inline PyObject *pair_ll(long long a, long long b)
     return tuple_steal(2, (PyObject *[]){PyLong_FromLongLong(a), PyLong_FromLongLong(b)});
 }
 
+/* wait_vc's values (copies, bytes): written in place when the dict's is the tuple's only reference
+ * (nobody can tell it from the new tuple Python's ``wait_vc[key] = (n, b)`` stores), and the pairs a
+ * grant deletes from it with nobody else holding them kept for the next VC allocation's new entry,
+ * instead of a tuple and two ints freed and made again per copy. Their ints are their own (own_int:
+ * not the small-int cache's), so that the next count writes them in place too. */
+#define IQ_PFREE 64
+static PyObject *iq_pairfree[IQ_PFREE];
+static int iq_npairfree;
+
+/* can count_in_place write v into o (its conditions, nothing written) */
+static inline int count_fits(PyObject *o, long long v)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    if (Py_REFCNT(o) != 1 || !PyLong_CheckExact(o) || v <= 0)
+        return 0;
+    Py_ssize_t sz = Py_SIZE(o);
+    return (sz == 1 && !(v >> PyLong_SHIFT)) || (sz == 2 && (v >> PyLong_SHIFT) && !(v >> (2 * PyLong_SHIFT)));
+#else
+    (void)o;
+    (void)v;
+    return 0;
+#endif
+}
+
+/* the pair t = (a, b) in place when nobody but its holder (one reference: the dict's, or the pool's)
+ * can see it: 1 done, 0 not (t untouched), -1 an error (t untouched) */
+static int pair_in_place(PyObject *t, long long a, long long b)
+{
+    if (!PyTuple_CheckExact(t) || Py_REFCNT(t) != 1 || PyTuple_GET_SIZE(t) != 2)
+        return 0;
+    long long v[2] = {a, b};
+    PyObject *nv[2] = {NULL, NULL}, **it = ((PyTupleObject *)t)->ob_item;
+    for (int i = 0; i < 2; i++)
+        if (!count_fits(it[i], v[i]) && (nv[i] = own_int(v[i])) == NULL) {
+            Py_XDECREF(nv[0]);
+            return -1;
+        }
+    for (int i = 0; i < 2; i++)
+        if (nv[i] != NULL)
+            Py_SETREF(it[i], nv[i]);
+        else
+            count_in_place(it[i], v[i]);
+    return 1;
+}
+
+/* a new pair (a, b): a kept one (pair_keep's) written in place, else a new tuple of ints of its own */
+static PyObject *pair_new(long long a, long long b)
+{
+    while (iq_npairfree) {
+        PyObject *t = iq_pairfree[--iq_npairfree];
+        int r = pair_in_place(t, a, b);
+        if (r > 0)
+            return t;
+        Py_DECREF(t);
+        if (r < 0)
+            return NULL;
+    }
+    return tuple_steal(2, (PyObject *[]){own_int(a), own_int(b)});
+}
+
+/* the caller's reference to a pair taken out of wait_vc: kept for pair_new when it is the last one */
+static inline void pair_keep(PyObject *t)
+{
+    if (Py_REFCNT(t) == 1 && PyTuple_CheckExact(t) && PyTuple_GET_SIZE(t) == 2 && iq_npairfree < IQ_PFREE)
+        iq_pairfree[iq_npairfree++] = t;
+    else
+        Py_DECREF(t);
+}
+
 /* the key (o, w) of wait_vc and _tail_wait: a new reference, from a cache for small o and w (a tuple
  * of two ints never changes; bounded: 256 outputs x 64 VCs), its hash in *h (kept with it: the
  * dicts' operations then take it known, without hashing the tuple again) */
@@ -743,9 +812,13 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
             Py_DECREF(key);
             return iq_bad("wait_vc's value is not a pair of integers");
         }
-        PyObject *nvv = pair_ll(wn + 1, wb + cn);
-        int rc = nvv == NULL ? -1 : _PyDict_SetItem_KnownHash(z->s[IS_WAITVC], key, nvv, kh);
-        Py_XDECREF(nvv);
+        int rc = old == NULL ? 0 : pair_in_place(old, wn + 1, wb + cn); /* (wait_vc[key] = (n + 1, b + c.n)) */
+        if (rc == 0) {
+            PyObject *nvv = pair_new(wn + 1, wb + cn);
+            rc = nvv == NULL ? -1 : _PyDict_SetItem_KnownHash(z->s[IS_WAITVC], key, nvv, kh);
+            Py_XDECREF(nvv);
+        } else if (rc > 0)
+            rc = 0;
         Py_DECREF(key);
         if (rc < 0 || iq_pv(z, c, &pv, &port, &vc) < 0 || lset(z->s[IS_VAPTR], o, pymod(pv + 1, N)) < 0)
             return -1;
@@ -1127,10 +1200,14 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
             goto fail;
         }
         int rc;
-        if (k == 1)
+        if (k == 1) {
+            Py_INCREF(old); /* (kept for the next VC allocation's entry when the dict's was its only other reference) */
             rc = _PyDict_DelItem_KnownHash(z->s[IS_WAITVC], key, kh);
-        else {
-            PyObject *nv = pair_ll(k - 1, b - n);
+            pair_keep(old);
+        } else if ((rc = pair_in_place(old, k - 1, b - n)) > 0)
+            rc = 0;
+        else if (rc == 0) {
+            PyObject *nv = pair_new(k - 1, b - n);
             rc = nv == NULL ? -1 : _PyDict_SetItem_KnownHash(z->s[IS_WAITVC], key, nv, kh);
             Py_XDECREF(nv);
         }
@@ -1467,37 +1544,53 @@ done:
 /* the settings tuple's integers, read once per tuple (a tuple never changes: kept, with a reference,
  * by its address) */
 #define IQ_KC 512
-static struct { PyObject *t; long long k[IK_COUNT]; } iq_kc[IQ_KC];
-static int iq_consts(PyObject *ks, long long *k)
+static struct { PyObject *t; long long k[IK_COUNT]; long long lim; } iq_kc[IQ_KC];
+/* the settings' integers in k, and in *lim the largest now a call may take (its keys' products fit) */
+static int iq_consts(PyObject *ks, long long *k, long long *lim)
 {
     size_t h = (size_t)(((uint64_t)(uintptr_t)ks * 0x9E3779B97F4A7C15ULL) >> 55); /* (of IQ_KC: 512) */
     if (iq_kc[h].t == ks) {
         memcpy(k, iq_kc[h].k, sizeof iq_kc[h].k);
+        *lim = iq_kc[h].lim;
         return 0;
     }
     for (int i = 0; i < IK_COUNT; i++)
         if (!get_ll(PyTuple_GET_ITEM(ks, i), &k[i]))
             return iq_bad("a setting is not an integer");
-    Py_XSETREF(iq_kc[h].t, Py_NewRef(ks));
-    memcpy(iq_kc[h].k, k, sizeof iq_kc[h].k);
-    return 0;
-}
-
-/* The state tuple's items (copied at once from the tuple's own array) and the settings (iq_consts),
- * the items' types checked */
-static int iq_state(PyObject *st, PyObject *ks, IQ *z)
-{
-    memcpy(z->s, ((PyTupleObject *)st)->ob_item, sizeof z->s); /* (IS_N items: the caller checked its size) */
-    if (iq_consts(ks, z->k) < 0)
-        return -1;
-    if (!PyList_CheckExact(z->s[IS_RCQ]) || !PyList_CheckExact(z->s[IS_REL]) || !PyList_CheckExact(z->s[IS_ACTIVE]) ||
-        !PyDict_CheckExact(z->s[IS_VA]) || !PyDict_CheckExact(z->s[IS_CHK]) || !PyDict_CheckExact(z->s[IS_SA]) ||
-        !PyDict_CheckExact(z->s[IS_WAITVC]) || !PyDict_CheckExact(z->s[IS_TAILW]) || !PyDict_CheckExact(z->s[IS_STATS]) ||
-        !PyAnySet_Check(z->s[IS_PRIOPORTS]) || !PyList_CheckExact(z->s[IS_LINE]) || z->k[IK_V] < 1 || z->k[IK_N] < 1 ||
-        z->k[IK_VMAX] < 1 || z->k[IK_FB] < 1 || z->k[IK_RK] < 1 || z->k[IK_RS] < 1) {
+    if (k[IK_V] < 1 || k[IK_N] < 1 || k[IK_VMAX] < 1 || k[IK_FB] < 1 || k[IK_RK] < 1 || k[IK_RS] < 1) {
         PyErr_SetString(PyExc_TypeError, "emu._core: the state is not laid out as Rounds._core_state lays it out");
         return -1;
     }
+    *lim = LLONG_MAX / (k[IK_RK] > k[IK_RS] ? k[IK_RK] : k[IK_RS]) / 4 - 1;
+    Py_XSETREF(iq_kc[h].t, Py_NewRef(ks));
+    memcpy(iq_kc[h].k, k, sizeof iq_kc[h].k);
+    iq_kc[h].lim = *lim;
+    return 0;
+}
+
+/* the state tuples whose items' types iq_state checked (a tuple's items never change, nor can the type
+ * of a list, dict or set: kept, with a reference, by its address) */
+#define IQ_SC 512
+static PyObject *iq_sc[IQ_SC];
+
+/* The state tuple's items (copied at once from the tuple's own array) and the settings (iq_consts),
+ * the items' types checked (once per tuple: iq_sc) */
+static int iq_state(PyObject *st, PyObject *ks, IQ *z, long long *lim)
+{
+    memcpy(z->s, ((PyTupleObject *)st)->ob_item, sizeof z->s); /* (IS_N items: the caller checked its size) */
+    if (iq_consts(ks, z->k, lim) < 0)
+        return -1;
+    size_t h = (size_t)(((uint64_t)(uintptr_t)st * 0x9E3779B97F4A7C15ULL) >> 55); /* (of IQ_SC: 512) */
+    if (iq_sc[h] == st)
+        return 0;
+    if (!PyList_CheckExact(z->s[IS_RCQ]) || !PyList_CheckExact(z->s[IS_REL]) || !PyList_CheckExact(z->s[IS_ACTIVE]) ||
+        !PyDict_CheckExact(z->s[IS_VA]) || !PyDict_CheckExact(z->s[IS_CHK]) || !PyDict_CheckExact(z->s[IS_SA]) ||
+        !PyDict_CheckExact(z->s[IS_WAITVC]) || !PyDict_CheckExact(z->s[IS_TAILW]) || !PyDict_CheckExact(z->s[IS_STATS]) ||
+        !PyAnySet_Check(z->s[IS_PRIOPORTS]) || !PyList_CheckExact(z->s[IS_LINE])) {
+        PyErr_SetString(PyExc_TypeError, "emu._core: the state is not laid out as Rounds._core_state lays it out");
+        return -1;
+    }
+    Py_XSETREF(iq_sc[h], Py_NewRef(st));
     return 0;
 }
 
@@ -1508,13 +1601,13 @@ static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t w
         PyErr_SetString(PyExc_TypeError, usage);
         return -1;
     }
-    if (iq_state(args[0], args[1], z) < 0)
+    long long lim;
+    if (iq_state(args[0], args[1], z, &lim) < 0)
         return -1;
     z->fresh = args[2];
     if (!get_ll(args[3], &z->now))
         return iq_bad("now is not an integer");
-    long long K = z->k[IK_RK];
-    if (z->now < 0 || z->now + 1 > LLONG_MAX / (K > z->k[IK_RS] ? K : z->k[IK_RS]) / 4) {
+    if (z->now < 0 || z->now > lim) { /* (now + 1 > LLONG_MAX / max(K, RS) / 4) */
         PyErr_SetString(PyExc_OverflowError, "emu._core: a time too large for the compiled round");
         return -1;
     }
