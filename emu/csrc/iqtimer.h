@@ -27,12 +27,37 @@ static const char *t_names[T_N] = {"_cst", "_btimer", "_next", "_rnow", "iq_stat
 static PyObject *t_s[T_N];
 static Py_ssize_t t_off[T_N]; /* the slots' offsets in the class's objects (0: not a slot, read from the dict) */
 static unsigned long long n_iq_timers, n_iq_credits, n_iq_frames;
+static unsigned int t_tver[T_N]; /* (t_method_is) */
 
 /* the engine's slot ``k`` (borrowed; NULL when unset), for an engine of exactly IQEngT */
 #define ESLOT(eng, k) SLOT(eng, t_off[k])
 
 /* the engine's slot ``k`` = v (a new reference to v taken) */
 static inline void eslot_set(PyObject *eng, int k, PyObject *v) { Py_XSETREF(ESLOT(eng, k), Py_NewRef(v)); }
+
+/* the same for a slot holding a time: the int it held, when the slot's was its last reference, kept
+ * for the round's next int (iq.h's int_drop) instead of freed */
+static inline void eslot_set_time(PyObject *eng, int k, PyObject *v)
+{
+    PyObject *old = ESLOT(eng, k);
+    ESLOT(eng, k) = Py_NewRef(v);
+    if (old != NULL)
+        int_drop(old);
+}
+
+/* the class's method ``name`` is still ``fn``: its type version tag when it last was, kept per name
+ * (CPython gives a class a new tag, or none, whenever its attributes or its bases' change) */
+static inline int t_method_is(int name, PyObject *fn)
+{
+    unsigned int tv = IQEngT->tp_version_tag;
+    if (tv != 0 && tv == t_tver[name] && PyType_HasFeature(IQEngT, Py_TPFLAGS_VALID_VERSION_TAG))
+        return 1;
+    if (_PyType_Lookup(IQEngT, t_s[name]) != fn)
+        return 0;
+    /* (_PyType_Lookup assigns the class a valid tag when it can: read after it) */
+    t_tver[name] = PyType_HasFeature(IQEngT, Py_TPFLAGS_VALID_VERSION_TAG) ? IQEngT->tp_version_tag : 0;
+    return 1;
+}
 
 static int iqtimer_setup(PyObject *cls)
 {
@@ -58,6 +83,7 @@ static int iqtimer_setup(PyObject *cls)
         if (slot_offset((PyTypeObject *)cls, t_names[slotted[k]], &off[slotted[k]]) < 0)
             return -1;
     memcpy(t_off, off, sizeof off);
+    memset(t_tver, 0, sizeof t_tver);
     rx_off_next = off[T_NEXT];
     rx_off_timer = off[T_TIMER];
     Py_XSETREF(rx_engt, (PyTypeObject *)Py_NewRef(cls));
@@ -135,7 +161,7 @@ static PyObject *t_cout(PyObject *eng, PyObject *d)
  * its compiled round's state (a borrowed tuple in *cs); NULL otherwise (no error) */
 static PyObject *iq_plain_dict(PyObject *eng, PyObject *fn, int name, PyObject **cs)
 {
-    if (IQEngT == NULL || Py_TYPE(eng) != IQEngT || !iq_ready || _PyType_Lookup(IQEngT, t_s[name]) != fn)
+    if (IQEngT == NULL || Py_TYPE(eng) != IQEngT || !iq_ready || !t_method_is(name, fn))
         return NULL;
     PyObject **dp = _PyObject_GetDictPtr(eng);
     if (dp == NULL || *dp == NULL || !PyDict_CheckExact(*dp))
@@ -217,11 +243,11 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
             PyErr_SetString(PyExc_TypeError, "iq_retime: not an integer");
         goto done;
     }
-    eslot_set(eng, T_NEXT, t);
+    eslot_set_time(eng, T_NEXT, t);
     PyObject *tm = t;
     if (b != Py_None && get_ll(b, &bv) && bv < tv)
         tm = b, tv = bv;
-    eslot_set(eng, T_TIMER, tv >= inf ? Py_None : tm);
+    eslot_set_time(eng, T_TIMER, tv >= inf ? Py_None : tm);
     Py_DECREF(b);
     *out_p = out;
     out = NULL;
@@ -289,7 +315,7 @@ static int iq_on_credit(PyObject *eng, long long port, long long vc, long long n
  * (nothing changed: Python's method, which asks the compiled receive again and goes on), -1 error. */
 static int iq_on_receive(PyObject *eng, PyObject *frame, PyObject *port, PyObject *now, PyObject **out_p)
 {
-    if (IQEngT == NULL || Py_TYPE(eng) != IQEngT || _PyType_Lookup(IQEngT, t_s[T_RECEIVE]) != iq_fn_receive)
+    if (IQEngT == NULL || Py_TYPE(eng) != IQEngT || !t_method_is(T_RECEIVE, iq_fn_receive))
         return 1;
     PyObject **dp = _PyObject_GetDictPtr(eng), *rx;
     if (dp == NULL || *dp == NULL || (rx = ESLOT(eng, T_CRX)) == NULL || !PyTuple_CheckExact(rx) ||
