@@ -402,21 +402,6 @@ static inline int kd_del(PyObject *d, PyObject *key)
     return h == -1 ? -1 : _PyDict_DelItem_KnownHash(d, key, h);
 }
 
-/* d.get(key) as an int, ``dflt`` when missing */
-static int dict_ll(PyObject *d, PyObject *key, long long dflt, long long *v)
-{
-    PyObject *x = kd_get(d, key);
-    if (x == NULL) {
-        if (PyErr_Occurred())
-            return -1;
-        *v = dflt;
-        return 0;
-    }
-    if (!get_ll(x, v))
-        return iq_bad("a dict value is not an integer");
-    return 0;
-}
-
 static int dict_set_ll(PyObject *d, PyObject *key, long long v)
 {
     PyObject *n = v == ((long long)1 << 62) && iq_inf != NULL ? Py_NewRef(iq_inf) : PyLong_FromLongLong(v);
@@ -425,6 +410,20 @@ static int dict_set_ll(PyObject *d, PyObject *key, long long v)
     int rc = kd_set(d, key, n);
     Py_DECREF(n);
     return rc;
+}
+
+/* _va_chk[o] = v (a list per output): the shared 0 and INF, else an int written in place when the
+ * list's is its only reference (iqr_put_ll) */
+static int chk_set(PyObject *chk, long long o, long long v)
+{
+    if (!PyList_CheckExact(chk) || o < 0 || o >= PyList_GET_SIZE(chk))
+        return iq_bad("an output outside _va_chk");
+    PyObject **it = &((PyListObject *)chk)->ob_item[o], *shared = v == 0 ? iq_zero : v == ((long long)1 << 62) ? iq_inf : NULL;
+    if (shared == NULL)
+        return iqr_put_ll(it, v);
+    if (*it != shared)
+        Py_SETREF(*it, Py_NewRef(shared));
+    return 0;
 }
 
 /* d[key] += n for the router's counters (iq_stats, a switch's stats: dict_add's work, the same values
@@ -594,7 +593,6 @@ static int iq_rc_done(IQ *z)
 {
     PyObject *q = z->s[IS_RCQ], *va = z->s[IS_VA], *chk = z->s[IS_CHK], *bufs = z->s[IS_Q];
     long long K = z->k[IK_RK], vm = z->k[IK_VMAX], due = (z->now + 1) * K;
-    PyObject *zero = iq_zero;
     while (PyList_GET_SIZE(q)) {
         long long key;
         if (!get_ll(PyList_GET_ITEM(q, 0), &key))
@@ -624,7 +622,8 @@ static int iq_rc_done(IQ *z)
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(copies); i++) {
             PyObject *c = PyList_GET_ITEM(copies, i);
             PyObject *o = SLOT(c, c_out);
-            if (Py_TYPE(c) != CopyT || o == NULL || dict_append(va, o, c) < 0 || kd_set(chk, o, zero) < 0) {
+            long long ov;
+            if (Py_TYPE(c) != CopyT || o == NULL || !get_ll(o, &ov) || dict_append(va, o, c) < 0 || chk_set(chk, ov, 0) < 0) {
                 Py_DECREF(copies);
                 Py_DECREF(pkt);
                 return iq_bad("a copy is not a Copy");
@@ -843,7 +842,7 @@ static int iq_va_one(IQ *z, int again, PyObject *oobj, PyObject *reqs)
     {
         PyObject *ask = NULL;
         long long o, ck = 0;
-        if (!get_ll(oobj, &o) || dict_ll(chk, oobj, 0, &ck) < 0) {
+        if (!get_ll(oobj, &o) || li(chk, o, &ck) < 0) {
             iq_bad("an output is not an integer");
             goto fail;
         }
@@ -933,7 +932,7 @@ static int iq_va_one(IQ *z, int again, PyObject *oobj, PyObject *reqs)
             if (now < f && f < t)
                 t = f;
         }
-        return dict_set_ll(chk, oobj, t);
+        return chk_set(chk, o, t);
     fail_r:
         Py_XDECREF(ask);
         Py_DECREF(reqs);
@@ -1230,10 +1229,9 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
         if (fa == NULL || lset(fa, w, t) < 0)
             goto fail;
         if (t < INF_) {
-            long long ck;
-            PyObject *oo = SLOT(c, c_out);
+            long long ck = 0;
             if (push_int(z->s[IS_REL], t * RS + z->k[IK_VCF] + o * z->k[IK_VS] + w) < 0 ||
-                dict_ll(z->s[IS_CHK], oo, 0, &ck) < 0 || (ck > t && dict_set_ll(z->s[IS_CHK], oo, t) < 0))
+                li(z->s[IS_CHK], o, &ck) < 0 || (ck > t && chk_set(z->s[IS_CHK], o, t) < 0))
                 goto fail;
         }
     }
@@ -1584,7 +1582,7 @@ static int iq_state(PyObject *st, PyObject *ks, IQ *z, long long *lim)
     if (iq_sc[h] == st)
         return 0;
     if (!PyList_CheckExact(z->s[IS_RCQ]) || !PyList_CheckExact(z->s[IS_REL]) || !PyList_CheckExact(z->s[IS_ACTIVE]) ||
-        !PyDict_CheckExact(z->s[IS_VA]) || !PyDict_CheckExact(z->s[IS_CHK]) || !PyDict_CheckExact(z->s[IS_SA]) ||
+        !PyDict_CheckExact(z->s[IS_VA]) || !PyList_CheckExact(z->s[IS_CHK]) || !PyDict_CheckExact(z->s[IS_SA]) ||
         !PyDict_CheckExact(z->s[IS_WAITVC]) || !PyDict_CheckExact(z->s[IS_TAILW]) || !PyDict_CheckExact(z->s[IS_STATS]) ||
         !PyAnySet_Check(z->s[IS_PRIOPORTS]) || !PyList_CheckExact(z->s[IS_LINE])) {
         PyErr_SetString(PyExc_TypeError, "emu._core: the state is not laid out as Rounds._core_state lays it out");
