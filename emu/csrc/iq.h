@@ -1547,11 +1547,15 @@ static struct { PyObject *t; long long k[IK_COUNT]; long long lim; } iq_kc[IQ_KC
 static int iq_consts(PyObject *ks, long long *k, long long *lim)
 {
     size_t h = (size_t)(((uint64_t)(uintptr_t)ks * 0x9E3779B97F4A7C15ULL) >> 55); /* (of IQ_KC: 512) */
+    if (iq_kc[h].t != ks && iq_kc[h ^ 1].t == ks)
+        h ^= 1; /* (two ways: the routers of a mesh whose tuples share an entry do not take it from each other) */
     if (iq_kc[h].t == ks) {
         memcpy(k, iq_kc[h].k, sizeof iq_kc[h].k);
         *lim = iq_kc[h].lim;
         return 0;
     }
+    if (iq_kc[h].t != NULL && iq_kc[h ^ 1].t == NULL)
+        h ^= 1;
     for (int i = 0; i < IK_COUNT; i++)
         if (!get_ll(PyTuple_GET_ITEM(ks, i), &k[i]))
             return iq_bad("a setting is not an integer");
@@ -1568,7 +1572,7 @@ static int iq_consts(PyObject *ks, long long *k, long long *lim)
 
 /* the state tuples whose items' types iq_state checked (a tuple's items never change, nor can the type
  * of a list, dict or set: kept, with a reference, by its address) */
-#define IQ_SC 512
+#define IQ_SC 4096
 static PyObject *iq_sc[IQ_SC];
 
 /* The state tuple's items (copied at once from the tuple's own array) and the settings (iq_consts),
@@ -1578,7 +1582,7 @@ static int iq_state(PyObject *st, PyObject *ks, IQ *z, long long *lim)
     memcpy(z->s, ((PyTupleObject *)st)->ob_item, sizeof z->s); /* (IS_N items: the caller checked its size) */
     if (iq_consts(ks, z->k, lim) < 0)
         return -1;
-    size_t h = (size_t)(((uint64_t)(uintptr_t)st * 0x9E3779B97F4A7C15ULL) >> 55); /* (of IQ_SC: 512) */
+    size_t h = (size_t)(((uint64_t)(uintptr_t)st * 0x9E3779B97F4A7C15ULL) >> 52); /* (of IQ_SC: 4096) */
     if (iq_sc[h] == st)
         return 0;
     if (!PyList_CheckExact(z->s[IS_RCQ]) || !PyList_CheckExact(z->s[IS_REL]) || !PyList_CheckExact(z->s[IS_ACTIVE]) ||
