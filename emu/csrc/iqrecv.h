@@ -210,11 +210,16 @@ static int rx_engine(PyObject *eng, PyObject **routes, PyObject **held)
 }
 
 /* o's slot = v (a constant held elsewhere too: 0, -1, INF, False), nothing done when it holds v
- * already (a kept copy or packet, iq.h's obj_reuse) */
+ * already (a kept copy or packet, iq.h's obj_reuse); the int it held, when the slot's was its last
+ * reference, kept for the round's next int (iq.h's int_drop) instead of freed */
 static inline __attribute__((always_inline)) int rx_same(PyObject *o, Py_ssize_t off, PyObject *v)
 {
-    if (SLOT(o, off) != v)
-        Py_XSETREF(SLOT(o, off), Py_NewRef(v));
+    PyObject *old = SLOT(o, off);
+    if (old != v) {
+        SLOT(o, off) = Py_NewRef(v);
+        if (old != NULL)
+            int_drop(old);
+    }
     return 0;
 }
 
@@ -222,7 +227,10 @@ static inline __attribute__((always_inline)) int rx_slot(PyObject *o, Py_ssize_t
 {
     if (v == NULL)
         return -1;
-    Py_XSETREF(SLOT(o, off), v);
+    PyObject *old = SLOT(o, off);
+    SLOT(o, off) = v;
+    if (old != NULL)
+        int_drop(old);
     return 0;
 }
 
