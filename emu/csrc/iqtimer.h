@@ -208,7 +208,7 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
     z.up = v[T_UP];
     z.credit_out = v[T_COUT];
     if (nxt <= now) { /* (Rounds._round, as on_timer inlines it) */
-        eslot_set(eng, T_RNOW, tt);
+        eslot_set_time(eng, T_RNOW, tt);
         if (iqr_count_add(v[T_STATS], t_s[again ? T_REPEATS : T_ROUNDS], 1, 0, "iq_stats") < 0)
             goto done;
         if (PyList_GET_SIZE(v[T_ACTIVE])) {
