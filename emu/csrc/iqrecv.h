@@ -24,7 +24,8 @@ static PyTypeObject *rx_engt;            /* switch.iq.InputQueuedEngine (set by 
 static Py_ssize_t rx_off_next, rx_off_timer; /* its slots _next and timer (csrc/iqtimer.h) */
 
 enum { RX_INS, RX_LINES, RX_OCC, RX_PEAK, RX_ARR, RX_Q, RX_ACTIVE, RX_RCQ, RX_WAITN, RX_WAITB, RX_IQSTATS, RX_STATS,
-       RX_PRIOPORTS, RX_ADD, RX_V, RX_VCBYTES, RX_GROUPS, RX_VMAX, RX_RK, RX_RC, RX_VCT, RX_NPORTS, RX_VCOFF, RX_FLAGPOOL, RX_N };
+       RX_PRIOPORTS, RX_ADD, RX_INBPS, RX_OUTBPS, RX_DOWN, RX_V, RX_VCBYTES, RX_GROUPS, RX_VMAX, RX_RK, RX_RC, RX_VCT,
+       RX_NPORTS, RX_VCOFF, RX_FLAGPOOL, RX_FB, RX_N };
 
 static int rx_init(void)
 {
@@ -94,6 +95,85 @@ static PyObject *rx_cached(PyObject *d, long long key, Py_ssize_t want)
     rx_tc[h].t = t;
 #endif
     return t;
+}
+
+/* ``-((-n * 8_000_000_000) // bps[p])`` (InputQueuedEngine._ser_in / _ser_out): a frame of n bytes' time
+ * on the line of port p, the rate an int in the dict ``bps``; 0 with *ok unset when not computable here */
+static long long rx_ser(PyObject *bps, long long p, long long n, int *ok)
+{
+    PyObject *k = PyLong_FromLongLong(p), *b = k == NULL || !PyDict_CheckExact(bps) ? NULL : PyDict_GetItemWithError(bps, k);
+    Py_XDECREF(k);
+    long long r;
+    if (b == NULL || !get_ll(b, &r) || r <= 0 || n < 0 || n > 1000000000) {
+        PyErr_Clear();
+        *ok = 0;
+        return 0;
+    }
+    return (n * 8000000000LL + r - 1) / r;
+}
+
+/* d[key] = a tuple of ``m`` ints (the receive's caches: ``_ins``, ``_lines``), borrowed from d; NULL
+ * with an error */
+static PyObject *rx_fill(PyObject *d, long long key, const long long *v, int m)
+{
+    if (!PyDict_CheckExact(d))
+        return NULL;
+    PyObject *k = PyLong_FromLongLong(key);
+    if (k == NULL)
+        return NULL;
+    if (PyDict_GetItemWithError(d, k) != NULL || PyErr_Occurred()) { /* (there, but not a tuple of ints: Python's) */
+        Py_DECREF(k);
+        return NULL;
+    }
+    PyObject *items[4] = {NULL, NULL, NULL, NULL};
+    for (int i = 0; i < m; i++)
+        items[i] = PyLong_FromLongLong(v[i]);
+    PyObject *t = tuple_steal(m, items);
+    int rc = t == NULL ? -1 : PyDict_SetItem(d, k, t);
+    Py_DECREF(k);
+    Py_XDECREF(t); /* (held by the dict) */
+    return rc < 0 ? NULL : t;
+}
+
+/* InputQueuedEngine.receive's ``_ins`` entry for input ``port`` and modelled length ``n``: (its whole
+ * flits, its tail's time behind its head's), made and stored as Python makes it; borrowed, NULL (not
+ * computable here: nothing stored, no error; or an error) */
+static PyObject *rx_ins_fill(PyObject *const *rx, long long fb, long long port, long long n)
+{
+    int ok = 1;
+    long long v[2], f = n < fb ? n : fb;
+    v[0] = (n + fb - 1) / fb * fb;
+    v[1] = rx_ser(rx[RX_INBPS], port, n, &ok) - rx_ser(rx[RX_INBPS], port, f, &ok);
+    return ok && n > 0 ? rx_fill(rx[RX_INS], port << 32 | n, v, 2) : NULL;
+}
+
+/* InputQueuedEngine._copy's ``_lines`` entry for output ``out`` and modelled length ``n``: (need, time on
+ * the line, from its head's start to its tail's, its part for the receiver's VC buffer), made and
+ * stored as Python makes it; borrowed, NULL (not computable here -- a frame the receiver's buffers
+ * cannot hold: Python's error -- nothing stored, no error; or an error) */
+static PyObject *rx_lines_fill(PyObject *const *rx, long long fb, long long out, long long n)
+{
+    PyObject *down = rx[RX_DOWN], *d = PyList_CheckExact(down) && out < PyList_GET_SIZE(down) ? PyList_GET_ITEM(down, out) : Py_None;
+    long long dv[4] = {0, 0, 0, 0}, need = 0;
+    int ok = n > 0;
+    if (d != Py_None) {
+        if (!PyTuple_CheckExact(d) || PyTuple_GET_SIZE(d) != 4)
+            return NULL;
+        for (int i = 0; i < 4; i++)
+            if (!get_ll(PyTuple_GET_ITEM(d, i), &dv[i]))
+                return NULL;
+        if (dv[2] <= 0)
+            return NULL;
+        need = (n + dv[2] - 1) / dv[2] * dv[2];
+        if (need > dv[1] + dv[3])
+            return NULL; /* (Python's _need refuses it) */
+    }
+    long long v[4], f = n < fb ? n : fb;
+    v[0] = need;
+    v[1] = rx_ser(rx[RX_OUTBPS], out, n, &ok);
+    v[2] = v[1] - rx_ser(rx[RX_OUTBPS], out, f, &ok);
+    v[3] = d == Py_None || need < dv[1] ? need : dv[1];
+    return ok ? rx_fill(rx[RX_LINES], out << 32 | n, v, 4) : NULL;
 }
 
 /* getattr(eng, name), a new reference: from the instance dict directly when Python's generic getattr
@@ -280,7 +360,13 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (nin < 0 || nout < 0)
         goto decline;
     PyObject *tin = rx_cached(rx[RX_INS], port << 32 | nin, 2), *tout = NULL;
-    if (tin == NULL || (tout = rx_cached(rx[RX_LINES], out << 32 | nout, 4)) == NULL)
+    if (tin == NULL && !PyErr_Occurred() && k[RX_FB] > 0) /* (not there yet: made here as Python makes it) */
+        tin = rx_ins_fill(rx, k[RX_FB], port, nin);
+    if (tin != NULL && (tout = rx_cached(rx[RX_LINES], out << 32 | nout, 4)) == NULL && !PyErr_Occurred() && k[RX_FB] > 0)
+        tout = rx_lines_fill(rx, k[RX_FB], out, nout);
+    if (PyErr_Occurred())
+        return NULL;
+    if (tin == NULL || tout == NULL)
         goto decline;
     long long cost, lag, need, ser, olag, ovpart;
     if (!get_ll(PyTuple_GET_ITEM(tin, 0), &cost) || !get_ll(PyTuple_GET_ITEM(tin, 1), &lag) ||
