@@ -180,6 +180,24 @@ static PyObject *iq_plain_dict(PyObject *eng, PyObject *fn, int name, PyObject *
  * list), 1 not this case (nothing changed: Python's method), -1 error. */
 static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
 {
+    if (IQEngT != NULL && Py_TYPE(eng) == IQEngT && ESLOT(eng, T_CST) == Py_None && t_method_is(T_ONTIMER, iq_fn_timer)) {
+        /* (its first round: ``self._cst = self._core_state()``, as the method does once no switch timer of
+         * its own is due -- then on as with any other) */
+        PyObject **dp = _PyObject_GetDictPtr(eng), *b = ESLOT(eng, T_BTIMER);
+        long long bt, now;
+        if (dp != NULL && *dp != NULL && PyDict_CheckExact(*dp) && t_absent(eng, *dp, T_ONTIMER) > 0 && b != NULL &&
+            get_ll(tt, &now) && (b == Py_None || (get_ll(b, &bt) && bt > now))) {
+            static PyObject *s_cs;
+            if (s_cs == NULL && (s_cs = PyUnicode_InternFromString("_core_state")) == NULL)
+                return -1;
+            PyObject *made = PyObject_CallMethodNoArgs(eng, s_cs);
+            if (made == NULL)
+                return -1;
+            eslot_set(eng, T_CST, made);
+            Py_DECREF(made);
+        }
+        PyErr_Clear();
+    }
     PyObject *cs, *d = iq_plain_dict(eng, iq_fn_timer, T_ONTIMER, &cs);
     if (d == NULL)
         return 1;
@@ -318,6 +336,18 @@ static int iq_on_receive(PyObject *eng, PyObject *frame, PyObject *port, PyObjec
     if (IQEngT == NULL || Py_TYPE(eng) != IQEngT || !t_method_is(T_RECEIVE, iq_fn_receive))
         return 1;
     PyObject **dp = _PyObject_GetDictPtr(eng), *rx;
+    if (dp != NULL && *dp != NULL && ESLOT(eng, T_CRX) == Py_None && PyDict_CheckExact(*dp) &&
+        t_absent(eng, *dp, T_RECEIVE) > 0) { /* (its first frame: ``self._crx = self._core_receive_state()``, as
+                                                * the method's first lines do, then on as with any other) */
+        static PyObject *s_crs;
+        if (s_crs == NULL && (s_crs = PyUnicode_InternFromString("_core_receive_state")) == NULL)
+            return -1;
+        PyObject *made = PyObject_CallMethodNoArgs(eng, s_crs);
+        if (made == NULL)
+            return -1;
+        eslot_set(eng, T_CRX, made);
+        Py_DECREF(made);
+    }
     if (dp == NULL || *dp == NULL || (rx = ESLOT(eng, T_CRX)) == NULL || !PyTuple_CheckExact(rx) ||
         PyTuple_GET_SIZE(rx) != 2 || !PyDict_CheckExact(*dp) || t_absent(eng, *dp, T_RECEIVE) <= 0) {
         PyErr_Clear();
