@@ -1064,6 +1064,28 @@ fail:
     return -1;
 }
 
+/* ``o in prio_ports`` (its int ``oobj``): 1, 0, -1 (an error); a frozenset's answer kept per (set, o) --
+ * it never changes, and the set, held here, is not freed while kept */
+#define IQ_PP 1024
+static struct { PyObject *s; long long o; int in; } iq_pp[IQ_PP];
+static int prio_port(PyObject *s, PyObject *oobj, long long o)
+{
+    if (!PySet_GET_SIZE(s))
+        return 0;
+    if (!PyFrozenSet_CheckExact(s))
+        return PySet_Contains(s, oobj);
+    size_t h = (size_t)((((uint64_t)(uintptr_t)s) ^ ((uint64_t)o * 0xBF58476D1CE4E5B9ULL)) * 0x9E3779B97F4A7C15ULL >> 54); /* (of IQ_PP: 1024) */
+    if (iq_pp[h].s == s && iq_pp[h].o == o)
+        return iq_pp[h].in;
+    int r = PySet_Contains(s, oobj);
+    if (r < 0)
+        return r;
+    Py_XSETREF(iq_pp[h].s, Py_NewRef(s));
+    iq_pp[h].o = o;
+    iq_pp[h].in = r;
+    return r;
+}
+
 /* ``_grant``: ``c`` won switch allocation at now; (output, frame, depart) */
 static PyObject *iq_grant(IQ *z, PyObject *c)
 {
@@ -1103,7 +1125,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
     {
         /* o in prio_ports and cuttable(c.frame): a priority-0 QsNet packet high-priority ones may cut into */
         PyObject *cut = NULL, *fr = SLOT(c, c_frame);
-        int inp = PySet_GET_SIZE(z->s[IS_PRIOPORTS]) ? PySet_Contains(z->s[IS_PRIOPORTS], SLOT(c, c_out)) : 0;
+        int inp = prio_port(z->s[IS_PRIOPORTS], SLOT(c, c_out), o);
         if (inp < 0)
             goto fail;
         if (inp && PyBytes_CheckExact(fr)) {
@@ -1728,9 +1750,9 @@ static PyObject *iq_retime_z(IQ *zp, int granted, long long slot)
     Py_ssize_t nf = PyList_GET_SIZE(fresh), j = 0;
     if (nf) {
         for (Py_ssize_t i = 0; i < nf; i++) {
-            PyObject *c = PyList_GET_ITEM(fresh, i), *pkt = SLOT(c, c_pkt);
+            PyObject *c = PyList_GET_ITEM(fresh, i), *pkt = SLOT(c, c_pkt), *gv = SLOT(c, c_granted);
             long long sa_at, prio, p, o, r;
-            int g = PyObject_IsTrue(SLOT(c, c_granted));
+            int g = gv == Py_True ? 1 : gv == Py_False ? 0 : PyObject_IsTrue(gv);
             if (g < 0)
                 return NULL;
             IRD(c, c_sa_at, sa_at);
