@@ -8,10 +8,11 @@
  * plain case is a data frame the static table routes (no special packet type, no QsNet packet or
  * ACK, no broadcast, below the hop limit, a route, its port not held), on a router with no routing
  * policy, no pending-operation load, no VC selector, no cut-through in SwitchEngine's sense, no
- * shared pool, whose input and output lengths are already in the router's caches (``_ins``,
- * ``_lines``: the first frame of each length goes to Python, which fills them), of priority 0 at
- * its output, within its VC buffer, and not handed over damaged (``uncharged``). Every decision is
- * taken before anything is written, so a refusal leaves the router as it was.
+ * shared pool, of priority 0 at its output, within its VC buffer, and not handed over damaged
+ * (``uncharged``). The entries the router's caches lack for its input and output lengths (``_ins``,
+ * ``_lines``) it makes first, as receive and _copy make them (rx_ins_fill, rx_lines_fill; a frame the
+ * receiver's buffers cannot hold: Python's, which refuses it). Every other decision is taken before
+ * anything is written, so a refusal leaves the router as it was, those caches aside.
  */
 #ifndef EMU_CSRC_IQRECV_H
 #define EMU_CSRC_IQRECV_H

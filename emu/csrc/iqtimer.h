@@ -10,7 +10,8 @@
  *
  * Plain: the engine of exactly the class given to iq_setup, that class's on_timer / on_credit still
  * the ones it had then, none set on the object, and its compiled round chosen (``_cst`` a tuple:
- * CoreRound._core_state); on_timer's also no switch timer of its own due (link tests, processing
+ * CoreRound._core_state; None, at its first round: the method's ``_core_state()`` called here first, as
+ * on_timer calls it, and likewise ``_crx`` at its first frame); on_timer's also no switch timer of its own due (link tests, processing
  * unit: Python injects their frames); on_credit's also a VC credit (no pool, no frames counted, no
  * VC waiting for a tail credit) within the receiver's buffer. Anything else: Python's method, called
  * before anything here changed. */
