@@ -80,7 +80,9 @@ class CoreRound:
         (``emu._core.iq_receive``, ``emu/csrc/iqrecv.h``), or False (Python's receive runs). Its plain
         case: no shared pool, no VC selector, the receive's methods this class's own, every port's
         framing one the core computes a length for; the rest (routing policies, held ports, priority,
-        lengths not in the caches yet...) it checks per frame, and declines before changing anything."""
+        ...) it checks per frame, and declines before changing anything but the caches ``_ins`` and ``_lines``:
+        the entries they lack it makes as ``receive`` and ``_copy`` make them (from ``in_bps``, ``port_bps``
+        and ``downstream``), instead of handing the frame to Python's receive to make them."""
         core = native.CORE
         if not USE_CORE or core is None or not hasattr(core, "iq_receive") or self.pool or self.sel is not None or \
                 not self._core_receive_methods_plain():
@@ -93,6 +95,7 @@ class CoreRound:
             return False
         b = self.bufs
         rx = (self._ins, self._lines, b.occ, b.peak, self.arriving, self.q, self.active, self._rcq, self.wait_n,
-              self.wait_b, self.iq_stats, self.stats, self.prio_ports, [f.add for f in framings], self._V, b.vc_bytes,
-              self.groups_n, self.VMAX, self._RK, self.rc, int(bool(self.vct)), self.nports, VC_OFF, FLAG_POOL)
+              self.wait_b, self.iq_stats, self.stats, self.prio_ports, [f.add for f in framings], self.in_bps,
+              self.port_bps, self.downstream, self._V, b.vc_bytes, self.groups_n, self.VMAX, self._RK, self.rc,
+              int(bool(self.vct)), self.nports, VC_OFF, FLAG_POOL, self.fb)
         return core.iq_receive, rx

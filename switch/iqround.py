@@ -44,8 +44,8 @@ class Rounds:
         no garbage for the collector)."""
         self._va: dict[int, list] = {}
         """Per output: the copies waiting for a VC there (their heads' route computation over)."""
-        self._va_chk: dict[int, int] = {}
-        """Per output: no VC can be given there before this time (none free for its requests)."""
+        self._va_chk: list[int] = [0] * n
+        """Per output: no VC can be given there before this time (none free for its requests); 0: no bound."""
         self._sa: dict[int, list] = {}
         """Per output: the copies holding a VC there and not yet granted (none: no entry)."""
         self._sa_prio: dict[int, int] = {}
@@ -351,7 +351,7 @@ class Rounds:
             if t < INF:  # (``_vc_freed``)
                 heapq.heappush(rel, t * RS + self._VCF + o * self._VS + w)
                 chk = self._va_chk
-                if chk.get(o, 0) > t:
+                if chk[o] > t:
                     chk[o] = t  # its VC is free for the requests there then
         c.granted = True
         lst = self._sa[o]
@@ -387,7 +387,7 @@ class Rounds:
     def _vc_freed(self, o: int, w: int, t: int) -> None:
         """VC ``w`` at output ``o`` may be given again from ``t``."""
         heapq.heappush(self._rel, t * self._RS + self._VCF + o * self._VS + w)
-        if self._va_chk.get(o, 0) > t:
+        if self._va_chk[o] > t:
             self._va_chk[o] = t  # its VC is free for the requests there then
 
     def _pop(self, pkt: Packet, t_next: int) -> None:

@@ -147,6 +147,75 @@ static inline PyObject *pair_ll(long long a, long long b)
     return tuple_steal(2, (PyObject *[]){PyLong_FromLongLong(a), PyLong_FromLongLong(b)});
 }
 
+/* wait_vc's values (copies, bytes): written in place when the dict's is the tuple's only reference
+ * (nobody can tell it from the new tuple Python's ``wait_vc[key] = (n, b)`` stores), and the pairs a
+ * grant deletes from it with nobody else holding them kept for the next VC allocation's new entry,
+ * instead of a tuple and two ints freed and made again per copy. Their ints are their own (own_int:
+ * not the small-int cache's), so that the next count writes them in place too. */
+#define IQ_PFREE 64
+static PyObject *iq_pairfree[IQ_PFREE];
+static int iq_npairfree;
+
+/* can count_in_place write v into o (its conditions, nothing written) */
+static inline int count_fits(PyObject *o, long long v)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    if (Py_REFCNT(o) != 1 || !PyLong_CheckExact(o) || v <= 0)
+        return 0;
+    Py_ssize_t sz = Py_SIZE(o);
+    return (sz == 1 && !(v >> PyLong_SHIFT)) || (sz == 2 && (v >> PyLong_SHIFT) && !(v >> (2 * PyLong_SHIFT)));
+#else
+    (void)o;
+    (void)v;
+    return 0;
+#endif
+}
+
+/* the pair t = (a, b) in place when nobody but its holder (one reference: the dict's, or the pool's)
+ * can see it: 1 done, 0 not (t untouched), -1 an error (t untouched) */
+static int pair_in_place(PyObject *t, long long a, long long b)
+{
+    if (!PyTuple_CheckExact(t) || Py_REFCNT(t) != 1 || PyTuple_GET_SIZE(t) != 2)
+        return 0;
+    long long v[2] = {a, b};
+    PyObject *nv[2] = {NULL, NULL}, **it = ((PyTupleObject *)t)->ob_item;
+    for (int i = 0; i < 2; i++)
+        if (!count_fits(it[i], v[i]) && (nv[i] = own_int(v[i])) == NULL) {
+            Py_XDECREF(nv[0]);
+            return -1;
+        }
+    for (int i = 0; i < 2; i++)
+        if (nv[i] != NULL)
+            Py_SETREF(it[i], nv[i]);
+        else
+            count_in_place(it[i], v[i]);
+    return 1;
+}
+
+/* a new pair (a, b): a kept one (pair_keep's) written in place, else a new tuple of ints of its own */
+static PyObject *pair_new(long long a, long long b)
+{
+    while (iq_npairfree) {
+        PyObject *t = iq_pairfree[--iq_npairfree];
+        int r = pair_in_place(t, a, b);
+        if (r > 0)
+            return t;
+        Py_DECREF(t);
+        if (r < 0)
+            return NULL;
+    }
+    return tuple_steal(2, (PyObject *[]){own_int(a), own_int(b)});
+}
+
+/* the caller's reference to a pair taken out of wait_vc: kept for pair_new when it is the last one */
+static inline void pair_keep(PyObject *t)
+{
+    if (Py_REFCNT(t) == 1 && PyTuple_CheckExact(t) && PyTuple_GET_SIZE(t) == 2 && iq_npairfree < IQ_PFREE)
+        iq_pairfree[iq_npairfree++] = t;
+    else
+        Py_DECREF(t);
+}
+
 /* the key (o, w) of wait_vc and _tail_wait: a new reference, from a cache for small o and w (a tuple
  * of two ints never changes; bounded: 256 outputs x 64 VCs), its hash in *h (kept with it: the
  * dicts' operations then take it known, without hashing the tuple again) */
@@ -333,21 +402,6 @@ static inline int kd_del(PyObject *d, PyObject *key)
     return h == -1 ? -1 : _PyDict_DelItem_KnownHash(d, key, h);
 }
 
-/* d.get(key) as an int, ``dflt`` when missing */
-static int dict_ll(PyObject *d, PyObject *key, long long dflt, long long *v)
-{
-    PyObject *x = kd_get(d, key);
-    if (x == NULL) {
-        if (PyErr_Occurred())
-            return -1;
-        *v = dflt;
-        return 0;
-    }
-    if (!get_ll(x, v))
-        return iq_bad("a dict value is not an integer");
-    return 0;
-}
-
 static int dict_set_ll(PyObject *d, PyObject *key, long long v)
 {
     PyObject *n = v == ((long long)1 << 62) && iq_inf != NULL ? Py_NewRef(iq_inf) : PyLong_FromLongLong(v);
@@ -356,6 +410,20 @@ static int dict_set_ll(PyObject *d, PyObject *key, long long v)
     int rc = kd_set(d, key, n);
     Py_DECREF(n);
     return rc;
+}
+
+/* _va_chk[o] = v (a list per output): the shared 0 and INF, else an int written in place when the
+ * list's is its only reference (iqr_put_ll) */
+static int chk_set(PyObject *chk, long long o, long long v)
+{
+    if (!PyList_CheckExact(chk) || o < 0 || o >= PyList_GET_SIZE(chk))
+        return iq_bad("an output outside _va_chk");
+    PyObject **it = &((PyListObject *)chk)->ob_item[o], *shared = v == 0 ? iq_zero : v == ((long long)1 << 62) ? iq_inf : NULL;
+    if (shared == NULL)
+        return iqr_put_ll(it, v);
+    if (*it != shared)
+        Py_SETREF(*it, Py_NewRef(shared));
+    return 0;
 }
 
 /* d[key] += n for the router's counters (iq_stats, a switch's stats: dict_add's work, the same values
@@ -525,7 +593,6 @@ static int iq_rc_done(IQ *z)
 {
     PyObject *q = z->s[IS_RCQ], *va = z->s[IS_VA], *chk = z->s[IS_CHK], *bufs = z->s[IS_Q];
     long long K = z->k[IK_RK], vm = z->k[IK_VMAX], due = (z->now + 1) * K;
-    PyObject *zero = iq_zero;
     while (PyList_GET_SIZE(q)) {
         long long key;
         if (!get_ll(PyList_GET_ITEM(q, 0), &key))
@@ -555,7 +622,8 @@ static int iq_rc_done(IQ *z)
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(copies); i++) {
             PyObject *c = PyList_GET_ITEM(copies, i);
             PyObject *o = SLOT(c, c_out);
-            if (Py_TYPE(c) != CopyT || o == NULL || dict_append(va, o, c) < 0 || kd_set(chk, o, zero) < 0) {
+            long long ov;
+            if (Py_TYPE(c) != CopyT || o == NULL || !get_ll(o, &ov) || dict_append(va, o, c) < 0 || chk_set(chk, ov, 0) < 0) {
                 Py_DECREF(copies);
                 Py_DECREF(pkt);
                 return iq_bad("a copy is not a Copy");
@@ -743,9 +811,13 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
             Py_DECREF(key);
             return iq_bad("wait_vc's value is not a pair of integers");
         }
-        PyObject *nvv = pair_ll(wn + 1, wb + cn);
-        int rc = nvv == NULL ? -1 : _PyDict_SetItem_KnownHash(z->s[IS_WAITVC], key, nvv, kh);
-        Py_XDECREF(nvv);
+        int rc = old == NULL ? 0 : pair_in_place(old, wn + 1, wb + cn); /* (wait_vc[key] = (n + 1, b + c.n)) */
+        if (rc == 0) {
+            PyObject *nvv = pair_new(wn + 1, wb + cn);
+            rc = nvv == NULL ? -1 : _PyDict_SetItem_KnownHash(z->s[IS_WAITVC], key, nvv, kh);
+            Py_XDECREF(nvv);
+        } else if (rc > 0)
+            rc = 0;
         Py_DECREF(key);
         if (rc < 0 || iq_pv(z, c, &pv, &port, &vc) < 0 || lset(z->s[IS_VAPTR], o, pymod(pv + 1, N)) < 0)
             return -1;
@@ -770,7 +842,7 @@ static int iq_va_one(IQ *z, int again, PyObject *oobj, PyObject *reqs)
     {
         PyObject *ask = NULL;
         long long o, ck = 0;
-        if (!get_ll(oobj, &o) || dict_ll(chk, oobj, 0, &ck) < 0) {
+        if (!get_ll(oobj, &o) || li(chk, o, &ck) < 0) {
             iq_bad("an output is not an integer");
             goto fail;
         }
@@ -860,7 +932,7 @@ static int iq_va_one(IQ *z, int again, PyObject *oobj, PyObject *reqs)
             if (now < f && f < t)
                 t = f;
         }
-        return dict_set_ll(chk, oobj, t);
+        return chk_set(chk, o, t);
     fail_r:
         Py_XDECREF(ask);
         Py_DECREF(reqs);
@@ -992,6 +1064,28 @@ fail:
     return -1;
 }
 
+/* ``o in prio_ports`` (its int ``oobj``): 1, 0, -1 (an error); a frozenset's answer kept per (set, o) --
+ * it never changes, and the set, held here, is not freed while kept */
+#define IQ_PP 1024
+static struct { PyObject *s; long long o; int in; } iq_pp[IQ_PP];
+static int prio_port(PyObject *s, PyObject *oobj, long long o)
+{
+    if (!PySet_GET_SIZE(s))
+        return 0;
+    if (!PyFrozenSet_CheckExact(s))
+        return PySet_Contains(s, oobj);
+    size_t h = (size_t)((((uint64_t)(uintptr_t)s) ^ ((uint64_t)o * 0xBF58476D1CE4E5B9ULL)) * 0x9E3779B97F4A7C15ULL >> 54); /* (of IQ_PP: 1024) */
+    if (iq_pp[h].s == s && iq_pp[h].o == o)
+        return iq_pp[h].in;
+    int r = PySet_Contains(s, oobj);
+    if (r < 0)
+        return r;
+    Py_XSETREF(iq_pp[h].s, Py_NewRef(s));
+    iq_pp[h].o = o;
+    iq_pp[h].in = r;
+    return r;
+}
+
 /* ``_grant``: ``c`` won switch allocation at now; (output, frame, depart) */
 static PyObject *iq_grant(IQ *z, PyObject *c)
 {
@@ -1031,7 +1125,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
     {
         /* o in prio_ports and cuttable(c.frame): a priority-0 QsNet packet high-priority ones may cut into */
         PyObject *cut = NULL, *fr = SLOT(c, c_frame);
-        int inp = PySet_GET_SIZE(z->s[IS_PRIOPORTS]) ? PySet_Contains(z->s[IS_PRIOPORTS], SLOT(c, c_out)) : 0;
+        int inp = prio_port(z->s[IS_PRIOPORTS], SLOT(c, c_out), o);
         if (inp < 0)
             goto fail;
         if (inp && PyBytes_CheckExact(fr)) {
@@ -1127,10 +1221,14 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
             goto fail;
         }
         int rc;
-        if (k == 1)
+        if (k == 1) {
+            Py_INCREF(old); /* (kept for the next VC allocation's entry when the dict's was its only other reference) */
             rc = _PyDict_DelItem_KnownHash(z->s[IS_WAITVC], key, kh);
-        else {
-            PyObject *nv = pair_ll(k - 1, b - n);
+            pair_keep(old);
+        } else if ((rc = pair_in_place(old, k - 1, b - n)) > 0)
+            rc = 0;
+        else if (rc == 0) {
+            PyObject *nv = pair_new(k - 1, b - n);
             rc = nv == NULL ? -1 : _PyDict_SetItem_KnownHash(z->s[IS_WAITVC], key, nv, kh);
             Py_XDECREF(nv);
         }
@@ -1153,10 +1251,9 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
         if (fa == NULL || lset(fa, w, t) < 0)
             goto fail;
         if (t < INF_) {
-            long long ck;
-            PyObject *oo = SLOT(c, c_out);
+            long long ck = 0;
             if (push_int(z->s[IS_REL], t * RS + z->k[IK_VCF] + o * z->k[IK_VS] + w) < 0 ||
-                dict_ll(z->s[IS_CHK], oo, 0, &ck) < 0 || (ck > t && dict_set_ll(z->s[IS_CHK], oo, t) < 0))
+                li(z->s[IS_CHK], o, &ck) < 0 || (ck > t && chk_set(z->s[IS_CHK], o, t) < 0))
                 goto fail;
         }
     }
@@ -1467,37 +1564,57 @@ done:
 /* the settings tuple's integers, read once per tuple (a tuple never changes: kept, with a reference,
  * by its address) */
 #define IQ_KC 512
-static struct { PyObject *t; long long k[IK_COUNT]; } iq_kc[IQ_KC];
-static int iq_consts(PyObject *ks, long long *k)
+static struct { PyObject *t; long long k[IK_COUNT]; long long lim; } iq_kc[IQ_KC];
+/* the settings' integers in k, and in *lim the largest now a call may take (its keys' products fit) */
+static int iq_consts(PyObject *ks, long long *k, long long *lim)
 {
     size_t h = (size_t)(((uint64_t)(uintptr_t)ks * 0x9E3779B97F4A7C15ULL) >> 55); /* (of IQ_KC: 512) */
+    if (iq_kc[h].t != ks && iq_kc[h ^ 1].t == ks)
+        h ^= 1; /* (two ways: the routers of a mesh whose tuples share an entry do not take it from each other) */
     if (iq_kc[h].t == ks) {
         memcpy(k, iq_kc[h].k, sizeof iq_kc[h].k);
+        *lim = iq_kc[h].lim;
         return 0;
     }
+    if (iq_kc[h].t != NULL && iq_kc[h ^ 1].t == NULL)
+        h ^= 1;
     for (int i = 0; i < IK_COUNT; i++)
         if (!get_ll(PyTuple_GET_ITEM(ks, i), &k[i]))
             return iq_bad("a setting is not an integer");
-    Py_XSETREF(iq_kc[h].t, Py_NewRef(ks));
-    memcpy(iq_kc[h].k, k, sizeof iq_kc[h].k);
-    return 0;
-}
-
-/* The state tuple's items (copied at once from the tuple's own array) and the settings (iq_consts),
- * the items' types checked */
-static int iq_state(PyObject *st, PyObject *ks, IQ *z)
-{
-    memcpy(z->s, ((PyTupleObject *)st)->ob_item, sizeof z->s); /* (IS_N items: the caller checked its size) */
-    if (iq_consts(ks, z->k) < 0)
-        return -1;
-    if (!PyList_CheckExact(z->s[IS_RCQ]) || !PyList_CheckExact(z->s[IS_REL]) || !PyList_CheckExact(z->s[IS_ACTIVE]) ||
-        !PyDict_CheckExact(z->s[IS_VA]) || !PyDict_CheckExact(z->s[IS_CHK]) || !PyDict_CheckExact(z->s[IS_SA]) ||
-        !PyDict_CheckExact(z->s[IS_WAITVC]) || !PyDict_CheckExact(z->s[IS_TAILW]) || !PyDict_CheckExact(z->s[IS_STATS]) ||
-        !PyAnySet_Check(z->s[IS_PRIOPORTS]) || !PyList_CheckExact(z->s[IS_LINE]) || z->k[IK_V] < 1 || z->k[IK_N] < 1 ||
-        z->k[IK_VMAX] < 1 || z->k[IK_FB] < 1 || z->k[IK_RK] < 1 || z->k[IK_RS] < 1) {
+    if (k[IK_V] < 1 || k[IK_N] < 1 || k[IK_VMAX] < 1 || k[IK_FB] < 1 || k[IK_RK] < 1 || k[IK_RS] < 1) {
         PyErr_SetString(PyExc_TypeError, "emu._core: the state is not laid out as Rounds._core_state lays it out");
         return -1;
     }
+    *lim = LLONG_MAX / (k[IK_RK] > k[IK_RS] ? k[IK_RK] : k[IK_RS]) / 4 - 1;
+    Py_XSETREF(iq_kc[h].t, Py_NewRef(ks));
+    memcpy(iq_kc[h].k, k, sizeof iq_kc[h].k);
+    iq_kc[h].lim = *lim;
+    return 0;
+}
+
+/* the state tuples whose items' types iq_state checked (a tuple's items never change, nor can the type
+ * of a list, dict or set: kept, with a reference, by its address) */
+#define IQ_SC 4096
+static PyObject *iq_sc[IQ_SC];
+
+/* The state tuple's items (copied at once from the tuple's own array) and the settings (iq_consts),
+ * the items' types checked (once per tuple: iq_sc) */
+static int iq_state(PyObject *st, PyObject *ks, IQ *z, long long *lim)
+{
+    memcpy(z->s, ((PyTupleObject *)st)->ob_item, sizeof z->s); /* (IS_N items: the caller checked its size) */
+    if (iq_consts(ks, z->k, lim) < 0)
+        return -1;
+    size_t h = (size_t)(((uint64_t)(uintptr_t)st * 0x9E3779B97F4A7C15ULL) >> 52); /* (of IQ_SC: 4096) */
+    if (iq_sc[h] == st)
+        return 0;
+    if (!PyList_CheckExact(z->s[IS_RCQ]) || !PyList_CheckExact(z->s[IS_REL]) || !PyList_CheckExact(z->s[IS_ACTIVE]) ||
+        !PyDict_CheckExact(z->s[IS_VA]) || !PyList_CheckExact(z->s[IS_CHK]) || !PyDict_CheckExact(z->s[IS_SA]) ||
+        !PyDict_CheckExact(z->s[IS_WAITVC]) || !PyDict_CheckExact(z->s[IS_TAILW]) || !PyDict_CheckExact(z->s[IS_STATS]) ||
+        !PyAnySet_Check(z->s[IS_PRIOPORTS]) || !PyList_CheckExact(z->s[IS_LINE])) {
+        PyErr_SetString(PyExc_TypeError, "emu._core: the state is not laid out as Rounds._core_state lays it out");
+        return -1;
+    }
+    Py_XSETREF(iq_sc[h], Py_NewRef(st));
     return 0;
 }
 
@@ -1508,13 +1625,13 @@ static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t w
         PyErr_SetString(PyExc_TypeError, usage);
         return -1;
     }
-    if (iq_state(args[0], args[1], z) < 0)
+    long long lim;
+    if (iq_state(args[0], args[1], z, &lim) < 0)
         return -1;
     z->fresh = args[2];
     if (!get_ll(args[3], &z->now))
         return iq_bad("now is not an integer");
-    long long K = z->k[IK_RK];
-    if (z->now < 0 || z->now + 1 > LLONG_MAX / (K > z->k[IK_RS] ? K : z->k[IK_RS]) / 4) {
+    if (z->now < 0 || z->now > lim) { /* (now + 1 > LLONG_MAX / max(K, RS) / 4) */
         PyErr_SetString(PyExc_OverflowError, "emu._core: a time too large for the compiled round");
         return -1;
     }
@@ -1633,9 +1750,9 @@ static PyObject *iq_retime_z(IQ *zp, int granted, long long slot)
     Py_ssize_t nf = PyList_GET_SIZE(fresh), j = 0;
     if (nf) {
         for (Py_ssize_t i = 0; i < nf; i++) {
-            PyObject *c = PyList_GET_ITEM(fresh, i), *pkt = SLOT(c, c_pkt);
+            PyObject *c = PyList_GET_ITEM(fresh, i), *pkt = SLOT(c, c_pkt), *gv = SLOT(c, c_granted);
             long long sa_at, prio, p, o, r;
-            int g = PyObject_IsTrue(SLOT(c, c_granted));
+            int g = gv == Py_True ? 1 : gv == Py_False ? 0 : PyObject_IsTrue(gv);
             if (g < 0)
                 return NULL;
             IRD(c, c_sa_at, sa_at);

@@ -96,6 +96,29 @@ static int iq_up_c(PyObject *up, long long o, long long at)
     return u == Py_True;
 }
 
+/* the credit's (port, vc, n, pool, frames), a new reference: when every int is one of CPython's small
+ * ints (-5..256, shared and never written), one tuple per such value kept and given again -- equal to
+ * the one Python's ``_credit_later`` makes, which its readers only unpack -- instead of a tuple made and
+ * freed per credit (per flit with ``credit_release=per_flit``) */
+#define HK_OC 256
+static struct { PyObject *t; long long port, vc, n, frames; int pool; } hk_oc[HK_OC];
+static PyObject *hk_credit_obj(long long port, long long vc, long long n, int pool, long long frames)
+{
+    int small = port >= -5 && port <= 256 && vc >= -5 && vc <= 256 && n >= -5 && n <= 256 && frames >= -5 && frames <= 256;
+    size_t h = (size_t)(((uint64_t)port * 0x9E3779B97F4A7C15ULL ^ (uint64_t)vc * 0xBF58476D1CE4E5B9ULL ^
+                         (uint64_t)n * 0x94D049BB133111EBULL ^ (uint64_t)(frames * 2 + (pool != 0))) >> 56); /* (of HK_OC: 256) */
+    if (small && hk_oc[h].t != NULL && hk_oc[h].port == port && hk_oc[h].vc == vc && hk_oc[h].n == n &&
+        hk_oc[h].frames == frames && hk_oc[h].pool == (pool != 0))
+        return Py_NewRef(hk_oc[h].t);
+    PyObject *t = tuple_steal(5, (PyObject *[]){PyLong_FromLongLong(port), PyLong_FromLongLong(vc), PyLong_FromLongLong(n),
+                                                Py_NewRef(pool ? Py_True : Py_False), PyLong_FromLongLong(frames)});
+    if (t != NULL && small) {
+        Py_XSETREF(hk_oc[h].t, Py_NewRef(t));
+        hk_oc[h].port = port, hk_oc[h].vc = vc, hk_oc[h].n = n, hk_oc[h].frames = frames, hk_oc[h].pool = pool != 0;
+    }
+    return t;
+}
+
 /* ``credit_out(port, vc, n, at, pool, frames)`` for Element._credit_later's plain case: 0 done, 1 not
  * this case (call it), -1 error */
 static int iq_credit_out_c(PyObject *co, long long port, long long vc, long long n, long long at, int pool,
@@ -143,9 +166,7 @@ static int iq_credit_out_c(PyObject *co, long long port, long long vc, long long
 #if PY_VERSION_HEX < 0x030C0000
     pc->el = el, pc->d = d, pc->seq = seq, pc->ver = ((PyDictObject *)d)->ma_version_tag;
 #endif
-    PyObject *obj = tuple_steal(5, (PyObject *[]){PyLong_FromLongLong(port), PyLong_FromLongLong(vc),
-                                                  PyLong_FromLongLong(n), Py_NewRef(pool ? Py_True : Py_False),
-                                                  PyLong_FromLongLong(frames)});
+    PyObject *obj = hk_credit_obj(port, vc, n, pool, frames);
     PyObject *e = tuple_steal(4, (PyObject *[]){PyLong_FromLongLong(at), ns, Py_NewRef(hk_credit_out), obj});
     if (e == NULL)
         return -1;

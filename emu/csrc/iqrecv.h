@@ -8,10 +8,11 @@
  * plain case is a data frame the static table routes (no special packet type, no QsNet packet or
  * ACK, no broadcast, below the hop limit, a route, its port not held), on a router with no routing
  * policy, no pending-operation load, no VC selector, no cut-through in SwitchEngine's sense, no
- * shared pool, whose input and output lengths are already in the router's caches (``_ins``,
- * ``_lines``: the first frame of each length goes to Python, which fills them), of priority 0 at
- * its output, within its VC buffer, and not handed over damaged (``uncharged``). Every decision is
- * taken before anything is written, so a refusal leaves the router as it was.
+ * shared pool, of priority 0 at its output, within its VC buffer, and not handed over damaged
+ * (``uncharged``). The entries the router's caches lack for its input and output lengths (``_ins``,
+ * ``_lines``) it makes first, as receive and _copy make them (rx_ins_fill, rx_lines_fill; a frame the
+ * receiver's buffers cannot hold: Python's, which refuses it). Every other decision is taken before
+ * anything is written, so a refusal leaves the router as it was, those caches aside.
  */
 #ifndef EMU_CSRC_IQRECV_H
 #define EMU_CSRC_IQRECV_H
@@ -24,7 +25,8 @@ static PyTypeObject *rx_engt;            /* switch.iq.InputQueuedEngine (set by 
 static Py_ssize_t rx_off_next, rx_off_timer; /* its slots _next and timer (csrc/iqtimer.h) */
 
 enum { RX_INS, RX_LINES, RX_OCC, RX_PEAK, RX_ARR, RX_Q, RX_ACTIVE, RX_RCQ, RX_WAITN, RX_WAITB, RX_IQSTATS, RX_STATS,
-       RX_PRIOPORTS, RX_ADD, RX_V, RX_VCBYTES, RX_GROUPS, RX_VMAX, RX_RK, RX_RC, RX_VCT, RX_NPORTS, RX_VCOFF, RX_FLAGPOOL, RX_N };
+       RX_PRIOPORTS, RX_ADD, RX_INBPS, RX_OUTBPS, RX_DOWN, RX_V, RX_VCBYTES, RX_GROUPS, RX_VMAX, RX_RK, RX_RC, RX_VCT,
+       RX_NPORTS, RX_VCOFF, RX_FLAGPOOL, RX_FB, RX_N };
 
 static int rx_init(void)
 {
@@ -94,6 +96,85 @@ static PyObject *rx_cached(PyObject *d, long long key, Py_ssize_t want)
     rx_tc[h].t = t;
 #endif
     return t;
+}
+
+/* ``-((-n * 8_000_000_000) // bps[p])`` (InputQueuedEngine._ser_in / _ser_out): a frame of n bytes' time
+ * on the line of port p, the rate an int in the dict ``bps``; 0 with *ok unset when not computable here */
+static long long rx_ser(PyObject *bps, long long p, long long n, int *ok)
+{
+    PyObject *k = PyLong_FromLongLong(p), *b = k == NULL || !PyDict_CheckExact(bps) ? NULL : PyDict_GetItemWithError(bps, k);
+    Py_XDECREF(k);
+    long long r;
+    if (b == NULL || !get_ll(b, &r) || r <= 0 || n < 0 || n > 1000000000) {
+        PyErr_Clear();
+        *ok = 0;
+        return 0;
+    }
+    return (n * 8000000000LL + r - 1) / r;
+}
+
+/* d[key] = a tuple of ``m`` ints (the receive's caches: ``_ins``, ``_lines``), borrowed from d; NULL
+ * with an error */
+static PyObject *rx_fill(PyObject *d, long long key, const long long *v, int m)
+{
+    if (!PyDict_CheckExact(d))
+        return NULL;
+    PyObject *k = PyLong_FromLongLong(key);
+    if (k == NULL)
+        return NULL;
+    if (PyDict_GetItemWithError(d, k) != NULL || PyErr_Occurred()) { /* (there, but not a tuple of ints: Python's) */
+        Py_DECREF(k);
+        return NULL;
+    }
+    PyObject *items[4] = {NULL, NULL, NULL, NULL};
+    for (int i = 0; i < m; i++)
+        items[i] = PyLong_FromLongLong(v[i]);
+    PyObject *t = tuple_steal(m, items);
+    int rc = t == NULL ? -1 : PyDict_SetItem(d, k, t);
+    Py_DECREF(k);
+    Py_XDECREF(t); /* (held by the dict) */
+    return rc < 0 ? NULL : t;
+}
+
+/* InputQueuedEngine.receive's ``_ins`` entry for input ``port`` and modelled length ``n``: (its whole
+ * flits, its tail's time behind its head's), made and stored as Python makes it; borrowed, NULL (not
+ * computable here: nothing stored, no error; or an error) */
+static PyObject *rx_ins_fill(PyObject *const *rx, long long fb, long long port, long long n)
+{
+    int ok = 1;
+    long long v[2], f = n < fb ? n : fb;
+    v[0] = (n + fb - 1) / fb * fb;
+    v[1] = rx_ser(rx[RX_INBPS], port, n, &ok) - rx_ser(rx[RX_INBPS], port, f, &ok);
+    return ok && n > 0 ? rx_fill(rx[RX_INS], port << 32 | n, v, 2) : NULL;
+}
+
+/* InputQueuedEngine._copy's ``_lines`` entry for output ``out`` and modelled length ``n``: (need, time on
+ * the line, from its head's start to its tail's, its part for the receiver's VC buffer), made and
+ * stored as Python makes it; borrowed, NULL (not computable here -- a frame the receiver's buffers
+ * cannot hold: Python's error -- nothing stored, no error; or an error) */
+static PyObject *rx_lines_fill(PyObject *const *rx, long long fb, long long out, long long n)
+{
+    PyObject *down = rx[RX_DOWN], *d = PyList_CheckExact(down) && out < PyList_GET_SIZE(down) ? PyList_GET_ITEM(down, out) : Py_None;
+    long long dv[4] = {0, 0, 0, 0}, need = 0;
+    int ok = n > 0;
+    if (d != Py_None) {
+        if (!PyTuple_CheckExact(d) || PyTuple_GET_SIZE(d) != 4)
+            return NULL;
+        for (int i = 0; i < 4; i++)
+            if (!get_ll(PyTuple_GET_ITEM(d, i), &dv[i]))
+                return NULL;
+        if (dv[2] <= 0)
+            return NULL;
+        need = (n + dv[2] - 1) / dv[2] * dv[2];
+        if (need > dv[1] + dv[3])
+            return NULL; /* (Python's _need refuses it) */
+    }
+    long long v[4], f = n < fb ? n : fb;
+    v[0] = need;
+    v[1] = rx_ser(rx[RX_OUTBPS], out, n, &ok);
+    v[2] = v[1] - rx_ser(rx[RX_OUTBPS], out, f, &ok);
+    v[3] = d == Py_None || need < dv[1] ? need : dv[1];
+    return ok ? rx_fill(rx[RX_LINES], out << 32 | n, v, 4) : NULL;
 }
 
 /* getattr(eng, name), a new reference: from the instance dict directly when Python's generic getattr
@@ -210,11 +291,16 @@ static int rx_engine(PyObject *eng, PyObject **routes, PyObject **held)
 }
 
 /* o's slot = v (a constant held elsewhere too: 0, -1, INF, False), nothing done when it holds v
- * already (a kept copy or packet, iq.h's obj_reuse) */
+ * already (a kept copy or packet, iq.h's obj_reuse); the int it held, when the slot's was its last
+ * reference, kept for the round's next int (iq.h's int_drop) instead of freed */
 static inline __attribute__((always_inline)) int rx_same(PyObject *o, Py_ssize_t off, PyObject *v)
 {
-    if (SLOT(o, off) != v)
-        Py_XSETREF(SLOT(o, off), Py_NewRef(v));
+    PyObject *old = SLOT(o, off);
+    if (old != v) {
+        SLOT(o, off) = Py_NewRef(v);
+        if (old != NULL)
+            int_drop(old);
+    }
     return 0;
 }
 
@@ -222,7 +308,10 @@ static inline __attribute__((always_inline)) int rx_slot(PyObject *o, Py_ssize_t
 {
     if (v == NULL)
         return -1;
-    Py_XSETREF(SLOT(o, off), v);
+    PyObject *old = SLOT(o, off);
+    SLOT(o, off) = v;
+    if (old != NULL)
+        int_drop(old);
     return 0;
 }
 
@@ -272,7 +361,13 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (nin < 0 || nout < 0)
         goto decline;
     PyObject *tin = rx_cached(rx[RX_INS], port << 32 | nin, 2), *tout = NULL;
-    if (tin == NULL || (tout = rx_cached(rx[RX_LINES], out << 32 | nout, 4)) == NULL)
+    if (tin == NULL && !PyErr_Occurred() && k[RX_FB] > 0) /* (not there yet: made here as Python makes it) */
+        tin = rx_ins_fill(rx, k[RX_FB], port, nin);
+    if (tin != NULL && (tout = rx_cached(rx[RX_LINES], out << 32 | nout, 4)) == NULL && !PyErr_Occurred() && k[RX_FB] > 0)
+        tout = rx_lines_fill(rx, k[RX_FB], out, nout);
+    if (PyErr_Occurred())
+        return NULL;
+    if (tin == NULL || tout == NULL)
         goto decline;
     long long cost, lag, need, ser, olag, ovpart;
     if (!get_ll(PyTuple_GET_ITEM(tin, 0), &cost) || !get_ll(PyTuple_GET_ITEM(tin, 1), &lag) ||

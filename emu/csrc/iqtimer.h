@@ -10,7 +10,8 @@
  *
  * Plain: the engine of exactly the class given to iq_setup, that class's on_timer / on_credit still
  * the ones it had then, none set on the object, and its compiled round chosen (``_cst`` a tuple:
- * CoreRound._core_state); on_timer's also no switch timer of its own due (link tests, processing
+ * CoreRound._core_state; None, at its first round: the method's ``_core_state()`` called here first, as
+ * on_timer calls it, and likewise ``_crx`` at its first frame); on_timer's also no switch timer of its own due (link tests, processing
  * unit: Python injects their frames); on_credit's also a VC credit (no pool, no frames counted, no
  * VC waiting for a tail credit) within the receiver's buffer. Anything else: Python's method, called
  * before anything here changed. */
@@ -27,12 +28,37 @@ static const char *t_names[T_N] = {"_cst", "_btimer", "_next", "_rnow", "iq_stat
 static PyObject *t_s[T_N];
 static Py_ssize_t t_off[T_N]; /* the slots' offsets in the class's objects (0: not a slot, read from the dict) */
 static unsigned long long n_iq_timers, n_iq_credits, n_iq_frames;
+static unsigned int t_tver[T_N]; /* (t_method_is) */
 
 /* the engine's slot ``k`` (borrowed; NULL when unset), for an engine of exactly IQEngT */
 #define ESLOT(eng, k) SLOT(eng, t_off[k])
 
 /* the engine's slot ``k`` = v (a new reference to v taken) */
 static inline void eslot_set(PyObject *eng, int k, PyObject *v) { Py_XSETREF(ESLOT(eng, k), Py_NewRef(v)); }
+
+/* the same for a slot holding a time: the int it held, when the slot's was its last reference, kept
+ * for the round's next int (iq.h's int_drop) instead of freed */
+static inline void eslot_set_time(PyObject *eng, int k, PyObject *v)
+{
+    PyObject *old = ESLOT(eng, k);
+    ESLOT(eng, k) = Py_NewRef(v);
+    if (old != NULL)
+        int_drop(old);
+}
+
+/* the class's method ``name`` is still ``fn``: its type version tag when it last was, kept per name
+ * (CPython gives a class a new tag, or none, whenever its attributes or its bases' change) */
+static inline int t_method_is(int name, PyObject *fn)
+{
+    unsigned int tv = IQEngT->tp_version_tag;
+    if (tv != 0 && tv == t_tver[name] && PyType_HasFeature(IQEngT, Py_TPFLAGS_VALID_VERSION_TAG))
+        return 1;
+    if (_PyType_Lookup(IQEngT, t_s[name]) != fn)
+        return 0;
+    /* (_PyType_Lookup assigns the class a valid tag when it can: read after it) */
+    t_tver[name] = PyType_HasFeature(IQEngT, Py_TPFLAGS_VALID_VERSION_TAG) ? IQEngT->tp_version_tag : 0;
+    return 1;
+}
 
 static int iqtimer_setup(PyObject *cls)
 {
@@ -58,6 +84,7 @@ static int iqtimer_setup(PyObject *cls)
         if (slot_offset((PyTypeObject *)cls, t_names[slotted[k]], &off[slotted[k]]) < 0)
             return -1;
     memcpy(t_off, off, sizeof off);
+    memset(t_tver, 0, sizeof t_tver);
     rx_off_next = off[T_NEXT];
     rx_off_timer = off[T_TIMER];
     Py_XSETREF(rx_engt, (PyTypeObject *)Py_NewRef(cls));
@@ -135,7 +162,7 @@ static PyObject *t_cout(PyObject *eng, PyObject *d)
  * its compiled round's state (a borrowed tuple in *cs); NULL otherwise (no error) */
 static PyObject *iq_plain_dict(PyObject *eng, PyObject *fn, int name, PyObject **cs)
 {
-    if (IQEngT == NULL || Py_TYPE(eng) != IQEngT || !iq_ready || _PyType_Lookup(IQEngT, t_s[name]) != fn)
+    if (IQEngT == NULL || Py_TYPE(eng) != IQEngT || !iq_ready || !t_method_is(name, fn))
         return NULL;
     PyObject **dp = _PyObject_GetDictPtr(eng);
     if (dp == NULL || *dp == NULL || !PyDict_CheckExact(*dp))
@@ -154,6 +181,24 @@ static PyObject *iq_plain_dict(PyObject *eng, PyObject *fn, int name, PyObject *
  * list), 1 not this case (nothing changed: Python's method), -1 error. */
 static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
 {
+    if (IQEngT != NULL && Py_TYPE(eng) == IQEngT && ESLOT(eng, T_CST) == Py_None && t_method_is(T_ONTIMER, iq_fn_timer)) {
+        /* (its first round: ``self._cst = self._core_state()``, as the method does once no switch timer of
+         * its own is due -- then on as with any other) */
+        PyObject **dp = _PyObject_GetDictPtr(eng), *b = ESLOT(eng, T_BTIMER);
+        long long bt, now;
+        if (dp != NULL && *dp != NULL && PyDict_CheckExact(*dp) && t_absent(eng, *dp, T_ONTIMER) > 0 && b != NULL &&
+            get_ll(tt, &now) && (b == Py_None || (get_ll(b, &bt) && bt > now))) {
+            static PyObject *s_cs;
+            if (s_cs == NULL && (s_cs = PyUnicode_InternFromString("_core_state")) == NULL)
+                return -1;
+            PyObject *made = PyObject_CallMethodNoArgs(eng, s_cs);
+            if (made == NULL)
+                return -1;
+            eslot_set(eng, T_CST, made);
+            Py_DECREF(made);
+        }
+        PyErr_Clear();
+    }
     PyObject *cs, *d = iq_plain_dict(eng, iq_fn_timer, T_ONTIMER, &cs);
     if (d == NULL)
         return 1;
@@ -182,7 +227,7 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
     z.up = v[T_UP];
     z.credit_out = v[T_COUT];
     if (nxt <= now) { /* (Rounds._round, as on_timer inlines it) */
-        eslot_set(eng, T_RNOW, tt);
+        eslot_set_time(eng, T_RNOW, tt);
         if (iqr_count_add(v[T_STATS], t_s[again ? T_REPEATS : T_ROUNDS], 1, 0, "iq_stats") < 0)
             goto done;
         if (PyList_GET_SIZE(v[T_ACTIVE])) {
@@ -217,11 +262,11 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
             PyErr_SetString(PyExc_TypeError, "iq_retime: not an integer");
         goto done;
     }
-    eslot_set(eng, T_NEXT, t);
+    eslot_set_time(eng, T_NEXT, t);
     PyObject *tm = t;
     if (b != Py_None && get_ll(b, &bv) && bv < tv)
         tm = b, tv = bv;
-    eslot_set(eng, T_TIMER, tv >= inf ? Py_None : tm);
+    eslot_set_time(eng, T_TIMER, tv >= inf ? Py_None : tm);
     Py_DECREF(b);
     *out_p = out;
     out = NULL;
@@ -289,9 +334,21 @@ static int iq_on_credit(PyObject *eng, long long port, long long vc, long long n
  * (nothing changed: Python's method, which asks the compiled receive again and goes on), -1 error. */
 static int iq_on_receive(PyObject *eng, PyObject *frame, PyObject *port, PyObject *now, PyObject **out_p)
 {
-    if (IQEngT == NULL || Py_TYPE(eng) != IQEngT || _PyType_Lookup(IQEngT, t_s[T_RECEIVE]) != iq_fn_receive)
+    if (IQEngT == NULL || Py_TYPE(eng) != IQEngT || !t_method_is(T_RECEIVE, iq_fn_receive))
         return 1;
     PyObject **dp = _PyObject_GetDictPtr(eng), *rx;
+    if (dp != NULL && *dp != NULL && ESLOT(eng, T_CRX) == Py_None && PyDict_CheckExact(*dp) &&
+        t_absent(eng, *dp, T_RECEIVE) > 0) { /* (its first frame: ``self._crx = self._core_receive_state()``, as
+                                                * the method's first lines do, then on as with any other) */
+        static PyObject *s_crs;
+        if (s_crs == NULL && (s_crs = PyUnicode_InternFromString("_core_receive_state")) == NULL)
+            return -1;
+        PyObject *made = PyObject_CallMethodNoArgs(eng, s_crs);
+        if (made == NULL)
+            return -1;
+        eslot_set(eng, T_CRX, made);
+        Py_DECREF(made);
+    }
     if (dp == NULL || *dp == NULL || (rx = ESLOT(eng, T_CRX)) == NULL || !PyTuple_CheckExact(rx) ||
         PyTuple_GET_SIZE(rx) != 2 || !PyDict_CheckExact(*dp) || t_absent(eng, *dp, T_RECEIVE) <= 0) {
         PyErr_Clear();
