@@ -80,14 +80,17 @@ static int frames_due(PyObject *domain, PyObject *el, long long t)
     if (at == NULL || !PyList_CheckExact(at) || k < 0 || k >= PyList_GET_SIZE(at) || !get_ll(PyList_GET_ITEM(at, k), &cur))
         goto done;
     if (t < cur) {
-        ts = PyLong_FromLongLong(t);
-        if (ts == NULL || PyList_SetItem(at, k, Py_NewRef(ts)) < 0)
+        PyObject *entry = hp_dom_entry(t, i, &ts); /* (t, i), its int ts shared with _at[i], as Python's */
+        if (entry == NULL || PyList_SetItem(at, k, Py_NewRef(ts)) < 0) {
+            Py_XDECREF(entry);
             goto done;
+        }
         PyObject *dheap = DOM_GET(domain, D_HEAP);
-        if (dheap == NULL)
+        if (dheap == NULL) {
+            Py_DECREF(entry);
             goto done;
-        PyObject *entry = tuple_steal_inline(2, (PyObject *[]){Py_NewRef(ts), Py_NewRef(i)});
-        int pushed = entry == NULL || !PyList_CheckExact(dheap) ? -1 : heap_push(dheap, entry);
+        }
+        int pushed = !PyList_CheckExact(dheap) ? -1 : heap_push(dheap, entry);
         Py_XDECREF(entry);
         Py_DECREF(dheap);
         if (pushed < 0)

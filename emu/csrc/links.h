@@ -437,13 +437,11 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             break; /* a gap, a duplicate, a late record: Python's */
         if (set_ll(lk, lr_expected, (seq + 1) & 0xFFFFFFFFLL) < 0)
             goto fail;
-        PyObject *rec = tuple_steal_inline(5, (PyObject *[]){PyLong_FromLongLong((long long)ts), Py_NewRef(index),
-                                                      PyLong_FromLongLong(seq),
-                                                      frame_bytes((const char *)h + C_OUTER_LEN, end - off - C_OUTER_LEN),
-                                                      Py_NewRef(kind == C_KIND_POOL ? f_pool : f_data)});
+        PyObject *rec = hp_record(NULL, (long long)ts, index, seq,
+                                  frame_bytes((const char *)h + C_OUTER_LEN, end - off - C_OUTER_LEN),
+                                  kind == C_KIND_POOL ? f_pool : f_data);
         if (rec == NULL)
             goto fail;
-        PyObject_GC_UnTrack(rec); /* (ints and bytes: no cycle through it) */
         int pushed = heap_push(heap, rec);
         Py_DECREF(rec);
         if (pushed < 0)

@@ -443,7 +443,7 @@ static int forward_into(PyObject *heap, long long t_end, PyObject *ins, PyObject
                 ((unsigned char *)PyBytes_AS_STRING(frame))[C_HOPS_OFF] = (w[C_HOPS_OFF] + 1) & 0xFF;
         } else
             frame = with_fcs((const char *)w, flen, C_HOPS_OFF);
-        Py_DECREF(popped);
+        hp_rec_keep(popped); /* (its frame let go: the next hop's, if made in its bytes) */
         if (frame == NULL)
             return -1;
         long long start = enqueue_tail(p, frame, flen + 4, at, free);
@@ -506,13 +506,9 @@ static int hand_over_into(PyObject *pend, PyObject *heap, PyObject *index, long 
             Py_DECREF(arr);
             goto fail;
         }
-        PyObject *rec = tuple_steal_inline(5, (PyObject *[]){arr, Py_NewRef(index),
-                                                      PyLong_FromLongLong(seq), frame,
-                                                      Py_NewRef(pool ? f_pool : f_plain)});
+        PyObject *rec = hp_record(arr, 0, index, seq, frame, pool ? f_pool : f_plain);
         if (rec == NULL)
             goto fail;
-        if (PyBytes_CheckExact(PyTuple_GET_ITEM(rec, 3)))
-            PyObject_GC_UnTrack(rec); /* (ints and bytes: no cycle through it) */
         int pushed = heap_push(heap, rec);
         Py_DECREF(rec);
         if (pushed < 0)

@@ -229,13 +229,11 @@ static int hand_over_ctl(PyObject *p, PyObject *local, PyObject *ctl, PyObject *
             PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a link-control frame is not bytes");
             goto done;
         }
-        PyObject *rec = tuple_steal_inline(5, (PyObject *[]){PyLong_FromLongLong(arr), Py_NewRef(SLOT(inp, i_index)),
-                                                      PyLong_FromLongLong(seq), Py_NewRef(fr), Py_NewRef(f_clean)});
+        PyObject *rec = hp_record(NULL, arr, SLOT(inp, i_index), seq, Py_NewRef(fr), f_clean);
         cbytes += PyBytes_GET_SIZE(fr);
         Py_DECREF(e);
         if (rec == NULL)
             goto done;
-        PyObject_GC_UnTrack(rec); /* (ints and bytes: no cycle through it) */
         int pushed = heap_push(heap, rec);
         Py_DECREF(rec);
         if (pushed < 0)

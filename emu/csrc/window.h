@@ -75,14 +75,17 @@ static PyObject *due(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (item == NULL)
             goto fail;
         Py_ssize_t i = PyLong_CheckExact(PyTuple_GET_ITEM(item, 1)) ? PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 1)) : -1;
-        Py_DECREF(item);
         if (i < 0 || i >= n || PyList_GET_SIZE(at) != n || PyList_GET_SIZE(els) != n) {
+            Py_DECREF(item);
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_TypeError, "emu._core.due: a heap entry's index is not an element's");
             goto fail;
         }
-        if (PyList_SetItem(at, i, Py_NewRef(w_inf)) < 0)
+        if (PyList_SetItem(at, i, Py_NewRef(w_inf)) < 0) {
+            Py_DECREF(item);
             goto fail;
+        }
+        hp_dom_keep(item); /* (after _at[i] let its time go: the int the entry's only, written in place next) */
         if (!seen[i]) {
             seen[i] = 1;
             if (PyList_Append(out, PyList_GET_ITEM(els, i)) < 0)
@@ -547,7 +550,7 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
                     result = PyObject_CallMethodObjArgs(eng, s_receive, frame, pt, t, NULL);
             }
             Py_XDECREF(frame);
-            Py_DECREF(item);
+            hp_rec_keep(item); /* (its frame let go: the engine's, if it kept it) */
         }
         rc = -1;
         if (result == NULL)
