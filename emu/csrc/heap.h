@@ -273,6 +273,47 @@ static inline PyObject *hp_dom_entry(long long t, PyObject *i, PyObject **ts)
     return e;
 }
 
+/* the int of a record's flags ``v`` (0 <= v < 64: C_CLEAN, C_NOFCS, C_POOL and their sums), made once and
+ * kept: a borrowed reference (NULL with an error) */
+static PyObject *hp_flag_int(long long v)
+{
+    static PyObject *ints[64];
+    if (v < 0 || v >= 64)
+        return PyErr_Format(PyExc_ValueError, "emu._core: a record's flags %lld are not what they were", v), NULL;
+    if (ints[v] == NULL)
+        ints[v] = PyLong_FromLongLong(v);
+    return ints[v];
+}
+
+/* *slot = v for a count (or a sequence number) of ``obj``: written in place when the slot's int is
+ * nobody else's (count_in_place, int_in_place), else an int of its own (own_int: equal to the
+ * small-int cache's in all but identity) that the next one writes in place */
+static inline int hp_put_count(PyObject **slot, long long v)
+{
+    PyObject *o = *slot;
+    if (o != NULL && (count_in_place(o, v) || int_in_place(o, v)))
+        return 0;
+    PyObject *n = own_int(v);
+    if (n == NULL)
+        return -1;
+    Py_XSETREF(*slot, n);
+    return 0;
+}
+
+static inline int hp_set_count(PyObject *obj, Py_ssize_t off, long long v) { return hp_put_count(&SLOT(obj, off), v); }
+
+/* add_ll for a count: obj.<slot> += d, by hp_put_count */
+static inline int hp_add_count(PyObject *obj, Py_ssize_t off, long long d)
+{
+    long long v;
+    if (!get_ll(SLOT(obj, off), &v)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core: a counter is not an integer");
+        return -1;
+    }
+    return hp_put_count(&SLOT(obj, off), v + d);
+}
+
 /* counts()'s entries for the tuples made again here: records_reused, entries_reused */
 static int hp_counts(PyObject *d)
 {

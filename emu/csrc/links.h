@@ -200,7 +200,7 @@ static int take_into(PyObject *link, PyObject *pend, long long release, long lon
         }
         if (nrec > k0 && flush_dgram(link, recs, k0, nrec, size, first, w16, window, out) < 0)
             goto fail;
-        if (set_ll(link, ls_seq, seq) < 0)
+        if (hp_set_count(link, ls_seq, seq) < 0)
             goto fail;
     }
     for (Py_ssize_t k = 0; k < nrec; k++) /* (copied: a frame nobody else holds keeps its buffer for a received one) */
@@ -371,7 +371,7 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             (kind != C_KIND_DATA && kind != C_KIND_POOL) || ts >= ((uint64_t)1 << 62))
             break;
         if (link != cur || win != cwin) {
-            if (rn && (add_ll(inp, i_rx_frames, rn) < 0 || add_ll(inp, i_rx_bytes, rb) < 0))
+            if (rn && (hp_add_count(inp, i_rx_frames, rn) < 0 || hp_add_count(inp, i_rx_bytes, rb) < 0))
                 goto fail;
             rn = rb = 0;
             cur = -1;
@@ -435,7 +435,7 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         }
         if (seq != expected || (long long)ts < safe)
             break; /* a gap, a duplicate, a late record: Python's */
-        if (set_ll(lk, lr_expected, (seq + 1) & 0xFFFFFFFFLL) < 0)
+        if (hp_set_count(lk, lr_expected, (seq + 1) & 0xFFFFFFFFLL) < 0)
             goto fail;
         PyObject *rec = hp_record(NULL, (long long)ts, index, seq,
                                   frame_bytes((const char *)h + C_OUTER_LEN, end - off - C_OUTER_LEN),
@@ -455,7 +455,7 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         n_records++;
         off = end;
     }
-    if (rn && (add_ll(inp, i_rx_frames, rn) < 0 || add_ll(inp, i_rx_bytes, rb) < 0))
+    if (rn && (hp_add_count(inp, i_rx_frames, rn) < 0 || hp_add_count(inp, i_rx_bytes, rb) < 0))
         goto fail;
     rn = 0;
     if (rgot_tell(got, &ngot) < 0)
@@ -471,7 +471,7 @@ fail:
     { /* what was taken stands: counted and told, the first error kept */
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
-        if ((rn && (add_ll(inp, i_rx_frames, rn) < 0 || add_ll(inp, i_rx_bytes, rb) < 0)) || rgot_tell(got, &ngot) < 0)
+        if ((rn && (hp_add_count(inp, i_rx_frames, rn) < 0 || hp_add_count(inp, i_rx_bytes, rb) < 0)) || rgot_tell(got, &ngot) < 0)
             PyErr_Clear();
         PyErr_Restore(et, ev, tb);
     }

@@ -489,13 +489,14 @@ static int hand_over_into(PyObject *pend, PyObject *heap, PyObject *index, long 
 {
     long long nbytes = 0, last = -1;
     long n = 0;
-    PyObject *f_plain = PyLong_FromLongLong(flags), *f_pool = PyLong_FromLongLong(flags | poolf);
+    PyObject *f_plain = hp_flag_int(flags), *f_pool = hp_flag_int(flags | poolf); /* (borrowed) */
     if (f_plain == NULL || f_pool == NULL)
-        goto fail;
+        return -1;
     for (;;) {
         long long arrival;
-        PyObject *frame, *arr; /* (the pending entry's arrival int, the record's: ints are immutable) */
-        int pool, got = pop_due(pend, release, &arrival, &frame, &pool, "hand_over", &arr);
+        PyObject *frame; /* (the arrival an int of the record's own: the pending entry keeps its own, both
+                          * written in place when made again) */
+        int pool, got = pop_due(pend, release, &arrival, &frame, &pool, "hand_over", NULL);
         if (got < 0)
             goto fail;
         if (got == 0)
@@ -503,10 +504,9 @@ static int hand_over_into(PyObject *pend, PyObject *heap, PyObject *index, long 
         Py_ssize_t flen = PyObject_Length(frame);
         if (flen < 0) {
             Py_DECREF(frame);
-            Py_DECREF(arr);
             goto fail;
         }
-        PyObject *rec = hp_record(arr, 0, index, seq, frame, pool ? f_pool : f_plain);
+        PyObject *rec = hp_record(NULL, arrival, index, seq, frame, pool ? f_pool : f_plain);
         if (rec == NULL)
             goto fail;
         int pushed = heap_push(heap, rec);
@@ -518,8 +518,6 @@ static int hand_over_into(PyObject *pend, PyObject *heap, PyObject *index, long 
         nbytes += flen;
         last = arrival;
     }
-    Py_DECREF(f_plain);
-    Py_DECREF(f_pool);
     n_handed += n;
     *n_out = n;
     *nbytes_out = nbytes;
@@ -527,8 +525,6 @@ static int hand_over_into(PyObject *pend, PyObject *heap, PyObject *index, long 
     *last_out = last;
     return 0;
 fail:
-    Py_XDECREF(f_plain);
-    Py_XDECREF(f_pool);
     return -1;
 }
 

@@ -151,7 +151,7 @@ static int transmit_batch(PyObject *p, PyObject *pend, long long release, long l
             goto done;
     } else if (frames_sent(domain, pdom, n, peer) < 0)
         goto done;
-    if (set_ll(p, o_sent_done, last - lat) < 0 || add_ll(p, o_tx_frames, n) < 0 || add_ll(p, o_tx_bytes, nbytes) < 0)
+    if (set_ll(p, o_sent_done, last - lat) < 0 || hp_add_count(p, o_tx_frames, n) < 0 || hp_add_count(p, o_tx_bytes, nbytes) < 0)
         goto done;
     n_batched += n;
     rc = 0;
@@ -258,9 +258,9 @@ static int hand_over_ctl(PyObject *p, PyObject *local, PyObject *ctl, PyObject *
     }
     if (ts < *first)
         *first = ts;
-    if (set_ll(link, ls_seq, seq) < 0 || set_ll(rlink, lr_expected, seq) < 0 || add_ll(p, o_tx_frames, n) < 0 ||
-        add_ll(p, o_tx_bytes, nbytes) < 0 || add_ll(inp, i_rx_frames, n + nc) < 0 ||
-        add_ll(inp, i_rx_bytes, nbytes + cbytes) < 0 ||
+    if (hp_set_count(link, ls_seq, seq) < 0 || hp_set_count(rlink, lr_expected, seq) < 0 ||
+        hp_add_count(p, o_tx_frames, n) < 0 || hp_add_count(p, o_tx_bytes, nbytes) < 0 ||
+        hp_add_count(inp, i_rx_frames, n + nc) < 0 || hp_add_count(inp, i_rx_bytes, nbytes + cbytes) < 0 ||
         (inline_counts ? (*local_n += n + nc, frames_due(domain, peer, ts)) : frames_local_call(domain, peer, n + nc, ts, window)) < 0)
         goto done;
     n_handed += nc;
@@ -395,10 +395,10 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
                     goto fail;
                 if (flags & nofcs)
                     nbytes += 4LL * n;
-                if (set_ll(link, ls_seq, nseq) < 0 || set_ll(rlink, lr_expected, nseq) < 0 ||
-                    set_ll(p, o_sent_done, last - lat) < 0 || add_ll(p, o_tx_frames, n) < 0 ||
-                    add_ll(p, o_tx_bytes, nbytes) < 0 || add_ll(inp, i_rx_frames, n) < 0 ||
-                    add_ll(inp, i_rx_bytes, nbytes) < 0 ||
+                if (hp_set_count(link, ls_seq, nseq) < 0 || hp_set_count(rlink, lr_expected, nseq) < 0 ||
+                    set_ll(p, o_sent_done, last - lat) < 0 || hp_add_count(p, o_tx_frames, n) < 0 ||
+                    hp_add_count(p, o_tx_bytes, nbytes) < 0 || hp_add_count(inp, i_rx_frames, n) < 0 ||
+                    hp_add_count(inp, i_rx_bytes, nbytes) < 0 ||
                     (inline_counts ? (local_n += n, frames_due(domain, peer, a0)) : frames_local_call(domain, peer, n, a0, window)) < 0)
                     goto fail;
                 npend = q_len(pend);
