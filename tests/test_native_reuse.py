@@ -45,7 +45,7 @@ async def _run(pure: bool, direct: bool, monkeypatch, held: list | None) -> tupl
         for s in range(1, len(hosts)):
             await host.recv(hosts[(me - s) % len(hosts)], 1)
 
-    t = build("mesh:k=2,n=2", settings=parse_settings(["switch.model=output_queued"]))
+    t = build("fattree:k=2,n=3", settings=parse_settings(["switch.model=output_queued"]))  # (8 hosts, 20 switches)
     async with emu.Cluster(t, run=emu.RunConfig(seed=3, direct=direct)) as net:
         await net.run({h: (ping, net.hosts) for h in net.hosts})
         return net.metrics.as_dict(), await net.stats()
@@ -74,3 +74,49 @@ async def test_held_records_and_entries_are_never_made_again(monkeypatch, direct
 def test_counts_report_the_reuse():
     c = CORE.counts()
     assert type(c["records_reused"]) is int and type(c["entries_reused"]) is int
+
+
+@needs_core
+async def test_an_engine_s_attributes_set_mid_run_are_read_again(monkeypatch):
+    """The window's reads of an engine's instance attributes (``plain_table``, ``cut_through``,
+    ``min_delay_ns``: csrc/window.h lookup_missing) are kept per instance dict and its version: a VC
+    selector set on every switch mid-run (its ``plain_table`` None: each frame by Python's receive,
+    which calls it) and taken away later (the table again: the core's switch windows again) is
+    honoured at once -- the selector called as often as in the pure-Python run, the same figures."""
+    from emu.nodes.host.engine import Host
+    from emu.switch.forward import SwitchEngine
+
+    made: list = []
+    post = SwitchEngine.__post_init__
+
+    def post_kept(self):
+        post(self)
+        made.append(self)
+
+    monkeypatch.setattr(SwitchEngine, "__post_init__", post_kept)
+    deliver = Host.deliver
+    n, calls, at_reset = [0], [0], [None]
+
+    def sel(i, o, v):  # (keeps the VC: the figures stay the plain run's)
+        calls[0] += 1
+        return v
+
+    def delivered(self, msg):
+        n[0] += 1
+        if n[0] in (10, 30):
+            for e in made:
+                e.vc_select = sel if n[0] == 10 else None
+            if n[0] == 30 and native.CORE is not None:
+                at_reset[0] = CORE.counts()["windows"]
+        return deliver(self, msg)
+
+    monkeypatch.setattr(Host, "deliver", delivered)
+    comp = await _run(False, True, monkeypatch, None)
+    comp_calls, comp_n, windows = calls[0], n[0], CORE.counts()["windows"]
+    made.clear()
+    n[0] = calls[0] = 0
+    pure = await _run(True, True, monkeypatch, None)
+    assert comp_n > 30 and comp_n == n[0]
+    assert calls[0] > 0 and comp_calls == calls[0]  # (every frame between the two sets met the selector)
+    assert windows > at_reset[0]  # (the core's switch windows again after it went)
+    assert comp == pure

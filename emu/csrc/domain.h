@@ -16,10 +16,8 @@ static int add_attr_item(PyObject *domain, int which, PyObject *key, long long n
         Py_ssize_t k = PyLong_AsSsize_t(key);
         if (!(k == -1 && PyErr_Occurred()) && PyList_CheckExact(c) && k >= 0 && k < PyList_GET_SIZE(c)) {
             long long v;
-            if (get_ll(PyList_GET_ITEM(c, k), &v)) {
-                PyObject *nv = PyLong_FromLongLong(v + n);
-                rc = nv == NULL ? -1 : PyList_SetItem(c, k, nv);
-            }
+            if (get_ll(PyList_GET_ITEM(c, k), &v)) /* (an int of its own, written in place: hp_put_count) */
+                rc = hp_put_count(&PyList_GET_ITEM(c, k), v + n);
         }
     } else /* c[key] = c.get(key, 0) + n */
         rc = dict_add(c, key, n, 1, "a domain's count by window");

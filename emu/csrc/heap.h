@@ -288,7 +288,7 @@ static PyObject *hp_flag_int(long long v)
 /* *slot = v for a count (or a sequence number) of ``obj``: written in place when the slot's int is
  * nobody else's (count_in_place, int_in_place), else an int of its own (own_int: equal to the
  * small-int cache's in all but identity) that the next one writes in place */
-static inline int hp_put_count(PyObject **slot, long long v)
+static inline __attribute__((always_inline)) int hp_put_count(PyObject **slot, long long v)
 {
     PyObject *o = *slot;
     if (o != NULL && (count_in_place(o, v) || int_in_place(o, v)))
@@ -303,7 +303,7 @@ static inline int hp_put_count(PyObject **slot, long long v)
 static inline int hp_set_count(PyObject *obj, Py_ssize_t off, long long v) { return hp_put_count(&SLOT(obj, off), v); }
 
 /* add_ll for a count: obj.<slot> += d, by hp_put_count */
-static inline int hp_add_count(PyObject *obj, Py_ssize_t off, long long d)
+static inline __attribute__((always_inline)) int hp_add_count(PyObject *obj, Py_ssize_t off, long long d)
 {
     long long v;
     if (!get_ll(SLOT(obj, off), &v)) {

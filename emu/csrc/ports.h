@@ -368,6 +368,8 @@ static int forward_into(PyObject *heap, long long t_end, PyObject *ins, PyObject
 {
     long long now = -1;
     long n = 0;
+    PyObject *made_busy[8]; /* (ports this call put in ``busy``: no Python code runs here, so they stay) */
+    int n_busy = 0;
     *n_out = 0;
     if (!ready || !switch_ready || !PyList_CheckExact(heap) || !PyList_CheckExact(ins) || !PyList_CheckExact(outs) ||
         !PyDict_CheckExact(busy) || !PyList_CheckExact(routes))
@@ -450,8 +452,15 @@ static int forward_into(PyObject *heap, long long t_end, PyObject *ins, PyObject
         Py_DECREF(frame);
         if (start < 0)
             return -1;
-        if (PyDict_SetItem(busy, p, Py_None) < 0)
-            return -1;
+        int known = 0;
+        for (int b = 0; b < n_busy && !known; b++)
+            known = made_busy[b] == p;
+        if (!known) { /* busy[p] = None (once a call: set again, it would stay where it is, None) */
+            if (PyDict_SetItem(busy, p, Py_None) < 0)
+                return -1;
+            if (n_busy < 8)
+                made_busy[n_busy++] = p;
+        }
         now = arrival;
         n++;
         *n_out = n; /* (what was done stands, whatever comes next) */

@@ -147,10 +147,15 @@ static SlotCache sc_timer;
  * getattr: the instance dict's entry, else that class value -- the generic getattr's answer without
  * its class lookup and the AttributeError of a miss (an input-queued router's or a NIC's cut_through,
  * plain_table); anything else by lookup_attr. 1 found (*out a new reference), 0 not there, -1 error. */
+#define MC_SEEN 256
 typedef struct {
     PyTypeObject *t; /* (borrowed: compared only, with its version tag) */
     unsigned int ver;
     PyObject *cv; /* the class's value, NULL: none (borrowed: its class dict holds it while the tag stands) */
+    /* an instance dict's entry by the dict's address and version (CPython 3.11: a new version with every
+     * change of a dict, and for every new dict): while both stand, the entry (v, borrowed; NULL: none)
+     * is what a lookup finds -- one lookup of an engine's dict per window no more */
+    struct { PyObject *d, *v; uint64_t ver; } seen[MC_SEEN];
 } MissCache;
 
 static int lookup_missing(PyObject *o, PyObject *name, MissCache *c, PyObject **out)
@@ -172,6 +177,23 @@ static int lookup_missing(PyObject *o, PyObject *name, MissCache *c, PyObject **
         PyErr_Clear();
         return lookup_attr(o, name, out);
     }
+#if PY_VERSION_HEX < 0x030C0000
+    if (*dp != NULL && PyDict_CheckExact(*dp)) {
+        PyObject *d = *dp;
+        uint64_t ver = ((PyDictObject *)d)->ma_version_tag;
+        size_t h = (size_t)((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL >> 56); /* (of MC_SEEN: 256) */
+        if (c->seen[h].d != d || c->seen[h].ver != ver || !ver) {
+            v = PyDict_GetItemWithError(d, name); /* (no Python code: name an exact str) */
+            if (v == NULL && PyErr_Occurred())
+                return -1;
+            c->seen[h].d = d, c->seen[h].v = v, c->seen[h].ver = ver; /* (as read before: changed since, looked up again) */
+        }
+        if ((v = c->seen[h].v) != NULL) {
+            *out = Py_NewRef(v);
+            return 1;
+        }
+    } else
+#endif
     if (*dp != NULL && (v = PyDict_GetItemWithError(*dp, name)) != NULL) {
         *out = Py_NewRef(v);
         return 1;
