@@ -21,7 +21,7 @@ def _value(t: tuple) -> tuple:
     return tuple(bytes(bytearray(x)) if isinstance(x, bytes) else repr(x) for x in t)
 
 
-async def _run(pure: bool, direct: bool, monkeypatch, held: list | None) -> tuple:
+async def _run(pure: bool, direct: bool, monkeypatch, held: list | None, spec: str = "fattree:k=2,n=3") -> tuple:
     from emu.config import parse_settings
     from emu.topologies import build
 
@@ -45,7 +45,7 @@ async def _run(pure: bool, direct: bool, monkeypatch, held: list | None) -> tupl
         for s in range(1, len(hosts)):
             await host.recv(hosts[(me - s) % len(hosts)], 1)
 
-    t = build("fattree:k=2,n=3", settings=parse_settings(["switch.model=output_queued"]))  # (8 hosts, 20 switches)
+    t = build(spec, settings=parse_settings(["switch.model=output_queued"]))  # (fattree:k=2,n=3: 8 hosts, 20 switches)
     async with emu.Cluster(t, run=emu.RunConfig(seed=3, direct=direct)) as net:
         await net.run({h: (ping, net.hosts) for h in net.hosts})
         return net.metrics.as_dict(), await net.stats()
@@ -120,3 +120,16 @@ async def test_an_engine_s_attributes_set_mid_run_are_read_again(monkeypatch):
     assert calls[0] > 0 and comp_calls == calls[0]  # (every frame between the two sets met the selector)
     assert windows > at_reset[0]  # (the core's switch windows again after it went)
     assert comp == pure
+
+
+@needs_core
+@pytest.mark.parametrize("direct", [True, False])
+async def test_a_switch_with_more_busy_ports_than_the_core_keeps_in_place(monkeypatch, direct):
+    """An element's busy ports are held in place by the core's transmit (csrc/transmit.h, up to 16)
+    and in an array of their own past that: a star of 20 hosts (its switch's 20 ports busy at once
+    in an all-to-all) runs as the pure-Python one does."""
+    before = CORE.counts()["windows"]
+    core = await _run(False, direct, monkeypatch, None, "star:n=20")
+    assert CORE.counts()["windows"] > before  # (the switch's windows in the core)
+    monkeypatch.undo()
+    assert core == await _run(True, direct, monkeypatch, None, "star:n=20")

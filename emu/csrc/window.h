@@ -302,7 +302,7 @@ static int el_transmit(PyObject *el, PyObject *busy, long long t1, PyObject *w, 
         goto done;
     if (transmit_into(busy, t1 + look, w, domain, batch, stats, &first, &others) < 0)
         goto done;
-    if (PyList_GET_SIZE(others)) { /* what the core left: Element._transmit_ports */
+    if (others != NULL && PyList_GET_SIZE(others)) { /* what the core left: Element._transmit_ports */
         PyObject *rel = PyLong_FromLongLong(t1 + look), *f = PyLong_FromLongLong(first);
         PyObject *r = rel == NULL || f == NULL ? NULL
                                                : PyObject_CallMethodObjArgs(el, s_transmit_ports, others, f, rel, w, NULL);
