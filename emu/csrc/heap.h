@@ -44,8 +44,18 @@ static inline __attribute__((always_inline)) int entry_lt_fast(PyObject *a, PyOb
     if (n > 2)
         n = 2;
     for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *u = PyTuple_GET_ITEM(a, i), *v = PyTuple_GET_ITEM(b, i);
+#if PY_VERSION_HEX < 0x030C0000
+        if (u != NULL && v != NULL && Py_TYPE(u) == &PyLong_Type && Py_TYPE(v) == &PyLong_Type &&
+            Py_SIZE(u) == 1 && Py_SIZE(v) == 1) { /* (two ints of one digit: the times and ports, mostly) */
+            digit du = ((PyLongObject *)u)->ob_digit[0], dv = ((PyLongObject *)v)->ob_digit[0];
+            if (du != dv)
+                return du < dv;
+            continue;
+        }
+#endif
         long long x, y;
-        if (!get_ll(PyTuple_GET_ITEM(a, i), &x) || !get_ll(PyTuple_GET_ITEM(b, i), &y))
+        if (!get_ll(u, &x) || !get_ll(v, &y))
             return -2; /* (not an int, or too large for 64 bits: entry_lt, as before) */
         if (x != y)
             return x < y;
@@ -194,6 +204,16 @@ static inline void hp_keep(PyObject *t, Py_ssize_t n, PyObject **spare, int *cou
     }
 }
 
+/* an output port's queued entry (done, bytes) that left its queue, other than the one its enqueue
+ * makes again itself (the caller's reference, given up); hp_q_take: one kept (a reference: dq_reuse2
+ * fills it), or NULL */
+#define HP_Q_SPARES 256
+static PyObject *hp_q_spare[HP_Q_SPARES];
+static int hp_q_spares;
+static inline void hp_q_keep(PyObject *t) { hp_keep(t, 2, hp_q_spare, &hp_q_spares, HP_Q_SPARES); }
+static unsigned long long hp_q_kept;
+static inline PyObject *hp_q_take(void) { return hp_q_spares > 0 ? (hp_q_kept++, hp_q_spare[--hp_q_spares]) : NULL; }
+
 /* a record that left an element's heap (popped: the caller's reference, given up) */
 static inline void hp_rec_keep(PyObject *t) { hp_keep(t, 5, hp_rec_spare, &hp_rec_spares, HP_REC_SPARES); }
 
@@ -314,14 +334,17 @@ static inline __attribute__((always_inline)) int hp_add_count(PyObject *obj, Py_
     return hp_put_count(&SLOT(obj, off), v + d);
 }
 
-/* counts()'s entries for the tuples made again here: records_reused, entries_reused */
+/* counts()'s entries for the tuples made again here: records_reused, entries_reused, queued_reused */
 static int hp_counts(PyObject *d)
 {
-    PyObject *a = PyLong_FromUnsignedLongLong(hp_rec_kept), *b = PyLong_FromUnsignedLongLong(hp_dom_kept);
-    int rc = a == NULL || b == NULL || PyDict_SetItemString(d, "records_reused", a) < 0 ||
-                     PyDict_SetItemString(d, "entries_reused", b) < 0 ? -1 : 0;
+    PyObject *a = PyLong_FromUnsignedLongLong(hp_rec_kept), *b = PyLong_FromUnsignedLongLong(hp_dom_kept),
+             *c = PyLong_FromUnsignedLongLong(hp_q_kept);
+    int rc = a == NULL || b == NULL || c == NULL || PyDict_SetItemString(d, "records_reused", a) < 0 ||
+                     PyDict_SetItemString(d, "entries_reused", b) < 0 || PyDict_SetItemString(d, "queued_reused", c) < 0
+                 ? -1 : 0;
     Py_XDECREF(a);
     Py_XDECREF(b);
+    Py_XDECREF(c);
     return rc;
 }
 

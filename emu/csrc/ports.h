@@ -88,9 +88,13 @@ static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long
             Py_XDECREF(spent);
             return -1;
         }
-        Py_XSETREF(spent, r);
+        if (spent != NULL)
+            hp_q_keep(spent); /* (made again by a later enqueue) */
+        spent = r;
         qb -= hn;
     }
+    if (spent == NULL)
+        spent = hp_q_take(); /* (one that left before, when none left now) */
     static PyObject *n_obj; /* (the last length's int, shared by the entries of that length: ints are immutable) */
     static long long n_val;
     if (n_obj == NULL || n_val != n) {
