@@ -320,7 +320,10 @@ static inline __attribute__((always_inline)) int hp_put_count(PyObject **slot, l
     return 0;
 }
 
-static inline int hp_set_count(PyObject *obj, Py_ssize_t off, long long v) { return hp_put_count(&SLOT(obj, off), v); }
+static inline __attribute__((always_inline)) int hp_set_count(PyObject *obj, Py_ssize_t off, long long v)
+{
+    return hp_put_count(&SLOT(obj, off), v);
+}
 
 /* add_ll for a count: obj.<slot> += d, by hp_put_count */
 static inline __attribute__((always_inline)) int hp_add_count(PyObject *obj, Py_ssize_t off, long long d)

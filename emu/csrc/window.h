@@ -561,7 +561,23 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             if (item == NULL)
                 goto done;
             PyObject *t = PyTuple_GET_ITEM(item, 0), *pt = PyTuple_GET_ITEM(item, 1);
-            PyObject *frame = kind & C_NOFCS ? Py_NewRef(wire) : PyBytes_FromStringAndSize((const char *)b, wlen - 4);
+            PyObject *frame;
+            if (kind & C_NOFCS)
+                frame = Py_NewRef(wire);
+            else if (item == head && Py_REFCNT(item) == 1 && Py_REFCNT(wire) == 1 && PyBytes_CheckExact(wire) &&
+                     wlen >= 6) { /* the received frame nobody else's (not captured, not retained): its FCS
+                                   * cut off in its own bytes (a copy otherwise) */
+                frame = Py_NewRef(wire);
+                Py_SET_SIZE(frame, wlen - 4);
+                ((PyBytesObject *)frame)->ob_sval[wlen - 4] = '\0';
+#if PY_VERSION_HEX < 0x030D0000
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+                ((PyBytesObject *)frame)->ob_shash = -1; /* (its hash, were it cached, is stale) */
+#pragma GCC diagnostic pop
+#endif
+            } else
+                frame = PyBytes_FromStringAndSize((const char *)b, wlen - 4);
             int bad = frame == NULL || EL_SET(el, E_NOW, t) < 0 || EL_SET(el, E_ACTIVE_NS, t) < 0;
             result = NULL;
             if (!bad) { /* a host NIC's one-frame message here, anything else by the engine's receive */
