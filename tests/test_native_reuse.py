@@ -133,3 +133,45 @@ async def test_a_switch_with_more_busy_ports_than_the_core_keeps_in_place(monkey
     assert CORE.counts()["windows"] > before  # (the switch's windows in the core)
     monkeypatch.undo()
     assert core == await _run(True, direct, monkeypatch, None, "star:n=20")
+
+
+@needs_core
+async def test_a_timer_set_on_the_switches_mid_run_fires_as_in_python(monkeypatch):
+    """A switch keeps ``timer`` in its instance dict (a dataclass field): the window reads it by
+    the dict and its version (csrc/window.h engine_timer, lookup_missing), so a timer set on every
+    switch mid-run (100 us after the 10th message a host delivers) fires there -- in each switch that
+    runs again after it (the domain learns an element's next time when it runs) -- the switches'
+    ``on_timer`` called as often as in the pure-Python run, the same figures."""
+    from emu.nodes.host.engine import Host
+    from emu.switch.forward import SwitchEngine
+
+    made: list = []
+    post, on_timer = SwitchEngine.__post_init__, SwitchEngine.on_timer
+    n, fired = [0], [0]
+
+    def post_kept(self):
+        post(self)
+        made.append(self)
+
+    def counted(self, now):
+        fired[0] += 1
+        return on_timer(self, now)
+
+    deliver = Host.deliver
+
+    def delivered(self, msg):
+        n[0] += 1
+        if n[0] == 10:
+            for e in made:
+                e.timer = self.now + 100_000
+        return deliver(self, msg)
+
+    monkeypatch.setattr(SwitchEngine, "__post_init__", post_kept)
+    monkeypatch.setattr(SwitchEngine, "on_timer", counted)
+    monkeypatch.setattr(Host, "deliver", delivered)
+    comp, comp_fired = await _run(False, True, monkeypatch, None), fired[0]
+    made.clear()
+    n[0] = fired[0] = 0
+    pure = await _run(True, True, monkeypatch, None)
+    assert fired[0] > 0 and comp_fired == fired[0]  # (each switch that ran again after: its timer, once)
+    assert comp == pure

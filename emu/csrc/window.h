@@ -206,7 +206,32 @@ static int lookup_missing(PyObject *o, PyObject *name, MissCache *c, PyObject **
     return 1;
 }
 
-static MissCache mc_plain_table, mc_cut_through, mc_min_delay_ns;
+static MissCache mc_plain_table, mc_cut_through, mc_min_delay_ns, mc_timer, mc_stats;
+
+/* o.<name>, found by lookup_missing when the class lets it (else by name): a new reference, or NULL
+ * with an error (the AttributeError of a miss, as PyObject_GetAttr) */
+static PyObject *missing_attr(PyObject *o, PyObject *name, MissCache *c)
+{
+    PyObject *out;
+    int got = lookup_missing(o, name, c, &out);
+    return got > 0 ? out : got < 0 ? NULL : PyObject_GetAttr(o, name);
+}
+
+/* eng.timer: in its slot (slot_attr), or -- an engine whose class has no slot for it (a switch's
+ * dataclass field, in its instance dict) -- missing_attr's, the class known not to have one while
+ * its version tag stands (sc_timer_not) */
+static struct { PyTypeObject *t; unsigned int ver; } sc_timer_not;
+
+static PyObject *engine_timer(PyObject *eng)
+{
+    PyTypeObject *t = Py_TYPE(eng);
+    if (sc_timer_not.t == t && sc_timer_not.ver == t->tp_version_tag && (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+        return missing_attr(eng, s_timer, &mc_timer);
+    PyObject *v = slot_attr(eng, s_timer, &sc_timer);
+    if (v != NULL && sc_timer.t != t && (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)) /* (not a slot) */
+        sc_timer_not.t = t, sc_timer_not.ver = t->tp_version_tag;
+    return v;
+}
 
 /* *t lowered to the time of ``seq``'s first entry less ``sub``, if it has one: 0, 1 (an entry this
  * code does not read: Python's), -1 (error) */
@@ -227,7 +252,7 @@ static int next_time_in(PyObject *el, long long *t_out)
     int rc = -1;
     long long t = (long long)1 << 62, v, look;
     if (heap == NULL || (le = EL_GET(el, E_LINK_EVENTS)) == NULL || (eng = EL_GET(el, E_ENGINE)) == NULL ||
-        (tt = slot_attr(eng, s_timer, &sc_timer)) == NULL || (pev = EL_GET(el, E_PEVENTS)) == NULL ||
+        (tt = engine_timer(eng)) == NULL || (pev = EL_GET(el, E_PEVENTS)) == NULL ||
         (la = EL_GET(el, E_LOOKAHEAD)) == NULL || (busy = EL_GET(el, E_BUSY)) == NULL)
         goto done;
     rc = 1;
@@ -354,7 +379,7 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
         return 2;
     }
     if ((le = EL_GET(el, E_LINK_EVENTS)) == NULL || (pev = EL_GET(el, E_PEVENTS)) == NULL ||
-        (tt = slot_attr(eng, s_timer, &sc_timer)) == NULL || (cap = EL_GET(el, E_CAPTURE)) == NULL)
+        (tt = engine_timer(eng)) == NULL || (cap = EL_GET(el, E_CAPTURE)) == NULL)
         goto done;
     rc = 1;
     if (!PyList_CheckExact(le) || PyList_GET_SIZE(le) || !PyList_CheckExact(pev) || PyList_GET_SIZE(pev) ||
@@ -385,7 +410,7 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
         PyObject *nv = PyLong_FromLongLong(now);
         int bad = nv == NULL || EL_SET(el, E_NOW, nv) < 0 || EL_SET(el, E_ACTIVE_NS, nv) < 0;
         Py_XDECREF(nv);
-        if (bad || (estats = PyObject_GetAttr(eng, s_stats)) == NULL ||
+        if (bad || (estats = missing_attr(eng, s_stats, &mc_stats)) == NULL ||
             dict_add(estats, s_forwarded, n, 0, "a switch's stats['forwarded']") < 0)
             goto done;
     }
@@ -463,7 +488,7 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             SLOT(el, el_attr[E_LINK_EVENTS].off) != le || SLOT(el, el_attr[E_PEVENTS].off) != pev ||
             !get_ll(SLOT(el, el_attr[E_NOW].off), &now))
             goto done; /* (something else is due now: Python's run_window) */
-        Py_XSETREF(tt, Py_TYPE(eng) == NicT ? NIC_GET(eng, N_TIMER) : slot_attr(eng, s_timer, &sc_timer));
+        Py_XSETREF(tt, Py_TYPE(eng) == NicT ? NIC_GET(eng, N_TIMER) : engine_timer(eng));
         rc = -1;
         if (tt == NULL)
             goto done;
