@@ -37,6 +37,8 @@ async def _run(pure: bool, direct: bool, monkeypatch, held: list | None, spec: s
                     held.extend(("record", r, _value(r)) for r in el.heap)
                     for p in el.outs:  # (an output port's queued entries: (done, bytes))
                         held.extend(("queued", q, _value(q)) for q in p.queued)
+                        # (a link's retained datagrams on sockets: (window, first, last, datagram))
+                        held.extend(("retained", r, _value(r)) for r in getattr(p.link, "retained", ()) or ())
             return await run(self, w, t0, t1, sent)
         monkeypatch.setattr(Domain, "_run", spy)
 
@@ -64,7 +66,8 @@ async def test_held_records_and_entries_are_never_made_again(monkeypatch, direct
     pure = await _run(True, direct, monkeypatch, None)
     assert core == pure
     assert core[0]["hop_count"] > 0
-    assert {kind for kind, _, _ in held} == {"entry", "record", "queued"}  # (some of each held while the core ran)
+    kinds = {"entry", "record", "queued"} | (set() if direct else {"retained"})
+    assert {kind for kind, _, _ in held} == kinds  # (some of each held while the core ran)
     for _, t, v in held:
         assert _value(t) == v  # (held: never made again, nor an int of it written)
     assert all(v > 0 for v in did.values()), did  # (the others were, in this run)

@@ -98,10 +98,7 @@ static int flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssize_t k1
         Py_XSETREF(win_obj, w);
         win_val = window;
     }
-    PyObject *first = PyLong_FromLongLong(seq0); /* (and the last, when one record) */
-    PyObject *kept = sk_retained_entry((PyObject *[]){Py_NewRef(win_obj), first,
-                                                   k1 - k0 == 1 ? Py_XNewRef(first) : PyLong_FromLongLong((seq - 1) & 0xFFFFFFFFLL),
-                                                   Py_NewRef(dg)});
+    PyObject *kept = sk_retained_entry(win_obj, seq0, (seq - 1) & 0xFFFFFFFFLL, Py_NewRef(dg));
     if (kept == NULL) {
         Py_DECREF(dg);
         return -1;
