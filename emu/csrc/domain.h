@@ -65,7 +65,13 @@ static PyObject *sk_dom_index(PyObject *idx, PyObject *el, Py_ssize_t *k)
 static int frames_due(PyObject *domain, PyObject *el, long long t)
 {
     int rc = -1;
-    PyObject *idx = DOM_GET(domain, D_IDX), *i = NULL, *at = NULL, *ts = NULL;
+    PyObject *idx, *i = NULL, *at = NULL, *ts = NULL;
+    if (Py_TYPE(domain) == DomainT && (idx = SLOT(domain, dom_attr[D_IDX].off)) != NULL &&
+        (at = SLOT(domain, dom_attr[D_AT].off)) != NULL) { /* (a Domain's slots, held while used) */
+        Py_INCREF(idx);
+        Py_INCREF(at);
+    } else if ((idx = DOM_GET(domain, D_IDX)) == NULL || (at = DOM_GET(domain, D_AT)) == NULL)
+        goto done;
     if (idx == NULL || !PyDict_CheckExact(idx))
         goto done;
     Py_ssize_t k;
@@ -73,7 +79,6 @@ static int frames_due(PyObject *domain, PyObject *el, long long t)
     if (i == NULL)
         goto done;
     Py_INCREF(i);
-    at = DOM_GET(domain, D_AT);
     long long cur;
     if (at == NULL || !PyList_CheckExact(at) || k < 0 || k >= PyList_GET_SIZE(at) || !get_ll(PyList_GET_ITEM(at, k), &cur))
         goto done;

@@ -514,7 +514,7 @@ static int hand_over_into(PyObject *pend, PyObject *heap, PyObject *index, long 
             goto fail;
         if (got == 0)
             break;
-        Py_ssize_t flen = PyObject_Length(frame);
+        Py_ssize_t flen = PyBytes_CheckExact(frame) ? PyBytes_GET_SIZE(frame) : PyObject_Length(frame);
         if (flen < 0) {
             Py_DECREF(frame);
             goto fail;
