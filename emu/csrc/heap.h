@@ -295,7 +295,7 @@ static inline PyObject *hp_dom_entry(long long t, PyObject *i, PyObject **ts)
 
 /* the int of a record's flags ``v`` (0 <= v < 64: C_CLEAN, C_NOFCS, C_POOL and their sums), made once and
  * kept: a borrowed reference (NULL with an error) */
-static PyObject *hp_flag_int(long long v)
+static inline __attribute__((always_inline)) PyObject *hp_flag_int(long long v)
 {
     static PyObject *ints[64];
     if (v < 0 || v >= 64)
