@@ -126,7 +126,7 @@ static PyObject *sk_retained_entry(PyObject *win, long long first, long long las
         PyTuple_SET_ITEM(t, 0, Py_NewRef(win));
         Py_XDECREF(old);
     }
-    if (put_ll(&PyTuple_GET_ITEM(t, 1), first) < 0 || put_ll(&PyTuple_GET_ITEM(t, 2), last) < 0) {
+    if (hp_put_count(&PyTuple_GET_ITEM(t, 1), first) < 0 || hp_put_count(&PyTuple_GET_ITEM(t, 2), last) < 0) {
         Py_DECREF(t); /* (its items released: tupledealloc's Py_XDECREF) */
         return NULL;
     }
