@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 
-API = 20
+API = 21
 """The interface of ``emu/_core.c`` this code calls (its ``CORE_API``)."""
 FUNCTIONS = ("setup", "switch_setup", "enqueue", "forward", "hand_over", "transmit_local", "take", "records",
              "arrived", "due", "window", "forget", "forget_elements", "domain_setup", "element_setup", "nic_setup",

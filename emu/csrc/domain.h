@@ -16,10 +16,8 @@ static int add_attr_item(PyObject *domain, int which, PyObject *key, long long n
         Py_ssize_t k = PyLong_AsSsize_t(key);
         if (!(k == -1 && PyErr_Occurred()) && PyList_CheckExact(c) && k >= 0 && k < PyList_GET_SIZE(c)) {
             long long v;
-            if (get_ll(PyList_GET_ITEM(c, k), &v)) {
-                PyObject *nv = PyLong_FromLongLong(v + n);
-                rc = nv == NULL ? -1 : PyList_SetItem(c, k, nv);
-            }
+            if (get_ll(PyList_GET_ITEM(c, k), &v)) /* (an int of its own, written in place: hp_put_count) */
+                rc = hp_put_count(&PyList_GET_ITEM(c, k), v + n);
         }
     } else /* c[key] = c.get(key, 0) + n */
         rc = dict_add(c, key, n, 1, "a domain's count by window");
@@ -67,7 +65,13 @@ static PyObject *sk_dom_index(PyObject *idx, PyObject *el, Py_ssize_t *k)
 static int frames_due(PyObject *domain, PyObject *el, long long t)
 {
     int rc = -1;
-    PyObject *idx = DOM_GET(domain, D_IDX), *i = NULL, *at = NULL, *ts = NULL;
+    PyObject *idx, *i = NULL, *at = NULL, *ts = NULL;
+    if (Py_TYPE(domain) == DomainT && (idx = SLOT(domain, dom_attr[D_IDX].off)) != NULL &&
+        (at = SLOT(domain, dom_attr[D_AT].off)) != NULL) { /* (a Domain's slots, held while used) */
+        Py_INCREF(idx);
+        Py_INCREF(at);
+    } else if ((idx = DOM_GET(domain, D_IDX)) == NULL || (at = DOM_GET(domain, D_AT)) == NULL)
+        goto done;
     if (idx == NULL || !PyDict_CheckExact(idx))
         goto done;
     Py_ssize_t k;
@@ -75,19 +79,21 @@ static int frames_due(PyObject *domain, PyObject *el, long long t)
     if (i == NULL)
         goto done;
     Py_INCREF(i);
-    at = DOM_GET(domain, D_AT);
     long long cur;
     if (at == NULL || !PyList_CheckExact(at) || k < 0 || k >= PyList_GET_SIZE(at) || !get_ll(PyList_GET_ITEM(at, k), &cur))
         goto done;
     if (t < cur) {
-        ts = PyLong_FromLongLong(t);
-        if (ts == NULL || PyList_SetItem(at, k, Py_NewRef(ts)) < 0)
+        PyObject *entry = hp_dom_entry(t, i, &ts); /* (t, i), its int ts shared with _at[i], as Python's */
+        if (entry == NULL || PyList_SetItem(at, k, Py_NewRef(ts)) < 0) {
+            Py_XDECREF(entry);
             goto done;
+        }
         PyObject *dheap = DOM_GET(domain, D_HEAP);
-        if (dheap == NULL)
+        if (dheap == NULL) {
+            Py_DECREF(entry);
             goto done;
-        PyObject *entry = tuple_steal_inline(2, (PyObject *[]){Py_NewRef(ts), Py_NewRef(i)});
-        int pushed = entry == NULL || !PyList_CheckExact(dheap) ? -1 : heap_push(dheap, entry);
+        }
+        int pushed = !PyList_CheckExact(dheap) ? -1 : heap_push(dheap, entry);
         Py_XDECREF(entry);
         Py_DECREF(dheap);
         if (pushed < 0)

@@ -91,31 +91,45 @@ static void retained_keep_or_free(PyObject *x)
 {
     if (rt_n < RT_KEEP && Py_REFCNT(x) == 1 && PyTuple_CheckExact(x) && PyTuple_GET_SIZE(x) == 4 &&
         !PyObject_GC_IsTracked(x)) {
-        for (int i = 0; i < 4; i++) {
+        rt_kept[rt_n++] = x; /* (kept before anything is released: a release runs no code that sees it half made) */
+        for (int i = 0; i < 4; i++) { /* (its window and sequence ints kept: written in place when made again) */
             PyObject *it = PyTuple_GET_ITEM(x, i);
-            PyTuple_SET_ITEM(x, i, NULL);
-            Py_XDECREF(it);
+            if (i == 3 || (it != NULL && !PyLong_CheckExact(it))) {
+                PyTuple_SET_ITEM(x, i, NULL);
+                Py_XDECREF(it);
+            }
         }
-        rt_kept[rt_n++] = x;
         return;
     }
     Py_DECREF(x);
 }
 
-/* (window, first, last, datagram) from its four new references (stolen; NULL if any is NULL, all
- * released): a kept entry filled again, or a new tuple -- not tracked by the collector (ints and
- * bytes: no cycle through it) */
-static PyObject *sk_retained_entry(PyObject **items)
+/* (window, first, last, datagram): ``win`` borrowed, ``dg`` a new reference (stolen; NULL: an error
+ * set); a kept entry filled again -- its sequence ints written in place when nobody else holds them
+ * (put_ll), each its own -- or a new tuple; not tracked by the collector (ints and bytes: no cycle
+ * through it). NULL with an error. */
+static PyObject *sk_retained_entry(PyObject *win, long long first, long long last, PyObject *dg)
 {
-    if (rt_n == 0 || items[0] == NULL || items[1] == NULL || items[2] == NULL || items[3] == NULL) {
-        PyObject *t = tuple_steal_inline(4, items);
+    if (dg == NULL)
+        return NULL;
+    if (rt_n == 0) {
+        PyObject *t = tuple_steal_inline(4, (PyObject *[]){Py_NewRef(win), PyLong_FromLongLong(first),
+                                                           PyLong_FromLongLong(last), dg});
         if (t != NULL)
             PyObject_GC_UnTrack(t);
         return t;
     }
     PyObject *t = rt_kept[--rt_n];
-    for (int i = 0; i < 4; i++)
-        PyTuple_SET_ITEM(t, i, items[i]);
+    PyTuple_SET_ITEM(t, 3, dg); /* (NULL while kept) */
+    if (PyTuple_GET_ITEM(t, 0) != win) {
+        PyObject *old = PyTuple_GET_ITEM(t, 0);
+        PyTuple_SET_ITEM(t, 0, Py_NewRef(win));
+        Py_XDECREF(old);
+    }
+    if (hp_put_count(&PyTuple_GET_ITEM(t, 1), first) < 0 || hp_put_count(&PyTuple_GET_ITEM(t, 2), last) < 0) {
+        Py_DECREF(t); /* (its items released: tupledealloc's Py_XDECREF) */
+        return NULL;
+    }
     return t;
 }
 

@@ -98,10 +98,7 @@ static int flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssize_t k1
         Py_XSETREF(win_obj, w);
         win_val = window;
     }
-    PyObject *first = PyLong_FromLongLong(seq0); /* (and the last, when one record) */
-    PyObject *kept = sk_retained_entry((PyObject *[]){Py_NewRef(win_obj), first,
-                                                   k1 - k0 == 1 ? Py_XNewRef(first) : PyLong_FromLongLong((seq - 1) & 0xFFFFFFFFLL),
-                                                   Py_NewRef(dg)});
+    PyObject *kept = sk_retained_entry(win_obj, seq0, (seq - 1) & 0xFFFFFFFFLL, Py_NewRef(dg));
     if (kept == NULL) {
         Py_DECREF(dg);
         return -1;
@@ -200,7 +197,7 @@ static int take_into(PyObject *link, PyObject *pend, long long release, long lon
         }
         if (nrec > k0 && flush_dgram(link, recs, k0, nrec, size, first, w16, window, out) < 0)
             goto fail;
-        if (set_ll(link, ls_seq, seq) < 0)
+        if (hp_set_count(link, ls_seq, seq) < 0)
             goto fail;
     }
     for (Py_ssize_t k = 0; k < nrec; k++) /* (copied: a frame nobody else holds keeps its buffer for a received one) */
@@ -371,7 +368,7 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             (kind != C_KIND_DATA && kind != C_KIND_POOL) || ts >= ((uint64_t)1 << 62))
             break;
         if (link != cur || win != cwin) {
-            if (rn && (add_ll(inp, i_rx_frames, rn) < 0 || add_ll(inp, i_rx_bytes, rb) < 0))
+            if (rn && (hp_add_count(inp, i_rx_frames, rn) < 0 || hp_add_count(inp, i_rx_bytes, rb) < 0))
                 goto fail;
             rn = rb = 0;
             cur = -1;
@@ -435,15 +432,13 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         }
         if (seq != expected || (long long)ts < safe)
             break; /* a gap, a duplicate, a late record: Python's */
-        if (set_ll(lk, lr_expected, (seq + 1) & 0xFFFFFFFFLL) < 0)
+        if (hp_set_count(lk, lr_expected, (seq + 1) & 0xFFFFFFFFLL) < 0)
             goto fail;
-        PyObject *rec = tuple_steal_inline(5, (PyObject *[]){PyLong_FromLongLong((long long)ts), Py_NewRef(index),
-                                                      PyLong_FromLongLong(seq),
-                                                      frame_bytes((const char *)h + C_OUTER_LEN, end - off - C_OUTER_LEN),
-                                                      Py_NewRef(kind == C_KIND_POOL ? f_pool : f_data)});
+        PyObject *rec = hp_record(NULL, (long long)ts, index, seq,
+                                  frame_bytes((const char *)h + C_OUTER_LEN, end - off - C_OUTER_LEN),
+                                  kind == C_KIND_POOL ? f_pool : f_data);
         if (rec == NULL)
             goto fail;
-        PyObject_GC_UnTrack(rec); /* (ints and bytes: no cycle through it) */
         int pushed = heap_push(heap, rec);
         Py_DECREF(rec);
         if (pushed < 0)
@@ -457,7 +452,7 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         n_records++;
         off = end;
     }
-    if (rn && (add_ll(inp, i_rx_frames, rn) < 0 || add_ll(inp, i_rx_bytes, rb) < 0))
+    if (rn && (hp_add_count(inp, i_rx_frames, rn) < 0 || hp_add_count(inp, i_rx_bytes, rb) < 0))
         goto fail;
     rn = 0;
     if (rgot_tell(got, &ngot) < 0)
@@ -473,7 +468,7 @@ fail:
     { /* what was taken stands: counted and told, the first error kept */
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
-        if ((rn && (add_ll(inp, i_rx_frames, rn) < 0 || add_ll(inp, i_rx_bytes, rb) < 0)) || rgot_tell(got, &ngot) < 0)
+        if ((rn && (hp_add_count(inp, i_rx_frames, rn) < 0 || hp_add_count(inp, i_rx_bytes, rb) < 0)) || rgot_tell(got, &ngot) < 0)
             PyErr_Clear();
         PyErr_Restore(et, ev, tb);
     }

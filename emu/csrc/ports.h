@@ -88,9 +88,13 @@ static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long
             Py_XDECREF(spent);
             return -1;
         }
-        Py_XSETREF(spent, r);
+        if (spent != NULL)
+            hp_q_keep(spent); /* (made again by a later enqueue) */
+        spent = r;
         qb -= hn;
     }
+    if (spent == NULL)
+        spent = hp_q_take(); /* (one that left before, when none left now) */
     static PyObject *n_obj; /* (the last length's int, shared by the entries of that length: ints are immutable) */
     static long long n_val;
     if (n_obj == NULL || n_val != n) {
@@ -368,6 +372,8 @@ static int forward_into(PyObject *heap, long long t_end, PyObject *ins, PyObject
 {
     long long now = -1;
     long n = 0;
+    PyObject *made_busy[8]; /* (ports this call put in ``busy``: no Python code runs here, so they stay) */
+    int n_busy = 0;
     *n_out = 0;
     if (!ready || !switch_ready || !PyList_CheckExact(heap) || !PyList_CheckExact(ins) || !PyList_CheckExact(outs) ||
         !PyDict_CheckExact(busy) || !PyList_CheckExact(routes))
@@ -443,15 +449,22 @@ static int forward_into(PyObject *heap, long long t_end, PyObject *ins, PyObject
                 ((unsigned char *)PyBytes_AS_STRING(frame))[C_HOPS_OFF] = (w[C_HOPS_OFF] + 1) & 0xFF;
         } else
             frame = with_fcs((const char *)w, flen, C_HOPS_OFF);
-        Py_DECREF(popped);
+        hp_rec_keep(popped); /* (its frame let go: the next hop's, if made in its bytes) */
         if (frame == NULL)
             return -1;
         long long start = enqueue_tail(p, frame, flen + 4, at, free);
         Py_DECREF(frame);
         if (start < 0)
             return -1;
-        if (PyDict_SetItem(busy, p, Py_None) < 0)
-            return -1;
+        int known = 0;
+        for (int b = 0; b < n_busy && !known; b++)
+            known = made_busy[b] == p;
+        if (!known) { /* busy[p] = None (once a call: set again, it would stay where it is, None) */
+            if (PyDict_SetItem(busy, p, Py_None) < 0)
+                return -1;
+            if (n_busy < 8)
+                made_busy[n_busy++] = p;
+        }
         now = arrival;
         n++;
         *n_out = n; /* (what was done stands, whatever comes next) */
@@ -489,30 +502,26 @@ static int hand_over_into(PyObject *pend, PyObject *heap, PyObject *index, long 
 {
     long long nbytes = 0, last = -1;
     long n = 0;
-    PyObject *f_plain = PyLong_FromLongLong(flags), *f_pool = PyLong_FromLongLong(flags | poolf);
+    PyObject *f_plain = hp_flag_int(flags), *f_pool = hp_flag_int(flags | poolf); /* (borrowed) */
     if (f_plain == NULL || f_pool == NULL)
-        goto fail;
+        return -1;
     for (;;) {
         long long arrival;
-        PyObject *frame, *arr; /* (the pending entry's arrival int, the record's: ints are immutable) */
-        int pool, got = pop_due(pend, release, &arrival, &frame, &pool, "hand_over", &arr);
+        PyObject *frame; /* (the arrival an int of the record's own: the pending entry keeps its own, both
+                          * written in place when made again) */
+        int pool, got = pop_due(pend, release, &arrival, &frame, &pool, "hand_over", NULL);
         if (got < 0)
             goto fail;
         if (got == 0)
             break;
-        Py_ssize_t flen = PyObject_Length(frame);
+        Py_ssize_t flen = PyBytes_CheckExact(frame) ? PyBytes_GET_SIZE(frame) : PyObject_Length(frame);
         if (flen < 0) {
             Py_DECREF(frame);
-            Py_DECREF(arr);
             goto fail;
         }
-        PyObject *rec = tuple_steal_inline(5, (PyObject *[]){arr, Py_NewRef(index),
-                                                      PyLong_FromLongLong(seq), frame,
-                                                      Py_NewRef(pool ? f_pool : f_plain)});
+        PyObject *rec = hp_record(NULL, arrival, index, seq, frame, pool ? f_pool : f_plain);
         if (rec == NULL)
             goto fail;
-        if (PyBytes_CheckExact(PyTuple_GET_ITEM(rec, 3)))
-            PyObject_GC_UnTrack(rec); /* (ints and bytes: no cycle through it) */
         int pushed = heap_push(heap, rec);
         Py_DECREF(rec);
         if (pushed < 0)
@@ -522,8 +531,6 @@ static int hand_over_into(PyObject *pend, PyObject *heap, PyObject *index, long 
         nbytes += flen;
         last = arrival;
     }
-    Py_DECREF(f_plain);
-    Py_DECREF(f_pool);
     n_handed += n;
     *n_out = n;
     *nbytes_out = nbytes;
@@ -531,8 +538,6 @@ static int hand_over_into(PyObject *pend, PyObject *heap, PyObject *index, long 
     *last_out = last;
     return 0;
 fail:
-    Py_XDECREF(f_plain);
-    Py_XDECREF(f_pool);
     return -1;
 }
 

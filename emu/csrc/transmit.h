@@ -151,7 +151,7 @@ static int transmit_batch(PyObject *p, PyObject *pend, long long release, long l
             goto done;
     } else if (frames_sent(domain, pdom, n, peer) < 0)
         goto done;
-    if (set_ll(p, o_sent_done, last - lat) < 0 || add_ll(p, o_tx_frames, n) < 0 || add_ll(p, o_tx_bytes, nbytes) < 0)
+    if (set_ll(p, o_sent_done, last - lat) < 0 || hp_add_count(p, o_tx_frames, n) < 0 || hp_add_count(p, o_tx_bytes, nbytes) < 0)
         goto done;
     n_batched += n;
     rc = 0;
@@ -229,13 +229,11 @@ static int hand_over_ctl(PyObject *p, PyObject *local, PyObject *ctl, PyObject *
             PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a link-control frame is not bytes");
             goto done;
         }
-        PyObject *rec = tuple_steal_inline(5, (PyObject *[]){PyLong_FromLongLong(arr), Py_NewRef(SLOT(inp, i_index)),
-                                                      PyLong_FromLongLong(seq), Py_NewRef(fr), Py_NewRef(f_clean)});
+        PyObject *rec = hp_record(NULL, arr, SLOT(inp, i_index), seq, Py_NewRef(fr), f_clean);
         cbytes += PyBytes_GET_SIZE(fr);
         Py_DECREF(e);
         if (rec == NULL)
             goto done;
-        PyObject_GC_UnTrack(rec); /* (ints and bytes: no cycle through it) */
         int pushed = heap_push(heap, rec);
         Py_DECREF(rec);
         if (pushed < 0)
@@ -260,9 +258,9 @@ static int hand_over_ctl(PyObject *p, PyObject *local, PyObject *ctl, PyObject *
     }
     if (ts < *first)
         *first = ts;
-    if (set_ll(link, ls_seq, seq) < 0 || set_ll(rlink, lr_expected, seq) < 0 || add_ll(p, o_tx_frames, n) < 0 ||
-        add_ll(p, o_tx_bytes, nbytes) < 0 || add_ll(inp, i_rx_frames, n + nc) < 0 ||
-        add_ll(inp, i_rx_bytes, nbytes + cbytes) < 0 ||
+    if (hp_set_count(link, ls_seq, seq) < 0 || hp_set_count(rlink, lr_expected, seq) < 0 ||
+        hp_add_count(p, o_tx_frames, n) < 0 || hp_add_count(p, o_tx_bytes, nbytes) < 0 ||
+        hp_add_count(inp, i_rx_frames, n + nc) < 0 || hp_add_count(inp, i_rx_bytes, nbytes + cbytes) < 0 ||
         (inline_counts ? (*local_n += n + nc, frames_due(domain, peer, ts)) : frames_local_call(domain, peer, n + nc, ts, window)) < 0)
         goto done;
     n_handed += nc;
@@ -273,13 +271,33 @@ done:
     return rc;
 }
 
+/* ``p`` onto the ports left to Python (*others: a list made at the first) */
+static int tx_other(PyObject **others, PyObject *p)
+{
+    if (*others == NULL && (*others = PyList_New(0)) == NULL)
+        return -1;
+    return PyList_Append(*others, p);
+}
+
+/* transmit_into's ports released (``nports`` held), its arrays freed unless in place (NULL: never made) */
+static void tx_ports_release(PyObject **ports, PyObject **ports_local, Py_ssize_t nports, PyObject **done,
+                             PyObject **done_local)
+{
+    for (Py_ssize_t k = 0; k < nports; k++)
+        Py_DECREF(ports[k]);
+    if (ports != ports_local)
+        PyMem_Free(ports);
+    if (done != done_local)
+        PyMem_Free(done);
+}
+
 /* Element._transmit's first part: every busy port with neither link control nor an emulated fault
  * (the caller checks the capture) whose peer is in this process hands the frames due before
  * ``release`` straight into the peer's heap; given the process's ``batch`` (None: no socket path
  * here), a port whose peer is elsewhere turns them into records for it -- up to the first such port
  * left to Python, so that the groups reach the batch in Python's order. A port left empty leaves
  * ``busy``. Returns (earliest arrival handed over or taken, or INF; the other busy ports for Python,
- * in their order). */
+ * in their order: a list, or NULL when there are none). */
 static int transmit_into(PyObject *busy, long long release, PyObject *window, PyObject *domain, PyObject *batch,
                          PyObject *stats, long long *first_out, PyObject **others_out)
 {
@@ -292,14 +310,30 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
         PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: bad arguments");
         return -1;
     }
-    /* the ports as they are now (Python code runs in between: a lazy frame made, the domain told),
-     * each port's (peer, input port) held while it is used */
-    PyObject *others = PyList_New(0), *done = PyList_New(0), *ports = PyDict_Keys(busy), *held = NULL,
-             *held_pend = NULL;
-    if (others == NULL || done == NULL || ports == NULL)
-        goto fail;
-    for (Py_ssize_t kp = 0; kp < PyList_GET_SIZE(ports); kp++, drop(&held), drop(&held_pend)) {
-        PyObject *p = PyList_GET_ITEM(ports, kp), *local, *ctl, *pend;
+    /* the ports as they are now, held (Python code runs in between: a lazy frame made, the domain
+     * told) -- in place for a few, else a PyMem array; those left empty (``done``, borrowed from
+     * ``ports``) and the others for Python (a list made when there is one) -- each port's (peer, input
+     * port) held while it is used */
+    enum { TX_LOCAL = 16 };
+    PyObject *others = NULL, *held = NULL, *held_pend = NULL, *ports_local[TX_LOCAL], *done_local[TX_LOCAL];
+    PyObject **ports = ports_local, **done = done_local;
+    Py_ssize_t nports = 0, ndone = 0, cap = PyDict_GET_SIZE(busy);
+    if (cap > TX_LOCAL) {
+        ports = PyMem_Malloc(cap * sizeof(PyObject *));
+        done = PyMem_Malloc(cap * sizeof(PyObject *));
+        if (ports == NULL || done == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+    }
+    {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (nports < cap && PyDict_Next(busy, &pos, &k, &v))
+            ports[nports++] = Py_NewRef(k);
+    }
+    for (Py_ssize_t kp = 0; kp < nports; kp++, drop(&held), drop(&held_pend)) {
+        PyObject *p = ports[kp], *local, *ctl, *pend;
         Py_ssize_t nctl;
         if (Py_TYPE(p) == OutPortT && (local = SLOT(p, o_local)) != NULL && PyTuple_CheckExact(local) &&
             PyTuple_GET_SIZE(local) == 2 && SLOT(p, o_fault_rng) == Py_None && (ctl = SLOT(p, o_ctl)) != NULL &&
@@ -313,18 +347,20 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
             Py_DECREF(ctl);
             if (hc < 0 || left < 0)
                 goto fail;
-            if (hc == 1 && PyList_Append(others, p) < 0)
+            if (hc == 1 && tx_other(&others, p) < 0)
                 goto fail;
             Py_ssize_t lp = hc == 1 ? 1 : q_len(pend);
-            if (lp < 0 || (lp == 0 && left == 0 && PyList_Append(done, p) < 0))
+            if (lp < 0)
                 goto fail;
+            if (lp == 0 && left == 0)
+                done[ndone++] = p;
             continue;
         }
         if (Py_TYPE(p) != OutPortT || (local = SLOT(p, o_local)) == NULL || SLOT(p, o_fault_rng) != Py_None ||
             (ctl = SLOT(p, o_ctl)) == NULL || (nctl = q_len(ctl)) != 0 || (pend = SLOT(p, o_pending)) == NULL ||
             (local == Py_None && to_python) ||
             (local != Py_None && (!PyTuple_CheckExact(local) || PyTuple_GET_SIZE(local) != 2))) {
-            if (PyErr_Occurred() || PyList_Append(others, p) < 0)
+            if (PyErr_Occurred() || tx_other(&others, p) < 0)
                 goto fail;
             if (Py_TYPE(p) != OutPortT || local == NULL || local == Py_None)
                 to_python = 1;
@@ -358,7 +394,7 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
                 PyObject *link = SLOT(p, o_link), *rlink;
                 if (Py_TYPE(inp) != InPortT || link == NULL || Py_TYPE(link) != SenderT ||
                     (rlink = SLOT(inp, i_link)) == NULL || Py_TYPE(rlink) != ReceiverT) {
-                    if (PyList_Append(others, p) < 0)
+                    if (tx_other(&others, p) < 0)
                         goto fail;
                     continue;
                 }
@@ -397,25 +433,26 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
                     goto fail;
                 if (flags & nofcs)
                     nbytes += 4LL * n;
-                if (set_ll(link, ls_seq, nseq) < 0 || set_ll(rlink, lr_expected, nseq) < 0 ||
-                    set_ll(p, o_sent_done, last - lat) < 0 || add_ll(p, o_tx_frames, n) < 0 ||
-                    add_ll(p, o_tx_bytes, nbytes) < 0 || add_ll(inp, i_rx_frames, n) < 0 ||
-                    add_ll(inp, i_rx_bytes, nbytes) < 0 ||
+                if (hp_set_count(link, ls_seq, nseq) < 0 || hp_set_count(rlink, lr_expected, nseq) < 0 ||
+                    set_ll(p, o_sent_done, last - lat) < 0 || hp_add_count(p, o_tx_frames, n) < 0 ||
+                    hp_add_count(p, o_tx_bytes, nbytes) < 0 || hp_add_count(inp, i_rx_frames, n) < 0 ||
+                    hp_add_count(inp, i_rx_bytes, nbytes) < 0 ||
                     (inline_counts ? (local_n += n, frames_due(domain, peer, a0)) : frames_local_call(domain, peer, n, a0, window)) < 0)
                     goto fail;
                 npend = q_len(pend);
             }
         }
-        if (npend < 0 || (npend == 0 && PyList_Append(done, p) < 0))
+        if (npend < 0)
             goto fail;
+        if (npend == 0)
+            done[ndone++] = p;
     }
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(done); k++)
-        if (PyDict_DelItem(busy, PyList_GET_ITEM(done, k)) < 0)
+    for (Py_ssize_t k = 0; k < ndone; k++)
+        if (PyDict_DelItem(busy, done[k]) < 0)
             goto fail;
-    Py_DECREF(done);
-    Py_DECREF(ports);
+    tx_ports_release(ports, ports_local, nports, done, done_local);
     if (bctx_end(&bc, domain, stats) < 0 || local_counts(domain, local_n, window) < 0) {
-        Py_DECREF(others);
+        Py_XDECREF(others);
         return -1;
     }
     *first_out = first;
@@ -433,8 +470,7 @@ fail:
     Py_XDECREF(held);
     Py_XDECREF(held_pend);
     Py_XDECREF(others);
-    Py_XDECREF(done);
-    Py_XDECREF(ports);
+    tx_ports_release(ports, ports_local, nports, done, done_local);
     return -1;
 }
 
@@ -451,6 +487,8 @@ static PyObject *transmit_local(PyObject *self, PyObject *const *args, Py_ssize_
         return NULL;
     }
     if (transmit_into(args[0], release, args[2], args[3], args[4], args[5], &first, &others) < 0)
+        return NULL;
+    if (others == NULL && (others = PyList_New(0)) == NULL)
         return NULL;
     return Py_BuildValue("(LN)", first, others);
 }

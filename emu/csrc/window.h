@@ -75,14 +75,17 @@ static PyObject *due(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (item == NULL)
             goto fail;
         Py_ssize_t i = PyLong_CheckExact(PyTuple_GET_ITEM(item, 1)) ? PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 1)) : -1;
-        Py_DECREF(item);
         if (i < 0 || i >= n || PyList_GET_SIZE(at) != n || PyList_GET_SIZE(els) != n) {
+            Py_DECREF(item);
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_TypeError, "emu._core.due: a heap entry's index is not an element's");
             goto fail;
         }
-        if (PyList_SetItem(at, i, Py_NewRef(w_inf)) < 0)
+        if (PyList_SetItem(at, i, Py_NewRef(w_inf)) < 0) {
+            Py_DECREF(item);
             goto fail;
+        }
+        hp_dom_keep(item); /* (after _at[i] let its time go: the int the entry's only, written in place next) */
         if (!seen[i]) {
             seen[i] = 1;
             if (PyList_Append(out, PyList_GET_ITEM(els, i)) < 0)
@@ -144,10 +147,15 @@ static SlotCache sc_timer;
  * getattr: the instance dict's entry, else that class value -- the generic getattr's answer without
  * its class lookup and the AttributeError of a miss (an input-queued router's or a NIC's cut_through,
  * plain_table); anything else by lookup_attr. 1 found (*out a new reference), 0 not there, -1 error. */
+#define MC_SEEN 256
 typedef struct {
     PyTypeObject *t; /* (borrowed: compared only, with its version tag) */
     unsigned int ver;
     PyObject *cv; /* the class's value, NULL: none (borrowed: its class dict holds it while the tag stands) */
+    /* an instance dict's entry by the dict's address and version (CPython 3.11: a new version with every
+     * change of a dict, and for every new dict): while both stand, the entry (v, borrowed; NULL: none)
+     * is what a lookup finds -- one lookup of an engine's dict per window no more */
+    struct { PyObject *d, *v; uint64_t ver; } seen[MC_SEEN];
 } MissCache;
 
 static int lookup_missing(PyObject *o, PyObject *name, MissCache *c, PyObject **out)
@@ -169,6 +177,23 @@ static int lookup_missing(PyObject *o, PyObject *name, MissCache *c, PyObject **
         PyErr_Clear();
         return lookup_attr(o, name, out);
     }
+#if PY_VERSION_HEX < 0x030C0000
+    if (*dp != NULL && PyDict_CheckExact(*dp)) {
+        PyObject *d = *dp;
+        uint64_t ver = ((PyDictObject *)d)->ma_version_tag;
+        size_t h = (size_t)((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL >> 56); /* (of MC_SEEN: 256) */
+        if (c->seen[h].d != d || c->seen[h].ver != ver || !ver) {
+            v = PyDict_GetItemWithError(d, name); /* (no Python code: name an exact str) */
+            if (v == NULL && PyErr_Occurred())
+                return -1;
+            c->seen[h].d = d, c->seen[h].v = v, c->seen[h].ver = ver; /* (as read before: changed since, looked up again) */
+        }
+        if ((v = c->seen[h].v) != NULL) {
+            *out = Py_NewRef(v);
+            return 1;
+        }
+    } else
+#endif
     if (*dp != NULL && (v = PyDict_GetItemWithError(*dp, name)) != NULL) {
         *out = Py_NewRef(v);
         return 1;
@@ -181,7 +206,32 @@ static int lookup_missing(PyObject *o, PyObject *name, MissCache *c, PyObject **
     return 1;
 }
 
-static MissCache mc_plain_table, mc_cut_through, mc_min_delay_ns;
+static MissCache mc_plain_table, mc_cut_through, mc_min_delay_ns, mc_timer, mc_stats;
+
+/* o.<name>, found by lookup_missing when the class lets it (else by name): a new reference, or NULL
+ * with an error (the AttributeError of a miss, as PyObject_GetAttr) */
+static PyObject *missing_attr(PyObject *o, PyObject *name, MissCache *c)
+{
+    PyObject *out;
+    int got = lookup_missing(o, name, c, &out);
+    return got > 0 ? out : got < 0 ? NULL : PyObject_GetAttr(o, name);
+}
+
+/* eng.timer: in its slot (slot_attr), or -- an engine whose class has no slot for it (a switch's
+ * dataclass field, in its instance dict) -- missing_attr's, the class known not to have one while
+ * its version tag stands (sc_timer_not) */
+static struct { PyTypeObject *t; unsigned int ver; } sc_timer_not;
+
+static PyObject *engine_timer(PyObject *eng)
+{
+    PyTypeObject *t = Py_TYPE(eng);
+    if (sc_timer_not.t == t && sc_timer_not.ver == t->tp_version_tag && (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+        return missing_attr(eng, s_timer, &mc_timer);
+    PyObject *v = slot_attr(eng, s_timer, &sc_timer);
+    if (v != NULL && sc_timer.t != t && (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)) /* (not a slot) */
+        sc_timer_not.t = t, sc_timer_not.ver = t->tp_version_tag;
+    return v;
+}
 
 /* *t lowered to the time of ``seq``'s first entry less ``sub``, if it has one: 0, 1 (an entry this
  * code does not read: Python's), -1 (error) */
@@ -202,7 +252,7 @@ static int next_time_in(PyObject *el, long long *t_out)
     int rc = -1;
     long long t = (long long)1 << 62, v, look;
     if (heap == NULL || (le = EL_GET(el, E_LINK_EVENTS)) == NULL || (eng = EL_GET(el, E_ENGINE)) == NULL ||
-        (tt = slot_attr(eng, s_timer, &sc_timer)) == NULL || (pev = EL_GET(el, E_PEVENTS)) == NULL ||
+        (tt = engine_timer(eng)) == NULL || (pev = EL_GET(el, E_PEVENTS)) == NULL ||
         (la = EL_GET(el, E_LOOKAHEAD)) == NULL || (busy = EL_GET(el, E_BUSY)) == NULL)
         goto done;
     rc = 1;
@@ -277,7 +327,7 @@ static int el_transmit(PyObject *el, PyObject *busy, long long t1, PyObject *w, 
         goto done;
     if (transmit_into(busy, t1 + look, w, domain, batch, stats, &first, &others) < 0)
         goto done;
-    if (PyList_GET_SIZE(others)) { /* what the core left: Element._transmit_ports */
+    if (others != NULL && PyList_GET_SIZE(others)) { /* what the core left: Element._transmit_ports */
         PyObject *rel = PyLong_FromLongLong(t1 + look), *f = PyLong_FromLongLong(first);
         PyObject *r = rel == NULL || f == NULL ? NULL
                                                : PyObject_CallMethodObjArgs(el, s_transmit_ports, others, f, rel, w, NULL);
@@ -329,7 +379,7 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
         return 2;
     }
     if ((le = EL_GET(el, E_LINK_EVENTS)) == NULL || (pev = EL_GET(el, E_PEVENTS)) == NULL ||
-        (tt = slot_attr(eng, s_timer, &sc_timer)) == NULL || (cap = EL_GET(el, E_CAPTURE)) == NULL)
+        (tt = engine_timer(eng)) == NULL || (cap = EL_GET(el, E_CAPTURE)) == NULL)
         goto done;
     rc = 1;
     if (!PyList_CheckExact(le) || PyList_GET_SIZE(le) || !PyList_CheckExact(pev) || PyList_GET_SIZE(pev) ||
@@ -360,7 +410,7 @@ static int switch_window(PyObject *el, PyObject *eng, long long t1, PyObject *w,
         PyObject *nv = PyLong_FromLongLong(now);
         int bad = nv == NULL || EL_SET(el, E_NOW, nv) < 0 || EL_SET(el, E_ACTIVE_NS, nv) < 0;
         Py_XDECREF(nv);
-        if (bad || (estats = PyObject_GetAttr(eng, s_stats)) == NULL ||
+        if (bad || (estats = missing_attr(eng, s_stats, &mc_stats)) == NULL ||
             dict_add(estats, s_forwarded, n, 0, "a switch's stats['forwarded']") < 0)
             goto done;
     }
@@ -438,7 +488,7 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             SLOT(el, el_attr[E_LINK_EVENTS].off) != le || SLOT(el, el_attr[E_PEVENTS].off) != pev ||
             !get_ll(SLOT(el, el_attr[E_NOW].off), &now))
             goto done; /* (something else is due now: Python's run_window) */
-        Py_XSETREF(tt, Py_TYPE(eng) == NicT ? NIC_GET(eng, N_TIMER) : slot_attr(eng, s_timer, &sc_timer));
+        Py_XSETREF(tt, Py_TYPE(eng) == NicT ? NIC_GET(eng, N_TIMER) : engine_timer(eng));
         rc = -1;
         if (tt == NULL)
             goto done;
@@ -536,7 +586,23 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             if (item == NULL)
                 goto done;
             PyObject *t = PyTuple_GET_ITEM(item, 0), *pt = PyTuple_GET_ITEM(item, 1);
-            PyObject *frame = kind & C_NOFCS ? Py_NewRef(wire) : PyBytes_FromStringAndSize((const char *)b, wlen - 4);
+            PyObject *frame;
+            if (kind & C_NOFCS)
+                frame = Py_NewRef(wire);
+            else if (item == head && Py_REFCNT(item) == 1 && Py_REFCNT(wire) == 1 && PyBytes_CheckExact(wire) &&
+                     wlen >= 6) { /* the received frame nobody else's (not captured, not retained): its FCS
+                                   * cut off in its own bytes (a copy otherwise) */
+                frame = Py_NewRef(wire);
+                Py_SET_SIZE(frame, wlen - 4);
+                ((PyBytesObject *)frame)->ob_sval[wlen - 4] = '\0';
+#if PY_VERSION_HEX < 0x030D0000
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+                ((PyBytesObject *)frame)->ob_shash = -1; /* (its hash, were it cached, is stale) */
+#pragma GCC diagnostic pop
+#endif
+            } else
+                frame = PyBytes_FromStringAndSize((const char *)b, wlen - 4);
             int bad = frame == NULL || EL_SET(el, E_NOW, t) < 0 || EL_SET(el, E_ACTIVE_NS, t) < 0;
             result = NULL;
             if (!bad) { /* a host NIC's one-frame message here, anything else by the engine's receive */
@@ -547,7 +613,7 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
                     result = PyObject_CallMethodObjArgs(eng, s_receive, frame, pt, t, NULL);
             }
             Py_XDECREF(frame);
-            Py_DECREF(item);
+            hp_rec_keep(item); /* (its frame let go: the engine's, if it kept it) */
         }
         rc = -1;
         if (result == NULL)
