@@ -327,7 +327,7 @@ static inline int int_in_place(PyObject *o, long long v)
  * two; CPython 3.11's layout): 1 written, 0 not. With own_int, a count that stays small is written
  * in place too, where int_in_place leaves the values of the small-int cache alone. (3.12 on:
  * int_in_place.) */
-static inline int count_in_place(PyObject *o, long long v)
+static inline __attribute__((always_inline)) int count_in_place(PyObject *o, long long v)
 {
 #if PY_VERSION_HEX < 0x030C0000
     if (Py_REFCNT(o) != 1 || !PyLong_CheckExact(o) || v <= 0)
