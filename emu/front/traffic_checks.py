@@ -394,16 +394,15 @@ def _check(pattern: str):
                 res = await net.run({h: (traffic_app, cycle, scheds[i][0], scheds[i][1], o.size, expect[i], window,
                                          measured[i] if drain else None, names, draws[i] if drain else None)
                                      for i, h in enumerate(hosts)})
-            lat, mod, arrived, late, newest = [], 0, 0, 0, -1
+            lat, arrived, late, newest = [], 0, 0, -1
             for h in hosts:
-                ls, ss, a, ooo, *last = res[h]
+                ls, _, a, ooo, *last = res[h]
                 newest = max([newest, *last])
                 lat.extend(ls)
-                zs = [model(s, h) for s in ss]
-                mod += sum(zs)
-                longest = max([longest, *zs])
                 arrived += a
                 late += ooo
+            mod, top = model.totals([(h, res[h][1]) for h in hosts])  # (the measured packets' sources per host)
+            longest = max(longest, top)
             frames += net.metrics.frames
             hops += net.metrics.hop_count
             if len(lat) != injected:

@@ -3,6 +3,8 @@ to host b by the topology, with nothing else in the network."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from emu.topologies.base import NO_ROUTE
 
 
@@ -20,7 +22,8 @@ class PathModel:
     The route follows the switches' tables, which go by destination alone: from a switch on, the
     rest of the route to b -- and its part of the latency, ``tails`` -- is the same whichever host the
     packet came from, so it is walked once per (switch, b), not once per pair. (Integer parts only:
-    a float among them is summed in the route's order, per pair, as :meth:`Topology.route` gives it.)"""
+    a float among them is summed in the route's order, per pair, as :meth:`Topology.route` gives it.)
+    A load point's measured packets at once: :meth:`totals` (every route walked together, numpy)."""
 
     def __init__(self, topo, size: int):
         self.topo, self.size = topo, size
@@ -31,7 +34,110 @@ class PathModel:
         self.hops: dict[tuple[str, str], int] = {}  # per link direction (u, w): its part of v
         self.tails: dict[tuple[str, str], int] = {}  # (switch s, host b): the part of v from s on, b's NIC included
         self.stages: dict[str, int] = {}  # per switch: its part of v
+        self.nbytes: dict = {}  # per link spec: the packet's modelled length on it
         self.exact = True  # every part an int so far (sums in any order the same)
+        self._arrays = None  # (``_walk``'s tables of the topology, made on its first call)
+
+    def totals(self, groups) -> tuple[int | float, int | float]:
+        """The sum and the largest of v over packets given by destination, ``groups`` = [(b, [a of each
+        packet to b])]: the sum as ``sum(v)`` per destination added up in order, the largest 0 where
+        there is no packet. Every packet's route walked at once (numpy, :meth:`_walk`) where every part
+        is an int (any order the same sum); else, or where a route is not plain, per pair in order."""
+        srcs, dsts = [], []
+        for b, ss in groups:
+            srcs += ss
+            dsts += [b] * len(ss)
+        v = self._walk(srcs, dsts) if self.exact and srcs else None
+        if v is not None:
+            return int(v.sum()), int(v.max())
+        total, top = 0, 0
+        for b, ss in groups:
+            zs = [self(a, b) for a in ss]
+            total += sum(zs)
+            top = max([top, *zs])
+        return total, top
+
+    def _tables(self):
+        """``_walk``'s view of the topology: node name -> row, per row its address (hosts; else -1),
+        whether it is a host, the send overhead and NIC delay at the start and the NIC delay at the
+        end (hosts' ints; else None), the port toward every address (``Topology.out_port`` as a
+        matrix: ``NO_ROUTE`` where none) and the peer on every port (-1: none)."""
+        topo = self.topo
+        names = list(topo.nodes)
+        index = {name: i for i, name in enumerate(names)}
+        nodes = [topo.nodes[name] for name in names]
+        host = np.array([nd.kind == "host" for nd in nodes], dtype=bool)
+        addr = np.array([nd.id if nd.kind == "host" else -1 for nd in nodes], dtype=np.int64)
+        naddr = int(addr.max()) + 1
+        heads, ends = [], []
+        for nd in nodes:
+            h = e = None
+            if nd.kind == "host":
+                s = nd.spec
+                h, e = s.send_overhead_ns + s.nic_delay_ns, s.nic_delay_ns
+            heads.append(h if type(h) is int else None)
+            ends.append(e if type(e) is int else None)
+        ports = np.empty((len(nodes), naddr), dtype=np.int64)
+        for i, nd in enumerate(nodes):  # (Topology.out_port: no table, a host's port 0, any other node's none)
+            table = topo.routes.get(nd.name)
+            if table is None:
+                ports[i] = 0 if nd.kind == "host" else NO_ROUTE
+            else:
+                row = np.asarray(table, dtype=np.int64)[:naddr]
+                ports[i, :len(row)] = row
+                ports[i, len(row):] = NO_ROUTE
+        peers = topo.peers()
+        width = 1 + max((p for nb in peers.values() for p in nb), default=0)
+        peer = np.full((len(nodes), width), -1, dtype=np.int64)
+        for name, nb in peers.items():
+            i = index[name]
+            for p, (other, _) in nb.items():
+                if p >= 0:
+                    peer[i, p] = index[other]
+        part = np.zeros(len(nodes) * width, dtype=np.int64)  # per (node, port): its hop's part (as known)
+        return names, index, host, addr, heads, ends, ports, peer, part, np.zeros(part.size, dtype=bool)
+
+    def _walk(self, srcs: list[str], dsts: list[str]):
+        """v of each packet ``srcs[i]`` -> ``dsts[i]`` (an int64 array), every route followed at once
+        by the tables, a hop per step: each hop's part (the link's and the next switch's, :meth:`_hop`
+        and :meth:`_stage`) taken per (node, port) once. None where a part is not an int or a route is
+        not plain (a missing port, another host, a loop: ``_by_route`` says what is wrong)."""
+        if self._arrays is None:
+            self._arrays = self._tables()
+        names, index, host, addr, heads, ends, ports, peer, part, known = self._arrays
+        a = np.array([index[s] for s in srcs], dtype=np.int64)
+        b = np.array([index[s] for s in dsts], dtype=np.int64)
+        ab = np.unique(np.concatenate((a, b)))
+        if not host[ab].all() or any(heads[i] is None or ends[i] is None for i in ab.tolist()):
+            return None
+        v = np.array([heads[i] for i in a.tolist()], dtype=np.int64)
+        v += np.array([ends[i] for i in b.tolist()], dtype=np.int64)
+        width = peer.shape[1]
+        live = np.arange(len(a))  # the packets not in yet, where they are, where they go
+        here, to, d = a, b, addr[b]
+        for _ in range(2 * len(names) + 2):
+            port = ports[here, d]
+            if ((port < 0) | (port >= width)).any():
+                return None
+            nxt = peer[here, port]
+            key = here * width + port
+            if (nxt < 0).any() or (host[nxt] & (nxt != to)).any():
+                return None
+            new = np.unique(key[~known[key]])
+            for k in new.tolist():
+                u, w = names[k // width], names[peer.flat[k]]
+                h = self._hop(u, w)
+                s = 0 if host[peer.flat[k]] else self._stage(w)
+                if type(h) is not int or type(s) is not int:
+                    return None
+                part[k] = h + s
+            known[new] = True
+            v[live] += part[key]
+            on = nxt != to
+            if not on.any():
+                return v
+            live, here, to, d = live[on], nxt[on], to[on], d[on]
+        return None
 
     def __call__(self, a: str, b: str) -> int:
         key = (a, b)
@@ -49,7 +155,9 @@ class PathModel:
             spec = self.links[(u, w)]
             rx = self.topo.nodes[w].spec
             # into an input-queued router with cut-through, its head flit is what the pipeline waits for
-            nbytes = frame_bytes(spec, self.size)  # its modelled length on this link
+            nbytes = self.nbytes.get(spec)  # its modelled length on this link (per spec: links share theirs)
+            if nbytes is None:
+                nbytes = self.nbytes[spec] = frame_bytes(spec, self.size)
             head = rx.flit_bytes if getattr(rx, "input_queued", False) and rx.cut_through else nbytes
             h = self.hops[(u, w)] = spec.serialization_ns(min(head, nbytes)) + spec.latency_ns
         return h
