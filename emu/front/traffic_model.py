@@ -58,44 +58,54 @@ class PathModel:
         return total, top
 
     def _tables(self):
-        """``_walk``'s view of the topology: node name -> row, per row its address (hosts; else -1),
-        whether it is a host, the send overhead and NIC delay at the start and the NIC delay at the
-        end (hosts' ints; else None), the port toward every address (``Topology.out_port`` as a
-        matrix: ``NO_ROUTE`` where none) and the peer on every port (-1: none)."""
+        """``_walk``'s view of the topology: node name -> row; per row whether it is a host, its
+        address (-1: not a host), the send overhead and NIC delay at the start and the NIC delay at
+        the end and whether both are ints (hosts; else not), the port toward every address
+        (``Topology.out_port`` as a matrix: ``NO_ROUTE`` where none), the next node there (-1: none),
+        and per (row, port) the hop's part where known."""
         topo = self.topo
         names = list(topo.nodes)
         index = {name: i for i, name in enumerate(names)}
         nodes = [topo.nodes[name] for name in names]
-        host = np.array([nd.kind == "host" for nd in nodes], dtype=bool)
-        addr = np.array([nd.id if nd.kind == "host" else -1 for nd in nodes], dtype=np.int64)
+        is_host = [nd.kind == "host" for nd in nodes]
+        host = np.array(is_host, dtype=bool)
+        addr = np.array([nd.id if h else -1 for nd, h in zip(nodes, is_host)], dtype=np.int64)
+        heads, ends, ok = [], [], []
+        for nd, h in zip(nodes, is_host):
+            x = y = 0
+            if h:
+                x, y = nd.spec.send_overhead_ns + nd.spec.nic_delay_ns, nd.spec.nic_delay_ns
+            good = h and type(x) is int and type(y) is int
+            heads.append(x if good else 0)
+            ends.append(y if good else 0)
+            ok.append(good)
         naddr = int(addr.max()) + 1
-        heads, ends = [], []
-        for nd in nodes:
-            h = e = None
-            if nd.kind == "host":
-                s = nd.spec
-                h, e = s.send_overhead_ns + s.nic_delay_ns, s.nic_delay_ns
-            heads.append(h if type(h) is int else None)
-            ends.append(e if type(e) is int else None)
-        ports = np.empty((len(nodes), naddr), dtype=np.int64)
-        for i, nd in enumerate(nodes):  # (Topology.out_port: no table, a host's port 0, any other node's none)
-            table = topo.routes.get(nd.name)
-            if table is None:
-                ports[i] = 0 if nd.kind == "host" else NO_ROUTE
-            else:
-                row = np.asarray(table, dtype=np.int64)[:naddr]
+        ports = np.where(host, 0, NO_ROUTE)[:, None].repeat(naddr, axis=1)  # (no table: a host's port 0, else none)
+        tables = [topo.routes.get(name) for name in names]
+        whole = [i for i, t in enumerate(tables) if t is not None and len(t) == naddr]
+        if whole:
+            ports[whole] = np.array([tables[i] for i in whole], dtype=np.int64)
+        for i, t in enumerate(tables):
+            if t is not None and len(t) != naddr:
+                row = np.asarray(t, dtype=np.int64)[:naddr]
                 ports[i, :len(row)] = row
                 ports[i, len(row):] = NO_ROUTE
         peers = topo.peers()
         width = 1 + max((p for nb in peers.values() for p in nb), default=0)
-        peer = np.full((len(nodes), width), -1, dtype=np.int64)
+        at, to = [], []
         for name, nb in peers.items():
             i = index[name]
             for p, (other, _) in nb.items():
                 if p >= 0:
-                    peer[i, p] = index[other]
-        part = np.zeros(len(nodes) * width, dtype=np.int64)  # per (node, port): its hop's part (as known)
-        return names, index, host, addr, heads, ends, ports, peer, part, np.zeros(part.size, dtype=bool)
+                    at.append(i * width + p)
+                    to.append(index[other])
+        peer = np.full(len(nodes) * width, -1, dtype=np.int64)
+        peer[at] = to
+        bad = (ports < 0) | (ports >= width)
+        nxt = np.where(bad, -1, peer[np.arange(len(nodes))[:, None] * width + np.where(bad, 0, ports)])
+        part = np.zeros(peer.size, dtype=np.int64)
+        return (names, index, host, is_host, addr, np.array(heads, dtype=np.int64), np.array(ends, dtype=np.int64),
+                np.array(ok, dtype=bool), ports, nxt, width, peer.tolist(), part, np.zeros(part.size, dtype=bool))
 
     def _walk(self, srcs: list[str], dsts: list[str]):
         """v of each packet ``srcs[i]`` -> ``dsts[i]`` (an int64 array), every route followed at once
@@ -104,34 +114,31 @@ class PathModel:
         not plain (a missing port, another host, a loop: ``_by_route`` says what is wrong)."""
         if self._arrays is None:
             self._arrays = self._tables()
-        names, index, host, addr, heads, ends, ports, peer, part, known = self._arrays
+        names, index, host, is_host, addr, heads, ends, ok, ports, nxts, width, peer, part, known = self._arrays
         a = np.array([index[s] for s in srcs], dtype=np.int64)
         b = np.array([index[s] for s in dsts], dtype=np.int64)
-        ab = np.unique(np.concatenate((a, b)))
-        if not host[ab].all() or any(heads[i] is None or ends[i] is None for i in ab.tolist()):
+        if not (ok[a].all() and ok[b].all()):
             return None
-        v = np.array([heads[i] for i in a.tolist()], dtype=np.int64)
-        v += np.array([ends[i] for i in b.tolist()], dtype=np.int64)
-        width = peer.shape[1]
+        v = heads[a] + ends[b]
         live = np.arange(len(a))  # the packets not in yet, where they are, where they go
         here, to, d = a, b, addr[b]
         for _ in range(2 * len(names) + 2):
-            port = ports[here, d]
-            if ((port < 0) | (port >= width)).any():
-                return None
-            nxt = peer[here, port]
-            key = here * width + port
+            nxt = nxts[here, d]
             if (nxt < 0).any() or (host[nxt] & (nxt != to)).any():
                 return None
+            key = here * width + ports[here, d]
             new = np.unique(key[~known[key]])
-            for k in new.tolist():
-                u, w = names[k // width], names[peer.flat[k]]
-                h = self._hop(u, w)
-                s = 0 if host[peer.flat[k]] else self._stage(w)
-                if type(h) is not int or type(s) is not int:
-                    return None
-                part[k] = h + s
-            known[new] = True
+            if new.size:
+                parts = []
+                for k in new.tolist():
+                    w = peer[k]
+                    h = self._hop(names[k // width], names[w])
+                    s = 0 if is_host[w] else self._stage(names[w])
+                    if type(h) is not int or type(s) is not int:
+                        return None
+                    parts.append(h + s)
+                part[new] = parts
+                known[new] = True
             v[live] += part[key]
             on = nxt != to
             if not on.any():
