@@ -3,6 +3,8 @@ to host b by the topology, with nothing else in the network."""
 
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 
 from emu.topologies.base import NO_ROUTE
@@ -34,7 +36,7 @@ class PathModel:
         self.hops: dict[tuple[str, str], int] = {}  # per link direction (u, w): its part of v
         self.tails: dict[tuple[str, str], int] = {}  # (switch s, host b): the part of v from s on, b's NIC included
         self.stages: dict[str, int] = {}  # per switch: its part of v
-        self.nbytes: dict = {}  # per link spec: the packet's modelled length on it
+        self.nbytes: dict[int, int] = {}  # per link spec (its id): the packet's modelled length on it
         self.exact = True  # every part an int so far (sums in any order the same)
         self._arrays = None  # (``_walk``'s tables of the topology, made on its first call)
 
@@ -84,7 +86,8 @@ class PathModel:
         tables = [topo.routes.get(name) for name in names]
         whole = [i for i, t in enumerate(tables) if t is not None and len(t) == naddr]
         if whole:
-            ports[whole] = np.array([tables[i] for i in whole], dtype=np.int64)
+            ports[whole] = np.fromiter(chain.from_iterable(tables[i] for i in whole), dtype=np.int64,
+                                       count=len(whole) * naddr).reshape(len(whole), naddr)
         for i, t in enumerate(tables):
             if t is not None and len(t) != naddr:
                 row = np.asarray(t, dtype=np.int64)[:naddr]
@@ -102,10 +105,12 @@ class PathModel:
         peer = np.full(len(nodes) * width, -1, dtype=np.int64)
         peer[at] = to
         bad = (ports < 0) | (ports >= width)
-        nxt = np.where(bad, -1, peer[np.arange(len(nodes))[:, None] * width + np.where(bad, 0, ports)])
+        key = np.arange(len(nodes))[:, None] * width + np.where(bad, 0, ports)  # (row, port) as row * width + port
+        nxt = np.where(bad, -1, peer[key])
         part = np.zeros(peer.size, dtype=np.int64)
-        return (names, index, host, is_host, addr, np.array(heads, dtype=np.int64), np.array(ends, dtype=np.int64),
-                np.array(ok, dtype=bool), ports, nxt, width, peer.tolist(), part, np.zeros(part.size, dtype=bool))
+        return (names, index, host, is_host, addr, naddr, np.array(heads, dtype=np.int64),
+                np.array(ends, dtype=np.int64), np.array(ok, dtype=bool), key.ravel(), nxt.ravel(), width,
+                peer.tolist(), part, np.zeros(part.size, dtype=bool))
 
     def _walk(self, srcs: list[str], dsts: list[str]):
         """v of each packet ``srcs[i]`` -> ``dsts[i]`` (an int64 array), every route followed at once
@@ -114,7 +119,7 @@ class PathModel:
         not plain (a missing port, another host, a loop: ``_by_route`` says what is wrong)."""
         if self._arrays is None:
             self._arrays = self._tables()
-        names, index, host, is_host, addr, heads, ends, ok, ports, nxts, width, peer, part, known = self._arrays
+        names, index, host, is_host, addr, naddr, heads, ends, ok, keys, nxts, width, peer, part, known = self._arrays
         a = np.array([index[s] for s in srcs], dtype=np.int64)
         b = np.array([index[s] for s in dsts], dtype=np.int64)
         if not (ok[a].all() and ok[b].all()):
@@ -123,12 +128,14 @@ class PathModel:
         live = np.arange(len(a))  # the packets not in yet, where they are, where they go
         here, to, d = a, b, addr[b]
         for _ in range(2 * len(names) + 2):
-            nxt = nxts[here, d]
+            at = here * naddr + d
+            nxt = nxts[at]
             if (nxt < 0).any() or (host[nxt] & (nxt != to)).any():
                 return None
-            key = here * width + ports[here, d]
-            new = np.unique(key[~known[key]])
-            if new.size:
+            key = keys[at]
+            unknown = ~known[key]
+            if unknown.any():
+                new = np.unique(key[unknown])
                 parts = []
                 for k in new.tolist():
                     w = peer[k]
@@ -162,9 +169,9 @@ class PathModel:
             spec = self.links[(u, w)]
             rx = self.topo.nodes[w].spec
             # into an input-queued router with cut-through, its head flit is what the pipeline waits for
-            nbytes = self.nbytes.get(spec)  # its modelled length on this link (per spec: links share theirs)
-            if nbytes is None:
-                nbytes = self.nbytes[spec] = frame_bytes(spec, self.size)
+            nbytes = self.nbytes.get(id(spec))  # its modelled length on this link (per spec: links share
+            if nbytes is None:  # theirs; each held by ``links`` as long as the model: its id is its own)
+                nbytes = self.nbytes[id(spec)] = frame_bytes(spec, self.size)
             head = rx.flit_bytes if getattr(rx, "input_queued", False) and rx.cut_through else nbytes
             h = self.hops[(u, w)] = spec.serialization_ns(min(head, nbytes)) + spec.latency_ns
         return h
