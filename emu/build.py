@@ -41,7 +41,9 @@ class EngineKind:
     name: str
     factory: Callable[[Node, Topology, dict], Any]
     """``factory(node, topology, cache)`` -> the engine of ``node``; ``cache`` is one dict per domain
-    for what the engines of a process may share (e.g. tables every host reads)."""
+    for what the engines of a process may share (e.g. tables every host reads). The build puts there
+    ``"seed"`` (the run's) and, where it made it for the ports' credits, ``"largest_frames"``
+    (:func:`largest_frames` of the topology)."""
     min_delay: Callable[[Any], int]
     """``min_delay(node.spec)``: the least delay from an event to any frame the engine emits (ns);
     the lookahead is built on it before any engine exists."""
@@ -214,55 +216,60 @@ def _build_elements(dom: Domain, plan: Plan, index: int, address: str, key: byte
         dom.batch = Batch(address, key, plan.cluster_id)
     outs: dict[str, list[OutPort]] = {n: [] for n in t.nodes if plan.owner[n] == index}
     largest: dict[str, int] = {}
-    qspec = {n: queue_spec(node) for n, node in t.nodes.items()}  # (per node once: not per link direction)
+    # per node once, not per link direction: its output-queue mechanisms, PFC, router model, buffers
+    qspec = {n: queue_spec(node) for n, node in t.nodes.items()}
     pfc = {n: q is not None and q.pfc_on for n, q in qspec.items()}
+    iq = {n: input_queued(node) for n, node in t.nodes.items()}
+    finite = {n: finite_buffers(node) for n, node in t.nodes.items()}
     ins: dict[str, list[InPort]] = {n: [] for n in outs}
+    port_name, owner, base = t.port_name, plan.owner, plan.iface_base
+    cache: dict = {"seed": plan.run.seed}
     for i, link in enumerate(t.links):
+        spec = link.spec
+        fr = framing(spec.framing)
         for (src, sport, dst, dport), link_id in (((link.a, link.a_port, link.b, link.b_port), 2 * i),
                                                   ((link.b, link.b_port, link.a, link.a_port), 2 * i + 1)):
             rx = t.nodes[dst]
-            finite = finite_buffers(rx)
             if src in outs:
-                op = OutPort(sport, t.port_name(src, sport), plan.iface_base[src] + sport, link_id,
-                             dst, t.port_name(dst, dport), link.spec.latency_ns,
-                             link.spec.bandwidth_bps, peer_domain=plan.owner[dst], priority=link.spec.priority,
-                             framing=framing(link.spec.framing))
-                if input_queued(rx):  # the router takes a frame as its head arrives; priority: at the port's
+                op = OutPort(sport, port_name(src, sport), base[src] + sport, link_id,
+                             dst, port_name(dst, dport), spec.latency_ns,
+                             spec.bandwidth_bps, peer_domain=owner[dst], priority=spec.priority,
+                             framing=fr)
+                if iq[dst]:  # the router takes a frame as its head arrives; priority: at the port's
                     op.head_bytes = rx.spec.flit_bytes  # credit queues and in the routers' allocators
-                if finite and not input_queued(t.nodes[src]):  # (an input-queued router's engine keeps credits)
+                if finite[dst] and not iq[src]:  # (an input-queued router's engine keeps credits)
                     if not largest:
-                        largest = largest_frames(t)
+                        largest = cache["largest_frames"] = largest_frames(t)
                     big = largest[dst]
-                    unit = rx.spec.flit_bytes if input_queued(rx) else 1
+                    unit = rx.spec.flit_bytes if iq[dst] else 1
                     op.flow = CreditState(rx.spec.vcs, [rx.spec.buffer_bytes(big)] * rx.spec.vcs,
                                           rx.spec.pool_bytes, unit=unit,
-                                          groups=rx.spec.vc_groups if input_queued(rx) else 0, framing=op.framing,
-                                          vc_bytes=rx.spec.buffer_bytes(big) if input_queued(rx) and rx.spec.pool_bytes else 0)
+                                          groups=rx.spec.vc_groups if iq[dst] else 0, framing=op.framing,
+                                          vc_bytes=rx.spec.buffer_bytes(big) if iq[dst] and rx.spec.pool_bytes else 0)
                     src_spec = t.nodes[src].spec
-                    if input_queued(rx) and getattr(src_spec, "inject_vc", "") == "free":
+                    if iq[dst] and getattr(src_spec, "inject_vc", "") == "free":
                         op.flow.late = True  # BookSim's source: the VC picked as the frame starts
-                elif not input_queued(t.nodes[src]) and (qspec[src] is not None or pfc[dst]):  # a queue per class (emu.pause)
+                elif not iq[src] and (qspec[src] is not None or pfc[dst]):  # a queue per class (emu.pause)
                     op.flow = PrioQueues(framing=op.framing)
                     qs = qspec[src]
                     if qs is not None:
                         op.flow.quanta = qs.quanta  # (None: strict priority)
                 outs[src].append(op)
             if dst in ins:
-                ip = InPort(dport, t.port_name(dst, dport), plan.iface_base[dst] + dport, link_id,
-                            src, t.port_name(src, sport), peer_domain=plan.owner[src],
-                            latency_ns=link.spec.latency_ns, bandwidth_bps=link.spec.bandwidth_bps,
-                            framing=framing(link.spec.framing))
-                if input_queued(rx):
+                ip = InPort(dport, port_name(dst, dport), base[dst] + dport, link_id,
+                            src, port_name(src, sport), peer_domain=owner[src],
+                            latency_ns=spec.latency_ns, bandwidth_bps=spec.bandwidth_bps,
+                            framing=fr)
+                if iq[dst]:
                     ip.head_bytes = rx.spec.flit_bytes
-                elif finite:
+                elif finite[dst]:
                     ip.buf = BufferState(rx.spec.vcs, rx.spec.vc_buffer_bytes, rx.spec.pool_bytes,
                                          rx.spec.credit_delay_ns)
                 if pfc[dst]:  # PFC at this ingress; PAUSE frames come in where the sender has PFC
-                    ip.buf = Ingress(rx.spec.queues, quanta_ns(rx.spec.queues.pause_quanta, link.spec.bandwidth_bps))
-                elif pfc[src] and ip.buf is None and not input_queued(rx):
+                    ip.buf = Ingress(rx.spec.queues, quanta_ns(rx.spec.queues.pause_quanta, spec.bandwidth_bps))
+                elif pfc[src] and ip.buf is None and not iq[dst]:
                     ip.buf = Ingress()
                 ins[dst].append(ip)
-    cache: dict = {"seed": plan.run.seed}
     for name in outs:
         o: list = [None] * t.nports(name)
         n: list = [None] * t.nports(name)
@@ -292,9 +299,8 @@ def _build_elements(dom: Domain, plan: Plan, index: int, address: str, key: byte
             # FCS: the whole frame crosses it, and leaving it off measured no faster there);
             # credit flow control keeps its own path, and a receiver whose buffers count the frame's
             # bytes needs them all; a fault or an overtaking frame puts the FCS back (OutPort.restore_fcs)
-            rx = t.nodes[p.peer]
             p.defer_fcs = (direct and peer is not None and not plan.run.capture and p.flow is None
-                           and (input_queued(rx) or not finite_buffers(rx)))
+                           and (iq[p.peer] or not finite[p.peer]))
     if plan.run.trace:  # the run's timeline (emu.trace): every element, engine and port gets the tracer
         from .trace import attach
 

@@ -71,28 +71,35 @@ def _direct(family: str, k: int, n: int, wrap: bool, link, host, switch, ports: 
                 j = i + (((c[d] + 1) % k) - c[d]) * k ** d
                 t.add_link(f"s{i}", f"s{j}", link, a_port=2 + 2 * d, b_port=1 + 2 * d)
     all_coords = np.array([coords(i, k, n) for i in range(size)], dtype=np.int64).reshape(size, n)
-    for i in range(size):
-        t.routes[f"s{i}"] = _dor_table(all_coords, i, k, wrap)
+    for i, table in enumerate(_dor_tables(all_coords, k, wrap)):
+        t.routes[f"s{i}"] = table
     t.grid = (k, n, wrap)  # topologies.grid.Grid: spec 02's planner and coding plans read it
     t.diameter = (n * (k // 2) if wrap else n * (k - 1)) + 2
     t.bisection = (2 if wrap else 1) * k ** (n - 1) if k % 2 == 0 else None
     return t
 
 
-def _dor_table(c: np.ndarray, i: int, k: int, wrap: bool) -> list[int]:
-    """Dimension-order output port of router ``i`` toward every node (vectorised ``_dor``)."""
-    diff = c - c[i]                               # (size, n)
-    nz = diff != 0
-    first = np.where(nz.any(axis=1), nz.argmax(axis=1), -1)
-    rows = np.arange(len(c))
-    d = diff[rows, np.maximum(first, 0)]
-    if wrap:
-        up = d % k
-        plus = up <= k - up
-    else:
-        plus = d > 0
-    port = np.where(plus, 2 + 2 * first, 1 + 2 * first)
-    return np.where(first < 0, 0, port).tolist()
+DOR_CHUNK = 1 << 18
+"""``_dor_tables``: (router, node) pairs computed at once, at most (a chunk of routers at a time)."""
+
+
+def _dor_tables(c: np.ndarray, k: int, wrap: bool):
+    """Dimension-order output port of every router toward every node, router by router (vectorised
+    ``_dor``: a chunk of routers at once, ``DOR_CHUNK`` pairs, so memory stays bounded)."""
+    size = len(c)
+    step = max(1, DOR_CHUNK // max(1, size))
+    for lo in range(0, size, step):
+        diff = c[None, :, :] - c[lo:lo + step, None, :]      # (routers, nodes, n)
+        nz = diff != 0
+        first = np.where(nz.any(axis=2), nz.argmax(axis=2), -1)
+        d = np.take_along_axis(diff, np.maximum(first, 0)[..., None], axis=2)[..., 0]
+        if wrap:
+            up = d % k
+            plus = up <= k - up
+        else:
+            plus = d > 0
+        port = np.where(plus, 2 + 2 * first, 1 + 2 * first)
+        yield from np.where(first < 0, 0, port).tolist()
 
 
 def _dor(here: tuple[int, ...], dst: tuple[int, ...], k: int, wrap: bool) -> int:

@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import math
 import struct
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any
 
@@ -379,12 +380,16 @@ def _check(pattern: str):
             expect = [0] * n
             measured = [0] * n
             injected = 0
-            for when, dst in scheds:
-                for c, d in zip(when, dst):
-                    expect[d] += 1
-                    inside = window[0] <= c < window[1]
-                    injected += inside
-                    measured[d] += inside
+            if lag is not None:  # (--drain global: the window's count alone; each schedule's cycles increase)
+                for when, _ in scheds:
+                    injected += bisect_left(when, window[1]) - bisect_left(when, window[0])
+            else:
+                for when, dst in scheds:
+                    for c, d in zip(when, dst):
+                        expect[d] += 1
+                        inside = window[0] <= c < window[1]
+                        injected += inside
+                        measured[d] += inside
             names = None if n == len(topo.hosts) else hosts
             if lag is not None:
                 ledger = Ledger(injected, n, lag)
@@ -394,16 +399,15 @@ def _check(pattern: str):
                 res = await net.run({h: (traffic_app, cycle, scheds[i][0], scheds[i][1], o.size, expect[i], window,
                                          measured[i] if drain else None, names, draws[i] if drain else None)
                                      for i, h in enumerate(hosts)})
-            lat, mod, arrived, late, newest = [], 0, 0, 0, -1
+            lat, arrived, late, newest = [], 0, 0, -1
             for h in hosts:
-                ls, ss, a, ooo, *last = res[h]
+                ls, _, a, ooo, *last = res[h]
                 newest = max([newest, *last])
                 lat.extend(ls)
-                zs = [model(s, h) for s in ss]
-                mod += sum(zs)
-                longest = max([longest, *zs])
                 arrived += a
                 late += ooo
+            mod, top = model.totals([(h, res[h][1]) for h in hosts])  # (the measured packets' sources per host)
+            longest = max(longest, top)
             frames += net.metrics.frames
             hops += net.metrics.hop_count
             if len(lat) != injected:

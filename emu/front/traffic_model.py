@@ -3,6 +3,10 @@ to host b by the topology, with nothing else in the network."""
 
 from __future__ import annotations
 
+from itertools import chain
+
+import numpy as np
+
 from emu.topologies.base import NO_ROUTE
 
 
@@ -20,7 +24,8 @@ class PathModel:
     The route follows the switches' tables, which go by destination alone: from a switch on, the
     rest of the route to b -- and its part of the latency, ``tails`` -- is the same whichever host the
     packet came from, so it is walked once per (switch, b), not once per pair. (Integer parts only:
-    a float among them is summed in the route's order, per pair, as :meth:`Topology.route` gives it.)"""
+    a float among them is summed in the route's order, per pair, as :meth:`Topology.route` gives it.)
+    A load point's measured packets at once: :meth:`totals` (every route walked together, numpy)."""
 
     def __init__(self, topo, size: int):
         self.topo, self.size = topo, size
@@ -31,7 +36,122 @@ class PathModel:
         self.hops: dict[tuple[str, str], int] = {}  # per link direction (u, w): its part of v
         self.tails: dict[tuple[str, str], int] = {}  # (switch s, host b): the part of v from s on, b's NIC included
         self.stages: dict[str, int] = {}  # per switch: its part of v
+        self.nbytes: dict[int, int] = {}  # per link spec (its id): the packet's modelled length on it
         self.exact = True  # every part an int so far (sums in any order the same)
+        self._arrays = None  # (``_walk``'s tables of the topology, made on its first call)
+
+    def totals(self, groups) -> tuple[int | float, int | float]:
+        """The sum and the largest of v over packets given by destination, ``groups`` = [(b, [a of each
+        packet to b])]: the sum as ``sum(v)`` per destination added up in order, the largest 0 where
+        there is no packet. Every packet's route walked at once (numpy, :meth:`_walk`) where every part
+        is an int (any order the same sum); else, or where a route is not plain, per pair in order."""
+        srcs, dsts = [], []
+        for b, ss in groups:
+            srcs += ss
+            dsts += [b] * len(ss)
+        v = self._walk(srcs, dsts) if self.exact and srcs else None
+        if v is not None:
+            return int(v.sum()), int(v.max())
+        total, top = 0, 0
+        for b, ss in groups:
+            zs = [self(a, b) for a in ss]
+            total += sum(zs)
+            top = max([top, *zs])
+        return total, top
+
+    def _tables(self):
+        """``_walk``'s view of the topology: node name -> row; per row whether it is a host, its
+        address (-1: not a host), the send overhead and NIC delay at the start and the NIC delay at
+        the end and whether both are ints (hosts; else not), the port toward every address
+        (``Topology.out_port`` as a matrix: ``NO_ROUTE`` where none), the next node there (-1: none),
+        and per (row, port) the hop's part where known."""
+        topo = self.topo
+        names = list(topo.nodes)
+        index = {name: i for i, name in enumerate(names)}
+        nodes = [topo.nodes[name] for name in names]
+        is_host = [nd.kind == "host" for nd in nodes]
+        host = np.array(is_host, dtype=bool)
+        addr = np.array([nd.id if h else -1 for nd, h in zip(nodes, is_host)], dtype=np.int64)
+        heads, ends, ok = [], [], []
+        for nd, h in zip(nodes, is_host):
+            x = y = 0
+            if h:
+                x, y = nd.spec.send_overhead_ns + nd.spec.nic_delay_ns, nd.spec.nic_delay_ns
+            good = h and type(x) is int and type(y) is int
+            heads.append(x if good else 0)
+            ends.append(y if good else 0)
+            ok.append(good)
+        naddr = int(addr.max()) + 1
+        ports = np.where(host, 0, NO_ROUTE)[:, None].repeat(naddr, axis=1)  # (no table: a host's port 0, else none)
+        tables = [topo.routes.get(name) for name in names]
+        whole = [i for i, t in enumerate(tables) if t is not None and len(t) == naddr]
+        if whole:
+            ports[whole] = np.fromiter(chain.from_iterable(tables[i] for i in whole), dtype=np.int64,
+                                       count=len(whole) * naddr).reshape(len(whole), naddr)
+        for i, t in enumerate(tables):
+            if t is not None and len(t) != naddr:
+                row = np.asarray(t, dtype=np.int64)[:naddr]
+                ports[i, :len(row)] = row
+                ports[i, len(row):] = NO_ROUTE
+        peers = topo.peers()
+        width = 1 + max((p for nb in peers.values() for p in nb), default=0)
+        at, to = [], []
+        for name, nb in peers.items():
+            i = index[name]
+            for p, (other, _) in nb.items():
+                if p >= 0:
+                    at.append(i * width + p)
+                    to.append(index[other])
+        peer = np.full(len(nodes) * width, -1, dtype=np.int64)
+        peer[at] = to
+        bad = (ports < 0) | (ports >= width)
+        key = np.arange(len(nodes))[:, None] * width + np.where(bad, 0, ports)  # (row, port) as row * width + port
+        nxt = np.where(bad, -1, peer[key])
+        part = np.zeros(peer.size, dtype=np.int64)
+        return (names, index, host, is_host, addr, naddr, np.array(heads, dtype=np.int64),
+                np.array(ends, dtype=np.int64), np.array(ok, dtype=bool), key.ravel(), nxt.ravel(), width,
+                peer.tolist(), part, np.zeros(part.size, dtype=bool))
+
+    def _walk(self, srcs: list[str], dsts: list[str]):
+        """v of each packet ``srcs[i]`` -> ``dsts[i]`` (an int64 array), every route followed at once
+        by the tables, a hop per step: each hop's part (the link's and the next switch's, :meth:`_hop`
+        and :meth:`_stage`) taken per (node, port) once. None where a part is not an int or a route is
+        not plain (a missing port, another host, a loop: ``_by_route`` says what is wrong)."""
+        if self._arrays is None:
+            self._arrays = self._tables()
+        names, index, host, is_host, addr, naddr, heads, ends, ok, keys, nxts, width, peer, part, known = self._arrays
+        a = np.array([index[s] for s in srcs], dtype=np.int64)
+        b = np.array([index[s] for s in dsts], dtype=np.int64)
+        if not (ok[a].all() and ok[b].all()):
+            return None
+        v = heads[a] + ends[b]
+        live = np.arange(len(a))  # the packets not in yet, where they are, where they go
+        here, to, d = a, b, addr[b]
+        for _ in range(2 * len(names) + 2):
+            at = here * naddr + d
+            nxt = nxts[at]
+            if (nxt < 0).any() or (host[nxt] & (nxt != to)).any():
+                return None
+            key = keys[at]
+            unknown = ~known[key]
+            if unknown.any():
+                new = np.unique(key[unknown])
+                parts = []
+                for k in new.tolist():
+                    w = peer[k]
+                    h = self._hop(names[k // width], names[w])
+                    s = 0 if is_host[w] else self._stage(names[w])
+                    if type(h) is not int or type(s) is not int:
+                        return None
+                    parts.append(h + s)
+                part[new] = parts
+                known[new] = True
+            v[live] += part[key]
+            on = nxt != to
+            if not on.any():
+                return v
+            live, here, to, d = live[on], nxt[on], to[on], d[on]
+        return None
 
     def __call__(self, a: str, b: str) -> int:
         key = (a, b)
@@ -49,7 +169,9 @@ class PathModel:
             spec = self.links[(u, w)]
             rx = self.topo.nodes[w].spec
             # into an input-queued router with cut-through, its head flit is what the pipeline waits for
-            nbytes = frame_bytes(spec, self.size)  # its modelled length on this link
+            nbytes = self.nbytes.get(id(spec))  # its modelled length on this link (per spec: links share
+            if nbytes is None:  # theirs; each held by ``links`` as long as the model: its id is its own)
+                nbytes = self.nbytes[id(spec)] = frame_bytes(spec, self.size)
             head = rx.flit_bytes if getattr(rx, "input_queued", False) and rx.cut_through else nbytes
             h = self.hops[(u, w)] = spec.serialization_ns(min(head, nbytes)) + spec.latency_ns
         return h
