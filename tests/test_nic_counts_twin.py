@@ -84,3 +84,45 @@ async def test_a_mechanism_set_for_messages_between_runs_takes_them(monkeypatch)
 async def sender(host, peers):
     await host.send(peers[0], b"x" * 50, tag=1)
     await host.sleep(5000)
+
+
+
+def _holder(engines, seen):
+    """h0's message reaches h1's NIC at ~101 us, h2's at ~161 us (every NIC delays a message 100 us
+    out and 100 us in), h1's first delivery at ~201 us: h0 holds h1's output list between the two
+    receives, and looks at 185 us -- no timer of h1's ran between."""
+    async def app(host, hosts):
+        if host.name == "h1":
+            for _ in range(2):
+                await host.recv()
+            return host.now
+        if host.name == "h2":
+            await host.sleep(60_000)
+            await host.send("h1", b"b" * 50, tag=2)
+            return host.now
+        eng = engines["h1"]
+        await host.send("h1", b"a" * 50, tag=1)
+        await host.sleep(130_000 - host.now)
+        held = eng._out
+        got = eng.stats["messages_received"]
+        await host.sleep(185_000 - host.now)
+        seen.append((eng._out is held, held, got, eng.stats["messages_received"]))
+        return host.now
+    return app
+
+
+@needs_core
+@pytest.mark.parametrize("pure", [True, False], ids=["python", "core"])
+async def test_a_held_output_list_is_not_the_next_receives(pure, monkeypatch):
+    """NicEngine.receive makes a new output list (self._out = out = []); the core keeps the old one
+    only when it is empty and nobody else holds it: one held from Python is not the next receive's."""
+    monkeypatch.setattr(native, "CORE", None if pure else CORE)
+    from emu.topologies import build
+    t = build("star:n=3", settings={"host": {"nic_delay_ns": 100_000}})
+    async with emu.Cluster(t, run=emu.RunConfig(direct=True)) as net:
+        engines = {h: net._local.by_name[h].engine for h in net.hosts}
+        seen = []
+        before = CORE.counts()["nic_messages"]
+        await net.run({h: (_holder(engines, seen), net.hosts) for h in net.hosts})
+        assert seen == [(False, [], 1, 2)]
+        assert (CORE.counts()["nic_messages"] - before == 2) != pure

@@ -348,13 +348,13 @@ static inline uint64_t dict_ver(PyObject *d)
  * counts read per message (a NIC's stats): a dict seen at a version (3.11's ma_version_tag, new for
  * every change of any dict, so the same dict unchanged since) is not looked up again -- its values are
  * the objects it then held (written in place since by count_add, which leaves the version) */
-#define PAIR_N 256
+#define PAIR_N 1024
 typedef struct { PyObject *d; uint64_t v; PyObject *a, *b; } PairSeen;
 static PairSeen rx_pairs[PAIR_N], tx_pairs[PAIR_N];
 static inline int dict_pair(PairSeen *tab, PyObject *d, PyObject *ka, PyObject *kb, PyObject **a, PyObject **b)
 {
 #if PY_VERSION_HEX < 0x030C0000
-    PairSeen *e = &tab[(size_t)(((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL) >> 56)]; /* (of PAIR_N: 256) */
+    PairSeen *e = &tab[(size_t)(((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL) >> 54)]; /* (of PAIR_N: 1024) */
     uint64_t ver = ((PyDictObject *)d)->ma_version_tag;
     if (e->d == d && e->v == ver) {
         *a = e->a, *b = e->b;
@@ -390,6 +390,22 @@ static inline int dict_lacks(PyObject *d, PyObject *key)
     absent_seen[h].d = d, absent_seen[h].v = ver;
 #endif
     return 1;
+}
+
+/* self._out = [] (receive's first step) for the registered NicEngine class: its list kept when it is
+ * empty and nobody else holds it (then nobody can tell it from a new one), else a new list set; a new
+ * reference to it, or NULL with an error */
+static PyObject *nic_fresh_out(PyObject *eng)
+{
+    if (Py_TYPE(eng) == NicT) {
+        PyObject *old = SLOT(eng, nic_attr[N_OUT].off);
+        if (old != NULL && PyList_CheckExact(old) && Py_REFCNT(old) == 1 && PyList_GET_SIZE(old) == 0)
+            return Py_NewRef(old);
+    }
+    PyObject *out = PyList_New(0);
+    if (out != NULL && NIC_SET(eng, N_OUT, out) < 0)
+        Py_CLEAR(out);
+    return out;
 }
 
 /* NicEngine.receive(frame, port, now) for a message frame to this host (no mechanism takes its
@@ -455,8 +471,8 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
         part = Py_NewRef(p0); /* (held: Python code may run below) */
         Py_INCREF(buf);
         rc = -1; /* taken: receive's and _on_segment's steps */
-        PyObject *out = PyList_New(0);
-        if (out == NULL || NIC_SET(eng, N_NOW, now) < 0 || NIC_SET(eng, N_OUT, out) < 0 ||
+        PyObject *out = nic_fresh_out(eng);
+        if (out == NULL || NIC_SET(eng, N_NOW, now) < 0 ||
             dict_add(stats, s_frames_received, 1, 0, "a NIC's frames_received") < 0) {
             Py_XDECREF(out);
             Py_DECREF(buf);
@@ -490,8 +506,8 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
         goto done;
     }
     rc = -1; /* taken: NicEngine.receive's and _on_segment's steps */
-    PyObject *out = PyList_New(0);
-    if (out == NULL || NIC_SET(eng, N_NOW, now) < 0 || NIC_SET(eng, N_OUT, out) < 0 ||
+    PyObject *out = nic_fresh_out(eng);
+    if (out == NULL || NIC_SET(eng, N_NOW, now) < 0 ||
         count_add(stats, s_frames_received, fr, &sver, "a NIC's frames_received") < 0 ||
         count_add(stats, s_messages_received, mr, &sver, "a NIC's messages_received") < 0) {
         Py_XDECREF(out);
