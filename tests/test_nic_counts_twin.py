@@ -126,3 +126,37 @@ async def test_a_held_output_list_is_not_the_next_receives(pure, monkeypatch):
         await net.run({h: (_holder(engines, seen), net.hosts) for h in net.hosts})
         assert seen == [(False, [], 1, 2)]
         assert (CORE.counts()["nic_messages"] - before == 2) != pure
+
+
+async def _grabber(host, hosts, engines, held):
+    """h0 sends and holds the output entries its NIC has just made ((port, frame, at), before they
+    are queued), with their values then; h1 receives."""
+    if host.name == "h1":
+        for _ in range(12):
+            await host.recv()
+        return host.now
+    eng = engines["h0"]
+    for k in range(12):
+        await host.send("h1", bytes([k]) * (60 + k), tag=k)
+        if k % 3 == 0:
+            held.extend((e, tuple(e)) for e in list(eng._out) if isinstance(e, tuple))
+        await host.sleep(50)
+    return host.now
+
+
+@needs_core
+@pytest.mark.parametrize("pure", [True, False], ids=["python", "core"])
+async def test_an_output_entry_someone_holds_stays_what_it_was(pure, monkeypatch):
+    """An engine's output entry (port, frame, at) the emit queued is made again for the NIC's next
+    send only when nobody else holds it: one held from Python keeps its values."""
+    monkeypatch.setattr(native, "CORE", None if pure else CORE)
+    from emu.topologies import build
+    t = build("star:n=2", settings={"host": {"send_overhead_ns": 0}})  # (the app goes on before the emit)
+    async with emu.Cluster(t, run=emu.RunConfig(direct=True)) as net:
+        engines = {h: net._local.by_name[h].engine for h in net.hosts}
+        held = []
+        before = CORE.counts()["nic_sent"]
+        await net.run({h: (_grabber, net.hosts, engines, held) for h in net.hosts})
+        assert len(held) == 4 and all(e == then for e, then in held)
+        assert sorted(then[1][-1] for _, then in held) == [0, 3, 6, 9]
+        assert (CORE.counts()["nic_sent"] - before == 12) != pure

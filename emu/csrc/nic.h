@@ -620,7 +620,7 @@ static int nic_send_one(PyObject *eng, PyObject *dsto, PyObject *tago, PyObject 
     put_be(m + 12, 0, 4);
     memcpy(m + C_MSG_LEN, PyBytes_AS_STRING(data), total);
     PyObject *port = routes == Py_None ? PyLong_FromLong(0) : Py_NewRef(PyList_GET_ITEM(routes, dst)); /* (None: port 0) */
-    PyObject *entry = tuple_steal(3, (PyObject *[]){port, frame, PyLong_FromLongLong(t + delay)});
+    PyObject *entry = hp_out_entry(port, frame, t + delay); /* (one an emit queued, or a new one) */
     int bad = entry == NULL || NIC_SET_LL(eng, N_MSG_ID, id) < 0 ||
               NIC_SET(eng, N_LAZY, Py_None) < 0 || PyList_Append(out, entry) < 0 ||
               count_add(stats, s_frames_sent, fs, &sver, "a NIC's frames_sent") < 0 ||

@@ -339,7 +339,12 @@ static Py_ssize_t emit_into(PyObject *outs, PyObject *busy, PyObject *result, lo
             return -1;
         if (rc == 0)
             break;
-        if (PyDict_SetItem(busy, p, Py_None) < 0 || PyList_SetItem(result, k, Py_NewRef(Py_None)) < 0)
+        if (PyDict_SetItem(busy, p, Py_None) < 0)
+            return -1;
+        if (k < PyList_GET_SIZE(result) && PyList_GET_ITEM(result, k) == e) { /* (the list as it was) */
+            PyList_SET_ITEM(result, k, Py_NewRef(Py_None));
+            hp_out_keep(e); /* (the list's reference: kept for a NIC's next send when nobody else holds it) */
+        } else if (PyList_SetItem(result, k, Py_NewRef(Py_None)) < 0)
             return -1;
     }
     PyErr_Clear(); /* (a value it could not read: Python's) */
