@@ -6,6 +6,37 @@
  * (domain_setup), their bookkeeping exactly: sent_to[index] += n (local); received += n;
  * _by_window[window] += n; the element's entry in the domain's heap no later than first_ts. Any
  * other class: its method. */
+/* c[key] = c.get(key, 0) + n for a domain's counts by window (a dict, ``key`` an int): the count's
+ * int of the last window added to, kept per dict with the dict's version (CPython 3.11: a new version
+ * with every change of any dict) and the key's value -- while they stand the dict still holds that int
+ * under that key, and it is written in place when nobody else holds it (count_in_place, int_in_place:
+ * the version stays); else dict_add's lookup, and the entry noted again */
+#define BW_SLOTS 64
+static struct { PyObject *d, *val; uint64_t ver; long long k; } bw_cache[BW_SLOTS];
+
+static int window_add(PyObject *c, PyObject *key, long long n)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    long long kv, v;
+    if (PyDict_CheckExact(c) && PyLong_CheckExact(key) && get_ll(key, &kv)) {
+        size_t h = (size_t)((uint64_t)(uintptr_t)c * 0x9E3779B97F4A7C15ULL >> 58); /* (of BW_SLOTS: 64) */
+        uint64_t ver = ((PyDictObject *)c)->ma_version_tag;
+        if (bw_cache[h].d == c && bw_cache[h].ver == ver && ver && bw_cache[h].k == kv &&
+            get_ll(bw_cache[h].val, &v) && (int_in_place(bw_cache[h].val, v + n) || count_in_place(bw_cache[h].val, v + n)))
+            return 0;
+        bw_cache[h].d = NULL;
+        if (dict_add(c, key, n, 1, "a domain's count by window") < 0)
+            return -1;
+        PyObject *val = PyDict_GetItemWithError(c, key); /* (an exact int: no Python code runs) */
+        if (val == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        bw_cache[h].d = c, bw_cache[h].val = val, bw_cache[h].ver = ((PyDictObject *)c)->ma_version_tag, bw_cache[h].k = kv;
+        return 0;
+    }
+#endif
+    return dict_add(c, key, n, 1, "a domain's count by window");
+}
+
 static int add_attr_item(PyObject *domain, int which, PyObject *key, long long n, int is_list)
 {
     PyObject *c = DOM_GET(domain, which);
@@ -20,7 +51,7 @@ static int add_attr_item(PyObject *domain, int which, PyObject *key, long long n
                 rc = hp_put_count(&PyList_GET_ITEM(c, k), v + n);
         }
     } else /* c[key] = c.get(key, 0) + n */
-        rc = dict_add(c, key, n, 1, "a domain's count by window");
+        rc = window_add(c, key, n);
     if (rc < 0 && !PyErr_Occurred())
         PyErr_SetString(PyExc_TypeError, "emu._core: a domain's counts are not what they were");
     Py_DECREF(c);
@@ -84,10 +115,9 @@ static int frames_due(PyObject *domain, PyObject *el, long long t)
         goto done;
     if (t < cur) {
         PyObject *entry = hp_dom_entry(t, i, &ts); /* (t, i), its int ts shared with _at[i], as Python's */
-        if (entry == NULL || PyList_SetItem(at, k, Py_NewRef(ts)) < 0) {
-            Py_XDECREF(entry);
+        if (entry == NULL)
             goto done;
-        }
+        Py_SETREF(PyList_GET_ITEM(at, k), Py_NewRef(ts)); /* (_at[i] = t: k checked above, the list held) */
         PyObject *dheap = DOM_GET(domain, D_HEAP);
         if (dheap == NULL) {
             Py_DECREF(entry);

@@ -220,6 +220,13 @@ static inline void hp_rec_keep(PyObject *t) { hp_keep(t, 5, hp_rec_spare, &hp_re
 /* a domain's heap entry that left its heap (the caller's reference, given up) */
 static inline void hp_dom_keep(PyObject *t) { hp_keep(t, 2, hp_dom_spare, &hp_dom_spares, HP_DOM_SPARES); }
 
+/* an engine's output entry (port, frame, at) that an emit queued (the result list's reference, given
+ * up), kept for the NIC's next one-frame send (hp_out_entry) when nobody else holds it */
+#define HP_OUT_SPARES 64
+static PyObject *hp_out_spare[HP_OUT_SPARES];
+static int hp_out_spares;
+static inline void hp_out_keep(PyObject *t) { hp_keep(t, 3, hp_out_spare, &hp_out_spares, HP_OUT_SPARES); }
+
 /* item ``k`` of a kept tuple set to ``v`` (a new reference, stolen) */
 static inline void hp_put(PyObject *t, Py_ssize_t k, PyObject *v)
 {
@@ -259,6 +266,38 @@ static inline PyObject *hp_record(PyObject *arr, long long at, PyObject *index, 
     }
     PyObject *t = tuple_steal_inline(5, (PyObject *[]){arr != NULL ? arr : PyLong_FromLongLong(at), Py_NewRef(index),
                                                        PyLong_FromLongLong(seq), frame, Py_NewRef(flags)});
+    if (t != NULL && PyBytes_CheckExact(frame))
+        PyObject_GC_UnTrack(t);
+    return t;
+}
+
+/* an output entry (port, frame, at) as NicEngine._put_message appends it: ``port`` and ``frame`` new
+ * references (stolen; frame NULL: an error set, port released), a kept entry made again (its ``at``
+ * int written in place when nobody else holds it) or a new one; untracked by the GC when its frame
+ * is bytes (ints and bytes: no cycle through it), as a record is. NULL with an error. */
+static inline PyObject *hp_out_entry(PyObject *port, PyObject *frame, long long at)
+{
+    if (frame == NULL || port == NULL) {
+        Py_XDECREF(port);
+        Py_XDECREF(frame);
+        return NULL;
+    }
+    if (hp_out_spares > 0) {
+        PyObject *t = hp_out_spare[--hp_out_spares];
+        PyTuple_SET_ITEM(t, 1, frame); /* (NULL while kept) */
+        if (PyTuple_GET_ITEM(t, 0) != port)
+            hp_put(t, 0, port);
+        else
+            Py_DECREF(port);
+        if (put_ll(&PyTuple_GET_ITEM(t, 2), at) < 0) {
+            Py_DECREF(t); /* (its items released: tupledealloc's Py_XDECREF) */
+            return NULL;
+        }
+        if (!PyBytes_CheckExact(frame))
+            PyObject_GC_Track(t);
+        return t;
+    }
+    PyObject *t = tuple_steal_inline(3, (PyObject *[]){port, frame, PyLong_FromLongLong(at)});
     if (t != NULL && PyBytes_CheckExact(frame))
         PyObject_GC_UnTrack(t);
     return t;

@@ -276,9 +276,20 @@ static int timers_at(PyObject *timers, PyObject *t, PyObject *fn, PyObject *arg)
 }
 
 /* Message(name, tag, data, t_ns, hops) as tuple.__new__ makes it (not the named tuple's Python
- * __new__); ``data`` stolen: a new reference, or NULL */
+ * __new__): for a subclass of tuple its tp_alloc and the items set, as tuple_subtype_new does, without
+ * the plain tuples it makes first; ``data`` stolen: a new reference, or NULL */
 static PyObject *new_message(PyObject *name, long long tag, PyObject *data, long long t, long hops)
 {
+    if (PyType_FastSubclass(MessageT, Py_TPFLAGS_TUPLE_SUBCLASS) && MessageT->tp_alloc != NULL) {
+        PyObject *it[5] = {Py_NewRef(name), PyLong_FromLongLong(tag), data, PyLong_FromLongLong(t), PyLong_FromLong(hops)};
+        PyObject *msg = it[1] && it[2] && it[3] && it[4] ? MessageT->tp_alloc(MessageT, 5) : NULL;
+        for (int k = 0; k < 5; k++)
+            if (msg == NULL)
+                Py_XDECREF(it[k]);
+            else
+                PyTuple_SET_ITEM(msg, k, it[k]);
+        return msg;
+    }
     PyObject *fields = tuple_steal(5, (PyObject *[]){Py_NewRef(name), PyLong_FromLongLong(tag), data,
                                                      PyLong_FromLongLong(t), PyLong_FromLong(hops)});
     PyObject *targs = fields == NULL ? NULL : PyTuple_Pack(1, fields);
@@ -301,16 +312,18 @@ static int timer_next(PyObject *eng, PyObject *timers)
 
 /* d[key] += 1 for a count read before as ``seen`` (borrowed), the dict then at version *ver (3.11's
  * ma_version_tag; 0: not known): when the dict has not changed since, ``seen`` is still its value --
- * written in place when it can be (int_in_place: the version stays) or replaced, without dict_add's
+ * written in place when it can be (int_in_place, count_in_place: the version stays) or replaced by an
+ * int of its own (own_int: written in place the next time), without dict_add's
  * lookup; else dict_add. *ver follows the dict (0 when not known). 0, or -1 with an error. */
 static int count_add(PyObject *d, PyObject *key, PyObject *seen, uint64_t *ver, const char *what)
 {
 #if PY_VERSION_HEX < 0x030C0000
     long long v;
     if (*ver != 0 && ((PyDictObject *)d)->ma_version_tag == *ver && get_ll(seen, &v)) {
-        if (int_in_place(seen, v + 1))
+        if (int_in_place(seen, v + 1) || count_in_place(seen, v + 1))
             return 0;
-        PyObject *nv = PyLong_FromLongLong(v + 1);
+        /* (an int of its own -- not the small-int cache's -- which the next adds write in place) */
+        PyObject *nv = own_int(v + 1);
         int rc = nv == NULL ? -1 : PyDict_SetItem(d, key, nv);
         Py_XDECREF(nv);
         *ver = rc < 0 ? 0 : ((PyDictObject *)d)->ma_version_tag;
@@ -329,6 +342,70 @@ static inline uint64_t dict_ver(PyObject *d)
 #else
     return 0;
 #endif
+}
+
+/* d[ka] and d[kb] (borrowed; NULL with an error, or NULL and no error when missing) of a dict of
+ * counts read per message (a NIC's stats): a dict seen at a version (3.11's ma_version_tag, new for
+ * every change of any dict, so the same dict unchanged since) is not looked up again -- its values are
+ * the objects it then held (written in place since by count_add, which leaves the version) */
+#define PAIR_N 1024
+typedef struct { PyObject *d; uint64_t v; PyObject *a, *b; } PairSeen;
+static PairSeen rx_pairs[PAIR_N], tx_pairs[PAIR_N];
+static inline int dict_pair(PairSeen *tab, PyObject *d, PyObject *ka, PyObject *kb, PyObject **a, PyObject **b)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    PairSeen *e = &tab[(size_t)(((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL) >> 54)]; /* (of PAIR_N: 1024) */
+    uint64_t ver = ((PyDictObject *)d)->ma_version_tag;
+    if (e->d == d && e->v == ver) {
+        *a = e->a, *b = e->b;
+        return 0;
+    }
+#endif
+    if ((*a = PyDict_GetItemWithError(d, ka)) == NULL || (*b = PyDict_GetItemWithError(d, kb)) == NULL)
+        return -1;
+#if PY_VERSION_HEX < 0x030C0000
+    e->d = d, e->v = ver, e->a = *a, e->b = *b;
+#endif
+    return 0;
+}
+
+/* ``d`` lacks ``key`` (a dict taking packet types to a mechanism: none for this one): 1 lacks it,
+ * 0 has it, -1 error; a dict seen without it at a version not looked up again */
+#define ABSENT_N 256
+static struct { PyObject *d; uint64_t v; } absent_seen[ABSENT_N];
+static inline int dict_lacks(PyObject *d, PyObject *key)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    size_t h = (size_t)(((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL) >> 56); /* (of ABSENT_N: 256) */
+    uint64_t ver = ((PyDictObject *)d)->ma_version_tag;
+    if (absent_seen[h].d == d && absent_seen[h].v == ver)
+        return 1;
+#endif
+    PyObject *v = PyDict_GetItemWithError(d, key);
+    if (v != NULL)
+        return 0;
+    if (PyErr_Occurred())
+        return -1;
+#if PY_VERSION_HEX < 0x030C0000
+    absent_seen[h].d = d, absent_seen[h].v = ver;
+#endif
+    return 1;
+}
+
+/* self._out = [] (receive's first step) for the registered NicEngine class: its list kept when it is
+ * empty and nobody else holds it (then nobody can tell it from a new one), else a new list set; a new
+ * reference to it, or NULL with an error */
+static PyObject *nic_fresh_out(PyObject *eng)
+{
+    if (Py_TYPE(eng) == NicT) {
+        PyObject *old = SLOT(eng, nic_attr[N_OUT].off);
+        if (old != NULL && PyList_CheckExact(old) && Py_REFCNT(old) == 1 && PyList_GET_SIZE(old) == 0)
+            return Py_NewRef(old);
+    }
+    PyObject *out = PyList_New(0);
+    if (out != NULL && NIC_SET(eng, N_OUT, out) < 0)
+        Py_CLEAR(out);
+    return out;
 }
 
 /* NicEngine.receive(frame, port, now) for a message frame to this host (no mechanism takes its
@@ -371,12 +448,11 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
     if (!get_ll(node_id, &node) || node != dst || !PyDict_CheckExact(anywhere) || transport != Py_None ||
         !PyList_CheckExact(names) || src >= PyList_GET_SIZE(names) || !PyDict_CheckExact(stats) ||
         !get_ll(nd, &delay) || Py_TYPE(timers) != TimersT || tm_next < 0 ||
-        (fr = PyDict_GetItemWithError(stats, s_frames_received)) == NULL || !get_ll(fr, &fv) ||
-        (mr = PyDict_GetItemWithError(stats, s_messages_received)) == NULL || !get_ll(mr, &mv))
+        dict_pair(rx_pairs, stats, s_frames_received, s_messages_received, &fr, &mr) < 0 || !get_ll(fr, &fv) ||
+        !get_ll(mr, &mv))
         goto done;
     uint64_t sver = dict_ver(stats); /* (fr, mr its values at this version: count_add) */
-    PyObject *taker = PyDict_GetItemWithError(anywhere, msg_ptype_obj);
-    if (taker != NULL || PyErr_Occurred())
+    if (dict_lacks(anywhere, msg_ptype_obj) != 1)
         goto done;
     if (!whole) { /* a later segment of a message being reassembled (the first one: Python's, it makes _Partial) */
         long long ptag, got;
@@ -395,8 +471,8 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
         part = Py_NewRef(p0); /* (held: Python code may run below) */
         Py_INCREF(buf);
         rc = -1; /* taken: receive's and _on_segment's steps */
-        PyObject *out = PyList_New(0);
-        if (out == NULL || NIC_SET(eng, N_NOW, now) < 0 || NIC_SET(eng, N_OUT, out) < 0 ||
+        PyObject *out = nic_fresh_out(eng);
+        if (out == NULL || NIC_SET(eng, N_NOW, now) < 0 ||
             dict_add(stats, s_frames_received, 1, 0, "a NIC's frames_received") < 0) {
             Py_XDECREF(out);
             Py_DECREF(buf);
@@ -430,8 +506,8 @@ static int nic_receive(PyObject *eng, PyObject *frame, PyObject *now, PyObject *
         goto done;
     }
     rc = -1; /* taken: NicEngine.receive's and _on_segment's steps */
-    PyObject *out = PyList_New(0);
-    if (out == NULL || NIC_SET(eng, N_NOW, now) < 0 || NIC_SET(eng, N_OUT, out) < 0 ||
+    PyObject *out = nic_fresh_out(eng);
+    if (out == NULL || NIC_SET(eng, N_NOW, now) < 0 ||
         count_add(stats, s_frames_received, fr, &sver, "a NIC's frames_received") < 0 ||
         count_add(stats, s_messages_received, mr, &sver, "a NIC's messages_received") < 0) {
         Py_XDECREF(out);
@@ -507,8 +583,8 @@ static int nic_send_one(PyObject *eng, PyObject *dsto, PyObject *tago, PyObject 
         (routes != Py_None && (!PyList_CheckExact(routes) || dst >= PyList_GET_SIZE(routes) ||
                                !get_ll(PyList_GET_ITEM(routes, dst), &fv) || fv < 0)) || !PyDict_CheckExact(heads) ||
         !get_ll(msg_id, &idv) || !PyDict_CheckExact(stats) || !PyList_CheckExact(out) || !get_ll(node_id, &node) ||
-        node < 0 || node > 0xFFFFFFFFLL || (fs = PyDict_GetItemWithError(stats, s_frames_sent)) == NULL ||
-        !get_ll(fs, &fv) || (ms = PyDict_GetItemWithError(stats, s_messages_sent)) == NULL || !get_ll(ms, &mv))
+        node < 0 || node > 0xFFFFFFFFLL || dict_pair(tx_pairs, stats, s_frames_sent, s_messages_sent, &fs, &ms) < 0 ||
+        !get_ll(fs, &fv) || !get_ll(ms, &mv))
         goto done;
     uint64_t sver = dict_ver(stats); /* (fs, ms its values at this version: count_add) */
     head = PyDict_GetItemWithError(heads, dsto);
@@ -544,7 +620,7 @@ static int nic_send_one(PyObject *eng, PyObject *dsto, PyObject *tago, PyObject 
     put_be(m + 12, 0, 4);
     memcpy(m + C_MSG_LEN, PyBytes_AS_STRING(data), total);
     PyObject *port = routes == Py_None ? PyLong_FromLong(0) : Py_NewRef(PyList_GET_ITEM(routes, dst)); /* (None: port 0) */
-    PyObject *entry = tuple_steal(3, (PyObject *[]){port, frame, PyLong_FromLongLong(t + delay)});
+    PyObject *entry = hp_out_entry(port, frame, t + delay); /* (one an emit queued, or a new one) */
     int bad = entry == NULL || NIC_SET_LL(eng, N_MSG_ID, id) < 0 ||
               NIC_SET(eng, N_LAZY, Py_None) < 0 || PyList_Append(out, entry) < 0 ||
               count_add(stats, s_frames_sent, fs, &sver, "a NIC's frames_sent") < 0 ||

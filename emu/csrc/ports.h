@@ -306,6 +306,18 @@ static PyObject *enqueue(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     return PyLong_FromLongLong(start);
 }
 
+/* busy[p] = None for an element's dict of busy ports: left as it is when p is there already with
+ * None (the same dict: a key set again keeps its place) -- one lookup, not an insert -- else set */
+static inline int busy_mark(PyObject *busy, PyObject *p)
+{
+    PyObject *v = PyDict_GetItemWithError(busy, p);
+    if (v == Py_None)
+        return 0;
+    if (v == NULL && PyErr_Occurred())
+        return -1;
+    return PyDict_SetItem(busy, p, Py_None);
+}
+
 /* one entry of an element's result as Element._emit takes it plainly: a (port, frame, at) tuple, the
  * port one of ``outs``, ``at`` kept to the promise (at - now >= min_delay): 1 with *port and *at, 0
  * anything else (an error from reading an int left set: the caller hands the rest to Python) */
@@ -339,7 +351,12 @@ static Py_ssize_t emit_into(PyObject *outs, PyObject *busy, PyObject *result, lo
             return -1;
         if (rc == 0)
             break;
-        if (PyDict_SetItem(busy, p, Py_None) < 0 || PyList_SetItem(result, k, Py_NewRef(Py_None)) < 0)
+        if (busy_mark(busy, p) < 0)
+            return -1;
+        if (k < PyList_GET_SIZE(result) && PyList_GET_ITEM(result, k) == e) { /* (the list as it was) */
+            PyList_SET_ITEM(result, k, Py_NewRef(Py_None));
+            hp_out_keep(e); /* (the list's reference: kept for a NIC's next send when nobody else holds it) */
+        } else if (PyList_SetItem(result, k, Py_NewRef(Py_None)) < 0)
             return -1;
     }
     PyErr_Clear(); /* (a value it could not read: Python's) */
@@ -460,7 +477,7 @@ static int forward_into(PyObject *heap, long long t_end, PyObject *ins, PyObject
         for (int b = 0; b < n_busy && !known; b++)
             known = made_busy[b] == p;
         if (!known) { /* busy[p] = None (once a call: set again, it would stay where it is, None) */
-            if (PyDict_SetItem(busy, p, Py_None) < 0)
+            if (busy_mark(busy, p) < 0)
                 return -1;
             if (n_busy < 8)
                 made_busy[n_busy++] = p;
