@@ -8,7 +8,7 @@
  * (_BUILT: by their fields; _READ: their fields by their bytes), read in place; anything else is
  * Python's. cr_state: 0 not looked up yet, 1 ready, -1 not available (Python's always). */
 static PyObject *cr_built, *cr_read, *s_credit_arrived, *s_on_credit;
-static long long CR_CREDIT_OUT = -1, CR_STRETCH = -1;
+static long long CR_CREDIT_OUT = -1, CR_STRETCH = -1, CR_KEEP = -1, CR_ETH = -1;
 static int cr_state = 0;
 static unsigned long long n_credits_out, n_credits_in;
 /* (csrc/iqtimer.h, after the round it calls) */
@@ -23,11 +23,14 @@ static int credit_init(void)
         return cr_state > 0;
     cr_state = -1;
     PyObject *fl = PyImport_ImportModule("emu.element_flow"), *ec = PyImport_ImportModule("emu.element_const"),
-             *wc = PyImport_ImportModule("emu.wire.credit"), *a = NULL, *b = NULL;
+             *wc = PyImport_ImportModule("emu.wire.credit"), *a = NULL, *b = NULL, *k = NULL, *e = NULL;
     int ok = fl != NULL && ec != NULL && wc != NULL && (cr_built = PyObject_GetAttrString(fl, "_BUILT")) != NULL &&
              PyDict_CheckExact(cr_built) && (cr_read = PyObject_GetAttrString(fl, "_READ")) != NULL &&
              PyDict_CheckExact(cr_read) && (a = PyObject_GetAttrString(ec, "CREDIT_OUT")) != NULL &&
              get_ll(a, &CR_CREDIT_OUT) && (b = PyObject_GetAttrString(wc, "STRETCH")) != NULL && get_ll(b, &CR_STRETCH) &&
+             (k = PyObject_GetAttrString(fl, "_KEEP")) != NULL && get_ll(k, &CR_KEEP) && CR_KEEP >= 1 &&
+             (e = PyObject_GetAttrString(wc, "ETH_LEN")) != NULL && get_ll(e, &CR_ETH) && CR_ETH >= 0 &&
+             CR_ETH + 8 <= C_CREDIT_LEN &&
              (s_credit_arrived = PyUnicode_InternFromString("_credit_arrived")) != NULL &&
              (s_on_credit = PyUnicode_InternFromString("on_credit")) != NULL;
     Py_XDECREF(fl);
@@ -35,6 +38,8 @@ static int credit_init(void)
     Py_XDECREF(wc);
     Py_XDECREF(a);
     Py_XDECREF(b);
+    Py_XDECREF(k);
+    Py_XDECREF(e);
     PyErr_Clear();
     if (ok)
         cr_state = 1;
@@ -158,6 +163,29 @@ done:
     return rc;
 }
 
+/* a credit frame's fields (vc, pool, frames, bytes) -- CREDIT.unpack(wire, ETH_LEN): "!BBHI" -- put in
+ * _READ by its bytes as Flow._credit_arrived puts them, _READ cleared first when it holds _KEEP
+ * (the caller checked that ``wire`` is bytes of at least CREDIT_FRAME_LEN = ETH_LEN + 8); borrowed
+ * (_READ holds it), NULL on an error */
+static PyObject *cr_decode(PyObject *wire)
+{
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(wire) + CR_ETH;
+    PyObject *f = tuple_steal(4, (PyObject *[]){PyLong_FromLong(b[0]), PyLong_FromLong(b[1]),
+                                               PyLong_FromLong((long)b[2] << 8 | b[3]),
+                                               PyLong_FromUnsignedLong((unsigned long)b[4] << 24 |
+                                                                       (unsigned long)b[5] << 16 |
+                                                                       (unsigned long)b[6] << 8 | b[7])});
+    if (f == NULL)
+        return NULL;
+    if (PyDict_GET_SIZE(cr_read) >= CR_KEEP)
+        PyDict_Clear(cr_read);
+    int rc = PyDict_SetItem(cr_read, wire, f);
+    Py_DECREF(f);
+    if (rc < 0)
+        return NULL;
+    return f;
+}
+
 /* Element._arrive for ``head`` (the heap's first record) when it is a credit frame its port checks
  * plainly (clean or its FCS good, no schedule on the link; no capture: the caller's test): popped, the
  * element's times set, and Flow._credit_arrived -- the engine's on_credit straight, for an input-queued
@@ -179,6 +207,8 @@ static int credit_in_c(PyObject *el, PyObject *eng, PyObject *head, PyObject *in
         return 0;
     PyObject *outs = SLOT(el, el_attr[E_OUTS].off), *fields = PyDict_GetItemWithError(cr_read, wire), *iqv;
     if (fields == NULL && PyErr_Occurred())
+        return -1;
+    if (fields == NULL && (fields = cr_decode(wire)) == NULL) /* (its first time: decoded here, as Python's) */
         return -1;
     long long vc, pool, frames, nbytes;
     int direct = fields != NULL && PyTuple_CheckExact(fields) && PyTuple_GET_SIZE(fields) == 4 &&
