@@ -58,16 +58,16 @@ static inline PyObject *hf_dict(PyObject *o)
 }
 
 /* A CreditState's fields the plain cases read (its instance dict's values, borrowed; NULL: not there;
- * common.h's dict_values, kept per version of the dict). */
+ * common.h's r2_dict_values, kept per version of the dict). */
 enum { HK_ADMIT, HK_BYPRIO, HK_LATE, HK_GROUPS, HK_VCS, HK_QUEUES, HK_CREDITS, HK_POOL, HK_N };
-static dict_cache_t hk_cache[DC_SLOTS];
+static dict_cache_t hk_cache[R2_DC_SLOTS];
 _Static_assert(HK_N <= DC_KEYS, "the fields fit a dict_cache_t");
 
 /* d's fields into v: 0, -1 error (hf_init first: the names) */
 static int hk_fields(PyObject *d, PyObject **v)
 {
     PyObject *names[HK_N] = {s_admit, s_by_prio, s_late, s_groups, s_vcs, s_queues, s_credits, s_pool};
-    return dict_values(hk_cache, d, names, HK_N, v);
+    return r2_dict_values(hk_cache, d, names, HK_N, v);
 }
 
 /* Flow._event(t, WAKE, p): self._pseq += 1; heappush(self.pevents, (t, self._pseq, WAKE, p)) */
