@@ -132,6 +132,35 @@ static int dict_values(dict_cache_t *cache, PyObject *d, PyObject *const *keys, 
     return 0;
 }
 
+/* dict_values with a cache of R2_DC_SLOTS entries (1024: 16 of DC_SLOTS, the bank by the next bits of
+ * the same hash) for the dicts there are one of per host or router of a run -- an 8x8 mesh's 64
+ * CreditStates took each other's of DC_SLOTS' 64 at about a third of the calls (csrc/flowwake.h's,
+ * csrc/hostflow.h's) */
+#define R2_DC_SLOTS (16 * DC_SLOTS)
+static inline int r2_dict_values(dict_cache_t *cache, PyObject *d, PyObject *const *keys, int n, PyObject **v)
+{
+    size_t bank = (size_t)((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL >> 54) & 15;
+    return dict_values(cache + bank * DC_SLOTS, d, keys, n, v);
+}
+
+/* busy[p] = None (an element's ``busy``: its ports with something to send, each to None), the store left
+ * out when p is there with None already: the dict's keys, their order and values as the store leaves
+ * them (a dict's store of a key it holds keeps its place), for a lookup instead of a lookup and a
+ * store: for a port marked again and again (csrc/hostflow.h's hf_wake; where the key is mostly new, as
+ * a credit's port, the lookup costs more than it saves). 0, -1 error. */
+static inline int r2_busy_mark(PyObject *busy, PyObject *p)
+{
+    Py_hash_t h = PyObject_Hash(p);
+    if (h == -1)
+        return -1;
+    PyObject *cur = _PyDict_GetItem_KnownHash(busy, p, h);
+    if (cur == Py_None)
+        return 0;
+    if (cur == NULL && PyErr_Occurred())
+        return -1;
+    return _PyDict_SetItem_KnownHash(busy, p, Py_None, h);
+}
+
 /* len(q): a deque's its size field (a deque keeps its length there, as len reads it), anything
  * else's by the sequence protocol (-1 with an error) */
 static inline Py_ssize_t q_len(PyObject *q)

@@ -3,12 +3,13 @@
 #ifndef EMU_CSRC_CREDITS_H
 #define EMU_CSRC_CREDITS_H
 
-/* The credit path's plain cases (Flow._credit_now for a credit frame built before, Flow._credit_arrived
- * for one decoded before, to an input-queued router), with emu.element_flow's caches of credit frames
- * (_BUILT: by their fields; _READ: their fields by their bytes), read in place; anything else is
- * Python's. cr_state: 0 not looked up yet, 1 ready, -1 not available (Python's always). */
-static PyObject *cr_built, *cr_read, *s_credit_arrived, *s_on_credit;
-static long long CR_CREDIT_OUT = -1, CR_STRETCH = -1;
+/* The credit path's plain cases (Flow._credit_now for a credit frame built before, with
+ * emu.element_flow's cache of credit frames by their fields, _BUILT, read in place; Flow._credit_arrived
+ * to an input-queued router or a port with credit flow control, the frame's fields read from its
+ * bytes as CREDIT.unpack reads them); anything else is Python's. cr_state: 0 not looked up yet, 1
+ * ready, -1 not available (Python's always). */
+static PyObject *cr_built, *s_credit_arrived, *s_on_credit;
+static long long CR_CREDIT_OUT = -1, CR_STRETCH = -1, CR_ETH = -1;
 static int cr_state = 0;
 static unsigned long long n_credits_out, n_credits_in;
 /* (csrc/iqtimer.h, after the round it calls) */
@@ -23,11 +24,12 @@ static int credit_init(void)
         return cr_state > 0;
     cr_state = -1;
     PyObject *fl = PyImport_ImportModule("emu.element_flow"), *ec = PyImport_ImportModule("emu.element_const"),
-             *wc = PyImport_ImportModule("emu.wire.credit"), *a = NULL, *b = NULL;
+             *wc = PyImport_ImportModule("emu.wire.credit"), *a = NULL, *b = NULL, *e = NULL;
     int ok = fl != NULL && ec != NULL && wc != NULL && (cr_built = PyObject_GetAttrString(fl, "_BUILT")) != NULL &&
-             PyDict_CheckExact(cr_built) && (cr_read = PyObject_GetAttrString(fl, "_READ")) != NULL &&
-             PyDict_CheckExact(cr_read) && (a = PyObject_GetAttrString(ec, "CREDIT_OUT")) != NULL &&
+             PyDict_CheckExact(cr_built) && (a = PyObject_GetAttrString(ec, "CREDIT_OUT")) != NULL &&
              get_ll(a, &CR_CREDIT_OUT) && (b = PyObject_GetAttrString(wc, "STRETCH")) != NULL && get_ll(b, &CR_STRETCH) &&
+             (e = PyObject_GetAttrString(wc, "ETH_LEN")) != NULL && get_ll(e, &CR_ETH) && CR_ETH >= 0 &&
+             CR_ETH + 8 <= C_CREDIT_LEN &&
              (s_credit_arrived = PyUnicode_InternFromString("_credit_arrived")) != NULL &&
              (s_on_credit = PyUnicode_InternFromString("on_credit")) != NULL;
     Py_XDECREF(fl);
@@ -35,6 +37,7 @@ static int credit_init(void)
     Py_XDECREF(wc);
     Py_XDECREF(a);
     Py_XDECREF(b);
+    Py_XDECREF(e);
     PyErr_Clear();
     if (ok)
         cr_state = 1;
@@ -161,7 +164,8 @@ done:
 /* Element._arrive for ``head`` (the heap's first record) when it is a credit frame its port checks
  * plainly (clean or its FCS good, no schedule on the link; no capture: the caller's test): popped, the
  * element's times set, and Flow._credit_arrived -- the engine's on_credit straight, for an input-queued
- * router and a credit decoded before (not a stretch), else the method. 1 done, 0 not this case, -1. */
+ * router (not a stretch; its fields read from its bytes, any frame: Python's _READ, a cache of the same
+ * fields by the same bytes, is left alone), else the method. 1 done, 0 not this case, -1. */
 static int credit_in_c(PyObject *el, PyObject *eng, PyObject *head, PyObject *ins)
 {
     long long port, kind;
@@ -177,15 +181,13 @@ static int credit_in_c(PyObject *el, PyObject *eng, PyObject *head, PyObject *in
     if (!(wlen >= C_CREDIT_LEN && w[13] == C_CREDIT_LO && w[12] == C_CREDIT_HI) ||
         (!(kind & C_CLEAN) && (wlen < 4 || crc32_of(w, wlen) != C_FCS_RESIDUE)))
         return 0;
-    PyObject *outs = SLOT(el, el_attr[E_OUTS].off), *fields = PyDict_GetItemWithError(cr_read, wire), *iqv;
-    if (fields == NULL && PyErr_Occurred())
-        return -1;
-    long long vc, pool, frames, nbytes;
-    int direct = fields != NULL && PyTuple_CheckExact(fields) && PyTuple_GET_SIZE(fields) == 4 &&
-                 get_ll(PyTuple_GET_ITEM(fields, 0), &vc) && get_ll(PyTuple_GET_ITEM(fields, 1), &pool) &&
-                 get_ll(PyTuple_GET_ITEM(fields, 2), &frames) && get_ll(PyTuple_GET_ITEM(fields, 3), &nbytes) &&
-                 pool != CR_STRETCH && outs != NULL && PyList_CheckExact(outs) && port < PyList_GET_SIZE(outs);
-    PyErr_Clear();
+    /* its fields, CREDIT.unpack(wire, ETH_LEN) ("!BBHI": vc, pool, frames, bytes), read from its bytes
+     * (Python's _READ caches them by the bytes: the same fields; a frame the core takes is not put there) */
+    const unsigned char *cf = w + CR_ETH;
+    PyObject *outs = SLOT(el, el_attr[E_OUTS].off), *iqv;
+    long long vc = cf[0], pool = cf[1], frames = (long long)cf[2] << 8 | cf[3],
+              nbytes = (long long)cf[4] << 24 | (long long)cf[5] << 16 | (long long)cf[6] << 8 | cf[7];
+    int direct = pool != CR_STRETCH && outs != NULL && PyList_CheckExact(outs) && port < PyList_GET_SIZE(outs);
     PyObject *fport = NULL; /* a port with credit flow control taking it (csrc/hostflow.h) */
     if (direct) { /* (outp None or without credit flow, and the engine an input-queued router's) */
         PyObject *outp = PyList_GET_ITEM(outs, port);
@@ -200,8 +202,6 @@ static int credit_in_c(PyObject *el, PyObject *eng, PyObject *head, PyObject *in
         }
     }
     Py_INCREF(wire);
-    if (fields != NULL)
-        Py_INCREF(fields);
     int rc = -1;
     PyObject *item = heap_pop(SLOT(el, el_attr[E_HEAP].off)), *r = NULL;
     if (item == NULL)
@@ -217,9 +217,13 @@ static int credit_in_c(PyObject *el, PyObject *eng, PyObject *head, PyObject *in
     if (ic == 0)
         r = Py_NewRef(Py_None);
     else if (direct) { /* engine.on_credit(port, vc, nbytes, now, bool(pool), frames) */
-        PyObject *args[7] = {eng, pt, PyTuple_GET_ITEM(fields, 0), PyTuple_GET_ITEM(fields, 3), t,
-                             pool ? Py_True : Py_False, PyTuple_GET_ITEM(fields, 2)};
-        r = PyObject_VectorcallMethod(s_on_credit, args, 7, NULL);
+        PyObject *f[3] = {PyLong_FromLongLong(vc), PyLong_FromLongLong(nbytes), PyLong_FromLongLong(frames)};
+        if (f[0] != NULL && f[1] != NULL && f[2] != NULL) {
+            PyObject *args[7] = {eng, pt, f[0], f[1], t, pool ? Py_True : Py_False, f[2]};
+            r = PyObject_VectorcallMethod(s_on_credit, args, 7, NULL);
+        }
+        for (int k = 0; k < 3; k++)
+            Py_XDECREF(f[k]);
     } else
         r = PyObject_CallMethodObjArgs(el, s_credit_arrived, pt, wire, NULL);
     if (r == NULL)
@@ -231,7 +235,6 @@ static int credit_in_c(PyObject *el, PyObject *eng, PyObject *head, PyObject *in
 done:
     Py_XDECREF(item);
     Py_DECREF(wire);
-    Py_XDECREF(fields);
     Py_XDECREF(fport);
     return rc;
 }

@@ -87,13 +87,13 @@ static inline long long fw_len(int f, PyObject *wire)
     return n - C_HDR_LEN + fw_fr[f].add[((const unsigned char *)PyBytes_AS_STRING(wire))[C_PTYPE_OFF]];
 }
 
-/* the CreditState's fields (its __dict__ ``d``'s values, borrowed; common.h's dict_values, kept per
+/* the CreditState's fields (its __dict__ ``d``'s values, borrowed; common.h's r2_dict_values, kept per
  * version of the dict) into v: 1, 0 one missing or a ``by_prio`` there (Python's), -1 error */
-static dict_cache_t fw_dc[DC_SLOTS];
+static dict_cache_t fw_dc[R2_DC_SLOTS];
 _Static_assert(F_N <= DC_KEYS, "a CreditState's fields fit a dict_cache_t");
 static int fw_fields(PyObject *d, PyObject **v)
 {
-    if (dict_values(fw_dc, d, f_s, F_N, v) < 0)
+    if (r2_dict_values(fw_dc, d, f_s, F_N, v) < 0)
         return -1;
     for (int k = 0; k < F_N; k++)
         if ((v[k] == NULL) != (k == F_BYPRIO))

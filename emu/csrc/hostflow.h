@@ -58,16 +58,16 @@ static inline PyObject *hf_dict(PyObject *o)
 }
 
 /* A CreditState's fields the plain cases read (its instance dict's values, borrowed; NULL: not there;
- * common.h's dict_values, kept per version of the dict). */
+ * common.h's r2_dict_values, kept per version of the dict). */
 enum { HK_ADMIT, HK_BYPRIO, HK_LATE, HK_GROUPS, HK_VCS, HK_QUEUES, HK_CREDITS, HK_POOL, HK_N };
-static dict_cache_t hk_cache[DC_SLOTS];
+static dict_cache_t hk_cache[R2_DC_SLOTS];
 _Static_assert(HK_N <= DC_KEYS, "the fields fit a dict_cache_t");
 
 /* d's fields into v: 0, -1 error (hf_init first: the names) */
 static int hk_fields(PyObject *d, PyObject **v)
 {
     PyObject *names[HK_N] = {s_admit, s_by_prio, s_late, s_groups, s_vcs, s_queues, s_credits, s_pool};
-    return dict_values(hk_cache, d, names, HK_N, v);
+    return r2_dict_values(hk_cache, d, names, HK_N, v);
 }
 
 /* Flow._event(t, WAKE, p): self._pseq += 1; heappush(self.pevents, (t, self._pseq, WAKE, p)) */
@@ -126,7 +126,7 @@ static int hf_wake(PyObject *el, PyObject *p, PyObject *nowo)
             return -1;
         }
         n_flow_idle++;
-        return np > 0 ? PyDict_SetItem(busy, p, Py_None) : 0;
+        return np > 0 ? r2_busy_mark(busy, p) : 0;
     }
     PyObject *args[2] = {p, nowo}, *r = start_ready(NULL, args, 2);
     if (r == NULL)
@@ -139,7 +139,7 @@ static int hf_wake(PyObject *el, PyObject *p, PyObject *nowo)
              *pend = SLOT(p, o_pending);
     int rc = -1;
     Py_ssize_t np = pend == NULL ? -1 : q_len(pend);
-    if (np < 0 || busy == NULL || (np > 0 && PyDict_SetItem(busy, p, Py_None) < 0)) /* if p.pending: busy[p] = None */
+    if (np < 0 || busy == NULL || (np > 0 && r2_busy_mark(busy, p) < 0)) /* if p.pending: busy[p] = None */
         goto done;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(started); i++)
         if (call_drop(PyObject_CallMethodOneArg(el, s_release_m, PyList_GET_ITEM(started, i))) < 0)

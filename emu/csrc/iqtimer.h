@@ -107,13 +107,17 @@ static int iq_is_core_fn(PyObject *f, PyObject *(*fn)(PyObject *, PyObject *cons
  * tags, one global counter, so an equal tag is the same dict unchanged): the state the calls write is
  * in slots, so the dict seldom changes. */
 #if RX_KEEP
-#define T_EC 1024 /* (a power of two, well above the routers of a run: an 8x8 mesh's 64 in 64 entries shared
-                   * many, each filled again at every other call) */
+#define T_EC 4096 /* (a power of two, well above the routers of a run, two ways: an 8x8 mesh's 64 in 64 entries
+                   * shared many, each filled again at every other call; in 1,024 of one way, two shared one
+                   * about every other run) */
 static struct { PyObject *eng, *dict; uint64_t dver; unsigned absent; PyObject *cout; } t_ec[T_EC];
 
 static inline __typeof__(t_ec[0]) *t_kept(PyObject *eng, PyObject *d)
 {
-    __typeof__(t_ec[0]) *e = &t_ec[((uint64_t)(uintptr_t)eng * 0x9E3779B97F4A7C15ULL) >> 54]; /* (of T_EC: 1024) */
+    size_t h = (size_t)(((uint64_t)(uintptr_t)eng * 0x9E3779B97F4A7C15ULL) >> 52); /* (of T_EC: 4096) */
+    if (t_ec[h].eng != eng && (t_ec[h ^ 1].eng == eng || (t_ec[h].eng != NULL && t_ec[h ^ 1].eng == NULL)))
+        h ^= 1; /* (two ways: the engine's own, else an empty one) */
+    __typeof__(t_ec[0]) *e = &t_ec[h];
     uint64_t v = rx_dver(d);
     if (e->eng != eng || e->dict != d || e->dver != v) { /* (another engine's, or this one's dict changed) */
         e->eng = eng;
