@@ -146,9 +146,9 @@ static inline int r2_dict_values(dict_cache_t *cache, PyObject *d, PyObject *con
 /* busy[p] = None (an element's ``busy``: its ports with something to send, each to None), the store left
  * out when p is there with None already: the dict's keys, their order and values as the store leaves
  * them (a dict's store of a key it holds keeps its place), for a lookup instead of a lookup and a
- * store: for a port marked again and again (csrc/hostflow.h's hf_wake; where the key is mostly new, as
- * a credit's port, the lookup costs more than it saves). 0, -1 error. */
-static inline int r2_busy_mark(PyObject *busy, PyObject *p)
+ * store: for a port marked again and again (hostflow.h's hf_wake, ports.h's forward and emit; where the
+ * key is mostly new, as a credit's port, the lookup costs more than it saves). 0, -1 error. */
+static inline int busy_mark(PyObject *busy, PyObject *p)
 {
     Py_hash_t h = PyObject_Hash(p);
     if (h == -1)

@@ -126,7 +126,7 @@ static int hf_wake(PyObject *el, PyObject *p, PyObject *nowo)
             return -1;
         }
         n_flow_idle++;
-        return np > 0 ? r2_busy_mark(busy, p) : 0;
+        return np > 0 ? busy_mark(busy, p) : 0;
     }
     PyObject *args[2] = {p, nowo}, *r = start_ready(NULL, args, 2);
     if (r == NULL)
@@ -139,7 +139,7 @@ static int hf_wake(PyObject *el, PyObject *p, PyObject *nowo)
              *pend = SLOT(p, o_pending);
     int rc = -1;
     Py_ssize_t np = pend == NULL ? -1 : q_len(pend);
-    if (np < 0 || busy == NULL || (np > 0 && r2_busy_mark(busy, p) < 0)) /* if p.pending: busy[p] = None */
+    if (np < 0 || busy == NULL || (np > 0 && busy_mark(busy, p) < 0)) /* if p.pending: busy[p] = None */
         goto done;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(started); i++)
         if (call_drop(PyObject_CallMethodOneArg(el, s_release_m, PyList_GET_ITEM(started, i))) < 0)

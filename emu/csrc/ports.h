@@ -306,18 +306,6 @@ static PyObject *enqueue(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     return PyLong_FromLongLong(start);
 }
 
-/* busy[p] = None for an element's dict of busy ports: left as it is when p is there already with
- * None (the same dict: a key set again keeps its place) -- one lookup, not an insert -- else set */
-static inline int busy_mark(PyObject *busy, PyObject *p)
-{
-    PyObject *v = PyDict_GetItemWithError(busy, p);
-    if (v == Py_None)
-        return 0;
-    if (v == NULL && PyErr_Occurred())
-        return -1;
-    return PyDict_SetItem(busy, p, Py_None);
-}
-
 /* one entry of an element's result as Element._emit takes it plainly: a (port, frame, at) tuple, the
  * port one of ``outs``, ``at`` kept to the promise (at - now >= min_delay): 1 with *port and *at, 0
  * anything else (an error from reading an int left set: the caller hands the rest to Python) */
