@@ -9,18 +9,11 @@ import pytest
 import emu
 import emu.native as native
 from emu.wire import PacketType
+from test_native_host import chatter  # (two hosts sending to each other in turn)
 
 CORE = native.CORE
 needs_core = pytest.mark.skipif(CORE is None, reason="the compiled core is not built here")
 KEYS = ("frames_sent", "messages_sent", "frames_received", "messages_received")
-
-
-async def chatter(host, hosts, n):
-    peer = hosts[1 - hosts.index(host.name)]
-    for k in range(n):
-        await host.send(peer, b"c" * 100, tag=k)
-        await host.recv()
-    return host.now
 
 
 async def _counts(pure: bool, monkeypatch):

@@ -143,6 +143,20 @@ static inline int r2_dict_values(dict_cache_t *cache, PyObject *d, PyObject *con
     return dict_values(cache + bank * DC_SLOTS, d, keys, n, v);
 }
 
+/* a bytes object whose contents were just written in place: its cached hash, were there one, forgotten
+ * (CPython < 3.13 caches it in the object) */
+static inline void bytes_hash_stale(PyObject *b)
+{
+#if PY_VERSION_HEX < 0x030D0000
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    ((PyBytesObject *)b)->ob_shash = -1;
+#pragma GCC diagnostic pop
+#else
+    (void)b;
+#endif
+}
+
 /* busy[p] = None (an element's ``busy``: its ports with something to send, each to None), the store left
  * out when p is there with None already: the dict's keys, their order and values as the store leaves
  * them (a dict's store of a key it holds keeps its place), for a lookup instead of a lookup and a

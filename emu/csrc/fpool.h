@@ -59,12 +59,7 @@ static PyObject *fpool_take(Py_ssize_t len)
             if (fpool[k].len == len && fpool[k].n > 0) {
                 PyObject *b = fpool[k].items[--fpool[k].n];
                 fpool_bytes -= len;
-#if PY_VERSION_HEX < 0x030D0000
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-                ((PyBytesObject *)b)->ob_shash = -1; /* (its hash, were it cached, is another frame's) */
-#pragma GCC diagnostic pop
-#endif
+                bytes_hash_stale(b); /* (its hash, were it cached, is another frame's) */
                 n_reused++;
                 return b;
             }

@@ -442,12 +442,7 @@ static int forward_into(PyObject *heap, long long t_end, PyObject *ins, PyObject
                     b[flen + i] = (crc >> (8 * i)) & 0xFF;
             } else if (!defer)
                 put_fcs(b, flen);
-#if PY_VERSION_HEX < 0x030D0000
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-            ((PyBytesObject *)frame)->ob_shash = -1; /* (its hash, were it cached, is stale) */
-#pragma GCC diagnostic pop
-#endif
+            bytes_hash_stale(frame);
         } else if (defer) {
             frame = PyBytes_FromStringAndSize((const char *)w, flen);
             if (frame != NULL)

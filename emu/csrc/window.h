@@ -595,12 +595,7 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
                 frame = Py_NewRef(wire);
                 Py_SET_SIZE(frame, wlen - 4);
                 ((PyBytesObject *)frame)->ob_sval[wlen - 4] = '\0';
-#if PY_VERSION_HEX < 0x030D0000
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-                ((PyBytesObject *)frame)->ob_shash = -1; /* (its hash, were it cached, is stale) */
-#pragma GCC diagnostic pop
-#endif
+                bytes_hash_stale(frame);
             } else
                 frame = PyBytes_FromStringAndSize((const char *)b, wlen - 4);
             int bad = frame == NULL || EL_SET(el, E_NOW, t) < 0 || EL_SET(el, E_ACTIVE_NS, t) < 0;
