@@ -81,7 +81,7 @@ from ..config.numbers import decimal_float, hint
 from ..errors import EmuError
 from .check_registry import Options, register
 from .sizes import parse_size
-from .traffic_draws import DRAW_CYCLES, HEAD, TAG, Draws
+from .traffic_draws import DRAW_CYCLES, HEAD, TAG, Draws, receiver
 from .traffic_global import ONE_PROCESS, Ledger, global_app
 from .traffic_model import PathModel, frame_bytes
 
@@ -235,26 +235,10 @@ async def traffic_app(host, cycle_ns: int, when: list, dst: list, size: int, exp
     pad = bytes(size - HEAD.size)
     names = host.hosts if names is None else names
     w0, w1 = t0 + window[0] * cycle_ns, t0 + window[1] * cycle_ns
-    lat, src, arrived, last, late = [], [], 0, {}, 0
-    unpack_head = HEAD.unpack_from
+    lat, src, state = [], [], [0, 0, -1]  # (arrived in the window, late, newest: ``receiver``)
+    take = receiver(w0, w1, lat, src, state)
     got = 0
     tag_data = TAG
-    last_get = last.get
-    lat_append, src_append = lat.append, src.append
-
-    def take(m) -> None:
-        nonlocal arrived, late
-        msrc, _tag, data, t_ns, _hops = m  # (a Message: its fields at once, not an attribute lookup each)
-        created, seq = unpack_head(data)
-        if seq < last_get(msrc, -1):
-            late += 1  # overtaken by a later packet of its source (another path)
-        else:
-            last[msrc] = seq
-        if w0 <= created < w1:
-            lat_append(t_ns - created)
-            src_append(msrc)
-        if w0 <= t_ns < w1:
-            arrived += 1
 
     sent = [0] * len(names)
     # (per packet: the head and its zero padding packed at once, the calls looked up once, ``now`` read once)
@@ -302,10 +286,10 @@ async def traffic_app(host, cycle_ns: int, when: list, dst: list, size: int, exp
             else:
                 take(m)
                 got += 1
-        return lat, src, arrived, late
+        return lat, src, state[0], state[1]
     for _ in range(expect):
         take(await host.recv(tag=tag_data))
-    return lat, src, arrived, late
+    return lat, src, state[0], state[1]
 
 
 def _pct(xs: list[int], p: float) -> int:

@@ -17,6 +17,37 @@ DRAW_CYCLES = 128
 HOTSPOT_FRACTION = 0.1
 HOTSPOT_HOST = 0
 
+def receiver(w0: int, w1: int, lat: list, src: list, state: list):
+    """``take(m)`` for a traffic application (``traffic_app``, ``global_app``): one packet received,
+    its latency and source kept in ``lat``/``src`` if it was created in the window [w0, w1) (then 1,
+    else 0), and ``state`` = [packets that arrived in the window, packets overtaken by a later one of
+    the same source (another path), the newest creation time received] brought up to date. The
+    calls and bounds in locals: it runs once per packet."""
+    last: dict = {}
+    last_get = last.get
+    unpack_head = HEAD.unpack_from
+    lat_append, src_append = lat.append, src.append
+
+    def take(m) -> int:
+        msrc, _tag, data, t_ns, _hops = m  # (a Message: its fields at once, not an attribute lookup each)
+        created, seq = unpack_head(data)
+        if seq < last_get(msrc, -1):
+            state[1] += 1
+        else:
+            last[msrc] = seq
+        if created > state[2]:
+            state[2] = created
+        if w0 <= t_ns < w1:
+            state[0] += 1
+        if w0 <= created < w1:
+            lat_append(t_ns - created)
+            src_append(msrc)
+            return 1
+        return 0
+
+    return take
+
+
 _RANDBELOW_PLAIN = random.Random._randbelow is random.Random._randbelow_with_getrandbits  # (``_uniform`` may draw so)
 
 

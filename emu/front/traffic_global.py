@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import struct
 
-from .traffic_draws import DRAW_CYCLES, HEAD, TAG
+from .traffic_draws import DRAW_CYCLES, HEAD, TAG, receiver
 
 ONE_PROCESS = ("--drain global keeps its count in one process: leave out --processes (and mpiexec) "
                "or use --drain measured")
@@ -68,27 +68,9 @@ async def global_app(host, cycle_ns: int, when: list, dst: list, size: int, wind
     w0, w1 = t0 + window[0] * cycle_ns, t0 + window[1] * cycle_ns
     if ledger.last < w1:
         ledger.last = w1  # (every host writes the same: the count is complete no earlier than the window's end)
-    lat, src, last = [], [], {}
+    lat, src = [], []
     state = [0, 0, -1]  # packets that arrived in the window, late packets, the newest creation time
-    unpack_head = HEAD.unpack_from
-
-    def take(m) -> int:
-        """One packet received: 1 if it was created in the window (measured), else 0."""
-        msrc, _tag, data, t_ns, _hops = m
-        created, seq = unpack_head(data)
-        if seq < last.get(msrc, -1):
-            state[1] += 1
-        else:
-            last[msrc] = seq
-        if created > state[2]:
-            state[2] = created
-        if w0 <= t_ns < w1:
-            state[0] += 1
-        if w0 <= created < w1:
-            lat.append(t_ns - created)
-            src.append(msrc)
-            return 1
-        return 0
+    take = receiver(w0, w1, lat, src, state)
 
     pack = struct.Struct(f"<qI{size - HEAD.size}x").pack
     send, sleep, arrived_ns, try_recv = host.send, host.sleep, host.arrived_ns, host.try_recv
