@@ -208,7 +208,7 @@ def apply_host_specs(topo, jobs: list[Job], defaults: dict, settings: dict) -> N
     """Onto each job's hosts' spec: its traffic class (the NIC stamps it on their message frames), and
     for an open-loop traffic test what ``emu run --test uniform`` sets on every host unless given
     (``host.send_overhead_ns=0``; with ``drain=measured`` or ``global`` also ``recv_overhead_ns=0``)."""
-    from .traffic_checks import PATTERNS
+    from .traffic_checks import PATTERNS, RECEIVING_DRAINS
 
     given = {**defaults.get("host", {}), **settings.get("host", {})}
     prio_of = class_map(topo, jobs)
@@ -220,7 +220,7 @@ def apply_host_specs(topo, jobs: list[Job], defaults: dict, settings: dict) -> N
             change["class_vc"] = job.traffic_class
         if job.test in PATTERNS:
             change.update({f: 0 for f in ("send_overhead_ns", "recv_overhead_ns")
-                           if f not in given and (f == "send_overhead_ns" or job.extra.get("drain") in ("measured", "global"))})
+                           if f not in given and (f == "send_overhead_ns" or job.extra.get("drain") in RECEIVING_DRAINS)})
         if change:
             for h in job.hosts:
                 node = topo.nodes[h]  # (a Node is frozen: a new one in its place, the dict's order kept)

@@ -159,11 +159,11 @@ def _topology_with_faults(args, early: tuple | None = None) -> tuple:
     defaults, settings = _settings(args)
     if faults or args.manager == "on":  # a run that loses frames on purpose: host messages recover them end to end
         defaults = _host_default(defaults, settings, "transport", "reliable")
-    from .traffic_checks import PATTERNS
+    from .traffic_checks import PATTERNS, RECEIVING_DRAINS
 
     if set(tests_named(args.test)) & set(PATTERNS):  # open loop: a packet every cycle drawn, not 300 ns later
         defaults = _host_default(defaults, settings, "send_overhead_ns", 0)
-        if getattr(args, "drain", None) in ("measured", "global"):  # its sources receive between packets: at no cost
+        if getattr(args, "drain", None) in RECEIVING_DRAINS:  # its sources receive between packets: at no cost
             defaults = _host_default(defaults, settings, "recv_overhead_ns", 0)
     if early is not None and early[:3] == (args.topo, defaults, settings):
         topo = early[3]

@@ -100,6 +100,9 @@ LATENCY_FACTOR = 3.0
 
 
 DRAINS = ("fixed", "measured", "global")
+RECEIVING_DRAINS = ("measured", "global")
+"""The drains whose sources receive between their packets (``emu run`` and a job set
+``host.recv_overhead_ns=0`` for them unless given: a look at what arrived takes no time)."""
 DRAIN_FACTOR = 10
 """``--drain measured`` and ``global``: a source injects at most this many windows (warm-up + measurement) past the window."""
 TAG_END = 30
