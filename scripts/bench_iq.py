@@ -19,8 +19,8 @@ the same windows -- ``W`` cycles of warm-up, ``W`` measured, then the measured p
 
 Ours runs in a child process per configuration (one interpreter: imports and the compiled core
 loaded once, then each load point's ``emu run`` timed alone with ``time.process_time``: the
-topology's build, the run and its report; the start-up -- interpreter and imports, about 1-2 s of
-CPU -- is printed apart). All times are CPU time, not wall: the machine is shared.
+topology's build, the run and its report, with the cyclic collector as the command has it; the
+start-up -- interpreter and imports, about 1-2 s of CPU -- is printed apart). All times are CPU time, not wall: the machine is shared.
 
     python scripts/bench_iq.py --booksim /tmp/booksim2/src/booksim                 # every configuration, W=300
     python scripts/bench_iq.py --booksim B --k 4 --vcs 8 --flits 1 --cycles 1000
@@ -111,6 +111,7 @@ def res_tree(emu) -> str:
 
 def child(spec: dict) -> dict:
     """In the child: each load point's ``emu run`` timed alone (after an untimed warm-up run)."""
+    import gc
     import time
 
     t0 = time.process_time()
@@ -135,6 +136,25 @@ def child(spec: dict) -> dict:
         if rc:
             raise SystemExit(f"bench_iq: emu run {' '.join(argv)} exited {rc}")
 
+    def as_command() -> None:
+        """The collector as ``emu run``'s process has it at its start (``emu.__main__``, ``cli.main``):
+        what exists frozen, off while the topology, the plan and the elements are built, then their
+        objects frozen and it on again as the run starts (``startup_gc.back(freeze=True)``). A library
+        call of ``cli.main`` leaves it on throughout (~17-20 M instructions a load point here); a tree
+        without ``startup_gc.hold_until_run`` is left so."""
+        try:
+            from emu import sync
+            from emu.front import startup_gc
+        except ImportError:
+            return
+        if not hasattr(startup_gc, "hold_until_run") or not hasattr(sync, "_until_run"):
+            return
+        gc.collect()  # (untimed: the last point's garbage, as a new process has none)
+        gc.unfreeze()
+        sync._frozen, sync._until_run = False, False
+        sync.freeze_until_run()
+        startup_gc.hold_until_run(gc.isenabled())
+
     from emu import native
     from emu.front import traffic_checks
     has = getattr(traffic_checks, "DRAINS", ("fixed", "measured"))
@@ -144,14 +164,17 @@ def child(spec: dict) -> dict:
     if native.CORE is None and not os.environ.get("EMU_PURE"):  # (a stale or missing core: pure Python, silently)
         raise SystemExit(f"bench_iq: {res_tree(emu)}'s compiled core is not in use "
                          f"({native.WHY or 'not built'}): build it there first, or set EMU_PURE=1 to measure pure Python")
-    res = {"tree": res_tree(emu), "switch": emu.switch.__file__, "points": [], "loop": native.in_use()}
+    res = {"tree": res_tree(emu), "switch": emu.switch.__file__, "points": [], "loop": native.in_use(),
+           "collector": "as emu run's" if hasattr(sys.modules.get("emu.front.startup_gc"), "hold_until_run") else "on"}
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "r.json")
         if not spec.get("callgrind"):  # (under callgrind only the windows count: no warm-up run)
+            as_command()
             run("input_queued", 0.05, 20, out)  # (lazy imports, the core's set-up: not any load point's)
         res["startup_s"] = time.process_time() - t0
         for load in spec["loads"]:
             for model in spec["models"]:
+                as_command()
                 c0 = time.process_time()
                 run(model, load, spec["cycles"], out)
                 cpu = time.process_time() - c0
@@ -301,6 +324,8 @@ def main(argv=None) -> int:
                               f"{bs['latency'] if bs and bs['latency'] else 0:>6.2f}", flush=True)
                 print("      (start-up of each child, interpreter and imports: "
                       + ", ".join(f"{label or res[label]['tree']} {res[label]['startup_s']:.2f} s" for label, _t in trees)
+                      + "; the collector in each point: "
+                      + ", ".join(f"{label or 'this'} {res[label].get('collector', 'on')}" for label, _t in trees)
                       + ")", flush=True)
     for label, _tree in trees:
         sel = [r for r in rows if r["tree"] == (label or r["tree"])]
