@@ -750,7 +750,7 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
         norder = 1;
     } else {
         if (nr > 1) { /* reqs.sort(key=(-prio, (port * V + vc - ptr) % N)): in place, stable */
-            long long *keys = PyMem_Malloc(sizeof(long long) * nr);
+            long long keys_s[32], *keys = nr <= 32 ? keys_s : PyMem_Malloc(sizeof(long long) * nr);
             if (keys == NULL) {
                 PyErr_NoMemory();
                 return -1;
@@ -759,13 +759,15 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
                 long long pv, port, vc, prio;
                 if (!get_ll(SLOT(PyList_GET_ITEM(reqs, i), c_prio), &prio) || prio ||
                     iq_pv(z, PyList_GET_ITEM(reqs, i), &pv, &port, &vc) < 0) {
-                    PyMem_Free(keys);
+                    if (keys != keys_s)
+                        PyMem_Free(keys);
                     return iq_bad("a high-priority copy (the compiled round takes priority 0 only)");
                 }
                 keys[i] = pymod(pv - p0, N);
             }
             sort_by(((PyListObject *)reqs)->ob_item, keys, nr);
-            PyMem_Free(keys);
+            if (keys != keys_s)
+                PyMem_Free(keys);
         }
         order = ((PyListObject *)reqs)->ob_item;
     }
@@ -853,25 +855,36 @@ static int iq_va_one(IQ *z, int again, PyObject *oobj, PyObject *reqs)
         if (ck > now)
             return 0;
         Py_INCREF(reqs);
-        if (again) {
-            ask = PyList_New(0);
-            if (ask == NULL)
-                goto fail_r;
-            for (Py_ssize_t j = 0; j < PyList_GET_SIZE(reqs); j++) {
-                PyObject *c = PyList_GET_ITEM(reqs, j);
+        if (again) { /* ask = [c for c in reqs if c.va_try != now]: made only when some but not all ask, or more
+                      * than one (sorted in place by the allocator: a list of its own, as Python's) */
+            Py_ssize_t nr = PyList_GET_SIZE(reqs), nask = 0;
+            for (Py_ssize_t j = 0; j < nr; j++) {
                 long long t;
-                if (!get_ll(SLOT(c, c_va_try), &t)) {
+                if (!get_ll(SLOT(PyList_GET_ITEM(reqs, j), c_va_try), &t)) {
                     iq_bad("va_try is not an integer");
                     goto fail_r;
                 }
-                if (t != now && PyList_Append(ask, c) < 0)
-                    goto fail_r;
+                nask += t != now;
             }
-            if (!PyList_GET_SIZE(ask)) {
-                Py_DECREF(ask);
+            if (!nask) {
                 Py_DECREF(reqs);
                 return 0;
             }
+            if (nr == 1)
+                ask = Py_NewRef(reqs); /* (its one copy asks: nothing to sort, the same list read) */
+            else if ((ask = PyList_New(nask)) == NULL)
+                goto fail_r;
+            else
+                for (Py_ssize_t j = 0, i = 0; j < nr; j++) {
+                    PyObject *c = PyList_GET_ITEM(reqs, j);
+                    long long t;
+                    if (!get_ll(SLOT(c, c_va_try), &t)) {
+                        iq_bad("va_try is not an integer");
+                        goto fail_r;
+                    }
+                    if (t != now)
+                        PyList_SET_ITEM(ask, i++, Py_NewRef(c));
+                }
         } else {
             ask = Py_NewRef(reqs);
         }
