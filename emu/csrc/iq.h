@@ -71,7 +71,7 @@ enum { IK_RK, IK_VMAX, IK_V1, IK_N, IK_RS, IK_OUT, IK_VCF, IK_VS, IK_NPORTS, IK_
        IK_VCRULE, IK_CRULE, IK_CDELAY, IK_INPOOL, IK_SEL, IK_VCOFF, IK_FLAGSOFF, IK_FLAGPOOL, IK_INF, IK_PTYPEOFF, IK_QPKT, IK_PRIOOFF, IK_COUNT };
 
 typedef struct {
-    PyObject *s[IS_N];
+    PyObject **s; /* (the state tuple's own items: the caller holds the tuple for the call) */
     long long k[IK_COUNT];
     PyObject *fresh, *up, *credit_out;
     long long now;
@@ -1614,7 +1614,7 @@ static PyObject *iq_sc[IQ_SC];
  * the items' types checked (once per tuple: iq_sc) */
 static int iq_state(PyObject *st, PyObject *ks, IQ *z, long long *lim)
 {
-    memcpy(z->s, ((PyTupleObject *)st)->ob_item, sizeof z->s); /* (IS_N items: the caller checked its size) */
+    z->s = ((PyTupleObject *)st)->ob_item; /* (IS_N items: the caller checked its size) */
     if (iq_consts(ks, z->k, lim) < 0)
         return -1;
     size_t h = (size_t)(((uint64_t)(uintptr_t)st * 0x9E3779B97F4A7C15ULL) >> 52); /* (of IQ_SC: 4096) */

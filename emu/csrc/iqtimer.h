@@ -215,7 +215,7 @@ static inline int t_tc_hit(PyObject *eng, PyObject *tt, PyObject **cs, PyObject 
     if (dp == NULL || *dp != e->dict || rx_dver(e->dict) != e->dver || fresh == NULL || !PyList_CheckExact(fresh) ||
         !get_ll(tt, &z->now) || z->now < 0 || z->now > e->lim)
         return 0;
-    memcpy(z->s, ((PyTupleObject *)PyTuple_GET_ITEM(e->cs, 1))->ob_item, sizeof z->s);
+    z->s = ((PyTupleObject *)PyTuple_GET_ITEM(e->cs, 1))->ob_item; /* (cs held by the caller for the call) */
     memcpy(z->k, e->k, sizeof z->k);
     z->fresh = fresh;
     z->up = z->credit_out = Py_None;
