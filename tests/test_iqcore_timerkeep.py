@@ -1,7 +1,8 @@
 """The compiled ``on_timer`` (``emu/csrc/iqtimer.h``) keeps, per router, what it last found plain (its
 ``_cst`` tuple, its instance dict unchanged since, the ``credit_out`` there) and skips those checks while
 they hold. A router changed in the middle of a run -- an ``on_timer`` set on the object, another
-``credit_out``, another ``_cst`` -- must be seen at its next timer call, as Python sees it: the new
+``credit_out``, another ``_cst`` -- must be seen at its next timer call, and an ``on_credit`` of its own
+(``iq_on_credit`` reads the same entry) at every credit, as Python sees them: the new
 method or function is the one called, and the figures are those of the pure-Python run."""
 
 import sys
@@ -26,7 +27,8 @@ AFTER = 6
 
 def _run(tmp: Path, monkeypatch, core, calls: dict) -> list:
     """A 4x4 mesh, 2 VCs, uniform traffic, with every router changing itself mid-run (by its index
-    modulo 3: an ``on_timer`` of its own, another ``credit_out``, another ``_cst``); ``calls`` counts
+    modulo 4: an ``on_timer`` of its own, another ``credit_out``, another ``_cst``; or an ``on_credit`` of
+    its own from its first timer call on); ``calls`` counts
     the new ones' calls. The run's results without wall time."""
     monkeypatch.setattr(native, "CORE", core)
     monkeypatch.setattr(iqcore, "USE_CORE", core is not None)  # (the switch's own choice of the compiled round)
@@ -41,7 +43,7 @@ def _run(tmp: Path, monkeypatch, core, calls: dict) -> list:
         sent = [0]
 
         def change():
-            kind = idx % 3
+            kind = idx % 4
             if kind == 0:
                 def own_timer(now, _m=self.on_timer):
                     calls["on_timer"] += 1
@@ -52,13 +54,19 @@ def _run(tmp: Path, monkeypatch, core, calls: dict) -> list:
                     calls["credit_out"] += 1
                     return first(*a)
                 self.credit_out = second
-            elif self._cst:  # (the compiled round chosen: another tuple, its round wrapped)
+            elif kind == 2 and self._cst:  # (the compiled round chosen: another tuple, its round wrapped)
                 c = self._cst
 
                 def rnd(*a, _f=c[0]):
                     calls["round"] += 1
                     return _f(*a)
                 self._cst = (rnd, c[1], c[2], c[3])
+
+        if idx % 4 == 3:  # (an on_credit of its own from its first timer on: its on_timer the compiled one)
+            def own_credit(*a, _m=self.on_credit):
+                calls["on_credit"] += 1
+                return _m(*a)
+            self.on_credit = own_credit
 
         def counting(*a):
             sent[0] += 1
@@ -79,14 +87,15 @@ def _run(tmp: Path, monkeypatch, core, calls: dict) -> list:
 @needs_core
 def test_a_router_changed_mid_run_is_seen_at_its_next_timer(tmp_path, monkeypatch):
     core = native.CORE
-    pure_calls = {"on_timer": 0, "credit_out": 0, "round": 0}
+    pure_calls = {"on_timer": 0, "credit_out": 0, "round": 0, "on_credit": 0}
     pure = _run(tmp_path, monkeypatch, None, pure_calls)
-    calls = {"on_timer": 0, "credit_out": 0, "round": 0}
+    calls = {"on_timer": 0, "credit_out": 0, "round": 0, "on_credit": 0}
     before = core.counts()
     comp = _run(tmp_path, monkeypatch, core, calls)
     did = {k: v - before[k] for k, v in core.counts().items()}
-    assert did["iq_timers"] > 0  # (the compiled on_timer ran, and kept its routers, before the changes)
-    assert calls["on_timer"] > 0 and calls["credit_out"] > 0 and calls["round"] > 0  # (each change seen)
+    assert did["iq_timers"] > 0 and did["iq_credits"] > 0  # (the compiled on_timer and on_credit ran, for the others)
+    assert calls["on_timer"] > 0 and calls["credit_out"] > 0 and calls["round"] > 0 and calls["on_credit"] > 0  # (each seen)
     assert calls["on_timer"] == pure_calls["on_timer"]  # (the object's own on_timer called as often as in Python)
+    assert calls["on_credit"] == pure_calls["on_credit"]
     assert comp == pure
     assert pure[0]["hop_count"] > 0

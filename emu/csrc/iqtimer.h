@@ -189,7 +189,7 @@ static PyObject *iq_plain_dict(PyObject *eng, PyObject *fn, int name, PyObject *
  * everything as before and keeps what it found. */
 #if RX_KEEP
 #define T_TC 4096 /* (a power of two, two ways: as t_ec) */
-static struct { PyObject *eng, *cs, *dict; uint64_t dver; PyObject *cout; long long k[IK_COUNT], lim; } t_tc[T_TC];
+static struct { PyObject *eng, *cs, *dict; uint64_t dver; PyObject *cout; long long k[IK_COUNT], lim; int credit; } t_tc[T_TC];
 
 static inline __typeof__(t_tc[0]) *t_tc_slot(PyObject *eng, int fill)
 {
@@ -239,6 +239,10 @@ static void t_tc_keep(PyObject *eng, PyObject *cs, PyObject *d, PyObject *cout, 
     e->dict = d;
     e->dver = rx_dver(d);
     e->cout = cout;
+    int ca = t_absent(eng, d, T_ONCREDIT); /* (no on_credit of its own in that dict: iq_on_credit's check too) */
+    if (ca < 0)
+        PyErr_Clear();
+    e->credit = ca > 0;
     memcpy(e->k, z->k, sizeof e->k);
     e->lim = lim;
 }
@@ -274,11 +278,15 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
 #endif
     if (!hit && (d = iq_plain_dict(eng, iq_fn_timer, T_ONTIMER, &cs)) == NULL)
         return 1;
-    for (int k = T_BTIMER; k <= T_TIMER; k++)
-        if (k == T_COUT ? !hit && (v[k] = t_cout(eng, d)) == NULL : (v[k] = ESLOT(eng, k)) == NULL) {
-            PyErr_Clear();
-            return 1; /* (not set: Python's, which says so) */
-        }
+    v[T_BTIMER] = ESLOT(eng, T_BTIMER), v[T_NEXT] = ESLOT(eng, T_NEXT), v[T_RNOW] = ESLOT(eng, T_RNOW);
+    v[T_STATS] = ESLOT(eng, T_STATS), v[T_ACTIVE] = ESLOT(eng, T_ACTIVE), v[T_FRESH] = ESLOT(eng, T_FRESH);
+    v[T_UP] = ESLOT(eng, T_UP), v[T_GRANTED] = ESLOT(eng, T_GRANTED), v[T_SLOT] = ESLOT(eng, T_SLOT);
+    v[T_TIMER] = ESLOT(eng, T_TIMER);
+    if (!v[T_BTIMER] || !v[T_NEXT] || !v[T_RNOW] || !v[T_STATS] || !v[T_ACTIVE] || !v[T_FRESH] || !v[T_UP] ||
+        !v[T_GRANTED] || !v[T_SLOT] || !v[T_TIMER] || (!hit && (v[T_COUT] = t_cout(eng, d)) == NULL)) {
+        PyErr_Clear();
+        return 1; /* (not set: Python's, which says so) */
+    }
     long long now, bt = 0, nxt, rnow, inf;
     if (!get_ll(tt, &now) || (v[T_BTIMER] != Py_None && !get_ll(v[T_BTIMER], &bt)) || !get_ll(v[T_NEXT], &nxt) ||
         !get_ll(v[T_RNOW], &rnow) || !PyList_CheckExact(v[T_ACTIVE]) || !PyList_CheckExact(v[T_FRESH]) ||
@@ -363,7 +371,18 @@ done:
 static int iq_on_credit(PyObject *eng, long long port, long long vc, long long nbytes, PyObject *now, long long pool,
                         long long frames)
 {
-    PyObject *cs, *d = iq_plain_dict(eng, iq_fn_credit, T_ONCREDIT, &cs);
+    PyObject *cs, *d = NULL;
+#if RX_KEEP
+    /* (the engine as iq_on_timer last kept it, no on_credit of its own then: what iq_plain_dict checks) */
+    __typeof__(t_tc[0]) *e = t_tc_slot(eng, 0);
+    PyObject **dp;
+    if (e != NULL && e->credit && e->cs == ESLOT(eng, T_CST) && Py_TYPE(eng) == IQEngT &&
+        t_method_is(T_ONCREDIT, iq_fn_credit) && (dp = _PyObject_GetDictPtr(eng)) != NULL && *dp == e->dict &&
+        rx_dver(e->dict) == e->dver)
+        d = e->dict, cs = e->cs;
+    else
+#endif
+        d = iq_plain_dict(eng, iq_fn_credit, T_ONCREDIT, &cs);
     if (d == NULL || pool || frames)
         return 1;
     PyObject *tw = ESLOT(eng, T_TAILW), *nx = ESLOT(eng, T_NEXT), *tm = ESLOT(eng, T_TIMER), *st = PyTuple_GET_ITEM(cs, 1);
