@@ -72,7 +72,8 @@ enum { IK_RK, IK_VMAX, IK_V1, IK_N, IK_RS, IK_OUT, IK_VCF, IK_VS, IK_NPORTS, IK_
 
 typedef struct {
     PyObject **s; /* (the state tuple's own items: the caller holds the tuple for the call) */
-    long long k[IK_COUNT];
+    const long long *k; /* (kbuf, or an entry nothing refills during the call: csrc/iqtimer.h's t_tc) */
+    long long kbuf[IK_COUNT];
     PyObject *fresh, *up, *credit_out;
     long long now;
     long long va_grants, sa_grants, sa_conflicts;
@@ -1615,7 +1616,8 @@ static PyObject *iq_sc[IQ_SC];
 static int iq_state(PyObject *st, PyObject *ks, IQ *z, long long *lim)
 {
     z->s = ((PyTupleObject *)st)->ob_item; /* (IS_N items: the caller checked its size) */
-    if (iq_consts(ks, z->k, lim) < 0)
+    z->k = z->kbuf;
+    if (iq_consts(ks, z->kbuf, lim) < 0)
         return -1;
     size_t h = (size_t)(((uint64_t)(uintptr_t)st * 0x9E3779B97F4A7C15ULL) >> 52); /* (of IQ_SC: 4096) */
     if (iq_sc[h] == st)

@@ -189,7 +189,7 @@ static PyObject *iq_plain_dict(PyObject *eng, PyObject *fn, int name, PyObject *
  * everything as before and keeps what it found. */
 #if RX_KEEP
 #define T_TC 4096 /* (a power of two, two ways: as t_ec) */
-static struct { PyObject *eng, *cs, *dict; uint64_t dver; PyObject *cout; long long k[IK_COUNT], lim; int credit; } t_tc[T_TC];
+static struct { PyObject *eng, *cs, *dict; uint64_t dver; PyObject *cout; long long k[IK_COUNT], lim; int credit, busy; } t_tc[T_TC];
 
 static inline __typeof__(t_tc[0]) *t_tc_slot(PyObject *eng, int fill)
 {
@@ -216,7 +216,7 @@ static inline int t_tc_hit(PyObject *eng, PyObject *tt, PyObject **cs, PyObject 
         !get_ll(tt, &z->now) || z->now < 0 || z->now > e->lim)
         return 0;
     z->s = ((PyTupleObject *)PyTuple_GET_ITEM(e->cs, 1))->ob_item; /* (cs held by the caller for the call) */
-    memcpy(z->k, e->k, sizeof z->k);
+    z->k = e->k; /* (the entry busy for the call: t_tc_keep refills no busy entry) */
     z->fresh = fresh;
     z->up = z->credit_out = Py_None;
     z->va_grants = z->sa_grants = z->sa_conflicts = 0;
@@ -230,6 +230,8 @@ static void t_tc_keep(PyObject *eng, PyObject *cs, PyObject *d, PyObject *cout, 
 {
     __typeof__(t_tc[0]) *e = t_tc_slot(eng, 1);
     long long k[IK_COUNT], lim;
+    if (e->busy) /* (an engine's call under way, its settings read from here: this one not kept) */
+        return;
     if (iq_consts(PyTuple_GET_ITEM(cs, 2), k, &lim) < 0) { /* (cached by the parse just done: no error) */
         PyErr_Clear();
         return;
@@ -274,6 +276,7 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
     IQ z; /* (the round's and _retime's arguments parsed once) */
     int hit = 0;
 #if RX_KEEP
+    __typeof__(t_tc[0]) *kept = NULL; /* (its entry, busy while the call reads its settings there) */
     hit = t_tc_hit(eng, tt, &cs, &v[T_COUT], &z);
 #endif
     if (!hit && (d = iq_plain_dict(eng, iq_fn_timer, T_ONTIMER, &cs)) == NULL)
@@ -307,6 +310,10 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
         t_tc_keep(eng, cs, d, v[T_COUT], &z);
 #endif
     }
+#if RX_KEEP
+    else
+        (kept = t_tc_slot(eng, 0))->busy++;
+#endif
     z.up = v[T_UP];
     z.credit_out = v[T_COUT];
     if (nxt <= now) { /* (Rounds._round, as on_timer inlines it) */
@@ -356,6 +363,10 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
     n_iq_timers++;
     rc = 0;
 done:
+#if RX_KEEP
+    if (kept != NULL)
+        kept->busy--;
+#endif
     Py_XDECREF(out);
     Py_XDECREF(t);
     Py_DECREF(granted);
