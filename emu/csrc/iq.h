@@ -71,8 +71,9 @@ enum { IK_RK, IK_VMAX, IK_V1, IK_N, IK_RS, IK_OUT, IK_VCF, IK_VS, IK_NPORTS, IK_
        IK_VCRULE, IK_CRULE, IK_CDELAY, IK_INPOOL, IK_SEL, IK_VCOFF, IK_FLAGSOFF, IK_FLAGPOOL, IK_INF, IK_PTYPEOFF, IK_QPKT, IK_PRIOOFF, IK_COUNT };
 
 typedef struct {
-    PyObject *s[IS_N];
-    long long k[IK_COUNT];
+    PyObject **s; /* (the state tuple's own items: the caller holds the tuple for the call) */
+    const long long *k; /* (kbuf, or an entry nothing refills during the call: csrc/iqtimer.h's t_tc) */
+    long long kbuf[IK_COUNT];
     PyObject *fresh, *up, *credit_out;
     long long now;
     long long va_grants, sa_grants, sa_conflicts;
@@ -750,7 +751,7 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
         norder = 1;
     } else {
         if (nr > 1) { /* reqs.sort(key=(-prio, (port * V + vc - ptr) % N)): in place, stable */
-            long long *keys = PyMem_Malloc(sizeof(long long) * nr);
+            long long keys_s[32], *keys = nr <= 32 ? keys_s : PyMem_Malloc(sizeof(long long) * nr);
             if (keys == NULL) {
                 PyErr_NoMemory();
                 return -1;
@@ -759,13 +760,15 @@ static int iq_va_output(IQ *z, long long o, PyObject *oobj, PyObject *reqs)
                 long long pv, port, vc, prio;
                 if (!get_ll(SLOT(PyList_GET_ITEM(reqs, i), c_prio), &prio) || prio ||
                     iq_pv(z, PyList_GET_ITEM(reqs, i), &pv, &port, &vc) < 0) {
-                    PyMem_Free(keys);
+                    if (keys != keys_s)
+                        PyMem_Free(keys);
                     return iq_bad("a high-priority copy (the compiled round takes priority 0 only)");
                 }
                 keys[i] = pymod(pv - p0, N);
             }
             sort_by(((PyListObject *)reqs)->ob_item, keys, nr);
-            PyMem_Free(keys);
+            if (keys != keys_s)
+                PyMem_Free(keys);
         }
         order = ((PyListObject *)reqs)->ob_item;
     }
@@ -853,25 +856,36 @@ static int iq_va_one(IQ *z, int again, PyObject *oobj, PyObject *reqs)
         if (ck > now)
             return 0;
         Py_INCREF(reqs);
-        if (again) {
-            ask = PyList_New(0);
-            if (ask == NULL)
-                goto fail_r;
-            for (Py_ssize_t j = 0; j < PyList_GET_SIZE(reqs); j++) {
-                PyObject *c = PyList_GET_ITEM(reqs, j);
+        if (again) { /* ask = [c for c in reqs if c.va_try != now]: made only when some but not all ask, or more
+                      * than one (sorted in place by the allocator: a list of its own, as Python's) */
+            Py_ssize_t nr = PyList_GET_SIZE(reqs), nask = 0;
+            for (Py_ssize_t j = 0; j < nr; j++) {
                 long long t;
-                if (!get_ll(SLOT(c, c_va_try), &t)) {
+                if (!get_ll(SLOT(PyList_GET_ITEM(reqs, j), c_va_try), &t)) {
                     iq_bad("va_try is not an integer");
                     goto fail_r;
                 }
-                if (t != now && PyList_Append(ask, c) < 0)
-                    goto fail_r;
+                nask += t != now;
             }
-            if (!PyList_GET_SIZE(ask)) {
-                Py_DECREF(ask);
+            if (!nask) {
                 Py_DECREF(reqs);
                 return 0;
             }
+            if (nr == 1)
+                ask = Py_NewRef(reqs); /* (its one copy asks: nothing to sort, the same list read) */
+            else if ((ask = PyList_New(nask)) == NULL)
+                goto fail_r;
+            else
+                for (Py_ssize_t j = 0, i = 0; j < nr; j++) {
+                    PyObject *c = PyList_GET_ITEM(reqs, j);
+                    long long t;
+                    if (!get_ll(SLOT(c, c_va_try), &t)) {
+                        iq_bad("va_try is not an integer");
+                        goto fail_r;
+                    }
+                    if (t != now)
+                        PyList_SET_ITEM(ask, i++, Py_NewRef(c));
+                }
         } else {
             ask = Py_NewRef(reqs);
         }
@@ -1601,8 +1615,9 @@ static PyObject *iq_sc[IQ_SC];
  * the items' types checked (once per tuple: iq_sc) */
 static int iq_state(PyObject *st, PyObject *ks, IQ *z, long long *lim)
 {
-    memcpy(z->s, ((PyTupleObject *)st)->ob_item, sizeof z->s); /* (IS_N items: the caller checked its size) */
-    if (iq_consts(ks, z->k, lim) < 0)
+    z->s = ((PyTupleObject *)st)->ob_item; /* (IS_N items: the caller checked its size) */
+    z->k = z->kbuf;
+    if (iq_consts(ks, z->kbuf, lim) < 0)
         return -1;
     size_t h = (size_t)(((uint64_t)(uintptr_t)st * 0x9E3779B97F4A7C15ULL) >> 52); /* (of IQ_SC: 4096) */
     if (iq_sc[h] == st)

@@ -181,6 +181,75 @@ static PyObject *iq_plain_dict(PyObject *eng, PyObject *fn, int name, PyObject *
     return d;
 }
 
+/* Per engine, what iq_on_timer last found plain: its ``_cst`` tuple (held: a tuple never changes, so
+ * its round and retime are still the core's, its state and settings tuples still laid out as checked),
+ * its instance dict and that dict's version tag (RX_KEEP: unchanged, no ``on_timer`` of its own is
+ * there and ``credit_out`` is the one kept), and the settings' integers (iq_consts'). A call that finds
+ * all of these as they were takes them instead of checking them again; anything else checks
+ * everything as before and keeps what it found. */
+#if RX_KEEP
+#define T_TC 4096 /* (a power of two, two ways: as t_ec) */
+static struct { PyObject *eng, *cs, *dict; uint64_t dver; PyObject *cout; long long k[IK_COUNT], lim; int credit, busy; } t_tc[T_TC];
+
+static inline __typeof__(t_tc[0]) *t_tc_slot(PyObject *eng, int fill)
+{
+    size_t h = (size_t)(((uint64_t)(uintptr_t)eng * 0x9E3779B97F4A7C15ULL) >> 52); /* (of T_TC: 4096) */
+    if (t_tc[h].eng == eng)
+        return &t_tc[h];
+    if (t_tc[h ^ 1].eng == eng)
+        return &t_tc[h ^ 1];
+    if (!fill)
+        return NULL;
+    return t_tc[h].eng != NULL && t_tc[h ^ 1].eng == NULL ? &t_tc[h ^ 1] : &t_tc[h];
+}
+
+/* the plain case's engine dict, ``_cst``, ``credit_out`` and parsed state (z: its s, k, fresh and now,
+ * as iq_parse would set them) when the engine's entry is as iq_on_timer last kept it: 1; 0 otherwise
+ * (nothing read: the full checks) */
+static inline int t_tc_hit(PyObject *eng, PyObject *tt, PyObject **cs, PyObject **cout, IQ *z)
+{
+    __typeof__(t_tc[0]) *e = t_tc_slot(eng, 0);
+    if (e == NULL || e->cs != ESLOT(eng, T_CST) || Py_TYPE(eng) != IQEngT || !t_method_is(T_ONTIMER, iq_fn_timer))
+        return 0;
+    PyObject **dp = _PyObject_GetDictPtr(eng), *fresh = ESLOT(eng, T_FRESH);
+    if (dp == NULL || *dp != e->dict || rx_dver(e->dict) != e->dver || fresh == NULL || !PyList_CheckExact(fresh) ||
+        !get_ll(tt, &z->now) || z->now < 0 || z->now > e->lim)
+        return 0;
+    z->s = ((PyTupleObject *)PyTuple_GET_ITEM(e->cs, 1))->ob_item; /* (cs held by the caller for the call) */
+    z->k = e->k; /* (the entry busy for the call: t_tc_keep refills no busy entry) */
+    z->fresh = fresh;
+    z->up = z->credit_out = Py_None;
+    z->va_grants = z->sa_grants = z->sa_conflicts = 0;
+    *cs = e->cs;
+    *cout = e->cout;
+    return 1;
+}
+
+/* keep what a call that checked everything found (``cs``, the dict ``d`` and its credit_out, z's settings) */
+static void t_tc_keep(PyObject *eng, PyObject *cs, PyObject *d, PyObject *cout, const IQ *z)
+{
+    __typeof__(t_tc[0]) *e = t_tc_slot(eng, 1);
+    long long k[IK_COUNT], lim;
+    if (e->busy) /* (an engine's call under way, its settings read from here: this one not kept) */
+        return;
+    if (iq_consts(PyTuple_GET_ITEM(cs, 2), k, &lim) < 0) { /* (cached by the parse just done: no error) */
+        PyErr_Clear();
+        return;
+    }
+    e->eng = eng;
+    Py_XSETREF(e->cs, Py_NewRef(cs));
+    e->dict = d;
+    e->dver = rx_dver(d);
+    e->cout = cout;
+    int ca = t_absent(eng, d, T_ONCREDIT); /* (no on_credit of its own in that dict: iq_on_credit's check too) */
+    if (ca < 0)
+        PyErr_Clear();
+    e->credit = ca > 0;
+    memcpy(e->k, z->k, sizeof e->k);
+    e->lim = lim;
+}
+#endif
+
 /* InputQueuedEngine.on_timer(now) in the plain case: 0 done (*out_p the frames granted, a new
  * list), 1 not this case (nothing changed: Python's method), -1 error. */
 static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
@@ -203,15 +272,24 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
         }
         PyErr_Clear();
     }
-    PyObject *cs, *d = iq_plain_dict(eng, iq_fn_timer, T_ONTIMER, &cs);
-    if (d == NULL)
+    PyObject *cs, *d = NULL, *v[T_N];
+    IQ z; /* (the round's and _retime's arguments parsed once) */
+    int hit = 0;
+#if RX_KEEP
+    __typeof__(t_tc[0]) *kept = NULL; /* (its entry, busy while the call reads its settings there) */
+    hit = t_tc_hit(eng, tt, &cs, &v[T_COUT], &z);
+#endif
+    if (!hit && (d = iq_plain_dict(eng, iq_fn_timer, T_ONTIMER, &cs)) == NULL)
         return 1;
-    PyObject *v[T_N];
-    for (int k = T_BTIMER; k <= T_TIMER; k++)
-        if ((v[k] = k == T_COUT ? t_cout(eng, d) : ESLOT(eng, k)) == NULL) {
-            PyErr_Clear();
-            return 1; /* (not set: Python's, which says so) */
-        }
+    v[T_BTIMER] = ESLOT(eng, T_BTIMER), v[T_NEXT] = ESLOT(eng, T_NEXT), v[T_RNOW] = ESLOT(eng, T_RNOW);
+    v[T_STATS] = ESLOT(eng, T_STATS), v[T_ACTIVE] = ESLOT(eng, T_ACTIVE), v[T_FRESH] = ESLOT(eng, T_FRESH);
+    v[T_UP] = ESLOT(eng, T_UP), v[T_GRANTED] = ESLOT(eng, T_GRANTED), v[T_SLOT] = ESLOT(eng, T_SLOT);
+    v[T_TIMER] = ESLOT(eng, T_TIMER);
+    if (!v[T_BTIMER] || !v[T_NEXT] || !v[T_RNOW] || !v[T_STATS] || !v[T_ACTIVE] || !v[T_FRESH] || !v[T_UP] ||
+        !v[T_GRANTED] || !v[T_SLOT] || !v[T_TIMER] || (!hit && (v[T_COUT] = t_cout(eng, d)) == NULL)) {
+        PyErr_Clear();
+        return 1; /* (not set: Python's, which says so) */
+    }
     long long now, bt = 0, nxt, rnow, inf;
     if (!get_ll(tt, &now) || (v[T_BTIMER] != Py_None && !get_ll(v[T_BTIMER], &bt)) || !get_ll(v[T_NEXT], &nxt) ||
         !get_ll(v[T_RNOW], &rnow) || !PyList_CheckExact(v[T_ACTIVE]) || !PyList_CheckExact(v[T_FRESH]) ||
@@ -225,9 +303,17 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
     PyObject *out = NULL, *granted = Py_NewRef(v[T_GRANTED]), *t = NULL;
     int rc = -1, again = rnow == now;
     PyObject *rargs[7] = {st, ks, fresh, tt, again ? Py_True : Py_False, v[T_UP], v[T_COUT]};
-    IQ z; /* (the round's and _retime's arguments parsed once) */
-    if (iq_parse(&z, rargs, 7, 7, "InputQueuedEngine: the compiled round's state") < 0)
-        goto done;
+    if (!hit) {
+        if (iq_parse(&z, rargs, 7, 7, "InputQueuedEngine: the compiled round's state") < 0)
+            goto done;
+#if RX_KEEP
+        t_tc_keep(eng, cs, d, v[T_COUT], &z);
+#endif
+    }
+#if RX_KEEP
+    else
+        (kept = t_tc_slot(eng, 0))->busy++;
+#endif
     z.up = v[T_UP];
     z.credit_out = v[T_COUT];
     if (nxt <= now) { /* (Rounds._round, as on_timer inlines it) */
@@ -277,6 +363,10 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
     n_iq_timers++;
     rc = 0;
 done:
+#if RX_KEEP
+    if (kept != NULL)
+        kept->busy--;
+#endif
     Py_XDECREF(out);
     Py_XDECREF(t);
     Py_DECREF(granted);
@@ -292,7 +382,18 @@ done:
 static int iq_on_credit(PyObject *eng, long long port, long long vc, long long nbytes, PyObject *now, long long pool,
                         long long frames)
 {
-    PyObject *cs, *d = iq_plain_dict(eng, iq_fn_credit, T_ONCREDIT, &cs);
+    PyObject *cs, *d = NULL;
+#if RX_KEEP
+    /* (the engine as iq_on_timer last kept it, no on_credit of its own then: what iq_plain_dict checks) */
+    __typeof__(t_tc[0]) *e = t_tc_slot(eng, 0);
+    PyObject **dp;
+    if (e != NULL && e->credit && e->cs == ESLOT(eng, T_CST) && Py_TYPE(eng) == IQEngT &&
+        t_method_is(T_ONCREDIT, iq_fn_credit) && (dp = _PyObject_GetDictPtr(eng)) != NULL && *dp == e->dict &&
+        rx_dver(e->dict) == e->dver)
+        d = e->dict, cs = e->cs;
+    else
+#endif
+        d = iq_plain_dict(eng, iq_fn_credit, T_ONCREDIT, &cs);
     if (d == NULL || pool || frames)
         return 1;
     PyObject *tw = ESLOT(eng, T_TAILW), *nx = ESLOT(eng, T_NEXT), *tm = ESLOT(eng, T_TIMER), *st = PyTuple_GET_ITEM(cs, 1);
