@@ -82,12 +82,15 @@ static inline __attribute__((always_inline)) int get_ll(PyObject *o, long long *
         return 0;
 #if PY_VERSION_HEX < 0x030C0000 /* an int of up to two digits read in place (CPython 3.11's layout) */
     const digit *d = ((PyLongObject *)o)->ob_digit;
-    switch (Py_SIZE(o)) {
+    Py_ssize_t size = Py_SIZE(o);
+    if (__builtin_expect(size == 1, 1)) { /* (one digit, tested first: most times, lengths and counts -- the
+                                            * switch's jump table costs twice the instructions) */
+        *v = (long long)d[0];
+        return 1;
+    }
+    switch (size) {
     case 0:
         *v = 0;
-        return 1;
-    case 1:
-        *v = (long long)d[0];
         return 1;
     case -1:
         *v = -(long long)d[0];
