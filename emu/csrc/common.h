@@ -344,11 +344,18 @@ static int head_time(PyObject *seq, int field, long long *t)
 static inline int int_in_place(PyObject *o, long long v)
 {
 #if PY_VERSION_HEX < 0x030C0000
-    if (Py_REFCNT(o) != 1 || !PyLong_CheckExact(o) || (v >= -5 && v <= 256))
+    if (Py_REFCNT(o) != 1 || !PyLong_CheckExact(o))
         return 0;
     Py_ssize_t sz = Py_SIZE(o);
-    unsigned long long a = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
     digit *d = ((PyLongObject *)o)->ob_digit;
+    if (sz == 1 && (unsigned long long)v - 257 < (1ULL << PyLong_SHIFT) - 257) { /* (first: one digit, 256 < v <
+                                                                                   * 2**30, most times and counts) */
+        d[0] = (digit)v;
+        return 1;
+    }
+    if (v >= -5 && v <= 256)
+        return 0;
+    unsigned long long a = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
     if ((sz < 0) != (v < 0))
         return 0;
     if (sz == 1 || sz == -1) {
