@@ -714,7 +714,7 @@ static PyObject *timers_run_due(PyObject *timers, PyObject *now)
             else
                 rc = call_drop(PyObject_CallOneArg(fn, arg));
         }
-        Py_DECREF(item);
+        tm_keep(item); /* (made again by a later timers_at when nobody else holds it: csrc/nic.h) */
         if (rc < 0)
             goto done;
     }
