@@ -87,3 +87,36 @@ async def test_held_timer_entries_are_never_made_again(monkeypatch, direct):
 @needs_core
 def test_counts_report_the_timers_reused():
     assert type(CORE.counts()["timers_reused"]) is int
+
+
+@needs_core
+async def test_a_deliver_resumes_an_app_that_is_not_a_native_coroutine_as_python_does(monkeypatch):
+    """A deliver's taker is resumed by the core without a (proc, value) tuple (csrc/host.h
+    host_resume_with); an application the core does not step itself -- a generator-based coroutine,
+    not a native one -- goes to Python's resume with the tuple made for it: the same run."""
+    import types
+
+    from emu.topologies import build
+
+    @types.coroutine
+    def gen_app(host, hosts):  # (the first host waits in its receives as the others' messages come in)
+        me = hosts.index(host.name)
+        if me:
+            yield from host.sleep(200 * me).__await__()
+            yield from host.send(hosts[0], bytes([me]) * 300 * me, tag=2).__await__()
+            return host.now
+        got = []
+        for s in range(1, len(hosts)):
+            m = yield from host.recv(hosts[s], 2).__await__()
+            got.append((m.src, len(m.data), m.t_ns, host.now))
+        return got
+
+    async def run(pure):
+        monkeypatch.setattr(native, "CORE", None if pure else CORE)
+        async with emu.Cluster(build("star:n=4"), run=emu.RunConfig(direct=True)) as net:
+            res = await net.run({h: (gen_app, net.hosts) for h in net.hosts})
+            return res, net.metrics.as_dict(), await net.stats()
+
+    core = await run(False)
+    assert core == await run(True)
+    assert len(core[0]["h0"]) == 3
