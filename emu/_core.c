@@ -192,6 +192,10 @@ static PyObject *counts(PyObject *self, PyObject *unused)
                          "nic_sent", n_nic_sent, "host_steps", n_host_steps, "nic_segments", n_nic_segments, "iq_timers", n_iq_timers, "iq_credits", n_iq_credits, "iq_hooks", n_iq_hooks, "iq_frames", n_iq_frames, "started", n_started, "flow_handed", n_flow_handed, "flow_wakes", n_flow_wakes, "flow_credits", n_flow_credits, "host_sleeps", n_host_sleeps, "host_try_recvs", n_host_try_recvs, "flow_idle", n_flow_idle);
     if (d != NULL && hp_counts(d) < 0) /* (csrc/heap.h: the records and domain entries made again) */
         Py_CLEAR(d);
+    PyObject *tk = d == NULL ? NULL : PyLong_FromUnsignedLongLong(tm_kept); /* (csrc/nic.h: timer entries) */
+    if (d != NULL && (tk == NULL || PyDict_SetItemString(d, "timers_reused", tk) < 0))
+        Py_CLEAR(d);
+    Py_XDECREF(tk);
     return d;
 }
 

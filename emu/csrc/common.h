@@ -82,12 +82,15 @@ static inline __attribute__((always_inline)) int get_ll(PyObject *o, long long *
         return 0;
 #if PY_VERSION_HEX < 0x030C0000 /* an int of up to two digits read in place (CPython 3.11's layout) */
     const digit *d = ((PyLongObject *)o)->ob_digit;
-    switch (Py_SIZE(o)) {
+    Py_ssize_t size = Py_SIZE(o);
+    if (__builtin_expect(size == 1, 1)) { /* (one digit, tested first: most times, lengths and counts -- the
+                                            * switch's jump table costs twice the instructions) */
+        *v = (long long)d[0];
+        return 1;
+    }
+    switch (size) {
     case 0:
         *v = 0;
-        return 1;
-    case 1:
-        *v = (long long)d[0];
         return 1;
     case -1:
         *v = -(long long)d[0];
@@ -341,11 +344,18 @@ static int head_time(PyObject *seq, int field, long long *t)
 static inline int int_in_place(PyObject *o, long long v)
 {
 #if PY_VERSION_HEX < 0x030C0000
-    if (Py_REFCNT(o) != 1 || !PyLong_CheckExact(o) || (v >= -5 && v <= 256))
+    if (Py_REFCNT(o) != 1 || !PyLong_CheckExact(o))
         return 0;
     Py_ssize_t sz = Py_SIZE(o);
-    unsigned long long a = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
     digit *d = ((PyLongObject *)o)->ob_digit;
+    if (sz == 1 && (unsigned long long)v - 257 < (1ULL << PyLong_SHIFT) - 257) { /* (first: one digit, 256 < v <
+                                                                                   * 2**30, most times and counts) */
+        d[0] = (digit)v;
+        return 1;
+    }
+    if (v >= -5 && v <= 256)
+        return 0;
+    unsigned long long a = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
     if ((sz < 0) != (v < 0))
         return 0;
     if (sz == 1 || sz == -1) {
@@ -542,34 +552,20 @@ static inline void dq_keep(PyObject *t)
         Py_DECREF(t);
 }
 
-/* The next entry of an output port's pending queue ``pend`` ((start, arrival, frame, pool), in
- * order) if it arrives before ``release``: popped, its frame made if lazy (emu.wire.lazy), a new
- * reference in *frame. Returns 1 (taken), 0 (none due) or -1 (error; ``who`` names the caller). */
-static int pop_due(PyObject *pend, long long release, long long *arrival, PyObject **frame, int *pool,
-                   const char *who, PyObject **arrival_obj /* (or NULL: the entry's arrival int, a new reference) */)
+/* pop_due's taking of the head of ``pend`` (due, checked: a 4-tuple): ``head`` a reference to it (given
+ * up), or NULL (a deque's: the entry its popleft returns). Its frame made if lazy (emu.wire.lazy), a new
+ * reference in *frame; 1 (taken) or -1 (error). */
+static int pd_pop_head(PyObject *pend, PyObject *head, PyObject **frame, int *pool, PyObject **arrival_obj)
 {
-    Py_ssize_t len = q_len(pend);
-    if (len <= 0)
-        return (int)len; /* (0: empty, -1: error) */
-    PyObject *head = q_first(pend);
-    if (head == NULL)
-        return -1;
-    if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) != 4 || !get_ll(PyTuple_GET_ITEM(head, 1), arrival)) {
-        Py_DECREF(head);
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "emu._core.%s: a pending entry is not a 4-tuple", who);
-        return -1;
-    }
-    if (*arrival >= release) {
-        Py_DECREF(head);
-        return 0;
-    }
     PyObject *r = q_popleft(pend);
     if (r == NULL) {
-        Py_DECREF(head);
+        Py_XDECREF(head);
         return -1;
     }
-    Py_DECREF(r);
+    if (head == NULL)
+        head = r;
+    else
+        Py_DECREF(r);
     PyObject *f, *pl;
     if (Py_REFCNT(head) == 1 && PyTuple_CheckExact(head)) { /* (nobody else can see it: its items taken, it kept) */
         PyObject *start = PyTuple_GET_ITEM(head, 0); /* (kept only when an int: nothing else held longer) */
@@ -592,7 +588,7 @@ static int pop_due(PyObject *pend, long long release, long long *arrival, PyObje
             *arrival_obj = Py_NewRef(PyTuple_GET_ITEM(head, 1));
         Py_DECREF(head);
     }
-    *pool = PyObject_IsTrue(pl);
+    *pool = pl == Py_False ? 0 : pl == Py_True ? 1 : PyObject_IsTrue(pl);
     Py_DECREF(pl);
     if (*pool < 0) {
         if (arrival_obj != NULL)
@@ -612,6 +608,48 @@ static int pop_due(PyObject *pend, long long release, long long *arrival, PyObje
     }
     *frame = f;
     return 1;
+}
+
+/* pop_due for any queue (a deque not read in place, another sequence): its head by the sequence protocol */
+static int pd_pop_due_any(PyObject *pend, long long release, long long *arrival, PyObject **frame, int *pool,
+                          const char *who, PyObject **arrival_obj)
+{
+    Py_ssize_t len = q_len(pend);
+    if (len <= 0)
+        return (int)len; /* (0: empty, -1: error) */
+    PyObject *head = q_first(pend);
+    if (head == NULL)
+        return -1;
+    if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) != 4 || !get_ll(PyTuple_GET_ITEM(head, 1), arrival)) {
+        Py_DECREF(head);
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "emu._core.%s: a pending entry is not a 4-tuple", who);
+        return -1;
+    }
+    if (*arrival >= release) {
+        Py_DECREF(head);
+        return 0;
+    }
+    return pd_pop_head(pend, head, frame, pool, arrival_obj);
+}
+
+/* The next entry of an output port's pending queue ``pend`` ((start, arrival, frame, pool), in
+ * order) if it arrives before ``release``: popped, its frame made if lazy (emu.wire.lazy), a new
+ * reference in *frame. Returns 1 (taken), 0 (none due) or -1 (error; ``who`` names the caller).
+ * Inline: a deque's head read in place (dq_first_in_place, borrowed) -- the loops that call it end
+ * on an entry not due, about every other call. */
+static inline __attribute__((always_inline)) int pop_due(PyObject *pend, long long release, long long *arrival,
+                                                         PyObject **frame, int *pool, const char *who,
+                                                         PyObject **arrival_obj /* (or NULL: the entry's arrival int, a new reference) */)
+{
+    if (Py_TYPE(pend) == DequeT && dq_layout) { /* (dq_layout: set by dq_init, which found deque's C functions) */
+        if (Py_SIZE(pend) == 0)
+            return 0;
+        PyObject *head = dq_first_in_place(pend);
+        if (PyTuple_CheckExact(head) && PyTuple_GET_SIZE(head) == 4 && get_ll(PyTuple_GET_ITEM(head, 1), arrival))
+            return *arrival >= release ? 0 : pd_pop_head(pend, NULL, frame, pool, arrival_obj);
+    }
+    return pd_pop_due_any(pend, release, arrival, frame, pool, who, arrival_obj);
 }
 
 #endif /* EMU_CSRC_COMMON_H */

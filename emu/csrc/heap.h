@@ -40,6 +40,22 @@ static inline __attribute__((always_inline)) int entry_lt_fast(PyObject *a, PyOb
 {
     if (!PyTuple_CheckExact(a) || !PyTuple_CheckExact(b))
         return -2;
+#if PY_VERSION_HEX < 0x030C0000
+    if (Py_SIZE(a) > 1 && Py_SIZE(b) > 1) { /* (first, unrolled: leading ints of one digit, most comparisons; the
+                                             * items of a tuple anyone can see are never NULL -- heapq's
+                                             * comparison would read them too) */
+        PyObject *u = PyTuple_GET_ITEM(a, 0), *v = PyTuple_GET_ITEM(b, 0);
+        if (Py_TYPE(u) == &PyLong_Type && Py_TYPE(v) == &PyLong_Type && Py_SIZE(u) == 1 && Py_SIZE(v) == 1) {
+            digit du = ((PyLongObject *)u)->ob_digit[0], dv = ((PyLongObject *)v)->ob_digit[0];
+            if (du != dv)
+                return du < dv;
+            u = PyTuple_GET_ITEM(a, 1), v = PyTuple_GET_ITEM(b, 1);
+            if (Py_TYPE(u) == &PyLong_Type && Py_TYPE(v) == &PyLong_Type && Py_SIZE(u) == 1 && Py_SIZE(v) == 1 &&
+                (du = ((PyLongObject *)u)->ob_digit[0]) != (dv = ((PyLongObject *)v)->ob_digit[0]))
+                return du < dv;
+        }
+    }
+#endif
     Py_ssize_t n = PyTuple_GET_SIZE(a) < PyTuple_GET_SIZE(b) ? PyTuple_GET_SIZE(a) : PyTuple_GET_SIZE(b);
     if (n > 2)
         n = 2;
@@ -72,11 +88,11 @@ static int sift_down(PyObject *heap, Py_ssize_t startpos, Py_ssize_t pos)
         PyObject *parent = arr[parentpos];
         long long x, y;
         int f;
-        if (get_ll(newitem, &x) && get_ll(parent, &y)) { /* (two plain ints, read in place: no Python code runs) */
-            if (!(x < y))
-                break;
-        } else if ((f = entry_lt_fast(newitem, parent)) >= 0) { /* (tuples decided on their ints, likewise) */
+        if ((f = entry_lt_fast(newitem, parent)) >= 0) { /* (tuples decided on their ints: no Python code runs) */
             if (!f)
+                break;
+        } else if (get_ll(newitem, &x) && get_ll(parent, &y)) { /* (two plain ints, read in place, likewise) */
+            if (!(x < y))
                 break;
         } else {
             Py_INCREF(newitem);
@@ -113,10 +129,10 @@ static int sift_up(PyObject *heap, Py_ssize_t pos)
             PyObject *a = arr[childpos], *b = arr[childpos + 1];
             long long x, y;
             int f;
-            if (get_ll(a, &x) && get_ll(b, &y)) /* (two plain ints, read in place: no Python code runs) */
-                childpos += !(x < y);
-            else if ((f = entry_lt_fast(a, b)) >= 0) /* (tuples decided on their ints, likewise) */
+            if ((f = entry_lt_fast(a, b)) >= 0) /* (tuples decided on their ints: no Python code runs) */
                 childpos += f ^ 1;
+            else if (get_ll(a, &x) && get_ll(b, &y)) /* (two plain ints, read in place, likewise) */
+                childpos += !(x < y);
             else {
                 Py_INCREF(a);
                 Py_INCREF(b);

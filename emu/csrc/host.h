@@ -483,22 +483,28 @@ static inline PyObject *handler_of(PyTypeObject *t)
 }
 
 /* Host.resume((proc, value)): the application steps until it waits or ends, its requests carried
- * out (a send's and a receive's plain cases here, the rest by the handler table). 0, -1 error. */
-static int host_resume(PyObject *host, PyObject *arg)
+ * out (a send's and a receive's plain cases here, the rest by the handler table). ``proc`` and
+ * ``value`` borrowed (held by the caller); ``arg`` the (proc, value) tuple the caller has, or NULL
+ * (one made only for Python's resume: a deliver's taker resumed here needs none). 0, -1 error. */
+static int host_resume_with(PyObject *host, PyObject *proc, PyObject *value, PyObject *arg)
 {
-    PyObject *proc, *coro;
-    if (!host_plain(host) || !PyTuple_CheckExact(arg) || PyTuple_GET_SIZE(arg) != 2 ||
-        Py_TYPE(proc = PyTuple_GET_ITEM(arg, 0)) != ProcT || SLOT(proc, pr_done) == NULL ||
+    PyObject *coro;
+    if (!host_plain(host) || Py_TYPE(proc) != ProcT || SLOT(proc, pr_done) == NULL ||
         (coro = SLOT(proc, pr_coro)) == NULL || !PyCoro_CheckExact(coro)) { /* Python's resume */
-        PyObject *args[2] = {host, arg};
-        return call_drop(PyObject_Vectorcall(f_resume, args, 2, NULL));
+        PyObject *made = arg != NULL ? Py_NewRef(arg) : PyTuple_Pack(2, proc, value);
+        if (made == NULL)
+            return -1;
+        PyObject *args[2] = {host, made};
+        int rc = call_drop(PyObject_Vectorcall(f_resume, args, 2, NULL));
+        Py_DECREF(made);
+        return rc;
     }
     int d = PyObject_IsTrue(SLOT(proc, pr_done));
     if (d)
         return d < 0 ? -1 : 0;
     Py_INCREF(proc);
     Py_INCREF(coro);
-    PyObject *value = Py_NewRef(PyTuple_GET_ITEM(arg, 1));
+    Py_INCREF(value);
     PyObject *was = SLOT(proc, pr_waiting); /* (proc.waiting = None: the request it waited for let go) */
     SLOT(proc, pr_waiting) = Py_NewRef(Py_None);
     ho_op_drop(was);
@@ -588,6 +594,16 @@ static int host_resume(PyObject *host, PyObject *arg)
     return rc;
 }
 
+/* Host.resume(arg) as a timer calls it: a (proc, value) tuple here, anything else Python's */
+static int host_resume(PyObject *host, PyObject *arg)
+{
+    if (!PyTuple_CheckExact(arg) || PyTuple_GET_SIZE(arg) != 2) { /* Python's resume */
+        PyObject *args[2] = {host, arg};
+        return call_drop(PyObject_Vectorcall(f_resume, args, 2, NULL));
+    }
+    return host_resume_with(host, PyTuple_GET_ITEM(arg, 0), PyTuple_GET_ITEM(arg, 1), arg);
+}
+
 /* Host.deliver(msg): the message to the first application waiting for it (not busy), else to the
  * inbox -- a Message as the NIC makes it (its source's name a str, its tag an int), the waiting
  * receives' src and tag None or ints: no Python code runs until the match; anything else Python's
@@ -647,11 +663,9 @@ static int host_deliver(PyObject *host, PyObject *msg)
     Py_INCREF(taker);
     PyObject *value = NULL;
     int ready = host_received(host, taker, msg, ro, &value);
-    if (ready == 1) {
-        PyObject *arg = PyTuple_Pack(2, taker, value);
-        rc = arg == NULL ? -1 : host_resume(host, arg);
-        Py_XDECREF(arg);
-    } else if (ready == 0) {
+    if (ready == 1)
+        rc = host_resume_with(host, taker, value, NULL); /* (self.resume((taker, value)): no tuple in the core) */
+    else if (ready == 0) {
         Py_XSETREF(SLOT(taker, pr_waiting), Py_NewRef(Py_None));
         rc = 0;
     } else
@@ -714,7 +728,7 @@ static PyObject *timers_run_due(PyObject *timers, PyObject *now)
             else
                 rc = call_drop(PyObject_CallOneArg(fn, arg));
         }
-        Py_DECREF(item);
+        tm_keep(item); /* (made again by a later timers_at when nobody else holds it: csrc/nic.h) */
         if (rc < 0)
             goto done;
     }

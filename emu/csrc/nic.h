@@ -243,6 +243,43 @@ static PyObject *nic_setup(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* Timer entries (t, seq, fn, arg) made again: one that left a Timers heap and ran (timers_run_due)
+ * is kept when nobody else holds it -- exactly a tuple of four, one reference (the runner's) --, for
+ * the next timers_at. Kept ones are untracked by the GC and hold only their seq int (their t, fn and
+ * arg let go: NULL), which the next timers_at writes in place when nobody else holds it (Timers._seq
+ * moved on to a later one; put_ll). A tuple is immutable to everyone who can see it; a kept one
+ * nobody else can. tm_kept counts the entries made again (counts()'s timers_reused). */
+#define TM_SPARES 64
+static PyObject *tm_spare[TM_SPARES];
+static int tm_spares;
+static unsigned long long tm_kept;
+
+/* a timer entry that left its heap and ran (the caller's reference, given up): kept or released. Its
+ * items are taken out before it is kept and let go only after (a release may run code that sets a
+ * timer: it finds the kept one whole). */
+static void tm_keep(PyObject *e)
+{
+    if (Py_REFCNT(e) != 1 || !PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 4 || tm_spares >= TM_SPARES) {
+        Py_DECREF(e);
+        return;
+    }
+    PyObject *t = PyTuple_GET_ITEM(e, 0), *seq = PyTuple_GET_ITEM(e, 1), *fn = PyTuple_GET_ITEM(e, 2),
+             *arg = PyTuple_GET_ITEM(e, 3);
+    PyTuple_SET_ITEM(e, 0, NULL);
+    PyTuple_SET_ITEM(e, 2, NULL);
+    PyTuple_SET_ITEM(e, 3, NULL);
+    if (seq != NULL && !PyLong_CheckExact(seq))
+        PyTuple_SET_ITEM(e, 1, NULL);
+    else
+        seq = NULL;
+    PyObject_GC_UnTrack(e);
+    tm_spare[tm_spares++] = e;
+    Py_XDECREF(t);
+    Py_XDECREF(seq);
+    Py_XDECREF(fn);
+    Py_XDECREF(arg);
+}
+
 /* Timers.at(t, fn, arg) on the registered Timers: the next sequence number, (t, seq, fn, arg) pushed
  * on its heap, its next lowered to t if earlier; a Timers of another class (or state) by its method.
  * 0, -1 error. */
@@ -259,11 +296,25 @@ static int timers_at(PyObject *timers, PyObject *t, PyObject *fn, PyObject *arg)
         Py_XDECREF(r);
         return r == NULL ? -1 : 0;
     }
-    PyObject *sobj = PyLong_FromLongLong(seqv + 1);
-    if (sobj == NULL)
-        return -1;
+    PyObject *entry, *sobj;
+    if (tm_spares > 0) { /* (one that ran: its seq int written in place when nobody else holds it) */
+        entry = tm_spare[--tm_spares];
+        if (put_ll(&PyTuple_GET_ITEM(entry, 1), seqv + 1) < 0) {
+            Py_DECREF(entry); /* (its items released: tupledealloc's Py_XDECREF) */
+            return -1;
+        }
+        sobj = Py_NewRef(PyTuple_GET_ITEM(entry, 1));
+        PyTuple_SET_ITEM(entry, 0, Py_NewRef(t));
+        PyTuple_SET_ITEM(entry, 2, Py_NewRef(fn));
+        PyTuple_SET_ITEM(entry, 3, Py_NewRef(arg));
+        PyObject_GC_Track(entry); /* (as a new tuple is: fn and arg in it) */
+        tm_kept++;
+    } else {
+        if ((sobj = PyLong_FromLongLong(seqv + 1)) == NULL)
+            return -1;
+        entry = PyTuple_Pack(4, t, sobj, fn, arg);
+    }
     Py_XSETREF(SLOT(timers, tm_seq), sobj);
-    PyObject *entry = PyTuple_Pack(4, t, sobj, fn, arg);
     Py_INCREF(heap); /* (held: a comparison may run Python code) */
     int bad = entry == NULL || heap_push(heap, entry) < 0;
     Py_XDECREF(entry);

@@ -235,8 +235,10 @@ static PyObject *engine_timer(PyObject *eng)
 
 /* *t lowered to the time of ``seq``'s first entry less ``sub``, if it has one: 0, 1 (an entry this
  * code does not read: Python's), -1 (error) */
-static int lower_to_head(PyObject *seq, int field, long long sub, long long *t)
+static inline int lower_to_head(PyObject *seq, int field, long long sub, long long *t)
 {
+    if (seq != NULL && (PyList_CheckExact(seq) || Py_TYPE(seq) == DequeT) && Py_SIZE(seq) == 0)
+        return 0; /* (empty, read here: most of an element's lists and a port's credits, most times) */
     long long v;
     int h = head_time(seq, field, &v);
     if (h == 1 && v - sub < *t)
