@@ -78,13 +78,17 @@ async def global_app(host, cycle_ns: int, when: list, dst: list, size: int, wind
     got = 0
     seq = 0
     now = t0  # (``host.now``, kept: read again after an await that may have let time pass)
+    spec = host.spec
+    send_waits, recv_waits = spec.send_overhead_ns > 0, spec.recv_overhead_ns > 0  # (else those awaits take no time)
     for c, d in zip(when, dst):  # the warm-up and the window: inject, receive nothing yet
         t = t0 + c * cycle_ns
         if now < t:
             await sleep(t - now)
+            now = t  # (a sleep ends at its time exactly)
         sent[d] += 1  # (counted before the send's await: with a send overhead it returns later than ``t``)
         await send(names[d], pack(t, seq), TAG)
-        now = host.now
+        if send_waits:
+            now = host.now
         seq += 1
     pw: list = []
     pd: list = []
@@ -107,7 +111,8 @@ async def global_app(host, cycle_ns: int, when: list, dst: list, size: int, wind
                 got += 1
                 if arrived_ns(TAG) is None:
                     break
-            now = host.now  # (later by the receive overhead, if any)
+            if recv_waits:
+                now = host.now  # (later by the receive overhead)
             if measured:
                 ledger.count += measured
                 if now > ledger.last:
@@ -124,7 +129,8 @@ async def global_app(host, cycle_ns: int, when: list, dst: list, size: int, wind
             d = pd[k]
             sent[d] += 1
             await send(names[d], pack(t, seq), TAG)
-            now = host.now  # (later by the send overhead, if any)
+            if send_waits:
+                now = host.now  # (later by the send overhead)
             seq += 1
             k += 1
         c += 1
