@@ -77,47 +77,64 @@ async def global_app(host, cycle_ns: int, when: list, dst: list, size: int, wind
     sent = ledger.sent
     got = 0
     seq = 0
+    now = t0  # (``host.now``, kept: read again after an await that may have let time pass)
+    spec = host.spec
+    send_waits, recv_waits = spec.send_overhead_ns > 0, spec.recv_overhead_ns > 0  # (else those awaits take no time)
     for c, d in zip(when, dst):  # the warm-up and the window: inject, receive nothing yet
         t = t0 + c * cycle_ns
-        now = host.now
         if now < t:
             await sleep(t - now)
+            now = t  # (a sleep ends at its time exactly)
         sent[d] += 1  # (counted before the send's await: with a send overhead it returns later than ``t``)
         await send(names[d], pack(t, seq), TAG)
+        if send_waits:
+            now = host.now
         seq += 1
     pw: list = []
     pd: list = []
-    k = 0
+    k = nw = 0
+    drawing = more is not None  # (``more`` may have draws left)
+    total, lag = ledger.total, ledger.lag
     c = window[1]
+    t = t0 + c * cycle_ns
     while True:  # from the window's end: every cycle, count what arrived, then inject if the ledger lets it
-        t = t0 + c * cycle_ns
-        now = host.now
         if now < t:
             await sleep(t - now)
-        measured = 0
-        while arrived_ns(TAG) is not None:
-            m = await try_recv(tag=TAG)
-            if m is None:
-                break
-            measured += take(m)
-            got += 1
-        now = host.now
-        if measured:
-            ledger.count += measured
-            if now > ledger.last:
-                ledger.last = now
-        if ledger.stopped(now):
+            now = t  # (a sleep ends at its time exactly)
+        if arrived_ns(TAG) is not None:
+            measured = 0
+            while True:
+                m = await try_recv(None, TAG)
+                if m is None:
+                    break
+                measured += take(m)
+                got += 1
+                if arrived_ns(TAG) is None:
+                    break
+            if recv_waits:
+                now = host.now  # (later by the receive overhead)
+            if measured:
+                ledger.count += measured
+                if now > ledger.last:
+                    ledger.last = now
+        if ledger.count == total and ledger.last + lag <= now:  # (``Ledger.stopped(now)``, inline: once a cycle)
             break
-        if k >= len(pw) and more is not None and not more.done:
-            pw, pd = more.upto(more.next + DRAW_CYCLES)
-            k = 0
-        if k < len(pw) and pw[k] == c:
+        if k >= nw and drawing:
+            if more.done:
+                drawing = False
+            else:
+                pw, pd = more.upto(more.next + DRAW_CYCLES)
+                k, nw = 0, len(pw)
+        if k < nw and pw[k] == c:
             d = pd[k]
             sent[d] += 1
             await send(names[d], pack(t, seq), TAG)
+            if send_waits:
+                now = host.now  # (later by the send overhead)
             seq += 1
             k += 1
         c += 1
+        t += cycle_ns
     end = ledger.last + 2 * ledger.lag  # (every send was before last + lag: in a window before this one)
     now = host.now
     if now < end:
