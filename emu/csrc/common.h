@@ -163,6 +163,7 @@ typedef struct {
     char dk_indices[];
 } fw_dk_t;
 typedef struct { PyObject *key, *value; } fw_due_t; /* (PyDictUnicodeEntry) */
+typedef struct { Py_hash_t hash; PyObject *key, *value; } fw_dge_t; /* (PyDictKeyEntry: a general kind's) */
 #endif
 static int fw_dict_values(Py_ssize_t *hint, PyObject *d, PyObject *const *keys, int n, PyObject **v)
 {
