@@ -146,6 +146,72 @@ static inline int r2_dict_values(dict_cache_t *cache, PyObject *d, PyObject *con
     return dict_values(cache + bank * DC_SLOTS, d, keys, n, v);
 }
 
+/* fw_dict_values: dict_values without a version: each key read at the index in the dict's keys where
+ * it was found last (``hint``, one per key, shared by every dict read with it -- a class's instances
+ * share their keys, so one hint serves them all), checked as CPython 3.11's LOAD_ATTR_WITH_HINT checks
+ * it: the index within the keys' entries and the very key (the interned str) there; the value then is
+ * the dict's (split: its values array's at that index, NULL absent; combined: the entry's). A key not
+ * there (or no longer) is looked up plainly and its index found again. A key read as absent (NULL) is
+ * known absent when the keys found account for all the dict's (ma_used): otherwise looked up plainly.
+ * A write of a value (an int's new object) leaves every hint good -- dict_values' version changes with
+ * it, a miss on every call after one. CPython other than 3.11 (its keys' layout mirrored here, from
+ * Include/internal/pycore_dict.h): dict_values' plain lookups. 0, -1 error. */
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#define FW_DICT_HINTS 1
+typedef struct {
+    Py_ssize_t dk_refcnt;
+    uint8_t dk_log2_size, dk_log2_index_bytes, dk_kind; /* (kind 0: general, 1 unicode, 2 split) */
+    uint32_t dk_version;
+    Py_ssize_t dk_usable, dk_nentries;
+    char dk_indices[];
+} fw_dk_t;
+typedef struct { PyObject *key, *value; } fw_due_t; /* (PyDictUnicodeEntry) */
+typedef struct { Py_hash_t hash; PyObject *key, *value; } fw_dge_t; /* (PyDictKeyEntry: a general kind's) */
+#endif
+static int fw_dict_values(Py_ssize_t *hint, PyObject *d, PyObject *const *keys, int n, PyObject **v)
+{
+#ifdef FW_DICT_HINTS
+    PyDictObject *mp = (PyDictObject *)d;
+    fw_dk_t *dk = (fw_dk_t *)mp->ma_keys;
+    if (dk->dk_kind == 1 || dk->dk_kind == 2) {
+        fw_due_t *e = (fw_due_t *)(dk->dk_indices + ((size_t)1 << dk->dk_log2_index_bytes));
+        PyObject **vals = mp->ma_values != NULL ? (PyObject **)mp->ma_values : NULL;
+        Py_ssize_t ne = dk->dk_nentries, found = 0;
+        int absent = 0;
+        for (int k = 0; k < n; k++) {
+            Py_ssize_t ix = hint[k];
+            if (ix >= 0 && ix < ne && e[ix].key == keys[k]) {
+                PyObject *x = vals != NULL ? vals[ix] : e[ix].value;
+                v[k] = x;
+                found += x != NULL;
+                absent |= x == NULL;
+                continue;
+            }
+            v[k] = NULL, absent = 1, hint[k] = -1; /* (not where it was: looked up plainly below) */
+        }
+        if (!absent || found == mp->ma_used)
+            return 0;
+        for (int k = 0; k < n; k++)
+            if (v[k] == NULL) {
+                if ((v[k] = PyDict_GetItemWithError(d, keys[k])) == NULL && PyErr_Occurred())
+                    return -1;
+                Py_ssize_t ix = 0;
+                while (ix < ne && e[ix].key != keys[k])
+                    ix++;
+                if (v[k] != NULL && ix < ne)
+                    hint[k] = ix;
+            }
+        return 0;
+    }
+#else
+    (void)hint;
+#endif
+    for (int k = 0; k < n; k++)
+        if ((v[k] = PyDict_GetItemWithError(d, keys[k])) == NULL && PyErr_Occurred())
+            return -1;
+    return 0;
+}
+
 /* a bytes object whose contents were just written in place: its cached hash, were there one, forgotten
  * (CPython < 3.13 caches it in the object) */
 static inline void bytes_hash_stale(PyObject *b)

@@ -14,9 +14,9 @@
 static PyTypeObject *CreditStateT;
 static int fw_state = 0; /* 0 not looked up yet, 1 ready, -1 not available */
 enum { F_QUEUES, F_UNIT, F_CREDITS, F_POOL, F_STALLED, F_STALLS, F_STALLNS, F_LATE, F_VCB, F_GROUPS, F_VCS, F_LAST,
-       F_BYPRIO, F_N };
+       F_BYPRIO, F_FRAMING, F_N };
 static const char *f_names[F_N] = {"queues", "unit", "credits", "pool", "stalled_since", "stalls", "stall_ns", "late",
-                                   "vc_bytes", "groups", "vcs", "last", "by_prio"};
+                                   "vc_bytes", "groups", "vcs", "last", "by_prio", "framing"};
 static long long FW_VC_OFF = -1; /* emu.buffers.VC_OFF */
 static PyObject *f_s[F_N];
 static struct { PyObject *fr; long long add[256]; int plain; } fw_fr[4]; /* framings seen: their add tables */
@@ -87,15 +87,17 @@ static inline long long fw_len(int f, PyObject *wire)
     return n - C_HDR_LEN + fw_fr[f].add[((const unsigned char *)PyBytes_AS_STRING(wire))[C_PTYPE_OFF]];
 }
 
-/* the CreditState's fields (its __dict__ ``d``'s values, borrowed; common.h's r2_dict_values, kept per
- * version of the dict) into v: 1, 0 one missing or a ``by_prio`` there (Python's), -1 error */
-static dict_cache_t fw_dc[R2_DC_SLOTS];
-_Static_assert(F_N <= DC_KEYS, "a CreditState's fields fit a dict_cache_t");
+/* the CreditState's fields (its __dict__ ``d``'s values, borrowed; common.h's fw_dict_values, read at
+ * the indices where they were last: its dict written on nearly every call, a version-keyed cache of
+ * them missed nearly always -- about 870 instructions a call) into v: 1, 0 one missing or a ``by_prio``
+ * there (Python's), -1 error. (``framing``, not read here, is asked for so that the fields found account
+ * for all of a plain CreditState's: ``by_prio``'s absence is then known without a lookup.) */
+static Py_ssize_t fw_hint[F_N]; /* (0s: checked as any hint is) */
 static int fw_fields(PyObject *d, PyObject **v)
 {
-    if (r2_dict_values(fw_dc, d, f_s, F_N, v) < 0)
+    if (fw_dict_values(fw_hint, d, f_s, F_N, v) < 0)
         return -1;
-    for (int k = 0; k < F_N; k++)
+    for (int k = 0; k < F_FRAMING; k++)
         if ((v[k] == NULL) != (k == F_BYPRIO))
             return 0;
     return 1;

@@ -63,7 +63,7 @@ static long long rx_mlen(PyObject *add, Py_ssize_t n, int pt)
 #define RX_KEEP 1
 #define RX_TC 4096 /* the caches of the routers' ``_ins`` and ``_lines`` (a power of two: an 8x8 mesh's 64
                      * routers have 640 keys, few sharing an entry) */
-static struct { PyObject *d; uint64_t ver; long long key; PyObject *t; } rx_tc[RX_TC];
+static struct { PyObject *d; uint64_t ver; long long key; PyObject *t; Py_ssize_t ix; } rx_tc[RX_TC];
 #define RX_EC 4096 /* per engine: its plain case's checks passed, its routes and held (a power of two, well
                     * above the routers of a run, two ways: an 8x8 mesh's 64 routers in 1,024 entries of one
                     * way shared one about every other run, each filling it again and again -- 24,000 more
@@ -75,6 +75,18 @@ static inline uint64_t rx_dver(PyObject *d) { return ((PyDictObject *)d)->ma_ver
 #define RX_KEEP 0
 #endif
 
+#ifdef FW_DICT_HINTS
+/* o (a dict entry's key, NULL: none) is an int (exactly) of the value ``key``: the one entry of a dict
+ * that an int key ``key`` finds */
+static inline int rx_is_key(PyObject *o, long long key)
+{
+    long long kv;
+    if (o == NULL || !PyLong_CheckExact(o))
+        return 0;
+    return get_ll(o, &kv) && kv == key; /* (an exact int too big: overflow, no error set) */
+}
+#endif
+
 /* a dict's (ints...) tuple value under the int key ``key``: borrowed, or NULL (missing, or an error) */
 static PyObject *rx_cached(PyObject *d, long long key, Py_ssize_t want)
 {
@@ -83,6 +95,23 @@ static PyObject *rx_cached(PyObject *d, long long key, Py_ssize_t want)
                (RX_TC - 1);
     if (rx_tc[h].d == d && rx_tc[h].key == key && PyDict_CheckExact(d) && rx_tc[h].ver == rx_dver(d))
         return rx_tc[h].t; /* (the dict unchanged: it still holds that tuple) */
+#endif
+#ifdef FW_DICT_HINTS
+    /* (the dict changed since -- a value written, another key's: the entry where the key was, when it
+     * still holds an int of that value, holds the key's value -- common.h's fw_dict_values' check) */
+    if (rx_tc[h].d == d && rx_tc[h].key == key && PyDict_CheckExact(d)) {
+        fw_dk_t *dk = (fw_dk_t *)((PyDictObject *)d)->ma_keys;
+        Py_ssize_t ix = rx_tc[h].ix;
+        fw_dge_t *e = (fw_dge_t *)(dk->dk_indices + ((size_t)1 << dk->dk_log2_index_bytes)) + ix;
+        if (dk->dk_kind == 0 && ((PyDictObject *)d)->ma_values == NULL && ix >= 0 && ix < dk->dk_nentries &&
+            e->value != NULL && rx_is_key(e->key, key)) {
+            PyObject *t = e->value;
+            if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != want)
+                return NULL;
+            rx_tc[h].ver = rx_dver(d), rx_tc[h].t = t;
+            return t;
+        }
+    }
 #endif
     PyObject *k = PyLong_FromLongLong(key);
     if (k == NULL)
@@ -96,6 +125,18 @@ static PyObject *rx_cached(PyObject *d, long long key, Py_ssize_t want)
     rx_tc[h].ver = rx_dver(d);
     rx_tc[h].key = key;
     rx_tc[h].t = t;
+    rx_tc[h].ix = -1;
+#ifdef FW_DICT_HINTS
+    if (((PyDictObject *)d)->ma_values == NULL) {
+        fw_dk_t *dk = (fw_dk_t *)((PyDictObject *)d)->ma_keys;
+        fw_dge_t *e = (fw_dge_t *)(dk->dk_indices + ((size_t)1 << dk->dk_log2_index_bytes));
+        for (Py_ssize_t i = dk->dk_kind == 0 ? dk->dk_nentries - 1 : -1; i >= 0; i--)
+            if (e[i].value == t && rx_is_key(e[i].key, key)) { /* (its entry) */
+                rx_tc[h].ix = i;
+                break;
+            }
+    }
+#endif
 #endif
     return t;
 }
