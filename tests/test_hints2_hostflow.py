@@ -1,0 +1,82 @@
+"""The compiled host side of credit flow control (``emu/csrc/hostflow.h``: the hand-over, the WAKE and
+the credit of a host's port to an input-queued router) reads its CreditState's fields at the indices
+in the flow's dict where it found them last (``hk_fields``, by ``emu/csrc/common.h``'s
+``fw_dict_values``), one set of indices for every flow. Here the hosts' flows differ: dicts in another
+key order, with a field more, with a key not interned, of the general kind (a key not a str), of a
+subclass, with an instance ``admit`` -- all read in turn with the same indices, each seen as Python
+(the specification) sees it: the run's results those of the pure run, the admits called as often."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import emu.build
+from emu import native
+from emu.buffers import CreditState
+
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))
+from router_curves import FAITHFUL, OURS  # noqa: E402
+from uniform_run import uniform  # noqa: E402
+
+CORE = native.CORE
+needs_core = pytest.mark.skipif(CORE is None, reason="the compiled core is not built here (no C compiler?)")
+FLOW = ("flow_handed", "flow_wakes", "flow_credits")
+
+
+class Sub(CreditState):
+    pass
+
+
+def _odd_flows(made: list, admits: list):
+    """A stand-in for emu.build's CreditState: the k-th flow made so (by k mod 9)."""
+
+    def make(*a, **kw):
+        k = len(made)
+        kind = ("plain", "reversed", "more", "odd_key", "general", "plain", "admit", "sub", "reversed")[k % 9]
+        fl = (Sub if kind == "sub" else CreditState)(*a, **kw)
+        if kind == "reversed":  # (a combined dict: every field at another index)
+            fl.__dict__ = dict(reversed(list(fl.__dict__.items())))
+        elif kind == "more":  # (a field more: ``admit`` and ``by_prio`` no longer known absent by count)
+            fl.held_bytes = 0
+        elif kind == "odd_key":  # (``credits`` under a str equal to it, not the interned one)
+            d = dict(fl.__dict__)
+            d["".join(["cred", "its"])] = d.pop("credits")
+            fl.__dict__ = d
+        elif kind == "general":  # (a key not a str: a dict of the general kind)
+            fl.__dict__[1] = 2
+        elif kind == "admit":  # (an instance's admit, every frame kept: Python's hand-over, counted)
+
+            def admit(frame, at):
+                admits.append(at)
+                return frame
+
+            fl.admit = admit
+        made.append(kind)
+        return fl
+
+    return make
+
+
+def _run(out: Path, core, monkeypatch) -> tuple:
+    monkeypatch.setattr(native, "CORE", core)
+    made, admits = [], []
+    monkeypatch.setattr(emu.build, "CreditState", _odd_flows(made, admits))
+    before = CORE.counts()
+    sets = {**OURS, **FAITHFUL, "switch.vcs": 2, "switch.model": "input_queued"}
+    res = uniform(out, "mesh:k=3,n=2", 1, 0.5, 60, sets)
+    after = CORE.counts()
+    return res, made, admits, {k: after[k] - before[k] for k in FLOW}
+
+
+@needs_core
+def test_flows_of_every_layout_read_with_the_same_hints(tmp_path, monkeypatch):
+    pure, made0, admits0, n0 = _run(tmp_path / "p.json", None, monkeypatch)
+    comp, made1, admits1, n1 = _run(tmp_path / "c.json", CORE, monkeypatch)
+    assert made0 == made1 and {"reversed", "more", "odd_key", "general", "admit", "sub"} <= set(made1)
+    assert n0 == dict.fromkeys(FLOW, 0)
+    assert all(n1[k] > 0 for k in FLOW), n1  # (the twins ran, for the flows they take)
+    assert admits0 and admits1 == admits0  # (an instance's admit: never taken by the core)
+    assert comp == pure
+    assert comp[0]["frames_all_loads"] > 0
