@@ -14,6 +14,7 @@ import pytest
 import emu.build
 from emu import native
 from emu.buffers import CreditState
+from emu.port import OutPort
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))
@@ -23,14 +24,16 @@ from uniform_run import uniform  # noqa: E402
 CORE = native.CORE
 needs_core = pytest.mark.skipif(CORE is None, reason="the compiled core is not built here (no C compiler?)")
 FLOW = ("flow_handed", "flow_wakes", "flow_credits")
+HAND_OVER = OutPort.hand_over
 
 
 class Sub(CreditState):
     pass
 
 
-def _odd_flows(made: list, admits: list):
-    """A stand-in for emu.build's CreditState: the k-th flow made so (by k mod 9)."""
+def _odd_flows(made: list, admits: list, kinds: dict):
+    """A stand-in for emu.build's CreditState: the k-th flow made so (by k mod 9), its kind in
+    ``kinds`` by its id."""
 
     def make(*a, **kw):
         k = len(made)
@@ -54,6 +57,7 @@ def _odd_flows(made: list, admits: list):
 
             fl.admit = admit
         made.append(kind)
+        kinds[id(fl)] = kind
         return fl
 
     return make
@@ -61,22 +65,32 @@ def _odd_flows(made: list, admits: list):
 
 def _run(out: Path, core, monkeypatch) -> tuple:
     monkeypatch.setattr(native, "CORE", core)
-    made, admits = [], []
-    monkeypatch.setattr(emu.build, "CreditState", _odd_flows(made, admits))
+    made, admits, kinds, python = [], [], {}, []
+    monkeypatch.setattr(emu.build, "CreditState", _odd_flows(made, admits, kinds))
+
+    def counted(p, frame, at, token):  # (Python's hand-overs: of which kind of flow)
+        python.append(kinds[id(p.flow)])
+        return HAND_OVER(p, frame, at, token)
+
+    monkeypatch.setattr(OutPort, "hand_over", counted)
     before = CORE.counts()
     sets = {**OURS, **FAITHFUL, "switch.vcs": 2, "switch.model": "input_queued"}
     res = uniform(out, "mesh:k=3,n=2", 1, 0.5, 60, sets)
     after = CORE.counts()
-    return res, made, admits, {k: after[k] - before[k] for k in FLOW}
+    return res, made, admits, python, {k: after[k] - before[k] for k in FLOW}
 
 
 @needs_core
 def test_flows_of_every_layout_read_with_the_same_hints(tmp_path, monkeypatch):
-    pure, made0, admits0, n0 = _run(tmp_path / "p.json", None, monkeypatch)
-    comp, made1, admits1, n1 = _run(tmp_path / "c.json", CORE, monkeypatch)
+    pure, made0, admits0, py0, n0 = _run(tmp_path / "p.json", None, monkeypatch)
+    comp, made1, admits1, py1, n1 = _run(tmp_path / "c.json", CORE, monkeypatch)
     assert made0 == made1 and {"reversed", "more", "odd_key", "general", "admit", "sub"} <= set(made1)
     assert n0 == dict.fromkeys(FLOW, 0)
     assert all(n1[k] > 0 for k in FLOW), n1  # (the twins ran, for the flows they take)
     assert admits0 and admits1 == admits0  # (an instance's admit: never taken by the core)
+    # every hand-over the core can take it took (a field read wrong: declined, or taken when not its):
+    # Python's only for the flows with an admit or of a subclass, as often as in the pure run
+    assert set(py1) == {"admit", "sub"} and sorted(py1) == sorted(k for k in py0 if k in ("admit", "sub"))
+    assert n1["flow_handed"] == len(py0) - len(py1)
     assert comp == pure
     assert comp[0]["frames_all_loads"] > 0
