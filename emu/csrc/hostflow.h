@@ -77,10 +77,16 @@ static inline PyObject *hf_dict(PyObject *o)
  * plain CreditState's, ``admit`` and ``by_prio`` (class values, not in the dict) then known absent
  * without a lookup. */
 static Py_ssize_t hk_hint[HK_N]; /* (0s: checked as any hint is) */
+static h2_split_t hk_split;
 
-/* d's fields into v: 0, -1 error (hf_init first: the names) */
+/* d's fields into v (the first HK_UNIT, those read; the others as fw_dict_values leaves them): 0, -1
+ * error (hf_init first: the names). A CreditState's dict as its __init__ made it -- its class's
+ * shared keys -- read by common.h's h2_split_values (the indices found once); any other by
+ * fw_dict_values. */
 static int hk_fields(PyObject *d, PyObject **v)
 {
+    if (CreditStateT != NULL && h2_split_values(&hk_split, CreditStateT, d, hk_s, HK_UNIT, v))
+        return 0;
     return fw_dict_values(hk_hint, d, hk_s, HK_N, v);
 }
 
