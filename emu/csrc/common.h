@@ -226,7 +226,34 @@ typedef struct {
     PyTypeObject *t;
     Py_ssize_t nentries, ix[H2_KEYS];
 } h2_split_t;
-static int h2_split_values(h2_split_t *c, PyTypeObject *t, PyObject *d, PyObject *const *keys, int n, PyObject **v)
+#ifdef FW_DICT_HINTS
+/* (h2_split_values's: the keys' indices in the shared keys dk found again; 0 a str equal to one of them
+ * but not it there, or a key not a str -- not kept) */
+static int h2_split_find(h2_split_t *c, PyTypeObject *t, fw_dk_t *dk, PyObject *const *keys, int n)
+{
+    fw_due_t *e = (fw_due_t *)(dk->dk_indices + ((size_t)1 << dk->dk_log2_index_bytes));
+    c->keys = NULL;
+    for (int k = 0; k < n; k++)
+        c->ix[k] = -1;
+    for (Py_ssize_t i = 0; i < dk->dk_nentries; i++) {
+        PyObject *ek = e[i].key;
+        int mine = 0;
+        for (int k = 0; k < n && !mine; k++)
+            if (ek == keys[k])
+                c->ix[k] = i, mine = 1;
+        for (int k = 0; k < n && !mine; k++)
+            if (ek == NULL || !PyUnicode_CheckExact(ek) ||
+                (PyObject_Hash(ek) == PyObject_Hash(keys[k]) && PyUnicode_Compare(ek, keys[k]) == 0)) {
+                PyErr_Clear();
+                return 0;
+            }
+    }
+    c->keys = dk, c->t = t, c->nentries = dk->dk_nentries;
+    return 1;
+}
+#endif
+static inline __attribute__((always_inline)) int h2_split_values(h2_split_t *c, PyTypeObject *t, PyObject *d,
+                                                                 PyObject *const *keys, int n, PyObject **v)
 {
 #ifdef FW_DICT_HINTS
     PyDictObject *mp = (PyDictObject *)d;
@@ -234,25 +261,8 @@ static int h2_split_values(h2_split_t *c, PyTypeObject *t, PyObject *d, PyObject
     if (n > H2_KEYS || mp->ma_values == NULL || !(t->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
         (void *)dk != (void *)((PyHeapTypeObject *)t)->ht_cached_keys || dk->dk_kind != 2)
         return 0;
-    if (c->keys != (void *)dk || c->t != t || c->nentries != dk->dk_nentries) { /* (found again) */
-        fw_due_t *e = (fw_due_t *)(dk->dk_indices + ((size_t)1 << dk->dk_log2_index_bytes));
-        c->keys = NULL;
-        for (int k = 0; k < n; k++)
-            c->ix[k] = -1;
-        for (Py_ssize_t i = 0; i < dk->dk_nentries; i++) {
-            PyObject *ek = e[i].key;
-            int mine = 0;
-            for (int k = 0; k < n && !mine; k++)
-                if (ek == keys[k])
-                    c->ix[k] = i, mine = 1;
-            for (int k = 0; k < n && !mine; k++) /* (a str equal to one but not it: not kept, looked up) */
-                if (ek == NULL || !PyUnicode_CheckExact(ek) || PyUnicode_Compare(ek, keys[k]) == 0) {
-                    PyErr_Clear();
-                    return 0;
-                }
-        }
-        c->keys = dk, c->t = t, c->nentries = dk->dk_nentries;
-    }
+    if ((c->keys != (void *)dk || c->t != t || c->nentries != dk->dk_nentries) && !h2_split_find(c, t, dk, keys, n))
+        return 0;
     PyObject **vals = (PyObject **)mp->ma_values;
     for (int k = 0; k < n; k++)
         v[k] = c->ix[k] >= 0 ? vals[c->ix[k]] : NULL;
