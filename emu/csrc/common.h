@@ -212,6 +212,67 @@ static int fw_dict_values(Py_ssize_t *hint, PyObject *d, PyObject *const *keys, 
     return 0;
 }
 
+/* h2_split_values: the values of ``keys`` (at most H2_KEYS, distinct exact strs) in the dict ``d`` when it
+ * is a split dict sharing the heap type ``t``'s cached keys (CPython 3.11: an instance's dict as its
+ * class's __init__ made it), into v (borrowed; NULL: not there), by the indices of the keys in those
+ * shared keys, found once for every instance (``c``): shared keys only grow (a key added appends an
+ * entry; a dict that diverges gets keys of its own), so while they are t's cached keys with as many
+ * entries the indices stand -- a key not among them is absent, no lookup (fw_dict_values needs the
+ * count of all the dict's keys for that). 1 read, 0 not such a dict (v untouched: the caller's
+ * other way). Other CPython: 0. */
+#define H2_KEYS 16
+typedef struct {
+    void *keys; /* (t's cached keys as the indices were found; NULL: none) */
+    PyTypeObject *t;
+    Py_ssize_t nentries, ix[H2_KEYS];
+} h2_split_t;
+#ifdef FW_DICT_HINTS
+/* (h2_split_values's: the keys' indices in the shared keys dk found again; 0 a str equal to one of them
+ * but not it there, or a key not a str -- not kept) */
+static int h2_split_find(h2_split_t *c, PyTypeObject *t, fw_dk_t *dk, PyObject *const *keys, int n)
+{
+    fw_due_t *e = (fw_due_t *)(dk->dk_indices + ((size_t)1 << dk->dk_log2_index_bytes));
+    c->keys = NULL;
+    for (int k = 0; k < n; k++)
+        c->ix[k] = -1;
+    for (Py_ssize_t i = 0; i < dk->dk_nentries; i++) {
+        PyObject *ek = e[i].key;
+        int mine = 0;
+        for (int k = 0; k < n && !mine; k++)
+            if (ek == keys[k])
+                c->ix[k] = i, mine = 1;
+        for (int k = 0; k < n && !mine; k++)
+            if (ek == NULL || !PyUnicode_CheckExact(ek) ||
+                (PyObject_Hash(ek) == PyObject_Hash(keys[k]) && PyUnicode_Compare(ek, keys[k]) == 0)) {
+                PyErr_Clear();
+                return 0;
+            }
+    }
+    c->keys = dk, c->t = t, c->nentries = dk->dk_nentries;
+    return 1;
+}
+#endif
+static inline __attribute__((always_inline)) int h2_split_values(h2_split_t *c, PyTypeObject *t, PyObject *d,
+                                                                 PyObject *const *keys, int n, PyObject **v)
+{
+#ifdef FW_DICT_HINTS
+    PyDictObject *mp = (PyDictObject *)d;
+    fw_dk_t *dk = (fw_dk_t *)mp->ma_keys;
+    if (n > H2_KEYS || mp->ma_values == NULL || !(t->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+        (void *)dk != (void *)((PyHeapTypeObject *)t)->ht_cached_keys || dk->dk_kind != 2)
+        return 0;
+    if ((c->keys != (void *)dk || c->t != t || c->nentries != dk->dk_nentries) && !h2_split_find(c, t, dk, keys, n))
+        return 0;
+    PyObject **vals = (PyObject **)mp->ma_values;
+    for (int k = 0; k < n; k++)
+        v[k] = c->ix[k] >= 0 ? vals[c->ix[k]] : NULL;
+    return 1;
+#else
+    (void)c, (void)t, (void)d, (void)keys, (void)n, (void)v;
+    return 0;
+#endif
+}
+
 /* a bytes object whose contents were just written in place: its cached hash, were there one, forgotten
  * (CPython < 3.13 caches it in the object) */
 static inline void bytes_hash_stale(PyObject *b)

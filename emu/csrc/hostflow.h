@@ -19,6 +19,9 @@ static Py_ssize_t o_wake_at = -1;
 static long long HF_WAKE = -1;
 static PyObject *s_pseq, *s_admit, *s_by_prio, *s_late, *s_groups, *s_vcs, *s_queues, *s_credits, *s_pool,
     *s_wake_m, *s_release_m;
+enum { HK_ADMIT, HK_BYPRIO, HK_LATE, HK_GROUPS, HK_VCS, HK_QUEUES, HK_CREDITS, HK_POOL, HK_UNIT, HK_STALLED,
+       HK_STALLS, HK_STALLNS, HK_VCB, HK_LAST, HK_FRAMING, HK_N };
+static PyObject *hk_s[HK_N]; /* (hf_init's: the fields' names, interned) */
 static int hf_state = 0; /* 0 not looked up yet, 1 ready, -1 not available (Python's always) */
 static unsigned long long n_flow_handed, n_flow_wakes, n_flow_credits, n_flow_idle; /* (counts()) */
 
@@ -40,6 +43,16 @@ static int hf_init(void)
             PyErr_Clear();
             return 0;
         }
+    const char *hk_more[HK_N - HK_UNIT] = {"unit", "stalled_since", "stalls", "stall_ns", "vc_bytes", "last",
+                                           "framing"};
+    for (int k = HK_UNIT; k < HK_N; k++)
+        if (hk_s[k] == NULL && (hk_s[k] = PyUnicode_InternFromString(hk_more[k - HK_UNIT])) == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+    PyObject *const hk_own[HK_UNIT] = {s_admit, s_by_prio, s_late, s_groups, s_vcs, s_queues, s_credits, s_pool};
+    for (int k = 0; k < HK_UNIT; k++)
+        hk_s[k] = hk_own[k]; /* (borrowed: interned for good above) */
     PyObject *ec = PyImport_ImportModule("emu.element_const"), *wk = ec ? PyObject_GetAttrString(ec, "WAKE") : NULL;
     int ok = wk != NULL && get_ll(wk, &HF_WAKE) && slot_offset(OutPortT, "wake_at", &o_wake_at) == 0;
     Py_XDECREF(ec);
@@ -57,17 +70,24 @@ static inline PyObject *hf_dict(PyObject *o)
     return dp != NULL && *dp != NULL && PyDict_CheckExact(*dp) ? *dp : NULL;
 }
 
-/* A CreditState's fields the plain cases read (its instance dict's values, borrowed; NULL: not there;
- * common.h's r2_dict_values, kept per version of the dict). */
-enum { HK_ADMIT, HK_BYPRIO, HK_LATE, HK_GROUPS, HK_VCS, HK_QUEUES, HK_CREDITS, HK_POOL, HK_N };
-static dict_cache_t hk_cache[R2_DC_SLOTS];
-_Static_assert(HK_N <= DC_KEYS, "the fields fit a dict_cache_t");
+/* A CreditState's fields the plain cases read (its instance dict's values, borrowed; NULL: not there),
+ * read by common.h's fw_dict_values at the indices where they were found last: the dict is written on
+ * nearly every call (a credit, a start), so a cache of them keyed on its version missed nearly always.
+ * The fields after HK_POOL are not read here: asked for so that the fields found account for all of a
+ * plain CreditState's, ``admit`` and ``by_prio`` (class values, not in the dict) then known absent
+ * without a lookup. */
+static Py_ssize_t hk_hint[HK_N]; /* (0s: checked as any hint is) */
+static h2_split_t hk_split;
 
-/* d's fields into v: 0, -1 error (hf_init first: the names) */
+/* d's fields into v (the first HK_UNIT, those read; the others as fw_dict_values leaves them): 0, -1
+ * error (hf_init first: the names). A CreditState's dict as its __init__ made it -- its class's
+ * shared keys -- read by common.h's h2_split_values (the indices found once); any other by
+ * fw_dict_values. */
 static int hk_fields(PyObject *d, PyObject **v)
 {
-    PyObject *names[HK_N] = {s_admit, s_by_prio, s_late, s_groups, s_vcs, s_queues, s_credits, s_pool};
-    return r2_dict_values(hk_cache, d, names, HK_N, v);
+    if (CreditStateT != NULL && h2_split_values(&hk_split, CreditStateT, d, hk_s, HK_UNIT, v))
+        return 0;
+    return fw_dict_values(hk_hint, d, hk_s, HK_N, v);
 }
 
 /* Flow._event(t, WAKE, p): self._pseq += 1; heappush(self.pevents, (t, self._pseq, WAKE, p)) */

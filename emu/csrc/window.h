@@ -156,6 +156,10 @@ typedef struct {
      * change of a dict, and for every new dict): while both stand, the entry (v, borrowed; NULL: none)
      * is what a lookup finds -- one lookup of an engine's dict per window no more */
     struct { PyObject *d, *v; uint64_t ver; } seen[MC_SEEN];
+    /* an instance dict as its class's __init__ made it (the class's shared keys), changed since (its
+     * version changes with every write of any of its fields): the entry at the name's index in those
+     * keys, found once (common.h's h2_split_values), not looked up again */
+    h2_split_t split;
 } MissCache;
 
 static int lookup_missing(PyObject *o, PyObject *name, MissCache *c, PyObject **out)
@@ -183,8 +187,8 @@ static int lookup_missing(PyObject *o, PyObject *name, MissCache *c, PyObject **
         uint64_t ver = ((PyDictObject *)d)->ma_version_tag;
         size_t h = (size_t)((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL >> 56); /* (of MC_SEEN: 256) */
         if (c->seen[h].d != d || c->seen[h].ver != ver || !ver) {
-            v = PyDict_GetItemWithError(d, name); /* (no Python code: name an exact str) */
-            if (v == NULL && PyErr_Occurred())
+            if (!h2_split_values(&c->split, t, d, &name, 1, &v) && /* (else looked up: no Python code, */
+                (v = PyDict_GetItemWithError(d, name)) == NULL && PyErr_Occurred()) /* name an exact str) */
                 return -1;
             c->seen[h].d = d, c->seen[h].v = v, c->seen[h].ver = ver; /* (as read before: changed since, looked up again) */
         }
