@@ -26,7 +26,7 @@ static int fp_hint_dg, fp_hint_fr; /* (the place of the length a kind last kept 
 
 /* keep ``b`` (a reference the caller gives up: exact bytes held by nobody else) for use again, or let
  * it go; ``hint``: its kind's place (fp_hint_dg or fp_hint_fr) */
-static inline void fpool_put(PyObject *b, int *hint)
+static inline __attribute__((always_inline)) void fpool_put(PyObject *b, int *hint)
 {
     Py_ssize_t len = PyBytes_GET_SIZE(b);
     if (len >= FP_MIN && len <= FP_MAX && Py_REFCNT(b) == 1 && fpool_bytes + len <= FP_BUDGET) {
@@ -152,20 +152,9 @@ static PyObject *sk_retained_entry(PyObject *win, long long first, long long las
 /* a retained entry (window, first, last, group) let go: its datagram (take's group) or its frames
  * (a group of parts) kept for use again when nobody else holds them (the entry, its group and the
  * frame each held once: by what is let go); the entry itself kept too (retained_keep_or_free) */
-static void retained_release(PyObject *x)
+static void fg_release_slow(PyObject *x)
 {
     PyObject *g;
-    if (Py_REFCNT(x) == 1 && PyTuple_CheckExact(x) && PyTuple_GET_SIZE(x) == 4 && rt_n < RT_KEEP &&
-        PyBytes_CheckExact(g = PyTuple_GET_ITEM(x, 3)) && Py_REFCNT(g) == 1 &&
-        fg_long(PyTuple_GET_ITEM(x, 0)) && fg_long(PyTuple_GET_ITEM(x, 1)) && fg_long(PyTuple_GET_ITEM(x, 2)) &&
-        !PyObject_GC_IsTracked(x)) {
-        /* (take's entry, the common case, at once: what the steps below come to -- the entry kept,
-         * its ints in it, its datagram into the pool; a bytes object let go runs no code) */
-        rt_kept[rt_n++] = x;
-        PyTuple_SET_ITEM(x, 3, NULL);
-        fpool_put(g, &fp_hint_dg);
-        return;
-    }
     if (Py_REFCNT(x) == 1 && PyTuple_CheckExact(x) && PyTuple_GET_SIZE(x) == 4 &&
         PyBytes_CheckExact(g = PyTuple_GET_ITEM(x, 3)) && Py_REFCNT(g) == 1) {
         PyTuple_SET_ITEM(x, 3, Py_NewRef(Py_None)); /* (the tuple's reference is now g's, given to the pool) */
@@ -182,6 +171,23 @@ static void retained_release(PyObject *x)
             }
         }
     retained_keep_or_free(x);
+}
+
+/* fg_release_slow's steps, take's entry (the common case) at once: what they come to -- the entry
+ * kept, its ints in it, its datagram into the pool (a bytes object let go runs no code) */
+static inline __attribute__((always_inline)) void retained_release(PyObject *x)
+{
+    PyObject *g;
+    if (Py_REFCNT(x) == 1 && PyTuple_CheckExact(x) && PyTuple_GET_SIZE(x) == 4 && rt_n < RT_KEEP &&
+        PyBytes_CheckExact(g = PyTuple_GET_ITEM(x, 3)) && Py_REFCNT(g) == 1 &&
+        fg_long(PyTuple_GET_ITEM(x, 0)) && fg_long(PyTuple_GET_ITEM(x, 1)) && fg_long(PyTuple_GET_ITEM(x, 2)) &&
+        !PyObject_GC_IsTracked(x)) {
+        rt_kept[rt_n++] = x;
+        PyTuple_SET_ITEM(x, 3, NULL);
+        fpool_put(g, &fp_hint_dg);
+        return;
+    }
+    fg_release_slow(x);
 }
 
 /* -- what a link forgets: its retained datagrams, into the pool */
