@@ -19,16 +19,28 @@ static struct { Py_ssize_t len; int n; PyObject *items[FP_DEPTH]; } fpool[FP_LEN
 static Py_ssize_t fpool_bytes; /* (what the pool keeps, at most FP_BUDGET: a run's frames in flight
                                 * rise and fall by thousands -- 128 of a length kept a fifth of them) */
 static unsigned long long n_reused; /* (counts()) */
+static int fp_hint_dg, fp_hint_fr; /* (the place of the length a kind last kept or took, looked at first:
+                                    * a run's datagrams (take's, forget's) mostly of one length, its frames
+                                    * (records') of another; a length is in one place only, so the place the
+                                    * loop finds) */
 
-/* keep ``b`` (a reference the caller gives up: exact bytes held by nobody else) for use again, or let it go */
-static void fpool_put(PyObject *b)
+/* keep ``b`` (a reference the caller gives up: exact bytes held by nobody else) for use again, or let
+ * it go; ``hint``: its kind's place (fp_hint_dg or fp_hint_fr) */
+static inline __attribute__((always_inline)) void fpool_put(PyObject *b, int *hint)
 {
     Py_ssize_t len = PyBytes_GET_SIZE(b);
     if (len >= FP_MIN && len <= FP_MAX && Py_REFCNT(b) == 1 && fpool_bytes + len <= FP_BUDGET) {
+        int h = *hint;
+        if (fpool[h].len == len && fpool[h].n < FP_DEPTH) {
+            fpool[h].items[fpool[h].n++] = b;
+            fpool_bytes += len;
+            return;
+        }
         int empty = -1;
         for (int k = 0; k < FP_LENS; k++) {
             if (fpool[k].len == len) {
                 if (fpool[k].n < FP_DEPTH) {
+                    *hint = k;
                     fpool[k].items[fpool[k].n++] = b;
                     fpool_bytes += len;
                     return;
@@ -40,6 +52,7 @@ static void fpool_put(PyObject *b)
                 empty = k;
         }
         if (empty >= 0) {
+            *hint = empty;
             fpool[empty].len = len;
             fpool[empty].items[0] = b;
             fpool[empty].n = 1;
@@ -51,25 +64,30 @@ static void fpool_put(PyObject *b)
 }
 
 /* a bytes object of ``len`` bytes for the caller to fill (nobody else holds it): a kept buffer of
- * that length, or a new one */
-static PyObject *fpool_take(Py_ssize_t len)
+ * that length, or a new one; ``hint`` as fpool_put's */
+static inline PyObject *fpool_take(Py_ssize_t len, int *hint)
 {
-    if (len >= FP_MIN && len <= FP_MAX)
-        for (int k = 0; k < FP_LENS; k++)
-            if (fpool[k].len == len && fpool[k].n > 0) {
-                PyObject *b = fpool[k].items[--fpool[k].n];
-                fpool_bytes -= len;
-                bytes_hash_stale(b); /* (its hash, were it cached, is another frame's) */
-                n_reused++;
-                return b;
-            }
+    if (len >= FP_MIN && len <= FP_MAX) {
+        int h = *hint;
+        if (fpool[h].len != len) /* (else its one place: the loop would find no other) */
+            for (h = 0; h < FP_LENS && fpool[h].len != len; h++)
+                ;
+        if (h < FP_LENS && fpool[h].n > 0) {
+            PyObject *b = fpool[h].items[--fpool[h].n];
+            *hint = h;
+            fpool_bytes -= len;
+            bytes_hash_stale(b); /* (its hash, were it cached, is another frame's) */
+            n_reused++;
+            return b;
+        }
+    }
     return PyBytes_FromStringAndSize(NULL, len);
 }
 
 /* bytes(src[:len]): a kept buffer of that length written over, or a new one */
 static PyObject *frame_bytes(const char *src, Py_ssize_t len)
 {
-    PyObject *b = fpool_take(len);
+    PyObject *b = fpool_take(len, &fp_hint_fr);
     if (b != NULL)
         memcpy(PyBytes_AS_STRING(b), src, (size_t)len);
     return b;
@@ -81,6 +99,9 @@ static PyObject *frame_bytes(const char *src, Py_ssize_t len)
 #define RT_KEEP 1024
 static PyObject *rt_kept[RT_KEEP]; /* (4-tuples, their items NULL: seen by nobody) */
 static int rt_n;
+
+/* an item of an exact int (not NULL) */
+static inline int fg_long(PyObject *o) { return o != NULL && PyLong_CheckExact(o); }
 
 static void retained_keep_or_free(PyObject *x)
 {
@@ -131,13 +152,13 @@ static PyObject *sk_retained_entry(PyObject *win, long long first, long long las
 /* a retained entry (window, first, last, group) let go: its datagram (take's group) or its frames
  * (a group of parts) kept for use again when nobody else holds them (the entry, its group and the
  * frame each held once: by what is let go); the entry itself kept too (retained_keep_or_free) */
-static void retained_release(PyObject *x)
+static void fg_release_slow(PyObject *x)
 {
     PyObject *g;
     if (Py_REFCNT(x) == 1 && PyTuple_CheckExact(x) && PyTuple_GET_SIZE(x) == 4 &&
         PyBytes_CheckExact(g = PyTuple_GET_ITEM(x, 3)) && Py_REFCNT(g) == 1) {
         PyTuple_SET_ITEM(x, 3, Py_NewRef(Py_None)); /* (the tuple's reference is now g's, given to the pool) */
-        fpool_put(g);
+        fpool_put(g, &fp_hint_dg);
     }
     else if (Py_REFCNT(x) == 1 && PyTuple_CheckExact(x) && PyTuple_GET_SIZE(x) == 4 &&
         PyList_CheckExact(g = PyTuple_GET_ITEM(x, 3)) && Py_REFCNT(g) == 1)
@@ -146,10 +167,27 @@ static void retained_release(PyObject *x)
             if (PyBytes_CheckExact(f) && Py_REFCNT(f) == 1 && PyBytes_GET_SIZE(f) >= FP_MIN &&
                 PyBytes_GET_SIZE(f) <= FP_MAX) {
                 PyList_SET_ITEM(g, k, Py_NewRef(Py_None)); /* (the list's reference is now f's, given to the pool) */
-                fpool_put(f);
+                fpool_put(f, &fp_hint_fr);
             }
         }
     retained_keep_or_free(x);
+}
+
+/* fg_release_slow's steps, take's entry (the common case) at once: what they come to -- the entry
+ * kept, its ints in it, its datagram into the pool (a bytes object let go runs no code) */
+static inline __attribute__((always_inline)) void retained_release(PyObject *x)
+{
+    PyObject *g;
+    if (Py_REFCNT(x) == 1 && PyTuple_CheckExact(x) && PyTuple_GET_SIZE(x) == 4 && rt_n < RT_KEEP &&
+        PyBytes_CheckExact(g = PyTuple_GET_ITEM(x, 3)) && Py_REFCNT(g) == 1 &&
+        fg_long(PyTuple_GET_ITEM(x, 0)) && fg_long(PyTuple_GET_ITEM(x, 1)) && fg_long(PyTuple_GET_ITEM(x, 2)) &&
+        !PyObject_GC_IsTracked(x)) {
+        rt_kept[rt_n++] = x;
+        PyTuple_SET_ITEM(x, 3, NULL);
+        fpool_put(g, &fp_hint_dg);
+        return;
+    }
+    fg_release_slow(x);
 }
 
 /* -- what a link forgets: its retained datagrams, into the pool */
@@ -166,36 +204,48 @@ static int forget_ports(PyObject *ports, long long upto)
             PyErr_SetString(PyExc_TypeError, "emu._core.forget: not an output port with a link sender");
             return -1;
         }
-        Py_INCREF(r);
-        while (PyList_CheckExact(r)) { /* (LinkSender's: a list, its head cut at once, at most FG_MAX a time) */
+        if (PyList_CheckExact(r)) { /* (LinkSender's: a list, its head cut at once, at most FG_MAX a time) */
             enum { FG_MAX = 16 };
-            PyObject *xs[FG_MAX];
-            Py_ssize_t k = 0, len = PyList_GET_SIZE(r);
-            while (k < len && k < FG_MAX) {
-                PyObject *head = PyList_GET_ITEM(r, k);
-                long long w;
-                if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) < 1 || !get_ll(PyTuple_GET_ITEM(head, 0), &w)) {
-                    Py_DECREF(r);
-                    if (!PyErr_Occurred())
-                        PyErr_SetString(PyExc_TypeError, "emu._core.forget: a retained entry is not (window, ...)");
-                    return -1;
+            if (PyList_GET_SIZE(r) == 0)
+                continue; /* (nothing retained: the common port of a window two back) */
+            Py_INCREF(r);
+            for (;;) {
+                PyObject *xs[FG_MAX], **items = ((PyListObject *)r)->ob_item;
+                Py_ssize_t n = 0, len = PyList_GET_SIZE(r), lim = len < FG_MAX ? len : FG_MAX;
+                while (n < lim) {
+                    PyObject *head = items[n];
+                    long long w;
+                    if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) < 1 || !get_ll(PyTuple_GET_ITEM(head, 0), &w)) {
+                        Py_DECREF(r);
+                        if (!PyErr_Occurred())
+                            PyErr_SetString(PyExc_TypeError, "emu._core.forget: a retained entry is not (window, ...)");
+                        return -1;
+                    }
+                    if (w > upto)
+                        break;
+                    n++;
                 }
-                if (w > upto)
+                if (n == 0)
                     break;
-                k++;
+                /* (the head cut in place: the list's references to it become ours; a few moved
+                 * by hand, not by a call) */
+                for (Py_ssize_t j = 0; j < n; j++)
+                    xs[j] = items[j];
+                if (len - n > FG_MAX)
+                    memmove(items, items + n, (size_t)(len - n) * sizeof(PyObject *));
+                else
+                    for (Py_ssize_t j = n; j < len; j++)
+                        items[j - n] = items[j];
+                Py_SET_SIZE(r, len - n);
+                for (Py_ssize_t j = 0; j < n; j++) /* (each now held here alone: its frames kept for use again) */
+                    retained_release(xs[j]);
+                if (n < FG_MAX)
+                    break;
             }
-            if (k == 0)
-                break;
-            PyObject **items = ((PyListObject *)r)->ob_item; /* (the head cut in place: the list's
-                                                                 references to it become ours) */
-            memcpy(xs, items, (size_t)k * sizeof(PyObject *));
-            memmove(items, items + k, (size_t)(len - k) * sizeof(PyObject *));
-            Py_SET_SIZE(r, len - k);
-            for (Py_ssize_t j = 0; j < k; j++) /* (each now held here alone: its frames kept for use again) */
-                retained_release(xs[j]);
-            if (k < FG_MAX)
-                break;
+            Py_DECREF(r);
+            continue;
         }
+        Py_INCREF(r);
         for (; !PyList_CheckExact(r);) {
             Py_ssize_t len = PySequence_Size(r);
             if (len <= 0) {

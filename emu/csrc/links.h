@@ -70,7 +70,7 @@ static void dgv_clear(dgvec_t *d)
 static int flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssize_t k1, Py_ssize_t size,
                        long long seq0, long long w16, long long window, dgvec_t *out)
 {
-    PyObject *dg = fpool_take(size); /* (the datagram written here: the frames copied once, into it) */
+    PyObject *dg = fpool_take(size, &fp_hint_dg); /* (the datagram written here: the frames copied once, into it) */
     if (dg == NULL)
         return -1;
     PyObject *pre = SLOT(link, ls_prefix), *prep = SLOT(link, ls_prefix_pool);
@@ -201,7 +201,7 @@ static int take_into(PyObject *link, PyObject *pend, long long release, long lon
             goto fail;
     }
     for (Py_ssize_t k = 0; k < nrec; k++) /* (copied: a frame nobody else holds keeps its buffer for a received one) */
-        fpool_put(recs[k].frame);
+        fpool_put(recs[k].frame, &fp_hint_fr);
     if (recs != local)
         PyMem_Free(recs);
     n_taken += nrec;
