@@ -195,6 +195,16 @@ static inline __attribute__((always_inline)) void retained_release(PyObject *x)
 /* Element.forget: every output port's retained datagrams of windows <= ``upto`` are dropped (every
  * receiver has them). ``ports``: the element's output ports (a list). */
 /* Element.forget for the output ports ``ports`` (a list): 0, or -1 with an error */
+/* a retained entry's window (its first item, an int): 1, or 0 with an error set */
+static inline int fg_entry_window(PyObject *head, long long *w)
+{
+    if (PyTuple_Check(head) && PyTuple_GET_SIZE(head) >= 1 && get_ll(PyTuple_GET_ITEM(head, 0), w))
+        return 1;
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "emu._core.forget: a retained entry is not (window, ...)");
+    return 0;
+}
+
 static int forget_ports(PyObject *ports, long long upto)
 {
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(ports); k++) {
@@ -213,12 +223,9 @@ static int forget_ports(PyObject *ports, long long upto)
                 PyObject *xs[FG_MAX], **items = ((PyListObject *)r)->ob_item;
                 Py_ssize_t n = 0, len = PyList_GET_SIZE(r), lim = len < FG_MAX ? len : FG_MAX;
                 while (n < lim) {
-                    PyObject *head = items[n];
                     long long w;
-                    if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) < 1 || !get_ll(PyTuple_GET_ITEM(head, 0), &w)) {
+                    if (!fg_entry_window(items[n], &w)) {
                         Py_DECREF(r);
-                        if (!PyErr_Occurred())
-                            PyErr_SetString(PyExc_TypeError, "emu._core.forget: a retained entry is not (window, ...)");
                         return -1;
                     }
                     if (w > upto)
@@ -257,13 +264,10 @@ static int forget_ports(PyObject *ports, long long upto)
             }
             PyObject *head = PySequence_GetItem(r, 0);
             long long w;
-            int ok = head != NULL && PyTuple_Check(head) && PyTuple_GET_SIZE(head) >= 1 &&
-                     get_ll(PyTuple_GET_ITEM(head, 0), &w);
+            int ok = head != NULL && fg_entry_window(head, &w);
             Py_XDECREF(head);
             if (!ok) {
                 Py_DECREF(r);
-                if (!PyErr_Occurred())
-                    PyErr_SetString(PyExc_TypeError, "emu._core.forget: a retained entry is not (window, ...)");
                 return -1;
             }
             if (w > upto)
