@@ -141,3 +141,17 @@ def test_forget(check):
     code = f"import sys; sys.path.insert(0, {str(pathlib.Path(__file__).parent)!r}); import test_forget_twin as t; t.{check}()"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+@needs_core
+@pytest.mark.parametrize("kind", [list, deque])
+@pytest.mark.parametrize("bad", [("w", 1, 2, b""), (), "not a tuple"])
+def test_a_retained_entry_not_of_a_window_is_refused(kind, bad):
+    """An entry whose first item is not a window's int: a TypeError naming it, from the list's
+    path and from any other sequence's; the entry stays (the list's path checks a cut's entries
+    before it cuts: the one before it stays too)."""
+    p, a = _sender(0)
+    a.retained = kind([(1, -1, -1, bytes(64)), bad])
+    with pytest.raises(TypeError, match=r"a retained entry is not \(window, \.\.\.\)"):
+        CORE.forget([p], 5)
+    assert list(a.retained)[-1] == bad and len(a.retained) == (2 if kind is list else 1)

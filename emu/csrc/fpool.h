@@ -192,9 +192,6 @@ static inline __attribute__((always_inline)) void retained_release(PyObject *x)
 
 /* -- what a link forgets: its retained datagrams, into the pool */
 
-/* Element.forget: every output port's retained datagrams of windows <= ``upto`` are dropped (every
- * receiver has them). ``ports``: the element's output ports (a list). */
-/* Element.forget for the output ports ``ports`` (a list): 0, or -1 with an error */
 /* a retained entry's window (its first item, an int): 1, or 0 with an error set */
 static inline int fg_entry_window(PyObject *head, long long *w)
 {
@@ -205,6 +202,8 @@ static inline int fg_entry_window(PyObject *head, long long *w)
     return 0;
 }
 
+/* Element.forget: every output port's retained datagrams of windows <= ``upto`` are dropped (every
+ * receiver has them). ``ports``: the element's output ports (a list). 0, or -1 with an error */
 static int forget_ports(PyObject *ports, long long upto)
 {
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(ports); k++) {
