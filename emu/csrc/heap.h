@@ -59,19 +59,9 @@ static inline __attribute__((always_inline)) int entry_lt_fast(PyObject *a, PyOb
     Py_ssize_t n = PyTuple_GET_SIZE(a) < PyTuple_GET_SIZE(b) ? PyTuple_GET_SIZE(a) : PyTuple_GET_SIZE(b);
     if (n > 2)
         n = 2;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *u = PyTuple_GET_ITEM(a, i), *v = PyTuple_GET_ITEM(b, i);
-#if PY_VERSION_HEX < 0x030C0000
-        if (u != NULL && v != NULL && Py_TYPE(u) == &PyLong_Type && Py_TYPE(v) == &PyLong_Type &&
-            Py_SIZE(u) == 1 && Py_SIZE(v) == 1) { /* (two ints of one digit: the times and ports, mostly) */
-            digit du = ((PyLongObject *)u)->ob_digit[0], dv = ((PyLongObject *)v)->ob_digit[0];
-            if (du != dv)
-                return du < dv;
-            continue;
-        }
-#endif
+    for (Py_ssize_t i = 0; i < n; i++) { /* (the rest: get_ll reads an int of one digit first too) */
         long long x, y;
-        if (!get_ll(u, &x) || !get_ll(v, &y))
+        if (!get_ll(PyTuple_GET_ITEM(a, i), &x) || !get_ll(PyTuple_GET_ITEM(b, i), &y))
             return -2; /* (not an int, or too large for 64 bits: entry_lt, as before) */
         if (x != y)
             return x < y;
