@@ -108,54 +108,24 @@ static inline __attribute__((always_inline)) int get_ll(PyObject *o, long long *
     return !overflow && !(*v == -1 && PyErr_Occurred());
 }
 
-/* a dict's values for ``n`` (at most DC_KEYS) interned keys, borrowed (NULL: not there), kept per dict
- * and version in ``cache`` (DC_SLOTS entries; CPython 3.11: a new version with every change of a dict,
- * and for every new dict): looked up again only when one was set since -- an int changed in place, a
- * list's item set, leave the dict and its objects as they were. 0, -1 error. */
-#define DC_SLOTS 64
-#define DC_KEYS 16
-typedef struct { PyObject *d; uint64_t ver; PyObject *v[DC_KEYS]; } dict_cache_t;
-static int dict_values(dict_cache_t *cache, PyObject *d, PyObject *const *keys, int n, PyObject **v)
+/* A two-way table's entry for ``key`` (tables of a power of two of entries, keyed by an address: the pair h,
+ * h ^ 1), given the keys held at h and h ^ 1: the one holding ``key``, else an empty one of the two, else h
+ * (taken from its holder) */
+static inline size_t way2(size_t h, const void *at, const void *at1, const void *key)
 {
-#if PY_VERSION_HEX < 0x030C0000
-    uint64_t ver = ((PyDictObject *)d)->ma_version_tag;
-    size_t h = (size_t)((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL >> 58); /* (of DC_SLOTS: 64) */
-    if (cache[h].d == d && cache[h].ver == ver && ver) {
-        memcpy(v, cache[h].v, (size_t)n * sizeof *v);
-        return 0;
-    }
-#endif
-    for (int k = 0; k < n; k++)
-        if ((v[k] = PyDict_GetItemWithError(d, keys[k])) == NULL && PyErr_Occurred())
-            return -1;
-#if PY_VERSION_HEX < 0x030C0000
-    cache[h].d = d, cache[h].ver = ver; /* (the dict's address with its version: no other dict has both) */
-    memcpy(cache[h].v, v, (size_t)n * sizeof *v);
-#endif
-    return 0;
+    return at != key && (at1 == key || (at != NULL && at1 == NULL)) ? h ^ 1 : h;
 }
 
-/* dict_values with a cache of R2_DC_SLOTS entries (1024: 16 of DC_SLOTS, the bank by the next bits of
- * the same hash) for the dicts there are one of per host or router of a run -- an 8x8 mesh's 64
- * CreditStates took each other's of DC_SLOTS' 64 at about a third of the calls (csrc/flowwake.h's,
- * csrc/hostflow.h's) */
-#define R2_DC_SLOTS (16 * DC_SLOTS)
-static inline int r2_dict_values(dict_cache_t *cache, PyObject *d, PyObject *const *keys, int n, PyObject **v)
-{
-    size_t bank = (size_t)((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL >> 54) & 15;
-    return dict_values(cache + bank * DC_SLOTS, d, keys, n, v);
-}
-
-/* fw_dict_values: dict_values without a version: each key read at the index in the dict's keys where
- * it was found last (``hint``, one per key, shared by every dict read with it -- a class's instances
- * share their keys, so one hint serves them all), checked as CPython 3.11's LOAD_ATTR_WITH_HINT checks
+/* fw_dict_values: a dict's values for ``n`` interned keys, borrowed (NULL: not there), each key read at
+ * the index in the dict's keys where it was found last (``hint``, one per key, shared by every dict read
+ * with it -- a class's instances share their keys, so one hint serves them all), checked as CPython 3.11's LOAD_ATTR_WITH_HINT checks
  * it: the index within the keys' entries and the very key (the interned str) there; the value then is
  * the dict's (split: its values array's at that index, NULL absent; combined: the entry's). A key not
  * there (or no longer) is looked up plainly and its index found again. A key read as absent (NULL) is
  * known absent when the keys found account for all the dict's (ma_used): otherwise looked up plainly.
- * A write of a value (an int's new object) leaves every hint good -- dict_values' version changes with
- * it, a miss on every call after one. CPython other than 3.11 (its keys' layout mirrored here, from
- * Include/internal/pycore_dict.h): dict_values' plain lookups. 0, -1 error. */
+ * A write of a value (an int's new object) leaves every hint good -- a cache keyed on the dict's version
+ * missed on every call after one. CPython other than 3.11 (its keys' layout mirrored here, from
+ * Include/internal/pycore_dict.h): plain lookups. 0, -1 error. */
 #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
 #define FW_DICT_HINTS 1
 typedef struct {
@@ -271,6 +241,21 @@ static inline __attribute__((always_inline)) int h2_split_values(h2_split_t *c, 
     (void)c, (void)t, (void)d, (void)keys, (void)n, (void)v;
     return 0;
 #endif
+}
+
+/* an instance's fields: its dict ``d``'s values for ``keys`` into v (borrowed; NULL: not there) -- a dict
+ * as its class ``t``'s __init__ made it (the class's shared keys) by h2_split_values, the first
+ * ``n_split`` keys (those read: the indices found once), any other dict by fw_dict_values, all ``n``
+ * at the indices where they were last (``hint``: the keys after n_split asked for only so that the ones
+ * found account for all of a plain instance's: a key's absence then known without a lookup). For a dict
+ * written on nearly every call, where a cache keyed on its version would miss nearly always. 0, -1
+ * error. */
+static inline int split_or_hinted(h2_split_t *c, Py_ssize_t *hint, PyTypeObject *t, PyObject *d,
+                                  PyObject *const *keys, int n_split, int n, PyObject **v)
+{
+    if (t != NULL && h2_split_values(c, t, d, keys, n_split, v))
+        return 0;
+    return fw_dict_values(hint, d, keys, n, v);
 }
 
 /* a bytes object whose contents were just written in place: its cached hash, were there one, forgotten

@@ -87,20 +87,15 @@ static inline long long fw_len(int f, PyObject *wire)
     return n - C_HDR_LEN + fw_fr[f].add[((const unsigned char *)PyBytes_AS_STRING(wire))[C_PTYPE_OFF]];
 }
 
-/* the CreditState's fields (its __dict__ ``d``'s values, borrowed) into v (the first F_FRAMING; v[F_FRAMING]
- * as fw_dict_values leaves it, or untouched): 1, 0 one missing or a ``by_prio`` there (Python's), -1
- * error. A dict as __init__ made it -- its class's shared keys -- read by common.h's h2_split_values (the
- * fields' indices found once for the keys; a field not among them, ``by_prio``, absent without a
- * lookup); any other by fw_dict_values, at the indices where they were last (``framing``, not read here,
- * asked for so that the fields found account for all of a plain CreditState's: ``by_prio``'s absence
- * then known without a lookup). (A version-keyed cache would miss nearly always: the dict is written on
- * nearly every call.) */
+/* the CreditState's fields (its __dict__ ``d``'s values, borrowed; common.h's split_or_hinted: ``framing``,
+ * not read here, asked for so that ``by_prio``'s absence is known without a lookup) into v (the first
+ * F_FRAMING; v[F_FRAMING] as split_or_hinted leaves it): 1, 0 one missing or a ``by_prio`` there
+ * (Python's), -1 error */
 static Py_ssize_t fw_hint[F_N]; /* (0s: checked as any hint is) */
 static h2_split_t fw_split;
 static int fw_fields(PyObject *d, PyObject **v)
 {
-    if (!h2_split_values(&fw_split, CreditStateT, d, f_s, F_FRAMING, v) &&
-        fw_dict_values(fw_hint, d, f_s, F_N, v) < 0)
+    if (split_or_hinted(&fw_split, fw_hint, CreditStateT, d, f_s, F_FRAMING, F_N, v) < 0)
         return -1;
     for (int k = 0; k < F_FRAMING; k++)
         if ((v[k] == NULL) != (k == F_BYPRIO))

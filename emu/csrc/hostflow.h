@@ -71,23 +71,19 @@ static inline PyObject *hf_dict(PyObject *o)
 }
 
 /* A CreditState's fields the plain cases read (its instance dict's values, borrowed; NULL: not there),
- * read by common.h's fw_dict_values at the indices where they were found last: the dict is written on
- * nearly every call (a credit, a start), so a cache of them keyed on its version missed nearly always.
+ * read by common.h's split_or_hinted: the dict is written on nearly every call (a credit, a start), so a
+ * cache of them keyed on its version missed nearly always.
  * The fields after HK_POOL are not read here: asked for so that the fields found account for all of a
  * plain CreditState's, ``admit`` and ``by_prio`` (class values, not in the dict) then known absent
  * without a lookup. */
 static Py_ssize_t hk_hint[HK_N]; /* (0s: checked as any hint is) */
 static h2_split_t hk_split;
 
-/* d's fields into v (the first HK_UNIT, those read; the others as fw_dict_values leaves them): 0, -1
- * error (hf_init first: the names). A CreditState's dict as its __init__ made it -- its class's
- * shared keys -- read by common.h's h2_split_values (the indices found once); any other by
- * fw_dict_values. */
+/* d's fields into v (the first HK_UNIT, those read; the others as split_or_hinted leaves them): 0, -1
+ * error (hf_init first: the names) */
 static int hk_fields(PyObject *d, PyObject **v)
 {
-    if (CreditStateT != NULL && h2_split_values(&hk_split, CreditStateT, d, hk_s, HK_UNIT, v))
-        return 0;
-    return fw_dict_values(hk_hint, d, hk_s, HK_N, v);
+    return split_or_hinted(&hk_split, hk_hint, CreditStateT, d, hk_s, HK_UNIT, HK_N, v);
 }
 
 /* Flow._event(t, WAKE, p): self._pseq += 1; heappush(self.pevents, (t, self._pseq, WAKE, p)) */

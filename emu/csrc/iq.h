@@ -1583,15 +1583,13 @@ static struct { PyObject *t; long long k[IK_COUNT]; long long lim; } iq_kc[IQ_KC
 static int iq_consts(PyObject *ks, long long *k, long long *lim)
 {
     size_t h = (size_t)(((uint64_t)(uintptr_t)ks * 0x9E3779B97F4A7C15ULL) >> 55); /* (of IQ_KC: 512) */
-    if (iq_kc[h].t != ks && iq_kc[h ^ 1].t == ks)
-        h ^= 1; /* (two ways: the routers of a mesh whose tuples share an entry do not take it from each other) */
+    h = way2(h, iq_kc[h].t, iq_kc[h ^ 1].t, ks); /* (two ways: the routers of a mesh whose tuples share an
+                                                 * entry do not take it from each other) */
     if (iq_kc[h].t == ks) {
         memcpy(k, iq_kc[h].k, sizeof iq_kc[h].k);
         *lim = iq_kc[h].lim;
         return 0;
     }
-    if (iq_kc[h].t != NULL && iq_kc[h ^ 1].t == NULL)
-        h ^= 1;
     for (int i = 0; i < IK_COUNT; i++)
         if (!get_ll(PyTuple_GET_ITEM(ks, i), &k[i]))
             return iq_bad("a setting is not an integer");

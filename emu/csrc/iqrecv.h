@@ -280,9 +280,7 @@ static int rx_engine(PyObject *eng, PyObject **routes, PyObject **held)
     unsigned int tver = can ? t->tp_version_tag : 0;
     uint64_t dver = can ? rx_dver(d) : 0;
     size_t h = (size_t)(((uint64_t)(uintptr_t)eng * 0x9E3779B97F4A7C15ULL) >> 52); /* (of RX_EC: 4096) */
-    if (rx_ec[h].eng != eng && (rx_ec[h ^ 1].eng == eng || (rx_ec[h].eng != NULL && rx_ec[h ^ 1].eng == NULL)))
-        h ^= 1; /* (two ways: the engine's own, else an empty one) */
-    __typeof__(rx_ec[0]) *e = &rx_ec[h];
+    __typeof__(rx_ec[0]) *e = &rx_ec[way2(h, rx_ec[h].eng, rx_ec[h ^ 1].eng, eng)];
     if (can && e->eng == eng && e->type == t && e->tver == tver && e->dict == d && e->dver == dver) {
         *routes = Py_NewRef(e->routes);
         *held = Py_NewRef(e->held);

@@ -115,9 +115,7 @@ static struct { PyObject *eng, *dict; uint64_t dver; unsigned absent; PyObject *
 static inline __typeof__(t_ec[0]) *t_kept(PyObject *eng, PyObject *d)
 {
     size_t h = (size_t)(((uint64_t)(uintptr_t)eng * 0x9E3779B97F4A7C15ULL) >> 52); /* (of T_EC: 4096) */
-    if (t_ec[h].eng != eng && (t_ec[h ^ 1].eng == eng || (t_ec[h].eng != NULL && t_ec[h ^ 1].eng == NULL)))
-        h ^= 1; /* (two ways: the engine's own, else an empty one) */
-    __typeof__(t_ec[0]) *e = &t_ec[h];
+    __typeof__(t_ec[0]) *e = &t_ec[way2(h, t_ec[h].eng, t_ec[h ^ 1].eng, eng)];
     uint64_t v = rx_dver(d);
     if (e->eng != eng || e->dict != d || e->dver != v) { /* (another engine's, or this one's dict changed) */
         e->eng = eng;
@@ -194,13 +192,8 @@ static struct { PyObject *eng, *cs, *dict; uint64_t dver; PyObject *cout; long l
 static inline __typeof__(t_tc[0]) *t_tc_slot(PyObject *eng, int fill)
 {
     size_t h = (size_t)(((uint64_t)(uintptr_t)eng * 0x9E3779B97F4A7C15ULL) >> 52); /* (of T_TC: 4096) */
-    if (t_tc[h].eng == eng)
-        return &t_tc[h];
-    if (t_tc[h ^ 1].eng == eng)
-        return &t_tc[h ^ 1];
-    if (!fill)
-        return NULL;
-    return t_tc[h].eng != NULL && t_tc[h ^ 1].eng == NULL ? &t_tc[h ^ 1] : &t_tc[h];
+    h = way2(h, t_tc[h].eng, t_tc[h ^ 1].eng, eng);
+    return fill || t_tc[h].eng == eng ? &t_tc[h] : NULL;
 }
 
 /* the plain case's engine dict, ``_cst``, ``credit_out`` and parsed state (z: its s, k, fresh and now,
@@ -250,6 +243,20 @@ static void t_tc_keep(PyObject *eng, PyObject *cs, PyObject *d, PyObject *cout, 
 }
 #endif
 
+/* eng.<slot> = eng.<name>() (a router's core state made at its first round or frame, as its method makes
+ * it; ``s`` the name's interned str, made at the first call): 0, -1 error */
+static int t_state_made(PyObject *eng, PyObject **s, const char *name, int slot)
+{
+    if (*s == NULL && (*s = PyUnicode_InternFromString(name)) == NULL)
+        return -1;
+    PyObject *made = PyObject_CallMethodNoArgs(eng, *s);
+    if (made == NULL)
+        return -1;
+    eslot_set(eng, slot, made);
+    Py_DECREF(made);
+    return 0;
+}
+
 /* InputQueuedEngine.on_timer(now) in the plain case: 0 done (*out_p the frames granted, a new
  * list), 1 not this case (nothing changed: Python's method), -1 error. */
 static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
@@ -262,13 +269,8 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
         if (dp != NULL && *dp != NULL && PyDict_CheckExact(*dp) && t_absent(eng, *dp, T_ONTIMER) > 0 && b != NULL &&
             get_ll(tt, &now) && (b == Py_None || (get_ll(b, &bt) && bt > now))) {
             static PyObject *s_cs;
-            if (s_cs == NULL && (s_cs = PyUnicode_InternFromString("_core_state")) == NULL)
+            if (t_state_made(eng, &s_cs, "_core_state", T_CST) < 0)
                 return -1;
-            PyObject *made = PyObject_CallMethodNoArgs(eng, s_cs);
-            if (made == NULL)
-                return -1;
-            eslot_set(eng, T_CST, made);
-            Py_DECREF(made);
         }
         PyErr_Clear();
     }
@@ -446,13 +448,8 @@ static int iq_on_receive(PyObject *eng, PyObject *frame, PyObject *port, PyObjec
         t_absent(eng, *dp, T_RECEIVE) > 0) { /* (its first frame: ``self._crx = self._core_receive_state()``, as
                                                 * the method's first lines do, then on as with any other) */
         static PyObject *s_crs;
-        if (s_crs == NULL && (s_crs = PyUnicode_InternFromString("_core_receive_state")) == NULL)
+        if (t_state_made(eng, &s_crs, "_core_receive_state", T_CRX) < 0)
             return -1;
-        PyObject *made = PyObject_CallMethodNoArgs(eng, s_crs);
-        if (made == NULL)
-            return -1;
-        eslot_set(eng, T_CRX, made);
-        Py_DECREF(made);
     }
     if (dp == NULL || *dp == NULL || (rx = ESLOT(eng, T_CRX)) == NULL || !PyTuple_CheckExact(rx) ||
         PyTuple_GET_SIZE(rx) != 2 || !PyDict_CheckExact(*dp) || t_absent(eng, *dp, T_RECEIVE) <= 0) {
