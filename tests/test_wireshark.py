@@ -3,6 +3,7 @@
 import os
 import pathlib
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -118,6 +119,19 @@ def _can_capture_on_lo() -> str | None:
 NO_LIVE = _can_capture_on_lo()
 
 
+def _until_capturing(pcap, deadline: float) -> None:
+    """Until the capture has written a datagram of ours (a probe to the discard port, not the
+    emulator's: filtered out below by its cluster id), or the deadline: the file's header alone does
+    not say the capture sees packets yet (a busy machine once let a whole ping pass before it did)."""
+    size = pcap.stat().st_size if pcap.exists() else 0
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        while time.time() < deadline:
+            s.sendto(b"probe", ("127.0.0.1", 9))
+            time.sleep(0.2)
+            if pcap.exists() and pcap.stat().st_size > size:
+                return
+
+
 @pytest.mark.skipif(NO_LIVE is not None, reason=str(NO_LIVE))
 def test_live_loopback_capture_decodes(tmp_path):
     pcap = tmp_path / "live.pcapng"
@@ -128,7 +142,7 @@ def test_live_loopback_capture_decodes(tmp_path):
         deadline = time.time() + 20
         while time.time() < deadline and not (pcap.exists() and pcap.stat().st_size > 0):
             time.sleep(0.1)   # the capture file gets its header once capturing has started
-        time.sleep(0.5)
+        _until_capturing(pcap, deadline)
         script = ("import trio, emu\n"
                   "async def main():\n"
                   "    async with emu.Cluster('star:n=3', direct=False) as net:\n"
