@@ -240,7 +240,6 @@ class Domain(DomainControl):
         if stretch and not self._with_links:
             # (a lone domain's links all in memory, as emu.build makes them with run.direct: none retains)
             retains = not self.run.direct or bool(self.run.socket_drop_rate)
-            core = native.CORE if type(self) is Domain else None  # (_run's compiled path, called here as it is)
             while self.merged < STRETCH_MAX:
                 t = self._following_now(w + self.merged + 1, first_arrival)  # (no await unless one is needed)
                 if t is None:
@@ -251,13 +250,7 @@ class Domain(DomainControl):
                 if retains and hist and hist[0][0] <= w + self.merged - 2:  # (as the window's own round would)
                     self._forget(w + self.merged)
                 sent = []
-                if core is not None:
-                    first_arrival, more, k = self._run_core(core, w + self.merged, t, t + stretch, sent)
-                    if k < len(more):
-                        first_arrival = await self._run_core_rest(core, more, k, first_arrival, w + self.merged, t,
-                                                                  t + stretch, sent)
-                else:
-                    first_arrival, more = await self._run(w + self.merged, t, t + stretch, sent)
+                first_arrival, more = await self._run(w + self.merged, t, t + stretch, sent)
                 if sent:
                     hist.append((w + self.merged, sent))
                 ran.append(more)
@@ -299,9 +292,16 @@ class Domain(DomainControl):
         core = native.CORE
         first_arrival = INF
         if core is not None and type(self) is Domain:  # the loops below in the compiled core
-            first_arrival, act, k = self._run_core(core, w, t0, t1, sent)
-            if k < len(act):
-                first_arrival = await self._run_core_rest(core, act, k, first_arrival, w, t0, t1, sent)
+            act, k = core.due(heap, t1, at, self.elements), 0  # (the first loop below, its list)
+            while True:  # (a static-table switch's window runs whole there)
+                k, fa = core.window(self, act, k, t1, w, t0 + 1, sent)
+                if fa < first_arrival:
+                    first_arrival = fa
+                if k >= len(act):
+                    break
+                await act[k].flush_unsent()  # (its datagrams waited for room in the socket)
+                self.schedule(act[k])
+                k += 1
             return first_arrival, act
         elements = self.elements
         active: dict[Element, None] = {}
@@ -327,29 +327,6 @@ class Domain(DomainControl):
                 at[i] = t
                 heapq.heappush(heap, (t, i))
         return first_arrival, active
-
-    def _run_core(self, core, w: int, t0: int, t1: int, sent: list) -> tuple[int, list, int]:
-        """``_run`` in the compiled core, as far as it goes without waiting: ``core.due`` (the first
-        loop of ``_run``'s pure-Python path), then ``core.window`` over the elements (its second);
-        (earliest arrival, the elements that ran, k): the k-th of them has datagrams waiting for room
-        in the socket when k < their number (``_run_core_rest`` goes on from it)."""
-        act = core.due(self._heap, t1, self._at, self.elements)
-        k, fa = core.window(self, act, 0, t1, w, t0 + 1, sent)  # (a static-table switch's window runs whole there)
-        return fa, act, k
-
-    async def _run_core_rest(self, core, act: list, k: int, first_arrival: int, w: int, t0: int, t1: int,
-                             sent: list) -> int:
-        """``_run_core`` from element ``act[k]`` on, whose datagrams waited for room in the socket:
-        the earliest arrival of all."""
-        while True:
-            await act[k].flush_unsent()
-            self.schedule(act[k])
-            k += 1
-            k, fa = core.window(self, act, k, t1, w, t0 + 1, sent)
-            if fa < first_arrival:
-                first_arrival = fa
-            if k >= len(act):
-                return first_arrival
 
     def _check_count(self, w: int, expected: int) -> None:
         got = self._received_before(w)
