@@ -227,12 +227,14 @@ def _build_elements(dom: Domain, plan: Plan, index: int, address: str, key: byte
     for i, link in enumerate(t.links):
         spec = link.spec
         fr = framing(spec.framing)
-        for (src, sport, dst, dport), link_id in (((link.a, link.a_port, link.b, link.b_port), 2 * i),
-                                                  ((link.b, link.b_port, link.a, link.a_port), 2 * i + 1)):
+        name_a, name_b = port_name(link.a, link.a_port), port_name(link.b, link.b_port)  # (each end's, once)
+        for (src, sport, src_name, dst, dport, dst_name), link_id in (
+                ((link.a, link.a_port, name_a, link.b, link.b_port, name_b), 2 * i),
+                ((link.b, link.b_port, name_b, link.a, link.a_port, name_a), 2 * i + 1)):
             rx = t.nodes[dst]
             if src in outs:
-                op = OutPort(sport, port_name(src, sport), base[src] + sport, link_id,
-                             dst, port_name(dst, dport), spec.latency_ns,
+                op = OutPort(sport, src_name, base[src] + sport, link_id,
+                             dst, dst_name, spec.latency_ns,
                              spec.bandwidth_bps, peer_domain=owner[dst], priority=spec.priority,
                              framing=fr)
                 if iq[dst]:  # the router takes a frame as its head arrives; priority: at the port's
@@ -256,8 +258,8 @@ def _build_elements(dom: Domain, plan: Plan, index: int, address: str, key: byte
                         op.flow.quanta = qs.quanta  # (None: strict priority)
                 outs[src].append(op)
             if dst in ins:
-                ip = InPort(dport, port_name(dst, dport), base[dst] + dport, link_id,
-                            src, port_name(src, sport), peer_domain=owner[src],
+                ip = InPort(dport, dst_name, base[dst] + dport, link_id,
+                            src, src_name, peer_domain=owner[src],
                             latency_ns=spec.latency_ns, bandwidth_bps=spec.bandwidth_bps,
                             framing=fr)
                 if iq[dst]:

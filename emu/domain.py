@@ -241,7 +241,9 @@ class Domain(DomainControl):
             # (a lone domain's links all in memory, as emu.build makes them with run.direct: none retains)
             retains = not self.run.direct or bool(self.run.socket_drop_rate)
             while self.merged < STRETCH_MAX:
-                t = await self._following(w + self.merged + 1, first_arrival)
+                t = self._following_now(w + self.merged + 1, first_arrival)  # (no await unless one is needed)
+                if t is None:
+                    t = await self._following(w + self.merged + 1, first_arrival)
                 if t >= INF:
                     break
                 self.merged += 1
@@ -331,6 +333,29 @@ class Domain(DomainControl):
         if got != expected:
             raise FrameLossError(f"domain {self.index}: {got} frames of windows before {w} accepted, but "
                                  f"{expected} were sent (a frame was counted twice: a bug)")
+
+    def _following_now(self, w: int, first_arrival: int) -> int | None:
+        """``_following`` where it need not wait (nothing waits for room in the socket, every frame
+        this domain sent itself collected already): its answer; None: ``_following`` is to run (it
+        does again what this did, which it may: the heap's head and a flushed batch stay as they are)."""
+        nt = self.next_time()
+        t = first_arrival if first_arrival < nt else nt
+        if t >= INF:
+            return INF
+        batch = self.batch
+        if batch is not None:
+            if batch.pending:
+                batch.flush()
+            if batch.unsent:
+                return None
+        expected = self.sent_to[self.index]
+        if self.received - self._by_window.get(w & 0xFFFF, 0) != expected:  # (_received_before(w))
+            if self._received_before(w) < expected:
+                return None
+            self._check_count(w, expected)
+        if batch is not None:
+            batch.holding = True
+        return t
 
     async def _following(self, w: int, first_arrival: int) -> int:
         """Where window ``w`` starts (INF: nowhere, the run is over), after window ``w - 1`` whose

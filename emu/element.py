@@ -12,6 +12,7 @@ then by sequence number (DESIGN.md principle 10).
 
 from __future__ import annotations
 
+import functools
 import heapq
 import logging
 import random
@@ -152,7 +153,7 @@ class Element(Links, Flow, Pfc):
                       "wrong_sender": 0, "gaps": 0, "duplicates": 0, "nacks_sent": 0, "retransmitted": 0,
                       "sock_dropped": 0, "datagrams_sent": 0, "datagrams_received": 0, "bad_tag": 0, "late": 0}
         self._drop_rate = drop_rate
-        self._drop_rng = random.Random(seed ^ 0x5EED)
+        self._drop_seed = seed ^ 0x5EED  # (its generator made as it is first drawn from: _drop_rng)
         self.unsent: list[tuple[bytes, tuple[str, int]]] = []
         self.batch = batch
         """The process's shared socket (``emu.batch.Batch``), or None: this element's own socket."""
@@ -174,6 +175,13 @@ class Element(Links, Flow, Pfc):
             self._tag = tagger(tag_key)
             self.on_datagram = self._on_tagged_datagram
             self._sendto = self._sendto_tagged
+
+    @functools.cached_property
+    def _drop_rng(self) -> random.Random:
+        """The seeded generator of the socket's emulated losses (``RunConfig.socket_drop_rate``), made
+        when first drawn from -- the same draws as one made with the element, since nothing draws
+        from it before (a generator per element, 5 us each, that most runs never use)."""
+        return random.Random(self._drop_seed)
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def serve(self, task_status=trio.TASK_STATUS_IGNORED) -> None:

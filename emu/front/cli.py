@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         freeze_until_run()
     early = _fork_early(sys.argv[1:]) if argv is None else None
     try:
-        ap = _parser(only=command_word(sys.argv[1:] if argv is None else argv))  # (only the subcommand run)
+        ap = _command_parser(command_word(sys.argv[1:] if argv is None else argv))  # (only the subcommand run)
         from .. import mpi
 
         if mpi.world()[1] > 1:  # (the other ranks serve domains for the whole command: the collector on)
@@ -51,6 +51,42 @@ def main(argv: list[str] | None = None) -> int:
         startup_gc.back()  # (a command that ended before any run)
         if early is not None and early.kids:  # not taken by a cluster (refused, another command)
             early.discard()
+
+
+_PARSERS: dict = {}
+"""The parser of one subcommand (``_parser(only=...)``) by (subcommand, the function that made it),
+with its help texts' state: made once a process -- a library caller runs many commands (1-2 ms
+each). A parse changes nothing of it (only the namespace it returns); one whose help or usage was
+shown (its lists of what is installed read then, ``cli_parser._LazyEpilog``) is made anew."""
+
+
+def _command_parser(only: str | None):
+    """``_parser(only=only)``, the same one again for the same subcommand while its help texts are
+    still to be read (the whole parser, with no subcommand named, made anew)."""
+    if only is None:
+        return _parser(only=None)
+    key = (only, _parser)  # (a _parser replaced, e.g. by a test: its own)
+    kept = _PARSERS.get(key)
+    if kept is not None and _lazy_state(kept[0]) == kept[1]:
+        return kept[0]
+    ap = _parser(only=only)
+    _PARSERS[key] = (ap, _lazy_state(ap))
+    return ap
+
+
+def _lazy_state(ap) -> list:
+    """Each parser's (under ``ap``, ``ap`` too) epilog and number of help texts still to fill in:
+    other ones once its help was shown."""
+    import argparse
+
+    out, todo = [], [ap]
+    while todo:
+        p = todo.pop()
+        out.append((p.__dict__.get("_epilog"), len(p.__dict__.get("_late", ()))))
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                todo.extend(a.choices.values())
+    return out
 
 
 def _fork_early(argv: list[str]):

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from .consoles import console, make_console
 from .run_prepare import run_config
+from .table_text import print_table
 
 
 def _show_results(args) -> int:
@@ -23,7 +24,7 @@ def _show_results(args) -> int:
         sys.stdout.flush()
     out = make_console(stderr=True) if "-" in (args.json, getattr(args, "csv", None)) or fmt != "table" else console
     if fmt == "table":
-        out.print(_results_table(args, args.finished))
+        print_table(out, _results_table(args, args.finished))
     for point, pargs, r in args.finished:
         rows = {k: v for k, v in r.figures.items() if isinstance(v, list) and v and isinstance(v[0], dict)}
         at = "".join(f" {k}={v}" for k, v in point.items() if k in args.swept)
@@ -33,7 +34,7 @@ def _show_results(args) -> int:
             out.print(escape(r.figures["gpcnet_table"]), highlight=False, soft_wrap=True)
             rows = {}
         for k, v in rows.items():  # a figure that is a list of rows (a test's curve): a table
-            out.print(_rows_table(f"{r.name}{at}: {k}", v))
+            print_table(out, _rows_table(f"{r.name}{at}: {k}", v))
         if r.error:
             out.print(f"[red]{r.name}{at} failed:[/] {escape(str(r.error))}", soft_wrap=True)  # one line in a pipe or a log
     for _, _, _, mgr_note in args.points:
