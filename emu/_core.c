@@ -213,6 +213,7 @@ static PyMethodDef methods[] = {
      "OutPort.start_ready's plain case under credit flow control: (started, wake), or None"},
     {"counts", counts, METH_NOARGS, "frames the core forwarded, enqueued and handed over in this process"},
     {"crc32", crc32, METH_O, "crc32(bytes-like) -> zlib.crc32 of it (the core's own CRC-32)"},
+    {"crc32_path", crc32_path, METH_NOARGS, "crc32_path() -> the CRC-32 a long frame gets here: vpclmul512, clmul8, clmul or table"},
     {"crc32_byte", (PyCFunction)(void (*)(void))crc32_byte, METH_FASTCALL,
      "crc32_byte(crc, old ^ new, z): the CRC-32 after one byte z bytes before the end changed (a forward's FCS)"},
     {"setup", setup, METH_VARARGS, "setup(OutPort, InPort, LazyFrame, LinkSender, LinkReceiver, CausalityError, consts)"},
