@@ -142,6 +142,9 @@ class Batch:
         self._early: list = []
         """(data, true sender) queued on a connected socket before its connect (``open_connected``),
         handed to ``on_datagram`` by the next ``drain``."""
+        self._into = memoryview(bytearray(65536))
+        """The buffer every datagram is read into while the compiled core reads their records (``drain``):
+        no bytes object made, and let go, per datagram -- ``on_datagram`` copies what it keeps."""
         self._ep = None
         """An epoll of ``sock`` and the connected sockets, which ``serve`` waits on (None: ``sock`` only);
         made now, as ``serve`` starts before the peers are known."""
@@ -294,9 +297,10 @@ class Batch:
             early, self._early = self._early, []
             for data, sender in early:
                 accepted += self.on_datagram(data, sender)
+        into = self._into if native.CORE is not None else None
         for s, peer in self.connected:
-            accepted += read_connected(s, peer, self.on_datagram)
-        return accepted + read_datagrams(self.sock, self.on_datagram)
+            accepted += read_connected(s, peer, self.on_datagram, into)
+        return accepted + read_datagrams(self.sock, self.on_datagram, into)
 
     def drain_own(self) -> int:
         """Read as many datagrams as this process sent itself since the socket was last read, and no
@@ -306,10 +310,18 @@ class Batch:
         self._to_self = 0
         accepted = 0
         own = self._own
-        recv = self.sock.recvfrom if own is None else own[0].recv
+        into = self._into if native.CORE is not None else None
+        if into is None:
+            recv = self.sock.recvfrom if own is None else own[0].recv
+        else:
+            recv = self.sock.recvfrom_into if own is None else own[0].recv_into
         while self._self_unread > 0:
             try:
-                data, sender = recv(65536) if own is None else (recv(65536), own[1])
+                if into is not None:
+                    n, sender = recv(into) if own is None else (recv(into), own[1])
+                    data = into[:n]
+                else:
+                    data, sender = recv(65536) if own is None else (recv(65536), own[1])
             except BlockingIOError:
                 self._self_unread = 0
                 break
@@ -343,9 +355,11 @@ class Batch:
             return owner
         return None
 
-    def on_datagram(self, data: bytes, sender: tuple[str, int]) -> int:
+    def on_datagram(self, data: bytes | memoryview, sender: tuple[str, int]) -> int:
         """Check the tag (off loopback), then dispatch each record to the element at the end of its
-        link; foreign, forged or malformed input is counted and dropped."""
+        link; foreign, forged or malformed input is counted and dropped. ``data``: the datagram's
+        bytes, or a view of the buffer it was read into (``drain``), read here and not kept: what a
+        record brings is copied out (a frame as bytes of its own)."""
         self.udp_received += 1
         if self._tag is not None:
             n = len(data) - TAG_LEN
@@ -416,7 +430,7 @@ class Batch:
                         off = end
                         continue
                     lk.expected = (seq + 1) & 0xFFFFFFFF
-                    push(heap, (ts, index, seq, data[off + OUTER_LEN:end], RX_FLAGS[kind]))
+                    push(heap, (ts, index, seq, bytes(data[off + OUTER_LEN:end]), RX_FLAGS[kind]))
                     rn += 1
                     rb += length
                     if ts < rts:
