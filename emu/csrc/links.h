@@ -70,7 +70,9 @@ static void dgv_clear(dgvec_t *d)
 static int flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssize_t k1, Py_ssize_t size,
                        long long seq0, long long w16, long long window, dgvec_t *out)
 {
-    PyObject *dg = fpool_take(size, &fp_hint_dg); /* (the datagram written here: the frames copied once, into it) */
+    PyObject *dg = rt_take_dg(size); /* (the datagram written here: the frames copied once, into it) */
+    if (dg == NULL)
+        dg = fpool_take(size, &fp_hint_dg);
     if (dg == NULL)
         return -1;
     PyObject *pre = SLOT(link, ls_prefix), *prep = SLOT(link, ls_prefix_pool);
