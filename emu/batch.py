@@ -243,7 +243,11 @@ class Batch:
                     return
                 if sent is not None:
                     self.udp_sent += 1
-                    self._sent_to(addr, sent)
+                    if addr == self.addr:  # (``_sent_to``, inline: a datagram a window and destination)
+                        self._self_unread += 1
+                        self._to_self += sent
+                        if self._to_self > self.self_drain:
+                            self.drain()
                     return
             data = _parts(data)
             if self._tag is not None or self.unsent or len(data) > IOV_MAX or not _SENDMSG:
@@ -361,6 +365,19 @@ class Batch:
         bytes, or a view of the buffer it was read into (``drain``), read here and not kept: what a
         record brings is copied out (a frame as bytes of its own)."""
         self.udp_received += 1
+        core = native.CORE
+        if core is not None and self._tag is None:  # (every record the compiled core's: nothing more to set up)
+            n = len(data)
+            if n:
+                off, taken = core.records(data, 0, n, self.cluster_id, self.in_list, sender)
+                if off >= n:
+                    return taken
+                return self._records(data, sender, off, taken)
+        return self._records(data, sender, 0, 0)
+
+    def _records(self, data: bytes | memoryview, sender: tuple[str, int], off: int, taken: int) -> int:
+        """``on_datagram`` from ``off``, the records before it taken (``taken`` DATA frames) by the
+        compiled core."""
         if self._tag is not None:
             n = len(data) - TAG_LEN
             if n < 0 or not hmac.compare_digest(self._tag(memoryview(data)[:n]), data[n:]):
@@ -371,14 +388,12 @@ class Batch:
         if not n:
             self._drop(None, "truncated", "an empty datagram")
             return 0
-        off = 0
         cid = self.cluster_id
         unpack = OUTER.struct.unpack_from
         in_owner = self.in_owner
         push = heapq.heappush
         # frames accepted per element: [count, earliest time stamp, window] (told to the domain at the end)
         got: dict = {}
-        taken = 0  # (frames the compiled core took and told the domains of)
         cur = cwin = -1  # the link (and window) of the records being read, its sender checked
         inp = g = None
         rn = rb = 0  # frames and bytes accepted on link ``cur`` not yet added to its port

@@ -367,3 +367,20 @@ def test_a_process_alone_reads_back_what_it_sent_itself_and_no_more():
     finally:
         batch.close()
         stranger.close()
+
+
+@pytest.mark.parametrize("python_reads", [False, True])
+def test_frames_read_from_the_process_s_buffer_are_their_own_bytes(batched, python_reads):
+    """With the compiled core every datagram is read into one buffer of the process's (``Batch.drain``),
+    the next datagram read over it: each frame taken -- by the core's ``records``, or by Python's
+    loop (``python_reads``: the core given no links to look up, so every record is Python's) --
+    must be bytes of its own, unchanged by what is read after it."""
+    el, batch, a, b = batched
+    if python_reads:
+        batch.in_list = []
+    other = add_fcs(build_frame(1, 0, PacketType.MSG, b"another payload, longer than the first"))
+    assert _arrive(batch, a, record(11, 0, 500) + record(11, 1, 510)) == 2
+    assert _arrive(batch, b, record(13, 0, 520, other) + record(13, 1, 530, other)) == 2
+    frames = sorted((e[0], e[3]) for e in el.heap)
+    assert [f for _, f in frames] == [FRAME, FRAME, other, other]
+    assert all(type(f) is bytes for _, f in frames)
