@@ -240,6 +240,8 @@ static PyMethodDef methods[] = {
     {"forget_elements", (PyCFunction)(void (*)(void))forget_elements, METH_FASTCALL,
      "Element.forget of every element of a list"},
     {"records", (PyCFunction)(void (*)(void))records, METH_FASTCALL, "a datagram's in-sequence records into their heaps"},
+    {"recv_records", (PyCFunction)(void (*)(void))recv_records, METH_FASTCALL,
+     "recv_records(fd, into, count, cluster_id, in_list, sender): datagrams read from a connected socket and their records into their heaps"},
     {"take", (PyCFunction)(void (*)(void))take, METH_FASTCALL, "LinkSender.take: a port's frames as records in groups of parts"},
     {"sendparts", (PyCFunction)(void (*)(void))sendparts, METH_FASTCALL, "Batch._send's gather: one datagram of groups by sendmsg"},
     {"hand_over", (PyCFunction)(void (*)(void))hand_over, METH_FASTCALL, "frames into a local peer's heap"},

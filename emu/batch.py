@@ -314,7 +314,23 @@ class Batch:
         self._to_self = 0
         accepted = 0
         own = self._own
-        into = self._into if native.CORE is not None else None
+        core = native.CORE
+        into = self._into if core is not None else None
+        if into is not None and own is not None and self._tag is None:  # (the reads and records in the core)
+            fd, peer = own[0].fileno(), own[1]
+            while self._self_unread > 0:
+                read, taken, state, n, off, k = core.recv_records(fd, into, self._self_unread, self.cluster_id,
+                                                                  self.in_list, peer)
+                self.udp_received += read
+                self._self_unread -= read
+                accepted += taken
+                if state == 1:  # (the socket empty)
+                    self._self_unread = 0
+                elif state == 2:  # (a datagram the core left part of: on_datagram's rest)
+                    self._self_unread -= 1
+                    self.udp_received += 1
+                    accepted += self._records(into[:n], peer, off, k)
+            return accepted
         if into is None:
             recv = self.sock.recvfrom if own is None else own[0].recv
         else:

@@ -384,3 +384,63 @@ def test_frames_read_from_the_process_s_buffer_are_their_own_bytes(batched, pyth
     frames = sorted((e[0], e[3]) for e in el.heap)
     assert [f for _, f in frames] == [FRAME, FRAME, other, other]
     assert all(type(f) is bytes for _, f in frames)
+
+
+def _read_own(monkeypatch, core):
+    """A switch whose link 11 comes from its own process (a loop on the process's socket): datagrams
+    it sent itself -- records in sequence, a gap, an empty datagram, the missing record -- read back
+    by ``drain_own``, by the compiled core (``core``: ``recv_records``) or by Python; what it read."""
+    from emu import native
+    from emu.batch_conn import CONNECTED
+
+    if not CONNECTED:
+        pytest.skip("no sockets connected to peers here (Linux 5.4 or later)")
+    monkeypatch.setattr(native, "CORE", core)
+    batch = Batch("127.0.0.1", None, CID)
+    dom = Domain(0, 1, RunConfig())
+    dom.batch = batch
+    outs = [OutPort(0, "s0-p0", 0, 10, "h0", "h0-nic0", 100, 10**11, peer_domain=0, peer_addr=batch.addr)]
+    ins = [InPort(0, "s0-p0", 0, 11, "h0", "h0-nic0", peer_addr=batch.addr)]
+    el = Element("s0", SwitchEngine("s0", 5, SwitchSpec(), [0]), cluster_id=CID, domain=dom, outs=outs, ins=ins,
+                 capture=False, seed=1, lookahead_ns=150, batch=batch)
+    dom.add(el)
+    batch.index(dom.elements)
+    batch.connect_peers()
+    try:
+        assert batch._own is not None
+        reads = []
+        for dgrams in ([record(11, 0, 500) + record(11, 1, 510), record(11, 3, 520) + record(11, 4, 530), b""],
+                       [record(11, 2, 540), record(11, 3, 550) + record(11, 4, 560)]):
+            for d in dgrams:
+                batch._send(d, batch.addr)
+            deadline = time.monotonic() + 30
+            n = batch.udp_received + len(dgrams)
+            got = 0
+            while batch.udp_received < n and time.monotonic() < deadline:
+                select.select([batch._own[0]], [], [], 0.5)
+                batch._self_unread = n - batch.udp_received
+                got += batch.drain_own()
+            reads.append(got)
+        got += batch.drain()  # (the NACK the gap sent, to this process: its link ends nowhere here)
+        return (reads, sorted(el.heap), {k: el.stats[k] for k in ("gaps", "duplicates", "nacks_sent")},
+                dict(batch.drops), batch.udp_received, batch._self_unread, el.in_by_link[11].link.expected,
+                el.ins[0].rx_frames, el.ins[0].rx_bytes)
+    finally:
+        batch.close()
+
+
+def test_what_a_process_reads_back_from_itself_the_core_reads_as_python_does(monkeypatch):
+    """``drain_own`` with the compiled core reads the datagrams and their records in one call
+    (``recv_records``) and leaves Python only what the core does not take -- here a gap (counted, a
+    NACK sent) and an empty datagram (dropped as truncated): the same frames, counts and drops as
+    Python's own reading of the same datagrams."""
+    from emu import native
+
+    if native.CORE is None:
+        pytest.skip("the compiled core is not built here")
+    core = _read_own(monkeypatch, native.CORE)
+    pure = _read_own(monkeypatch, None)
+    assert core == pure
+    reads, heap, stats, drops, received, unread, expected, frames, nbytes = core
+    assert reads == [2, 3] and len(heap) == 5 and stats["gaps"] == 2 and drops["truncated"] == 1
+    assert expected == 5 and frames == 5 and unread == 0

@@ -323,29 +323,12 @@ static int rgot_tell(rgot_t *got, int *ngot)
     return rc;
 }
 
-static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* records' work on the ``n`` bytes at ``b`` from *off: *off moved to where it stopped, the frames it
+ * took in *taken. 0, or -1 with an error set (what was taken stands: counted and told). */
+static int records_in(const unsigned char *b, long long *off_io, long long n, long long cid, PyObject *in_list,
+                      PyObject *sender, long long *taken)
 {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "records(data, off, n, cluster_id, in_list, sender)");
-        return NULL;
-    }
-    PyObject *data = args[0], *in_list = args[4], *sender = args[5];
-    long long off, n, cid;
-    if (!ready || !PyList_CheckExact(in_list) || !get_ll(args[1], &off) || !get_ll(args[2], &n) ||
-        !get_ll(args[3], &cid) || off < 0) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "emu._core.records: bad arguments");
-        return NULL;
-    }
-    Py_buffer view;
-    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    if (n > view.len) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_TypeError, "emu._core.records: n past the data");
-        return NULL;
-    }
-    const unsigned char *b = (const unsigned char *)view.buf;
+    long long off = *off_io;
     long long cur = -1, cwin = -1, safe = 0, accepted = 0;
     PyObject *same_pa = NULL; /* a peer address found equal to ``sender`` (held) */
     PyObject *el = NULL, *heap = NULL, *lk = NULL, *index = NULL, *inp = NULL, *held = NULL; /* (el, inp, lk,
@@ -464,8 +447,9 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     Py_XDECREF(same_pa);
     Py_DECREF(f_data);
     Py_DECREF(f_pool);
-    PyBuffer_Release(&view);
-    return Py_BuildValue("(LL)", off, accepted);
+    *off_io = off;
+    *taken = accepted;
+    return 0;
 fail:
     { /* what was taken stands: counted and told, the first error kept */
         PyObject *et, *ev, *tb;
@@ -479,8 +463,102 @@ fail:
     Py_XDECREF(same_pa);
     Py_XDECREF(f_data);
     Py_XDECREF(f_pool);
+    *off_io = off;
+    *taken = accepted;
+    return -1;
+}
+
+static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "records(data, off, n, cluster_id, in_list, sender)");
+        return NULL;
+    }
+    PyObject *data = args[0], *in_list = args[4], *sender = args[5];
+    long long off, n, cid, taken = 0;
+    if (!ready || !PyList_CheckExact(in_list) || !get_ll(args[1], &off) || !get_ll(args[2], &n) ||
+        !get_ll(args[3], &cid) || off < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core.records: bad arguments");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (n > view.len) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "emu._core.records: n past the data");
+        return NULL;
+    }
+    int rc = records_in((const unsigned char *)view.buf, &off, n, cid, in_list, sender, &taken);
+    PyBuffer_Release(&view);
+    return rc < 0 ? NULL : Py_BuildValue("(LL)", off, taken);
+}
+
+/* Batch.drain_own's reads on its connected socket ``fd`` (non-blocking), at most ``count`` datagrams,
+ * each into the writable buffer ``into`` and its records read there (records_in, ``sender`` the
+ * peer it is connected to) -- the Python loop's recv_into and on_datagram for the datagrams the core
+ * reads whole. Returns (read, taken, state, n, off, k): ``read`` datagrams read and done with,
+ * ``taken`` the frames they brought; state 0: ``count`` read, 1: the socket empty (BlockingIOError),
+ * 2: one more read (not in ``read``), of ``n`` bytes, whose records from ``off`` are Python's
+ * (Batch._records; ``k`` frames taken before it). A refused connection (ICMP from a peer that
+ * closed) is read past, as Python does; any other error raised as socket.recv_into raises it. */
+#ifndef _WIN32
+#include <sys/socket.h>
+#include <errno.h>
+#endif
+static PyObject *recv_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long fd, count, cid;
+    if (nargs != 6 || !get_ll(args[0], &fd) || !get_ll(args[2], &count) || !get_ll(args[3], &cid) ||
+        !PyList_CheckExact(args[4]) || !ready) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "recv_records(fd, into, count, cluster_id, in_list, sender)");
+        return NULL;
+    }
+#ifdef _WIN32
+    Py_RETURN_NONE;
+#else
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    long long read = 0, taken = 0, off = 0, k = 0;
+    ssize_t got = 0;
+    int state = 0;
+    while (read < count) {
+        got = recv((int)fd, view.buf, (size_t)view.len, 0);
+        if (got < 0) {
+            if (errno == EINTR) {
+                if (PyErr_CheckSignals() < 0)
+                    goto fail;
+                continue;
+            }
+            if (errno == ECONNREFUSED)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                state = 1;
+                break;
+            }
+            PyErr_SetFromErrno(PyExc_OSError);
+            goto fail;
+        }
+        off = 0;
+        k = 0;
+        if (got > 0 && records_in((const unsigned char *)view.buf, &off, (long long)got, cid, args[4], args[5], &k) < 0)
+            goto fail; /* (the core's own types broken, or no memory: the run stops, as on_datagram's error stops it) */
+        if (got == 0 || off < got) { /* Python's from here (an empty datagram: its drop) */
+            state = 2;
+            break;
+        }
+        read++;
+        taken += k;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(LLinLL)", read, taken, state, (Py_ssize_t)(state == 2 ? got : 0), off, k);
+fail:
     PyBuffer_Release(&view);
     return NULL;
+#endif
 }
 
 
