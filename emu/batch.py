@@ -301,10 +301,24 @@ class Batch:
             early, self._early = self._early, []
             for data, sender in early:
                 accepted += self.on_datagram(data, sender)
-        into = self._into if native.CORE is not None else None
-        for s, peer in self.connected:
-            accepted += read_connected(s, peer, self.on_datagram, into)
-        return accepted + read_datagrams(self.sock, self.on_datagram, into)
+        into = self._take_into()
+        try:
+            for s, peer in self.connected:
+                accepted += read_connected(s, peer, self.on_datagram, into)
+            return accepted + read_datagrams(self.sock, self.on_datagram, into)
+        finally:
+            if into is not None:
+                self._into = into
+
+    def _take_into(self) -> memoryview | None:
+        """The buffer to read datagrams into, taken (None: read each into bytes of its own) while a
+        drain reads it: a drain inside it -- a retransmission to this process that fills the socket
+        while a datagram's records are read, ``_sent_to`` -- must not read over that datagram."""
+        into = self._into
+        if native.CORE is None:
+            return None
+        self._into = None
+        return into
 
     def drain_own(self) -> int:
         """Read as many datagrams as this process sent itself since the socket was last read, and no
@@ -312,10 +326,18 @@ class Batch:
         spent finding the socket empty). Any shortfall -- one lost, another's datagram read in its
         place -- is what ``drain`` and the domain's recovery read later, as ever."""
         self._to_self = 0
-        accepted = 0
         own = self._own
         core = native.CORE
-        into = self._into if core is not None else None
+        into = self._take_into()
+        try:
+            return self._drain_own(own, core, into)
+        finally:
+            if into is not None:
+                self._into = into
+
+    def _drain_own(self, own, core, into: memoryview | None) -> int:
+        """``drain_own``'s reading, into ``into`` (None: bytes of their own)."""
+        accepted = 0
         if into is not None and own is not None and self._tag is None:  # (the reads and records in the core)
             fd, peer = own[0].fileno(), own[1]
             while self._self_unread > 0:

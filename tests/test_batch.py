@@ -444,3 +444,24 @@ def test_what_a_process_reads_back_from_itself_the_core_reads_as_python_does(mon
     reads, heap, stats, drops, received, unread, expected, frames, nbytes = core
     assert reads == [2, 3] and len(heap) == 5 and stats["gaps"] == 2 and drops["truncated"] == 1
     assert expected == 5 and frames == 5 and unread == 0
+
+
+def test_a_drain_inside_a_drain_reads_into_a_buffer_of_its_own(batched):
+    """A drain while a datagram read into the process's buffer is being read (a retransmission to the
+    process itself that fills its socket calls one) must not read over that datagram."""
+    el, batch, a, b = batched
+    outer = []
+    read = batch.on_datagram
+
+    def on_datagram(data, sender):
+        if not outer:  # (the first datagram: another one comes, read by a drain inside this one)
+            outer.append(bytes(data))
+            b.sendto(record(13, 0, 600), batch.addr)
+            select.select([batch.sock], [], [], 30)
+            batch.drain()
+            assert bytes(data) == outer[0]
+        return read(data, sender)
+
+    batch.on_datagram = on_datagram
+    assert _arrive(batch, a, record(11, 0, 500) + record(11, 1, 510)) == 2
+    assert el.in_by_link[11].link.expected == 2 and el.in_by_link[13].link.expected == 1 and len(el.heap) == 3
