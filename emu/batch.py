@@ -142,6 +142,9 @@ class Batch:
         self._early: list = []
         """(data, true sender) queued on a connected socket before its connect (``open_connected``),
         handed to ``on_datagram`` by the next ``drain``."""
+        self._into = memoryview(bytearray(65536))
+        """The buffer every datagram is read into while the compiled core reads their records (``drain``):
+        no bytes object made, and let go, per datagram -- ``on_datagram`` copies what it keeps."""
         self._ep = None
         """An epoll of ``sock`` and the connected sockets, which ``serve`` waits on (None: ``sock`` only);
         made now, as ``serve`` starts before the peers are known."""
@@ -240,7 +243,11 @@ class Batch:
                     return
                 if sent is not None:
                     self.udp_sent += 1
-                    self._sent_to(addr, sent)
+                    if addr == self.addr:  # (``_sent_to``, inline: a datagram a window and destination)
+                        self._self_unread += 1
+                        self._to_self += sent
+                        if self._to_self > self.self_drain:
+                            self.drain()
                     return
             data = _parts(data)
             if self._tag is not None or self.unsent or len(data) > IOV_MAX or not _SENDMSG:
@@ -294,9 +301,24 @@ class Batch:
             early, self._early = self._early, []
             for data, sender in early:
                 accepted += self.on_datagram(data, sender)
-        for s, peer in self.connected:
-            accepted += read_connected(s, peer, self.on_datagram)
-        return accepted + read_datagrams(self.sock, self.on_datagram)
+        into = self._take_into()
+        try:
+            for s, peer in self.connected:
+                accepted += read_connected(s, peer, self.on_datagram, into)
+            return accepted + read_datagrams(self.sock, self.on_datagram, into)
+        finally:
+            if into is not None:
+                self._into = into
+
+    def _take_into(self) -> memoryview | None:
+        """The buffer to read datagrams into, taken (None: read each into bytes of its own) while a
+        drain reads it: a drain inside it -- a retransmission to this process that fills the socket
+        while a datagram's records are read, ``_sent_to`` -- must not read over that datagram."""
+        into = self._into
+        if native.CORE is None:
+            return None
+        self._into = None
+        return into
 
     def drain_own(self) -> int:
         """Read as many datagrams as this process sent itself since the socket was last read, and no
@@ -304,12 +326,44 @@ class Batch:
         spent finding the socket empty). Any shortfall -- one lost, another's datagram read in its
         place -- is what ``drain`` and the domain's recovery read later, as ever."""
         self._to_self = 0
-        accepted = 0
         own = self._own
-        recv = self.sock.recvfrom if own is None else own[0].recv
+        core = native.CORE
+        into = self._take_into()
+        try:
+            return self._drain_own(own, core, into)
+        finally:
+            if into is not None:
+                self._into = into
+
+    def _drain_own(self, own, core, into: memoryview | None) -> int:
+        """``drain_own``'s reading, into ``into`` (None: bytes of their own)."""
+        accepted = 0
+        if into is not None and own is not None and self._tag is None:  # (the reads and records in the core)
+            fd, peer = own[0].fileno(), own[1]
+            while self._self_unread > 0:
+                read, taken, state, n, off, k = core.recv_records(fd, into, self._self_unread, self.cluster_id,
+                                                                  self.in_list, peer)
+                self.udp_received += read
+                self._self_unread -= read
+                accepted += taken
+                if state == 1:  # (the socket empty)
+                    self._self_unread = 0
+                elif state == 2:  # (a datagram the core left part of: on_datagram's rest)
+                    self._self_unread -= 1
+                    self.udp_received += 1
+                    accepted += self._records(into[:n], peer, off, k)
+            return accepted
+        if into is None:
+            recv = self.sock.recvfrom if own is None else own[0].recv
+        else:
+            recv = self.sock.recvfrom_into if own is None else own[0].recv_into
         while self._self_unread > 0:
             try:
-                data, sender = recv(65536) if own is None else (recv(65536), own[1])
+                if into is not None:
+                    n, sender = recv(into) if own is None else (recv(into), own[1])
+                    data = into[:n]
+                else:
+                    data, sender = recv(65536) if own is None else (recv(65536), own[1])
             except BlockingIOError:
                 self._self_unread = 0
                 break
@@ -343,10 +397,25 @@ class Batch:
             return owner
         return None
 
-    def on_datagram(self, data: bytes, sender: tuple[str, int]) -> int:
+    def on_datagram(self, data: bytes | memoryview, sender: tuple[str, int]) -> int:
         """Check the tag (off loopback), then dispatch each record to the element at the end of its
-        link; foreign, forged or malformed input is counted and dropped."""
+        link; foreign, forged or malformed input is counted and dropped. ``data``: the datagram's
+        bytes, or a view of the buffer it was read into (``drain``), read here and not kept: what a
+        record brings is copied out (a frame as bytes of its own)."""
         self.udp_received += 1
+        core = native.CORE
+        if core is not None and self._tag is None:  # (every record the compiled core's: nothing more to set up)
+            n = len(data)
+            if n:
+                off, taken = core.records(data, 0, n, self.cluster_id, self.in_list, sender)
+                if off >= n:
+                    return taken
+                return self._records(data, sender, off, taken)
+        return self._records(data, sender, 0, 0)
+
+    def _records(self, data: bytes | memoryview, sender: tuple[str, int], off: int, taken: int) -> int:
+        """``on_datagram`` from ``off``, the records before it taken (``taken`` DATA frames) by the
+        compiled core."""
         if self._tag is not None:
             n = len(data) - TAG_LEN
             if n < 0 or not hmac.compare_digest(self._tag(memoryview(data)[:n]), data[n:]):
@@ -357,14 +426,12 @@ class Batch:
         if not n:
             self._drop(None, "truncated", "an empty datagram")
             return 0
-        off = 0
         cid = self.cluster_id
         unpack = OUTER.struct.unpack_from
         in_owner = self.in_owner
         push = heapq.heappush
         # frames accepted per element: [count, earliest time stamp, window] (told to the domain at the end)
         got: dict = {}
-        taken = 0  # (frames the compiled core took and told the domains of)
         cur = cwin = -1  # the link (and window) of the records being read, its sender checked
         inp = g = None
         rn = rb = 0  # frames and bytes accepted on link ``cur`` not yet added to its port
@@ -416,7 +483,7 @@ class Batch:
                         off = end
                         continue
                     lk.expected = (seq + 1) & 0xFFFFFFFF
-                    push(heap, (ts, index, seq, data[off + OUTER_LEN:end], RX_FLAGS[kind]))
+                    push(heap, (ts, index, seq, bytes(data[off + OUTER_LEN:end]), RX_FLAGS[kind]))
                     rn += 1
                     rb += length
                     if ts < rts:

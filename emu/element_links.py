@@ -22,10 +22,20 @@ from .element_const import INF, DIR_OUT, POOL, CLEAN, NOFCS, RX_FLAGS
 log = logging.getLogger("emu.element")
 
 
-def read_datagrams(sock, on_datagram) -> int:
+def read_datagrams(sock, on_datagram, into: memoryview | None = None) -> int:
     """Read every datagram waiting on the non-blocking ``sock`` into ``on_datagram(data, sender)``;
-    return the sum of what it returned (DATA frames accepted)."""
+    return the sum of what it returned (DATA frames accepted). ``into``: as ``emu.batch_conn.read_connected``'s."""
     accepted = 0
+    if into is not None:
+        recv_into = sock.recvfrom_into
+        while True:
+            try:
+                n, sender = recv_into(into)
+            except BlockingIOError:
+                return accepted
+            except ConnectionRefusedError:  # ICMP from a peer that already closed (teardown)
+                continue
+            accepted += on_datagram(into[:n], sender)
     recv = sock.recvfrom
     while True:
         try:

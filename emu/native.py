@@ -16,12 +16,12 @@ from pathlib import Path
 from types import ModuleType
 
 
-API = 21
+API = 22
 """The interface of ``emu/_core.c`` this code calls (its ``CORE_API``)."""
 FUNCTIONS = ("setup", "switch_setup", "enqueue", "forward", "hand_over", "transmit_local", "take", "records",
              "arrived", "due", "window", "forget", "forget_elements", "domain_setup", "element_setup", "nic_setup",
              "nic_send", "host_setup", "await_setup", "api_setup", "heappush", "heappop", "crc32", "crc32_byte", "counts", "sendparts", "iq_setup", "iq_round", "iq_retime",
-             "iq_receive", "start_ready")
+             "iq_receive", "start_ready", "recv_records", "crc32_path")
 log = logging.getLogger(__name__)
 
 

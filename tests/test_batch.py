@@ -367,3 +367,101 @@ def test_a_process_alone_reads_back_what_it_sent_itself_and_no_more():
     finally:
         batch.close()
         stranger.close()
+
+
+@pytest.mark.parametrize("python_reads", [False, True])
+def test_frames_read_from_the_process_s_buffer_are_their_own_bytes(batched, python_reads):
+    """With the compiled core every datagram is read into one buffer of the process's (``Batch.drain``),
+    the next datagram read over it: each frame taken -- by the core's ``records``, or by Python's
+    loop (``python_reads``: the core given no links to look up, so every record is Python's) --
+    must be bytes of its own, unchanged by what is read after it."""
+    el, batch, a, b = batched
+    if python_reads:
+        batch.in_list = []
+    other = add_fcs(build_frame(1, 0, PacketType.MSG, b"another payload, longer than the first"))
+    assert _arrive(batch, a, record(11, 0, 500) + record(11, 1, 510)) == 2
+    assert _arrive(batch, b, record(13, 0, 520, other) + record(13, 1, 530, other)) == 2
+    frames = sorted((e[0], e[3]) for e in el.heap)
+    assert [f for _, f in frames] == [FRAME, FRAME, other, other]
+    assert all(type(f) is bytes for _, f in frames)
+
+
+def _read_own(monkeypatch, core):
+    """A switch whose link 11 comes from its own process (a loop on the process's socket): datagrams
+    it sent itself -- records in sequence, a gap, an empty datagram, the missing record -- read back
+    by ``drain_own``, by the compiled core (``core``: ``recv_records``) or by Python; what it read."""
+    from emu import native
+    from emu.batch_conn import CONNECTED
+
+    if not CONNECTED:
+        pytest.skip("no sockets connected to peers here (Linux 5.4 or later)")
+    monkeypatch.setattr(native, "CORE", core)
+    batch = Batch("127.0.0.1", None, CID)
+    dom = Domain(0, 1, RunConfig())
+    dom.batch = batch
+    outs = [OutPort(0, "s0-p0", 0, 10, "h0", "h0-nic0", 100, 10**11, peer_domain=0, peer_addr=batch.addr)]
+    ins = [InPort(0, "s0-p0", 0, 11, "h0", "h0-nic0", peer_addr=batch.addr)]
+    el = Element("s0", SwitchEngine("s0", 5, SwitchSpec(), [0]), cluster_id=CID, domain=dom, outs=outs, ins=ins,
+                 capture=False, seed=1, lookahead_ns=150, batch=batch)
+    dom.add(el)
+    batch.index(dom.elements)
+    batch.connect_peers()
+    try:
+        assert batch._own is not None
+        reads = []
+        for dgrams in ([record(11, 0, 500) + record(11, 1, 510), record(11, 3, 520) + record(11, 4, 530), b""],
+                       [record(11, 2, 540), record(11, 3, 550) + record(11, 4, 560)]):
+            for d in dgrams:
+                batch._send(d, batch.addr)
+            deadline = time.monotonic() + 30
+            n = batch.udp_received + len(dgrams)
+            got = 0
+            while batch.udp_received < n and time.monotonic() < deadline:
+                select.select([batch._own[0]], [], [], 0.5)
+                batch._self_unread = n - batch.udp_received
+                got += batch.drain_own()
+            reads.append(got)
+        got += batch.drain()  # (the NACK the gap sent, to this process: its link ends nowhere here)
+        return (reads, sorted(el.heap), {k: el.stats[k] for k in ("gaps", "duplicates", "nacks_sent")},
+                dict(batch.drops), batch.udp_received, batch._self_unread, el.in_by_link[11].link.expected,
+                el.ins[0].rx_frames, el.ins[0].rx_bytes)
+    finally:
+        batch.close()
+
+
+def test_what_a_process_reads_back_from_itself_the_core_reads_as_python_does(monkeypatch):
+    """``drain_own`` with the compiled core reads the datagrams and their records in one call
+    (``recv_records``) and leaves Python only what the core does not take -- here a gap (counted, a
+    NACK sent) and an empty datagram (dropped as truncated): the same frames, counts and drops as
+    Python's own reading of the same datagrams."""
+    from emu import native
+
+    if native.CORE is None:
+        pytest.skip("the compiled core is not built here")
+    core = _read_own(monkeypatch, native.CORE)
+    pure = _read_own(monkeypatch, None)
+    assert core == pure
+    reads, heap, stats, drops, received, unread, expected, frames, nbytes = core
+    assert reads == [2, 3] and len(heap) == 5 and stats["gaps"] == 2 and drops["truncated"] == 1
+    assert expected == 5 and frames == 5 and unread == 0
+
+
+def test_a_drain_inside_a_drain_reads_into_a_buffer_of_its_own(batched):
+    """A drain while a datagram read into the process's buffer is being read (a retransmission to the
+    process itself that fills its socket calls one) must not read over that datagram."""
+    el, batch, a, b = batched
+    outer = []
+    read = batch.on_datagram
+
+    def on_datagram(data, sender):
+        if not outer:  # (the first datagram: another one comes, read by a drain inside this one)
+            outer.append(bytes(data))
+            b.sendto(record(13, 0, 600), batch.addr)
+            select.select([batch.sock], [], [], 30)
+            batch.drain()
+            assert bytes(data) == outer[0]
+        return read(data, sender)
+
+    batch.on_datagram = on_datagram
+    assert _arrive(batch, a, record(11, 0, 500) + record(11, 1, 510)) == 2
+    assert el.in_by_link[11].link.expected == 2 and el.in_by_link[13].link.expected == 1 and len(el.heap) == 3

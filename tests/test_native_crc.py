@@ -58,3 +58,32 @@ def test_no_change_is_the_same_crc_and_bad_arguments_are_refused():
     for args in ((1 << 32, 1, 0), (0, 256, 0), (0, 1, -1), (0, 1)):
         with pytest.raises(TypeError):
             CORE.crc32_byte(*args)
+
+
+@needs_core
+@pytest.mark.parametrize("env", [{}, {"EMU_NO_VPCLMUL": "1"}])
+def test_long_crcs_by_512_bit_folds_and_without(env):
+    """Where the CPU has AVX-512 and VPCLMULQDQ (``crc32_path``: vpclmul512) a CRC of 256 bytes or
+    more folds four 16-byte blocks to a register, 256 bytes a round, then 128 (``crc32_fold8_v512``);
+    EMU_NO_VPCLMUL=1 keeps the 128-bit folds. Both zlib's at every length about the edges of those
+    rounds, for a frame (a bytes object: its leading bytes folded with the rest) and a buffer from an
+    odd offset."""
+    import subprocess
+    import sys
+
+    code = ("import os, zlib, emu.element, emu.native as n\n"
+            "lengths = [k for e in range(256, 1600, 128) for k in range(e - 17, e + 18)] + [1074, 1102, 4099, 9000, 65507]\n"
+            "for k in lengths:\n"
+            "    b = os.urandom(k + 3)\n"
+            "    for v in (b[:k], memoryview(b)[3:], bytes(b[1:k + 1])):\n"
+            "        assert n.CORE.crc32(v) == zlib.crc32(v), k\n"
+            "print(n.in_use(), n.CORE.crc32_path())\n")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    used, path = out.stdout.split()
+    assert used == "compiled"
+    if env:
+        assert path in ("clmul8", "clmul", "table")
+    elif path != "vpclmul512":
+        pytest.skip(f"this CPU folds by {path}: no AVX-512 with VPCLMULQDQ here")

@@ -97,8 +97,53 @@ static PyObject *frame_bytes(const char *src, Py_ssize_t len)
  * not track) is kept, emptied, for take's next (sk_retained_entry), instead of a tuple freed and
  * another made for every crossing */
 #define RT_KEEP 1024
-static PyObject *rt_kept[RT_KEEP]; /* (4-tuples, their items NULL: seen by nobody) */
+static PyObject *rt_kept[RT_KEEP]; /* (4-tuples, seen by nobody: their window and sequence ints kept, their
+                                    * group NULL -- or, kept by retained_release, the datagram they held,
+                                    * not looked at until the entry is made again: rt_take_dg) */
 static int rt_n;
+static PyObject *rt_later[3 * RT_KEEP]; /* (groups found in kept entries that are not bytes, sequence numbers
+                                         * that are not ints: let go at the next forget, where letting go runs
+                                         * no code that sees a datagram half made -- at most three of each kept
+                                         * entry made again, at most RT_KEEP of those between two forgets) */
+static int rt_later_n;
+
+/* the group the entry take makes next (rt_kept's last) held when it was kept, out of it (its slot
+ * NULL): that datagram itself when it has ``len`` bytes and nobody else holds it -- the buffer
+ * take writes next, read here just before it is written, not when it was let go (forget_ports:
+ * windows after it was last touched, its header then the one line forget read that nothing else
+ * did) --, else NULL (it into the pool, or let go). */
+static inline PyObject *rt_take_dg(Py_ssize_t len)
+{
+    if (rt_n == 0)
+        return NULL;
+    PyObject *t = rt_kept[rt_n - 1], *g = PyTuple_GET_ITEM(t, 3);
+    if (g == NULL)
+        return NULL;
+    PyTuple_SET_ITEM(t, 3, NULL);
+    if (PyBytes_CheckExact(g)) {
+        if (Py_REFCNT(g) == 1 && PyBytes_GET_SIZE(g) == len) {
+            bytes_hash_stale(g); /* (its hash, were it cached, is another datagram's) */
+            n_reused++;
+            return g;
+        }
+        if (Py_REFCNT(g) == 1)
+            fpool_put(g, &fp_hint_dg); /* (or freed: a bytes object runs no code) */
+        else
+            Py_DECREF(g); /* (held elsewhere too: only counted down) */
+    }
+    else
+        rt_later[rt_later_n++] = g;
+    return NULL;
+}
+
+/* what rt_take_dg put off letting go, let go (forget_ports' start) */
+static void rt_later_release(void)
+{
+    while (rt_later_n > 0) {
+        PyObject *g = rt_later[--rt_later_n];
+        Py_DECREF(g);
+    }
+}
 
 /* an item of an exact int (not NULL) */
 static inline int fg_long(PyObject *o) { return o != NULL && PyLong_CheckExact(o); }
@@ -135,8 +180,17 @@ static PyObject *sk_retained_entry(PyObject *win, long long first, long long las
             PyObject_GC_UnTrack(t);
         return t;
     }
+    if (PyTuple_GET_ITEM(rt_kept[rt_n - 1], 3) != NULL) /* (a datagram kept with it not taken by rt_take_dg) */
+        Py_XDECREF(rt_take_dg(-1));
     PyObject *t = rt_kept[--rt_n];
-    PyTuple_SET_ITEM(t, 3, dg); /* (NULL while kept) */
+    PyTuple_SET_ITEM(t, 3, dg); /* (NULL now) */
+    for (int i = 1; i < 3; i++) { /* (its sequence ints, read now -- written below --, not when it was kept) */
+        PyObject *o = PyTuple_GET_ITEM(t, i);
+        if (o != NULL && !PyLong_CheckExact(o)) {
+            PyTuple_SET_ITEM(t, i, NULL);
+            rt_later[rt_later_n++] = o;
+        }
+    }
     if (PyTuple_GET_ITEM(t, 0) != win) {
         PyObject *old = PyTuple_GET_ITEM(t, 0);
         PyTuple_SET_ITEM(t, 0, Py_NewRef(win));
@@ -177,14 +231,9 @@ static void fg_release_slow(PyObject *x)
  * kept, its ints in it, its datagram into the pool (a bytes object let go runs no code) */
 static inline __attribute__((always_inline)) void retained_release(PyObject *x)
 {
-    PyObject *g;
     if (Py_REFCNT(x) == 1 && PyTuple_CheckExact(x) && PyTuple_GET_SIZE(x) == 4 && rt_n < RT_KEEP &&
-        PyBytes_CheckExact(g = PyTuple_GET_ITEM(x, 3)) && Py_REFCNT(g) == 1 &&
-        fg_long(PyTuple_GET_ITEM(x, 0)) && fg_long(PyTuple_GET_ITEM(x, 1)) && fg_long(PyTuple_GET_ITEM(x, 2)) &&
-        !PyObject_GC_IsTracked(x)) {
-        rt_kept[rt_n++] = x;
-        PyTuple_SET_ITEM(x, 3, NULL);
-        fpool_put(g, &fp_hint_dg);
+        PyTuple_GET_ITEM(x, 3) != NULL && fg_long(PyTuple_GET_ITEM(x, 0)) && !PyObject_GC_IsTracked(x)) {
+        rt_kept[rt_n++] = x; /* (its datagram and sequence numbers in it, unread: rt_take_dg, sk_retained_entry) */
         return;
     }
     fg_release_slow(x);
@@ -206,6 +255,7 @@ static inline int fg_entry_window(PyObject *head, long long *w)
  * receiver has them). ``ports``: the element's output ports (a list). 0, or -1 with an error */
 static int forget_ports(PyObject *ports, long long upto)
 {
+    rt_later_release();
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(ports); k++) {
         PyObject *p = PyList_GET_ITEM(ports, k), *link, *r;
         if (Py_TYPE(p) != OutPortT || (link = SLOT(p, o_link)) == NULL || Py_TYPE(link) != SenderT ||
@@ -296,6 +346,35 @@ static PyObject *forget(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+/* the retained entries at the heads of ``els``' output ports' lists -- each a tuple forget_ports
+ * reads (its window) and keeps, written windows ago and mostly out of the cache -- read all at once
+ * (loads that wait for nothing but their own line, so that many are under way together) before
+ * forget_ports reads them one after another. Only reads; nothing runs in between. */
+#define FG_AHEAD 1024
+static void fg_prefetch(PyObject *els)
+{
+    PyObject *heads[FG_AHEAD];
+    int n = 0;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(els) && n < FG_AHEAD; k++) {
+        PyObject *el = PyList_GET_ITEM(els, k), *ports;
+        if (Py_TYPE(el) != ElementT || (ports = SLOT(el, el_attr[E_OUT_PORTS].off)) == NULL || !PyList_CheckExact(ports))
+            continue;
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(ports) && n < FG_AHEAD; j++) {
+            PyObject *p = PyList_GET_ITEM(ports, j), *link, *r;
+            if (Py_TYPE(p) != OutPortT || (link = SLOT(p, o_link)) == NULL || Py_TYPE(link) != SenderT ||
+                (r = SLOT(link, ls_retained)) == NULL || !PyList_CheckExact(r) || PyList_GET_SIZE(r) == 0)
+                continue;
+            heads[n++] = PyList_GET_ITEM(r, 0);
+            if (PyList_GET_SIZE(r) > 1 && n < FG_AHEAD)
+                heads[n++] = PyList_GET_ITEM(r, 1);
+        }
+    }
+    uintptr_t acc = 0;
+    for (int k = 0; k < n; k++) /* (each entry's type and collector header: the lines forget_ports reads) */
+        acc += (uintptr_t)Py_TYPE(heads[k]) + (uintptr_t)((PyObject **)heads[k])[-1];
+    __asm__ volatile("" : : "r"(acc)); /* (the loads kept: their values used nowhere else) */
+}
+
 /* Domain._window's ``for el in els: el.forget(upto)``: an Element's output ports here, any other
  * object's method */
 static PyObject *forget_elements(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -307,6 +386,7 @@ static PyObject *forget_elements(PyObject *self, PyObject *const *args, Py_ssize
         return NULL;
     }
     PyObject *els = args[0];
+    fg_prefetch(els);
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(els); k++) {
         PyObject *el = Py_NewRef(PyList_GET_ITEM(els, k)), *ports = NULL;
         int rc;

@@ -1,5 +1,6 @@
-/* emu/csrc/gather.h: the socket path's send -- a datagram gathered from its records' parts by one
- * sendmsg (part of emu/_core.c, one translation unit) */
+/* emu/csrc/gather.h: the socket path's system calls -- a datagram gathered from its records' parts by
+ * one sendmsg; datagrams received into one buffer and their records read there (part of emu/_core.c,
+ * one translation unit) */
 #ifndef EMU_CSRC_GATHER_H
 #define EMU_CSRC_GATHER_H
 
@@ -85,6 +86,68 @@ static PyObject *sendparts(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     (void)total;
     return PyLong_FromSsize_t(sent);
+#endif
+}
+
+/* Batch.drain_own's reads on its connected socket ``fd`` (non-blocking), at most ``count`` datagrams,
+ * each into the writable buffer ``into`` and its records read there (records_in, ``sender`` the
+ * peer it is connected to) -- the Python loop's recv_into and on_datagram for the datagrams the core
+ * reads whole. Returns (read, taken, state, n, off, k): ``read`` datagrams read and done with,
+ * ``taken`` the frames they brought; state 0: ``count`` read, 1: the socket empty (BlockingIOError),
+ * 2: one more read (not in ``read``), of ``n`` bytes, whose records from ``off`` are Python's
+ * (Batch._records; ``k`` frames taken before it). A refused connection (ICMP from a peer that
+ * closed) is read past, as Python does; any other error raised as socket.recv_into raises it. */
+static PyObject *recv_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long fd, count, cid;
+    if (nargs != 6 || !get_ll(args[0], &fd) || !get_ll(args[2], &count) || !get_ll(args[3], &cid) ||
+        !PyList_CheckExact(args[4]) || !ready) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "recv_records(fd, into, count, cluster_id, in_list, sender)");
+        return NULL;
+    }
+#ifdef _WIN32
+    Py_RETURN_NONE;
+#else
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    long long read = 0, taken = 0, off = 0, k = 0;
+    ssize_t got = 0;
+    int state = 0;
+    while (read < count) {
+        got = recv((int)fd, view.buf, (size_t)view.len, 0);
+        if (got < 0) {
+            if (errno == EINTR) {
+                if (PyErr_CheckSignals() < 0)
+                    goto fail;
+                continue;
+            }
+            if (errno == ECONNREFUSED)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                state = 1;
+                break;
+            }
+            PyErr_SetFromErrno(PyExc_OSError);
+            goto fail;
+        }
+        off = 0;
+        k = 0;
+        if (got > 0 && records_in((const unsigned char *)view.buf, &off, (long long)got, cid, args[4], args[5], &k) < 0)
+            goto fail; /* (the core's own types broken, or no memory: the run stops, as on_datagram's error stops it) */
+        if (got == 0 || off < got) { /* Python's from here (an empty datagram: its drop) */
+            state = 2;
+            break;
+        }
+        read++;
+        taken += k;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(LLinLL)", read, taken, state, (Py_ssize_t)(state == 2 ? got : 0), off, k);
+fail:
+    PyBuffer_Release(&view);
+    return NULL;
 #endif
 }
 

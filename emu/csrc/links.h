@@ -70,7 +70,9 @@ static void dgv_clear(dgvec_t *d)
 static int flush_dgram(PyObject *link, rec_t *recs, Py_ssize_t k0, Py_ssize_t k1, Py_ssize_t size,
                        long long seq0, long long w16, long long window, dgvec_t *out)
 {
-    PyObject *dg = fpool_take(size, &fp_hint_dg); /* (the datagram written here: the frames copied once, into it) */
+    PyObject *dg = rt_take_dg(size); /* (the datagram written here: the frames copied once, into it) */
+    if (dg == NULL)
+        dg = fpool_take(size, &fp_hint_dg);
     if (dg == NULL)
         return -1;
     PyObject *pre = SLOT(link, ls_prefix), *prep = SLOT(link, ls_prefix_pool);
@@ -321,29 +323,12 @@ static int rgot_tell(rgot_t *got, int *ngot)
     return rc;
 }
 
-static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* records' work on the ``n`` bytes at ``b`` from *off: *off moved to where it stopped, the frames it
+ * took in *taken. 0, or -1 with an error set (what was taken stands: counted and told). */
+static int records_in(const unsigned char *b, long long *off_io, long long n, long long cid, PyObject *in_list,
+                      PyObject *sender, long long *taken)
 {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "records(data, off, n, cluster_id, in_list, sender)");
-        return NULL;
-    }
-    PyObject *data = args[0], *in_list = args[4], *sender = args[5];
-    long long off, n, cid;
-    if (!ready || !PyList_CheckExact(in_list) || !get_ll(args[1], &off) || !get_ll(args[2], &n) ||
-        !get_ll(args[3], &cid) || off < 0) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "emu._core.records: bad arguments");
-        return NULL;
-    }
-    Py_buffer view;
-    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    if (n > view.len) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_TypeError, "emu._core.records: n past the data");
-        return NULL;
-    }
-    const unsigned char *b = (const unsigned char *)view.buf;
+    long long off = *off_io;
     long long cur = -1, cwin = -1, safe = 0, accepted = 0;
     PyObject *same_pa = NULL; /* a peer address found equal to ``sender`` (held) */
     PyObject *el = NULL, *heap = NULL, *lk = NULL, *index = NULL, *inp = NULL, *held = NULL; /* (el, inp, lk,
@@ -462,8 +447,9 @@ static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     Py_XDECREF(same_pa);
     Py_DECREF(f_data);
     Py_DECREF(f_pool);
-    PyBuffer_Release(&view);
-    return Py_BuildValue("(LL)", off, accepted);
+    *off_io = off;
+    *taken = accepted;
+    return 0;
 fail:
     { /* what was taken stands: counted and told, the first error kept */
         PyObject *et, *ev, *tb;
@@ -477,8 +463,36 @@ fail:
     Py_XDECREF(same_pa);
     Py_XDECREF(f_data);
     Py_XDECREF(f_pool);
+    *off_io = off;
+    *taken = accepted;
+    return -1;
+}
+
+static PyObject *records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "records(data, off, n, cluster_id, in_list, sender)");
+        return NULL;
+    }
+    PyObject *data = args[0], *in_list = args[4], *sender = args[5];
+    long long off, n, cid, taken = 0;
+    if (!ready || !PyList_CheckExact(in_list) || !get_ll(args[1], &off) || !get_ll(args[2], &n) ||
+        !get_ll(args[3], &cid) || off < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "emu._core.records: bad arguments");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (n > view.len) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "emu._core.records: n past the data");
+        return NULL;
+    }
+    int rc = records_in((const unsigned char *)view.buf, &off, n, cid, in_list, sender, &taken);
     PyBuffer_Release(&view);
-    return NULL;
+    return rc < 0 ? NULL : Py_BuildValue("(LL)", off, taken);
 }
 
 
