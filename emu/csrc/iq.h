@@ -24,7 +24,6 @@ static Py_ssize_t p_port, p_vc, p_head, p_tail, p_copies, p_left, p_exit, p_hexi
 static PyObject *s_va_grants, *s_sa_grants, *s_sa_conflicts;
 static int iq_ready = 0;
 static PyObject *iq_zero;
-static PyObject *iq_inf; /* (INF, 1 << 62: one int, shared: never written in place, held here too) */
 
 static PyObject *iq_setup(PyObject *self, PyObject *args)
 {
@@ -312,40 +311,7 @@ fail:
     return -1;
 }
 
-/* The heaps' int keys popped and dropped, kept for the next pushes: an int of one digit held by the
- * caller's reference only (nobody else can see it) is written in place with the next key that fits
- * one digit and is not a small int (those stay CPython's own), instead of freeing one and making
- * another */
-#define IQ_IFREE 64
-static PyObject *iq_ifree[IQ_IFREE];
-static int iq_nifree;
-
-static inline void int_drop(PyObject *x) /* (the caller's reference) */
-{
-#if PY_VERSION_HEX < 0x030C0000
-    if (Py_REFCNT(x) == 1 && PyLong_CheckExact(x) && Py_SIZE(x) == 1 && iq_nifree < IQ_IFREE) {
-        iq_ifree[iq_nifree++] = x;
-        return;
-    }
-#endif
-    Py_DECREF(x);
-}
-
-/* a new reference to an int of value v: a kept one (int_drop's) written in place when v fits one digit
- * and is not a small int, INF the shared one, else a new int */
-static inline PyObject *int_new(long long v)
-{
-#if PY_VERSION_HEX < 0x030C0000
-    if (v > 256 && v <= (long long)PyLong_MASK && iq_nifree) {
-        PyObject *n = iq_ifree[--iq_nifree];
-        ((PyLongObject *)n)->ob_digit[0] = (digit)v;
-        return n;
-    }
-#endif
-    if (v == ((long long)1 << 62) && iq_inf != NULL)
-        return Py_NewRef(iq_inf);
-    return PyLong_FromLongLong(v);
-}
+/* (the heaps' int keys popped and dropped: int_drop / int_new, csrc/iqhooks.h) */
 
 /* heapq.heappush(heap, v) for an int v */
 static int push_int(PyObject *heap, long long v)
