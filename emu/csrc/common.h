@@ -764,4 +764,37 @@ static inline __attribute__((always_inline)) int pop_due(PyObject *pend, long lo
     return pd_pop_due_any(pend, release, arrival, frame, pool, who, arrival_obj);
 }
 
+/* PyDict_Next(d, pos, k, v) inlined for a combined dict (CPython 3.11's layout, the keys' mirrored above as
+ * fw_dk_t): the same entries in the same order, the same *pos after each (the next entry's index), without the
+ * two calls per step -- the routers' small dicts of busy ports and of outputs with requests, walked at every
+ * window and round. Any other dict or CPython: PyDict_Next. */
+static inline __attribute__((always_inline)) int iw_dict_next(PyObject *d, Py_ssize_t *pos, PyObject **k, PyObject **v)
+{
+#ifdef FW_DICT_HINTS
+    PyDictObject *mp = (PyDictObject *)d;
+    if (PyDict_Check(d) && mp->ma_values == NULL && *pos >= 0) {
+        fw_dk_t *dk = (fw_dk_t *)mp->ma_keys;
+        Py_ssize_t i = *pos, n = dk->dk_nentries;
+        char *base = dk->dk_indices + ((size_t)1 << dk->dk_log2_index_bytes);
+        if (dk->dk_kind == 0) {
+            for (const fw_dge_t *e = (const fw_dge_t *)base; i < n; i++)
+                if (e[i].value != NULL) {
+                    *k = e[i].key, *v = e[i].value, *pos = i + 1;
+                    return 1;
+                }
+            return 0;
+        }
+        if (dk->dk_kind == 1) {
+            for (const fw_due_t *e = (const fw_due_t *)base; i < n; i++)
+                if (e[i].value != NULL) {
+                    *k = e[i].key, *v = e[i].value, *pos = i + 1;
+                    return 1;
+                }
+            return 0;
+        }
+    }
+#endif
+    return PyDict_Next(d, pos, k, v);
+}
+
 #endif /* EMU_CSRC_COMMON_H */

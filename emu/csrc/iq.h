@@ -928,7 +928,7 @@ static int iq_va_round(IQ *z, int again)
 {
     Py_ssize_t pos = 0;
     PyObject *oobj, *reqs;
-    while (PyDict_Next(z->s[IS_VA], &pos, &oobj, &reqs)) {
+    while (iw_dict_next(z->s[IS_VA], &pos, &oobj, &reqs)) {
         Py_INCREF(oobj); /* (its entry may go; reqs is held by iq_va_one before anything changes) */
         int rc = iq_va_one(z, again, oobj, reqs);
         Py_DECREF(oobj);
@@ -1401,7 +1401,7 @@ static PyObject *iq_sa_round(IQ *z, int again)
     Py_ssize_t cap = IQ_CANDS, n = 0, pos = 0;
     PyObject *oobj, *lst;
     Cand cd_s[IQ_CANDS], pk_s[IQ_CANDS], *cd = cd_s, *pk = pk_s; /* (on the stack; more: grown on the heap) */
-    while (PyDict_Next(sa, &pos, &oobj, &lst)) {
+    while (iw_dict_next(sa, &pos, &oobj, &lst)) {
         long long o, x, vc, rank;
         if (!get_ll(oobj, &o) || li(z->s[IS_OUTR], o, &x) < 0) {
             iq_bad("an output is not an integer");
@@ -1649,7 +1649,7 @@ static int iq_lost(IQ *z)
     PyObject *oobj, *lst;
     Py_ssize_t pos = 0;
     long long now = z->now;
-    while (PyDict_Next(z->s[IS_SA], &pos, &oobj, &lst)) {
+    while (iw_dict_next(z->s[IS_SA], &pos, &oobj, &lst)) {
         long long o, x, pl, cap0 = 0;
         if (!get_ll(oobj, &o) || li(z->s[IS_OUTR], o, &x) < 0 || !PyList_CheckExact(lst))
             return iq_bad("an output is not an integer");

@@ -329,7 +329,7 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
     {
         Py_ssize_t pos = 0;
         PyObject *k, *v;
-        while (nports < cap && PyDict_Next(busy, &pos, &k, &v))
+        while (nports < cap && iw_dict_next(busy, &pos, &k, &v))
             ports[nports++] = Py_NewRef(k);
     }
     for (Py_ssize_t kp = 0; kp < nports; kp++, drop(&held), drop(&held_pend)) {

@@ -278,7 +278,7 @@ static int next_time_in(PyObject *el, long long *t_out)
     }
     Py_ssize_t pos = 0;
     PyObject *p, *unused;
-    while (PyDict_Next(busy, &pos, &p, &unused)) {
+    while (iw_dict_next(busy, &pos, &p, &unused)) {
         if (Py_TYPE(p) != OutPortT) {
             rc = 1;
             goto done;
