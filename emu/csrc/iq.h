@@ -76,6 +76,8 @@ typedef struct {
     PyObject *fresh, *up, *credit_out;
     long long now;
     long long va_grants, sa_grants, sa_conflicts;
+    int shared_empty; /* (1: the caller only reads the size of the frames list returned -- csrc/iqtimer.h's
+                       * iq_on_timer, for csrc/window.h -- so an empty one may be iq_empty_list's) */
 } IQ;
 
 static int iq_bad(const char *what)
@@ -1459,8 +1461,11 @@ static PyObject *iq_sa_round(IQ *z, int again)
             n++;
         }
     }
-    out = PyList_New(0);
-    if (out == NULL || !n)
+    if (!n) { /* (no grant: an empty list, the shared one when the caller only reads its size) */
+        out = z->shared_empty ? iq_empty_list() : PyList_New(0);
+        goto done;
+    }
+    if ((out = PyList_New(0)) == NULL)
         goto done;
     for (Py_ssize_t i = 0; i < n; i++)
         if (iqr_set_ll(cd[i].c, c_sa_try, now) < 0)
@@ -1616,6 +1621,7 @@ static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t w
     }
     z->up = z->credit_out = Py_None;
     z->va_grants = z->sa_grants = z->sa_conflicts = 0;
+    z->shared_empty = 0;
     return 0;
 }
 
@@ -1633,7 +1639,7 @@ static PyObject *iq_round_z(IQ *zp, int again)
         goto end;
     if (PyDict_GET_SIZE(z.s[IS_VA]) && iq_va_round(&z, again) < 0)
         goto end;
-    out = PyDict_GET_SIZE(z.s[IS_SA]) ? iq_sa_round(&z, again) : PyList_New(0);
+    out = PyDict_GET_SIZE(z.s[IS_SA]) ? iq_sa_round(&z, again) : z.shared_empty ? iq_empty_list() : PyList_New(0);
 end:
     if ((z.va_grants && iqr_count_add(z.s[IS_STATS], s_va_grants, z.va_grants, 1, "va_grants") < 0) ||
         (z.sa_grants && iqr_count_add(z.s[IS_STATS], s_sa_grants, z.sa_grants, 1, "sa_grants") < 0) ||

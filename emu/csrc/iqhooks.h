@@ -66,6 +66,23 @@ static inline __attribute__((always_inline)) int iqr_ll(PyObject *o, long long *
     return get_ll(o, v);
 }
 
+/* A new reference to one empty list, shared, for the compiled timer's and receive's results to
+ * csrc/window.h's element window, which only reads an empty result's size and lets it go: no list made
+ * and freed per call that granted nothing (most of a router's timers, every receive). Not tracked by
+ * the collector (nobody else finds it); made again should it ever be found not empty. */
+static PyObject *iq_empty;
+static PyObject *iq_empty_list(void)
+{
+    if (iq_empty == NULL || PyList_GET_SIZE(iq_empty) != 0) {
+        PyObject *l = PyList_New(0);
+        if (l == NULL)
+            return NULL;
+        PyObject_GC_UnTrack(l);
+        Py_XSETREF(iq_empty, l);
+    }
+    return Py_NewRef(iq_empty);
+}
+
 /* put_ll / set_ll (csrc/common.h) inlined for the router's slots and lists, and nothing written when the
  * slot holds an int of that value already (a reused copy's VC, a pointer that stays: most of its writes) */
 static inline __attribute__((always_inline)) int iqr_put_ll(PyObject **slot, long long v)

@@ -585,7 +585,8 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
         }
     } else if (iqr_count_add(rx[RX_IQSTATS], s_hol_waits, 1, 0, "the router's hol_waits") < 0)
         goto fail;
-    res = PyList_New(0);
+    res = self == NULL ? iq_empty_list() : PyList_New(0); /* (NULL: iq_on_receive's call, for window.h, which only
+                                                            * reads an empty list's size) */
     n_iq_received++;
 fail:
     Py_XDECREF(pkt);

@@ -213,6 +213,7 @@ static inline int t_tc_hit(PyObject *eng, PyObject *tt, PyObject **cs, PyObject 
     z->fresh = fresh;
     z->up = z->credit_out = Py_None;
     z->va_grants = z->sa_grants = z->sa_conflicts = 0;
+    z->shared_empty = 0;
     *cs = e->cs;
     *cout = e->cout;
     return 1;
@@ -318,6 +319,7 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
 #endif
     z.up = v[T_UP];
     z.credit_out = v[T_COUT];
+    z.shared_empty = 1; /* (window.h reads the frames list's size only, when it is empty) */
     if (nxt <= now) { /* (Rounds._round, as on_timer inlines it) */
         eslot_set_time(eng, T_RNOW, tt);
         if (iqr_count_add(v[T_STATS], t_s[again ? T_REPEATS : T_ROUNDS], 1, 0, "iq_stats") < 0)
@@ -332,7 +334,7 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
             eslot_set(eng, T_GRANTED, granted);
         }
     }
-    if (out == NULL && (out = PyList_New(0)) == NULL)
+    if (out == NULL && (out = iq_empty_list()) == NULL)
         goto done;
     /* (``_retime``'s compiled twin; the slots read again: the round ran Python's credit_out) */
     PyObject *slot = ESLOT(eng, T_SLOT), *b = ESLOT(eng, T_BTIMER);
