@@ -797,4 +797,91 @@ static inline __attribute__((always_inline)) int iw_dict_next(PyObject *d, Py_ss
     return PyDict_Next(d, pos, k, v);
 }
 
+/* Ints whose last reference is let go, kept for the next ones made: an int of one digit held by the caller's
+ * reference only (nobody else can see it) is written in place with the next value that fits one digit and
+ * is not a small int (those stay CPython's own), instead of freeing one and making another -- the router's
+ * heap keys and fields (csrc/iq.h, iqrecv.h), the times of the events and records every crossing makes and
+ * drops. (iw_int_drop: the caller's reference; iw_int_new: a new reference.) */
+#define IW_IFREE 64
+static PyObject *iw_ifree[IW_IFREE];
+static int iw_nifree;
+
+static inline void iw_int_drop(PyObject *x)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    if (Py_REFCNT(x) == 1 && PyLong_CheckExact(x) && Py_SIZE(x) == 1 && iw_nifree < IW_IFREE) {
+        iw_ifree[iw_nifree++] = x;
+        return;
+    }
+#endif
+    Py_DECREF(x);
+}
+
+static inline PyObject *iw_int_new(long long v)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    if (v > 256 && v <= (long long)PyLong_MASK && iw_nifree) {
+        PyObject *n = iw_ifree[--iw_nifree];
+        ((PyLongObject *)n)->ob_digit[0] = (digit)v;
+        return n;
+    }
+#endif
+    return PyLong_FromLongLong(v);
+}
+
+/* *slot = v (an int; the slot's reference), as put_ll: in place if it can be (int_in_place), else a kept int
+ * (iw_int_new), the slot's old one kept for the next (iw_int_drop) when the slot's was its last reference */
+static inline __attribute__((always_inline)) int iw_put_ll(PyObject **slot, long long v)
+{
+    PyObject *o = *slot;
+    if (o != NULL && int_in_place(o, v))
+        return 0;
+    PyObject *n = iw_int_new(v);
+    if (n == NULL)
+        return -1;
+    *slot = n;
+    if (o != NULL)
+        iw_int_drop(o);
+    return 0;
+}
+
+/* *slot = [start, done, n, cut, []] (an output port's ``line``, as Python's ``self.line = [...]``): the
+ * slot's list written in place when nobody else holds it (five items, its fifth an empty list nobody else
+ * holds either -- none can tell it from a new one), its ints in place or kept ones; else a new list. 0, or
+ * -1 with an error. */
+static int iw_port_line(PyObject **slot, long long start, long long done, long long n, int cut)
+{
+    PyObject *old = *slot, *c = cut ? Py_True : Py_False;
+    if (old != NULL && PyList_CheckExact(old) && Py_REFCNT(old) == 1 && PyList_GET_SIZE(old) == 5) {
+        PyObject **it = ((PyListObject *)old)->ob_item, *inner = it[4];
+        if (PyList_CheckExact(inner) && Py_REFCNT(inner) == 1 && PyList_GET_SIZE(inner) == 0 &&
+            PyLong_CheckExact(it[0]) && PyLong_CheckExact(it[1]) && PyLong_CheckExact(it[2])) {
+            long long v[3] = {start, done, n};
+            for (int k = 0; k < 3; k++)
+                if (iw_put_ll(&it[k], v[k]) < 0)
+                    return -1;
+            if (it[3] != c)
+                Py_SETREF(it[3], Py_NewRef(c));
+            return 0;
+        }
+    }
+    PyObject *line = PyList_New(5), *e = PyList_New(0);
+    if (line == NULL || e == NULL) {
+        Py_XDECREF(line);
+        Py_XDECREF(e);
+        return -1;
+    }
+    PyList_SET_ITEM(line, 0, iw_int_new(start));
+    PyList_SET_ITEM(line, 1, iw_int_new(done));
+    PyList_SET_ITEM(line, 2, iw_int_new(n));
+    PyList_SET_ITEM(line, 3, Py_NewRef(c));
+    PyList_SET_ITEM(line, 4, e);
+    if (!PyList_GET_ITEM(line, 0) || !PyList_GET_ITEM(line, 1) || !PyList_GET_ITEM(line, 2)) {
+        Py_DECREF(line);
+        return -1;
+    }
+    Py_XSETREF(*slot, line);
+    return 0;
+}
+
 #endif /* EMU_CSRC_COMMON_H */

@@ -251,7 +251,7 @@ static inline void copy_drop(PyObject *c);
 /* [start, done, n, cut, c, []]: a line's entry (Py_BuildValue's "[LLLOO[]]", without its format) */
 static PyObject *line_entry(long long start, long long done, long long n, PyObject *cut, PyObject *c)
 {
-    PyObject *items[6] = {PyLong_FromLongLong(start), PyLong_FromLongLong(done), PyLong_FromLongLong(n),
+    PyObject *items[6] = {int_new(start), int_new(done), int_new(n),
                           Py_NewRef(cut), Py_NewRef(c), PyList_New(0)}, *l = NULL;
     for (int k = 0; k < 6; k++)
         if (items[k] == NULL)
@@ -283,7 +283,7 @@ static int line_reuse(PyObject *lines, long long o, long long start, long long d
     long long v[3] = {start, done, n};
     for (int k = 0; k < 3; k++)
         if (!int_in_place(it[k], v[k])) {
-            PyObject *x = PyLong_FromLongLong(v[k]);
+            PyObject *x = int_new(v[k]);
             if (x == NULL)
                 goto fail;
             old[k] = it[k];
@@ -304,6 +304,8 @@ static int line_reuse(PyObject *lines, long long o, long long start, long long d
     for (int k = 0; k < 6; k++)
         if (k == 4 && old[4] != NULL)
             copy_drop(old[4]); /* (the line's last copy: kept for the next when that was its last reference) */
+        else if (k < 3 && old[k] != NULL)
+            int_drop(old[k]);
         else
             Py_XDECREF(old[k]);
     return 1;
@@ -320,8 +322,8 @@ static int push_int(PyObject *heap, long long v)
 {
     PyObject *n;
 #if PY_VERSION_HEX < 0x030C0000
-    if (v > 256 && v <= (long long)PyLong_MASK && iq_nifree) {
-        n = iq_ifree[--iq_nifree];
+    if (v > 256 && v <= (long long)PyLong_MASK && iw_nifree) {
+        n = iw_ifree[--iw_nifree];
         ((PyLongObject *)n)->ob_digit[0] = (digit)v;
     } else
 #endif
@@ -1329,7 +1331,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
             goto fail;
         }
     }
-    res = tuple_steal(3, (PyObject *[]){PyLong_FromLongLong(o), frame, PyLong_FromLongLong(depart)});
+    res = tuple_steal(3, (PyObject *[]){PyLong_FromLongLong(o), frame, int_new(depart)});
 fail:
     Py_DECREF(c);
     Py_DECREF(pkt);

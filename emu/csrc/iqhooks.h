@@ -14,39 +14,17 @@
 
 static PyObject *iq_inf; /* (INF, 1 << 62: one int, shared: never written in place, held here too; made by iq.h's iq_setup) */
 
-/* The heaps' int keys popped and dropped, kept for the next pushes: an int of one digit held by the
- * caller's reference only (nobody else can see it) is written in place with the next key that fits
- * one digit and is not a small int (those stay CPython's own), instead of freeing one and making
- * another */
-#define IQ_IFREE 64
-static PyObject *iq_ifree[IQ_IFREE];
-static int iq_nifree;
-
+/* the core's kept ints (csrc/common.h's iw_int_drop / iw_int_new), INF the shared one */
 static inline void int_drop(PyObject *x) /* (the caller's reference) */
 {
-#if PY_VERSION_HEX < 0x030C0000
-    if (Py_REFCNT(x) == 1 && PyLong_CheckExact(x) && Py_SIZE(x) == 1 && iq_nifree < IQ_IFREE) {
-        iq_ifree[iq_nifree++] = x;
-        return;
-    }
-#endif
-    Py_DECREF(x);
+    iw_int_drop(x);
 }
 
-/* a new reference to an int of value v: a kept one (int_drop's) written in place when v fits one digit
- * and is not a small int, INF the shared one, else a new int */
 static inline PyObject *int_new(long long v)
 {
-#if PY_VERSION_HEX < 0x030C0000
-    if (v > 256 && v <= (long long)PyLong_MASK && iq_nifree) {
-        PyObject *n = iq_ifree[--iq_nifree];
-        ((PyLongObject *)n)->ob_digit[0] = (digit)v;
-        return n;
-    }
-#endif
     if (v == ((long long)1 << 62) && iq_inf != NULL)
         return Py_NewRef(iq_inf);
-    return PyLong_FromLongLong(v);
+    return iw_int_new(v);
 }
 
 /* get_ll (csrc/common.h) with an int of three digits read in place first (CPython 3.11's layout, a
@@ -95,18 +73,10 @@ static inline __attribute__((always_inline)) int iqr_put_ll(PyObject **slot, lon
             return 0; /* (equal: as good as the int put_ll would put there) */
     }
 #endif
-    if (o != NULL && int_in_place(o, v))
-        return 0;
-    /* (else put_ll's new int, taken from the kept ones (int_new), and the slot's old int kept for the next
-     * (int_drop) when the slot's was its last reference: a packet's or copy's time reset to a shared 0 at
-     * its reuse and written again at its grant makes and frees no int) */
-    PyObject *n = int_new(v);
-    if (n == NULL)
-        return -1;
-    *slot = n;
-    if (o != NULL)
-        int_drop(o);
-    return 0;
+    /* (else put_ll's work, a new int taken from the kept ones and the slot's old int kept for the next when
+     * the slot's was its last reference (iw_put_ll): a packet's or copy's time reset to a shared 0 at its
+     * reuse and written again at its grant makes and frees no int) */
+    return iw_put_ll(slot, v);
 }
 
 static inline __attribute__((always_inline)) int iqr_set_ll(PyObject *obj, Py_ssize_t off, long long v)
@@ -229,7 +199,7 @@ static int iq_credit_out_c(PyObject *co, long long port, long long vc, long long
         PyErr_Clear();
         return 1;
     }
-    PyObject *ns = PyLong_FromLongLong(sv + 1);
+    PyObject *ns = iw_int_new(sv + 1);
     if (ns == NULL)
         return -1;
     /* (self._pseq += 1: the dict's int written in place when it is the only reference to it, else an
@@ -249,7 +219,7 @@ static int iq_credit_out_c(PyObject *co, long long port, long long vc, long long
     pc->el = el, pc->d = d, pc->seq = seq, pc->ver = ((PyDictObject *)d)->ma_version_tag;
 #endif
     PyObject *obj = hk_credit_obj(port, vc, n, pool, frames);
-    PyObject *e = tuple_steal(4, (PyObject *[]){PyLong_FromLongLong(at), ns, Py_NewRef(hk_credit_out), obj});
+    PyObject *e = tuple_steal(4, (PyObject *[]){iw_int_new(at), ns, Py_NewRef(hk_credit_out), obj});
     if (e == NULL)
         return -1;
     int rc = heap_push(pev, e);

@@ -151,7 +151,7 @@ static int transmit_batch(PyObject *p, PyObject *pend, long long release, long l
             goto done;
     } else if (frames_sent(domain, pdom, n, peer) < 0)
         goto done;
-    if (set_ll(p, o_sent_done, last - lat) < 0 || hp_add_count(p, o_tx_frames, n) < 0 || hp_add_count(p, o_tx_bytes, nbytes) < 0)
+    if (iw_put_ll(&SLOT(p, o_sent_done), last - lat) < 0 || hp_add_count(p, o_tx_frames, n) < 0 || hp_add_count(p, o_tx_bytes, nbytes) < 0)
         goto done;
     n_batched += n;
     rc = 0;
@@ -253,7 +253,7 @@ static int hand_over_ctl(PyObject *p, PyObject *local, PyObject *ctl, PyObject *
             nbytes += 4LL * n;
         if (a_pend < ts)
             ts = a_pend;
-        if (set_ll(p, o_sent_done, last - lat) < 0)
+        if (iw_put_ll(&SLOT(p, o_sent_done), last - lat) < 0)
             goto done;
     }
     if (ts < *first)
@@ -434,7 +434,7 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
                 if (flags & nofcs)
                     nbytes += 4LL * n;
                 if (hp_set_count(link, ls_seq, nseq) < 0 || hp_set_count(rlink, lr_expected, nseq) < 0 ||
-                    set_ll(p, o_sent_done, last - lat) < 0 || hp_add_count(p, o_tx_frames, n) < 0 ||
+                    iw_put_ll(&SLOT(p, o_sent_done), last - lat) < 0 || hp_add_count(p, o_tx_frames, n) < 0 ||
                     hp_add_count(p, o_tx_bytes, nbytes) < 0 || hp_add_count(inp, i_rx_frames, n) < 0 ||
                     hp_add_count(inp, i_rx_bytes, nbytes) < 0 ||
                     (inline_counts ? (local_n += n, frames_due(domain, peer, a0)) : frames_local_call(domain, peer, n, a0, window)) < 0)
