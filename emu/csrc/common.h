@@ -884,4 +884,43 @@ static int iw_port_line(PyObject **slot, long long start, long long done, long l
     return 0;
 }
 
+/* Four-item tuples the core makes and lets go at every crossing (a router's credit event on its element's
+ * port events, the credit's entry on its port's link control), kept when their last reference is let go
+ * (iw_t4_keep: the caller's reference; its items released first, ints kept by iw_int_drop, the tuple
+ * untracked and empty until made again) and made again by iw_t4_new (four new references, stolen; NULL
+ * when any is NULL, all released). Untracked: they hold ints, bytes, strs and tuples of ints -- no cycle. */
+#define IW_T4 128
+static PyObject *iw_t4[IW_T4];
+static int iw_nt4;
+
+static inline void iw_t4_keep(PyObject *t)
+{
+    if (Py_REFCNT(t) != 1 || !PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 4 || iw_nt4 >= IW_T4) {
+        Py_DECREF(t);
+        return;
+    }
+    PyObject *v[4];
+    for (int k = 0; k < 4; k++) {
+        v[k] = PyTuple_GET_ITEM(t, k);
+        PyTuple_SET_ITEM(t, k, NULL);
+    }
+    PyObject_GC_UnTrack(t);
+    iw_t4[iw_nt4++] = t; /* (kept empty before its items go: a release that runs code finds it whole) */
+    for (int k = 0; k < 4; k++)
+        if (v[k] != NULL)
+            iw_int_drop(v[k]);
+}
+
+static inline PyObject *iw_t4_new(PyObject *a, PyObject *b, PyObject *c, PyObject *d)
+{
+    if (a == NULL || b == NULL || c == NULL || d == NULL || !iw_nt4)
+        return tuple_steal_inline(4, (PyObject *[]){a, b, c, d});
+    PyObject *t = iw_t4[--iw_nt4];
+    PyTuple_SET_ITEM(t, 0, a);
+    PyTuple_SET_ITEM(t, 1, b);
+    PyTuple_SET_ITEM(t, 2, c);
+    PyTuple_SET_ITEM(t, 3, d);
+    return t;
+}
+
 #endif /* EMU_CSRC_COMMON_H */

@@ -141,8 +141,8 @@ static int credit_out_c(PyObject *el, PyObject *pev, PyObject *ph)
     long long tv;
     if (!get_ll(t, &tv) || EL_SET(el, E_NOW, t) < 0)
         goto done;
-    PyObject *e = tuple_steal(4, (PyObject *[]){Py_NewRef(t), iw_int_new(tv + lat), Py_NewRef(wire),
-                                               Py_NewRef(Py_False)});
+    PyObject *e = iw_t4_new(Py_NewRef(t), iw_int_new(tv + lat), Py_NewRef(wire), Py_NewRef(Py_False)); /* (kept by
+                                                                                                       * hand_over_ctl) */
     if (e == NULL || (r = q_append(ctl, e)) == NULL) {
         Py_XDECREF(e);
         goto done;
@@ -154,14 +154,8 @@ static int credit_out_c(PyObject *el, PyObject *pev, PyObject *ph)
     n_credits_out++;
     rc = 1;
 done:
-    if (item != NULL && Py_REFCNT(item) == 1 && PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 4) {
-        for (int k = 0; k < 2; k++) { /* (its time and sequence ints kept for the next when this was their last holder) */
-            PyObject *x = PyTuple_GET_ITEM(item, k);
-            PyTuple_SET_ITEM(item, k, NULL);
-            iw_int_drop(x);
-        }
-    }
-    Py_XDECREF(item);
+    if (item != NULL)
+        iw_t4_keep(item); /* (the event, its ints too, kept for the next when this was their last holder) */
     Py_DECREF(wire);
     Py_DECREF(outp);
     Py_DECREF(ctl);

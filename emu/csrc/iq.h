@@ -1331,7 +1331,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
             goto fail;
         }
     }
-    res = tuple_steal(3, (PyObject *[]){PyLong_FromLongLong(o), frame, int_new(depart)});
+    res = hp_out_entry(PyLong_FromLongLong(o), frame, depart); /* (an entry an emit kept, or a new one: csrc/heap.h) */
 fail:
     Py_DECREF(c);
     Py_DECREF(pkt);

@@ -219,7 +219,7 @@ static int iq_credit_out_c(PyObject *co, long long port, long long vc, long long
     pc->el = el, pc->d = d, pc->seq = seq, pc->ver = ((PyDictObject *)d)->ma_version_tag;
 #endif
     PyObject *obj = hk_credit_obj(port, vc, n, pool, frames);
-    PyObject *e = tuple_steal(4, (PyObject *[]){iw_int_new(at), ns, Py_NewRef(hk_credit_out), obj});
+    PyObject *e = iw_t4_new(iw_int_new(at), ns, Py_NewRef(hk_credit_out), obj); /* (kept by credit_out_c) */
     if (e == NULL)
         return -1;
     int rc = heap_push(pev, e);

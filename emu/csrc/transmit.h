@@ -229,9 +229,10 @@ static int hand_over_ctl(PyObject *p, PyObject *local, PyObject *ctl, PyObject *
             PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a link-control frame is not bytes");
             goto done;
         }
-        PyObject *rec = hp_record(NULL, arr, SLOT(inp, i_index), seq, Py_NewRef(fr), f_clean);
+        PyObject *rec = hp_record(Py_NewRef(PyTuple_GET_ITEM(e, 1)), arr, SLOT(inp, i_index), seq, Py_NewRef(fr),
+                                  f_clean); /* (its arrival the entry's int: arr read from it by head_time) */
         cbytes += PyBytes_GET_SIZE(fr);
-        Py_DECREF(e);
+        iw_t4_keep(e); /* (kept for the next credit's entry when this was its last holder) */
         if (rec == NULL)
             goto done;
         int pushed = heap_push(heap, rec);
