@@ -559,9 +559,12 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
             goto fail;
         }
         if (rc_at < nxv) { /* (``_wake_at``) */
-            PyObject *t = PyLong_FromLongLong(rc_at), *tt = NULL;
+            PyObject *t = int_new(rc_at), *tt = NULL;
             if (t != NULL && mine) {
-                Py_XSETREF(SLOT(eng, rx_off_next), Py_NewRef(t));
+                PyObject *old = SLOT(eng, rx_off_next);
+                SLOT(eng, rx_off_next) = Py_NewRef(t);
+                if (old != NULL)
+                    int_drop(old); /* (kept for the next int when the slot's was its last reference) */
                 tt = Py_XNewRef(SLOT(eng, rx_off_timer));
                 if (tt == NULL)
                     PyErr_SetString(PyExc_AttributeError, "InputQueuedEngine: timer unset");
@@ -575,8 +578,12 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
             int later = tt == Py_None || (iqr_ll(tt, &ttv) && rc_at < ttv);
             Py_DECREF(tt);
             int bad2 = 0;
-            if (later && mine)
-                Py_XSETREF(SLOT(eng, rx_off_timer), Py_NewRef(t));
+            if (later && mine) {
+                PyObject *old = SLOT(eng, rx_off_timer);
+                SLOT(eng, rx_off_timer) = Py_NewRef(t);
+                if (old != NULL)
+                    int_drop(old);
+            }
             else if (later)
                 bad2 = iq_setattr(eng, s_timer_rx, t) < 0;
             Py_DECREF(t);

@@ -324,7 +324,7 @@ static int el_transmit(PyObject *el, PyObject *busy, long long t1, PyObject *w, 
     if ((la = EL_GET(el, E_LOOKAHEAD)) == NULL || !get_ll(la, &look) ||
         (drop = EL_GET(el, E_DROP_RATE)) == NULL || (stats = EL_GET(el, E_STATS)) == NULL)
         goto done;
-    int dropping = PyObject_IsTrue(drop);
+    int dropping = PyFloat_CheckExact(drop) ? PyFloat_AS_DOUBLE(drop) != 0.0 : PyObject_IsTrue(drop);
     if (dropping < 0)
         goto done;
     if (dropping)
@@ -359,10 +359,15 @@ done:
  * busy (el_transmit), else no arrival (INF in *fa). 0, or -1 with an error. */
 static int window_end(PyObject *el, PyObject *busy, long long t1, PyObject *w, PyObject *domain, long long *fa)
 {
-    PyObject *st = PyLong_FromLongLong(t1);
-    int bad = st == NULL || EL_SET(el, E_SAFE_TIME, st) < 0;
-    Py_XDECREF(st);
-    int anybusy = bad ? -1 : PyObject_IsTrue(busy);
+    int bad;
+    if (Py_TYPE(el) == ElementT) /* (its slot's int written in place when nobody else holds it, else a kept one) */
+        bad = iw_put_ll(&SLOT(el, el_attr[E_SAFE_TIME].off), t1) < 0;
+    else {
+        PyObject *st = PyLong_FromLongLong(t1);
+        bad = st == NULL || EL_SET(el, E_SAFE_TIME, st) < 0;
+        Py_XDECREF(st);
+    }
+    int anybusy = bad ? -1 : PyDict_CheckExact(busy) ? PyDict_GET_SIZE(busy) > 0 : PyObject_IsTrue(busy);
     if (anybusy < 0)
         return -1;
     *fa = (long long)1 << 62;
