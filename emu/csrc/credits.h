@@ -14,7 +14,7 @@ static int cr_state = 0;
 static unsigned long long n_credits_out, n_credits_in;
 /* (csrc/iqtimer.h, after the round it calls) */
 static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p);
-static int iq_on_receive(PyObject *eng, PyObject *frame, PyObject *port, PyObject *now, PyObject **out_p);
+static int iq_on_receive(PyObject *eng, PyObject *frame, PyObject *port, PyObject *now, PyObject **out_p, int spare_refs);
 static int iq_on_credit(PyObject *eng, long long port, long long vc, long long nbytes, PyObject *now, long long pool,
                         long long frames);
 

@@ -359,8 +359,16 @@ static inline __attribute__((always_inline)) int rx_slot(PyObject *o, Py_ssize_t
     return 0;
 }
 
+/* iq_on_receive's word to the call it makes (csrc/iqtimer.h; 0 otherwise): the references to the frame that
+ * are all its caller's own (window.h: its variable, and the record it popped when the frame is the record's) --
+ * a frame held by exactly those, nobody else's, becomes the next hop's frame itself, its hop count written in
+ * place, instead of a copy made and the frame freed (Python's makes a new bytes object: none can tell) */
+static int rx_spare_refs;
+
 static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
+    int spare_refs = self == NULL ? rx_spare_refs : 0;
+    rx_spare_refs = 0;
     if (nargs != 5 || !PyTuple_CheckExact(args[0]) || PyTuple_GET_SIZE(args[0]) != RX_N) {
         PyErr_SetString(PyExc_TypeError, "iq_receive(rx, engine, frame, port, now)");
         return NULL;
@@ -502,9 +510,13 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
         goto fail;
     Py_DECREF(r);
     /* _file: one copy, the next hop's frame (one more hop), of priority 0 */
-    if ((next = PyBytes_FromStringAndSize((const char *)w, n)) == NULL)
+    unsigned char hops = (w[C_HOPS_OFF] + 1) & 0xFF;
+    if (spare_refs > 0 && Py_REFCNT(frame) == spare_refs && PyBytes_CheckExact(frame) && PyBytes_GET_SIZE(frame) == n) {
+        next = Py_NewRef(frame); /* (nobody else's: written in place, its cached hash let go) */
+        bytes_hash_stale(next);
+    } else if ((next = PyBytes_FromStringAndSize((const char *)w, n)) == NULL)
         goto fail;
-    ((unsigned char *)PyBytes_AS_STRING(next))[C_HOPS_OFF] = (w[C_HOPS_OFF] + 1) & 0xFF;
+    ((unsigned char *)PyBytes_AS_STRING(next))[C_HOPS_OFF] = hops;
     if ((c = obj_reuse(CopyT, iq_cfree, &iq_ncfree)) == NULL)
         goto fail;
     if (rx_slot(c, c_pkt, Py_NewRef(pkt)) < 0 || iqr_set_ll(c, c_out, out) < 0 || rx_slot(c, c_frame, Py_NewRef(next)) < 0 ||

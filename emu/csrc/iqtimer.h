@@ -441,7 +441,7 @@ static int iq_on_credit(PyObject *eng, long long port, long long vc, long long n
 /* InputQueuedEngine.receive(frame, port, now) when its compiled receive is chosen (``_crx`` a tuple:
  * CoreRound._core_receive_state) and takes the frame: 0 done (*out_p its result), 1 not this case
  * (nothing changed: Python's method, which asks the compiled receive again and goes on), -1 error. */
-static int iq_on_receive(PyObject *eng, PyObject *frame, PyObject *port, PyObject *now, PyObject **out_p)
+static int iq_on_receive(PyObject *eng, PyObject *frame, PyObject *port, PyObject *now, PyObject **out_p, int spare_refs)
 {
     if (IQEngT == NULL || Py_TYPE(eng) != IQEngT || !t_method_is(T_RECEIVE, iq_fn_receive))
         return 1;
@@ -460,6 +460,7 @@ static int iq_on_receive(PyObject *eng, PyObject *frame, PyObject *port, PyObjec
     }
     PyObject *args[5] = {PyTuple_GET_ITEM(rx, 1), eng, frame, port, now};
     Py_INCREF(rx);
+    rx_spare_refs = spare_refs; /* (read and cleared by the call) */
     PyObject *r = iq_receive(NULL, args, 5);
     Py_DECREF(rx);
     if (r == NULL)

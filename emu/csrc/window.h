@@ -613,8 +613,12 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             result = NULL;
             if (!bad) { /* a host NIC's one-frame message here, anything else by the engine's receive */
                 int nr = nic_receive(eng, frame, t, &result);
-                if (nr == 1) /* (an input-queued router's compiled receive: csrc/iqtimer.h) */
-                    nr = iq_on_receive(eng, frame, pt, t, &result);
+                if (nr == 1) { /* (an input-queued router's compiled receive: csrc/iqtimer.h; the references to the frame
+                                * that are this loop's own -- its variable, and the popped record's when it is that
+                                * record's frame -- told, so that a frame nobody else holds may be the next hop's) */
+                    int own = Py_REFCNT(item) != 1 ? 0 : frame == PyTuple_GET_ITEM(item, 3) ? 2 : 1;
+                    nr = iq_on_receive(eng, frame, pt, t, &result, own);
+                }
                 if (nr == 1)
                     result = PyObject_CallMethodObjArgs(eng, s_receive, frame, pt, t, NULL);
             }
