@@ -817,6 +817,8 @@ static inline void iw_int_drop(PyObject *x)
     Py_DECREF(x);
 }
 
+static PyObject *iw_small[262]; /* (-5..256: CPython's own small ints, as PyLong_FromLongLong gave them, held here) */
+
 static inline PyObject *iw_int_new(long long v)
 {
 #if PY_VERSION_HEX < 0x030C0000
@@ -826,6 +828,12 @@ static inline PyObject *iw_int_new(long long v)
         return n;
     }
 #endif
+    if (v >= -5 && v <= 256) { /* (the small-int cache's object, without the call) */
+        PyObject **s = &iw_small[v + 5];
+        if (*s == NULL && (*s = PyLong_FromLongLong(v)) == NULL)
+            return NULL;
+        return Py_NewRef(*s);
+    }
     return PyLong_FromLongLong(v);
 }
 

@@ -320,14 +320,8 @@ fail:
 /* heapq.heappush(heap, v) for an int v */
 static int push_int(PyObject *heap, long long v)
 {
-    PyObject *n;
-#if PY_VERSION_HEX < 0x030C0000
-    if (v > 256 && v <= (long long)PyLong_MASK && iw_nifree) {
-        n = iw_ifree[--iw_nifree];
-        ((PyLongObject *)n)->ob_digit[0] = (digit)v;
-    } else
-#endif
-    if ((n = PyLong_FromLongLong(v)) == NULL)
+    PyObject *n = iw_int_new(v); /* (a kept int, or a small one) */
+    if (n == NULL)
         return -1;
     int rc = heap_push(heap, n);
     Py_DECREF(n);
@@ -1331,7 +1325,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
             goto fail;
         }
     }
-    res = hp_out_entry(PyLong_FromLongLong(o), frame, depart); /* (an entry an emit kept, or a new one: csrc/heap.h) */
+    res = hp_out_entry(iw_int_new(o), frame, depart); /* (an entry an emit kept, or a new one: csrc/heap.h) */
 fail:
     Py_DECREF(c);
     Py_DECREF(pkt);

@@ -554,7 +554,7 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
             else
                 lo = mid + 1;
         }
-        PyObject *kk = PyLong_FromLongLong(key);
+        PyObject *kk = iw_int_new(key);
         int bad = kk == NULL || PyList_Insert(act, lo, kk) < 0;
         Py_XDECREF(kk);
         if (bad || push_int(rx[RX_RCQ], rc_at * k[RX_RK] + key) < 0)
