@@ -234,7 +234,8 @@ static int credit_in_c(PyObject *el, PyObject *eng, PyObject *head, PyObject *in
     Py_DECREF(r);
     rc = 1;
 done:
-    Py_XDECREF(item);
+    if (item != NULL)
+        hp_rec_keep(item); /* (the record, kept for the next one when this was its last holder: csrc/heap.h) */
     Py_DECREF(wire);
     Py_XDECREF(fport);
     return rc;
