@@ -931,4 +931,37 @@ static inline PyObject *iw_t4_new(PyObject *a, PyObject *b, PyObject *c, PyObjec
     return t;
 }
 
+/* Small lists whose last reference is let go (iw_list_keep: the caller's reference; emptied, its items released
+ * after it is kept) and made again empty (iw_list_take: a new reference) -- an element's frames list from a
+ * router's round or a host's timer, read by the window and let go at every call that sent something. */
+#define IW_LISTS 32
+static PyObject *iw_lists[IW_LISTS];
+static int iw_nlists;
+
+static inline PyObject *iw_list_take(void)
+{
+    while (iw_nlists) {
+        PyObject *l = iw_lists[--iw_nlists];
+        if (Py_REFCNT(l) == 1 && PyList_GET_SIZE(l) == 0) /* (found since -- gc.get_objects() -- and held or filled: let go) */
+            return l;
+        Py_DECREF(l);
+    }
+    return PyList_New(0);
+}
+
+static inline void iw_list_keep(PyObject *l)
+{
+    if (Py_REFCNT(l) != 1 || !PyList_CheckExact(l) || iw_nlists >= IW_LISTS || ((PyListObject *)l)->allocated > 8) {
+        Py_DECREF(l);
+        return;
+    }
+    PyObject *v[8];
+    Py_ssize_t n = PyList_GET_SIZE(l);
+    memcpy(v, ((PyListObject *)l)->ob_item, (size_t)n * sizeof(PyObject *));
+    Py_SET_SIZE(l, 0);
+    iw_lists[iw_nlists++] = l; /* (kept empty before its items go: a release that runs code finds it whole) */
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_DECREF(v[i]);
+}
+
 #endif /* EMU_CSRC_COMMON_H */

@@ -1461,7 +1461,7 @@ static PyObject *iq_sa_round(IQ *z, int again)
         out = z->shared_empty ? iq_empty_list() : PyList_New(0);
         goto done;
     }
-    if ((out = PyList_New(0)) == NULL)
+    if ((out = z->shared_empty ? iw_list_take() : PyList_New(0)) == NULL) /* (the window's: a list it kept) */
         goto done;
     for (Py_ssize_t i = 0; i < n; i++)
         if (iqr_set_ll(cd[i].c, c_sa_try, now) < 0)

@@ -678,7 +678,7 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             }
         }
         PyObject *r = any > 0 ? PyObject_CallMethodObjArgs(el, s_emit, result, Py_None, md, cut, NULL) : NULL;
-        Py_DECREF(result);
+        iw_list_keep(result); /* (kept for the next round's frames when this was its last holder) */
         if (any < 0 || (any > 0 && r == NULL))
             goto done;
         Py_XDECREF(r);
