@@ -147,7 +147,8 @@ static SlotCache sc_timer;
  * getattr: the instance dict's entry, else that class value -- the generic getattr's answer without
  * its class lookup and the AttributeError of a miss (an input-queued router's or a NIC's cut_through,
  * plain_table); anything else by lookup_attr. 1 found (*out a new reference), 0 not there, -1 error. */
-#define MC_SEEN 256
+#define MC_SEEN 1024 /* (a power of two, two ways: well above the engines of a run -- 256 of one way had two of an 8x8
+                      * mesh's 128 share an entry, each looked up again at every window) */
 typedef struct {
     PyTypeObject *t; /* (borrowed: compared only, with its version tag) */
     unsigned int ver;
@@ -185,7 +186,8 @@ static int lookup_missing(PyObject *o, PyObject *name, MissCache *c, PyObject **
     if (*dp != NULL && PyDict_CheckExact(*dp)) {
         PyObject *d = *dp;
         uint64_t ver = ((PyDictObject *)d)->ma_version_tag;
-        size_t h = (size_t)((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL >> 56); /* (of MC_SEEN: 256) */
+        size_t h = (size_t)((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL >> 54); /* (of MC_SEEN: 1024) */
+        h = way2(h, c->seen[h].d, c->seen[h ^ 1].d, d);
         if (c->seen[h].d != d || c->seen[h].ver != ver || !ver) {
             if (!h2_split_values(&c->split, t, d, &name, 1, &v) && /* (else looked up: no Python code, */
                 (v = PyDict_GetItemWithError(d, name)) == NULL && PyErr_Occurred()) /* name an exact str) */
