@@ -764,4 +764,204 @@ static inline __attribute__((always_inline)) int pop_due(PyObject *pend, long lo
     return pd_pop_due_any(pend, release, arrival, frame, pool, who, arrival_obj);
 }
 
+/* PyDict_Next(d, pos, k, v) inlined for a combined dict (CPython 3.11's layout, the keys' mirrored above as
+ * fw_dk_t): the same entries in the same order, the same *pos after each (the next entry's index), without the
+ * two calls per step -- the routers' small dicts of busy ports and of outputs with requests, walked at every
+ * window and round. Any other dict or CPython: PyDict_Next. */
+static inline __attribute__((always_inline)) int iw_dict_next(PyObject *d, Py_ssize_t *pos, PyObject **k, PyObject **v)
+{
+#ifdef FW_DICT_HINTS
+    PyDictObject *mp = (PyDictObject *)d;
+    if (PyDict_Check(d) && mp->ma_values == NULL && *pos >= 0) {
+        fw_dk_t *dk = (fw_dk_t *)mp->ma_keys;
+        Py_ssize_t i = *pos, n = dk->dk_nentries;
+        char *base = dk->dk_indices + ((size_t)1 << dk->dk_log2_index_bytes);
+        if (dk->dk_kind == 0) {
+            for (const fw_dge_t *e = (const fw_dge_t *)base; i < n; i++)
+                if (e[i].value != NULL) {
+                    *k = e[i].key, *v = e[i].value, *pos = i + 1;
+                    return 1;
+                }
+            return 0;
+        }
+        if (dk->dk_kind == 1) {
+            for (const fw_due_t *e = (const fw_due_t *)base; i < n; i++)
+                if (e[i].value != NULL) {
+                    *k = e[i].key, *v = e[i].value, *pos = i + 1;
+                    return 1;
+                }
+            return 0;
+        }
+    }
+#endif
+    return PyDict_Next(d, pos, k, v);
+}
+
+/* Ints whose last reference is let go, kept for the next ones made: an int of one digit held by the caller's
+ * reference only (nobody else can see it) is written in place with the next value that fits one digit and
+ * is not a small int (those stay CPython's own), instead of freeing one and making another -- the router's
+ * heap keys and fields (csrc/iq.h, iqrecv.h), the times of the events and records every crossing makes and
+ * drops. (iw_int_drop: the caller's reference; iw_int_new: a new reference.) */
+#define IW_IFREE 64
+static PyObject *iw_ifree[IW_IFREE];
+static int iw_nifree;
+
+static inline void iw_int_drop(PyObject *x)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    if (Py_REFCNT(x) == 1 && PyLong_CheckExact(x) && Py_SIZE(x) == 1 && iw_nifree < IW_IFREE) {
+        iw_ifree[iw_nifree++] = x;
+        return;
+    }
+#endif
+    Py_DECREF(x);
+}
+
+static PyObject *iw_small[262]; /* (-5..256: CPython's own small ints, as PyLong_FromLongLong gave them, held here) */
+
+static inline PyObject *iw_int_new(long long v)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    if (v > 256 && v <= (long long)PyLong_MASK && iw_nifree) {
+        PyObject *n = iw_ifree[--iw_nifree];
+        ((PyLongObject *)n)->ob_digit[0] = (digit)v;
+        return n;
+    }
+#endif
+    if (v >= -5 && v <= 256) { /* (the small-int cache's object, without the call) */
+        PyObject **s = &iw_small[v + 5];
+        if (*s == NULL && (*s = PyLong_FromLongLong(v)) == NULL)
+            return NULL;
+        return Py_NewRef(*s);
+    }
+    return PyLong_FromLongLong(v);
+}
+
+/* *slot = v (an int; the slot's reference), as put_ll: in place if it can be (int_in_place), else a kept int
+ * (iw_int_new), the slot's old one kept for the next (iw_int_drop) when the slot's was its last reference */
+static inline __attribute__((always_inline)) int iw_put_ll(PyObject **slot, long long v)
+{
+    PyObject *o = *slot;
+    if (o != NULL && int_in_place(o, v))
+        return 0;
+    PyObject *n = iw_int_new(v);
+    if (n == NULL)
+        return -1;
+    *slot = n;
+    if (o != NULL)
+        iw_int_drop(o);
+    return 0;
+}
+
+/* *slot = [start, done, n, cut, []] (an output port's ``line``, as Python's ``self.line = [...]``): the
+ * slot's list written in place when nobody else holds it (five items, its fifth an empty list nobody else
+ * holds either -- none can tell it from a new one), its ints in place or kept ones; else a new list. 0, or
+ * -1 with an error. */
+static int iw_port_line(PyObject **slot, long long start, long long done, long long n, int cut)
+{
+    PyObject *old = *slot, *c = cut ? Py_True : Py_False;
+    if (old != NULL && PyList_CheckExact(old) && Py_REFCNT(old) == 1 && PyList_GET_SIZE(old) == 5) {
+        PyObject **it = ((PyListObject *)old)->ob_item, *inner = it[4];
+        if (PyList_CheckExact(inner) && Py_REFCNT(inner) == 1 && PyList_GET_SIZE(inner) == 0 &&
+            PyLong_CheckExact(it[0]) && PyLong_CheckExact(it[1]) && PyLong_CheckExact(it[2])) {
+            long long v[3] = {start, done, n};
+            for (int k = 0; k < 3; k++)
+                if (iw_put_ll(&it[k], v[k]) < 0)
+                    return -1;
+            if (it[3] != c)
+                Py_SETREF(it[3], Py_NewRef(c));
+            return 0;
+        }
+    }
+    PyObject *line = PyList_New(5), *e = PyList_New(0);
+    if (line == NULL || e == NULL) {
+        Py_XDECREF(line);
+        Py_XDECREF(e);
+        return -1;
+    }
+    PyList_SET_ITEM(line, 0, iw_int_new(start));
+    PyList_SET_ITEM(line, 1, iw_int_new(done));
+    PyList_SET_ITEM(line, 2, iw_int_new(n));
+    PyList_SET_ITEM(line, 3, Py_NewRef(c));
+    PyList_SET_ITEM(line, 4, e);
+    if (!PyList_GET_ITEM(line, 0) || !PyList_GET_ITEM(line, 1) || !PyList_GET_ITEM(line, 2)) {
+        Py_DECREF(line);
+        return -1;
+    }
+    Py_XSETREF(*slot, line);
+    return 0;
+}
+
+/* Four-item tuples the core makes and lets go at every crossing (a router's credit event on its element's
+ * port events, the credit's entry on its port's link control), kept when their last reference is let go
+ * (iw_t4_keep: the caller's reference; its items released first, ints kept by iw_int_drop, the tuple
+ * untracked and empty until made again) and made again by iw_t4_new (four new references, stolen; NULL
+ * when any is NULL, all released). Untracked: they hold ints, bytes, strs and tuples of ints -- no cycle. */
+#define IW_T4 128
+static PyObject *iw_t4[IW_T4];
+static int iw_nt4;
+
+static inline void iw_t4_keep(PyObject *t)
+{
+    if (Py_REFCNT(t) != 1 || !PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 4 || iw_nt4 >= IW_T4) {
+        Py_DECREF(t);
+        return;
+    }
+    PyObject *v[4];
+    for (int k = 0; k < 4; k++) {
+        v[k] = PyTuple_GET_ITEM(t, k);
+        PyTuple_SET_ITEM(t, k, NULL);
+    }
+    PyObject_GC_UnTrack(t);
+    iw_t4[iw_nt4++] = t; /* (kept empty before its items go: a release that runs code finds it whole) */
+    for (int k = 0; k < 4; k++)
+        if (v[k] != NULL)
+            iw_int_drop(v[k]);
+}
+
+static inline PyObject *iw_t4_new(PyObject *a, PyObject *b, PyObject *c, PyObject *d)
+{
+    if (a == NULL || b == NULL || c == NULL || d == NULL || !iw_nt4)
+        return tuple_steal_inline(4, (PyObject *[]){a, b, c, d});
+    PyObject *t = iw_t4[--iw_nt4];
+    PyTuple_SET_ITEM(t, 0, a);
+    PyTuple_SET_ITEM(t, 1, b);
+    PyTuple_SET_ITEM(t, 2, c);
+    PyTuple_SET_ITEM(t, 3, d);
+    return t;
+}
+
+/* Small lists whose last reference is let go (iw_list_keep: the caller's reference; emptied, its items released
+ * after it is kept) and made again empty (iw_list_take: a new reference) -- an element's frames list from a
+ * router's round or a host's timer, read by the window and let go at every call that sent something. */
+#define IW_LISTS 32
+static PyObject *iw_lists[IW_LISTS];
+static int iw_nlists;
+
+static inline PyObject *iw_list_take(void)
+{
+    while (iw_nlists) {
+        PyObject *l = iw_lists[--iw_nlists];
+        if (Py_REFCNT(l) == 1 && PyList_GET_SIZE(l) == 0) /* (found since -- gc.get_objects() -- and held or filled: let go) */
+            return l;
+        Py_DECREF(l);
+    }
+    return PyList_New(0);
+}
+
+static inline void iw_list_keep(PyObject *l)
+{
+    if (Py_REFCNT(l) != 1 || !PyList_CheckExact(l) || iw_nlists >= IW_LISTS || ((PyListObject *)l)->allocated > 8) {
+        Py_DECREF(l);
+        return;
+    }
+    PyObject *v[8];
+    Py_ssize_t n = PyList_GET_SIZE(l);
+    memcpy(v, ((PyListObject *)l)->ob_item, (size_t)n * sizeof(PyObject *));
+    Py_SET_SIZE(l, 0);
+    iw_lists[iw_nlists++] = l; /* (kept empty before its items go: a release that runs code finds it whole) */
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_DECREF(v[i]);
+}
+
 #endif /* EMU_CSRC_COMMON_H */

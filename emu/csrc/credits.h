@@ -14,7 +14,7 @@ static int cr_state = 0;
 static unsigned long long n_credits_out, n_credits_in;
 /* (csrc/iqtimer.h, after the round it calls) */
 static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p);
-static int iq_on_receive(PyObject *eng, PyObject *frame, PyObject *port, PyObject *now, PyObject **out_p);
+static int iq_on_receive(PyObject *eng, PyObject *frame, PyObject *port, PyObject *now, PyObject **out_p, int spare_refs);
 static int iq_on_credit(PyObject *eng, long long port, long long vc, long long nbytes, PyObject *now, long long pool,
                         long long frames);
 
@@ -141,8 +141,8 @@ static int credit_out_c(PyObject *el, PyObject *pev, PyObject *ph)
     long long tv;
     if (!get_ll(t, &tv) || EL_SET(el, E_NOW, t) < 0)
         goto done;
-    PyObject *e = tuple_steal(4, (PyObject *[]){Py_NewRef(t), PyLong_FromLongLong(tv + lat), Py_NewRef(wire),
-                                               Py_NewRef(Py_False)});
+    PyObject *e = iw_t4_new(Py_NewRef(t), iw_int_new(tv + lat), Py_NewRef(wire), Py_NewRef(Py_False)); /* (kept by
+                                                                                                       * hand_over_ctl) */
     if (e == NULL || (r = q_append(ctl, e)) == NULL) {
         Py_XDECREF(e);
         goto done;
@@ -154,7 +154,8 @@ static int credit_out_c(PyObject *el, PyObject *pev, PyObject *ph)
     n_credits_out++;
     rc = 1;
 done:
-    Py_XDECREF(item);
+    if (item != NULL)
+        iw_t4_keep(item); /* (the event, its ints too, kept for the next when this was their last holder) */
     Py_DECREF(wire);
     Py_DECREF(outp);
     Py_DECREF(ctl);
@@ -233,7 +234,8 @@ static int credit_in_c(PyObject *el, PyObject *eng, PyObject *head, PyObject *in
     Py_DECREF(r);
     rc = 1;
 done:
-    Py_XDECREF(item);
+    if (item != NULL)
+        hp_rec_keep(item); /* (the record, kept for the next one when this was its last holder: csrc/heap.h) */
     Py_DECREF(wire);
     Py_XDECREF(fport);
     return rc;

@@ -292,8 +292,8 @@ static PyObject *start_ready(PyObject *self, PyObject *const *args, Py_ssize_t n
         }
         Py_DECREF(r);
         Py_DECREF(qe);
-        if (set_ll(p, o_free_at, done) < 0 || set_ll(p, o_busy_ns, busy) < 0 || set_ll(p, o_queued_bytes, qb) < 0 ||
-            (qb > peakb && set_ll(p, o_peak_b, peakb = qb) < 0)) {
+        if (iw_put_ll(&SLOT(p, o_free_at), done) < 0 || iw_put_ll(&SLOT(p, o_busy_ns), busy) < 0 || iw_put_ll(&SLOT(p, o_queued_bytes), qb) < 0 ||
+            (qb > peakb && iw_put_ll(&SLOT(p, o_peak_b), peakb = qb) < 0)) {
             Py_DECREF(wire);
             Py_DECREF(e);
             goto fail;
@@ -308,26 +308,11 @@ static PyObject *start_ready(PyObject *self, PyObject *const *args, Py_ssize_t n
                 goto fail;
             }
             int cut = wb[C_PTYPE_OFF] == C_QPKT_PORT && !wb[C_PRIO_OFF];
-            PyObject *line = PyList_New(5), *el = PyList_New(0);
-            if (line == NULL || el == NULL) {
-                Py_XDECREF(line);
-                Py_XDECREF(el);
+            if (iw_port_line(&SLOT(p, o_line), now, done, n, cut) < 0) { /* (in place when nobody else holds it) */
                 Py_DECREF(wire);
                 Py_DECREF(e);
                 goto fail;
             }
-            PyList_SET_ITEM(line, 0, PyLong_FromLongLong(now));
-            PyList_SET_ITEM(line, 1, PyLong_FromLongLong(done));
-            PyList_SET_ITEM(line, 2, PyLong_FromLongLong(n));
-            PyList_SET_ITEM(line, 3, Py_NewRef(cut ? Py_True : Py_False));
-            PyList_SET_ITEM(line, 4, el);
-            if (!PyList_GET_ITEM(line, 0) || !PyList_GET_ITEM(line, 1) || !PyList_GET_ITEM(line, 2)) {
-                Py_DECREF(line);
-                Py_DECREF(wire);
-                Py_DECREF(e);
-                goto fail;
-            }
-            Py_XSETREF(SLOT(p, o_line), line);
             arrival = now + (((hb < n ? hb : n) * 8000000000LL + bps - 1) / bps) + lat;
         } else
             arrival = done + lat;

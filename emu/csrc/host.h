@@ -756,9 +756,20 @@ static int nic_on_timer(PyObject *eng, PyObject *now, PyObject **out_p)
     int ip = inst_plain(eng);
     if (ip != 1)
         return ip < 0 ? -1 : 1;
-    PyObject *out = PyList_New(0), *timers = NULL, *nxt = NULL;
+    PyObject *out = NULL, *timers = NULL, *nxt = NULL, *old = SLOT(eng, nic_attr[N_OUT].off);
     int rc = -1;
-    if (out == NULL || NIC_SET(eng, N_NOW, now) < 0 || NIC_SET(eng, N_OUT, out) < 0 ||
+    if (old != NULL && PyList_CheckExact(old) && Py_REFCNT(old) == 1 && PyList_GET_SIZE(old) <= 8) {
+        /* (self.out = []: its list, nobody else's, emptied and kept -- none can tell it from a new one) */
+        PyObject *v[8];
+        Py_ssize_t n = PyList_GET_SIZE(old);
+        memcpy(v, ((PyListObject *)old)->ob_item, (size_t)n * sizeof(PyObject *));
+        Py_SET_SIZE(old, 0);
+        out = Py_NewRef(old);
+        for (Py_ssize_t i = 0; i < n; i++)
+            Py_DECREF(v[i]);
+    } else if ((out = PyList_New(0)) != NULL && NIC_SET(eng, N_OUT, out) < 0)
+        Py_CLEAR(out);
+    if (out == NULL || NIC_SET(eng, N_NOW, now) < 0 ||
         (timers = NIC_GET(eng, N_TIMERS)) == NULL || (nxt = timers_run_due(timers, now)) == NULL ||
         NIC_SET(eng, N_TIMER, nxt) < 0)
         goto done;

@@ -24,7 +24,6 @@ static Py_ssize_t p_port, p_vc, p_head, p_tail, p_copies, p_left, p_exit, p_hexi
 static PyObject *s_va_grants, *s_sa_grants, *s_sa_conflicts;
 static int iq_ready = 0;
 static PyObject *iq_zero;
-static PyObject *iq_inf; /* (INF, 1 << 62: one int, shared: never written in place, held here too) */
 
 static PyObject *iq_setup(PyObject *self, PyObject *args)
 {
@@ -77,6 +76,8 @@ typedef struct {
     PyObject *fresh, *up, *credit_out;
     long long now;
     long long va_grants, sa_grants, sa_conflicts;
+    int shared_empty; /* (1: the caller only reads the size of the frames list returned -- csrc/iqtimer.h's
+                       * iq_on_timer, for csrc/window.h -- so an empty one may be iq_empty_list's) */
 } IQ;
 
 static int iq_bad(const char *what)
@@ -250,7 +251,7 @@ static inline void copy_drop(PyObject *c);
 /* [start, done, n, cut, c, []]: a line's entry (Py_BuildValue's "[LLLOO[]]", without its format) */
 static PyObject *line_entry(long long start, long long done, long long n, PyObject *cut, PyObject *c)
 {
-    PyObject *items[6] = {PyLong_FromLongLong(start), PyLong_FromLongLong(done), PyLong_FromLongLong(n),
+    PyObject *items[6] = {int_new(start), int_new(done), int_new(n),
                           Py_NewRef(cut), Py_NewRef(c), PyList_New(0)}, *l = NULL;
     for (int k = 0; k < 6; k++)
         if (items[k] == NULL)
@@ -282,7 +283,7 @@ static int line_reuse(PyObject *lines, long long o, long long start, long long d
     long long v[3] = {start, done, n};
     for (int k = 0; k < 3; k++)
         if (!int_in_place(it[k], v[k])) {
-            PyObject *x = PyLong_FromLongLong(v[k]);
+            PyObject *x = int_new(v[k]);
             if (x == NULL)
                 goto fail;
             old[k] = it[k];
@@ -303,6 +304,8 @@ static int line_reuse(PyObject *lines, long long o, long long start, long long d
     for (int k = 0; k < 6; k++)
         if (k == 4 && old[4] != NULL)
             copy_drop(old[4]); /* (the line's last copy: kept for the next when that was its last reference) */
+        else if (k < 3 && old[k] != NULL)
+            int_drop(old[k]);
         else
             Py_XDECREF(old[k]);
     return 1;
@@ -312,52 +315,13 @@ fail:
     return -1;
 }
 
-/* The heaps' int keys popped and dropped, kept for the next pushes: an int of one digit held by the
- * caller's reference only (nobody else can see it) is written in place with the next key that fits
- * one digit and is not a small int (those stay CPython's own), instead of freeing one and making
- * another */
-#define IQ_IFREE 64
-static PyObject *iq_ifree[IQ_IFREE];
-static int iq_nifree;
-
-static inline void int_drop(PyObject *x) /* (the caller's reference) */
-{
-#if PY_VERSION_HEX < 0x030C0000
-    if (Py_REFCNT(x) == 1 && PyLong_CheckExact(x) && Py_SIZE(x) == 1 && iq_nifree < IQ_IFREE) {
-        iq_ifree[iq_nifree++] = x;
-        return;
-    }
-#endif
-    Py_DECREF(x);
-}
-
-/* a new reference to an int of value v: a kept one (int_drop's) written in place when v fits one digit
- * and is not a small int, INF the shared one, else a new int */
-static inline PyObject *int_new(long long v)
-{
-#if PY_VERSION_HEX < 0x030C0000
-    if (v > 256 && v <= (long long)PyLong_MASK && iq_nifree) {
-        PyObject *n = iq_ifree[--iq_nifree];
-        ((PyLongObject *)n)->ob_digit[0] = (digit)v;
-        return n;
-    }
-#endif
-    if (v == ((long long)1 << 62) && iq_inf != NULL)
-        return Py_NewRef(iq_inf);
-    return PyLong_FromLongLong(v);
-}
+/* (the heaps' int keys popped and dropped: int_drop / int_new, csrc/iqhooks.h) */
 
 /* heapq.heappush(heap, v) for an int v */
 static int push_int(PyObject *heap, long long v)
 {
-    PyObject *n;
-#if PY_VERSION_HEX < 0x030C0000
-    if (v > 256 && v <= (long long)PyLong_MASK && iq_nifree) {
-        n = iq_ifree[--iq_nifree];
-        ((PyLongObject *)n)->ob_digit[0] = (digit)v;
-    } else
-#endif
-    if ((n = PyLong_FromLongLong(v)) == NULL)
+    PyObject *n = iw_int_new(v); /* (a kept int, or a small one) */
+    if (n == NULL)
         return -1;
     int rc = heap_push(heap, n);
     Py_DECREF(n);
@@ -962,7 +926,7 @@ static int iq_va_round(IQ *z, int again)
 {
     Py_ssize_t pos = 0;
     PyObject *oobj, *reqs;
-    while (PyDict_Next(z->s[IS_VA], &pos, &oobj, &reqs)) {
+    while (iw_dict_next(z->s[IS_VA], &pos, &oobj, &reqs)) {
         Py_INCREF(oobj); /* (its entry may go; reqs is held by iq_va_one before anything changes) */
         int rc = iq_va_one(z, again, oobj, reqs);
         Py_DECREF(oobj);
@@ -1361,7 +1325,7 @@ static PyObject *iq_grant(IQ *z, PyObject *c)
             goto fail;
         }
     }
-    res = tuple_steal(3, (PyObject *[]){PyLong_FromLongLong(o), frame, PyLong_FromLongLong(depart)});
+    res = hp_out_entry(iw_int_new(o), frame, depart); /* (an entry an emit kept, or a new one: csrc/heap.h) */
 fail:
     Py_DECREF(c);
     Py_DECREF(pkt);
@@ -1435,7 +1399,7 @@ static PyObject *iq_sa_round(IQ *z, int again)
     Py_ssize_t cap = IQ_CANDS, n = 0, pos = 0;
     PyObject *oobj, *lst;
     Cand cd_s[IQ_CANDS], pk_s[IQ_CANDS], *cd = cd_s, *pk = pk_s; /* (on the stack; more: grown on the heap) */
-    while (PyDict_Next(sa, &pos, &oobj, &lst)) {
+    while (iw_dict_next(sa, &pos, &oobj, &lst)) {
         long long o, x, vc, rank;
         if (!get_ll(oobj, &o) || li(z->s[IS_OUTR], o, &x) < 0) {
             iq_bad("an output is not an integer");
@@ -1493,8 +1457,11 @@ static PyObject *iq_sa_round(IQ *z, int again)
             n++;
         }
     }
-    out = PyList_New(0);
-    if (out == NULL || !n)
+    if (!n) { /* (no grant: an empty list, the shared one when the caller only reads its size) */
+        out = z->shared_empty ? iq_empty_list() : PyList_New(0);
+        goto done;
+    }
+    if ((out = z->shared_empty ? iw_list_take() : PyList_New(0)) == NULL) /* (the window's: a list it kept) */
         goto done;
     for (Py_ssize_t i = 0; i < n; i++)
         if (iqr_set_ll(cd[i].c, c_sa_try, now) < 0)
@@ -1650,6 +1617,7 @@ static int iq_parse(IQ *z, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t w
     }
     z->up = z->credit_out = Py_None;
     z->va_grants = z->sa_grants = z->sa_conflicts = 0;
+    z->shared_empty = 0;
     return 0;
 }
 
@@ -1667,7 +1635,7 @@ static PyObject *iq_round_z(IQ *zp, int again)
         goto end;
     if (PyDict_GET_SIZE(z.s[IS_VA]) && iq_va_round(&z, again) < 0)
         goto end;
-    out = PyDict_GET_SIZE(z.s[IS_SA]) ? iq_sa_round(&z, again) : PyList_New(0);
+    out = PyDict_GET_SIZE(z.s[IS_SA]) ? iq_sa_round(&z, again) : z.shared_empty ? iq_empty_list() : PyList_New(0);
 end:
     if ((z.va_grants && iqr_count_add(z.s[IS_STATS], s_va_grants, z.va_grants, 1, "va_grants") < 0) ||
         (z.sa_grants && iqr_count_add(z.s[IS_STATS], s_sa_grants, z.sa_grants, 1, "sa_grants") < 0) ||
@@ -1683,7 +1651,7 @@ static int iq_lost(IQ *z)
     PyObject *oobj, *lst;
     Py_ssize_t pos = 0;
     long long now = z->now;
-    while (PyDict_Next(z->s[IS_SA], &pos, &oobj, &lst)) {
+    while (iw_dict_next(z->s[IS_SA], &pos, &oobj, &lst)) {
         long long o, x, pl, cap0 = 0;
         if (!get_ll(oobj, &o) || li(z->s[IS_OUTR], o, &x) < 0 || !PyList_CheckExact(lst))
             return iq_bad("an output is not an integer");

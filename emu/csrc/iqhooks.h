@@ -12,6 +12,55 @@
 #ifndef EMU_CSRC_IQHOOKS_H
 #define EMU_CSRC_IQHOOKS_H
 
+static PyObject *iq_inf; /* (INF, 1 << 62: one int, shared: never written in place, held here too; made by iq.h's iq_setup) */
+
+/* the core's kept ints (csrc/common.h's iw_int_drop / iw_int_new), INF the shared one */
+static inline void int_drop(PyObject *x) /* (the caller's reference) */
+{
+    iw_int_drop(x);
+}
+
+static inline PyObject *int_new(long long v)
+{
+    if (v == ((long long)1 << 62) && iq_inf != NULL)
+        return Py_NewRef(iq_inf);
+    return iw_int_new(v);
+}
+
+/* get_ll (csrc/common.h) with an int of three digits read in place first (CPython 3.11's layout, a
+ * positive value below 2**63): INF (1 << 62) is one, the time of a router's next round or timer when it
+ * has none, read at every timer -- get_ll takes it to PyLong_AsLongLongAndOverflow */
+static inline __attribute__((always_inline)) int iqr_ll(PyObject *o, long long *v)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    if (o != NULL && PyLong_CheckExact(o) && Py_SIZE(o) == 3) {
+        const digit *d = ((PyLongObject *)o)->ob_digit;
+        if (!(d[2] >> (63 - 2 * PyLong_SHIFT))) {
+            *v = (long long)d[0] | ((long long)d[1] << PyLong_SHIFT) | ((long long)d[2] << (2 * PyLong_SHIFT));
+            return 1;
+        }
+    }
+#endif
+    return get_ll(o, v);
+}
+
+/* A new reference to one empty list, shared, for the compiled timer's and receive's results to
+ * csrc/window.h's element window, which only reads an empty result's size and lets it go: no list made
+ * and freed per call that granted nothing (most of a router's timers, every receive). Not tracked by
+ * the collector (nobody else finds it); made again should it ever be found not empty. */
+static PyObject *iq_empty;
+static PyObject *iq_empty_list(void)
+{
+    if (iq_empty == NULL || PyList_GET_SIZE(iq_empty) != 0) {
+        PyObject *l = PyList_New(0);
+        if (l == NULL)
+            return NULL;
+        PyObject_GC_UnTrack(l);
+        Py_XSETREF(iq_empty, l);
+    }
+    return Py_NewRef(iq_empty);
+}
+
 /* put_ll / set_ll (csrc/common.h) inlined for the router's slots and lists, and nothing written when the
  * slot holds an int of that value already (a reused copy's VC, a pointer that stays: most of its writes) */
 static inline __attribute__((always_inline)) int iqr_put_ll(PyObject **slot, long long v)
@@ -24,7 +73,10 @@ static inline __attribute__((always_inline)) int iqr_put_ll(PyObject **slot, lon
             return 0; /* (equal: as good as the int put_ll would put there) */
     }
 #endif
-    return put_ll(slot, v);
+    /* (else put_ll's work, a new int taken from the kept ones and the slot's old int kept for the next when
+     * the slot's was its last reference (iw_put_ll): a packet's or copy's time reset to a shared 0 at its
+     * reuse and written again at its grant makes and frees no int) */
+    return iw_put_ll(slot, v);
 }
 
 static inline __attribute__((always_inline)) int iqr_set_ll(PyObject *obj, Py_ssize_t off, long long v)
@@ -147,7 +199,7 @@ static int iq_credit_out_c(PyObject *co, long long port, long long vc, long long
         PyErr_Clear();
         return 1;
     }
-    PyObject *ns = PyLong_FromLongLong(sv + 1);
+    PyObject *ns = iw_int_new(sv + 1);
     if (ns == NULL)
         return -1;
     /* (self._pseq += 1: the dict's int written in place when it is the only reference to it, else an
@@ -167,7 +219,7 @@ static int iq_credit_out_c(PyObject *co, long long port, long long vc, long long
     pc->el = el, pc->d = d, pc->seq = seq, pc->ver = ((PyDictObject *)d)->ma_version_tag;
 #endif
     PyObject *obj = hk_credit_obj(port, vc, n, pool, frames);
-    PyObject *e = tuple_steal(4, (PyObject *[]){PyLong_FromLongLong(at), ns, Py_NewRef(hk_credit_out), obj});
+    PyObject *e = iw_t4_new(iw_int_new(at), ns, Py_NewRef(hk_credit_out), obj); /* (kept by credit_out_c) */
     if (e == NULL)
         return -1;
     int rc = heap_push(pev, e);

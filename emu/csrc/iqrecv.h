@@ -359,8 +359,16 @@ static inline __attribute__((always_inline)) int rx_slot(PyObject *o, Py_ssize_t
     return 0;
 }
 
+/* iq_on_receive's word to the call it makes (csrc/iqtimer.h; 0 otherwise): the references to the frame that
+ * are all its caller's own (window.h: its variable, and the record it popped when the frame is the record's) --
+ * a frame held by exactly those, nobody else's, becomes the next hop's frame itself, its hop count written in
+ * place, instead of a copy made and the frame freed (Python's makes a new bytes object: none can tell) */
+static int rx_spare_refs;
+
 static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
+    int spare_refs = self == NULL ? rx_spare_refs : 0;
+    rx_spare_refs = 0;
     if (nargs != 5 || !PyTuple_CheckExact(args[0]) || PyTuple_GET_SIZE(args[0]) != RX_N) {
         PyErr_SetString(PyExc_TypeError, "iq_receive(rx, engine, frame, port, now)");
         return NULL;
@@ -502,9 +510,13 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
         goto fail;
     Py_DECREF(r);
     /* _file: one copy, the next hop's frame (one more hop), of priority 0 */
-    if ((next = PyBytes_FromStringAndSize((const char *)w, n)) == NULL)
+    unsigned char hops = (w[C_HOPS_OFF] + 1) & 0xFF;
+    if (spare_refs > 0 && Py_REFCNT(frame) == spare_refs && PyBytes_CheckExact(frame) && PyBytes_GET_SIZE(frame) == n) {
+        next = Py_NewRef(frame); /* (nobody else's: written in place, its cached hash let go) */
+        bytes_hash_stale(next);
+    } else if ((next = PyBytes_FromStringAndSize((const char *)w, n)) == NULL)
         goto fail;
-    ((unsigned char *)PyBytes_AS_STRING(next))[C_HOPS_OFF] = (w[C_HOPS_OFF] + 1) & 0xFF;
+    ((unsigned char *)PyBytes_AS_STRING(next))[C_HOPS_OFF] = hops;
     if ((c = obj_reuse(CopyT, iq_cfree, &iq_ncfree)) == NULL)
         goto fail;
     if (rx_slot(c, c_pkt, Py_NewRef(pkt)) < 0 || iqr_set_ll(c, c_out, out) < 0 || rx_slot(c, c_frame, Py_NewRef(next)) < 0 ||
@@ -542,7 +554,7 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
             else
                 lo = mid + 1;
         }
-        PyObject *kk = PyLong_FromLongLong(key);
+        PyObject *kk = iw_int_new(key);
         int bad = kk == NULL || PyList_Insert(act, lo, kk) < 0;
         Py_XDECREF(kk);
         if (bad || push_int(rx[RX_RCQ], rc_at * k[RX_RK] + key) < 0)
@@ -552,16 +564,19 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
         if (nx == NULL && mine)
             PyErr_SetString(PyExc_AttributeError, "InputQueuedEngine: _next unset");
         long long nxv;
-        int got = nx != NULL && get_ll(nx, &nxv);
+        int got = nx != NULL && iqr_ll(nx, &nxv);
         Py_XDECREF(nx);
         if (!got) {
             iq_bad("the router's next round is not an integer");
             goto fail;
         }
         if (rc_at < nxv) { /* (``_wake_at``) */
-            PyObject *t = PyLong_FromLongLong(rc_at), *tt = NULL;
+            PyObject *t = int_new(rc_at), *tt = NULL;
             if (t != NULL && mine) {
-                Py_XSETREF(SLOT(eng, rx_off_next), Py_NewRef(t));
+                PyObject *old = SLOT(eng, rx_off_next);
+                SLOT(eng, rx_off_next) = Py_NewRef(t);
+                if (old != NULL)
+                    int_drop(old); /* (kept for the next int when the slot's was its last reference) */
                 tt = Py_XNewRef(SLOT(eng, rx_off_timer));
                 if (tt == NULL)
                     PyErr_SetString(PyExc_AttributeError, "InputQueuedEngine: timer unset");
@@ -572,11 +587,15 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
                 goto fail;
             }
             long long ttv;
-            int later = tt == Py_None || (get_ll(tt, &ttv) && rc_at < ttv);
+            int later = tt == Py_None || (iqr_ll(tt, &ttv) && rc_at < ttv);
             Py_DECREF(tt);
             int bad2 = 0;
-            if (later && mine)
-                Py_XSETREF(SLOT(eng, rx_off_timer), Py_NewRef(t));
+            if (later && mine) {
+                PyObject *old = SLOT(eng, rx_off_timer);
+                SLOT(eng, rx_off_timer) = Py_NewRef(t);
+                if (old != NULL)
+                    int_drop(old);
+            }
             else if (later)
                 bad2 = iq_setattr(eng, s_timer_rx, t) < 0;
             Py_DECREF(t);
@@ -585,7 +604,8 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
         }
     } else if (iqr_count_add(rx[RX_IQSTATS], s_hol_waits, 1, 0, "the router's hol_waits") < 0)
         goto fail;
-    res = PyList_New(0);
+    res = self == NULL ? iq_empty_list() : PyList_New(0); /* (NULL: iq_on_receive's call, for window.h, which only
+                                                            * reads an empty list's size) */
     n_iq_received++;
 fail:
     Py_XDECREF(pkt);

@@ -213,6 +213,7 @@ static inline int t_tc_hit(PyObject *eng, PyObject *tt, PyObject **cs, PyObject 
     z->fresh = fresh;
     z->up = z->credit_out = Py_None;
     z->va_grants = z->sa_grants = z->sa_conflicts = 0;
+    z->shared_empty = 0;
     *cs = e->cs;
     *cout = e->cout;
     return 1;
@@ -293,9 +294,9 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
         return 1; /* (not set: Python's, which says so) */
     }
     long long now, bt = 0, nxt, rnow, inf;
-    if (!get_ll(tt, &now) || (v[T_BTIMER] != Py_None && !get_ll(v[T_BTIMER], &bt)) || !get_ll(v[T_NEXT], &nxt) ||
+    if (!get_ll(tt, &now) || (v[T_BTIMER] != Py_None && !iqr_ll(v[T_BTIMER], &bt)) || !iqr_ll(v[T_NEXT], &nxt) ||
         !get_ll(v[T_RNOW], &rnow) || !PyList_CheckExact(v[T_ACTIVE]) || !PyList_CheckExact(v[T_FRESH]) ||
-        !PyDict_CheckExact(v[T_STATS]) || !get_ll(PyTuple_GET_ITEM(PyTuple_GET_ITEM(cs, 2), IK_INF), &inf) ||
+        !PyDict_CheckExact(v[T_STATS]) || !iqr_ll(PyTuple_GET_ITEM(PyTuple_GET_ITEM(cs, 2), IK_INF), &inf) ||
         (v[T_BTIMER] != Py_None && bt <= now))
         return 1; /* (the switch's own timer due: Python injects its frames) */
     /* (held for the call, as Python's locals and arguments hold them: the round may run Python's up or
@@ -318,6 +319,7 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
 #endif
     z.up = v[T_UP];
     z.credit_out = v[T_COUT];
+    z.shared_empty = 1; /* (window.h reads the frames list's size only, when it is empty) */
     if (nxt <= now) { /* (Rounds._round, as on_timer inlines it) */
         eslot_set_time(eng, T_RNOW, tt);
         if (iqr_count_add(v[T_STATS], t_s[again ? T_REPEATS : T_ROUNDS], 1, 0, "iq_stats") < 0)
@@ -332,7 +334,7 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
             eslot_set(eng, T_GRANTED, granted);
         }
     }
-    if (out == NULL && (out = PyList_New(0)) == NULL)
+    if (out == NULL && (out = iq_empty_list()) == NULL)
         goto done;
     /* (``_retime``'s compiled twin; the slots read again: the round ran Python's credit_out) */
     PyObject *slot = ESLOT(eng, T_SLOT), *b = ESLOT(eng, T_BTIMER);
@@ -348,7 +350,7 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
     }
     Py_INCREF(b);
     t = iq_retime_z(&z, gr, sl);
-    if (t == NULL || !get_ll(t, &tv)) {
+    if (t == NULL || !iqr_ll(t, &tv)) {
         Py_DECREF(b);
         if (t != NULL && !PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "iq_retime: not an integer");
@@ -356,7 +358,7 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
     }
     eslot_set_time(eng, T_NEXT, t);
     PyObject *tm = t;
-    if (b != Py_None && get_ll(b, &bv) && bv < tv)
+    if (b != Py_None && iqr_ll(b, &bv) && bv < tv)
         tm = b, tv = bv;
     eslot_set_time(eng, T_TIMER, tv >= inf ? Py_None : tm);
     Py_DECREF(b);
@@ -401,8 +403,8 @@ static int iq_on_credit(PyObject *eng, long long port, long long vc, long long n
     PyObject *tw = ESLOT(eng, T_TAILW), *nx = ESLOT(eng, T_NEXT), *tm = ESLOT(eng, T_TIMER), *st = PyTuple_GET_ITEM(cs, 1);
     long long t, nv, tv = 0;
     if (tw == NULL || nx == NULL || tm == NULL || !PyDict_CheckExact(tw) || PyDict_GET_SIZE(tw) ||
-        !PyTuple_CheckExact(st) || PyTuple_GET_SIZE(st) != IS_N || !get_ll(now, &t) || !get_ll(nx, &nv) ||
-        (tm != Py_None && !get_ll(tm, &tv))) {
+        !PyTuple_CheckExact(st) || PyTuple_GET_SIZE(st) != IS_N || !get_ll(now, &t) || !iqr_ll(nx, &nv) ||
+        (tm != Py_None && !iqr_ll(tm, &tv))) {
         PyErr_Clear();
         return 1;
     }
@@ -439,7 +441,7 @@ static int iq_on_credit(PyObject *eng, long long port, long long vc, long long n
 /* InputQueuedEngine.receive(frame, port, now) when its compiled receive is chosen (``_crx`` a tuple:
  * CoreRound._core_receive_state) and takes the frame: 0 done (*out_p its result), 1 not this case
  * (nothing changed: Python's method, which asks the compiled receive again and goes on), -1 error. */
-static int iq_on_receive(PyObject *eng, PyObject *frame, PyObject *port, PyObject *now, PyObject **out_p)
+static int iq_on_receive(PyObject *eng, PyObject *frame, PyObject *port, PyObject *now, PyObject **out_p, int spare_refs)
 {
     if (IQEngT == NULL || Py_TYPE(eng) != IQEngT || !t_method_is(T_RECEIVE, iq_fn_receive))
         return 1;
@@ -458,6 +460,7 @@ static int iq_on_receive(PyObject *eng, PyObject *frame, PyObject *port, PyObjec
     }
     PyObject *args[5] = {PyTuple_GET_ITEM(rx, 1), eng, frame, port, now};
     Py_INCREF(rx);
+    rx_spare_refs = spare_refs; /* (read and cleared by the call) */
     PyObject *r = iq_receive(NULL, args, 5);
     Py_DECREF(rx);
     if (r == NULL)

@@ -120,33 +120,19 @@ static long long enqueue_tail_hb(PyObject *p, PyObject *frame, long long n, long
     Py_ssize_t qlen = q_len(q);
     if (qlen < 0)
         return -1;
-    if (set_ll(p, o_free_at, done) < 0 || set_ll(p, o_busy_ns, busy + ser) < 0 || set_ll(p, o_queued_bytes, qb) < 0)
+    if (iw_put_ll(&SLOT(p, o_free_at), done) < 0 || iw_put_ll(&SLOT(p, o_busy_ns), busy + ser) < 0 || iw_put_ll(&SLOT(p, o_queued_bytes), qb) < 0)
         return -1;
-    if (qlen > peakf && set_ll(p, o_peak_f, qlen) < 0)
+    if (qlen > peakf && iw_put_ll(&SLOT(p, o_peak_f), qlen) < 0)
         return -1;
-    if (qb > peakb && set_ll(p, o_peak_b, qb) < 0)
+    if (qb > peakb && iw_put_ll(&SLOT(p, o_peak_b), qb) < 0)
         return -1;
     long long arrival = done + lat;
     if (hb) { /* self.line = [start, done, n, a QsNet packet of priority 0, []]; its head's arrival */
         Py_ssize_t wl = PyBytes_GET_SIZE(frame);
         const unsigned char *wb = (const unsigned char *)PyBytes_AS_STRING(frame);
         int cuttable = wl > C_PTYPE_OFF && wb[C_PTYPE_OFF] == C_QPKT_PORT && !(wl > C_PRIO_OFF && wb[C_PRIO_OFF]);
-        PyObject *line = PyList_New(5), *e = PyList_New(0);
-        if (line == NULL || e == NULL) {
-            Py_XDECREF(line);
-            Py_XDECREF(e);
+        if (iw_port_line(&SLOT(p, o_line), start, done, n, cuttable) < 0) /* (in place when nobody else holds it) */
             return -1;
-        }
-        PyList_SET_ITEM(line, 0, PyLong_FromLongLong(start));
-        PyList_SET_ITEM(line, 1, PyLong_FromLongLong(done));
-        PyList_SET_ITEM(line, 2, PyLong_FromLongLong(n));
-        PyList_SET_ITEM(line, 3, Py_NewRef(cuttable ? Py_True : Py_False));
-        PyList_SET_ITEM(line, 4, e);
-        if (!PyList_GET_ITEM(line, 0) || !PyList_GET_ITEM(line, 1) || !PyList_GET_ITEM(line, 2)) {
-            Py_DECREF(line);
-            return -1;
-        }
-        Py_XSETREF(SLOT(p, o_line), line);
         arrival = start + (((hb < n ? hb : n) * 8000000000LL + bps - 1) / bps) + lat;
     }
     PyObject *pe = dq_pending(start, arrival, Py_NewRef(frame), Py_NewRef(Py_False));

@@ -151,7 +151,7 @@ static int transmit_batch(PyObject *p, PyObject *pend, long long release, long l
             goto done;
     } else if (frames_sent(domain, pdom, n, peer) < 0)
         goto done;
-    if (set_ll(p, o_sent_done, last - lat) < 0 || hp_add_count(p, o_tx_frames, n) < 0 || hp_add_count(p, o_tx_bytes, nbytes) < 0)
+    if (iw_put_ll(&SLOT(p, o_sent_done), last - lat) < 0 || hp_add_count(p, o_tx_frames, n) < 0 || hp_add_count(p, o_tx_bytes, nbytes) < 0)
         goto done;
     n_batched += n;
     rc = 0;
@@ -229,9 +229,10 @@ static int hand_over_ctl(PyObject *p, PyObject *local, PyObject *ctl, PyObject *
             PyErr_SetString(PyExc_TypeError, "emu._core.transmit_local: a link-control frame is not bytes");
             goto done;
         }
-        PyObject *rec = hp_record(NULL, arr, SLOT(inp, i_index), seq, Py_NewRef(fr), f_clean);
+        PyObject *rec = hp_record(Py_NewRef(PyTuple_GET_ITEM(e, 1)), arr, SLOT(inp, i_index), seq, Py_NewRef(fr),
+                                  f_clean); /* (its arrival the entry's int: arr read from it by head_time) */
         cbytes += PyBytes_GET_SIZE(fr);
-        Py_DECREF(e);
+        iw_t4_keep(e); /* (kept for the next credit's entry when this was its last holder) */
         if (rec == NULL)
             goto done;
         int pushed = heap_push(heap, rec);
@@ -253,7 +254,7 @@ static int hand_over_ctl(PyObject *p, PyObject *local, PyObject *ctl, PyObject *
             nbytes += 4LL * n;
         if (a_pend < ts)
             ts = a_pend;
-        if (set_ll(p, o_sent_done, last - lat) < 0)
+        if (iw_put_ll(&SLOT(p, o_sent_done), last - lat) < 0)
             goto done;
     }
     if (ts < *first)
@@ -329,7 +330,7 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
     {
         Py_ssize_t pos = 0;
         PyObject *k, *v;
-        while (nports < cap && PyDict_Next(busy, &pos, &k, &v))
+        while (nports < cap && iw_dict_next(busy, &pos, &k, &v))
             ports[nports++] = Py_NewRef(k);
     }
     for (Py_ssize_t kp = 0; kp < nports; kp++, drop(&held), drop(&held_pend)) {
@@ -434,7 +435,7 @@ static int transmit_into(PyObject *busy, long long release, PyObject *window, Py
                 if (flags & nofcs)
                     nbytes += 4LL * n;
                 if (hp_set_count(link, ls_seq, nseq) < 0 || hp_set_count(rlink, lr_expected, nseq) < 0 ||
-                    set_ll(p, o_sent_done, last - lat) < 0 || hp_add_count(p, o_tx_frames, n) < 0 ||
+                    iw_put_ll(&SLOT(p, o_sent_done), last - lat) < 0 || hp_add_count(p, o_tx_frames, n) < 0 ||
                     hp_add_count(p, o_tx_bytes, nbytes) < 0 || hp_add_count(inp, i_rx_frames, n) < 0 ||
                     hp_add_count(inp, i_rx_bytes, nbytes) < 0 ||
                     (inline_counts ? (local_n += n, frames_due(domain, peer, a0)) : frames_local_call(domain, peer, n, a0, window)) < 0)

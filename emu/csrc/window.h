@@ -147,7 +147,8 @@ static SlotCache sc_timer;
  * getattr: the instance dict's entry, else that class value -- the generic getattr's answer without
  * its class lookup and the AttributeError of a miss (an input-queued router's or a NIC's cut_through,
  * plain_table); anything else by lookup_attr. 1 found (*out a new reference), 0 not there, -1 error. */
-#define MC_SEEN 256
+#define MC_SEEN 1024 /* (a power of two, two ways: well above the engines of a run -- 256 of one way had two of an 8x8
+                      * mesh's 128 share an entry, each looked up again at every window) */
 typedef struct {
     PyTypeObject *t; /* (borrowed: compared only, with its version tag) */
     unsigned int ver;
@@ -185,7 +186,8 @@ static int lookup_missing(PyObject *o, PyObject *name, MissCache *c, PyObject **
     if (*dp != NULL && PyDict_CheckExact(*dp)) {
         PyObject *d = *dp;
         uint64_t ver = ((PyDictObject *)d)->ma_version_tag;
-        size_t h = (size_t)((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL >> 56); /* (of MC_SEEN: 256) */
+        size_t h = (size_t)((uint64_t)(uintptr_t)d * 0x9E3779B97F4A7C15ULL >> 54); /* (of MC_SEEN: 1024) */
+        h = way2(h, c->seen[h].d, c->seen[h ^ 1].d, d);
         if (c->seen[h].d != d || c->seen[h].ver != ver || !ver) {
             if (!h2_split_values(&c->split, t, d, &name, 1, &v) && /* (else looked up: no Python code, */
                 (v = PyDict_GetItemWithError(d, name)) == NULL && PyErr_Occurred()) /* name an exact str) */
@@ -278,7 +280,7 @@ static int next_time_in(PyObject *el, long long *t_out)
     }
     Py_ssize_t pos = 0;
     PyObject *p, *unused;
-    while (PyDict_Next(busy, &pos, &p, &unused)) {
+    while (iw_dict_next(busy, &pos, &p, &unused)) {
         if (Py_TYPE(p) != OutPortT) {
             rc = 1;
             goto done;
@@ -324,7 +326,7 @@ static int el_transmit(PyObject *el, PyObject *busy, long long t1, PyObject *w, 
     if ((la = EL_GET(el, E_LOOKAHEAD)) == NULL || !get_ll(la, &look) ||
         (drop = EL_GET(el, E_DROP_RATE)) == NULL || (stats = EL_GET(el, E_STATS)) == NULL)
         goto done;
-    int dropping = PyObject_IsTrue(drop);
+    int dropping = PyFloat_CheckExact(drop) ? PyFloat_AS_DOUBLE(drop) != 0.0 : PyObject_IsTrue(drop);
     if (dropping < 0)
         goto done;
     if (dropping)
@@ -359,10 +361,15 @@ done:
  * busy (el_transmit), else no arrival (INF in *fa). 0, or -1 with an error. */
 static int window_end(PyObject *el, PyObject *busy, long long t1, PyObject *w, PyObject *domain, long long *fa)
 {
-    PyObject *st = PyLong_FromLongLong(t1);
-    int bad = st == NULL || EL_SET(el, E_SAFE_TIME, st) < 0;
-    Py_XDECREF(st);
-    int anybusy = bad ? -1 : PyObject_IsTrue(busy);
+    int bad;
+    if (Py_TYPE(el) == ElementT) /* (its slot's int written in place when nobody else holds it, else a kept one) */
+        bad = iw_put_ll(&SLOT(el, el_attr[E_SAFE_TIME].off), t1) < 0;
+    else {
+        PyObject *st = PyLong_FromLongLong(t1);
+        bad = st == NULL || EL_SET(el, E_SAFE_TIME, st) < 0;
+        Py_XDECREF(st);
+    }
+    int anybusy = bad ? -1 : PyDict_CheckExact(busy) ? PyDict_GET_SIZE(busy) > 0 : PyObject_IsTrue(busy);
     if (anybusy < 0)
         return -1;
     *fa = (long long)1 << 62;
@@ -608,8 +615,12 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             result = NULL;
             if (!bad) { /* a host NIC's one-frame message here, anything else by the engine's receive */
                 int nr = nic_receive(eng, frame, t, &result);
-                if (nr == 1) /* (an input-queued router's compiled receive: csrc/iqtimer.h) */
-                    nr = iq_on_receive(eng, frame, pt, t, &result);
+                if (nr == 1) { /* (an input-queued router's compiled receive: csrc/iqtimer.h; the references to the frame
+                                * that are this loop's own -- its variable, and the popped record's when it is that
+                                * record's frame -- told, so that a frame nobody else holds may be the next hop's) */
+                    int own = Py_REFCNT(item) != 1 ? 0 : frame == PyTuple_GET_ITEM(item, 3) ? 2 : 1;
+                    nr = iq_on_receive(eng, frame, pt, t, &result, own);
+                }
                 if (nr == 1)
                     result = PyObject_CallMethodObjArgs(eng, s_receive, frame, pt, t, NULL);
             }
@@ -669,7 +680,7 @@ static int element_window(PyObject *el, PyObject *eng, long long t1, PyObject *w
             }
         }
         PyObject *r = any > 0 ? PyObject_CallMethodObjArgs(el, s_emit, result, Py_None, md, cut, NULL) : NULL;
-        Py_DECREF(result);
+        iw_list_keep(result); /* (kept for the next round's frames when this was its last holder) */
         if (any < 0 || (any > 0 && r == NULL))
             goto done;
         Py_XDECREF(r);
