@@ -52,3 +52,33 @@ async def test_a_domains_count_by_window_is_pythons():
         add(1, 9)
         add(1)
         assert bw == {7: 51, 8: 3, 9: 2}
+
+
+@needs_core
+async def test_frames_arrived_reads_an_elements_time_of_three_digits_as_python():
+    """frames_due (emu/csrc/domain.h) reads the element's ``_at`` time in place when it is an int of three
+    30-bit digits (INF, 1 << 62, when the element is not due; common.h ih_ll): the heap entry pushed,
+    or not, and ``_at`` as Domain.frames_arrived's -- times of one, two and three digits on either side."""
+    INF = 1 << 62
+    async with emu.Cluster("star:n=2") as net:
+        dom = net._local
+        el = dom.elements[0]
+        i = dom._idx[el]
+        at0 = dom._at[i]
+        cases = [(INF, 5), (INF, INF - 1), (INF, INF), ((1 << 60) + 7, (1 << 60) + 6),
+                 ((1 << 60) + 7, (1 << 60) + 8), ((1 << 61) + (1 << 31), (1 << 61) + 3), ((1 << 61) + 3, (1 << 61) + (1 << 31)),
+                 (1 << 40, 1 << 41), (1 << 41, 1 << 40), (2**63 - 1, 1 << 62), (2**63 - 1, 2**63 - 2), (900, 899)]
+        for cur, t in cases:
+            got = []
+            for compiled in (True, False):
+                heap0 = list(dom._heap)
+                dom._at[i] = int(str(cur))  # (an int of its own, not a cached one)
+                if compiled:
+                    CORE.arrived({el: [1, t, 3]})
+                else:
+                    dom.frames_arrived(el, 1, t, 3)
+                got.append((dom._at[i], dom._heap[len(heap0):] if len(dom._heap) > len(heap0) else None,
+                            sorted(dom._heap)))
+                dom._heap[:] = heap0
+            assert got[0] == got[1], (cur, t)
+        dom._at[i] = at0

@@ -964,4 +964,21 @@ static inline void iw_list_keep(PyObject *l)
         Py_DECREF(v[i]);
 }
 
+/* ih_ll: get_ll with an int of three digits read in place first (CPython 3.11's layout, a positive value
+ * below 2**63, as csrc/iqhooks.h's iqr_ll): INF (1 << 62) is one -- an element's _at entry when it is not
+ * due, read at every frames_due, which get_ll takes to PyLong_AsLongLongAndOverflow */
+static inline __attribute__((always_inline)) int ih_ll(PyObject *o, long long *v)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    if (o != NULL && PyLong_CheckExact(o) && Py_SIZE(o) == 3) {
+        const digit *d = ((PyLongObject *)o)->ob_digit;
+        if (!(d[2] >> (63 - 2 * PyLong_SHIFT))) {
+            *v = (long long)d[0] | ((long long)d[1] << PyLong_SHIFT) | ((long long)d[2] << (2 * PyLong_SHIFT));
+            return 1;
+        }
+    }
+#endif
+    return get_ll(o, v);
+}
+
 #endif /* EMU_CSRC_COMMON_H */

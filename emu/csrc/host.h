@@ -179,12 +179,22 @@ static int host_busy(PyObject *host, PyObject *proc, long long ns, PyObject *val
     return resume_at(host, proc, value, done);
 }
 
+/* The timer nic_on_timer runs now when it is a Host's resume: its bound method (``host.resume``) and
+ * its (proc, value) tuple, borrowed -- the popped timer entry holds them until the call returns (NULL
+ * otherwise). A resume that sets its next timer (resume_at) takes the same method, and the same tuple
+ * when it holds the same proc and value: both immutable, the same in every way but identity, which
+ * nothing reads -- a bound method and a tuple made and freed per app sleep fewer. */
+static PyObject *ih_fired_fn, *ih_fired_arg;
+
 /* self.nic.at(done, self.resume, (proc, value)): the timer that resumes the app. 0, -1 error */
 static int resume_at(PyObject *host, PyObject *proc, PyObject *value, long long done)
 {
     PyObject *nic = SLOT(host, h_nic), *timers = NIC_GET(nic, N_TIMERS);
-    PyObject *fn = timers == NULL ? NULL : PyMethod_New(f_resume, host); /* (self.resume) */
-    PyObject *arg = fn == NULL ? NULL : PyTuple_Pack(2, proc, value);
+    PyObject *ff = ih_fired_fn, *fa = ih_fired_arg;
+    PyObject *fn = timers == NULL ? NULL : ff != NULL && PyMethod_GET_SELF(ff) == host ? Py_NewRef(ff)
+                                                                                       : PyMethod_New(f_resume, host); /* (self.resume) */
+    PyObject *arg = fn == NULL ? NULL : fa != NULL && PyTuple_GET_ITEM(fa, 0) == proc && PyTuple_GET_ITEM(fa, 1) == value
+                                            ? Py_NewRef(fa) : PyTuple_Pack(2, proc, value);
     PyObject *t = arg == NULL ? NULL : PyLong_FromLongLong(done);
     int ip = t == NULL ? -1 : inst_plain(nic); /* (self.nic.at: one set on the NIC wins) */
     int rc = ip < 0 ? -1 : ip ? timers_at(timers, t, fn, arg) : call_drop(PyObject_CallMethodObjArgs(nic, s_at, t, fn, arg, NULL));
@@ -723,8 +733,14 @@ static PyObject *timers_run_due(PyObject *timers, PyObject *now)
             rc = -1;
         else if (!skip) { /* fn(arg): a host's resume and deliver here */
             PyObject *f = PyMethod_Check(fn) ? PyMethod_GET_FUNCTION(fn) : NULL, *s;
-            if (f != NULL && (f == f_resume || f == f_deliver) && Py_TYPE(s = PyMethod_GET_SELF(fn)) == HostT)
-                rc = f == f_resume ? host_resume(s, arg) : host_deliver(s, arg);
+            if (f != NULL && f == f_resume && Py_TYPE(s = PyMethod_GET_SELF(fn)) == HostT) {
+                PyObject *sf = ih_fired_fn, *sa = ih_fired_arg; /* (item holds fn and arg until tm_keep below) */
+                ih_fired_fn = fn;
+                ih_fired_arg = PyTuple_CheckExact(arg) && PyTuple_GET_SIZE(arg) == 2 ? arg : NULL;
+                rc = host_resume(s, arg);
+                ih_fired_fn = sf, ih_fired_arg = sa;
+            } else if (f != NULL && f == f_deliver && Py_TYPE(s = PyMethod_GET_SELF(fn)) == HostT)
+                rc = host_deliver(s, arg);
             else
                 rc = call_drop(PyObject_CallOneArg(fn, arg));
         }
