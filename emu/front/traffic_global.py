@@ -94,7 +94,7 @@ async def global_app(host, cycle_ns: int, when: list, dst: list, size: int, wind
     pd: list = []
     k = nw = 0
     drawing = more is not None  # (``more`` may have draws left)
-    total, lag = ledger.total, ledger.lag  # (``Ledger.stopped`` inline below: set once, at the ledger's making)
+    stopped = ledger.stopped
     c = window[1]
     t = t0 + c * cycle_ns
     while True:  # from the window's end: every cycle, count what arrived, then inject if the ledger lets it
@@ -117,7 +117,7 @@ async def global_app(host, cycle_ns: int, when: list, dst: list, size: int, wind
                 ledger.count += measured
                 if now > ledger.last:
                     ledger.last = now
-        if ledger.count == total and ledger.last + lag <= now:  # (``ledger.stopped(now)``, without its call)
+        if stopped(now):
             break
         if k >= nw and drawing:
             if more.done:
