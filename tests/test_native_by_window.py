@@ -57,7 +57,7 @@ async def test_a_domains_count_by_window_is_pythons():
 @needs_core
 async def test_frames_arrived_reads_an_elements_time_of_three_digits_as_python():
     """frames_due (emu/csrc/domain.h) reads the element's ``_at`` time in place when it is an int of three
-    30-bit digits (INF, 1 << 62, when the element is not due; common.h ih_ll): the heap entry pushed,
+    30-bit digits (INF, 1 << 62, when the element is not due; common.h get_ll3): the heap entry pushed,
     or not, and ``_at`` as Domain.frames_arrived's -- times of one, two and three digits on either side."""
     INF = 1 << 62
     async with emu.Cluster("star:n=2") as net:

@@ -964,10 +964,11 @@ static inline void iw_list_keep(PyObject *l)
         Py_DECREF(v[i]);
 }
 
-/* ih_ll: get_ll with an int of three digits read in place first (CPython 3.11's layout, a positive value
- * below 2**63, as csrc/iqhooks.h's iqr_ll): INF (1 << 62) is one -- an element's _at entry when it is not
- * due, read at every frames_due, which get_ll takes to PyLong_AsLongLongAndOverflow */
-static inline __attribute__((always_inline)) int ih_ll(PyObject *o, long long *v)
+/* get_ll3: get_ll with an int of three digits read in place first (CPython 3.11's layout, a positive
+ * value below 2**63). INF (1 << 62) is one: a router's next round or timer when it has none, read at
+ * every timer (csrc/iq*.h), and an element's _at entry when it is not due, read at every frames_due --
+ * get_ll takes such an int to PyLong_AsLongLongAndOverflow */
+static inline __attribute__((always_inline)) int get_ll3(PyObject *o, long long *v)
 {
 #if PY_VERSION_HEX < 0x030C0000
     if (o != NULL && PyLong_CheckExact(o) && Py_SIZE(o) == 3) {

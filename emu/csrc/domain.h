@@ -111,7 +111,7 @@ static int frames_due(PyObject *domain, PyObject *el, long long t)
         goto done;
     Py_INCREF(i);
     long long cur;
-    if (at == NULL || !PyList_CheckExact(at) || k < 0 || k >= PyList_GET_SIZE(at) || !ih_ll(PyList_GET_ITEM(at, k), &cur))
+    if (at == NULL || !PyList_CheckExact(at) || k < 0 || k >= PyList_GET_SIZE(at) || !get_ll3(PyList_GET_ITEM(at, k), &cur))
         goto done;
     if (t < cur) {
         PyObject *entry = hp_dom_entry(t, i, &ts); /* (t, i), its int ts shared with _at[i], as Python's */

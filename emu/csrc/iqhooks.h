@@ -27,23 +27,6 @@ static inline PyObject *int_new(long long v)
     return iw_int_new(v);
 }
 
-/* get_ll (csrc/common.h) with an int of three digits read in place first (CPython 3.11's layout, a
- * positive value below 2**63): INF (1 << 62) is one, the time of a router's next round or timer when it
- * has none, read at every timer -- get_ll takes it to PyLong_AsLongLongAndOverflow */
-static inline __attribute__((always_inline)) int iqr_ll(PyObject *o, long long *v)
-{
-#if PY_VERSION_HEX < 0x030C0000
-    if (o != NULL && PyLong_CheckExact(o) && Py_SIZE(o) == 3) {
-        const digit *d = ((PyLongObject *)o)->ob_digit;
-        if (!(d[2] >> (63 - 2 * PyLong_SHIFT))) {
-            *v = (long long)d[0] | ((long long)d[1] << PyLong_SHIFT) | ((long long)d[2] << (2 * PyLong_SHIFT));
-            return 1;
-        }
-    }
-#endif
-    return get_ll(o, v);
-}
-
 /* A new reference to one empty list, shared, for the compiled timer's and receive's results to
  * csrc/window.h's element window, which only reads an empty result's size and lets it go: no list made
  * and freed per call that granted nothing (most of a router's timers, every receive). Not tracked by

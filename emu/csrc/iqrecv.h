@@ -564,7 +564,7 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
         if (nx == NULL && mine)
             PyErr_SetString(PyExc_AttributeError, "InputQueuedEngine: _next unset");
         long long nxv;
-        int got = nx != NULL && iqr_ll(nx, &nxv);
+        int got = nx != NULL && get_ll3(nx, &nxv);
         Py_XDECREF(nx);
         if (!got) {
             iq_bad("the router's next round is not an integer");
@@ -587,7 +587,7 @@ static PyObject *iq_receive(PyObject *self, PyObject *const *args, Py_ssize_t na
                 goto fail;
             }
             long long ttv;
-            int later = tt == Py_None || (iqr_ll(tt, &ttv) && rc_at < ttv);
+            int later = tt == Py_None || (get_ll3(tt, &ttv) && rc_at < ttv);
             Py_DECREF(tt);
             int bad2 = 0;
             if (later && mine) {

@@ -294,9 +294,9 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
         return 1; /* (not set: Python's, which says so) */
     }
     long long now, bt = 0, nxt, rnow, inf;
-    if (!get_ll(tt, &now) || (v[T_BTIMER] != Py_None && !iqr_ll(v[T_BTIMER], &bt)) || !iqr_ll(v[T_NEXT], &nxt) ||
+    if (!get_ll(tt, &now) || (v[T_BTIMER] != Py_None && !get_ll3(v[T_BTIMER], &bt)) || !get_ll3(v[T_NEXT], &nxt) ||
         !get_ll(v[T_RNOW], &rnow) || !PyList_CheckExact(v[T_ACTIVE]) || !PyList_CheckExact(v[T_FRESH]) ||
-        !PyDict_CheckExact(v[T_STATS]) || !iqr_ll(PyTuple_GET_ITEM(PyTuple_GET_ITEM(cs, 2), IK_INF), &inf) ||
+        !PyDict_CheckExact(v[T_STATS]) || !get_ll3(PyTuple_GET_ITEM(PyTuple_GET_ITEM(cs, 2), IK_INF), &inf) ||
         (v[T_BTIMER] != Py_None && bt <= now))
         return 1; /* (the switch's own timer due: Python injects its frames) */
     /* (held for the call, as Python's locals and arguments hold them: the round may run Python's up or
@@ -350,7 +350,7 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
     }
     Py_INCREF(b);
     t = iq_retime_z(&z, gr, sl);
-    if (t == NULL || !iqr_ll(t, &tv)) {
+    if (t == NULL || !get_ll3(t, &tv)) {
         Py_DECREF(b);
         if (t != NULL && !PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "iq_retime: not an integer");
@@ -358,7 +358,7 @@ static int iq_on_timer(PyObject *eng, PyObject *tt, PyObject **out_p)
     }
     eslot_set_time(eng, T_NEXT, t);
     PyObject *tm = t;
-    if (b != Py_None && iqr_ll(b, &bv) && bv < tv)
+    if (b != Py_None && get_ll3(b, &bv) && bv < tv)
         tm = b, tv = bv;
     eslot_set_time(eng, T_TIMER, tv >= inf ? Py_None : tm);
     Py_DECREF(b);
@@ -403,8 +403,8 @@ static int iq_on_credit(PyObject *eng, long long port, long long vc, long long n
     PyObject *tw = ESLOT(eng, T_TAILW), *nx = ESLOT(eng, T_NEXT), *tm = ESLOT(eng, T_TIMER), *st = PyTuple_GET_ITEM(cs, 1);
     long long t, nv, tv = 0;
     if (tw == NULL || nx == NULL || tm == NULL || !PyDict_CheckExact(tw) || PyDict_GET_SIZE(tw) ||
-        !PyTuple_CheckExact(st) || PyTuple_GET_SIZE(st) != IS_N || !get_ll(now, &t) || !iqr_ll(nx, &nv) ||
-        (tm != Py_None && !iqr_ll(tm, &tv))) {
+        !PyTuple_CheckExact(st) || PyTuple_GET_SIZE(st) != IS_N || !get_ll(now, &t) || !get_ll3(nx, &nv) ||
+        (tm != Py_None && !get_ll3(tm, &tv))) {
         PyErr_Clear();
         return 1;
     }
