@@ -25,7 +25,8 @@ from .wire.outer import MAGIC, OUTER, OUTER_LEN, VERSION, LinkKind
 
 SEQ_MASK = 0xFFFFFFFF
 MAX_DATAGRAM = 60_000
-"""Records are batched into one datagram up to this size (UDP allows 65507)."""
+"""Records are batched into one datagram up to this size (UDP allows 65,507 over IPv4). Off loopback
+the keyed tag (``emu.wire.outer.TAG_LEN``) follows the records, uncounted here: the room left is for it."""
 _SEQ_TS_LEN = struct.Struct("!IQHH")  # the outer header after its 12-byte prefix: seq, ts, length, window
 
 _NEVER = 1 << 63

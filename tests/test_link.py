@@ -67,3 +67,12 @@ def test_sequence_numbers_wrap_around():
     assert [rx.classify(r[3]) for r in records(d)] == [ACCEPT] * 3 and rx.expected == 1
     assert rx.classify(0xFFFFFFFF) == DUPLICATE and rx.classify(5) == GAP
     assert len(tx.go_back(0xFFFFFFFF)) == 1
+
+
+def test_a_full_datagram_with_its_tag_fits_in_udp():
+    """A batch is cut at MAX_DATAGRAM without its tag (emu.batch), which off loopback follows the
+    records: the two together must fit in one IPv4 UDP datagram (65,507 bytes), else a full tagged
+    datagram is refused by the kernel (EMSGSIZE)."""
+    from emu.wire.outer import TAG_LEN
+
+    assert MAX_DATAGRAM + TAG_LEN <= 65_507
