@@ -48,7 +48,7 @@ import time
 import trio
 
 from . import native
-from .batch_conn import CONNECTED, open_connected, read_connected, reuse_port
+from .batch_conn import CONNECTED, open_connected, read_connected, read_own, reuse_port
 from .element_const import INF, RX_FLAGS
 from .element_links import read_datagrams, send_unsent
 from .link import MAX_DATAGRAM
@@ -330,48 +330,10 @@ class Batch:
         core = native.CORE
         into = self._take_into()
         try:
-            return self._drain_own(own, core, into)
+            return read_own(self, own, core, into)
         finally:
             if into is not None:
                 self._into = into
-
-    def _drain_own(self, own, core, into: memoryview | None) -> int:
-        """``drain_own``'s reading, into ``into`` (None: bytes of their own)."""
-        accepted = 0
-        if into is not None and own is not None and self._tag is None:  # (the reads and records in the core)
-            fd, peer = own[0].fileno(), own[1]
-            while self._self_unread > 0:
-                read, taken, state, n, off, k = core.recv_records(fd, into, self._self_unread, self.cluster_id,
-                                                                  self.in_list, peer)
-                self.udp_received += read
-                self._self_unread -= read
-                accepted += taken
-                if state == 1:  # (the socket empty)
-                    self._self_unread = 0
-                elif state == 2:  # (a datagram the core left part of: on_datagram's rest)
-                    self._self_unread -= 1
-                    self.udp_received += 1
-                    accepted += self._records(into[:n], peer, off, k)
-            return accepted
-        if into is None:
-            recv = self.sock.recvfrom if own is None else own[0].recv
-        else:
-            recv = self.sock.recvfrom_into if own is None else own[0].recv_into
-        while self._self_unread > 0:
-            try:
-                if into is not None:
-                    n, sender = recv(into) if own is None else (recv(into), own[1])
-                    data = into[:n]
-                else:
-                    data, sender = recv(65536) if own is None else (recv(65536), own[1])
-            except BlockingIOError:
-                self._self_unread = 0
-                break
-            except ConnectionRefusedError:  # ICMP from a peer that already closed (teardown)
-                continue
-            self._self_unread -= 1
-            accepted += self.on_datagram(data, sender)
-        return accepted
 
     def _drop(self, el, what: str, detail: str) -> None:
         """Count (on element ``el``, or on the process when it is None) and log a dropped input."""

@@ -121,3 +121,45 @@ def read_connected(sock: socket.socket, peer: tuple[str, int], on_datagram, into
         except ConnectionRefusedError:  # ICMP from a peer that already closed (teardown)
             continue
         accepted += on_datagram(data, peer)
+
+
+def read_own(batch, own, core, into: memoryview | None) -> int:
+    """``Batch.drain_own``'s reading (``batch``: the ``emu.batch.Batch``; ``own``: its connected socket
+    to itself and that socket's peer, or None), into ``into`` (None: bytes of their own): with the
+    compiled core (``core``) and no tag, the reads and their records in one call of it
+    (``recv_records``), else ``on_datagram`` per datagram."""
+    accepted = 0
+    if into is not None and own is not None and batch._tag is None:  # (the reads and records in the core)
+        fd, peer = own[0].fileno(), own[1]
+        while batch._self_unread > 0:
+            read, taken, state, n, off, k = core.recv_records(fd, into, batch._self_unread, batch.cluster_id,
+                                                              batch.in_list, peer)
+            batch.udp_received += read
+            batch._self_unread -= read
+            accepted += taken
+            if state == 1:  # (the socket empty)
+                batch._self_unread = 0
+            elif state == 2:  # (a datagram the core left part of: on_datagram's rest)
+                batch._self_unread -= 1
+                batch.udp_received += 1
+                accepted += batch._records(into[:n], peer, off, k)
+        return accepted
+    if into is None:
+        recv = batch.sock.recvfrom if own is None else own[0].recv
+    else:
+        recv = batch.sock.recvfrom_into if own is None else own[0].recv_into
+    while batch._self_unread > 0:
+        try:
+            if into is not None:
+                n, sender = recv(into) if own is None else (recv(into), own[1])
+                data = into[:n]
+            else:
+                data, sender = recv(65536) if own is None else (recv(65536), own[1])
+        except BlockingIOError:
+            batch._self_unread = 0
+            break
+        except ConnectionRefusedError:  # ICMP from a peer that already closed (teardown)
+            continue
+        batch._self_unread -= 1
+        accepted += batch.on_datagram(data, sender)
+    return accepted
