@@ -3,30 +3,21 @@ its round): only the copies that did not ask for a VC in the first ask now. The 
 (``emu/csrc/iq.h``'s ``iq_va_one``, which makes no list when none or one copy asks) must leave what
 Python's ``Rounds._round`` leaves: the same VCs given, the same waiting lists in the same order."""
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from emu import native
-from emu.config import LinkSpec, SwitchSpec
 from emu.switch import iqcore
-from emu.switch.iq import Copy, Packet, make_iq
-from emu.topologies.base import Topology
+from emu.switch.iq import Copy, Packet
+
+sys.path.insert(0, str(Path(__file__).parent))
+from iq_router import lone_router  # noqa: E402
 
 needs_core = pytest.mark.skipif(native.CORE is None, reason="the compiled core is not built here (no C compiler?)")
 
 NOW, OUT = 10, 4
-
-
-def _router():
-    t = Topology("star")
-    for i in range(4):
-        t.add_host(f"h{i}")
-    t.add_switch("s0", SwitchSpec(model="input_queued", vcs=2))
-    t.add_switch("s1", SwitchSpec(model="input_queued", vcs=2))  # (downstream of output 4: its VCs)
-    for i in range(4):
-        t.add_link(f"h{i}", "s0", LinkSpec(), a_port=0, b_port=i)
-    t.add_link("s0", "s1", LinkSpec(), a_port=4, b_port=0)
-    t.routes = {"s0": list(range(4)), "s1": [0] * 4}
-    return make_iq(t.nodes["s0"], t, {})
 
 
 def _state(eng, tried: list[bool], free: int):
@@ -61,10 +52,10 @@ def _seen(eng, waiting) -> tuple:
                                         ([False, False, False], 2), ([True, True], 2), ([False, False], 1)])
 def test_a_second_round_at_an_instant_gives_vcs_as_python_does(tried, free, monkeypatch):
     monkeypatch.setattr(iqcore, "USE_CORE", True)
-    py = _router()
+    py = lone_router()
     pw = _state(py, tried, free)
     py._round(NOW)
-    c = _router()
+    c = lone_router()
     cw = _state(c, tried, free)
     cs = c._core_state()
     assert cs, "the compiled round is not chosen for this router"

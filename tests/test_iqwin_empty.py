@@ -3,30 +3,21 @@ list only on the element window's own path (csrc/iqtimer.h's ``iq_on_timer``, wh
 result's size). Called from Python -- ``InputQueuedEngine.on_timer`` calls ``_cst[0]`` -- every round returns a
 list of its own, which Python may fill or keep: never the shared one."""
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from emu import native
-from emu.config import LinkSpec, SwitchSpec
 from emu.switch import iqcore
-from emu.switch.iq import Copy, Packet, make_iq
-from emu.topologies.base import Topology
+from emu.switch.iq import Copy, Packet
+
+sys.path.insert(0, str(Path(__file__).parent))
+from iq_router import lone_router  # noqa: E402
 
 needs_core = pytest.mark.skipif(native.CORE is None, reason="the compiled core is not built here (no C compiler?)")
 
 NOW, OUT = 10, 4
-
-
-def _router():
-    t = Topology("star")
-    for i in range(4):
-        t.add_host(f"h{i}")
-    t.add_switch("s0", SwitchSpec(model="input_queued", vcs=2))
-    t.add_switch("s1", SwitchSpec(model="input_queued", vcs=2))
-    for i in range(4):
-        t.add_link(f"h{i}", "s0", LinkSpec(), a_port=0, b_port=i)
-    t.add_link("s0", "s1", LinkSpec(), a_port=4, b_port=0)
-    t.routes = {"s0": list(range(4)), "s1": [0] * 4}
-    return make_iq(t.nodes["s0"], t, {})
 
 
 def _waiting_on_a_busy_output(eng):
@@ -43,7 +34,7 @@ def _waiting_on_a_busy_output(eng):
 @pytest.mark.parametrize("waiting", [False, True])
 def test_a_round_called_from_python_returns_a_list_of_its_own(waiting, monkeypatch):
     monkeypatch.setattr(iqcore, "USE_CORE", True)
-    eng = _router()
+    eng = lone_router()
     if waiting:
         _waiting_on_a_busy_output(eng)
     cs = eng._core_state()

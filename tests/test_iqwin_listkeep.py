@@ -86,27 +86,21 @@ def test_a_nic_list_python_holds_is_never_its_next(tmp_path, monkeypatch):
 
     from emu.switch.iq import InputQueuedEngine
     sys.path.insert(0, str(Path(__file__).parent))
-    from uniform_run import mesh_watching_rounds
+    from uniform_run import at_every_grant, mesh_watching_rounds
 
     nics, last, seen = [], {}, {"reused": 0, "moved": 0}
     prop = InputQueuedEngine.ports
 
-    def setter(eng, view):
-        prop.fset(eng, view)
-        up = eng._up
-
-        def spy(o, at):
-            if not nics:
-                nics.extend(x for x in gc.get_objects() if type(x).__name__ == "NicEngine")
-            for e in nics:
-                held = last.get(id(e))
-                if held is not None and held[1] != e.now:
-                    seen["moved"] += 1
-                    seen["reused"] += e._out is held[0]
-                last[id(e)] = (e._out, e.now)
-            return True if up is None else up(o, at)
-        eng._up = spy
-    monkeypatch.setattr(InputQueuedEngine, "ports", property(prop.fget, setter))
+    def look(eng):
+        if not nics:
+            nics.extend(x for x in gc.get_objects() if type(x).__name__ == "NicEngine")
+        for e in nics:
+            held = last.get(id(e))
+            if held is not None and held[1] != e.now:
+                seen["moved"] += 1
+                seen["reused"] += e._out is held[0]
+            last[id(e)] = (e._out, e.now)
+    at_every_grant(monkeypatch, look)
     before = CORE.counts()
     comp, _, _ = mesh_watching_rounds(tmp_path, monkeypatch, True, None, pcap=False)
     assert CORE.counts()["iq_timers"] > before["iq_timers"] and nics

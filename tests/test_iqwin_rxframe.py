@@ -13,31 +13,22 @@ import pytest
 from emu import native
 
 sys.path.insert(0, str(Path(__file__).parent))
-from uniform_run import mesh_watching_rounds  # noqa: E402
+from uniform_run import at_every_grant, mesh_watching_rounds  # noqa: E402
 
 needs_core = pytest.mark.skipif(native.CORE is None, reason="the compiled core is not built here (no C compiler?)")
 
 
 def _spying(monkeypatch, held: list, records: list) -> None:
-    """Each router's ``_up`` (called by the compiled round at every grant into a credited output, inside the
-    compiled window) wrapped: it holds every frame then on its element's heap, with a copy of its bytes."""
-    from emu.switch.iq import InputQueuedEngine
+    """At every grant (``at_every_grant``, inside the compiled window): hold every frame then on the
+    router's element's heap, with a copy of its bytes."""
 
-    prop = InputQueuedEngine.ports
-
-    def setter(eng, view):
-        prop.fset(eng, view)
-        up = eng._up
-
-        def spy(o, at):
-            el = eng.credit_out.__self__  # (Element._credit_later, bound: the router's element)
-            recs = [r for r in el.heap if type(r) is tuple and len(r) == 5]
-            held.extend((r[3], bytearray(r[3])) for r in recs if type(r[3]) is bytes)
-            records.extend((r, list(r)) for r in recs)  # (and the records: kept by the core only when nobody holds
-            # them -- credit_in_c's and window.h's hp_rec_keep)
-            return True if up is None else up(o, at)
-        eng._up = spy
-    monkeypatch.setattr(InputQueuedEngine, "ports", property(prop.fget, setter))
+    def look(eng):
+        el = eng.credit_out.__self__  # (Element._credit_later, bound: the router's element)
+        recs = [r for r in el.heap if type(r) is tuple and len(r) == 5]
+        held.extend((r[3], bytearray(r[3])) for r in recs if type(r[3]) is bytes)
+        records.extend((r, list(r)) for r in recs)  # (and the records: kept by the core only when nobody holds
+        # them -- credit_in_c's and window.h's hp_rec_keep)
+    at_every_grant(monkeypatch, look)
 
 
 @needs_core

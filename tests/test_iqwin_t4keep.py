@@ -13,31 +13,21 @@ import pytest
 from emu import native
 
 sys.path.insert(0, str(Path(__file__).parent))
-from uniform_run import mesh_watching_rounds  # noqa: E402
+from uniform_run import at_every_grant, mesh_watching_rounds  # noqa: E402
 
 needs_core = pytest.mark.skipif(native.CORE is None, reason="the compiled core is not built here (no C compiler?)")
 
 
 def _spying(monkeypatch, kept: list) -> None:
-    """Each router's ``_up`` (called by the compiled round at every grant into a credited output, inside the
-    compiled timer) wrapped: it holds every four-item tuple then on its element's port events and its ports'
-    link control, with its items then, before answering as the port's ``up`` would."""
-    from emu.switch.iq import InputQueuedEngine
+    """At every grant (``at_every_grant``, inside the compiled timer): hold every four-item tuple then on
+    the router's element's port events and its ports' link control, with its items then."""
 
-    prop = InputQueuedEngine.ports
-
-    def setter(eng, view):
-        prop.fset(eng, view)
-        up = eng._up
-
-        def spy(o, at):
-            el = eng.credit_out.__self__  # (Element._credit_later, bound: the router's element)
-            tuples = [e for e in el.pevents if type(e) is tuple and len(e) == 4]
-            tuples += [e for p in el.outs if p is not None for e in p.ctl if type(e) is tuple and len(e) == 4]
-            kept.extend((e, list(e)) for e in tuples)  # (its items then: tuple(e) would be e itself)
-            return True if up is None else up(o, at)
-        eng._up = spy
-    monkeypatch.setattr(InputQueuedEngine, "ports", property(prop.fget, setter))
+    def look(eng):
+        el = eng.credit_out.__self__  # (Element._credit_later, bound: the router's element)
+        tuples = [e for e in el.pevents if type(e) is tuple and len(e) == 4]
+        tuples += [e for p in el.outs if p is not None for e in p.ctl if type(e) is tuple and len(e) == 4]
+        kept.extend((e, list(e)) for e in tuples)  # (its items then: tuple(e) would be e itself)
+    at_every_grant(monkeypatch, look)
 
 
 @needs_core

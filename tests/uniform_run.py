@@ -68,3 +68,22 @@ def mesh_watching_rounds(tmp: Path, monkeypatch, use_core: bool, after_round=Non
     res = uniform(tmp / f"r{int(use_core)}.json", "mesh:k=4,n=2", 1, SAT[(4, 8, 1)] * 0.9, 40, sets,
                   ["--pcap", str(cap)] if pcap else [])
     return res, cap.read_bytes() if pcap else None, rounds[0]
+
+
+def at_every_grant(monkeypatch, look) -> None:
+    """Each input-queued router's ``_up`` (called by the compiled round at every grant into a credited
+    output, inside the compiled timer and window) wrapped: ``look(eng)`` runs first, then the port's
+    ``up`` answers as before -- a way to hold, from Python, what the core has made by then."""
+    from emu.switch.iq import InputQueuedEngine
+
+    prop = InputQueuedEngine.ports
+
+    def setter(eng, view):
+        prop.fset(eng, view)
+        up = eng._up
+
+        def spy(o, at):
+            look(eng)
+            return True if up is None else up(o, at)
+        eng._up = spy
+    monkeypatch.setattr(InputQueuedEngine, "ports", property(prop.fget, setter))
