@@ -29,6 +29,15 @@ start-up -- interpreter and imports, about 1-2 s of CPU -- is printed apart). Al
     python scripts/bench_iq.py --booksim B --before /work/main --before-drain measured   # a tree without --drain global
     python scripts/bench_iq.py --booksim B --json out.json                         # the rows, for a before/after table
     python scripts/bench_iq.py --instructions --before /work/main --at 0.8 --cycles 100   # instructions per crossing
+    python scripts/bench_iq.py --floor --booksim B --k 8 --vcs 1 --flits 1          # what the router's share is
+
+``--floor`` asks, per load point, how far the router itself can take the ratio: our CPU seconds split
+into the compiled core's ``window()`` and the rest (the topology's build, the traffic's draws, the
+report), the router's share of ``window()``'s instructions (callgrind: inclusive of the input-queued
+router's timer rounds, its receive and the credits' handling -- the NICs' credits too, so the share
+is if anything too large), and the model: the point's CPU with that share of ``window()`` taken
+away, over BookSim's -- the ratio a router that cost nothing would give -- and the cut of the
+router's own cost that 3x BookSim needs.
 
 Printed per load point: our CPU seconds (input-queued), BookSim's, their ratio; the cycles each
 simulated (ours: the run's end, drain included) and the frames our hosts injected (count messages
@@ -157,6 +166,22 @@ def child(spec: dict) -> dict:
 
     from emu import native
     from emu.front import traffic_checks
+    in_window = [0.0]
+    if spec.get("split") and native.CORE is not None:  # (--floor: the CPU inside window() apart)
+        class Timed:
+            def __init__(self, core):
+                self._core = core
+
+            def __getattr__(self, name):
+                return getattr(self._core, name)
+
+            def window(self, *args, _w=native.CORE.window, _t=time.process_time):
+                t = _t()
+                try:
+                    return _w(*args)
+                finally:
+                    in_window[0] += _t() - t
+        native.CORE = Timed(native.CORE)
     has = getattr(traffic_checks, "DRAINS", ("fixed", "measured"))
     if spec.get("drain", "measured") not in has:
         raise SystemExit(f"bench_iq: {res_tree(emu)} has no --drain {spec['drain']} (its drains: {', '.join(has)}); "
@@ -175,26 +200,28 @@ def child(spec: dict) -> dict:
         for load in spec["loads"]:
             for model in spec["models"]:
                 as_command()
+                in_window[0] = 0.0
                 c0 = time.process_time()
                 run(model, load, spec["cycles"], out)
                 cpu = time.process_time() - c0
                 with open(out) as f:
                     r = json.load(f)["results"][0]
                 row = r["curve"][0]
-                res["points"].append({"model": model, "load": load, "cpu_s": cpu, "hops": r["hop_count_all_loads"],
+                res["points"].append({"model": model, "load": load, "cpu_s": cpu, "window_s": in_window[0],
+                                      "hops": r["hop_count_all_loads"],
                                       "frames": r["frames_all_loads"], "end_ns": r["end_ns"],
                                       "latency": row["mean_ns"] / CYCLE_NS, "accepted": row["accepted"]})
     return res
 
 
 def ours(tree: str | None, k: int, vcs: int, flits: int, loads, cycles: int, models, callgrind: bool = False,
-         drain: str = "global") -> dict:
+         drain: str = "global", split: bool = False) -> dict:
     """A child process on ``tree``'s code (default: this one's) for one configuration; ``callgrind``:
     under valgrind, its instructions inside the compiled core's ``window()`` counted (every element
     window of the runs, start-up and the topology's build not)."""
     env = tree_env(tree or None)
     spec = {"k": k, "vcs": vcs, "flits": flits, "loads": list(loads), "cycles": cycles, "models": list(models),
-            "callgrind": callgrind, "drain": drain}
+            "callgrind": callgrind, "drain": drain, "split": split and not callgrind}
     with tempfile.TemporaryDirectory() as d:
         out, cg = os.path.join(d, "child.json"), os.path.join(d, "callgrind.out")
         pre = [*fixed_addresses(), "valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", "--toggle-collect=window",
@@ -212,7 +239,31 @@ def ours(tree: str | None, k: int, vcs: int, flits: int, loads, cycles: int, mod
             with open(cg) as f:
                 total = re.search(r"^(?:summary|totals): (\d+)", f.read(), re.M)
             res["instructions"] = int(total.group(1)) if total else 0
+            if split:
+                res["router_instructions"] = router_instructions(cg)
         return res
+
+
+ROUTER = ("iq_on_timer", "iq_receive", "credit_in_c", "credit_out_c")
+"""The compiled core's functions that are the input-queued router's, counted inclusively for
+``--floor`` (``emu/csrc/iqtimer.h``, ``iqrecv.h``, ``credits.h``; none calls another of them)."""
+
+
+def router_instructions(cg: str) -> dict:
+    """Instructions under each of :data:`ROUTER`, inclusive, from a callgrind file."""
+    if shutil.which("callgrind_annotate") is None:
+        raise SystemExit("bench_iq: --floor needs callgrind_annotate (valgrind's; apt-get install valgrind)")
+    text = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", cg], capture_output=True,
+                          text=True, check=True).stdout
+    found = {}
+    for name in ROUTER:
+        counts = [int(m.group(1).replace(",", "")) for m in
+                  re.finditer(rf"^\s*([\d,]+) \([^)]*\)\s+\S*:{name}(?:\.[\w.]+)? \[", text, re.M)]
+        if not counts:
+            raise SystemExit(f"bench_iq: no {name} in callgrind's count of window(): is the compiled core this "
+                             "script knows in use? (ROUTER names the router's functions)")
+        found[name] = max(counts)
+    return found
 
 
 def instructions(a, models) -> int:
@@ -235,6 +286,36 @@ def instructions(a, models) -> int:
                             hops = r["points"][0]["hops"]
                             print(f"{k:>3}x{k:<1} {v:>3} {fl:>2} {load:>6.4f} {m:>13} {label:>6} | "
                                   f"{r['instructions']:>14,} {hops:>9,} {r['instructions'] / hops:>12,.0f}", flush=True)
+    return 0
+
+
+def floor(a) -> int:
+    """``--floor``: per load point, our CPU split and the router's share, beside BookSim's CPU."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("bench_iq: --floor needs valgrind (apt-get install valgrind)")
+    print(f"uniform traffic, {a.cycles} + {a.cycles} cycles then the drain ({drain_text(a)}); CPU seconds; "
+          f"BookSim's the least of 3 runs; the router's share of window() by callgrind's instructions")
+    print("model: without the router = our CPU - window() CPU x the router's share; 'cut for 3x' = how much "
+          "of the router's own cost must go for 3x BookSim (over 100 %: not by the router alone)")
+    print(f"{'mesh':>5} {'vcs':>3} {'fl':>2} {'load':>6} | {'emu s':>6} {'window':>6} {'router':>6} | "
+          f"{'BS s':>6} {'ratio':>5} | {'w/o router':>10} {'ratio':>5} {'cut for 3x':>10}")
+    for k in a.k or [8]:
+        for v in a.vcs or [1]:
+            for fl in a.flits or [1]:
+                loads = [round(SAT[(k, v, fl)] * x, 4) for x in a.at_list] if (k, v, fl) in SAT else a.at_list
+                for load in loads:
+                    cpu = ours(a.tree, k, v, fl, [load], a.cycles, ["input_queued"], drain=a.drain, split=True)
+                    cg = ours(a.tree, k, v, fl, [load], a.cycles, ["input_queued"], callgrind=True, drain=a.drain,
+                              split=True)
+                    p = cpu["points"][0]
+                    share = sum(cg["router_instructions"].values()) / cg["instructions"]
+                    router_s = p["window_s"] * share
+                    bs = min(booksim(a.booksim, k, v, fl, load, a.cycles)["cpu_s"] for _ in range(3))
+                    rest = p["cpu_s"] - router_s
+                    cut = 1 - (3 * bs - rest) / router_s if router_s > 0 else 0.0
+                    print(f"{k:>3}x{k:<1} {v:>3} {fl:>2} {load:>6.4f} | {p['cpu_s']:>6.3f} {p['window_s']:>6.3f} "
+                          f"{share:>6.1%} | {bs:>6.3f} {p['cpu_s'] / bs:>5.2f} | {rest:>10.3f} {rest / bs:>5.2f} "
+                          f"{max(cut, 0):>10.0%}", flush=True)
     return 0
 
 
@@ -266,6 +347,9 @@ def main(argv=None) -> int:
     ap.add_argument("--instructions", action="store_true",
                     help="count instructions under valgrind's callgrind instead (deterministic; default 4x4, 8 VCs, "
                          "1 flit; slow: about 100x)")
+    ap.add_argument("--floor", action="store_true",
+                    help="per load point, the router's share of our CPU and the ratio to BookSim without it (needs "
+                         "--booksim and valgrind; default 8x8, 1 VC, 1 flit)")
     ap.add_argument("--json", metavar="FILE", help="write the rows as JSON")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -291,6 +375,10 @@ def main(argv=None) -> int:
         check_drain(a.before, a.drains["before"], "--before-drain")
     if a.instructions:
         return instructions(a, models)
+    if a.floor:
+        if not a.booksim:
+            raise SystemExit("bench_iq: --floor compares with BookSim: give --booksim PATH/src/booksim")
+        return floor(a)
     trees = [("before", a.before), ("after", a.tree)] if a.before else [("", a.tree)]
     rows = []
     print(f"uniform traffic, {a.cycles} + {a.cycles} cycles (warm-up, measured) then the measured packets drained, "
