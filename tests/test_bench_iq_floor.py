@@ -1,0 +1,34 @@
+"""``scripts/bench_iq.py --floor``: the router's functions it counts exist in the compiled core's
+sources (a rename would make it refuse, not count nothing), and a child's split of a point's CPU
+puts the compiled window()'s part inside the point's."""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from emu import native
+
+ROOT = Path(__file__).parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import bench_iq  # noqa: E402
+
+
+def test_the_router_functions_counted_are_the_cores():
+    src = "".join(p.read_text() for p in sorted((ROOT / "emu" / "csrc").glob("*.h")))
+    for name in bench_iq.ROUTER:
+        assert re.search(rf"^static [^;(]*\b{name}\(", src, re.M), f"{name} is no function of emu/csrc"
+
+
+@pytest.mark.skipif(native.CORE is None, reason="the compiled core is not built here (no C compiler?)")
+def test_a_split_point_times_window_inside_its_cpu():
+    core = native.CORE
+    try:
+        res = bench_iq.child({"k": 4, "vcs": 1, "flits": 1, "loads": [0.2], "cycles": 20, "models": ["input_queued"],
+                              "drain": "global", "split": True})
+    finally:
+        native.CORE = core  # (the child wrapped it, as in its own process: the other tests see the core itself)
+    p = res["points"][0]
+    assert p["hops"] > 0
+    assert 0 < p["window_s"] < p["cpu_s"]
