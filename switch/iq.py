@@ -221,6 +221,8 @@ class InputQueuedEngine(CoreRound, Rounds, Allocators, SegmentCut, SwitchEngine)
         self.out_ptr = ([0] * nports, [0] * nports)
         """Per priority class, per output: the input its switch arbiter serves next."""
         self._setup_rounds()
+        if type(self).on_timer is not InputQueuedEngine.on_timer:  # (its round inlined: ``_credit_wakes`` reads it)
+            self._cw = False
         if self.drr is not None:
             iqdrr.setup(self, self.drr)
         self._lines: dict[int, tuple[int, int, int, int]] = {}
@@ -387,8 +389,8 @@ class InputQueuedEngine(CoreRound, Rounds, Allocators, SegmentCut, SwitchEngine)
                 t = max(now + (self.slot if now == self._rnow else 0), self._tail_wait.pop(key))
                 self.vc_free[port][w] = t
                 self._vc_freed(port, w, t)
-        if now < self._next:  # (``_wake_at``) a copy waiting for this credit may go now (``Rounds._round``:
-            self._next = now  # once per instant)
+        if now < self._next and self._credit_wakes(now):  # (``_wake_at``) a copy waiting for this credit may go
+            self._next = now  # now (``Rounds._round``: once per instant)
             if self.timer is None or now < self.timer:
                 self.timer = now
 
