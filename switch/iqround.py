@@ -481,7 +481,11 @@ class Rounds:
         ``_granted`` (false after it) is read before the next round only with a copy ready and lost,
         which this check finds. ``vc_release=tail_credit`` (a tail's credit frees a VC from the next
         slot when the instant's round has run), high-priority copies (cut-in) and a router whose
-        round methods are replaced: always (the round runs, as it did before this check)."""
+        round methods are replaced: always (the round runs, as it did before this check).
+
+        A copy the credit finds not ready yet goes when it is: its ``sa_at`` is a ``_fresh`` time and
+        its input's and output's freeing are ``_rel`` times, which ``_retime`` wakes at whatever waits
+        -- a change that drops such a wake must count the copies a skipped credit left waiting."""
         if not self._cw or any(self._sa_prio.values()):
             return True
         rcq = self._rcq

@@ -88,7 +88,8 @@ def test_rounds_per_grant_stay_under_two(use_core, tmp_path, monkeypatch):
 
 
 @needs_core
-@pytest.mark.parametrize("vcs, flits, more", [(1, 1, {}), (2, 1, {}), (8, 4, {}), (2, 4, {"switch.vc_release": "tail_sent"}),
+@pytest.mark.parametrize("vcs, flits, more", [(1, 1, {}), (2, 1, {}), (8, 4, {}),
+                                              (2, 4, {"switch.vc_release": "tail_sent"}),
                                               (2, 1, {"switch.vc_release": "tail_credit"}),
                                               (2, 4, {"switch.credit_release": "tail_left"})])
 def test_compiled_credit_wakes_as_python_does(vcs, flits, more, tmp_path, monkeypatch):
