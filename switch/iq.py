@@ -32,10 +32,11 @@ What a frame meets, in virtual time (every tie broken by a fixed rule, so runs a
   cut-through: a frame never stops half-way across a link). A round runs when a stage ends, an
   input, output or VC frees, or a credit arrives when a round could grant or change something
   (``Rounds._credit_wakes``); a frame that lost a round in which others were granted tries again
-  one flit time (on the fastest output) later, as a clocked allocator would in its next cycle. One round per instant: frames and credits that arrive at an instant
-  whose round has run (they come after the timer, ``emu.element``) are allocated at that instant
-  with what the round left, but no request that took part in it asks again then (that would be a
-  second allocator iteration moving the round-robin pointers).
+  one flit time (on the fastest output) later, as a clocked allocator would in its next cycle. One
+  round per instant: frames and credits that arrive at an instant whose round has run (they come
+  after the timer, ``emu.element``) are allocated at that instant with what the round left, but no
+  request that took part in it asks again then (that would be a second allocator iteration moving
+  the round-robin pointers).
 * **Traversal.** A granted frame leaves ``sw_alloc + traversal`` later, never before its tail could
   follow it at the output's rate; input and output are busy while its flits cross.
 
