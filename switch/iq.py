@@ -30,12 +30,13 @@ What a frame meets, in virtual time (every tie broken by a fixed rule, so runs a
   times; pointers move on first-iteration accepts only). A frame is ready when its VC is allocated,
   its output and its input are free, and the downstream VC has credit for the whole frame (virtual
   cut-through: a frame never stops half-way across a link). A round runs when a stage ends, an
-  input, output or VC frees, or a credit arrives; a frame that lost a round in which others
-  were granted tries again one flit time (on the fastest output) later, as a clocked allocator
-  would in its next cycle. One round per instant: frames and credits that arrive at an instant
-  whose round has run (they come after the timer, ``emu.element``) are allocated at that instant
-  with what the round left, but no request that took part in it asks again then (that would be a
-  second allocator iteration moving the round-robin pointers).
+  input, output or VC frees, or a credit arrives when a round could grant or change something
+  (``Rounds._credit_wakes``); a frame that lost a round in which others were granted tries again
+  one flit time (on the fastest output) later, as a clocked allocator would in its next cycle. One
+  round per instant: frames and credits that arrive at an instant whose round has run (they come
+  after the timer, ``emu.element``) are allocated at that instant with what the round left, but no
+  request that took part in it asks again then (that would be a second allocator iteration moving
+  the round-robin pointers).
 * **Traversal.** A granted frame leaves ``sw_alloc + traversal`` later, never before its tail could
   follow it at the output's rate; input and output are busy while its flits cross.
 
@@ -221,6 +222,8 @@ class InputQueuedEngine(CoreRound, Rounds, Allocators, SegmentCut, SwitchEngine)
         self.out_ptr = ([0] * nports, [0] * nports)
         """Per priority class, per output: the input its switch arbiter serves next."""
         self._setup_rounds()
+        if type(self).on_timer is not InputQueuedEngine.on_timer:  # (its round inlined: ``_credit_wakes`` reads it)
+            self._cw = False
         if self.drr is not None:
             iqdrr.setup(self, self.drr)
         self._lines: dict[int, tuple[int, int, int, int]] = {}
@@ -387,8 +390,8 @@ class InputQueuedEngine(CoreRound, Rounds, Allocators, SegmentCut, SwitchEngine)
                 t = max(now + (self.slot if now == self._rnow else 0), self._tail_wait.pop(key))
                 self.vc_free[port][w] = t
                 self._vc_freed(port, w, t)
-        if now < self._next:  # (``_wake_at``) a copy waiting for this credit may go now (``Rounds._round``:
-            self._next = now  # once per instant)
+        if now < self._next and self._credit_wakes(now):  # (``_wake_at``) a copy waiting for this credit may go
+            self._next = now  # now (``Rounds._round``: once per instant)
             if self.timer is None or now < self.timer:
                 self.timer = now
 

@@ -62,6 +62,9 @@ class Rounds:
         self._rel: list[int] = []
         """time * _RS + slot of every time an input (slot p), an output (``_OUT + o``) or a VC at an output
         (``_VCF + o * _VS + w``) frees, pushed as they are set; stale ones are dropped when seen."""
+        cls = type(self)
+        self._cw = self.vc_rule != 2 and all(getattr(cls, m) is getattr(Rounds, m) for m in _ROUND_METHODS)
+        """May a credit skip the round a credit would wake when it can change nothing (``_credit_wakes``)?"""
 
     # -- the heads' state ---------------------------------------------------------------------------
     def _rc_push(self, pkt: Packet) -> None:
@@ -468,6 +471,44 @@ class Rounds:
             t = b
         self.timer = None if t >= INF else t
 
+    def _credit_wakes(self, now: int) -> bool:
+        """May a round at ``now``, after a credit came (``InputQueuedEngine.on_credit``), grant or change
+        anything? Not when no head's route computation is over, no output's VC allocator would be asked
+        (every output with requests has ``_va_chk`` in the future) and no copy holding a VC may go now --
+        its stages over, its input and output free, credit for it downstream, and (a second round at an
+        instant) not asked yet. Such a round only marks the instant as having had a round, which
+        nothing reads in that case: the VC allocator asks no one, no switch request is made, and
+        ``_granted`` (false after it) is read before the next round only with a copy ready and lost,
+        which this check finds. ``vc_release=tail_credit`` (a tail's credit frees a VC from the next
+        slot when the instant's round has run), high-priority copies (cut-in) and a router whose
+        round methods are replaced: always (the round runs, as it did before this check).
+
+        A copy the credit finds not ready yet goes when it is: its ``sa_at`` is a ``_fresh`` time and
+        its input's and output's freeing are ``_rel`` times, which ``_retime`` wakes at whatever waits
+        -- a change that drops such a wake must count the copies a skipped credit left waiting."""
+        if not self._cw or any(self._sa_prio.values()):
+            return True
+        rcq = self._rcq
+        if rcq and rcq[0] < (now + 1) * self._RK:
+            return True
+        chk = self._va_chk
+        for o in self._va:
+            if chk[o] <= now:
+                return True
+        again = self._rnow == now
+        in_ready, out_ready, credits, pools = self.in_ready, self.out_ready, self.credits, self.oc.pool
+        for o, lst in self._sa.items():
+            if out_ready[o] > now:
+                continue
+            cr = credits[o]
+            for c in lst:
+                if c.sa_at > now or (again and c.sa_try == now) or in_ready[c.pkt.port] > now:
+                    continue
+                if cr is not None and (cr[c.ovc] < c.vpart or pools[o] < c.need - c.vpart) and pools[o] < c.need:
+                    continue  # (``_sa_round``'s test: no room for it downstream)
+                return True
+        return False
+
     def _lost(self, now: int) -> bool:
         """Did a copy that could have gone at ``now`` (its stages over, its input and its output free
         or its line cuttable) lose the round, with credit for it?"""
@@ -487,6 +528,10 @@ class Rounds:
                 if credits[o] is None or oc.place(o, c.ovc, c.need) is not None:
                     return True
         return False
+
+
+_ROUND_METHODS = ("_rc_done", "_va_round", "_va_output", "_sa_round", "_grant", "_round")
+"""The round's methods ``_credit_wakes`` reads the round of: replaced in a subclass, every credit wakes it."""
 
 
 def _vc_rank(c: Copy) -> tuple[int, int]:

@@ -6,7 +6,9 @@ it must decide exactly what the scan of every waiting head decided before. The f
 ``tests/golden/iq_figures.json`` were computed by that scanning code (main at a897d86, before the
 router was made event-driven), regenerated once for issue 44 (one allocation round per instant, and
 output VCs released when their tail flit wins switch allocation, BookSim's rule; the ``repeats``
-counter: rounds at an instant whose round had run), and must not move: each case's completion, frames, crossings, capture
+counter: rounds at an instant whose round had run), and once more for the rounds a credit no longer
+wakes when they can change nothing (``Rounds._credit_wakes``: ``rounds``, ``repeats`` and the stats'
+sha256 moved, nothing else), and must not move: each case's completion, frames, crossings, capture
 sha256, the sums over all routers of every router counter (``rounds``, ``va_grants``, ``sa_grants``,
 ``sa_conflicts``, ``hol_waits``, ...), the sums over all ports of every port counter, and the sha256 of
 every element's whole stats (per element, per port, peaks included).

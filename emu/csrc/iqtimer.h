@@ -380,6 +380,84 @@ done:
     return rc;
 }
 
+/* ``Rounds._credit_wakes`` in the plain case (no high-priority copy, the round's methods the class's
+ * own: ``_cw`` is ``vc_release != tail_credit``): may a round at ``now``, after a credit came, grant or
+ * change anything? 1 yes, 0 no (the credit wakes no round), -1 error. ``st``, ``ks``: the ``_cst``
+ * state and settings tuples; ``rnow``: the engine's ``_rnow``. */
+static int iq_credit_wakes(PyObject *st, PyObject *ks, long long now, long long rnow)
+{
+    long long rule, K, x = 0;
+    if (!get_ll(PyTuple_GET_ITEM(ks, IK_VCRULE), &rule) || !get_ll(PyTuple_GET_ITEM(ks, IK_RK), &K))
+        return iq_bad("the settings are not integers");
+    if (rule == 2)
+        return 1; /* (tail_credit: a tail's credit frees its VC from the next slot once the instant's round ran) */
+    PyObject *rcq = PyTuple_GET_ITEM(st, IS_RCQ), *va = PyTuple_GET_ITEM(st, IS_VA), *chk = PyTuple_GET_ITEM(st, IS_CHK);
+    PyObject *sa = PyTuple_GET_ITEM(st, IS_SA), *oobj, *lst;
+    if (!PyList_CheckExact(rcq) || !PyDict_CheckExact(va) || !PyList_CheckExact(chk) || !PyDict_CheckExact(sa))
+        return iq_bad("the round's state is not laid out as iq_setup's");
+    if (PyList_GET_SIZE(rcq)) {
+        if (!get_ll(PyList_GET_ITEM(rcq, 0), &x))
+            return iq_bad("a route-computation key is not an integer");
+        if (x < (now + 1) * K)
+            return 1;
+    }
+    Py_ssize_t pos = 0;
+    while (iw_dict_next(va, &pos, &oobj, &lst)) {
+        long long o;
+        if (!get_ll(oobj, &o))
+            return iq_bad("an output is not an integer");
+        if (o < 0 || o >= PyList_GET_SIZE(chk) || !get_ll3(PyList_GET_ITEM(chk, o), &x))
+            return iq_bad("an output's VC check time is not an integer");
+        if (x <= now)
+            return 1; /* (its VC allocator would be asked) */
+    }
+    int again = rnow == now;
+    pos = 0;
+    while (iw_dict_next(sa, &pos, &oobj, &lst)) {
+        long long o, pl = 0;
+        if (!get_ll(oobj, &o) || li(PyTuple_GET_ITEM(st, IS_OUTR), o, &x) < 0)
+            return iq_bad("an output is not an integer");
+        if (x > now)
+            continue;
+        PyObject *cr = lget(PyTuple_GET_ITEM(st, IS_CREDITS), o);
+        if (cr == NULL || li(PyTuple_GET_ITEM(st, IS_POOLS), o, &pl) < 0)
+            return -1;
+        if (!PyList_CheckExact(lst))
+            return iq_bad("an output's copies are not a list");
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lst); i++) {
+            PyObject *c = PyList_GET_ITEM(lst, i), *pkt;
+            long long sa_at, sa_try, p, ovc, vpart, need, crw = 0;
+            if (Py_TYPE(c) != CopyT)
+                return iq_bad("a copy is not a Copy");
+            IRD(c, c_sa_at, sa_at);
+            IRD(c, c_sa_try, sa_try);
+            if (sa_at > now || (again && sa_try == now))
+                continue;
+            pkt = SLOT(c, c_pkt);
+            if (pkt == NULL || Py_TYPE(pkt) != PacketT)
+                return iq_bad("a copy's packet is not a Packet");
+            IRD(pkt, p_port, p);
+            if (li(PyTuple_GET_ITEM(st, IS_INR), p, &x) < 0)
+                return -1;
+            if (x > now)
+                continue;
+            if (cr != Py_None) {
+                IRD(c, c_ovc, ovc);
+                IRD(c, c_vpart, vpart);
+                IRD(c, c_need, need);
+                if (li(cr, ovc, &crw) < 0)
+                    return -1;
+                if ((crw < vpart || pl < need - vpart) && pl < need)
+                    continue; /* (no room for it downstream) */
+            }
+            return 1;
+        }
+    }
+    return 0;
+fail:
+    return -1;
+}
+
 /* InputQueuedEngine.on_credit(port, vc, nbytes, now, pool, frames) in the plain case (a VC's credit:
  * no pool, no frames, no VC waiting for its tail's credit, within the receiver's buffer): 0 done, 1
  * not this case (nothing changed: Python's method), -1 error. */
@@ -401,10 +479,12 @@ static int iq_on_credit(PyObject *eng, long long port, long long vc, long long n
     if (d == NULL || pool || frames)
         return 1;
     PyObject *tw = ESLOT(eng, T_TAILW), *nx = ESLOT(eng, T_NEXT), *tm = ESLOT(eng, T_TIMER), *st = PyTuple_GET_ITEM(cs, 1);
-    long long t, nv, tv = 0;
+    PyObject *rn = ESLOT(eng, T_RNOW), *ks = PyTuple_GET_ITEM(cs, 2);
+    long long t, nv, tv = 0, rnow;
     if (tw == NULL || nx == NULL || tm == NULL || !PyDict_CheckExact(tw) || PyDict_GET_SIZE(tw) ||
         !PyTuple_CheckExact(st) || PyTuple_GET_SIZE(st) != IS_N || !get_ll(now, &t) || !get_ll3(nx, &nv) ||
-        (tm != Py_None && !get_ll3(tm, &tv))) {
+        (tm != Py_None && !get_ll3(tm, &tv)) || !get_ll(rn, &rnow) || !PyTuple_CheckExact(ks) ||
+        PyTuple_GET_SIZE(ks) != IK_COUNT) {
         PyErr_Clear();
         return 1;
     }
@@ -428,7 +508,10 @@ static int iq_on_credit(PyObject *eng, long long port, long long vc, long long n
             return n_iq_credits++, 0; /* (unbounded: nothing to count, no round to wake) */
     } else
         return n_iq_credits++, 0;
-    if (t < nv) { /* (``_wake_at``) a copy waiting for this credit may go now */
+    int wake = t < nv ? iq_credit_wakes(st, ks, t, rnow) : 0;
+    if (wake < 0)
+        return -1;
+    if (wake) { /* (``_wake_at``) a copy waiting for this credit may go now */
         int later = tm == Py_None || t < tv; /* (tm read before _next's store may release it) */
         eslot_set(eng, T_NEXT, now);
         if (later)
