@@ -100,9 +100,9 @@ class Batch:
                     self.sock.setsockopt(socket.SOL_SOCKET, force, RCVBUF_FORCE)
                 except OSError:  # not permitted: RCVBUF (capped by net.core.rmem_max)
                     pass
-            if CONNECTED and tag_key is None:  # (sockets connected to its peers beside it: emu.batch_conn)
-                reuse_port(self.sock)
             self.sock.bind((bind, 0))
+            if CONNECTED and tag_key is None:  # (sockets connected to its peers beside it: emu.batch_conn)
+                reuse_port(self.sock)  # (after the bind: see ``batch_conn.reuse_port``)
             self.sock.setblocking(False)
         except BaseException:
             self.sock.close()

@@ -41,7 +41,12 @@ CONNECTED = _kernel_sorts_by_sender()
 
 
 def reuse_port(sock: socket.socket) -> None:
-    """Let connected sockets share ``sock``'s address (before it is bound)."""
+    """Let connected sockets share ``sock``'s address: set on each connected socket before it binds
+    that address, and on the process's socket *after* it bound a port of the system's choosing (port
+    0). Set before such a bind, the system may choose a port another reuse-port socket of the same
+    user already holds -- another emulator process's, say -- and then share that port's datagrams
+    between the two processes (each drops the other's as ``bad_link``). Bound without it, the port is
+    one nobody holds; set afterwards, the connected sockets may still join it."""
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
 
 

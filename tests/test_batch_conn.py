@@ -17,10 +17,12 @@ needs_connected = pytest.mark.skipif(not CONNECTED, reason="needs Linux 5.4 or l
 
 
 def _udp(addr=("127.0.0.1", 0), reuse=False):
+    """A socket bound to ``addr``; ``reuse``: others may join its port (set after the bind, as the
+    process's batch socket has it: see ``batch_conn.reuse_port``)."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(addr)
     if reuse:
         reuse_port(s)
-    s.bind(addr)
     s.setblocking(False)
     return s
 
@@ -155,3 +157,37 @@ def test_what_a_stranger_sent_between_bind_and_connect_keeps_its_true_sender():
     finally:
         for x in (main, peer, s, *strangers):
             x.close()
+
+
+@needs_connected
+def test_a_process_socket_never_shares_a_port_the_system_chose_with_another_reuse_port_socket():
+    """Bound to port 0 with ``SO_REUSEPORT`` already set, a socket may be given a port another such
+    socket of the same user holds -- the kernel then shares that port's datagrams between the two
+    (seen as a rare ``bad_link`` drop at 8 processes). The process's batch socket sets it after its
+    bind: its port is one nobody held, whatever other reuse-port sockets exist."""
+    import resource
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    n = max(100, min(3000, soft - 300))
+    others = []
+    try:
+        for _ in range(n):  # (reuse-port sockets on ports the system chose: other processes', as they bound before)
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            reuse_port(s)
+            s.bind(("127.0.0.1", 0))
+            others.append(s)
+        held = [s.getsockname()[1] for s in others]
+        if len(set(held)) == len(held):
+            pytest.skip(f"this system gave {n} reuse-port sockets {n} ports of their own: nothing to tell apart")
+        held = set(held)
+        shared = []
+        for _ in range(200):
+            b = emu.batch.Batch()
+            try:
+                if b.addr[1] in held:
+                    shared.append(b.addr[1])
+            finally:
+                b.close()
+        assert not shared, f"batch sockets were given ports other reuse-port sockets hold: {shared}"
+    finally:
+        for s in others:
+            s.close()
