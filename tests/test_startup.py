@@ -70,7 +70,7 @@ print("MODULES", json.dumps({"code": code, "modules": sorted(sys.modules)}))
 
 NOT_NEEDED = ["scapy", "scapy.packet", "scapy.fields", "scapy.layers.l2", "scapy.arch", "scapy.sendrecv", "scapy.route", "emu.front.mpirun",
               "emu.front.replay_goal", "emu.front.schedule_cmd", "emu.front.demo",
-              "emu.front.report", "rich.progress"]
+              "emu.front.report", "rich.progress", "emu.nodes.collectives.coding", "difflib", "shlex"]
 """Modules an ``emu run`` of a mesh (stdout and stderr not a terminal) has no use for."""
 
 
