@@ -3,8 +3,9 @@
 A started worker (``emu.control.launch_workers``) spends most of its start-up importing Python and
 the emulator's modules, about as long as the main process takes to build a topology like the
 256-host fat tree and its plan. Forked before the command line is even parsed, a worker has all the
-main process's modules already and imports the rest (the engines) while the main process builds the
-topology: its start-up leaves the critical path. It is connected to the main process by a socket pair
+main process's modules already: worker 1 (forked first: it makes the partition) imports the rest (the
+engines) while the main process builds the topology, the others are forked once the main process has
+imported them too, and import nothing: their start-up leaves the critical path. It is connected to the main process by a socket pair
 that nobody else holds (no listener, no handshake: the secret is inherited, never sent), in a
 session of its own as a started worker is, and served by the same code (``emu.worker``).
 """
