@@ -358,16 +358,19 @@ def model(r: dict) -> dict:
     else:
         planned = cpu("cluster-enter")
         w1 = r["workers"][0]
+        launched = [cpu("workers-launched")] * len(r["workers"])  # (our CPU as each worker was forked:
+        if "worker-1-launched" in m:  # worker 1 before the others, which wait for the engines' imports here)
+            launched[0] = cpu("worker-1-launched")
         if "partition-asked" in m and "worker-partitioned" in w1:  # (worker 1 made the partition meanwhile)
             began = w1.get("worker-asked", w1["worker-preloaded"])[1]  # (its CPU as it took the ask)
-            answer = max(cpu("partition-asked"), cpu("workers-launched") + began) + w1["worker-partitioned"][1] - began
+            answer = max(cpu("partition-asked"), launched[0] + began) + w1["worker-partitioned"][1] - began
             planned = max(cpu("prepared"), answer) + cpu("cluster-enter") - cpu("prepared")
         built_at = "local-built"
         local = cpu(built_at) - (cpu("workers-in") if m["local-built"][0] > m["workers-in"][0] else planned)
         ready = planned + local
-        for w in r["workers"]:
+        for w, at in zip(r["workers"], launched):
             build = w["worker-built"][1] - w["worker-plan"][1]
-            ready = max(ready, max(cpu("workers-launched") + _waiting(w)[1], planned) + build)
+            ready = max(ready, max(at + _waiting(w)[1], planned) + build)
         start = ready + (cpu("run-begin") - cpu("workers-built"))
         if r.get("run_before"):  # the workers' part of the calls before the run (addresses, apps): at once, each
             start += max(b - w["worker-built"][1] for b, w in zip(r["run_before"][1:], r["workers"]))  # (after ours)

@@ -148,3 +148,36 @@ async def test_a_worker_that_never_connects_is_named_within_the_connect_timeout(
             await launch.aclose()
         nursery.cancel_scope.cancel()
     assert emu.RunConfig().connect_timeout_s == 60.0
+
+
+PROBE = """
+import json, os, runpy, sys
+import emu.timeline as tl
+first = tl.mark
+def mark(what):
+    first(what)
+    if what == "worker-forked":  # (in each forked worker: which of the engines' modules it has already)
+        with open(os.environ["PROBE_OUT"], "a") as f:
+            f.write(json.dumps([m for m in json.loads(os.environ["PROBE_MODULES"]) if m in sys.modules]) + "\\n")
+tl.mark = mark
+sys.argv = ["emu", *json.loads(sys.argv[1])]
+runpy.run_module("emu", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_workers_after_the_first_are_forked_with_the_engines_imported(tmp_path):
+    """Worker 1 is forked at once (it makes the partition first); the main process then imports the
+    engines it builds its own domain with, and the other workers are forked with them: they import
+    nothing before their plan."""
+    import json
+
+    from emu.front import WORKER_PRELOAD
+
+    engines = [*WORKER_PRELOAD, "emu.nodes.nic.engine", "emu.switch.router"]
+    out = tmp_path / "probe"
+    env = {**os.environ, "PROBE_OUT": str(out), "PROBE_MODULES": json.dumps(engines)}
+    p = subprocess.run([sys.executable, "-c", PROBE, json.dumps([*RUN, "--processes", "3"])], capture_output=True,
+                       text=True, env=env, cwd=ROOT, timeout=240)
+    assert p.returncode == 0 and "result=equal to numpy" in p.stdout, p.stderr
+    had = sorted(json.loads(line) for line in out.read_text().splitlines())
+    assert had == [[], engines]

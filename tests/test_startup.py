@@ -70,7 +70,7 @@ print("MODULES", json.dumps({"code": code, "modules": sorted(sys.modules)}))
 
 NOT_NEEDED = ["scapy", "scapy.packet", "scapy.fields", "scapy.layers.l2", "scapy.arch", "scapy.sendrecv", "scapy.route", "emu.front.mpirun",
               "emu.front.replay_goal", "emu.front.schedule_cmd", "emu.front.demo",
-              "emu.front.report", "rich.progress"]
+              "emu.front.report", "rich.progress", "emu.nodes.collectives.coding", "difflib", "shlex"]
 """Modules an ``emu run`` of a mesh (stdout and stderr not a terminal) has no use for."""
 
 
@@ -133,3 +133,16 @@ def test_scapy_dissects_the_fabric_after_the_emulator_is_imported():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert "/ Fabric" in out.stdout and "/ LinkCredit" in out.stdout
+
+
+def test_the_coded_broadcasts_are_in_the_tables_before_their_plans_are_imported():
+    """``emu.nodes.collectives.coded_algos``: the entries name and describe the coded schemes; their
+    implementation (``emu.nodes.collectives.coding``) is imported when one first runs."""
+    code = ("import sys; from emu.nodes.collectives.select import ALGORITHMS, GRID_ONLY;"
+            "assert 'emu.nodes.collectives.coding' not in sys.modules;"
+            "f = ALGORITHMS['mcast_all']['nc']; g = ALGORITHMS['mcast']['tree'];"
+            "print(f.__name__, g.__name__, ('mcast', 'combine') in GRID_ONLY, f.__doc__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split(None, 3) == ["mcast_all_nc", "mcast_tree", "True",
+                                         "All-to-all broadcast by the nc scheme (NIC-run plan on a mesh or torus).\n"]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import json
-import shlex
 from typing import Any
 
 from ..config import SECTIONS, ConfigError
@@ -100,6 +99,8 @@ def record(argv: list[str], *, topo: list[str], offload: list[str | None], seed:
            partition: str | None, settings: list[dict], swept: dict[str, list[str]] | None = None,
            order: tuple[str, ...] = (), times: str = TIMES) -> dict[str, Any]:
     """The ``run`` record (see the module's docstring)."""
+    import shlex  # (only a run that writes its record)
+
     rec: dict[str, Any] = {
         "format": FORMAT, "tool": "emu (hpc-emu)", "version": version(), "argv": list(argv),
         "command": "emu " + shlex.join(argv), "topology": topo[0] if len(topo) == 1 else topo,

@@ -6,7 +6,6 @@ nearest names it does (``--fault``, ``--ranks``, ``emu mpirun --hosts``)."""
 from __future__ import annotations
 
 import sys
-from difflib import get_close_matches
 
 from ..config import ConfigError
 
@@ -80,6 +79,8 @@ def _print_rows(rows: list[tuple[str, ...]]) -> None:
 
 def nearest(word: str, names, what: str, n: int = 4) -> str:
     """``; nearest: a, b, c`` -- the valid names closest to ``word`` (difflib), else the first few."""
+    from difflib import get_close_matches  # (a refusal's: not imported by a run that has none)
+
     names = list(names)
     near = get_close_matches(word, names, n=n, cutoff=0.5) or names[:n]
     more = ", ..." if len(names) > len(near) else ""
@@ -104,6 +105,8 @@ def check_fault_names(topo, faults, spec: str) -> list[str]:
         if not topo.links_named(a, b):
             name = f"{a}-{b}"
             close = [x for x in links if a in x.split("-") or b in x.split("-")]
+            from difflib import get_close_matches
+
             near = get_close_matches(name, close or links, n=4, cutoff=0.3) or (close or links)[:4]
             missing = next((x for x in (a, b.rpartition(".")[0] if b not in topo.nodes and "." in b else b)
                             if x not in topo.nodes), None)

@@ -96,7 +96,7 @@ def _register_builtin() -> None:
     register("alltoall", "pairwise", ex.alltoall_pairwise)
     register("alltoall", "flat", ex.alltoall_flat)
     register("mcast_all", "binomial", ro.mcast_all_tree)
-    from .coding.run import CODED, CODED_ROOTED, baselines
+    from .coded_algos import CODED, CODED_ROOTED, baselines  # (the plans themselves imported when one runs)
 
     # spec 02: on a mesh or torus every scheme runs on the NICs (the baselines in host software elsewhere)
     for (operation, name), fn in baselines().items():
