@@ -342,3 +342,21 @@ def test_the_channel_dependency_check():
     assert dependency_cycle(build("torus:k=4,n=2")) == cycle                   # the same cycle every time
     g = channel_dependencies(build("fattree:k=2,n=2"))
     assert ("h0", 0) in g and all(g.out_degree((s, p)) == 0 for s in ("s0", "s1") for p in (0, 1))  # into hosts
+
+
+def test_a_group_tree_avoids_the_one_parallel_link_a_fault_names():
+    """``--fault link=s0-s8.0,down`` at 0 names one of the parallel links between s0 and s8: the
+    group's tree goes over the other one (it was refused: the name taken for a node's); ``s0-s8``
+    names them all, and an unknown link is refused in one line, its names in the order given."""
+    t = build("qsnet:nodes=64")
+    ports = lambda sw, tree: set(tree[sw][1]) | ({tree[sw][0]} if tree[sw][0] is not None else set())  # noqa: E731
+    s8_to_s0 = [lk.b_port if lk.b == "s8" else lk.a_port for lk in t.links if {lk.a, lk.b} == {"s0", "s8"}]
+    root, tree = t.spanning_tree(t.host_names())
+    assert root == "s8" and s8_to_s0[0] in ports("s8", tree)  # (the first of the pair, by port)
+    root, tree = t.spanning_tree(t.host_names(), avoid=[("s0", "s8.0")])
+    assert root == "s8" and s8_to_s0[0] not in ports("s8", tree) and s8_to_s0[1] in ports("s8", tree)
+    root, tree = t.spanning_tree(t.host_names(), avoid=[("s0", "s8")])
+    assert not any({lk.a, lk.b} == {"s0", "s8"} and (lk.a_port in ports(lk.a, tree) if lk.a in tree else False)
+               for lk in t.links)  # (no link between them in the tree)
+    with pytest.raises(ConfigError, match=r"avoid names \[\('s0', 's8.7'\), \('s0', 'zz'\)\], neither nodes nor links"):
+        t.spanning_tree(t.host_names(), avoid=[("s0", "s8.7"), ("s0", "zz")])

@@ -263,7 +263,8 @@ class Topology:
         whose farthest member is nearest (on a fat tree: the members' least common ancestors; the
         whole machine: the top switches), the lowest-numbered -- and down from it on shortest paths
         (ties by port), over switches and the members' port 0. ``avoid`` names switches and links
-        (``("s4", "s9")``) that are down or full: the root moves to the next live one and the tree
+        that are down or full -- a link as ``--fault link=`` names it (``("s4", "s9")``: every link
+        between them; ``("s0", "s8.1")``: the second of the parallel ones only, ``links_named``): the root moves to the next live one and the tree
         goes around, or it is refused (ConfigError) if a member cannot be reached.
 
         Returns (root, {switch: (port toward the parent or None at the root, ports toward the
@@ -273,18 +274,24 @@ class Topology:
         if bad or len(set(members)) != len(members) or len(members) < 2:
             raise ConfigError(f"{what}: members must be two or more distinct hosts of {self.name}, got {members}")
         dead = {a for a in avoid if isinstance(a, str)}
-        dead_links = {frozenset(a) for a in avoid if not isinstance(a, str)}
-        unknown = [a for a in dead if a not in self.nodes] + [tuple(lk) for lk in dead_links if not lk <= set(self.nodes)]
+        unknown: list = sorted(a for a in dead if a not in self.nodes)
+        dead_links: set[int] = set()  # (id of each Link avoided: a pair's every parallel link, or ``B.N``'s one)
+        for a in avoid:
+            if not isinstance(a, str):
+                named = self.links_named(*a) if len(a) == 2 else []
+                if not named:
+                    unknown.append(tuple(a))
+                dead_links.update(id(self.links[i]) for i in named)
         if unknown:
-            raise ConfigError(f"{what}: avoid names {unknown}, not nodes of {self.name}")
+            raise ConfigError(f"{what}: avoid names {unknown}, neither nodes nor links of {self.name}")
         if self.manager in self.nodes:
             dead.add(self.manager)  # the manager's links are not part of any tree
         members.sort(key=lambda m: self.nodes[m].id)
         nb = self.neighbours()
 
         def hops(u: str):  # (port, peer, peer port) the tree may use from u
-            for port, v, vport, _ in nb[u]:
-                if v not in dead and frozenset((u, v)) not in dead_links:
+            for port, v, vport, lk in nb[u]:
+                if v not in dead and id(lk) not in dead_links:
                     yield port, v, vport
 
         leaf: dict[str, str] = {}
