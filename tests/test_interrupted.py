@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import pytest
 import trio
@@ -151,3 +152,22 @@ async def test_a_spill_folder_that_cannot_be_made_is_refused_in_one_line(tmp_pat
     with pytest.raises(emu.ConfigError, match="spill folder cannot be made in .*name a writable folder"):
         async with emu.Cluster("star:n=2", run=RunConfig(capture=True, capture_dir=str(tmp_path / "absent"))):
             pass
+
+
+def test_sigterm_ends_emu_run_in_a_long_stretch_without_an_await(tmp_path):
+    """SIGTERM lands where trio cannot cancel (no await for minutes): ended there at once, as
+    Ctrl-C would be, not when the stretch is over."""
+    cmd = [sys.executable, str(Path(__file__).parent / "sigterm_stalled.py"), "run", "--topo", "star:n=4",
+           "--test", "pingall", "--processes", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, TMPDIR=str(tmp_path)))
+    try:
+        assert proc.stdout.readline().strip() == "stalled"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)  # (the stretch is 300 s: only the signal ends it sooner)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, (out, err)
+    lines = [ln for ln in (out + err).splitlines() if ln.strip()]
+    assert lines == ["terminated (SIGTERM); the cluster was torn down"], out + err
+    assert list(tmp_path.iterdir()) == []

@@ -244,8 +244,12 @@ class Terminated(KeyboardInterrupt):
 
 
 async def _run_terminable(args) -> int:
-    """``_run``; SIGTERM cancels it, so the cluster is torn down as on Ctrl-C (workers ended, sockets
-    closed, spilled capture runs removed), then ``Terminated`` is raised."""
+    """``_run``; SIGTERM ends it as Ctrl-C does, so the cluster is torn down (workers ended, sockets
+    closed, spilled capture runs removed), then ``Terminated`` is raised. As trio delivers Ctrl-C: at
+    once where the code it lands in may be interrupted -- a long stretch without an await, such as
+    the draws of a long open-loop schedule or a large topology's build, does not delay it (it waited
+    for the next await: ~10 s into a 2M-cycle schedule) -- and as a cancellation where trio's own code
+    must not be (``trio.lowlevel.currently_ki_protected``)."""
     import signal
     import threading
 
@@ -256,6 +260,8 @@ async def _run_terminable(args) -> int:
     with trio.CancelScope() as scope:
         def on_sigterm(signum, frame) -> None:
             terminated.append(signum)
+            if len(terminated) == 1 and not trio.lowlevel.currently_ki_protected():
+                raise Terminated()  # (where the signal landed: the teardown runs as on a KeyboardInterrupt)
             token.run_sync_soon(scope.cancel)
 
         old = signal.signal(signal.SIGTERM, on_sigterm)
