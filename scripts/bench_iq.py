@@ -275,18 +275,24 @@ def instructions(a, models) -> int:
           f"{a.cycles} + {a.cycles} cycles then the drain ({drain_text(a)})")
     print(f"{'mesh':>5} {'vcs':>3} {'fl':>2} {'load':>6} {'model':>13} {'tree':>6} | {'instructions':>14} "
           f"{'crossings':>9} {'per crossing':>12}")
-    for k in a.k or [4]:
-        for v in a.vcs or [8]:
-            for fl in a.flits or [1]:
-                loads = [round(SAT[(k, v, fl)] * x, 4) for x in a.at_list] if (k, v, fl) in SAT else a.at_list
-                for load in loads:
-                    for m in models:
-                        for label, tree in trees:
-                            r = ours(tree, k, v, fl, [load], a.cycles, [m], callgrind=True, drain=a.drains[label])
-                            hops = r["points"][0]["hops"]
-                            print(f"{k:>3}x{k:<1} {v:>3} {fl:>2} {load:>6.4f} {m:>13} {label:>6} | "
-                                  f"{r['instructions']:>14,} {hops:>9,} {r['instructions'] / hops:>12,.0f}", flush=True)
+    for k, v, fl, load in load_points(a, 4, 8, 1):
+        for m in models:
+            for label, tree in trees:
+                r = ours(tree, k, v, fl, [load], a.cycles, [m], callgrind=True, drain=a.drains[label])
+                hops = r["points"][0]["hops"]
+                print(f"{k:>3}x{k:<1} {v:>3} {fl:>2} {load:>6.4f} {m:>13} {label:>6} | "
+                      f"{r['instructions']:>14,} {hops:>9,} {r['instructions'] / hops:>12,.0f}", flush=True)
     return 0
+
+
+def load_points(a, k: int, vcs: int, flits: int):
+    """(k, VCs, flits, load) of each point ``--k``, ``--vcs``, ``--flits`` and ``--at`` ask for (the
+    one configuration given here when they leave it out)."""
+    for k in a.k or [k]:
+        for v in a.vcs or [vcs]:
+            for fl in a.flits or [flits]:
+                for load in [round(SAT[(k, v, fl)] * x, 4) for x in a.at_list] if (k, v, fl) in SAT else a.at_list:
+                    yield k, v, fl, load
 
 
 def floor(a) -> int:
@@ -299,23 +305,19 @@ def floor(a) -> int:
           "of the router's own cost must go for 3x BookSim (over 100 %: not by the router alone)")
     print(f"{'mesh':>5} {'vcs':>3} {'fl':>2} {'load':>6} | {'emu s':>6} {'window':>6} {'router':>6} | "
           f"{'BS s':>6} {'ratio':>5} | {'w/o router':>10} {'ratio':>5} {'cut for 3x':>10}")
-    for k in a.k or [8]:
-        for v in a.vcs or [1]:
-            for fl in a.flits or [1]:
-                loads = [round(SAT[(k, v, fl)] * x, 4) for x in a.at_list] if (k, v, fl) in SAT else a.at_list
-                for load in loads:
-                    cpu = ours(a.tree, k, v, fl, [load], a.cycles, ["input_queued"], drain=a.drain, split=True)
-                    cg = ours(a.tree, k, v, fl, [load], a.cycles, ["input_queued"], callgrind=True, drain=a.drain,
-                              split=True)
-                    p = cpu["points"][0]
-                    share = sum(cg["router_instructions"].values()) / cg["instructions"]
-                    router_s = p["window_s"] * share
-                    bs = min(booksim(a.booksim, k, v, fl, load, a.cycles)["cpu_s"] for _ in range(3))
-                    rest = p["cpu_s"] - router_s
-                    cut = 1 - (3 * bs - rest) / router_s if router_s > 0 else 0.0
-                    print(f"{k:>3}x{k:<1} {v:>3} {fl:>2} {load:>6.4f} | {p['cpu_s']:>6.3f} {p['window_s']:>6.3f} "
-                          f"{share:>6.1%} | {bs:>6.3f} {p['cpu_s'] / bs:>5.2f} | {rest:>10.3f} {rest / bs:>5.2f} "
-                          f"{max(cut, 0):>10.0%}", flush=True)
+    for k, v, fl, load in load_points(a, 8, 1, 1):
+        cpu = ours(a.tree, k, v, fl, [load], a.cycles, ["input_queued"], drain=a.drain, split=True)
+        cg = ours(a.tree, k, v, fl, [load], a.cycles, ["input_queued"], callgrind=True, drain=a.drain,
+                  split=True)
+        p = cpu["points"][0]
+        share = sum(cg["router_instructions"].values()) / cg["instructions"]
+        router_s = p["window_s"] * share
+        bs = min(booksim(a.booksim, k, v, fl, load, a.cycles)["cpu_s"] for _ in range(3))
+        rest = p["cpu_s"] - router_s
+        cut = 1 - (3 * bs - rest) / router_s if router_s > 0 else 0.0
+        print(f"{k:>3}x{k:<1} {v:>3} {fl:>2} {load:>6.4f} | {p['cpu_s']:>6.3f} {p['window_s']:>6.3f} "
+              f"{share:>6.1%} | {bs:>6.3f} {p['cpu_s'] / bs:>5.2f} | {rest:>10.3f} {rest / bs:>5.2f} "
+              f"{max(cut, 0):>10.0%}", flush=True)
     return 0
 
 
