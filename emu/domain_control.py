@@ -237,8 +237,10 @@ class DomainControl:
         out port, vc, peer node, peer's in port, frames waiting) for every port with frames no credit
         covers; ``held``: (node, in port, vc, out port, out vc) for every frame sitting in an input
         buffer while it waits at an output port of the same node; ``paused``: (node, out port, class) of
-        the class queues PFC paused with frames waiting (a PFC ingress's bytes count as its buffer)."""
-        blocked, held, paused = [], [], []
+        the class queues PFC paused with frames waiting (a PFC ingress's bytes count as its buffer);
+        ``heads``: (node, out port, vc, bytes of buffer it takes) of the frame at the head of each such
+        queue of an element's port (a frame larger than the buffer it must enter never gets its credit)."""
+        blocked, held, paused, heads = [], [], [], []
         for el in self.elements:
             if el.iq:  # the input-queued router keeps its frames and credits itself
                 b, h = el.engine.credit_waits()
@@ -252,12 +254,13 @@ class DomainControl:
                 for vc, q in enumerate(fl.queues):
                     if q:
                         blocked.append((el.name, p.index, vc, p.peer, p.peer_port_name, len(q)))
+                        heads.append((el.name, p.index, vc, -(-fl.framing.length_wire(q[0][1]) // fl.unit) * fl.unit))
                         if fl.by_prio and fl.paused[vc]:  # a class queue PFC paused (emu.pause)
                             paused.append((el.name, p.index, vc))
                         for _, _, token in q:
                             if token is not None:
                                 held.append((el.name, token[0].index, token[1], p.index, vc))
-        return {"blocked": blocked, "held": held, "paused": paused}
+        return {"blocked": blocked, "held": held, "paused": paused, "heads": heads}
 
     def _take_capture(self) -> list[tuple[int, int, int, bytes]]:
         out: list[tuple[int, int, int, bytes]] = []

@@ -107,13 +107,15 @@ class ClusterFaults:
 
     async def _credit_deadlock(self, stuck: int) -> None:
         """Nothing can move but frames wait for credit: name the cyclic wait (elements, ports, VCs)."""
-        blocked, held, paused = [], [], set()
+        blocked, held, paused, heads = [], [], set(), []
         for h in self._handles:
             w = await h.call("credit_waits")
             blocked += w["blocked"]
             held += w["held"]
             paused.update(map(tuple, w.get("paused", ())))
+            heads += w.get("heads", ())
         t = self.topology
+        self._too_large(stuck, heads, {(n, p, v): peer for n, p, v, peer, _pp, _k in blocked})
         # (node, out port, vc) waits for the peer's input buffer (peer, in port, vc), whose frames wait
         # at the peer's output ports: an edge to each of those
         by_buffer: dict[tuple[str, int, int], set] = {}
@@ -135,6 +137,27 @@ class ClusterFaults:
                             f"never come; cyclic wait: {where}. Use more VCs with a deadlock-free VC policy "
                             "(--set switch.vcs=2 --set switch.vc_policy=dateline on tori) or larger buffers")
 
+
+    def _too_large(self, stuck: int, heads: list, peers: dict) -> None:
+        """A frame waiting for a switch's buffer that is larger than that buffer whole (its VC's, or
+        its shared pool): no credit can ever cover it -- say so, and how large the buffer must be
+        (``emu.front.buffers`` refuses such runs before they start, for the frames it knows of)."""
+        from ..build import largest_frames
+
+        t = self.topology
+        largest = None
+        for node, port, vc, need in heads:
+            peer = t.nodes.get(peers.get((node, port, vc)))
+            if peer is None or peer.kind != "switch" or not hasattr(peer.spec, "buffer_bytes"):
+                continue
+            largest = largest or largest_frames(t)
+            vcb = peer.spec.buffer_bytes(largest[peer.name])  # (the input-queued router's default: two message frames)
+            if vcb and need > max(vcb, getattr(peer.spec, "pool_bytes", 0)):
+                self._sync.broken = "a credit deadlock"
+                raise DeadlockError(f"credit deadlock at {self.now} ns: {stuck} frame(s) wait for credit; the one at "
+                                    f"{t.port_name(node, port)} vc{vc} takes {need:,} B of {peer.name}'s buffer, which "
+                                    f"holds {vcb:,} B per VC: it can never enter; give switch.vc_buffer_bytes={need} "
+                                    "or more, or send smaller frames (a smaller --size)")
 
     async def _pfc_deadlock(self, stuck: int, cycle: list, blocked: list, paused: set) -> None:
         t = self.topology
