@@ -84,6 +84,11 @@ class CreditState:
     line_bytes = 0
     """(With ``by_prio``) modelled bytes of the frame started last (on the line until ``free_at``)."""
 
+    def cost(self, wire) -> int:
+        """Bytes of the receiver's buffer a frame takes: its modelled length on the link, in whole
+        credit units. (The send path in ``emu.port`` writes it inline, as its compiled twin does.)"""
+        return -(-self.framing.length_wire(wire) // self.unit) * self.unit
+
     def free(self, g: int, c: int) -> int:
         """``late``: the VC of group ``g`` a frame taking ``c`` bytes takes now -- the next after the
         group's last, round robin, whose buffer or pool has room for it; -1: none."""
@@ -114,7 +119,7 @@ class CreditState:
     def pick(self, g: int) -> int:
         best, room = g % self.vcs, None
         for w in range(g % self.vcs, self.vcs, self.groups):
-            r = self.credits[w] - sum(-(-self.framing.length_wire(x[1]) // self.unit) * self.unit for x in self.queues[w])
+            r = self.credits[w] - sum(self.cost(x[1]) for x in self.queues[w])
             if room is None or r > room:
                 best, room = w, r
         return best

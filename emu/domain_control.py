@@ -254,7 +254,7 @@ class DomainControl:
                 for vc, q in enumerate(fl.queues):
                     if q:
                         blocked.append((el.name, p.index, vc, p.peer, p.peer_port_name, len(q)))
-                        heads.append((el.name, p.index, vc, -(-fl.framing.length_wire(q[0][1]) // fl.unit) * fl.unit))
+                        heads.append((el.name, p.index, vc, fl.cost(q[0][1])))
                         if fl.by_prio and fl.paused[vc]:  # a class queue PFC paused (emu.pause)
                             paused.append((el.name, p.index, vc))
                         for _, _, token in q:

@@ -155,7 +155,7 @@ class Flow:
             return
         if p.flow is not None:
             fl = p.flow
-            c = -(-p.framing.length_wire(wire) // fl.unit) * fl.unit
+            c = fl.cost(wire)
             a, b = fl.parts(c, pool if not fl.vc_bytes else bool(wire[FLAGS_OFF] & FLAG_POOL))
             if a:
                 self._event(at, CREDIT_BACK, (p, wire[VC_OFF] % fl.vcs, False, a))
